@@ -1,0 +1,9 @@
+//! rummy: a server that runs LLM coding agents for editor clients.
+//!
+//! See `ARCHITECTURE.md` for the map of modules, actors and the path of one turn.
+
+pub mod db;
+pub mod hedberg;
+pub mod llm;
+pub mod parser;
+pub mod project;

@@ -1,0 +1,1 @@
+//! LLM providers: OpenAI-compatible, Ollama, OpenRouter and xAI clients behind one trait.

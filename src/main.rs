@@ -1,0 +1,4 @@
+//! The `rummy` binary.
+fn main() {
+    println!("rummy");
+}

@@ -1,0 +1,1 @@
+//! The tolerant parser that turns model output into commands, and the response healer.

@@ -1,0 +1,1 @@
+//! Projects on disk: path confinement, file scanning, skills and personas.
