@@ -1,0 +1,192 @@
+//! Builds the actors and the HTTP server, and owns the shared [`AppState`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use actix::Addr;
+use actix_web::dev::ServerHandle;
+use actix_web::{web, App, HttpServer};
+use serde_json::Value;
+
+use crate::config::Settings;
+use crate::db::{self, DbActor, DbError};
+use crate::error::AppError;
+use crate::hub::HubRegistry;
+use crate::metrics::Metrics;
+use crate::rpc::envelope::Request;
+use crate::rpc::dispatch::Reply;
+use crate::ws::registry::ConnectionRegistry;
+use crate::db::ids::ProjectId;
+
+/// What every handler and actor shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The settings built in `main`.
+    pub settings: Arc<Settings>,
+    /// The database actor (the single writer).
+    pub db: Addr<DbActor>,
+    /// Notification fan-out per project.
+    pub hubs: HubRegistry,
+    /// Open connections.
+    pub connections: ConnectionRegistry,
+    /// Process counters.
+    pub metrics: Arc<Metrics>,
+}
+
+/// A server started by [`start`].
+pub struct RunningServer {
+    /// The address it listens on (the real port when 0 was asked for).
+    pub addr: SocketAddr,
+    /// Stops it.
+    pub handle: ServerHandle,
+    /// Its shared state.
+    pub state: AppState,
+    /// Resolves when the server has stopped.
+    pub done: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningServer {
+    /// Stops accepting, closes every connection with 1001, lets in-flight writes finish.
+    pub async fn stop(self) {
+        self.state.connections.shutdown_all();
+        self.handle.stop(true).await;
+        let _ = self.done.await;
+    }
+}
+
+/// Applies pending migrations to the configured database; returns how many ran.
+pub fn migrate(settings: &Settings) -> Result<usize, DbError> {
+    let mut connection = db::connection::open(&settings.storage.db_path, settings.tokens.divisor)?;
+    db::migrations::run(&mut connection)
+}
+
+/// Opens the database, seeds the catalogue and starts listening.
+pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
+    std::fs::create_dir_all(settings.storage.home.join("skills"))?;
+    std::fs::create_dir_all(settings.storage.home.join("personas"))?;
+    let db = db::start(&settings.storage.db_path, settings.tokens.divisor)?;
+    let state = AppState {
+        settings: Arc::new(settings),
+        db,
+        hubs: HubRegistry::default(),
+        connections: ConnectionRegistry::default(),
+        metrics: Arc::new(Metrics::default()),
+    };
+    state.seed_models().await?;
+    let data = web::Data::new(state.clone());
+    let max_frame = state.settings.server.max_frame_bytes;
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .app_data(web::PayloadConfig::new(max_frame))
+            .configure(crate::http::configure)
+    })
+    .disable_signals()
+    .shutdown_timeout(10)
+    .bind((state.settings.server.host, state.settings.server.port))?;
+    let addr = server
+        .addrs()
+        .first()
+        .copied()
+        .ok_or_else(|| anyhow::anyhow!("the server bound no address"))?;
+    let server = server.run();
+    let handle = server.handle();
+    let done = actix_web::rt::spawn(server);
+    tracing::info!(%addr, "rummy listening");
+    Ok(RunningServer {
+        addr,
+        handle,
+        state,
+        done,
+    })
+}
+
+/// Runs the server until SIGTERM or SIGINT, then stops it gracefully.
+pub async fn serve(settings: Settings) -> anyhow::Result<()> {
+    let running = start(settings).await?;
+    wait_for_signal().await;
+    tracing::info!("stopping");
+    running.stop().await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(terminate) => terminate,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot listen for SIGTERM");
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}
+
+impl AppState {
+    async fn seed_models(&self) -> Result<(), AppError> {
+        for (alias, seed) in &self.settings.models {
+            self.db
+                .send(db::messages::UpsertModel {
+                    alias: alias.clone(),
+                    actual: seed.actual.clone(),
+                    context_length: seed.context_length.map(|length| length as i64),
+                })
+                .await
+                .map_err(mailbox)??;
+        }
+        Ok(())
+    }
+
+    /// Whether the database answers and its migrations are applied.
+    pub async fn database_ready(&self) -> Result<(), AppError> {
+        self.db.send(db::messages::Ping).await.map_err(mailbox)??;
+        Ok(())
+    }
+
+    /// Runs counted by stored status, for `/metrics`.
+    pub async fn runs_by_status(&self) -> Result<Vec<(i32, i64)>, AppError> {
+        Ok(self
+            .db
+            .send(db::messages::CountRunsByStatus)
+            .await
+            .map_err(mailbox)??)
+    }
+
+    /// Records one call in `rpc_log`, without waiting.
+    pub fn audit_rpc(
+        &self,
+        project: Option<ProjectId>,
+        request: &Request,
+        outcome: &Result<Reply, AppError>,
+    ) {
+        let (result, error) = match outcome {
+            Ok(reply) => (Some(reply.result.to_string()), None),
+            Err(error) => (None, Some(error.to_string())),
+        };
+        self.db.do_send(db::messages::LogRpc {
+            project_id: project,
+            method: request.method.clone(),
+            rpc_id: request.id.as_ref().map(Value::to_string),
+            params: Some(request.params.to_string()),
+            result,
+            error,
+        });
+    }
+}
+
+/// The DB actor's mailbox is gone: the server is stopping.
+pub fn mailbox(error: actix::MailboxError) -> AppError {
+    AppError::Internal(format!("database unavailable: {error}"))
+}

@@ -1,0 +1,536 @@
+//! Typed settings, built once in `main` and passed down.
+//!
+//! Layers, later wins: the embedded `config/default.toml` < `config/$RUMMY_ENV.toml` <
+//! `$RUMMY_HOME/.env` < the process environment. Environment variables keep the reference
+//! server's names (`PORT`, `RUMMY_HOME`, ...), mapped onto keys by [`ENV_KEYS`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer};
+
+/// The documented defaults, compiled in so the binary runs from any directory.
+const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+/// Environment variable → configuration key.
+pub const ENV_KEYS: &[(&str, &str)] = &[
+    ("RUMMY_HOST", "server.host"),
+    ("PORT", "server.port"),
+    ("RUMMY_AUTH_TOKEN", "server.auth_token"),
+    ("RUMMY_ALLOWED_ORIGINS", "server.allowed_origins"),
+    ("RUMMY_MAX_FRAME_BYTES", "server.max_frame_bytes"),
+    ("RUMMY_RPC_TIMEOUT", "server.rpc_timeout_ms"),
+    ("RUMMY_HEARTBEAT_SECS", "server.heartbeat_secs"),
+    ("RUMMY_CLIENT_TIMEOUT_SECS", "server.client_timeout_secs"),
+    ("RUMMY_CLIENT_BUFFER", "server.client_buffer"),
+    ("RUMMY_HOME", "storage.home"),
+    ("RUMMY_DB_PATH", "storage.db_path"),
+    ("RUMMY_MMAP_MB", "storage.mmap_mb"),
+    ("RUMMY_RETENTION_DAYS", "storage.retention_days"),
+    ("RUMMY_TOKEN_DIVISOR", "tokens.divisor"),
+    ("RUMMY_MAX_ENTRY_TOKENS", "tokens.max_entry_tokens"),
+    ("RUMMY_MAX_TURNS", "agent.max_turns"),
+    ("RUMMY_MAX_STALLS", "agent.max_stalls"),
+    ("RUMMY_MIN_CYCLES", "agent.min_cycles"),
+    ("RUMMY_MAX_CYCLE_PERIOD", "agent.max_cycle_period"),
+    ("RUMMY_MAX_UPDATE_REPEATS", "agent.max_update_repeats"),
+    ("RUMMY_TEMPERATURE", "agent.temperature"),
+    ("RUMMY_APPLY_EDITS", "agent.apply_edits"),
+    ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
+    ("RUMMY_FETCH_TIMEOUT", "providers.fetch_timeout_ms"),
+    ("RUMMY_PROVIDER_CONCURRENCY", "providers.concurrency"),
+    ("OPENAI_BASE_URL", "providers.openai_base_url"),
+    ("OPENAI_API_KEY", "providers.openai_api_key"),
+    ("OLLAMA_BASE_URL", "providers.ollama_base_url"),
+    ("OPENROUTER_BASE_URL", "providers.openrouter_base_url"),
+    ("OPENROUTER_API_KEY", "providers.openrouter_api_key"),
+    ("RUMMY_HTTP_REFERER", "providers.http_referer"),
+    ("RUMMY_X_TITLE", "providers.x_title"),
+    ("XAI_BASE_URL", "providers.xai_base_url"),
+    ("XAI_API_KEY", "providers.xai_api_key"),
+    ("RUMMY_CONTEXT_SIZE", "providers.context_size"),
+    ("RUMMY_LOG", "log.filter"),
+    ("RUMMY_DEBUG", "log.debug"),
+];
+
+/// Prefix of the variables that seed the model catalogue: `RUMMY_MODEL_<alias>=<actual>`.
+const MODEL_PREFIX: &str = "RUMMY_MODEL_";
+/// Prefix of the variables that give a seeded model its context: `RUMMY_CONTEXT_<alias>=<n>`.
+const CONTEXT_PREFIX: &str = "RUMMY_CONTEXT_";
+
+/// Why the settings could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A layer could not be read or a value has the wrong type.
+    #[error("configuration: {0}")]
+    Layer(#[from] config::ConfigError),
+    /// `$RUMMY_HOME/.env` exists but cannot be parsed.
+    #[error("cannot read {path}: {message}")]
+    DotEnv {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A value is out of its allowed range.
+    #[error("configuration: {0}")]
+    Invalid(String),
+}
+
+/// A string that never appears in logs or debug output.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret value itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Secret)
+    }
+}
+
+/// Everything rummy is configured with.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Settings {
+    /// The listener and its connections.
+    pub server: ServerSettings,
+    /// Home directory and database.
+    pub storage: StorageSettings,
+    /// Token estimate and entry size gate.
+    pub tokens: TokenSettings,
+    /// Loop limits and defaults.
+    pub agent: AgentSettings,
+    /// Project file scanning.
+    pub scan: ScanSettings,
+    /// LLM provider endpoints and credentials.
+    pub providers: ProviderSettings,
+    /// Logging.
+    pub log: LogSettings,
+    /// Models seeded into the catalogue at start, by alias.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelSeed>,
+}
+
+/// The listener and its connections.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ServerSettings {
+    /// Address to bind.
+    pub host: IpAddr,
+    /// Port to bind (0 picks a free one).
+    pub port: u16,
+    /// Token every client must present, when set.
+    #[serde(deserialize_with = "optional_secret")]
+    pub auth_token: Option<Secret>,
+    /// Origins browsers may connect from.
+    #[serde(deserialize_with = "comma_list")]
+    pub allowed_origins: Vec<String>,
+    /// Largest inbound frame in bytes.
+    pub max_frame_bytes: usize,
+    /// Timeout for short methods, in ms.
+    pub rpc_timeout_ms: u64,
+    /// Seconds between server pings.
+    pub heartbeat_secs: u64,
+    /// Seconds of silence before a client is dropped.
+    pub client_timeout_secs: u64,
+    /// Notifications buffered per client.
+    pub client_buffer: usize,
+}
+
+/// Home directory and database.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StorageSettings {
+    /// `RUMMY_HOME`, with `~` expanded.
+    pub home: PathBuf,
+    /// The SQLite file, absolute after [`Settings::load`].
+    pub db_path: PathBuf,
+    /// SQLite mmap size in MiB.
+    pub mmap_mb: u64,
+    /// Days a finished run is kept (0 = forever).
+    pub retention_days: u64,
+}
+
+/// Token estimate and entry size gate.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenSettings {
+    /// Characters per token.
+    pub divisor: u32,
+    /// Largest known entry in tokens.
+    pub max_entry_tokens: u64,
+}
+
+/// Who applies accepted file edits to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApplyEdits {
+    /// The client applies them (the reference behaviour).
+    Client,
+    /// The server writes them under the project root.
+    Server,
+}
+
+/// Loop limits and defaults.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AgentSettings {
+    /// Turns per loop.
+    pub max_turns: u32,
+    /// Turns without a status tag before forced completion.
+    pub max_stalls: u32,
+    /// Repetitions that make a cycle.
+    pub min_cycles: u32,
+    /// Longest cycle period checked.
+    pub max_cycle_period: u32,
+    /// Identical updates before the loop stops.
+    pub max_update_repeats: u32,
+    /// Default temperature.
+    #[serde(deserialize_with = "optional_f64")]
+    pub temperature: Option<f64>,
+    /// Who applies accepted edits.
+    pub apply_edits: ApplyEdits,
+}
+
+/// Project file scanning.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ScanSettings {
+    /// Files above this size are listed, not loaded.
+    pub max_file_bytes: u64,
+}
+
+/// LLM provider endpoints and credentials.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ProviderSettings {
+    /// Timeout of one LLM HTTP call, in ms.
+    pub fetch_timeout_ms: u64,
+    /// Concurrent requests per provider.
+    pub concurrency: usize,
+    /// OpenAI-compatible base URL.
+    pub openai_base_url: String,
+    /// OpenAI-compatible key.
+    pub openai_api_key: Secret,
+    /// Ollama base URL.
+    pub ollama_base_url: String,
+    /// OpenRouter base URL.
+    pub openrouter_base_url: String,
+    /// OpenRouter key.
+    pub openrouter_api_key: Secret,
+    /// OpenRouter `HTTP-Referer` header.
+    pub http_referer: String,
+    /// OpenRouter `X-Title` header.
+    pub x_title: String,
+    /// xAI Responses endpoint.
+    pub xai_base_url: String,
+    /// xAI key.
+    pub xai_api_key: Secret,
+    /// Context size for OpenRouter models with none stored (0 = discover).
+    pub context_size: u64,
+}
+
+/// Logging.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LogSettings {
+    /// tracing filter.
+    pub filter: String,
+    /// Log every frame.
+    pub debug: bool,
+}
+
+/// A model seeded into the catalogue at start.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ModelSeed {
+    /// Provider-prefixed model id.
+    pub actual: String,
+    /// Context window in tokens, when known.
+    #[serde(default)]
+    pub context_length: Option<u64>,
+}
+
+impl Settings {
+    /// Builds the settings from an environment (the process's, in `main`) and a directory
+    /// holding `$RUMMY_ENV.toml` files.
+    pub fn load(env: &HashMap<String, String>, config_dir: &Path) -> Result<Self, ConfigError> {
+        let mut builder = config::Config::builder()
+            .add_source(config::File::from_str(DEFAULT_TOML, config::FileFormat::Toml));
+        if let Some(name) = env.get("RUMMY_ENV").filter(|name| !name.is_empty()) {
+            builder = builder.add_source(
+                config::File::from(config_dir.join(format!("{name}.toml"))).required(false),
+            );
+        }
+        let home = home_dir(env, config_dir)?;
+        let mut merged = read_dotenv(&home.join(".env"))?;
+        merged.extend(env.iter().map(|(key, value)| (key.clone(), value.clone())));
+        for (variable, key) in ENV_KEYS {
+            if let Some(value) = merged.get(*variable) {
+                builder = builder.set_override(*key, value.as_str())?;
+            }
+        }
+        builder = builder.set_override("storage.home", home.to_string_lossy().as_ref())?;
+        let mut settings: Settings = builder.build()?.try_deserialize()?;
+        settings.storage.home = home;
+        settings.storage.db_path = absolute_under(&settings.storage.home, &settings.storage.db_path);
+        seed_models_from_env(&mut settings.models, &merged);
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.tokens.divisor == 0 {
+            return Err(ConfigError::Invalid("RUMMY_TOKEN_DIVISOR must be at least 1".into()));
+        }
+        if !self.server.host.is_loopback() && self.server.auth_token.is_none() {
+            return Err(ConfigError::Invalid(format!(
+                "binding {} (not loopback) requires RUMMY_AUTH_TOKEN",
+                self.server.host
+            )));
+        }
+        if self.server.max_frame_bytes < 1024 {
+            return Err(ConfigError::Invalid("RUMMY_MAX_FRAME_BYTES must be at least 1024".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Finds `RUMMY_HOME` before the other layers, since `.env` lives inside it.
+fn home_dir(env: &HashMap<String, String>, config_dir: &Path) -> Result<PathBuf, ConfigError> {
+    let raw = match env.get("RUMMY_HOME").filter(|home| !home.is_empty()) {
+        Some(home) => home.clone(),
+        None => {
+            let mut builder = config::Config::builder()
+                .add_source(config::File::from_str(DEFAULT_TOML, config::FileFormat::Toml));
+            if let Some(name) = env.get("RUMMY_ENV").filter(|name| !name.is_empty()) {
+                builder = builder.add_source(
+                    config::File::from(config_dir.join(format!("{name}.toml"))).required(false),
+                );
+            }
+            builder.build()?.get_string("storage.home")?
+        }
+    };
+    Ok(expand_tilde(&raw, env.get("HOME").map(String::as_str)))
+}
+
+fn expand_tilde(raw: &str, user_home: Option<&str>) -> PathBuf {
+    match (raw.strip_prefix("~"), user_home) {
+        (Some(rest), Some(user_home)) => {
+            PathBuf::from(user_home).join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(raw),
+    }
+}
+
+fn absolute_under(base: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    }
+}
+
+fn read_dotenv(path: &Path) -> Result<HashMap<String, String>, ConfigError> {
+    if !path.is_file() {
+        return Ok(HashMap::new());
+    }
+    let entries = dotenvy::from_path_iter(path).map_err(|error| ConfigError::DotEnv {
+        path: path.to_path_buf(),
+        message: error.to_string(),
+    })?;
+    entries
+        .map(|entry| {
+            entry.map_err(|error| ConfigError::DotEnv {
+                path: path.to_path_buf(),
+                message: error.to_string(),
+            })
+        })
+        .collect()
+}
+
+fn seed_models_from_env(models: &mut BTreeMap<String, ModelSeed>, env: &HashMap<String, String>) {
+    for (key, actual) in env {
+        if let Some(alias) = key.strip_prefix(MODEL_PREFIX).filter(|alias| !alias.is_empty()) {
+            let context_length = env
+                .get(&format!("{CONTEXT_PREFIX}{alias}"))
+                .and_then(|value| value.trim().parse().ok());
+            models.insert(
+                alias.to_string(),
+                ModelSeed {
+                    actual: actual.clone(),
+                    context_length,
+                },
+            );
+        }
+    }
+}
+
+fn optional_secret<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Secret>, D::Error> {
+    let raw = String::deserialize(deserializer)?;
+    Ok((!raw.is_empty()).then_some(Secret(raw)))
+}
+
+fn comma_list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    let raw = String::deserialize(deserializer)?;
+    Ok(raw
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+fn optional_f64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumberOrText {
+        Number(f64),
+        Text(String),
+    }
+    match NumberOrText::deserialize(deserializer)? {
+        NumberOrText::Number(value) => Ok(Some(value)),
+        NumberOrText::Text(text) if text.trim().is_empty() => Ok(None),
+        NumberOrText::Text(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| serde::de::Error::custom(format!("not a number: {text}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_bind_loopback_on_3044_under_home() {
+        let home = tempfile::tempdir().unwrap();
+        let settings = Settings::load(
+            &env(&[("RUMMY_HOME", home.path().to_str().unwrap())]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert_eq!(settings.server.port, 3044);
+        assert!(settings.server.host.is_loopback());
+        assert_eq!(settings.storage.db_path, home.path().join("rummy.db"));
+        assert_eq!(settings.agent.temperature, None);
+        assert_eq!(settings.agent.apply_edits, ApplyEdits::Client);
+    }
+
+    #[test]
+    fn reference_variable_names_override_defaults() {
+        let home = tempfile::tempdir().unwrap();
+        let settings = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home.path().to_str().unwrap()),
+                ("PORT", "4000"),
+                ("RUMMY_MAX_TURNS", "99"),
+                ("RUMMY_TEMPERATURE", "0.5"),
+                ("RUMMY_DB_PATH", "/tmp/elsewhere.db"),
+                ("RUMMY_MODEL_local", "openai/smol"),
+                ("RUMMY_CONTEXT_local", "8192"),
+                ("RUMMY_ALLOWED_ORIGINS", "http://a, http://b"),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert_eq!(settings.server.port, 4000);
+        assert_eq!(settings.agent.max_turns, 99);
+        assert_eq!(settings.agent.temperature, Some(0.5));
+        assert_eq!(settings.storage.db_path, PathBuf::from("/tmp/elsewhere.db"));
+        assert_eq!(
+            settings.models.get("local"),
+            Some(&ModelSeed {
+                actual: "openai/smol".into(),
+                context_length: Some(8192)
+            })
+        );
+        assert_eq!(settings.server.allowed_origins, vec!["http://a", "http://b"]);
+    }
+
+    #[test]
+    fn dotenv_in_home_sits_between_files_and_process_environment() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join(".env"), "PORT=5000\nRUMMY_MAX_TURNS=7\n").unwrap();
+        let settings = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home.path().to_str().unwrap()),
+                ("RUMMY_MAX_TURNS", "8"),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert_eq!(settings.server.port, 5000);
+        assert_eq!(settings.agent.max_turns, 8);
+    }
+
+    #[test]
+    fn env_file_layer_is_read_from_config_dir() {
+        let home = tempfile::tempdir().unwrap();
+        let config_dir = tempfile::tempdir().unwrap();
+        std::fs::write(config_dir.path().join("staging.toml"), "[agent]\nmax_turns = 42\n")
+            .unwrap();
+        let settings = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home.path().to_str().unwrap()),
+                ("RUMMY_ENV", "staging"),
+            ]),
+            config_dir.path(),
+        )
+        .unwrap();
+        assert_eq!(settings.agent.max_turns, 42);
+    }
+
+    #[test]
+    fn non_loopback_bind_requires_a_token() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let refused = Settings::load(
+            &env(&[("RUMMY_HOME", home), ("RUMMY_HOST", "0.0.0.0")]),
+            Path::new("config"),
+        );
+        assert!(matches!(refused, Err(ConfigError::Invalid(_))));
+        let accepted = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home),
+                ("RUMMY_HOST", "0.0.0.0"),
+                ("RUMMY_AUTH_TOKEN", "s3cret"),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert_eq!(format!("{:?}", accepted.server.auth_token), "Some(Secret(..))");
+    }
+
+    #[test]
+    fn zero_token_divisor_is_refused() {
+        let home = tempfile::tempdir().unwrap();
+        let result = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home.path().to_str().unwrap()),
+                ("RUMMY_TOKEN_DIVISOR", "0"),
+            ]),
+            Path::new("config"),
+        );
+        assert!(result.is_err());
+    }
+
+    #[test]
+    fn tilde_expands_to_the_user_home() {
+        assert_eq!(expand_tilde("~/.rummy", Some("/home/me")), PathBuf::from("/home/me/.rummy"));
+        assert_eq!(expand_tilde("/srv/rummy", Some("/home/me")), PathBuf::from("/srv/rummy"));
+    }
+}

@@ -1,0 +1,153 @@
+//! Errors at the RPC edge, and the one table that maps them to JSON-RPC codes.
+//!
+//! Which error type each layer uses:
+//! - `db` returns `DbError`, `project` returns `ProjectError`, `llm` returns `LlmError`,
+//!   `hedberg` and `parser` never fail (they heal and warn);
+//! - RPC handlers return [`AppError`], which wraps the subsystem errors;
+//! - only [`AppError::to_rpc`] knows JSON-RPC codes and the reference message texts;
+//! - `anyhow` appears only in `main`.
+
+use crate::db::DbError;
+use crate::project::ProjectError;
+
+/// JSON-RPC 2.0 and rummy application error codes.
+pub mod code {
+    /// Invalid JSON was received.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// The JSON sent is not a valid request object.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// The method does not exist.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// A parameter is missing or has the wrong type.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Anything the server did not expect.
+    pub const INTERNAL: i64 = -32603;
+    /// The connection has not called `init`.
+    pub const NOT_INITIALIZED: i64 = -32001;
+    /// The run alias names no run (of this project).
+    pub const RUN_NOT_FOUND: i64 = -32002;
+    /// The model alias is not in the catalogue.
+    pub const UNKNOWN_MODEL: i64 = -32003;
+    /// A name is taken, or the state does not allow the request.
+    pub const CONFLICT: i64 = -32004;
+    /// Authentication failed.
+    pub const UNAUTHORIZED: i64 = -32005;
+    /// Too many requests in flight.
+    pub const OVERLOADED: i64 = -32006;
+}
+
+/// What went wrong while serving one request.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The frame is not JSON.
+    #[error("Parse error: {0}")]
+    Parse(String),
+    /// The frame is JSON but not a request object.
+    #[error("Invalid request: {0}")]
+    InvalidRequest(String),
+    /// No method by that name.
+    #[error("Method '{0}' not found.")]
+    MethodNotFound(String),
+    /// A parameter is missing or ill-typed.
+    #[error("{0} is required")]
+    MissingParam(String),
+    /// A parameter is present but its value is not acceptable.
+    #[error("{0}")]
+    InvalidParam(String),
+    /// The method needs `init` first.
+    #[error("Project not initialized.")]
+    NotInitialized,
+    /// No such run (the wording of most methods).
+    #[error("Run '{0}' not found.")]
+    RunNotFound(String),
+    /// No such run (the wording of `store`, `skill/*`, `getSkills`, `persona/set`).
+    #[error("Run not found: {0}")]
+    RunNotFoundShort(String),
+    /// The model alias is not in the catalogue.
+    #[error("Unknown model alias '{0}'. Define RUMMY_MODEL_{0} in your environment.")]
+    UnknownModel(String),
+    /// `run/rename` with a name outside `[A-Za-z0-9_]+`.
+    #[error("Name must match [a-z_]+.")]
+    BadRunName,
+    /// `run/rename` to an alias in use.
+    #[error("Name '{0}' is already taken.")]
+    NameTaken(String),
+    /// A state conflict, said in words.
+    #[error("{0}")]
+    Conflict(String),
+    /// A short method ran past `RUMMY_RPC_TIMEOUT`.
+    #[error("RPC '{method}' timed out after {timeout_ms}ms.")]
+    Timeout {
+        /// The method.
+        method: String,
+        /// The limit.
+        timeout_ms: u64,
+    },
+    /// Too many requests in flight on this connection.
+    #[error("Too many requests in flight ({0}); wait for replies before sending more.")]
+    Overloaded(usize),
+    /// A file the request names is missing (skills, personas).
+    #[error("Not found: {0}")]
+    FileNotFound(String),
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// A path or project file operation failed.
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    /// Something the server did not expect.
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// A JSON-RPC error object: code and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcError {
+    /// JSON-RPC error code.
+    pub code: i64,
+    /// Human-readable text (the reference wording where one exists).
+    pub message: String,
+}
+
+impl AppError {
+    /// The one table from domain errors to wire codes.
+    pub fn to_rpc(&self) -> RpcError {
+        let code = match self {
+            AppError::Parse(_) => code::PARSE_ERROR,
+            AppError::InvalidRequest(_) => code::INVALID_REQUEST,
+            AppError::MethodNotFound(_) => code::METHOD_NOT_FOUND,
+            AppError::MissingParam(_) | AppError::InvalidParam(_) | AppError::BadRunName => {
+                code::INVALID_PARAMS
+            }
+            AppError::NotInitialized => code::NOT_INITIALIZED,
+            AppError::RunNotFound(_) | AppError::RunNotFoundShort(_) => code::RUN_NOT_FOUND,
+            AppError::UnknownModel(_) => code::UNKNOWN_MODEL,
+            AppError::NameTaken(_) | AppError::Conflict(_) => code::CONFLICT,
+            AppError::Overloaded(_) => code::OVERLOADED,
+            AppError::FileNotFound(_) => code::INVALID_PARAMS,
+            AppError::Project(error) => project_code(error),
+            AppError::Db(error) => db_code(error),
+            AppError::Timeout { .. } | AppError::Internal(_) => code::INTERNAL,
+        };
+        RpcError {
+            code,
+            message: self.to_string(),
+        }
+    }
+}
+
+fn db_code(error: &DbError) -> i64 {
+    match error {
+        DbError::NotFound(_) => code::INVALID_PARAMS,
+        DbError::Conflict(_) => code::CONFLICT,
+        DbError::Invalid(_) => code::INVALID_PARAMS,
+        _ => code::INTERNAL,
+    }
+}
+
+fn project_code(error: &ProjectError) -> i64 {
+    match error {
+        ProjectError::Io { .. } => code::INTERNAL,
+        _ => code::INVALID_PARAMS,
+    }
+}

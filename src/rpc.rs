@@ -1,0 +1,11 @@
+//! The JSON-RPC edge: envelope, method table, typed params, handlers, notifications.
+//!
+//! Only this module and `ws` know JSON-RPC; handlers take typed params and return
+//! serializable results or an [`AppError`](crate::error::AppError).
+
+pub mod dispatch;
+pub mod envelope;
+pub mod handlers;
+pub mod methods;
+pub mod notifications;
+pub mod params;

@@ -1,0 +1,122 @@
+//! Decoding named params into typed structs, once, at the edge.
+//!
+//! A missing or ill-typed parameter becomes `-32602 "<param> is required"`, naming the
+//! parameter; empty strings count as missing for required string parameters.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use crate::error::AppError;
+
+/// Decodes `params` into `T`, naming the offending parameter on failure.
+pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, AppError> {
+    serde_path_to_error::deserialize(params).map_err(|error| {
+        let path = error.path().to_string();
+        let name = if path == "." {
+            missing_field_name(&error.inner().to_string()).unwrap_or_else(|| "params".into())
+        } else {
+            path
+        };
+        AppError::MissingParam(name)
+    })
+}
+
+/// serde says "missing field `run`"; the parameter is the text between the backticks.
+fn missing_field_name(message: &str) -> Option<String> {
+    let start = message.find('`')? + 1;
+    let end = start + message.get(start..)?.find('`')?;
+    message.get(start..end).map(str::to_string)
+}
+
+/// A required string parameter that must not be empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Required(pub String);
+
+impl<'de> Deserialize<'de> for Required {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text.is_empty() {
+            return Err(serde::de::Error::custom("empty"));
+        }
+        Ok(Required(text))
+    }
+}
+
+impl std::ops::Deref for Required {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// `limit` and `offset`, shared by the listing methods.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct Page {
+    /// Rows at most; absent = all.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// Rows skipped.
+    #[serde(default)]
+    pub offset: Option<u32>,
+}
+
+/// A boolean flag that also accepts the reference's truthy values (1, "true").
+pub fn truthy<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    let value = Option::<Value>::deserialize(deserializer)?;
+    Ok(match value {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => flag,
+        Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n != 0.0),
+        Some(Value::String(text)) => !text.is_empty() && text != "false" && text != "0",
+        Some(Value::Array(_) | Value::Object(_)) => true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Example {
+        run: Required,
+        #[serde(default)]
+        context_limit: Option<i64>,
+        #[serde(default, deserialize_with = "truthy")]
+        persist: bool,
+    }
+
+    #[test]
+    fn missing_required_param_is_named() {
+        let error = decode::<Example>(json!({})).unwrap_err();
+        assert_eq!(error.to_string(), "run is required");
+    }
+
+    #[test]
+    fn empty_or_ill_typed_param_is_named() {
+        assert_eq!(
+            decode::<Example>(json!({"run": ""})).unwrap_err().to_string(),
+            "run is required"
+        );
+        assert_eq!(
+            decode::<Example>(json!({"run": 5})).unwrap_err().to_string(),
+            "run is required"
+        );
+        assert_eq!(
+            decode::<Example>(json!({"run": "a", "contextLimit": "big"}))
+                .unwrap_err()
+                .to_string(),
+            "contextLimit is required"
+        );
+    }
+
+    #[test]
+    fn flags_accept_truthy_values() {
+        let example: Example = decode(json!({"run": "a", "persist": 1})).unwrap();
+        assert!(example.persist);
+        let example: Example = decode(json!({"run": "a", "persist": null})).unwrap();
+        assert!(!example.persist);
+    }
+}

@@ -1,0 +1,304 @@
+//! One client connection: frames in, replies and notifications out.
+//!
+//! Requests are served concurrently (a slow `ask` never blocks a `ping`); replies go out
+//! in completion order. The session pings every `heartbeat_secs` and drops a peer silent
+//! for `client_timeout_secs`. A protocol error (oversized frame, invalid UTF-8) closes
+//! only this connection.
+
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix_web_actors::ws::{self, CloseCode, CloseReason, Item, ProtocolError};
+use bytes::{Bytes, BytesMut};
+use futures_util::future::join_all;
+use serde_json::Value;
+
+use crate::app::AppState;
+use crate::hub::{ConnId, Outbound, Subscribe, Unsubscribe};
+use crate::rpc::dispatch::{self, CallContext, ProjectBinding};
+use crate::rpc::envelope::{self, Frame, Incoming, Request};
+use crate::ws::registry::Shutdown;
+
+/// Requests one connection may have in flight before it is told to slow down.
+const MAX_IN_FLIGHT: usize = 256;
+
+/// The actor behind one WebSocket connection.
+pub struct WsSession {
+    id: ConnId,
+    app: AppState,
+    project: Option<ProjectBinding>,
+    last_heard: Instant,
+    in_flight: usize,
+    fragments: Option<BytesMut>,
+}
+
+impl WsSession {
+    /// A session for a freshly upgraded connection.
+    pub fn new(id: ConnId, app: AppState) -> Self {
+        WsSession {
+            id,
+            app,
+            project: None,
+            last_heard: Instant::now(),
+            in_flight: 0,
+            fragments: None,
+        }
+    }
+
+    fn start_heartbeat(&self, ctx: &mut ws::WebsocketContext<Self>) {
+        let server = &self.app.settings.server;
+        let interval = Duration::from_secs(server.heartbeat_secs.max(1));
+        let timeout = Duration::from_secs(server.client_timeout_secs.max(1));
+        ctx.run_interval(interval, move |session, ctx| {
+            if session.last_heard.elapsed() > timeout {
+                tracing::info!(conn = session.id, "client silent too long; closing");
+                ctx.close(Some(CloseReason {
+                    code: CloseCode::Away,
+                    description: Some("heartbeat timeout".into()),
+                }));
+                ctx.stop();
+                return;
+            }
+            ctx.ping(b"");
+        });
+    }
+
+    fn close_with(&mut self, ctx: &mut ws::WebsocketContext<Self>, code: CloseCode, why: &str) {
+        tracing::info!(conn = self.id, ?code, why, "closing connection");
+        ctx.close(Some(CloseReason {
+            code,
+            description: Some(why.into()),
+        }));
+        ctx.stop();
+    }
+
+    fn receive_text(&mut self, text: &str, ctx: &mut ws::WebsocketContext<Self>) {
+        if self.app.settings.log.debug {
+            tracing::debug!(conn = self.id, frame = text, "inbound");
+        }
+        let frame = match envelope::decode_frame(text) {
+            Ok(frame) => frame,
+            Err(error) => {
+                self.send(ctx, &envelope::failure(Value::Null, &error.to_rpc()));
+                return;
+            }
+        };
+        let (items, is_batch) = match frame {
+            Frame::Single(item) => (vec![item], false),
+            Frame::Batch(items) => (items, true),
+        };
+        if self.in_flight + items.len() > MAX_IN_FLIGHT {
+            let error = crate::error::AppError::Overloaded(MAX_IN_FLIGHT).to_rpc();
+            let replies: Vec<Value> = items
+                .iter()
+                .filter_map(|item| match item {
+                    Incoming::Request(Request { id: None, .. }) => None,
+                    Incoming::Request(Request { id: Some(id), .. }) => {
+                        Some(envelope::failure(id.clone(), &error))
+                    }
+                    Incoming::Invalid { id, .. } => Some(envelope::failure(id.clone(), &error)),
+                })
+                .collect();
+            self.send_replies(ctx, replies, is_batch);
+            return;
+        }
+        self.in_flight += items.len();
+        let count = items.len();
+        let context = CallContext {
+            app: self.app.clone(),
+            conn: self.id,
+            project: self.project.clone(),
+        };
+        let served = join_all(items.into_iter().map(|item| serve(context.clone(), item)));
+        ctx.spawn(actix::fut::wrap_future(served).map(
+            move |outcomes: Vec<Served>, session: &mut WsSession, ctx| {
+                session.in_flight = session.in_flight.saturating_sub(count);
+                let mut replies = Vec::new();
+                for outcome in outcomes {
+                    if let Some(binding) = outcome.bind {
+                        session.bind(binding, ctx);
+                    }
+                    replies.extend(outcome.reply);
+                }
+                session.send_replies(ctx, replies, is_batch);
+            },
+        ));
+    }
+
+    fn send_replies(&self, ctx: &mut ws::WebsocketContext<Self>, replies: Vec<Value>, batch: bool) {
+        if replies.is_empty() {
+            return;
+        }
+        if batch {
+            self.send(ctx, &Value::Array(replies));
+        } else {
+            for reply in replies {
+                self.send(ctx, &reply);
+            }
+        }
+    }
+
+    fn send(&self, ctx: &mut ws::WebsocketContext<Self>, message: &Value) {
+        let text = message.to_string();
+        if self.app.settings.log.debug {
+            tracing::debug!(conn = self.id, frame = %text, "outbound");
+        }
+        ctx.text(text);
+    }
+
+    fn bind(&mut self, binding: ProjectBinding, ctx: &mut ws::WebsocketContext<Self>) {
+        if let Some(previous) = &self.project {
+            if previous.id == binding.id {
+                self.project = Some(binding);
+                return;
+            }
+            self.app
+                .hubs
+                .hub(previous.id)
+                .do_send(Unsubscribe { conn: self.id });
+        }
+        self.app.hubs.hub(binding.id).do_send(Subscribe {
+            conn: self.id,
+            recipient: ctx.address().recipient(),
+        });
+        self.project = Some(binding);
+    }
+
+    fn receive_continuation(&mut self, item: Item, ctx: &mut ws::WebsocketContext<Self>) {
+        let limit = self.app.settings.server.max_frame_bytes;
+        let (chunk, last): (Bytes, bool) = match item {
+            Item::FirstText(chunk) | Item::FirstBinary(chunk) => {
+                self.fragments = Some(BytesMut::new());
+                (chunk, false)
+            }
+            Item::Continue(chunk) => (chunk, false),
+            Item::Last(chunk) => (chunk, true),
+        };
+        let Some(buffer) = self.fragments.as_mut() else {
+            self.close_with(ctx, CloseCode::Protocol, "continuation without a first frame");
+            return;
+        };
+        if buffer.len() + chunk.len() > limit {
+            self.fragments = None;
+            self.close_with(ctx, CloseCode::Size, "message too large");
+            return;
+        }
+        buffer.extend_from_slice(&chunk);
+        if last {
+            let message = self.fragments.take().unwrap_or_default().freeze();
+            self.receive_bytes(message, ctx);
+        }
+    }
+
+    fn receive_bytes(&mut self, bytes: Bytes, ctx: &mut ws::WebsocketContext<Self>) {
+        match std::str::from_utf8(&bytes) {
+            Ok(text) => self.receive_text(text, ctx),
+            Err(_) => self.close_with(ctx, CloseCode::Invalid, "frame is not valid UTF-8"),
+        }
+    }
+}
+
+/// The outcome of one element of a frame.
+struct Served {
+    reply: Option<Value>,
+    bind: Option<ProjectBinding>,
+}
+
+async fn serve(context: CallContext, item: Incoming) -> Served {
+    let request = match item {
+        Incoming::Request(request) => request,
+        Incoming::Invalid { id, reason } => {
+            let error = crate::error::AppError::InvalidRequest(reason).to_rpc();
+            return Served {
+                reply: Some(envelope::failure(id, &error)),
+                bind: None,
+            };
+        }
+    };
+    let started = Instant::now();
+    let app = context.app.clone();
+    let project = context.project.as_ref().map(|binding| binding.id);
+    let outcome = dispatch::call(context, &request.method, request.params.clone()).await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    app.metrics.record_request(outcome.is_ok());
+    app.audit_rpc(project, &request, &outcome);
+    match outcome {
+        Ok(reply) => {
+            tracing::debug!(method = %request.method, duration_ms, "rpc ok");
+            Served {
+                reply: request.id.map(|id| envelope::success(id, reply.result)),
+                bind: reply.bind,
+            }
+        }
+        Err(error) => {
+            let rpc = error.to_rpc();
+            tracing::debug!(method = %request.method, duration_ms, code = rpc.code, "rpc error");
+            Served {
+                reply: request.id.map(|id| envelope::failure(id, &rpc)),
+                bind: None,
+            }
+        }
+    }
+}
+
+impl Actor for WsSession {
+    type Context = ws::WebsocketContext<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(self.app.settings.server.client_buffer.max(16));
+        self.start_heartbeat(ctx);
+        self.app
+            .connections
+            .register(self.id, ctx.address().recipient());
+        self.app.metrics.connection_opened();
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        if let Some(project) = &self.project {
+            self.app
+                .hubs
+                .hub(project.id)
+                .do_send(Unsubscribe { conn: self.id });
+        }
+        self.app.connections.deregister(self.id);
+        self.app.metrics.connection_closed();
+    }
+}
+
+impl Handler<Outbound> for WsSession {
+    type Result = ();
+    fn handle(&mut self, Outbound(text): Outbound, ctx: &mut Self::Context) {
+        ctx.text(text.as_ref());
+    }
+}
+
+impl Handler<Shutdown> for WsSession {
+    type Result = ();
+    fn handle(&mut self, _: Shutdown, ctx: &mut Self::Context) {
+        self.close_with(ctx, CloseCode::Away, "server shutting down");
+    }
+}
+
+impl StreamHandler<Result<ws::Message, ProtocolError>> for WsSession {
+    fn handle(&mut self, message: Result<ws::Message, ProtocolError>, ctx: &mut Self::Context) {
+        self.last_heard = Instant::now();
+        match message {
+            Ok(ws::Message::Text(text)) => self.receive_text(&text, ctx),
+            Ok(ws::Message::Binary(bytes)) => self.receive_bytes(bytes, ctx),
+            Ok(ws::Message::Continuation(item)) => self.receive_continuation(item, ctx),
+            Ok(ws::Message::Ping(payload)) => ctx.pong(&payload),
+            Ok(ws::Message::Pong(_)) | Ok(ws::Message::Nop) => {}
+            Ok(ws::Message::Close(reason)) => {
+                ctx.close(reason);
+                ctx.stop();
+            }
+            Err(ProtocolError::Overflow) => {
+                self.close_with(ctx, CloseCode::Size, "frame larger than the server accepts")
+            }
+            Err(ProtocolError::Io(error)) => {
+                self.close_with(ctx, CloseCode::Invalid, &format!("unreadable frame: {error}"))
+            }
+            Err(error) => self.close_with(ctx, CloseCode::Protocol, &error.to_string()),
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! `TestApp`: a real server per test, and a small JSON-RPC client over a real WebSocket.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use actix_codec::Framed;
+use awc::ws::{Codec, Frame, Message};
+use awc::BoxedSocket;
+use futures_util::{SinkExt, StreamExt};
+use rummy::app::{start, RunningServer};
+use rummy::config::Settings;
+use serde_json::{json, Value};
+
+/// How long a test waits for any one frame before failing.
+const FRAME_WAIT: Duration = Duration::from_secs(20);
+
+/// A running server with its own home directory and database file.
+pub struct TestApp {
+    pub server: RunningServer,
+    pub home: tempfile::TempDir,
+    pub env: HashMap<String, String>,
+}
+
+impl TestApp {
+    /// Starts a server on 127.0.0.1:0 with a fresh home.
+    pub async fn start() -> TestApp {
+        TestApp::start_with(&[]).await
+    }
+
+    /// Starts a server with extra environment variables.
+    pub async fn start_with(extra: &[(&str, &str)]) -> TestApp {
+        let home = tempfile::tempdir().unwrap();
+        let mut env = HashMap::new();
+        env.insert("RUMMY_HOME".to_string(), home.path().display().to_string());
+        env.insert("PORT".to_string(), "0".to_string());
+        env.insert("RUMMY_LOG".to_string(), "warn".to_string());
+        for (key, value) in extra {
+            env.insert(key.to_string(), value.to_string());
+        }
+        let server = start(settings(&env)).await.unwrap();
+        TestApp { server, home, env }
+    }
+
+    /// Stops this server and starts another on the same home and database file.
+    pub async fn restart(self) -> TestApp {
+        let TestApp { server, home, env } = self;
+        server.stop().await;
+        let server = start(settings(&env)).await.unwrap();
+        TestApp { server, home, env }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr
+    }
+
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// A connected client.
+    pub async fn client(&self) -> Client {
+        Client::connect(&format!("ws://{}/", self.addr())).await
+    }
+
+    /// A client already bound to a project rooted in a fresh directory.
+    pub async fn client_in_project(&self, name: &str) -> (Client, PathBuf) {
+        let root = self.home().join(format!("project-{name}"));
+        std::fs::create_dir_all(&root).unwrap();
+        let mut client = self.client().await;
+        client
+            .ok("init", json!({"name": name, "projectRoot": root}))
+            .await;
+        (client, root)
+    }
+}
+
+pub fn settings(env: &HashMap<String, String>) -> Settings {
+    let config_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    Settings::load(env, &config_dir).unwrap()
+}
+
+/// A JSON-RPC client that keeps notifications aside while it waits for replies.
+pub struct Client {
+    framed: Framed<BoxedSocket, Codec>,
+    next_id: u64,
+    notifications: VecDeque<Value>,
+    replies: HashMap<String, Value>,
+}
+
+impl Client {
+    pub async fn connect(url: &str) -> Client {
+        let (_, framed) = awc::Client::new()
+            .ws(url)
+            .max_frame_size(64 * 1024 * 1024)
+            .connect()
+            .await
+            .unwrap();
+        Client {
+            framed,
+            next_id: 0,
+            notifications: VecDeque::new(),
+            replies: HashMap::new(),
+        }
+    }
+
+    /// Sends a raw text frame.
+    pub async fn send_text(&mut self, text: impl Into<String>) {
+        self.framed
+            .send(Message::Text(text.into().into()))
+            .await
+            .unwrap();
+    }
+
+    /// Sends a raw binary frame.
+    pub async fn send_binary(&mut self, bytes: Vec<u8>) {
+        self.framed
+            .send(Message::Binary(bytes.into()))
+            .await
+            .unwrap();
+    }
+
+    /// Sends a request and returns its id.
+    pub async fn send(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_text(request.to_string()).await;
+        id
+    }
+
+    /// Calls a method and returns the whole reply.
+    pub async fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params).await;
+        self.reply(&id).await
+    }
+
+    /// Calls a method that must succeed; returns its result.
+    pub async fn ok(&mut self, method: &str, params: Value) -> Value {
+        let reply = self.call(method, params).await;
+        assert!(reply.get("error").is_none(), "{method} failed: {reply}");
+        reply["result"].clone()
+    }
+
+    /// Calls a method that must fail; returns (code, message).
+    pub async fn err(&mut self, method: &str, params: Value) -> (i64, String) {
+        let reply = self.call(method, params).await;
+        let error = reply
+            .get("error")
+            .unwrap_or_else(|| panic!("{method} should fail: {reply}"));
+        (
+            error["code"].as_i64().unwrap(),
+            error["message"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// Waits for the reply with this id.
+    pub async fn reply(&mut self, id: &Value) -> Value {
+        let key = id.to_string();
+        loop {
+            if let Some(reply) = self.replies.remove(&key) {
+                return reply;
+            }
+            let message = self.next_json().await.expect("connection closed");
+            self.sort(message);
+        }
+    }
+
+    /// Waits for the next notification with this method.
+    pub async fn notification(&mut self, method: &str) -> Value {
+        loop {
+            if let Some(index) = self
+                .notifications
+                .iter()
+                .position(|message| message["method"] == method)
+            {
+                return self.notifications.remove(index).unwrap();
+            }
+            let message = self.next_json().await.expect("connection closed");
+            self.sort(message);
+        }
+    }
+
+    /// Notifications received so far and not yet taken.
+    pub fn pending_notifications(&self) -> &VecDeque<Value> {
+        &self.notifications
+    }
+
+    fn sort(&mut self, message: Value) {
+        if message.get("method").is_some() && message.get("id").is_none() {
+            self.notifications.push_back(message);
+        } else {
+            let key = message.get("id").cloned().unwrap_or(Value::Null).to_string();
+            self.replies.insert(key, message);
+        }
+    }
+
+    /// The next JSON message, or `None` when the server closed the connection.
+    pub async fn next_json(&mut self) -> Option<Value> {
+        match self.next_frame().await? {
+            Frame::Text(bytes) => Some(serde_json::from_slice(&bytes).unwrap()),
+            other => panic!("unexpected frame {other:?}"),
+        }
+    }
+
+    /// The next data or close frame, answering pings; `None` when the stream ended.
+    pub async fn next_frame(&mut self) -> Option<Frame> {
+        loop {
+            let frame = tokio::time::timeout(FRAME_WAIT, self.framed.next())
+                .await
+                .expect("no frame from the server in time")?;
+            match frame {
+                Ok(Frame::Ping(payload)) => {
+                    self.framed.send(Message::Pong(payload)).await.unwrap();
+                }
+                Ok(Frame::Pong(_)) => {}
+                Ok(frame) => return Some(frame),
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Waits for the server to close the connection; returns the close code.
+    pub async fn closed(&mut self) -> Option<u16> {
+        loop {
+            match self.next_frame().await {
+                Some(Frame::Close(reason)) => return reason.map(|reason| reason.code.into()),
+                Some(_) => continue,
+                None => return None,
+            }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The JSON-RPC envelope and the WebSocket transport, against the real server.
+
+use serde_json::{json, Value};
+
+use crate::support::{Client, TestApp};
+
+#[actix_web::test]
+async fn ping_answers_an_empty_object_and_echoes_falsy_ids() {
+    let app = TestApp::start().await;
+    let mut client = app.client().await;
+    client
+        .send_text(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
+        .await;
+    assert_eq!(
+        client.next_json().await.unwrap(),
+        json!({"jsonrpc":"2.0","result":{},"id":0})
+    );
+    client
+        .send_text(r#"{"jsonrpc":"2.0","id":"","method":"nope"}"#)
+        .await;
+    let reply = client.next_json().await.unwrap();
+    assert_eq!(reply["id"], json!(""));
+    assert_eq!(reply["error"]["code"], json!(-32601));
+    assert_eq!(reply["error"]["message"], json!("Method 'nope' not found."));
+}
+
+#[actix_web::test]
+async fn a_notification_gets_no_reply() {
+    let app = TestApp::start().await;
+    let mut client = app.client().await;
+    client.send_text(r#"{"jsonrpc":"2.0","method":"ping"}"#).await;
+    client
+        .send_text(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#)
+        .await;
+    let reply = client.next_json().await.unwrap();
+    assert_eq!(reply["id"], json!(7), "only the request with an id is answered");
+}
+
+#[actix_web::test]
+async fn malformed_frames_get_errors_and_the_connection_stays_usable() {
+    let app = TestApp::start().await;
+    let mut client = app.client().await;
+    client.send_text("hello").await;
+    let reply = client.next_json().await.unwrap();
+    assert_eq!(reply["error"]["code"], json!(-32700));
+    assert_eq!(reply["id"], Value::Null);
+    for bad in [
+        r#"{"id":1,"method":5}"#,
+        r#"{"id":2}"#,
+        r#"{"id":3,"method":"ping","params":[1,2]}"#,
+        "42",
+        "[]",
+    ] {
+        client.send_text(bad).await;
+        let reply = client.next_json().await.unwrap();
+        assert_eq!(reply["error"]["code"], json!(-32600), "for {bad}: {reply}");
+    }
+    assert_eq!(client.ok("ping", json!({})).await, json!({}));
+}
+
+#[actix_web::test]
+async fn batches_answer_with_one_array() {
+    let app = TestApp::start().await;
+    let mut client = app.client().await;
+    client
+        .send_text(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},
+                {"jsonrpc":"2.0","method":"ping"},
+                {"jsonrpc":"2.0","id":2,"method":"nope"},
+                "junk"]"#,
+        )
+        .await;
+    let reply = client.next_json().await.unwrap();
+    let replies = reply.as_array().expect("a batch reply is an array");
+    assert_eq!(replies.len(), 3, "the notification gets no reply: {reply}");
+    assert_eq!(replies[0], json!({"jsonrpc":"2.0","result":{},"id":1}));
+    assert_eq!(replies[1]["error"]["code"], json!(-32601));
+    assert_eq!(replies[2]["error"]["code"], json!(-32600));
+}
+
+#[actix_web::test]
+async fn discover_lists_methods_tools_and_notifications() {
+    let app = TestApp::start().await;
+    let mut client = app.client().await;
+    let catalogue = client.ok("rpc/discover", json!({})).await;
+    for method in ["ask", "act", "run/resolve", "get", "store", "getEntries", "addModel", "set"] {
+        assert!(catalogue["methods"].get(method).is_some(), "{method}");
+    }
+    assert!(catalogue["notifications"].get("run/state").is_some());
+}
+
+#[actix_web::test]
+async fn methods_that_need_init_say_so() {
+    let app = TestApp::start().await;
+    let mut client = app.client().await;
+    let (code, message) = client.err("getRuns", json!({})).await;
+    assert_eq!((code, message.as_str()), (-32001, "Project not initialized."));
+    client.ok("getModels", json!({})).await;
+}
+
+#[actix_web::test]
+async fn invalid_utf8_closes_only_that_connection() {
+    let app = TestApp::start().await;
+    let mut bystander = app.client().await;
+    let mut offender = app.client().await;
+    offender.send_binary(vec![0xff, 0xfe, 0x7b]).await;
+    assert_eq!(offender.closed().await, Some(1007));
+    assert_eq!(bystander.ok("ping", json!({})).await, json!({}));
+}
+
+#[actix_web::test]
+async fn an_oversized_frame_closes_only_that_connection() {
+    let app = TestApp::start().await;
+    let mut bystander = app.client().await;
+    let mut offender = app.client().await;
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#,
+        "a".repeat(32 * 1024 * 1024)
+    );
+    offender.send_text(huge).await;
+    assert_eq!(offender.closed().await, Some(1009));
+    assert_eq!(bystander.ok("ping", json!({})).await, json!({}));
+    let mut fresh = app.client().await;
+    assert_eq!(fresh.ok("ping", json!({})).await, json!({}));
+}
+
+#[actix_web::test]
+async fn a_large_frame_under_the_limit_is_served() {
+    let app = TestApp::start().await;
+    let mut client = app.client().await;
+    let params = json!({"padding": "a".repeat(1024 * 1024)});
+    assert_eq!(client.ok("ping", params).await, json!({}));
+}
+
+#[actix_web::test]
+async fn plain_http_probes_answer() {
+    let app = TestApp::start().await;
+    let http = awc::Client::new();
+    let base = format!("http://{}", app.addr());
+    let mut health = http.get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    assert_eq!(health.body().await.unwrap(), "ok\n");
+    let ready = http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+    let mut metrics = http.get(format!("{base}/metrics")).send().await.unwrap();
+    let text = String::from_utf8(metrics.body().await.unwrap().to_vec()).unwrap();
+    assert!(text.contains("rummy_connections_open"), "{text}");
+    let upgrade = http.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(upgrade.status().as_u16(), 426);
+}
+
+#[actix_web::test]
+async fn the_token_gate_refuses_before_the_upgrade() {
+    let app = TestApp::start_with(&[("RUMMY_AUTH_TOKEN", "s3cret")]).await;
+    let url = format!("ws://{}/", app.addr());
+    let refused = awc::Client::new().ws(url.as_str()).connect().await;
+    match refused {
+        Err(awc::error::WsClientError::InvalidResponseStatus(status)) => {
+            assert_eq!(status.as_u16(), 401)
+        }
+        other => panic!("expected 401, got {:?}", other.map(|_| ())),
+    }
+    let wrong = awc::Client::new()
+        .ws(format!("{url}?token=nope"))
+        .connect()
+        .await;
+    assert!(wrong.is_err());
+    let mut by_query = Client::connect(&format!("{url}?token=s3cret")).await;
+    assert_eq!(by_query.ok("ping", json!({})).await, json!({}));
+    let (_, framed) = awc::Client::new()
+        .ws(url.as_str())
+        .bearer_auth("s3cret")
+        .connect()
+        .await
+        .unwrap();
+    drop(framed);
+}
+
+#[actix_web::test]
+async fn browser_origins_must_be_allowed() {
+    let app = TestApp::start_with(&[("RUMMY_ALLOWED_ORIGINS", "http://editor.local")]).await;
+    let url = format!("ws://{}/", app.addr());
+    let refused = awc::Client::new()
+        .ws(url.as_str())
+        .origin("http://evil.example")
+        .connect()
+        .await;
+    match refused {
+        Err(awc::error::WsClientError::InvalidResponseStatus(status)) => {
+            assert_eq!(status.as_u16(), 403)
+        }
+        other => panic!("expected 403, got {:?}", other.map(|_| ())),
+    }
+    let allowed = awc::Client::new()
+        .ws(url.as_str())
+        .origin("http://editor.local")
+        .connect()
+        .await;
+    assert!(allowed.is_ok());
+}
+
+#[actix_web::test]
+async fn stopping_the_server_closes_clients_with_going_away() {
+    let app = TestApp::start().await;
+    let mut client = app.client().await;
+    client.ok("ping", json!({})).await;
+    let TestApp { server, home, .. } = app;
+    let stopping = actix_web::rt::spawn(server.stop());
+    assert_eq!(client.closed().await, Some(1001));
+    stopping.await.unwrap();
+    drop(home);
+}
