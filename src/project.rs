@@ -1,1 +1,5 @@
-//! Projects on disk: path confinement, file scanning, skills and personas.
+//! tmp
+pub mod confine;
+mod error;
+pub use confine::{ProjectPath, ProjectRoot};
+pub use error::ProjectError;
