@@ -14,13 +14,11 @@
 pub mod confine;
 pub mod constraint;
 mod error;
-
+pub mod home;
 pub mod scan;
 
 pub use confine::{ProjectPath, ProjectRoot};
 pub use constraint::{ConstraintPattern, ConstraintSet, FileConstraint, Visibility};
 pub use error::ProjectError;
-
-pub use scan::{
-    scan, FileChange, FileFidelity, FileKind, ScanOptions, ScanReport, ScannedFile,
-};
+pub use home::{validate_document_name, DocumentKind, HomeDocument, LoadedDocument, RummyHome};
+pub use scan::{scan, FileChange, FileFidelity, FileKind, ScanOptions, ScanReport, ScannedFile};

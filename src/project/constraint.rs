@@ -130,7 +130,9 @@ impl fmt::Display for ConstraintPattern {
 impl ConstraintSet {
     /// Compiles constraints for matching. Duplicate literal patterns keep the most
     /// restrictive visibility.
-    pub fn new(constraints: impl IntoIterator<Item = FileConstraint>) -> Result<Self, ProjectError> {
+    pub fn new(
+        constraints: impl IntoIterator<Item = FileConstraint>,
+    ) -> Result<Self, ProjectError> {
         let mut literals: HashMap<String, Visibility> = HashMap::new();
         let mut builder = GlobSetBuilder::new();
         let mut glob_visibilities = Vec::new();
@@ -150,10 +152,12 @@ impl ConstraintSet {
                 }
             }
         }
-        let globs = builder.build().map_err(|source| ProjectError::InvalidGlob {
-            pattern: String::from("<constraint set>"),
-            source,
-        })?;
+        let globs = builder
+            .build()
+            .map_err(|source| ProjectError::InvalidGlob {
+                pattern: String::from("<constraint set>"),
+                source,
+            })?;
         Ok(Self {
             literals,
             globs,

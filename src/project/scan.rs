@@ -130,7 +130,8 @@ pub fn scan(
     previous: &HashMap<String, String>,
     options: &ScanOptions,
 ) -> Result<ScanReport, ProjectError> {
-    let metadata = fs::metadata(root.path()).map_err(|error| ProjectError::io(root.path(), error))?;
+    let metadata =
+        fs::metadata(root.path()).map_err(|error| ProjectError::io(root.path(), error))?;
     if !metadata.is_dir() {
         return Err(ProjectError::RootNotDirectory(root.path().to_path_buf()));
     }
@@ -220,7 +221,10 @@ impl Scanner<'_> {
         match self.root.confine(text) {
             Ok(path) if is_regular_file(&self.root.absolute(&path)) => self.add(path),
             Ok(_) => {}
-            Err(error) => self.report.warnings.push(format!("skipped {text}: {error}")),
+            Err(error) => self
+                .report
+                .warnings
+                .push(format!("skipped {text}: {error}")),
         }
     }
 
@@ -248,7 +252,9 @@ impl Scanner<'_> {
         let content = match content::read(&self.root.absolute(&path), self.options.max_file_bytes) {
             Ok(content) => content,
             Err(error) => {
-                self.report.warnings.push(format!("skipped {path}: {error}"));
+                self.report
+                    .warnings
+                    .push(format!("skipped {path}: {error}"));
                 return;
             }
         };
@@ -302,7 +308,10 @@ impl Scanner<'_> {
 /// `path` relative to `root`, `/`-separated; `None` outside the root or when not UTF-8.
 fn relative_text(root: &Path, path: &Path) -> Option<String> {
     let relative = path.strip_prefix(root).ok()?;
-    let segments: Option<Vec<&str>> = relative.components().map(|c| c.as_os_str().to_str()).collect();
+    let segments: Option<Vec<&str>> = relative
+        .components()
+        .map(|c| c.as_os_str().to_str())
+        .collect();
     Some(segments?.join("/"))
 }
 

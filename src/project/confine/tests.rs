@@ -72,7 +72,10 @@ fn empty_and_root_itself_are_refused() {
     let fixture = Fixture::new();
     let root = fixture.root();
     for raw in ["", ".", "./", "src/.."] {
-        assert!(matches!(root.confine(raw), Err(ProjectError::EmptyPath)), "{raw}");
+        assert!(
+            matches!(root.confine(raw), Err(ProjectError::EmptyPath)),
+            "{raw}"
+        );
     }
     let root_spelled_absolute = fixture.proj().display().to_string();
     assert!(matches!(
@@ -122,7 +125,9 @@ fn paths_that_do_not_exist_yet_are_accepted() {
     let fixture = Fixture::new();
     let root = fixture.root();
     assert_eq!(confined(&root, "new/dir/file.rs"), "new/dir/file.rs");
-    assert!(!root.absolute(&root.confine("new/dir/file.rs").unwrap()).exists());
+    assert!(!root
+        .absolute(&root.confine("new/dir/file.rs").unwrap())
+        .exists());
 }
 
 #[test]
@@ -130,7 +135,12 @@ fn symlinked_directory_outside_is_refused() {
     let fixture = Fixture::new();
     symlink(fixture.outside(), fixture.proj().join("escape")).unwrap();
     let root = fixture.root();
-    for raw in ["escape", "escape/secret", "escape/new-file", "src/../escape/secret"] {
+    for raw in [
+        "escape",
+        "escape/secret",
+        "escape/new-file",
+        "src/../escape/secret",
+    ] {
         assert!(
             matches!(root.confine(raw), Err(ProjectError::SymlinkEscape(_))),
             "{raw}"

@@ -55,7 +55,11 @@ impl Project {
     }
 
     fn scan(&self) -> ScanReport {
-        self.scan_with(&ConstraintSet::default(), &HashMap::new(), &ScanOptions::default())
+        self.scan_with(
+            &ConstraintSet::default(),
+            &HashMap::new(),
+            &ScanOptions::default(),
+        )
     }
 }
 
@@ -113,7 +117,9 @@ fn binary_files_are_listed_but_not_loaded() {
 #[test]
 fn files_over_the_limit_are_listed_but_not_read() {
     let project = Project::new();
-    project.write("big.txt", "x".repeat(11)).write("small.txt", "x".repeat(10));
+    project
+        .write("big.txt", "x".repeat(11))
+        .write("small.txt", "x".repeat(10));
     let options = ScanOptions {
         max_file_bytes: 10,
         ..ScanOptions::default()
@@ -142,7 +148,12 @@ fn ignore_files_are_respected_without_a_git_repository() {
     let report = project.scan();
     assert_eq!(
         paths(&report),
-        vec![".gitignore", ".ignore", "src/nested/.gitignore", "src/nested/kept.rs"]
+        vec![
+            ".gitignore",
+            ".ignore",
+            "src/nested/.gitignore",
+            "src/nested/kept.rs"
+        ]
     );
 }
 
@@ -190,11 +201,20 @@ fn constraints_set_fidelity_editability_and_exclusion() {
     let report = project.scan_with(&constraints, &HashMap::new(), &ScanOptions::default());
     assert_eq!(paths(&report), vec!["active.rs", "locked.rs", "plain.rs"]);
     let active = file(&report, "active.rs");
-    assert_eq!((active.fidelity(), active.is_editable()), (FileFidelity::Full, true));
+    assert_eq!(
+        (active.fidelity(), active.is_editable()),
+        (FileFidelity::Full, true)
+    );
     let locked = file(&report, "locked.rs");
-    assert_eq!((locked.fidelity(), locked.is_editable()), (FileFidelity::Full, false));
+    assert_eq!(
+        (locked.fidelity(), locked.is_editable()),
+        (FileFidelity::Full, false)
+    );
     let plain = file(&report, "plain.rs");
-    assert_eq!((plain.fidelity(), plain.is_editable()), (FileFidelity::Index, true));
+    assert_eq!(
+        (plain.fidelity(), plain.is_editable()),
+        (FileFidelity::Index, true)
+    );
 }
 
 #[test]
@@ -213,13 +233,22 @@ fn change_detection_reports_new_changed_unchanged_deleted_and_ignored() {
     let second = project.scan_with(&constraints, &previous, &ScanOptions::default());
 
     let same = file(&second, "same.rs");
-    assert_eq!((same.change, same.body.as_deref()), (FileChange::Unchanged, None));
+    assert_eq!(
+        (same.change, same.body.as_deref()),
+        (FileChange::Unchanged, None)
+    );
     assert_eq!(same.hash, previous["same.rs"]);
     let edit = file(&second, "edit.rs");
-    assert_eq!((edit.change, edit.body.as_deref()), (FileChange::Changed, Some("after")));
+    assert_eq!(
+        (edit.change, edit.body.as_deref()),
+        (FileChange::Changed, Some("after"))
+    );
     assert_ne!(edit.hash, previous["edit.rs"]);
     let fresh = file(&second, "fresh.rs");
-    assert_eq!((fresh.change, fresh.body.as_deref()), (FileChange::New, Some("new")));
+    assert_eq!(
+        (fresh.change, fresh.body.as_deref()),
+        (FileChange::New, Some("new"))
+    );
     assert_eq!(second.deleted, vec!["gone.rs"]);
     assert_eq!(second.ignored, vec!["hide.rs"]);
 }
@@ -230,7 +259,11 @@ fn newly_gitignored_files_count_as_deleted() {
     project.write("cache.db", "x").write("main.rs", "x");
     let previous = hashes(&project.scan());
     project.write(".gitignore", "cache.db\n");
-    let report = project.scan_with(&ConstraintSet::default(), &previous, &ScanOptions::default());
+    let report = project.scan_with(
+        &ConstraintSet::default(),
+        &previous,
+        &ScanOptions::default(),
+    );
     assert_eq!(report.deleted, vec!["cache.db"]);
 }
 
@@ -254,14 +287,21 @@ fn symlinks_inside_are_listed_and_escaping_ones_are_skipped() {
     project.write("src/real.rs", "abc");
     fs::write(project.dir.path().join("secret"), "secret").unwrap();
     symlink("src/real.rs", project.path().join("alias.rs")).unwrap();
-    symlink(project.dir.path().join("secret"), project.path().join("leak")).unwrap();
+    symlink(
+        project.dir.path().join("secret"),
+        project.path().join("leak"),
+    )
+    .unwrap();
     symlink(project.dir.path(), project.path().join("parent")).unwrap();
     symlink("src", project.path().join("src-link")).unwrap();
     let report = project.scan();
     assert_eq!(paths(&report), vec!["alias.rs", "src/real.rs"]);
     assert_eq!(file(&report, "alias.rs").hash, ABC_SHA256);
     assert!(
-        report.warnings.iter().any(|warning| warning.contains("leak")),
+        report
+            .warnings
+            .iter()
+            .any(|warning| warning.contains("leak")),
         "{:?}",
         report.warnings
     );
@@ -288,7 +328,10 @@ fn pinned_literals_are_listed_even_when_gitignored_or_hidden() {
     };
     let report = project.scan_with(&constraints, &HashMap::new(), &options);
     assert_eq!(paths(&report), vec!["generated/api.rs", "vendor/lib.rs"]);
-    assert_eq!(file(&report, "generated/api.rs").constraint, Some(Visibility::Readonly));
+    assert_eq!(
+        file(&report, "generated/api.rs").constraint,
+        Some(Visibility::Readonly)
+    );
 }
 
 #[test]
@@ -298,6 +341,11 @@ fn a_vanished_root_is_an_error_not_a_mass_deletion() {
     let root = project.root();
     let previous = hashes(&project.scan());
     fs::remove_dir_all(project.path()).unwrap();
-    let result = scan(&root, &ConstraintSet::default(), &previous, &ScanOptions::default());
+    let result = scan(
+        &root,
+        &ConstraintSet::default(),
+        &previous,
+        &ScanOptions::default(),
+    );
     assert!(matches!(result, Err(ProjectError::Io { .. })));
 }
