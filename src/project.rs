@@ -4,7 +4,7 @@
 //! * [`confine`] turns a client- or model-supplied path into a [`ProjectPath`] that provably
 //!   stays under the project root, symlinks included.
 //! * [`constraint`] normalizes and matches file constraints (`active`, `readonly`, `ignore`).
-//! * [`scan`] walks the project (respecting `.gitignore`), hashes files and reports what is
+//! * [`mod@scan`] walks the project (respecting `.gitignore`), hashes files and reports what is
 //!   new, changed, unchanged or gone since the previous scan.
 //! * [`home`] lays out and reads `$RUMMY_HOME/skills` and `$RUMMY_HOME/personas`.
 //!

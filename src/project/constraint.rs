@@ -1,6 +1,6 @@
 //! File constraints: project-level rules that pin files into the model's view (`active`,
 //! `readonly`) or hide them (`ignore`). Patterns are normalized against the project root
-//! before they are stored, and matched against scanned [`ProjectPath`]s.
+//! before they are stored, and matched against scanned [`ProjectPath`](super::ProjectPath)s.
 //!
 //! A pattern is a glob when it contains `*` or `?` (`*` stays within one segment, `**`
 //! crosses segments, `{a,b}` and `[ab]` work inside globs); otherwise it is a literal path,

@@ -124,7 +124,7 @@ impl RummyHome {
 
     /// Reads the document `name` of `kind`. Errors: [`ProjectError::NameRequired`] for an
     /// empty name, [`ProjectError::InvalidName`] for one that could leave the directory,
-    /// [`ProjectError::NotFound`] ("Not found: <absolute path>") when there is no such file.
+    /// [`ProjectError::NotFound`] (`Not found: <absolute path>`) when there is no such file.
     pub fn read(&self, kind: DocumentKind, name: &str) -> Result<LoadedDocument, ProjectError> {
         validate_document_name(name)?;
         let path = self.absolute(

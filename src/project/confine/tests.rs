@@ -112,7 +112,12 @@ fn absolute_paths_outside_are_refused() {
     let root = fixture.root();
     let sibling = format!("{}/secret", fixture.outside().display());
     let prefix_lookalike = format!("{}-other/x", fixture.proj().display());
-    for raw in ["/etc/passwd", sibling.as_str(), prefix_lookalike.as_str()] {
+    for raw in [
+        "/",
+        "/etc/passwd",
+        sibling.as_str(),
+        prefix_lookalike.as_str(),
+    ] {
         assert!(
             matches!(root.confine(raw), Err(ProjectError::EscapesRoot(_))),
             "{raw}"

@@ -349,3 +349,15 @@ fn a_vanished_root_is_an_error_not_a_mass_deletion() {
     );
     assert!(matches!(result, Err(ProjectError::Io { .. })));
 }
+
+#[test]
+fn files_inside_an_ignored_directory_are_reported_ignored_not_deleted() {
+    let project = Project::new();
+    project.write("build/gen.rs", "x").write("main.rs", "x");
+    let previous = hashes(&project.scan());
+    let constraints = project.constraints(&[("build", Visibility::Ignore)]);
+    let report = project.scan_with(&constraints, &previous, &ScanOptions::default());
+    assert_eq!(paths(&report), vec!["main.rs"]);
+    assert_eq!(report.ignored, vec!["build/gen.rs"]);
+    assert!(report.deleted.is_empty(), "{:?}", report.deleted);
+}
