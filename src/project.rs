@@ -1,1 +1,24 @@
-//! Projects on disk: path confinement, file scanning, skills and personas.
+//! Projects on disk: everything the server knows about a project's files and the operator's
+//! `RUMMY_HOME`, as pure blocking library code (no actors, no database).
+//!
+//! * [`confine`] turns a client- or model-supplied path into a [`ProjectPath`] that provably
+//!   stays under the project root, symlinks included.
+//! * [`constraint`] normalizes and matches file constraints (`active`, `readonly`, `ignore`).
+//! * [`mod@scan`] walks the project (respecting `.gitignore`), hashes files and reports what is
+//!   new, changed, unchanged or gone since the previous scan.
+//! * [`home`] lays out and reads `$RUMMY_HOME/skills` and `$RUMMY_HOME/personas`.
+//!
+//! Every function here touches the file system synchronously: call it from a blocking
+//! context (`web::block`, a sync actor), never from an async executor thread.
+
+pub mod confine;
+pub mod constraint;
+mod error;
+pub mod home;
+pub mod scan;
+
+pub use confine::{ProjectPath, ProjectRoot};
+pub use constraint::{ConstraintPattern, ConstraintSet, FileConstraint, Visibility};
+pub use error::ProjectError;
+pub use home::{validate_document_name, DocumentKind, HomeDocument, LoadedDocument, RummyHome};
+pub use scan::{scan, FileChange, FileFidelity, FileKind, ScanOptions, ScanReport, ScannedFile};
