@@ -19,6 +19,8 @@ mod responses;
 mod retry;
 mod route;
 mod settings;
+#[cfg(test)]
+mod test_server;
 
 pub use actor::{Complete, DiscoverContext, LlmProvider};
 pub use chat::{ChatMessage, ChatRequest, ChatResponse, Role, Usage};

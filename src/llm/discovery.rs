@@ -245,3 +245,6 @@ mod tests {
         assert_eq!(catalogue_context(&models, "m"), Some(1000));
     }
 }
+
+#[cfg(test)]
+mod http_tests;

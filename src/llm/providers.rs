@@ -88,3 +88,6 @@ impl LlmProviders {
             .map_err(|_| LlmError::Stopped)?
     }
 }
+
+#[cfg(test)]
+mod tests;
