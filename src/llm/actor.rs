@@ -172,10 +172,7 @@ where
     let mut failed_attempts = 0u32;
     loop {
         let result = {
-            let _permit = permits
-                .acquire()
-                .await
-                .map_err(|_| LlmError::Aborted)?;
+            let _permit = permits.acquire().await.map_err(|_| LlmError::Aborted)?;
             attempt().await
         };
         let error = match result {
@@ -202,4 +199,70 @@ fn elapsed_ms(started: Instant) -> u64 {
 
 fn elapsed_ms_of(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::FutureExt;
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    fn policy(max_attempts: u32) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_attempt_waits_for_a_free_permit() {
+        let permits = Arc::new(Semaphore::new(1));
+        let attempts = Cell::new(0);
+        let held = permits.clone().acquire_owned().await.unwrap();
+        let mut call = Box::pin(retrying(policy(1), permits.clone(), || {
+            attempts.set(attempts.get() + 1);
+            async { Ok::<_, LlmError>("done") }
+        }));
+
+        assert!((&mut call).now_or_never().is_none());
+        assert_eq!(attempts.get(), 0);
+        drop(held);
+        assert_eq!(call.await, Ok("done"));
+        assert_eq!(attempts.get(), 1);
+        assert_eq!(permits.available_permits(), 1);
+    }
+
+    #[tokio::test]
+    async fn retries_until_success_or_the_policy_gives_up() {
+        let attempts = Cell::new(0);
+        let flaky = || {
+            attempts.set(attempts.get() + 1);
+            let attempt = attempts.get();
+            async move {
+                match attempt {
+                    1 | 2 => Err(LlmError::Timeout {
+                        provider: ProviderKind::Ollama,
+                        timeout_ms: 1,
+                    }),
+                    _ => Ok(attempt),
+                }
+            }
+        };
+        let permits = Arc::new(Semaphore::new(1));
+
+        assert!(retrying(policy(2), permits.clone(), flaky).await.is_err());
+        assert_eq!(attempts.get(), 2);
+        attempts.set(0);
+        assert_eq!(retrying(policy(3), permits, flaky).await, Ok(3));
+    }
+
+    #[tokio::test]
+    async fn cancellation_wins_over_pending_work() {
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let never = std::future::pending::<Result<(), LlmError>>();
+        assert_eq!(cancellable(&cancel, never).await, Err(LlmError::Aborted));
+    }
 }

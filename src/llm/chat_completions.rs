@@ -120,7 +120,11 @@ pub(super) fn reasoning_of(message: &Value) -> Option<String> {
 /// Normalises the many shapes of `usage` (AGENT.md §2.3): cached and reasoning counts are
 /// read from the first place that has them; a missing total is prompt + completion.
 pub(super) fn usage_of(usage: &Value) -> Usage {
-    let first = |paths: &[&[&str]]| paths.iter().find_map(|path| at(usage, path).and_then(count));
+    let first = |paths: &[&[&str]]| {
+        paths
+            .iter()
+            .find_map(|path| at(usage, path).and_then(count))
+    };
     let prompt_tokens = first(&[&["prompt_tokens"]]).unwrap_or(0);
     let completion_tokens = first(&[&["completion_tokens"]]).unwrap_or(0);
     Usage {

@@ -252,7 +252,12 @@ mod tests {
 
     #[test]
     fn openai_root_strips_v1() {
-        for base in ["http://h:8080", "http://h:8080/", "http://h:8080/v1", "http://h:8080/v1/"] {
+        for base in [
+            "http://h:8080",
+            "http://h:8080/",
+            "http://h:8080/v1",
+            "http://h:8080/v1/",
+        ] {
             let settings = ProviderSettings {
                 openai_base_url: Some(base.into()),
                 ..ProviderSettings::default()

@@ -80,9 +80,7 @@ async fn ollama_context(client: &ProviderClient, model: &str) -> Result<u32, Llm
         .map_err(|error| match error {
             LlmError::BadRequest { status, .. } => LlmError::ContextUnknown {
                 provider,
-                message: format!(
-                    "Ollama /api/show failed: {status}. Is Ollama running at {root}?"
-                ),
+                message: format!("Ollama /api/show failed: {status}. Is Ollama running at {root}?"),
             },
             other => other,
         })?;
@@ -133,7 +131,8 @@ async fn xai_context(client: &ProviderClient, model: &str) -> Result<u32, LlmErr
     {
         return Ok(size);
     }
-    let language_model_url = responses_url.replace("/responses", &format!("/language-models/{model}"));
+    let language_model_url =
+        responses_url.replace("/responses", &format!("/language-models/{model}"));
     let described = client
         .get_json(provider, &language_model_url, Some(key), timeout)
         .await;
@@ -193,9 +192,10 @@ fn catalogue_context(catalogue: &Value, model: &str) -> Option<u32> {
     entries
         .iter()
         .find(|entry| {
-            entry.get("id").and_then(Value::as_str).is_some_and(|id| {
-                id == model || model.strip_suffix("-latest") == Some(id)
-            })
+            entry
+                .get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| id == model || model.strip_suffix("-latest") == Some(id))
         })
         .and_then(|entry| entry.get("context_length"))
         .and_then(positive)
@@ -210,7 +210,10 @@ mod tests {
         let props = json!({"default_generation_settings": {"n_ctx": 8192}, "n_ctx": 4});
         assert_eq!(llama_cpp_context(&props), Some(8192));
         assert_eq!(llama_cpp_context(&json!({"n_ctx": 4096})), Some(4096));
-        assert_eq!(llama_cpp_context(&json!({"default_generation_settings": {}})), None);
+        assert_eq!(
+            llama_cpp_context(&json!({"default_generation_settings": {}})),
+            None
+        );
         assert_eq!(llama_cpp_context(&json!({"n_ctx": 0})), None);
     }
 
@@ -231,7 +234,10 @@ mod tests {
                                          "qwen3.context_length": 40960}});
         assert_eq!(ollama_show_context(&show), Some(40960));
         assert_eq!(ollama_show_context(&json!({"model_info": {}})), None);
-        assert_eq!(ollama_show_context(&json!({"model_info": {"x.context_length": "big"}})), None);
+        assert_eq!(
+            ollama_show_context(&json!({"model_info": {"x.context_length": "big"}})),
+            None
+        );
     }
 
     #[test]

@@ -116,7 +116,13 @@ mod tests {
 
     #[test]
     fn everything_else_goes_to_openrouter_unchanged() {
-        for actual in ["anthropic/claude-sonnet-4", "openrouter/auto", "", "xai/grok", "OLLAMA/x"] {
+        for actual in [
+            "anthropic/claude-sonnet-4",
+            "openrouter/auto",
+            "",
+            "xai/grok",
+            "OLLAMA/x",
+        ] {
             let route = Route::from_actual(actual);
             assert_eq!(route.provider, ProviderKind::OpenRouter, "{actual}");
             assert_eq!(route.model, actual);

@@ -261,7 +261,10 @@ mod tests {
 
     #[test]
     fn debug_never_shows_keys() {
-        let read = settings(&[(OPENROUTER_API_KEY, "sk-secret-1"), (XAI_API_KEY, "xai-secret-2")]);
+        let read = settings(&[
+            (OPENROUTER_API_KEY, "sk-secret-1"),
+            (XAI_API_KEY, "xai-secret-2"),
+        ]);
         let printed = format!("{read:?}");
         assert!(!printed.contains("secret"), "{printed}");
         assert!(printed.contains("<set>"));

@@ -49,7 +49,10 @@ async fn llama_cpp_props_give_the_runtime_context() {
 
     assert_eq!(found, Ok(8192));
     let seen = server.request().await;
-    assert_eq!((seen.method.as_str(), seen.path.as_str()), ("GET", "/props"));
+    assert_eq!(
+        (seen.method.as_str(), seen.path.as_str()),
+        ("GET", "/props")
+    );
     assert_eq!(seen.header("authorization"), Some("Bearer sk-local"));
 }
 
@@ -68,7 +71,11 @@ async fn openai_falls_back_to_the_models_list() {
     .await;
 
     assert_eq!(found, Ok(32768));
-    let paths: Vec<_> = server.received().into_iter().map(|seen| seen.path).collect();
+    let paths: Vec<_> = server
+        .received()
+        .into_iter()
+        .map(|seen| seen.path)
+        .collect();
     assert_eq!(paths, ["/props", "/v1/models"]);
 }
 
@@ -107,7 +114,10 @@ async fn ollama_show_after_a_transient_failure() {
     assert_eq!(found, Ok(40960));
     let seen: Vec<_> = server.received();
     assert_eq!(seen.len(), 2);
-    assert_eq!((seen[1].method.as_str(), seen[1].path.as_str()), ("POST", "/api/show"));
+    assert_eq!(
+        (seen[1].method.as_str(), seen[1].path.as_str()),
+        ("POST", "/api/show")
+    );
     assert_eq!(seen[1].body, json!({"model": "qwen3:8b"}));
 }
 
@@ -125,13 +135,17 @@ async fn ollama_unknown_model_is_an_error() {
 
     assert_eq!(
         found.unwrap_err().to_string(),
-        format!("Ollama /api/show failed: 404. Is Ollama running at {}?", server.url)
+        format!(
+            "Ollama /api/show failed: 404. Is Ollama running at {}?",
+            server.url
+        )
     );
 }
 
 #[actix::test]
 async fn openrouter_catalogue_override_and_fallback() {
-    let catalogue = json!({"data": [{"id": "anthropic/claude-sonnet-4", "context_length": 200000}]});
+    let catalogue =
+        json!({"data": [{"id": "anthropic/claude-sonnet-4", "context_length": 200000}]});
     let mut server = TestServer::start(vec![Reply::ok(catalogue), Reply::status(503)]).await;
     let routed = ProviderSettings {
         openrouter_base_url: format!("{}/api/v1", server.url),
@@ -152,7 +166,11 @@ async fn openrouter_catalogue_override_and_fallback() {
     assert_eq!(listed, Ok(200000));
     assert_eq!(unavailable, Ok(OPENROUTER_FALLBACK_CONTEXT));
     assert_eq!(overridden, Ok(65536));
-    let paths: Vec<_> = server.received().into_iter().map(|seen| seen.path).collect();
+    let paths: Vec<_> = server
+        .received()
+        .into_iter()
+        .map(|seen| seen.path)
+        .collect();
     assert_eq!(paths, ["/api/v1/models", "/api/v1/models"]);
 }
 
@@ -172,6 +190,10 @@ async fn xai_models_then_language_models() {
     .await;
 
     assert_eq!(found, Ok(256000));
-    let paths: Vec<_> = server.received().into_iter().map(|seen| seen.path).collect();
+    let paths: Vec<_> = server
+        .received()
+        .into_iter()
+        .map(|seen| seen.path)
+        .collect();
     assert_eq!(paths, ["/v1/models", "/v1/language-models/grok-4"]);
 }

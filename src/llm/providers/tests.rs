@@ -54,10 +54,7 @@ fn completion(content: &str) -> Value {
     })
 }
 
-async fn complete(
-    providers: &LlmProviders,
-    actual: &str,
-) -> Result<ChatResponse, LlmError> {
+async fn complete(providers: &LlmProviders, actual: &str) -> Result<ChatResponse, LlmError> {
     bounded(providers.complete(request(actual), &CancellationToken::new())).await
 }
 
@@ -89,7 +86,10 @@ async fn openai_compatible_completion_with_usage_and_reasoning() {
         }
     );
     let seen = server.request().await;
-    assert_eq!((seen.method.as_str(), seen.path.as_str()), ("POST", "/v1/chat/completions"));
+    assert_eq!(
+        (seen.method.as_str(), seen.path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
     assert_eq!(seen.header("authorization"), Some("Bearer sk-test"));
     assert_eq!(
         seen.body,
@@ -144,7 +144,10 @@ async fn openrouter_sends_the_whole_id_and_its_headers() {
     let seen = server.request().await;
     assert_eq!(seen.path, "/api/v1/chat/completions");
     assert_eq!(seen.header("authorization"), Some("Bearer sk-or"));
-    assert_eq!(seen.header("http-referer"), Some("https://example.org/rummy"));
+    assert_eq!(
+        seen.header("http-referer"),
+        Some("https://example.org/rummy")
+    );
     assert_eq!(seen.header("x-title"), Some("RUMMY"));
     assert_eq!(seen.body["model"], "openrouter/auto");
     assert_eq!(seen.body["include_reasoning"], true);
@@ -253,8 +256,14 @@ async fn client_errors_are_not_retried() {
     let bad = complete(&providers, "openai/m").await.unwrap_err();
     let auth = complete(&providers, "openai/m").await.unwrap_err();
 
-    assert!(matches!(bad, LlmError::BadRequest { status: 400, .. }), "{bad:?}");
-    assert!(matches!(auth, LlmError::Auth { status: 401, .. }), "{auth:?}");
+    assert!(
+        matches!(bad, LlmError::BadRequest { status: 400, .. }),
+        "{bad:?}"
+    );
+    assert!(
+        matches!(auth, LlmError::Auth { status: 401, .. }),
+        "{auth:?}"
+    );
     assert_eq!(server.received().len(), 2);
 }
 
