@@ -118,7 +118,7 @@ impl ProviderClient {
         request: RequestBuilder,
         timeout: Duration,
     ) -> Result<Value, LlmError> {
-        let transport = |error: reqwest::Error| transport_error(provider, &error, timeout);
+        let transport = |error: reqwest::Error| transport_error(provider, error, timeout);
         let response = request.timeout(timeout).send().await.map_err(transport)?;
         let status = response.status();
         if !status.is_success() {
@@ -146,23 +146,36 @@ fn with_bearer(request: RequestBuilder, bearer: Option<&str>) -> RequestBuilder 
     }
 }
 
-fn transport_error(provider: ProviderKind, error: &reqwest::Error, timeout: Duration) -> LlmError {
+/// Maps a reqwest failure. The URL is left out of the message (a base URL may carry
+/// credentials); the causes are kept, as they say what actually went wrong.
+fn transport_error(provider: ProviderKind, error: reqwest::Error, timeout: Duration) -> LlmError {
     if error.is_timeout() {
         return LlmError::Timeout {
             provider,
             timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
         };
     }
-    if error.is_builder() {
+    let is_builder = error.is_builder();
+    let message = causes(&error.without_url());
+    if is_builder {
         return LlmError::NotConfigured {
             provider,
-            message: format!("{provider} request could not be built: {error}"),
+            message: format!("{provider} request could not be built: {message}"),
         };
     }
-    LlmError::Connect {
-        provider,
-        message: error.to_string(),
+    LlmError::Connect { provider, message }
+}
+
+/// An error and its sources, joined by `": "`.
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
     }
+    message
 }
 
 /// `retry-after-ms` (sent by some OpenAI-compatible servers) or `Retry-After`.
