@@ -1,1 +1,33 @@
-//! LLM providers: OpenAI-compatible, Ollama, OpenRouter and xAI clients behind one trait.
+//! LLM providers: OpenAI-compatible, Ollama, OpenRouter and xAI clients behind one front door.
+//!
+//! `LlmProviders::start` runs one `LlmProvider` actor per provider; calls are routed by the
+//! prefix of the model's catalogue `actual` string (`route`). Each actor bounds its calls in
+//! flight, retries rate limits, server errors, broken connections and timeouts with backoff
+//! honouring Retry-After (`retry`), and drops the in-flight HTTP request when a call is
+//! cancelled. Responses are normalised into one `ChatResponse` (content, reasoning, usage).
+//! Context lengths are discovered per provider and returned for the caller to store.
+//! Only this module knows provider wire formats; API keys never reach a log.
+
+mod actor;
+mod chat;
+mod chat_completions;
+mod client;
+mod discovery;
+mod error;
+mod providers;
+mod responses;
+mod retry;
+mod route;
+mod settings;
+#[cfg(test)]
+mod test_server;
+
+pub use actor::{Complete, DiscoverContext, LlmProvider};
+pub use chat::{ChatMessage, ChatRequest, ChatResponse, Role, Usage};
+pub use discovery::OPENROUTER_FALLBACK_CONTEXT;
+pub use error::LlmError;
+pub use providers::LlmProviders;
+pub use retry::{parse_retry_after, RetryPolicy};
+pub use route::{ProviderKind, Route};
+pub use settings::{ConcurrencyLimits, ProviderSettings};
+pub use tokio_util::sync::CancellationToken;

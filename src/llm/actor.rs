@@ -1,0 +1,268 @@
+//! `LlmProvider`: one actor per provider. It bounds how many calls are in flight, retries
+//! transient failures, and drops the in-flight HTTP request the moment a call is cancelled.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::{Actor, Context, Handler, Message, ResponseFuture};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::chat::{ChatRequest, ChatResponse};
+use super::client::ProviderClient;
+use super::discovery::discover_context;
+use super::error::LlmError;
+use super::retry::RetryPolicy;
+use super::route::ProviderKind;
+
+/// The actor serving one provider. Calls run as spawned futures, never on the actor itself,
+/// so a slow provider never blocks the mailbox.
+pub struct LlmProvider {
+    provider: ProviderKind,
+    client: ProviderClient,
+    permits: Arc<Semaphore>,
+    retry: RetryPolicy,
+}
+
+impl LlmProvider {
+    /// An actor for `provider` allowing `max_in_flight` concurrent calls (at least 1).
+    pub(super) fn new(
+        provider: ProviderKind,
+        client: ProviderClient,
+        max_in_flight: usize,
+    ) -> LlmProvider {
+        let retry = client.settings().retry;
+        LlmProvider {
+            provider,
+            client,
+            permits: Arc::new(Semaphore::new(max_in_flight.max(1))),
+            retry,
+        }
+    }
+}
+
+impl Actor for LlmProvider {
+    type Context = Context<Self>;
+}
+
+/// Complete a chat. `request.model` is the provider's own model name (prefix removed).
+/// Cancelling `cancel` drops the in-flight request and answers `LlmError::Aborted`.
+#[derive(Debug)]
+pub struct Complete {
+    /// The request.
+    pub request: ChatRequest,
+    /// Cancels the call.
+    pub cancel: CancellationToken,
+}
+
+impl Message for Complete {
+    type Result = Result<ChatResponse, LlmError>;
+}
+
+/// Discover a model's context length (the provider's own model name).
+#[derive(Debug)]
+pub struct DiscoverContext {
+    /// The model.
+    pub model: String,
+    /// Cancels the discovery.
+    pub cancel: CancellationToken,
+}
+
+impl Message for DiscoverContext {
+    type Result = Result<u32, LlmError>;
+}
+
+impl Handler<Complete> for LlmProvider {
+    type Result = ResponseFuture<Result<ChatResponse, LlmError>>;
+
+    fn handle(&mut self, message: Complete, _: &mut Context<Self>) -> Self::Result {
+        let Complete { request, cancel } = message;
+        let provider = self.provider;
+        let client = self.client.clone();
+        let span = tracing::info_span!(
+            "llm.complete",
+            llm.provider = provider.slug(),
+            llm.model = %request.model,
+            duration_ms = tracing::field::Empty,
+            llm.prompt_tokens = tracing::field::Empty,
+            llm.completion_tokens = tracing::field::Empty,
+        );
+        let attempts = retrying(self.retry, self.permits.clone(), move || {
+            let client = client.clone();
+            let request = request.clone();
+            async move { client.complete(provider, &request).await }
+        });
+        Box::pin(
+            async move {
+                let started = Instant::now();
+                let result = cancellable(&cancel, attempts).await;
+                let span = tracing::Span::current();
+                span.record("duration_ms", elapsed_ms(started));
+                match &result {
+                    Ok(response) => {
+                        span.record("llm.prompt_tokens", response.usage.prompt_tokens);
+                        span.record("llm.completion_tokens", response.usage.completion_tokens);
+                        tracing::info!("completion finished");
+                    }
+                    Err(error) => tracing::warn!(error = %error, "completion failed"),
+                }
+                result
+            }
+            .instrument(span),
+        )
+    }
+}
+
+impl Handler<DiscoverContext> for LlmProvider {
+    type Result = ResponseFuture<Result<u32, LlmError>>;
+
+    fn handle(&mut self, message: DiscoverContext, _: &mut Context<Self>) -> Self::Result {
+        let DiscoverContext { model, cancel } = message;
+        let provider = self.provider;
+        let client = self.client.clone();
+        let span = tracing::info_span!(
+            "llm.discover_context",
+            llm.provider = provider.slug(),
+            llm.model = %model,
+        );
+        let attempts = retrying(self.retry, self.permits.clone(), move || {
+            let client = client.clone();
+            let model = model.clone();
+            async move { discover_context(&client, provider, &model).await }
+        });
+        Box::pin(
+            async move {
+                let result = cancellable(&cancel, attempts).await;
+                match &result {
+                    Ok(context_length) => tracing::info!(context_length, "context discovered"),
+                    Err(error) => tracing::warn!(error = %error, "context discovery failed"),
+                }
+                result
+            }
+            .instrument(span),
+        )
+    }
+}
+
+/// Runs `work` unless `cancel` fires first; then `work` (and its HTTP request) is dropped.
+async fn cancellable<T>(
+    cancel: &CancellationToken,
+    work: impl Future<Output = Result<T, LlmError>>,
+) -> Result<T, LlmError> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(LlmError::Aborted),
+        result = work => result,
+    }
+}
+
+/// Runs `attempt` until it succeeds or `policy` gives up. Each attempt holds a permit;
+/// the waits in between do not.
+async fn retrying<T, F, Fut>(
+    policy: RetryPolicy,
+    permits: Arc<Semaphore>,
+    attempt: F,
+) -> Result<T, LlmError>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<T, LlmError>>,
+{
+    let mut failed_attempts = 0u32;
+    loop {
+        let result = {
+            let _permit = permits.acquire().await.map_err(|_| LlmError::Aborted)?;
+            attempt().await
+        };
+        let error = match result {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        failed_attempts = failed_attempts.saturating_add(1);
+        let Some(delay) = policy.delay_after(failed_attempts, &error) else {
+            return Err(error);
+        };
+        tracing::warn!(
+            attempt = failed_attempts,
+            delay_ms = elapsed_ms_of(delay),
+            error = %error,
+            "retrying provider call"
+        );
+        tokio::time::sleep(delay).await;
+    }
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    elapsed_ms_of(started.elapsed())
+}
+
+fn elapsed_ms_of(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::FutureExt;
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    fn policy(max_attempts: u32) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_attempt_waits_for_a_free_permit() {
+        let permits = Arc::new(Semaphore::new(1));
+        let attempts = Cell::new(0);
+        let held = permits.clone().acquire_owned().await.unwrap();
+        let mut call = Box::pin(retrying(policy(1), permits.clone(), || {
+            attempts.set(attempts.get() + 1);
+            async { Ok::<_, LlmError>("done") }
+        }));
+
+        assert!((&mut call).now_or_never().is_none());
+        assert_eq!(attempts.get(), 0);
+        drop(held);
+        assert_eq!(call.await, Ok("done"));
+        assert_eq!(attempts.get(), 1);
+        assert_eq!(permits.available_permits(), 1);
+    }
+
+    #[tokio::test]
+    async fn retries_until_success_or_the_policy_gives_up() {
+        let attempts = Cell::new(0);
+        let flaky = || {
+            attempts.set(attempts.get() + 1);
+            let attempt = attempts.get();
+            async move {
+                match attempt {
+                    1 | 2 => Err(LlmError::Timeout {
+                        provider: ProviderKind::Ollama,
+                        timeout_ms: 1,
+                    }),
+                    _ => Ok(attempt),
+                }
+            }
+        };
+        let permits = Arc::new(Semaphore::new(1));
+
+        assert!(retrying(policy(2), permits.clone(), flaky).await.is_err());
+        assert_eq!(attempts.get(), 2);
+        attempts.set(0);
+        assert_eq!(retrying(policy(3), permits, flaky).await, Ok(3));
+    }
+
+    #[tokio::test]
+    async fn cancellation_wins_over_pending_work() {
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let never = std::future::pending::<Result<(), LlmError>>();
+        assert_eq!(cancellable(&cancel, never).await, Err(LlmError::Aborted));
+    }
+}

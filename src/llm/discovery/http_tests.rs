@@ -1,0 +1,199 @@
+//! Context discovery against scripted servers on 127.0.0.1, through the provider actors.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::llm::discovery::OPENROUTER_FALLBACK_CONTEXT;
+use crate::llm::error::LlmError;
+use crate::llm::providers::LlmProviders;
+use crate::llm::retry::RetryPolicy;
+use crate::llm::settings::ProviderSettings;
+use crate::llm::test_server::{Reply, TestServer};
+
+fn settings() -> ProviderSettings {
+    ProviderSettings {
+        fetch_timeout: Duration::from_secs(10),
+        retry: RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(20),
+        },
+        ..ProviderSettings::default()
+    }
+}
+
+async fn discover(settings: ProviderSettings, actual: &str) -> Result<u32, LlmError> {
+    let providers = LlmProviders::start(settings).unwrap();
+    let cancel = CancellationToken::new();
+    let call = providers.discover_context(actual, &cancel);
+    tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("discovery never finished")
+}
+
+#[actix::test]
+async fn llama_cpp_props_give_the_runtime_context() {
+    let props = json!({"default_generation_settings": {"n_ctx": 8192}});
+    let mut server = TestServer::start(vec![Reply::ok(props)]).await;
+    let found = discover(
+        ProviderSettings {
+            openai_base_url: Some(format!("{}/v1", server.url)),
+            openai_api_key: Some("sk-local".into()),
+            ..settings()
+        },
+        "openai/any",
+    )
+    .await;
+
+    assert_eq!(found, Ok(8192));
+    let seen = server.request().await;
+    assert_eq!(
+        (seen.method.as_str(), seen.path.as_str()),
+        ("GET", "/props")
+    );
+    assert_eq!(seen.header("authorization"), Some("Bearer sk-local"));
+}
+
+#[actix::test]
+async fn openai_falls_back_to_the_models_list() {
+    let models = json!({"data": [{"id": "other", "meta": {"n_ctx_train": 4096}},
+                                 {"id": "mine", "meta": {"n_ctx_train": 32768}}]});
+    let mut server = TestServer::start(vec![Reply::status(404), Reply::ok(models)]).await;
+    let found = discover(
+        ProviderSettings {
+            openai_base_url: Some(server.url.clone()),
+            ..settings()
+        },
+        "openai/mine",
+    )
+    .await;
+
+    assert_eq!(found, Ok(32768));
+    let paths: Vec<_> = server
+        .received()
+        .into_iter()
+        .map(|seen| seen.path)
+        .collect();
+    assert_eq!(paths, ["/props", "/v1/models"]);
+}
+
+#[actix::test]
+async fn openai_without_any_size_is_an_error() {
+    let server = TestServer::start(vec![Reply::status(404), Reply::ok(json!({"data": []}))]).await;
+    let found = discover(
+        ProviderSettings {
+            openai_base_url: Some(server.url.clone()),
+            ..settings()
+        },
+        "openai/m",
+    )
+    .await;
+
+    assert_eq!(
+        found.unwrap_err().to_string(),
+        "OpenAI-compatible /v1/models returned no context size."
+    );
+}
+
+#[actix::test]
+async fn ollama_show_after_a_transient_failure() {
+    let show = json!({"model_info": {"general.architecture": "qwen3",
+                                     "qwen3.context_length": 40960}});
+    let mut server = TestServer::start(vec![Reply::status(500), Reply::ok(show)]).await;
+    let found = discover(
+        ProviderSettings {
+            ollama_base_url: Some(server.url.clone()),
+            ..settings()
+        },
+        "ollama/qwen3:8b",
+    )
+    .await;
+
+    assert_eq!(found, Ok(40960));
+    let seen: Vec<_> = server.received();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        (seen[1].method.as_str(), seen[1].path.as_str()),
+        ("POST", "/api/show")
+    );
+    assert_eq!(seen[1].body, json!({"model": "qwen3:8b"}));
+}
+
+#[actix::test]
+async fn ollama_unknown_model_is_an_error() {
+    let server = TestServer::start(vec![Reply::status(404)]).await;
+    let found = discover(
+        ProviderSettings {
+            ollama_base_url: Some(server.url.clone()),
+            ..settings()
+        },
+        "ollama/missing",
+    )
+    .await;
+
+    assert_eq!(
+        found.unwrap_err().to_string(),
+        format!(
+            "Ollama /api/show failed: 404. Is Ollama running at {}?",
+            server.url
+        )
+    );
+}
+
+#[actix::test]
+async fn openrouter_catalogue_override_and_fallback() {
+    let catalogue =
+        json!({"data": [{"id": "anthropic/claude-sonnet-4", "context_length": 200000}]});
+    let mut server = TestServer::start(vec![Reply::ok(catalogue), Reply::status(503)]).await;
+    let routed = ProviderSettings {
+        openrouter_base_url: format!("{}/api/v1", server.url),
+        ..settings()
+    };
+
+    let listed = discover(routed.clone(), "anthropic/claude-sonnet-4").await;
+    let unavailable = discover(routed.clone(), "anthropic/claude-sonnet-4").await;
+    let overridden = discover(
+        ProviderSettings {
+            openrouter_context_size: Some(65536),
+            ..routed
+        },
+        "anything",
+    )
+    .await;
+
+    assert_eq!(listed, Ok(200000));
+    assert_eq!(unavailable, Ok(OPENROUTER_FALLBACK_CONTEXT));
+    assert_eq!(overridden, Ok(65536));
+    let paths: Vec<_> = server
+        .received()
+        .into_iter()
+        .map(|seen| seen.path)
+        .collect();
+    assert_eq!(paths, ["/api/v1/models", "/api/v1/models"]);
+}
+
+#[actix::test]
+async fn xai_models_then_language_models() {
+    let models = json!({"data": [{"id": "grok-3"}]});
+    let described = json!({"id": "grok-4", "context_length": 256000});
+    let mut server = TestServer::start(vec![Reply::ok(models), Reply::ok(described)]).await;
+    let found = discover(
+        ProviderSettings {
+            xai_base_url: Some(format!("{}/v1/responses", server.url)),
+            xai_api_key: Some("xai-key".into()),
+            ..settings()
+        },
+        "x.ai/grok-4",
+    )
+    .await;
+
+    assert_eq!(found, Ok(256000));
+    let paths: Vec<_> = server
+        .received()
+        .into_iter()
+        .map(|seen| seen.path)
+        .collect();
+    assert_eq!(paths, ["/v1/models", "/v1/language-models/grok-4"]);
+}

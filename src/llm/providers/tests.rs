@@ -1,0 +1,370 @@
+//! End-to-end provider calls: the real reqwest client against scripted servers on 127.0.0.1.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::llm::chat::{ChatMessage, Usage};
+use crate::llm::retry::RetryPolicy;
+use crate::llm::test_server::{Reply, TestServer};
+
+/// Fails the test instead of hanging when a call never finishes.
+async fn bounded<T>(call: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the call never finished")
+}
+
+fn settings() -> ProviderSettings {
+    ProviderSettings {
+        fetch_timeout: Duration::from_secs(10),
+        retry: RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(20),
+        },
+        ..ProviderSettings::default()
+    }
+}
+
+fn openai_settings(server: &TestServer) -> ProviderSettings {
+    ProviderSettings {
+        openai_base_url: Some(format!("{}/v1/", server.url)),
+        ..settings()
+    }
+}
+
+fn request(actual: &str) -> ChatRequest {
+    ChatRequest::new(
+        actual,
+        vec![ChatMessage::system("rules"), ChatMessage::user("task")],
+    )
+}
+
+fn completion(content: &str) -> Value {
+    json!({
+        "model": "served",
+        "choices": [{"message": {"content": content, "reasoning_content": "because"},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49,
+                  "prompt_tokens_details": {"cached_tokens": 16},
+                  "completion_tokens_details": {"reasoning_tokens": 5}, "cost": 0.5}
+    })
+}
+
+async fn complete(providers: &LlmProviders, actual: &str) -> Result<ChatResponse, LlmError> {
+    bounded(providers.complete(request(actual), &CancellationToken::new())).await
+}
+
+#[actix::test]
+async fn openai_compatible_completion_with_usage_and_reasoning() {
+    let mut server = TestServer::start(vec![Reply::ok(completion("<update/>"))]).await;
+    let providers = LlmProviders::start(ProviderSettings {
+        openai_api_key: Some("sk-test".into()),
+        default_temperature: Some(0.5),
+        ..openai_settings(&server)
+    })
+    .unwrap();
+
+    let response = complete(&providers, "openai/local-model").await.unwrap();
+
+    assert_eq!(response.content, "<update/>");
+    assert_eq!(response.reasoning_content.as_deref(), Some("because"));
+    assert_eq!(response.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(response.model, "served");
+    assert_eq!(
+        response.usage,
+        Usage {
+            prompt_tokens: 40,
+            cached_tokens: 16,
+            completion_tokens: 9,
+            reasoning_tokens: 5,
+            total_tokens: 49,
+            cost: 0.5
+        }
+    );
+    let seen = server.request().await;
+    assert_eq!(
+        (seen.method.as_str(), seen.path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
+    assert_eq!(seen.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(
+        seen.body,
+        json!({"model": "local-model", "think": true, "temperature": 0.5,
+               "messages": [{"role": "system", "content": "rules"},
+                            {"role": "user", "content": "task"}]})
+    );
+}
+
+#[actix::test]
+async fn ollama_uses_its_openai_endpoint_without_auth() {
+    let mut server = TestServer::start(vec![Reply::ok(completion("hi"))]).await;
+    let providers = LlmProviders::start(ProviderSettings {
+        ollama_base_url: Some(server.url.clone()),
+        ..settings()
+    })
+    .unwrap();
+
+    let response = complete(&providers, "ollama/qwen3:8b").await.unwrap();
+
+    assert_eq!(response.content, "hi");
+    let seen = server.request().await;
+    assert_eq!(seen.path, "/v1/chat/completions");
+    assert_eq!(seen.header("authorization"), None);
+    assert_eq!(seen.body["model"], "qwen3:8b");
+    assert_eq!(seen.body["think"], true);
+}
+
+#[actix::test]
+async fn openrouter_sends_the_whole_id_and_its_headers() {
+    let body = json!({"choices": [{"message": {"content": "ok",
+                       "reasoning_details": [{"type": "reasoning.text", "text": "step"}]}}]});
+    let mut server = TestServer::start(vec![Reply::ok(body)]).await;
+    let providers = LlmProviders::start(ProviderSettings {
+        openrouter_base_url: format!("{}/api/v1", server.url),
+        openrouter_api_key: Some("sk-or".into()),
+        http_referer: Some("https://example.org/rummy".into()),
+        x_title: Some("RUMMY".into()),
+        ..settings()
+    })
+    .unwrap();
+
+    let mut asked = request("openrouter/auto");
+    asked.temperature = Some(0.1);
+    let response = bounded(providers.complete(asked, &CancellationToken::new()))
+        .await
+        .unwrap();
+
+    assert_eq!(response.content, "ok");
+    assert_eq!(response.reasoning_content.as_deref(), Some("step"));
+    assert_eq!(response.model, "openrouter/auto");
+    let seen = server.request().await;
+    assert_eq!(seen.path, "/api/v1/chat/completions");
+    assert_eq!(seen.header("authorization"), Some("Bearer sk-or"));
+    assert_eq!(
+        seen.header("http-referer"),
+        Some("https://example.org/rummy")
+    );
+    assert_eq!(seen.header("x-title"), Some("RUMMY"));
+    assert_eq!(seen.body["model"], "openrouter/auto");
+    assert_eq!(seen.body["include_reasoning"], true);
+    assert_eq!(seen.body["temperature"], 0.1);
+}
+
+#[actix::test]
+async fn xai_speaks_the_responses_api() {
+    let body = json!({"model": "grok-4", "status": "completed",
+                      "output": [{"type": "reasoning", "content": [{"type": "text", "text": "hmm"}]},
+                                 {"type": "message", "content": [{"type": "output_text", "text": "done"}]}],
+                      "usage": {"input_tokens": 7, "output_tokens": 3, "cost_in_usd_ticks": 1e8}});
+    let mut server = TestServer::start(vec![Reply::ok(body)]).await;
+    let providers = LlmProviders::start(ProviderSettings {
+        xai_base_url: Some(format!("{}/v1/responses", server.url)),
+        xai_api_key: Some("xai-key".into()),
+        ..settings()
+    })
+    .unwrap();
+
+    let response = complete(&providers, "x.ai/grok-4").await.unwrap();
+
+    assert_eq!(response.content, "done");
+    assert_eq!(response.reasoning_content.as_deref(), Some("hmm"));
+    assert_eq!(response.usage.total_tokens, 10);
+    assert_eq!(response.usage.cost, 0.01);
+    let seen = server.request().await;
+    assert_eq!(seen.path, "/v1/responses");
+    assert_eq!(seen.header("authorization"), Some("Bearer xai-key"));
+    assert_eq!(seen.body["input"][1]["content"], "task");
+}
+
+#[actix::test]
+async fn rate_limit_retry_after_overrides_a_long_backoff() {
+    let mut server = TestServer::start(vec![
+        Reply::status_with_header(429, "retry-after", "0"),
+        Reply::ok(completion("after the wait")),
+    ])
+    .await;
+    let providers = LlmProviders::start(ProviderSettings {
+        retry: RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_secs(3600),
+            max_delay: Duration::from_secs(3600),
+        },
+        ..openai_settings(&server)
+    })
+    .unwrap();
+
+    let response = complete(&providers, "openai/m").await.unwrap();
+
+    assert_eq!(response.content, "after the wait");
+    assert_eq!(server.received().len(), 2);
+}
+
+#[actix::test]
+async fn a_retry_after_beyond_the_cap_gives_up_at_once() {
+    let mut server =
+        TestServer::start(vec![Reply::status_with_header(429, "retry-after", "86400")]).await;
+    let providers = LlmProviders::start(openai_settings(&server)).unwrap();
+
+    let error = complete(&providers, "openai/m").await.unwrap_err();
+
+    assert_eq!(
+        error,
+        LlmError::RateLimited {
+            provider: ProviderKind::OpenAi,
+            retry_after: Some(Duration::from_secs(86400))
+        }
+    );
+    assert_eq!(server.received().len(), 1);
+}
+
+#[actix::test]
+async fn server_error_then_success() {
+    let mut server =
+        TestServer::start(vec![Reply::status(500), Reply::ok(completion("second"))]).await;
+    let providers = LlmProviders::start(openai_settings(&server)).unwrap();
+
+    let response = complete(&providers, "openai/m").await.unwrap();
+
+    assert_eq!(response.content, "second");
+    assert_eq!(server.received().len(), 2);
+}
+
+#[actix::test]
+async fn persistent_server_errors_fail_after_max_attempts() {
+    let replies = (0..5).map(|_| Reply::status(503)).collect();
+    let mut server = TestServer::start(replies).await;
+    let providers = LlmProviders::start(openai_settings(&server)).unwrap();
+
+    let error = complete(&providers, "openai/m").await.unwrap_err();
+
+    assert!(
+        matches!(error, LlmError::Server { status: 503, .. }),
+        "{error:?}"
+    );
+    assert_eq!(server.received().len(), 3);
+}
+
+#[actix::test]
+async fn client_errors_are_not_retried() {
+    let mut server = TestServer::start(vec![Reply::status(400), Reply::status(401)]).await;
+    let providers = LlmProviders::start(openai_settings(&server)).unwrap();
+
+    let bad = complete(&providers, "openai/m").await.unwrap_err();
+    let auth = complete(&providers, "openai/m").await.unwrap_err();
+
+    assert!(
+        matches!(bad, LlmError::BadRequest { status: 400, .. }),
+        "{bad:?}"
+    );
+    assert!(
+        matches!(auth, LlmError::Auth { status: 401, .. }),
+        "{auth:?}"
+    );
+    assert_eq!(server.received().len(), 2);
+}
+
+#[actix::test]
+async fn a_silent_server_times_out() {
+    let mut server = TestServer::start(vec![Reply::Hold]).await;
+    let providers = LlmProviders::start(ProviderSettings {
+        fetch_timeout: Duration::from_millis(100),
+        retry: RetryPolicy {
+            max_attempts: 1,
+            ..settings().retry
+        },
+        ..openai_settings(&server)
+    })
+    .unwrap();
+
+    let error = complete(&providers, "openai/m").await.unwrap_err();
+
+    assert_eq!(
+        error,
+        LlmError::Timeout {
+            provider: ProviderKind::OpenAi,
+            timeout_ms: 100
+        }
+    );
+    bounded(server.held_connection_dropped()).await;
+}
+
+#[actix::test]
+async fn cancelling_drops_the_in_flight_request() {
+    let mut server = TestServer::start(vec![Reply::Hold]).await;
+    let providers = LlmProviders::start(openai_settings(&server)).unwrap();
+    let cancel = CancellationToken::new();
+
+    let call = {
+        let providers = providers.clone();
+        let cancel = cancel.clone();
+        actix::spawn(async move { providers.complete(request("openai/m"), &cancel).await })
+    };
+    bounded(server.request()).await;
+    cancel.cancel();
+
+    assert_eq!(bounded(call).await.unwrap(), Err(LlmError::Aborted));
+    bounded(server.held_connection_dropped()).await;
+}
+
+#[actix::test]
+async fn dropping_the_call_drops_the_in_flight_request() {
+    let mut server = TestServer::start(vec![Reply::Hold]).await;
+    let providers = LlmProviders::start(openai_settings(&server)).unwrap();
+    let cancel = CancellationToken::new();
+
+    let request_arrived = bounded(async {
+        tokio::select! {
+            _ = providers.complete(request("openai/m"), &cancel) => false,
+            _ = server.request() => true,
+        }
+    })
+    .await;
+
+    assert!(request_arrived);
+    bounded(server.held_connection_dropped()).await;
+    assert!(!cancel.is_cancelled(), "only the dropped call is cancelled");
+}
+
+#[actix::test]
+async fn missing_settings_fail_without_a_request() {
+    let providers = LlmProviders::start(settings()).unwrap();
+
+    let openrouter = complete(&providers, "meta/llama").await.unwrap_err();
+    let ollama = complete(&providers, "ollama/x").await.unwrap_err();
+
+    assert_eq!(
+        openrouter.to_string(),
+        "OpenRouter API key is missing. Please set OPENROUTER_API_KEY in your environment."
+    );
+    assert!(matches!(
+        ollama,
+        LlmError::NotConfigured {
+            provider: ProviderKind::Ollama,
+            ..
+        }
+    ));
+}
+
+#[actix::test]
+async fn an_unreachable_server_is_a_connect_error_after_retries() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let providers = LlmProviders::start(ProviderSettings {
+        ollama_base_url: Some(format!("http://{address}")),
+        ..settings()
+    })
+    .unwrap();
+
+    let error = complete(&providers, "ollama/x").await.unwrap_err();
+
+    let LlmError::Connect { message, .. } = &error else {
+        panic!("expected a connect error, got {error:?}");
+    };
+    assert!(!message.contains("http://"), "{message}");
+    assert!(message.to_lowercase().contains("connect"), "{message}");
+}
