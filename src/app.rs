@@ -137,16 +137,26 @@ async fn wait_for_signal() {
 impl AppState {
     async fn seed_models(&self) -> Result<(), AppError> {
         for (alias, seed) in &self.settings.models {
-            self.db
-                .send(db::messages::UpsertModel {
-                    alias: alias.clone(),
-                    actual: seed.actual.clone(),
-                    context_length: seed.context_length.map(|length| length as i64),
-                })
-                .await
-                .map_err(mailbox)??;
+            let form = ModelInsertForm {
+                alias: alias.clone(),
+                actual: seed.actual.clone(),
+                context_length: seed
+                    .context_length
+                    .map(|length| i32::try_from(length).unwrap_or(i32::MAX)),
+            };
+            self.db_call(move |conn| queries::models::upsert_model(conn, &form))
+                .await?;
         }
         Ok(())
+    }
+
+    /// Runs `work` on the database thread, in a transaction, and waits for its result.
+    pub async fn db_call<T, F>(&self, work: F) -> Result<T, AppError>
+    where
+        F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        Ok(self.db.send(Transact::new(work)).await.map_err(mailbox)??)
     }
 
     /// Whether the database answers and its migrations are applied.
@@ -184,6 +194,17 @@ impl AppState {
             error,
         });
     }
+}
+
+/// Runs blocking file work on the blocking pool, never on an executor thread.
+pub async fn blocking<T, F>(work: F) -> Result<T, AppError>
+where
+    F: FnOnce() -> Result<T, AppError> + Send + 'static,
+    T: Send + 'static,
+{
+    web::block(work)
+        .await
+        .map_err(|error| AppError::Internal(format!("blocking task failed: {error}")))?
 }
 
 /// The DB actor's mailbox is gone: the server is stopping.

@@ -1,0 +1,193 @@
+//! `getEntries`, `get` (promote; pin a file constraint), `store` (archive; manage constraints).
+
+use serde::{Deserialize, Serialize};
+
+use crate::db::enums::Visibility;
+use crate::db::models::entry::Selector;
+use crate::db::queries::{constraints, entries, runs};
+use crate::app::blocking;
+use crate::error::AppError;
+use crate::project::{ConstraintPattern, ProjectRoot};
+use crate::rpc::dispatch::{CallContext, Reply};
+use crate::rpc::handlers::runs::{find_run, find_run_or};
+use crate::rpc::handlers::tools::{dispatch_tool, ToolParams};
+use crate::rpc::methods::ToolMethod;
+use crate::rpc::params::{truthy, Required};
+
+/// `getEntries` params.
+#[derive(Debug, Deserialize)]
+pub struct GetEntriesParams {
+    #[serde(default)]
+    pattern: Option<String>,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default)]
+    limit: Option<u32>,
+    #[serde(default)]
+    offset: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct EntrySummary {
+    path: String,
+    scheme: Option<String>,
+    status: i32,
+    fidelity: &'static str,
+    tokens: i32,
+}
+
+/// `getEntries`: a run's entries matching a path pattern (and a body search), by path.
+pub async fn list(context: CallContext, params: GetEntriesParams) -> Result<Reply, AppError> {
+    let project = context.project()?.id;
+    let selector = Selector::Pattern {
+        path: params.pattern.unwrap_or_else(|| "*".into()),
+        body: params.body.filter(|body| !body.is_empty()),
+    };
+    let rows = context
+        .app
+        .db_call(move |conn| {
+            let run = match &params.run {
+                Some(alias) => runs::find_run(conn, alias)?,
+                None => runs::latest_run(conn, project)?,
+            };
+            match run.filter(|run| run.project_id == project) {
+                Some(run) => entries::list_entries(
+                    conn,
+                    run.id,
+                    &selector,
+                    params.limit.map(i64::from),
+                    params.offset.map(i64::from),
+                ),
+                None => Ok(Vec::new()),
+            }
+        })
+        .await?;
+    let summaries: Vec<EntrySummary> = rows
+        .into_iter()
+        .map(|row| EntrySummary {
+            path: row.path,
+            scheme: row.scheme,
+            status: row.status,
+            fidelity: row.fidelity.as_str(),
+            tokens: row.tokens_full,
+        })
+        .collect();
+    Reply::of(summaries)
+}
+
+/// `get` params.
+#[derive(Debug, Deserialize)]
+pub struct GetParams {
+    path: Required,
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default, deserialize_with = "truthy")]
+    persist: bool,
+    #[serde(default, deserialize_with = "truthy")]
+    readonly: bool,
+}
+
+/// `get`: optionally pin a file constraint, then dispatch the `get` tool on the run.
+pub async fn get(context: CallContext, params: GetParams) -> Result<Reply, AppError> {
+    if params.persist {
+        let visibility = if params.readonly {
+            Visibility::Readonly
+        } else {
+            Visibility::Active
+        };
+        save_constraint(&context, &params.path, visibility).await?;
+    }
+    let Some(alias) = params.run.filter(|run| !run.is_empty()) else {
+        if params.persist {
+            return Reply::of(serde_json::json!({"status": "ok"}));
+        }
+        return Err(AppError::MissingParam("run".into()));
+    };
+    let run = find_run(&context, &alias).await?;
+    dispatch_tool(
+        &context,
+        run,
+        ToolMethod::Get,
+        ToolParams::for_path(&params.path),
+    )
+    .await?;
+    Reply::of(serde_json::json!({"status": "ok"}))
+}
+
+/// `store` params.
+#[derive(Debug, Deserialize)]
+pub struct StoreParams {
+    path: Required,
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default, deserialize_with = "truthy")]
+    persist: bool,
+    #[serde(default, deserialize_with = "truthy")]
+    ignore: bool,
+    #[serde(default, deserialize_with = "truthy")]
+    clear: bool,
+}
+
+/// `store`: clear or save a file constraint; with a run, archive the matching entries.
+pub async fn store(context: CallContext, params: StoreParams) -> Result<Reply, AppError> {
+    if params.clear {
+        let project = context.project()?.clone();
+        let pattern = constraint_pattern(&context, &params.path).await?;
+        context
+            .app
+            .db_call(move |conn| constraints::delete_constraint(conn, project.id, &pattern))
+            .await?;
+        return Reply::of(serde_json::json!({"status": "ok"}));
+    }
+    if params.persist {
+        let visibility = if params.ignore {
+            Visibility::Ignore
+        } else {
+            Visibility::Active
+        };
+        save_constraint(&context, &params.path, visibility).await?;
+    }
+    let Some(alias) = params.run.filter(|run| !run.is_empty()) else {
+        if params.persist {
+            return Reply::of(serde_json::json!({"status": "ok"}));
+        }
+        return Err(AppError::MissingParam("run".into()));
+    };
+    let run = find_run_or(&context, &alias, AppError::RunNotFoundShort).await?;
+    let selector = Selector::Pattern {
+        path: params.path.0,
+        body: None,
+    };
+    context
+        .app
+        .db_call(move |conn| entries::demote(conn, run.id, &selector))
+        .await?;
+    Reply::of(serde_json::json!({"status": "ok"}))
+}
+
+/// The stored form of a client-given constraint pattern: relative to the root, confined.
+async fn constraint_pattern(context: &CallContext, raw: &str) -> Result<String, AppError> {
+    let root = context.project()?.root.clone();
+    let raw = raw.to_string();
+    blocking(move || {
+        let root = ProjectRoot::new(&root)?;
+        Ok(ConstraintPattern::normalize(&root, &raw)?.as_str().to_string())
+    })
+    .await
+}
+
+async fn save_constraint(
+    context: &CallContext,
+    raw: &str,
+    visibility: Visibility,
+) -> Result<(), AppError> {
+    let project = context.project()?.id;
+    let pattern = constraint_pattern(context, raw).await?;
+    context
+        .app
+        .db_call(move |conn| constraints::set_constraint(conn, project, &pattern, visibility))
+        .await?;
+    Ok(())
+}

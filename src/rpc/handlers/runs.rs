@@ -1,0 +1,343 @@
+//! `startRun`, `getRuns`, `getRun`, `run/config`, `run/rename`, `run/abort`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::db::enums::RunStatus;
+use crate::db::models::entry::EntryRow;
+use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunRow};
+use crate::db::queries::{entries, models, runs, turns};
+use crate::db::DbError;
+use crate::error::AppError;
+use crate::rpc::dispatch::{CallContext, Reply};
+use crate::rpc::params::{Page, Required};
+
+/// Lowest accepted `contextLimit`.
+const MIN_CONTEXT_LIMIT: i64 = 1024;
+
+/// `startRun` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartRunParams {
+    model: Required,
+    #[serde(default)]
+    temperature: Option<f64>,
+    #[serde(default)]
+    persona: Option<String>,
+    #[serde(default)]
+    context_limit: Option<i64>,
+}
+
+#[derive(Serialize)]
+struct StartRunResult {
+    run: String,
+    id: i64,
+}
+
+/// Checks the settings a client may give a run.
+pub fn validate_settings(
+    temperature: Option<f64>,
+    context_limit: Option<i64>,
+) -> Result<Option<i32>, AppError> {
+    if let Some(temperature) = temperature {
+        if !(0.0..=2.0).contains(&temperature) {
+            return Err(AppError::InvalidParam(format!(
+                "temperature must be between 0 and 2, not {temperature}"
+            )));
+        }
+    }
+    context_limit
+        .map(|limit| {
+            if limit < MIN_CONTEXT_LIMIT {
+                return Err(AppError::InvalidParam(format!(
+                    "contextLimit must be at least {MIN_CONTEXT_LIMIT}, not {limit}"
+                )));
+            }
+            Ok(i32::try_from(limit).unwrap_or(i32::MAX))
+        })
+        .transpose()
+}
+
+/// `startRun`: an idle run (status 100) with a unique alias.
+pub async fn start(context: CallContext, params: StartRunParams) -> Result<Reply, AppError> {
+    let project = context.project()?.id;
+    let context_limit = validate_settings(params.temperature, params.context_limit)?;
+    let create = RunCreate {
+        project_id: project,
+        model: params.model.0,
+        temperature: params.temperature,
+        persona: params.persona,
+        context_limit,
+    };
+    let run = context
+        .app
+        .db_call(move |conn| {
+            if models::find_model(conn, &create.model)?.is_none() {
+                return Ok(Err(AppError::UnknownModel(create.model.clone())));
+            }
+            runs::create_run(conn, &create, now_ms()).map(Ok)
+        })
+        .await??;
+    Reply::of(StartRunResult {
+        run: run.alias,
+        id: run.id.0,
+    })
+}
+
+/// Milliseconds since the epoch, for run aliases.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+#[derive(Serialize)]
+struct RunListItem {
+    run: String,
+    status: i32,
+    turn: i64,
+    summary: Option<String>,
+    created: String,
+}
+
+/// `getRuns`: the project's runs, newest first.
+pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
+    let project = context.project()?.id;
+    let rows = context
+        .app
+        .db_call(move |conn| {
+            runs::list_runs(
+                conn,
+                project,
+                page.limit.map(i64::from),
+                page.offset.map(i64::from),
+            )
+        })
+        .await?;
+    let items: Vec<RunListItem> = rows
+        .into_iter()
+        .map(|summary| RunListItem {
+            run: summary.run.alias,
+            status: summary.run.status.code(),
+            turn: summary.turns,
+            summary: summary.summary,
+            created: summary.run.created_at,
+        })
+        .collect();
+    Reply::of(items)
+}
+
+/// Params of the methods that name only a run.
+#[derive(Debug, Deserialize)]
+pub struct RunParams {
+    run: Required,
+}
+
+#[derive(Serialize)]
+struct Telemetry {
+    prompt_tokens: i64,
+    cached_tokens: i64,
+    completion_tokens: i64,
+    reasoning_tokens: i64,
+    total_tokens: i64,
+    cost: f64,
+}
+
+#[derive(Serialize)]
+struct AuditItem {
+    path: String,
+    body: String,
+    turn: i32,
+}
+
+#[derive(Serialize)]
+struct HistoryItem {
+    scheme: Option<String>,
+    path: String,
+    status: i32,
+    body: String,
+    attributes: Value,
+    turn: i32,
+}
+
+#[derive(Serialize)]
+struct RunContext {
+    telemetry: Telemetry,
+    reasoning: Vec<AuditItem>,
+    content: Vec<AuditItem>,
+    history: Vec<HistoryItem>,
+}
+
+#[derive(Serialize)]
+struct RunDetail {
+    run: String,
+    turn: i64,
+    status: i32,
+    model: Option<String>,
+    temperature: Option<f64>,
+    persona: Option<String>,
+    context_limit: Option<i32>,
+    last_user_prompt: Option<String>,
+    last_summary: Option<String>,
+    context: RunContext,
+}
+
+/// `getRun`: settings, usage totals, reasoning, content and history of one run.
+pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
+    let run = find_run(&context, &params.run).await?;
+    let run_id = run.id;
+    let (usage, reasoning, content, history, last_prompt, last_summary) = context
+        .app
+        .db_call(move |conn| {
+            Ok((
+                turns::run_usage(conn, run_id)?,
+                entries::entries_of_scheme(conn, run_id, "reasoning")?,
+                entries::entries_of_scheme(conn, run_id, "content")?,
+                entries::run_history(conn, run_id)?,
+                entries::latest_entry_of_scheme(conn, run_id, "prompt")?,
+                entries::latest_entry_of_scheme(conn, run_id, "summarize")?,
+            ))
+        })
+        .await?;
+    let audit = |rows: Vec<EntryRow>| -> Vec<AuditItem> {
+        rows.into_iter()
+            .map(|row| AuditItem {
+                path: row.path,
+                body: row.body,
+                turn: row.turn,
+            })
+            .collect()
+    };
+    let history = history
+        .into_iter()
+        .filter(|row| row.scheme.is_some())
+        .map(|row| HistoryItem {
+            attributes: serde_json::from_str(&row.attributes).unwrap_or_else(|_| Value::Object(Default::default())),
+            scheme: row.scheme,
+            path: row.path,
+            status: row.status,
+            body: row.body,
+            turn: row.turn,
+        })
+        .collect();
+    Reply::of(RunDetail {
+        run: run.alias,
+        turn: usage.turns,
+        status: run.status.code(),
+        model: run.model,
+        temperature: run.temperature,
+        persona: run.persona,
+        context_limit: run.context_limit,
+        last_user_prompt: last_prompt.map(|row| row.body),
+        last_summary: last_summary.map(|row| row.body),
+        context: RunContext {
+            telemetry: Telemetry {
+                prompt_tokens: usage.prompt_tokens,
+                cached_tokens: usage.cached_tokens,
+                completion_tokens: usage.completion_tokens,
+                reasoning_tokens: usage.reasoning_tokens,
+                total_tokens: usage.total_tokens,
+                cost: usage.cost,
+            },
+            reasoning: audit(reasoning),
+            content: audit(content),
+            history,
+        },
+    })
+}
+
+/// `run/config` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunConfigParams {
+    run: Required,
+    #[serde(default)]
+    temperature: Option<f64>,
+    #[serde(default)]
+    persona: Option<String>,
+    #[serde(default)]
+    context_limit: Option<i64>,
+    #[serde(default)]
+    model: Option<String>,
+}
+
+/// `run/config`: change only the settings given.
+pub async fn configure(context: CallContext, params: RunConfigParams) -> Result<Reply, AppError> {
+    let run = find_run(&context, &params.run).await?;
+    let context_limit = validate_settings(params.temperature, params.context_limit)?;
+    let form = RunConfigUpdateForm {
+        temperature: params.temperature,
+        persona: params.persona,
+        context_limit,
+        model: params.model,
+    };
+    context
+        .app
+        .db_call(move |conn| runs::update_run_config(conn, run.id, &form))
+        .await?;
+    Reply::of(serde_json::json!({"status": "ok"}))
+}
+
+/// `run/rename` params.
+#[derive(Debug, Deserialize)]
+pub struct RenameParams {
+    run: Required,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// `run/rename`: a new alias matching `[A-Za-z0-9_]+`, unique server-wide.
+pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply, AppError> {
+    let name = params.name.unwrap_or_default();
+    if !runs::is_valid_alias(&name) {
+        return Err(AppError::BadRunName);
+    }
+    let run = find_run(&context, &params.run).await?;
+    let taken = name.clone();
+    let renamed = context
+        .app
+        .db_call(move |conn| runs::rename_run(conn, run.id, &name))
+        .await
+        .map_err(|error| match error {
+            AppError::Db(DbError::Conflict(_)) => AppError::NameTaken(taken),
+            other => other,
+        })?;
+    context.app.runs.renamed(&params.run, &renamed.alias);
+    Reply::of(serde_json::json!({"run": renamed.alias}))
+}
+
+/// `run/abort`: stop the run's current loop, from any connection; an idle run goes to 499.
+pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
+    let run = find_run(&context, &params.run).await?;
+    if !context.app.runs.abort(run.id) && run.status != RunStatus::Aborted {
+        context
+            .app
+            .db_call(move |conn| runs::set_run_status(conn, run.id, RunStatus::Aborted))
+            .await?;
+    }
+    Reply::of(serde_json::json!({"status": "ok"}))
+}
+
+/// The run with this alias in the caller's project (a run of another project is not found).
+pub async fn find_run(context: &CallContext, alias: &str) -> Result<RunRow, AppError> {
+    find_run_or(context, alias, AppError::RunNotFound).await
+}
+
+/// As [`find_run`], with the caller's choice of not-found wording.
+pub async fn find_run_or(
+    context: &CallContext,
+    alias: &str,
+    not_found: fn(String) -> AppError,
+) -> Result<RunRow, AppError> {
+    let project = context.project()?.id;
+    let lookup = alias.to_string();
+    let run = context
+        .app
+        .db_call(move |conn| runs::find_run(conn, &lookup))
+        .await?;
+    match run {
+        Some(run) if run.project_id == project => Ok(run),
+        _ => Err(not_found(alias.to_string())),
+    }
+}

@@ -1,0 +1,83 @@
+//! `ping`, `discover`, `init`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::db::models::ProjectInsertForm;
+use crate::db::queries::projects;
+use crate::error::AppError;
+use crate::rpc::dispatch::{CallContext, ProjectBinding, Reply};
+use crate::rpc::methods;
+use crate::rpc::params::Required;
+
+/// `ping`: `{}`.
+pub fn ping() -> Result<Reply, AppError> {
+    Reply::of(serde_json::json!({}))
+}
+
+/// `discover`: the catalogue generated from the method table.
+pub fn discover() -> Result<Reply, AppError> {
+    Reply::of(methods::catalogue())
+}
+
+/// `init` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitParams {
+    name: Required,
+    project_root: Required,
+    #[serde(default)]
+    config_path: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InitResult {
+    project_id: i64,
+}
+
+/// `init`: upsert the project by name and bind this connection to it.
+pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, AppError> {
+    let root = PathBuf::from(&*params.project_root);
+    if !root.is_absolute() {
+        return Err(AppError::InvalidParam(
+            "projectRoot must be an absolute path".into(),
+        ));
+    }
+    let root = lexically_normal(&root);
+    let form = ProjectInsertForm {
+        name: params.name.0.clone(),
+        project_root: Some(root.display().to_string()),
+        config_path: params.config_path,
+    };
+    let project = context
+        .app
+        .db_call(move |conn| projects::upsert_project(conn, &form))
+        .await?;
+    let binding = ProjectBinding {
+        id: project.id,
+        name: project.name,
+        root,
+    };
+    let mut reply = Reply::of(InitResult {
+        project_id: project.id.0,
+    })?;
+    reply.bind = Some(binding);
+    Ok(reply)
+}
+
+/// Removes `.` and resolves `..` without touching the disk (the root may not exist here).
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
+}
