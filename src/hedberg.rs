@@ -1,1 +1,17 @@
-//! Hedberg: the pattern language and edit formats that turn model output into deterministic operations.
+//! Hedberg: the boundary where stochastic model output becomes deterministic operations.
+//!
+//! Pure functions, no IO: the edit syntaxes models write in `<set>` bodies (SEARCH/REPLACE,
+//! replace-only, unified diff, sed, old_text/new_text, JSON), the edit engine that applies
+//! them with whitespace-tolerant matching, the pattern language behind the `hedmatch`,
+//! `hedsearch` and `hedreplace` SQL functions, and unified-diff generation for clients.
+
+mod edit_block;
+mod edit_syntax;
+mod json_edit;
+mod regex_options;
+mod sed;
+
+pub use edit_block::EditBlock;
+pub use edit_syntax::parse_edit_content;
+pub use json_edit::{parse_json_edit, JsonEdit};
+pub use sed::parse_sed;
