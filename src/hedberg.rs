@@ -6,12 +6,17 @@
 //! `hedsearch` and `hedreplace` SQL functions, and unified-diff generation for clients.
 
 mod edit_block;
+mod edit_engine;
 mod edit_syntax;
+mod error;
 mod json_edit;
+mod matcher;
 mod regex_options;
 mod sed;
 
 pub use edit_block::EditBlock;
+pub use edit_engine::{apply_blocks, apply_edit, apply_tolerant, Edited};
+pub use error::HedbergError;
 pub use edit_syntax::parse_edit_content;
 pub use json_edit::{parse_json_edit, JsonEdit};
 pub use sed::parse_sed;
