@@ -13,6 +13,8 @@ mod json_edit;
 mod matcher;
 mod regex_options;
 mod sed;
+mod set_revision;
+mod unified_diff;
 
 pub use edit_block::EditBlock;
 pub use edit_engine::{apply_blocks, apply_edit, apply_tolerant, Edited};
@@ -20,3 +22,5 @@ pub use error::HedbergError;
 pub use edit_syntax::parse_edit_content;
 pub use json_edit::{parse_json_edit, JsonEdit};
 pub use sed::parse_sed;
+pub use set_revision::{classify_set, SetAttributes, SetRevision};
+pub use unified_diff::unified_diff;
