@@ -11,6 +11,7 @@ mod edit_syntax;
 mod error;
 mod json_edit;
 mod matcher;
+mod pattern;
 mod regex_options;
 mod sed;
 mod set_revision;
@@ -18,9 +19,12 @@ mod unified_diff;
 
 pub use edit_block::EditBlock;
 pub use edit_engine::{apply_blocks, apply_edit, apply_tolerant, Edited};
-pub use error::HedbergError;
 pub use edit_syntax::parse_edit_content;
+pub use error::HedbergError;
 pub use json_edit::{parse_json_edit, JsonEdit};
+pub use pattern::{
+    pattern_match, pattern_replace, pattern_search, Matched, Pattern, PatternKind, SearchHit,
+};
 pub use sed::parse_sed;
 pub use set_revision::{classify_set, SetAttributes, SetRevision};
 pub use unified_diff::unified_diff;

@@ -43,12 +43,7 @@ pub fn apply_edit(body: &str, block: &EditBlock) -> Result<Edited, HedbergError>
     if !is_crlf_text(body) {
         return edit_lf(body, search, &block.replace, block);
     }
-    let edited = edit_lf(
-        &to_lf(body),
-        &to_lf(search),
-        &to_lf(&block.replace),
-        block,
-    )?;
+    let edited = edit_lf(&to_lf(body), &to_lf(search), &to_lf(&block.replace), block)?;
     Ok(Edited {
         body: edited.body.replace('\n', "\r\n"),
         warning: edited.warning,
@@ -173,7 +168,10 @@ mod tests {
             Err(HedbergError::SearchNotFound)
         );
         let replace_only = [EditBlock::replace_only("new"), EditBlock::literal("x", "y")];
-        assert_eq!(apply_blocks("old", &replace_only).expect("edit").body, "new");
+        assert_eq!(
+            apply_blocks("old", &replace_only).expect("edit").body,
+            "new"
+        );
     }
 
     #[test]

@@ -109,10 +109,7 @@ fn line_anchored_occurrences(body: &str, search: &str) -> Vec<usize> {
 
 /// Line range (first, last, inclusive) where the trimmed, non-blank SEARCH lines equal
 /// consecutive non-blank body lines (blank body lines in between are skipped).
-fn trimmed_line_match(
-    body_lines: &[&str],
-    search: &str,
-) -> Result<(usize, usize), HedbergError> {
+fn trimmed_line_match(body_lines: &[&str], search: &str) -> Result<(usize, usize), HedbergError> {
     let mut ids: HashMap<&str, usize> = HashMap::new();
     let search_tokens: Vec<usize> = search
         .split('\n')
@@ -137,9 +134,7 @@ fn trimmed_line_match(
         [start] => {
             let first = positions.get(*start).copied();
             let last = positions.get(start + search_tokens.len() - 1).copied();
-            first
-                .zip(last)
-                .ok_or(HedbergError::SearchNotFound)
+            first.zip(last).ok_or(HedbergError::SearchNotFound)
         }
         several => Err(HedbergError::AmbiguousSearch {
             locations: several.len(),

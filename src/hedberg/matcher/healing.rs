@@ -88,10 +88,7 @@ mod tests {
             "if (x) {\n    return 1;\n}",
             "if (x) {\n    return 2;\n\n}",
         );
-        assert_eq!(
-            edited.body,
-            "    if (x) {\n        return 2;\n\n    }\n"
-        );
+        assert_eq!(edited.body, "    if (x) {\n        return 2;\n\n    }\n");
         assert!(edited
             .warning
             .is_some_and(|w| w.contains("Indentation healing") && w.contains("('ssss')")));
