@@ -24,7 +24,7 @@ pub use command::{
     AskUserCommand, Command, ExtraAttrs, GetCommand, KnownCommand, SearchCommand, Selection,
     TaggedText, TransferCommand, UnknownCommand,
 };
-pub use set::{EditBlock, SetCommand, SetOperation};
+pub use set::{SetCommand, SetOperation};
 pub use tool::Tool;
 
 /// Everything parsed from one model response.

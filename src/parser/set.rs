@@ -6,30 +6,16 @@ use serde_json::{json, Map, Value};
 
 use super::attrs::Attrs;
 use super::command::{extend_attrs, insert_some, ExtraAttrs};
+use crate::hedberg::{parse_edit_content, parse_json_edit, parse_sed, EditBlock};
 
-/// One search/replace edit.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct EditBlock {
-    /// Text to find; `None` marks a replace-only block (a full rewrite).
-    pub search: Option<String>,
-    /// Replacement text.
-    pub replace: String,
-    /// Sed flags (`g`, `i` …), empty when none.
-    pub flags: String,
-    /// The search is a sed regex.
-    pub sed: bool,
-}
-
-impl EditBlock {
-    fn write_json(&self, object: &mut Map<String, Value>) {
-        object.insert("search".into(), json!(self.search));
-        object.insert("replace".into(), json!(self.replace));
-        if !self.flags.is_empty() {
-            object.insert("flags".into(), json!(self.flags));
-        }
-        if self.sed {
-            object.insert("sed".into(), json!(true));
-        }
+fn block_json(block: &EditBlock, object: &mut Map<String, Value>) {
+    object.insert("search".into(), json!(block.search));
+    object.insert("replace".into(), json!(block.replace));
+    if !block.flags.is_empty() {
+        object.insert("flags".into(), json!(block.flags));
+    }
+    if block.sed {
+        object.insert("sed".into(), json!(true));
     }
 }
 
@@ -75,24 +61,34 @@ impl SetCommand {
             attributes: attrs.without(&["path", "body", "preview", "fidelity"]),
         };
 
+        let blocks = parse_edit_content(raw_body);
+        if !blocks.is_empty() {
+            command.operation = SetOperation::Blocks(blocks);
+            return command;
+        }
+        if let Some(edit) = parse_json_edit(trimmed) {
+            command.operation = SetOperation::Replace(EditBlock::literal(edit.search, edit.replace));
+            return command;
+        }
+        let mut sed_blocks = parse_sed(trimmed);
+        if sed_blocks.len() > 1 {
+            command.operation = SetOperation::Blocks(sed_blocks);
+            return command;
+        }
+        if let Some(block) = sed_blocks.pop() {
+            command.operation = SetOperation::Replace(block);
+            return command;
+        }
         if let Some(search) = attrs.text("search") {
             let replace = attrs
                 .raw_text("replace")
                 .map_or_else(|| trimmed.to_owned(), str::to_owned);
-            command.operation = SetOperation::Replace(EditBlock {
-                search: Some(search.to_owned()),
-                replace,
-                ..EditBlock::default()
-            });
+            command.operation = SetOperation::Replace(EditBlock::literal(search, replace));
             return command;
         }
         if let Some(search) = body_attr.filter(|_| !trimmed.is_empty()) {
             command.filter = None;
-            command.operation = SetOperation::Replace(EditBlock {
-                search: Some(search),
-                replace: trimmed.to_owned(),
-                ..EditBlock::default()
-            });
+            command.operation = SetOperation::Replace(EditBlock::literal(search, trimmed));
             return command;
         }
         let body = if trimmed.is_empty() {
@@ -118,7 +114,7 @@ impl SetCommand {
                     .iter()
                     .map(|block| {
                         let mut entry = Map::new();
-                        block.write_json(&mut entry);
+                        block_json(block, &mut entry);
                         Value::Object(entry)
                     })
                     .collect::<Vec<_>>();
@@ -126,7 +122,7 @@ impl SetCommand {
             }
             SetOperation::Replace(block) => {
                 insert_some(object, "body", self.filter.as_deref().map(Value::from));
-                block.write_json(object);
+                block_json(block, object);
             }
             SetOperation::Write(body) => {
                 extend_attrs(object, &self.attributes);
