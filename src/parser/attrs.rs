@@ -66,7 +66,9 @@ impl Attrs {
 
     /// Every attribute in source order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &AttrValue)> {
-        self.entries.iter().map(|(key, value)| (key.as_str(), value))
+        self.entries
+            .iter()
+            .map(|(key, value)| (key.as_str(), value))
     }
 
     /// Every attribute whose name is not in `excluded`, in source order.
@@ -195,14 +197,14 @@ mod tests {
             heal(&[("path", "file://src/a.js")]).text("path"),
             Some("src/a.js")
         );
-        assert_eq!(
-            heal(&[("file", "file://b.js")]).text("path"),
-            Some("b.js")
-        );
+        assert_eq!(heal(&[("file", "file://b.js")]).text("path"), Some("b.js"));
     }
 
     #[test]
     fn duplicate_names_keep_the_first_value() {
-        assert_eq!(heal(&[("path", "a"), ("path", "b")]).text("path"), Some("a"));
+        assert_eq!(
+            heal(&[("path", "a"), ("path", "b")]).text("path"),
+            Some("a")
+        );
     }
 }

@@ -167,7 +167,11 @@ impl Command {
                 selection_json(&get.selection, &mut object);
                 insert_some(&mut object, "line", get.line.map(Value::from));
                 insert_some(&mut object, "limit", get.limit.map(Value::from));
-                insert_some(&mut object, "fidelity", get.fidelity.as_deref().map(Value::from));
+                insert_some(
+                    &mut object,
+                    "fidelity",
+                    get.fidelity.as_deref().map(Value::from),
+                );
             }
             Command::Rm(selection) => selection_json(selection, &mut object),
             Command::Set(set) => set.write_json(&mut object),
@@ -177,7 +181,11 @@ impl Command {
                 object.insert("body".into(), json!(known.body));
             }
             Command::Unknown(unknown) => {
-                insert_some(&mut object, "path", unknown.path.as_deref().map(Value::from));
+                insert_some(
+                    &mut object,
+                    "path",
+                    unknown.path.as_deref().map(Value::from),
+                );
                 object.insert("body".into(), json!(unknown.body));
             }
             Command::Env(command) | Command::Sh(command) => {
@@ -186,7 +194,11 @@ impl Command {
             Command::Cp(transfer) | Command::Mv(transfer) => {
                 object.insert("path".into(), json!(transfer.path));
                 object.insert("to".into(), json!(transfer.to));
-                insert_some(&mut object, "fidelity", transfer.fidelity.as_deref().map(Value::from));
+                insert_some(
+                    &mut object,
+                    "fidelity",
+                    transfer.fidelity.as_deref().map(Value::from),
+                );
                 if transfer.preview {
                     object.insert("preview".into(), json!(true));
                 }

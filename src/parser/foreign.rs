@@ -168,7 +168,10 @@ fn mistral_calls(rest: &str) -> Option<(usize, Vec<RawElement>)> {
     let skipped = after.len() - json.len();
     let (value, length) = leading_json(json)?;
     let calls = match &value {
-        Value::Array(items) => items.iter().map(call_from_json).collect::<Option<Vec<_>>>()?,
+        Value::Array(items) => items
+            .iter()
+            .map(call_from_json)
+            .collect::<Option<Vec<_>>>()?,
         object @ Value::Object(_) => vec![call_from_json(object)?],
         _ => return None,
     };
@@ -192,14 +195,21 @@ fn anthropic_call(rest: &str) -> Option<(usize, Vec<RawElement>)> {
 }
 
 fn qwen_call(rest: &str) -> Option<(usize, Vec<RawElement>)> {
+    // Calls do not nest: one never reaches past the next opening token (which may also close
+    // it), so a run of broken calls is scanned once, not once per call.
+    let next_open = rest
+        .get(QWEN_OPEN.len()..)?
+        .find(QWEN_OPEN)
+        .map_or(rest.len(), |offset| 2 * QWEN_OPEN.len() + offset);
+    let rest = rest.get(..next_open)?;
     let after = rest.strip_prefix(QWEN_OPEN)?.trim_start();
     let after = after.strip_prefix("call:").unwrap_or(after);
     let name_end = after.find('{')?;
     let name = after.get(..name_end)?.trim();
     if name.is_empty()
-        || !name
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b':' | b'/' | b'-'))
+        || !name.bytes().all(|byte| {
+            byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b':' | b'/' | b'-')
+        })
     {
         return None;
     }
@@ -241,7 +251,10 @@ fn qwen_params(mut rest: &str) -> Option<(Vec<(String, String)>, &str)> {
 fn qwen_value(rest: &str) -> Option<(String, &str)> {
     if let Some(after) = rest.strip_prefix(GEMMA_QUOTE) {
         let end = after.find(GEMMA_QUOTE)?;
-        return Some((after.get(..end)?.to_owned(), after.get(end + GEMMA_QUOTE.len()..)?));
+        return Some((
+            after.get(..end)?.to_owned(),
+            after.get(end + GEMMA_QUOTE.len()..)?,
+        ));
     }
     let mut chars = rest.char_indices();
     match chars.next() {
@@ -306,7 +319,11 @@ mod tests {
     fn qwen_gemma_quote_and_unquoted_values() {
         assert_eq!(
             expand_one("<|tool_call>call:sh{command:<|\"|>ls, -la<|\"|>,cwd:/}<tool_call|>"),
-            vec![element(Tool::Sh, &[("command", "ls, -la"), ("cwd", "/")], "")]
+            vec![element(
+                Tool::Sh,
+                &[("command", "ls, -la"), ("cwd", "/")],
+                ""
+            )]
         );
     }
 

@@ -146,7 +146,10 @@ impl fmt::Display for HaltReason {
             }
             HaltReason::RepeatedUpdate { turns, text } => {
                 let preview: String = text.chars().take(60).collect();
-                write!(formatter, "Same <update/> repeated {turns} turns: \"{preview}\"")
+                write!(
+                    formatter,
+                    "Same <update/> repeated {turns} turns: \"{preview}\""
+                )
             }
             HaltReason::Cycle {
                 period,

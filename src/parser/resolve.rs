@@ -19,10 +19,7 @@ pub(crate) fn resolve(element: RawElement) -> Command {
     let trimmed = super::trim(&element.body);
     let text = Some(trimmed).filter(|text| !text.is_empty());
     let owned = |value: Option<&str>| value.map(str::to_owned);
-    let text_or_body = || {
-        owned(text.or(attrs.text("body")))
-            .unwrap_or_default()
-    };
+    let text_or_body = || owned(text.or(attrs.text("body"))).unwrap_or_default();
     match element.tool {
         Tool::Get => Command::Get(GetCommand {
             selection: selection(&attrs, text),
@@ -67,9 +64,7 @@ pub(crate) fn resolve(element: RawElement) -> Command {
 /// filter (`<get path="known://*">auth</get>`), unless a `body` attribute already is.
 fn selection(attrs: &Attrs, text: Option<&str>) -> Selection {
     let path_attr = attrs.text("path");
-    let filter = attrs
-        .text("body")
-        .or(text.filter(|_| path_attr.is_some()));
+    let filter = attrs.text("body").or(text.filter(|_| path_attr.is_some()));
     Selection {
         path: path_attr.or(text).map(str::to_owned),
         filter: filter.map(str::to_owned),

@@ -85,7 +85,9 @@ pub(crate) fn scan(text: &str, warnings: &mut Vec<String>) -> Vec<Piece> {
             } else {
                 let extent = body_extent(text, &open, &mut closes, warnings);
                 (
-                    text.get(open.end..extent.body_end).unwrap_or_default().to_owned(),
+                    text.get(open.end..extent.body_end)
+                        .unwrap_or_default()
+                        .to_owned(),
                     extent.resume,
                 )
             };
@@ -130,41 +132,10 @@ fn body_extent(
     let name = open.tool.name();
     let close = closes.next_close(text, open.tool, open.end);
     let reasoning_closed = open.tool == Tool::Think && close.is_some();
-    let limit = close.map_or(text.len(), |close| close.start);
-    let mut cursor = open.end;
-    while !reasoning_closed {
-        let Some(offset) = text.get(cursor..limit).and_then(|span| span.find('<')) else {
-            break;
-        };
-        let at = cursor + offset;
-        if let Some(next) = open_tag_at(text, at) {
-            let body_blank = text
-                .get(open.end..at)
-                .map_or(true, |body| body.trim().is_empty());
-            if close.is_none() || body_blank {
-                warnings.push(format!(
-                    "Unclosed <{name}> before <{}> — recovered",
-                    next.tool.name()
-                ));
-                return Extent {
-                    body_end: at,
-                    resume: at,
-                };
-            }
+    if !reasoning_closed {
+        if let Some(extent) = interruption(text, open, close, warnings) {
+            return extent;
         }
-        if close.is_none() {
-            if let Some(other) = close_tag_at(text, at).filter(|other| other.tool != open.tool) {
-                warnings.push(format!(
-                    "Mismatched </{}> closing <{name}> — recovered",
-                    other.tool.name()
-                ));
-                return Extent {
-                    body_end: at,
-                    resume: other.end,
-                };
-            }
-        }
-        cursor = at + 1;
     }
     match close {
         Some(close) => {
@@ -184,6 +155,52 @@ fn body_extent(
             }
         }
     }
+}
+
+/// Where another tool tag cuts the open tool short: any tool tag while the body is still
+/// blank, and, when the tool is never closed, the next tool tag or close tag of another tool.
+fn interruption(
+    text: &str,
+    open: &OpenTag,
+    close: Option<CloseTag>,
+    warnings: &mut Vec<String>,
+) -> Option<Extent> {
+    let name = open.tool.name();
+    let limit = close.map_or(text.len(), |close| close.start);
+    let mut cursor = open.end;
+    while let Some(offset) = text.get(cursor..limit).and_then(|span| span.find('<')) {
+        let at = cursor + offset;
+        let body_blank = text
+            .get(open.end..at)
+            .map_or(true, |body| body.trim().is_empty());
+        if close.is_some() && !body_blank {
+            return None;
+        }
+        if let Some(next) = open_tag_at(text, at) {
+            warnings.push(format!(
+                "Unclosed <{name}> before <{}> — recovered",
+                next.tool.name()
+            ));
+            return Some(Extent {
+                body_end: at,
+                resume: at,
+            });
+        }
+        if close.is_none() {
+            if let Some(other) = close_tag_at(text, at).filter(|other| other.tool != open.tool) {
+                warnings.push(format!(
+                    "Mismatched </{}> closing <{name}> — recovered",
+                    other.tool.name()
+                ));
+                return Some(Extent {
+                    body_end: at,
+                    resume: other.end,
+                });
+            }
+        }
+        cursor = at + 1;
+    }
+    None
 }
 
 fn unclosed_warning(name: &str) -> String {
@@ -216,7 +233,11 @@ mod tests {
         let (pieces, warnings) = run("<set path=\"p\">Step: <get path=\"a\"/> then</set>");
         assert_eq!(
             pieces,
-            vec![element(Tool::Set, &[("path", "p")], "Step: <get path=\"a\"/> then")]
+            vec![element(
+                Tool::Set,
+                &[("path", "p")],
+                "Step: <get path=\"a\"/> then"
+            )]
         );
         assert!(warnings.is_empty());
     }

@@ -67,7 +67,8 @@ impl SetCommand {
             return command;
         }
         if let Some(edit) = parse_json_edit(trimmed) {
-            command.operation = SetOperation::Replace(EditBlock::literal(edit.search, edit.replace));
+            command.operation =
+                SetOperation::Replace(EditBlock::literal(edit.search, edit.replace));
             return command;
         }
         let mut sed_blocks = parse_sed(trimmed);
@@ -106,7 +107,11 @@ impl SetCommand {
         if self.preview {
             object.insert("preview".into(), json!(true));
         }
-        insert_some(object, "fidelity", self.fidelity.as_deref().map(Value::from));
+        insert_some(
+            object,
+            "fidelity",
+            self.fidelity.as_deref().map(Value::from),
+        );
         match &self.operation {
             SetOperation::Blocks(blocks) => {
                 insert_some(object, "body", self.filter.as_deref().map(Value::from));

@@ -139,24 +139,22 @@ pub(crate) fn open_tag_at(text: &str, at: usize) -> Option<OpenTag> {
                 }
                 let value_start = skip_whitespace(text, after_name + 1);
                 match byte_at(text, value_start)? {
-                    quote @ (b'"' | b'\'') => {
-                        match quoted_value(text, value_start + 1, quote) {
-                            QuotedValue::Closed { value, end } => {
-                                push_attr(&mut tag.attrs, name, value.to_owned());
-                                cursor = end;
-                            }
-                            QuotedValue::Unterminated { value, gt } => {
-                                tag.repaired = true;
-                                let trimmed = value.trim_end();
-                                tag.self_closing = trimmed.ends_with('/');
-                                let value = trimmed.trim_end_matches('/').trim_end();
-                                push_attr(&mut tag.attrs, name, value.to_owned());
-                                tag.end = gt + 1;
-                                return Some(tag);
-                            }
-                            QuotedValue::Broken => return None,
+                    quote @ (b'"' | b'\'') => match quoted_value(text, value_start + 1, quote) {
+                        QuotedValue::Closed { value, end } => {
+                            push_attr(&mut tag.attrs, name, value.to_owned());
+                            cursor = end;
                         }
-                    }
+                        QuotedValue::Unterminated { value, gt } => {
+                            tag.repaired = true;
+                            let trimmed = value.trim_end();
+                            tag.self_closing = trimmed.ends_with('/');
+                            let value = trimmed.trim_end_matches('/').trim_end();
+                            push_attr(&mut tag.attrs, name, value.to_owned());
+                            tag.end = gt + 1;
+                            return Some(tag);
+                        }
+                        QuotedValue::Broken => return None,
+                    },
                     _ => {
                         let mut value_end = value_start;
                         while byte_at(text, value_end).is_some_and(|byte| {
@@ -241,7 +239,12 @@ mod tests {
         assert_eq!(tag.end, text.len());
         assert_eq!(
             attrs(&tag),
-            vec![("path", "a b"), ("line", "3"), ("preview", ""), ("body", "x\"y")]
+            vec![
+                ("path", "a b"),
+                ("line", "3"),
+                ("preview", ""),
+                ("body", "x\"y")
+            ]
         );
     }
 
@@ -273,7 +276,10 @@ mod tests {
     #[test]
     fn close_tags_allow_space_and_truncation() {
         let close = close_tag_at("</Update >", 0).unwrap();
-        assert_eq!((close.tool, close.end, close.truncated), (Tool::Update, 10, false));
+        assert_eq!(
+            (close.tool, close.end, close.truncated),
+            (Tool::Update, 10, false)
+        );
         let cut = close_tag_at("</update", 0).unwrap();
         assert!(cut.truncated);
         assert_eq!(close_tag_at("</p>", 0), None);

@@ -167,10 +167,7 @@ fn compared(result: &Value) -> Value {
     Value::Object(object)
 }
 
-fn check_steps(
-    expected: &Value,
-    verdicts: impl Iterator<Item = Verdict>,
-) -> Result<(), String> {
+fn check_steps(expected: &Value, verdicts: impl Iterator<Item = Verdict>) -> Result<(), String> {
     let actual: Vec<Value> = verdicts.map(|verdict| verdict_json(&verdict)).collect();
     let wanted: Vec<Value> = expected["results"]
         .as_array()

@@ -128,7 +128,10 @@ mod tests {
 
     #[test]
     fn fingerprint_names_target_and_sorted_extras() {
-        let sh = call("sh", json!({"command": "ls", "body": "x", "cwd": "/", "z": null}));
+        let sh = call(
+            "sh",
+            json!({"command": "ls", "body": "x", "cwd": "/", "z": null}),
+        );
         assert_eq!(sh.fingerprint(), "sh:ls[command=ls,cwd=/]");
         assert_eq!(call("get", json!({"path": "a"})).fingerprint(), "get:a");
     }
@@ -138,8 +141,14 @@ mod tests {
         let mut tracker = RepetitionTracker::new(HealerLimits::default());
         let a = call("get", json!({"path": "a"}));
         let b = call("get", json!({"path": "b"}));
-        assert_eq!(tracker.assess(&[a.clone(), b.clone()], &[]), Verdict::Continue);
-        assert_eq!(tracker.assess(&[b.clone(), a.clone()], &[]), Verdict::Continue);
+        assert_eq!(
+            tracker.assess(&[a.clone(), b.clone()], &[]),
+            Verdict::Continue
+        );
+        assert_eq!(
+            tracker.assess(&[b.clone(), a.clone()], &[]),
+            Verdict::Continue
+        );
         assert!(matches!(
             tracker.assess(&[a], &[b]),
             Verdict::Halt(HaltReason::Cycle { period: 1, .. })
