@@ -209,6 +209,22 @@ mod tests {
     }
 
     #[test]
+    fn prose_after_an_unclosed_get_is_not_a_filter() {
+        let output = parse("<get path=\"a.js\">\nI will read it first.");
+        assert_eq!(
+            output.commands,
+            vec![Command::Get(GetCommand {
+                selection: Selection {
+                    path: Some("a.js".into()),
+                    ..Selection::default()
+                },
+                ..GetCommand::default()
+            })]
+        );
+        assert_eq!(output.warnings.len(), 1);
+    }
+
+    #[test]
     fn half_written_tag_at_the_end_is_not_a_command() {
         let output = parse("<update>x</update><set path=\"a.js\" sear");
         assert_eq!(output.commands, vec![Command::Update("x".into())]);

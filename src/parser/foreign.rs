@@ -109,7 +109,12 @@ fn element_from_arguments(tool: Tool, arguments: Vec<(String, String)>) -> RawEl
             attrs.push((name, value));
         }
     }
-    RawElement { tool, attrs, body }
+    RawElement {
+        tool,
+        attrs,
+        body,
+        closed: true,
+    }
 }
 
 /// Resolves a possibly namespaced tool name (`rummy.nvim/get`, `x:get`, `functions.get`).
@@ -301,6 +306,7 @@ mod tests {
                 .map(|(name, value)| (name.to_string(), value.to_string()))
                 .collect(),
             body: body.to_owned(),
+            closed: true,
         })
     }
 

@@ -22,12 +22,12 @@ pub(crate) fn resolve(element: RawElement) -> Command {
     let text_or_body = || owned(text.or(attrs.text("body"))).unwrap_or_default();
     match element.tool {
         Tool::Get => Command::Get(GetCommand {
-            selection: selection(&attrs, text),
+            selection: selection(&attrs, text, element.closed),
             line: number(&attrs, "line"),
             limit: number(&attrs, "limit"),
             fidelity: owned(attrs.text("fidelity")),
         }),
-        Tool::Rm => Command::Rm(selection(&attrs, text)),
+        Tool::Rm => Command::Rm(selection(&attrs, text, element.closed)),
         Tool::Set => Command::Set(SetCommand::resolve(&attrs, &element.body)),
         Tool::Known => Command::Known(KnownCommand {
             path: owned(attrs.text("path")),
@@ -60,11 +60,14 @@ pub(crate) fn resolve(element: RawElement) -> Command {
     }
 }
 
-/// Path from the attribute, else the text. With a path attribute, the text is the content
-/// filter (`<get path="known://*">auth</get>`), unless a `body` attribute already is.
-fn selection(attrs: &Attrs, text: Option<&str>) -> Selection {
+/// Path from the attribute, else the text. With a path attribute, the text of a properly
+/// closed element is the content filter (`<get path="known://*">auth</get>`), unless a `body`
+/// attribute already is; the text after an unclosed `<get path="a">` is prose, not a filter.
+fn selection(attrs: &Attrs, text: Option<&str>, closed: bool) -> Selection {
     let path_attr = attrs.text("path");
-    let filter = attrs.text("body").or(text.filter(|_| path_attr.is_some()));
+    let filter = attrs
+        .text("body")
+        .or(text.filter(|_| path_attr.is_some() && closed));
     Selection {
         path: path_attr.or(text).map(str::to_owned),
         filter: filter.map(str::to_owned),

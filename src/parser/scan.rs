@@ -15,6 +15,8 @@ pub(crate) struct RawElement {
     pub tool: Tool,
     pub attrs: Vec<(String, String)>,
     pub body: String,
+    /// The element ended with its own close tag (or was self-closing), not by recovery.
+    pub closed: bool,
 }
 
 /// A piece of model output, in order.
@@ -80,24 +82,32 @@ pub(crate) fn scan(text: &str, warnings: &mut Vec<String>) -> Vec<Piece> {
                     open.tool.name()
                 ));
             }
-            let (body, resume) = if open.self_closing {
-                (String::new(), open.end)
+            let extent = if open.self_closing {
+                Extent {
+                    body_end: open.end,
+                    resume: open.end,
+                    closed: true,
+                }
             } else {
-                let extent = body_extent(text, &open, &mut closes, warnings);
-                (
-                    text.get(open.end..extent.body_end)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    extent.resume,
-                )
+                body_extent(text, &open, &mut closes, warnings)
             };
             pieces.push(Piece::Element(RawElement {
                 tool: open.tool,
                 attrs: open.attrs,
-                body,
+                body: text
+                    .get(open.end..extent.body_end)
+                    .unwrap_or_default()
+                    .to_owned(),
+                closed: extent.closed,
             }));
-            text_start = resume;
-            cursor = resume;
+            text_start = extent.resume;
+            cursor = extent.resume;
+            continue;
+        }
+        if let Some(comment_end) = comment_end_at(text, at) {
+            push_text(&mut pieces, text, text_start, at);
+            text_start = comment_end;
+            cursor = comment_end;
             continue;
         }
         if let Some(stray) = close_tag_at(text, at) {
@@ -112,6 +122,17 @@ pub(crate) fn scan(text: &str, warnings: &mut Vec<String>) -> Vec<Piece> {
     pieces
 }
 
+/// The end of an HTML comment starting at `at`. A commented-out command is not a command;
+/// outside tool bodies the comment is dropped (inside a body it is verbatim text).
+fn comment_end_at(text: &str, at: usize) -> Option<usize> {
+    let after = text.get(at..)?.strip_prefix("<!--")?;
+    Some(
+        after
+            .find("-->")
+            .map_or(text.len(), |offset| at + 4 + offset + 3),
+    )
+}
+
 fn push_text(pieces: &mut Vec<Piece>, text: &str, start: usize, end: usize) {
     if let Some(slice) = text.get(start..end).filter(|slice| !slice.is_empty()) {
         pieces.push(Piece::Text(slice.to_owned()));
@@ -121,6 +142,7 @@ fn push_text(pieces: &mut Vec<Piece>, text: &str, start: usize, end: usize) {
 struct Extent {
     body_end: usize,
     resume: usize,
+    closed: bool,
 }
 
 fn body_extent(
@@ -145,6 +167,7 @@ fn body_extent(
             Extent {
                 body_end: close.start,
                 resume: close.end,
+                closed: !close.truncated,
             }
         }
         None => {
@@ -152,6 +175,7 @@ fn body_extent(
             Extent {
                 body_end: text.len(),
                 resume: text.len(),
+                closed: false,
             }
         }
     }
@@ -184,6 +208,7 @@ fn interruption(
             return Some(Extent {
                 body_end: at,
                 resume: at,
+                closed: false,
             });
         }
         if close.is_none() {
@@ -195,6 +220,7 @@ fn interruption(
                 return Some(Extent {
                     body_end: at,
                     resume: other.end,
+                    closed: false,
                 });
             }
         }
@@ -218,6 +244,10 @@ mod tests {
     }
 
     fn element(tool: Tool, attrs: &[(&str, &str)], body: &str) -> Piece {
+        with_closed(tool, attrs, body, true)
+    }
+
+    fn with_closed(tool: Tool, attrs: &[(&str, &str)], body: &str, closed: bool) -> Piece {
         Piece::Element(RawElement {
             tool,
             attrs: attrs
@@ -225,6 +255,7 @@ mod tests {
                 .map(|(name, value)| (name.to_string(), value.to_string()))
                 .collect(),
             body: body.to_owned(),
+            closed,
         })
     }
 
@@ -248,7 +279,7 @@ mod tests {
         assert_eq!(
             pieces,
             vec![
-                element(Tool::Get, &[("path", "a")], "\n"),
+                with_closed(Tool::Get, &[("path", "a")], "\n", false),
                 element(Tool::Get, &[("path", "b")], ""),
                 Piece::Text("x".into()),
             ]
@@ -274,9 +305,21 @@ mod tests {
         let (pieces, warnings) = run("<update>x</summarize>y");
         assert_eq!(
             pieces,
-            vec![element(Tool::Update, &[], "x"), Piece::Text("y".into())]
+            vec![
+                with_closed(Tool::Update, &[], "x", false),
+                Piece::Text("y".into())
+            ]
         );
         assert_eq!(warnings.len(), 1);
+    }
+
+    #[test]
+    fn commented_out_commands_outside_are_dropped() {
+        let (pieces, _) = run("a<!-- <get path=\"x\"/> -->b<!-- open");
+        assert_eq!(
+            pieces,
+            vec![Piece::Text("a".into()), Piece::Text("b".into())]
+        );
     }
 
     #[test]
