@@ -1,1 +1,30 @@
-//! Hedberg: the pattern language and edit formats that turn model output into deterministic operations.
+//! Hedberg: the boundary where stochastic model output becomes deterministic operations.
+//!
+//! Pure functions, no IO: the edit syntaxes models write in `<set>` bodies (SEARCH/REPLACE,
+//! replace-only, unified diff, sed, old_text/new_text, JSON), the edit engine that applies
+//! them with whitespace-tolerant matching, the pattern language behind the `hedmatch`,
+//! `hedsearch` and `hedreplace` SQL functions, and unified-diff generation for clients.
+
+mod edit_block;
+mod edit_engine;
+mod edit_syntax;
+mod error;
+mod json_edit;
+mod matcher;
+mod pattern;
+mod regex_options;
+mod sed;
+mod set_revision;
+mod unified_diff;
+
+pub use edit_block::EditBlock;
+pub use edit_engine::{apply_blocks, apply_edit, apply_tolerant, Edited};
+pub use edit_syntax::parse_edit_content;
+pub use error::HedbergError;
+pub use json_edit::{parse_json_edit, JsonEdit};
+pub use pattern::{
+    pattern_match, pattern_replace, pattern_search, Matched, Pattern, PatternKind, SearchHit,
+};
+pub use sed::parse_sed;
+pub use set_revision::{classify_set, SetAttributes, SetRevision};
+pub use unified_diff::unified_diff;
