@@ -13,7 +13,9 @@ pub mod enums;
 mod error;
 pub mod functions;
 pub mod ids;
+pub mod models;
 pub mod paths;
+pub mod queries;
 pub mod schema;
 #[cfg(test)]
 mod testing;
