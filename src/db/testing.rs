@@ -56,3 +56,23 @@ pub fn sample_run(conn: &mut SqliteConnection) -> crate::db::models::run::RunRow
     };
     runs::create_run(conn, &create, 1_000).unwrap()
 }
+
+/// A plain write of `body` at `path` on `turn`, status 200, keeping fidelity and attributes.
+pub fn write(
+    run_id: crate::db::ids::RunId,
+    path: &str,
+    body: &str,
+    turn: i32,
+) -> crate::db::models::entry::EntryUpsert {
+    crate::db::models::entry::EntryUpsert {
+        run_id,
+        loop_id: None,
+        turn,
+        path: path.into(),
+        body: body.into(),
+        status: 200,
+        fidelity: None,
+        hash: None,
+        attributes: None,
+    }
+}

@@ -318,3 +318,6 @@ pub fn run_history(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<Ent
         .select(EntryRow::as_select())
         .load(conn)?)
 }
+
+#[cfg(test)]
+mod tests;
