@@ -1,1 +1,26 @@
-//! The known store and everything else rummy persists: migrations, schema, SQL functions and the DB actor.
+//! The known store and everything else rummy persists: migrations, schema, SQL functions and
+//! the DB actor.
+//!
+//! Layers, bottom up: [`connection`] opens SQLite files and applies the embedded migrations;
+//! [`functions`] registers the SQL functions the schema needs; [`schema`] is diesel's view of
+//! the tables; [`models`] holds row and form structs; [`queries`] holds plain functions over
+//! `&mut SqliteConnection`; [`actor`] runs them on the single writer thread. Every fallible
+//! function returns [`DbError`]. Database rows are not wire types: the RPC layer builds its
+//! own results from them.
+
+pub mod actor;
+pub mod connection;
+pub mod enums;
+mod error;
+pub mod functions;
+pub mod ids;
+pub mod models;
+pub mod paths;
+pub mod queries;
+pub mod schema;
+#[cfg(test)]
+mod testing;
+
+pub use actor::{start_db, DbActor};
+pub use connection::{open_connection, run_migrations, DEFAULT_TOKEN_DIVISOR};
+pub use error::DbError;

@@ -1,0 +1,200 @@
+//! Opening connections and applying the embedded migrations.
+//!
+//! Every connection gets the same setup: a 5 s busy timeout (so concurrent writers wait
+//! instead of failing with "database is locked"), WAL journaling, foreign keys, and rummy's
+//! SQL functions, which the schema itself needs (generated columns, triggers, views).
+
+use std::path::Path;
+
+use diesel::connection::SimpleConnection;
+use diesel::{Connection, SqliteConnection};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+
+use super::functions::register_functions;
+use super::DbError;
+
+/// The migrations under `migrations/`, compiled into the binary.
+pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+
+/// How long a connection waits for another writer's lock before giving up.
+pub const BUSY_TIMEOUT_MS: u32 = 5_000;
+
+/// The token divisor used when none is configured (`RUMMY_TOKEN_DIVISOR`).
+pub const DEFAULT_TOKEN_DIVISOR: u32 = 4;
+
+/// Opens (creating if needed) the SQLite file at `path` with rummy's connection setup.
+/// `token_divisor` must be at least 1.
+pub fn open_connection(path: &Path, token_divisor: u32) -> Result<SqliteConnection, DbError> {
+    if token_divisor == 0 {
+        return Err(DbError::Invalid(
+            "the token divisor must be at least 1".to_owned(),
+        ));
+    }
+    let url = path.to_str().ok_or_else(|| {
+        DbError::Invalid(format!("database path is not UTF-8: {}", path.display()))
+    })?;
+    let mut conn = SqliteConnection::establish(url)?;
+    conn.batch_execute(&format!(
+        "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
+         PRAGMA journal_mode = WAL;
+         PRAGMA synchronous = NORMAL;
+         PRAGMA foreign_keys = ON;"
+    ))?;
+    register_functions(&mut conn, token_divisor)?;
+    Ok(conn)
+}
+
+/// Applies every pending migration; a no-op on an up-to-date database.
+pub fn run_migrations(conn: &mut SqliteConnection) -> Result<(), DbError> {
+    conn.run_pending_migrations(MIGRATIONS)
+        .map(|_| ())
+        .map_err(|error| DbError::Internal(format!("migration failed: {error}")))
+}
+
+/// Whether any embedded migration is still to be applied (for readiness checks).
+pub fn has_pending_migrations(conn: &mut SqliteConnection) -> Result<bool, DbError> {
+    conn.has_pending_migration(MIGRATIONS)
+        .map_err(|error| DbError::Internal(format!("cannot read migration state: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use diesel::sql_types::{Integer, Nullable, Text};
+    use diesel::{sql_query, QueryableByName, RunQueryDsl};
+
+    use super::*;
+    use crate::db::testing::TestDb;
+
+    #[derive(QueryableByName)]
+    struct Value {
+        #[diesel(sql_type = Nullable<Text>)]
+        value: Option<String>,
+    }
+
+    #[derive(QueryableByName)]
+    struct Number {
+        #[diesel(sql_type = Integer)]
+        number: i32,
+    }
+
+    fn text(conn: &mut SqliteConnection, sql: &str) -> Option<String> {
+        sql_query(sql).get_result::<Value>(conn).unwrap().value
+    }
+
+    fn number(conn: &mut SqliteConnection, sql: &str) -> i32 {
+        sql_query(sql).get_result::<Number>(conn).unwrap().number
+    }
+
+    #[test]
+    fn migrations_apply_twice_without_change() {
+        let mut db = TestDb::new();
+        run_migrations(&mut db.conn).unwrap();
+        assert!(!has_pending_migrations(&mut db.conn).unwrap());
+        let mut again = db.connect();
+        run_migrations(&mut again).unwrap();
+        let schemes = number(&mut again, "SELECT count(*) AS number FROM schemes");
+        assert_eq!(schemes, 29);
+    }
+
+    #[test]
+    fn connection_setup_is_applied() {
+        let mut db = TestDb::new();
+        assert_eq!(
+            text(
+                &mut db.conn,
+                "SELECT journal_mode AS value FROM pragma_journal_mode"
+            ),
+            Some("wal".to_owned())
+        );
+        assert_eq!(
+            number(
+                &mut db.conn,
+                "SELECT foreign_keys AS number FROM pragma_foreign_keys"
+            ),
+            1
+        );
+        assert_eq!(
+            number(
+                &mut db.conn,
+                "SELECT timeout AS number FROM pragma_busy_timeout"
+            ),
+            5000
+        );
+    }
+
+    #[test]
+    fn sql_functions_are_registered() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        assert_eq!(
+            text(conn, "SELECT schemeOf('known://a') AS value"),
+            Some("known".to_owned())
+        );
+        assert_eq!(text(conn, "SELECT schemeOf('src/a.js') AS value"), None);
+        assert_eq!(number(conn, "SELECT countTokens('abcdefghi') AS number"), 3);
+        assert_eq!(number(conn, "SELECT countTokens(NULL) AS number"), 0);
+        assert_eq!(
+            text(conn, "SELECT slugify('a b') AS value"),
+            Some("a%20b".to_owned())
+        );
+        assert_eq!(
+            number(
+                conn,
+                "SELECT hedmatch('known://*', 'known://a/b') AS number"
+            ),
+            1
+        );
+        assert_eq!(number(conn, "SELECT hedmatch('*.js', NULL) AS number"), 0);
+        assert_eq!(
+            number(conn, "SELECT hedsearch('TODO', 'x TODO y') AS number"),
+            1
+        );
+        assert_eq!(
+            text(conn, "SELECT hedreplace('a', 'o', 'banana') AS value"),
+            Some("bonono".to_owned())
+        );
+        assert_eq!(
+            text(conn, "SELECT hedreplace('z', 'o', 'banana') AS value"),
+            None
+        );
+    }
+
+    #[test]
+    fn token_divisor_is_per_connection() {
+        let db = TestDb::new();
+        let mut halves = open_connection(&db.path, 2).unwrap();
+        assert_eq!(
+            number(&mut halves, "SELECT countTokens('abcdefghi') AS number"),
+            5
+        );
+        assert!(matches!(
+            open_connection(&db.path, 0),
+            Err(DbError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn data_survives_reopening_the_file() {
+        let db = TestDb::new();
+        let path = db.path.clone();
+        let mut conn = db.connect();
+        sql_query("INSERT INTO projects (name) VALUES ('kept')")
+            .execute(&mut conn)
+            .unwrap();
+        drop(conn);
+        let TestDb {
+            dir, conn: first, ..
+        } = db;
+        drop(first);
+        let mut reopened = open_connection(&path, 4).unwrap();
+        run_migrations(&mut reopened).unwrap();
+        assert_eq!(
+            number(
+                &mut reopened,
+                "SELECT count(*) AS number FROM projects WHERE name = 'kept'"
+            ),
+            1
+        );
+        drop(dir);
+    }
+}

@@ -1,0 +1,189 @@
+//! The closed vocabularies stored in the database: fidelity, scheme category, constraint
+//! visibility, loop mode and priority, and the run/loop status codes.
+//!
+//! Each maps to exactly the values the migration's CHECK constraints allow, so a value read
+//! back that is not one of them is reported as a deserialization error, never a panic.
+
+use diesel::deserialize::{self, FromSql, FromSqlRow};
+use diesel::expression::AsExpression;
+use diesel::serialize::{self, IsNull, Output, ToSql};
+use diesel::sql_types::{Integer, Text};
+use diesel::sqlite::{Sqlite, SqliteValue};
+
+macro_rules! text_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, AsExpression, FromSqlRow)]
+        #[diesel(sql_type = Text)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),*
+        }
+
+        impl $name {
+            /// The text stored in the database (and used on the wire).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),*
+                }
+            }
+
+            /// Parses the stored text; `None` for anything else.
+            pub fn parse(text: &str) -> Option<Self> {
+                match text {
+                    $($text => Some($name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ToSql<Text, Sqlite> for $name {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
+                out.set_value(self.as_str());
+                Ok(IsNull::No)
+            }
+        }
+
+        impl FromSql<Text, Sqlite> for $name {
+            fn from_sql(value: SqliteValue<'_, '_, '_>) -> deserialize::Result<Self> {
+                let text = <String as FromSql<Text, Sqlite>>::from_sql(value)?;
+                $name::parse(&text)
+                    .ok_or_else(|| format!("unexpected {} value {text:?}", stringify!($name)).into())
+            }
+        }
+    };
+}
+
+macro_rules! integer_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $code:literal),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, AsExpression, FromSqlRow)]
+        #[diesel(sql_type = Integer)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),*
+        }
+
+        impl $name {
+            /// The integer stored in the database (and used on the wire).
+            pub fn code(self) -> i32 {
+                match self {
+                    $($name::$variant => $code),*
+                }
+            }
+
+            /// Maps a stored integer back; `None` for anything else.
+            pub fn from_code(code: i32) -> Option<Self> {
+                match code {
+                    $($code => Some($name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl ToSql<Integer, Sqlite> for $name {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
+                out.set_value(self.code());
+                Ok(IsNull::No)
+            }
+        }
+
+        impl FromSql<Integer, Sqlite> for $name {
+            fn from_sql(value: SqliteValue<'_, '_, '_>) -> deserialize::Result<Self> {
+                let code = <i32 as FromSql<Integer, Sqlite>>::from_sql(value)?;
+                $name::from_code(code)
+                    .ok_or_else(|| format!("unexpected {} code {code}", stringify!($name)).into())
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// How much of an entry the model sees.
+    Fidelity {
+        /// The whole body.
+        Full => "full",
+        /// The model-authored summary (or the start of the body).
+        Summary => "summary",
+        /// The path only.
+        Index => "index",
+        /// Nothing; retrievable with `<get>`.
+        Archive => "archive",
+    }
+}
+
+text_enum! {
+    /// The section of the context a scheme renders in.
+    Category {
+        /// Entries the model works with (`<knowns>`).
+        Data => "data",
+        /// Records of what happened (`<performed>`/`<previous>`).
+        Logging => "logging",
+        /// Open questions (`<unknowns>`).
+        Unknown => "unknown",
+        /// The task driving the loop.
+        Prompt => "prompt",
+        /// Audit copies, never shown to the model.
+        Audit => "audit",
+    }
+}
+
+text_enum! {
+    /// How a project-level file constraint treats matching files.
+    Visibility {
+        /// Loaded at full fidelity.
+        Active => "active",
+        /// Loaded at full fidelity and not editable.
+        Readonly => "readonly",
+        /// Hidden from the model.
+        Ignore => "ignore",
+    }
+}
+
+text_enum! {
+    /// What a loop is allowed to do.
+    LoopMode {
+        /// Non-mutating.
+        Ask => "ask",
+        /// Mutating.
+        Act => "act",
+        /// Budget recovery: free context space with a restricted tool set.
+        Panic => "panic",
+    }
+}
+
+integer_enum! {
+    /// Which pending loop of a run is claimed first: higher priority, then FIFO.
+    LoopPriority {
+        /// An ordinary prompt.
+        Normal => 0,
+        /// The retry of a loop that overflowed, run right after its panic loop.
+        Retry => 1,
+        /// A panic loop, run before anything else.
+        Panic => 2,
+    }
+}
+
+integer_enum! {
+    /// The state of a run or a loop (HTTP-like codes).
+    RunStatus {
+        /// Created or enqueued, not started.
+        Queued => 100,
+        /// Executing.
+        Running => 102,
+        /// Finished normally.
+        Completed => 200,
+        /// Waiting for the client to resolve proposals.
+        Proposed => 202,
+        /// The context overflowed and could not be recovered.
+        TooLarge => 413,
+        /// Aborted.
+        Aborted => 499,
+        /// Failed.
+        Failed => 500,
+    }
+}

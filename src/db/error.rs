@@ -1,0 +1,56 @@
+//! `DbError`, the one error type of the database layer.
+//!
+//! Query functions and DB actor messages return it; the RPC layer maps each variant to a
+//! JSON-RPC code through its error table. Diesel errors are classified here once, so callers
+//! never look at SQLite error kinds or messages.
+
+use diesel::result::{ConnectionError, DatabaseErrorKind, Error as DieselError};
+
+/// What went wrong in the database layer.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The row the operation needs does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A unique constraint was violated (a name that is already taken).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The input breaks a constraint, a check or the run state machine.
+    #[error("invalid: {0}")]
+    Invalid(String),
+    /// Anything else: I/O, a broken connection, a migration failure, a bug.
+    #[error("database error: {0}")]
+    Internal(String),
+}
+
+impl From<DieselError> for DbError {
+    fn from(error: DieselError) -> Self {
+        match error {
+            DieselError::NotFound => DbError::NotFound("no such row".to_owned()),
+            DieselError::DatabaseError(kind, info) => {
+                let message = info.message().to_owned();
+                match kind {
+                    DatabaseErrorKind::UniqueViolation => DbError::Conflict(message),
+                    DatabaseErrorKind::CheckViolation
+                    | DatabaseErrorKind::NotNullViolation
+                    | DatabaseErrorKind::ForeignKeyViolation => DbError::Invalid(message),
+                    _ if message.contains("state transition") => DbError::Invalid(message),
+                    _ => DbError::Internal(message),
+                }
+            }
+            other => DbError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<ConnectionError> for DbError {
+    fn from(error: ConnectionError) -> Self {
+        DbError::Internal(error.to_string())
+    }
+}
+
+impl From<serde_json::Error> for DbError {
+    fn from(error: serde_json::Error) -> Self {
+        DbError::Internal(format!("stored JSON is malformed: {error}"))
+    }
+}

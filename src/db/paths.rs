@@ -1,0 +1,171 @@
+//! Entry path conventions: the scheme of a path, path normalisation and slugs.
+//!
+//! A path with `://` after at least one character is a scheme path (`known://auth`);
+//! anything else is a bare path, a project file. Normalisation is applied to every
+//! single-path write, read, promote, remove and resolve (never to patterns), so one entry
+//! has one spelling: the scheme is lower-cased and each segment after `://` is
+//! percent-encoded exactly once, the way JavaScript's `encodeURIComponent` does it.
+
+const SCHEME_SEPARATOR: &str = "://";
+
+/// Longest slug, in characters.
+pub const SLUG_MAX_CHARS: usize = 80;
+
+/// The text before the first `://`, when that text is not empty; `None` for bare paths.
+pub fn scheme_of(path: &str) -> Option<&str> {
+    match path.find(SCHEME_SEPARATOR) {
+        Some(index) if index > 0 => path.get(..index),
+        _ => None,
+    }
+}
+
+/// The canonical spelling of an entry path.
+///
+/// Bare paths are returned unchanged. For scheme paths the scheme is lower-cased and the
+/// rest is percent-decoded once (kept raw when it does not decode), split on `/`, and each
+/// segment percent-encoded again. The result is a fixed point: normalising it again
+/// changes nothing.
+pub fn normalize_path(path: &str) -> String {
+    let Some(scheme) = scheme_of(path) else {
+        return path.to_owned();
+    };
+    let rest = path
+        .get(scheme.len() + SCHEME_SEPARATOR.len()..)
+        .unwrap_or("");
+    let decoded = percent_decode(rest).unwrap_or_else(|| rest.to_owned());
+    let segments: Vec<String> = decoded.split('/').map(percent_encode).collect();
+    format!(
+        "{}{SCHEME_SEPARATOR}{}",
+        scheme.to_lowercase(),
+        segments.join("/")
+    )
+}
+
+/// `encodeURIComponent(text)` cut to [`SLUG_MAX_CHARS`] characters, never inside a `%XX`.
+pub fn slugify(text: &str) -> String {
+    let encoded = percent_encode(text);
+    if encoded.len() <= SLUG_MAX_CHARS {
+        return encoded;
+    }
+    let mut end = SLUG_MAX_CHARS;
+    // The encoded text is ASCII; back off so a cut never splits an escape.
+    if let Some(percent) = encoded
+        .get(end.saturating_sub(2)..end)
+        .and_then(|tail| tail.rfind('%'))
+    {
+        end = end.saturating_sub(2) + percent;
+    }
+    encoded.get(..end).unwrap_or("").to_owned()
+}
+
+/// Percent-encodes every byte except `A-Z a-z 0-9 - _ . ! ~ * ' ( )`, like
+/// JavaScript's `encodeURIComponent`.
+pub fn percent_encode(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+/// Decodes every `%XX`, like JavaScript's `decodeURIComponent`; `None` when an escape is
+/// malformed or the decoded bytes are not UTF-8.
+pub fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while let Some(&byte) = bytes.get(index) {
+        if byte == b'%' {
+            let high = hex_value(*bytes.get(index + 1)?)?;
+            let low = hex_value(*bytes.get(index + 2)?)?;
+            decoded.push(high * 16 + low);
+            index += 3;
+        } else {
+            decoded.push(byte);
+            index += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
+
+fn hex_value(digit: u8) -> Option<u8> {
+    char::from(digit)
+        .to_digit(16)
+        .and_then(|value| u8::try_from(value).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn scheme_needs_text_before_the_separator() {
+        assert_eq!(scheme_of("known://auth"), Some("known"));
+        assert_eq!(scheme_of("src/app.js"), None);
+        assert_eq!(scheme_of("://x"), None);
+        assert_eq!(scheme_of("a://b://c"), Some("a"));
+    }
+
+    #[test]
+    fn bare_paths_are_left_alone() {
+        assert_eq!(normalize_path("src/My File.js"), "src/My File.js");
+    }
+
+    #[test]
+    fn scheme_is_lowercased_and_segments_encoded_once() {
+        assert_eq!(
+            normalize_path("KNOWN://Deploy Target"),
+            "known://Deploy%20Target"
+        );
+        assert_eq!(
+            normalize_path("get://turn_2/src/a.js"),
+            "get://turn_2/src/a.js"
+        );
+        assert_eq!(
+            normalize_path("sh://turn_2/npm%20test"),
+            "sh://turn_2/npm%20test"
+        );
+        assert_eq!(
+            normalize_path("sh://turn_2/npm test"),
+            "sh://turn_2/npm%20test"
+        );
+        assert_eq!(
+            normalize_path("get://turn_1/known%3A//*"),
+            "get://turn_1/known%3A//*"
+        );
+    }
+
+    #[test]
+    fn undecodable_rest_is_encoded_raw() {
+        assert_eq!(normalize_path("known://100%"), "known://100%25");
+        assert_eq!(normalize_path("known://%E2%28"), "known://%25E2%2528");
+    }
+
+    #[test]
+    fn slug_is_cut_without_splitting_an_escape() {
+        assert_eq!(slugify("what is this"), "what%20is%20this");
+        let long = "é".repeat(30);
+        let slug = slugify(&long);
+        assert!(slug.len() <= SLUG_MAX_CHARS);
+        assert!(percent_decode(&slug).is_some(), "{slug}");
+        assert_eq!(slugify(&"a".repeat(100)).len(), SLUG_MAX_CHARS);
+    }
+
+    proptest! {
+        #[test]
+        fn normalization_is_a_fixed_point(path in "\\PC{0,40}") {
+            let once = normalize_path(&path);
+            prop_assert_eq!(normalize_path(&once), once);
+        }
+
+        #[test]
+        fn encode_then_decode_round_trips(text in "\\PC{0,40}") {
+            prop_assert_eq!(percent_decode(&percent_encode(&text)), Some(text));
+        }
+    }
+}

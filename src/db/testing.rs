@@ -1,0 +1,78 @@
+//! Test support: a migrated database in a fresh temporary directory.
+
+use std::path::PathBuf;
+
+use diesel::SqliteConnection;
+use tempfile::TempDir;
+
+use super::{open_connection, run_migrations};
+
+/// A migrated database file that lives as long as this value.
+pub struct TestDb {
+    /// Keeps the directory alive.
+    pub dir: TempDir,
+    /// The database file.
+    pub path: PathBuf,
+    /// A connection with rummy's setup.
+    pub conn: SqliteConnection,
+}
+
+impl TestDb {
+    /// Creates and migrates a database with token divisor 4.
+    pub fn new() -> TestDb {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rummy.db");
+        let mut conn = open_connection(&path, 4).unwrap();
+        run_migrations(&mut conn).unwrap();
+        TestDb { dir, path, conn }
+    }
+
+    /// Another connection to the same file.
+    pub fn connect(&self) -> SqliteConnection {
+        open_connection(&self.path, 4).unwrap()
+    }
+}
+
+/// A project `p` with one run of model `m`.
+pub fn sample_run(conn: &mut SqliteConnection) -> crate::db::models::run::RunRow {
+    use crate::db::models::run::RunCreate;
+    use crate::db::models::ProjectInsertForm;
+    use crate::db::queries::{projects, runs};
+    let project = projects::upsert_project(
+        conn,
+        &ProjectInsertForm {
+            name: "p".into(),
+            project_root: Some("/p".into()),
+            config_path: None,
+        },
+    )
+    .unwrap();
+    let create = RunCreate {
+        project_id: project.id,
+        model: "m".into(),
+        temperature: None,
+        persona: None,
+        context_limit: None,
+    };
+    runs::create_run(conn, &create, 1_000).unwrap()
+}
+
+/// A plain write of `body` at `path` on `turn`, status 200, keeping fidelity and attributes.
+pub fn write(
+    run_id: crate::db::ids::RunId,
+    path: &str,
+    body: &str,
+    turn: i32,
+) -> crate::db::models::entry::EntryUpsert {
+    crate::db::models::entry::EntryUpsert {
+        run_id,
+        loop_id: None,
+        turn,
+        path: path.into(),
+        body: body.into(),
+        status: 200,
+        fidelity: None,
+        hash: None,
+        attributes: None,
+    }
+}
