@@ -8,15 +8,21 @@ use actix_web::dev::ServerHandle;
 use actix_web::{web, App, HttpServer};
 use serde_json::Value;
 
+use diesel::SqliteConnection;
+
+use crate::agent::RunRegistry;
 use crate::config::Settings;
-use crate::db::{self, DbActor, DbError};
+use crate::db::actor::config_messages::LogRpc;
+use crate::db::actor::CheckReady;
+use crate::db::ids::ProjectId;
+use crate::db::models::{ModelInsertForm, RpcLogInsertForm};
+use crate::db::{self, queries, DbActor, DbError, Transact};
 use crate::error::AppError;
 use crate::hub::HubRegistry;
 use crate::metrics::Metrics;
-use crate::rpc::envelope::Request;
 use crate::rpc::dispatch::Reply;
+use crate::rpc::envelope::Request;
 use crate::ws::registry::ConnectionRegistry;
-use crate::db::ids::ProjectId;
 
 /// What every handler and actor shares. Cheap to clone.
 #[derive(Clone)]
@@ -31,6 +37,8 @@ pub struct AppState {
     pub connections: ConnectionRegistry,
     /// Process counters.
     pub metrics: Arc<Metrics>,
+    /// Runs executing now, server-wide.
+    pub runs: RunRegistry,
 }
 
 /// A server started by [`start`].
@@ -55,22 +63,27 @@ impl RunningServer {
 }
 
 /// Applies pending migrations to the configured database; returns how many ran.
-pub fn migrate(settings: &Settings) -> Result<usize, DbError> {
-    let mut connection = db::connection::open(&settings.storage.db_path, settings.tokens.divisor)?;
-    db::migrations::run(&mut connection)
+pub fn migrate(settings: &Settings) -> Result<(), DbError> {
+    if let Some(parent) = settings.storage.db_path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|error| DbError::Internal(format!("{}: {error}", parent.display())))?;
+    }
+    let mut connection = db::open_connection(&settings.storage.db_path, settings.tokens.divisor)?;
+    db::run_migrations(&mut connection)
 }
 
 /// Opens the database, seeds the catalogue and starts listening.
 pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
     std::fs::create_dir_all(settings.storage.home.join("skills"))?;
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
-    let db = db::start(&settings.storage.db_path, settings.tokens.divisor)?;
+    let db = db::start_db(&settings.storage.db_path, settings.tokens.divisor)?;
     let state = AppState {
         settings: Arc::new(settings),
         db,
         hubs: HubRegistry::default(),
         connections: ConnectionRegistry::default(),
         metrics: Arc::new(Metrics::default()),
+        runs: RunRegistry::default(),
     };
     state.seed_models().await?;
     let data = web::Data::new(state.clone());
@@ -161,17 +174,21 @@ impl AppState {
 
     /// Whether the database answers and its migrations are applied.
     pub async fn database_ready(&self) -> Result<(), AppError> {
-        self.db.send(db::messages::Ping).await.map_err(mailbox)??;
-        Ok(())
+        let ready = self.db.send(CheckReady {}).await.map_err(mailbox)??;
+        if ready {
+            Ok(())
+        } else {
+            Err(AppError::Internal("migrations are pending".into()))
+        }
     }
 
     /// Runs counted by stored status, for `/metrics`.
     pub async fn runs_by_status(&self) -> Result<Vec<(i32, i64)>, AppError> {
-        Ok(self
-            .db
-            .send(db::messages::CountRunsByStatus)
-            .await
-            .map_err(mailbox)??)
+        let counts = self.db_call(queries::runs::count_by_status).await?;
+        Ok(counts
+            .into_iter()
+            .map(|(status, count)| (status.code(), count))
+            .collect())
     }
 
     /// Records one call in `rpc_log`, without waiting.
@@ -185,13 +202,15 @@ impl AppState {
             Ok(reply) => (Some(reply.result.to_string()), None),
             Err(error) => (None, Some(error.to_string())),
         };
-        self.db.do_send(db::messages::LogRpc {
-            project_id: project,
-            method: request.method.clone(),
-            rpc_id: request.id.as_ref().map(Value::to_string),
-            params: Some(request.params.to_string()),
-            result,
-            error,
+        self.db.do_send(LogRpc {
+            form: RpcLogInsertForm {
+                project_id: project,
+                method: request.method.clone(),
+                rpc_id: request.id.as_ref().map(Value::to_string),
+                params: Some(request.params.to_string()),
+                result,
+                error,
+            },
         });
     }
 }

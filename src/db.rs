@@ -21,6 +21,7 @@ pub mod schema;
 #[cfg(test)]
 mod testing;
 
+pub use actor::transact::Transact;
 pub use actor::{start_db, DbActor};
 pub use connection::{open_connection, run_migrations, DEFAULT_TOKEN_DIVISOR};
 pub use error::DbError;

@@ -2,8 +2,18 @@
 //!
 //! See `ARCHITECTURE.md` for the map of modules, actors and the path of one turn.
 
+pub mod agent;
+pub mod app;
+pub mod config;
 pub mod db;
+pub mod error;
 pub mod hedberg;
+pub mod http;
+pub mod hub;
 pub mod llm;
+pub mod metrics;
 pub mod parser;
 pub mod project;
+pub mod rpc;
+pub mod telemetry;
+pub mod ws;

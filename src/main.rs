@@ -36,8 +36,8 @@ fn main() -> anyhow::Result<()> {
             .block_on(rummy::app::serve(settings))
             .context("serving"),
         Command::Migrate => {
-            let applied = rummy::app::migrate(&settings).context("migrating")?;
-            tracing::info!(applied, db = %settings.storage.db_path.display(), "migrations applied");
+            rummy::app::migrate(&settings).context("migrating")?;
+            tracing::info!(db = %settings.storage.db_path.display(), "migrations applied");
             Ok(())
         }
     }

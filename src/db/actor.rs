@@ -53,6 +53,7 @@ macro_rules! db_messages {
 pub mod config_messages;
 pub mod entry_messages;
 pub mod run_messages;
+pub mod transact;
 
 /// The database actor. Start it with [`start_db`].
 pub struct DbActor {

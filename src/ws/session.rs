@@ -8,7 +8,8 @@
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use actix_web_actors::ws::{self, CloseCode, CloseReason, Item, ProtocolError};
+use actix_http::ws::Item;
+use actix_web_actors::ws::{self, CloseCode, CloseReason, ProtocolError};
 use bytes::{Bytes, BytesMut};
 use futures_util::future::join_all;
 use serde_json::Value;

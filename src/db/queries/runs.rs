@@ -235,6 +235,22 @@ pub fn fork_run(
     })
 }
 
+/// How many runs are in each status, for `/metrics`.
+pub fn count_by_status(conn: &mut SqliteConnection) -> Result<Vec<(RunStatus, i64)>, DbError> {
+    Ok(runs::table
+        .group_by(runs::status)
+        .select((runs::status, diesel::dsl::count_star()))
+        .load(conn)?)
+}
+
+/// Removes a run's persona (`persona/set` with neither name nor text).
+pub fn clear_persona(conn: &mut SqliteConnection, id: RunId) -> Result<(), DbError> {
+    diesel::update(runs::table.find(id))
+        .set(runs::persona.eq(None::<String>))
+        .execute(conn)?;
+    Ok(())
+}
+
 /// After a restart: loops that were running go back to pending and runs that were running
 /// become aborted (499). Returns the runs that have pending loops, oldest first.
 pub fn recover_after_restart(conn: &mut SqliteConnection) -> Result<Vec<RunId>, DbError> {

@@ -11,7 +11,6 @@ use crate::project::{ConstraintPattern, ProjectRoot};
 use crate::rpc::dispatch::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, find_run_or};
 use crate::rpc::handlers::tools::{dispatch_tool, ToolParams};
-use crate::rpc::methods::ToolMethod;
 use crate::rpc::params::{truthy, Required};
 
 /// `getEntries` params.
@@ -109,7 +108,7 @@ pub async fn get(context: CallContext, params: GetParams) -> Result<Reply, AppEr
     dispatch_tool(
         &context,
         run,
-        ToolMethod::Get,
+        "get",
         ToolParams::for_path(&params.path),
     )
     .await?;

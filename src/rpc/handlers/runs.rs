@@ -303,7 +303,6 @@ pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply,
             AppError::Db(DbError::Conflict(_)) => AppError::NameTaken(taken),
             other => other,
         })?;
-    context.app.runs.renamed(&params.run, &renamed.alias);
     Reply::of(serde_json::json!({"run": renamed.alias}))
 }
 
