@@ -7,6 +7,7 @@
 
 pub mod constraints;
 pub mod context;
+pub mod demotions;
 pub mod entries;
 pub mod entry_moves;
 pub mod loops;

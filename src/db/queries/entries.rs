@@ -16,6 +16,9 @@ use crate::db::DbError;
 /// Ids per `IN (...)` list, well under SQLite's bind limit.
 const IDS_PER_STATEMENT: usize = 5_000;
 
+/// How many suffixes [`free_path`] tries.
+const FREE_PATH_ATTEMPTS: u32 = 10_000;
+
 /// Writes an entry (see [`EntryUpsert`] for what is kept and what replaced) and returns it.
 pub fn upsert_entry(conn: &mut SqliteConnection, entry: &EntryUpsert) -> Result<EntryRow, DbError> {
     let attributes = attributes_patch(entry.attributes.as_ref())?;
@@ -70,6 +73,32 @@ pub fn get_entry(
         .select(EntryRow::as_select())
         .first(conn)
         .optional()?)
+}
+
+/// `path` (normalised) when no entry of the run has it, else the first free `path_2`,
+/// `path_3`, ...
+pub fn free_path(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    path: &str,
+) -> Result<String, DbError> {
+    let base = normalize_path(path);
+    for attempt in 1..=FREE_PATH_ATTEMPTS {
+        let candidate = match attempt {
+            1 => base.clone(),
+            n => format!("{base}_{n}"),
+        };
+        let taken = diesel::select(diesel::dsl::exists(
+            known_entries::table
+                .filter(known_entries::run_id.eq(run_id))
+                .filter(known_entries::path.eq(&candidate)),
+        ))
+        .get_result::<bool>(conn)?;
+        if !taken {
+            return Ok(candidate);
+        }
+    }
+    Err(DbError::Conflict(format!("no free path near {base}")))
 }
 
 /// The selected entries ordered by path, paged.

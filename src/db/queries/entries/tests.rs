@@ -303,3 +303,24 @@ fn copy_and_move_within_a_run() {
         Err(DbError::NotFound(_))
     ));
 }
+
+#[test]
+fn free_path_appends_the_first_unused_suffix() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    assert_eq!(
+        free_path(conn, run.id, "known://a b").unwrap(),
+        "known://a%20b"
+    );
+    upsert_entry(conn, &write(run.id, "known://a b", "1", 1)).unwrap();
+    assert_eq!(
+        free_path(conn, run.id, "known://a b").unwrap(),
+        "known://a%20b_2"
+    );
+    upsert_entry(conn, &write(run.id, "known://a%20b_2", "2", 1)).unwrap();
+    assert_eq!(
+        free_path(conn, run.id, "known://a b").unwrap(),
+        "known://a%20b_3"
+    );
+}
