@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::Addr;
 use actix_web::dev::ServerHandle;
@@ -19,6 +20,7 @@ use crate::db::models::{ModelInsertForm, RpcLogInsertForm};
 use crate::db::{self, queries, DbActor, DbError, Transact};
 use crate::error::AppError;
 use crate::hub::HubRegistry;
+use crate::llm::{ConcurrencyLimits, LlmProviders, ProviderSettings, RetryPolicy};
 use crate::metrics::Metrics;
 use crate::rpc::dispatch::Reply;
 use crate::rpc::envelope::Request;
@@ -39,6 +41,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Runs executing now, server-wide.
     pub runs: RunRegistry,
+    /// One actor per LLM provider.
+    pub llm: LlmProviders,
 }
 
 /// A server started by [`start`].
@@ -78,14 +82,16 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
     let db = db::start_db(&settings.storage.db_path, settings.tokens.divisor)?;
     let state = AppState {
-        settings: Arc::new(settings),
+        settings: Arc::new(settings.clone()),
         db,
         hubs: HubRegistry::default(),
         connections: ConnectionRegistry::default(),
         metrics: Arc::new(Metrics::default()),
         runs: RunRegistry::default(),
+        llm: LlmProviders::start(provider_settings(&settings))?,
     };
     state.seed_models().await?;
+    state.requeue_interrupted_loops().await?;
     let data = web::Data::new(state.clone());
     let max_frame = state.settings.server.max_frame_bytes;
     let server = HttpServer::new(move || {
@@ -148,6 +154,15 @@ async fn wait_for_signal() {
 }
 
 impl AppState {
+    /// Loops a stopped server left running go back to the queue and run again.
+    async fn requeue_interrupted_loops(&self) -> Result<(), AppError> {
+        let waiting = self.db_call(queries::runs::recover_after_restart).await?;
+        for run in waiting {
+            self.runs.submit(self, run, None, None);
+        }
+        Ok(())
+    }
+
     async fn seed_models(&self) -> Result<(), AppError> {
         for (alias, seed) in &self.settings.models {
             let form = ModelInsertForm {
@@ -212,6 +227,40 @@ impl AppState {
                 error,
             },
         });
+    }
+}
+
+/// What the LLM layer needs of the settings.
+fn provider_settings(settings: &Settings) -> ProviderSettings {
+    let providers = &settings.providers;
+    let text = |value: &str| (!value.is_empty()).then(|| value.to_string());
+    let concurrency = providers.concurrency.max(1);
+    ProviderSettings {
+        openai_base_url: text(&providers.openai_base_url),
+        openai_api_key: text(providers.openai_api_key.expose()),
+        ollama_base_url: text(&providers.ollama_base_url),
+        openrouter_base_url: providers.openrouter_base_url.clone(),
+        openrouter_api_key: text(providers.openrouter_api_key.expose()),
+        http_referer: text(&providers.http_referer),
+        x_title: text(&providers.x_title),
+        xai_base_url: text(&providers.xai_base_url),
+        xai_api_key: text(providers.xai_api_key.expose()),
+        openrouter_context_size: u32::try_from(providers.context_size)
+            .ok()
+            .filter(|size| *size > 0),
+        default_temperature: settings.agent.temperature,
+        fetch_timeout: Duration::from_millis(providers.fetch_timeout_ms.max(1)),
+        retry: RetryPolicy {
+            max_attempts: providers.attempts.max(1),
+            base_delay: Duration::from_millis(providers.retry_base_ms),
+            max_delay: Duration::from_secs(60),
+        },
+        concurrency: ConcurrencyLimits {
+            openai: concurrency,
+            ollama: concurrency,
+            openrouter: concurrency,
+            xai: concurrency,
+        },
     }
 }
 

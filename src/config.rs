@@ -41,6 +41,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
     ("RUMMY_FETCH_TIMEOUT", "providers.fetch_timeout_ms"),
     ("RUMMY_PROVIDER_CONCURRENCY", "providers.concurrency"),
+    ("RUMMY_LLM_ATTEMPTS", "providers.attempts"),
+    ("RUMMY_LLM_RETRY_MS", "providers.retry_base_ms"),
     ("OPENAI_BASE_URL", "providers.openai_base_url"),
     ("OPENAI_API_KEY", "providers.openai_api_key"),
     ("OLLAMA_BASE_URL", "providers.ollama_base_url"),
@@ -51,6 +53,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("XAI_BASE_URL", "providers.xai_base_url"),
     ("XAI_API_KEY", "providers.xai_api_key"),
     ("RUMMY_CONTEXT_SIZE", "providers.context_size"),
+    ("RUMMY_SEARXNG_URL", "search.searxng_url"),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
 ];
@@ -117,6 +120,8 @@ pub struct Settings {
     pub scan: ScanSettings,
     /// LLM provider endpoints and credentials.
     pub providers: ProviderSettings,
+    /// The web search backend.
+    pub search: SearchSettings,
     /// Logging.
     pub log: LogSettings,
     /// Models seeded into the catalogue at start, by alias.
@@ -215,6 +220,10 @@ pub struct ProviderSettings {
     pub fetch_timeout_ms: u64,
     /// Concurrent requests per provider.
     pub concurrency: usize,
+    /// Attempts per LLM call.
+    pub attempts: u32,
+    /// First retry delay in ms.
+    pub retry_base_ms: u64,
     /// OpenAI-compatible base URL.
     pub openai_base_url: String,
     /// OpenAI-compatible key.
@@ -235,6 +244,13 @@ pub struct ProviderSettings {
     pub xai_api_key: Secret,
     /// Context size for OpenRouter models with none stored (0 = discover).
     pub context_size: u64,
+}
+
+/// The web search backend of the `search` tool.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SearchSettings {
+    /// SearXNG base URL; empty means the tool is not offered.
+    pub searxng_url: String,
 }
 
 /// Logging.
@@ -282,6 +298,11 @@ impl Settings {
         seed_models_from_env(&mut settings.models, &merged);
         settings.validate()?;
         Ok(settings)
+    }
+
+    /// Whether the model may use `<search>`.
+    pub fn search_available(&self) -> bool {
+        !self.search.searxng_url.trim().is_empty()
     }
 
     fn validate(&self) -> Result<(), ConfigError> {

@@ -1,23 +1,106 @@
-//! The process-wide registry of runs that are executing, so abort and inject work from any
-//! connection of the project.
+//! The process-wide registry of run actors, so abort and inject work from any connection.
+//!
+//! A run actor exists while its run has work: [`RunRegistry::submit`] starts one on demand,
+//! and an idle actor leaves only when every submission sent to it has been handled (counted
+//! under the registry lock), so a wake-up is never lost to an actor that is stopping.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::db::ids::RunId;
+use actix::{Actor, Addr};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
-/// Executing runs, by id.
+use crate::agent::outcome::LoopOutcome;
+use crate::agent::run_actor::{Drain, RunActor};
+use crate::app::AppState;
+use crate::db::ids::{LoopId, RunId};
+
+/// The loop a run actor is executing now, and how to stop it.
+#[derive(Debug, Clone)]
+pub struct CurrentLoop {
+    /// The loop.
+    pub id: LoopId,
+    /// Cancelling it ends the loop with 499 and drops its LLM request.
+    pub cancel: CancellationToken,
+}
+
+/// What the registry keeps of one live run actor.
+struct Entry {
+    actor: Addr<RunActor>,
+    submitted: Arc<AtomicU64>,
+    current: Arc<Mutex<Option<CurrentLoop>>>,
+}
+
+/// Live run actors, by run.
 #[derive(Clone, Default)]
 pub struct RunRegistry {
-    active: Arc<Mutex<HashMap<RunId, ()>>>,
+    entries: Arc<Mutex<HashMap<RunId, Entry>>>,
 }
 
 impl RunRegistry {
-    /// Aborts the current loop of `run`; false when it is not executing.
-    pub fn abort(&self, run: RunId) -> bool {
-        self.active
+    fn lock(&self) -> MutexGuard<'_, HashMap<RunId, Entry>> {
+        self.entries
             .lock()
-            .map(|active| active.contains_key(&run))
-            .unwrap_or(false)
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Asks the run's actor (started if needed) to drain the run's queue; `waiter` gets the
+    /// outcome of `loop_id` when that loop ends.
+    pub fn submit(
+        &self,
+        app: &AppState,
+        run: RunId,
+        loop_id: Option<LoopId>,
+        waiter: Option<oneshot::Sender<LoopOutcome>>,
+    ) {
+        let mut entries = self.lock();
+        let entry = entries.entry(run).or_insert_with(|| {
+            let submitted = Arc::new(AtomicU64::new(0));
+            let current = Arc::new(Mutex::new(None));
+            let actor = RunActor::new(run, app.clone(), Arc::clone(&current)).start();
+            Entry {
+                actor,
+                submitted,
+                current,
+            }
+        });
+        entry.submitted.fetch_add(1, Ordering::SeqCst);
+        entry.actor.do_send(Drain { loop_id, waiter });
+    }
+
+    /// Removes the run's actor if it has handled every submission; true when it may stop.
+    pub fn leave_if_idle(&self, run: RunId, handled: u64) -> bool {
+        let mut entries = self.lock();
+        let idle = entries
+            .get(&run)
+            .is_some_and(|entry| entry.submitted.load(Ordering::SeqCst) == handled);
+        if idle {
+            entries.remove(&run);
+        }
+        idle
+    }
+
+    /// The loop the run is executing, if any.
+    pub fn current(&self, run: RunId) -> Option<CurrentLoop> {
+        let entries = self.lock();
+        let entry = entries.get(&run)?;
+        let current = entry
+            .current
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        current.clone()
+    }
+
+    /// Cancels the run's current loop; false when the run is not executing.
+    pub fn abort(&self, run: RunId) -> bool {
+        match self.current(run) {
+            Some(current) => {
+                current.cancel.cancel();
+                true
+            }
+            None => false,
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Handlers, one file per method group; [`route`] only routes.
 
 mod entries;
+mod loops;
 mod models;
 mod runs;
 mod session;
@@ -32,9 +33,9 @@ pub async fn route(context: CallContext, method: Method, params: Value) -> Resul
         Method::RunConfig => runs::configure(context, decode(params)?).await,
         Method::RunRename => runs::rename(context, decode(params)?).await,
         Method::RunAbort => runs::abort(context, decode(params)?).await,
-        Method::Ask | Method::Act | Method::RunResolve | Method::RunInject => Err(
-            AppError::Internal(format!("{} is not wired yet", method.name())),
-        ),
+        Method::Ask | Method::Act => loops::ask_or_act(context, method, decode(params)?).await,
+        Method::RunResolve => loops::resolve(context, decode(params)?).await,
+        Method::RunInject => loops::inject(context, decode(params)?).await,
         Method::SkillAdd => skills::add(context, decode(params)?).await,
         Method::SkillRemove => skills::remove(context, decode(params)?).await,
         Method::GetSkills => skills::of_run(context, decode(params)?).await,

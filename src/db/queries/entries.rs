@@ -348,5 +348,59 @@ pub fn run_history(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<Ent
         .load(conn)?)
 }
 
+/// Path and content hash of every scanned file entry of a run (for change detection).
+pub fn file_hashes(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+) -> Result<Vec<(String, String)>, DbError> {
+    let rows: Vec<(String, Option<String>)> = known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(known_entries::scheme.is_null())
+        .select((known_entries::path, known_entries::hash))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(path, hash)| Some((path, hash?)))
+        .collect())
+}
+
+/// Brings a pinned file shown at index fidelity back to full.
+pub fn promote_if_index(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    path: &str,
+    turn: i32,
+) -> Result<(), DbError> {
+    diesel::update(
+        known_entries::table
+            .filter(known_entries::run_id.eq(run_id))
+            .filter(known_entries::path.eq(path))
+            .filter(known_entries::fidelity.eq(Fidelity::Index)),
+    )
+    .set((
+        known_entries::fidelity.eq(Fidelity::Full),
+        known_entries::turn.eq(turn),
+    ))
+    .execute(conn)?;
+    Ok(())
+}
+
+/// Whether a proposal made at `turn` was rejected by the client (status 403).
+pub fn rejected_at_turn(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    turn: i32,
+) -> Result<bool, DbError> {
+    const PROPOSAL_SCHEMES: [&str; 7] = ["sh", "env", "ask_user", "set", "rm", "mv", "cp"];
+    let found: i64 = known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(known_entries::turn.eq(turn))
+        .filter(known_entries::status.eq(403))
+        .filter(known_entries::scheme.eq_any(PROPOSAL_SCHEMES))
+        .count()
+        .get_result(conn)?;
+    Ok(found > 0)
+}
+
 #[cfg(test)]
 mod tests;

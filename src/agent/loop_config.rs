@@ -1,0 +1,47 @@
+//! The flags a loop runs with, stored as JSON in `loops.config`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::db::enums::LoopMode;
+use crate::plugins::policy::ToolPolicy;
+
+/// Flags of one loop; resumed loops inherit them from the loop they continue.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LoopConfig {
+    /// Skip project file scanning.
+    pub no_repo: bool,
+    /// No `ask_user`.
+    pub no_interaction: bool,
+    /// No `search`.
+    pub no_web: bool,
+    /// No `ask_user`, `env` or `sh`.
+    pub no_proposals: bool,
+    /// Temperature requested for this loop.
+    pub temperature: Option<f64>,
+    /// This loop is the retry of a loop that overflowed; it will not panic again.
+    pub panic_attempted: bool,
+}
+
+impl LoopConfig {
+    /// Reads a stored config; anything unreadable is the default (no flags).
+    pub fn from_json(text: &str) -> LoopConfig {
+        serde_json::from_str(text).unwrap_or_default()
+    }
+
+    /// The JSON stored in `loops.config`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// The tool policy of a loop in `mode` with these flags.
+    pub fn policy(&self, mode: LoopMode, search_available: bool) -> ToolPolicy {
+        ToolPolicy {
+            mode,
+            no_interaction: self.no_interaction,
+            no_web: self.no_web,
+            no_proposals: self.no_proposals,
+            search_available,
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Resolving proposals, and what the run does once none is pending (seed SPEC §5.3,
+//! PROTOCOL Part A.6): a rejection stops the run; accepting after the model summarized
+//! completes it; otherwise the run resumes with the proposing loop's mode and flags.
+
+use diesel::SqliteConnection;
+use serde_json::Value;
+
+use crate::db::enums::{LoopPriority, RunStatus};
+use crate::db::models::entry::UnresolvedRow;
+use crate::db::models::run::{LoopEnqueue, RunRow};
+use crate::db::paths::normalize_path;
+use crate::db::queries::{entries, loops, runs};
+use crate::db::DbError;
+use crate::error::AppError;
+use crate::plugins::resolve::{apply_resolution, ResolutionAction};
+
+/// What the client did with a proposal.
+pub type Action = ResolutionAction;
+
+/// What happens after one resolution.
+#[derive(Debug)]
+pub enum Decision {
+    /// Other proposals of the run are still pending.
+    StillPending(Vec<UnresolvedRow>),
+    /// The run is complete (rejected, or the model had already summarized).
+    Completed,
+    /// A loop continues the run.
+    Resume(Box<LoopEnqueue>),
+}
+
+/// Applies one resolution and decides what the run does next. The outer error is the
+/// store's; the inner one is the client's mistake (the path is not a pending proposal).
+pub fn resolve(
+    conn: &mut SqliteConnection,
+    run: &RunRow,
+    path: &str,
+    action: Action,
+    output: Option<&str>,
+) -> Result<Result<Decision, AppError>, DbError> {
+    let wanted = normalize_path(path);
+    let pending = entries::unresolved(conn, run.id)?;
+    let Some(proposal) = pending.iter().find(|row| row.path == wanted || row.path == path) else {
+        return Ok(Err(AppError::InvalidParam(format!(
+            "{path} is not a pending proposal of run '{}'",
+            run.alias
+        ))));
+    };
+    let proposal_path = proposal.path.clone();
+    let proposing_turn = proposal.turn;
+    apply_resolution(conn, run.id, &proposal_path, action, output)?;
+    let remaining = entries::unresolved(conn, run.id)?;
+    if !remaining.is_empty() {
+        return Ok(Ok(Decision::StillPending(remaining)));
+    }
+    let proposing = loops::latest_loop(conn, run.id)?;
+    let summarized = proposing
+        .as_ref()
+        .and_then(|lp| lp.result.as_deref())
+        .and_then(|result| serde_json::from_str::<Value>(result).ok())
+        .and_then(|result| result.get("summarized").and_then(Value::as_bool))
+        .unwrap_or(false);
+    let rejected =
+        action == ResolutionAction::Reject || entries::rejected_at_turn(conn, run.id, proposing_turn)?;
+    if rejected || summarized {
+        runs::set_run_status(conn, run.id, RunStatus::Completed)?;
+        return Ok(Ok(Decision::Completed));
+    }
+    let Some(proposing) = proposing else {
+        runs::set_run_status(conn, run.id, RunStatus::Completed)?;
+        return Ok(Ok(Decision::Completed));
+    };
+    let config: Value = serde_json::from_str(&proposing.config).unwrap_or_default();
+    Ok(Ok(Decision::Resume(Box::new(LoopEnqueue {
+        run_id: run.id,
+        mode: proposing.mode,
+        model: proposing.model.clone().or_else(|| run.model.clone()),
+        prompt: String::new(),
+        priority: LoopPriority::Normal,
+        config,
+    }))))
+}

@@ -1,0 +1,173 @@
+//! `RunActor`: one per active run; it drains the run's queue (the `loops` table) one loop at
+//! a time, so two connections never execute one run at once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::outcome::LoopOutcome;
+use crate::agent::registry::CurrentLoop;
+use crate::agent::run_loop::execute_loop;
+use crate::app::AppState;
+use crate::db::enums::RunStatus;
+use crate::db::ids::{LoopId, RunId};
+use crate::db::queries::loops;
+
+/// Drain the queue; `waiter` wants the outcome of `loop_id`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Drain {
+    /// The loop the waiter is interested in.
+    pub loop_id: Option<LoopId>,
+    /// Where its outcome goes.
+    pub waiter: Option<oneshot::Sender<LoopOutcome>>,
+}
+
+/// A loop of this run ended (sent by the drain to its actor).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct LoopEnded {
+    loop_id: LoopId,
+    outcome: LoopOutcome,
+}
+
+/// The drain finished: the queue was empty.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct DrainEnded;
+
+/// The actor serializing one run's loops.
+pub struct RunActor {
+    run: RunId,
+    app: AppState,
+    current: Arc<Mutex<Option<CurrentLoop>>>,
+    handled: u64,
+    draining: bool,
+    wake_again: bool,
+    waiters: HashMap<LoopId, Vec<oneshot::Sender<LoopOutcome>>>,
+}
+
+impl RunActor {
+    /// An actor for `run`, sharing its current loop with the registry.
+    pub fn new(run: RunId, app: AppState, current: Arc<Mutex<Option<CurrentLoop>>>) -> Self {
+        RunActor {
+            run,
+            app,
+            current,
+            handled: 0,
+            draining: false,
+            wake_again: false,
+            waiters: HashMap::new(),
+        }
+    }
+
+    fn start_drain(&mut self, ctx: &mut Context<Self>) {
+        self.draining = true;
+        self.wake_again = false;
+        let run = self.run;
+        let app = self.app.clone();
+        let current = Arc::clone(&self.current);
+        let me = ctx.address();
+        ctx.spawn(actix::fut::wrap_future(async move {
+            drain(run, app, current, me.clone()).await;
+            me.do_send(DrainEnded);
+        }));
+    }
+}
+
+impl Actor for RunActor {
+    type Context = Context<Self>;
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        for (_, waiters) in self.waiters.drain() {
+            for waiter in waiters {
+                let _ = waiter.send(LoopOutcome::Ended(RunStatus::Failed));
+            }
+        }
+    }
+}
+
+impl Handler<Drain> for RunActor {
+    type Result = ();
+    fn handle(&mut self, message: Drain, ctx: &mut Context<Self>) {
+        self.handled += 1;
+        if let (Some(loop_id), Some(waiter)) = (message.loop_id, message.waiter) {
+            self.waiters.entry(loop_id).or_default().push(waiter);
+        }
+        if self.draining {
+            self.wake_again = true;
+        } else {
+            self.start_drain(ctx);
+        }
+    }
+}
+
+impl Handler<LoopEnded> for RunActor {
+    type Result = ();
+    fn handle(&mut self, message: LoopEnded, _: &mut Context<Self>) {
+        for waiter in self.waiters.remove(&message.loop_id).unwrap_or_default() {
+            let _ = waiter.send(message.outcome.clone());
+        }
+    }
+}
+
+impl Handler<DrainEnded> for RunActor {
+    type Result = ();
+    fn handle(&mut self, _: DrainEnded, ctx: &mut Context<Self>) {
+        self.draining = false;
+        if self.wake_again {
+            self.start_drain(ctx);
+            return;
+        }
+        if self.waiters.is_empty() && self.app.runs.leave_if_idle(self.run, self.handled) {
+            ctx.stop();
+        }
+    }
+}
+
+/// Claims and executes pending loops until none is left.
+async fn drain(
+    run: RunId,
+    app: AppState,
+    current: Arc<Mutex<Option<CurrentLoop>>>,
+    me: Addr<RunActor>,
+) {
+    loop {
+        let claimed = app.db_call(move |conn| loops::claim_next_loop(conn, run)).await;
+        let lp = match claimed {
+            Ok(Some(lp)) => lp,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::error!(run = %run, %error, "cannot claim the next loop");
+                return;
+            }
+        };
+        let cancel = CancellationToken::new();
+        set_current(
+            &current,
+            Some(CurrentLoop {
+                id: lp.id,
+                cancel: cancel.clone(),
+            }),
+        );
+        let loop_id = lp.id;
+        let outcome = execute_loop(&app, lp, cancel).await;
+        set_current(&current, None);
+        let status = outcome.status();
+        let result = outcome.to_record();
+        if let Err(error) = app
+            .db_call(move |conn| loops::finish_loop(conn, loop_id, status, Some(result)))
+            .await
+        {
+            tracing::error!(run = %run, %error, "cannot finish loop");
+        }
+        me.do_send(LoopEnded { loop_id, outcome });
+    }
+}
+
+fn set_current(slot: &Mutex<Option<CurrentLoop>>, value: Option<CurrentLoop>) {
+    *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = value;
+}

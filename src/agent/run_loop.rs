@@ -1,0 +1,193 @@
+//! One loop: turns until the model finishes, stalls, cycles, proposes, overflows, fails,
+//! is aborted, or reaches the turn limit. Every run status change of a loop happens here.
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::agent::loop_config::LoopConfig;
+use crate::agent::outcome::{LoopOutcome, ProposedRow};
+use crate::agent::scan;
+use crate::agent::turn::{execute_turn, TurnEnd, TurnInput};
+use crate::app::AppState;
+use crate::db::enums::RunStatus;
+use crate::db::ids::RunId;
+use crate::db::models::entry::EntryUpsert;
+use crate::db::models::run::{LoopRow, RunRow};
+use crate::db::queries::{demotions, entries, models, runs};
+use crate::db::DbError;
+use crate::error::AppError;
+use crate::llm::CancellationToken as LlmCancel;
+use crate::parser::healer::{HealerLimits, ProgressTracker, RepetitionTracker, Verdict};
+
+/// Why a loop could not go on (as opposed to ending normally).
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    /// The model alias is not in the catalogue.
+    #[error("Unknown model alias '{0}'. Define RUMMY_MODEL_{0} in your environment.")]
+    UnknownModel(String),
+    /// The LLM failed after its retries.
+    #[error("{0}")]
+    Llm(#[from] crate::llm::LlmError),
+    /// The store failed.
+    #[error("{0}")]
+    Db(#[from] DbError),
+    /// Anything else.
+    #[error("{0}")]
+    App(#[from] AppError),
+}
+
+/// Runs one claimed loop to its end and sets the run's status accordingly.
+pub async fn execute_loop(app: &AppState, lp: LoopRow, cancel: CancellationToken) -> LoopOutcome {
+    let span = tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
+    let run_id = lp.run_id;
+    let result = run_turns(app, &lp, &cancel).instrument(span).await;
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(_) if cancel.is_cancelled() => LoopOutcome::Ended(RunStatus::Aborted),
+        Err(error) => {
+            tracing::warn!(run.id = %run_id, %error, "loop failed");
+            record_error(app, &lp, &error.to_string()).await;
+            LoopOutcome::Ended(RunStatus::Failed)
+        }
+    };
+    let status = outcome.status();
+    if let Err(error) = app
+        .db_call(move |conn| runs::set_run_status(conn, run_id, status).map(drop))
+        .await
+    {
+        tracing::error!(run.id = %run_id, %error, "cannot store the run's status");
+    }
+    outcome
+}
+
+async fn run_turns(
+    app: &AppState,
+    lp: &LoopRow,
+    cancel: &LlmCancel,
+) -> Result<LoopOutcome, LoopError> {
+    let run_id = lp.run_id;
+    let loop_id = lp.id;
+    let run = app
+        .db_call(move |conn| {
+            let run = runs::get_run(conn, run_id)?
+                .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
+            if run.status != RunStatus::Running {
+                runs::set_run_status(conn, run_id, RunStatus::Running)?;
+            }
+            demotions::demote_previous_loop_logging(conn, run_id, loop_id)?;
+            demotions::restore_summarized_prompts(conn, run_id)?;
+            Ok(run)
+        })
+        .await?;
+    let config = LoopConfig::from_json(&lp.config);
+    let model_alias = lp
+        .model
+        .clone()
+        .or_else(|| run.model.clone())
+        .unwrap_or_default();
+    let (actual, context_size) = resolve_model(app, &run, &model_alias, cancel).await?;
+    if !config.no_repo {
+        scan::sync_project_files(app, &run, lp.id).await?;
+    }
+    let agent = &app.settings.agent;
+    let limits = HealerLimits {
+        max_stalls: agent.max_stalls,
+        min_cycles: agent.min_cycles,
+        max_cycle_period: agent.max_cycle_period,
+        max_update_repeats: agent.max_update_repeats,
+    };
+    let mut progress = ProgressTracker::new(limits);
+    let mut repetition = RepetitionTracker::new(limits);
+    let max_turns = agent.max_turns.max(1);
+    for iteration in 1..=max_turns {
+        if cancel.is_cancelled() {
+            return Ok(LoopOutcome::Ended(RunStatus::Aborted));
+        }
+        let input = TurnInput {
+            run_id,
+            loop_row: lp,
+            iteration,
+            config: &config,
+            model_alias: &model_alias,
+            model_actual: &actual,
+            context_size,
+        };
+        let report = match execute_turn(app, input, cancel).await? {
+            TurnEnd::Overflow { error } => return Ok(LoopOutcome::Overflow { error }),
+            TurnEnd::Completed(report) => report,
+        };
+        if !report.proposed.is_empty() {
+            return Ok(LoopOutcome::Proposed {
+                turn: report.turn,
+                summarized: report.summary.is_some(),
+                proposed: report.proposed.into_iter().map(ProposedRow::from).collect(),
+            });
+        }
+        if let Verdict::Halt(reason) = repetition.assess(&report.action_calls, &report.write_calls) {
+            tracing::info!(reason = reason.code(), "loop stopped: repetition");
+            return Ok(LoopOutcome::Ended(RunStatus::Completed));
+        }
+        match progress.assess(report.signals()) {
+            Verdict::Continue => {}
+            Verdict::Complete => return Ok(LoopOutcome::Ended(RunStatus::Completed)),
+            Verdict::Halt(reason) => {
+                tracing::info!(reason = reason.code(), "loop stopped: no progress");
+                return Ok(LoopOutcome::Ended(RunStatus::Completed));
+            }
+        }
+    }
+    Ok(LoopOutcome::Ended(RunStatus::Completed))
+}
+
+/// The provider model id and the effective context size: the catalogue's length (or one
+/// discovered now and stored), capped by the run's limit.
+async fn resolve_model(
+    app: &AppState,
+    run: &RunRow,
+    alias: &str,
+    cancel: &LlmCancel,
+) -> Result<(String, i64), LoopError> {
+    let lookup = alias.to_string();
+    let model = app
+        .db_call(move |conn| models::find_model(conn, &lookup))
+        .await?
+        .ok_or_else(|| LoopError::UnknownModel(alias.to_string()))?;
+    let context = match model.context_length {
+        Some(length) => i64::from(length),
+        None => {
+            let discovered = app.llm.discover_context(&model.actual, cancel).await?;
+            let stored = i32::try_from(discovered).unwrap_or(i32::MAX);
+            let alias = model.alias.clone();
+            app.db_call(move |conn| models::set_context_length(conn, &alias, stored))
+                .await?;
+            i64::from(discovered)
+        }
+    };
+    let context = match run.context_limit {
+        Some(limit) => context.min(i64::from(limit)),
+        None => context,
+    };
+    Ok((model.actual, context))
+}
+
+/// Stores `error://<loop sequence>` so the client can read why the loop failed.
+async fn record_error(app: &AppState, lp: &LoopRow, message: &str) {
+    let upsert = EntryUpsert {
+        run_id: lp.run_id,
+        loop_id: Some(lp.id),
+        turn: 0,
+        path: format!("error://{}", lp.sequence),
+        body: message.to_string(),
+        status: 500,
+        fidelity: None,
+        hash: None,
+        attributes: None,
+    };
+    let run_id: RunId = lp.run_id;
+    if let Err(error) = app
+        .db_call(move |conn| entries::upsert_entry(conn, &upsert).map(drop))
+        .await
+    {
+        tracing::error!(run.id = %run_id, %error, "cannot record the loop's error");
+    }
+}

@@ -1,0 +1,142 @@
+//! What clients are told at the end of a turn: `run/state`, and `run/proposal` for each new
+//! proposal.
+
+use serde_json::{json, Map, Value};
+
+use crate::agent::run_loop::LoopError;
+use crate::agent::turn::TurnInput;
+use crate::app::AppState;
+use crate::context::Packet;
+use crate::db::ids::{ProjectId, RunId};
+use crate::db::queries::{entries, runs, turns};
+use crate::db::DbError;
+use crate::llm::ChatResponse;
+use crate::rpc::notifications::{Notification, ProposedEntry, RunProposal};
+
+/// The run's alias now (it may have been renamed while running).
+pub async fn alias_of(app: &AppState, run: RunId) -> Result<String, LoopError> {
+    let row = app.db_call(move |conn| runs::get_run(conn, run)).await?;
+    Ok(row
+        .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
+        .alias)
+}
+
+/// The project a run belongs to, for notification routing.
+pub async fn project_of(app: &AppState, run: RunId) -> Result<ProjectId, LoopError> {
+    let row = app.db_call(move |conn| runs::get_run(conn, run)).await?;
+    Ok(row
+        .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
+        .project_id)
+}
+
+fn parse_attributes(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Map::new()))
+}
+
+/// Publishes `run/proposal` for the proposals this turn made, then `run/state`.
+#[allow(clippy::too_many_arguments)]
+pub async fn publish_turn_state(
+    app: &AppState,
+    run: RunId,
+    project: ProjectId,
+    alias: &str,
+    turn: i32,
+    input: &TurnInput<'_>,
+    response: &ChatResponse,
+    packet: &Packet,
+) -> Result<(), LoopError> {
+    let (log, unknowns, unresolved, usage, latest_summary, context_tokens) = app
+        .db_call(move |conn| {
+            let summary = entries::entries_of_scheme(conn, run, "summarize")?
+                .into_iter()
+                .rev()
+                .find(|row| row.status == 200)
+                .map(|row| row.body);
+            let context_tokens = turns::latest_turn(conn, run)?
+                .map(|row| row.context_tokens)
+                .unwrap_or(0);
+            Ok((
+                entries::run_log(conn, run)?,
+                entries::entries_of_scheme(conn, run, "unknown")?,
+                entries::unresolved(conn, run)?,
+                turns::run_usage(conn, run)?,
+                summary,
+                context_tokens,
+            ))
+        })
+        .await?;
+    let fresh: Vec<ProposedEntry> = unresolved
+        .iter()
+        .filter(|row| row.turn == turn)
+        .map(|row| ProposedEntry {
+            path: row.path.clone(),
+            kind: scheme_or_unknown(&row.path),
+            body: row.body.clone(),
+            attributes: parse_attributes(&row.attributes),
+        })
+        .collect();
+    if !fresh.is_empty() {
+        app.hubs.publish(
+            project,
+            Notification::Proposal(RunProposal {
+                run: alias.to_string(),
+                proposed: fresh,
+            }),
+        );
+    }
+    let history: Vec<Value> = log
+        .into_iter()
+        .map(|row| {
+            json!({"tool": row.tool, "target": row.target, "status": row.status,
+                   "path": row.path, "body": row.body})
+        })
+        .collect();
+    let unknowns: Vec<Value> = unknowns
+        .into_iter()
+        .map(|row| json!({"path": row.path, "body": row.body}))
+        .collect();
+    let proposed: Vec<Value> = unresolved
+        .iter()
+        .map(|row| {
+            json!({"path": row.path, "type": scheme_or_unknown(&row.path),
+                   "attributes": parse_attributes(&row.attributes)})
+        })
+        .collect();
+    let status = if unresolved.is_empty() { 102 } else { 202 };
+    let temperature = input
+        .config
+        .temperature
+        .or(app.settings.agent.temperature);
+    let state = json!({
+        "run": alias,
+        "turn": turn,
+        "status": status,
+        "summary": latest_summary.unwrap_or_default(),
+        "history": history,
+        "unknowns": unknowns,
+        "proposed": proposed,
+        "telemetry": {
+            "modelAlias": input.model_alias,
+            "model": if response.model.is_empty() { input.model_alias } else { response.model.as_str() },
+            "temperature": temperature,
+            "context_size": input.context_size,
+            "context_tokens": context_tokens,
+            "prompt_tokens": usage.prompt_tokens,
+            "cached_tokens": usage.cached_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "reasoning_tokens": usage.reasoning_tokens,
+            "total_tokens": usage.total_tokens,
+            "cost": usage.cost,
+            "context_distribution": packet.distribution,
+        },
+    });
+    app.hubs
+        .publish(project, Notification::State(Box::new(state)));
+    Ok(())
+}
+
+fn scheme_or_unknown(path: &str) -> String {
+    crate::db::paths::scheme_of(path)
+        .unwrap_or("unknown")
+        .to_string()
+}

@@ -1,0 +1,263 @@
+//! One turn: write the turn's prompt and instructions, assemble the packet from the store,
+//! check the ceiling, call the LLM, record the audit copies, dispatch the commands, and
+//! tell the clients.
+
+use std::time::Instant;
+
+use serde_json::json;
+use tracing::Instrument;
+
+use crate::agent::loop_config::LoopConfig;
+use crate::agent::run_loop::LoopError;
+use crate::agent::state;
+use crate::app::AppState;
+use crate::db::enums::Fidelity;
+use crate::db::ids::RunId;
+use crate::db::models::entry::{EntryUpsert, UnresolvedRow};
+use crate::db::models::run::{LoopRow, TurnInsertForm, TurnUsageForm};
+use crate::db::queries::{entries, runs, turns};
+use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
+use crate::parser::healer::{ToolCall, TurnSignals};
+use crate::rpc::notifications::{Notification, ProgressStatus, RunProgress};
+
+/// What a turn needs to know about its loop.
+pub struct TurnInput<'a> {
+    /// The run.
+    pub run_id: RunId,
+    /// The loop.
+    pub loop_row: &'a LoopRow,
+    /// 1-based iteration within the loop.
+    pub iteration: u32,
+    /// The loop's flags.
+    pub config: &'a LoopConfig,
+    /// Model alias, for telemetry.
+    pub model_alias: &'a str,
+    /// Provider model id.
+    pub model_actual: &'a str,
+    /// Effective context size in tokens.
+    pub context_size: i64,
+}
+
+/// What the loop needs to decide whether to go on.
+#[derive(Debug, Default)]
+pub struct TurnReport {
+    /// The run-wide turn number.
+    pub turn: i32,
+    /// Proposals pending after this turn.
+    pub proposed: Vec<UnresolvedRow>,
+    /// Actions of this turn, for cycle detection.
+    pub action_calls: Vec<ToolCall>,
+    /// Writes of this turn, for cycle detection.
+    pub write_calls: Vec<ToolCall>,
+    /// Summary text (explicit or healed).
+    pub summary: Option<String>,
+    /// Update text (explicit or healed).
+    pub update: Option<String>,
+    /// The status was healed from plain text.
+    pub status_healed: bool,
+    /// The turn wrote something.
+    pub has_writes: bool,
+    /// The turn read something.
+    pub has_reads: bool,
+}
+
+impl TurnReport {
+    /// The progress check's view of this turn.
+    pub fn signals(&self) -> TurnSignals<'_> {
+        TurnSignals {
+            summary: self.summary.as_deref(),
+            update: self.update.as_deref(),
+            status_healed: self.status_healed,
+            has_writes: self.has_writes,
+            has_reads: self.has_reads,
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug)]
+pub enum TurnEnd {
+    /// The packet does not fit; the LLM was not called.
+    Overflow {
+        /// What the client is told.
+        error: String,
+    },
+    /// The model answered and its commands ran.
+    Completed(TurnReport),
+}
+
+/// Runs one turn.
+pub async fn execute_turn(
+    app: &AppState,
+    input: TurnInput<'_>,
+    cancel: &CancellationToken,
+) -> Result<TurnEnd, LoopError> {
+    let run_id = input.run_id;
+    let loop_id = input.loop_row.id;
+    let turn = app
+        .db_call(move |conn| {
+            let turn = runs::take_turn_number(conn, run_id)?;
+            turns::insert_turn(
+                conn,
+                &TurnInsertForm {
+                    run_id,
+                    loop_id,
+                    sequence: turn,
+                },
+            )?;
+            Ok(turn)
+        })
+        .await?;
+    let span = tracing::info_span!("turn", turn.seq = turn);
+    execute_numbered_turn(app, input, turn, cancel)
+        .instrument(span)
+        .await
+}
+
+async fn execute_numbered_turn(
+    app: &AppState,
+    input: TurnInput<'_>,
+    turn: i32,
+    cancel: &CancellationToken,
+) -> Result<TurnEnd, LoopError> {
+    let started = Instant::now();
+    let run_id = input.run_id;
+    let lp = input.loop_row;
+    let policy = input
+        .config
+        .policy(lp.mode, app.settings.search_available());
+    let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
+    let packet = crate::context::prepare_turn(app, run_id, lp, turn, prompt, policy, input.context_size)
+        .await?;
+    let alias = state::alias_of(app, run_id).await?;
+    let project = state::project_of(app, run_id).await?;
+    app.hubs.publish(
+        project,
+        Notification::Progress(RunProgress {
+            run: alias.clone(),
+            turn: i64::from(turn),
+            status: ProgressStatus::Thinking,
+        }),
+    );
+    if packet.assembled_tokens > input.context_size {
+        return Ok(TurnEnd::Overflow {
+            error: format!(
+                "Context full ({} tokens over).",
+                packet.assembled_tokens - input.context_size
+            ),
+        });
+    }
+    let request = ChatRequest {
+        messages: vec![
+            ChatMessage::system(packet.system.clone()),
+            ChatMessage::user(packet.user.clone()),
+        ],
+        model: input.model_actual.to_string(),
+        temperature: input
+            .config
+            .temperature
+            .or(app.settings.agent.temperature),
+        max_tokens: None,
+    };
+    let preparation_ms = started.elapsed().as_millis() as u64;
+    let llm_started = Instant::now();
+    let response = app.llm.complete(request, cancel).await?;
+    let llm_ms = llm_started.elapsed().as_millis() as u64;
+    app.metrics.record_turn(
+        llm_ms,
+        response.usage.prompt_tokens,
+        response.usage.completion_tokens,
+    );
+    app.hubs.publish(
+        project,
+        Notification::Progress(RunProgress {
+            run: alias.clone(),
+            turn: i64::from(turn),
+            status: ProgressStatus::Processing,
+        }),
+    );
+    let parsed = crate::parser::parse(&response.content);
+    record_audit(app, &input, turn, &packet, &response, &parsed.unparsed).await?;
+    let dispatch_started = Instant::now();
+    let report = crate::plugins::dispatch::dispatch_response(app, run_id, lp, turn, policy, parsed).await?;
+    let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
+    state::publish_turn_state(app, run_id, project, &alias, turn, &input, &response, &packet).await?;
+    tracing::info!(
+        preparation_ms,
+        llm_ms,
+        dispatch_ms,
+        prompt_tokens = response.usage.prompt_tokens,
+        completion_tokens = response.usage.completion_tokens,
+        "turn done"
+    );
+    Ok(TurnEnd::Completed(report))
+}
+
+/// Writes what the model saw and said (`system://N`, `user://N`, `assistant://N`,
+/// `reasoning://N`, `content://N`) at archive fidelity, and the turn's usage.
+async fn record_audit(
+    app: &AppState,
+    input: &TurnInput<'_>,
+    turn: i32,
+    packet: &crate::context::Packet,
+    response: &ChatResponse,
+    unparsed: &str,
+) -> Result<(), LoopError> {
+    let run_id = input.run_id;
+    let loop_id = input.loop_row.id;
+    let mut audit = vec![
+        (format!("system://{turn}"), packet.system.clone()),
+        (format!("user://{turn}"), packet.user.clone()),
+        (format!("assistant://{turn}"), response.content.clone()),
+        (
+            format!("model://{turn}"),
+            json!({"model": response.model, "usage": response.usage, "finish_reason": response.finish_reason})
+                .to_string(),
+        ),
+    ];
+    if let Some(reasoning) = response.reasoning_content.as_ref().filter(|text| !text.is_empty()) {
+        audit.push((format!("reasoning://{turn}"), reasoning.clone()));
+    }
+    if !unparsed.trim().is_empty() {
+        audit.push((format!("content://{turn}"), unparsed.trim().to_string()));
+    }
+    let usage = &response.usage;
+    let to_i32 = |value: u64| i32::try_from(value).unwrap_or(i32::MAX);
+    let form = TurnUsageForm {
+        context_tokens: to_i32(if usage.prompt_tokens > 0 {
+            usage.prompt_tokens
+        } else {
+            u64::try_from(packet.assembled_tokens).unwrap_or(0)
+        }),
+        reasoning_content: response.reasoning_content.clone(),
+        prompt_tokens: to_i32(usage.prompt_tokens),
+        cached_tokens: to_i32(usage.cached_tokens),
+        completion_tokens: to_i32(usage.completion_tokens),
+        reasoning_tokens: to_i32(usage.reasoning_tokens),
+        total_tokens: to_i32(usage.total_tokens),
+        cost: usage.cost,
+    };
+    app.db_call(move |conn| {
+        for (path, body) in audit {
+            entries::upsert_entry(
+                conn,
+                &EntryUpsert {
+                    run_id,
+                    loop_id: Some(loop_id),
+                    turn,
+                    path,
+                    body,
+                    status: 200,
+                    fidelity: Some(Fidelity::Archive),
+                    hash: None,
+                    attributes: None,
+                },
+            )?;
+        }
+        let row = turns::turn_of(conn, run_id, turn)?;
+        turns::update_turn_usage(conn, row.id, &form)?;
+        Ok(())
+    })
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,298 @@
+//! `ask`, `act`, `run/resolve`, `run/inject`: the long-running methods that drive loops.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::agent::loop_config::LoopConfig;
+use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
+use crate::agent::resume;
+use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
+use crate::db::ids::{LoopId, RunId};
+use crate::db::models::entry::EntryUpsert;
+use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreate, RunRow};
+use crate::db::queries::{entries, loops, models, runs};
+use crate::error::AppError;
+use crate::rpc::dispatch::{CallContext, Reply};
+use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
+use crate::rpc::methods::Method;
+use crate::rpc::params::{truthy, Required};
+
+/// `ask` / `act` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AskParams {
+    model: Required,
+    #[serde(default)]
+    prompt: Option<String>,
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default, deserialize_with = "truthy")]
+    fork: bool,
+    #[serde(default)]
+    temperature: Option<f64>,
+    #[serde(default)]
+    persona: Option<String>,
+    #[serde(default)]
+    context_limit: Option<i64>,
+    #[serde(default, deserialize_with = "truthy")]
+    no_repo: bool,
+    #[serde(default, deserialize_with = "truthy")]
+    no_interaction: bool,
+    #[serde(default, deserialize_with = "truthy")]
+    no_web: bool,
+    #[serde(default, deserialize_with = "truthy")]
+    no_proposals: bool,
+}
+
+/// `ask` / `act`: start or continue (or fork) a run, queue the loop, reply when it ends.
+pub async fn ask_or_act(
+    context: CallContext,
+    method: Method,
+    params: AskParams,
+) -> Result<Reply, AppError> {
+    let project = context.project()?.id;
+    let mode = if method == Method::Act {
+        LoopMode::Act
+    } else {
+        LoopMode::Ask
+    };
+    let context_limit = validate_settings(params.temperature, params.context_limit)?;
+    let model = params.model.0.clone();
+    let known = {
+        let model = model.clone();
+        context
+            .app
+            .db_call(move |conn| models::find_model(conn, &model))
+            .await?
+    };
+    if known.is_none() {
+        return Err(AppError::UnknownModel(model));
+    }
+    let existing = match &params.run {
+        Some(alias) if !alias.is_empty() => Some(find_run(&context, alias).await?),
+        _ => None,
+    };
+    let settings = RunConfigUpdateForm {
+        temperature: params.temperature,
+        persona: params.persona.clone(),
+        context_limit,
+        model: Some(model.clone()),
+    };
+    let run = match existing {
+        Some(parent) if params.fork => {
+            context
+                .app
+                .db_call(move |conn| {
+                    let fork = runs::fork_run(conn, parent.id, now_ms())?;
+                    runs::update_run_config(conn, fork.id, &settings)
+                })
+                .await?
+        }
+        Some(run) => {
+            let proposed = pending_proposals(&context, run.id).await?;
+            if !proposed.is_empty() {
+                return Reply::of(blocked_result(&run.alias, &proposed));
+            }
+            run
+        }
+        None => {
+            let create = RunCreate {
+                project_id: project,
+                model: model.clone(),
+                temperature: params.temperature,
+                persona: params.persona.clone(),
+                context_limit,
+            };
+            context
+                .app
+                .db_call(move |conn| runs::create_run(conn, &create, now_ms()))
+                .await?
+        }
+    };
+    let config = LoopConfig {
+        no_repo: params.no_repo,
+        no_interaction: params.no_interaction,
+        no_web: params.no_web,
+        no_proposals: params.no_proposals,
+        temperature: params.temperature,
+        panic_attempted: false,
+    };
+    let enqueue = LoopEnqueue {
+        run_id: run.id,
+        mode,
+        model: Some(model),
+        prompt: params.prompt.unwrap_or_default(),
+        priority: LoopPriority::Normal,
+        config: config.to_json(),
+    };
+    let outcome = run_loop(&context, run.id, enqueue).await?;
+    Reply::of(outcome)
+}
+
+/// Queues a loop, wakes the run's actor and waits for that loop's outcome.
+pub async fn run_loop(
+    context: &CallContext,
+    run: RunId,
+    enqueue: LoopEnqueue,
+) -> Result<Value, AppError> {
+    let queued = context
+        .app
+        .db_call(move |conn| loops::enqueue_loop(conn, &enqueue))
+        .await?;
+    wait_for_loop(context, run, queued.id).await
+}
+
+async fn wait_for_loop(context: &CallContext, run: RunId, loop_id: LoopId) -> Result<Value, AppError> {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    context
+        .app
+        .runs
+        .submit(&context.app, run, Some(loop_id), Some(sender));
+    let outcome = receiver
+        .await
+        .map_err(|_| AppError::Internal("the run stopped before its loop ended".into()))?;
+    let alias = current_alias(context, run).await?;
+    Ok(outcome.to_result(&alias))
+}
+
+async fn current_alias(context: &CallContext, run: RunId) -> Result<String, AppError> {
+    let row = context
+        .app
+        .db_call(move |conn| runs::get_run(conn, run))
+        .await?;
+    row.map(|run| run.alias)
+        .ok_or_else(|| AppError::Internal("the run disappeared".into()))
+}
+
+async fn pending_proposals(context: &CallContext, run: RunId) -> Result<Vec<ProposedRow>, AppError> {
+    let rows = context
+        .app
+        .db_call(move |conn| entries::unresolved(conn, run))
+        .await?;
+    Ok(rows.into_iter().map(ProposedRow::from).collect())
+}
+
+/// `run/resolve` params.
+#[derive(Debug, Deserialize)]
+pub struct ResolveParams {
+    run: Required,
+    #[serde(default)]
+    resolution: Option<Resolution>,
+}
+
+/// One resolution: which proposal, what the client did, and its output.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Resolution {
+    path: Required,
+    action: Required,
+    #[serde(default)]
+    output: Option<String>,
+}
+
+/// `run/resolve`: apply one resolution; when none is left pending, end or resume the run
+/// per the seed SPEC's table (reject stops; accept after summarize completes; else resume).
+pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Reply, AppError> {
+    let resolution = params
+        .resolution
+        .ok_or_else(|| AppError::MissingParam("resolution".into()))?;
+    let action = resume::Action::parse(&resolution.action).ok_or_else(|| {
+        AppError::InvalidParam(format!(
+            "Invalid resolution action: {}. Use 'accept' or 'reject'.",
+            &*resolution.action
+        ))
+    })?;
+    let run = find_run(&context, &params.run).await?;
+    let path = resolution.path.0.clone();
+    let output = resolution.output.clone();
+    let resolved_run = run.clone();
+    let decision = context
+        .app
+        .db_call(move |conn| resume::resolve(conn, &resolved_run, &path, action, output.as_deref()))
+        .await??;
+    match decision {
+        resume::Decision::StillPending(proposed) => {
+            let proposed: Vec<ProposedRow> = proposed.into_iter().map(ProposedRow::from).collect();
+            Reply::of(blocked_result(&run.alias, &proposed))
+        }
+        resume::Decision::Completed => {
+            Reply::of(LoopOutcome::Ended(RunStatus::Completed).to_result(&run.alias))
+        }
+        resume::Decision::Resume(enqueue) => Reply::of(run_loop(&context, run.id, *enqueue).await?),
+    }
+}
+
+/// `run/inject` params.
+#[derive(Debug, Deserialize)]
+pub struct InjectParams {
+    run: Required,
+    message: Required,
+}
+
+/// `run/inject`: the running loop sees the message as its prompt next turn; an idle run
+/// runs it as a new ask loop with the flags of its latest loop.
+pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply, AppError> {
+    let run = find_run(&context, &params.run).await?;
+    if let Some(current) = context.app.runs.current(run.id) {
+        let message = params.message.0.clone();
+        let run_id = run.id;
+        context
+            .app
+            .db_call(move |conn| {
+                let fresh = runs::get_run(conn, run_id)?;
+                let turn = fresh.map(|run| run.next_turn).unwrap_or(1);
+                let mode = loops::get_loop(conn, current.id)?
+                    .map(|lp| lp.mode)
+                    .unwrap_or(LoopMode::Ask);
+                entries::upsert_entry(
+                    conn,
+                    &EntryUpsert {
+                        run_id,
+                        loop_id: Some(current.id),
+                        turn,
+                        path: format!("prompt://{turn}"),
+                        body: message,
+                        status: 200,
+                        fidelity: None,
+                        hash: None,
+                        attributes: Some(serde_json::json!({"mode": mode.as_str()})),
+                    },
+                )
+            })
+            .await?;
+        return Reply::of(serde_json::json!({
+            "run": run.alias,
+            "status": RunStatus::Running.code(),
+            "injected": "next_turn",
+        }));
+    }
+    let proposed = pending_proposals(&context, run.id).await?;
+    if !proposed.is_empty() {
+        return Reply::of(blocked_result(&run.alias, &proposed));
+    }
+    let enqueue = inject_loop(&context, &run, params.message.0).await?;
+    Reply::of(run_loop(&context, run.id, enqueue).await?)
+}
+
+async fn inject_loop(
+    context: &CallContext,
+    run: &RunRow,
+    message: String,
+) -> Result<LoopEnqueue, AppError> {
+    let run_id = run.id;
+    let model = run.model.clone();
+    let latest = context
+        .app
+        .db_call(move |conn| loops::latest_loop(conn, run_id))
+        .await?;
+    let config = latest
+        .map(|lp| LoopConfig::from_json(&lp.config))
+        .unwrap_or_default();
+    Ok(LoopEnqueue {
+        run_id,
+        mode: LoopMode::Ask,
+        model,
+        prompt: message,
+        priority: LoopPriority::Normal,
+        config: config.to_json(),
+    })
+}
