@@ -16,6 +16,8 @@ mod regex_options;
 mod sed;
 mod set_revision;
 mod unified_diff;
+#[cfg(test)]
+mod vector_tests;
 
 pub use edit_block::EditBlock;
 pub use edit_engine::{apply_blocks, apply_edit, apply_tolerant, Edited};
