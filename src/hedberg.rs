@@ -13,6 +13,8 @@ mod json_edit;
 mod matcher;
 mod pattern;
 mod regex_options;
+#[cfg(test)]
+mod robustness_tests;
 mod sed;
 mod set_revision;
 mod unified_diff;

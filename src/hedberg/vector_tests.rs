@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 use super::*;
 
 fn vector_files() -> Vec<PathBuf> {
-    let mut files = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/hedberg-vectors.json")];
+    let mut files =
+        vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/hedberg-vectors.json")];
     if let Some(extra) = std::env::var_os("RUMMY_HEDBERG_VECTORS") {
         files.push(PathBuf::from(extra));
     }
@@ -45,18 +46,33 @@ fn check(vector: &Value) -> Result<bool, String> {
             check_edit_outcome(apply_edit(field(input, "body"), &block), expected)
         }
         ("replace", "heuristic") => check_edit_outcome(
-            apply_tolerant(field(input, "body"), field(input, "search"), field(input, "replacement")),
+            apply_tolerant(
+                field(input, "body"),
+                field(input, "search"),
+                field(input, "replacement"),
+            ),
             expected,
         ),
         ("edit", "apply_set") => check_apply_set(input, expected),
         ("edit", "diff") => {
-            let actual = unified_diff(field(input, "path"), field(input, "old"), field(input, "new"));
+            let actual = unified_diff(
+                field(input, "path"),
+                field(input, "old"),
+                field(input, "new"),
+            );
             same(&json!(actual), &expected["result"])
         }
         ("parse", "sed") => {
             let blocks = parse_sed(field(input, "text"));
-            let actual = if blocks.is_empty() { Value::Null } else { json!(blocks) };
-            same(&normalize_blocks(actual), &normalize_blocks(expected["result"].clone()))
+            let actual = if blocks.is_empty() {
+                Value::Null
+            } else {
+                json!(blocks)
+            };
+            same(
+                &normalize_blocks(actual),
+                &normalize_blocks(expected["result"].clone()),
+            )
         }
         ("parse", "edit_blocks") => {
             let actual: Vec<Value> = parse_edit_content(field(input, "text"))
@@ -66,8 +82,10 @@ fn check(vector: &Value) -> Result<bool, String> {
             same(&json!(actual), &expected["result"])
         }
         ("parse", "json_edit") => {
-            let actual = parse_json_edit(field(input, "text"))
-                .map_or(Value::Null, |edit| json!({"search": edit.search, "replace": edit.replace}));
+            let actual = parse_json_edit(field(input, "text")).map_or(
+                Value::Null,
+                |edit| json!({"search": edit.search, "replace": edit.replace}),
+            );
             same(&actual, &expected["result"])
         }
         _ => return Ok(false),
@@ -88,7 +106,9 @@ fn normalize_blocks(mut value: Value) -> Value {
     if let Some(blocks) = value.as_array_mut() {
         for block in blocks.iter_mut().filter_map(Value::as_object_mut) {
             block.retain(|key, item| {
-                !(item.is_null() || (key == "flags" && item == "") || (key == "sed" && item == false))
+                !(item.is_null()
+                    || (key == "flags" && item == "")
+                    || (key == "sed" && item == false))
             });
         }
     }
@@ -100,7 +120,9 @@ fn check_match(input: &Value, expected: &Value) -> Result<(), String> {
     for _ in 0..repeat {
         let actual = match input["subject"].as_str() {
             None => false,
-            Some(subject) => pattern_match(field(input, "pattern"), subject).map_err(|e| e.to_string())?,
+            Some(subject) => {
+                pattern_match(field(input, "pattern"), subject).map_err(|e| e.to_string())?
+            }
         };
         same(&json!(actual), &expected["result"])?;
     }
@@ -110,7 +132,9 @@ fn check_match(input: &Value, expected: &Value) -> Result<(), String> {
 fn check_search(input: &Value, expected: &Value) -> Result<(), String> {
     let hit = match input["subject"].as_str() {
         None => None,
-        Some(subject) => pattern_search(field(input, "pattern"), subject).map_err(|e| e.to_string())?,
+        Some(subject) => {
+            pattern_search(field(input, "pattern"), subject).map_err(|e| e.to_string())?
+        }
     };
     let actual = match hit {
         None => json!({"found": false}),
@@ -132,13 +156,20 @@ fn check_search(input: &Value, expected: &Value) -> Result<(), String> {
 fn check_pattern_replace(input: &Value, expected: &Value) -> Result<(), String> {
     let actual = match input["subject"].as_str() {
         None => None,
-        Some(subject) => pattern_replace(field(input, "pattern"), field(input, "replacement"), subject)
-            .map_err(|e| e.to_string())?,
+        Some(subject) => pattern_replace(
+            field(input, "pattern"),
+            field(input, "replacement"),
+            subject,
+        )
+        .map_err(|e| e.to_string())?,
     };
     same(&json!(actual), &expected["result"])
 }
 
-fn check_edit_outcome(outcome: Result<Edited, HedbergError>, expected: &Value) -> Result<(), String> {
+fn check_edit_outcome(
+    outcome: Result<Edited, HedbergError>,
+    expected: &Value,
+) -> Result<(), String> {
     let (patch, warning, error) = match outcome {
         Ok(edited) => (Some(edited.body), edited.warning, None),
         Err(error) => (None, None, Some(error.to_string())),
@@ -147,16 +178,34 @@ fn check_edit_outcome(outcome: Result<Edited, HedbergError>, expected: &Value) -
     check_messages(warning, error, expected)
 }
 
-fn check_messages(warning: Option<String>, error: Option<String>, expected: &Value) -> Result<(), String> {
+fn check_messages(
+    warning: Option<String>,
+    error: Option<String>,
+    expected: &Value,
+) -> Result<(), String> {
     match (&error, expected["error"].as_str()) {
         (None, None) => {}
         (Some(actual), Some(wanted)) if actual.contains(wanted) => {}
-        _ => return Err(format!("error: expected {}, got {error:?}", expected["error"])),
+        _ => {
+            return Err(format!(
+                "error: expected {}, got {error:?}",
+                expected["error"]
+            ))
+        }
     }
     match (&warning, expected["warning"].as_array()) {
         (None, None) => Ok(()),
-        (Some(actual), Some(wanted)) if wanted.iter().all(|w| w.as_str().is_some_and(|w| actual.contains(w))) => Ok(()),
-        _ => Err(format!("warning: expected {}, got {warning:?}", expected["warning"])),
+        (Some(actual), Some(wanted))
+            if wanted
+                .iter()
+                .all(|w| w.as_str().is_some_and(|w| actual.contains(w))) =>
+        {
+            Ok(())
+        }
+        _ => Err(format!(
+            "warning: expected {}, got {warning:?}",
+            expected["warning"]
+        )),
     }
 }
 
@@ -177,12 +226,20 @@ fn check_apply_set(input: &Value, expected: &Value) -> Result<(), String> {
         SetRevision::Write(_) => "write",
     };
     let (status, body, warning, error) = match revision.apply(original) {
-        Ok(edited) => (if is_file { 202 } else { 200 }, edited.body, edited.warning, None),
+        Ok(edited) => (
+            if is_file { 202 } else { 200 },
+            edited.body,
+            edited.warning,
+            None,
+        ),
         Err(error) => (409, original.to_string(), None, Some(error.to_string())),
     };
-    same(&json!({"mode": mode, "status": status, "body": body}), &json!({
-        "mode": expected["mode"], "status": expected["status"], "body": expected["body"],
-    }))?;
+    same(
+        &json!({"mode": mode, "status": status, "body": body}),
+        &json!({
+            "mode": expected["mode"], "status": expected["status"], "body": expected["body"],
+        }),
+    )?;
     check_messages(warning, error, expected)
 }
 
@@ -201,10 +258,14 @@ fn first_set_command(response: &str) -> Option<(BTreeMap<String, String>, String
             return Some((attributes, String::new()));
         }
         if let Some(after) = rest.strip_prefix('>') {
-            let end = after.to_ascii_lowercase().find("</set>").unwrap_or(after.len());
+            let end = after
+                .to_ascii_lowercase()
+                .find("</set>")
+                .unwrap_or(after.len());
             return Some((attributes, after.get(..end)?.to_string()));
         }
-        let name_end = rest.find(|c: char| c == '=' || c == '>' || c == '/' || c.is_whitespace())?;
+        let name_end =
+            rest.find(|c: char| c == '=' || c == '>' || c == '/' || c.is_whitespace())?;
         let name = rest.get(..name_end)?.to_ascii_lowercase();
         rest = rest.get(name_end..)?.trim_start();
         let Some(after_equals) = rest.strip_prefix('=') else {
@@ -219,7 +280,9 @@ fn first_set_command(response: &str) -> Option<(BTreeMap<String, String>, String
                 (inner.get(..close)?, inner.get(close + 1..)?)
             }
             _ => {
-                let end = after_equals.find(|c: char| c.is_whitespace() || c == '>').unwrap_or(after_equals.len());
+                let end = after_equals
+                    .find(|c: char| c.is_whitespace() || c == '>')
+                    .unwrap_or(after_equals.len());
                 after_equals.split_at(end)
             }
         };
@@ -233,7 +296,8 @@ fn shared_vectors_pass() {
     let mut counts: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut failures = Vec::new();
     for path in vector_files() {
-        let raw = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let raw =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let file: Value = serde_json::from_str(&raw).expect("vector file is JSON");
         for vector in file["vectors"].as_array().expect("vectors array") {
             let kind = field(vector, "kind").to_string();
@@ -245,20 +309,30 @@ fn shared_vectors_pass() {
             match check(vector) {
                 Ok(true) => entry.0 += 1,
                 Ok(false) => entry.1 += 1,
-                Err(reason) => failures.push(format!("{} ({}): {reason}", field(vector, "id"), field(vector, "note"))),
+                Err(reason) => failures.push(format!(
+                    "{} ({}): {reason}",
+                    field(vector, "id"),
+                    field(vector, "note")
+                )),
             }
         }
     }
     for (key, (passed, skipped)) in &counts {
         println!("{key}: {passed} passed, {skipped} skipped (not hedberg)");
     }
-    assert!(failures.is_empty(), "{} vector(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} vector(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(counts.values().map(|(passed, _)| passed).sum::<usize>() > 0);
 }
 
 #[test]
 fn set_extraction_helper() {
-    let (attributes, body) = first_set_command("x <SET path=\"a>b\" search='q' flag>s/a/b/</set> <set/>").expect("set");
+    let (attributes, body) =
+        first_set_command("x <SET path=\"a>b\" search='q' flag>s/a/b/</set> <set/>").expect("set");
     assert_eq!(attributes.get("path").map(String::as_str), Some("a>b"));
     assert_eq!(attributes.get("search").map(String::as_str), Some("q"));
     assert_eq!(attributes.get("flag").map(String::as_str), Some(""));
@@ -275,7 +349,8 @@ fn set_forms_agree_with_parse_vectors() {
     let mut checked = 0;
     let mut failures = Vec::new();
     for path in vector_files() {
-        let raw = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let raw =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let file: Value = serde_json::from_str(&raw).expect("vector file is JSON");
         for vector in file["vectors"].as_array().expect("vectors array") {
             let commands = vector["expected"]["commands"].as_array();
@@ -283,7 +358,10 @@ fn set_forms_agree_with_parse_vectors() {
             let [command] = commands.map(Vec::as_slice).unwrap_or_default() else {
                 continue;
             };
-            if command["name"] != "set" || content.matches("<set").count() != 1 || !content.trim_start().starts_with("<set") {
+            if command["name"] != "set"
+                || content.matches("<set").count() != 1
+                || !content.trim_start().starts_with("<set")
+            {
                 continue;
             }
             let Some((attributes, raw_body)) = first_set_command(content) else {
@@ -301,7 +379,9 @@ fn set_forms_agree_with_parse_vectors() {
             let actual = match revision {
                 SetRevision::Write(text) => json!({"body": text}),
                 SetRevision::Edit(blocks) => match blocks.as_slice() {
-                    [single] if command.get("blocks").is_none() => normalize_blocks(json!([single]))[0].clone(),
+                    [single] if command.get("blocks").is_none() => {
+                        normalize_blocks(json!([single]))[0].clone()
+                    }
                     _ => json!({"blocks": normalize_blocks(json!(blocks))}),
                 },
             };
@@ -320,7 +400,10 @@ fn set_forms_agree_with_parse_vectors() {
             }
             checked += 1;
             if actual != wanted {
-                failures.push(format!("{}: expected {wanted}, got {actual}", field(vector, "id")));
+                failures.push(format!(
+                    "{}: expected {wanted}, got {actual}",
+                    field(vector, "id")
+                ));
             }
         }
     }
