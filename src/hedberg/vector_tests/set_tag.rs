@@ -13,8 +13,7 @@ pub(super) fn first_set_command(response: &str) -> Option<(BTreeMap<String, Stri
     let mut rest = response.get(start..)?;
     loop {
         rest = rest.trim_start();
-        if let Some(after) = rest.strip_prefix("/>") {
-            let _ = after;
+        if rest.starts_with("/>") {
             return Some((attributes, String::new()));
         }
         if let Some(after) = rest.strip_prefix('>') {
