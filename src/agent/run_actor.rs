@@ -159,7 +159,7 @@ async fn drain(
         let status = outcome.status();
         let result = outcome.to_record();
         if let Err(error) = app
-            .db_call(move |conn| loops::finish_loop(conn, loop_id, status, Some(result)))
+            .db_call(move |conn| loops::finish_loop(conn, loop_id, status, Some(&result)))
             .await
         {
             tracing::error!(run = %run, %error, "cannot finish loop");

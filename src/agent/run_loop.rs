@@ -92,8 +92,8 @@ async fn run_turns(
     let agent = &app.settings.agent;
     let limits = HealerLimits {
         max_stalls: agent.max_stalls,
-        min_cycles: agent.min_cycles,
-        max_cycle_period: agent.max_cycle_period,
+        min_cycles: usize::try_from(agent.min_cycles).unwrap_or(usize::MAX),
+        max_cycle_period: usize::try_from(agent.max_cycle_period).unwrap_or(usize::MAX),
         max_update_repeats: agent.max_update_repeats,
     };
     let mut progress = ProgressTracker::new(limits);

@@ -14,7 +14,7 @@ use crate::app::AppState;
 use crate::db::enums::Fidelity;
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsert, UnresolvedRow};
-use crate::db::models::run::{LoopRow, TurnInsertForm, TurnUsageForm};
+use crate::db::models::run::{LoopRow, TurnInsertForm, TurnRow, TurnUsageForm};
 use crate::db::queries::{entries, runs, turns};
 use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
 use crate::parser::healer::{ToolCall, TurnSignals};
@@ -94,7 +94,7 @@ pub async fn execute_turn(
 ) -> Result<TurnEnd, LoopError> {
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
-    let turn = app
+    let row = app
         .db_call(move |conn| {
             let turn = runs::take_turn_number(conn, run_id)?;
             turns::insert_turn(
@@ -104,12 +104,11 @@ pub async fn execute_turn(
                     loop_id,
                     sequence: turn,
                 },
-            )?;
-            Ok(turn)
+            )
         })
         .await?;
-    let span = tracing::info_span!("turn", turn.seq = turn);
-    execute_numbered_turn(app, input, turn, cancel)
+    let span = tracing::info_span!("turn", turn.seq = row.sequence);
+    execute_numbered_turn(app, input, row, cancel)
         .instrument(span)
         .await
 }
@@ -117,10 +116,11 @@ pub async fn execute_turn(
 async fn execute_numbered_turn(
     app: &AppState,
     input: TurnInput<'_>,
-    turn: i32,
+    row: TurnRow,
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, LoopError> {
     let started = Instant::now();
+    let turn = row.sequence;
     let run_id = input.run_id;
     let lp = input.loop_row;
     let policy = input
@@ -177,7 +177,7 @@ async fn execute_numbered_turn(
         }),
     );
     let parsed = crate::parser::parse(&response.content);
-    record_audit(app, &input, turn, &packet, &response, &parsed.unparsed).await?;
+    record_audit(app, &input, &row, &packet, &response, &parsed.unparsed).await?;
     let dispatch_started = Instant::now();
     let report = crate::plugins::dispatch::dispatch_response(app, run_id, lp, turn, policy, parsed).await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
@@ -198,13 +198,15 @@ async fn execute_numbered_turn(
 async fn record_audit(
     app: &AppState,
     input: &TurnInput<'_>,
-    turn: i32,
+    row: &TurnRow,
     packet: &crate::context::Packet,
     response: &ChatResponse,
     unparsed: &str,
 ) -> Result<(), LoopError> {
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
+    let turn = row.sequence;
+    let turn_id = row.id;
     let mut audit = vec![
         (format!("system://{turn}"), packet.system.clone()),
         (format!("user://{turn}"), packet.user.clone()),
@@ -254,8 +256,7 @@ async fn record_audit(
                 },
             )?;
         }
-        let row = turns::turn_of(conn, run_id, turn)?;
-        turns::update_turn_usage(conn, row.id, &form)?;
+        turns::update_turn_usage(conn, turn_id, &form)?;
         Ok(())
     })
     .await?;
