@@ -42,5 +42,5 @@ pub use pattern::{
     pattern_match, pattern_replace, pattern_search, Matched, Pattern, PatternKind, SearchHit,
 };
 pub use sed::parse_sed;
-pub use set_revision::{classify_set, SetAttributes, SetRevision};
+pub use set_revision::{classify_set, Classified, SetAttributes, SetRevision};
 pub use unified_diff::unified_diff;

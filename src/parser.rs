@@ -24,7 +24,7 @@ pub use command::{
     AskUserCommand, Command, ExtraAttrs, GetCommand, KnownCommand, SearchCommand, Selection,
     TaggedText, TransferCommand, UnknownCommand,
 };
-pub use set::{SetCommand, SetOperation};
+pub use set::SetCommand;
 pub use tool::Tool;
 
 /// Everything parsed from one model response.
@@ -141,7 +141,7 @@ mod tests {
              <set path=\"b\" search=\"old\"/>\
              <set path=\"known://c\" fidelity=\"summary\" summary=\"k1,k2\"/>",
         );
-        let operations: Vec<&SetOperation> = output
+        let operations: Vec<&crate::hedberg::SetRevision> = output
             .commands
             .iter()
             .filter_map(|command| match command {
@@ -152,9 +152,9 @@ mod tests {
         assert_eq!(
             operations,
             vec![
-                &SetOperation::Replace(crate::hedberg::EditBlock::sed("x", "y", "g")),
-                &SetOperation::Replace(crate::hedberg::EditBlock::literal("old", "")),
-                &SetOperation::Write(String::new()),
+                &crate::hedberg::SetRevision::Replace(crate::hedberg::EditBlock::sed("x", "y", "g")),
+                &crate::hedberg::SetRevision::Replace(crate::hedberg::EditBlock::literal("old", "")),
+                &crate::hedberg::SetRevision::Write(String::new()),
             ]
         );
         assert_eq!(

@@ -11,10 +11,24 @@ use super::{EditBlock, Edited, HedbergError};
 /// What a `<set>` command asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SetRevision {
-    /// Edit the current content with these blocks, in order.
-    Edit(Vec<EditBlock>),
-    /// Replace the whole content with this text.
+    /// Edit the current content with these blocks, in order (structured edit blocks, or a
+    /// chain of sed commands).
+    Blocks(Vec<EditBlock>),
+    /// Edit the current content with one search/replace (JSON, one sed command, or the
+    /// `search`/`body` attributes).
+    Replace(EditBlock),
+    /// Replace the whole content with this text (empty: only fidelity or summary change).
     Write(String),
+}
+
+/// The ladder's decision, and whether it consumed the `body` attribute (as the search
+/// text or as the written content) rather than leaving it a content filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classified {
+    /// What to do to the target.
+    pub revision: SetRevision,
+    /// The `body` attribute became part of the revision.
+    pub body_attribute_used: bool,
 }
 
 /// The `<set>` attributes that take part in choosing the edit form, after attribute healing
@@ -40,32 +54,43 @@ static STRUCTURED_MARKER: LazyLock<Option<Regex>> =
 /// 5. a `body` attribute together with body text: the attribute is searched, the text
 ///    replaces it;
 /// 6. otherwise a full-content write of the trimmed body text (or the `body` attribute).
-pub fn classify_set(attributes: &SetAttributes<'_>, raw_body: &str) -> SetRevision {
+pub fn classify_set(attributes: &SetAttributes<'_>, raw_body: &str) -> Classified {
     let text = raw_body.trim();
+    let kept = |revision| Classified {
+        revision,
+        body_attribute_used: false,
+    };
     if has_structured_marker(text) {
         let blocks = parse_edit_content(raw_body);
         if !blocks.is_empty() {
-            return SetRevision::Edit(blocks);
+            return kept(SetRevision::Blocks(blocks));
         }
     }
     if let Some(edit) = parse_json_edit(text) {
-        return SetRevision::Edit(vec![EditBlock::literal(edit.search, edit.replace)]);
+        return kept(SetRevision::Replace(EditBlock::literal(edit.search, edit.replace)));
     }
-    let sed_blocks = parse_sed(text);
-    if !sed_blocks.is_empty() {
-        return SetRevision::Edit(sed_blocks);
+    let mut sed_blocks = parse_sed(text);
+    if sed_blocks.len() > 1 {
+        return kept(SetRevision::Blocks(sed_blocks));
+    }
+    if let Some(block) = sed_blocks.pop() {
+        return kept(SetRevision::Replace(block));
     }
     if let Some(search) = attributes.search.filter(|search| !search.is_empty()) {
         let replace = attributes.replace.unwrap_or(text);
-        return SetRevision::Edit(vec![EditBlock::literal(search, replace)]);
+        return kept(SetRevision::Replace(EditBlock::literal(search, replace)));
     }
+    let used = |revision| Classified {
+        revision,
+        body_attribute_used: true,
+    };
     if let Some(body) = attributes.body.filter(|body| !body.is_empty()) {
         if !text.is_empty() {
-            return SetRevision::Edit(vec![EditBlock::literal(body, text)]);
+            return used(SetRevision::Replace(EditBlock::literal(body, text)));
         }
-        return SetRevision::Write(body.to_string());
+        return used(SetRevision::Write(body.to_string()));
     }
-    SetRevision::Write(text.to_string())
+    kept(SetRevision::Write(text.to_string()))
 }
 
 fn has_structured_marker(text: &str) -> bool {
@@ -80,9 +105,15 @@ impl SetRevision {
     /// Applies the revision to the current content (see [`apply_blocks`]).
     pub fn apply(&self, current: &str) -> Result<Edited, HedbergError> {
         match self {
-            Self::Edit(blocks) => apply_blocks(current, blocks),
+            Self::Blocks(blocks) => apply_blocks(current, blocks),
+            Self::Replace(block) => apply_blocks(current, std::slice::from_ref(block)),
             Self::Write(text) => Ok(Edited::clean(text.clone())),
         }
+    }
+
+    /// Whether it edits the current content (as opposed to replacing it).
+    pub fn is_edit(&self) -> bool {
+        !matches!(self, Self::Write(_))
     }
 }
 
@@ -91,22 +122,22 @@ mod tests {
     use super::*;
 
     fn classify(body: &str) -> SetRevision {
-        classify_set(&SetAttributes::default(), body)
+        classify_set(&SetAttributes::default(), body).revision
     }
 
     #[test]
     fn ladder_order() {
         assert_eq!(
             classify("\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n"),
-            SetRevision::Edit(vec![EditBlock::literal("a", "b")])
+            SetRevision::Blocks(vec![EditBlock::literal("a", "b")])
         );
         assert_eq!(
             classify(r#"{"search":"a","replace":"b"}"#),
-            SetRevision::Edit(vec![EditBlock::literal("a", "b")])
+            SetRevision::Replace(EditBlock::literal("a", "b"))
         );
         assert_eq!(
             classify(" s|a|b|g "),
-            SetRevision::Edit(vec![EditBlock::sed("a", "b", "g")])
+            SetRevision::Replace(EditBlock::sed("a", "b", "g"))
         );
         assert_eq!(classify("s/a"), SetRevision::Write("s/a".into()));
         assert_eq!(
@@ -122,8 +153,8 @@ mod tests {
             ..SetAttributes::default()
         };
         assert_eq!(
-            classify_set(&search_only, ""),
-            SetRevision::Edit(vec![EditBlock::literal("b", "")])
+            classify_set(&search_only, "").revision,
+            SetRevision::Replace(EditBlock::literal("b", ""))
         );
         let with_replace = SetAttributes {
             search: Some("b"),
@@ -131,18 +162,24 @@ mod tests {
             body: None,
         };
         assert_eq!(
-            classify_set(&with_replace, "ignored"),
-            SetRevision::Edit(vec![EditBlock::literal("b", "c")])
+            classify_set(&with_replace, "ignored").revision,
+            SetRevision::Replace(EditBlock::literal("b", "c"))
         );
         let value = SetAttributes {
             body: Some(":AI[]"),
             ..SetAttributes::default()
         };
         assert_eq!(
-            classify_set(&value, " done "),
-            SetRevision::Edit(vec![EditBlock::literal(":AI[]", "done")])
+            classify_set(&value, " done ").revision,
+            SetRevision::Replace(EditBlock::literal(":AI[]", "done"))
         );
-        assert_eq!(classify_set(&value, ""), SetRevision::Write(":AI[]".into()));
+        assert_eq!(
+            classify_set(&value, ""),
+            Classified {
+                revision: SetRevision::Write(":AI[]".into()),
+                body_attribute_used: true
+            }
+        );
     }
 
     #[test]

@@ -10,9 +10,6 @@ use serde_json::{json, Value};
 
 use super::*;
 
-mod set_tag;
-
-use set_tag::first_set_command;
 
 fn vector_files() -> Vec<PathBuf> {
     let mut files =
@@ -216,19 +213,16 @@ fn check_messages(
 fn check_apply_set(input: &Value, expected: &Value) -> Result<(), String> {
     let original = field(input, "original");
     let is_file = field(input, "target") == "file";
-    let (attributes, raw_body) =
-        first_set_command(field(input, "response")).ok_or("no <set> command in the response")?;
-    let attribute = |name: &str| attributes.get(name).map(String::as_str);
-    let set_attributes = SetAttributes {
-        search: attribute("search"),
-        replace: attribute("replace"),
-        body: attribute("body").or(attribute("value")),
-    };
-    let revision = classify_set(&set_attributes, &raw_body);
-    let mode = match revision {
-        SetRevision::Edit(_) => "edit",
-        SetRevision::Write(_) => "write",
-    };
+    let parsed = crate::parser::parse(field(input, "response"));
+    let revision = parsed
+        .commands
+        .into_iter()
+        .find_map(|command| match command {
+            crate::parser::Command::Set(set) => Some(set.operation),
+            _ => None,
+        })
+        .ok_or("no <set> command in the response")?;
+    let mode = if revision.is_edit() { "edit" } else { "write" };
     let (status, body, warning, error) = match revision.apply(original) {
         Ok(edited) => (
             if is_file { 202 } else { 200 },
@@ -285,72 +279,3 @@ fn shared_vectors_pass() {
     assert!(counts.values().map(|(passed, _)| passed).sum::<usize>() > 0);
 }
 
-/// The `parse/response` vectors are the parser's, but those holding one `<set>` also pin
-/// down which edit form its body is; [`classify_set`] must agree with them.
-#[test]
-fn set_forms_agree_with_parse_vectors() {
-    let mut checked = 0;
-    let mut failures = Vec::new();
-    for path in vector_files() {
-        let raw =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let file: Value = serde_json::from_str(&raw).expect("vector file is JSON");
-        for vector in file["vectors"].as_array().expect("vectors array") {
-            let commands = vector["expected"]["commands"].as_array();
-            let content = field(&vector["input"], "content");
-            let [command] = commands.map(Vec::as_slice).unwrap_or_default() else {
-                continue;
-            };
-            if command["name"] != "set"
-                || content.matches("<set").count() != 1
-                || !content.trim_start().starts_with("<set")
-            {
-                continue;
-            }
-            let Some((attributes, raw_body)) = first_set_command(content) else {
-                continue;
-            };
-            let attribute = |name: &str| attributes.get(name).map(String::as_str);
-            let revision = classify_set(
-                &SetAttributes {
-                    search: attribute("search"),
-                    replace: attribute("replace"),
-                    body: attribute("body").or(attribute("value")),
-                },
-                &raw_body,
-            );
-            let actual = match revision {
-                SetRevision::Write(text) => json!({"body": text}),
-                SetRevision::Edit(blocks) => match blocks.as_slice() {
-                    [single] if command.get("blocks").is_none() => {
-                        normalize_blocks(json!([single]))[0].clone()
-                    }
-                    _ => json!({"blocks": normalize_blocks(json!(blocks))}),
-                },
-            };
-            let mut wanted = serde_json::Map::new();
-            for key in ["search", "replace", "flags", "sed", "body"] {
-                if let Some(value) = command.get(key).filter(|v| !v.is_null()) {
-                    wanted.insert(key.to_string(), value.clone());
-                }
-            }
-            if let Some(blocks) = command.get("blocks") {
-                wanted.insert("blocks".into(), normalize_blocks(blocks.clone()));
-            }
-            let mut wanted = normalize_blocks(json!([wanted]))[0].clone();
-            if actual.get("body").is_some() && wanted.get("body").is_none() {
-                wanted["body"] = json!("");
-            }
-            checked += 1;
-            if actual != wanted {
-                failures.push(format!(
-                    "{}: expected {wanted}, got {actual}",
-                    field(vector, "id")
-                ));
-            }
-        }
-    }
-    println!("set forms checked against parse vectors: {checked}");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(checked > 0);
-}
