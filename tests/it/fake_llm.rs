@@ -12,12 +12,12 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
 use actix_web::http::StatusCode;
 use actix_web::{web, App, HttpResponse, HttpServer};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use tokio::sync::watch;
 
 /// The reply sent when the script is used up, unless configured otherwise.
@@ -28,9 +28,6 @@ pub const DEFAULT_N_CTX: u32 = 8192;
 
 /// The model id `/v1/models` lists, and the one replies name when the request names none.
 pub const FAKE_MODEL_ID: &str = "fake-llm";
-
-/// Characters per token of the usage estimate for replies that script no usage.
-const CHARS_PER_TOKEN: usize = 4;
 
 /// How long a `wait_for_*` call waits before failing the test instead of hanging it.
 const WAIT_LIMIT: Duration = Duration::from_secs(30);
@@ -346,14 +343,14 @@ async fn chat_completions(shared: web::Data<Shared>, body: web::Bytes) -> HttpRe
         dropped: Some(&shared.dropped),
     };
     let response = match step {
-        Step::Reply(reply) => HttpResponse::Ok().json(completion(&request, &reply, number)),
+        Step::Reply(reply) => HttpResponse::Ok().json(wire::completion(&request, &reply, number)),
         Step::Error {
             status,
             retry_after,
         } => error_response(status, retry_after, &format!("scripted error {status}")),
         Step::Delayed { delay, reply } => {
             tokio::time::sleep(delay).await;
-            HttpResponse::Ok().json(completion(&request, &reply, number))
+            HttpResponse::Ok().json(wire::completion(&request, &reply, number))
         }
         Step::Hang => std::future::pending().await,
     };
@@ -362,77 +359,11 @@ async fn chat_completions(shared: web::Data<Shared>, body: web::Bytes) -> HttpRe
 }
 
 async fn props(shared: web::Data<Shared>) -> HttpResponse {
-    HttpResponse::Ok().json(json!({
-        "default_generation_settings": {"n_ctx": shared.n_ctx},
-        "total_slots": 1,
-        "model_path": FAKE_MODEL_ID,
-    }))
+    HttpResponse::Ok().json(wire::props(shared.n_ctx))
 }
 
 async fn models(shared: web::Data<Shared>) -> HttpResponse {
-    HttpResponse::Ok().json(json!({
-        "object": "list",
-        "data": [{
-            "id": FAKE_MODEL_ID,
-            "object": "model",
-            "owned_by": "rummy-tests",
-            "context_length": shared.n_ctx,
-            "meta": {"n_ctx_train": shared.n_ctx},
-        }],
-    }))
-}
-
-/// A chat completion in the OpenAI shape.
-fn completion(request: &Value, reply: &Reply, number: usize) -> Value {
-    let model = request
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or(FAKE_MODEL_ID);
-    let mut message = Map::new();
-    message.insert("role".into(), json!("assistant"));
-    message.insert("content".into(), json!(reply.content));
-    if let Some(reasoning) = &reply.reasoning_content {
-        message.insert("reasoning_content".into(), json!(reasoning));
-    }
-    let usage = reply
-        .usage
-        .unwrap_or_else(|| estimated_usage(request, &reply.content));
-    json!({
-        "id": format!("chatcmpl-fake-{number}"),
-        "object": "chat.completion",
-        "created": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs()),
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
-            "cost": usage.cost,
-        },
-    })
-}
-
-/// One token per `CHARS_PER_TOKEN` characters, rounded up, of the request's message contents
-/// and of the reply.
-fn estimated_usage(request: &Value, content: &str) -> Usage {
-    let prompt_chars: usize = request
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|message| message.get("content").and_then(Value::as_str))
-        .map(|text| text.chars().count())
-        .sum();
-    Usage {
-        prompt_tokens: tokens(prompt_chars),
-        completion_tokens: tokens(content.chars().count()),
-        ..Usage::default()
-    }
-}
-
-fn tokens(chars: usize) -> u64 {
-    u64::try_from(chars.div_ceil(CHARS_PER_TOKEN)).unwrap_or(u64::MAX)
+    HttpResponse::Ok().json(wire::models(shared.n_ctx))
 }
 
 fn error_response(status: u16, retry_after: Option<String>, message: &str) -> HttpResponse {
@@ -441,9 +372,7 @@ fn error_response(status: u16, retry_after: Option<String>, message: &str) -> Ht
     if let Some(retry_after) = retry_after {
         response.insert_header(("retry-after", retry_after));
     }
-    response.json(json!({
-        "error": {"message": message, "type": "fake_llm_error", "code": status.as_u16()},
-    }))
+    response.json(wire::error(status.as_u16(), message))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -463,3 +392,4 @@ async fn wait_for(counter: &watch::Sender<usize>, count: usize, what: &str) {
 
 #[cfg(test)]
 mod tests;
+mod wire;
