@@ -1,6 +1,129 @@
 #!/usr/bin/env bash
-# Runs every test rummy has: unit, integration and end-to-end against a real local LLM.
-# Usage: tests/run.sh   (from anywhere; extra args go to cargo test)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# The one test command: starts the real local LLM (SmolLM2-135M behind an OpenAI-compatible
+# server on loopback, installed once and cached under ~/.cache/rummy-llm), exports its base URL
+# as RUMMY_TEST_LLM_URL for the end-to-end tests, runs `cargo test --locked --all-targets`
+# (extra arguments are passed on to cargo test), stops the LLM again and exits with the
+# tests' status.
+#
+# When the LLM cannot be installed or started (no network, no python3), this says so loudly
+# and runs every other test; the end-to-end tests skip themselves without RUMMY_TEST_LLM_URL.
+# Under CI=true a failed LLM start fails the run (after the tests ran).
+#
+# Environment:
+#   RUMMY_TEST_LLM_URL      already set: use that server, start nothing
+#   RUMMY_TEST_NO_LLM=1     do not start the LLM (not allowed under CI=true)
+#   RUMMY_LLM_START_TIMEOUT seconds allowed for install + start (default 2400)
+#   RUMMY_LLM_PORT, RUMMY_LLM_HOME   passed to tests/llm/serve-smollm.sh
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+SERVE=tests/llm/serve-smollm.sh
+LLM_HOME=${RUMMY_LLM_HOME:-$HOME/.cache/rummy-llm}
+# The served model's context window (serve-smollm.sh --n_ctx); the API does not report it.
+LLM_CONTEXT=8192
+
+started_llm=0
+llm_problem=""
+
+shout() {
+  {
+    echo
+    echo "######################################################################"
+    echo "## $*"
+    echo "## The end-to-end tests against the real LLM will SKIP themselves."
+    echo "######################################################################"
+    echo
+  } >&2
+}
+
+stop_llm() {
+  if [ "$started_llm" = 1 ]; then
+    bash "$SERVE" stop || true
+    started_llm=0
+  fi
+}
+trap stop_llm EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+as_root() {
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1
+}
+
+apt_install() {
+  echo "installing with apt-get: $*" >&2
+  if [ -z "${apt_updated:-}" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || return 1
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+# What the one-time install needs: python3 with venv (Debian splits it into python3-venv),
+# a C++ toolchain to build llama.cpp, and curl for the health checks.
+ensure_install_prerequisites() {
+  local missing=()
+  command -v curl >/dev/null 2>&1 || missing+=(curl ca-certificates)
+  if ! command -v python3 >/dev/null 2>&1; then
+    missing+=(python3 python3-venv)
+  elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    missing+=(python3-venv)
+  fi
+  { command -v c++ >/dev/null 2>&1 && command -v make >/dev/null 2>&1; } || missing+=(g++ make)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if ! as_root; then
+    echo "missing for the LLM install: ${missing[*]} (not root or no apt-get: install them yourself)" >&2
+    return 1
+  fi
+  apt_install "${missing[@]}"
+}
+
+llm_installed() {
+  "$LLM_HOME/venv/bin/python" -c 'import llama_cpp.server' >/dev/null 2>&1
+}
+
+start_llm() {
+  if [ -n "${RUMMY_TEST_LLM_URL:-}" ]; then
+    echo "using the LLM at RUMMY_TEST_LLM_URL=$RUMMY_TEST_LLM_URL" >&2
+    return 0
+  fi
+  if [ "${RUMMY_TEST_NO_LLM:-}" = 1 ]; then
+    llm_problem="RUMMY_TEST_NO_LLM=1: the real LLM was not started."
+    return 1
+  fi
+  if ! command -v curl >/dev/null 2>&1 || ! llm_installed; then
+    if ! ensure_install_prerequisites; then
+      llm_problem="The real LLM cannot be installed: prerequisites are missing (see above)."
+      return 1
+    fi
+  fi
+  local already_running=0
+  bash "$SERVE" status && already_running=1
+  local url started_at=$SECONDS
+  if ! url=$(timeout -k 10 "${RUMMY_LLM_START_TIMEOUT:-2400}" bash "$SERVE" start); then
+    [ -f "$LLM_HOME/server.pid" ] && [ "$already_running" = 0 ] && started_llm=1
+    llm_problem="The real LLM did not install or start: see the messages above and $LLM_HOME/server.log."
+    return 1
+  fi
+  [ "$already_running" = 0 ] && started_llm=1
+  echo "real LLM ready at $url after $((SECONDS - started_at)) s" >&2
+  export RUMMY_TEST_LLM_URL=$url
+  export RUMMY_TEST_LLM_CONTEXT=$LLM_CONTEXT
+}
+
+if ! start_llm; then
+  shout "$llm_problem"
+fi
+
 cargo test --locked --all-targets "$@"
+status=$?
+stop_llm
+
+if [ -n "$llm_problem" ]; then
+  shout "$llm_problem"
+  if [ "${CI:-}" = true ] && [ "$status" = 0 ]; then
+    echo "CI=true: a run without the real LLM is a failure." >&2
+    status=1
+  fi
+fi
+exit "$status"

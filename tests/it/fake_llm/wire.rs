@@ -1,0 +1,92 @@
+//! The OpenAI-compatible JSON bodies the fake LLM answers with.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Map, Value};
+
+use super::{Reply, Usage, FAKE_MODEL_ID};
+
+/// Characters per token of the usage estimate for replies that script no usage.
+const CHARS_PER_TOKEN: usize = 4;
+
+/// llama.cpp's `GET /props`.
+pub(super) fn props(n_ctx: u32) -> Value {
+    json!({
+        "default_generation_settings": {"n_ctx": n_ctx},
+        "total_slots": 1,
+        "model_path": FAKE_MODEL_ID,
+    })
+}
+
+/// `GET /v1/models`: one model, with its context size in the fields llama.cpp and
+/// OpenRouter use.
+pub(super) fn models(n_ctx: u32) -> Value {
+    json!({
+        "object": "list",
+        "data": [{
+            "id": FAKE_MODEL_ID,
+            "object": "model",
+            "owned_by": "rummy-tests",
+            "context_length": n_ctx,
+            "meta": {"n_ctx_train": n_ctx},
+        }],
+    })
+}
+
+/// An OpenAI-style error body.
+pub(super) fn error(status: u16, message: &str) -> Value {
+    json!({"error": {"message": message, "type": "fake_llm_error", "code": status}})
+}
+
+/// The chat completion answering `request` (the `number`th request) with `reply`.
+pub(super) fn completion(request: &Value, reply: &Reply, number: usize) -> Value {
+    let model = request
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(FAKE_MODEL_ID);
+    let mut message = Map::new();
+    message.insert("role".into(), json!("assistant"));
+    message.insert("content".into(), json!(reply.content));
+    if let Some(reasoning) = &reply.reasoning_content {
+        message.insert("reasoning_content".into(), json!(reasoning));
+    }
+    let usage = reply
+        .usage
+        .unwrap_or_else(|| estimated_usage(request, &reply.content));
+    json!({
+        "id": format!("chatcmpl-fake-{number}"),
+        "object": "chat.completion",
+        "created": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.prompt_tokens.saturating_add(usage.completion_tokens),
+            "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+            "cost": usage.cost,
+        },
+    })
+}
+
+/// One token per `CHARS_PER_TOKEN` characters, rounded up, of the request's message contents
+/// and of the reply.
+fn estimated_usage(request: &Value, content: &str) -> Usage {
+    let prompt_chars: usize = request
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|message| message.get("content").and_then(Value::as_str))
+        .map(|text| text.chars().count())
+        .sum();
+    Usage {
+        prompt_tokens: tokens(prompt_chars),
+        completion_tokens: tokens(content.chars().count()),
+        ..Usage::default()
+    }
+}
+
+fn tokens(chars: usize) -> u64 {
+    u64::try_from(chars.div_ceil(CHARS_PER_TOKEN)).unwrap_or(u64::MAX)
+}
