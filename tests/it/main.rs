@@ -5,4 +5,5 @@
 mod fake_llm;
 mod support;
 
+mod loops;
 mod transport;

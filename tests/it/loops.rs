@@ -1,0 +1,387 @@
+//! Agent loops against a scripted OpenAI-compatible server: the real reqwest client, the
+//! real run actors, the real store.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::fake_llm::{FakeLlm, Reply, Step};
+use crate::support::{Client, TestApp};
+
+/// A server whose `fake` model is the scripted LLM (one attempt per call: no retry delays).
+async fn app_with(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
+    let mut env = vec![
+        ("OPENAI_BASE_URL", llm.base_url()),
+        ("RUMMY_MODEL_fake", "openai/fake"),
+        ("RUMMY_CONTEXT_fake", "32768"),
+        ("RUMMY_LLM_ATTEMPTS", "1"),
+    ];
+    env.extend_from_slice(extra);
+    TestApp::start_with(&env).await
+}
+
+async fn project(app: &TestApp) -> Client {
+    app.client_in_project("loops").await.0
+}
+
+fn user_message(request: &Value) -> String {
+    request["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn system_message(request: &Value) -> String {
+    request["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[actix_web::test]
+async fn one_turn_summarize_completes_with_notifications() {
+    let llm = FakeLlm::start([Step::reply("<summarize>The answer is 4.</summarize>")]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "What is 2 + 2?"}))
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    let run = result["run"].as_str().unwrap().to_string();
+    let thinking = client.notification("run/progress").await;
+    assert_eq!(thinking["params"]["status"], json!("thinking"));
+    assert_eq!(thinking["params"]["run"], json!(run));
+    let processing = client.notification("run/progress").await;
+    assert_eq!(processing["params"]["status"], json!("processing"));
+    let state = client.notification("run/state").await;
+    assert_eq!(state["params"]["summary"], json!("The answer is 4."));
+    assert_eq!(state["params"]["status"], json!(102));
+    assert!(state["params"]["seq"].as_u64().unwrap() >= 3);
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(user_message(&requests[0]).contains("What is 2 + 2?"));
+    let runs = client.ok("getRuns", json!({})).await;
+    assert_eq!(runs[0]["status"], json!(200));
+    assert_eq!(runs[0]["summary"], json!("The answer is 4."));
+    assert_eq!(runs[0]["turn"], json!(1));
+    let detail = client.ok("getRun", json!({"run": run})).await;
+    assert_eq!(detail["last_summary"], json!("The answer is 4."));
+    assert_eq!(detail["last_user_prompt"], json!("What is 2 + 2?"));
+}
+
+#[actix_web::test]
+async fn knowledge_from_one_turn_is_in_the_next_packet() {
+    let llm = FakeLlm::start([
+        Step::reply(
+            "<known path=\"known://deploy\" summary=\"deploy,target\">staging cluster</known>\
+             <unknown>which region</unknown><update>noting</update>",
+        ),
+        Step::reply("<summarize>done</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "remember"}))
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    let system = system_message(&requests[1]);
+    assert!(system.contains("known://deploy"), "{system}");
+    assert!(system.contains("staging cluster"), "{system}");
+    assert!(system.contains("which region"), "{system}");
+    let run = result["run"].as_str().unwrap();
+    let known = client
+        .ok("getEntries", json!({"run": run, "pattern": "known://*"}))
+        .await;
+    assert_eq!(known[0]["path"], json!("known://deploy"));
+}
+
+#[actix_web::test]
+async fn an_act_loop_proposes_a_command_and_resumes_after_accept() {
+    let llm = FakeLlm::start([
+        Step::reply("<sh>echo hello</sh><update>running it</update>"),
+        Step::reply("<summarize>it printed hello</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let result = client
+        .ok("act", json!({"model": "fake", "prompt": "Run: echo hello"}))
+        .await;
+    assert_eq!(result["status"], json!(202), "{result}");
+    let proposed = result["proposed"].as_array().unwrap();
+    assert_eq!(proposed.len(), 1);
+    let path = proposed[0]["path"].as_str().unwrap().to_string();
+    assert!(path.starts_with("sh://"), "{path}");
+    assert_eq!(proposed[0]["body"], json!("echo hello"));
+    let announced = client.notification("run/proposal").await;
+    assert_eq!(announced["params"]["proposed"][0]["path"], json!(path));
+    let run = result["run"].as_str().unwrap().to_string();
+    let blocked = client
+        .ok("ask", json!({"model": "fake", "prompt": "again", "run": run}))
+        .await;
+    assert_eq!(blocked["status"], json!(202));
+    assert_eq!(blocked["remainingCount"], json!(1));
+    let resumed = client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hello\n"}}),
+        )
+        .await;
+    assert_eq!(resumed["status"], json!(200), "{resumed}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        user_message(&requests[1]).contains("hello"),
+        "the command output reaches the model"
+    );
+}
+
+#[actix_web::test]
+async fn rejecting_the_last_proposal_stops_the_run() {
+    let llm = FakeLlm::start([Step::reply("<sh>rm -rf build</sh><update>cleaning</update>")]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let result = client
+        .ok("act", json!({"model": "fake", "prompt": "clean"}))
+        .await;
+    let run = result["run"].as_str().unwrap().to_string();
+    let path = result["proposed"][0]["path"].as_str().unwrap().to_string();
+    let rejected = client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "reject"}}),
+        )
+        .await;
+    assert_eq!(rejected["status"], json!(200));
+    assert_eq!(llm.requests().len(), 1, "a rejection does not resume the model");
+    let (code, _) = client
+        .err(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept"}}),
+        )
+        .await;
+    assert_eq!(code, -32602, "a resolved proposal cannot be resolved again");
+}
+
+#[actix_web::test]
+async fn an_error_resolution_lets_the_model_retry() {
+    let llm = FakeLlm::start([
+        Step::reply("<env>node --version</env><update>checking</update>"),
+        Step::reply("<summarize>node is missing</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "node version?"}))
+        .await;
+    assert_eq!(result["status"], json!(202), "{result}");
+    let run = result["run"].as_str().unwrap().to_string();
+    let path = result["proposed"][0]["path"].as_str().unwrap().to_string();
+    let outcome = client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "error", "output": "node: not found"}}),
+        )
+        .await;
+    assert_eq!(outcome["status"], json!(200));
+    assert!(user_message(&llm.requests()[1]).contains("node: not found"));
+}
+
+#[actix_web::test]
+async fn abort_from_another_connection_drops_the_llm_request() {
+    let llm = FakeLlm::start([Step::Hang]);
+    let app = app_with(&llm, &[]).await;
+    let (mut driver, _) = app.client_in_project("abort").await;
+    let (mut other, _) = app.client_in_project("abort").await;
+    let id = driver
+        .send("ask", json!({"model": "fake", "prompt": "think forever"}))
+        .await;
+    let progress = other.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    llm.wait_for_requests(1).await;
+    other.ok("run/abort", json!({"run": run})).await;
+    let reply = driver.reply(&id).await;
+    assert_eq!(reply["result"]["status"], json!(499), "{reply}");
+    llm.wait_for_dropped(1).await;
+    let runs = other.ok("getRuns", json!({})).await;
+    assert_eq!(runs[0]["status"], json!(499));
+}
+
+#[actix_web::test]
+async fn inject_into_a_running_loop_reaches_the_next_turn() {
+    let llm = FakeLlm::start([
+        Step::delayed(
+            Duration::from_secs(2),
+            Reply::new("<update>still looking</update>"),
+        ),
+        Step::reply("<summarize>used the hint</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let (mut driver, _) = app.client_in_project("inject").await;
+    let (mut other, _) = app.client_in_project("inject").await;
+    let id = driver
+        .send("ask", json!({"model": "fake", "prompt": "find the bug"}))
+        .await;
+    let progress = other.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    let injected = other
+        .ok("run/inject", json!({"run": run, "message": "look in parser.rs"}))
+        .await;
+    assert_eq!(injected["injected"], json!("next_turn"));
+    let reply = driver.reply(&id).await;
+    assert_eq!(reply["result"]["status"], json!(200));
+    assert!(user_message(&llm.requests()[1]).contains("look in parser.rs"));
+}
+
+#[actix_web::test]
+async fn inject_into_an_idle_run_runs_a_new_loop() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>first</summarize>"),
+        Step::reply("<summarize>second</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let first = client.ok("ask", json!({"model": "fake", "prompt": "one"})).await;
+    let run = first["run"].as_str().unwrap();
+    let second = client
+        .ok("run/inject", json!({"run": run, "message": "two"}))
+        .await;
+    assert_eq!(second["status"], json!(200));
+    assert!(user_message(&llm.requests()[1]).contains("two"));
+}
+
+#[actix_web::test]
+async fn fork_continues_in_a_copy() {
+    let llm = FakeLlm::start([
+        Step::reply("<known path=\"known://fact\">sky is blue</known><summarize>noted</summarize>"),
+        Step::reply("<summarize>forked</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let first = client.ok("ask", json!({"model": "fake", "prompt": "note"})).await;
+    let parent = first["run"].as_str().unwrap().to_string();
+    let fork = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "recall", "run": parent, "fork": true}),
+        )
+        .await;
+    let child = fork["run"].as_str().unwrap();
+    assert_ne!(child, parent);
+    assert!(system_message(&llm.requests()[1]).contains("sky is blue"));
+    let runs = client.ok("getRuns", json!({})).await;
+    assert_eq!(runs.as_array().unwrap().len(), 2);
+}
+
+#[actix_web::test]
+async fn garbage_output_is_healed_and_the_run_completes() {
+    let llm = FakeLlm::start([Step::reply("I think the answer is probably 42, honestly.")]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    assert_eq!(result["status"], json!(200));
+    let runs = client.ok("getRuns", json!({})).await;
+    assert!(runs[0]["summary"].as_str().unwrap().contains("42"));
+}
+
+#[actix_web::test]
+async fn malformed_tags_never_crash_a_run() {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"src/app.js\"<set path=known://x>unclosed <<<<<<< SEARCH\n<update>"),
+        Step::reply("<summarize>ok</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    assert!(
+        [200, 202].contains(&result["status"].as_i64().unwrap()),
+        "{result}"
+    );
+}
+
+#[actix_web::test]
+async fn repeating_the_same_call_is_a_cycle_that_stops() {
+    let llm = FakeLlm::builder([])
+        .when_exhausted(crate::fake_llm::WhenExhausted::Reply(Reply::new(
+            "<get path=\"known://nothing\"/><update>looking</update>",
+        )))
+        .start();
+    let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "12")]).await;
+    let mut client = project(&app).await;
+    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    assert_eq!(result["status"], json!(200));
+    assert!(llm.requests().len() < 12, "stopped by the cycle check");
+}
+
+#[actix_web::test]
+async fn turns_without_a_status_stall_and_stop() {
+    let llm = FakeLlm::builder([])
+        .when_exhausted(crate::fake_llm::WhenExhausted::Reply(Reply::new(
+            "<think>hmm</think>",
+        )))
+        .start();
+    let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "10")]).await;
+    let mut client = project(&app).await;
+    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    assert_eq!(result["status"], json!(200));
+    assert!(llm.requests().len() < 10);
+}
+
+#[actix_web::test]
+async fn the_turn_limit_ends_the_loop() {
+    let mut count = 0;
+    let steps = std::iter::from_fn(|| {
+        count += 1;
+        Some(Step::reply(format!(
+            "<known path=\"known://step{count}\">fact {count}</known><update>step {count}</update>"
+        )))
+    })
+    .take(5);
+    let llm = FakeLlm::start(steps);
+    let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "3")]).await;
+    let mut client = project(&app).await;
+    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    assert_eq!(result["status"], json!(200));
+    assert_eq!(llm.requests().len(), 3);
+}
+
+#[actix_web::test]
+async fn a_provider_error_fails_the_run_with_an_error_entry() {
+    let llm = FakeLlm::start([Step::error(500)]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    assert_eq!(result["status"], json!(500));
+    let run = result["run"].as_str().unwrap();
+    let errors = client
+        .ok("getEntries", json!({"run": run, "pattern": "error://*"}))
+        .await;
+    assert_eq!(errors.as_array().unwrap().len(), 1, "{errors}");
+    let runs = client.ok("getRuns", json!({})).await;
+    assert_eq!(runs[0]["status"], json!(500));
+}
+
+#[actix_web::test]
+async fn a_provider_timeout_fails_the_run_not_leaving_it_running() {
+    let llm = FakeLlm::start([Step::Hang]);
+    let app = app_with(&llm, &[("RUMMY_FETCH_TIMEOUT", "300")]).await;
+    let mut client = project(&app).await;
+    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    assert_eq!(result["status"], json!(500));
+    let runs = client.ok("getRuns", json!({})).await;
+    assert_eq!(runs[0]["status"], json!(500));
+}
+
+#[actix_web::test]
+async fn an_unknown_model_is_refused_before_any_run_exists() {
+    let llm = FakeLlm::start([]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let (code, message) = client
+        .err("ask", json!({"model": "nosuch", "prompt": "x"}))
+        .await;
+    assert_eq!(code, -32003);
+    assert!(message.starts_with("Unknown model alias 'nosuch'."));
+    assert_eq!(client.ok("getRuns", json!({})).await, json!([]));
+}
