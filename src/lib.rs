@@ -6,4 +6,5 @@ pub mod db;
 pub mod hedberg;
 pub mod llm;
 pub mod parser;
+pub mod plugins;
 pub mod project;
