@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` for the map of modules, actors and the path of one turn.
 
+pub mod context;
 pub mod db;
 pub mod hedberg;
 pub mod llm;

@@ -6,5 +6,6 @@
 //! `<performed>`, `<progress>`, `<prompt>`) and run as ordered filter chains. Model-facing
 //! text lives in `text/`, apart from code, so it can be tuned without touching logic.
 
+pub mod assembly;
 pub mod policy;
 pub mod view;
