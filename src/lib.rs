@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod app;
 pub mod config;
+pub mod context;
 pub mod db;
 pub mod error;
 pub mod hedberg;
@@ -13,6 +14,7 @@ pub mod hub;
 pub mod llm;
 pub mod metrics;
 pub mod parser;
+pub mod plugins;
 pub mod project;
 pub mod rpc;
 pub mod telemetry;

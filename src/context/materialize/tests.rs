@@ -1,0 +1,1 @@
+//! Materialization against a real SQLite file.

@@ -1,0 +1,11 @@
+//! Plugins: every tool the model can call and every tag it sees.
+//!
+//! Tool plugins (`tools/`) record and dispatch commands, project their entries into the
+//! packet (full and summary views) and carry their model-facing docs. Assembly plugins
+//! (`assembly/`) own the tags of the two messages (`<knowns>`, `<previous>`, `<unknowns>`,
+//! `<performed>`, `<progress>`, `<prompt>`) and run as ordered filter chains. Model-facing
+//! text lives in `text/`, apart from code, so it can be tuned without touching logic.
+
+pub mod assembly;
+pub mod policy;
+pub mod view;

@@ -1,0 +1,202 @@
+//! Assembly plugins: the tags of the two messages, as two ordered filter chains.
+//!
+//! The system chain starts from nothing and appends the instructions (priority 0), then
+//! `<knowns>` (100), `<previous>` (200) and `<unknowns>` (300); the user chain appends
+//! `<performed>` (100), `<progress>` (200) and `<prompt>` (300, always last). Each plugin reads
+//! the shared rows through [`AssemblyContext`], renders its own section into a
+//! [`MessageBuilder`] (which accounts every character to a telemetry bucket) and returns.
+//! More plugins can be registered with [`Assembly::register`]; equal priorities keep
+//! registration order.
+//!
+//! The active prompt is the newest prompt entry whatever its fidelity; the loop it starts
+//! splits logging into `<previous>` (earlier loops) and `<performed>` (this loop).
+
+mod instructions;
+mod knowns;
+mod performed;
+mod previous;
+mod progress;
+mod prompt;
+mod tag;
+mod text;
+mod unknowns;
+
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
+
+use crate::context::packet::{MessageBuilder, Packet};
+use crate::context::{ContextRow, TokenMath};
+use crate::db::enums::{Category, Fidelity};
+use crate::plugins::policy::ToolPolicy;
+
+pub use instructions::{Instructions, ToolDocs};
+pub use knowns::Knowns;
+pub use performed::Performed;
+pub use previous::Previous;
+pub use progress::{BudgetFigures, Progress};
+pub use prompt::PromptTag;
+pub use unknowns::Unknowns;
+
+/// What the caller knows about the turn being assembled.
+#[derive(Clone, Copy)]
+pub struct AssemblyInput<'a> {
+    /// The materialized rows, in context order.
+    pub rows: &'a [ContextRow],
+    /// The run-wide turn number N.
+    pub turn: i32,
+    /// The loop's mode and flags (which tools are offered).
+    pub policy: ToolPolicy,
+    /// The tool registry's names and docs.
+    pub tools: &'a dyn ToolDocs,
+    /// The run's persona text, when set.
+    pub persona: Option<&'a str>,
+    /// Context size and tokens used, when known (progress and advisories).
+    pub budget: Option<BudgetFigures>,
+}
+
+/// What every assembly plugin reads: the input plus the loop boundary derived from it.
+pub struct AssemblyContext<'a> {
+    /// The caller's input.
+    pub input: AssemblyInput<'a>,
+    /// The newest prompt entry, whatever its fidelity.
+    pub active_prompt: Option<&'a ContextRow>,
+    /// The first turn of the current loop (0 when there is no prompt).
+    pub loop_start_turn: i32,
+    /// The tools offered this turn, in display order.
+    pub active_tools: Vec<&'a str>,
+}
+
+impl<'a> AssemblyContext<'a> {
+    /// Derives the loop boundary and the active tools from `input`.
+    pub fn new(input: AssemblyInput<'a>) -> AssemblyContext<'a> {
+        let active_prompt = input
+            .rows
+            .iter()
+            .filter(|row| row.category == Category::Prompt && row.has_scheme("prompt"))
+            .max_by_key(|row| row.entry_id);
+        let loop_start_turn = active_prompt.map_or(0, prompt_turn);
+        AssemblyContext {
+            active_prompt,
+            loop_start_turn,
+            active_tools: input.tools.active_tools(&input.policy),
+            input,
+        }
+    }
+
+    /// Whether `row` is the active prompt.
+    pub fn is_active_prompt(&self, row: &ContextRow) -> bool {
+        self.active_prompt
+            .is_some_and(|prompt| prompt.entry_id == row.entry_id)
+    }
+
+    /// Rows of the history sections: logging, and prompts other than the active one.
+    pub fn history_rows(&self) -> impl Iterator<Item = &'a ContextRow> + '_ {
+        self.input.rows.iter().filter(|row| {
+            (row.category == Category::Logging
+                || (row.category == Category::Prompt && !self.is_active_prompt(row)))
+                && !row.has_scheme("unknown")
+        })
+    }
+}
+
+/// Orders history rows deterministically: by fidelity group (index, summary, full), then by
+/// turn, a turn's prompt before what was done for it, then context order.
+fn chronological(rows: &mut [&ContextRow]) {
+    rows.sort_by_key(|row| {
+        let fidelity_group = match row.fidelity {
+            Fidelity::Index => 0,
+            Fidelity::Summary => 1,
+            Fidelity::Full | Fidelity::Archive => 2,
+        };
+        let work_after_prompt = row.category != Category::Prompt;
+        (fidelity_group, row.source_turn, work_after_prompt, row.ordinal)
+    });
+}
+
+/// The turn a prompt was written on: N of `prompt://N` (a later touch, such as a fidelity
+/// change, must not move the loop boundary), else its last touch.
+fn prompt_turn(row: &ContextRow) -> i32 {
+    row.path
+        .strip_prefix("prompt://")
+        .and_then(|number| number.parse::<i32>().ok())
+        .unwrap_or(row.source_turn)
+}
+
+/// One assembly plugin: appends its section to a message.
+pub trait AssemblyFilter: Send + Sync {
+    /// Position in its chain; lower runs first.
+    fn priority(&self) -> i32;
+
+    /// Appends this plugin's section (or nothing) to `message`.
+    fn apply(&self, context: &AssemblyContext<'_>, message: &mut MessageBuilder);
+}
+
+/// The message a filter chain builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chain {
+    /// The system message: everything the model needs to know.
+    System,
+    /// The user message: everything the model needs to do.
+    User,
+}
+
+/// The two filter chains.
+pub struct Assembly {
+    system: Vec<Box<dyn AssemblyFilter>>,
+    user: Vec<Box<dyn AssemblyFilter>>,
+}
+
+impl Assembly {
+    /// Sections of the system message are separated by a blank line.
+    const SYSTEM_SEPARATOR: &'static str = "\n\n";
+    /// Sections of the user message follow each other on new lines.
+    const USER_SEPARATOR: &'static str = "\n";
+
+    /// Chains with no plugins.
+    pub fn empty() -> Assembly {
+        Assembly {
+            system: Vec::new(),
+            user: Vec::new(),
+        }
+    }
+
+    /// The bundled plugins at their priorities.
+    pub fn bundled() -> Assembly {
+        let mut assembly = Assembly::empty();
+        assembly.register(Chain::System, Box::new(Instructions));
+        assembly.register(Chain::System, Box::new(Knowns));
+        assembly.register(Chain::System, Box::new(Previous));
+        assembly.register(Chain::System, Box::new(Unknowns));
+        assembly.register(Chain::User, Box::new(Performed));
+        assembly.register(Chain::User, Box::new(Progress));
+        assembly.register(Chain::User, Box::new(PromptTag));
+        assembly
+    }
+
+    /// Adds a plugin to a chain after every plugin of lower or equal priority.
+    pub fn register(&mut self, chain: Chain, filter: Box<dyn AssemblyFilter>) {
+        let filters = match chain {
+            Chain::System => &mut self.system,
+            Chain::User => &mut self.user,
+        };
+        let position = filters.partition_point(|other| other.priority() <= filter.priority());
+        filters.insert(position, filter);
+    }
+
+    /// Runs both chains and measures the result.
+    pub fn assemble(&self, input: AssemblyInput<'_>, tokens: TokenMath) -> Packet {
+        let context = AssemblyContext::new(input);
+        let mut system = MessageBuilder::new(Self::SYSTEM_SEPARATOR);
+        for filter in &self.system {
+            filter.apply(&context, &mut system);
+        }
+        let mut user = MessageBuilder::new(Self::USER_SEPARATOR);
+        for filter in &self.user {
+            filter.apply(&context, &mut user);
+        }
+        let entry_tokens = input.rows.iter().map(|row| row.tokens).sum();
+        Packet::new(system, user, entry_tokens, tokens)
+    }
+}

@@ -1,0 +1,92 @@
+//! The instructions (system chain, priority 0): the preamble with the active tool list, the
+//! docs of the active tools, the run's persona and the loaded skills.
+
+use super::text::{fill, PREAMBLE};
+use super::{AssemblyContext, AssemblyFilter};
+use crate::context::packet::{Bucket, MessageBuilder};
+use crate::plugins::policy::ToolPolicy;
+
+/// The tool registry as the instructions need it.
+pub trait ToolDocs: Send + Sync {
+    /// The tools offered under `policy`, in display order.
+    fn active_tools(&self, policy: &ToolPolicy) -> Vec<&str>;
+
+    /// `(name, doc)` of each tool offered under `policy`, in display order.
+    fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)>;
+}
+
+/// Renders the instructions.
+pub struct Instructions;
+
+impl AssemblyFilter for Instructions {
+    fn priority(&self) -> i32 {
+        0
+    }
+
+    fn apply(&self, context: &AssemblyContext<'_>, message: &mut MessageBuilder) {
+        let input = &context.input;
+        message.open_section(Bucket::System);
+        message.count_entry(Bucket::System);
+        let tools = context.active_tools.join(", ");
+        message.push(Bucket::System, &fill(PREAMBLE, &[("tools", &tools)]));
+        for (_, doc) in input.tools.docs(&input.policy) {
+            let doc = doc.trim();
+            if !doc.is_empty() {
+                message.push(Bucket::System, "\n\n");
+                message.push(Bucket::System, doc);
+            }
+        }
+        if let Some(persona) = input.persona.map(str::trim).filter(|text| !text.is_empty()) {
+            message.push(Bucket::System, "\n\n## Persona\n\n");
+            message.push(Bucket::System, persona);
+        }
+        let mut skills = input.rows.iter().filter(|row| row.has_scheme("skill"));
+        if let Some(first) = skills.next() {
+            message.push(Bucket::Data, "\n\n## Skills");
+            for skill in std::iter::once(first).chain(skills) {
+                let name = skill
+                    .attribute("name")
+                    .or_else(|| skill.path.strip_prefix("skill://"))
+                    .unwrap_or(&skill.path);
+                message.count_entry(Bucket::Data);
+                message.push(Bucket::Data, "\n\n### ");
+                message.push(Bucket::Data, name);
+                message.push(Bucket::Data, "\n");
+                message.push(Bucket::Data, skill.body.trim_end());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{row, Fixture};
+    use super::*;
+    use crate::db::enums::Category;
+
+    #[test]
+    fn preamble_docs_persona_and_skills_in_order() {
+        let mut fixture = Fixture::new(vec![
+            row("skill://style", Category::Data, 0, "Use tabs."),
+            row("known://k", Category::Data, 1, "fact"),
+        ]);
+        fixture.persona = Some("A careful reviewer.");
+        let text = fixture.render(&Instructions);
+        let preamble = fill(PREAMBLE, &[("tools", "get, set, known, unknown, update")]);
+        assert_eq!(
+            text,
+            format!(
+                "{preamble}\n\n<get path=\"…\"/> reads.\n\n<set path=\"…\"/> writes.\n\n\
+                 ## Persona\n\nA careful reviewer.\n\n## Skills\n\n### style\nUse tabs."
+            )
+        );
+    }
+
+    #[test]
+    fn without_persona_or_skills_only_the_preamble_and_docs_remain() {
+        let text = Fixture::new(Vec::new()).render(&Instructions);
+        assert!(text.ends_with("<set path=\"…\"/> writes."));
+        assert!(!text.contains("## Persona"));
+        assert!(!text.contains("## Skills"));
+    }
+}

@@ -1,0 +1,210 @@
+//! `<progress>` (user chain, priority 200): how much is loaded, how full the context is,
+//! the bridge from the performed work to the prompt, and the budget advisories at 50 % and
+//! 75 % of the ceiling.
+
+use super::performed::Performed;
+use super::tag::Tag;
+use super::text::{fill, ADVISORY_HALF, ADVISORY_THREE_QUARTERS, BRIDGE, BUDGET, COUNTS, FIDELITY};
+use super::{AssemblyContext, AssemblyFilter};
+use crate::context::packet::{Bucket, MessageBuilder};
+use crate::db::enums::{Category, Fidelity};
+
+/// The numbers the budget line and the advisories need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetFigures {
+    /// The model's effective context window.
+    pub context_size: i64,
+    /// Tokens the context uses (the caller's best measure: the provider's count of the last
+    /// call, or this turn's estimate).
+    pub used_tokens: i64,
+}
+
+impl BudgetFigures {
+    /// Room kept below the enforce ceiling for writes the guard cannot see.
+    const CUSHION: i64 = 500;
+
+    /// The write ceiling, `floor(context_size × 0.9) − 500`, at least 1.
+    pub fn ceiling(self) -> i64 {
+        (self.context_size.saturating_mul(9) / 10 - Self::CUSHION).max(1)
+    }
+
+    /// Used tokens as a rounded percentage of the ceiling.
+    pub fn percent(self) -> i64 {
+        let ceiling = self.ceiling();
+        (self.used_tokens.max(0).saturating_mul(100) + ceiling / 2) / ceiling
+    }
+
+    /// Whether the used tokens reach `percent` % of the ceiling.
+    fn reaches(self, percent: i64) -> bool {
+        self.used_tokens.saturating_mul(100) >= percent.saturating_mul(self.ceiling())
+    }
+}
+
+/// Renders `<progress>`.
+pub struct Progress;
+
+impl AssemblyFilter for Progress {
+    fn priority(&self) -> i32 {
+        200
+    }
+
+    fn apply(&self, context: &AssemblyContext<'_>, message: &mut MessageBuilder) {
+        let mut lines = vec![counts_line(context)];
+        if let Some(budget) = context.input.budget {
+            let (used, ceiling, percent) = (
+                budget.used_tokens.to_string(),
+                budget.ceiling().to_string(),
+                budget.percent().to_string(),
+            );
+            lines.push(fill(
+                BUDGET,
+                &[("used", &used), ("ceiling", &ceiling), ("percent", &percent)],
+            ));
+        }
+        lines.extend(fidelity_line(context));
+        if !Performed::rows(context).is_empty() {
+            lines.push(fill(BRIDGE, &[]));
+        }
+        lines.extend(context.input.budget.and_then(advisory));
+        let turn = context.input.turn.to_string();
+        message.open_section(Bucket::System);
+        message.push(
+            Bucket::System,
+            &Tag::new("progress")
+                .attribute("turn", &turn)
+                .wrap(&lines.join("\n")),
+        );
+    }
+}
+
+/// `2 knowns · 4 logging · 1 unknown`.
+fn counts_line(context: &AssemblyContext<'_>) -> String {
+    let count = |wanted: Category| {
+        context
+            .input
+            .rows
+            .iter()
+            .filter(|row| row.category == wanted && !row.has_scheme("skill"))
+            .count()
+    };
+    let plural = |number: usize, word: &str| match number {
+        1 => format!("1 {word}"),
+        _ => format!("{number} {word}s"),
+    };
+    let knowns = plural(count(Category::Data), "known");
+    let logging = format!("{} logging", count(Category::Logging));
+    let unknowns = plural(count(Category::Unknown), "unknown");
+    fill(
+        COUNTS,
+        &[("knowns", &knowns), ("logging", &logging), ("unknowns", &unknowns)],
+    )
+}
+
+/// `Entries: 3 full (40 tok) · 1 index (0 tok)` over data and logging rows.
+fn fidelity_line(context: &AssemblyContext<'_>) -> Option<String> {
+    let groups: Vec<String> = [Fidelity::Full, Fidelity::Summary, Fidelity::Index]
+        .into_iter()
+        .filter_map(|fidelity| {
+            let (entries, tokens) = context
+                .input
+                .rows
+                .iter()
+                .filter(|row| matches!(row.category, Category::Data | Category::Logging))
+                .filter(|row| row.fidelity == fidelity)
+                .fold((0, 0), |(entries, tokens), row| (entries + 1, tokens + row.tokens));
+            (entries > 0).then(|| format!("{entries} {fidelity} ({tokens} tok)"))
+        })
+        .collect();
+    if groups.is_empty() {
+        return None;
+    }
+    Some(fill(FIDELITY, &[("groups", &groups.join(" · "))]))
+}
+
+/// The advisory for the share of the ceiling in use, if any.
+fn advisory(budget: BudgetFigures) -> Option<String> {
+    let percent = budget.percent().to_string();
+    let template = if budget.reaches(75) {
+        ADVISORY_THREE_QUARTERS
+    } else if budget.reaches(50) {
+        ADVISORY_HALF
+    } else {
+        return None;
+    };
+    Some(fill(template, &[("percent", &percent)]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{row, Fixture, RowChanges};
+    use super::*;
+
+    fn rows() -> Vec<crate::context::ContextRow> {
+        vec![
+            row("known://a", Category::Data, 1, "12345678"),
+            row("src/b.js", Category::Data, 0, "").at(Fidelity::Index),
+            row("get://turn_1/a", Category::Logging, 1, "abcd"),
+            row("unknown://q", Category::Unknown, 1, "q"),
+            row("prompt://1", Category::Prompt, 1, "go"),
+        ]
+    }
+
+    #[test]
+    fn counts_fidelity_stats_and_bridge() {
+        let fixture = Fixture::new(rows());
+        let counts = fill(
+            COUNTS,
+            &[("knowns", "2 knowns"), ("logging", "1 logging"), ("unknowns", "1 unknown")],
+        );
+        let stats = fill(FIDELITY, &[("groups", "2 full (3 tok) · 1 index (0 tok)")]);
+        let bridge = fill(BRIDGE, &[]);
+        assert_eq!(
+            fixture.render(&Progress),
+            format!("<progress turn=\"2\">{counts}\n{stats}\n{bridge}</progress>")
+        );
+    }
+
+    #[test]
+    fn budget_line_and_advisories_follow_the_ceiling() {
+        let figures = |used| BudgetFigures {
+            context_size: 10_000,
+            used_tokens: used,
+        };
+        assert_eq!(figures(0).ceiling(), 8_500);
+        let mut fixture = Fixture::new(rows());
+        fixture.budget = Some(figures(4_249));
+        let quiet = fixture.render(&Progress);
+        let budget = fill(
+            BUDGET,
+            &[("used", "4249"), ("ceiling", "8500"), ("percent", "50")],
+        );
+        assert!(quiet.contains(&budget));
+        assert!(!quiet.contains("YOU MAY") && !quiet.contains("YOU MUST"));
+
+        fixture.budget = Some(figures(4_250));
+        let half = fixture.render(&Progress);
+        assert!(half.ends_with(&format!(
+            "{}</progress>",
+            fill(ADVISORY_HALF, &[("percent", "50")])
+        )));
+
+        fixture.budget = Some(figures(6_375));
+        let three_quarters = fixture.render(&Progress);
+        assert!(three_quarters.ends_with(&format!(
+            "{}</progress>",
+            fill(ADVISORY_THREE_QUARTERS, &[("percent", "75")])
+        )));
+        assert!(!three_quarters.contains("YOU MAY"));
+    }
+
+    #[test]
+    fn a_tiny_window_still_has_a_positive_ceiling() {
+        let tiny = BudgetFigures {
+            context_size: 100,
+            used_tokens: 5,
+        };
+        assert_eq!(tiny.ceiling(), 1);
+        assert_eq!(tiny.percent(), 500);
+        assert_eq!(advisory(tiny), Some(fill(ADVISORY_THREE_QUARTERS, &[("percent", "500")])));
+    }
+}

@@ -1,0 +1,49 @@
+//! The model-facing text of assembly, kept in `src/plugins/text/` so it can be tuned
+//! without touching code, and a tiny `{name}` template filler.
+
+/// The instructions' opening: role, reply shape, rules; `{tools}` is the active tool list.
+pub const PREAMBLE: &str = include_str!("../text/preamble.md");
+/// Progress: how many entries of each section are loaded.
+pub const COUNTS: &str = include_str!("../text/assembly/counts.md");
+/// Progress: tokens used against the ceiling.
+pub const BUDGET: &str = include_str!("../text/assembly/budget.md");
+/// Progress: entries and tokens per fidelity.
+pub const FIDELITY: &str = include_str!("../text/assembly/fidelity.md");
+/// Progress: ties the performed work to the prompt that caused it.
+pub const BRIDGE: &str = include_str!("../text/assembly/bridge.md");
+/// Progress: the context is half full.
+pub const ADVISORY_HALF: &str = include_str!("../text/assembly/advisory_half.md");
+/// Progress: the context is three quarters full.
+pub const ADVISORY_THREE_QUARTERS: &str =
+    include_str!("../text/assembly/advisory_three_quarters.md");
+/// The `warn` attribute of an ask-mode prompt.
+pub const ASK_WARNING: &str = include_str!("../text/assembly/ask_warning.md");
+
+/// `template` (without its trailing newline) with each `{name}` replaced by its value.
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    values
+        .iter()
+        .fold(template.trim_end().to_owned(), |text, (name, value)| {
+            text.replace(&format!("{{{name}}}"), value)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_filled_and_none_is_left() {
+        let filled = fill(BUDGET, &[("used", "1"), ("ceiling", "2"), ("percent", "50")]);
+        assert!(filled.contains('1') && filled.contains("50"));
+        assert!(!filled.contains('{'));
+        assert!(!fill(PREAMBLE, &[("tools", "get")]).contains("{tools}"));
+    }
+
+    #[test]
+    fn the_preamble_teaches_the_lifecycle() {
+        for lesson in ["<update>", "<summarize>", "<unknown>", "known://", "summary=", "fidelity="] {
+            assert!(PREAMBLE.contains(lesson), "preamble lacks {lesson}");
+        }
+    }
+}
