@@ -2,6 +2,7 @@
 //! check the ceiling, call the LLM, record the audit copies, dispatch the commands, and
 //! tell the clients.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
@@ -11,6 +12,10 @@ use crate::agent::loop_config::LoopConfig;
 use crate::agent::run_loop::LoopError;
 use crate::agent::state;
 use crate::app::AppState;
+use crate::context::materialize::{materialize, TurnTarget};
+use crate::context::{Packet, TokenMath};
+use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
+use crate::plugins::policy::ToolPolicy;
 use crate::db::enums::Fidelity;
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsert, UnresolvedRow};
@@ -127,8 +132,7 @@ async fn execute_numbered_turn(
         .config
         .policy(lp.mode, app.settings.search_available());
     let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
-    let packet = crate::context::prepare_turn(app, run_id, lp, turn, prompt, policy, input.context_size)
-        .await?;
+    let packet = prepare_packet(app, &input, turn, prompt, policy).await?;
     let alias = state::alias_of(app, run_id).await?;
     let project = state::project_of(app, run_id).await?;
     app.hubs.publish(
@@ -193,13 +197,72 @@ async fn execute_numbered_turn(
     Ok(TurnEnd::Completed(report))
 }
 
+/// Writes the loop's prompt (first iteration), materializes the visible entries into
+/// `turn_context` and assembles the two messages.
+async fn prepare_packet(
+    app: &AppState,
+    input: &TurnInput<'_>,
+    turn: i32,
+    prompt: Option<String>,
+    policy: ToolPolicy,
+) -> Result<Packet, LoopError> {
+    let plugins = Arc::clone(&app.plugins);
+    let tokens = TokenMath::new(app.settings.tokens.divisor);
+    let run_id = input.run_id;
+    let loop_id = input.loop_row.id;
+    let mode = input.loop_row.mode;
+    let (rows, persona, used_tokens) = app
+        .db_call(move |conn| {
+            if let Some(prompt) = prompt {
+                entries::upsert_entry(
+                    conn,
+                    &EntryUpsert {
+                        run_id,
+                        loop_id: Some(loop_id),
+                        turn,
+                        path: format!("prompt://{turn}"),
+                        body: prompt,
+                        status: 200,
+                        fidelity: Some(Fidelity::Full),
+                        hash: None,
+                        attributes: Some(json!({"mode": mode.as_str()})),
+                    },
+                )?;
+            }
+            let persona = runs::get_run(conn, run_id)?.and_then(|run| run.persona);
+            let used_tokens = turns::last_context_tokens(conn, run_id)?;
+            let target = TurnTarget {
+                run_id,
+                loop_id: Some(loop_id),
+                turn,
+            };
+            let rows = materialize(conn, target, plugins.as_ref(), tokens)?;
+            Ok((rows, persona, used_tokens))
+        })
+        .await?;
+    Ok(app.assembly.assemble(
+        AssemblyInput {
+            rows: &rows,
+            turn,
+            policy,
+            tools: app.plugins.as_ref(),
+            persona: persona.as_deref(),
+            budget: Some(BudgetFigures {
+                context_size: input.context_size,
+                used_tokens,
+            }),
+        },
+        tokens,
+    ))
+}
+
 /// Writes what the model saw and said (`system://N`, `user://N`, `assistant://N`,
 /// `reasoning://N`, `content://N`) at archive fidelity, and the turn's usage.
 async fn record_audit(
     app: &AppState,
     input: &TurnInput<'_>,
     row: &TurnRow,
-    packet: &crate::context::Packet,
+    packet: &Packet,
     response: &ChatResponse,
     unparsed: &str,
 ) -> Result<(), LoopError> {

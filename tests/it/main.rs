@@ -2,6 +2,7 @@
 //! WebSocket clients; a scripted OpenAI-compatible server stands in for the LLM where a test
 //! needs determinism.
 
+mod e2e;
 mod fake_llm;
 mod support;
 
