@@ -8,15 +8,19 @@
 //! function returns [`DbError`]. Database rows are not wire types: the RPC layer builds its
 //! own results from them.
 
+pub mod actor;
 pub mod connection;
 pub mod enums;
 mod error;
 pub mod functions;
 pub mod ids;
+pub mod models;
 pub mod paths;
+pub mod queries;
 pub mod schema;
 #[cfg(test)]
 mod testing;
 
+pub use actor::{start_db, DbActor};
 pub use connection::{open_connection, run_migrations, DEFAULT_TOKEN_DIVISOR};
 pub use error::DbError;

@@ -153,7 +153,8 @@ CREATE TABLE file_constraints (
 );
 
 -- The store. `tokens_full` is the cost of the raw body, `tokens` the display cost at the
--- current fidelity; both are kept by the triggers below, whoever writes.
+-- current fidelity (the summary attribute, else the first 80 characters, at summary; nothing
+-- at index or archive); both are computed by SQLite, whoever writes.
 CREATE TABLE known_entries (
     id          INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
     run_id      INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
@@ -168,8 +169,12 @@ CREATE TABLE known_entries (
     hash        TEXT,
     attributes  TEXT NOT NULL DEFAULT '{}'
                 CHECK (json_valid(attributes) AND json_type(attributes) = 'object'),
-    tokens      INTEGER NOT NULL DEFAULT 0 CHECK (tokens >= 0),
-    tokens_full INTEGER NOT NULL DEFAULT 0 CHECK (tokens_full >= 0),
+    tokens      INTEGER GENERATED ALWAYS AS (CASE fidelity
+                    WHEN 'full' THEN countTokens(body)
+                    WHEN 'summary' THEN countTokens(COALESCE(
+                        CAST(json_extract(attributes, '$.summary') AS TEXT), substr(body, 1, 80)))
+                    ELSE 0 END) STORED NOT NULL,
+    tokens_full INTEGER GENERATED ALWAYS AS (countTokens(body)) STORED NOT NULL,
     refs        INTEGER NOT NULL DEFAULT 0 CHECK (refs >= 0),
     write_count INTEGER NOT NULL DEFAULT 1 CHECK (write_count >= 1),
     created_at  TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP,
@@ -179,32 +184,6 @@ CREATE TABLE known_entries (
 CREATE UNIQUE INDEX idx_known_entries_run_path ON known_entries (run_id, path);
 CREATE INDEX idx_known_entries_run_scheme_status ON known_entries (run_id, scheme, status);
 CREATE INDEX idx_known_entries_run_turn ON known_entries (run_id, turn);
-
-CREATE TRIGGER trg_known_entries_tokens_insert
-AFTER INSERT ON known_entries
-BEGIN
-    UPDATE known_entries SET
-        tokens_full = countTokens(NEW.body),
-        tokens = CASE NEW.fidelity
-            WHEN 'full' THEN countTokens(NEW.body)
-            WHEN 'summary' THEN countTokens(COALESCE(
-                CAST(json_extract(NEW.attributes, '$.summary') AS TEXT), substr(NEW.body, 1, 80)))
-            ELSE 0 END
-    WHERE id = NEW.id;
-END;
-
-CREATE TRIGGER trg_known_entries_tokens_update
-AFTER UPDATE OF body, fidelity, attributes ON known_entries
-BEGIN
-    UPDATE known_entries SET
-        tokens_full = countTokens(NEW.body),
-        tokens = CASE NEW.fidelity
-            WHEN 'full' THEN countTokens(NEW.body)
-            WHEN 'summary' THEN countTokens(COALESCE(
-                CAST(json_extract(NEW.attributes, '$.summary') AS TEXT), substr(NEW.body, 1, 80)))
-            ELSE 0 END
-    WHERE id = NEW.id;
-END;
 
 -- What the model saw on one turn: the projected rows, in context order.
 CREATE TABLE turn_context (

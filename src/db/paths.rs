@@ -58,6 +58,27 @@ pub fn slugify(text: &str) -> String {
     encoded.get(..end).unwrap_or("").to_owned()
 }
 
+/// The path of a tool's result entry: `<scheme>://turn_<N>/<target>`, the target
+/// percent-encoded and the whole normalised, so `/` in the target becomes real segments.
+pub fn result_path(scheme: &str, turn: i32, target: &str) -> String {
+    normalize_path(&format!(
+        "{scheme}{SCHEME_SEPARATOR}turn_{turn}/{}",
+        percent_encode(target)
+    ))
+}
+
+/// A path named after its content: `<scheme>://<slug of text>` (`untitled` when the text
+/// gives no slug), normalised.
+pub fn slug_path(scheme: &str, text: &str) -> String {
+    let slug = slugify(text.trim());
+    let name = if slug.is_empty() {
+        "untitled"
+    } else {
+        slug.as_str()
+    };
+    normalize_path(&format!("{scheme}{SCHEME_SEPARATOR}{name}"))
+}
+
 /// Percent-encodes every byte except `A-Z a-z 0-9 - _ . ! ~ * ' ( )`, like
 /// JavaScript's `encodeURIComponent`.
 pub fn percent_encode(text: &str) -> String {
@@ -154,6 +175,19 @@ mod tests {
         assert!(slug.len() <= SLUG_MAX_CHARS);
         assert!(percent_decode(&slug).is_some(), "{slug}");
         assert_eq!(slugify(&"a".repeat(100)).len(), SLUG_MAX_CHARS);
+    }
+
+    #[test]
+    fn result_and_slug_paths() {
+        assert_eq!(result_path("get", 2, "src/a.js"), "get://turn_2/src/a.js");
+        assert_eq!(result_path("sh", 2, "npm test"), "sh://turn_2/npm%20test");
+        assert_eq!(result_path("rm", 1, "known://x"), "rm://turn_1/known%3A//x");
+        assert_eq!(result_path("think", 1, ""), "think://turn_1/");
+        assert_eq!(
+            slug_path("Unknown", "what is it?"),
+            "unknown://what%20is%20it%3F"
+        );
+        assert_eq!(slug_path("known", "  "), "known://untitled");
     }
 
     proptest! {

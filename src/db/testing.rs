@@ -32,3 +32,47 @@ impl TestDb {
         open_connection(&self.path, 4).unwrap()
     }
 }
+
+/// A project `p` with one run of model `m`.
+pub fn sample_run(conn: &mut SqliteConnection) -> crate::db::models::run::RunRow {
+    use crate::db::models::run::RunCreate;
+    use crate::db::models::ProjectInsertForm;
+    use crate::db::queries::{projects, runs};
+    let project = projects::upsert_project(
+        conn,
+        &ProjectInsertForm {
+            name: "p".into(),
+            project_root: Some("/p".into()),
+            config_path: None,
+        },
+    )
+    .unwrap();
+    let create = RunCreate {
+        project_id: project.id,
+        model: "m".into(),
+        temperature: None,
+        persona: None,
+        context_limit: None,
+    };
+    runs::create_run(conn, &create, 1_000).unwrap()
+}
+
+/// A plain write of `body` at `path` on `turn`, status 200, keeping fidelity and attributes.
+pub fn write(
+    run_id: crate::db::ids::RunId,
+    path: &str,
+    body: &str,
+    turn: i32,
+) -> crate::db::models::entry::EntryUpsert {
+    crate::db::models::entry::EntryUpsert {
+        run_id,
+        loop_id: None,
+        turn,
+        path: path.into(),
+        body: body.into(),
+        status: 200,
+        fidelity: None,
+        hash: None,
+        attributes: None,
+    }
+}

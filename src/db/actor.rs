@@ -1,0 +1,181 @@
+//! `DbActor`: the single writer. One `SyncArbiter` thread owns the SQLite connection and
+//! runs one query function per message, so diesel never runs on an async executor thread
+//! and writes are serialised without lock contention.
+//!
+//! Every message is a small struct whose `Result` is `Result<T, DbError>`, and its handler
+//! is a one-line call into [`queries`](super::queries). Messages are grouped like the
+//! queries: configuration ([`config_messages`]), runs/loops/turns ([`run_messages`]) and
+//! the store ([`entry_messages`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use actix::{Actor, Addr, SyncArbiter, SyncContext};
+use diesel::SqliteConnection;
+
+use super::connection::{has_pending_migrations, open_connection, run_migrations};
+use super::DbError;
+
+/// Defines message structs and their `DbActor` handlers: each handler gets the connection
+/// and the message and evaluates one query call.
+macro_rules! db_messages {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident { $($(#[$field_doc:meta])* $field:ident : $field_type:ty),* $(,)? }
+            -> $result:ty = |$conn:ident, $message:ident| $body:expr;
+    )*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            $(
+                #[doc = concat!("`", stringify!($field), "`, passed to the query.")]
+                $(#[$field_doc])*
+                pub $field: $field_type,
+            )*
+        }
+
+        impl actix::Message for $name {
+            type Result = Result<$result, $crate::db::DbError>;
+        }
+
+        impl actix::Handler<$name> for $crate::db::actor::DbActor {
+            type Result = Result<$result, $crate::db::DbError>;
+
+            #[allow(unused_variables)]
+            fn handle(&mut self, $message: $name, _: &mut Self::Context) -> Self::Result {
+                let $conn = self.connection()?;
+                $body
+            }
+        }
+    )*};
+}
+
+pub mod config_messages;
+pub mod entry_messages;
+pub mod run_messages;
+
+/// The database actor. Start it with [`start_db`].
+pub struct DbActor {
+    connection: Option<SqliteConnection>,
+    path: PathBuf,
+    token_divisor: u32,
+}
+
+impl DbActor {
+    /// The connection, reopened if a previous one was lost.
+    fn connection(&mut self) -> Result<&mut SqliteConnection, DbError> {
+        let connection = match self.connection.take() {
+            Some(connection) => connection,
+            None => open_connection(&self.path, self.token_divisor)?,
+        };
+        Ok(self.connection.insert(connection))
+    }
+}
+
+impl Actor for DbActor {
+    type Context = SyncContext<Self>;
+}
+
+/// Opens the database at `path` (creating it), applies pending migrations and starts the
+/// actor on its own thread. Must be called inside a running actix `System`.
+pub fn start_db(path: &Path, token_divisor: u32) -> Result<Addr<DbActor>, DbError> {
+    if actix::System::try_current().is_none() {
+        return Err(DbError::Internal(
+            "start_db needs a running actix System".to_owned(),
+        ));
+    }
+    let mut connection = open_connection(path, token_divisor)?;
+    run_migrations(&mut connection)?;
+    let first_connection = Mutex::new(Some(connection));
+    let path = path.to_owned();
+    Ok(SyncArbiter::start(1, move || DbActor {
+        connection: first_connection
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take()),
+        path: path.clone(),
+        token_divisor,
+    }))
+}
+
+db_messages! {
+    /// Readiness: the database answers and every migration is applied.
+    CheckReady {} -> bool = |conn, message| Ok(!has_pending_migrations(conn)?);
+}
+
+/// Milliseconds since the Unix epoch, for run aliases.
+fn epoch_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::config_messages::UpsertProject;
+    use super::entry_messages::{GetModelContext, UpsertEntry};
+    use super::run_messages::{CreateRun, SetRunStatus};
+    use super::*;
+    use crate::db::enums::RunStatus;
+    use crate::db::models::run::RunCreate;
+    use crate::db::models::ProjectInsertForm;
+    use crate::db::testing::write;
+
+    #[actix::test]
+    async fn messages_run_queries_on_the_actor_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = start_db(&dir.path().join("rummy.db"), 4).unwrap();
+        assert!(db.send(CheckReady {}).await.unwrap().unwrap());
+        let form = ProjectInsertForm {
+            name: "p".into(),
+            project_root: None,
+            config_path: None,
+        };
+        let project = db.send(UpsertProject { form }).await.unwrap().unwrap();
+        let create = RunCreate {
+            project_id: project.id,
+            model: "grok".into(),
+            temperature: None,
+            persona: None,
+            context_limit: None,
+        };
+        let run = db.send(CreateRun { create }).await.unwrap().unwrap();
+        assert!(run.alias.starts_with("grok_"));
+        db.send(UpsertEntry {
+            entry: write(run.id, "known://fact", "text", 1),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        let context = db
+            .send(GetModelContext { run_id: run.id })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            context
+                .iter()
+                .map(|row| row.path.as_str())
+                .collect::<Vec<_>>(),
+            ["known://fact"]
+        );
+        let illegal = db
+            .send(SetRunStatus {
+                id: run.id,
+                status: RunStatus::Completed,
+            })
+            .await
+            .unwrap();
+        assert!(matches!(illegal, Err(DbError::Invalid(_))));
+    }
+
+    #[test]
+    fn starting_outside_a_system_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            start_db(&dir.path().join("rummy.db"), 4),
+            Err(DbError::Internal(_))
+        ));
+    }
+}

@@ -1,0 +1,132 @@
+//! Row structs (what a query reads) and forms (what an insert or update writes), one set per
+//! table, Lemmy style. Rows are database types, not wire types: the RPC layer builds its
+//! results from them.
+//!
+//! The small configuration tables live here; runs, loops and turns in [`run`]; the store,
+//! its views and the per-turn context in [`entry`].
+
+pub mod entry;
+pub mod run;
+
+use diesel::prelude::*;
+
+use super::enums::{Category, Visibility};
+use super::ids::{ConstraintId, ModelId, ProjectId};
+use super::schema::{file_constraints, models, projects, rpc_log, schemes};
+
+/// A registered entry scheme.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = schemes, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct SchemeRow {
+    /// The scheme name (`file` stands for bare paths).
+    pub name: String,
+    /// Whether entries of this scheme can appear in the model's context.
+    pub model_visible: bool,
+    /// The context section the scheme renders in.
+    pub category: Category,
+}
+
+/// A project: a client-chosen name bound to a source root.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = projects, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct ProjectRow {
+    /// Row id.
+    pub id: ProjectId,
+    /// Unique project name.
+    pub name: String,
+    /// Absolute source root.
+    pub project_root: Option<String>,
+    /// Stored, not interpreted.
+    pub config_path: Option<String>,
+    /// `YYYY-MM-DD HH:MM:SS` UTC.
+    pub created_at: String,
+}
+
+/// Insert form for [`ProjectRow`]; as a changeset, `None` fields keep the stored value.
+#[derive(Debug, Clone, Insertable, AsChangeset)]
+#[diesel(table_name = projects)]
+pub struct ProjectInsertForm {
+    /// Unique project name.
+    pub name: String,
+    /// Absolute source root.
+    pub project_root: Option<String>,
+    /// Config file path.
+    pub config_path: Option<String>,
+}
+
+/// A model alias and the provider model it stands for.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = models, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct ModelRow {
+    /// Row id.
+    pub id: ModelId,
+    /// What clients pass as `model`.
+    pub alias: String,
+    /// Provider-prefixed model id (`openai/x`, `ollama/x`, ...).
+    pub actual: String,
+    /// Context window in tokens, when known.
+    pub context_length: Option<i32>,
+    /// `YYYY-MM-DD HH:MM:SS` UTC.
+    pub created_at: String,
+}
+
+/// Insert form for [`ModelRow`]; as a changeset, `None` fields keep the stored value.
+#[derive(Debug, Clone, Insertable, AsChangeset)]
+#[diesel(table_name = models)]
+pub struct ModelInsertForm {
+    /// Unique alias.
+    pub alias: String,
+    /// Provider-prefixed model id.
+    pub actual: String,
+    /// Context window in tokens; `None` keeps a known value on update.
+    pub context_length: Option<i32>,
+}
+
+/// A project-level file constraint.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = file_constraints, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct ConstraintRow {
+    /// Row id.
+    pub id: ConstraintId,
+    /// Owning project.
+    pub project_id: ProjectId,
+    /// Path or glob relative to the project root.
+    pub pattern: String,
+    /// How matching files are treated.
+    pub visibility: Visibility,
+    /// `YYYY-MM-DD HH:MM:SS` UTC.
+    pub created_at: String,
+}
+
+/// Insert form for [`ConstraintRow`].
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = file_constraints)]
+pub struct ConstraintInsertForm {
+    /// Owning project.
+    pub project_id: ProjectId,
+    /// Path or glob relative to the project root.
+    pub pattern: String,
+    /// How matching files are treated.
+    pub visibility: Visibility,
+}
+
+/// One audited RPC call.
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = rpc_log)]
+pub struct RpcLogInsertForm {
+    /// The connection's project, when initialised.
+    pub project_id: Option<ProjectId>,
+    /// JSON-RPC method name.
+    pub method: String,
+    /// The request id as JSON text.
+    pub rpc_id: Option<String>,
+    /// The params as JSON text.
+    pub params: Option<String>,
+    /// The result as JSON text; cut to [`RPC_LOG_RESULT_MAX_CHARS`] on insert.
+    pub result: Option<String>,
+    /// The error message.
+    pub error: Option<String>,
+}
+
+/// Longest `rpc_log.result` kept, in characters.
+pub const RPC_LOG_RESULT_MAX_CHARS: usize = 4096;

@@ -1,0 +1,230 @@
+//! Rows and forms for the store (`known_entries`), its views, and the per-turn context.
+
+use diesel::prelude::*;
+
+use crate::db::enums::{Category, Fidelity};
+use crate::db::ids::{EntryId, LoopId, RunId};
+use crate::db::schema::{known_entries, turn_context, v_model_context, v_run_log, v_unresolved};
+use crate::db::DbError;
+
+/// One entry of the store.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, QueryableByName)]
+#[diesel(table_name = known_entries, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct EntryRow {
+    /// Row id: creation order.
+    pub id: EntryId,
+    /// Owning run.
+    pub run_id: RunId,
+    /// The loop that last wrote it.
+    pub loop_id: Option<LoopId>,
+    /// The turn of the last touch.
+    pub turn: i32,
+    /// Normalised identity within the run.
+    pub path: String,
+    /// Content.
+    pub body: String,
+    /// The scheme, `None` for bare paths (files).
+    pub scheme: Option<String>,
+    /// HTTP-like state (200 ok, 202 proposed, 4xx/5xx failures).
+    pub status: i32,
+    /// Visibility level.
+    pub fidelity: Fidelity,
+    /// SHA-256 of file content.
+    pub hash: Option<String>,
+    /// Handler workspace: a JSON object as text.
+    pub attributes: String,
+    /// Display token count at the current fidelity.
+    pub tokens: i32,
+    /// Token count of the raw body.
+    pub tokens_full: i32,
+    /// Unused reference counter, kept for the reference schema.
+    pub refs: i32,
+    /// Number of writes.
+    pub write_count: i32,
+    /// `YYYY-MM-DD HH:MM:SS` UTC.
+    pub created_at: String,
+    /// `YYYY-MM-DD HH:MM:SS` UTC.
+    pub updated_at: String,
+}
+
+impl EntryRow {
+    /// The attributes as a JSON object.
+    pub fn attributes_json(&self) -> Result<serde_json::Value, DbError> {
+        Ok(serde_json::from_str(&self.attributes)?)
+    }
+}
+
+/// A write to the store (insert, or update of the entry at `(run_id, path)`).
+///
+/// Semantics on an existing entry: body, status, loop and turn are replaced; `fidelity`
+/// `None` keeps the stored fidelity (`full` for a new entry); `hash` `None` keeps the
+/// stored hash; `attributes` `None` keeps the stored attributes, and an object is merged
+/// into them as a JSON merge patch (a key set to `null` is removed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntryUpsert {
+    /// Owning run.
+    pub run_id: RunId,
+    /// The writing loop.
+    pub loop_id: Option<LoopId>,
+    /// The current turn.
+    pub turn: i32,
+    /// Entry path; normalised before writing.
+    pub path: String,
+    /// Content.
+    pub body: String,
+    /// HTTP-like state.
+    pub status: i32,
+    /// Visibility; `None` keeps the stored one.
+    pub fidelity: Option<Fidelity>,
+    /// File hash; `None` keeps the stored one.
+    pub hash: Option<String>,
+    /// Merge patch for the attributes; `None` keeps them.
+    pub attributes: Option<serde_json::Value>,
+}
+
+/// Which entries of a run an operation applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selector {
+    /// One entry; the path is normalised first.
+    Path(String),
+    /// Every entry whose path matches `path` (hedmatch, not normalised) and, when given,
+    /// whose body contains a match for `body` (hedsearch).
+    Pattern {
+        /// Path pattern.
+        path: String,
+        /// Body search pattern.
+        body: Option<String>,
+    },
+}
+
+/// A proposal waiting for the client (`v_unresolved`).
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = v_unresolved, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct UnresolvedRow {
+    /// Entry id.
+    pub id: EntryId,
+    /// Owning run.
+    pub run_id: RunId,
+    /// Entry path.
+    pub path: String,
+    /// The proposed content or command.
+    pub body: String,
+    /// Attributes as JSON object text.
+    pub attributes: String,
+    /// The turn that proposed it.
+    pub turn: i32,
+}
+
+/// A row the model can see (`v_model_context`), in context order.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = v_model_context, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct ModelContextRow {
+    /// Entry id.
+    pub entry_id: EntryId,
+    /// Owning run.
+    pub run_id: RunId,
+    /// Entry path.
+    pub path: String,
+    /// The scheme, `None` for files.
+    pub scheme: Option<String>,
+    /// Visible fidelity (never archive).
+    pub fidelity: Fidelity,
+    /// HTTP-like state (never 202).
+    pub status: i32,
+    /// The body, empty at index fidelity.
+    pub body: String,
+    /// Attributes as JSON object text.
+    pub attributes: String,
+    /// Context section.
+    pub category: Category,
+    /// The turn of the last touch.
+    pub turn: i32,
+    /// 1-based position in the context.
+    pub ordinal: i64,
+    /// countTokens(body).
+    pub tokens: i32,
+}
+
+/// A row of a run's client-facing history (`v_run_log`).
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = v_run_log, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct RunLogRow {
+    /// Entry id.
+    pub id: EntryId,
+    /// Owning run.
+    pub run_id: RunId,
+    /// Entry path.
+    pub path: String,
+    /// Content.
+    pub body: String,
+    /// HTTP-like state.
+    pub status: i32,
+    /// The scheme.
+    pub tool: String,
+    /// The first of attributes.command/file/path/question, else "".
+    pub target: String,
+}
+
+/// One row of what the model saw on a turn.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = turn_context, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct TurnContextRow {
+    /// Row id.
+    pub id: i64,
+    /// Owning run.
+    pub run_id: RunId,
+    /// The loop of that turn.
+    pub loop_id: Option<LoopId>,
+    /// Turn number N.
+    pub turn: i32,
+    /// Position in the context.
+    pub ordinal: i32,
+    /// Entry path.
+    pub path: String,
+    /// The scheme, `None` for files.
+    pub scheme: Option<String>,
+    /// HTTP-like state.
+    pub status: i32,
+    /// Visible fidelity.
+    pub fidelity: Fidelity,
+    /// The projected text.
+    pub body: String,
+    /// countTokens(projected text).
+    pub tokens: i32,
+    /// Attributes as JSON object text.
+    pub attributes: String,
+    /// Context section.
+    pub category: Category,
+    /// The entry's turn.
+    pub source_turn: i32,
+}
+
+/// Insert form for [`TurnContextRow`]: one projected row.
+#[derive(Debug, Clone, PartialEq, Insertable)]
+#[diesel(table_name = turn_context)]
+pub struct TurnContextInsertForm {
+    /// Owning run.
+    pub run_id: RunId,
+    /// The loop of that turn.
+    pub loop_id: Option<LoopId>,
+    /// Turn number N.
+    pub turn: i32,
+    /// Position in the context.
+    pub ordinal: i32,
+    /// Entry path.
+    pub path: String,
+    /// HTTP-like state.
+    pub status: i32,
+    /// Visible fidelity (not archive).
+    pub fidelity: Fidelity,
+    /// The projected text.
+    pub body: String,
+    /// countTokens(projected text).
+    pub tokens: i32,
+    /// Attributes as JSON object text.
+    pub attributes: String,
+    /// Context section.
+    pub category: Category,
+    /// The entry's turn.
+    pub source_turn: i32,
+}

@@ -1,0 +1,249 @@
+//! Rows and forms for runs, loops and turns: the skeleton under a project.
+
+use diesel::prelude::*;
+
+use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
+use crate::db::ids::{LoopId, ProjectId, RunId, TurnId};
+use crate::db::schema::{loops, runs, turns};
+use crate::db::DbError;
+
+/// A run: one conversation of a project, with its settings and counters.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = runs, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct RunRow {
+    /// Row id.
+    pub id: RunId,
+    /// Owning project.
+    pub project_id: ProjectId,
+    /// The run this one was forked from.
+    pub parent_run_id: Option<RunId>,
+    /// Model alias used by loops that bring none (resume, inject).
+    pub model: Option<String>,
+    /// State-machine status.
+    pub status: RunStatus,
+    /// Public, unique name.
+    pub alias: String,
+    /// Stored temperature (0–2).
+    pub temperature: Option<f64>,
+    /// Persona text appended to the system prompt.
+    pub persona: Option<String>,
+    /// Caps the model's context size (≥ 1024).
+    pub context_limit: Option<i32>,
+    /// The turn number the next turn will take.
+    pub next_turn: i32,
+    /// The sequence number the next loop will take.
+    pub next_loop: i32,
+    /// `YYYY-MM-DD HH:MM:SS` UTC.
+    pub created_at: String,
+}
+
+/// What a caller gives to create a run; the alias is generated.
+#[derive(Debug, Clone)]
+pub struct RunCreate {
+    /// Owning project.
+    pub project_id: ProjectId,
+    /// Model alias; also the alias prefix.
+    pub model: String,
+    /// Temperature (0–2).
+    pub temperature: Option<f64>,
+    /// Persona text.
+    pub persona: Option<String>,
+    /// Context cap (≥ 1024).
+    pub context_limit: Option<i32>,
+}
+
+/// Insert form for [`RunRow`].
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = runs)]
+pub(crate) struct RunInsertForm {
+    pub project_id: ProjectId,
+    pub parent_run_id: Option<RunId>,
+    pub model: Option<String>,
+    pub alias: String,
+    pub temperature: Option<f64>,
+    pub persona: Option<String>,
+    pub context_limit: Option<i32>,
+    pub next_turn: i32,
+}
+
+/// Update form for a run's settings; `None` keeps the stored value.
+#[derive(Debug, Clone, Default, AsChangeset)]
+#[diesel(table_name = runs)]
+pub struct RunConfigUpdateForm {
+    /// Temperature (0–2).
+    pub temperature: Option<f64>,
+    /// Persona text.
+    pub persona: Option<String>,
+    /// Context cap (≥ 1024).
+    pub context_limit: Option<i32>,
+    /// Model alias.
+    pub model: Option<String>,
+}
+
+/// One run as listed for a project.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    /// The run.
+    pub run: RunRow,
+    /// Turns executed so far.
+    pub turns: i64,
+    /// Body of the newest `summarize://` entry.
+    pub summary: Option<String>,
+}
+
+/// Usage summed over every turn of a run.
+#[derive(Debug, Clone, Default, PartialEq, QueryableByName)]
+pub struct RunUsage {
+    /// Sum of prompt tokens.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub prompt_tokens: i64,
+    /// Sum of cached tokens.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub cached_tokens: i64,
+    /// Sum of completion tokens.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub completion_tokens: i64,
+    /// Sum of reasoning tokens.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub reasoning_tokens: i64,
+    /// Sum of total tokens.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub total_tokens: i64,
+    /// Sum of cost.
+    #[diesel(sql_type = diesel::sql_types::Double)]
+    pub cost: f64,
+    /// Number of turns.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub turns: i64,
+}
+
+/// A loop: one `ask`/`act`/`panic` request and the turns it takes.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, QueryableByName)]
+#[diesel(table_name = loops, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct LoopRow {
+    /// Row id; FIFO key.
+    pub id: LoopId,
+    /// Owning run.
+    pub run_id: RunId,
+    /// Per-run sequence number.
+    pub sequence: i32,
+    /// ask, act or panic.
+    pub mode: LoopMode,
+    /// Model alias for this loop.
+    pub model: Option<String>,
+    /// The prompt; empty means resume without a new prompt entry.
+    pub prompt: String,
+    /// Claim priority.
+    pub priority: LoopPriority,
+    /// 100 pending, 102 running, then the outcome.
+    pub status: RunStatus,
+    /// Loop options as JSON text (flags, temperature, panic bookkeeping).
+    pub config: String,
+    /// The outcome as JSON text.
+    pub result: Option<String>,
+    /// `YYYY-MM-DD HH:MM:SS` UTC.
+    pub created_at: String,
+}
+
+impl LoopRow {
+    /// The loop options as JSON.
+    pub fn config_json(&self) -> Result<serde_json::Value, DbError> {
+        Ok(serde_json::from_str(&self.config)?)
+    }
+}
+
+/// What a caller gives to enqueue a loop; the sequence number is assigned.
+#[derive(Debug, Clone)]
+pub struct LoopEnqueue {
+    /// Owning run.
+    pub run_id: RunId,
+    /// ask, act or panic.
+    pub mode: LoopMode,
+    /// Model alias.
+    pub model: Option<String>,
+    /// The prompt ("" to resume).
+    pub prompt: String,
+    /// Claim priority.
+    pub priority: LoopPriority,
+    /// Loop options; stored as JSON text.
+    pub config: serde_json::Value,
+}
+
+/// Insert form for [`LoopRow`].
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = loops)]
+pub(crate) struct LoopInsertForm {
+    pub run_id: RunId,
+    pub sequence: i32,
+    pub mode: LoopMode,
+    pub model: Option<String>,
+    pub prompt: String,
+    pub priority: LoopPriority,
+    pub config: String,
+}
+
+/// One LLM call, with its telemetry.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = turns, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct TurnRow {
+    /// Row id.
+    pub id: TurnId,
+    /// Owning run.
+    pub run_id: RunId,
+    /// Owning loop.
+    pub loop_id: LoopId,
+    /// Run-wide turn number N.
+    pub sequence: i32,
+    /// Actual prompt tokens (or the assembled estimate when the provider gave none).
+    pub context_tokens: i32,
+    /// Merged reasoning text.
+    pub reasoning_content: Option<String>,
+    /// Provider usage.
+    pub prompt_tokens: i32,
+    /// Provider usage.
+    pub cached_tokens: i32,
+    /// Provider usage.
+    pub completion_tokens: i32,
+    /// Provider usage.
+    pub reasoning_tokens: i32,
+    /// Provider usage.
+    pub total_tokens: i32,
+    /// Provider-reported cost.
+    pub cost: f64,
+    /// `YYYY-MM-DD HH:MM:SS` UTC.
+    pub created_at: String,
+}
+
+/// Insert form for [`TurnRow`].
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = turns)]
+pub struct TurnInsertForm {
+    /// Owning run.
+    pub run_id: RunId,
+    /// Owning loop.
+    pub loop_id: LoopId,
+    /// Run-wide turn number N.
+    pub sequence: i32,
+}
+
+/// Update form for a turn's telemetry, written after the LLM call.
+#[derive(Debug, Clone, Default, PartialEq, AsChangeset)]
+#[diesel(table_name = turns)]
+pub struct TurnUsageForm {
+    /// Actual prompt tokens (or the assembled estimate).
+    pub context_tokens: i32,
+    /// Merged reasoning text; `None` keeps it.
+    pub reasoning_content: Option<String>,
+    /// Provider usage.
+    pub prompt_tokens: i32,
+    /// Provider usage.
+    pub cached_tokens: i32,
+    /// Provider usage.
+    pub completion_tokens: i32,
+    /// Provider usage.
+    pub reasoning_tokens: i32,
+    /// Provider usage.
+    pub total_tokens: i32,
+    /// Provider-reported cost.
+    pub cost: f64,
+}

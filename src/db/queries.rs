@@ -1,0 +1,19 @@
+//! Plain query functions over `&mut SqliteConnection`, grouped by table. They are what the
+//! DB actor runs; tests call them directly.
+//!
+//! Conventions: a lookup by a client-given name or path returns `Option`; an operation on
+//! a row that must exist returns [`DbError::NotFound`](super::DbError::NotFound) when it
+//! does not; multi-statement writes run in an immediate transaction.
+
+pub mod constraints;
+pub mod context;
+pub mod demotions;
+pub mod entries;
+pub mod entry_moves;
+pub mod loops;
+pub mod models;
+pub mod projects;
+pub mod rpc_log;
+pub mod runs;
+pub mod schemes;
+pub mod turns;

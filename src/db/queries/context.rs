@@ -1,0 +1,263 @@
+//! The model's view of a run (`v_model_context`) and the per-turn snapshot of what it saw
+//! (`turn_context`).
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Integer, Nullable};
+
+use crate::db::ids::{LoopId, RunId};
+use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm, TurnContextRow};
+use crate::db::schema::{turn_context, v_model_context};
+use crate::db::DbError;
+
+/// The rows the model can see, in context order.
+pub fn model_context(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+) -> Result<Vec<ModelContextRow>, DbError> {
+    Ok(v_model_context::table
+        .filter(v_model_context::run_id.eq(run_id))
+        .order(v_model_context::ordinal)
+        .select(ModelContextRow::as_select())
+        .load(conn)?)
+}
+
+/// Replaces the snapshot of turn `turn` with `rows` (the projected context); returns the
+/// number of rows stored.
+pub fn replace_turn_context(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    turn: i32,
+    rows: &[TurnContextInsertForm],
+) -> Result<usize, DbError> {
+    if rows
+        .iter()
+        .any(|row| row.run_id != run_id || row.turn != turn)
+    {
+        return Err(DbError::Invalid(
+            "turn context rows must belong to the run and turn replaced".to_owned(),
+        ));
+    }
+    conn.immediate_transaction(|conn| {
+        delete_turn_context(conn, run_id, turn)?;
+        Ok(diesel::insert_into(turn_context::table)
+            .values(rows)
+            .execute(conn)?)
+    })
+}
+
+/// Replaces the snapshot of turn `turn` with the unprojected rows of `v_model_context`;
+/// returns the number of rows stored.
+pub fn materialize_turn_context(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    loop_id: Option<LoopId>,
+    turn: i32,
+) -> Result<usize, DbError> {
+    conn.immediate_transaction(|conn| {
+        delete_turn_context(conn, run_id, turn)?;
+        Ok(diesel::sql_query(
+            "INSERT INTO turn_context
+                 (run_id, loop_id, turn, ordinal, path, status, fidelity, body, tokens, attributes,
+                  category, source_turn)
+             SELECT run_id, ?2, ?3, ordinal, path, status, fidelity, body, tokens, attributes,
+                    category, turn
+             FROM v_model_context WHERE run_id = ?1 ORDER BY ordinal",
+        )
+        .bind::<BigInt, _>(run_id)
+        .bind::<Nullable<BigInt>, _>(loop_id)
+        .bind::<Integer, _>(turn)
+        .execute(conn)?)
+    })
+}
+
+fn delete_turn_context(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    turn: i32,
+) -> Result<usize, DbError> {
+    Ok(diesel::delete(
+        turn_context::table
+            .filter(turn_context::run_id.eq(run_id))
+            .filter(turn_context::turn.eq(turn)),
+    )
+    .execute(conn)?)
+}
+
+/// The snapshot of one turn, in context order.
+pub fn turn_context(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    turn: i32,
+) -> Result<Vec<TurnContextRow>, DbError> {
+    Ok(turn_context::table
+        .filter(turn_context::run_id.eq(run_id))
+        .filter(turn_context::turn.eq(turn))
+        .order(turn_context::ordinal)
+        .select(TurnContextRow::as_select())
+        .load(conn)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::enums::{Category, Fidelity};
+    use crate::db::models::entry::Selector;
+    use crate::db::queries::entries::{set_fidelity, upsert_entry};
+    use crate::db::testing::{sample_run, write, TestDb};
+
+    #[test]
+    fn only_visible_rows_appear_and_index_shows_the_path_only() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn);
+        for path in [
+            "app.js",
+            "notes.md",
+            "known://k",
+            "think://turn_1/",
+            "system://1",
+            "thought://x",
+            "sh://turn_1/ls",
+        ] {
+            upsert_entry(conn, &write(run.id, path, "body", 1)).unwrap();
+        }
+        let mut proposal = write(run.id, "sh://turn_1/ls", "ls", 1);
+        proposal.status = 202;
+        upsert_entry(conn, &proposal).unwrap();
+        set_fidelity(
+            conn,
+            run.id,
+            &Selector::Path("known://k".into()),
+            Fidelity::Archive,
+        )
+        .unwrap();
+        set_fidelity(
+            conn,
+            run.id,
+            &Selector::Path("notes.md".into()),
+            Fidelity::Index,
+        )
+        .unwrap();
+
+        let rows = model_context(conn, run.id).unwrap();
+        let visible: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|row| (row.path.as_str(), row.body.as_str()))
+            .collect();
+        assert_eq!(visible, [("notes.md", ""), ("app.js", "body")]);
+        let index_row = rows.first().unwrap();
+        assert_eq!(
+            (index_row.fidelity, index_row.category, index_row.tokens),
+            (Fidelity::Index, Category::Data, 0)
+        );
+    }
+
+    #[test]
+    fn rows_are_ordered_by_section_skill_fidelity_turn_and_insertion() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn);
+        let other = sample_run(conn);
+        let writes = [
+            ("prompt://1", 1),
+            ("unknown://q", 1),
+            ("get://turn_2/a", 2),
+            ("get://turn_1/a", 1),
+            ("known://late", 3),
+            ("known://early", 1),
+            ("b.js", 1),
+            ("a.js", 1),
+            ("known://summarised", 3),
+            ("skill://style", 0),
+        ];
+        for (path, turn) in writes {
+            upsert_entry(conn, &write(run.id, path, "text", turn)).unwrap();
+        }
+        upsert_entry(conn, &write(other.id, "known://other", "x", 1)).unwrap();
+        set_fidelity(
+            conn,
+            run.id,
+            &Selector::Path("known://summarised".into()),
+            Fidelity::Summary,
+        )
+        .unwrap();
+
+        let rows = model_context(conn, run.id).unwrap();
+        let order: Vec<&str> = rows.iter().map(|row| row.path.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "skill://style",
+                "known://summarised",
+                "known://early",
+                "b.js",
+                "a.js",
+                "known://late",
+                "get://turn_1/a",
+                "get://turn_2/a",
+                "unknown://q",
+                "prompt://1",
+            ]
+        );
+        let ordinals: Vec<i64> = rows.iter().map(|row| row.ordinal).collect();
+        assert_eq!(ordinals, (1..=10).collect::<Vec<i64>>());
+    }
+
+    #[test]
+    fn turn_context_is_replaced_per_turn() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn);
+        upsert_entry(conn, &write(run.id, "a.js", "abcd", 1)).unwrap();
+        upsert_entry(conn, &write(run.id, "prompt://1", "do it", 1)).unwrap();
+        assert_eq!(materialize_turn_context(conn, run.id, None, 1).unwrap(), 2);
+        assert_eq!(materialize_turn_context(conn, run.id, None, 1).unwrap(), 2);
+        let saved = turn_context(conn, run.id, 1).unwrap();
+        assert_eq!(
+            saved
+                .iter()
+                .map(|row| row.path.as_str())
+                .collect::<Vec<_>>(),
+            ["a.js", "prompt://1"]
+        );
+        assert_eq!(
+            saved.first().map(|row| (row.tokens, row.source_turn)),
+            Some((1, 1))
+        );
+
+        let projected = TurnContextInsertForm {
+            run_id: run.id,
+            loop_id: None,
+            turn: 1,
+            ordinal: 0,
+            path: "a.js".into(),
+            status: 200,
+            fidelity: Fidelity::Full,
+            body: "```js\nabcd\n```".into(),
+            tokens: 4,
+            attributes: "{}".into(),
+            category: Category::Data,
+            source_turn: 1,
+        };
+        assert_eq!(
+            replace_turn_context(conn, run.id, 1, std::slice::from_ref(&projected)).unwrap(),
+            1
+        );
+        let replaced = turn_context(conn, run.id, 1).unwrap();
+        assert_eq!(
+            replaced
+                .iter()
+                .map(|row| row.body.as_str())
+                .collect::<Vec<_>>(),
+            ["```js\nabcd\n```"]
+        );
+        let wrong_turn = TurnContextInsertForm {
+            turn: 2,
+            ..projected
+        };
+        assert!(matches!(
+            replace_turn_context(conn, run.id, 1, &[wrong_turn]),
+            Err(DbError::Invalid(_))
+        ));
+    }
+}

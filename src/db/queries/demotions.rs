@@ -1,0 +1,135 @@
+//! Bulk fidelity changes the agent loop makes between turns and loops: the previous loop's
+//! logging fades to summary, data written in an overflowing turn is summarised, and
+//! summarised prompts come back in full. Each returns the changed paths, sorted.
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Integer, Text};
+
+use crate::db::ids::{LoopId, RunId};
+use crate::db::DbError;
+
+#[derive(QueryableByName)]
+struct ChangedPath {
+    #[diesel(sql_type = Text)]
+    path: String,
+}
+
+fn sorted(rows: Vec<ChangedPath>) -> Vec<String> {
+    let mut paths: Vec<String> = rows.into_iter().map(|row| row.path).collect();
+    paths.sort();
+    paths
+}
+
+/// At the start of loop `loop_id`: every full entry of a `logging` scheme written by
+/// another loop (or none) goes to summary.
+pub fn demote_previous_loop_logging(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    loop_id: LoopId,
+) -> Result<Vec<String>, DbError> {
+    let rows = diesel::sql_query(
+        "UPDATE known_entries SET fidelity = 'summary', updated_at = CURRENT_TIMESTAMP
+         WHERE run_id = ?1 AND fidelity = 'full' AND (loop_id IS NULL OR loop_id <> ?2)
+           AND COALESCE(scheme, 'file') IN (SELECT name FROM schemes WHERE category = 'logging')
+         RETURNING path",
+    )
+    .bind::<BigInt, _>(run_id)
+    .bind::<BigInt, _>(loop_id)
+    .load::<ChangedPath>(conn)?;
+    Ok(sorted(rows))
+}
+
+/// After an overflowing turn: the full `data` entries touched on `turn` that did not fail
+/// go to summary with status 413, so the model sees they were too large.
+pub fn demote_turn_data(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    turn: i32,
+) -> Result<Vec<String>, DbError> {
+    let rows = diesel::sql_query(
+        "UPDATE known_entries SET fidelity = 'summary', status = 413, updated_at = CURRENT_TIMESTAMP
+         WHERE run_id = ?1 AND turn = ?2 AND fidelity = 'full' AND status < 400
+           AND COALESCE(scheme, 'file') IN (SELECT name FROM schemes WHERE category = 'data')
+         RETURNING path",
+    )
+    .bind::<BigInt, _>(run_id)
+    .bind::<Integer, _>(turn)
+    .load::<ChangedPath>(conn)?;
+    Ok(sorted(rows))
+}
+
+/// Every `prompt://` entry at summary goes back to full.
+pub fn restore_summarized_prompts(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+) -> Result<Vec<String>, DbError> {
+    let rows = diesel::sql_query(
+        "UPDATE known_entries SET fidelity = 'full', updated_at = CURRENT_TIMESTAMP
+         WHERE run_id = ?1 AND scheme = 'prompt' AND fidelity = 'summary'
+         RETURNING path",
+    )
+    .bind::<BigInt, _>(run_id)
+    .load::<ChangedPath>(conn)?;
+    Ok(sorted(rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::enums::{Fidelity, LoopMode, LoopPriority};
+    use crate::db::models::entry::Selector;
+    use crate::db::models::run::LoopEnqueue;
+    use crate::db::queries::entries::{get_entry, set_fidelity, upsert_entry};
+    use crate::db::queries::loops::enqueue_loop;
+    use crate::db::testing::{sample_run, write, TestDb};
+
+    #[test]
+    fn loop_start_and_overflow_demotions() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn);
+        let enqueue = LoopEnqueue {
+            run_id: run.id,
+            mode: LoopMode::Act,
+            model: None,
+            prompt: "go".into(),
+            priority: LoopPriority::Normal,
+            config: serde_json::json!({}),
+        };
+        let current = enqueue_loop(conn, &enqueue).unwrap();
+        upsert_entry(conn, &write(run.id, "get://turn_1/a", "old", 1)).unwrap();
+        let mut fresh = write(run.id, "get://turn_2/b", "new", 2);
+        fresh.loop_id = Some(current.id);
+        upsert_entry(conn, &fresh).unwrap();
+        upsert_entry(conn, &write(run.id, "known://k", "fact", 2)).unwrap();
+        upsert_entry(conn, &write(run.id, "big.txt", "huge", 2)).unwrap();
+        let mut failed = write(run.id, "known://bad", "x", 2);
+        failed.status = 404;
+        upsert_entry(conn, &failed).unwrap();
+        upsert_entry(conn, &write(run.id, "prompt://1", "task", 1)).unwrap();
+
+        assert_eq!(
+            demote_previous_loop_logging(conn, run.id, current.id).unwrap(),
+            ["get://turn_1/a"]
+        );
+        assert_eq!(
+            demote_turn_data(conn, run.id, 2).unwrap(),
+            ["big.txt", "known://k"]
+        );
+        let big = get_entry(conn, run.id, "big.txt").unwrap().unwrap();
+        assert_eq!((big.fidelity, big.status), (Fidelity::Summary, 413));
+
+        set_fidelity(
+            conn,
+            run.id,
+            &Selector::Path("prompt://1".into()),
+            Fidelity::Summary,
+        )
+        .unwrap();
+        assert_eq!(
+            restore_summarized_prompts(conn, run.id).unwrap(),
+            ["prompt://1"]
+        );
+        assert!(restore_summarized_prompts(conn, run.id).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,352 @@
+//! The store's core operations: upsert with merge semantics, reads, pattern listings, and
+//! fidelity, status and attribute changes on selected entries.
+
+use diesel::dsl::sql;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Integer, Nullable, Text};
+
+use crate::db::enums::{Category, Fidelity};
+use crate::db::functions::{hedmatch, hedsearch};
+use crate::db::ids::{EntryId, RunId};
+use crate::db::models::entry::{EntryRow, EntryUpsert, RunLogRow, Selector, UnresolvedRow};
+use crate::db::paths::normalize_path;
+use crate::db::schema::{known_entries, schemes, v_run_log, v_unresolved};
+use crate::db::DbError;
+
+/// Ids per `IN (...)` list, well under SQLite's bind limit.
+const IDS_PER_STATEMENT: usize = 5_000;
+
+/// How many suffixes [`free_path`] tries.
+const FREE_PATH_ATTEMPTS: u32 = 10_000;
+
+/// Writes an entry (see [`EntryUpsert`] for what is kept and what replaced) and returns it.
+pub fn upsert_entry(conn: &mut SqliteConnection, entry: &EntryUpsert) -> Result<EntryRow, DbError> {
+    let attributes = attributes_patch(entry.attributes.as_ref())?;
+    Ok(diesel::sql_query(
+        "INSERT INTO known_entries (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, COALESCE(?7, 'full'), ?8, json_patch('{}', COALESCE(?9, '{}')))
+         ON CONFLICT (run_id, path) DO UPDATE SET
+             loop_id = excluded.loop_id,
+             turn = excluded.turn,
+             body = excluded.body,
+             status = excluded.status,
+             fidelity = COALESCE(?7, known_entries.fidelity),
+             hash = COALESCE(excluded.hash, known_entries.hash),
+             attributes = CASE WHEN ?9 IS NULL THEN known_entries.attributes
+                               ELSE json_patch(known_entries.attributes, ?9) END,
+             write_count = known_entries.write_count + 1,
+             updated_at = CURRENT_TIMESTAMP
+         RETURNING *",
+    )
+    .bind::<BigInt, _>(entry.run_id)
+    .bind::<Nullable<BigInt>, _>(entry.loop_id)
+    .bind::<Integer, _>(entry.turn)
+    .bind::<Text, _>(normalize_path(&entry.path))
+    .bind::<Text, _>(&entry.body)
+    .bind::<Integer, _>(entry.status)
+    .bind::<Nullable<Text>, _>(entry.fidelity)
+    .bind::<Nullable<Text>, _>(&entry.hash)
+    .bind::<Nullable<Text>, _>(attributes)
+    .get_result(conn)?)
+}
+
+/// A JSON merge patch as text; only objects are attributes.
+fn attributes_patch(patch: Option<&serde_json::Value>) -> Result<Option<String>, DbError> {
+    match patch {
+        None => Ok(None),
+        Some(object @ serde_json::Value::Object(_)) => Ok(Some(object.to_string())),
+        Some(other) => Err(DbError::Invalid(format!(
+            "attributes must be a JSON object, not {other}"
+        ))),
+    }
+}
+
+/// The entry at `path` (normalised).
+pub fn get_entry(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    path: &str,
+) -> Result<Option<EntryRow>, DbError> {
+    Ok(known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(known_entries::path.eq(normalize_path(path)))
+        .select(EntryRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// `path` (normalised) when no entry of the run has it, else the first free `path_2`,
+/// `path_3`, ...
+pub fn free_path(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    path: &str,
+) -> Result<String, DbError> {
+    let base = normalize_path(path);
+    for attempt in 1..=FREE_PATH_ATTEMPTS {
+        let candidate = match attempt {
+            1 => base.clone(),
+            n => format!("{base}_{n}"),
+        };
+        let taken = diesel::select(diesel::dsl::exists(
+            known_entries::table
+                .filter(known_entries::run_id.eq(run_id))
+                .filter(known_entries::path.eq(&candidate)),
+        ))
+        .get_result::<bool>(conn)?;
+        if !taken {
+            return Ok(candidate);
+        }
+    }
+    Err(DbError::Conflict(format!("no free path near {base}")))
+}
+
+/// The selected entries ordered by path, paged.
+pub fn list_entries(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    selector: &Selector,
+    limit: Option<i64>,
+    offset: Option<i64>,
+) -> Result<Vec<EntryRow>, DbError> {
+    Ok(selection(run_id, selector)
+        .order(known_entries::path)
+        .limit(limit.unwrap_or(i64::MAX))
+        .offset(offset.unwrap_or(0))
+        .select(EntryRow::as_select())
+        .load(conn)?)
+}
+
+fn selection(
+    run_id: RunId,
+    selector: &Selector,
+) -> known_entries::BoxedQuery<'static, diesel::sqlite::Sqlite> {
+    let query = known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .into_boxed();
+    match selector {
+        Selector::Path(path) => query.filter(known_entries::path.eq(normalize_path(path))),
+        Selector::Pattern { path, body } => {
+            let query = query.filter(hedmatch(path.clone(), known_entries::path.nullable()).eq(1));
+            match body {
+                Some(body) => {
+                    query.filter(hedsearch(body.clone(), known_entries::body.nullable()).eq(1))
+                }
+                None => query,
+            }
+        }
+    }
+}
+
+/// The ids and paths of the selected entries, in creation order.
+pub(crate) fn selected(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    selector: &Selector,
+) -> Result<Vec<(EntryId, String)>, DbError> {
+    Ok(selection(run_id, selector)
+        .order(known_entries::id)
+        .select((known_entries::id, known_entries::path))
+        .load(conn)?)
+}
+
+/// Runs `change` on the selected entries' ids, chunked; returns the changed paths.
+fn change_selected(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    selector: &Selector,
+    change: impl Fn(&mut SqliteConnection, &[EntryId]) -> QueryResult<usize>,
+) -> Result<Vec<String>, DbError> {
+    conn.immediate_transaction(|conn| {
+        let rows = selected(conn, run_id, selector)?;
+        let ids: Vec<EntryId> = rows.iter().map(|(id, _)| *id).collect();
+        for chunk in ids.chunks(IDS_PER_STATEMENT) {
+            change(conn, chunk)?;
+        }
+        Ok(rows.into_iter().map(|(_, path)| path).collect())
+    })
+}
+
+fn current_timestamp() -> diesel::expression::SqlLiteral<Text> {
+    sql::<Text>("CURRENT_TIMESTAMP")
+}
+
+/// Sets the fidelity of the selected entries (tokens follow); the turn is not touched.
+pub fn set_fidelity(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    selector: &Selector,
+    fidelity: Fidelity,
+) -> Result<Vec<String>, DbError> {
+    change_selected(conn, run_id, selector, |conn, ids| {
+        diesel::update(known_entries::table.filter(known_entries::id.eq_any(ids)))
+            .set((
+                known_entries::fidelity.eq(fidelity),
+                known_entries::updated_at.eq(current_timestamp()),
+            ))
+            .execute(conn)
+    })
+}
+
+/// Brings the selected entries to full fidelity and marks them touched at `turn`.
+pub fn promote(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    selector: &Selector,
+    turn: i32,
+) -> Result<Vec<String>, DbError> {
+    change_selected(conn, run_id, selector, |conn, ids| {
+        diesel::update(known_entries::table.filter(known_entries::id.eq_any(ids)))
+            .set((
+                known_entries::fidelity.eq(Fidelity::Full),
+                known_entries::turn.eq(turn),
+                known_entries::updated_at.eq(current_timestamp()),
+            ))
+            .execute(conn)
+    })
+}
+
+/// Archives the selected entries: invisible to the model, still retrievable.
+pub fn demote(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    selector: &Selector,
+) -> Result<Vec<String>, DbError> {
+    set_fidelity(conn, run_id, selector, Fidelity::Archive)
+}
+
+/// Deletes the selected entries; returns their paths.
+pub fn delete_entries(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    selector: &Selector,
+) -> Result<Vec<String>, DbError> {
+    change_selected(conn, run_id, selector, |conn, ids| {
+        diesel::delete(known_entries::table.filter(known_entries::id.eq_any(ids))).execute(conn)
+    })
+}
+
+/// Sets an entry's status and, when given, its body (a proposal's resolution).
+pub fn resolve_entry(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    path: &str,
+    status: i32,
+    body: Option<&str>,
+) -> Result<EntryRow, DbError> {
+    let path = normalize_path(path);
+    let target = known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(known_entries::path.eq(&path));
+    let updated = match body {
+        Some(body) => diesel::update(target)
+            .set((
+                known_entries::status.eq(status),
+                known_entries::body.eq(body),
+                known_entries::updated_at.eq(current_timestamp()),
+            ))
+            .returning(EntryRow::as_returning())
+            .get_result(conn),
+        None => diesel::update(target)
+            .set((
+                known_entries::status.eq(status),
+                known_entries::updated_at.eq(current_timestamp()),
+            ))
+            .returning(EntryRow::as_returning())
+            .get_result(conn),
+    };
+    updated
+        .optional()?
+        .ok_or_else(|| DbError::NotFound(format!("entry {path}")))
+}
+
+/// Merges `patch` into an entry's attributes (JSON merge patch: `null` removes a key).
+pub fn update_attributes(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    path: &str,
+    patch: &serde_json::Value,
+) -> Result<EntryRow, DbError> {
+    let patch = attributes_patch(Some(patch))?.unwrap_or_default();
+    let path = normalize_path(path);
+    diesel::update(
+        known_entries::table
+            .filter(known_entries::run_id.eq(run_id))
+            .filter(known_entries::path.eq(&path)),
+    )
+    .set((
+        known_entries::attributes.eq(sql::<Text>("json_patch(attributes, ")
+            .bind::<Text, _>(patch)
+            .sql(")")),
+        known_entries::updated_at.eq(current_timestamp()),
+    ))
+    .returning(EntryRow::as_returning())
+    .get_result(conn)
+    .optional()?
+    .ok_or_else(|| DbError::NotFound(format!("entry {path}")))
+}
+
+/// The run's pending proposals (status 202), oldest first.
+pub fn unresolved(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+) -> Result<Vec<UnresolvedRow>, DbError> {
+    Ok(v_unresolved::table
+        .filter(v_unresolved::run_id.eq(run_id))
+        .order(v_unresolved::id)
+        .select(UnresolvedRow::as_select())
+        .load(conn)?)
+}
+
+/// The run's client-facing history (`v_run_log`), oldest first.
+pub fn run_log(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<RunLogRow>, DbError> {
+    Ok(v_run_log::table
+        .filter(v_run_log::run_id.eq(run_id))
+        .order(v_run_log::id)
+        .select(RunLogRow::as_select())
+        .load(conn)?)
+}
+
+/// The run's entries of one scheme, oldest first (`reasoning`, `content`, `skill`, ...).
+pub fn entries_of_scheme(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    scheme: &str,
+) -> Result<Vec<EntryRow>, DbError> {
+    Ok(known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(known_entries::scheme.eq(scheme))
+        .order(known_entries::id)
+        .select(EntryRow::as_select())
+        .load(conn)?)
+}
+
+/// The run's newest entry of one scheme (latest `prompt`, latest `summarize`).
+pub fn latest_entry_of_scheme(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    scheme: &str,
+) -> Result<Option<EntryRow>, DbError> {
+    Ok(known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(known_entries::scheme.eq(scheme))
+        .order(known_entries::id.desc())
+        .select(EntryRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// The run's non-file entries whose scheme is not audit (pending proposals included), in
+/// creation order: `getRun`'s history.
+pub fn run_history(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<EntryRow>, DbError> {
+    Ok(known_entries::table
+        .inner_join(schemes::table.on(schemes::name.nullable().eq(known_entries::scheme)))
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(schemes::category.ne(Category::Audit))
+        .order(known_entries::id)
+        .select(EntryRow::as_select())
+        .load(conn)?)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,326 @@
+use serde_json::json;
+
+use super::*;
+use crate::db::queries::entry_moves::{copy_entry, move_entry, EntryTransfer};
+use crate::db::testing::{sample_run, write, TestDb};
+
+fn pattern(path: &str) -> Selector {
+    Selector::Pattern {
+        path: path.into(),
+        body: None,
+    }
+}
+
+fn paths(rows: &[EntryRow]) -> Vec<&str> {
+    rows.iter().map(|row| row.path.as_str()).collect()
+}
+
+#[test]
+fn a_new_entry_gets_the_defaults() {
+    let mut db = TestDb::new();
+    let run = sample_run(&mut db.conn);
+    let entry = upsert_entry(&mut db.conn, &write(run.id, "src/app.js", "abcdefgh", 1)).unwrap();
+    assert_eq!(entry.scheme, None);
+    assert_eq!(entry.fidelity, Fidelity::Full);
+    assert_eq!(entry.attributes_json().unwrap(), json!({}));
+    assert_eq!(
+        (entry.tokens, entry.tokens_full, entry.write_count),
+        (2, 2, 1)
+    );
+}
+
+#[test]
+fn upsert_keeps_attributes_fidelity_and_hash_unless_given() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    let mut first = write(run.id, "known://plan", "step one", 1);
+    first.attributes = Some(json!({"summary": "plan", "mode": "x", "drop": null}));
+    first.fidelity = Some(Fidelity::Summary);
+    first.hash = Some("h1".into());
+    let created = upsert_entry(conn, &first).unwrap();
+    assert_eq!(
+        created.attributes_json().unwrap(),
+        json!({"summary": "plan", "mode": "x"})
+    );
+
+    let rewritten = upsert_entry(conn, &write(run.id, "known://plan", "step two", 2)).unwrap();
+    assert_eq!(rewritten.id, created.id);
+    assert_eq!(rewritten.body, "step two");
+    assert_eq!(rewritten.attributes, created.attributes);
+    assert_eq!(
+        (rewritten.fidelity, rewritten.hash.as_deref()),
+        (Fidelity::Summary, Some("h1"))
+    );
+    assert_eq!((rewritten.turn, rewritten.write_count), (2, 2));
+
+    let mut patch = write(run.id, "known://plan", "step two", 3);
+    patch.attributes = Some(json!({"mode": null, "path": "a"}));
+    patch.fidelity = Some(Fidelity::Full);
+    let merged = upsert_entry(conn, &patch).unwrap();
+    assert_eq!(
+        merged.attributes_json().unwrap(),
+        json!({"summary": "plan", "path": "a"})
+    );
+    assert_eq!(merged.fidelity, Fidelity::Full);
+
+    patch.attributes = Some(json!("not an object"));
+    assert!(matches!(
+        upsert_entry(conn, &patch),
+        Err(DbError::Invalid(_))
+    ));
+}
+
+#[test]
+fn paths_are_normalised_on_write_and_read() {
+    let mut db = TestDb::new();
+    let run = sample_run(&mut db.conn);
+    let entry = upsert_entry(
+        &mut db.conn,
+        &write(run.id, "KNOWN://deploy target", "eu", 1),
+    )
+    .unwrap();
+    assert_eq!(entry.path, "known://deploy%20target");
+    assert_eq!(entry.scheme.as_deref(), Some("known"));
+    let found = get_entry(&mut db.conn, run.id, "known://deploy%20target").unwrap();
+    assert_eq!(found.map(|row| row.id), Some(entry.id));
+    assert_eq!(
+        get_entry(&mut db.conn, run.id, "known://other").unwrap(),
+        None
+    );
+}
+
+#[test]
+fn tokens_follow_fidelity() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    let mut entry = write(run.id, "known://k", &"x".repeat(400), 1);
+    entry.attributes = Some(json!({"summary": "12345678"}));
+    let full = upsert_entry(conn, &entry).unwrap();
+    assert_eq!((full.tokens, full.tokens_full), (100, 100));
+    let selector = Selector::Path("known://k".into());
+    set_fidelity(conn, run.id, &selector, Fidelity::Summary).unwrap();
+    let summary = get_entry(conn, run.id, "known://k").unwrap().unwrap();
+    assert_eq!(
+        (summary.tokens, summary.tokens_full, summary.turn),
+        (2, 100, 1)
+    );
+    update_attributes(conn, run.id, "known://k", &json!({"summary": null})).unwrap();
+    assert_eq!(
+        get_entry(conn, run.id, "known://k")
+            .unwrap()
+            .unwrap()
+            .tokens,
+        20
+    );
+    demote(conn, run.id, &selector).unwrap();
+    let archived = get_entry(conn, run.id, "known://k").unwrap().unwrap();
+    assert_eq!(
+        (archived.fidelity, archived.tokens, archived.tokens_full),
+        (Fidelity::Archive, 0, 100)
+    );
+    assert_eq!(promote(conn, run.id, &selector, 7).unwrap(), ["known://k"]);
+    let promoted = get_entry(conn, run.id, "known://k").unwrap().unwrap();
+    assert_eq!(
+        (promoted.fidelity, promoted.tokens, promoted.turn),
+        (Fidelity::Full, 100, 7)
+    );
+}
+
+#[test]
+fn patterns_select_by_path_and_body() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    for (path, body) in [
+        ("app.js", "// TODO fix"),
+        ("src/util.js", "ok"),
+        ("known://b", "TODO later"),
+        ("known://a/deep", "fine"),
+        ("unknown://why", "?"),
+    ] {
+        upsert_entry(conn, &write(run.id, path, body, 1)).unwrap();
+    }
+    let all = list_entries(conn, run.id, &pattern("**"), None, None).unwrap();
+    assert_eq!(
+        paths(&all),
+        [
+            "app.js",
+            "known://a/deep",
+            "known://b",
+            "src/util.js",
+            "unknown://why"
+        ]
+    );
+    assert_eq!(
+        paths(&list_entries(conn, run.id, &pattern("*"), None, None).unwrap()),
+        ["app.js"]
+    );
+    let known = list_entries(conn, run.id, &pattern("known://*"), None, None).unwrap();
+    assert_eq!(paths(&known), ["known://a/deep", "known://b"]);
+    let todo = Selector::Pattern {
+        path: "**".into(),
+        body: Some("TODO".into()),
+    };
+    assert_eq!(
+        paths(&list_entries(conn, run.id, &todo, None, None).unwrap()),
+        ["app.js", "known://b"]
+    );
+    assert_eq!(
+        paths(&list_entries(conn, run.id, &pattern("**"), Some(2), Some(1)).unwrap()),
+        ["known://a/deep", "known://b"]
+    );
+    assert_eq!(
+        paths(&list_entries(conn, run.id, &pattern("app.js"), None, None).unwrap()),
+        ["app.js"]
+    );
+
+    assert_eq!(
+        delete_entries(conn, run.id, &pattern("known://*")).unwrap(),
+        ["known://b", "known://a/deep"]
+    );
+    assert_eq!(
+        list_entries(conn, run.id, &pattern("**"), None, None)
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(delete_entries(conn, run.id, &pattern("nothing"))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn resolve_and_proposals() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    let mut proposal = write(run.id, "sh://turn_1/npm test", "npm test", 1);
+    proposal.status = 202;
+    proposal.attributes = Some(json!({"command": "npm test"}));
+    upsert_entry(conn, &proposal).unwrap();
+    let pending = unresolved(conn, run.id).unwrap();
+    assert_eq!(
+        pending
+            .iter()
+            .map(|row| row.path.as_str())
+            .collect::<Vec<_>>(),
+        ["sh://turn_1/npm%20test"]
+    );
+    assert!(run_log(conn, run.id).unwrap().is_empty());
+    assert_eq!(run_history(conn, run.id).unwrap().len(), 1);
+
+    let resolved =
+        resolve_entry(conn, run.id, "sh://turn_1/npm%20test", 200, Some("ok\n")).unwrap();
+    assert_eq!((resolved.status, resolved.body.as_str()), (200, "ok\n"));
+    assert!(unresolved(conn, run.id).unwrap().is_empty());
+    let log = run_log(conn, run.id).unwrap();
+    let first = log.first().unwrap();
+    assert_eq!(
+        (first.tool.as_str(), first.target.as_str()),
+        ("sh", "npm test")
+    );
+    let rejected = resolve_entry(conn, run.id, "sh://turn_1/npm test", 403, None).unwrap();
+    assert_eq!((rejected.status, rejected.body.as_str()), (403, "ok\n"));
+    assert!(matches!(
+        resolve_entry(conn, run.id, "sh://nope", 200, None),
+        Err(DbError::NotFound(_))
+    ));
+    assert!(matches!(
+        update_attributes(conn, run.id, "sh://nope", &json!({})),
+        Err(DbError::NotFound(_))
+    ));
+}
+
+#[test]
+fn history_and_scheme_listings_skip_audit_and_files() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    for (path, turn) in [
+        ("prompt://1", 1),
+        ("system://1", 1),
+        ("app.js", 1),
+        ("content://1", 1),
+        ("prompt://2", 2),
+    ] {
+        upsert_entry(conn, &write(run.id, path, path, turn)).unwrap();
+    }
+    let history = run_history(conn, run.id).unwrap();
+    assert_eq!(paths(&history), ["prompt://1", "prompt://2"]);
+    assert_eq!(
+        latest_entry_of_scheme(conn, run.id, "prompt")
+            .unwrap()
+            .map(|row| row.path),
+        Some("prompt://2".into())
+    );
+    assert_eq!(
+        paths(&entries_of_scheme(conn, run.id, "content").unwrap()),
+        ["content://1"]
+    );
+    let log = run_log(conn, run.id).unwrap();
+    assert_eq!(
+        log.iter().map(|row| row.tool.as_str()).collect::<Vec<_>>(),
+        ["prompt", "prompt"]
+    );
+}
+
+#[test]
+fn copy_and_move_within_a_run() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    let mut source = write(run.id, "known://a", "alpha", 1);
+    source.attributes = Some(json!({"summary": "a"}));
+    upsert_entry(conn, &source).unwrap();
+    upsert_entry(conn, &write(run.id, "known://b", "old", 1)).unwrap();
+    let transfer = |from: &str, to: &str| EntryTransfer {
+        run_id: run.id,
+        from: from.into(),
+        to: to.into(),
+        loop_id: None,
+        turn: 2,
+    };
+    let copy = copy_entry(conn, &transfer("known://a", "known://b")).unwrap();
+    assert_eq!(
+        (copy.body.as_str(), copy.turn, copy.write_count),
+        ("alpha", 2, 2)
+    );
+    assert_eq!(copy.attributes_json().unwrap(), json!({"summary": "a"}));
+    let moved = move_entry(conn, &transfer("known://a", "known://c d")).unwrap();
+    assert_eq!(moved.path, "known://c%20d");
+    assert_eq!(get_entry(conn, run.id, "known://a").unwrap(), None);
+    let same = move_entry(conn, &transfer("known://b", "KNOWN://b")).unwrap();
+    assert_eq!(
+        get_entry(conn, run.id, "known://b")
+            .unwrap()
+            .map(|row| row.id),
+        Some(same.id)
+    );
+    assert!(matches!(
+        copy_entry(conn, &transfer("known://zz", "known://y")),
+        Err(DbError::NotFound(_))
+    ));
+}
+
+#[test]
+fn free_path_appends_the_first_unused_suffix() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    assert_eq!(
+        free_path(conn, run.id, "known://a b").unwrap(),
+        "known://a%20b"
+    );
+    upsert_entry(conn, &write(run.id, "known://a b", "1", 1)).unwrap();
+    assert_eq!(
+        free_path(conn, run.id, "known://a b").unwrap(),
+        "known://a%20b_2"
+    );
+    upsert_entry(conn, &write(run.id, "known://a%20b_2", "2", 1)).unwrap();
+    assert_eq!(
+        free_path(conn, run.id, "known://a b").unwrap(),
+        "known://a%20b_3"
+    );
+}

@@ -1,0 +1,96 @@
+//! Copying and moving entries within a run, and copying a whole store into a fork.
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Integer, Nullable, Text};
+
+use crate::db::ids::{LoopId, RunId};
+use crate::db::models::entry::EntryRow;
+use crate::db::paths::normalize_path;
+use crate::db::schema::known_entries;
+use crate::db::DbError;
+
+/// Where a copy or move lands and who wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryTransfer {
+    /// The run both entries belong to.
+    pub run_id: RunId,
+    /// Source path (normalised).
+    pub from: String,
+    /// Destination path (normalised); an existing entry there is overwritten.
+    pub to: String,
+    /// The writing loop.
+    pub loop_id: Option<LoopId>,
+    /// The current turn.
+    pub turn: i32,
+}
+
+/// Copies body, status, fidelity, hash and attributes of `from` to `to`; returns the copy.
+pub fn copy_entry(
+    conn: &mut SqliteConnection,
+    transfer: &EntryTransfer,
+) -> Result<EntryRow, DbError> {
+    let from = normalize_path(&transfer.from);
+    diesel::sql_query(
+        "INSERT INTO known_entries (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes)
+         SELECT run_id, ?3, ?4, ?5, body, status, fidelity, hash, attributes
+         FROM known_entries WHERE run_id = ?1 AND path = ?2
+         ON CONFLICT (run_id, path) DO UPDATE SET
+             loop_id = excluded.loop_id,
+             turn = excluded.turn,
+             body = excluded.body,
+             status = excluded.status,
+             fidelity = excluded.fidelity,
+             hash = excluded.hash,
+             attributes = excluded.attributes,
+             write_count = known_entries.write_count + 1,
+             updated_at = CURRENT_TIMESTAMP
+         RETURNING *",
+    )
+    .bind::<BigInt, _>(transfer.run_id)
+    .bind::<Text, _>(&from)
+    .bind::<Nullable<BigInt>, _>(transfer.loop_id)
+    .bind::<Integer, _>(transfer.turn)
+    .bind::<Text, _>(normalize_path(&transfer.to))
+    .get_result(conn)
+    .optional()?
+    .ok_or_else(|| DbError::NotFound(format!("entry {from}")))
+}
+
+/// Moves `from` to `to` (copy, then delete the source); returns the moved entry.
+pub fn move_entry(
+    conn: &mut SqliteConnection,
+    transfer: &EntryTransfer,
+) -> Result<EntryRow, DbError> {
+    conn.immediate_transaction(|conn| {
+        let copy = copy_entry(conn, transfer)?;
+        let from = normalize_path(&transfer.from);
+        if from != copy.path {
+            diesel::delete(
+                known_entries::table
+                    .filter(known_entries::run_id.eq(transfer.run_id))
+                    .filter(known_entries::path.eq(from)),
+            )
+            .execute(conn)?;
+        }
+        Ok(copy)
+    })
+}
+
+/// Copies every entry of `from` into `to` (loop cleared, turns kept); returns the count.
+pub fn copy_run_entries(
+    conn: &mut SqliteConnection,
+    from: RunId,
+    to: RunId,
+) -> Result<usize, DbError> {
+    Ok(diesel::sql_query(
+        "INSERT INTO known_entries
+             (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes, refs,
+              write_count, created_at, updated_at)
+         SELECT ?2, NULL, turn, path, body, status, fidelity, hash, attributes, refs,
+                write_count, created_at, updated_at
+         FROM known_entries WHERE run_id = ?1 ORDER BY id",
+    )
+    .bind::<BigInt, _>(from)
+    .bind::<BigInt, _>(to)
+    .execute(conn)?)
+}

@@ -1,0 +1,254 @@
+//! The per-run prompt queue: enqueue, claim the next loop, finish it.
+
+use diesel::prelude::*;
+use diesel::sql_types::BigInt;
+
+use crate::db::enums::RunStatus;
+use crate::db::ids::{LoopId, RunId};
+use crate::db::models::run::{LoopEnqueue, LoopInsertForm, LoopRow};
+use crate::db::schema::{loops, runs};
+use crate::db::DbError;
+
+/// Appends a pending loop (status 100) to the run's queue, numbered from `runs.next_loop`.
+pub fn enqueue_loop(
+    conn: &mut SqliteConnection,
+    enqueue: &LoopEnqueue,
+) -> Result<LoopRow, DbError> {
+    if !enqueue.config.is_object() {
+        return Err(DbError::Invalid(
+            "loop config must be a JSON object".to_owned(),
+        ));
+    }
+    conn.immediate_transaction(|conn| {
+        let next: i32 = diesel::update(runs::table.find(enqueue.run_id))
+            .set(runs::next_loop.eq(runs::next_loop + 1))
+            .returning(runs::next_loop)
+            .get_result(conn)
+            .optional()?
+            .ok_or_else(|| DbError::NotFound(format!("run {}", enqueue.run_id)))?;
+        let form = LoopInsertForm {
+            run_id: enqueue.run_id,
+            sequence: next - 1,
+            mode: enqueue.mode,
+            model: enqueue.model.clone(),
+            prompt: enqueue.prompt.clone(),
+            priority: enqueue.priority,
+            config: enqueue.config.to_string(),
+        };
+        Ok(diesel::insert_into(loops::table)
+            .values(&form)
+            .returning(LoopRow::as_returning())
+            .get_result(conn)?)
+    })
+}
+
+/// Claims the run's next pending loop (highest priority, then oldest) and marks it running,
+/// in one statement. `None` when nothing is pending or a loop of the run is already running.
+pub fn claim_next_loop(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+) -> Result<Option<LoopRow>, DbError> {
+    Ok(diesel::sql_query(
+        "UPDATE loops SET status = 102
+         WHERE id = (
+             SELECT id FROM loops
+             WHERE run_id = ?1 AND status = 100
+               AND NOT EXISTS (SELECT 1 FROM loops WHERE run_id = ?1 AND status = 102)
+             ORDER BY priority DESC, id
+             LIMIT 1)
+         RETURNING *",
+    )
+    .bind::<BigInt, _>(run_id)
+    .get_result::<LoopRow>(conn)
+    .optional()?)
+}
+
+/// Records a loop's outcome. Only a running loop may finish (and a pending one be aborted);
+/// anything else is [`DbError::Invalid`].
+pub fn finish_loop(
+    conn: &mut SqliteConnection,
+    id: LoopId,
+    status: RunStatus,
+    result: Option<&serde_json::Value>,
+) -> Result<LoopRow, DbError> {
+    diesel::update(loops::table.find(id))
+        .set((
+            loops::status.eq(status),
+            loops::result.eq(result.map(serde_json::Value::to_string)),
+        ))
+        .returning(LoopRow::as_returning())
+        .get_result(conn)
+        .optional()?
+        .ok_or_else(|| DbError::NotFound(format!("loop {id}")))
+}
+
+/// The loop with this id.
+pub fn get_loop(conn: &mut SqliteConnection, id: LoopId) -> Result<Option<LoopRow>, DbError> {
+    Ok(loops::table
+        .find(id)
+        .select(LoopRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// The run's running loop.
+pub fn active_loop(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
+    Ok(loops::table
+        .filter(loops::run_id.eq(run_id))
+        .filter(loops::status.eq(RunStatus::Running))
+        .select(LoopRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// The run's most recently enqueued loop, whatever its state.
+pub fn latest_loop(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
+    Ok(loops::table
+        .filter(loops::run_id.eq(run_id))
+        .order(loops::id.desc())
+        .select(LoopRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// The run's pending loops in claim order.
+pub fn pending_loops(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<LoopRow>, DbError> {
+    Ok(loops::table
+        .filter(loops::run_id.eq(run_id))
+        .filter(loops::status.eq(RunStatus::Queued))
+        .order((loops::priority.desc(), loops::id))
+        .select(LoopRow::as_select())
+        .load(conn)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::enums::{LoopMode, LoopPriority};
+    use crate::db::testing::{sample_run, TestDb};
+    use serde_json::json;
+
+    fn enqueue(
+        conn: &mut SqliteConnection,
+        run_id: RunId,
+        prompt: &str,
+        priority: LoopPriority,
+    ) -> LoopRow {
+        let request = LoopEnqueue {
+            run_id,
+            mode: LoopMode::Ask,
+            model: Some("m".into()),
+            prompt: prompt.into(),
+            priority,
+            config: json!({"noRepo": true}),
+        };
+        enqueue_loop(conn, &request).unwrap()
+    }
+
+    #[test]
+    fn loops_are_claimed_fifo_one_at_a_time() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let first = enqueue(&mut db.conn, run.id, "one", LoopPriority::Normal);
+        let second = enqueue(&mut db.conn, run.id, "two", LoopPriority::Normal);
+        assert_eq!((first.sequence, second.sequence), (1, 2));
+        assert_eq!(first.config_json().unwrap(), json!({"noRepo": true}));
+
+        let claimed = claim_next_loop(&mut db.conn, run.id).unwrap().unwrap();
+        assert_eq!(claimed.id, first.id);
+        assert_eq!(claimed.status, RunStatus::Running);
+        assert_eq!(claim_next_loop(&mut db.conn, run.id).unwrap(), None);
+        assert_eq!(
+            active_loop(&mut db.conn, run.id).unwrap().map(|l| l.id),
+            Some(first.id)
+        );
+
+        let done = finish_loop(
+            &mut db.conn,
+            first.id,
+            RunStatus::Completed,
+            Some(&json!({"ok": 1})),
+        )
+        .unwrap();
+        assert_eq!(done.result.as_deref(), Some(r#"{"ok":1}"#));
+        let next = claim_next_loop(&mut db.conn, run.id).unwrap().unwrap();
+        assert_eq!(next.id, second.id);
+        finish_loop(&mut db.conn, second.id, RunStatus::Failed, None).unwrap();
+        assert_eq!(claim_next_loop(&mut db.conn, run.id).unwrap(), None);
+        assert_eq!(
+            latest_loop(&mut db.conn, run.id).unwrap().map(|l| l.id),
+            Some(second.id)
+        );
+    }
+
+    #[test]
+    fn panic_and_retry_loops_jump_the_queue() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let queued = enqueue(&mut db.conn, run.id, "queued", LoopPriority::Normal);
+        let retry = enqueue(&mut db.conn, run.id, "retry", LoopPriority::Retry);
+        let panic = enqueue(&mut db.conn, run.id, "panic", LoopPriority::Panic);
+        let order: Vec<LoopId> = pending_loops(&mut db.conn, run.id)
+            .unwrap()
+            .iter()
+            .map(|l| l.id)
+            .collect();
+        assert_eq!(order, [panic.id, retry.id, queued.id]);
+        assert_eq!(
+            claim_next_loop(&mut db.conn, run.id).unwrap().map(|l| l.id),
+            Some(panic.id)
+        );
+    }
+
+    #[test]
+    fn finished_loops_cannot_change_and_only_one_runs() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let first = enqueue(&mut db.conn, run.id, "one", LoopPriority::Normal);
+        let second = enqueue(&mut db.conn, run.id, "two", LoopPriority::Normal);
+        assert!(matches!(
+            finish_loop(&mut db.conn, first.id, RunStatus::Completed, None),
+            Err(DbError::Invalid(_))
+        ));
+        claim_next_loop(&mut db.conn, run.id).unwrap();
+        let both_running = diesel::update(loops::table.find(second.id))
+            .set(loops::status.eq(RunStatus::Running))
+            .execute(&mut db.conn);
+        assert!(both_running.is_err());
+        finish_loop(&mut db.conn, first.id, RunStatus::Aborted, None).unwrap();
+        assert!(matches!(
+            finish_loop(&mut db.conn, first.id, RunStatus::Running, None),
+            Err(DbError::Invalid(_))
+        ));
+        assert_eq!(
+            finish_loop(&mut db.conn, second.id, RunStatus::Aborted, None)
+                .unwrap()
+                .status,
+            RunStatus::Aborted
+        );
+    }
+
+    #[test]
+    fn config_must_be_an_object_and_run_must_exist() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let mut request = LoopEnqueue {
+            run_id: run.id,
+            mode: LoopMode::Panic,
+            model: None,
+            prompt: String::new(),
+            priority: LoopPriority::Panic,
+            config: json!([1]),
+        };
+        assert!(matches!(
+            enqueue_loop(&mut db.conn, &request),
+            Err(DbError::Invalid(_))
+        ));
+        request.config = json!({});
+        request.run_id = RunId(9_999);
+        assert!(matches!(
+            enqueue_loop(&mut db.conn, &request),
+            Err(DbError::NotFound(_))
+        ));
+    }
+}

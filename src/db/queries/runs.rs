@@ -1,0 +1,258 @@
+//! Runs: creation with a unique alias, lookup, rename, settings, the status state machine,
+//! the turn counter, forking and recovery after a restart.
+
+use diesel::prelude::*;
+
+use crate::db::enums::RunStatus;
+use crate::db::ids::{ProjectId, RunId};
+use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunInsertForm, RunRow, RunSummary};
+use crate::db::schema::{known_entries, loops, runs, turns};
+use crate::db::DbError;
+
+/// How many suffixes are tried before alias generation gives up.
+const ALIAS_ATTEMPTS: u32 = 10_000;
+
+/// Creates an idle run (status 100) named `<model>_<now_ms>`; when that alias is taken
+/// (same model, same millisecond) `_2`, `_3`, ... are appended until one is free.
+pub fn create_run(
+    conn: &mut SqliteConnection,
+    create: &RunCreate,
+    now_ms: i64,
+) -> Result<RunRow, DbError> {
+    let form = RunInsertForm {
+        project_id: create.project_id,
+        parent_run_id: None,
+        model: Some(create.model.clone()),
+        alias: String::new(),
+        temperature: create.temperature,
+        persona: create.persona.clone(),
+        context_limit: create.context_limit,
+        next_turn: 1,
+    };
+    insert_with_unique_alias(conn, form, &create.model, now_ms)
+}
+
+fn insert_with_unique_alias(
+    conn: &mut SqliteConnection,
+    mut form: RunInsertForm,
+    model: &str,
+    now_ms: i64,
+) -> Result<RunRow, DbError> {
+    for attempt in 1..=ALIAS_ATTEMPTS {
+        form.alias = match attempt {
+            1 => format!("{model}_{now_ms}"),
+            n => format!("{model}_{now_ms}_{n}"),
+        };
+        let inserted = diesel::insert_into(runs::table)
+            .values(&form)
+            .on_conflict_do_nothing()
+            .returning(RunRow::as_returning())
+            .get_result(conn)
+            .optional()?;
+        if let Some(run) = inserted {
+            return Ok(run);
+        }
+    }
+    Err(DbError::Conflict(format!(
+        "no free run alias for {model}_{now_ms}"
+    )))
+}
+
+/// The run with this id.
+pub fn get_run(conn: &mut SqliteConnection, id: RunId) -> Result<Option<RunRow>, DbError> {
+    Ok(runs::table
+        .find(id)
+        .select(RunRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// The run with this alias.
+pub fn find_run(conn: &mut SqliteConnection, alias: &str) -> Result<Option<RunRow>, DbError> {
+    Ok(runs::table
+        .filter(runs::alias.eq(alias))
+        .select(RunRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// The most recently created run of a project.
+pub fn latest_run(
+    conn: &mut SqliteConnection,
+    project_id: ProjectId,
+) -> Result<Option<RunRow>, DbError> {
+    Ok(runs::table
+        .filter(runs::project_id.eq(project_id))
+        .order(runs::id.desc())
+        .select(RunRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// A project's runs, newest first, with their turn counts and latest summaries.
+pub fn list_runs(
+    conn: &mut SqliteConnection,
+    project_id: ProjectId,
+    limit: Option<i64>,
+    offset: Option<i64>,
+) -> Result<Vec<RunSummary>, DbError> {
+    let rows: Vec<RunRow> = runs::table
+        .filter(runs::project_id.eq(project_id))
+        .order(runs::id.desc())
+        .limit(limit.unwrap_or(i64::MAX))
+        .offset(offset.unwrap_or(0))
+        .select(RunRow::as_select())
+        .load(conn)?;
+    rows.into_iter()
+        .map(|run| {
+            let turns = turns::table
+                .filter(turns::run_id.eq(run.id))
+                .count()
+                .get_result(conn)?;
+            let summary = known_entries::table
+                .filter(known_entries::run_id.eq(run.id))
+                .filter(known_entries::scheme.eq("summarize"))
+                .order(known_entries::id.desc())
+                .select(known_entries::body)
+                .first(conn)
+                .optional()?;
+            Ok(RunSummary {
+                run,
+                turns,
+                summary,
+            })
+        })
+        .collect()
+}
+
+/// Whether `name` may be a run alias: `[a-zA-Z0-9_]+`.
+pub fn is_valid_alias(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
+}
+
+/// Renames a run. An invalid name is [`DbError::Invalid`]; a taken one [`DbError::Conflict`].
+pub fn rename_run(conn: &mut SqliteConnection, id: RunId, name: &str) -> Result<RunRow, DbError> {
+    if !is_valid_alias(name) {
+        return Err(DbError::Invalid(format!(
+            "run name {name:?} must match [a-zA-Z0-9_]+"
+        )));
+    }
+    diesel::update(runs::table.find(id))
+        .set(runs::alias.eq(name))
+        .returning(RunRow::as_returning())
+        .get_result(conn)
+        .optional()
+        .map_err(|error| match DbError::from(error) {
+            DbError::Conflict(_) => DbError::Conflict(format!("run name {name} is already taken")),
+            other => other,
+        })?
+        .ok_or_else(|| DbError::NotFound(format!("run {id}")))
+}
+
+/// Changes the fields given in `form` (temperature 0–2, context limit ≥ 1024).
+pub fn update_run_config(
+    conn: &mut SqliteConnection,
+    id: RunId,
+    form: &RunConfigUpdateForm,
+) -> Result<RunRow, DbError> {
+    let nothing_to_change = form.temperature.is_none()
+        && form.persona.is_none()
+        && form.context_limit.is_none()
+        && form.model.is_none();
+    if nothing_to_change {
+        return get_run(conn, id)?.ok_or_else(|| DbError::NotFound(format!("run {id}")));
+    }
+    diesel::update(runs::table.find(id))
+        .set(form)
+        .returning(RunRow::as_returning())
+        .get_result(conn)
+        .optional()?
+        .ok_or_else(|| DbError::NotFound(format!("run {id}")))
+}
+
+/// Moves a run to `status`. The migration's trigger is the state machine; an illegal move
+/// is [`DbError::Invalid`] and changes nothing. Setting the current status is a no-op.
+pub fn set_run_status(
+    conn: &mut SqliteConnection,
+    id: RunId,
+    status: RunStatus,
+) -> Result<RunRow, DbError> {
+    conn.immediate_transaction(|conn| {
+        let run = get_run(conn, id)?.ok_or_else(|| DbError::NotFound(format!("run {id}")))?;
+        diesel::update(runs::table.find(id))
+            .set(runs::status.eq(status))
+            .returning(RunRow::as_returning())
+            .get_result(conn)
+            .map_err(|error| match DbError::from(error) {
+                DbError::Invalid(_) => DbError::Invalid(format!(
+                    "invalid run state transition {} -> {}",
+                    run.status.code(),
+                    status.code()
+                )),
+                other => other,
+            })
+    })
+}
+
+/// Takes the run's next turn number (returns it and advances the counter).
+pub fn take_turn_number(conn: &mut SqliteConnection, id: RunId) -> Result<i32, DbError> {
+    let next: i32 = diesel::update(runs::table.find(id))
+        .set(runs::next_turn.eq(runs::next_turn + 1))
+        .returning(runs::next_turn)
+        .get_result(conn)
+        .optional()?
+        .ok_or_else(|| DbError::NotFound(format!("run {id}")))?;
+    Ok(next - 1)
+}
+
+/// Creates a run (status 100) with the parent's settings and a copy of its store. The new
+/// run continues the parent's turn numbering, so copied entries keep their place in time.
+pub fn fork_run(
+    conn: &mut SqliteConnection,
+    parent_id: RunId,
+    now_ms: i64,
+) -> Result<RunRow, DbError> {
+    conn.immediate_transaction(|conn| {
+        let parent = get_run(conn, parent_id)?
+            .ok_or_else(|| DbError::NotFound(format!("run {parent_id}")))?;
+        let model = parent.model.clone().unwrap_or_else(|| "run".to_owned());
+        let form = RunInsertForm {
+            project_id: parent.project_id,
+            parent_run_id: Some(parent.id),
+            model: parent.model.clone(),
+            alias: String::new(),
+            temperature: parent.temperature,
+            persona: parent.persona.clone(),
+            context_limit: parent.context_limit,
+            next_turn: parent.next_turn,
+        };
+        let child = insert_with_unique_alias(conn, form, &model, now_ms)?;
+        super::entry_moves::copy_run_entries(conn, parent.id, child.id)?;
+        Ok(child)
+    })
+}
+
+/// After a restart: loops that were running go back to pending and runs that were running
+/// become aborted (499). Returns the runs that have pending loops, oldest first.
+pub fn recover_after_restart(conn: &mut SqliteConnection) -> Result<Vec<RunId>, DbError> {
+    conn.immediate_transaction(|conn| {
+        diesel::update(loops::table.filter(loops::status.eq(RunStatus::Running)))
+            .set(loops::status.eq(RunStatus::Queued))
+            .execute(conn)?;
+        diesel::update(runs::table.filter(runs::status.eq(RunStatus::Running)))
+            .set(runs::status.eq(RunStatus::Aborted))
+            .execute(conn)?;
+        Ok(loops::table
+            .filter(loops::status.eq(RunStatus::Queued))
+            .select(loops::run_id)
+            .distinct()
+            .order(loops::run_id)
+            .load(conn)?)
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,263 @@
+use super::*;
+use crate::db::enums::{LoopMode, LoopPriority};
+use crate::db::models::entry::EntryUpsert;
+use crate::db::models::run::LoopEnqueue;
+use crate::db::queries::{entries, loops};
+use crate::db::testing::{sample_run, TestDb};
+
+fn create(conn: &mut SqliteConnection, project_id: ProjectId, now_ms: i64) -> RunRow {
+    let create = RunCreate {
+        project_id,
+        model: "grok".into(),
+        temperature: Some(0.5),
+        persona: None,
+        context_limit: None,
+    };
+    create_run(conn, &create, now_ms).unwrap()
+}
+
+#[test]
+fn aliases_get_a_suffix_on_collision() {
+    let mut db = TestDb::new();
+    let project = sample_run(&mut db.conn).project_id;
+    let aliases: Vec<String> = (0..3)
+        .map(|_| create(&mut db.conn, project, 42).alias)
+        .collect();
+    assert_eq!(aliases, ["grok_42", "grok_42_2", "grok_42_3"]);
+    let run = find_run(&mut db.conn, "grok_42_2").unwrap().unwrap();
+    assert_eq!(
+        (run.status, run.temperature),
+        (RunStatus::Queued, Some(0.5))
+    );
+}
+
+#[test]
+fn concurrent_creators_on_separate_connections_all_succeed() {
+    let db = TestDb::new();
+    let project = {
+        let mut conn = db.connect();
+        sample_run(&mut conn).project_id
+    };
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let mut conn = db.connect();
+            std::thread::spawn(move || {
+                (0..5)
+                    .map(|_| create(&mut conn, project, 7).alias)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut aliases: Vec<String> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    aliases.sort();
+    aliases.dedup();
+    assert_eq!(aliases.len(), 80);
+}
+
+#[test]
+fn the_state_machine_allows_exactly_its_transitions() {
+    use RunStatus::*;
+    let all = [
+        Queued, Running, Completed, Proposed, TooLarge, Aborted, Failed,
+    ];
+    let allowed = |from: RunStatus, to: RunStatus| match from {
+        Queued => matches!(to, Running | Aborted),
+        Running => matches!(to, Completed | Proposed | TooLarge | Aborted | Failed),
+        Proposed => matches!(to, Running | Completed | Aborted),
+        Completed | TooLarge | Failed => matches!(to, Running | Aborted),
+        Aborted => to == Running,
+    };
+    let mut db = TestDb::new();
+    let project = sample_run(&mut db.conn).project_id;
+    let path_to = |status: RunStatus| -> Vec<RunStatus> {
+        match status {
+            Queued => vec![],
+            Running => vec![Running],
+            Aborted => vec![Aborted],
+            other => vec![Running, other],
+        }
+    };
+    for (index, from) in all.into_iter().enumerate() {
+        for (offset, to) in all.into_iter().enumerate() {
+            let run = create(
+                &mut db.conn,
+                project,
+                i64::try_from(index * 10 + offset).unwrap(),
+            );
+            for step in path_to(from) {
+                set_run_status(&mut db.conn, run.id, step).unwrap();
+            }
+            let outcome = set_run_status(&mut db.conn, run.id, to);
+            let expected = from == to || allowed(from, to);
+            assert_eq!(outcome.is_ok(), expected, "{from:?} -> {to:?}: {outcome:?}");
+            if !expected {
+                assert!(matches!(outcome, Err(DbError::Invalid(_))));
+                assert_eq!(get_run(&mut db.conn, run.id).unwrap().unwrap().status, from);
+            }
+        }
+    }
+}
+
+#[test]
+fn rename_checks_the_name_and_its_uniqueness() {
+    let mut db = TestDb::new();
+    let run = sample_run(&mut db.conn);
+    let other = create(&mut db.conn, run.project_id, 5);
+    assert_eq!(
+        rename_run(&mut db.conn, run.id, "custom_name")
+            .unwrap()
+            .alias,
+        "custom_name"
+    );
+    assert!(matches!(
+        rename_run(&mut db.conn, other.id, "custom_name"),
+        Err(DbError::Conflict(_))
+    ));
+    assert!(matches!(
+        rename_run(&mut db.conn, other.id, "bad-name"),
+        Err(DbError::Invalid(_))
+    ));
+    assert!(matches!(
+        rename_run(&mut db.conn, RunId(999), "x"),
+        Err(DbError::NotFound(_))
+    ));
+}
+
+#[test]
+fn config_updates_only_given_fields_within_bounds() {
+    let mut db = TestDb::new();
+    let run = sample_run(&mut db.conn);
+    let persona = RunConfigUpdateForm {
+        persona: Some("pirate".into()),
+        ..Default::default()
+    };
+    update_run_config(&mut db.conn, run.id, &persona).unwrap();
+    let limit = RunConfigUpdateForm {
+        context_limit: Some(2048),
+        ..Default::default()
+    };
+    let updated = update_run_config(&mut db.conn, run.id, &limit).unwrap();
+    assert_eq!(
+        (updated.persona.as_deref(), updated.context_limit),
+        (Some("pirate"), Some(2048))
+    );
+    assert_eq!(
+        update_run_config(&mut db.conn, run.id, &RunConfigUpdateForm::default()).unwrap(),
+        updated
+    );
+    let hot = RunConfigUpdateForm {
+        temperature: Some(3.0),
+        ..Default::default()
+    };
+    assert!(matches!(
+        update_run_config(&mut db.conn, run.id, &hot),
+        Err(DbError::Invalid(_))
+    ));
+    let small = RunConfigUpdateForm {
+        context_limit: Some(10),
+        ..Default::default()
+    };
+    assert!(matches!(
+        update_run_config(&mut db.conn, run.id, &small),
+        Err(DbError::Invalid(_))
+    ));
+}
+
+#[test]
+fn fork_copies_settings_store_and_turn_counter() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let parent = sample_run(conn);
+    assert_eq!(
+        (
+            take_turn_number(conn, parent.id).unwrap(),
+            take_turn_number(conn, parent.id).unwrap()
+        ),
+        (1, 2)
+    );
+    let entry = EntryUpsert {
+        run_id: parent.id,
+        loop_id: None,
+        turn: 2,
+        path: "known://fact".into(),
+        body: "sky is blue".into(),
+        status: 200,
+        fidelity: None,
+        hash: None,
+        attributes: Some(serde_json::json!({"summary": "sky"})),
+    };
+    entries::upsert_entry(conn, &entry).unwrap();
+    let child = fork_run(conn, parent.id, 9).unwrap();
+    assert_eq!(
+        (child.parent_run_id, child.next_turn, child.status),
+        (Some(parent.id), 3, RunStatus::Queued)
+    );
+    let copied = entries::get_entry(conn, child.id, "known://fact")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (copied.body.as_str(), copied.turn, copied.loop_id),
+        ("sky is blue", 2, None)
+    );
+    assert_eq!(
+        copied.attributes_json().unwrap(),
+        serde_json::json!({"summary": "sky"})
+    );
+    assert!(matches!(
+        fork_run(conn, RunId(999), 9),
+        Err(DbError::NotFound(_))
+    ));
+}
+
+#[test]
+fn listing_and_restart_recovery() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let first = sample_run(conn);
+    let second = create(conn, first.project_id, 2_000);
+    let summary = EntryUpsert {
+        run_id: first.id,
+        loop_id: None,
+        turn: 1,
+        path: "summarize://done".into(),
+        body: "4".into(),
+        status: 200,
+        fidelity: None,
+        hash: None,
+        attributes: None,
+    };
+    entries::upsert_entry(conn, &summary).unwrap();
+    let listed = list_runs(conn, first.project_id, None, None).unwrap();
+    let names: Vec<&str> = listed.iter().map(|s| s.run.alias.as_str()).collect();
+    assert_eq!(names, [second.alias.as_str(), first.alias.as_str()]);
+    assert_eq!(listed.get(1).and_then(|s| s.summary.as_deref()), Some("4"));
+    assert_eq!(
+        latest_run(conn, first.project_id).unwrap().map(|r| r.id),
+        Some(second.id)
+    );
+
+    let enqueue = LoopEnqueue {
+        run_id: first.id,
+        mode: LoopMode::Act,
+        model: None,
+        prompt: "go".into(),
+        priority: LoopPriority::Normal,
+        config: serde_json::json!({}),
+    };
+    loops::enqueue_loop(conn, &enqueue).unwrap();
+    loops::claim_next_loop(conn, first.id).unwrap();
+    set_run_status(conn, first.id, RunStatus::Running).unwrap();
+    assert_eq!(recover_after_restart(conn).unwrap(), [first.id]);
+    assert_eq!(
+        get_run(conn, first.id).unwrap().unwrap().status,
+        RunStatus::Aborted
+    );
+    assert_eq!(
+        get_run(conn, second.id).unwrap().unwrap().status,
+        RunStatus::Queued
+    );
+    assert_eq!(loops::pending_loops(conn, first.id).unwrap().len(), 1);
+}

@@ -1,0 +1,63 @@
+//! The scheme registry.
+
+use diesel::prelude::*;
+use diesel::upsert::excluded;
+
+use crate::db::models::SchemeRow;
+use crate::db::schema::schemes;
+use crate::db::DbError;
+
+/// Registers a scheme, or changes the visibility and category of a registered one.
+pub fn register_scheme(conn: &mut SqliteConnection, scheme: &SchemeRow) -> Result<(), DbError> {
+    diesel::insert_into(schemes::table)
+        .values(scheme)
+        .on_conflict(schemes::name)
+        .do_update()
+        .set((
+            schemes::model_visible.eq(excluded(schemes::model_visible)),
+            schemes::category.eq(excluded(schemes::category)),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Every registered scheme, by name.
+pub fn list_schemes(conn: &mut SqliteConnection) -> Result<Vec<SchemeRow>, DbError> {
+    Ok(schemes::table
+        .order(schemes::name)
+        .select(SchemeRow::as_select())
+        .load(conn)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::enums::Category;
+    use crate::db::testing::TestDb;
+
+    #[test]
+    fn bootstrap_rows_exist_and_can_be_overridden() {
+        let mut db = TestDb::new();
+        let before = list_schemes(&mut db.conn).unwrap();
+        let think = before.iter().find(|row| row.name == "think").unwrap();
+        assert!(!think.model_visible);
+        let file = before.iter().find(|row| row.name == "file").unwrap();
+        assert_eq!(file.category, Category::Data);
+        let mcp = SchemeRow {
+            name: "mcp".into(),
+            model_visible: true,
+            category: Category::Logging,
+        };
+        register_scheme(&mut db.conn, &mcp).unwrap();
+        let search = SchemeRow {
+            name: "search".into(),
+            model_visible: false,
+            category: Category::Data,
+        };
+        register_scheme(&mut db.conn, &search).unwrap();
+        let after = list_schemes(&mut db.conn).unwrap();
+        assert_eq!(after.len(), before.len() + 1);
+        assert!(after.contains(&mcp));
+        assert!(after.contains(&search));
+    }
+}

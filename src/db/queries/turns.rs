@@ -1,0 +1,126 @@
+//! Turns: one row per LLM call, with usage written back after the call.
+
+use diesel::prelude::*;
+use diesel::sql_types::BigInt;
+
+use crate::db::ids::{RunId, TurnId};
+use crate::db::models::run::{RunUsage, TurnInsertForm, TurnRow, TurnUsageForm};
+use crate::db::schema::turns;
+use crate::db::DbError;
+
+/// Records the start of a turn.
+pub fn insert_turn(conn: &mut SqliteConnection, form: &TurnInsertForm) -> Result<TurnRow, DbError> {
+    Ok(diesel::insert_into(turns::table)
+        .values(form)
+        .returning(TurnRow::as_returning())
+        .get_result(conn)?)
+}
+
+/// Writes a turn's usage after the LLM call.
+pub fn update_turn_usage(
+    conn: &mut SqliteConnection,
+    id: TurnId,
+    usage: &TurnUsageForm,
+) -> Result<TurnRow, DbError> {
+    diesel::update(turns::table.find(id))
+        .set(usage)
+        .returning(TurnRow::as_returning())
+        .get_result(conn)
+        .optional()?
+        .ok_or_else(|| DbError::NotFound(format!("turn {id}")))
+}
+
+/// The run's newest turn (the calibration for the next budget check).
+pub fn latest_turn(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<TurnRow>, DbError> {
+    Ok(turns::table
+        .filter(turns::run_id.eq(run_id))
+        .order(turns::sequence.desc())
+        .select(TurnRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// Usage summed over every turn of the run.
+pub fn run_usage(conn: &mut SqliteConnection, run_id: RunId) -> Result<RunUsage, DbError> {
+    Ok(diesel::sql_query(
+        "SELECT COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
+                COALESCE(SUM(cached_tokens), 0) AS cached_tokens,
+                COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
+                COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens,
+                COALESCE(SUM(total_tokens), 0) AS total_tokens,
+                CAST(COALESCE(SUM(cost), 0) AS REAL) AS cost,
+                COUNT(*) AS turns
+         FROM turns WHERE run_id = ?1",
+    )
+    .bind::<BigInt, _>(run_id)
+    .get_result(conn)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::enums::{LoopMode, LoopPriority};
+    use crate::db::models::run::LoopEnqueue;
+    use crate::db::queries::{loops, runs};
+    use crate::db::testing::{sample_run, TestDb};
+
+    #[test]
+    fn usage_is_written_back_and_summed() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn);
+        let enqueue = LoopEnqueue {
+            run_id: run.id,
+            mode: LoopMode::Act,
+            model: None,
+            prompt: "p".into(),
+            priority: LoopPriority::Normal,
+            config: serde_json::json!({}),
+        };
+        let loop_row = loops::enqueue_loop(conn, &enqueue).unwrap();
+        assert_eq!(run_usage(conn, run.id).unwrap(), RunUsage::default());
+        for cost in [0.5, 0.25] {
+            let sequence = runs::take_turn_number(conn, run.id).unwrap();
+            let turn = insert_turn(
+                conn,
+                &TurnInsertForm {
+                    run_id: run.id,
+                    loop_id: loop_row.id,
+                    sequence,
+                },
+            )
+            .unwrap();
+            let usage = TurnUsageForm {
+                context_tokens: 100,
+                reasoning_content: Some("why".into()),
+                prompt_tokens: 100,
+                cached_tokens: 10,
+                completion_tokens: 20,
+                reasoning_tokens: 5,
+                total_tokens: 120,
+                cost,
+            };
+            let updated = update_turn_usage(conn, turn.id, &usage).unwrap();
+            assert_eq!(updated.sequence, sequence);
+        }
+        let totals = run_usage(conn, run.id).unwrap();
+        assert_eq!(
+            (totals.turns, totals.prompt_tokens, totals.total_tokens),
+            (2, 200, 240)
+        );
+        assert!((totals.cost - 0.75).abs() < 1e-9);
+        assert_eq!(
+            latest_turn(conn, run.id).unwrap().map(|t| t.sequence),
+            Some(2)
+        );
+        let duplicate = insert_turn(
+            conn,
+            &TurnInsertForm {
+                run_id: run.id,
+                loop_id: loop_row.id,
+                sequence: 2,
+            },
+        );
+        assert!(matches!(duplicate, Err(DbError::Conflict(_))));
+    }
+}
