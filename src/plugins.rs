@@ -8,4 +8,9 @@
 
 pub mod assembly;
 pub mod policy;
+pub mod registry;
+pub mod tool;
+pub mod tools;
 pub mod view;
+
+pub use registry::Plugins;
