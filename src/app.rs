@@ -22,6 +22,9 @@ use crate::error::AppError;
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmProviders, ProviderSettings, RetryPolicy};
 use crate::metrics::Metrics;
+use crate::plugins::assembly::Assembly;
+use crate::plugins::tool::ToolSettings;
+use crate::plugins::Plugins;
 use crate::rpc::dispatch::Reply;
 use crate::rpc::envelope::Request;
 use crate::ws::registry::ConnectionRegistry;
@@ -43,6 +46,10 @@ pub struct AppState {
     pub runs: RunRegistry,
     /// One actor per LLM provider.
     pub llm: LlmProviders,
+    /// The tool plugins (handlers, views, docs).
+    pub plugins: Arc<Plugins>,
+    /// The assembly plugins (the tags of the packet).
+    pub assembly: Arc<Assembly>,
 }
 
 /// A server started by [`start`].
@@ -89,7 +96,13 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
         metrics: Arc::new(Metrics::default()),
         runs: RunRegistry::default(),
         llm: LlmProviders::start(provider_settings(&settings))?,
+        plugins: Arc::new(Plugins::bundled(ToolSettings {
+            token_divisor: settings.tokens.divisor,
+            max_entry_tokens: i32::try_from(settings.tokens.max_entry_tokens).unwrap_or(i32::MAX),
+        })),
+        assembly: Arc::new(Assembly::bundled()),
     };
+    state.register_schemes().await?;
     state.seed_models().await?;
     state.requeue_interrupted_loops().await?;
     let data = web::Data::new(state.clone());
@@ -161,6 +174,18 @@ impl AppState {
             self.runs.submit(self, run, None, None);
         }
         Ok(())
+    }
+
+    /// Every tool's scheme is in the registry, so its entries are visible as it says.
+    async fn register_schemes(&self) -> Result<(), AppError> {
+        let rows = self.plugins.scheme_rows();
+        self.db_call(move |conn| {
+            for row in &rows {
+                queries::schemes::register_scheme(conn, row)?;
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn seed_models(&self) -> Result<(), AppError> {

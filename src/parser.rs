@@ -24,6 +24,7 @@ pub use command::{
     AskUserCommand, Command, ExtraAttrs, GetCommand, KnownCommand, SearchCommand, Selection,
     TaggedText, TransferCommand, UnknownCommand,
 };
+pub use crate::hedberg::SetRevision as SetOperation;
 pub use set::SetCommand;
 pub use tool::Tool;
 

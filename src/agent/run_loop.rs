@@ -31,6 +31,9 @@ pub enum LoopError {
     /// The store failed.
     #[error("{0}")]
     Db(#[from] DbError),
+    /// Dispatching the model's commands failed outside the store.
+    #[error("{0}")]
+    Tool(crate::plugins::tool::ToolError),
     /// Anything else.
     #[error("{0}")]
     App(#[from] AppError),
@@ -86,8 +89,9 @@ async fn run_turns(
         .or_else(|| run.model.clone())
         .unwrap_or_default();
     let (actual, context_size) = resolve_model(app, &run, &model_alias, cancel).await?;
+    let project_root = scan::project_root(app, &run).await?;
     if !config.no_repo {
-        scan::sync_project_files(app, &run, lp.id).await?;
+        scan::sync_project_files(app, &run, &project_root, lp.id).await?;
     }
     let agent = &app.settings.agent;
     let limits = HealerLimits {
@@ -111,6 +115,7 @@ async fn run_turns(
             model_alias: &model_alias,
             model_actual: &actual,
             context_size,
+            project_root: &project_root,
         };
         let report = match execute_turn(app, input, cancel).await? {
             TurnEnd::Overflow { error } => return Ok(LoopOutcome::Overflow { error }),

@@ -2,7 +2,7 @@
 //! files are written (SHA-256 change detection), deleted and newly ignored ones removed.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
@@ -19,22 +19,40 @@ use crate::project::{
     ProjectRoot, ScanOptions, ScanReport, Visibility,
 };
 
-/// Scans the run's project root (when it exists on this machine) into the run's store.
-pub async fn sync_project_files(app: &AppState, run: &RunRow, loop_id: LoopId) -> Result<(), LoopError> {
+/// The root of the run's project, as `init` gave it.
+pub async fn project_root(app: &AppState, run: &RunRow) -> Result<PathBuf, LoopError> {
+    let project_id = run.project_id;
+    let project = app
+        .db_call(move |conn| projects::get_project(conn, project_id))
+        .await?
+        .ok_or_else(|| DbError::NotFound(format!("project {project_id}")))?;
+    Ok(project.project_root.map(PathBuf::from).unwrap_or_default())
+}
+
+/// Scans the project root (when it exists on this machine) into the run's store.
+pub async fn sync_project_files(
+    app: &AppState,
+    run: &RunRow,
+    root: &Path,
+    loop_id: LoopId,
+) -> Result<(), LoopError> {
     let run_id = run.id;
     let project_id = run.project_id;
-    let (root, stored_constraints, previous) = app
+    let root = root.to_path_buf();
+    let is_dir = {
+        let root = root.clone();
+        blocking(move || Ok(root.is_dir())).await?
+    };
+    if !is_dir {
+        return Ok(());
+    }
+    let (stored_constraints, previous) = app
         .db_call(move |conn| {
-            let project = projects::get_project(conn, project_id)?
-                .ok_or_else(|| DbError::NotFound(format!("project {project_id}")))?;
             let stored = constraints::list_constraints(conn, project_id)?;
             let files = entries::file_hashes(conn, run_id)?;
-            Ok((project.project_root, stored, files))
+            Ok((stored, files))
         })
         .await?;
-    let Some(root) = root.map(PathBuf::from).filter(|root| root.is_dir()) else {
-        return Ok(());
-    };
     let max_file_bytes = app.settings.scan.max_file_bytes;
     let rules: Vec<(String, String)> = stored_constraints
         .into_iter()

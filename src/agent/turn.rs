@@ -22,7 +22,11 @@ use crate::db::models::entry::{EntryUpsert, UnresolvedRow};
 use crate::db::models::run::{LoopRow, TurnInsertForm, TurnRow, TurnUsageForm};
 use crate::db::queries::{entries, runs, turns};
 use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
-use crate::parser::healer::{ToolCall, TurnSignals};
+use crate::db::paths::slug_path;
+use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
+use crate::parser::Command;
+use crate::plugins::dispatch::{dispatch_commands, TurnInput as DispatchInput};
+use crate::plugins::tool::ToolError;
 use crate::rpc::notifications::{Notification, ProgressStatus, RunProgress};
 
 /// What a turn needs to know about its loop.
@@ -41,6 +45,8 @@ pub struct TurnInput<'a> {
     pub model_actual: &'a str,
     /// Effective context size in tokens.
     pub context_size: i64,
+    /// The project's root on this machine.
+    pub project_root: &'a std::path::Path,
 }
 
 /// What the loop needs to decide whether to go on.
@@ -183,7 +189,7 @@ async fn execute_numbered_turn(
     let parsed = crate::parser::parse(&response.content);
     record_audit(app, &input, &row, &packet, &response, &parsed.unparsed).await?;
     let dispatch_started = Instant::now();
-    let report = crate::plugins::dispatch::dispatch_response(app, run_id, lp, turn, policy, parsed).await?;
+    let report = dispatch(app, &input, turn, policy, &response.content, parsed.commands).await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
     state::publish_turn_state(app, run_id, project, &alias, turn, &input, &response, &packet).await?;
     tracing::info!(
@@ -195,6 +201,108 @@ async fn execute_numbered_turn(
         "turn done"
     );
     Ok(TurnEnd::Completed(report))
+}
+
+/// Records and runs the response's commands on the DB thread; heals the status when the
+/// model gave neither summarize nor update.
+async fn dispatch(
+    app: &AppState,
+    input: &TurnInput<'_>,
+    turn: i32,
+    policy: ToolPolicy,
+    content: &str,
+    commands: Vec<Command>,
+) -> Result<TurnReport, LoopError> {
+    let plugins = Arc::clone(&app.plugins);
+    let dispatch_input = DispatchInput {
+        run_id: input.run_id,
+        loop_id: Some(input.loop_row.id),
+        turn,
+        policy,
+        project_root: input.project_root.to_path_buf(),
+    };
+    let healed = {
+        let names: Vec<&str> = commands.iter().map(Command::name).collect();
+        heal_status(content, names)
+    };
+    let calls: Vec<(ToolCall, String)> = commands
+        .iter()
+        .map(|command| (tool_call(command), command.name().to_string()))
+        .collect();
+    let run_id = input.run_id;
+    let loop_id = input.loop_row.id;
+    let outcome = app
+        .db_call(move |conn| {
+            let outcome = match dispatch_commands(conn, &plugins, &dispatch_input, &commands) {
+                Err(ToolError::Db(error)) => return Err(error),
+                other => other,
+            };
+            let Ok(mut outcome) = outcome else {
+                return Ok(outcome);
+            };
+            if outcome.needs_healing {
+                let (scheme, text) = match &healed {
+                    HealedStatus::Summary(text) => ("summarize", text.clone()),
+                    HealedStatus::Update(text) => ("update", text.clone()),
+                };
+                entries::upsert_entry(
+                    conn,
+                    &EntryUpsert {
+                        run_id,
+                        loop_id: Some(loop_id),
+                        turn,
+                        path: entries::free_path(conn, run_id, &slug_path(scheme, &text))?,
+                        body: text.clone(),
+                        status: 200,
+                        fidelity: None,
+                        hash: None,
+                        attributes: Some(json!({"healed": true})),
+                    },
+                )?;
+                match healed {
+                    HealedStatus::Summary(_) => outcome.summary_text = Some(text),
+                    HealedStatus::Update(_) => outcome.update_text = Some(text),
+                }
+            }
+            Ok(Ok(outcome))
+        })
+        .await?
+        .map_err(LoopError::Tool)?;
+    let mut report = TurnReport {
+        turn,
+        status_healed: outcome.needs_healing,
+        summary: outcome.summary_text.clone(),
+        update: outcome.update_text.clone(),
+        has_writes: outcome.flags.has_writes,
+        has_reads: outcome.flags.has_reads,
+        proposed: outcome.proposals,
+        ..TurnReport::default()
+    };
+    for ((call, _name), record) in calls.into_iter().zip(&outcome.calls) {
+        if record.is_action {
+            report.action_calls.push(call.clone());
+        }
+        if record.is_write {
+            report.write_calls.push(call);
+        }
+    }
+    Ok(report)
+}
+
+/// The repetition check's view of one command: its scheme and its fields.
+fn tool_call(command: &Command) -> ToolCall {
+    let fields = match command.to_json() {
+        serde_json::Value::Object(fields) => fields,
+        _ => serde_json::Map::new(),
+    };
+    ToolCall {
+        scheme: command.name().to_string(),
+        path: fields
+            .get("path")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+        attributes: fields,
+    }
 }
 
 /// Writes the loop's prompt (first iteration), materializes the visible entries into

@@ -78,7 +78,7 @@ proptest! {
         let blocks = parse_edit_content(&body);
         let _ = parse_sed(&body);
         let _ = parse_json_edit(&body);
-        let revision = classify_set(&SetAttributes::default(), &body);
+        let revision = classify_set(&SetAttributes::default(), &body).revision;
         let _ = revision.apply(&file);
         let _ = apply_blocks(&file, &blocks);
     }

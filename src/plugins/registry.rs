@@ -318,3 +318,19 @@ mod tests {
         assert_eq!(think.map(|row| row.model_visible), Some(false));
     }
 }
+
+impl crate::context::Projector for Plugins {
+    fn project(&self, entry: &EntryView<'_>) -> String {
+        Plugins::project(self, entry)
+    }
+}
+
+impl crate::plugins::assembly::ToolDocs for Plugins {
+    fn active_tools(&self, policy: &ToolPolicy) -> Vec<&str> {
+        Plugins::active_tools(self, policy)
+    }
+
+    fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)> {
+        Plugins::docs(self, policy)
+    }
+}

@@ -3,7 +3,14 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use std::sync::Arc;
+
+use crate::agent::loop_config::LoopConfig;
+use crate::db::enums::LoopMode;
 use crate::db::models::run::RunRow;
+use crate::db::queries::loops;
+use crate::plugins::dispatch::{dispatch_call, CallInput};
+use crate::plugins::tool::{ClientCall, ToolError};
 use crate::error::AppError;
 use crate::rpc::dispatch::{CallContext, Reply};
 use crate::rpc::handlers::runs::find_run;
@@ -56,13 +63,48 @@ pub async fn dispatch(
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 
-/// Runs one client-issued tool call through the same handler chain as model commands.
+/// Runs one client-issued tool call through the same handler chain as model commands. The
+/// client acts for the run's latest loop: its mode and flags decide what is allowed.
 pub async fn dispatch_tool(
     context: &CallContext,
     run: RunRow,
     tool: &'static str,
     params: ToolParams,
 ) -> Result<(), AppError> {
-    let _ = (context, run, tool, params);
-    Err(AppError::Internal("tool dispatch is not wired yet".into()))
+    let project_root = context.project()?.root.clone();
+    let plugins = Arc::clone(&context.app.plugins);
+    let search_available = context.app.settings.search_available();
+    let call = ClientCall {
+        path: params.path.unwrap_or_default(),
+        body: params.body,
+        to: params.to,
+        attributes: params.attributes.unwrap_or_default(),
+    };
+    let run_id = run.id;
+    let outcome = context
+        .app
+        .db_call(move |conn| {
+            let latest = loops::latest_loop(conn, run_id)?;
+            let policy = match latest {
+                Some(lp) => LoopConfig::from_json(&lp.config).policy(lp.mode, search_available),
+                None => LoopConfig::default().policy(LoopMode::Act, search_available),
+            };
+            let input = CallInput {
+                run_id,
+                policy,
+                project_root,
+                tool: tool.to_string(),
+                call,
+            };
+            match dispatch_call(conn, &plugins, &input) {
+                Err(ToolError::Db(error)) => Err(error),
+                other => Ok(other),
+            }
+        })
+        .await?;
+    match outcome {
+        Ok(_) => Ok(()),
+        Err(ToolError::InvalidParams(message)) => Err(AppError::InvalidParam(message)),
+        Err(error) => Err(AppError::InvalidParam(error.to_string())),
+    }
 }
