@@ -38,6 +38,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_MAX_UPDATE_REPEATS", "agent.max_update_repeats"),
     ("RUMMY_TEMPERATURE", "agent.temperature"),
     ("RUMMY_APPLY_EDITS", "agent.apply_edits"),
+    ("RUMMY_MAX_COMPLETION_TOKENS", "agent.max_completion_tokens"),
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
     ("RUMMY_FETCH_TIMEOUT", "providers.fetch_timeout_ms"),
     ("RUMMY_PROVIDER_CONCURRENCY", "providers.concurrency"),
@@ -204,6 +205,8 @@ pub struct AgentSettings {
     pub temperature: Option<f64>,
     /// Who applies accepted edits.
     pub apply_edits: ApplyEdits,
+    /// Most tokens one reply may have (0 = the provider's default).
+    pub max_completion_tokens: u32,
 }
 
 /// Project file scanning.

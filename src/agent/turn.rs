@@ -167,7 +167,7 @@ async fn execute_numbered_turn(
             .config
             .temperature
             .or(app.settings.agent.temperature),
-        max_tokens: None,
+        max_tokens: Some(app.settings.agent.max_completion_tokens).filter(|limit| *limit > 0),
     };
     let preparation_ms = started.elapsed().as_millis() as u64;
     let llm_started = Instant::now();

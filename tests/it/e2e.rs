@@ -26,6 +26,7 @@ async fn app_with_real_llm(url: &str) -> TestApp {
         ("RUMMY_CONTEXT_smol", context.as_str()),
         ("RUMMY_MAX_TURNS", "3"),
         ("RUMMY_TEMPERATURE", "0"),
+        ("RUMMY_MAX_COMPLETION_TOKENS", "400"),
     ])
     .await
 }
