@@ -6,6 +6,7 @@
 //! `<performed>`, `<progress>`, `<prompt>`) and run as ordered filter chains. Model-facing
 //! text lives in `text/`, apart from code, so it can be tuned without touching logic.
 
+pub mod dispatch;
 pub mod policy;
 pub mod registry;
 pub mod tool;

@@ -37,6 +37,12 @@ pub enum ToolError {
     NotPending(String),
 }
 
+impl From<diesel::result::Error> for ToolError {
+    fn from(error: diesel::result::Error) -> Self {
+        ToolError::Db(DbError::from(error))
+    }
+}
+
 /// How a tool's scheme is registered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SchemeSpec {
