@@ -9,6 +9,7 @@
 pub mod dispatch;
 pub mod policy;
 pub mod registry;
+pub mod resolve;
 pub mod tool;
 pub mod tools;
 pub mod view;

@@ -480,3 +480,6 @@ fn settle_status(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
