@@ -7,8 +7,10 @@
 //! text lives in `text/`, apart from code, so it can be tuned without touching logic.
 
 pub mod assembly;
+pub mod dispatch;
 pub mod policy;
 pub mod registry;
+pub mod resolve;
 pub mod tool;
 pub mod tools;
 pub mod view;

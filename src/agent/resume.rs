@@ -8,14 +8,12 @@ use serde_json::Value;
 use crate::db::enums::{LoopPriority, RunStatus};
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, RunRow};
-use crate::db::paths::normalize_path;
 use crate::db::queries::{entries, loops, runs};
 use crate::db::DbError;
 use crate::error::AppError;
-use crate::plugins::resolve::{apply_resolution, ResolutionAction};
-
-/// What the client did with a proposal.
-pub type Action = ResolutionAction;
+use crate::plugins::resolve::{resolve_proposal, Resolution, ResolveInput};
+use crate::plugins::tool::ToolError;
+use crate::plugins::Plugins;
 
 /// What happens after one resolution.
 #[derive(Debug)]
@@ -32,25 +30,32 @@ pub enum Decision {
 /// store's; the inner one is the client's mistake (the path is not a pending proposal).
 pub fn resolve(
     conn: &mut SqliteConnection,
+    plugins: &Plugins,
     run: &RunRow,
     path: &str,
-    action: Action,
-    output: Option<&str>,
+    resolution: Resolution,
+    output: Option<String>,
 ) -> Result<Result<Decision, AppError>, DbError> {
-    let wanted = normalize_path(path);
-    let pending = entries::unresolved(conn, run.id)?;
-    let Some(proposal) = pending.iter().find(|row| row.path == wanted || row.path == path) else {
-        return Ok(Err(AppError::InvalidParam(format!(
-            "{path} is not a pending proposal of run '{}'",
-            run.alias
-        ))));
+    let proposing_turn = entries::get_entry(conn, run.id, path)?.map_or(0, |entry| entry.turn);
+    let input = ResolveInput {
+        run_id: run.id,
+        path: path.to_string(),
+        resolution,
+        output,
     };
-    let proposal_path = proposal.path.clone();
-    let proposing_turn = proposal.turn;
-    apply_resolution(conn, run.id, &proposal_path, action, output)?;
-    let remaining = entries::unresolved(conn, run.id)?;
-    if !remaining.is_empty() {
-        return Ok(Ok(Decision::StillPending(remaining)));
+    let outcome = match resolve_proposal(conn, plugins, &input) {
+        Ok(outcome) => outcome,
+        Err(ToolError::Db(error)) => return Err(error),
+        Err(ToolError::NotPending(_)) => {
+            return Ok(Err(AppError::InvalidParam(format!(
+                "{path} is not a pending proposal of run '{}'",
+                run.alias
+            ))))
+        }
+        Err(error) => return Ok(Err(AppError::InvalidParam(error.to_string()))),
+    };
+    if !outcome.remaining.is_empty() {
+        return Ok(Ok(Decision::StillPending(outcome.remaining)));
     }
     let proposing = loops::latest_loop(conn, run.id)?;
     let summarized = proposing
@@ -59,8 +64,8 @@ pub fn resolve(
         .and_then(|result| serde_json::from_str::<Value>(result).ok())
         .and_then(|result| result.get("summarized").and_then(Value::as_bool))
         .unwrap_or(false);
-    let rejected =
-        action == ResolutionAction::Reject || entries::rejected_at_turn(conn, run.id, proposing_turn)?;
+    let rejected = resolution == Resolution::Reject
+        || entries::rejected_at_turn(conn, run.id, proposing_turn)?;
     if rejected || summarized {
         runs::set_run_status(conn, run.id, RunStatus::Completed)?;
         return Ok(Ok(Decision::Completed));

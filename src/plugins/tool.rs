@@ -35,6 +35,15 @@ pub enum ToolError {
     /// The path is not a pending proposal of the run.
     #[error("No pending proposal at {0}")]
     NotPending(String),
+    /// A resolution action other than accept, reject or error.
+    #[error("Invalid resolution action: {0}. Use 'accept' or 'reject'.")]
+    InvalidResolution(String),
+}
+
+impl From<diesel::result::Error> for ToolError {
+    fn from(error: diesel::result::Error) -> Self {
+        ToolError::Db(DbError::from(error))
+    }
 }
 
 /// How a tool's scheme is registered.

@@ -17,6 +17,8 @@ pub mod set;
 pub mod sh;
 pub(crate) mod store;
 pub mod summarize;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod think;
 mod transfer;
 pub mod unknown;

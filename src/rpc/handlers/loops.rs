@@ -1,11 +1,14 @@
 //! `ask`, `act`, `run/resolve`, `run/inject`: the long-running methods that drive loops.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
 use crate::agent::resume;
+use crate::plugins::resolve::Resolution;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryUpsert;
@@ -195,7 +198,7 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
     let resolution = params
         .resolution
         .ok_or_else(|| AppError::MissingParam("resolution".into()))?;
-    let action = resume::Action::parse(&resolution.action).ok_or_else(|| {
+    let action = Resolution::parse(&resolution.action).map_err(|_| {
         AppError::InvalidParam(format!(
             "Invalid resolution action: {}. Use 'accept' or 'reject'.",
             &*resolution.action
@@ -205,9 +208,10 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
     let path = resolution.path.0.clone();
     let output = resolution.output.clone();
     let resolved_run = run.clone();
+    let plugins = Arc::clone(&context.app.plugins);
     let decision = context
         .app
-        .db_call(move |conn| resume::resolve(conn, &resolved_run, &path, action, output.as_deref()))
+        .db_call(move |conn| resume::resolve(conn, &plugins, &resolved_run, &path, action, output))
         .await??;
     match decision {
         resume::Decision::StillPending(proposed) => {

@@ -1,0 +1,201 @@
+use serde_json::json;
+
+use crate::db::enums::LoopMode;
+use crate::plugins::tool::{ClientCall, ToolError};
+use crate::plugins::tools::testing::TestRun;
+
+#[test]
+fn first_proposal_stops_later_actions_with_409() {
+    let mut run = TestRun::new();
+    run.put("known://a", "alpha");
+    let outcome = run.respond(
+        "<sh>npm test</sh><get path=\"known://a\"/><rm path=\"known://a\"/><update>testing</update>",
+    );
+    assert_eq!(run.status("sh://turn_1/npm%20test"), Some(202));
+    assert_eq!(run.status("get://turn_1/known%3A//a"), Some(409));
+    assert_eq!(run.status("rm://turn_1/known%3A//a"), Some(409));
+    assert!(
+        run.entry("known://a").is_some(),
+        "a cancelled rm removes nothing"
+    );
+    assert_eq!(outcome.proposals.len(), 1);
+    assert_eq!(outcome.errors.len(), 2);
+    assert!(outcome.errors[0].message.contains("<sh> is waiting"));
+    assert_eq!(outcome.update_text.as_deref(), Some("testing"));
+}
+
+#[test]
+fn an_error_stops_later_actions_and_overrides_summarize() {
+    let mut run = TestRun::new();
+    let outcome = run.respond(
+        "<known path=\"known://x\" summary=\"k\">fact</known>\
+         <rm path=\"known://nope\"/><env>ls</env><summarize>All done</summarize>",
+    );
+    assert_eq!(run.status("rm://turn_1/known%3A//nope"), Some(404));
+    assert_eq!(run.status("env://turn_1/ls"), Some(409));
+    assert_eq!(
+        run.status("known://x"),
+        Some(200),
+        "lifecycle is never cancelled"
+    );
+    assert_eq!(outcome.summary_text, None);
+    assert_eq!(outcome.update_text.as_deref(), Some("All done"));
+    assert_eq!(run.status("summarize://All%20done"), Some(409));
+    assert!(outcome.proposals.is_empty());
+}
+
+#[test]
+fn summarize_stands_when_actions_succeed_and_update_wins_over_it() {
+    let mut run = TestRun::new();
+    run.put("known://a", "alpha");
+    let done = run.respond("<get path=\"known://a\"/><summarize>Read it</summarize>");
+    assert_eq!(done.summary_text.as_deref(), Some("Read it"));
+    assert!(done.flags.has_reads && !done.flags.has_act);
+    let both = run.respond("<summarize>x</summarize><update>y</update>");
+    assert_eq!(
+        (both.summary_text, both.update_text.as_deref()),
+        (None, Some("y"))
+    );
+    let neither = run.respond("<known path=\"known://b\">fact</known>");
+    assert!(neither.needs_healing && neither.flags.has_writes);
+}
+
+#[test]
+fn excluded_tools_are_recorded_as_403_and_not_run() {
+    let mut run = TestRun::new().mode(LoopMode::Ask);
+    run.put("src/a.js", "let a = 1;");
+    let outcome = run.respond(
+        "<sh>rm -rf /</sh><search>rust</search><set path=\"src/a.js\">s/1/2/</set>\
+         <set path=\"src/a.js\" fidelity=\"index\"/>",
+    );
+    assert_eq!(run.status("sh://turn_1/rm%20-rf%20%2F"), Some(403));
+    assert_eq!(run.status("search://turn_1/rust"), Some(403));
+    assert_eq!(run.status("set://turn_1/src/a.js"), Some(403));
+    assert_eq!(run.status("set://turn_1/src/a.js_2"), Some(409));
+    assert_eq!(run.entry("src/a.js").unwrap().body, "let a = 1;");
+    assert!(outcome.errors[0].message.contains("ask mode"));
+    assert!(outcome.errors[1].message.contains("no search backend"));
+    assert!(outcome.errors[2].message.contains("files MUST NOT change"));
+    assert!(outcome.proposals.is_empty());
+    let fidelity_only = run.respond("<set path=\"src/a.js\" fidelity=\"index\"/>");
+    assert!(
+        fidelity_only.errors.is_empty(),
+        "fidelity on files is allowed in ask mode"
+    );
+
+    let mut act = TestRun::new();
+    act.respond("<search>rust</search><env>ls</env>");
+    assert_eq!(act.status("search://turn_1/rust"), Some(403));
+    assert_eq!(act.status("env://turn_1/ls"), Some(409));
+}
+
+#[test]
+fn escaping_and_invalid_paths_are_400() {
+    let mut run = TestRun::new();
+    let outcome = run.respond(&format!(
+        "<get path=\"../secret\"/><update>x</update><get path=\"{}\"/>",
+        "a".repeat(600)
+    ));
+    assert_eq!(run.status("get://turn_1/..%2Fsecret"), Some(400));
+    assert!(outcome.errors[0].message.contains("leaves the project"));
+    assert_eq!(run.status("get://turn_1/invalid"), Some(400));
+    let absolute = run.respond("<rm path=\"/etc/passwd\"/>");
+    assert_eq!(absolute.errors[0].status, 400);
+}
+
+#[test]
+fn bare_known_goes_under_known_and_naked_set_is_a_fact() {
+    let mut run = TestRun::new();
+    run.respond("<known path=\"auth/session\" summary=\"auth,cookie\">24h ttl</known>");
+    let entry = run.entry("known://auth/session").unwrap();
+    assert_eq!(entry.body, "24h ttl");
+    assert_eq!(
+        run.attribute("known://auth/session", "summary"),
+        json!("auth,cookie")
+    );
+    assert!(run.entry("auth/session").is_none());
+    let outcome = run.respond("<set>the sky is blue</set>");
+    assert!(run.entry("known://the%20sky%20is%20blue").is_some());
+    assert!(outcome.calls.iter().any(|call| call.tool == "known"));
+}
+
+#[test]
+fn think_and_unregistered_tags_are_recorded_not_run() {
+    let mut run = TestRun::new();
+    let outcome = run.respond("<think>plan <rm path=\"known://a\"/></think><update>u</update>");
+    assert_eq!(run.entry("think://turn_1/").unwrap().status, 200);
+    assert!(outcome.errors.is_empty());
+    assert_eq!(outcome.calls.len(), 1);
+}
+
+#[test]
+fn duplicate_targets_get_distinct_result_paths() {
+    let mut run = TestRun::new();
+    run.put("known://a", "alpha");
+    run.respond("<get path=\"known://a\"/><get path=\"known://a\"/>");
+    assert_eq!(run.status("get://turn_1/known%3A//a"), Some(200));
+    assert_eq!(run.status("get://turn_1/known%3A//a_2"), Some(200));
+}
+
+#[test]
+fn client_calls_run_the_same_chain_at_the_next_turn() {
+    let mut run = TestRun::new();
+    let outcome = run
+        .call(
+            "set",
+            ClientCall {
+                path: "known://deploy".into(),
+                body: Some("staging".into()),
+                ..ClientCall::default()
+            },
+        )
+        .unwrap();
+    assert!(outcome.errors.is_empty());
+    assert_eq!(run.entry("known://deploy").unwrap().body, "staging");
+    let sh = ClientCall {
+        path: "npm test".into(),
+        attributes: json!({ "command": "npm test" })
+            .as_object()
+            .cloned()
+            .unwrap(),
+        ..ClientCall::default()
+    };
+    let proposed = run.call("sh", sh).unwrap();
+    assert_eq!(proposed.proposals.len(), 1);
+    assert_eq!(proposed.proposals[0].path, "sh://turn_1/npm%20test");
+    let fidelity = ClientCall {
+        path: "known://*".into(),
+        attributes: json!({ "fidelity": "summary" })
+            .as_object()
+            .cloned()
+            .unwrap(),
+        ..ClientCall::default()
+    };
+    run.call("set", fidelity).unwrap();
+    assert_eq!(
+        run.entry("known://deploy").unwrap().fidelity,
+        crate::db::enums::Fidelity::Summary
+    );
+    let escape = ClientCall {
+        path: "../x".into(),
+        ..ClientCall::default()
+    };
+    assert!(matches!(
+        run.call("rm", escape),
+        Err(ToolError::InvalidParams(_))
+    ));
+    assert!(matches!(
+        run.call(
+            "nope",
+            ClientCall {
+                path: "x".into(),
+                ..ClientCall::default()
+            }
+        ),
+        Err(ToolError::UnknownTool(_))
+    ));
+    assert!(matches!(
+        run.call("rm", ClientCall::default()),
+        Err(ToolError::InvalidParams(_))
+    ));
+}

@@ -1,0 +1,171 @@
+//! Test support: a migrated temporary database with one run and a project root, and
+//! shortcuts to dispatch model text and client calls against it.
+
+use diesel::SqliteConnection;
+use tempfile::TempDir;
+
+use crate::db::enums::LoopMode;
+use crate::db::ids::RunId;
+use crate::db::models::entry::{EntryRow, EntryUpsert};
+use crate::db::models::run::RunCreate;
+use crate::db::models::ProjectInsertForm;
+use crate::db::queries::{entries, projects, runs};
+use crate::db::{open_connection, run_migrations};
+use crate::plugins::dispatch::{
+    dispatch_call, dispatch_commands, CallInput, DispatchOutcome, TurnInput,
+};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::resolve::{resolve_proposal, Resolution, ResolveInput, ResolveOutcome};
+use crate::plugins::tool::{ClientCall, ToolError, ToolSettings};
+use crate::plugins::Plugins;
+
+/// A run in a fresh database, with a project root of its own.
+pub(crate) struct TestRun {
+    _dir: TempDir,
+    pub root: TempDir,
+    pub conn: SqliteConnection,
+    pub run_id: RunId,
+    pub plugins: Plugins,
+    pub policy: ToolPolicy,
+    pub turn: i32,
+}
+
+impl TestRun {
+    pub fn new() -> TestRun {
+        let dir = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let mut conn = open_connection(&dir.path().join("rummy.db"), 4).unwrap();
+        run_migrations(&mut conn).unwrap();
+        let project = projects::upsert_project(
+            &mut conn,
+            &ProjectInsertForm {
+                name: "p".into(),
+                project_root: Some(root.path().display().to_string()),
+                config_path: None,
+            },
+        )
+        .unwrap();
+        let create = RunCreate {
+            project_id: project.id,
+            model: "m".into(),
+            temperature: None,
+            persona: None,
+            context_limit: None,
+        };
+        let run = runs::create_run(&mut conn, &create, 1_000).unwrap();
+        let settings = ToolSettings {
+            token_divisor: 4,
+            max_entry_tokens: 50,
+        };
+        TestRun {
+            _dir: dir,
+            root,
+            conn,
+            run_id: run.id,
+            plugins: Plugins::bundled(settings),
+            policy: ToolPolicy::act(),
+            turn: 1,
+        }
+    }
+
+    pub fn mode(mut self, mode: LoopMode) -> TestRun {
+        self.policy.mode = mode;
+        self
+    }
+
+    /// Dispatches a model response at the current turn, then advances the turn.
+    pub fn respond(&mut self, text: &str) -> DispatchOutcome {
+        let commands = crate::parser::parse(text).commands;
+        let input = TurnInput {
+            run_id: self.run_id,
+            loop_id: None,
+            turn: self.turn,
+            policy: self.policy,
+            project_root: self.root.path().to_owned(),
+        };
+        let outcome = dispatch_commands(&mut self.conn, &self.plugins, &input, &commands).unwrap();
+        self.turn += 1;
+        outcome
+    }
+
+    /// A client tool call.
+    pub fn call(&mut self, tool: &str, call: ClientCall) -> Result<DispatchOutcome, ToolError> {
+        let input = CallInput {
+            run_id: self.run_id,
+            policy: self.policy,
+            project_root: self.root.path().to_owned(),
+            tool: tool.into(),
+            call,
+        };
+        dispatch_call(&mut self.conn, &self.plugins, &input)
+    }
+
+    pub fn resolve(
+        &mut self,
+        path: &str,
+        resolution: Resolution,
+        output: Option<&str>,
+    ) -> Result<ResolveOutcome, ToolError> {
+        let input = ResolveInput {
+            run_id: self.run_id,
+            path: path.into(),
+            resolution,
+            output: output.map(str::to_owned),
+        };
+        resolve_proposal(&mut self.conn, &self.plugins, &input)
+    }
+
+    /// Writes an entry directly (a scanned file, an earlier fact).
+    pub fn put(&mut self, path: &str, body: &str) -> EntryRow {
+        entries::upsert_entry(
+            &mut self.conn,
+            &EntryUpsert {
+                run_id: self.run_id,
+                loop_id: None,
+                turn: 0,
+                path: path.into(),
+                body: body.into(),
+                status: 200,
+                fidelity: None,
+                hash: None,
+                attributes: None,
+            },
+        )
+        .unwrap()
+    }
+
+    pub fn entry(&mut self, path: &str) -> Option<EntryRow> {
+        entries::get_entry(&mut self.conn, self.run_id, path).unwrap()
+    }
+
+    pub fn status(&mut self, path: &str) -> Option<i32> {
+        self.entry(path).map(|row| row.status)
+    }
+
+    pub fn attribute(&mut self, path: &str, name: &str) -> serde_json::Value {
+        self.entry(path)
+            .map(|row| row.attributes_json().unwrap())
+            .and_then(|attributes| attributes.get(name).cloned())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The text the model sees for `path` at its fidelity.
+    pub fn projected(&mut self, path: &str) -> String {
+        let row = self.entry(path).unwrap();
+        let attributes = match row.attributes_json().unwrap() {
+            serde_json::Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        let view = crate::plugins::view::EntryView {
+            path: &row.path,
+            scheme: row.scheme.as_deref(),
+            status: row.status,
+            fidelity: row.fidelity,
+            category: crate::db::enums::Category::Data,
+            body: &row.body,
+            attributes: &attributes,
+            turn: i64::from(row.turn),
+        };
+        self.plugins.project(&view)
+    }
+}
