@@ -245,13 +245,14 @@ async fn dispatch(
                     HealedStatus::Summary(text) => ("summarize", text.clone()),
                     HealedStatus::Update(text) => ("update", text.clone()),
                 };
+                let path = entries::free_path(conn, run_id, &slug_path(scheme, &text))?;
                 entries::upsert_entry(
                     conn,
                     &EntryUpsert {
                         run_id,
                         loop_id: Some(loop_id),
                         turn,
-                        path: entries::free_path(conn, run_id, &slug_path(scheme, &text))?,
+                        path,
                         body: text.clone(),
                         status: 200,
                         fidelity: None,

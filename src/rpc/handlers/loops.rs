@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
 use crate::agent::resume;
-use crate::plugins::resolve::Resolution;
+use crate::plugins::resolve::Resolution as Decision;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryUpsert;
@@ -180,12 +180,12 @@ async fn pending_proposals(context: &CallContext, run: RunId) -> Result<Vec<Prop
 pub struct ResolveParams {
     run: Required,
     #[serde(default)]
-    resolution: Option<Resolution>,
+    resolution: Option<ResolutionParams>,
 }
 
 /// One resolution: which proposal, what the client did, and its output.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Resolution {
+pub struct ResolutionParams {
     path: Required,
     action: Required,
     #[serde(default)]
@@ -198,7 +198,7 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
     let resolution = params
         .resolution
         .ok_or_else(|| AppError::MissingParam("resolution".into()))?;
-    let action = Resolution::parse(&resolution.action).map_err(|_| {
+    let action = Decision::parse(&resolution.action).map_err(|_| {
         AppError::InvalidParam(format!(
             "Invalid resolution action: {}. Use 'accept' or 'reject'.",
             &*resolution.action
