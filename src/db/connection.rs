@@ -198,3 +198,22 @@ mod tests {
         drop(dir);
     }
 }
+
+/// Runs `work` in a write transaction: `BEGIN IMMEDIATE` at the top level (so concurrent
+/// writers on other connections queue on the busy timeout instead of deadlocking), a
+/// savepoint when a transaction (a [`Transact`](super::Transact) unit of work) is open.
+pub fn write_transaction<T, F>(conn: &mut SqliteConnection, work: F) -> Result<T, DbError>
+where
+    F: FnOnce(&mut SqliteConnection) -> Result<T, DbError>,
+{
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    let depth =
+        <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(
+            conn,
+        )
+        .transaction_depth()?;
+    match depth {
+        None => conn.immediate_transaction(work),
+        Some(_) => conn.transaction(work),
+    }
+}

@@ -5,6 +5,7 @@ use actix::{Handler, Message};
 use diesel::SqliteConnection;
 
 use super::DbActor;
+use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// The work: any composition of [`queries`](crate::db::queries) functions.
@@ -36,6 +37,6 @@ impl<T: 'static> Handler<Transact<T>> for DbActor {
 
     fn handle(&mut self, message: Transact<T>, _: &mut Self::Context) -> Self::Result {
         let connection = self.connection()?;
-        connection.immediate_transaction(|connection| (message.work)(connection))
+        write_transaction(connection, message.work)
     }
 }

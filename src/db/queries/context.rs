@@ -7,6 +7,7 @@ use diesel::sql_types::{BigInt, Integer, Nullable};
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm, TurnContextRow};
 use crate::db::schema::{turn_context, v_model_context};
+use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// The rows the model can see, in context order.
@@ -37,7 +38,7 @@ pub fn replace_turn_context(
             "turn context rows must belong to the run and turn replaced".to_owned(),
         ));
     }
-    conn.immediate_transaction(|conn| {
+    write_transaction(conn, |conn| {
         delete_turn_context(conn, run_id, turn)?;
         Ok(diesel::insert_into(turn_context::table)
             .values(rows)
@@ -53,7 +54,7 @@ pub fn materialize_turn_context(
     loop_id: Option<LoopId>,
     turn: i32,
 ) -> Result<usize, DbError> {
-    conn.immediate_transaction(|conn| {
+    write_transaction(conn, |conn| {
         delete_turn_context(conn, run_id, turn)?;
         Ok(diesel::sql_query(
             "INSERT INTO turn_context

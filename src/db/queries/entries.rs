@@ -11,6 +11,7 @@ use crate::db::ids::{EntryId, RunId};
 use crate::db::models::entry::{EntryRow, EntryUpsert, RunLogRow, Selector, UnresolvedRow};
 use crate::db::paths::normalize_path;
 use crate::db::schema::{known_entries, schemes, v_run_log, v_unresolved};
+use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// Ids per `IN (...)` list, well under SQLite's bind limit.
@@ -157,7 +158,7 @@ fn change_selected(
     selector: &Selector,
     change: impl Fn(&mut SqliteConnection, &[EntryId]) -> QueryResult<usize>,
 ) -> Result<Vec<String>, DbError> {
-    conn.immediate_transaction(|conn| {
+    write_transaction(conn, |conn| {
         let rows = selected(conn, run_id, selector)?;
         let ids: Vec<EntryId> = rows.iter().map(|(id, _)| *id).collect();
         for chunk in ids.chunks(IDS_PER_STATEMENT) {

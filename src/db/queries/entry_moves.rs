@@ -7,6 +7,7 @@ use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::normalize_path;
 use crate::db::schema::known_entries;
+use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// Where a copy or move lands and who wrote it.
@@ -61,7 +62,7 @@ pub fn move_entry(
     conn: &mut SqliteConnection,
     transfer: &EntryTransfer,
 ) -> Result<EntryRow, DbError> {
-    conn.immediate_transaction(|conn| {
+    write_transaction(conn, |conn| {
         let copy = copy_entry(conn, transfer)?;
         let from = normalize_path(&transfer.from);
         if from != copy.path {

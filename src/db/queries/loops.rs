@@ -7,6 +7,7 @@ use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::{LoopEnqueue, LoopInsertForm, LoopRow};
 use crate::db::schema::{loops, runs};
+use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// Appends a pending loop (status 100) to the run's queue, numbered from `runs.next_loop`.
@@ -19,7 +20,7 @@ pub fn enqueue_loop(
             "loop config must be a JSON object".to_owned(),
         ));
     }
-    conn.immediate_transaction(|conn| {
+    write_transaction(conn, |conn| {
         let next: i32 = diesel::update(runs::table.find(enqueue.run_id))
             .set(runs::next_loop.eq(runs::next_loop + 1))
             .returning(runs::next_loop)

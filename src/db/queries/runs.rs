@@ -7,6 +7,7 @@ use crate::db::enums::RunStatus;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunInsertForm, RunRow, RunSummary};
 use crate::db::schema::{known_entries, loops, runs, turns};
+use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// How many suffixes are tried before alias generation gives up.
@@ -180,7 +181,7 @@ pub fn set_run_status(
     id: RunId,
     status: RunStatus,
 ) -> Result<RunRow, DbError> {
-    conn.immediate_transaction(|conn| {
+    write_transaction(conn, |conn| {
         let run = get_run(conn, id)?.ok_or_else(|| DbError::NotFound(format!("run {id}")))?;
         diesel::update(runs::table.find(id))
             .set(runs::status.eq(status))
@@ -215,7 +216,7 @@ pub fn fork_run(
     parent_id: RunId,
     now_ms: i64,
 ) -> Result<RunRow, DbError> {
-    conn.immediate_transaction(|conn| {
+    write_transaction(conn, |conn| {
         let parent = get_run(conn, parent_id)?
             .ok_or_else(|| DbError::NotFound(format!("run {parent_id}")))?;
         let model = parent.model.clone().unwrap_or_else(|| "run".to_owned());
@@ -254,7 +255,7 @@ pub fn clear_persona(conn: &mut SqliteConnection, id: RunId) -> Result<(), DbErr
 /// After a restart: loops that were running go back to pending and runs that were running
 /// become aborted (499). Returns the runs that have pending loops, oldest first.
 pub fn recover_after_restart(conn: &mut SqliteConnection) -> Result<Vec<RunId>, DbError> {
-    conn.immediate_transaction(|conn| {
+    write_transaction(conn, |conn| {
         diesel::update(loops::table.filter(loops::status.eq(RunStatus::Running)))
             .set(loops::status.eq(RunStatus::Queued))
             .execute(conn)?;
