@@ -70,6 +70,7 @@ async fn run_turns(
 ) -> Result<LoopOutcome, LoopError> {
     let run_id = lp.run_id;
     let loop_id = lp.id;
+    let new_prompt = !lp.prompt.is_empty();
     let run = app
         .db_call(move |conn| {
             let run = runs::get_run(conn, run_id)?
@@ -77,7 +78,9 @@ async fn run_turns(
             if run.status != RunStatus::Running {
                 runs::set_run_status(conn, run_id, RunStatus::Running)?;
             }
-            demotions::demote_previous_loop_logging(conn, run_id, loop_id)?;
+            if new_prompt {
+                demotions::demote_previous_loop_logging(conn, run_id, loop_id)?;
+            }
             demotions::restore_summarized_prompts(conn, run_id)?;
             Ok(run)
         })

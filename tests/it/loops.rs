@@ -125,14 +125,14 @@ async fn an_act_loop_proposes_a_command_and_resumes_after_accept() {
     let resumed = client
         .ok(
             "run/resolve",
-            json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hello\n"}}),
+            json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hello-from-the-shell\n"}}),
         )
         .await;
     assert_eq!(resumed["status"], json!(200), "{resumed}");
     let requests = llm.requests();
     assert_eq!(requests.len(), 2);
     assert!(
-        user_message(&requests[1]).contains("hello"),
+        user_message(&requests[1]).contains("hello-from-the-shell"),
         "the command output reaches the model"
     );
 }
