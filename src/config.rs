@@ -279,8 +279,10 @@ impl Settings {
     /// Builds the settings from an environment (the process's, in `main`) and a directory
     /// holding `$RUMMY_ENV.toml` files.
     pub fn load(env: &HashMap<String, String>, config_dir: &Path) -> Result<Self, ConfigError> {
-        let mut builder = config::Config::builder()
-            .add_source(config::File::from_str(DEFAULT_TOML, config::FileFormat::Toml));
+        let mut builder = config::Config::builder().add_source(config::File::from_str(
+            DEFAULT_TOML,
+            config::FileFormat::Toml,
+        ));
         if let Some(name) = env.get("RUMMY_ENV").filter(|name| !name.is_empty()) {
             builder = builder.add_source(
                 config::File::from(config_dir.join(format!("{name}.toml"))).required(false),
@@ -297,7 +299,8 @@ impl Settings {
         builder = builder.set_override("storage.home", home.to_string_lossy().as_ref())?;
         let mut settings: Settings = builder.build()?.try_deserialize()?;
         settings.storage.home = home;
-        settings.storage.db_path = absolute_under(&settings.storage.home, &settings.storage.db_path);
+        settings.storage.db_path =
+            absolute_under(&settings.storage.home, &settings.storage.db_path);
         seed_models_from_env(&mut settings.models, &merged);
         settings.validate()?;
         Ok(settings)
@@ -310,7 +313,9 @@ impl Settings {
 
     fn validate(&self) -> Result<(), ConfigError> {
         if self.tokens.divisor == 0 {
-            return Err(ConfigError::Invalid("RUMMY_TOKEN_DIVISOR must be at least 1".into()));
+            return Err(ConfigError::Invalid(
+                "RUMMY_TOKEN_DIVISOR must be at least 1".into(),
+            ));
         }
         if !self.server.host.is_loopback() && self.server.auth_token.is_none() {
             return Err(ConfigError::Invalid(format!(
@@ -319,7 +324,9 @@ impl Settings {
             )));
         }
         if self.server.max_frame_bytes < 1024 {
-            return Err(ConfigError::Invalid("RUMMY_MAX_FRAME_BYTES must be at least 1024".into()));
+            return Err(ConfigError::Invalid(
+                "RUMMY_MAX_FRAME_BYTES must be at least 1024".into(),
+            ));
         }
         Ok(())
     }
@@ -330,8 +337,10 @@ fn home_dir(env: &HashMap<String, String>, config_dir: &Path) -> Result<PathBuf,
     let raw = match env.get("RUMMY_HOME").filter(|home| !home.is_empty()) {
         Some(home) => home.clone(),
         None => {
-            let mut builder = config::Config::builder()
-                .add_source(config::File::from_str(DEFAULT_TOML, config::FileFormat::Toml));
+            let mut builder = config::Config::builder().add_source(config::File::from_str(
+                DEFAULT_TOML,
+                config::FileFormat::Toml,
+            ));
             if let Some(name) = env.get("RUMMY_ENV").filter(|name| !name.is_empty()) {
                 builder = builder.add_source(
                     config::File::from(config_dir.join(format!("{name}.toml"))).required(false),
@@ -380,7 +389,10 @@ fn read_dotenv(path: &Path) -> Result<HashMap<String, String>, ConfigError> {
 
 fn seed_models_from_env(models: &mut BTreeMap<String, ModelSeed>, env: &HashMap<String, String>) {
     for (key, actual) in env {
-        if let Some(alias) = key.strip_prefix(MODEL_PREFIX).filter(|alias| !alias.is_empty()) {
+        if let Some(alias) = key
+            .strip_prefix(MODEL_PREFIX)
+            .filter(|alias| !alias.is_empty())
+        {
             let context_length = env
                 .get(&format!("{CONTEXT_PREFIX}{alias}"))
                 .and_then(|value| value.trim().parse().ok());
@@ -482,7 +494,10 @@ mod tests {
                 context_length: Some(8192)
             })
         );
-        assert_eq!(settings.server.allowed_origins, vec!["http://a", "http://b"]);
+        assert_eq!(
+            settings.server.allowed_origins,
+            vec!["http://a", "http://b"]
+        );
     }
 
     #[test]
@@ -505,8 +520,11 @@ mod tests {
     fn env_file_layer_is_read_from_config_dir() {
         let home = tempfile::tempdir().unwrap();
         let config_dir = tempfile::tempdir().unwrap();
-        std::fs::write(config_dir.path().join("staging.toml"), "[agent]\nmax_turns = 42\n")
-            .unwrap();
+        std::fs::write(
+            config_dir.path().join("staging.toml"),
+            "[agent]\nmax_turns = 42\n",
+        )
+        .unwrap();
         let settings = Settings::load(
             &env(&[
                 ("RUMMY_HOME", home.path().to_str().unwrap()),
@@ -536,7 +554,10 @@ mod tests {
             Path::new("config"),
         )
         .unwrap();
-        assert_eq!(format!("{:?}", accepted.server.auth_token), "Some(Secret(..))");
+        assert_eq!(
+            format!("{:?}", accepted.server.auth_token),
+            "Some(Secret(..))"
+        );
     }
 
     #[test]
@@ -554,7 +575,13 @@ mod tests {
 
     #[test]
     fn tilde_expands_to_the_user_home() {
-        assert_eq!(expand_tilde("~/.rummy", Some("/home/me")), PathBuf::from("/home/me/.rummy"));
-        assert_eq!(expand_tilde("/srv/rummy", Some("/home/me")), PathBuf::from("/srv/rummy"));
+        assert_eq!(
+            expand_tilde("~/.rummy", Some("/home/me")),
+            PathBuf::from("/home/me/.rummy")
+        );
+        assert_eq!(
+            expand_tilde("/srv/rummy", Some("/home/me")),
+            PathBuf::from("/srv/rummy")
+        );
     }
 }

@@ -44,9 +44,11 @@ async fn websocket(
         }
     }
     if !is_upgrade(&request) {
-        return Ok(HttpResponse::build(actix_web::http::StatusCode::UPGRADE_REQUIRED)
-            .insert_header((header::UPGRADE, "websocket"))
-            .body("this endpoint speaks JSON-RPC over WebSocket"));
+        return Ok(
+            HttpResponse::build(actix_web::http::StatusCode::UPGRADE_REQUIRED)
+                .insert_header((header::UPGRADE, "websocket"))
+                .body("this endpoint speaks JSON-RPC over WebSocket"),
+        );
     }
     let session = WsSession::new(app.connections.next_id(), app.get_ref().clone());
     ws::WsResponseBuilder::new(session, &request, stream)
@@ -95,7 +97,9 @@ async fn healthz() -> HttpResponse {
 
 async fn readyz(app: web::Data<AppState>) -> HttpResponse {
     match app.database_ready().await {
-        Ok(()) => HttpResponse::Ok().content_type("text/plain").body("ready\n"),
+        Ok(()) => HttpResponse::Ok()
+            .content_type("text/plain")
+            .body("ready\n"),
         Err(error) => HttpResponse::ServiceUnavailable()
             .content_type("text/plain")
             .body(format!("not ready: {error}\n")),

@@ -55,22 +55,68 @@ impl Metrics {
     pub fn render(&self, runs_by_status: &[(i32, i64)]) -> String {
         let mut out = String::new();
         let gauges = [
-            ("rummy_connections_open", "gauge", "Open client connections.", &self.connections_open),
-            ("rummy_connections_total", "counter", "Client connections accepted.", &self.connections_total),
-            ("rummy_turns_total", "counter", "Turns executed.", &self.turns_total),
-            ("rummy_llm_calls_total", "counter", "LLM calls made.", &self.llm_calls_total),
-            ("rummy_llm_latency_ms_total", "counter", "Milliseconds spent waiting for LLMs.", &self.llm_latency_ms_total),
-            ("rummy_prompt_tokens_total", "counter", "Prompt tokens reported by providers.", &self.prompt_tokens_total),
-            ("rummy_completion_tokens_total", "counter", "Completion tokens reported by providers.", &self.completion_tokens_total),
+            (
+                "rummy_connections_open",
+                "gauge",
+                "Open client connections.",
+                &self.connections_open,
+            ),
+            (
+                "rummy_connections_total",
+                "counter",
+                "Client connections accepted.",
+                &self.connections_total,
+            ),
+            (
+                "rummy_turns_total",
+                "counter",
+                "Turns executed.",
+                &self.turns_total,
+            ),
+            (
+                "rummy_llm_calls_total",
+                "counter",
+                "LLM calls made.",
+                &self.llm_calls_total,
+            ),
+            (
+                "rummy_llm_latency_ms_total",
+                "counter",
+                "Milliseconds spent waiting for LLMs.",
+                &self.llm_latency_ms_total,
+            ),
+            (
+                "rummy_prompt_tokens_total",
+                "counter",
+                "Prompt tokens reported by providers.",
+                &self.prompt_tokens_total,
+            ),
+            (
+                "rummy_completion_tokens_total",
+                "counter",
+                "Completion tokens reported by providers.",
+                &self.completion_tokens_total,
+            ),
         ];
         for (name, kind, help, value) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
             let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
         }
         let _ = writeln!(out, "# HELP rummy_requests_total RPC requests answered.\n# TYPE rummy_requests_total counter");
-        let _ = writeln!(out, "rummy_requests_total{{outcome=\"ok\"}} {}", self.requests_ok.load(Ordering::Relaxed));
-        let _ = writeln!(out, "rummy_requests_total{{outcome=\"error\"}} {}", self.requests_failed.load(Ordering::Relaxed));
-        let _ = writeln!(out, "# HELP rummy_runs Runs by stored status.\n# TYPE rummy_runs gauge");
+        let _ = writeln!(
+            out,
+            "rummy_requests_total{{outcome=\"ok\"}} {}",
+            self.requests_ok.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "rummy_requests_total{{outcome=\"error\"}} {}",
+            self.requests_failed.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP rummy_runs Runs by stored status.\n# TYPE rummy_runs gauge"
+        );
         for (status, count) in runs_by_status {
             let _ = writeln!(out, "rummy_runs{{status=\"{status}\"}} {count}");
         }

@@ -19,12 +19,12 @@ mod tool;
 #[cfg(test)]
 mod vector_tests;
 
+pub use crate::hedberg::SetRevision as SetOperation;
 pub use attrs::{normalize_attrs, AttrValue, Attrs};
 pub use command::{
     AskUserCommand, Command, ExtraAttrs, GetCommand, KnownCommand, SearchCommand, Selection,
     TaggedText, TransferCommand, UnknownCommand,
 };
-pub use crate::hedberg::SetRevision as SetOperation;
 pub use set::SetCommand;
 pub use tool::Tool;
 
@@ -153,8 +153,12 @@ mod tests {
         assert_eq!(
             operations,
             vec![
-                &crate::hedberg::SetRevision::Replace(crate::hedberg::EditBlock::sed("x", "y", "g")),
-                &crate::hedberg::SetRevision::Replace(crate::hedberg::EditBlock::literal("old", "")),
+                &crate::hedberg::SetRevision::Replace(crate::hedberg::EditBlock::sed(
+                    "x", "y", "g"
+                )),
+                &crate::hedberg::SetRevision::Replace(crate::hedberg::EditBlock::literal(
+                    "old", ""
+                )),
                 &crate::hedberg::SetRevision::Write(String::new()),
             ]
         );

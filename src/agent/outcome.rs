@@ -65,7 +65,9 @@ impl LoopOutcome {
     pub fn to_record(&self) -> Value {
         match self {
             LoopOutcome::Ended(status) => json!({"status": status.code()}),
-            LoopOutcome::Proposed { turn, summarized, .. } => {
+            LoopOutcome::Proposed {
+                turn, summarized, ..
+            } => {
                 json!({"status": 202, "turn": turn, "summarized": summarized})
             }
             LoopOutcome::Overflow { error } => json!({"status": 413, "error": error}),

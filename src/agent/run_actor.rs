@@ -136,7 +136,9 @@ async fn drain(
     me: Addr<RunActor>,
 ) {
     loop {
-        let claimed = app.db_call(move |conn| loops::claim_next_loop(conn, run)).await;
+        let claimed = app
+            .db_call(move |conn| loops::claim_next_loop(conn, run))
+            .await;
         let lp = match claimed {
             Ok(Some(lp)) => lp,
             Ok(None) => return,

@@ -41,7 +41,8 @@ pub enum LoopError {
 
 /// Runs one claimed loop to its end and sets the run's status accordingly.
 pub async fn execute_loop(app: &AppState, lp: LoopRow, cancel: CancellationToken) -> LoopOutcome {
-    let span = tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
+    let span =
+        tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
     let run_id = lp.run_id;
     let result = run_turns(app, &lp, &cancel).instrument(span).await;
     let outcome = match result {
@@ -131,7 +132,8 @@ async fn run_turns(
                 proposed: report.proposed.into_iter().map(ProposedRow::from).collect(),
             });
         }
-        if let Verdict::Halt(reason) = repetition.assess(&report.action_calls, &report.write_calls) {
+        if let Verdict::Halt(reason) = repetition.assess(&report.action_calls, &report.write_calls)
+        {
             tracing::info!(reason = reason.code(), "loop stopped: repetition");
             return Ok(LoopOutcome::Ended(RunStatus::Completed));
         }

@@ -15,7 +15,7 @@ use crate::db::models::run::RunRow;
 use crate::db::queries::{constraints, entries, projects};
 use crate::db::DbError;
 use crate::project::{
-    scan, ConstraintPattern, ConstraintSet, FileConstraint, FileChange, FileFidelity, FileKind,
+    scan, ConstraintPattern, ConstraintSet, FileChange, FileConstraint, FileFidelity, FileKind,
     ProjectRoot, ScanOptions, ScanReport, Visibility,
 };
 

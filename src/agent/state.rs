@@ -103,10 +103,7 @@ pub async fn publish_turn_state(
         })
         .collect();
     let status = if unresolved.is_empty() { 102 } else { 202 };
-    let temperature = input
-        .config
-        .temperature
-        .or(app.settings.agent.temperature);
+    let temperature = input.config.temperature.or(app.settings.agent.temperature);
     let state = json!({
         "run": alias,
         "turn": turn,

@@ -14,18 +14,18 @@ use crate::agent::state;
 use crate::app::AppState;
 use crate::context::materialize::{materialize, TurnTarget};
 use crate::context::{Packet, TokenMath};
-use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
-use crate::plugins::policy::ToolPolicy;
 use crate::db::enums::Fidelity;
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsert, UnresolvedRow};
 use crate::db::models::run::{LoopRow, TurnInsertForm, TurnRow, TurnUsageForm};
+use crate::db::paths::slug_path;
 use crate::db::queries::{entries, runs, turns};
 use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
-use crate::db::paths::slug_path;
 use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
 use crate::parser::Command;
+use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
 use crate::plugins::dispatch::{dispatch_commands, TurnInput as DispatchInput};
+use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
 use crate::rpc::notifications::{Notification, ProgressStatus, RunProgress};
 
@@ -163,10 +163,7 @@ async fn execute_numbered_turn(
             ChatMessage::user(packet.user.clone()),
         ],
         model: input.model_actual.to_string(),
-        temperature: input
-            .config
-            .temperature
-            .or(app.settings.agent.temperature),
+        temperature: input.config.temperature.or(app.settings.agent.temperature),
         max_tokens: Some(app.settings.agent.max_completion_tokens).filter(|limit| *limit > 0),
     };
     let preparation_ms = started.elapsed().as_millis() as u64;
@@ -189,9 +186,20 @@ async fn execute_numbered_turn(
     let parsed = crate::parser::parse(&response.content);
     record_audit(app, &input, &row, &packet, &response, &parsed.unparsed).await?;
     let dispatch_started = Instant::now();
-    let report = dispatch(app, &input, turn, policy, &response.content, parsed.commands).await?;
+    let report = dispatch(
+        app,
+        &input,
+        turn,
+        policy,
+        &response.content,
+        parsed.commands,
+    )
+    .await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
-    state::publish_turn_state(app, run_id, project, &alias, turn, &input, &response, &packet).await?;
+    state::publish_turn_state(
+        app, run_id, project, &alias, turn, &input, &response, &packet,
+    )
+    .await?;
     tracing::info!(
         preparation_ms,
         llm_ms,
@@ -389,7 +397,11 @@ async fn record_audit(
                 .to_string(),
         ),
     ];
-    if let Some(reasoning) = response.reasoning_content.as_ref().filter(|text| !text.is_empty()) {
+    if let Some(reasoning) = response
+        .reasoning_content
+        .as_ref()
+        .filter(|text| !text.is_empty())
+    {
         audit.push((format!("reasoning://{turn}"), reasoning.clone()));
     }
     if !unparsed.trim().is_empty() {

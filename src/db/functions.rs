@@ -9,8 +9,8 @@ use diesel::sql_types::{Nullable, Text};
 use diesel::SqliteConnection;
 
 use super::paths;
-use crate::hedberg;
 use super::DbError;
+use crate::hedberg;
 
 diesel::define_sql_function! {
     /// The scheme of an entry path, NULL for bare paths.
@@ -73,23 +73,25 @@ pub fn register_functions(conn: &mut SqliteConnection, token_divisor: u32) -> Re
     slugify_utils::register_impl(conn, |text: Option<String>| {
         paths::slugify(text.as_deref().unwrap_or(""))
     })?;
-    hedmatch_utils::register_impl(conn, |pattern: Option<String>, subject: Option<String>| {
-        match (pattern, subject) {
+    hedmatch_utils::register_impl(
+        conn,
+        |pattern: Option<String>, subject: Option<String>| match (pattern, subject) {
             (Some(pattern), Some(subject)) => {
                 i32::from(hedberg::pattern_match(&pattern, &subject).unwrap_or(false))
             }
             _ => 0,
-        }
-    })?;
-    hedsearch_utils::register_impl(conn, |pattern: Option<String>, subject: Option<String>| {
-        match (pattern, subject) {
+        },
+    )?;
+    hedsearch_utils::register_impl(
+        conn,
+        |pattern: Option<String>, subject: Option<String>| match (pattern, subject) {
             (Some(pattern), Some(subject)) => i32::from(matches!(
                 hedberg::pattern_search(&pattern, &subject),
                 Ok(Some(_))
             )),
             _ => 0,
-        }
-    })?;
+        },
+    )?;
     hedreplace_utils::register_impl(
         conn,
         |pattern: Option<String>, replacement: Option<String>, subject: Option<String>| {

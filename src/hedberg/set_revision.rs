@@ -67,7 +67,10 @@ pub fn classify_set(attributes: &SetAttributes<'_>, raw_body: &str) -> Classifie
         }
     }
     if let Some(edit) = parse_json_edit(text) {
-        return kept(SetRevision::Replace(EditBlock::literal(edit.search, edit.replace)));
+        return kept(SetRevision::Replace(EditBlock::literal(
+            edit.search,
+            edit.replace,
+        )));
     }
     let mut sed_blocks = parse_sed(text);
     if sed_blocks.len() > 1 {

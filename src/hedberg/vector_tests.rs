@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 
 use super::*;
 
-
 fn vector_files() -> Vec<PathBuf> {
     let mut files =
         vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/hedberg-vectors.json")];
@@ -278,4 +277,3 @@ fn shared_vectors_pass() {
     );
     assert!(counts.values().map(|(passed, _)| passed).sum::<usize>() > 0);
 }
-

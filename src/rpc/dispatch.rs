@@ -61,7 +61,11 @@ impl Reply {
 }
 
 /// Serves one request: method lookup, init gate, timeout, handler.
-pub async fn call(context: CallContext, method_name: &str, params: Value) -> Result<Reply, AppError> {
+pub async fn call(
+    context: CallContext,
+    method_name: &str,
+    params: Value,
+) -> Result<Reply, AppError> {
     let method = Method::from_name(method_name)
         .ok_or_else(|| AppError::MethodNotFound(method_name.to_string()))?;
     let spec = method.spec();

@@ -50,7 +50,9 @@ pub fn decode_frame(text: &str) -> Result<Frame, AppError> {
             id: Value::Null,
             reason: "empty batch".into(),
         })),
-        Value::Array(items) => Ok(Frame::Batch(items.into_iter().map(decode_request).collect())),
+        Value::Array(items) => Ok(Frame::Batch(
+            items.into_iter().map(decode_request).collect(),
+        )),
         other => Ok(Frame::Single(decode_request(other))),
     }
 }
@@ -173,7 +175,13 @@ mod tests {
         };
         assert_eq!(items.len(), 3);
         assert!(matches!(items[0], Incoming::Request(_)));
-        assert!(matches!(&items[1], Incoming::Invalid { id: Value::Null, .. }));
+        assert!(matches!(
+            &items[1],
+            Incoming::Invalid {
+                id: Value::Null,
+                ..
+            }
+        ));
         assert!(matches!(&items[2], Incoming::Invalid { id, .. } if id == &json!("x")));
     }
 

@@ -148,7 +148,10 @@ const RUN_FLAGS: &[(&str, &str)] = &[
     ("fork", "boolean? — with run: continue in a copy"),
     ("temperature", "number? — 0..2"),
     ("persona", "string? — persona text for a new run"),
-    ("contextLimit", "integer? — cap on the context window, ≥ 1024"),
+    (
+        "contextLimit",
+        "integer? — cap on the context window, ≥ 1024",
+    ),
     ("noRepo", "boolean? — skip project file scanning"),
     ("noInteraction", "boolean? — no ask_user"),
     ("noWeb", "boolean? — no search"),
@@ -272,7 +275,10 @@ impl Method {
                 "Archive matching entries; manage file constraints.",
                 &[
                     ("path", "string — path, URI or pattern"),
-                    ("run", "string? — run alias (required unless persist or clear)"),
+                    (
+                        "run",
+                        "string? — run alias (required unless persist or clear)",
+                    ),
                     ("persist", "boolean? — save a project file constraint"),
                     ("ignore", "boolean? — with persist: hide the file"),
                     ("clear", "boolean? — delete the constraint"),
@@ -303,7 +309,10 @@ impl Method {
                 "Accept, reject or fail a pending proposal.",
                 &[
                     ("run", "string — run alias"),
-                    ("resolution", "object — {path, action: accept|reject|error, output?}"),
+                    (
+                        "resolution",
+                        "object — {path, action: accept|reject|error, output?}",
+                    ),
                 ],
             ),
             Method::RunAbort => ("Abort a run's current loop.", &[("run", "string")]),
@@ -371,7 +380,10 @@ impl Method {
 
 /// Server → client notifications, for `discover`.
 const NOTIFICATIONS: &[(&str, &str)] = &[
-    ("run/state", "A turn finished: history, unknowns, proposals, telemetry."),
+    (
+        "run/state",
+        "A turn finished: history, unknowns, proposals, telemetry.",
+    ),
     ("run/progress", "A turn is thinking or processing."),
     ("run/proposal", "A new proposal awaits resolution."),
     ("ui/render", "Display text (reserved)."),
@@ -422,7 +434,16 @@ mod tests {
     #[test]
     fn catalogue_lists_methods_tools_and_notifications() {
         let catalogue = catalogue();
-        for name in ["ask", "act", "run/resolve", "get", "store", "getEntries", "addModel", "rm"] {
+        for name in [
+            "ask",
+            "act",
+            "run/resolve",
+            "get",
+            "store",
+            "getEntries",
+            "addModel",
+            "rm",
+        ] {
             assert!(catalogue["methods"].get(name).is_some(), "{name} missing");
         }
         assert!(catalogue["methods"].get("rpc/discover").is_none());
@@ -439,7 +460,14 @@ mod tests {
             .collect();
         assert_eq!(
             open,
-            ["ping", "discover", "init", "getModels", "addModel", "removeModel"]
+            [
+                "ping",
+                "discover",
+                "init",
+                "getModels",
+                "addModel",
+                "removeModel"
+            ]
         );
     }
 }

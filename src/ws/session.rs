@@ -176,7 +176,11 @@ impl WsSession {
             Item::Last(chunk) => (chunk, true),
         };
         let Some(buffer) = self.fragments.as_mut() else {
-            self.close_with(ctx, CloseCode::Protocol, "continuation without a first frame");
+            self.close_with(
+                ctx,
+                CloseCode::Protocol,
+                "continuation without a first frame",
+            );
             return;
         };
         if buffer.len() + chunk.len() > limit {
@@ -296,9 +300,11 @@ impl StreamHandler<Result<ws::Message, ProtocolError>> for WsSession {
             Err(ProtocolError::Overflow) => {
                 self.close_with(ctx, CloseCode::Size, "frame larger than the server accepts")
             }
-            Err(ProtocolError::Io(error)) => {
-                self.close_with(ctx, CloseCode::Invalid, &format!("unreadable frame: {error}"))
-            }
+            Err(ProtocolError::Io(error)) => self.close_with(
+                ctx,
+                CloseCode::Invalid,
+                &format!("unreadable frame: {error}"),
+            ),
             Err(error) => self.close_with(ctx, CloseCode::Protocol, &error.to_string()),
         }
     }

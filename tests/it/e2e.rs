@@ -12,7 +12,9 @@ fn llm_url() -> Option<String> {
     match std::env::var("RUMMY_TEST_LLM_URL") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
-            eprintln!("RUMMY_TEST_LLM_URL is not set: skipping the real-LLM test (tests/run.sh sets it)");
+            eprintln!(
+                "RUMMY_TEST_LLM_URL is not set: skipping the real-LLM test (tests/run.sh sets it)"
+            );
             None
         }
     }
@@ -40,16 +42,36 @@ async fn small_project(app: &TestApp) -> Client {
         "const port = 3000;\nconsole.log(`listening on ${port}`);\n",
     )
     .unwrap();
-    std::fs::write(root.join("util.js"), "export const add = (a, b) => a + b;\n").unwrap();
+    std::fs::write(
+        root.join("util.js"),
+        "export const add = (a, b) => a + b;\n",
+    )
+    .unwrap();
     client
 }
 
-fn assert_finished(outcome: &Value) {
+/// The loop ended with 200 or 202; otherwise the failure names the run's error entries.
+async fn assert_finished(client: &mut Client, outcome: &Value) {
     let status = outcome["status"].as_i64().unwrap_or_default();
-    assert!(
-        [200, 202].contains(&status),
-        "a real-model loop ends with 200 or 202, not {outcome}"
-    );
+    if [200, 202].contains(&status) {
+        return;
+    }
+    let run = outcome["run"].as_str().unwrap_or_default();
+    let errors = client
+        .ok("getEntries", json!({"run": run, "pattern": "error://*"}))
+        .await;
+    let mut bodies = Vec::new();
+    for error in errors.as_array().into_iter().flatten() {
+        let path = error["path"].as_str().unwrap_or_default();
+        let entry = client
+            .ok(
+                "getEntries",
+                json!({"run": run, "pattern": path, "limit": 1}),
+            )
+            .await;
+        bodies.push(format!("{path}: {entry}"));
+    }
+    panic!("a real-model loop ends with 200 or 202, not {outcome}; errors: {bodies:?}");
 }
 
 #[actix_web::test]
@@ -63,7 +85,7 @@ async fn an_ask_loop_on_a_real_model_finishes() {
             json!({"model": "smol", "prompt": "What port does app.js listen on?"}),
         )
         .await;
-    assert_finished(&outcome);
+    assert_finished(&mut client, &outcome).await;
     let run = outcome["run"].as_str().unwrap();
     let detail = client.ok("getRun", json!({"run": run})).await;
     assert_ne!(detail["status"], json!(102), "never left running: {detail}");
@@ -71,7 +93,11 @@ async fn an_ask_loop_on_a_real_model_finishes() {
     let files = client
         .ok("getEntries", json!({"run": run, "pattern": "*.js"}))
         .await;
-    assert_eq!(files.as_array().unwrap().len(), 2, "the project was scanned: {files}");
+    assert_eq!(
+        files.as_array().unwrap().len(),
+        2,
+        "the project was scanned: {files}"
+    );
 }
 
 #[actix_web::test]
@@ -86,7 +112,7 @@ async fn an_act_loop_on_a_real_model_finishes_after_resolving_its_proposals() {
         )
         .await;
     for _ in 0..5 {
-        assert_finished(&outcome);
+        assert_finished(&mut client, &outcome).await;
         if outcome["status"] != json!(202) {
             break;
         }
@@ -99,7 +125,7 @@ async fn an_act_loop_on_a_real_model_finishes_after_resolving_its_proposals() {
             )
             .await;
     }
-    assert_finished(&outcome);
+    assert_finished(&mut client, &outcome).await;
     let runs = client.ok("getRuns", json!({})).await;
     assert_ne!(runs[0]["status"], json!(500), "no server error: {runs}");
 }

@@ -118,7 +118,10 @@ async fn an_act_loop_proposes_a_command_and_resumes_after_accept() {
     assert_eq!(announced["params"]["proposed"][0]["path"], json!(path));
     let run = result["run"].as_str().unwrap().to_string();
     let blocked = client
-        .ok("ask", json!({"model": "fake", "prompt": "again", "run": run}))
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "again", "run": run}),
+        )
         .await;
     assert_eq!(blocked["status"], json!(202));
     assert_eq!(blocked["remainingCount"], json!(1));
@@ -139,7 +142,9 @@ async fn an_act_loop_proposes_a_command_and_resumes_after_accept() {
 
 #[actix_web::test]
 async fn rejecting_the_last_proposal_stops_the_run() {
-    let llm = FakeLlm::start([Step::reply("<sh>rm -rf build</sh><update>cleaning</update>")]);
+    let llm = FakeLlm::start([Step::reply(
+        "<sh>rm -rf build</sh><update>cleaning</update>",
+    )]);
     let app = app_with(&llm, &[]).await;
     let mut client = project(&app).await;
     let result = client
@@ -154,7 +159,11 @@ async fn rejecting_the_last_proposal_stops_the_run() {
         )
         .await;
     assert_eq!(rejected["status"], json!(200));
-    assert_eq!(llm.requests().len(), 1, "a rejection does not resume the model");
+    assert_eq!(
+        llm.requests().len(),
+        1,
+        "a rejection does not resume the model"
+    );
     let (code, _) = client
         .err(
             "run/resolve",
@@ -226,7 +235,10 @@ async fn inject_into_a_running_loop_reaches_the_next_turn() {
     let progress = other.notification("run/progress").await;
     let run = progress["params"]["run"].as_str().unwrap().to_string();
     let injected = other
-        .ok("run/inject", json!({"run": run, "message": "look in parser.rs"}))
+        .ok(
+            "run/inject",
+            json!({"run": run, "message": "look in parser.rs"}),
+        )
         .await;
     assert_eq!(injected["injected"], json!("next_turn"));
     let reply = driver.reply(&id).await;
@@ -242,7 +254,9 @@ async fn inject_into_an_idle_run_runs_a_new_loop() {
     ]);
     let app = app_with(&llm, &[]).await;
     let mut client = project(&app).await;
-    let first = client.ok("ask", json!({"model": "fake", "prompt": "one"})).await;
+    let first = client
+        .ok("ask", json!({"model": "fake", "prompt": "one"}))
+        .await;
     let run = first["run"].as_str().unwrap();
     let second = client
         .ok("run/inject", json!({"run": run, "message": "two"}))
@@ -259,7 +273,9 @@ async fn fork_continues_in_a_copy() {
     ]);
     let app = app_with(&llm, &[]).await;
     let mut client = project(&app).await;
-    let first = client.ok("ask", json!({"model": "fake", "prompt": "note"})).await;
+    let first = client
+        .ok("ask", json!({"model": "fake", "prompt": "note"}))
+        .await;
     let parent = first["run"].as_str().unwrap().to_string();
     let fork = client
         .ok(
@@ -279,7 +295,9 @@ async fn garbage_output_is_healed_and_the_run_completes() {
     let llm = FakeLlm::start([Step::reply("I think the answer is probably 42, honestly.")]);
     let app = app_with(&llm, &[]).await;
     let mut client = project(&app).await;
-    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "?"}))
+        .await;
     assert_eq!(result["status"], json!(200));
     let runs = client.ok("getRuns", json!({})).await;
     assert!(runs[0]["summary"].as_str().unwrap().contains("42"));
@@ -288,12 +306,16 @@ async fn garbage_output_is_healed_and_the_run_completes() {
 #[actix_web::test]
 async fn malformed_tags_never_crash_a_run() {
     let llm = FakeLlm::start([
-        Step::reply("<get path=\"src/app.js\"<set path=known://x>unclosed <<<<<<< SEARCH\n<update>"),
+        Step::reply(
+            "<get path=\"src/app.js\"<set path=known://x>unclosed <<<<<<< SEARCH\n<update>",
+        ),
         Step::reply("<summarize>ok</summarize>"),
     ]);
     let app = app_with(&llm, &[]).await;
     let mut client = project(&app).await;
-    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "?"}))
+        .await;
     assert!(
         [200, 202].contains(&result["status"].as_i64().unwrap()),
         "{result}"
@@ -309,7 +331,9 @@ async fn repeating_the_same_call_is_a_cycle_that_stops() {
         .start();
     let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "12")]).await;
     let mut client = project(&app).await;
-    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "?"}))
+        .await;
     assert_eq!(result["status"], json!(200));
     assert!(llm.requests().len() < 12, "stopped by the cycle check");
 }
@@ -323,7 +347,9 @@ async fn turns_without_a_status_stall_and_stop() {
         .start();
     let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "10")]).await;
     let mut client = project(&app).await;
-    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "?"}))
+        .await;
     assert_eq!(result["status"], json!(200));
     assert!(llm.requests().len() < 10);
 }
@@ -341,7 +367,9 @@ async fn the_turn_limit_ends_the_loop() {
     let llm = FakeLlm::start(steps);
     let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "3")]).await;
     let mut client = project(&app).await;
-    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "?"}))
+        .await;
     assert_eq!(result["status"], json!(200));
     assert_eq!(llm.requests().len(), 3);
 }
@@ -351,7 +379,9 @@ async fn a_provider_error_fails_the_run_with_an_error_entry() {
     let llm = FakeLlm::start([Step::error(500)]);
     let app = app_with(&llm, &[]).await;
     let mut client = project(&app).await;
-    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "?"}))
+        .await;
     assert_eq!(result["status"], json!(500));
     let run = result["run"].as_str().unwrap();
     let errors = client
@@ -367,7 +397,9 @@ async fn a_provider_timeout_fails_the_run_not_leaving_it_running() {
     let llm = FakeLlm::start([Step::Hang]);
     let app = app_with(&llm, &[("RUMMY_FETCH_TIMEOUT", "300")]).await;
     let mut client = project(&app).await;
-    let result = client.ok("ask", json!({"model": "fake", "prompt": "?"})).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "?"}))
+        .await;
     assert_eq!(result["status"], json!(500));
     let runs = client.ok("getRuns", json!({})).await;
     assert_eq!(runs[0]["status"], json!(500));

@@ -14,7 +14,7 @@ use rummy::config::Settings;
 use serde_json::{json, Value};
 
 /// How long a test waits for any one frame before failing.
-const FRAME_WAIT: Duration = Duration::from_secs(20);
+const FRAME_WAIT: Duration = Duration::from_secs(300);
 
 /// A running server with its own home directory and database file.
 pub struct TestApp {
@@ -39,7 +39,9 @@ impl TestApp {
         for (key, value) in extra {
             env.insert(key.to_string(), value.to_string());
         }
-        let server = start(settings(&env)).await.unwrap();
+        let settings = settings(&env);
+        rummy::telemetry::init(&settings.log);
+        let server = start(settings).await.unwrap();
         TestApp { server, home, env }
     }
 
@@ -191,7 +193,11 @@ impl Client {
         if message.get("method").is_some() && message.get("id").is_none() {
             self.notifications.push_back(message);
         } else {
-            let key = message.get("id").cloned().unwrap_or(Value::Null).to_string();
+            let key = message
+                .get("id")
+                .cloned()
+                .unwrap_or(Value::Null)
+                .to_string();
             self.replies.insert(key, message);
         }
     }

@@ -28,12 +28,18 @@ async fn ping_answers_an_empty_object_and_echoes_falsy_ids() {
 async fn a_notification_gets_no_reply() {
     let app = TestApp::start().await;
     let mut client = app.client().await;
-    client.send_text(r#"{"jsonrpc":"2.0","method":"ping"}"#).await;
+    client
+        .send_text(r#"{"jsonrpc":"2.0","method":"ping"}"#)
+        .await;
     client
         .send_text(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#)
         .await;
     let reply = client.next_json().await.unwrap();
-    assert_eq!(reply["id"], json!(7), "only the request with an id is answered");
+    assert_eq!(
+        reply["id"],
+        json!(7),
+        "only the request with an id is answered"
+    );
 }
 
 #[actix_web::test]
@@ -83,7 +89,16 @@ async fn discover_lists_methods_tools_and_notifications() {
     let app = TestApp::start().await;
     let mut client = app.client().await;
     let catalogue = client.ok("rpc/discover", json!({})).await;
-    for method in ["ask", "act", "run/resolve", "get", "store", "getEntries", "addModel", "set"] {
+    for method in [
+        "ask",
+        "act",
+        "run/resolve",
+        "get",
+        "store",
+        "getEntries",
+        "addModel",
+        "set",
+    ] {
         assert!(catalogue["methods"].get(method).is_some(), "{method}");
     }
     assert!(catalogue["notifications"].get("run/state").is_some());
@@ -94,7 +109,10 @@ async fn methods_that_need_init_say_so() {
     let app = TestApp::start().await;
     let mut client = app.client().await;
     let (code, message) = client.err("getRuns", json!({})).await;
-    assert_eq!((code, message.as_str()), (-32001, "Project not initialized."));
+    assert_eq!(
+        (code, message.as_str()),
+        (-32001, "Project not initialized.")
+    );
     client.ok("getModels", json!({})).await;
 }
 

@@ -4,10 +4,10 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable};
 
+use crate::db::connection::write_transaction;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm, TurnContextRow};
 use crate::db::schema::{turn_context, v_model_context};
-use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// The rows the model can see, in context order.

@@ -5,13 +5,13 @@ use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
+use crate::db::connection::write_transaction;
 use crate::db::enums::{Category, Fidelity};
 use crate::db::functions::{hedmatch, hedsearch};
 use crate::db::ids::{EntryId, RunId};
 use crate::db::models::entry::{EntryRow, EntryUpsert, RunLogRow, Selector, UnresolvedRow};
 use crate::db::paths::normalize_path;
 use crate::db::schema::{known_entries, schemes, v_run_log, v_unresolved};
-use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// Ids per `IN (...)` list, well under SQLite's bind limit.

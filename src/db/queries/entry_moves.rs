@@ -3,11 +3,11 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
+use crate::db::connection::write_transaction;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::normalize_path;
 use crate::db::schema::known_entries;
-use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// Where a copy or move lands and who wrote it.

@@ -3,11 +3,11 @@
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 
+use crate::db::connection::write_transaction;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::{LoopEnqueue, LoopInsertForm, LoopRow};
 use crate::db::schema::{loops, runs};
-use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// Appends a pending loop (status 100) to the run's queue, numbered from `runs.next_loop`.

@@ -3,11 +3,11 @@
 
 use diesel::prelude::*;
 
+use crate::db::connection::write_transaction;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunInsertForm, RunRow, RunSummary};
 use crate::db::schema::{known_entries, loops, runs, turns};
-use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// How many suffixes are tried before alias generation gives up.

@@ -2,10 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::app::blocking;
 use crate::db::enums::Visibility;
 use crate::db::models::entry::Selector;
 use crate::db::queries::{constraints, entries, runs};
-use crate::app::blocking;
 use crate::error::AppError;
 use crate::project::{ConstraintPattern, ProjectRoot};
 use crate::rpc::dispatch::{CallContext, Reply};
@@ -105,13 +105,7 @@ pub async fn get(context: CallContext, params: GetParams) -> Result<Reply, AppEr
         return Err(AppError::MissingParam("run".into()));
     };
     let run = find_run(&context, &alias).await?;
-    dispatch_tool(
-        &context,
-        run,
-        "get",
-        ToolParams::for_path(&params.path),
-    )
-    .await?;
+    dispatch_tool(&context, run, "get", ToolParams::for_path(&params.path)).await?;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 
@@ -172,7 +166,9 @@ async fn constraint_pattern(context: &CallContext, raw: &str) -> Result<String, 
     let raw = raw.to_string();
     blocking(move || {
         let root = ProjectRoot::new(&root)?;
-        Ok(ConstraintPattern::normalize(&root, &raw)?.as_str().to_string())
+        Ok(ConstraintPattern::normalize(&root, &raw)?
+            .as_str()
+            .to_string())
     })
     .await
 }

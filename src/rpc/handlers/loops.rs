@@ -8,13 +8,13 @@ use serde_json::Value;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
 use crate::agent::resume;
-use crate::plugins::resolve::Resolution as Decision;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryUpsert;
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreate, RunRow};
 use crate::db::queries::{entries, loops, models, runs};
 use crate::error::AppError;
+use crate::plugins::resolve::Resolution as Decision;
 use crate::rpc::dispatch::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
 use crate::rpc::methods::Method;
@@ -145,7 +145,11 @@ pub async fn run_loop(
     wait_for_loop(context, run, queued.id).await
 }
 
-async fn wait_for_loop(context: &CallContext, run: RunId, loop_id: LoopId) -> Result<Value, AppError> {
+async fn wait_for_loop(
+    context: &CallContext,
+    run: RunId,
+    loop_id: LoopId,
+) -> Result<Value, AppError> {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     context
         .app
@@ -167,7 +171,10 @@ async fn current_alias(context: &CallContext, run: RunId) -> Result<String, AppE
         .ok_or_else(|| AppError::Internal("the run disappeared".into()))
 }
 
-async fn pending_proposals(context: &CallContext, run: RunId) -> Result<Vec<ProposedRow>, AppError> {
+async fn pending_proposals(
+    context: &CallContext,
+    run: RunId,
+) -> Result<Vec<ProposedRow>, AppError> {
     let rows = context
         .app
         .db_call(move |conn| entries::unresolved(conn, run))

@@ -53,7 +53,9 @@ struct AddModelResult {
 /// `addModel`: insert or update an alias; the context length is kept when not given.
 pub async fn add(context: CallContext, params: AddModelParams) -> Result<Reply, AppError> {
     if params.alias.chars().any(char::is_whitespace) {
-        return Err(AppError::InvalidParam("alias must not contain whitespace".into()));
+        return Err(AppError::InvalidParam(
+            "alias must not contain whitespace".into(),
+        ));
     }
     let context_length = params
         .context_length
