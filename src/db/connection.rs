@@ -57,6 +57,25 @@ pub fn has_pending_migrations(conn: &mut SqliteConnection) -> Result<bool, DbErr
         .map_err(|error| DbError::Internal(format!("cannot read migration state: {error}")))
 }
 
+/// Runs `work` in a write transaction: `BEGIN IMMEDIATE` at the top level (so concurrent
+/// writers on other connections queue on the busy timeout instead of deadlocking), a
+/// savepoint when a transaction (a [`Transact`](super::Transact) unit of work) is open.
+pub fn write_transaction<T, F>(conn: &mut SqliteConnection, work: F) -> Result<T, DbError>
+where
+    F: FnOnce(&mut SqliteConnection) -> Result<T, DbError>,
+{
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    let depth =
+        <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(
+            conn,
+        )
+        .transaction_depth()?;
+    match depth {
+        None => conn.immediate_transaction(work),
+        Some(_) => conn.transaction(work),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use diesel::sql_types::{Integer, Nullable, Text};
@@ -196,24 +215,5 @@ mod tests {
             1
         );
         drop(dir);
-    }
-}
-
-/// Runs `work` in a write transaction: `BEGIN IMMEDIATE` at the top level (so concurrent
-/// writers on other connections queue on the busy timeout instead of deadlocking), a
-/// savepoint when a transaction (a [`Transact`](super::Transact) unit of work) is open.
-pub fn write_transaction<T, F>(conn: &mut SqliteConnection, work: F) -> Result<T, DbError>
-where
-    F: FnOnce(&mut SqliteConnection) -> Result<T, DbError>,
-{
-    use diesel::connection::{AnsiTransactionManager, TransactionManager};
-    let depth =
-        <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(
-            conn,
-        )
-        .transaction_depth()?;
-    match depth {
-        None => conn.immediate_transaction(work),
-        Some(_) => conn.transaction(work),
     }
 }

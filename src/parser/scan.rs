@@ -196,7 +196,7 @@ fn interruption(
         let at = cursor + offset;
         let body_blank = text
             .get(open.end..at)
-            .map_or(true, |body| body.trim().is_empty());
+            .is_none_or(|body| body.trim().is_empty());
         if close.is_some() && !body_blank {
             return None;
         }

@@ -120,6 +120,8 @@ mod tests {
     fn flags_accept_truthy_values() {
         let example: Example = decode(json!({"run": "a", "persist": 1})).unwrap();
         assert!(example.persist);
+        assert_eq!(&*example.run, "a");
+        assert_eq!(example.context_limit, None);
         let example: Example = decode(json!({"run": "a", "persist": null})).unwrap();
         assert!(!example.persist);
     }

@@ -94,7 +94,7 @@ fn translate(pattern: &str) -> String {
                     index += 1;
                 }
                 let segment_start = run_start == 0 || chars.get(run_start - 1) == Some(&'/');
-                let segment_end = chars.get(index).map_or(true, |&next| next == '/');
+                let segment_end = chars.get(index).is_none_or(|&next| next == '/');
                 if index - run_start < 2 && segment_start && segment_end {
                     // A lone `*` segment names an entry: it never matches an empty segment.
                     out.push_str("[^/]+");
