@@ -111,7 +111,12 @@ fn chronological(rows: &mut [&ContextRow]) {
             Fidelity::Full | Fidelity::Archive => 2,
         };
         let work_after_prompt = row.category != Category::Prompt;
-        (fidelity_group, row.source_turn, work_after_prompt, row.ordinal)
+        (
+            fidelity_group,
+            row.source_turn,
+            work_after_prompt,
+            row.ordinal,
+        )
     });
 }
 

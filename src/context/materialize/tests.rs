@@ -165,7 +165,13 @@ fn visible_rows_are_projected_counted_and_snapshotted_in_context_order() {
     let mut db = database();
     db.write("src/app.js", "let a = 1;", 0);
     db.write("notes.md", "notes", 1);
-    db.write_with("known://fact", "water is wet", 1, 200, Some(json!({"summary": "water,wet"})));
+    db.write_with(
+        "known://fact",
+        "water is wet",
+        1,
+        200,
+        Some(json!({"summary": "water,wet"})),
+    );
     db.write("known://old", "stale", 1);
     db.write_with("sh://turn_1/ls", "ls", 1, 202, None);
     db.write("think://turn_1/", "hmm", 1);
@@ -179,16 +185,38 @@ fn visible_rows_are_projected_counted_and_snapshotted_in_context_order() {
     let rows = materialize(&mut db.conn, target(db.run, 1), &HeadingViews, TOKENS).unwrap();
     let seen: Vec<(&str, Fidelity, &str, i64)> = rows
         .iter()
-        .map(|row| (row.path.as_str(), row.fidelity, row.body.as_str(), row.tokens))
+        .map(|row| {
+            (
+                row.path.as_str(),
+                row.fidelity,
+                row.body.as_str(),
+                row.tokens,
+            )
+        })
         .collect();
     assert_eq!(
         seen,
         [
             ("notes.md", Fidelity::Index, "", 0),
             ("known://fact", Fidelity::Summary, "water,wet", 3),
-            ("src/app.js", Fidelity::Full, "# file src/app.js\nlet a = 1;", 7),
-            ("get://turn_1/src", Fidelity::Full, "# get get://turn_1/src\nlisting", 8),
-            ("prompt://1", Fidelity::Full, "# prompt prompt://1\nDo it", 7),
+            (
+                "src/app.js",
+                Fidelity::Full,
+                "# file src/app.js\nlet a = 1;",
+                7
+            ),
+            (
+                "get://turn_1/src",
+                Fidelity::Full,
+                "# get get://turn_1/src\nlisting",
+                8
+            ),
+            (
+                "prompt://1",
+                Fidelity::Full,
+                "# prompt prompt://1\nDo it",
+                7
+            ),
         ]
     );
     let ordinals: Vec<i32> = rows.iter().map(|row| row.ordinal).collect();
@@ -199,7 +227,13 @@ fn visible_rows_are_projected_counted_and_snapshotted_in_context_order() {
 #[test]
 fn the_snapshot_is_what_was_assembled_and_later_reads_do_not_touch_it() {
     let mut db = database();
-    db.write_with("known://fact", "water is wet", 1, 200, Some(json!({"summary": "water"})));
+    db.write_with(
+        "known://fact",
+        "water is wet",
+        1,
+        200,
+        Some(json!({"summary": "water"})),
+    );
     db.write("prompt://1", "Do it", 1);
     let rows = materialize(&mut db.conn, target(db.run, 1), &HeadingViews, TOKENS).unwrap();
     let packet = assemble(&rows, LoopMode::Act, None);
@@ -213,7 +247,10 @@ fn the_snapshot_is_what_was_assembled_and_later_reads_do_not_touch_it() {
 
     db.fidelity("known://fact", Fidelity::Summary);
     let after_dispatch = read_context(&mut db.conn, db.run, &HeadingViews, TOKENS).unwrap();
-    assert_eq!(after_dispatch.first().map(|row| row.body.as_str()), Some("water"));
+    assert_eq!(
+        after_dispatch.first().map(|row| row.body.as_str()),
+        Some("water")
+    );
     stored_matches(&mut db.conn, db.run, 1, &rows);
 
     let next = materialize(&mut db.conn, target(db.run, 2), &HeadingViews, TOKENS).unwrap();

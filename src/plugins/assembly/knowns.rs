@@ -61,8 +61,13 @@ mod tests {
         let fixture = Fixture::new(vec![
             row("skill://style", Category::Data, 0, "tabs"),
             row("src/app.js", Category::Data, 0, "").at(Fidelity::Index),
-            row("known://notes", Category::Data, 1, "# known known://notes\nhello")
-                .attributes(json!({"summary": "notes,\"hello\""})),
+            row(
+                "known://notes",
+                Category::Data,
+                1,
+                "# known known://notes\nhello",
+            )
+            .attributes(json!({"summary": "notes,\"hello\""})),
             row("get://turn_1/a", Category::Logging, 1, "x"),
         ]);
         assert_eq!(

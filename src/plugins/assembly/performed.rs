@@ -66,9 +66,19 @@ mod tests {
     #[test]
     fn this_loops_work_renders_with_bodies_and_targets() {
         let fixture = Fixture::new(vec![
-            row("set://known%3A//notes", Category::Logging, 1, "# set known://notes")
-                .attributes(json!({"path": "known://notes"})),
-            row("update://reading", Category::Logging, 1, "# update\nReading"),
+            row(
+                "set://known%3A//notes",
+                Category::Logging,
+                1,
+                "# set known://notes",
+            )
+            .attributes(json!({"path": "known://notes"})),
+            row(
+                "update://reading",
+                Category::Logging,
+                1,
+                "# update\nReading",
+            ),
             row("rm://turn_1/x", Category::Logging, 1, "").status(404),
             row("unknown://q", Category::Unknown, 1, "# unknown\nq"),
             row("prompt://1", Category::Prompt, 1, "Do the thing"),

@@ -70,10 +70,20 @@ mod tests {
 
     fn earlier_loop() -> Vec<crate::context::ContextRow> {
         vec![
-            row("get://turn_1/src/a.js", Category::Logging, 1, "# get get://turn_1/src/a.js")
-                .attributes(json!({"path": "src/a.js"})),
-            row("summarize://done", Category::Logging, 2, "# summarize\nAll \"done\"")
-                .at(Fidelity::Summary),
+            row(
+                "get://turn_1/src/a.js",
+                Category::Logging,
+                1,
+                "# get get://turn_1/src/a.js",
+            )
+            .attributes(json!({"path": "src/a.js"})),
+            row(
+                "summarize://done",
+                Category::Logging,
+                2,
+                "# summarize\nAll \"done\"",
+            )
+            .at(Fidelity::Summary),
             row("prompt://1", Category::Prompt, 1, "Do the thing"),
             row("prompt://3", Category::Prompt, 3, "Now the next thing"),
         ]

@@ -58,7 +58,11 @@ impl AssemblyFilter for Progress {
             );
             lines.push(fill(
                 BUDGET,
-                &[("used", &used), ("ceiling", &ceiling), ("percent", &percent)],
+                &[
+                    ("used", &used),
+                    ("ceiling", &ceiling),
+                    ("percent", &percent),
+                ],
             ));
         }
         lines.extend(fidelity_line(context));
@@ -96,7 +100,11 @@ fn counts_line(context: &AssemblyContext<'_>) -> String {
     let unknowns = plural(count(Category::Unknown), "unknown");
     fill(
         COUNTS,
-        &[("knowns", &knowns), ("logging", &logging), ("unknowns", &unknowns)],
+        &[
+            ("knowns", &knowns),
+            ("logging", &logging),
+            ("unknowns", &unknowns),
+        ],
     )
 }
 
@@ -111,7 +119,9 @@ fn fidelity_line(context: &AssemblyContext<'_>) -> Option<String> {
                 .iter()
                 .filter(|row| matches!(row.category, Category::Data | Category::Logging))
                 .filter(|row| row.fidelity == fidelity)
-                .fold((0, 0), |(entries, tokens), row| (entries + 1, tokens + row.tokens));
+                .fold((0, 0), |(entries, tokens), row| {
+                    (entries + 1, tokens + row.tokens)
+                });
             (entries > 0).then(|| format!("{entries} {fidelity} ({tokens} tok)"))
         })
         .collect();
@@ -154,7 +164,11 @@ mod tests {
         let fixture = Fixture::new(rows());
         let counts = fill(
             COUNTS,
-            &[("knowns", "2 knowns"), ("logging", "1 logging"), ("unknowns", "1 unknown")],
+            &[
+                ("knowns", "2 knowns"),
+                ("logging", "1 logging"),
+                ("unknowns", "1 unknown"),
+            ],
         );
         let stats = fill(FIDELITY, &[("groups", "2 full (3 tok) · 1 index (0 tok)")]);
         let bridge = fill(BRIDGE, &[]);
@@ -205,6 +219,9 @@ mod tests {
         };
         assert_eq!(tiny.ceiling(), 1);
         assert_eq!(tiny.percent(), 500);
-        assert_eq!(advisory(tiny), Some(fill(ADVISORY_THREE_QUARTERS, &[("percent", "500")])));
+        assert_eq!(
+            advisory(tiny),
+            Some(fill(ADVISORY_THREE_QUARTERS, &[("percent", "500")]))
+        );
     }
 }

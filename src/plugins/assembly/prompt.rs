@@ -22,7 +22,9 @@ impl AssemblyFilter for PromptTag {
             .attribute("mode", mode.as_str())
             .attribute("tools", &context.active_tools.join(","))
             .text("warn", warning.as_deref());
-        let body = context.active_prompt.map_or("", |prompt| prompt.body.as_str());
+        let body = context
+            .active_prompt
+            .map_or("", |prompt| prompt.body.as_str());
         message.open_section(Bucket::Prompt);
         if context.active_prompt.is_some() {
             message.count_entry(Bucket::Prompt);
@@ -40,7 +42,9 @@ mod tests {
     #[test]
     fn the_newest_prompt_is_active_whatever_its_fidelity() {
         let fixture = Fixture::new(vec![
-            row("prompt://4", Category::Prompt, 4, "").at(Fidelity::Index).created(9),
+            row("prompt://4", Category::Prompt, 4, "")
+                .at(Fidelity::Index)
+                .created(9),
             row("prompt://1", Category::Prompt, 1, "Old task").created(2),
         ]);
         assert_eq!(

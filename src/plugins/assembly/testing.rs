@@ -26,10 +26,13 @@ impl ToolDocs for FakeTools {
     }
 
     fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)> {
-        [("get", "<get path=\"…\"/> reads."), ("set", "<set path=\"…\"/> writes.")]
-            .into_iter()
-            .filter(|(name, _)| policy.mode != LoopMode::Ask || *name != "set")
-            .collect()
+        [
+            ("get", "<get path=\"…\"/> reads."),
+            ("set", "<set path=\"…\"/> writes."),
+        ]
+        .into_iter()
+        .filter(|(name, _)| policy.mode != LoopMode::Ask || *name != "set")
+        .collect()
     }
 }
 

@@ -17,7 +17,11 @@ fn instructions() -> String {
 fn counts(knowns: &str, logging: &str, unknowns: &str) -> String {
     fill(
         COUNTS,
-        &[("knowns", knowns), ("logging", logging), ("unknowns", unknowns)],
+        &[
+            ("knowns", knowns),
+            ("logging", logging),
+            ("unknowns", unknowns),
+        ],
     )
 }
 
@@ -40,14 +44,44 @@ fn first_turn_of_a_fresh_run() {
 #[test]
 fn second_turn_after_filing_knowns_and_an_unknown() {
     let fixture = Fixture::new(vec![
-        row("known://proj/info", Category::Data, 1, "# known known://proj/info\nProject uses node"),
-        row("known://notes", Category::Data, 1, "# known known://notes\nhello notes"),
-        row("set://known%3A//notes", Category::Logging, 1, "# set known://notes")
-            .attributes(json!({"path": "known://notes"})),
-        row("get://turn_1/known%3A//*", Category::Logging, 1, "# get known://*\n2 matched")
-            .attributes(json!({"path": "known://*"})),
-        row("update://reading", Category::Logging, 1, "# update\nReading"),
-        row("unknown://what%20is%20in%20a.txt", Category::Unknown, 1, "# unknown\nwhat is in a.txt"),
+        row(
+            "known://proj/info",
+            Category::Data,
+            1,
+            "# known known://proj/info\nProject uses node",
+        ),
+        row(
+            "known://notes",
+            Category::Data,
+            1,
+            "# known known://notes\nhello notes",
+        ),
+        row(
+            "set://known%3A//notes",
+            Category::Logging,
+            1,
+            "# set known://notes",
+        )
+        .attributes(json!({"path": "known://notes"})),
+        row(
+            "get://turn_1/known%3A//*",
+            Category::Logging,
+            1,
+            "# get known://*\n2 matched",
+        )
+        .attributes(json!({"path": "known://*"})),
+        row(
+            "update://reading",
+            Category::Logging,
+            1,
+            "# update\nReading",
+        ),
+        row(
+            "unknown://what%20is%20in%20a.txt",
+            Category::Unknown,
+            1,
+            "# unknown\nwhat is in a.txt",
+        ),
         row("prompt://1", Category::Prompt, 1, "Do the thing"),
     ]);
     let packet = fixture.packet();
@@ -99,7 +133,11 @@ fn second_turn_after_filing_knowns_and_an_unknown() {
             (Bucket::Unknown, 1),
         ]
     );
-    let total: i64 = packet.distribution.iter().map(|share: &BucketShare| share.tokens).sum();
+    let total: i64 = packet
+        .distribution
+        .iter()
+        .map(|share: &BucketShare| share.tokens)
+        .sum();
     assert_eq!(total, packet.assembled_tokens);
 }
 
@@ -108,8 +146,13 @@ fn a_second_prompt_moves_the_first_loop_to_previous() {
     let mut fixture = Fixture::new(vec![
         row("skill://style", Category::Data, 0, "Use tabs."),
         row("prompt://1", Category::Prompt, 1, "Do the thing").at(Fidelity::Summary),
-        row("summarize://all-done", Category::Logging, 2, "# summarize\nAll done")
-            .at(Fidelity::Summary),
+        row(
+            "summarize://all-done",
+            Category::Logging,
+            2,
+            "# summarize\nAll done",
+        )
+        .at(Fidelity::Summary),
         row("prompt://3", Category::Prompt, 3, "Now this"),
     ]);
     fixture.turn = 3;
@@ -126,8 +169,8 @@ fn a_second_prompt_moves_the_first_loop_to_previous() {
             instructions()
         )
     );
-    assert!(packet
-        .user
-        .ends_with("<prompt mode=\"act\" tools=\"get,set,known,unknown,update\">Now this</prompt>"));
+    assert!(packet.user.ends_with(
+        "<prompt mode=\"act\" tools=\"get,set,known,unknown,update\">Now this</prompt>"
+    ));
     assert!(!packet.user.contains("<performed>"));
 }

@@ -34,7 +34,10 @@ mod tests {
 
     #[test]
     fn placeholders_are_filled_and_none_is_left() {
-        let filled = fill(BUDGET, &[("used", "1"), ("ceiling", "2"), ("percent", "50")]);
+        let filled = fill(
+            BUDGET,
+            &[("used", "1"), ("ceiling", "2"), ("percent", "50")],
+        );
         assert!(filled.contains('1') && filled.contains("50"));
         assert!(!filled.contains('{'));
         assert!(!fill(PREAMBLE, &[("tools", "get")]).contains("{tools}"));
@@ -42,7 +45,14 @@ mod tests {
 
     #[test]
     fn the_preamble_teaches_the_lifecycle() {
-        for lesson in ["<update>", "<summarize>", "<unknown>", "known://", "summary=", "fidelity="] {
+        for lesson in [
+            "<update>",
+            "<summarize>",
+            "<unknown>",
+            "known://",
+            "summary=",
+            "fidelity=",
+        ] {
             assert!(PREAMBLE.contains(lesson), "preamble lacks {lesson}");
         }
     }

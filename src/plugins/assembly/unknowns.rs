@@ -54,7 +54,12 @@ mod tests {
     #[test]
     fn open_questions_render_open_and_closed() {
         let fixture = Fixture::new(vec![
-            row("unknown://what%20is%20in%20a.txt", Category::Unknown, 1, "# unknown\nwhat is in a.txt"),
+            row(
+                "unknown://what%20is%20in%20a.txt",
+                Category::Unknown,
+                1,
+                "# unknown\nwhat is in a.txt",
+            ),
             row("unknown://later", Category::Unknown, 0, "").at(Fidelity::Index),
             row("known://k", Category::Data, 1, "k"),
         ]);
