@@ -7,5 +7,11 @@
 //! text lives in `text/`, apart from code, so it can be tuned without touching logic.
 
 pub mod assembly;
+pub mod dispatch;
 pub mod policy;
+pub mod registry;
+pub mod tool;
+pub mod tools;
 pub mod view;
+
+pub use registry::Plugins;

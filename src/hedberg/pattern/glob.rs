@@ -1,0 +1,230 @@
+//! Path globs: `*` and `?` stay inside one `/` segment, `**` spans segments, `[…]` classes
+//! (`[!a]` and `[^a]` negate), braces are literal, a leading `!` negates, dot-files match but
+//! `.`/`..` segments never match a wildcard. In scheme paths (`known://*`) the first `://*`
+//! spans the whole rest of the path.
+
+use regex::Regex;
+
+use crate::hedberg::regex_options::RegexOptions;
+
+/// A compiled glob.
+#[derive(Debug, Clone)]
+pub(crate) struct Glob {
+    regex: Regex,
+    negated: bool,
+    dot_segments: Vec<String>,
+}
+
+impl Glob {
+    /// Compiles a glob; fails only when the translated expression exceeds the size limits.
+    pub fn compile(pattern: &str) -> Result<Self, regex::Error> {
+        let (negated, body) = match pattern.strip_prefix('!') {
+            Some(rest) => (true, rest),
+            None => (false, pattern),
+        };
+        let body = widen_scheme_wildcard(body);
+        let dot_segments = body
+            .split('/')
+            .filter(|segment| *segment == "." || *segment == "..")
+            .map(str::to_string)
+            .collect();
+        let source = format!("(?s)^(?:{})/?$", translate(&body));
+        Ok(Self {
+            regex: RegexOptions::default().compile(&source)?,
+            negated,
+            dot_segments,
+        })
+    }
+
+    /// Whether the whole `subject` matches (one trailing `/` is tolerated).
+    pub fn is_match(&self, subject: &str) -> bool {
+        let dots_allowed = subject
+            .split('/')
+            .filter(|segment| *segment == "." || *segment == "..")
+            .all(|segment| self.dot_segments.iter().any(|allowed| allowed == segment));
+        let matched = dots_allowed && self.regex.is_match(subject);
+        matched != self.negated
+    }
+}
+
+/// Whether a pattern reads as a glob: it has `**`, or a `*`/`?` at the start or after a
+/// character other than `.` and `\` (so `foo.*`, `file.?` and `a\*b` are literal).
+pub(crate) fn looks_like_glob(pattern: &str) -> bool {
+    if pattern.contains("**") {
+        return true;
+    }
+    let mut previous: Option<char> = None;
+    for c in pattern.chars() {
+        if (c == '*' || c == '?') && !matches!(previous, Some('.' | '\\')) {
+            return true;
+        }
+        previous = Some(c);
+    }
+    false
+}
+
+fn widen_scheme_wildcard(pattern: &str) -> String {
+    let Some(at) = pattern.find("://*") else {
+        return pattern.to_string();
+    };
+    let after = &pattern[at + 4..];
+    if after.starts_with('*') {
+        return pattern.to_string();
+    }
+    format!("{}://**{after}", &pattern[..at])
+}
+
+fn translate(pattern: &str) -> String {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() * 2);
+    let mut index = 0;
+    while let Some(&c) = chars.get(index) {
+        index += 1;
+        match c {
+            '\\' => match chars.get(index) {
+                Some(&escaped) => {
+                    index += 1;
+                    out.push_str(&regex::escape(&escaped.to_string()));
+                }
+                None => out.push_str(r"\\"),
+            },
+            '*' => {
+                let run_start = index - 1;
+                while chars.get(index) == Some(&'*') {
+                    index += 1;
+                }
+                let segment_start = run_start == 0 || chars.get(run_start - 1) == Some(&'/');
+                let segment_end = chars.get(index).map_or(true, |&next| next == '/');
+                if index - run_start < 2 || !segment_start || !segment_end {
+                    out.push_str("[^/]*");
+                } else if chars.get(index) == Some(&'/') {
+                    index += 1;
+                    out.push_str("(?:.*/)?");
+                } else if out.ends_with('/') {
+                    out.pop();
+                    out.push_str("(?:/.*)?");
+                } else {
+                    out.push_str(".*");
+                }
+            }
+            '?' => out.push_str("[^/]"),
+            '[' => match class_end(&chars, index) {
+                Some(end) => {
+                    out.push_str(&translate_class(chars.get(index..end).unwrap_or_default()));
+                    index = end + 1;
+                }
+                None => out.push_str(r"\["),
+            },
+            other => out.push_str(&regex::escape(&other.to_string())),
+        }
+    }
+    out
+}
+
+/// Index of the `]` closing a class whose content starts at `start` (a `]` right after the
+/// opening bracket or its negation is a member).
+fn class_end(chars: &[char], start: usize) -> Option<usize> {
+    let mut index = start;
+    if matches!(chars.get(index), Some('!' | '^')) {
+        index += 1;
+    }
+    if chars.get(index) == Some(&']') {
+        index += 1;
+    }
+    while let Some(&c) = chars.get(index) {
+        match c {
+            ']' => return Some(index),
+            '\\' => index += 2,
+            _ => index += 1,
+        }
+    }
+    None
+}
+
+fn translate_class(content: &[char]) -> String {
+    let (negated, members) = match content.split_first() {
+        Some(('!' | '^', rest)) => (true, rest),
+        _ => (false, content),
+    };
+    let mut out = String::from(if negated { "[^" } else { "[" });
+    let mut index = 0;
+    while let Some(&c) = members.get(index) {
+        index += 1;
+        let member = if c == '\\' {
+            let escaped = members.get(index).copied().unwrap_or('\\');
+            index += 1;
+            escaped
+        } else {
+            c
+        };
+        let is_range = c == '-' && index > 1 && index < members.len();
+        if is_range {
+            out.push('-');
+        } else if member.is_ascii_punctuation() {
+            out.push('\\');
+            out.push(member);
+        } else {
+            out.push(member);
+        }
+    }
+    out.push(']');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(pattern: &str, subject: &str) -> bool {
+        Glob::compile(pattern).expect("glob").is_match(subject)
+    }
+
+    #[test]
+    fn segments_and_globstars() {
+        assert!(matches("src/**/*.ts", "src/a/b.ts"));
+        assert!(matches("src/**/*.ts", "src/b.ts"));
+        assert!(!matches("src/*", "src/a/b.js"));
+        assert!(matches("**", "a/b/c"));
+        assert!(matches("dir/**", "dir"));
+        assert!(matches("**/*.test.*", "foo.test.js"));
+        assert!(matches("a**b", "axxb"));
+        assert!(!matches("a**b", "ax/b"));
+        assert!(matches("*.js", "a.js/"));
+        assert!(matches("*", "multi\nline"));
+    }
+
+    #[test]
+    fn classes_braces_and_negation() {
+        assert!(matches("[!a]*.js", "b.js"));
+        assert!(!matches("[!a]*.js", "a.js"));
+        assert!(matches("[a-c]?", "bz"));
+        assert!(matches("[]x]*", "]"));
+        assert!(matches("[a&&b]*", "&"));
+        assert!(matches("log{a,b}*", "log{a,b}.txt"));
+        assert!(matches("[unclosed*", "[unclosed.txt"));
+        assert!(matches(r"\**", "*x"));
+        assert!(!matches("!*.js", "a.js"));
+        assert!(matches("!*.js", "a.ts"));
+    }
+
+    #[test]
+    fn dot_segments_and_scheme_paths() {
+        assert!(!matches("*", ".."));
+        assert!(!matches("a/*/b", "a/./b"));
+        assert!(matches("a/./*", "a/./b"));
+        assert!(matches("*", ".env"));
+        assert!(matches("known://*", "known://"));
+        assert!(matches("known://*", "known://a/b"));
+        assert!(!matches("known://plan_*", "known://plan_a/b"));
+    }
+
+    #[test]
+    fn detection() {
+        for glob in ["*.js", "what?", "TODO?", "a/**", "?x"] {
+            assert!(looks_like_glob(glob), "{glob}");
+        }
+        for literal in ["foo.*", "file.?", r"a\*b", "[abc].js", "c++"] {
+            assert!(!looks_like_glob(literal), "{literal}");
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! `Plugins`: the registry of bundled tools, built once and passed down (a cheap `Arc`
+//! clone, no global). It answers what the model may use (`active_tools`, `docs`), how an
+//! entry is projected at its fidelity (`project`), and which tool handles a scheme.
+
+use std::sync::Arc;
+
+use crate::db::enums::Fidelity;
+use crate::db::models::SchemeRow;
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{Availability, Tool, ToolSettings};
+use crate::plugins::tools;
+use crate::plugins::view::EntryView;
+
+/// Longest summary shown for an entry without a summary attribute, in characters (the
+/// same cut the store uses for its summary token count).
+const SUMMARY_PREFIX_CHARS: usize = 80;
+
+/// The bundled tools, in display order (gather → reason → act → communicate).
+#[derive(Clone)]
+pub struct Plugins {
+    inner: Arc<Registry>,
+}
+
+struct Registry {
+    tools: Vec<Box<dyn Tool>>,
+    settings: ToolSettings,
+}
+
+impl std::fmt::Debug for Plugins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugins")
+            .field("tools", &self.names().collect::<Vec<_>>())
+            .field("settings", &self.inner.settings)
+            .finish()
+    }
+}
+
+impl Plugins {
+    /// Every bundled tool with these limits.
+    pub fn bundled(settings: ToolSettings) -> Plugins {
+        Plugins {
+            inner: Arc::new(Registry {
+                tools: tools::bundled(),
+                settings,
+            }),
+        }
+    }
+
+    /// The limits the handlers enforce.
+    pub fn settings(&self) -> ToolSettings {
+        self.inner.settings
+    }
+
+    /// The tool named `name` (also the scheme it owns).
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.inner
+            .tools
+            .iter()
+            .find(|tool| tool.name() == name)
+            .map(|tool| tool.as_ref())
+    }
+
+    /// Every tool name, in display order (`think` included).
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.inner.tools.iter().map(|tool| tool.name())
+    }
+
+    /// The tools the model may use under `policy`, in display order.
+    pub fn active_tools(&self, policy: &ToolPolicy) -> Vec<&'static str> {
+        self.offered(policy).map(|tool| tool.name()).collect()
+    }
+
+    /// `(name, doc)` of each active tool, in display order.
+    pub fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)> {
+        self.offered(policy)
+            .map(|tool| (tool.name(), tool.doc()))
+            .collect()
+    }
+
+    /// The scheme rows the tools need registered.
+    pub fn scheme_rows(&self) -> Vec<SchemeRow> {
+        self.inner
+            .tools
+            .iter()
+            .map(|tool| {
+                let spec = tool.scheme();
+                SchemeRow {
+                    name: tool.name().to_owned(),
+                    model_visible: spec.model_visible,
+                    category: spec.category,
+                }
+            })
+            .collect()
+    }
+
+    fn offered<'a>(&'a self, policy: &'a ToolPolicy) -> impl Iterator<Item = &'a dyn Tool> + 'a {
+        self.inner
+            .tools
+            .iter()
+            .filter(move |tool| tool.availability(policy) == Availability::Offered)
+            .map(|tool| tool.as_ref())
+    }
+
+    /// The text the model sees for `entry` at its fidelity.
+    ///
+    /// Index shows the summary attribute (or nothing). Summary shows the tool's summary
+    /// view after the summary attribute; when the view is empty, the attribute alone.
+    /// Schemes without a tool (files, `http(s)`, `skill`, `budget`, `prompt`,
+    /// `instructions`) show their body at full fidelity; at summary fidelity a file shows
+    /// its `symbols` attribute, and every such scheme falls back to the first 80
+    /// characters of the body when no summary attribute exists.
+    pub fn project(&self, entry: &EntryView<'_>) -> String {
+        let summary = entry.attribute("summary").filter(|text| !text.is_empty());
+        let tool = self.get(entry.plugin_scheme());
+        match entry.fidelity {
+            Fidelity::Index | Fidelity::Archive => summary.unwrap_or_default().to_owned(),
+            Fidelity::Full => match tool {
+                Some(tool) => tool.full_view(entry),
+                None => entry.body.to_owned(),
+            },
+            Fidelity::Summary => {
+                let view = match tool {
+                    Some(tool) => tool.summary_view(entry),
+                    None => passive_summary(entry, summary.is_some()),
+                };
+                match (summary, view.is_empty()) {
+                    (Some(summary), false) => format!("{summary}\n{view}"),
+                    (Some(summary), true) => summary.to_owned(),
+                    (None, _) => view,
+                }
+            }
+        }
+    }
+}
+
+/// The summary view of a scheme no tool owns.
+fn passive_summary(entry: &EntryView<'_>, has_summary: bool) -> String {
+    if let Some(symbols) = entry.attribute("symbols").filter(|text| !text.is_empty()) {
+        return symbols.to_owned();
+    }
+    if has_summary {
+        return String::new();
+    }
+    entry.body.chars().take(SUMMARY_PREFIX_CHARS).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Map, Value};
+
+    use super::*;
+    use crate::db::enums::{Category, LoopMode};
+
+    fn plugins() -> Plugins {
+        Plugins::bundled(ToolSettings::default())
+    }
+
+    fn view<'a>(
+        path: &'a str,
+        fidelity: Fidelity,
+        body: &'a str,
+        attributes: &'a Map<String, Value>,
+    ) -> EntryView<'a> {
+        EntryView {
+            path,
+            scheme: crate::db::paths::scheme_of(path),
+            status: 200,
+            fidelity,
+            category: Category::Data,
+            body,
+            attributes,
+            turn: 1,
+        }
+    }
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn act_offers_everything_but_search_and_think_in_display_order() {
+        assert_eq!(
+            plugins().active_tools(&ToolPolicy::act()),
+            [
+                "get",
+                "set",
+                "known",
+                "unknown",
+                "env",
+                "sh",
+                "rm",
+                "cp",
+                "mv",
+                "summarize",
+                "update",
+                "ask_user"
+            ]
+        );
+        let with_search = ToolPolicy {
+            search_available: true,
+            ..ToolPolicy::act()
+        };
+        assert!(plugins().active_tools(&with_search).contains(&"search"));
+    }
+
+    #[test]
+    fn modes_and_flags_exclude_tools() {
+        let ask = ToolPolicy {
+            mode: LoopMode::Ask,
+            ..ToolPolicy::act()
+        };
+        assert!(!plugins().active_tools(&ask).contains(&"sh"));
+        assert!(plugins().active_tools(&ask).contains(&"env"));
+        let quiet = ToolPolicy {
+            no_interaction: true,
+            no_web: true,
+            search_available: true,
+            ..ToolPolicy::act()
+        };
+        let active = plugins().active_tools(&quiet);
+        assert!(!active.contains(&"ask_user") && !active.contains(&"search"));
+        let no_proposals = ToolPolicy {
+            no_proposals: true,
+            ..ToolPolicy::act()
+        };
+        let active = plugins().active_tools(&no_proposals);
+        assert!(["ask_user", "env", "sh"]
+            .iter()
+            .all(|tool| !active.contains(tool)));
+        let panic = ToolPolicy {
+            mode: LoopMode::Panic,
+            search_available: true,
+            ..ToolPolicy::act()
+        };
+        assert_eq!(
+            plugins().active_tools(&panic),
+            [
+                "get",
+                "set",
+                "known",
+                "unknown",
+                "rm",
+                "cp",
+                "mv",
+                "summarize",
+                "update"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_active_tool_is_documented_and_excluded_ones_are_not() {
+        let everything = ToolPolicy {
+            search_available: true,
+            ..ToolPolicy::act()
+        };
+        let docs = plugins().docs(&everything);
+        assert_eq!(docs.len(), 13);
+        for (name, doc) in &docs {
+            assert!(doc.starts_with("## <"), "{name}");
+            assert!(doc.contains("Example:"), "{name}");
+            assert!(doc.contains("YOU "), "{name}");
+        }
+        let ask = ToolPolicy {
+            mode: LoopMode::Ask,
+            ..ToolPolicy::act()
+        };
+        let names: Vec<&str> = plugins().docs(&ask).iter().map(|(name, _)| *name).collect();
+        assert!(!names.contains(&"sh") && !names.contains(&"search") && !names.contains(&"think"));
+    }
+
+    #[test]
+    fn projection_follows_fidelity() {
+        let plugins = plugins();
+        let with_summary = object(json!({ "summary": "auth,session" }));
+        let none = Map::new();
+        let full = view(
+            "known://auth",
+            Fidelity::Full,
+            "cookie ttl 24h",
+            &with_summary,
+        );
+        assert_eq!(
+            plugins.project(&full),
+            "# known known://auth\ncookie ttl 24h"
+        );
+        let summary = view(
+            "known://auth",
+            Fidelity::Summary,
+            "cookie ttl 24h",
+            &with_summary,
+        );
+        assert_eq!(plugins.project(&summary), "auth,session");
+        let bare = view("known://auth", Fidelity::Summary, "cookie ttl 24h", &none);
+        assert_eq!(plugins.project(&bare), "cookie ttl 24h");
+        let index = view("known://auth", Fidelity::Index, "", &with_summary);
+        assert_eq!(plugins.project(&index), "auth,session");
+        let file = view("src/a.js", Fidelity::Full, "let a;", &none);
+        assert_eq!(plugins.project(&file), "let a;");
+        let symbols = object(json!({ "symbols": "fn a" }));
+        let file = view("src/a.js", Fidelity::Summary, "let a;", &symbols);
+        assert_eq!(plugins.project(&file), "fn a");
+        let sh = object(json!({ "command": "npm test" }));
+        let done = view("sh://turn_1/npm%20test", Fidelity::Summary, "ok", &sh);
+        assert_eq!(plugins.project(&done), "npm test");
+        let done = view("sh://turn_1/npm%20test", Fidelity::Full, "ok", &sh);
+        assert_eq!(plugins.project(&done), "# sh npm test\nok");
+    }
+
+    #[test]
+    fn schemes_cover_every_tool() {
+        let rows = plugins().scheme_rows();
+        assert_eq!(rows.len(), 14);
+        let think = rows.iter().find(|row| row.name == "think");
+        assert_eq!(think.map(|row| row.model_visible), Some(false));
+    }
+}

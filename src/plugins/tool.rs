@@ -1,0 +1,252 @@
+//! The typed `Tool` trait every model tool implements, and what a handler works with.
+//!
+//! A tool declares its scheme (category, visibility), when it is offered (mode and flags),
+//! its two views (full and summary), its model-facing doc, and how it runs: lifecycle tools
+//! write their entry while the response is recorded; action tools get a recorded result
+//! entry and may rewrite it, write other entries, or leave a 202 proposal for the client,
+//! whose acceptance side effects the tool also owns.
+
+use std::path::Path;
+
+use diesel::SqliteConnection;
+use serde_json::{Map, Value};
+
+use crate::db::enums::Category;
+use crate::db::ids::{LoopId, RunId};
+use crate::db::models::entry::EntryRow;
+use crate::db::DbError;
+use crate::parser::Command;
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::view::EntryView;
+
+/// What went wrong while dispatching or resolving, apart from failures the model is told
+/// about (those are entries with a 4xx status, not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The store failed; the whole dispatch is rolled back.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// A client named a tool that is not registered.
+    #[error("Unknown tool: {0}")]
+    UnknownTool(String),
+    /// A client call is missing something or names a path outside the project.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// The path is not a pending proposal of the run.
+    #[error("No pending proposal at {0}")]
+    NotPending(String),
+}
+
+impl From<diesel::result::Error> for ToolError {
+    fn from(error: diesel::result::Error) -> Self {
+        ToolError::Db(DbError::from(error))
+    }
+}
+
+/// How a tool's scheme is registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemeSpec {
+    /// The section its entries render in.
+    pub category: Category,
+    /// Whether its entries can appear in the model's context at all.
+    pub model_visible: bool,
+}
+
+impl SchemeSpec {
+    /// A visible record of what happened (`<performed>` / `<previous>`).
+    pub const LOGGING: SchemeSpec = SchemeSpec {
+        category: Category::Logging,
+        model_visible: true,
+    };
+}
+
+/// When a tool's commands run relative to the others of a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    /// A state declaration (`known`, `unknown`, `summarize`, `update`): always applied, never
+    /// cancelled by an earlier failure.
+    Lifecycle,
+    /// Runs in order; a proposal or failure stops the actions after it.
+    Action,
+    /// Reasoning (`think`): recorded, never executed, never offered.
+    Reasoning,
+}
+
+/// Whether a policy lets the model use a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Availability {
+    /// Documented and executed.
+    Offered,
+    /// Neither documented nor executed; an emitted command is recorded as 403.
+    Excluded,
+    /// Recorded as written but never documented (`think`).
+    Unlisted,
+}
+
+/// Limits the handlers enforce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// Characters per token (`RUMMY_TOKEN_DIVISOR`).
+    pub token_divisor: u32,
+    /// Largest `<known>` body accepted, in tokens; larger ones are refused with 413.
+    pub max_entry_tokens: i32,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        ToolSettings {
+            token_divisor: crate::db::DEFAULT_TOKEN_DIVISOR,
+            max_entry_tokens: 500,
+        }
+    }
+}
+
+/// Everything a handler works with: the writer connection (inside the dispatch
+/// transaction) and the turn being dispatched.
+pub struct ToolScope<'a> {
+    /// The DB writer's connection.
+    pub conn: &'a mut SqliteConnection,
+    /// The run.
+    pub run_id: RunId,
+    /// The loop, `None` for client calls.
+    pub loop_id: Option<LoopId>,
+    /// The turn number entries are written at.
+    pub turn: i32,
+    /// Mode and flags of the loop.
+    pub policy: ToolPolicy,
+    /// The project's source root: file paths must stay under it.
+    pub project_root: &'a Path,
+    /// Limits.
+    pub settings: ToolSettings,
+}
+
+/// Where a command's outcome lives: its status there decides whether later actions run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handled {
+    /// The entry holding the outcome (the result path, or `set://<file>` for file edits).
+    pub path: String,
+}
+
+impl Handled {
+    /// The outcome is at `path`.
+    pub fn at(path: impl Into<String>) -> Handled {
+        Handled { path: path.into() }
+    }
+}
+
+/// A tool call from a client (the RPC tool-dispatch methods).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClientCall {
+    /// The path (or command, or question) the call targets.
+    pub path: String,
+    /// The body, when given.
+    pub body: Option<String>,
+    /// The destination of `cp`/`mv`.
+    pub to: Option<String>,
+    /// Extra tool attributes (`fidelity`, `command`, `summary` ...).
+    pub attributes: Map<String, Value>,
+}
+
+impl ClientCall {
+    /// A string attribute.
+    pub fn attribute(&self, name: &str) -> Option<String> {
+        match self.attributes.get(name) {
+            Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
+            Some(Value::Number(number)) => Some(number.to_string()),
+            _ => None,
+        }
+    }
+
+    /// Whether a boolean attribute is set (`preview`).
+    pub fn flag(&self, name: &str) -> bool {
+        match self.attributes.get(name) {
+            Some(Value::Bool(flag)) => *flag,
+            Some(Value::String(text)) => text != "false",
+            Some(Value::Null) | None => false,
+            Some(_) => true,
+        }
+    }
+
+    /// A numeric attribute (`line`, `limit`).
+    pub fn number(&self, name: &str) -> Option<u64> {
+        match self.attributes.get(name) {
+            Some(Value::Number(number)) => number.as_u64(),
+            Some(Value::String(text)) => text.trim().parse().ok(),
+            _ => None,
+        }
+    }
+}
+
+/// One model tool. Implementations live in `plugins/tools/`, one file each.
+pub trait Tool: Send + Sync {
+    /// The tag name and scheme.
+    fn name(&self) -> &'static str;
+
+    /// How the scheme is registered.
+    fn scheme(&self) -> SchemeSpec {
+        SchemeSpec::LOGGING
+    }
+
+    /// When its commands run.
+    fn kind(&self) -> ToolKind {
+        ToolKind::Action
+    }
+
+    /// Whether the loop's mode and flags allow it.
+    fn availability(&self, policy: &ToolPolicy) -> Availability;
+
+    /// The model-facing documentation.
+    fn doc(&self) -> &'static str;
+
+    /// The entry at full fidelity.
+    fn full_view(&self, entry: &EntryView<'_>) -> String;
+
+    /// The entry at summary fidelity ("" falls back to the summary attribute).
+    fn summary_view(&self, _entry: &EntryView<'_>) -> String {
+        String::new()
+    }
+
+    /// The command a client call stands for.
+    fn command_from_call(&self, call: &ClientCall) -> Command;
+
+    /// The text an action's result path is named after (path, command, question).
+    fn target(&self, _command: &Command) -> String {
+        String::new()
+    }
+
+    /// Why the policy forbids this particular command although the tool is offered (ask
+    /// and panic mode may not change files); `None` when allowed.
+    fn forbids(&self, _command: &Command, _policy: &ToolPolicy) -> Option<String> {
+        None
+    }
+
+    /// Lifecycle tools: write the entry while the response is recorded; `None` when the
+    /// command is dropped (an empty fact, a duplicate question).
+    fn record(
+        &self,
+        _scope: &mut ToolScope<'_>,
+        _command: &Command,
+    ) -> Result<Option<Handled>, ToolError> {
+        Ok(None)
+    }
+
+    /// Action tools: run the command whose result entry was recorded at `result_path`.
+    fn handle(
+        &self,
+        _scope: &mut ToolScope<'_>,
+        _command: &Command,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        Ok(Handled::at(result_path))
+    }
+
+    /// Side effects of accepting one of its proposals (the entry is already resolved).
+    fn accept(
+        &self,
+        _scope: &mut ToolScope<'_>,
+        _proposal: &EntryRow,
+        _output: Option<&str>,
+    ) -> Result<(), ToolError> {
+        Ok(())
+    }
+}

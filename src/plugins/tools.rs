@@ -1,0 +1,270 @@
+//! The bundled tool plugins, one file each, and what their handlers share: writing result
+//! entries, selecting entries by path or pattern, listings, and fidelity names.
+//!
+//! Adding a tool means one new file here and one line in [`bundled`].
+
+pub mod ask_user;
+pub mod cp;
+pub mod env;
+pub(crate) mod files;
+pub mod get;
+pub mod known;
+mod merge;
+pub mod mv;
+pub mod rm;
+pub mod search;
+pub mod set;
+pub mod sh;
+pub(crate) mod store;
+pub mod summarize;
+pub mod think;
+mod transfer;
+pub mod unknown;
+pub mod update;
+
+use serde_json::{json, Map, Value};
+
+use crate::db::enums::Fidelity;
+use crate::db::models::entry::{EntryRow, EntryUpsert, Selector};
+use crate::db::paths::normalize_path;
+use crate::db::queries::entries;
+use crate::hedberg::{Pattern, PatternKind};
+use crate::parser::{AttrValue, ExtraAttrs};
+use crate::plugins::tool::{Handled, Tool, ToolError, ToolScope};
+use crate::plugins::view::EntryView;
+
+/// Every bundled tool in display order: gather → reason → act → communicate, then `think`.
+pub(crate) fn bundled() -> Vec<Box<dyn Tool>> {
+    vec![
+        Box::new(get::Get),
+        Box::new(set::Set),
+        Box::new(known::Known),
+        Box::new(unknown::Unknown),
+        Box::new(env::Env),
+        Box::new(sh::Sh),
+        Box::new(rm::Rm),
+        Box::new(cp::Cp),
+        Box::new(mv::Mv),
+        Box::new(search::Search),
+        Box::new(summarize::Summarize),
+        Box::new(update::Update),
+        Box::new(ask_user::AskUser),
+        Box::new(think::Think),
+    ]
+}
+
+/// Longest `summary` attribute kept, in characters.
+pub(crate) const SUMMARY_MAX_CHARS: usize = 80;
+
+/// Writes `body` at `path` with `status`, merging `attributes` into the stored ones.
+pub(crate) fn write(
+    scope: &mut ToolScope<'_>,
+    path: &str,
+    body: &str,
+    status: i32,
+    attributes: Option<Value>,
+) -> Result<EntryRow, ToolError> {
+    Ok(entries::upsert_entry(
+        scope.conn,
+        &EntryUpsert {
+            run_id: scope.run_id,
+            loop_id: scope.loop_id,
+            turn: scope.turn,
+            path: path.to_owned(),
+            body: body.to_owned(),
+            status,
+            fidelity: None,
+            hash: None,
+            attributes,
+        },
+    )?)
+}
+
+/// Writes the outcome of an action at its result path and reports it there.
+pub(crate) fn finish(
+    scope: &mut ToolScope<'_>,
+    result_path: &str,
+    status: i32,
+    body: &str,
+    attributes: Option<Value>,
+) -> Result<Handled, ToolError> {
+    write(scope, result_path, body, status, attributes)?;
+    Ok(Handled::at(result_path))
+}
+
+/// A failed action: `status`, the message as body and `error` attribute.
+pub(crate) fn fail(
+    scope: &mut ToolScope<'_>,
+    result_path: &str,
+    status: i32,
+    message: &str,
+) -> Result<Handled, ToolError> {
+    finish(
+        scope,
+        result_path,
+        status,
+        message,
+        Some(json!({ "error": message })),
+    )
+}
+
+/// The fidelity a model wrote, when it is one of the four.
+pub(crate) fn parse_fidelity(text: &str) -> Option<Fidelity> {
+    Fidelity::parse(text.trim().to_ascii_lowercase().as_str())
+}
+
+/// The message for a fidelity the model misspelled.
+pub(crate) fn bad_fidelity(text: &str) -> String {
+    format!("Unknown fidelity \"{text}\". Use one of: full, summary, index, archive.")
+}
+
+/// Whether `path` (with an optional body filter) selects by pattern rather than by path.
+pub(crate) fn is_pattern(path: &str, filter: Option<&str>) -> bool {
+    filter.is_some_and(|filter| !filter.is_empty())
+        || Pattern::compile(path).map_or(true, |pattern| pattern.kind() != PatternKind::Literal)
+}
+
+/// The entries `path` names: one entry by its normalised path, or every match of a
+/// pattern (and body filter), ordered by path.
+pub(crate) fn select(
+    scope: &mut ToolScope<'_>,
+    path: &str,
+    filter: Option<&str>,
+) -> Result<Vec<EntryRow>, ToolError> {
+    let filter = filter.filter(|filter| !filter.is_empty());
+    if !is_pattern(path, filter) {
+        return Ok(entries::get_entry(scope.conn, scope.run_id, path)?
+            .into_iter()
+            .collect());
+    }
+    let path = match Pattern::compile(path).map(|pattern| pattern.kind()) {
+        Ok(PatternKind::Literal) => normalize_path(path),
+        _ => path.to_owned(),
+    };
+    let selector = Selector::Pattern {
+        path,
+        body: filter.map(str::to_owned),
+    };
+    Ok(entries::list_entries(
+        scope.conn,
+        scope.run_id,
+        &selector,
+        None,
+        None,
+    )?)
+}
+
+/// `<header>: <n> matched (<tokens> tokens)` and one `<path> (<tokens>)` line per row.
+pub(crate) fn listing(header: &str, rows: &[EntryRow]) -> String {
+    let total: i64 = rows.iter().map(|row| i64::from(row.tokens_full)).sum();
+    let mut text = format!("{header}: {} matched ({total} tokens)", rows.len());
+    for row in rows {
+        text.push_str(&format!("\n{} ({})", row.path, row.tokens_full));
+    }
+    text
+}
+
+/// `path="<p>"[ body="<filter>"]`, the header of a listing.
+pub(crate) fn pattern_header(tool: &str, path: &str, filter: Option<&str>) -> String {
+    match filter.filter(|filter| !filter.is_empty()) {
+        Some(filter) => format!("{tool} path=\"{path}\" body=\"{filter}\""),
+        None => format!("{tool} path=\"{path}\""),
+    }
+}
+
+/// `# <tool> <subject>` then the body on the next line when there is one.
+pub(crate) fn headed(tool: &str, subject: &str, body: &str) -> String {
+    let head = if subject.is_empty() {
+        format!("# {tool}")
+    } else {
+        format!("# {tool} {subject}")
+    };
+    if body.is_empty() {
+        head
+    } else {
+        format!("{head}\n{body}")
+    }
+}
+
+/// A string attribute of a view's entry, else `fallback`.
+pub(crate) fn attribute_or<'a>(entry: &'a EntryView<'_>, name: &str, fallback: &'a str) -> &'a str {
+    entry
+        .attribute(name)
+        .filter(|text| !text.is_empty())
+        .unwrap_or(fallback)
+}
+
+/// The text of an extra attribute, when it has one.
+pub(crate) fn extra_text<'a>(attributes: &'a ExtraAttrs, name: &str) -> Option<&'a str> {
+    attributes
+        .iter()
+        .find(|(key, _)| key == name)
+        .and_then(|(_, value)| value.as_text())
+        .filter(|text| !text.is_empty())
+}
+
+/// A summary attribute cut to [`SUMMARY_MAX_CHARS`].
+pub(crate) fn summary_attribute(attributes: &ExtraAttrs) -> Option<String> {
+    extra_text(attributes, "summary").map(|text| text.chars().take(SUMMARY_MAX_CHARS).collect())
+}
+
+/// Client attributes as parser attributes (strings as text, `true` as a flag).
+pub(crate) fn extra_attrs(attributes: &Map<String, Value>, skip: &[&str]) -> ExtraAttrs {
+    attributes
+        .iter()
+        .filter(|(key, _)| !skip.contains(&key.as_str()))
+        .filter_map(|(key, value)| {
+            let value = match value {
+                Value::String(text) => AttrValue::Text(text.clone()),
+                Value::Bool(true) => AttrValue::Flag,
+                Value::Number(number) => AttrValue::Text(number.to_string()),
+                _ => return None,
+            };
+            Some((key.clone(), value))
+        })
+        .collect()
+}
+
+/// `Some(text)` unless it is empty.
+pub(crate) fn non_empty(text: Option<&str>) -> Option<&str> {
+    text.filter(|text| !text.trim().is_empty())
+}
+
+/// A shell command for the client to run (`env`, `sh`): a 202 proposal whose body is the
+/// command; the client's output replaces it on accept.
+pub(crate) fn command_proposal(
+    scope: &mut ToolScope<'_>,
+    command: Option<&str>,
+    result_path: &str,
+) -> Result<Handled, ToolError> {
+    let Some(command) = non_empty(command) else {
+        return fail(scope, result_path, 400, "command is required");
+    };
+    let command = command.trim();
+    finish(
+        scope,
+        result_path,
+        202,
+        command,
+        Some(json!({ "command": command })),
+    )
+}
+
+/// Why the loop's mode forbids changing project files (ask and panic mode), if it does.
+pub(crate) fn file_changes_forbidden(
+    tool: &str,
+    policy: &crate::plugins::policy::ToolPolicy,
+) -> Option<String> {
+    use crate::db::enums::LoopMode;
+    match policy.mode {
+        LoopMode::Act => None,
+        LoopMode::Ask => Some(format!(
+            "<{tool}> on project files is not allowed in ask mode: files MUST NOT change. \
+             Work on known:// entries instead."
+        )),
+        LoopMode::Panic => Some(format!(
+            "<{tool}> on project files is not allowed while freeing context. Lower the \
+             fidelity of entries with <set path=\"...\" fidelity=\"index\"/> instead."
+        )),
+    }
+}

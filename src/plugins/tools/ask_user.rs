@@ -1,0 +1,123 @@
+//! `ask_user`: a question for the user with suggested answers. A 202 proposal
+//! `{question, options}`; the answer comes back on accept and is kept as `answer`.
+
+use serde_json::{json, Value};
+
+use crate::db::enums::LoopMode;
+use crate::db::models::entry::EntryRow;
+use crate::db::queries::entries;
+use crate::parser::{AskUserCommand, Command};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tools::{fail, finish, non_empty};
+use crate::plugins::view::EntryView;
+
+/// The `ask_user` tool.
+pub struct AskUser;
+
+impl Tool for AskUser {
+    fn name(&self) -> &'static str {
+        "ask_user"
+    }
+
+    fn availability(&self, policy: &ToolPolicy) -> Availability {
+        if policy.no_interaction || policy.no_proposals || policy.mode == LoopMode::Panic {
+            Availability::Excluded
+        } else {
+            Availability::Offered
+        }
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("../text/tools/ask_user.md")
+    }
+
+    fn full_view(&self, entry: &EntryView<'_>) -> String {
+        let mut lines = vec!["# ask_user".to_owned()];
+        if let Some(question) = entry.attribute("question") {
+            lines.push(format!("# Question: {question}"));
+        }
+        if let Some(answer) = entry.attribute("answer") {
+            lines.push(format!("# Answer: {answer}"));
+        }
+        lines.join("\n")
+    }
+
+    fn summary_view(&self, entry: &EntryView<'_>) -> String {
+        let question = entry.attribute("question").unwrap_or(entry.body);
+        match entry.attribute("answer") {
+            Some(answer) => format!("{question} → {answer}"),
+            None => question.to_owned(),
+        }
+    }
+
+    fn command_from_call(&self, call: &ClientCall) -> Command {
+        Command::AskUser(AskUserCommand {
+            question: call
+                .attribute("question")
+                .or_else(|| Some(call.path.clone())),
+            options: call.attribute("options").or_else(|| call.body.clone()),
+        })
+    }
+
+    fn target(&self, command: &Command) -> String {
+        match command {
+            Command::AskUser(ask) => ask.question.clone().unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        let Command::AskUser(ask) = command else {
+            return Err(ToolError::InvalidParams(
+                "ask_user expects an ask_user command".into(),
+            ));
+        };
+        let Some(question) = non_empty(ask.question.as_deref()) else {
+            return fail(scope, result_path, 400, "question is required");
+        };
+        let options = split_options(ask.options.as_deref().unwrap_or_default());
+        let attributes = json!({ "question": question.trim(), "options": options });
+        finish(scope, result_path, 202, question.trim(), Some(attributes))
+    }
+
+    fn accept(
+        &self,
+        scope: &mut ToolScope<'_>,
+        proposal: &EntryRow,
+        output: Option<&str>,
+    ) -> Result<(), ToolError> {
+        if let Some(answer) = non_empty(output) {
+            let patch = json!({ "answer": Value::String(answer.to_owned()) });
+            entries::update_attributes(scope.conn, scope.run_id, &proposal.path, &patch)?;
+        }
+        Ok(())
+    }
+}
+
+/// Options split on `;` when there is one, else on `,`; trimmed, empty ones dropped.
+fn split_options(text: &str) -> Vec<String> {
+    let separator = if text.contains(';') { ';' } else { ',' };
+    text.split(separator)
+        .map(str::trim)
+        .filter(|option| !option.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_options;
+
+    #[test]
+    fn options_split_on_semicolons_first() {
+        assert_eq!(split_options("a, b; c"), ["a, b", "c"]);
+        assert_eq!(split_options(" a , b ,"), ["a", "b"]);
+        assert!(split_options("").is_empty());
+    }
+}

@@ -1,0 +1,155 @@
+//! `get`: load entries into context (promote to full), list them without loading
+//! (`preview`), or read some lines of one entry without changing anything.
+
+use serde_json::json;
+
+use crate::parser::{Command, GetCommand, Selection};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tools::{
+    attribute_or, bad_fidelity, fail, finish, headed, is_pattern, listing, non_empty,
+    parse_fidelity, pattern_header, select, store,
+};
+use crate::plugins::view::EntryView;
+
+/// The `get` tool.
+pub struct Get;
+
+impl Tool for Get {
+    fn name(&self) -> &'static str {
+        "get"
+    }
+
+    fn availability(&self, _policy: &ToolPolicy) -> Availability {
+        Availability::Offered
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("../text/tools/get.md")
+    }
+
+    fn full_view(&self, entry: &EntryView<'_>) -> String {
+        headed("get", attribute_or(entry, "path", entry.path), entry.body)
+    }
+
+    fn command_from_call(&self, call: &ClientCall) -> Command {
+        Command::Get(GetCommand {
+            selection: Selection {
+                path: Some(call.path.clone()),
+                filter: call.body.clone().or_else(|| call.attribute("body")),
+                preview: call.flag("preview"),
+            },
+            line: call.number("line"),
+            limit: call.number("limit"),
+            fidelity: call.attribute("fidelity"),
+        })
+    }
+
+    fn target(&self, command: &Command) -> String {
+        match command {
+            Command::Get(get) => get.selection.path.clone().unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        let Command::Get(get) = command else {
+            return Err(ToolError::InvalidParams("get expects a get command".into()));
+        };
+        let Some(path) = non_empty(get.selection.path.as_deref()) else {
+            return fail(scope, result_path, 400, "path is required");
+        };
+        let filter = non_empty(get.selection.filter.as_deref());
+        if get.line.is_some() || get.limit.is_some() {
+            return partial_read(scope, get, path, filter, result_path);
+        }
+        let fidelity = match get
+            .fidelity
+            .as_deref()
+            .map(|text| (text, parse_fidelity(text)))
+        {
+            Some((text, None)) => return fail(scope, result_path, 400, &bad_fidelity(text)),
+            Some((_, fidelity)) => fidelity,
+            None => None,
+        };
+        let pattern = is_pattern(path, filter);
+        let rows = select(scope, path, filter)?;
+        let header = pattern_header("get", path, filter);
+        if get.selection.preview {
+            let body = format!("PREVIEW {}", listing(&header, &rows));
+            return finish(scope, result_path, 200, &body, None);
+        }
+        if rows.is_empty() && !pattern {
+            return fail(scope, result_path, 404, &format!("{path} not found"));
+        }
+        store::promote(scope.conn, &rows, scope.turn)?;
+        if let Some(fidelity) = fidelity {
+            store::set_fidelity(scope.conn, &rows, fidelity)?;
+        }
+        let body = if pattern {
+            listing(&header, &rows)
+        } else {
+            let tokens: i64 = rows.iter().map(|row| i64::from(row.tokens_full)).sum();
+            let paths: Vec<&str> = rows.iter().map(|row| row.path.as_str()).collect();
+            format!("{} loaded ({tokens} tokens)", paths.join(", "))
+        };
+        finish(
+            scope,
+            result_path,
+            200,
+            &body,
+            Some(json!({ "path": path })),
+        )
+    }
+}
+
+/// `line`/`limit`: some lines of one entry, with no promotion and no fidelity change.
+fn partial_read(
+    scope: &mut ToolScope<'_>,
+    get: &GetCommand,
+    path: &str,
+    filter: Option<&str>,
+    result_path: &str,
+) -> Result<Handled, ToolError> {
+    if is_pattern(path, filter) {
+        let message =
+            format!("line and limit read one entry: {path} is a pattern. Give a single path.");
+        return fail(scope, result_path, 400, &message);
+    }
+    let Some(entry) = select(scope, path, None)?.into_iter().next() else {
+        return fail(scope, result_path, 404, &format!("{path} not found"));
+    };
+    let lines: Vec<&str> = entry.body.lines().collect();
+    let total = u64::try_from(lines.len()).unwrap_or(u64::MAX);
+    let first = get.line.unwrap_or(1).max(1);
+    if first > total.max(1) {
+        let message = format!("line {first} is past the end of {path} ({total} lines)");
+        return fail(scope, result_path, 416, &message);
+    }
+    let last = match get.limit {
+        Some(limit) => first.saturating_add(limit.max(1) - 1).min(total),
+        None => total,
+    };
+    let slice: Vec<&str> = lines
+        .iter()
+        .skip(usize::try_from(first - 1).unwrap_or(usize::MAX))
+        .take(usize::try_from(last.saturating_sub(first) + 1).unwrap_or(usize::MAX))
+        .copied()
+        .collect();
+    let body = format!(
+        "[lines {first}–{last} / {total} total]\n{}",
+        slice.join("\n")
+    );
+    finish(
+        scope,
+        result_path,
+        200,
+        &body,
+        Some(json!({ "path": path })),
+    )
+}

@@ -1,0 +1,146 @@
+//! `known`: file a fact under a path with summary keywords. A lifecycle signal: written
+//! while the response is recorded, never cancelled. A path without a scheme goes under
+//! `known://`; a fact over the size limit is refused with 413 and a note on splitting it.
+
+use serde_json::{Map, Value};
+
+use crate::db::enums::{Category, Fidelity};
+use crate::db::functions::estimate_tokens;
+use crate::db::models::entry::EntryUpsert;
+use crate::db::paths::slug_path;
+use crate::db::queries::entries;
+use crate::parser::{Command, KnownCommand};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{
+    Availability, ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope,
+};
+use crate::plugins::tools::files::is_file;
+use crate::plugins::tools::{extra_attrs, headed, summary_attribute, write};
+use crate::plugins::view::EntryView;
+
+/// The `known` tool.
+pub struct Known;
+
+/// Characters of the body shown at summary fidelity when no summary keywords exist.
+const SUMMARY_PREFIX_CHARS: usize = 80;
+
+impl Tool for Known {
+    fn name(&self) -> &'static str {
+        "known"
+    }
+
+    fn scheme(&self) -> SchemeSpec {
+        SchemeSpec {
+            category: Category::Data,
+            model_visible: true,
+        }
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Lifecycle
+    }
+
+    fn availability(&self, _policy: &ToolPolicy) -> Availability {
+        Availability::Offered
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("../text/tools/known.md")
+    }
+
+    fn full_view(&self, entry: &EntryView<'_>) -> String {
+        headed("known", entry.path, entry.body)
+    }
+
+    fn summary_view(&self, entry: &EntryView<'_>) -> String {
+        match entry.attribute("summary") {
+            Some(summary) if !summary.is_empty() => String::new(),
+            _ => entry.body.chars().take(SUMMARY_PREFIX_CHARS).collect(),
+        }
+    }
+
+    fn command_from_call(&self, call: &ClientCall) -> Command {
+        Command::Known(KnownCommand {
+            path: Some(call.path.clone()).filter(|path| !path.is_empty()),
+            body: call.body.clone().unwrap_or_default(),
+            attributes: extra_attrs(&call.attributes, &["path", "body"]),
+        })
+    }
+
+    fn record(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+    ) -> Result<Option<Handled>, ToolError> {
+        let Command::Known(known) = command else {
+            return Err(ToolError::InvalidParams(
+                "known expects a known command".into(),
+            ));
+        };
+        if known.body.trim().is_empty() {
+            return Ok(None);
+        }
+        let summary = summary_attribute(&known.attributes);
+        let path = known_path(known, summary.as_deref());
+        let tokens = estimate_tokens(&known.body, scope.settings.token_divisor);
+        let limit = scope.settings.max_entry_tokens;
+        if tokens > limit {
+            let note_path = entries::free_path(scope.conn, scope.run_id, &path)?;
+            let note = too_large(&path, tokens, limit);
+            write(
+                scope,
+                &note_path,
+                &note,
+                413,
+                Some(serde_json::json!({ "error": note })),
+            )?;
+            return Ok(Some(Handled::at(note_path)));
+        }
+        let mut attributes = Map::new();
+        for (name, value) in &known.attributes {
+            attributes.insert(name.clone(), value.to_json());
+        }
+        if let Some(summary) = summary {
+            attributes.insert("summary".into(), Value::String(summary));
+        }
+        let row = entries::upsert_entry(
+            scope.conn,
+            &EntryUpsert {
+                run_id: scope.run_id,
+                loop_id: scope.loop_id,
+                turn: scope.turn,
+                path,
+                body: known.body.clone(),
+                status: 200,
+                fidelity: Some(Fidelity::Full),
+                hash: None,
+                attributes: Some(Value::Object(attributes)),
+            },
+        )?;
+        Ok(Some(Handled::at(row.path)))
+    }
+}
+
+/// The model's path (a bare one under `known://`), else a slug of the summary or body.
+fn known_path(known: &KnownCommand, summary: Option<&str>) -> String {
+    match known
+        .path
+        .as_deref()
+        .map(str::trim)
+        .filter(|path| !path.is_empty())
+    {
+        Some(path) if is_file(path) => format!("known://{}", path.trim_start_matches('/')),
+        Some(path) => path.to_owned(),
+        None => slug_path("known", summary.unwrap_or(&known.body)),
+    }
+}
+
+fn too_large(path: &str, tokens: i32, limit: i32) -> String {
+    format!(
+        "Not saved: this fact for {path} is {tokens} tokens, over the {limit}-token limit \
+         for one entry. YOU MUST split it into several <known> entries of at most {limit} \
+         tokens each under one topic path, e.g. <known path=\"{path}/part_1\" \
+         summary=\"keywords\">first part</known> and <known path=\"{path}/part_2\" \
+         summary=\"keywords\">second part</known>."
+    )
+}

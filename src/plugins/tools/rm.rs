@@ -1,0 +1,151 @@
+//! `rm`: remove entries now, or propose deleting project files (202 each). Patterns and
+//! body filters select; `preview` lists what would go and removes nothing.
+
+use serde_json::json;
+
+use crate::db::models::entry::EntryRow;
+use crate::db::paths::result_path as turn_result_path;
+use crate::db::queries::entries;
+use crate::parser::{Command, Selection};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tools::files::is_file;
+use crate::plugins::tools::{
+    attribute_or, fail, file_changes_forbidden, finish, headed, listing, non_empty, pattern_header,
+    select, store, write,
+};
+use crate::plugins::view::EntryView;
+
+/// The `rm` tool.
+pub struct Rm;
+
+impl Tool for Rm {
+    fn name(&self) -> &'static str {
+        "rm"
+    }
+
+    fn availability(&self, _policy: &ToolPolicy) -> Availability {
+        Availability::Offered
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("../text/tools/rm.md")
+    }
+
+    fn full_view(&self, entry: &EntryView<'_>) -> String {
+        headed("rm", attribute_or(entry, "path", entry.path), entry.body)
+    }
+
+    fn summary_view(&self, entry: &EntryView<'_>) -> String {
+        self.full_view(entry)
+    }
+
+    fn command_from_call(&self, call: &ClientCall) -> Command {
+        Command::Rm(Selection {
+            path: Some(call.path.clone()),
+            filter: call.body.clone().or_else(|| call.attribute("body")),
+            preview: call.flag("preview"),
+        })
+    }
+
+    fn target(&self, command: &Command) -> String {
+        match command {
+            Command::Rm(selection) => selection.path.clone().unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
+        match command {
+            Command::Rm(Selection {
+                path: Some(path),
+                preview: false,
+                ..
+            }) if is_file(path) => file_changes_forbidden("rm", policy),
+            _ => None,
+        }
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        let Command::Rm(selection) = command else {
+            return Err(ToolError::InvalidParams("rm expects an rm command".into()));
+        };
+        let Some(path) = non_empty(selection.path.as_deref()) else {
+            return fail(scope, result_path, 400, "path is required");
+        };
+        let filter = non_empty(selection.filter.as_deref());
+        let rows: Vec<EntryRow> = select(scope, path, filter)?
+            .into_iter()
+            .filter(|row| row.path != result_path && row.status != 202)
+            .collect();
+        if selection.preview {
+            let body = format!(
+                "PREVIEW {}",
+                listing(&pattern_header("rm", path, filter), &rows)
+            );
+            return finish(scope, result_path, 200, &body, None);
+        }
+        if rows.is_empty() {
+            return fail(scope, result_path, 404, &format!("{path} not found"));
+        }
+        let (files, others): (Vec<EntryRow>, Vec<EntryRow>) =
+            rows.into_iter().partition(|row| is_file(&row.path));
+        store::delete(scope.conn, &others)?;
+        if let ([file], []) = (files.as_slice(), others.as_slice()) {
+            let attributes = json!({ "path": file.path });
+            return finish(scope, result_path, 202, &file.path, Some(attributes));
+        }
+        let mut proposals = Vec::new();
+        for file in &files {
+            let target = turn_result_path("rm", scope.turn, &file.path);
+            let proposal = entries::free_path(scope.conn, scope.run_id, &target)?;
+            write(
+                scope,
+                &proposal,
+                &file.path,
+                202,
+                Some(json!({ "path": file.path })),
+            )?;
+            proposals.push(proposal);
+        }
+        let mut lines: Vec<String> = others.iter().map(|row| row.path.clone()).collect();
+        lines.extend(
+            files
+                .iter()
+                .map(|file| format!("{} (awaiting approval)", file.path)),
+        );
+        finish(
+            scope,
+            result_path,
+            200,
+            &lines.join("\n"),
+            Some(json!({ "path": path })),
+        )?;
+        Ok(Handled::at(
+            proposals
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| result_path.to_owned()),
+        ))
+    }
+
+    fn accept(
+        &self,
+        scope: &mut ToolScope<'_>,
+        proposal: &EntryRow,
+        _output: Option<&str>,
+    ) -> Result<(), ToolError> {
+        let attributes = proposal.attributes_json()?;
+        if let Some(file) = attributes.get("path").and_then(|path| path.as_str()) {
+            if let Some(entry) = entries::get_entry(scope.conn, scope.run_id, file)? {
+                store::delete(scope.conn, std::slice::from_ref(&entry))?;
+            }
+        }
+        Ok(())
+    }
+}

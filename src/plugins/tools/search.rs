@@ -1,0 +1,75 @@
+//! `search`: a web search. Offered only when a search backend is configured (and not under
+//! `noWeb` or in panic mode). The query becomes a 202 proposal `{query, results}` that the
+//! backend (or the client) answers on accept; the results become the entry's body.
+
+use serde_json::json;
+
+use crate::db::enums::LoopMode;
+use crate::parser::{Command, SearchCommand};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tools::{fail, finish, headed, non_empty};
+use crate::plugins::view::EntryView;
+
+/// The `search` tool.
+pub struct Search;
+
+impl Tool for Search {
+    fn name(&self) -> &'static str {
+        "search"
+    }
+
+    fn availability(&self, policy: &ToolPolicy) -> Availability {
+        if policy.search_available && !policy.no_web && policy.mode != LoopMode::Panic {
+            Availability::Offered
+        } else {
+            Availability::Excluded
+        }
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("../text/tools/search.md")
+    }
+
+    fn full_view(&self, entry: &EntryView<'_>) -> String {
+        let query = entry.attribute("query").unwrap_or_default();
+        let results = if entry.body == query { "" } else { entry.body };
+        headed("search", query, results)
+    }
+
+    fn summary_view(&self, entry: &EntryView<'_>) -> String {
+        entry.attribute("query").unwrap_or_default().to_owned()
+    }
+
+    fn command_from_call(&self, call: &ClientCall) -> Command {
+        Command::Search(SearchCommand {
+            query: Some(call.path.clone()),
+            results: call.number("results"),
+        })
+    }
+
+    fn target(&self, command: &Command) -> String {
+        match command {
+            Command::Search(search) => search.query.clone().unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        let Command::Search(search) = command else {
+            return Err(ToolError::InvalidParams(
+                "search expects a search command".into(),
+            ));
+        };
+        let Some(query) = non_empty(search.query.as_deref()) else {
+            return fail(scope, result_path, 400, "a query is required");
+        };
+        let attributes = json!({ "query": query.trim(), "results": search.results });
+        finish(scope, result_path, 202, query.trim(), Some(attributes))
+    }
+}

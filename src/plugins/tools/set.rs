@@ -1,0 +1,355 @@
+//! `set`: write, edit, or change the fidelity of entries and files.
+//!
+//! The first branch that applies wins: `preview` lists the targets; a `fidelity` without
+//! new content (or with content for an entry) changes how the targets are shown, with
+//! `summary` keywords that persist; an edit (SEARCH/REPLACE, diff, sed ...) is applied to
+//! entries now with hedberg and proposed for files at `set://<file>` (202 with `patch` and
+//! `merge`); a plain write to an entry is an upsert and to a file a 202 proposal.
+
+mod edit;
+
+use serde_json::{json, Value};
+
+use crate::db::functions::estimate_tokens;
+use crate::db::models::entry::{EntryRow, EntryUpsert};
+use crate::db::queries::entries;
+use crate::hedberg::unified_diff;
+use crate::parser::{normalize_attrs, Command, SetCommand, SetOperation};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tools::files::is_file;
+use crate::plugins::tools::{
+    attribute_or, bad_fidelity, fail, file_changes_forbidden, finish, headed, is_pattern, listing,
+    merge, non_empty, parse_fidelity, pattern_header, select, store, summary_attribute,
+};
+use crate::plugins::view::EntryView;
+
+/// The `set` tool.
+pub struct Set;
+
+impl Tool for Set {
+    fn name(&self) -> &'static str {
+        "set"
+    }
+
+    fn availability(&self, _policy: &ToolPolicy) -> Availability {
+        Availability::Offered
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("../text/tools/set.md")
+    }
+
+    fn full_view(&self, entry: &EntryView<'_>) -> String {
+        let file = attribute_or(entry, "file", attribute_or(entry, "path", entry.path));
+        if let Some(error) = entry.attribute("error") {
+            return headed("set", file, error);
+        }
+        let tokens = ["beforeTokens", "afterTokens"]
+            .map(|key| entry.attributes.get(key).and_then(Value::as_i64));
+        let subject = match tokens {
+            [Some(before), Some(after)] => format!("{file} {before}→{after} tokens"),
+            _ => file.to_owned(),
+        };
+        match entry.attribute("merge") {
+            Some(merge) => headed("set", &subject, merge),
+            None if entry.status == 200 => headed("set", &subject, entry.body),
+            None => headed("set", &subject, ""),
+        }
+    }
+
+    fn summary_view(&self, entry: &EntryView<'_>) -> String {
+        entry.attribute("merge").unwrap_or_default().to_owned()
+    }
+
+    fn command_from_call(&self, call: &ClientCall) -> Command {
+        let mut pairs = vec![("path".to_owned(), call.path.clone())];
+        for (name, value) in &call.attributes {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                Value::Bool(true) => String::new(),
+                Value::Number(number) => number.to_string(),
+                _ => continue,
+            };
+            pairs.push((name.clone(), text));
+        }
+        let attrs = normalize_attrs(pairs);
+        Command::Set(SetCommand::resolve(
+            &attrs,
+            call.body.as_deref().unwrap_or(""),
+        ))
+    }
+
+    fn target(&self, command: &Command) -> String {
+        match command {
+            Command::Set(set) => set.path.clone().unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
+        let Command::Set(set) = command else {
+            return None;
+        };
+        let changes_content =
+            !matches!(&set.operation, SetOperation::Write(body) if body.is_empty());
+        match set.path.as_deref() {
+            Some(path) if is_file(path) && changes_content && !set.preview => {
+                file_changes_forbidden("set", policy)
+            }
+            _ => None,
+        }
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        let Command::Set(set) = command else {
+            return Err(ToolError::InvalidParams("set expects a set command".into()));
+        };
+        let Some(path) = non_empty(set.path.as_deref()).map(str::trim) else {
+            return fail(scope, result_path, 400, "path is required");
+        };
+        let filter = non_empty(set.filter.as_deref());
+        if set.preview {
+            let rows = select(scope, path, filter)?;
+            let body = format!(
+                "PREVIEW {}",
+                listing(&pattern_header("set", path, filter), &rows)
+            );
+            return finish(scope, result_path, 200, &body, None);
+        }
+        match &set.operation {
+            SetOperation::Blocks(blocks) => edit::run(scope, path, filter, blocks, result_path),
+            SetOperation::Replace(block) => edit::run(
+                scope,
+                path,
+                filter,
+                std::slice::from_ref(block),
+                result_path,
+            ),
+            SetOperation::Write(body) => match set.fidelity.as_deref() {
+                Some(fidelity) if body.is_empty() || !is_file(path) => {
+                    change_fidelity(scope, set, path, fidelity, body, result_path)
+                }
+                _ if is_file(path) => propose_write(scope, path, body, result_path),
+                _ => write_entries(scope, set, path, body, result_path),
+            },
+        }
+    }
+
+    fn accept(
+        &self,
+        scope: &mut ToolScope<'_>,
+        proposal: &EntryRow,
+        _output: Option<&str>,
+    ) -> Result<(), ToolError> {
+        let attributes = proposal.attributes_json()?;
+        let text = |key: &str| {
+            attributes
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let (Some(file), Some(merge_text)) = (text("file"), text("merge")) else {
+            return Ok(());
+        };
+        let current = entries::get_entry(scope.conn, scope.run_id, &file)?;
+        let old = current
+            .as_ref()
+            .map(|row| row.body.as_str())
+            .unwrap_or_default();
+        let Some(new) = merge::apply(old, &merge_text) else {
+            return Ok(());
+        };
+        entries::upsert_entry(
+            scope.conn,
+            &EntryUpsert {
+                run_id: scope.run_id,
+                loop_id: scope.loop_id,
+                turn: scope.turn,
+                path: file,
+                body: new,
+                status: 200,
+                fidelity: None,
+                hash: None,
+                attributes: None,
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// Fidelity control: show the targets at `fidelity`, keep `summary` keywords; with content
+/// for an entry path, write it at that fidelity.
+fn change_fidelity(
+    scope: &mut ToolScope<'_>,
+    set: &SetCommand,
+    path: &str,
+    fidelity_text: &str,
+    body: &str,
+    result_path: &str,
+) -> Result<Handled, ToolError> {
+    let Some(fidelity) = parse_fidelity(fidelity_text) else {
+        return fail(scope, result_path, 400, &bad_fidelity(fidelity_text));
+    };
+    let summary = summary_attribute(&set.attributes);
+    let patch = summary
+        .as_ref()
+        .map(|summary| json!({ "summary": summary }));
+    let filter = non_empty(set.filter.as_deref());
+    let mut rows = select(scope, path, filter)?;
+    if !body.is_empty() {
+        if rows.is_empty() && !is_pattern(path, filter) {
+            rows = vec![write_entry(scope, path, body, None)?];
+        }
+        for row in &rows {
+            write_entry(scope, &row.path, body, patch.clone())?;
+        }
+    }
+    if rows.is_empty() {
+        return fail(scope, result_path, 404, &format!("{path} not found"));
+    }
+    store::set_fidelity(scope.conn, &rows, fidelity)?;
+    if let Some(patch) = &patch {
+        for row in &rows {
+            entries::update_attributes(scope.conn, scope.run_id, &row.path, patch)?;
+        }
+    }
+    let paths: Vec<&str> = rows.iter().map(|row| row.path.as_str()).collect();
+    let body = format!("{} set to {fidelity}", paths.join(", "));
+    finish(
+        scope,
+        result_path,
+        200,
+        &body,
+        Some(json!({ "path": path })),
+    )
+}
+
+/// A plain write to entries: one path (upsert), or every match of a pattern.
+fn write_entries(
+    scope: &mut ToolScope<'_>,
+    set: &SetCommand,
+    path: &str,
+    body: &str,
+    result_path: &str,
+) -> Result<Handled, ToolError> {
+    let summary = summary_attribute(&set.attributes);
+    let patch = summary
+        .as_ref()
+        .map(|summary| json!({ "summary": summary }));
+    let filter = non_empty(set.filter.as_deref());
+    if body.is_empty() {
+        let Some(patch) = patch else {
+            let message = format!(
+                "Nothing to write to {path}: give content, an edit, a fidelity or summary \
+                 keywords. To remove an entry use <rm path=\"{path}\"/>."
+            );
+            return fail(scope, result_path, 400, &message);
+        };
+        let rows = select(scope, path, filter)?;
+        if rows.is_empty() {
+            return fail(scope, result_path, 404, &format!("{path} not found"));
+        }
+        for row in &rows {
+            entries::update_attributes(scope.conn, scope.run_id, &row.path, &patch)?;
+        }
+        let body = format!("summary of {} set", path);
+        return finish(
+            scope,
+            result_path,
+            200,
+            &body,
+            Some(json!({ "path": path })),
+        );
+    }
+    if is_pattern(path, filter) {
+        let rows: Vec<EntryRow> = select(scope, path, filter)?
+            .into_iter()
+            .filter(|row| !is_file(&row.path) && row.status != 202)
+            .collect();
+        if rows.is_empty() {
+            return fail(scope, result_path, 404, &format!("{path} not found"));
+        }
+        for row in &rows {
+            write_entry(scope, &row.path, body, patch.clone())?;
+        }
+        let body = listing(&pattern_header("set", path, filter), &rows);
+        return finish(
+            scope,
+            result_path,
+            200,
+            &body,
+            Some(json!({ "path": path })),
+        );
+    }
+    if let Some(existing) = entries::get_entry(scope.conn, scope.run_id, path)? {
+        if existing.status == 202 {
+            let message = format!("{path} is awaiting the user's decision and cannot be written.");
+            return fail(scope, result_path, 409, &message);
+        }
+    }
+    let row = write_entry(scope, path, body, patch)?;
+    let message = format!("{} written ({} tokens)", row.path, row.tokens_full);
+    finish(
+        scope,
+        result_path,
+        200,
+        &message,
+        Some(json!({ "path": row.path, "body": null })),
+    )
+}
+
+/// Upserts content at an entry path, keeping its status when it exists.
+fn write_entry(
+    scope: &mut ToolScope<'_>,
+    path: &str,
+    body: &str,
+    attributes: Option<Value>,
+) -> Result<EntryRow, ToolError> {
+    let status = entries::get_entry(scope.conn, scope.run_id, path)?.map_or(200, |row| row.status);
+    Ok(entries::upsert_entry(
+        scope.conn,
+        &EntryUpsert {
+            run_id: scope.run_id,
+            loop_id: scope.loop_id,
+            turn: scope.turn,
+            path: path.to_owned(),
+            body: body.to_owned(),
+            status,
+            fidelity: None,
+            hash: None,
+            attributes,
+        },
+    )?)
+}
+
+/// A whole-content write to a project file: a 202 proposal at the result path.
+fn propose_write(
+    scope: &mut ToolScope<'_>,
+    path: &str,
+    body: &str,
+    result_path: &str,
+) -> Result<Handled, ToolError> {
+    if is_pattern(path, None) {
+        let message = format!("A file write needs one file path, not the pattern {path}.");
+        return fail(scope, result_path, 400, &message);
+    }
+    let old = entries::get_entry(scope.conn, scope.run_id, path)?
+        .map(|row| row.body)
+        .unwrap_or_default();
+    let divisor = scope.settings.token_divisor;
+    let attributes = json!({
+        "file": path,
+        "patch": unified_diff(path, &old, body),
+        "merge": merge::whole(body),
+        "beforeTokens": estimate_tokens(&old, divisor),
+        "afterTokens": estimate_tokens(body, divisor),
+        "body": null,
+    });
+    finish(scope, result_path, 202, "", Some(attributes))
+}

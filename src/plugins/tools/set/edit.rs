@@ -1,0 +1,159 @@
+//! `set` edits: applied to entries now with hedberg (409 when the SEARCH is missing or
+//! ambiguous), proposed for files at `set://<file>` with a unified `patch` and `merge`
+//! blocks for the client (202), or 409 there when the edit does not apply.
+
+use serde_json::{json, Value};
+
+use crate::db::functions::estimate_tokens;
+use crate::db::models::entry::EntryRow;
+use crate::hedberg::{apply_blocks, unified_diff, EditBlock};
+use crate::plugins::tool::{Handled, ToolError, ToolScope};
+use crate::plugins::tools::files::is_file;
+use crate::plugins::tools::{finish, merge, select, store, write};
+
+/// Applies `blocks` to every entry `path` selects; proposes them for files.
+pub(super) fn run(
+    scope: &mut ToolScope<'_>,
+    path: &str,
+    filter: Option<&str>,
+    blocks: &[EditBlock],
+    result_path: &str,
+) -> Result<Handled, ToolError> {
+    let rows: Vec<EntryRow> = select(scope, path, filter)?
+        .into_iter()
+        .filter(|row| row.status != 202 && row.path != result_path)
+        .collect();
+    if rows.is_empty() {
+        let error =
+            format!("{path} not found in context. Load it with <get path=\"{path}\"/> first.");
+        let attributes = json!({ "file": path, "error": error });
+        return finish(scope, result_path, 404, &error, Some(attributes));
+    }
+    let (files, others): (Vec<EntryRow>, Vec<EntryRow>) =
+        rows.into_iter().partition(|row| is_file(&row.path));
+    let mut outcome: Option<Handled> = None;
+    for file in &files {
+        let handled = propose(scope, file, blocks)?;
+        outcome.get_or_insert(handled);
+    }
+    if others.is_empty() {
+        if let Some(recorded) =
+            crate::db::queries::entries::get_entry(scope.conn, scope.run_id, result_path)?
+        {
+            store::delete(scope.conn, std::slice::from_ref(&recorded))?;
+        }
+        return Ok(outcome.unwrap_or_else(|| Handled::at(result_path)));
+    }
+    let edited = edit_entries(scope, &others, blocks)?;
+    let status = if edited.errors.is_empty() { 200 } else { 409 };
+    let error = (!edited.errors.is_empty()).then(|| edited.errors.join("\n"));
+    let attributes = json!({
+        "file": others.iter().map(|row| row.path.as_str()).collect::<Vec<_>>().join(", "),
+        "patch": joined(&edited.patches, "\n"),
+        "merge": joined(&edited.merges, "\n"),
+        "beforeTokens": edited.before_tokens,
+        "afterTokens": edited.after_tokens,
+        "warning": joined(&edited.warnings, " "),
+        "error": error,
+    });
+    finish(scope, result_path, status, "", Some(attributes))?;
+    match (status, outcome) {
+        (200, Some(proposal)) => Ok(proposal),
+        _ => Ok(Handled::at(result_path)),
+    }
+}
+
+/// The parts joined, or `null` when there are none.
+fn joined(parts: &[String], separator: &str) -> Value {
+    if parts.is_empty() {
+        Value::Null
+    } else {
+        Value::String(parts.join(separator))
+    }
+}
+
+#[derive(Default)]
+struct EntryEdits {
+    patches: Vec<String>,
+    merges: Vec<String>,
+    warnings: Vec<String>,
+    errors: Vec<String>,
+    before_tokens: i32,
+    after_tokens: i32,
+}
+
+fn edit_entries(
+    scope: &mut ToolScope<'_>,
+    rows: &[EntryRow],
+    blocks: &[EditBlock],
+) -> Result<EntryEdits, ToolError> {
+    let divisor = scope.settings.token_divisor;
+    let mut edits = EntryEdits::default();
+    for row in rows {
+        edits.before_tokens += estimate_tokens(&row.body, divisor);
+        match apply_blocks(&row.body, blocks) {
+            Ok(edited) => {
+                edits.after_tokens += estimate_tokens(&edited.body, divisor);
+                edits.warnings.extend(edited.warning);
+                if let Some(merge) = merge::render(&row.body, &edited.body) {
+                    edits
+                        .patches
+                        .push(unified_diff(&row.path, &row.body, &edited.body));
+                    edits.merges.push(merge);
+                    write(scope, &row.path, &edited.body, row.status, None)?;
+                }
+            }
+            Err(error) => {
+                edits.after_tokens += estimate_tokens(&row.body, divisor);
+                edits.errors.push(format!("{}: {error}", row.path));
+            }
+        }
+    }
+    Ok(edits)
+}
+
+/// The proposal for one file at `set://<file>`: 202 with the change, or 409 with why not.
+fn propose(
+    scope: &mut ToolScope<'_>,
+    file: &EntryRow,
+    blocks: &[EditBlock],
+) -> Result<Handled, ToolError> {
+    let proposal_path = format!("set://{}", file.path);
+    let divisor = scope.settings.token_divisor;
+    let before = estimate_tokens(&file.body, divisor);
+    let (status, attributes) = match apply_blocks(&file.body, blocks) {
+        Ok(edited) => match merge::render(&file.body, &edited.body) {
+            Some(merge) => (
+                202,
+                json!({
+                    "file": file.path,
+                    "patch": unified_diff(&file.path, &file.body, &edited.body),
+                    "merge": merge,
+                    "beforeTokens": before,
+                    "afterTokens": estimate_tokens(&edited.body, divisor),
+                    "warning": edited.warning,
+                    "error": null,
+                }),
+            ),
+            None => (
+                409,
+                failure(&file.path, before, "The edit leaves the file unchanged."),
+            ),
+        },
+        Err(error) => (409, failure(&file.path, before, &error.to_string())),
+    };
+    let row = write(scope, &proposal_path, &file.body, status, Some(attributes))?;
+    Ok(Handled::at(row.path))
+}
+
+fn failure(file: &str, before: i32, error: &str) -> Value {
+    json!({
+        "file": file,
+        "patch": null,
+        "merge": null,
+        "beforeTokens": before,
+        "afterTokens": before,
+        "warning": null,
+        "error": error,
+    })
+}

@@ -1,0 +1,64 @@
+//! Store operations on entries the handlers already selected, by id. They run inside the
+//! dispatch transaction, so unlike the db layer's pattern operations they open none of
+//! their own (SQLite cannot nest `BEGIN IMMEDIATE`).
+
+use diesel::dsl::sql;
+use diesel::prelude::*;
+use diesel::sql_types::Text;
+
+use crate::db::enums::Fidelity;
+use crate::db::ids::EntryId;
+use crate::db::models::entry::EntryRow;
+use crate::db::schema::known_entries;
+use crate::db::DbError;
+
+/// Ids per statement, well under SQLite's bind limit.
+const IDS_PER_STATEMENT: usize = 5_000;
+
+fn ids(rows: &[EntryRow]) -> Vec<EntryId> {
+    rows.iter().map(|row| row.id).collect()
+}
+
+/// Brings the rows to full fidelity, touched at `turn`.
+pub(crate) fn promote(
+    conn: &mut SqliteConnection,
+    rows: &[EntryRow],
+    turn: i32,
+) -> Result<(), DbError> {
+    for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
+        diesel::update(known_entries::table.filter(known_entries::id.eq_any(chunk)))
+            .set((
+                known_entries::fidelity.eq(Fidelity::Full),
+                known_entries::turn.eq(turn),
+                known_entries::updated_at.eq(sql::<Text>("CURRENT_TIMESTAMP")),
+            ))
+            .execute(conn)?;
+    }
+    Ok(())
+}
+
+/// Sets the rows' fidelity; the turn is not touched.
+pub(crate) fn set_fidelity(
+    conn: &mut SqliteConnection,
+    rows: &[EntryRow],
+    fidelity: Fidelity,
+) -> Result<(), DbError> {
+    for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
+        diesel::update(known_entries::table.filter(known_entries::id.eq_any(chunk)))
+            .set((
+                known_entries::fidelity.eq(fidelity),
+                known_entries::updated_at.eq(sql::<Text>("CURRENT_TIMESTAMP")),
+            ))
+            .execute(conn)?;
+    }
+    Ok(())
+}
+
+/// Deletes the rows.
+pub(crate) fn delete(conn: &mut SqliteConnection, rows: &[EntryRow]) -> Result<(), DbError> {
+    for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
+        diesel::delete(known_entries::table.filter(known_entries::id.eq_any(chunk)))
+            .execute(conn)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,47 @@
+//! `think`: reasoning. Recorded as written (`think://turn_N/`) so the audit keeps it, never
+//! executed, never documented, and invisible to the model.
+
+use crate::db::enums::Category;
+use crate::parser::{Command, TaggedText};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{Availability, ClientCall, SchemeSpec, Tool, ToolKind};
+use crate::plugins::view::EntryView;
+
+/// The `think` tool.
+pub struct Think;
+
+impl Tool for Think {
+    fn name(&self) -> &'static str {
+        "think"
+    }
+
+    fn scheme(&self) -> SchemeSpec {
+        SchemeSpec {
+            category: Category::Logging,
+            model_visible: false,
+        }
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Reasoning
+    }
+
+    fn availability(&self, _policy: &ToolPolicy) -> Availability {
+        Availability::Unlisted
+    }
+
+    fn doc(&self) -> &'static str {
+        ""
+    }
+
+    fn full_view(&self, entry: &EntryView<'_>) -> String {
+        entry.body.to_owned()
+    }
+
+    fn command_from_call(&self, call: &ClientCall) -> Command {
+        Command::Think(TaggedText {
+            body: call.body.clone().unwrap_or_else(|| call.path.clone()),
+            attributes: Vec::new(),
+        })
+    }
+}

@@ -1,0 +1,92 @@
+//! `unknown`: register an open question. A lifecycle signal; the same question twice is
+//! kept once. It stays in `<unknowns>` until removed with `rm`.
+
+use crate::db::enums::Category;
+use crate::db::paths::slug_path;
+use crate::db::queries::entries;
+use crate::parser::{Command, UnknownCommand};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{
+    Availability, ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope,
+};
+use crate::plugins::tools::files::is_file;
+use crate::plugins::tools::{headed, write};
+use crate::plugins::view::EntryView;
+
+/// The `unknown` tool.
+pub struct Unknown;
+
+impl Tool for Unknown {
+    fn name(&self) -> &'static str {
+        "unknown"
+    }
+
+    fn scheme(&self) -> SchemeSpec {
+        SchemeSpec {
+            category: Category::Unknown,
+            model_visible: true,
+        }
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Lifecycle
+    }
+
+    fn availability(&self, _policy: &ToolPolicy) -> Availability {
+        Availability::Offered
+    }
+
+    fn doc(&self) -> &'static str {
+        include_str!("../text/tools/unknown.md")
+    }
+
+    fn full_view(&self, entry: &EntryView<'_>) -> String {
+        headed("unknown", "", entry.body)
+    }
+
+    fn summary_view(&self, entry: &EntryView<'_>) -> String {
+        self.full_view(entry)
+    }
+
+    fn command_from_call(&self, call: &ClientCall) -> Command {
+        let explicit = call.path.starts_with("unknown://");
+        Command::Unknown(UnknownCommand {
+            path: explicit.then(|| call.path.clone()),
+            body: match &call.body {
+                Some(body) if !body.trim().is_empty() => body.clone(),
+                _ if explicit => String::new(),
+                _ => call.path.clone(),
+            },
+        })
+    }
+
+    fn record(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+    ) -> Result<Option<Handled>, ToolError> {
+        let Command::Unknown(unknown) = command else {
+            return Err(ToolError::InvalidParams(
+                "unknown expects an unknown command".into(),
+            ));
+        };
+        let body = unknown.body.trim();
+        if body.is_empty() {
+            return Ok(None);
+        }
+        let existing = entries::entries_of_scheme(scope.conn, scope.run_id, "unknown")?;
+        if let Some(same) = existing.iter().find(|row| row.body.trim() == body) {
+            return Ok(Some(Handled::at(same.path.clone())));
+        }
+        let path = match unknown.path.as_deref().map(str::trim) {
+            Some(path) if path.starts_with("unknown://") && path.len() > "unknown://".len() => {
+                path.to_owned()
+            }
+            Some(path) if !path.is_empty() && is_file(path) => format!("unknown://{path}"),
+            _ => slug_path("unknown", body),
+        };
+        let path = entries::free_path(scope.conn, scope.run_id, &path)?;
+        write(scope, &path, body, 200, None)?;
+        Ok(Some(Handled::at(path)))
+    }
+}
