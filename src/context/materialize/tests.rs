@@ -377,3 +377,34 @@ proptest! {
         prop_assert!(rows.iter().all(|row| row.fidelity != Fidelity::Archive));
     }
 }
+
+#[test]
+fn the_registry_projects_rows_by_fidelity() {
+    let mut db = database();
+    db.write_with(
+        "known://fact",
+        "water is wet",
+        1,
+        200,
+        Some(json!({"summary": "water,wet"})),
+    );
+    db.write_with(
+        "src/a.rs",
+        "fn main() {}",
+        1,
+        200,
+        Some(json!({"summary": "entry point"})),
+    );
+    db.fidelity("src/a.rs", Fidelity::Index);
+    let plugins = Plugins::bundled(crate::plugins::tool::ToolSettings::default());
+    let rows = materialize(&mut db.conn, target(db.run, 1), &plugins, TOKENS).unwrap();
+    let bodies: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|row| (row.path.as_str(), row.body.as_str()))
+        .collect();
+    assert_eq!(bodies.first(), Some(&("src/a.rs", "entry point")));
+    assert!(bodies
+        .iter()
+        .any(|(path, body)| *path == "known://fact" && body.contains("water is wet")));
+    assert!(rows.iter().all(|row| row.tokens == TOKENS.count(&row.body)));
+}
