@@ -115,7 +115,7 @@ pub fn store_context(
             source_turn: row.source_turn,
         })
         .collect();
-    Ok(replace_turn_context(conn, run_id, turn, &forms)?)
+    replace_turn_context(conn, run_id, turn, &forms)
 }
 
 /// Reads and projects the run's context, then stores it as the snapshot of `turn`.
