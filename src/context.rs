@@ -18,7 +18,7 @@ pub mod packet;
 
 use crate::db::functions::estimate_tokens;
 
-pub use materialize::{ContextRow, MaterializeContext, Projector, ReadContext};
+pub use materialize::{ContextRow, MaterializeContext, Projector, ReadContext, TurnTarget};
 pub use packet::{Bucket, BucketShare, Packet};
 
 /// The one token formula, `ceil(characters / divisor)`, shared with the database's

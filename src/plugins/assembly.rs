@@ -22,7 +22,7 @@ mod text;
 mod unknowns;
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
 

@@ -5,6 +5,7 @@ use super::text::{fill, PREAMBLE};
 use super::{AssemblyContext, AssemblyFilter};
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::plugins::policy::ToolPolicy;
+use crate::plugins::Plugins;
 
 /// The tool registry as the instructions need it.
 pub trait ToolDocs: Send + Sync {
@@ -13,6 +14,16 @@ pub trait ToolDocs: Send + Sync {
 
     /// `(name, doc)` of each tool offered under `policy`, in display order.
     fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)>;
+}
+
+impl ToolDocs for Plugins {
+    fn active_tools(&self, policy: &ToolPolicy) -> Vec<&str> {
+        Plugins::active_tools(self, policy)
+    }
+
+    fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)> {
+        Plugins::docs(self, policy)
+    }
 }
 
 /// Renders the instructions.
@@ -80,6 +91,31 @@ mod tests {
                  ## Persona\n\nA careful reviewer.\n\n## Skills\n\n### style\nUse tabs."
             )
         );
+    }
+
+    #[test]
+    fn the_registry_documents_exactly_the_active_tools() {
+        let plugins = Plugins::bundled(crate::plugins::tool::ToolSettings::default());
+        let mut policy = ToolPolicy::act();
+        policy.mode = crate::db::enums::LoopMode::Ask;
+        let active = ToolDocs::active_tools(&plugins, &policy);
+        assert!(!active.is_empty() && !active.contains(&"sh"));
+        let input = super::super::AssemblyInput {
+            rows: &[],
+            turn: 1,
+            policy,
+            tools: &plugins,
+            persona: None,
+            budget: None,
+        };
+        let context = AssemblyContext::new(input);
+        let mut message = MessageBuilder::new("\n\n");
+        Instructions.apply(&context, &mut message);
+        let text = message.text();
+        assert!(text.contains(&format!("Available now: {}.", active.join(", "))));
+        for (_, doc) in ToolDocs::docs(&plugins, &policy) {
+            assert!(text.contains(doc.trim()));
+        }
     }
 
     #[test]

@@ -1,0 +1,145 @@
+//! Materialization and assembly of one turn for stores of 1k, 10k and 100k entries of which
+//! a fixed 100 are visible (the rest archived): the cost must follow the visible entries.
+
+// criterion_group! expands to an undocumented public function.
+#![allow(missing_docs)]
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use diesel::connection::SimpleConnection;
+use diesel::SqliteConnection;
+
+use rummy::context::materialize::{materialize, Projector, TurnTarget};
+use rummy::context::TokenMath;
+use rummy::db::enums::Fidelity;
+use rummy::db::ids::RunId;
+use rummy::db::models::run::RunCreate;
+use rummy::db::models::ProjectInsertForm;
+use rummy::db::queries::{projects, runs};
+use rummy::db::{open_connection, run_migrations};
+use rummy::plugins::assembly::{Assembly, AssemblyInput, BudgetFigures, ToolDocs};
+use rummy::plugins::policy::ToolPolicy;
+use rummy::plugins::view::EntryView;
+
+const VISIBLE: i64 = 100;
+const TOKENS_PER_CHARACTER: u32 = 4;
+
+struct Views;
+
+impl Projector for Views {
+    fn project(&self, entry: &EntryView<'_>) -> String {
+        match entry.fidelity {
+            Fidelity::Full => format!("# {} {}\n{}", entry.plugin_scheme(), entry.path, entry.body),
+            _ => entry.attribute("summary").unwrap_or_default().to_owned(),
+        }
+    }
+}
+
+struct Tools;
+
+impl ToolDocs for Tools {
+    fn active_tools(&self, _: &ToolPolicy) -> Vec<&str> {
+        vec![
+            "get",
+            "set",
+            "known",
+            "unknown",
+            "rm",
+            "summarize",
+            "update",
+        ]
+    }
+
+    fn docs(&self, _: &ToolPolicy) -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("get", "<get path=\"src/*.rs\">needle</get>"),
+            ("set", "<set path=\"a\"/>"),
+        ]
+    }
+}
+
+/// A database with one run holding `entries` entries, `VISIBLE` of them not archived.
+fn store(dir: &tempfile::TempDir, entries: i64) -> Option<(SqliteConnection, RunId)> {
+    let mut conn = open_connection(&dir.path().join("bench.db"), TOKENS_PER_CHARACTER).ok()?;
+    run_migrations(&mut conn).ok()?;
+    let project = projects::upsert_project(
+        &mut conn,
+        &ProjectInsertForm {
+            name: "bench".into(),
+            project_root: None,
+            config_path: None,
+        },
+    )
+    .ok()?;
+    let create = RunCreate {
+        project_id: project.id,
+        model: "m".into(),
+        temperature: None,
+        persona: None,
+        context_limit: None,
+    };
+    let run = runs::create_run(&mut conn, &create, 1).ok()?.id;
+    let stride = (entries / VISIBLE).max(1);
+    conn.batch_execute(&format!(
+        "BEGIN;
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {entries})
+         INSERT INTO known_entries (run_id, turn, path, body, fidelity, attributes)
+         SELECT {run}, i % 50,
+                CASE i % 4 WHEN 0 THEN 'known://topic/e' || i
+                           WHEN 1 THEN 'src/file' || i || '.rs'
+                           WHEN 2 THEN 'get://turn_' || (i % 50) || '/x' || i
+                           ELSE 'unknown://q' || i END,
+                hex(zeroblob(100)),
+                CASE WHEN i % {stride} = 0 THEN 'full' ELSE 'archive' END,
+                '{{\"summary\":\"keywords,for,this\"}}'
+         FROM n;
+         INSERT INTO known_entries (run_id, turn, path, body) VALUES ({run}, 50, 'prompt://50', 'Do it');
+         COMMIT;"
+    ))
+    .ok()?;
+    Some((conn, run))
+}
+
+fn materialize_and_assemble(criterion: &mut Criterion) {
+    let mut group = criterion.benchmark_group("context_turn");
+    group.sample_size(30);
+    let assembly = Assembly::bundled();
+    let tokens = TokenMath::new(TOKENS_PER_CHARACTER);
+    for entries in [1_000i64, 10_000, 100_000] {
+        let Ok(dir) = tempfile::tempdir() else {
+            return;
+        };
+        let Some((mut conn, run)) = store(&dir, entries) else {
+            return;
+        };
+        let target = TurnTarget {
+            run_id: run,
+            loop_id: None,
+            turn: 51,
+        };
+        group.bench_with_input(
+            BenchmarkId::from_parameter(entries),
+            &entries,
+            |bench, _| {
+                bench.iter(|| {
+                    let rows = materialize(&mut conn, target, &Views, tokens).unwrap_or_default();
+                    let input = AssemblyInput {
+                        rows: &rows,
+                        turn: 51,
+                        policy: ToolPolicy::act(),
+                        tools: &Tools,
+                        persona: Some("Terse."),
+                        budget: Some(BudgetFigures {
+                            context_size: 32_768,
+                            used_tokens: 9_000,
+                        }),
+                    };
+                    assembly.assemble(input, tokens)
+                });
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, materialize_and_assemble);
+criterion_main!(benches);
