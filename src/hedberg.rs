@@ -1,9 +1,21 @@
 //! Hedberg: the boundary where stochastic model output becomes deterministic operations.
 //!
-//! Pure functions, no IO: the edit syntaxes models write in `<set>` bodies (SEARCH/REPLACE,
-//! replace-only, unified diff, sed, old_text/new_text, JSON), the edit engine that applies
-//! them with whitespace-tolerant matching, the pattern language behind the `hedmatch`,
-//! `hedsearch` and `hedreplace` SQL functions, and unified-diff generation for clients.
+//! Pure functions, no IO: the edit syntaxes models write in `<set>` bodies, the edit engine
+//! that applies them with whitespace-tolerant matching, the pattern language behind the
+//! `hedmatch`, `hedsearch` and `hedreplace` SQL functions, and unified diffs for clients.
+//!
+//! Who calls what:
+//! * the command parser: [`parse_edit_content`] (SEARCH/REPLACE, replace-only, unified diff,
+//!   old_text/new_text), [`parse_sed`], [`parse_json_edit`], or all eight forms at once with
+//!   [`classify_set`];
+//! * the `set` tool: [`SetRevision::apply`] / [`apply_blocks`] / [`apply_edit`] (a 409 is any
+//!   [`HedbergError`] they return), and [`unified_diff`] for the `set://` result;
+//! * the SQL functions: [`pattern_match`], [`pattern_search`], [`pattern_replace`] (or a
+//!   [`Pattern`] compiled once).
+//!
+//! Invariants: replacement text is verbatim (only sed expands `\1`…`\9`, only `/regex/`
+//! patterns expand `$1`); an ambiguous SEARCH edits nothing; CRLF bodies stay CRLF; every
+//! regex is size-limited; no input makes these functions panic.
 
 mod edit_block;
 mod edit_engine;
@@ -13,9 +25,13 @@ mod json_edit;
 mod matcher;
 mod pattern;
 mod regex_options;
+#[cfg(test)]
+mod robustness_tests;
 mod sed;
 mod set_revision;
 mod unified_diff;
+#[cfg(test)]
+mod vector_tests;
 
 pub use edit_block::EditBlock;
 pub use edit_engine::{apply_blocks, apply_edit, apply_tolerant, Edited};

@@ -8,8 +8,9 @@ use std::collections::HashMap;
 
 use super::{Edited, HedbergError};
 
-/// Stop counting line-anchored occurrences past this; the count is only reported.
-const MAX_COUNTED_LOCATIONS: usize = 1000;
+/// Occurrences examined while looking for line-anchored ones. Bounds the work on periodic
+/// texts (overlapping occurrences); the count past it is only reported, never acted on.
+const MAX_EXAMINED_OCCURRENCES: usize = 256;
 
 /// Applies `replace` at the one place `search` matches tolerantly. Several matches are
 /// refused ([`HedbergError::AmbiguousSearch`]); none is [`HedbergError::SearchNotFound`].
@@ -31,9 +32,9 @@ pub(crate) fn match_and_patch(
     match anchored.as_slice() {
         [only] => {
             let mut patched = String::with_capacity(body.len() + replace.len());
-            patched.push_str(&body[..*only]);
+            patched.push_str(body.get(..*only).unwrap_or_default());
             patched.push_str(replace);
-            patched.push_str(&body[only + search.len()..]);
+            patched.push_str(body.get(only + search.len()..).unwrap_or_default());
             return Ok(Edited::clean(patched));
         }
         [] => {}
@@ -94,15 +95,19 @@ fn regex_unescape(search: &str) -> String {
 fn line_anchored_occurrences(body: &str, search: &str) -> Vec<usize> {
     let mut found = Vec::new();
     let mut from = 0;
-    while let Some(offset) = body.get(from..).and_then(|rest| rest.find(search)) {
+    for _ in 0..MAX_EXAMINED_OCCURRENCES {
+        let Some(offset) = body.get(from..).and_then(|rest| rest.find(search)) else {
+            break;
+        };
         let at = from + offset;
         if at == 0 || body.as_bytes().get(at - 1) == Some(&b'\n') {
             found.push(at);
-            if found.len() >= MAX_COUNTED_LOCATIONS {
-                break;
-            }
         }
-        from = at + body[at..].chars().next().map_or(1, char::len_utf8);
+        from = at
+            + body
+                .get(at..)
+                .and_then(|rest| rest.chars().next())
+                .map_or(1, char::len_utf8);
     }
     found
 }

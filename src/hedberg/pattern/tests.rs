@@ -95,3 +95,29 @@ fn structured_patterns() {
     assert!(xpath.is_match("<a><b>x</b></a>"));
     assert_eq!(xpath.replace("<a><b>x</b></a>", "y"), None);
 }
+
+#[test]
+fn compiled_patterns_can_be_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Pattern>();
+}
+
+#[test]
+fn sed_pattern_without_flags_is_literal_text() {
+    let sed = compile("s/a.b/X/");
+    assert!(!sed.is_match("axb"));
+    assert_eq!(sed.replace("axb", ""), None);
+    let regex_sed = compile("s/a.b/X/g");
+    assert!(regex_sed.is_match("axb"));
+    assert_eq!(
+        compile("//item/@id")
+            .search(r#"<r><item id="3"/></r>"#)
+            .map(|hit| hit.matched),
+        Some(Matched::Text("3".into()))
+    );
+}
+
+#[test]
+fn escaped_slash_in_a_regex_body() {
+    assert!(compile(r"/a\/b/").is_match("xa/b"));
+}

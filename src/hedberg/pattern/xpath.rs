@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(first("//name", DOC), Some("test".into()));
         assert_eq!(first("//item[@id='5']", DOC), Some(String::new()));
         assert_eq!(first("//item/@id", DOC), Some("3".into()));
-        assert_eq!(first("/root/item[2]", DOC).is_some(), true);
+        assert!(first("/root/item[2]", DOC).is_some());
         assert_eq!(first("//missing", DOC), None);
         assert_eq!(first("//div", "just plain text"), None);
         assert_eq!(first("//a", "<a><b></a>"), None);
