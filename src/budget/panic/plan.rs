@@ -35,7 +35,7 @@ pub struct OverflowFacts<'a> {
 #[derive(Debug, Clone)]
 pub enum OverflowDecision {
     /// Complete the original loop with 413 and enqueue both loops of the plan.
-    EnterPanic(PanicPlan),
+    EnterPanic(Box<PanicPlan>),
     /// Complete the loop with 413 and fail the run with this message.
     HardFail(PanicFailure),
 }
@@ -74,9 +74,14 @@ pub fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
     } = facts.overflow;
     let prompt = facts.prompt_label.to_owned();
     let original_config = object_config(facts.original);
-    if facts.original.mode == LoopMode::Panic
-        || original_config.get(CONFIG_PANIC_ATTEMPTED) == Some(&Value::Bool(true))
-    {
+    if facts.original.mode == LoopMode::Panic {
+        return OverflowDecision::HardFail(PanicFailure::RecoveryOverflowed {
+            prompt,
+            measured,
+            window,
+        });
+    }
+    if original_config.get(CONFIG_PANIC_ATTEMPTED) == Some(&Value::Bool(true)) {
         return OverflowDecision::HardFail(PanicFailure::RetryStillOver {
             prompt,
             measured,
@@ -113,7 +118,7 @@ pub fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
     let mut retry_config = original_config;
     retry_config.insert(CONFIG_PANIC_ATTEMPTED.to_owned(), Value::Bool(true));
     let original = facts.original;
-    OverflowDecision::EnterPanic(PanicPlan {
+    OverflowDecision::EnterPanic(Box::new(PanicPlan {
         target,
         predicted,
         to_free: predicted.saturating_sub(target),
@@ -135,7 +140,7 @@ pub fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
         },
         prompt_label: prompt,
         window,
-    })
+    }))
 }
 
 /// The panic prompt for a context of `context` tokens without it, and its calibrated size.

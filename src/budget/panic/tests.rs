@@ -56,7 +56,7 @@ fn decide(original: &LoopRow, measured: u64, window: u64, incoming: u64) -> Over
 
 fn enter(decision: OverflowDecision) -> PanicPlan {
     match decision {
-        OverflowDecision::EnterPanic(plan) => plan,
+        OverflowDecision::EnterPanic(plan) => *plan,
         OverflowDecision::HardFail(failure) => panic!("expected a panic, got: {failure}"),
     }
 }
@@ -181,11 +181,16 @@ fn a_retry_that_still_overflows_fails_instead_of_panicking_again() {
     assert!(failure
         .to_string()
         .contains("prompt://12 still does not fit"));
+}
+
+#[test]
+fn a_panic_loop_never_panics_again() {
+    let original = loop_row(LoopMode::Act, "refactor auth", json!({}));
+    let plan = enter(decide(&original, 10_400, 10_000, 3_000));
     let panic_loop = claimed(&plan.panic_loop);
-    assert!(matches!(
-        hard_fail(decide(&panic_loop, 10_100, 10_000, 0)),
-        PanicFailure::RetryStillOver { .. }
-    ));
+    let failure = hard_fail(decide(&panic_loop, 10_100, 10_000, 0));
+    assert!(matches!(failure, PanicFailure::RecoveryOverflowed { .. }));
+    assert!(failure.to_string().contains("10000-token context window"));
 }
 
 #[test]
