@@ -20,11 +20,9 @@ mod size_gate;
 mod text;
 mod tokens;
 
-pub use actor::{
-    BudgetActor, Calibrated, CalibratedMeasure, ForgetRun, RecordUsage, Totals, UsageTotals,
-};
+pub use actor::{BudgetActor, Calibrated, ForgetRun, RecordUsage, Totals, UsageTotals};
 pub use advisory::{advisory, ADVISORY_HALF_PERCENT, ADVISORY_THREE_QUARTERS_PERCENT};
-pub use calibration::Calibration;
+pub use calibration::{CalibratedMeasure, Calibration};
 pub use ceiling::{check_ceiling, CeilingVerdict, Overflow};
 pub use guard::{BudgetGuard, Tripped, WriteIntent};
 pub use panic::{

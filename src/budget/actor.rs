@@ -11,8 +11,8 @@ use actix::prelude::*;
 use crate::db::ids::RunId;
 use crate::llm::Usage;
 
-use super::calibration::Calibration;
-use super::tokens::{ActualTokens, CalibratedTokens, EstimatedTokens};
+use super::calibration::{CalibratedMeasure, Calibration};
+use super::tokens::{ActualTokens, EstimatedTokens};
 
 /// Usage summed over the turns of a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -69,15 +69,6 @@ pub struct Calibrated {
     pub run: RunId,
     /// This turn's assembled estimate.
     pub estimate: EstimatedTokens,
-}
-
-/// A calibrated packet, and the calibration used (for the write guard).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CalibratedMeasure {
-    /// The packet in provider units.
-    pub calibrated: CalibratedTokens,
-    /// The run's calibration.
-    pub calibration: Calibration,
 }
 
 /// The run's cumulative usage.

@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use super::tokens::{ActualTokens, CalibratedTokens, EstimatedTokens};
+use super::tokens::{ActualTokens, CalibratedTokens, EntryTokens, EstimatedTokens};
 
 /// The ratio of the provider's count to rummy's estimate, as a fraction `actual / estimate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +81,15 @@ impl Calibration {
         CalibratedTokens::new(self.scale_up(estimate.get()))
     }
 
+    /// A calibrated amount expressed in the unit the model sees on entries (`tokens="…"`),
+    /// rounded up: numbers in model-facing text use this unit, so the model can pick
+    /// entries by their sizes.
+    pub fn in_entry_tokens(self, tokens: CalibratedTokens) -> EntryTokens {
+        let scaled = (u128::from(tokens.get()) * u128::from(self.estimate))
+            .div_ceil(u128::from(self.actual));
+        EntryTokens::new(u64::try_from(scaled).unwrap_or(u64::MAX))
+    }
+
     /// A change of entry tokens (new − old) scaled into provider units: growth rounds up,
     /// shrinkage rounds toward zero, so the budget never credits more than was freed.
     pub fn scale_delta(self, entry_tokens_delta: i64) -> i64 {
@@ -107,6 +116,25 @@ impl Calibration {
 impl fmt::Display for Calibration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.actual, self.estimate)
+    }
+}
+
+/// A packet measured in provider units, with the calibration that scaled it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CalibratedMeasure {
+    /// The packet in provider units.
+    pub calibrated: CalibratedTokens,
+    /// The calibration used.
+    pub calibration: Calibration,
+}
+
+impl CalibratedMeasure {
+    /// A measure taken without calibration (estimate = provider units).
+    pub fn uncalibrated(tokens: u64) -> CalibratedMeasure {
+        CalibratedMeasure {
+            calibrated: CalibratedTokens::new(tokens),
+            calibration: Calibration::IDENTITY,
+        }
     }
 }
 
@@ -175,6 +203,23 @@ mod tests {
         assert_eq!(high.apply(estimate(400)).get(), 3200);
         let edge = Calibration::from_turn(estimate(100), ActualTokens::new(800)).unwrap();
         assert_eq!(edge.apply(estimate(10)).get(), 80);
+    }
+
+    #[test]
+    fn model_facing_amounts_convert_back_to_entry_units() {
+        let calibration = Calibration::from_turn(estimate(2), ActualTokens::new(3)).unwrap();
+        let shown = calibration.in_entry_tokens(CalibratedTokens::new(300));
+        assert_eq!(shown, EntryTokens::new(200));
+        assert_eq!(
+            calibration.in_entry_tokens(CalibratedTokens::new(4)).get(),
+            3,
+            "8/3 rounds up"
+        );
+        let huge = Calibration::from_turn(estimate(4), ActualTokens::new(1)).unwrap();
+        assert_eq!(
+            huge.in_entry_tokens(CalibratedTokens::new(u64::MAX)).get(),
+            u64::MAX
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::db::enums::Fidelity;
 
 use super::calibration::Calibration;
 use super::text;
-use super::tokens::CalibratedTokens;
+use super::tokens::{CalibratedTokens, EntryTokens};
 
 /// One write, as the guard needs to see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,23 +39,19 @@ impl WriteIntent {
     }
 }
 
-/// Why a write (or a tool) was refused: the guard tripped.
+/// Why a write (or a tool) was refused: the guard tripped. Amounts are in entry tokens,
+/// the unit the model sees on its entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tripped {
     /// This write would have crossed the ceiling; it tripped the guard.
     Crossed {
-        /// The write's growth in calibrated tokens.
-        write_tokens: u64,
-        /// The total the context would have reached.
-        would_reach: u64,
-        /// The guard's ceiling.
-        ceiling: CalibratedTokens,
+        /// What the write adds.
+        write_tokens: EntryTokens,
+        /// What was left under the ceiling.
+        room: EntryTokens,
     },
     /// An earlier write of the turn tripped the guard.
-    Skipped {
-        /// The guard's ceiling.
-        ceiling: CalibratedTokens,
-    },
+    Skipped,
 }
 
 impl Tripped {
@@ -65,21 +61,14 @@ impl Tripped {
     /// The text the model sees as the tool's result.
     pub fn message(&self) -> String {
         match *self {
-            Tripped::Crossed {
-                write_tokens,
-                would_reach,
-                ceiling,
-            } => text::fill(
+            Tripped::Crossed { write_tokens, room } => text::fill(
                 text::GUARD_TRIPPED,
                 &[
                     ("write_tokens", write_tokens.to_string()),
-                    ("would_reach", would_reach.to_string()),
-                    ("ceiling", ceiling.to_string()),
+                    ("room", room.to_string()),
                 ],
             ),
-            Tripped::Skipped { ceiling } => {
-                text::fill(text::GUARD_SKIPPED, &[("ceiling", ceiling.to_string())])
-            }
+            Tripped::Skipped => text::fill(text::GUARD_SKIPPED, &[]),
         }
     }
 }
@@ -136,10 +125,10 @@ impl BudgetGuard {
         let would_reach = self.total.saturating_add(CalibratedTokens::new(growth));
         if would_reach > self.ceiling {
             self.tripped = true;
+            let room = self.ceiling.saturating_sub(self.total);
             return Err(Tripped::Crossed {
-                write_tokens: growth,
-                would_reach: would_reach.get(),
-                ceiling: self.ceiling,
+                write_tokens: EntryTokens::new(intent.tokens_delta.unsigned_abs()),
+                room: self.calibration.in_entry_tokens(room),
             });
         }
         self.total = would_reach;
@@ -150,9 +139,7 @@ impl BudgetGuard {
     /// writing or not.
     pub fn ensure_open(&self) -> Result<(), Tripped> {
         if self.tripped {
-            return Err(Tripped::Skipped {
-                ceiling: self.ceiling,
-            });
+            return Err(Tripped::Skipped);
         }
         Ok(())
     }

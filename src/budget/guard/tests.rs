@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::budget::tokens::{ActualTokens, EstimatedTokens};
+use crate::budget::tokens::{ActualTokens, EntryTokens, EstimatedTokens};
 
 fn write(tokens_delta: i64) -> WriteIntent {
     WriteIntent {
@@ -36,16 +36,13 @@ fn the_crossing_write_trips_and_every_later_tool_fails() {
     assert_eq!(
         refused,
         Tripped::Crossed {
-            write_tokens: 101,
-            would_reach: 1001,
-            ceiling: CalibratedTokens::new(1000),
+            write_tokens: EntryTokens::new(101),
+            room: EntryTokens::new(100),
         }
     );
     assert_eq!(guard.total().get(), 900, "a refused write is not counted");
     assert!(guard.is_tripped());
-    let skipped = Tripped::Skipped {
-        ceiling: CalibratedTokens::new(1000),
-    };
+    let skipped = Tripped::Skipped;
     assert_eq!(guard.check(&write(1)), Err(skipped));
     assert_eq!(
         guard.check(&write(-50)),
@@ -120,37 +117,44 @@ fn deltas_are_scaled_by_the_calibration() {
     assert_eq!(guard.check(&write(100)), Ok(()));
     assert_eq!(guard.total().get(), 1000);
     let refused = guard.check(&write(1)).unwrap_err();
-    assert!(matches!(
-        refused,
+    assert_eq!(
+        guard.total().get(),
+        1000,
+        "2 calibrated tokens do not fit in 0"
+    );
+
+    let mut guard = BudgetGuard::new(
+        CalibratedTokens::new(1000),
+        CalibratedTokens::new(700),
+        calibration,
+    );
+    let refused_large = guard.check(&write(200)).unwrap_err();
+    assert_eq!(
+        refused_large,
         Tripped::Crossed {
-            write_tokens: 2,
-            ..
-        }
-    ));
+            write_tokens: EntryTokens::new(200),
+            room: EntryTokens::new(150),
+        },
+        "the message speaks in entry tokens: 300 calibrated are 150 on entries"
+    );
+    assert!(matches!(refused, Tripped::Crossed { .. }));
 }
 
 #[test]
 fn messages_teach_freeing_space_in_rfc_2119_words() {
     let crossed = Tripped::Crossed {
-        write_tokens: 120,
-        would_reach: 8620,
-        ceiling: CalibratedTokens::new(8500),
+        write_tokens: EntryTokens::new(120),
+        room: EntryTokens::new(35),
     }
     .message();
     assert!(crossed.starts_with("413 "), "{crossed}");
     assert!(crossed.contains("~120 tokens"), "{crossed}");
-    assert!(
-        crossed.contains("8620 of its 8500-token budget"),
-        "{crossed}"
-    );
+    assert!(crossed.contains("only ~35 tokens remain"), "{crossed}");
     assert!(crossed.contains("YOU MUST free space"), "{crossed}");
     assert!(crossed.contains("fidelity=\"archive\""), "{crossed}");
     assert!(crossed.contains("split"), "{crossed}");
-    let skipped = Tripped::Skipped {
-        ceiling: CalibratedTokens::new(8500),
-    }
-    .to_string();
-    assert!(skipped.contains("8500-token"), "{skipped}");
+    let skipped = Tripped::Skipped.to_string();
+    assert!(skipped.contains("earlier write"), "{skipped}");
     assert!(skipped.contains("YOU MUST"), "{skipped}");
     assert!(!crossed.contains('{') && !skipped.contains('{'));
 }
@@ -204,7 +208,7 @@ proptest! {
                 continue;
             }
             if tripped_at.is_some() {
-                prop_assert!(matches!(outcome, Err(Tripped::Skipped { .. })), "expected a skip");
+                prop_assert!(matches!(outcome, Err(Tripped::Skipped)), "expected a skip");
                 prop_assert_eq!(guard.total(), before);
                 continue;
             }

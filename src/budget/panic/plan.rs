@@ -156,26 +156,27 @@ fn render_panic_prompt(
             .calibration
             .apply(facts.math.estimate_packet([prompt]))
     };
-    let draft = panic_prompt(context, target, facts.incoming_prompt);
+    let draft = panic_prompt(facts, context, target);
     let current = context.saturating_add(measure(&draft));
-    let prompt = panic_prompt(current, target, facts.incoming_prompt);
+    let prompt = panic_prompt(facts, current, target);
     let size = measure(&prompt).max(current.saturating_sub(context));
     (prompt, size)
 }
 
-/// The text of a panic loop's first turn.
+/// The text of a panic loop's first turn, sizes in entry tokens as the model sees them.
 fn panic_prompt(
+    facts: &OverflowFacts<'_>,
     current: CalibratedTokens,
     target: CalibratedTokens,
-    incoming: CalibratedTokens,
 ) -> String {
+    let shown = |tokens: CalibratedTokens| facts.calibration.in_entry_tokens(tokens).to_string();
     text::fill(
         text::PANIC,
         &[
-            ("incoming", incoming.to_string()),
-            ("current", current.to_string()),
-            ("target", target.to_string()),
-            ("to_free", current.saturating_sub(target).to_string()),
+            ("incoming", shown(facts.incoming_prompt)),
+            ("current", shown(current)),
+            ("target", shown(target)),
+            ("to_free", shown(current.saturating_sub(target))),
         ],
     )
 }

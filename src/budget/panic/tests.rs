@@ -2,7 +2,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::budget::calibration::Calibration;
+use crate::budget::calibration::{CalibratedMeasure, Calibration};
 use crate::budget::ceiling::{check_ceiling, CeilingVerdict, Overflow};
 use crate::budget::tokens::TokenMath;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
@@ -72,6 +72,10 @@ fn tokens(count: u64) -> CalibratedTokens {
     CalibratedTokens::new(count)
 }
 
+fn measure(count: u64) -> CalibratedMeasure {
+    CalibratedMeasure::uncalibrated(count)
+}
+
 #[test]
 fn an_overflow_enqueues_a_panic_loop_and_a_flagged_retry() {
     let original = loop_row(LoopMode::Act, "refactor auth", json!({"noWeb": true}));
@@ -118,6 +122,52 @@ fn the_panic_prompt_is_measured_into_the_prediction() {
 }
 
 #[test]
+fn the_model_is_told_sizes_in_the_unit_of_its_entries() {
+    let original = loop_row(LoopMode::Ask, "q", json!({}));
+    let doubled = Calibration::from_turn(
+        crate::budget::EstimatedTokens::new(1_000),
+        crate::budget::ActualTokens::new(2_000),
+    )
+    .unwrap();
+    let plan = enter(plan_overflow(&OverflowFacts {
+        original: &original,
+        overflow: overflow(10_400, 10_000),
+        incoming_prompt: tokens(3_000),
+        prompt_label: "prompt://12",
+        math: TokenMath::new(4),
+        calibration: doubled,
+    }));
+    assert_eq!(plan.target, tokens(6_500));
+    let prompt = &plan.panic_loop.prompt;
+    assert!(prompt.contains("needs ~1500 tokens"), "{prompt}");
+    assert!(prompt.contains("MUST be 3250 tokens or fewer"), "{prompt}");
+
+    let mut tracker = plan.tracker();
+    let step = tracker.observe(CalibratedMeasure {
+        calibrated: tokens(8_000),
+        calibration: doubled,
+    });
+    let PanicStep::Continue {
+        to_free,
+        continuation,
+        ..
+    } = step
+    else {
+        panic!("over the target: {step:?}");
+    };
+    assert_eq!(
+        to_free,
+        tokens(1_500),
+        "decisions stay in calibrated tokens"
+    );
+    assert!(
+        continuation.contains("Context: 4000 tokens; target: 3250"),
+        "{continuation}"
+    );
+    assert!(continuation.contains("free 750 more"), "{continuation}");
+}
+
+#[test]
 fn a_panic_that_frees_enough_lets_the_original_prompt_run() {
     let original = loop_row(LoopMode::Act, "refactor auth", json!({}));
     let plan = enter(decide(&original, 10_400, 10_000, 3_000));
@@ -128,12 +178,12 @@ fn a_panic_that_frees_enough_lets_the_original_prompt_run() {
 
     let PanicStep::Continue {
         to_free, strikes, ..
-    } = tracker.observe(plan.predicted)
+    } = tracker.observe(measure(plan.predicted.get()))
     else {
         panic!("the first panic turn runs");
     };
     assert_eq!((to_free, strikes), (plan.to_free, 0));
-    let PanicStep::Continue { continuation, .. } = tracker.observe(tokens(7_000)) else {
+    let PanicStep::Continue { continuation, .. } = tracker.observe(measure(7_000)) else {
         panic!("still over the target");
     };
     assert!(
@@ -146,7 +196,7 @@ fn a_panic_that_frees_enough_lets_the_original_prompt_run() {
     );
     assert!(!continuation.contains("strike"), "{continuation}");
     assert_eq!(
-        tracker.observe(tokens(6_500)),
+        tracker.observe(measure(6_500)),
         PanicStep::Freed {
             measured: tokens(6_500)
         }
@@ -201,23 +251,23 @@ fn three_turns_without_shrinking_give_up_naming_the_prompt() {
         "prompt://4".into(),
     );
     assert!(matches!(
-        tracker.observe(tokens(8_000)),
+        tracker.observe(measure(8_000)),
         PanicStep::Continue { strikes: 0, .. }
     ));
     assert!(matches!(
-        tracker.observe(tokens(8_000)),
+        tracker.observe(measure(8_000)),
         PanicStep::Continue { strikes: 1, .. }
     ));
     let PanicStep::Continue {
         strikes: 2,
         continuation,
         ..
-    } = tracker.observe(tokens(8_100))
+    } = tracker.observe(measure(8_100))
     else {
         panic!("a second strike still runs the turn");
     };
     assert!(continuation.contains("strike 2 of 3"), "{continuation}");
-    let PanicStep::GiveUp(failure) = tracker.observe(tokens(8_100)) else {
+    let PanicStep::GiveUp(failure) = tracker.observe(measure(8_100)) else {
         panic!("the third strike gives up");
     };
     assert_eq!(
@@ -241,7 +291,7 @@ fn any_progress_clears_the_strikes() {
     let mut tracker = PanicTracker::new(tokens(5_000), ContextWindow::new(10_000), "p".into());
     for measured in [8_000, 8_000, 8_000, 7_999, 7_999, 7_999, 7_000] {
         assert!(matches!(
-            tracker.observe(tokens(measured)),
+            tracker.observe(measure(measured)),
             PanicStep::Continue { .. }
         ));
     }
@@ -295,15 +345,15 @@ fn a_context_with_no_room_for_the_panic_prompt_fails_naming_it() {
 fn a_panic_loop_that_outgrows_the_window_gives_up() {
     let mut tracker = PanicTracker::new(tokens(500), ContextWindow::new(2_000), "p".into());
     assert!(matches!(
-        tracker.observe(tokens(1_900)),
+        tracker.observe(measure(1_900)),
         PanicStep::Continue { .. }
     ));
     assert!(matches!(
-        tracker.observe(tokens(1_800)),
+        tracker.observe(measure(1_800)),
         PanicStep::Continue { .. }
     ));
     assert!(matches!(
-        tracker.observe(tokens(2_100)),
+        tracker.observe(measure(2_100)),
         PanicStep::GiveUp(PanicFailure::RecoveryOverflowed { .. })
     ));
 }
@@ -348,7 +398,7 @@ proptest! {
                 ),
                 "the panic packet must fit the window"
             );
-            let step = plan.tracker().observe(plan.predicted);
+            let step = plan.tracker().observe(measure(plan.predicted.get()));
             prop_assert!(!matches!(step, PanicStep::GiveUp(_)));
             prop_assert!(plan.target.get() > 0);
         }

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::budget::calibration::CalibratedMeasure;
 use crate::budget::text;
 use crate::budget::tokens::{CalibratedTokens, ContextWindow};
 use crate::db::enums::LoopMode;
@@ -91,14 +92,16 @@ impl PanicTracker {
     }
 
     /// Judges the packet measured before a panic turn. A turn whose context did not shrink
-    /// since the previous one is a strike; any shrinkage clears the strikes.
-    pub fn observe(&mut self, measured: CalibratedTokens) -> PanicStep {
+    /// since the previous one is a strike; any shrinkage clears the strikes. The first
+    /// observation never gives up: the plan already made sure that packet fits.
+    pub fn observe(&mut self, measure: CalibratedMeasure) -> PanicStep {
+        let measured = measure.calibrated;
         if measured <= self.target {
             return PanicStep::Freed { measured };
         }
         let previous = self.last.replace(measured);
         let Some(previous) = previous else {
-            return self.proceed(measured);
+            return self.proceed(measure);
         };
         self.strikes = if measured >= previous {
             self.strikes.saturating_add(1)
@@ -120,17 +123,25 @@ impl PanicTracker {
                 window: self.window,
             });
         }
-        self.proceed(measured)
+        self.proceed(measure)
     }
 
-    fn proceed(&self, measured: CalibratedTokens) -> PanicStep {
+    /// Runs the turn; the continuation quotes sizes in entry tokens, as the model sees them.
+    fn proceed(&self, measure: CalibratedMeasure) -> PanicStep {
+        let CalibratedMeasure {
+            calibrated: measured,
+            calibration,
+        } = measure;
         let to_free = measured.saturating_sub(self.target);
         let mut continuation = text::fill(
             text::PANIC_CONTINUE,
             &[
-                ("current", measured.to_string()),
-                ("target", self.target.to_string()),
-                ("to_free", to_free.to_string()),
+                ("current", calibration.in_entry_tokens(measured).to_string()),
+                (
+                    "target",
+                    calibration.in_entry_tokens(self.target).to_string(),
+                ),
+                ("to_free", calibration.in_entry_tokens(to_free).to_string()),
             ],
         );
         if self.strikes > 0 {
