@@ -19,7 +19,9 @@
 //! fail, and the pending retry is dropped). This is how the invariant "the first turn of a
 //! panic loop never 413s" holds: the plan only enters panic when the context without the
 //! prompt, plus the panic prompt, fits the window, and the tracker's first observation can
-//! only succeed or continue.
+//! only succeed or continue. Only the tracker ends a panic loop with success: the panic
+//! prompt tells the model not to `<summarize>` early, and the driver should not end the loop
+//! on one (a retry that still overflows hard-fails, so an early end costs the prompt).
 
 mod plan;
 #[cfg(test)]
