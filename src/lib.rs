@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod budget;
 pub mod config;
 pub mod context;
 pub mod db;
