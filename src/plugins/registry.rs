@@ -144,22 +144,6 @@ fn passive_summary(entry: &EntryView<'_>, has_summary: bool) -> String {
     entry.body.chars().take(SUMMARY_PREFIX_CHARS).collect()
 }
 
-impl crate::context::Projector for Plugins {
-    fn project(&self, entry: &EntryView<'_>) -> String {
-        Plugins::project(self, entry)
-    }
-}
-
-impl crate::plugins::assembly::ToolDocs for Plugins {
-    fn active_tools(&self, policy: &ToolPolicy) -> Vec<&str> {
-        Plugins::active_tools(self, policy)
-    }
-
-    fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)> {
-        Plugins::docs(self, policy)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::{json, Map, Value};
