@@ -3,4 +3,8 @@
 
 mod support;
 
+mod concurrency;
+mod methods;
+mod persistence;
+mod runs;
 mod transport;

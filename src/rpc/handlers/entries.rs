@@ -2,10 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::app::{blocking, mailbox};
+use crate::db::actor::entry_messages::Demote;
 use crate::db::enums::Visibility;
 use crate::db::models::entry::Selector;
 use crate::db::queries::{constraints, entries, runs};
-use crate::app::blocking;
 use crate::error::AppError;
 use crate::project::{ConstraintPattern, ProjectRoot};
 use crate::rpc::dispatch::{CallContext, Reply};
@@ -159,10 +160,17 @@ pub async fn store(context: CallContext, params: StoreParams) -> Result<Reply, A
         path: params.path.0,
         body: None,
     };
+    // Sent as its own message: `demote` opens an immediate transaction, which cannot
+    // nest inside the one `db_call` wraps its work in.
     context
         .app
-        .db_call(move |conn| entries::demote(conn, run.id, &selector))
-        .await?;
+        .db
+        .send(Demote {
+            run_id: run.id,
+            selector,
+        })
+        .await
+        .map_err(mailbox)??;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 

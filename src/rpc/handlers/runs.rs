@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::app::mailbox;
+use crate::db::actor::run_messages::SetRunStatus;
 use crate::db::enums::RunStatus;
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunRow};
@@ -310,10 +312,17 @@ pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply,
 pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     if !context.app.runs.abort(run.id) && run.status != RunStatus::Aborted {
+        // Sent as its own message: `set_run_status` opens an immediate transaction, which
+        // cannot nest inside the one `db_call` wraps its work in.
         context
             .app
-            .db_call(move |conn| runs::set_run_status(conn, run.id, RunStatus::Aborted))
-            .await?;
+            .db
+            .send(SetRunStatus {
+                id: run.id,
+                status: RunStatus::Aborted,
+            })
+            .await
+            .map_err(mailbox)??;
     }
     Reply::of(serde_json::json!({"status": "ok"}))
 }
