@@ -264,7 +264,8 @@ pub struct RunConfigParams {
     model: Option<String>,
 }
 
-/// `run/config`: change only the settings given.
+/// `run/config`: change only the settings given; a model must be in the catalogue, since
+/// later loops of the run (inject, resume) would otherwise fail on it.
 pub async fn configure(context: CallContext, params: RunConfigParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let context_limit = validate_settings(params.temperature, params.context_limit)?;
@@ -276,8 +277,15 @@ pub async fn configure(context: CallContext, params: RunConfigParams) -> Result<
     };
     context
         .app
-        .db_call(move |conn| runs::update_run_config(conn, run.id, &form))
-        .await?;
+        .db_call(move |conn| {
+            if let Some(model) = &form.model {
+                if models::find_model(conn, model)?.is_none() {
+                    return Ok(Err(AppError::UnknownModel(model.clone())));
+                }
+            }
+            runs::update_run_config(conn, run.id, &form).map(|_| Ok(()))
+        })
+        .await??;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 
