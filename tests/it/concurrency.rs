@@ -36,7 +36,10 @@ async fn fifty_clients_starting_runs_at_once_all_get_unique_aliases() {
         let runs = client.ok("getRuns", json!({})).await;
         let runs = runs.as_array().unwrap();
         assert_eq!(runs.len(), 10, "ten clients per project");
-        listed.extend(runs.iter().map(|run| run["run"].as_str().unwrap().to_string()));
+        listed.extend(
+            runs.iter()
+                .map(|run| run["run"].as_str().unwrap().to_string()),
+        );
     }
     assert_eq!(listed.len(), 50);
     assert!(aliases.iter().all(|alias| listed.contains(alias)));
@@ -81,16 +84,28 @@ async fn notifications_reach_only_the_connections_of_their_project() {
     let beta_id = beta.init("beta", &app.project_root("beta")).await;
     assert_ne!(alpha_id, beta_id);
 
-    publish(&app, alpha_id, progress("run_a", 1, ProgressStatus::Thinking));
+    publish(
+        &app,
+        alpha_id,
+        progress("run_a", 1, ProgressStatus::Thinking),
+    );
     let thinking = json!({"run": "run_a", "turn": 1, "status": "thinking", "seq": 1});
     assert_eq!(only_progress(&mut alpha).await, thinking);
     assert_eq!(only_progress(&mut alpha_too).await, thinking);
-    publish(&app, alpha_id, progress("run_a", 1, ProgressStatus::Processing));
+    publish(
+        &app,
+        alpha_id,
+        progress("run_a", 1, ProgressStatus::Processing),
+    );
     let processing = json!({"run": "run_a", "turn": 1, "status": "processing", "seq": 2});
     assert_eq!(only_progress(&mut alpha).await, processing);
     assert_eq!(only_progress(&mut alpha_too).await, processing);
 
-    publish(&app, beta_id, progress("run_b", 4, ProgressStatus::Thinking));
+    publish(
+        &app,
+        beta_id,
+        progress("run_b", 4, ProgressStatus::Thinking),
+    );
     assert_eq!(
         only_progress(&mut beta).await,
         json!({"run": "run_b", "turn": 4, "status": "thinking", "seq": 1}),
@@ -98,7 +113,11 @@ async fn notifications_reach_only_the_connections_of_their_project() {
     );
 
     watcher.init("beta", &app.project_root("beta")).await;
-    publish(&app, beta_id, progress("run_b", 4, ProgressStatus::Processing));
+    publish(
+        &app,
+        beta_id,
+        progress("run_b", 4, ProgressStatus::Processing),
+    );
     let next = json!({"run": "run_b", "turn": 4, "status": "processing", "seq": 2});
     assert_eq!(
         only_progress(&mut watcher).await,
@@ -116,9 +135,17 @@ async fn re_init_moves_a_connection_to_the_new_project() {
     let alpha_id = mover.init("alpha", &root_alpha).await;
     let beta_id = mover.init("beta", &app.project_root("beta")).await;
 
-    publish(&app, alpha_id, progress("run_a", 1, ProgressStatus::Thinking));
+    publish(
+        &app,
+        alpha_id,
+        progress("run_a", 1, ProgressStatus::Thinking),
+    );
     assert_eq!(only_progress(&mut alpha).await["run"], json!("run_a"));
-    publish(&app, beta_id, progress("run_b", 1, ProgressStatus::Thinking));
+    publish(
+        &app,
+        beta_id,
+        progress("run_b", 1, ProgressStatus::Thinking),
+    );
     assert_eq!(
         only_progress(&mut mover).await,
         json!({"run": "run_b", "turn": 1, "status": "thinking", "seq": 1}),
@@ -142,7 +169,8 @@ async fn a_non_loopback_bind_requires_a_token_and_enforces_it() {
     let refused = try_settings(&env).map(|_| ()).unwrap_err().to_string();
     assert!(refused.contains("RUMMY_AUTH_TOKEN"), "{refused}");
 
-    let app = TestApp::start_with(&[("RUMMY_HOST", "0.0.0.0"), ("RUMMY_AUTH_TOKEN", "s3cret")]).await;
+    let app =
+        TestApp::start_with(&[("RUMMY_HOST", "0.0.0.0"), ("RUMMY_AUTH_TOKEN", "s3cret")]).await;
     assert!(app.addr().ip().is_unspecified(), "{}", app.addr());
     let url = format!("ws://127.0.0.1:{}/", app.addr().port());
     for attempt in [

@@ -22,11 +22,42 @@ async fn discover_describes_every_method_and_notification() {
     let catalogue = client.ok("discover", json!({})).await;
     let methods = catalogue["methods"].as_object().unwrap();
     let expected = [
-        "ping", "discover", "init", "getModels", "addModel", "removeModel", "get", "store",
-        "getEntries", "startRun", "ask", "act", "run/resolve", "run/abort", "run/rename",
-        "run/inject", "run/config", "getRuns", "getRun", "skill/add", "skill/remove",
-        "getSkills", "listSkills", "persona/set", "listPersonas", "set", "known", "unknown",
-        "env", "sh", "rm", "cp", "mv", "summarize", "update", "ask_user",
+        "ping",
+        "discover",
+        "init",
+        "getModels",
+        "addModel",
+        "removeModel",
+        "get",
+        "store",
+        "getEntries",
+        "startRun",
+        "ask",
+        "act",
+        "run/resolve",
+        "run/abort",
+        "run/rename",
+        "run/inject",
+        "run/config",
+        "getRuns",
+        "getRun",
+        "skill/add",
+        "skill/remove",
+        "getSkills",
+        "listSkills",
+        "persona/set",
+        "listPersonas",
+        "set",
+        "known",
+        "unknown",
+        "env",
+        "sh",
+        "rm",
+        "cp",
+        "mv",
+        "summarize",
+        "update",
+        "ask_user",
     ];
     for name in expected {
         let method = &methods[name];
@@ -38,7 +69,11 @@ async fn discover_describes_every_method_and_notification() {
     assert_eq!(methods["ping"]["params"], json!({}));
     let init_params = methods["init"]["params"].as_object().unwrap();
     assert!(init_params.contains_key("name") && init_params.contains_key("projectRoot"));
-    let set_params: Vec<&String> = methods["set"]["params"].as_object().unwrap().keys().collect();
+    let set_params: Vec<&String> = methods["set"]["params"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
     assert_eq!(set_params, ["run", "path", "body", "to", "attributes"]);
     for notification in ["run/state", "run/progress", "ui/render", "ui/notify"] {
         assert!(
@@ -55,12 +90,18 @@ async fn init_upserts_the_project_by_name() {
     let mut client = app.client().await;
     let root = app.project_root("alpha");
     let first = client
-        .ok("init", json!({"name": "alpha", "projectRoot": root, "configPath": "rummy.toml"}))
+        .ok(
+            "init",
+            json!({"name": "alpha", "projectRoot": root, "configPath": "rummy.toml"}),
+        )
         .await;
     assert!(first["projectId"].is_i64(), "{first}");
     assert_eq!(first.as_object().unwrap().len(), 1, "{first}");
     let again = client
-        .ok("init", json!({"name": "alpha", "projectRoot": root.join("sub/..")}))
+        .ok(
+            "init",
+            json!({"name": "alpha", "projectRoot": root.join("sub/..")}),
+        )
         .await;
     assert_eq!(again, first, "the same name is the same project");
     let other = client.init("beta", &app.project_root("beta")).await;
@@ -76,7 +117,10 @@ async fn init_requires_a_name_and_an_absolute_root() {
         (json!({"projectRoot": root}), "name is required"),
         (json!({"name": "", "projectRoot": root}), "name is required"),
         (json!({"name": "gamma"}), "projectRoot is required"),
-        (json!({"name": "gamma", "projectRoot": null}), "projectRoot is required"),
+        (
+            json!({"name": "gamma", "projectRoot": null}),
+            "projectRoot is required",
+        ),
     ];
     for (params, message) in cases {
         assert_eq!(
@@ -86,7 +130,10 @@ async fn init_requires_a_name_and_an_absolute_root() {
         );
     }
     let (code, message) = client
-        .err("init", json!({"name": "gamma", "projectRoot": "relative/dir"}))
+        .err(
+            "init",
+            json!({"name": "gamma", "projectRoot": "relative/dir"}),
+        )
         .await;
     assert_eq!(code, -32602);
     assert!(message.contains("projectRoot"), "{message}");
@@ -99,7 +146,11 @@ async fn models_are_listed_by_alias_and_paged() {
     let app = TestApp::start().await;
     let mut client = app.client().await;
     assert_eq!(client.ok("getModels", json!({})).await, json!([]));
-    for (alias, actual) in [("zeta", "ollama/z"), ("alpha", "openai/a"), ("mid", "x.ai/m")] {
+    for (alias, actual) in [
+        ("zeta", "ollama/z"),
+        ("alpha", "openai/a"),
+        ("mid", "x.ai/m"),
+    ] {
         let added = client
             .ok("addModel", json!({"alias": alias, "actual": actual}))
             .await;
@@ -115,7 +166,9 @@ async fn models_are_listed_by_alias_and_paged() {
             {"alias": "zeta", "actual": "ollama/z", "context_length": null},
         ])
     );
-    let page = client.ok("getModels", json!({"limit": 1, "offset": 1})).await;
+    let page = client
+        .ok("getModels", json!({"limit": 1, "offset": 1}))
+        .await;
     assert_eq!(page, json!([all[1]]));
     let tail = client.ok("getModels", json!({"offset": 2})).await;
     assert_eq!(tail, json!([all[2]]));
@@ -134,7 +187,10 @@ async fn add_model_updates_in_place_and_keeps_the_context_length() {
         )
         .await;
     let updated = client
-        .ok("addModel", json!({"alias": "potato", "actual": "openai/potato-4000"}))
+        .ok(
+            "addModel",
+            json!({"alias": "potato", "actual": "openai/potato-4000"}),
+        )
         .await;
     assert_eq!(updated, first, "an update keeps the row id");
     let models = client.ok("getModels", json!({})).await;
@@ -143,7 +199,10 @@ async fn add_model_updates_in_place_and_keeps_the_context_length() {
         json!([{"alias": "potato", "actual": "openai/potato-4000", "context_length": 16000}])
     );
     client
-        .ok("addModel", json!({"alias": "potato", "actual": "openai/potato-4000", "contextLength": 32000}))
+        .ok(
+            "addModel",
+            json!({"alias": "potato", "actual": "openai/potato-4000", "contextLength": 32000}),
+        )
         .await;
     let models = client.ok("getModels", json!({})).await;
     assert_eq!(models[0]["context_length"], json!(32000));
@@ -156,8 +215,14 @@ async fn add_model_requires_alias_and_actual() {
     let cases = [
         (json!({"actual": "openai/x"}), "alias is required"),
         (json!({"alias": "x"}), "actual is required"),
-        (json!({"alias": "", "actual": "openai/x"}), "alias is required"),
-        (json!({"alias": "x", "actual": "openai/x", "contextLength": "big"}), "contextLength is required"),
+        (
+            json!({"alias": "", "actual": "openai/x"}),
+            "alias is required",
+        ),
+        (
+            json!({"alias": "x", "actual": "openai/x", "contextLength": "big"}),
+            "contextLength is required",
+        ),
     ];
     for (params, message) in cases {
         assert_eq!(
@@ -213,7 +278,10 @@ async fn get_entries_matches_patterns_and_defaults_to_the_newest_run() {
         json!([{"path": "skill://sql_style", "scheme": "skill", "status": 200,
                 "fidelity": "full", "tokens": everything[0]["tokens"]}])
     );
-    assert!(everything[0]["tokens"].as_i64().unwrap() > 0, "{everything}");
+    assert!(
+        everything[0]["tokens"].as_i64().unwrap() > 0,
+        "{everything}"
+    );
     let by_scheme = client
         .ok("getEntries", json!({"run": run, "pattern": "skill://*"}))
         .await;
@@ -223,11 +291,17 @@ async fn get_entries_matches_patterns_and_defaults_to_the_newest_run() {
     let newest = client.ok("getEntries", json!({"pattern": "**"})).await;
     assert_eq!(newest, everything, "no run = the project's newest run");
     let by_body = client
-        .ok("getEntries", json!({"run": run, "pattern": "**", "body": "lowercase"}))
+        .ok(
+            "getEntries",
+            json!({"run": run, "pattern": "**", "body": "lowercase"}),
+        )
         .await;
     assert_eq!(by_body, everything);
     let no_body_match = client
-        .ok("getEntries", json!({"run": run, "pattern": "**", "body": "uppercase"}))
+        .ok(
+            "getEntries",
+            json!({"run": run, "pattern": "**", "body": "uppercase"}),
+        )
         .await;
     assert_eq!(no_body_match, json!([]));
     let unknown = client
@@ -240,7 +314,10 @@ async fn get_entries_matches_patterns_and_defaults_to_the_newest_run() {
 async fn get_entries_of_a_project_without_runs_is_empty() {
     let app = TestApp::start().await;
     let (mut client, _) = app.client_in_project("empty").await;
-    assert_eq!(client.ok("getEntries", json!({"pattern": "**"})).await, json!([]));
+    assert_eq!(
+        client.ok("getEntries", json!({"pattern": "**"})).await,
+        json!([])
+    );
 }
 
 #[actix_web::test]
@@ -250,15 +327,28 @@ async fn get_and_store_with_persist_or_clear_need_no_run() {
     let ok = json!({"status": "ok"});
     let calls = [
         ("get", json!({"path": "src/app.js", "persist": true})),
-        ("get", json!({"path": "src/app.js", "persist": true, "readonly": true})),
-        ("get", json!({"path": root.join("lib/util.js"), "persist": 1})),
-        ("store", json!({"path": "build/**", "persist": true, "ignore": true})),
+        (
+            "get",
+            json!({"path": "src/app.js", "persist": true, "readonly": true}),
+        ),
+        (
+            "get",
+            json!({"path": root.join("lib/util.js"), "persist": 1}),
+        ),
+        (
+            "store",
+            json!({"path": "build/**", "persist": true, "ignore": true}),
+        ),
         ("store", json!({"path": "docs/*.md", "persist": true})),
         ("store", json!({"path": "docs/*.md", "clear": true})),
         ("store", json!({"path": "never/set.txt", "clear": true})),
     ];
     for (method, params) in calls {
-        assert_eq!(client.ok(method, params.clone()).await, ok, "{method} {params}");
+        assert_eq!(
+            client.ok(method, params.clone()).await,
+            ok,
+            "{method} {params}"
+        );
     }
 }
 
@@ -272,7 +362,11 @@ async fn get_and_store_validate_path_then_run() {
         ("get", json!({"path": "a.txt"}), "run is required"),
         ("store", json!({"run": "x"}), "path is required"),
         ("store", json!({"path": "a.txt"}), "run is required"),
-        ("store", json!({"path": "a.txt", "persist": false}), "run is required"),
+        (
+            "store",
+            json!({"path": "a.txt", "persist": false}),
+            "run is required",
+        ),
     ];
     for (method, params, message) in cases {
         assert_eq!(
@@ -282,11 +376,15 @@ async fn get_and_store_validate_path_then_run() {
         );
     }
     assert_eq!(
-        client.err("get", json!({"path": "a.txt", "run": "nosuch"})).await,
+        client
+            .err("get", json!({"path": "a.txt", "run": "nosuch"}))
+            .await,
         (-32002, "Run 'nosuch' not found.".to_string())
     );
     assert_eq!(
-        client.err("store", json!({"path": "a.txt", "run": "nosuch"})).await,
+        client
+            .err("store", json!({"path": "a.txt", "run": "nosuch"}))
+            .await,
         (-32002, "Run not found: nosuch".to_string())
     );
     let (code, _) = client
@@ -323,7 +421,10 @@ async fn store_with_a_run_archives_the_matching_entries() {
         .collect();
     assert_eq!(
         fidelity,
-        [("skill://rust_style", "full"), ("skill://sql_style", "archive")]
+        [
+            ("skill://rust_style", "full"),
+            ("skill://sql_style", "archive")
+        ]
     );
 }
 
@@ -355,7 +456,9 @@ async fn skills_are_listed_loaded_and_removed() {
     );
     let missing = app.home().join("skills/nosuch.md");
     assert_eq!(
-        client.err("skill/add", json!({"run": run, "name": "nosuch"})).await,
+        client
+            .err("skill/add", json!({"run": run, "name": "nosuch"}))
+            .await,
         (-32602, format!("Not found: {}", missing.display()))
     );
     let removed = client
@@ -378,7 +481,11 @@ async fn skill_methods_check_name_then_run() {
             (json!({"run": "x"}), -32602, "name is required"),
             (json!({}), -32602, "name is required"),
             (json!({"name": "sql_style"}), -32602, "run is required"),
-            (json!({"name": "sql_style", "run": "nosuch"}), -32002, "Run not found: nosuch"),
+            (
+                json!({"name": "sql_style", "run": "nosuch"}),
+                -32002,
+                "Run not found: nosuch",
+            ),
         ];
         for (params, code, message) in cases {
             assert_eq!(
@@ -418,22 +525,36 @@ async fn personas_are_set_from_text_or_a_named_file() {
     assert_eq!(persona_of(&mut client, &run).await, Value::Null);
     let ok = json!({"status": "ok"});
     let by_text = client
-        .ok("persona/set", json!({"run": run, "text": "You are a grumpy reviewer."}))
+        .ok(
+            "persona/set",
+            json!({"run": run, "text": "You are a grumpy reviewer."}),
+        )
         .await;
     assert_eq!(by_text, ok);
-    assert_eq!(persona_of(&mut client, &run).await, json!("You are a grumpy reviewer."));
+    assert_eq!(
+        persona_of(&mut client, &run).await,
+        json!("You are a grumpy reviewer.")
+    );
     let by_name = client
         .ok("persona/set", json!({"run": run, "name": "pirate"}))
         .await;
     assert_eq!(by_name, ok);
-    assert_eq!(persona_of(&mut client, &run).await, json!("You are a pirate."));
+    assert_eq!(
+        persona_of(&mut client, &run).await,
+        json!("You are a pirate.")
+    );
     client
-        .ok("persona/set", json!({"run": run, "name": "pirate", "text": "Text wins."}))
+        .ok(
+            "persona/set",
+            json!({"run": run, "name": "pirate", "text": "Text wins."}),
+        )
         .await;
     assert_eq!(persona_of(&mut client, &run).await, json!("Text wins."));
     let missing = app.home().join("personas/nosuch.md");
     assert_eq!(
-        client.err("persona/set", json!({"run": run, "name": "nosuch"})).await,
+        client
+            .err("persona/set", json!({"run": run, "name": "nosuch"}))
+            .await,
         (-32602, format!("Not found: {}", missing.display()))
     );
     assert_eq!(persona_of(&mut client, &run).await, json!("Text wins."));
@@ -442,7 +563,9 @@ async fn personas_are_set_from_text_or_a_named_file() {
         (-32602, "run is required".to_string())
     );
     assert_eq!(
-        client.err("persona/set", json!({"run": "nosuch", "text": "x"})).await,
+        client
+            .err("persona/set", json!({"run": "nosuch", "text": "x"}))
+            .await,
         (-32002, "Run not found: nosuch".to_string())
     );
 }
@@ -454,28 +577,76 @@ async fn ill_typed_params_name_the_param() {
     client.add_model("grok").await;
     let run = client.start_run("grok").await;
     let cases = [
-        ("init", json!({"name": 5, "projectRoot": root}), "name is required"),
-        ("init", json!({"name": "typed", "projectRoot": ["/"]}), "projectRoot is required"),
-        ("init", json!({"name": "typed", "projectRoot": root, "configPath": 1}), "configPath is required"),
+        (
+            "init",
+            json!({"name": 5, "projectRoot": root}),
+            "name is required",
+        ),
+        (
+            "init",
+            json!({"name": "typed", "projectRoot": ["/"]}),
+            "projectRoot is required",
+        ),
+        (
+            "init",
+            json!({"name": "typed", "projectRoot": root, "configPath": 1}),
+            "configPath is required",
+        ),
         ("getModels", json!({"limit": "ten"}), "limit is required"),
         ("getModels", json!({"offset": -1}), "offset is required"),
-        ("addModel", json!({"alias": "x", "actual": {"a": 1}}), "actual is required"),
+        (
+            "addModel",
+            json!({"alias": "x", "actual": {"a": 1}}),
+            "actual is required",
+        ),
         ("removeModel", json!({"alias": false}), "alias is required"),
         ("getEntries", json!({"pattern": 5}), "pattern is required"),
-        ("getEntries", json!({"run": run, "limit": 1.5}), "limit is required"),
-        ("get", json!({"path": 7, "persist": true}), "path is required"),
+        (
+            "getEntries",
+            json!({"run": run, "limit": 1.5}),
+            "limit is required",
+        ),
+        (
+            "get",
+            json!({"path": 7, "persist": true}),
+            "path is required",
+        ),
         ("store", json!({"path": "a", "run": 7}), "run is required"),
-        ("startRun", json!({"model": "grok", "temperature": "hot"}), "temperature is required"),
+        (
+            "startRun",
+            json!({"model": "grok", "temperature": "hot"}),
+            "temperature is required",
+        ),
         ("startRun", json!({"model": ["grok"]}), "model is required"),
-        ("startRun", json!({"model": "grok", "contextLimit": "big"}), "contextLimit is required"),
+        (
+            "startRun",
+            json!({"model": "grok", "contextLimit": "big"}),
+            "contextLimit is required",
+        ),
         ("getRuns", json!({"limit": "all"}), "limit is required"),
         ("getRun", json!({"run": 12}), "run is required"),
-        ("run/config", json!({"run": run, "persona": 3}), "persona is required"),
-        ("run/rename", json!({"run": run, "name": 3}), "name is required"),
+        (
+            "run/config",
+            json!({"run": run, "persona": 3}),
+            "persona is required",
+        ),
+        (
+            "run/rename",
+            json!({"run": run, "name": 3}),
+            "name is required",
+        ),
         ("run/abort", json!({"run": null}), "run is required"),
-        ("skill/add", json!({"run": run, "name": 1}), "name is required"),
+        (
+            "skill/add",
+            json!({"run": run, "name": 1}),
+            "name is required",
+        ),
         ("getSkills", json!({"run": true}), "run is required"),
-        ("persona/set", json!({"run": run, "text": 9}), "text is required"),
+        (
+            "persona/set",
+            json!({"run": run, "text": 9}),
+            "text is required",
+        ),
     ];
     for (method, params, message) in cases {
         assert_eq!(

@@ -44,15 +44,24 @@ async fn models_runs_skills_and_constraints_survive_a_restart() {
         .ok("run/rename", json!({"run": run, "name": "durable_run"}))
         .await;
     client
-        .ok("skill/add", json!({"run": "durable_run", "name": "sql_style"}))
+        .ok(
+            "skill/add",
+            json!({"run": "durable_run", "name": "sql_style"}),
+        )
         .await;
     let aborted = client.start_run("potato").await;
     client.ok("run/abort", json!({"run": aborted})).await;
     client
-        .ok("get", json!({"path": root.join("src/app.js"), "persist": true, "readonly": true}))
+        .ok(
+            "get",
+            json!({"path": root.join("src/app.js"), "persist": true, "readonly": true}),
+        )
         .await;
     client
-        .ok("store", json!({"path": "build/**", "persist": true, "ignore": true}))
+        .ok(
+            "store",
+            json!({"path": "build/**", "persist": true, "ignore": true}),
+        )
         .await;
     let models_before = client.ok("getModels", json!({})).await;
     let runs_before = client.ok("getRuns", json!({})).await;
@@ -67,7 +76,11 @@ async fn models_runs_skills_and_constraints_survive_a_restart() {
     );
 
     let app = app.restart().await;
-    assert_eq!(client.closed().await, Some(1001), "the old server closed its clients");
+    assert_eq!(
+        client.closed().await,
+        Some(1001),
+        "the old server closed its clients"
+    );
     let mut client = app.client().await;
     assert_eq!(
         client.ok("getModels", json!({})).await,
@@ -89,7 +102,10 @@ async fn models_runs_skills_and_constraints_survive_a_restart() {
         detail_before
     );
     assert_eq!(detail_before["persona"], json!("Terse."));
-    assert_eq!(detail_before["context"]["history"][0]["body"], json!("Lowercase keywords."));
+    assert_eq!(
+        detail_before["context"]["history"][0]["body"],
+        json!("Lowercase keywords.")
+    );
     assert_eq!(
         client.ok("getSkills", json!({"run": "durable_run"})).await,
         json!([{"name": "sql_style", "status": 200}])
@@ -103,5 +119,8 @@ async fn models_runs_skills_and_constraints_survive_a_restart() {
         [("src/app.js".to_string(), "readonly".to_string())]
     );
     let fresh = client.start_run("potato").await;
-    assert_ne!(fresh, aborted, "new aliases do not collide with stored ones");
+    assert_ne!(
+        fresh, aborted,
+        "new aliases do not collide with stored ones"
+    );
 }

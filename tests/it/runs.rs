@@ -177,17 +177,36 @@ async fn run_config_changes_only_the_fields_given() {
     let run = client.start_run("grok").await;
     let ok = json!({"status": "ok"});
     let steps = [
-        (json!({"temperature": 0.3}), json!({"model": "grok", "temperature": 0.3, "persona": null, "context_limit": null})),
-        (json!({"persona": "You are a pirate."}), json!({"model": "grok", "temperature": 0.3, "persona": "You are a pirate.", "context_limit": null})),
-        (json!({"contextLimit": 2048, "model": "other"}), json!({"model": "other", "temperature": 0.3, "persona": "You are a pirate.", "context_limit": 2048})),
-        (json!({"temperature": null, "persona": null, "contextLimit": null, "model": null}), json!({"model": "other", "temperature": 0.3, "persona": "You are a pirate.", "context_limit": 2048})),
-        (json!({}), json!({"model": "other", "temperature": 0.3, "persona": "You are a pirate.", "context_limit": 2048})),
+        (
+            json!({"temperature": 0.3}),
+            json!({"model": "grok", "temperature": 0.3, "persona": null, "context_limit": null}),
+        ),
+        (
+            json!({"persona": "You are a pirate."}),
+            json!({"model": "grok", "temperature": 0.3, "persona": "You are a pirate.", "context_limit": null}),
+        ),
+        (
+            json!({"contextLimit": 2048, "model": "other"}),
+            json!({"model": "other", "temperature": 0.3, "persona": "You are a pirate.", "context_limit": 2048}),
+        ),
+        (
+            json!({"temperature": null, "persona": null, "contextLimit": null, "model": null}),
+            json!({"model": "other", "temperature": 0.3, "persona": "You are a pirate.", "context_limit": 2048}),
+        ),
+        (
+            json!({}),
+            json!({"model": "other", "temperature": 0.3, "persona": "You are a pirate.", "context_limit": 2048}),
+        ),
     ];
     for (change, expected) in steps {
         let mut params = change.clone();
         params["run"] = json!(run);
         assert_eq!(client.ok("run/config", params).await, ok, "{change}");
-        assert_eq!(settings_of(&mut client, &run).await, expected, "after {change}");
+        assert_eq!(
+            settings_of(&mut client, &run).await,
+            expected,
+            "after {change}"
+        );
     }
 }
 
@@ -198,7 +217,10 @@ async fn run_config_refuses_bad_values_and_changes_nothing() {
     let run = client.start_run("grok").await;
     let before = settings_of(&mut client, &run).await;
     let cases = [
-        (json!({"run": run, "temperature": 3, "persona": "x"}), -32602),
+        (
+            json!({"run": run, "temperature": 3, "persona": "x"}),
+            -32602,
+        ),
         (json!({"run": run, "contextLimit": 512}), -32602),
         (json!({"run": run, "model": "nosuch"}), -32003),
         (json!({"run": "nosuch", "temperature": 1}), -32002),
@@ -229,7 +251,12 @@ async fn run_rename_validates_the_name_and_keeps_aliases_unique() {
         json!(100)
     );
     let bad = "Name must match [a-z_]+.".to_string();
-    for name in [json!("bad-name"), json!(""), json!("white space"), json!("ünïcode")] {
+    for name in [
+        json!("bad-name"),
+        json!(""),
+        json!("white space"),
+        json!("ünïcode"),
+    ] {
         assert_eq!(
             client
                 .err("run/rename", json!({"run": "custom_Name_2", "name": name}))
@@ -239,25 +266,35 @@ async fn run_rename_validates_the_name_and_keeps_aliases_unique() {
         );
     }
     assert_eq!(
-        client.err("run/rename", json!({"run": "custom_Name_2"})).await,
+        client
+            .err("run/rename", json!({"run": "custom_Name_2"}))
+            .await,
         (-32602, bad.clone())
     );
     let second = client.start_run("grok").await;
     assert_eq!(
         client
-            .err("run/rename", json!({"run": second, "name": "custom_Name_2"}))
+            .err(
+                "run/rename",
+                json!({"run": second, "name": "custom_Name_2"})
+            )
             .await,
         (-32004, "Name 'custom_Name_2' is already taken.".to_string())
     );
     assert_eq!(
-        client.err("run/rename", json!({"run": "nosuch", "name": "fine"})).await,
+        client
+            .err("run/rename", json!({"run": "nosuch", "name": "fine"}))
+            .await,
         (-32002, "Run 'nosuch' not found.".to_string())
     );
     let mut elsewhere = client_with_model(&app, "rename_elsewhere").await;
     let foreign = elsewhere.start_run("grok").await;
     assert_eq!(
         elsewhere
-            .err("run/rename", json!({"run": foreign, "name": "custom_Name_2"}))
+            .err(
+                "run/rename",
+                json!({"run": foreign, "name": "custom_Name_2"})
+            )
             .await,
         (-32004, "Name 'custom_Name_2' is already taken.".to_string()),
         "aliases are unique across projects"
@@ -272,7 +309,11 @@ async fn run_abort_on_an_idle_run_sets_499() {
     let untouched = client.start_run("grok").await;
     let ok = json!({"status": "ok"});
     assert_eq!(client.ok("run/abort", json!({"run": aborted})).await, ok);
-    assert_eq!(client.ok("run/abort", json!({"run": aborted})).await, ok, "again");
+    assert_eq!(
+        client.ok("run/abort", json!({"run": aborted})).await,
+        ok,
+        "again"
+    );
     let runs = client.ok("getRuns", json!({})).await;
     let statuses: Vec<(&str, &Value)> = runs
         .as_array()
@@ -282,7 +323,10 @@ async fn run_abort_on_an_idle_run_sets_499() {
         .collect();
     assert_eq!(
         statuses,
-        [(untouched.as_str(), &json!(100)), (aborted.as_str(), &json!(499))]
+        [
+            (untouched.as_str(), &json!(100)),
+            (aborted.as_str(), &json!(499))
+        ]
     );
     assert_eq!(
         client.ok("getRun", json!({"run": aborted})).await["status"],
@@ -309,15 +353,35 @@ async fn a_run_of_another_project_is_not_found() {
     let not_found_short = format!("Run not found: {run}");
     let cases = [
         ("getRun", json!({"run": run}), &not_found),
-        ("run/config", json!({"run": run, "persona": "stolen"}), &not_found),
-        ("run/rename", json!({"run": run, "name": "stolen"}), &not_found),
+        (
+            "run/config",
+            json!({"run": run, "persona": "stolen"}),
+            &not_found,
+        ),
+        (
+            "run/rename",
+            json!({"run": run, "name": "stolen"}),
+            &not_found,
+        ),
         ("run/abort", json!({"run": run}), &not_found),
         ("get", json!({"run": run, "path": "**"}), &not_found),
         ("store", json!({"run": run, "path": "**"}), &not_found_short),
-        ("skill/add", json!({"run": run, "name": "sql_style"}), &not_found_short),
-        ("skill/remove", json!({"run": run, "name": "sql_style"}), &not_found_short),
+        (
+            "skill/add",
+            json!({"run": run, "name": "sql_style"}),
+            &not_found_short,
+        ),
+        (
+            "skill/remove",
+            json!({"run": run, "name": "sql_style"}),
+            &not_found_short,
+        ),
         ("getSkills", json!({"run": run}), &not_found_short),
-        ("persona/set", json!({"run": run, "name": "pirate"}), &not_found_short),
+        (
+            "persona/set",
+            json!({"run": run, "name": "pirate"}),
+            &not_found_short,
+        ),
     ];
     for (method, params, message) in cases {
         assert_eq!(
@@ -333,7 +397,11 @@ async fn a_run_of_another_project_is_not_found() {
         json!([])
     );
     let detail = owner.ok("getRun", json!({"run": run})).await;
-    assert_eq!(detail["status"], json!(100), "the stranger's abort did nothing");
+    assert_eq!(
+        detail["status"],
+        json!(100),
+        "the stranger's abort did nothing"
+    );
     assert!(detail["persona"].is_null(), "{detail}");
     assert_eq!(
         owner.ok("getSkills", json!({"run": run})).await,

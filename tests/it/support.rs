@@ -232,7 +232,11 @@ impl Client {
         if message.get("method").is_some() && message.get("id").is_none() {
             self.notifications.push_back(message);
         } else {
-            let key = message.get("id").cloned().unwrap_or(Value::Null).to_string();
+            let key = message
+                .get("id")
+                .cloned()
+                .unwrap_or(Value::Null)
+                .to_string();
             self.replies.insert(key, message);
         }
     }

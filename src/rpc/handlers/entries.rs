@@ -106,13 +106,7 @@ pub async fn get(context: CallContext, params: GetParams) -> Result<Reply, AppEr
         return Err(AppError::MissingParam("run".into()));
     };
     let run = find_run(&context, &alias).await?;
-    dispatch_tool(
-        &context,
-        run,
-        "get",
-        ToolParams::for_path(&params.path),
-    )
-    .await?;
+    dispatch_tool(&context, run, "get", ToolParams::for_path(&params.path)).await?;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 
@@ -180,7 +174,9 @@ async fn constraint_pattern(context: &CallContext, raw: &str) -> Result<String, 
     let raw = raw.to_string();
     blocking(move || {
         let root = ProjectRoot::new(&root)?;
-        Ok(ConstraintPattern::normalize(&root, &raw)?.as_str().to_string())
+        Ok(ConstraintPattern::normalize(&root, &raw)?
+            .as_str()
+            .to_string())
     })
     .await
 }

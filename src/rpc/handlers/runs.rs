@@ -215,7 +215,8 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
         .into_iter()
         .filter(|row| row.scheme.is_some())
         .map(|row| HistoryItem {
-            attributes: serde_json::from_str(&row.attributes).unwrap_or_else(|_| Value::Object(Default::default())),
+            attributes: serde_json::from_str(&row.attributes)
+                .unwrap_or_else(|_| Value::Object(Default::default())),
             scheme: row.scheme,
             path: row.path,
             status: row.status,
