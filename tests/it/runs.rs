@@ -67,6 +67,22 @@ async fn start_run_validates_before_creating_anything() {
         assert_eq!(code, -32602, "{params}: {message}");
     }
     assert_eq!(client.ok("getRuns", json!({})).await, json!([]));
+    for bound in [
+        json!({"model": "grok", "temperature": 0}),
+        json!({"model": "grok", "temperature": 2}),
+        json!({"model": "grok", "contextLimit": 1024}),
+    ] {
+        client.ok("startRun", bound).await;
+    }
+    assert_eq!(
+        client
+            .ok("getRuns", json!({}))
+            .await
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
 }
 
 #[actix_web::test]
@@ -406,5 +422,23 @@ async fn a_run_of_another_project_is_not_found() {
     assert_eq!(
         owner.ok("getSkills", json!({"run": run})).await,
         json!([{"name": "sql_style", "status": 200}])
+    );
+}
+
+#[actix_web::test]
+async fn run_abort_works_from_any_connection_of_the_project() {
+    let app = TestApp::start().await;
+    let (mut starter, root) = app.client_in_project("shared").await;
+    starter.add_model("grok").await;
+    let run = starter.start_run("grok").await;
+    let mut other = app.client().await;
+    other.init("shared", &root).await;
+    assert_eq!(
+        other.ok("run/abort", json!({"run": run})).await,
+        json!({"status": "ok"})
+    );
+    assert_eq!(
+        starter.ok("getRun", json!({"run": run})).await["status"],
+        json!(499)
     );
 }

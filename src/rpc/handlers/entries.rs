@@ -8,7 +8,7 @@ use crate::db::enums::Visibility;
 use crate::db::models::entry::Selector;
 use crate::db::queries::{constraints, entries, runs};
 use crate::error::AppError;
-use crate::project::{ConstraintPattern, ProjectRoot};
+use crate::project::{ConstraintPattern, ProjectError, ProjectRoot};
 use crate::rpc::dispatch::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, find_run_or};
 use crate::rpc::handlers::tools::{dispatch_tool, ToolParams};
@@ -169,10 +169,15 @@ pub async fn store(context: CallContext, params: StoreParams) -> Result<Reply, A
 }
 
 /// The stored form of a client-given constraint pattern: relative to the root, confined.
+/// `init` does not require the root to exist; confining a pattern does, and a missing root
+/// is the client's mistake (-32602), not an internal error.
 async fn constraint_pattern(context: &CallContext, raw: &str) -> Result<String, AppError> {
     let root = context.project()?.root.clone();
     let raw = raw.to_string();
     blocking(move || {
+        if !root.is_dir() {
+            return Err(ProjectError::RootNotDirectory(root).into());
+        }
         let root = ProjectRoot::new(&root)?;
         Ok(ConstraintPattern::normalize(&root, &raw)?
             .as_str()
