@@ -1,24 +1,9 @@
 //! What clients store survives a restart on the same database file: models, projects, runs
 //! with their settings and status, skill entries, and file constraints.
 
-use rummy::db::ids::ProjectId;
-use rummy::db::queries::constraints;
 use serde_json::{json, Value};
 
 use crate::support::TestApp;
-
-/// The project's file constraints as `(pattern, visibility)`, read from the database.
-async fn constraints_of(app: &TestApp, project: i64) -> Vec<(String, String)> {
-    let rows = app
-        .server
-        .state
-        .db_call(move |conn| constraints::list_constraints(conn, ProjectId(project)))
-        .await
-        .unwrap();
-    rows.into_iter()
-        .map(|row| (row.pattern, row.visibility.as_str().to_string()))
-        .collect()
-}
 
 #[actix_web::test]
 async fn models_runs_skills_and_constraints_survive_a_restart() {
@@ -66,7 +51,7 @@ async fn models_runs_skills_and_constraints_survive_a_restart() {
     let models_before = client.ok("getModels", json!({})).await;
     let runs_before = client.ok("getRuns", json!({})).await;
     let detail_before = client.ok("getRun", json!({"run": "durable_run"})).await;
-    let constraints_before = constraints_of(&app, project).await;
+    let constraints_before = app.constraints(project).await;
     assert_eq!(
         constraints_before,
         [
@@ -110,12 +95,12 @@ async fn models_runs_skills_and_constraints_survive_a_restart() {
         client.ok("getSkills", json!({"run": "durable_run"})).await,
         json!([{"name": "sql_style", "status": 200}])
     );
-    assert_eq!(constraints_of(&app, project).await, constraints_before);
+    assert_eq!(app.constraints(project).await, constraints_before);
     client
         .ok("store", json!({"path": "build/**", "clear": true}))
         .await;
     assert_eq!(
-        constraints_of(&app, project).await,
+        app.constraints(project).await,
         [("src/app.js".to_string(), "readonly".to_string())]
     );
     let fresh = client.start_run("potato").await;

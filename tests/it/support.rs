@@ -11,6 +11,8 @@ use awc::BoxedSocket;
 use futures_util::{SinkExt, StreamExt};
 use rummy::app::{start, RunningServer};
 use rummy::config::{ConfigError, Settings};
+use rummy::db::ids::ProjectId;
+use rummy::db::queries::constraints;
 use serde_json::{json, Value};
 
 /// How long a test waits for any one frame before failing.
@@ -77,6 +79,19 @@ impl TestApp {
         let root = self.home().join(format!("project-{name}"));
         std::fs::create_dir_all(&root).unwrap();
         root
+    }
+
+    /// The project's file constraints as `(pattern, visibility)`, read from the database.
+    pub async fn constraints(&self, project: i64) -> Vec<(String, String)> {
+        let rows = self
+            .server
+            .state
+            .db_call(move |conn| constraints::list_constraints(conn, ProjectId(project)))
+            .await
+            .unwrap();
+        rows.into_iter()
+            .map(|row| (row.pattern, row.visibility.as_str().to_string()))
+            .collect()
     }
 
     /// Writes `$RUMMY_HOME/<kind>/<name>.md` (kind: `skills` or `personas`); returns its path.

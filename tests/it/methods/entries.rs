@@ -74,31 +74,73 @@ async fn get_entries_of_a_project_without_runs_is_empty() {
 #[actix_web::test]
 async fn get_and_store_with_persist_or_clear_need_no_run() {
     let app = TestApp::start().await;
-    let (mut client, root) = app.client_in_project("constraints").await;
-    let ok = json!({"status": "ok"});
-    let calls = [
-        ("get", json!({"path": "src/app.js", "persist": true})),
+    let root = app.project_root("constraints");
+    let mut client = app.client().await;
+    let project = client.init("constraints", &root).await;
+    let steps = [
+        (
+            "get",
+            json!({"path": "src/app.js", "persist": true}),
+            vec![("src/app.js", "active")],
+        ),
         (
             "get",
             json!({"path": "src/app.js", "persist": true, "readonly": true}),
+            vec![("src/app.js", "readonly")],
         ),
         (
             "get",
             json!({"path": root.join("lib/util.js"), "persist": 1}),
+            vec![("src/app.js", "readonly"), ("lib/util.js", "active")],
         ),
         (
             "store",
             json!({"path": "build/**", "persist": true, "ignore": true}),
+            vec![
+                ("src/app.js", "readonly"),
+                ("lib/util.js", "active"),
+                ("build/**", "ignore"),
+            ],
         ),
-        ("store", json!({"path": "docs/*.md", "persist": true})),
-        ("store", json!({"path": "docs/*.md", "clear": true})),
-        ("store", json!({"path": "never/set.txt", "clear": true})),
+        (
+            "store",
+            json!({"path": "./lib/util.js", "persist": true, "ignore": true}),
+            vec![
+                ("src/app.js", "readonly"),
+                ("lib/util.js", "ignore"),
+                ("build/**", "ignore"),
+            ],
+        ),
+        (
+            "store",
+            json!({"path": "src/app.js", "clear": true, "persist": true}),
+            vec![("lib/util.js", "ignore"), ("build/**", "ignore")],
+        ),
+        (
+            "store",
+            json!({"path": root.join("build/**"), "clear": true}),
+            vec![("lib/util.js", "ignore")],
+        ),
+        (
+            "store",
+            json!({"path": "never/set.txt", "clear": true}),
+            vec![("lib/util.js", "ignore")],
+        ),
     ];
-    for (method, params) in calls {
+    for (method, params, expected) in steps {
         assert_eq!(
             client.ok(method, params.clone()).await,
-            ok,
+            json!({"status": "ok"}),
             "{method} {params}"
+        );
+        let expected: Vec<(String, String)> = expected
+            .into_iter()
+            .map(|(pattern, visibility)| (pattern.to_string(), visibility.to_string()))
+            .collect();
+        assert_eq!(
+            app.constraints(project).await,
+            expected,
+            "after {method} {params}"
         );
     }
 }

@@ -73,7 +73,13 @@ async fn discover_describes_every_method_and_notification() {
         .keys()
         .collect();
     assert_eq!(set_params, ["run", "path", "body", "to", "attributes"]);
-    for notification in ["run/state", "run/progress", "ui/render", "ui/notify"] {
+    for notification in [
+        "run/state",
+        "run/progress",
+        "run/proposal",
+        "ui/render",
+        "ui/notify",
+    ] {
         assert!(
             catalogue["notifications"][notification]["description"].is_string(),
             "{notification}"
