@@ -97,11 +97,15 @@ mod tests {
     #[test]
     fn empty_or_ill_typed_param_is_named() {
         assert_eq!(
-            decode::<Example>(json!({"run": ""})).unwrap_err().to_string(),
+            decode::<Example>(json!({"run": ""}))
+                .unwrap_err()
+                .to_string(),
             "run is required"
         );
         assert_eq!(
-            decode::<Example>(json!({"run": 5})).unwrap_err().to_string(),
+            decode::<Example>(json!({"run": 5}))
+                .unwrap_err()
+                .to_string(),
             "run is required"
         );
         assert_eq!(
