@@ -118,10 +118,10 @@ mod tests {
 
     #[test]
     fn flags_accept_truthy_values() {
-        let example: Example = decode(json!({"run": "a", "persist": 1})).unwrap();
+        let example: Example =
+            decode(json!({"run": "a", "persist": 1, "contextLimit": 2048})).unwrap();
         assert!(example.persist);
-        assert_eq!(&*example.run, "a");
-        assert_eq!(example.context_limit, None);
+        assert_eq!((&*example.run, example.context_limit), ("a", Some(2048)));
         let example: Example = decode(json!({"run": "a", "persist": null})).unwrap();
         assert!(!example.persist);
     }

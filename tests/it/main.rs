@@ -1,10 +1,18 @@
 //! The integration suite: the real server on port 0, a temp SQLite file per test, and real
 //! WebSocket clients; a scripted OpenAI-compatible server stands in for the LLM where a test
-//! needs determinism.
+//! needs determinism, and a real small model runs the end-to-end tests.
+//!
+//! Helpers outside `#[test]` functions fail a test by panicking too, so `unwrap` and
+//! `expect` are allowed in the whole suite.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod e2e;
 mod fake_llm;
 mod support;
 
+mod concurrency;
 mod loops;
+mod methods;
+mod persistence;
+mod runs;
 mod transport;

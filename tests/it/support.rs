@@ -10,7 +10,9 @@ use awc::ws::{Codec, Frame, Message};
 use awc::BoxedSocket;
 use futures_util::{SinkExt, StreamExt};
 use rummy::app::{start, RunningServer};
-use rummy::config::Settings;
+use rummy::config::{ConfigError, Settings};
+use rummy::db::ids::ProjectId;
+use rummy::db::queries::constraints;
 use serde_json::{json, Value};
 
 /// How long a test waits for any one frame before failing.
@@ -68,19 +70,50 @@ impl TestApp {
 
     /// A client already bound to a project rooted in a fresh directory.
     pub async fn client_in_project(&self, name: &str) -> (Client, PathBuf) {
+        let root = self.project_root(name);
+        let mut client = self.client().await;
+        client.init(name, &root).await;
+        (client, root)
+    }
+
+    /// The root directory of project `name`, created under the home.
+    pub fn project_root(&self, name: &str) -> PathBuf {
         let root = self.home().join(format!("project-{name}"));
         std::fs::create_dir_all(&root).unwrap();
-        let mut client = self.client().await;
-        client
-            .ok("init", json!({"name": name, "projectRoot": root}))
-            .await;
-        (client, root)
+        root
+    }
+
+    /// The project's file constraints as `(pattern, visibility)`, read from the database.
+    pub async fn constraints(&self, project: i64) -> Vec<(String, String)> {
+        let rows = self
+            .server
+            .state
+            .db_call(move |conn| constraints::list_constraints(conn, ProjectId(project)))
+            .await
+            .unwrap();
+        rows.into_iter()
+            .map(|row| (row.pattern, row.visibility.as_str().to_string()))
+            .collect()
+    }
+
+    /// Writes `$RUMMY_HOME/<kind>/<name>.md` (kind: `skills` or `personas`); returns its path.
+    pub fn write_document(&self, kind: &str, name: &str, body: &str) -> PathBuf {
+        let directory = self.home().join(kind);
+        std::fs::create_dir_all(&directory).unwrap();
+        let path = directory.join(format!("{name}.md"));
+        std::fs::write(&path, body).unwrap();
+        path
     }
 }
 
 pub fn settings(env: &HashMap<String, String>) -> Settings {
+    try_settings(env).unwrap()
+}
+
+/// The settings for `env`, or why they are refused.
+pub fn try_settings(env: &HashMap<String, String>) -> Result<Settings, ConfigError> {
     let config_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
-    Settings::load(env, &config_dir).unwrap()
+    Settings::load(env, &config_dir)
 }
 
 /// A JSON-RPC client that keeps notifications aside while it waits for replies.
@@ -105,6 +138,29 @@ impl Client {
             notifications: VecDeque::new(),
             replies: HashMap::new(),
         }
+    }
+
+    /// `init` on `name` rooted at `root`; returns the project id.
+    pub async fn init(&mut self, name: &str, root: &Path) -> i64 {
+        let result = self
+            .ok("init", json!({"name": name, "projectRoot": root}))
+            .await;
+        result["projectId"].as_i64().unwrap()
+    }
+
+    /// Adds the model alias `alias` (an OpenAI-compatible model with a known context).
+    pub async fn add_model(&mut self, alias: &str) {
+        self.ok(
+            "addModel",
+            json!({"alias": alias, "actual": format!("openai/{alias}"), "contextLength": 8192}),
+        )
+        .await;
+    }
+
+    /// `startRun` on `model`; returns the new run's alias.
+    pub async fn start_run(&mut self, model: &str) -> String {
+        let result = self.ok("startRun", json!({"model": model})).await;
+        result["run"].as_str().unwrap().to_string()
     }
 
     /// Sends a raw text frame.

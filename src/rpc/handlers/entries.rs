@@ -2,12 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::app::blocking;
+use crate::app::{blocking, mailbox};
+use crate::db::actor::entry_messages::Demote;
 use crate::db::enums::Visibility;
 use crate::db::models::entry::Selector;
 use crate::db::queries::{constraints, entries, runs};
 use crate::error::AppError;
-use crate::project::{ConstraintPattern, ProjectRoot};
+use crate::project::{ConstraintPattern, ProjectError, ProjectRoot};
 use crate::rpc::dispatch::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, find_run_or};
 use crate::rpc::handlers::tools::{dispatch_tool, ToolParams};
@@ -153,18 +154,30 @@ pub async fn store(context: CallContext, params: StoreParams) -> Result<Reply, A
         path: params.path.0,
         body: None,
     };
+    // Sent as its own message: `demote` opens an immediate transaction, which cannot
+    // nest inside the one `db_call` wraps its work in.
     context
         .app
-        .db_call(move |conn| entries::demote(conn, run.id, &selector))
-        .await?;
+        .db
+        .send(Demote {
+            run_id: run.id,
+            selector,
+        })
+        .await
+        .map_err(mailbox)??;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 
 /// The stored form of a client-given constraint pattern: relative to the root, confined.
+/// `init` does not require the root to exist; confining a pattern does, and a missing root
+/// is the client's mistake (-32602), not an internal error.
 async fn constraint_pattern(context: &CallContext, raw: &str) -> Result<String, AppError> {
     let root = context.project()?.root.clone();
     let raw = raw.to_string();
     blocking(move || {
+        if !root.is_dir() {
+            return Err(ProjectError::RootNotDirectory(root).into());
+        }
         let root = ProjectRoot::new(&root)?;
         Ok(ConstraintPattern::normalize(&root, &raw)?
             .as_str()

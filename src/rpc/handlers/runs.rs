@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::app::mailbox;
+use crate::db::actor::run_messages::SetRunStatus;
 use crate::db::enums::RunStatus;
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunRow};
@@ -263,7 +265,8 @@ pub struct RunConfigParams {
     model: Option<String>,
 }
 
-/// `run/config`: change only the settings given.
+/// `run/config`: change only the settings given; a model must be in the catalogue, since
+/// later loops of the run (inject, resume) would otherwise fail on it.
 pub async fn configure(context: CallContext, params: RunConfigParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let context_limit = validate_settings(params.temperature, params.context_limit)?;
@@ -275,8 +278,15 @@ pub async fn configure(context: CallContext, params: RunConfigParams) -> Result<
     };
     context
         .app
-        .db_call(move |conn| runs::update_run_config(conn, run.id, &form))
-        .await?;
+        .db_call(move |conn| {
+            if let Some(model) = &form.model {
+                if models::find_model(conn, model)?.is_none() {
+                    return Ok(Err(AppError::UnknownModel(model.clone())));
+                }
+            }
+            runs::update_run_config(conn, run.id, &form).map(|_| Ok(()))
+        })
+        .await??;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 
@@ -311,10 +321,17 @@ pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply,
 pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     if !context.app.runs.abort(run.id) && run.status != RunStatus::Aborted {
+        // Sent as its own message: `set_run_status` opens an immediate transaction, which
+        // cannot nest inside the one `db_call` wraps its work in.
         context
             .app
-            .db_call(move |conn| runs::set_run_status(conn, run.id, RunStatus::Aborted))
-            .await?;
+            .db
+            .send(SetRunStatus {
+                id: run.id,
+                status: RunStatus::Aborted,
+            })
+            .await
+            .map_err(mailbox)??;
     }
     Reply::of(serde_json::json!({"status": "ok"}))
 }

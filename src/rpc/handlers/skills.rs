@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::app::blocking;
+use crate::app::{blocking, mailbox};
+use crate::db::actor::entry_messages::DeleteEntries;
 use crate::db::models::entry::{EntryUpsert, Selector};
 use crate::db::models::run::RunConfigUpdateForm;
 use crate::db::queries::{entries, runs};
@@ -80,10 +81,17 @@ pub async fn remove(context: CallContext, params: SkillParams) -> Result<Reply, 
     let (alias, name) = params.checked()?;
     let run = find_run_or(&context, &alias, AppError::RunNotFoundShort).await?;
     let selector = Selector::Path(format!("{SKILL_SCHEME}{name}"));
+    // Sent as its own message: `delete_entries` opens an immediate transaction, which
+    // cannot nest inside the one `db_call` wraps its work in.
     context
         .app
-        .db_call(move |conn| entries::delete_entries(conn, run.id, &selector))
-        .await?;
+        .db
+        .send(DeleteEntries {
+            run_id: run.id,
+            selector,
+        })
+        .await
+        .map_err(mailbox)??;
     Reply::of(json!({"status": "ok"}))
 }
 

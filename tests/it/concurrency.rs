@@ -1,0 +1,190 @@
+//! Many connections at once: concurrent run creation, notification scoping by project, and
+//! the token gate on a non-loopback bind.
+
+use std::collections::{HashMap, HashSet};
+
+use futures_util::future::join_all;
+use regex::Regex;
+use rummy::db::ids::ProjectId;
+use rummy::rpc::notifications::{Notification, ProgressStatus, RunProgress};
+use serde_json::{json, Value};
+
+use crate::support::{try_settings, Client, TestApp};
+
+#[actix_web::test]
+async fn fifty_clients_starting_runs_at_once_all_get_unique_aliases() {
+    let app = TestApp::start_with(&[("RUMMY_MODEL_grok", "openai/grok")]).await;
+    let root = app.project_root("crowd");
+    let url = format!("ws://{}/", app.addr());
+    let mut clients = join_all((0..50).map(|_| Client::connect(&url))).await;
+    let sessions = clients.iter_mut().enumerate().map(|(index, client)| {
+        let root = root.clone();
+        async move {
+            client.init(&format!("crowd_{}", index % 5), &root).await;
+            client.start_run("grok").await
+        }
+    });
+    let aliases: Vec<String> = join_all(sessions).await;
+    let pattern = Regex::new(r"^grok_\d{13}(_\d+)?$").unwrap();
+    for alias in &aliases {
+        assert!(pattern.is_match(alias), "{alias}");
+    }
+    let unique: HashSet<&String> = aliases.iter().collect();
+    assert_eq!(unique.len(), aliases.len(), "{aliases:?}");
+    let mut listed = HashSet::new();
+    for client in clients.iter_mut().take(5) {
+        let runs = client.ok("getRuns", json!({})).await;
+        let runs = runs.as_array().unwrap();
+        assert_eq!(runs.len(), 10, "ten clients per project");
+        listed.extend(
+            runs.iter()
+                .map(|run| run["run"].as_str().unwrap().to_string()),
+        );
+    }
+    assert_eq!(listed.len(), 50);
+    assert!(aliases.iter().all(|alias| listed.contains(alias)));
+}
+
+fn progress(run: &str, turn: i64, status: ProgressStatus) -> Notification {
+    Notification::Progress(RunProgress {
+        run: run.to_string(),
+        turn,
+        status,
+    })
+}
+
+/// Publishes on the server's hub of `project`, as a run loop would.
+fn publish(app: &TestApp, project: i64, notification: Notification) {
+    app.server
+        .state
+        .hubs
+        .publish(ProjectId(project), notification);
+}
+
+/// The next `run/progress` params on `client`, which must have had no other notification.
+async fn only_progress(client: &mut Client) -> Value {
+    let notification = client.notification("run/progress").await;
+    assert!(
+        client.pending_notifications().is_empty(),
+        "{:?}",
+        client.pending_notifications()
+    );
+    assert!(notification.get("id").is_none(), "{notification}");
+    notification["params"].clone()
+}
+
+#[actix_web::test]
+async fn notifications_reach_only_the_connections_of_their_project() {
+    let app = TestApp::start().await;
+    let mut watcher = app.client().await;
+    let (mut alpha, root_alpha) = app.client_in_project("alpha").await;
+    let mut alpha_too = app.client().await;
+    let alpha_id = alpha_too.init("alpha", &root_alpha).await;
+    let mut beta = app.client().await;
+    let beta_id = beta.init("beta", &app.project_root("beta")).await;
+    assert_ne!(alpha_id, beta_id);
+
+    publish(
+        &app,
+        alpha_id,
+        progress("run_a", 1, ProgressStatus::Thinking),
+    );
+    let thinking = json!({"run": "run_a", "turn": 1, "status": "thinking", "seq": 1});
+    assert_eq!(only_progress(&mut alpha).await, thinking);
+    assert_eq!(only_progress(&mut alpha_too).await, thinking);
+    publish(
+        &app,
+        alpha_id,
+        progress("run_a", 1, ProgressStatus::Processing),
+    );
+    let processing = json!({"run": "run_a", "turn": 1, "status": "processing", "seq": 2});
+    assert_eq!(only_progress(&mut alpha).await, processing);
+    assert_eq!(only_progress(&mut alpha_too).await, processing);
+
+    publish(
+        &app,
+        beta_id,
+        progress("run_b", 4, ProgressStatus::Thinking),
+    );
+    assert_eq!(
+        only_progress(&mut beta).await,
+        json!({"run": "run_b", "turn": 4, "status": "thinking", "seq": 1}),
+        "beta saw nothing of alpha's run"
+    );
+
+    watcher.init("beta", &app.project_root("beta")).await;
+    publish(
+        &app,
+        beta_id,
+        progress("run_b", 4, ProgressStatus::Processing),
+    );
+    let next = json!({"run": "run_b", "turn": 4, "status": "processing", "seq": 2});
+    assert_eq!(
+        only_progress(&mut watcher).await,
+        next,
+        "nothing was delivered before init"
+    );
+    assert_eq!(only_progress(&mut beta).await, next);
+}
+
+#[actix_web::test]
+async fn re_init_moves_a_connection_to_the_new_project() {
+    let app = TestApp::start().await;
+    let (mut alpha, root_alpha) = app.client_in_project("alpha").await;
+    let mut mover = app.client().await;
+    let alpha_id = mover.init("alpha", &root_alpha).await;
+    let beta_id = mover.init("beta", &app.project_root("beta")).await;
+
+    publish(
+        &app,
+        alpha_id,
+        progress("run_a", 1, ProgressStatus::Thinking),
+    );
+    assert_eq!(only_progress(&mut alpha).await["run"], json!("run_a"));
+    publish(
+        &app,
+        beta_id,
+        progress("run_b", 1, ProgressStatus::Thinking),
+    );
+    assert_eq!(
+        only_progress(&mut mover).await,
+        json!({"run": "run_b", "turn": 1, "status": "thinking", "seq": 1}),
+        "the mover no longer hears alpha"
+    );
+    let runs = mover.ok("getRuns", json!({})).await;
+    assert_eq!(runs, json!([]), "getRuns follows the new binding");
+}
+
+#[actix_web::test]
+async fn a_non_loopback_bind_requires_a_token_and_enforces_it() {
+    let home = tempfile::tempdir().unwrap();
+    let env: HashMap<String, String> = [
+        ("RUMMY_HOME", home.path().display().to_string()),
+        ("PORT", "0".to_string()),
+        ("RUMMY_HOST", "0.0.0.0".to_string()),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_string(), value))
+    .collect();
+    let refused = try_settings(&env).map(|_| ()).unwrap_err().to_string();
+    assert!(refused.contains("RUMMY_AUTH_TOKEN"), "{refused}");
+
+    let app =
+        TestApp::start_with(&[("RUMMY_HOST", "0.0.0.0"), ("RUMMY_AUTH_TOKEN", "s3cret")]).await;
+    assert!(app.addr().ip().is_unspecified(), "{}", app.addr());
+    let url = format!("ws://127.0.0.1:{}/", app.addr().port());
+    for attempt in [
+        awc::Client::new().ws(url.as_str()),
+        awc::Client::new().ws(format!("{url}?token=wrong")),
+        awc::Client::new().ws(url.as_str()).bearer_auth("wrong"),
+    ] {
+        match attempt.connect().await {
+            Err(awc::error::WsClientError::InvalidResponseStatus(status)) => {
+                assert_eq!(status.as_u16(), 401)
+            }
+            other => panic!("expected 401, got {:?}", other.map(|_| ())),
+        }
+    }
+    let mut client = Client::connect(&format!("{url}?token=s3cret")).await;
+    assert_eq!(client.ok("ping", json!({})).await, json!({}));
+}

@@ -1,0 +1,111 @@
+//! What clients store survives a restart on the same database file: models, projects, runs
+//! with their settings and status, skill entries, and file constraints.
+
+use serde_json::{json, Value};
+
+use crate::support::TestApp;
+
+#[actix_web::test]
+async fn models_runs_skills_and_constraints_survive_a_restart() {
+    let app = TestApp::start().await;
+    let root = app.project_root("durable");
+    app.write_document("skills", "sql_style", "Lowercase keywords.");
+    let mut client = app.client().await;
+    let project = client.init("durable", &root).await;
+    client
+        .ok(
+            "addModel",
+            json!({"alias": "potato", "actual": "openai/potato-3000", "contextLength": 16000}),
+        )
+        .await;
+    let started = client
+        .ok(
+            "startRun",
+            json!({"model": "potato", "temperature": 0.4, "persona": "Terse.", "contextLimit": 4096}),
+        )
+        .await;
+    let run = started["run"].as_str().unwrap();
+    client
+        .ok("run/rename", json!({"run": run, "name": "durable_run"}))
+        .await;
+    client
+        .ok(
+            "skill/add",
+            json!({"run": "durable_run", "name": "sql_style"}),
+        )
+        .await;
+    let aborted = client.start_run("potato").await;
+    client.ok("run/abort", json!({"run": aborted})).await;
+    client
+        .ok(
+            "get",
+            json!({"path": root.join("src/app.js"), "persist": true, "readonly": true}),
+        )
+        .await;
+    client
+        .ok(
+            "store",
+            json!({"path": "build/**", "persist": true, "ignore": true}),
+        )
+        .await;
+    let models_before = client.ok("getModels", json!({})).await;
+    let runs_before = client.ok("getRuns", json!({})).await;
+    let detail_before = client.ok("getRun", json!({"run": "durable_run"})).await;
+    let constraints_before = app.constraints(project).await;
+    assert_eq!(
+        constraints_before,
+        [
+            ("src/app.js".to_string(), "readonly".to_string()),
+            ("build/**".to_string(), "ignore".to_string()),
+        ]
+    );
+
+    let app = app.restart().await;
+    assert_eq!(
+        client.closed().await,
+        Some(1001),
+        "the old server closed its clients"
+    );
+    let mut client = app.client().await;
+    assert_eq!(
+        client.ok("getModels", json!({})).await,
+        models_before,
+        "models are available before init"
+    );
+    assert_eq!(client.init("durable", &root).await, project);
+    let runs_after = client.ok("getRuns", json!({})).await;
+    assert_eq!(runs_after, runs_before);
+    let statuses: Vec<&Value> = runs_after
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| &run["status"])
+        .collect();
+    assert_eq!(statuses, [&json!(499), &json!(100)]);
+    assert_eq!(
+        client.ok("getRun", json!({"run": "durable_run"})).await,
+        detail_before
+    );
+    assert_eq!(detail_before["persona"], json!("Terse."));
+    assert_eq!(
+        detail_before["context"]["history"][0]["body"],
+        json!("Lowercase keywords.")
+    );
+    assert_eq!(
+        client.ok("getSkills", json!({"run": "durable_run"})).await,
+        json!([{"name": "sql_style", "status": 200}])
+    );
+    assert_eq!(app.constraints(project).await, constraints_before);
+    client
+        .ok("store", json!({"path": "build/**", "clear": true}))
+        .await;
+    assert_eq!(
+        app.constraints(project).await,
+        [("src/app.js".to_string(), "readonly".to_string())]
+    );
+    let fresh = client.start_run("potato").await;
+    assert_ne!(
+        fresh, aborted,
+        "new aliases do not collide with stored ones"
+    );
+}
