@@ -16,33 +16,8 @@
 pub mod materialize;
 pub mod packet;
 
-use crate::db::functions::estimate_tokens;
-
 pub use materialize::{ContextRow, MaterializeContext, Projector, ReadContext, TurnTarget};
 pub use packet::{Bucket, BucketShare, Packet};
 
-/// The one token formula, `ceil(characters / divisor)`, shared with the database's
-/// `countTokens` (the same function backs both).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TokenMath {
-    divisor: u32,
-}
-
-impl TokenMath {
-    /// Token math with `divisor` characters per token (0 is treated as 1).
-    pub fn new(divisor: u32) -> TokenMath {
-        TokenMath {
-            divisor: divisor.max(1),
-        }
-    }
-
-    /// Characters per token.
-    pub fn divisor(self) -> u32 {
-        self.divisor
-    }
-
-    /// The token estimate of `text`.
-    pub fn count(self, text: &str) -> i64 {
-        i64::from(estimate_tokens(text, self.divisor))
-    }
-}
+/// The one token formula, shared with the budget and the database's `countTokens`.
+pub use crate::budget::TokenMath;

@@ -80,9 +80,9 @@ pub struct TokenMath {
 
 impl TokenMath {
     /// An estimator with `divisor` characters per token (0 counts as 1).
-    pub fn new(divisor: u32) -> TokenMath {
+    pub const fn new(divisor: u32) -> TokenMath {
         TokenMath {
-            divisor: divisor.max(1),
+            divisor: if divisor == 0 { 1 } else { divisor },
         }
     }
 
@@ -93,7 +93,7 @@ impl TokenMath {
 
     /// The display size of one entry body.
     pub fn entry_tokens(self, body: &str) -> EntryTokens {
-        EntryTokens(self.count(body))
+        EntryTokens(u64::try_from(self.count(body)).unwrap_or(0))
     }
 
     /// The estimate of an assembled packet: the sum of each message's estimate.
@@ -103,12 +103,14 @@ impl TokenMath {
     ) -> EstimatedTokens {
         messages
             .into_iter()
-            .map(|message| EstimatedTokens(self.count(message)))
+            .map(|message| EstimatedTokens(u64::try_from(self.count(message)).unwrap_or(0)))
             .sum()
     }
 
-    fn count(self, text: &str) -> u64 {
-        u64::try_from(estimate_tokens(text, self.divisor)).unwrap_or(0)
+    /// The raw estimate of `text`, for the places that add measures of one kind up
+    /// (projected rows, message parts).
+    pub fn count(self, text: &str) -> i64 {
+        i64::from(estimate_tokens(text, self.divisor))
     }
 }
 

@@ -19,7 +19,7 @@ use crate::plugins::assembly::testing::FakeTools;
 use crate::plugins::assembly::{Assembly, AssemblyInput, BudgetFigures};
 use crate::plugins::policy::ToolPolicy;
 
-const TOKENS: TokenMath = TokenMath { divisor: 4 };
+const TOKENS: TokenMath = TokenMath::new(4);
 
 struct Db {
     _dir: tempfile::TempDir,

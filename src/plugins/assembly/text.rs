@@ -11,11 +11,6 @@ pub const BUDGET: &str = include_str!("../text/assembly/budget.md");
 pub const FIDELITY: &str = include_str!("../text/assembly/fidelity.md");
 /// Progress: ties the performed work to the prompt that caused it.
 pub const BRIDGE: &str = include_str!("../text/assembly/bridge.md");
-/// Progress: the context is half full.
-pub const ADVISORY_HALF: &str = include_str!("../text/assembly/advisory_half.md");
-/// Progress: the context is three quarters full.
-pub const ADVISORY_THREE_QUARTERS: &str =
-    include_str!("../text/assembly/advisory_three_quarters.md");
 /// The `warn` attribute of an ask-mode prompt.
 pub const ASK_WARNING: &str = include_str!("../text/assembly/ask_warning.md");
 
