@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
+use actix::{Actor, Addr};
 use actix_web::dev::ServerHandle;
 use actix_web::{web, App, HttpServer};
 use serde_json::Value;
@@ -12,6 +12,7 @@ use serde_json::Value;
 use diesel::SqliteConnection;
 
 use crate::agent::RunRegistry;
+use crate::budget::BudgetActor;
 use crate::config::Settings;
 use crate::db::actor::config_messages::LogRpc;
 use crate::db::actor::CheckReady;
@@ -50,6 +51,8 @@ pub struct AppState {
     pub plugins: Arc<Plugins>,
     /// The assembly plugins (the tags of the packet).
     pub assembly: Arc<Assembly>,
+    /// Token accounting per run: calibration and cumulative usage.
+    pub budget: Addr<BudgetActor>,
 }
 
 /// A server started by [`start`].
@@ -101,6 +104,7 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
             max_entry_tokens: i32::try_from(settings.tokens.max_entry_tokens).unwrap_or(i32::MAX),
         })),
         assembly: Arc::new(Assembly::bundled()),
+        budget: BudgetActor::default().start(),
     };
     state.register_schemes().await?;
     state.seed_models().await?;

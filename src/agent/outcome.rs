@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::db::enums::RunStatus;
+use crate::db::ids::LoopId;
 use crate::db::models::entry::UnresolvedRow;
 
 /// A pending proposal as `ask`/`act`/`run/resolve` report it (attributes as a JSON string).
@@ -46,8 +47,21 @@ pub enum LoopOutcome {
     },
     /// The context does not fit: 413 with the reason.
     Overflow {
-        /// "Context full (N tokens over)." or what does not fit.
+        /// What does not fit, for the client.
         error: String,
+    },
+    /// The context did not fit: a panic loop frees room, then `retry` runs the prompt again
+    /// (whoever waits for this loop waits for the retry).
+    Panicked {
+        /// The re-enqueued loop.
+        retry: LoopId,
+    },
+    /// A panic loop could not free enough room: it and its pending retry end with 413.
+    RecoveryFailed {
+        /// What does not fit, for the client.
+        error: String,
+        /// The retry loop dropped with it.
+        retry: Option<LoopId>,
     },
 }
 
@@ -57,7 +71,9 @@ impl LoopOutcome {
         match self {
             LoopOutcome::Ended(status) => *status,
             LoopOutcome::Proposed { .. } => RunStatus::Proposed,
-            LoopOutcome::Overflow { .. } => RunStatus::TooLarge,
+            LoopOutcome::Overflow { .. }
+            | LoopOutcome::Panicked { .. }
+            | LoopOutcome::RecoveryFailed { .. } => RunStatus::TooLarge,
         }
     }
 
@@ -70,7 +86,10 @@ impl LoopOutcome {
             } => {
                 json!({"status": 202, "turn": turn, "summarized": summarized})
             }
-            LoopOutcome::Overflow { error } => json!({"status": 413, "error": error}),
+            LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => {
+                json!({"status": 413, "error": error})
+            }
+            LoopOutcome::Panicked { retry } => json!({"status": 413, "retry": retry.0}),
         }
     }
 
@@ -84,7 +103,10 @@ impl LoopOutcome {
                 "turn": turn,
                 "proposed": proposed,
             }),
-            LoopOutcome::Overflow { error } => json!({"run": alias, "status": 413, "error": error}),
+            LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => {
+                json!({"run": alias, "status": 413, "error": error})
+            }
+            LoopOutcome::Panicked { .. } => json!({"run": alias, "status": 413}),
         }
     }
 }

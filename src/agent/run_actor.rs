@@ -34,6 +34,14 @@ struct LoopEnded {
     outcome: LoopOutcome,
 }
 
+/// Whoever waits for loop `from` waits for loop `to` instead (a panic's retry).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct LoopRedirected {
+    from: LoopId,
+    to: LoopId,
+}
+
 /// The drain finished: the queue was empty.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -114,6 +122,14 @@ impl Handler<LoopEnded> for RunActor {
     }
 }
 
+impl Handler<LoopRedirected> for RunActor {
+    type Result = ();
+    fn handle(&mut self, message: LoopRedirected, _: &mut Context<Self>) {
+        let waiting = self.waiters.remove(&message.from).unwrap_or_default();
+        self.waiters.entry(message.to).or_default().extend(waiting);
+    }
+}
+
 impl Handler<DrainEnded> for RunActor {
     type Result = ();
     fn handle(&mut self, _: DrainEnded, ctx: &mut Context<Self>) {
@@ -166,7 +182,25 @@ async fn drain(
         {
             tracing::error!(run = %run, %error, "cannot finish loop");
         }
-        me.do_send(LoopEnded { loop_id, outcome });
+        match outcome {
+            LoopOutcome::Panicked { retry } => me.do_send(LoopRedirected {
+                from: loop_id,
+                to: retry,
+            }),
+            LoopOutcome::RecoveryFailed {
+                ref error,
+                retry: Some(retry),
+            } => {
+                me.do_send(LoopEnded {
+                    loop_id: retry,
+                    outcome: LoopOutcome::Overflow {
+                        error: error.clone(),
+                    },
+                });
+                me.do_send(LoopEnded { loop_id, outcome });
+            }
+            outcome => me.do_send(LoopEnded { loop_id, outcome }),
+        }
     }
 }
 

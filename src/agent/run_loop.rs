@@ -9,6 +9,12 @@ use crate::agent::outcome::{LoopOutcome, ProposedRow};
 use crate::agent::scan;
 use crate::agent::turn::{execute_turn, TurnEnd, TurnInput};
 use crate::app::AppState;
+use crate::budget::{
+    plan_overflow, ContextWindow, OverflowDecision, OverflowFacts, PanicTracker, TokenMath,
+};
+use crate::db::enums::{Fidelity, LoopPriority};
+use crate::db::models::entry::Selector;
+use crate::db::queries::loops;
 use crate::db::enums::RunStatus;
 use crate::db::ids::RunId;
 use crate::db::models::entry::EntryUpsert;
@@ -55,6 +61,9 @@ pub async fn execute_loop(app: &AppState, lp: LoopRow, cancel: CancellationToken
         }
     };
     let status = outcome.status();
+    if matches!(outcome, LoopOutcome::Panicked { .. }) {
+        return outcome;
+    }
     if let Err(error) = app
         .db_call(move |conn| runs::set_run_status(conn, run_id, status).map(drop))
         .await
@@ -106,6 +115,8 @@ async fn run_turns(
     };
     let mut progress = ProgressTracker::new(limits);
     let mut repetition = RepetitionTracker::new(limits);
+    let window = ContextWindow::new(u64::try_from(context_size).unwrap_or(0));
+    let mut panic = PanicTracker::from_loop(lp, window);
     let max_turns = agent.max_turns.max(1);
     for iteration in 1..=max_turns {
         if cancel.is_cancelled() {
@@ -120,9 +131,27 @@ async fn run_turns(
             model_actual: &actual,
             context_size,
             project_root: &project_root,
+            panic: panic.as_mut(),
         };
         let report = match execute_turn(app, input, cancel).await? {
-            TurnEnd::Overflow { error } => return Ok(LoopOutcome::Overflow { error }),
+            TurnEnd::Overflow {
+                overflow,
+                incoming_prompt,
+                prompt_path,
+                calibration,
+            } => {
+                let facts = OverflowFacts {
+                    original: lp,
+                    overflow,
+                    incoming_prompt,
+                    prompt_label: prompt_path.as_deref().unwrap_or("of this loop"),
+                    math: TokenMath::new(app.settings.tokens.divisor),
+                    calibration,
+                };
+                return enter_panic(app, plan_overflow(&facts), prompt_path).await;
+            }
+            TurnEnd::Freed => return end_panic(app, lp).await,
+            TurnEnd::GaveUp(failure) => return give_up_panic(app, lp, failure.to_string()).await,
             TurnEnd::Completed(report) => report,
         };
         if !report.proposed.is_empty() {
@@ -131,6 +160,9 @@ async fn run_turns(
                 summarized: report.summary.is_some(),
                 proposed: report.proposed.into_iter().map(ProposedRow::from).collect(),
             });
+        }
+        if panic.is_some() {
+            continue;
         }
         if let Verdict::Halt(reason) = repetition.assess(&report.action_calls, &report.write_calls)
         {
@@ -146,7 +178,85 @@ async fn run_turns(
             }
         }
     }
+    if panic.is_some() {
+        let error = format!(
+            "context recovery did not free enough room in {max_turns} turns; \
+             the prompt does not fit the model's {context_size}-token context window"
+        );
+        return give_up_panic(app, lp, error).await;
+    }
     Ok(LoopOutcome::Ended(RunStatus::Completed))
+}
+
+/// Carries out an overflow decision: queue the panic loop and the retry (archiving the
+/// prompt that did not fit meanwhile), or fail with what does not fit.
+async fn enter_panic(
+    app: &AppState,
+    decision: OverflowDecision,
+    prompt_path: Option<String>,
+) -> Result<LoopOutcome, LoopError> {
+    let plan = match decision {
+        OverflowDecision::HardFail(failure) => {
+            return Ok(LoopOutcome::Overflow {
+                error: failure.to_string(),
+            })
+        }
+        OverflowDecision::EnterPanic(plan) => plan,
+    };
+    tracing::info!(
+        target_tokens = plan.target.get(),
+        to_free = plan.to_free.get(),
+        "context overflow: entering panic mode"
+    );
+    let retry = app
+        .db_call(move |conn| {
+            if let Some(path) = prompt_path {
+                entries::set_fidelity(
+                    conn,
+                    plan.panic_loop.run_id,
+                    &Selector::Path(path),
+                    Fidelity::Archive,
+                )?;
+            }
+            loops::enqueue_loop(conn, &plan.panic_loop)?;
+            loops::enqueue_loop(conn, &plan.retry_loop)
+        })
+        .await?;
+    Ok(LoopOutcome::Panicked { retry: retry.id })
+}
+
+/// A panic loop reached its target: its own prompt leaves the context; the retry runs next.
+async fn end_panic(app: &AppState, lp: &LoopRow) -> Result<LoopOutcome, LoopError> {
+    archive_loop_prompts(app, lp).await?;
+    Ok(LoopOutcome::Ended(RunStatus::Completed))
+}
+
+/// A panic loop gave up: the pending retry is dropped with the same error.
+async fn give_up_panic(app: &AppState, lp: &LoopRow, error: String) -> Result<LoopOutcome, LoopError> {
+    archive_loop_prompts(app, lp).await?;
+    let run_id = lp.run_id;
+    let record = serde_json::json!({"status": 413, "error": error});
+    let retry = app
+        .db_call(move |conn| {
+            let retry = loops::pending_loops(conn, run_id)?
+                .into_iter()
+                .find(|pending| pending.priority == LoopPriority::Retry);
+            if let Some(retry) = &retry {
+                loops::drop_loop(conn, retry.id, Some(&record))?;
+            }
+            Ok(retry.map(|retry| retry.id))
+        })
+        .await?;
+    Ok(LoopOutcome::RecoveryFailed { error, retry })
+}
+
+/// Archives the prompt entries a loop wrote (a panic loop's instructions).
+async fn archive_loop_prompts(app: &AppState, lp: &LoopRow) -> Result<(), LoopError> {
+    let run_id = lp.run_id;
+    let loop_id = lp.id;
+    app.db_call(move |conn| entries::archive_loop_prompts(conn, run_id, loop_id))
+        .await?;
+    Ok(())
 }
 
 /// The provider model id and the effective context size: the catalogue's length (or one

@@ -12,6 +12,10 @@ use crate::agent::loop_config::LoopConfig;
 use crate::agent::run_loop::LoopError;
 use crate::agent::state;
 use crate::app::AppState;
+use crate::budget::{
+    check_ceiling, Calibrated, Calibration, CalibratedTokens, CeilingVerdict, ContextWindow,
+    EstimatedTokens, Overflow, PanicFailure, PanicStep, PanicTracker, RecordUsage,
+};
 use crate::context::materialize::{materialize, TurnTarget};
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
@@ -47,6 +51,8 @@ pub struct TurnInput<'a> {
     pub context_size: i64,
     /// The project's root on this machine.
     pub project_root: &'a std::path::Path,
+    /// The judge of a panic loop's turns (`None` in other loops).
+    pub panic: Option<&'a mut PanicTracker>,
 }
 
 /// What the loop needs to decide whether to go on.
@@ -88,11 +94,21 @@ impl TurnReport {
 /// How a turn ended.
 #[derive(Debug)]
 pub enum TurnEnd {
-    /// The packet does not fit; the LLM was not called.
+    /// The packet does not fit the window; the LLM was not called.
     Overflow {
-        /// What the client is told.
-        error: String,
+        /// By how much.
+        overflow: Overflow,
+        /// The calibrated size of the loop's prompt.
+        incoming_prompt: CalibratedTokens,
+        /// The prompt entry this turn wrote, to archive while a panic loop frees room.
+        prompt_path: Option<String>,
+        /// The calibration of the measure.
+        calibration: Calibration,
     },
+    /// A panic loop reached its target; the LLM was not called.
+    Freed,
+    /// A panic loop gave up.
+    GaveUp(PanicFailure),
     /// The model answered and its commands ran.
     Completed(TurnReport),
 }
@@ -126,7 +142,7 @@ pub async fn execute_turn(
 
 async fn execute_numbered_turn(
     app: &AppState,
-    input: TurnInput<'_>,
+    mut input: TurnInput<'_>,
     row: TurnRow,
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, LoopError> {
@@ -138,7 +154,41 @@ async fn execute_numbered_turn(
         .config
         .policy(lp.mode, app.settings.search_available());
     let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
-    let packet = prepare_packet(app, &input, turn, prompt, policy).await?;
+    let mut packet = prepare_packet(app, &input, turn, prompt.clone(), policy).await?;
+    let mut estimate = estimate_of(&packet);
+    let measure = app
+        .budget
+        .send(Calibrated {
+            run: run_id,
+            estimate,
+        })
+        .await
+        .map_err(|error| LoopError::App(crate::app::mailbox(error)))?;
+    let window = ContextWindow::new(u64::try_from(input.context_size).unwrap_or(0));
+    let iteration = input.iteration;
+    match input.panic.as_deref_mut() {
+        Some(tracker) => match tracker.observe(measure) {
+            PanicStep::Freed { .. } => return Ok(TurnEnd::Freed),
+            PanicStep::GiveUp(failure) => return Ok(TurnEnd::GaveUp(failure)),
+            PanicStep::Continue { continuation, .. } if iteration > 1 => {
+                packet = prepare_packet(app, &input, turn, Some(continuation), policy).await?;
+                estimate = estimate_of(&packet);
+            }
+            PanicStep::Continue { .. } => {}
+        },
+        None => {
+            if let CeilingVerdict::Overflow(overflow) = check_ceiling(measure.calibrated, window) {
+                let tokens = TokenMath::new(app.settings.tokens.divisor);
+                let incoming = tokens.estimate_packet([lp.prompt.as_str()]);
+                return Ok(TurnEnd::Overflow {
+                    overflow,
+                    incoming_prompt: measure.calibration.apply(incoming),
+                    prompt_path: prompt.map(|_| format!("prompt://{turn}")),
+                    calibration: measure.calibration,
+                });
+            }
+        }
+    }
     let alias = state::alias_of(app, run_id).await?;
     let project = state::project_of(app, run_id).await?;
     app.hubs.publish(
@@ -149,14 +199,6 @@ async fn execute_numbered_turn(
             status: ProgressStatus::Thinking,
         }),
     );
-    if packet.assembled_tokens > input.context_size {
-        return Ok(TurnEnd::Overflow {
-            error: format!(
-                "Context full ({} tokens over).",
-                packet.assembled_tokens - input.context_size
-            ),
-        });
-    }
     let request = ChatRequest {
         messages: vec![
             ChatMessage::system(packet.system.clone()),
@@ -169,6 +211,11 @@ async fn execute_numbered_turn(
     let preparation_ms = started.elapsed().as_millis() as u64;
     let llm_started = Instant::now();
     let response = app.llm.complete(request, cancel).await?;
+    app.budget.do_send(RecordUsage {
+        run: run_id,
+        estimate,
+        usage: response.usage.clone(),
+    });
     let llm_ms = llm_started.elapsed().as_millis() as u64;
     app.metrics.record_turn(
         llm_ms,
@@ -209,6 +256,10 @@ async fn execute_numbered_turn(
         "turn done"
     );
     Ok(TurnEnd::Completed(report))
+}
+
+fn estimate_of(packet: &Packet) -> EstimatedTokens {
+    EstimatedTokens::new(u64::try_from(packet.assembled_tokens).unwrap_or(0))
 }
 
 /// Records and runs the response's commands on the DB thread; heals the status when the

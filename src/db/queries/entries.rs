@@ -403,5 +403,21 @@ pub fn rejected_at_turn(
     Ok(found > 0)
 }
 
+/// Archives the prompt entries one loop wrote; returns how many.
+pub fn archive_loop_prompts(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    loop_id: crate::db::ids::LoopId,
+) -> Result<usize, DbError> {
+    Ok(diesel::update(
+        known_entries::table
+            .filter(known_entries::run_id.eq(run_id))
+            .filter(known_entries::loop_id.eq(loop_id))
+            .filter(known_entries::scheme.eq("prompt")),
+    )
+    .set(known_entries::fidelity.eq(Fidelity::Archive))
+    .execute(conn)?)
+}
+
 #[cfg(test)]
 mod tests;

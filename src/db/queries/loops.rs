@@ -83,6 +83,15 @@ pub fn finish_loop(
         .ok_or_else(|| DbError::NotFound(format!("loop {id}")))
 }
 
+/// Drops a pending loop that will never run (status 499, with the reason as its result).
+pub fn drop_loop(
+    conn: &mut SqliteConnection,
+    id: LoopId,
+    result: Option<&serde_json::Value>,
+) -> Result<LoopRow, DbError> {
+    finish_loop(conn, id, RunStatus::Aborted, result)
+}
+
 /// The loop with this id.
 pub fn get_loop(conn: &mut SqliteConnection, id: LoopId) -> Result<Option<LoopRow>, DbError> {
     Ok(loops::table
