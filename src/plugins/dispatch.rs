@@ -12,7 +12,9 @@
 //! (a savepoint when the caller already opened one). Client tool calls (the RPC
 //! tool-dispatch methods) go through the same chain with [`dispatch_call`].
 
+mod messages;
 mod outcome;
+mod settle;
 
 use std::path::PathBuf;
 
@@ -30,9 +32,8 @@ use crate::plugins::tool::{Availability, ClientCall, Tool, ToolError, ToolKind, 
 use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
 use crate::plugins::Plugins;
-
-/// Longest target an action may name, in characters.
-const TARGET_MAX_CHARS: usize = 512;
+use messages::{cancel, excluded_message, invalid_target};
+use settle::{flags, settle_status};
 
 /// The turn one response belongs to.
 #[derive(Debug, Clone, PartialEq)]
@@ -327,62 +328,6 @@ fn recorded_attributes(command: &Command) -> Value {
     json
 }
 
-/// Why a target cannot be a path: reasoning that bled into an attribute.
-fn invalid_target(target: &str) -> Option<String> {
-    if target.chars().count() > TARGET_MAX_CHARS {
-        return Some(format!(
-            "Invalid path: it is longer than {TARGET_MAX_CHARS} characters. A path MUST be \
-             short, e.g. src/app.js or known://topic."
-        ));
-    }
-    target
-        .chars()
-        .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
-        .then(|| "Invalid path: it contains control characters.".to_owned())
-}
-
-fn excluded_message(tool: &str, policy: &ToolPolicy) -> String {
-    let mut reasons = vec![format!("{} mode", policy.mode)];
-    if policy.no_interaction {
-        reasons.push("no interaction".into());
-    }
-    if policy.no_web {
-        reasons.push("no web".into());
-    }
-    if policy.no_proposals {
-        reasons.push("no proposals".into());
-    }
-    if tool == "search" && !policy.search_available {
-        reasons.push("no search backend".into());
-    }
-    format!(
-        "<{tool}> is not available here ({}) and was not run. YOU MUST use only the tools \
-         listed in tools=\"...\".",
-        reasons.join(", ")
-    )
-}
-
-fn cancel(
-    scope: &mut ToolScope<'_>,
-    path: &str,
-    earlier: &str,
-    status: i32,
-) -> Result<(), ToolError> {
-    let message = if status == 202 {
-        format!("Not run: the earlier <{earlier}> is waiting for the user's decision.")
-    } else {
-        format!("Not run: the earlier <{earlier}> failed ({status}). Fix it, then try again.")
-    };
-    write(
-        scope,
-        path,
-        &message,
-        409,
-        Some(json!({ "error": message })),
-    )?;
-    Ok(())
-}
-
 /// The status of the entry at `path` (200 when a handler removed it).
 fn status_at(scope: &mut ToolScope<'_>, path: &str) -> Result<i32, ToolError> {
     Ok(entries::get_entry(scope.conn, scope.run_id, path)?.map_or(200, |row| row.status))
@@ -433,51 +378,6 @@ fn collect_error(
         status,
         message,
     });
-    Ok(())
-}
-
-fn flags(calls: &[CallRecord]) -> TurnFlags {
-    let any = |tools: &[&str]| calls.iter().any(|call| tools.contains(&call.tool.as_str()));
-    TurnFlags {
-        has_act: any(&["set", "rm", "sh", "mv", "cp"]),
-        has_reads: any(&["get", "env", "search"]),
-        has_writes: calls.iter().any(|call| call.is_write),
-    }
-}
-
-/// Decides the turn's status signal: update wins over summarize; a summarize in a turn
-/// with failures is overridden (409) and becomes the update; neither asks for healing.
-fn settle_status(
-    scope: &mut ToolScope<'_>,
-    commands: &[Command],
-    outcome: &mut DispatchOutcome,
-) -> Result<(), ToolError> {
-    let first = |wanted: &str| {
-        commands.iter().find_map(|command| match command {
-            Command::Summarize(text) | Command::Update(text)
-                if command.name() == wanted && !text.trim().is_empty() =>
-            {
-                Some(text.trim().to_owned())
-            }
-            _ => None,
-        })
-    };
-    match (first("summarize"), first("update")) {
-        (_, Some(update)) => outcome.update_text = Some(update),
-        (Some(summary), None) if !outcome.errors.is_empty() => {
-            let path = crate::db::paths::slug_path("summarize", &summary);
-            let body = format!(
-                "{summary}\n(Not accepted: actions in this turn failed. YOU MUST fix them and \
-                 use <update> until the task is really done.)"
-            );
-            if entries::get_entry(scope.conn, scope.run_id, &path)?.is_some() {
-                entries::resolve_entry(scope.conn, scope.run_id, &path, 409, Some(&body))?;
-            }
-            outcome.update_text = Some(summary);
-        }
-        (Some(summary), None) => outcome.summary_text = Some(summary),
-        (None, None) => outcome.needs_healing = true,
-    }
     Ok(())
 }
 

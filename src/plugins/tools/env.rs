@@ -68,3 +68,26 @@ impl Tool for Env {
         command_proposal(scope, command.as_deref(), result_path)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn commands_are_proposals_shown_with_their_output() {
+        let mut run = TestRun::new();
+        let outcome = run.respond("<env>node --version</env>");
+        assert_eq!(outcome.proposals[0].body, "node --version");
+        let path = "env://turn_1/node%20--version";
+        assert_eq!(run.projected(path), "# env node --version");
+        run.resolve(
+            path,
+            crate::plugins::resolve::Resolution::Accept,
+            Some("v22"),
+        )
+        .unwrap();
+        assert_eq!(run.projected(path), "# env node --version\nv22");
+        let empty = run.respond("<env></env>");
+        assert_eq!(empty.errors[0].status, 400);
+    }
+}

@@ -144,3 +144,54 @@ fn too_large(path: &str, tokens: i32, limit: i32) -> String {
          summary=\"keywords\">second part</known>."
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::db::enums::Fidelity;
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn summary_survives_later_writes_and_fidelity_changes() {
+        let mut run = TestRun::new();
+        run.respond("<known path=\"known://db\" summary=\"db,postgres\">Postgres 15</known>");
+        run.respond("<known path=\"known://db\">Postgres 16</known>");
+        run.respond("<set path=\"known://db\" fidelity=\"summary\"/>");
+        let entry = run.entry("known://db").unwrap();
+        assert_eq!(
+            (entry.body.as_str(), entry.fidelity),
+            ("Postgres 16", Fidelity::Summary)
+        );
+        assert_eq!(run.attribute("known://db", "summary"), json!("db,postgres"));
+        assert_eq!(run.projected("known://db"), "db,postgres");
+    }
+
+    #[test]
+    fn slug_paths_and_empty_facts() {
+        let mut run = TestRun::new();
+        run.respond("<known summary=\"deploy target\">eu-west</known>");
+        assert!(run.entry("known://deploy%20target").is_some());
+        let outcome = run.respond("<known path=\"known://x\">   </known>");
+        assert!(outcome.calls.is_empty() && run.entry("known://x").is_none());
+    }
+
+    #[test]
+    fn oversized_facts_are_refused_with_a_splitting_note() {
+        let mut run = TestRun::new();
+        run.put("known://big", "old");
+        let outcome = run.respond(&format!(
+            "<known path=\"known://big\">{}</known><summarize>done</summarize>",
+            "word ".repeat(60)
+        ));
+        assert_eq!(run.entry("known://big").unwrap().body, "old");
+        let note = run.entry("known://big_2").unwrap();
+        assert_eq!(note.status, 413);
+        assert!(note.body.contains("YOU MUST split it"));
+        assert_eq!(outcome.errors[0].status, 413);
+        assert_eq!(
+            outcome.summary_text, None,
+            "a refused fact means the task is not done"
+        );
+    }
+}

@@ -149,3 +149,27 @@ impl Tool for Rm {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn entries_go_now_files_are_proposed_and_preview_deletes_nothing() {
+        let mut run = TestRun::new();
+        run.put("known://tmp_a", "a");
+        run.put("known://tmp_b", "b");
+        run.put("src/old.js", "old");
+        run.respond("<rm path=\"known://tmp_*\" preview/>");
+        assert!(run.entry("known://tmp_a").is_some());
+        run.respond("<rm path=\"known://tmp_*\"/>");
+        assert!(run.entry("known://tmp_a").is_none() && run.entry("known://tmp_b").is_none());
+        let outcome = run.respond("<rm path=\"src/old.js\"/>");
+        assert_eq!(outcome.proposals[0].path, "rm://turn_3/src/old.js");
+        assert!(run.entry("src/old.js").is_some(), "files wait for the user");
+        assert_eq!(
+            run.projected("rm://turn_2/known%3A//tmp_*"),
+            "# rm known://tmp_*\nknown://tmp_a\nknown://tmp_b"
+        );
+    }
+}

@@ -73,3 +73,21 @@ impl Tool for Search {
         finish(scope, result_path, 202, query.trim(), Some(attributes))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn with_a_backend_a_query_is_proposed() {
+        let mut run = TestRun::new();
+        run.policy.search_available = true;
+        let outcome = run.respond("<search results=\"3\">rust sqlite</search>");
+        assert_eq!(outcome.proposals[0].path, "search://turn_1/rust%20sqlite");
+        assert_eq!(
+            run.attribute("search://turn_1/rust%20sqlite", "results"),
+            serde_json::json!(3)
+        );
+        assert!(outcome.flags.has_reads);
+    }
+}

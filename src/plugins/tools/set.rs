@@ -353,3 +353,6 @@ fn propose_write(
     });
     finish(scope, result_path, 202, "", Some(attributes))
 }
+
+#[cfg(test)]
+mod tests;
