@@ -123,3 +123,111 @@ pub fn resolve_proposal(
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::Resolution;
+    use crate::plugins::tool::ToolError;
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn accepting_a_file_edit_patches_the_stored_copy() {
+        let mut run = TestRun::new();
+        run.put("src/app.js", "a\nport = 3000\nb\n");
+        run.respond("<set path=\"src/app.js\">s/3000/8080/</set>");
+        let outcome = run
+            .resolve("set://src/app.js", Resolution::Accept, None)
+            .unwrap();
+        assert_eq!((outcome.status, outcome.remaining.len()), (200, 0));
+        assert_eq!(run.entry("src/app.js").unwrap().body, "a\nport = 8080\nb\n");
+        assert_eq!(
+            run.entry("set://src/app.js").unwrap().body,
+            "a\nport = 3000\nb\n"
+        );
+    }
+
+    #[test]
+    fn accepting_a_write_creates_the_file_entry() {
+        let mut run = TestRun::new();
+        run.respond("<set path=\"src/new.js\">export {};</set>");
+        run.resolve("set://turn_1/src/new.js", Resolution::Accept, None)
+            .unwrap();
+        assert_eq!(run.entry("src/new.js").unwrap().body, "export {};");
+    }
+
+    #[test]
+    fn accepting_rm_and_mv_removes_the_files_entries() {
+        let mut run = TestRun::new();
+        run.put("src/old.js", "old");
+        run.put("src/a.js", "a");
+        run.respond("<rm path=\"src/old.js\"/>");
+        run.resolve("rm://turn_1/src/old.js", Resolution::Accept, None)
+            .unwrap();
+        assert!(run.entry("src/old.js").is_none());
+        run.respond("<mv path=\"src/a.js\" to=\"src/b.js\"/>");
+        run.resolve("mv://turn_2/src/a.js", Resolution::Accept, None)
+            .unwrap();
+        assert!(run.entry("src/a.js").is_none());
+        run.respond("<cp path=\"src/b.js\" to=\"src/c.js\"/>");
+        assert!(
+            run.entry("src/b.js").is_none(),
+            "b only exists once the scan finds it"
+        );
+    }
+
+    #[test]
+    fn answers_are_kept_and_rejections_and_errors_recorded() {
+        let mut run = TestRun::new();
+        run.respond("<ask_user question=\"Which db?\" options=\"sqlite; postgres\"/>");
+        let path = "ask_user://turn_1/Which%20db%3F";
+        assert_eq!(
+            run.attribute(path, "options"),
+            json!(["sqlite", "postgres"])
+        );
+        run.resolve(path, Resolution::Accept, Some("postgres"))
+            .unwrap();
+        assert_eq!(run.attribute(path, "answer"), json!("postgres"));
+        assert_eq!(
+            run.projected(path),
+            "# ask_user\n# Question: Which db?\n# Answer: postgres"
+        );
+        run.respond("<sh>make</sh>");
+        let rejected = run
+            .resolve("sh://turn_2/make", Resolution::Reject, None)
+            .unwrap();
+        assert_eq!(rejected.status, 403);
+        assert_eq!(run.entry("sh://turn_2/make").unwrap().body, "rejected");
+        run.respond("<env>ls</env>");
+        run.resolve("env://turn_3/ls", Resolution::Error, Some("boom"))
+            .unwrap();
+        assert_eq!(run.status("env://turn_3/ls"), Some(500));
+    }
+
+    #[test]
+    fn only_pending_proposals_resolve_and_the_rest_stay_listed() {
+        let mut run = TestRun::new();
+        run.put("src/x.js", "x");
+        run.put("src/y.js", "y");
+        run.respond("<rm path=\"src/*.js\"/>");
+        let first = run
+            .resolve("rm://turn_1/src/x.js", Resolution::Reject, Some("keep it"))
+            .unwrap();
+        assert_eq!(first.remaining.len(), 1);
+        assert!(matches!(
+            run.resolve("rm://turn_1/src/x.js", Resolution::Accept, None),
+            Err(ToolError::NotPending(_))
+        ));
+        assert!(matches!(
+            run.resolve("known://nothing", Resolution::Accept, None),
+            Err(ToolError::NotPending(_))
+        ));
+        assert!(run.entry("src/x.js").is_some());
+        assert!(matches!(
+            Resolution::parse("maybe"),
+            Err(ToolError::InvalidResolution(_))
+        ));
+        assert_eq!(Resolution::parse("error").unwrap(), Resolution::Error);
+    }
+}
