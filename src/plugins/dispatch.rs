@@ -12,6 +12,7 @@
 //! (a savepoint when the caller already opened one). Client tool calls (the RPC
 //! tool-dispatch methods) go through the same chain with [`dispatch_call`].
 
+mod gate;
 mod messages;
 mod outcome;
 mod settle;
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 use diesel::{Connection, SqliteConnection};
 use serde_json::{json, Value};
 
+pub use gate::{GatedWrite, WriteGate};
 pub use outcome::{CallError, CallRecord, DispatchOutcome, TurnFlags};
 
 use crate::db::ids::{LoopId, RunId};
@@ -71,6 +73,7 @@ pub fn dispatch_commands(
     plugins: &Plugins,
     input: &TurnInput,
     commands: &[Command],
+    gate: Option<&mut dyn WriteGate>,
 ) -> Result<DispatchOutcome, ToolError> {
     conn.transaction(|conn| {
         let mut scope = ToolScope {
@@ -82,7 +85,7 @@ pub fn dispatch_commands(
             project_root: &input.project_root,
             settings: plugins.settings(),
         };
-        Dispatcher { plugins }.run(&mut scope, commands)
+        Dispatcher { plugins, gate }.run(&mut scope, commands)
     })
 }
 
@@ -120,7 +123,11 @@ pub fn dispatch_call(
             project_root: &input.project_root,
             settings: plugins.settings(),
         };
-        Dispatcher { plugins }.run(&mut scope, std::slice::from_ref(&command))
+        Dispatcher {
+            plugins,
+            gate: None,
+        }
+        .run(&mut scope, std::slice::from_ref(&command))
     })
 }
 
@@ -137,13 +144,14 @@ enum Recorded<'a> {
     },
 }
 
-struct Dispatcher<'p> {
+struct Dispatcher<'p, 'g> {
     plugins: &'p Plugins,
+    gate: Option<&'g mut dyn WriteGate>,
 }
 
-impl<'p> Dispatcher<'p> {
+impl<'p> Dispatcher<'p, '_> {
     fn run(
-        &self,
+        &mut self,
         scope: &mut ToolScope<'_>,
         commands: &[Command],
     ) -> Result<DispatchOutcome, ToolError> {
@@ -173,10 +181,25 @@ impl<'p> Dispatcher<'p> {
                         (tool.name().to_owned(), path, 409)
                     }
                     None => {
-                        let handled = tool.handle(scope, command, &path)?;
-                        let status = status_at(scope, &handled.path)?;
-                        note_call(&mut outcome, command, &handled.path, status, true);
-                        (tool.name().to_owned(), handled.path, status)
+                        let run = |inner: &mut ToolScope<'_>| {
+                            tool.handle(inner, command, &path).map(Some)
+                        };
+                        let handled = match gate::gated(self.gate.as_deref_mut(), scope, run)? {
+                            Ok(handled) => handled.map_or(path, |handled| handled.path),
+                            Err(message) => {
+                                write(
+                                    scope,
+                                    &path,
+                                    &message,
+                                    413,
+                                    Some(json!({ "error": message })),
+                                )?;
+                                path
+                            }
+                        };
+                        let status = status_at(scope, &handled)?;
+                        note_call(&mut outcome, command, &handled, status, true);
+                        (tool.name().to_owned(), handled, status)
                     }
                 },
             };
@@ -203,7 +226,7 @@ impl<'p> Dispatcher<'p> {
     /// Phase 1 for one command: lifecycle signals are written; actions get their result
     /// entry (or their 403/400) and wait for phase 2.
     fn record<'a>(
-        &self,
+        &mut self,
         scope: &mut ToolScope<'_>,
         command: &'a Command,
         outcome: &mut DispatchOutcome,
@@ -229,7 +252,22 @@ impl<'p> Dispatcher<'p> {
         }
         match tool.kind() {
             ToolKind::Lifecycle => {
-                if let Some(handled) = tool.record(scope, command)? {
+                let run = |inner: &mut ToolScope<'_>| tool.record(inner, command);
+                let recorded = match gate::gated(self.gate.as_deref_mut(), scope, run)? {
+                    Ok(handled) => handled,
+                    Err(message) => {
+                        let path = fresh_path(scope, &name, "")?;
+                        write(
+                            scope,
+                            &path,
+                            &message,
+                            413,
+                            Some(json!({ "error": message })),
+                        )?;
+                        Some(crate::plugins::tool::Handled::at(path))
+                    }
+                };
+                if let Some(handled) = recorded {
                     let status = status_at(scope, &handled.path)?;
                     note_call(outcome, command, &handled.path, status, false);
                     if status >= 400 {

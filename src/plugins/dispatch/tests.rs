@@ -199,3 +199,60 @@ fn client_calls_run_the_same_chain_at_the_next_turn() {
         Err(ToolError::InvalidParams(_))
     ));
 }
+
+/// A gate with a token allowance that stays shut once it refused.
+struct Allowance {
+    left: i64,
+    tripped: bool,
+}
+
+impl crate::plugins::dispatch::WriteGate for Allowance {
+    fn admit(&mut self, write: &crate::plugins::dispatch::GatedWrite) -> Result<(), String> {
+        if write.status >= 400 {
+            return Ok(());
+        }
+        if self.tripped || write.tokens_delta > self.left {
+            self.tripped = true;
+            return Err(format!(
+                "Budget exceeded: {} tokens requested",
+                write.tokens_delta
+            ));
+        }
+        self.left -= write.tokens_delta.max(0);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_tripped_write_gate_rolls_the_command_back_and_fails_the_rest() {
+    let mut run = TestRun::new();
+    run.put("known://big", &"x".repeat(400));
+    run.respond("<set path=\"known://big\" fidelity=\"archive\"/>");
+    let mut gate = Allowance {
+        left: 20,
+        tripped: false,
+    };
+    let outcome = run.respond_gated(
+        "<known path=\"known://small\">tiny fact</known>\
+         <get path=\"known://big\"/><set path=\"known://small\">s/tiny/small/</set>",
+        Some(&mut gate),
+    );
+    assert!(run.entry("known://small").is_some());
+    assert_eq!(
+        run.entry("known://big").unwrap().fidelity,
+        crate::db::enums::Fidelity::Archive,
+        "the refused get was rolled back"
+    );
+    assert_eq!(run.status("get://turn_2/known%3A//big"), Some(413));
+    assert_eq!(run.status("set://turn_2/known%3A//small"), Some(409));
+    assert_eq!(run.entry("known://small").unwrap().body, "tiny fact");
+    assert_eq!(outcome.errors.len(), 2);
+    let refused = run.respond_gated(
+        "<known path=\"known://later\">another</known>",
+        Some(&mut gate),
+    );
+    assert!(run.entry("known://later").is_none());
+    assert_eq!(run.status("known://turn_3/"), Some(413));
+    assert_eq!(refused.errors[0].status, 413);
+    assert!(outcome.errors[0].message.contains("Budget exceeded"));
+}

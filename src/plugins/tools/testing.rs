@@ -12,7 +12,7 @@ use crate::db::models::ProjectInsertForm;
 use crate::db::queries::{entries, projects, runs};
 use crate::db::{open_connection, run_migrations};
 use crate::plugins::dispatch::{
-    dispatch_call, dispatch_commands, CallInput, DispatchOutcome, TurnInput,
+    dispatch_call, dispatch_commands, CallInput, DispatchOutcome, TurnInput, WriteGate,
 };
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::resolve::{resolve_proposal, Resolution, ResolveInput, ResolveOutcome};
@@ -75,6 +75,15 @@ impl TestRun {
 
     /// Dispatches a model response at the current turn, then advances the turn.
     pub fn respond(&mut self, text: &str) -> DispatchOutcome {
+        self.respond_gated(text, None)
+    }
+
+    /// [`TestRun::respond`] with a write gate.
+    pub fn respond_gated(
+        &mut self,
+        text: &str,
+        gate: Option<&mut dyn WriteGate>,
+    ) -> DispatchOutcome {
         let commands = crate::parser::parse(text).commands;
         let input = TurnInput {
             run_id: self.run_id,
@@ -83,7 +92,8 @@ impl TestRun {
             policy: self.policy,
             project_root: self.root.path().to_owned(),
         };
-        let outcome = dispatch_commands(&mut self.conn, &self.plugins, &input, &commands).unwrap();
+        let outcome =
+            dispatch_commands(&mut self.conn, &self.plugins, &input, &commands, gate).unwrap();
         self.turn += 1;
         outcome
     }
