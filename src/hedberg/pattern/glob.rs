@@ -95,7 +95,10 @@ fn translate(pattern: &str) -> String {
                 }
                 let segment_start = run_start == 0 || chars.get(run_start - 1) == Some(&'/');
                 let segment_end = chars.get(index).map_or(true, |&next| next == '/');
-                if index - run_start < 2 || !segment_start || !segment_end {
+                if index - run_start < 2 && segment_start && segment_end {
+                    // A lone `*` segment names an entry: it never matches an empty segment.
+                    out.push_str("[^/]+");
+                } else if index - run_start < 2 || !segment_start || !segment_end {
                     out.push_str("[^/]*");
                 } else if chars.get(index) == Some(&'/') {
                     index += 1;
@@ -184,6 +187,9 @@ mod tests {
         assert!(matches("src/**/*.ts", "src/a/b.ts"));
         assert!(matches("src/**/*.ts", "src/b.ts"));
         assert!(!matches("src/*", "src/a/b.js"));
+        assert!(!matches("src/*", "src/"));
+        assert!(!matches("*", ""));
+        assert!(matches("*.js", ".js"));
         assert!(matches("**", "a/b/c"));
         assert!(matches("dir/**", "dir"));
         assert!(matches("**/*.test.*", "foo.test.js"));

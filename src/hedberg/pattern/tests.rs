@@ -116,3 +116,8 @@ fn sed_pattern_without_flags_is_literal_text() {
         Some(Matched::Text("3".into()))
     );
 }
+
+#[test]
+fn escaped_slash_in_a_regex_body() {
+    assert!(compile(r"/a\/b/").is_match("xa/b"));
+}
