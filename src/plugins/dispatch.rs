@@ -73,6 +73,17 @@ pub fn dispatch_commands(
     plugins: &Plugins,
     input: &TurnInput,
     commands: &[Command],
+) -> Result<DispatchOutcome, ToolError> {
+    dispatch_gated(conn, plugins, input, commands, None)
+}
+
+/// [`dispatch_commands`] with every command's growth of the context checked by `gate`
+/// (the budget guard): a refused command is rolled back and fails with 413.
+pub fn dispatch_gated(
+    conn: &mut SqliteConnection,
+    plugins: &Plugins,
+    input: &TurnInput,
+    commands: &[Command],
     gate: Option<&mut dyn WriteGate>,
 ) -> Result<DispatchOutcome, ToolError> {
     conn.transaction(|conn| {
@@ -134,6 +145,7 @@ pub fn dispatch_call(
 /// An action after recording: ready to run, or already refused.
 enum Recorded<'a> {
     Ready {
+        index: usize,
         tool: &'a dyn Tool,
         command: &'a Command,
         path: String,
@@ -158,8 +170,8 @@ impl<'p> Dispatcher<'p, '_> {
         let commands: Vec<Command> = commands.iter().map(naked_set_as_known).collect();
         let mut outcome = DispatchOutcome::default();
         let mut actions = Vec::new();
-        for command in &commands {
-            if let Some(action) = self.record(scope, command, &mut outcome)? {
+        for (index, command) in commands.iter().enumerate() {
+            if let Some(action) = self.record(scope, index, command, &mut outcome)? {
                 actions.push(action);
             }
         }
@@ -171,13 +183,14 @@ impl<'p> Dispatcher<'p, '_> {
                     (name, path, status)
                 }
                 Recorded::Ready {
+                    index,
                     tool,
                     command,
                     path,
                 } => match &stopped_by {
                     Some((earlier, why)) => {
                         cancel(scope, &path, earlier, *why)?;
-                        note_call(&mut outcome, command, &path, 409, true);
+                        note_call(&mut outcome, index, command, &path, 409, true);
                         (tool.name().to_owned(), path, 409)
                     }
                     None => {
@@ -198,7 +211,7 @@ impl<'p> Dispatcher<'p, '_> {
                             }
                         };
                         let status = status_at(scope, &handled)?;
-                        note_call(&mut outcome, command, &handled, status, true);
+                        note_call(&mut outcome, index, command, &handled, status, true);
                         (tool.name().to_owned(), handled, status)
                     }
                 },
@@ -210,6 +223,7 @@ impl<'p> Dispatcher<'p, '_> {
                 collect_error(scope, &mut outcome, &name, &path, status)?;
             }
         }
+        complete_calls(&mut outcome, &commands);
         settle_status(scope, &commands, &mut outcome)?;
         outcome.flags = flags(&outcome.calls);
         outcome.proposals = entries::unresolved(scope.conn, scope.run_id)?
@@ -228,6 +242,7 @@ impl<'p> Dispatcher<'p, '_> {
     fn record<'a>(
         &mut self,
         scope: &mut ToolScope<'_>,
+        index: usize,
         command: &'a Command,
         outcome: &mut DispatchOutcome,
     ) -> Result<Option<Recorded<'a>>, ToolError>
@@ -239,6 +254,7 @@ impl<'p> Dispatcher<'p, '_> {
         let Some(tool) = plugins.get(&name) else {
             let path = fresh_path(scope, &name, "")?;
             write(scope, &path, &free_text(command), 200, None)?;
+            note_call(outcome, index, command, &path, 200, false);
             return Ok(None);
         };
         let is_action = tool.kind() == ToolKind::Action;
@@ -248,7 +264,9 @@ impl<'p> Dispatcher<'p, '_> {
         };
         if let Some(message) = refusal {
             let path = fresh_path(scope, &name, &tool.target(command))?;
-            return refused(scope, outcome, command, path, 403, &message, is_action);
+            return refused(
+                scope, outcome, index, command, path, 403, &message, is_action,
+            );
         }
         match tool.kind() {
             ToolKind::Lifecycle => {
@@ -269,7 +287,7 @@ impl<'p> Dispatcher<'p, '_> {
                 };
                 if let Some(handled) = recorded {
                     let status = status_at(scope, &handled.path)?;
-                    note_call(outcome, command, &handled.path, status, false);
+                    note_call(outcome, index, command, &handled.path, status, false);
                     if status >= 400 {
                         collect_error(scope, outcome, &name, &handled.path, status)?;
                     }
@@ -279,20 +297,22 @@ impl<'p> Dispatcher<'p, '_> {
             ToolKind::Reasoning => {
                 let path = fresh_path(scope, &name, "")?;
                 write(scope, &path, &free_text(command), 200, None)?;
+                note_call(outcome, index, command, &path, 200, false);
                 Ok(None)
             }
             ToolKind::Action => {
                 let target = tool.target(command);
                 if let Some(message) = invalid_target(&target) {
                     let path = fresh_path(scope, &name, "invalid")?;
-                    return refused(scope, outcome, command, path, 400, &message, true);
+                    return refused(scope, outcome, index, command, path, 400, &message, true);
                 }
                 let path = fresh_path(scope, &name, &target)?;
                 if let Some(reason) = escape_reason(scope.project_root, target.trim()) {
-                    return refused(scope, outcome, command, path, 400, &reason, true);
+                    return refused(scope, outcome, index, command, path, 400, &reason, true);
                 }
                 write(scope, &path, "", 200, Some(recorded_attributes(command)))?;
                 Ok(Some(Recorded::Ready {
+                    index,
                     tool,
                     command,
                     path,
@@ -306,6 +326,7 @@ impl<'p> Dispatcher<'p, '_> {
 fn refused<'a>(
     scope: &mut ToolScope<'_>,
     outcome: &mut DispatchOutcome,
+    index: usize,
     command: &Command,
     path: String,
     status: i32,
@@ -319,13 +340,37 @@ fn refused<'a>(
         status,
         Some(json!({ "error": message })),
     )?;
-    note_call(outcome, command, &path, status, is_action);
+    note_call(outcome, index, command, &path, status, is_action);
     let name = command.name().to_owned();
     if is_action {
         return Ok(Some(Recorded::Refused { name, path }));
     }
     collect_error(scope, outcome, &name, &path, status)?;
     Ok(None)
+}
+
+/// One call record per command, in response order: commands that wrote nothing (an
+/// empty fact or status) get a 204 record without a path.
+fn complete_calls(outcome: &mut DispatchOutcome, commands: &[Command]) {
+    outcome.calls.sort_by_key(|call| call.index);
+    for (index, command) in commands.iter().enumerate() {
+        if outcome
+            .calls
+            .get(index)
+            .is_none_or(|call| call.index != index)
+        {
+            let placeholder = CallRecord {
+                index,
+                tool: command.name().to_owned(),
+                path: String::new(),
+                status: 204,
+                is_action: false,
+                is_write: false,
+                fingerprint: outcome::fingerprint(command),
+            };
+            outcome.calls.insert(index, placeholder);
+        }
+    }
 }
 
 /// A `<set>` without a path is a fact.
@@ -373,6 +418,7 @@ fn status_at(scope: &mut ToolScope<'_>, path: &str) -> Result<i32, ToolError> {
 
 fn note_call(
     outcome: &mut DispatchOutcome,
+    index: usize,
     command: &Command,
     path: &str,
     status: i32,
@@ -384,6 +430,7 @@ fn note_call(
         _ => false,
     };
     outcome.calls.push(CallRecord {
+        index,
         tool: command.name().to_owned(),
         path: path.to_owned(),
         status,

@@ -125,7 +125,8 @@ fn think_and_unregistered_tags_are_recorded_not_run() {
     let outcome = run.respond("<think>plan <rm path=\"known://a\"/></think><update>u</update>");
     assert_eq!(run.entry("think://turn_1/").unwrap().status, 200);
     assert!(outcome.errors.is_empty());
-    assert_eq!(outcome.calls.len(), 1);
+    assert_eq!(outcome.calls.len(), 2);
+    assert_eq!(outcome.calls[0].path, "think://turn_1/");
 }
 
 #[test]
@@ -255,4 +256,30 @@ fn a_tripped_write_gate_rolls_the_command_back_and_fails_the_rest() {
     assert_eq!(run.status("known://turn_3/"), Some(413));
     assert_eq!(refused.errors[0].status, 413);
     assert!(outcome.errors[0].message.contains("Budget exceeded"));
+}
+
+#[test]
+fn calls_follow_the_response_order_one_per_command() {
+    let mut run = TestRun::new();
+    let outcome = run.respond(
+        "<think>hm</think><get path=\"known://x\"/><known path=\"known://k\">fact</known>\
+         <known path=\"known://e\"> </known><update>u</update>",
+    );
+    let tools: Vec<(&str, i32)> = outcome
+        .calls
+        .iter()
+        .map(|call| (call.tool.as_str(), call.status))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("think", 200),
+            ("get", 404),
+            ("known", 200),
+            ("known", 204),
+            ("update", 200)
+        ]
+    );
+    assert!(outcome.calls[1].is_action && outcome.calls[2].is_write);
+    assert_eq!(outcome.calls[1].fingerprint, "get:known://x[]");
 }

@@ -173,7 +173,8 @@ mod tests {
         run.respond("<known summary=\"deploy target\">eu-west</known>");
         assert!(run.entry("known://deploy%20target").is_some());
         let outcome = run.respond("<known path=\"known://x\">   </known>");
-        assert!(outcome.calls.is_empty() && run.entry("known://x").is_none());
+        assert_eq!(outcome.calls[0].status, 204);
+        assert!(run.entry("known://x").is_none());
     }
 
     #[test]

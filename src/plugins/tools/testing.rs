@@ -12,7 +12,7 @@ use crate::db::models::ProjectInsertForm;
 use crate::db::queries::{entries, projects, runs};
 use crate::db::{open_connection, run_migrations};
 use crate::plugins::dispatch::{
-    dispatch_call, dispatch_commands, CallInput, DispatchOutcome, TurnInput, WriteGate,
+    dispatch_call, dispatch_gated, CallInput, DispatchOutcome, TurnInput, WriteGate,
 };
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::resolve::{resolve_proposal, Resolution, ResolveInput, ResolveOutcome};
@@ -93,7 +93,7 @@ impl TestRun {
             project_root: self.root.path().to_owned(),
         };
         let outcome =
-            dispatch_commands(&mut self.conn, &self.plugins, &input, &commands, gate).unwrap();
+            dispatch_gated(&mut self.conn, &self.plugins, &input, &commands, gate).unwrap();
         self.turn += 1;
         outcome
     }
