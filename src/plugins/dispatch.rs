@@ -304,11 +304,11 @@ impl<'p> Dispatcher<'p, '_> {
                 let target = tool.target(command);
                 if let Some(message) = invalid_target(&target) {
                     let path = fresh_path(scope, &name, "invalid")?;
-                    return refused(scope, outcome, index, command, path, 400, &message, true);
+                    return refused(scope, outcome, index, command, path, (400, &message), true);
                 }
                 let path = fresh_path(scope, &name, &target)?;
                 if let Some(reason) = escape_reason(scope.project_root, target.trim()) {
-                    return refused(scope, outcome, index, command, path, 400, &reason, true);
+                    return refused(scope, outcome, index, command, path, (400, &reason), true);
                 }
                 write(scope, &path, "", 200, Some(recorded_attributes(command)))?;
                 Ok(Some(Recorded::Ready {
@@ -329,8 +329,7 @@ fn refused<'a>(
     index: usize,
     command: &Command,
     path: String,
-    status: i32,
-    message: &str,
+    (status, message): (i32, &str),
     is_action: bool,
 ) -> Result<Option<Recorded<'a>>, ToolError> {
     write(
@@ -357,7 +356,7 @@ fn complete_calls(outcome: &mut DispatchOutcome, commands: &[Command]) {
         if outcome
             .calls
             .get(index)
-            .is_none_or(|call| call.index != index)
+            .map_or(true, |call| call.index != index)
         {
             let placeholder = CallRecord {
                 index,
