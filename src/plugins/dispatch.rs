@@ -265,7 +265,13 @@ impl<'p> Dispatcher<'p, '_> {
         if let Some(message) = refusal {
             let path = fresh_path(scope, &name, &tool.target(command))?;
             return refused(
-                scope, outcome, index, command, path, 403, &message, is_action,
+                scope,
+                outcome,
+                index,
+                command,
+                path,
+                (403, &message),
+                is_action,
             );
         }
         match tool.kind() {
