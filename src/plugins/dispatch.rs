@@ -95,6 +95,7 @@ pub fn dispatch_gated(
             policy: input.policy,
             project_root: &input.project_root,
             settings: plugins.settings(),
+            disk_root: None,
         };
         Dispatcher { plugins, gate }.run(&mut scope, commands)
     })
@@ -133,6 +134,7 @@ pub fn dispatch_call(
             policy: input.policy,
             project_root: &input.project_root,
             settings: plugins.settings(),
+            disk_root: None,
         };
         Dispatcher {
             plugins,

@@ -35,6 +35,9 @@ pub enum ToolError {
     /// The path is not a pending proposal of the run.
     #[error("No pending proposal at {0}")]
     NotPending(String),
+    /// The server could not apply an accepted file change.
+    #[error("{0}")]
+    Disk(String),
     /// A resolution action other than accept, reject or error.
     #[error("Invalid resolution action: {0}. Use 'accept' or 'reject'.")]
     InvalidResolution(String),
@@ -121,6 +124,9 @@ pub struct ToolScope<'a> {
     pub project_root: &'a Path,
     /// Limits.
     pub settings: ToolSettings,
+    /// Where accepted file changes are applied by the server (`RUMMY_APPLY_EDITS=server`);
+    /// `None` when the client applies them.
+    pub disk_root: Option<&'a Path>,
 }
 
 /// Where a command's outcome lives: its status there decides whether later actions run.

@@ -76,6 +76,7 @@ pub(super) fn gated(
             policy,
             project_root: root,
             settings,
+            disk_root: None,
         };
         let handled = run(&mut inner)?;
         let status = match &handled {

@@ -9,7 +9,7 @@ use crate::db::queries::entries;
 use crate::parser::{Command, Selection};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
-use crate::plugins::tools::files::is_file;
+use crate::plugins::tools::files::{self, is_file};
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, listing, non_empty, pattern_header,
     select, store, write,
@@ -142,6 +142,9 @@ impl Tool for Rm {
     ) -> Result<(), ToolError> {
         let attributes = proposal.attributes_json()?;
         if let Some(file) = attributes.get("path").and_then(|path| path.as_str()) {
+            if let Some(root) = scope.disk_root {
+                files::remove(root, file)?;
+            }
             if let Some(entry) = entries::get_entry(scope.conn, scope.run_id, file)? {
                 store::delete(scope.conn, std::slice::from_ref(&entry))?;
             }

@@ -15,7 +15,9 @@ use crate::plugins::dispatch::{
     dispatch_call, dispatch_gated, CallInput, DispatchOutcome, TurnInput, WriteGate,
 };
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::resolve::{resolve_proposal, Resolution, ResolveInput, ResolveOutcome};
+use crate::plugins::resolve::{
+    resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput, ResolveOutcome,
+};
 use crate::plugins::tool::{ClientCall, ToolError, ToolSettings};
 use crate::plugins::Plugins;
 
@@ -123,6 +125,30 @@ impl TestRun {
             output: output.map(str::to_owned),
         };
         resolve_proposal(&mut self.conn, &self.plugins, &input)
+    }
+
+    /// A resolution the server applies to the project root itself.
+    pub fn resolve_on_disk(&mut self, path: &str, resolution: Resolution) -> ResolveOutcome {
+        let input = ResolveInput {
+            run_id: self.run_id,
+            path: path.into(),
+            resolution,
+            output: None,
+        };
+        let root = self.root.path().to_owned();
+        resolve_proposal_on_disk(&mut self.conn, &self.plugins, &input, &root).unwrap()
+    }
+
+    /// A project file on disk and in the store.
+    pub fn file(&mut self, path: &str, body: &str) {
+        let target = self.root.path().join(path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, body).unwrap();
+        self.put(path, body);
+    }
+
+    pub fn on_disk(&self, path: &str) -> Option<String> {
+        std::fs::read_to_string(self.root.path().join(path)).ok()
     }
 
     /// Writes an entry directly (a scanned file, an earlier fact).

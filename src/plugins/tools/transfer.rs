@@ -10,7 +10,7 @@ use crate::db::queries::entries;
 use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
 use crate::parser::{Command, TransferCommand};
 use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolScope};
-use crate::plugins::tools::files::{escape_reason, is_file};
+use crate::plugins::tools::files::{self, escape_reason, is_file};
 use crate::plugins::tools::{
     bad_fidelity, fail, finish, is_pattern, non_empty, parse_fidelity, select, store, write,
 };
@@ -217,22 +217,30 @@ impl Transfer {
         json!({ "from": from, "to": to, "isMove": self.is_move, "warning": warning })
     }
 
-    /// Accepting a file move: the source's entry goes (the scan brings the destination).
+    /// Accepting a file copy or move: done on disk when the server applies changes; a
+    /// moved source's entry goes (the scan brings the destination).
     pub(crate) fn accept(
         self,
         scope: &mut ToolScope<'_>,
         proposal: &EntryRow,
     ) -> Result<(), ToolError> {
-        if !self.is_move {
-            return Ok(());
-        }
         let attributes = proposal.attributes_json()?;
-        if let Some(from) = attributes.get("from").and_then(Value::as_str) {
-            if let Some(entry) = entries::get_entry(scope.conn, scope.run_id, from)? {
-                store::delete(scope.conn, std::slice::from_ref(&entry))?;
+        let text = |key: &str| attributes.get(key).and_then(Value::as_str);
+        if let (Some(root), Some(from), Some(to)) = (scope.disk_root, text("from"), text("to")) {
+            files::copy(root, from, to)?;
+            if self.is_move {
+                files::remove(root, from)?;
             }
         }
-        Ok(())
+        match text("from") {
+            Some(from) if self.is_move => {
+                if let Some(entry) = entries::get_entry(scope.conn, scope.run_id, from)? {
+                    store::delete(scope.conn, std::slice::from_ref(&entry))?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 }
 
