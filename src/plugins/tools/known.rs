@@ -103,6 +103,7 @@ impl Tool for Known {
         if let Some(summary) = summary {
             attributes.insert("summary".into(), Value::String(summary));
         }
+        attributes.insert("error".into(), Value::Null);
         let row = entries::upsert_entry(
             scope.conn,
             &EntryUpsert {

@@ -217,10 +217,9 @@ fn change_fidelity(
         .map(|summary| json!({ "summary": summary }));
     let filter = non_empty(set.filter.as_deref());
     let mut rows = select(scope, path, filter)?;
-    if !body.is_empty() {
-        if rows.is_empty() && !is_pattern(path, filter) {
-            rows = vec![write_entry(scope, path, body, None)?];
-        }
+    if !body.is_empty() && rows.is_empty() && !is_pattern(path, filter) {
+        rows = vec![write_entry(scope, path, body, patch.clone())?];
+    } else if !body.is_empty() {
         for row in &rows {
             write_entry(scope, &row.path, body, patch.clone())?;
         }
