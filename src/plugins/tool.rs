@@ -78,6 +78,16 @@ pub enum ToolKind {
     Reasoning,
 }
 
+/// What an action's target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// An entry or file path (or pattern): checked for length, control characters and
+    /// escapes from the project.
+    Path,
+    /// Free text (a command line, a question, a query).
+    Text,
+}
+
 /// Whether a policy lets the model use a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Availability {
@@ -221,6 +231,11 @@ pub trait Tool: Send + Sync {
     /// The text an action's result path is named after (path, command, question).
     fn target(&self, _command: &Command) -> String {
         String::new()
+    }
+
+    /// Whether the target names a path or is free text.
+    fn target_kind(&self) -> TargetKind {
+        TargetKind::Path
     }
 
     /// Why the policy forbids this particular command although the tool is offered (ask

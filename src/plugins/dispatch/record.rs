@@ -8,10 +8,16 @@ use super::{collect_error, note_call, status_at, DispatchOutcome, Dispatcher};
 use crate::db::paths::result_path;
 use crate::db::queries::entries;
 use crate::parser::{Command, KnownCommand, SetOperation};
-use crate::plugins::tool::{Availability, Handled, Tool, ToolError, ToolKind, ToolScope};
+use crate::plugins::tool::{
+    Availability, Handled, TargetKind, Tool, ToolError, ToolKind, ToolScope,
+};
 use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
 use crate::plugins::Plugins;
+
+/// Most characters of a target kept in a result path; percent-encoding may grow them
+/// twelvefold and paths are limited to 2048 bytes.
+const PATH_TARGET_MAX_CHARS: usize = 120;
 
 /// An action after recording: ready to run, or already refused.
 pub(super) enum Recorded<'a> {
@@ -99,12 +105,14 @@ impl<'p> Dispatcher<'p, '_> {
             }
             ToolKind::Action => {
                 let target = tool.target(command);
-                if let Some(message) = invalid_target(&target) {
+                let names_a_path = tool.target_kind() == TargetKind::Path;
+                if let Some(message) = invalid_target(&target).filter(|_| names_a_path) {
                     let path = fresh_path(scope, &name, "invalid")?;
                     return refused(scope, outcome, index, command, path, (400, &message), true);
                 }
                 let path = fresh_path(scope, &name, &target)?;
-                if let Some(reason) = escape_reason(scope.project_root, target.trim()) {
+                let escape = escape_reason(scope.project_root, target.trim());
+                if let Some(reason) = escape.filter(|_| names_a_path) {
                     return refused(scope, outcome, index, command, path, (400, &reason), true);
                 }
                 write(scope, &path, "", 200, Some(recorded_attributes(command)))?;
@@ -161,8 +169,10 @@ pub(super) fn naked_set_as_known(command: &Command) -> Command {
 }
 
 /// `<tool>://turn_N/<target>`, suffixed when taken.
+/// The target is cut to [`PATH_TARGET_MAX_CHARS`] (the whole is in the attributes).
 fn fresh_path(scope: &mut ToolScope<'_>, tool: &str, target: &str) -> Result<String, ToolError> {
-    let path = result_path(tool, scope.turn, target);
+    let target: String = target.chars().take(PATH_TARGET_MAX_CHARS).collect();
+    let path = result_path(tool, scope.turn, &target);
     Ok(entries::free_path(scope.conn, scope.run_id, &path)?)
 }
 

@@ -283,3 +283,19 @@ fn calls_follow_the_response_order_one_per_command() {
     assert!(outcome.calls[1].is_action && outcome.calls[2].is_write);
     assert_eq!(outcome.calls[1].fingerprint, "get:known://x[]");
 }
+
+#[test]
+fn free_text_targets_are_not_paths_and_long_ones_still_record() {
+    let mut run = TestRun::new();
+    let outcome = run.respond("<sh>/usr/bin/make -C ../lib</sh>");
+    assert_eq!(outcome.proposals.len(), 1, "{:?}", outcome.errors);
+    let long = format!("<env>echo {}</env>", "é".repeat(900));
+    let outcome = run.respond(&long);
+    assert_eq!(outcome.proposals.len(), 1);
+    assert_eq!(outcome.proposals[0].body.chars().count(), 905);
+    let fact = run.respond(&format!(
+        "<known path=\"known://{}\" summary=\"long path\">x</known>",
+        "p".repeat(600)
+    ));
+    assert_eq!(fact.calls[0].path, "known://long%20path");
+}

@@ -21,6 +21,10 @@ use crate::plugins::view::EntryView;
 /// The `known` tool.
 pub struct Known;
 
+/// Longest model-given path kept; a longer one is reasoning that bled into the attribute,
+/// and the fact is filed under a slug instead.
+const PATH_MAX_CHARS: usize = 256;
+
 /// Characters of the body shown at summary fidelity when no summary keywords exist.
 const SUMMARY_PREFIX_CHARS: usize = 80;
 
@@ -124,12 +128,8 @@ impl Tool for Known {
 
 /// The model's path (a bare one under `known://`), else a slug of the summary or body.
 fn known_path(known: &KnownCommand, summary: Option<&str>) -> String {
-    match known
-        .path
-        .as_deref()
-        .map(str::trim)
-        .filter(|path| !path.is_empty())
-    {
+    let given = known.path.as_deref().map(str::trim);
+    match given.filter(|path| !path.is_empty() && path.chars().count() <= PATH_MAX_CHARS) {
         Some(path) if is_file(path) => format!("known://{}", path.trim_start_matches('/')),
         Some(path) => path.to_owned(),
         None => slug_path("known", summary.unwrap_or(&known.body)),

@@ -7,7 +7,9 @@ use serde_json::json;
 use crate::db::enums::LoopMode;
 use crate::parser::{Command, SearchCommand};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{
+    Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
+};
 use crate::plugins::tools::{fail, finish, headed, non_empty};
 use crate::plugins::view::EntryView;
 
@@ -46,6 +48,10 @@ impl Tool for Search {
             query: Some(call.path.clone()),
             results: call.number("results"),
         })
+    }
+
+    fn target_kind(&self) -> TargetKind {
+        TargetKind::Text
     }
 
     fn target(&self, command: &Command) -> String {
