@@ -299,3 +299,92 @@ fn free_text_targets_are_not_paths_and_long_ones_still_record() {
     ));
     assert_eq!(fact.calls[0].path, "known://long%20path");
 }
+
+mod hostile {
+    use proptest::prelude::*;
+
+    use crate::plugins::tools::testing::TestRun;
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just("known://a".to_owned()),
+            Just("known://*".to_owned()),
+            Just("src/a.js".to_owned()),
+            Just("src/*".to_owned()),
+            Just("../x".to_owned()),
+            Just("/etc/passwd".to_owned()),
+            Just("unknown://q".to_owned()),
+            Just("set://src/a.js".to_owned()),
+            Just("s/a/b/g".to_owned()),
+            Just("/(/".to_owned()),
+            "\\PC{0,12}",
+            "[a-z/:%*.]{0,20}",
+        ]
+    }
+
+    fn command() -> impl Strategy<Value = String> {
+        let tools = prop_oneof![
+            Just("get"),
+            Just("set"),
+            Just("known"),
+            Just("unknown"),
+            Just("env"),
+            Just("sh"),
+            Just("rm"),
+            Just("cp"),
+            Just("mv"),
+            Just("search"),
+            Just("summarize"),
+            Just("update"),
+            Just("ask_user"),
+            Just("think"),
+            Just("mcp"),
+        ];
+        let attribute = prop_oneof![
+            Just("path"),
+            Just("to"),
+            Just("fidelity"),
+            Just("summary"),
+            Just("line"),
+            Just("limit"),
+            Just("preview"),
+            Just("question"),
+            Just("body"),
+            Just("search"),
+        ];
+        (
+            tools,
+            prop::collection::vec((attribute, text()), 0..3),
+            text(),
+        )
+            .prop_map(|(tool, attributes, body)| {
+                let attributes: String = attributes
+                    .iter()
+                    .map(|(name, value)| format!(" {name}=\"{}\"", value.replace('"', "")))
+                    .collect();
+                format!("<{tool}{attributes}>{body}</{tool}>")
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn any_response_dispatches_without_failing(
+            turns in prop::collection::vec(prop::collection::vec(command(), 1..6), 1..3)
+        ) {
+            let mut run = TestRun::new();
+            run.put("known://a", "alpha");
+            run.put("src/a.js", "let a = 1;\n");
+            for commands in turns {
+                let outcome = run.respond(&commands.concat());
+                prop_assert_eq!(outcome.calls.len(), crate::parser::parse(&commands.concat()).commands.len());
+                for proposal in outcome.proposals {
+                    let path = proposal.path.clone();
+                    let _ = run.resolve(&path, crate::plugins::resolve::Resolution::Accept, Some("ok"));
+                }
+            }
+        }
+    }
+}
