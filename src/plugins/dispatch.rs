@@ -12,27 +12,31 @@
 //! (a savepoint when the caller already opened one). Client tool calls (the RPC
 //! tool-dispatch methods) go through the same chain with [`dispatch_call`].
 
+mod gate;
+mod messages;
 mod outcome;
+mod record;
+mod settle;
 
 use std::path::PathBuf;
 
 use diesel::{Connection, SqliteConnection};
 use serde_json::{json, Value};
 
+pub use gate::{GatedWrite, WriteGate};
 pub use outcome::{CallError, CallRecord, DispatchOutcome, TurnFlags};
 
 use crate::db::ids::{LoopId, RunId};
-use crate::db::paths::result_path;
 use crate::db::queries::{entries, runs};
-use crate::parser::{Command, KnownCommand, SetOperation};
+use crate::parser::{Command, SetOperation};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Availability, ClientCall, Tool, ToolError, ToolKind, ToolScope};
+use crate::plugins::tool::{ClientCall, ToolError, ToolScope};
 use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
 use crate::plugins::Plugins;
-
-/// Longest target an action may name, in characters.
-const TARGET_MAX_CHARS: usize = 512;
+use messages::cancel;
+use record::{naked_set_as_known, Recorded};
+use settle::{flags, settle_status};
 
 /// The turn one response belongs to.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +75,18 @@ pub fn dispatch_commands(
     input: &TurnInput,
     commands: &[Command],
 ) -> Result<DispatchOutcome, ToolError> {
+    dispatch_gated(conn, plugins, input, commands, None)
+}
+
+/// [`dispatch_commands`] with every command's growth of the context checked by `gate`
+/// (the budget guard): a refused command is rolled back and fails with 413.
+pub fn dispatch_gated(
+    conn: &mut SqliteConnection,
+    plugins: &Plugins,
+    input: &TurnInput,
+    commands: &[Command],
+    gate: Option<&mut dyn WriteGate>,
+) -> Result<DispatchOutcome, ToolError> {
     conn.transaction(|conn| {
         let mut scope = ToolScope {
             conn,
@@ -80,8 +96,9 @@ pub fn dispatch_commands(
             policy: input.policy,
             project_root: &input.project_root,
             settings: plugins.settings(),
+            disk_root: None,
         };
-        Dispatcher { plugins }.run(&mut scope, commands)
+        Dispatcher { plugins, gate }.run(&mut scope, commands)
     })
 }
 
@@ -118,39 +135,32 @@ pub fn dispatch_call(
             policy: input.policy,
             project_root: &input.project_root,
             settings: plugins.settings(),
+            disk_root: None,
         };
-        Dispatcher { plugins }.run(&mut scope, std::slice::from_ref(&command))
+        Dispatcher {
+            plugins,
+            gate: None,
+        }
+        .run(&mut scope, std::slice::from_ref(&command))
     })
 }
 
-/// An action after recording: ready to run, or already refused.
-enum Recorded<'a> {
-    Ready {
-        tool: &'a dyn Tool,
-        command: &'a Command,
-        path: String,
-    },
-    Refused {
-        name: String,
-        path: String,
-    },
-}
-
-struct Dispatcher<'p> {
+struct Dispatcher<'p, 'g> {
     plugins: &'p Plugins,
+    gate: Option<&'g mut dyn WriteGate>,
 }
 
-impl<'p> Dispatcher<'p> {
+impl<'p> Dispatcher<'p, '_> {
     fn run(
-        &self,
+        &mut self,
         scope: &mut ToolScope<'_>,
         commands: &[Command],
     ) -> Result<DispatchOutcome, ToolError> {
         let commands: Vec<Command> = commands.iter().map(naked_set_as_known).collect();
         let mut outcome = DispatchOutcome::default();
         let mut actions = Vec::new();
-        for command in &commands {
-            if let Some(action) = self.record(scope, command, &mut outcome)? {
+        for (index, command) in commands.iter().enumerate() {
+            if let Some(action) = self.record(scope, index, command, &mut outcome)? {
                 actions.push(action);
             }
         }
@@ -162,20 +172,36 @@ impl<'p> Dispatcher<'p> {
                     (name, path, status)
                 }
                 Recorded::Ready {
+                    index,
                     tool,
                     command,
                     path,
                 } => match &stopped_by {
                     Some((earlier, why)) => {
                         cancel(scope, &path, earlier, *why)?;
-                        note_call(&mut outcome, command, &path, 409, true);
+                        note_call(&mut outcome, index, command, &path, 409, true);
                         (tool.name().to_owned(), path, 409)
                     }
                     None => {
-                        let handled = tool.handle(scope, command, &path)?;
-                        let status = status_at(scope, &handled.path)?;
-                        note_call(&mut outcome, command, &handled.path, status, true);
-                        (tool.name().to_owned(), handled.path, status)
+                        let run = |inner: &mut ToolScope<'_>| {
+                            tool.handle(inner, command, &path).map(Some)
+                        };
+                        let handled = match gate::gated(self.gate.as_deref_mut(), scope, run)? {
+                            Ok(handled) => handled.map_or(path, |handled| handled.path),
+                            Err(message) => {
+                                write(
+                                    scope,
+                                    &path,
+                                    &message,
+                                    413,
+                                    Some(json!({ "error": message })),
+                                )?;
+                                path
+                            }
+                        };
+                        let status = status_at(scope, &handled)?;
+                        note_call(&mut outcome, index, command, &handled, status, true);
+                        (tool.name().to_owned(), handled, status)
                     }
                 },
             };
@@ -186,6 +212,7 @@ impl<'p> Dispatcher<'p> {
                 collect_error(scope, &mut outcome, &name, &path, status)?;
             }
         }
+        complete_calls(&mut outcome, &commands);
         settle_status(scope, &commands, &mut outcome)?;
         outcome.flags = flags(&outcome.calls);
         outcome.proposals = entries::unresolved(scope.conn, scope.run_id)?
@@ -198,189 +225,30 @@ impl<'p> Dispatcher<'p> {
             .any(|call| call.tool == "ask_user" && call.status == 202);
         Ok(outcome)
     }
+}
 
-    /// Phase 1 for one command: lifecycle signals are written; actions get their result
-    /// entry (or their 403/400) and wait for phase 2.
-    fn record<'a>(
-        &self,
-        scope: &mut ToolScope<'_>,
-        command: &'a Command,
-        outcome: &mut DispatchOutcome,
-    ) -> Result<Option<Recorded<'a>>, ToolError>
-    where
-        'p: 'a,
-    {
-        let name = command.name().to_owned();
-        let plugins: &'p Plugins = self.plugins;
-        let Some(tool) = plugins.get(&name) else {
-            let path = fresh_path(scope, &name, "")?;
-            write(scope, &path, &free_text(command), 200, None)?;
-            return Ok(None);
-        };
-        let is_action = tool.kind() == ToolKind::Action;
-        let refusal = match tool.availability(&scope.policy) {
-            Availability::Excluded => Some(excluded_message(&name, &scope.policy)),
-            _ => tool.forbids(command, &scope.policy),
-        };
-        if let Some(message) = refusal {
-            let path = fresh_path(scope, &name, &tool.target(command))?;
-            return refused(scope, outcome, command, path, 403, &message, is_action);
-        }
-        match tool.kind() {
-            ToolKind::Lifecycle => {
-                if let Some(handled) = tool.record(scope, command)? {
-                    let status = status_at(scope, &handled.path)?;
-                    note_call(outcome, command, &handled.path, status, false);
-                    if status >= 400 {
-                        collect_error(scope, outcome, &name, &handled.path, status)?;
-                    }
-                }
-                Ok(None)
-            }
-            ToolKind::Reasoning => {
-                let path = fresh_path(scope, &name, "")?;
-                write(scope, &path, &free_text(command), 200, None)?;
-                Ok(None)
-            }
-            ToolKind::Action => {
-                let target = tool.target(command);
-                if let Some(message) = invalid_target(&target) {
-                    let path = fresh_path(scope, &name, "invalid")?;
-                    return refused(scope, outcome, command, path, 400, &message, true);
-                }
-                let path = fresh_path(scope, &name, &target)?;
-                if let Some(reason) = escape_reason(scope.project_root, target.trim()) {
-                    return refused(scope, outcome, command, path, 400, &reason, true);
-                }
-                write(scope, &path, "", 200, Some(recorded_attributes(command)))?;
-                Ok(Some(Recorded::Ready {
-                    tool,
-                    command,
-                    path,
-                }))
-            }
+/// One call record per command, in response order: commands that wrote nothing (an
+/// empty fact or status) get a 204 record without a path.
+fn complete_calls(outcome: &mut DispatchOutcome, commands: &[Command]) {
+    outcome.calls.sort_by_key(|call| call.index);
+    for (index, command) in commands.iter().enumerate() {
+        if outcome
+            .calls
+            .get(index)
+            .map_or(true, |call| call.index != index)
+        {
+            let placeholder = CallRecord {
+                index,
+                tool: command.name().to_owned(),
+                path: String::new(),
+                status: 204,
+                is_action: false,
+                is_write: false,
+                fingerprint: outcome::fingerprint(command),
+            };
+            outcome.calls.insert(index, placeholder);
         }
     }
-}
-
-/// Writes a refusal the model sees and, for an action, queues it as already failed.
-fn refused<'a>(
-    scope: &mut ToolScope<'_>,
-    outcome: &mut DispatchOutcome,
-    command: &Command,
-    path: String,
-    status: i32,
-    message: &str,
-    is_action: bool,
-) -> Result<Option<Recorded<'a>>, ToolError> {
-    write(
-        scope,
-        &path,
-        message,
-        status,
-        Some(json!({ "error": message })),
-    )?;
-    note_call(outcome, command, &path, status, is_action);
-    let name = command.name().to_owned();
-    if is_action {
-        return Ok(Some(Recorded::Refused { name, path }));
-    }
-    collect_error(scope, outcome, &name, &path, status)?;
-    Ok(None)
-}
-
-/// A `<set>` without a path is a fact.
-fn naked_set_as_known(command: &Command) -> Command {
-    match command {
-        Command::Set(set) if set.path.is_none() => match &set.operation {
-            SetOperation::Write(body) => Command::Known(KnownCommand {
-                path: None,
-                body: body.clone(),
-                attributes: set.attributes.clone(),
-            }),
-            _ => command.clone(),
-        },
-        _ => command.clone(),
-    }
-}
-
-/// `<tool>://turn_N/<target>`, suffixed when taken.
-fn fresh_path(scope: &mut ToolScope<'_>, tool: &str, target: &str) -> Result<String, ToolError> {
-    let path = result_path(tool, scope.turn, target);
-    Ok(entries::free_path(scope.conn, scope.run_id, &path)?)
-}
-
-/// The body of a tag kept as text (`think`, `thought`, `mcp`).
-fn free_text(command: &Command) -> String {
-    match command {
-        Command::Think(content) | Command::Other { content, .. } => content.body.clone(),
-        _ => String::new(),
-    }
-}
-
-/// The parsed fields of a command as its result entry's attributes.
-fn recorded_attributes(command: &Command) -> Value {
-    let mut json = command.to_json();
-    if let Value::Object(fields) = &mut json {
-        fields.remove("name");
-    }
-    json
-}
-
-/// Why a target cannot be a path: reasoning that bled into an attribute.
-fn invalid_target(target: &str) -> Option<String> {
-    if target.chars().count() > TARGET_MAX_CHARS {
-        return Some(format!(
-            "Invalid path: it is longer than {TARGET_MAX_CHARS} characters. A path MUST be \
-             short, e.g. src/app.js or known://topic."
-        ));
-    }
-    target
-        .chars()
-        .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
-        .then(|| "Invalid path: it contains control characters.".to_owned())
-}
-
-fn excluded_message(tool: &str, policy: &ToolPolicy) -> String {
-    let mut reasons = vec![format!("{} mode", policy.mode)];
-    if policy.no_interaction {
-        reasons.push("no interaction".into());
-    }
-    if policy.no_web {
-        reasons.push("no web".into());
-    }
-    if policy.no_proposals {
-        reasons.push("no proposals".into());
-    }
-    if tool == "search" && !policy.search_available {
-        reasons.push("no search backend".into());
-    }
-    format!(
-        "<{tool}> is not available here ({}) and was not run. YOU MUST use only the tools \
-         listed in tools=\"...\".",
-        reasons.join(", ")
-    )
-}
-
-fn cancel(
-    scope: &mut ToolScope<'_>,
-    path: &str,
-    earlier: &str,
-    status: i32,
-) -> Result<(), ToolError> {
-    let message = if status == 202 {
-        format!("Not run: the earlier <{earlier}> is waiting for the user's decision.")
-    } else {
-        format!("Not run: the earlier <{earlier}> failed ({status}). Fix it, then try again.")
-    };
-    write(
-        scope,
-        path,
-        &message,
-        409,
-        Some(json!({ "error": message })),
-    )?;
-    Ok(())
 }
 
 /// The status of the entry at `path` (200 when a handler removed it).
@@ -390,6 +258,7 @@ fn status_at(scope: &mut ToolScope<'_>, path: &str) -> Result<i32, ToolError> {
 
 fn note_call(
     outcome: &mut DispatchOutcome,
+    index: usize,
     command: &Command,
     path: &str,
     status: i32,
@@ -401,6 +270,7 @@ fn note_call(
         _ => false,
     };
     outcome.calls.push(CallRecord {
+        index,
         tool: command.name().to_owned(),
         path: path.to_owned(),
         status,
@@ -433,51 +303,6 @@ fn collect_error(
         status,
         message,
     });
-    Ok(())
-}
-
-fn flags(calls: &[CallRecord]) -> TurnFlags {
-    let any = |tools: &[&str]| calls.iter().any(|call| tools.contains(&call.tool.as_str()));
-    TurnFlags {
-        has_act: any(&["set", "rm", "sh", "mv", "cp"]),
-        has_reads: any(&["get", "env", "search"]),
-        has_writes: calls.iter().any(|call| call.is_write),
-    }
-}
-
-/// Decides the turn's status signal: update wins over summarize; a summarize in a turn
-/// with failures is overridden (409) and becomes the update; neither asks for healing.
-fn settle_status(
-    scope: &mut ToolScope<'_>,
-    commands: &[Command],
-    outcome: &mut DispatchOutcome,
-) -> Result<(), ToolError> {
-    let first = |wanted: &str| {
-        commands.iter().find_map(|command| match command {
-            Command::Summarize(text) | Command::Update(text)
-                if command.name() == wanted && !text.trim().is_empty() =>
-            {
-                Some(text.trim().to_owned())
-            }
-            _ => None,
-        })
-    };
-    match (first("summarize"), first("update")) {
-        (_, Some(update)) => outcome.update_text = Some(update),
-        (Some(summary), None) if !outcome.errors.is_empty() => {
-            let path = crate::db::paths::slug_path("summarize", &summary);
-            let body = format!(
-                "{summary}\n(Not accepted: actions in this turn failed. YOU MUST fix them and \
-                 use <update> until the task is really done.)"
-            );
-            if entries::get_entry(scope.conn, scope.run_id, &path)?.is_some() {
-                entries::resolve_entry(scope.conn, scope.run_id, &path, 409, Some(&body))?;
-            }
-            outcome.update_text = Some(summary);
-        }
-        (Some(summary), None) => outcome.summary_text = Some(summary),
-        (None, None) => outcome.needs_healing = true,
-    }
     Ok(())
 }
 

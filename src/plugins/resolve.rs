@@ -5,8 +5,13 @@
 //! answer kept as `answer`, a `set://` merge applied to the stored file, an `rm://` file
 //! entry removed, a moved file's source removed. Reject sets 403 with the client's reason
 //! (default "rejected"); error sets 500 with its output, and still records a user's answer.
+//! With `RUMMY_APPLY_EDITS=server` ([`resolve_proposal_on_disk`]) the server also writes,
+//! removes, copies or moves the file under the project root (atomically); a change it cannot
+//! apply leaves the proposal at 500 with the reason.
 //! What happens to the run afterwards (resume or complete) is the run actor's decision;
 //! the outcome says which action was taken and what is still pending.
+
+use std::path::Path;
 
 use diesel::{Connection, SqliteConnection};
 
@@ -74,12 +79,33 @@ pub struct ResolveOutcome {
     pub remaining: Vec<UnresolvedRow>,
 }
 
-/// Resolves one pending proposal of a run; a path that is not one is
-/// [`ToolError::NotPending`].
+/// Resolves one pending proposal of a run, the client having applied any file change;
+/// a path that is not a pending proposal is [`ToolError::NotPending`].
 pub fn resolve_proposal(
     conn: &mut SqliteConnection,
     plugins: &Plugins,
     input: &ResolveInput,
+) -> Result<ResolveOutcome, ToolError> {
+    resolve_with(conn, plugins, input, None)
+}
+
+/// [`resolve_proposal`] with the server applying an accepted file change under `root`
+/// itself (`RUMMY_APPLY_EDITS=server`). When that fails the proposal ends as 500 with the
+/// reason.
+pub fn resolve_proposal_on_disk(
+    conn: &mut SqliteConnection,
+    plugins: &Plugins,
+    input: &ResolveInput,
+    root: &Path,
+) -> Result<ResolveOutcome, ToolError> {
+    resolve_with(conn, plugins, input, Some(root))
+}
+
+fn resolve_with(
+    conn: &mut SqliteConnection,
+    plugins: &Plugins,
+    input: &ResolveInput,
+    disk_root: Option<&Path>,
 ) -> Result<ResolveOutcome, ToolError> {
     conn.transaction(|conn| {
         let run = runs::get_run(conn, input.run_id)?
@@ -96,7 +122,7 @@ pub fn resolve_proposal(
             Resolution::Reject => output.unwrap_or("rejected").to_owned(),
             _ => output.unwrap_or_default().to_owned(),
         };
-        let status = input.resolution.status();
+        let mut status = input.resolution.status();
         entries::resolve_entry(conn, input.run_id, &proposal.path, status, Some(&body))?;
         let runs_side_effects = match input.resolution {
             Resolution::Accept => true,
@@ -110,10 +136,23 @@ pub fn resolve_proposal(
                 loop_id: None,
                 turn: run.next_turn,
                 policy: crate::plugins::policy::ToolPolicy::act(),
-                project_root: std::path::Path::new(""),
+                project_root: disk_root.unwrap_or(Path::new("")),
                 settings: plugins.settings(),
+                disk_root,
             };
-            tool.accept(&mut scope, &proposal, output)?;
+            match tool.accept(&mut scope, &proposal, output) {
+                Err(ToolError::Disk(reason)) => {
+                    status = Resolution::Error.status();
+                    entries::resolve_entry(
+                        conn,
+                        input.run_id,
+                        &proposal.path,
+                        status,
+                        Some(&reason),
+                    )?;
+                }
+                other => other?,
+            }
         }
         Ok(ResolveOutcome {
             path: proposal.path,
@@ -122,4 +161,155 @@ pub fn resolve_proposal(
             remaining: entries::unresolved(conn, input.run_id)?,
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::Resolution;
+    use crate::plugins::tool::ToolError;
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn accepting_a_file_edit_patches_the_stored_copy() {
+        let mut run = TestRun::new();
+        run.put("src/app.js", "a\nport = 3000\nb\n");
+        run.respond("<set path=\"src/app.js\">s/3000/8080/</set>");
+        let outcome = run
+            .resolve("set://src/app.js", Resolution::Accept, None)
+            .unwrap();
+        assert_eq!((outcome.status, outcome.remaining.len()), (200, 0));
+        assert_eq!(run.entry("src/app.js").unwrap().body, "a\nport = 8080\nb\n");
+        assert_eq!(
+            run.entry("set://src/app.js").unwrap().body,
+            "a\nport = 3000\nb\n"
+        );
+    }
+
+    #[test]
+    fn accepting_a_write_creates_the_file_entry() {
+        let mut run = TestRun::new();
+        run.respond("<set path=\"src/new.js\">export {};</set>");
+        run.resolve("set://turn_1/src/new.js", Resolution::Accept, None)
+            .unwrap();
+        assert_eq!(run.entry("src/new.js").unwrap().body, "export {};");
+    }
+
+    #[test]
+    fn accepting_rm_and_mv_removes_the_files_entries() {
+        let mut run = TestRun::new();
+        run.put("src/old.js", "old");
+        run.put("src/a.js", "a");
+        run.respond("<rm path=\"src/old.js\"/>");
+        run.resolve("rm://turn_1/src/old.js", Resolution::Accept, None)
+            .unwrap();
+        assert!(run.entry("src/old.js").is_none());
+        run.respond("<mv path=\"src/a.js\" to=\"src/b.js\"/>");
+        run.resolve("mv://turn_2/src/a.js", Resolution::Accept, None)
+            .unwrap();
+        assert!(run.entry("src/a.js").is_none());
+        run.respond("<cp path=\"src/b.js\" to=\"src/c.js\"/>");
+        assert!(
+            run.entry("src/b.js").is_none(),
+            "b only exists once the scan finds it"
+        );
+    }
+
+    #[test]
+    fn answers_are_kept_and_rejections_and_errors_recorded() {
+        let mut run = TestRun::new();
+        run.respond("<ask_user question=\"Which db?\" options=\"sqlite; postgres\"/>");
+        let path = "ask_user://turn_1/Which%20db%3F";
+        assert_eq!(
+            run.attribute(path, "options"),
+            json!(["sqlite", "postgres"])
+        );
+        run.resolve(path, Resolution::Accept, Some("postgres"))
+            .unwrap();
+        assert_eq!(run.attribute(path, "answer"), json!("postgres"));
+        assert_eq!(
+            run.projected(path),
+            "# ask_user\n# Question: Which db?\n# Answer: postgres"
+        );
+        run.respond("<sh>make</sh>");
+        let rejected = run
+            .resolve("sh://turn_2/make", Resolution::Reject, None)
+            .unwrap();
+        assert_eq!(rejected.status, 403);
+        assert_eq!(run.entry("sh://turn_2/make").unwrap().body, "rejected");
+        run.respond("<env>ls</env>");
+        run.resolve("env://turn_3/ls", Resolution::Error, Some("boom"))
+            .unwrap();
+        assert_eq!(run.status("env://turn_3/ls"), Some(500));
+    }
+
+    #[test]
+    fn only_pending_proposals_resolve_and_the_rest_stay_listed() {
+        let mut run = TestRun::new();
+        run.put("src/x.js", "x");
+        run.put("src/y.js", "y");
+        run.respond("<rm path=\"src/*.js\"/>");
+        let first = run
+            .resolve("rm://turn_1/src/x.js", Resolution::Reject, Some("keep it"))
+            .unwrap();
+        assert_eq!(first.remaining.len(), 1);
+        assert!(matches!(
+            run.resolve("rm://turn_1/src/x.js", Resolution::Accept, None),
+            Err(ToolError::NotPending(_))
+        ));
+        assert!(matches!(
+            run.resolve("known://nothing", Resolution::Accept, None),
+            Err(ToolError::NotPending(_))
+        ));
+        assert!(run.entry("src/x.js").is_some());
+        assert!(matches!(
+            Resolution::parse("maybe"),
+            Err(ToolError::InvalidResolution(_))
+        ));
+        assert_eq!(Resolution::parse("error").unwrap(), Resolution::Error);
+    }
+
+    #[test]
+    fn the_server_applies_accepted_changes_when_asked() {
+        let mut run = TestRun::new();
+        run.file("src/app.js", "a\nport = 3000\nb\n");
+        run.file("src/old.js", "old");
+        run.file("src/a.js", "a");
+        run.respond("<set path=\"src/app.js\">s/3000/8080/</set>");
+        run.resolve_on_disk("set://src/app.js", Resolution::Accept);
+        assert_eq!(
+            run.on_disk("src/app.js").as_deref(),
+            Some("a\nport = 8080\nb\n")
+        );
+        assert_eq!(run.entry("src/app.js").unwrap().body, "a\nport = 8080\nb\n");
+        run.respond("<rm path=\"src/old.js\"/>");
+        run.resolve_on_disk("rm://turn_2/src/old.js", Resolution::Accept);
+        assert_eq!(run.on_disk("src/old.js"), None);
+        run.respond("<mv path=\"src/a.js\" to=\"lib/a.js\"/>");
+        run.resolve_on_disk("mv://turn_3/src/a.js", Resolution::Accept);
+        assert_eq!(
+            (run.on_disk("src/a.js"), run.on_disk("lib/a.js").as_deref()),
+            (None, Some("a"))
+        );
+        run.respond("<set path=\"lib/new.txt\">fresh</set>");
+        run.resolve_on_disk("set://turn_4/lib/new.txt", Resolution::Accept);
+        assert_eq!(run.on_disk("lib/new.txt").as_deref(), Some("fresh"));
+    }
+
+    #[test]
+    fn an_edit_that_no_longer_applies_on_disk_ends_as_500() {
+        let mut run = TestRun::new();
+        run.file("src/app.js", "port = 3000\n");
+        run.respond("<set path=\"src/app.js\">s/3000/8080/</set>");
+        std::fs::write(run.root.path().join("src/app.js"), "rewritten\n").unwrap();
+        let outcome = run.resolve_on_disk("set://src/app.js", Resolution::Accept);
+        assert_eq!(outcome.status, 500);
+        assert!(run
+            .entry("set://src/app.js")
+            .unwrap()
+            .body
+            .contains("changed on disk"));
+        assert_eq!(run.on_disk("src/app.js").as_deref(), Some("rewritten\n"));
+    }
 }

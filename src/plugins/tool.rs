@@ -35,6 +35,9 @@ pub enum ToolError {
     /// The path is not a pending proposal of the run.
     #[error("No pending proposal at {0}")]
     NotPending(String),
+    /// The server could not apply an accepted file change.
+    #[error("{0}")]
+    Disk(String),
     /// A resolution action other than accept, reject or error.
     #[error("Invalid resolution action: {0}. Use 'accept' or 'reject'.")]
     InvalidResolution(String),
@@ -73,6 +76,16 @@ pub enum ToolKind {
     Action,
     /// Reasoning (`think`): recorded, never executed, never offered.
     Reasoning,
+}
+
+/// What an action's target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// An entry or file path (or pattern): checked for length, control characters and
+    /// escapes from the project.
+    Path,
+    /// Free text (a command line, a question, a query).
+    Text,
 }
 
 /// Whether a policy lets the model use a tool.
@@ -121,6 +134,9 @@ pub struct ToolScope<'a> {
     pub project_root: &'a Path,
     /// Limits.
     pub settings: ToolSettings,
+    /// Where accepted file changes are applied by the server (`RUMMY_APPLY_EDITS=server`);
+    /// `None` when the client applies them.
+    pub disk_root: Option<&'a Path>,
 }
 
 /// Where a command's outcome lives: its status there decides whether later actions run.
@@ -215,6 +231,11 @@ pub trait Tool: Send + Sync {
     /// The text an action's result path is named after (path, command, question).
     fn target(&self, _command: &Command) -> String {
         String::new()
+    }
+
+    /// Whether the target names a path or is free text.
+    fn target_kind(&self) -> TargetKind {
+        TargetKind::Path
     }
 
     /// Why the policy forbids this particular command although the tool is offered (ask

@@ -270,3 +270,47 @@ pub(crate) fn file_changes_forbidden(
         )),
     }
 }
+
+#[cfg(test)]
+mod view_tests {
+    use crate::db::enums::Fidelity;
+    use crate::plugins::resolve::Resolution;
+    use crate::plugins::tools::testing::TestRun;
+
+    fn at_summary(run: &mut TestRun, path: &str) -> String {
+        run.respond(&format!("<set path=\"{path}\" fidelity=\"summary\"/>"));
+        assert_eq!(run.entry(path).unwrap().fidelity, Fidelity::Summary);
+        run.projected(path)
+    }
+
+    #[test]
+    fn status_signals_show_their_text_at_every_visible_fidelity() {
+        let mut run = TestRun::new();
+        run.respond("<update>Reading auth</update><summarize>Done here</summarize>");
+        assert_eq!(
+            run.projected("update://Reading%20auth"),
+            "# update\nReading auth"
+        );
+        assert_eq!(
+            at_summary(&mut run, "summarize://Done%20here"),
+            "# summarize\nDone here"
+        );
+    }
+
+    #[test]
+    fn command_results_summarize_to_their_command_or_question() {
+        let mut run = TestRun::new();
+        run.respond("<sh>make test</sh>");
+        run.resolve("sh://turn_1/make%20test", Resolution::Accept, Some("ok"))
+            .unwrap();
+        assert_eq!(
+            run.projected("sh://turn_1/make%20test"),
+            "# sh make test\nok"
+        );
+        assert_eq!(at_summary(&mut run, "sh://turn_1/make%20test"), "make test");
+        run.respond("<ask_user question=\"Go?\" options=\"yes, no\"/>");
+        let ask = "ask_user://turn_3/Go%3F";
+        run.resolve(ask, Resolution::Accept, Some("yes")).unwrap();
+        assert_eq!(at_summary(&mut run, ask), "Go? → yes");
+    }
+}

@@ -19,6 +19,8 @@ pub struct TurnFlags {
 /// One dispatched command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallRecord {
+    /// Position of the command in the response.
+    pub index: usize,
     /// Tool name as written.
     pub tool: String,
     /// The entry holding its outcome.
@@ -57,7 +59,8 @@ pub struct DispatchOutcome {
     pub needs_healing: bool,
     /// Progress flags.
     pub flags: TurnFlags,
-    /// Every recorded command, in response order.
+    /// One record per command, in response order (204 without a path when it wrote
+    /// nothing).
     pub calls: Vec<CallRecord>,
     /// Proposals this dispatch left for the client.
     pub proposals: Vec<UnresolvedRow>,

@@ -125,7 +125,8 @@ fn think_and_unregistered_tags_are_recorded_not_run() {
     let outcome = run.respond("<think>plan <rm path=\"known://a\"/></think><update>u</update>");
     assert_eq!(run.entry("think://turn_1/").unwrap().status, 200);
     assert!(outcome.errors.is_empty());
-    assert_eq!(outcome.calls.len(), 1);
+    assert_eq!(outcome.calls.len(), 2);
+    assert_eq!(outcome.calls[0].path, "think://turn_1/");
 }
 
 #[test]
@@ -198,4 +199,192 @@ fn client_calls_run_the_same_chain_at_the_next_turn() {
         run.call("rm", ClientCall::default()),
         Err(ToolError::InvalidParams(_))
     ));
+}
+
+/// A gate with a token allowance that stays shut once it refused.
+struct Allowance {
+    left: i64,
+    tripped: bool,
+}
+
+impl crate::plugins::dispatch::WriteGate for Allowance {
+    fn admit(&mut self, write: &crate::plugins::dispatch::GatedWrite) -> Result<(), String> {
+        if write.status >= 400 {
+            return Ok(());
+        }
+        if self.tripped || write.tokens_delta > self.left {
+            self.tripped = true;
+            return Err(format!(
+                "Budget exceeded: {} tokens requested",
+                write.tokens_delta
+            ));
+        }
+        self.left -= write.tokens_delta.max(0);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_tripped_write_gate_rolls_the_command_back_and_fails_the_rest() {
+    let mut run = TestRun::new();
+    run.put("known://big", &"x".repeat(400));
+    run.respond("<set path=\"known://big\" fidelity=\"archive\"/>");
+    let mut gate = Allowance {
+        left: 20,
+        tripped: false,
+    };
+    let outcome = run.respond_gated(
+        "<known path=\"known://small\">tiny fact</known>\
+         <get path=\"known://big\"/><set path=\"known://small\">s/tiny/small/</set>",
+        Some(&mut gate),
+    );
+    assert!(run.entry("known://small").is_some());
+    assert_eq!(
+        run.entry("known://big").unwrap().fidelity,
+        crate::db::enums::Fidelity::Archive,
+        "the refused get was rolled back"
+    );
+    assert_eq!(run.status("get://turn_2/known%3A//big"), Some(413));
+    assert_eq!(run.status("set://turn_2/known%3A//small"), Some(409));
+    assert_eq!(run.entry("known://small").unwrap().body, "tiny fact");
+    assert_eq!(outcome.errors.len(), 2);
+    let refused = run.respond_gated(
+        "<known path=\"known://later\">another</known>",
+        Some(&mut gate),
+    );
+    assert!(run.entry("known://later").is_none());
+    assert_eq!(run.status("known://turn_3/"), Some(413));
+    assert_eq!(refused.errors[0].status, 413);
+    assert!(outcome.errors[0].message.contains("Budget exceeded"));
+}
+
+#[test]
+fn calls_follow_the_response_order_one_per_command() {
+    let mut run = TestRun::new();
+    let outcome = run.respond(
+        "<think>hm</think><get path=\"known://x\"/><known path=\"known://k\">fact</known>\
+         <known path=\"known://e\"> </known><update>u</update>",
+    );
+    let tools: Vec<(&str, i32)> = outcome
+        .calls
+        .iter()
+        .map(|call| (call.tool.as_str(), call.status))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("think", 200),
+            ("get", 404),
+            ("known", 200),
+            ("known", 204),
+            ("update", 200)
+        ]
+    );
+    assert!(outcome.calls[1].is_action && outcome.calls[2].is_write);
+    assert_eq!(outcome.calls[1].fingerprint, "get:known://x[]");
+}
+
+#[test]
+fn free_text_targets_are_not_paths_and_long_ones_still_record() {
+    let mut run = TestRun::new();
+    let outcome = run.respond("<sh>/usr/bin/make -C ../lib</sh>");
+    assert_eq!(outcome.proposals.len(), 1, "{:?}", outcome.errors);
+    let long = format!("<env>echo {}</env>", "é".repeat(900));
+    let outcome = run.respond(&long);
+    assert_eq!(outcome.proposals.len(), 1);
+    assert_eq!(outcome.proposals[0].body.chars().count(), 905);
+    let fact = run.respond(&format!(
+        "<known path=\"known://{}\" summary=\"long path\">x</known>",
+        "p".repeat(600)
+    ));
+    assert_eq!(fact.calls[0].path, "known://long%20path");
+}
+
+mod hostile {
+    use proptest::prelude::*;
+
+    use crate::plugins::tools::testing::TestRun;
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just("known://a".to_owned()),
+            Just("known://*".to_owned()),
+            Just("src/a.js".to_owned()),
+            Just("src/*".to_owned()),
+            Just("../x".to_owned()),
+            Just("/etc/passwd".to_owned()),
+            Just("unknown://q".to_owned()),
+            Just("set://src/a.js".to_owned()),
+            Just("s/a/b/g".to_owned()),
+            Just("/(/".to_owned()),
+            "\\PC{0,12}",
+            "[a-z/:%*.]{0,20}",
+        ]
+    }
+
+    fn command() -> impl Strategy<Value = String> {
+        let tools = prop_oneof![
+            Just("get"),
+            Just("set"),
+            Just("known"),
+            Just("unknown"),
+            Just("env"),
+            Just("sh"),
+            Just("rm"),
+            Just("cp"),
+            Just("mv"),
+            Just("search"),
+            Just("summarize"),
+            Just("update"),
+            Just("ask_user"),
+            Just("think"),
+            Just("mcp"),
+        ];
+        let attribute = prop_oneof![
+            Just("path"),
+            Just("to"),
+            Just("fidelity"),
+            Just("summary"),
+            Just("line"),
+            Just("limit"),
+            Just("preview"),
+            Just("question"),
+            Just("body"),
+            Just("search"),
+        ];
+        (
+            tools,
+            prop::collection::vec((attribute, text()), 0..3),
+            text(),
+        )
+            .prop_map(|(tool, attributes, body)| {
+                let attributes: String = attributes
+                    .iter()
+                    .map(|(name, value)| format!(" {name}=\"{}\"", value.replace('"', "")))
+                    .collect();
+                format!("<{tool}{attributes}>{body}</{tool}>")
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn any_response_dispatches_without_failing(
+            turns in prop::collection::vec(prop::collection::vec(command(), 1..6), 1..3)
+        ) {
+            let mut run = TestRun::new();
+            run.put("known://a", "alpha");
+            run.put("src/a.js", "let a = 1;\n");
+            for commands in turns {
+                let outcome = run.respond(&commands.concat());
+                prop_assert_eq!(outcome.calls.len(), crate::parser::parse(&commands.concat()).commands.len());
+                for proposal in outcome.proposals {
+                    let path = proposal.path.clone();
+                    let _ = run.resolve(&path, crate::plugins::resolve::Resolution::Accept, Some("ok"));
+                }
+            }
+        }
+    }
 }

@@ -8,7 +8,9 @@ use crate::db::models::entry::EntryRow;
 use crate::db::queries::entries;
 use crate::parser::{AskUserCommand, Command};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{
+    Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
+};
 use crate::plugins::tools::{fail, finish, non_empty};
 use crate::plugins::view::EntryView;
 
@@ -58,6 +60,10 @@ impl Tool for AskUser {
                 .or_else(|| Some(call.path.clone())),
             options: call.attribute("options").or_else(|| call.body.clone()),
         })
+    }
+
+    fn target_kind(&self) -> TargetKind {
+        TargetKind::Text
     }
 
     fn target(&self, command: &Command) -> String {

@@ -4,7 +4,9 @@
 use crate::db::enums::LoopMode;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{
+    Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
+};
 use crate::plugins::tools::{command_proposal, headed};
 use crate::plugins::view::EntryView;
 
@@ -49,6 +51,10 @@ impl Tool for Env {
         )
     }
 
+    fn target_kind(&self) -> TargetKind {
+        TargetKind::Text
+    }
+
     fn target(&self, command: &Command) -> String {
         match command {
             Command::Env(command) => command.clone().unwrap_or_default(),
@@ -66,5 +72,28 @@ impl Tool for Env {
             return Err(ToolError::InvalidParams("env expects a env command".into()));
         };
         command_proposal(scope, command.as_deref(), result_path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn commands_are_proposals_shown_with_their_output() {
+        let mut run = TestRun::new();
+        let outcome = run.respond("<env>node --version</env>");
+        assert_eq!(outcome.proposals[0].body, "node --version");
+        let path = "env://turn_1/node%20--version";
+        assert_eq!(run.projected(path), "# env node --version");
+        run.resolve(
+            path,
+            crate::plugins::resolve::Resolution::Accept,
+            Some("v22"),
+        )
+        .unwrap();
+        assert_eq!(run.projected(path), "# env node --version\nv22");
+        let empty = run.respond("<env></env>");
+        assert_eq!(empty.errors[0].status, 400);
     }
 }

@@ -1,9 +1,14 @@
 //! File paths named by the model or a client: they must stay under the project root.
 //!
 //! A bare path (no scheme) is a project file. It is refused when it is absolute, has a `..`
-//! segment, or leads through a symlink to somewhere outside the root.
+//! segment, or leads through a symlink to somewhere outside the root. When the server
+//! applies accepted changes itself, writes are atomic (a temporary file renamed over the
+//! target) and every path is checked again.
 
-use std::path::{Component, Path};
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use crate::plugins::tool::ToolError;
 
 use crate::db::paths::scheme_of;
 
@@ -56,6 +61,64 @@ fn through_symlink_outside(root: &Path, relative: &Path) -> bool {
     }
 }
 
+/// The absolute location of a project file, refused when it would leave `root`.
+fn located(root: &Path, path: &str) -> Result<PathBuf, ToolError> {
+    match escape_reason(root, path) {
+        Some(reason) => Err(ToolError::Disk(reason)),
+        None => Ok(root.join(path)),
+    }
+}
+
+fn disk_error(action: &str, path: &str, error: &io::Error) -> ToolError {
+    ToolError::Disk(format!("Could not {action} {path}: {error}"))
+}
+
+/// The file's content, `None` when it does not exist.
+pub(crate) fn read(root: &Path, path: &str) -> Result<Option<String>, ToolError> {
+    match std::fs::read_to_string(located(root, path)?) {
+        Ok(content) => Ok(Some(content)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(disk_error("read", path, &error)),
+    }
+}
+
+/// Writes the file atomically: a temporary file beside it, renamed over it.
+pub(crate) fn write_atomic(root: &Path, path: &str, content: &str) -> Result<(), ToolError> {
+    let target = located(root, path)?;
+    let parent = target.parent().unwrap_or(root);
+    std::fs::create_dir_all(parent)
+        .map_err(|error| disk_error("create the folder of", path, &error))?;
+    let name = target
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or("file");
+    let temporary = parent.join(format!(".{name}.rummy-{}", std::process::id()));
+    std::fs::write(&temporary, content).map_err(|error| disk_error("write", path, &error))?;
+    std::fs::rename(&temporary, &target).map_err(|error| {
+        let _ = std::fs::remove_file(&temporary);
+        disk_error("replace", path, &error)
+    })
+}
+
+/// Removes the file; a file that is already gone is fine.
+pub(crate) fn remove(root: &Path, path: &str) -> Result<(), ToolError> {
+    match std::fs::remove_file(located(root, path)?) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => {
+            Err(disk_error("remove", path, &error))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Copies `from` to `to` (atomically).
+pub(crate) fn copy(root: &Path, from: &str, to: &str) -> Result<(), ToolError> {
+    let content =
+        std::fs::read(located(root, from)?).map_err(|error| disk_error("read", from, &error))?;
+    let text = String::from_utf8(content)
+        .map_err(|_| ToolError::Disk(format!("{from} is not a text file")))?;
+    write_atomic(root, to, &text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +136,26 @@ mod tests {
         assert!(escape_reason(dir.path(), "/etc/passwd").is_some());
         assert!(escape_reason(dir.path(), "C:\\x").is_some());
         assert!(escape_reason(dir.path(), "src/../../x").is_some());
+    }
+
+    #[test]
+    fn disk_changes_stay_in_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        write_atomic(dir.path(), "a/b.txt", "hello").unwrap();
+        assert_eq!(
+            read(dir.path(), "a/b.txt").unwrap().as_deref(),
+            Some("hello")
+        );
+        copy(dir.path(), "a/b.txt", "c.txt").unwrap();
+        remove(dir.path(), "a/b.txt").unwrap();
+        assert_eq!(read(dir.path(), "a/b.txt").unwrap(), None);
+        remove(dir.path(), "c.txt").unwrap();
+        remove(dir.path(), "c.txt").unwrap();
+        assert!(matches!(
+            write_atomic(dir.path(), "../x", "no"),
+            Err(ToolError::Disk(_))
+        ));
+        assert_eq!(std::fs::read_dir(dir.path().join("a")).unwrap().count(), 0);
     }
 
     #[cfg(unix)]

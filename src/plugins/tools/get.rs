@@ -153,3 +153,80 @@ fn partial_read(
         Some(json!({ "path": path })),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::db::enums::Fidelity;
+    use crate::plugins::tools::testing::TestRun;
+
+    fn archived(run: &mut TestRun, path: &str, body: &str) {
+        run.put(path, body);
+        run.respond(&format!("<set path=\"{path}\" fidelity=\"archive\"/>"));
+    }
+
+    #[test]
+    fn exact_get_promotes_and_reports() {
+        let mut run = TestRun::new();
+        archived(&mut run, "known://auth", "cookie ttl");
+        let outcome = run.respond("<get path=\"known://auth\"/>");
+        let entry = run.entry("known://auth").unwrap();
+        assert_eq!((entry.fidelity, entry.turn), (Fidelity::Full, 2));
+        assert!(outcome.errors.is_empty() && outcome.flags.has_reads);
+        let result = run.entry("get://turn_2/known%3A//auth").unwrap();
+        assert!(
+            result.body.starts_with("known://auth loaded"),
+            "{}",
+            result.body
+        );
+        assert_eq!(
+            run.projected("get://turn_2/known%3A//auth"),
+            format!("# get known://auth\n{}", result.body)
+        );
+    }
+
+    #[test]
+    fn patterns_filter_by_body_and_preview_loads_nothing() {
+        let mut run = TestRun::new();
+        archived(&mut run, "known://a", "about auth");
+        archived(&mut run, "known://b", "about billing");
+        run.respond("<get path=\"known://*\" preview>auth</get>");
+        assert_eq!(run.entry("known://a").unwrap().fidelity, Fidelity::Archive);
+        let preview = run.entry("get://turn_3/known%3A//*").unwrap().body;
+        assert!(preview.starts_with("PREVIEW get path=\"known://*\" body=\"auth\": 1 matched"));
+        run.respond("<get path=\"known://*\">auth</get>");
+        assert_eq!(run.entry("known://a").unwrap().fidelity, Fidelity::Full);
+        assert_eq!(run.entry("known://b").unwrap().fidelity, Fidelity::Archive);
+        let none = run.respond("<get path=\"known://zz*\"/>");
+        assert!(
+            none.errors.is_empty(),
+            "an empty pattern match is not an error"
+        );
+        let miss = run.respond("<get path=\"known://missing\"/>");
+        assert_eq!(miss.errors[0].status, 404);
+    }
+
+    #[test]
+    fn partial_reads_never_change_fidelity_and_refuse_patterns() {
+        let mut run = TestRun::new();
+        archived(&mut run, "src/a.rs", "one\ntwo\nthree\nfour");
+        run.respond("<get path=\"src/a.rs\" line=\"2\" limit=\"2\"/>");
+        let body = run.entry("get://turn_2/src/a.rs").unwrap().body;
+        assert_eq!(body, "[lines 2–3 / 4 total]\ntwo\nthree");
+        assert_eq!(run.entry("src/a.rs").unwrap().fidelity, Fidelity::Archive);
+        let pattern = run.respond("<get path=\"src/*\" line=\"1\"/>");
+        assert_eq!(pattern.errors[0].status, 400);
+        let past = run.respond("<get path=\"src/a.rs\" line=\"9\"/>");
+        assert_eq!(past.errors[0].status, 416);
+    }
+
+    #[test]
+    fn fidelity_attribute_applies_after_loading() {
+        let mut run = TestRun::new();
+        archived(&mut run, "known://a", "alpha");
+        run.respond("<get path=\"known://a\" fidelity=\"summary\"/>");
+        let entry = run.entry("known://a").unwrap();
+        assert_eq!((entry.fidelity, entry.turn), (Fidelity::Summary, 2));
+        let bad = run.respond("<get path=\"known://a\" fidelity=\"loud\"/>");
+        assert!(bad.errors[0].message.contains("Unknown fidelity"));
+    }
+}

@@ -21,6 +21,10 @@ use crate::plugins::view::EntryView;
 /// The `known` tool.
 pub struct Known;
 
+/// Longest model-given path kept; a longer one is reasoning that bled into the attribute,
+/// and the fact is filed under a slug instead.
+const PATH_MAX_CHARS: usize = 256;
+
 /// Characters of the body shown at summary fidelity when no summary keywords exist.
 const SUMMARY_PREFIX_CHARS: usize = 80;
 
@@ -103,6 +107,7 @@ impl Tool for Known {
         if let Some(summary) = summary {
             attributes.insert("summary".into(), Value::String(summary));
         }
+        attributes.insert("error".into(), Value::Null);
         let row = entries::upsert_entry(
             scope.conn,
             &EntryUpsert {
@@ -123,12 +128,8 @@ impl Tool for Known {
 
 /// The model's path (a bare one under `known://`), else a slug of the summary or body.
 fn known_path(known: &KnownCommand, summary: Option<&str>) -> String {
-    match known
-        .path
-        .as_deref()
-        .map(str::trim)
-        .filter(|path| !path.is_empty())
-    {
+    let given = known.path.as_deref().map(str::trim);
+    match given.filter(|path| !path.is_empty() && path.chars().count() <= PATH_MAX_CHARS) {
         Some(path) if is_file(path) => format!("known://{}", path.trim_start_matches('/')),
         Some(path) => path.to_owned(),
         None => slug_path("known", summary.unwrap_or(&known.body)),
@@ -143,4 +144,56 @@ fn too_large(path: &str, tokens: i32, limit: i32) -> String {
          summary=\"keywords\">first part</known> and <known path=\"{path}/part_2\" \
          summary=\"keywords\">second part</known>."
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::db::enums::Fidelity;
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn summary_survives_later_writes_and_fidelity_changes() {
+        let mut run = TestRun::new();
+        run.respond("<known path=\"known://db\" summary=\"db,postgres\">Postgres 15</known>");
+        run.respond("<known path=\"known://db\">Postgres 16</known>");
+        run.respond("<set path=\"known://db\" fidelity=\"summary\"/>");
+        let entry = run.entry("known://db").unwrap();
+        assert_eq!(
+            (entry.body.as_str(), entry.fidelity),
+            ("Postgres 16", Fidelity::Summary)
+        );
+        assert_eq!(run.attribute("known://db", "summary"), json!("db,postgres"));
+        assert_eq!(run.projected("known://db"), "db,postgres");
+    }
+
+    #[test]
+    fn slug_paths_and_empty_facts() {
+        let mut run = TestRun::new();
+        run.respond("<known summary=\"deploy target\">eu-west</known>");
+        assert!(run.entry("known://deploy%20target").is_some());
+        let outcome = run.respond("<known path=\"known://x\">   </known>");
+        assert_eq!(outcome.calls[0].status, 204);
+        assert!(run.entry("known://x").is_none());
+    }
+
+    #[test]
+    fn oversized_facts_are_refused_with_a_splitting_note() {
+        let mut run = TestRun::new();
+        run.put("known://big", "old");
+        let outcome = run.respond(&format!(
+            "<known path=\"known://big\">{}</known><summarize>done</summarize>",
+            "word ".repeat(60)
+        ));
+        assert_eq!(run.entry("known://big").unwrap().body, "old");
+        let note = run.entry("known://big_2").unwrap();
+        assert_eq!(note.status, 413);
+        assert!(note.body.contains("YOU MUST split it"));
+        assert_eq!(outcome.errors[0].status, 413);
+        assert_eq!(
+            outcome.summary_text, None,
+            "a refused fact means the task is not done"
+        );
+    }
 }

@@ -9,7 +9,7 @@ use crate::db::queries::entries;
 use crate::parser::{Command, Selection};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
-use crate::plugins::tools::files::is_file;
+use crate::plugins::tools::files::{self, is_file};
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, listing, non_empty, pattern_header,
     select, store, write,
@@ -142,10 +142,37 @@ impl Tool for Rm {
     ) -> Result<(), ToolError> {
         let attributes = proposal.attributes_json()?;
         if let Some(file) = attributes.get("path").and_then(|path| path.as_str()) {
+            if let Some(root) = scope.disk_root {
+                files::remove(root, file)?;
+            }
             if let Some(entry) = entries::get_entry(scope.conn, scope.run_id, file)? {
                 store::delete(scope.conn, std::slice::from_ref(&entry))?;
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn entries_go_now_files_are_proposed_and_preview_deletes_nothing() {
+        let mut run = TestRun::new();
+        run.put("known://tmp_a", "a");
+        run.put("known://tmp_b", "b");
+        run.put("src/old.js", "old");
+        run.respond("<rm path=\"known://tmp_*\" preview/>");
+        assert!(run.entry("known://tmp_a").is_some());
+        run.respond("<rm path=\"known://tmp_*\"/>");
+        assert!(run.entry("known://tmp_a").is_none() && run.entry("known://tmp_b").is_none());
+        let outcome = run.respond("<rm path=\"src/old.js\"/>");
+        assert_eq!(outcome.proposals[0].path, "rm://turn_3/src/old.js");
+        assert!(run.entry("src/old.js").is_some(), "files wait for the user");
+        assert_eq!(
+            run.projected("rm://turn_2/known%3A//tmp_*"),
+            "# rm known://tmp_*\nknown://tmp_a\nknown://tmp_b"
+        );
     }
 }

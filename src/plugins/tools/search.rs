@@ -7,7 +7,9 @@ use serde_json::json;
 use crate::db::enums::LoopMode;
 use crate::parser::{Command, SearchCommand};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{
+    Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
+};
 use crate::plugins::tools::{fail, finish, headed, non_empty};
 use crate::plugins::view::EntryView;
 
@@ -48,6 +50,10 @@ impl Tool for Search {
         })
     }
 
+    fn target_kind(&self) -> TargetKind {
+        TargetKind::Text
+    }
+
     fn target(&self, command: &Command) -> String {
         match command {
             Command::Search(search) => search.query.clone().unwrap_or_default(),
@@ -71,5 +77,23 @@ impl Tool for Search {
         };
         let attributes = json!({ "query": query.trim(), "results": search.results });
         finish(scope, result_path, 202, query.trim(), Some(attributes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn with_a_backend_a_query_is_proposed() {
+        let mut run = TestRun::new();
+        run.policy.search_available = true;
+        let outcome = run.respond("<search results=\"3\">rust sqlite</search>");
+        assert_eq!(outcome.proposals[0].path, "search://turn_1/rust%20sqlite");
+        assert_eq!(
+            run.attribute("search://turn_1/rust%20sqlite", "results"),
+            serde_json::json!(3)
+        );
+        assert!(outcome.flags.has_reads);
     }
 }

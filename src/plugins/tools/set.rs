@@ -17,7 +17,7 @@ use crate::hedberg::unified_diff;
 use crate::parser::{normalize_attrs, Command, SetCommand, SetOperation};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
-use crate::plugins::tools::files::is_file;
+use crate::plugins::tools::files::{self, is_file};
 use crate::plugins::tools::{
     attribute_or, bad_fidelity, fail, file_changes_forbidden, finish, headed, is_pattern, listing,
     merge, non_empty, parse_fidelity, pattern_header, select, store, summary_attribute,
@@ -157,13 +157,28 @@ impl Tool for Set {
         let (Some(file), Some(merge_text)) = (text("file"), text("merge")) else {
             return Ok(());
         };
-        let current = entries::get_entry(scope.conn, scope.run_id, &file)?;
-        let old = current
-            .as_ref()
-            .map(|row| row.body.as_str())
-            .unwrap_or_default();
-        let Some(new) = merge::apply(old, &merge_text) else {
-            return Ok(());
+        let new = match scope.disk_root {
+            Some(root) => {
+                let on_disk = files::read(root, &file)?.unwrap_or_default();
+                let new = merge::apply(&on_disk, &merge_text).ok_or_else(|| {
+                    ToolError::Disk(format!(
+                        "The accepted edit no longer applies to {file}: it changed on disk."
+                    ))
+                })?;
+                files::write_atomic(root, &file, &new)?;
+                new
+            }
+            None => {
+                let current = entries::get_entry(scope.conn, scope.run_id, &file)?;
+                let old = current
+                    .as_ref()
+                    .map(|row| row.body.as_str())
+                    .unwrap_or_default();
+                let Some(new) = merge::apply(old, &merge_text) else {
+                    return Ok(());
+                };
+                new
+            }
         };
         entries::upsert_entry(
             scope.conn,
@@ -202,10 +217,9 @@ fn change_fidelity(
         .map(|summary| json!({ "summary": summary }));
     let filter = non_empty(set.filter.as_deref());
     let mut rows = select(scope, path, filter)?;
-    if !body.is_empty() {
-        if rows.is_empty() && !is_pattern(path, filter) {
-            rows = vec![write_entry(scope, path, body, None)?];
-        }
+    if !body.is_empty() && rows.is_empty() && !is_pattern(path, filter) {
+        rows = vec![write_entry(scope, path, body, patch.clone())?];
+    } else if !body.is_empty() {
         for row in &rows {
             write_entry(scope, &row.path, body, patch.clone())?;
         }
@@ -353,3 +367,6 @@ fn propose_write(
     });
     finish(scope, result_path, 202, "", Some(attributes))
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,7 +4,9 @@
 use crate::db::enums::LoopMode;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{
+    Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
+};
 use crate::plugins::tools::{command_proposal, headed};
 use crate::plugins::view::EntryView;
 
@@ -47,6 +49,10 @@ impl Tool for Sh {
             call.attribute("command")
                 .or_else(|| Some(call.path.clone())),
         )
+    }
+
+    fn target_kind(&self) -> TargetKind {
+        TargetKind::Text
     }
 
     fn target(&self, command: &Command) -> String {

@@ -12,10 +12,12 @@ use crate::db::models::ProjectInsertForm;
 use crate::db::queries::{entries, projects, runs};
 use crate::db::{open_connection, run_migrations};
 use crate::plugins::dispatch::{
-    dispatch_call, dispatch_commands, CallInput, DispatchOutcome, TurnInput,
+    dispatch_call, dispatch_gated, CallInput, DispatchOutcome, TurnInput, WriteGate,
 };
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::resolve::{resolve_proposal, Resolution, ResolveInput, ResolveOutcome};
+use crate::plugins::resolve::{
+    resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput, ResolveOutcome,
+};
 use crate::plugins::tool::{ClientCall, ToolError, ToolSettings};
 use crate::plugins::Plugins;
 
@@ -75,6 +77,15 @@ impl TestRun {
 
     /// Dispatches a model response at the current turn, then advances the turn.
     pub fn respond(&mut self, text: &str) -> DispatchOutcome {
+        self.respond_gated(text, None)
+    }
+
+    /// [`TestRun::respond`] with a write gate.
+    pub fn respond_gated(
+        &mut self,
+        text: &str,
+        gate: Option<&mut dyn WriteGate>,
+    ) -> DispatchOutcome {
         let commands = crate::parser::parse(text).commands;
         let input = TurnInput {
             run_id: self.run_id,
@@ -83,7 +94,8 @@ impl TestRun {
             policy: self.policy,
             project_root: self.root.path().to_owned(),
         };
-        let outcome = dispatch_commands(&mut self.conn, &self.plugins, &input, &commands).unwrap();
+        let outcome =
+            dispatch_gated(&mut self.conn, &self.plugins, &input, &commands, gate).unwrap();
         self.turn += 1;
         outcome
     }
@@ -113,6 +125,30 @@ impl TestRun {
             output: output.map(str::to_owned),
         };
         resolve_proposal(&mut self.conn, &self.plugins, &input)
+    }
+
+    /// A resolution the server applies to the project root itself.
+    pub fn resolve_on_disk(&mut self, path: &str, resolution: Resolution) -> ResolveOutcome {
+        let input = ResolveInput {
+            run_id: self.run_id,
+            path: path.into(),
+            resolution,
+            output: None,
+        };
+        let root = self.root.path().to_owned();
+        resolve_proposal_on_disk(&mut self.conn, &self.plugins, &input, &root).unwrap()
+    }
+
+    /// A project file on disk and in the store.
+    pub fn file(&mut self, path: &str, body: &str) {
+        let target = self.root.path().join(path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, body).unwrap();
+        self.put(path, body);
+    }
+
+    pub fn on_disk(&self, path: &str) -> Option<String> {
+        std::fs::read_to_string(self.root.path().join(path)).ok()
     }
 
     /// Writes an entry directly (a scanned file, an earlier fact).

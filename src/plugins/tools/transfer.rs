@@ -10,7 +10,7 @@ use crate::db::queries::entries;
 use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
 use crate::parser::{Command, TransferCommand};
 use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolScope};
-use crate::plugins::tools::files::{escape_reason, is_file};
+use crate::plugins::tools::files::{self, escape_reason, is_file};
 use crate::plugins::tools::{
     bad_fidelity, fail, finish, is_pattern, non_empty, parse_fidelity, select, store, write,
 };
@@ -217,22 +217,30 @@ impl Transfer {
         json!({ "from": from, "to": to, "isMove": self.is_move, "warning": warning })
     }
 
-    /// Accepting a file move: the source's entry goes (the scan brings the destination).
+    /// Accepting a file copy or move: done on disk when the server applies changes; a
+    /// moved source's entry goes (the scan brings the destination).
     pub(crate) fn accept(
         self,
         scope: &mut ToolScope<'_>,
         proposal: &EntryRow,
     ) -> Result<(), ToolError> {
-        if !self.is_move {
-            return Ok(());
-        }
         let attributes = proposal.attributes_json()?;
-        if let Some(from) = attributes.get("from").and_then(Value::as_str) {
-            if let Some(entry) = entries::get_entry(scope.conn, scope.run_id, from)? {
-                store::delete(scope.conn, std::slice::from_ref(&entry))?;
+        let text = |key: &str| attributes.get(key).and_then(Value::as_str);
+        if let (Some(root), Some(from), Some(to)) = (scope.disk_root, text("from"), text("to")) {
+            files::copy(root, from, to)?;
+            if self.is_move {
+                files::remove(root, from)?;
             }
         }
-        Ok(())
+        match text("from") {
+            Some(from) if self.is_move => {
+                if let Some(entry) = entries::get_entry(scope.conn, scope.run_id, from)? {
+                    store::delete(scope.conn, std::slice::from_ref(&entry))?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -268,5 +276,58 @@ mod tests {
             destination_under("src/**/*.js", "src/a/b.js", "backup/"),
             "backup/a/b.js"
         );
+    }
+}
+
+#[cfg(test)]
+mod dispatch_tests {
+    use crate::db::enums::Fidelity;
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn entries_copy_and_move_now_with_globs_and_fidelity() {
+        let mut run = TestRun::new();
+        run.put("known://plan_a", "A");
+        run.put("known://plan_b", "B");
+        run.respond("<cp path=\"known://plan_*\" to=\"known://archive/\" fidelity=\"index\"/>");
+        let copy = run.entry("known://archive/plan_a").unwrap();
+        assert_eq!((copy.body.as_str(), copy.fidelity), ("A", Fidelity::Index));
+        assert!(run.entry("known://plan_a").is_some());
+        run.respond("<mv path=\"known://plan_b\" to=\"known://done/b\"/>");
+        assert!(run.entry("known://plan_b").is_none());
+        assert_eq!(run.entry("known://done/b").unwrap().body, "B");
+        run.respond("<mv path=\"known://archive/*\" fidelity=\"archive\"/>");
+        assert_eq!(
+            run.entry("known://archive/plan_b").unwrap().fidelity,
+            Fidelity::Archive
+        );
+        run.respond("<cp path=\"known://plan_a\" to=\"known://done/b\"/>");
+        assert_eq!(
+            run.attribute("cp://turn_4/known%3A//plan_a", "warning"),
+            serde_json::json!("Overwrote existing entry at known://done/b")
+        );
+        assert_eq!(
+            run.projected("mv://turn_2/known%3A//plan_b"),
+            "# mv known://plan_b known://done/b"
+        );
+    }
+
+    #[test]
+    fn file_destinations_are_proposals_and_bad_pairs_are_refused() {
+        let mut run = TestRun::new();
+        run.put("src/a.js", "a");
+        run.put("known://x", "x");
+        let outcome = run.respond("<mv path=\"src/a.js\" to=\"src/b.js\"/>");
+        assert_eq!(outcome.proposals[0].path, "mv://turn_1/src/a.js");
+        assert_eq!(
+            run.attribute("mv://turn_1/src/a.js", "isMove"),
+            serde_json::json!(true)
+        );
+        let refused = run.respond("<cp path=\"known://x\" to=\"notes.md\"/>");
+        assert_eq!(refused.errors[0].status, 400);
+        let escaping = run.respond("<cp path=\"src/a.js\" to=\"../b.js\"/>");
+        assert!(escaping.errors[0].message.contains("leaves the project"));
+        let no_destination = run.respond("<cp path=\"known://x\"/>");
+        assert!(no_destination.errors[0].message.contains("to is required"));
     }
 }

@@ -90,3 +90,22 @@ impl Tool for Unknown {
         Ok(Some(Handled::at(path)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::plugins::tools::testing::TestRun;
+
+    #[test]
+    fn questions_are_deduplicated_and_may_name_their_path() {
+        let mut run = TestRun::new();
+        run.respond("<unknown>Which db?</unknown><unknown>Which db?</unknown>");
+        run.respond("<unknown>Which db?</unknown>");
+        assert!(run.entry("unknown://Which%20db%3F").is_some());
+        assert!(run.entry("unknown://Which%20db%3F_2").is_none());
+        run.respond("<unknown path=\"unknown://auth/expiry\">When do tokens expire?</unknown>");
+        assert_eq!(
+            run.projected("unknown://auth/expiry"),
+            "# unknown\nWhen do tokens expire?"
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! The write gate: how much a command grows what the model sees, checked against a budget
+//! (the budget's `BudgetGuard` implements [`WriteGate`]). Each command runs in a savepoint;
+//! when the gate refuses its growth, everything the command wrote is rolled back and the
+//! caller records a 413 with the gate's message instead.
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable};
+
+use crate::db::enums::Fidelity;
+use crate::db::ids::RunId;
+use crate::db::DbError;
+use crate::plugins::tool::{Handled, ToolError, ToolScope};
+
+/// What one command wrote, as the gate judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GatedWrite {
+    /// Change of the tokens the model sees (entry display tokens of visible entries).
+    pub tokens_delta: i64,
+    /// The status the command left.
+    pub status: i32,
+    /// The fidelity it wrote at (`Full` for a command's combined writes).
+    pub fidelity: Fidelity,
+    /// Audit writes are never gated.
+    pub is_audit: bool,
+}
+
+/// Admits or refuses the writes of one command during dispatch.
+pub trait WriteGate: Send {
+    /// `Err` carries the model-facing reason; the command then fails with 413.
+    fn admit(&mut self, write: &GatedWrite) -> Result<(), String>;
+}
+
+/// Why a gated command did not commit.
+enum Refusal {
+    Tool(ToolError),
+    Gate(String),
+}
+
+impl From<diesel::result::Error> for Refusal {
+    fn from(error: diesel::result::Error) -> Self {
+        Refusal::Tool(ToolError::from(error))
+    }
+}
+
+impl From<ToolError> for Refusal {
+    fn from(error: ToolError) -> Self {
+        Refusal::Tool(error)
+    }
+}
+
+/// Runs one command; with a gate, in a savepoint that is rolled back when the gate refuses
+/// the command's growth (`Ok(Err(message))`).
+pub(super) fn gated(
+    gate: Option<&mut (dyn WriteGate + '_)>,
+    scope: &mut ToolScope<'_>,
+    run: impl FnOnce(&mut ToolScope<'_>) -> Result<Option<Handled>, ToolError>,
+) -> Result<Result<Option<Handled>, String>, ToolError> {
+    let Some(gate) = gate else {
+        return run(scope).map(Ok);
+    };
+    let before = visible_tokens(scope.conn, scope.run_id)?;
+    let (run_id, loop_id, turn, policy, root, settings) = (
+        scope.run_id,
+        scope.loop_id,
+        scope.turn,
+        scope.policy,
+        scope.project_root,
+        scope.settings,
+    );
+    let committed = scope.conn.transaction::<_, Refusal, _>(|conn| {
+        let mut inner = ToolScope {
+            conn,
+            run_id,
+            loop_id,
+            turn,
+            policy,
+            project_root: root,
+            settings,
+            disk_root: None,
+        };
+        let handled = run(&mut inner)?;
+        let status = match &handled {
+            Some(handled) => {
+                crate::db::queries::entries::get_entry(inner.conn, run_id, &handled.path)
+                    .map_err(ToolError::from)?
+                    .map_or(200, |row| row.status)
+            }
+            None => 200,
+        };
+        let after = visible_tokens(inner.conn, run_id)?;
+        let write = GatedWrite {
+            tokens_delta: after - before,
+            status,
+            fidelity: Fidelity::Full,
+            is_audit: false,
+        };
+        gate.admit(&write).map_err(Refusal::Gate)?;
+        Ok(handled)
+    });
+    match committed {
+        Ok(handled) => Ok(Ok(handled)),
+        Err(Refusal::Gate(message)) => Ok(Err(message)),
+        Err(Refusal::Tool(error)) => Err(error),
+    }
+}
+
+/// The display tokens of the run's entries the model can see.
+fn visible_tokens(conn: &mut SqliteConnection, run_id: RunId) -> Result<i64, ToolError> {
+    #[derive(QueryableByName)]
+    struct Total {
+        #[diesel(sql_type = Nullable<BigInt>)]
+        tokens: Option<i64>,
+    }
+    let total: Total = diesel::sql_query(
+        "SELECT SUM(k.tokens) AS tokens FROM known_entries k
+         JOIN schemes s ON s.name = COALESCE(k.scheme, 'file')
+         WHERE k.run_id = ?1 AND s.model_visible = 1 AND k.status <> 202",
+    )
+    .bind::<BigInt, _>(run_id)
+    .get_result(conn)
+    .map_err(DbError::from)?;
+    Ok(total.tokens.unwrap_or(0))
+}

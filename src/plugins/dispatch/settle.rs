@@ -1,0 +1,51 @@
+//! The turn's status signal and progress flags, decided after every command ran.
+
+use crate::db::queries::entries;
+use crate::parser::Command;
+use crate::plugins::dispatch::{CallRecord, DispatchOutcome, TurnFlags};
+use crate::plugins::tool::{ToolError, ToolScope};
+
+pub(super) fn flags(calls: &[CallRecord]) -> TurnFlags {
+    let any = |tools: &[&str]| calls.iter().any(|call| tools.contains(&call.tool.as_str()));
+    TurnFlags {
+        has_act: any(&["set", "rm", "sh", "mv", "cp"]),
+        has_reads: any(&["get", "env", "search"]),
+        has_writes: calls.iter().any(|call| call.is_write),
+    }
+}
+
+/// Decides the turn's status signal: update wins over summarize; a summarize in a turn
+/// with failures is overridden (409) and becomes the update; neither asks for healing.
+pub(super) fn settle_status(
+    scope: &mut ToolScope<'_>,
+    commands: &[Command],
+    outcome: &mut DispatchOutcome,
+) -> Result<(), ToolError> {
+    let first = |wanted: &str| {
+        commands.iter().find_map(|command| match command {
+            Command::Summarize(text) | Command::Update(text)
+                if command.name() == wanted && !text.trim().is_empty() =>
+            {
+                Some(text.trim().to_owned())
+            }
+            _ => None,
+        })
+    };
+    match (first("summarize"), first("update")) {
+        (_, Some(update)) => outcome.update_text = Some(update),
+        (Some(summary), None) if !outcome.errors.is_empty() => {
+            let path = crate::db::paths::slug_path("summarize", &summary);
+            let body = format!(
+                "{summary}\n(Not accepted: actions in this turn failed. YOU MUST fix them and \
+                 use <update> until the task is really done.)"
+            );
+            if entries::get_entry(scope.conn, scope.run_id, &path)?.is_some() {
+                entries::resolve_entry(scope.conn, scope.run_id, &path, 409, Some(&body))?;
+            }
+            outcome.update_text = Some(summary);
+        }
+        (Some(summary), None) => outcome.summary_text = Some(summary),
+        (None, None) => outcome.needs_healing = true,
+    }
+    Ok(())
+}
