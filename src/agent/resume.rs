@@ -2,6 +2,8 @@
 //! PROTOCOL Part A.6): a rejection stops the run; accepting after the model summarized
 //! completes it; otherwise the run resumes with the proposing loop's mode and flags.
 
+use std::path::Path;
+
 use diesel::SqliteConnection;
 use serde_json::Value;
 
@@ -11,7 +13,9 @@ use crate::db::models::run::{LoopEnqueue, RunRow};
 use crate::db::queries::{entries, loops, runs};
 use crate::db::DbError;
 use crate::error::AppError;
-use crate::plugins::resolve::{resolve_proposal, Resolution, ResolveInput};
+use crate::plugins::resolve::{
+    resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput,
+};
 use crate::plugins::tool::ToolError;
 use crate::plugins::Plugins;
 
@@ -26,7 +30,8 @@ pub enum Decision {
     Resume(Box<LoopEnqueue>),
 }
 
-/// Applies one resolution and decides what the run does next. The outer error is the
+/// Applies one resolution (and, with `disk_root`, an accepted file change under it: the
+/// `RUMMY_APPLY_EDITS=server` mode) and decides what the run does next. The outer error is the
 /// store's; the inner one is the client's mistake (the path is not a pending proposal).
 pub fn resolve(
     conn: &mut SqliteConnection,
@@ -35,6 +40,7 @@ pub fn resolve(
     path: &str,
     resolution: Resolution,
     output: Option<String>,
+    disk_root: Option<&Path>,
 ) -> Result<Result<Decision, AppError>, DbError> {
     let proposing_turn = entries::get_entry(conn, run.id, path)?.map_or(0, |entry| entry.turn);
     let input = ResolveInput {
@@ -43,7 +49,11 @@ pub fn resolve(
         resolution,
         output,
     };
-    let outcome = match resolve_proposal(conn, plugins, &input) {
+    let resolved = match disk_root {
+        Some(root) => resolve_proposal_on_disk(conn, plugins, &input, root),
+        None => resolve_proposal(conn, plugins, &input),
+    };
+    let outcome = match resolved {
         Ok(outcome) => outcome,
         Err(ToolError::Db(error)) => return Err(error),
         Err(ToolError::NotPending(_)) => {

@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
 use crate::agent::resume;
+use crate::config::ApplyEdits;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryUpsert;
@@ -216,9 +217,22 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
     let output = resolution.output.clone();
     let resolved_run = run.clone();
     let plugins = Arc::clone(&context.app.plugins);
+    let disk_root = (context.app.settings.agent.apply_edits == ApplyEdits::Server)
+        .then(|| context.project().map(|project| project.root.clone()))
+        .transpose()?;
     let decision = context
         .app
-        .db_call(move |conn| resume::resolve(conn, &plugins, &resolved_run, &path, action, output))
+        .db_call(move |conn| {
+            resume::resolve(
+                conn,
+                &plugins,
+                &resolved_run,
+                &path,
+                action,
+                output,
+                disk_root.as_deref(),
+            )
+        })
         .await??;
     match decision {
         resume::Decision::StillPending(proposed) => {

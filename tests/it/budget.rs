@@ -1,0 +1,213 @@
+//! The context economy end to end: the pre-LLM ceiling, panic mode, the size gate, partial
+//! reads and fidelity changes, with a scripted LLM and small context windows.
+
+use serde_json::{json, Value};
+
+use crate::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
+use crate::support::{Client, TestApp};
+
+/// Characters per token in these tests (the server's default divisor).
+const DIVISOR: usize = 4;
+
+async fn app_with(llm: &FakeLlm, context: usize) -> TestApp {
+    let context = context.to_string();
+    TestApp::start_with(&[
+        ("OPENAI_BASE_URL", llm.base_url()),
+        ("RUMMY_MODEL_fake", "openai/fake"),
+        ("RUMMY_CONTEXT_fake", context.as_str()),
+        ("RUMMY_LLM_ATTEMPTS", "1"),
+        ("RUMMY_MAX_TURNS", "6"),
+    ])
+    .await
+}
+
+fn packet_tokens(request: &Value) -> usize {
+    let characters: usize = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["content"].as_str().unwrap_or_default().chars().count())
+        .sum();
+    characters.div_ceil(DIVISOR)
+}
+
+/// The size of the first packet of a fresh run with a short prompt: the instructions and
+/// the empty sections.
+async fn base_packet_tokens() -> usize {
+    let llm = FakeLlm::start([Step::reply("<summarize>ok</summarize>")]);
+    let app = app_with(&llm, 1_000_000).await;
+    let (mut client, _) = app.client_in_project("base").await;
+    client.ok("ask", json!({"model": "fake", "prompt": "x"})).await;
+    packet_tokens(&llm.requests()[0])
+}
+
+/// A `<known>` body of about `tokens` tokens.
+fn filler(tokens: usize) -> String {
+    "lorem ipsum ".repeat(tokens * DIVISOR / 12)
+}
+
+/// Three knowns of ~450 tokens each, written by the first loop.
+fn three_knowns() -> String {
+    let body = filler(450);
+    format!(
+        "<known path=\"known://notes/a\">{body}</known>\
+         <known path=\"known://notes/b\">{body}</known>\
+         <known path=\"known://notes/c\">{body}</known>\
+         <summarize>noted</summarize>"
+    )
+}
+
+async fn run_of(client: &mut Client) -> Value {
+    client.ok("getRuns", json!({})).await[0].clone()
+}
+
+#[actix_web::test]
+async fn a_panic_frees_room_and_then_the_original_prompt_runs() {
+    let base = base_packet_tokens().await;
+    let window = base + 2_600;
+    let big_prompt = format!("Summarize this log: {}", filler(1_500));
+    let llm = FakeLlm::start([
+        Step::reply(three_knowns()),
+        Step::reply("<set path=\"known://notes/*\" fidelity=\"archive\"/><update>archived the notes</update>"),
+        Step::reply("<summarize>the log is fine</summarize>"),
+    ]);
+    let app = app_with(&llm, window).await;
+    let (mut client, _) = app.client_in_project("panic").await;
+    let first = client
+        .ok("ask", json!({"model": "fake", "prompt": "take notes"}))
+        .await;
+    let run = first["run"].as_str().unwrap().to_string();
+    let outcome = client
+        .ok("ask", json!({"model": "fake", "prompt": big_prompt, "run": run}))
+        .await;
+    assert_eq!(outcome["status"], json!(200), "{outcome}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3, "notes, one panic turn, the retried prompt");
+    let panic_packet = requests[1]["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        panic_packet.contains("mode=\"panic\""),
+        "the panic loop has its own prompt: {panic_packet}"
+    );
+    assert!(!panic_packet.contains("Summarize this log"), "the big prompt waits");
+    let retried = requests[2]["messages"][1]["content"].as_str().unwrap();
+    assert!(retried.contains("Summarize this log"));
+    assert!(packet_tokens(&requests[2]) <= window);
+    let state = run_of(&mut client).await;
+    assert_eq!(state["status"], json!(200));
+    assert_eq!(state["summary"], json!("the log is fine"));
+}
+
+#[actix_web::test]
+async fn a_panic_that_frees_nothing_fails_after_three_strikes() {
+    let base = base_packet_tokens().await;
+    let window = base + 2_600;
+    let big_prompt = format!("Summarize this log: {}", filler(1_500));
+    let llm = FakeLlm::builder([Step::reply(three_knowns())])
+        .when_exhausted(WhenExhausted::Reply(Reply::new(
+            "<update>thinking about it</update>",
+        )))
+        .start();
+    let app = app_with(&llm, window).await;
+    let (mut client, _) = app.client_in_project("strikes").await;
+    let first = client
+        .ok("ask", json!({"model": "fake", "prompt": "take notes"}))
+        .await;
+    let run = first["run"].as_str().unwrap().to_string();
+    let outcome = client
+        .ok("ask", json!({"model": "fake", "prompt": big_prompt, "run": run}))
+        .await;
+    assert_eq!(outcome["status"], json!(413), "{outcome}");
+    let error = outcome["error"].as_str().unwrap();
+    assert!(error.contains("prompt"), "names what does not fit: {error}");
+    let state = run_of(&mut client).await;
+    assert_eq!(state["status"], json!(413), "not stuck at 102: {state}");
+    assert!(llm.requests().len() <= 5, "three strikes, not the turn limit");
+}
+
+#[actix_web::test]
+async fn a_prompt_larger_than_the_window_fails_clearly_without_calling_the_llm() {
+    let base = base_packet_tokens().await;
+    let window = base + 1_000;
+    let llm = FakeLlm::start([]);
+    let app = app_with(&llm, window).await;
+    let (mut client, _) = app.client_in_project("huge").await;
+    let prompt = format!("Read this: {}", filler(window * 2));
+    let outcome = client.ok("ask", json!({"model": "fake", "prompt": prompt})).await;
+    assert_eq!(outcome["status"], json!(413), "{outcome}");
+    assert!(outcome["error"].as_str().unwrap().contains("prompt"));
+    assert!(llm.requests().is_empty());
+    assert_eq!(run_of(&mut client).await["status"], json!(413));
+}
+
+#[actix_web::test]
+async fn an_oversized_known_is_refused_with_a_message_that_teaches_splitting() {
+    let huge = filler(900);
+    let llm = FakeLlm::start([
+        Step::reply(format!(
+            "<known path=\"known://manual\">{huge}</known><update>saving</update>"
+        )),
+        Step::reply("<summarize>ok</summarize>"),
+    ]);
+    let app = app_with(&llm, 100_000).await;
+    let (mut client, _) = app.client_in_project("gate").await;
+    let outcome = client.ok("ask", json!({"model": "fake", "prompt": "save"})).await;
+    assert_eq!(outcome["status"], json!(200));
+    let second = llm.requests()[1].to_string();
+    assert!(second.contains("413"), "the model sees the refusal");
+    assert!(second.to_lowercase().contains("split"), "and is taught to split");
+    let run = outcome["run"].as_str().unwrap();
+    let stored = client
+        .ok("getEntries", json!({"run": run, "pattern": "known://manual"}))
+        .await;
+    assert!(
+        stored.as_array().unwrap().iter().all(|entry| entry["tokens"].as_i64().unwrap() < 512),
+        "nothing oversized was stored: {stored}"
+    );
+}
+
+#[actix_web::test]
+async fn a_partial_read_shows_the_lines_and_keeps_the_fidelity() {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"notes.md\" line=\"2\" limit=\"1\"/><update>reading</update>"),
+        Step::reply("<summarize>read it</summarize>"),
+    ]);
+    let app = app_with(&llm, 100_000).await;
+    let (mut client, root) = app.client_in_project("partial").await;
+    std::fs::write(root.join("notes.md"), "first line\nsecond line\nthird line\n").unwrap();
+    let outcome = client.ok("ask", json!({"model": "fake", "prompt": "read"})).await;
+    assert_eq!(outcome["status"], json!(200));
+    let second = llm.requests()[1]["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(second.contains("second line"), "{second}");
+    let run = outcome["run"].as_str().unwrap();
+    let file = client
+        .ok("getEntries", json!({"run": run, "pattern": "notes.md"}))
+        .await;
+    assert_eq!(file[0]["fidelity"], json!("index"), "a partial read never promotes");
+}
+
+#[actix_web::test]
+async fn a_fidelity_change_shows_in_the_next_packet() {
+    let body = "the deploy target is the staging cluster in eu-west";
+    let llm = FakeLlm::start([
+        Step::reply(format!(
+            "<known path=\"known://deploy\">{body}</known><update>noted</update>"
+        )),
+        Step::reply(
+            "<set path=\"known://deploy\" fidelity=\"summary\" summary=\"deploy,staging\"/><update>tidy</update>",
+        ),
+        Step::reply("<summarize>done</summarize>"),
+    ]);
+    let app = app_with(&llm, 100_000).await;
+    let (mut client, _) = app.client_in_project("fidelity").await;
+    let outcome = client.ok("ask", json!({"model": "fake", "prompt": "go"})).await;
+    assert_eq!(outcome["status"], json!(200));
+    let requests = llm.requests();
+    let full = requests[1]["messages"][0]["content"].as_str().unwrap();
+    assert!(full.contains(body), "full fidelity shows the body");
+    let summary = requests[2]["messages"][0]["content"].as_str().unwrap();
+    assert!(!summary.contains(body), "summary fidelity hides it: {summary}");
+    assert!(summary.contains("deploy,staging"), "and shows the summary");
+}
