@@ -164,7 +164,7 @@ impl<'p> Dispatcher<'p, '_> {
                 actions.push(action);
             }
         }
-        let mut stopped_by: Option<(String, i32)> = None;
+        let mut stopped_by: Option<(String, i32, String)> = None;
         for action in actions {
             let (name, path, status) = match action {
                 Recorded::Refused { name, path } => {
@@ -177,12 +177,12 @@ impl<'p> Dispatcher<'p, '_> {
                     command,
                     path,
                 } => match &stopped_by {
-                    Some((earlier, why)) => {
+                    Some((earlier, why, at)) if !(*why == 202 && tool.amends(command, at)) => {
                         cancel(scope, &path, earlier, *why)?;
                         note_call(&mut outcome, index, command, &path, 409, true);
                         (tool.name().to_owned(), path, 409)
                     }
-                    None => {
+                    _ => {
                         let run = |inner: &mut ToolScope<'_>| {
                             tool.handle(inner, command, &path).map(Some)
                         };
@@ -206,7 +206,7 @@ impl<'p> Dispatcher<'p, '_> {
                 },
             };
             if stopped_by.is_none() && (status == 202 || status >= 400) {
-                stopped_by = Some((name.clone(), status));
+                stopped_by = Some((name.clone(), status, path.clone()));
             }
             if status >= 400 {
                 collect_error(scope, &mut outcome, &name, &path, status)?;
