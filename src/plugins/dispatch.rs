@@ -3,7 +3,9 @@
 //!
 //! Lifecycle signals (`known`, `unknown`, `summarize`, `update`) are written first and never
 //! cancelled. Actions run in response order; the first that leaves a proposal (202) or
-//! fails (4xx/5xx) stops the rest, which are recorded as 409. Each action's status is read
+//! fails (4xx/5xx) stops the rest, which are recorded as 409 (a further edit of a file
+//! whose proposal is pending joins that proposal instead; see
+//! [`Tool::amends`](crate::plugins::tool::Tool::amends)). Each action's status is read
 //! back at the normalised path its handler reports, so a stop really stops. Tools the loop
 //! may not use are recorded as 403, invalid or escaping paths as 400, each with a message
 //! the model sees. A `<summarize>` in a turn whose actions failed becomes an update.
@@ -164,7 +166,7 @@ impl<'p> Dispatcher<'p, '_> {
                 actions.push(action);
             }
         }
-        let mut stopped_by: Option<(String, i32)> = None;
+        let mut stopped_by: Option<(String, i32, String)> = None;
         for action in actions {
             let (name, path, status) = match action {
                 Recorded::Refused { name, path } => {
@@ -177,12 +179,12 @@ impl<'p> Dispatcher<'p, '_> {
                     command,
                     path,
                 } => match &stopped_by {
-                    Some((earlier, why)) => {
+                    Some((earlier, why, at)) if !(*why == 202 && tool.amends(command, at)) => {
                         cancel(scope, &path, earlier, *why)?;
                         note_call(&mut outcome, index, command, &path, 409, true);
                         (tool.name().to_owned(), path, 409)
                     }
-                    None => {
+                    _ => {
                         let run = |inner: &mut ToolScope<'_>| {
                             tool.handle(inner, command, &path).map(Some)
                         };
@@ -206,7 +208,7 @@ impl<'p> Dispatcher<'p, '_> {
                 },
             };
             if stopped_by.is_none() && (status == 202 || status >= 400) {
-                stopped_by = Some((name.clone(), status));
+                stopped_by = Some((name.clone(), status, path.clone()));
             }
             if status >= 400 {
                 collect_error(scope, &mut outcome, &name, &path, status)?;

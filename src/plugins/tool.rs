@@ -244,6 +244,13 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Whether this command adds to the pending proposal at `proposal` (made earlier in
+    /// the same response) instead of acting anew, so that proposal does not stop it: more
+    /// edits of the same file join its `set://<file>` proposal.
+    fn amends(&self, _command: &Command, _proposal: &str) -> bool {
+        false
+    }
+
     /// Lifecycle tools: write the entry while the response is recorded; `None` when the
     /// command is dropped (an empty fact, a duplicate question).
     fn record(

@@ -87,6 +87,19 @@ impl Tool for Set {
         }
     }
 
+    fn amends(&self, command: &Command, proposal: &str) -> bool {
+        match command {
+            Command::Set(SetCommand {
+                path: Some(path),
+                preview: false,
+                operation: SetOperation::Blocks(_) | SetOperation::Replace(_),
+                filter: None,
+                ..
+            }) => is_file(path) && !is_pattern(path, None) && edit::proposal_path(path) == proposal,
+            _ => false,
+        }
+    }
+
     fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
         let Command::Set(set) = command else {
             return None;

@@ -6,6 +6,8 @@ use serde_json::{json, Value};
 
 use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryRow;
+use crate::db::paths::normalize_path;
+use crate::db::queries::entries::get_entry;
 use crate::hedberg::{apply_blocks, unified_diff, EditBlock};
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
 use crate::plugins::tools::files::is_file;
@@ -33,14 +35,17 @@ pub(super) fn run(
         rows.into_iter().partition(|row| is_file(&row.path));
     let mut outcome: Option<Handled> = None;
     for file in &files {
-        let handled = propose(scope, file, blocks)?;
+        let handled = propose(scope, file, blocks, result_path)?;
         outcome.get_or_insert(handled);
     }
     if others.is_empty() {
-        if let Some(recorded) =
-            crate::db::queries::entries::get_entry(scope.conn, scope.run_id, result_path)?
-        {
-            store::delete(scope.conn, std::slice::from_ref(&recorded))?;
+        let kept_result = outcome
+            .as_ref()
+            .is_some_and(|handled| handled.path == result_path);
+        if let Some(recorded) = get_entry(scope.conn, scope.run_id, result_path)? {
+            if !kept_result {
+                store::delete(scope.conn, std::slice::from_ref(&recorded))?;
+            }
         }
         return Ok(outcome.unwrap_or_else(|| Handled::at(result_path)));
     }
@@ -112,16 +117,38 @@ fn edit_entries(
     Ok(edits)
 }
 
+/// Where the edit proposal of a project file lives.
+pub(super) fn proposal_path(file: &str) -> String {
+    normalize_path(&format!("set://{file}"))
+}
+
 /// The proposal for one file at `set://<file>`: 202 with the change, or 409 with why not.
+/// A proposal made earlier in the same turn is amended: the edit applies on top of it; when
+/// it does not apply, the proposal stays and the failure is reported at `result_path`.
 fn propose(
     scope: &mut ToolScope<'_>,
     file: &EntryRow,
     blocks: &[EditBlock],
+    result_path: &str,
 ) -> Result<Handled, ToolError> {
-    let proposal_path = format!("set://{}", file.path);
+    let proposal_path = proposal_path(&file.path);
+    let pending = get_entry(scope.conn, scope.run_id, &proposal_path)?
+        .filter(|row| row.status == 202 && row.turn == scope.turn);
+    let proposed = pending.as_ref().and_then(|row| {
+        let attributes = row.attributes_json().ok()?;
+        merge::apply(&file.body, attributes.get("merge")?.as_str()?)
+    });
+    let current = proposed.as_deref().unwrap_or(&file.body);
     let divisor = scope.settings.token_divisor;
     let before = estimate_tokens(&file.body, divisor);
-    let (status, attributes) = match apply_blocks(&file.body, blocks) {
+    if pending.is_some() {
+        if let Err(error) = apply_blocks(current, blocks) {
+            let message = format!("{}: {error}", file.path);
+            let attributes = json!({ "file": file.path, "error": message });
+            return finish(scope, result_path, 409, &message, Some(attributes));
+        }
+    }
+    let (status, attributes) = match apply_blocks(current, blocks) {
         Ok(edited) => match merge::render(&file.body, &edited.body) {
             Some(merge) => (
                 202,

@@ -98,3 +98,34 @@ fn preview_lists_targets_without_writing() {
     assert!(outcome.errors.is_empty());
     assert_eq!(run.entry("known://a").unwrap().body, "alpha");
 }
+
+#[test]
+fn more_edits_of_the_same_file_join_its_proposal() {
+    let mut run = TestRun::new();
+    run.put("src/app.js", "const a = 1;\nconst b = 2;\n");
+    run.put("src/other.js", "x");
+    let outcome = run.respond(
+        "<set path=\"src/app.js\">s/a = 1/a = 10/</set>\
+         <set path=\"src/app.js\">s/b = 2/b = 20/</set>\
+         <set path=\"src/app.js\">s/nowhere/x/</set>\
+         <set path=\"src/other.js\">s/x/y/</set>",
+    );
+    assert_eq!(outcome.proposals.len(), 1);
+    let merge = run.attribute("set://src/app.js", "merge");
+    assert!(merge
+        .as_str()
+        .unwrap()
+        .contains("const a = 10;\nconst b = 20;"));
+    assert_eq!(run.status("set://turn_1/src/app.js_3"), Some(409));
+    assert_eq!(run.status("set://turn_1/src/other.js"), Some(409));
+    run.resolve(
+        "set://src/app.js",
+        crate::plugins::resolve::Resolution::Accept,
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        run.entry("src/app.js").unwrap().body,
+        "const a = 10;\nconst b = 20;\n"
+    );
+}
