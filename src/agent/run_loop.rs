@@ -7,18 +7,18 @@ use tracing::Instrument;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{LoopOutcome, ProposedRow};
 use crate::agent::scan;
-use crate::agent::turn::{execute_turn, TurnEnd, TurnInput};
+use crate::agent::turn::{execute_turn, PanicState, TurnEnd, TurnInput};
 use crate::app::AppState;
 use crate::budget::{
     plan_overflow, ContextWindow, OverflowDecision, OverflowFacts, PanicTracker, TokenMath,
 };
-use crate::db::enums::{Fidelity, LoopPriority};
-use crate::db::models::entry::Selector;
-use crate::db::queries::loops;
 use crate::db::enums::RunStatus;
+use crate::db::enums::{Fidelity, LoopPriority};
 use crate::db::ids::RunId;
 use crate::db::models::entry::EntryUpsert;
+use crate::db::models::entry::Selector;
 use crate::db::models::run::{LoopRow, RunRow};
+use crate::db::queries::loops;
 use crate::db::queries::{demotions, entries, models, runs};
 use crate::db::DbError;
 use crate::error::AppError;
@@ -116,7 +116,8 @@ async fn run_turns(
     let mut progress = ProgressTracker::new(limits);
     let mut repetition = RepetitionTracker::new(limits);
     let window = ContextWindow::new(u64::try_from(context_size).unwrap_or(0));
-    let mut panic = PanicTracker::from_loop(lp, window);
+    let mut panic = PanicTracker::from_loop(lp, window)
+        .map(|tracker| PanicState::new(tracker, lp.prompt.clone()));
     let max_turns = agent.max_turns.max(1);
     for iteration in 1..=max_turns {
         if cancel.is_cancelled() {
@@ -232,7 +233,11 @@ async fn end_panic(app: &AppState, lp: &LoopRow) -> Result<LoopOutcome, LoopErro
 }
 
 /// A panic loop gave up: the pending retry is dropped with the same error.
-async fn give_up_panic(app: &AppState, lp: &LoopRow, error: String) -> Result<LoopOutcome, LoopError> {
+async fn give_up_panic(
+    app: &AppState,
+    lp: &LoopRow,
+    error: String,
+) -> Result<LoopOutcome, LoopError> {
     archive_loop_prompts(app, lp).await?;
     let run_id = lp.run_id;
     let record = serde_json::json!({"status": 413, "error": error});

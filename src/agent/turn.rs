@@ -13,8 +13,9 @@ use crate::agent::run_loop::LoopError;
 use crate::agent::state;
 use crate::app::AppState;
 use crate::budget::{
-    check_ceiling, Calibrated, Calibration, CalibratedTokens, CeilingVerdict, ContextWindow,
-    EstimatedTokens, Overflow, PanicFailure, PanicStep, PanicTracker, RecordUsage,
+    check_ceiling, BudgetGuard, Calibrated, CalibratedMeasure, CalibratedTokens, Calibration,
+    CeilingVerdict, ContextWindow, EstimatedTokens, Overflow, PanicFailure, PanicGate, PanicStep,
+    PanicTracker, RecordUsage,
 };
 use crate::context::materialize::{materialize, TurnTarget};
 use crate::context::{Packet, TokenMath};
@@ -28,7 +29,7 @@ use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
 use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
 use crate::parser::Command;
 use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
-use crate::plugins::dispatch::{dispatch_commands, TurnInput as DispatchInput};
+use crate::plugins::dispatch::{dispatch_gated, TurnInput as DispatchInput, WriteGate};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
 use crate::rpc::notifications::{Notification, ProgressStatus, RunProgress};
@@ -51,8 +52,23 @@ pub struct TurnInput<'a> {
     pub context_size: i64,
     /// The project's root on this machine.
     pub project_root: &'a std::path::Path,
-    /// The judge of a panic loop's turns (`None` in other loops).
-    pub panic: Option<&'a mut PanicTracker>,
+    /// The state of a panic loop (`None` in other loops).
+    pub panic: Option<&'a mut PanicState>,
+}
+
+/// A panic loop's judge and the prompt text it currently shows the model.
+pub struct PanicState {
+    /// Judges each turn against the target.
+    pub tracker: PanicTracker,
+    /// The panic prompt as the model sees it now (the first, then each continuation).
+    pub prompt: String,
+}
+
+impl PanicState {
+    /// The state at the start of a panic loop.
+    pub fn new(tracker: PanicTracker, prompt: String) -> PanicState {
+        PanicState { tracker, prompt }
+    }
 }
 
 /// What the loop needs to decide whether to go on.
@@ -154,7 +170,8 @@ async fn execute_numbered_turn(
         .config
         .policy(lp.mode, app.settings.search_available());
     let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
-    let mut packet = prepare_packet(app, &input, turn, prompt.clone(), policy).await?;
+    let first_prompt = prompt.clone().map(PromptWrite::New);
+    let mut packet = prepare_packet(app, &input, turn, first_prompt, policy).await?;
     let mut estimate = estimate_of(&packet);
     let measure = app
         .budget
@@ -166,19 +183,31 @@ async fn execute_numbered_turn(
         .map_err(|error| LoopError::App(crate::app::mailbox(error)))?;
     let window = ContextWindow::new(u64::try_from(input.context_size).unwrap_or(0));
     let iteration = input.iteration;
+    let tokens = TokenMath::new(app.settings.tokens.divisor);
     match input.panic.as_deref_mut() {
-        Some(tracker) => match tracker.observe(measure) {
-            PanicStep::Freed { .. } => return Ok(TurnEnd::Freed),
-            PanicStep::GiveUp(failure) => return Ok(TurnEnd::GaveUp(failure)),
-            PanicStep::Continue { continuation, .. } if iteration > 1 => {
-                packet = prepare_packet(app, &input, turn, Some(continuation), policy).await?;
-                estimate = estimate_of(&packet);
+        Some(panic) => {
+            let context = CalibratedMeasure {
+                calibrated: measure.calibrated.saturating_sub(
+                    measure
+                        .calibration
+                        .apply(tokens.estimate_packet([panic.prompt.as_str()])),
+                ),
+                calibration: measure.calibration,
+            };
+            match panic.tracker.observe(context) {
+                PanicStep::Freed { .. } => return Ok(TurnEnd::Freed),
+                PanicStep::GiveUp(failure) => return Ok(TurnEnd::GaveUp(failure)),
+                PanicStep::Continue { continuation, .. } if iteration > 1 => {
+                    panic.prompt = continuation.clone();
+                    let rewrite = Some(PromptWrite::Replace(continuation));
+                    packet = prepare_packet(app, &input, turn, rewrite, policy).await?;
+                    estimate = estimate_of(&packet);
+                }
+                PanicStep::Continue { .. } => {}
             }
-            PanicStep::Continue { .. } => {}
-        },
+        }
         None => {
             if let CeilingVerdict::Overflow(overflow) = check_ceiling(measure.calibrated, window) {
-                let tokens = TokenMath::new(app.settings.tokens.divisor);
                 let incoming = tokens.estimate_packet([lp.prompt.as_str()]);
                 return Ok(TurnEnd::Overflow {
                     overflow,
@@ -233,6 +262,15 @@ async fn execute_numbered_turn(
     let parsed = crate::parser::parse(&response.content);
     record_audit(app, &input, &row, &packet, &response, &parsed.unparsed).await?;
     let dispatch_started = Instant::now();
+    let gate: Box<dyn WriteGate> = if input.panic.is_some() {
+        Box::new(PanicGate)
+    } else {
+        Box::new(BudgetGuard::new(
+            window.guard_ceiling(),
+            measure.calibrated,
+            measure.calibration,
+        ))
+    };
     let report = dispatch(
         app,
         &input,
@@ -240,6 +278,7 @@ async fn execute_numbered_turn(
         policy,
         &response.content,
         parsed.commands,
+        gate,
     )
     .await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
@@ -271,6 +310,7 @@ async fn dispatch(
     policy: ToolPolicy,
     content: &str,
     commands: Vec<Command>,
+    mut gate: Box<dyn WriteGate>,
 ) -> Result<TurnReport, LoopError> {
     let plugins = Arc::clone(&app.plugins);
     let dispatch_input = DispatchInput {
@@ -292,7 +332,13 @@ async fn dispatch(
     let loop_id = input.loop_row.id;
     let outcome = app
         .db_call(move |conn| {
-            let outcome = match dispatch_commands(conn, &plugins, &dispatch_input, &commands) {
+            let outcome = match dispatch_gated(
+                conn,
+                &plugins,
+                &dispatch_input,
+                &commands,
+                Some(gate.as_mut()),
+            ) {
                 Err(ToolError::Db(error)) => return Err(error),
                 other => other,
             };
@@ -365,13 +411,21 @@ fn tool_call(command: &Command) -> ToolCall {
     }
 }
 
-/// Writes the loop's prompt (first iteration), materializes the visible entries into
-/// `turn_context` and assembles the two messages.
+/// A prompt the turn writes before assembling.
+enum PromptWrite {
+    /// The loop's prompt, written at `prompt://<turn>` (the loop's first turn).
+    New(String),
+    /// New text for the loop's existing prompt entry (a panic loop's continuation).
+    Replace(String),
+}
+
+/// Writes the loop's prompt, materializes the visible entries into `turn_context` and
+/// assembles the two messages.
 async fn prepare_packet(
     app: &AppState,
     input: &TurnInput<'_>,
     turn: i32,
-    prompt: Option<String>,
+    prompt: Option<PromptWrite>,
     policy: ToolPolicy,
 ) -> Result<Packet, LoopError> {
     let plugins = Arc::clone(&app.plugins);
@@ -381,15 +435,22 @@ async fn prepare_packet(
     let mode = input.loop_row.mode;
     let (rows, persona, used_tokens) = app
         .db_call(move |conn| {
-            if let Some(prompt) = prompt {
+            let write = match prompt {
+                Some(PromptWrite::New(body)) => Some((format!("prompt://{turn}"), body)),
+                Some(PromptWrite::Replace(body)) => {
+                    entries::loop_prompt_path(conn, run_id, loop_id)?.map(|path| (path, body))
+                }
+                None => None,
+            };
+            if let Some((path, body)) = write {
                 entries::upsert_entry(
                     conn,
                     &EntryUpsert {
                         run_id,
                         loop_id: Some(loop_id),
                         turn,
-                        path: format!("prompt://{turn}"),
-                        body: prompt,
+                        path,
+                        body,
                         status: 200,
                         fidelity: Some(Fidelity::Full),
                         hash: None,

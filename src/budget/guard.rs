@@ -174,5 +174,43 @@ impl BudgetGuard {
     }
 }
 
+/// The dispatch consults the guard through the plugins' write gate, once per command.
+impl crate::plugins::dispatch::WriteGate for BudgetGuard {
+    fn admit(&mut self, write: &crate::plugins::dispatch::GatedWrite) -> Result<(), String> {
+        self.check(&WriteIntent {
+            tokens_delta: write.tokens_delta,
+            status: write.status,
+            fidelity: write.fidelity,
+            is_audit: write.is_audit,
+        })
+        .map_err(|tripped| tripped.message())
+    }
+}
+
+/// The gate of a panic loop's turns: the context is over the ceiling by definition, so
+/// every write that grows it fails on its own (413), and every write that shrinks it passes;
+/// nothing trips, so a refused note never blocks the demotions after it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PanicGate;
+
+impl crate::plugins::dispatch::WriteGate for PanicGate {
+    fn admit(&mut self, write: &crate::plugins::dispatch::GatedWrite) -> Result<(), String> {
+        let intent = WriteIntent {
+            tokens_delta: write.tokens_delta,
+            status: write.status,
+            fidelity: write.fidelity,
+            is_audit: write.is_audit,
+        };
+        if !intent.is_gated() || intent.tokens_delta <= 0 {
+            return Ok(());
+        }
+        Err(Tripped::Crossed {
+            write_tokens: EntryTokens::new(intent.tokens_delta.unsigned_abs()),
+            room: EntryTokens::new(0),
+        }
+        .message())
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -26,7 +26,13 @@ fn packet_tokens(request: &Value) -> usize {
         .as_array()
         .unwrap()
         .iter()
-        .map(|message| message["content"].as_str().unwrap_or_default().chars().count())
+        .map(|message| {
+            message["content"]
+                .as_str()
+                .unwrap_or_default()
+                .chars()
+                .count()
+        })
         .sum();
     characters.div_ceil(DIVISOR)
 }
@@ -37,7 +43,9 @@ async fn base_packet_tokens() -> usize {
     let llm = FakeLlm::start([Step::reply("<summarize>ok</summarize>")]);
     let app = app_with(&llm, 1_000_000).await;
     let (mut client, _) = app.client_in_project("base").await;
-    client.ok("ask", json!({"model": "fake", "prompt": "x"})).await;
+    client
+        .ok("ask", json!({"model": "fake", "prompt": "x"}))
+        .await;
     packet_tokens(&llm.requests()[0])
 }
 
@@ -78,17 +86,27 @@ async fn a_panic_frees_room_and_then_the_original_prompt_runs() {
         .await;
     let run = first["run"].as_str().unwrap().to_string();
     let outcome = client
-        .ok("ask", json!({"model": "fake", "prompt": big_prompt, "run": run}))
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": big_prompt, "run": run}),
+        )
         .await;
     assert_eq!(outcome["status"], json!(200), "{outcome}");
     let requests = llm.requests();
-    assert_eq!(requests.len(), 3, "notes, one panic turn, the retried prompt");
+    assert_eq!(
+        requests.len(),
+        3,
+        "notes, one panic turn, the retried prompt"
+    );
     let panic_packet = requests[1]["messages"][1]["content"].as_str().unwrap();
     assert!(
         panic_packet.contains("mode=\"panic\""),
         "the panic loop has its own prompt: {panic_packet}"
     );
-    assert!(!panic_packet.contains("Summarize this log"), "the big prompt waits");
+    assert!(
+        !panic_packet.contains("Summarize this log"),
+        "the big prompt waits"
+    );
     let retried = requests[2]["messages"][1]["content"].as_str().unwrap();
     assert!(retried.contains("Summarize this log"));
     assert!(packet_tokens(&requests[2]) <= window);
@@ -114,14 +132,21 @@ async fn a_panic_that_frees_nothing_fails_after_three_strikes() {
         .await;
     let run = first["run"].as_str().unwrap().to_string();
     let outcome = client
-        .ok("ask", json!({"model": "fake", "prompt": big_prompt, "run": run}))
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": big_prompt, "run": run}),
+        )
         .await;
     assert_eq!(outcome["status"], json!(413), "{outcome}");
     let error = outcome["error"].as_str().unwrap();
     assert!(error.contains("prompt"), "names what does not fit: {error}");
     let state = run_of(&mut client).await;
     assert_eq!(state["status"], json!(413), "not stuck at 102: {state}");
-    assert!(llm.requests().len() <= 5, "three strikes, not the turn limit");
+    let calls = llm.requests().len();
+    assert!(
+        calls <= 5,
+        "three strikes, not the turn limit: {calls} calls"
+    );
 }
 
 #[actix_web::test]
@@ -132,7 +157,9 @@ async fn a_prompt_larger_than_the_window_fails_clearly_without_calling_the_llm()
     let app = app_with(&llm, window).await;
     let (mut client, _) = app.client_in_project("huge").await;
     let prompt = format!("Read this: {}", filler(window * 2));
-    let outcome = client.ok("ask", json!({"model": "fake", "prompt": prompt})).await;
+    let outcome = client
+        .ok("ask", json!({"model": "fake", "prompt": prompt}))
+        .await;
     assert_eq!(outcome["status"], json!(413), "{outcome}");
     assert!(outcome["error"].as_str().unwrap().contains("prompt"));
     assert!(llm.requests().is_empty());
@@ -150,17 +177,29 @@ async fn an_oversized_known_is_refused_with_a_message_that_teaches_splitting() {
     ]);
     let app = app_with(&llm, 100_000).await;
     let (mut client, _) = app.client_in_project("gate").await;
-    let outcome = client.ok("ask", json!({"model": "fake", "prompt": "save"})).await;
+    let outcome = client
+        .ok("ask", json!({"model": "fake", "prompt": "save"}))
+        .await;
     assert_eq!(outcome["status"], json!(200));
     let second = llm.requests()[1].to_string();
     assert!(second.contains("413"), "the model sees the refusal");
-    assert!(second.to_lowercase().contains("split"), "and is taught to split");
+    assert!(
+        second.to_lowercase().contains("split"),
+        "and is taught to split"
+    );
     let run = outcome["run"].as_str().unwrap();
     let stored = client
-        .ok("getEntries", json!({"run": run, "pattern": "known://manual"}))
+        .ok(
+            "getEntries",
+            json!({"run": run, "pattern": "known://manual"}),
+        )
         .await;
     assert!(
-        stored.as_array().unwrap().iter().all(|entry| entry["tokens"].as_i64().unwrap() < 512),
+        stored
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|entry| entry["tokens"].as_i64().unwrap() < 512),
         "nothing oversized was stored: {stored}"
     );
 }
@@ -173,8 +212,14 @@ async fn a_partial_read_shows_the_lines_and_keeps_the_fidelity() {
     ]);
     let app = app_with(&llm, 100_000).await;
     let (mut client, root) = app.client_in_project("partial").await;
-    std::fs::write(root.join("notes.md"), "first line\nsecond line\nthird line\n").unwrap();
-    let outcome = client.ok("ask", json!({"model": "fake", "prompt": "read"})).await;
+    std::fs::write(
+        root.join("notes.md"),
+        "first line\nsecond line\nthird line\n",
+    )
+    .unwrap();
+    let outcome = client
+        .ok("ask", json!({"model": "fake", "prompt": "read"}))
+        .await;
     assert_eq!(outcome["status"], json!(200));
     let second = llm.requests()[1]["messages"][1]["content"]
         .as_str()
@@ -185,7 +230,11 @@ async fn a_partial_read_shows_the_lines_and_keeps_the_fidelity() {
     let file = client
         .ok("getEntries", json!({"run": run, "pattern": "notes.md"}))
         .await;
-    assert_eq!(file[0]["fidelity"], json!("index"), "a partial read never promotes");
+    assert_eq!(
+        file[0]["fidelity"],
+        json!("index"),
+        "a partial read never promotes"
+    );
 }
 
 #[actix_web::test]
@@ -202,12 +251,58 @@ async fn a_fidelity_change_shows_in_the_next_packet() {
     ]);
     let app = app_with(&llm, 100_000).await;
     let (mut client, _) = app.client_in_project("fidelity").await;
-    let outcome = client.ok("ask", json!({"model": "fake", "prompt": "go"})).await;
+    let outcome = client
+        .ok("ask", json!({"model": "fake", "prompt": "go"}))
+        .await;
     assert_eq!(outcome["status"], json!(200));
     let requests = llm.requests();
     let full = requests[1]["messages"][0]["content"].as_str().unwrap();
     assert!(full.contains(body), "full fidelity shows the body");
     let summary = requests[2]["messages"][0]["content"].as_str().unwrap();
-    assert!(!summary.contains(body), "summary fidelity hides it: {summary}");
+    assert!(
+        !summary.contains(body),
+        "summary fidelity hides it: {summary}"
+    );
     assert!(summary.contains("deploy,staging"), "and shows the summary");
+}
+
+#[actix_web::test]
+async fn the_write_guard_trips_mid_dispatch_and_fails_every_later_write() {
+    let base = base_packet_tokens().await;
+    let window = (base + 1_200) * 10 / 9;
+    let body = filler(450);
+    let llm = FakeLlm::start([
+        Step::reply(format!(
+            "<known path=\"known://a\">{body}</known>\
+             <known path=\"known://b\">{body}</known>\
+             <known path=\"known://c\">{body}</known><update>saving</update>"
+        )),
+        Step::reply("<summarize>ok</summarize>"),
+    ]);
+    let app = app_with(&llm, window).await;
+    let (mut client, _) = app.client_in_project("guard").await;
+    let outcome = client
+        .ok("ask", json!({"model": "fake", "prompt": "save"}))
+        .await;
+    assert_eq!(outcome["status"], json!(200), "{outcome}");
+    let run = outcome["run"].as_str().unwrap();
+    let knowns = client
+        .ok("getEntries", json!({"run": run, "pattern": "known://*"}))
+        .await;
+    let status_of = |path: &str| {
+        knowns
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|entry| entry["path"] == json!(path))
+            .map(|entry| entry["status"].clone())
+    };
+    assert_eq!(status_of("known://a"), Some(json!(200)), "{knowns}");
+    assert_ne!(status_of("known://b"), Some(json!(200)), "{knowns}");
+    assert_ne!(status_of("known://c"), Some(json!(200)), "{knowns}");
+    let second = llm.requests()[1].to_string();
+    assert!(
+        second.contains("413"),
+        "the model sees why its writes failed"
+    );
 }

@@ -10,6 +10,7 @@ mod e2e;
 mod fake_llm;
 mod support;
 
+mod budget;
 mod concurrency;
 mod loops;
 mod methods;

@@ -419,5 +419,21 @@ pub fn archive_loop_prompts(
     .execute(conn)?)
 }
 
+/// The path of the newest prompt entry a loop wrote.
+pub fn loop_prompt_path(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    loop_id: crate::db::ids::LoopId,
+) -> Result<Option<String>, DbError> {
+    Ok(known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(known_entries::loop_id.eq(loop_id))
+        .filter(known_entries::scheme.eq("prompt"))
+        .order(known_entries::id.desc())
+        .select(known_entries::path)
+        .first(conn)
+        .optional()?)
+}
+
 #[cfg(test)]
 mod tests;

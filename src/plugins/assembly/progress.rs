@@ -5,8 +5,8 @@
 use super::performed::Performed;
 use super::tag::Tag;
 use super::text::{fill, BRIDGE, BUDGET, COUNTS, FIDELITY};
-use crate::budget::{CalibratedTokens, ContextWindow};
 use super::{AssemblyContext, AssemblyFilter};
+use crate::budget::{CalibratedTokens, ContextWindow};
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::db::enums::{Category, Fidelity};
 

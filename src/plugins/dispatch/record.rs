@@ -74,7 +74,12 @@ impl<'p> Dispatcher<'p, '_> {
         match tool.kind() {
             ToolKind::Lifecycle => {
                 let run = |inner: &mut ToolScope<'_>| tool.record(inner, command);
-                let recorded = match super::gate::gated(self.gate.as_deref_mut(), scope, run)? {
+                let gate = if is_status_signal(&name) {
+                    None
+                } else {
+                    self.gate.as_deref_mut()
+                };
+                let recorded = match super::gate::gated(gate, scope, run)? {
                     Ok(handled) => handled,
                     Err(message) => {
                         let path = fresh_path(scope, &name, "")?;
@@ -191,4 +196,10 @@ fn recorded_attributes(command: &Command) -> Value {
         fields.remove("name");
     }
     json
+}
+
+/// `<summarize>` and `<update>` end or continue the loop: they are never refused for
+/// budget, or a loop near its ceiling could not finish.
+fn is_status_signal(name: &str) -> bool {
+    matches!(name, "summarize" | "update")
 }
