@@ -243,7 +243,7 @@ async fn execute_numbered_turn(
     app.budget.do_send(RecordUsage {
         run: run_id,
         estimate,
-        usage: response.usage.clone(),
+        usage: response.usage,
     });
     let llm_ms = llm_started.elapsed().as_millis() as u64;
     app.metrics.record_turn(

@@ -237,7 +237,7 @@ fn complete_calls(outcome: &mut DispatchOutcome, commands: &[Command]) {
         if outcome
             .calls
             .get(index)
-            .map_or(true, |call| call.index != index)
+            .is_none_or(|call| call.index != index)
         {
             let placeholder = CallRecord {
                 index,
