@@ -14,6 +14,9 @@ use actix::{Actor, Addr, SyncArbiter, SyncContext};
 use diesel::SqliteConnection;
 
 use super::connection::{has_pending_migrations, open_connection, run_migrations};
+use super::ids::RpcLogId;
+use super::models::RpcLogInsertForm;
+use super::queries::rpc_log;
 use super::DbError;
 
 /// Defines message structs and their `DbActor` handlers: each handler gets the connection
@@ -50,9 +53,6 @@ macro_rules! db_messages {
     )*};
 }
 
-pub mod config_messages;
-pub mod entry_messages;
-pub mod run_messages;
 pub mod transact;
 
 /// The database actor. Start it with [`start_db`].
@@ -102,55 +102,56 @@ pub fn start_db(path: &Path, token_divisor: u32) -> Result<Addr<DbActor>, DbErro
 db_messages! {
     /// Readiness: the database answers and every migration is applied.
     CheckReady {} -> bool = |conn, message| Ok(!has_pending_migrations(conn)?);
-}
 
-/// Milliseconds since the Unix epoch, for run aliases.
-fn epoch_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
+    /// Audits one RPC call (result cut to 4096 characters); sent without waiting.
+    LogRpc { form: RpcLogInsertForm } -> RpcLogId =
+        |conn, message| rpc_log::insert_rpc_log(conn, &message.form);
 }
 
 #[cfg(test)]
 mod tests {
-    use super::config_messages::UpsertProject;
-    use super::entry_messages::{GetModelContext, UpsertEntry};
-    use super::run_messages::{CreateRun, SetRunStatus};
+    use super::transact::Transact;
     use super::*;
     use crate::db::enums::RunStatus;
     use crate::db::models::run::RunCreate;
     use crate::db::models::ProjectInsertForm;
+    use crate::db::queries::{context, entries, projects, runs};
     use crate::db::testing::write;
 
     #[actix::test]
-    async fn messages_run_queries_on_the_actor_thread() {
+    async fn units_of_work_run_on_the_actor_thread() {
         let dir = tempfile::tempdir().unwrap();
         let db = start_db(&dir.path().join("rummy.db"), 4).unwrap();
         assert!(db.send(CheckReady {}).await.unwrap().unwrap());
-        let form = ProjectInsertForm {
-            name: "p".into(),
-            project_root: None,
-            config_path: None,
-        };
-        let project = db.send(UpsertProject { form }).await.unwrap().unwrap();
-        let create = RunCreate {
-            project_id: project.id,
-            model: "grok".into(),
-            temperature: None,
-            persona: None,
-            context_limit: None,
-        };
-        let run = db.send(CreateRun { create }).await.unwrap().unwrap();
+        let run = db
+            .send(Transact::new(|conn| {
+                let project = projects::upsert_project(
+                    conn,
+                    &ProjectInsertForm {
+                        name: "p".into(),
+                        project_root: None,
+                        config_path: None,
+                    },
+                )?;
+                let create = RunCreate {
+                    project_id: project.id,
+                    model: "grok".into(),
+                    temperature: None,
+                    persona: None,
+                    context_limit: None,
+                };
+                runs::create_run(conn, &create, 1)
+            }))
+            .await
+            .unwrap()
+            .unwrap();
         assert!(run.alias.starts_with("grok_"));
-        db.send(UpsertEntry {
-            entry: write(run.id, "known://fact", "text", 1),
-        })
-        .await
-        .unwrap()
-        .unwrap();
+        let run_id = run.id;
         let context = db
-            .send(GetModelContext { run_id: run.id })
+            .send(Transact::new(move |conn| {
+                entries::upsert_entry(conn, &write(run_id, "known://fact", "text", 1))?;
+                context::model_context(conn, run_id)
+            }))
             .await
             .unwrap()
             .unwrap();
@@ -162,10 +163,9 @@ mod tests {
             ["known://fact"]
         );
         let illegal = db
-            .send(SetRunStatus {
-                id: run.id,
-                status: RunStatus::Completed,
-            })
+            .send(Transact::new(move |conn| {
+                runs::set_run_status(conn, run_id, RunStatus::Completed)
+            }))
             .await
             .unwrap();
         assert!(matches!(illegal, Err(DbError::Invalid(_))));

@@ -2,10 +2,9 @@
 //! (`turn_context`).
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Integer, Nullable};
 
 use crate::db::connection::write_transaction;
-use crate::db::ids::{LoopId, RunId};
+use crate::db::ids::RunId;
 use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm, TurnContextRow};
 use crate::db::schema::{turn_context, v_model_context};
 use crate::db::DbError;
@@ -43,31 +42,6 @@ pub fn replace_turn_context(
         Ok(diesel::insert_into(turn_context::table)
             .values(rows)
             .execute(conn)?)
-    })
-}
-
-/// Replaces the snapshot of turn `turn` with the unprojected rows of `v_model_context`;
-/// returns the number of rows stored.
-pub fn materialize_turn_context(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-    loop_id: Option<LoopId>,
-    turn: i32,
-) -> Result<usize, DbError> {
-    write_transaction(conn, |conn| {
-        delete_turn_context(conn, run_id, turn)?;
-        Ok(diesel::sql_query(
-            "INSERT INTO turn_context
-                 (run_id, loop_id, turn, ordinal, path, status, fidelity, body, tokens, attributes,
-                  category, source_turn)
-             SELECT run_id, ?2, ?3, ordinal, path, status, fidelity, body, tokens, attributes,
-                    category, turn
-             FROM v_model_context WHERE run_id = ?1 ORDER BY ordinal",
-        )
-        .bind::<BigInt, _>(run_id)
-        .bind::<Nullable<BigInt>, _>(loop_id)
-        .bind::<Integer, _>(turn)
-        .execute(conn)?)
     })
 }
 
@@ -202,63 +176,5 @@ mod tests {
         );
         let ordinals: Vec<i64> = rows.iter().map(|row| row.ordinal).collect();
         assert_eq!(ordinals, (1..=10).collect::<Vec<i64>>());
-    }
-
-    #[test]
-    fn turn_context_is_replaced_per_turn() {
-        let mut db = TestDb::new();
-        let conn = &mut db.conn;
-        let run = sample_run(conn);
-        upsert_entry(conn, &write(run.id, "a.js", "abcd", 1)).unwrap();
-        upsert_entry(conn, &write(run.id, "prompt://1", "do it", 1)).unwrap();
-        assert_eq!(materialize_turn_context(conn, run.id, None, 1).unwrap(), 2);
-        assert_eq!(materialize_turn_context(conn, run.id, None, 1).unwrap(), 2);
-        let saved = turn_context(conn, run.id, 1).unwrap();
-        assert_eq!(
-            saved
-                .iter()
-                .map(|row| row.path.as_str())
-                .collect::<Vec<_>>(),
-            ["a.js", "prompt://1"]
-        );
-        assert_eq!(
-            saved.first().map(|row| (row.tokens, row.source_turn)),
-            Some((1, 1))
-        );
-
-        let projected = TurnContextInsertForm {
-            run_id: run.id,
-            loop_id: None,
-            turn: 1,
-            ordinal: 0,
-            path: "a.js".into(),
-            status: 200,
-            fidelity: Fidelity::Full,
-            body: "```js\nabcd\n```".into(),
-            tokens: 4,
-            attributes: "{}".into(),
-            category: Category::Data,
-            source_turn: 1,
-        };
-        assert_eq!(
-            replace_turn_context(conn, run.id, 1, std::slice::from_ref(&projected)).unwrap(),
-            1
-        );
-        let replaced = turn_context(conn, run.id, 1).unwrap();
-        assert_eq!(
-            replaced
-                .iter()
-                .map(|row| row.body.as_str())
-                .collect::<Vec<_>>(),
-            ["```js\nabcd\n```"]
-        );
-        let wrong_turn = TurnContextInsertForm {
-            turn: 2,
-            ..projected
-        };
-        assert!(matches!(
-            replace_turn_context(conn, run.id, 1, &[wrong_turn]),
-            Err(DbError::Invalid(_))
-        ));
     }
 }

@@ -3,7 +3,7 @@
 //! summarised prompts come back in full. Each returns the changed paths, sorted.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Integer, Text};
+use diesel::sql_types::{BigInt, Text};
 
 use crate::db::ids::{LoopId, RunId};
 use crate::db::DbError;
@@ -39,25 +39,6 @@ pub fn demote_previous_loop_logging(
     Ok(sorted(rows))
 }
 
-/// After an overflowing turn: the full `data` entries touched on `turn` that did not fail
-/// go to summary with status 413, so the model sees they were too large.
-pub fn demote_turn_data(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-    turn: i32,
-) -> Result<Vec<String>, DbError> {
-    let rows = diesel::sql_query(
-        "UPDATE known_entries SET fidelity = 'summary', status = 413, updated_at = CURRENT_TIMESTAMP
-         WHERE run_id = ?1 AND turn = ?2 AND fidelity = 'full' AND status < 400
-           AND COALESCE(scheme, 'file') IN (SELECT name FROM schemes WHERE category = 'data')
-         RETURNING path",
-    )
-    .bind::<BigInt, _>(run_id)
-    .bind::<Integer, _>(turn)
-    .load::<ChangedPath>(conn)?;
-    Ok(sorted(rows))
-}
-
 /// Every `prompt://` entry at summary goes back to full.
 pub fn restore_summarized_prompts(
     conn: &mut SqliteConnection,
@@ -79,7 +60,7 @@ mod tests {
     use crate::db::enums::{Fidelity, LoopMode, LoopPriority};
     use crate::db::models::entry::Selector;
     use crate::db::models::run::LoopEnqueue;
-    use crate::db::queries::entries::{get_entry, set_fidelity, upsert_entry};
+    use crate::db::queries::entries::{set_fidelity, upsert_entry};
     use crate::db::queries::loops::enqueue_loop;
     use crate::db::testing::{sample_run, write, TestDb};
 
@@ -112,12 +93,6 @@ mod tests {
             demote_previous_loop_logging(conn, run.id, current.id).unwrap(),
             ["get://turn_1/a"]
         );
-        assert_eq!(
-            demote_turn_data(conn, run.id, 2).unwrap(),
-            ["big.txt", "known://k"]
-        );
-        let big = get_entry(conn, run.id, "big.txt").unwrap().unwrap();
-        assert_eq!((big.fidelity, big.status), (Fidelity::Summary, 413));
 
         set_fidelity(
             conn,

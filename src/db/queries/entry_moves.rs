@@ -3,11 +3,9 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
-use crate::db::connection::write_transaction;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::normalize_path;
-use crate::db::schema::known_entries;
 use crate::db::DbError;
 
 /// Where a copy or move lands and who wrote it.
@@ -55,26 +53,6 @@ pub fn copy_entry(
     .get_result(conn)
     .optional()?
     .ok_or_else(|| DbError::NotFound(format!("entry {from}")))
-}
-
-/// Moves `from` to `to` (copy, then delete the source); returns the moved entry.
-pub fn move_entry(
-    conn: &mut SqliteConnection,
-    transfer: &EntryTransfer,
-) -> Result<EntryRow, DbError> {
-    write_transaction(conn, |conn| {
-        let copy = copy_entry(conn, transfer)?;
-        let from = normalize_path(&transfer.from);
-        if from != copy.path {
-            diesel::delete(
-                known_entries::table
-                    .filter(known_entries::run_id.eq(transfer.run_id))
-                    .filter(known_entries::path.eq(from)),
-            )
-            .execute(conn)?;
-        }
-        Ok(copy)
-    })
 }
 
 /// Copies every entry of `from` into `to` (loop cleared, turns kept); returns the count.

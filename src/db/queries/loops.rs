@@ -101,6 +101,7 @@ pub fn get_loop(conn: &mut SqliteConnection, id: LoopId) -> Result<Option<LoopRo
         .optional()?)
 }
 
+#[cfg(test)]
 /// The run's running loop.
 pub fn active_loop(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
     Ok(loops::table

@@ -34,6 +34,7 @@ pub fn get_project(
         .optional()?)
 }
 
+#[cfg(test)]
 /// The project with this name.
 pub fn find_project(
     conn: &mut SqliteConnection,

@@ -21,6 +21,7 @@ pub fn register_scheme(conn: &mut SqliteConnection, scheme: &SchemeRow) -> Resul
     Ok(())
 }
 
+#[cfg(test)]
 /// Every registered scheme, by name.
 pub fn list_schemes(conn: &mut SqliteConnection) -> Result<Vec<SchemeRow>, DbError> {
     Ok(schemes::table

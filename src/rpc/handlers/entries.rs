@@ -2,8 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::app::{blocking, mailbox};
-use crate::db::actor::entry_messages::Demote;
+use crate::app::blocking;
 use crate::db::enums::Visibility;
 use crate::db::models::entry::Selector;
 use crate::db::queries::{constraints, entries, runs};
@@ -158,13 +157,8 @@ pub async fn store(context: CallContext, params: StoreParams) -> Result<Reply, A
     // nest inside the one `db_call` wraps its work in.
     context
         .app
-        .db
-        .send(Demote {
-            run_id: run.id,
-            selector,
-        })
-        .await
-        .map_err(mailbox)??;
+        .db_call(move |conn| entries::demote(conn, run.id, &selector))
+        .await?;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 

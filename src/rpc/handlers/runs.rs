@@ -3,8 +3,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::app::mailbox;
-use crate::db::actor::run_messages::SetRunStatus;
 use crate::db::enums::RunStatus;
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunRow};
@@ -325,13 +323,8 @@ pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, App
         // cannot nest inside the one `db_call` wraps its work in.
         context
             .app
-            .db
-            .send(SetRunStatus {
-                id: run.id,
-                status: RunStatus::Aborted,
-            })
-            .await
-            .map_err(mailbox)??;
+            .db_call(move |conn| runs::set_run_status(conn, run.id, RunStatus::Aborted))
+            .await?;
     }
     Reply::of(serde_json::json!({"status": "ok"}))
 }

@@ -3,8 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::app::{blocking, mailbox};
-use crate::db::actor::entry_messages::DeleteEntries;
+use crate::app::blocking;
 use crate::db::models::entry::{EntryUpsert, Selector};
 use crate::db::models::run::RunConfigUpdateForm;
 use crate::db::queries::{entries, runs};
@@ -85,13 +84,8 @@ pub async fn remove(context: CallContext, params: SkillParams) -> Result<Reply, 
     // cannot nest inside the one `db_call` wraps its work in.
     context
         .app
-        .db
-        .send(DeleteEntries {
-            run_id: run.id,
-            selector,
-        })
-        .await
-        .map_err(mailbox)??;
+        .db_call(move |conn| entries::delete_entries(conn, run.id, &selector))
+        .await?;
     Reply::of(json!({"status": "ok"}))
 }
 
