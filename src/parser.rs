@@ -19,7 +19,6 @@ mod tool;
 #[cfg(test)]
 mod vector_tests;
 
-pub use crate::hedberg::SetRevision as SetOperation;
 pub use attrs::{normalize_attrs, AttrValue, Attrs};
 pub use command::{
     AskUserCommand, Command, ExtraAttrs, GetCommand, KnownCommand, SearchCommand, Selection,

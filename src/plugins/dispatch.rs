@@ -30,7 +30,8 @@ pub use outcome::{CallError, CallRecord, DispatchOutcome, TurnFlags};
 
 use crate::db::ids::{LoopId, RunId};
 use crate::db::queries::{entries, runs};
-use crate::parser::{Command, SetOperation};
+use crate::hedberg::SetRevision;
+use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, ToolError, ToolScope};
 use crate::plugins::tools::files::escape_reason;
@@ -268,7 +269,7 @@ fn note_call(
 ) {
     let is_write = match command {
         Command::Known(_) | Command::Unknown(_) => true,
-        Command::Set(set) => matches!(set.operation, SetOperation::Write(_)),
+        Command::Set(set) => matches!(set.operation, SetRevision::Write(_)),
         _ => false,
     };
     outcome.calls.push(CallRecord {

@@ -7,7 +7,8 @@ use super::messages::{excluded_message, invalid_target};
 use super::{collect_error, note_call, status_at, DispatchOutcome, Dispatcher};
 use crate::db::paths::result_path;
 use crate::db::queries::entries;
-use crate::parser::{Command, KnownCommand, SetOperation};
+use crate::hedberg::SetRevision;
+use crate::parser::{Command, KnownCommand};
 use crate::plugins::tool::{
     Availability, Handled, TargetKind, Tool, ToolError, ToolKind, ToolScope,
 };
@@ -162,7 +163,7 @@ fn refused<'a>(
 pub(super) fn naked_set_as_known(command: &Command) -> Command {
     match command {
         Command::Set(set) if set.path.is_none() => match &set.operation {
-            SetOperation::Write(body) => Command::Known(KnownCommand {
+            SetRevision::Write(body) => Command::Known(KnownCommand {
                 path: None,
                 body: body.clone(),
                 attributes: set.attributes.clone(),

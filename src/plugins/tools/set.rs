@@ -14,7 +14,8 @@ use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::{EntryRow, EntryUpsert};
 use crate::db::queries::entries;
 use crate::hedberg::unified_diff;
-use crate::parser::{normalize_attrs, Command, SetCommand, SetOperation};
+use crate::hedberg::SetRevision;
+use crate::parser::{normalize_attrs, Command, SetCommand};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::files::{self, is_file};
@@ -92,7 +93,7 @@ impl Tool for Set {
             Command::Set(SetCommand {
                 path: Some(path),
                 preview: false,
-                operation: SetOperation::Blocks(_) | SetOperation::Replace(_),
+                operation: SetRevision::Blocks(_) | SetRevision::Replace(_),
                 filter: None,
                 ..
             }) => is_file(path) && !is_pattern(path, None) && edit::proposal_path(path) == proposal,
@@ -105,7 +106,7 @@ impl Tool for Set {
             return None;
         };
         let changes_content =
-            !matches!(&set.operation, SetOperation::Write(body) if body.is_empty());
+            !matches!(&set.operation, SetRevision::Write(body) if body.is_empty());
         match set.path.as_deref() {
             Some(path) if is_file(path) && changes_content && !set.preview => {
                 file_changes_forbidden("set", policy)
@@ -136,15 +137,15 @@ impl Tool for Set {
             return finish(scope, result_path, 200, &body, None);
         }
         match &set.operation {
-            SetOperation::Blocks(blocks) => edit::run(scope, path, filter, blocks, result_path),
-            SetOperation::Replace(block) => edit::run(
+            SetRevision::Blocks(blocks) => edit::run(scope, path, filter, blocks, result_path),
+            SetRevision::Replace(block) => edit::run(
                 scope,
                 path,
                 filter,
                 std::slice::from_ref(block),
                 result_path,
             ),
-            SetOperation::Write(body) => match set.fidelity.as_deref() {
+            SetRevision::Write(body) => match set.fidelity.as_deref() {
                 Some(fidelity) if body.is_empty() || !is_file(path) => {
                     change_fidelity(scope, set, path, fidelity, body, result_path)
                 }
