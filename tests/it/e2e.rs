@@ -74,6 +74,21 @@ async fn assert_finished(client: &mut Client, outcome: &Value) {
     panic!("a real-model loop ends with 200 or 202, not {outcome}; errors: {bodies:?}");
 }
 
+/// Prints the packet the model saw on the first turn and what it answered (from the first
+/// `run/state`), so a run of the suite shows one real exchange.
+async fn show_first_exchange(client: &mut Client) {
+    let state = client.notification("run/state").await;
+    for row in state["params"]["history"].as_array().into_iter().flatten() {
+        let path = row["path"].as_str().unwrap_or_default();
+        if ["system://1", "user://1", "assistant://1"].contains(&path) {
+            eprintln!(
+                "----- {path} -----\n{}",
+                row["body"].as_str().unwrap_or_default()
+            );
+        }
+    }
+}
+
 #[actix_web::test]
 async fn an_ask_loop_on_a_real_model_finishes() {
     let Some(url) = llm_url() else { return };
@@ -86,6 +101,7 @@ async fn an_ask_loop_on_a_real_model_finishes() {
         )
         .await;
     assert_finished(&mut client, &outcome).await;
+    show_first_exchange(&mut client).await;
     let run = outcome["run"].as_str().unwrap();
     let detail = client.ok("getRun", json!({"run": run})).await;
     assert_ne!(detail["status"], json!(102), "never left running: {detail}");

@@ -37,7 +37,8 @@ impl TestApp {
         let mut env = HashMap::new();
         env.insert("RUMMY_HOME".to_string(), home.path().display().to_string());
         env.insert("PORT".to_string(), "0".to_string());
-        env.insert("RUMMY_LOG".to_string(), "warn".to_string());
+        let log = std::env::var("RUMMY_TEST_LOG").unwrap_or_else(|_| "warn".to_string());
+        env.insert("RUMMY_LOG".to_string(), log);
         for (key, value) in extra {
             env.insert(key.to_string(), value.to_string());
         }
