@@ -109,3 +109,17 @@ async fn models_runs_skills_and_constraints_survive_a_restart() {
         "new aliases do not collide with stored ones"
     );
 }
+
+#[actix_web::test]
+async fn migrate_prepares_a_fresh_database_once_and_again() {
+    let home = tempfile::tempdir().unwrap();
+    let mut env = std::collections::HashMap::new();
+    env.insert(
+        "RUMMY_HOME".to_string(),
+        home.path().join("nested").display().to_string(),
+    );
+    let settings = crate::support::settings(&env);
+    rummy::app::migrate(&settings).unwrap();
+    assert!(settings.storage.db_path.is_file());
+    rummy::app::migrate(&settings).unwrap();
+}
