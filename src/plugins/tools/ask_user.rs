@@ -11,7 +11,7 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
 };
-use crate::plugins::tools::{fail, finish, non_empty};
+use crate::plugins::tools::{non_empty, propose_text};
 use crate::plugins::view::EntryView;
 
 /// The `ask_user` tool.
@@ -84,12 +84,14 @@ impl Tool for AskUser {
                 "ask_user expects an ask_user command".into(),
             ));
         };
-        let Some(question) = non_empty(ask.question.as_deref()) else {
-            return fail(scope, result_path, 400, "question is required");
-        };
         let options = split_options(ask.options.as_deref().unwrap_or_default());
-        let attributes = json!({ "question": question.trim(), "options": options });
-        finish(scope, result_path, 202, question.trim(), Some(attributes))
+        propose_text(
+            scope,
+            result_path,
+            ask.question.as_deref(),
+            "question is required",
+            |question| json!({ "question": question, "options": options }),
+        )
     }
 
     fn accept(

@@ -5,10 +5,7 @@ use crate::db::enums::Category;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
 use crate::parser::{Command, UnknownCommand};
-use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{
-    Availability, ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope,
-};
+use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
 use crate::plugins::tools::files::is_file;
 use crate::plugins::tools::{headed, write};
 use crate::plugins::view::EntryView;
@@ -22,18 +19,11 @@ impl Tool for Unknown {
     }
 
     fn scheme(&self) -> SchemeSpec {
-        SchemeSpec {
-            category: Category::Unknown,
-            model_visible: true,
-        }
+        SchemeSpec::visible(Category::Unknown)
     }
 
     fn kind(&self) -> ToolKind {
         ToolKind::Lifecycle
-    }
-
-    fn availability(&self, _policy: &ToolPolicy) -> Availability {
-        Availability::Offered
     }
 
     fn doc(&self) -> &'static str {
