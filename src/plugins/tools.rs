@@ -211,7 +211,7 @@ pub(crate) fn extra_attrs(attributes: &Map<String, Value>, skip: &[&str]) -> Ext
 
 /// The error for a command of another tool, which dispatch never hands over.
 pub(crate) fn mismatched(tool: &str) -> ToolError {
-    ToolError::InvalidParams(format!("{tool} expects a {tool} command"))
+    ToolError::InvalidParams(format!("{tool} was handed another tool's command"))
 }
 
 /// `Some(text)` unless it is empty.

@@ -11,7 +11,7 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
 };
-use crate::plugins::tools::{non_empty, propose_text};
+use crate::plugins::tools::{mismatched, non_empty, propose_text};
 use crate::plugins::view::EntryView;
 
 /// The `ask_user` tool.
@@ -80,9 +80,7 @@ impl Tool for AskUser {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Command::AskUser(ask) = command else {
-            return Err(ToolError::InvalidParams(
-                "ask_user expects an ask_user command".into(),
-            ));
+            return Err(mismatched(self.name()));
         };
         let options = split_options(ask.options.as_deref().unwrap_or_default());
         propose_text(

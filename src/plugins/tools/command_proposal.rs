@@ -18,17 +18,23 @@ use crate::plugins::view::EntryView;
 /// The `env` or `sh` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommandProposal {
+    name: &'static str,
+    doc: &'static str,
     has_side_effects: bool,
 }
 
 impl CommandProposal {
     /// `env`: a command without side effects.
     pub const ENV: CommandProposal = CommandProposal {
+        name: "env",
+        doc: include_str!("../text/tools/env.md"),
         has_side_effects: false,
     };
 
     /// `sh`: a command with side effects.
     pub const SH: CommandProposal = CommandProposal {
+        name: "sh",
+        doc: include_str!("../text/tools/sh.md"),
         has_side_effects: true,
     };
 
@@ -45,11 +51,7 @@ impl CommandProposal {
 
 impl Tool for CommandProposal {
     fn name(&self) -> &'static str {
-        if self.has_side_effects {
-            "sh"
-        } else {
-            "env"
-        }
+        self.name
     }
 
     fn availability(&self, policy: &ToolPolicy) -> Availability {
@@ -66,15 +68,11 @@ impl Tool for CommandProposal {
     }
 
     fn doc(&self) -> &'static str {
-        if self.has_side_effects {
-            include_str!("../text/tools/sh.md")
-        } else {
-            include_str!("../text/tools/env.md")
-        }
+        self.doc
     }
 
     fn full_view(&self, entry: &EntryView<'_>) -> String {
-        echoed(self.name(), entry, "command")
+        echoed(self.name, entry, "command")
     }
 
     fn summary_view(&self, entry: &EntryView<'_>) -> String {
@@ -109,7 +107,7 @@ impl Tool for CommandProposal {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Some(line) = self.command_line(command) else {
-            return Err(mismatched(self.name()));
+            return Err(mismatched(self.name));
         };
         propose_text(
             scope,

@@ -4,8 +4,8 @@
 use crate::parser::{Command, GetCommand, Selection};
 use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::{
-    attribute_or, fail, headed, is_pattern, listing, non_empty, not_found, parse_fidelity,
-    paths_of, pattern_header, preview, report, select, store,
+    attribute_or, fail, headed, is_pattern, listing, mismatched, non_empty, not_found,
+    parse_fidelity, paths_of, pattern_header, preview, report, select, store,
 };
 use crate::plugins::view::EntryView;
 
@@ -52,7 +52,7 @@ impl Tool for Get {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Command::Get(get) = command else {
-            return Err(ToolError::InvalidParams("get expects a get command".into()));
+            return Err(mismatched(self.name()));
         };
         let Some(path) = non_empty(get.selection.path.as_deref()) else {
             return fail(scope, result_path, 400, "path is required");

@@ -12,7 +12,7 @@ use crate::db::queries::entries;
 use crate::parser::{Command, KnownCommand};
 use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
 use crate::plugins::tools::files::is_file;
-use crate::plugins::tools::{extra_attrs, fail, headed, summary_attribute, upsert};
+use crate::plugins::tools::{extra_attrs, fail, headed, mismatched, summary_attribute, upsert};
 use crate::plugins::view::EntryView;
 
 /// The `known` tool.
@@ -67,9 +67,7 @@ impl Tool for Known {
         command: &Command,
     ) -> Result<Option<Handled>, ToolError> {
         let Command::Known(known) = command else {
-            return Err(ToolError::InvalidParams(
-                "known expects a known command".into(),
-            ));
+            return Err(mismatched(self.name()));
         };
         if known.body.trim().is_empty() {
             return Ok(None);

@@ -9,8 +9,8 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::files::{self, is_file};
 use crate::plugins::tools::{
-    attribute_or, fail, file_changes_forbidden, finish, headed, non_empty, not_found, preview,
-    propose_separately, report, select_settled, store,
+    attribute_or, fail, file_changes_forbidden, finish, headed, mismatched, non_empty, not_found,
+    preview, propose_separately, report, select_settled, store,
 };
 use crate::plugins::view::EntryView;
 
@@ -67,7 +67,7 @@ impl Tool for Rm {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Command::Rm(selection) = command else {
-            return Err(ToolError::InvalidParams("rm expects an rm command".into()));
+            return Err(mismatched(self.name()));
         };
         let Some(path) = non_empty(selection.path.as_deref()) else {
             return fail(scope, result_path, 400, "path is required");

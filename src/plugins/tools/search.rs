@@ -10,7 +10,7 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
 };
-use crate::plugins::tools::{echoed, propose_text};
+use crate::plugins::tools::{echoed, mismatched, propose_text};
 use crate::plugins::view::EntryView;
 
 /// The `search` tool.
@@ -66,9 +66,7 @@ impl Tool for Search {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Command::Search(search) = command else {
-            return Err(ToolError::InvalidParams(
-                "search expects a search command".into(),
-            ));
+            return Err(mismatched(self.name()));
         };
         propose_text(
             scope,

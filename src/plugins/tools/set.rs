@@ -21,8 +21,8 @@ use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::files::{self, is_file};
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, is_pattern, listing, merge,
-    non_empty, not_found, parse_fidelity, paths_of, pattern_header, preview, report, select, store,
-    summary_attribute, write,
+    mismatched, non_empty, not_found, parse_fidelity, paths_of, pattern_header, preview, report,
+    select, store, summary_attribute, write,
 };
 use crate::plugins::view::EntryView;
 
@@ -119,7 +119,7 @@ impl Tool for Set {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Command::Set(set) = command else {
-            return Err(ToolError::InvalidParams("set expects a set command".into()));
+            return Err(mismatched(self.name()));
         };
         let Some(path) = non_empty(set.path.as_deref()).map(str::trim) else {
             return fail(scope, result_path, 400, "path is required");

@@ -11,15 +11,25 @@ use crate::plugins::view::EntryView;
 /// The `summarize` or `update` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatusSignal {
+    name: &'static str,
+    doc: &'static str,
     is_final: bool,
 }
 
 impl StatusSignal {
     /// `summarize`: the final answer.
-    pub const SUMMARIZE: StatusSignal = StatusSignal { is_final: true };
+    pub const SUMMARIZE: StatusSignal = StatusSignal {
+        name: "summarize",
+        doc: include_str!("../text/tools/summarize.md"),
+        is_final: true,
+    };
 
     /// `update`: a progress note.
-    pub const UPDATE: StatusSignal = StatusSignal { is_final: false };
+    pub const UPDATE: StatusSignal = StatusSignal {
+        name: "update",
+        doc: include_str!("../text/tools/update.md"),
+        is_final: false,
+    };
 
     /// The text of this tool's command (`None` for another tool's).
     fn text(self, command: &Command) -> Option<&str> {
@@ -33,11 +43,7 @@ impl StatusSignal {
 
 impl Tool for StatusSignal {
     fn name(&self) -> &'static str {
-        if self.is_final {
-            "summarize"
-        } else {
-            "update"
-        }
+        self.name
     }
 
     fn kind(&self) -> ToolKind {
@@ -45,15 +51,11 @@ impl Tool for StatusSignal {
     }
 
     fn doc(&self) -> &'static str {
-        if self.is_final {
-            include_str!("../text/tools/summarize.md")
-        } else {
-            include_str!("../text/tools/update.md")
-        }
+        self.doc
     }
 
     fn full_view(&self, entry: &EntryView<'_>) -> String {
-        headed(self.name(), "", entry.body)
+        headed(self.name, "", entry.body)
     }
 
     fn summary_view(&self, entry: &EntryView<'_>) -> String {
@@ -76,13 +78,13 @@ impl Tool for StatusSignal {
         command: &Command,
     ) -> Result<Option<Handled>, ToolError> {
         let Some(text) = self.text(command) else {
-            return Err(mismatched(self.name()));
+            return Err(mismatched(self.name));
         };
         let body = text.trim();
         if body.is_empty() {
             return Ok(None);
         }
-        let path = slug_path(self.name(), body);
+        let path = slug_path(self.name, body);
         write(scope, &path, body, 200, None)?;
         Ok(Some(Handled::at(path)))
     }

@@ -22,15 +22,25 @@ use crate::plugins::view::EntryView;
 /// The `cp` or `mv` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transfer {
+    name: &'static str,
+    doc: &'static str,
     is_move: bool,
 }
 
 impl Transfer {
     /// `cp`: the source stays.
-    pub const CP: Transfer = Transfer { is_move: false };
+    pub const CP: Transfer = Transfer {
+        name: "cp",
+        doc: include_str!("../text/tools/cp.md"),
+        is_move: false,
+    };
 
     /// `mv`: the source goes away.
-    pub const MV: Transfer = Transfer { is_move: true };
+    pub const MV: Transfer = Transfer {
+        name: "mv",
+        doc: include_str!("../text/tools/mv.md"),
+        is_move: true,
+    };
 
     /// This tool's transfer (`None` for another tool's command).
     fn transfer_of(self, command: &Command) -> Option<&TransferCommand> {
@@ -48,7 +58,7 @@ impl Transfer {
             .or(entry.attribute("path"))
             .unwrap_or_default();
         let to = entry.attribute("to").unwrap_or_default();
-        let mut text = format!("# {} {from} {to}", self.name());
+        let mut text = format!("# {} {from} {to}", self.name);
         if let Some(error) = entry.attribute("error") {
             text.push_str(&format!("\n{error}"));
         } else if let Some(warning) = entry.attribute("warning") {
@@ -85,7 +95,7 @@ impl Transfer {
                 _ => {
                     let message = format!(
                         "to is required: <{} path=\"{path}\" to=\"destination\"/>",
-                        self.name()
+                        self.name
                     );
                     fail(scope, result_path, 400, &message)
                 }
@@ -111,7 +121,7 @@ impl Transfer {
                 .iter()
                 .map(|(row, destination)| format!("{} → {destination}", row.path))
                 .collect();
-            let body = format!("PREVIEW {} {}:\n{}", self.name(), path, lines.join("\n"));
+            let body = format!("PREVIEW {} {}:\n{}", self.name, path, lines.join("\n"));
             return finish(scope, result_path, 200, &body, None);
         }
         if let Some(message) = pairs
@@ -131,7 +141,7 @@ impl Transfer {
                     write(scope, result_path, &body, 202, Some(attributes))?;
                     result_path.to_owned()
                 } else {
-                    propose_separately(scope, self.name(), &row.path, &body, attributes)?
+                    propose_separately(scope, self.name, &row.path, &body, attributes)?
                 };
                 lines.push(format!("{} → {destination} (awaiting approval)", row.path));
                 outcome.get_or_insert(proposal);
@@ -207,19 +217,11 @@ impl Transfer {
 
 impl Tool for Transfer {
     fn name(&self) -> &'static str {
-        if self.is_move {
-            "mv"
-        } else {
-            "cp"
-        }
+        self.name
     }
 
     fn doc(&self) -> &'static str {
-        if self.is_move {
-            include_str!("../text/tools/mv.md")
-        } else {
-            include_str!("../text/tools/cp.md")
-        }
+        self.doc
     }
 
     fn full_view(&self, entry: &EntryView<'_>) -> String {
@@ -253,7 +255,7 @@ impl Tool for Transfer {
     fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
         match self.transfer_of(command) {
             Some(transfer) if !transfer.preview && transfer.to.as_deref().is_some_and(is_file) => {
-                file_changes_forbidden(self.name(), policy)
+                file_changes_forbidden(self.name, policy)
             }
             _ => None,
         }
@@ -266,7 +268,7 @@ impl Tool for Transfer {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Some(transfer) = self.transfer_of(command) else {
-            return Err(mismatched(self.name()));
+            return Err(mismatched(self.name));
         };
         self.run(scope, transfer, result_path)
     }

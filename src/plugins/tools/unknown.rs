@@ -7,7 +7,7 @@ use crate::db::queries::entries;
 use crate::parser::{Command, UnknownCommand};
 use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
 use crate::plugins::tools::files::is_file;
-use crate::plugins::tools::{headed, write};
+use crate::plugins::tools::{headed, mismatched, write};
 use crate::plugins::view::EntryView;
 
 /// The `unknown` tool.
@@ -56,9 +56,7 @@ impl Tool for Unknown {
         command: &Command,
     ) -> Result<Option<Handled>, ToolError> {
         let Command::Unknown(unknown) = command else {
-            return Err(ToolError::InvalidParams(
-                "unknown expects an unknown command".into(),
-            ));
+            return Err(mismatched(self.name()));
         };
         let body = unknown.body.trim();
         if body.is_empty() {
