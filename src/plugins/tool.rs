@@ -60,10 +60,15 @@ pub struct SchemeSpec {
 
 impl SchemeSpec {
     /// A visible record of what happened (`<performed>` / `<previous>`).
-    pub const LOGGING: SchemeSpec = SchemeSpec {
-        category: Category::Logging,
-        model_visible: true,
-    };
+    pub const LOGGING: SchemeSpec = SchemeSpec::visible(Category::Logging);
+
+    /// A scheme whose entries the model sees, rendered in `category`.
+    pub const fn visible(category: Category) -> SchemeSpec {
+        SchemeSpec {
+            category,
+            model_visible: true,
+        }
+    }
 }
 
 /// When a tool's commands run relative to the others of a response.
@@ -211,8 +216,11 @@ pub trait Tool: Send + Sync {
         ToolKind::Action
     }
 
-    /// Whether the loop's mode and flags allow it.
-    fn availability(&self, policy: &ToolPolicy) -> Availability;
+    /// Whether the loop's mode and flags allow it (offered in every mode unless the tool
+    /// says otherwise).
+    fn availability(&self, _policy: &ToolPolicy) -> Availability {
+        Availability::Offered
+    }
 
     /// The model-facing documentation.
     fn doc(&self) -> &'static str;

@@ -1,39 +1,44 @@
-//! The bundled tool plugins, one file each, and what their handlers share: writing result
-//! entries, selecting entries by path or pattern, listings, and fidelity names.
+//! The bundled tool plugins and what their handlers share: writing result entries,
+//! selecting entries by path or pattern, listings, views, and fidelity names.
 //!
-//! Adding a tool means one new file here and one line in [`bundled`].
+//! Each tool has one file, except pairs that differ only in name and a rule or two: `cp`
+//! and `mv` are one [`transfer::Transfer`], `env` and `sh` one
+//! [`command_proposal::CommandProposal`], `summarize` and `update` one
+//! [`status_signal::StatusSignal`]. Adding a tool means one new file here (or one more
+//! value of a shared type) and one line in [`bundled`].
 
 pub mod ask_user;
-pub mod cp;
-pub mod env;
+pub mod command_proposal;
 pub(crate) mod files;
 pub mod get;
 pub mod known;
 mod merge;
-pub mod mv;
+mod outcome;
 pub mod rm;
 pub mod search;
 pub mod set;
-pub mod sh;
+pub mod status_signal;
 pub(crate) mod store;
-pub mod summarize;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod think;
-mod transfer;
+pub mod transfer;
 pub mod unknown;
-pub mod update;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::db::enums::Fidelity;
-use crate::db::models::entry::{EntryRow, EntryUpsert, Selector};
+use crate::db::models::entry::{EntryRow, Selector};
 use crate::db::paths::normalize_path;
 use crate::db::queries::entries;
 use crate::hedberg::{Pattern, PatternKind};
 use crate::parser::{AttrValue, ExtraAttrs};
-use crate::plugins::tool::{Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{Tool, ToolError, ToolScope};
 use crate::plugins::view::EntryView;
+
+pub(crate) use outcome::{
+    fail, finish, not_found, preview, propose_separately, propose_text, report, upsert, write,
+};
 
 /// Every bundled tool in display order: gather → reason → act → communicate, then `think`.
 pub(crate) fn bundled() -> Vec<Box<dyn Tool>> {
@@ -42,14 +47,14 @@ pub(crate) fn bundled() -> Vec<Box<dyn Tool>> {
         Box::new(set::Set),
         Box::new(known::Known),
         Box::new(unknown::Unknown),
-        Box::new(env::Env),
-        Box::new(sh::Sh),
+        Box::new(command_proposal::CommandProposal::ENV),
+        Box::new(command_proposal::CommandProposal::SH),
         Box::new(rm::Rm),
-        Box::new(cp::Cp),
-        Box::new(mv::Mv),
+        Box::new(transfer::Transfer::CP),
+        Box::new(transfer::Transfer::MV),
         Box::new(search::Search),
-        Box::new(summarize::Summarize),
-        Box::new(update::Update),
+        Box::new(status_signal::StatusSignal::SUMMARIZE),
+        Box::new(status_signal::StatusSignal::UPDATE),
         Box::new(ask_user::AskUser),
         Box::new(think::Think),
     ]
@@ -58,66 +63,11 @@ pub(crate) fn bundled() -> Vec<Box<dyn Tool>> {
 /// Longest `summary` attribute kept, in characters.
 pub(crate) const SUMMARY_MAX_CHARS: usize = 80;
 
-/// Writes `body` at `path` with `status`, merging `attributes` into the stored ones.
-pub(crate) fn write(
-    scope: &mut ToolScope<'_>,
-    path: &str,
-    body: &str,
-    status: i32,
-    attributes: Option<Value>,
-) -> Result<EntryRow, ToolError> {
-    Ok(entries::upsert_entry(
-        scope.conn,
-        &EntryUpsert {
-            run_id: scope.run_id,
-            loop_id: scope.loop_id,
-            turn: scope.turn,
-            path: path.to_owned(),
-            body: body.to_owned(),
-            status,
-            fidelity: None,
-            hash: None,
-            attributes,
-        },
-    )?)
-}
-
-/// Writes the outcome of an action at its result path and reports it there.
-pub(crate) fn finish(
-    scope: &mut ToolScope<'_>,
-    result_path: &str,
-    status: i32,
-    body: &str,
-    attributes: Option<Value>,
-) -> Result<Handled, ToolError> {
-    write(scope, result_path, body, status, attributes)?;
-    Ok(Handled::at(result_path))
-}
-
-/// A failed action: `status`, the message as body and `error` attribute.
-pub(crate) fn fail(
-    scope: &mut ToolScope<'_>,
-    result_path: &str,
-    status: i32,
-    message: &str,
-) -> Result<Handled, ToolError> {
-    finish(
-        scope,
-        result_path,
-        status,
-        message,
-        Some(json!({ "error": message })),
-    )
-}
-
-/// The fidelity a model wrote, when it is one of the four.
-pub(crate) fn parse_fidelity(text: &str) -> Option<Fidelity> {
-    Fidelity::parse(text.trim().to_ascii_lowercase().as_str())
-}
-
-/// The message for a fidelity the model misspelled.
-pub(crate) fn bad_fidelity(text: &str) -> String {
-    format!("Unknown fidelity \"{text}\". Use one of: full, summary, index, archive.")
+/// The fidelity a model wrote, or the message telling it the four when it misspelled one.
+pub(crate) fn parse_fidelity(text: &str) -> Result<Fidelity, String> {
+    Fidelity::parse(text.trim().to_ascii_lowercase().as_str()).ok_or_else(|| {
+        format!("Unknown fidelity \"{text}\". Use one of: full, summary, index, archive.")
+    })
 }
 
 /// Whether `path` (with an optional body filter) selects by pattern rather than by path.
@@ -156,6 +106,26 @@ pub(crate) fn select(
     )?)
 }
 
+/// [`select`] without pending proposals and without the command's own result entry: what
+/// an action may change.
+pub(crate) fn select_settled(
+    scope: &mut ToolScope<'_>,
+    path: &str,
+    filter: Option<&str>,
+    result_path: &str,
+) -> Result<Vec<EntryRow>, ToolError> {
+    Ok(select(scope, path, filter)?
+        .into_iter()
+        .filter(|row| row.path != result_path && row.status != 202)
+        .collect())
+}
+
+/// The rows' paths, comma separated.
+pub(crate) fn paths_of(rows: &[EntryRow]) -> String {
+    let paths: Vec<&str> = rows.iter().map(|row| row.path.as_str()).collect();
+    paths.join(", ")
+}
+
 /// `<header>: <n> matched (<tokens> tokens)` and one `<path> (<tokens>)` line per row.
 pub(crate) fn listing(header: &str, rows: &[EntryRow]) -> String {
     let total: i64 = rows.iter().map(|row| i64::from(row.tokens_full)).sum();
@@ -186,6 +156,18 @@ pub(crate) fn headed(tool: &str, subject: &str, body: &str) -> String {
     } else {
         format!("{head}\n{body}")
     }
+}
+
+/// `# <tool> <attribute>` and the body, unless the body is still that attribute's text (a
+/// proposal not yet answered).
+pub(crate) fn echoed(tool: &str, entry: &EntryView<'_>, attribute: &str) -> String {
+    let subject = entry.attribute(attribute).unwrap_or_default();
+    let body = if entry.body == subject {
+        ""
+    } else {
+        entry.body
+    };
+    headed(tool, subject, body)
 }
 
 /// A string attribute of a view's entry, else `fallback`.
@@ -227,29 +209,14 @@ pub(crate) fn extra_attrs(attributes: &Map<String, Value>, skip: &[&str]) -> Ext
         .collect()
 }
 
+/// The error for a command of another tool, which dispatch never hands over.
+pub(crate) fn mismatched(tool: &str) -> ToolError {
+    ToolError::InvalidParams(format!("{tool} was handed another tool's command"))
+}
+
 /// `Some(text)` unless it is empty.
 pub(crate) fn non_empty(text: Option<&str>) -> Option<&str> {
     text.filter(|text| !text.trim().is_empty())
-}
-
-/// A shell command for the client to run (`env`, `sh`): a 202 proposal whose body is the
-/// command; the client's output replaces it on accept.
-pub(crate) fn command_proposal(
-    scope: &mut ToolScope<'_>,
-    command: Option<&str>,
-    result_path: &str,
-) -> Result<Handled, ToolError> {
-    let Some(command) = non_empty(command) else {
-        return fail(scope, result_path, 400, "command is required");
-    };
-    let command = command.trim();
-    finish(
-        scope,
-        result_path,
-        202,
-        command,
-        Some(json!({ "command": command })),
-    )
 }
 
 /// Why the loop's mode forbids changing project files (ask and panic mode), if it does.

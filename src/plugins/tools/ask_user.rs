@@ -11,7 +11,7 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
 };
-use crate::plugins::tools::{fail, finish, non_empty};
+use crate::plugins::tools::{mismatched, non_empty, propose_text};
 use crate::plugins::view::EntryView;
 
 /// The `ask_user` tool.
@@ -80,16 +80,16 @@ impl Tool for AskUser {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Command::AskUser(ask) = command else {
-            return Err(ToolError::InvalidParams(
-                "ask_user expects an ask_user command".into(),
-            ));
-        };
-        let Some(question) = non_empty(ask.question.as_deref()) else {
-            return fail(scope, result_path, 400, "question is required");
+            return Err(mismatched(self.name()));
         };
         let options = split_options(ask.options.as_deref().unwrap_or_default());
-        let attributes = json!({ "question": question.trim(), "options": options });
-        finish(scope, result_path, 202, question.trim(), Some(attributes))
+        propose_text(
+            scope,
+            result_path,
+            ask.question.as_deref(),
+            "question is required",
+            |question| json!({ "question": question, "options": options }),
+        )
     }
 
     fn accept(

@@ -1,14 +1,11 @@
 //! `get`: load entries into context (promote to full), list them without loading
 //! (`preview`), or read some lines of one entry without changing anything.
 
-use serde_json::json;
-
 use crate::parser::{Command, GetCommand, Selection};
-use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::{
-    attribute_or, bad_fidelity, fail, finish, headed, is_pattern, listing, non_empty,
-    parse_fidelity, pattern_header, select, store,
+    attribute_or, fail, headed, is_pattern, listing, mismatched, non_empty, not_found,
+    parse_fidelity, paths_of, pattern_header, preview, report, select, store,
 };
 use crate::plugins::view::EntryView;
 
@@ -18,10 +15,6 @@ pub struct Get;
 impl Tool for Get {
     fn name(&self) -> &'static str {
         "get"
-    }
-
-    fn availability(&self, _policy: &ToolPolicy) -> Availability {
-        Availability::Offered
     }
 
     fn doc(&self) -> &'static str {
@@ -59,7 +52,7 @@ impl Tool for Get {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Command::Get(get) = command else {
-            return Err(ToolError::InvalidParams("get expects a get command".into()));
+            return Err(mismatched(self.name()));
         };
         let Some(path) = non_empty(get.selection.path.as_deref()) else {
             return fail(scope, result_path, 400, "path is required");
@@ -68,43 +61,29 @@ impl Tool for Get {
         if get.line.is_some() || get.limit.is_some() {
             return partial_read(scope, get, path, filter, result_path);
         }
-        let fidelity = match get
-            .fidelity
-            .as_deref()
-            .map(|text| (text, parse_fidelity(text)))
-        {
-            Some((text, None)) => return fail(scope, result_path, 400, &bad_fidelity(text)),
-            Some((_, fidelity)) => fidelity,
-            None => None,
+        let fidelity = match get.fidelity.as_deref().map(parse_fidelity).transpose() {
+            Ok(fidelity) => fidelity,
+            Err(message) => return fail(scope, result_path, 400, &message),
         };
         let pattern = is_pattern(path, filter);
         let rows = select(scope, path, filter)?;
-        let header = pattern_header("get", path, filter);
         if get.selection.preview {
-            let body = format!("PREVIEW {}", listing(&header, &rows));
-            return finish(scope, result_path, 200, &body, None);
+            return preview(scope, result_path, "get", path, filter, &rows);
         }
         if rows.is_empty() && !pattern {
-            return fail(scope, result_path, 404, &format!("{path} not found"));
+            return not_found(scope, result_path, path);
         }
         store::promote(scope.conn, &rows, scope.turn)?;
         if let Some(fidelity) = fidelity {
             store::set_fidelity(scope.conn, &rows, fidelity)?;
         }
         let body = if pattern {
-            listing(&header, &rows)
+            listing(&pattern_header("get", path, filter), &rows)
         } else {
             let tokens: i64 = rows.iter().map(|row| i64::from(row.tokens_full)).sum();
-            let paths: Vec<&str> = rows.iter().map(|row| row.path.as_str()).collect();
-            format!("{} loaded ({tokens} tokens)", paths.join(", "))
+            format!("{} loaded ({tokens} tokens)", paths_of(&rows))
         };
-        finish(
-            scope,
-            result_path,
-            200,
-            &body,
-            Some(json!({ "path": path })),
-        )
+        report(scope, result_path, path, &body)
     }
 }
 
@@ -122,7 +101,7 @@ fn partial_read(
         return fail(scope, result_path, 400, &message);
     }
     let Some(entry) = select(scope, path, None)?.into_iter().next() else {
-        return fail(scope, result_path, 404, &format!("{path} not found"));
+        return not_found(scope, result_path, path);
     };
     let lines: Vec<&str> = entry.body.lines().collect();
     let total = u64::try_from(lines.len()).unwrap_or(u64::MAX);
@@ -145,13 +124,7 @@ fn partial_read(
         "[lines {first}–{last} / {total} total]\n{}",
         slice.join("\n")
     );
-    finish(
-        scope,
-        result_path,
-        200,
-        &body,
-        Some(json!({ "path": path })),
-    )
+    report(scope, result_path, path, &body)
 }
 
 #[cfg(test)]

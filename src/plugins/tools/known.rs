@@ -10,12 +10,9 @@ use crate::db::models::entry::EntryUpsert;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
 use crate::parser::{Command, KnownCommand};
-use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{
-    Availability, ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope,
-};
+use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
 use crate::plugins::tools::files::is_file;
-use crate::plugins::tools::{extra_attrs, headed, summary_attribute, write};
+use crate::plugins::tools::{extra_attrs, fail, headed, mismatched, summary_attribute, upsert};
 use crate::plugins::view::EntryView;
 
 /// The `known` tool.
@@ -34,18 +31,11 @@ impl Tool for Known {
     }
 
     fn scheme(&self) -> SchemeSpec {
-        SchemeSpec {
-            category: Category::Data,
-            model_visible: true,
-        }
+        SchemeSpec::visible(Category::Data)
     }
 
     fn kind(&self) -> ToolKind {
         ToolKind::Lifecycle
-    }
-
-    fn availability(&self, _policy: &ToolPolicy) -> Availability {
-        Availability::Offered
     }
 
     fn doc(&self) -> &'static str {
@@ -77,9 +67,7 @@ impl Tool for Known {
         command: &Command,
     ) -> Result<Option<Handled>, ToolError> {
         let Command::Known(known) = command else {
-            return Err(ToolError::InvalidParams(
-                "known expects a known command".into(),
-            ));
+            return Err(mismatched(self.name()));
         };
         if known.body.trim().is_empty() {
             return Ok(None);
@@ -91,14 +79,7 @@ impl Tool for Known {
         if tokens > limit {
             let note_path = entries::free_path(scope.conn, scope.run_id, &path)?;
             let note = too_large(&path, tokens, limit);
-            write(
-                scope,
-                &note_path,
-                &note,
-                413,
-                Some(serde_json::json!({ "error": note })),
-            )?;
-            return Ok(Some(Handled::at(note_path)));
+            return fail(scope, &note_path, 413, &note).map(Some);
         }
         let mut attributes = Map::new();
         for (name, value) in &known.attributes {
@@ -108,20 +89,12 @@ impl Tool for Known {
             attributes.insert("summary".into(), Value::String(summary));
         }
         attributes.insert("error".into(), Value::Null);
-        let row = entries::upsert_entry(
-            scope.conn,
-            &EntryUpsert {
-                run_id: scope.run_id,
-                loop_id: scope.loop_id,
-                turn: scope.turn,
-                path,
-                body: known.body.clone(),
-                status: 200,
-                fidelity: Some(Fidelity::Full),
-                hash: None,
-                attributes: Some(Value::Object(attributes)),
-            },
-        )?;
+        let fact = EntryUpsert {
+            fidelity: Some(Fidelity::Full),
+            attributes: Some(Value::Object(attributes)),
+            ..upsert(scope, &path, &known.body, 200)
+        };
+        let row = entries::upsert_entry(scope.conn, &fact)?;
         Ok(Some(Handled::at(row.path)))
     }
 }

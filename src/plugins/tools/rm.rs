@@ -4,15 +4,13 @@
 use serde_json::json;
 
 use crate::db::models::entry::EntryRow;
-use crate::db::paths::result_path as turn_result_path;
-use crate::db::queries::entries;
 use crate::parser::{Command, Selection};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::files::{self, is_file};
 use crate::plugins::tools::{
-    attribute_or, fail, file_changes_forbidden, finish, headed, listing, non_empty, pattern_header,
-    select, store, write,
+    attribute_or, fail, file_changes_forbidden, finish, headed, mismatched, non_empty, not_found,
+    preview, propose_separately, report, select_settled, store,
 };
 use crate::plugins::view::EntryView;
 
@@ -22,10 +20,6 @@ pub struct Rm;
 impl Tool for Rm {
     fn name(&self) -> &'static str {
         "rm"
-    }
-
-    fn availability(&self, _policy: &ToolPolicy) -> Availability {
-        Availability::Offered
     }
 
     fn doc(&self) -> &'static str {
@@ -73,25 +67,18 @@ impl Tool for Rm {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Command::Rm(selection) = command else {
-            return Err(ToolError::InvalidParams("rm expects an rm command".into()));
+            return Err(mismatched(self.name()));
         };
         let Some(path) = non_empty(selection.path.as_deref()) else {
             return fail(scope, result_path, 400, "path is required");
         };
         let filter = non_empty(selection.filter.as_deref());
-        let rows: Vec<EntryRow> = select(scope, path, filter)?
-            .into_iter()
-            .filter(|row| row.path != result_path && row.status != 202)
-            .collect();
+        let rows = select_settled(scope, path, filter, result_path)?;
         if selection.preview {
-            let body = format!(
-                "PREVIEW {}",
-                listing(&pattern_header("rm", path, filter), &rows)
-            );
-            return finish(scope, result_path, 200, &body, None);
+            return preview(scope, result_path, "rm", path, filter, &rows);
         }
         if rows.is_empty() {
-            return fail(scope, result_path, 404, &format!("{path} not found"));
+            return not_found(scope, result_path, path);
         }
         let (files, others): (Vec<EntryRow>, Vec<EntryRow>) =
             rows.into_iter().partition(|row| is_file(&row.path));
@@ -102,15 +89,8 @@ impl Tool for Rm {
         }
         let mut proposals = Vec::new();
         for file in &files {
-            let target = turn_result_path("rm", scope.turn, &file.path);
-            let proposal = entries::free_path(scope.conn, scope.run_id, &target)?;
-            write(
-                scope,
-                &proposal,
-                &file.path,
-                202,
-                Some(json!({ "path": file.path })),
-            )?;
+            let attributes = json!({ "path": file.path });
+            let proposal = propose_separately(scope, "rm", &file.path, &file.path, attributes)?;
             proposals.push(proposal);
         }
         let mut lines: Vec<String> = others.iter().map(|row| row.path.clone()).collect();
@@ -119,13 +99,7 @@ impl Tool for Rm {
                 .iter()
                 .map(|file| format!("{} (awaiting approval)", file.path)),
         );
-        finish(
-            scope,
-            result_path,
-            200,
-            &lines.join("\n"),
-            Some(json!({ "path": path })),
-        )?;
+        report(scope, result_path, path, &lines.join("\n"))?;
         Ok(Handled::at(
             proposals
                 .into_iter()
@@ -145,9 +119,7 @@ impl Tool for Rm {
             if let Some(root) = scope.disk_root {
                 files::remove(root, file)?;
             }
-            if let Some(entry) = entries::get_entry(scope.conn, scope.run_id, file)? {
-                store::delete(scope.conn, std::slice::from_ref(&entry))?;
-            }
+            store::delete_at(scope.conn, scope.run_id, file)?;
         }
         Ok(())
     }

@@ -10,7 +10,7 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
 };
-use crate::plugins::tools::{fail, finish, headed, non_empty};
+use crate::plugins::tools::{echoed, mismatched, propose_text};
 use crate::plugins::view::EntryView;
 
 /// The `search` tool.
@@ -34,9 +34,7 @@ impl Tool for Search {
     }
 
     fn full_view(&self, entry: &EntryView<'_>) -> String {
-        let query = entry.attribute("query").unwrap_or_default();
-        let results = if entry.body == query { "" } else { entry.body };
-        headed("search", query, results)
+        echoed("search", entry, "query")
     }
 
     fn summary_view(&self, entry: &EntryView<'_>) -> String {
@@ -68,15 +66,15 @@ impl Tool for Search {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Command::Search(search) = command else {
-            return Err(ToolError::InvalidParams(
-                "search expects a search command".into(),
-            ));
+            return Err(mismatched(self.name()));
         };
-        let Some(query) = non_empty(search.query.as_deref()) else {
-            return fail(scope, result_path, 400, "a query is required");
-        };
-        let attributes = json!({ "query": query.trim(), "results": search.results });
-        finish(scope, result_path, 202, query.trim(), Some(attributes))
+        propose_text(
+            scope,
+            result_path,
+            search.query.as_deref(),
+            "a query is required",
+            |query| json!({ "query": query, "results": search.results }),
+        )
     }
 }
 

@@ -11,17 +11,18 @@ mod edit;
 use serde_json::{json, Value};
 
 use crate::db::functions::estimate_tokens;
-use crate::db::models::entry::{EntryRow, EntryUpsert};
+use crate::db::models::entry::EntryRow;
 use crate::db::queries::entries;
 use crate::hedberg::unified_diff;
 use crate::hedberg::SetRevision;
 use crate::parser::{normalize_attrs, Command, SetCommand};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Availability, ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::files::{self, is_file};
 use crate::plugins::tools::{
-    attribute_or, bad_fidelity, fail, file_changes_forbidden, finish, headed, is_pattern, listing,
-    merge, non_empty, parse_fidelity, pattern_header, select, store, summary_attribute,
+    attribute_or, fail, file_changes_forbidden, finish, headed, is_pattern, listing, merge,
+    mismatched, non_empty, not_found, parse_fidelity, paths_of, pattern_header, preview, report,
+    select, store, summary_attribute, write,
 };
 use crate::plugins::view::EntryView;
 
@@ -31,10 +32,6 @@ pub struct Set;
 impl Tool for Set {
     fn name(&self) -> &'static str {
         "set"
-    }
-
-    fn availability(&self, _policy: &ToolPolicy) -> Availability {
-        Availability::Offered
     }
 
     fn doc(&self) -> &'static str {
@@ -122,7 +119,7 @@ impl Tool for Set {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Command::Set(set) = command else {
-            return Err(ToolError::InvalidParams("set expects a set command".into()));
+            return Err(mismatched(self.name()));
         };
         let Some(path) = non_empty(set.path.as_deref()).map(str::trim) else {
             return fail(scope, result_path, 400, "path is required");
@@ -130,11 +127,7 @@ impl Tool for Set {
         let filter = non_empty(set.filter.as_deref());
         if set.preview {
             let rows = select(scope, path, filter)?;
-            let body = format!(
-                "PREVIEW {}",
-                listing(&pattern_header("set", path, filter), &rows)
-            );
-            return finish(scope, result_path, 200, &body, None);
+            return preview(scope, result_path, "set", path, filter, &rows);
         }
         match &set.operation {
             SetRevision::Blocks(blocks) => edit::run(scope, path, filter, blocks, result_path),
@@ -194,20 +187,7 @@ impl Tool for Set {
                 new
             }
         };
-        entries::upsert_entry(
-            scope.conn,
-            &EntryUpsert {
-                run_id: scope.run_id,
-                loop_id: scope.loop_id,
-                turn: scope.turn,
-                path: file,
-                body: new,
-                status: 200,
-                fidelity: None,
-                hash: None,
-                attributes: None,
-            },
-        )?;
+        write(scope, &file, &new, 200, None)?;
         Ok(())
     }
 }
@@ -222,13 +202,11 @@ fn change_fidelity(
     body: &str,
     result_path: &str,
 ) -> Result<Handled, ToolError> {
-    let Some(fidelity) = parse_fidelity(fidelity_text) else {
-        return fail(scope, result_path, 400, &bad_fidelity(fidelity_text));
+    let fidelity = match parse_fidelity(fidelity_text) {
+        Ok(fidelity) => fidelity,
+        Err(message) => return fail(scope, result_path, 400, &message),
     };
-    let summary = summary_attribute(&set.attributes);
-    let patch = summary
-        .as_ref()
-        .map(|summary| json!({ "summary": summary }));
+    let patch = summary_patch(set);
     let filter = non_empty(set.filter.as_deref());
     let mut rows = select(scope, path, filter)?;
     if !body.is_empty() && rows.is_empty() && !is_pattern(path, filter) {
@@ -239,7 +217,7 @@ fn change_fidelity(
         }
     }
     if rows.is_empty() {
-        return fail(scope, result_path, 404, &format!("{path} not found"));
+        return not_found(scope, result_path, path);
     }
     store::set_fidelity(scope.conn, &rows, fidelity)?;
     if let Some(patch) = &patch {
@@ -247,15 +225,8 @@ fn change_fidelity(
             entries::update_attributes(scope.conn, scope.run_id, &row.path, patch)?;
         }
     }
-    let paths: Vec<&str> = rows.iter().map(|row| row.path.as_str()).collect();
-    let body = format!("{} set to {fidelity}", paths.join(", "));
-    finish(
-        scope,
-        result_path,
-        200,
-        &body,
-        Some(json!({ "path": path })),
-    )
+    let body = format!("{} set to {fidelity}", paths_of(&rows));
+    report(scope, result_path, path, &body)
 }
 
 /// A plain write to entries: one path (upsert), or every match of a pattern.
@@ -266,10 +237,7 @@ fn write_entries(
     body: &str,
     result_path: &str,
 ) -> Result<Handled, ToolError> {
-    let summary = summary_attribute(&set.attributes);
-    let patch = summary
-        .as_ref()
-        .map(|summary| json!({ "summary": summary }));
+    let patch = summary_patch(set);
     let filter = non_empty(set.filter.as_deref());
     if body.is_empty() {
         let Some(patch) = patch else {
@@ -281,19 +249,12 @@ fn write_entries(
         };
         let rows = select(scope, path, filter)?;
         if rows.is_empty() {
-            return fail(scope, result_path, 404, &format!("{path} not found"));
+            return not_found(scope, result_path, path);
         }
         for row in &rows {
             entries::update_attributes(scope.conn, scope.run_id, &row.path, &patch)?;
         }
-        let body = format!("summary of {} set", path);
-        return finish(
-            scope,
-            result_path,
-            200,
-            &body,
-            Some(json!({ "path": path })),
-        );
+        return report(scope, result_path, path, &format!("summary of {path} set"));
     }
     if is_pattern(path, filter) {
         let rows: Vec<EntryRow> = select(scope, path, filter)?
@@ -301,19 +262,13 @@ fn write_entries(
             .filter(|row| !is_file(&row.path) && row.status != 202)
             .collect();
         if rows.is_empty() {
-            return fail(scope, result_path, 404, &format!("{path} not found"));
+            return not_found(scope, result_path, path);
         }
         for row in &rows {
             write_entry(scope, &row.path, body, patch.clone())?;
         }
         let body = listing(&pattern_header("set", path, filter), &rows);
-        return finish(
-            scope,
-            result_path,
-            200,
-            &body,
-            Some(json!({ "path": path })),
-        );
+        return report(scope, result_path, path, &body);
     }
     if let Some(existing) = entries::get_entry(scope.conn, scope.run_id, path)? {
         if existing.status == 202 {
@@ -340,20 +295,12 @@ fn write_entry(
     attributes: Option<Value>,
 ) -> Result<EntryRow, ToolError> {
     let status = entries::get_entry(scope.conn, scope.run_id, path)?.map_or(200, |row| row.status);
-    Ok(entries::upsert_entry(
-        scope.conn,
-        &EntryUpsert {
-            run_id: scope.run_id,
-            loop_id: scope.loop_id,
-            turn: scope.turn,
-            path: path.to_owned(),
-            body: body.to_owned(),
-            status,
-            fidelity: None,
-            hash: None,
-            attributes,
-        },
-    )?)
+    write(scope, path, body, status, attributes)
+}
+
+/// The `summary` keywords of the command as an attribute patch, when it has them.
+fn summary_patch(set: &SetCommand) -> Option<Value> {
+    summary_attribute(&set.attributes).map(|summary| json!({ "summary": summary }))
 }
 
 /// A whole-content write to a project file: a 202 proposal at the result path.

@@ -1,14 +1,15 @@
-//! Store operations on entries the handlers already selected, by id. They run inside the
-//! dispatch transaction, so unlike the db layer's pattern operations they open none of
-//! their own (SQLite cannot nest `BEGIN IMMEDIATE`).
+//! Store operations on entries the handlers already selected, by id (or on the one entry at
+//! a path). They run inside the dispatch transaction, so unlike the db layer's pattern
+//! operations they open none of their own (SQLite cannot nest `BEGIN IMMEDIATE`).
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 
 use crate::db::enums::Fidelity;
-use crate::db::ids::EntryId;
+use crate::db::ids::{EntryId, RunId};
 use crate::db::models::entry::EntryRow;
+use crate::db::queries::entries;
 use crate::db::schema::known_entries;
 use crate::db::DbError;
 
@@ -61,4 +62,16 @@ pub(crate) fn delete(conn: &mut SqliteConnection, rows: &[EntryRow]) -> Result<(
             .execute(conn)?;
     }
     Ok(())
+}
+
+/// Deletes the run's entry at `path`, when there is one.
+pub(crate) fn delete_at(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    path: &str,
+) -> Result<(), DbError> {
+    match entries::get_entry(conn, run_id, path)? {
+        Some(entry) => delete(conn, std::slice::from_ref(&entry)),
+        None => Ok(()),
+    }
 }

@@ -1,7 +1,6 @@
 //! `think`: reasoning. Recorded as written (`think://turn_N/`) so the audit keeps it, never
 //! executed, never documented, and invisible to the model.
 
-use crate::db::enums::Category;
 use crate::parser::{Command, TaggedText};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ClientCall, SchemeSpec, Tool, ToolKind};
@@ -17,8 +16,8 @@ impl Tool for Think {
 
     fn scheme(&self) -> SchemeSpec {
         SchemeSpec {
-            category: Category::Logging,
             model_visible: false,
+            ..SchemeSpec::LOGGING
         }
     }
 

@@ -1,43 +1,58 @@
-//! What `cp` and `mv` share: pairing sources with destinations (a pattern's matches land
-//! under the destination by their path relative to the pattern's fixed prefix), copying
-//! entries now, and proposing file copies and moves to the client.
+//! `cp` and `mv`: copy, or move and rename, entries and files. Entries change now; a file
+//! destination is a 202 proposal the client (or the server, on accept) carries out. A
+//! pattern's matches land under the destination by their path relative to the pattern's
+//! fixed prefix. `mv` without a destination but with a fidelity changes it in place.
 
 use serde_json::{json, Value};
 
+use crate::db::enums::Fidelity;
 use crate::db::models::entry::EntryRow;
-use crate::db::paths::result_path as turn_result_path;
 use crate::db::queries::entries;
 use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
 use crate::parser::{Command, TransferCommand};
-use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolScope};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::files::{self, escape_reason, is_file};
 use crate::plugins::tools::{
-    bad_fidelity, fail, finish, is_pattern, non_empty, parse_fidelity, select, store, write,
+    fail, file_changes_forbidden, finish, is_pattern, mismatched, non_empty, not_found,
+    parse_fidelity, paths_of, propose_separately, select_settled, store, write,
 };
 use crate::plugins::view::EntryView;
 
-/// `cp` or `mv`.
+/// The `cp` or `mv` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Transfer {
-    /// Tool name.
-    pub name: &'static str,
-    /// Whether the source goes away.
-    pub is_move: bool,
+pub struct Transfer {
+    name: &'static str,
+    doc: &'static str,
+    is_move: bool,
 }
 
 impl Transfer {
-    /// The transfer command a client call stands for.
-    pub(crate) fn from_call(call: &ClientCall) -> TransferCommand {
-        TransferCommand {
-            path: Some(call.path.clone()),
-            to: call.to.clone().or_else(|| call.body.clone()),
-            fidelity: call.attribute("fidelity"),
-            preview: call.flag("preview"),
+    /// `cp`: the source stays.
+    pub const CP: Transfer = Transfer {
+        name: "cp",
+        doc: include_str!("../text/tools/cp.md"),
+        is_move: false,
+    };
+
+    /// `mv`: the source goes away.
+    pub const MV: Transfer = Transfer {
+        name: "mv",
+        doc: include_str!("../text/tools/mv.md"),
+        is_move: true,
+    };
+
+    /// This tool's transfer (`None` for another tool's command).
+    fn transfer_of(self, command: &Command) -> Option<&TransferCommand> {
+        match command {
+            Command::Mv(transfer) if self.is_move => Some(transfer),
+            Command::Cp(transfer) if !self.is_move => Some(transfer),
+            _ => None,
         }
     }
 
     /// `# cp <from> <to>` (and a warning line).
-    pub(crate) fn view(self, entry: &EntryView<'_>) -> String {
+    fn view(self, entry: &EntryView<'_>) -> String {
         let from = entry
             .attribute("from")
             .or(entry.attribute("path"))
@@ -52,18 +67,8 @@ impl Transfer {
         text
     }
 
-    /// The command's source path.
-    pub(crate) fn target(command: &Command) -> String {
-        match command {
-            Command::Cp(transfer) | Command::Mv(transfer) => {
-                transfer.path.clone().unwrap_or_default()
-            }
-            _ => String::new(),
-        }
-    }
-
     /// Runs one `cp`/`mv` whose result entry is at `result_path`.
-    pub(crate) fn run(
+    fn run(
         self,
         scope: &mut ToolScope<'_>,
         command: &TransferCommand,
@@ -72,26 +77,19 @@ impl Transfer {
         let Some(path) = non_empty(command.path.as_deref()) else {
             return fail(scope, result_path, 400, "path is required");
         };
-        let fidelity = match command.fidelity.as_deref() {
-            Some(text) => match parse_fidelity(text) {
-                Some(fidelity) => Some(fidelity),
-                None => return fail(scope, result_path, 400, &bad_fidelity(text)),
-            },
-            None => None,
+        let fidelity = match command.fidelity.as_deref().map(parse_fidelity).transpose() {
+            Ok(fidelity) => fidelity,
+            Err(message) => return fail(scope, result_path, 400, &message),
         };
-        let rows: Vec<EntryRow> = select(scope, path, None)?
-            .into_iter()
-            .filter(|row| row.path != result_path && row.status != 202)
-            .collect();
+        let rows = select_settled(scope, path, None, result_path)?;
         let Some(to) = non_empty(command.to.as_deref()).map(str::trim) else {
             return match fidelity {
                 Some(fidelity) if self.is_move => {
                     if rows.is_empty() {
-                        return fail(scope, result_path, 404, &format!("{path} not found"));
+                        return not_found(scope, result_path, path);
                     }
                     store::set_fidelity(scope.conn, &rows, fidelity)?;
-                    let paths: Vec<&str> = rows.iter().map(|row| row.path.as_str()).collect();
-                    let body = format!("{} set to {fidelity}", paths.join(", "));
+                    let body = format!("{} set to {fidelity}", paths_of(&rows));
                     finish(scope, result_path, 200, &body, None)
                 }
                 _ => {
@@ -104,7 +102,7 @@ impl Transfer {
             };
         };
         if rows.is_empty() {
-            return fail(scope, result_path, 404, &format!("{path} not found"));
+            return not_found(scope, result_path, path);
         }
         let pattern = is_pattern(path, None);
         let pairs: Vec<(EntryRow, String)> = rows
@@ -137,15 +135,14 @@ impl Transfer {
         let mut lines = Vec::new();
         for (row, destination) in &pairs {
             if is_file(destination) {
-                let proposal = if single {
-                    result_path.to_owned()
-                } else {
-                    let target = turn_result_path(self.name, scope.turn, &row.path);
-                    entries::free_path(scope.conn, scope.run_id, &target)?
-                };
                 let attributes = self.attributes(&row.path, destination, None);
                 let body = format!("{} {destination}", row.path);
-                write(scope, &proposal, &body, 202, Some(attributes))?;
+                let proposal = if single {
+                    write(scope, result_path, &body, 202, Some(attributes))?;
+                    result_path.to_owned()
+                } else {
+                    propose_separately(scope, self.name, &row.path, &body, attributes)?
+                };
                 lines.push(format!("{} → {destination} (awaiting approval)", row.path));
                 outcome.get_or_insert(proposal);
             } else {
@@ -191,7 +188,7 @@ impl Transfer {
         scope: &mut ToolScope<'_>,
         row: &EntryRow,
         destination: &str,
-        fidelity: Option<crate::db::enums::Fidelity>,
+        fidelity: Option<Fidelity>,
     ) -> Result<Option<String>, ToolError> {
         let existed = entries::get_entry(scope.conn, scope.run_id, destination)?.is_some();
         let copy = copy_entry(
@@ -216,13 +213,73 @@ impl Transfer {
     fn attributes(self, from: &str, to: &str, warning: Option<String>) -> Value {
         json!({ "from": from, "to": to, "isMove": self.is_move, "warning": warning })
     }
+}
+
+impl Tool for Transfer {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn doc(&self) -> &'static str {
+        self.doc
+    }
+
+    fn full_view(&self, entry: &EntryView<'_>) -> String {
+        self.view(entry)
+    }
+
+    fn summary_view(&self, entry: &EntryView<'_>) -> String {
+        self.view(entry)
+    }
+
+    fn command_from_call(&self, call: &ClientCall) -> Command {
+        let transfer = TransferCommand {
+            path: Some(call.path.clone()),
+            to: call.to.clone().or_else(|| call.body.clone()),
+            fidelity: call.attribute("fidelity"),
+            preview: call.flag("preview"),
+        };
+        if self.is_move {
+            Command::Mv(transfer)
+        } else {
+            Command::Cp(transfer)
+        }
+    }
+
+    fn target(&self, command: &Command) -> String {
+        self.transfer_of(command)
+            .and_then(|transfer| transfer.path.clone())
+            .unwrap_or_default()
+    }
+
+    fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
+        match self.transfer_of(command) {
+            Some(transfer) if !transfer.preview && transfer.to.as_deref().is_some_and(is_file) => {
+                file_changes_forbidden(self.name, policy)
+            }
+            _ => None,
+        }
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        let Some(transfer) = self.transfer_of(command) else {
+            return Err(mismatched(self.name));
+        };
+        self.run(scope, transfer, result_path)
+    }
 
     /// Accepting a file copy or move: done on disk when the server applies changes; a
     /// moved source's entry goes (the scan brings the destination).
-    pub(crate) fn accept(
-        self,
+    fn accept(
+        &self,
         scope: &mut ToolScope<'_>,
         proposal: &EntryRow,
+        _output: Option<&str>,
     ) -> Result<(), ToolError> {
         let attributes = proposal.attributes_json()?;
         let text = |key: &str| attributes.get(key).and_then(Value::as_str);
@@ -233,12 +290,7 @@ impl Transfer {
             }
         }
         match text("from") {
-            Some(from) if self.is_move => {
-                if let Some(entry) = entries::get_entry(scope.conn, scope.run_id, from)? {
-                    store::delete(scope.conn, std::slice::from_ref(&entry))?;
-                }
-                Ok(())
-            }
+            Some(from) if self.is_move => Ok(store::delete_at(scope.conn, scope.run_id, from)?),
             _ => Ok(()),
         }
     }
@@ -263,71 +315,4 @@ fn destination_under(pattern: &str, matched: &str, to: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::destination_under;
-
-    #[test]
-    fn pattern_matches_land_under_the_destination() {
-        assert_eq!(
-            destination_under("known://plan_*", "known://plan_a", "known://archive"),
-            "known://archive/plan_a"
-        );
-        assert_eq!(
-            destination_under("src/**/*.js", "src/a/b.js", "backup/"),
-            "backup/a/b.js"
-        );
-    }
-}
-
-#[cfg(test)]
-mod dispatch_tests {
-    use crate::db::enums::Fidelity;
-    use crate::plugins::tools::testing::TestRun;
-
-    #[test]
-    fn entries_copy_and_move_now_with_globs_and_fidelity() {
-        let mut run = TestRun::new();
-        run.put("known://plan_a", "A");
-        run.put("known://plan_b", "B");
-        run.respond("<cp path=\"known://plan_*\" to=\"known://archive/\" fidelity=\"index\"/>");
-        let copy = run.entry("known://archive/plan_a").unwrap();
-        assert_eq!((copy.body.as_str(), copy.fidelity), ("A", Fidelity::Index));
-        assert!(run.entry("known://plan_a").is_some());
-        run.respond("<mv path=\"known://plan_b\" to=\"known://done/b\"/>");
-        assert!(run.entry("known://plan_b").is_none());
-        assert_eq!(run.entry("known://done/b").unwrap().body, "B");
-        run.respond("<mv path=\"known://archive/*\" fidelity=\"archive\"/>");
-        assert_eq!(
-            run.entry("known://archive/plan_b").unwrap().fidelity,
-            Fidelity::Archive
-        );
-        run.respond("<cp path=\"known://plan_a\" to=\"known://done/b\"/>");
-        assert_eq!(
-            run.attribute("cp://turn_4/known%3A//plan_a", "warning"),
-            serde_json::json!("Overwrote existing entry at known://done/b")
-        );
-        assert_eq!(
-            run.projected("mv://turn_2/known%3A//plan_b"),
-            "# mv known://plan_b known://done/b"
-        );
-    }
-
-    #[test]
-    fn file_destinations_are_proposals_and_bad_pairs_are_refused() {
-        let mut run = TestRun::new();
-        run.put("src/a.js", "a");
-        run.put("known://x", "x");
-        let outcome = run.respond("<mv path=\"src/a.js\" to=\"src/b.js\"/>");
-        assert_eq!(outcome.proposals[0].path, "mv://turn_1/src/a.js");
-        assert_eq!(
-            run.attribute("mv://turn_1/src/a.js", "isMove"),
-            serde_json::json!(true)
-        );
-        let refused = run.respond("<cp path=\"known://x\" to=\"notes.md\"/>");
-        assert_eq!(refused.errors[0].status, 400);
-        let escaping = run.respond("<cp path=\"src/a.js\" to=\"../b.js\"/>");
-        assert!(escaping.errors[0].message.contains("leaves the project"));
-        let no_destination = run.respond("<cp path=\"known://x\"/>");
-        assert!(no_destination.errors[0].message.contains("to is required"));
-    }
-}
+mod tests;

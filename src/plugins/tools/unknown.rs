@@ -5,12 +5,9 @@ use crate::db::enums::Category;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
 use crate::parser::{Command, UnknownCommand};
-use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{
-    Availability, ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope,
-};
+use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
 use crate::plugins::tools::files::is_file;
-use crate::plugins::tools::{headed, write};
+use crate::plugins::tools::{headed, mismatched, write};
 use crate::plugins::view::EntryView;
 
 /// The `unknown` tool.
@@ -22,18 +19,11 @@ impl Tool for Unknown {
     }
 
     fn scheme(&self) -> SchemeSpec {
-        SchemeSpec {
-            category: Category::Unknown,
-            model_visible: true,
-        }
+        SchemeSpec::visible(Category::Unknown)
     }
 
     fn kind(&self) -> ToolKind {
         ToolKind::Lifecycle
-    }
-
-    fn availability(&self, _policy: &ToolPolicy) -> Availability {
-        Availability::Offered
     }
 
     fn doc(&self) -> &'static str {
@@ -66,9 +56,7 @@ impl Tool for Unknown {
         command: &Command,
     ) -> Result<Option<Handled>, ToolError> {
         let Command::Unknown(unknown) = command else {
-            return Err(ToolError::InvalidParams(
-                "unknown expects an unknown command".into(),
-            ));
+            return Err(mismatched(self.name()));
         };
         let body = unknown.body.trim();
         if body.is_empty() {

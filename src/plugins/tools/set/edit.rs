@@ -11,7 +11,7 @@ use crate::db::queries::entries::get_entry;
 use crate::hedberg::{apply_blocks, unified_diff, EditBlock};
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
 use crate::plugins::tools::files::is_file;
-use crate::plugins::tools::{finish, merge, select, store, write};
+use crate::plugins::tools::{finish, merge, select_settled, store, write};
 
 /// Applies `blocks` to every entry `path` selects; proposes them for files.
 pub(super) fn run(
@@ -21,10 +21,7 @@ pub(super) fn run(
     blocks: &[EditBlock],
     result_path: &str,
 ) -> Result<Handled, ToolError> {
-    let rows: Vec<EntryRow> = select(scope, path, filter)?
-        .into_iter()
-        .filter(|row| row.status != 202 && row.path != result_path)
-        .collect();
+    let rows = select_settled(scope, path, filter, result_path)?;
     if rows.is_empty() {
         let error =
             format!("{path} not found in context. Load it with <get path=\"{path}\"/> first.");
@@ -42,10 +39,8 @@ pub(super) fn run(
         let kept_result = outcome
             .as_ref()
             .is_some_and(|handled| handled.path == result_path);
-        if let Some(recorded) = get_entry(scope.conn, scope.run_id, result_path)? {
-            if !kept_result {
-                store::delete(scope.conn, std::slice::from_ref(&recorded))?;
-            }
+        if !kept_result {
+            store::delete_at(scope.conn, scope.run_id, result_path)?;
         }
         return Ok(outcome.unwrap_or_else(|| Handled::at(result_path)));
     }
