@@ -27,6 +27,7 @@ use crate::plugins::tool::ToolSettings;
 use crate::plugins::Plugins;
 use crate::rpc::dispatch::Reply;
 use crate::rpc::envelope::Request;
+use crate::rpc::methods::ToolCatalogue;
 use crate::ws::registry::ConnectionRegistry;
 
 /// What every handler and actor shares. Cheap to clone.
@@ -204,6 +205,14 @@ impl AppState {
                 .await?;
         }
         Ok(())
+    }
+
+    /// The registry's tools as RPC methods.
+    pub fn tool_catalogue(&self) -> ToolCatalogue<'_> {
+        ToolCatalogue {
+            tools: &self.plugins,
+            search_available: self.settings.search_available(),
+        }
     }
 
     /// Runs `work` on the database thread, in a transaction, and waits for its result.

@@ -66,7 +66,7 @@ pub async fn call(
     method_name: &str,
     params: Value,
 ) -> Result<Reply, AppError> {
-    let method = Method::from_name(method_name)
+    let method = Method::from_name(method_name, &context.app.tool_catalogue())
         .ok_or_else(|| AppError::MethodNotFound(method_name.to_string()))?;
     let spec = method.spec();
     if spec.needs_init && context.project.is_none() {

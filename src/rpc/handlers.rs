@@ -19,7 +19,7 @@ use crate::rpc::params::decode;
 pub async fn route(context: CallContext, method: Method, params: Value) -> Result<Reply, AppError> {
     match method {
         Method::Ping => session::ping(),
-        Method::Discover => session::discover(),
+        Method::Discover => session::discover(&context),
         Method::Init => session::init(context, decode(params)?).await,
         Method::GetModels => models::list(context, decode(params)?).await,
         Method::AddModel => models::add(context, decode(params)?).await,

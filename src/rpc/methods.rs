@@ -3,6 +3,10 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{Availability, ToolKind};
+use crate::plugins::Plugins;
+
 /// Every RPC method, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Method {
@@ -56,69 +60,9 @@ pub enum Method {
     PersonaSet,
     /// `listPersonas`
     ListPersonas,
-    /// A model tool called directly by a client (`set`, `rm`, ...).
-    Tool(ToolMethod),
-}
-
-/// The model tools a client may dispatch by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ToolMethod {
-    /// `set`
-    Set,
-    /// `known`
-    Known,
-    /// `unknown`
-    Unknown,
-    /// `env`
-    Env,
-    /// `sh`
-    Sh,
-    /// `rm`
-    Rm,
-    /// `cp`
-    Cp,
-    /// `mv`
-    Mv,
-    /// `summarize`
-    Summarize,
-    /// `update`
-    Update,
-    /// `ask_user`
-    AskUser,
-}
-
-impl ToolMethod {
-    /// Every tool method, in the reference's display order.
-    pub const ALL: [ToolMethod; 11] = [
-        ToolMethod::Set,
-        ToolMethod::Known,
-        ToolMethod::Unknown,
-        ToolMethod::Env,
-        ToolMethod::Sh,
-        ToolMethod::Rm,
-        ToolMethod::Cp,
-        ToolMethod::Mv,
-        ToolMethod::Summarize,
-        ToolMethod::Update,
-        ToolMethod::AskUser,
-    ];
-
-    /// The tool's name, which is also its method name and result scheme.
-    pub fn name(self) -> &'static str {
-        match self {
-            ToolMethod::Set => "set",
-            ToolMethod::Known => "known",
-            ToolMethod::Unknown => "unknown",
-            ToolMethod::Env => "env",
-            ToolMethod::Sh => "sh",
-            ToolMethod::Rm => "rm",
-            ToolMethod::Cp => "cp",
-            ToolMethod::Mv => "mv",
-            ToolMethod::Summarize => "summarize",
-            ToolMethod::Update => "update",
-            ToolMethod::AskUser => "ask_user",
-        }
-    }
+    /// A model tool called directly by a client (`set`, `rm`, ...): every tool of the
+    /// registry that has no method of its own and is not reasoning.
+    Tool(&'static str),
 }
 
 /// What `discover` says of one method.
@@ -188,20 +132,15 @@ impl Method {
         Method::ListPersonas,
     ];
 
-    /// Looks a method up by its wire name.
-    pub fn from_name(name: &str) -> Option<Method> {
+    /// Looks a method up by its wire name; tools come from the registry.
+    pub fn from_name(name: &str, tools: &ToolCatalogue<'_>) -> Option<Method> {
         if name == "rpc/discover" {
             return Some(Method::Discover);
         }
         Method::NAMED
             .into_iter()
             .find(|method| method.name() == name)
-            .or_else(|| {
-                ToolMethod::ALL
-                    .into_iter()
-                    .find(|tool| tool.name() == name)
-                    .map(Method::Tool)
-            })
+            .or_else(|| tools.methods().find(|tool| *tool == name).map(Method::Tool))
     }
 
     /// The wire name.
@@ -232,7 +171,7 @@ impl Method {
             Method::ListSkills => "listSkills",
             Method::PersonaSet => "persona/set",
             Method::ListPersonas => "listPersonas",
-            Method::Tool(tool) => tool.name(),
+            Method::Tool(tool) => tool,
         }
     }
 
@@ -390,12 +329,40 @@ const NOTIFICATIONS: &[(&str, &str)] = &[
     ("ui/notify", "A toast message (reserved)."),
 ];
 
-/// The `discover` result, generated from the table.
-pub fn catalogue() -> Value {
+/// The registry's tools as RPC methods.
+pub struct ToolCatalogue<'a> {
+    /// The tool registry.
+    pub tools: &'a Plugins,
+    /// A search backend is configured (otherwise `search` is no method).
+    pub search_available: bool,
+}
+
+impl ToolCatalogue<'_> {
+    /// The tools a client may call by name: those without a method of their own that the
+    /// server can offer at all (reasoning excluded; search only with a backend).
+    fn methods(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let policy = ToolPolicy {
+            search_available: self.search_available,
+            ..ToolPolicy::act()
+        };
+        self.tools
+            .names()
+            .filter(|name| !Method::NAMED.iter().any(|method| method.name() == *name))
+            .filter(move |name| {
+                self.tools.get(name).is_some_and(|tool| {
+                    tool.kind() != ToolKind::Reasoning
+                        && tool.availability(&policy) != Availability::Excluded
+                })
+            })
+    }
+}
+
+/// The `discover` result, generated from the table and the tool registry.
+pub fn catalogue(tools: &ToolCatalogue<'_>) -> Value {
     let mut methods = Map::new();
     let all = Method::NAMED
         .into_iter()
-        .chain(ToolMethod::ALL.into_iter().map(Method::Tool));
+        .chain(tools.methods().map(Method::Tool));
     for method in all {
         let spec = method.spec();
         let params: Map<String, Value> = spec
@@ -419,21 +386,58 @@ pub fn catalogue() -> Value {
 mod tests {
     use super::*;
 
+    fn registry() -> Plugins {
+        Plugins::bundled(crate::plugins::tool::ToolSettings::default())
+    }
+
     #[test]
     fn every_method_round_trips_through_its_name() {
+        let registry = registry();
+        let tools = ToolCatalogue {
+            tools: &registry,
+            search_available: false,
+        };
         for method in Method::NAMED {
-            assert_eq!(Method::from_name(method.name()), Some(method));
+            assert_eq!(Method::from_name(method.name(), &tools), Some(method));
         }
-        for tool in ToolMethod::ALL {
-            assert_eq!(Method::from_name(tool.name()), Some(Method::Tool(tool)));
+        for tool in [
+            "set", "known", "unknown", "env", "sh", "rm", "cp", "mv", "ask_user",
+        ] {
+            assert_eq!(Method::from_name(tool, &tools), Some(Method::Tool(tool)));
         }
-        assert_eq!(Method::from_name("rpc/discover"), Some(Method::Discover));
-        assert_eq!(Method::from_name("nope"), None);
+        assert_eq!(Method::from_name("get", &tools), Some(Method::Get));
+        assert_eq!(
+            Method::from_name("think", &tools),
+            None,
+            "reasoning is not callable"
+        );
+        assert_eq!(
+            Method::from_name("rpc/discover", &tools),
+            Some(Method::Discover)
+        );
+        assert_eq!(Method::from_name("nope", &tools), None);
+        assert_eq!(
+            Method::from_name("search", &tools),
+            None,
+            "no backend, no search"
+        );
+        let with_search = ToolCatalogue {
+            tools: &registry,
+            search_available: true,
+        };
+        assert_eq!(
+            Method::from_name("search", &with_search),
+            Some(Method::Tool("search"))
+        );
     }
 
     #[test]
     fn catalogue_lists_methods_tools_and_notifications() {
-        let catalogue = catalogue();
+        let registry = registry();
+        let catalogue = catalogue(&ToolCatalogue {
+            tools: &registry,
+            search_available: false,
+        });
         for name in [
             "ask",
             "act",

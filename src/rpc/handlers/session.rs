@@ -16,9 +16,9 @@ pub fn ping() -> Result<Reply, AppError> {
     Reply::of(serde_json::json!({}))
 }
 
-/// `discover`: the catalogue generated from the method table.
-pub fn discover() -> Result<Reply, AppError> {
-    Reply::of(methods::catalogue())
+/// `discover`: the catalogue generated from the method table and the tool registry.
+pub fn discover(context: &CallContext) -> Result<Reply, AppError> {
+    Reply::of(methods::catalogue(&context.app.tool_catalogue()))
 }
 
 /// `init` params.

@@ -14,7 +14,6 @@ use crate::plugins::dispatch::{dispatch_call, CallInput};
 use crate::plugins::tool::{ClientCall, ToolError};
 use crate::rpc::dispatch::{CallContext, Reply};
 use crate::rpc::handlers::runs::find_run;
-use crate::rpc::methods::ToolMethod;
 
 /// `{run, path, body?, to?, attributes?}`.
 #[derive(Debug, Deserialize)]
@@ -47,7 +46,7 @@ impl ToolParams {
 /// A tool method: validate in the reference's order, then run the tool's handler chain.
 pub async fn dispatch(
     context: CallContext,
-    tool: ToolMethod,
+    tool: &'static str,
     params: ToolParams,
 ) -> Result<Reply, AppError> {
     if params.path.as_deref().is_none_or(str::is_empty) {
@@ -59,7 +58,7 @@ pub async fn dispatch(
         .filter(|run| !run.is_empty())
         .ok_or_else(|| AppError::MissingParam("run".into()))?;
     let run = find_run(&context, &alias).await?;
-    dispatch_tool(&context, run, tool.name(), params).await?;
+    dispatch_tool(&context, run, tool, params).await?;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 
