@@ -9,6 +9,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use actix_web::dev::ServerHandle;
+use actix_web::rt::task::JoinHandle;
 use actix_web::{web, App, HttpResponse, HttpServer};
 use serde_json::{json, Value};
 
@@ -30,37 +32,66 @@ struct Shared {
     completions: AtomicU64,
 }
 
+/// A started responder.
+pub struct FakeLlm {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    handle: ServerHandle,
+    running: JoinHandle<std::io::Result<()>>,
+}
+
+impl FakeLlm {
+    /// Binds `addr` (port 0 picks one) and starts answering, inside an actix system.
+    pub fn start(addr: SocketAddr, context_size: u64) -> anyhow::Result<FakeLlm> {
+        let shared = web::Data::new(Shared {
+            context_size,
+            completions: AtomicU64::new(0),
+        });
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(shared.clone())
+                .app_data(web::PayloadConfig::new(MAX_REQUEST_BYTES))
+                .route("/v1/chat/completions", web::post().to(chat_completion))
+                .route("/v1/models", web::get().to(models))
+                .route("/props", web::get().to(props))
+                .route("/stats", web::get().to(stats))
+        })
+        .workers(1)
+        .disable_signals()
+        .shutdown_timeout(1)
+        .bind(addr)?;
+        let addr = server
+            .addrs()
+            .first()
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("the fake LLM bound no address"))?;
+        let server = server.run();
+        let handle = server.handle();
+        let running = actix_web::rt::spawn(server);
+        Ok(FakeLlm {
+            addr,
+            handle,
+            running,
+        })
+    }
+
+    /// Stops answering and waits until the server has stopped.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.handle.stop(true).await;
+        self.running.await??;
+        Ok(())
+    }
+}
+
 /// Serves on `addr` until `lifetime` has passed or the process is interrupted.
 pub async fn serve(addr: SocketAddr, context_size: u64, lifetime: Duration) -> anyhow::Result<()> {
-    let shared = web::Data::new(Shared {
-        context_size,
-        completions: AtomicU64::new(0),
-    });
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(shared.clone())
-            .app_data(web::PayloadConfig::new(MAX_REQUEST_BYTES))
-            .route("/v1/chat/completions", web::post().to(chat_completion))
-            .route("/v1/models", web::get().to(models))
-            .route("/props", web::get().to(props))
-            .route("/stats", web::get().to(stats))
-    })
-    .workers(1)
-    .disable_signals()
-    .shutdown_timeout(1)
-    .bind(addr)?;
-    let bound = server.addrs();
-    let server = server.run();
-    let handle = server.handle();
-    let running = actix_web::rt::spawn(server);
-    tracing::info!(?bound, "fake LLM listening");
+    let fake = FakeLlm::start(addr, context_size)?;
+    eprintln!("fake LLM listening on http://{}", fake.addr);
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = tokio::time::sleep(lifetime) => {}
     }
-    handle.stop(true).await;
-    running.await??;
-    Ok(())
+    fake.stop().await
 }
 
 async fn chat_completion(shared: web::Data<Shared>, body: web::Bytes) -> HttpResponse {

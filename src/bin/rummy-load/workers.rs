@@ -198,3 +198,6 @@ pub async fn asker(plan: Plan, index: usize) -> Tally {
     }
     session.finish().await
 }
+
+#[cfg(test)]
+mod tests;
