@@ -102,10 +102,20 @@ impl RpcClient {
         Ok((answer, started.elapsed()))
     }
 
-    /// Closes the connection politely, waiting at most `timeout`; errors are of no
-    /// interest at this point.
+    /// Closes the connection politely: sends a close frame and waits, at most `timeout`,
+    /// for the server's before dropping the socket. Errors are of no interest at this point.
     pub async fn close(mut self, timeout: Duration) {
-        let _ = tokio::time::timeout(timeout, self.framed.send(Message::Close(None))).await;
+        let handshake = async {
+            if self.framed.send(Message::Close(None)).await.is_err() {
+                return;
+            }
+            while let Some(Ok(frame)) = self.framed.next().await {
+                if matches!(frame, Frame::Close(_)) {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(timeout, handshake).await;
     }
 
     async fn reply_to(&mut self, id: u64) -> Result<Answer, CallError> {
