@@ -1,0 +1,143 @@
+//! The workers against a real rummy server started in-process on a free port, and the
+//! built-in fake LLM behind it.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rummy::app::{start, RunningServer};
+use rummy::config::Settings;
+
+use super::*;
+use crate::fake_llm::FakeLlm;
+use crate::llm;
+use crate::mix::CYCLE;
+use crate::stats::Outcome;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn server(home: &Path, extra: &[(&str, &str)]) -> RunningServer {
+    let mut env: HashMap<String, String> = HashMap::new();
+    env.insert("RUMMY_HOME".into(), home.display().to_string());
+    env.insert("PORT".into(), "0".into());
+    env.insert("RUMMY_LOG".into(), "warn".into());
+    for (key, value) in extra {
+        env.insert((*key).into(), (*value).into());
+    }
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    start(Settings::load(&env, &config).unwrap()).await.unwrap()
+}
+
+fn plan(server: &RunningServer, requests: u64) -> Plan {
+    Plan {
+        url: format!("ws://{}/", server.addr),
+        token: None,
+        deadline: Instant::now() + WAIT,
+        max_requests: Some(requests),
+        request_timeout: WAIT,
+        ask_timeout: WAIT,
+        projects: 2,
+        keys: 3,
+        model: "fake".into(),
+    }
+}
+
+#[actix_web::test]
+async fn a_load_connection_runs_the_whole_mix_without_errors() {
+    let home = tempfile::tempdir().unwrap();
+    let server = server(home.path(), &[("RUMMY_MODEL_fake", "openai/fake")]).await;
+    let rounds = 3;
+    let tally = load_connection(plan(&server, (CYCLE.len() * rounds) as u64), 4).await;
+
+    assert_eq!(tally.failures(), 0, "{:?}", tally.errors_by_code());
+    assert_eq!(tally.connections_lost, 0);
+    assert!(tally.connect_failures.is_empty());
+    for operation in CYCLE {
+        let expected = CYCLE.iter().filter(|other| **other == operation).count() * rounds;
+        let measured = &tally.operations[operation.label()];
+        assert_eq!(
+            measured.outcomes[&Outcome::Ok],
+            expected as u64,
+            "{}",
+            operation.label()
+        );
+        assert_eq!(measured.latencies.count(), expected);
+    }
+    assert_eq!(tally.requests(), (CYCLE.len() * rounds + 2) as u64);
+    server.stop().await;
+}
+
+#[actix_web::test]
+async fn askers_run_loops_on_the_fake_llm_registered_from_its_listing() {
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0), 32_768).unwrap();
+    let llm_url = format!("http://{}/v1", fake.addr);
+    let server = server(home.path(), &[("OPENAI_BASE_URL", llm_url.as_str())]).await;
+    let mut plan = plan(&server, 3);
+    plan.model = "loadfake".into();
+
+    let model = llm::served_model(&llm_url, WAIT).await.unwrap();
+    assert_eq!(model.context, 32_768);
+    let mut client = RpcClient::connect(&plan.url, None, WAIT).await.unwrap();
+    llm::register(&mut client, "loadfake", &model, WAIT)
+        .await
+        .unwrap();
+    client.close(CLOSE_WAIT).await;
+    let before = llm::completions_served(&llm_url, WAIT).await.unwrap();
+
+    let tallies = futures_util::future::join(asker(plan.clone(), 0), asker(plan, 1)).await;
+    let mut tally = tallies.0;
+    tally.merge(tallies.1);
+
+    assert_eq!(tally.failures(), 0, "{:?}", tally.errors_by_code());
+    assert_eq!(
+        tally.loop_statuses.get("200"),
+        Some(&6),
+        "{:?}",
+        tally.loop_statuses
+    );
+    assert!(tally.notifications > 0);
+    let after = llm::completions_served(&llm_url, WAIT).await.unwrap();
+    assert_eq!(after - before, 6);
+    server.stop().await;
+    fake.stop().await.unwrap();
+}
+
+#[actix_web::test]
+async fn a_wrong_token_is_a_connection_failure_and_the_right_one_works() {
+    let home = tempfile::tempdir().unwrap();
+    let server = server(
+        home.path(),
+        &[
+            ("RUMMY_AUTH_TOKEN", "s3cret"),
+            ("RUMMY_MODEL_fake", "openai/fake"),
+        ],
+    )
+    .await;
+    let mut refused = plan(&server, 1);
+    refused.token = Some("wrong".into());
+    let tally = load_connection(refused, 0).await;
+    assert_eq!(tally.connect_failures.get("HTTP 401"), Some(&1));
+    assert_eq!(tally.requests(), 0);
+
+    let mut accepted = plan(&server, 1);
+    accepted.token = Some("s3cret".into());
+    let tally = load_connection(accepted, 0).await;
+    assert!(tally.connect_failures.is_empty());
+    assert_eq!(tally.failures(), 0);
+    assert_eq!(tally.requests(), 3);
+    server.stop().await;
+}
+
+#[actix_web::test]
+async fn an_unknown_model_is_counted_by_its_code() {
+    let home = tempfile::tempdir().unwrap();
+    let server = server(home.path(), &[]).await;
+    let tally = load_connection(plan(&server, 5), 0).await;
+    let errors = tally.errors_by_code();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(tally.operations["startRun"].failures(), 1);
+    assert!(!tally.operations.contains_key("ping"));
+    server.stop().await;
+}
