@@ -107,6 +107,7 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
         budget: BudgetActor::default().start(),
     };
     state.register_schemes().await?;
+    state.purge_expired().await?;
     state.seed_models().await?;
     state.requeue_interrupted_loops().await?;
     let data = web::Data::new(state.clone());
@@ -118,6 +119,7 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
             .configure(crate::http::configure)
     })
     .disable_signals()
+    .tcp_nodelay(true)
     .shutdown_timeout(10)
     .bind((state.settings.server.host, state.settings.server.port))?;
     let addr = server
@@ -176,6 +178,23 @@ impl AppState {
         let waiting = self.db_call(queries::runs::recover_after_restart).await?;
         for run in waiting {
             self.runs.submit(self, run, None, None);
+        }
+        Ok(())
+    }
+
+    /// Finished runs and RPC log rows older than `RUMMY_RETENTION_DAYS` are removed at start.
+    async fn purge_expired(&self) -> Result<(), AppError> {
+        let days = u32::try_from(self.settings.storage.retention_days).unwrap_or(u32::MAX);
+        let purged = self
+            .db_call(move |conn| queries::retention::purge_older_than(conn, days))
+            .await?;
+        if purged.runs + purged.rpc_log > 0 {
+            tracing::info!(
+                runs = purged.runs,
+                rpc_log = purged.rpc_log,
+                days,
+                "purged old data"
+            );
         }
         Ok(())
     }

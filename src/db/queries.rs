@@ -13,6 +13,7 @@ pub mod entry_moves;
 pub mod loops;
 pub mod models;
 pub mod projects;
+pub mod retention;
 pub mod rpc_log;
 pub mod runs;
 pub mod schemes;
