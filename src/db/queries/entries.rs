@@ -128,6 +128,10 @@ fn selection(
     match selector {
         Selector::Path(path) => query.filter(known_entries::path.eq(normalize_path(path))),
         Selector::Pattern { path, body } => {
+            let query = match literal_scheme(path) {
+                Some(scheme) => query.filter(known_entries::scheme.eq(scheme.to_string())),
+                None => query,
+            };
             let query = query.filter(hedmatch(path.clone(), known_entries::path.nullable()).eq(1));
             match body {
                 Some(body) => {
@@ -137,6 +141,17 @@ fn selection(
             }
         }
     }
+}
+
+/// The scheme a pattern is confined to when it starts with a literal `scheme://`, so the
+/// `(run_id, scheme, status)` index narrows the scan before `hedmatch` runs.
+fn literal_scheme(pattern: &str) -> Option<&str> {
+    let (scheme, _) = pattern.split_once("://")?;
+    let plain = !scheme.is_empty()
+        && scheme
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_');
+    plain.then_some(scheme)
 }
 
 /// The ids and paths of the selected entries, in creation order.

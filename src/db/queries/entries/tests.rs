@@ -314,3 +314,15 @@ fn free_path_appends_the_first_unused_suffix() {
         "known://a%20b_3"
     );
 }
+
+#[test]
+fn only_plain_scheme_prefixes_narrow_a_pattern() {
+    use super::literal_scheme;
+    assert_eq!(literal_scheme("known://*"), Some("known"));
+    assert_eq!(literal_scheme("ask_user://turn_1/*"), Some("ask_user"));
+    assert_eq!(literal_scheme("**"), None);
+    assert_eq!(literal_scheme("/known://.*/"), None);
+    assert_eq!(literal_scheme("s/known:///x/"), None);
+    assert_eq!(literal_scheme("*://x"), None);
+    assert_eq!(literal_scheme("//item"), None);
+}
