@@ -297,16 +297,10 @@ async fn resolve_model(
 
 /// Stores `error://<loop sequence>` so the client can read why the loop failed.
 async fn record_error(app: &AppState, lp: &LoopRow, message: &str) {
+    let path = format!("error://{}", lp.sequence);
     let upsert = EntryUpsert {
-        run_id: lp.run_id,
-        loop_id: Some(lp.id),
-        turn: 0,
-        path: format!("error://{}", lp.sequence),
-        body: message.to_string(),
         status: 500,
-        fidelity: None,
-        hash: None,
-        attributes: None,
+        ..EntryUpsert::new(lp.run_id, Some(lp.id), 0, path, message)
     };
     let run_id: RunId = lp.run_id;
     if let Err(error) = app

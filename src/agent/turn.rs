@@ -354,15 +354,8 @@ async fn dispatch(
                 entries::upsert_entry(
                     conn,
                     &EntryUpsert {
-                        run_id,
-                        loop_id: Some(loop_id),
-                        turn,
-                        path,
-                        body: text.clone(),
-                        status: 200,
-                        fidelity: None,
-                        hash: None,
                         attributes: Some(json!({"healed": true})),
+                        ..EntryUpsert::new(run_id, Some(loop_id), turn, path, text.clone())
                     },
                 )?;
                 match healed {
@@ -446,15 +439,9 @@ async fn prepare_packet(
                 entries::upsert_entry(
                     conn,
                     &EntryUpsert {
-                        run_id,
-                        loop_id: Some(loop_id),
-                        turn,
-                        path,
-                        body,
-                        status: 200,
                         fidelity: Some(Fidelity::Full),
-                        hash: None,
                         attributes: Some(json!({"mode": mode.as_str()})),
+                        ..EntryUpsert::new(run_id, Some(loop_id), turn, path, body)
                     },
                 )?;
             }
@@ -540,15 +527,8 @@ async fn record_audit(
             entries::upsert_entry(
                 conn,
                 &EntryUpsert {
-                    run_id,
-                    loop_id: Some(loop_id),
-                    turn,
-                    path,
-                    body,
-                    status: 200,
                     fidelity: Some(Fidelity::Archive),
-                    hash: None,
-                    attributes: None,
+                    ..EntryUpsert::new(run_id, Some(loop_id), turn, path, body)
                 },
             )?;
         }

@@ -82,6 +82,29 @@ pub struct EntryUpsert {
     pub attributes: Option<serde_json::Value>,
 }
 
+impl EntryUpsert {
+    /// A plain write: status 200, stored fidelity, hash and attributes kept.
+    pub fn new(
+        run_id: RunId,
+        loop_id: Option<LoopId>,
+        turn: i32,
+        path: impl Into<String>,
+        body: impl Into<String>,
+    ) -> EntryUpsert {
+        EntryUpsert {
+            run_id,
+            loop_id,
+            turn,
+            path: path.into(),
+            body: body.into(),
+            status: 200,
+            fidelity: None,
+            hash: None,
+            attributes: None,
+        }
+    }
+}
+
 /// Which entries of a run an operation applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selector {

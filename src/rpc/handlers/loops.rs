@@ -271,15 +271,14 @@ pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply,
                 entries::upsert_entry(
                     conn,
                     &EntryUpsert {
-                        run_id,
-                        loop_id: Some(current.id),
-                        turn,
-                        path: format!("prompt://{turn}"),
-                        body: message,
-                        status: 200,
-                        fidelity: None,
-                        hash: None,
                         attributes: Some(serde_json::json!({"mode": mode.as_str()})),
+                        ..EntryUpsert::new(
+                            run_id,
+                            Some(current.id),
+                            turn,
+                            format!("prompt://{turn}"),
+                            message,
+                        )
                     },
                 )
             })

@@ -54,19 +54,13 @@ pub async fn add(context: CallContext, params: SkillParams) -> Result<Reply, App
     let run = find_run_or(&context, &alias, AppError::RunNotFoundShort).await?;
     let home = home(&context);
     let document = blocking(move || Ok(home.read(DocumentKind::Skill, &name)?)).await?;
+    let path = format!("{SKILL_SCHEME}{}", document.name);
     let upsert = EntryUpsert {
-        run_id: run.id,
-        loop_id: None,
-        turn: 0,
-        path: format!("{SKILL_SCHEME}{}", document.name),
-        body: document.body,
-        status: 200,
-        fidelity: None,
-        hash: None,
         attributes: Some(json!({
             "name": document.name,
             "source": document.path.display().to_string(),
         })),
+        ..EntryUpsert::new(run.id, None, 0, path, document.body)
     };
     context
         .app
