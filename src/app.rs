@@ -25,6 +25,7 @@ use crate::metrics::Metrics;
 use crate::plugins::assembly::Assembly;
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::Plugins;
+use crate::project_actor::ProjectRegistry;
 use crate::rpc::dispatch::Reply;
 use crate::rpc::envelope::Request;
 use crate::rpc::methods::ToolCatalogue;
@@ -53,6 +54,8 @@ pub struct AppState {
     pub assembly: Arc<Assembly>,
     /// Token accounting per run: calibration and cumulative usage.
     pub budget: Addr<BudgetActor>,
+    /// One actor per project root: file scans.
+    pub projects: ProjectRegistry,
 }
 
 /// A server started by [`start`].
@@ -105,6 +108,7 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
         })),
         assembly: Arc::new(Assembly::bundled()),
         budget: BudgetActor::default().start(),
+        projects: ProjectRegistry::default(),
     };
     state.register_schemes().await?;
     state.purge_expired().await?;

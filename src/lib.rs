@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod parser;
 pub mod plugins;
 pub mod project;
+pub mod project_actor;
 pub mod rpc;
 pub mod telemetry;
 pub mod ws;

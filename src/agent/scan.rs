@@ -1,23 +1,21 @@
-//! At the start of a loop the project's files become bare-path entries: new and changed
-//! files are written (SHA-256 change detection), deleted and newly ignored ones removed.
+//! At the start of a loop the project's files become bare-path entries: the project's actor
+//! scans the tree, then new and changed files are written (SHA-256 change detection),
+//! deleted and newly ignored ones removed.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
 use crate::agent::run_loop::LoopError;
-use crate::app::{blocking, AppState};
+use crate::app::AppState;
 use crate::db::enums::Fidelity;
 use crate::db::ids::LoopId;
 use crate::db::models::entry::{EntryUpsert, Selector};
 use crate::db::models::run::RunRow;
 use crate::db::queries::{constraints, entries, projects};
 use crate::db::DbError;
-use crate::project::{
-    scan, ConstraintPattern, ConstraintSet, FileChange, FileConstraint, FileFidelity, FileKind,
-    ProjectRoot, ScanOptions, ScanReport, Visibility,
-};
+use crate::project::{FileChange, FileFidelity, FileKind, ScanOptions, ScanReport};
+use crate::project_actor::ScanFiles;
 
 /// The root of the run's project, as `init` gave it.
 pub async fn project_root(app: &AppState, run: &RunRow) -> Result<PathBuf, LoopError> {
@@ -38,14 +36,6 @@ pub async fn sync_project_files(
 ) -> Result<(), LoopError> {
     let run_id = run.id;
     let project_id = run.project_id;
-    let root = root.to_path_buf();
-    let is_dir = {
-        let root = root.clone();
-        blocking(move || Ok(root.is_dir())).await?
-    };
-    if !is_dir {
-        return Ok(());
-    }
     let (stored_constraints, previous) = app
         .db_call(move |conn| {
             let stored = constraints::list_constraints(conn, project_id)?;
@@ -53,27 +43,27 @@ pub async fn sync_project_files(
             Ok((stored, files))
         })
         .await?;
-    let max_file_bytes = app.settings.scan.max_file_bytes;
-    let rules: Vec<(String, String)> = stored_constraints
-        .into_iter()
-        .map(|row| (row.pattern, row.visibility.as_str().to_string()))
-        .collect();
-    let report = blocking(move || {
-        let root = ProjectRoot::new(&root)?;
-        let constraints = ConstraintSet::new(rules.iter().filter_map(|(pattern, visibility)| {
-            Some(FileConstraint {
-                pattern: ConstraintPattern::normalize(&root, pattern).ok()?,
-                visibility: visibility.parse::<Visibility>().ok()?,
-            })
-        }))?;
-        let options = ScanOptions {
-            max_file_bytes,
+    let scanning = ScanFiles {
+        constraints: stored_constraints
+            .into_iter()
+            .map(|row| (row.pattern, row.visibility.as_str().to_string()))
+            .collect(),
+        previous: previous.into_iter().collect(),
+        options: ScanOptions {
+            max_file_bytes: app.settings.scan.max_file_bytes,
             ..ScanOptions::default()
-        };
-        let previous: HashMap<String, String> = previous.into_iter().collect();
-        Ok(scan(&root, &constraints, &previous, &options)?)
-    })
-    .await?;
+        },
+    };
+    let report = app
+        .projects
+        .actor(project_id, root.to_path_buf())
+        .send(scanning)
+        .await
+        .map_err(|error| LoopError::App(crate::app::mailbox(error)))?
+        .map_err(|error| LoopError::App(error.into()))?;
+    let Some(report) = report else {
+        return Ok(());
+    };
     for warning in &report.warnings {
         tracing::warn!(run.id = %run_id, warning, "project scan");
     }
