@@ -284,6 +284,25 @@ impl Client {
         }
     }
 
+    /// Reads frames without answering pings until the server closes; returns how many
+    /// pings came and the close code.
+    pub async fn frames_without_answering_pings(&mut self) -> (usize, Option<u16>) {
+        let mut pings = 0;
+        loop {
+            let frame = tokio::time::timeout(FRAME_WAIT, self.framed.next())
+                .await
+                .expect("no frame from the server in time");
+            match frame {
+                Some(Ok(Frame::Ping(_))) => pings += 1,
+                Some(Ok(Frame::Close(reason))) => {
+                    return (pings, reason.map(|reason| reason.code.into()))
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return (pings, None),
+            }
+        }
+    }
+
     /// Waits for the server to close the connection; returns the close code.
     pub async fn closed(&mut self) -> Option<u16> {
         loop {

@@ -228,3 +228,18 @@ async fn stopping_the_server_closes_clients_with_going_away() {
     stopping.await.unwrap();
     drop(home);
 }
+
+#[actix_web::test]
+async fn a_silent_client_is_pinged_then_dropped() {
+    let app = TestApp::start_with(&[
+        ("RUMMY_HEARTBEAT_SECS", "1"),
+        ("RUMMY_CLIENT_TIMEOUT_SECS", "2"),
+    ])
+    .await;
+    let mut client = app.client().await;
+    let (pings, close) = client.frames_without_answering_pings().await;
+    assert!(pings >= 1, "the server pings");
+    assert_eq!(close, Some(1001), "and drops a peer that never answers");
+    let mut other = app.client().await;
+    assert_eq!(other.ok("ping", json!({})).await, json!({}));
+}
