@@ -417,3 +417,43 @@ async fn an_unknown_model_is_refused_before_any_run_exists() {
     assert!(message.starts_with("Unknown model alias 'nosuch'."));
     assert_eq!(client.ok("getRuns", json!({})).await, json!([]));
 }
+
+#[actix_web::test]
+async fn an_accepted_edit_is_applied_by_the_server_when_configured() {
+    let llm = FakeLlm::start([
+        Step::reply("<set path=\"app.js\">s/3000/8080/</set><update>changing the port</update>"),
+        Step::reply("<summarize>port changed</summarize>"),
+    ]);
+    let app = app_with(&llm, &[("RUMMY_APPLY_EDITS", "server")]).await;
+    let (mut client, root) = app.client_in_project("apply").await;
+    std::fs::write(root.join("app.js"), "const port = 3000;\n").unwrap();
+    let proposed = client
+        .ok("act", json!({"model": "fake", "prompt": "use port 8080"}))
+        .await;
+    assert_eq!(proposed["status"], json!(202), "{proposed}");
+    let path = proposed["proposed"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let attributes: Value =
+        serde_json::from_str(proposed["proposed"][0]["attributes"].as_str().unwrap()).unwrap();
+    assert!(
+        attributes["patch"]
+            .as_str()
+            .unwrap()
+            .contains("+const port = 8080;"),
+        "{attributes}"
+    );
+    let run = proposed["run"].as_str().unwrap().to_string();
+    let done = client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept"}}),
+        )
+        .await;
+    assert_eq!(done["status"], json!(200), "{done}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("app.js")).unwrap(),
+        "const port = 8080;\n"
+    );
+}
