@@ -457,3 +457,65 @@ async fn an_accepted_edit_is_applied_by_the_server_when_configured() {
         "const port = 8080;\n"
     );
 }
+
+#[actix_web::test]
+async fn ask_user_proposes_a_question_and_the_answer_reaches_the_model() {
+    let llm = FakeLlm::start([
+        Step::reply(
+            "<ask_user question=\"Which database?\" options=\"postgres; sqlite\"/><update>asking</update>",
+        ),
+        Step::reply("<summarize>using sqlite</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let asked = client
+        .ok("ask", json!({"model": "fake", "prompt": "set up storage"}))
+        .await;
+    assert_eq!(asked["status"], json!(202), "{asked}");
+    let proposal = &asked["proposed"][0];
+    assert!(proposal["path"]
+        .as_str()
+        .unwrap()
+        .starts_with("ask_user://"));
+    let attributes: Value = serde_json::from_str(proposal["attributes"].as_str().unwrap()).unwrap();
+    assert_eq!(attributes["options"], json!(["postgres", "sqlite"]));
+    let run = asked["run"].as_str().unwrap().to_string();
+    let answered = client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": proposal["path"], "action": "accept", "output": "sqlite-please"}}),
+        )
+        .await;
+    assert_eq!(answered["status"], json!(200));
+    assert!(llm.requests()[1].to_string().contains("sqlite-please"));
+}
+
+#[actix_web::test]
+async fn entry_tools_copy_move_and_remove_knowledge() {
+    let llm = FakeLlm::start([
+        Step::reply(
+            "<known path=\"known://draft\">plan A</known>\
+             <cp path=\"known://draft\" to=\"known://backup\"/>\
+             <mv path=\"known://draft\" to=\"known://final\"/>\
+             <rm path=\"known://backup\"/><update>organised</update>",
+        ),
+        Step::reply("<summarize>done</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let outcome = client
+        .ok("ask", json!({"model": "fake", "prompt": "organise"}))
+        .await;
+    assert_eq!(outcome["status"], json!(200), "{outcome}");
+    let run = outcome["run"].as_str().unwrap();
+    let knowns = client
+        .ok("getEntries", json!({"run": run, "pattern": "known://*"}))
+        .await;
+    let paths: Vec<&str> = knowns
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["known://final"], "{knowns}");
+}
