@@ -23,7 +23,9 @@ use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmProviders, ProviderSettings, RetryPolicy};
 use crate::metrics::Metrics;
 use crate::plugins::assembly::Assembly;
+use crate::plugins::events::Events;
 use crate::plugins::tool::ToolSettings;
+use crate::plugins::transcript::Transcript;
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
 use crate::rpc::dispatch::Reply;
@@ -56,6 +58,8 @@ pub struct AppState {
     pub budget: Addr<BudgetActor>,
     /// One actor per project root: file scans.
     pub projects: ProjectRegistry,
+    /// The observers of runs (the transcript).
+    pub events: Arc<Events>,
 }
 
 /// A server started by [`start`].
@@ -109,6 +113,7 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
         assembly: Arc::new(Assembly::bundled()),
         budget: BudgetActor::default().start(),
         projects: ProjectRegistry::default(),
+        events: Arc::new(bundled_events(&settings)),
     };
     state.register_schemes().await?;
     state.purge_expired().await?;
@@ -288,6 +293,15 @@ impl AppState {
             },
         });
     }
+}
+
+/// The bundled observers: the transcript of the latest loop in `$RUMMY_HOME/last_run.txt`.
+fn bundled_events(settings: &Settings) -> Events {
+    let mut events = Events::default();
+    events.register(Box::new(Transcript::new(
+        settings.storage.home.join("last_run.txt"),
+    )));
+    events
 }
 
 /// What the LLM layer needs of the settings.

@@ -8,11 +8,13 @@
 
 pub mod assembly;
 pub mod dispatch;
+pub mod events;
 pub mod policy;
 pub mod registry;
 pub mod resolve;
 pub mod tool;
 pub mod tools;
+pub mod transcript;
 pub mod view;
 
 pub use registry::Plugins;

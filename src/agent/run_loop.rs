@@ -24,6 +24,7 @@ use crate::db::DbError;
 use crate::error::AppError;
 use crate::llm::CancellationToken as LlmCancel;
 use crate::parser::healer::{HealerLimits, ProgressTracker, RepetitionTracker, Verdict};
+use crate::plugins::events::Event;
 
 /// Why a loop could not go on (as opposed to ending normally).
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +62,11 @@ pub async fn execute_loop(app: &AppState, lp: LoopRow, cancel: CancellationToken
         }
     };
     let status = outcome.status();
+    app.events.emit(Event::LoopEnded {
+        run: run_id,
+        loop_id: lp.id,
+        status,
+    });
     if matches!(outcome, LoopOutcome::Panicked { .. }) {
         return outcome;
     }
@@ -95,6 +101,12 @@ async fn run_turns(
             Ok(run)
         })
         .await?;
+    app.events.emit(Event::LoopStarted {
+        run: run_id,
+        loop_id,
+        mode: lp.mode,
+        prompt: &lp.prompt,
+    });
     let config = LoopConfig::from_json(&lp.config);
     let model_alias = lp
         .model

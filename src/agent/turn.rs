@@ -30,6 +30,7 @@ use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
 use crate::parser::Command;
 use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
 use crate::plugins::dispatch::{dispatch_gated, TurnInput as DispatchInput, WriteGate};
+use crate::plugins::events::Event;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
 use crate::rpc::notifications::{Notification, ProgressStatus, RunProgress};
@@ -260,6 +261,13 @@ async fn execute_numbered_turn(
         }),
     );
     let parsed = crate::parser::parse(&response.content);
+    app.events.emit(Event::TurnResponse {
+        run: run_id,
+        turn,
+        system: &packet.system,
+        user: &packet.user,
+        content: &response.content,
+    });
     record_audit(app, &input, &row, &packet, &response, &parsed.unparsed).await?;
     let dispatch_started = Instant::now();
     let gate: Box<dyn WriteGate> = if input.panic.is_some() {
