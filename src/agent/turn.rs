@@ -434,6 +434,8 @@ async fn prepare_packet(
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
     let mode = input.loop_row.mode;
+    // What `<progress>` reports as used: the provider's count of the last call, or before
+    // any call this run the entries' own tokens (never a stale or missing figure).
     let (rows, persona, used_tokens) = app
         .db_call(move |conn| {
             let write = match prompt {
@@ -454,13 +456,18 @@ async fn prepare_packet(
                 )?;
             }
             let persona = runs::get_run(conn, run_id)?.and_then(|run| run.persona);
-            let used_tokens = turns::last_context_tokens(conn, run_id)?;
+            let last_actual = turns::last_context_tokens(conn, run_id)?;
             let target = TurnTarget {
                 run_id,
                 loop_id: Some(loop_id),
                 turn,
             };
             let rows = materialize(conn, target, plugins.as_ref(), tokens)?;
+            let used_tokens = if last_actual > 0 {
+                last_actual
+            } else {
+                rows.iter().map(|row| row.tokens).sum()
+            };
             Ok((rows, persona, used_tokens))
         })
         .await?;
