@@ -72,9 +72,6 @@ pub enum AppError {
     /// `run/rename` to an alias in use.
     #[error("Name '{0}' is already taken.")]
     NameTaken(String),
-    /// A state conflict, said in words.
-    #[error("{0}")]
-    Conflict(String),
     /// A short method ran past `RUMMY_RPC_TIMEOUT`.
     #[error("RPC '{method}' timed out after {timeout_ms}ms.")]
     Timeout {
@@ -86,9 +83,6 @@ pub enum AppError {
     /// Too many requests in flight on this connection.
     #[error("Too many requests in flight ({0}); wait for replies before sending more.")]
     Overloaded(usize),
-    /// A file the request names is missing (skills, personas).
-    #[error("Not found: {0}")]
-    FileNotFound(String),
     /// The database failed.
     #[error(transparent)]
     Db(#[from] DbError),
@@ -122,9 +116,8 @@ impl AppError {
             AppError::NotInitialized => code::NOT_INITIALIZED,
             AppError::RunNotFound(_) | AppError::RunNotFoundShort(_) => code::RUN_NOT_FOUND,
             AppError::UnknownModel(_) => code::UNKNOWN_MODEL,
-            AppError::NameTaken(_) | AppError::Conflict(_) => code::CONFLICT,
+            AppError::NameTaken(_) => code::CONFLICT,
             AppError::Overloaded(_) => code::OVERLOADED,
-            AppError::FileNotFound(_) => code::INVALID_PARAMS,
             AppError::Project(error) => project_code(error),
             AppError::Db(error) => db_code(error),
             AppError::Timeout { .. } | AppError::Internal(_) => code::INTERNAL,

@@ -57,6 +57,25 @@ pub fn sample_run(conn: &mut SqliteConnection) -> crate::db::models::run::RunRow
     runs::create_run(conn, &create, 1_000).unwrap()
 }
 
+/// An act loop with prompt `prompt`, queued on `run`.
+pub fn sample_loop(
+    conn: &mut SqliteConnection,
+    run: crate::db::ids::RunId,
+    prompt: &str,
+) -> crate::db::models::run::LoopRow {
+    use crate::db::enums::{LoopMode, LoopPriority};
+    use crate::db::models::run::LoopEnqueue;
+    let enqueue = LoopEnqueue {
+        run_id: run,
+        mode: LoopMode::Act,
+        model: None,
+        prompt: prompt.into(),
+        priority: LoopPriority::Normal,
+        config: serde_json::json!({}),
+    };
+    crate::db::queries::loops::enqueue_loop(conn, &enqueue).unwrap()
+}
+
 /// A plain write of `body` at `path` on `turn`, status 200, keeping fidelity and attributes.
 pub fn write(
     run_id: crate::db::ids::RunId,

@@ -57,27 +57,19 @@ pub fn restore_summarized_prompts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::enums::{Fidelity, LoopMode, LoopPriority};
+    use crate::db::enums::Fidelity;
     use crate::db::models::entry::Selector;
-    use crate::db::models::run::LoopEnqueue;
+
     use crate::db::queries::entries::{set_fidelity, upsert_entry};
-    use crate::db::queries::loops::enqueue_loop;
-    use crate::db::testing::{sample_run, write, TestDb};
+
+    use crate::db::testing::{sample_loop, sample_run, write, TestDb};
 
     #[test]
     fn loop_start_and_overflow_demotions() {
         let mut db = TestDb::new();
         let conn = &mut db.conn;
         let run = sample_run(conn);
-        let enqueue = LoopEnqueue {
-            run_id: run.id,
-            mode: LoopMode::Act,
-            model: None,
-            prompt: "go".into(),
-            priority: LoopPriority::Normal,
-            config: serde_json::json!({}),
-        };
-        let current = enqueue_loop(conn, &enqueue).unwrap();
+        let current = sample_loop(conn, run.id, "go");
         upsert_entry(conn, &write(run.id, "get://turn_1/a", "old", 1)).unwrap();
         let mut fresh = write(run.id, "get://turn_2/b", "new", 2);
         fresh.loop_id = Some(current.id);

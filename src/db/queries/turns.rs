@@ -71,25 +71,16 @@ pub fn run_usage(conn: &mut SqliteConnection, run_id: RunId) -> Result<RunUsage,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::enums::{LoopMode, LoopPriority};
-    use crate::db::models::run::LoopEnqueue;
-    use crate::db::queries::{loops, runs};
-    use crate::db::testing::{sample_run, TestDb};
+
+    use crate::db::queries::runs;
+    use crate::db::testing::{sample_loop, sample_run, TestDb};
 
     #[test]
     fn usage_is_written_back_and_summed() {
         let mut db = TestDb::new();
         let conn = &mut db.conn;
         let run = sample_run(conn);
-        let enqueue = LoopEnqueue {
-            run_id: run.id,
-            mode: LoopMode::Act,
-            model: None,
-            prompt: "p".into(),
-            priority: LoopPriority::Normal,
-            config: serde_json::json!({}),
-        };
-        let loop_row = loops::enqueue_loop(conn, &enqueue).unwrap();
+        let loop_row = sample_loop(conn, run.id, "p");
         assert_eq!(run_usage(conn, run.id).unwrap(), RunUsage::default());
         for cost in [0.5, 0.25] {
             let sequence = runs::take_turn_number(conn, run.id).unwrap();

@@ -1,9 +1,7 @@
 use super::*;
-use crate::db::enums::{LoopMode, LoopPriority};
 use crate::db::models::entry::EntryUpsert;
-use crate::db::models::run::LoopEnqueue;
 use crate::db::queries::{entries, loops};
-use crate::db::testing::{sample_run, TestDb};
+use crate::db::testing::{sample_loop, sample_run, TestDb};
 
 fn create(conn: &mut SqliteConnection, project_id: ProjectId, now_ms: i64) -> RunRow {
     let create = RunCreate {
@@ -239,15 +237,7 @@ fn listing_and_restart_recovery() {
         Some(second.id)
     );
 
-    let enqueue = LoopEnqueue {
-        run_id: first.id,
-        mode: LoopMode::Act,
-        model: None,
-        prompt: "go".into(),
-        priority: LoopPriority::Normal,
-        config: serde_json::json!({}),
-    };
-    loops::enqueue_loop(conn, &enqueue).unwrap();
+    sample_loop(conn, first.id, "go");
     loops::claim_next_loop(conn, first.id).unwrap();
     set_run_status(conn, first.id, RunStatus::Running).unwrap();
     assert_eq!(recover_after_restart(conn).unwrap(), [first.id]);
