@@ -118,7 +118,7 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
     state.register_schemes().await?;
     state.purge_expired().await?;
     state.seed_models().await?;
-    state.requeue_interrupted_loops().await?;
+    state.recover_interrupted_runs().await?;
     let data = web::Data::new(state.clone());
     let max_frame = state.settings.server.max_frame_bytes;
     let server = HttpServer::new(move || {
@@ -182,11 +182,15 @@ async fn wait_for_signal() {
 }
 
 impl AppState {
-    /// Loops a stopped server left running go back to the queue and run again.
-    async fn requeue_interrupted_loops(&self) -> Result<(), AppError> {
-        let waiting = self.db_call(queries::runs::recover_after_restart).await?;
-        for run in waiting {
-            self.runs.submit(self, run, None, None);
+    /// Runs a stopped server left executing end aborted; their loops wait, pending, until a
+    /// client drives the run again, so no LLM call is spent that no client asked for.
+    async fn recover_interrupted_runs(&self) -> Result<(), AppError> {
+        let aborted = self.db_call(queries::runs::recover_after_restart).await?;
+        if aborted > 0 {
+            tracing::info!(
+                runs = aborted,
+                "runs interrupted by the last stop are aborted"
+            );
         }
         Ok(())
     }

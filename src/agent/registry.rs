@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use actix::{Actor, Addr};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::outcome::LoopOutcome;
@@ -17,13 +17,15 @@ use crate::agent::run_actor::{Drain, RunActor};
 use crate::app::AppState;
 use crate::db::ids::{LoopId, RunId};
 
-/// The loop a run actor is executing now, and how to stop it.
+/// The loop a run actor is executing now, how to stop it, and when it has stopped.
 #[derive(Debug, Clone)]
 pub struct CurrentLoop {
     /// The loop.
     pub id: LoopId,
     /// Cancelling it ends the loop with 499 and drops its LLM request.
     pub cancel: CancellationToken,
+    /// Becomes true once the loop's outcome (the run's status included) is stored.
+    pub stored: watch::Receiver<bool>,
 }
 
 /// What the registry keeps of one live run actor.
@@ -93,14 +95,15 @@ impl RunRegistry {
         current.clone()
     }
 
-    /// Cancels the run's current loop; false when the run is not executing.
-    pub fn abort(&self, run: RunId) -> bool {
-        match self.current(run) {
-            Some(current) => {
-                current.cancel.cancel();
-                true
-            }
-            None => false,
-        }
+    /// Cancels the run's current loop and waits until its 499 is stored; false when the run
+    /// is not executing.
+    pub async fn abort(&self, run: RunId) -> bool {
+        let Some(mut current) = self.current(run) else {
+            return false;
+        };
+        current.cancel.cancel();
+        // An error means the drain is gone, and with it the loop.
+        let _ = current.stored.wait_for(|stored| *stored).await;
+        true
     }
 }

@@ -7,7 +7,8 @@ use std::path::Path;
 use diesel::SqliteConnection;
 use serde_json::Value;
 
-use crate::db::enums::{LoopPriority, RunStatus};
+use crate::agent::loop_config::LoopConfig;
+use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, RunRow};
 use crate::db::queries::{entries, loops, runs};
@@ -42,7 +43,9 @@ pub fn resolve(
     output: Option<String>,
     disk_root: Option<&Path>,
 ) -> Result<Result<Decision, AppError>, DbError> {
-    let proposing_turn = entries::get_entry(conn, run.id, path)?.map_or(0, |entry| entry.turn);
+    let proposal = entries::get_entry(conn, run.id, path)?;
+    let proposing_turn = proposal.as_ref().map_or(0, |entry| entry.turn);
+    let proposing_loop = proposal.and_then(|entry| entry.loop_id);
     let input = ResolveInput {
         run_id: run.id,
         path: path.to_string(),
@@ -67,7 +70,10 @@ pub fn resolve(
     if !outcome.remaining.is_empty() {
         return Ok(Ok(Decision::StillPending(outcome.remaining)));
     }
-    let proposing = loops::latest_loop(conn, run.id)?;
+    let proposing = match proposing_loop {
+        Some(id) => loops::get_loop(conn, id)?,
+        None => None,
+    };
     let summarized = proposing
         .as_ref()
         .and_then(|lp| lp.result.as_deref())
@@ -80,15 +86,24 @@ pub fn resolve(
         runs::set_run_status(conn, run.id, RunStatus::Completed)?;
         return Ok(Ok(Decision::Completed));
     }
-    let Some(proposing) = proposing else {
-        runs::set_run_status(conn, run.id, RunStatus::Completed)?;
-        return Ok(Ok(Decision::Completed));
+    // A proposal a client made through a tool method has no loop: the run resumes like the
+    // run's latest loop, or as a plain ask when it never ran one.
+    let like = match proposing {
+        Some(lp) => Some(lp),
+        None => loops::latest_loop(conn, run.id)?,
     };
-    let config: Value = serde_json::from_str(&proposing.config).unwrap_or_default();
+    let (mode, model, config) = match like {
+        Some(lp) => (
+            lp.mode,
+            lp.model,
+            LoopConfig::from_json(&lp.config).to_json(),
+        ),
+        None => (LoopMode::Ask, None, LoopConfig::default().to_json()),
+    };
     Ok(Ok(Decision::Resume(Box::new(LoopEnqueue {
         run_id: run.id,
-        mode: proposing.mode,
-        model: proposing.model.clone().or_else(|| run.model.clone()),
+        mode,
+        model: model.or_else(|| run.model.clone()),
         prompt: String::new(),
         priority: LoopPriority::Normal,
         config,

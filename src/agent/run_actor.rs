@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::outcome::LoopOutcome;
@@ -164,16 +164,17 @@ async fn drain(
             }
         };
         let cancel = CancellationToken::new();
+        let (stored, stored_watch) = watch::channel(false);
         set_current(
             &current,
             Some(CurrentLoop {
                 id: lp.id,
                 cancel: cancel.clone(),
+                stored: stored_watch,
             }),
         );
         let loop_id = lp.id;
         let outcome = execute_loop(&app, lp, cancel).await;
-        set_current(&current, None);
         let status = outcome.status();
         let result = outcome.to_record();
         if let Err(error) = app
@@ -182,6 +183,8 @@ async fn drain(
         {
             tracing::error!(run = %run, %error, "cannot finish loop");
         }
+        set_current(&current, None);
+        stored.send_replace(true);
         match outcome {
             LoopOutcome::Panicked { retry } => me.do_send(LoopRedirected {
                 from: loop_id,

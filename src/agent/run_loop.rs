@@ -46,7 +46,9 @@ pub enum LoopError {
     App(#[from] AppError),
 }
 
-/// Runs one claimed loop to its end and sets the run's status accordingly.
+/// Runs one claimed loop to its end and sets the run's status accordingly. A loop cancelled
+/// by `run/abort` ends 499 whatever it was doing, and the recovery loops it queued for an
+/// overflow are dropped with it.
 pub async fn execute_loop(app: &AppState, lp: LoopRow, cancel: CancellationToken) -> LoopOutcome {
     let span =
         tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
@@ -61,22 +63,49 @@ pub async fn execute_loop(app: &AppState, lp: LoopRow, cancel: CancellationToken
             LoopOutcome::Ended(RunStatus::Failed)
         }
     };
-    let status = outcome.status();
+    let outcome = store_outcome(app, run_id, outcome, &cancel).await;
     app.events.emit(Event::LoopEnded {
         run: run_id,
         loop_id: lp.id,
-        status,
+        status: outcome.status(),
     });
-    if matches!(outcome, LoopOutcome::Panicked { .. }) {
-        return outcome;
-    }
-    if let Err(error) = app
-        .db_call(move |conn| runs::set_run_status(conn, run_id, status).map(drop))
-        .await
-    {
-        tracing::error!(run.id = %run_id, %error, "cannot store the run's status");
-    }
     outcome
+}
+
+/// Stores the run's status for `outcome`, deciding in the same unit of work whether an abort
+/// came first (then the run is 499 and the outcome is aborted).
+async fn store_outcome(
+    app: &AppState,
+    run_id: RunId,
+    outcome: LoopOutcome,
+    cancel: &CancellationToken,
+) -> LoopOutcome {
+    let cancel = cancel.clone();
+    let panicked = matches!(outcome, LoopOutcome::Panicked { .. });
+    let status = outcome.status();
+    let stored = app
+        .db_call(move |conn| {
+            if cancel.is_cancelled() {
+                if panicked {
+                    loops::drop_recovery_loops(conn, run_id)?;
+                }
+                runs::set_run_status(conn, run_id, RunStatus::Aborted)?;
+                return Ok(true);
+            }
+            if !panicked {
+                runs::set_run_status(conn, run_id, status)?;
+            }
+            Ok(false)
+        })
+        .await;
+    match stored {
+        Ok(true) => LoopOutcome::Ended(RunStatus::Aborted),
+        Ok(false) => outcome,
+        Err(error) => {
+            tracing::error!(run.id = %run_id, %error, "cannot store the run's status");
+            outcome
+        }
+    }
 }
 
 async fn run_turns(

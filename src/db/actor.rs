@@ -164,7 +164,7 @@ mod tests {
         );
         let illegal = db
             .send(Transact::new(move |conn| {
-                runs::set_run_status(conn, run_id, RunStatus::Completed)
+                runs::set_run_status(conn, run_id, RunStatus::Proposed)
             }))
             .await
             .unwrap();

@@ -106,6 +106,7 @@ impl Handler<Complete> for LlmProvider {
                         span.record("llm.completion_tokens", response.usage.completion_tokens);
                         tracing::info!("completion finished");
                     }
+                    Err(LlmError::Aborted) => tracing::debug!("completion cancelled"),
                     Err(error) => tracing::warn!(error = %error, "completion failed"),
                 }
                 result

@@ -12,8 +12,10 @@ mod support;
 
 mod budget;
 mod concurrency;
+mod lifecycle;
 mod loops;
 mod methods;
 mod persistence;
+mod process;
 mod runs;
 mod transport;

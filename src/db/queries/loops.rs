@@ -4,7 +4,7 @@ use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 
 use crate::db::connection::write_transaction;
-use crate::db::enums::RunStatus;
+use crate::db::enums::{LoopPriority, RunStatus};
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::{LoopEnqueue, LoopInsertForm, LoopRow};
 use crate::db::schema::{loops, runs};
@@ -90,6 +90,18 @@ pub fn drop_loop(
     result: Option<&serde_json::Value>,
 ) -> Result<LoopRow, DbError> {
     finish_loop(conn, id, RunStatus::Aborted, result)
+}
+
+/// Drops the run's pending panic and retry loops (their overflowing loop was aborted).
+pub fn drop_recovery_loops(conn: &mut SqliteConnection, run_id: RunId) -> Result<usize, DbError> {
+    Ok(diesel::update(
+        loops::table
+            .filter(loops::run_id.eq(run_id))
+            .filter(loops::status.eq(RunStatus::Queued))
+            .filter(loops::priority.ne(LoopPriority::Normal)),
+    )
+    .set(loops::status.eq(RunStatus::Aborted))
+    .execute(conn)?)
 }
 
 /// The loop with this id.

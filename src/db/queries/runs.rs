@@ -198,6 +198,23 @@ pub fn set_run_status(
     })
 }
 
+/// Sets an idle run to 499 (a run with a running loop is left alone: that loop is not the
+/// one `run/abort` stopped). Returns whether the run is now aborted.
+pub fn abort_if_idle(conn: &mut SqliteConnection, id: RunId) -> Result<bool, DbError> {
+    write_transaction(conn, |conn| {
+        let running: i64 = loops::table
+            .filter(loops::run_id.eq(id))
+            .filter(loops::status.eq(RunStatus::Running))
+            .count()
+            .get_result(conn)?;
+        if running > 0 {
+            return Ok(false);
+        }
+        set_run_status(conn, id, RunStatus::Aborted)?;
+        Ok(true)
+    })
+}
+
 /// Takes the run's next turn number (returns it and advances the counter).
 pub fn take_turn_number(conn: &mut SqliteConnection, id: RunId) -> Result<i32, DbError> {
     let next: i32 = diesel::update(runs::table.find(id))
@@ -252,22 +269,19 @@ pub fn clear_persona(conn: &mut SqliteConnection, id: RunId) -> Result<(), DbErr
     Ok(())
 }
 
-/// After a restart: loops that were running go back to pending and runs that were running
-/// become aborted (499). Returns the runs that have pending loops, oldest first.
-pub fn recover_after_restart(conn: &mut SqliteConnection) -> Result<Vec<RunId>, DbError> {
+/// After a stop or a crash: loops that were running go back to pending, and runs left
+/// created or running (100, 102) become aborted (499). Nothing is started: the pending loops
+/// run first the next time a client drives their run. Returns how many runs were aborted.
+pub fn recover_after_restart(conn: &mut SqliteConnection) -> Result<usize, DbError> {
     write_transaction(conn, |conn| {
         diesel::update(loops::table.filter(loops::status.eq(RunStatus::Running)))
             .set(loops::status.eq(RunStatus::Queued))
             .execute(conn)?;
-        diesel::update(runs::table.filter(runs::status.eq(RunStatus::Running)))
-            .set(runs::status.eq(RunStatus::Aborted))
-            .execute(conn)?;
-        Ok(loops::table
-            .filter(loops::status.eq(RunStatus::Queued))
-            .select(loops::run_id)
-            .distinct()
-            .order(loops::run_id)
-            .load(conn)?)
+        Ok(diesel::update(
+            runs::table.filter(runs::status.eq_any([RunStatus::Queued, RunStatus::Running])),
+        )
+        .set(runs::status.eq(RunStatus::Aborted))
+        .execute(conn)?)
     })
 }
 

@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::db::enums::RunStatus;
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunRow};
 use crate::db::queries::{entries, models, runs, turns};
@@ -315,17 +314,16 @@ pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply,
     Reply::of(serde_json::json!({"run": renamed.alias}))
 }
 
-/// `run/abort`: stop the run's current loop, from any connection; an idle run goes to 499.
+/// `run/abort`: stop the run's current loop, from any connection, and reply once its 499 is
+/// stored; an idle run goes to 499. Loops queued behind the aborted one stay queued and run
+/// next, each replying to its own request (AGENT Part A.9).
 pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    if !context.app.runs.abort(run.id) && run.status != RunStatus::Aborted {
-        // Sent as its own message: `set_run_status` opens an immediate transaction, which
-        // cannot nest inside the one `db_call` wraps its work in.
-        context
-            .app
-            .db_call(move |conn| runs::set_run_status(conn, run.id, RunStatus::Aborted))
-            .await?;
-    }
+    context.app.runs.abort(run.id).await;
+    context
+        .app
+        .db_call(move |conn| runs::abort_if_idle(conn, run.id))
+        .await?;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 

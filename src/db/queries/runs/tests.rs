@@ -62,7 +62,7 @@ fn the_state_machine_allows_exactly_its_transitions() {
         Queued, Running, Completed, Proposed, TooLarge, Aborted, Failed,
     ];
     let allowed = |from: RunStatus, to: RunStatus| match from {
-        Queued => matches!(to, Running | Aborted),
+        Queued => matches!(to, Running | Completed | Aborted),
         Running => matches!(to, Completed | Proposed | TooLarge | Aborted | Failed),
         Proposed => matches!(to, Running | Completed | Aborted),
         Completed | TooLarge | Failed => matches!(to, Running | Aborted),
@@ -240,14 +240,14 @@ fn listing_and_restart_recovery() {
     sample_loop(conn, first.id, "go");
     loops::claim_next_loop(conn, first.id).unwrap();
     set_run_status(conn, first.id, RunStatus::Running).unwrap();
-    assert_eq!(recover_after_restart(conn).unwrap(), [first.id]);
-    assert_eq!(
-        get_run(conn, first.id).unwrap().unwrap().status,
-        RunStatus::Aborted
-    );
-    assert_eq!(
-        get_run(conn, second.id).unwrap().unwrap().status,
-        RunStatus::Queued
-    );
+    let finished = create(conn, first.project_id, 3_000);
+    set_run_status(conn, finished.id, RunStatus::Running).unwrap();
+    set_run_status(conn, finished.id, RunStatus::Completed).unwrap();
+    assert_eq!(recover_after_restart(conn).unwrap(), 2);
+    let status = |conn: &mut SqliteConnection, id| get_run(conn, id).unwrap().unwrap().status;
+    assert_eq!(status(conn, first.id), RunStatus::Aborted);
+    assert_eq!(status(conn, second.id), RunStatus::Aborted);
+    assert_eq!(status(conn, finished.id), RunStatus::Completed);
     assert_eq!(loops::pending_loops(conn, first.id).unwrap().len(), 1);
+    assert_eq!(loops::active_loop(conn, first.id).unwrap(), None);
 }

@@ -1,0 +1,188 @@
+//! A run's lifecycle at its edges: `run/abort` and the queue behind the aborted loop, and
+//! proposals a client made through the tool methods on a run that never ran a loop.
+
+use std::time::Duration;
+
+use rummy::db::queries::{loops, runs};
+use serde_json::{json, Value};
+
+use crate::fake_llm::{FakeLlm, Step, WhenExhausted};
+use crate::loops::{app_with, user_message};
+use crate::support::{Client, TestApp};
+
+/// Waits until `count` loops of the run are queued behind the running one.
+async fn wait_for_pending_loops(app: &TestApp, alias: &str, count: usize) {
+    for _ in 0..3000 {
+        let alias = alias.to_string();
+        let pending = app
+            .server
+            .state
+            .db_call(move |conn| {
+                let Some(run) = runs::find_run(conn, &alias)? else {
+                    return Ok(0);
+                };
+                Ok(loops::pending_loops(conn, run.id)?.len())
+            })
+            .await
+            .unwrap();
+        if pending >= count {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{count} loops were never queued on {alias}");
+}
+
+/// Sends `ask` and returns its id and the run's alias, learnt from the first notification.
+async fn ask_in_flight(
+    driver: &mut Client,
+    observer: &mut Client,
+    prompt: &str,
+) -> (Value, String) {
+    let id = driver
+        .send("ask", json!({"model": "fake", "prompt": prompt}))
+        .await;
+    let progress = observer.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    (id, run)
+}
+
+#[actix_web::test]
+async fn abort_stops_the_current_loop_and_the_queue_runs_on() {
+    let llm = FakeLlm::start([
+        Step::Hang,
+        Step::reply("<summarize>second done</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let (mut first, _) = app.client_in_project("queue").await;
+    let (mut second, _) = app.client_in_project("queue").await;
+    let (mut observer, _) = app.client_in_project("queue").await;
+    let (first_id, run) = ask_in_flight(&mut first, &mut observer, "first prompt").await;
+    llm.wait_for_requests(1).await;
+    let second_id = second
+        .send(
+            "ask",
+            json!({"model": "fake", "prompt": "second prompt", "run": run}),
+        )
+        .await;
+    wait_for_pending_loops(&app, &run, 1).await;
+    observer.ok("run/abort", json!({"run": run})).await;
+    let aborted = first.reply(&first_id).await;
+    assert_eq!(aborted["result"]["status"], json!(499), "{aborted}");
+    let queued = second.reply(&second_id).await;
+    assert_eq!(queued["result"]["status"], json!(200), "{queued}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(user_message(&requests[1]).contains("second prompt"));
+    let stored = observer.ok("getRun", json!({"run": run})).await;
+    assert_eq!(stored["status"], json!(200));
+}
+
+/// A fresh run with two proposals made by a client (`sh`, `env`); returns the run's alias.
+async fn run_with_client_proposals(client: &mut Client) -> String {
+    let run = client.start_run("fake").await;
+    let command = json!({"command": "npm test"});
+    client
+        .ok(
+            "sh",
+            json!({"run": run, "path": "npm test", "attributes": command}),
+        )
+        .await;
+    client
+        .ok(
+            "env",
+            json!({"run": run, "path": "node --version", "attributes": {"command": "node --version"}}),
+        )
+        .await;
+    run
+}
+
+fn proposal_paths(outcome: &Value) -> Vec<String> {
+    outcome["proposed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[actix_web::test]
+async fn resolving_client_made_proposals_resumes_the_run_to_its_end() {
+    let llm = FakeLlm::builder([Step::reply("<summarize>tests pass on node 22</summarize>")])
+        .when_exhausted(WhenExhausted::Error(500))
+        .start();
+    let app = app_with(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("proposals").await;
+    let run = run_with_client_proposals(&mut client).await;
+    let blocked = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "are we green?", "run": run}),
+        )
+        .await;
+    assert_eq!(blocked["status"], json!(202), "{blocked}");
+    assert_eq!(blocked["remainingCount"], json!(2));
+    assert!(llm.requests().is_empty(), "a blocked ask calls no model");
+    let paths = proposal_paths(&blocked);
+    let first = client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": paths[0], "action": "accept", "output": "12 passing"}}),
+        )
+        .await;
+    assert_eq!(first["status"], json!(202), "{first}");
+    assert_eq!(first["remainingCount"], json!(1));
+    let last = client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": paths[1], "action": "accept", "output": "v22.1.0"}}),
+        )
+        .await;
+    assert_eq!(last, json!({"run": run, "status": 200}));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1, "the resumed loop ran one turn");
+    let seen = user_message(&requests[0]);
+    assert!(
+        seen.contains("12 passing") && seen.contains("v22.1.0"),
+        "{seen}"
+    );
+    assert!(
+        seen.contains("mode=\"ask\""),
+        "a run that never ran resumes as an ask"
+    );
+    let stored = client.ok("getRun", json!({"run": run})).await;
+    assert_eq!(stored["status"], json!(200));
+}
+
+#[actix_web::test]
+async fn rejecting_client_made_proposals_completes_a_run_that_never_ran() {
+    let llm = FakeLlm::builder([])
+        .when_exhausted(WhenExhausted::Error(500))
+        .start();
+    let app = app_with(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("proposals").await;
+    let run = run_with_client_proposals(&mut client).await;
+    let blocked = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "are we green?", "run": run}),
+        )
+        .await;
+    let paths = proposal_paths(&blocked);
+    client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": paths[0], "action": "accept", "output": "ok"}}),
+        )
+        .await;
+    let last = client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": paths[1], "action": "reject"}}),
+        )
+        .await;
+    assert_eq!(last, json!({"run": run, "status": 200}));
+    assert!(llm.requests().is_empty(), "a rejection stops the run");
+    let stored = client.ok("getRun", json!({"run": run})).await;
+    assert_eq!(stored["status"], json!(200));
+}

@@ -1,0 +1,236 @@
+//! The `rummy` binary as a newcomer and an operator meet it: `cargo run` picks the server,
+//! and a server killed (`kill -9`) or stopped (SIGTERM) mid-loop comes back with the run
+//! aborted and its loop pending, spending no LLM call until a client drives the run again.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::fake_llm::{FakeLlm, Step, WhenExhausted};
+use crate::loops::user_message;
+use crate::support::Client;
+
+/// A `rummy serve` process on a loopback port, with its home kept across restarts.
+struct ServerProcess {
+    child: Child,
+    port: u16,
+}
+
+impl ServerProcess {
+    /// Starts the binary on `home` and waits until `/healthz` answers.
+    async fn start(home: &Path, llm: &FakeLlm) -> ServerProcess {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_rummy"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("RUMMY_HOME", home)
+            .env("PORT", port.to_string())
+            .env("RUMMY_LOG", "warn")
+            .env("OPENAI_BASE_URL", llm.base_url())
+            .env("RUMMY_MODEL_fake", "openai/fake")
+            .env("RUMMY_CONTEXT_fake", "32768")
+            .env("RUMMY_LLM_ATTEMPTS", "1")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = ServerProcess { child, port };
+        server.wait_until_healthy().await;
+        server
+    }
+
+    async fn wait_until_healthy(&self) {
+        let url = format!("http://127.0.0.1:{}/healthz", self.port);
+        let http = awc::Client::new();
+        for _ in 0..1000 {
+            if let Ok(response) = http.get(&url).send().await {
+                if response.status().is_success() {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("rummy did not become healthy on port {}", self.port);
+    }
+
+    async fn client(&self) -> Client {
+        Client::connect(&format!("ws://127.0.0.1:{}/", self.port)).await
+    }
+
+    /// Sends `signal` (a `kill` option such as `-9`) and waits for the process to exit.
+    fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
+        let sent = Command::new("kill")
+            .arg(signal)
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback port nothing listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn project_root(home: &Path) -> PathBuf {
+    let root = home.join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("app.js"), "listen(3000);\n").unwrap();
+    root
+}
+
+#[actix_web::test]
+async fn cargo_run_starts_the_server() {
+    let output = tokio::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--offline",
+            "--format-version",
+            "1",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let package = &metadata["packages"][0];
+    assert_eq!(
+        package["default_run"],
+        json!("rummy"),
+        "`cargo run` needs --bin"
+    );
+    let binaries: Vec<&str> = package["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|target| target["kind"] == json!(["bin"]))
+        .map(|target| target["name"].as_str().unwrap())
+        .collect();
+    assert!(binaries.contains(&"rummy-load"), "{binaries:?}");
+}
+
+/// Interrupts a loop by `signal`, restarts, and checks the run waits for its client.
+async fn interrupted_loop_waits_for_its_client(signal: &str, clean_exit: bool) {
+    let llm = FakeLlm::builder([
+        Step::Hang,
+        Step::reply("<summarize>first, resumed</summarize>"),
+        Step::reply("<summarize>second</summarize>"),
+    ])
+    .when_exhausted(WhenExhausted::Error(500))
+    .start();
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let server = ServerProcess::start(home.path(), &llm).await;
+    let mut client = server.client().await;
+    client.init("recovery", &root).await;
+    client
+        .send("ask", json!({"model": "fake", "prompt": "first prompt"}))
+        .await;
+    let progress = client.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    llm.wait_for_requests(1).await;
+    let exit = server.stop_with(signal);
+    assert_eq!(exit.success(), clean_exit, "{exit:?}");
+
+    let server = ServerProcess::start(home.path(), &llm).await;
+    let mut client = server.client().await;
+    client.init("recovery", &root).await;
+    let stored = client.ok("getRun", json!({"run": run})).await;
+    assert_eq!(stored["status"], json!(499), "{stored}");
+    let idle = client.start_run("fake").await;
+    assert_eq!(
+        client.ok("getRun", json!({"run": idle})).await["status"],
+        json!(100),
+        "runs created after the restart are untouched"
+    );
+    assert_eq!(llm.requests().len(), 1, "nothing ran before a client asked");
+
+    let outcome = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "second prompt", "run": run}),
+        )
+        .await;
+    assert_eq!(outcome, json!({"run": run, "status": 200}));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(user_message(&requests[1]).contains("first prompt"));
+    assert!(user_message(&requests[2]).contains("second prompt"));
+}
+
+#[actix_web::test]
+async fn a_killed_server_leaves_the_run_aborted_until_a_client_drives_it() {
+    interrupted_loop_waits_for_its_client("-9", false).await;
+}
+
+#[actix_web::test]
+async fn a_stopped_server_leaves_the_run_aborted_until_a_client_drives_it() {
+    interrupted_loop_waits_for_its_client("-TERM", true).await;
+}
+
+#[actix_web::test]
+async fn a_run_created_before_a_crash_is_aborted_after_it() {
+    let llm = FakeLlm::builder([])
+        .when_exhausted(WhenExhausted::Error(500))
+        .start();
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let server = ServerProcess::start(home.path(), &llm).await;
+    let mut client = server.client().await;
+    client.init("recovery", &root).await;
+    let created = client.start_run("fake").await;
+    server.stop_with("-9");
+    let server = ServerProcess::start(home.path(), &llm).await;
+    let mut client = server.client().await;
+    client.init("recovery", &root).await;
+    let stored = client.ok("getRun", json!({"run": created})).await;
+    assert_eq!(stored["status"], json!(499));
+}
+
+#[actix_web::test]
+async fn abort_replies_only_after_the_499_is_stored_in_a_real_process() {
+    let rounds = 10;
+    let llm = FakeLlm::builder(std::iter::repeat_with(|| Step::Hang).take(rounds))
+        .when_exhausted(WhenExhausted::Error(500))
+        .start();
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let server = ServerProcess::start(home.path(), &llm).await;
+    let mut driver = server.client().await;
+    let mut other = server.client().await;
+    driver.init("abort", &root).await;
+    other.init("abort", &root).await;
+    for round in 1..=rounds {
+        let id = driver
+            .send(
+                "ask",
+                json!({"model": "fake", "prompt": "think forever", "noRepo": true}),
+            )
+            .await;
+        let progress = other.notification("run/progress").await;
+        let run = progress["params"]["run"].as_str().unwrap().to_string();
+        llm.wait_for_requests(round).await;
+        other.ok("run/abort", json!({"run": run})).await;
+        let stored = other.ok("getRun", json!({"run": run})).await;
+        assert_eq!(stored["status"], json!(499), "round {round}");
+        assert_eq!(driver.reply(&id).await["result"]["status"], json!(499));
+    }
+}
