@@ -15,5 +15,7 @@ mod concurrency;
 mod loops;
 mod methods;
 mod persistence;
+mod rules;
 mod runs;
+mod tool_methods;
 mod transport;

@@ -254,7 +254,7 @@ pub struct InjectParams {
 }
 
 /// `run/inject`: the running loop sees the message as its prompt next turn; an idle run
-/// runs it as a new ask loop with the flags of its latest loop.
+/// runs it as a new loop with the mode and flags of its latest loop (ask for a new run).
 pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     if let Some(current) = context.app.runs.current(run.id) {
@@ -308,12 +308,21 @@ async fn inject_loop(
         .app
         .db_call(move |conn| loops::latest_loop(conn, run_id))
         .await?;
-    let config = latest
-        .map(|lp| LoopConfig::from_json(&lp.config))
-        .unwrap_or_default();
+    // The injected loop continues the latest one with its mode and flags; a panic loop
+    // (context recovery) is never continued as such, and a new prompt may panic again.
+    let (mode, config) = match latest {
+        Some(lp) if lp.mode != LoopMode::Panic => (
+            lp.mode,
+            LoopConfig {
+                panic_attempted: false,
+                ..LoopConfig::from_json(&lp.config)
+            },
+        ),
+        _ => (LoopMode::Ask, LoopConfig::default()),
+    };
     Ok(LoopEnqueue {
         run_id,
-        mode: LoopMode::Ask,
+        mode,
         model,
         prompt: message,
         priority: LoopPriority::Normal,
