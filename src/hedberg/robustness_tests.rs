@@ -87,9 +87,12 @@ proptest! {
             prop_assert!(edit.search.len() + edit.replace.len() <= body.len(), "{:?}", edit);
         }
         for block in blocks.iter().chain(&sed_blocks) {
-            if let Ok(edited) = apply_edit(&file, block) {
-                let limit = edit_size_limit(&file, block);
-                prop_assert!(edited.body.len() <= limit, "{} > {limit}: {:?}", edited.body.len(), block);
+            let search = block.search.as_deref().unwrap_or_default();
+            for target in [file.clone(), format!("{file}\n{search}\n")] {
+                if let Ok(edited) = apply_edit(&target, block) {
+                    let limit = edit_size_limit(&target, block);
+                    prop_assert!(edited.body.len() <= limit, "{} > {limit}: {:?}", edited.body.len(), block);
+                }
             }
         }
         let revision = classify_set(&SetAttributes::default(), &body).revision;
@@ -139,10 +142,25 @@ fn block_text(blocks: &[EditBlock]) -> usize {
         .sum()
 }
 
-/// The most one block may grow a file to: one replacement (back-references and the file's
-/// indentation included) per position of the file, and every line break possibly CRLF.
+/// The most one block may grow a file to. A sed block may match at every position, and each
+/// back-reference copies at most the file; any other block replaces one place (or is the
+/// whole new body), its lines re-indented to at most the file's deepest indentation. CRLF may
+/// double every line break.
 fn edit_size_limit(file: &str, block: &EditBlock) -> usize {
-    4 * (file.len() + 1) * (block_text(std::slice::from_ref(block)) + 1)
+    let replace = block.replace.len();
+    let grown = if block.sed {
+        2 * (file.len() + 1) * (replace + 1)
+    } else {
+        let indent = |line: &str| {
+            line.len()
+                - line
+                    .trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
+                    .len()
+        };
+        let deepest_indent = file.split('\n').map(indent).max().unwrap_or(0);
+        file.len() + replace + (block.replace.split('\n').count() + 1) * deepest_indent + 2
+    };
+    2 * grown
 }
 
 fn megabyte_of(line: &str) -> String {
