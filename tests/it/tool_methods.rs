@@ -13,7 +13,7 @@ const TOOLS: [&str; 9] = [
     "set", "known", "unknown", "env", "sh", "rm", "cp", "mv", "ask_user",
 ];
 
-/// The run's entries as `path → (status, fidelity)`, in path order.
+/// The run's entries as `(path, status, fidelity)`, in path order.
 async fn entries(client: &mut Client, run: &str) -> Vec<(String, i64, String)> {
     let listed = client
         .ok("getEntries", json!({"run": run, "pattern": "**"}))
