@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The one test command: starts the real local LLM (SmolLM2-135M behind an OpenAI-compatible
 # server on loopback, installed once and cached under ~/.cache/rummy-llm), exports its base URL
-# as RUMMY_TEST_LLM_URL for the end-to-end tests, runs `cargo test --locked --all-targets`
-# (extra arguments are passed on to cargo test), stops the LLM again and exits with the
-# tests' status.
+# as RUMMY_TEST_LLM_URL, runs `cargo test --locked --all-targets` (extra arguments are passed
+# on to it), then the end-to-end tests against that LLM (`cargo test --locked --test it e2e::
+# -- --ignored`: they are #[ignore]d so that a plain `cargo test` never counts them as passed),
+# stops the LLM again and exits with the first failing status of the two runs.
 #
 # When the LLM cannot be installed or started (no network, no python3), this says so loudly
-# and runs every other test; the end-to-end tests skip themselves without RUMMY_TEST_LLM_URL.
+# and runs every other test; the end-to-end tests do not run (cargo lists them as ignored).
 # Under CI=true a failed LLM start fails the run (after the tests ran).
 #
 # Environment:
@@ -30,7 +31,7 @@ shout() {
     echo
     echo "######################################################################"
     echo "## $*"
-    echo "## The end-to-end tests against the real LLM will SKIP themselves."
+    echo "## The end-to-end tests against the real LLM will NOT run."
     echo "######################################################################"
     echo
   } >&2
@@ -117,6 +118,11 @@ fi
 
 cargo test --locked --all-targets "$@"
 status=$?
+if [ -n "${RUMMY_TEST_LLM_URL:-}" ]; then
+  cargo test --locked --test it e2e:: -- --ignored
+  e2e_status=$?
+  [ "$status" = 0 ] && status=$e2e_status
+fi
 stop_llm
 
 if [ -n "$llm_problem" ]; then

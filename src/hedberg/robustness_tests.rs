@@ -74,12 +74,33 @@ proptest! {
     }
 
     #[test]
-    fn edit_syntaxes_never_panic(body in edit_body_strategy(), file in soup(30)) {
+    fn edit_syntaxes_never_panic_and_stay_in_proportion(body in edit_body_strategy(), file in soup(30)) {
         let blocks = parse_edit_content(&body);
-        let _ = parse_sed(&body);
-        let _ = parse_json_edit(&body);
+        prop_assert!(
+            block_text(&blocks) <= 2 * body.len(),
+            "the blocks hold only text of the body (a diff's context lines twice): {:?}",
+            blocks
+        );
+        let sed_blocks = parse_sed(&body);
+        prop_assert!(block_text(&sed_blocks) <= body.len(), "{:?}", sed_blocks);
+        if let Some(edit) = parse_json_edit(&body) {
+            prop_assert!(edit.search.len() + edit.replace.len() <= body.len(), "{:?}", edit);
+        }
+        for block in blocks.iter().chain(&sed_blocks) {
+            let search = block.search.as_deref().unwrap_or_default();
+            for target in [file.clone(), format!("{file}\n{search}\n")] {
+                if let Ok(edited) = apply_edit(&target, block) {
+                    let limit = edit_size_limit(&target, block);
+                    prop_assert!(edited.body.len() <= limit, "{} > {limit}: {:?}", edited.body.len(), block);
+                }
+            }
+        }
         let revision = classify_set(&SetAttributes::default(), &body).revision;
-        let _ = revision.apply(&file);
+        if let SetRevision::Replace(block) = &revision {
+            if let Ok(edited) = revision.apply(&file) {
+                prop_assert!(edited.body.len() <= edit_size_limit(&file, block));
+            }
+        }
         let _ = apply_blocks(&file, &blocks);
     }
 
@@ -113,23 +134,78 @@ proptest! {
     }
 }
 
+/// Characters of search and replacement text in `blocks`.
+fn block_text(blocks: &[EditBlock]) -> usize {
+    blocks
+        .iter()
+        .map(|block| block.search.as_deref().map_or(0, str::len) + block.replace.len())
+        .sum()
+}
+
+/// The most one block may grow a file to. A sed block may match at every position, and each
+/// back-reference copies at most the file; any other block replaces one place (or is the
+/// whole new body), its lines re-indented to at most the file's deepest indentation. CRLF may
+/// double every line break.
+fn edit_size_limit(file: &str, block: &EditBlock) -> usize {
+    let replace = block.replace.len();
+    let grown = if block.sed {
+        2 * (file.len() + 1) * (replace + 1)
+    } else {
+        let indent = |line: &str| {
+            line.len()
+                - line
+                    .trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
+                    .len()
+        };
+        let deepest_indent = file.split('\n').map(indent).max().unwrap_or(0);
+        file.len() + replace + (block.replace.split('\n').count() + 1) * deepest_indent + 2
+    };
+    2 * grown
+}
+
 fn megabyte_of(line: &str) -> String {
     line.repeat((1 << 20) / line.len().max(1) + 1)
 }
+
+/// Far beyond what any of these calls takes (well under a second each, in a debug build);
+/// only a super-linear blow-up on a megabyte reaches it.
+const MEGABYTE_CALLS_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2, ..ProptestConfig::default() })]
 
     #[test]
     fn megabyte_bodies_are_bounded(line in "[ab \t]{1,6}(\n|\r\n)", search_lines in 1usize..400) {
+        let started = std::time::Instant::now();
         let body = megabyte_of(&line);
         let periodic_search = line.repeat(search_lines) + "z";
-        let _ = apply_edit(&body, &EditBlock::literal(&periodic_search, "x"));
+        prop_assert_eq!(
+            apply_edit(&body, &EditBlock::literal(&periodic_search, "x")),
+            Err(HedbergError::SearchNotFound)
+        );
+        let dots = ".".repeat(1 << 20);
         let escaped_search = format!("\\.{}", ".".repeat(search_lines));
-        let _ = apply_edit(&".".repeat(1 << 20), &EditBlock::literal(&escaped_search, "x"));
-        let _ = apply_edit(&body, &EditBlock::sed("(a|b)+\\s*$", "\\1", "g"));
-        let _ = pattern_search("/(a|b)*z/", &body);
-        let _ = pattern_match("**/*a*b*a*b*", &body);
+        let unescaped = apply_edit(&dots, &EditBlock::literal(&escaped_search, "x"));
+        prop_assert_eq!(
+            unescaped.map(|edited| edited.body.len()),
+            Ok(dots.len() - search_lines),
+            "the unescaped SEARCH matches at the start of the only line"
+        );
+        let has_letter = line.contains('a') || line.contains('b');
+        match apply_edit(&body, &EditBlock::sed("(a|b)+\\s*$", "\\1", "g")) {
+            Ok(edited) => {
+                prop_assert!(has_letter);
+                prop_assert!(edited.body.len() <= body.len(), "a sed step that only shortens");
+            }
+            Err(error) => {
+                prop_assert!(!has_letter, "{error}");
+                prop_assert_eq!(error, HedbergError::SearchNotFound);
+            }
+        }
+        prop_assert_eq!(pattern_search("/(a|b)*z/", &body), Ok(None));
+        let alternating = line.contains('a') && line.contains('b');
+        prop_assert_eq!(pattern_match("**/*a*b*a*b*", &body), Ok(alternating));
+        prop_assert!(started.elapsed() < MEGABYTE_CALLS_LIMIT, "{:?}", started.elapsed());
     }
 }
 

@@ -33,7 +33,7 @@ use crate::db::queries::{entries, runs};
 use crate::hedberg::SetRevision;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{ClientCall, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, TargetKind, ToolError, ToolScope};
 use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
 use crate::plugins::Plugins;
@@ -106,7 +106,7 @@ pub fn dispatch_gated(
 }
 
 /// Runs one client tool call through the same chain, at the run's next turn number.
-/// Invalid params (no path, a path outside the project, an unknown tool) are errors.
+/// Invalid params (no path, a file path outside the project, an unknown tool) are errors.
 pub fn dispatch_call(
     conn: &mut SqliteConnection,
     plugins: &Plugins,
@@ -118,13 +118,16 @@ pub fn dispatch_call(
     if input.call.path.trim().is_empty() {
         return Err(ToolError::InvalidParams("path is required".into()));
     }
-    let named = [Some(input.call.path.as_str()), input.call.to.as_deref()];
-    if let Some(reason) = named
-        .into_iter()
-        .flatten()
-        .find_map(|path| escape_reason(&input.project_root, path))
-    {
-        return Err(ToolError::InvalidParams(reason));
+    // A command line or a question (`sh`, `env`, `ask_user`) is free text, not a path.
+    if tool.target_kind() == TargetKind::Path {
+        let named = [Some(input.call.path.as_str()), input.call.to.as_deref()];
+        if let Some(reason) = named
+            .into_iter()
+            .flatten()
+            .find_map(|path| escape_reason(&input.project_root, path))
+        {
+            return Err(ToolError::InvalidParams(reason));
+        }
     }
     let command = tool.command_from_call(&input.call);
     conn.transaction(|conn| {

@@ -280,4 +280,23 @@ mod view_tests {
         run.resolve(ask, Resolution::Accept, Some("yes")).unwrap();
         assert_eq!(at_summary(&mut run, ask), "Go? → yes");
     }
+
+    #[test]
+    fn a_question_without_an_answer_shows_why() {
+        let mut run = TestRun::new();
+        run.policy.no_interaction = true;
+        run.respond("<ask_user question=\"Go?\"/>");
+        let refused = run.projected("ask_user://turn_1/Go%3F");
+        assert!(
+            refused.starts_with("# ask_user\n<ask_user> is not available here"),
+            "{refused}"
+        );
+        run.policy.no_interaction = false;
+        run.respond("<ask_user question=\"Stop?\"/>");
+        let ask = "ask_user://turn_2/Stop%3F";
+        assert_eq!(run.projected(ask), "# ask_user\n# Question: Stop?");
+        run.resolve(ask, Resolution::Reject, Some("not now"))
+            .unwrap();
+        assert_eq!(run.projected(ask), "# ask_user\n# Question: Stop?\nnot now");
+    }
 }

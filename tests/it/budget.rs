@@ -11,13 +11,13 @@ const DIVISOR: usize = 4;
 
 async fn app_with(llm: &FakeLlm, context: usize) -> TestApp {
     let context = context.to_string();
-    TestApp::start_with(&[
-        ("OPENAI_BASE_URL", llm.base_url()),
-        ("RUMMY_MODEL_fake", "openai/fake"),
-        ("RUMMY_CONTEXT_fake", context.as_str()),
-        ("RUMMY_LLM_ATTEMPTS", "1"),
-        ("RUMMY_MAX_TURNS", "6"),
-    ])
+    TestApp::with_llm(
+        llm,
+        &[
+            ("RUMMY_CONTEXT_fake", context.as_str()),
+            ("RUMMY_MAX_TURNS", "6"),
+        ],
+    )
     .await
 }
 

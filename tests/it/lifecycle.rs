@@ -7,8 +7,7 @@ use rummy::db::queries::{loops, runs};
 use serde_json::{json, Value};
 
 use crate::fake_llm::{FakeLlm, Step, WhenExhausted};
-use crate::loops::{app_with, user_message};
-use crate::support::{Client, TestApp};
+use crate::support::{user_message, Client, TestApp};
 
 /// Waits until `count` loops of the run are queued behind the running one.
 async fn wait_for_pending_loops(app: &TestApp, alias: &str, count: usize) {
@@ -53,7 +52,7 @@ async fn abort_stops_the_current_loop_and_the_queue_runs_on() {
         Step::Hang,
         Step::reply("<summarize>second done</summarize>"),
     ]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let (mut first, _) = app.client_in_project("queue").await;
     let (mut second, _) = app.client_in_project("queue").await;
     let (mut observer, _) = app.client_in_project("queue").await;
@@ -111,7 +110,7 @@ async fn resolving_client_made_proposals_resumes_the_run_to_its_end() {
     let llm = FakeLlm::builder([Step::reply("<summarize>tests pass on node 22</summarize>")])
         .when_exhausted(WhenExhausted::Error(500))
         .start();
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let (mut client, _) = app.client_in_project("proposals").await;
     let run = run_with_client_proposals(&mut client).await;
     let blocked = client
@@ -159,7 +158,7 @@ async fn rejecting_client_made_proposals_completes_a_run_that_never_ran() {
     let llm = FakeLlm::builder([])
         .when_exhausted(WhenExhausted::Error(500))
         .start();
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let (mut client, _) = app.client_in_project("proposals").await;
     let run = run_with_client_proposals(&mut client).await;
     let blocked = client

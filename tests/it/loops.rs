@@ -6,42 +6,16 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::fake_llm::{FakeLlm, Reply, Step};
-use crate::support::{Client, TestApp};
-
-/// A server whose `fake` model is the scripted LLM (one attempt per call: no retry delays).
-pub(crate) async fn app_with(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
-    let mut env = vec![
-        ("OPENAI_BASE_URL", llm.base_url()),
-        ("RUMMY_MODEL_fake", "openai/fake"),
-        ("RUMMY_CONTEXT_fake", "32768"),
-        ("RUMMY_LLM_ATTEMPTS", "1"),
-    ];
-    env.extend_from_slice(extra);
-    TestApp::start_with(&env).await
-}
+use crate::support::{system_message, user_message, Client, TestApp};
 
 async fn project(app: &TestApp) -> Client {
     app.client_in_project("loops").await.0
 }
 
-pub(crate) fn user_message(request: &Value) -> String {
-    request["messages"][1]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn system_message(request: &Value) -> String {
-    request["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[actix_web::test]
 async fn one_turn_summarize_completes_with_notifications() {
     let llm = FakeLlm::start([Step::reply("<summarize>The answer is 4.</summarize>")]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "What is 2 + 2?"}))
@@ -78,7 +52,7 @@ async fn knowledge_from_one_turn_is_in_the_next_packet() {
         ),
         Step::reply("<summarize>done</summarize>"),
     ]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "remember"}))
@@ -103,7 +77,7 @@ async fn an_act_loop_proposes_a_command_and_resumes_after_accept() {
         Step::reply("<sh>echo hello</sh><update>running it</update>"),
         Step::reply("<summarize>it printed hello</summarize>"),
     ]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("act", json!({"model": "fake", "prompt": "Run: echo hello"}))
@@ -145,7 +119,7 @@ async fn rejecting_the_last_proposal_stops_the_run() {
     let llm = FakeLlm::start([Step::reply(
         "<sh>rm -rf build</sh><update>cleaning</update>",
     )]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("act", json!({"model": "fake", "prompt": "clean"}))
@@ -179,7 +153,7 @@ async fn an_error_resolution_lets_the_model_retry() {
         Step::reply("<env>node --version</env><update>checking</update>"),
         Step::reply("<summarize>node is missing</summarize>"),
     ]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "node version?"}))
@@ -200,7 +174,7 @@ async fn an_error_resolution_lets_the_model_retry() {
 #[actix_web::test]
 async fn abort_from_another_connection_drops_the_llm_request() {
     let llm = FakeLlm::start([Step::Hang]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let (mut driver, _) = app.client_in_project("abort").await;
     let (mut other, _) = app.client_in_project("abort").await;
     let id = driver
@@ -226,7 +200,7 @@ async fn inject_into_a_running_loop_reaches_the_next_turn() {
         ),
         Step::reply("<summarize>used the hint</summarize>"),
     ]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let (mut driver, _) = app.client_in_project("inject").await;
     let (mut other, _) = app.client_in_project("inject").await;
     let id = driver
@@ -252,7 +226,7 @@ async fn inject_into_an_idle_run_runs_a_new_loop() {
         Step::reply("<summarize>first</summarize>"),
         Step::reply("<summarize>second</summarize>"),
     ]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let first = client
         .ok("ask", json!({"model": "fake", "prompt": "one"}))
@@ -271,7 +245,7 @@ async fn fork_continues_in_a_copy() {
         Step::reply("<known path=\"known://fact\">sky is blue</known><summarize>noted</summarize>"),
         Step::reply("<summarize>forked</summarize>"),
     ]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let first = client
         .ok("ask", json!({"model": "fake", "prompt": "note"}))
@@ -293,7 +267,7 @@ async fn fork_continues_in_a_copy() {
 #[actix_web::test]
 async fn garbage_output_is_healed_and_the_run_completes() {
     let llm = FakeLlm::start([Step::reply("I think the answer is probably 42, honestly.")]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "?"}))
@@ -303,22 +277,56 @@ async fn garbage_output_is_healed_and_the_run_completes() {
     assert!(runs[0]["summary"].as_str().unwrap().contains("42"));
 }
 
+/// A reply of broken tags ends the run cleanly, with what could be recovered recorded:
+/// the unclosed `<get …` is text (never run), the `<set>` with an unquoted path still files
+/// its fact, and with no status tag the healer takes the reply as the answer.
 #[actix_web::test]
 async fn malformed_tags_never_crash_a_run() {
-    let llm = FakeLlm::start([
-        Step::reply(
-            "<get path=\"src/app.js\"<set path=known://x>unclosed <<<<<<< SEARCH\n<update>",
-        ),
-        Step::reply("<summarize>ok</summarize>"),
-    ]);
-    let app = app_with(&llm, &[]).await;
+    let reply = "<get path=\"src/app.js\"<set path=known://x>unclosed <<<<<<< SEARCH\n<update>";
+    let llm = FakeLlm::builder([Step::reply(reply)])
+        .when_exhausted(crate::fake_llm::WhenExhausted::Error(500))
+        .start();
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "?"}))
         .await;
-    assert!(
-        [200, 202].contains(&result["status"].as_i64().unwrap()),
-        "{result}"
+    assert_eq!(result["status"], json!(200), "{result}");
+    assert_eq!(llm.requests().len(), 1);
+    let run = result["run"].as_str().unwrap();
+    let detail = client.ok("getRun", json!({"run": run})).await;
+    assert_eq!(detail["status"], json!(200), "not left running");
+    let history: Vec<(&str, &Value, &Value)> = detail["context"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["scheme"].as_str().unwrap(),
+                &row["status"],
+                &row["body"],
+            )
+        })
+        .collect();
+    let schemes: Vec<&str> = history.iter().map(|(scheme, _, _)| *scheme).collect();
+    assert_eq!(
+        schemes,
+        ["prompt", "set", "known", "summarize"],
+        "{history:?}"
+    );
+    assert_eq!(
+        history[2],
+        ("known", &json!(200), &json!("unclosed <<<<<<< SEARCH"))
+    );
+    assert_eq!(history[3].2, &json!(reply), "the healed answer");
+    let errors = client
+        .ok("getEntries", json!({"run": run, "pattern": "error://*"}))
+        .await;
+    assert_eq!(errors, json!([]));
+    assert_eq!(
+        detail["context"]["content"][0]["body"],
+        json!("<get path=\"src/app.js\""),
+        "the broken tag is kept as text"
     );
 }
 
@@ -329,7 +337,7 @@ async fn repeating_the_same_call_is_a_cycle_that_stops() {
             "<get path=\"known://nothing\"/><update>looking</update>",
         )))
         .start();
-    let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "12")]).await;
+    let app = TestApp::with_llm(&llm, &[("RUMMY_MAX_TURNS", "12")]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "?"}))
@@ -345,7 +353,7 @@ async fn turns_without_a_status_stall_and_stop() {
             "<think>hmm</think>",
         )))
         .start();
-    let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "10")]).await;
+    let app = TestApp::with_llm(&llm, &[("RUMMY_MAX_TURNS", "10")]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "?"}))
@@ -365,7 +373,7 @@ async fn the_turn_limit_ends_the_loop() {
     })
     .take(5);
     let llm = FakeLlm::start(steps);
-    let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "3")]).await;
+    let app = TestApp::with_llm(&llm, &[("RUMMY_MAX_TURNS", "3")]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "?"}))
@@ -377,7 +385,7 @@ async fn the_turn_limit_ends_the_loop() {
 #[actix_web::test]
 async fn a_provider_error_fails_the_run_with_an_error_entry() {
     let llm = FakeLlm::start([Step::error(500)]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "?"}))
@@ -395,7 +403,7 @@ async fn a_provider_error_fails_the_run_with_an_error_entry() {
 #[actix_web::test]
 async fn a_provider_timeout_fails_the_run_not_leaving_it_running() {
     let llm = FakeLlm::start([Step::Hang]);
-    let app = app_with(&llm, &[("RUMMY_FETCH_TIMEOUT", "300")]).await;
+    let app = TestApp::with_llm(&llm, &[("RUMMY_FETCH_TIMEOUT", "300")]).await;
     let mut client = project(&app).await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "?"}))
@@ -408,7 +416,7 @@ async fn a_provider_timeout_fails_the_run_not_leaving_it_running() {
 #[actix_web::test]
 async fn an_unknown_model_is_refused_before_any_run_exists() {
     let llm = FakeLlm::start([]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let (code, message) = client
         .err("ask", json!({"model": "nosuch", "prompt": "x"}))
@@ -424,7 +432,7 @@ async fn an_accepted_edit_is_applied_by_the_server_when_configured() {
         Step::reply("<set path=\"app.js\">s/3000/8080/</set><update>changing the port</update>"),
         Step::reply("<summarize>port changed</summarize>"),
     ]);
-    let app = app_with(&llm, &[("RUMMY_APPLY_EDITS", "server")]).await;
+    let app = TestApp::with_llm(&llm, &[("RUMMY_APPLY_EDITS", "server")]).await;
     let (mut client, root) = app.client_in_project("apply").await;
     std::fs::write(root.join("app.js"), "const port = 3000;\n").unwrap();
     let proposed = client
@@ -466,7 +474,7 @@ async fn ask_user_proposes_a_question_and_the_answer_reaches_the_model() {
         ),
         Step::reply("<summarize>using sqlite</summarize>"),
     ]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let asked = client
         .ok("ask", json!({"model": "fake", "prompt": "set up storage"}))
@@ -501,7 +509,7 @@ async fn entry_tools_copy_move_and_remove_knowledge() {
         ),
         Step::reply("<summarize>done</summarize>"),
     ]);
-    let app = app_with(&llm, &[]).await;
+    let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
     let outcome = client
         .ok("ask", json!({"model": "fake", "prompt": "organise"}))

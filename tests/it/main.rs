@@ -17,5 +17,7 @@ mod loops;
 mod methods;
 mod persistence;
 mod process;
+mod rules;
 mod runs;
+mod tool_methods;
 mod transport;

@@ -10,8 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::fake_llm::{FakeLlm, Step, WhenExhausted};
-use crate::loops::user_message;
-use crate::support::Client;
+use crate::support::{user_message, Client};
 
 /// A `rummy serve` process on a loopback port, with its home kept across restarts.
 struct ServerProcess {

@@ -15,6 +15,8 @@ use rummy::db::ids::ProjectId;
 use rummy::db::queries::constraints;
 use serde_json::{json, Value};
 
+use crate::fake_llm::FakeLlm;
+
 /// How long a test waits for any one frame before failing.
 const FRAME_WAIT: Duration = Duration::from_secs(300);
 
@@ -46,6 +48,19 @@ impl TestApp {
         rummy::telemetry::init(&settings.log);
         let server = start(settings).await.unwrap();
         TestApp { server, home, env }
+    }
+
+    /// Starts a server whose model `fake` is the scripted LLM, with a 32768-token context
+    /// and one attempt per call (no retry delays); `extra` adds or overrides variables.
+    pub async fn with_llm(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
+        let mut env = vec![
+            ("OPENAI_BASE_URL", llm.base_url()),
+            ("RUMMY_MODEL_fake", "openai/fake"),
+            ("RUMMY_CONTEXT_fake", "32768"),
+            ("RUMMY_LLM_ATTEMPTS", "1"),
+        ];
+        env.extend_from_slice(extra);
+        TestApp::start_with(&env).await
     }
 
     /// Stops this server and starts another on the same home and database file.
@@ -105,6 +120,22 @@ impl TestApp {
         std::fs::write(&path, body).unwrap();
         path
     }
+}
+
+/// The system message of a chat completion request the fake LLM received.
+pub fn system_message(request: &Value) -> String {
+    request["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The user message of a chat completion request the fake LLM received.
+pub fn user_message(request: &Value) -> String {
+    request["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 pub fn settings(env: &HashMap<String, String>) -> Settings {

@@ -36,11 +36,15 @@ impl Tool for AskUser {
 
     fn full_view(&self, entry: &EntryView<'_>) -> String {
         let mut lines = vec!["# ask_user".to_owned()];
-        if let Some(question) = entry.attribute("question") {
+        let question = entry.attribute("question");
+        if let Some(question) = question {
             lines.push(format!("# Question: {question}"));
         }
         if let Some(answer) = entry.attribute("answer") {
             lines.push(format!("# Answer: {answer}"));
+        } else if !entry.body.is_empty() && question != Some(entry.body) {
+            // Refused, rejected or failed: the model sees why no answer came.
+            lines.push(entry.body.to_owned());
         }
         lines.join("\n")
     }

@@ -254,7 +254,7 @@ pub struct InjectParams {
 }
 
 /// `run/inject`: the running loop sees the message as its prompt next turn; an idle run
-/// runs it as a new loop with the mode and flags of its latest loop.
+/// runs it as a new loop with the mode and flags of its latest loop (ask for a new run).
 pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     if let Some(current) = context.app.runs.current(run.id) {
@@ -308,14 +308,18 @@ async fn inject_loop(
         .app
         .db_call(move |conn| loops::latest_loop(conn, run_id))
         .await?;
-    // The injected prompt continues the latest loop: its mode (a panic loop's recovery is
-    // not the user's mode, so that becomes ask) and its flags.
-    let (mode, mut config) = match latest {
-        Some(lp) if lp.mode != LoopMode::Panic => (lp.mode, LoopConfig::from_json(&lp.config)),
-        Some(lp) => (LoopMode::Ask, LoopConfig::from_json(&lp.config)),
-        None => (LoopMode::Ask, LoopConfig::default()),
+    // The injected loop continues the latest one with its mode and flags; a panic loop
+    // (context recovery) is never continued as such, and a new prompt may panic again.
+    let (mode, config) = match latest {
+        Some(lp) if lp.mode != LoopMode::Panic => (
+            lp.mode,
+            LoopConfig {
+                panic_attempted: false,
+                ..LoopConfig::from_json(&lp.config)
+            },
+        ),
+        _ => (LoopMode::Ask, LoopConfig::default()),
     };
-    config.panic_attempted = false;
     Ok(LoopEnqueue {
         run_id,
         mode,

@@ -90,21 +90,3 @@ async fn ill_typed_params_name_the_param() {
         );
     }
 }
-
-#[actix_web::test]
-async fn unwired_methods_still_validate_their_params_first() {
-    let app = TestApp::start().await;
-    let (mut client, _) = app.client_in_project("tools").await;
-    for tool in ["set", "rm", "sh", "known"] {
-        assert_eq!(
-            client.err(tool, json!({"run": "x"})).await,
-            (-32602, "path is required".to_string()),
-            "{tool}"
-        );
-        assert_eq!(
-            client.err(tool, json!({"path": "known://a"})).await,
-            (-32602, "run is required".to_string()),
-            "{tool}"
-        );
-    }
-}
