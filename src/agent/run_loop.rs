@@ -199,7 +199,7 @@ async fn run_turns(
         if !report.proposed.is_empty() {
             return Ok(LoopOutcome::Proposed {
                 turn: report.turn,
-                summarized: report.summary.is_some(),
+                summarized: report.summary.is_some() && !report.status_healed,
                 proposed: report.proposed.into_iter().map(ProposedRow::from).collect(),
             });
         }

@@ -54,9 +54,6 @@ async fn resolving_the_last_proposal_completes_stops_or_resumes_the_run() {
 /// The seed table's last row: accept after neither `<update>` nor `<summarize>` → the run
 /// goes on ("running — healer decides").
 #[actix_web::test]
-#[ignore = "broken in run lifecycle code: the healer heals an actions-only turn into the \
-            summary \"Done.\", the loop records it as summarized, so accepting completes \
-            the run and the model never sees the command's output"]
 async fn accepting_after_no_status_resumes_the_run() {
     assert_resolution(Case {
         reply: "<sh>make</sh>",
