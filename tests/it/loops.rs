@@ -9,7 +9,7 @@ use crate::fake_llm::{FakeLlm, Reply, Step};
 use crate::support::{Client, TestApp};
 
 /// A server whose `fake` model is the scripted LLM (one attempt per call: no retry delays).
-async fn app_with(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
+pub(crate) async fn app_with(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
     let mut env = vec![
         ("OPENAI_BASE_URL", llm.base_url()),
         ("RUMMY_MODEL_fake", "openai/fake"),
@@ -24,7 +24,7 @@ async fn project(app: &TestApp) -> Client {
     app.client_in_project("loops").await.0
 }
 
-fn user_message(request: &Value) -> String {
+pub(crate) fn user_message(request: &Value) -> String {
     request["messages"][1]["content"]
         .as_str()
         .unwrap_or_default()
