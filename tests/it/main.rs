@@ -15,5 +15,6 @@ mod concurrency;
 mod loops;
 mod methods;
 mod persistence;
+mod readonly;
 mod runs;
 mod transport;
