@@ -322,7 +322,6 @@ fn provider_settings(settings: &Settings) -> ProviderSettings {
         openrouter_context_size: u32::try_from(providers.context_size)
             .ok()
             .filter(|size| *size > 0),
-        default_temperature: settings.agent.temperature,
         fetch_timeout: Duration::from_millis(providers.fetch_timeout_ms.max(1)),
         retry: RetryPolicy {
             max_attempts: providers.attempts.max(1),

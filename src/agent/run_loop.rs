@@ -127,6 +127,7 @@ async fn run_turns(
     };
     let mut progress = ProgressTracker::new(limits);
     let mut repetition = RepetitionTracker::new(limits);
+    let temperature = config.effective_temperature(run.temperature, agent.temperature);
     let window = ContextWindow::new(u64::try_from(context_size).unwrap_or(0));
     let mut panic = PanicTracker::from_loop(lp, window)
         .map(|tracker| PanicState::new(tracker, lp.prompt.clone()));
@@ -143,6 +144,7 @@ async fn run_turns(
             model_alias: &model_alias,
             model_actual: &actual,
             context_size,
+            temperature,
             project_root: &project_root,
             panic: panic.as_mut(),
         };

@@ -51,6 +51,8 @@ pub struct TurnInput<'a> {
     pub model_actual: &'a str,
     /// Effective context size in tokens.
     pub context_size: i64,
+    /// The temperature requests are sent with (`None`: the provider's default).
+    pub temperature: Option<f64>,
     /// The project's root on this machine.
     pub project_root: &'a std::path::Path,
     /// The state of a panic loop (`None` in other loops).
@@ -235,7 +237,7 @@ async fn execute_numbered_turn(
             ChatMessage::user(packet.user.clone()),
         ],
         model: input.model_actual.to_string(),
-        temperature: input.config.temperature.or(app.settings.agent.temperature),
+        temperature: input.temperature,
         max_tokens: Some(app.settings.agent.max_completion_tokens).filter(|limit| *limit > 0),
     };
     let preparation_ms = started.elapsed().as_millis() as u64;

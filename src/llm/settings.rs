@@ -29,8 +29,6 @@ const XAI_BASE_URL: &str = "XAI_BASE_URL";
 const XAI_API_KEY: &str = "XAI_API_KEY";
 /// `RUMMY_CONTEXT_SIZE`: context length for OpenRouter models with none stored.
 const RUMMY_CONTEXT_SIZE: &str = "RUMMY_CONTEXT_SIZE";
-/// `RUMMY_TEMPERATURE`: temperature for requests that give none.
-const RUMMY_TEMPERATURE: &str = "RUMMY_TEMPERATURE";
 /// `RUMMY_FETCH_TIMEOUT`: milliseconds one provider HTTP call may take.
 const RUMMY_FETCH_TIMEOUT: &str = "RUMMY_FETCH_TIMEOUT";
 
@@ -99,8 +97,6 @@ pub struct ProviderSettings {
     pub xai_api_key: Option<String>,
     /// `RUMMY_CONTEXT_SIZE`.
     pub openrouter_context_size: Option<u32>,
-    /// `RUMMY_TEMPERATURE`.
-    pub default_temperature: Option<f64>,
     /// `RUMMY_FETCH_TIMEOUT`: the limit on one HTTP call (not on all retries together).
     pub fetch_timeout: Duration,
     /// Retries of transient failures.
@@ -122,7 +118,6 @@ impl Default for ProviderSettings {
             xai_base_url: None,
             xai_api_key: None,
             openrouter_context_size: None,
-            default_temperature: None,
             fetch_timeout: DEFAULT_FETCH_TIMEOUT,
             retry: RetryPolicy::default(),
             concurrency: ConcurrencyLimits::default(),
@@ -149,9 +144,6 @@ impl ProviderSettings {
             openrouter_context_size: read(RUMMY_CONTEXT_SIZE)
                 .and_then(|value| value.trim().parse().ok())
                 .filter(|size| *size > 0),
-            default_temperature: read(RUMMY_TEMPERATURE)
-                .and_then(|value| value.trim().parse().ok())
-                .filter(|temperature: &f64| temperature.is_finite()),
             fetch_timeout: read(RUMMY_FETCH_TIMEOUT)
                 .and_then(|value| value.trim().parse().ok())
                 .filter(|millis| *millis > 0)
@@ -185,7 +177,6 @@ impl fmt::Debug for ProviderSettings {
             .field("xai_base_url", &self.xai_base_url)
             .field("xai_api_key", &redacted(&self.xai_api_key))
             .field("openrouter_context_size", &self.openrouter_context_size)
-            .field("default_temperature", &self.default_temperature)
             .field("fetch_timeout", &self.fetch_timeout)
             .field("retry", &self.retry)
             .field("concurrency", &self.concurrency)
@@ -219,7 +210,6 @@ mod tests {
             (XAI_BASE_URL, "https://api.x.ai/v1/responses"),
             (XAI_API_KEY, "xai-key"),
             (RUMMY_CONTEXT_SIZE, "65536"),
-            (RUMMY_TEMPERATURE, "0.5"),
             (RUMMY_FETCH_TIMEOUT, "1500"),
         ]);
         assert_eq!(read.openai_base_url.as_deref(), Some("http://gpu:8080/v1"));
@@ -238,7 +228,6 @@ mod tests {
         );
         assert_eq!(read.xai_api_key.as_deref(), Some("xai-key"));
         assert_eq!(read.openrouter_context_size, Some(65536));
-        assert_eq!(read.default_temperature, Some(0.5));
         assert_eq!(read.fetch_timeout, Duration::from_millis(1500));
     }
 
@@ -248,14 +237,12 @@ mod tests {
             (OPENAI_API_BASE, "http://old-name"),
             (OPENROUTER_API_KEY, "  "),
             (RUMMY_FETCH_TIMEOUT, "soon"),
-            (RUMMY_TEMPERATURE, "NaN"),
             (RUMMY_CONTEXT_SIZE, "0"),
         ]);
         assert_eq!(read.openai_base_url.as_deref(), Some("http://old-name"));
         assert_eq!(read.openrouter_api_key, None);
         assert_eq!(read.openrouter_base_url, DEFAULT_OPENROUTER_BASE_URL);
         assert_eq!(read.fetch_timeout, DEFAULT_FETCH_TIMEOUT);
-        assert_eq!(read.default_temperature, None);
         assert_eq!(read.openrouter_context_size, None);
     }
 

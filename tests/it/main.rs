@@ -17,4 +17,5 @@ mod methods;
 mod persistence;
 mod readonly;
 mod runs;
+mod temperature;
 mod transport;
