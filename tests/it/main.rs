@@ -15,6 +15,7 @@ mod concurrency;
 mod loops;
 mod methods;
 mod persistence;
+mod progress;
 mod readonly;
 mod runs;
 mod temperature;
