@@ -1,6 +1,7 @@
 //! Builds the actors and the HTTP server, and owns the shared [`AppState`].
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,13 +26,16 @@ use crate::metrics::Metrics;
 use crate::plugins::assembly::Assembly;
 use crate::plugins::events::Events;
 use crate::plugins::tool::ToolSettings;
-use crate::plugins::transcript::Transcript;
+use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
 use crate::rpc::dispatch::Reply;
 use crate::rpc::envelope::Request;
 use crate::rpc::methods::ToolCatalogue;
 use crate::ws::registry::ConnectionRegistry;
+
+/// Seconds in a day of `RUMMY_RETENTION_DAYS`.
+const SECONDS_PER_DAY: u64 = 86_400;
 
 /// What every handler and actor shares. Cheap to clone.
 #[derive(Clone)]
@@ -191,16 +195,31 @@ impl AppState {
         Ok(())
     }
 
-    /// Finished runs and RPC log rows older than `RUMMY_RETENTION_DAYS` are removed at start.
+    /// Finished runs, RPC log rows and transcripts older than `RUMMY_RETENTION_DAYS` are
+    /// removed at start.
     async fn purge_expired(&self) -> Result<(), AppError> {
         let days = u32::try_from(self.settings.storage.retention_days).unwrap_or(u32::MAX);
         let purged = self
             .db_call(move |conn| queries::retention::purge_older_than(conn, days))
             .await?;
-        if purged.runs + purged.rpc_log > 0 {
+        let transcripts = match days {
+            0 => 0,
+            _ => {
+                let folder = transcripts_folder(&self.settings);
+                let age = Duration::from_secs(u64::from(days) * SECONDS_PER_DAY);
+                blocking(move || {
+                    transcript::purge_older_than(&folder, age).map_err(|error| {
+                        AppError::Internal(format!("cannot purge transcripts: {error}"))
+                    })
+                })
+                .await?
+            }
+        };
+        if purged.runs + purged.rpc_log + transcripts > 0 {
             tracing::info!(
                 runs = purged.runs,
                 rpc_log = purged.rpc_log,
+                transcripts,
                 days,
                 "purged old data"
             );
@@ -295,13 +314,16 @@ impl AppState {
     }
 }
 
-/// The bundled observers: the transcript of the latest loop in `$RUMMY_HOME/last_run.txt`.
+/// The bundled observers: each run's transcript under `$RUMMY_HOME/transcripts`.
 fn bundled_events(settings: &Settings) -> Events {
     let mut events = Events::default();
-    events.register(Box::new(Transcript::new(
-        settings.storage.home.join("last_run.txt"),
-    )));
+    events.register(Box::new(Transcript::new(transcripts_folder(settings))));
     events
+}
+
+/// `$RUMMY_HOME/transcripts`: one folder per project, one file per run.
+fn transcripts_folder(settings: &Settings) -> PathBuf {
+    settings.storage.home.join("transcripts")
 }
 
 /// What the LLM layer needs of the settings.

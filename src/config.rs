@@ -164,7 +164,7 @@ pub struct StorageSettings {
     pub db_path: PathBuf,
     /// SQLite mmap size in MiB.
     pub mmap_mb: u64,
-    /// Days a finished run is kept (0 = forever).
+    /// Days a finished run, its RPC log rows and transcripts are kept (0 = forever).
     pub retention_days: u64,
 }
 

@@ -19,4 +19,5 @@ mod progress;
 mod readonly;
 mod runs;
 mod temperature;
+mod transcripts;
 mod transport;
