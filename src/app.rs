@@ -18,7 +18,7 @@ use crate::config::Settings;
 use crate::db::actor::{CheckReady, LogRpc};
 use crate::db::ids::ProjectId;
 use crate::db::models::{ModelInsertForm, RpcLogInsertForm};
-use crate::db::{self, queries, DbActor, DbError, Transact};
+use crate::db::{self, queries, ConnectionSetup, DbActor, DbError, Transact};
 use crate::error::AppError;
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmProviders, ProviderSettings, RetryPolicy};
@@ -58,7 +58,7 @@ pub struct AppState {
     pub plugins: Arc<Plugins>,
     /// The assembly plugins (the tags of the packet).
     pub assembly: Arc<Assembly>,
-    /// Token accounting per run: calibration and cumulative usage.
+    /// The calibration of packet estimates, per run with work under way.
     pub budget: Addr<BudgetActor>,
     /// One actor per project root: file scans.
     pub projects: ProjectRegistry,
@@ -93,7 +93,8 @@ pub fn migrate(settings: &Settings) -> Result<(), DbError> {
         std::fs::create_dir_all(parent)
             .map_err(|error| DbError::Internal(format!("{}: {error}", parent.display())))?;
     }
-    let mut connection = db::open_connection(&settings.storage.db_path, settings.tokens.divisor)?;
+    let mut connection =
+        db::open_connection(&settings.storage.db_path, connection_setup(settings))?;
     db::run_migrations(&mut connection)
 }
 
@@ -101,7 +102,7 @@ pub fn migrate(settings: &Settings) -> Result<(), DbError> {
 pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
     std::fs::create_dir_all(settings.storage.home.join("skills"))?;
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
-    let db = db::start_db(&settings.storage.db_path, settings.tokens.divisor)?;
+    let db = db::start_db(&settings.storage.db_path, connection_setup(&settings))?;
     let state = AppState {
         settings: Arc::new(settings.clone()),
         db,
@@ -324,6 +325,14 @@ fn bundled_events(settings: &Settings) -> Events {
 /// `$RUMMY_HOME/transcripts`: one folder per project, one file per run.
 fn transcripts_folder(settings: &Settings) -> PathBuf {
     settings.storage.home.join("transcripts")
+}
+
+/// What every database connection is set up with.
+fn connection_setup(settings: &Settings) -> ConnectionSetup {
+    ConnectionSetup {
+        token_divisor: settings.tokens.divisor,
+        mmap_bytes: settings.storage.mmap_mb.saturating_mul(1024 * 1024),
+    }
 }
 
 /// What the LLM layer needs of the settings.
