@@ -15,7 +15,7 @@ use rummy::db::ids::RunId;
 use rummy::db::models::run::RunCreate;
 use rummy::db::models::ProjectInsertForm;
 use rummy::db::queries::{projects, runs};
-use rummy::db::{open_connection, run_migrations};
+use rummy::db::{open_connection, run_migrations, ConnectionSetup};
 use rummy::plugins::assembly::{Assembly, AssemblyInput, BudgetFigures, ToolDocs};
 use rummy::plugins::policy::ToolPolicy;
 use rummy::plugins::view::EntryView;
@@ -59,7 +59,14 @@ impl ToolDocs for Tools {
 
 /// A database with one run holding `entries` entries, `VISIBLE` of them not archived.
 fn store(dir: &tempfile::TempDir, entries: i64) -> Option<(SqliteConnection, RunId)> {
-    let mut conn = open_connection(&dir.path().join("bench.db"), TOKENS_PER_CHARACTER).ok()?;
+    let mut conn = open_connection(
+        &dir.path().join("bench.db"),
+        ConnectionSetup {
+            token_divisor: TOKENS_PER_CHARACTER,
+            ..ConnectionSetup::default()
+        },
+    )
+    .ok()?;
     run_migrations(&mut conn).ok()?;
     let project = projects::upsert_project(
         &mut conn,

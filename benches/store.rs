@@ -17,7 +17,7 @@ use rummy::db::models::entry::{EntryUpsert, Selector};
 use rummy::db::models::run::RunCreate;
 use rummy::db::models::ProjectInsertForm;
 use rummy::db::queries::{entries, projects, runs};
-use rummy::db::{open_connection, run_migrations};
+use rummy::db::{open_connection, run_migrations, ConnectionSetup};
 
 const ENTRIES: i64 = 10_000;
 const TOKENS_PER_CHARACTER: u32 = 4;
@@ -25,7 +25,14 @@ const TOKENS_PER_CHARACTER: u32 = 4;
 /// One run holding `ENTRIES` entries: a quarter each of `known://`, files, tool results
 /// and unknowns; one `known://` entry in a hundred mentions "deploy" in its body.
 fn store(dir: &tempfile::TempDir) -> Option<(SqliteConnection, RunId)> {
-    let mut conn = open_connection(&dir.path().join("store.db"), TOKENS_PER_CHARACTER).ok()?;
+    let mut conn = open_connection(
+        &dir.path().join("store.db"),
+        ConnectionSetup {
+            token_divisor: TOKENS_PER_CHARACTER,
+            ..ConnectionSetup::default()
+        },
+    )
+    .ok()?;
     run_migrations(&mut conn).ok()?;
     let project = projects::upsert_project(
         &mut conn,

@@ -1,6 +1,7 @@
 //! Builds the actors and the HTTP server, and owns the shared [`AppState`].
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use crate::config::Settings;
 use crate::db::actor::{CheckReady, LogRpc};
 use crate::db::ids::ProjectId;
 use crate::db::models::{ModelInsertForm, RpcLogInsertForm};
-use crate::db::{self, queries, DbActor, DbError, Transact};
+use crate::db::{self, queries, ConnectionSetup, DbActor, DbError, Transact};
 use crate::error::AppError;
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmProviders, ProviderSettings, RetryPolicy};
@@ -25,13 +26,16 @@ use crate::metrics::Metrics;
 use crate::plugins::assembly::Assembly;
 use crate::plugins::events::Events;
 use crate::plugins::tool::ToolSettings;
-use crate::plugins::transcript::Transcript;
+use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
 use crate::rpc::dispatch::Reply;
 use crate::rpc::envelope::Request;
 use crate::rpc::methods::ToolCatalogue;
 use crate::ws::registry::ConnectionRegistry;
+
+/// Seconds in a day of `RUMMY_RETENTION_DAYS`.
+const SECONDS_PER_DAY: u64 = 86_400;
 
 /// What every handler and actor shares. Cheap to clone.
 #[derive(Clone)]
@@ -54,7 +58,7 @@ pub struct AppState {
     pub plugins: Arc<Plugins>,
     /// The assembly plugins (the tags of the packet).
     pub assembly: Arc<Assembly>,
-    /// Token accounting per run: calibration and cumulative usage.
+    /// The calibration of packet estimates, per run with work under way.
     pub budget: Addr<BudgetActor>,
     /// One actor per project root: file scans.
     pub projects: ProjectRegistry,
@@ -89,7 +93,8 @@ pub fn migrate(settings: &Settings) -> Result<(), DbError> {
         std::fs::create_dir_all(parent)
             .map_err(|error| DbError::Internal(format!("{}: {error}", parent.display())))?;
     }
-    let mut connection = db::open_connection(&settings.storage.db_path, settings.tokens.divisor)?;
+    let mut connection =
+        db::open_connection(&settings.storage.db_path, connection_setup(settings))?;
     db::run_migrations(&mut connection)
 }
 
@@ -97,7 +102,7 @@ pub fn migrate(settings: &Settings) -> Result<(), DbError> {
 pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
     std::fs::create_dir_all(settings.storage.home.join("skills"))?;
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
-    let db = db::start_db(&settings.storage.db_path, settings.tokens.divisor)?;
+    let db = db::start_db(&settings.storage.db_path, connection_setup(&settings))?;
     let state = AppState {
         settings: Arc::new(settings.clone()),
         db,
@@ -195,16 +200,31 @@ impl AppState {
         Ok(())
     }
 
-    /// Finished runs and RPC log rows older than `RUMMY_RETENTION_DAYS` are removed at start.
+    /// Finished runs, RPC log rows and transcripts older than `RUMMY_RETENTION_DAYS` are
+    /// removed at start.
     async fn purge_expired(&self) -> Result<(), AppError> {
         let days = u32::try_from(self.settings.storage.retention_days).unwrap_or(u32::MAX);
         let purged = self
             .db_call(move |conn| queries::retention::purge_older_than(conn, days))
             .await?;
-        if purged.runs + purged.rpc_log > 0 {
+        let transcripts = match days {
+            0 => 0,
+            _ => {
+                let folder = transcripts_folder(&self.settings);
+                let age = Duration::from_secs(u64::from(days) * SECONDS_PER_DAY);
+                blocking(move || {
+                    transcript::purge_older_than(&folder, age).map_err(|error| {
+                        AppError::Internal(format!("cannot purge transcripts: {error}"))
+                    })
+                })
+                .await?
+            }
+        };
+        if purged.runs + purged.rpc_log + transcripts > 0 {
             tracing::info!(
                 runs = purged.runs,
                 rpc_log = purged.rpc_log,
+                transcripts,
                 days,
                 "purged old data"
             );
@@ -299,13 +319,24 @@ impl AppState {
     }
 }
 
-/// The bundled observers: the transcript of the latest loop in `$RUMMY_HOME/last_run.txt`.
+/// The bundled observers: each run's transcript under `$RUMMY_HOME/transcripts`.
 fn bundled_events(settings: &Settings) -> Events {
     let mut events = Events::default();
-    events.register(Box::new(Transcript::new(
-        settings.storage.home.join("last_run.txt"),
-    )));
+    events.register(Box::new(Transcript::new(transcripts_folder(settings))));
     events
+}
+
+/// `$RUMMY_HOME/transcripts`: one folder per project, one file per run.
+fn transcripts_folder(settings: &Settings) -> PathBuf {
+    settings.storage.home.join("transcripts")
+}
+
+/// What every database connection is set up with.
+fn connection_setup(settings: &Settings) -> ConnectionSetup {
+    ConnectionSetup {
+        token_divisor: settings.tokens.divisor,
+        mmap_bytes: settings.storage.mmap_mb.saturating_mul(1024 * 1024),
+    }
 }
 
 /// What the LLM layer needs of the settings.
@@ -326,7 +357,6 @@ fn provider_settings(settings: &Settings) -> ProviderSettings {
         openrouter_context_size: u32::try_from(providers.context_size)
             .ok()
             .filter(|size| *size > 0),
-        default_temperature: settings.agent.temperature,
         fetch_timeout: Duration::from_millis(providers.fetch_timeout_ms.max(1)),
         retry: RetryPolicy {
             max_attempts: providers.attempts.max(1),

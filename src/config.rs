@@ -162,9 +162,9 @@ pub struct StorageSettings {
     pub home: PathBuf,
     /// The SQLite file, absolute after [`Settings::load`].
     pub db_path: PathBuf,
-    /// SQLite mmap size in MiB.
+    /// MiB of the database SQLite reads through a memory map (`PRAGMA mmap_size`).
     pub mmap_mb: u64,
-    /// Days a finished run is kept (0 = forever).
+    /// Days a finished run, its RPC log rows and transcripts are kept (0 = forever).
     pub retention_days: u64,
 }
 

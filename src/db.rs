@@ -23,5 +23,5 @@ mod testing;
 
 pub use actor::transact::Transact;
 pub use actor::{start_db, DbActor};
-pub use connection::{open_connection, run_migrations, DEFAULT_TOKEN_DIVISOR};
+pub use connection::{open_connection, run_migrations, ConnectionSetup, DEFAULT_TOKEN_DIVISOR};
 pub use error::DbError;

@@ -10,6 +10,7 @@ pub mod assembly;
 pub mod dispatch;
 pub mod events;
 pub mod policy;
+pub mod readonly;
 pub mod registry;
 pub mod resolve;
 pub mod tool;

@@ -17,7 +17,7 @@ pub struct LoopConfig {
     pub no_web: bool,
     /// No `ask_user`, `env` or `sh`.
     pub no_proposals: bool,
-    /// Temperature requested for this loop.
+    /// Temperature the loop's request gave (see [`LoopConfig::effective_temperature`]).
     pub temperature: Option<f64>,
     /// This loop is the retry of a loop that overflowed; it will not panic again.
     pub panic_attempted: bool,
@@ -32,6 +32,12 @@ impl LoopConfig {
     /// The JSON stored in `loops.config`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// The temperature this loop's requests are sent with: the one its request gave, else
+    /// the run's stored one, else `RUMMY_TEMPERATURE`; `None` leaves it to the provider.
+    pub fn effective_temperature(&self, run: Option<f64>, setting: Option<f64>) -> Option<f64> {
+        self.temperature.or(run).or(setting)
     }
 
     /// The tool policy of a loop in `mode` with these flags.

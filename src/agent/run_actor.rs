@@ -1,5 +1,6 @@
 //! `RunActor`: one per active run; it drains the run's queue (the `loops` table) one loop at
-//! a time, so two connections never execute one run at once.
+//! a time, so two connections never execute one run at once. When it leaves, idle, the
+//! run's budget calibration is dropped with it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,7 @@ use crate::agent::outcome::LoopOutcome;
 use crate::agent::registry::CurrentLoop;
 use crate::agent::run_loop::execute_loop;
 use crate::app::AppState;
+use crate::budget::ForgetRun;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::queries::loops;
@@ -139,6 +141,7 @@ impl Handler<DrainEnded> for RunActor {
             return;
         }
         if self.waiters.is_empty() && self.app.runs.leave_if_idle(self.run, self.handled) {
+            self.app.budget.do_send(ForgetRun { run: self.run });
             ctx.stop();
         }
     }

@@ -19,7 +19,7 @@ use crate::db::models::entry::EntryUpsert;
 use crate::db::models::entry::Selector;
 use crate::db::models::run::{LoopRow, RunRow};
 use crate::db::queries::loops;
-use crate::db::queries::{demotions, entries, models, runs};
+use crate::db::queries::{demotions, entries, models, projects, runs};
 use crate::db::DbError;
 use crate::error::AppError;
 use crate::llm::CancellationToken as LlmCancel;
@@ -116,10 +116,13 @@ async fn run_turns(
     let run_id = lp.run_id;
     let loop_id = lp.id;
     let new_prompt = !lp.prompt.is_empty();
-    let run = app
+    let (run, project_name) = app
         .db_call(move |conn| {
             let run = runs::get_run(conn, run_id)?
                 .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
+            let project_name = projects::get_project(conn, run.project_id)?
+                .map(|project| project.name)
+                .unwrap_or_default();
             if run.status != RunStatus::Running {
                 runs::set_run_status(conn, run_id, RunStatus::Running)?;
             }
@@ -127,11 +130,14 @@ async fn run_turns(
                 demotions::demote_previous_loop_logging(conn, run_id, loop_id)?;
             }
             demotions::restore_summarized_prompts(conn, run_id)?;
-            Ok(run)
+            Ok((run, project_name))
         })
         .await?;
     app.events.emit(Event::LoopStarted {
         run: run_id,
+        alias: &run.alias,
+        project: run.project_id,
+        project_name: &project_name,
         loop_id,
         mode: lp.mode,
         prompt: &lp.prompt,
@@ -156,6 +162,7 @@ async fn run_turns(
     };
     let mut progress = ProgressTracker::new(limits);
     let mut repetition = RepetitionTracker::new(limits);
+    let temperature = config.effective_temperature(run.temperature, agent.temperature);
     let window = ContextWindow::new(u64::try_from(context_size).unwrap_or(0));
     let mut panic = PanicTracker::from_loop(lp, window)
         .map(|tracker| PanicState::new(tracker, lp.prompt.clone()));
@@ -172,6 +179,7 @@ async fn run_turns(
             model_alias: &model_alias,
             model_actual: &actual,
             context_size,
+            temperature,
             project_root: &project_root,
             panic: panic.as_mut(),
         };

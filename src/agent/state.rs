@@ -103,7 +103,6 @@ pub async fn publish_turn_state(
         })
         .collect();
     let status = if unresolved.is_empty() { 102 } else { 202 };
-    let temperature = input.config.temperature.or(app.settings.agent.temperature);
     let state = json!({
         "run": alias,
         "turn": turn,
@@ -115,7 +114,7 @@ pub async fn publish_turn_state(
         "telemetry": {
             "modelAlias": input.model_alias,
             "model": if response.model.is_empty() { input.model_alias } else { response.model.as_str() },
-            "temperature": temperature,
+            "temperature": input.temperature,
             "context_size": input.context_size,
             "context_tokens": context_tokens,
             "prompt_tokens": usage.prompt_tokens,

@@ -13,11 +13,9 @@ use crate::agent::run_loop::LoopError;
 use crate::agent::state;
 use crate::app::AppState;
 use crate::budget::{
-    check_ceiling, BudgetGuard, Calibrated, CalibratedMeasure, CalibratedTokens, Calibration,
-    CeilingVerdict, ContextWindow, EstimatedTokens, Overflow, PanicFailure, PanicGate, PanicStep,
-    PanicTracker, RecordUsage,
+    check_ceiling, BudgetGuard, CalibratedMeasure, CalibratedTokens, Calibration, CeilingVerdict,
+    ContextWindow, Overflow, PanicFailure, PanicGate, PanicStep, PanicTracker, RecordUsage,
 };
-use crate::context::materialize::{materialize, TurnTarget};
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
 use crate::db::ids::RunId;
@@ -28,12 +26,14 @@ use crate::db::queries::{entries, runs, turns};
 use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
 use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
 use crate::parser::Command;
-use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
 use crate::plugins::dispatch::{dispatch_gated, TurnInput as DispatchInput, WriteGate};
 use crate::plugins::events::Event;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
 use crate::rpc::notifications::{Notification, ProgressStatus, RunProgress};
+use prepare::{estimate_of, prepare_packet, PromptWrite};
+
+mod prepare;
 
 /// What a turn needs to know about its loop.
 pub struct TurnInput<'a> {
@@ -51,6 +51,8 @@ pub struct TurnInput<'a> {
     pub model_actual: &'a str,
     /// Effective context size in tokens.
     pub context_size: i64,
+    /// The temperature requests are sent with (`None`: the provider's default).
+    pub temperature: Option<f64>,
     /// The project's root on this machine.
     pub project_root: &'a std::path::Path,
     /// The state of a panic loop (`None` in other loops).
@@ -172,16 +174,8 @@ async fn execute_numbered_turn(
         .policy(lp.mode, app.settings.search_available());
     let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
     let first_prompt = prompt.clone().map(PromptWrite::New);
-    let mut packet = prepare_packet(app, &input, turn, first_prompt, policy).await?;
+    let (mut packet, measure) = prepare_packet(app, &input, turn, first_prompt, policy).await?;
     let mut estimate = estimate_of(&packet);
-    let measure = app
-        .budget
-        .send(Calibrated {
-            run: run_id,
-            estimate,
-        })
-        .await
-        .map_err(|error| LoopError::App(crate::app::mailbox(error)))?;
     let window = ContextWindow::new(u64::try_from(input.context_size).unwrap_or(0));
     let iteration = input.iteration;
     let tokens = TokenMath::new(app.settings.tokens.divisor);
@@ -201,7 +195,7 @@ async fn execute_numbered_turn(
                 PanicStep::Continue { continuation, .. } if iteration > 1 => {
                     panic.prompt = continuation.clone();
                     let rewrite = Some(PromptWrite::Replace(continuation));
-                    packet = prepare_packet(app, &input, turn, rewrite, policy).await?;
+                    packet = prepare_packet(app, &input, turn, rewrite, policy).await?.0;
                     estimate = estimate_of(&packet);
                 }
                 PanicStep::Continue { .. } => {}
@@ -235,7 +229,7 @@ async fn execute_numbered_turn(
             ChatMessage::user(packet.user.clone()),
         ],
         model: input.model_actual.to_string(),
-        temperature: input.config.temperature.or(app.settings.agent.temperature),
+        temperature: input.temperature,
         max_tokens: Some(app.settings.agent.max_completion_tokens).filter(|limit| *limit > 0),
     };
     let preparation_ms = started.elapsed().as_millis() as u64;
@@ -303,10 +297,6 @@ async fn execute_numbered_turn(
         "turn done"
     );
     Ok(TurnEnd::Completed(report))
-}
-
-fn estimate_of(packet: &Packet) -> EstimatedTokens {
-    EstimatedTokens::new(u64::try_from(packet.assembled_tokens).unwrap_or(0))
 }
 
 /// Records and runs the response's commands on the DB thread; heals the status when the
@@ -410,81 +400,6 @@ fn tool_call(command: &Command) -> ToolCall {
             .map(str::to_string),
         attributes: fields,
     }
-}
-
-/// A prompt the turn writes before assembling.
-enum PromptWrite {
-    /// The loop's prompt, written at `prompt://<turn>` (the loop's first turn).
-    New(String),
-    /// New text for the loop's existing prompt entry (a panic loop's continuation).
-    Replace(String),
-}
-
-/// Writes the loop's prompt, materializes the visible entries into `turn_context` and
-/// assembles the two messages.
-async fn prepare_packet(
-    app: &AppState,
-    input: &TurnInput<'_>,
-    turn: i32,
-    prompt: Option<PromptWrite>,
-    policy: ToolPolicy,
-) -> Result<Packet, LoopError> {
-    let plugins = Arc::clone(&app.plugins);
-    let tokens = TokenMath::new(app.settings.tokens.divisor);
-    let run_id = input.run_id;
-    let loop_id = input.loop_row.id;
-    let mode = input.loop_row.mode;
-    // What `<progress>` reports as used: the provider's count of the last call, or before
-    // any call this run the entries' own tokens (never a stale or missing figure).
-    let (rows, persona, used_tokens) = app
-        .db_call(move |conn| {
-            let write = match prompt {
-                Some(PromptWrite::New(body)) => Some((format!("prompt://{turn}"), body)),
-                Some(PromptWrite::Replace(body)) => {
-                    entries::loop_prompt_path(conn, run_id, loop_id)?.map(|path| (path, body))
-                }
-                None => None,
-            };
-            if let Some((path, body)) = write {
-                entries::upsert_entry(
-                    conn,
-                    &EntryUpsert {
-                        fidelity: Some(Fidelity::Full),
-                        attributes: Some(json!({"mode": mode.as_str()})),
-                        ..EntryUpsert::new(run_id, Some(loop_id), turn, path, body)
-                    },
-                )?;
-            }
-            let persona = runs::get_run(conn, run_id)?.and_then(|run| run.persona);
-            let last_actual = turns::last_context_tokens(conn, run_id)?;
-            let target = TurnTarget {
-                run_id,
-                loop_id: Some(loop_id),
-                turn,
-            };
-            let rows = materialize(conn, target, plugins.as_ref(), tokens)?;
-            let used_tokens = if last_actual > 0 {
-                last_actual
-            } else {
-                rows.iter().map(|row| row.tokens).sum()
-            };
-            Ok((rows, persona, used_tokens))
-        })
-        .await?;
-    Ok(app.assembly.assemble(
-        AssemblyInput {
-            rows: &rows,
-            turn,
-            policy,
-            tools: app.plugins.as_ref(),
-            persona: persona.as_deref(),
-            budget: Some(BudgetFigures {
-                context_size: input.context_size,
-                used_tokens,
-            }),
-        },
-        tokens,
-    ))
 }
 
 /// Writes what the model saw and said (`system://N`, `user://N`, `assistant://N`,

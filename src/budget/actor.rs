@@ -1,8 +1,9 @@
-//! The Budget actor: per-run token accounting (calibration and cumulative usage).
+//! The Budget actor: per-run calibration of packet estimates against the provider's counts.
 //!
-//! Cheap and in memory only: it never touches the database (the turns table remains the
-//! durable record of usage). A run's state starts empty (identity calibration, zero totals)
-//! the first time it is mentioned; [`ForgetRun`] drops it when the run is done.
+//! Cheap and in memory only: it never touches the database (the turns table is the durable
+//! record of usage, and what `getRun` and `run/state` report). A run's calibration starts at
+//! identity the first time the run is mentioned; its run actor sends [`ForgetRun`] when it
+//! stops (the run has no work left), so the map holds only runs with work under way.
 
 use std::collections::HashMap;
 
@@ -13,41 +14,6 @@ use crate::llm::Usage;
 
 use super::calibration::{CalibratedMeasure, Calibration};
 use super::tokens::{ActualTokens, EstimatedTokens};
-
-/// Usage summed over the turns of a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct UsageTotals {
-    /// Prompt tokens billed (cumulative: not a context size).
-    pub prompt_tokens: u64,
-    /// Prompt tokens served from cache.
-    pub cached_tokens: u64,
-    /// Tokens generated.
-    pub completion_tokens: u64,
-    /// Generated tokens spent on reasoning.
-    pub reasoning_tokens: u64,
-    /// Prompt plus completion.
-    pub total_tokens: u64,
-    /// Cost in US dollars.
-    pub cost: f64,
-    /// Turns recorded.
-    pub turns: u64,
-}
-
-impl UsageTotals {
-    fn add(&mut self, usage: &Usage) {
-        self.prompt_tokens = self.prompt_tokens.saturating_add(usage.prompt_tokens);
-        self.cached_tokens = self.cached_tokens.saturating_add(usage.cached_tokens);
-        self.completion_tokens = self
-            .completion_tokens
-            .saturating_add(usage.completion_tokens);
-        self.reasoning_tokens = self.reasoning_tokens.saturating_add(usage.reasoning_tokens);
-        self.total_tokens = self.total_tokens.saturating_add(usage.total_tokens);
-        if usage.cost.is_finite() && usage.cost > 0.0 {
-            self.cost += usage.cost;
-        }
-        self.turns = self.turns.saturating_add(1);
-    }
-}
 
 /// A turn's usage: the estimate of the packet it sent and what the provider reported.
 #[derive(Debug, Clone, Copy, Message)]
@@ -71,15 +37,7 @@ pub struct Calibrated {
     pub estimate: EstimatedTokens,
 }
 
-/// The run's cumulative usage.
-#[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "UsageTotals")]
-pub struct Totals {
-    /// The run.
-    pub run: RunId,
-}
-
-/// Drop a run's accounting.
+/// Drop a run's calibration (its next turn starts from identity).
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
 pub struct ForgetRun {
@@ -87,16 +45,10 @@ pub struct ForgetRun {
     pub run: RunId,
 }
 
-#[derive(Debug, Default)]
-struct RunAccount {
-    calibration: Calibration,
-    totals: UsageTotals,
-}
-
-/// Owns token accounting for every run.
+/// Owns the calibration of every run with work under way.
 #[derive(Debug, Default)]
 pub struct BudgetActor {
-    runs: HashMap<RunId, RunAccount>,
+    runs: HashMap<RunId, Calibration>,
 }
 
 impl Actor for BudgetActor {
@@ -106,38 +58,21 @@ impl Actor for BudgetActor {
 impl Handler<RecordUsage> for BudgetActor {
     type Result = MessageResult<RecordUsage>;
     fn handle(&mut self, message: RecordUsage, _: &mut Context<Self>) -> Self::Result {
-        let account = self.runs.entry(message.run).or_default();
+        let calibration = self.runs.entry(message.run).or_default();
         let actual = Some(ActualTokens::new(message.usage.prompt_tokens));
-        account.calibration.observe(message.estimate, actual);
-        account.totals.add(&message.usage);
-        MessageResult(account.calibration)
+        calibration.observe(message.estimate, actual);
+        MessageResult(*calibration)
     }
 }
 
 impl Handler<Calibrated> for BudgetActor {
     type Result = MessageResult<Calibrated>;
     fn handle(&mut self, message: Calibrated, _: &mut Context<Self>) -> Self::Result {
-        let calibration = self
-            .runs
-            .get(&message.run)
-            .map(|account| account.calibration)
-            .unwrap_or_default();
+        let calibration = self.runs.get(&message.run).copied().unwrap_or_default();
         MessageResult(CalibratedMeasure {
             calibrated: calibration.apply(message.estimate),
             calibration,
         })
-    }
-}
-
-impl Handler<Totals> for BudgetActor {
-    type Result = MessageResult<Totals>;
-    fn handle(&mut self, message: Totals, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(
-            self.runs
-                .get(&message.run)
-                .map(|account| account.totals)
-                .unwrap_or_default(),
-        )
     }
 }
 
@@ -152,15 +87,25 @@ impl Handler<ForgetRun> for BudgetActor {
 mod tests {
     use super::*;
 
-    fn usage(prompt_tokens: u64, completion_tokens: u64, cost: f64) -> Usage {
+    fn usage(prompt_tokens: u64) -> Usage {
         Usage {
             prompt_tokens,
-            cached_tokens: prompt_tokens / 2,
-            completion_tokens,
-            reasoning_tokens: completion_tokens / 4,
-            total_tokens: prompt_tokens + completion_tokens,
-            cost,
+            completion_tokens: 10,
+            total_tokens: prompt_tokens + 10,
+            ..Usage::default()
         }
+    }
+
+    async fn calibrated(budget: &Addr<BudgetActor>, run: RunId, estimate: u64) -> u64 {
+        budget
+            .send(Calibrated {
+                run,
+                estimate: EstimatedTokens::new(estimate),
+            })
+            .await
+            .unwrap()
+            .calibrated
+            .get()
     }
 
     #[actix::test]
@@ -180,7 +125,7 @@ mod tests {
             .send(RecordUsage {
                 run,
                 estimate: EstimatedTokens::new(1000),
-                usage: usage(1500, 10, 0.0),
+                usage: usage(1500),
             })
             .await
             .unwrap();
@@ -211,7 +156,7 @@ mod tests {
             .send(RecordUsage {
                 run,
                 estimate: EstimatedTokens::new(100),
-                usage: usage(200, 0, 0.0),
+                usage: usage(200),
             })
             .await
             .unwrap();
@@ -235,42 +180,29 @@ mod tests {
             1800,
             "fresh estimate, last known ratio"
         );
-        let totals = budget.send(Totals { run }).await.unwrap();
-        assert_eq!(totals.turns, 2);
-        assert_eq!(totals.prompt_tokens, 200);
     }
 
     #[actix::test]
-    async fn totals_accumulate_every_counter_and_forget_clears_them() {
+    async fn a_forgotten_run_starts_again_from_identity() {
         let budget = BudgetActor::default().start();
-        let run = RunId(9);
-        for (prompt, completion, cost) in [(1000, 100, 0.25), (2000, 40, 0.5), (10, 8, f64::NAN)] {
+        let (run, other) = (RunId(9), RunId(10));
+        for each in [run, other] {
             budget
                 .send(RecordUsage {
-                    run,
-                    estimate: EstimatedTokens::new(prompt),
-                    usage: usage(prompt, completion, cost),
+                    run: each,
+                    estimate: EstimatedTokens::new(1000),
+                    usage: usage(2000),
                 })
                 .await
                 .unwrap();
         }
-        let totals = budget.send(Totals { run }).await.unwrap();
-        assert_eq!(
-            totals,
-            UsageTotals {
-                prompt_tokens: 3010,
-                cached_tokens: 1505,
-                completion_tokens: 148,
-                reasoning_tokens: 37,
-                total_tokens: 3158,
-                cost: 0.75,
-                turns: 3,
-            }
-        );
+        assert_eq!(calibrated(&budget, run, 100).await, 200);
         budget.send(ForgetRun { run }).await.unwrap();
+        assert_eq!(calibrated(&budget, run, 100).await, 100, "state is gone");
         assert_eq!(
-            budget.send(Totals { run }).await.unwrap(),
-            UsageTotals::default()
+            calibrated(&budget, other, 100).await,
+            200,
+            "only that run's"
         );
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use actix::{Actor, Addr, SyncArbiter, SyncContext};
 use diesel::SqliteConnection;
 
-use super::connection::{has_pending_migrations, open_connection, run_migrations};
+use super::connection::{has_pending_migrations, open_connection, run_migrations, ConnectionSetup};
 use super::ids::RpcLogId;
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log;
@@ -59,7 +59,7 @@ pub mod transact;
 pub struct DbActor {
     connection: Option<SqliteConnection>,
     path: PathBuf,
-    token_divisor: u32,
+    setup: ConnectionSetup,
 }
 
 impl DbActor {
@@ -67,7 +67,7 @@ impl DbActor {
     fn connection(&mut self) -> Result<&mut SqliteConnection, DbError> {
         let connection = match self.connection.take() {
             Some(connection) => connection,
-            None => open_connection(&self.path, self.token_divisor)?,
+            None => open_connection(&self.path, self.setup)?,
         };
         Ok(self.connection.insert(connection))
     }
@@ -79,13 +79,13 @@ impl Actor for DbActor {
 
 /// Opens the database at `path` (creating it), applies pending migrations and starts the
 /// actor on its own thread. Must be called inside a running actix `System`.
-pub fn start_db(path: &Path, token_divisor: u32) -> Result<Addr<DbActor>, DbError> {
+pub fn start_db(path: &Path, setup: ConnectionSetup) -> Result<Addr<DbActor>, DbError> {
     if actix::System::try_current().is_none() {
         return Err(DbError::Internal(
             "start_db needs a running actix System".to_owned(),
         ));
     }
-    let mut connection = open_connection(path, token_divisor)?;
+    let mut connection = open_connection(path, setup)?;
     run_migrations(&mut connection)?;
     let first_connection = Mutex::new(Some(connection));
     let path = path.to_owned();
@@ -95,7 +95,7 @@ pub fn start_db(path: &Path, token_divisor: u32) -> Result<Addr<DbActor>, DbErro
             .ok()
             .and_then(|mut slot| slot.take()),
         path: path.clone(),
-        token_divisor,
+        setup,
     }))
 }
 
@@ -121,7 +121,7 @@ mod tests {
     #[actix::test]
     async fn units_of_work_run_on_the_actor_thread() {
         let dir = tempfile::tempdir().unwrap();
-        let db = start_db(&dir.path().join("rummy.db"), 4).unwrap();
+        let db = start_db(&dir.path().join("rummy.db"), ConnectionSetup::default()).unwrap();
         assert!(db.send(CheckReady {}).await.unwrap().unwrap());
         let run = db
             .send(Transact::new(|conn| {
@@ -175,7 +175,7 @@ mod tests {
     fn starting_outside_a_system_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
-            start_db(&dir.path().join("rummy.db"), 4),
+            start_db(&dir.path().join("rummy.db"), ConnectionSetup::default()),
             Err(DbError::Internal(_))
         ));
     }

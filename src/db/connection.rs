@@ -1,8 +1,9 @@
 //! Opening connections and applying the embedded migrations.
 //!
 //! Every connection gets the same setup: a 5 s busy timeout (so concurrent writers wait
-//! instead of failing with "database is locked"), WAL journaling, foreign keys, and rummy's
-//! SQL functions, which the schema itself needs (generated columns, triggers, views).
+//! instead of failing with "database is locked"), WAL journaling, foreign keys, the
+//! configured memory map (`RUMMY_MMAP_MB`), and rummy's SQL functions, which the schema
+//! itself needs (generated columns, triggers, views).
 
 use std::path::Path;
 
@@ -22,9 +23,31 @@ pub const BUSY_TIMEOUT_MS: u32 = 5_000;
 /// The token divisor used when none is configured (`RUMMY_TOKEN_DIVISOR`).
 pub const DEFAULT_TOKEN_DIVISOR: u32 = 4;
 
+/// The configurable part of every connection's setup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionSetup {
+    /// Characters per token of `countTokens` (`RUMMY_TOKEN_DIVISOR`); at least 1.
+    pub token_divisor: u32,
+    /// How much of the file SQLite may read through a memory map (`PRAGMA mmap_size`,
+    /// from `RUMMY_MMAP_MB`); 0 reads through the page cache only.
+    pub mmap_bytes: u64,
+}
+
+impl Default for ConnectionSetup {
+    fn default() -> Self {
+        ConnectionSetup {
+            token_divisor: DEFAULT_TOKEN_DIVISOR,
+            mmap_bytes: 0,
+        }
+    }
+}
+
 /// Opens (creating if needed) the SQLite file at `path` with rummy's connection setup.
-/// `token_divisor` must be at least 1.
-pub fn open_connection(path: &Path, token_divisor: u32) -> Result<SqliteConnection, DbError> {
+pub fn open_connection(path: &Path, setup: ConnectionSetup) -> Result<SqliteConnection, DbError> {
+    let ConnectionSetup {
+        token_divisor,
+        mmap_bytes,
+    } = setup;
     if token_divisor == 0 {
         return Err(DbError::Invalid(
             "the token divisor must be at least 1".to_owned(),
@@ -38,7 +61,8 @@ pub fn open_connection(path: &Path, token_divisor: u32) -> Result<SqliteConnecti
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
          PRAGMA journal_mode = WAL;
          PRAGMA synchronous = NORMAL;
-         PRAGMA foreign_keys = ON;"
+         PRAGMA foreign_keys = ON;
+         PRAGMA mmap_size = {mmap_bytes};"
     ))?;
     register_functions(&mut conn, token_divisor)?;
     Ok(conn)
@@ -78,7 +102,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use diesel::sql_types::{Integer, Nullable, Text};
+    use diesel::sql_types::{BigInt, Integer, Nullable, Text};
     use diesel::{sql_query, QueryableByName, RunQueryDsl};
 
     use super::*;
@@ -98,6 +122,20 @@ mod tests {
 
     fn text(conn: &mut SqliteConnection, sql: &str) -> Option<String> {
         sql_query(sql).get_result::<Value>(conn).unwrap().value
+    }
+
+    #[derive(QueryableByName)]
+    struct MmapSize {
+        #[diesel(sql_type = BigInt)]
+        mmap_size: i64,
+    }
+
+    /// `PRAGMA mmap_size` has no table-valued form.
+    fn mmap_size(conn: &mut SqliteConnection) -> i64 {
+        sql_query("PRAGMA mmap_size")
+            .get_result::<MmapSize>(conn)
+            .unwrap()
+            .mmap_size
     }
 
     fn number(conn: &mut SqliteConnection, sql: &str) -> i32 {
@@ -139,6 +177,13 @@ mod tests {
             ),
             5000
         );
+        let mapped = ConnectionSetup {
+            mmap_bytes: 2 * 1024 * 1024,
+            ..ConnectionSetup::default()
+        };
+        let mut mapped = open_connection(&db.path, mapped).unwrap();
+        assert_eq!(mmap_size(&mut mapped), 2 * 1024 * 1024);
+        assert_eq!(mmap_size(&mut db.conn), 0);
     }
 
     #[test]
@@ -181,13 +226,23 @@ mod tests {
     #[test]
     fn token_divisor_is_per_connection() {
         let db = TestDb::new();
-        let mut halves = open_connection(&db.path, 2).unwrap();
+        let halves = ConnectionSetup {
+            token_divisor: 2,
+            ..ConnectionSetup::default()
+        };
+        let mut halves = open_connection(&db.path, halves).unwrap();
         assert_eq!(
             number(&mut halves, "SELECT countTokens('abcdefghi') AS number"),
             5
         );
         assert!(matches!(
-            open_connection(&db.path, 0),
+            open_connection(
+                &db.path,
+                ConnectionSetup {
+                    token_divisor: 0,
+                    ..ConnectionSetup::default()
+                }
+            ),
             Err(DbError::Invalid(_))
         ));
     }
@@ -205,7 +260,7 @@ mod tests {
             dir, conn: first, ..
         } = db;
         drop(first);
-        let mut reopened = open_connection(&path, 4).unwrap();
+        let mut reopened = open_connection(&path, ConnectionSetup::default()).unwrap();
         run_migrations(&mut reopened).unwrap();
         assert_eq!(
             number(

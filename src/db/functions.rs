@@ -119,7 +119,11 @@ mod tests {
 
     fn connection() -> (tempfile::TempDir, SqliteConnection) {
         let dir = tempfile::tempdir().unwrap();
-        let conn = crate::db::open_connection(&dir.path().join("f.db"), 4).unwrap();
+        let conn = crate::db::open_connection(
+            &dir.path().join("f.db"),
+            crate::db::ConnectionSetup::default(),
+        )
+        .unwrap();
         (dir, conn)
     }
 

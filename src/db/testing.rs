@@ -22,14 +22,14 @@ impl TestDb {
     pub fn new() -> TestDb {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rummy.db");
-        let mut conn = open_connection(&path, 4).unwrap();
+        let mut conn = open_connection(&path, crate::db::ConnectionSetup::default()).unwrap();
         run_migrations(&mut conn).unwrap();
         TestDb { dir, path, conn }
     }
 
     /// Another connection to the same file.
     pub fn connect(&self) -> SqliteConnection {
-        open_connection(&self.path, 4).unwrap()
+        open_connection(&self.path, crate::db::ConnectionSetup::default()).unwrap()
     }
 }
 

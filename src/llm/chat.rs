@@ -50,7 +50,7 @@ pub struct ChatRequest {
     /// OpenRouter id). `LlmProviders` routes on it and hands the provider actor the request
     /// with the provider's own model name here.
     pub model: String,
-    /// Sampling temperature; `None` falls back to `RUMMY_TEMPERATURE`, else is left out.
+    /// Sampling temperature; `None` leaves it out (the provider's default).
     pub temperature: Option<f64>,
     /// Cap on generated tokens; `None` leaves it to the provider.
     pub max_tokens: Option<u32>,

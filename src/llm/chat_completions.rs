@@ -9,11 +9,7 @@ use super::route::ProviderKind;
 
 /// The request body. OpenAI-compatible servers and Ollama get `think: true`, OpenRouter
 /// `include_reasoning: true`, so reasoning models return their reasoning separately.
-pub(super) fn request_body(
-    provider: ProviderKind,
-    request: &ChatRequest,
-    temperature: Option<f64>,
-) -> Value {
+pub(super) fn request_body(provider: ProviderKind, request: &ChatRequest) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("messages".into(), json!(request.messages));
@@ -21,7 +17,7 @@ pub(super) fn request_body(
         ProviderKind::OpenRouter => body.insert("include_reasoning".into(), json!(true)),
         _ => body.insert("think".into(), json!(true)),
     };
-    if let Some(temperature) = temperature {
+    if let Some(temperature) = request.temperature {
         body.insert("temperature".into(), json!(temperature));
     }
     if let Some(max_tokens) = request.max_tokens {
@@ -179,14 +175,16 @@ mod tests {
     fn bodies_per_provider() {
         let mut request = ChatRequest::new("qwen3", vec![ChatMessage::user("hi")]);
         request.max_tokens = Some(64);
-        let body = request_body(ProviderKind::Ollama, &request, Some(0.5));
+        request.temperature = Some(0.5);
+        let body = request_body(ProviderKind::Ollama, &request);
         assert_eq!(
             body,
             json!({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}],
                    "think": true, "temperature": 0.5, "max_tokens": 64})
         );
         request.max_tokens = None;
-        let body = request_body(ProviderKind::OpenRouter, &request, None);
+        request.temperature = None;
+        let body = request_body(ProviderKind::OpenRouter, &request);
         assert_eq!(
             body,
             json!({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}],

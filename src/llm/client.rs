@@ -47,11 +47,10 @@ impl ProviderClient {
         request: &ChatRequest,
     ) -> Result<ChatResponse, LlmError> {
         let settings = &self.settings;
-        let temperature = request.temperature.or(settings.default_temperature);
         match provider {
             ProviderKind::OpenAi => {
                 let url = format!("{}/v1/chat/completions", openai_root(settings)?);
-                let body = chat_completions::request_body(provider, request, temperature);
+                let body = chat_completions::request_body(provider, request);
                 let post = self.http.post(url).json(&body);
                 let post = with_bearer(post, settings.openai_api_key.as_deref());
                 let reply = self.send(provider, post, settings.fetch_timeout).await?;
@@ -59,7 +58,7 @@ impl ProviderClient {
             }
             ProviderKind::Ollama => {
                 let url = format!("{}/v1/chat/completions", ollama_root(settings)?);
-                let body = chat_completions::request_body(provider, request, temperature);
+                let body = chat_completions::request_body(provider, request);
                 let post = self.http.post(url).json(&body);
                 let reply = self.send(provider, post, settings.fetch_timeout).await?;
                 chat_completions::parse_response(provider, &request.model, &reply)
@@ -67,7 +66,7 @@ impl ProviderClient {
             ProviderKind::OpenRouter => {
                 let key = openrouter_key(settings)?;
                 let url = format!("{}/chat/completions", openrouter_root(settings));
-                let body = chat_completions::request_body(provider, request, temperature);
+                let body = chat_completions::request_body(provider, request);
                 let mut post = self.http.post(url).bearer_auth(key).json(&body);
                 if let Some(referer) = &settings.http_referer {
                     post = post.header("HTTP-Referer", referer);
@@ -80,7 +79,7 @@ impl ProviderClient {
             }
             ProviderKind::Xai => {
                 let (url, key) = xai_endpoint(settings)?;
-                let body = responses::request_body(request, temperature);
+                let body = responses::request_body(request);
                 let post = self.http.post(url).bearer_auth(key).json(&body);
                 let reply = self.send(provider, post, settings.fetch_timeout).await?;
                 responses::parse_response(&request.model, &reply)

@@ -12,11 +12,11 @@ use super::route::ProviderKind;
 const USD_TICKS_PER_DOLLAR: f64 = 1e10;
 
 /// The request body: the messages go in `input`.
-pub(super) fn request_body(request: &ChatRequest, temperature: Option<f64>) -> Value {
+pub(super) fn request_body(request: &ChatRequest) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("input".into(), json!(request.messages));
-    if let Some(temperature) = temperature {
+    if let Some(temperature) = request.temperature {
         body.insert("temperature".into(), json!(temperature));
     }
     if let Some(max_tokens) = request.max_tokens {
@@ -101,8 +101,9 @@ mod tests {
     fn body_puts_messages_in_input() {
         let mut request = ChatRequest::new("grok-4", vec![ChatMessage::system("be brief")]);
         request.max_tokens = Some(10);
+        request.temperature = Some(0.2);
         assert_eq!(
-            request_body(&request, Some(0.2)),
+            request_body(&request),
             json!({"model": "grok-4", "input": [{"role": "system", "content": "be brief"}],
                    "temperature": 0.2, "max_output_tokens": 10})
         );

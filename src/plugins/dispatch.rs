@@ -33,6 +33,7 @@ use crate::db::queries::{entries, runs};
 use crate::hedberg::SetRevision;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
+use crate::plugins::readonly::ReadonlyFiles;
 use crate::plugins::tool::{ClientCall, TargetKind, ToolError, ToolScope};
 use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
@@ -91,6 +92,7 @@ pub fn dispatch_gated(
     gate: Option<&mut dyn WriteGate>,
 ) -> Result<DispatchOutcome, ToolError> {
     conn.transaction(|conn| {
+        let readonly = ReadonlyFiles::of_run(conn, input.run_id)?;
         let mut scope = ToolScope {
             conn,
             run_id: input.run_id,
@@ -100,6 +102,7 @@ pub fn dispatch_gated(
             project_root: &input.project_root,
             settings: plugins.settings(),
             disk_root: None,
+            readonly: &readonly,
         };
         Dispatcher { plugins, gate }.run(&mut scope, commands)
     })
@@ -133,6 +136,7 @@ pub fn dispatch_call(
     conn.transaction(|conn| {
         let run = runs::get_run(conn, input.run_id)?
             .ok_or_else(|| ToolError::InvalidParams(format!("run {} not found", input.run_id)))?;
+        let readonly = ReadonlyFiles::of_run(conn, input.run_id)?;
         let mut scope = ToolScope {
             conn,
             run_id: input.run_id,
@@ -142,6 +146,7 @@ pub fn dispatch_call(
             project_root: &input.project_root,
             settings: plugins.settings(),
             disk_root: None,
+            readonly: &readonly,
         };
         Dispatcher {
             plugins,

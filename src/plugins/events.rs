@@ -3,7 +3,7 @@
 //! change the run. Observers must not block: file work goes to the blocking pool.
 
 use crate::db::enums::{LoopMode, RunStatus};
-use crate::db::ids::{LoopId, RunId};
+use crate::db::ids::{LoopId, ProjectId, RunId};
 
 /// Something that happened in a run.
 #[derive(Debug, Clone, Copy)]
@@ -12,6 +12,12 @@ pub enum Event<'a> {
     LoopStarted {
         /// The run.
         run: RunId,
+        /// The run's alias when the loop started.
+        alias: &'a str,
+        /// The run's project.
+        project: ProjectId,
+        /// The project's name.
+        project_name: &'a str,
         /// The loop.
         loop_id: LoopId,
         /// Its mode.

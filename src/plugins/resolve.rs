@@ -7,7 +7,8 @@
 //! (default "rejected"); error sets 500 with its output, and still records a user's answer.
 //! With `RUMMY_APPLY_EDITS=server` ([`resolve_proposal_on_disk`]) the server also writes,
 //! removes, copies or moves the file under the project root (atomically); a change it cannot
-//! apply leaves the proposal at 500 with the reason.
+//! apply leaves the proposal at 500 with the reason, and one that would write a readonly file
+//! at 403.
 //! What happens to the run afterwards (resume or complete) is the run actor's decision;
 //! the outcome says which action was taken and what is still pending.
 
@@ -18,8 +19,13 @@ use diesel::{Connection, SqliteConnection};
 use crate::db::ids::RunId;
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::queries::{entries, runs};
+use crate::plugins::readonly::ReadonlyFiles;
 use crate::plugins::tool::{ToolError, ToolScope};
 use crate::plugins::Plugins;
+
+/// The status of an accepted proposal the server refused to apply because its file is
+/// readonly: like a rejection, it stops the run.
+const READONLY_REFUSED: i32 = 403;
 
 /// What the client decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +136,7 @@ fn resolve_with(
             Resolution::Reject => false,
         };
         if let Some(tool) = plugins.get(&scheme).filter(|_| runs_side_effects) {
+            let readonly = ReadonlyFiles::of_run(conn, input.run_id)?;
             let mut scope = ToolScope {
                 conn,
                 run_id: input.run_id,
@@ -139,19 +146,19 @@ fn resolve_with(
                 project_root: disk_root.unwrap_or(Path::new("")),
                 settings: plugins.settings(),
                 disk_root,
+                readonly: &readonly,
             };
-            match tool.accept(&mut scope, &proposal, output) {
-                Err(ToolError::Disk(reason)) => {
-                    status = Resolution::Error.status();
-                    entries::resolve_entry(
-                        conn,
-                        input.run_id,
-                        &proposal.path,
-                        status,
-                        Some(&reason),
-                    )?;
+            let refused = match tool.accept(&mut scope, &proposal, output) {
+                Err(ToolError::Disk(reason)) => Some((Resolution::Error.status(), reason)),
+                Err(ToolError::Readonly(reason)) => Some((READONLY_REFUSED, reason)),
+                other => {
+                    other?;
+                    None
                 }
-                other => other?,
+            };
+            if let Some((refused_status, reason)) = refused {
+                status = refused_status;
+                entries::resolve_entry(conn, input.run_id, &proposal.path, status, Some(&reason))?;
             }
         }
         Ok(ResolveOutcome {

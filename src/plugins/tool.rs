@@ -17,6 +17,7 @@ use crate::db::models::entry::EntryRow;
 use crate::db::DbError;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
+use crate::plugins::readonly::ReadonlyFiles;
 use crate::plugins::view::EntryView;
 
 /// What went wrong while dispatching or resolving, apart from failures the model is told
@@ -41,6 +42,13 @@ pub enum ToolError {
     /// A resolution action other than accept, reject or error.
     #[error("Invalid resolution action: {0}. Use 'accept' or 'reject'.")]
     InvalidResolution(String),
+    /// An accepted change would write a file under a `readonly` constraint; the message is
+    /// the one the model sees, and nothing changed.
+    #[error("{0}")]
+    Readonly(String),
+    /// The project's stored file constraints could not be compiled.
+    #[error("file constraints: {0}")]
+    Constraints(#[from] crate::project::ProjectError),
 }
 
 impl From<diesel::result::Error> for ToolError {
@@ -142,6 +150,8 @@ pub struct ToolScope<'a> {
     /// Where accepted file changes are applied by the server (`RUMMY_APPLY_EDITS=server`);
     /// `None` when the client applies them.
     pub disk_root: Option<&'a Path>,
+    /// The project files no tool may change.
+    pub readonly: &'a ReadonlyFiles,
 }
 
 /// Where a command's outcome lives: its status there decides whether later actions run.

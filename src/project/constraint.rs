@@ -110,6 +110,20 @@ impl ConstraintPattern {
         Ok(Self { text, glob })
     }
 
+    /// A pattern as stored, already normalized by [`ConstraintPattern::normalize`]; compiled
+    /// without consulting the disk.
+    pub fn stored(text: &str) -> Result<Self, ProjectError> {
+        let glob = if is_glob(text) {
+            Some(compile(text)?)
+        } else {
+            None
+        };
+        Ok(Self {
+            text: text.to_string(),
+            glob,
+        })
+    }
+
     /// The normalized pattern, as it should be stored.
     pub fn as_str(&self) -> &str {
         &self.text

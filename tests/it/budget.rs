@@ -9,7 +9,7 @@ use crate::support::{Client, TestApp};
 /// Characters per token in these tests (the server's default divisor).
 const DIVISOR: usize = 4;
 
-async fn app_with(llm: &FakeLlm, context: usize) -> TestApp {
+pub(crate) async fn app_with(llm: &FakeLlm, context: usize) -> TestApp {
     let context = context.to_string();
     TestApp::with_llm(
         llm,
@@ -21,7 +21,7 @@ async fn app_with(llm: &FakeLlm, context: usize) -> TestApp {
     .await
 }
 
-fn packet_tokens(request: &Value) -> usize {
+pub(crate) fn packet_tokens(request: &Value) -> usize {
     let characters: usize = request["messages"]
         .as_array()
         .unwrap()
@@ -39,7 +39,7 @@ fn packet_tokens(request: &Value) -> usize {
 
 /// The size of the first packet of a fresh run with a short prompt: the instructions and
 /// the empty sections.
-async fn base_packet_tokens() -> usize {
+pub(crate) async fn base_packet_tokens() -> usize {
     let llm = FakeLlm::start([Step::reply("<summarize>ok</summarize>")]);
     let app = app_with(&llm, 1_000_000).await;
     let (mut client, _) = app.client_in_project("base").await;

@@ -132,3 +132,24 @@ async fn migrate_prepares_a_fresh_database_once_and_again() {
     assert!(settings.storage.db_path.is_file());
     rummy::app::migrate(&settings).unwrap();
 }
+
+#[derive(diesel::QueryableByName)]
+struct MmapSize {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    mmap_size: i64,
+}
+
+#[actix_web::test]
+async fn the_mmap_size_setting_applies_to_the_servers_connection() {
+    let app = TestApp::start_with(&[("RUMMY_MMAP_MB", "8")]).await;
+    let read = app
+        .server
+        .state
+        .db_call(|conn| {
+            use diesel::RunQueryDsl;
+            Ok(diesel::sql_query("PRAGMA mmap_size").get_result::<MmapSize>(conn)?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(read.mmap_size, 8 * 1024 * 1024);
+}

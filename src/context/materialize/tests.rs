@@ -29,7 +29,11 @@ struct Db {
 
 fn database() -> Db {
     let dir = tempfile::tempdir().unwrap();
-    let mut conn = open_connection(&dir.path().join("rummy.db"), 4).unwrap();
+    let mut conn = open_connection(
+        &dir.path().join("rummy.db"),
+        crate::db::ConnectionSetup::default(),
+    )
+    .unwrap();
     run_migrations(&mut conn).unwrap();
     let project = projects::upsert_project(
         &mut conn,

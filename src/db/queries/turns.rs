@@ -40,18 +40,6 @@ pub fn latest_turn(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<
         .optional()?)
 }
 
-/// The provider's actual input tokens of the run's last turn that reported any (0 if none).
-pub fn last_context_tokens(conn: &mut SqliteConnection, run_id: RunId) -> Result<i64, DbError> {
-    let tokens: Option<i32> = turns::table
-        .filter(turns::run_id.eq(run_id))
-        .filter(turns::context_tokens.gt(0))
-        .order(turns::sequence.desc())
-        .select(turns::context_tokens)
-        .first(conn)
-        .optional()?;
-    Ok(tokens.map_or(0, i64::from))
-}
-
 /// Usage summed over every turn of the run.
 pub fn run_usage(conn: &mut SqliteConnection, run_id: RunId) -> Result<RunUsage, DbError> {
     Ok(diesel::sql_query(

@@ -1,6 +1,7 @@
 //! Path globs: `*` and `?` stay inside one `/` segment, `**` spans segments, `[…]` classes
-//! (`[!a]` and `[^a]` negate), braces are literal, a leading `!` negates, dot-files match but
-//! `.`/`..` segments never match a wildcard. In scheme paths (`known://*`) the first `://*`
+//! (`[!a]` and `[^a]` negate), braces are literal, a leading `!` negates, dot-files match.
+//! A `.`/`..` segment never matches `*`, `?` or a class, but a globstar spans every segment,
+//! those included, so `**` matches every path. In scheme paths (`known://*`) the first `://*`
 //! spans the whole rest of the path.
 
 use regex::Regex;
@@ -38,13 +39,50 @@ impl Glob {
 
     /// Whether the whole `subject` matches (one trailing `/` is tolerated).
     pub fn is_match(&self, subject: &str) -> bool {
-        let dots_allowed = subject
-            .split('/')
-            .filter(|segment| *segment == "." || *segment == "..")
-            .all(|segment| self.dot_segments.iter().any(|allowed| allowed == segment));
-        let matched = dots_allowed && self.regex.is_match(subject);
-        matched != self.negated
+        self.matches_positively(subject) != self.negated
     }
+
+    /// The match before negation: every `.`/`..` segment of the subject is spelled in the
+    /// pattern or lies inside what a globstar matched (the translation captures exactly the
+    /// globstars).
+    fn matches_positively(&self, subject: &str) -> bool {
+        let unspelled: Vec<(usize, usize)> = dot_segments(subject)
+            .filter(|&(start, end)| {
+                let segment = subject.get(start..end).unwrap_or_default();
+                !self.dot_segments.iter().any(|allowed| allowed == segment)
+            })
+            .collect();
+        if unspelled.is_empty() {
+            return self.regex.is_match(subject);
+        }
+        let Some(captures) = self.regex.captures(subject) else {
+            return false;
+        };
+        let globstars: Vec<(usize, usize)> = captures
+            .iter()
+            .skip(1)
+            .flatten()
+            .map(|span| (span.start(), span.end()))
+            .collect();
+        unspelled.iter().all(|&(start, end)| {
+            globstars
+                .iter()
+                .any(|&(from, to)| from <= start && end <= to)
+        })
+    }
+}
+
+/// The byte ranges of the subject's `.` and `..` segments.
+fn dot_segments(subject: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    subject
+        .split('/')
+        .scan(0, |start, segment| {
+            let range = (*start, *start + segment.len());
+            *start += segment.len() + 1;
+            Some((range, segment))
+        })
+        .filter(|(_, segment)| *segment == "." || *segment == "..")
+        .map(|(range, _)| range)
 }
 
 /// Whether a pattern reads as a glob: it has `**`, or a `*`/`?` at the start or after a
@@ -102,12 +140,12 @@ fn translate(pattern: &str) -> String {
                     out.push_str("[^/]*");
                 } else if chars.get(index) == Some(&'/') {
                     index += 1;
-                    out.push_str("(?:.*/)?");
+                    out.push_str("(.*/)?");
                 } else if out.ends_with('/') {
                     out.pop();
-                    out.push_str("(?:/.*)?");
+                    out.push_str("(/.*)?");
                 } else {
-                    out.push_str(".*");
+                    out.push_str("(.*)");
                 }
             }
             '?' => out.push_str("[^/]"),
@@ -218,10 +256,24 @@ mod tests {
         assert!(!matches("*", ".."));
         assert!(!matches("a/*/b", "a/./b"));
         assert!(matches("a/./*", "a/./b"));
+        assert!(!matches("?.", ".."));
+        assert!(!matches("*/**", "../etc/passwd"));
         assert!(matches("*", ".env"));
         assert!(matches("known://*", "known://"));
         assert!(matches("known://*", "known://a/b"));
         assert!(!matches("known://plan_*", "known://plan_a/b"));
+    }
+
+    #[test]
+    fn a_globstar_spans_dot_segments() {
+        assert!(matches("**", "../../etc/passwd"));
+        assert!(matches("**", "get://turn_1/../../etc/passwd"));
+        assert!(matches("get://**", "get://turn_1/../x"));
+        assert!(matches("get://*", "get://turn_1/./x"));
+        assert!(matches("src/**/*.rs", "src/../a.rs"));
+        assert!(matches("**/x/**", "../x/y"));
+        assert!(!matches("**/*", "a/.."));
+        assert!(!matches("!**", "a/../b"));
     }
 
     #[test]

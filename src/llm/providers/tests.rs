@@ -63,12 +63,17 @@ async fn openai_compatible_completion_with_usage_and_reasoning() {
     let mut server = TestServer::start(vec![Reply::ok(completion("<update/>"))]).await;
     let providers = LlmProviders::start(ProviderSettings {
         openai_api_key: Some("sk-test".into()),
-        default_temperature: Some(0.5),
         ..openai_settings(&server)
     })
     .unwrap();
+    let warm = ChatRequest {
+        temperature: Some(0.5),
+        ..request("openai/local-model")
+    };
 
-    let response = complete(&providers, "openai/local-model").await.unwrap();
+    let response = bounded(providers.complete(warm, &CancellationToken::new()))
+        .await
+        .unwrap();
 
     assert_eq!(response.content, "<update/>");
     assert_eq!(response.reasoning_content.as_deref(), Some("because"));

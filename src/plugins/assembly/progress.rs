@@ -15,8 +15,7 @@ use crate::db::enums::{Category, Fidelity};
 pub struct BudgetFigures {
     /// The model's effective context window.
     pub context_size: i64,
-    /// Tokens the context uses (the caller's best measure: the provider's count of the last
-    /// call, or this turn's estimate).
+    /// Tokens the context uses: the calibrated size of the packet this figure is part of.
     pub used_tokens: i64,
 }
 

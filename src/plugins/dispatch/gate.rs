@@ -59,13 +59,14 @@ pub(super) fn gated(
         return run(scope).map(Ok);
     };
     let before = visible_tokens(scope.conn, scope.run_id)?;
-    let (run_id, loop_id, turn, policy, root, settings) = (
+    let (run_id, loop_id, turn, policy, root, settings, readonly) = (
         scope.run_id,
         scope.loop_id,
         scope.turn,
         scope.policy,
         scope.project_root,
         scope.settings,
+        scope.readonly,
     );
     let committed = scope.conn.transaction::<_, Refusal, _>(|conn| {
         let mut inner = ToolScope {
@@ -77,6 +78,7 @@ pub(super) fn gated(
             project_root: root,
             settings,
             disk_root: None,
+            readonly,
         };
         let handled = run(&mut inner)?;
         let status = match &handled {

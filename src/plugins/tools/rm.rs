@@ -82,6 +82,12 @@ impl Tool for Rm {
         }
         let (files, others): (Vec<EntryRow>, Vec<EntryRow>) =
             rows.into_iter().partition(|row| is_file(&row.path));
+        if let Some(refusal) = files
+            .iter()
+            .find_map(|file| scope.readonly.refusal("rm", &file.path))
+        {
+            return fail(scope, result_path, 403, &refusal);
+        }
         store::delete(scope.conn, &others)?;
         if let ([file], []) = (files.as_slice(), others.as_slice()) {
             let attributes = json!({ "path": file.path });
@@ -117,6 +123,9 @@ impl Tool for Rm {
         let attributes = proposal.attributes_json()?;
         if let Some(file) = attributes.get("path").and_then(|path| path.as_str()) {
             if let Some(root) = scope.disk_root {
+                if let Some(refusal) = scope.readonly.refusal("rm", file) {
+                    return Err(ToolError::Readonly(refusal));
+                }
                 files::remove(root, file)?;
             }
             store::delete_at(scope.conn, scope.run_id, file)?;

@@ -166,6 +166,9 @@ impl Tool for Set {
         };
         let new = match scope.disk_root {
             Some(root) => {
+                if let Some(refusal) = scope.readonly.refusal("set", &file) {
+                    return Err(ToolError::Readonly(refusal));
+                }
                 let on_disk = files::read(root, &file)?.unwrap_or_default();
                 let new = merge::apply(&on_disk, &merge_text).ok_or_else(|| {
                     ToolError::Disk(format!(
@@ -313,6 +316,9 @@ fn propose_write(
     if is_pattern(path, None) {
         let message = format!("A file write needs one file path, not the pattern {path}.");
         return fail(scope, result_path, 400, &message);
+    }
+    if let Some(refusal) = scope.readonly.refusal("set", path) {
+        return fail(scope, result_path, 403, &refusal);
     }
     let old = entries::get_entry(scope.conn, scope.run_id, path)?
         .map(|row| row.body)

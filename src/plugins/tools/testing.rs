@@ -4,12 +4,12 @@
 use diesel::SqliteConnection;
 use tempfile::TempDir;
 
-use crate::db::enums::LoopMode;
+use crate::db::enums::{LoopMode, Visibility};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryRow, EntryUpsert};
 use crate::db::models::run::RunCreate;
 use crate::db::models::ProjectInsertForm;
-use crate::db::queries::{entries, projects, runs};
+use crate::db::queries::{constraints, entries, projects, runs};
 use crate::db::{open_connection, run_migrations};
 use crate::plugins::dispatch::{
     dispatch_call, dispatch_gated, CallInput, DispatchOutcome, TurnInput, WriteGate,
@@ -36,7 +36,11 @@ impl TestRun {
     pub fn new() -> TestRun {
         let dir = tempfile::tempdir().unwrap();
         let root = tempfile::tempdir().unwrap();
-        let mut conn = open_connection(&dir.path().join("rummy.db"), 4).unwrap();
+        let mut conn = open_connection(
+            &dir.path().join("rummy.db"),
+            crate::db::ConnectionSetup::default(),
+        )
+        .unwrap();
         run_migrations(&mut conn).unwrap();
         let project = projects::upsert_project(
             &mut conn,
@@ -68,6 +72,15 @@ impl TestRun {
             policy: ToolPolicy::act(),
             turn: 1,
         }
+    }
+
+    /// Pins a file constraint on the run's project.
+    pub fn constrain(&mut self, pattern: &str, visibility: Visibility) {
+        let project = runs::get_run(&mut self.conn, self.run_id)
+            .unwrap()
+            .unwrap()
+            .project_id;
+        constraints::set_constraint(&mut self.conn, project, pattern, visibility).unwrap();
     }
 
     pub fn mode(mut self, mode: LoopMode) -> TestRun {

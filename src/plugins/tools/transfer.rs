@@ -124,11 +124,11 @@ impl Transfer {
             let body = format!("PREVIEW {} {}:\n{}", self.name, path, lines.join("\n"));
             return finish(scope, result_path, 200, &body, None);
         }
-        if let Some(message) = pairs
+        if let Some((status, message)) = pairs
             .iter()
             .find_map(|(row, destination)| self.refusal(scope, &row.path, destination))
         {
-            return fail(scope, result_path, 400, &message);
+            return fail(scope, result_path, status, &message);
         }
         let single = pairs.len() == 1;
         let mut outcome: Option<String> = None;
@@ -164,12 +164,13 @@ impl Transfer {
         ))
     }
 
-    /// Why this pair cannot be transferred, in words the model can act on.
-    fn refusal(self, scope: &ToolScope<'_>, from: &str, to: &str) -> Option<String> {
+    /// Why this pair cannot be transferred (400, or 403 for a readonly file), in words
+    /// the model can act on.
+    fn refusal(self, scope: &ToolScope<'_>, from: &str, to: &str) -> Option<(i32, String)> {
         if let Some(reason) = escape_reason(scope.project_root, to) {
-            return Some(reason);
+            return Some((400, reason));
         }
-        match (is_file(from), is_file(to)) {
+        let misplaced = match (is_file(from), is_file(to)) {
             (true, false) if self.is_move => Some(format!(
                 "A project file cannot move into an entry. Copy it with <cp path=\"{from}\" \
                  to=\"{to}\"/> instead."
@@ -179,7 +180,21 @@ impl Transfer {
                  content</set> instead."
             )),
             _ => None,
+        };
+        if let Some(message) = misplaced {
+            return Some((400, message));
         }
+        self.readonly_refusal(scope, from, to)
+            .map(|message| (403, message))
+    }
+
+    /// Why the transfer would change a readonly file: its destination, or a moved source.
+    fn readonly_refusal(self, scope: &ToolScope<'_>, from: &str, to: &str) -> Option<String> {
+        let source = self.is_move.then_some(from);
+        [Some(to), source]
+            .into_iter()
+            .flatten()
+            .find_map(|path| scope.readonly.refusal(self.name, path))
     }
 
     /// Copies (or moves) an entry to an entry path; returns the overwrite warning.
@@ -284,6 +299,9 @@ impl Tool for Transfer {
         let attributes = proposal.attributes_json()?;
         let text = |key: &str| attributes.get(key).and_then(Value::as_str);
         if let (Some(root), Some(from), Some(to)) = (scope.disk_root, text("from"), text("to")) {
+            if let Some(refusal) = self.readonly_refusal(scope, from, to) {
+                return Err(ToolError::Readonly(refusal));
+            }
             files::copy(root, from, to)?;
             if self.is_move {
                 files::remove(root, from)?;

@@ -205,3 +205,23 @@ fn patterns_are_lexical_and_do_not_need_the_file() {
     assert_eq!(pattern(&root, "real/new.txt").as_str(), "real/new.txt");
     assert_eq!(pattern(&root, "missing/*.txt").as_str(), "missing/*.txt");
 }
+
+#[test]
+fn stored_patterns_match_like_normalized_ones() {
+    let (_dir, root) = project();
+    for raw in ["src/app.js", "generated/**/*.rs"] {
+        let stored = ConstraintPattern::stored(raw).unwrap();
+        assert_eq!(stored.as_str(), pattern(&root, raw).as_str());
+        assert_eq!(stored.is_glob(), raw.contains('*'));
+    }
+    let constraints = ConstraintSet::new([FileConstraint {
+        pattern: ConstraintPattern::stored("generated/**/*.rs").unwrap(),
+        visibility: Visibility::Readonly,
+    }])
+    .unwrap();
+    assert_eq!(
+        constraints.visibility_of("generated/api/v1.rs"),
+        Some(Visibility::Readonly)
+    );
+    assert!(ConstraintPattern::stored("[unclosed*").is_err());
+}

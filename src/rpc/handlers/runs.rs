@@ -3,9 +3,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent::loop_config::LoopConfig;
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunRow};
-use crate::db::queries::{entries, models, runs, turns};
+use crate::db::queries::{entries, loops, models, runs, turns};
 use crate::db::DbError;
 use crate::error::AppError;
 use crate::rpc::dispatch::{CallContext, Reply};
@@ -135,6 +136,8 @@ pub struct RunParams {
 
 #[derive(Serialize)]
 struct Telemetry {
+    /// What the run's requests are sent with: its latest loop's effective temperature.
+    temperature: Option<f64>,
     prompt_tokens: i64,
     cached_tokens: i64,
     completion_tokens: i64,
@@ -186,7 +189,7 @@ struct RunDetail {
 pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let run_id = run.id;
-    let (usage, reasoning, content, history, last_prompt, last_summary) = context
+    let (usage, reasoning, content, history, last_prompt, last_summary, latest_loop) = context
         .app
         .db_call(move |conn| {
             Ok((
@@ -196,9 +199,15 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
                 entries::run_history(conn, run_id)?,
                 entries::latest_entry_of_scheme(conn, run_id, "prompt")?,
                 entries::latest_entry_of_scheme(conn, run_id, "summarize")?,
+                loops::latest_loop(conn, run_id)?,
             ))
         })
         .await?;
+    let loop_config = latest_loop
+        .map(|lp| LoopConfig::from_json(&lp.config))
+        .unwrap_or_default();
+    let temperature =
+        loop_config.effective_temperature(run.temperature, context.app.settings.agent.temperature);
     let audit = |rows: Vec<EntryRow>| -> Vec<AuditItem> {
         rows.into_iter()
             .map(|row| AuditItem {
@@ -233,6 +242,7 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
         last_summary: last_summary.map(|row| row.body),
         context: RunContext {
             telemetry: Telemetry {
+                temperature,
                 prompt_tokens: usage.prompt_tokens,
                 cached_tokens: usage.cached_tokens,
                 completion_tokens: usage.completion_tokens,

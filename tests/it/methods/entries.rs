@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::fake_llm::{FakeLlm, Step};
 use crate::support::{Client, TestApp};
 
 /// A run in a fresh project, with the skill `sql_style` loaded into it.
@@ -284,4 +285,38 @@ async fn constraints_of_a_project_whose_root_is_missing_are_a_client_error() {
             .await,
         expected
     );
+}
+
+#[actix_web::test]
+async fn the_globstar_lists_entries_whose_paths_hold_dot_segments() {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"../../etc/passwd\"/><update>reading</update>"),
+        Step::reply("<summarize>refused</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("dots").await;
+    let outcome = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "read the passwords"}),
+        )
+        .await;
+    let run = outcome["run"].as_str().unwrap();
+    let everything = client
+        .ok("getEntries", json!({"run": run, "pattern": "**"}))
+        .await;
+    let refusal = everything
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["path"] == json!("get://turn_1/../../etc/passwd"));
+    assert_eq!(
+        refusal.map(|entry| entry["status"].clone()),
+        Some(json!(400)),
+        "{everything}"
+    );
+    let gets = client
+        .ok("getEntries", json!({"run": run, "pattern": "get://**"}))
+        .await;
+    assert_eq!(gets.as_array().unwrap().len(), 1, "{gets}");
 }

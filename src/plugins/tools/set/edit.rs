@@ -11,7 +11,7 @@ use crate::db::queries::entries::get_entry;
 use crate::hedberg::{apply_blocks, unified_diff, EditBlock};
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
 use crate::plugins::tools::files::is_file;
-use crate::plugins::tools::{finish, merge, select_settled, store, write};
+use crate::plugins::tools::{fail, finish, merge, select_settled, store, write};
 
 /// Applies `blocks` to every entry `path` selects; proposes them for files.
 pub(super) fn run(
@@ -30,6 +30,12 @@ pub(super) fn run(
     }
     let (files, others): (Vec<EntryRow>, Vec<EntryRow>) =
         rows.into_iter().partition(|row| is_file(&row.path));
+    if let Some(refusal) = files
+        .iter()
+        .find_map(|file| scope.readonly.refusal("set", &file.path))
+    {
+        return fail(scope, result_path, 403, &refusal);
+    }
     let mut outcome: Option<Handled> = None;
     for file in &files {
         let handled = propose(scope, file, blocks, result_path)?;

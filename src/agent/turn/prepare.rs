@@ -1,0 +1,203 @@
+//! A turn's packet before the LLM call: the loop's prompt written, the visible entries
+//! materialized into `turn_context`, and the two messages assembled with `<progress>`
+//! reporting the calibrated size of the very packet it is part of, so its figure and the
+//! budget advisories are right from a run's first turn on.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::TurnInput;
+use crate::agent::run_loop::LoopError;
+use crate::app::AppState;
+use crate::budget::{Calibrated, CalibratedMeasure, Calibration, EstimatedTokens};
+use crate::context::materialize::{materialize, TurnTarget};
+use crate::context::{Packet, TokenMath};
+use crate::db::enums::Fidelity;
+use crate::db::models::entry::EntryUpsert;
+use crate::db::queries::{entries, runs};
+use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
+use crate::plugins::policy::ToolPolicy;
+
+/// Most assemblies of one packet while its reported size settles (a figure one digit longer,
+/// or an advisory it brings, changes the size it reports).
+const MAX_ASSEMBLIES: usize = 4;
+
+/// A prompt the turn writes before assembling.
+pub(super) enum PromptWrite {
+    /// The loop's prompt, written at `prompt://<turn>` (the loop's first turn).
+    New(String),
+    /// New text for the loop's existing prompt entry (a panic loop's continuation).
+    Replace(String),
+}
+
+/// Writes the loop's prompt, materializes the visible entries and assembles the packet;
+/// returns it with its calibrated measure.
+pub(super) async fn prepare_packet(
+    app: &AppState,
+    input: &TurnInput<'_>,
+    turn: i32,
+    prompt: Option<PromptWrite>,
+    policy: ToolPolicy,
+) -> Result<(Packet, CalibratedMeasure), LoopError> {
+    let plugins = Arc::clone(&app.plugins);
+    let tokens = TokenMath::new(app.settings.tokens.divisor);
+    let run_id = input.run_id;
+    let loop_id = input.loop_row.id;
+    let mode = input.loop_row.mode;
+    let (rows, persona) = app
+        .db_call(move |conn| {
+            let write = match prompt {
+                Some(PromptWrite::New(body)) => Some((format!("prompt://{turn}"), body)),
+                Some(PromptWrite::Replace(body)) => {
+                    entries::loop_prompt_path(conn, run_id, loop_id)?.map(|path| (path, body))
+                }
+                None => None,
+            };
+            if let Some((path, body)) = write {
+                entries::upsert_entry(
+                    conn,
+                    &EntryUpsert {
+                        fidelity: Some(Fidelity::Full),
+                        attributes: Some(json!({"mode": mode.as_str()})),
+                        ..EntryUpsert::new(run_id, Some(loop_id), turn, path, body)
+                    },
+                )?;
+            }
+            let persona = runs::get_run(conn, run_id)?.and_then(|run| run.persona);
+            let target = TurnTarget {
+                run_id,
+                loop_id: Some(loop_id),
+                turn,
+            };
+            let rows = materialize(conn, target, plugins.as_ref(), tokens)?;
+            Ok((rows, persona))
+        })
+        .await?;
+    let assemble = |used_tokens: i64| {
+        app.assembly.assemble(
+            AssemblyInput {
+                rows: &rows,
+                turn,
+                policy,
+                tools: app.plugins.as_ref(),
+                persona: persona.as_deref(),
+                budget: Some(BudgetFigures {
+                    context_size: input.context_size,
+                    used_tokens,
+                }),
+            },
+            tokens,
+        )
+    };
+    let unreported = assemble(0);
+    let measure = app
+        .budget
+        .send(Calibrated {
+            run: run_id,
+            estimate: estimate_of(&unreported),
+        })
+        .await
+        .map_err(|error| LoopError::App(crate::app::mailbox(error)))?;
+    Ok(self_reporting(unreported, measure.calibration, assemble))
+}
+
+/// The assembled estimate of a packet.
+pub(super) fn estimate_of(packet: &Packet) -> EstimatedTokens {
+    EstimatedTokens::new(u64::try_from(packet.assembled_tokens).unwrap_or(0))
+}
+
+/// Re-assembles the packet until the size it reports is its own calibrated size, starting
+/// from `unreported` (assembled reporting 0). The measure returned is always the true one of
+/// the packet returned; when the size has not settled after [`MAX_ASSEMBLIES`] the figure
+/// the model reads is a few tokens off.
+fn self_reporting(
+    unreported: Packet,
+    calibration: Calibration,
+    assemble: impl Fn(i64) -> Packet,
+) -> (Packet, CalibratedMeasure) {
+    let mut packet = unreported;
+    let mut reported = 0;
+    for _ in 1..MAX_ASSEMBLIES {
+        let size = calibration.apply(estimate_of(&packet)).get();
+        let size = i64::try_from(size).unwrap_or(i64::MAX);
+        if size == reported {
+            break;
+        }
+        reported = size;
+        packet = assemble(size);
+    }
+    let measure = CalibratedMeasure {
+        calibrated: calibration.apply(estimate_of(&packet)),
+        calibration,
+    };
+    (packet, measure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::ActualTokens;
+
+    /// A packet whose user message is the figure and `padding` characters (one token per
+    /// four), plus an advisory of 100 characters once the figure passes `advisory_from`.
+    fn packet(figure: i64, padding: usize, advisory_from: i64) -> Packet {
+        let mut user = format!("Context: {figure} tokens.{}", "x".repeat(padding));
+        if figure >= advisory_from {
+            user.push_str(&"!".repeat(100));
+        }
+        let tokens = TokenMath::new(4);
+        Packet {
+            assembled_tokens: tokens.count(&user),
+            system: String::new(),
+            user,
+            entry_tokens: 0,
+            distribution: Vec::new(),
+        }
+    }
+
+    fn reported(packet: &Packet) -> i64 {
+        packet
+            .user
+            .trim_start_matches("Context: ")
+            .split(' ')
+            .next()
+            .and_then(|figure| figure.parse().ok())
+            .unwrap_or(-1)
+    }
+
+    #[test]
+    fn the_packet_reports_its_own_calibrated_size() {
+        let calibration =
+            Calibration::from_turn(EstimatedTokens::new(100), ActualTokens::new(150)).unwrap();
+        let assemble = |figure| packet(figure, 8_000, i64::MAX);
+        let (settled, measure) = self_reporting(assemble(0), calibration, assemble);
+        assert_eq!(
+            i64::try_from(measure.calibrated.get()).unwrap(),
+            reported(&settled)
+        );
+        assert_eq!(measure.calibrated, calibration.apply(estimate_of(&settled)));
+        assert!(reported(&settled) > 3_000, "{}", settled.user.len());
+    }
+
+    #[test]
+    fn an_advisory_the_figure_brings_is_counted_too() {
+        let assemble = |figure| packet(figure, 2_000, 400);
+        let (settled, measure) = self_reporting(assemble(0), Calibration::IDENTITY, assemble);
+        assert!(settled.user.ends_with('!'), "the advisory is shown");
+        assert_eq!(
+            i64::try_from(measure.calibrated.get()).unwrap(),
+            reported(&settled)
+        );
+    }
+
+    #[test]
+    fn a_figure_that_never_settles_still_measures_the_packet_sent() {
+        let assemble = |figure: i64| packet(figure, usize::try_from(figure).unwrap_or(0), 0);
+        let (sent, measure) = self_reporting(assemble(0), Calibration::IDENTITY, assemble);
+        assert_eq!(
+            measure.calibrated,
+            Calibration::IDENTITY.apply(estimate_of(&sent))
+        );
+    }
+}
