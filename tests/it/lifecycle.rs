@@ -185,3 +185,37 @@ async fn rejecting_client_made_proposals_completes_a_run_that_never_ran() {
     let stored = client.ok("getRun", json!({"run": run})).await;
     assert_eq!(stored["status"], json!(200));
 }
+
+#[actix_web::test]
+async fn one_rejection_among_the_proposals_stops_the_run() {
+    let llm = FakeLlm::builder([])
+        .when_exhausted(WhenExhausted::Error(500))
+        .start();
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("proposals").await;
+    let run = run_with_client_proposals(&mut client).await;
+    let blocked = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "are we green?", "run": run}),
+        )
+        .await;
+    let paths = proposal_paths(&blocked);
+    client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": paths[0], "action": "reject"}}),
+        )
+        .await;
+    let last = client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": paths[1], "action": "accept", "output": "v22"}}),
+        )
+        .await;
+    assert_eq!(last, json!({"run": run, "status": 200}));
+    assert!(
+        llm.requests().is_empty(),
+        "the earlier rejection stopped the run"
+    );
+}
