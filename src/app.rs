@@ -15,7 +15,7 @@ use diesel::SqliteConnection;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
 use crate::config::Settings;
-use crate::db::actor::{CheckReady, LogRpc};
+use crate::db::actor::{CheckReady, LogRpc, TruncateWal};
 use crate::db::ids::ProjectId;
 use crate::db::models::{ModelInsertForm, RpcLogInsertForm};
 use crate::db::{self, queries, ConnectionSetup, DbActor, DbError, Transact};
@@ -79,11 +79,20 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
-    /// Stops accepting, closes every connection with 1001, lets in-flight writes finish.
+    /// Stops accepting, closes every connection with 1001, lets in-flight writes finish,
+    /// then empties the database's write-ahead log.
     pub async fn stop(self) {
         self.state.connections.shutdown_all();
         self.handle.stop(true).await;
         let _ = self.done.await;
+        match self.state.db.send(TruncateWal).await {
+            Ok(Ok(true)) => {}
+            Ok(Ok(false)) => tracing::warn!("a reader kept the database log from being truncated"),
+            Ok(Err(error)) => tracing::warn!(%error, "cannot truncate the database log"),
+            Err(error) => {
+                tracing::warn!(%error, "the database stopped before its log was truncated")
+            }
+        }
     }
 }
 

@@ -13,14 +13,22 @@ use std::sync::Mutex;
 use actix::{Actor, Addr, SyncArbiter, SyncContext};
 use diesel::SqliteConnection;
 
-use super::connection::{has_pending_migrations, open_connection, run_migrations, ConnectionSetup};
+use super::connection::{
+    has_pending_migrations, open_connection, run_migrations, truncate_wal, ConnectionSetup,
+};
 use super::ids::RpcLogId;
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log;
 use super::DbError;
 
 /// Defines message structs and their `DbActor` handlers: each handler gets the connection
-/// and the message and evaluates one query call.
+/// and the message and evaluates one query call, in a transaction.
+///
+/// The transaction is not only for atomicity: SQLite runs its auto-checkpoint from a
+/// statement that steps to its end in autocommit mode. An `INSERT … RETURNING` read with
+/// `get_result` is reset after its first row instead, so in autocommit it commits without
+/// ever checkpointing, and the write-ahead log grows without limit. `COMMIT` always steps
+/// to its end.
 macro_rules! db_messages {
     ($(
         $(#[$doc:meta])*
@@ -46,8 +54,7 @@ macro_rules! db_messages {
 
             #[allow(unused_variables)]
             fn handle(&mut self, $message: $name, _: &mut Self::Context) -> Self::Result {
-                let $conn = self.connection()?;
-                $body
+                $crate::db::connection::write_transaction(self.connection()?, |$conn| $body)
             }
         }
     )*};
@@ -87,6 +94,9 @@ pub fn start_db(path: &Path, setup: ConnectionSetup) -> Result<Addr<DbActor>, Db
     }
     let mut connection = open_connection(path, setup)?;
     run_migrations(&mut connection)?;
+    if !truncate_wal(&mut connection)? {
+        tracing::warn!("another process holds the database open: its log was not truncated");
+    }
     let first_connection = Mutex::new(Some(connection));
     let path = path.to_owned();
     Ok(SyncArbiter::start(1, move || DbActor {
@@ -106,6 +116,20 @@ db_messages! {
     /// Audits one RPC call (result cut to 4096 characters); sent without waiting.
     LogRpc { form: RpcLogInsertForm } -> RpcLogId =
         |conn, message| rpc_log::insert_rpc_log(conn, &message.form);
+}
+
+/// Copies the write-ahead log into the database and truncates it (a clean stop);
+/// `false` when a reader kept it from finishing.
+#[derive(Debug, Clone, Copy, actix::Message)]
+#[rtype(result = "Result<bool, DbError>")]
+pub struct TruncateWal;
+
+impl actix::Handler<TruncateWal> for DbActor {
+    type Result = Result<bool, DbError>;
+
+    fn handle(&mut self, _: TruncateWal, _: &mut Self::Context) -> Self::Result {
+        truncate_wal(self.connection()?)
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,10 @@
 //! instead of failing with "database is locked"), WAL journaling, foreign keys, the
 //! configured memory map (`RUMMY_MMAP_MB`), and rummy's SQL functions, which the schema
 //! itself needs (generated columns, triggers, views).
+//!
+//! The write-ahead log is kept small three ways: SQLite's auto-checkpoint (every unit of
+//! work commits explicitly, see [`DbActor`](super::DbActor)), a journal size limit that
+//! shrinks the file after a checkpoint, and [`truncate_wal`] at start and at a clean stop.
 
 use std::path::Path;
 
@@ -19,6 +23,10 @@ pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
 /// How long a connection waits for another writer's lock before giving up.
 pub const BUSY_TIMEOUT_MS: u32 = 5_000;
+
+/// The size the write-ahead log file is cut back to once a checkpoint has copied it into the
+/// database (a large transaction may have grown it past this).
+pub const JOURNAL_SIZE_LIMIT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The token divisor used when none is configured (`RUMMY_TOKEN_DIVISOR`).
 pub const DEFAULT_TOKEN_DIVISOR: u32 = 4;
@@ -60,6 +68,7 @@ pub fn open_connection(path: &Path, setup: ConnectionSetup) -> Result<SqliteConn
     conn.batch_execute(&format!(
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
          PRAGMA journal_mode = WAL;
+         PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT_BYTES};
          PRAGMA synchronous = NORMAL;
          PRAGMA foreign_keys = ON;
          PRAGMA mmap_size = {mmap_bytes};"
@@ -79,6 +88,23 @@ pub fn run_migrations(conn: &mut SqliteConnection) -> Result<(), DbError> {
 pub fn has_pending_migrations(conn: &mut SqliteConnection) -> Result<bool, DbError> {
     conn.has_pending_migration(MIGRATIONS)
         .map_err(|error| DbError::Internal(format!("cannot read migration state: {error}")))
+}
+
+/// The row `PRAGMA wal_checkpoint` answers.
+#[derive(diesel::QueryableByName)]
+struct CheckpointRow {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    busy: i32,
+}
+
+/// Copies the whole write-ahead log into the database and truncates the log file to zero
+/// bytes. `Ok(false)` when a reader's open transaction kept it from finishing (the busy
+/// timeout has passed by then). Must run outside any transaction.
+pub fn truncate_wal(conn: &mut SqliteConnection) -> Result<bool, DbError> {
+    use diesel::RunQueryDsl;
+    let row =
+        diesel::sql_query("PRAGMA wal_checkpoint(TRUNCATE)").get_result::<CheckpointRow>(conn)?;
+    Ok(row.busy == 0)
 }
 
 /// Runs `work` in a write transaction: `BEGIN IMMEDIATE` at the top level (so concurrent
@@ -184,6 +210,25 @@ mod tests {
         let mut mapped = open_connection(&db.path, mapped).unwrap();
         assert_eq!(mmap_size(&mut mapped), 2 * 1024 * 1024);
         assert_eq!(mmap_size(&mut db.conn), 0);
+        assert_eq!(
+            text(
+                &mut db.conn,
+                "SELECT CAST(journal_size_limit AS TEXT) AS value FROM pragma_journal_size_limit"
+            ),
+            Some(JOURNAL_SIZE_LIMIT_BYTES.to_string())
+        );
+    }
+
+    #[test]
+    fn truncating_the_wal_empties_it() {
+        let mut db = TestDb::new();
+        sql_query("INSERT INTO projects (name) VALUES ('logged')")
+            .execute(&mut db.conn)
+            .unwrap();
+        let wal = db.path.with_file_name("rummy.db-wal");
+        assert!(std::fs::metadata(&wal).unwrap().len() > 0);
+        assert!(truncate_wal(&mut db.conn).unwrap());
+        assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
     }
 
     #[test]

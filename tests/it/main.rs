@@ -12,6 +12,7 @@ mod support;
 
 mod budget;
 mod concurrency;
+mod durability;
 mod lifecycle;
 mod loops;
 mod methods;
