@@ -34,6 +34,10 @@ pub mod code {
     pub const UNAUTHORIZED: i64 = -32005;
     /// Too many requests in flight.
     pub const OVERLOADED: i64 = -32006;
+    /// The reply would be larger than the frame limit.
+    pub const TOO_LARGE: i64 = -32007;
+    /// The request needs more work (time, steps, memory) than the server allows one call.
+    pub const WORK_LIMIT: i64 = -32008;
 }
 
 /// What went wrong while serving one request.
@@ -83,6 +87,14 @@ pub enum AppError {
     /// Too many requests in flight on this connection.
     #[error("Too many requests in flight ({0}); wait for replies before sending more.")]
     Overloaded(usize),
+    /// The reply would not fit in one frame of `RUMMY_MAX_FRAME_BYTES`.
+    #[error("Reply too large: {bytes} bytes exceed the {limit}-byte frame limit. Ask for less (a narrower pattern, limit and offset).")]
+    ReplyTooLarge {
+        /// The encoded reply's size.
+        bytes: usize,
+        /// The frame limit.
+        limit: usize,
+    },
     /// The database failed.
     #[error(transparent)]
     Db(#[from] DbError),
@@ -118,6 +130,7 @@ impl AppError {
             AppError::UnknownModel(_) => code::UNKNOWN_MODEL,
             AppError::NameTaken(_) => code::CONFLICT,
             AppError::Overloaded(_) => code::OVERLOADED,
+            AppError::ReplyTooLarge { .. } => code::TOO_LARGE,
             AppError::Project(error) => project_code(error),
             AppError::Db(error) => db_code(error),
             AppError::Timeout { .. } | AppError::Internal(_) => code::INTERNAL,

@@ -5,6 +5,8 @@
 //! for `client_timeout_secs`. A protocol error (oversized frame, invalid UTF-8) closes
 //! only this connection.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -12,11 +14,13 @@ use actix_http::ws::Item;
 use actix_web_actors::ws::{self, CloseCode, CloseReason, ProtocolError};
 use bytes::{Bytes, BytesMut};
 use futures_util::future::join_all;
+use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::app::AppState;
+use crate::error::AppError;
 use crate::hub::{ConnId, Outbound, Subscribe, Unsubscribe};
-use crate::rpc::dispatch::{self, CallContext, ProjectBinding};
+use crate::rpc::dispatch::{self, CallContext, ProjectBinding, Reply};
 use crate::rpc::envelope::{self, Frame, Incoming, Request};
 use crate::ws::registry::Shutdown;
 
@@ -89,7 +93,7 @@ impl WsSession {
             Frame::Batch(items) => (items, true),
         };
         if self.in_flight + items.len() > MAX_IN_FLIGHT {
-            let error = crate::error::AppError::Overloaded(MAX_IN_FLIGHT).to_rpc();
+            let error = AppError::Overloaded(MAX_IN_FLIGHT).to_rpc();
             let replies: Vec<Value> = items
                 .iter()
                 .filter_map(|item| match item {
@@ -127,20 +131,17 @@ impl WsSession {
     }
 
     fn send_replies(&self, ctx: &mut ws::WebsocketContext<Self>, replies: Vec<Value>, batch: bool) {
-        if replies.is_empty() {
-            return;
-        }
-        if batch {
-            self.send(ctx, &Value::Array(replies));
-        } else {
-            for reply in replies {
-                self.send(ctx, &reply);
-            }
+        let limit = self.app.settings.server.max_frame_bytes;
+        for text in envelope::encode_replies(replies, batch, limit) {
+            self.send_text(ctx, text);
         }
     }
 
     fn send(&self, ctx: &mut ws::WebsocketContext<Self>, message: &Value) {
-        let text = message.to_string();
+        self.send_text(ctx, message.to_string());
+    }
+
+    fn send_text(&self, ctx: &mut ws::WebsocketContext<Self>, text: String) {
         if self.app.settings.log.debug {
             tracing::debug!(conn = self.id, frame = %text, "outbound");
         }
@@ -213,7 +214,7 @@ async fn serve(context: CallContext, item: Incoming) -> Served {
     let request = match item {
         Incoming::Request(request) => request,
         Incoming::Invalid { id, reason } => {
-            let error = crate::error::AppError::InvalidRequest(reason).to_rpc();
+            let error = AppError::InvalidRequest(reason).to_rpc();
             return Served {
                 reply: Some(envelope::failure(id, &error)),
                 bind: None,
@@ -223,7 +224,8 @@ async fn serve(context: CallContext, item: Incoming) -> Served {
     let started = Instant::now();
     let app = context.app.clone();
     let project = context.project.as_ref().map(|binding| binding.id);
-    let outcome = dispatch::call(context, &request.method, request.params.clone()).await;
+    let call = dispatch::call(context, &request.method, request.params.clone());
+    let outcome = answered(&request.method, call).await;
     let duration_ms = started.elapsed().as_millis() as u64;
     app.metrics.record_request(outcome.is_ok());
     app.audit_rpc(project, &request, &outcome);
@@ -242,6 +244,24 @@ async fn serve(context: CallContext, item: Incoming) -> Served {
                 reply: request.id.map(|id| envelope::failure(id, &rpc)),
                 bind: None,
             }
+        }
+    }
+}
+
+/// The outcome of a handler, or an internal error when it panicked: a bug in one handler
+/// must still answer its request, and must not take the connection's other requests (or
+/// the worker thread) down with it.
+async fn answered(
+    method: &str,
+    call: impl Future<Output = Result<Reply, AppError>>,
+) -> Result<Reply, AppError> {
+    match AssertUnwindSafe(call).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            tracing::error!(method, "handler panicked");
+            Err(AppError::Internal(format!(
+                "The '{method}' handler failed unexpectedly."
+            )))
         }
     }
 }
@@ -314,4 +334,26 @@ impl StreamHandler<Result<ws::Message, ProtocolError>> for WsSession {
 /// The peer went away without a close handshake: nothing to answer, just stop.
 fn is_disconnect(error: &std::io::Error) -> bool {
     error.kind() == std::io::ErrorKind::UnexpectedEof || error.to_string().contains("EOF")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[actix::test]
+    async fn a_panicking_handler_is_answered_with_an_internal_error() {
+        let panicking = async {
+            let empty: Vec<u8> = Vec::new();
+            let _ = empty
+                .get(..1)
+                .map(<[u8]>::len)
+                .ok_or(())
+                .map_err(|()| panic!("bug"));
+            Reply::of(())
+        };
+        let outcome = answered("ping", panicking).await;
+        assert!(matches!(outcome, Err(AppError::Internal(message)) if message.contains("'ping'")));
+        let fine = answered("ping", async { Reply::of(()) }).await;
+        assert!(fine.is_ok());
+    }
 }

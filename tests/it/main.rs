@@ -20,6 +20,7 @@ mod persistence;
 mod process;
 mod progress;
 mod readonly;
+mod replies;
 mod rules;
 mod runs;
 mod temperature;
