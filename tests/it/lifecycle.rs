@@ -96,6 +96,34 @@ async fn run_with_client_proposals(client: &mut Client) -> String {
     run
 }
 
+/// Resolves one proposal of `run`; returns the reply's result.
+async fn resolve(
+    client: &mut Client,
+    run: &str,
+    path: &str,
+    action: &str,
+    output: Option<&str>,
+) -> Value {
+    let mut resolution = json!({"path": path, "action": action});
+    if let Some(output) = output {
+        resolution["output"] = json!(output);
+    }
+    client
+        .ok("run/resolve", json!({"run": run, "resolution": resolution}))
+        .await
+}
+
+/// An `ask` on a run blocked by its client-made proposals; returns their paths.
+async fn blocked_paths(client: &mut Client, run: &str) -> Vec<String> {
+    let blocked = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "are we green?", "run": run}),
+        )
+        .await;
+    proposal_paths(&blocked)
+}
+
 fn proposal_paths(outcome: &Value) -> Vec<String> {
     outcome["proposed"]
         .as_array()
@@ -131,12 +159,7 @@ async fn resolving_client_made_proposals_resumes_the_run_to_its_end() {
         .await;
     assert_eq!(first["status"], json!(202), "{first}");
     assert_eq!(first["remainingCount"], json!(1));
-    let last = client
-        .ok(
-            "run/resolve",
-            json!({"run": run, "resolution": {"path": paths[1], "action": "accept", "output": "v22.1.0"}}),
-        )
-        .await;
+    let last = resolve(&mut client, &run, &paths[1], "accept", Some("v22.1.0")).await;
     assert_eq!(last, json!({"run": run, "status": 200}));
     let requests = llm.requests();
     assert_eq!(requests.len(), 1, "the resumed loop ran one turn");
@@ -161,25 +184,9 @@ async fn rejecting_client_made_proposals_completes_a_run_that_never_ran() {
     let app = TestApp::with_llm(&llm, &[]).await;
     let (mut client, _) = app.client_in_project("proposals").await;
     let run = run_with_client_proposals(&mut client).await;
-    let blocked = client
-        .ok(
-            "ask",
-            json!({"model": "fake", "prompt": "are we green?", "run": run}),
-        )
-        .await;
-    let paths = proposal_paths(&blocked);
-    client
-        .ok(
-            "run/resolve",
-            json!({"run": run, "resolution": {"path": paths[0], "action": "accept", "output": "ok"}}),
-        )
-        .await;
-    let last = client
-        .ok(
-            "run/resolve",
-            json!({"run": run, "resolution": {"path": paths[1], "action": "reject"}}),
-        )
-        .await;
+    let paths = blocked_paths(&mut client, &run).await;
+    resolve(&mut client, &run, &paths[0], "accept", Some("ok")).await;
+    let last = resolve(&mut client, &run, &paths[1], "reject", None).await;
     assert_eq!(last, json!({"run": run, "status": 200}));
     assert!(llm.requests().is_empty(), "a rejection stops the run");
     let stored = client.ok("getRun", json!({"run": run})).await;
@@ -194,25 +201,9 @@ async fn one_rejection_among_the_proposals_stops_the_run() {
     let app = TestApp::with_llm(&llm, &[]).await;
     let (mut client, _) = app.client_in_project("proposals").await;
     let run = run_with_client_proposals(&mut client).await;
-    let blocked = client
-        .ok(
-            "ask",
-            json!({"model": "fake", "prompt": "are we green?", "run": run}),
-        )
-        .await;
-    let paths = proposal_paths(&blocked);
-    client
-        .ok(
-            "run/resolve",
-            json!({"run": run, "resolution": {"path": paths[0], "action": "reject"}}),
-        )
-        .await;
-    let last = client
-        .ok(
-            "run/resolve",
-            json!({"run": run, "resolution": {"path": paths[1], "action": "accept", "output": "v22"}}),
-        )
-        .await;
+    let paths = blocked_paths(&mut client, &run).await;
+    resolve(&mut client, &run, &paths[0], "reject", None).await;
+    let last = resolve(&mut client, &run, &paths[1], "accept", Some("v22")).await;
     assert_eq!(last, json!({"run": run, "status": 200}));
     assert!(
         llm.requests().is_empty(),
