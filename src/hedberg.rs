@@ -15,8 +15,10 @@
 //!
 //! Invariants: replacement text is verbatim (only sed expands `\1`…`\9`, only `/regex/`
 //! patterns expand `$1`); an ambiguous SEARCH edits nothing; CRLF bodies stay CRLF; every
-//! regex is size-limited; no input makes these functions panic.
+//! regex is size-limited; no input makes these functions panic; all their work is charged
+//! to the thread's [`budget`] and stops with [`HedbergError::WorkLimit`] when it is spent.
 
+pub mod budget;
 mod edit_block;
 mod edit_engine;
 mod edit_syntax;
@@ -33,6 +35,7 @@ mod unified_diff;
 #[cfg(test)]
 mod vector_tests;
 
+pub use budget::{Budget, Limits, WorkLimit};
 pub use edit_block::EditBlock;
 pub use edit_engine::{apply_blocks, apply_edit, apply_tolerant, Edited};
 pub use edit_syntax::parse_edit_content;

@@ -2,6 +2,7 @@
 //! tolerant matcher, applied so that an ambiguous SEARCH edits nothing and a CRLF body
 //! stays CRLF.
 
+use super::budget;
 use super::matcher;
 use super::sed::SedProgram;
 use super::{EditBlock, HedbergError};
@@ -51,7 +52,8 @@ pub fn apply_edit(body: &str, block: &EditBlock) -> Result<Edited, HedbergError>
 }
 
 /// Applies blocks one after another, each on the previous result. The first error aborts
-/// and nothing is applied. A first block that is replace-only replaces the whole body and
+/// and nothing is applied; so does running out of the thread's budget (each block costs a
+/// scan of the text, and no intermediate text may pass the output cap). A first block that is replace-only replaces the whole body and
 /// the others are ignored. Warnings of all blocks are joined.
 pub fn apply_blocks(body: &str, blocks: &[EditBlock]) -> Result<Edited, HedbergError> {
     if let Some(EditBlock {
@@ -62,10 +64,13 @@ pub fn apply_blocks(body: &str, blocks: &[EditBlock]) -> Result<Edited, HedbergE
     {
         return Ok(Edited::clean(replace.clone()));
     }
+    let budget = budget::current();
     let mut current = body.to_string();
     let mut warnings: Vec<String> = Vec::new();
     for block in blocks {
+        budget.charge_bytes(current.len())?;
         let edited = apply_edit(&current, block)?;
+        budget.check_output(edited.body.len())?;
         current = edited.body;
         warnings.extend(edited.warning);
     }
@@ -98,6 +103,9 @@ fn edit_lf(
         let patched = SedProgram::compile(search, replace, &block.flags)
             .ok()
             .and_then(|program| program.apply(body));
+        if let Some(limit) = budget::current().exceeded() {
+            return Err(limit.into());
+        }
         if let Some(patched) = patched {
             return Ok(Edited::clean(patched));
         }

@@ -14,6 +14,9 @@ pub enum HedbergError {
         /// How many places matched.
         locations: usize,
     },
+    /// The work ran out of its budget (steps, time, output size) or its caller gave up.
+    #[error("Stopped: {0}. Use a narrower path, a simpler pattern or a smaller edit.")]
+    WorkLimit(#[from] super::WorkLimit),
     /// A pattern (regex body, sed flags) could not be compiled.
     #[error("invalid pattern {pattern:?}: {reason}")]
     InvalidPattern {

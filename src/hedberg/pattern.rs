@@ -14,6 +14,7 @@ use serde_json::Value;
 use self::glob::Glob;
 use self::json_path::JsonPath;
 use self::xpath::XPathPattern;
+use super::budget;
 use super::regex_options::RegexOptions;
 use super::sed::{SedCommand, SedProgram};
 use super::HedbergError;
@@ -128,8 +129,13 @@ impl Pattern {
     }
 
     /// `hedmatch`: literal text and globs must equal/match the whole subject; regexes and
-    /// sed searches match anywhere; JSONPath/XPath must select something.
+    /// sed searches match anywhere; JSONPath/XPath must select something. Every call is
+    /// charged to the thread's [`budget`]; once it is spent nothing matches (callers ask
+    /// the budget, as [`pattern_match`] does).
     pub fn is_match(&self, subject: &str) -> bool {
+        if budget::current().charge_bytes(subject.len()).is_err() {
+            return false;
+        }
         match &self.compiled {
             Compiled::Literal(text) => text == subject,
             Compiled::Glob(glob) => glob.is_match(subject),
@@ -145,6 +151,7 @@ impl Pattern {
     /// `hedsearch`: the first match and its character offset. Globs match the whole subject
     /// or nothing.
     pub fn search(&self, subject: &str) -> Option<SearchHit> {
+        budget::current().charge_bytes(subject.len()).ok()?;
         let text_hit = |byte_index: usize, text: &str| SearchHit {
             matched: Matched::Text(text.to_string()),
             index: subject
@@ -176,21 +183,25 @@ impl Pattern {
         }
     }
 
-    /// `hedreplace`: the new subject, or `None` when nothing matched or the kind cannot
-    /// replace (JSONPath, XPath).
+    /// `hedreplace`: the new subject, or `None` when nothing matched, the kind cannot
+    /// replace (JSONPath, XPath) or the result is over the budget's output cap.
     ///
     /// Literal text: every occurrence, verbatim. Glob: the whole subject, once. Regex: every
     /// match, with `$1`, `$<name>`, `$&`, `$$` expanded. Sed: its own replacement (the
     /// `replacement` argument is ignored), line by line, first match per line unless `g`.
     pub fn replace(&self, subject: &str, replacement: &str) -> Option<String> {
-        match &self.compiled {
+        let budget = budget::current();
+        budget.charge_bytes(subject.len()).ok()?;
+        let replaced = match &self.compiled {
             Compiled::Literal(text) => (!text.is_empty() && subject.contains(text.as_str()))
                 .then(|| subject.replace(text.as_str(), replacement)),
             Compiled::Glob(glob) => glob.is_match(subject).then(|| replacement.to_string()),
             Compiled::Regex(regex) => regex_replace::replace_all(regex, subject, replacement),
             Compiled::Sed { program, .. } => program.apply(subject),
             Compiled::JsonPath(_) | Compiled::XPath(_) => None,
-        }
+        }?;
+        budget.check_output(replaced.len()).ok()?;
+        Some(replaced)
     }
 }
 

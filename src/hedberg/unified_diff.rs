@@ -1,13 +1,16 @@
 //! Unified diffs of an edit, in the exact text clients parse from `set://` results.
 
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use super::budget;
 
 use similar::{Algorithm, ChangeTag, DiffOp, TextDiff};
 
 /// Lines of unchanged context around each change.
 const CONTEXT_LINES: usize = 3;
-/// Past this the line diff settles for a coarser (still correct) result.
+/// Past this (or the thread's budget deadline, when sooner) the line diff settles for a
+/// coarser (still correct) result.
 const DIFF_TIMEOUT: Duration = Duration::from_secs(2);
 const SEPARATOR: &str = "===================================================================";
 const NO_NEWLINE: &str = "\\ No newline at end of file";
@@ -17,9 +20,10 @@ const NO_NEWLINE: &str = "\\ No newline at end of file";
 /// `\ No newline at end of file` after a last line that lacks one. Equal texts give the
 /// headers only.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    let deadline = (Instant::now() + DIFF_TIMEOUT).min(budget::current().deadline());
     let diff = TextDiff::configure()
         .algorithm(Algorithm::Myers)
-        .timeout(DIFF_TIMEOUT)
+        .deadline(deadline)
         .diff_lines(old, new);
     let mut out = format!("{SEPARATOR}\n--- {path}\told\t\n+++ {path}\tnew\t\n");
     for group in diff.grouped_ops(CONTEXT_LINES) {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::{Pattern, SearchHit};
-use crate::hedberg::HedbergError;
+use crate::hedberg::{budget, HedbergError};
 
 /// Compiled patterns kept per thread; the memo is dropped whole when it grows past this.
 const MEMO_CAPACITY: usize = 256;
@@ -31,14 +31,24 @@ fn compiled(pattern: &str) -> Result<Rc<Pattern>, HedbergError> {
 }
 
 /// `hedmatch(pattern, subject)`: see [`Pattern::is_match`]. (A NULL subject never matches;
-/// the SQL wrapper decides that before calling.)
+/// the SQL wrapper decides that before calling.) Fails once the thread's budget is spent.
 pub fn pattern_match(pattern: &str, subject: &str) -> Result<bool, HedbergError> {
-    Ok(compiled(pattern)?.is_match(subject))
+    let matched = compiled(pattern)?.is_match(subject);
+    within_budget(matched)
 }
 
 /// `hedsearch(pattern, subject)`: see [`Pattern::search`].
 pub fn pattern_search(pattern: &str, subject: &str) -> Result<Option<SearchHit>, HedbergError> {
-    Ok(compiled(pattern)?.search(subject))
+    let hit = compiled(pattern)?.search(subject);
+    within_budget(hit)
+}
+
+/// The result, unless the budget ran out while it was computed (then it is not to be used).
+fn within_budget<T>(result: T) -> Result<T, HedbergError> {
+    match budget::current().exceeded() {
+        Some(limit) => Err(limit.into()),
+        None => Ok(result),
+    }
 }
 
 /// `hedreplace(pattern, replacement, subject)`: see [`Pattern::replace`].
@@ -47,7 +57,8 @@ pub fn pattern_replace(
     replacement: &str,
     subject: &str,
 ) -> Result<Option<String>, HedbergError> {
-    Ok(compiled(pattern)?.replace(subject, replacement))
+    let replaced = compiled(pattern)?.replace(subject, replacement);
+    within_budget(replaced)
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use crate::hedberg::budget;
+
 /// One selection step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step {
@@ -64,18 +66,23 @@ impl JsonPath {
         Some(Self { steps })
     }
 
-    /// The selected values, in document order, each at most once.
+    /// The selected values, in document order, each at most once. Each value visited is a
+    /// step of the thread's budget; once it is spent nothing more is selected.
     pub fn select<'v>(&self, root: &'v Value) -> Vec<&'v Value> {
+        let budget = budget::current();
         let mut nodes = vec![root];
         for step in &self.steps {
             let mut next = Vec::new();
             let mut seen: HashSet<*const Value> = HashSet::new();
             let mut keep = |value: &'v Value| {
-                if seen.insert(value as *const Value) {
+                if budget.charge(1).is_ok() && seen.insert(value as *const Value) {
                     next.push(value);
                 }
             };
             for node in nodes {
+                if budget.exceeded().is_some() {
+                    return Vec::new();
+                }
                 match step {
                     Step::Key(key) => member(node, key).into_iter().for_each(&mut keep),
                     Step::Wildcard => children(node).for_each(&mut keep),

@@ -1,13 +1,22 @@
 //! XPath 1.0 patterns over XML bodies. A body that does not parse as XML matches nothing.
 
+mod cost;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use sxd_document::dom::{ChildOfElement, ChildOfRoot, Document};
 use sxd_xpath::{Context, Factory, Value};
+
+use self::cost::Shape;
+use crate::hedberg::budget;
 
 /// Longest XPath expression accepted; bounds the expression parser's work.
 const MAX_EXPRESSION_LENGTH: usize = 2048;
 /// Deepest `(`/`[` nesting accepted in an expression (the parser recurses on it).
 const MAX_EXPRESSION_NESTING: usize = 32;
+/// Budget steps charged per node the XPath engine may visit: a visit there costs about as
+/// much as scanning a kilobyte of text (sxd-xpath allocates and hashes on every one).
+const STEPS_PER_VISIT: u64 = 16;
 /// Deepest element nesting evaluated in a body.
 const MAX_DOCUMENT_NESTING: usize = 256;
 
@@ -114,18 +123,29 @@ impl XPathPattern {
 
     /// The text content of the first selected node (document order), or `None` when the
     /// body is not XML or nothing is selected. A non-node result counts when it is true.
+    ///
+    /// The XPath engine cannot be stopped once it runs, so the thread's [`budget`] is charged
+    /// up front with the most nodes the evaluation can visit on this document
+    /// ([`cost::visits`]): `count()` inside a predicate, quadratic or worse, is refused
+    /// before it starts instead of running for minutes. Once the budget is spent the result
+    /// is `None` and the budget says why.
     pub fn first_text(&self, subject: &str) -> Option<String> {
         if document_nesting(subject) > MAX_DOCUMENT_NESTING {
             return None;
         }
-        catch_unwind(AssertUnwindSafe(|| self.evaluate(subject)))
+        let budget = budget::current();
+        let package = sxd_document::parser::parse(subject).ok()?;
+        let document = package.as_document();
+        let shape = shape(&document);
+        budget.charge(shape.nodes).ok()?;
+        let visits = cost::visits(&self.expression, shape);
+        budget.charge(visits.saturating_mul(STEPS_PER_VISIT)).ok()?;
+        catch_unwind(AssertUnwindSafe(|| self.evaluate(&document)))
             .ok()
             .flatten()
     }
 
-    fn evaluate(&self, subject: &str) -> Option<String> {
-        let package = sxd_document::parser::parse(subject).ok()?;
-        let document = package.as_document();
+    fn evaluate(&self, document: &Document<'_>) -> Option<String> {
         let xpath = Factory::new().build(&self.expression).ok()??;
         let value = xpath.evaluate(&Context::new(), document.root()).ok()?;
         match value {
@@ -133,6 +153,37 @@ impl XPathPattern {
             other => other.boolean().then(|| other.string()),
         }
     }
+}
+
+/// Counts the document's nodes, its depth and its widest node.
+fn shape(document: &Document<'_>) -> Shape {
+    let children = document.root().children();
+    let mut shape = Shape {
+        nodes: 1,
+        depth: 0,
+        fan_out: children.len() as u64,
+    };
+    let mut pending: Vec<(sxd_document::dom::Element<'_>, u64)> = Vec::new();
+    for child in children {
+        shape.nodes += 1;
+        if let ChildOfRoot::Element(element) = child {
+            pending.push((element, 1));
+        }
+    }
+    while let Some((element, depth)) = pending.pop() {
+        let children = element.children();
+        let attributes = element.attributes().len() as u64;
+        shape.depth = shape.depth.max(depth);
+        shape.fan_out = shape.fan_out.max(children.len() as u64 + attributes);
+        shape.nodes += attributes;
+        for child in children {
+            shape.nodes += 1;
+            if let ChildOfElement::Element(inner) = child {
+                pending.push((inner, depth + 1));
+            }
+        }
+    }
+    shape
 }
 
 fn nesting(expression: &str) -> usize {
@@ -170,6 +221,8 @@ fn document_nesting(text: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use std::rc::Rc;
+
     use super::*;
 
     const DOC: &str = r#"<root><item id="3"><name>test</name></item><item id="5"/></root>"#;
@@ -198,6 +251,27 @@ mod tests {
         let deep = "<a>".repeat(10_000);
         assert_eq!(first("//a", &deep), None);
         assert_eq!(XPathPattern::compile("//a[["), None);
+    }
+
+    #[test]
+    fn quadratic_expressions_run_out_of_budget() {
+        let body = format!("<r>{}</r>", "<i/>".repeat(3_000));
+        let limited = || {
+            Rc::new(budget::Budget::new(budget::Limits {
+                max_steps: 1_000_000,
+                ..budget::Limits::default()
+            }))
+        };
+        let spent = limited();
+        let text = budget::scoped(Rc::clone(&spent), || {
+            first("//*[count(//*) > count(preceding::*)]", &body)
+        });
+        assert_eq!(text, None);
+        assert_eq!(spent.exceeded(), Some(budget::WorkLimit::Steps(1_000_000)));
+        let enough = limited();
+        let cheap = budget::scoped(Rc::clone(&enough), || first("//i[1]", &body));
+        assert_eq!(cheap, Some(String::new()));
+        assert_eq!(enough.exceeded(), None);
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! Running a sed substitution the way sed does: line by line, first match per line unless
 //! `g`, `\1`…`\9` back-references in the replacement.
 
+use std::cell::Cell;
+
 use regex::{Captures, Regex};
+
+use crate::hedberg::budget::{self, Budget};
 
 use crate::hedberg::regex_options::RegexOptions;
 
@@ -55,42 +59,65 @@ impl SedProgram {
         })
     }
 
-    /// Applies the substitution; `None` when the regex matched nowhere.
+    /// Applies the substitution; `None` when the regex matched nowhere, or when the thread's
+    /// budget ran out (steps, or a result over the output cap: `s/./&&&&/g` on a large
+    /// file stops there instead of taking gigabytes); the budget then says why.
     pub fn apply(&self, text: &str) -> Option<String> {
+        let budget = budget::current();
         match self.scope {
-            Scope::WholeText => self.substitute(text),
+            Scope::WholeText => self.substitute(text, 0, &budget),
             Scope::EachLine => {
                 let mut matched = false;
-                let lines: Vec<String> = text
-                    .split('\n')
-                    .map(|line| {
-                        let (content, ending) = match line.strip_suffix('\r') {
-                            Some(content) => (content, "\r"),
-                            None => (line, ""),
-                        };
-                        match self.substitute(content) {
-                            Some(changed) => {
-                                matched = true;
-                                changed + ending
-                            }
-                            None => line.to_string(),
+                let mut out = String::with_capacity(text.len());
+                for (index, line) in text.split('\n').enumerate() {
+                    budget.charge_bytes(line.len()).ok()?;
+                    if index > 0 {
+                        out.push('\n');
+                    }
+                    let (content, ending) = match line.strip_suffix('\r') {
+                        Some(content) => (content, "\r"),
+                        None => (line, ""),
+                    };
+                    match self.substitute(content, out.len(), &budget) {
+                        Some(changed) => {
+                            matched = true;
+                            out.push_str(&changed);
+                            out.push_str(ending);
                         }
-                    })
-                    .collect();
-                matched.then(|| lines.join("\n"))
+                        None if budget.exceeded().is_some() => return None,
+                        None => out.push_str(line),
+                    }
+                    budget.check_output(out.len()).ok()?;
+                }
+                matched.then_some(out)
             }
         }
     }
 
-    fn substitute(&self, text: &str) -> Option<String> {
+    /// One pass over `text`, whose result follows `already` bytes of output.
+    fn substitute(&self, text: &str, already: usize, budget: &Budget) -> Option<String> {
         if !self.regex.is_match(text) {
             return None;
         }
-        let expand = |captures: &Captures<'_>| expand_replacement(&self.replacement, captures);
+        let produced = Cell::new(already.saturating_add(text.len()));
+        let expand = |captures: &Captures<'_>| {
+            if budget.exceeded().is_some() {
+                return String::new();
+            }
+            let expansion = expand_replacement(&self.replacement, captures);
+            produced.set(produced.get().saturating_add(expansion.len()));
+            match budget.check_output(produced.get()) {
+                Ok(()) => expansion,
+                Err(_) => String::new(),
+            }
+        };
         let replaced = match self.occurrences {
             Occurrences::All => self.regex.replace_all(text, expand),
             Occurrences::First => self.regex.replace(text, expand),
         };
+        if budget.exceeded().is_some() {
+            return None;
+        }
         Some(replaced.into_owned())
     }
 }
@@ -163,6 +190,28 @@ mod tests {
     #[test]
     fn line_breaks_in_the_search_span_lines() {
         assert_eq!(run("a\\nb", "c", "", "a\nb\n"), Some("c\n".into()));
+    }
+
+    #[test]
+    fn a_multiplying_substitution_stops_at_the_output_cap() {
+        use std::rc::Rc;
+        let limits = budget::Limits {
+            max_output_bytes: 10_000,
+            ..budget::Limits::default()
+        };
+        let capped = Rc::new(Budget::new(limits));
+        let text = "abc\n".repeat(1_000);
+        let program = SedProgram::compile("(.)", &"\\1".repeat(50), "g").expect("valid");
+        let applied = budget::scoped(Rc::clone(&capped), || program.apply(&text));
+        assert_eq!(applied, None);
+        assert_eq!(capped.exceeded(), Some(budget::WorkLimit::Output(10_000)));
+        let one_line = "x".repeat(5_000);
+        let fresh = Rc::new(Budget::new(limits));
+        assert_eq!(
+            budget::scoped(Rc::clone(&fresh), || program.apply(&one_line)),
+            None
+        );
+        assert_eq!(fresh.exceeded(), Some(budget::WorkLimit::Output(10_000)));
     }
 
     #[test]

@@ -5,12 +5,15 @@
 
 use similar::{Algorithm, TextDiff};
 
+use crate::hedberg::budget;
+
 const SEARCH: &str = "<<<<<<< SEARCH";
 const DIVIDER: &str = "=======";
 const REPLACE: &str = ">>>>>>> REPLACE";
 const CONTEXT_LINES: usize = 3;
 
-/// The blocks turning `old` into `new`; `None` when nothing changes.
+/// The blocks turning `old` into `new`; `None` when nothing changes. Past the thread's
+/// budget deadline the diff settles for coarser (still correct) blocks.
 pub(crate) fn render(old: &str, new: &str) -> Option<String> {
     if old == new {
         return None;
@@ -20,6 +23,7 @@ pub(crate) fn render(old: &str, new: &str) -> Option<String> {
     }
     let diff = TextDiff::configure()
         .algorithm(Algorithm::Myers)
+        .deadline(budget::current().deadline())
         .diff_lines(old, new);
     let old_lines = diff.old_slices();
     let new_lines = diff.new_slices();
