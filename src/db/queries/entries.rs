@@ -1,6 +1,8 @@
 //! The store's core operations: upsert with merge semantics, reads, pattern listings, and
 //! fidelity, status and attribute changes on selected entries.
 
+use std::collections::HashSet;
+
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
@@ -78,28 +80,38 @@ pub fn get_entry(
 
 /// `path` (normalised) when no entry of the run has it, else the first free `path_2`,
 /// `path_3`, ...
+///
+/// One indexed range query reads every taken name of the form `path_…` (the range
+/// `[path_, path\`)` holds exactly the texts that start with `path_`, `_` and `` ` `` being
+/// neighbours), then the smallest free suffix is picked in memory: probing one name at a
+/// time made a reply with thousands of the same command quadratic.
 pub fn free_path(
     conn: &mut SqliteConnection,
     run_id: RunId,
     path: &str,
 ) -> Result<String, DbError> {
     let base = normalize_path(path);
-    for attempt in 1..=FREE_PATH_ATTEMPTS {
-        let candidate = match attempt {
-            1 => base.clone(),
-            n => format!("{base}_{n}"),
-        };
-        let taken = diesel::select(diesel::dsl::exists(
-            known_entries::table
-                .filter(known_entries::run_id.eq(run_id))
-                .filter(known_entries::path.eq(&candidate)),
-        ))
-        .get_result::<bool>(conn)?;
-        if !taken {
-            return Ok(candidate);
-        }
+    let prefix = format!("{base}_");
+    let taken: Vec<String> = known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(
+            known_entries::path.eq(&base).or(known_entries::path
+                .ge(&prefix)
+                .and(known_entries::path.lt(format!("{base}`")))),
+        )
+        .select(known_entries::path)
+        .load(conn)?;
+    if !taken.contains(&base) {
+        return Ok(base);
     }
-    Err(DbError::Conflict(format!("no free path near {base}")))
+    let suffixes: HashSet<u32> = taken
+        .iter()
+        .filter_map(|name| name.strip_prefix(&prefix)?.parse().ok())
+        .collect();
+    (2..=FREE_PATH_ATTEMPTS)
+        .find(|suffix| !suffixes.contains(suffix))
+        .map(|suffix| format!("{base}_{suffix}"))
+        .ok_or_else(|| DbError::Conflict(format!("no free path near {base}")))
 }
 
 /// The selected entries ordered by path, paged.

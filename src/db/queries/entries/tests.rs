@@ -316,6 +316,26 @@ fn free_path_appends_the_first_unused_suffix() {
 }
 
 #[test]
+fn free_path_fills_the_first_gap_and_ignores_longer_names() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    for path in [
+        "get://t/a",
+        "get://t/a_2",
+        "get://t/a_4",
+        "get://t/a_b",
+        "get://t/a_3x",
+        "get://t/ab",
+    ] {
+        upsert_entry(conn, &write(run.id, path, "x", 1)).unwrap();
+    }
+    assert_eq!(free_path(conn, run.id, "get://t/a").unwrap(), "get://t/a_3");
+    upsert_entry(conn, &write(run.id, "get://t/a_3", "x", 1)).unwrap();
+    assert_eq!(free_path(conn, run.id, "get://t/a").unwrap(), "get://t/a_5");
+}
+
+#[test]
 fn only_plain_scheme_prefixes_narrow_a_pattern() {
     use super::literal_scheme;
     assert_eq!(literal_scheme("known://*"), Some("known"));
