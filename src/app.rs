@@ -15,10 +15,11 @@ use diesel::SqliteConnection;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
 use crate::config::Settings;
+use crate::db::actor::WriterOptions;
 use crate::db::actor::{CheckReady, LogRpc, TruncateWal};
 use crate::db::ids::ProjectId;
 use crate::db::models::{ModelInsertForm, RpcLogInsertForm};
-use crate::db::{self, queries, ConnectionSetup, DbActor, DbError, Transact};
+use crate::db::{self, queries, ConnectionSetup, DbActor, DbError, DbWatch, ReadPool, Transact};
 use crate::error::AppError;
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmProviders, ProviderSettings, RetryPolicy};
@@ -44,6 +45,10 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     /// The database actor (the single writer).
     pub db: Addr<DbActor>,
+    /// How long the writer's current unit of work has run (for `/readyz`).
+    pub db_watch: DbWatch,
+    /// Read-only connections for pattern reads beside the writer.
+    pub readers: ReadPool,
     /// Notification fan-out per project.
     pub hubs: HubRegistry,
     /// Open connections.
@@ -85,6 +90,7 @@ impl RunningServer {
         self.state.connections.shutdown_all();
         self.handle.stop(true).await;
         let _ = self.done.await;
+        self.state.readers.close();
         match self.state.db.send(TruncateWal).await {
             Ok(Ok(true)) => {}
             Ok(Ok(false)) => tracing::warn!("a reader kept the database log from being truncated"),
@@ -111,10 +117,20 @@ pub fn migrate(settings: &Settings) -> Result<(), DbError> {
 pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
     std::fs::create_dir_all(settings.storage.home.join("skills"))?;
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
-    let db = db::start_db(&settings.storage.db_path, connection_setup(&settings))?;
+    let db_watch = DbWatch::default();
+    let setup = connection_setup(&settings);
+    let writer = WriterOptions {
+        setup,
+        limits: settings.work.writer_limits(),
+        watch: db_watch.clone(),
+    };
+    let db = db::start_db(&settings.storage.db_path, writer)?;
+    let readers = ReadPool::new(&settings.storage.db_path, setup, settings.work.readers);
     let state = AppState {
         settings: Arc::new(settings.clone()),
         db,
+        db_watch,
+        readers,
         hubs: HubRegistry::default(),
         connections: ConnectionRegistry::default(),
         metrics: Arc::new(Metrics::default()),
@@ -285,9 +301,37 @@ impl AppState {
         Ok(self.db.send(Transact::new(work)).await.map_err(mailbox)??)
     }
 
-    /// Whether the database answers and its migrations are applied.
+    /// Runs `work` over a read-only connection on the blocking pool, with the request limits
+    /// for its pattern work: for reads that evaluate patterns, which must not hold the writer.
+    pub async fn db_read<T, F>(&self, work: F) -> Result<T, AppError>
+    where
+        F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let limits = self.settings.work.request_limits();
+        Ok(self.readers.read(limits, work).await?)
+    }
+
+    /// Whether the database answers and its migrations are applied. Not while the writer
+    /// has been busy with one unit of work for longer than `RUMMY_DB_STALL_MS`: that is
+    /// read from its watchdog, and the probe itself waits no longer than that.
     pub async fn database_ready(&self) -> Result<(), AppError> {
-        let ready = self.db.send(CheckReady {}).await.map_err(mailbox)??;
+        let stall = Duration::from_millis(self.settings.work.stall_ms);
+        if let Some(busy) = self.db_watch.busy_for().filter(|busy| *busy > stall) {
+            return Err(AppError::Internal(format!(
+                "the database thread has been busy with one unit of work for {} ms",
+                busy.as_millis()
+            )));
+        }
+        let ready = tokio::time::timeout(stall, self.db.send(CheckReady {}))
+            .await
+            .map_err(|_| {
+                AppError::Internal(format!(
+                    "the database thread did not answer within {} ms",
+                    stall.as_millis()
+                ))
+            })?
+            .map_err(mailbox)??;
         if ready {
             Ok(())
         } else {

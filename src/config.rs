@@ -40,6 +40,13 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_APPLY_EDITS", "agent.apply_edits"),
     ("RUMMY_MAX_COMPLETION_TOKENS", "agent.max_completion_tokens"),
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
+    ("RUMMY_WORK_MAX_STEPS", "work.max_steps"),
+    ("RUMMY_WORK_TIMEOUT_MS", "work.timeout_ms"),
+    ("RUMMY_WORK_MAX_OUTPUT_BYTES", "work.max_output_bytes"),
+    ("RUMMY_WRITER_MAX_STEPS", "work.writer_max_steps"),
+    ("RUMMY_WRITER_TIMEOUT_MS", "work.writer_timeout_ms"),
+    ("RUMMY_DB_READERS", "work.readers"),
+    ("RUMMY_DB_STALL_MS", "work.stall_ms"),
     ("RUMMY_FETCH_TIMEOUT", "providers.fetch_timeout_ms"),
     ("RUMMY_PROVIDER_CONCURRENCY", "providers.concurrency"),
     ("RUMMY_LLM_ATTEMPTS", "providers.attempts"),
@@ -119,6 +126,8 @@ pub struct Settings {
     pub agent: AgentSettings,
     /// Project file scanning.
     pub scan: ScanSettings,
+    /// Limits of pattern and edit work, and the database thread's watchdog.
+    pub work: WorkSettings,
     /// LLM provider endpoints and credentials.
     pub providers: ProviderSettings,
     /// The web search backend.
@@ -214,6 +223,45 @@ pub struct AgentSettings {
 pub struct ScanSettings {
     /// Files above this size are listed, not loaded.
     pub max_file_bytes: u64,
+}
+
+/// Limits of pattern and edit work (hedberg), and the database thread's watchdog.
+#[derive(Debug, Clone, Deserialize)]
+pub struct WorkSettings {
+    /// Steps one request may spend off the database thread (a reader connection).
+    pub max_steps: u64,
+    /// Wall-clock limit of that work, in ms.
+    pub timeout_ms: u64,
+    /// Largest text an edit or replacement may produce, in bytes.
+    pub max_output_bytes: usize,
+    /// Steps one unit of work on the database thread may spend.
+    pub writer_max_steps: u64,
+    /// Wall-clock limit of that work, in ms.
+    pub writer_timeout_ms: u64,
+    /// Read-only connections serving pattern searches beside the writer.
+    pub readers: usize,
+    /// `/readyz` fails while one unit of database work has run longer than this, in ms.
+    pub stall_ms: u64,
+}
+
+impl WorkSettings {
+    /// The limits of one request served off the database thread.
+    pub fn request_limits(&self) -> crate::hedberg::Limits {
+        crate::hedberg::Limits {
+            max_steps: self.max_steps,
+            timeout: std::time::Duration::from_millis(self.timeout_ms),
+            max_output_bytes: self.max_output_bytes,
+        }
+    }
+
+    /// The limits of one unit of work on the database thread.
+    pub fn writer_limits(&self) -> crate::hedberg::Limits {
+        crate::hedberg::Limits {
+            max_steps: self.writer_max_steps,
+            timeout: std::time::Duration::from_millis(self.writer_timeout_ms),
+            max_output_bytes: self.max_output_bytes,
+        }
+    }
 }
 
 /// LLM provider endpoints and credentials.

@@ -4,7 +4,8 @@
 //! Layers, bottom up: [`connection`] opens SQLite files and applies the embedded migrations;
 //! [`functions`] registers the SQL functions the schema needs; [`schema`] is diesel's view of
 //! the tables; [`models`] holds row and form structs; [`queries`] holds plain functions over
-//! `&mut SqliteConnection`; [`actor`] runs them on the single writer thread. Every fallible
+//! `&mut SqliteConnection`; [`actor`] runs them on the single writer thread ([`watch`] says
+//! how long its current unit has run), [`readers`] runs pattern reads beside it. Every fallible
 //! function returns [`DbError`]. Database rows are not wire types: the RPC layer builds its
 //! own results from them.
 
@@ -17,11 +18,15 @@ pub mod ids;
 pub mod models;
 pub mod paths;
 pub mod queries;
+pub mod readers;
 pub mod schema;
 #[cfg(test)]
 mod testing;
+pub mod watch;
 
 pub use actor::transact::Transact;
 pub use actor::{start_db, DbActor};
 pub use connection::{open_connection, run_migrations, ConnectionSetup, DEFAULT_TOKEN_DIVISOR};
 pub use error::DbError;
+pub use readers::ReadPool;
+pub use watch::DbWatch;

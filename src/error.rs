@@ -95,6 +95,10 @@ pub enum AppError {
         /// The frame limit.
         limit: usize,
     },
+    /// A tool call's pattern or edit work ran out of its budget (the message says which
+    /// limit).
+    #[error("{0}")]
+    WorkLimit(String),
     /// The database failed.
     #[error(transparent)]
     Db(#[from] DbError),
@@ -131,6 +135,7 @@ impl AppError {
             AppError::NameTaken(_) => code::CONFLICT,
             AppError::Overloaded(_) => code::OVERLOADED,
             AppError::ReplyTooLarge { .. } => code::TOO_LARGE,
+            AppError::WorkLimit(_) => code::WORK_LIMIT,
             AppError::Project(error) => project_code(error),
             AppError::Db(error) => db_code(error),
             AppError::Timeout { .. } | AppError::Internal(_) => code::INTERNAL,
@@ -147,6 +152,7 @@ fn db_code(error: &DbError) -> i64 {
         DbError::NotFound(_) => code::INVALID_PARAMS,
         DbError::Conflict(_) => code::CONFLICT,
         DbError::Invalid(_) => code::INVALID_PARAMS,
+        DbError::WorkLimit(_) => code::WORK_LIMIT,
         _ => code::INTERNAL,
     }
 }

@@ -7,19 +7,23 @@
 //! queries: configuration ([`config_messages`]), runs/loops/turns ([`run_messages`]) and
 //! the store ([`entry_messages`]).
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Mutex;
 
 use actix::{Actor, Addr, SyncArbiter, SyncContext};
 use diesel::SqliteConnection;
 
 use super::connection::{
-    has_pending_migrations, open_connection, run_migrations, truncate_wal, ConnectionSetup,
+    has_pending_migrations, open_connection, run_migrations, truncate_wal, write_transaction,
+    ConnectionSetup,
 };
 use super::ids::RpcLogId;
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log;
-use super::DbError;
+use super::{DbError, DbWatch};
+use crate::hedberg::budget::{self, Budget, Limits};
 
 /// Defines message structs and their `DbActor` handlers: each handler gets the connection
 /// and the message and evaluates one query call, in a transaction.
@@ -54,7 +58,7 @@ macro_rules! db_messages {
 
             #[allow(unused_variables)]
             fn handle(&mut self, $message: $name, _: &mut Self::Context) -> Self::Result {
-                $crate::db::connection::write_transaction(self.connection()?, |$conn| $body)
+                self.unit(|$conn| $body)
             }
         }
     )*};
@@ -67,9 +71,46 @@ pub struct DbActor {
     connection: Option<SqliteConnection>,
     path: PathBuf,
     setup: ConnectionSetup,
+    limits: Limits,
+    watch: DbWatch,
+}
+
+/// What the writer thread is given besides the file.
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    /// How its connection is set up.
+    pub setup: ConnectionSetup,
+    /// The pattern and edit work one unit may do (a fresh budget per unit).
+    pub limits: Limits,
+    /// Where the thread records when its current unit started.
+    pub watch: DbWatch,
 }
 
 impl DbActor {
+    /// Runs one unit of work: in a transaction (see [`db_messages`]), under a fresh budget
+    /// for its pattern and edit work, marked on the watchdog. A panic rolls the transaction
+    /// back (the connection is dropped and reopened by the next unit) and is an error, so
+    /// the thread survives it.
+    fn unit<T>(
+        &mut self,
+        work: impl FnOnce(&mut SqliteConnection) -> Result<T, DbError>,
+    ) -> Result<T, DbError> {
+        self.watch.begin();
+        let budget = Rc::new(Budget::new(self.limits));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let conn = self.connection()?;
+            budget::scoped(budget, || write_transaction(conn, work))
+        }));
+        self.watch.end();
+        outcome.unwrap_or_else(|_| {
+            self.connection = None;
+            tracing::error!("a unit of database work panicked; rolled back");
+            Err(DbError::Internal(
+                "a unit of database work failed unexpectedly".into(),
+            ))
+        })
+    }
+
     /// The connection, reopened if a previous one was lost.
     fn connection(&mut self) -> Result<&mut SqliteConnection, DbError> {
         let connection = match self.connection.take() {
@@ -86,7 +127,12 @@ impl Actor for DbActor {
 
 /// Opens the database at `path` (creating it), applies pending migrations and starts the
 /// actor on its own thread. Must be called inside a running actix `System`.
-pub fn start_db(path: &Path, setup: ConnectionSetup) -> Result<Addr<DbActor>, DbError> {
+pub fn start_db(path: &Path, options: WriterOptions) -> Result<Addr<DbActor>, DbError> {
+    let WriterOptions {
+        setup,
+        limits,
+        watch,
+    } = options;
     if actix::System::try_current().is_none() {
         return Err(DbError::Internal(
             "start_db needs a running actix System".to_owned(),
@@ -106,6 +152,8 @@ pub fn start_db(path: &Path, setup: ConnectionSetup) -> Result<Addr<DbActor>, Db
             .and_then(|mut slot| slot.take()),
         path: path.clone(),
         setup,
+        limits,
+        watch: watch.clone(),
     }))
 }
 
@@ -142,10 +190,32 @@ mod tests {
     use crate::db::queries::{context, entries, projects, runs};
     use crate::db::testing::write;
 
+    fn options() -> WriterOptions {
+        WriterOptions {
+            setup: ConnectionSetup::default(),
+            limits: Limits::default(),
+            watch: DbWatch::default(),
+        }
+    }
+
+    #[actix::test]
+    async fn a_panicking_unit_is_an_error_and_the_thread_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = start_db(&dir.path().join("rummy.db"), options()).unwrap();
+        let failed = db
+            .send(Transact::new(|_| -> Result<(), DbError> {
+                panic!("a bug")
+            }))
+            .await
+            .unwrap();
+        assert!(matches!(failed, Err(DbError::Internal(_))));
+        assert!(db.send(CheckReady {}).await.unwrap().unwrap());
+    }
+
     #[actix::test]
     async fn units_of_work_run_on_the_actor_thread() {
         let dir = tempfile::tempdir().unwrap();
-        let db = start_db(&dir.path().join("rummy.db"), ConnectionSetup::default()).unwrap();
+        let db = start_db(&dir.path().join("rummy.db"), options()).unwrap();
         assert!(db.send(CheckReady {}).await.unwrap().unwrap());
         let run = db
             .send(Transact::new(|conn| {
@@ -199,7 +269,7 @@ mod tests {
     fn starting_outside_a_system_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
-            start_db(&dir.path().join("rummy.db"), ConnectionSetup::default()),
+            start_db(&dir.path().join("rummy.db"), options()),
             Err(DbError::Internal(_))
         ));
     }

@@ -18,6 +18,9 @@ pub enum DbError {
     /// The input breaks a constraint, a check or the run state machine.
     #[error("invalid: {0}")]
     Invalid(String),
+    /// Pattern or edit work ran out of its budget, or its caller gave up.
+    #[error("The request was stopped: {0}. Use a narrower pattern or a simpler expression.")]
+    WorkLimit(crate::hedberg::WorkLimit),
     /// Anything else: I/O, a broken connection, a migration failure, a bug.
     #[error("database error: {0}")]
     Internal(String),

@@ -197,14 +197,21 @@ impl<'p> Dispatcher<'p, '_> {
                         let run = |inner: &mut ToolScope<'_>| {
                             tool.handle(inner, command, &path).map(Some)
                         };
-                        let handled = match gate::gated(self.gate.as_deref_mut(), scope, run)? {
+                        // A refused growth is a 413; work past its budget a 422.
+                        let outcome_of = match gate::gated(self.gate.as_deref_mut(), scope, run) {
+                            Err(ToolError::WorkLimit(limit)) => {
+                                Err((422, ToolError::WorkLimit(limit).to_string()))
+                            }
+                            other => other?.map_err(|message| (413, message)),
+                        };
+                        let handled = match outcome_of {
                             Ok(handled) => handled.map_or(path, |handled| handled.path),
-                            Err(message) => {
+                            Err((status, message)) => {
                                 write(
                                     scope,
                                     &path,
                                     &message,
-                                    413,
+                                    status,
                                     Some(json!({ "error": message })),
                                 )?;
                                 path

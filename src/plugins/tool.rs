@@ -39,6 +39,10 @@ pub enum ToolError {
     /// The server could not apply an accepted file change.
     #[error("{0}")]
     Disk(String),
+    /// The command's pattern or edit work ran out of its budget; dispatch records it as a
+    /// 422 at the command's result path.
+    #[error("{}", crate::hedberg::HedbergError::WorkLimit(*.0))]
+    WorkLimit(crate::hedberg::WorkLimit),
     /// A resolution action other than accept, reject or error.
     #[error("Invalid resolution action: {0}. Use 'accept' or 'reject'.")]
     InvalidResolution(String),

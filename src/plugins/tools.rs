@@ -31,6 +31,7 @@ use crate::db::enums::Fidelity;
 use crate::db::models::entry::{EntryRow, Selector};
 use crate::db::paths::normalize_path;
 use crate::db::queries::entries;
+use crate::db::DbError;
 use crate::hedberg::{Pattern, PatternKind};
 use crate::parser::{AttrValue, ExtraAttrs};
 use crate::plugins::tool::{Tool, ToolError, ToolScope};
@@ -77,7 +78,8 @@ pub(crate) fn is_pattern(path: &str, filter: Option<&str>) -> bool {
 }
 
 /// The entries `path` names: one entry by its normalised path, or every match of a
-/// pattern (and body filter), ordered by path.
+/// pattern (and body filter), ordered by path. Pattern work past the unit's budget is
+/// [`ToolError::WorkLimit`] (the matches would be incomplete).
 pub(crate) fn select(
     scope: &mut ToolScope<'_>,
     path: &str,
@@ -97,13 +99,10 @@ pub(crate) fn select(
         path,
         body: filter.map(str::to_owned),
     };
-    Ok(entries::list_entries(
-        scope.conn,
-        scope.run_id,
-        &selector,
-        None,
-        None,
-    )?)
+    match entries::list_entries(scope.conn, scope.run_id, &selector, None, None) {
+        Err(DbError::WorkLimit(limit)) => Err(ToolError::WorkLimit(limit)),
+        other => Ok(other?),
+    }
 }
 
 /// [`select`] without pending proposals and without the command's own result entry: what

@@ -5,7 +5,6 @@ use actix::{Handler, Message};
 use diesel::SqliteConnection;
 
 use super::DbActor;
-use crate::db::connection::write_transaction;
 use crate::db::DbError;
 
 /// The work: any composition of [`queries`](crate::db::queries) functions.
@@ -36,7 +35,6 @@ impl<T: 'static> Handler<Transact<T>> for DbActor {
     type Result = Result<T, DbError>;
 
     fn handle(&mut self, message: Transact<T>, _: &mut Self::Context) -> Self::Result {
-        let connection = self.connection()?;
-        write_transaction(connection, message.work)
+        self.unit(message.work)
     }
 }

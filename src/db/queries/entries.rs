@@ -15,6 +15,7 @@ use crate::db::models::entry::{EntryRow, EntryUpsert, RunLogRow, Selector, Unres
 use crate::db::paths::normalize_path;
 use crate::db::schema::{known_entries, schemes, v_run_log, v_unresolved};
 use crate::db::DbError;
+use crate::hedberg::budget;
 
 /// Ids per `IN (...)` list, well under SQLite's bind limit.
 const IDS_PER_STATEMENT: usize = 5_000;
@@ -114,7 +115,8 @@ pub fn free_path(
         .ok_or_else(|| DbError::Conflict(format!("no free path near {base}")))
 }
 
-/// The selected entries ordered by path, paged.
+/// The selected entries ordered by path, paged. A pattern whose work ran past the
+/// thread's budget is [`DbError::WorkLimit`] (its matches would be incomplete).
 pub fn list_entries(
     conn: &mut SqliteConnection,
     run_id: RunId,
@@ -122,12 +124,23 @@ pub fn list_entries(
     limit: Option<i64>,
     offset: Option<i64>,
 ) -> Result<Vec<EntryRow>, DbError> {
-    Ok(selection(run_id, selector)
-        .order(known_entries::path)
-        .limit(limit.unwrap_or(i64::MAX))
-        .offset(offset.unwrap_or(0))
-        .select(EntryRow::as_select())
-        .load(conn)?)
+    within_budget(
+        selection(run_id, selector)
+            .order(known_entries::path)
+            .limit(limit.unwrap_or(i64::MAX))
+            .offset(offset.unwrap_or(0))
+            .select(EntryRow::as_select())
+            .load(conn)?,
+    )
+}
+
+/// The rows a pattern query returned, unless its pattern work ran out of budget meanwhile
+/// (the SQL functions then match nothing more).
+fn within_budget<T>(rows: T) -> Result<T, DbError> {
+    match budget::current().exceeded() {
+        Some(limit) => Err(DbError::WorkLimit(limit)),
+        None => Ok(rows),
+    }
 }
 
 fn selection(
@@ -166,16 +179,19 @@ fn literal_scheme(pattern: &str) -> Option<&str> {
     plain.then_some(scheme)
 }
 
-/// The ids and paths of the selected entries, in creation order.
+/// The ids and paths of the selected entries, in creation order (budgeted as
+/// [`list_entries`]).
 pub(crate) fn selected(
     conn: &mut SqliteConnection,
     run_id: RunId,
     selector: &Selector,
 ) -> Result<Vec<(EntryId, String)>, DbError> {
-    Ok(selection(run_id, selector)
-        .order(known_entries::id)
-        .select((known_entries::id, known_entries::path))
-        .load(conn)?)
+    within_budget(
+        selection(run_id, selector)
+            .order(known_entries::id)
+            .select((known_entries::id, known_entries::path))
+            .load(conn)?,
+    )
 }
 
 /// Runs `change` on the selected entries' ids, chunked; returns the changed paths.

@@ -44,9 +44,10 @@ pub async fn list(context: CallContext, params: GetEntriesParams) -> Result<Repl
         path: params.pattern.unwrap_or_else(|| "*".into()),
         body: params.body.filter(|body| !body.is_empty()),
     };
+    // Its pattern work runs beside the writer, budgeted and cancelled with this call.
     let rows = context
         .app
-        .db_call(move |conn| {
+        .db_read(move |conn| {
             let run = match &params.run {
                 Some(alias) => runs::find_run(conn, alias)?,
                 None => runs::latest_run(conn, project)?,

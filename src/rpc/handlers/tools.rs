@@ -102,7 +102,10 @@ pub async fn dispatch_tool(
         })
         .await?;
     match outcome {
-        Ok(_) => Ok(()),
+        Ok(outcome) => match outcome.errors.iter().find(|error| error.status == 422) {
+            Some(stopped) => Err(AppError::WorkLimit(stopped.message.clone())),
+            None => Ok(()),
+        },
         Err(ToolError::InvalidParams(message)) => Err(AppError::InvalidParam(message)),
         Err(error) => Err(AppError::InvalidParam(error.to_string())),
     }

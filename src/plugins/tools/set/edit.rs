@@ -8,7 +8,7 @@ use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::normalize_path;
 use crate::db::queries::entries::get_entry;
-use crate::hedberg::{apply_blocks, unified_diff, EditBlock};
+use crate::hedberg::{apply_blocks, unified_diff, EditBlock, HedbergError};
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
 use crate::plugins::tools::files::is_file;
 use crate::plugins::tools::{fail, finish, merge, select_settled, store, write};
@@ -109,6 +109,7 @@ fn edit_entries(
                     write(scope, &row.path, &edited.body, row.status, None)?;
                 }
             }
+            Err(HedbergError::WorkLimit(limit)) => return Err(ToolError::WorkLimit(limit)),
             Err(error) => {
                 edits.after_tokens += estimate_tokens(&row.body, divisor);
                 edits.errors.push(format!("{}: {error}", row.path));
@@ -143,6 +144,9 @@ fn propose(
     let divisor = scope.settings.token_divisor;
     let before = estimate_tokens(&file.body, divisor);
     if pending.is_some() {
+        if let Err(HedbergError::WorkLimit(limit)) = apply_blocks(current, blocks) {
+            return Err(ToolError::WorkLimit(limit));
+        }
         if let Err(error) = apply_blocks(current, blocks) {
             let message = format!("{}: {error}", file.path);
             let attributes = json!({ "file": file.path, "error": message });
@@ -168,6 +172,7 @@ fn propose(
                 failure(&file.path, before, "The edit leaves the file unchanged."),
             ),
         },
+        Err(HedbergError::WorkLimit(limit)) => return Err(ToolError::WorkLimit(limit)),
         Err(error) => (409, failure(&file.path, before, &error.to_string())),
     };
     let row = write(scope, &proposal_path, &file.body, status, Some(attributes))?;
