@@ -139,6 +139,7 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
         plugins: Arc::new(Plugins::bundled(ToolSettings {
             token_divisor: settings.tokens.divisor,
             max_entry_tokens: i32::try_from(settings.tokens.max_entry_tokens).unwrap_or(i32::MAX),
+            max_commands: settings.agent.max_commands.max(1),
         })),
         assembly: Arc::new(Assembly::bundled()),
         budget: BudgetActor::default().start(),

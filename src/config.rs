@@ -39,6 +39,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_TEMPERATURE", "agent.temperature"),
     ("RUMMY_APPLY_EDITS", "agent.apply_edits"),
     ("RUMMY_MAX_COMPLETION_TOKENS", "agent.max_completion_tokens"),
+    ("RUMMY_MAX_COMMANDS", "agent.max_commands"),
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
     ("RUMMY_WORK_MAX_STEPS", "work.max_steps"),
     ("RUMMY_WORK_TIMEOUT_MS", "work.timeout_ms"),
@@ -216,6 +217,8 @@ pub struct AgentSettings {
     pub apply_edits: ApplyEdits,
     /// Most tokens one reply may have (0 = the provider's default).
     pub max_completion_tokens: u32,
+    /// Commands of one reply that run; the rest are refused with one 429 entry.
+    pub max_commands: usize,
 }
 
 /// Project file scanning.

@@ -29,6 +29,7 @@ pub use gate::{GatedWrite, WriteGate};
 pub use outcome::{CallError, CallRecord, DispatchOutcome, TurnFlags};
 
 use crate::db::ids::{LoopId, RunId};
+use crate::db::queries::entries::FreePaths;
 use crate::db::queries::{entries, runs};
 use crate::hedberg::SetRevision;
 use crate::parser::Command;
@@ -104,7 +105,12 @@ pub fn dispatch_gated(
             disk_root: None,
             readonly: &readonly,
         };
-        Dispatcher { plugins, gate }.run(&mut scope, commands)
+        Dispatcher {
+            plugins,
+            gate,
+            paths: FreePaths::default(),
+        }
+        .run(&mut scope, commands)
     })
 }
 
@@ -151,6 +157,7 @@ pub fn dispatch_call(
         Dispatcher {
             plugins,
             gate: None,
+            paths: FreePaths::default(),
         }
         .run(&mut scope, std::slice::from_ref(&command))
     })
@@ -159,6 +166,7 @@ pub fn dispatch_call(
 struct Dispatcher<'p, 'g> {
     plugins: &'p Plugins,
     gate: Option<&'g mut dyn WriteGate>,
+    paths: FreePaths,
 }
 
 impl<'p> Dispatcher<'p, '_> {
@@ -167,6 +175,8 @@ impl<'p> Dispatcher<'p, '_> {
         scope: &mut ToolScope<'_>,
         commands: &[Command],
     ) -> Result<DispatchOutcome, ToolError> {
+        let limit = scope.settings.max_commands.max(1);
+        let (commands, dropped) = commands.split_at(commands.len().min(limit));
         let commands: Vec<Command> = commands.iter().map(naked_set_as_known).collect();
         let mut outcome = DispatchOutcome::default();
         let mut actions = Vec::new();
@@ -174,6 +184,10 @@ impl<'p> Dispatcher<'p, '_> {
             if let Some(action) = self.record(scope, index, command, &mut outcome)? {
                 actions.push(action);
             }
+        }
+        if let Some(first) = dropped.first() {
+            let total = commands.len() + dropped.len();
+            self.refuse_the_rest(scope, first.name(), total, &mut outcome)?;
         }
         let mut stopped_by: Option<(String, i32, String)> = None;
         for action in actions {
@@ -242,6 +256,39 @@ impl<'p> Dispatcher<'p, '_> {
             .iter()
             .any(|call| call.tool == "ask_user" && call.status == 202);
         Ok(outcome)
+    }
+}
+
+impl Dispatcher<'_, '_> {
+    /// One 429 entry, at the first command past the limit, for all those that did not run:
+    /// one reply may not hold the writer for thousands of commands.
+    fn refuse_the_rest(
+        &mut self,
+        scope: &mut ToolScope<'_>,
+        tool: &str,
+        total: usize,
+        outcome: &mut DispatchOutcome,
+    ) -> Result<(), ToolError> {
+        let limit = scope.settings.max_commands;
+        let message = format!(
+            "This reply holds {total} commands; only the first {limit} ran. Send at most \
+             {limit} commands in one reply."
+        );
+        let path = self.fresh_path(scope, tool, "")?;
+        write(
+            scope,
+            &path,
+            &message,
+            429,
+            Some(json!({ "error": message })),
+        )?;
+        outcome.errors.push(CallError {
+            tool: tool.to_owned(),
+            path,
+            status: 429,
+            message,
+        });
+        Ok(())
     }
 }
 

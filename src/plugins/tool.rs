@@ -123,6 +123,8 @@ pub struct ToolSettings {
     pub token_divisor: u32,
     /// Largest `<known>` body accepted, in tokens; larger ones are refused with 413.
     pub max_entry_tokens: i32,
+    /// Commands of one reply that run; the rest are refused with one 429 entry.
+    pub max_commands: usize,
 }
 
 impl Default for ToolSettings {
@@ -130,6 +132,7 @@ impl Default for ToolSettings {
         ToolSettings {
             token_divisor: crate::db::DEFAULT_TOKEN_DIVISOR,
             max_entry_tokens: 500,
+            max_commands: 100,
         }
     }
 }

@@ -8,6 +8,7 @@
 
 mod e2e;
 mod fake_llm;
+mod freezes;
 mod support;
 
 mod budget;

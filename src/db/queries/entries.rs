@@ -1,7 +1,7 @@
 //! The store's core operations: upsert with merge semantics, reads, pattern listings, and
 //! fidelity, status and attribute changes on selected entries.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
@@ -113,6 +113,43 @@ pub fn free_path(
         .find(|suffix| !suffixes.contains(suffix))
         .map(|suffix| format!("{base}_{suffix}"))
         .ok_or_else(|| DbError::Conflict(format!("no free path near {base}")))
+}
+
+/// Result paths handed out during one dispatch. The taken suffixes of a base are read once
+/// ([`free_path`]); each further path of that base then costs one indexed lookup, so a reply
+/// repeating one command thousands of times stays linear.
+#[derive(Debug, Default)]
+pub struct FreePaths {
+    next_suffix: HashMap<String, u32>,
+}
+
+impl FreePaths {
+    /// [`free_path`], remembering where the next free suffix of the base is likely to be.
+    pub fn free_path(
+        &mut self,
+        conn: &mut SqliteConnection,
+        run_id: RunId,
+        path: &str,
+    ) -> Result<String, DbError> {
+        let base = normalize_path(path);
+        let Some(next) = self.next_suffix.get(&base).copied() else {
+            let found = free_path(conn, run_id, &base)?;
+            let suffix = found
+                .strip_prefix(&format!("{base}_"))
+                .and_then(|suffix| suffix.parse::<u32>().ok())
+                .unwrap_or(1);
+            self.next_suffix.insert(base, suffix.saturating_add(1));
+            return Ok(found);
+        };
+        for suffix in next..=FREE_PATH_ATTEMPTS {
+            let candidate = format!("{base}_{suffix}");
+            if get_entry(conn, run_id, &candidate)?.is_none() {
+                self.next_suffix.insert(base, suffix.saturating_add(1));
+                return Ok(candidate);
+            }
+        }
+        Err(DbError::Conflict(format!("no free path near {base}")))
+    }
 }
 
 /// The selected entries ordered by path, paged. A pattern whose work ran past the

@@ -6,7 +6,6 @@ use serde_json::{json, Value};
 use super::messages::{excluded_message, invalid_target};
 use super::{collect_error, note_call, status_at, DispatchOutcome, Dispatcher};
 use crate::db::paths::result_path;
-use crate::db::queries::entries;
 use crate::hedberg::SetRevision;
 use crate::parser::{Command, KnownCommand};
 use crate::plugins::tool::{
@@ -35,6 +34,19 @@ pub(super) enum Recorded<'a> {
 }
 
 impl<'p> Dispatcher<'p, '_> {
+    /// `<tool>://turn_N/<target>`, suffixed when taken.
+    /// The target is cut to [`PATH_TARGET_MAX_CHARS`] (the whole is in the attributes).
+    pub(super) fn fresh_path(
+        &mut self,
+        scope: &mut ToolScope<'_>,
+        tool: &str,
+        target: &str,
+    ) -> Result<String, ToolError> {
+        let target: String = target.chars().take(PATH_TARGET_MAX_CHARS).collect();
+        let path = result_path(tool, scope.turn, &target);
+        Ok(self.paths.free_path(scope.conn, scope.run_id, &path)?)
+    }
+
     /// Phase 1 for one command: lifecycle signals are written; actions get their result
     /// entry (or their 403/400) and wait for phase 2.
     pub(super) fn record<'a>(
@@ -50,7 +62,7 @@ impl<'p> Dispatcher<'p, '_> {
         let name = command.name().to_owned();
         let plugins: &'p Plugins = self.plugins;
         let Some(tool) = plugins.get(&name) else {
-            let path = fresh_path(scope, &name, "")?;
+            let path = self.fresh_path(scope, &name, "")?;
             write(scope, &path, &free_text(command), 200, None)?;
             note_call(outcome, index, command, &path, 200, false);
             return Ok(None);
@@ -61,7 +73,7 @@ impl<'p> Dispatcher<'p, '_> {
             _ => tool.forbids(command, &scope.policy),
         };
         if let Some(message) = refusal {
-            let path = fresh_path(scope, &name, &tool.target(command))?;
+            let path = self.fresh_path(scope, &name, &tool.target(command))?;
             return refused(
                 scope,
                 outcome,
@@ -83,7 +95,7 @@ impl<'p> Dispatcher<'p, '_> {
                 let recorded = match super::gate::gated(gate, scope, run)? {
                     Ok(handled) => handled,
                     Err(message) => {
-                        let path = fresh_path(scope, &name, "")?;
+                        let path = self.fresh_path(scope, &name, "")?;
                         write(
                             scope,
                             &path,
@@ -104,7 +116,7 @@ impl<'p> Dispatcher<'p, '_> {
                 Ok(None)
             }
             ToolKind::Reasoning => {
-                let path = fresh_path(scope, &name, "")?;
+                let path = self.fresh_path(scope, &name, "")?;
                 write(scope, &path, &free_text(command), 200, None)?;
                 note_call(outcome, index, command, &path, 200, false);
                 Ok(None)
@@ -113,10 +125,10 @@ impl<'p> Dispatcher<'p, '_> {
                 let target = tool.target(command);
                 let names_a_path = tool.target_kind() == TargetKind::Path;
                 if let Some(message) = invalid_target(&target).filter(|_| names_a_path) {
-                    let path = fresh_path(scope, &name, "invalid")?;
+                    let path = self.fresh_path(scope, &name, "invalid")?;
                     return refused(scope, outcome, index, command, path, (400, &message), true);
                 }
-                let path = fresh_path(scope, &name, &target)?;
+                let path = self.fresh_path(scope, &name, &target)?;
                 let escape = escape_reason(scope.project_root, target.trim());
                 if let Some(reason) = escape.filter(|_| names_a_path) {
                     return refused(scope, outcome, index, command, path, (400, &reason), true);
@@ -172,14 +184,6 @@ pub(super) fn naked_set_as_known(command: &Command) -> Command {
         },
         _ => command.clone(),
     }
-}
-
-/// `<tool>://turn_N/<target>`, suffixed when taken.
-/// The target is cut to [`PATH_TARGET_MAX_CHARS`] (the whole is in the attributes).
-fn fresh_path(scope: &mut ToolScope<'_>, tool: &str, target: &str) -> Result<String, ToolError> {
-    let target: String = target.chars().take(PATH_TARGET_MAX_CHARS).collect();
-    let path = result_path(tool, scope.turn, &target);
-    Ok(entries::free_path(scope.conn, scope.run_id, &path)?)
 }
 
 /// The body of a tag kept as text (`think`, `thought`, `mcp`).

@@ -62,6 +62,7 @@ impl TestRun {
         let settings = ToolSettings {
             token_divisor: 4,
             max_entry_tokens: 50,
+            max_commands: 100,
         };
         TestRun {
             _dir: dir,

@@ -1,0 +1,238 @@
+//! Pattern and edit work is bounded and does not freeze the database thread: an XPath body
+//! filter with `count()`, one command repeated thousands of times in a reply, and a sed
+//! edit that multiplies a large file each end promptly with a clear error (a 422 entry for
+//! the model, -32008 for a client), while other clients go on being served; `/readyz`
+//! says "not ready" while the database thread is stuck.
+
+use std::sync::mpsc;
+
+use serde_json::json;
+
+use crate::fake_llm::{FakeLlm, Step};
+use crate::support::{Client, TestApp};
+
+/// Quadratic or worse in the number of elements: `count(//*)` for every element.
+const QUADRATIC_XPATH: &str = "//*[count(//*) = count(preceding::*) + 7]";
+
+/// An XML body of `elements` empty elements under one root.
+fn xml(elements: usize) -> String {
+    format!("<r>{}</r>\n", "<i/>".repeat(elements))
+}
+
+/// A server whose `fake` model is the scripted LLM.
+async fn app_with(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
+    let mut env = vec![
+        ("OPENAI_BASE_URL", llm.base_url()),
+        ("RUMMY_MODEL_fake", "openai/fake"),
+        ("RUMMY_CONTEXT_fake", "1000000"),
+        ("RUMMY_LLM_ATTEMPTS", "1"),
+    ];
+    env.extend_from_slice(extra);
+    TestApp::start_with(&env).await
+}
+
+/// A client in project `name` whose files are written, scanned into a run by one `ask`
+/// the fake answers with `<summarize>`; returns the client and the run.
+async fn scanned(app: &TestApp, name: &str, files: &[(&str, &str)]) -> (Client, String) {
+    let (mut client, root) = app.client_in_project(name).await;
+    for (file, body) in files {
+        std::fs::write(root.join(file), body).unwrap();
+    }
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "look"}))
+        .await;
+    let run = result["run"].as_str().unwrap().to_string();
+    (client, run)
+}
+
+/// Statuses of the run's entries under `pattern`, by path.
+async fn statuses(client: &mut Client, run: &str, pattern: &str) -> Vec<(String, i64)> {
+    let entries = client
+        .ok("getEntries", json!({"run": run, "pattern": pattern}))
+        .await;
+    entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            let path = entry["path"].as_str().unwrap().to_string();
+            (path, entry["status"].as_i64().unwrap())
+        })
+        .collect()
+}
+
+#[actix_web::test]
+async fn an_xpath_body_filter_stops_with_a_work_limit_error() {
+    let llm = FakeLlm::start([]);
+    let app = app_with(&llm, &[]).await;
+    let (mut client, run) = scanned(&app, "xpath", &[("big.xml", &xml(20_000))]).await;
+    let reply = client
+        .call(
+            "getEntries",
+            json!({"run": run, "pattern": "*.xml", "body": QUADRATIC_XPATH}),
+        )
+        .await;
+    assert_eq!(reply["error"]["code"], json!(-32008), "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains("stopped"), "{message}");
+    let found = client
+        .ok(
+            "getEntries",
+            json!({"run": run, "pattern": "*.xml", "body": "//i[1]"}),
+        )
+        .await;
+    assert_eq!(found[0]["path"], json!("big.xml"), "{found}");
+}
+
+#[actix_web::test]
+async fn other_clients_are_served_while_a_search_computes_and_it_stops_when_its_caller_gives_up() {
+    let llm = FakeLlm::start([]);
+    let unbounded = &[
+        ("RUMMY_WORK_MAX_STEPS", "100000000000"),
+        ("RUMMY_WORK_TIMEOUT_MS", "3600000"),
+        ("RUMMY_RPC_TIMEOUT", "2000"),
+        ("RUMMY_DB_READERS", "1"),
+    ];
+    let app = app_with(&llm, unbounded).await;
+    let (mut heavy, heavy_run) = scanned(&app, "heavy", &[("big.xml", &xml(20_000))]).await;
+    let (mut other, other_run) = scanned(&app, "other", &[("a.txt", "alpha\n")]).await;
+    let search = heavy
+        .send(
+            "getEntries",
+            json!({"run": heavy_run, "pattern": "*.xml", "body": QUADRATIC_XPATH}),
+        )
+        .await;
+    assert_eq!(other.ok("ping", json!({})).await, json!({}));
+    let runs = other.ok("getRuns", json!({})).await;
+    assert_eq!(
+        runs[0]["run"],
+        json!(other_run),
+        "the database thread answers"
+    );
+    let gave_up = heavy.reply(&search).await;
+    assert_eq!(gave_up["error"]["code"], json!(-32603), "{gave_up}");
+    assert!(gave_up["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("timed out"));
+    // One reader: this search is served only if the abandoned one really stopped.
+    let entries = other
+        .ok(
+            "getEntries",
+            json!({"run": other_run, "pattern": "*.txt", "body": "alpha"}),
+        )
+        .await;
+    assert_eq!(entries[0]["path"], json!("a.txt"), "{entries}");
+}
+
+#[actix_web::test]
+async fn an_xpath_filter_in_a_model_reply_is_a_422_entry() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>scanned</summarize>"),
+        Step::reply(format!(
+            "<get path=\"*.xml\">{QUADRATIC_XPATH}</get><update>looking</update>"
+        )),
+        Step::reply("<summarize>done</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let (mut client, run) = scanned(&app, "model_xpath", &[("big.xml", &xml(20_000))]).await;
+    let result = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "find", "run": run}),
+        )
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    let gets = statuses(&mut client, &run, "get://*").await;
+    assert_eq!(gets.len(), 1, "{gets:?}");
+    assert_eq!(gets[0].1, 422, "{gets:?}");
+    let next_turn = llm.requests()[2]["messages"].to_string();
+    assert!(next_turn.contains("Stopped: "), "the model is told why");
+}
+
+#[actix_web::test]
+async fn a_reply_repeating_one_command_thousands_of_times_runs_the_first_hundred() {
+    let copies = 8_000;
+    let llm = FakeLlm::start([Step::reply(format!(
+        "{}<update>loading</update>",
+        "<get path=\"known://a\"/>".repeat(copies)
+    ))]);
+    let app = app_with(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("repeat").await;
+    let result = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "load", "noRepo": true}),
+        )
+        .await;
+    let run = result["run"].as_str().unwrap().to_string();
+    let gets = statuses(&mut client, &run, "get://*").await;
+    assert_eq!(
+        gets.len(),
+        101,
+        "the first 100 ran, one entry refuses the rest"
+    );
+    let refused: Vec<_> = gets.iter().filter(|(_, status)| *status == 429).collect();
+    assert_eq!(refused.len(), 1, "{gets:?}");
+    let next_turn = llm.requests()[1]["messages"].to_string();
+    assert!(
+        next_turn.contains("only the first 100 ran"),
+        "the model is told"
+    );
+}
+
+#[actix_web::test]
+async fn a_sed_edit_that_multiplies_a_large_file_is_a_422_entry() {
+    let line = format!("{}\n", "abcdefgh".repeat(8));
+    let big = line.repeat(15_000);
+    let sed = format!("s/(.)/{}/g", "\\1".repeat(460));
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>scanned</summarize>"),
+        Step::reply(format!(
+            "<set path=\"big.txt\">{sed}</set><update>editing</update>"
+        )),
+        Step::reply("<summarize>done</summarize>"),
+    ]);
+    let app = app_with(&llm, &[]).await;
+    let (mut client, run) = scanned(&app, "sed", &[("big.txt", &big)]).await;
+    let result = client
+        .ok(
+            "act",
+            json!({"model": "fake", "prompt": "edit", "run": run}),
+        )
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    let sets = statuses(&mut client, &run, "set://*").await;
+    assert!(sets.iter().any(|(_, status)| *status == 422), "{sets:?}");
+}
+
+#[actix_web::test]
+async fn readyz_is_not_ready_while_the_database_thread_is_stuck() {
+    let app = TestApp::start().await;
+    let http = awc::Client::new();
+    let readyz = format!("http://{}/readyz", app.addr());
+    assert_eq!(
+        http.get(&readyz).send().await.unwrap().status().as_u16(),
+        200
+    );
+    let (release, held) = mpsc::channel::<()>();
+    let state = app.server.state.clone();
+    let stuck = actix_web::rt::spawn(async move {
+        state
+            .db_call(move |_| {
+                let _ = held.recv();
+                Ok(())
+            })
+            .await
+    });
+    let mut probe = http.get(&readyz).send().await.unwrap();
+    assert_eq!(probe.status().as_u16(), 503);
+    let body = String::from_utf8(probe.body().await.unwrap().to_vec()).unwrap();
+    assert!(body.contains("database thread"), "{body}");
+    release.send(()).unwrap();
+    stuck.await.unwrap().unwrap();
+    assert_eq!(
+        http.get(&readyz).send().await.unwrap().status().as_u16(),
+        200
+    );
+}
