@@ -17,13 +17,15 @@ use crate::budget::BudgetActor;
 use crate::config::Settings;
 use crate::db::actor::WriterOptions;
 use crate::db::actor::{CheckReady, LogRpc, TruncateWal};
-use crate::db::ids::ProjectId;
+use crate::db::functions::SearchVerdicts;
+use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::{ModelInsertForm, RpcLogInsertForm};
 use crate::db::{self, queries, ConnectionSetup, DbActor, DbError, DbWatch, ReadPool, Transact};
 use crate::error::AppError;
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmProviders, ProviderSettings, RetryPolicy};
 use crate::metrics::Metrics;
+use crate::parser::Command;
 use crate::plugins::assembly::Assembly;
 use crate::plugins::events::Events;
 use crate::plugins::tool::ToolSettings;
@@ -311,6 +313,28 @@ impl AppState {
     {
         let limits = self.settings.work.request_limits();
         Ok(self.readers.read(limits, work).await?)
+    }
+
+    /// The body searches of `commands` (XPath, regex … filters), evaluated beside the writer
+    /// under the request limits, for the unit of work that then runs the commands to look
+    /// up ([`crate::db::functions::with_prepared`]). A failure only means the writer computes
+    /// them.
+    pub async fn prepare_searches(&self, run_id: RunId, commands: &[Command]) -> SearchVerdicts {
+        let searches: Vec<(String, String)> = commands
+            .iter()
+            .filter_map(Command::body_search)
+            .map(|(path, body)| (path.to_owned(), body.to_owned()))
+            .collect();
+        if searches.is_empty() {
+            return SearchVerdicts::default();
+        }
+        let prepared = self
+            .db_read(move |conn| queries::entries::prepare_searches(conn, run_id, &searches))
+            .await;
+        prepared.unwrap_or_else(|error| {
+            tracing::warn!(%error, "body searches not prepared beside the writer");
+            SearchVerdicts::default()
+        })
     }
 
     /// Whether the database answers and its migrations are applied. Not while the writer

@@ -18,6 +18,7 @@ use crate::budget::{
 };
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
+use crate::db::functions;
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsert, UnresolvedRow};
 use crate::db::models::run::{LoopRow, TurnInsertForm, TurnRow, TurnUsageForm};
@@ -328,15 +329,19 @@ async fn dispatch(
         .collect();
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
+    let verdicts = app.prepare_searches(run_id, &commands).await;
     let outcome = app
         .db_call(move |conn| {
-            let outcome = match dispatch_gated(
-                conn,
-                &plugins,
-                &dispatch_input,
-                &commands,
-                Some(gate.as_mut()),
-            ) {
+            let dispatched = functions::with_prepared(verdicts, || {
+                dispatch_gated(
+                    conn,
+                    &plugins,
+                    &dispatch_input,
+                    &commands,
+                    Some(gate.as_mut()),
+                )
+            });
+            let outcome = match dispatched {
                 Err(ToolError::Db(error)) => return Err(error),
                 other => other,
             };

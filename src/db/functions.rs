@@ -8,9 +8,13 @@
 use diesel::sql_types::{Nullable, Text};
 use diesel::SqliteConnection;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
 use super::paths;
 use super::DbError;
-use crate::hedberg;
+use crate::hedberg::{self, HedbergError, WorkLimit};
 
 diesel::define_sql_function! {
     /// The scheme of an entry path, NULL for bare paths.
@@ -60,6 +64,77 @@ pub fn estimate_tokens(text: &str, divisor: u32) -> i32 {
     i32::try_from(characters.div_ceil(divisor)).unwrap_or(i32::MAX)
 }
 
+/// Body-search verdicts (`hedsearch`) evaluated beside the writer before a unit of work,
+/// keyed by pattern and a digest of the body: inside the unit they are looked up, so the
+/// writer does not compute them (a body changed since is a miss, computed under the
+/// writer's budget). A search that ran out of budget is kept as its limit.
+#[derive(Debug, Default)]
+pub struct SearchVerdicts {
+    verdicts: HashMap<(String, u64), Result<bool, WorkLimit>>,
+}
+
+thread_local! {
+    static RECORDING: RefCell<Option<SearchVerdicts>> = const { RefCell::new(None) };
+    static PREPARED: RefCell<Option<SearchVerdicts>> = const { RefCell::new(None) };
+}
+
+/// Runs `work` and returns, beside its result, every body search it evaluated.
+pub fn recording<T>(work: impl FnOnce() -> T) -> (T, SearchVerdicts) {
+    RECORDING.with(|slot| slot.replace(Some(SearchVerdicts::default())));
+    let result = work();
+    let verdicts = RECORDING.with(|slot| slot.take()).unwrap_or_default();
+    (result, verdicts)
+}
+
+/// Runs `work` with `verdicts` answering the body searches they cover.
+pub fn with_prepared<T>(verdicts: SearchVerdicts, work: impl FnOnce() -> T) -> T {
+    PREPARED.with(|slot| slot.replace(Some(verdicts)));
+    let result = work();
+    PREPARED.with(|slot| slot.take());
+    result
+}
+
+fn digest(text: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// `hedsearch`: a prepared verdict when there is one, else evaluated (and recorded when
+/// recording). Work past the budget matches nothing; the budget says why.
+fn body_search(pattern: String, subject: &str) -> bool {
+    let prepared = PREPARED.with(|slot| slot.borrow().is_some());
+    let recording = RECORDING.with(|slot| slot.borrow().is_some());
+    if !prepared && !recording {
+        return matches!(hedberg::pattern_search(&pattern, subject), Ok(Some(_)));
+    }
+    let key = (pattern, digest(subject));
+    let known = PREPARED.with(|slot| {
+        slot.borrow()
+            .as_ref()
+            .and_then(|verdicts| verdicts.verdicts.get(&key).copied())
+    });
+    let verdict = known.unwrap_or_else(|| match hedberg::pattern_search(&key.0, subject) {
+        Ok(hit) => Ok(hit.is_some()),
+        Err(HedbergError::WorkLimit(limit)) => Err(limit),
+        Err(_) => Ok(false),
+    });
+    if recording {
+        RECORDING.with(|slot| {
+            if let Some(verdicts) = slot.borrow_mut().as_mut() {
+                verdicts.verdicts.insert(key, verdict);
+            }
+        });
+    }
+    match verdict {
+        Ok(found) => found,
+        Err(limit) => {
+            hedberg::budget::current().stop(limit);
+            false
+        }
+    }
+}
+
 /// Registers every rummy SQL function on `conn`; `token_divisor` drives `countTokens`.
 pub fn register_functions(conn: &mut SqliteConnection, token_divisor: u32) -> Result<(), DbError> {
     scheme_of_utils::register_impl(conn, |path: Option<String>| {
@@ -85,10 +160,7 @@ pub fn register_functions(conn: &mut SqliteConnection, token_divisor: u32) -> Re
     hedsearch_utils::register_impl(
         conn,
         |pattern: Option<String>, subject: Option<String>| match (pattern, subject) {
-            (Some(pattern), Some(subject)) => i32::from(matches!(
-                hedberg::pattern_search(&pattern, &subject),
-                Ok(Some(_))
-            )),
+            (Some(pattern), Some(subject)) => i32::from(body_search(pattern, &subject)),
             _ => 0,
         },
     )?;
@@ -147,6 +219,33 @@ mod tests {
         assert!(matches(&mut conn, "exact.txt", "exact.txt"));
         assert!(!matches(&mut conn, "exact.txt", "exact.txt.bak"));
         assert!(!matches(&mut conn, "/(unclosed/", "anything"));
+    }
+
+    #[test]
+    fn prepared_searches_are_looked_up_not_computed() {
+        use diesel::RunQueryDsl;
+        use std::rc::Rc;
+        let (_dir, mut conn) = connection();
+        let body = format!("<r>{}</r>", "<i/>".repeat(200));
+        let xpath = "//*[count(//*) > 3]";
+        let search = |conn: &mut SqliteConnection| -> i32 {
+            diesel::select(hedsearch(Some(xpath), Some(body.as_str())))
+                .get_result(conn)
+                .unwrap()
+        };
+        let (found, verdicts) = recording(|| search(&mut conn));
+        assert_eq!(found, 1);
+        let tiny = Rc::new(hedberg::Budget::new(hedberg::Limits {
+            max_steps: 1,
+            ..hedberg::Limits::default()
+        }));
+        let looked_up = hedberg::budget::scoped(Rc::clone(&tiny), || {
+            with_prepared(verdicts, || search(&mut conn))
+        });
+        assert_eq!((looked_up, tiny.exceeded()), (1, None));
+        let computed = hedberg::budget::scoped(Rc::clone(&tiny), || search(&mut conn));
+        assert_eq!(computed, 0);
+        assert!(tiny.exceeded().is_some());
     }
 
     #[test]

@@ -55,7 +55,8 @@ impl ReadPool {
     }
 
     /// Runs `work` in a read transaction on the blocking pool, with `limits` for its
-    /// pattern work. A spent budget is [`DbError::WorkLimit`].
+    /// pattern work. The query functions report a spent budget ([`DbError::WorkLimit`]);
+    /// `work` decides what to make of it.
     pub async fn read<T, F>(&self, limits: Limits, work: F) -> Result<T, DbError>
     where
         F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
@@ -72,14 +73,9 @@ impl ReadPool {
             let _permit = permit;
             let mut conn = inner.take()?;
             let budget = Rc::new(Budget::new(limits).cancelled_by(cancelled));
-            let outcome = budget::scoped(Rc::clone(&budget), || {
-                conn.transaction::<T, DbError, _>(work)
-            });
+            let outcome = budget::scoped(budget, || conn.transaction::<T, DbError, _>(work));
             inner.give_back(conn);
-            match budget.exceeded() {
-                Some(limit) => Err(DbError::WorkLimit(limit)),
-                None => outcome,
-            }
+            outcome
         })
         .await
         .map_err(|error| DbError::Internal(format!("a read failed: {error}")))?

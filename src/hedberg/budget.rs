@@ -158,6 +158,11 @@ impl Budget {
         Ok(())
     }
 
+    /// Records that work done for this unit elsewhere (beside the writer) ran out.
+    pub fn stop(&self, limit: WorkLimit) {
+        self.exceeded.set(Some(limit));
+    }
+
     fn fail(&self, limit: WorkLimit) -> Result<(), WorkLimit> {
         self.exceeded.set(Some(limit));
         Err(limit)

@@ -158,6 +158,22 @@ impl Command {
         }
     }
 
+    /// The path pattern and body filter of a command that selects entries by their content
+    /// (`get`, `rm`, `set` with a body filter), so that search can be evaluated beside the
+    /// writer before the command runs.
+    pub fn body_search(&self) -> Option<(&str, &str)> {
+        let (path, filter) = match self {
+            Command::Get(get) => (&get.selection.path, &get.selection.filter),
+            Command::Rm(selection) => (&selection.path, &selection.filter),
+            Command::Set(set) => (&set.path, &set.filter),
+            _ => return None,
+        };
+        Some((
+            path.as_deref()?,
+            filter.as_deref().filter(|filter| !filter.is_empty())?,
+        ))
+    }
+
     /// The command as a JSON object in the vectors' shape (`name` plus the tool's fields).
     pub fn to_json(&self) -> Value {
         let mut object = Map::new();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::agent::loop_config::LoopConfig;
 use crate::db::enums::LoopMode;
+use crate::db::functions::{self, SearchVerdicts};
 use crate::db::models::run::RunRow;
 use crate::db::queries::loops;
 use crate::error::AppError;
@@ -80,6 +81,16 @@ pub async fn dispatch_tool(
         attributes: params.attributes.unwrap_or_default(),
     };
     let run_id = run.id;
+    let verdicts = match plugins.get(tool) {
+        Some(handler) => {
+            let command = handler.command_from_call(&call);
+            context
+                .app
+                .prepare_searches(run_id, std::slice::from_ref(&command))
+                .await
+        }
+        None => SearchVerdicts::default(),
+    };
     let outcome = context
         .app
         .db_call(move |conn| {
@@ -95,7 +106,7 @@ pub async fn dispatch_tool(
                 tool: tool.to_string(),
                 call,
             };
-            match dispatch_call(conn, &plugins, &input) {
+            match functions::with_prepared(verdicts, || dispatch_call(conn, &plugins, &input)) {
                 Err(ToolError::Db(error)) => Err(error),
                 other => Ok(other),
             }
