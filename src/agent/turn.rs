@@ -18,12 +18,13 @@ use crate::budget::{
 };
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
-use crate::db::functions;
+use crate::db::functions::{self, SearchVerdicts};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsert, UnresolvedRow};
 use crate::db::models::run::{LoopRow, TurnInsertForm, TurnRow, TurnUsageForm};
 use crate::db::paths::slug_path;
 use crate::db::queries::{entries, runs, turns};
+use crate::hedberg::WorkLimit;
 use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
 use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
 use crate::parser::Command;
@@ -274,16 +275,18 @@ async fn execute_numbered_turn(
             measure.calibration,
         ))
     };
-    let report = dispatch(
-        app,
-        &input,
-        turn,
-        policy,
-        &response.content,
-        parsed.commands,
-        gate,
-    )
-    .await?;
+    // An aborted run drops the searches (their budget is cancelled with them) and ends.
+    let verdicts = tokio::select! {
+        verdicts = app.prepare_searches(input.run_id, &parsed.commands) => verdicts,
+        () = cancel.cancelled() => {
+            return Err(LoopError::Tool(ToolError::WorkLimit(WorkLimit::Cancelled)));
+        }
+    };
+    let prepared = Prepared {
+        commands: parsed.commands,
+        verdicts,
+    };
+    let report = dispatch(app, &input, turn, policy, &response.content, prepared, gate).await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
     state::publish_turn_state(
         app, run_id, project, &alias, turn, &input, &response, &packet,
@@ -300,6 +303,12 @@ async fn execute_numbered_turn(
     Ok(TurnEnd::Completed(report))
 }
 
+/// A reply's commands, their body searches already evaluated beside the writer.
+struct Prepared {
+    commands: Vec<Command>,
+    verdicts: SearchVerdicts,
+}
+
 /// Records and runs the response's commands on the DB thread; heals the status when the
 /// model gave neither summarize nor update.
 async fn dispatch(
@@ -308,9 +317,10 @@ async fn dispatch(
     turn: i32,
     policy: ToolPolicy,
     content: &str,
-    commands: Vec<Command>,
+    prepared: Prepared,
     mut gate: Box<dyn WriteGate>,
 ) -> Result<TurnReport, LoopError> {
+    let Prepared { commands, verdicts } = prepared;
     let plugins = Arc::clone(&app.plugins);
     let dispatch_input = DispatchInput {
         run_id: input.run_id,
@@ -329,7 +339,6 @@ async fn dispatch(
         .collect();
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
-    let verdicts = app.prepare_searches(run_id, &commands).await;
     let outcome = app
         .db_call(move |conn| {
             let dispatched = functions::with_prepared(verdicts, || {

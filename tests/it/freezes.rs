@@ -151,6 +151,49 @@ async fn an_xpath_filter_in_a_model_reply_is_a_422_entry() {
 }
 
 #[actix_web::test]
+async fn a_model_search_computes_beside_the_writer_and_stops_with_its_run() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>scanned</summarize>"),
+        Step::reply(format!("<get path=\"*.xml\">{QUADRATIC_XPATH}</get>")),
+    ]);
+    let unbounded = &[
+        ("RUMMY_WORK_MAX_STEPS", "100000000000"),
+        ("RUMMY_WORK_TIMEOUT_MS", "3600000"),
+        ("RUMMY_WRITER_MAX_STEPS", "100000000000"),
+        ("RUMMY_WRITER_TIMEOUT_MS", "3600000"),
+        ("RUMMY_RPC_TIMEOUT", "2000"),
+        ("RUMMY_DB_READERS", "1"),
+    ];
+    let app = app_with(&llm, unbounded).await;
+    let (mut heavy, heavy_run) = scanned(&app, "model_heavy", &[("big.xml", &xml(20_000))]).await;
+    let (mut other, other_run) = scanned(&app, "model_other", &[("a.txt", "alpha\n")]).await;
+    let ask = heavy
+        .send(
+            "ask",
+            json!({"model": "fake", "prompt": "find", "run": heavy_run}),
+        )
+        .await;
+    llm.wait_for_requests(3).await;
+    let runs = other.ok("getRuns", json!({})).await;
+    assert_eq!(
+        runs[0]["run"],
+        json!(other_run),
+        "the database thread answers"
+    );
+    heavy.ok("run/abort", json!({"run": heavy_run})).await;
+    let ended = heavy.reply(&ask).await;
+    assert!(ended.get("result").is_some() || ended.get("error").is_some());
+    // One reader: this search is served only if the run's search really stopped.
+    let entries = other
+        .ok(
+            "getEntries",
+            json!({"run": other_run, "pattern": "*.txt", "body": "alpha"}),
+        )
+        .await;
+    assert_eq!(entries[0]["path"], json!("a.txt"), "{entries}");
+}
+
+#[actix_web::test]
 async fn a_reply_repeating_one_command_thousands_of_times_runs_the_first_hundred() {
     let copies = 8_000;
     let llm = FakeLlm::start([Step::reply(format!(
