@@ -10,6 +10,7 @@ pub mod context;
 pub mod demotions;
 pub mod entries;
 pub mod entry_moves;
+pub mod free_paths;
 pub mod loops;
 pub mod models;
 pub mod projects;
