@@ -17,7 +17,6 @@ use crate::budget::BudgetActor;
 use crate::config::Settings;
 use crate::db::actor::WriterOptions;
 use crate::db::actor::{CheckReady, LogRpc, TruncateWal};
-use crate::db::functions::SearchVerdicts;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::{ModelInsertForm, RpcLogInsertForm};
 use crate::db::{self, queries, ConnectionSetup, DbActor, DbError, DbWatch, ReadPool, Transact};
@@ -27,6 +26,7 @@ use crate::llm::{ConcurrencyLimits, LlmProviders, ProviderSettings, RetryPolicy}
 use crate::metrics::Metrics;
 use crate::parser::Command;
 use crate::plugins::assembly::Assembly;
+use crate::plugins::dispatch::PreparedWork;
 use crate::plugins::events::Events;
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
@@ -315,25 +315,20 @@ impl AppState {
         Ok(self.readers.read(limits, work).await?)
     }
 
-    /// The body searches of `commands` (XPath, regex … filters), evaluated beside the writer
-    /// under the request limits, for the unit of work that then runs the commands to look
-    /// up ([`crate::db::functions::with_prepared`]). A failure only means the writer computes
-    /// them.
-    pub async fn prepare_searches(&self, run_id: RunId, commands: &[Command]) -> SearchVerdicts {
-        let searches: Vec<(String, String)> = commands
-            .iter()
-            .filter_map(Command::body_search)
-            .map(|(path, body)| (path.to_owned(), body.to_owned()))
-            .collect();
-        if searches.is_empty() {
-            return SearchVerdicts::default();
+    /// The body searches and edits of `commands`, computed beside the writer under the
+    /// request limits, for the unit of work that then runs the commands to look up
+    /// ([`PreparedWork::apply`]). A failure only means the writer computes them.
+    pub async fn prepare_work(&self, run_id: RunId, commands: &[Command]) -> PreparedWork {
+        if !commands.iter().any(PreparedWork::needed_for) {
+            return PreparedWork::default();
         }
+        let commands = commands.to_vec();
         let prepared = self
-            .db_read(move |conn| queries::entries::prepare_searches(conn, run_id, &searches))
+            .db_read(move |conn| PreparedWork::compute(conn, run_id, &commands))
             .await;
         prepared.unwrap_or_else(|error| {
-            tracing::warn!(%error, "body searches not prepared beside the writer");
-            SearchVerdicts::default()
+            tracing::warn!(%error, "work not prepared beside the writer");
+            PreparedWork::default()
         })
     }
 

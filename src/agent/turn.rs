@@ -18,7 +18,6 @@ use crate::budget::{
 };
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
-use crate::db::functions::{self, SearchVerdicts};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsert, UnresolvedRow};
 use crate::db::models::run::{LoopRow, TurnInsertForm, TurnRow, TurnUsageForm};
@@ -28,6 +27,7 @@ use crate::hedberg::WorkLimit;
 use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
 use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
 use crate::parser::Command;
+use crate::plugins::dispatch::PreparedWork;
 use crate::plugins::dispatch::{dispatch_gated, TurnInput as DispatchInput, WriteGate};
 use crate::plugins::events::Event;
 use crate::plugins::policy::ToolPolicy;
@@ -276,15 +276,15 @@ async fn execute_numbered_turn(
         ))
     };
     // An aborted run drops the searches (their budget is cancelled with them) and ends.
-    let verdicts = tokio::select! {
-        verdicts = app.prepare_searches(input.run_id, &parsed.commands) => verdicts,
+    let work = tokio::select! {
+        work = app.prepare_work(input.run_id, &parsed.commands) => work,
         () = cancel.cancelled() => {
             return Err(LoopError::Tool(ToolError::WorkLimit(WorkLimit::Cancelled)));
         }
     };
     let prepared = Prepared {
         commands: parsed.commands,
-        verdicts,
+        work,
     };
     let report = dispatch(app, &input, turn, policy, &response.content, prepared, gate).await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
@@ -303,10 +303,10 @@ async fn execute_numbered_turn(
     Ok(TurnEnd::Completed(report))
 }
 
-/// A reply's commands, their body searches already evaluated beside the writer.
+/// A reply's commands, their body searches and edits already computed beside the writer.
 struct Prepared {
     commands: Vec<Command>,
-    verdicts: SearchVerdicts,
+    work: PreparedWork,
 }
 
 /// Records and runs the response's commands on the DB thread; heals the status when the
@@ -320,7 +320,7 @@ async fn dispatch(
     prepared: Prepared,
     mut gate: Box<dyn WriteGate>,
 ) -> Result<TurnReport, LoopError> {
-    let Prepared { commands, verdicts } = prepared;
+    let Prepared { commands, work } = prepared;
     let plugins = Arc::clone(&app.plugins);
     let dispatch_input = DispatchInput {
         run_id: input.run_id,
@@ -341,7 +341,7 @@ async fn dispatch(
     let loop_id = input.loop_row.id;
     let outcome = app
         .db_call(move |conn| {
-            let dispatched = functions::with_prepared(verdicts, || {
+            let dispatched = work.apply(|| {
                 dispatch_gated(
                     conn,
                     &plugins,

@@ -94,9 +94,10 @@ pub fn with_prepared<T>(verdicts: SearchVerdicts, work: impl FnOnce() -> T) -> T
     result
 }
 
-fn digest(text: &str) -> u64 {
+/// A 64-bit digest of a value, the key of work prepared beside the writer.
+pub(crate) fn digest(value: &(impl Hash + ?Sized)) -> u64 {
     let mut hasher = DefaultHasher::new();
-    text.hash(&mut hasher);
+    value.hash(&mut hasher);
     hasher.finish()
 }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Serialises to the wire shape `{search, replace[, flags, sed]}` that commands and `set://`
 /// entries carry: `search: null` marks a replace-only block (the whole body is replaced),
 /// `sed: true` marks a sed regex whose `flags` are sed flags (`g`, `i`, `m`, `s`, `v`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct EditBlock {
     /// Text to find; `None` for a replace-only block.
     pub search: Option<String>,

@@ -17,6 +17,7 @@
 mod gate;
 mod messages;
 mod outcome;
+mod prepared;
 mod record;
 mod settle;
 
@@ -40,6 +41,7 @@ use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
 use crate::plugins::Plugins;
 use messages::cancel;
+pub use prepared::PreparedWork;
 use record::{naked_set_as_known, Recorded};
 use settle::{flags, settle_status};
 

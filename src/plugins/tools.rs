@@ -25,9 +25,11 @@ pub mod think;
 pub mod transfer;
 pub mod unknown;
 
+use diesel::SqliteConnection;
 use serde_json::{Map, Value};
 
 use crate::db::enums::Fidelity;
+use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryRow, Selector};
 use crate::db::paths::normalize_path;
 use crate::db::queries::entries;
@@ -85,9 +87,19 @@ pub(crate) fn select(
     path: &str,
     filter: Option<&str>,
 ) -> Result<Vec<EntryRow>, ToolError> {
+    select_in(scope.conn, scope.run_id, path, filter)
+}
+
+/// [`select`] over any connection (a reader preparing work beside the writer).
+pub(crate) fn select_in(
+    conn: &mut SqliteConnection,
+    run_id: RunId,
+    path: &str,
+    filter: Option<&str>,
+) -> Result<Vec<EntryRow>, ToolError> {
     let filter = filter.filter(|filter| !filter.is_empty());
     if !is_pattern(path, filter) {
-        return Ok(entries::get_entry(scope.conn, scope.run_id, path)?
+        return Ok(entries::get_entry(conn, run_id, path)?
             .into_iter()
             .collect());
     }
@@ -99,7 +111,7 @@ pub(crate) fn select(
         path,
         body: filter.map(str::to_owned),
     };
-    match entries::list_entries(scope.conn, scope.run_id, &selector, None, None) {
+    match entries::list_entries(conn, run_id, &selector, None, None) {
         Err(DbError::WorkLimit(limit)) => Err(ToolError::WorkLimit(limit)),
         other => Ok(other?),
     }

@@ -94,7 +94,15 @@ async fn other_clients_are_served_while_a_search_computes_and_it_stops_when_its_
         ("RUMMY_DB_READERS", "1"),
     ];
     let app = app_with(&llm, unbounded).await;
-    let (mut heavy, heavy_run) = scanned(&app, "heavy", &[("big.xml", &xml(20_000))]).await;
+    // Each file's evaluation is short, all of them together far longer than the timeout:
+    // the search stops between two files once its caller has given up.
+    let body = xml(300);
+    let names: Vec<String> = (0..400).map(|index| format!("f{index}.xml")).collect();
+    let files: Vec<(&str, &str)> = names
+        .iter()
+        .map(|name| (name.as_str(), body.as_str()))
+        .collect();
+    let (mut heavy, heavy_run) = scanned(&app, "heavy", &files).await;
     let (mut other, other_run) = scanned(&app, "other", &[("a.txt", "alpha\n")]).await;
     let search = heavy
         .send(
@@ -276,4 +284,34 @@ async fn readyz_is_not_ready_while_the_database_thread_is_stuck() {
         http.get(&readyz).send().await.unwrap().status().as_u16(),
         200
     );
+}
+
+#[actix_web::test]
+async fn a_model_edit_of_a_large_file_computes_beside_the_writer() {
+    let lines: String = (0..20_000)
+        .map(|n| format!("line {n} of a large file\n"))
+        .collect();
+    let edit =
+        "<<<<<<< SEARCH\nline 17000 of a large file\n=======\nline 17000 edited\n>>>>>>> REPLACE";
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>scanned</summarize>"),
+        Step::reply(format!(
+            "<set path=\"big.txt\">{edit}</set><update>editing</update>"
+        )),
+    ]);
+    // The writer may scan far less than the file: only an edit computed beside it applies.
+    let small_writer = &[("RUMMY_WRITER_MAX_STEPS", "2000")];
+    let app = app_with(&llm, small_writer).await;
+    let (mut client, run) = scanned(&app, "edit_beside", &[("big.txt", &lines)]).await;
+    let result = client
+        .ok(
+            "act",
+            json!({"model": "fake", "prompt": "edit", "run": run}),
+        )
+        .await;
+    assert_eq!(result["status"], json!(202), "{result}");
+    let attributes: serde_json::Value =
+        serde_json::from_str(result["proposed"][0]["attributes"].as_str().unwrap()).unwrap();
+    let patch = attributes["patch"].as_str().unwrap_or_default();
+    assert!(patch.contains("+line 17000 edited"), "{patch}");
 }

@@ -7,7 +7,7 @@ use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
 use crate::db::connection::write_transaction;
 use crate::db::enums::{Category, Fidelity};
-use crate::db::functions::{self, hedmatch, hedsearch, SearchVerdicts};
+use crate::db::functions::{hedmatch, hedsearch};
 use crate::db::ids::{EntryId, RunId};
 use crate::db::models::entry::{EntryRow, EntryUpsert, RunLogRow, Selector, UnresolvedRow};
 use crate::db::paths::normalize_path;
@@ -91,31 +91,6 @@ pub fn list_entries(
             .select(EntryRow::as_select())
             .load(conn)?,
     )
-}
-
-/// Evaluates the body searches of `searches` (path pattern, body filter) over the run's
-/// entries as they are now, beside the writer: the verdicts are then looked up by the unit
-/// of work that runs the commands ([`functions::with_prepared`]). Searches that ran out of
-/// budget are kept as such; no error is returned for them.
-pub fn prepare_searches(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-    searches: &[(String, String)],
-) -> Result<SearchVerdicts, DbError> {
-    let (outcome, verdicts) = functions::recording(|| {
-        for (path, body) in searches {
-            let selector = Selector::Pattern {
-                path: path.clone(),
-                body: Some(body.clone()),
-            };
-            match list_entries(conn, run_id, &selector, None, None) {
-                Ok(_) | Err(DbError::WorkLimit(_)) => {}
-                Err(error) => return Err(error),
-            }
-        }
-        Ok(())
-    });
-    outcome.map(|()| verdicts)
 }
 
 /// The rows a pattern query returned, unless its pattern work ran out of budget meanwhile

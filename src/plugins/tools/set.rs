@@ -7,6 +7,7 @@
 //! `merge`); a plain write to an entry is an upsert and to a file a 202 proposal.
 
 mod edit;
+pub(crate) mod prepared;
 
 use serde_json::{json, Value};
 

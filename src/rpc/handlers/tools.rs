@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use crate::agent::loop_config::LoopConfig;
 use crate::db::enums::LoopMode;
-use crate::db::functions::{self, SearchVerdicts};
+
 use crate::db::models::run::RunRow;
 use crate::db::queries::loops;
 use crate::error::AppError;
-use crate::plugins::dispatch::{dispatch_call, CallInput};
+use crate::plugins::dispatch::{dispatch_call, CallInput, PreparedWork};
 use crate::plugins::tool::{ClientCall, ToolError};
 use crate::rpc::dispatch::{CallContext, Reply};
 use crate::rpc::handlers::runs::find_run;
@@ -81,15 +81,15 @@ pub async fn dispatch_tool(
         attributes: params.attributes.unwrap_or_default(),
     };
     let run_id = run.id;
-    let verdicts = match plugins.get(tool) {
+    let work = match plugins.get(tool) {
         Some(handler) => {
             let command = handler.command_from_call(&call);
             context
                 .app
-                .prepare_searches(run_id, std::slice::from_ref(&command))
+                .prepare_work(run_id, std::slice::from_ref(&command))
                 .await
         }
-        None => SearchVerdicts::default(),
+        None => PreparedWork::default(),
     };
     let outcome = context
         .app
@@ -106,7 +106,7 @@ pub async fn dispatch_tool(
                 tool: tool.to_string(),
                 call,
             };
-            match functions::with_prepared(verdicts, || dispatch_call(conn, &plugins, &input)) {
+            match work.apply(|| dispatch_call(conn, &plugins, &input)) {
                 Err(ToolError::Db(error)) => Err(error),
                 other => Ok(other),
             }

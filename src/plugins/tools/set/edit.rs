@@ -8,10 +8,12 @@ use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::normalize_path;
 use crate::db::queries::entries::get_entry;
-use crate::hedberg::{apply_blocks, unified_diff, EditBlock, HedbergError};
+use crate::hedberg::{EditBlock, HedbergError};
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
 use crate::plugins::tools::files::is_file;
 use crate::plugins::tools::{fail, finish, merge, select_settled, store, write};
+
+use super::prepared;
 
 /// Applies `blocks` to every entry `path` selects; proposes them for files.
 pub(super) fn run(
@@ -97,16 +99,14 @@ fn edit_entries(
     let mut edits = EntryEdits::default();
     for row in rows {
         edits.before_tokens += estimate_tokens(&row.body, divisor);
-        match apply_blocks(&row.body, blocks) {
-            Ok(edited) => {
-                edits.after_tokens += estimate_tokens(&edited.body, divisor);
-                edits.warnings.extend(edited.warning);
-                if let Some(merge) = merge::render(&row.body, &edited.body) {
-                    edits
-                        .patches
-                        .push(unified_diff(&row.path, &row.body, &edited.body));
+        match prepared::edit(&row.path, &row.body, &row.body, blocks) {
+            Ok(product) => {
+                edits.after_tokens += estimate_tokens(&product.edited.body, divisor);
+                edits.warnings.extend(product.edited.warning);
+                if let (Some(merge), Some(patch)) = (product.merge, product.patch) {
+                    edits.patches.push(patch);
                     edits.merges.push(merge);
-                    write(scope, &row.path, &edited.body, row.status, None)?;
+                    write(scope, &row.path, &product.edited.body, row.status, None)?;
                 }
             }
             Err(HedbergError::WorkLimit(limit)) => return Err(ToolError::WorkLimit(limit)),
@@ -143,36 +143,34 @@ fn propose(
     let current = proposed.as_deref().unwrap_or(&file.body);
     let divisor = scope.settings.token_divisor;
     let before = estimate_tokens(&file.body, divisor);
-    if pending.is_some() {
-        if let Err(HedbergError::WorkLimit(limit)) = apply_blocks(current, blocks) {
-            return Err(ToolError::WorkLimit(limit));
-        }
-        if let Err(error) = apply_blocks(current, blocks) {
+    let product = match prepared::edit(&file.path, &file.body, current, blocks) {
+        Err(HedbergError::WorkLimit(limit)) => return Err(ToolError::WorkLimit(limit)),
+        Err(error) if pending.is_some() => {
             let message = format!("{}: {error}", file.path);
             let attributes = json!({ "file": file.path, "error": message });
             return finish(scope, result_path, 409, &message, Some(attributes));
         }
-    }
-    let (status, attributes) = match apply_blocks(current, blocks) {
-        Ok(edited) => match merge::render(&file.body, &edited.body) {
-            Some(merge) => (
+        product => product,
+    };
+    let (status, attributes) = match product {
+        Ok(product) => match (product.merge, product.patch) {
+            (Some(merge), Some(patch)) => (
                 202,
                 json!({
                     "file": file.path,
-                    "patch": unified_diff(&file.path, &file.body, &edited.body),
+                    "patch": patch,
                     "merge": merge,
                     "beforeTokens": before,
-                    "afterTokens": estimate_tokens(&edited.body, divisor),
-                    "warning": edited.warning,
+                    "afterTokens": estimate_tokens(&product.edited.body, divisor),
+                    "warning": product.edited.warning,
                     "error": null,
                 }),
             ),
-            None => (
+            _ => (
                 409,
                 failure(&file.path, before, "The edit leaves the file unchanged."),
             ),
         },
-        Err(HedbergError::WorkLimit(limit)) => return Err(ToolError::WorkLimit(limit)),
         Err(error) => (409, failure(&file.path, before, &error.to_string())),
     };
     let row = write(scope, &proposal_path, &file.body, status, Some(attributes))?;
