@@ -315,3 +315,90 @@ async fn a_model_edit_of_a_large_file_computes_beside_the_writer() {
     let patch = attributes["patch"].as_str().unwrap_or_default();
     assert!(patch.contains("+line 17000 edited"), "{patch}");
 }
+
+/// Model replies that once froze the database thread or a loop, and their neighbours.
+fn hostile_replies() -> Vec<String> {
+    let multiply = format!("s/(.)/{}/g", "\\1".repeat(460));
+    vec![
+        format!("<get path=\"*.xml\">{QUADRATIC_XPATH}</get><update>x</update>"),
+        "<get path=\"*.xml\">//*[count(//*[count(//*) > 0]) > 0]</get>".to_string(),
+        "<get path=\"known://a\"/>".repeat(3_000),
+        format!("<set path=\"big.txt\">{multiply}</set>"),
+        format!("<set path=\"known://notes\">{}</set>", "n".repeat(200_000)),
+        "<set path=\"known://notes\">s/n/nn/g</set><set path=\"known://notes\">s/n/nn/g</set>"
+            .to_string(),
+        "<set path=\"big.txt\"><<<<<<< SEARCH\nline 9 of a large file\n=======\nnine\n>>>>>>> REPLACE</set>"
+            .to_string(),
+        "<get path=\"**\">/(a|aa)+$/</get><get path=\"**\">$..*</get>".to_string(),
+        "<rm path=\"**\"/><mv path=\"**\" to=\"/etc\"/>".to_string(),
+        "<set path=\"<<<<\"><get <rm path=".repeat(500),
+        "<get path=\"../../../etc/passwd\"/><sh>yes</sh>".to_string(),
+    ]
+}
+
+/// The longest any loop may take, however hostile its model.
+const LOOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+#[actix_web::test]
+async fn hostile_replies_never_hang_a_loop_or_the_database() {
+    let mut script = Vec::new();
+    let replies = hostile_replies();
+    let scripted = replies.len() * 2;
+    for reply in replies {
+        script.push(Step::reply(format!("{reply}<update>going on</update>")));
+        script.push(Step::reply(reply));
+    }
+    let llm = FakeLlm::start(script);
+    let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "4")]).await;
+    let lines: String = (0..20_000)
+        .map(|n| format!("line {n} of a large file\n"))
+        .collect();
+    let xml_body = xml(3_000);
+    let files = [("big.txt", lines.as_str()), ("big.xml", xml_body.as_str())];
+    let mut clients = Vec::new();
+    for index in 0..4 {
+        clients.push(scanned(&app, &format!("hostile{index}"), &files).await);
+    }
+    let loops = clients.into_iter().map(|(mut client, run)| async move {
+        let mut outcomes = Vec::new();
+        for _ in 0..6 {
+            let ask = client
+                .send("act", json!({"model": "fake", "prompt": "go", "run": run}))
+                .await;
+            let reply = tokio::time::timeout(LOOP_LIMIT, client.reply(&ask))
+                .await
+                .expect("every loop ends within 90 s");
+            let proposed = reply["result"]["proposed"].as_array().cloned();
+            outcomes.push(reply);
+            for proposal in proposed.unwrap_or_default() {
+                let resolution = json!({"path": proposal["path"], "action": "reject"});
+                let resolve =
+                    client.call("run/resolve", json!({"run": run, "resolution": resolution}));
+                let resolved = tokio::time::timeout(LOOP_LIMIT, resolve)
+                    .await
+                    .expect("every resolution ends within 90 s");
+                assert!(resolved.get("result").is_some(), "{resolved}");
+            }
+        }
+        outcomes
+    });
+    for outcomes in futures_util::future::join_all(loops).await {
+        for reply in outcomes {
+            let status = reply["result"]["status"].as_i64();
+            assert!(
+                matches!(status, Some(200 | 202 | 413 | 499 | 500)),
+                "a loop ends with a status: {reply}"
+            );
+        }
+    }
+    assert!(
+        llm.requests().len() > scripted,
+        "every hostile reply reached a loop"
+    );
+    let http = awc::Client::new();
+    let readyz = format!("http://{}/readyz", app.addr());
+    assert_eq!(
+        http.get(&readyz).send().await.unwrap().status().as_u16(),
+        200
+    );
+}
