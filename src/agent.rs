@@ -5,6 +5,7 @@
 //! queue one loop at a time ([`run_loop`]), each loop running turns ([`turn`]) until it
 //! ends, and the waiting request gets the loop's [`LoopOutcome`](outcome::LoopOutcome).
 
+pub mod error;
 pub mod loop_config;
 pub mod outcome;
 pub mod registry;

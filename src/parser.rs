@@ -19,10 +19,10 @@ mod tool;
 #[cfg(test)]
 mod vector_tests;
 
-pub use attrs::{normalize_attrs, AttrValue, Attrs};
+pub use attrs::{normalize_attrs, AttrValue, Attrs, ExtraAttrs};
 pub use command::{
-    AskUserCommand, Command, ExtraAttrs, GetCommand, KnownCommand, SearchCommand, Selection,
-    TaggedText, TransferCommand, UnknownCommand,
+    AskUserCommand, Command, GetCommand, KnownCommand, SearchCommand, Selection, TaggedText,
+    TransferCommand, UnknownCommand,
 };
 pub use set::SetCommand;
 pub use tool::Tool;

@@ -8,6 +8,7 @@
 
 pub mod assembly;
 pub mod dispatch;
+pub mod error;
 pub mod events;
 pub mod policy;
 pub mod readonly;

@@ -9,24 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use actix::{Actor, Addr};
-use tokio::sync::{oneshot, watch};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::oneshot;
 
 use crate::agent::outcome::LoopOutcome;
-use crate::agent::run_actor::{Drain, RunActor};
+use crate::agent::run_actor::{CurrentLoop, Drain, RunActor};
 use crate::app::AppState;
 use crate::db::ids::{LoopId, RunId};
-
-/// The loop a run actor is executing now, how to stop it, and when it has stopped.
-#[derive(Debug, Clone)]
-pub struct CurrentLoop {
-    /// The loop.
-    pub id: LoopId,
-    /// Cancelling it ends the loop with 499 and drops its LLM request.
-    pub cancel: CancellationToken,
-    /// Becomes true once the loop's outcome (the run's status included) is stored.
-    pub stored: watch::Receiver<bool>,
-}
 
 /// What the registry keeps of one live run actor.
 struct Entry {

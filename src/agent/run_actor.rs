@@ -10,13 +10,23 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::outcome::LoopOutcome;
-use crate::agent::registry::CurrentLoop;
 use crate::agent::run_loop::execute_loop;
 use crate::app::AppState;
 use crate::budget::ForgetRun;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::queries::loops;
+
+/// The loop a run actor is executing now, how to stop it, and when it has stopped.
+#[derive(Debug, Clone)]
+pub struct CurrentLoop {
+    /// The loop.
+    pub id: LoopId,
+    /// Cancelling it ends the loop with 499 and drops its LLM request.
+    pub cancel: CancellationToken,
+    /// Becomes true once the loop's outcome (the run's status included) is stored.
+    pub stored: watch::Receiver<bool>,
+}
 
 /// Drain the queue; `waiter` wants the outcome of `loop_id`.
 #[derive(Message)]

@@ -4,6 +4,7 @@
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::agent::error::LoopError;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{LoopOutcome, ProposedRow};
 use crate::agent::scan;
@@ -21,30 +22,9 @@ use crate::db::models::run::{LoopRow, RunRow};
 use crate::db::queries::loops;
 use crate::db::queries::{demotions, entries, models, projects, runs};
 use crate::db::DbError;
-use crate::error::AppError;
 use crate::llm::CancellationToken as LlmCancel;
 use crate::parser::healer::{HealerLimits, ProgressTracker, RepetitionTracker, Verdict};
 use crate::plugins::events::Event;
-
-/// Why a loop could not go on (as opposed to ending normally).
-#[derive(Debug, thiserror::Error)]
-pub enum LoopError {
-    /// The model alias is not in the catalogue.
-    #[error("Unknown model alias '{0}'. Define RUMMY_MODEL_{0} in your environment.")]
-    UnknownModel(String),
-    /// The LLM failed after its retries.
-    #[error("{0}")]
-    Llm(#[from] crate::llm::LlmError),
-    /// The store failed.
-    #[error("{0}")]
-    Db(#[from] DbError),
-    /// Dispatching the model's commands failed outside the store.
-    #[error("{0}")]
-    Tool(crate::plugins::tool::ToolError),
-    /// Anything else.
-    #[error("{0}")]
-    App(#[from] AppError),
-}
 
 /// Runs one claimed loop to its end and sets the run's status accordingly. A loop cancelled
 /// by `run/abort` ends 499 whatever it was doing, and the recovery loops it queued for an

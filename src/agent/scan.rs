@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::agent::run_loop::LoopError;
+use crate::agent::error::LoopError;
 use crate::app::AppState;
 use crate::db::enums::Fidelity;
 use crate::db::ids::LoopId;

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::agent::run_loop::LoopError;
-use crate::agent::turn::TurnInput;
+use crate::agent::error::LoopError;
+use crate::agent::turn::input::TurnInput;
 use crate::app::AppState;
 use crate::context::Packet;
 use crate::db::ids::{ProjectId, RunId};

@@ -8,19 +8,17 @@ use std::time::Instant;
 use serde_json::json;
 use tracing::Instrument;
 
-use crate::agent::loop_config::LoopConfig;
-use crate::agent::run_loop::LoopError;
+use crate::agent::error::LoopError;
 use crate::agent::state;
 use crate::app::AppState;
 use crate::budget::{
     check_ceiling, BudgetGuard, CalibratedMeasure, CalibratedTokens, Calibration, CeilingVerdict,
-    ContextWindow, Overflow, PanicFailure, PanicGate, PanicStep, PanicTracker, RecordUsage,
+    ContextWindow, Overflow, PanicFailure, PanicGate, PanicStep, RecordUsage,
 };
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
-use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsert, UnresolvedRow};
-use crate::db::models::run::{LoopRow, TurnInsertForm, TurnRow, TurnUsageForm};
+use crate::db::models::run::{TurnInsertForm, TurnRow, TurnUsageForm};
 use crate::db::paths::slug_path;
 use crate::db::queries::{entries, runs, turns};
 use crate::hedberg::WorkLimit;
@@ -35,46 +33,10 @@ use crate::plugins::tool::ToolError;
 use crate::rpc::notifications::{Notification, ProgressStatus, RunProgress};
 use prepare::{estimate_of, prepare_packet, PromptWrite};
 
+pub mod input;
 mod prepare;
 
-/// What a turn needs to know about its loop.
-pub struct TurnInput<'a> {
-    /// The run.
-    pub run_id: RunId,
-    /// The loop.
-    pub loop_row: &'a LoopRow,
-    /// 1-based iteration within the loop.
-    pub iteration: u32,
-    /// The loop's flags.
-    pub config: &'a LoopConfig,
-    /// Model alias, for telemetry.
-    pub model_alias: &'a str,
-    /// Provider model id.
-    pub model_actual: &'a str,
-    /// Effective context size in tokens.
-    pub context_size: i64,
-    /// The temperature requests are sent with (`None`: the provider's default).
-    pub temperature: Option<f64>,
-    /// The project's root on this machine.
-    pub project_root: &'a std::path::Path,
-    /// The state of a panic loop (`None` in other loops).
-    pub panic: Option<&'a mut PanicState>,
-}
-
-/// A panic loop's judge and the prompt text it currently shows the model.
-pub struct PanicState {
-    /// Judges each turn against the target.
-    pub tracker: PanicTracker,
-    /// The panic prompt as the model sees it now (the first, then each continuation).
-    pub prompt: String,
-}
-
-impl PanicState {
-    /// The state at the start of a panic loop.
-    pub fn new(tracker: PanicTracker, prompt: String) -> PanicState {
-        PanicState { tracker, prompt }
-    }
-}
+pub use input::{PanicState, TurnInput};
 
 /// What the loop needs to decide whether to go on.
 #[derive(Debug, Default)]

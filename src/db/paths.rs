@@ -19,6 +19,11 @@ pub fn scheme_of(path: &str) -> Option<&str> {
     }
 }
 
+/// Whether `path` names a project file (a bare path, no scheme).
+pub fn is_file(path: &str) -> bool {
+    scheme_of(path).is_none()
+}
+
 /// The canonical spelling of an entry path.
 ///
 /// Bare paths are returned unchanged. For scheme paths the scheme is lower-cased and the

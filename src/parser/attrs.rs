@@ -13,6 +13,30 @@ pub enum AttrValue {
     Flag,
 }
 
+/// Extra attributes kept as written (after healing), in source order.
+pub type ExtraAttrs = Vec<(String, AttrValue)>;
+
+/// Inserts `key` only when there is a value (the reference leaves it undefined otherwise).
+pub(crate) fn insert_some(
+    object: &mut serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    value: Option<serde_json::Value>,
+) {
+    if let Some(value) = value {
+        object.insert(key.into(), value);
+    }
+}
+
+/// Adds each attribute under its own name, in its JSON form.
+pub(crate) fn extend_attrs(
+    object: &mut serde_json::Map<String, serde_json::Value>,
+    attributes: &[(String, AttrValue)],
+) {
+    for (name, value) in attributes {
+        object.insert(name.clone(), value.to_json());
+    }
+}
+
 impl AttrValue {
     /// The text of the value, `None` for a flag.
     pub fn as_text(&self) -> Option<&str> {

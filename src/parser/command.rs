@@ -5,12 +5,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::attrs::AttrValue;
+use super::attrs::ExtraAttrs;
+use super::attrs::{extend_attrs, insert_some};
 use super::set::SetCommand;
 use super::tool::Tool;
-
-/// Extra attributes kept as written (after healing), in source order.
-pub type ExtraAttrs = Vec<(String, AttrValue)>;
 
 /// `<get>` and `<rm>`: entries selected by path or pattern.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -244,18 +242,5 @@ fn selection_json(selection: &Selection, object: &mut Map<String, Value>) {
     insert_some(object, "body", selection.filter.as_deref().map(Value::from));
     if selection.preview {
         object.insert("preview".into(), json!(true));
-    }
-}
-
-/// Inserts `key` only when there is a value (the reference leaves it undefined otherwise).
-pub(crate) fn insert_some(object: &mut Map<String, Value>, key: &str, value: Option<Value>) {
-    if let Some(value) = value {
-        object.insert(key.into(), value);
-    }
-}
-
-pub(crate) fn extend_attrs(object: &mut Map<String, Value>, attributes: &[(String, AttrValue)]) {
-    for (name, value) in attributes {
-        object.insert(name.clone(), value.to_json());
     }
 }

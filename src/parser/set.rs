@@ -4,8 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::attrs::Attrs;
-use super::command::{extend_attrs, insert_some, ExtraAttrs};
+use super::attrs::{extend_attrs, insert_some, Attrs, ExtraAttrs};
 use crate::hedberg::{classify_set, EditBlock, SetAttributes, SetRevision};
 
 fn block_json(block: &EditBlock, object: &mut Map<String, Value>) {

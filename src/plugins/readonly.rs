@@ -9,9 +9,9 @@
 use diesel::SqliteConnection;
 
 use crate::db::ids::RunId;
+use crate::db::paths::is_file;
 use crate::db::queries::{constraints, runs};
-use crate::plugins::tool::ToolError;
-use crate::plugins::tools::files::is_file;
+use crate::plugins::error::ToolError;
 use crate::project::{ConstraintPattern, ConstraintSet, FileConstraint, Visibility};
 
 /// What the model is told when a readonly file would change.

@@ -14,52 +14,12 @@ use serde_json::{Map, Value};
 use crate::db::enums::Category;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
-use crate::db::DbError;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::readonly::ReadonlyFiles;
 use crate::plugins::view::EntryView;
 
-/// What went wrong while dispatching or resolving, apart from failures the model is told
-/// about (those are entries with a 4xx status, not errors).
-#[derive(Debug, thiserror::Error)]
-pub enum ToolError {
-    /// The store failed; the whole dispatch is rolled back.
-    #[error(transparent)]
-    Db(#[from] DbError),
-    /// A client named a tool that is not registered.
-    #[error("Unknown tool: {0}")]
-    UnknownTool(String),
-    /// A client call is missing something or names a path outside the project.
-    #[error("{0}")]
-    InvalidParams(String),
-    /// The path is not a pending proposal of the run.
-    #[error("No pending proposal at {0}")]
-    NotPending(String),
-    /// The server could not apply an accepted file change.
-    #[error("{0}")]
-    Disk(String),
-    /// The command's pattern or edit work ran out of its budget; dispatch records it as a
-    /// 422 at the command's result path.
-    #[error("{}", crate::hedberg::HedbergError::WorkLimit(*.0))]
-    WorkLimit(crate::hedberg::WorkLimit),
-    /// A resolution action other than accept, reject or error.
-    #[error("Invalid resolution action: {0}. Use 'accept' or 'reject'.")]
-    InvalidResolution(String),
-    /// An accepted change would write a file under a `readonly` constraint; the message is
-    /// the one the model sees, and nothing changed.
-    #[error("{0}")]
-    Readonly(String),
-    /// The project's stored file constraints could not be compiled.
-    #[error("file constraints: {0}")]
-    Constraints(#[from] crate::project::ProjectError),
-}
-
-impl From<diesel::result::Error> for ToolError {
-    fn from(error: diesel::result::Error) -> Self {
-        ToolError::Db(DbError::from(error))
-    }
-}
+pub use crate::plugins::error::ToolError;
 
 /// How a tool's scheme is registered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

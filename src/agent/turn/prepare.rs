@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::TurnInput;
-use crate::agent::run_loop::LoopError;
+use crate::agent::error::LoopError;
+use crate::agent::turn::input::TurnInput;
 use crate::app::AppState;
 use crate::budget::{Calibrated, CalibratedMeasure, Calibration, EstimatedTokens};
 use crate::context::materialize::{materialize, TurnTarget};

@@ -8,14 +8,9 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use crate::plugins::tool::ToolError;
+use crate::plugins::error::ToolError;
 
-use crate::db::paths::scheme_of;
-
-/// Whether `path` names a project file (no scheme).
-pub(crate) fn is_file(path: &str) -> bool {
-    scheme_of(path).is_none()
-}
+use crate::db::paths::is_file;
 
 /// Why `path` may not be used as a file path, `None` when it stays under `root`.
 pub(crate) fn escape_reason(root: &Path, path: &str) -> Option<String> {

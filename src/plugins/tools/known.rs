@@ -7,11 +7,11 @@ use serde_json::{Map, Value};
 use crate::db::enums::{Category, Fidelity};
 use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryUpsert;
+use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
 use crate::parser::{Command, KnownCommand};
 use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
-use crate::plugins::tools::files::is_file;
 use crate::plugins::tools::{extra_attrs, fail, headed, mismatched, summary_attribute, upsert};
 use crate::plugins::view::EntryView;
 

@@ -4,10 +4,11 @@
 use serde_json::json;
 
 use crate::db::models::entry::EntryRow;
+use crate::db::paths::is_file;
 use crate::parser::{Command, Selection};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
-use crate::plugins::tools::files::{self, is_file};
+use crate::plugins::tools::files;
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, mismatched, non_empty, not_found,
     preview, propose_separately, report, select_settled, store,

@@ -13,13 +13,14 @@ use serde_json::{json, Value};
 
 use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryRow;
+use crate::db::paths::is_file;
 use crate::db::queries::entries;
 use crate::hedberg::unified_diff;
 use crate::hedberg::SetRevision;
 use crate::parser::{normalize_attrs, Command, SetCommand};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
-use crate::plugins::tools::files::{self, is_file};
+use crate::plugins::tools::files;
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, is_pattern, listing, merge,
     mismatched, non_empty, not_found, parse_fidelity, paths_of, pattern_header, preview, report,

@@ -7,12 +7,13 @@ use serde_json::{json, Value};
 
 use crate::db::enums::Fidelity;
 use crate::db::models::entry::EntryRow;
+use crate::db::paths::is_file;
 use crate::db::queries::entries;
 use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
 use crate::parser::{Command, TransferCommand};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
-use crate::plugins::tools::files::{self, escape_reason, is_file};
+use crate::plugins::tools::files::{self, escape_reason};
 use crate::plugins::tools::{
     fail, file_changes_forbidden, finish, is_pattern, mismatched, non_empty, not_found,
     parse_fidelity, paths_of, propose_separately, select_settled, store, write,

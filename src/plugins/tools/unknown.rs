@@ -2,11 +2,11 @@
 //! kept once. It stays in `<unknowns>` until removed with `rm`.
 
 use crate::db::enums::Category;
+use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
 use crate::parser::{Command, UnknownCommand};
 use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
-use crate::plugins::tools::files::is_file;
 use crate::plugins::tools::{headed, mismatched, write};
 use crate::plugins::view::EntryView;
 

@@ -6,11 +6,11 @@ use serde_json::{json, Value};
 
 use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryRow;
+use crate::db::paths::is_file;
 use crate::db::paths::normalize_path;
 use crate::db::queries::entries::get_entry;
 use crate::hedberg::{EditBlock, HedbergError};
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
-use crate::plugins::tools::files::is_file;
 use crate::plugins::tools::{fail, finish, merge, select_settled, store, write};
 
 use super::prepared;

@@ -1,0 +1,45 @@
+//! What one turn is given by its loop.
+
+use crate::agent::loop_config::LoopConfig;
+use crate::budget::PanicTracker;
+use crate::db::ids::RunId;
+use crate::db::models::run::LoopRow;
+
+/// What a turn needs to know about its loop.
+pub struct TurnInput<'a> {
+    /// The run.
+    pub run_id: RunId,
+    /// The loop.
+    pub loop_row: &'a LoopRow,
+    /// 1-based iteration within the loop.
+    pub iteration: u32,
+    /// The loop's flags.
+    pub config: &'a LoopConfig,
+    /// Model alias, for telemetry.
+    pub model_alias: &'a str,
+    /// Provider model id.
+    pub model_actual: &'a str,
+    /// Effective context size in tokens.
+    pub context_size: i64,
+    /// The temperature requests are sent with (`None`: the provider's default).
+    pub temperature: Option<f64>,
+    /// The project's root on this machine.
+    pub project_root: &'a std::path::Path,
+    /// The state of a panic loop (`None` in other loops).
+    pub panic: Option<&'a mut PanicState>,
+}
+
+/// A panic loop's judge and the prompt text it currently shows the model.
+pub struct PanicState {
+    /// Judges each turn against the target.
+    pub tracker: PanicTracker,
+    /// The panic prompt as the model sees it now (the first, then each continuation).
+    pub prompt: String,
+}
+
+impl PanicState {
+    /// The state at the start of a panic loop.
+    pub fn new(tracker: PanicTracker, prompt: String) -> PanicState {
+        PanicState { tracker, prompt }
+    }
+}
