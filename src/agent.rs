@@ -5,6 +5,7 @@
 //! queue one loop at a time ([`run_loop`]), each loop running turns ([`turn`]) until it
 //! ends, and the waiting request gets the loop's [`LoopOutcome`](outcome::LoopOutcome).
 
+pub mod context;
 pub mod error;
 pub mod loop_config;
 pub mod outcome;
@@ -16,4 +17,5 @@ pub mod scan;
 pub mod state;
 pub mod turn;
 
+pub use context::AgentContext;
 pub use registry::RunRegistry;

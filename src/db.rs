@@ -5,7 +5,8 @@
 //! [`functions`] registers the SQL functions the schema needs; [`schema`] is diesel's view of
 //! the tables; [`models`] holds row and form structs; [`queries`] holds plain functions over
 //! `&mut SqliteConnection`; [`actor`] runs them on the single writer thread ([`watch`] says
-//! how long its current unit has run), [`readers`] runs pattern reads beside it. Every fallible
+//! how long its current unit has run), [`readers`] runs pattern reads beside it; [`handle`] is how the rest of the
+//! server reaches all of it. Every fallible
 //! function returns [`DbError`]. Database rows are not wire types: the RPC layer builds its
 //! own results from them.
 
@@ -14,6 +15,7 @@ pub mod connection;
 pub mod enums;
 mod error;
 pub mod functions;
+pub mod handle;
 pub mod ids;
 pub mod models;
 pub mod paths;
@@ -28,5 +30,6 @@ pub use actor::transact::Transact;
 pub use actor::{start_db, DbActor};
 pub use connection::{open_connection, run_migrations, ConnectionSetup, DEFAULT_TOKEN_DIVISOR};
 pub use error::DbError;
+pub use handle::{DbHandle, DbOptions};
 pub use readers::ReadPool;
 pub use watch::DbWatch;

@@ -3,10 +3,13 @@
 //! The gates run before the upgrade: a wrong or missing token gets 401, a browser
 //! `Origin` not on the allow-list gets 403, a plain GET on the socket path gets 426.
 
+use std::time::Duration;
+
 use actix_web::{http::header, web, HttpRequest, HttpResponse};
 use actix_web_actors::ws;
 
-use crate::app::AppState;
+use crate::db::queries;
+use crate::rpc::state::RpcState;
 use crate::ws::session::WsSession;
 
 /// Routes every HTTP path rummy serves.
@@ -22,9 +25,9 @@ pub fn configure(config: &mut web::ServiceConfig) {
 async fn websocket(
     request: HttpRequest,
     stream: web::Payload,
-    app: web::Data<AppState>,
+    app: web::Data<RpcState>,
 ) -> actix_web::Result<HttpResponse> {
-    if let Some(token) = &app.settings.server.auth_token {
+    if let Some(token) = &app.agent.settings.server.auth_token {
         if !presents_token(&request, token.expose()) {
             return Ok(HttpResponse::Unauthorized()
                 .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
@@ -33,7 +36,8 @@ async fn websocket(
     }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let allowed = origin.to_str().is_ok_and(|origin| {
-            app.settings
+            app.agent
+                .settings
                 .server
                 .allowed_origins
                 .iter()
@@ -52,7 +56,7 @@ async fn websocket(
     }
     let session = WsSession::new(app.connections.next_id(), app.get_ref().clone());
     ws::WsResponseBuilder::new(session, &request, stream)
-        .frame_size(app.settings.server.max_frame_bytes)
+        .frame_size(app.agent.settings.server.max_frame_bytes)
         .start()
 }
 
@@ -95,8 +99,9 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().content_type("text/plain").body("ok\n")
 }
 
-async fn readyz(app: web::Data<AppState>) -> HttpResponse {
-    match app.database_ready().await {
+async fn readyz(state: web::Data<RpcState>) -> HttpResponse {
+    let stall = Duration::from_millis(state.agent.settings.work.stall_ms);
+    match state.agent.db.ready(stall).await {
         Ok(()) => HttpResponse::Ok()
             .content_type("text/plain")
             .body("ready\n"),
@@ -106,11 +111,20 @@ async fn readyz(app: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-async fn metrics(app: web::Data<AppState>) -> HttpResponse {
-    let runs = app.runs_by_status().await.unwrap_or_default();
+async fn metrics(state: web::Data<RpcState>) -> HttpResponse {
+    let runs = state
+        .agent
+        .db
+        .call(queries::runs::count_by_status)
+        .await
+        .unwrap_or_default();
+    let runs: Vec<(i32, i64)> = runs
+        .into_iter()
+        .map(|(status, count)| (status.code(), count))
+        .collect();
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
-        .body(app.metrics.render(&runs))
+        .body(state.agent.metrics.render(&runs))
 }
 
 #[cfg(test)]

@@ -3,9 +3,11 @@
 //! Only this module and `ws` know JSON-RPC; handlers take typed params and return
 //! serializable results or an [`AppError`](crate::error::AppError).
 
+pub mod call;
 pub mod dispatch;
 pub mod envelope;
 pub mod handlers;
 pub mod methods;
 pub mod notifications;
 pub mod params;
+pub mod state;

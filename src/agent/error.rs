@@ -1,7 +1,7 @@
 //! Why a loop could not go on.
 
 use crate::db::DbError;
-use crate::error::AppError;
+use crate::project::ProjectError;
 
 /// Why a loop could not go on (as opposed to ending normally).
 #[derive(Debug, thiserror::Error)]
@@ -18,7 +18,10 @@ pub enum LoopError {
     /// Dispatching the model's commands failed outside the store.
     #[error("{0}")]
     Tool(crate::plugins::tool::ToolError),
-    /// Anything else.
+    /// A project's files could not be scanned.
     #[error("{0}")]
-    App(#[from] AppError),
+    Project(#[from] ProjectError),
+    /// An actor the loop needs is gone: the server is stopping.
+    #[error("{0} unavailable: the server is stopping")]
+    Stopping(&'static str),
 }

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 
 use crate::agent::outcome::LoopOutcome;
 use crate::agent::run_actor::{CurrentLoop, Drain, RunActor};
-use crate::app::AppState;
+use crate::agent::AgentContext;
 use crate::db::ids::{LoopId, RunId};
 
 /// What the registry keeps of one live run actor.
@@ -40,7 +40,7 @@ impl RunRegistry {
     /// outcome of `loop_id` when that loop ends.
     pub fn submit(
         &self,
-        app: &AppState,
+        agent: &AgentContext,
         run: RunId,
         loop_id: Option<LoopId>,
         waiter: Option<oneshot::Sender<LoopOutcome>>,
@@ -49,7 +49,7 @@ impl RunRegistry {
         let entry = entries.entry(run).or_insert_with(|| {
             let submitted = Arc::new(AtomicU64::new(0));
             let current = Arc::new(Mutex::new(None));
-            let actor = RunActor::new(run, app.clone(), Arc::clone(&current)).start();
+            let actor = RunActor::new(run, agent.clone(), Arc::clone(&current)).start();
             Entry {
                 actor,
                 submitted,

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::outcome::LoopOutcome;
 use crate::agent::run_loop::execute_loop;
-use crate::app::AppState;
+use crate::agent::AgentContext;
 use crate::budget::ForgetRun;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
@@ -62,7 +62,7 @@ struct DrainEnded;
 /// The actor serializing one run's loops.
 pub struct RunActor {
     run: RunId,
-    app: AppState,
+    agent: AgentContext,
     current: Arc<Mutex<Option<CurrentLoop>>>,
     handled: u64,
     draining: bool,
@@ -72,10 +72,10 @@ pub struct RunActor {
 
 impl RunActor {
     /// An actor for `run`, sharing its current loop with the registry.
-    pub fn new(run: RunId, app: AppState, current: Arc<Mutex<Option<CurrentLoop>>>) -> Self {
+    pub fn new(run: RunId, agent: AgentContext, current: Arc<Mutex<Option<CurrentLoop>>>) -> Self {
         RunActor {
             run,
-            app,
+            agent,
             current,
             handled: 0,
             draining: false,
@@ -88,11 +88,11 @@ impl RunActor {
         self.draining = true;
         self.wake_again = false;
         let run = self.run;
-        let app = self.app.clone();
+        let agent = self.agent.clone();
         let current = Arc::clone(&self.current);
         let me = ctx.address();
         ctx.spawn(actix::fut::wrap_future(async move {
-            drain(run, app, current, me.clone()).await;
+            drain(run, agent, current, me.clone()).await;
             me.do_send(DrainEnded);
         }));
     }
@@ -150,8 +150,8 @@ impl Handler<DrainEnded> for RunActor {
             self.start_drain(ctx);
             return;
         }
-        if self.waiters.is_empty() && self.app.runs.leave_if_idle(self.run, self.handled) {
-            self.app.budget.do_send(ForgetRun { run: self.run });
+        if self.waiters.is_empty() && self.agent.runs.leave_if_idle(self.run, self.handled) {
+            self.agent.budget.do_send(ForgetRun { run: self.run });
             ctx.stop();
         }
     }
@@ -160,13 +160,14 @@ impl Handler<DrainEnded> for RunActor {
 /// Claims and executes pending loops until none is left.
 async fn drain(
     run: RunId,
-    app: AppState,
+    agent: AgentContext,
     current: Arc<Mutex<Option<CurrentLoop>>>,
     me: Addr<RunActor>,
 ) {
     loop {
-        let claimed = app
-            .db_call(move |conn| loops::claim_next_loop(conn, run))
+        let claimed = agent
+            .db
+            .call(move |conn| loops::claim_next_loop(conn, run))
             .await;
         let lp = match claimed {
             Ok(Some(lp)) => lp,
@@ -187,11 +188,12 @@ async fn drain(
             }),
         );
         let loop_id = lp.id;
-        let outcome = execute_loop(&app, lp, cancel).await;
+        let outcome = execute_loop(&agent, lp, cancel).await;
         let status = outcome.status();
         let result = outcome.to_record();
-        if let Err(error) = app
-            .db_call(move |conn| loops::finish_loop(conn, loop_id, status, Some(&result)))
+        if let Err(error) = agent
+            .db
+            .call(move |conn| loops::finish_loop(conn, loop_id, status, Some(&result)))
             .await
         {
             tracing::error!(run = %run, %error, "cannot finish loop");

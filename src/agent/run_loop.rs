@@ -9,7 +9,7 @@ use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{LoopOutcome, ProposedRow};
 use crate::agent::scan;
 use crate::agent::turn::{execute_turn, PanicState, TurnEnd, TurnInput};
-use crate::app::AppState;
+use crate::agent::AgentContext;
 use crate::budget::{
     plan_overflow, ContextWindow, OverflowDecision, OverflowFacts, PanicTracker, TokenMath,
 };
@@ -29,22 +29,26 @@ use crate::plugins::events::Event;
 /// Runs one claimed loop to its end and sets the run's status accordingly. A loop cancelled
 /// by `run/abort` ends 499 whatever it was doing, and the recovery loops it queued for an
 /// overflow are dropped with it.
-pub async fn execute_loop(app: &AppState, lp: LoopRow, cancel: CancellationToken) -> LoopOutcome {
+pub async fn execute_loop(
+    agent: &AgentContext,
+    lp: LoopRow,
+    cancel: CancellationToken,
+) -> LoopOutcome {
     let span =
         tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
     let run_id = lp.run_id;
-    let result = run_turns(app, &lp, &cancel).instrument(span).await;
+    let result = run_turns(agent, &lp, &cancel).instrument(span).await;
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(_) if cancel.is_cancelled() => LoopOutcome::Ended(RunStatus::Aborted),
         Err(error) => {
             tracing::warn!(run.id = %run_id, %error, "loop failed");
-            record_error(app, &lp, &error.to_string()).await;
+            record_error(agent, &lp, &error.to_string()).await;
             LoopOutcome::Ended(RunStatus::Failed)
         }
     };
-    let outcome = store_outcome(app, run_id, outcome, &cancel).await;
-    app.events.emit(Event::LoopEnded {
+    let outcome = store_outcome(agent, run_id, outcome, &cancel).await;
+    agent.events.emit(Event::LoopEnded {
         run: run_id,
         loop_id: lp.id,
         status: outcome.status(),
@@ -55,7 +59,7 @@ pub async fn execute_loop(app: &AppState, lp: LoopRow, cancel: CancellationToken
 /// Stores the run's status for `outcome`, deciding in the same unit of work whether an abort
 /// came first (then the run is 499 and the outcome is aborted).
 async fn store_outcome(
-    app: &AppState,
+    agent: &AgentContext,
     run_id: RunId,
     outcome: LoopOutcome,
     cancel: &CancellationToken,
@@ -63,8 +67,9 @@ async fn store_outcome(
     let cancel = cancel.clone();
     let panicked = matches!(outcome, LoopOutcome::Panicked { .. });
     let status = outcome.status();
-    let stored = app
-        .db_call(move |conn| {
+    let stored = agent
+        .db
+        .call(move |conn| {
             if cancel.is_cancelled() {
                 if panicked {
                     loops::drop_recovery_loops(conn, run_id)?;
@@ -89,15 +94,16 @@ async fn store_outcome(
 }
 
 async fn run_turns(
-    app: &AppState,
+    agent: &AgentContext,
     lp: &LoopRow,
     cancel: &LlmCancel,
 ) -> Result<LoopOutcome, LoopError> {
     let run_id = lp.run_id;
     let loop_id = lp.id;
     let new_prompt = !lp.prompt.is_empty();
-    let (run, project_name) = app
-        .db_call(move |conn| {
+    let (run, project_name) = agent
+        .db
+        .call(move |conn| {
             let run = runs::get_run(conn, run_id)?
                 .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
             let project_name = projects::get_project(conn, run.project_id)?
@@ -113,7 +119,7 @@ async fn run_turns(
             Ok((run, project_name))
         })
         .await?;
-    app.events.emit(Event::LoopStarted {
+    agent.events.emit(Event::LoopStarted {
         run: run_id,
         alias: &run.alias,
         project: run.project_id,
@@ -128,25 +134,25 @@ async fn run_turns(
         .clone()
         .or_else(|| run.model.clone())
         .unwrap_or_default();
-    let (actual, context_size) = resolve_model(app, &run, &model_alias, cancel).await?;
-    let project_root = scan::project_root(app, &run).await?;
+    let (actual, context_size) = resolve_model(agent, &run, &model_alias, cancel).await?;
+    let project_root = scan::project_root(agent, &run).await?;
     if !config.no_repo {
-        scan::sync_project_files(app, &run, &project_root, lp.id).await?;
+        scan::sync_project_files(agent, &run, &project_root, lp.id).await?;
     }
-    let agent = &app.settings.agent;
+    let rules = &agent.settings.agent;
     let limits = HealerLimits {
-        max_stalls: agent.max_stalls,
-        min_cycles: usize::try_from(agent.min_cycles).unwrap_or(usize::MAX),
-        max_cycle_period: usize::try_from(agent.max_cycle_period).unwrap_or(usize::MAX),
-        max_update_repeats: agent.max_update_repeats,
+        max_stalls: rules.max_stalls,
+        min_cycles: usize::try_from(rules.min_cycles).unwrap_or(usize::MAX),
+        max_cycle_period: usize::try_from(rules.max_cycle_period).unwrap_or(usize::MAX),
+        max_update_repeats: rules.max_update_repeats,
     };
     let mut progress = ProgressTracker::new(limits);
     let mut repetition = RepetitionTracker::new(limits);
-    let temperature = config.effective_temperature(run.temperature, agent.temperature);
+    let temperature = config.effective_temperature(run.temperature, rules.temperature);
     let window = ContextWindow::new(u64::try_from(context_size).unwrap_or(0));
     let mut panic = PanicTracker::from_loop(lp, window)
         .map(|tracker| PanicState::new(tracker, lp.prompt.clone()));
-    let max_turns = agent.max_turns.max(1);
+    let max_turns = rules.max_turns.max(1);
     for iteration in 1..=max_turns {
         if cancel.is_cancelled() {
             return Ok(LoopOutcome::Ended(RunStatus::Aborted));
@@ -163,7 +169,7 @@ async fn run_turns(
             project_root: &project_root,
             panic: panic.as_mut(),
         };
-        let report = match execute_turn(app, input, cancel).await? {
+        let report = match execute_turn(agent, input, cancel).await? {
             TurnEnd::Overflow {
                 overflow,
                 incoming_prompt,
@@ -175,13 +181,13 @@ async fn run_turns(
                     overflow,
                     incoming_prompt,
                     prompt_label: prompt_path.as_deref().unwrap_or("of this loop"),
-                    math: TokenMath::new(app.settings.tokens.divisor),
+                    math: TokenMath::new(agent.settings.tokens.divisor),
                     calibration,
                 };
-                return enter_panic(app, plan_overflow(&facts), prompt_path).await;
+                return enter_panic(agent, plan_overflow(&facts), prompt_path).await;
             }
-            TurnEnd::Freed => return end_panic(app, lp).await,
-            TurnEnd::GaveUp(failure) => return give_up_panic(app, lp, failure.to_string()).await,
+            TurnEnd::Freed => return end_panic(agent, lp).await,
+            TurnEnd::GaveUp(failure) => return give_up_panic(agent, lp, failure.to_string()).await,
             TurnEnd::Completed(report) => report,
         };
         if !report.proposed.is_empty() {
@@ -213,7 +219,7 @@ async fn run_turns(
             "context recovery did not free enough room in {max_turns} turns; \
              the prompt does not fit the model's {context_size}-token context window"
         );
-        return give_up_panic(app, lp, error).await;
+        return give_up_panic(agent, lp, error).await;
     }
     Ok(LoopOutcome::Ended(RunStatus::Completed))
 }
@@ -221,7 +227,7 @@ async fn run_turns(
 /// Carries out an overflow decision: queue the panic loop and the retry (archiving the
 /// prompt that did not fit meanwhile), or fail with what does not fit.
 async fn enter_panic(
-    app: &AppState,
+    agent: &AgentContext,
     decision: OverflowDecision,
     prompt_path: Option<String>,
 ) -> Result<LoopOutcome, LoopError> {
@@ -238,8 +244,9 @@ async fn enter_panic(
         to_free = plan.to_free.get(),
         "context overflow: entering panic mode"
     );
-    let retry = app
-        .db_call(move |conn| {
+    let retry = agent
+        .db
+        .call(move |conn| {
             if let Some(path) = prompt_path {
                 entries::set_fidelity(
                     conn,
@@ -256,22 +263,23 @@ async fn enter_panic(
 }
 
 /// A panic loop reached its target: its own prompt leaves the context; the retry runs next.
-async fn end_panic(app: &AppState, lp: &LoopRow) -> Result<LoopOutcome, LoopError> {
-    archive_loop_prompts(app, lp).await?;
+async fn end_panic(agent: &AgentContext, lp: &LoopRow) -> Result<LoopOutcome, LoopError> {
+    archive_loop_prompts(agent, lp).await?;
     Ok(LoopOutcome::Ended(RunStatus::Completed))
 }
 
 /// A panic loop gave up: the pending retry is dropped with the same error.
 async fn give_up_panic(
-    app: &AppState,
+    agent: &AgentContext,
     lp: &LoopRow,
     error: String,
 ) -> Result<LoopOutcome, LoopError> {
-    archive_loop_prompts(app, lp).await?;
+    archive_loop_prompts(agent, lp).await?;
     let run_id = lp.run_id;
     let record = serde_json::json!({"status": 413, "error": error});
-    let retry = app
-        .db_call(move |conn| {
+    let retry = agent
+        .db
+        .call(move |conn| {
             let retry = loops::pending_loops(conn, run_id)?
                 .into_iter()
                 .find(|pending| pending.priority == LoopPriority::Retry);
@@ -285,10 +293,12 @@ async fn give_up_panic(
 }
 
 /// Archives the prompt entries a loop wrote (a panic loop's instructions).
-async fn archive_loop_prompts(app: &AppState, lp: &LoopRow) -> Result<(), LoopError> {
+async fn archive_loop_prompts(agent: &AgentContext, lp: &LoopRow) -> Result<(), LoopError> {
     let run_id = lp.run_id;
     let loop_id = lp.id;
-    app.db_call(move |conn| entries::archive_loop_prompts(conn, run_id, loop_id))
+    agent
+        .db
+        .call(move |conn| entries::archive_loop_prompts(conn, run_id, loop_id))
         .await?;
     Ok(())
 }
@@ -296,23 +306,26 @@ async fn archive_loop_prompts(app: &AppState, lp: &LoopRow) -> Result<(), LoopEr
 /// The provider model id and the effective context size: the catalogue's length (or one
 /// discovered now and stored), capped by the run's limit.
 async fn resolve_model(
-    app: &AppState,
+    agent: &AgentContext,
     run: &RunRow,
     alias: &str,
     cancel: &LlmCancel,
 ) -> Result<(String, i64), LoopError> {
     let lookup = alias.to_string();
-    let model = app
-        .db_call(move |conn| models::find_model(conn, &lookup))
+    let model = agent
+        .db
+        .call(move |conn| models::find_model(conn, &lookup))
         .await?
         .ok_or_else(|| LoopError::UnknownModel(alias.to_string()))?;
     let context = match model.context_length {
         Some(length) => i64::from(length),
         None => {
-            let discovered = app.llm.discover_context(&model.actual, cancel).await?;
+            let discovered = agent.llm.discover_context(&model.actual, cancel).await?;
             let stored = i32::try_from(discovered).unwrap_or(i32::MAX);
             let alias = model.alias.clone();
-            app.db_call(move |conn| models::set_context_length(conn, &alias, stored))
+            agent
+                .db
+                .call(move |conn| models::set_context_length(conn, &alias, stored))
                 .await?;
             i64::from(discovered)
         }
@@ -325,15 +338,16 @@ async fn resolve_model(
 }
 
 /// Stores `error://<loop sequence>` so the client can read why the loop failed.
-async fn record_error(app: &AppState, lp: &LoopRow, message: &str) {
+async fn record_error(agent: &AgentContext, lp: &LoopRow, message: &str) {
     let path = format!("error://{}", lp.sequence);
     let upsert = EntryUpsert {
         status: 500,
         ..EntryUpsert::new(lp.run_id, Some(lp.id), 0, path, message)
     };
     let run_id: RunId = lp.run_id;
-    if let Err(error) = app
-        .db_call(move |conn| entries::upsert_entry(conn, &upsert).map(drop))
+    if let Err(error) = agent
+        .db
+        .call(move |conn| entries::upsert_entry(conn, &upsert).map(drop))
         .await
     {
         tracing::error!(run.id = %run_id, %error, "cannot record the loop's error");

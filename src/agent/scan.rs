@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::agent::error::LoopError;
-use crate::app::AppState;
+use crate::agent::AgentContext;
 use crate::db::enums::Fidelity;
 use crate::db::ids::LoopId;
 use crate::db::models::entry::{EntryUpsert, Selector};
@@ -18,10 +18,11 @@ use crate::project::{FileChange, FileFidelity, FileKind, ScanOptions, ScanReport
 use crate::project_actor::ScanFiles;
 
 /// The root of the run's project, as `init` gave it.
-pub async fn project_root(app: &AppState, run: &RunRow) -> Result<PathBuf, LoopError> {
+pub async fn project_root(agent: &AgentContext, run: &RunRow) -> Result<PathBuf, LoopError> {
     let project_id = run.project_id;
-    let project = app
-        .db_call(move |conn| projects::get_project(conn, project_id))
+    let project = agent
+        .db
+        .call(move |conn| projects::get_project(conn, project_id))
         .await?
         .ok_or_else(|| DbError::NotFound(format!("project {project_id}")))?;
     Ok(project.project_root.map(PathBuf::from).unwrap_or_default())
@@ -29,15 +30,16 @@ pub async fn project_root(app: &AppState, run: &RunRow) -> Result<PathBuf, LoopE
 
 /// Scans the project root (when it exists on this machine) into the run's store.
 pub async fn sync_project_files(
-    app: &AppState,
+    agent: &AgentContext,
     run: &RunRow,
     root: &Path,
     loop_id: LoopId,
 ) -> Result<(), LoopError> {
     let run_id = run.id;
     let project_id = run.project_id;
-    let (stored_constraints, previous) = app
-        .db_call(move |conn| {
+    let (stored_constraints, previous) = agent
+        .db
+        .call(move |conn| {
             let stored = constraints::list_constraints(conn, project_id)?;
             let files = entries::file_hashes(conn, run_id)?;
             Ok((stored, files))
@@ -50,17 +52,16 @@ pub async fn sync_project_files(
             .collect(),
         previous: previous.into_iter().collect(),
         options: ScanOptions {
-            max_file_bytes: app.settings.scan.max_file_bytes,
+            max_file_bytes: agent.settings.scan.max_file_bytes,
             ..ScanOptions::default()
         },
     };
-    let report = app
+    let report = agent
         .projects
         .actor(project_id, root.to_path_buf())
         .send(scanning)
         .await
-        .map_err(|error| LoopError::App(crate::app::mailbox(error)))?
-        .map_err(|error| LoopError::App(error.into()))?;
+        .map_err(|_| LoopError::Stopping("the project actor"))??;
     let Some(report) = report else {
         return Ok(());
     };
@@ -68,7 +69,9 @@ pub async fn sync_project_files(
         tracing::warn!(run.id = %run_id, warning, "project scan");
     }
     let turn = run.next_turn;
-    app.db_call(move |conn| write_scan(conn, run_id, loop_id, turn, report))
+    agent
+        .db
+        .call(move |conn| write_scan(conn, run_id, loop_id, turn, report))
         .await?;
     Ok(())
 }

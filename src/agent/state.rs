@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use crate::agent::error::LoopError;
 use crate::agent::turn::input::TurnInput;
-use crate::app::AppState;
+use crate::agent::AgentContext;
 use crate::context::Packet;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::queries::{entries, runs, turns};
@@ -14,16 +14,16 @@ use crate::llm::ChatResponse;
 use crate::rpc::notifications::{Notification, ProposedEntry, RunProposal};
 
 /// The run's alias now (it may have been renamed while running).
-pub async fn alias_of(app: &AppState, run: RunId) -> Result<String, LoopError> {
-    let row = app.db_call(move |conn| runs::get_run(conn, run)).await?;
+pub async fn alias_of(agent: &AgentContext, run: RunId) -> Result<String, LoopError> {
+    let row = agent.db.call(move |conn| runs::get_run(conn, run)).await?;
     Ok(row
         .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
         .alias)
 }
 
 /// The project a run belongs to, for notification routing.
-pub async fn project_of(app: &AppState, run: RunId) -> Result<ProjectId, LoopError> {
-    let row = app.db_call(move |conn| runs::get_run(conn, run)).await?;
+pub async fn project_of(agent: &AgentContext, run: RunId) -> Result<ProjectId, LoopError> {
+    let row = agent.db.call(move |conn| runs::get_run(conn, run)).await?;
     Ok(row
         .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
         .project_id)
@@ -36,7 +36,7 @@ fn parse_attributes(text: &str) -> Value {
 /// Publishes `run/proposal` for the proposals this turn made, then `run/state`.
 #[allow(clippy::too_many_arguments)]
 pub async fn publish_turn_state(
-    app: &AppState,
+    agent: &AgentContext,
     run: RunId,
     project: ProjectId,
     alias: &str,
@@ -45,8 +45,9 @@ pub async fn publish_turn_state(
     response: &ChatResponse,
     packet: &Packet,
 ) -> Result<(), LoopError> {
-    let (log, unknowns, unresolved, usage, latest_summary, context_tokens) = app
-        .db_call(move |conn| {
+    let (log, unknowns, unresolved, usage, latest_summary, context_tokens) = agent
+        .db
+        .call(move |conn| {
             let summary = entries::entries_of_scheme(conn, run, "summarize")?
                 .into_iter()
                 .rev()
@@ -76,7 +77,7 @@ pub async fn publish_turn_state(
         })
         .collect();
     if !fresh.is_empty() {
-        app.hubs.publish(
+        agent.hubs.publish(
             project,
             Notification::Proposal(RunProposal {
                 run: alias.to_string(),
@@ -126,7 +127,8 @@ pub async fn publish_turn_state(
             "context_distribution": packet.distribution,
         },
     });
-    app.hubs
+    agent
+        .hubs
         .publish(project, Notification::State(Box::new(state)));
     Ok(())
 }

@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use crate::agent::error::LoopError;
 use crate::agent::state;
-use crate::app::AppState;
+use crate::agent::AgentContext;
 use crate::budget::{
     check_ceiling, BudgetGuard, CalibratedMeasure, CalibratedTokens, Calibration, CeilingVerdict,
     ContextWindow, Overflow, PanicFailure, PanicGate, PanicStep, RecordUsage,
@@ -98,14 +98,15 @@ pub enum TurnEnd {
 
 /// Runs one turn.
 pub async fn execute_turn(
-    app: &AppState,
+    agent: &AgentContext,
     input: TurnInput<'_>,
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, LoopError> {
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
-    let row = app
-        .db_call(move |conn| {
+    let row = agent
+        .db
+        .call(move |conn| {
             let turn = runs::take_turn_number(conn, run_id)?;
             turns::insert_turn(
                 conn,
@@ -118,13 +119,13 @@ pub async fn execute_turn(
         })
         .await?;
     let span = tracing::info_span!("turn", turn.seq = row.sequence);
-    execute_numbered_turn(app, input, row, cancel)
+    execute_numbered_turn(agent, input, row, cancel)
         .instrument(span)
         .await
 }
 
 async fn execute_numbered_turn(
-    app: &AppState,
+    agent: &AgentContext,
     mut input: TurnInput<'_>,
     row: TurnRow,
     cancel: &CancellationToken,
@@ -135,14 +136,14 @@ async fn execute_numbered_turn(
     let lp = input.loop_row;
     let policy = input
         .config
-        .policy(lp.mode, app.settings.search_available());
+        .policy(lp.mode, agent.settings.search_available());
     let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
     let first_prompt = prompt.clone().map(PromptWrite::New);
-    let (mut packet, measure) = prepare_packet(app, &input, turn, first_prompt, policy).await?;
+    let (mut packet, measure) = prepare_packet(agent, &input, turn, first_prompt, policy).await?;
     let mut estimate = estimate_of(&packet);
     let window = ContextWindow::new(u64::try_from(input.context_size).unwrap_or(0));
     let iteration = input.iteration;
-    let tokens = TokenMath::new(app.settings.tokens.divisor);
+    let tokens = TokenMath::new(agent.settings.tokens.divisor);
     match input.panic.as_deref_mut() {
         Some(panic) => {
             let context = CalibratedMeasure {
@@ -159,7 +160,9 @@ async fn execute_numbered_turn(
                 PanicStep::Continue { continuation, .. } if iteration > 1 => {
                     panic.prompt = continuation.clone();
                     let rewrite = Some(PromptWrite::Replace(continuation));
-                    packet = prepare_packet(app, &input, turn, rewrite, policy).await?.0;
+                    packet = prepare_packet(agent, &input, turn, rewrite, policy)
+                        .await?
+                        .0;
                     estimate = estimate_of(&packet);
                 }
                 PanicStep::Continue { .. } => {}
@@ -177,9 +180,9 @@ async fn execute_numbered_turn(
             }
         }
     }
-    let alias = state::alias_of(app, run_id).await?;
-    let project = state::project_of(app, run_id).await?;
-    app.hubs.publish(
+    let alias = state::alias_of(agent, run_id).await?;
+    let project = state::project_of(agent, run_id).await?;
+    agent.hubs.publish(
         project,
         Notification::Progress(RunProgress {
             run: alias.clone(),
@@ -194,23 +197,23 @@ async fn execute_numbered_turn(
         ],
         model: input.model_actual.to_string(),
         temperature: input.temperature,
-        max_tokens: Some(app.settings.agent.max_completion_tokens).filter(|limit| *limit > 0),
+        max_tokens: Some(agent.settings.agent.max_completion_tokens).filter(|limit| *limit > 0),
     };
     let preparation_ms = started.elapsed().as_millis() as u64;
     let llm_started = Instant::now();
-    let response = app.llm.complete(request, cancel).await?;
-    app.budget.do_send(RecordUsage {
+    let response = agent.llm.complete(request, cancel).await?;
+    agent.budget.do_send(RecordUsage {
         run: run_id,
         estimate,
         usage: response.usage,
     });
     let llm_ms = llm_started.elapsed().as_millis() as u64;
-    app.metrics.record_turn(
+    agent.metrics.record_turn(
         llm_ms,
         response.usage.prompt_tokens,
         response.usage.completion_tokens,
     );
-    app.hubs.publish(
+    agent.hubs.publish(
         project,
         Notification::Progress(RunProgress {
             run: alias.clone(),
@@ -219,14 +222,14 @@ async fn execute_numbered_turn(
         }),
     );
     let parsed = crate::parser::parse(&response.content);
-    app.events.emit(Event::TurnResponse {
+    agent.events.emit(Event::TurnResponse {
         run: run_id,
         turn,
         system: &packet.system,
         user: &packet.user,
         content: &response.content,
     });
-    record_audit(app, &input, &row, &packet, &response, &parsed.unparsed).await?;
+    record_audit(agent, &input, &row, &packet, &response, &parsed.unparsed).await?;
     let dispatch_started = Instant::now();
     let gate: Box<dyn WriteGate> = if input.panic.is_some() {
         Box::new(PanicGate)
@@ -239,7 +242,7 @@ async fn execute_numbered_turn(
     };
     // An aborted run drops the searches (their budget is cancelled with them) and ends.
     let work = tokio::select! {
-        work = app.prepare_work(input.run_id, &parsed.commands) => work,
+        work = agent.prepare_work(input.run_id, &parsed.commands) => work,
         () = cancel.cancelled() => {
             return Err(LoopError::Tool(ToolError::WorkLimit(WorkLimit::Cancelled)));
         }
@@ -248,10 +251,19 @@ async fn execute_numbered_turn(
         commands: parsed.commands,
         work,
     };
-    let report = dispatch(app, &input, turn, policy, &response.content, prepared, gate).await?;
+    let report = dispatch(
+        agent,
+        &input,
+        turn,
+        policy,
+        &response.content,
+        prepared,
+        gate,
+    )
+    .await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
     state::publish_turn_state(
-        app, run_id, project, &alias, turn, &input, &response, &packet,
+        agent, run_id, project, &alias, turn, &input, &response, &packet,
     )
     .await?;
     tracing::info!(
@@ -274,7 +286,7 @@ struct Prepared {
 /// Records and runs the response's commands on the DB thread; heals the status when the
 /// model gave neither summarize nor update.
 async fn dispatch(
-    app: &AppState,
+    agent: &AgentContext,
     input: &TurnInput<'_>,
     turn: i32,
     policy: ToolPolicy,
@@ -283,7 +295,7 @@ async fn dispatch(
     mut gate: Box<dyn WriteGate>,
 ) -> Result<TurnReport, LoopError> {
     let Prepared { commands, work } = prepared;
-    let plugins = Arc::clone(&app.plugins);
+    let plugins = Arc::clone(&agent.plugins);
     let dispatch_input = DispatchInput {
         run_id: input.run_id,
         loop_id: Some(input.loop_row.id),
@@ -301,8 +313,9 @@ async fn dispatch(
         .collect();
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
-    let outcome = app
-        .db_call(move |conn| {
+    let outcome = agent
+        .db
+        .call(move |conn| {
             let dispatched = work.apply(|| {
                 dispatch_gated(
                     conn,
@@ -381,7 +394,7 @@ fn tool_call(command: &Command) -> ToolCall {
 /// Writes what the model saw and said (`system://N`, `user://N`, `assistant://N`,
 /// `reasoning://N`, `content://N`) at archive fidelity, and the turn's usage.
 async fn record_audit(
-    app: &AppState,
+    agent: &AgentContext,
     input: &TurnInput<'_>,
     row: &TurnRow,
     packet: &Packet,
@@ -428,19 +441,21 @@ async fn record_audit(
         total_tokens: to_i32(usage.total_tokens),
         cost: usage.cost,
     };
-    app.db_call(move |conn| {
-        for (path, body) in audit {
-            entries::upsert_entry(
-                conn,
-                &EntryUpsert {
-                    fidelity: Some(Fidelity::Archive),
-                    ..EntryUpsert::new(run_id, Some(loop_id), turn, path, body)
-                },
-            )?;
-        }
-        turns::update_turn_usage(conn, turn_id, &form)?;
-        Ok(())
-    })
-    .await?;
+    agent
+        .db
+        .call(move |conn| {
+            for (path, body) in audit {
+                entries::upsert_entry(
+                    conn,
+                    &EntryUpsert {
+                        fidelity: Some(Fidelity::Archive),
+                        ..EntryUpsert::new(run_id, Some(loop_id), turn, path, body)
+                    },
+                )?;
+            }
+            turns::update_turn_usage(conn, turn_id, &form)?;
+            Ok(())
+        })
+        .await?;
     Ok(())
 }

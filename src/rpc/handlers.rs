@@ -1,5 +1,6 @@
 //! Handlers, one file per method group; [`route`] only routes.
 
+mod blocking;
 mod entries;
 mod loops;
 mod models;
@@ -11,7 +12,7 @@ mod tools;
 use serde_json::Value;
 
 use crate::error::AppError;
-use crate::rpc::dispatch::{CallContext, Reply};
+use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::methods::Method;
 use crate::rpc::params::decode;
 

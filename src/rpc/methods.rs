@@ -3,6 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::agent::AgentContext;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
@@ -337,7 +338,15 @@ pub struct ToolCatalogue<'a> {
     pub search_available: bool,
 }
 
-impl ToolCatalogue<'_> {
+impl<'a> ToolCatalogue<'a> {
+    /// The catalogue of the agent's tool registry.
+    pub fn of(agent: &'a AgentContext) -> ToolCatalogue<'a> {
+        ToolCatalogue {
+            tools: &agent.plugins,
+            search_available: agent.settings.search_available(),
+        }
+    }
+
     /// The tools a client may call by name: those without a method of their own that the
     /// server can offer at all (reasoning excluded; search only with a backend).
     fn methods(&self) -> impl Iterator<Item = &'static str> + '_ {

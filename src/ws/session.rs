@@ -17,11 +17,12 @@ use futures_util::future::join_all;
 use futures_util::FutureExt;
 use serde_json::Value;
 
-use crate::app::AppState;
 use crate::error::AppError;
 use crate::hub::{ConnId, Outbound, Subscribe, Unsubscribe};
-use crate::rpc::dispatch::{self, CallContext, ProjectBinding, Reply};
+use crate::rpc::call::{CallContext, ProjectBinding, Reply};
+use crate::rpc::dispatch;
 use crate::rpc::envelope::{self, Frame, Incoming, Request};
+use crate::rpc::state::RpcState;
 use crate::ws::registry::Shutdown;
 
 /// Requests one connection may have in flight before it is told to slow down.
@@ -30,7 +31,7 @@ const MAX_IN_FLIGHT: usize = 256;
 /// The actor behind one WebSocket connection.
 pub struct WsSession {
     id: ConnId,
-    app: AppState,
+    state: RpcState,
     project: Option<ProjectBinding>,
     last_heard: Instant,
     in_flight: usize,
@@ -39,10 +40,10 @@ pub struct WsSession {
 
 impl WsSession {
     /// A session for a freshly upgraded connection.
-    pub fn new(id: ConnId, app: AppState) -> Self {
+    pub fn new(id: ConnId, state: RpcState) -> Self {
         WsSession {
             id,
-            app,
+            state,
             project: None,
             last_heard: Instant::now(),
             in_flight: 0,
@@ -51,7 +52,7 @@ impl WsSession {
     }
 
     fn start_heartbeat(&self, ctx: &mut ws::WebsocketContext<Self>) {
-        let server = &self.app.settings.server;
+        let server = &self.state.agent.settings.server;
         let interval = Duration::from_secs(server.heartbeat_secs.max(1));
         let timeout = Duration::from_secs(server.client_timeout_secs.max(1));
         ctx.run_interval(interval, move |session, ctx| {
@@ -78,7 +79,7 @@ impl WsSession {
     }
 
     fn receive_text(&mut self, text: &str, ctx: &mut ws::WebsocketContext<Self>) {
-        if self.app.settings.log.debug {
+        if self.state.agent.settings.log.debug {
             tracing::debug!(conn = self.id, frame = text, "inbound");
         }
         let frame = match envelope::decode_frame(text) {
@@ -110,11 +111,15 @@ impl WsSession {
         self.in_flight += items.len();
         let count = items.len();
         let context = CallContext {
-            app: self.app.clone(),
+            agent: self.state.agent.clone(),
             conn: self.id,
             project: self.project.clone(),
         };
-        let served = join_all(items.into_iter().map(|item| serve(context.clone(), item)));
+        let served = join_all(
+            items
+                .into_iter()
+                .map(|item| serve(self.state.clone(), context.clone(), item)),
+        );
         ctx.spawn(actix::fut::wrap_future(served).map(
             move |outcomes: Vec<Served>, session: &mut WsSession, ctx| {
                 session.in_flight = session.in_flight.saturating_sub(count);
@@ -131,7 +136,7 @@ impl WsSession {
     }
 
     fn send_replies(&self, ctx: &mut ws::WebsocketContext<Self>, replies: Vec<Value>, batch: bool) {
-        let limit = self.app.settings.server.max_frame_bytes;
+        let limit = self.state.agent.settings.server.max_frame_bytes;
         for text in envelope::encode_replies(replies, batch, limit) {
             self.send_text(ctx, text);
         }
@@ -142,7 +147,7 @@ impl WsSession {
     }
 
     fn send_text(&self, ctx: &mut ws::WebsocketContext<Self>, text: String) {
-        if self.app.settings.log.debug {
+        if self.state.agent.settings.log.debug {
             tracing::debug!(conn = self.id, frame = %text, "outbound");
         }
         ctx.text(text);
@@ -154,12 +159,13 @@ impl WsSession {
                 self.project = Some(binding);
                 return;
             }
-            self.app
+            self.state
+                .agent
                 .hubs
                 .hub(previous.id)
                 .do_send(Unsubscribe { conn: self.id });
         }
-        self.app.hubs.hub(binding.id).do_send(Subscribe {
+        self.state.agent.hubs.hub(binding.id).do_send(Subscribe {
             conn: self.id,
             recipient: ctx.address().recipient(),
         });
@@ -167,7 +173,7 @@ impl WsSession {
     }
 
     fn receive_continuation(&mut self, item: Item, ctx: &mut ws::WebsocketContext<Self>) {
-        let limit = self.app.settings.server.max_frame_bytes;
+        let limit = self.state.agent.settings.server.max_frame_bytes;
         let (chunk, last): (Bytes, bool) = match item {
             Item::FirstText(chunk) | Item::FirstBinary(chunk) => {
                 self.fragments = Some(BytesMut::new());
@@ -210,7 +216,7 @@ struct Served {
     bind: Option<ProjectBinding>,
 }
 
-async fn serve(context: CallContext, item: Incoming) -> Served {
+async fn serve(state: RpcState, context: CallContext, item: Incoming) -> Served {
     let request = match item {
         Incoming::Request(request) => request,
         Incoming::Invalid { id, reason } => {
@@ -222,13 +228,12 @@ async fn serve(context: CallContext, item: Incoming) -> Served {
         }
     };
     let started = Instant::now();
-    let app = context.app.clone();
     let project = context.project.as_ref().map(|binding| binding.id);
     let call = dispatch::call(context, &request.method, request.params.clone());
     let outcome = answered(&request.method, call).await;
     let duration_ms = started.elapsed().as_millis() as u64;
-    app.metrics.record_request(outcome.is_ok());
-    app.audit_rpc(project, &request, &outcome);
+    state.agent.metrics.record_request(outcome.is_ok());
+    state.audit(project, &request, &outcome);
     match outcome {
         Ok(reply) => {
             tracing::debug!(method = %request.method, duration_ms, "rpc ok");
@@ -270,23 +275,24 @@ impl Actor for WsSession {
     type Context = ws::WebsocketContext<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.set_mailbox_capacity(self.app.settings.server.client_buffer.max(16));
+        ctx.set_mailbox_capacity(self.state.agent.settings.server.client_buffer.max(16));
         self.start_heartbeat(ctx);
-        self.app
+        self.state
             .connections
             .register(self.id, ctx.address().recipient());
-        self.app.metrics.connection_opened();
+        self.state.agent.metrics.connection_opened();
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
         if let Some(project) = &self.project {
-            self.app
+            self.state
+                .agent
                 .hubs
                 .hub(project.id)
                 .do_send(Unsubscribe { conn: self.id });
         }
-        self.app.connections.deregister(self.id);
-        self.app.metrics.connection_closed();
+        self.state.connections.deregister(self.id);
+        self.state.agent.metrics.connection_closed();
     }
 }
 

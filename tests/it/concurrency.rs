@@ -57,6 +57,7 @@ fn progress(run: &str, turn: i64, status: ProgressStatus) -> Notification {
 fn publish(app: &TestApp, project: i64, notification: Notification) {
     app.server
         .state
+        .agent
         .hubs
         .publish(ProjectId(project), notification);
 }

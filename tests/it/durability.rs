@@ -21,7 +21,7 @@ fn size_of(path: &Path) -> u64 {
 #[actix_web::test]
 async fn audit_only_calls_keep_the_wal_bounded_and_a_clean_stop_empties_it() {
     let app = TestApp::start().await;
-    let database = app.server.state.settings.storage.db_path.clone();
+    let database = app.server.state.agent.settings.storage.db_path.clone();
     let wal = database.with_file_name(format!(
         "{}-wal",
         database.file_name().unwrap().to_string_lossy()

@@ -268,7 +268,9 @@ async fn readyz_is_not_ready_while_the_database_thread_is_stuck() {
     let state = app.server.state.clone();
     let stuck = actix_web::rt::spawn(async move {
         state
-            .db_call(move |_| {
+            .agent
+            .db
+            .call(move |_| {
                 let _ = held.recv();
                 Ok(())
             })

@@ -16,7 +16,9 @@ async fn wait_for_pending_loops(app: &TestApp, alias: &str, count: usize) {
         let pending = app
             .server
             .state
-            .db_call(move |conn| {
+            .agent
+            .db
+            .call(move |conn| {
                 let Some(run) = runs::find_run(conn, &alias)? else {
                     return Ok(0);
                 };

@@ -145,7 +145,9 @@ async fn the_mmap_size_setting_applies_to_the_servers_connection() {
     let read = app
         .server
         .state
-        .db_call(|conn| {
+        .agent
+        .db
+        .call(|conn| {
             use diesel::RunQueryDsl;
             Ok(diesel::sql_query("PRAGMA mmap_size").get_result::<MmapSize>(conn)?)
         })

@@ -76,7 +76,9 @@ async fn calibrated_hundred(app: &crate::support::TestApp, run: &str) -> u64 {
     let run = app
         .server
         .state
-        .db_call(move |conn| rummy::db::queries::runs::find_run(conn, &alias))
+        .agent
+        .db
+        .call(move |conn| rummy::db::queries::runs::find_run(conn, &alias))
         .await
         .unwrap()
         .unwrap()
@@ -84,6 +86,7 @@ async fn calibrated_hundred(app: &crate::support::TestApp, run: &str) -> u64 {
     let measure = app
         .server
         .state
+        .agent
         .budget
         .send(rummy::budget::Calibrated {
             run,

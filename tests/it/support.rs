@@ -104,7 +104,9 @@ impl TestApp {
         let rows = self
             .server
             .state
-            .db_call(move |conn| constraints::list_constraints(conn, ProjectId(project)))
+            .agent
+            .db
+            .call(move |conn| constraints::list_constraints(conn, ProjectId(project)))
             .await
             .unwrap();
         rows.into_iter()

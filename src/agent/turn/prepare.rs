@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::agent::error::LoopError;
 use crate::agent::turn::input::TurnInput;
-use crate::app::AppState;
+use crate::agent::AgentContext;
 use crate::budget::{Calibrated, CalibratedMeasure, Calibration, EstimatedTokens};
 use crate::context::materialize::{materialize, TurnTarget};
 use crate::context::{Packet, TokenMath};
@@ -34,19 +34,20 @@ pub(super) enum PromptWrite {
 /// Writes the loop's prompt, materializes the visible entries and assembles the packet;
 /// returns it with its calibrated measure.
 pub(super) async fn prepare_packet(
-    app: &AppState,
+    agent: &AgentContext,
     input: &TurnInput<'_>,
     turn: i32,
     prompt: Option<PromptWrite>,
     policy: ToolPolicy,
 ) -> Result<(Packet, CalibratedMeasure), LoopError> {
-    let plugins = Arc::clone(&app.plugins);
-    let tokens = TokenMath::new(app.settings.tokens.divisor);
+    let plugins = Arc::clone(&agent.plugins);
+    let tokens = TokenMath::new(agent.settings.tokens.divisor);
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
     let mode = input.loop_row.mode;
-    let (rows, persona) = app
-        .db_call(move |conn| {
+    let (rows, persona) = agent
+        .db
+        .call(move |conn| {
             let write = match prompt {
                 Some(PromptWrite::New(body)) => Some((format!("prompt://{turn}"), body)),
                 Some(PromptWrite::Replace(body)) => {
@@ -75,12 +76,12 @@ pub(super) async fn prepare_packet(
         })
         .await?;
     let assemble = |used_tokens: i64| {
-        app.assembly.assemble(
+        agent.assembly.assemble(
             AssemblyInput {
                 rows: &rows,
                 turn,
                 policy,
-                tools: app.plugins.as_ref(),
+                tools: agent.plugins.as_ref(),
                 persona: persona.as_deref(),
                 budget: Some(BudgetFigures {
                     context_size: input.context_size,
@@ -91,14 +92,14 @@ pub(super) async fn prepare_packet(
         )
     };
     let unreported = assemble(0);
-    let measure = app
+    let measure = agent
         .budget
         .send(Calibrated {
             run: run_id,
             estimate: estimate_of(&unreported),
         })
         .await
-        .map_err(|error| LoopError::App(crate::app::mailbox(error)))?;
+        .map_err(|_| LoopError::Stopping("the budget actor"))?;
     Ok(self_reporting(unreported, measure.calibration, assemble))
 }
 

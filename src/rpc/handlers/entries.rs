@@ -2,13 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::app::blocking;
+use super::blocking::blocking;
 use crate::db::enums::Visibility;
 use crate::db::models::entry::Selector;
 use crate::db::queries::{constraints, entries, runs};
 use crate::error::AppError;
 use crate::project::{ConstraintPattern, ProjectError, ProjectRoot};
-use crate::rpc::dispatch::{CallContext, Reply};
+use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, find_run_or};
 use crate::rpc::handlers::tools::{dispatch_tool, ToolParams};
 use crate::rpc::params::{truthy, Required};
@@ -46,8 +46,9 @@ pub async fn list(context: CallContext, params: GetEntriesParams) -> Result<Repl
     };
     // Its pattern work runs beside the writer, budgeted and cancelled with this call.
     let rows = context
-        .app
-        .db_read(move |conn| {
+        .agent
+        .db
+        .read(move |conn| {
             let run = match &params.run {
                 Some(alias) => runs::find_run(conn, alias)?,
                 None => runs::latest_run(conn, project)?,
@@ -130,8 +131,9 @@ pub async fn store(context: CallContext, params: StoreParams) -> Result<Reply, A
         let project = context.project()?.clone();
         let pattern = constraint_pattern(&context, &params.path).await?;
         context
-            .app
-            .db_call(move |conn| constraints::delete_constraint(conn, project.id, &pattern))
+            .agent
+            .db
+            .call(move |conn| constraints::delete_constraint(conn, project.id, &pattern))
             .await?;
         return Reply::of(serde_json::json!({"status": "ok"}));
     }
@@ -157,8 +159,9 @@ pub async fn store(context: CallContext, params: StoreParams) -> Result<Reply, A
     // Sent as its own message: `demote` opens an immediate transaction, which cannot
     // nest inside the one `db_call` wraps its work in.
     context
-        .app
-        .db_call(move |conn| entries::demote(conn, run.id, &selector))
+        .agent
+        .db
+        .call(move |conn| entries::demote(conn, run.id, &selector))
         .await?;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
@@ -189,8 +192,9 @@ async fn save_constraint(
     let project = context.project()?.id;
     let pattern = constraint_pattern(context, raw).await?;
     context
-        .app
-        .db_call(move |conn| constraints::set_constraint(conn, project, &pattern, visibility))
+        .agent
+        .db
+        .call(move |conn| constraints::set_constraint(conn, project, &pattern, visibility))
         .await?;
     Ok(())
 }

@@ -16,7 +16,7 @@ use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreate, RunRow
 use crate::db::queries::{entries, loops, models, runs};
 use crate::error::AppError;
 use crate::plugins::resolve::Resolution as Decision;
-use crate::rpc::dispatch::{CallContext, Reply};
+use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
 use crate::rpc::methods::Method;
 use crate::rpc::params::{truthy, Required};
@@ -65,8 +65,9 @@ pub async fn ask_or_act(
     let known = {
         let model = model.clone();
         context
-            .app
-            .db_call(move |conn| models::find_model(conn, &model))
+            .agent
+            .db
+            .call(move |conn| models::find_model(conn, &model))
             .await?
     };
     if known.is_none() {
@@ -85,8 +86,9 @@ pub async fn ask_or_act(
     let run = match existing {
         Some(parent) if params.fork => {
             context
-                .app
-                .db_call(move |conn| {
+                .agent
+                .db
+                .call(move |conn| {
                     let fork = runs::fork_run(conn, parent.id, now_ms())?;
                     runs::update_run_config(conn, fork.id, &settings)
                 })
@@ -108,8 +110,9 @@ pub async fn ask_or_act(
                 context_limit,
             };
             context
-                .app
-                .db_call(move |conn| runs::create_run(conn, &create, now_ms()))
+                .agent
+                .db
+                .call(move |conn| runs::create_run(conn, &create, now_ms()))
                 .await?
         }
     };
@@ -140,8 +143,9 @@ pub async fn run_loop(
     enqueue: LoopEnqueue,
 ) -> Result<Value, AppError> {
     let queued = context
-        .app
-        .db_call(move |conn| loops::enqueue_loop(conn, &enqueue))
+        .agent
+        .db
+        .call(move |conn| loops::enqueue_loop(conn, &enqueue))
         .await?;
     wait_for_loop(context, run, queued.id).await
 }
@@ -153,9 +157,9 @@ async fn wait_for_loop(
 ) -> Result<Value, AppError> {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     context
-        .app
+        .agent
         .runs
-        .submit(&context.app, run, Some(loop_id), Some(sender));
+        .submit(&context.agent, run, Some(loop_id), Some(sender));
     let outcome = receiver
         .await
         .map_err(|_| AppError::Internal("the run stopped before its loop ended".into()))?;
@@ -165,8 +169,9 @@ async fn wait_for_loop(
 
 async fn current_alias(context: &CallContext, run: RunId) -> Result<String, AppError> {
     let row = context
-        .app
-        .db_call(move |conn| runs::get_run(conn, run))
+        .agent
+        .db
+        .call(move |conn| runs::get_run(conn, run))
         .await?;
     row.map(|run| run.alias)
         .ok_or_else(|| AppError::Internal("the run disappeared".into()))
@@ -177,8 +182,9 @@ async fn pending_proposals(
     run: RunId,
 ) -> Result<Vec<ProposedRow>, AppError> {
     let rows = context
-        .app
-        .db_call(move |conn| entries::unresolved(conn, run))
+        .agent
+        .db
+        .call(move |conn| entries::unresolved(conn, run))
         .await?;
     Ok(rows.into_iter().map(ProposedRow::from).collect())
 }
@@ -216,13 +222,14 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
     let path = resolution.path.0.clone();
     let output = resolution.output.clone();
     let resolved_run = run.clone();
-    let plugins = Arc::clone(&context.app.plugins);
-    let disk_root = (context.app.settings.agent.apply_edits == ApplyEdits::Server)
+    let plugins = Arc::clone(&context.agent.plugins);
+    let disk_root = (context.agent.settings.agent.apply_edits == ApplyEdits::Server)
         .then(|| context.project().map(|project| project.root.clone()))
         .transpose()?;
     let decision = context
-        .app
-        .db_call(move |conn| {
+        .agent
+        .db
+        .call(move |conn| {
             resume::resolve(
                 conn,
                 &plugins,
@@ -257,12 +264,13 @@ pub struct InjectParams {
 /// runs it as a new loop with the mode and flags of its latest loop (ask for a new run).
 pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    if let Some(current) = context.app.runs.current(run.id) {
+    if let Some(current) = context.agent.runs.current(run.id) {
         let message = params.message.0.clone();
         let run_id = run.id;
         context
-            .app
-            .db_call(move |conn| {
+            .agent
+            .db
+            .call(move |conn| {
                 let fresh = runs::get_run(conn, run_id)?;
                 let turn = fresh.map(|run| run.next_turn).unwrap_or(1);
                 let mode = loops::get_loop(conn, current.id)?
@@ -305,8 +313,9 @@ async fn inject_loop(
     let run_id = run.id;
     let model = run.model.clone();
     let latest = context
-        .app
-        .db_call(move |conn| loops::latest_loop(conn, run_id))
+        .agent
+        .db
+        .call(move |conn| loops::latest_loop(conn, run_id))
         .await?;
     // The injected loop continues the latest one with its mode and flags; a panic loop
     // (context recovery) is never continued as such, and a new prompt may panic again.

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::models;
 use crate::error::AppError;
-use crate::rpc::dispatch::{CallContext, Reply};
+use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::params::{Page, Required};
 
 #[derive(Serialize)]
@@ -18,8 +18,9 @@ struct ModelView {
 /// `getModels`: the catalogue, by alias.
 pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
     let rows = context
-        .app
-        .db_call(move |conn| {
+        .agent
+        .db
+        .call(move |conn| {
             models::list_models(conn, page.limit.map(i64::from), page.offset.map(i64::from))
         })
         .await?;
@@ -61,8 +62,9 @@ pub async fn add(context: CallContext, params: AddModelParams) -> Result<Reply, 
         .context_length
         .map(|length| i32::try_from(length).unwrap_or(i32::MAX));
     let row = context
-        .app
-        .db_call(move |conn| {
+        .agent
+        .db
+        .call(move |conn| {
             models::upsert_model(
                 conn,
                 &ModelInsertForm {
@@ -88,8 +90,9 @@ pub struct RemoveModelParams {
 /// `removeModel`: ok whether or not the alias existed.
 pub async fn remove(context: CallContext, params: RemoveModelParams) -> Result<Reply, AppError> {
     context
-        .app
-        .db_call(move |conn| models::remove_model(conn, &params.alias))
+        .agent
+        .db
+        .call(move |conn| models::remove_model(conn, &params.alias))
         .await?;
     Reply::of(serde_json::json!({"status": "ok"}))
 }

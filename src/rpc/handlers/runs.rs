@@ -9,7 +9,7 @@ use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunRow};
 use crate::db::queries::{entries, loops, models, runs, turns};
 use crate::db::DbError;
 use crate::error::AppError;
-use crate::rpc::dispatch::{CallContext, Reply};
+use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::params::{Page, Required};
 
 /// Lowest accepted `contextLimit`.
@@ -70,8 +70,9 @@ pub async fn start(context: CallContext, params: StartRunParams) -> Result<Reply
         context_limit,
     };
     let run = context
-        .app
-        .db_call(move |conn| {
+        .agent
+        .db
+        .call(move |conn| {
             if models::find_model(conn, &create.model)?.is_none() {
                 return Ok(Err(AppError::UnknownModel(create.model.clone())));
             }
@@ -105,8 +106,9 @@ struct RunListItem {
 pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
     let project = context.project()?.id;
     let rows = context
-        .app
-        .db_call(move |conn| {
+        .agent
+        .db
+        .call(move |conn| {
             runs::list_runs(
                 conn,
                 project,
@@ -190,8 +192,9 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
     let run = find_run(&context, &params.run).await?;
     let run_id = run.id;
     let (usage, reasoning, content, history, last_prompt, last_summary, latest_loop) = context
-        .app
-        .db_call(move |conn| {
+        .agent
+        .db
+        .call(move |conn| {
             Ok((
                 turns::run_usage(conn, run_id)?,
                 entries::entries_of_scheme(conn, run_id, "reasoning")?,
@@ -206,8 +209,8 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
     let loop_config = latest_loop
         .map(|lp| LoopConfig::from_json(&lp.config))
         .unwrap_or_default();
-    let temperature =
-        loop_config.effective_temperature(run.temperature, context.app.settings.agent.temperature);
+    let temperature = loop_config
+        .effective_temperature(run.temperature, context.agent.settings.agent.temperature);
     let audit = |rows: Vec<EntryRow>| -> Vec<AuditItem> {
         rows.into_iter()
             .map(|row| AuditItem {
@@ -284,8 +287,9 @@ pub async fn configure(context: CallContext, params: RunConfigParams) -> Result<
         model: params.model,
     };
     context
-        .app
-        .db_call(move |conn| {
+        .agent
+        .db
+        .call(move |conn| {
             if let Some(model) = &form.model {
                 if models::find_model(conn, model)?.is_none() {
                     return Ok(Err(AppError::UnknownModel(model.clone())));
@@ -314,12 +318,13 @@ pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply,
     let run = find_run(&context, &params.run).await?;
     let taken = name.clone();
     let renamed = context
-        .app
-        .db_call(move |conn| runs::rename_run(conn, run.id, &name))
+        .agent
+        .db
+        .call(move |conn| runs::rename_run(conn, run.id, &name))
         .await
         .map_err(|error| match error {
-            AppError::Db(DbError::Conflict(_)) => AppError::NameTaken(taken),
-            other => other,
+            DbError::Conflict(_) => AppError::NameTaken(taken),
+            other => AppError::Db(other),
         })?;
     Reply::of(serde_json::json!({"run": renamed.alias}))
 }
@@ -329,10 +334,11 @@ pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply,
 /// next, each replying to its own request (AGENT Part A.9).
 pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    context.app.runs.abort(run.id).await;
+    context.agent.runs.abort(run.id).await;
     context
-        .app
-        .db_call(move |conn| runs::abort_if_idle(conn, run.id))
+        .agent
+        .db
+        .call(move |conn| runs::abort_if_idle(conn, run.id))
         .await?;
     Reply::of(serde_json::json!({"status": "ok"}))
 }
@@ -351,8 +357,9 @@ pub async fn find_run_or(
     let project = context.project()?.id;
     let lookup = alias.to_string();
     let run = context
-        .app
-        .db_call(move |conn| runs::find_run(conn, &lookup))
+        .agent
+        .db
+        .call(move |conn| runs::find_run(conn, &lookup))
         .await?;
     match run {
         Some(run) if run.project_id == project => Ok(run),

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::db::models::ProjectInsertForm;
 use crate::db::queries::projects;
 use crate::error::AppError;
-use crate::rpc::dispatch::{CallContext, ProjectBinding, Reply};
-use crate::rpc::methods;
+use crate::rpc::call::{CallContext, ProjectBinding, Reply};
+use crate::rpc::methods::{self, ToolCatalogue};
 use crate::rpc::params::Required;
 
 /// `ping`: `{}`.
@@ -18,7 +18,7 @@ pub fn ping() -> Result<Reply, AppError> {
 
 /// `discover`: the catalogue generated from the method table and the tool registry.
 pub fn discover(context: &CallContext) -> Result<Reply, AppError> {
-    Reply::of(methods::catalogue(&context.app.tool_catalogue()))
+    Reply::of(methods::catalogue(&ToolCatalogue::of(&context.agent)))
 }
 
 /// `init` params.
@@ -52,8 +52,9 @@ pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, App
         config_path: params.config_path,
     };
     let project = context
-        .app
-        .db_call(move |conn| projects::upsert_project(conn, &form))
+        .agent
+        .db
+        .call(move |conn| projects::upsert_project(conn, &form))
         .await?;
     let binding = ProjectBinding {
         id: project.id,

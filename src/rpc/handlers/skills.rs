@@ -3,13 +3,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::app::blocking;
+use super::blocking::blocking;
 use crate::db::models::entry::{EntryUpsert, Selector};
 use crate::db::models::run::RunConfigUpdateForm;
 use crate::db::queries::{entries, runs};
 use crate::error::AppError;
 use crate::project::{DocumentKind, HomeDocument, RummyHome};
-use crate::rpc::dispatch::{CallContext, Reply};
+use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::find_run_or;
 
 /// Scheme of skill entries.
@@ -45,7 +45,7 @@ struct DocumentView {
 }
 
 fn home(context: &CallContext) -> RummyHome {
-    RummyHome::new(context.app.settings.storage.home.clone())
+    RummyHome::new(context.agent.settings.storage.home.clone())
 }
 
 /// `skill/add`: load `skills/<name>.md` into the run as `skill://<name>`.
@@ -63,8 +63,9 @@ pub async fn add(context: CallContext, params: SkillParams) -> Result<Reply, App
         ..EntryUpsert::new(run.id, None, 0, path, document.body)
     };
     context
-        .app
-        .db_call(move |conn| entries::upsert_entry(conn, &upsert))
+        .agent
+        .db
+        .call(move |conn| entries::upsert_entry(conn, &upsert))
         .await?;
     Reply::of(json!({"status": "ok", "skill": document.name}))
 }
@@ -77,8 +78,9 @@ pub async fn remove(context: CallContext, params: SkillParams) -> Result<Reply, 
     // Sent as its own message: `delete_entries` opens an immediate transaction, which
     // cannot nest inside the one `db_call` wraps its work in.
     context
-        .app
-        .db_call(move |conn| entries::delete_entries(conn, run.id, &selector))
+        .agent
+        .db
+        .call(move |conn| entries::delete_entries(conn, run.id, &selector))
         .await?;
     Reply::of(json!({"status": "ok"}))
 }
@@ -104,8 +106,9 @@ pub async fn of_run(context: CallContext, params: RunOnlyParams) -> Result<Reply
         .ok_or_else(|| AppError::MissingParam("run".into()))?;
     let run = find_run_or(&context, &alias, AppError::RunNotFoundShort).await?;
     let rows = context
-        .app
-        .db_call(move |conn| entries::entries_of_scheme(conn, run.id, "skill"))
+        .agent
+        .db
+        .call(move |conn| entries::entries_of_scheme(conn, run.id, "skill"))
         .await?;
     let skills: Vec<SkillStatus> = rows
         .into_iter()
@@ -172,8 +175,9 @@ pub async fn set_persona(context: CallContext, params: PersonaParams) -> Result<
         _ => None,
     };
     context
-        .app
-        .db_call(move |conn| match persona {
+        .agent
+        .db
+        .call(move |conn| match persona {
             Some(persona) => runs::update_run_config(
                 conn,
                 run.id,

@@ -13,7 +13,7 @@ use crate::db::queries::loops;
 use crate::error::AppError;
 use crate::plugins::dispatch::{dispatch_call, CallInput, PreparedWork};
 use crate::plugins::tool::{ClientCall, ToolError};
-use crate::rpc::dispatch::{CallContext, Reply};
+use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::find_run;
 
 /// `{run, path, body?, to?, attributes?}`.
@@ -72,8 +72,8 @@ pub async fn dispatch_tool(
     params: ToolParams,
 ) -> Result<(), AppError> {
     let project_root = context.project()?.root.clone();
-    let plugins = Arc::clone(&context.app.plugins);
-    let search_available = context.app.settings.search_available();
+    let plugins = Arc::clone(&context.agent.plugins);
+    let search_available = context.agent.settings.search_available();
     let call = ClientCall {
         path: params.path.unwrap_or_default(),
         body: params.body,
@@ -85,15 +85,16 @@ pub async fn dispatch_tool(
         Some(handler) => {
             let command = handler.command_from_call(&call);
             context
-                .app
+                .agent
                 .prepare_work(run_id, std::slice::from_ref(&command))
                 .await
         }
         None => PreparedWork::default(),
     };
     let outcome = context
-        .app
-        .db_call(move |conn| {
+        .agent
+        .db
+        .call(move |conn| {
             let latest = loops::latest_loop(conn, run_id)?;
             let policy = match latest {
                 Some(lp) => LoopConfig::from_json(&lp.config).policy(lp.mode, search_available),

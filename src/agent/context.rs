@@ -1,0 +1,67 @@
+//! [`AgentContext`]: everything the agent core works with, built by the composition root.
+
+use std::sync::Arc;
+
+use actix::Addr;
+
+use crate::agent::RunRegistry;
+use crate::budget::BudgetActor;
+use crate::config::Settings;
+use crate::db::ids::RunId;
+use crate::db::DbHandle;
+use crate::hub::HubRegistry;
+use crate::llm::LlmProviders;
+use crate::metrics::Metrics;
+use crate::parser::Command;
+use crate::plugins::assembly::Assembly;
+use crate::plugins::dispatch::PreparedWork;
+use crate::plugins::events::Events;
+use crate::plugins::Plugins;
+use crate::project_actor::ProjectRegistry;
+
+/// The store, the actors and the plugins a run needs. Cheap to clone.
+#[derive(Clone)]
+pub struct AgentContext {
+    /// The server's settings.
+    pub settings: Arc<Settings>,
+    /// The store.
+    pub db: DbHandle,
+    /// Notification fan-out per project.
+    pub hubs: HubRegistry,
+    /// Runs executing now, server-wide.
+    pub runs: RunRegistry,
+    /// One actor per LLM provider.
+    pub llm: LlmProviders,
+    /// The tool plugins (handlers, views, docs).
+    pub plugins: Arc<Plugins>,
+    /// The assembly plugins (the tags of the packet).
+    pub assembly: Arc<Assembly>,
+    /// The calibration of packet estimates, per run with work under way.
+    pub budget: Addr<BudgetActor>,
+    /// One actor per project root: file scans.
+    pub projects: ProjectRegistry,
+    /// The observers of runs (the transcript).
+    pub events: Arc<Events>,
+    /// Process counters.
+    pub metrics: Arc<Metrics>,
+}
+
+impl AgentContext {
+    /// The body searches and edits of `commands`, computed beside the writer under the
+    /// request limits, for the unit of work that then runs the commands to look up
+    /// ([`PreparedWork::apply`]). A failure only means the writer computes them.
+    pub async fn prepare_work(&self, run_id: RunId, commands: &[Command]) -> PreparedWork {
+        if !commands.iter().any(PreparedWork::needed_for) {
+            return PreparedWork::default();
+        }
+        let commands = commands.to_vec();
+        let prepared = self
+            .db
+            .read(move |conn| PreparedWork::compute(conn, run_id, &commands))
+            .await;
+        prepared.unwrap_or_else(|error| {
+            tracing::warn!(%error, "work not prepared beside the writer");
+            PreparedWork::default()
+        })
+    }
+}

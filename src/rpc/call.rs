@@ -1,0 +1,58 @@
+//! What a handler is given ([`CallContext`]) and what it answers ([`Reply`]).
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::agent::AgentContext;
+use crate::db::ids::ProjectId;
+use crate::error::AppError;
+use crate::hub::ConnId;
+
+/// The project a connection is bound to by `init`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectBinding {
+    /// Project row id.
+    pub id: ProjectId,
+    /// Project name.
+    pub name: String,
+    /// Absolute project root.
+    pub root: PathBuf,
+}
+
+/// What a handler can see of the server and of the calling connection.
+#[derive(Clone)]
+pub struct CallContext {
+    /// The agent core the handlers work with.
+    pub agent: AgentContext,
+    /// The calling connection.
+    pub conn: ConnId,
+    /// Its project, once `init` has run.
+    pub project: Option<ProjectBinding>,
+}
+
+impl CallContext {
+    /// The bound project, or the reference's "not initialized" error.
+    pub fn project(&self) -> Result<&ProjectBinding, AppError> {
+        self.project.as_ref().ok_or(AppError::NotInitialized)
+    }
+}
+
+/// A handler's answer: the result, and a new project binding when `init` ran.
+#[derive(Debug)]
+pub struct Reply {
+    /// The JSON-RPC result.
+    pub result: Value,
+    /// Bind the connection to this project.
+    pub bind: Option<ProjectBinding>,
+}
+
+impl Reply {
+    /// A plain result.
+    pub fn of<T: Serialize>(result: T) -> Result<Reply, AppError> {
+        let result = serde_json::to_value(result)
+            .map_err(|error| AppError::Internal(format!("cannot encode result: {error}")))?;
+        Ok(Reply { result, bind: None })
+    }
+}
