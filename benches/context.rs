@@ -9,6 +9,7 @@ use diesel::connection::SimpleConnection;
 use diesel::SqliteConnection;
 
 use rummy::context::materialize::{materialize, Projector, TurnTarget};
+use rummy::context::view::EntryView;
 use rummy::context::TokenMath;
 use rummy::db::enums::Fidelity;
 use rummy::db::ids::RunId;
@@ -18,7 +19,6 @@ use rummy::db::queries::{projects, runs};
 use rummy::db::{open_connection, run_migrations, ConnectionSetup};
 use rummy::plugins::assembly::{Assembly, AssemblyInput, BudgetFigures, ToolDocs};
 use rummy::plugins::policy::ToolPolicy;
-use rummy::plugins::view::EntryView;
 
 const VISIBLE: i64 = 100;
 const TOKENS_PER_CHARACTER: u32 = 4;

@@ -24,8 +24,8 @@ use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
-use crate::rpc::state::RpcState;
 use crate::ws::registry::ConnectionRegistry;
+use crate::ws::state::ServerState;
 
 /// Seconds in a day of `RUMMY_RETENTION_DAYS`.
 const SECONDS_PER_DAY: u64 = 86_400;
@@ -37,7 +37,7 @@ pub struct RunningServer {
     /// Stops it.
     pub handle: ServerHandle,
     /// What its sessions share.
-    pub state: RpcState,
+    pub state: ServerState,
     /// Resolves when the server has stopped.
     pub done: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
 }
@@ -98,7 +98,7 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
     purge_expired(&agent).await?;
     seed_models(&agent).await?;
     recover_interrupted_runs(&agent).await?;
-    let state = RpcState {
+    let state = ServerState {
         agent,
         connections: ConnectionRegistry::default(),
     };

@@ -24,7 +24,7 @@ pub use actor::{BudgetActor, Calibrated, ForgetRun, RecordUsage};
 pub use advisory::{advisory, ADVISORY_HALF_PERCENT, ADVISORY_THREE_QUARTERS_PERCENT};
 pub use calibration::{CalibratedMeasure, Calibration};
 pub use ceiling::{check_ceiling, CeilingVerdict, Overflow};
-pub use guard::{BudgetGuard, PanicGate, Tripped, WriteIntent};
+pub use guard::{BudgetGuard, PanicGate, Tripped, WriteGate, WriteIntent};
 pub use panic::{
     plan_overflow, OverflowDecision, OverflowFacts, PanicFailure, PanicPlan, PanicStep,
     PanicTracker, CONFIG_NO_REPO, CONFIG_PANIC_ATTEMPTED, CONFIG_PANIC_FOR, CONFIG_PANIC_TARGET,

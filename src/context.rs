@@ -4,7 +4,7 @@
 //!
 //! Materialization reads `v_model_context` on the DB thread, projects every row through the
 //! tool registry's views and stores the result in `turn_context`, so that table holds exactly
-//! what the model saw. Assembly itself is pure (see [`crate::plugins::assembly`]); it turns
+//! what the model saw. Assembly itself is pure (the assembly plugins, `plugins::assembly`); it turns
 //! the rows into a [`packet::Packet`] whose token figures are kept apart by measure:
 //! projected entry tokens (display), the assembled estimate (this packet) and, later, the
 //! provider's actual count.
@@ -15,6 +15,7 @@
 
 pub mod materialize;
 pub mod packet;
+pub mod view;
 
 pub use materialize::{ContextRow, MaterializeContext, Projector, ReadContext, TurnTarget};
 pub use packet::{Bucket, BucketShare, Packet};

@@ -9,8 +9,8 @@ use actix_web::{http::header, web, HttpRequest, HttpResponse};
 use actix_web_actors::ws;
 
 use crate::db::queries;
-use crate::rpc::state::RpcState;
 use crate::ws::session::WsSession;
+use crate::ws::state::ServerState;
 
 /// Routes every HTTP path rummy serves.
 pub fn configure(config: &mut web::ServiceConfig) {
@@ -25,7 +25,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
 async fn websocket(
     request: HttpRequest,
     stream: web::Payload,
-    app: web::Data<RpcState>,
+    app: web::Data<ServerState>,
 ) -> actix_web::Result<HttpResponse> {
     if let Some(token) = &app.agent.settings.server.auth_token {
         if !presents_token(&request, token.expose()) {
@@ -99,7 +99,7 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().content_type("text/plain").body("ok\n")
 }
 
-async fn readyz(state: web::Data<RpcState>) -> HttpResponse {
+async fn readyz(state: web::Data<ServerState>) -> HttpResponse {
     let stall = Duration::from_millis(state.agent.settings.work.stall_ms);
     match state.agent.db.ready(stall).await {
         Ok(()) => HttpResponse::Ok()
@@ -111,7 +111,7 @@ async fn readyz(state: web::Data<RpcState>) -> HttpResponse {
     }
 }
 
-async fn metrics(state: web::Data<RpcState>) -> HttpResponse {
+async fn metrics(state: web::Data<ServerState>) -> HttpResponse {
     let runs = state
         .agent
         .db

@@ -4,15 +4,15 @@
 //! is numbered (a per-run `seq`), serialized once, and offered to every subscriber
 //! without waiting: a client whose mailbox is full misses it and can see the gap in `seq`.
 
+pub mod notifications;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
-use serde_json::Value;
 
 use crate::db::ids::ProjectId;
-use crate::rpc::envelope;
-use crate::rpc::notifications::Notification;
+use notifications::Notification;
 
 /// Identity of one client connection, unique for the server's lifetime.
 pub type ConnId = u64;
@@ -78,12 +78,7 @@ impl Handler<Publish> for ProjectHub {
             .entry(notification.run().to_string())
             .or_insert(0);
         *seq += 1;
-        let mut params = notification.params();
-        if let Value::Object(object) = &mut params {
-            object.insert("seq".into(), Value::from(*seq));
-        }
-        let frame = envelope::notification(notification.method(), params);
-        let text: Arc<str> = Arc::from(frame.to_string());
+        let text: Arc<str> = Arc::from(notification.frame(*seq));
         self.subscribers.retain(|conn, recipient| {
             match recipient.try_send(Outbound(Arc::clone(&text))) {
                 Ok(()) => true,

@@ -17,6 +17,5 @@ pub mod resolve;
 pub mod tool;
 pub mod tools;
 pub mod transcript;
-pub mod view;
 
 pub use registry::Plugins;

@@ -1,4 +1,4 @@
-//! The JSON-RPC edge: envelope, method table, typed params, handlers, notifications.
+//! The JSON-RPC edge: envelope, method table, typed params, handlers.
 //!
 //! Only this module and `ws` know JSON-RPC; handlers take typed params and return
 //! serializable results or an [`AppError`](crate::error::AppError).
@@ -8,6 +8,4 @@ pub mod dispatch;
 pub mod envelope;
 pub mod handlers;
 pub mod methods;
-pub mod notifications;
 pub mod params;
-pub mod state;

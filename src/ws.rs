@@ -1,4 +1,6 @@
-//! WebSocket transport: the session actor per client and the registry used at shutdown.
+//! WebSocket transport: the session actor per client, the registry used at shutdown, and the
+//! state the sessions and the HTTP routes share.
 
 pub mod registry;
 pub mod session;
+pub mod state;

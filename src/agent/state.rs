@@ -10,8 +10,8 @@ use crate::context::Packet;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::queries::{entries, runs, turns};
 use crate::db::DbError;
+use crate::hub::notifications::{Notification, ProposedEntry, RunProposal};
 use crate::llm::ChatResponse;
-use crate::rpc::notifications::{Notification, ProposedEntry, RunProposal};
 
 /// The run's alias now (it may have been renamed while running).
 pub async fn alias_of(agent: &AgentContext, run: RunId) -> Result<String, LoopError> {

@@ -13,7 +13,7 @@ use crate::agent::state;
 use crate::agent::AgentContext;
 use crate::budget::{
     check_ceiling, BudgetGuard, CalibratedMeasure, CalibratedTokens, Calibration, CeilingVerdict,
-    ContextWindow, Overflow, PanicFailure, PanicGate, PanicStep, RecordUsage,
+    ContextWindow, Overflow, PanicFailure, PanicGate, PanicStep, RecordUsage, WriteGate,
 };
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
@@ -22,15 +22,15 @@ use crate::db::models::run::{TurnInsertForm, TurnRow, TurnUsageForm};
 use crate::db::paths::slug_path;
 use crate::db::queries::{entries, runs, turns};
 use crate::hedberg::WorkLimit;
+use crate::hub::notifications::{Notification, ProgressStatus, RunProgress};
 use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
 use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
 use crate::parser::Command;
 use crate::plugins::dispatch::PreparedWork;
-use crate::plugins::dispatch::{dispatch_gated, TurnInput as DispatchInput, WriteGate};
+use crate::plugins::dispatch::{dispatch_gated, TurnInput as DispatchInput};
 use crate::plugins::events::Event;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
-use crate::rpc::notifications::{Notification, ProgressStatus, RunProgress};
 use prepare::{estimate_of, prepare_packet, PromptWrite};
 
 pub mod input;

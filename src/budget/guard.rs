@@ -174,16 +174,16 @@ impl BudgetGuard {
     }
 }
 
-/// The dispatch consults the guard through the plugins' write gate, once per command.
-impl crate::plugins::dispatch::WriteGate for BudgetGuard {
-    fn admit(&mut self, write: &crate::plugins::dispatch::GatedWrite) -> Result<(), String> {
-        self.check(&WriteIntent {
-            tokens_delta: write.tokens_delta,
-            status: write.status,
-            fidelity: write.fidelity,
-            is_audit: write.is_audit,
-        })
-        .map_err(|tripped| tripped.message())
+/// Admits or refuses the writes of one command while a reply's commands are dispatched.
+pub trait WriteGate: Send {
+    /// `Err` carries the model-facing reason; the command then fails with 413.
+    fn admit(&mut self, write: &WriteIntent) -> Result<(), String>;
+}
+
+/// The dispatch consults the guard once per command.
+impl WriteGate for BudgetGuard {
+    fn admit(&mut self, write: &WriteIntent) -> Result<(), String> {
+        self.check(write).map_err(|tripped| tripped.message())
     }
 }
 
@@ -193,14 +193,8 @@ impl crate::plugins::dispatch::WriteGate for BudgetGuard {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PanicGate;
 
-impl crate::plugins::dispatch::WriteGate for PanicGate {
-    fn admit(&mut self, write: &crate::plugins::dispatch::GatedWrite) -> Result<(), String> {
-        let intent = WriteIntent {
-            tokens_delta: write.tokens_delta,
-            status: write.status,
-            fidelity: write.fidelity,
-            is_audit: write.is_audit,
-        };
+impl WriteGate for PanicGate {
+    fn admit(&mut self, intent: &WriteIntent) -> Result<(), String> {
         if !intent.is_gated() || intent.tokens_delta <= 0 {
             return Ok(());
         }

@@ -11,25 +11,18 @@ use std::sync::Arc;
 use diesel::SqliteConnection;
 use serde_json::{Map, Value};
 
+use super::view::EntryView;
 use super::TokenMath;
 use crate::db::enums::{Category, Fidelity};
 use crate::db::ids::{EntryId, LoopId, RunId};
 use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm};
 use crate::db::queries::context::{model_context, replace_turn_context};
 use crate::db::DbError;
-use crate::plugins::view::EntryView;
-use crate::plugins::Plugins;
 
 /// Projects one visible entry into the text the model reads (the tool registry's views).
 pub trait Projector: Send + Sync {
     /// The projected text of `entry` at its fidelity.
     fn project(&self, entry: &EntryView<'_>) -> String;
-}
-
-impl Projector for Plugins {
-    fn project(&self, entry: &EntryView<'_>) -> String {
-        Plugins::project(self, entry)
-    }
 }
 
 /// One visible entry as the model sees it this turn.

@@ -26,9 +26,9 @@ use std::path::PathBuf;
 use diesel::{Connection, SqliteConnection};
 use serde_json::{json, Value};
 
-pub use gate::{GatedWrite, WriteGate};
 pub use outcome::{CallError, CallRecord, DispatchOutcome, TurnFlags};
 
+use crate::budget::WriteGate;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::queries::entries::FreePaths;
 use crate::db::queries::{entries, runs};

@@ -4,12 +4,13 @@
 
 use std::sync::Arc;
 
+use crate::context::view::EntryView;
+use crate::context::Projector;
 use crate::db::enums::Fidelity;
 use crate::db::models::SchemeRow;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
 use crate::plugins::tools;
-use crate::plugins::view::EntryView;
 
 /// Longest summary shown for an entry without a summary attribute, in characters (the
 /// same cut the store uses for its summary token count).
@@ -142,6 +143,12 @@ fn passive_summary(entry: &EntryView<'_>, has_summary: bool) -> String {
         return String::new();
     }
     entry.body.chars().take(SUMMARY_PREFIX_CHARS).collect()
+}
+
+impl Projector for Plugins {
+    fn project(&self, entry: &EntryView<'_>) -> String {
+        Plugins::project(self, entry)
+    }
 }
 
 #[cfg(test)]

@@ -11,13 +11,13 @@ use std::path::Path;
 use diesel::SqliteConnection;
 use serde_json::{Map, Value};
 
+use crate::context::view::EntryView;
 use crate::db::enums::Category;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::readonly::ReadonlyFiles;
-use crate::plugins::view::EntryView;
 
 pub use crate::plugins::error::ToolError;
 

@@ -28,6 +28,7 @@ pub mod unknown;
 use diesel::SqliteConnection;
 use serde_json::{Map, Value};
 
+use crate::context::view::EntryView;
 use crate::db::enums::Fidelity;
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryRow, Selector};
@@ -37,7 +38,6 @@ use crate::db::DbError;
 use crate::hedberg::{Pattern, PatternKind};
 use crate::parser::{AttrValue, ExtraAttrs};
 use crate::plugins::tool::{Tool, ToolError, ToolScope};
-use crate::plugins::view::EntryView;
 
 pub(crate) use outcome::{
     fail, finish, not_found, preview, propose_separately, propose_text, report, upsert, write,

@@ -196,15 +196,6 @@ fn too_large(reply: &Value, bytes: usize, limit: usize) -> String {
     failure(id, &AppError::ReplyTooLarge { bytes, limit }.to_rpc()).to_string()
 }
 
-/// A server → client notification.
-pub fn notification(method: &str, params: Value) -> Value {
-    let mut message = Map::new();
-    message.insert("jsonrpc".into(), Value::from("2.0"));
-    message.insert("method".into(), Value::from(method));
-    message.insert("params".into(), params);
-    Value::Object(message)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,8 +22,8 @@ use crate::hub::{ConnId, Outbound, Subscribe, Unsubscribe};
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
 use crate::rpc::dispatch;
 use crate::rpc::envelope::{self, Frame, Incoming, Request};
-use crate::rpc::state::RpcState;
 use crate::ws::registry::Shutdown;
+use crate::ws::state::ServerState;
 
 /// Requests one connection may have in flight before it is told to slow down.
 const MAX_IN_FLIGHT: usize = 256;
@@ -31,7 +31,7 @@ const MAX_IN_FLIGHT: usize = 256;
 /// The actor behind one WebSocket connection.
 pub struct WsSession {
     id: ConnId,
-    state: RpcState,
+    state: ServerState,
     project: Option<ProjectBinding>,
     last_heard: Instant,
     in_flight: usize,
@@ -40,7 +40,7 @@ pub struct WsSession {
 
 impl WsSession {
     /// A session for a freshly upgraded connection.
-    pub fn new(id: ConnId, state: RpcState) -> Self {
+    pub fn new(id: ConnId, state: ServerState) -> Self {
         WsSession {
             id,
             state,
@@ -216,7 +216,7 @@ struct Served {
     bind: Option<ProjectBinding>,
 }
 
-async fn serve(state: RpcState, context: CallContext, item: Incoming) -> Served {
+async fn serve(state: ServerState, context: CallContext, item: Incoming) -> Served {
     let request = match item {
         Incoming::Request(request) => request,
         Incoming::Invalid { id, reason } => {

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use futures_util::future::join_all;
 use regex::Regex;
 use rummy::db::ids::ProjectId;
-use rummy::rpc::notifications::{Notification, ProgressStatus, RunProgress};
+use rummy::hub::notifications::{Notification, ProgressStatus, RunProgress};
 use serde_json::{json, Value};
 
 use crate::support::{try_settings, Client, TestApp};

@@ -1,5 +1,6 @@
 //! Materialization against a real SQLite file.
 
+use crate::plugins::Plugins;
 use diesel::sql_types::{BigInt, Text};
 use diesel::{sql_query, QueryableByName, RunQueryDsl, SqliteConnection};
 use proptest::prelude::*;

@@ -1,34 +1,16 @@
 //! The write gate: how much a command grows what the model sees, checked against a budget
-//! (the budget's `BudgetGuard` implements [`WriteGate`]). Each command runs in a savepoint;
+//! (a [`WriteGate`]: the budget's `BudgetGuard`, or `PanicGate` in a panic loop). Each command runs in a savepoint;
 //! when the gate refuses its growth, everything the command wrote is rolled back and the
 //! caller records a 413 with the gate's message instead.
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable};
 
+use crate::budget::{WriteGate, WriteIntent};
 use crate::db::enums::Fidelity;
 use crate::db::ids::RunId;
 use crate::db::DbError;
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
-
-/// What one command wrote, as the gate judges it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GatedWrite {
-    /// Change of the tokens the model sees (entry display tokens of visible entries).
-    pub tokens_delta: i64,
-    /// The status the command left.
-    pub status: i32,
-    /// The fidelity it wrote at (`Full` for a command's combined writes).
-    pub fidelity: Fidelity,
-    /// Audit writes are never gated.
-    pub is_audit: bool,
-}
-
-/// Admits or refuses the writes of one command during dispatch.
-pub trait WriteGate: Send {
-    /// `Err` carries the model-facing reason; the command then fails with 413.
-    fn admit(&mut self, write: &GatedWrite) -> Result<(), String>;
-}
 
 /// Why a gated command did not commit.
 enum Refusal {
@@ -90,7 +72,7 @@ pub(super) fn gated(
             None => 200,
         };
         let after = visible_tokens(inner.conn, run_id)?;
-        let write = GatedWrite {
+        let write = WriteIntent {
             tokens_delta: after - before,
             status,
             fidelity: Fidelity::Full,

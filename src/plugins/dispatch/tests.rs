@@ -207,8 +207,8 @@ struct Allowance {
     tripped: bool,
 }
 
-impl crate::plugins::dispatch::WriteGate for Allowance {
-    fn admit(&mut self, write: &crate::plugins::dispatch::GatedWrite) -> Result<(), String> {
+impl crate::budget::WriteGate for Allowance {
+    fn admit(&mut self, write: &crate::budget::WriteIntent) -> Result<(), String> {
         if write.status >= 400 {
             return Ok(());
         }

@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use crate::context::view::EntryView;
 use crate::db::enums::LoopMode;
 use crate::db::models::entry::EntryRow;
 use crate::db::queries::entries;
@@ -12,7 +13,6 @@ use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
 };
 use crate::plugins::tools::{mismatched, non_empty, propose_text};
-use crate::plugins::view::EntryView;
 
 /// The `ask_user` tool.
 pub struct AskUser;

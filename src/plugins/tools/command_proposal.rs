@@ -6,6 +6,7 @@
 
 use serde_json::json;
 
+use crate::context::view::EntryView;
 use crate::db::enums::LoopMode;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
@@ -13,7 +14,6 @@ use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
 };
 use crate::plugins::tools::{echoed, mismatched, propose_text};
-use crate::plugins::view::EntryView;
 
 /// The `env` or `sh` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,13 +1,13 @@
 //! `get`: load entries into context (promote to full), list them without loading
 //! (`preview`), or read some lines of one entry without changing anything.
 
+use crate::context::view::EntryView;
 use crate::parser::{Command, GetCommand, Selection};
 use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::{
     attribute_or, fail, headed, is_pattern, listing, mismatched, non_empty, not_found,
     parse_fidelity, paths_of, pattern_header, preview, report, select, store,
 };
-use crate::plugins::view::EntryView;
 
 /// The `get` tool.
 pub struct Get;

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::context::view::EntryView;
 use crate::db::enums::{Category, Fidelity};
 use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryUpsert;
@@ -13,7 +14,6 @@ use crate::db::queries::entries;
 use crate::parser::{Command, KnownCommand};
 use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
 use crate::plugins::tools::{extra_attrs, fail, headed, mismatched, summary_attribute, upsert};
-use crate::plugins::view::EntryView;
 
 /// The `known` tool.
 pub struct Known;

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use crate::context::view::EntryView;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
 use crate::parser::{Command, Selection};
@@ -13,7 +14,6 @@ use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, mismatched, non_empty, not_found,
     preview, propose_separately, report, select_settled, store,
 };
-use crate::plugins::view::EntryView;
 
 /// The `rm` tool.
 pub struct Rm;

@@ -4,6 +4,7 @@
 
 use serde_json::json;
 
+use crate::context::view::EntryView;
 use crate::db::enums::LoopMode;
 use crate::parser::{Command, SearchCommand};
 use crate::plugins::policy::ToolPolicy;
@@ -11,7 +12,6 @@ use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
 };
 use crate::plugins::tools::{echoed, mismatched, propose_text};
-use crate::plugins::view::EntryView;
 
 /// The `search` tool.
 pub struct Search;

@@ -11,6 +11,7 @@ pub(crate) mod prepared;
 
 use serde_json::{json, Value};
 
+use crate::context::view::EntryView;
 use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
@@ -26,7 +27,6 @@ use crate::plugins::tools::{
     mismatched, non_empty, not_found, parse_fidelity, paths_of, pattern_header, preview, report,
     select, store, summary_attribute, write,
 };
-use crate::plugins::view::EntryView;
 
 /// The `set` tool.
 pub struct Set;

@@ -2,11 +2,11 @@
 //! the loop; `update` is a progress note and the loop continues. Both are lifecycle
 //! signals, stored at `<tool>://<slug>` and shown as their text at every fidelity.
 
+use crate::context::view::EntryView;
 use crate::db::paths::slug_path;
 use crate::parser::Command;
 use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolKind, ToolScope};
 use crate::plugins::tools::{headed, mismatched, write};
-use crate::plugins::view::EntryView;
 
 /// The `summarize` or `update` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

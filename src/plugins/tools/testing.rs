@@ -4,6 +4,7 @@
 use diesel::SqliteConnection;
 use tempfile::TempDir;
 
+use crate::budget::WriteGate;
 use crate::db::enums::{LoopMode, Visibility};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryRow, EntryUpsert};
@@ -12,7 +13,7 @@ use crate::db::models::ProjectInsertForm;
 use crate::db::queries::{constraints, entries, projects, runs};
 use crate::db::{open_connection, run_migrations};
 use crate::plugins::dispatch::{
-    dispatch_call, dispatch_gated, CallInput, DispatchOutcome, TurnInput, WriteGate,
+    dispatch_call, dispatch_gated, CallInput, DispatchOutcome, TurnInput,
 };
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::resolve::{
@@ -206,7 +207,7 @@ impl TestRun {
             serde_json::Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
-        let view = crate::plugins::view::EntryView {
+        let view = crate::context::view::EntryView {
             path: &row.path,
             scheme: row.scheme.as_deref(),
             status: row.status,

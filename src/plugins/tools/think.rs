@@ -1,10 +1,10 @@
 //! `think`: reasoning. Recorded as written (`think://turn_N/`) so the audit keeps it, never
 //! executed, never documented, and invisible to the model.
 
+use crate::context::view::EntryView;
 use crate::parser::{Command, TaggedText};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ClientCall, SchemeSpec, Tool, ToolKind};
-use crate::plugins::view::EntryView;
 
 /// The `think` tool.
 pub struct Think;

@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value};
 
+use crate::context::view::EntryView;
 use crate::db::enums::Fidelity;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
@@ -18,7 +19,6 @@ use crate::plugins::tools::{
     fail, file_changes_forbidden, finish, is_pattern, mismatched, non_empty, not_found,
     parse_fidelity, paths_of, propose_separately, select_settled, store, write,
 };
-use crate::plugins::view::EntryView;
 
 /// The `cp` or `mv` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

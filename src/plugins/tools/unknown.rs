@@ -1,6 +1,7 @@
 //! `unknown`: register an open question. A lifecycle signal; the same question twice is
 //! kept once. It stays in `<unknowns>` until removed with `rm`.
 
+use crate::context::view::EntryView;
 use crate::db::enums::Category;
 use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
@@ -8,7 +9,6 @@ use crate::db::queries::entries;
 use crate::parser::{Command, UnknownCommand};
 use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
 use crate::plugins::tools::{headed, mismatched, write};
-use crate::plugins::view::EntryView;
 
 /// The `unknown` tool.
 pub struct Unknown;

@@ -1,4 +1,4 @@
-//! [`RpcState`]: what the WebSocket sessions and the HTTP routes share.
+//! [`ServerState`]: what the WebSocket sessions and the HTTP routes share.
 
 use serde_json::Value;
 
@@ -12,14 +12,14 @@ use crate::ws::registry::ConnectionRegistry;
 
 /// The agent core and the open connections. Cheap to clone.
 #[derive(Clone)]
-pub struct RpcState {
+pub struct ServerState {
     /// What the handlers work with.
     pub agent: AgentContext,
     /// Open connections.
     pub connections: ConnectionRegistry,
 }
 
-impl RpcState {
+impl ServerState {
     /// Records one call in `rpc_log`, without waiting.
     pub fn audit(
         &self,

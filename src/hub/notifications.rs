@@ -1,4 +1,4 @@
-//! Server → client notifications: typed payloads, named once.
+//! Server → client notifications: typed payloads, named once, and their frames.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -15,6 +15,17 @@ pub enum Notification {
 }
 
 impl Notification {
+    /// The JSON-RPC notification frame, numbered `seq` within its run (the one piece of
+    /// JSON-RPC outside `rpc/` and `ws/`: the hub serializes each notification once for
+    /// all its subscribers).
+    pub fn frame(&self, seq: u64) -> String {
+        let mut params = self.params();
+        if let Value::Object(object) = &mut params {
+            object.insert("seq".into(), Value::from(seq));
+        }
+        serde_json::json!({"jsonrpc": "2.0", "method": self.method(), "params": params}).to_string()
+    }
+
     /// The wire method name.
     pub fn method(&self) -> &'static str {
         match self {
