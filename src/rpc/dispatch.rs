@@ -6,8 +6,7 @@ use serde_json::Value;
 
 use crate::error::AppError;
 use crate::rpc::call::{CallContext, Reply};
-use crate::rpc::handlers;
-use crate::rpc::methods::{Method, ToolCatalogue};
+use crate::rpc::methods::{self, Method, ToolCatalogue};
 
 /// Serves one request: method lookup, init gate, timeout, handler.
 pub async fn call(
@@ -22,12 +21,12 @@ pub async fn call(
         return Err(AppError::NotInitialized);
     }
     if spec.long_running {
-        return handlers::route(context, method, params).await;
+        return methods::route(context, method, params).await;
     }
     let timeout_ms = context.agent.settings.server.rpc_timeout_ms;
     match tokio::time::timeout(
         Duration::from_millis(timeout_ms),
-        handlers::route(context, method, params),
+        methods::route(context, method, params),
     )
     .await
     {

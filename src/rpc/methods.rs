@@ -1,81 +1,100 @@
-//! The method table: every method the server answers, its parameters for `discover`,
-//! whether it needs `init`, and whether it is long-running (exempt from the RPC timeout).
+//! The method table: every method the server answers, declared once with its typed params,
+//! its handler, whether it needs `init`, whether it is long-running (exempt from the RPC
+//! timeout) and what `discover` says of it. Routing and the `discover` catalogue are derived
+//! from the table; the names of a method's params come from its params type (as serde reads
+//! them), the table gives each a description, and a test holds the two together.
 
+use serde_aux::serde_introspection::serde_introspect;
 use serde_json::{json, Map, Value};
 
 use crate::agent::AgentContext;
+use crate::error::AppError;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
+use crate::rpc::call::{CallContext, Reply};
+use crate::rpc::handlers::{entries, loops, models, runs, session, skills, tools};
+use crate::rpc::params::{decode, NoParams, Page};
 
-/// Every RPC method, by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Method {
-    /// `ping`
-    Ping,
-    /// `discover` (alias `rpc/discover`)
-    Discover,
-    /// `init`
-    Init,
-    /// `getModels`
-    GetModels,
-    /// `addModel`
-    AddModel,
-    /// `removeModel`
-    RemoveModel,
-    /// `get`
-    Get,
-    /// `store`
-    Store,
-    /// `getEntries`
-    GetEntries,
-    /// `startRun`
-    StartRun,
-    /// `ask`
-    Ask,
-    /// `act`
-    Act,
-    /// `run/resolve`
-    RunResolve,
-    /// `run/abort`
-    RunAbort,
-    /// `run/rename`
-    RunRename,
-    /// `run/inject`
-    RunInject,
-    /// `run/config`
-    RunConfig,
-    /// `getRuns`
-    GetRuns,
-    /// `getRun`
-    GetRun,
-    /// `skill/add`
-    SkillAdd,
-    /// `skill/remove`
-    SkillRemove,
-    /// `getSkills`
-    GetSkills,
-    /// `listSkills`
-    ListSkills,
-    /// `persona/set`
-    PersonaSet,
-    /// `listPersonas`
-    ListPersonas,
-    /// A model tool called directly by a client (`set`, `rm`, ...): every tool of the
-    /// registry that has no method of its own and is not reasoning.
-    Tool(&'static str),
-}
-
-/// What `discover` says of one method.
+/// What `discover` says of one method, and how it is served.
 pub struct MethodSpec {
     /// One line on what the method does.
     pub description: &'static str,
-    /// Parameter name → informal type and meaning.
+    /// Parameter name (as on the wire) → informal type and meaning.
     pub params: &'static [(&'static str, &'static str)],
+    /// The parameter names of its params type, as serde reads them.
+    pub fields: &'static [&'static str],
     /// The connection must have called `init`.
     pub needs_init: bool,
     /// Runs until its loop ends; exempt from the RPC timeout.
     pub long_running: bool,
+}
+
+/// Declares the methods: `Variant "wire/name" (ParamsType) handler, init?, long?,
+/// "description" { "param": "description", ... };`
+macro_rules! method_table {
+    ($(
+        $variant:ident $name:literal ($params:ty) $handler:path,
+        needs_init: $init:literal, long_running: $long:literal,
+        $description:literal $fields:expr;
+    )*) => {
+        /// Every RPC method, by name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Method {
+            $(
+                #[doc = concat!("`", $name, "`")]
+                $variant,
+            )*
+            /// A model tool called directly by a client (`set`, `rm`, ...): every tool of
+            /// the registry that has no method of its own and is not reasoning.
+            Tool(&'static str),
+        }
+
+        impl Method {
+            /// Every explicitly declared method (tools excluded), in catalogue order.
+            pub const NAMED: &'static [Method] = &[$(Method::$variant),*];
+
+            /// The wire name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Method::$variant => $name,)*
+                    Method::Tool(tool) => tool,
+                }
+            }
+
+            /// The method's entry in the table.
+            pub fn spec(self) -> MethodSpec {
+                match self {
+                    $(Method::$variant => MethodSpec {
+                        description: $description,
+                        params: $fields,
+                        fields: serde_introspect::<$params>(),
+                        needs_init: $init,
+                        long_running: $long,
+                    },)*
+                    Method::Tool(_) => MethodSpec {
+                        description: "Dispatch a model tool on a run.",
+                        params: TOOL_PARAMS,
+                        fields: serde_introspect::<tools::ToolParams>(),
+                        needs_init: true,
+                        long_running: false,
+                    },
+                }
+            }
+        }
+
+        /// Decodes the params of `method` and runs its handler.
+        pub async fn route(
+            context: CallContext,
+            method: Method,
+            params: Value,
+        ) -> Result<Reply, AppError> {
+            match method {
+                $(Method::$variant => $handler(context, decode::<$params>(params)?).await,)*
+                Method::Tool(tool) => tools::dispatch(context, tool, decode(params)?).await,
+            }
+        }
+    };
 }
 
 const TOOL_PARAMS: &[(&str, &str)] = &[
@@ -103,219 +122,149 @@ const RUN_FLAGS: &[(&str, &str)] = &[
     ("noProposals", "boolean? — no ask_user, env or sh"),
 ];
 
-impl Method {
-    /// Every explicitly registered method (tools excluded), in catalogue order.
-    pub const NAMED: [Method; 25] = [
-        Method::Ping,
-        Method::Discover,
-        Method::Init,
-        Method::GetModels,
-        Method::AddModel,
-        Method::RemoveModel,
-        Method::Get,
-        Method::Store,
-        Method::GetEntries,
-        Method::StartRun,
-        Method::Ask,
-        Method::Act,
-        Method::RunResolve,
-        Method::RunAbort,
-        Method::RunRename,
-        Method::RunInject,
-        Method::RunConfig,
-        Method::GetRuns,
-        Method::GetRun,
-        Method::SkillAdd,
-        Method::SkillRemove,
-        Method::GetSkills,
-        Method::ListSkills,
-        Method::PersonaSet,
-        Method::ListPersonas,
-    ];
+const PAGE: &[(&str, &str)] = &[("limit", "number?"), ("offset", "number?")];
 
+method_table! {
+    Ping "ping" (NoParams) session::ping,
+        needs_init: false, long_running: false,
+        "Liveness check; answers {}." &[];
+    Discover "discover" (NoParams) discover,
+        needs_init: false, long_running: false,
+        "This catalogue of methods and notifications." &[];
+    Init "init" (session::InitParams) session::init,
+        needs_init: false, long_running: false,
+        "Bind this connection to a project (created or updated by name)." &[
+            ("name", "string — project identity"),
+            ("projectRoot", "string — absolute path of the project tree"),
+            ("configPath", "string? — project configuration file"),
+        ];
+    GetModels "getModels" (Page) models::list,
+        needs_init: false, long_running: false,
+        "List the model catalogue." PAGE;
+    AddModel "addModel" (models::AddModelParams) models::add,
+        needs_init: false, long_running: false,
+        "Add or update a model alias." &[
+            ("alias", "string — name clients use"),
+            ("actual", "string — provider-prefixed model id"),
+            ("contextLength", "number? — context window in tokens"),
+        ];
+    RemoveModel "removeModel" (models::RemoveModelParams) models::remove,
+        needs_init: false, long_running: false,
+        "Remove a model alias." &[("alias", "string")];
+    Get "get" (entries::GetParams) entries::get,
+        needs_init: true, long_running: false,
+        "Promote matching entries to full fidelity; optionally pin a file constraint." &[
+            ("path", "string — path, URI or pattern"),
+            ("run", "string? — run alias (required unless persist)"),
+            ("persist", "boolean? — save a project file constraint"),
+            ("readonly", "boolean? — with persist: read-only"),
+        ];
+    Store "store" (entries::StoreParams) entries::store,
+        needs_init: true, long_running: false,
+        "Archive matching entries; manage file constraints." &[
+            ("path", "string — path, URI or pattern"),
+            ("run", "string? — run alias (required unless persist or clear)"),
+            ("persist", "boolean? — save a project file constraint"),
+            ("ignore", "boolean? — with persist: hide the file"),
+            ("clear", "boolean? — delete the constraint"),
+        ];
+    GetEntries "getEntries" (entries::GetEntriesParams) entries::list,
+        needs_init: true, long_running: false,
+        "List a run's entries whose path matches a pattern." &[
+            ("pattern", "string? — path pattern (default *)"),
+            ("body", "string? — body search pattern"),
+            ("run", "string? — run alias (default: the newest run)"),
+            ("limit", "number?"),
+            ("offset", "number?"),
+        ];
+    StartRun "startRun" (runs::StartRunParams) runs::start,
+        needs_init: true, long_running: false,
+        "Create an idle run." &[
+            ("model", "string — model alias"),
+            ("temperature", "number? — 0..2"),
+            ("persona", "string? — persona text"),
+            ("contextLimit", "integer? — ≥ 1024"),
+        ];
+    Ask "ask" (loops::AskParams) loops::ask,
+        needs_init: true, long_running: true,
+        "Run a loop in ask mode (no file changes)." RUN_FLAGS;
+    Act "act" (loops::AskParams) loops::act,
+        needs_init: true, long_running: true,
+        "Run a loop in act mode." RUN_FLAGS;
+    RunResolve "run/resolve" (loops::ResolveParams) loops::resolve,
+        needs_init: true, long_running: true,
+        "Accept, reject or fail a pending proposal." &[
+            ("run", "string — run alias"),
+            ("resolution", "object — {path, action: accept|reject|error, output?}"),
+        ];
+    RunAbort "run/abort" (runs::RunParams) runs::abort,
+        needs_init: true, long_running: false,
+        "Abort a run's current loop." &[("run", "string")];
+    RunRename "run/rename" (runs::RenameParams) runs::rename,
+        needs_init: true, long_running: false,
+        "Rename a run." &[("run", "string"), ("name", "string — [A-Za-z0-9_]+")];
+    RunInject "run/inject" (loops::InjectParams) loops::inject,
+        needs_init: true, long_running: true,
+        "Add a message to a run: the running loop sees it next turn, else a new loop runs." &[
+            ("run", "string"),
+            ("message", "string"),
+        ];
+    RunConfig "run/config" (runs::RunConfigParams) runs::configure,
+        needs_init: true, long_running: false,
+        "Change a run's stored settings." &[
+            ("run", "string"),
+            ("temperature", "number?"),
+            ("persona", "string?"),
+            ("contextLimit", "integer?"),
+            ("model", "string?"),
+        ];
+    GetRuns "getRuns" (Page) runs::list,
+        needs_init: true, long_running: false,
+        "List the project's runs, newest first." PAGE;
+    GetRun "getRun" (runs::RunParams) runs::detail,
+        needs_init: true, long_running: false,
+        "One run in detail." &[("run", "string")];
+    SkillAdd "skill/add" (skills::SkillParams) skills::add,
+        needs_init: true, long_running: false,
+        "Load $RUMMY_HOME/skills/<name>.md into a run." &[("run", "string"), ("name", "string")];
+    SkillRemove "skill/remove" (skills::SkillParams) skills::remove,
+        needs_init: true, long_running: false,
+        "Remove a skill from a run." &[("run", "string"), ("name", "string")];
+    GetSkills "getSkills" (skills::RunOnlyParams) skills::of_run,
+        needs_init: true, long_running: false,
+        "The skills loaded in a run." &[("run", "string")];
+    ListSkills "listSkills" (NoParams) skills::list_skills,
+        needs_init: true, long_running: false,
+        "The skill files available." &[];
+    PersonaSet "persona/set" (skills::PersonaParams) skills::set_persona,
+        needs_init: true, long_running: false,
+        "Set a run's persona from text or $RUMMY_HOME/personas/<name>.md." &[
+            ("run", "string"),
+            ("name", "string?"),
+            ("text", "string?"),
+        ];
+    ListPersonas "listPersonas" (NoParams) skills::list_personas,
+        needs_init: true, long_running: false,
+        "The persona files available." &[];
+}
+
+impl Method {
     /// Looks a method up by its wire name; tools come from the registry.
     pub fn from_name(name: &str, tools: &ToolCatalogue<'_>) -> Option<Method> {
         if name == "rpc/discover" {
             return Some(Method::Discover);
         }
         Method::NAMED
-            .into_iter()
+            .iter()
+            .copied()
             .find(|method| method.name() == name)
             .or_else(|| tools.methods().find(|tool| *tool == name).map(Method::Tool))
     }
+}
 
-    /// The wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Ping => "ping",
-            Method::Discover => "discover",
-            Method::Init => "init",
-            Method::GetModels => "getModels",
-            Method::AddModel => "addModel",
-            Method::RemoveModel => "removeModel",
-            Method::Get => "get",
-            Method::Store => "store",
-            Method::GetEntries => "getEntries",
-            Method::StartRun => "startRun",
-            Method::Ask => "ask",
-            Method::Act => "act",
-            Method::RunResolve => "run/resolve",
-            Method::RunAbort => "run/abort",
-            Method::RunRename => "run/rename",
-            Method::RunInject => "run/inject",
-            Method::RunConfig => "run/config",
-            Method::GetRuns => "getRuns",
-            Method::GetRun => "getRun",
-            Method::SkillAdd => "skill/add",
-            Method::SkillRemove => "skill/remove",
-            Method::GetSkills => "getSkills",
-            Method::ListSkills => "listSkills",
-            Method::PersonaSet => "persona/set",
-            Method::ListPersonas => "listPersonas",
-            Method::Tool(tool) => tool,
-        }
-    }
-
-    /// The method's entry in the table.
-    pub fn spec(self) -> MethodSpec {
-        let (description, params): (&str, &[(&str, &str)]) = match self {
-            Method::Ping => ("Liveness check; answers {}.", &[]),
-            Method::Discover => ("This catalogue of methods and notifications.", &[]),
-            Method::Init => (
-                "Bind this connection to a project (created or updated by name).",
-                &[
-                    ("name", "string — project identity"),
-                    ("projectRoot", "string — absolute path of the project tree"),
-                    ("configPath", "string? — project configuration file"),
-                ],
-            ),
-            Method::GetModels => (
-                "List the model catalogue.",
-                &[("limit", "number?"), ("offset", "number?")],
-            ),
-            Method::AddModel => (
-                "Add or update a model alias.",
-                &[
-                    ("alias", "string — name clients use"),
-                    ("actual", "string — provider-prefixed model id"),
-                    ("contextLength", "number? — context window in tokens"),
-                ],
-            ),
-            Method::RemoveModel => ("Remove a model alias.", &[("alias", "string")]),
-            Method::Get => (
-                "Promote matching entries to full fidelity; optionally pin a file constraint.",
-                &[
-                    ("path", "string — path, URI or pattern"),
-                    ("run", "string? — run alias (required unless persist)"),
-                    ("persist", "boolean? — save a project file constraint"),
-                    ("readonly", "boolean? — with persist: read-only"),
-                ],
-            ),
-            Method::Store => (
-                "Archive matching entries; manage file constraints.",
-                &[
-                    ("path", "string — path, URI or pattern"),
-                    (
-                        "run",
-                        "string? — run alias (required unless persist or clear)",
-                    ),
-                    ("persist", "boolean? — save a project file constraint"),
-                    ("ignore", "boolean? — with persist: hide the file"),
-                    ("clear", "boolean? — delete the constraint"),
-                ],
-            ),
-            Method::GetEntries => (
-                "List a run's entries whose path matches a pattern.",
-                &[
-                    ("pattern", "string? — path pattern (default *)"),
-                    ("body", "string? — body search pattern"),
-                    ("run", "string? — run alias (default: the newest run)"),
-                    ("limit", "number?"),
-                    ("offset", "number?"),
-                ],
-            ),
-            Method::StartRun => (
-                "Create an idle run.",
-                &[
-                    ("model", "string — model alias"),
-                    ("temperature", "number? — 0..2"),
-                    ("persona", "string? — persona text"),
-                    ("contextLimit", "integer? — ≥ 1024"),
-                ],
-            ),
-            Method::Ask => ("Run a loop in ask mode (no file changes).", RUN_FLAGS),
-            Method::Act => ("Run a loop in act mode.", RUN_FLAGS),
-            Method::RunResolve => (
-                "Accept, reject or fail a pending proposal.",
-                &[
-                    ("run", "string — run alias"),
-                    (
-                        "resolution",
-                        "object — {path, action: accept|reject|error, output?}",
-                    ),
-                ],
-            ),
-            Method::RunAbort => ("Abort a run's current loop.", &[("run", "string")]),
-            Method::RunRename => (
-                "Rename a run.",
-                &[("run", "string"), ("name", "string — [A-Za-z0-9_]+")],
-            ),
-            Method::RunInject => (
-                "Add a message to a run: the running loop sees it next turn, else a new loop runs.",
-                &[("run", "string"), ("message", "string")],
-            ),
-            Method::RunConfig => (
-                "Change a run's stored settings.",
-                &[
-                    ("run", "string"),
-                    ("temperature", "number?"),
-                    ("persona", "string?"),
-                    ("contextLimit", "integer?"),
-                    ("model", "string?"),
-                ],
-            ),
-            Method::GetRuns => (
-                "List the project's runs, newest first.",
-                &[("limit", "number?"), ("offset", "number?")],
-            ),
-            Method::GetRun => ("One run in detail.", &[("run", "string")]),
-            Method::SkillAdd => (
-                "Load $RUMMY_HOME/skills/<name>.md into a run.",
-                &[("run", "string"), ("name", "string")],
-            ),
-            Method::SkillRemove => (
-                "Remove a skill from a run.",
-                &[("run", "string"), ("name", "string")],
-            ),
-            Method::GetSkills => ("The skills loaded in a run.", &[("run", "string")]),
-            Method::ListSkills => ("The skill files available.", &[]),
-            Method::PersonaSet => (
-                "Set a run's persona from text or $RUMMY_HOME/personas/<name>.md.",
-                &[("run", "string"), ("name", "string?"), ("text", "string?")],
-            ),
-            Method::ListPersonas => ("The persona files available.", &[]),
-            Method::Tool(_) => ("Dispatch a model tool on a run.", TOOL_PARAMS),
-        };
-        let needs_init = !matches!(
-            self,
-            Method::Ping
-                | Method::Discover
-                | Method::Init
-                | Method::GetModels
-                | Method::AddModel
-                | Method::RemoveModel
-        );
-        let long_running = matches!(
-            self,
-            Method::Ask | Method::Act | Method::RunResolve | Method::RunInject
-        );
-        MethodSpec {
-            description,
-            params,
-            needs_init,
-            long_running,
-        }
-    }
+/// `discover`: the catalogue generated from the method table and the tool registry.
+async fn discover(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
+    Reply::of(catalogue(&ToolCatalogue::of(&context.agent)))
 }
 
 /// Server → client notifications, for `discover`.
@@ -370,14 +319,22 @@ impl<'a> ToolCatalogue<'a> {
 pub fn catalogue(tools: &ToolCatalogue<'_>) -> Value {
     let mut methods = Map::new();
     let all = Method::NAMED
-        .into_iter()
+        .iter()
+        .copied()
         .chain(tools.methods().map(Method::Tool));
     for method in all {
         let spec = method.spec();
         let params: Map<String, Value> = spec
-            .params
+            .fields
             .iter()
-            .map(|(name, text)| ((*name).to_string(), Value::from(*text)))
+            .map(|name| {
+                let text = spec
+                    .params
+                    .iter()
+                    .find(|(described, _)| described == name)
+                    .map_or("", |(_, text)| text);
+                ((*name).to_string(), Value::from(text))
+            })
             .collect();
         methods.insert(
             method.name().to_string(),
@@ -406,7 +363,7 @@ mod tests {
             tools: &registry,
             search_available: false,
         };
-        for method in Method::NAMED {
+        for &method in Method::NAMED {
             assert_eq!(Method::from_name(method.name(), &tools), Some(method));
         }
         for tool in [
@@ -465,9 +422,23 @@ mod tests {
     }
 
     #[test]
+    fn every_param_of_every_method_is_described_and_every_description_is_a_param() {
+        let methods = Method::NAMED.iter().copied().chain([Method::Tool("set")]);
+        for method in methods {
+            let spec = method.spec();
+            let mut fields: Vec<&str> = spec.fields.to_vec();
+            let mut described: Vec<&str> = spec.params.iter().map(|(name, _)| *name).collect();
+            fields.sort_unstable();
+            described.sort_unstable();
+            assert_eq!(fields, described, "{}", method.name());
+        }
+    }
+
+    #[test]
     fn only_the_reference_pre_init_methods_skip_init() {
         let open: Vec<&str> = Method::NAMED
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|method| !method.spec().needs_init)
             .map(Method::name)
             .collect();

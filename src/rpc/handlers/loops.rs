@@ -18,7 +18,6 @@ use crate::error::AppError;
 use crate::plugins::resolve::Resolution as Decision;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
-use crate::rpc::methods::Method;
 use crate::rpc::params::{truthy, Required};
 
 /// `ask` / `act` params.
@@ -48,18 +47,23 @@ pub struct AskParams {
     no_proposals: bool,
 }
 
+/// `ask`: a loop that may not change files.
+pub async fn ask(context: CallContext, params: AskParams) -> Result<Reply, AppError> {
+    ask_or_act(context, LoopMode::Ask, params).await
+}
+
+/// `act`: a loop that may propose file changes.
+pub async fn act(context: CallContext, params: AskParams) -> Result<Reply, AppError> {
+    ask_or_act(context, LoopMode::Act, params).await
+}
+
 /// `ask` / `act`: start or continue (or fork) a run, queue the loop, reply when it ends.
-pub async fn ask_or_act(
+async fn ask_or_act(
     context: CallContext,
-    method: Method,
+    mode: LoopMode,
     params: AskParams,
 ) -> Result<Reply, AppError> {
     let project = context.project()?.id;
-    let mode = if method == Method::Act {
-        LoopMode::Act
-    } else {
-        LoopMode::Ask
-    };
     let context_limit = validate_settings(params.temperature, params.context_limit)?;
     let model = params.model.0.clone();
     let known = {

@@ -1,4 +1,4 @@
-//! `ping`, `discover`, `init`.
+//! `ping`, `init`.
 
 use std::path::{Path, PathBuf};
 
@@ -8,17 +8,11 @@ use crate::db::models::ProjectInsertForm;
 use crate::db::queries::projects;
 use crate::error::AppError;
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
-use crate::rpc::methods::{self, ToolCatalogue};
-use crate::rpc::params::Required;
+use crate::rpc::params::{NoParams, Required};
 
 /// `ping`: `{}`.
-pub fn ping() -> Result<Reply, AppError> {
+pub async fn ping(_: CallContext, _: NoParams) -> Result<Reply, AppError> {
     Reply::of(serde_json::json!({}))
-}
-
-/// `discover`: the catalogue generated from the method table and the tool registry.
-pub fn discover(context: &CallContext) -> Result<Reply, AppError> {
-    Reply::of(methods::catalogue(&ToolCatalogue::of(&context.agent)))
 }
 
 /// `init` params.

@@ -11,6 +11,7 @@ use crate::error::AppError;
 use crate::project::{DocumentKind, HomeDocument, RummyHome};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::find_run_or;
+use crate::rpc::params::NoParams;
 
 /// Scheme of skill entries.
 const SKILL_SCHEME: &str = "skill://";
@@ -138,12 +139,12 @@ async fn list_documents(context: &CallContext, kind: DocumentKind) -> Result<Rep
 }
 
 /// `listSkills`: the skill files in `$RUMMY_HOME/skills`.
-pub async fn list_skills(context: CallContext) -> Result<Reply, AppError> {
+pub async fn list_skills(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
     list_documents(&context, DocumentKind::Skill).await
 }
 
 /// `listPersonas`: the persona files in `$RUMMY_HOME/personas`.
-pub async fn list_personas(context: CallContext) -> Result<Reply, AppError> {
+pub async fn list_personas(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
     list_documents(&context, DocumentKind::Persona).await
 }
 
