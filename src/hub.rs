@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 
-use crate::db::ids::ProjectId;
+use crate::db::ids::{ProjectId, RunId};
 use notifications::Notification;
 
 /// Identity of one client connection, unique for the server's lifetime.
@@ -40,16 +40,21 @@ pub struct Unsubscribe {
     pub conn: ConnId,
 }
 
-/// Number a notification and send it to every subscriber.
+/// Number a notification of `run` and send it to every subscriber.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Publish(pub Notification);
+pub struct Publish {
+    /// The run it is about; its notifications are numbered 1, 2, ...
+    pub run: RunId,
+    /// What to send.
+    pub notification: Notification,
+}
 
 /// The fan-out actor of one project.
 #[derive(Default)]
 pub struct ProjectHub {
     subscribers: HashMap<ConnId, Recipient<Outbound>>,
-    next_seq: HashMap<String, u64>,
+    next_seq: HashMap<RunId, u64>,
 }
 
 impl Actor for ProjectHub {
@@ -72,11 +77,8 @@ impl Handler<Unsubscribe> for ProjectHub {
 
 impl Handler<Publish> for ProjectHub {
     type Result = ();
-    fn handle(&mut self, Publish(notification): Publish, _: &mut Context<Self>) {
-        let seq = self
-            .next_seq
-            .entry(notification.run().to_string())
-            .or_insert(0);
+    fn handle(&mut self, Publish { run, notification }: Publish, _: &mut Context<Self>) {
+        let seq = self.next_seq.entry(run).or_insert(0);
         *seq += 1;
         let text: Arc<str> = Arc::from(notification.frame(*seq));
         self.subscribers.retain(|conn, recipient| {
@@ -110,8 +112,8 @@ impl HubRegistry {
             .clone()
     }
 
-    /// Sends a notification to everyone bound to `project`.
-    pub fn publish(&self, project: ProjectId, notification: Notification) {
-        self.hub(project).do_send(Publish(notification));
+    /// Sends a notification about `run` to everyone bound to `project`.
+    pub fn publish(&self, project: ProjectId, run: RunId, notification: Notification) {
+        self.hub(project).do_send(Publish { run, notification });
     }
 }

@@ -1,7 +1,6 @@
 //! How a loop ended, and the run-outcome result shapes of PROTOCOL §2.11.
 
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use crate::db::enums::RunStatus;
 use crate::db::ids::LoopId;
@@ -78,45 +77,116 @@ impl LoopOutcome {
     }
 
     /// What `loops.result` keeps of it (read again when the run resumes).
-    pub fn to_record(&self) -> Value {
+    pub fn to_record(&self) -> LoopRecord {
+        let status = self.status().code();
         match self {
-            LoopOutcome::Ended(status) => json!({"status": status.code()}),
+            LoopOutcome::Ended(_) => LoopRecord {
+                status,
+                ..LoopRecord::default()
+            },
             LoopOutcome::Proposed {
                 turn, summarized, ..
-            } => {
-                json!({"status": 202, "turn": turn, "summarized": summarized})
-            }
+            } => LoopRecord {
+                status,
+                turn: Some(*turn),
+                summarized: Some(*summarized),
+                ..LoopRecord::default()
+            },
             LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => {
-                json!({"status": 413, "error": error})
+                LoopRecord {
+                    status,
+                    error: Some(error.clone()),
+                    ..LoopRecord::default()
+                }
             }
-            LoopOutcome::Panicked { retry } => json!({"status": 413, "retry": retry.0}),
+            LoopOutcome::Panicked { retry } => LoopRecord {
+                status,
+                retry: Some(retry.0),
+                ..LoopRecord::default()
+            },
         }
     }
 
-    /// The result shape sent to the client for run `alias`.
-    pub fn to_result(&self, alias: &str) -> Value {
+    /// The result sent to the client for run `alias`.
+    pub fn to_result<'a>(&'a self, alias: &'a str) -> RunOutcome<'a> {
+        let status = self.status().code();
         match self {
-            LoopOutcome::Ended(status) => json!({"run": alias, "status": status.code()}),
-            LoopOutcome::Proposed { turn, proposed, .. } => json!({
-                "run": alias,
-                "status": 202,
-                "turn": turn,
-                "proposed": proposed,
-            }),
+            LoopOutcome::Ended(_) | LoopOutcome::Panicked { .. } => RunOutcome::of(alias, status),
+            LoopOutcome::Proposed { turn, proposed, .. } => RunOutcome {
+                turn: Some(*turn),
+                proposed: Some(proposed),
+                ..RunOutcome::of(alias, status)
+            },
             LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => {
-                json!({"run": alias, "status": 413, "error": error})
+                RunOutcome {
+                    error: Some(error),
+                    ..RunOutcome::of(alias, status)
+                }
             }
-            LoopOutcome::Panicked { .. } => json!({"run": alias, "status": 413}),
+        }
+    }
+}
+
+/// What `loops.result` keeps of a loop's ending.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoopRecord {
+    /// The loop's status code.
+    pub status: i32,
+    /// The turn that proposed (202).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<i32>,
+    /// The model also said `<summarize>` that turn (202): accepting completes the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarized: Option<bool>,
+    /// What does not fit (413).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The retry loop a panic loop re-enqueued (413).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<i64>,
+}
+
+/// The result of `ask`, `act`, `run/resolve` and `run/inject` (PROTOCOL §2.11): the run and
+/// its status, with the proposals of a 202 and the reason of a 413.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutcome<'a> {
+    /// Run alias.
+    pub run: &'a str,
+    /// 200, 202, 413, 499 or 500.
+    pub status: i32,
+    /// The turn that proposed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn: Option<i32>,
+    /// Pending proposals when no loop started.
+    #[serde(rename = "remainingCount", skip_serializing_if = "Option::is_none")]
+    pub remaining_count: Option<usize>,
+    /// Every pending proposal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposed: Option<&'a [ProposedRow]>,
+    /// What does not fit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+}
+
+impl<'a> RunOutcome<'a> {
+    /// Just the run and its status.
+    fn of(run: &'a str, status: i32) -> RunOutcome<'a> {
+        RunOutcome {
+            run,
+            status,
+            turn: None,
+            remaining_count: None,
+            proposed: None,
+            error: None,
         }
     }
 }
 
 /// The reply when a run still has unresolved proposals and no loop starts.
-pub fn blocked_result(alias: &str, proposed: &[ProposedRow]) -> Value {
-    json!({
-        "run": alias,
-        "status": 202,
-        "remainingCount": proposed.len(),
-        "proposed": proposed,
-    })
+pub fn blocked_result<'a>(alias: &'a str, proposed: &'a [ProposedRow]) -> RunOutcome<'a> {
+    RunOutcome {
+        remaining_count: Some(proposed.len()),
+        proposed: Some(proposed),
+        ..RunOutcome::of(alias, RunStatus::Proposed.code())
+    }
 }

@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use diesel::SqliteConnection;
-use serde_json::Value;
 
 use crate::agent::loop_config::LoopConfig;
+use crate::agent::outcome::LoopRecord;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, RunRow};
@@ -77,8 +77,8 @@ pub fn resolve(
     let summarized = proposing
         .as_ref()
         .and_then(|lp| lp.result.as_deref())
-        .and_then(|result| serde_json::from_str::<Value>(result).ok())
-        .and_then(|result| result.get("summarized").and_then(Value::as_bool))
+        .and_then(|result| serde_json::from_str::<LoopRecord>(result).ok())
+        .and_then(|record| record.summarized)
         .unwrap_or(false);
     let rejected = resolution == Resolution::Reject
         || entries::rejected_at_turn(conn, run.id, proposing_turn)?;

@@ -1,7 +1,7 @@
 //! What clients are told at the end of a turn: `run/state`, and `run/proposal` for each new
 //! proposal.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::agent::error::LoopError;
 use crate::agent::turn::input::TurnInput;
@@ -10,7 +10,10 @@ use crate::context::Packet;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::queries::{entries, runs, turns};
 use crate::db::DbError;
-use crate::hub::notifications::{Notification, ProposedEntry, RunProposal};
+use crate::hub::notifications::{
+    HistoryEntry, Notification, PendingProposal, ProposedEntry, RunProposal, RunState, Telemetry,
+    UnknownEntry,
+};
 use crate::llm::ChatResponse;
 
 /// The run's alias now (it may have been renamed while running).
@@ -79,57 +82,65 @@ pub async fn publish_turn_state(
     if !fresh.is_empty() {
         agent.hubs.publish(
             project,
+            run,
             Notification::Proposal(RunProposal {
                 run: alias.to_string(),
                 proposed: fresh,
             }),
         );
     }
-    let history: Vec<Value> = log
-        .into_iter()
-        .map(|row| {
-            json!({"tool": row.tool, "target": row.target, "status": row.status,
-                   "path": row.path, "body": row.body})
-        })
-        .collect();
-    let unknowns: Vec<Value> = unknowns
-        .into_iter()
-        .map(|row| json!({"path": row.path, "body": row.body}))
-        .collect();
-    let proposed: Vec<Value> = unresolved
-        .iter()
-        .map(|row| {
-            json!({"path": row.path, "type": scheme_or_unknown(&row.path),
-                   "attributes": parse_attributes(&row.attributes)})
-        })
-        .collect();
-    let status = if unresolved.is_empty() { 102 } else { 202 };
-    let state = json!({
-        "run": alias,
-        "turn": turn,
-        "status": status,
-        "summary": latest_summary.unwrap_or_default(),
-        "history": history,
-        "unknowns": unknowns,
-        "proposed": proposed,
-        "telemetry": {
-            "modelAlias": input.model_alias,
-            "model": if response.model.is_empty() { input.model_alias } else { response.model.as_str() },
-            "temperature": input.temperature,
-            "context_size": input.context_size,
-            "context_tokens": context_tokens,
-            "prompt_tokens": usage.prompt_tokens,
-            "cached_tokens": usage.cached_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "reasoning_tokens": usage.reasoning_tokens,
-            "total_tokens": usage.total_tokens,
-            "cost": usage.cost,
-            "context_distribution": packet.distribution,
+    let state = RunState {
+        run: alias.to_string(),
+        turn,
+        status: if unresolved.is_empty() { 102 } else { 202 },
+        summary: latest_summary.unwrap_or_default(),
+        history: log
+            .into_iter()
+            .map(|row| HistoryEntry {
+                tool: row.tool,
+                target: row.target,
+                status: row.status,
+                path: row.path,
+                body: row.body,
+            })
+            .collect(),
+        unknowns: unknowns
+            .into_iter()
+            .map(|row| UnknownEntry {
+                path: row.path,
+                body: row.body,
+            })
+            .collect(),
+        proposed: unresolved
+            .iter()
+            .map(|row| PendingProposal {
+                path: row.path.clone(),
+                kind: scheme_or_unknown(&row.path),
+                attributes: parse_attributes(&row.attributes),
+            })
+            .collect(),
+        telemetry: Telemetry {
+            model_alias: input.model_alias.to_string(),
+            model: if response.model.is_empty() {
+                input.model_alias.to_string()
+            } else {
+                response.model.clone()
+            },
+            temperature: input.temperature,
+            context_size: input.context_size,
+            context_tokens,
+            prompt_tokens: usage.prompt_tokens,
+            cached_tokens: usage.cached_tokens,
+            completion_tokens: usage.completion_tokens,
+            reasoning_tokens: usage.reasoning_tokens,
+            total_tokens: usage.total_tokens,
+            cost: usage.cost,
+            context_distribution: packet.distribution.clone(),
         },
-    });
+    };
     agent
         .hubs
-        .publish(project, Notification::State(Box::new(state)));
+        .publish(project, run, Notification::State(Box::new(state)));
     Ok(())
 }
 

@@ -184,6 +184,7 @@ async fn execute_numbered_turn(
     let project = state::project_of(agent, run_id).await?;
     agent.hubs.publish(
         project,
+        run_id,
         Notification::Progress(RunProgress {
             run: alias.clone(),
             turn: i64::from(turn),
@@ -215,6 +216,7 @@ async fn execute_numbered_turn(
     );
     agent.hubs.publish(
         project,
+        run_id,
         Notification::Progress(RunProgress {
             run: alias.clone(),
             turn: i64::from(turn),

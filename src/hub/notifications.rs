@@ -3,13 +3,15 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::context::BucketShare;
+
 /// A notification about one run, before the hub numbers it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notification {
     /// `run/progress`: a turn is thinking or processing.
     Progress(RunProgress),
     /// `run/state`: a turn finished.
-    State(Box<Value>),
+    State(Box<RunState>),
     /// `run/proposal`: a new proposal awaits resolution.
     Proposal(RunProposal),
 }
@@ -35,20 +37,11 @@ impl Notification {
         }
     }
 
-    /// The alias of the run it is about.
-    pub fn run(&self) -> &str {
-        match self {
-            Notification::Progress(progress) => &progress.run,
-            Notification::State(state) => state.get("run").and_then(Value::as_str).unwrap_or(""),
-            Notification::Proposal(proposal) => &proposal.run,
-        }
-    }
-
     /// The params object, before the hub adds `seq`.
     pub fn params(&self) -> Value {
         match self {
             Notification::Progress(progress) => serde_json::to_value(progress),
-            Notification::State(state) => Ok((**state).clone()),
+            Notification::State(state) => serde_json::to_value(state),
             Notification::Proposal(proposal) => serde_json::to_value(proposal),
         }
         .unwrap_or(Value::Null)
@@ -97,4 +90,92 @@ pub struct ProposedEntry {
     pub body: String,
     /// Its attributes (patch, merge, command, ...).
     pub attributes: Value,
+}
+
+/// `run/state` params: where the run stands after a turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunState {
+    /// Run alias.
+    pub run: String,
+    /// Run-global turn number.
+    pub turn: i32,
+    /// 202 while proposals are pending, else 102.
+    pub status: i32,
+    /// The latest accepted `<summarize>` text, or empty.
+    pub summary: String,
+    /// The run's log entries, oldest first.
+    pub history: Vec<HistoryEntry>,
+    /// The run's open questions.
+    pub unknowns: Vec<UnknownEntry>,
+    /// Every pending proposal of the run.
+    pub proposed: Vec<PendingProposal>,
+    /// Model, tokens and cost.
+    pub telemetry: Telemetry,
+}
+
+/// One log entry of `run/state.history`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HistoryEntry {
+    /// The tool (the entry's scheme).
+    pub tool: String,
+    /// What it acted on (command, file, path or question).
+    pub target: String,
+    /// Its status.
+    pub status: i32,
+    /// Its entry path.
+    pub path: String,
+    /// Its body.
+    pub body: String,
+}
+
+/// One open question of `run/state.unknowns`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnknownEntry {
+    /// Its entry path.
+    pub path: String,
+    /// The question.
+    pub body: String,
+}
+
+/// One pending proposal of `run/state.proposed`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PendingProposal {
+    /// The proposal's entry path.
+    pub path: String,
+    /// Its scheme.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its attributes.
+    pub attributes: Value,
+}
+
+/// `run/state.telemetry`: the model and what the run has used so far (snake_case keys, as
+/// the reference sends them, except `modelAlias`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Telemetry {
+    /// The alias the client asked for.
+    #[serde(rename = "modelAlias")]
+    pub model_alias: String,
+    /// The model the provider reports (the alias when it reports none).
+    pub model: String,
+    /// The temperature requests are sent with, `null` for the provider's default.
+    pub temperature: Option<f64>,
+    /// The context window in tokens.
+    pub context_size: i64,
+    /// The context of the latest turn.
+    pub context_tokens: i32,
+    /// Prompt tokens over the run.
+    pub prompt_tokens: i64,
+    /// Cached prompt tokens over the run.
+    pub cached_tokens: i64,
+    /// Completion tokens over the run.
+    pub completion_tokens: i64,
+    /// Reasoning tokens over the run.
+    pub reasoning_tokens: i64,
+    /// All tokens over the run.
+    pub total_tokens: i64,
+    /// Cost over the run.
+    pub cost: f64,
+    /// The latest packet's estimate split by bucket.
+    pub context_distribution: Vec<BucketShare>,
 }

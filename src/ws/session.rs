@@ -326,7 +326,6 @@ impl StreamHandler<Result<ws::Message, ProtocolError>> for WsSession {
             Err(ProtocolError::Overflow) => {
                 self.close_with(ctx, CloseCode::Size, "frame larger than the server accepts")
             }
-            Err(ProtocolError::Io(error)) if is_disconnect(&error) => ctx.stop(),
             Err(ProtocolError::Io(error)) => self.close_with(
                 ctx,
                 CloseCode::Invalid,
@@ -335,11 +334,6 @@ impl StreamHandler<Result<ws::Message, ProtocolError>> for WsSession {
             Err(error) => self.close_with(ctx, CloseCode::Protocol, &error.to_string()),
         }
     }
-}
-
-/// The peer went away without a close handshake: nothing to answer, just stop.
-fn is_disconnect(error: &std::io::Error) -> bool {
-    error.kind() == std::io::ErrorKind::UnexpectedEof || error.to_string().contains("EOF")
 }
 
 #[cfg(test)]

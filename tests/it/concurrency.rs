@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use futures_util::future::join_all;
 use regex::Regex;
-use rummy::db::ids::ProjectId;
+use rummy::db::ids::{ProjectId, RunId};
 use rummy::hub::notifications::{Notification, ProgressStatus, RunProgress};
 use serde_json::{json, Value};
 
@@ -45,21 +45,23 @@ async fn fifty_clients_starting_runs_at_once_all_get_unique_aliases() {
     assert!(aliases.iter().all(|alias| listed.contains(alias)));
 }
 
-fn progress(run: &str, turn: i64, status: ProgressStatus) -> Notification {
-    Notification::Progress(RunProgress {
-        run: run.to_string(),
+/// A `run/progress` of run `id` (alias `alias`).
+fn progress(id: i64, alias: &str, turn: i64, status: ProgressStatus) -> (RunId, Notification) {
+    let notification = Notification::Progress(RunProgress {
+        run: alias.to_string(),
         turn,
         status,
-    })
+    });
+    (RunId(id), notification)
 }
 
 /// Publishes on the server's hub of `project`, as a run loop would.
-fn publish(app: &TestApp, project: i64, notification: Notification) {
+fn publish(app: &TestApp, project: i64, (run, notification): (RunId, Notification)) {
     app.server
         .state
         .agent
         .hubs
-        .publish(ProjectId(project), notification);
+        .publish(ProjectId(project), run, notification);
 }
 
 /// The next `run/progress` params on `client`, which must have had no other notification.
@@ -88,7 +90,7 @@ async fn notifications_reach_only_the_connections_of_their_project() {
     publish(
         &app,
         alpha_id,
-        progress("run_a", 1, ProgressStatus::Thinking),
+        progress(1, "run_a", 1, ProgressStatus::Thinking),
     );
     let thinking = json!({"run": "run_a", "turn": 1, "status": "thinking", "seq": 1});
     assert_eq!(only_progress(&mut alpha).await, thinking);
@@ -96,7 +98,7 @@ async fn notifications_reach_only_the_connections_of_their_project() {
     publish(
         &app,
         alpha_id,
-        progress("run_a", 1, ProgressStatus::Processing),
+        progress(1, "run_a", 1, ProgressStatus::Processing),
     );
     let processing = json!({"run": "run_a", "turn": 1, "status": "processing", "seq": 2});
     assert_eq!(only_progress(&mut alpha).await, processing);
@@ -105,7 +107,7 @@ async fn notifications_reach_only_the_connections_of_their_project() {
     publish(
         &app,
         beta_id,
-        progress("run_b", 4, ProgressStatus::Thinking),
+        progress(2, "run_b", 4, ProgressStatus::Thinking),
     );
     assert_eq!(
         only_progress(&mut beta).await,
@@ -117,7 +119,7 @@ async fn notifications_reach_only_the_connections_of_their_project() {
     publish(
         &app,
         beta_id,
-        progress("run_b", 4, ProgressStatus::Processing),
+        progress(2, "run_b", 4, ProgressStatus::Processing),
     );
     let next = json!({"run": "run_b", "turn": 4, "status": "processing", "seq": 2});
     assert_eq!(
@@ -139,13 +141,13 @@ async fn re_init_moves_a_connection_to_the_new_project() {
     publish(
         &app,
         alpha_id,
-        progress("run_a", 1, ProgressStatus::Thinking),
+        progress(1, "run_a", 1, ProgressStatus::Thinking),
     );
     assert_eq!(only_progress(&mut alpha).await["run"], json!("run_a"));
     publish(
         &app,
         beta_id,
-        progress("run_b", 1, ProgressStatus::Thinking),
+        progress(2, "run_b", 1, ProgressStatus::Thinking),
     );
     assert_eq!(
         only_progress(&mut mover).await,

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
@@ -136,8 +135,7 @@ async fn ask_or_act(
         priority: LoopPriority::Normal,
         config: config.to_json(),
     };
-    let outcome = run_loop(&context, run.id, enqueue).await?;
-    Reply::of(outcome)
+    run_loop(&context, run.id, enqueue).await
 }
 
 /// Queues a loop, wakes the run's actor and waits for that loop's outcome.
@@ -145,7 +143,7 @@ pub async fn run_loop(
     context: &CallContext,
     run: RunId,
     enqueue: LoopEnqueue,
-) -> Result<Value, AppError> {
+) -> Result<Reply, AppError> {
     let queued = context
         .agent
         .db
@@ -158,7 +156,7 @@ async fn wait_for_loop(
     context: &CallContext,
     run: RunId,
     loop_id: LoopId,
-) -> Result<Value, AppError> {
+) -> Result<Reply, AppError> {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     context
         .agent
@@ -168,7 +166,7 @@ async fn wait_for_loop(
         .await
         .map_err(|_| AppError::Internal("the run stopped before its loop ended".into()))?;
     let alias = current_alias(context, run).await?;
-    Ok(outcome.to_result(&alias))
+    Reply::of(outcome.to_result(&alias))
 }
 
 async fn current_alias(context: &CallContext, run: RunId) -> Result<String, AppError> {
@@ -253,7 +251,7 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
         resume::Decision::Completed => {
             Reply::of(LoopOutcome::Ended(RunStatus::Completed).to_result(&run.alias))
         }
-        resume::Decision::Resume(enqueue) => Reply::of(run_loop(&context, run.id, *enqueue).await?),
+        resume::Decision::Resume(enqueue) => run_loop(&context, run.id, *enqueue).await,
     }
 }
 
@@ -306,7 +304,7 @@ pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply,
         return Reply::of(blocked_result(&run.alias, &proposed));
     }
     let enqueue = inject_loop(&context, &run, params.message.0).await?;
-    Reply::of(run_loop(&context, run.id, enqueue).await?)
+    run_loop(&context, run.id, enqueue).await
 }
 
 async fn inject_loop(
