@@ -13,7 +13,7 @@ use rummy::context::view::EntryView;
 use rummy::context::TokenMath;
 use rummy::db::enums::Fidelity;
 use rummy::db::ids::RunId;
-use rummy::db::models::run::RunCreate;
+use rummy::db::models::run::RunCreateForm;
 use rummy::db::models::ProjectInsertForm;
 use rummy::db::queries::{projects, runs};
 use rummy::db::{open_connection, run_migrations, ConnectionSetup};
@@ -77,7 +77,7 @@ fn store(dir: &tempfile::TempDir, entries: i64) -> Option<(SqliteConnection, Run
         },
     )
     .ok()?;
-    let create = RunCreate {
+    let create = RunCreateForm {
         project_id: project.id,
         model: "m".into(),
         temperature: None,

@@ -13,8 +13,8 @@ use diesel::SqliteConnection;
 
 use rummy::db::connection::write_transaction;
 use rummy::db::ids::RunId;
-use rummy::db::models::entry::{EntryUpsert, Selector};
-use rummy::db::models::run::RunCreate;
+use rummy::db::models::entry::{EntryUpsertForm, Selector};
+use rummy::db::models::run::RunCreateForm;
 use rummy::db::models::ProjectInsertForm;
 use rummy::db::queries::{entries, projects, runs};
 use rummy::db::{open_connection, run_migrations, ConnectionSetup};
@@ -43,7 +43,7 @@ fn store(dir: &tempfile::TempDir) -> Option<(SqliteConnection, RunId)> {
         },
     )
     .ok()?;
-    let create = RunCreate {
+    let create = RunCreateForm {
         project_id: project.id,
         model: "m".into(),
         temperature: None,
@@ -70,8 +70,8 @@ fn store(dir: &tempfile::TempDir) -> Option<(SqliteConnection, RunId)> {
     Some((conn, run))
 }
 
-fn upsert(run: RunId, path: String, body: String) -> EntryUpsert {
-    EntryUpsert {
+fn upsert(run: RunId, path: String, body: String) -> EntryUpsertForm {
+    EntryUpsertForm {
         run_id: run,
         loop_id: None,
         turn: 51,

@@ -16,7 +16,7 @@ use crate::config::Settings;
 use crate::db::models::ModelInsertForm;
 use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions};
 use crate::hub::HubRegistry;
-use crate::llm::{ConcurrencyLimits, LlmProviders, ProviderSettings, RetryPolicy};
+use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
 use crate::metrics::Metrics;
 use crate::plugins::assembly::Assembly;
 use crate::plugins::events::Events;
@@ -264,11 +264,11 @@ fn connection_setup(settings: &Settings) -> ConnectionSetup {
 }
 
 /// What the LLM layer needs of the settings.
-fn provider_settings(settings: &Settings) -> ProviderSettings {
+fn provider_settings(settings: &Settings) -> LlmOptions {
     let providers = &settings.providers;
     let text = |value: &str| (!value.is_empty()).then(|| value.to_string());
     let concurrency = providers.concurrency.max(1);
-    ProviderSettings {
+    LlmOptions {
         openai_base_url: text(&providers.openai_base_url),
         openai_api_key: text(providers.openai_api_key.expose()),
         ollama_base_url: text(&providers.ollama_base_url),

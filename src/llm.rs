@@ -29,5 +29,5 @@ pub use error::LlmError;
 pub use providers::LlmProviders;
 pub use retry::{parse_retry_after, RetryPolicy};
 pub use route::{ProviderKind, Route};
-pub use settings::{ConcurrencyLimits, ProviderSettings};
+pub use settings::{ConcurrencyLimits, LlmOptions};
 pub use tokio_util::sync::CancellationToken;

@@ -25,7 +25,7 @@ pub use command::{
     TransferCommand, UnknownCommand,
 };
 pub use set::SetCommand;
-pub use tool::Tool;
+pub use tool::ToolTag;
 
 /// Everything parsed from one model response.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

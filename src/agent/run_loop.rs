@@ -16,7 +16,7 @@ use crate::budget::{
 use crate::db::enums::RunStatus;
 use crate::db::enums::{Fidelity, LoopPriority};
 use crate::db::ids::RunId;
-use crate::db::models::entry::EntryUpsert;
+use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::entry::Selector;
 use crate::db::models::run::{LoopRow, RunRow};
 use crate::db::queries::loops;
@@ -340,9 +340,9 @@ async fn resolve_model(
 /// Stores `error://<loop sequence>` so the client can read why the loop failed.
 async fn record_error(agent: &AgentContext, lp: &LoopRow, message: &str) {
     let path = format!("error://{}", lp.sequence);
-    let upsert = EntryUpsert {
+    let upsert = EntryUpsertForm {
         status: 500,
-        ..EntryUpsert::new(lp.run_id, Some(lp.id), 0, path, message)
+        ..EntryUpsertForm::new(lp.run_id, Some(lp.id), 0, path, message)
     };
     let run_id: RunId = lp.run_id;
     if let Err(error) = agent

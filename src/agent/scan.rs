@@ -10,7 +10,7 @@ use crate::agent::error::LoopError;
 use crate::agent::AgentContext;
 use crate::db::enums::Fidelity;
 use crate::db::ids::LoopId;
-use crate::db::models::entry::{EntryUpsert, Selector};
+use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunRow;
 use crate::db::queries::{constraints, entries, projects};
 use crate::db::DbError;
@@ -105,7 +105,7 @@ fn write_scan(
         }
         entries::upsert_entry(
             conn,
-            &EntryUpsert {
+            &EntryUpsertForm {
                 run_id,
                 loop_id: Some(loop_id),
                 turn,

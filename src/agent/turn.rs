@@ -17,7 +17,7 @@ use crate::budget::{
 };
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
-use crate::db::models::entry::{EntryUpsert, UnresolvedRow};
+use crate::db::models::entry::{EntryUpsertForm, UnresolvedRow};
 use crate::db::models::run::{TurnInsertForm, TurnRow, TurnUsageForm};
 use crate::db::paths::slug_path;
 use crate::db::queries::{entries, runs, turns};
@@ -27,7 +27,7 @@ use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
 use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
 use crate::parser::Command;
 use crate::plugins::dispatch::PreparedWork;
-use crate::plugins::dispatch::{dispatch_gated, TurnInput as DispatchInput};
+use crate::plugins::dispatch::{dispatch_gated, ResponseTurn};
 use crate::plugins::events::Event;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
@@ -298,7 +298,7 @@ async fn dispatch(
 ) -> Result<TurnReport, LoopError> {
     let Prepared { commands, work } = prepared;
     let plugins = Arc::clone(&agent.plugins);
-    let dispatch_input = DispatchInput {
+    let dispatch_input = ResponseTurn {
         run_id: input.run_id,
         loop_id: Some(input.loop_row.id),
         turn,
@@ -342,9 +342,9 @@ async fn dispatch(
                 let path = entries::free_path(conn, run_id, &slug_path(scheme, &text))?;
                 entries::upsert_entry(
                     conn,
-                    &EntryUpsert {
+                    &EntryUpsertForm {
                         attributes: Some(json!({"healed": true})),
-                        ..EntryUpsert::new(run_id, Some(loop_id), turn, path, text.clone())
+                        ..EntryUpsertForm::new(run_id, Some(loop_id), turn, path, text.clone())
                     },
                 )?;
                 match healed {
@@ -449,9 +449,9 @@ async fn record_audit(
             for (path, body) in audit {
                 entries::upsert_entry(
                     conn,
-                    &EntryUpsert {
+                    &EntryUpsertForm {
                         fidelity: Some(Fidelity::Archive),
-                        ..EntryUpsert::new(run_id, Some(loop_id), turn, path, body)
+                        ..EntryUpsertForm::new(run_id, Some(loop_id), turn, path, body)
                     },
                 )?;
             }

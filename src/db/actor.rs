@@ -185,7 +185,7 @@ mod tests {
     use super::transact::Transact;
     use super::*;
     use crate::db::enums::RunStatus;
-    use crate::db::models::run::RunCreate;
+    use crate::db::models::run::RunCreateForm;
     use crate::db::models::ProjectInsertForm;
     use crate::db::queries::{context, entries, projects, runs};
     use crate::db::testing::write;
@@ -227,7 +227,7 @@ mod tests {
                         config_path: None,
                     },
                 )?;
-                let create = RunCreate {
+                let create = RunCreateForm {
                     project_id: project.id,
                     model: "grok".into(),
                     temperature: None,

@@ -35,7 +35,7 @@ impl TestDb {
 
 /// A project `p` with one run of model `m`.
 pub fn sample_run(conn: &mut SqliteConnection) -> crate::db::models::run::RunRow {
-    use crate::db::models::run::RunCreate;
+    use crate::db::models::run::RunCreateForm;
     use crate::db::models::ProjectInsertForm;
     use crate::db::queries::{projects, runs};
     let project = projects::upsert_project(
@@ -47,7 +47,7 @@ pub fn sample_run(conn: &mut SqliteConnection) -> crate::db::models::run::RunRow
         },
     )
     .unwrap();
-    let create = RunCreate {
+    let create = RunCreateForm {
         project_id: project.id,
         model: "m".into(),
         temperature: None,
@@ -82,8 +82,8 @@ pub fn write(
     path: &str,
     body: &str,
     turn: i32,
-) -> crate::db::models::entry::EntryUpsert {
-    crate::db::models::entry::EntryUpsert {
+) -> crate::db::models::entry::EntryUpsertForm {
+    crate::db::models::entry::EntryUpsertForm {
         run_id,
         loop_id: None,
         turn,

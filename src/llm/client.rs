@@ -12,7 +12,7 @@ use super::chat::{ChatRequest, ChatResponse};
 use super::error::LlmError;
 use super::retry::parse_retry_after;
 use super::route::ProviderKind;
-use super::settings::ProviderSettings;
+use super::settings::LlmOptions;
 use super::{chat_completions, responses};
 
 /// How long connecting to a provider may take, within the overall fetch timeout.
@@ -22,12 +22,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub(super) struct ProviderClient {
     http: reqwest::Client,
-    settings: Arc<ProviderSettings>,
+    settings: Arc<LlmOptions>,
 }
 
 impl ProviderClient {
     /// Builds the HTTP client (one connection pool shared by every provider).
-    pub(super) fn new(settings: Arc<ProviderSettings>) -> Result<ProviderClient, LlmError> {
+    pub(super) fn new(settings: Arc<LlmOptions>) -> Result<ProviderClient, LlmError> {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT.min(settings.fetch_timeout))
             .build()
@@ -36,7 +36,7 @@ impl ProviderClient {
     }
 
     /// The settings this client was built with.
-    pub(super) fn settings(&self) -> &ProviderSettings {
+    pub(super) fn settings(&self) -> &LlmOptions {
         &self.settings
     }
 
@@ -200,7 +200,7 @@ fn not_configured(provider: ProviderKind, message: &str) -> LlmError {
 }
 
 /// The OpenAI-compatible server root: trailing `/` and `/v1` removed.
-pub(super) fn openai_root(settings: &ProviderSettings) -> Result<String, LlmError> {
+pub(super) fn openai_root(settings: &LlmOptions) -> Result<String, LlmError> {
     let base = settings.openai_base_url.as_deref().ok_or_else(|| {
         not_configured(
             ProviderKind::OpenAi,
@@ -212,7 +212,7 @@ pub(super) fn openai_root(settings: &ProviderSettings) -> Result<String, LlmErro
 }
 
 /// The Ollama server root.
-pub(super) fn ollama_root(settings: &ProviderSettings) -> Result<String, LlmError> {
+pub(super) fn ollama_root(settings: &LlmOptions) -> Result<String, LlmError> {
     let base = settings.ollama_base_url.as_deref().ok_or_else(|| {
         not_configured(
             ProviderKind::Ollama,
@@ -223,7 +223,7 @@ pub(super) fn ollama_root(settings: &ProviderSettings) -> Result<String, LlmErro
 }
 
 /// OpenRouter's API root.
-pub(super) fn openrouter_root(settings: &ProviderSettings) -> String {
+pub(super) fn openrouter_root(settings: &LlmOptions) -> String {
     settings
         .openrouter_base_url
         .trim()
@@ -232,7 +232,7 @@ pub(super) fn openrouter_root(settings: &ProviderSettings) -> String {
 }
 
 /// OpenRouter's key, required for completions.
-pub(super) fn openrouter_key(settings: &ProviderSettings) -> Result<&str, LlmError> {
+pub(super) fn openrouter_key(settings: &LlmOptions) -> Result<&str, LlmError> {
     settings.openrouter_api_key.as_deref().ok_or_else(|| {
         not_configured(
             ProviderKind::OpenRouter,
@@ -242,7 +242,7 @@ pub(super) fn openrouter_key(settings: &ProviderSettings) -> Result<&str, LlmErr
 }
 
 /// xAI's Responses URL and key, both required.
-pub(super) fn xai_endpoint(settings: &ProviderSettings) -> Result<(String, &str), LlmError> {
+pub(super) fn xai_endpoint(settings: &LlmOptions) -> Result<(String, &str), LlmError> {
     let url = settings.xai_base_url.as_deref().ok_or_else(|| {
         not_configured(
             ProviderKind::Xai,
@@ -270,9 +270,9 @@ mod tests {
             "http://h:8080/v1",
             "http://h:8080/v1/",
         ] {
-            let settings = ProviderSettings {
+            let settings = LlmOptions {
                 openai_base_url: Some(base.into()),
-                ..ProviderSettings::default()
+                ..LlmOptions::default()
             };
             assert_eq!(openai_root(&settings).unwrap(), "http://h:8080", "{base}");
         }
@@ -280,7 +280,7 @@ mod tests {
 
     #[test]
     fn missing_settings_use_the_reference_messages() {
-        let empty = ProviderSettings::default();
+        let empty = LlmOptions::default();
         let messages = [
             openai_root(&empty).unwrap_err().to_string(),
             openrouter_key(&empty).unwrap_err().to_string(),
@@ -294,9 +294,9 @@ mod tests {
                 "x.ai/ model requested but XAI_BASE_URL is not set.",
             ]
         );
-        let url_only = ProviderSettings {
+        let url_only = LlmOptions {
             xai_base_url: Some("http://x/v1/responses".into()),
-            ..ProviderSettings::default()
+            ..LlmOptions::default()
         };
         assert_eq!(
             xai_endpoint(&url_only).unwrap_err().to_string(),

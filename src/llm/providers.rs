@@ -11,7 +11,7 @@ use super::chat::{ChatRequest, ChatResponse};
 use super::client::ProviderClient;
 use super::error::LlmError;
 use super::route::{ProviderKind, Route};
-use super::settings::ProviderSettings;
+use super::settings::LlmOptions;
 
 /// Handles to the four provider actors. Cheap to clone.
 #[derive(Clone)]
@@ -24,7 +24,7 @@ pub struct LlmProviders {
 
 impl LlmProviders {
     /// Starts the provider actors on the current actix system.
-    pub fn start(settings: ProviderSettings) -> Result<LlmProviders, LlmError> {
+    pub fn start(settings: LlmOptions) -> Result<LlmProviders, LlmError> {
         let limits = settings.concurrency;
         let client = ProviderClient::new(Arc::new(settings))?;
         let start = |provider: ProviderKind| {

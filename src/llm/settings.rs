@@ -1,4 +1,4 @@
-//! `ProviderSettings`: base URLs, keys, timeouts, retries and concurrency for every provider,
+//! `LlmOptions`: base URLs, keys, timeouts, retries and concurrency for every provider,
 //! filled by the caller from the server's typed settings (`app::provider_settings`).
 
 use std::fmt;
@@ -7,9 +7,9 @@ use std::time::Duration;
 use super::retry::RetryPolicy;
 use super::route::ProviderKind;
 
-/// OpenRouter's public API root, in [`ProviderSettings::default`].
+/// OpenRouter's public API root, in [`LlmOptions::default`].
 pub const DEFAULT_OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
-/// The provider HTTP timeout of [`ProviderSettings::default`].
+/// The provider HTTP timeout of [`LlmOptions::default`].
 pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How many calls each provider may have in flight at once.
@@ -51,7 +51,7 @@ impl ConcurrencyLimits {
 
 /// Everything the providers need to know. `Debug` never prints the keys.
 #[derive(Clone, PartialEq)]
-pub struct ProviderSettings {
+pub struct LlmOptions {
     /// `OPENAI_BASE_URL`.
     pub openai_base_url: Option<String>,
     /// `OPENAI_API_KEY`.
@@ -80,9 +80,9 @@ pub struct ProviderSettings {
     pub concurrency: ConcurrencyLimits,
 }
 
-impl Default for ProviderSettings {
+impl Default for LlmOptions {
     fn default() -> Self {
-        ProviderSettings {
+        LlmOptions {
             openai_base_url: None,
             openai_api_key: None,
             ollama_base_url: None,
@@ -108,10 +108,10 @@ fn redacted(secret: &Option<String>) -> &'static str {
     }
 }
 
-impl fmt::Debug for ProviderSettings {
+impl fmt::Debug for LlmOptions {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter
-            .debug_struct("ProviderSettings")
+            .debug_struct("LlmOptions")
             .field("openai_base_url", &self.openai_base_url)
             .field("openai_api_key", &redacted(&self.openai_api_key))
             .field("ollama_base_url", &self.ollama_base_url)
@@ -135,10 +135,10 @@ mod tests {
 
     #[test]
     fn debug_never_shows_keys() {
-        let keyed = ProviderSettings {
+        let keyed = LlmOptions {
             openrouter_api_key: Some("sk-secret-1".into()),
             xai_api_key: Some("xai-secret-2".into()),
-            ..ProviderSettings::default()
+            ..LlmOptions::default()
         };
         let printed = format!("{keyed:?}");
         assert!(!printed.contains("secret"), "{printed}");

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::attrs::ExtraAttrs;
 use super::attrs::{extend_attrs, insert_some};
 use super::set::SetCommand;
-use super::tool::Tool;
+use super::tool::ToolTag;
 
 /// `<get>` and `<rm>`: entries selected by path or pattern.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -138,20 +138,20 @@ impl Command {
     /// The tool name as written in the tag.
     pub fn name(&self) -> &str {
         match self {
-            Command::Get(_) => Tool::Get.name(),
-            Command::Set(_) => Tool::Set.name(),
-            Command::Known(_) => Tool::Known.name(),
-            Command::Unknown(_) => Tool::Unknown.name(),
-            Command::Env(_) => Tool::Env.name(),
-            Command::Sh(_) => Tool::Sh.name(),
-            Command::Rm(_) => Tool::Rm.name(),
-            Command::Cp(_) => Tool::Cp.name(),
-            Command::Mv(_) => Tool::Mv.name(),
-            Command::Search(_) => Tool::Search.name(),
-            Command::Summarize(_) => Tool::Summarize.name(),
-            Command::Update(_) => Tool::Update.name(),
-            Command::AskUser(_) => Tool::AskUser.name(),
-            Command::Think(_) => Tool::Think.name(),
+            Command::Get(_) => ToolTag::Get.name(),
+            Command::Set(_) => ToolTag::Set.name(),
+            Command::Known(_) => ToolTag::Known.name(),
+            Command::Unknown(_) => ToolTag::Unknown.name(),
+            Command::Env(_) => ToolTag::Env.name(),
+            Command::Sh(_) => ToolTag::Sh.name(),
+            Command::Rm(_) => ToolTag::Rm.name(),
+            Command::Cp(_) => ToolTag::Cp.name(),
+            Command::Mv(_) => ToolTag::Mv.name(),
+            Command::Search(_) => ToolTag::Search.name(),
+            Command::Summarize(_) => ToolTag::Summarize.name(),
+            Command::Update(_) => ToolTag::Update.name(),
+            Command::AskUser(_) => ToolTag::AskUser.name(),
+            Command::Think(_) => ToolTag::Think.name(),
             Command::Other { name, .. } => name,
         }
     }

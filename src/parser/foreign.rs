@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::scan::{Piece, RawElement};
-use super::tool::Tool;
+use super::tool::ToolTag;
 
 const QWEN_OPEN: &str = "<|tool_call>";
 const QWEN_CLOSE: &str = "<tool_call|>";
@@ -93,7 +93,7 @@ fn fence_marker(rest: &str, fence_open: &mut bool) -> Option<usize> {
 /// attributes; when the tool's main field is still empty, the first other argument fills
 /// it (its value becomes the element text); remaining arguments stay attributes, where
 /// attribute healing may promote one to `path`.
-fn element_from_arguments(tool: Tool, arguments: Vec<(String, String)>) -> RawElement {
+fn element_from_arguments(tool: ToolTag, arguments: Vec<(String, String)>) -> RawElement {
     let vocabulary = tool.vocabulary();
     let (mut attrs, others): (Vec<_>, Vec<_>) = arguments
         .into_iter()
@@ -118,9 +118,9 @@ fn element_from_arguments(tool: Tool, arguments: Vec<(String, String)>) -> RawEl
 }
 
 /// Resolves a possibly namespaced tool name (`rummy.nvim/get`, `x:get`, `functions.get`).
-fn tool_from_call_name(name: &str) -> Option<Tool> {
+fn tool_from_call_name(name: &str) -> Option<ToolTag> {
     let last = name.rsplit(['/', ':', '.']).next()?;
-    Tool::from_name(last)
+    ToolTag::from_name(last)
 }
 
 fn json_arguments(value: &Value) -> Vec<(String, String)> {
@@ -298,7 +298,7 @@ mod tests {
         expand(vec![Piece::Text(text.to_owned())])
     }
 
-    fn element(tool: Tool, attrs: &[(&str, &str)], body: &str) -> Piece {
+    fn element(tool: ToolTag, attrs: &[(&str, &str)], body: &str) -> Piece {
         Piece::Element(RawElement {
             tool,
             attrs: attrs
@@ -315,7 +315,7 @@ mod tests {
         assert_eq!(
             expand_one("<|tool_call>call:rummy.nvim/get{path:\"it's\"}<tool_call|> ok"),
             vec![
-                element(Tool::Get, &[("path", "it's")], ""),
+                element(ToolTag::Get, &[("path", "it's")], ""),
                 Piece::Text(" ok".into())
             ]
         );
@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(
             expand_one("<|tool_call>call:sh{command:<|\"|>ls, -la<|\"|>,cwd:/}<tool_call|>"),
             vec![element(
-                Tool::Sh,
+                ToolTag::Sh,
                 &[("command", "ls, -la"), ("cwd", "/")],
                 ""
             )]
@@ -343,7 +343,7 @@ mod tests {
     fn openai_arguments_may_be_a_json_string() {
         assert_eq!(
             expand_one(r#"{"name":"get","arguments":"{\"path\":\"a\"}"}"#),
-            vec![element(Tool::Get, &[("path", "a")], "")]
+            vec![element(ToolTag::Get, &[("path", "a")], "")]
         );
     }
 
@@ -351,7 +351,7 @@ mod tests {
     fn search_query_fills_the_main_field() {
         assert_eq!(
             expand_one(r#"{"name":"search","arguments":{"query":"q","results":3}}"#),
-            vec![element(Tool::Search, &[("results", "3")], "q")]
+            vec![element(ToolTag::Search, &[("results", "3")], "q")]
         );
     }
 
@@ -361,7 +361,7 @@ mod tests {
             expand_one("x [TOOL_CALLS] [{\"name\":\"rm\",\"arguments\":{\"path\":\"a\"}}] y"),
             vec![
                 Piece::Text("x ".into()),
-                element(Tool::Rm, &[("path", "a")], ""),
+                element(ToolTag::Rm, &[("path", "a")], ""),
                 Piece::Text(" y".into())
             ]
         );

@@ -11,7 +11,7 @@ use super::command::{
 };
 use super::scan::RawElement;
 use super::set::SetCommand;
-use super::tool::Tool;
+use super::tool::ToolTag;
 
 /// Turns one raw element into its command.
 pub(crate) fn resolve(element: RawElement) -> Command {
@@ -21,39 +21,39 @@ pub(crate) fn resolve(element: RawElement) -> Command {
     let owned = |value: Option<&str>| value.map(str::to_owned);
     let text_or_body = || owned(text.or(attrs.text("body"))).unwrap_or_default();
     match element.tool {
-        Tool::Get => Command::Get(GetCommand {
+        ToolTag::Get => Command::Get(GetCommand {
             selection: selection(&attrs, text, element.closed),
             line: number(&attrs, "line"),
             limit: number(&attrs, "limit"),
             fidelity: owned(attrs.text("fidelity")),
         }),
-        Tool::Rm => Command::Rm(selection(&attrs, text, element.closed)),
-        Tool::Set => Command::Set(SetCommand::resolve(&attrs, &element.body)),
-        Tool::Known => Command::Known(KnownCommand {
+        ToolTag::Rm => Command::Rm(selection(&attrs, text, element.closed)),
+        ToolTag::Set => Command::Set(SetCommand::resolve(&attrs, &element.body)),
+        ToolTag::Known => Command::Known(KnownCommand {
             path: owned(attrs.text("path")),
             body: text_or_body(),
             attributes: attrs.without(&["path", "body"]),
         }),
-        Tool::Unknown => Command::Unknown(UnknownCommand {
+        ToolTag::Unknown => Command::Unknown(UnknownCommand {
             path: owned(attrs.text("path")),
             body: text_or_body(),
         }),
-        Tool::Env => Command::Env(owned(attrs.text("command").or(text))),
-        Tool::Sh => Command::Sh(owned(attrs.text("command").or(text))),
-        Tool::Cp => Command::Cp(transfer(&attrs, text)),
-        Tool::Mv => Command::Mv(transfer(&attrs, text)),
-        Tool::Search => Command::Search(SearchCommand {
+        ToolTag::Env => Command::Env(owned(attrs.text("command").or(text))),
+        ToolTag::Sh => Command::Sh(owned(attrs.text("command").or(text))),
+        ToolTag::Cp => Command::Cp(transfer(&attrs, text)),
+        ToolTag::Mv => Command::Mv(transfer(&attrs, text)),
+        ToolTag::Search => Command::Search(SearchCommand {
             query: owned(attrs.text("path").or(text)),
             results: number(&attrs, "results"),
         }),
-        Tool::Summarize => Command::Summarize(text_or_body()),
-        Tool::Update => Command::Update(text_or_body()),
-        Tool::AskUser => Command::AskUser(AskUserCommand {
+        ToolTag::Summarize => Command::Summarize(text_or_body()),
+        ToolTag::Update => Command::Update(text_or_body()),
+        ToolTag::AskUser => Command::AskUser(AskUserCommand {
             question: owned(attrs.text("question")),
             options: owned(attrs.text("options").or(text)),
         }),
-        Tool::Think => Command::Think(tagged_text(&attrs, text)),
-        Tool::Thought | Tool::Mcp => Command::Other {
+        ToolTag::Think => Command::Think(tagged_text(&attrs, text)),
+        ToolTag::Thought | ToolTag::Mcp => Command::Other {
             name: element.tool.name().to_owned(),
             content: tagged_text(&attrs, text),
         },

@@ -7,12 +7,12 @@
 //! `<think>` with a close tag swallows everything up to it: reasoning is never executed.
 
 use super::tag::{close_tag_at, open_tag_at, CloseTag, OpenTag};
-use super::tool::Tool;
+use super::tool::ToolTag;
 
 /// One tool element as written: tag, raw attributes and verbatim body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RawElement {
-    pub tool: Tool,
+    pub tool: ToolTag,
     pub attrs: Vec<(String, String)>,
     pub body: String,
     /// The element ended with its own close tag (or was self-closing), not by recovery.
@@ -32,11 +32,11 @@ pub(crate) enum Piece {
 /// forward, so one search per tool keeps the whole scan linear.
 #[derive(Default)]
 struct CloseIndex {
-    cache: Vec<(Tool, usize, Option<CloseTag>)>,
+    cache: Vec<(ToolTag, usize, Option<CloseTag>)>,
 }
 
 impl CloseIndex {
-    fn next_close(&mut self, text: &str, tool: Tool, from: usize) -> Option<CloseTag> {
+    fn next_close(&mut self, text: &str, tool: ToolTag, from: usize) -> Option<CloseTag> {
         if let Some((_, searched_from, found)) = self.cache.iter().find(|(t, _, _)| *t == tool) {
             let still_valid = *searched_from <= from
                 && match found {
@@ -54,7 +54,7 @@ impl CloseIndex {
     }
 }
 
-fn find_close(text: &str, tool: Tool, from: usize) -> Option<CloseTag> {
+fn find_close(text: &str, tool: ToolTag, from: usize) -> Option<CloseTag> {
     let mut at = from;
     while let Some(offset) = text.get(at..)?.find("</") {
         let start = at + offset;
@@ -153,7 +153,7 @@ fn body_extent(
 ) -> Extent {
     let name = open.tool.name();
     let close = closes.next_close(text, open.tool, open.end);
-    let reasoning_closed = open.tool == Tool::Think && close.is_some();
+    let reasoning_closed = open.tool == ToolTag::Think && close.is_some();
     if !reasoning_closed {
         if let Some(extent) = interruption(text, open, close, warnings) {
             return extent;
@@ -243,11 +243,11 @@ mod tests {
         (pieces, warnings)
     }
 
-    fn element(tool: Tool, attrs: &[(&str, &str)], body: &str) -> Piece {
+    fn element(tool: ToolTag, attrs: &[(&str, &str)], body: &str) -> Piece {
         with_closed(tool, attrs, body, true)
     }
 
-    fn with_closed(tool: Tool, attrs: &[(&str, &str)], body: &str, closed: bool) -> Piece {
+    fn with_closed(tool: ToolTag, attrs: &[(&str, &str)], body: &str, closed: bool) -> Piece {
         Piece::Element(RawElement {
             tool,
             attrs: attrs
@@ -265,7 +265,7 @@ mod tests {
         assert_eq!(
             pieces,
             vec![element(
-                Tool::Set,
+                ToolTag::Set,
                 &[("path", "p")],
                 "Step: <get path=\"a\"/> then"
             )]
@@ -279,8 +279,8 @@ mod tests {
         assert_eq!(
             pieces,
             vec![
-                with_closed(Tool::Get, &[("path", "a")], "\n", false),
-                element(Tool::Get, &[("path", "b")], ""),
+                with_closed(ToolTag::Get, &[("path", "a")], "\n", false),
+                element(ToolTag::Get, &[("path", "b")], ""),
                 Piece::Text("x".into()),
             ]
         );
@@ -293,7 +293,7 @@ mod tests {
         assert_eq!(
             pieces,
             vec![
-                element(Tool::Think, &[], "\n<get path=\"a\"/>"),
+                element(ToolTag::Think, &[], "\n<get path=\"a\"/>"),
                 Piece::Text("after".into()),
             ]
         );
@@ -306,7 +306,7 @@ mod tests {
         assert_eq!(
             pieces,
             vec![
-                with_closed(Tool::Update, &[], "x", false),
+                with_closed(ToolTag::Update, &[], "x", false),
                 Piece::Text("y".into())
             ]
         );

@@ -3,12 +3,12 @@
 //! Only tool tags are ever tokenised; every other `<` is text, so bodies stay verbatim.
 //! Attribute values are kept exactly as written (no entity decoding); names are lower-cased.
 
-use super::tool::Tool;
+use super::tool::ToolTag;
 
 /// An opening tool tag found in the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct OpenTag {
-    pub tool: Tool,
+    pub tool: ToolTag,
     /// Raw attributes in source order, names lower-cased, bare attributes with `""`.
     pub attrs: Vec<(String, String)>,
     pub self_closing: bool,
@@ -21,7 +21,7 @@ pub(crate) struct OpenTag {
 /// A closing tool tag found in the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CloseTag {
-    pub tool: Tool,
+    pub tool: ToolTag,
     pub start: usize,
     pub end: usize,
     /// The input ended before the tag's `>`.
@@ -45,12 +45,12 @@ fn skip_whitespace(text: &str, mut at: usize) -> usize {
 
 /// The tool named at `at` (just after `<` or `</`) and the offset past the name, when the
 /// name is a whole tool name.
-fn tool_name_at(text: &str, at: usize) -> Option<(Tool, usize)> {
+fn tool_name_at(text: &str, at: usize) -> Option<(ToolTag, usize)> {
     let mut end = at;
     while byte_at(text, end).is_some_and(is_name_byte) {
         end += 1;
     }
-    let tool = Tool::from_name(text.get(at..end)?)?;
+    let tool = ToolTag::from_name(text.get(at..end)?)?;
     match byte_at(text, end) {
         None | Some(b'/' | b'>') => Some((tool, end)),
         Some(byte) if byte.is_ascii_whitespace() => Some((tool, end)),
@@ -234,7 +234,7 @@ mod tests {
     fn reads_quoted_unquoted_and_bare_attributes() {
         let text = r#"<GET Path="a b" line=3 preview body='x"y'/>"#;
         let tag = open_tag_at(text, 0).unwrap();
-        assert_eq!(tag.tool, Tool::Get);
+        assert_eq!(tag.tool, ToolTag::Get);
         assert!(tag.self_closing);
         assert_eq!(tag.end, text.len());
         assert_eq!(
@@ -278,7 +278,7 @@ mod tests {
         let close = close_tag_at("</Update >", 0).unwrap();
         assert_eq!(
             (close.tool, close.end, close.truncated),
-            (Tool::Update, 10, false)
+            (ToolTag::Update, 10, false)
         );
         let cut = close_tag_at("</update", 0).unwrap();
         assert!(cut.truncated);

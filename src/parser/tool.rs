@@ -2,7 +2,7 @@
 
 /// A tool tag the parser recognises. Anything else in model output is text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tool {
+pub enum ToolTag {
     /// `<get>`: load or list entries.
     Get,
     /// `<set>`: write or edit an entry or file.
@@ -37,52 +37,52 @@ pub enum Tool {
     Mcp,
 }
 
-impl Tool {
+impl ToolTag {
     /// Every tool, in documentation order.
-    pub const ALL: [Tool; 16] = [
-        Tool::Get,
-        Tool::Set,
-        Tool::Known,
-        Tool::Unknown,
-        Tool::Env,
-        Tool::Sh,
-        Tool::Rm,
-        Tool::Cp,
-        Tool::Mv,
-        Tool::Search,
-        Tool::Summarize,
-        Tool::Update,
-        Tool::AskUser,
-        Tool::Think,
-        Tool::Thought,
-        Tool::Mcp,
+    pub const ALL: [ToolTag; 16] = [
+        ToolTag::Get,
+        ToolTag::Set,
+        ToolTag::Known,
+        ToolTag::Unknown,
+        ToolTag::Env,
+        ToolTag::Sh,
+        ToolTag::Rm,
+        ToolTag::Cp,
+        ToolTag::Mv,
+        ToolTag::Search,
+        ToolTag::Summarize,
+        ToolTag::Update,
+        ToolTag::AskUser,
+        ToolTag::Think,
+        ToolTag::Thought,
+        ToolTag::Mcp,
     ];
 
     /// The tag name as the model writes it.
     pub fn name(self) -> &'static str {
         match self {
-            Tool::Get => "get",
-            Tool::Set => "set",
-            Tool::Known => "known",
-            Tool::Unknown => "unknown",
-            Tool::Env => "env",
-            Tool::Sh => "sh",
-            Tool::Rm => "rm",
-            Tool::Cp => "cp",
-            Tool::Mv => "mv",
-            Tool::Search => "search",
-            Tool::Summarize => "summarize",
-            Tool::Update => "update",
-            Tool::AskUser => "ask_user",
-            Tool::Think => "think",
-            Tool::Thought => "thought",
-            Tool::Mcp => "mcp",
+            ToolTag::Get => "get",
+            ToolTag::Set => "set",
+            ToolTag::Known => "known",
+            ToolTag::Unknown => "unknown",
+            ToolTag::Env => "env",
+            ToolTag::Sh => "sh",
+            ToolTag::Rm => "rm",
+            ToolTag::Cp => "cp",
+            ToolTag::Mv => "mv",
+            ToolTag::Search => "search",
+            ToolTag::Summarize => "summarize",
+            ToolTag::Update => "update",
+            ToolTag::AskUser => "ask_user",
+            ToolTag::Think => "think",
+            ToolTag::Thought => "thought",
+            ToolTag::Mcp => "mcp",
         }
     }
 
     /// The tool a tag name denotes, ignoring ASCII case.
-    pub fn from_name(name: &str) -> Option<Tool> {
-        Tool::ALL
+    pub fn from_name(name: &str) -> Option<ToolTag> {
+        ToolTag::ALL
             .into_iter()
             .find(|tool| tool.name().eq_ignore_ascii_case(name))
     }
@@ -91,10 +91,10 @@ impl Tool {
     /// get/rm/search, `command` for sh/env, `to` for cp/mv, `options` for ask_user, else `body`.
     pub(crate) fn main_field(self) -> &'static str {
         match self {
-            Tool::Get | Tool::Rm | Tool::Search => "path",
-            Tool::Sh | Tool::Env => "command",
-            Tool::Cp | Tool::Mv => "to",
-            Tool::AskUser => "options",
+            ToolTag::Get | ToolTag::Rm | ToolTag::Search => "path",
+            ToolTag::Sh | ToolTag::Env => "command",
+            ToolTag::Cp | ToolTag::Mv => "to",
+            ToolTag::AskUser => "options",
             _ => "body",
         }
     }
@@ -102,18 +102,22 @@ impl Tool {
     /// The attribute names the tool's documentation teaches.
     pub(crate) fn vocabulary(self) -> &'static [&'static str] {
         match self {
-            Tool::Get => &["path", "body", "preview", "line", "limit", "fidelity"],
-            Tool::Rm => &["path", "body", "preview"],
-            Tool::Set => &[
+            ToolTag::Get => &["path", "body", "preview", "line", "limit", "fidelity"],
+            ToolTag::Rm => &["path", "body", "preview"],
+            ToolTag::Set => &[
                 "path", "body", "search", "replace", "preview", "fidelity", "summary",
             ],
-            Tool::Known => &["path", "summary", "body"],
-            Tool::Unknown => &["path", "body"],
-            Tool::Env | Tool::Sh => &["command"],
-            Tool::Cp | Tool::Mv => &["path", "to", "fidelity", "preview"],
-            Tool::Search => &["path", "results"],
-            Tool::AskUser => &["question", "options"],
-            Tool::Summarize | Tool::Update | Tool::Think | Tool::Thought | Tool::Mcp => &["body"],
+            ToolTag::Known => &["path", "summary", "body"],
+            ToolTag::Unknown => &["path", "body"],
+            ToolTag::Env | ToolTag::Sh => &["command"],
+            ToolTag::Cp | ToolTag::Mv => &["path", "to", "fidelity", "preview"],
+            ToolTag::Search => &["path", "results"],
+            ToolTag::AskUser => &["question", "options"],
+            ToolTag::Summarize
+            | ToolTag::Update
+            | ToolTag::Think
+            | ToolTag::Thought
+            | ToolTag::Mcp => &["body"],
         }
     }
 }
@@ -124,10 +128,10 @@ mod tests {
 
     #[test]
     fn names_round_trip_case_insensitively() {
-        for tool in Tool::ALL {
-            assert_eq!(Tool::from_name(tool.name()), Some(tool));
-            assert_eq!(Tool::from_name(&tool.name().to_uppercase()), Some(tool));
+        for tool in ToolTag::ALL {
+            assert_eq!(ToolTag::from_name(tool.name()), Some(tool));
+            assert_eq!(ToolTag::from_name(&tool.name().to_uppercase()), Some(tool));
         }
-        assert_eq!(Tool::from_name("thinking"), None);
+        assert_eq!(ToolTag::from_name("thinking"), None);
     }
 }

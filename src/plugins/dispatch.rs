@@ -47,7 +47,7 @@ use settle::{flags, settle_status};
 
 /// The turn one response belongs to.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TurnInput {
+pub struct ResponseTurn {
     /// The run.
     pub run_id: RunId,
     /// The loop.
@@ -79,7 +79,7 @@ pub struct CallInput {
 pub fn dispatch_commands(
     conn: &mut SqliteConnection,
     plugins: &Plugins,
-    input: &TurnInput,
+    input: &ResponseTurn,
     commands: &[Command],
 ) -> Result<DispatchOutcome, ToolError> {
     dispatch_gated(conn, plugins, input, commands, None)
@@ -90,7 +90,7 @@ pub fn dispatch_commands(
 pub fn dispatch_gated(
     conn: &mut SqliteConnection,
     plugins: &Plugins,
-    input: &TurnInput,
+    input: &ResponseTurn,
     commands: &[Command],
     gate: Option<&mut dyn WriteGate>,
 ) -> Result<DispatchOutcome, ToolError> {

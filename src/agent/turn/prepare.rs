@@ -14,7 +14,7 @@ use crate::budget::{Calibrated, CalibratedMeasure, Calibration, EstimatedTokens}
 use crate::context::materialize::{materialize, TurnTarget};
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
-use crate::db::models::entry::EntryUpsert;
+use crate::db::models::entry::EntryUpsertForm;
 use crate::db::queries::{entries, runs};
 use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
 use crate::plugins::policy::ToolPolicy;
@@ -58,10 +58,10 @@ pub(super) async fn prepare_packet(
             if let Some((path, body)) = write {
                 entries::upsert_entry(
                     conn,
-                    &EntryUpsert {
+                    &EntryUpsertForm {
                         fidelity: Some(Fidelity::Full),
                         attributes: Some(json!({"mode": mode.as_str()})),
-                        ..EntryUpsert::new(run_id, Some(loop_id), turn, path, body)
+                        ..EntryUpsertForm::new(run_id, Some(loop_id), turn, path, body)
                     },
                 )?;
             }

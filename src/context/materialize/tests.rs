@@ -9,8 +9,8 @@ use serde_json::json;
 use super::*;
 use crate::context::Packet;
 use crate::db::enums::LoopMode;
-use crate::db::models::entry::{EntryUpsert, Selector};
-use crate::db::models::run::RunCreate;
+use crate::db::models::entry::{EntryUpsertForm, Selector};
+use crate::db::models::run::RunCreateForm;
 use crate::db::models::ProjectInsertForm;
 use crate::db::queries::context::turn_context;
 use crate::db::queries::entries::{set_fidelity, upsert_entry};
@@ -45,7 +45,7 @@ fn database() -> Db {
         },
     )
     .unwrap();
-    let create = RunCreate {
+    let create = RunCreateForm {
         project_id: project.id,
         model: "m".into(),
         temperature: None,
@@ -73,7 +73,7 @@ impl Db {
         status: i32,
         attributes: Option<serde_json::Value>,
     ) {
-        let entry = EntryUpsert {
+        let entry = EntryUpsertForm {
             run_id: self.run,
             loop_id: None,
             turn,

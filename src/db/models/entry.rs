@@ -61,7 +61,7 @@ impl EntryRow {
 /// stored hash; `attributes` `None` keeps the stored attributes, and an object is merged
 /// into them as a JSON merge patch (a key set to `null` is removed).
 #[derive(Debug, Clone, PartialEq)]
-pub struct EntryUpsert {
+pub struct EntryUpsertForm {
     /// Owning run.
     pub run_id: RunId,
     /// The writing loop.
@@ -82,7 +82,7 @@ pub struct EntryUpsert {
     pub attributes: Option<serde_json::Value>,
 }
 
-impl EntryUpsert {
+impl EntryUpsertForm {
     /// A plain write: status 200, stored fidelity, hash and attributes kept.
     pub fn new(
         run_id: RunId,
@@ -90,8 +90,8 @@ impl EntryUpsert {
         turn: i32,
         path: impl Into<String>,
         body: impl Into<String>,
-    ) -> EntryUpsert {
-        EntryUpsert {
+    ) -> EntryUpsertForm {
+        EntryUpsertForm {
             run_id,
             loop_id,
             turn,

@@ -39,7 +39,7 @@ pub struct RunRow {
 
 /// What a caller gives to create a run; the alias is generated.
 #[derive(Debug, Clone)]
-pub struct RunCreate {
+pub struct RunCreateForm {
     /// Owning project.
     pub project_id: ProjectId,
     /// Model alias; also the alias prefix.

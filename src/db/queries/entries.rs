@@ -9,7 +9,7 @@ use crate::db::connection::write_transaction;
 use crate::db::enums::{Category, Fidelity};
 use crate::db::functions::{hedmatch, hedsearch};
 use crate::db::ids::{EntryId, RunId};
-use crate::db::models::entry::{EntryRow, EntryUpsert, RunLogRow, Selector, UnresolvedRow};
+use crate::db::models::entry::{EntryRow, EntryUpsertForm, RunLogRow, Selector, UnresolvedRow};
 use crate::db::paths::normalize_path;
 use crate::db::schema::{known_entries, schemes, v_run_log, v_unresolved};
 use crate::db::DbError;
@@ -18,8 +18,11 @@ use crate::hedberg::budget;
 /// Ids per `IN (...)` list, well under SQLite's bind limit.
 const IDS_PER_STATEMENT: usize = 5_000;
 
-/// Writes an entry (see [`EntryUpsert`] for what is kept and what replaced) and returns it.
-pub fn upsert_entry(conn: &mut SqliteConnection, entry: &EntryUpsert) -> Result<EntryRow, DbError> {
+/// Writes an entry (see [`EntryUpsertForm`] for what is kept and what replaced) and returns it.
+pub fn upsert_entry(
+    conn: &mut SqliteConnection,
+    entry: &EntryUpsertForm,
+) -> Result<EntryRow, DbError> {
     let attributes = attributes_patch(entry.attributes.as_ref())?;
     Ok(diesel::sql_query(
         "INSERT INTO known_entries (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes)

@@ -6,7 +6,9 @@ use diesel::prelude::*;
 use crate::db::connection::write_transaction;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{ProjectId, RunId};
-use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunInsertForm, RunRow, RunSummary};
+use crate::db::models::run::{
+    RunConfigUpdateForm, RunCreateForm, RunInsertForm, RunRow, RunSummary,
+};
 use crate::db::schema::{known_entries, loops, runs, turns};
 use crate::db::DbError;
 
@@ -17,7 +19,7 @@ const ALIAS_ATTEMPTS: u32 = 10_000;
 /// (same model, same millisecond) `_2`, `_3`, ... are appended until one is free.
 pub fn create_run(
     conn: &mut SqliteConnection,
-    create: &RunCreate,
+    create: &RunCreateForm,
     now_ms: i64,
 ) -> Result<RunRow, DbError> {
     let form = RunInsertForm {

@@ -9,22 +9,22 @@ use crate::llm::discovery::OPENROUTER_FALLBACK_CONTEXT;
 use crate::llm::error::LlmError;
 use crate::llm::providers::LlmProviders;
 use crate::llm::retry::RetryPolicy;
-use crate::llm::settings::ProviderSettings;
+use crate::llm::settings::LlmOptions;
 use crate::llm::test_server::{Reply, TestServer};
 
-fn settings() -> ProviderSettings {
-    ProviderSettings {
+fn settings() -> LlmOptions {
+    LlmOptions {
         fetch_timeout: Duration::from_secs(10),
         retry: RetryPolicy {
             max_attempts: 3,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(20),
         },
-        ..ProviderSettings::default()
+        ..LlmOptions::default()
     }
 }
 
-async fn discover(settings: ProviderSettings, actual: &str) -> Result<u32, LlmError> {
+async fn discover(settings: LlmOptions, actual: &str) -> Result<u32, LlmError> {
     let providers = LlmProviders::start(settings).unwrap();
     let cancel = CancellationToken::new();
     let call = providers.discover_context(actual, &cancel);
@@ -38,7 +38,7 @@ async fn llama_cpp_props_give_the_runtime_context() {
     let props = json!({"default_generation_settings": {"n_ctx": 8192}});
     let mut server = TestServer::start(vec![Reply::ok(props)]).await;
     let found = discover(
-        ProviderSettings {
+        LlmOptions {
             openai_base_url: Some(format!("{}/v1", server.url)),
             openai_api_key: Some("sk-local".into()),
             ..settings()
@@ -62,7 +62,7 @@ async fn openai_falls_back_to_the_models_list() {
                                  {"id": "mine", "meta": {"n_ctx_train": 32768}}]});
     let mut server = TestServer::start(vec![Reply::status(404), Reply::ok(models)]).await;
     let found = discover(
-        ProviderSettings {
+        LlmOptions {
             openai_base_url: Some(server.url.clone()),
             ..settings()
         },
@@ -83,7 +83,7 @@ async fn openai_falls_back_to_the_models_list() {
 async fn openai_without_any_size_is_an_error() {
     let server = TestServer::start(vec![Reply::status(404), Reply::ok(json!({"data": []}))]).await;
     let found = discover(
-        ProviderSettings {
+        LlmOptions {
             openai_base_url: Some(server.url.clone()),
             ..settings()
         },
@@ -103,7 +103,7 @@ async fn ollama_show_after_a_transient_failure() {
                                      "qwen3.context_length": 40960}});
     let mut server = TestServer::start(vec![Reply::status(500), Reply::ok(show)]).await;
     let found = discover(
-        ProviderSettings {
+        LlmOptions {
             ollama_base_url: Some(server.url.clone()),
             ..settings()
         },
@@ -125,7 +125,7 @@ async fn ollama_show_after_a_transient_failure() {
 async fn ollama_unknown_model_is_an_error() {
     let server = TestServer::start(vec![Reply::status(404)]).await;
     let found = discover(
-        ProviderSettings {
+        LlmOptions {
             ollama_base_url: Some(server.url.clone()),
             ..settings()
         },
@@ -147,7 +147,7 @@ async fn openrouter_catalogue_override_and_fallback() {
     let catalogue =
         json!({"data": [{"id": "anthropic/claude-sonnet-4", "context_length": 200000}]});
     let mut server = TestServer::start(vec![Reply::ok(catalogue), Reply::status(503)]).await;
-    let routed = ProviderSettings {
+    let routed = LlmOptions {
         openrouter_base_url: format!("{}/api/v1", server.url),
         ..settings()
     };
@@ -155,7 +155,7 @@ async fn openrouter_catalogue_override_and_fallback() {
     let listed = discover(routed.clone(), "anthropic/claude-sonnet-4").await;
     let unavailable = discover(routed.clone(), "anthropic/claude-sonnet-4").await;
     let overridden = discover(
-        ProviderSettings {
+        LlmOptions {
             openrouter_context_size: Some(65536),
             ..routed
         },
@@ -180,7 +180,7 @@ async fn xai_models_then_language_models() {
     let described = json!({"id": "grok-4", "context_length": 256000});
     let mut server = TestServer::start(vec![Reply::ok(models), Reply::ok(described)]).await;
     let found = discover(
-        ProviderSettings {
+        LlmOptions {
             xai_base_url: Some(format!("{}/v1/responses", server.url)),
             xai_api_key: Some("xai-key".into()),
             ..settings()

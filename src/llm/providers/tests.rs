@@ -17,20 +17,20 @@ async fn bounded<T>(call: impl Future<Output = T>) -> T {
         .expect("the call never finished")
 }
 
-fn settings() -> ProviderSettings {
-    ProviderSettings {
+fn settings() -> LlmOptions {
+    LlmOptions {
         fetch_timeout: Duration::from_secs(10),
         retry: RetryPolicy {
             max_attempts: 3,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(20),
         },
-        ..ProviderSettings::default()
+        ..LlmOptions::default()
     }
 }
 
-fn openai_settings(server: &TestServer) -> ProviderSettings {
-    ProviderSettings {
+fn openai_settings(server: &TestServer) -> LlmOptions {
+    LlmOptions {
         openai_base_url: Some(format!("{}/v1/", server.url)),
         ..settings()
     }
@@ -61,7 +61,7 @@ async fn complete(providers: &LlmProviders, actual: &str) -> Result<ChatResponse
 #[actix::test]
 async fn openai_compatible_completion_with_usage_and_reasoning() {
     let mut server = TestServer::start(vec![Reply::ok(completion("<update/>"))]).await;
-    let providers = LlmProviders::start(ProviderSettings {
+    let providers = LlmProviders::start(LlmOptions {
         openai_api_key: Some("sk-test".into()),
         ..openai_settings(&server)
     })
@@ -107,7 +107,7 @@ async fn openai_compatible_completion_with_usage_and_reasoning() {
 #[actix::test]
 async fn ollama_uses_its_openai_endpoint_without_auth() {
     let mut server = TestServer::start(vec![Reply::ok(completion("hi"))]).await;
-    let providers = LlmProviders::start(ProviderSettings {
+    let providers = LlmProviders::start(LlmOptions {
         ollama_base_url: Some(server.url.clone()),
         ..settings()
     })
@@ -128,7 +128,7 @@ async fn openrouter_sends_the_whole_id_and_its_headers() {
     let body = json!({"choices": [{"message": {"content": "ok",
                        "reasoning_details": [{"type": "reasoning.text", "text": "step"}]}}]});
     let mut server = TestServer::start(vec![Reply::ok(body)]).await;
-    let providers = LlmProviders::start(ProviderSettings {
+    let providers = LlmProviders::start(LlmOptions {
         openrouter_base_url: format!("{}/api/v1", server.url),
         openrouter_api_key: Some("sk-or".into()),
         http_referer: Some("https://example.org/rummy".into()),
@@ -166,7 +166,7 @@ async fn xai_speaks_the_responses_api() {
                                  {"type": "message", "content": [{"type": "output_text", "text": "done"}]}],
                       "usage": {"input_tokens": 7, "output_tokens": 3, "cost_in_usd_ticks": 1e8}});
     let mut server = TestServer::start(vec![Reply::ok(body)]).await;
-    let providers = LlmProviders::start(ProviderSettings {
+    let providers = LlmProviders::start(LlmOptions {
         xai_base_url: Some(format!("{}/v1/responses", server.url)),
         xai_api_key: Some("xai-key".into()),
         ..settings()
@@ -192,7 +192,7 @@ async fn rate_limit_retry_after_overrides_a_long_backoff() {
         Reply::ok(completion("after the wait")),
     ])
     .await;
-    let providers = LlmProviders::start(ProviderSettings {
+    let providers = LlmProviders::start(LlmOptions {
         retry: RetryPolicy {
             max_attempts: 2,
             base_delay: Duration::from_secs(3600),
@@ -275,7 +275,7 @@ async fn client_errors_are_not_retried() {
 #[actix::test]
 async fn a_silent_server_times_out() {
     let mut server = TestServer::start(vec![Reply::Hold]).await;
-    let providers = LlmProviders::start(ProviderSettings {
+    let providers = LlmProviders::start(LlmOptions {
         fetch_timeout: Duration::from_millis(100),
         retry: RetryPolicy {
             max_attempts: 1,
@@ -359,7 +359,7 @@ async fn an_unreachable_server_is_a_connect_error_after_retries() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     drop(listener);
-    let providers = LlmProviders::start(ProviderSettings {
+    let providers = LlmProviders::start(LlmOptions {
         ollama_base_url: Some(format!("http://{address}")),
         ..settings()
     })

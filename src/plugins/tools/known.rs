@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::context::view::EntryView;
 use crate::db::enums::{Category, Fidelity};
 use crate::db::functions::estimate_tokens;
-use crate::db::models::entry::EntryUpsert;
+use crate::db::models::entry::EntryUpsertForm;
 use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
@@ -89,7 +89,7 @@ impl Tool for Known {
             attributes.insert("summary".into(), Value::String(summary));
         }
         attributes.insert("error".into(), Value::Null);
-        let fact = EntryUpsert {
+        let fact = EntryUpsertForm {
             fidelity: Some(Fidelity::Full),
             attributes: Some(Value::Object(attributes)),
             ..upsert(scope, &path, &known.body, 200)

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::db::models::entry::{EntryRow, EntryUpsert};
+use crate::db::models::entry::{EntryRow, EntryUpsertForm};
 use crate::db::paths::result_path as turn_result_path;
 use crate::db::queries::entries;
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
@@ -11,8 +11,13 @@ use crate::plugins::tools::{listing, non_empty, pattern_header};
 
 /// The upsert of `body` at `path` with `status` at the scope's run, loop and turn, keeping
 /// the stored fidelity and attributes.
-pub(crate) fn upsert(scope: &ToolScope<'_>, path: &str, body: &str, status: i32) -> EntryUpsert {
-    EntryUpsert {
+pub(crate) fn upsert(
+    scope: &ToolScope<'_>,
+    path: &str,
+    body: &str,
+    status: i32,
+) -> EntryUpsertForm {
+    EntryUpsertForm {
         run_id: scope.run_id,
         loop_id: scope.loop_id,
         turn: scope.turn,
@@ -33,7 +38,7 @@ pub(crate) fn write(
     status: i32,
     attributes: Option<Value>,
 ) -> Result<EntryRow, ToolError> {
-    let entry = EntryUpsert {
+    let entry = EntryUpsertForm {
         attributes,
         ..upsert(scope, path, body, status)
     };

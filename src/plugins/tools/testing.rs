@@ -7,13 +7,13 @@ use tempfile::TempDir;
 use crate::budget::WriteGate;
 use crate::db::enums::{LoopMode, Visibility};
 use crate::db::ids::RunId;
-use crate::db::models::entry::{EntryRow, EntryUpsert};
-use crate::db::models::run::RunCreate;
+use crate::db::models::entry::{EntryRow, EntryUpsertForm};
+use crate::db::models::run::RunCreateForm;
 use crate::db::models::ProjectInsertForm;
 use crate::db::queries::{constraints, entries, projects, runs};
 use crate::db::{open_connection, run_migrations};
 use crate::plugins::dispatch::{
-    dispatch_call, dispatch_gated, CallInput, DispatchOutcome, TurnInput,
+    dispatch_call, dispatch_gated, CallInput, DispatchOutcome, ResponseTurn,
 };
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::resolve::{
@@ -52,7 +52,7 @@ impl TestRun {
             },
         )
         .unwrap();
-        let create = RunCreate {
+        let create = RunCreateForm {
             project_id: project.id,
             model: "m".into(),
             temperature: None,
@@ -102,7 +102,7 @@ impl TestRun {
         gate: Option<&mut dyn WriteGate>,
     ) -> DispatchOutcome {
         let commands = crate::parser::parse(text).commands;
-        let input = TurnInput {
+        let input = ResponseTurn {
             run_id: self.run_id,
             loop_id: None,
             turn: self.turn,
@@ -170,7 +170,7 @@ impl TestRun {
     pub fn put(&mut self, path: &str, body: &str) -> EntryRow {
         entries::upsert_entry(
             &mut self.conn,
-            &EntryUpsert {
+            &EntryUpsertForm {
                 run_id: self.run_id,
                 loop_id: None,
                 turn: 0,

@@ -10,8 +10,8 @@ use crate::agent::resume;
 use crate::config::ApplyEdits;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::{LoopId, RunId};
-use crate::db::models::entry::EntryUpsert;
-use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreate, RunRow};
+use crate::db::models::entry::EntryUpsertForm;
+use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs};
 use crate::error::AppError;
 use crate::plugins::resolve::Resolution as Decision;
@@ -105,7 +105,7 @@ async fn ask_or_act(
             run
         }
         None => {
-            let create = RunCreate {
+            let create = RunCreateForm {
                 project_id: project,
                 model: model.clone(),
                 temperature: params.temperature,
@@ -280,9 +280,9 @@ pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply,
                     .unwrap_or(LoopMode::Ask);
                 entries::upsert_entry(
                     conn,
-                    &EntryUpsert {
+                    &EntryUpsertForm {
                         attributes: Some(serde_json::json!({"mode": mode.as_str()})),
-                        ..EntryUpsert::new(
+                        ..EntryUpsertForm::new(
                             run_id,
                             Some(current.id),
                             turn,

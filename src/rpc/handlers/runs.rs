@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::agent::loop_config::LoopConfig;
 use crate::db::models::entry::EntryRow;
-use crate::db::models::run::{RunConfigUpdateForm, RunCreate, RunRow};
+use crate::db::models::run::{RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs, turns};
 use crate::db::DbError;
 use crate::error::AppError;
@@ -62,7 +62,7 @@ pub fn validate_settings(
 pub async fn start(context: CallContext, params: StartRunParams) -> Result<Reply, AppError> {
     let project = context.project()?.id;
     let context_limit = validate_settings(params.temperature, params.context_limit)?;
-    let create = RunCreate {
+    let create = RunCreateForm {
         project_id: project,
         model: params.model.0,
         temperature: params.temperature,

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::blocking::blocking;
-use crate::db::models::entry::{EntryUpsert, Selector};
+use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunConfigUpdateForm;
 use crate::db::queries::{entries, runs};
 use crate::error::AppError;
@@ -56,12 +56,12 @@ pub async fn add(context: CallContext, params: SkillParams) -> Result<Reply, App
     let home = home(&context);
     let document = blocking(move || Ok(home.read(DocumentKind::Skill, &name)?)).await?;
     let path = format!("{SKILL_SCHEME}{}", document.name);
-    let upsert = EntryUpsert {
+    let upsert = EntryUpsertForm {
         attributes: Some(json!({
             "name": document.name,
             "source": document.path.display().to_string(),
         })),
-        ..EntryUpsert::new(run.id, None, 0, path, document.body)
+        ..EntryUpsertForm::new(run.id, None, 0, path, document.body)
     };
     context
         .agent

@@ -3,8 +3,7 @@
 use std::time::{Duration, Instant};
 
 use rummy::llm::{
-    CancellationToken, ChatMessage, ChatRequest, LlmError, LlmProviders, ProviderSettings,
-    RetryPolicy,
+    CancellationToken, ChatMessage, ChatRequest, LlmError, LlmOptions, LlmProviders, RetryPolicy,
 };
 use serde_json::{json, Value};
 
@@ -237,7 +236,7 @@ async fn props_and_models_report_the_context_size() {
 }
 
 fn rummy_providers(fake: &FakeLlm) -> LlmProviders {
-    LlmProviders::start(ProviderSettings {
+    LlmProviders::start(LlmOptions {
         openai_base_url: Some(format!("{}/v1", fake.base_url())),
         fetch_timeout: Duration::from_secs(20),
         retry: RetryPolicy {
@@ -245,7 +244,7 @@ fn rummy_providers(fake: &FakeLlm) -> LlmProviders {
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_secs(5),
         },
-        ..ProviderSettings::default()
+        ..LlmOptions::default()
     })
     .unwrap()
 }

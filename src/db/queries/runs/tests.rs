@@ -1,10 +1,10 @@
 use super::*;
-use crate::db::models::entry::EntryUpsert;
+use crate::db::models::entry::EntryUpsertForm;
 use crate::db::queries::{entries, loops};
 use crate::db::testing::{sample_loop, sample_run, TestDb};
 
 fn create(conn: &mut SqliteConnection, project_id: ProjectId, now_ms: i64) -> RunRow {
-    let create = RunCreate {
+    let create = RunCreateForm {
         project_id,
         model: "grok".into(),
         temperature: Some(0.5),
@@ -176,7 +176,7 @@ fn fork_copies_settings_store_and_turn_counter() {
         ),
         (1, 2)
     );
-    let entry = EntryUpsert {
+    let entry = EntryUpsertForm {
         run_id: parent.id,
         loop_id: None,
         turn: 2,
@@ -216,7 +216,7 @@ fn listing_and_restart_recovery() {
     let conn = &mut db.conn;
     let first = sample_run(conn);
     let second = create(conn, first.project_id, 2_000);
-    let summary = EntryUpsert {
+    let summary = EntryUpsertForm {
         run_id: first.id,
         loop_id: None,
         turn: 1,
