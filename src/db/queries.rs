@@ -3,7 +3,8 @@
 //!
 //! Conventions: a lookup by a client-given name or path returns `Option`; an operation on
 //! a row that must exist returns [`DbError::NotFound`](super::DbError::NotFound) when it
-//! does not; multi-statement writes run in an immediate transaction.
+//! does not; multi-statement writes run in a transaction of their own, a savepoint inside the unit of
+//! work that calls them.
 
 pub mod constraints;
 pub mod context;
@@ -18,4 +19,5 @@ pub mod retention;
 pub mod rpc_log;
 pub mod runs;
 pub mod schemes;
+pub mod selected;
 pub mod turns;

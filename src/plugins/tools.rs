@@ -18,7 +18,6 @@ pub mod rm;
 pub mod search;
 pub mod set;
 pub mod status_signal;
-pub(crate) mod store;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod think;

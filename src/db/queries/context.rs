@@ -72,6 +72,23 @@ pub fn turn_context(
         .load(conn)?)
 }
 
+/// The display tokens of the run's entries the model can see.
+pub fn visible_tokens(conn: &mut SqliteConnection, run_id: RunId) -> Result<i64, DbError> {
+    #[derive(QueryableByName)]
+    struct Total {
+        #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
+        tokens: Option<i64>,
+    }
+    let total: Total = diesel::sql_query(
+        "SELECT SUM(k.tokens) AS tokens FROM known_entries k
+         JOIN schemes s ON s.name = COALESCE(k.scheme, 'file')
+         WHERE k.run_id = ?1 AND s.model_visible = 1 AND k.status <> 202",
+    )
+    .bind::<diesel::sql_types::BigInt, _>(run_id)
+    .get_result(conn)?;
+    Ok(total.tokens.unwrap_or(0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,12 +4,10 @@
 //! caller records a 413 with the gate's message instead.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable};
 
 use crate::budget::{WriteGate, WriteIntent};
 use crate::db::enums::Fidelity;
-use crate::db::ids::RunId;
-use crate::db::DbError;
+use crate::db::queries::context;
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
 
 /// Why a gated command did not commit.
@@ -40,7 +38,7 @@ pub(super) fn gated(
     let Some(gate) = gate else {
         return run(scope).map(Ok);
     };
-    let before = visible_tokens(scope.conn, scope.run_id)?;
+    let before = context::visible_tokens(scope.conn, scope.run_id)?;
     let (run_id, loop_id, turn, policy, root, settings, readonly) = (
         scope.run_id,
         scope.loop_id,
@@ -71,7 +69,7 @@ pub(super) fn gated(
             }
             None => 200,
         };
-        let after = visible_tokens(inner.conn, run_id)?;
+        let after = context::visible_tokens(inner.conn, run_id).map_err(ToolError::from)?;
         let write = WriteIntent {
             tokens_delta: after - before,
             status,
@@ -86,22 +84,4 @@ pub(super) fn gated(
         Err(Refusal::Gate(message)) => Ok(Err(message)),
         Err(Refusal::Tool(error)) => Err(error),
     }
-}
-
-/// The display tokens of the run's entries the model can see.
-fn visible_tokens(conn: &mut SqliteConnection, run_id: RunId) -> Result<i64, ToolError> {
-    #[derive(QueryableByName)]
-    struct Total {
-        #[diesel(sql_type = Nullable<BigInt>)]
-        tokens: Option<i64>,
-    }
-    let total: Total = diesel::sql_query(
-        "SELECT SUM(k.tokens) AS tokens FROM known_entries k
-         JOIN schemes s ON s.name = COALESCE(k.scheme, 'file')
-         WHERE k.run_id = ?1 AND s.model_visible = 1 AND k.status <> 202",
-    )
-    .bind::<BigInt, _>(run_id)
-    .get_result(conn)
-    .map_err(DbError::from)?;
-    Ok(total.tokens.unwrap_or(0))
 }

@@ -2,11 +2,12 @@
 //! (`preview`), or read some lines of one entry without changing anything.
 
 use crate::context::view::EntryView;
+use crate::db::queries::selected;
 use crate::parser::{Command, GetCommand, Selection};
 use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::{
     attribute_or, fail, headed, is_pattern, listing, mismatched, non_empty, not_found,
-    parse_fidelity, paths_of, pattern_header, preview, report, select, store,
+    parse_fidelity, paths_of, pattern_header, preview, report, select,
 };
 
 /// The `get` tool.
@@ -73,9 +74,9 @@ impl Tool for Get {
         if rows.is_empty() && !pattern {
             return not_found(scope, result_path, path);
         }
-        store::promote(scope.conn, &rows, scope.turn)?;
+        selected::promote(scope.conn, &rows, scope.turn)?;
         if let Some(fidelity) = fidelity {
-            store::set_fidelity(scope.conn, &rows, fidelity)?;
+            selected::set_fidelity(scope.conn, &rows, fidelity)?;
         }
         let body = if pattern {
             listing(&pattern_header("get", path, filter), &rows)

@@ -6,13 +6,14 @@ use serde_json::json;
 use crate::context::view::EntryView;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
+use crate::db::queries::selected;
 use crate::parser::{Command, Selection};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::files;
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, mismatched, non_empty, not_found,
-    preview, propose_separately, report, select_settled, store,
+    preview, propose_separately, report, select_settled,
 };
 
 /// The `rm` tool.
@@ -89,7 +90,7 @@ impl Tool for Rm {
         {
             return fail(scope, result_path, 403, &refusal);
         }
-        store::delete(scope.conn, &others)?;
+        selected::delete(scope.conn, &others)?;
         if let ([file], []) = (files.as_slice(), others.as_slice()) {
             let attributes = json!({ "path": file.path });
             return finish(scope, result_path, 202, &file.path, Some(attributes));
@@ -129,7 +130,7 @@ impl Tool for Rm {
                 }
                 files::remove(root, file)?;
             }
-            store::delete_at(scope.conn, scope.run_id, file)?;
+            selected::delete_at(scope.conn, scope.run_id, file)?;
         }
         Ok(())
     }

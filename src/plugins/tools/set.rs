@@ -16,6 +16,7 @@ use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
 use crate::db::queries::entries;
+use crate::db::queries::selected;
 use crate::hedberg::unified_diff;
 use crate::hedberg::SetRevision;
 use crate::parser::{normalize_attrs, Command, SetCommand};
@@ -25,7 +26,7 @@ use crate::plugins::tools::files;
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, is_pattern, listing, merge,
     mismatched, non_empty, not_found, parse_fidelity, paths_of, pattern_header, preview, report,
-    select, store, summary_attribute, write,
+    select, summary_attribute, write,
 };
 
 /// The `set` tool.
@@ -224,7 +225,7 @@ fn change_fidelity(
     if rows.is_empty() {
         return not_found(scope, result_path, path);
     }
-    store::set_fidelity(scope.conn, &rows, fidelity)?;
+    selected::set_fidelity(scope.conn, &rows, fidelity)?;
     if let Some(patch) = &patch {
         for row in &rows {
             entries::update_attributes(scope.conn, scope.run_id, &row.path, patch)?;

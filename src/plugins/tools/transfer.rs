@@ -11,13 +11,14 @@ use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
 use crate::db::queries::entries;
 use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
+use crate::db::queries::selected;
 use crate::parser::{Command, TransferCommand};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
 use crate::plugins::tools::files::{self, escape_reason};
 use crate::plugins::tools::{
     fail, file_changes_forbidden, finish, is_pattern, mismatched, non_empty, not_found,
-    parse_fidelity, paths_of, propose_separately, select_settled, store, write,
+    parse_fidelity, paths_of, propose_separately, select_settled, write,
 };
 
 /// The `cp` or `mv` tool.
@@ -89,7 +90,7 @@ impl Transfer {
                     if rows.is_empty() {
                         return not_found(scope, result_path, path);
                     }
-                    store::set_fidelity(scope.conn, &rows, fidelity)?;
+                    selected::set_fidelity(scope.conn, &rows, fidelity)?;
                     let body = format!("{} set to {fidelity}", paths_of(&rows));
                     finish(scope, result_path, 200, &body, None)
                 }
@@ -218,10 +219,10 @@ impl Transfer {
             },
         )?;
         if self.is_move && copy.path != row.path {
-            store::delete(scope.conn, std::slice::from_ref(row))?;
+            selected::delete(scope.conn, std::slice::from_ref(row))?;
         }
         if let Some(fidelity) = fidelity {
-            store::set_fidelity(scope.conn, std::slice::from_ref(&copy), fidelity)?;
+            selected::set_fidelity(scope.conn, std::slice::from_ref(&copy), fidelity)?;
         }
         Ok(existed.then(|| format!("Overwrote existing entry at {}", copy.path)))
     }
@@ -309,7 +310,7 @@ impl Tool for Transfer {
             }
         }
         match text("from") {
-            Some(from) if self.is_move => Ok(store::delete_at(scope.conn, scope.run_id, from)?),
+            Some(from) if self.is_move => Ok(selected::delete_at(scope.conn, scope.run_id, from)?),
             _ => Ok(()),
         }
     }

@@ -9,9 +9,10 @@ use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
 use crate::db::paths::normalize_path;
 use crate::db::queries::entries::get_entry;
+use crate::db::queries::selected;
 use crate::hedberg::{EditBlock, HedbergError};
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
-use crate::plugins::tools::{fail, finish, merge, select_settled, store, write};
+use crate::plugins::tools::{fail, finish, merge, select_settled, write};
 
 use super::prepared;
 
@@ -48,7 +49,7 @@ pub(super) fn run(
             .as_ref()
             .is_some_and(|handled| handled.path == result_path);
         if !kept_result {
-            store::delete_at(scope.conn, scope.run_id, result_path)?;
+            selected::delete_at(scope.conn, scope.run_id, result_path)?;
         }
         return Ok(outcome.unwrap_or_else(|| Handled::at(result_path)));
     }

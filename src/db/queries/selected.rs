@@ -1,15 +1,14 @@
-//! Store operations on entries the handlers already selected, by id (or on the one entry at
-//! a path). They run inside the dispatch transaction, so unlike the db layer's pattern
-//! operations they open none of their own (SQLite cannot nest `BEGIN IMMEDIATE`).
+//! Operations on entries a tool already selected, by id (or on the one entry at a path), in
+//! statements of at most [`IDS_PER_STATEMENT`] ids.
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 
+use super::entries;
 use crate::db::enums::Fidelity;
 use crate::db::ids::{EntryId, RunId};
 use crate::db::models::entry::EntryRow;
-use crate::db::queries::entries;
 use crate::db::schema::known_entries;
 use crate::db::DbError;
 
@@ -21,11 +20,7 @@ fn ids(rows: &[EntryRow]) -> Vec<EntryId> {
 }
 
 /// Brings the rows to full fidelity, touched at `turn`.
-pub(crate) fn promote(
-    conn: &mut SqliteConnection,
-    rows: &[EntryRow],
-    turn: i32,
-) -> Result<(), DbError> {
+pub fn promote(conn: &mut SqliteConnection, rows: &[EntryRow], turn: i32) -> Result<(), DbError> {
     for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
         diesel::update(known_entries::table.filter(known_entries::id.eq_any(chunk)))
             .set((
@@ -39,7 +34,7 @@ pub(crate) fn promote(
 }
 
 /// Sets the rows' fidelity; the turn is not touched.
-pub(crate) fn set_fidelity(
+pub fn set_fidelity(
     conn: &mut SqliteConnection,
     rows: &[EntryRow],
     fidelity: Fidelity,
@@ -56,7 +51,7 @@ pub(crate) fn set_fidelity(
 }
 
 /// Deletes the rows.
-pub(crate) fn delete(conn: &mut SqliteConnection, rows: &[EntryRow]) -> Result<(), DbError> {
+pub fn delete(conn: &mut SqliteConnection, rows: &[EntryRow]) -> Result<(), DbError> {
     for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
         diesel::delete(known_entries::table.filter(known_entries::id.eq_any(chunk)))
             .execute(conn)?;
@@ -65,11 +60,7 @@ pub(crate) fn delete(conn: &mut SqliteConnection, rows: &[EntryRow]) -> Result<(
 }
 
 /// Deletes the run's entry at `path`, when there is one.
-pub(crate) fn delete_at(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-    path: &str,
-) -> Result<(), DbError> {
+pub fn delete_at(conn: &mut SqliteConnection, run_id: RunId, path: &str) -> Result<(), DbError> {
     match entries::get_entry(conn, run_id, path)? {
         Some(entry) => delete(conn, std::slice::from_ref(&entry)),
         None => Ok(()),
