@@ -70,6 +70,10 @@ async fn abort_stops_the_current_loop_and_the_queue_runs_on() {
     observer.ok("run/abort", json!({"run": run})).await;
     let aborted = first.reply(&first_id).await;
     assert_eq!(aborted["result"]["status"], json!(499), "{aborted}");
+    let errors = observer
+        .ok("getEntries", json!({"run": run, "pattern": "error://*"}))
+        .await;
+    assert_eq!(errors, json!([]), "an abort records no error");
     let queued = second.reply(&second_id).await;
     assert_eq!(queued["result"]["status"], json!(200), "{queued}");
     let requests = llm.requests();
