@@ -12,7 +12,7 @@ use crate::db::queries::{entries, runs, turns};
 use crate::db::DbError;
 use crate::hub::notifications::{
     HistoryEntry, Notification, PendingProposal, ProposedEntry, RunProposal, RunState, Telemetry,
-    UnknownEntry,
+    UnknownEntry, UsageTotals,
 };
 use crate::llm::ChatResponse;
 
@@ -129,12 +129,7 @@ pub async fn publish_turn_state(
             temperature: input.temperature,
             context_size: input.context_size,
             context_tokens,
-            prompt_tokens: usage.prompt_tokens,
-            cached_tokens: usage.cached_tokens,
-            completion_tokens: usage.completion_tokens,
-            reasoning_tokens: usage.reasoning_tokens,
-            total_tokens: usage.total_tokens,
-            cost: usage.cost,
+            usage: UsageTotals::from(&usage),
             context_distribution: packet.distribution.clone(),
         },
     };

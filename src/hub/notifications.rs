@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::context::BucketShare;
+use crate::db::models::run::RunUsage;
 
 /// A notification about one run, before the hub numbers it.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,18 +165,39 @@ pub struct Telemetry {
     pub context_size: i64,
     /// The context of the latest turn.
     pub context_tokens: i32,
-    /// Prompt tokens over the run.
-    pub prompt_tokens: i64,
-    /// Cached prompt tokens over the run.
-    pub cached_tokens: i64,
-    /// Completion tokens over the run.
-    pub completion_tokens: i64,
-    /// Reasoning tokens over the run.
-    pub reasoning_tokens: i64,
-    /// All tokens over the run.
-    pub total_tokens: i64,
-    /// Cost over the run.
-    pub cost: f64,
+    /// Tokens and cost over the run.
+    #[serde(flatten)]
+    pub usage: UsageTotals,
     /// The latest packet's estimate split by bucket.
     pub context_distribution: Vec<BucketShare>,
+}
+
+/// Tokens and cost summed over a run's turns, as `run/state` and `getRun` report them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct UsageTotals {
+    /// Prompt tokens.
+    pub prompt_tokens: i64,
+    /// Cached prompt tokens.
+    pub cached_tokens: i64,
+    /// Completion tokens.
+    pub completion_tokens: i64,
+    /// Reasoning tokens.
+    pub reasoning_tokens: i64,
+    /// All tokens.
+    pub total_tokens: i64,
+    /// Cost.
+    pub cost: f64,
+}
+
+impl From<&RunUsage> for UsageTotals {
+    fn from(usage: &RunUsage) -> Self {
+        UsageTotals {
+            prompt_tokens: usage.prompt_tokens,
+            cached_tokens: usage.cached_tokens,
+            completion_tokens: usage.completion_tokens,
+            reasoning_tokens: usage.reasoning_tokens,
+            total_tokens: usage.total_tokens,
+            cost: usage.cost,
+        }
+    }
 }

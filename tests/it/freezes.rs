@@ -19,16 +19,11 @@ fn xml(elements: usize) -> String {
     format!("<r>{}</r>\n", "<i/>".repeat(elements))
 }
 
-/// A server whose `fake` model is the scripted LLM.
+/// A server whose `fake` model is the scripted LLM, with room for large files.
 async fn app_with(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
-    let mut env = vec![
-        ("OPENAI_BASE_URL", llm.base_url()),
-        ("RUMMY_MODEL_fake", "openai/fake"),
-        ("RUMMY_CONTEXT_fake", "1000000"),
-        ("RUMMY_LLM_ATTEMPTS", "1"),
-    ];
+    let mut env = vec![("RUMMY_CONTEXT_fake", "1000000")];
     env.extend_from_slice(extra);
-    TestApp::start_with(&env).await
+    TestApp::with_llm(llm, &env).await
 }
 
 /// A client in project `name` whose files are written, scanned into a run by one `ask`
@@ -43,22 +38,6 @@ async fn scanned(app: &TestApp, name: &str, files: &[(&str, &str)]) -> (Client, 
         .await;
     let run = result["run"].as_str().unwrap().to_string();
     (client, run)
-}
-
-/// Statuses of the run's entries under `pattern`, by path.
-async fn statuses(client: &mut Client, run: &str, pattern: &str) -> Vec<(String, i64)> {
-    let entries = client
-        .ok("getEntries", json!({"run": run, "pattern": pattern}))
-        .await;
-    entries
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|entry| {
-            let path = entry["path"].as_str().unwrap().to_string();
-            (path, entry["status"].as_i64().unwrap())
-        })
-        .collect()
 }
 
 #[actix_web::test]
@@ -151,7 +130,7 @@ async fn an_xpath_filter_in_a_model_reply_is_a_422_entry() {
         )
         .await;
     assert_eq!(result["status"], json!(200), "{result}");
-    let gets = statuses(&mut client, &run, "get://*").await;
+    let gets = client.statuses(&run, "get://*").await;
     assert_eq!(gets.len(), 1, "{gets:?}");
     assert_eq!(gets[0].1, 422, "{gets:?}");
     let next_turn = llm.requests()[2]["messages"].to_string();
@@ -194,7 +173,7 @@ async fn a_model_search_computes_beside_the_writer() {
         .await
         .expect("the search ends within its request limits");
     assert_eq!(ended["result"]["status"], json!(200), "{ended}");
-    let gets = statuses(&mut heavy, &heavy_run, "get://*").await;
+    let gets = heavy.statuses(&heavy_run, "get://*").await;
     assert_eq!(gets.len(), 1, "{gets:?}");
     assert_eq!(gets[0].1, 422, "{gets:?}");
 }
@@ -215,7 +194,7 @@ async fn a_reply_repeating_one_command_thousands_of_times_runs_the_first_hundred
         )
         .await;
     let run = result["run"].as_str().unwrap().to_string();
-    let gets = statuses(&mut client, &run, "get://*").await;
+    let gets = client.statuses(&run, "get://*").await;
     assert_eq!(
         gets.len(),
         101,
@@ -251,7 +230,7 @@ async fn a_sed_edit_that_multiplies_a_large_file_is_a_422_entry() {
         )
         .await;
     assert_eq!(result["status"], json!(200), "{result}");
-    let sets = statuses(&mut client, &run, "set://*").await;
+    let sets = client.statuses(&run, "set://*").await;
     assert!(sets.iter().any(|(_, status)| *status == 422), "{sets:?}");
 }
 

@@ -21,23 +21,6 @@ async fn pin_readonly(client: &mut Client, path: &str) {
     assert_eq!(pinned, json!({"status": "ok"}));
 }
 
-async fn entry_statuses(client: &mut Client, run: &str, pattern: &str) -> Vec<(String, i64)> {
-    let entries = client
-        .ok("getEntries", json!({"run": run, "pattern": pattern}))
-        .await;
-    entries
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|entry| {
-            (
-                entry["path"].as_str().unwrap().to_string(),
-                entry["status"].as_i64().unwrap(),
-            )
-        })
-        .collect()
-}
-
 fn read(root: &Path, path: &str) -> Option<String> {
     std::fs::read_to_string(root.join(path)).ok()
 }
@@ -73,7 +56,7 @@ async fn a_model_cannot_change_a_readonly_file() {
         );
     }
     for scheme in ["set", "rm", "mv", "cp"] {
-        let statuses = entry_statuses(&mut client, run, &format!("{scheme}://**")).await;
+        let statuses = client.statuses(run, &format!("{scheme}://**")).await;
         assert!(!statuses.is_empty(), "{scheme}");
         assert!(
             statuses.iter().all(|(_, status)| *status == 403),
@@ -106,7 +89,7 @@ async fn accept_after_pinning(client: &mut Client, pinned: &str) -> (Value, i64)
             json!({"run": run, "resolution": {"path": path, "action": "accept"}}),
         )
         .await;
-    let statuses = entry_statuses(client, &run, &path).await;
+    let statuses = client.statuses(&run, &path).await;
     assert_eq!(statuses.len(), 1, "{statuses:?}");
     (resolved, statuses[0].1)
 }

@@ -235,6 +235,22 @@ impl Client {
         reply["result"].clone()
     }
 
+    /// `(path, status)` of the run's entries under `pattern`, by path.
+    pub async fn statuses(&mut self, run: &str, pattern: &str) -> Vec<(String, i64)> {
+        let entries = self
+            .ok("getEntries", json!({"run": run, "pattern": pattern}))
+            .await;
+        entries
+            .as_array()
+            .expect("getEntries answers a list")
+            .iter()
+            .map(|entry| {
+                let path = entry["path"].as_str().unwrap_or_default().to_string();
+                (path, entry["status"].as_i64().unwrap_or_default())
+            })
+            .collect()
+    }
+
     /// Calls a method that must fail; returns (code, message).
     pub async fn err(&mut self, method: &str, params: Value) -> (i64, String) {
         let reply = self.call(method, params).await;

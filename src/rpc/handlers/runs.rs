@@ -9,6 +9,7 @@ use crate::db::models::run::{RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs, turns};
 use crate::db::DbError;
 use crate::error::AppError;
+use crate::hub::notifications::UsageTotals;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::params::{Page, Required};
 
@@ -140,12 +141,8 @@ pub struct RunParams {
 struct Telemetry {
     /// What the run's requests are sent with: its latest loop's effective temperature.
     temperature: Option<f64>,
-    prompt_tokens: i64,
-    cached_tokens: i64,
-    completion_tokens: i64,
-    reasoning_tokens: i64,
-    total_tokens: i64,
-    cost: f64,
+    #[serde(flatten)]
+    usage: UsageTotals,
 }
 
 #[derive(Serialize)]
@@ -246,12 +243,7 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
         context: RunContext {
             telemetry: Telemetry {
                 temperature,
-                prompt_tokens: usage.prompt_tokens,
-                cached_tokens: usage.cached_tokens,
-                completion_tokens: usage.completion_tokens,
-                reasoning_tokens: usage.reasoning_tokens,
-                total_tokens: usage.total_tokens,
-                cost: usage.cost,
+                usage: UsageTotals::from(&usage),
             },
             reasoning: audit(reasoning),
             content: audit(content),
