@@ -1,6 +1,8 @@
 //! The context economy end to end: the pre-LLM ceiling, panic mode, the size gate, partial
 //! reads and fidelity changes, with a scripted LLM and small context windows.
 
+use rummy::db::enums::RunStatus;
+use rummy::db::queries::{loops, runs};
 use serde_json::{json, Value};
 
 use crate::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
@@ -146,6 +148,24 @@ async fn a_panic_that_frees_nothing_fails_after_three_strikes() {
     assert!(
         calls <= 5,
         "three strikes, not the turn limit: {calls} calls"
+    );
+    let (pending, latest) = app
+        .server
+        .state
+        .agent
+        .db
+        .call(move |conn| {
+            let run = runs::find_run(conn, &run)?.expect("the run exists");
+            Ok((
+                loops::pending_loops(conn, run.id)?,
+                loops::latest_loop(conn, run.id)?.map(|lp| lp.status),
+            ))
+        })
+        .await
+        .unwrap();
+    assert!(
+        pending.is_empty() && !matches!(latest, Some(RunStatus::Queued | RunStatus::Running)),
+        "the retry ended with the panic: {pending:?} {latest:?}"
     );
 }
 
@@ -304,5 +324,53 @@ async fn the_write_guard_trips_mid_dispatch_and_fails_every_later_write() {
     assert!(
         second.contains("413"),
         "the model sees why its writes failed"
+    );
+}
+
+#[actix_web::test]
+async fn a_prompt_queued_behind_a_failing_panic_still_runs() {
+    let base = base_packet_tokens().await;
+    let window = base + 2_600;
+    let big_prompt = format!("Summarize this log: {}", filler(1_500));
+    let slow = || {
+        Step::delayed(
+            std::time::Duration::from_millis(200),
+            Reply::new("<update>thinking about it</update>"),
+        )
+    };
+    let mut script = vec![Step::reply(three_knowns())];
+    script.extend((0..4).map(|_| slow()));
+    let llm = FakeLlm::builder(script)
+        .when_exhausted(WhenExhausted::Reply(Reply::new(
+            "<summarize>answered</summarize>",
+        )))
+        .start();
+    let app = app_with(&llm, window).await;
+    let (mut client, _) = app.client_in_project("queued").await;
+    let (mut other, _) = app.client_in_project("queued").await;
+    let first = client
+        .ok("ask", json!({"model": "fake", "prompt": "take notes"}))
+        .await;
+    let run = first["run"].as_str().unwrap().to_string();
+    let big = client
+        .send(
+            "ask",
+            json!({"model": "fake", "prompt": big_prompt, "run": run}),
+        )
+        .await;
+    llm.wait_for_requests(2).await;
+    let small = other
+        .send(
+            "ask",
+            json!({"model": "fake", "prompt": "a small question", "run": run}),
+        )
+        .await;
+    let failed = client.reply(&big).await;
+    assert_eq!(failed["result"]["status"], json!(413), "{failed}");
+    let answered = other.reply(&small).await;
+    assert_eq!(
+        answered["result"]["status"],
+        json!(200),
+        "the queued prompt runs after the panic failed: {answered}"
     );
 }
