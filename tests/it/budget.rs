@@ -144,6 +144,15 @@ async fn a_panic_that_frees_nothing_fails_after_three_strikes() {
     assert!(error.contains("prompt"), "names what does not fit: {error}");
     let state = run_of(&mut client).await;
     assert_eq!(state["status"], json!(413), "not stuck at 102: {state}");
+    let prompts = client
+        .ok("getEntries", json!({"run": run, "pattern": "prompt://*"}))
+        .await;
+    let panic_prompt = prompts.as_array().unwrap().last().unwrap();
+    assert_eq!(
+        panic_prompt["fidelity"],
+        json!("archive"),
+        "the failed panic's instructions are archived: {prompts}"
+    );
     let calls = llm.requests().len();
     assert!(
         calls <= 5,
