@@ -178,8 +178,11 @@ impl ClientCall {
     }
 }
 
-/// One model tool. Implementations live in `plugins/tools/`, one file each.
-pub trait Tool: Send + Sync {
+/// What a model tool is, apart from its commands: its name and scheme, when it is offered,
+/// what the model reads about it and of its entries, how a client calls it, and what
+/// accepting one of its proposals does. Implementations live in `plugins/tools/`, one file
+/// each, beside their [`TypedTool`] impl.
+pub trait ToolInfo: Send + Sync {
     /// The tag name and scheme.
     fn name(&self) -> &'static str;
 
@@ -213,47 +216,9 @@ pub trait Tool: Send + Sync {
     /// The command a client call stands for.
     fn command_from_call(&self, call: &ClientCall) -> Command;
 
-    /// The text an action's result path is named after (path, command, question).
-    fn target(&self, _command: &Command) -> String {
-        String::new()
-    }
-
     /// Whether the target names a path or is free text.
     fn target_kind(&self) -> TargetKind {
         TargetKind::Path
-    }
-
-    /// Why the policy forbids this particular command although the tool is offered (ask
-    /// and panic mode may not change files); `None` when allowed.
-    fn forbids(&self, _command: &Command, _policy: &ToolPolicy) -> Option<String> {
-        None
-    }
-
-    /// Whether this command adds to the pending proposal at `proposal` (made earlier in
-    /// the same response) instead of acting anew, so that proposal does not stop it: more
-    /// edits of the same file join its `set://<file>` proposal.
-    fn amends(&self, _command: &Command, _proposal: &str) -> bool {
-        false
-    }
-
-    /// Lifecycle tools: write the entry while the response is recorded; `None` when the
-    /// command is dropped (an empty fact, a duplicate question).
-    fn record(
-        &self,
-        _scope: &mut ToolScope<'_>,
-        _command: &Command,
-    ) -> Result<Option<Handled>, ToolError> {
-        Ok(None)
-    }
-
-    /// Action tools: run the command whose result entry was recorded at `result_path`.
-    fn handle(
-        &self,
-        _scope: &mut ToolScope<'_>,
-        _command: &Command,
-        result_path: &str,
-    ) -> Result<Handled, ToolError> {
-        Ok(Handled::at(result_path))
     }
 
     /// Side effects of accepting one of its proposals (the entry is already resolved).
@@ -265,4 +230,121 @@ pub trait Tool: Send + Sync {
     ) -> Result<(), ToolError> {
         Ok(())
     }
+}
+
+/// A model tool over its own command type: what it does with its commands. The registry
+/// holds every tool as a [`Tool`], which erases the type once, here.
+pub trait TypedTool: ToolInfo {
+    /// The command shape it handles.
+    type Input;
+
+    /// Its own command inside a parsed one; `None` for another tool's.
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c Self::Input>;
+
+    /// The text an action's result path is named after (path, command, question).
+    fn target(&self, _input: &Self::Input) -> String {
+        String::new()
+    }
+
+    /// Why the policy forbids this particular command although the tool is offered (ask
+    /// and panic mode may not change files); `None` when allowed.
+    fn forbids(&self, _input: &Self::Input, _policy: &ToolPolicy) -> Option<String> {
+        None
+    }
+
+    /// Whether this command adds to the pending proposal at `proposal` (made earlier in
+    /// the same response) instead of acting anew, so that proposal does not stop it: more
+    /// edits of the same file join its `set://<file>` proposal.
+    fn amends(&self, _input: &Self::Input, _proposal: &str) -> bool {
+        false
+    }
+
+    /// Lifecycle tools: write the entry while the response is recorded; `None` when the
+    /// command is dropped (an empty fact, a duplicate question).
+    fn record(
+        &self,
+        _scope: &mut ToolScope<'_>,
+        _input: &Self::Input,
+    ) -> Result<Option<Handled>, ToolError> {
+        Ok(None)
+    }
+
+    /// Action tools: run the command whose result entry was recorded at `result_path`.
+    fn handle(
+        &self,
+        _scope: &mut ToolScope<'_>,
+        _input: &Self::Input,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        Ok(Handled::at(result_path))
+    }
+}
+
+/// A model tool as the registry holds it: its commands arrive as parsed, and another tool's
+/// command is an error (dispatch never hands one over).
+pub trait Tool: ToolInfo {
+    /// See [`TypedTool::target`]; "" for another tool's command.
+    fn target(&self, command: &Command) -> String;
+
+    /// See [`TypedTool::forbids`].
+    fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String>;
+
+    /// See [`TypedTool::amends`].
+    fn amends(&self, command: &Command, proposal: &str) -> bool;
+
+    /// See [`TypedTool::record`].
+    fn record(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+    ) -> Result<Option<Handled>, ToolError>;
+
+    /// See [`TypedTool::handle`].
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+        result_path: &str,
+    ) -> Result<Handled, ToolError>;
+}
+
+impl<T: TypedTool> Tool for T {
+    fn target(&self, command: &Command) -> String {
+        self.input(command)
+            .map(|input| TypedTool::target(self, input))
+            .unwrap_or_default()
+    }
+
+    fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
+        TypedTool::forbids(self, self.input(command)?, policy)
+    }
+
+    fn amends(&self, command: &Command, proposal: &str) -> bool {
+        self.input(command)
+            .is_some_and(|input| TypedTool::amends(self, input, proposal))
+    }
+
+    fn record(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+    ) -> Result<Option<Handled>, ToolError> {
+        let input = self.input(command).ok_or_else(|| mismatched(self.name()))?;
+        TypedTool::record(self, scope, input)
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        command: &Command,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        let input = self.input(command).ok_or_else(|| mismatched(self.name()))?;
+        TypedTool::handle(self, scope, input, result_path)
+    }
+}
+
+/// The error for a command of another tool.
+fn mismatched(tool: &str) -> ToolError {
+    ToolError::InvalidParams(format!("{tool} was handed another tool's command"))
 }

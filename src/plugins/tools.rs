@@ -219,11 +219,6 @@ pub(crate) fn extra_attrs(attributes: &Map<String, Value>, skip: &[&str]) -> Ext
         .collect()
 }
 
-/// The error for a command of another tool, which dispatch never hands over.
-pub(crate) fn mismatched(tool: &str) -> ToolError {
-    ToolError::InvalidParams(format!("{tool} was handed another tool's command"))
-}
-
 /// `Some(text)` unless it is empty.
 pub(crate) fn non_empty(text: Option<&str>) -> Option<&str> {
     text.filter(|text| !text.trim().is_empty())

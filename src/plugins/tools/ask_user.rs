@@ -10,14 +10,14 @@ use crate::db::queries::entries;
 use crate::parser::{AskUserCommand, Command};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
-    Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
+    Availability, ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
-use crate::plugins::tools::{mismatched, non_empty, propose_text};
+use crate::plugins::tools::{non_empty, propose_text};
 
 /// The `ask_user` tool.
 pub struct AskUser;
 
-impl Tool for AskUser {
+impl ToolInfo for AskUser {
     fn name(&self) -> &'static str {
         "ask_user"
     }
@@ -70,32 +70,6 @@ impl Tool for AskUser {
         TargetKind::Text
     }
 
-    fn target(&self, command: &Command) -> String {
-        match command {
-            Command::AskUser(ask) => ask.question.clone().unwrap_or_default(),
-            _ => String::new(),
-        }
-    }
-
-    fn handle(
-        &self,
-        scope: &mut ToolScope<'_>,
-        command: &Command,
-        result_path: &str,
-    ) -> Result<Handled, ToolError> {
-        let Command::AskUser(ask) = command else {
-            return Err(mismatched(self.name()));
-        };
-        let options = split_options(ask.options.as_deref().unwrap_or_default());
-        propose_text(
-            scope,
-            result_path,
-            ask.question.as_deref(),
-            "question is required",
-            |question| json!({ "question": question, "options": options }),
-        )
-    }
-
     fn accept(
         &self,
         scope: &mut ToolScope<'_>,
@@ -107,6 +81,37 @@ impl Tool for AskUser {
             entries::update_attributes(scope.conn, scope.run_id, &proposal.path, &patch)?;
         }
         Ok(())
+    }
+}
+
+impl TypedTool for AskUser {
+    type Input = AskUserCommand;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c AskUserCommand> {
+        match command {
+            Command::AskUser(ask) => Some(ask),
+            _ => None,
+        }
+    }
+
+    fn target(&self, ask: &AskUserCommand) -> String {
+        ask.question.clone().unwrap_or_default()
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        ask: &AskUserCommand,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        let options = split_options(ask.options.as_deref().unwrap_or_default());
+        propose_text(
+            scope,
+            result_path,
+            ask.question.as_deref(),
+            "question is required",
+            |question| json!({ "question": question, "options": options }),
+        )
     }
 }
 

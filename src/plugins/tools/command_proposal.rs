@@ -11,9 +11,9 @@ use crate::db::enums::LoopMode;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
-    Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
+    Availability, ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
-use crate::plugins::tools::{echoed, mismatched, propose_text};
+use crate::plugins::tools::{echoed, propose_text};
 
 /// The `env` or `sh` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,19 +37,9 @@ impl CommandProposal {
         doc: include_str!("../text/tools/sh.md"),
         has_side_effects: true,
     };
-
-    /// The command line of this tool's command (`None` for another tool's, or when the
-    /// model gave none).
-    fn command_line(self, command: &Command) -> Option<&Option<String>> {
-        match command {
-            Command::Sh(line) if self.has_side_effects => Some(line),
-            Command::Env(line) if !self.has_side_effects => Some(line),
-            _ => None,
-        }
-    }
 }
 
-impl Tool for CommandProposal {
+impl ToolInfo for CommandProposal {
     fn name(&self) -> &'static str {
         self.name
     }
@@ -93,22 +83,29 @@ impl Tool for CommandProposal {
     fn target_kind(&self) -> TargetKind {
         TargetKind::Text
     }
+}
 
-    fn target(&self, command: &Command) -> String {
-        self.command_line(command)
-            .and_then(Option::clone)
-            .unwrap_or_default()
+impl TypedTool for CommandProposal {
+    type Input = Option<String>;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c Option<String>> {
+        match command {
+            Command::Sh(line) if self.has_side_effects => Some(line),
+            Command::Env(line) if !self.has_side_effects => Some(line),
+            _ => None,
+        }
+    }
+
+    fn target(&self, line: &Option<String>) -> String {
+        line.clone().unwrap_or_default()
     }
 
     fn handle(
         &self,
         scope: &mut ToolScope<'_>,
-        command: &Command,
+        line: &Option<String>,
         result_path: &str,
     ) -> Result<Handled, ToolError> {
-        let Some(line) = self.command_line(command) else {
-            return Err(mismatched(self.name));
-        };
         propose_text(
             scope,
             result_path,
@@ -123,7 +120,7 @@ impl Tool for CommandProposal {
 mod tests {
     use crate::db::enums::LoopMode;
     use crate::plugins::policy::ToolPolicy;
-    use crate::plugins::tool::{Availability, Tool};
+    use crate::plugins::tool::{Availability, ToolInfo};
     use crate::plugins::tools::testing::TestRun;
 
     use super::CommandProposal;

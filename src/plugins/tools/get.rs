@@ -4,16 +4,16 @@
 use crate::context::view::EntryView;
 use crate::db::queries::selected;
 use crate::parser::{Command, GetCommand, Selection};
-use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolInfo, ToolScope, TypedTool};
 use crate::plugins::tools::{
-    attribute_or, fail, headed, is_pattern, listing, mismatched, non_empty, not_found,
-    parse_fidelity, paths_of, pattern_header, preview, report, select,
+    attribute_or, fail, headed, is_pattern, listing, non_empty, not_found, parse_fidelity,
+    paths_of, pattern_header, preview, report, select,
 };
 
 /// The `get` tool.
 pub struct Get;
 
-impl Tool for Get {
+impl ToolInfo for Get {
     fn name(&self) -> &'static str {
         "get"
     }
@@ -38,23 +38,28 @@ impl Tool for Get {
             fidelity: call.attribute("fidelity"),
         })
     }
+}
 
-    fn target(&self, command: &Command) -> String {
+impl TypedTool for Get {
+    type Input = GetCommand;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c GetCommand> {
         match command {
-            Command::Get(get) => get.selection.path.clone().unwrap_or_default(),
-            _ => String::new(),
+            Command::Get(get) => Some(get),
+            _ => None,
         }
+    }
+
+    fn target(&self, get: &GetCommand) -> String {
+        get.selection.path.clone().unwrap_or_default()
     }
 
     fn handle(
         &self,
         scope: &mut ToolScope<'_>,
-        command: &Command,
+        get: &GetCommand,
         result_path: &str,
     ) -> Result<Handled, ToolError> {
-        let Command::Get(get) = command else {
-            return Err(mismatched(self.name()));
-        };
         let Some(path) = non_empty(get.selection.path.as_deref()) else {
             return fail(scope, result_path, 400, "path is required");
         };

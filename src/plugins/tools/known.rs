@@ -12,8 +12,10 @@ use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
 use crate::parser::{Command, KnownCommand};
-use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
-use crate::plugins::tools::{extra_attrs, fail, headed, mismatched, summary_attribute, upsert};
+use crate::plugins::tool::{
+    ClientCall, Handled, SchemeSpec, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
+};
+use crate::plugins::tools::{extra_attrs, fail, headed, summary_attribute, upsert};
 
 /// The `known` tool.
 pub struct Known;
@@ -25,7 +27,7 @@ const PATH_MAX_CHARS: usize = 256;
 /// Characters of the body shown at summary fidelity when no summary keywords exist.
 const SUMMARY_PREFIX_CHARS: usize = 80;
 
-impl Tool for Known {
+impl ToolInfo for Known {
     fn name(&self) -> &'static str {
         "known"
     }
@@ -60,15 +62,23 @@ impl Tool for Known {
             attributes: extra_attrs(&call.attributes, &["path", "body"]),
         })
     }
+}
+
+impl TypedTool for Known {
+    type Input = KnownCommand;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c KnownCommand> {
+        match command {
+            Command::Known(known) => Some(known),
+            _ => None,
+        }
+    }
 
     fn record(
         &self,
         scope: &mut ToolScope<'_>,
-        command: &Command,
+        known: &KnownCommand,
     ) -> Result<Option<Handled>, ToolError> {
-        let Command::Known(known) = command else {
-            return Err(mismatched(self.name()));
-        };
         if known.body.trim().is_empty() {
             return Ok(None);
         }

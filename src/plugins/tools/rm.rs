@@ -9,17 +9,17 @@ use crate::db::paths::is_file;
 use crate::db::queries::selected;
 use crate::parser::{Command, Selection};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolInfo, ToolScope, TypedTool};
 use crate::plugins::tools::files;
 use crate::plugins::tools::{
-    attribute_or, fail, file_changes_forbidden, finish, headed, mismatched, non_empty, not_found,
-    preview, propose_separately, report, select_settled,
+    attribute_or, fail, file_changes_forbidden, finish, headed, non_empty, not_found, preview,
+    propose_separately, report, select_settled,
 };
 
 /// The `rm` tool.
 pub struct Rm;
 
-impl Tool for Rm {
+impl ToolInfo for Rm {
     fn name(&self) -> &'static str {
         "rm"
     }
@@ -44,20 +44,47 @@ impl Tool for Rm {
         })
     }
 
-    fn target(&self, command: &Command) -> String {
+    fn accept(
+        &self,
+        scope: &mut ToolScope<'_>,
+        proposal: &EntryRow,
+        _output: Option<&str>,
+    ) -> Result<(), ToolError> {
+        let attributes = proposal.attributes_json()?;
+        if let Some(file) = attributes.get("path").and_then(|path| path.as_str()) {
+            if let Some(root) = scope.disk_root {
+                if let Some(refusal) = scope.readonly.refusal("rm", file) {
+                    return Err(ToolError::Readonly(refusal));
+                }
+                files::remove(root, file)?;
+            }
+            selected::delete_at(scope.conn, scope.run_id, file)?;
+        }
+        Ok(())
+    }
+}
+
+impl TypedTool for Rm {
+    type Input = Selection;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c Selection> {
         match command {
-            Command::Rm(selection) => selection.path.clone().unwrap_or_default(),
-            _ => String::new(),
+            Command::Rm(selection) => Some(selection),
+            _ => None,
         }
     }
 
-    fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
-        match command {
-            Command::Rm(Selection {
+    fn target(&self, selection: &Selection) -> String {
+        selection.path.clone().unwrap_or_default()
+    }
+
+    fn forbids(&self, selection: &Selection, policy: &ToolPolicy) -> Option<String> {
+        match selection {
+            Selection {
                 path: Some(path),
                 preview: false,
                 ..
-            }) if is_file(path) => file_changes_forbidden("rm", policy),
+            } if is_file(path) => file_changes_forbidden("rm", policy),
             _ => None,
         }
     }
@@ -65,12 +92,9 @@ impl Tool for Rm {
     fn handle(
         &self,
         scope: &mut ToolScope<'_>,
-        command: &Command,
+        selection: &Selection,
         result_path: &str,
     ) -> Result<Handled, ToolError> {
-        let Command::Rm(selection) = command else {
-            return Err(mismatched(self.name()));
-        };
         let Some(path) = non_empty(selection.path.as_deref()) else {
             return fail(scope, result_path, 400, "path is required");
         };
@@ -114,25 +138,6 @@ impl Tool for Rm {
                 .next()
                 .unwrap_or_else(|| result_path.to_owned()),
         ))
-    }
-
-    fn accept(
-        &self,
-        scope: &mut ToolScope<'_>,
-        proposal: &EntryRow,
-        _output: Option<&str>,
-    ) -> Result<(), ToolError> {
-        let attributes = proposal.attributes_json()?;
-        if let Some(file) = attributes.get("path").and_then(|path| path.as_str()) {
-            if let Some(root) = scope.disk_root {
-                if let Some(refusal) = scope.readonly.refusal("rm", file) {
-                    return Err(ToolError::Readonly(refusal));
-                }
-                files::remove(root, file)?;
-            }
-            selected::delete_at(scope.conn, scope.run_id, file)?;
-        }
-        Ok(())
     }
 }
 

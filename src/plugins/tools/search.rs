@@ -9,14 +9,14 @@ use crate::db::enums::LoopMode;
 use crate::parser::{Command, SearchCommand};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
-    Availability, ClientCall, Handled, TargetKind, Tool, ToolError, ToolScope,
+    Availability, ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
-use crate::plugins::tools::{echoed, mismatched, propose_text};
+use crate::plugins::tools::{echoed, propose_text};
 
 /// The `search` tool.
 pub struct Search;
 
-impl Tool for Search {
+impl ToolInfo for Search {
     fn name(&self) -> &'static str {
         "search"
     }
@@ -51,23 +51,28 @@ impl Tool for Search {
     fn target_kind(&self) -> TargetKind {
         TargetKind::Text
     }
+}
 
-    fn target(&self, command: &Command) -> String {
+impl TypedTool for Search {
+    type Input = SearchCommand;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c SearchCommand> {
         match command {
-            Command::Search(search) => search.query.clone().unwrap_or_default(),
-            _ => String::new(),
+            Command::Search(search) => Some(search),
+            _ => None,
         }
+    }
+
+    fn target(&self, search: &SearchCommand) -> String {
+        search.query.clone().unwrap_or_default()
     }
 
     fn handle(
         &self,
         scope: &mut ToolScope<'_>,
-        command: &Command,
+        search: &SearchCommand,
         result_path: &str,
     ) -> Result<Handled, ToolError> {
-        let Command::Search(search) = command else {
-            return Err(mismatched(self.name()));
-        };
         propose_text(
             scope,
             result_path,

@@ -21,18 +21,18 @@ use crate::hedberg::unified_diff;
 use crate::hedberg::SetRevision;
 use crate::parser::{normalize_attrs, Command, SetCommand};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolInfo, ToolScope, TypedTool};
 use crate::plugins::tools::files;
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, is_pattern, listing, merge,
-    mismatched, non_empty, not_found, parse_fidelity, paths_of, pattern_header, preview, report,
-    select, summary_attribute, write,
+    non_empty, not_found, parse_fidelity, paths_of, pattern_header, preview, report, select,
+    summary_attribute, write,
 };
 
 /// The `set` tool.
 pub struct Set;
 
-impl Tool for Set {
+impl ToolInfo for Set {
     fn name(&self) -> &'static str {
         "set"
     }
@@ -81,76 +81,6 @@ impl Tool for Set {
         ))
     }
 
-    fn target(&self, command: &Command) -> String {
-        match command {
-            Command::Set(set) => set.path.clone().unwrap_or_default(),
-            _ => String::new(),
-        }
-    }
-
-    fn amends(&self, command: &Command, proposal: &str) -> bool {
-        match command {
-            Command::Set(SetCommand {
-                path: Some(path),
-                preview: false,
-                operation: SetRevision::Blocks(_) | SetRevision::Replace(_),
-                filter: None,
-                ..
-            }) => is_file(path) && !is_pattern(path, None) && edit::proposal_path(path) == proposal,
-            _ => false,
-        }
-    }
-
-    fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
-        let Command::Set(set) = command else {
-            return None;
-        };
-        let changes_content =
-            !matches!(&set.operation, SetRevision::Write(body) if body.is_empty());
-        match set.path.as_deref() {
-            Some(path) if is_file(path) && changes_content && !set.preview => {
-                file_changes_forbidden("set", policy)
-            }
-            _ => None,
-        }
-    }
-
-    fn handle(
-        &self,
-        scope: &mut ToolScope<'_>,
-        command: &Command,
-        result_path: &str,
-    ) -> Result<Handled, ToolError> {
-        let Command::Set(set) = command else {
-            return Err(mismatched(self.name()));
-        };
-        let Some(path) = non_empty(set.path.as_deref()).map(str::trim) else {
-            return fail(scope, result_path, 400, "path is required");
-        };
-        let filter = non_empty(set.filter.as_deref());
-        if set.preview {
-            let rows = select(scope, path, filter)?;
-            return preview(scope, result_path, "set", path, filter, &rows);
-        }
-        match &set.operation {
-            SetRevision::Blocks(blocks) => edit::run(scope, path, filter, blocks, result_path),
-            SetRevision::Replace(block) => edit::run(
-                scope,
-                path,
-                filter,
-                std::slice::from_ref(block),
-                result_path,
-            ),
-            SetRevision::Write(body) => match set.fidelity.as_deref() {
-                Some(fidelity) if body.is_empty() || !is_file(path) => {
-                    change_fidelity(scope, set, path, fidelity, body, result_path)
-                }
-                _ if is_file(path) => propose_write(scope, path, body, result_path),
-                _ => write_entries(scope, set, path, body, result_path),
-            },
-        }
-    }
-
     fn accept(
         &self,
         scope: &mut ToolScope<'_>,
@@ -195,6 +125,78 @@ impl Tool for Set {
         };
         write(scope, &file, &new, 200, None)?;
         Ok(())
+    }
+}
+
+impl TypedTool for Set {
+    type Input = SetCommand;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c SetCommand> {
+        match command {
+            Command::Set(set) => Some(set),
+            _ => None,
+        }
+    }
+
+    fn target(&self, set: &SetCommand) -> String {
+        set.path.clone().unwrap_or_default()
+    }
+
+    fn amends(&self, set: &SetCommand, proposal: &str) -> bool {
+        match set {
+            SetCommand {
+                path: Some(path),
+                preview: false,
+                operation: SetRevision::Blocks(_) | SetRevision::Replace(_),
+                filter: None,
+                ..
+            } => is_file(path) && !is_pattern(path, None) && edit::proposal_path(path) == proposal,
+            _ => false,
+        }
+    }
+
+    fn forbids(&self, set: &SetCommand, policy: &ToolPolicy) -> Option<String> {
+        let changes_content =
+            !matches!(&set.operation, SetRevision::Write(body) if body.is_empty());
+        match set.path.as_deref() {
+            Some(path) if is_file(path) && changes_content && !set.preview => {
+                file_changes_forbidden("set", policy)
+            }
+            _ => None,
+        }
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        set: &SetCommand,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        let Some(path) = non_empty(set.path.as_deref()).map(str::trim) else {
+            return fail(scope, result_path, 400, "path is required");
+        };
+        let filter = non_empty(set.filter.as_deref());
+        if set.preview {
+            let rows = select(scope, path, filter)?;
+            return preview(scope, result_path, "set", path, filter, &rows);
+        }
+        match &set.operation {
+            SetRevision::Blocks(blocks) => edit::run(scope, path, filter, blocks, result_path),
+            SetRevision::Replace(block) => edit::run(
+                scope,
+                path,
+                filter,
+                std::slice::from_ref(block),
+                result_path,
+            ),
+            SetRevision::Write(body) => match set.fidelity.as_deref() {
+                Some(fidelity) if body.is_empty() || !is_file(path) => {
+                    change_fidelity(scope, set, path, fidelity, body, result_path)
+                }
+                _ if is_file(path) => propose_write(scope, path, body, result_path),
+                _ => write_entries(scope, set, path, body, result_path),
+            },
+        }
     }
 }
 

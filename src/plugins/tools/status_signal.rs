@@ -5,8 +5,10 @@
 use crate::context::view::EntryView;
 use crate::db::paths::slug_path;
 use crate::parser::Command;
-use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolKind, ToolScope};
-use crate::plugins::tools::{headed, mismatched, write};
+use crate::plugins::tool::{
+    ClientCall, Handled, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
+};
+use crate::plugins::tools::{headed, write};
 
 /// The `summarize` or `update` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,18 +32,9 @@ impl StatusSignal {
         doc: include_str!("../text/tools/update.md"),
         is_final: false,
     };
-
-    /// The text of this tool's command (`None` for another tool's).
-    fn text(self, command: &Command) -> Option<&str> {
-        match command {
-            Command::Summarize(text) if self.is_final => Some(text),
-            Command::Update(text) if !self.is_final => Some(text),
-            _ => None,
-        }
-    }
 }
 
-impl Tool for StatusSignal {
+impl ToolInfo for StatusSignal {
     fn name(&self) -> &'static str {
         self.name
     }
@@ -71,15 +64,24 @@ impl Tool for StatusSignal {
             Command::Update(text)
         }
     }
+}
+
+impl TypedTool for StatusSignal {
+    type Input = String;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c String> {
+        match command {
+            Command::Summarize(text) if self.is_final => Some(text),
+            Command::Update(text) if !self.is_final => Some(text),
+            _ => None,
+        }
+    }
 
     fn record(
         &self,
         scope: &mut ToolScope<'_>,
-        command: &Command,
+        text: &String,
     ) -> Result<Option<Handled>, ToolError> {
-        let Some(text) = self.text(command) else {
-            return Err(mismatched(self.name));
-        };
         let body = text.trim();
         if body.is_empty() {
             return Ok(None);

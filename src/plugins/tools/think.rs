@@ -4,12 +4,12 @@
 use crate::context::view::EntryView;
 use crate::parser::{Command, TaggedText};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Availability, ClientCall, SchemeSpec, Tool, ToolKind};
+use crate::plugins::tool::{Availability, ClientCall, SchemeSpec, ToolInfo, ToolKind, TypedTool};
 
 /// The `think` tool.
 pub struct Think;
 
-impl Tool for Think {
+impl ToolInfo for Think {
     fn name(&self) -> &'static str {
         "think"
     }
@@ -42,5 +42,16 @@ impl Tool for Think {
             body: call.body.clone().unwrap_or_else(|| call.path.clone()),
             attributes: Vec::new(),
         })
+    }
+}
+
+impl TypedTool for Think {
+    type Input = TaggedText;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c TaggedText> {
+        match command {
+            Command::Think(text) => Some(text),
+            _ => None,
+        }
     }
 }

@@ -14,11 +14,11 @@ use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
 use crate::db::queries::selected;
 use crate::parser::{Command, TransferCommand};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{ClientCall, Handled, Tool, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolInfo, ToolScope, TypedTool};
 use crate::plugins::tools::files::{self, escape_reason};
 use crate::plugins::tools::{
-    fail, file_changes_forbidden, finish, is_pattern, mismatched, non_empty, not_found,
-    parse_fidelity, paths_of, propose_separately, select_settled, write,
+    fail, file_changes_forbidden, finish, is_pattern, non_empty, not_found, parse_fidelity,
+    paths_of, propose_separately, select_settled, write,
 };
 
 /// The `cp` or `mv` tool.
@@ -43,15 +43,6 @@ impl Transfer {
         doc: include_str!("../text/tools/mv.md"),
         is_move: true,
     };
-
-    /// This tool's transfer (`None` for another tool's command).
-    fn transfer_of(self, command: &Command) -> Option<&TransferCommand> {
-        match command {
-            Command::Mv(transfer) if self.is_move => Some(transfer),
-            Command::Cp(transfer) if !self.is_move => Some(transfer),
-            _ => None,
-        }
-    }
 
     /// `# cp <from> <to>` (and a warning line).
     fn view(self, entry: &EntryView<'_>) -> String {
@@ -232,7 +223,7 @@ impl Transfer {
     }
 }
 
-impl Tool for Transfer {
+impl ToolInfo for Transfer {
     fn name(&self) -> &'static str {
         self.name
     }
@@ -263,33 +254,6 @@ impl Tool for Transfer {
         }
     }
 
-    fn target(&self, command: &Command) -> String {
-        self.transfer_of(command)
-            .and_then(|transfer| transfer.path.clone())
-            .unwrap_or_default()
-    }
-
-    fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
-        match self.transfer_of(command) {
-            Some(transfer) if !transfer.preview && transfer.to.as_deref().is_some_and(is_file) => {
-                file_changes_forbidden(self.name, policy)
-            }
-            _ => None,
-        }
-    }
-
-    fn handle(
-        &self,
-        scope: &mut ToolScope<'_>,
-        command: &Command,
-        result_path: &str,
-    ) -> Result<Handled, ToolError> {
-        let Some(transfer) = self.transfer_of(command) else {
-            return Err(mismatched(self.name));
-        };
-        self.run(scope, transfer, result_path)
-    }
-
     /// Accepting a file copy or move: done on disk when the server applies changes; a
     /// moved source's entry goes (the scan brings the destination).
     fn accept(
@@ -313,6 +277,39 @@ impl Tool for Transfer {
             Some(from) if self.is_move => Ok(selected::delete_at(scope.conn, scope.run_id, from)?),
             _ => Ok(()),
         }
+    }
+}
+
+impl TypedTool for Transfer {
+    type Input = TransferCommand;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c TransferCommand> {
+        match command {
+            Command::Mv(transfer) if self.is_move => Some(transfer),
+            Command::Cp(transfer) if !self.is_move => Some(transfer),
+            _ => None,
+        }
+    }
+
+    fn target(&self, transfer: &TransferCommand) -> String {
+        transfer.path.clone().unwrap_or_default()
+    }
+
+    fn forbids(&self, transfer: &TransferCommand, policy: &ToolPolicy) -> Option<String> {
+        if !transfer.preview && transfer.to.as_deref().is_some_and(is_file) {
+            file_changes_forbidden(self.name, policy)
+        } else {
+            None
+        }
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        transfer: &TransferCommand,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        self.run(scope, transfer, result_path)
     }
 }
 

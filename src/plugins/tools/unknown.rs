@@ -7,13 +7,15 @@ use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
 use crate::parser::{Command, UnknownCommand};
-use crate::plugins::tool::{ClientCall, Handled, SchemeSpec, Tool, ToolError, ToolKind, ToolScope};
-use crate::plugins::tools::{headed, mismatched, write};
+use crate::plugins::tool::{
+    ClientCall, Handled, SchemeSpec, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
+};
+use crate::plugins::tools::{headed, write};
 
 /// The `unknown` tool.
 pub struct Unknown;
 
-impl Tool for Unknown {
+impl ToolInfo for Unknown {
     fn name(&self) -> &'static str {
         "unknown"
     }
@@ -49,15 +51,23 @@ impl Tool for Unknown {
             },
         })
     }
+}
+
+impl TypedTool for Unknown {
+    type Input = UnknownCommand;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<&'c UnknownCommand> {
+        match command {
+            Command::Unknown(unknown) => Some(unknown),
+            _ => None,
+        }
+    }
 
     fn record(
         &self,
         scope: &mut ToolScope<'_>,
-        command: &Command,
+        unknown: &UnknownCommand,
     ) -> Result<Option<Handled>, ToolError> {
-        let Command::Unknown(unknown) = command else {
-            return Err(mismatched(self.name()));
-        };
         let body = unknown.body.trim();
         if body.is_empty() {
             return Ok(None);
