@@ -1,4 +1,5 @@
-//! The typed `Tool` trait every model tool implements, and what a handler works with.
+//! What a model tool is and does ([`ToolInfo`], [`TypedTool`]), the registry's erased view
+//! of it ([`Tool`]), and what a handler works with.
 //!
 //! A tool declares its scheme (category, visibility), when it is offered (mode and flags),
 //! its two views (full and summary), its model-facing doc, and how it runs: lifecycle tools
