@@ -75,18 +75,9 @@ pub struct CallInput {
     pub call: ClientCall,
 }
 
-/// Records and runs the commands of one model response.
-pub fn dispatch_commands(
-    conn: &mut SqliteConnection,
-    plugins: &Plugins,
-    input: &ResponseTurn,
-    commands: &[Command],
-) -> Result<DispatchOutcome, ToolError> {
-    dispatch_gated(conn, plugins, input, commands, None)
-}
-
-/// [`dispatch_commands`] with every command's growth of the context checked by `gate`
-/// (the budget guard): a refused command is rolled back and fails with 413.
+/// Records and runs the commands of one model response, with every command's growth of
+/// the context checked by `gate` (the budget guard): a refused command is rolled back and
+/// fails with 413.
 pub fn dispatch_gated(
     conn: &mut SqliteConnection,
     plugins: &Plugins,

@@ -204,8 +204,11 @@ async fn a_reply_repeating_one_command_thousands_of_times_runs_the_first_hundred
     assert_eq!(refused.len(), 1, "{gets:?}");
     let next_turn = llm.requests()[1]["messages"].to_string();
     assert!(
-        next_turn.contains("only the first 100 ran"),
-        "the model is told"
+        next_turn.contains(&format!(
+            "This reply holds {} commands; only the first 100 ran",
+            copies + 1
+        )),
+        "the model is told how many there were"
     );
 }
 

@@ -396,6 +396,7 @@ async fn a_provider_error_fails_the_run_with_an_error_entry() {
         .ok("getEntries", json!({"run": run, "pattern": "error://*"}))
         .await;
     assert_eq!(errors.as_array().unwrap().len(), 1, "{errors}");
+    assert_eq!(errors[0]["status"], json!(500), "the error entry says so");
     let runs = client.ok("getRuns", json!({})).await;
     assert_eq!(runs[0]["status"], json!(500));
 }
