@@ -528,3 +528,47 @@ async fn entry_tools_copy_move_and_remove_knowledge() {
         .collect();
     assert_eq!(paths, ["known://final"], "{knowns}");
 }
+
+#[actix_web::test]
+async fn an_error_stops_the_actions_after_it() {
+    let llm = FakeLlm::start([
+        Step::reply(
+            "<get path=\"known://missing\"/><set path=\"known://note\">later</set><update>looking</update>",
+        ),
+        Step::reply("<summarize>done</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("stops").await;
+    let result = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "look", "noRepo": true}),
+        )
+        .await;
+    let run = result["run"].as_str().unwrap().to_string();
+    let sets = client.statuses(&run, "set://**").await;
+    assert_eq!(sets.len(), 1, "{sets:?}");
+    assert_eq!(sets[0].1, 409, "not run after the failed get: {sets:?}");
+    let note = client.statuses(&run, "known://note").await;
+    assert!(note.is_empty(), "the set did not run: {note:?}");
+}
+
+#[actix_web::test]
+async fn two_edits_of_one_file_in_one_reply_make_one_proposal() {
+    let llm = FakeLlm::start([Step::reply(
+        "<set path=\"app.js\">s/3000/8080/</set><set path=\"app.js\">s/const/let/</set><update>editing</update>",
+    )]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, root) = app.client_in_project("amend").await;
+    std::fs::write(root.join("app.js"), "const port = 3000;\n").unwrap();
+    let proposed = client
+        .ok("act", json!({"model": "fake", "prompt": "edit"}))
+        .await;
+    assert_eq!(proposed["status"], json!(202), "{proposed}");
+    let proposals = proposed["proposed"].as_array().unwrap();
+    assert_eq!(proposals.len(), 1, "{proposed}");
+    let attributes: Value =
+        serde_json::from_str(proposals[0]["attributes"].as_str().unwrap()).unwrap();
+    let patch = attributes["patch"].as_str().unwrap();
+    assert!(patch.contains("+let port = 8080;"), "both edits: {patch}");
+}
