@@ -275,7 +275,7 @@ mod tests {
             for command in &output.commands {
                 prop_assert!(command.to_json().get("name").is_some());
             }
-            let _ = healer::heal_status(&content, output.commands.iter().map(Command::name));
+            let _ = healer::heal_status(&content, output.commands.iter().map(Command::name), |_| true);
         }
     }
 

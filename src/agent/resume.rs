@@ -81,7 +81,7 @@ pub fn resolve(
         .and_then(|record| record.summarized)
         .unwrap_or(false);
     let rejected = resolution == Resolution::Reject
-        || entries::rejected_at_turn(conn, run.id, proposing_turn)?;
+        || entries::rejected_at_turn(conn, run.id, proposing_turn, &plugins.proposing())?;
     if rejected || summarized {
         runs::set_run_status(conn, run.id, RunStatus::Completed)?;
         return Ok(Ok(Decision::Completed));

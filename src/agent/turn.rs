@@ -307,7 +307,12 @@ async fn dispatch(
     };
     let healed = {
         let names: Vec<&str> = commands.iter().map(Command::name).collect();
-        heal_status(content, names)
+        let investigates = |name: &str| {
+            plugins
+                .get(name)
+                .is_some_and(|tool| tool.effect().investigates())
+        };
+        heal_status(content, names, investigates)
     };
     let calls: Vec<(ToolCall, String)> = commands
         .iter()

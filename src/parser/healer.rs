@@ -21,9 +21,6 @@ pub const DEFAULT_SUMMARY: &str = "Done.";
 /// Longest healed summary, in characters.
 pub const MAX_SUMMARY_CHARS: usize = 500;
 
-/// Tools that investigate; a turn using any of them is still working.
-const INVESTIGATION_TOOLS: [&str; 4] = ["get", "env", "search", "ask_user"];
-
 /// Markers of a native tool call the parser could not turn into a command.
 const NATIVE_CALL_MARKERS: [&str; 2] = ["<|tool_call>", "<tool_call|>"];
 
@@ -60,13 +57,15 @@ pub enum HealedStatus {
     Update(String),
 }
 
-/// Heals the status of a turn from its raw content and the names of its commands.
+/// Heals the status of a turn from its raw content and the names of its commands;
+/// `investigates` says which tools find things out (the tool registry knows).
 ///
 /// Plain text is the answer; a turn of only action tools is done; anything that
 /// investigates, and a broken native tool-call fragment, is a stall.
 pub fn heal_status<'a>(
     content: &str,
     command_names: impl IntoIterator<Item = &'a str>,
+    investigates: impl Fn(&str) -> bool,
 ) -> HealedStatus {
     let text = super::trim(content);
     let mut names = command_names.into_iter().peekable();
@@ -83,7 +82,7 @@ pub fn heal_status<'a>(
         }
         return HealedStatus::Summary(text.chars().take(MAX_SUMMARY_CHARS).collect());
     }
-    if names.any(|name| INVESTIGATION_TOOLS.contains(&name)) {
+    if names.any(investigates) {
         return HealedStatus::Update(HEALED_UPDATE.to_owned());
     }
     if text.is_empty() {
@@ -166,10 +165,16 @@ impl fmt::Display for HaltReason {
 mod tests {
     use super::*;
 
+    /// `search` is the one tool that investigates here.
+    fn searches(name: &str) -> bool {
+        name == "search"
+    }
+
     #[test]
     fn plain_text_is_the_summary_cut_to_500_chars() {
         let long = "é".repeat(600);
-        let HealedStatus::Summary(summary) = heal_status(&format!("  {long} "), []) else {
+        let HealedStatus::Summary(summary) = heal_status(&format!("  {long} "), [], searches)
+        else {
             panic!("expected a summary");
         };
         assert_eq!(summary.chars().count(), MAX_SUMMARY_CHARS);
@@ -178,7 +183,7 @@ mod tests {
     #[test]
     fn broken_native_call_is_a_stall() {
         assert_eq!(
-            heal_status("<|tool_call>call:get{path:", []),
+            heal_status("<|tool_call>call:get{path:", [], searches),
             HealedStatus::Update(HEALED_UPDATE.into())
         );
     }
@@ -186,11 +191,11 @@ mod tests {
     #[test]
     fn think_only_turn_is_done() {
         assert_eq!(
-            heal_status("", ["think"]),
+            heal_status("", ["think"], searches),
             HealedStatus::Summary(DEFAULT_SUMMARY.into())
         );
         assert_eq!(
-            heal_status("x", ["think", "search"]),
+            heal_status("x", ["think", "search"], searches),
             HealedStatus::Update(HEALED_UPDATE.into())
         );
     }

@@ -134,7 +134,13 @@ fn check_status(input: &Value, expected: &Value) -> Result<(), String> {
         .iter()
         .map(|name| name.as_str().unwrap())
         .collect();
-    let healed = heal_status(input["content"].as_str().unwrap(), names);
+    let plugins = crate::plugins::Plugins::bundled(crate::plugins::tool::ToolSettings::default());
+    let investigates = |name: &str| {
+        plugins
+            .get(name)
+            .is_some_and(|tool| tool.effect().investigates())
+    };
+    let healed = heal_status(input["content"].as_str().unwrap(), names, investigates);
     let actual = match healed {
         HealedStatus::Summary(summary) => json!({"summary": summary, "update": null}),
         HealedStatus::Update(update) => json!({"summary": null, "update": update}),

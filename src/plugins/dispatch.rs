@@ -36,7 +36,7 @@ use crate::hedberg::SetRevision;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::readonly::ReadonlyFiles;
-use crate::plugins::tool::{ClientCall, TargetKind, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, TargetKind, ToolEffect, ToolError, ToolScope};
 use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
 use crate::plugins::Plugins;
@@ -239,7 +239,7 @@ impl<'p> Dispatcher<'p, '_> {
         }
         complete_calls(&mut outcome, &commands);
         settle_status(scope, &commands, &mut outcome)?;
-        outcome.flags = flags(&outcome.calls);
+        outcome.flags = flags(&outcome.calls, self.plugins);
         outcome.proposals = entries::unresolved(scope.conn, scope.run_id)?
             .into_iter()
             .filter(|row| row.turn == scope.turn)
@@ -247,12 +247,17 @@ impl<'p> Dispatcher<'p, '_> {
         outcome.asked_user = outcome
             .calls
             .iter()
-            .any(|call| call.tool == "ask_user" && call.status == 202);
+            .any(|call| call.status == 202 && self.effect_of(&call.tool) == Some(ToolEffect::Asks));
         Ok(outcome)
     }
 }
 
 impl Dispatcher<'_, '_> {
+    /// What the named tool's commands do.
+    fn effect_of(&self, tool: &str) -> Option<ToolEffect> {
+        self.plugins.get(tool).map(|tool| tool.effect())
+    }
+
     /// One 429 entry, at the first command past the limit, for all those that did not run:
     /// one reply may not hold the writer for thousands of commands.
     fn refuse_the_rest(

@@ -61,6 +61,13 @@ impl Plugins {
             .map(|tool| tool.as_ref())
     }
 
+    /// The tools whose commands can become proposals.
+    pub fn proposing(&self) -> Vec<&'static str> {
+        self.names()
+            .filter(|name| self.get(name).is_some_and(|tool| tool.proposes()))
+            .collect()
+    }
+
     /// Every tool name, in display order (`think` included).
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.inner.tools.iter().map(|tool| tool.name())
@@ -157,9 +164,33 @@ mod tests {
 
     use super::*;
     use crate::db::enums::{Category, LoopMode};
+    use crate::plugins::tool::ToolEffect;
 
     fn plugins() -> Plugins {
         Plugins::bundled(ToolSettings::default())
+    }
+
+    #[test]
+    fn each_tool_says_what_its_commands_do() {
+        let plugins = plugins();
+        let mut proposing = plugins.proposing();
+        proposing.sort_unstable();
+        assert_eq!(
+            proposing,
+            ["ask_user", "cp", "env", "mv", "rm", "set", "sh"]
+        );
+        let effect = |name: &str| plugins.get(name).map(|tool| tool.effect());
+        let investigating: Vec<&str> = plugins
+            .names()
+            .filter(|name| effect(name).is_some_and(ToolEffect::investigates))
+            .collect();
+        assert_eq!(investigating, ["get", "env", "search", "ask_user"]);
+        for name in ["summarize", "update"] {
+            assert_eq!(effect(name), Some(ToolEffect::Signals), "{name}");
+        }
+        for name in ["set", "rm", "sh", "mv", "cp"] {
+            assert_eq!(effect(name), Some(ToolEffect::Changes), "{name}");
+        }
     }
 
     fn view<'a>(

@@ -56,6 +56,31 @@ pub enum ToolKind {
     Reasoning,
 }
 
+/// What a tool's commands do, for the rules that judge a turn (is it still investigating,
+/// did it act, did it only take notes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolEffect {
+    /// Reads entries, the project or the web (`get`, `env`, `search`).
+    Reads,
+    /// Changes entries or files, or runs commands with side effects (`set`, `rm`, `sh`,
+    /// `mv`, `cp`).
+    Changes,
+    /// Asks the user (`ask_user`).
+    Asks,
+    /// Ends or continues the loop (`summarize`, `update`).
+    Signals,
+    /// Takes notes or reasons (`known`, `unknown`, `think`).
+    Notes,
+}
+
+impl ToolEffect {
+    /// Whether a turn using it is still finding things out (it is not healed into a final
+    /// answer).
+    pub fn investigates(self) -> bool {
+        matches!(self, ToolEffect::Reads | ToolEffect::Asks)
+    }
+}
+
 /// What an action's target is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {
@@ -201,6 +226,16 @@ pub trait ToolInfo: Send + Sync {
     /// says otherwise).
     fn availability(&self, _policy: &ToolPolicy) -> Availability {
         Availability::Offered
+    }
+
+    /// What its commands do.
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Notes
+    }
+
+    /// Whether its commands can become proposals the client resolves.
+    fn proposes(&self) -> bool {
+        false
     }
 
     /// The model-facing documentation.

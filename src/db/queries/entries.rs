@@ -391,18 +391,19 @@ pub fn promote_if_index(
     Ok(())
 }
 
-/// Whether a proposal made at `turn` was rejected by the client (status 403).
+/// Whether a proposal made at `turn` was rejected by the client (status 403 on an entry of
+/// one of the `proposing` schemes).
 pub fn rejected_at_turn(
     conn: &mut SqliteConnection,
     run_id: RunId,
     turn: i32,
+    proposing: &[&str],
 ) -> Result<bool, DbError> {
-    const PROPOSAL_SCHEMES: [&str; 7] = ["sh", "env", "ask_user", "set", "rm", "mv", "cp"];
     let found: i64 = known_entries::table
         .filter(known_entries::run_id.eq(run_id))
         .filter(known_entries::turn.eq(turn))
         .filter(known_entries::status.eq(403))
-        .filter(known_entries::scheme.eq_any(PROPOSAL_SCHEMES))
+        .filter(known_entries::scheme.eq_any(proposing))
         .count()
         .get_result(conn)?;
     Ok(found > 0)

@@ -9,7 +9,7 @@ use crate::db::paths::result_path;
 use crate::hedberg::SetRevision;
 use crate::parser::{Command, KnownCommand};
 use crate::plugins::tool::{
-    Availability, Handled, TargetKind, Tool, ToolError, ToolKind, ToolScope,
+    Availability, Handled, TargetKind, Tool, ToolEffect, ToolError, ToolKind, ToolScope,
 };
 use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
@@ -87,7 +87,9 @@ impl<'p> Dispatcher<'p, '_> {
         match tool.kind() {
             ToolKind::Lifecycle => {
                 let run = |inner: &mut ToolScope<'_>| tool.record(inner, command);
-                let gate = if is_status_signal(&name) {
+                // Status signals end or continue the loop: they are never refused for
+                // budget, or a loop near its ceiling could not finish.
+                let gate = if tool.effect() == ToolEffect::Signals {
                     None
                 } else {
                     self.gate.as_deref_mut()
@@ -201,10 +203,4 @@ fn recorded_attributes(command: &Command) -> Value {
         fields.remove("name");
     }
     json
-}
-
-/// `<summarize>` and `<update>` end or continue the loop: they are never refused for
-/// budget, or a loop near its ceiling could not finish.
-fn is_status_signal(name: &str) -> bool {
-    matches!(name, "summarize" | "update")
 }

@@ -3,13 +3,20 @@
 use crate::db::queries::entries;
 use crate::parser::Command;
 use crate::plugins::dispatch::{CallRecord, DispatchOutcome, TurnFlags};
-use crate::plugins::tool::{ToolError, ToolScope};
+use crate::plugins::tool::{ToolEffect, ToolError, ToolScope};
+use crate::plugins::Plugins;
 
-pub(super) fn flags(calls: &[CallRecord]) -> TurnFlags {
-    let any = |tools: &[&str]| calls.iter().any(|call| tools.contains(&call.tool.as_str()));
+pub(super) fn flags(calls: &[CallRecord], plugins: &Plugins) -> TurnFlags {
+    let any = |effect: ToolEffect| {
+        calls.iter().any(|call| {
+            plugins
+                .get(&call.tool)
+                .is_some_and(|tool| tool.effect() == effect)
+        })
+    };
     TurnFlags {
-        has_act: any(&["set", "rm", "sh", "mv", "cp"]),
-        has_reads: any(&["get", "env", "search"]),
+        has_act: any(ToolEffect::Changes),
+        has_reads: any(ToolEffect::Reads),
         has_writes: calls.iter().any(|call| call.is_write),
     }
 }

@@ -10,7 +10,8 @@ use crate::db::queries::entries;
 use crate::parser::{AskUserCommand, Command};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
-    Availability, ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
+    Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
+    TypedTool,
 };
 use crate::plugins::tools::{non_empty, propose_text};
 
@@ -18,6 +19,14 @@ use crate::plugins::tools::{non_empty, propose_text};
 pub struct AskUser;
 
 impl ToolInfo for AskUser {
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Asks
+    }
+
+    fn proposes(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "ask_user"
     }

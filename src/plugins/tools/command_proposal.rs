@@ -11,7 +11,8 @@ use crate::db::enums::LoopMode;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
-    Availability, ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
+    Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
+    TypedTool,
 };
 use crate::plugins::tools::{echoed, propose_text};
 
@@ -40,6 +41,18 @@ impl CommandProposal {
 }
 
 impl ToolInfo for CommandProposal {
+    fn effect(&self) -> ToolEffect {
+        if self.has_side_effects {
+            ToolEffect::Changes
+        } else {
+            ToolEffect::Reads
+        }
+    }
+
+    fn proposes(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }

@@ -4,7 +4,9 @@
 use crate::context::view::EntryView;
 use crate::db::queries::selected;
 use crate::parser::{Command, GetCommand, Selection};
-use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolInfo, ToolScope, TypedTool};
+use crate::plugins::tool::{
+    ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
+};
 use crate::plugins::tools::{
     attribute_or, fail, headed, is_pattern, listing, non_empty, not_found, parse_fidelity,
     paths_of, pattern_header, preview, report, select,
@@ -14,6 +16,10 @@ use crate::plugins::tools::{
 pub struct Get;
 
 impl ToolInfo for Get {
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Reads
+    }
+
     fn name(&self) -> &'static str {
         "get"
     }

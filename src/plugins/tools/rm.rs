@@ -9,7 +9,9 @@ use crate::db::paths::is_file;
 use crate::db::queries::selected;
 use crate::parser::{Command, Selection};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolInfo, ToolScope, TypedTool};
+use crate::plugins::tool::{
+    ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
+};
 use crate::plugins::tools::files;
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, non_empty, not_found, preview,
@@ -20,6 +22,14 @@ use crate::plugins::tools::{
 pub struct Rm;
 
 impl ToolInfo for Rm {
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Changes
+    }
+
+    fn proposes(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "rm"
     }

@@ -9,7 +9,8 @@ use crate::db::enums::LoopMode;
 use crate::parser::{Command, SearchCommand};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
-    Availability, ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
+    Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
+    TypedTool,
 };
 use crate::plugins::tools::{echoed, propose_text};
 
@@ -17,6 +18,10 @@ use crate::plugins::tools::{echoed, propose_text};
 pub struct Search;
 
 impl ToolInfo for Search {
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Reads
+    }
+
     fn name(&self) -> &'static str {
         "search"
     }

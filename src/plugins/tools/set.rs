@@ -21,7 +21,9 @@ use crate::hedberg::unified_diff;
 use crate::hedberg::SetRevision;
 use crate::parser::{normalize_attrs, Command, SetCommand};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolInfo, ToolScope, TypedTool};
+use crate::plugins::tool::{
+    ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
+};
 use crate::plugins::tools::files;
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, is_pattern, listing, merge,
@@ -33,6 +35,14 @@ use crate::plugins::tools::{
 pub struct Set;
 
 impl ToolInfo for Set {
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Changes
+    }
+
+    fn proposes(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "set"
     }

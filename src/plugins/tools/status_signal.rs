@@ -6,7 +6,7 @@ use crate::context::view::EntryView;
 use crate::db::paths::slug_path;
 use crate::parser::Command;
 use crate::plugins::tool::{
-    ClientCall, Handled, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
+    ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
 };
 use crate::plugins::tools::{headed, write};
 
@@ -35,6 +35,10 @@ impl StatusSignal {
 }
 
 impl ToolInfo for StatusSignal {
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Signals
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }

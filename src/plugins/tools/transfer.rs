@@ -14,7 +14,9 @@ use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
 use crate::db::queries::selected;
 use crate::parser::{Command, TransferCommand};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{ClientCall, Handled, ToolError, ToolInfo, ToolScope, TypedTool};
+use crate::plugins::tool::{
+    ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
+};
 use crate::plugins::tools::files::{self, escape_reason};
 use crate::plugins::tools::{
     fail, file_changes_forbidden, finish, is_pattern, non_empty, not_found, parse_fidelity,
@@ -224,6 +226,14 @@ impl Transfer {
 }
 
 impl ToolInfo for Transfer {
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Changes
+    }
+
+    fn proposes(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         self.name
     }
