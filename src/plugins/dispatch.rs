@@ -36,7 +36,7 @@ use crate::hedberg::SetRevision;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::readonly::ReadonlyFiles;
-use crate::plugins::tool::{ClientCall, TargetKind, ToolEffect, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, TargetKind, ToolError, ToolScope};
 use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
 use crate::plugins::Plugins;
@@ -244,20 +244,11 @@ impl<'p> Dispatcher<'p, '_> {
             .into_iter()
             .filter(|row| row.turn == scope.turn)
             .collect();
-        outcome.asked_user = outcome
-            .calls
-            .iter()
-            .any(|call| call.status == 202 && self.effect_of(&call.tool) == Some(ToolEffect::Asks));
         Ok(outcome)
     }
 }
 
 impl Dispatcher<'_, '_> {
-    /// What the named tool's commands do.
-    fn effect_of(&self, tool: &str) -> Option<ToolEffect> {
-        self.plugins.get(tool).map(|tool| tool.effect())
-    }
-
     /// One 429 entry, at the first command past the limit, for all those that did not run:
     /// one reply may not hold the writer for thousands of commands.
     fn refuse_the_rest(

@@ -66,8 +66,6 @@ pub struct DispatchOutcome {
     pub proposals: Vec<UnresolvedRow>,
     /// Failures, refusals and cancellations.
     pub errors: Vec<CallError>,
-    /// The model asked the user something.
-    pub asked_user: bool,
 }
 
 /// `tool:target[k=v,…]`: the target is the path, command, query or question; the extras
