@@ -7,6 +7,7 @@ mod demotion;
 mod flags;
 mod inheritance;
 mod resolution;
+mod turns;
 
 use regex::Regex;
 use serde_json::{json, Value};
