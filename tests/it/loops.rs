@@ -572,3 +572,18 @@ async fn two_edits_of_one_file_in_one_reply_make_one_proposal() {
     let patch = attributes["patch"].as_str().unwrap();
     assert!(patch.contains("+let port = 8080;"), "both edits: {patch}");
 }
+
+#[actix_web::test]
+async fn an_empty_run_alias_starts_a_new_run() {
+    let llm = FakeLlm::start([Step::reply("<summarize>hello</summarize>")]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("empty_alias").await;
+    let outcome = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "hi", "run": "", "noRepo": true}),
+        )
+        .await;
+    assert_eq!(outcome["status"], json!(200), "{outcome}");
+    assert!(!outcome["run"].as_str().unwrap().is_empty(), "{outcome}");
+}
