@@ -6,7 +6,7 @@ use std::time::Duration;
 use rummy::db::queries::{loops, runs};
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Step, WhenExhausted};
+use crate::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
 use crate::support::{user_message, Client, TestApp};
 
 /// Waits until `count` loops of the run are queued behind the running one.
@@ -215,4 +215,50 @@ async fn one_rejection_among_the_proposals_stops_the_run() {
         llm.requests().is_empty(),
         "the earlier rejection stopped the run"
     );
+}
+
+#[actix_web::test]
+async fn a_message_injected_into_a_running_act_loop_is_an_act_prompt() {
+    let llm = FakeLlm::start([
+        Step::delayed(
+            Duration::from_millis(300),
+            Reply::new("<update>working</update>"),
+        ),
+        Step::reply("<summarize>done</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut driver, _) = app.client_in_project("inject_act").await;
+    let (mut observer, _) = app.client_in_project("inject_act").await;
+    let id = driver
+        .send(
+            "act",
+            json!({"model": "fake", "prompt": "fix it", "noRepo": true}),
+        )
+        .await;
+    let progress = observer.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    llm.wait_for_requests(1).await;
+    let injected = observer
+        .ok(
+            "run/inject",
+            json!({"run": run, "message": "also check the tests"}),
+        )
+        .await;
+    assert_eq!(injected["injected"], json!("next_turn"), "{injected}");
+    let done = driver.reply(&id).await;
+    assert_eq!(done["result"]["status"], json!(200), "{done}");
+    let next = user_message(&llm.requests()[1]);
+    assert!(
+        next.contains("<prompt mode=\"act\"") && next.contains("also check the tests"),
+        "the injected prompt keeps the loop's mode: {next}"
+    );
+    let detail = observer.ok("getRun", json!({"run": run})).await;
+    let prompt = detail["context"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["body"] == json!("also check the tests"))
+        .cloned()
+        .unwrap_or_else(|| panic!("the injected prompt is stored: {detail}"));
+    assert_eq!(prompt["attributes"]["mode"], json!("act"), "{prompt}");
 }
