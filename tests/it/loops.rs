@@ -587,3 +587,24 @@ async fn an_empty_run_alias_starts_a_new_run() {
     assert_eq!(outcome["status"], json!(200), "{outcome}");
     assert!(!outcome["run"].as_str().unwrap().is_empty(), "{outcome}");
 }
+
+#[actix_web::test]
+async fn a_proposal_stops_the_actions_after_it() {
+    let llm = FakeLlm::start([Step::reply(
+        "<sh>make</sh><set path=\"known://note\">later</set><update>building</update>",
+    )]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("proposal_stops").await;
+    let proposed = client
+        .ok(
+            "act",
+            json!({"model": "fake", "prompt": "build", "noRepo": true}),
+        )
+        .await;
+    assert_eq!(proposed["status"], json!(202), "{proposed}");
+    let run = proposed["run"].as_str().unwrap().to_string();
+    assert!(
+        client.statuses(&run, "known://note").await.is_empty(),
+        "the set after the proposal did not run"
+    );
+}
