@@ -383,3 +383,46 @@ async fn a_prompt_queued_behind_a_failing_panic_still_runs() {
         "the queued prompt runs after the panic failed: {answered}"
     );
 }
+
+#[actix_web::test]
+async fn a_prompt_injected_after_a_recovered_panic_may_panic_again() {
+    let base = base_packet_tokens().await;
+    let window = base + 2_600;
+    let big = |topic: &str| format!("Summarize this {topic}: {}", filler(1_500));
+    let archive = "<set path=\"known://notes/*\" fidelity=\"archive\"/><update>archived</update>";
+    let llm = FakeLlm::start([
+        Step::reply(three_knowns()),
+        Step::reply(archive),
+        Step::reply("<summarize>the log is fine</summarize>"),
+        Step::reply(archive),
+        Step::reply("<summarize>the trace is fine</summarize>"),
+    ]);
+    let app = app_with(&llm, window).await;
+    let (mut client, _) = app.client_in_project("inject_panic").await;
+    let first = client
+        .ok("ask", json!({"model": "fake", "prompt": "take notes"}))
+        .await;
+    let run = first["run"].as_str().unwrap().to_string();
+    let recovered = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": big("log"), "run": run}),
+        )
+        .await;
+    assert_eq!(recovered["status"], json!(200), "{recovered}");
+    client
+        .ok("get", json!({"run": run, "path": "known://notes/*"}))
+        .await;
+    let injected = client
+        .ok("run/inject", json!({"run": run, "message": big("trace")}))
+        .await;
+    assert_eq!(
+        injected["status"],
+        json!(200),
+        "a new prompt may panic again: {injected}"
+    );
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 5, "a second panic, then the prompt");
+    let panic_packet = requests[3]["messages"][1]["content"].as_str().unwrap();
+    assert!(panic_packet.contains("mode=\"panic\""), "{panic_packet}");
+}
