@@ -4,11 +4,25 @@
 //! "rejected", an accepted edit keeps what was proposed, and an `error` resolution of a
 //! question keeps the user's answer.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{alias, history_of};
 use crate::fake_llm::{FakeLlm, Step, WhenExhausted};
-use crate::support::TestApp;
+use crate::support::{Client, TestApp};
+
+/// Resolves the first proposal of a loop's `outcome` with `action` (and `output`).
+async fn resolve_first(client: &mut Client, outcome: &Value, action: &str, output: Option<&str>) {
+    let mut resolution = json!({"path": outcome["proposed"][0]["path"], "action": action});
+    if let Some(output) = output {
+        resolution["output"] = json!(output);
+    }
+    client
+        .ok(
+            "run/resolve",
+            json!({"run": alias(outcome), "resolution": resolution}),
+        )
+        .await;
+}
 
 #[actix_web::test]
 async fn a_refused_command_stops_the_actions_after_it() {
@@ -102,13 +116,7 @@ async fn a_rejected_proposal_reads_rejected() {
         .ok("act", json!({"model": "fake", "prompt": "build"}))
         .await;
     let run = alias(&outcome);
-    let path = outcome["proposed"][0]["path"].clone();
-    client
-        .ok(
-            "run/resolve",
-            json!({"run": run, "resolution": {"path": path, "action": "reject"}}),
-        )
-        .await;
+    resolve_first(&mut client, &outcome, "reject", None).await;
     let sh = history_of(&mut client, &run, "sh").await;
     assert_eq!(sh[0]["body"], json!("rejected"), "{sh:?}");
 }
@@ -126,11 +134,7 @@ async fn accepting_an_edit_keeps_what_was_proposed() {
         .ok("act", json!({"model": "fake", "prompt": "use 8080"}))
         .await;
     let run = alias(&outcome);
-    let path = outcome["proposed"][0]["path"].clone();
-    let resolution = json!({"path": path, "action": "accept", "output": "applied"});
-    client
-        .ok("run/resolve", json!({"run": run, "resolution": resolution}))
-        .await;
+    resolve_first(&mut client, &outcome, "accept", Some("applied")).await;
     let set = history_of(&mut client, &run, "set").await;
     assert_eq!(set[0]["body"], json!("const port = 3000;\n"), "{set:?}");
 }
@@ -149,11 +153,7 @@ async fn an_error_resolution_of_a_question_keeps_the_answer() {
         .ok("act", json!({"model": "fake", "prompt": "pick"}))
         .await;
     let run = alias(&outcome);
-    let path = outcome["proposed"][0]["path"].clone();
-    let resolution = json!({"path": path, "action": "error", "output": "whatever is fastest"});
-    client
-        .ok("run/resolve", json!({"run": run, "resolution": resolution}))
-        .await;
+    resolve_first(&mut client, &outcome, "error", Some("whatever is fastest")).await;
     let asked = history_of(&mut client, &run, "ask_user").await;
     assert_eq!(
         asked[0]["attributes"]["answer"],
@@ -174,11 +174,7 @@ async fn a_command_error_resolution_runs_nothing_else() {
         .ok("act", json!({"model": "fake", "prompt": "build"}))
         .await;
     let run = alias(&outcome);
-    let path = outcome["proposed"][0]["path"].clone();
-    let resolution = json!({"path": path, "action": "error", "output": "make: not found"});
-    client
-        .ok("run/resolve", json!({"run": run, "resolution": resolution}))
-        .await;
+    resolve_first(&mut client, &outcome, "error", Some("make: not found")).await;
     let sh = history_of(&mut client, &run, "sh").await;
     assert_eq!(sh[0]["body"], json!("make: not found"), "{sh:?}");
     assert_eq!(sh[0]["status"], json!(500), "{sh:?}");
