@@ -120,9 +120,11 @@ fn resolve_with(
             .filter(|entry| entry.status == 202)
             .ok_or_else(|| ToolError::NotPending(input.path.clone()))?;
         let scheme = proposal.scheme.clone().unwrap_or_default();
+        let tool = plugins.get(&scheme);
         let output = input.output.as_deref().filter(|text| !text.is_empty());
+        let keeps_body = tool.is_some_and(|tool| tool.keeps_proposed_body());
         let body = match input.resolution {
-            Resolution::Accept if scheme == "set" && !proposal.body.is_empty() => {
+            Resolution::Accept if keeps_body && !proposal.body.is_empty() => {
                 proposal.body.clone()
             }
             Resolution::Reject => output.unwrap_or("rejected").to_owned(),
@@ -132,10 +134,10 @@ fn resolve_with(
         entries::resolve_entry(conn, input.run_id, &proposal.path, status, Some(&body))?;
         let runs_side_effects = match input.resolution {
             Resolution::Accept => true,
-            Resolution::Error => scheme == "ask_user",
+            Resolution::Error => tool.is_some_and(|tool| tool.accepts_on_error()),
             Resolution::Reject => false,
         };
-        if let Some(tool) = plugins.get(&scheme).filter(|_| runs_side_effects) {
+        if let Some(tool) = tool.filter(|_| runs_side_effects) {
             let readonly = ReadonlyFiles::of_run(conn, input.run_id)?;
             let mut scope = ToolScope {
                 conn,

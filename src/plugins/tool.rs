@@ -238,6 +238,18 @@ pub trait ToolInfo: Send + Sync {
         false
     }
 
+    /// Whether an accepted proposal keeps the body it was proposed with (the file content
+    /// an edit started from) instead of taking the client's output.
+    fn keeps_proposed_body(&self) -> bool {
+        false
+    }
+
+    /// Whether an `error` resolution still runs its acceptance (a question can be answered
+    /// with an error: the output is the user's answer).
+    fn accepts_on_error(&self) -> bool {
+        false
+    }
+
     /// The model-facing documentation.
     fn doc(&self) -> &'static str;
 

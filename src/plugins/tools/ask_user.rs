@@ -27,6 +27,10 @@ impl ToolInfo for AskUser {
         true
     }
 
+    fn accepts_on_error(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "ask_user"
     }

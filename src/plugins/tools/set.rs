@@ -43,6 +43,10 @@ impl ToolInfo for Set {
         true
     }
 
+    fn keeps_proposed_body(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "set"
     }
