@@ -156,8 +156,6 @@ pub async fn store(context: CallContext, params: StoreParams) -> Result<Reply, A
         path: params.path.0,
         body: None,
     };
-    // Sent as its own message: `demote` opens an immediate transaction, which cannot
-    // nest inside the one `db_call` wraps its work in.
     context
         .agent
         .db

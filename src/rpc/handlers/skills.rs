@@ -76,8 +76,6 @@ pub async fn remove(context: CallContext, params: SkillParams) -> Result<Reply, 
     let (alias, name) = params.checked()?;
     let run = find_run_or(&context, &alias, AppError::RunNotFoundShort).await?;
     let selector = Selector::Path(format!("{SKILL_SCHEME}{name}"));
-    // Sent as its own message: `delete_entries` opens an immediate transaction, which
-    // cannot nest inside the one `db_call` wraps its work in.
     context
         .agent
         .db
