@@ -124,9 +124,7 @@ fn resolve_with(
         let output = input.output.as_deref().filter(|text| !text.is_empty());
         let keeps_body = tool.is_some_and(|tool| tool.keeps_proposed_body());
         let body = match input.resolution {
-            Resolution::Accept if keeps_body && !proposal.body.is_empty() => {
-                proposal.body.clone()
-            }
+            Resolution::Accept if keeps_body && !proposal.body.is_empty() => proposal.body.clone(),
             Resolution::Reject => output.unwrap_or("rejected").to_owned(),
             _ => output.unwrap_or_default().to_owned(),
         };
