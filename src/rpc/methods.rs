@@ -22,8 +22,9 @@ pub struct MethodSpec {
     pub description: &'static str,
     /// Parameter name (as on the wire) → informal type and meaning.
     pub params: &'static [(&'static str, &'static str)],
-    /// The parameter names of its params type, as serde reads them.
-    pub fields: &'static [&'static str],
+    /// The parameter names of its params type, as serde reads them (asked only by
+    /// `discover`, not on every call).
+    pub fields: fn() -> &'static [&'static str],
     /// The connection must have called `init`.
     pub needs_init: bool,
     /// Runs until its loop ends; exempt from the RPC timeout.
@@ -68,14 +69,14 @@ macro_rules! method_table {
                     $(Method::$variant => MethodSpec {
                         description: $description,
                         params: $fields,
-                        fields: serde_introspect::<$params>(),
+                        fields: serde_introspect::<$params>,
                         needs_init: $init,
                         long_running: $long,
                     },)*
                     Method::Tool(_) => MethodSpec {
                         description: "Dispatch a model tool on a run.",
                         params: TOOL_PARAMS,
-                        fields: serde_introspect::<tools::ToolParams>(),
+                        fields: serde_introspect::<tools::ToolParams>,
                         needs_init: true,
                         long_running: false,
                     },
@@ -324,8 +325,7 @@ pub fn catalogue(tools: &ToolCatalogue<'_>) -> Value {
         .chain(tools.methods().map(Method::Tool));
     for method in all {
         let spec = method.spec();
-        let params: Map<String, Value> = spec
-            .fields
+        let params: Map<String, Value> = (spec.fields)()
             .iter()
             .map(|name| {
                 let text = spec
@@ -426,7 +426,7 @@ mod tests {
         let methods = Method::NAMED.iter().copied().chain([Method::Tool("set")]);
         for method in methods {
             let spec = method.spec();
-            let mut fields: Vec<&str> = spec.fields.to_vec();
+            let mut fields: Vec<&str> = (spec.fields)().to_vec();
             let mut described: Vec<&str> = spec.params.iter().map(|(name, _)| *name).collect();
             fields.sort_unstable();
             described.sort_unstable();

@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use sxd_document::dom::{ChildOfElement, ChildOfRoot, Document};
 use sxd_xpath::{Context, Factory, Value};
 
-use self::cost::Shape;
+use self::cost::{CostModel, Shape};
 use crate::hedberg::budget;
 
 /// Longest XPath expression accepted; bounds the expression parser's work.
@@ -74,6 +74,7 @@ const FUNCTIONS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct XPathPattern {
     expression: String,
+    cost: CostModel,
 }
 
 /// Whether a pattern reads as XPath: `//` and a name-like character, or a `/` path that
@@ -118,6 +119,7 @@ impl XPathPattern {
         let built = catch_unwind(|| Factory::new().build(expression).ok().flatten().is_some());
         built.unwrap_or(false).then(|| Self {
             expression: expression.to_string(),
+            cost: CostModel::of(expression),
         })
     }
 
@@ -126,7 +128,7 @@ impl XPathPattern {
     ///
     /// The XPath engine cannot be stopped once it runs, so the thread's [`budget`] is charged
     /// up front with the most nodes the evaluation can visit on this document
-    /// ([`cost::visits`]): `count()` inside a predicate, quadratic or worse, is refused
+    /// ([`CostModel::visits`]): `count()` inside a predicate, quadratic or worse, is refused
     /// before it starts instead of running for minutes. Once the budget is spent the result
     /// is `None` and the budget says why.
     pub fn first_text(&self, subject: &str) -> Option<String> {
@@ -138,7 +140,7 @@ impl XPathPattern {
         let document = package.as_document();
         let shape = shape(&document);
         budget.charge(shape.nodes).ok()?;
-        let visits = cost::visits(&self.expression, shape);
+        let visits = self.cost.visits(shape);
         budget.charge(visits.saturating_mul(STEPS_PER_VISIT)).ok()?;
         catch_unwind(AssertUnwindSafe(|| self.evaluate(&document)))
             .ok()

@@ -21,11 +21,30 @@ pub(crate) struct Shape {
     pub fan_out: u64,
 }
 
-/// The most nodes evaluating `expression` once on a document of `shape` can visit (saturating).
-pub(crate) fn visits(expression: &str, shape: Shape) -> u64 {
-    let tokens = tokenize(expression);
+/// An expression read for its cost, once, when the pattern is compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CostModel {
+    tokens: Vec<Token>,
+}
+
+impl CostModel {
+    /// The model of `expression`.
+    pub(crate) fn of(expression: &str) -> CostModel {
+        CostModel {
+            tokens: tokenize(expression),
+        }
+    }
+
+    /// The most nodes evaluating the expression once on a document of `shape` can visit
+    /// (saturating).
+    pub(crate) fn visits(&self, shape: Shape) -> u64 {
+        visits(&self.tokens, shape)
+    }
+}
+
+fn visits(tokens: &[Token], shape: Shape) -> u64 {
     let mut walker = Walker {
-        tokens: &tokens,
+        tokens,
         at: 0,
         shape,
     };
@@ -40,7 +59,7 @@ pub(crate) fn visits(expression: &str, shape: Shape) -> u64 {
     total.max(1)
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Token {
     Slash,
     DoubleSlash,
@@ -480,6 +499,10 @@ fn is_node_type(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn visits(expression: &str, shape: Shape) -> u64 {
+        CostModel::of(expression).visits(shape)
+    }
 
     const FLAT: Shape = Shape {
         nodes: 1_000,
