@@ -386,3 +386,31 @@ async fn hostile_replies_never_hang_a_loop_or_the_database() {
         200
     );
 }
+
+#[actix_web::test]
+async fn a_model_edit_of_several_large_files_computes_each_beside_the_writer() {
+    let lines: String = (0..20_000)
+        .map(|n| format!("line {n} of a large file\n"))
+        .collect();
+    let edit =
+        "<<<<<<< SEARCH\nline 17000 of a large file\n=======\nline 17000 edited\n>>>>>>> REPLACE";
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>scanned</summarize>"),
+        Step::reply(format!(
+            "<set path=\"*.txt\">{edit}</set><update>editing</update>"
+        )),
+    ]);
+    let small_writer = &[("RUMMY_WRITER_MAX_STEPS", "2000")];
+    let app = app_with(&llm, small_writer).await;
+    let files = [("one.txt", lines.as_str()), ("two.txt", lines.as_str())];
+    let (mut client, run) = scanned(&app, "edits_beside", &files).await;
+    let result = client
+        .ok(
+            "act",
+            json!({"model": "fake", "prompt": "edit", "run": run}),
+        )
+        .await;
+    assert_eq!(result["status"], json!(202), "{result}");
+    let proposed = result["proposed"].as_array().unwrap();
+    assert_eq!(proposed.len(), 2, "both files: {result}");
+}
