@@ -22,6 +22,7 @@ pub mod paths;
 pub mod queries;
 pub mod readers;
 pub mod schema;
+pub mod statement;
 #[cfg(test)]
 mod testing;
 pub mod watch;
