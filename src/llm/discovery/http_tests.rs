@@ -7,10 +7,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::llm::discovery::OPENROUTER_FALLBACK_CONTEXT;
 use crate::llm::error::LlmError;
+use crate::llm::fake::{FakeLlm, Step};
 use crate::llm::providers::LlmProviders;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::settings::LlmOptions;
-use crate::llm::test_server::{Reply, TestServer};
 
 fn settings() -> LlmOptions {
     LlmOptions {
@@ -22,6 +22,11 @@ fn settings() -> LlmOptions {
         },
         ..LlmOptions::default()
     }
+}
+
+/// A server whose every answer, the discovery paths' included, comes from `script`.
+fn scripted(script: impl IntoIterator<Item = Step>) -> FakeLlm {
+    FakeLlm::builder(script).script_every_request().start()
 }
 
 async fn discover(settings: LlmOptions, actual: &str) -> Result<u32, LlmError> {
@@ -36,10 +41,10 @@ async fn discover(settings: LlmOptions, actual: &str) -> Result<u32, LlmError> {
 #[actix::test]
 async fn llama_cpp_props_give_the_runtime_context() {
     let props = json!({"default_generation_settings": {"n_ctx": 8192}});
-    let mut server = TestServer::start(vec![Reply::ok(props)]).await;
+    let server = scripted([Step::Json(props)]);
     let found = discover(
         LlmOptions {
-            openai_base_url: Some(format!("{}/v1", server.url)),
+            openai_base_url: Some(format!("{}/v1", server.base_url())),
             openai_api_key: Some("sk-local".into()),
             ..settings()
         },
@@ -48,7 +53,7 @@ async fn llama_cpp_props_give_the_runtime_context() {
     .await;
 
     assert_eq!(found, Ok(8192));
-    let seen = server.request().await;
+    let seen = &server.recorded()[0];
     assert_eq!(
         (seen.method.as_str(), seen.path.as_str()),
         ("GET", "/props")
@@ -60,10 +65,10 @@ async fn llama_cpp_props_give_the_runtime_context() {
 async fn openai_falls_back_to_the_models_list() {
     let models = json!({"data": [{"id": "other", "meta": {"n_ctx_train": 4096}},
                                  {"id": "mine", "meta": {"n_ctx_train": 32768}}]});
-    let mut server = TestServer::start(vec![Reply::status(404), Reply::ok(models)]).await;
+    let server = scripted([Step::error(404), Step::Json(models)]);
     let found = discover(
         LlmOptions {
-            openai_base_url: Some(server.url.clone()),
+            openai_base_url: Some(server.base_url().to_owned()),
             ..settings()
         },
         "openai/mine",
@@ -72,7 +77,7 @@ async fn openai_falls_back_to_the_models_list() {
 
     assert_eq!(found, Ok(32768));
     let paths: Vec<_> = server
-        .received()
+        .recorded()
         .into_iter()
         .map(|seen| seen.path)
         .collect();
@@ -81,10 +86,10 @@ async fn openai_falls_back_to_the_models_list() {
 
 #[actix::test]
 async fn openai_without_any_size_is_an_error() {
-    let server = TestServer::start(vec![Reply::status(404), Reply::ok(json!({"data": []}))]).await;
+    let server = scripted([Step::error(404), Step::Json(json!({"data": []}))]);
     let found = discover(
         LlmOptions {
-            openai_base_url: Some(server.url.clone()),
+            openai_base_url: Some(server.base_url().to_owned()),
             ..settings()
         },
         "openai/m",
@@ -101,10 +106,10 @@ async fn openai_without_any_size_is_an_error() {
 async fn ollama_show_after_a_transient_failure() {
     let show = json!({"model_info": {"general.architecture": "qwen3",
                                      "qwen3.context_length": 40960}});
-    let mut server = TestServer::start(vec![Reply::status(500), Reply::ok(show)]).await;
+    let server = scripted([Step::error(500), Step::Json(show)]);
     let found = discover(
         LlmOptions {
-            ollama_base_url: Some(server.url.clone()),
+            ollama_base_url: Some(server.base_url().to_owned()),
             ..settings()
         },
         "ollama/qwen3:8b",
@@ -112,7 +117,7 @@ async fn ollama_show_after_a_transient_failure() {
     .await;
 
     assert_eq!(found, Ok(40960));
-    let seen: Vec<_> = server.received();
+    let seen: Vec<_> = server.recorded();
     assert_eq!(seen.len(), 2);
     assert_eq!(
         (seen[1].method.as_str(), seen[1].path.as_str()),
@@ -123,10 +128,10 @@ async fn ollama_show_after_a_transient_failure() {
 
 #[actix::test]
 async fn ollama_unknown_model_is_an_error() {
-    let server = TestServer::start(vec![Reply::status(404)]).await;
+    let server = scripted([Step::error(404)]);
     let found = discover(
         LlmOptions {
-            ollama_base_url: Some(server.url.clone()),
+            ollama_base_url: Some(server.base_url().to_owned()),
             ..settings()
         },
         "ollama/missing",
@@ -137,7 +142,7 @@ async fn ollama_unknown_model_is_an_error() {
         found.unwrap_err().to_string(),
         format!(
             "Ollama /api/show failed: 404. Is Ollama running at {}?",
-            server.url
+            server.base_url()
         )
     );
 }
@@ -146,9 +151,9 @@ async fn ollama_unknown_model_is_an_error() {
 async fn openrouter_catalogue_override_and_fallback() {
     let catalogue =
         json!({"data": [{"id": "anthropic/claude-sonnet-4", "context_length": 200000}]});
-    let mut server = TestServer::start(vec![Reply::ok(catalogue), Reply::status(503)]).await;
+    let server = scripted([Step::Json(catalogue), Step::error(503)]);
     let routed = LlmOptions {
-        openrouter_base_url: format!("{}/api/v1", server.url),
+        openrouter_base_url: format!("{}/api/v1", server.base_url()),
         ..settings()
     };
 
@@ -167,7 +172,7 @@ async fn openrouter_catalogue_override_and_fallback() {
     assert_eq!(unavailable, Ok(OPENROUTER_FALLBACK_CONTEXT));
     assert_eq!(overridden, Ok(65536));
     let paths: Vec<_> = server
-        .received()
+        .recorded()
         .into_iter()
         .map(|seen| seen.path)
         .collect();
@@ -178,10 +183,10 @@ async fn openrouter_catalogue_override_and_fallback() {
 async fn xai_models_then_language_models() {
     let models = json!({"data": [{"id": "grok-3"}]});
     let described = json!({"id": "grok-4", "context_length": 256000});
-    let mut server = TestServer::start(vec![Reply::ok(models), Reply::ok(described)]).await;
+    let server = scripted([Step::Json(models), Step::Json(described)]);
     let found = discover(
         LlmOptions {
-            xai_base_url: Some(format!("{}/v1/responses", server.url)),
+            xai_base_url: Some(format!("{}/v1/responses", server.base_url())),
             xai_api_key: Some("xai-key".into()),
             ..settings()
         },
@@ -191,7 +196,7 @@ async fn xai_models_then_language_models() {
 
     assert_eq!(found, Ok(256000));
     let paths: Vec<_> = server
-        .received()
+        .recorded()
         .into_iter()
         .map(|seen| seen.path)
         .collect();
