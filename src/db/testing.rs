@@ -95,7 +95,7 @@ pub(crate) fn sample_loop(
     crate::db::queries::loops::enqueue_loop(conn, &enqueue).unwrap()
 }
 
-/// A plain write of `body` at `path` on `turn`, status 200, keeping fidelity and attributes.
+/// `EntryUpsertForm::new` of `body` at `path` on `turn`, outside any loop.
 #[cfg(test)]
 pub(crate) fn write(
     run_id: crate::db::ids::RunId,
@@ -103,15 +103,5 @@ pub(crate) fn write(
     body: &str,
     turn: i32,
 ) -> crate::db::models::entry::EntryUpsertForm {
-    crate::db::models::entry::EntryUpsertForm {
-        run_id,
-        loop_id: None,
-        turn,
-        path: path.into(),
-        body: body.into(),
-        status: 200,
-        fidelity: None,
-        hash: None,
-        attributes: None,
-    }
+    crate::db::models::entry::EntryUpsertForm::new(run_id, None, turn, path, body)
 }

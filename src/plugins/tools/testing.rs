@@ -146,17 +146,7 @@ impl TestRun {
     pub fn put(&mut self, path: &str, body: &str) -> EntryRow {
         entries::upsert_entry(
             &mut self.conn,
-            &EntryUpsertForm {
-                run_id: self.run_id,
-                loop_id: None,
-                turn: 0,
-                path: path.into(),
-                body: body.into(),
-                status: 200,
-                fidelity: None,
-                hash: None,
-                attributes: None,
-            },
+            &EntryUpsertForm::new(self.run_id, None, 0, path, body),
         )
         .unwrap()
     }
