@@ -9,20 +9,7 @@ use crate::llm::discovery::OPENROUTER_FALLBACK_CONTEXT;
 use crate::llm::error::LlmError;
 use crate::llm::fake::{FakeLlm, Step};
 use crate::llm::providers::LlmProviders;
-use crate::llm::retry::RetryPolicy;
 use crate::llm::settings::LlmOptions;
-
-fn settings() -> LlmOptions {
-    LlmOptions {
-        fetch_timeout: Duration::from_secs(10),
-        retry: RetryPolicy {
-            max_attempts: 3,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(20),
-        },
-        ..LlmOptions::default()
-    }
-}
 
 /// A server whose every answer, the discovery paths' included, comes from `script`.
 fn scripted(script: impl IntoIterator<Item = Step>) -> FakeLlm {
@@ -46,7 +33,7 @@ async fn llama_cpp_props_give_the_runtime_context() {
         LlmOptions {
             openai_base_url: Some(format!("{}/v1", server.base_url())),
             openai_api_key: Some("sk-local".into()),
-            ..settings()
+            ..LlmOptions::for_local_tests()
         },
         "openai/any",
     )
@@ -69,7 +56,7 @@ async fn openai_falls_back_to_the_models_list() {
     let found = discover(
         LlmOptions {
             openai_base_url: Some(server.base_url().to_owned()),
-            ..settings()
+            ..LlmOptions::for_local_tests()
         },
         "openai/mine",
     )
@@ -90,7 +77,7 @@ async fn openai_without_any_size_is_an_error() {
     let found = discover(
         LlmOptions {
             openai_base_url: Some(server.base_url().to_owned()),
-            ..settings()
+            ..LlmOptions::for_local_tests()
         },
         "openai/m",
     )
@@ -110,7 +97,7 @@ async fn ollama_show_after_a_transient_failure() {
     let found = discover(
         LlmOptions {
             ollama_base_url: Some(server.base_url().to_owned()),
-            ..settings()
+            ..LlmOptions::for_local_tests()
         },
         "ollama/qwen3:8b",
     )
@@ -132,7 +119,7 @@ async fn ollama_unknown_model_is_an_error() {
     let found = discover(
         LlmOptions {
             ollama_base_url: Some(server.base_url().to_owned()),
-            ..settings()
+            ..LlmOptions::for_local_tests()
         },
         "ollama/missing",
     )
@@ -154,7 +141,7 @@ async fn openrouter_catalogue_override_and_fallback() {
     let server = scripted([Step::Json(catalogue), Step::error(503)]);
     let routed = LlmOptions {
         openrouter_base_url: format!("{}/api/v1", server.base_url()),
-        ..settings()
+        ..LlmOptions::for_local_tests()
     };
 
     let listed = discover(routed.clone(), "anthropic/claude-sonnet-4").await;
@@ -188,7 +175,7 @@ async fn xai_models_then_language_models() {
         LlmOptions {
             xai_base_url: Some(format!("{}/v1/responses", server.base_url())),
             xai_api_key: Some("xai-key".into()),
-            ..settings()
+            ..LlmOptions::for_local_tests()
         },
         "x.ai/grok-4",
     )

@@ -17,22 +17,10 @@ async fn bounded<T>(call: impl Future<Output = T>) -> T {
         .expect("the call never finished")
 }
 
-fn settings() -> LlmOptions {
-    LlmOptions {
-        fetch_timeout: Duration::from_secs(10),
-        retry: RetryPolicy {
-            max_attempts: 3,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(20),
-        },
-        ..LlmOptions::default()
-    }
-}
-
 fn openai_settings(server: &FakeLlm) -> LlmOptions {
     LlmOptions {
         openai_base_url: Some(format!("{}/v1/", server.base_url())),
-        ..settings()
+        ..LlmOptions::for_local_tests()
     }
 }
 
@@ -109,7 +97,7 @@ async fn ollama_uses_its_openai_endpoint_without_auth() {
     let server = FakeLlm::start([Step::Json(completion("hi"))]);
     let providers = LlmProviders::start(LlmOptions {
         ollama_base_url: Some(server.base_url().to_owned()),
-        ..settings()
+        ..LlmOptions::for_local_tests()
     })
     .unwrap();
 
@@ -133,7 +121,7 @@ async fn openrouter_sends_the_whole_id_and_its_headers() {
         openrouter_api_key: Some("sk-or".into()),
         http_referer: Some("https://example.org/rummy".into()),
         x_title: Some("RUMMY".into()),
-        ..settings()
+        ..LlmOptions::for_local_tests()
     })
     .unwrap();
 
@@ -169,7 +157,7 @@ async fn xai_speaks_the_responses_api() {
     let providers = LlmProviders::start(LlmOptions {
         xai_base_url: Some(format!("{}/v1/responses", server.base_url())),
         xai_api_key: Some("xai-key".into()),
-        ..settings()
+        ..LlmOptions::for_local_tests()
     })
     .unwrap();
 
@@ -275,7 +263,7 @@ async fn a_silent_server_times_out() {
         fetch_timeout: Duration::from_millis(100),
         retry: RetryPolicy {
             max_attempts: 1,
-            ..settings().retry
+            ..LlmOptions::for_local_tests().retry
         },
         ..openai_settings(&server)
     })
@@ -332,7 +320,7 @@ async fn dropping_the_call_drops_the_in_flight_request() {
 
 #[actix::test]
 async fn missing_settings_fail_without_a_request() {
-    let providers = LlmProviders::start(settings()).unwrap();
+    let providers = LlmProviders::start(LlmOptions::for_local_tests()).unwrap();
 
     let openrouter = complete(&providers, "meta/llama").await.unwrap_err();
     let ollama = complete(&providers, "ollama/x").await.unwrap_err();
@@ -357,7 +345,7 @@ async fn an_unreachable_server_is_a_connect_error_after_retries() {
     drop(listener);
     let providers = LlmProviders::start(LlmOptions {
         ollama_base_url: Some(format!("http://{address}")),
-        ..settings()
+        ..LlmOptions::for_local_tests()
     })
     .unwrap();
 
