@@ -13,10 +13,8 @@ use rummy::context::view::EntryView;
 use rummy::context::TokenMath;
 use rummy::db::enums::Fidelity;
 use rummy::db::ids::RunId;
-use rummy::db::models::run::RunCreateForm;
-use rummy::db::models::ProjectInsertForm;
-use rummy::db::queries::{projects, runs};
-use rummy::db::{open_connection, run_migrations, ConnectionSetup};
+use rummy::db::testing::{migrated, project_with_run};
+use rummy::db::ConnectionSetup;
 use rummy::plugins::assembly::{Assembly, AssemblyInput, BudgetFigures, ToolDocs};
 use rummy::plugins::policy::ToolPolicy;
 
@@ -59,7 +57,7 @@ impl ToolDocs for Tools {
 
 /// A database with one run holding `entries` entries, `VISIBLE` of them not archived.
 fn store(dir: &tempfile::TempDir, entries: i64) -> Option<(SqliteConnection, RunId)> {
-    let mut conn = open_connection(
+    let mut conn = migrated(
         &dir.path().join("bench.db"),
         ConnectionSetup {
             token_divisor: TOKENS_PER_CHARACTER,
@@ -67,24 +65,7 @@ fn store(dir: &tempfile::TempDir, entries: i64) -> Option<(SqliteConnection, Run
         },
     )
     .ok()?;
-    run_migrations(&mut conn).ok()?;
-    let project = projects::upsert_project(
-        &mut conn,
-        &ProjectInsertForm {
-            name: "bench".into(),
-            project_root: None,
-            config_path: None,
-        },
-    )
-    .ok()?;
-    let create = RunCreateForm {
-        project_id: project.id,
-        model: "m".into(),
-        temperature: None,
-        persona: None,
-        context_limit: None,
-    };
-    let run = runs::create_run(&mut conn, &create, 1).ok()?.id;
+    let run = project_with_run(&mut conn, None).ok()?.id;
     let stride = (entries / VISIBLE).max(1);
     conn.batch_execute(&format!(
         "BEGIN;

@@ -14,10 +14,9 @@ use diesel::SqliteConnection;
 use rummy::db::connection::write_transaction;
 use rummy::db::ids::RunId;
 use rummy::db::models::entry::{EntryUpsertForm, Selector};
-use rummy::db::models::run::RunCreateForm;
-use rummy::db::models::ProjectInsertForm;
-use rummy::db::queries::{entries, projects, runs};
-use rummy::db::{open_connection, run_migrations, ConnectionSetup};
+use rummy::db::queries::entries;
+use rummy::db::testing::{migrated, project_with_run};
+use rummy::db::ConnectionSetup;
 
 const ENTRIES: i64 = 10_000;
 const TOKENS_PER_CHARACTER: u32 = 4;
@@ -25,7 +24,7 @@ const TOKENS_PER_CHARACTER: u32 = 4;
 /// One run holding `ENTRIES` entries: a quarter each of `known://`, files, tool results
 /// and unknowns; one `known://` entry in a hundred mentions "deploy" in its body.
 fn store(dir: &tempfile::TempDir) -> Option<(SqliteConnection, RunId)> {
-    let mut conn = open_connection(
+    let mut conn = migrated(
         &dir.path().join("store.db"),
         ConnectionSetup {
             token_divisor: TOKENS_PER_CHARACTER,
@@ -33,24 +32,7 @@ fn store(dir: &tempfile::TempDir) -> Option<(SqliteConnection, RunId)> {
         },
     )
     .ok()?;
-    run_migrations(&mut conn).ok()?;
-    let project = projects::upsert_project(
-        &mut conn,
-        &ProjectInsertForm {
-            name: "bench".into(),
-            project_root: None,
-            config_path: None,
-        },
-    )
-    .ok()?;
-    let create = RunCreateForm {
-        project_id: project.id,
-        model: "m".into(),
-        temperature: None,
-        persona: None,
-        context_limit: None,
-    };
-    let run = runs::create_run(&mut conn, &create, 1).ok()?.id;
+    let run = project_with_run(&mut conn, None).ok()?.id;
     conn.batch_execute(&format!(
         "BEGIN;
          WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {ENTRIES})

@@ -6,7 +6,7 @@
 //! the tables; [`models`] holds row and form structs; [`queries`] holds plain functions over
 //! `&mut SqliteConnection`; [`actor`] runs them on the single writer thread ([`watch`] says
 //! how long its current unit has run), [`readers`] runs pattern reads beside it; [`handle`] is how the rest of the
-//! server reaches all of it. Every fallible
+//! server reaches all of it; [`testing`] holds the fixtures the tests and benches share. Every fallible
 //! function returns [`DbError`]. Database rows are not wire types: the RPC layer builds its
 //! own results from them.
 
@@ -23,8 +23,7 @@ pub mod queries;
 pub mod readers;
 pub mod schema;
 pub mod statement;
-#[cfg(test)]
-mod testing;
+pub mod testing;
 pub mod watch;
 
 pub use actor::transact::Transact;

@@ -6,7 +6,8 @@
 //! honouring Retry-After (`retry`), and drops the in-flight HTTP request when a call is
 //! cancelled. Responses are normalised into one `ChatResponse` (content, reasoning, usage).
 //! Context lengths are discovered per provider and returned for the caller to store.
-//! Only this module knows provider wire formats; API keys never reach a log.
+//! Only this module knows provider wire formats; API keys never reach a log. [`fake`] serves
+//! those formats from a script, standing in for a model in the tests and in `rummy-load`.
 
 mod actor;
 mod chat;
@@ -14,13 +15,12 @@ mod chat_completions;
 mod client;
 mod discovery;
 mod error;
+pub mod fake;
 mod providers;
 mod responses;
 mod retry;
 mod route;
 mod settings;
-#[cfg(test)]
-mod test_server;
 
 pub use actor::{Complete, DiscoverContext, LlmProvider};
 pub use chat::{ChatMessage, ChatRequest, ChatResponse, Role, Usage};

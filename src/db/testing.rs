@@ -1,52 +1,37 @@
-//! Test support: a migrated database in a fresh temporary directory.
+//! Fixtures over the store for the unit tests and the benches: a migrated database file
+//! holding a project with one run. The server itself never calls them; the temporary-file
+//! helpers exist in unit tests only (`tempfile` is a dev-dependency).
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use diesel::SqliteConnection;
-use tempfile::TempDir;
 
-use super::{open_connection, run_migrations};
+use super::models::run::{RunCreateForm, RunRow};
+use super::models::ProjectInsertForm;
+use super::queries::{projects, runs};
+use super::{open_connection, run_migrations, ConnectionSetup, DbError};
 
-/// A migrated database file that lives as long as this value.
-pub struct TestDb {
-    /// Keeps the directory alive.
-    pub dir: TempDir,
-    /// The database file.
-    pub path: PathBuf,
-    /// A connection with rummy's setup.
-    pub conn: SqliteConnection,
+/// Opens (creating if needed) the SQLite file at `path` with `setup` and applies the
+/// migrations.
+pub fn migrated(path: &Path, setup: ConnectionSetup) -> Result<SqliteConnection, DbError> {
+    let mut conn = open_connection(path, setup)?;
+    run_migrations(&mut conn)?;
+    Ok(conn)
 }
 
-impl TestDb {
-    /// Creates and migrates a database with token divisor 4.
-    pub fn new() -> TestDb {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rummy.db");
-        let mut conn = open_connection(&path, crate::db::ConnectionSetup::default()).unwrap();
-        run_migrations(&mut conn).unwrap();
-        TestDb { dir, path, conn }
-    }
-
-    /// Another connection to the same file.
-    pub fn connect(&self) -> SqliteConnection {
-        open_connection(&self.path, crate::db::ConnectionSetup::default()).unwrap()
-    }
-}
-
-/// A project `p` with one run of model `m`.
-pub fn sample_run(conn: &mut SqliteConnection) -> crate::db::models::run::RunRow {
-    use crate::db::models::run::RunCreateForm;
-    use crate::db::models::ProjectInsertForm;
-    use crate::db::queries::{projects, runs};
+/// Creates project `p` at `project_root` with one run of model `m`, created at 1 s.
+pub fn project_with_run(
+    conn: &mut SqliteConnection,
+    project_root: Option<String>,
+) -> Result<RunRow, DbError> {
     let project = projects::upsert_project(
         conn,
         &ProjectInsertForm {
             name: "p".into(),
-            project_root: Some("/p".into()),
+            project_root,
             config_path: None,
         },
-    )
-    .unwrap();
+    )?;
     let create = RunCreateForm {
         project_id: project.id,
         model: "m".into(),
@@ -54,11 +39,45 @@ pub fn sample_run(conn: &mut SqliteConnection) -> crate::db::models::run::RunRow
         persona: None,
         context_limit: None,
     };
-    runs::create_run(conn, &create, 1_000).unwrap()
+    runs::create_run(conn, &create, 1_000)
+}
+
+/// A migrated database file that lives as long as this value.
+#[cfg(test)]
+pub(crate) struct TestDb {
+    /// Keeps the directory alive.
+    pub dir: tempfile::TempDir,
+    /// The database file.
+    pub path: std::path::PathBuf,
+    /// A connection with rummy's setup.
+    pub conn: SqliteConnection,
+}
+
+#[cfg(test)]
+impl TestDb {
+    /// Creates and migrates a database with token divisor 4.
+    pub fn new() -> TestDb {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rummy.db");
+        let conn = migrated(&path, ConnectionSetup::default()).unwrap();
+        TestDb { dir, path, conn }
+    }
+
+    /// Another connection to the same file.
+    pub fn connect(&self) -> SqliteConnection {
+        open_connection(&self.path, ConnectionSetup::default()).unwrap()
+    }
+}
+
+/// A project `p` rooted at `/p` with one run of model `m`.
+#[cfg(test)]
+pub(crate) fn sample_run(conn: &mut SqliteConnection) -> RunRow {
+    project_with_run(conn, Some("/p".into())).unwrap()
 }
 
 /// An act loop with prompt `prompt`, queued on `run`.
-pub fn sample_loop(
+#[cfg(test)]
+pub(crate) fn sample_loop(
     conn: &mut SqliteConnection,
     run: crate::db::ids::RunId,
     prompt: &str,
@@ -76,22 +95,13 @@ pub fn sample_loop(
     crate::db::queries::loops::enqueue_loop(conn, &enqueue).unwrap()
 }
 
-/// A plain write of `body` at `path` on `turn`, status 200, keeping fidelity and attributes.
-pub fn write(
+/// `EntryUpsertForm::new` of `body` at `path` on `turn`, outside any loop.
+#[cfg(test)]
+pub(crate) fn write(
     run_id: crate::db::ids::RunId,
     path: &str,
     body: &str,
     turn: i32,
 ) -> crate::db::models::entry::EntryUpsertForm {
-    crate::db::models::entry::EntryUpsertForm {
-        run_id,
-        loop_id: None,
-        turn,
-        path: path.into(),
-        body: body.into(),
-        status: 200,
-        fidelity: None,
-        hash: None,
-        attributes: None,
-    }
+    crate::db::models::entry::EntryUpsertForm::new(run_id, None, turn, path, body)
 }

@@ -100,6 +100,23 @@ impl Default for LlmOptions {
     }
 }
 
+#[cfg(test)]
+impl LlmOptions {
+    /// No provider configured, a 10 s limit per call and three attempts 1 to 20 ms apart: for
+    /// tests against a scripted server on loopback, which retry at once.
+    pub(crate) fn for_local_tests() -> LlmOptions {
+        LlmOptions {
+            fetch_timeout: Duration::from_secs(10),
+            retry: RetryPolicy {
+                max_attempts: 3,
+                base_delay: Duration::from_millis(1),
+                max_delay: Duration::from_millis(20),
+            },
+            ..LlmOptions::default()
+        }
+    }
+}
+
 /// Shows whether a secret is set, never its value.
 fn redacted(secret: &Option<String>) -> &'static str {
     match secret {

@@ -5,8 +5,8 @@ use rummy::db::enums::RunStatus;
 use rummy::db::queries::{loops, runs};
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
 use crate::support::{Client, TestApp};
+use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted};
 
 /// Characters per token in these tests (the server's default divisor).
 const DIVISOR: usize = 4;

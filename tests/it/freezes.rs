@@ -8,8 +8,8 @@ use std::sync::mpsc;
 
 use serde_json::json;
 
-use crate::fake_llm::{FakeLlm, Step};
 use crate::support::{Client, TestApp};
+use rummy::llm::fake::{FakeLlm, Step};
 
 /// Quadratic or worse in the number of elements: `count(//*)` for every element.
 const QUADRATIC_XPATH: &str = "//*[count(//*) = count(preceding::*) + 7]";

@@ -6,8 +6,8 @@ use std::time::Duration;
 use rummy::db::queries::{loops, runs};
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
 use crate::support::{user_message, Client, TestApp};
+use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted};
 
 /// Waits until `count` loops of the run are queued behind the running one.
 async fn wait_for_pending_loops(app: &TestApp, alias: &str, count: usize) {

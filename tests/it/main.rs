@@ -7,7 +7,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod e2e;
-mod fake_llm;
 mod freezes;
 mod support;
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Step, WhenExhausted};
 use crate::support::{user_message, Client};
+use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 
 /// A `rummy serve` process on a loopback port, with its home kept across restarts.
 struct ServerProcess {

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Step};
 use crate::support::{user_message, Client, TestApp};
+use rummy::llm::fake::{FakeLlm, Step};
 
 const LOCKED: &str = "port = 3000\n";
 

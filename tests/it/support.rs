@@ -15,7 +15,7 @@ use rummy::db::ids::ProjectId;
 use rummy::db::queries::constraints;
 use serde_json::{json, Value};
 
-use crate::fake_llm::FakeLlm;
+use rummy::llm::fake::FakeLlm;
 
 /// How long a test waits for any one frame before failing.
 const FRAME_WAIT: Duration = Duration::from_secs(300);

@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Step};
 use crate::support::{Client, TestApp};
+use rummy::llm::fake::{FakeLlm, Step};
 
 fn summaries(count: usize) -> Vec<Step> {
     (0..count)

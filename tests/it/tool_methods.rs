@@ -5,8 +5,8 @@
 
 use serde_json::{json, Value};
 
-use crate::fake_llm::{FakeLlm, Step, WhenExhausted};
 use crate::support::{Client, TestApp};
+use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 
 /// Every tool-dispatch method.
 const TOOLS: [&str; 9] = [

@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
-use crate::fake_llm::{FakeLlm, Step};
 use crate::support::TestApp;
+use rummy::llm::fake::{FakeLlm, Step};
 
 /// How long a test waits for the transcript writer before failing.
 const WRITE_WAIT: Duration = Duration::from_secs(30);

@@ -101,7 +101,7 @@ struct FakeLlmArgs {
     port: u16,
     /// Context size `/v1/models` and `/props` report.
     #[arg(long, default_value_t = 32_768)]
-    context: u64,
+    context: u32,
     /// Stop after this many seconds if not interrupted before.
     #[arg(long, default_value_t = 3_600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     seconds: u64,

@@ -10,12 +10,9 @@ use super::*;
 use crate::context::Packet;
 use crate::db::enums::LoopMode;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
-use crate::db::models::run::RunCreateForm;
-use crate::db::models::ProjectInsertForm;
 use crate::db::queries::context::turn_context;
 use crate::db::queries::entries::{set_fidelity, upsert_entry};
-use crate::db::queries::{projects, runs};
-use crate::db::{open_connection, run_migrations};
+use crate::db::testing::{project_with_run, TestDb};
 use crate::plugins::assembly::testing::FakeTools;
 use crate::plugins::assembly::{Assembly, AssemblyInput, BudgetFigures};
 use crate::plugins::policy::ToolPolicy;
@@ -29,30 +26,8 @@ struct Db {
 }
 
 fn database() -> Db {
-    let dir = tempfile::tempdir().unwrap();
-    let mut conn = open_connection(
-        &dir.path().join("rummy.db"),
-        crate::db::ConnectionSetup::default(),
-    )
-    .unwrap();
-    run_migrations(&mut conn).unwrap();
-    let project = projects::upsert_project(
-        &mut conn,
-        &ProjectInsertForm {
-            name: "p".into(),
-            project_root: None,
-            config_path: None,
-        },
-    )
-    .unwrap();
-    let create = RunCreateForm {
-        project_id: project.id,
-        model: "m".into(),
-        temperature: None,
-        persona: None,
-        context_limit: None,
-    };
-    let run = runs::create_run(&mut conn, &create, 1).unwrap().id;
+    let TestDb { dir, mut conn, .. } = TestDb::new();
+    let run = project_with_run(&mut conn, None).unwrap().id;
     Db {
         _dir: dir,
         conn,

@@ -7,21 +7,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::llm::discovery::OPENROUTER_FALLBACK_CONTEXT;
 use crate::llm::error::LlmError;
+use crate::llm::fake::{FakeLlm, Step};
 use crate::llm::providers::LlmProviders;
-use crate::llm::retry::RetryPolicy;
 use crate::llm::settings::LlmOptions;
-use crate::llm::test_server::{Reply, TestServer};
 
-fn settings() -> LlmOptions {
-    LlmOptions {
-        fetch_timeout: Duration::from_secs(10),
-        retry: RetryPolicy {
-            max_attempts: 3,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(20),
-        },
-        ..LlmOptions::default()
-    }
+/// A server whose every answer, the discovery paths' included, comes from `script`.
+fn scripted(script: impl IntoIterator<Item = Step>) -> FakeLlm {
+    FakeLlm::builder(script).script_every_request().start()
 }
 
 async fn discover(settings: LlmOptions, actual: &str) -> Result<u32, LlmError> {
@@ -36,19 +28,19 @@ async fn discover(settings: LlmOptions, actual: &str) -> Result<u32, LlmError> {
 #[actix::test]
 async fn llama_cpp_props_give_the_runtime_context() {
     let props = json!({"default_generation_settings": {"n_ctx": 8192}});
-    let mut server = TestServer::start(vec![Reply::ok(props)]).await;
+    let server = scripted([Step::Json(props)]);
     let found = discover(
         LlmOptions {
-            openai_base_url: Some(format!("{}/v1", server.url)),
+            openai_base_url: Some(format!("{}/v1", server.base_url())),
             openai_api_key: Some("sk-local".into()),
-            ..settings()
+            ..LlmOptions::for_local_tests()
         },
         "openai/any",
     )
     .await;
 
     assert_eq!(found, Ok(8192));
-    let seen = server.request().await;
+    let seen = &server.recorded()[0];
     assert_eq!(
         (seen.method.as_str(), seen.path.as_str()),
         ("GET", "/props")
@@ -60,11 +52,11 @@ async fn llama_cpp_props_give_the_runtime_context() {
 async fn openai_falls_back_to_the_models_list() {
     let models = json!({"data": [{"id": "other", "meta": {"n_ctx_train": 4096}},
                                  {"id": "mine", "meta": {"n_ctx_train": 32768}}]});
-    let mut server = TestServer::start(vec![Reply::status(404), Reply::ok(models)]).await;
+    let server = scripted([Step::error(404), Step::Json(models)]);
     let found = discover(
         LlmOptions {
-            openai_base_url: Some(server.url.clone()),
-            ..settings()
+            openai_base_url: Some(server.base_url().to_owned()),
+            ..LlmOptions::for_local_tests()
         },
         "openai/mine",
     )
@@ -72,7 +64,7 @@ async fn openai_falls_back_to_the_models_list() {
 
     assert_eq!(found, Ok(32768));
     let paths: Vec<_> = server
-        .received()
+        .recorded()
         .into_iter()
         .map(|seen| seen.path)
         .collect();
@@ -81,11 +73,11 @@ async fn openai_falls_back_to_the_models_list() {
 
 #[actix::test]
 async fn openai_without_any_size_is_an_error() {
-    let server = TestServer::start(vec![Reply::status(404), Reply::ok(json!({"data": []}))]).await;
+    let server = scripted([Step::error(404), Step::Json(json!({"data": []}))]);
     let found = discover(
         LlmOptions {
-            openai_base_url: Some(server.url.clone()),
-            ..settings()
+            openai_base_url: Some(server.base_url().to_owned()),
+            ..LlmOptions::for_local_tests()
         },
         "openai/m",
     )
@@ -101,18 +93,18 @@ async fn openai_without_any_size_is_an_error() {
 async fn ollama_show_after_a_transient_failure() {
     let show = json!({"model_info": {"general.architecture": "qwen3",
                                      "qwen3.context_length": 40960}});
-    let mut server = TestServer::start(vec![Reply::status(500), Reply::ok(show)]).await;
+    let server = scripted([Step::error(500), Step::Json(show)]);
     let found = discover(
         LlmOptions {
-            ollama_base_url: Some(server.url.clone()),
-            ..settings()
+            ollama_base_url: Some(server.base_url().to_owned()),
+            ..LlmOptions::for_local_tests()
         },
         "ollama/qwen3:8b",
     )
     .await;
 
     assert_eq!(found, Ok(40960));
-    let seen: Vec<_> = server.received();
+    let seen: Vec<_> = server.recorded();
     assert_eq!(seen.len(), 2);
     assert_eq!(
         (seen[1].method.as_str(), seen[1].path.as_str()),
@@ -123,11 +115,11 @@ async fn ollama_show_after_a_transient_failure() {
 
 #[actix::test]
 async fn ollama_unknown_model_is_an_error() {
-    let server = TestServer::start(vec![Reply::status(404)]).await;
+    let server = scripted([Step::error(404)]);
     let found = discover(
         LlmOptions {
-            ollama_base_url: Some(server.url.clone()),
-            ..settings()
+            ollama_base_url: Some(server.base_url().to_owned()),
+            ..LlmOptions::for_local_tests()
         },
         "ollama/missing",
     )
@@ -137,7 +129,7 @@ async fn ollama_unknown_model_is_an_error() {
         found.unwrap_err().to_string(),
         format!(
             "Ollama /api/show failed: 404. Is Ollama running at {}?",
-            server.url
+            server.base_url()
         )
     );
 }
@@ -146,10 +138,10 @@ async fn ollama_unknown_model_is_an_error() {
 async fn openrouter_catalogue_override_and_fallback() {
     let catalogue =
         json!({"data": [{"id": "anthropic/claude-sonnet-4", "context_length": 200000}]});
-    let mut server = TestServer::start(vec![Reply::ok(catalogue), Reply::status(503)]).await;
+    let server = scripted([Step::Json(catalogue), Step::error(503)]);
     let routed = LlmOptions {
-        openrouter_base_url: format!("{}/api/v1", server.url),
-        ..settings()
+        openrouter_base_url: format!("{}/api/v1", server.base_url()),
+        ..LlmOptions::for_local_tests()
     };
 
     let listed = discover(routed.clone(), "anthropic/claude-sonnet-4").await;
@@ -167,7 +159,7 @@ async fn openrouter_catalogue_override_and_fallback() {
     assert_eq!(unavailable, Ok(OPENROUTER_FALLBACK_CONTEXT));
     assert_eq!(overridden, Ok(65536));
     let paths: Vec<_> = server
-        .received()
+        .recorded()
         .into_iter()
         .map(|seen| seen.path)
         .collect();
@@ -178,12 +170,12 @@ async fn openrouter_catalogue_override_and_fallback() {
 async fn xai_models_then_language_models() {
     let models = json!({"data": [{"id": "grok-3"}]});
     let described = json!({"id": "grok-4", "context_length": 256000});
-    let mut server = TestServer::start(vec![Reply::ok(models), Reply::ok(described)]).await;
+    let server = scripted([Step::Json(models), Step::Json(described)]);
     let found = discover(
         LlmOptions {
-            xai_base_url: Some(format!("{}/v1/responses", server.url)),
+            xai_base_url: Some(format!("{}/v1/responses", server.base_url())),
             xai_api_key: Some("xai-key".into()),
-            ..settings()
+            ..LlmOptions::for_local_tests()
         },
         "x.ai/grok-4",
     )
@@ -191,7 +183,7 @@ async fn xai_models_then_language_models() {
 
     assert_eq!(found, Ok(256000));
     let paths: Vec<_> = server
-        .received()
+        .recorded()
         .into_iter()
         .map(|seen| seen.path)
         .collect();

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::llm::chat::{ChatMessage, Usage};
+use crate::llm::fake::{FakeLlm, Step};
 use crate::llm::retry::RetryPolicy;
-use crate::llm::test_server::{Reply, TestServer};
 
 /// Fails the test instead of hanging when a call never finishes.
 async fn bounded<T>(call: impl Future<Output = T>) -> T {
@@ -17,22 +17,10 @@ async fn bounded<T>(call: impl Future<Output = T>) -> T {
         .expect("the call never finished")
 }
 
-fn settings() -> LlmOptions {
+fn openai_settings(server: &FakeLlm) -> LlmOptions {
     LlmOptions {
-        fetch_timeout: Duration::from_secs(10),
-        retry: RetryPolicy {
-            max_attempts: 3,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(20),
-        },
-        ..LlmOptions::default()
-    }
-}
-
-fn openai_settings(server: &TestServer) -> LlmOptions {
-    LlmOptions {
-        openai_base_url: Some(format!("{}/v1/", server.url)),
-        ..settings()
+        openai_base_url: Some(format!("{}/v1/", server.base_url())),
+        ..LlmOptions::for_local_tests()
     }
 }
 
@@ -60,7 +48,7 @@ async fn complete(providers: &LlmProviders, actual: &str) -> Result<ChatResponse
 
 #[actix::test]
 async fn openai_compatible_completion_with_usage_and_reasoning() {
-    let mut server = TestServer::start(vec![Reply::ok(completion("<update/>"))]).await;
+    let server = FakeLlm::start([Step::Json(completion("<update/>"))]);
     let providers = LlmProviders::start(LlmOptions {
         openai_api_key: Some("sk-test".into()),
         ..openai_settings(&server)
@@ -90,7 +78,7 @@ async fn openai_compatible_completion_with_usage_and_reasoning() {
             cost: 0.5
         }
     );
-    let seen = server.request().await;
+    let seen = &server.recorded()[0];
     assert_eq!(
         (seen.method.as_str(), seen.path.as_str()),
         ("POST", "/v1/chat/completions")
@@ -106,17 +94,17 @@ async fn openai_compatible_completion_with_usage_and_reasoning() {
 
 #[actix::test]
 async fn ollama_uses_its_openai_endpoint_without_auth() {
-    let mut server = TestServer::start(vec![Reply::ok(completion("hi"))]).await;
+    let server = FakeLlm::start([Step::Json(completion("hi"))]);
     let providers = LlmProviders::start(LlmOptions {
-        ollama_base_url: Some(server.url.clone()),
-        ..settings()
+        ollama_base_url: Some(server.base_url().to_owned()),
+        ..LlmOptions::for_local_tests()
     })
     .unwrap();
 
     let response = complete(&providers, "ollama/qwen3:8b").await.unwrap();
 
     assert_eq!(response.content, "hi");
-    let seen = server.request().await;
+    let seen = &server.recorded()[0];
     assert_eq!(seen.path, "/v1/chat/completions");
     assert_eq!(seen.header("authorization"), None);
     assert_eq!(seen.body["model"], "qwen3:8b");
@@ -127,13 +115,13 @@ async fn ollama_uses_its_openai_endpoint_without_auth() {
 async fn openrouter_sends_the_whole_id_and_its_headers() {
     let body = json!({"choices": [{"message": {"content": "ok",
                        "reasoning_details": [{"type": "reasoning.text", "text": "step"}]}}]});
-    let mut server = TestServer::start(vec![Reply::ok(body)]).await;
+    let server = FakeLlm::start([Step::Json(body)]);
     let providers = LlmProviders::start(LlmOptions {
-        openrouter_base_url: format!("{}/api/v1", server.url),
+        openrouter_base_url: format!("{}/api/v1", server.base_url()),
         openrouter_api_key: Some("sk-or".into()),
         http_referer: Some("https://example.org/rummy".into()),
         x_title: Some("RUMMY".into()),
-        ..settings()
+        ..LlmOptions::for_local_tests()
     })
     .unwrap();
 
@@ -146,7 +134,7 @@ async fn openrouter_sends_the_whole_id_and_its_headers() {
     assert_eq!(response.content, "ok");
     assert_eq!(response.reasoning_content.as_deref(), Some("step"));
     assert_eq!(response.model, "openrouter/auto");
-    let seen = server.request().await;
+    let seen = &server.recorded()[0];
     assert_eq!(seen.path, "/api/v1/chat/completions");
     assert_eq!(seen.header("authorization"), Some("Bearer sk-or"));
     assert_eq!(
@@ -165,11 +153,11 @@ async fn xai_speaks_the_responses_api() {
                       "output": [{"type": "reasoning", "content": [{"type": "text", "text": "hmm"}]},
                                  {"type": "message", "content": [{"type": "output_text", "text": "done"}]}],
                       "usage": {"input_tokens": 7, "output_tokens": 3, "cost_in_usd_ticks": 1e8}});
-    let mut server = TestServer::start(vec![Reply::ok(body)]).await;
+    let server = FakeLlm::start([Step::Json(body)]);
     let providers = LlmProviders::start(LlmOptions {
-        xai_base_url: Some(format!("{}/v1/responses", server.url)),
+        xai_base_url: Some(format!("{}/v1/responses", server.base_url())),
         xai_api_key: Some("xai-key".into()),
-        ..settings()
+        ..LlmOptions::for_local_tests()
     })
     .unwrap();
 
@@ -179,7 +167,7 @@ async fn xai_speaks_the_responses_api() {
     assert_eq!(response.reasoning_content.as_deref(), Some("hmm"));
     assert_eq!(response.usage.total_tokens, 10);
     assert_eq!(response.usage.cost, 0.01);
-    let seen = server.request().await;
+    let seen = &server.recorded()[0];
     assert_eq!(seen.path, "/v1/responses");
     assert_eq!(seen.header("authorization"), Some("Bearer xai-key"));
     assert_eq!(seen.body["input"][1]["content"], "task");
@@ -187,11 +175,10 @@ async fn xai_speaks_the_responses_api() {
 
 #[actix::test]
 async fn rate_limit_retry_after_overrides_a_long_backoff() {
-    let mut server = TestServer::start(vec![
-        Reply::status_with_header(429, "retry-after", "0"),
-        Reply::ok(completion("after the wait")),
-    ])
-    .await;
+    let server = FakeLlm::start([
+        Step::error_retry_after(429, "0"),
+        Step::Json(completion("after the wait")),
+    ]);
     let providers = LlmProviders::start(LlmOptions {
         retry: RetryPolicy {
             max_attempts: 2,
@@ -205,13 +192,12 @@ async fn rate_limit_retry_after_overrides_a_long_backoff() {
     let response = complete(&providers, "openai/m").await.unwrap();
 
     assert_eq!(response.content, "after the wait");
-    assert_eq!(server.received().len(), 2);
+    assert_eq!(server.recorded().len(), 2);
 }
 
 #[actix::test]
 async fn a_retry_after_beyond_the_cap_gives_up_at_once() {
-    let mut server =
-        TestServer::start(vec![Reply::status_with_header(429, "retry-after", "86400")]).await;
+    let server = FakeLlm::start([Step::error_retry_after(429, "86400")]);
     let providers = LlmProviders::start(openai_settings(&server)).unwrap();
 
     let error = complete(&providers, "openai/m").await.unwrap_err();
@@ -223,25 +209,23 @@ async fn a_retry_after_beyond_the_cap_gives_up_at_once() {
             retry_after: Some(Duration::from_secs(86400))
         }
     );
-    assert_eq!(server.received().len(), 1);
+    assert_eq!(server.recorded().len(), 1);
 }
 
 #[actix::test]
 async fn server_error_then_success() {
-    let mut server =
-        TestServer::start(vec![Reply::status(500), Reply::ok(completion("second"))]).await;
+    let server = FakeLlm::start([Step::error(500), Step::Json(completion("second"))]);
     let providers = LlmProviders::start(openai_settings(&server)).unwrap();
 
     let response = complete(&providers, "openai/m").await.unwrap();
 
     assert_eq!(response.content, "second");
-    assert_eq!(server.received().len(), 2);
+    assert_eq!(server.recorded().len(), 2);
 }
 
 #[actix::test]
 async fn persistent_server_errors_fail_after_max_attempts() {
-    let replies = (0..5).map(|_| Reply::status(503)).collect();
-    let mut server = TestServer::start(replies).await;
+    let server = FakeLlm::start((0..5).map(|_| Step::error(503)));
     let providers = LlmProviders::start(openai_settings(&server)).unwrap();
 
     let error = complete(&providers, "openai/m").await.unwrap_err();
@@ -250,12 +234,12 @@ async fn persistent_server_errors_fail_after_max_attempts() {
         matches!(error, LlmError::Server { status: 503, .. }),
         "{error:?}"
     );
-    assert_eq!(server.received().len(), 3);
+    assert_eq!(server.recorded().len(), 3);
 }
 
 #[actix::test]
 async fn client_errors_are_not_retried() {
-    let mut server = TestServer::start(vec![Reply::status(400), Reply::status(401)]).await;
+    let server = FakeLlm::start([Step::error(400), Step::error(401)]);
     let providers = LlmProviders::start(openai_settings(&server)).unwrap();
 
     let bad = complete(&providers, "openai/m").await.unwrap_err();
@@ -269,17 +253,17 @@ async fn client_errors_are_not_retried() {
         matches!(auth, LlmError::Auth { status: 401, .. }),
         "{auth:?}"
     );
-    assert_eq!(server.received().len(), 2);
+    assert_eq!(server.recorded().len(), 2);
 }
 
 #[actix::test]
 async fn a_silent_server_times_out() {
-    let mut server = TestServer::start(vec![Reply::Hold]).await;
+    let server = FakeLlm::start([Step::Hang]);
     let providers = LlmProviders::start(LlmOptions {
         fetch_timeout: Duration::from_millis(100),
         retry: RetryPolicy {
             max_attempts: 1,
-            ..settings().retry
+            ..LlmOptions::for_local_tests().retry
         },
         ..openai_settings(&server)
     })
@@ -294,12 +278,12 @@ async fn a_silent_server_times_out() {
             timeout_ms: 100
         }
     );
-    bounded(server.held_connection_dropped()).await;
+    bounded(server.wait_for_dropped(1)).await;
 }
 
 #[actix::test]
 async fn cancelling_drops_the_in_flight_request() {
-    let mut server = TestServer::start(vec![Reply::Hold]).await;
+    let server = FakeLlm::start([Step::Hang]);
     let providers = LlmProviders::start(openai_settings(&server)).unwrap();
     let cancel = CancellationToken::new();
 
@@ -308,35 +292,35 @@ async fn cancelling_drops_the_in_flight_request() {
         let cancel = cancel.clone();
         actix::spawn(async move { providers.complete(request("openai/m"), &cancel).await })
     };
-    bounded(server.request()).await;
+    bounded(server.wait_for_requests(1)).await;
     cancel.cancel();
 
     assert_eq!(bounded(call).await.unwrap(), Err(LlmError::Aborted));
-    bounded(server.held_connection_dropped()).await;
+    bounded(server.wait_for_dropped(1)).await;
 }
 
 #[actix::test]
 async fn dropping_the_call_drops_the_in_flight_request() {
-    let mut server = TestServer::start(vec![Reply::Hold]).await;
+    let server = FakeLlm::start([Step::Hang]);
     let providers = LlmProviders::start(openai_settings(&server)).unwrap();
     let cancel = CancellationToken::new();
 
     let request_arrived = bounded(async {
         tokio::select! {
             _ = providers.complete(request("openai/m"), &cancel) => false,
-            _ = server.request() => true,
+            _ = server.wait_for_requests(1) => true,
         }
     })
     .await;
 
     assert!(request_arrived);
-    bounded(server.held_connection_dropped()).await;
+    bounded(server.wait_for_dropped(1)).await;
     assert!(!cancel.is_cancelled(), "only the dropped call is cancelled");
 }
 
 #[actix::test]
 async fn missing_settings_fail_without_a_request() {
-    let providers = LlmProviders::start(settings()).unwrap();
+    let providers = LlmProviders::start(LlmOptions::for_local_tests()).unwrap();
 
     let openrouter = complete(&providers, "meta/llama").await.unwrap_err();
     let ollama = complete(&providers, "ollama/x").await.unwrap_err();
@@ -361,7 +345,7 @@ async fn an_unreachable_server_is_a_connect_error_after_retries() {
     drop(listener);
     let providers = LlmProviders::start(LlmOptions {
         ollama_base_url: Some(format!("http://{address}")),
-        ..settings()
+        ..LlmOptions::for_local_tests()
     })
     .unwrap();
 

@@ -8,10 +8,8 @@ use crate::budget::WriteGate;
 use crate::db::enums::{LoopMode, Visibility};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryRow, EntryUpsertForm};
-use crate::db::models::run::RunCreateForm;
-use crate::db::models::ProjectInsertForm;
-use crate::db::queries::{constraints, entries, projects, runs};
-use crate::db::{open_connection, run_migrations};
+use crate::db::queries::{constraints, entries, runs};
+use crate::db::testing::{project_with_run, TestDb};
 use crate::plugins::dispatch::{
     dispatch_call, dispatch_gated, CallInput, DispatchOutcome, ResponseTurn,
 };
@@ -35,31 +33,9 @@ pub(crate) struct TestRun {
 
 impl TestRun {
     pub fn new() -> TestRun {
-        let dir = tempfile::tempdir().unwrap();
+        let TestDb { dir, mut conn, .. } = TestDb::new();
         let root = tempfile::tempdir().unwrap();
-        let mut conn = open_connection(
-            &dir.path().join("rummy.db"),
-            crate::db::ConnectionSetup::default(),
-        )
-        .unwrap();
-        run_migrations(&mut conn).unwrap();
-        let project = projects::upsert_project(
-            &mut conn,
-            &ProjectInsertForm {
-                name: "p".into(),
-                project_root: Some(root.path().display().to_string()),
-                config_path: None,
-            },
-        )
-        .unwrap();
-        let create = RunCreateForm {
-            project_id: project.id,
-            model: "m".into(),
-            temperature: None,
-            persona: None,
-            context_limit: None,
-        };
-        let run = runs::create_run(&mut conn, &create, 1_000).unwrap();
+        let run = project_with_run(&mut conn, Some(root.path().display().to_string())).unwrap();
         let settings = ToolSettings {
             token_divisor: 4,
             max_entry_tokens: 50,
@@ -170,17 +146,7 @@ impl TestRun {
     pub fn put(&mut self, path: &str, body: &str) -> EntryRow {
         entries::upsert_entry(
             &mut self.conn,
-            &EntryUpsertForm {
-                run_id: self.run_id,
-                loop_id: None,
-                turn: 0,
-                path: path.into(),
-                body: body.into(),
-                status: 200,
-                fidelity: None,
-                hash: None,
-                attributes: None,
-            },
+            &EntryUpsertForm::new(self.run_id, None, 0, path, body),
         )
         .unwrap()
     }

@@ -6,8 +6,8 @@
 use serde_json::json;
 
 use super::{alias, file_entries, history_of, packet, told_about};
-use crate::fake_llm::{FakeLlm, Step, WhenExhausted};
 use crate::support::TestApp;
+use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 
 /// A search backend nothing listens on: a `<search>` only becomes a proposal, and no
 /// test here accepts one.

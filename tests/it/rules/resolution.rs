@@ -6,8 +6,8 @@
 use serde_json::json;
 
 use super::alias;
-use crate::fake_llm::{FakeLlm, Step, WhenExhausted};
 use crate::support::{user_message, TestApp};
+use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 
 /// What the model said with its proposal, how the client resolves it, what follows.
 struct Case {

@@ -10,7 +10,7 @@ use rummy::app::{start, RunningServer};
 use rummy::config::Settings;
 
 use super::*;
-use crate::fake_llm::FakeLlm;
+use crate::fake_llm;
 use crate::llm;
 use crate::mix::CYCLE;
 use crate::stats::Outcome;
@@ -71,8 +71,9 @@ async fn a_load_connection_runs_the_whole_mix_without_errors() {
 #[actix_web::test]
 async fn askers_run_loops_on_the_fake_llm_registered_from_its_listing() {
     let home = tempfile::tempdir().unwrap();
-    let fake = FakeLlm::start(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0), 32_768).unwrap();
-    let llm_url = format!("http://{}/v1", fake.addr);
+    let fake =
+        fake_llm::start(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0), 32_768).unwrap();
+    let llm_url = format!("{}/v1", fake.base_url());
     let server = server(home.path(), &[("OPENAI_BASE_URL", llm_url.as_str())]).await;
     let mut plan = plan(&server, 3);
     plan.model = "loadfake".into();
@@ -101,7 +102,7 @@ async fn askers_run_loops_on_the_fake_llm_registered_from_its_listing() {
     let after = llm::completions_served(&llm_url, WAIT).await.unwrap();
     assert_eq!(after - before, 6);
     server.stop().await;
-    fake.stop().await.unwrap();
+    fake.stop().await;
 }
 
 #[actix_web::test]

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use rummy::llm::{
+use crate::llm::{
     CancellationToken, ChatMessage, ChatRequest, LlmError, LlmOptions, LlmProviders, RetryPolicy,
 };
 use serde_json::{json, Value};
@@ -233,6 +233,44 @@ async fn props_and_models_report_the_context_size() {
     let default_size = FakeLlm::start([]);
     let props = get_json(&default_size, "/props").await;
     assert_eq!(props["default_generation_settings"]["n_ctx"], DEFAULT_N_CTX);
+}
+
+#[actix_web::test]
+async fn every_request_is_recorded_with_method_path_and_headers() {
+    let fake = FakeLlm::builder([Step::Json(json!({"data": []})), Step::reply("<update/>")])
+        .script_every_request()
+        .start();
+
+    let listing = get_json(&fake, "/v1/models").await;
+    let completion = post_json(&fake, &packet("hello")).await;
+
+    assert_eq!(listing, json!({"data": []}));
+    assert_eq!(message(&completion)["content"], "<update/>");
+    let recorded = fake.recorded();
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(
+        (recorded[0].method.as_str(), recorded[0].path.as_str()),
+        ("GET", "/v1/models")
+    );
+    assert_eq!(recorded[0].body, Value::Null);
+    assert_eq!(
+        (recorded[1].method.as_str(), recorded[1].path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
+    assert_eq!(recorded[1].header("content-type"), Some("application/json"));
+    assert_eq!(recorded[1].body, packet("hello"));
+}
+
+#[actix_web::test]
+async fn a_forgetful_server_only_counts_and_stats_report_the_count() {
+    let fake = FakeLlm::builder([]).forget_requests().start();
+
+    post_json(&fake, &packet("one")).await;
+    post_json(&fake, &packet("two")).await;
+
+    assert!(fake.requests().is_empty());
+    assert!(fake.recorded().is_empty());
+    assert_eq!(get_json(&fake, "/stats").await, json!({"completions": 2}));
 }
 
 fn rummy_providers(fake: &FakeLlm) -> LlmProviders {

@@ -1,24 +1,37 @@
-//! A scripted fake OpenAI-compatible LLM server for deterministic loop tests.
+//! A scripted OpenAI-compatible LLM server: what `rummy-load fake-llm` serves, and what the
+//! tests put in place of a model where they need determinism.
 //!
-//! `FakeLlm::start(script)` serves on 127.0.0.1 port 0 (actix-web, inside the test's actix
-//! system), so the server's real reqwest client, retries and timeouts are exercised over real
-//! HTTP. Each `POST /v1/chat/completions` takes the next `Step` of the script: a reply, an
-//! HTTP error (optionally with Retry-After), a reply after a delay, or a hang that lasts until
-//! the client goes away. When the script is used up the server answers with its
-//! `WhenExhausted` choice, by default the reply `<summarize>done</summarize>` so a loop that
-//! asks once more than scripted still ends cleanly; tests that must catch such an extra call
-//! choose `WhenExhausted::Error(500)` or assert on `requests()`. `GET /props` (llama.cpp) and
-//! `GET /v1/models` report the configured context size for discovery.
+//! `FakeLlm::start(script)` serves on 127.0.0.1 port 0 (actix-web, inside the caller's actix
+//! system), so rummy's real reqwest client, retries and timeouts are exercised over real
+//! HTTP. Every request takes the next `Step` of the script, whatever its path: an
+//! OpenAI-style chat completion, a JSON body as given, an HTTP error (optionally with
+//! Retry-After), a reply after a delay, or a hang that lasts until the client goes away. When
+//! the script is used up the server answers with its `WhenExhausted` choice, by default the
+//! reply `<summarize>done</summarize>` so a loop that asks once more than scripted still ends
+//! cleanly; a fixed reply forever is also how `rummy-load` answers every turn at once.
+//!
+//! Three paths are answered by the server itself and take no step, unless
+//! `script_every_request` says otherwise: `GET /props` (llama.cpp) and `GET /v1/models` report
+//! the configured context size for discovery, and `GET /stats` reports how many requests took
+//! a step (`{"completions": n}`).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
-use actix_web::http::StatusCode;
-use actix_web::{web, App, HttpResponse, HttpServer};
+use actix_web::{web, App, HttpServer};
 use serde_json::Value;
 use tokio::sync::watch;
+
+use serve::{lock, Shared};
+
+mod serve;
+#[cfg(test)]
+mod tests;
+mod wire;
 
 /// The reply sent when the script is used up, unless configured otherwise.
 pub const DEFAULT_FINAL_REPLY: &str = "<summarize>done</summarize>";
@@ -31,9 +44,6 @@ pub const FAKE_MODEL_ID: &str = "fake-llm";
 
 /// How long a `wait_for_*` call waits before failing the test instead of hanging it.
 const WAIT_LIMIT: Duration = Duration::from_secs(30);
-
-/// Request bodies up to this size are accepted (actix's default limit is 256 KiB).
-const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 
 /// Token accounting reported with one reply.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -87,11 +97,13 @@ impl Reply {
     }
 }
 
-/// What the fake does with one chat completion request.
+/// What the fake does with one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
-    /// Answer 200 with this reply.
+    /// Answer 200 with a chat completion carrying this reply.
     Reply(Reply),
+    /// Answer 200 with this body as it is (another wire format, a discovery answer).
+    Json(Value),
     /// Answer with this HTTP status, an OpenAI-style error body and, when given, this
     /// `Retry-After` header value (seconds or an HTTP date).
     Error {
@@ -161,12 +173,52 @@ impl Default for WhenExhausted {
     }
 }
 
+/// One request that took a step, as the server saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    /// Every header, names lower-cased, in arrival order.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body; `Value::Null` when the body was empty.
+    pub body: Value,
+}
+
+impl Recorded {
+    /// The value of a header, by lower-case name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
 /// Options of a fake server before it starts.
 #[derive(Debug)]
 pub struct FakeLlmBuilder {
     script: VecDeque<Step>,
     n_ctx: u32,
     when_exhausted: WhenExhausted,
+    address: SocketAddr,
+    fixed_paths: FixedPaths,
+    recording: Recording,
+}
+
+/// Whether `/props`, `/v1/models` and `/stats` are answered by the server or take steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum FixedPaths {
+    Answered,
+    Scripted,
+}
+
+/// Whether the requests that took a step are kept for `requests` and `recorded`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Recording {
+    Kept,
+    Counted,
 }
 
 impl FakeLlmBuilder {
@@ -183,45 +235,72 @@ impl FakeLlmBuilder {
         }
     }
 
-    /// Binds 127.0.0.1 port 0 and starts serving. Call it inside an actix system
-    /// (`#[actix_web::test]`); the server stops when the `FakeLlm` is dropped.
-    pub fn start(self) -> FakeLlm {
+    /// Where to listen instead of 127.0.0.1 port 0 (port 0 still picks a free one).
+    pub fn address(self, address: SocketAddr) -> FakeLlmBuilder {
+        FakeLlmBuilder { address, ..self }
+    }
+
+    /// `/props`, `/v1/models` and `/stats` take steps like every other request, for tests of
+    /// what a client makes of other servers' answers there.
+    pub fn script_every_request(self) -> FakeLlmBuilder {
+        FakeLlmBuilder {
+            fixed_paths: FixedPaths::Scripted,
+            ..self
+        }
+    }
+
+    /// Counts requests without keeping them, so a long-running server does not grow;
+    /// `requests` and `recorded` then stay empty.
+    pub fn forget_requests(self) -> FakeLlmBuilder {
+        FakeLlmBuilder {
+            recording: Recording::Counted,
+            ..self
+        }
+    }
+
+    /// Binds and starts serving; the server stops when the `FakeLlm` is dropped. Call it
+    /// inside an actix system (`#[actix_web::test]`, `System::block_on`).
+    pub fn try_start(self) -> io::Result<FakeLlm> {
         let shared = web::Data::new(Shared {
             script: Mutex::new(self.script),
             when_exhausted: self.when_exhausted,
             n_ctx: self.n_ctx,
+            recording: self.recording,
             requests: Mutex::new(Vec::new()),
             received: watch::Sender::new(0),
             dropped: watch::Sender::new(0),
         });
         let app_state = shared.clone();
+        let fixed_paths = self.fixed_paths;
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
-                .app_data(web::PayloadConfig::new(MAX_REQUEST_BYTES))
-                .route("/v1/chat/completions", web::post().to(chat_completions))
-                .route("/props", web::get().to(props))
-                .route("/v1/models", web::get().to(models))
+                .configure(|config| serve::routes(config, fixed_paths))
         })
         .workers(1)
         .disable_signals()
         .shutdown_timeout(0)
         .h1_allow_half_closed(false)
-        .bind(("127.0.0.1", 0));
-        let server = match server {
-            Ok(server) => server,
-            Err(error) => panic!("fake LLM: cannot bind 127.0.0.1:0: {error}"),
-        };
+        .bind(self.address)?;
         let Some(address) = server.addrs().first().copied() else {
-            panic!("fake LLM: bound no address");
+            return Err(io::Error::other("the fake LLM bound no address"));
         };
         let server = server.run();
         let handle = server.handle();
         actix_web::rt::spawn(server);
-        FakeLlm {
+        Ok(FakeLlm {
             base_url: format!("http://{address}"),
             shared: shared.into_inner(),
             handle,
+        })
+    }
+
+    /// `try_start` for tests: a failure to bind fails the test.
+    pub fn start(self) -> FakeLlm {
+        let address = self.address;
+        match self.try_start() {
+            Ok(fake) => fake,
+            Err(error) => panic!("fake LLM: cannot bind {address}: {error}"),
         }
     }
 }
@@ -239,24 +318,36 @@ impl FakeLlm {
         FakeLlm::builder(script).start()
     }
 
-    /// Options for a server answering with `script`: context size `DEFAULT_N_CTX` and
-    /// `WhenExhausted::default()` unless changed.
+    /// Options for a server answering with `script`: context size `DEFAULT_N_CTX`,
+    /// `WhenExhausted::default()`, 127.0.0.1 port 0, discovery answered and requests kept
+    /// unless changed.
     pub fn builder(script: impl IntoIterator<Item = Step>) -> FakeLlmBuilder {
         FakeLlmBuilder {
             script: script.into_iter().collect(),
             n_ctx: DEFAULT_N_CTX,
             when_exhausted: WhenExhausted::default(),
+            address: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            fixed_paths: FixedPaths::Answered,
+            recording: Recording::Kept,
         }
     }
 
-    /// `http://127.0.0.1:<port>`, the value for `OPENAI_BASE_URL` (with or without `/v1`).
+    /// `http://<address>:<port>`, the value for `OPENAI_BASE_URL` (with or without `/v1`).
     pub fn base_url(&self) -> &str {
         &self.base_url
     }
 
-    /// Every chat completion request body received so far, in arrival order (including
+    /// The body of every request that took a step so far, in arrival order (including
     /// requests whose client later went away).
     pub fn requests(&self) -> Vec<Value> {
+        lock(&self.shared.requests)
+            .iter()
+            .map(|request| request.body.clone())
+            .collect()
+    }
+
+    /// Every request that took a step so far, in arrival order, with method, path and headers.
+    pub fn recorded(&self) -> Vec<Recorded> {
         lock(&self.shared.requests).clone()
     }
 
@@ -265,8 +356,7 @@ impl FakeLlm {
         *self.shared.dropped.borrow()
     }
 
-    /// Waits until at least `count` chat completion requests have arrived; fails the test
-    /// after 30 s.
+    /// Waits until at least `count` requests have taken a step; fails the test after 30 s.
     pub async fn wait_for_requests(&self, count: usize) {
         wait_for(&self.shared.received, count, "requests").await;
     }
@@ -276,6 +366,11 @@ impl FakeLlm {
     pub async fn wait_for_dropped(&self, count: usize) {
         wait_for(&self.shared.dropped, count, "dropped connections").await;
     }
+
+    /// Stops answering and waits until the server has stopped.
+    pub async fn stop(self) {
+        self.handle.stop(true).await;
+    }
 }
 
 impl Drop for FakeLlm {
@@ -283,100 +378,6 @@ impl Drop for FakeLlm {
         // The stop command is sent at once; the returned future only awaits completion.
         drop(self.handle.stop(false));
     }
-}
-
-/// State shared by the handlers and the test.
-struct Shared {
-    script: Mutex<VecDeque<Step>>,
-    when_exhausted: WhenExhausted,
-    n_ctx: u32,
-    requests: Mutex<Vec<Value>>,
-    received: watch::Sender<usize>,
-    dropped: watch::Sender<usize>,
-}
-
-impl Shared {
-    /// Records a request and takes its step; returns the step and the request's number.
-    fn record(&self, request: Value) -> (Step, usize) {
-        let number = {
-            let mut requests = lock(&self.requests);
-            requests.push(request);
-            requests.len()
-        };
-        self.received.send_modify(|received| *received += 1);
-        let step = lock(&self.script).pop_front();
-        let step = step.unwrap_or_else(|| match &self.when_exhausted {
-            WhenExhausted::Reply(reply) => Step::Reply(reply.clone()),
-            WhenExhausted::Error(status) => Step::error(*status),
-        });
-        (step, number)
-    }
-}
-
-/// Counts an abandoned request: actix drops the handler's future when the client goes away,
-/// and this guard with it, unless the answer was ready first.
-struct AbandonGuard<'a> {
-    dropped: Option<&'a watch::Sender<usize>>,
-}
-
-impl AbandonGuard<'_> {
-    fn answered(mut self) {
-        self.dropped = None;
-    }
-}
-
-impl Drop for AbandonGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(dropped) = self.dropped {
-            dropped.send_modify(|dropped| *dropped += 1);
-        }
-    }
-}
-
-async fn chat_completions(shared: web::Data<Shared>, body: web::Bytes) -> HttpResponse {
-    let request: Value = match serde_json::from_slice(&body) {
-        Ok(request) => request,
-        Err(error) => return error_response(400, None, &format!("invalid JSON body: {error}")),
-    };
-    let (step, number) = shared.record(request.clone());
-    let guard = AbandonGuard {
-        dropped: Some(&shared.dropped),
-    };
-    let response = match step {
-        Step::Reply(reply) => HttpResponse::Ok().json(wire::completion(&request, &reply, number)),
-        Step::Error {
-            status,
-            retry_after,
-        } => error_response(status, retry_after, &format!("scripted error {status}")),
-        Step::Delayed { delay, reply } => {
-            tokio::time::sleep(delay).await;
-            HttpResponse::Ok().json(wire::completion(&request, &reply, number))
-        }
-        Step::Hang => std::future::pending().await,
-    };
-    guard.answered();
-    response
-}
-
-async fn props(shared: web::Data<Shared>) -> HttpResponse {
-    HttpResponse::Ok().json(wire::props(shared.n_ctx))
-}
-
-async fn models(shared: web::Data<Shared>) -> HttpResponse {
-    HttpResponse::Ok().json(wire::models(shared.n_ctx))
-}
-
-fn error_response(status: u16, retry_after: Option<String>, message: &str) -> HttpResponse {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = HttpResponse::build(status);
-    if let Some(retry_after) = retry_after {
-        response.insert_header(("retry-after", retry_after));
-    }
-    response.json(wire::error(status.as_u16(), message))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 async fn wait_for(counter: &watch::Sender<usize>, count: usize, what: &str) {
@@ -389,7 +390,3 @@ async fn wait_for(counter: &watch::Sender<usize>, count: usize, what: &str) {
         );
     }
 }
-
-#[cfg(test)]
-mod tests;
-mod wire;

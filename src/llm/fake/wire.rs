@@ -1,4 +1,5 @@
-//! The OpenAI-compatible JSON bodies the fake LLM answers with.
+//! The JSON bodies the fake LLM builds: OpenAI-compatible completions, model listings and
+//! errors, llama.cpp's props, and its own stats.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,11 +27,16 @@ pub(super) fn models(n_ctx: u32) -> Value {
         "data": [{
             "id": FAKE_MODEL_ID,
             "object": "model",
-            "owned_by": "rummy-tests",
+            "owned_by": "rummy",
             "context_length": n_ctx,
             "meta": {"n_ctx_train": n_ctx},
         }],
     })
+}
+
+/// `GET /stats`: how many requests took a step.
+pub(super) fn stats(completions: usize) -> Value {
+    json!({"completions": completions})
 }
 
 /// An OpenAI-style error body.
@@ -89,4 +95,37 @@ fn estimated_usage(request: &Value, content: &str) -> Usage {
 
 fn tokens(chars: usize) -> u64 {
     u64::try_from(chars.div_ceil(CHARS_PER_TOKEN)).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_completion_carries_the_reply_and_estimates_usage() {
+        let request = json!({
+            "model": "fake",
+            "messages": [
+                {"role": "system", "content": "12345678"},
+                {"role": "user", "content": "abc"},
+            ],
+        });
+        let content = "<summarize>ok</summarize>";
+        let reply = completion(&request, &Reply::new(content), 3);
+        assert_eq!(reply["choices"][0]["message"]["content"], content);
+        assert_eq!(reply["model"], "fake");
+        assert_eq!(reply["id"], "chatcmpl-fake-3");
+        assert_eq!(reply["usage"]["prompt_tokens"], 3);
+        assert_eq!(
+            reply["usage"]["completion_tokens"],
+            content.len().div_ceil(CHARS_PER_TOKEN)
+        );
+    }
+
+    #[test]
+    fn a_request_without_model_gets_the_fake_id() {
+        let reply = completion(&json!({"messages": []}), &Reply::new("ok"), 1);
+        assert_eq!(reply["model"], FAKE_MODEL_ID);
+        assert_eq!(reply["usage"]["prompt_tokens"], 0);
+    }
 }

@@ -1,0 +1,153 @@
+//! The fake's request handlers and the state they share with the `FakeLlm` handle.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use super::{wire, FixedPaths, Recorded, Recording, Step, WhenExhausted};
+
+/// Request bodies up to this size are accepted (actix's default limit is 256 KiB; a turn's
+/// packet can be far larger).
+const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
+
+/// State shared by the handlers and the `FakeLlm` handle.
+pub(super) struct Shared {
+    pub(super) script: Mutex<VecDeque<Step>>,
+    pub(super) when_exhausted: WhenExhausted,
+    pub(super) n_ctx: u32,
+    pub(super) recording: Recording,
+    pub(super) requests: Mutex<Vec<Recorded>>,
+    /// Requests that took a step.
+    pub(super) received: watch::Sender<usize>,
+    pub(super) dropped: watch::Sender<usize>,
+}
+
+impl Shared {
+    /// Records a request and takes its step; returns the step and the request's number.
+    fn record(&self, request: &Recorded) -> (Step, usize) {
+        if self.recording == Recording::Kept {
+            lock(&self.requests).push(request.clone());
+        }
+        let mut number = 0;
+        self.received.send_modify(|received| {
+            *received += 1;
+            number = *received;
+        });
+        let step = lock(&self.script).pop_front();
+        let step = step.unwrap_or_else(|| match &self.when_exhausted {
+            WhenExhausted::Reply(reply) => Step::Reply(reply.clone()),
+            WhenExhausted::Error(status) => Step::error(*status),
+        });
+        (step, number)
+    }
+}
+
+/// Every request takes a step but those to the paths the server answers itself.
+pub(super) fn routes(config: &mut web::ServiceConfig, fixed_paths: FixedPaths) {
+    config.app_data(web::PayloadConfig::new(MAX_REQUEST_BYTES));
+    if fixed_paths == FixedPaths::Answered {
+        config
+            .route("/props", web::get().to(props))
+            .route("/v1/models", web::get().to(models))
+            .route("/stats", web::get().to(stats));
+    }
+    config.default_service(web::to(scripted));
+}
+
+/// Counts an abandoned request: actix drops the handler's future when the client goes away,
+/// and this guard with it, unless the answer was ready first.
+struct AbandonGuard<'a> {
+    dropped: Option<&'a watch::Sender<usize>>,
+}
+
+impl AbandonGuard<'_> {
+    fn answered(mut self) {
+        self.dropped = None;
+    }
+}
+
+impl Drop for AbandonGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(dropped) = self.dropped {
+            dropped.send_modify(|dropped| *dropped += 1);
+        }
+    }
+}
+
+async fn scripted(
+    shared: web::Data<Shared>,
+    request: HttpRequest,
+    body: web::Bytes,
+) -> HttpResponse {
+    let body = if body.is_empty() {
+        Value::Null
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(body) => body,
+            Err(error) => return error_response(400, None, &format!("invalid JSON body: {error}")),
+        }
+    };
+    let request = Recorded {
+        method: request.method().to_string(),
+        path: request.path().to_owned(),
+        headers: request
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                (name.as_str().to_owned(), value)
+            })
+            .collect(),
+        body,
+    };
+    let (step, number) = shared.record(&request);
+    let guard = AbandonGuard {
+        dropped: Some(&shared.dropped),
+    };
+    let response = match step {
+        Step::Reply(reply) => {
+            HttpResponse::Ok().json(wire::completion(&request.body, &reply, number))
+        }
+        Step::Json(body) => HttpResponse::Ok().json(body),
+        Step::Error {
+            status,
+            retry_after,
+        } => error_response(status, retry_after, &format!("scripted error {status}")),
+        Step::Delayed { delay, reply } => {
+            tokio::time::sleep(delay).await;
+            HttpResponse::Ok().json(wire::completion(&request.body, &reply, number))
+        }
+        Step::Hang => std::future::pending().await,
+    };
+    guard.answered();
+    response
+}
+
+async fn props(shared: web::Data<Shared>) -> HttpResponse {
+    HttpResponse::Ok().json(wire::props(shared.n_ctx))
+}
+
+async fn models(shared: web::Data<Shared>) -> HttpResponse {
+    HttpResponse::Ok().json(wire::models(shared.n_ctx))
+}
+
+async fn stats(shared: web::Data<Shared>) -> HttpResponse {
+    HttpResponse::Ok().json(wire::stats(*shared.received.borrow()))
+}
+
+fn error_response(status: u16, retry_after: Option<String>, message: &str) -> HttpResponse {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = HttpResponse::build(status);
+    if let Some(retry_after) = retry_after {
+        response.insert_header(("retry-after", retry_after));
+    }
+    response.json(wire::error(status.as_u16(), message))
+}
+
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
