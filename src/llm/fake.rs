@@ -159,12 +159,24 @@ impl From<Reply> for Step {
 }
 
 /// The answer to every request after the script is used up.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub enum WhenExhausted {
     /// Answer 200 with this reply (the default: `DEFAULT_FINAL_REPLY`).
     Reply(Reply),
+    /// Answer 200 with the reply this function makes of the request's body.
+    Respond(Arc<dyn Fn(&Value) -> Reply + Send + Sync>),
     /// Answer with this HTTP status.
     Error(u16),
+}
+
+impl std::fmt::Debug for WhenExhausted {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WhenExhausted::Reply(reply) => formatter.debug_tuple("Reply").field(reply).finish(),
+            WhenExhausted::Respond(_) => formatter.write_str("Respond(..)"),
+            WhenExhausted::Error(status) => formatter.debug_tuple("Error").field(status).finish(),
+        }
+    }
 }
 
 impl Default for WhenExhausted {

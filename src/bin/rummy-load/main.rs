@@ -102,6 +102,9 @@ struct FakeLlmArgs {
     /// Context size `/v1/models` and `/props` report.
     #[arg(long, default_value_t = 32_768)]
     context: u32,
+    /// Turns per loop: a loop's turns before its last say `<update>`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000))]
+    turns: u64,
     /// Stop after this many seconds if not interrupted before.
     #[arg(long, default_value_t = 3_600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     seconds: u64,
@@ -115,6 +118,7 @@ fn main() -> anyhow::Result<()> {
             actix_web::rt::System::new().block_on(fake_llm::serve(
                 addr,
                 args.context,
+                args.turns,
                 Duration::from_secs(args.seconds),
             ))
         }

@@ -71,8 +71,12 @@ async fn a_load_connection_runs_the_whole_mix_without_errors() {
 #[actix_web::test]
 async fn askers_run_loops_on_the_fake_llm_registered_from_its_listing() {
     let home = tempfile::tempdir().unwrap();
-    let fake =
-        fake_llm::start(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0), 32_768).unwrap();
+    let fake = fake_llm::start(
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+        32_768,
+        1,
+    )
+    .unwrap();
     let llm_url = format!("{}/v1", fake.base_url());
     let server = server(home.path(), &[("OPENAI_BASE_URL", llm_url.as_str())]).await;
     let mut plan = plan(&server, 3);
