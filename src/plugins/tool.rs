@@ -7,6 +7,7 @@
 //! entry and may rewrite it, write other entries, or leave a 202 proposal for the client,
 //! whose acceptance side effects the tool also owns.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use diesel::SqliteConnection;
@@ -284,10 +285,11 @@ pub trait ToolInfo: Send + Sync {
 /// holds every tool as a [`Tool`], which erases the type once, here.
 pub trait TypedTool: ToolInfo {
     /// The command shape it handles.
-    type Input;
+    type Input: Clone;
 
-    /// Its own command inside a parsed one; `None` for another tool's.
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c Self::Input>;
+    /// Its own command in a parsed one (borrowed from a typed command, built from a generic
+    /// [`Command::Other`]); `None` for another tool's.
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, Self::Input>>;
 
     /// The text an action's result path is named after (path, command, question).
     fn target(&self, _input: &Self::Input) -> String {
@@ -359,17 +361,18 @@ pub trait Tool: ToolInfo {
 impl<T: TypedTool> Tool for T {
     fn target(&self, command: &Command) -> String {
         self.input(command)
-            .map(|input| TypedTool::target(self, input))
+            .map(|input| TypedTool::target(self, &input))
             .unwrap_or_default()
     }
 
     fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
-        TypedTool::forbids(self, self.input(command)?, policy)
+        let input = self.input(command)?;
+        TypedTool::forbids(self, &input, policy)
     }
 
     fn amends(&self, command: &Command, proposal: &str) -> bool {
         self.input(command)
-            .is_some_and(|input| TypedTool::amends(self, input, proposal))
+            .is_some_and(|input| TypedTool::amends(self, &input, proposal))
     }
 
     fn record(
@@ -378,7 +381,7 @@ impl<T: TypedTool> Tool for T {
         command: &Command,
     ) -> Result<Option<Handled>, ToolError> {
         let input = self.input(command).ok_or_else(|| mismatched(self.name()))?;
-        TypedTool::record(self, scope, input)
+        TypedTool::record(self, scope, &input)
     }
 
     fn handle(
@@ -388,7 +391,7 @@ impl<T: TypedTool> Tool for T {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let input = self.input(command).ok_or_else(|| mismatched(self.name()))?;
-        TypedTool::handle(self, scope, input, result_path)
+        TypedTool::handle(self, scope, &input, result_path)
     }
 }
 

@@ -1,6 +1,8 @@
 //! `ask_user`: a question for the user with suggested answers. A 202 proposal
 //! `{question, options}`; the answer comes back on accept and is kept as `answer`.
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 
 use crate::context::view::EntryView;
@@ -100,9 +102,9 @@ impl ToolInfo for AskUser {
 impl TypedTool for AskUser {
     type Input = AskUserCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c AskUserCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, AskUserCommand>> {
         match command {
-            Command::AskUser(ask) => Some(ask),
+            Command::AskUser(ask) => Some(Cow::Borrowed(ask)),
             _ => None,
         }
     }

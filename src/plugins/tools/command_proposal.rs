@@ -4,6 +4,8 @@
 //! offered outside panic mode; `sh` is for commands with side effects (install, build,
 //! test) and is offered only in act mode.
 
+use std::borrow::Cow;
+
 use serde_json::json;
 
 use crate::context::view::EntryView;
@@ -101,10 +103,10 @@ impl ToolInfo for CommandProposal {
 impl TypedTool for CommandProposal {
     type Input = Option<String>;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c Option<String>> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, Option<String>>> {
         match command {
-            Command::Sh(line) if self.has_side_effects => Some(line),
-            Command::Env(line) if !self.has_side_effects => Some(line),
+            Command::Sh(line) if self.has_side_effects => Some(Cow::Borrowed(line)),
+            Command::Env(line) if !self.has_side_effects => Some(Cow::Borrowed(line)),
             _ => None,
         }
     }

@@ -1,6 +1,8 @@
 //! `get`: load entries into context (promote to full), list them without loading
 //! (`preview`), or read some lines of one entry without changing anything.
 
+use std::borrow::Cow;
+
 use crate::context::view::EntryView;
 use crate::db::queries::selected;
 use crate::parser::{Command, GetCommand, Selection};
@@ -49,9 +51,9 @@ impl ToolInfo for Get {
 impl TypedTool for Get {
     type Input = GetCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c GetCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, GetCommand>> {
         match command {
-            Command::Get(get) => Some(get),
+            Command::Get(get) => Some(Cow::Borrowed(get)),
             _ => None,
         }
     }

@@ -2,6 +2,8 @@
 //! while the response is recorded, never cancelled. A path without a scheme goes under
 //! `known://`; a fact over the size limit is refused with 413 and a note on splitting it.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::context::view::EntryView;
@@ -67,9 +69,9 @@ impl ToolInfo for Known {
 impl TypedTool for Known {
     type Input = KnownCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c KnownCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, KnownCommand>> {
         match command {
-            Command::Known(known) => Some(known),
+            Command::Known(known) => Some(Cow::Borrowed(known)),
             _ => None,
         }
     }

@@ -1,6 +1,8 @@
 //! `rm`: remove entries now, or propose deleting project files (202 each). Patterns and
 //! body filters select; `preview` lists what would go and removes nothing.
 
+use std::borrow::Cow;
+
 use serde_json::json;
 
 use crate::context::view::EntryView;
@@ -77,9 +79,9 @@ impl ToolInfo for Rm {
 impl TypedTool for Rm {
     type Input = Selection;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c Selection> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, Selection>> {
         match command {
-            Command::Rm(selection) => Some(selection),
+            Command::Rm(selection) => Some(Cow::Borrowed(selection)),
             _ => None,
         }
     }

@@ -2,6 +2,8 @@
 //! `noWeb` or in panic mode). The query becomes a 202 proposal `{query, results}` that the
 //! backend (or the client) answers on accept; the results become the entry's body.
 
+use std::borrow::Cow;
+
 use serde_json::json;
 
 use crate::context::view::EntryView;
@@ -61,9 +63,9 @@ impl ToolInfo for Search {
 impl TypedTool for Search {
     type Input = SearchCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c SearchCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, SearchCommand>> {
         match command {
-            Command::Search(search) => Some(search),
+            Command::Search(search) => Some(Cow::Borrowed(search)),
             _ => None,
         }
     }

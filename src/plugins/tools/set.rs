@@ -9,6 +9,8 @@
 mod edit;
 pub(crate) mod prepared;
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 
 use crate::context::view::EntryView;
@@ -145,9 +147,9 @@ impl ToolInfo for Set {
 impl TypedTool for Set {
     type Input = SetCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c SetCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, SetCommand>> {
         match command {
-            Command::Set(set) => Some(set),
+            Command::Set(set) => Some(Cow::Borrowed(set)),
             _ => None,
         }
     }

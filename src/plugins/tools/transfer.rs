@@ -3,6 +3,8 @@
 //! pattern's matches land under the destination by their path relative to the pattern's
 //! fixed prefix. `mv` without a destination but with a fidelity changes it in place.
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 
 use crate::context::view::EntryView;
@@ -293,10 +295,10 @@ impl ToolInfo for Transfer {
 impl TypedTool for Transfer {
     type Input = TransferCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c TransferCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, TransferCommand>> {
         match command {
-            Command::Mv(transfer) if self.is_move => Some(transfer),
-            Command::Cp(transfer) if !self.is_move => Some(transfer),
+            Command::Mv(transfer) if self.is_move => Some(Cow::Borrowed(transfer)),
+            Command::Cp(transfer) if !self.is_move => Some(Cow::Borrowed(transfer)),
             _ => None,
         }
     }

@@ -1,6 +1,8 @@
 //! `unknown`: register an open question. A lifecycle signal; the same question twice is
 //! kept once. It stays in `<unknowns>` until removed with `rm`.
 
+use std::borrow::Cow;
+
 use crate::context::view::EntryView;
 use crate::db::enums::Category;
 use crate::db::paths::is_file;
@@ -56,9 +58,9 @@ impl ToolInfo for Unknown {
 impl TypedTool for Unknown {
     type Input = UnknownCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c UnknownCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, UnknownCommand>> {
         match command {
-            Command::Unknown(unknown) => Some(unknown),
+            Command::Unknown(unknown) => Some(Cow::Borrowed(unknown)),
             _ => None,
         }
     }
