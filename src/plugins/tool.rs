@@ -17,7 +17,7 @@ use crate::context::view::EntryView;
 use crate::db::enums::Category;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
-use crate::parser::Command;
+use crate::parser::{Command, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::readonly::ReadonlyFiles;
 
@@ -53,7 +53,8 @@ pub enum ToolKind {
     Lifecycle,
     /// Runs in order; a proposal or failure stops the actions after it.
     Action,
-    /// Reasoning (`think`): recorded, never executed, never offered.
+    /// Reasoning (`think`, and the legacy `thought` and `mcp`): recorded as written, never
+    /// executed, never offered.
     Reasoning,
 }
 
@@ -249,6 +250,12 @@ pub trait ToolInfo: Send + Sync {
     /// with an error: the output is the user's answer).
     fn accepts_on_error(&self) -> bool {
         false
+    }
+
+    /// What the parser needs to know of its tag beyond the name: the registry declares the
+    /// parser's tags from these.
+    fn tag(&self) -> TagSpec {
+        TagSpec::BODY
     }
 
     /// The model-facing documentation.

@@ -9,7 +9,7 @@ use crate::context::view::EntryView;
 use crate::db::enums::LoopMode;
 use crate::db::models::entry::EntryRow;
 use crate::db::queries::entries;
-use crate::parser::{AskUserCommand, Command};
+use crate::parser::{AskUserCommand, Command, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -42,6 +42,13 @@ impl ToolInfo for AskUser {
             Availability::Excluded
         } else {
             Availability::Offered
+        }
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "options",
+            attributes: &["question", "options"],
         }
     }
 

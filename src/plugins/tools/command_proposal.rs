@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::context::view::EntryView;
 use crate::db::enums::LoopMode;
-use crate::parser::Command;
+use crate::parser::{Command, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -69,6 +69,13 @@ impl ToolInfo for CommandProposal {
             Availability::Offered
         } else {
             Availability::Excluded
+        }
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "command",
+            attributes: &["command"],
         }
     }
 

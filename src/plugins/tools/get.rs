@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use crate::context::view::EntryView;
 use crate::db::queries::selected;
-use crate::parser::{Command, GetCommand, Selection};
+use crate::parser::{Command, GetCommand, Selection, TagSpec};
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
 };
@@ -24,6 +24,13 @@ impl ToolInfo for Get {
 
     fn name(&self) -> &'static str {
         "get"
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "path",
+            attributes: &["path", "body", "preview", "line", "limit", "fidelity"],
+        }
     }
 
     fn doc(&self) -> &'static str {

@@ -13,7 +13,7 @@ use crate::db::models::entry::EntryUpsertForm;
 use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
-use crate::parser::{Command, KnownCommand};
+use crate::parser::{Command, KnownCommand, TagSpec};
 use crate::plugins::tool::{
     ClientCall, Handled, SchemeSpec, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
 };
@@ -40,6 +40,13 @@ impl ToolInfo for Known {
 
     fn kind(&self) -> ToolKind {
         ToolKind::Lifecycle
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "body",
+            attributes: &["path", "summary", "body"],
+        }
     }
 
     fn doc(&self) -> &'static str {

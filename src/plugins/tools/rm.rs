@@ -9,7 +9,7 @@ use crate::context::view::EntryView;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
 use crate::db::queries::selected;
-use crate::parser::{Command, Selection};
+use crate::parser::{Command, Selection, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
@@ -34,6 +34,13 @@ impl ToolInfo for Rm {
 
     fn name(&self) -> &'static str {
         "rm"
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "path",
+            attributes: &["path", "body", "preview"],
+        }
     }
 
     fn doc(&self) -> &'static str {

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::context::view::EntryView;
 use crate::db::enums::LoopMode;
-use crate::parser::{Command, SearchCommand};
+use crate::parser::{Command, SearchCommand, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -33,6 +33,13 @@ impl ToolInfo for Search {
             Availability::Offered
         } else {
             Availability::Excluded
+        }
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "path",
+            attributes: &["path", "results"],
         }
     }
 

@@ -21,7 +21,7 @@ use crate::db::queries::entries;
 use crate::db::queries::selected;
 use crate::hedberg::unified_diff;
 use crate::hedberg::SetRevision;
-use crate::parser::{normalize_attrs, Command, SetCommand};
+use crate::parser::{normalize_attrs, Command, SetCommand, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
@@ -51,6 +51,15 @@ impl ToolInfo for Set {
 
     fn name(&self) -> &'static str {
         "set"
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "body",
+            attributes: &[
+                "path", "body", "search", "replace", "preview", "fidelity", "summary",
+            ],
+        }
     }
 
     fn doc(&self) -> &'static str {

@@ -14,7 +14,7 @@ use crate::db::paths::is_file;
 use crate::db::queries::entries;
 use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
 use crate::db::queries::selected;
-use crate::parser::{Command, TransferCommand};
+use crate::parser::{Command, TagSpec, TransferCommand};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
@@ -238,6 +238,13 @@ impl ToolInfo for Transfer {
 
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "to",
+            attributes: &["path", "to", "fidelity", "preview"],
+        }
     }
 
     fn doc(&self) -> &'static str {

@@ -8,7 +8,7 @@ use crate::db::enums::Category;
 use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
-use crate::parser::{Command, UnknownCommand};
+use crate::parser::{Command, TagSpec, UnknownCommand};
 use crate::plugins::tool::{
     ClientCall, Handled, SchemeSpec, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
 };
@@ -28,6 +28,13 @@ impl ToolInfo for Unknown {
 
     fn kind(&self) -> ToolKind {
         ToolKind::Lifecycle
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "body",
+            attributes: &["path", "body"],
+        }
     }
 
     fn doc(&self) -> &'static str {
