@@ -230,6 +230,12 @@ pub trait ToolInfo: Send + Sync {
         Availability::Offered
     }
 
+    /// Why `policy` excludes it beyond the loop's mode and flags, told to a model that used
+    /// it anyway (`search`: no search backend); `None` when nothing else does.
+    fn excluded_because(&self, _policy: &ToolPolicy) -> Option<&'static str> {
+        None
+    }
+
     /// What its commands do.
     fn effect(&self) -> ToolEffect {
         ToolEffect::Notes

@@ -67,7 +67,7 @@ impl<'p> Dispatcher<'p, '_> {
             .ok_or_else(|| ToolError::UnknownTool(name.clone()))?;
         let is_action = tool.kind() == ToolKind::Action;
         let refusal = match tool.availability(&scope.policy) {
-            Availability::Excluded => Some(excluded_message(&name, &scope.policy)),
+            Availability::Excluded => Some(excluded_message(tool, &scope.policy)),
             _ => tool.forbids(command, &scope.policy),
         };
         if let Some(message) = refusal {

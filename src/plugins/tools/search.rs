@@ -36,6 +36,10 @@ impl ToolInfo for Search {
         }
     }
 
+    fn excluded_because(&self, policy: &ToolPolicy) -> Option<&'static str> {
+        (!policy.search_available).then_some("no search backend")
+    }
+
     fn tag(&self) -> TagSpec {
         TagSpec {
             main_field: "path",
