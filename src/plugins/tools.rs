@@ -42,8 +42,9 @@ use crate::parser::{AttrValue, ExtraAttrs};
 use crate::plugins::tool::{ToolError, ToolScope};
 use crate::plugins::Plugins;
 
+pub use outcome::finish;
 pub(crate) use outcome::{
-    fail, finish, not_found, preview, propose_separately, propose_text, report, upsert, write,
+    fail, not_found, preview, propose_separately, propose_text, report, upsert, write,
 };
 
 /// `plugins` with every bundled tool, in display order: gather → reason → act →

@@ -17,6 +17,7 @@ mod durability;
 mod lifecycle;
 mod loops;
 mod methods;
+mod one_file_tool;
 mod persistence;
 mod process;
 mod progress;
