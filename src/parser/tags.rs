@@ -23,7 +23,7 @@ impl TagSpec {
 }
 
 /// The tags the parser recognises, as the registered tools declare them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct TagSet {
     tags: Vec<Tag>,
 }
@@ -64,7 +64,7 @@ pub(crate) struct Tag {
 }
 
 /// A tag with a typed command and dedicated parsing of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TypedTag {
     /// `<get>`: load or list entries.
     Get,
