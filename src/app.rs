@@ -64,8 +64,17 @@ pub fn migrate(settings: &Settings) -> Result<(), DbError> {
     db::run_migrations(&mut connection)
 }
 
-/// Opens the database, seeds the catalogue and starts listening.
+/// Opens the database, seeds the catalogue and starts listening, with the bundled tools.
 pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
+    start_with(settings, |plugins| plugins).await
+}
+
+/// [`start`] with the tools `register` adds to the bundled ones
+/// (`|plugins| plugins.with(MyTool)`).
+pub async fn start_with(
+    settings: Settings,
+    register: impl FnOnce(Plugins) -> Plugins,
+) -> anyhow::Result<RunningServer> {
     std::fs::create_dir_all(settings.storage.home.join("skills"))?;
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
     let db = DbHandle::open(
@@ -83,11 +92,11 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
         hubs: HubRegistry::default(),
         runs: RunRegistry::default(),
         llm: LlmProviders::start(provider_settings(&settings))?,
-        plugins: Arc::new(Plugins::bundled(ToolSettings {
+        plugins: Arc::new(register(Plugins::bundled(ToolSettings {
             token_divisor: settings.tokens.divisor,
             max_entry_tokens: i32::try_from(settings.tokens.max_entry_tokens).unwrap_or(i32::MAX),
             max_commands: settings.agent.max_commands.max(1),
-        })),
+        }))),
         assembly: Arc::new(Assembly::bundled()),
         budget: BudgetActor::default().start(),
         projects: ProjectRegistry::default(),

@@ -28,7 +28,6 @@ pub use guard::{BudgetGuard, PanicGate, Tripped, WriteGate, WriteIntent};
 pub use panic::{
     plan_overflow, OverflowDecision, OverflowFacts, PanicFailure, PanicPlan, PanicStep,
     PanicTracker, CONFIG_NO_REPO, CONFIG_PANIC_ATTEMPTED, CONFIG_PANIC_FOR, CONFIG_PANIC_TARGET,
-    PANIC_TOOLS,
 };
 pub use size_gate::{check_entry_size, EntryTooLarge, DEFAULT_MAX_ENTRY_TOKENS};
 pub use tokens::{

@@ -14,7 +14,7 @@ mod resolve;
 mod scan;
 mod set;
 mod tag;
-mod tool;
+mod tags;
 
 #[cfg(test)]
 mod vector_tests;
@@ -25,7 +25,7 @@ pub use command::{
     TransferCommand, UnknownCommand,
 };
 pub use set::SetCommand;
-pub use tool::ToolTag;
+pub use tags::{TagSet, TagSpec};
 
 /// Everything parsed from one model response.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -38,11 +38,11 @@ pub struct ParseOutput {
     pub unparsed: String,
 }
 
-/// Parses a complete model response into commands.
-pub fn parse(content: &str) -> ParseOutput {
+/// Parses a complete model response into commands, recognising the tags of `tags`.
+pub fn parse(content: &str, tags: &TagSet) -> ParseOutput {
     let mut output = ParseOutput::default();
     let mut unparsed = String::new();
-    for piece in foreign::expand(scan::scan(content, &mut output.warnings)) {
+    for piece in foreign::expand(scan::scan(content, tags, &mut output.warnings), tags) {
         match piece {
             scan::Piece::Text(text) => unparsed.push_str(&text),
             scan::Piece::Element(element) => output.commands.push(resolve::resolve(element)),
@@ -63,9 +63,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::parser::tags::bundled;
+
+    fn parse_bundled(content: &str) -> ParseOutput {
+        parse(content, &bundled())
+    }
 
     fn commands_json(content: &str) -> Vec<serde_json::Value> {
-        parse(content)
+        parse_bundled(content)
             .commands
             .iter()
             .map(Command::to_json)
@@ -74,7 +79,8 @@ mod tests {
 
     #[test]
     fn closed_think_is_reasoning_only() {
-        let output = parse("<think>I should <get path=\"a\"/> first</think>\n<update>ok</update>");
+        let output =
+            parse_bundled("<think>I should <get path=\"a\"/> first</think>\n<update>ok</update>");
         assert_eq!(
             output.commands,
             vec![
@@ -90,7 +96,7 @@ mod tests {
 
     #[test]
     fn get_keeps_partial_read_fidelity_and_text_filter() {
-        let output = parse(
+        let output = parse_bundled(
             "<get path=\"src/a.rs\" line=\"10\" limit=\"5\" fidelity=\"full\"/>\
              <get path=\"known://*\">auth</get>",
         );
@@ -136,7 +142,7 @@ mod tests {
 
     #[test]
     fn set_edit_forms_are_typed() {
-        let output = parse(
+        let output = parse_bundled(
             "<set path=\"a\">s|x|y|g</set>\
              <set path=\"b\" search=\"old\"/>\
              <set path=\"known://c\" fidelity=\"summary\" summary=\"k1,k2\"/>",
@@ -172,7 +178,7 @@ mod tests {
 
     #[test]
     fn foreign_calls_interleave_with_tags_in_order() {
-        let output = parse(
+        let output = parse_bundled(
             "<get path=\"a\"/> then {\"name\":\"sh\",\"arguments\":{\"command\":\"make\"}} \
              <|tool_call>call:ask_user{question:'Go?',options:\"yes;no\"}<tool_call|>",
         );
@@ -201,7 +207,7 @@ mod tests {
     #[test]
     fn foreign_call_text_inside_a_body_stays_verbatim() {
         let body = "```xml\n{\"name\":\"get\",\"arguments\":{\"path\":\"a\"}}\n```";
-        let output = parse(&format!("<known path=\"known://fixture\">{body}</known>"));
+        let output = parse_bundled(&format!("<known path=\"known://fixture\">{body}</known>"));
         assert_eq!(
             output.commands,
             vec![Command::Known(KnownCommand {
@@ -214,7 +220,7 @@ mod tests {
 
     #[test]
     fn prose_after_an_unclosed_get_is_not_a_filter() {
-        let output = parse("<get path=\"a.js\">\nI will read it first.");
+        let output = parse_bundled("<get path=\"a.js\">\nI will read it first.");
         assert_eq!(
             output.commands,
             vec![Command::Get(GetCommand {
@@ -230,9 +236,40 @@ mod tests {
 
     #[test]
     fn half_written_tag_at_the_end_is_not_a_command() {
-        let output = parse("<update>x</update><set path=\"a.js\" sear");
+        let output = parse_bundled("<update>x</update><set path=\"a.js\" sear");
         assert_eq!(output.commands, vec![Command::Update("x".into())]);
         assert_eq!(output.unparsed, "<set path=\"a.js\" sear");
+    }
+
+    #[test]
+    fn a_declared_tag_without_a_typed_command_parses_generically() {
+        let tags: TagSet = [("echo", TagSpec::BODY)].into_iter().collect();
+        let output = parse(
+            "<ECHO loud>hi <get path=\"a\"/></echo> <get path=\"b\"/>\
+             {\"name\":\"echo\",\"arguments\":{\"text\":\"yo\"}}",
+            &tags,
+        );
+        let echo = |body: &str, attributes: ExtraAttrs| Command::Other {
+            name: "echo".into(),
+            content: TaggedText {
+                body: body.into(),
+                attributes,
+            },
+        };
+        assert_eq!(
+            output.commands,
+            vec![
+                echo(
+                    "hi <get path=\"a\"/>",
+                    vec![("loud".into(), AttrValue::Text(String::new()))]
+                ),
+                echo("yo", Vec::new()),
+            ]
+        );
+        assert_eq!(
+            output.unparsed, "<get path=\"b\"/>",
+            "undeclared tags are text"
+        );
     }
 
     fn fragment() -> impl Strategy<Value = String> {
@@ -270,7 +307,7 @@ mod tests {
         #[test]
         fn any_input_parses_without_panicking(parts in prop::collection::vec(fragment(), 0..48)) {
             let content = parts.concat();
-            let output = parse(&content);
+            let output = parse_bundled(&content);
             prop_assert_eq!(trim(&output.unparsed), output.unparsed.as_str());
             for command in &output.commands {
                 prop_assert!(command.to_json().get("name").is_some());
@@ -287,7 +324,7 @@ mod tests {
             "{\"name\":\"get\",\"arguments\":{\"path\":".repeat(300),
         ]
         .concat();
-        let output = parse(&hostile);
+        let output = parse_bundled(&hostile);
         assert_eq!(output.commands, Vec::new());
         assert_eq!(output.unparsed, hostile);
     }

@@ -223,7 +223,7 @@ async fn execute_numbered_turn(
             status: ProgressStatus::Processing,
         }),
     );
-    let parsed = crate::parser::parse(&response.content);
+    let parsed = crate::parser::parse(&response.content, agent.plugins.tags());
     agent.events.emit(Event::TurnResponse {
         run: run_id,
         turn,

@@ -3,10 +3,10 @@
 //! When the pre-LLM check of a normal loop overflows, [`plan_overflow`] decides:
 //!
 //! * **Enter panic** ([`PanicPlan`]): complete the overflowing loop with 413, enqueue a panic
-//!   loop (mode `panic`, `noRepo`, its own tool set [`PANIC_TOOLS`], the panic prompt, the
-//!   target in its config) and re-enqueue the original loop once, flagged `panicAttempted`.
-//!   The overflowing prompt entry MUST leave the context (archive it) before the panic loop
-//!   runs: the panic prompt replaces it, and the retry writes it anew.
+//!   loop (mode `panic`, `noRepo`, the tools that offer themselves in panic mode, the panic
+//!   prompt, the target in its config) and re-enqueue the original loop once, flagged
+//!   `panicAttempted`. The overflowing prompt entry MUST leave the context (archive it)
+//!   before the panic loop runs: the panic prompt replaces it, and the retry writes it anew.
 //! * **Hard fail** ([`PanicFailure`]): the loop ends 413 and the client gets a message
 //!   naming what does not fit: a prompt that cannot fit the window whatever is freed, a
 //!   context that leaves no room even for the panic prompt, or a retry that still overflows
@@ -32,19 +32,6 @@ pub use plan::{plan_overflow, OverflowDecision, OverflowFacts, PanicPlan};
 pub use tracker::{PanicStep, PanicTracker};
 
 use super::tokens::{CalibratedTokens, ContextWindow};
-
-/// The tools a panic loop offers: enough to inspect, demote, reorganise and report.
-pub const PANIC_TOOLS: &[&str] = &[
-    "get",
-    "set",
-    "known",
-    "unknown",
-    "rm",
-    "mv",
-    "cp",
-    "summarize",
-    "update",
-];
 
 /// Loop config key: the loop is a retry after a panic (no second panic).
 pub const CONFIG_PANIC_ATTEMPTED: &str = "panicAttempted";

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::attrs::ExtraAttrs;
 use super::attrs::{extend_attrs, insert_some};
 use super::set::SetCommand;
-use super::tool::ToolTag;
+use super::tags::TypedTag;
 
 /// `<get>` and `<rm>`: entries selected by path or pattern.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -85,7 +85,7 @@ pub struct UnknownCommand {
     pub body: String,
 }
 
-/// A tag kept generically: `<think>`, `<thought>`, `<mcp>`.
+/// A tag's text and attributes: `<think>`, and any tag without a typed command.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TaggedText {
     /// Body text (verbatim, trimmed), else the `body` attribute.
@@ -125,7 +125,8 @@ pub enum Command {
     AskUser(AskUserCommand),
     /// `<think>`: reasoning, never executed.
     Think(TaggedText),
-    /// Another recognised tag (`thought`, `mcp`), kept with its attributes.
+    /// A registered tag without a typed command, kept with its attributes; its tool turns
+    /// it into its own input.
     Other {
         /// The tag name.
         name: String,
@@ -138,20 +139,20 @@ impl Command {
     /// The tool name as written in the tag.
     pub fn name(&self) -> &str {
         match self {
-            Command::Get(_) => ToolTag::Get.name(),
-            Command::Set(_) => ToolTag::Set.name(),
-            Command::Known(_) => ToolTag::Known.name(),
-            Command::Unknown(_) => ToolTag::Unknown.name(),
-            Command::Env(_) => ToolTag::Env.name(),
-            Command::Sh(_) => ToolTag::Sh.name(),
-            Command::Rm(_) => ToolTag::Rm.name(),
-            Command::Cp(_) => ToolTag::Cp.name(),
-            Command::Mv(_) => ToolTag::Mv.name(),
-            Command::Search(_) => ToolTag::Search.name(),
-            Command::Summarize(_) => ToolTag::Summarize.name(),
-            Command::Update(_) => ToolTag::Update.name(),
-            Command::AskUser(_) => ToolTag::AskUser.name(),
-            Command::Think(_) => ToolTag::Think.name(),
+            Command::Get(_) => TypedTag::Get.name(),
+            Command::Set(_) => TypedTag::Set.name(),
+            Command::Known(_) => TypedTag::Known.name(),
+            Command::Unknown(_) => TypedTag::Unknown.name(),
+            Command::Env(_) => TypedTag::Env.name(),
+            Command::Sh(_) => TypedTag::Sh.name(),
+            Command::Rm(_) => TypedTag::Rm.name(),
+            Command::Cp(_) => TypedTag::Cp.name(),
+            Command::Mv(_) => TypedTag::Mv.name(),
+            Command::Search(_) => TypedTag::Search.name(),
+            Command::Summarize(_) => TypedTag::Summarize.name(),
+            Command::Update(_) => TypedTag::Update.name(),
+            Command::AskUser(_) => TypedTag::AskUser.name(),
+            Command::Think(_) => TypedTag::Think.name(),
             Command::Other { name, .. } => name,
         }
     }

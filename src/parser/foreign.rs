@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::scan::{Piece, RawElement};
-use super::tool::ToolTag;
+use super::tags::{Tag, TagSet};
 
 const QWEN_OPEN: &str = "<|tool_call>";
 const QWEN_CLOSE: &str = "<tool_call|>";
@@ -19,20 +19,21 @@ const MISTRAL_MARKER: &str = "[TOOL_CALLS]";
 const FENCE: &str = "```";
 const FENCE_LANGUAGES: [&str; 3] = ["tool_code", "tool_command", "xml"];
 
-/// Rewrites foreign calls and tool fences in the outside text of `pieces`.
-pub(crate) fn expand(pieces: Vec<Piece>) -> Vec<Piece> {
+/// Rewrites foreign calls of the tools of `tags` and tool fences in the outside text of
+/// `pieces`.
+pub(crate) fn expand(pieces: Vec<Piece>, tags: &TagSet) -> Vec<Piece> {
     let mut fence_open = false;
     let mut expanded = Vec::with_capacity(pieces.len());
     for piece in pieces {
         match piece {
-            Piece::Text(text) => expand_text(&text, &mut fence_open, &mut expanded),
+            Piece::Text(text) => expand_text(&text, tags, &mut fence_open, &mut expanded),
             element @ Piece::Element(_) => expanded.push(element),
         }
     }
     expanded
 }
 
-fn expand_text(text: &str, fence_open: &mut bool, out: &mut Vec<Piece>) {
+fn expand_text(text: &str, tags: &TagSet, fence_open: &mut bool, out: &mut Vec<Piece>) {
     let mut text_start = 0;
     let mut cursor = 0;
     while let Some(offset) = text
@@ -44,10 +45,10 @@ fn expand_text(text: &str, fence_open: &mut bool, out: &mut Vec<Piece>) {
         let found = if rest.starts_with(FENCE) {
             fence_marker(rest, fence_open).map(|length| (length, Vec::new()))
         } else {
-            qwen_call(rest)
-                .or_else(|| anthropic_call(rest))
-                .or_else(|| openai_call(rest).map(|(length, call)| (length, vec![call])))
-                .or_else(|| mistral_calls(rest))
+            qwen_call(rest, tags)
+                .or_else(|| anthropic_call(rest, tags))
+                .or_else(|| openai_call(rest, tags).map(|(length, call)| (length, vec![call])))
+                .or_else(|| mistral_calls(rest, tags))
         };
         match found {
             Some((length, elements)) => {
@@ -93,14 +94,14 @@ fn fence_marker(rest: &str, fence_open: &mut bool) -> Option<usize> {
 /// attributes; when the tool's main field is still empty, the first other argument fills
 /// it (its value becomes the element text); remaining arguments stay attributes, where
 /// attribute healing may promote one to `path`.
-fn element_from_arguments(tool: ToolTag, arguments: Vec<(String, String)>) -> RawElement {
-    let vocabulary = tool.vocabulary();
+fn element_from_arguments(tool: Tag, arguments: Vec<(String, String)>) -> RawElement {
+    let vocabulary = tool.spec.attributes;
     let (mut attrs, others): (Vec<_>, Vec<_>) = arguments
         .into_iter()
         .partition(|(name, _)| vocabulary.contains(&name.as_str()));
     let main_filled = attrs
         .iter()
-        .any(|(name, value)| name == tool.main_field() && !value.is_empty());
+        .any(|(name, value)| name == tool.spec.main_field && !value.is_empty());
     let mut body = String::new();
     for (name, value) in others {
         if !main_filled && body.is_empty() && !value.is_empty() {
@@ -118,9 +119,9 @@ fn element_from_arguments(tool: ToolTag, arguments: Vec<(String, String)>) -> Ra
 }
 
 /// Resolves a possibly namespaced tool name (`rummy.nvim/get`, `x:get`, `functions.get`).
-fn tool_from_call_name(name: &str) -> Option<ToolTag> {
+fn tool_from_call_name(name: &str, tags: &TagSet) -> Option<Tag> {
     let last = name.rsplit(['/', ':', '.']).next()?;
-    ToolTag::from_name(last)
+    tags.find(last)
 }
 
 fn json_arguments(value: &Value) -> Vec<(String, String)> {
@@ -141,8 +142,8 @@ fn json_arguments(value: &Value) -> Vec<(String, String)> {
 }
 
 /// `{"name": …, "arguments": …}` (or `parameters`) naming a known tool.
-fn call_from_json(value: &Value) -> Option<RawElement> {
-    let tool = tool_from_call_name(value.get("name")?.as_str()?)?;
+fn call_from_json(value: &Value, tags: &TagSet) -> Option<RawElement> {
+    let tool = tool_from_call_name(value.get("name")?.as_str()?, tags)?;
     let arguments = value
         .get("arguments")
         .or_else(|| value.get("parameters"))
@@ -158,16 +159,16 @@ fn leading_json(text: &str) -> Option<(Value, usize)> {
     Some((value, stream.byte_offset()))
 }
 
-fn openai_call(rest: &str) -> Option<(usize, RawElement)> {
+fn openai_call(rest: &str, tags: &TagSet) -> Option<(usize, RawElement)> {
     let inner = rest.strip_prefix('{')?.trim_start();
     if !inner.starts_with("\"name\"") {
         return None;
     }
     let (value, length) = leading_json(rest)?;
-    Some((length, call_from_json(&value)?))
+    Some((length, call_from_json(&value, tags)?))
 }
 
-fn mistral_calls(rest: &str) -> Option<(usize, Vec<RawElement>)> {
+fn mistral_calls(rest: &str, tags: &TagSet) -> Option<(usize, Vec<RawElement>)> {
     let after = rest.strip_prefix(MISTRAL_MARKER)?;
     let json = after.trim_start();
     let skipped = after.len() - json.len();
@@ -175,15 +176,15 @@ fn mistral_calls(rest: &str) -> Option<(usize, Vec<RawElement>)> {
     let calls = match &value {
         Value::Array(items) => items
             .iter()
-            .map(call_from_json)
+            .map(|item| call_from_json(item, tags))
             .collect::<Option<Vec<_>>>()?,
-        object @ Value::Object(_) => vec![call_from_json(object)?],
+        object @ Value::Object(_) => vec![call_from_json(object, tags)?],
         _ => return None,
     };
     Some((MISTRAL_MARKER.len() + skipped + length, calls))
 }
 
-fn anthropic_call(rest: &str) -> Option<(usize, Vec<RawElement>)> {
+fn anthropic_call(rest: &str, tags: &TagSet) -> Option<(usize, Vec<RawElement>)> {
     let after = rest.strip_prefix("<tool_use>")?.trim_start();
     let after = after.strip_prefix("<name>")?;
     let name_end = after.find("</name>")?;
@@ -194,12 +195,12 @@ fn anthropic_call(rest: &str) -> Option<(usize, Vec<RawElement>)> {
     let (value, length) = leading_json(json)?;
     let after = json.get(length..)?.trim_start().strip_prefix("</input>")?;
     let after = after.trim_start().strip_prefix("</tool_use>")?;
-    let tool = tool_from_call_name(name)?;
+    let tool = tool_from_call_name(name, tags)?;
     let element = element_from_arguments(tool, json_arguments(&value));
     Some((rest.len() - after.len(), vec![element]))
 }
 
-fn qwen_call(rest: &str) -> Option<(usize, Vec<RawElement>)> {
+fn qwen_call(rest: &str, tags: &TagSet) -> Option<(usize, Vec<RawElement>)> {
     // Calls do not nest: one never reaches past the next opening token (which may also close
     // it), so a run of broken calls is scanned once, not once per call.
     let next_open = rest
@@ -218,7 +219,7 @@ fn qwen_call(rest: &str) -> Option<(usize, Vec<RawElement>)> {
     {
         return None;
     }
-    let tool = tool_from_call_name(name)?;
+    let tool = tool_from_call_name(name, tags)?;
     let (arguments, after) = qwen_params(after.get(name_end + 1..)?)?;
     let trimmed = after.trim_start();
     let after = trimmed
@@ -293,14 +294,15 @@ fn qwen_value(rest: &str) -> Option<(String, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parser::tags::{bundled, bundled_tag};
 
     fn expand_one(text: &str) -> Vec<Piece> {
-        expand(vec![Piece::Text(text.to_owned())])
+        expand(vec![Piece::Text(text.to_owned())], &bundled())
     }
 
-    fn element(tool: ToolTag, attrs: &[(&str, &str)], body: &str) -> Piece {
+    fn element(tool: &str, attrs: &[(&str, &str)], body: &str) -> Piece {
         Piece::Element(RawElement {
-            tool,
+            tool: bundled_tag(tool),
             attrs: attrs
                 .iter()
                 .map(|(name, value)| (name.to_string(), value.to_string()))
@@ -315,7 +317,7 @@ mod tests {
         assert_eq!(
             expand_one("<|tool_call>call:rummy.nvim/get{path:\"it's\"}<tool_call|> ok"),
             vec![
-                element(ToolTag::Get, &[("path", "it's")], ""),
+                element("get", &[("path", "it's")], ""),
                 Piece::Text(" ok".into())
             ]
         );
@@ -325,11 +327,7 @@ mod tests {
     fn qwen_gemma_quote_and_unquoted_values() {
         assert_eq!(
             expand_one("<|tool_call>call:sh{command:<|\"|>ls, -la<|\"|>,cwd:/}<tool_call|>"),
-            vec![element(
-                ToolTag::Sh,
-                &[("command", "ls, -la"), ("cwd", "/")],
-                ""
-            )]
+            vec![element("sh", &[("command", "ls, -la"), ("cwd", "/")], "")]
         );
     }
 
@@ -343,7 +341,7 @@ mod tests {
     fn openai_arguments_may_be_a_json_string() {
         assert_eq!(
             expand_one(r#"{"name":"get","arguments":"{\"path\":\"a\"}"}"#),
-            vec![element(ToolTag::Get, &[("path", "a")], "")]
+            vec![element("get", &[("path", "a")], "")]
         );
     }
 
@@ -351,7 +349,7 @@ mod tests {
     fn search_query_fills_the_main_field() {
         assert_eq!(
             expand_one(r#"{"name":"search","arguments":{"query":"q","results":3}}"#),
-            vec![element(ToolTag::Search, &[("results", "3")], "q")]
+            vec![element("search", &[("results", "3")], "q")]
         );
     }
 
@@ -361,7 +359,7 @@ mod tests {
             expand_one("x [TOOL_CALLS] [{\"name\":\"rm\",\"arguments\":{\"path\":\"a\"}}] y"),
             vec![
                 Piece::Text("x ".into()),
-                element(ToolTag::Rm, &[("path", "a")], ""),
+                element("rm", &[("path", "a")], ""),
                 Piece::Text(" y".into())
             ]
         );
@@ -370,10 +368,13 @@ mod tests {
     #[test]
     fn tool_fences_are_dropped_and_other_fences_kept() {
         assert_eq!(
-            expand(vec![
-                Piece::Text("```xml\r\n".into()),
-                Piece::Text("\n```\n```js\nx\n```".into())
-            ]),
+            expand(
+                vec![
+                    Piece::Text("```xml\r\n".into()),
+                    Piece::Text("\n```\n```js\nx\n```".into())
+                ],
+                &bundled()
+            ),
             vec![
                 Piece::Text("\n".into()),
                 Piece::Text("\n```js\nx\n```".into())

@@ -1,8 +1,9 @@
-//! Finalising one tool element into a typed command (SEMANTICS §4.4, AGENT.md A.5).
+//! Finalising one tool element into its command (SEMANTICS §4.4, AGENT.md A.5).
 //!
-//! Attributes are healed first; "text" below is the verbatim body, trimmed. Each tool fills
-//! its main field from an attribute first and from the text otherwise, and keeps every
-//! attribute its documentation teaches.
+//! Attributes are healed first; "text" below is the verbatim body, trimmed. Each typed tag
+//! fills its main field from an attribute first and from the text otherwise, and keeps every
+//! attribute its documentation teaches; any other tag keeps its text (else its `body`
+//! attribute) and every other attribute.
 
 use super::attrs::{normalize_attrs, Attrs};
 use super::command::{
@@ -11,7 +12,7 @@ use super::command::{
 };
 use super::scan::RawElement;
 use super::set::SetCommand;
-use super::tool::ToolTag;
+use super::tags::TypedTag;
 
 /// Turns one raw element into its command.
 pub(crate) fn resolve(element: RawElement) -> Command {
@@ -20,43 +21,45 @@ pub(crate) fn resolve(element: RawElement) -> Command {
     let text = Some(trimmed).filter(|text| !text.is_empty());
     let owned = |value: Option<&str>| value.map(str::to_owned);
     let text_or_body = || owned(text.or(attrs.text("body"))).unwrap_or_default();
-    match element.tool {
-        ToolTag::Get => Command::Get(GetCommand {
+    let Some(typed) = element.tool.typed else {
+        return Command::Other {
+            name: element.tool.name.to_owned(),
+            content: tagged_text(&attrs, text),
+        };
+    };
+    match typed {
+        TypedTag::Get => Command::Get(GetCommand {
             selection: selection(&attrs, text, element.closed),
             line: number(&attrs, "line"),
             limit: number(&attrs, "limit"),
             fidelity: owned(attrs.text("fidelity")),
         }),
-        ToolTag::Rm => Command::Rm(selection(&attrs, text, element.closed)),
-        ToolTag::Set => Command::Set(SetCommand::resolve(&attrs, &element.body)),
-        ToolTag::Known => Command::Known(KnownCommand {
+        TypedTag::Rm => Command::Rm(selection(&attrs, text, element.closed)),
+        TypedTag::Set => Command::Set(SetCommand::resolve(&attrs, &element.body)),
+        TypedTag::Known => Command::Known(KnownCommand {
             path: owned(attrs.text("path")),
             body: text_or_body(),
             attributes: attrs.without(&["path", "body"]),
         }),
-        ToolTag::Unknown => Command::Unknown(UnknownCommand {
+        TypedTag::Unknown => Command::Unknown(UnknownCommand {
             path: owned(attrs.text("path")),
             body: text_or_body(),
         }),
-        ToolTag::Env => Command::Env(owned(attrs.text("command").or(text))),
-        ToolTag::Sh => Command::Sh(owned(attrs.text("command").or(text))),
-        ToolTag::Cp => Command::Cp(transfer(&attrs, text)),
-        ToolTag::Mv => Command::Mv(transfer(&attrs, text)),
-        ToolTag::Search => Command::Search(SearchCommand {
+        TypedTag::Env => Command::Env(owned(attrs.text("command").or(text))),
+        TypedTag::Sh => Command::Sh(owned(attrs.text("command").or(text))),
+        TypedTag::Cp => Command::Cp(transfer(&attrs, text)),
+        TypedTag::Mv => Command::Mv(transfer(&attrs, text)),
+        TypedTag::Search => Command::Search(SearchCommand {
             query: owned(attrs.text("path").or(text)),
             results: number(&attrs, "results"),
         }),
-        ToolTag::Summarize => Command::Summarize(text_or_body()),
-        ToolTag::Update => Command::Update(text_or_body()),
-        ToolTag::AskUser => Command::AskUser(AskUserCommand {
+        TypedTag::Summarize => Command::Summarize(text_or_body()),
+        TypedTag::Update => Command::Update(text_or_body()),
+        TypedTag::AskUser => Command::AskUser(AskUserCommand {
             question: owned(attrs.text("question")),
             options: owned(attrs.text("options").or(text)),
         }),
-        ToolTag::Think => Command::Think(tagged_text(&attrs, text)),
-        ToolTag::Thought | ToolTag::Mcp => Command::Other {
-            name: element.tool.name().to_owned(),
-            content: tagged_text(&attrs, text),
-        },
+        TypedTag::Think => Command::Think(tagged_text(&attrs, text)),
     }
 }
 

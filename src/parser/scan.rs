@@ -7,12 +7,12 @@
 //! `<think>` with a close tag swallows everything up to it: reasoning is never executed.
 
 use super::tag::{close_tag_at, open_tag_at, CloseTag, OpenTag};
-use super::tool::ToolTag;
+use super::tags::{Tag, TagSet, TypedTag};
 
 /// One tool element as written: tag, raw attributes and verbatim body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RawElement {
-    pub tool: ToolTag,
+    pub tool: Tag,
     pub attrs: Vec<(String, String)>,
     pub body: String,
     /// The element ended with its own close tag (or was self-closing), not by recovery.
@@ -32,11 +32,17 @@ pub(crate) enum Piece {
 /// forward, so one search per tool keeps the whole scan linear.
 #[derive(Default)]
 struct CloseIndex {
-    cache: Vec<(ToolTag, usize, Option<CloseTag>)>,
+    cache: Vec<(Tag, usize, Option<CloseTag>)>,
 }
 
 impl CloseIndex {
-    fn next_close(&mut self, text: &str, tool: ToolTag, from: usize) -> Option<CloseTag> {
+    fn next_close(
+        &mut self,
+        text: &str,
+        tags: &TagSet,
+        tool: Tag,
+        from: usize,
+    ) -> Option<CloseTag> {
         if let Some((_, searched_from, found)) = self.cache.iter().find(|(t, _, _)| *t == tool) {
             let still_valid = *searched_from <= from
                 && match found {
@@ -47,18 +53,18 @@ impl CloseIndex {
                 return *found;
             }
         }
-        let found = find_close(text, tool, from);
+        let found = find_close(text, tags, tool, from);
         self.cache.retain(|(t, _, _)| *t != tool);
         self.cache.push((tool, from, found));
         found
     }
 }
 
-fn find_close(text: &str, tool: ToolTag, from: usize) -> Option<CloseTag> {
+fn find_close(text: &str, tags: &TagSet, tool: Tag, from: usize) -> Option<CloseTag> {
     let mut at = from;
     while let Some(offset) = text.get(at..)?.find("</") {
         let start = at + offset;
-        if let Some(close) = close_tag_at(text, start).filter(|close| close.tool == tool) {
+        if let Some(close) = close_tag_at(text, tags, start).filter(|close| close.tool == tool) {
             return Some(close);
         }
         at = start + 2;
@@ -66,20 +72,20 @@ fn find_close(text: &str, tool: ToolTag, from: usize) -> Option<CloseTag> {
     None
 }
 
-/// Splits `text` into pieces, collecting recovery warnings.
-pub(crate) fn scan(text: &str, warnings: &mut Vec<String>) -> Vec<Piece> {
+/// Splits `text` into pieces at the tags of `tags`, collecting recovery warnings.
+pub(crate) fn scan(text: &str, tags: &TagSet, warnings: &mut Vec<String>) -> Vec<Piece> {
     let mut pieces = Vec::new();
     let mut closes = CloseIndex::default();
     let mut text_start = 0;
     let mut cursor = 0;
     while let Some(offset) = text.get(cursor..).and_then(|rest| rest.find('<')) {
         let at = cursor + offset;
-        if let Some(open) = open_tag_at(text, at) {
+        if let Some(open) = open_tag_at(text, tags, at) {
             push_text(&mut pieces, text, text_start, at);
             if open.repaired {
                 warnings.push(format!(
                     "Unterminated attribute value in <{}> — repaired",
-                    open.tool.name()
+                    open.tool.name
                 ));
             }
             let extent = if open.self_closing {
@@ -89,7 +95,7 @@ pub(crate) fn scan(text: &str, warnings: &mut Vec<String>) -> Vec<Piece> {
                     closed: true,
                 }
             } else {
-                body_extent(text, &open, &mut closes, warnings)
+                body_extent(text, tags, &open, &mut closes, warnings)
             };
             pieces.push(Piece::Element(RawElement {
                 tool: open.tool,
@@ -110,7 +116,7 @@ pub(crate) fn scan(text: &str, warnings: &mut Vec<String>) -> Vec<Piece> {
             cursor = comment_end;
             continue;
         }
-        if let Some(stray) = close_tag_at(text, at) {
+        if let Some(stray) = close_tag_at(text, tags, at) {
             push_text(&mut pieces, text, text_start, at);
             text_start = stray.end;
             cursor = stray.end;
@@ -147,15 +153,16 @@ struct Extent {
 
 fn body_extent(
     text: &str,
+    tags: &TagSet,
     open: &OpenTag,
     closes: &mut CloseIndex,
     warnings: &mut Vec<String>,
 ) -> Extent {
-    let name = open.tool.name();
-    let close = closes.next_close(text, open.tool, open.end);
-    let reasoning_closed = open.tool == ToolTag::Think && close.is_some();
+    let name = open.tool.name;
+    let close = closes.next_close(text, tags, open.tool, open.end);
+    let reasoning_closed = open.tool.typed == Some(TypedTag::Think) && close.is_some();
     if !reasoning_closed {
-        if let Some(extent) = interruption(text, open, close, warnings) {
+        if let Some(extent) = interruption(text, tags, open, close, warnings) {
             return extent;
         }
     }
@@ -185,11 +192,12 @@ fn body_extent(
 /// blank, and, when the tool is never closed, the next tool tag or close tag of another tool.
 fn interruption(
     text: &str,
+    tags: &TagSet,
     open: &OpenTag,
     close: Option<CloseTag>,
     warnings: &mut Vec<String>,
 ) -> Option<Extent> {
-    let name = open.tool.name();
+    let name = open.tool.name;
     let limit = close.map_or(text.len(), |close| close.start);
     let mut cursor = open.end;
     while let Some(offset) = text.get(cursor..limit).and_then(|span| span.find('<')) {
@@ -200,10 +208,10 @@ fn interruption(
         if close.is_some() && !body_blank {
             return None;
         }
-        if let Some(next) = open_tag_at(text, at) {
+        if let Some(next) = open_tag_at(text, tags, at) {
             warnings.push(format!(
                 "Unclosed <{name}> before <{}> — recovered",
-                next.tool.name()
+                next.tool.name
             ));
             return Some(Extent {
                 body_end: at,
@@ -212,10 +220,12 @@ fn interruption(
             });
         }
         if close.is_none() {
-            if let Some(other) = close_tag_at(text, at).filter(|other| other.tool != open.tool) {
+            if let Some(other) =
+                close_tag_at(text, tags, at).filter(|other| other.tool != open.tool)
+            {
                 warnings.push(format!(
                     "Mismatched </{}> closing <{name}> — recovered",
-                    other.tool.name()
+                    other.tool.name
                 ));
                 return Some(Extent {
                     body_end: at,
@@ -236,20 +246,21 @@ fn unclosed_warning(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parser::tags::{bundled, bundled_tag};
 
     fn run(text: &str) -> (Vec<Piece>, Vec<String>) {
         let mut warnings = Vec::new();
-        let pieces = scan(text, &mut warnings);
+        let pieces = scan(text, &bundled(), &mut warnings);
         (pieces, warnings)
     }
 
-    fn element(tool: ToolTag, attrs: &[(&str, &str)], body: &str) -> Piece {
+    fn element(tool: &str, attrs: &[(&str, &str)], body: &str) -> Piece {
         with_closed(tool, attrs, body, true)
     }
 
-    fn with_closed(tool: ToolTag, attrs: &[(&str, &str)], body: &str, closed: bool) -> Piece {
+    fn with_closed(tool: &str, attrs: &[(&str, &str)], body: &str, closed: bool) -> Piece {
         Piece::Element(RawElement {
-            tool,
+            tool: bundled_tag(tool),
             attrs: attrs
                 .iter()
                 .map(|(name, value)| (name.to_string(), value.to_string()))
@@ -265,7 +276,7 @@ mod tests {
         assert_eq!(
             pieces,
             vec![element(
-                ToolTag::Set,
+                "set",
                 &[("path", "p")],
                 "Step: <get path=\"a\"/> then"
             )]
@@ -279,8 +290,8 @@ mod tests {
         assert_eq!(
             pieces,
             vec![
-                with_closed(ToolTag::Get, &[("path", "a")], "\n", false),
-                element(ToolTag::Get, &[("path", "b")], ""),
+                with_closed("get", &[("path", "a")], "\n", false),
+                element("get", &[("path", "b")], ""),
                 Piece::Text("x".into()),
             ]
         );
@@ -293,7 +304,7 @@ mod tests {
         assert_eq!(
             pieces,
             vec![
-                element(ToolTag::Think, &[], "\n<get path=\"a\"/>"),
+                element("think", &[], "\n<get path=\"a\"/>"),
                 Piece::Text("after".into()),
             ]
         );
@@ -306,7 +317,7 @@ mod tests {
         assert_eq!(
             pieces,
             vec![
-                with_closed(ToolTag::Update, &[], "x", false),
+                with_closed("update", &[], "x", false),
                 Piece::Text("y".into())
             ]
         );

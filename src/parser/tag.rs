@@ -3,12 +3,12 @@
 //! Only tool tags are ever tokenised; every other `<` is text, so bodies stay verbatim.
 //! Attribute values are kept exactly as written (no entity decoding); names are lower-cased.
 
-use super::tool::ToolTag;
+use super::tags::{Tag, TagSet};
 
 /// An opening tool tag found in the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct OpenTag {
-    pub tool: ToolTag,
+    pub tool: Tag,
     /// Raw attributes in source order, names lower-cased, bare attributes with `""`.
     pub attrs: Vec<(String, String)>,
     pub self_closing: bool,
@@ -21,7 +21,7 @@ pub(crate) struct OpenTag {
 /// A closing tool tag found in the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CloseTag {
-    pub tool: ToolTag,
+    pub tool: Tag,
     pub start: usize,
     pub end: usize,
     /// The input ended before the tag's `>`.
@@ -45,12 +45,12 @@ fn skip_whitespace(text: &str, mut at: usize) -> usize {
 
 /// The tool named at `at` (just after `<` or `</`) and the offset past the name, when the
 /// name is a whole tool name.
-fn tool_name_at(text: &str, at: usize) -> Option<(ToolTag, usize)> {
+fn tool_name_at(text: &str, tags: &TagSet, at: usize) -> Option<(Tag, usize)> {
     let mut end = at;
     while byte_at(text, end).is_some_and(is_name_byte) {
         end += 1;
     }
-    let tool = ToolTag::from_name(text.get(at..end)?)?;
+    let tool = tags.find(text.get(at..end)?)?;
     match byte_at(text, end) {
         None | Some(b'/' | b'>') => Some((tool, end)),
         Some(byte) if byte.is_ascii_whitespace() => Some((tool, end)),
@@ -59,7 +59,7 @@ fn tool_name_at(text: &str, at: usize) -> Option<(ToolTag, usize)> {
 }
 
 /// Whether a tool tag (opening or closing) starts at `at`.
-pub(crate) fn starts_tool_tag(text: &str, at: usize) -> bool {
+pub(crate) fn starts_tool_tag(text: &str, tags: &TagSet, at: usize) -> bool {
     if byte_at(text, at) != Some(b'<') {
         return false;
     }
@@ -68,16 +68,16 @@ pub(crate) fn starts_tool_tag(text: &str, at: usize) -> bool {
     } else {
         at + 1
     };
-    tool_name_at(text, name_start).is_some()
+    tool_name_at(text, tags, name_start).is_some()
 }
 
 /// Parses a closing tool tag at `at`. `</update` at the very end of the input counts,
 /// marked truncated.
-pub(crate) fn close_tag_at(text: &str, at: usize) -> Option<CloseTag> {
+pub(crate) fn close_tag_at(text: &str, tags: &TagSet, at: usize) -> Option<CloseTag> {
     if byte_at(text, at) != Some(b'<') || byte_at(text, at + 1) != Some(b'/') {
         return None;
     }
-    let (tool, name_end) = tool_name_at(text, at + 2)?;
+    let (tool, name_end) = tool_name_at(text, tags, at + 2)?;
     let after = skip_whitespace(text, name_end);
     match byte_at(text, after) {
         Some(b'>') => Some(CloseTag {
@@ -98,11 +98,11 @@ pub(crate) fn close_tag_at(text: &str, at: usize) -> Option<CloseTag> {
 
 /// Parses an opening tool tag at `at`. A tag cut off by the end of the input is not a tag:
 /// a half-written command must not run.
-pub(crate) fn open_tag_at(text: &str, at: usize) -> Option<OpenTag> {
+pub(crate) fn open_tag_at(text: &str, tags: &TagSet, at: usize) -> Option<OpenTag> {
     if byte_at(text, at) != Some(b'<') {
         return None;
     }
-    let (tool, mut cursor) = tool_name_at(text, at + 1)?;
+    let (tool, mut cursor) = tool_name_at(text, tags, at + 1)?;
     let mut tag = OpenTag {
         tool,
         attrs: Vec::new(),
@@ -139,22 +139,24 @@ pub(crate) fn open_tag_at(text: &str, at: usize) -> Option<OpenTag> {
                 }
                 let value_start = skip_whitespace(text, after_name + 1);
                 match byte_at(text, value_start)? {
-                    quote @ (b'"' | b'\'') => match quoted_value(text, value_start + 1, quote) {
-                        QuotedValue::Closed { value, end } => {
-                            push_attr(&mut tag.attrs, name, value.to_owned());
-                            cursor = end;
+                    quote @ (b'"' | b'\'') => {
+                        match quoted_value(text, tags, value_start + 1, quote) {
+                            QuotedValue::Closed { value, end } => {
+                                push_attr(&mut tag.attrs, name, value.to_owned());
+                                cursor = end;
+                            }
+                            QuotedValue::Unterminated { value, gt } => {
+                                tag.repaired = true;
+                                let trimmed = value.trim_end();
+                                tag.self_closing = trimmed.ends_with('/');
+                                let value = trimmed.trim_end_matches('/').trim_end();
+                                push_attr(&mut tag.attrs, name, value.to_owned());
+                                tag.end = gt + 1;
+                                return Some(tag);
+                            }
+                            QuotedValue::Broken => return None,
                         }
-                        QuotedValue::Unterminated { value, gt } => {
-                            tag.repaired = true;
-                            let trimmed = value.trim_end();
-                            tag.self_closing = trimmed.ends_with('/');
-                            let value = trimmed.trim_end_matches('/').trim_end();
-                            push_attr(&mut tag.attrs, name, value.to_owned());
-                            tag.end = gt + 1;
-                            return Some(tag);
-                        }
-                        QuotedValue::Broken => return None,
-                    },
+                    }
                     _ => {
                         let mut value_end = value_start;
                         while byte_at(text, value_end).is_some_and(|byte| {
@@ -194,7 +196,7 @@ enum QuotedValue<'a> {
 /// Reads a quoted value starting after its opening quote. A value that runs past a `>` into
 /// another tool tag (or to the end of input) before its closing quote was left open by the
 /// model; it is cut at that first `>`, which is where the model meant the tag to end.
-fn quoted_value(text: &str, start: usize, quote: u8) -> QuotedValue<'_> {
+fn quoted_value<'t>(text: &'t str, tags: &TagSet, start: usize, quote: u8) -> QuotedValue<'t> {
     let bytes = text.as_bytes();
     let mut first_gt = None;
     let mut at = start;
@@ -208,7 +210,7 @@ fn quoted_value(text: &str, start: usize, quote: u8) -> QuotedValue<'_> {
         if byte == b'>' && first_gt.is_none() {
             first_gt = Some(at);
         }
-        if byte == b'<' && first_gt.is_some() && starts_tool_tag(text, at) {
+        if byte == b'<' && first_gt.is_some() && starts_tool_tag(text, tags, at) {
             break;
         }
         at += 1;
@@ -222,6 +224,7 @@ fn quoted_value(text: &str, start: usize, quote: u8) -> QuotedValue<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parser::tags::{bundled, bundled_tag};
 
     fn attrs(tag: &OpenTag) -> Vec<(&str, &str)> {
         tag.attrs
@@ -233,8 +236,8 @@ mod tests {
     #[test]
     fn reads_quoted_unquoted_and_bare_attributes() {
         let text = r#"<GET Path="a b" line=3 preview body='x"y'/>"#;
-        let tag = open_tag_at(text, 0).unwrap();
-        assert_eq!(tag.tool, ToolTag::Get);
+        let tag = open_tag_at(text, &bundled(), 0).unwrap();
+        assert_eq!(tag.tool, bundled_tag("get"));
         assert!(tag.self_closing);
         assert_eq!(tag.end, text.len());
         assert_eq!(
@@ -250,23 +253,23 @@ mod tests {
 
     #[test]
     fn unquoted_value_before_slash_gt_self_closes() {
-        let tag = open_tag_at("<get path=src/a.js/>", 0).unwrap();
+        let tag = open_tag_at("<get path=src/a.js/>", &bundled(), 0).unwrap();
         assert!(tag.self_closing);
         assert_eq!(attrs(&tag), vec![("path", "src/a.js")]);
     }
 
     #[test]
     fn non_tool_and_truncated_tags_are_not_tags() {
-        assert_eq!(open_tag_at("<getter>", 0), None);
-        assert_eq!(open_tag_at("<div>", 0), None);
-        assert_eq!(open_tag_at("<get path=\"a\"", 0), None);
-        assert_eq!(open_tag_at("<3", 0), None);
+        assert_eq!(open_tag_at("<getter>", &bundled(), 0), None);
+        assert_eq!(open_tag_at("<div>", &bundled(), 0), None);
+        assert_eq!(open_tag_at("<get path=\"a\"", &bundled(), 0), None);
+        assert_eq!(open_tag_at("<3", &bundled(), 0), None);
     }
 
     #[test]
     fn unterminated_quote_is_cut_at_the_tag_end() {
         let text = "<get path=\"a.js/>\n<get path=\"b.js\"/>";
-        let tag = open_tag_at(text, 0).unwrap();
+        let tag = open_tag_at(text, &bundled(), 0).unwrap();
         assert!(tag.repaired);
         assert!(tag.self_closing);
         assert_eq!(attrs(&tag), vec![("path", "a.js")]);
@@ -275,13 +278,13 @@ mod tests {
 
     #[test]
     fn close_tags_allow_space_and_truncation() {
-        let close = close_tag_at("</Update >", 0).unwrap();
+        let close = close_tag_at("</Update >", &bundled(), 0).unwrap();
         assert_eq!(
             (close.tool, close.end, close.truncated),
-            (ToolTag::Update, 10, false)
+            (bundled_tag("update"), 10, false)
         );
-        let cut = close_tag_at("</update", 0).unwrap();
+        let cut = close_tag_at("</update", &bundled(), 0).unwrap();
         assert!(cut.truncated);
-        assert_eq!(close_tag_at("</p>", 0), None);
+        assert_eq!(close_tag_at("</p>", &bundled(), 0), None);
     }
 }

@@ -70,7 +70,7 @@ fn normalize_block(block: &Value) -> Value {
 }
 
 fn check_response(input: &Value, expected: &Value) -> Result<(), String> {
-    let output = parse(input["content"].as_str().unwrap());
+    let output = parse(input["content"].as_str().unwrap(), &super::tags::bundled());
     let actual: Vec<Value> = output
         .commands
         .iter()

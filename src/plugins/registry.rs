@@ -1,6 +1,8 @@
-//! `Plugins`: the registry of bundled tools, built once and passed down (a cheap `Arc`
-//! clone, no global). It answers what the model may use (`active_tools`, `docs`), how an
-//! entry is projected at its fidelity (`project`), and which tool handles a scheme.
+//! `Plugins`: the registry of tools, built once and passed down (a cheap `Arc` clone, no
+//! global). Tools are registered one by one ([`Plugins::with`]), the bundled ones too. It
+//! answers which tags the parser recognises (`tags`), what the model may use
+//! (`active_tools`, `docs`), how an entry is projected at its fidelity (`project`), and
+//! which tool handles a scheme.
 
 use std::sync::Arc;
 
@@ -8,6 +10,7 @@ use crate::context::view::EntryView;
 use crate::context::Projector;
 use crate::db::enums::Fidelity;
 use crate::db::models::SchemeRow;
+use crate::parser::TagSet;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
 use crate::plugins::tools;
@@ -16,14 +19,18 @@ use crate::plugins::tools;
 /// same cut the store uses for its summary token count).
 const SUMMARY_PREFIX_CHARS: usize = 80;
 
-/// The bundled tools, in display order (gather → reason → act → communicate).
+/// The registered tools, in display order (for the bundled ones: gather → reason → act →
+/// communicate).
 #[derive(Clone)]
 pub struct Plugins {
     inner: Arc<Registry>,
 }
 
+#[derive(Clone)]
 struct Registry {
-    tools: Vec<Box<dyn Tool>>,
+    tools: Vec<Arc<dyn Tool>>,
+    /// One tag per tool, from its declaration.
+    tags: TagSet,
     settings: ToolSettings,
 }
 
@@ -37,14 +44,47 @@ impl std::fmt::Debug for Plugins {
 }
 
 impl Plugins {
-    /// Every bundled tool with these limits.
-    pub fn bundled(settings: ToolSettings) -> Plugins {
+    /// No tools yet, and these limits.
+    pub fn new(settings: ToolSettings) -> Plugins {
         Plugins {
             inner: Arc::new(Registry {
-                tools: tools::bundled(),
+                tools: Vec::new(),
+                tags: TagSet::default(),
                 settings,
             }),
         }
+    }
+
+    /// Every bundled tool with these limits.
+    pub fn bundled(settings: ToolSettings) -> Plugins {
+        tools::bundled(Plugins::new(settings))
+    }
+
+    /// These tools and `tool` after them (in the place of the tool of the same name, when
+    /// one is registered): from now on the parser recognises its tag, the model reads its
+    /// doc when it is offered, and its commands run.
+    pub fn with(mut self, tool: impl Tool + 'static) -> Plugins {
+        let registry = Arc::make_mut(&mut self.inner);
+        let tool: Arc<dyn Tool> = Arc::new(tool);
+        match registry
+            .tools
+            .iter_mut()
+            .find(|registered| registered.name() == tool.name())
+        {
+            Some(registered) => *registered = tool,
+            None => registry.tools.push(tool),
+        }
+        registry.tags = registry
+            .tools
+            .iter()
+            .map(|tool| (tool.name(), tool.tag()))
+            .collect();
+        self
+    }
+
+    /// The tags the parser recognises: one per tool.
+    pub fn tags(&self) -> &TagSet {
+        &self.inner.tags
     }
 
     /// The limits the handlers enforce.
@@ -351,8 +391,27 @@ mod tests {
     #[test]
     fn schemes_cover_every_tool() {
         let rows = plugins().scheme_rows();
-        assert_eq!(rows.len(), 14);
-        let think = rows.iter().find(|row| row.name == "think");
-        assert_eq!(think.map(|row| row.model_visible), Some(false));
+        assert_eq!(rows.len(), 16);
+        for reasoning in ["think", "thought", "mcp"] {
+            let row = rows.iter().find(|row| row.name == reasoning);
+            assert_eq!(row.map(|row| row.model_visible), Some(false), "{reasoning}");
+        }
+    }
+
+    #[test]
+    fn a_tool_of_a_taken_name_replaces_it_in_place_and_the_tags_follow() {
+        let parsed = |plugins: &Plugins| {
+            crate::parser::parse("<search>rust</search>", plugins.tags())
+                .commands
+                .len()
+        };
+        let without = Plugins::new(ToolSettings::default());
+        assert_eq!(parsed(&without), 0, "no tool, no tag");
+        let bundled = plugins();
+        let replaced = bundled
+            .clone()
+            .with(crate::plugins::tools::kept::Kept::THOUGHT);
+        assert!(replaced.names().eq(bundled.names()));
+        assert_eq!(parsed(&replaced), 1);
     }
 }

@@ -7,6 +7,7 @@
 //! entry and may rewrite it, write other entries, or leave a 202 proposal for the client,
 //! whose acceptance side effects the tool also owns.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use diesel::SqliteConnection;
@@ -16,7 +17,7 @@ use crate::context::view::EntryView;
 use crate::db::enums::Category;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
-use crate::parser::Command;
+use crate::parser::{Command, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::readonly::ReadonlyFiles;
 
@@ -52,7 +53,8 @@ pub enum ToolKind {
     Lifecycle,
     /// Runs in order; a proposal or failure stops the actions after it.
     Action,
-    /// Reasoning (`think`): recorded, never executed, never offered.
+    /// Reasoning (`think`, and the legacy `thought` and `mcp`): recorded as written, never
+    /// executed, never offered.
     Reasoning,
 }
 
@@ -228,6 +230,12 @@ pub trait ToolInfo: Send + Sync {
         Availability::Offered
     }
 
+    /// Why `policy` excludes it beyond the loop's mode and flags, told to a model that used
+    /// it anyway (`search`: no search backend); `None` when nothing else does.
+    fn excluded_because(&self, _policy: &ToolPolicy) -> Option<&'static str> {
+        None
+    }
+
     /// What its commands do.
     fn effect(&self) -> ToolEffect {
         ToolEffect::Notes
@@ -248,6 +256,12 @@ pub trait ToolInfo: Send + Sync {
     /// with an error: the output is the user's answer).
     fn accepts_on_error(&self) -> bool {
         false
+    }
+
+    /// What the parser needs to know of its tag beyond the name: the registry declares the
+    /// parser's tags from these.
+    fn tag(&self) -> TagSpec {
+        TagSpec::BODY
     }
 
     /// The model-facing documentation.
@@ -284,10 +298,11 @@ pub trait ToolInfo: Send + Sync {
 /// holds every tool as a [`Tool`], which erases the type once, here.
 pub trait TypedTool: ToolInfo {
     /// The command shape it handles.
-    type Input;
+    type Input: Clone;
 
-    /// Its own command inside a parsed one; `None` for another tool's.
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c Self::Input>;
+    /// Its own command in a parsed one (borrowed from a typed command, built from a generic
+    /// [`Command::Other`]); `None` for another tool's.
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, Self::Input>>;
 
     /// The text an action's result path is named after (path, command, question).
     fn target(&self, _input: &Self::Input) -> String {
@@ -359,17 +374,18 @@ pub trait Tool: ToolInfo {
 impl<T: TypedTool> Tool for T {
     fn target(&self, command: &Command) -> String {
         self.input(command)
-            .map(|input| TypedTool::target(self, input))
+            .map(|input| TypedTool::target(self, &input))
             .unwrap_or_default()
     }
 
     fn forbids(&self, command: &Command, policy: &ToolPolicy) -> Option<String> {
-        TypedTool::forbids(self, self.input(command)?, policy)
+        let input = self.input(command)?;
+        TypedTool::forbids(self, &input, policy)
     }
 
     fn amends(&self, command: &Command, proposal: &str) -> bool {
         self.input(command)
-            .is_some_and(|input| TypedTool::amends(self, input, proposal))
+            .is_some_and(|input| TypedTool::amends(self, &input, proposal))
     }
 
     fn record(
@@ -378,7 +394,7 @@ impl<T: TypedTool> Tool for T {
         command: &Command,
     ) -> Result<Option<Handled>, ToolError> {
         let input = self.input(command).ok_or_else(|| mismatched(self.name()))?;
-        TypedTool::record(self, scope, input)
+        TypedTool::record(self, scope, &input)
     }
 
     fn handle(
@@ -388,7 +404,7 @@ impl<T: TypedTool> Tool for T {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let input = self.input(command).ok_or_else(|| mismatched(self.name()))?;
-        TypedTool::handle(self, scope, input, result_path)
+        TypedTool::handle(self, scope, &input, result_path)
     }
 }
 

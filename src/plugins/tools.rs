@@ -4,13 +4,16 @@
 //! Each tool has one file, except pairs that differ only in name and a rule or two: `cp`
 //! and `mv` are one [`transfer::Transfer`], `env` and `sh` one
 //! [`command_proposal::CommandProposal`], `summarize` and `update` one
-//! [`status_signal::StatusSignal`]. Adding a tool means one new file here (or one more
-//! value of a shared type) and one line in [`bundled`].
+//! [`status_signal::StatusSignal`], and the legacy `thought` and `mcp`, one [`kept::Kept`].
+//! A tool is one file: its name, tag, docs, views, scheme and flags, its input and what it
+//! does; bundling it is one more line in [`bundled`] (a tool outside the crate is
+//! registered the same way, with [`Plugins::with`]).
 
 pub mod ask_user;
 pub mod command_proposal;
 pub(crate) mod files;
 pub mod get;
+pub mod kept;
 pub mod known;
 mod merge;
 mod outcome;
@@ -36,30 +39,34 @@ use crate::db::queries::entries;
 use crate::db::DbError;
 use crate::hedberg::{Pattern, PatternKind};
 use crate::parser::{AttrValue, ExtraAttrs};
-use crate::plugins::tool::{Tool, ToolError, ToolScope};
+use crate::plugins::tool::{ToolError, ToolScope};
+use crate::plugins::Plugins;
 
+pub use outcome::finish;
 pub(crate) use outcome::{
-    fail, finish, not_found, preview, propose_separately, propose_text, report, upsert, write,
+    fail, not_found, preview, propose_separately, propose_text, report, upsert, write,
 };
 
-/// Every bundled tool in display order: gather → reason → act → communicate, then `think`.
-pub(crate) fn bundled() -> Vec<Box<dyn Tool>> {
-    vec![
-        Box::new(get::Get),
-        Box::new(set::Set),
-        Box::new(known::Known),
-        Box::new(unknown::Unknown),
-        Box::new(command_proposal::CommandProposal::ENV),
-        Box::new(command_proposal::CommandProposal::SH),
-        Box::new(rm::Rm),
-        Box::new(transfer::Transfer::CP),
-        Box::new(transfer::Transfer::MV),
-        Box::new(search::Search),
-        Box::new(status_signal::StatusSignal::SUMMARIZE),
-        Box::new(status_signal::StatusSignal::UPDATE),
-        Box::new(ask_user::AskUser),
-        Box::new(think::Think),
-    ]
+/// `plugins` with every bundled tool, in display order: gather → reason → act →
+/// communicate, then the unlisted `think`, `thought` and `mcp`.
+pub(crate) fn bundled(plugins: Plugins) -> Plugins {
+    plugins
+        .with(get::Get)
+        .with(set::Set)
+        .with(known::Known)
+        .with(unknown::Unknown)
+        .with(command_proposal::CommandProposal::ENV)
+        .with(command_proposal::CommandProposal::SH)
+        .with(rm::Rm)
+        .with(transfer::Transfer::CP)
+        .with(transfer::Transfer::MV)
+        .with(search::Search)
+        .with(status_signal::StatusSignal::SUMMARIZE)
+        .with(status_signal::StatusSignal::UPDATE)
+        .with(ask_user::AskUser)
+        .with(think::Think)
+        .with(kept::Kept::THOUGHT)
+        .with(kept::Kept::MCP)
 }
 
 /// Longest `summary` attribute kept, in characters.

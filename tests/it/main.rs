@@ -16,6 +16,7 @@ mod durability;
 mod lifecycle;
 mod loops;
 mod methods;
+mod one_file_tool;
 mod persistence;
 mod process;
 mod progress;

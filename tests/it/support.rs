@@ -9,10 +9,11 @@ use actix_codec::Framed;
 use awc::ws::{Codec, Frame, Message};
 use awc::BoxedSocket;
 use futures_util::{SinkExt, StreamExt};
-use rummy::app::{start, RunningServer};
+use rummy::app::{start, start_with, RunningServer};
 use rummy::config::{ConfigError, Settings};
 use rummy::db::ids::ProjectId;
 use rummy::db::queries::constraints;
+use rummy::plugins::Plugins;
 use serde_json::{json, Value};
 
 use rummy::llm::fake::FakeLlm;
@@ -35,6 +36,15 @@ impl TestApp {
 
     /// Starts a server with extra environment variables.
     pub async fn start_with(extra: &[(&str, &str)]) -> TestApp {
+        TestApp::start_with_tools(extra, |plugins| plugins).await
+    }
+
+    /// Starts a server with extra environment variables and the tools `register` adds to
+    /// the bundled ones.
+    pub async fn start_with_tools(
+        extra: &[(&str, &str)],
+        register: impl FnOnce(Plugins) -> Plugins,
+    ) -> TestApp {
         let home = tempfile::tempdir().unwrap();
         let mut env = HashMap::new();
         env.insert("RUMMY_HOME".to_string(), home.path().display().to_string());
@@ -46,13 +56,22 @@ impl TestApp {
         }
         let settings = settings(&env);
         rummy::telemetry::init(&settings.log);
-        let server = start(settings).await.unwrap();
+        let server = start_with(settings, register).await.unwrap();
         TestApp { server, home, env }
     }
 
     /// Starts a server whose model `fake` is the scripted LLM, with a 32768-token context
     /// and one attempt per call (no retry delays); `extra` adds or overrides variables.
     pub async fn with_llm(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
+        TestApp::with_llm_and_tools(llm, extra, |plugins| plugins).await
+    }
+
+    /// [`TestApp::with_llm`] with the tools `register` adds to the bundled ones.
+    pub async fn with_llm_and_tools(
+        llm: &FakeLlm,
+        extra: &[(&str, &str)],
+        register: impl FnOnce(Plugins) -> Plugins,
+    ) -> TestApp {
         let mut env = vec![
             ("OPENAI_BASE_URL", llm.base_url()),
             ("RUMMY_MODEL_fake", "openai/fake"),
@@ -60,7 +79,7 @@ impl TestApp {
             ("RUMMY_LLM_ATTEMPTS", "1"),
         ];
         env.extend_from_slice(extra);
-        TestApp::start_with(&env).await
+        TestApp::start_with_tools(&env, register).await
     }
 
     /// Stops this server and starts another on the same home and database file.

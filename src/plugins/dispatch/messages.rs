@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{ToolError, ToolScope};
+use crate::plugins::tool::{Tool, ToolError, ToolScope};
 use crate::plugins::tools::write;
 
 /// Longest target an action may name, in characters.
@@ -23,7 +23,9 @@ pub(super) fn invalid_target(target: &str) -> Option<String> {
         .then(|| "Invalid path: it contains control characters.".to_owned())
 }
 
-pub(super) fn excluded_message(tool: &str, policy: &ToolPolicy) -> String {
+/// Why `tool` is not available under `policy`: the loop's mode and flags, and any reason
+/// of the tool's own.
+pub(super) fn excluded_message(tool: &dyn Tool, policy: &ToolPolicy) -> String {
     let mut reasons = vec![format!("{} mode", policy.mode)];
     if policy.no_interaction {
         reasons.push("no interaction".into());
@@ -34,12 +36,11 @@ pub(super) fn excluded_message(tool: &str, policy: &ToolPolicy) -> String {
     if policy.no_proposals {
         reasons.push("no proposals".into());
     }
-    if tool == "search" && !policy.search_available {
-        reasons.push("no search backend".into());
-    }
+    reasons.extend(tool.excluded_because(policy).map(str::to_owned));
     format!(
-        "<{tool}> is not available here ({}) and was not run. YOU MUST use only the tools \
+        "<{}> is not available here ({}) and was not run. YOU MUST use only the tools \
          listed in tools=\"...\".",
+        tool.name(),
         reasons.join(", ")
     )
 }

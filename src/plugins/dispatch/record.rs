@@ -61,15 +61,13 @@ impl<'p> Dispatcher<'p, '_> {
     {
         let name = command.name().to_owned();
         let plugins: &'p Plugins = self.plugins;
-        let Some(tool) = plugins.get(&name) else {
-            let path = self.fresh_path(scope, &name, "")?;
-            write(scope, &path, &free_text(command), 200, None)?;
-            note_call(outcome, index, command, &path, 200, false);
-            return Ok(None);
-        };
+        // The parser recognises the registered tools' tags only.
+        let tool = plugins
+            .get(&name)
+            .ok_or_else(|| ToolError::UnknownTool(name.clone()))?;
         let is_action = tool.kind() == ToolKind::Action;
         let refusal = match tool.availability(&scope.policy) {
-            Availability::Excluded => Some(excluded_message(&name, &scope.policy)),
+            Availability::Excluded => Some(excluded_message(tool, &scope.policy)),
             _ => tool.forbids(command, &scope.policy),
         };
         if let Some(message) = refusal {
@@ -188,7 +186,7 @@ pub(super) fn naked_set_as_known(command: &Command) -> Command {
     }
 }
 
-/// The body of a tag kept as text (`think`, `thought`, `mcp`).
+/// The body of a reasoning tag (`think`, `thought`, `mcp`), recorded as written.
 fn free_text(command: &Command) -> String {
     match command {
         Command::Think(content) | Command::Other { content, .. } => content.body.clone(),

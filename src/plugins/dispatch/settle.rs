@@ -28,20 +28,18 @@ pub(super) fn settle_status(
     commands: &[Command],
     outcome: &mut DispatchOutcome,
 ) -> Result<(), ToolError> {
-    let first = |wanted: &str| {
-        commands.iter().find_map(|command| match command {
-            Command::Summarize(text) | Command::Update(text)
-                if command.name() == wanted && !text.trim().is_empty() =>
-            {
-                Some(text.trim().to_owned())
-            }
-            _ => None,
-        })
-    };
-    match (first("summarize"), first("update")) {
+    let summary = commands.iter().find_map(|command| match command {
+        Command::Summarize(text) => Some((command.name(), non_blank(text)?)),
+        _ => None,
+    });
+    let update = commands.iter().find_map(|command| match command {
+        Command::Update(text) => non_blank(text),
+        _ => None,
+    });
+    match (summary, update) {
         (_, Some(update)) => outcome.update_text = Some(update),
-        (Some(summary), None) if !outcome.errors.is_empty() => {
-            let path = crate::db::paths::slug_path("summarize", &summary);
+        (Some((tool, summary)), None) if !outcome.errors.is_empty() => {
+            let path = crate::db::paths::slug_path(tool, &summary);
             let body = format!(
                 "{summary}\n(Not accepted: actions in this turn failed. YOU MUST fix them and \
                  use <update> until the task is really done.)"
@@ -51,8 +49,13 @@ pub(super) fn settle_status(
             }
             outcome.update_text = Some(summary);
         }
-        (Some(summary), None) => outcome.summary_text = Some(summary),
+        (Some((_, summary)), None) => outcome.summary_text = Some(summary),
         (None, None) => outcome.needs_healing = true,
     }
     Ok(())
+}
+
+/// The trimmed text, unless it is blank.
+fn non_blank(text: &str) -> Option<String> {
+    Some(text.trim().to_owned()).filter(|text| !text.is_empty())
 }

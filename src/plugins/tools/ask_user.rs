@@ -1,13 +1,15 @@
 //! `ask_user`: a question for the user with suggested answers. A 202 proposal
 //! `{question, options}`; the answer comes back on accept and is kept as `answer`.
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 
 use crate::context::view::EntryView;
 use crate::db::enums::LoopMode;
 use crate::db::models::entry::EntryRow;
 use crate::db::queries::entries;
-use crate::parser::{AskUserCommand, Command};
+use crate::parser::{AskUserCommand, Command, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -40,6 +42,13 @@ impl ToolInfo for AskUser {
             Availability::Excluded
         } else {
             Availability::Offered
+        }
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "options",
+            attributes: &["question", "options"],
         }
     }
 
@@ -100,9 +109,9 @@ impl ToolInfo for AskUser {
 impl TypedTool for AskUser {
     type Input = AskUserCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c AskUserCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, AskUserCommand>> {
         match command {
-            Command::AskUser(ask) => Some(ask),
+            Command::AskUser(ask) => Some(Cow::Borrowed(ask)),
             _ => None,
         }
     }

@@ -4,11 +4,13 @@
 //! offered outside panic mode; `sh` is for commands with side effects (install, build,
 //! test) and is offered only in act mode.
 
+use std::borrow::Cow;
+
 use serde_json::json;
 
 use crate::context::view::EntryView;
 use crate::db::enums::LoopMode;
-use crate::parser::Command;
+use crate::parser::{Command, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -70,6 +72,13 @@ impl ToolInfo for CommandProposal {
         }
     }
 
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "command",
+            attributes: &["command"],
+        }
+    }
+
     fn doc(&self) -> &'static str {
         self.doc
     }
@@ -101,10 +110,10 @@ impl ToolInfo for CommandProposal {
 impl TypedTool for CommandProposal {
     type Input = Option<String>;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c Option<String>> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, Option<String>>> {
         match command {
-            Command::Sh(line) if self.has_side_effects => Some(line),
-            Command::Env(line) if !self.has_side_effects => Some(line),
+            Command::Sh(line) if self.has_side_effects => Some(Cow::Borrowed(line)),
+            Command::Env(line) if !self.has_side_effects => Some(Cow::Borrowed(line)),
             _ => None,
         }
     }

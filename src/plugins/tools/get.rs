@@ -1,9 +1,11 @@
 //! `get`: load entries into context (promote to full), list them without loading
 //! (`preview`), or read some lines of one entry without changing anything.
 
+use std::borrow::Cow;
+
 use crate::context::view::EntryView;
 use crate::db::queries::selected;
-use crate::parser::{Command, GetCommand, Selection};
+use crate::parser::{Command, GetCommand, Selection, TagSpec};
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
 };
@@ -22,6 +24,13 @@ impl ToolInfo for Get {
 
     fn name(&self) -> &'static str {
         "get"
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "path",
+            attributes: &["path", "body", "preview", "line", "limit", "fidelity"],
+        }
     }
 
     fn doc(&self) -> &'static str {
@@ -49,9 +58,9 @@ impl ToolInfo for Get {
 impl TypedTool for Get {
     type Input = GetCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c GetCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, GetCommand>> {
         match command {
-            Command::Get(get) => Some(get),
+            Command::Get(get) => Some(Cow::Borrowed(get)),
             _ => None,
         }
     }

@@ -2,6 +2,8 @@
 //! while the response is recorded, never cancelled. A path without a scheme goes under
 //! `known://`; a fact over the size limit is refused with 413 and a note on splitting it.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::context::view::EntryView;
@@ -11,7 +13,7 @@ use crate::db::models::entry::EntryUpsertForm;
 use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
-use crate::parser::{Command, KnownCommand};
+use crate::parser::{Command, KnownCommand, TagSpec};
 use crate::plugins::tool::{
     ClientCall, Handled, SchemeSpec, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
 };
@@ -38,6 +40,13 @@ impl ToolInfo for Known {
 
     fn kind(&self) -> ToolKind {
         ToolKind::Lifecycle
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "body",
+            attributes: &["path", "summary", "body"],
+        }
     }
 
     fn doc(&self) -> &'static str {
@@ -67,9 +76,9 @@ impl ToolInfo for Known {
 impl TypedTool for Known {
     type Input = KnownCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c KnownCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, KnownCommand>> {
         match command {
-            Command::Known(known) => Some(known),
+            Command::Known(known) => Some(Cow::Borrowed(known)),
             _ => None,
         }
     }

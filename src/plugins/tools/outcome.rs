@@ -45,8 +45,9 @@ pub(crate) fn write(
     Ok(entries::upsert_entry(scope.conn, &entry)?)
 }
 
-/// Writes the outcome of an action at its result path and reports it there.
-pub(crate) fn finish(
+/// Writes the outcome of an action at its result path (its body, status and attributes
+/// merged into the recorded ones) and reports it there.
+pub fn finish(
     scope: &mut ToolScope<'_>,
     result_path: &str,
     status: i32,

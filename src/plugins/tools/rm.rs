@@ -1,13 +1,15 @@
 //! `rm`: remove entries now, or propose deleting project files (202 each). Patterns and
 //! body filters select; `preview` lists what would go and removes nothing.
 
+use std::borrow::Cow;
+
 use serde_json::json;
 
 use crate::context::view::EntryView;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
 use crate::db::queries::selected;
-use crate::parser::{Command, Selection};
+use crate::parser::{Command, Selection, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
@@ -32,6 +34,13 @@ impl ToolInfo for Rm {
 
     fn name(&self) -> &'static str {
         "rm"
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "path",
+            attributes: &["path", "body", "preview"],
+        }
     }
 
     fn doc(&self) -> &'static str {
@@ -77,9 +86,9 @@ impl ToolInfo for Rm {
 impl TypedTool for Rm {
     type Input = Selection;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c Selection> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, Selection>> {
         match command {
-            Command::Rm(selection) => Some(selection),
+            Command::Rm(selection) => Some(Cow::Borrowed(selection)),
             _ => None,
         }
     }

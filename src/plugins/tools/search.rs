@@ -2,11 +2,13 @@
 //! `noWeb` or in panic mode). The query becomes a 202 proposal `{query, results}` that the
 //! backend (or the client) answers on accept; the results become the entry's body.
 
+use std::borrow::Cow;
+
 use serde_json::json;
 
 use crate::context::view::EntryView;
 use crate::db::enums::LoopMode;
-use crate::parser::{Command, SearchCommand};
+use crate::parser::{Command, SearchCommand, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -31,6 +33,17 @@ impl ToolInfo for Search {
             Availability::Offered
         } else {
             Availability::Excluded
+        }
+    }
+
+    fn excluded_because(&self, policy: &ToolPolicy) -> Option<&'static str> {
+        (!policy.search_available).then_some("no search backend")
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "path",
+            attributes: &["path", "results"],
         }
     }
 
@@ -61,9 +74,9 @@ impl ToolInfo for Search {
 impl TypedTool for Search {
     type Input = SearchCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c SearchCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, SearchCommand>> {
         match command {
-            Command::Search(search) => Some(search),
+            Command::Search(search) => Some(Cow::Borrowed(search)),
             _ => None,
         }
     }

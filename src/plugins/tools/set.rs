@@ -9,6 +9,8 @@
 mod edit;
 pub(crate) mod prepared;
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 
 use crate::context::view::EntryView;
@@ -19,7 +21,7 @@ use crate::db::queries::entries;
 use crate::db::queries::selected;
 use crate::hedberg::unified_diff;
 use crate::hedberg::SetRevision;
-use crate::parser::{normalize_attrs, Command, SetCommand};
+use crate::parser::{normalize_attrs, Command, SetCommand, TagSpec};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
@@ -49,6 +51,15 @@ impl ToolInfo for Set {
 
     fn name(&self) -> &'static str {
         "set"
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "body",
+            attributes: &[
+                "path", "body", "search", "replace", "preview", "fidelity", "summary",
+            ],
+        }
     }
 
     fn doc(&self) -> &'static str {
@@ -145,9 +156,9 @@ impl ToolInfo for Set {
 impl TypedTool for Set {
     type Input = SetCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c SetCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, SetCommand>> {
         match command {
-            Command::Set(set) => Some(set),
+            Command::Set(set) => Some(Cow::Borrowed(set)),
             _ => None,
         }
     }

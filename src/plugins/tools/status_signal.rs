@@ -2,6 +2,8 @@
 //! the loop; `update` is a progress note and the loop continues. Both are lifecycle
 //! signals, stored at `<tool>://<slug>` and shown as their text at every fidelity.
 
+use std::borrow::Cow;
+
 use crate::context::view::EntryView;
 use crate::db::paths::slug_path;
 use crate::parser::Command;
@@ -73,10 +75,10 @@ impl ToolInfo for StatusSignal {
 impl TypedTool for StatusSignal {
     type Input = String;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c String> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, String>> {
         match command {
-            Command::Summarize(text) if self.is_final => Some(text),
-            Command::Update(text) if !self.is_final => Some(text),
+            Command::Summarize(text) if self.is_final => Some(Cow::Borrowed(text)),
+            Command::Update(text) if !self.is_final => Some(Cow::Borrowed(text)),
             _ => None,
         }
     }

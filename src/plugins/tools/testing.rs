@@ -77,7 +77,7 @@ impl TestRun {
         text: &str,
         gate: Option<&mut dyn WriteGate>,
     ) -> DispatchOutcome {
-        let commands = crate::parser::parse(text).commands;
+        let commands = crate::parser::parse(text, self.plugins.tags()).commands;
         let input = ResponseTurn {
             run_id: self.run_id,
             loop_id: None,

@@ -1,6 +1,8 @@
 //! `think`: reasoning. Recorded as written (`think://turn_N/`) so the audit keeps it, never
 //! executed, never documented, and invisible to the model.
 
+use std::borrow::Cow;
+
 use crate::context::view::EntryView;
 use crate::parser::{Command, TaggedText};
 use crate::plugins::policy::ToolPolicy;
@@ -48,9 +50,9 @@ impl ToolInfo for Think {
 impl TypedTool for Think {
     type Input = TaggedText;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c TaggedText> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, TaggedText>> {
         match command {
-            Command::Think(text) => Some(text),
+            Command::Think(text) => Some(Cow::Borrowed(text)),
             _ => None,
         }
     }

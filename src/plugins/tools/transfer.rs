@@ -3,6 +3,8 @@
 //! pattern's matches land under the destination by their path relative to the pattern's
 //! fixed prefix. `mv` without a destination but with a fidelity changes it in place.
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 
 use crate::context::view::EntryView;
@@ -12,7 +14,7 @@ use crate::db::paths::is_file;
 use crate::db::queries::entries;
 use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
 use crate::db::queries::selected;
-use crate::parser::{Command, TransferCommand};
+use crate::parser::{Command, TagSpec, TransferCommand};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
@@ -238,6 +240,13 @@ impl ToolInfo for Transfer {
         self.name
     }
 
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "to",
+            attributes: &["path", "to", "fidelity", "preview"],
+        }
+    }
+
     fn doc(&self) -> &'static str {
         self.doc
     }
@@ -293,10 +302,10 @@ impl ToolInfo for Transfer {
 impl TypedTool for Transfer {
     type Input = TransferCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c TransferCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, TransferCommand>> {
         match command {
-            Command::Mv(transfer) if self.is_move => Some(transfer),
-            Command::Cp(transfer) if !self.is_move => Some(transfer),
+            Command::Mv(transfer) if self.is_move => Some(Cow::Borrowed(transfer)),
+            Command::Cp(transfer) if !self.is_move => Some(Cow::Borrowed(transfer)),
             _ => None,
         }
     }

@@ -1,12 +1,14 @@
 //! `unknown`: register an open question. A lifecycle signal; the same question twice is
 //! kept once. It stays in `<unknowns>` until removed with `rm`.
 
+use std::borrow::Cow;
+
 use crate::context::view::EntryView;
 use crate::db::enums::Category;
 use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
-use crate::parser::{Command, UnknownCommand};
+use crate::parser::{Command, TagSpec, UnknownCommand};
 use crate::plugins::tool::{
     ClientCall, Handled, SchemeSpec, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
 };
@@ -26,6 +28,13 @@ impl ToolInfo for Unknown {
 
     fn kind(&self) -> ToolKind {
         ToolKind::Lifecycle
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "body",
+            attributes: &["path", "body"],
+        }
     }
 
     fn doc(&self) -> &'static str {
@@ -56,9 +65,9 @@ impl ToolInfo for Unknown {
 impl TypedTool for Unknown {
     type Input = UnknownCommand;
 
-    fn input<'c>(&self, command: &'c Command) -> Option<&'c UnknownCommand> {
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, UnknownCommand>> {
         match command {
-            Command::Unknown(unknown) => Some(unknown),
+            Command::Unknown(unknown) => Some(Cow::Borrowed(unknown)),
             _ => None,
         }
     }
