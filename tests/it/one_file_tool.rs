@@ -13,8 +13,8 @@ use rummy::plugins::tool::{
 use rummy::plugins::tools::finish;
 use serde_json::json;
 
-use crate::fake_llm::{FakeLlm, Step};
 use crate::support::{system_message, user_message, TestApp};
+use rummy::llm::fake::{FakeLlm, Step};
 
 /// `<echo>`: records its text as its result, in capitals when `loud`.
 struct Echo;
