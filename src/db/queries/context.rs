@@ -1,6 +1,7 @@
 //! The model's view of a run (`v_model_context`) and the per-turn snapshot of what it saw
 //! (`turn_context`).
 
+use crate::db::statement::statement;
 use diesel::prelude::*;
 
 use crate::db::connection::write_transaction;
@@ -79,10 +80,10 @@ pub fn visible_tokens(conn: &mut SqliteConnection, run_id: RunId) -> Result<i64,
         #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
         tokens: Option<i64>,
     }
-    let total: Total = diesel::sql_query(
+    let total: Total = statement(
         "SELECT SUM(k.tokens) AS tokens FROM known_entries k
          JOIN schemes s ON s.name = COALESCE(k.scheme, 'file')
-         WHERE k.run_id = ?1 AND s.model_visible = 1 AND k.status <> 202",
+         WHERE k.run_id = ? AND s.model_visible = 1 AND k.status <> 202",
     )
     .bind::<diesel::sql_types::BigInt, _>(run_id)
     .get_result(conn)?;

@@ -2,6 +2,7 @@
 //! logging fades to summary, data written in an overflowing turn is summarised, and
 //! summarised prompts come back in full. Each returns the changed paths, sorted.
 
+use crate::db::statement::statement;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 
@@ -27,9 +28,9 @@ pub fn demote_previous_loop_logging(
     run_id: RunId,
     loop_id: LoopId,
 ) -> Result<Vec<String>, DbError> {
-    let rows = diesel::sql_query(
+    let rows = statement(
         "UPDATE known_entries SET fidelity = 'summary', updated_at = CURRENT_TIMESTAMP
-         WHERE run_id = ?1 AND fidelity = 'full' AND (loop_id IS NULL OR loop_id <> ?2)
+         WHERE run_id = ? AND fidelity = 'full' AND (loop_id IS NULL OR loop_id <> ?)
            AND COALESCE(scheme, 'file') IN (SELECT name FROM schemes WHERE category = 'logging')
          RETURNING path",
     )
@@ -44,9 +45,9 @@ pub fn restore_summarized_prompts(
     conn: &mut SqliteConnection,
     run_id: RunId,
 ) -> Result<Vec<String>, DbError> {
-    let rows = diesel::sql_query(
+    let rows = statement(
         "UPDATE known_entries SET fidelity = 'full', updated_at = CURRENT_TIMESTAMP
-         WHERE run_id = ?1 AND scheme = 'prompt' AND fidelity = 'summary'
+         WHERE run_id = ? AND scheme = 'prompt' AND fidelity = 'summary'
          RETURNING path",
     )
     .bind::<BigInt, _>(run_id)

@@ -1,6 +1,7 @@
 //! The store's core operations: upsert with merge semantics, reads, pattern listings, and
 //! fidelity, status and attribute changes on selected entries.
 
+use crate::db::statement::statement;
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
@@ -24,18 +25,18 @@ pub fn upsert_entry(
     entry: &EntryUpsertForm,
 ) -> Result<EntryRow, DbError> {
     let attributes = attributes_patch(entry.attributes.as_ref())?;
-    Ok(diesel::sql_query(
+    Ok(statement(
         "INSERT INTO known_entries (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, COALESCE(?7, 'full'), ?8, json_patch('{}', COALESCE(?9, '{}')))
+         VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, 'full'), ?, json_patch('{}', COALESCE(?, '{}')))
          ON CONFLICT (run_id, path) DO UPDATE SET
              loop_id = excluded.loop_id,
              turn = excluded.turn,
              body = excluded.body,
              status = excluded.status,
-             fidelity = COALESCE(?7, known_entries.fidelity),
+             fidelity = COALESCE(?, known_entries.fidelity),
              hash = COALESCE(excluded.hash, known_entries.hash),
-             attributes = CASE WHEN ?9 IS NULL THEN known_entries.attributes
-                               ELSE json_patch(known_entries.attributes, ?9) END,
+             attributes = CASE WHEN ? IS NULL THEN known_entries.attributes
+                               ELSE json_patch(known_entries.attributes, ?) END,
              write_count = known_entries.write_count + 1,
              updated_at = CURRENT_TIMESTAMP
          RETURNING *",
@@ -48,6 +49,9 @@ pub fn upsert_entry(
     .bind::<Integer, _>(entry.status)
     .bind::<Nullable<Text>, _>(entry.fidelity)
     .bind::<Nullable<Text>, _>(&entry.hash)
+    .bind::<Nullable<Text>, _>(attributes.clone())
+    .bind::<Nullable<Text>, _>(entry.fidelity)
+    .bind::<Nullable<Text>, _>(attributes.clone())
     .bind::<Nullable<Text>, _>(attributes)
     .get_result(conn)?)
 }

@@ -1,5 +1,6 @@
 //! The per-run prompt queue: enqueue, claim the next loop, finish it.
 
+use crate::db::statement::statement;
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 
@@ -49,16 +50,17 @@ pub fn claim_next_loop(
     conn: &mut SqliteConnection,
     run_id: RunId,
 ) -> Result<Option<LoopRow>, DbError> {
-    Ok(diesel::sql_query(
+    Ok(statement(
         "UPDATE loops SET status = 102
          WHERE id = (
              SELECT id FROM loops
-             WHERE run_id = ?1 AND status = 100
-               AND NOT EXISTS (SELECT 1 FROM loops WHERE run_id = ?1 AND status = 102)
+             WHERE run_id = ? AND status = 100
+               AND NOT EXISTS (SELECT 1 FROM loops WHERE run_id = ? AND status = 102)
              ORDER BY priority DESC, id
              LIMIT 1)
          RETURNING *",
     )
+    .bind::<BigInt, _>(run_id)
     .bind::<BigInt, _>(run_id)
     .get_result::<LoopRow>(conn)
     .optional()?)

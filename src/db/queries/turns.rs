@@ -1,5 +1,6 @@
 //! Turns: one row per LLM call, with usage written back after the call.
 
+use crate::db::statement::statement;
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 
@@ -42,7 +43,7 @@ pub fn latest_turn(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<
 
 /// Usage summed over every turn of the run.
 pub fn run_usage(conn: &mut SqliteConnection, run_id: RunId) -> Result<RunUsage, DbError> {
-    Ok(diesel::sql_query(
+    Ok(statement(
         "SELECT COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
                 COALESCE(SUM(cached_tokens), 0) AS cached_tokens,
                 COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
@@ -50,7 +51,7 @@ pub fn run_usage(conn: &mut SqliteConnection, run_id: RunId) -> Result<RunUsage,
                 COALESCE(SUM(total_tokens), 0) AS total_tokens,
                 CAST(COALESCE(SUM(cost), 0) AS REAL) AS cost,
                 COUNT(*) AS turns
-         FROM turns WHERE run_id = ?1",
+         FROM turns WHERE run_id = ?",
     )
     .bind::<BigInt, _>(run_id)
     .get_result(conn)?)
