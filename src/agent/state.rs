@@ -1,14 +1,16 @@
 //! What clients are told at the end of a turn: `run/state`, and `run/proposal` for each new
 //! proposal.
 
+use diesel::SqliteConnection;
 use serde_json::{Map, Value};
 
-use crate::agent::error::LoopError;
 use crate::agent::turn::input::TurnInput;
 use crate::agent::AgentContext;
 use crate::context::Packet;
 use crate::db::ids::{ProjectId, RunId};
-use crate::db::queries::{entries, runs, turns};
+use crate::db::models::entry::{EntryRow, RunLogRow, UnresolvedRow};
+use crate::db::models::run::RunUsage;
+use crate::db::queries::{entries, turns};
 use crate::db::DbError;
 use crate::hub::notifications::{
     HistoryEntry, Notification, PendingProposal, ProposedEntry, RunProposal, RunState, Telemetry,
@@ -16,59 +18,78 @@ use crate::hub::notifications::{
 };
 use crate::llm::ChatResponse;
 
-/// The run's alias now (it may have been renamed while running).
-pub async fn alias_of(agent: &AgentContext, run: RunId) -> Result<String, LoopError> {
-    let row = agent.db.call(move |conn| runs::get_run(conn, run)).await?;
-    Ok(row
-        .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
-        .alias)
-}
-
-/// The project a run belongs to, for notification routing.
-pub async fn project_of(agent: &AgentContext, run: RunId) -> Result<ProjectId, LoopError> {
-    let row = agent.db.call(move |conn| runs::get_run(conn, run)).await?;
-    Ok(row
-        .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
-        .project_id)
-}
-
 fn parse_attributes(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Map::new()))
 }
 
+/// What `run/state` and `run/proposal` report of the store, read at the end of a turn in
+/// the unit of work that ran the turn's commands.
+pub struct StoredState {
+    log: Vec<RunLogRow>,
+    unknowns: Vec<EntryRow>,
+    unresolved: Vec<UnresolvedRow>,
+    usage: RunUsage,
+    latest_summary: Option<String>,
+    context_tokens: i32,
+}
+
+impl StoredState {
+    /// Reads the run's state.
+    pub fn read(conn: &mut SqliteConnection, run: RunId) -> Result<StoredState, DbError> {
+        let latest_summary = entries::entries_of_scheme(conn, run, "summarize")?
+            .into_iter()
+            .rev()
+            .find(|row| row.status == 200)
+            .map(|row| row.body);
+        let context_tokens = turns::latest_turn(conn, run)?
+            .map(|row| row.context_tokens)
+            .unwrap_or(0);
+        Ok(StoredState {
+            log: entries::run_log(conn, run)?,
+            unknowns: entries::entries_of_scheme(conn, run, "unknown")?,
+            unresolved: entries::unresolved(conn, run)?,
+            usage: turns::run_usage(conn, run)?,
+            latest_summary,
+            context_tokens,
+        })
+    }
+}
+
+/// Where a turn's state goes and what it reports besides the store.
+pub struct TurnFacts<'a> {
+    /// The run.
+    pub run: RunId,
+    /// Its project, for routing.
+    pub project: ProjectId,
+    /// Its alias now.
+    pub alias: &'a str,
+    /// The run-wide turn number.
+    pub turn: i32,
+}
+
 /// Publishes `run/proposal` for the proposals this turn made, then `run/state`.
-#[allow(clippy::too_many_arguments)]
-pub async fn publish_turn_state(
+pub fn publish_turn_state(
     agent: &AgentContext,
-    run: RunId,
-    project: ProjectId,
-    alias: &str,
-    turn: i32,
+    facts: TurnFacts<'_>,
+    stored: StoredState,
     input: &TurnInput<'_>,
     response: &ChatResponse,
     packet: &Packet,
-) -> Result<(), LoopError> {
-    let (log, unknowns, unresolved, usage, latest_summary, context_tokens) = agent
-        .db
-        .call(move |conn| {
-            let summary = entries::entries_of_scheme(conn, run, "summarize")?
-                .into_iter()
-                .rev()
-                .find(|row| row.status == 200)
-                .map(|row| row.body);
-            let context_tokens = turns::latest_turn(conn, run)?
-                .map(|row| row.context_tokens)
-                .unwrap_or(0);
-            Ok((
-                entries::run_log(conn, run)?,
-                entries::entries_of_scheme(conn, run, "unknown")?,
-                entries::unresolved(conn, run)?,
-                turns::run_usage(conn, run)?,
-                summary,
-                context_tokens,
-            ))
-        })
-        .await?;
+) {
+    let TurnFacts {
+        run,
+        project,
+        alias,
+        turn,
+    } = facts;
+    let StoredState {
+        log,
+        unknowns,
+        unresolved,
+        usage,
+        latest_summary,
+        context_tokens,
+    } = stored;
     let fresh: Vec<ProposedEntry> = unresolved
         .iter()
         .filter(|row| row.turn == turn)
@@ -136,7 +157,6 @@ pub async fn publish_turn_state(
     agent
         .hubs
         .publish(project, run, Notification::State(Box::new(state)));
-    Ok(())
 }
 
 fn scheme_or_unknown(path: &str) -> String {

@@ -17,10 +17,12 @@ use crate::budget::{
 };
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
+use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::{EntryUpsertForm, UnresolvedRow};
-use crate::db::models::run::{TurnInsertForm, TurnRow, TurnUsageForm};
+use crate::db::models::run::{TurnRow, TurnUsageForm};
 use crate::db::paths::slug_path;
-use crate::db::queries::{entries, runs, turns};
+use crate::db::queries::{entries, turns};
+use crate::db::DbError;
 use crate::hedberg::WorkLimit;
 use crate::hub::notifications::{Notification, ProgressStatus, RunProgress};
 use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
@@ -31,7 +33,9 @@ use crate::plugins::dispatch::{dispatch_gated, ResponseTurn};
 use crate::plugins::events::Event;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
-use prepare::{estimate_of, prepare_packet, PromptWrite};
+use diesel::SqliteConnection;
+use prepare::{estimate_of, prepare_packet, PreparedPacket, PromptWrite};
+use state::{StoredState, TurnFacts};
 
 pub mod input;
 mod prepare;
@@ -102,24 +106,8 @@ pub async fn execute_turn(
     input: TurnInput<'_>,
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, LoopError> {
-    let run_id = input.run_id;
-    let loop_id = input.loop_row.id;
-    let row = agent
-        .db
-        .call(move |conn| {
-            let turn = runs::take_turn_number(conn, run_id)?;
-            turns::insert_turn(
-                conn,
-                &TurnInsertForm {
-                    run_id,
-                    loop_id,
-                    sequence: turn,
-                },
-            )
-        })
-        .await?;
-    let span = tracing::info_span!("turn", turn.seq = row.sequence);
-    execute_numbered_turn(agent, input, row, cancel)
+    let span = tracing::info_span!("turn", turn.seq = tracing::field::Empty);
+    execute_numbered_turn(agent, input, cancel)
         .instrument(span)
         .await
 }
@@ -127,19 +115,25 @@ pub async fn execute_turn(
 async fn execute_numbered_turn(
     agent: &AgentContext,
     mut input: TurnInput<'_>,
-    row: TurnRow,
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, LoopError> {
     let started = Instant::now();
-    let turn = row.sequence;
-    let run_id = input.run_id;
     let lp = input.loop_row;
     let policy = input
         .config
         .policy(lp.mode, agent.settings.search_available());
     let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
     let first_prompt = prompt.clone().map(PromptWrite::New);
-    let (mut packet, measure) = prepare_packet(agent, &input, turn, first_prompt, policy).await?;
+    let PreparedPacket {
+        turn: row,
+        mut packet,
+        measure,
+        alias,
+        project,
+    } = prepare_packet(agent, &input, None, first_prompt, policy).await?;
+    let turn = row.sequence;
+    tracing::Span::current().record("turn.seq", turn);
+    let run_id = input.run_id;
     let mut estimate = estimate_of(&packet);
     let window = ContextWindow::new(u64::try_from(input.context_size).unwrap_or(0));
     let iteration = input.iteration;
@@ -160,9 +154,9 @@ async fn execute_numbered_turn(
                 PanicStep::Continue { continuation, .. } if iteration > 1 => {
                     panic.prompt = continuation.clone();
                     let rewrite = Some(PromptWrite::Replace(continuation));
-                    packet = prepare_packet(agent, &input, turn, rewrite, policy)
+                    packet = prepare_packet(agent, &input, Some(row.clone()), rewrite, policy)
                         .await?
-                        .0;
+                        .packet;
                     estimate = estimate_of(&packet);
                 }
                 PanicStep::Continue { .. } => {}
@@ -180,8 +174,6 @@ async fn execute_numbered_turn(
             }
         }
     }
-    let alias = state::alias_of(agent, run_id).await?;
-    let project = state::project_of(agent, run_id).await?;
     agent.hubs.publish(
         project,
         run_id,
@@ -231,7 +223,7 @@ async fn execute_numbered_turn(
         user: &packet.user,
         content: &response.content,
     });
-    record_audit(agent, &input, &row, &packet, &response, &parsed.unparsed).await?;
+    let audit = TurnAudit::of(&row, &packet, &response, &parsed.unparsed);
     let dispatch_started = Instant::now();
     let gate: Box<dyn WriteGate> = if input.panic.is_some() {
         Box::new(PanicGate)
@@ -252,8 +244,9 @@ async fn execute_numbered_turn(
     let prepared = Prepared {
         commands: parsed.commands,
         work,
+        audit,
     };
-    let report = dispatch(
+    let (report, stored) = dispatch(
         agent,
         &input,
         turn,
@@ -264,10 +257,13 @@ async fn execute_numbered_turn(
     )
     .await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
-    state::publish_turn_state(
-        agent, run_id, project, &alias, turn, &input, &response, &packet,
-    )
-    .await?;
+    let facts = TurnFacts {
+        run: run_id,
+        project,
+        alias: &alias,
+        turn,
+    };
+    state::publish_turn_state(agent, facts, stored, &input, &response, &packet);
     tracing::info!(
         preparation_ms,
         llm_ms,
@@ -279,14 +275,17 @@ async fn execute_numbered_turn(
     Ok(TurnEnd::Completed(report))
 }
 
-/// A reply's commands, their body searches and edits already computed beside the writer.
+/// A reply's commands, their body searches and edits already computed beside the writer, and
+/// the turn's audit copies.
 struct Prepared {
     commands: Vec<Command>,
     work: PreparedWork,
+    audit: TurnAudit,
 }
 
-/// Records and runs the response's commands on the DB thread; heals the status when the
-/// model gave neither summarize nor update.
+/// In one unit of work on the DB thread: writes the audit copies, records and runs the
+/// response's commands, heals the status when the model gave neither summarize nor update,
+/// and reads the state the clients are told.
 async fn dispatch(
     agent: &AgentContext,
     input: &TurnInput<'_>,
@@ -295,8 +294,12 @@ async fn dispatch(
     content: &str,
     prepared: Prepared,
     mut gate: Box<dyn WriteGate>,
-) -> Result<TurnReport, LoopError> {
-    let Prepared { commands, work } = prepared;
+) -> Result<(TurnReport, StoredState), LoopError> {
+    let Prepared {
+        commands,
+        work,
+        audit,
+    } = prepared;
     let plugins = Arc::clone(&agent.plugins);
     let dispatch_input = ResponseTurn {
         run_id: input.run_id,
@@ -320,9 +323,10 @@ async fn dispatch(
         .collect();
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
-    let outcome = agent
+    let (outcome, stored) = agent
         .db
         .call(move |conn| {
+            audit.write(conn, run_id, loop_id)?;
             let dispatched = work.apply(|| {
                 dispatch_gated(
                     conn,
@@ -332,12 +336,10 @@ async fn dispatch(
                     Some(gate.as_mut()),
                 )
             });
-            let outcome = match dispatched {
-                Err(ToolError::Db(error)) => return Err(error),
-                other => other,
-            };
-            let Ok(mut outcome) = outcome else {
-                return Ok(outcome);
+            // A failed dispatch rolled back its own savepoint; the audit copies stay.
+            let mut outcome = match dispatched {
+                Ok(outcome) => outcome,
+                Err(error) => return Ok(Err(error)),
             };
             if outcome.needs_healing {
                 let (scheme, text) = match &healed {
@@ -357,10 +359,14 @@ async fn dispatch(
                     HealedStatus::Update(_) => outcome.update_text = Some(text),
                 }
             }
-            Ok(Ok(outcome))
+            let stored = StoredState::read(conn, run_id)?;
+            Ok(Ok((outcome, stored)))
         })
         .await?
-        .map_err(LoopError::Tool)?;
+        .map_err(|error| match error {
+            ToolError::Db(error) => LoopError::Db(error),
+            other => LoopError::Tool(other),
+        })?;
     let mut report = TurnReport {
         turn,
         status_healed: outcome.needs_healing,
@@ -379,7 +385,7 @@ async fn dispatch(
             report.write_calls.push(call);
         }
     }
-    Ok(report)
+    Ok((report, stored))
 }
 
 /// The repetition check's view of one command: its scheme and its fields.
@@ -398,71 +404,77 @@ fn tool_call(command: &Command) -> ToolCall {
     }
 }
 
-/// Writes what the model saw and said (`system://N`, `user://N`, `assistant://N`,
-/// `reasoning://N`, `content://N`) at archive fidelity, and the turn's usage.
-async fn record_audit(
-    agent: &AgentContext,
-    input: &TurnInput<'_>,
-    row: &TurnRow,
-    packet: &Packet,
-    response: &ChatResponse,
-    unparsed: &str,
-) -> Result<(), LoopError> {
-    let run_id = input.run_id;
-    let loop_id = input.loop_row.id;
-    let turn = row.sequence;
-    let turn_id = row.id;
-    let mut audit = vec![
-        (format!("system://{turn}"), packet.system.clone()),
-        (format!("user://{turn}"), packet.user.clone()),
-        (format!("assistant://{turn}"), response.content.clone()),
-        (
-            format!("model://{turn}"),
-            json!({"model": response.model, "usage": response.usage, "finish_reason": response.finish_reason})
-                .to_string(),
-        ),
-    ];
-    if let Some(reasoning) = response
-        .reasoning_content
-        .as_ref()
-        .filter(|text| !text.is_empty())
-    {
-        audit.push((format!("reasoning://{turn}"), reasoning.clone()));
+/// What the model saw and said (`system://N`, `user://N`, `assistant://N`, `model://N`,
+/// `reasoning://N`, `content://N`), kept at archive fidelity, and the turn's usage.
+struct TurnAudit {
+    turn: TurnRow,
+    copies: Vec<(String, String)>,
+    usage: TurnUsageForm,
+}
+
+impl TurnAudit {
+    fn of(turn: &TurnRow, packet: &Packet, response: &ChatResponse, unparsed: &str) -> TurnAudit {
+        let n = turn.sequence;
+        let mut copies = vec![
+            (format!("system://{n}"), packet.system.clone()),
+            (format!("user://{n}"), packet.user.clone()),
+            (format!("assistant://{n}"), response.content.clone()),
+            (
+                format!("model://{n}"),
+                json!({"model": response.model, "usage": response.usage, "finish_reason": response.finish_reason})
+                    .to_string(),
+            ),
+        ];
+        if let Some(reasoning) = response
+            .reasoning_content
+            .as_ref()
+            .filter(|text| !text.is_empty())
+        {
+            copies.push((format!("reasoning://{n}"), reasoning.clone()));
+        }
+        if !unparsed.trim().is_empty() {
+            copies.push((format!("content://{n}"), unparsed.trim().to_string()));
+        }
+        let usage = &response.usage;
+        let to_i32 = |value: u64| i32::try_from(value).unwrap_or(i32::MAX);
+        let usage = TurnUsageForm {
+            context_tokens: to_i32(if usage.prompt_tokens > 0 {
+                usage.prompt_tokens
+            } else {
+                u64::try_from(packet.assembled_tokens).unwrap_or(0)
+            }),
+            reasoning_content: response.reasoning_content.clone(),
+            prompt_tokens: to_i32(usage.prompt_tokens),
+            cached_tokens: to_i32(usage.cached_tokens),
+            completion_tokens: to_i32(usage.completion_tokens),
+            reasoning_tokens: to_i32(usage.reasoning_tokens),
+            total_tokens: to_i32(usage.total_tokens),
+            cost: usage.cost,
+        };
+        TurnAudit {
+            turn: turn.clone(),
+            copies,
+            usage,
+        }
     }
-    if !unparsed.trim().is_empty() {
-        audit.push((format!("content://{turn}"), unparsed.trim().to_string()));
+
+    fn write(
+        self,
+        conn: &mut SqliteConnection,
+        run: RunId,
+        loop_id: LoopId,
+    ) -> Result<(), DbError> {
+        let turn = self.turn.sequence;
+        for (path, body) in self.copies {
+            entries::upsert_entry(
+                conn,
+                &EntryUpsertForm {
+                    fidelity: Some(Fidelity::Archive),
+                    ..EntryUpsertForm::new(run, Some(loop_id), turn, path, body)
+                },
+            )?;
+        }
+        turns::update_turn_usage(conn, self.turn.id, &self.usage)?;
+        Ok(())
     }
-    let usage = &response.usage;
-    let to_i32 = |value: u64| i32::try_from(value).unwrap_or(i32::MAX);
-    let form = TurnUsageForm {
-        context_tokens: to_i32(if usage.prompt_tokens > 0 {
-            usage.prompt_tokens
-        } else {
-            u64::try_from(packet.assembled_tokens).unwrap_or(0)
-        }),
-        reasoning_content: response.reasoning_content.clone(),
-        prompt_tokens: to_i32(usage.prompt_tokens),
-        cached_tokens: to_i32(usage.cached_tokens),
-        completion_tokens: to_i32(usage.completion_tokens),
-        reasoning_tokens: to_i32(usage.reasoning_tokens),
-        total_tokens: to_i32(usage.total_tokens),
-        cost: usage.cost,
-    };
-    agent
-        .db
-        .call(move |conn| {
-            for (path, body) in audit {
-                entries::upsert_entry(
-                    conn,
-                    &EntryUpsertForm {
-                        fidelity: Some(Fidelity::Archive),
-                        ..EntryUpsertForm::new(run_id, Some(loop_id), turn, path, body)
-                    },
-                )?;
-            }
-            turns::update_turn_usage(conn, turn_id, &form)?;
-            Ok(())
-        })
-        .await?;
-    Ok(())
 }

@@ -1,5 +1,6 @@
-//! A turn's packet before the LLM call: the loop's prompt written, the visible entries
-//! materialized into `turn_context`, and the two messages assembled with `<progress>`
+//! A turn's packet before the LLM call: in one unit of work the turn numbered (on its first
+//! preparation), the loop's prompt written, the visible entries materialized into
+//! `turn_context` and the run's row read; then the two messages assembled with `<progress>`
 //! reporting the calibrated size of the very packet it is part of, so its figure and the
 //! budget advisories are right from a run's first turn on.
 
@@ -14,8 +15,11 @@ use crate::budget::{Calibrated, CalibratedMeasure, Calibration, EstimatedTokens}
 use crate::context::materialize::{materialize, TurnTarget};
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::Fidelity;
+use crate::db::ids::ProjectId;
 use crate::db::models::entry::EntryUpsertForm;
-use crate::db::queries::{entries, runs};
+use crate::db::models::run::{TurnInsertForm, TurnRow};
+use crate::db::queries::{entries, runs, turns};
+use crate::db::DbError;
 use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
 use crate::plugins::policy::ToolPolicy;
 
@@ -31,23 +35,52 @@ pub(super) enum PromptWrite {
     Replace(String),
 }
 
-/// Writes the loop's prompt, materializes the visible entries and assembles the packet;
-/// returns it with its calibrated measure.
+/// A packet ready to send, and what the turn needs to know of its run.
+pub(super) struct PreparedPacket {
+    /// The turn's row.
+    pub turn: TurnRow,
+    /// The two messages.
+    pub packet: Packet,
+    /// Their calibrated size.
+    pub measure: CalibratedMeasure,
+    /// The run's alias now (it may have been renamed while running).
+    pub alias: String,
+    /// The run's project, for notification routing.
+    pub project: ProjectId,
+}
+
+/// Numbers the turn (when `numbered` is `None`), writes the loop's prompt, materializes the
+/// visible entries and assembles the packet.
 pub(super) async fn prepare_packet(
     agent: &AgentContext,
     input: &TurnInput<'_>,
-    turn: i32,
+    numbered: Option<TurnRow>,
     prompt: Option<PromptWrite>,
     policy: ToolPolicy,
-) -> Result<(Packet, CalibratedMeasure), LoopError> {
+) -> Result<PreparedPacket, LoopError> {
     let plugins = Arc::clone(&agent.plugins);
     let tokens = TokenMath::new(agent.settings.tokens.divisor);
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
     let mode = input.loop_row.mode;
-    let (rows, persona) = agent
+    let (row, rows, run) = agent
         .db
         .call(move |conn| {
+            let row = match numbered {
+                Some(row) => row,
+                None => {
+                    let sequence = runs::take_turn_number(conn, run_id)?;
+                    turns::insert_turn(
+                        conn,
+                        &TurnInsertForm {
+                            run_id,
+                            loop_id,
+                            sequence,
+                        },
+                    )?
+                }
+            };
+            let turn = row.sequence;
             let write = match prompt {
                 Some(PromptWrite::New(body)) => Some((format!("prompt://{turn}"), body)),
                 Some(PromptWrite::Replace(body)) => {
@@ -65,16 +98,18 @@ pub(super) async fn prepare_packet(
                     },
                 )?;
             }
-            let persona = runs::get_run(conn, run_id)?.and_then(|run| run.persona);
+            let run = runs::get_run(conn, run_id)?
+                .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
             let target = TurnTarget {
                 run_id,
                 loop_id: Some(loop_id),
                 turn,
             };
             let rows = materialize(conn, target, plugins.as_ref(), tokens)?;
-            Ok((rows, persona))
+            Ok((row, rows, run))
         })
         .await?;
+    let turn = row.sequence;
     let assemble = |used_tokens: i64| {
         agent.assembly.assemble(
             AssemblyInput {
@@ -82,7 +117,7 @@ pub(super) async fn prepare_packet(
                 turn,
                 policy,
                 tools: agent.plugins.as_ref(),
-                persona: persona.as_deref(),
+                persona: run.persona.as_deref(),
                 budget: Some(BudgetFigures {
                     context_size: input.context_size,
                     used_tokens,
@@ -100,7 +135,14 @@ pub(super) async fn prepare_packet(
         })
         .await
         .map_err(|_| LoopError::Stopping("the budget actor"))?;
-    Ok(self_reporting(unreported, measure.calibration, assemble))
+    let (packet, measure) = self_reporting(unreported, measure.calibration, assemble);
+    Ok(PreparedPacket {
+        turn: row,
+        packet,
+        measure,
+        alias: run.alias,
+        project: run.project_id,
+    })
 }
 
 /// The assembled estimate of a packet.
