@@ -189,15 +189,6 @@ async fn drain(
         );
         let loop_id = lp.id;
         let outcome = execute_loop(&agent, lp, cancel).await;
-        let status = outcome.status();
-        let result = serde_json::to_value(outcome.to_record()).unwrap_or_default();
-        if let Err(error) = agent
-            .db
-            .call(move |conn| loops::finish_loop(conn, loop_id, status, Some(&result)))
-            .await
-        {
-            tracing::error!(run = %run, %error, "cannot finish loop");
-        }
         set_current(&current, None);
         stored.send_replace(true);
         match outcome {

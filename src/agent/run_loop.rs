@@ -1,6 +1,8 @@
 //! One loop: turns until the model finishes, stalls, cycles, proposes, overflows, fails,
 //! is aborted, or reaches the turn limit. Every run status change of a loop happens here.
 
+use std::path::PathBuf;
+
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -19,6 +21,7 @@ use crate::db::ids::RunId;
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::entry::Selector;
 use crate::db::models::run::{LoopRow, RunRow};
+use crate::db::models::ModelRow;
 use crate::db::queries::loops;
 use crate::db::queries::{demotions, entries, models, projects, runs};
 use crate::db::DbError;
@@ -47,7 +50,7 @@ pub async fn execute_loop(
             LoopOutcome::Ended(RunStatus::Failed)
         }
     };
-    let outcome = store_outcome(agent, run_id, outcome, &cancel).await;
+    let outcome = store_outcome(agent, &lp, outcome, &cancel).await;
     agent.events.emit(Event::LoopEnded {
         run: run_id,
         loop_id: lp.id,
@@ -56,17 +59,22 @@ pub async fn execute_loop(
     outcome
 }
 
-/// Stores the run's status for `outcome`, deciding in the same unit of work whether an abort
-/// came first (then the run is 499 and the outcome is aborted).
+/// Stores the run's status and the loop's record for `outcome`, deciding in the same unit of
+/// work whether an abort came first (then the run is 499 and the outcome is aborted).
 async fn store_outcome(
     agent: &AgentContext,
-    run_id: RunId,
+    lp: &LoopRow,
     outcome: LoopOutcome,
     cancel: &CancellationToken,
 ) -> LoopOutcome {
     let cancel = cancel.clone();
+    let run_id = lp.run_id;
+    let loop_id = lp.id;
     let panicked = matches!(outcome, LoopOutcome::Panicked { .. });
     let status = outcome.status();
+    let aborted = LoopOutcome::Ended(RunStatus::Aborted);
+    let record = serde_json::to_value(outcome.to_record()).unwrap_or_default();
+    let aborted_record = serde_json::to_value(aborted.to_record()).unwrap_or_default();
     let stored = agent
         .db
         .call(move |conn| {
@@ -75,19 +83,21 @@ async fn store_outcome(
                     loops::drop_recovery_loops(conn, run_id)?;
                 }
                 runs::set_run_status(conn, run_id, RunStatus::Aborted)?;
+                loops::finish_loop(conn, loop_id, RunStatus::Aborted, Some(&aborted_record))?;
                 return Ok(true);
             }
             if !panicked {
                 runs::set_run_status(conn, run_id, status)?;
             }
+            loops::finish_loop(conn, loop_id, status, Some(&record))?;
             Ok(false)
         })
         .await;
     match stored {
-        Ok(true) => LoopOutcome::Ended(RunStatus::Aborted),
+        Ok(true) => aborted,
         Ok(false) => outcome,
         Err(error) => {
-            tracing::error!(run.id = %run_id, %error, "cannot store the run's status");
+            tracing::error!(run.id = %run_id, %error, "cannot store the loop's outcome");
             outcome
         }
     }
@@ -101,14 +111,20 @@ async fn run_turns(
     let run_id = lp.run_id;
     let loop_id = lp.id;
     let new_prompt = !lp.prompt.is_empty();
-    let (run, project_name) = agent
+    let loop_model = lp.model.clone();
+    let LoopStart {
+        run,
+        project_name,
+        project_root,
+        model_alias,
+        model,
+    } = agent
         .db
         .call(move |conn| {
             let run = runs::get_run(conn, run_id)?
                 .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
-            let project_name = projects::get_project(conn, run.project_id)?
-                .map(|project| project.name)
-                .unwrap_or_default();
+            let project = projects::get_project(conn, run.project_id)?
+                .ok_or_else(|| DbError::NotFound(format!("project {}", run.project_id)))?;
             if run.status != RunStatus::Running {
                 runs::set_run_status(conn, run_id, RunStatus::Running)?;
             }
@@ -116,7 +132,17 @@ async fn run_turns(
                 demotions::demote_previous_loop_logging(conn, run_id, loop_id)?;
             }
             demotions::restore_summarized_prompts(conn, run_id)?;
-            Ok((run, project_name))
+            let model_alias = loop_model
+                .or_else(|| run.model.clone())
+                .unwrap_or_default();
+            let model = models::find_model(conn, &model_alias)?;
+            Ok(LoopStart {
+                run,
+                project_name: project.name,
+                project_root: project.project_root.map(PathBuf::from).unwrap_or_default(),
+                model_alias,
+                model,
+            })
         })
         .await?;
     agent.events.emit(Event::LoopStarted {
@@ -129,13 +155,8 @@ async fn run_turns(
         prompt: &lp.prompt,
     });
     let config = LoopConfig::from_json(&lp.config);
-    let model_alias = lp
-        .model
-        .clone()
-        .or_else(|| run.model.clone())
-        .unwrap_or_default();
-    let (actual, context_size) = resolve_model(agent, &run, &model_alias, cancel).await?;
-    let project_root = scan::project_root(agent, &run).await?;
+    let model = model.ok_or_else(|| LoopError::UnknownModel(model_alias.clone()))?;
+    let (actual, context_size) = resolve_model(agent, &run, model, cancel).await?;
     if !config.no_repo {
         scan::sync_project_files(agent, &run, &project_root, lp.id).await?;
     }
@@ -303,20 +324,24 @@ async fn archive_loop_prompts(agent: &AgentContext, lp: &LoopRow) -> Result<(), 
     Ok(())
 }
 
+/// What a loop starts from, read as it marks the run running.
+struct LoopStart {
+    run: RunRow,
+    project_name: String,
+    project_root: PathBuf,
+    model_alias: String,
+    /// The catalogue's row for `model_alias`, if there is one.
+    model: Option<ModelRow>,
+}
+
 /// The provider model id and the effective context size: the catalogue's length (or one
 /// discovered now and stored), capped by the run's limit.
 async fn resolve_model(
     agent: &AgentContext,
     run: &RunRow,
-    alias: &str,
+    model: ModelRow,
     cancel: &LlmCancel,
 ) -> Result<(String, i64), LoopError> {
-    let lookup = alias.to_string();
-    let model = agent
-        .db
-        .call(move |conn| models::find_model(conn, &lookup))
-        .await?
-        .ok_or_else(|| LoopError::UnknownModel(alias.to_string()))?;
     let context = match model.context_length {
         Some(length) => i64::from(length),
         None => {

@@ -2,7 +2,7 @@
 //! scans the tree, then new and changed files are written (SHA-256 change detection),
 //! deleted and newly ignored ones removed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 
@@ -12,21 +12,10 @@ use crate::db::enums::Fidelity;
 use crate::db::ids::LoopId;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunRow;
-use crate::db::queries::{constraints, entries, projects};
+use crate::db::queries::{constraints, entries};
 use crate::db::DbError;
 use crate::project::{FileChange, FileFidelity, FileKind, ScanOptions, ScanReport};
 use crate::project_actor::ScanFiles;
-
-/// The root of the run's project, as `init` gave it.
-pub async fn project_root(agent: &AgentContext, run: &RunRow) -> Result<PathBuf, LoopError> {
-    let project_id = run.project_id;
-    let project = agent
-        .db
-        .call(move |conn| projects::get_project(conn, project_id))
-        .await?
-        .ok_or_else(|| DbError::NotFound(format!("project {project_id}")))?;
-    Ok(project.project_root.map(PathBuf::from).unwrap_or_default())
-}
 
 /// Scans the project root (when it exists on this machine) into the run's store.
 pub async fn sync_project_files(
