@@ -80,7 +80,14 @@ impl Handler<Publish> for ProjectHub {
     fn handle(&mut self, Publish { run, notification }: Publish, _: &mut Context<Self>) {
         let seq = self.next_seq.entry(run).or_insert(0);
         *seq += 1;
-        let text: Arc<str> = Arc::from(notification.frame(*seq));
+        let text: Arc<str> = match notification.frame(*seq) {
+            Ok(text) => Arc::from(text),
+            Err(error) => {
+                let method = notification.method();
+                tracing::error!(%error, method, "cannot serialize a notification");
+                return;
+            }
+        };
         self.subscribers.retain(|conn, recipient| {
             match recipient.try_send(Outbound(Arc::clone(&text))) {
                 Ok(()) => true,

@@ -372,7 +372,7 @@ async fn record_error(agent: &AgentContext, lp: &LoopRow, message: &str) {
     let run_id: RunId = lp.run_id;
     if let Err(error) = agent
         .db
-        .call(move |conn| entries::upsert_entry(conn, &upsert).map(drop))
+        .call(move |conn| entries::write_entry(conn, &upsert))
         .await
     {
         tracing::error!(run.id = %run_id, %error, "cannot record the loop's error");

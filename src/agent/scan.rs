@@ -92,7 +92,7 @@ fn write_scan(
         if !file.is_editable() {
             attributes["readonly"] = json!(true);
         }
-        entries::upsert_entry(
+        entries::write_entry(
             conn,
             &EntryUpsertForm {
                 run_id,

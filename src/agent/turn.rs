@@ -347,7 +347,7 @@ async fn dispatch(
                     HealedStatus::Update(text) => ("update", text.clone()),
                 };
                 let path = entries::free_path(conn, run_id, &slug_path(scheme, &text))?;
-                entries::upsert_entry(
+                entries::write_entry(
                     conn,
                     &EntryUpsertForm {
                         attributes: Some(json!({"healed": true})),
@@ -466,7 +466,7 @@ impl TurnAudit {
     ) -> Result<(), DbError> {
         let turn = self.turn.sequence;
         for (path, body) in self.copies {
-            entries::upsert_entry(
+            entries::write_entry(
                 conn,
                 &EntryUpsertForm {
                     fidelity: Some(Fidelity::Archive),

@@ -21,12 +21,13 @@ impl Notification {
     /// The JSON-RPC notification frame, numbered `seq` within its run (the one piece of
     /// JSON-RPC outside `rpc/` and `ws/`: the hub serializes each notification once for
     /// all its subscribers).
-    pub fn frame(&self, seq: u64) -> String {
-        let mut params = self.params();
-        if let Value::Object(object) = &mut params {
-            object.insert("seq".into(), Value::from(seq));
+    pub fn frame(&self, seq: u64) -> Result<String, serde_json::Error> {
+        let method = self.method();
+        match self {
+            Notification::Progress(params) => frame_text(method, params, seq),
+            Notification::State(params) => frame_text(method, params, seq),
+            Notification::Proposal(params) => frame_text(method, params, seq),
         }
-        serde_json::json!({"jsonrpc": "2.0", "method": self.method(), "params": params}).to_string()
     }
 
     /// The wire method name.
@@ -37,16 +38,34 @@ impl Notification {
             Notification::Proposal(_) => "run/proposal",
         }
     }
+}
 
-    /// The params object, before the hub adds `seq`.
-    pub fn params(&self) -> Value {
-        match self {
-            Notification::Progress(progress) => serde_json::to_value(progress),
-            Notification::State(state) => serde_json::to_value(state),
-            Notification::Proposal(proposal) => serde_json::to_value(proposal),
-        }
-        .unwrap_or(Value::Null)
-    }
+/// A notification frame, serialized straight from its typed params.
+#[derive(Serialize)]
+struct Frame<'a, P> {
+    jsonrpc: &'static str,
+    method: &'static str,
+    params: Numbered<'a, P>,
+}
+
+/// Params with the hub's `seq` added.
+#[derive(Serialize)]
+struct Numbered<'a, P> {
+    #[serde(flatten)]
+    params: &'a P,
+    seq: u64,
+}
+
+fn frame_text<P: Serialize>(
+    method: &'static str,
+    params: &P,
+    seq: u64,
+) -> Result<String, serde_json::Error> {
+    serde_json::to_string(&Frame {
+        jsonrpc: "2.0",
+        method,
+        params: Numbered { params, seq },
+    })
 }
 
 /// Where a turn is.

@@ -89,7 +89,7 @@ pub(super) async fn prepare_packet(
                 None => None,
             };
             if let Some((path, body)) = write {
-                entries::upsert_entry(
+                entries::write_entry(
                     conn,
                     &EntryUpsertForm {
                         fidelity: Some(Fidelity::Full),

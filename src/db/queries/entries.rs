@@ -1,7 +1,7 @@
 //! The store's core operations: upsert with merge semantics, reads, pattern listings, and
 //! fidelity, status and attribute changes on selected entries.
 
-use crate::db::statement::statement;
+use crate::db::statement::{statement, Statement};
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
@@ -19,13 +19,10 @@ use crate::hedberg::budget;
 /// Ids per `IN (...)` list, well under SQLite's bind limit.
 const IDS_PER_STATEMENT: usize = 5_000;
 
-/// Writes an entry (see [`EntryUpsertForm`] for what is kept and what replaced) and returns it.
-pub fn upsert_entry(
-    conn: &mut SqliteConnection,
-    entry: &EntryUpsertForm,
-) -> Result<EntryRow, DbError> {
-    let attributes = attributes_patch(entry.attributes.as_ref())?;
-    Ok(statement(
+/// The upsert of one entry, without its `RETURNING` clause: a new path is inserted, an existing
+/// one keeps what [`EntryUpsertForm`] leaves out.
+macro_rules! upsert_sql {
+    () => {
         "INSERT INTO known_entries (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes)
          VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, 'full'), ?, json_patch('{}', COALESCE(?, '{}')))
          ON CONFLICT (run_id, path) DO UPDATE SET
@@ -38,22 +35,43 @@ pub fn upsert_entry(
              attributes = CASE WHEN ? IS NULL THEN known_entries.attributes
                                ELSE json_patch(known_entries.attributes, ?) END,
              write_count = known_entries.write_count + 1,
-             updated_at = CURRENT_TIMESTAMP
-         RETURNING *",
-    )
-    .bind::<BigInt, _>(entry.run_id)
-    .bind::<Nullable<BigInt>, _>(entry.loop_id)
-    .bind::<Integer, _>(entry.turn)
-    .bind::<Text, _>(normalize_path(&entry.path))
-    .bind::<Text, _>(&entry.body)
-    .bind::<Integer, _>(entry.status)
-    .bind::<Nullable<Text>, _>(entry.fidelity)
-    .bind::<Nullable<Text>, _>(&entry.hash)
-    .bind::<Nullable<Text>, _>(attributes.clone())
-    .bind::<Nullable<Text>, _>(entry.fidelity)
-    .bind::<Nullable<Text>, _>(attributes.clone())
-    .bind::<Nullable<Text>, _>(attributes)
-    .get_result(conn)?)
+             updated_at = CURRENT_TIMESTAMP"
+    };
+}
+
+/// Writes an entry (see [`EntryUpsertForm`] for what is kept and what replaced) and returns it.
+pub fn upsert_entry(
+    conn: &mut SqliteConnection,
+    entry: &EntryUpsertForm,
+) -> Result<EntryRow, DbError> {
+    Ok(bind_upsert(statement(concat!(upsert_sql!(), " RETURNING *")), entry)?.get_result(conn)?)
+}
+
+/// Writes an entry like [`upsert_entry`] without reading it back (SQLite buffers returned
+/// rows, and an entry's body can be large).
+pub fn write_entry(conn: &mut SqliteConnection, entry: &EntryUpsertForm) -> Result<(), DbError> {
+    bind_upsert(statement(upsert_sql!()), entry)?.execute(conn)?;
+    Ok(())
+}
+
+fn bind_upsert<'a>(
+    upsert: Statement<'a>,
+    entry: &'a EntryUpsertForm,
+) -> Result<Statement<'a>, DbError> {
+    let attributes = attributes_patch(entry.attributes.as_ref())?;
+    Ok(upsert
+        .bind::<BigInt, _>(entry.run_id)
+        .bind::<Nullable<BigInt>, _>(entry.loop_id)
+        .bind::<Integer, _>(entry.turn)
+        .bind::<Text, _>(normalize_path(&entry.path))
+        .bind::<Text, _>(&entry.body)
+        .bind::<Integer, _>(entry.status)
+        .bind::<Nullable<Text>, _>(entry.fidelity)
+        .bind::<Nullable<Text>, _>(&entry.hash)
+        .bind::<Nullable<Text>, _>(attributes.clone())
+        .bind::<Nullable<Text>, _>(entry.fidelity)
+        .bind::<Nullable<Text>, _>(attributes.clone())
+        .bind::<Nullable<Text>, _>(attributes))
 }
 
 /// A JSON merge patch as text; only objects are attributes.
