@@ -6,7 +6,7 @@
 use diesel::prelude::*;
 
 use crate::budget::{WriteGate, WriteIntent};
-use crate::db::enums::Fidelity;
+use crate::db::enums::{EntryStatus, Fidelity};
 use crate::db::queries::context;
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
 
@@ -65,9 +65,9 @@ pub(super) fn gated(
             Some(handled) => {
                 crate::db::queries::entries::get_entry(inner.conn, run_id, &handled.path)
                     .map_err(ToolError::from)?
-                    .map_or(200, |row| row.status)
+                    .map_or(EntryStatus::Ok, |row| row.status)
             }
-            None => 200,
+            None => EntryStatus::Ok,
         };
         let after = context::visible_tokens(inner.conn, run_id).map_err(ToolError::from)?;
         let write = WriteIntent {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::blocking::blocking;
-use crate::db::enums::Visibility;
+use crate::db::enums::{EntryStatus, Visibility};
 use crate::db::models::entry::Selector;
 use crate::db::queries::{constraints, entries, runs};
 use crate::error::AppError;
@@ -32,7 +32,7 @@ pub struct GetEntriesParams {
 struct EntrySummary {
     path: String,
     scheme: Option<String>,
-    status: i32,
+    status: EntryStatus,
     fidelity: &'static str,
     tokens: i32,
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::loop_config::LoopConfig;
+use crate::db::enums::{EntryStatus, RunStatus};
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs, turns};
@@ -97,7 +98,7 @@ pub fn now_ms() -> i64 {
 #[derive(Serialize)]
 struct RunListItem {
     run: String,
-    status: i32,
+    status: RunStatus,
     turn: i64,
     summary: Option<String>,
     created: String,
@@ -122,7 +123,7 @@ pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
         .into_iter()
         .map(|summary| RunListItem {
             run: summary.run.alias,
-            status: summary.run.status.code(),
+            status: summary.run.status,
             turn: summary.turns,
             summary: summary.summary,
             created: summary.run.created_at,
@@ -156,7 +157,7 @@ struct AuditItem {
 struct HistoryItem {
     scheme: Option<String>,
     path: String,
-    status: i32,
+    status: EntryStatus,
     body: String,
     attributes: Value,
     turn: i32,
@@ -174,7 +175,7 @@ struct RunContext {
 struct RunDetail {
     run: String,
     turn: i64,
-    status: i32,
+    status: RunStatus,
     model: Option<String>,
     temperature: Option<f64>,
     persona: Option<String>,
@@ -233,7 +234,7 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
     Reply::of(RunDetail {
         run: run.alias,
         turn: usage.turns,
-        status: run.status.code(),
+        status: run.status,
         model: run.model,
         temperature: run.temperature,
         persona: run.persona,
