@@ -3,7 +3,7 @@
 //!
 //! Each maps to exactly the values the server writes (within what the migration's CHECK
 //! constraints allow), so a value read back that is not one of them is reported as a
-//! deserialization error, never a panic. The integer ones travel on the wire as their number.
+//! deserialization error, never a panic. On the wire each is its stored text or number.
 
 use diesel::deserialize::{self, FromSql, FromSqlRow};
 use diesel::expression::AsExpression;
@@ -40,6 +40,12 @@ macro_rules! text_enum {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
             }
         }
 
@@ -266,6 +272,10 @@ mod tests {
         );
         assert!(serde_json::from_str::<EntryStatus>("418").is_err());
         assert_eq!(EntryStatus::Conflict.to_string(), "409");
+        assert_eq!(
+            serde_json::to_string(&Fidelity::Index).unwrap(),
+            "\"index\""
+        );
     }
 
     #[test]

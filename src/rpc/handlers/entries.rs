@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::blocking::blocking;
-use crate::db::enums::{EntryStatus, Visibility};
+use crate::db::enums::{EntryStatus, Fidelity, Visibility};
 use crate::db::models::entry::Selector;
 use crate::db::queries::{constraints, entries, runs};
 use crate::error::AppError;
@@ -33,7 +33,7 @@ struct EntrySummary {
     path: String,
     scheme: Option<String>,
     status: EntryStatus,
-    fidelity: &'static str,
+    fidelity: Fidelity,
     tokens: i32,
 }
 
@@ -71,7 +71,7 @@ pub async fn list(context: CallContext, params: GetEntriesParams) -> Result<Repl
             path: row.path,
             scheme: row.scheme,
             status: row.status,
-            fidelity: row.fidelity.as_str(),
+            fidelity: row.fidelity,
             tokens: row.tokens_full,
         })
         .collect();

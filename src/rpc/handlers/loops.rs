@@ -295,7 +295,7 @@ pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply,
             .await?;
         return Reply::of(serde_json::json!({
             "run": run.alias,
-            "status": RunStatus::Running.code(),
+            "status": RunStatus::Running,
             "injected": "next_turn",
         }));
     }
