@@ -41,6 +41,7 @@ use crate::plugins::tool::{ClientCall, TargetKind, Tool, ToolError, ToolScope};
 use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
 use crate::plugins::Plugins;
+use gate::{gated, Refusal};
 use messages::cancel;
 pub use prepared::PreparedWork;
 use record::{naked_set_as_known, Recorded};
@@ -234,12 +235,14 @@ impl<'p> Dispatcher<'p, '_> {
                             tool.handle(inner, command, &path).map(Some)
                         };
                         // A refused growth is a 413; work past its budget a 422.
-                        let outcome_of = match gate::gated(self.gate.as_deref_mut(), scope, run) {
-                            Err(ToolError::WorkLimit(limit)) => Err((
+                        let outcome_of = match gated(self.gate.as_deref_mut(), scope, run) {
+                            Ok(handled) => Ok(handled),
+                            Err(Refusal::Gate(message)) => Err((EntryStatus::TooLarge, message)),
+                            Err(Refusal::Tool(ToolError::WorkLimit(limit))) => Err((
                                 EntryStatus::Unprocessable,
                                 ToolError::WorkLimit(limit).to_string(),
                             )),
-                            other => other?.map_err(|message| (EntryStatus::TooLarge, message)),
+                            Err(Refusal::Tool(error)) => return Err(error),
                         };
                         let handled = match outcome_of {
                             Ok(handled) => handled.map_or(path, |handled| handled.path),

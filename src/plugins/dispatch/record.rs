@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use super::gate::{gated, Refusal};
 use super::messages::{excluded_message, invalid_target};
 use super::{collect_error, note_call, status_at, DispatchOutcome, Dispatcher};
 use crate::db::enums::EntryStatus;
@@ -93,9 +94,10 @@ impl<'p> Dispatcher<'p, '_> {
                 } else {
                     self.gate.as_deref_mut()
                 };
-                let recorded = match super::gate::gated(gate, scope, run)? {
+                let recorded = match gated(gate, scope, run) {
                     Ok(handled) => handled,
-                    Err(message) => {
+                    Err(Refusal::Tool(error)) => return Err(error),
+                    Err(Refusal::Gate(message)) => {
                         let path = self.fresh_path(scope, &name, "")?;
                         write(
                             scope,
