@@ -71,16 +71,19 @@ pub async fn start(context: CallContext, params: StartRunParams) -> Result<Reply
         persona: params.persona,
         context_limit,
     };
+    let model = create.model.clone();
+    // `None`: the model is not in the catalogue and no run was created.
     let run = context
         .agent
         .db
         .call(move |conn| {
             if models::find_model(conn, &create.model)?.is_none() {
-                return Ok(Err(AppError::UnknownModel(create.model.clone())));
+                return Ok(None);
             }
-            runs::create_run(conn, &create, now_ms()).map(Ok)
+            runs::create_run(conn, &create, now_ms()).map(Some)
         })
-        .await??;
+        .await?
+        .ok_or(AppError::UnknownModel(model))?;
     Reply::of(StartRunResult {
         run: run.alias,
         id: run.id.0,
@@ -279,18 +282,22 @@ pub async fn configure(context: CallContext, params: RunConfigParams) -> Result<
         context_limit,
         model: params.model,
     };
-    context
+    let unknown_model = context
         .agent
         .db
         .call(move |conn| {
-            if let Some(model) = &form.model {
+            if let Some(model) = form.model.as_ref() {
                 if models::find_model(conn, model)?.is_none() {
-                    return Ok(Err(AppError::UnknownModel(model.clone())));
+                    return Ok(Some(model.clone()));
                 }
             }
-            runs::update_run_config(conn, run.id, &form).map(|_| Ok(()))
+            runs::update_run_config(conn, run.id, &form)?;
+            Ok(None)
         })
-        .await??;
+        .await?;
+    if let Some(model) = unknown_model {
+        return Err(AppError::UnknownModel(model));
+    }
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 
