@@ -12,6 +12,7 @@ use diesel::connection::SimpleConnection;
 use diesel::SqliteConnection;
 
 use rummy::db::connection::write_transaction;
+use rummy::db::enums::EntryStatus;
 use rummy::db::ids::RunId;
 use rummy::db::models::entry::{EntryUpsertForm, Selector};
 use rummy::db::queries::entries;
@@ -59,7 +60,7 @@ fn upsert(run: RunId, path: String, body: String) -> EntryUpsertForm {
         turn: 51,
         path,
         body,
-        status: 200,
+        status: EntryStatus::Ok,
         fidelity: None,
         hash: None,
         attributes: None,

@@ -48,8 +48,3 @@ pub enum BudgetError {
     #[error(transparent)]
     Panic(#[from] PanicFailure),
 }
-
-impl BudgetError {
-    /// The status every budget refusal carries.
-    pub const STATUS: i32 = 413;
-}

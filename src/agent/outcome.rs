@@ -78,38 +78,32 @@ impl LoopOutcome {
 
     /// What `loops.result` keeps of it (read again when the run resumes).
     pub fn to_record(&self) -> LoopRecord {
-        let status = self.status().code();
+        let status = self.status();
         match self {
-            LoopOutcome::Ended(_) => LoopRecord {
-                status,
-                ..LoopRecord::default()
-            },
+            LoopOutcome::Ended(_) => LoopRecord::of(status),
             LoopOutcome::Proposed {
                 turn, summarized, ..
             } => LoopRecord {
-                status,
                 turn: Some(*turn),
                 summarized: Some(*summarized),
-                ..LoopRecord::default()
+                ..LoopRecord::of(status)
             },
             LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => {
                 LoopRecord {
-                    status,
                     error: Some(error.clone()),
-                    ..LoopRecord::default()
+                    ..LoopRecord::of(status)
                 }
             }
             LoopOutcome::Panicked { retry } => LoopRecord {
-                status,
                 retry: Some(retry.0),
-                ..LoopRecord::default()
+                ..LoopRecord::of(status)
             },
         }
     }
 
     /// The result sent to the client for run `alias`.
     pub fn to_result<'a>(&'a self, alias: &'a str) -> RunOutcome<'a> {
-        let status = self.status().code();
+        let status = self.status();
         match self {
             LoopOutcome::Ended(_) | LoopOutcome::Panicked { .. } => RunOutcome::of(alias, status),
             LoopOutcome::Proposed { turn, proposed, .. } => RunOutcome {
@@ -128,10 +122,10 @@ impl LoopOutcome {
 }
 
 /// What `loops.result` keeps of a loop's ending.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoopRecord {
-    /// The loop's status code.
-    pub status: i32,
+    /// How the loop ended.
+    pub status: RunStatus,
     /// The turn that proposed (202).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<i32>,
@@ -146,14 +140,27 @@ pub struct LoopRecord {
     pub retry: Option<i64>,
 }
 
+impl LoopRecord {
+    /// Just the status.
+    fn of(status: RunStatus) -> LoopRecord {
+        LoopRecord {
+            status,
+            turn: None,
+            summarized: None,
+            error: None,
+            retry: None,
+        }
+    }
+}
+
 /// The result of `ask`, `act`, `run/resolve` and `run/inject` (PROTOCOL §2.11): the run and
 /// its status, with the proposals of a 202 and the reason of a 413.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunOutcome<'a> {
     /// Run alias.
     pub run: &'a str,
-    /// 200, 202, 413, 499 or 500.
-    pub status: i32,
+    /// Completed, proposed, too large, aborted or failed.
+    pub status: RunStatus,
     /// The turn that proposed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn: Option<i32>,
@@ -170,7 +177,7 @@ pub struct RunOutcome<'a> {
 
 impl<'a> RunOutcome<'a> {
     /// Just the run and its status.
-    fn of(run: &'a str, status: i32) -> RunOutcome<'a> {
+    fn of(run: &'a str, status: RunStatus) -> RunOutcome<'a> {
         RunOutcome {
             run,
             status,
@@ -187,6 +194,6 @@ pub fn blocked_result<'a>(alias: &'a str, proposed: &'a [ProposedRow]) -> RunOut
     RunOutcome {
         remaining_count: Some(proposed.len()),
         proposed: Some(proposed),
-        ..RunOutcome::of(alias, RunStatus::Proposed.code())
+        ..RunOutcome::of(alias, RunStatus::Proposed)
     }
 }

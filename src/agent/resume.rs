@@ -13,7 +13,6 @@ use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, RunRow};
 use crate::db::queries::{entries, loops, runs};
 use crate::db::DbError;
-use crate::error::AppError;
 use crate::plugins::resolve::{
     resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput,
 };
@@ -29,11 +28,14 @@ pub enum Decision {
     Completed,
     /// A loop continues the run.
     Resume(Box<LoopEnqueue>),
+    /// The client's mistake (the path is not a pending proposal, …): nothing was resolved,
+    /// and the message says why.
+    Refused(String),
 }
 
 /// Applies one resolution (and, with `disk_root`, an accepted file change under it: the
-/// `RUMMY_APPLY_EDITS=server` mode) and decides what the run does next. The outer error is the
-/// store's; the inner one is the client's mistake (the path is not a pending proposal).
+/// `RUMMY_APPLY_EDITS=server` mode) and decides what the run does next. The error is the
+/// store's; the client's mistake is [`Decision::Refused`].
 pub fn resolve(
     conn: &mut SqliteConnection,
     plugins: &Plugins,
@@ -42,7 +44,7 @@ pub fn resolve(
     resolution: Resolution,
     output: Option<String>,
     disk_root: Option<&Path>,
-) -> Result<Result<Decision, AppError>, DbError> {
+) -> Result<Decision, DbError> {
     let proposal = entries::get_entry(conn, run.id, path)?;
     let proposing_turn = proposal.as_ref().map_or(0, |entry| entry.turn);
     let proposing_loop = proposal.and_then(|entry| entry.loop_id);
@@ -60,15 +62,15 @@ pub fn resolve(
         Ok(outcome) => outcome,
         Err(ToolError::Db(error)) => return Err(error),
         Err(ToolError::NotPending(_)) => {
-            return Ok(Err(AppError::InvalidParam(format!(
+            return Ok(Decision::Refused(format!(
                 "{path} is not a pending proposal of run '{}'",
                 run.alias
-            ))))
+            )))
         }
-        Err(error) => return Ok(Err(AppError::InvalidParam(error.to_string()))),
+        Err(error) => return Ok(Decision::Refused(error.to_string())),
     };
     if !outcome.remaining.is_empty() {
-        return Ok(Ok(Decision::StillPending(outcome.remaining)));
+        return Ok(Decision::StillPending(outcome.remaining));
     }
     let proposing = match proposing_loop {
         Some(id) => loops::get_loop(conn, id)?,
@@ -84,7 +86,7 @@ pub fn resolve(
         || entries::rejected_at_turn(conn, run.id, proposing_turn, &plugins.proposing())?;
     if rejected || summarized {
         runs::set_run_status(conn, run.id, RunStatus::Completed)?;
-        return Ok(Ok(Decision::Completed));
+        return Ok(Decision::Completed);
     }
     // A proposal a client made through a tool method has no loop: the run resumes like the
     // run's latest loop, or as a plain ask when it never ran one.
@@ -100,12 +102,12 @@ pub fn resolve(
         ),
         None => (LoopMode::Ask, None, LoopConfig::default().to_json()),
     };
-    Ok(Ok(Decision::Resume(Box::new(LoopEnqueue {
+    Ok(Decision::Resume(Box::new(LoopEnqueue {
         run_id: run.id,
         mode,
         model: model.or_else(|| run.model.clone()),
         prompt: String::new(),
         priority: LoopPriority::Normal,
         config,
-    }))))
+    })))
 }

@@ -15,7 +15,7 @@ use crate::agent::AgentContext;
 use crate::budget::{
     plan_overflow, ContextWindow, OverflowDecision, OverflowFacts, PanicTracker, TokenMath,
 };
-use crate::db::enums::RunStatus;
+use crate::db::enums::{EntryStatus, RunStatus};
 use crate::db::enums::{Fidelity, LoopPriority};
 use crate::db::ids::RunId;
 use crate::db::models::entry::EntryUpsertForm;
@@ -297,7 +297,7 @@ async fn give_up_panic(
 ) -> Result<LoopOutcome, LoopError> {
     archive_loop_prompts(agent, lp).await?;
     let run_id = lp.run_id;
-    let record = serde_json::json!({"status": 413, "error": error});
+    let record = serde_json::json!({"status": RunStatus::TooLarge, "error": error});
     let retry = agent
         .db
         .call(move |conn| {
@@ -366,7 +366,7 @@ async fn resolve_model(
 async fn record_error(agent: &AgentContext, lp: &LoopRow, message: &str) {
     let path = format!("error://{}", lp.sequence);
     let upsert = EntryUpsertForm {
-        status: 500,
+        status: EntryStatus::Failed,
         ..EntryUpsertForm::new(lp.run_id, Some(lp.id), 0, path, message)
     };
     let run_id: RunId = lp.run_id;

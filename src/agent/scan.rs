@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::agent::error::LoopError;
 use crate::agent::AgentContext;
-use crate::db::enums::Fidelity;
+use crate::db::enums::{EntryStatus, Fidelity};
 use crate::db::ids::LoopId;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunRow;
@@ -100,7 +100,7 @@ fn write_scan(
                 turn,
                 path: file.path.as_str().to_string(),
                 body: file.body.unwrap_or_default(),
-                status: 200,
+                status: EntryStatus::Ok,
                 fidelity: match (file.change, pinned) {
                     (_, true) => Some(Fidelity::Full),
                     (FileChange::New, false) => Some(Fidelity::Index),

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use crate::agent::turn::input::TurnInput;
 use crate::agent::AgentContext;
 use crate::context::Packet;
+use crate::db::enums::{EntryStatus, RunStatus};
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::entry::{EntryRow, RunLogRow, UnresolvedRow};
 use crate::db::models::run::RunUsage;
@@ -39,7 +40,7 @@ impl StoredState {
         let latest_summary = entries::entries_of_scheme(conn, run, "summarize")?
             .into_iter()
             .rev()
-            .find(|row| row.status == 200)
+            .find(|row| row.status == EntryStatus::Ok)
             .map(|row| row.body);
         let context_tokens = turns::latest_turn(conn, run)?
             .map(|row| row.context_tokens)
@@ -113,7 +114,11 @@ pub fn publish_turn_state(
     let state = RunState {
         run: alias.to_string(),
         turn,
-        status: if unresolved.is_empty() { 102 } else { 202 },
+        status: if unresolved.is_empty() {
+            RunStatus::Running
+        } else {
+            RunStatus::Proposed
+        },
         summary: latest_summary.unwrap_or_default(),
         history: log
             .into_iter()

@@ -32,11 +32,6 @@ pub struct Overflow {
     pub overflow: u64,
 }
 
-impl Overflow {
-    /// The status a loop or turn ends with on overflow.
-    pub const STATUS: i32 = 413;
-}
-
 /// Checks a turn's calibrated packet against the window.
 pub fn check_ceiling(measured: CalibratedTokens, window: ContextWindow) -> CeilingVerdict {
     if window.is_unknown() {

@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use crate::db::enums::Fidelity;
+use crate::db::enums::{EntryStatus, Fidelity};
 
 use super::calibration::Calibration;
 use super::text;
@@ -25,7 +25,7 @@ pub struct WriteIntent {
     /// the entry's visible tokens after the write minus before.
     pub tokens_delta: i64,
     /// The status the entry is written with.
-    pub status: i32,
+    pub status: EntryStatus,
     /// The fidelity the entry has after the write.
     pub fidelity: Fidelity,
     /// An audit entry, never shown to the model.
@@ -35,7 +35,7 @@ pub struct WriteIntent {
 impl WriteIntent {
     /// Whether the guard may refuse this write.
     fn is_gated(&self) -> bool {
-        !self.is_audit && self.fidelity != Fidelity::Archive && self.status < 400
+        !self.is_audit && self.fidelity != Fidelity::Archive && !self.status.is_failure()
     }
 }
 
@@ -55,9 +55,6 @@ pub enum Tripped {
 }
 
 impl Tripped {
-    /// The status of a refused tool.
-    pub const STATUS: i32 = 413;
-
     /// The text the model sees as the tool's result.
     pub fn message(&self) -> String {
         match *self {

@@ -121,8 +121,3 @@ pub enum PanicFailure {
         window: ContextWindow,
     },
 }
-
-impl PanicFailure {
-    /// The status the loop and the run end with.
-    pub const STATUS: i32 = 413;
-}

@@ -21,9 +21,6 @@ pub struct EntryTooLarge {
 }
 
 impl EntryTooLarge {
-    /// The status of the refused write.
-    pub const STATUS: i32 = 413;
-
     /// The text the model sees as the tool's result.
     pub fn message(&self) -> String {
         text::fill(

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::view::EntryView;
 use super::TokenMath;
-use crate::db::enums::{Category, Fidelity};
+use crate::db::enums::{Category, EntryStatus, Fidelity};
 use crate::db::ids::{EntryId, LoopId, RunId};
 use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm};
 use crate::db::queries::context::{model_context, replace_turn_context};
@@ -37,7 +37,7 @@ pub struct ContextRow {
     /// The scheme, `None` for a bare file path.
     pub scheme: Option<String>,
     /// HTTP-like entry status.
-    pub status: i32,
+    pub status: EntryStatus,
     /// Visible fidelity (never archive).
     pub fidelity: Fidelity,
     /// The section it belongs to.

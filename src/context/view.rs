@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::db::enums::{Category, Fidelity};
+use crate::db::enums::{Category, EntryStatus, Fidelity};
 
 /// One visible entry, as a view function or an assembly plugin reads it.
 #[derive(Debug, Clone, Copy)]
@@ -12,7 +12,7 @@ pub struct EntryView<'a> {
     /// The scheme, or `None` for a bare file path.
     pub scheme: Option<&'a str>,
     /// HTTP-like entry status.
-    pub status: i32,
+    pub status: EntryStatus,
     /// The fidelity the model sees it at (never `Archive` here).
     pub fidelity: Fidelity,
     /// The section it renders in.

@@ -1,8 +1,9 @@
 //! The closed vocabularies stored in the database: fidelity, scheme category, constraint
-//! visibility, loop mode and priority, and the run/loop status codes.
+//! visibility, loop mode and priority, the run/loop status codes and the entry status codes.
 //!
-//! Each maps to exactly the values the migration's CHECK constraints allow, so a value read
-//! back that is not one of them is reported as a deserialization error, never a panic.
+//! Each maps to exactly the values the server writes (within what the migration's CHECK
+//! constraints allow), so a value read back that is not one of them is reported as a
+//! deserialization error, never a panic. On the wire each is its stored text or number.
 
 use diesel::deserialize::{self, FromSql, FromSqlRow};
 use diesel::expression::AsExpression;
@@ -39,6 +40,12 @@ macro_rules! text_enum {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
             }
         }
 
@@ -82,6 +89,27 @@ macro_rules! integer_enum {
                     $($code => Some($name::$variant),)*
                     _ => None,
                 }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}", self.code())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_i32(self.code())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let code = <i32 as serde::Deserialize>::deserialize(deserializer)?;
+                $name::from_code(code).ok_or_else(|| {
+                    serde::de::Error::custom(format!("unexpected {} code {code}", stringify!($name)))
+                })
             }
         }
 
@@ -185,5 +213,77 @@ integer_enum! {
         Aborted => 499,
         /// Failed.
         Failed => 500,
+    }
+}
+
+integer_enum! {
+    /// The state of an entry (HTTP-like codes, PROTOCOL §4.3 "Entry statuses"): how the command that wrote it
+    /// went, or where its proposal stands.
+    EntryStatus {
+        /// Done.
+        Ok => 200,
+        /// A proposal waiting for the client.
+        Proposed => 202,
+        /// A command that wrote no entry (an empty fact or status); only in call records.
+        NoContent => 204,
+        /// Invalid: a missing or escaping path, empty text.
+        BadRequest => 400,
+        /// Rejected by the user, or refused (a readonly file, a tool the mode may not use).
+        Forbidden => 403,
+        /// The path selects nothing.
+        NotFound => 404,
+        /// Not applied: an edit that does not match, a command cancelled by an earlier
+        /// failure, an update overridden.
+        Conflict => 409,
+        /// A line range past the end of the entry.
+        RangeNotSatisfiable => 416,
+        /// Too large, or refused for the budget.
+        TooLarge => 413,
+        /// Work past its limit.
+        Unprocessable => 422,
+        /// Commands past the per-reply limit.
+        TooManyCommands => 429,
+        /// Failed, or a proposal whose resolution failed.
+        Failed => 500,
+    }
+}
+
+impl EntryStatus {
+    /// A 4xx or 5xx: the command failed, and the rest of the reply does not run.
+    pub fn is_failure(self) -> bool {
+        self.code() >= 400
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_enums_travel_as_their_number() {
+        assert_eq!(
+            serde_json::to_string(&EntryStatus::TooLarge).unwrap(),
+            "413"
+        );
+        assert_eq!(serde_json::to_string(&RunStatus::Proposed).unwrap(), "202");
+        assert_eq!(
+            serde_json::from_str::<RunStatus>("499").unwrap(),
+            RunStatus::Aborted
+        );
+        assert!(serde_json::from_str::<EntryStatus>("418").is_err());
+        assert_eq!(EntryStatus::Conflict.to_string(), "409");
+        assert_eq!(
+            serde_json::to_string(&Fidelity::Index).unwrap(),
+            "\"index\""
+        );
+    }
+
+    #[test]
+    fn failures_are_the_4xx_and_5xx() {
+        assert!(!EntryStatus::Ok.is_failure());
+        assert!(!EntryStatus::Proposed.is_failure());
+        assert!(!EntryStatus::NoContent.is_failure());
+        assert!(EntryStatus::BadRequest.is_failure());
+        assert!(EntryStatus::Failed.is_failure());
     }
 }

@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::context::BucketShare;
+use crate::db::enums::{EntryStatus, RunStatus};
 use crate::db::models::run::RunUsage;
 
 /// A notification about one run, before the hub numbers it.
@@ -119,8 +120,8 @@ pub struct RunState {
     pub run: String,
     /// Run-global turn number.
     pub turn: i32,
-    /// 202 while proposals are pending, else 102.
-    pub status: i32,
+    /// Proposed while proposals are pending, else running.
+    pub status: RunStatus,
     /// The latest accepted `<summarize>` text, or empty.
     pub summary: String,
     /// The run's log entries, oldest first.
@@ -141,7 +142,7 @@ pub struct HistoryEntry {
     /// What it acted on (command, file, path or question).
     pub target: String,
     /// Its status.
-    pub status: i32,
+    pub status: EntryStatus,
     /// Its entry path.
     pub path: String,
     /// Its body.

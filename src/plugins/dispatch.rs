@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 pub use outcome::{CallError, CallRecord, DispatchOutcome, TurnFlags};
 
 use crate::budget::WriteGate;
+use crate::db::enums::EntryStatus;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::queries::entries::FreePaths;
 use crate::db::queries::{entries, runs};
@@ -36,10 +37,11 @@ use crate::hedberg::SetRevision;
 use crate::parser::Command;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::readonly::ReadonlyFiles;
-use crate::plugins::tool::{ClientCall, TargetKind, ToolError, ToolScope};
+use crate::plugins::tool::{ClientCall, TargetKind, Tool, ToolError, ToolScope};
 use crate::plugins::tools::files::escape_reason;
 use crate::plugins::tools::write;
 use crate::plugins::Plugins;
+use gate::{gated, Refusal};
 use messages::cancel;
 pub use prepared::PreparedWork;
 use record::{naked_set_as_known, Recorded};
@@ -156,6 +158,27 @@ pub fn dispatch_call(
     })
 }
 
+/// The first action of a reply that left a proposal or failed: the actions after it are
+/// cancelled with 409, except an edit amending its proposal.
+struct Stopper {
+    tool: String,
+    status: EntryStatus,
+    /// Its result path.
+    path: String,
+}
+
+impl Stopper {
+    /// Whether an action ending with `status` stops the actions after it.
+    fn stops(status: EntryStatus) -> bool {
+        status == EntryStatus::Proposed || status.is_failure()
+    }
+
+    /// Whether `command` of `tool` amends this stopper's proposal, and so still runs.
+    fn is_amended_by(&self, tool: &dyn Tool, command: &Command) -> bool {
+        self.status == EntryStatus::Proposed && tool.amends(command, &self.path)
+    }
+}
+
 struct Dispatcher<'p, 'g> {
     plugins: &'p Plugins,
     gate: Option<&'g mut dyn WriteGate>,
@@ -182,7 +205,7 @@ impl<'p> Dispatcher<'p, '_> {
             let total = commands.len() + dropped.len();
             self.refuse_the_rest(scope, first.name(), total, &mut outcome)?;
         }
-        let mut stopped_by: Option<(String, i32, String)> = None;
+        let mut stopped_by: Option<Stopper> = None;
         for action in actions {
             let (name, path, status) = match action {
                 Recorded::Refused { name, path } => {
@@ -195,21 +218,31 @@ impl<'p> Dispatcher<'p, '_> {
                     command,
                     path,
                 } => match &stopped_by {
-                    Some((earlier, why, at)) if !(*why == 202 && tool.amends(command, at)) => {
-                        cancel(scope, &path, earlier, *why)?;
-                        note_call(&mut outcome, index, command, &path, 409, true);
-                        (tool.name().to_owned(), path, 409)
+                    Some(stopper) if !stopper.is_amended_by(tool, command) => {
+                        cancel(scope, &path, &stopper.tool, stopper.status)?;
+                        note_call(
+                            &mut outcome,
+                            index,
+                            command,
+                            &path,
+                            EntryStatus::Conflict,
+                            true,
+                        );
+                        (tool.name().to_owned(), path, EntryStatus::Conflict)
                     }
                     _ => {
                         let run = |inner: &mut ToolScope<'_>| {
                             tool.handle(inner, command, &path).map(Some)
                         };
                         // A refused growth is a 413; work past its budget a 422.
-                        let outcome_of = match gate::gated(self.gate.as_deref_mut(), scope, run) {
-                            Err(ToolError::WorkLimit(limit)) => {
-                                Err((422, ToolError::WorkLimit(limit).to_string()))
-                            }
-                            other => other?.map_err(|message| (413, message)),
+                        let outcome_of = match gated(self.gate.as_deref_mut(), scope, run) {
+                            Ok(handled) => Ok(handled),
+                            Err(Refusal::Gate(message)) => Err((EntryStatus::TooLarge, message)),
+                            Err(Refusal::Tool(ToolError::WorkLimit(limit))) => Err((
+                                EntryStatus::Unprocessable,
+                                ToolError::WorkLimit(limit).to_string(),
+                            )),
+                            Err(Refusal::Tool(error)) => return Err(error),
                         };
                         let handled = match outcome_of {
                             Ok(handled) => handled.map_or(path, |handled| handled.path),
@@ -230,10 +263,14 @@ impl<'p> Dispatcher<'p, '_> {
                     }
                 },
             };
-            if stopped_by.is_none() && (status == 202 || status >= 400) {
-                stopped_by = Some((name.clone(), status, path.clone()));
+            if stopped_by.is_none() && Stopper::stops(status) {
+                stopped_by = Some(Stopper {
+                    tool: name.clone(),
+                    status,
+                    path: path.clone(),
+                });
             }
-            if status >= 400 {
+            if status.is_failure() {
                 collect_error(scope, &mut outcome, &name, &path, status)?;
             }
         }
@@ -268,13 +305,13 @@ impl Dispatcher<'_, '_> {
             scope,
             &path,
             &message,
-            429,
+            EntryStatus::TooManyCommands,
             Some(json!({ "error": message })),
         )?;
         outcome.errors.push(CallError {
             tool: tool.to_owned(),
             path,
-            status: 429,
+            status: EntryStatus::TooManyCommands,
             message,
         });
         Ok(())
@@ -295,7 +332,7 @@ fn complete_calls(outcome: &mut DispatchOutcome, commands: &[Command]) {
                 index,
                 tool: command.name().to_owned(),
                 path: String::new(),
-                status: 204,
+                status: EntryStatus::NoContent,
                 is_action: false,
                 is_write: false,
                 fingerprint: outcome::fingerprint(command),
@@ -306,8 +343,9 @@ fn complete_calls(outcome: &mut DispatchOutcome, commands: &[Command]) {
 }
 
 /// The status of the entry at `path` (200 when a handler removed it).
-fn status_at(scope: &mut ToolScope<'_>, path: &str) -> Result<i32, ToolError> {
-    Ok(entries::get_entry(scope.conn, scope.run_id, path)?.map_or(200, |row| row.status))
+fn status_at(scope: &mut ToolScope<'_>, path: &str) -> Result<EntryStatus, ToolError> {
+    Ok(entries::get_entry(scope.conn, scope.run_id, path)?
+        .map_or(EntryStatus::Ok, |row| row.status))
 }
 
 fn note_call(
@@ -315,7 +353,7 @@ fn note_call(
     index: usize,
     command: &Command,
     path: &str,
-    status: i32,
+    status: EntryStatus,
     is_action: bool,
 ) {
     let is_write = match command {
@@ -339,7 +377,7 @@ fn collect_error(
     outcome: &mut DispatchOutcome,
     tool: &str,
     path: &str,
-    status: i32,
+    status: EntryStatus,
 ) -> Result<(), ToolError> {
     let entry = entries::get_entry(scope.conn, scope.run_id, path)?;
     let message = entry

@@ -200,6 +200,7 @@ impl Projector for Plugins {
 
 #[cfg(test)]
 mod tests {
+    use crate::db::enums::EntryStatus;
     use serde_json::{json, Map, Value};
 
     use super::*;
@@ -242,7 +243,7 @@ mod tests {
         EntryView {
             path,
             scheme: crate::db::paths::scheme_of(path),
-            status: 200,
+            status: EntryStatus::Ok,
             fidelity,
             category: Category::Data,
             body,

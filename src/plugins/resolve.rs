@@ -16,6 +16,7 @@ use std::path::Path;
 
 use diesel::{Connection, SqliteConnection};
 
+use crate::db::enums::EntryStatus;
 use crate::db::ids::RunId;
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::queries::{entries, runs};
@@ -25,7 +26,7 @@ use crate::plugins::Plugins;
 
 /// The status of an accepted proposal the server refused to apply because its file is
 /// readonly: like a rejection, it stops the run.
-const READONLY_REFUSED: i32 = 403;
+const READONLY_REFUSED: EntryStatus = EntryStatus::Forbidden;
 
 /// What the client decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,11 +51,11 @@ impl Resolution {
     }
 
     /// The entry status it leaves.
-    pub fn status(self) -> i32 {
+    pub fn status(self) -> EntryStatus {
         match self {
-            Resolution::Accept => 200,
-            Resolution::Reject => 403,
-            Resolution::Error => 500,
+            Resolution::Accept => EntryStatus::Ok,
+            Resolution::Reject => EntryStatus::Forbidden,
+            Resolution::Error => EntryStatus::Failed,
         }
     }
 }
@@ -78,7 +79,7 @@ pub struct ResolveOutcome {
     /// The resolved entry's path.
     pub path: String,
     /// Its new status.
-    pub status: i32,
+    pub status: EntryStatus,
     /// The decision.
     pub resolution: Resolution,
     /// The run's proposals still pending.
@@ -117,7 +118,7 @@ fn resolve_with(
         let run = runs::get_run(conn, input.run_id)?
             .ok_or_else(|| ToolError::InvalidParams(format!("run {} not found", input.run_id)))?;
         let proposal = entries::get_entry(conn, input.run_id, &input.path)?
-            .filter(|entry| entry.status == 202)
+            .filter(|entry| entry.status == EntryStatus::Proposed)
             .ok_or_else(|| ToolError::NotPending(input.path.clone()))?;
         let scheme = proposal.scheme.clone().unwrap_or_default();
         let tool = plugins.get(&scheme);
@@ -172,6 +173,7 @@ fn resolve_with(
 
 #[cfg(test)]
 mod tests {
+    use crate::db::enums::EntryStatus;
     use serde_json::json;
 
     use super::Resolution;
@@ -186,7 +188,10 @@ mod tests {
         let outcome = run
             .resolve("set://src/app.js", Resolution::Accept, None)
             .unwrap();
-        assert_eq!((outcome.status, outcome.remaining.len()), (200, 0));
+        assert_eq!(
+            (outcome.status, outcome.remaining.len()),
+            (EntryStatus::Ok, 0)
+        );
         assert_eq!(run.entry("src/app.js").unwrap().body, "a\nport = 8080\nb\n");
         assert_eq!(
             run.entry("set://src/app.js").unwrap().body,
@@ -243,12 +248,12 @@ mod tests {
         let rejected = run
             .resolve("sh://turn_2/make", Resolution::Reject, None)
             .unwrap();
-        assert_eq!(rejected.status, 403);
+        assert_eq!(rejected.status, EntryStatus::Forbidden);
         assert_eq!(run.entry("sh://turn_2/make").unwrap().body, "rejected");
         run.respond("<env>ls</env>");
         run.resolve("env://turn_3/ls", Resolution::Error, Some("boom"))
             .unwrap();
-        assert_eq!(run.status("env://turn_3/ls"), Some(500));
+        assert_eq!(run.status("env://turn_3/ls"), Some(EntryStatus::Failed));
     }
 
     #[test]
@@ -311,7 +316,7 @@ mod tests {
         run.respond("<set path=\"src/app.js\">s/3000/8080/</set>");
         std::fs::write(run.root.path().join("src/app.js"), "rewritten\n").unwrap();
         let outcome = run.resolve_on_disk("set://src/app.js", Resolution::Accept);
-        assert_eq!(outcome.status, 500);
+        assert_eq!(outcome.status, EntryStatus::Failed);
         assert!(run
             .entry("set://src/app.js")
             .unwrap()

@@ -31,7 +31,7 @@ use diesel::SqliteConnection;
 use serde_json::{Map, Value};
 
 use crate::context::view::EntryView;
-use crate::db::enums::Fidelity;
+use crate::db::enums::{EntryStatus, Fidelity};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryRow, Selector};
 use crate::db::paths::normalize_path;
@@ -133,7 +133,7 @@ pub(crate) fn select_settled(
 ) -> Result<Vec<EntryRow>, ToolError> {
     Ok(select(scope, path, filter)?
         .into_iter()
-        .filter(|row| row.path != result_path && row.status != 202)
+        .filter(|row| row.path != result_path && row.status != EntryStatus::Proposed)
         .collect())
 }
 

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use rummy::context::view::EntryView;
+use rummy::db::enums::EntryStatus;
 use rummy::parser::{Command, TagSpec, TaggedText};
 use rummy::plugins::tool::{
     ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
@@ -89,7 +90,7 @@ impl TypedTool for Echo {
         } else {
             said.text.clone()
         };
-        finish(scope, result_path, 200, &text, None)
+        finish(scope, result_path, EntryStatus::Ok, &text, None)
     }
 }
 

@@ -2,11 +2,12 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::budget::tokens::{ActualTokens, EntryTokens, EstimatedTokens};
+use crate::db::enums::EntryStatus;
 
 fn write(tokens_delta: i64) -> WriteIntent {
     WriteIntent {
         tokens_delta,
-        status: 200,
+        status: EntryStatus::Ok,
         fidelity: Fidelity::Full,
         is_audit: false,
     }
@@ -65,7 +66,7 @@ fn exempt_writes_pass_even_after_a_trip() {
     let mut guard = guard(100, 100);
     assert!(guard.check(&write(1)).is_err());
     let error_result = WriteIntent {
-        status: 413,
+        status: EntryStatus::TooLarge,
         ..write(40)
     };
     let audit = WriteIntent {
@@ -162,7 +163,11 @@ fn messages_teach_freeing_space_in_rfc_2119_words() {
 fn intent_strategy() -> impl Strategy<Value = WriteIntent> {
     (
         -2_000i64..2_000,
-        prop_oneof![4 => Just(200), 1 => Just(404), 1 => Just(413)],
+        prop_oneof![
+            4 => Just(EntryStatus::Ok),
+            1 => Just(EntryStatus::NotFound),
+            1 => Just(EntryStatus::TooLarge)
+        ],
         prop_oneof![
             4 => Just(Fidelity::Full),
             1 => Just(Fidelity::Summary),

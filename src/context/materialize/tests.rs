@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::*;
 use crate::context::Packet;
-use crate::db::enums::LoopMode;
+use crate::db::enums::{EntryStatus, LoopMode};
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::queries::context::turn_context;
 use crate::db::queries::entries::{set_fidelity, upsert_entry};
@@ -37,7 +37,7 @@ fn database() -> Db {
 
 impl Db {
     fn write(&mut self, path: &str, body: &str, turn: i32) {
-        self.write_with(path, body, turn, 200, None);
+        self.write_with(path, body, turn, EntryStatus::Ok, None);
     }
 
     fn write_with(
@@ -45,7 +45,7 @@ impl Db {
         path: &str,
         body: &str,
         turn: i32,
-        status: i32,
+        status: EntryStatus,
         attributes: Option<serde_json::Value>,
     ) {
         let entry = EntryUpsertForm {
@@ -149,11 +149,11 @@ fn visible_rows_are_projected_counted_and_snapshotted_in_context_order() {
         "known://fact",
         "water is wet",
         1,
-        200,
+        EntryStatus::Ok,
         Some(json!({"summary": "water,wet"})),
     );
     db.write("known://old", "stale", 1);
-    db.write_with("sh://turn_1/ls", "ls", 1, 202, None);
+    db.write_with("sh://turn_1/ls", "ls", 1, EntryStatus::Proposed, None);
     db.write("think://turn_1/", "hmm", 1);
     db.write("system://1", "audit", 1);
     db.write("get://turn_1/src", "listing", 1);
@@ -211,7 +211,7 @@ fn the_snapshot_is_what_was_assembled_and_later_reads_do_not_touch_it() {
         "known://fact",
         "water is wet",
         1,
-        200,
+        EntryStatus::Ok,
         Some(json!({"summary": "water"})),
     );
     db.write("prompt://1", "Do it", 1);
@@ -331,7 +331,7 @@ proptest! {
         for (index, (kind, turn, body, summary)) in entries.iter().enumerate() {
             let path = entry_path(*kind, index, *turn);
             let attributes = summary.as_ref().map(|summary| json!({"summary": summary}));
-            db.write_with(&path, body, *turn, 200, attributes);
+            db.write_with(&path, body, *turn, EntryStatus::Ok, attributes);
             paths.push(path);
         }
         for (index, code) in changes {
@@ -365,14 +365,14 @@ fn the_registry_projects_rows_by_fidelity() {
         "known://fact",
         "water is wet",
         1,
-        200,
+        EntryStatus::Ok,
         Some(json!({"summary": "water,wet"})),
     );
     db.write_with(
         "src/a.rs",
         "fn main() {}",
         1,
-        200,
+        EntryStatus::Ok,
         Some(json!({"summary": "entry point"})),
     );
     db.fidelity("src/a.rs", Fidelity::Index);

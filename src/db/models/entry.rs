@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 
-use crate::db::enums::{Category, Fidelity};
+use crate::db::enums::{Category, EntryStatus, Fidelity};
 use crate::db::ids::{EntryId, LoopId, RunId};
 use crate::db::schema::{known_entries, turn_context, v_model_context, v_run_log, v_unresolved};
 use crate::db::DbError;
@@ -25,8 +25,8 @@ pub struct EntryRow {
     pub body: String,
     /// The scheme, `None` for bare paths (files).
     pub scheme: Option<String>,
-    /// HTTP-like state (200 ok, 202 proposed, 4xx/5xx failures).
-    pub status: i32,
+    /// How the write went, or where its proposal stands.
+    pub status: EntryStatus,
     /// Visibility level.
     pub fidelity: Fidelity,
     /// SHA-256 of file content.
@@ -73,7 +73,7 @@ pub struct EntryUpsertForm {
     /// Content.
     pub body: String,
     /// HTTP-like state.
-    pub status: i32,
+    pub status: EntryStatus,
     /// Visibility; `None` keeps the stored one.
     pub fidelity: Option<Fidelity>,
     /// File hash; `None` keeps the stored one.
@@ -83,7 +83,7 @@ pub struct EntryUpsertForm {
 }
 
 impl EntryUpsertForm {
-    /// A plain write: status 200, stored fidelity, hash and attributes kept.
+    /// A plain write: [`EntryStatus::Ok`], stored fidelity, hash and attributes kept.
     pub fn new(
         run_id: RunId,
         loop_id: Option<LoopId>,
@@ -97,7 +97,7 @@ impl EntryUpsertForm {
             turn,
             path: path.into(),
             body: body.into(),
-            status: 200,
+            status: EntryStatus::Ok,
             fidelity: None,
             hash: None,
             attributes: None,
@@ -152,8 +152,8 @@ pub struct ModelContextRow {
     pub scheme: Option<String>,
     /// Visible fidelity (never archive).
     pub fidelity: Fidelity,
-    /// HTTP-like state (never 202).
-    pub status: i32,
+    /// Never [`EntryStatus::Proposed`].
+    pub status: EntryStatus,
     /// The body, empty at index fidelity.
     pub body: String,
     /// Attributes as JSON object text.
@@ -181,7 +181,7 @@ pub struct RunLogRow {
     /// Content.
     pub body: String,
     /// HTTP-like state.
-    pub status: i32,
+    pub status: EntryStatus,
     /// The scheme.
     pub tool: String,
     /// The first of attributes.command/file/path/question, else "".
@@ -207,7 +207,7 @@ pub struct TurnContextRow {
     /// The scheme, `None` for files.
     pub scheme: Option<String>,
     /// HTTP-like state.
-    pub status: i32,
+    pub status: EntryStatus,
     /// Visible fidelity.
     pub fidelity: Fidelity,
     /// The projected text.
@@ -237,7 +237,7 @@ pub struct TurnContextInsertForm {
     /// Entry path.
     pub path: String,
     /// HTTP-like state.
-    pub status: i32,
+    pub status: EntryStatus,
     /// Visible fidelity (not archive).
     pub fidelity: Fidelity,
     /// The projected text.

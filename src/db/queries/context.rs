@@ -93,7 +93,7 @@ pub fn visible_tokens(conn: &mut SqliteConnection, run_id: RunId) -> Result<i64,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::enums::{Category, Fidelity};
+    use crate::db::enums::{Category, EntryStatus, Fidelity};
     use crate::db::models::entry::Selector;
     use crate::db::queries::entries::{set_fidelity, upsert_entry};
     use crate::db::testing::{sample_run, write, TestDb};
@@ -115,7 +115,7 @@ mod tests {
             upsert_entry(conn, &write(run.id, path, "body", 1)).unwrap();
         }
         let mut proposal = write(run.id, "sh://turn_1/ls", "ls", 1);
-        proposal.status = 202;
+        proposal.status = EntryStatus::Proposed;
         upsert_entry(conn, &proposal).unwrap();
         set_fidelity(
             conn,

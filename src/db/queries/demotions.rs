@@ -58,7 +58,7 @@ pub fn restore_summarized_prompts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::enums::Fidelity;
+    use crate::db::enums::{EntryStatus, Fidelity};
     use crate::db::models::entry::Selector;
 
     use crate::db::queries::entries::{set_fidelity, upsert_entry};
@@ -78,7 +78,7 @@ mod tests {
         upsert_entry(conn, &write(run.id, "known://k", "fact", 2)).unwrap();
         upsert_entry(conn, &write(run.id, "big.txt", "huge", 2)).unwrap();
         let mut failed = write(run.id, "known://bad", "x", 2);
-        failed.status = 404;
+        failed.status = EntryStatus::NotFound;
         upsert_entry(conn, &failed).unwrap();
         upsert_entry(conn, &write(run.id, "prompt://1", "task", 1)).unwrap();
 

@@ -7,7 +7,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
 use crate::db::connection::write_transaction;
-use crate::db::enums::{Category, Fidelity};
+use crate::db::enums::{Category, EntryStatus, Fidelity};
 use crate::db::functions::{hedmatch, hedsearch};
 use crate::db::ids::{EntryId, RunId};
 use crate::db::models::entry::{EntryRow, EntryUpsertForm, RunLogRow, Selector, UnresolvedRow};
@@ -259,7 +259,7 @@ pub fn resolve_entry(
     conn: &mut SqliteConnection,
     run_id: RunId,
     path: &str,
-    status: i32,
+    status: EntryStatus,
     body: Option<&str>,
 ) -> Result<EntryRow, DbError> {
     let path = normalize_path(path);
@@ -424,7 +424,7 @@ pub fn rejected_at_turn(
     let found: i64 = known_entries::table
         .filter(known_entries::run_id.eq(run_id))
         .filter(known_entries::turn.eq(turn))
-        .filter(known_entries::status.eq(403))
+        .filter(known_entries::status.eq(EntryStatus::Forbidden))
         .filter(known_entries::scheme.eq_any(proposing))
         .count()
         .get_result(conn)?;

@@ -41,7 +41,7 @@ fn render(row: &ContextRow) -> String {
     Tag::new(row.tag())
         .attribute("path", &row.path)
         .number("turn", i64::from(row.source_turn))
-        .number("status", i64::from(row.status))
+        .number("status", i64::from(row.status.code()))
         .attribute("fidelity", row.fidelity.as_str())
         .text("summary", summary_attribute(row))
         .number("tokens", row.tokens)

@@ -48,7 +48,7 @@ fn render(row: &ContextRow) -> String {
     Tag::new(row.tag())
         .attribute("path", target(row))
         .number("turn", i64::from(row.source_turn))
-        .number("status", i64::from(row.status))
+        .number("status", i64::from(row.status.code()))
         .text("summary", summary_attribute(row))
         .attribute("fidelity", row.fidelity.as_str())
         .number("tokens", row.tokens)
@@ -57,6 +57,7 @@ fn render(row: &ContextRow) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::db::enums::EntryStatus;
     use serde_json::json;
 
     use super::super::testing::{row, Fixture, RowChanges};
@@ -79,7 +80,7 @@ mod tests {
                 1,
                 "# update\nReading",
             ),
-            row("rm://turn_1/x", Category::Logging, 1, "").status(404),
+            row("rm://turn_1/x", Category::Logging, 1, "").status(EntryStatus::NotFound),
             row("unknown://q", Category::Unknown, 1, "# unknown\nq"),
             row("prompt://1", Category::Prompt, 1, "Do the thing"),
         ]);

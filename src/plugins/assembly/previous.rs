@@ -53,7 +53,7 @@ fn render(row: &ContextRow) -> String {
     Tag::new(row.tag())
         .attribute("path", target(row))
         .number("turn", i64::from(row.source_turn))
-        .number("status", i64::from(row.status))
+        .number("status", i64::from(row.status.code()))
         .text("summary", Some(cut(&summary, limit)))
         .attribute("fidelity", row.fidelity.as_str())
         .number("tokens", row.tokens)

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::{Assembly, AssemblyContext, AssemblyFilter, AssemblyInput, BudgetFigures, ToolDocs};
 use crate::context::packet::{MessageBuilder, Packet};
 use crate::context::{ContextRow, TokenMath};
-use crate::db::enums::{Category, Fidelity, LoopMode};
+use crate::db::enums::{Category, EntryStatus, Fidelity, LoopMode};
 use crate::db::ids::EntryId;
 use crate::db::paths::scheme_of;
 use crate::plugins::policy::ToolPolicy;
@@ -43,7 +43,7 @@ pub fn row(path: &str, category: Category, turn: i32, body: &str) -> ContextRow 
         ordinal: 0,
         path: path.to_owned(),
         scheme: scheme_of(path).map(str::to_owned),
-        status: 200,
+        status: EntryStatus::Ok,
         fidelity: Fidelity::Full,
         category,
         attributes: Map::new(),
@@ -58,7 +58,7 @@ pub trait RowChanges {
     /// At `fidelity`.
     fn at(self, fidelity: Fidelity) -> Self;
     /// With `status`.
-    fn status(self, status: i32) -> Self;
+    fn status(self, status: EntryStatus) -> Self;
     /// With attributes from a JSON object.
     fn attributes(self, attributes: Value) -> Self;
     /// Created as entry `id` (otherwise its position in the fixture).
@@ -71,7 +71,7 @@ impl RowChanges for ContextRow {
         self
     }
 
-    fn status(mut self, status: i32) -> Self {
+    fn status(mut self, status: EntryStatus) -> Self {
         self.status = status;
         self
     }

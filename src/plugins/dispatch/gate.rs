@@ -6,13 +6,15 @@
 use diesel::prelude::*;
 
 use crate::budget::{WriteGate, WriteIntent};
-use crate::db::enums::Fidelity;
+use crate::db::enums::{EntryStatus, Fidelity};
 use crate::db::queries::context;
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
 
 /// Why a gated command did not commit.
-enum Refusal {
+pub(super) enum Refusal {
+    /// The command failed.
     Tool(ToolError),
+    /// The gate refused the command's growth; the message is for the model.
     Gate(String),
 }
 
@@ -29,16 +31,16 @@ impl From<ToolError> for Refusal {
 }
 
 /// Runs one command; with a gate, in a savepoint that is rolled back when the gate refuses
-/// the command's growth (`Ok(Err(message))`).
+/// the command's growth ([`Refusal::Gate`]).
 pub(super) fn gated(
     gate: Option<&mut (dyn WriteGate + '_)>,
     scope: &mut ToolScope<'_>,
     run: impl FnOnce(&mut ToolScope<'_>) -> Result<Option<Handled>, ToolError>,
-) -> Result<Result<Option<Handled>, String>, ToolError> {
+) -> Result<Option<Handled>, Refusal> {
     let Some(gate) = gate else {
-        return run(scope).map(Ok);
+        return Ok(run(scope)?);
     };
-    let before = context::visible_tokens(scope.conn, scope.run_id)?;
+    let before = context::visible_tokens(scope.conn, scope.run_id).map_err(ToolError::from)?;
     let (run_id, loop_id, turn, policy, root, settings, readonly) = (
         scope.run_id,
         scope.loop_id,
@@ -48,7 +50,7 @@ pub(super) fn gated(
         scope.settings,
         scope.readonly,
     );
-    let committed = scope.conn.transaction::<_, Refusal, _>(|conn| {
+    scope.conn.transaction::<_, Refusal, _>(|conn| {
         let mut inner = ToolScope {
             conn,
             run_id,
@@ -65,9 +67,9 @@ pub(super) fn gated(
             Some(handled) => {
                 crate::db::queries::entries::get_entry(inner.conn, run_id, &handled.path)
                     .map_err(ToolError::from)?
-                    .map_or(200, |row| row.status)
+                    .map_or(EntryStatus::Ok, |row| row.status)
             }
-            None => 200,
+            None => EntryStatus::Ok,
         };
         let after = context::visible_tokens(inner.conn, run_id).map_err(ToolError::from)?;
         let write = WriteIntent {
@@ -78,10 +80,5 @@ pub(super) fn gated(
         };
         gate.admit(&write).map_err(Refusal::Gate)?;
         Ok(handled)
-    });
-    match committed {
-        Ok(handled) => Ok(Ok(handled)),
-        Err(Refusal::Gate(message)) => Ok(Err(message)),
-        Err(Refusal::Tool(error)) => Err(error),
-    }
+    })
 }

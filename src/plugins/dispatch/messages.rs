@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::db::enums::EntryStatus;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Tool, ToolError, ToolScope};
 use crate::plugins::tools::write;
@@ -49,9 +50,9 @@ pub(super) fn cancel(
     scope: &mut ToolScope<'_>,
     path: &str,
     earlier: &str,
-    status: i32,
+    status: EntryStatus,
 ) -> Result<(), ToolError> {
-    let message = if status == 202 {
+    let message = if status == EntryStatus::Proposed {
         format!("Not run: the earlier <{earlier}> is waiting for the user's decision.")
     } else {
         format!("Not run: the earlier <{earlier}> failed ({status}). Fix it, then try again.")
@@ -60,7 +61,7 @@ pub(super) fn cancel(
         scope,
         path,
         &message,
-        409,
+        EntryStatus::Conflict,
         Some(json!({ "error": message })),
     )?;
     Ok(())

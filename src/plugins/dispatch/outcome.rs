@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::db::enums::EntryStatus;
 use crate::db::models::entry::UnresolvedRow;
 use crate::parser::Command;
 
@@ -26,7 +27,7 @@ pub struct CallRecord {
     /// The entry holding its outcome.
     pub path: String,
     /// The outcome's status.
-    pub status: i32,
+    pub status: EntryStatus,
     /// An action (sequential, may be cancelled).
     pub is_action: bool,
     /// A write of knowledge (known, unknown, a plain set).
@@ -43,7 +44,7 @@ pub struct CallError {
     /// The entry the model sees the failure in.
     pub path: String,
     /// 4xx/5xx.
-    pub status: i32,
+    pub status: EntryStatus,
     /// What the model is told.
     pub message: String,
 }

@@ -39,12 +39,12 @@ impl PreparedWork {
             for (path, filter) in commands.iter().filter_map(Command::body_search) {
                 selected(select_in(conn, run_id, path, Some(filter)))?;
             }
-            for (path, filter, blocks) in commands.iter().filter_map(edit_of) {
-                let Some(rows) = selected(select_in(conn, run_id, path, filter))? else {
+            for edit in commands.iter().filter_map(edit_of) {
+                let Some(rows) = selected(select_in(conn, run_id, edit.path, edit.filter))? else {
                     return Ok(());
                 };
                 for row in rows {
-                    if !edits.prepare(&row.path, &row.body, blocks) {
+                    if !edits.prepare(&row.path, &row.body, edit.blocks) {
                         return Ok(());
                     }
                 }
@@ -71,8 +71,17 @@ fn selected<T>(selection: Result<T, ToolError>) -> Result<Option<T>, DbError> {
     }
 }
 
-/// The path, body filter and blocks of a `<set>` that edits entries.
-fn edit_of(command: &Command) -> Option<(&str, Option<&str>, &[EditBlock])> {
+/// A `<set>` that edits entries: the blocks to apply to each entry it selects.
+struct EntryEdit<'c> {
+    /// Path pattern.
+    path: &'c str,
+    /// Body filter.
+    filter: Option<&'c str>,
+    blocks: &'c [EditBlock],
+}
+
+/// The entry edit of `command`, if it is one.
+fn edit_of(command: &Command) -> Option<EntryEdit<'_>> {
     let Command::Set(set) = command else {
         return None;
     };
@@ -90,5 +99,9 @@ fn edit_of(command: &Command) -> Option<(&str, Option<&str>, &[EditBlock])> {
         SetRevision::Replace(block) => std::slice::from_ref(block),
         SetRevision::Write(_) => return None,
     };
-    Some((path, filter, blocks))
+    Some(EntryEdit {
+        path,
+        filter,
+        blocks,
+    })
 }

@@ -3,8 +3,10 @@
 
 use serde_json::{json, Value};
 
+use super::gate::{gated, Refusal};
 use super::messages::{excluded_message, invalid_target};
 use super::{collect_error, note_call, status_at, DispatchOutcome, Dispatcher};
+use crate::db::enums::EntryStatus;
 use crate::db::paths::result_path;
 use crate::hedberg::SetRevision;
 use crate::parser::{Command, KnownCommand};
@@ -78,7 +80,7 @@ impl<'p> Dispatcher<'p, '_> {
                 index,
                 command,
                 path,
-                (403, &message),
+                (EntryStatus::Forbidden, &message),
                 is_action,
             );
         }
@@ -92,15 +94,16 @@ impl<'p> Dispatcher<'p, '_> {
                 } else {
                     self.gate.as_deref_mut()
                 };
-                let recorded = match super::gate::gated(gate, scope, run)? {
+                let recorded = match gated(gate, scope, run) {
                     Ok(handled) => handled,
-                    Err(message) => {
+                    Err(Refusal::Tool(error)) => return Err(error),
+                    Err(Refusal::Gate(message)) => {
                         let path = self.fresh_path(scope, &name, "")?;
                         write(
                             scope,
                             &path,
                             &message,
-                            413,
+                            EntryStatus::TooLarge,
                             Some(json!({ "error": message })),
                         )?;
                         Some(Handled::at(path))
@@ -109,7 +112,7 @@ impl<'p> Dispatcher<'p, '_> {
                 if let Some(handled) = recorded {
                     let status = status_at(scope, &handled.path)?;
                     note_call(outcome, index, command, &handled.path, status, false);
-                    if status >= 400 {
+                    if status.is_failure() {
                         collect_error(scope, outcome, &name, &handled.path, status)?;
                     }
                 }
@@ -117,8 +120,8 @@ impl<'p> Dispatcher<'p, '_> {
             }
             ToolKind::Reasoning => {
                 let path = self.fresh_path(scope, &name, "")?;
-                write(scope, &path, &free_text(command), 200, None)?;
-                note_call(outcome, index, command, &path, 200, false);
+                write(scope, &path, &free_text(command), EntryStatus::Ok, None)?;
+                note_call(outcome, index, command, &path, EntryStatus::Ok, false);
                 Ok(None)
             }
             ToolKind::Action => {
@@ -126,14 +129,36 @@ impl<'p> Dispatcher<'p, '_> {
                 let names_a_path = tool.target_kind() == TargetKind::Path;
                 if let Some(message) = invalid_target(&target).filter(|_| names_a_path) {
                     let path = self.fresh_path(scope, &name, "invalid")?;
-                    return refused(scope, outcome, index, command, path, (400, &message), true);
+                    return refused(
+                        scope,
+                        outcome,
+                        index,
+                        command,
+                        path,
+                        (EntryStatus::BadRequest, &message),
+                        true,
+                    );
                 }
                 let path = self.fresh_path(scope, &name, &target)?;
                 let escape = escape_reason(scope.project_root, target.trim());
                 if let Some(reason) = escape.filter(|_| names_a_path) {
-                    return refused(scope, outcome, index, command, path, (400, &reason), true);
+                    return refused(
+                        scope,
+                        outcome,
+                        index,
+                        command,
+                        path,
+                        (EntryStatus::BadRequest, &reason),
+                        true,
+                    );
                 }
-                write(scope, &path, "", 200, Some(recorded_attributes(command)))?;
+                write(
+                    scope,
+                    &path,
+                    "",
+                    EntryStatus::Ok,
+                    Some(recorded_attributes(command)),
+                )?;
                 Ok(Some(Recorded::Ready {
                     index,
                     tool,
@@ -152,7 +177,7 @@ fn refused<'a>(
     index: usize,
     command: &Command,
     path: String,
-    (status, message): (i32, &str),
+    (status, message): (EntryStatus, &str),
     is_action: bool,
 ) -> Result<Option<Recorded<'a>>, ToolError> {
     write(

@@ -1,5 +1,6 @@
 //! The turn's status signal and progress flags, decided after every command ran.
 
+use crate::db::enums::EntryStatus;
 use crate::db::queries::entries;
 use crate::parser::Command;
 use crate::plugins::dispatch::{CallRecord, DispatchOutcome, TurnFlags};
@@ -45,7 +46,13 @@ pub(super) fn settle_status(
                  use <update> until the task is really done.)"
             );
             if entries::get_entry(scope.conn, scope.run_id, &path)?.is_some() {
-                entries::resolve_entry(scope.conn, scope.run_id, &path, 409, Some(&body))?;
+                entries::resolve_entry(
+                    scope.conn,
+                    scope.run_id,
+                    &path,
+                    EntryStatus::Conflict,
+                    Some(&body),
+                )?;
             }
             outcome.update_text = Some(summary);
         }

@@ -1,6 +1,6 @@
 use serde_json::json;
 
-use crate::db::enums::LoopMode;
+use crate::db::enums::{EntryStatus, LoopMode};
 use crate::plugins::tool::{ClientCall, ToolError};
 use crate::plugins::tools::testing::TestRun;
 
@@ -11,9 +11,18 @@ fn first_proposal_stops_later_actions_with_409() {
     let outcome = run.respond(
         "<sh>npm test</sh><get path=\"known://a\"/><rm path=\"known://a\"/><update>testing</update>",
     );
-    assert_eq!(run.status("sh://turn_1/npm%20test"), Some(202));
-    assert_eq!(run.status("get://turn_1/known%3A//a"), Some(409));
-    assert_eq!(run.status("rm://turn_1/known%3A//a"), Some(409));
+    assert_eq!(
+        run.status("sh://turn_1/npm%20test"),
+        Some(EntryStatus::Proposed)
+    );
+    assert_eq!(
+        run.status("get://turn_1/known%3A//a"),
+        Some(EntryStatus::Conflict)
+    );
+    assert_eq!(
+        run.status("rm://turn_1/known%3A//a"),
+        Some(EntryStatus::Conflict)
+    );
     assert!(
         run.entry("known://a").is_some(),
         "a cancelled rm removes nothing"
@@ -31,16 +40,22 @@ fn an_error_stops_later_actions_and_overrides_summarize() {
         "<known path=\"known://x\" summary=\"k\">fact</known>\
          <rm path=\"known://nope\"/><env>ls</env><summarize>All done</summarize>",
     );
-    assert_eq!(run.status("rm://turn_1/known%3A//nope"), Some(404));
-    assert_eq!(run.status("env://turn_1/ls"), Some(409));
+    assert_eq!(
+        run.status("rm://turn_1/known%3A//nope"),
+        Some(EntryStatus::NotFound)
+    );
+    assert_eq!(run.status("env://turn_1/ls"), Some(EntryStatus::Conflict));
     assert_eq!(
         run.status("known://x"),
-        Some(200),
+        Some(EntryStatus::Ok),
         "lifecycle is never cancelled"
     );
     assert_eq!(outcome.summary_text, None);
     assert_eq!(outcome.update_text.as_deref(), Some("All done"));
-    assert_eq!(run.status("summarize://All%20done"), Some(409));
+    assert_eq!(
+        run.status("summarize://All%20done"),
+        Some(EntryStatus::Conflict)
+    );
     assert!(outcome.proposals.is_empty());
 }
 
@@ -68,10 +83,22 @@ fn excluded_tools_are_recorded_as_403_and_not_run() {
         "<sh>rm -rf /</sh><search>rust</search><set path=\"src/a.js\">s/1/2/</set>\
          <set path=\"src/a.js\" fidelity=\"index\"/>",
     );
-    assert_eq!(run.status("sh://turn_1/rm%20-rf%20%2F"), Some(403));
-    assert_eq!(run.status("search://turn_1/rust"), Some(403));
-    assert_eq!(run.status("set://turn_1/src/a.js"), Some(403));
-    assert_eq!(run.status("set://turn_1/src/a.js_2"), Some(409));
+    assert_eq!(
+        run.status("sh://turn_1/rm%20-rf%20%2F"),
+        Some(EntryStatus::Forbidden)
+    );
+    assert_eq!(
+        run.status("search://turn_1/rust"),
+        Some(EntryStatus::Forbidden)
+    );
+    assert_eq!(
+        run.status("set://turn_1/src/a.js"),
+        Some(EntryStatus::Forbidden)
+    );
+    assert_eq!(
+        run.status("set://turn_1/src/a.js_2"),
+        Some(EntryStatus::Conflict)
+    );
     assert_eq!(run.entry("src/a.js").unwrap().body, "let a = 1;");
     assert!(outcome.errors[0].message.contains("ask mode"));
     assert!(outcome.errors[1].message.contains("no search backend"));
@@ -85,8 +112,11 @@ fn excluded_tools_are_recorded_as_403_and_not_run() {
 
     let mut act = TestRun::new();
     act.respond("<search>rust</search><env>ls</env>");
-    assert_eq!(act.status("search://turn_1/rust"), Some(403));
-    assert_eq!(act.status("env://turn_1/ls"), Some(409));
+    assert_eq!(
+        act.status("search://turn_1/rust"),
+        Some(EntryStatus::Forbidden)
+    );
+    assert_eq!(act.status("env://turn_1/ls"), Some(EntryStatus::Conflict));
 }
 
 #[test]
@@ -96,11 +126,17 @@ fn escaping_and_invalid_paths_are_400() {
         "<get path=\"../secret\"/><update>x</update><get path=\"{}\"/>",
         "a".repeat(600)
     ));
-    assert_eq!(run.status("get://turn_1/..%2Fsecret"), Some(400));
+    assert_eq!(
+        run.status("get://turn_1/..%2Fsecret"),
+        Some(EntryStatus::BadRequest)
+    );
     assert!(outcome.errors[0].message.contains("leaves the project"));
-    assert_eq!(run.status("get://turn_1/invalid"), Some(400));
+    assert_eq!(
+        run.status("get://turn_1/invalid"),
+        Some(EntryStatus::BadRequest)
+    );
     let absolute = run.respond("<rm path=\"/etc/passwd\"/>");
-    assert_eq!(absolute.errors[0].status, 400);
+    assert_eq!(absolute.errors[0].status, EntryStatus::BadRequest);
 }
 
 #[test]
@@ -123,7 +159,10 @@ fn bare_known_goes_under_known_and_naked_set_is_a_fact() {
 fn think_and_unregistered_tags_are_recorded_not_run() {
     let mut run = TestRun::new();
     let outcome = run.respond("<think>plan <rm path=\"known://a\"/></think><update>u</update>");
-    assert_eq!(run.entry("think://turn_1/").unwrap().status, 200);
+    assert_eq!(
+        run.entry("think://turn_1/").unwrap().status,
+        EntryStatus::Ok
+    );
     assert!(outcome.errors.is_empty());
     assert_eq!(outcome.calls.len(), 2);
     assert_eq!(outcome.calls[0].path, "think://turn_1/");
@@ -134,8 +173,14 @@ fn duplicate_targets_get_distinct_result_paths() {
     let mut run = TestRun::new();
     run.put("known://a", "alpha");
     run.respond("<get path=\"known://a\"/><get path=\"known://a\"/>");
-    assert_eq!(run.status("get://turn_1/known%3A//a"), Some(200));
-    assert_eq!(run.status("get://turn_1/known%3A//a_2"), Some(200));
+    assert_eq!(
+        run.status("get://turn_1/known%3A//a"),
+        Some(EntryStatus::Ok)
+    );
+    assert_eq!(
+        run.status("get://turn_1/known%3A//a_2"),
+        Some(EntryStatus::Ok)
+    );
 }
 
 #[test]
@@ -209,7 +254,7 @@ struct Allowance {
 
 impl crate::budget::WriteGate for Allowance {
     fn admit(&mut self, write: &crate::budget::WriteIntent) -> Result<(), String> {
-        if write.status >= 400 {
+        if write.status.is_failure() {
             return Ok(());
         }
         if self.tripped || write.tokens_delta > self.left {
@@ -244,8 +289,14 @@ fn a_tripped_write_gate_rolls_the_command_back_and_fails_the_rest() {
         crate::db::enums::Fidelity::Archive,
         "the refused get was rolled back"
     );
-    assert_eq!(run.status("get://turn_2/known%3A//big"), Some(413));
-    assert_eq!(run.status("set://turn_2/known%3A//small"), Some(409));
+    assert_eq!(
+        run.status("get://turn_2/known%3A//big"),
+        Some(EntryStatus::TooLarge)
+    );
+    assert_eq!(
+        run.status("set://turn_2/known%3A//small"),
+        Some(EntryStatus::Conflict)
+    );
     assert_eq!(run.entry("known://small").unwrap().body, "tiny fact");
     assert_eq!(outcome.errors.len(), 2);
     let refused = run.respond_gated(
@@ -253,8 +304,8 @@ fn a_tripped_write_gate_rolls_the_command_back_and_fails_the_rest() {
         Some(&mut gate),
     );
     assert!(run.entry("known://later").is_none());
-    assert_eq!(run.status("known://turn_3/"), Some(413));
-    assert_eq!(refused.errors[0].status, 413);
+    assert_eq!(run.status("known://turn_3/"), Some(EntryStatus::TooLarge));
+    assert_eq!(refused.errors[0].status, EntryStatus::TooLarge);
     assert!(outcome.errors[0].message.contains("Budget exceeded"));
 }
 
@@ -265,7 +316,7 @@ fn calls_follow_the_response_order_one_per_command() {
         "<think>hm</think><get path=\"known://x\"/><known path=\"known://k\">fact</known>\
          <known path=\"known://e\"> </known><update>u</update>",
     );
-    let tools: Vec<(&str, i32)> = outcome
+    let tools: Vec<(&str, EntryStatus)> = outcome
         .calls
         .iter()
         .map(|call| (call.tool.as_str(), call.status))
@@ -273,11 +324,11 @@ fn calls_follow_the_response_order_one_per_command() {
     assert_eq!(
         tools,
         [
-            ("think", 200),
-            ("get", 404),
-            ("known", 200),
-            ("known", 204),
-            ("update", 200)
+            ("think", EntryStatus::Ok),
+            ("get", EntryStatus::NotFound),
+            ("known", EntryStatus::Ok),
+            ("known", EntryStatus::NoContent),
+            ("update", EntryStatus::Ok)
         ]
     );
     assert!(outcome.calls[1].is_action && outcome.calls[2].is_write);

@@ -140,6 +140,7 @@ impl TypedTool for CommandProposal {
 
 #[cfg(test)]
 mod tests {
+    use crate::db::enums::EntryStatus;
     use crate::db::enums::LoopMode;
     use crate::plugins::policy::ToolPolicy;
     use crate::plugins::tool::{Availability, ToolInfo};
@@ -162,7 +163,7 @@ mod tests {
         .unwrap();
         assert_eq!(run.projected(path), "# env node --version\nv22");
         let empty = run.respond("<env></env>");
-        assert_eq!(empty.errors[0].status, 400);
+        assert_eq!(empty.errors[0].status, EntryStatus::BadRequest);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use crate::context::view::EntryView;
+use crate::db::enums::EntryStatus;
 use crate::db::queries::selected;
 use crate::parser::{Command, GetCommand, Selection, TagSpec};
 use crate::plugins::tool::{
@@ -76,7 +77,12 @@ impl TypedTool for Get {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Some(path) = non_empty(get.selection.path.as_deref()) else {
-            return fail(scope, result_path, 400, "path is required");
+            return fail(
+                scope,
+                result_path,
+                EntryStatus::BadRequest,
+                "path is required",
+            );
         };
         let filter = non_empty(get.selection.filter.as_deref());
         if get.line.is_some() || get.limit.is_some() {
@@ -84,7 +90,7 @@ impl TypedTool for Get {
         }
         let fidelity = match get.fidelity.as_deref().map(parse_fidelity).transpose() {
             Ok(fidelity) => fidelity,
-            Err(message) => return fail(scope, result_path, 400, &message),
+            Err(message) => return fail(scope, result_path, EntryStatus::BadRequest, &message),
         };
         let pattern = is_pattern(path, filter);
         let rows = select(scope, path, filter)?;
@@ -119,7 +125,7 @@ fn partial_read(
     if is_pattern(path, filter) {
         let message =
             format!("line and limit read one entry: {path} is a pattern. Give a single path.");
-        return fail(scope, result_path, 400, &message);
+        return fail(scope, result_path, EntryStatus::BadRequest, &message);
     }
     let Some(entry) = select(scope, path, None)?.into_iter().next() else {
         return not_found(scope, result_path, path);
@@ -129,7 +135,12 @@ fn partial_read(
     let first = get.line.unwrap_or(1).max(1);
     if first > total.max(1) {
         let message = format!("line {first} is past the end of {path} ({total} lines)");
-        return fail(scope, result_path, 416, &message);
+        return fail(
+            scope,
+            result_path,
+            EntryStatus::RangeNotSatisfiable,
+            &message,
+        );
     }
     let last = match get.limit {
         Some(limit) => first.saturating_add(limit.max(1) - 1).min(total),
@@ -150,6 +161,7 @@ fn partial_read(
 
 #[cfg(test)]
 mod tests {
+    use crate::db::enums::EntryStatus;
     use crate::db::enums::Fidelity;
     use crate::plugins::tools::testing::TestRun;
 
@@ -196,7 +208,7 @@ mod tests {
             "an empty pattern match is not an error"
         );
         let miss = run.respond("<get path=\"known://missing\"/>");
-        assert_eq!(miss.errors[0].status, 404);
+        assert_eq!(miss.errors[0].status, EntryStatus::NotFound);
     }
 
     #[test]
@@ -208,9 +220,9 @@ mod tests {
         assert_eq!(body, "[lines 2–3 / 4 total]\ntwo\nthree");
         assert_eq!(run.entry("src/a.rs").unwrap().fidelity, Fidelity::Archive);
         let pattern = run.respond("<get path=\"src/*\" line=\"1\"/>");
-        assert_eq!(pattern.errors[0].status, 400);
+        assert_eq!(pattern.errors[0].status, EntryStatus::BadRequest);
         let past = run.respond("<get path=\"src/a.rs\" line=\"9\"/>");
-        assert_eq!(past.errors[0].status, 416);
+        assert_eq!(past.errors[0].status, EntryStatus::RangeNotSatisfiable);
     }
 
     #[test]

@@ -75,13 +75,14 @@ impl TypedTool for Kept {
 
 #[cfg(test)]
 mod tests {
+    use crate::db::enums::EntryStatus;
     use crate::plugins::tools::testing::TestRun;
 
     #[test]
     fn kept_tags_are_recorded_as_written_and_run_nothing() {
         let mut run = TestRun::new();
         let outcome = run.respond("<thought>first</thought><mcp server=\"x\">y</mcp>");
-        let calls: Vec<(&str, &str, i32)> = outcome
+        let calls: Vec<(&str, &str, EntryStatus)> = outcome
             .calls
             .iter()
             .map(|call| (call.tool.as_str(), call.path.as_str(), call.status))
@@ -89,8 +90,8 @@ mod tests {
         assert_eq!(
             calls,
             [
-                ("thought", "thought://turn_1/", 200),
-                ("mcp", "mcp://turn_1/", 200),
+                ("thought", "thought://turn_1/", EntryStatus::Ok),
+                ("mcp", "mcp://turn_1/", EntryStatus::Ok),
             ]
         );
         assert_eq!(run.entry("thought://turn_1/").unwrap().body, "first");

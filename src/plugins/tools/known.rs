@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::context::view::EntryView;
-use crate::db::enums::{Category, Fidelity};
+use crate::db::enums::{Category, EntryStatus, Fidelity};
 use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::paths::is_file;
@@ -98,7 +98,7 @@ impl TypedTool for Known {
         if tokens > limit {
             let note_path = entries::free_path(scope.conn, scope.run_id, &path)?;
             let note = too_large(&path, tokens, limit);
-            return fail(scope, &note_path, 413, &note).map(Some);
+            return fail(scope, &note_path, EntryStatus::TooLarge, &note).map(Some);
         }
         let mut attributes = Map::new();
         for (name, value) in &known.attributes {
@@ -111,7 +111,7 @@ impl TypedTool for Known {
         let fact = EntryUpsertForm {
             fidelity: Some(Fidelity::Full),
             attributes: Some(Value::Object(attributes)),
-            ..upsert(scope, &path, &known.body, 200)
+            ..upsert(scope, &path, &known.body, EntryStatus::Ok)
         };
         let row = entries::upsert_entry(scope.conn, &fact)?;
         Ok(Some(Handled::at(row.path)))
@@ -140,6 +140,7 @@ fn too_large(path: &str, tokens: i32, limit: i32) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::db::enums::EntryStatus;
     use serde_json::json;
 
     use crate::db::enums::Fidelity;
@@ -166,7 +167,7 @@ mod tests {
         run.respond("<known summary=\"deploy target\">eu-west</known>");
         assert!(run.entry("known://deploy%20target").is_some());
         let outcome = run.respond("<known path=\"known://x\">   </known>");
-        assert_eq!(outcome.calls[0].status, 204);
+        assert_eq!(outcome.calls[0].status, EntryStatus::NoContent);
         assert!(run.entry("known://x").is_none());
     }
 
@@ -180,9 +181,9 @@ mod tests {
         ));
         assert_eq!(run.entry("known://big").unwrap().body, "old");
         let note = run.entry("known://big_2").unwrap();
-        assert_eq!(note.status, 413);
+        assert_eq!(note.status, EntryStatus::TooLarge);
         assert!(note.body.contains("YOU MUST split it"));
-        assert_eq!(outcome.errors[0].status, 413);
+        assert_eq!(outcome.errors[0].status, EntryStatus::TooLarge);
         assert_eq!(
             outcome.summary_text, None,
             "a refused fact means the task is not done"

@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use crate::db::enums::EntryStatus;
 use crate::db::models::entry::{EntryRow, EntryUpsertForm};
 use crate::db::paths::result_path as turn_result_path;
 use crate::db::queries::entries;
@@ -15,7 +16,7 @@ pub(crate) fn upsert(
     scope: &ToolScope<'_>,
     path: &str,
     body: &str,
-    status: i32,
+    status: EntryStatus,
 ) -> EntryUpsertForm {
     EntryUpsertForm {
         run_id: scope.run_id,
@@ -35,7 +36,7 @@ pub(crate) fn write(
     scope: &mut ToolScope<'_>,
     path: &str,
     body: &str,
-    status: i32,
+    status: EntryStatus,
     attributes: Option<Value>,
 ) -> Result<EntryRow, ToolError> {
     let entry = EntryUpsertForm {
@@ -50,7 +51,7 @@ pub(crate) fn write(
 pub fn finish(
     scope: &mut ToolScope<'_>,
     result_path: &str,
-    status: i32,
+    status: EntryStatus,
     body: &str,
     attributes: Option<Value>,
 ) -> Result<Handled, ToolError> {
@@ -62,7 +63,7 @@ pub fn finish(
 pub(crate) fn fail(
     scope: &mut ToolScope<'_>,
     result_path: &str,
-    status: i32,
+    status: EntryStatus,
     message: &str,
 ) -> Result<Handled, ToolError> {
     finish(
@@ -80,7 +81,12 @@ pub(crate) fn not_found(
     result_path: &str,
     path: &str,
 ) -> Result<Handled, ToolError> {
-    fail(scope, result_path, 404, &format!("{path} not found"))
+    fail(
+        scope,
+        result_path,
+        EntryStatus::NotFound,
+        &format!("{path} not found"),
+    )
 }
 
 /// A 200 outcome about the entries `path` selected, with `path` as attribute.
@@ -90,7 +96,13 @@ pub(crate) fn report(
     path: &str,
     body: &str,
 ) -> Result<Handled, ToolError> {
-    finish(scope, result_path, 200, body, Some(json!({ "path": path })))
+    finish(
+        scope,
+        result_path,
+        EntryStatus::Ok,
+        body,
+        Some(json!({ "path": path })),
+    )
 }
 
 /// `preview`: a 200 listing of what `<tool path filter>` selects, with nothing changed.
@@ -106,7 +118,7 @@ pub(crate) fn preview(
         "PREVIEW {}",
         listing(&pattern_header(tool, path, filter), rows)
     );
-    finish(scope, result_path, 200, &body, None)
+    finish(scope, result_path, EntryStatus::Ok, &body, None)
 }
 
 /// A free-text proposal (a command line, a question, a query): 400 with `missing` when
@@ -120,10 +132,16 @@ pub(crate) fn propose_text(
     attributes: impl FnOnce(&str) -> Value,
 ) -> Result<Handled, ToolError> {
     let Some(text) = non_empty(text) else {
-        return fail(scope, result_path, 400, missing);
+        return fail(scope, result_path, EntryStatus::BadRequest, missing);
     };
     let text = text.trim();
-    finish(scope, result_path, 202, text, Some(attributes(text)))
+    finish(
+        scope,
+        result_path,
+        EntryStatus::Proposed,
+        text,
+        Some(attributes(text)),
+    )
 }
 
 /// A 202 proposal for one file of several, at the first free `<tool>://turn_N/<source>`
@@ -137,6 +155,12 @@ pub(crate) fn propose_separately(
 ) -> Result<String, ToolError> {
     let target = turn_result_path(tool, scope.turn, source);
     let proposal = entries::free_path(scope.conn, scope.run_id, &target)?;
-    write(scope, &proposal, body, 202, Some(attributes))?;
+    write(
+        scope,
+        &proposal,
+        body,
+        EntryStatus::Proposed,
+        Some(attributes),
+    )?;
     Ok(proposal)
 }

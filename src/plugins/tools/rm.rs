@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use serde_json::json;
 
 use crate::context::view::EntryView;
+use crate::db::enums::EntryStatus;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
 use crate::db::queries::selected;
@@ -115,7 +116,12 @@ impl TypedTool for Rm {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Some(path) = non_empty(selection.path.as_deref()) else {
-            return fail(scope, result_path, 400, "path is required");
+            return fail(
+                scope,
+                result_path,
+                EntryStatus::BadRequest,
+                "path is required",
+            );
         };
         let filter = non_empty(selection.filter.as_deref());
         let rows = select_settled(scope, path, filter, result_path)?;
@@ -131,12 +137,18 @@ impl TypedTool for Rm {
             .iter()
             .find_map(|file| scope.readonly.refusal("rm", &file.path))
         {
-            return fail(scope, result_path, 403, &refusal);
+            return fail(scope, result_path, EntryStatus::Forbidden, &refusal);
         }
         selected::delete(scope.conn, &others)?;
         if let ([file], []) = (files.as_slice(), others.as_slice()) {
             let attributes = json!({ "path": file.path });
-            return finish(scope, result_path, 202, &file.path, Some(attributes));
+            return finish(
+                scope,
+                result_path,
+                EntryStatus::Proposed,
+                &file.path,
+                Some(attributes),
+            );
         }
         let mut proposals = Vec::new();
         for file in &files {

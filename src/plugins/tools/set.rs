@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use serde_json::{json, Value};
 
 use crate::context::view::EntryView;
+use crate::db::enums::EntryStatus;
 use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
@@ -79,7 +80,7 @@ impl ToolInfo for Set {
         };
         match entry.attribute("merge") {
             Some(merge) => headed("set", &subject, merge),
-            None if entry.status == 200 => headed("set", &subject, entry.body),
+            None if entry.status == EntryStatus::Ok => headed("set", &subject, entry.body),
             None => headed("set", &subject, ""),
         }
     }
@@ -148,7 +149,7 @@ impl ToolInfo for Set {
                 new
             }
         };
-        write(scope, &file, &new, 200, None)?;
+        write(scope, &file, &new, EntryStatus::Ok, None)?;
         Ok(())
     }
 }
@@ -198,7 +199,12 @@ impl TypedTool for Set {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Some(path) = non_empty(set.path.as_deref()).map(str::trim) else {
-            return fail(scope, result_path, 400, "path is required");
+            return fail(
+                scope,
+                result_path,
+                EntryStatus::BadRequest,
+                "path is required",
+            );
         };
         let filter = non_empty(set.filter.as_deref());
         if set.preview {
@@ -237,7 +243,7 @@ fn change_fidelity(
 ) -> Result<Handled, ToolError> {
     let fidelity = match parse_fidelity(fidelity_text) {
         Ok(fidelity) => fidelity,
-        Err(message) => return fail(scope, result_path, 400, &message),
+        Err(message) => return fail(scope, result_path, EntryStatus::BadRequest, &message),
     };
     let patch = summary_patch(set);
     let filter = non_empty(set.filter.as_deref());
@@ -278,7 +284,7 @@ fn write_entries(
                 "Nothing to write to {path}: give content, an edit, a fidelity or summary \
                  keywords. To remove an entry use <rm path=\"{path}\"/>."
             );
-            return fail(scope, result_path, 400, &message);
+            return fail(scope, result_path, EntryStatus::BadRequest, &message);
         };
         let rows = select(scope, path, filter)?;
         if rows.is_empty() {
@@ -292,7 +298,7 @@ fn write_entries(
     if is_pattern(path, filter) {
         let rows: Vec<EntryRow> = select(scope, path, filter)?
             .into_iter()
-            .filter(|row| !is_file(&row.path) && row.status != 202)
+            .filter(|row| !is_file(&row.path) && row.status != EntryStatus::Proposed)
             .collect();
         if rows.is_empty() {
             return not_found(scope, result_path, path);
@@ -304,9 +310,9 @@ fn write_entries(
         return report(scope, result_path, path, &body);
     }
     if let Some(existing) = entries::get_entry(scope.conn, scope.run_id, path)? {
-        if existing.status == 202 {
+        if existing.status == EntryStatus::Proposed {
             let message = format!("{path} is awaiting the user's decision and cannot be written.");
-            return fail(scope, result_path, 409, &message);
+            return fail(scope, result_path, EntryStatus::Conflict, &message);
         }
     }
     let row = write_entry(scope, path, body, patch)?;
@@ -314,7 +320,7 @@ fn write_entries(
     finish(
         scope,
         result_path,
-        200,
+        EntryStatus::Ok,
         &message,
         Some(json!({ "path": row.path, "body": null })),
     )
@@ -327,7 +333,8 @@ fn write_entry(
     body: &str,
     attributes: Option<Value>,
 ) -> Result<EntryRow, ToolError> {
-    let status = entries::get_entry(scope.conn, scope.run_id, path)?.map_or(200, |row| row.status);
+    let status = entries::get_entry(scope.conn, scope.run_id, path)?
+        .map_or(EntryStatus::Ok, |row| row.status);
     write(scope, path, body, status, attributes)
 }
 
@@ -345,10 +352,10 @@ fn propose_write(
 ) -> Result<Handled, ToolError> {
     if is_pattern(path, None) {
         let message = format!("A file write needs one file path, not the pattern {path}.");
-        return fail(scope, result_path, 400, &message);
+        return fail(scope, result_path, EntryStatus::BadRequest, &message);
     }
     if let Some(refusal) = scope.readonly.refusal("set", path) {
-        return fail(scope, result_path, 403, &refusal);
+        return fail(scope, result_path, EntryStatus::Forbidden, &refusal);
     }
     let old = entries::get_entry(scope.conn, scope.run_id, path)?
         .map(|row| row.body)
@@ -362,7 +369,13 @@ fn propose_write(
         "afterTokens": estimate_tokens(body, divisor),
         "body": null,
     });
-    finish(scope, result_path, 202, "", Some(attributes))
+    finish(
+        scope,
+        result_path,
+        EntryStatus::Proposed,
+        "",
+        Some(attributes),
+    )
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use crate::context::view::EntryView;
+use crate::db::enums::EntryStatus;
 use crate::db::paths::slug_path;
 use crate::parser::Command;
 use crate::plugins::tool::{
@@ -93,7 +94,7 @@ impl TypedTool for StatusSignal {
             return Ok(None);
         }
         let path = slug_path(self.name, body);
-        write(scope, &path, body, 200, None)?;
+        write(scope, &path, body, EntryStatus::Ok, None)?;
         Ok(Some(Handled::at(path)))
     }
 }

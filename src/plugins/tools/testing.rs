@@ -5,7 +5,7 @@ use diesel::SqliteConnection;
 use tempfile::TempDir;
 
 use crate::budget::WriteGate;
-use crate::db::enums::{LoopMode, Visibility};
+use crate::db::enums::{EntryStatus, LoopMode, Visibility};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryRow, EntryUpsertForm};
 use crate::db::queries::{constraints, entries, runs};
@@ -155,7 +155,7 @@ impl TestRun {
         entries::get_entry(&mut self.conn, self.run_id, path).unwrap()
     }
 
-    pub fn status(&mut self, path: &str) -> Option<i32> {
+    pub fn status(&mut self, path: &str) -> Option<EntryStatus> {
         self.entry(path).map(|row| row.status)
     }
 

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use serde_json::{json, Value};
 
 use crate::context::view::EntryView;
-use crate::db::enums::Fidelity;
+use crate::db::enums::{EntryStatus, Fidelity};
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
 use crate::db::queries::entries;
@@ -72,11 +72,16 @@ impl Transfer {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let Some(path) = non_empty(command.path.as_deref()) else {
-            return fail(scope, result_path, 400, "path is required");
+            return fail(
+                scope,
+                result_path,
+                EntryStatus::BadRequest,
+                "path is required",
+            );
         };
         let fidelity = match command.fidelity.as_deref().map(parse_fidelity).transpose() {
             Ok(fidelity) => fidelity,
-            Err(message) => return fail(scope, result_path, 400, &message),
+            Err(message) => return fail(scope, result_path, EntryStatus::BadRequest, &message),
         };
         let rows = select_settled(scope, path, None, result_path)?;
         let Some(to) = non_empty(command.to.as_deref()).map(str::trim) else {
@@ -87,14 +92,14 @@ impl Transfer {
                     }
                     selected::set_fidelity(scope.conn, &rows, fidelity)?;
                     let body = format!("{} set to {fidelity}", paths_of(&rows));
-                    finish(scope, result_path, 200, &body, None)
+                    finish(scope, result_path, EntryStatus::Ok, &body, None)
                 }
                 _ => {
                     let message = format!(
                         "to is required: <{} path=\"{path}\" to=\"destination\"/>",
                         self.name
                     );
-                    fail(scope, result_path, 400, &message)
+                    fail(scope, result_path, EntryStatus::BadRequest, &message)
                 }
             };
         };
@@ -119,7 +124,7 @@ impl Transfer {
                 .map(|(row, destination)| format!("{} → {destination}", row.path))
                 .collect();
             let body = format!("PREVIEW {} {}:\n{}", self.name, path, lines.join("\n"));
-            return finish(scope, result_path, 200, &body, None);
+            return finish(scope, result_path, EntryStatus::Ok, &body, None);
         }
         if let Some((status, message)) = pairs
             .iter()
@@ -135,7 +140,13 @@ impl Transfer {
                 let attributes = self.attributes(&row.path, destination, None);
                 let body = format!("{} {destination}", row.path);
                 let proposal = if single {
-                    write(scope, result_path, &body, 202, Some(attributes))?;
+                    write(
+                        scope,
+                        result_path,
+                        &body,
+                        EntryStatus::Proposed,
+                        Some(attributes),
+                    )?;
                     result_path.to_owned()
                 } else {
                     propose_separately(scope, self.name, &row.path, &body, attributes)?
@@ -147,14 +158,20 @@ impl Transfer {
                 if single {
                     let attributes = self.attributes(&row.path, destination, warning);
                     let body = format!("{} {destination}", row.path);
-                    finish(scope, result_path, 200, &body, Some(attributes))?;
+                    finish(scope, result_path, EntryStatus::Ok, &body, Some(attributes))?;
                 }
                 lines.push(format!("{} → {destination}", row.path));
             }
         }
         if !single {
             let attributes = json!({ "from": path, "to": to, "isMove": self.is_move });
-            finish(scope, result_path, 200, &lines.join("\n"), Some(attributes))?;
+            finish(
+                scope,
+                result_path,
+                EntryStatus::Ok,
+                &lines.join("\n"),
+                Some(attributes),
+            )?;
         }
         Ok(Handled::at(
             outcome.unwrap_or_else(|| result_path.to_owned()),
@@ -163,9 +180,9 @@ impl Transfer {
 
     /// Why this pair cannot be transferred (400, or 403 for a readonly file), in words
     /// the model can act on.
-    fn refusal(self, scope: &ToolScope<'_>, from: &str, to: &str) -> Option<(i32, String)> {
+    fn refusal(self, scope: &ToolScope<'_>, from: &str, to: &str) -> Option<(EntryStatus, String)> {
         if let Some(reason) = escape_reason(scope.project_root, to) {
-            return Some((400, reason));
+            return Some((EntryStatus::BadRequest, reason));
         }
         let misplaced = match (is_file(from), is_file(to)) {
             (true, false) if self.is_move => Some(format!(
@@ -179,10 +196,10 @@ impl Transfer {
             _ => None,
         };
         if let Some(message) = misplaced {
-            return Some((400, message));
+            return Some((EntryStatus::BadRequest, message));
         }
         self.readonly_refusal(scope, from, to)
-            .map(|message| (403, message))
+            .map(|message| (EntryStatus::Forbidden, message))
     }
 
     /// Why the transfer would change a readonly file: its destination, or a moved source.

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use crate::context::view::EntryView;
-use crate::db::enums::Category;
+use crate::db::enums::{Category, EntryStatus};
 use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
@@ -93,7 +93,7 @@ impl TypedTool for Unknown {
             _ => slug_path("unknown", body),
         };
         let path = entries::free_path(scope.conn, scope.run_id, &path)?;
-        write(scope, &path, body, 200, None)?;
+        write(scope, &path, body, EntryStatus::Ok, None)?;
         Ok(Some(Handled::at(path)))
     }
 }

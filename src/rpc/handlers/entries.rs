@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::blocking::blocking;
-use crate::db::enums::Visibility;
+use crate::db::enums::{EntryStatus, Fidelity, Visibility};
 use crate::db::models::entry::Selector;
 use crate::db::queries::{constraints, entries, runs};
 use crate::error::AppError;
@@ -32,8 +32,8 @@ pub struct GetEntriesParams {
 struct EntrySummary {
     path: String,
     scheme: Option<String>,
-    status: i32,
-    fidelity: &'static str,
+    status: EntryStatus,
+    fidelity: Fidelity,
     tokens: i32,
 }
 
@@ -71,7 +71,7 @@ pub async fn list(context: CallContext, params: GetEntriesParams) -> Result<Repl
             path: row.path,
             scheme: row.scheme,
             status: row.status,
-            fidelity: row.fidelity.as_str(),
+            fidelity: row.fidelity,
             tokens: row.tokens_full,
         })
         .collect();

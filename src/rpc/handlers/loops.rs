@@ -242,7 +242,7 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
                 disk_root.as_deref(),
             )
         })
-        .await??;
+        .await?;
     match decision {
         resume::Decision::StillPending(proposed) => {
             let proposed: Vec<ProposedRow> = proposed.into_iter().map(ProposedRow::from).collect();
@@ -252,6 +252,7 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
             Reply::of(LoopOutcome::Ended(RunStatus::Completed).to_result(&run.alias))
         }
         resume::Decision::Resume(enqueue) => run_loop(&context, run.id, *enqueue).await,
+        resume::Decision::Refused(reason) => Err(AppError::InvalidParam(reason)),
     }
 }
 
@@ -295,7 +296,7 @@ pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply,
             .await?;
         return Reply::of(serde_json::json!({
             "run": run.alias,
-            "status": RunStatus::Running.code(),
+            "status": RunStatus::Running,
             "injected": "next_turn",
         }));
     }

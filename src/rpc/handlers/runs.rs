@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::loop_config::LoopConfig;
+use crate::db::enums::{EntryStatus, RunStatus};
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs, turns};
@@ -70,16 +71,19 @@ pub async fn start(context: CallContext, params: StartRunParams) -> Result<Reply
         persona: params.persona,
         context_limit,
     };
+    let model = create.model.clone();
+    // `None`: the model is not in the catalogue and no run was created.
     let run = context
         .agent
         .db
         .call(move |conn| {
             if models::find_model(conn, &create.model)?.is_none() {
-                return Ok(Err(AppError::UnknownModel(create.model.clone())));
+                return Ok(None);
             }
-            runs::create_run(conn, &create, now_ms()).map(Ok)
+            runs::create_run(conn, &create, now_ms()).map(Some)
         })
-        .await??;
+        .await?
+        .ok_or(AppError::UnknownModel(model))?;
     Reply::of(StartRunResult {
         run: run.alias,
         id: run.id.0,
@@ -97,7 +101,7 @@ pub fn now_ms() -> i64 {
 #[derive(Serialize)]
 struct RunListItem {
     run: String,
-    status: i32,
+    status: RunStatus,
     turn: i64,
     summary: Option<String>,
     created: String,
@@ -122,7 +126,7 @@ pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
         .into_iter()
         .map(|summary| RunListItem {
             run: summary.run.alias,
-            status: summary.run.status.code(),
+            status: summary.run.status,
             turn: summary.turns,
             summary: summary.summary,
             created: summary.run.created_at,
@@ -156,7 +160,7 @@ struct AuditItem {
 struct HistoryItem {
     scheme: Option<String>,
     path: String,
-    status: i32,
+    status: EntryStatus,
     body: String,
     attributes: Value,
     turn: i32,
@@ -174,7 +178,7 @@ struct RunContext {
 struct RunDetail {
     run: String,
     turn: i64,
-    status: i32,
+    status: RunStatus,
     model: Option<String>,
     temperature: Option<f64>,
     persona: Option<String>,
@@ -233,7 +237,7 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
     Reply::of(RunDetail {
         run: run.alias,
         turn: usage.turns,
-        status: run.status.code(),
+        status: run.status,
         model: run.model,
         temperature: run.temperature,
         persona: run.persona,
@@ -278,18 +282,22 @@ pub async fn configure(context: CallContext, params: RunConfigParams) -> Result<
         context_limit,
         model: params.model,
     };
-    context
+    let unknown_model = context
         .agent
         .db
         .call(move |conn| {
-            if let Some(model) = &form.model {
+            if let Some(model) = form.model.as_ref() {
                 if models::find_model(conn, model)?.is_none() {
-                    return Ok(Err(AppError::UnknownModel(model.clone())));
+                    return Ok(Some(model.clone()));
                 }
             }
-            runs::update_run_config(conn, run.id, &form).map(|_| Ok(()))
+            runs::update_run_config(conn, run.id, &form)?;
+            Ok(None)
         })
-        .await??;
+        .await?;
+    if let Some(model) = unknown_model {
+        return Err(AppError::UnknownModel(model));
+    }
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 

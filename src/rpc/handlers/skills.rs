@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::blocking::blocking;
+use crate::db::enums::EntryStatus;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunConfigUpdateForm;
 use crate::db::queries::{entries, runs};
@@ -94,7 +95,7 @@ pub struct RunOnlyParams {
 #[derive(Serialize)]
 struct SkillStatus {
     name: String,
-    status: i32,
+    status: EntryStatus,
 }
 
 /// `getSkills`: the skills loaded in a run.

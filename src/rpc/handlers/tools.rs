@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 use crate::agent::loop_config::LoopConfig;
-use crate::db::enums::LoopMode;
+use crate::db::enums::{EntryStatus, LoopMode};
 
 use crate::db::models::run::RunRow;
 use crate::db::queries::loops;
@@ -114,7 +114,11 @@ pub async fn dispatch_tool(
         })
         .await?;
     match outcome {
-        Ok(outcome) => match outcome.errors.iter().find(|error| error.status == 422) {
+        Ok(outcome) => match outcome
+            .errors
+            .iter()
+            .find(|error| error.status == EntryStatus::Unprocessable)
+        {
             Some(stopped) => Err(AppError::WorkLimit(stopped.message.clone())),
             None => Ok(()),
         },

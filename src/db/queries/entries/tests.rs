@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::db::enums::EntryStatus;
 use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
 use crate::db::testing::{sample_run, write, TestDb};
 
@@ -197,7 +198,7 @@ fn resolve_and_proposals() {
     let conn = &mut db.conn;
     let run = sample_run(conn);
     let mut proposal = write(run.id, "sh://turn_1/npm test", "npm test", 1);
-    proposal.status = 202;
+    proposal.status = EntryStatus::Proposed;
     proposal.attributes = Some(json!({"command": "npm test"}));
     upsert_entry(conn, &proposal).unwrap();
     let pending = unresolved(conn, run.id).unwrap();
@@ -211,9 +212,18 @@ fn resolve_and_proposals() {
     assert!(run_log(conn, run.id).unwrap().is_empty());
     assert_eq!(run_history(conn, run.id).unwrap().len(), 1);
 
-    let resolved =
-        resolve_entry(conn, run.id, "sh://turn_1/npm%20test", 200, Some("ok\n")).unwrap();
-    assert_eq!((resolved.status, resolved.body.as_str()), (200, "ok\n"));
+    let resolved = resolve_entry(
+        conn,
+        run.id,
+        "sh://turn_1/npm%20test",
+        EntryStatus::Ok,
+        Some("ok\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        (resolved.status, resolved.body.as_str()),
+        (EntryStatus::Ok, "ok\n")
+    );
     assert!(unresolved(conn, run.id).unwrap().is_empty());
     let log = run_log(conn, run.id).unwrap();
     let first = log.first().unwrap();
@@ -221,10 +231,20 @@ fn resolve_and_proposals() {
         (first.tool.as_str(), first.target.as_str()),
         ("sh", "npm test")
     );
-    let rejected = resolve_entry(conn, run.id, "sh://turn_1/npm test", 403, None).unwrap();
-    assert_eq!((rejected.status, rejected.body.as_str()), (403, "ok\n"));
+    let rejected = resolve_entry(
+        conn,
+        run.id,
+        "sh://turn_1/npm test",
+        EntryStatus::Forbidden,
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        (rejected.status, rejected.body.as_str()),
+        (EntryStatus::Forbidden, "ok\n")
+    );
     assert!(matches!(
-        resolve_entry(conn, run.id, "sh://nope", 200, None),
+        resolve_entry(conn, run.id, "sh://nope", EntryStatus::Ok, None),
         Err(DbError::NotFound(_))
     ));
     assert!(matches!(

@@ -1,4 +1,5 @@
 use super::*;
+use crate::db::enums::EntryStatus;
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::queries::{entries, loops};
 use crate::db::testing::{sample_loop, sample_run, TestDb};
@@ -182,7 +183,7 @@ fn fork_copies_settings_store_and_turn_counter() {
         turn: 2,
         path: "known://fact".into(),
         body: "sky is blue".into(),
-        status: 200,
+        status: EntryStatus::Ok,
         fidelity: None,
         hash: None,
         attributes: Some(serde_json::json!({"summary": "sky"})),
@@ -222,7 +223,7 @@ fn listing_and_restart_recovery() {
         turn: 1,
         path: "summarize://done".into(),
         body: "4".into(),
-        status: 200,
+        status: EntryStatus::Ok,
         fidelity: None,
         hash: None,
         attributes: None,

@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 
+use crate::db::enums::EntryStatus;
 use crate::db::functions::estimate_tokens;
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::is_file;
@@ -29,7 +30,13 @@ pub(super) fn run(
         let error =
             format!("{path} not found in context. Load it with <get path=\"{path}\"/> first.");
         let attributes = json!({ "file": path, "error": error });
-        return finish(scope, result_path, 404, &error, Some(attributes));
+        return finish(
+            scope,
+            result_path,
+            EntryStatus::NotFound,
+            &error,
+            Some(attributes),
+        );
     }
     let (files, others): (Vec<EntryRow>, Vec<EntryRow>) =
         rows.into_iter().partition(|row| is_file(&row.path));
@@ -37,7 +44,7 @@ pub(super) fn run(
         .iter()
         .find_map(|file| scope.readonly.refusal("set", &file.path))
     {
-        return fail(scope, result_path, 403, &refusal);
+        return fail(scope, result_path, EntryStatus::Forbidden, &refusal);
     }
     let mut outcome: Option<Handled> = None;
     for file in &files {
@@ -54,7 +61,11 @@ pub(super) fn run(
         return Ok(outcome.unwrap_or_else(|| Handled::at(result_path)));
     }
     let edited = edit_entries(scope, &others, blocks)?;
-    let status = if edited.errors.is_empty() { 200 } else { 409 };
+    let status = if edited.errors.is_empty() {
+        EntryStatus::Ok
+    } else {
+        EntryStatus::Conflict
+    };
     let error = (!edited.errors.is_empty()).then(|| edited.errors.join("\n"));
     let attributes = json!({
         "file": others.iter().map(|row| row.path.as_str()).collect::<Vec<_>>().join(", "),
@@ -67,7 +78,7 @@ pub(super) fn run(
     });
     finish(scope, result_path, status, "", Some(attributes))?;
     match (status, outcome) {
-        (200, Some(proposal)) => Ok(proposal),
+        (EntryStatus::Ok, Some(proposal)) => Ok(proposal),
         _ => Ok(Handled::at(result_path)),
     }
 }
@@ -136,7 +147,7 @@ fn propose(
 ) -> Result<Handled, ToolError> {
     let proposal_path = proposal_path(&file.path);
     let pending = get_entry(scope.conn, scope.run_id, &proposal_path)?
-        .filter(|row| row.status == 202 && row.turn == scope.turn);
+        .filter(|row| row.status == EntryStatus::Proposed && row.turn == scope.turn);
     let proposed = pending.as_ref().and_then(|row| {
         let attributes = row.attributes_json().ok()?;
         merge::apply(&file.body, attributes.get("merge")?.as_str()?)
@@ -149,14 +160,20 @@ fn propose(
         Err(error) if pending.is_some() => {
             let message = format!("{}: {error}", file.path);
             let attributes = json!({ "file": file.path, "error": message });
-            return finish(scope, result_path, 409, &message, Some(attributes));
+            return finish(
+                scope,
+                result_path,
+                EntryStatus::Conflict,
+                &message,
+                Some(attributes),
+            );
         }
         product => product,
     };
     let (status, attributes) = match product {
         Ok(product) => match (product.merge, product.patch) {
             (Some(merge), Some(patch)) => (
-                202,
+                EntryStatus::Proposed,
                 json!({
                     "file": file.path,
                     "patch": patch,
@@ -168,11 +185,14 @@ fn propose(
                 }),
             ),
             _ => (
-                409,
+                EntryStatus::Conflict,
                 failure(&file.path, before, "The edit leaves the file unchanged."),
             ),
         },
-        Err(error) => (409, failure(&file.path, before, &error.to_string())),
+        Err(error) => (
+            EntryStatus::Conflict,
+            failure(&file.path, before, &error.to_string()),
+        ),
     };
     let row = write(scope, &proposal_path, &file.body, status, Some(attributes))?;
     Ok(Handled::at(row.path))

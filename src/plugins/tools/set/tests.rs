@@ -1,6 +1,6 @@
 use serde_json::json;
 
-use crate::db::enums::Fidelity;
+use crate::db::enums::{EntryStatus, Fidelity};
 use crate::plugins::tools::testing::TestRun;
 
 #[test]
@@ -24,7 +24,7 @@ fn fidelity_control_keeps_summary_keywords_cut_to_80() {
         json!("k".repeat(80))
     );
     let missing = run.respond("<set path=\"known://none\" fidelity=\"index\"/>");
-    assert_eq!(missing.errors[0].status, 404);
+    assert_eq!(missing.errors[0].status, EntryStatus::NotFound);
 }
 
 #[test]
@@ -42,7 +42,7 @@ fn entry_edits_apply_now_and_report_the_change() {
         .projected(result)
         .starts_with("# set known://cfg 3→3 tokens\n<<<<<<< SEARCH"));
     let failed = run.respond("<set path=\"known://cfg\">s/nothing here/x/</set>");
-    assert_eq!(failed.errors[0].status, 409);
+    assert_eq!(failed.errors[0].status, EntryStatus::Conflict);
     assert_eq!(run.entry("known://cfg").unwrap().body, "port = 8080");
 }
 
@@ -63,7 +63,7 @@ fn file_edits_become_proposals_at_set_file() {
     let patch = run.attribute("set://src/app.js", "patch");
     assert!(patch.as_str().unwrap().contains("+const port = 8080;"));
     let broken = run.respond("<set path=\"src/app.js\">s/nope/x/</set>");
-    assert_eq!(broken.errors[0].status, 409);
+    assert_eq!(broken.errors[0].status, EntryStatus::Conflict);
 }
 
 #[test]
@@ -86,7 +86,7 @@ fn plain_writes_propose_files_and_upsert_entries() {
     assert_eq!(run.entry("known://note").unwrap().body, "second");
     assert_eq!(run.attribute("known://note", "summary"), json!("n"));
     let empty = run.respond("<set path=\"known://note\"/>");
-    assert_eq!(empty.errors[0].status, 400);
+    assert_eq!(empty.errors[0].status, EntryStatus::BadRequest);
     assert_eq!(run.entry("known://note").unwrap().body, "second");
 }
 
@@ -116,8 +116,14 @@ fn more_edits_of_the_same_file_join_its_proposal() {
         .as_str()
         .unwrap()
         .contains("const a = 10;\nconst b = 20;"));
-    assert_eq!(run.status("set://turn_1/src/app.js_3"), Some(409));
-    assert_eq!(run.status("set://turn_1/src/other.js"), Some(409));
+    assert_eq!(
+        run.status("set://turn_1/src/app.js_3"),
+        Some(EntryStatus::Conflict)
+    );
+    assert_eq!(
+        run.status("set://turn_1/src/other.js"),
+        Some(EntryStatus::Conflict)
+    );
     run.resolve(
         "set://src/app.js",
         crate::plugins::resolve::Resolution::Accept,

@@ -1,4 +1,4 @@
-use crate::db::enums::Fidelity;
+use crate::db::enums::{EntryStatus, Fidelity};
 use crate::plugins::tools::testing::TestRun;
 
 use super::destination_under;
@@ -55,7 +55,7 @@ fn file_destinations_are_proposals_and_bad_pairs_are_refused() {
         serde_json::json!(true)
     );
     let refused = run.respond("<cp path=\"known://x\" to=\"notes.md\"/>");
-    assert_eq!(refused.errors[0].status, 400);
+    assert_eq!(refused.errors[0].status, EntryStatus::BadRequest);
     let escaping = run.respond("<cp path=\"src/a.js\" to=\"../b.js\"/>");
     assert!(escaping.errors[0].message.contains("leaves the project"));
     let no_destination = run.respond("<cp path=\"known://x\"/>");
