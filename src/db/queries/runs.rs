@@ -2,8 +2,10 @@
 //! the turn counter, forking and recovery after a restart.
 
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Integer};
 
 use crate::db::connection::write_transaction;
+use crate::db::statement::statement;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::run::{
@@ -182,22 +184,23 @@ pub fn set_run_status(
     conn: &mut SqliteConnection,
     id: RunId,
     status: RunStatus,
-) -> Result<RunRow, DbError> {
-    write_transaction(conn, |conn| {
-        let run = get_run(conn, id)?.ok_or_else(|| DbError::NotFound(format!("run {id}")))?;
-        diesel::update(runs::table.find(id))
-            .set(runs::status.eq(status))
-            .returning(RunRow::as_returning())
-            .get_result(conn)
-            .map_err(|error| match DbError::from(error) {
-                DbError::Invalid(_) => DbError::Invalid(format!(
-                    "invalid run state transition {} -> {}",
-                    run.status.code(),
-                    status.code()
-                )),
-                other => other,
-            })
-    })
+) -> Result<(), DbError> {
+    let updated = statement("UPDATE runs SET status = ? WHERE id = ?")
+        .bind::<Integer, _>(status)
+        .bind::<BigInt, _>(id)
+        .execute(conn);
+    match updated.map_err(DbError::from) {
+        Ok(0) => Err(DbError::NotFound(format!("run {id}"))),
+        Ok(_) => Ok(()),
+        Err(DbError::Invalid(_)) => {
+            let from = get_run(conn, id)?.map_or(0, |run| run.status.code());
+            Err(DbError::Invalid(format!(
+                "invalid run state transition {from} -> {}",
+                status.code()
+            )))
+        }
+        Err(other) => Err(other),
+    }
 }
 
 /// Sets an idle run to 499 (a run with a running loop is left alone: that loop is not the

@@ -2,7 +2,7 @@
 
 use crate::db::statement::statement;
 use diesel::prelude::*;
-use diesel::sql_types::BigInt;
+use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text};
 
 use crate::db::ids::{RunId, TurnId};
 use crate::db::models::run::{RunUsage, TurnInsertForm, TurnRow, TurnUsageForm};
@@ -22,13 +22,27 @@ pub fn update_turn_usage(
     conn: &mut SqliteConnection,
     id: TurnId,
     usage: &TurnUsageForm,
-) -> Result<TurnRow, DbError> {
-    diesel::update(turns::table.find(id))
-        .set(usage)
-        .returning(TurnRow::as_returning())
-        .get_result(conn)
-        .optional()?
-        .ok_or_else(|| DbError::NotFound(format!("turn {id}")))
+) -> Result<(), DbError> {
+    let updated = statement(
+        "UPDATE turns SET context_tokens = ?, reasoning_content = COALESCE(?, reasoning_content),
+             prompt_tokens = ?, cached_tokens = ?, completion_tokens = ?, reasoning_tokens = ?,
+             total_tokens = ?, cost = ?
+         WHERE id = ?",
+    )
+    .bind::<Integer, _>(usage.context_tokens)
+    .bind::<Nullable<Text>, _>(&usage.reasoning_content)
+    .bind::<Integer, _>(usage.prompt_tokens)
+    .bind::<Integer, _>(usage.cached_tokens)
+    .bind::<Integer, _>(usage.completion_tokens)
+    .bind::<Integer, _>(usage.reasoning_tokens)
+    .bind::<Integer, _>(usage.total_tokens)
+    .bind::<Double, _>(usage.cost)
+    .bind::<BigInt, _>(id)
+    .execute(conn)?;
+    match updated {
+        0 => Err(DbError::NotFound(format!("turn {id}"))),
+        _ => Ok(()),
+    }
 }
 
 /// The run's newest turn (the calibration for the next budget check).
@@ -92,8 +106,11 @@ mod tests {
                 total_tokens: 120,
                 cost,
             };
-            let updated = update_turn_usage(conn, turn.id, &usage).unwrap();
+            update_turn_usage(conn, turn.id, &usage).unwrap();
+            let updated = latest_turn(conn, run.id).unwrap().unwrap();
             assert_eq!(updated.sequence, sequence);
+            assert_eq!(updated.reasoning_content.as_deref(), Some("why"));
+            assert_eq!(updated.prompt_tokens, 100);
         }
         let totals = run_usage(conn, run.id).unwrap();
         assert_eq!(
