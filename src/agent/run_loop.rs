@@ -132,9 +132,7 @@ async fn run_turns(
                 demotions::demote_previous_loop_logging(conn, run_id, loop_id)?;
             }
             demotions::restore_summarized_prompts(conn, run_id)?;
-            let model_alias = loop_model
-                .or_else(|| run.model.clone())
-                .unwrap_or_default();
+            let model_alias = loop_model.or_else(|| run.model.clone()).unwrap_or_default();
             let model = models::find_model(conn, &model_alias)?;
             Ok(LoopStart {
                 run,

@@ -19,7 +19,6 @@ use super::connection::{
     has_pending_migrations, open_connection, run_migrations, truncate_wal, write_transaction,
     ConnectionSetup,
 };
-use super::ids::RpcLogId;
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log;
 use super::{DbError, DbWatch};
@@ -161,9 +160,10 @@ db_messages! {
     /// Readiness: the database answers and every migration is applied.
     CheckReady {} -> bool = |conn, message| Ok(!has_pending_migrations(conn)?);
 
-    /// Audits one RPC call (result cut to 4096 characters); sent without waiting.
-    LogRpc { form: RpcLogInsertForm } -> RpcLogId =
-        |conn, message| rpc_log::insert_rpc_log(conn, &message.form);
+    /// Audits a batch of RPC calls (each result cut to 4096 characters), gathered by the
+    /// [`DbHandle`](super::DbHandle) so that calls do not cost a transaction each.
+    LogRpc { forms: Vec<RpcLogInsertForm> } -> usize =
+        |conn, message| rpc_log::insert_rpc_logs(conn, message.forms);
 }
 
 /// Copies the write-ahead log into the database and truncates it (a clean stop);

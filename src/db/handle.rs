@@ -4,6 +4,7 @@
 //! watchdog so that a stuck unit of work cannot make the probe queue behind it.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use actix::Addr;
@@ -32,6 +33,7 @@ pub struct DbOptions {
 #[derive(Clone)]
 pub struct DbHandle {
     writer: Addr<DbActor>,
+    rpc_logs: RpcLogBatch,
     watch: DbWatch,
     readers: ReadPool,
     request_limits: Limits,
@@ -51,6 +53,7 @@ impl DbHandle {
             },
         )?;
         Ok(DbHandle {
+            rpc_logs: RpcLogBatch::new(writer.clone()),
             writer,
             watch,
             readers: ReadPool::new(path, options.setup, options.readers),
@@ -80,9 +83,10 @@ impl DbHandle {
         self.readers.read(self.request_limits, work).await
     }
 
-    /// Records one RPC call in `rpc_log`, without waiting.
+    /// Records one RPC call in `rpc_log`, without waiting: rows written within
+    /// [`RPC_LOG_DELAY`] of each other share one transaction.
     pub fn log_rpc(&self, form: RpcLogInsertForm) {
-        self.writer.do_send(LogRpc { form });
+        self.rpc_logs.add(form);
     }
 
     /// Whether the database answers and its migrations are applied. Not while the writer
@@ -114,6 +118,12 @@ impl DbHandle {
     /// Closes the readers and empties the write-ahead log (a clean stop).
     pub async fn close(&self) {
         self.readers.close();
+        let logged = self.rpc_logs.take();
+        if !logged.is_empty() {
+            if let Err(error) = self.writer.send(LogRpc { forms: logged }).await {
+                tracing::warn!(%error, "the last RPC audit rows were not written");
+            }
+        }
         match self.writer.send(TruncateWal).await {
             Ok(Ok(true)) => {}
             Ok(Ok(false)) => tracing::warn!("a reader kept the database log from being truncated"),
@@ -126,6 +136,128 @@ impl DbHandle {
 }
 
 /// The writer's mailbox is gone: the server is stopping.
+/// How long an RPC audit row waits for others to share its transaction.
+const RPC_LOG_DELAY: Duration = Duration::from_millis(50);
+
+/// Rows that, gathered, are written at once without waiting for the delay.
+const RPC_LOG_BATCH: usize = 256;
+
+/// The RPC audit rows not yet sent to the writer. The first row of a batch schedules the
+/// batch's write [`RPC_LOG_DELAY`] later; a full batch is written at once.
+#[derive(Clone)]
+struct RpcLogBatch {
+    writer: Addr<DbActor>,
+    pending: Arc<Mutex<Vec<RpcLogInsertForm>>>,
+}
+
+impl RpcLogBatch {
+    fn new(writer: Addr<DbActor>) -> RpcLogBatch {
+        RpcLogBatch {
+            writer,
+            pending: Arc::default(),
+        }
+    }
+
+    fn add(&self, form: RpcLogInsertForm) {
+        let count = {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            pending.push(form);
+            pending.len()
+        };
+        if count >= RPC_LOG_BATCH {
+            self.send();
+        } else if count == 1 {
+            let batch = self.clone();
+            actix::spawn(async move {
+                tokio::time::sleep(RPC_LOG_DELAY).await;
+                batch.send();
+            });
+        }
+    }
+
+    fn take(&self) -> Vec<RpcLogInsertForm> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn send(&self) {
+        let forms = self.take();
+        if !forms.is_empty() {
+            self.writer.do_send(LogRpc { forms });
+        }
+    }
+}
+
 fn unavailable(error: actix::MailboxError) -> DbError {
     DbError::Internal(format!("database unavailable: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use diesel::prelude::*;
+
+    use super::*;
+    use crate::db::schema::rpc_log;
+    use crate::db::{open_connection, ConnectionSetup};
+
+    fn options() -> DbOptions {
+        DbOptions {
+            setup: ConnectionSetup::default(),
+            writer_limits: Limits::default(),
+            request_limits: Limits::default(),
+            readers: 1,
+        }
+    }
+
+    fn call(method: &str) -> RpcLogInsertForm {
+        RpcLogInsertForm {
+            project_id: None,
+            method: method.into(),
+            rpc_id: Some("1".into()),
+            params: Some("{}".into()),
+            result: Some("{}".into()),
+            error: None,
+        }
+    }
+
+    fn logged(path: &Path) -> Vec<String> {
+        let mut conn = open_connection(path, ConnectionSetup::default()).unwrap();
+        rpc_log::table
+            .order(rpc_log::id)
+            .select(rpc_log::method)
+            .load(&mut conn)
+            .unwrap()
+    }
+
+    #[actix::test]
+    async fn audit_rows_are_written_after_the_delay_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rummy.db");
+        let db = DbHandle::open(&path, options()).unwrap();
+        for method in ["ping", "getRuns", "ask"] {
+            db.log_rpc(call(method));
+        }
+        assert!(logged(&path).is_empty(), "not before the delay");
+        tokio::time::sleep(RPC_LOG_DELAY * 4).await;
+        assert_eq!(logged(&path), ["ping", "getRuns", "ask"]);
+        db.close().await;
+    }
+
+    #[actix::test]
+    async fn a_full_batch_is_written_at_once_and_a_clean_stop_writes_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rummy.db");
+        let db = DbHandle::open(&path, options()).unwrap();
+        for _ in 0..RPC_LOG_BATCH {
+            db.log_rpc(call("ping"));
+        }
+        db.log_rpc(call("last"));
+        db.ready(Duration::from_secs(5)).await.unwrap();
+        assert_eq!(
+            logged(&path).len(),
+            RPC_LOG_BATCH,
+            "the full batch, not waiting"
+        );
+        db.close().await;
+        assert_eq!(logged(&path).last().map(String::as_str), Some("last"));
+    }
 }

@@ -52,6 +52,4 @@ id_type! {
     ConstraintId,
     /// A row of `known_entries`.
     EntryId,
-    /// A row of `rpc_log`.
-    RpcLogId,
 }

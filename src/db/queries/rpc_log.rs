@@ -2,25 +2,28 @@
 
 use diesel::prelude::*;
 
-use crate::db::ids::RpcLogId;
 use crate::db::models::{RpcLogInsertForm, RPC_LOG_RESULT_MAX_CHARS};
 use crate::db::schema::rpc_log;
 use crate::db::DbError;
 
-/// Records one call; the result text is cut to [`RPC_LOG_RESULT_MAX_CHARS`] characters.
-pub fn insert_rpc_log(
+/// Records a batch of calls in one statement; each result text is cut to
+/// [`RPC_LOG_RESULT_MAX_CHARS`] characters.
+pub fn insert_rpc_logs(
     conn: &mut SqliteConnection,
-    form: &RpcLogInsertForm,
-) -> Result<RpcLogId, DbError> {
-    let mut form = form.clone();
-    form.result = form
-        .result
-        .map(|result| result.chars().take(RPC_LOG_RESULT_MAX_CHARS).collect());
+    forms: Vec<RpcLogInsertForm>,
+) -> Result<usize, DbError> {
+    let forms: Vec<RpcLogInsertForm> = forms
+        .into_iter()
+        .map(|form| RpcLogInsertForm {
+            result: form
+                .result
+                .map(|result| result.chars().take(RPC_LOG_RESULT_MAX_CHARS).collect()),
+            ..form
+        })
+        .collect();
     Ok(diesel::insert_into(rpc_log::table)
-        .values(&form)
-        .returning(rpc_log::id)
-        .get_result::<i64>(conn)
-        .map(RpcLogId)?)
+        .values(&forms)
+        .execute(conn)?)
 }
 
 #[cfg(test)]
@@ -39,15 +42,20 @@ mod tests {
             result: Some("é".repeat(5_000)),
             error: None,
         };
-        let id = insert_rpc_log(&mut db.conn, &form).unwrap();
-        let stored: Option<String> = rpc_log::table
-            .find(id.0)
+        let short = RpcLogInsertForm {
+            result: Some("ok".into()),
+            ..form.clone()
+        };
+        assert_eq!(insert_rpc_logs(&mut db.conn, vec![form, short]).unwrap(), 2);
+        let stored: Vec<Option<String>> = rpc_log::table
+            .order(rpc_log::id)
             .select(rpc_log::result)
-            .first(&mut db.conn)
+            .load(&mut db.conn)
             .unwrap();
-        assert_eq!(
-            stored.map(|text| text.chars().count()),
-            Some(RPC_LOG_RESULT_MAX_CHARS)
-        );
+        let lengths: Vec<_> = stored
+            .iter()
+            .map(|text| text.as_deref().map(|text| text.chars().count()))
+            .collect();
+        assert_eq!(lengths, [Some(RPC_LOG_RESULT_MAX_CHARS), Some(2)]);
     }
 }

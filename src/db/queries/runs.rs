@@ -5,13 +5,13 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer};
 
 use crate::db::connection::write_transaction;
-use crate::db::statement::statement;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::run::{
     RunConfigUpdateForm, RunCreateForm, RunInsertForm, RunRow, RunSummary,
 };
 use crate::db::schema::{known_entries, loops, runs, turns};
+use crate::db::statement::statement;
 use crate::db::DbError;
 
 /// How many suffixes are tried before alias generation gives up.
