@@ -57,7 +57,7 @@ impl AgentContext {
         let commands = commands.to_vec();
         let prepared = self
             .db
-            .read(move |conn| PreparedWork::compute(conn, run_id, &commands))
+            .search(move |conn| PreparedWork::compute(conn, run_id, &commands))
             .await;
         prepared.unwrap_or_else(|error| {
             tracing::warn!(%error, "work not prepared beside the writer");

@@ -29,12 +29,15 @@ pub struct DbOptions {
     pub readers: usize,
 }
 
-/// The writer, its watchdog and the readers. Cheap to clone.
+/// The writer, its watchdog and the two reader pools. Cheap to clone.
 #[derive(Clone)]
 pub struct DbHandle {
     writer: Addr<DbActor>,
     rpc_logs: RpcLogBatch,
     watch: DbWatch,
+    /// For pattern searches, which may run long: `DbOptions::readers` connections.
+    searchers: ReadPool,
+    /// For the read-only methods: one connection per core, so that no search delays them.
     readers: ReadPool,
     request_limits: Limits,
 }
@@ -56,7 +59,12 @@ impl DbHandle {
             rpc_logs: RpcLogBatch::new(writer.clone()),
             writer,
             watch,
-            readers: ReadPool::new(path, options.setup, options.readers),
+            searchers: ReadPool::new(path, options.setup, options.readers),
+            readers: ReadPool::new(
+                path,
+                options.setup,
+                std::thread::available_parallelism().map_or(1, usize::from),
+            ),
             request_limits: options.request_limits,
         })
     }
@@ -75,6 +83,17 @@ impl DbHandle {
 
     /// Runs `work` over a read-only connection on the blocking pool, with the request limits
     /// for its pattern work: for reads that evaluate patterns, which must not hold the writer.
+    pub async fn search<T, F>(&self, work: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.searchers.read(self.request_limits, work).await
+    }
+
+    /// Runs `work` over a read-only connection of its own pool: for the read-only methods,
+    /// which then run beside the writer, beside each other and beside the searches. It sees
+    /// every unit of work committed before it starts.
     pub async fn read<T, F>(&self, work: F) -> Result<T, DbError>
     where
         F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
@@ -117,6 +136,7 @@ impl DbHandle {
 
     /// Closes the readers and empties the write-ahead log (a clean stop).
     pub async fn close(&self) {
+        self.searchers.close();
         self.readers.close();
         let logged = self.rpc_logs.take();
         if !logged.is_empty() {

@@ -271,6 +271,37 @@ async fn readyz_is_not_ready_while_the_database_thread_is_stuck() {
 }
 
 #[actix_web::test]
+async fn read_only_methods_are_answered_while_the_writer_is_busy() {
+    let llm = FakeLlm::start([]);
+    let app = app_with(&llm, &[("RUMMY_RPC_TIMEOUT", "3000")]).await;
+    let (mut client, run) = scanned(&app, "reads", &[("a.txt", "alpha\n")]).await;
+    let (entered, busy) = tokio::sync::oneshot::channel::<()>();
+    let (release, held) = mpsc::channel::<()>();
+    let state = app.server.state.clone();
+    let stuck = actix_web::rt::spawn(async move {
+        state
+            .agent
+            .db
+            .call(move |_| {
+                let _ = entered.send(());
+                let _ = held.recv();
+                Ok(())
+            })
+            .await
+    });
+    busy.await.unwrap();
+    let runs = client.ok("getRuns", json!({})).await;
+    assert_eq!(runs[0]["run"], json!(run), "{runs}");
+    let detail = client.ok("getRun", json!({"run": run})).await;
+    assert_eq!(detail["status"], json!(200), "{detail}");
+    let models = client.ok("getModels", json!({})).await;
+    assert!(models.to_string().contains("fake"), "{models}");
+    client.ok("getSkills", json!({"run": run})).await;
+    release.send(()).unwrap();
+    stuck.await.unwrap().unwrap();
+}
+
+#[actix_web::test]
 async fn a_model_edit_of_a_large_file_computes_beside_the_writer() {
     let lines: String = (0..20_000)
         .map(|n| format!("line {n} of a large file\n"))

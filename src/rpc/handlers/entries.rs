@@ -48,7 +48,7 @@ pub async fn list(context: CallContext, params: GetEntriesParams) -> Result<Repl
     let rows = context
         .agent
         .db
-        .read(move |conn| {
+        .search(move |conn| {
             let run = match &params.run {
                 Some(alias) => runs::find_run(conn, alias)?,
                 None => runs::latest_run(conn, project)?,

@@ -20,7 +20,7 @@ pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
     let rows = context
         .agent
         .db
-        .call(move |conn| {
+        .read(move |conn| {
             models::list_models(conn, page.limit.map(i64::from), page.offset.map(i64::from))
         })
         .await?;

@@ -113,7 +113,7 @@ pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
     let rows = context
         .agent
         .db
-        .call(move |conn| {
+        .read(move |conn| {
             runs::list_runs(
                 conn,
                 project,
@@ -195,7 +195,7 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
     let (usage, reasoning, content, history, last_prompt, last_summary, latest_loop) = context
         .agent
         .db
-        .call(move |conn| {
+        .read(move |conn| {
             Ok((
                 turns::run_usage(conn, run_id)?,
                 entries::entries_of_scheme(conn, run_id, "reasoning")?,
@@ -359,7 +359,7 @@ pub async fn find_run_or(
     let run = context
         .agent
         .db
-        .call(move |conn| runs::find_run(conn, &lookup))
+        .read(move |conn| runs::find_run(conn, &lookup))
         .await?;
     match run {
         Some(run) if run.project_id == project => Ok(run),

@@ -108,7 +108,7 @@ pub async fn of_run(context: CallContext, params: RunOnlyParams) -> Result<Reply
     let rows = context
         .agent
         .db
-        .call(move |conn| entries::entries_of_scheme(conn, run.id, "skill"))
+        .read(move |conn| entries::entries_of_scheme(conn, run.id, "skill"))
         .await?;
     let skills: Vec<SkillStatus> = rows
         .into_iter()
