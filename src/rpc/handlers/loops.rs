@@ -70,7 +70,7 @@ async fn ask_or_act(
         context
             .agent
             .db
-            .call(move |conn| models::find_model(conn, &model))
+            .read(move |conn| models::find_model(conn, &model))
             .await?
     };
     if known.is_none() {
@@ -86,38 +86,12 @@ async fn ask_or_act(
         context_limit,
         model: Some(model.clone()),
     };
-    let run = match existing {
-        Some(parent) if params.fork => {
-            context
-                .agent
-                .db
-                .call(move |conn| {
-                    let fork = runs::fork_run(conn, parent.id, now_ms())?;
-                    runs::update_run_config(conn, fork.id, &settings)
-                })
-                .await?
-        }
-        Some(run) => {
-            let proposed = pending_proposals(&context, run.id).await?;
-            if !proposed.is_empty() {
-                return Reply::of(blocked_result(&run.alias, &proposed));
-            }
-            run
-        }
-        None => {
-            let create = RunCreateForm {
-                project_id: project,
-                model: model.clone(),
-                temperature: params.temperature,
-                persona: params.persona.clone(),
-                context_limit,
-            };
-            context
-                .agent
-                .db
-                .call(move |conn| runs::create_run(conn, &create, now_ms()))
-                .await?
-        }
+    let create = RunCreateForm {
+        project_id: project,
+        model: model.clone(),
+        temperature: params.temperature,
+        persona: params.persona.clone(),
+        context_limit,
     };
     let config = LoopConfig {
         no_repo: params.no_repo,
@@ -127,15 +101,58 @@ async fn ask_or_act(
         temperature: params.temperature,
         panic_attempted: false,
     };
+    let prompt = params.prompt.unwrap_or_default();
+    let fork = params.fork;
+    let start = context
+        .agent
+        .db
+        .call(move |conn| {
+            let run = match existing {
+                Some(parent) if fork => {
+                    let fork = runs::fork_run(conn, parent.id, now_ms())?;
+                    runs::update_run_config(conn, fork.id, &settings)?
+                }
+                Some(run) => {
+                    let proposed = entries::unresolved(conn, run.id)?;
+                    if !proposed.is_empty() {
+                        return Ok(LoopStart::Blocked {
+                            alias: run.alias,
+                            proposed: proposed.into_iter().map(ProposedRow::from).collect(),
+                        });
+                    }
+                    run
+                }
+                None => runs::create_run(conn, &create, now_ms())?,
+            };
+            Ok(LoopStart::Ready(run.id))
+        })
+        .await?;
+    let run = match start {
+        LoopStart::Ready(run) => run,
+        LoopStart::Blocked { alias, proposed } => {
+            return Reply::of(blocked_result(&alias, &proposed))
+        }
+    };
     let enqueue = LoopEnqueue {
-        run_id: run.id,
+        run_id: run,
         mode,
         model: Some(model),
-        prompt: params.prompt.unwrap_or_default(),
+        prompt,
         priority: LoopPriority::Normal,
         config: config.to_json(),
     };
-    run_loop(&context, run.id, enqueue).await
+    run_loop(&context, run, enqueue).await
+}
+
+/// What the unit of work that finds, forks or creates the run of an `ask`/`act` found.
+enum LoopStart {
+    /// The run the loop goes to.
+    Ready(RunId),
+    /// The run has pending proposals: nothing is queued.
+    Blocked {
+        alias: String,
+        proposed: Vec<ProposedRow>,
+    },
 }
 
 /// Queues a loop, wakes the run's actor and waits for that loop's outcome.
@@ -173,7 +190,7 @@ async fn current_alias(context: &CallContext, run: RunId) -> Result<String, AppE
     let row = context
         .agent
         .db
-        .call(move |conn| runs::get_run(conn, run))
+        .read(move |conn| runs::get_run(conn, run))
         .await?;
     row.map(|run| run.alias)
         .ok_or_else(|| AppError::Internal("the run disappeared".into()))
