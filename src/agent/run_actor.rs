@@ -1,6 +1,6 @@
 //! `RunActor`: one per active run; it drains the run's queue (the `loops` table) one loop at
-//! a time, so two connections never execute one run at once. When it leaves, idle, the
-//! run's budget calibration is dropped with it.
+//! a time, so two connections never execute one run at once. When it leaves, idle, it tells
+//! the budget, which keeps the run's calibration for its next loop a while longer.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::outcome::LoopOutcome;
 use crate::agent::run_loop::execute_loop;
 use crate::agent::AgentContext;
-use crate::budget::ForgetRun;
+use crate::budget::RunIdle;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::queries::loops;
@@ -151,7 +151,7 @@ impl Handler<DrainEnded> for RunActor {
             return;
         }
         if self.waiters.is_empty() && self.agent.runs.leave_if_idle(self.run, self.handled) {
-            self.agent.budget.do_send(ForgetRun { run: self.run });
+            self.agent.budget.do_send(RunIdle { run: self.run });
             ctx.stop();
         }
     }
