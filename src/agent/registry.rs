@@ -61,6 +61,8 @@ impl RunRegistry {
             entry.submitted.fetch_add(1, Ordering::SeqCst);
             entry.actor.clone()
         };
+        // `send` puts the message in the mailbox at once (a fresh address is never parked), so
+        // the count stays true even if this future is dropped before the reply.
         match actor.send(Enqueue(enqueue)).await {
             Ok(queued) => queued,
             // Only a stopping server stops an actor with a loop to handle.
@@ -68,7 +70,7 @@ impl RunRegistry {
         }
     }
 
-    /// Removes the run's actor if it has handled every submission; true when it may stop.
+    /// Removes the run's actor if it has handled every loop sent to it; true when it may stop.
     pub fn leave_if_idle(&self, run: RunId, handled: u64) -> bool {
         let mut entries = self.lock();
         let idle = entries
