@@ -1,9 +1,10 @@
 //! The agent core: run actors that serialize turns, the loop queue, and the turn executor.
 //!
-//! A client's `ask`/`act` enqueues a loop (a row of `loops`, the queue) and wakes the run's
-//! [`RunActor`](run_actor::RunActor) through the [`RunRegistry`]; the actor drains the
-//! queue one loop at a time ([`run_loop`]), each loop running turns ([`turn`]) until it
-//! ends, and the waiting request gets the loop's [`LoopOutcome`](outcome::LoopOutcome).
+//! A client's `ask`/`act` queues a loop through the [`RunRegistry`] in the mailbox of the
+//! run's [`RunActor`](run_actor::RunActor), the run's loop queue (backed by the `loops`
+//! table); the actor drains it one loop at a time ([`run_loop`]), each loop running turns
+//! ([`turn`]) until it ends, and the waiting request gets the loop's
+//! [`LoopOutcome`](outcome::LoopOutcome).
 
 pub mod context;
 pub mod error;

@@ -36,7 +36,7 @@ pub struct AgentContext {
     pub plugins: Arc<Plugins>,
     /// The assembly plugins (the tags of the packet).
     pub assembly: Arc<Assembly>,
-    /// The calibration of packet estimates, per run with work under way.
+    /// The calibration of packet estimates, per run.
     pub budget: Addr<BudgetActor>,
     /// One actor per project root: file scans.
     pub projects: ProjectRegistry,

@@ -1,8 +1,8 @@
 //! The process-wide registry of run actors, so abort and inject work from any connection.
 //!
-//! A run actor exists while its run has work: [`RunRegistry::submit`] starts one on demand,
-//! and an idle actor leaves only when every submission sent to it has been handled (counted
-//! under the registry lock), so a wake-up is never lost to an actor that is stopping.
+//! A run actor exists while its run has work: [`RunRegistry::enqueue`] starts one on demand,
+//! and an idle actor leaves only when every loop sent to it has been handled (counted under
+//! the registry lock), so a loop is never sent to an actor that is stopping.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,9 +12,11 @@ use actix::{Actor, Addr};
 use tokio::sync::oneshot;
 
 use crate::agent::outcome::LoopOutcome;
-use crate::agent::run_actor::{CurrentLoop, Drain, RunActor};
+use crate::agent::run_actor::{CurrentLoop, Enqueue, RunActor};
 use crate::agent::AgentContext;
-use crate::db::ids::{LoopId, RunId};
+use crate::db::ids::RunId;
+use crate::db::models::run::LoopEnqueue;
+use crate::db::DbError;
 
 /// What the registry keeps of one live run actor.
 struct Entry {
@@ -36,31 +38,39 @@ impl RunRegistry {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Asks the run's actor (started if needed) to drain the run's queue; `waiter` gets the
-    /// outcome of `loop_id` when that loop ends.
-    pub fn submit(
+    /// Appends a loop to its run's queue through the run's actor (started if needed); the
+    /// receiver gets that loop's outcome, or closes if the actor stops first.
+    pub async fn enqueue(
         &self,
         agent: &AgentContext,
-        run: RunId,
-        loop_id: Option<LoopId>,
-        waiter: Option<oneshot::Sender<LoopOutcome>>,
-    ) {
-        let mut entries = self.lock();
-        let entry = entries.entry(run).or_insert_with(|| {
-            let submitted = Arc::new(AtomicU64::new(0));
-            let current = Arc::new(Mutex::new(None));
-            let actor = RunActor::new(run, agent.clone(), Arc::clone(&current)).start();
-            Entry {
-                actor,
-                submitted,
-                current,
-            }
-        });
-        entry.submitted.fetch_add(1, Ordering::SeqCst);
-        entry.actor.do_send(Drain { loop_id, waiter });
+        enqueue: LoopEnqueue,
+    ) -> Result<oneshot::Receiver<LoopOutcome>, DbError> {
+        let run = enqueue.run_id;
+        let actor = {
+            let mut entries = self.lock();
+            let entry = entries.entry(run).or_insert_with(|| {
+                let submitted = Arc::new(AtomicU64::new(0));
+                let current = Arc::new(Mutex::new(None));
+                let actor = RunActor::new(run, agent.clone(), Arc::clone(&current)).start();
+                Entry {
+                    actor,
+                    submitted,
+                    current,
+                }
+            });
+            entry.submitted.fetch_add(1, Ordering::SeqCst);
+            entry.actor.clone()
+        };
+        // `send` puts the message in the mailbox at once (a fresh address is never parked), so
+        // the count stays true even if this future is dropped before the reply.
+        match actor.send(Enqueue(enqueue)).await {
+            Ok(queued) => queued,
+            // Only a stopping server stops an actor with a loop to handle.
+            Err(_) => Ok(oneshot::channel().1),
+        }
     }
 
-    /// Removes the run's actor if it has handled every submission; true when it may stop.
+    /// Removes the run's actor if it has handled every loop sent to it; true when it may stop.
     pub fn leave_if_idle(&self, run: RunId, handled: u64) -> bool {
         let mut entries = self.lock();
         let idle = entries

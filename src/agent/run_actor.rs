@@ -1,6 +1,15 @@
-//! `RunActor`: one per active run; it drains the run's queue (the `loops` table) one loop at
-//! a time, so two connections never execute one run at once. When it leaves, idle, the
-//! run's budget calibration is dropped with it.
+//! `RunActor`: one per run with work; its mailbox is the run's loop queue. Every loop a
+//! client asks for arrives as an [`Enqueue`] (through [`RunRegistry::enqueue`]), which
+//! appends it to the `loops` table, the queue's durable backing, and wakes the drain. The
+//! drain claims the pending loops one at a time (highest priority, then oldest) and executes
+//! them, so two connections never execute one run at once; the only other writer of the
+//! queue is the drain itself, queueing a panic's recovery loops in the unit of work that
+//! decides them. Loops left running by a stop or a crash go back to pending at start
+//! (`runs::recover_after_restart`) and are claimed first the next time a client drives the
+//! run. When the actor leaves, idle, it tells the budget, which keeps the run's calibration
+//! for its next loop a while longer.
+//!
+//! [`RunRegistry::enqueue`]: crate::agent::RunRegistry::enqueue
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,10 +21,12 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::outcome::LoopOutcome;
 use crate::agent::run_loop::execute_loop;
 use crate::agent::AgentContext;
-use crate::budget::ForgetRun;
+use crate::budget::RunIdle;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
+use crate::db::models::run::{LoopEnqueue, LoopRow};
 use crate::db::queries::loops;
+use crate::db::DbError;
 
 /// The loop a run actor is executing now, how to stop it, and when it has stopped.
 #[derive(Debug, Clone)]
@@ -28,15 +39,12 @@ pub struct CurrentLoop {
     pub stored: watch::Receiver<bool>,
 }
 
-/// Drain the queue; `waiter` wants the outcome of `loop_id`.
+/// Append a loop to the run's queue and wake the drain. The reply is where that loop's
+/// outcome arrives; the mailbox waits while the row is written, so the loop cannot end
+/// before its waiter is known.
 #[derive(Message)]
-#[rtype(result = "()")]
-pub struct Drain {
-    /// The loop the waiter is interested in.
-    pub loop_id: Option<LoopId>,
-    /// Where its outcome goes.
-    pub waiter: Option<oneshot::Sender<LoopOutcome>>,
-}
+#[rtype(result = "Result<oneshot::Receiver<LoopOutcome>, DbError>")]
+pub struct Enqueue(pub LoopEnqueue);
 
 /// A loop of this run ended (sent by the drain to its actor).
 #[derive(Message)]
@@ -84,6 +92,15 @@ impl RunActor {
         }
     }
 
+    /// Starts the drain, or has it look again once it finds the queue empty.
+    fn wake(&mut self, ctx: &mut Context<Self>) {
+        if self.draining {
+            self.wake_again = true;
+            return;
+        }
+        self.start_drain(ctx);
+    }
+
     fn start_drain(&mut self, ctx: &mut Context<Self>) {
         self.draining = true;
         self.wake_again = false;
@@ -110,18 +127,28 @@ impl Actor for RunActor {
     }
 }
 
-impl Handler<Drain> for RunActor {
-    type Result = ();
-    fn handle(&mut self, message: Drain, ctx: &mut Context<Self>) {
+impl Handler<Enqueue> for RunActor {
+    type Result = AtomicResponse<Self, Result<oneshot::Receiver<LoopOutcome>, DbError>>;
+    fn handle(&mut self, message: Enqueue, _: &mut Context<Self>) -> Self::Result {
         self.handled += 1;
-        if let (Some(loop_id), Some(waiter)) = (message.loop_id, message.waiter) {
-            self.waiters.entry(loop_id).or_default().push(waiter);
-        }
-        if self.draining {
-            self.wake_again = true;
-        } else {
-            self.start_drain(ctx);
-        }
+        let Enqueue(enqueue) = message;
+        let db = self.agent.db.clone();
+        let insert = async move {
+            db.call(move |conn| loops::enqueue_loop(conn, &enqueue))
+                .await
+        };
+        AtomicResponse::new(Box::pin(actix::fut::wrap_future(insert).map(
+            |queued: Result<LoopRow, DbError>, actor: &mut RunActor, ctx| {
+                let outcome = queued.map(|queued| {
+                    let (waiter, outcome) = oneshot::channel();
+                    actor.waiters.entry(queued.id).or_default().push(waiter);
+                    outcome
+                });
+                // Even after a failed insert: a drain that finds nothing lets the actor leave.
+                actor.wake(ctx);
+                outcome
+            },
+        )))
     }
 }
 
@@ -151,7 +178,7 @@ impl Handler<DrainEnded> for RunActor {
             return;
         }
         if self.waiters.is_empty() && self.agent.runs.leave_if_idle(self.run, self.handled) {
-            self.agent.budget.do_send(ForgetRun { run: self.run });
+            self.agent.budget.do_send(RunIdle { run: self.run });
             ctx.stop();
         }
     }

@@ -1,11 +1,15 @@
 //! The Budget actor: per-run calibration of packet estimates against the provider's counts.
 //!
 //! Cheap and in memory only: it never touches the database (the turns table is the durable
-//! record of usage, and what `getRun` and `run/state` report). A run's calibration starts at
-//! identity the first time the run is mentioned; its run actor sends [`ForgetRun`] when it
-//! stops (the run has no work left), so the map holds only runs with work under way.
+//! record of usage, and what `getRun` and `run/state` report), so a restart starts every run
+//! from identity. A run's calibration starts at identity the first time the run is mentioned
+//! and lasts the run's life, across its loops: a run has no last loop (an `ask` with `run`,
+//! a resolution or an injection can always queue another), so its life here ends when it
+//! has been idle longest. A run actor sends [`RunIdle`] when it stops; the
+//! [`IDLE_RUNS`] runs idle most recently keep their calibration, and the oldest beyond them
+//! is freed. Runs with a live actor are never freed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use actix::prelude::*;
 
@@ -14,6 +18,9 @@ use crate::llm::Usage;
 
 use super::calibration::{CalibratedMeasure, Calibration};
 use super::tokens::{ActualTokens, EstimatedTokens};
+
+/// How many idle runs keep their calibration (16 bytes each, and their id).
+pub const IDLE_RUNS: usize = 1024;
 
 /// A turn's usage: the estimate of the packet it sent and what the provider reported.
 #[derive(Debug, Clone, Copy, Message)]
@@ -37,18 +44,74 @@ pub struct Calibrated {
     pub estimate: EstimatedTokens,
 }
 
-/// Drop a run's calibration (its next turn starts from identity).
+/// The run's actor stopped (no loop is pending): its calibration joins the idle runs, where
+/// the next loop finds it unless [`IDLE_RUNS`] runs have gone idle since.
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
-pub struct ForgetRun {
+pub struct RunIdle {
     /// The run.
     pub run: RunId,
 }
 
-/// Owns the calibration of every run with work under way.
-#[derive(Debug, Default)]
+/// Owns the calibration of every run with a live actor, and of the runs idle most recently.
+#[derive(Debug)]
 pub struct BudgetActor {
-    runs: HashMap<RunId, Calibration>,
+    live: HashMap<RunId, Calibration>,
+    /// Least recently idle first.
+    idle: VecDeque<(RunId, Calibration)>,
+    idle_capacity: usize,
+}
+
+impl Default for BudgetActor {
+    fn default() -> Self {
+        BudgetActor::keeping_idle(IDLE_RUNS)
+    }
+}
+
+impl BudgetActor {
+    /// An actor keeping the calibration of the `idle_capacity` runs idle most recently.
+    pub fn keeping_idle(idle_capacity: usize) -> BudgetActor {
+        BudgetActor {
+            live: HashMap::new(),
+            idle: VecDeque::new(),
+            idle_capacity,
+        }
+    }
+
+    /// Brings the run's calibration back from the idle runs, if it is there.
+    fn revive(&mut self, run: RunId) {
+        if self.live.contains_key(&run) {
+            return;
+        }
+        let Some(position) = self.idle.iter().position(|(idle, _)| *idle == run) else {
+            return;
+        };
+        if let Some((_, calibration)) = self.idle.remove(position) {
+            self.live.insert(run, calibration);
+        }
+    }
+
+    fn record(&mut self, run: RunId, estimate: EstimatedTokens, usage: Usage) -> Calibration {
+        self.revive(run);
+        let calibration = self.live.entry(run).or_default();
+        calibration.observe(estimate, Some(ActualTokens::new(usage.prompt_tokens)));
+        *calibration
+    }
+
+    fn calibration(&mut self, run: RunId) -> Calibration {
+        self.revive(run);
+        self.live.get(&run).copied().unwrap_or_default()
+    }
+
+    fn park(&mut self, run: RunId) {
+        let Some(calibration) = self.live.remove(&run) else {
+            return;
+        };
+        self.idle.push_back((run, calibration));
+        while self.idle.len() > self.idle_capacity {
+            self.idle.pop_front();
+        }
+    }
 }
 
 impl Actor for BudgetActor {
@@ -58,17 +121,14 @@ impl Actor for BudgetActor {
 impl Handler<RecordUsage> for BudgetActor {
     type Result = MessageResult<RecordUsage>;
     fn handle(&mut self, message: RecordUsage, _: &mut Context<Self>) -> Self::Result {
-        let calibration = self.runs.entry(message.run).or_default();
-        let actual = Some(ActualTokens::new(message.usage.prompt_tokens));
-        calibration.observe(message.estimate, actual);
-        MessageResult(*calibration)
+        MessageResult(self.record(message.run, message.estimate, message.usage))
     }
 }
 
 impl Handler<Calibrated> for BudgetActor {
     type Result = MessageResult<Calibrated>;
     fn handle(&mut self, message: Calibrated, _: &mut Context<Self>) -> Self::Result {
-        let calibration = self.runs.get(&message.run).copied().unwrap_or_default();
+        let calibration = self.calibration(message.run);
         MessageResult(CalibratedMeasure {
             calibrated: calibration.apply(message.estimate),
             calibration,
@@ -76,10 +136,10 @@ impl Handler<Calibrated> for BudgetActor {
     }
 }
 
-impl Handler<ForgetRun> for BudgetActor {
+impl Handler<RunIdle> for BudgetActor {
     type Result = ();
-    fn handle(&mut self, message: ForgetRun, _: &mut Context<Self>) {
-        self.runs.remove(&message.run);
+    fn handle(&mut self, message: RunIdle, _: &mut Context<Self>) {
+        self.park(message.run);
     }
 }
 
@@ -182,27 +242,60 @@ mod tests {
         );
     }
 
+    async fn record(budget: &Addr<BudgetActor>, run: RunId, estimate: u64, actual: u64) {
+        budget
+            .send(RecordUsage {
+                run,
+                estimate: EstimatedTokens::new(estimate),
+                usage: usage(actual),
+            })
+            .await
+            .unwrap();
+    }
+
     #[actix::test]
-    async fn a_forgotten_run_starts_again_from_identity() {
+    async fn an_idle_run_keeps_its_calibration_for_its_next_loop() {
         let budget = BudgetActor::default().start();
         let (run, other) = (RunId(9), RunId(10));
-        for each in [run, other] {
-            budget
-                .send(RecordUsage {
-                    run: each,
-                    estimate: EstimatedTokens::new(1000),
-                    usage: usage(2000),
-                })
-                .await
-                .unwrap();
-        }
-        assert_eq!(calibrated(&budget, run, 100).await, 200);
-        budget.send(ForgetRun { run }).await.unwrap();
-        assert_eq!(calibrated(&budget, run, 100).await, 100, "state is gone");
+        record(&budget, run, 1000, 2000).await;
+        record(&budget, other, 1000, 3000).await;
+        budget.send(RunIdle { run }).await.unwrap();
+        assert_eq!(calibrated(&budget, run, 100).await, 200, "the next loop");
+        assert_eq!(calibrated(&budget, other, 100).await, 300, "a live run");
+        budget.send(RunIdle { run }).await.unwrap();
+        record(&budget, run, 100, 400).await;
         assert_eq!(
-            calibrated(&budget, other, 100).await,
-            200,
-            "only that run's"
+            calibrated(&budget, run, 100).await,
+            400,
+            "a revived run calibrates as before"
         );
+    }
+
+    #[test]
+    fn the_runs_idle_longest_are_freed_and_live_ones_never() {
+        let mut budget = BudgetActor::keeping_idle(2);
+        let runs = [RunId(1), RunId(2), RunId(3), RunId(4)];
+        for (ratio, run) in (2..).zip(runs) {
+            budget.record(run, EstimatedTokens::new(100), usage(100 * ratio));
+        }
+        for run in &runs[..3] {
+            budget.park(*run);
+        }
+        assert_eq!((budget.live.len(), budget.idle.len()), (1, 2));
+        let scaled = |budget: &mut BudgetActor, run| {
+            budget
+                .calibration(run)
+                .apply(EstimatedTokens::new(100))
+                .get()
+        };
+        assert_eq!(scaled(&mut budget, runs[0]), 100, "idle longest: freed");
+        assert_eq!(scaled(&mut budget, runs[1]), 300);
+        assert_eq!(scaled(&mut budget, runs[2]), 400);
+        assert_eq!(scaled(&mut budget, runs[3]), 500, "live: kept");
+        assert_eq!((budget.live.len(), budget.idle.len()), (3, 0));
+        for run in runs {
+            budget.park(run);
+        }
+        assert_eq!((budget.live.len(), budget.idle.len()), (0, 2));
     }
 }

@@ -357,3 +357,58 @@ async fn an_unreachable_server_is_a_connect_error_after_retries() {
     assert!(!message.contains("http://"), "{message}");
     assert!(message.to_lowercase().contains("connect"), "{message}");
 }
+
+/// The server has not seen its `count`th request 200 ms from now.
+async fn not_sent_within_200_ms(server: &FakeLlm, count: usize) {
+    let sent = tokio::time::timeout(Duration::from_millis(200), server.wait_for_requests(count));
+    assert!(sent.await.is_err(), "request {count} waits for a free slot");
+}
+
+#[actix::test]
+async fn a_provider_has_at_most_its_limit_of_calls_in_flight() {
+    let server = FakeLlm::start([
+        Step::Hang,
+        Step::reply("from ollama"),
+        Step::reply("after the first"),
+    ]);
+    let providers = LlmProviders::start(LlmOptions {
+        ollama_base_url: Some(server.base_url().to_owned()),
+        concurrency: crate::llm::ConcurrencyLimits {
+            openai: 1,
+            ..crate::llm::ConcurrencyLimits::default()
+        },
+        ..openai_settings(&server)
+    })
+    .unwrap();
+    let call = |cancel: &CancellationToken| {
+        let (providers, cancel) = (providers.clone(), cancel.clone());
+        actix::spawn(async move { providers.complete(request("openai/m"), &cancel).await })
+    };
+    let first = CancellationToken::new();
+    let holding = call(&first);
+    bounded(server.wait_for_requests(1)).await;
+
+    let given_up = CancellationToken::new();
+    let waiting = call(&given_up);
+    not_sent_within_200_ms(&server, 2).await;
+    given_up.cancel();
+    assert_eq!(bounded(waiting).await.unwrap(), Err(LlmError::Aborted));
+
+    let other_provider = complete(&providers, "ollama/m").await.unwrap();
+    assert_eq!(
+        other_provider.content, "from ollama",
+        "limits are per provider"
+    );
+
+    let next = call(&CancellationToken::new());
+    not_sent_within_200_ms(&server, 3).await;
+    first.cancel();
+    assert_eq!(bounded(holding).await.unwrap(), Err(LlmError::Aborted));
+    let next = bounded(next).await.unwrap().unwrap();
+    assert_eq!(next.content, "after the first");
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "the cancelled waiter never sent"
+    );
+}

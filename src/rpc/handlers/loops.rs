@@ -9,7 +9,7 @@ use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
 use crate::agent::resume;
 use crate::config::ApplyEdits;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
-use crate::db::ids::{LoopId, RunId};
+use crate::db::ids::RunId;
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs};
@@ -155,31 +155,14 @@ enum LoopStart {
     },
 }
 
-/// Queues a loop, wakes the run's actor and waits for that loop's outcome.
+/// Queues a loop through the run's actor and waits for that loop's outcome.
 pub async fn run_loop(
     context: &CallContext,
     run: RunId,
     enqueue: LoopEnqueue,
 ) -> Result<Reply, AppError> {
-    let queued = context
-        .agent
-        .db
-        .call(move |conn| loops::enqueue_loop(conn, &enqueue))
-        .await?;
-    wait_for_loop(context, run, queued.id).await
-}
-
-async fn wait_for_loop(
-    context: &CallContext,
-    run: RunId,
-    loop_id: LoopId,
-) -> Result<Reply, AppError> {
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    context
-        .agent
-        .runs
-        .submit(&context.agent, run, Some(loop_id), Some(sender));
-    let outcome = receiver
+    let outcome = context.agent.runs.enqueue(&context.agent, enqueue).await?;
+    let outcome = outcome
         .await
         .map_err(|_| AppError::Internal("the run stopped before its loop ended".into()))?;
     let alias = current_alias(context, run).await?;
