@@ -44,7 +44,7 @@ use crate::plugins::Plugins;
 
 pub use outcome::finish;
 pub(crate) use outcome::{
-    fail, not_found, preview, propose_separately, propose_text, report, upsert, write,
+    fail, not_found, preview, propose_separately, propose_text, report, upsert, write, write_row,
 };
 
 /// `plugins` with every bundled tool, in display order: gather → reason → act →

@@ -38,6 +38,21 @@ pub(crate) fn write(
     body: &str,
     status: EntryStatus,
     attributes: Option<Value>,
+) -> Result<(), ToolError> {
+    let entry = EntryUpsertForm {
+        attributes,
+        ..upsert(scope, path, body, status)
+    };
+    Ok(entries::write_entry(scope.conn, &entry)?)
+}
+
+/// As [`write`], and returns the entry as stored.
+pub(crate) fn write_row(
+    scope: &mut ToolScope<'_>,
+    path: &str,
+    body: &str,
+    status: EntryStatus,
+    attributes: Option<Value>,
 ) -> Result<EntryRow, ToolError> {
     let entry = EntryUpsertForm {
         attributes,

@@ -31,7 +31,7 @@ use crate::plugins::tools::files;
 use crate::plugins::tools::{
     attribute_or, fail, file_changes_forbidden, finish, headed, is_pattern, listing, merge,
     non_empty, not_found, parse_fidelity, paths_of, pattern_header, preview, report, select,
-    summary_attribute, write,
+    summary_attribute, write, write_row,
 };
 
 /// The `set` tool.
@@ -335,7 +335,7 @@ fn write_entry(
 ) -> Result<EntryRow, ToolError> {
     let status = entries::get_entry(scope.conn, scope.run_id, path)?
         .map_or(EntryStatus::Ok, |row| row.status);
-    write(scope, path, body, status, attributes)
+    write_row(scope, path, body, status, attributes)
 }
 
 /// The `summary` keywords of the command as an attribute patch, when it has them.

@@ -13,7 +13,7 @@ use crate::db::queries::entries::get_entry;
 use crate::db::queries::selected;
 use crate::hedberg::{EditBlock, HedbergError};
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
-use crate::plugins::tools::{fail, finish, merge, select_settled, write};
+use crate::plugins::tools::{fail, finish, merge, select_settled, write, write_row};
 
 use super::prepared;
 
@@ -194,7 +194,7 @@ fn propose(
             failure(&file.path, before, &error.to_string()),
         ),
     };
-    let row = write(scope, &proposal_path, &file.body, status, Some(attributes))?;
+    let row = write_row(scope, &proposal_path, &file.body, status, Some(attributes))?;
     Ok(Handled::at(row.path))
 }
 
