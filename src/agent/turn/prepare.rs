@@ -63,9 +63,12 @@ pub(super) async fn prepare_packet(
     let run_id = input.run_id;
     let loop_id = input.loop_row.id;
     let mode = input.loop_row.mode;
-    let (row, rows, run) = agent
+    let (row, rows, run, guess) = agent
         .db
         .call(move |conn| {
+            // The size the previous turn's packet had: where the reported size starts.
+            let guess = turns::latest_turn(conn, run_id)?
+                .map_or(0, |previous| i64::from(previous.context_tokens));
             let row = match numbered {
                 Some(row) => row,
                 None => {
@@ -106,7 +109,7 @@ pub(super) async fn prepare_packet(
                 turn,
             };
             let rows = materialize(conn, target, plugins.as_ref(), tokens)?;
-            Ok((row, rows, run))
+            Ok((row, rows, run, guess))
         })
         .await?;
     let turn = row.sequence;
@@ -126,16 +129,16 @@ pub(super) async fn prepare_packet(
             tokens,
         )
     };
-    let unreported = assemble(0);
+    let first = assemble(guess);
     let measure = agent
         .budget
         .send(Calibrated {
             run: run_id,
-            estimate: estimate_of(&unreported),
+            estimate: estimate_of(&first),
         })
         .await
         .map_err(|_| LoopError::Stopping("the budget actor"))?;
-    let (packet, measure) = self_reporting(unreported, measure.calibration, assemble);
+    let (packet, measure) = self_reporting((first, guess), measure.calibration, assemble);
     Ok(PreparedPacket {
         turn: row,
         packet,
@@ -151,16 +154,16 @@ pub(super) fn estimate_of(packet: &Packet) -> EstimatedTokens {
 }
 
 /// Re-assembles the packet until the size it reports is its own calibrated size, starting
-/// from `unreported` (assembled reporting 0). The measure returned is always the true one of
-/// the packet returned; when the size has not settled after [`MAX_ASSEMBLIES`] the figure
-/// the model reads is a few tokens off.
+/// from `first`, a packet and the size it reports (a guess: the previous turn's size, so
+/// that most turns settle in two assemblies). The measure returned is always the true one
+/// of the packet returned; when the size has not settled after [`MAX_ASSEMBLIES`] the
+/// figure the model reads is a few tokens off.
 fn self_reporting(
-    unreported: Packet,
+    first: (Packet, i64),
     calibration: Calibration,
     assemble: impl Fn(i64) -> Packet,
 ) -> (Packet, CalibratedMeasure) {
-    let mut packet = unreported;
-    let mut reported = 0;
+    let (mut packet, mut reported) = first;
     for _ in 1..MAX_ASSEMBLIES {
         let size = calibration.apply(estimate_of(&packet)).get();
         let size = i64::try_from(size).unwrap_or(i64::MAX);
@@ -214,7 +217,7 @@ mod tests {
         let calibration =
             Calibration::from_turn(EstimatedTokens::new(100), ActualTokens::new(150)).unwrap();
         let assemble = |figure| packet(figure, 8_000, i64::MAX);
-        let (settled, measure) = self_reporting(assemble(0), calibration, assemble);
+        let (settled, measure) = self_reporting((assemble(0), 0), calibration, assemble);
         assert_eq!(
             i64::try_from(measure.calibrated.get()).unwrap(),
             reported(&settled)
@@ -226,7 +229,7 @@ mod tests {
     #[test]
     fn an_advisory_the_figure_brings_is_counted_too() {
         let assemble = |figure| packet(figure, 2_000, 400);
-        let (settled, measure) = self_reporting(assemble(0), Calibration::IDENTITY, assemble);
+        let (settled, measure) = self_reporting((assemble(0), 0), Calibration::IDENTITY, assemble);
         assert!(settled.user.ends_with('!'), "the advisory is shown");
         assert_eq!(
             i64::try_from(measure.calibrated.get()).unwrap(),
@@ -235,9 +238,36 @@ mod tests {
     }
 
     #[test]
+    fn a_good_guess_settles_in_fewer_assemblies_on_the_same_packet() {
+        let count = std::cell::Cell::new(0);
+        let assemble = |figure| {
+            count.set(count.get() + 1);
+            packet(figure, 8_000, i64::MAX)
+        };
+        let (from_zero, _) = self_reporting((assemble(0), 0), Calibration::IDENTITY, assemble);
+        let from_zero_count = count.replace(0);
+        let settled = reported(&from_zero);
+        let (guessed, measure) = self_reporting(
+            (assemble(settled), settled),
+            Calibration::IDENTITY,
+            assemble,
+        );
+        assert_eq!(guessed.user, from_zero.user, "the same packet");
+        assert_eq!(
+            i64::try_from(measure.calibrated.get()).unwrap(),
+            reported(&guessed)
+        );
+        assert!(
+            count.get() < from_zero_count,
+            "{} < {from_zero_count}",
+            count.get()
+        );
+    }
+
+    #[test]
     fn a_figure_that_never_settles_still_measures_the_packet_sent() {
         let assemble = |figure: i64| packet(figure, usize::try_from(figure).unwrap_or(0), 0);
-        let (sent, measure) = self_reporting(assemble(0), Calibration::IDENTITY, assemble);
+        let (sent, measure) = self_reporting((assemble(0), 0), Calibration::IDENTITY, assemble);
         assert_eq!(
             measure.calibrated,
             Calibration::IDENTITY.apply(estimate_of(&sent))
