@@ -2,7 +2,7 @@
 
 use crate::db::statement::statement;
 use diesel::prelude::*;
-use diesel::sql_types::BigInt;
+use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
 use crate::db::connection::write_transaction;
 use crate::db::enums::{LoopPriority, RunStatus};
@@ -74,12 +74,10 @@ pub fn finish_loop(
     status: RunStatus,
     result: Option<&serde_json::Value>,
 ) -> Result<LoopRow, DbError> {
-    diesel::update(loops::table.find(id))
-        .set((
-            loops::status.eq(status),
-            loops::result.eq(result.map(serde_json::Value::to_string)),
-        ))
-        .returning(LoopRow::as_returning())
+    statement("UPDATE loops SET status = ?, result = ? WHERE id = ? RETURNING *")
+        .bind::<Integer, _>(status)
+        .bind::<Nullable<Text>, _>(result.map(serde_json::Value::to_string))
+        .bind::<BigInt, _>(id)
         .get_result(conn)
         .optional()?
         .ok_or_else(|| DbError::NotFound(format!("loop {id}")))

@@ -222,13 +222,18 @@ pub fn abort_if_idle(conn: &mut SqliteConnection, id: RunId) -> Result<bool, DbE
 
 /// Takes the run's next turn number (returns it and advances the counter).
 pub fn take_turn_number(conn: &mut SqliteConnection, id: RunId) -> Result<i32, DbError> {
-    let next: i32 = diesel::update(runs::table.find(id))
-        .set(runs::next_turn.eq(runs::next_turn + 1))
-        .returning(runs::next_turn)
-        .get_result(conn)
-        .optional()?
-        .ok_or_else(|| DbError::NotFound(format!("run {id}")))?;
-    Ok(next - 1)
+    #[derive(QueryableByName)]
+    struct Taken {
+        #[diesel(sql_type = Integer)]
+        next_turn: i32,
+    }
+    let taken: Taken =
+        statement("UPDATE runs SET next_turn = next_turn + 1 WHERE id = ? RETURNING next_turn")
+            .bind::<BigInt, _>(id)
+            .get_result(conn)
+            .optional()?
+            .ok_or_else(|| DbError::NotFound(format!("run {id}")))?;
+    Ok(taken.next_turn - 1)
 }
 
 /// Creates a run (status 100) with the parent's settings and a copy of its store. The new
