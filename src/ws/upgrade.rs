@@ -3,36 +3,33 @@
 //!
 //! Served inside an ordinary HTTP response stream, a WebSocket keeps the dispatcher's read
 //! and write buffers (8 KiB each) for its whole life; idle editors would pay that. Here the
-//! socket is handed over after the `101`, reads go through a stack buffer into exactly
-//! sized chunks, and writes go out as the session encodes them, so a quiet connection holds
-//! no I/O buffer at all.
+//! socket is handed over after the `101`: [`SocketFrames`] reads it, and what the session
+//! encodes is written straight out, so a quiet connection holds no I/O buffer at all.
 
 use std::future::Future;
 use std::io;
-use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use actix_codec::{AsyncRead, Framed, ReadBuf};
+use actix::AsyncContext;
+use actix_codec::Framed;
 use actix_http::body::{BodySize, BoxBody, MessageBody};
 use actix_http::error::PayloadError;
 use actix_http::{h1, ws::Codec, ConnectionType, Request, Response, StatusCode};
 use actix_web::rt::net::TcpStream;
 use actix_web_actors::ws::WebsocketContext;
 use bytes::{Buf, Bytes};
-use futures_util::{SinkExt, Stream, StreamExt};
+use futures_util::{stream, SinkExt, Stream, StreamExt};
 use tokio::io::AsyncWrite;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::tcp::OwnedWriteHalf;
 
+use crate::ws::frames::SocketFrames;
 use crate::ws::gate;
 use crate::ws::session::WsSession;
 use crate::ws::state::ServerState;
 
 /// The paths that speak JSON-RPC over WebSocket.
 pub const SOCKET_PATHS: [&str; 2] = ["/", "/rpc"];
-
-/// Largest read from the socket at once.
-const READ_CHUNK: usize = 8 * 1024;
 
 /// Serves one request that asked for `Upgrade: websocket`, and then its session until the
 /// connection ends. A socket error only ends the connection (the peer is gone).
@@ -81,11 +78,21 @@ async fn handshake(
     };
     framed.send((accepted, BodySize::None).into()).await?;
     let parts = framed.into_parts();
-    let early = (!parts.read_buf.is_empty()).then(|| Bytes::copy_from_slice(&parts.read_buf));
     let (reader, writer) = parts.io.into_split();
-    let codec = Codec::new().max_size(server.max_frame_bytes);
+    let frames = SocketFrames::new(
+        reader,
+        &parts.read_buf,
+        Codec::new().max_size(server.max_frame_bytes),
+    );
     let session = WsSession::new(state.connections.next_id(), state.clone());
-    let outbound = WebsocketContext::with_codec(session, SocketReads { early, reader }, codec);
+    // The context's own reader gets a stream that never yields: the frames come from ours.
+    let outbound = WebsocketContext::with_factory(
+        stream::pending::<Result<Bytes, PayloadError>>(),
+        move |ctx| {
+            ctx.add_stream(frames);
+            session
+        },
+    );
     Ok(Some(Pump {
         outbound,
         writer,
@@ -139,30 +146,4 @@ async fn refuse(
     framed.send((head, size).into()).await?;
     framed.send(h1::Message::Chunk(Some(body))).await?;
     framed.send(h1::Message::Chunk(None)).await
-}
-
-/// The socket's bytes as they arrive, each chunk allocated to its size: what the client
-/// sent with its handshake first, then one read at a time.
-struct SocketReads {
-    early: Option<Bytes>,
-    reader: OwnedReadHalf,
-}
-
-impl Stream for SocketReads {
-    type Item = Result<Bytes, PayloadError>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        if let Some(early) = this.early.take() {
-            return Poll::Ready(Some(Ok(early)));
-        }
-        let mut chunk = [MaybeUninit::<u8>::uninit(); READ_CHUNK];
-        let mut read = ReadBuf::uninit(&mut chunk);
-        match Pin::new(&mut this.reader).poll_read(cx, &mut read) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Err(error)) => Poll::Ready(Some(Err(PayloadError::Io(error)))),
-            Poll::Ready(Ok(())) if read.filled().is_empty() => Poll::Ready(None),
-            Poll::Ready(Ok(())) => Poll::Ready(Some(Ok(Bytes::copy_from_slice(read.filled())))),
-        }
-    }
 }
