@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use actix::Actor;
 use actix_web::dev::ServerHandle;
-use actix_web::{web, App, HttpServer};
+use actix_web::web;
 
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
@@ -111,27 +111,7 @@ pub async fn start_with(
         agent,
         connections: ConnectionRegistry::default(),
     };
-    let data = web::Data::new(state.clone());
-    let max_frame = state.agent.settings.server.max_frame_bytes;
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(data.clone())
-            .app_data(web::PayloadConfig::new(max_frame))
-            .configure(crate::http::configure)
-    })
-    .disable_signals()
-    .tcp_nodelay(true)
-    .shutdown_timeout(10)
-    .bind((
-        state.agent.settings.server.host,
-        state.agent.settings.server.port,
-    ))?;
-    let addr = server
-        .addrs()
-        .first()
-        .copied()
-        .ok_or_else(|| anyhow::anyhow!("the server bound no address"))?;
-    let server = server.run();
+    let (server, addr) = crate::http::server(state.clone())?;
     let handle = server.handle();
     let done = actix_web::rt::spawn(server);
     tracing::info!(%addr, "rummy listening");

@@ -1,98 +1,108 @@
-//! Plain HTTP: the WebSocket entry with its gates, and the probes for orchestrators.
+//! HTTP: the listener, the socket paths for plain requests, and the probes for
+//! orchestrators.
 //!
-//! The gates run before the upgrade: a wrong or missing token gets 401, a browser
-//! `Origin` not on the allow-list gets 403, a plain GET on the socket path gets 426.
+//! Every request asking for `Upgrade: websocket` goes to [`upgrade::serve`], which owns the
+//! socket from then on; the routes here see only plain requests (a plain GET on the socket
+//! path gets 426).
 
+use std::io;
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use actix_web::{http::header, web, HttpRequest, HttpResponse};
-use actix_web_actors::ws;
+use actix_http::HttpService;
+use actix_service::{map_config, IntoServiceFactory, ServiceFactoryExt};
+use actix_web::dev::{fn_service, AppConfig, Server};
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, App, HttpRequest, HttpResponse};
+use futures_util::FutureExt;
 
 use crate::db::queries;
-use crate::ws::session::WsSession;
 use crate::ws::state::ServerState;
+use crate::ws::{gate, upgrade};
 
-/// Routes every HTTP path rummy serves.
-pub fn configure(config: &mut web::ServiceConfig) {
+/// Seconds a stopping server lets open connections finish.
+const SHUTDOWN_SECS: u64 = 10;
+
+/// Seconds a client has to close its side after the server's response, as actix-web's
+/// `HttpServer` allows.
+const CLIENT_DISCONNECT_SECS: u64 = 1;
+
+/// Connections waiting to be accepted, as actix-web's `HttpServer` allows.
+const BACKLOG: u32 = 1024;
+
+/// Binds the configured address and builds the server (not yet running); returns it with
+/// the address bound (the real port when 0 was asked for).
+pub fn server(state: ServerState) -> io::Result<(Server, SocketAddr)> {
+    let listener = bind(SocketAddr::new(
+        state.agent.settings.server.host,
+        state.agent.settings.server.port,
+    ))?;
+    let addr = listener.local_addr()?;
+    let builder = Server::build()
+        .disable_signals()
+        .shutdown_timeout(SHUTDOWN_SECS);
+    let shutdown = builder.graceful_shutdown_signal();
+    let builder = builder.listen("rummy", listener, move || {
+        let shutdown = shutdown.clone();
+        let sockets = state.clone();
+        let app = App::new()
+            .app_data(web::Data::new(state.clone()))
+            .app_data(web::PayloadConfig::new(
+                state.agent.settings.server.max_frame_bytes,
+            ))
+            .configure(configure)
+            .into_factory()
+            .map_err(|error| error.error_response());
+        HttpService::build()
+            .client_disconnect_timeout(Duration::from_secs(CLIENT_DISCONNECT_SECS))
+            .tcp_nodelay(true)
+            .local_addr(addr)
+            .graceful_shutdown_signal(move || {
+                let shutdown = shutdown.clone();
+                async move { shutdown.notified().await }
+            })
+            .upgrade(fn_service(move |(request, framed)| {
+                upgrade::serve(sockets.clone(), request, framed).map(Ok::<(), actix_http::Error>)
+            }))
+            // The app config's host only matters for URL generation, which rummy never does.
+            .finish(map_config(app, |()| AppConfig::default()))
+            .tcp()
+    })?;
+    Ok((builder.run(), addr))
+}
+
+fn bind(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)?.into_std()
+}
+
+/// Routes every plain HTTP path rummy serves.
+fn configure(config: &mut web::ServiceConfig) {
+    for path in upgrade::SOCKET_PATHS {
+        config.route(path, web::get().to(websocket));
+    }
     config
-        .route("/", web::get().to(websocket))
-        .route("/rpc", web::get().to(websocket))
         .route("/healthz", web::get().to(healthz))
         .route("/readyz", web::get().to(readyz))
         .route("/metrics", web::get().to(metrics));
 }
 
-async fn websocket(
-    request: HttpRequest,
-    stream: web::Payload,
-    app: web::Data<ServerState>,
-) -> actix_web::Result<HttpResponse> {
-    if let Some(token) = &app.agent.settings.server.auth_token {
-        if !presents_token(&request, token.expose()) {
-            return Ok(HttpResponse::Unauthorized()
-                .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
-                .body("a valid bearer token is required"));
-        }
+/// A plain GET on the socket path: the gates still answer first (a client learns it needs a
+/// token before it learns it needs WebSocket). Upgrade requests never get here: the
+/// listener hands them to [`upgrade::serve`].
+async fn websocket(request: HttpRequest, app: web::Data<ServerState>) -> HttpResponse {
+    if let Some(refusal) = gate::refusal(request.head(), &app.agent.settings.server) {
+        return refusal;
     }
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let allowed = origin.to_str().is_ok_and(|origin| {
-            app.agent
-                .settings
-                .server
-                .allowed_origins
-                .iter()
-                .any(|allowed| allowed == origin)
-        });
-        if !allowed {
-            return Ok(HttpResponse::Forbidden().body("origin not allowed"));
-        }
-    }
-    if !is_upgrade(&request) {
-        return Ok(
-            HttpResponse::build(actix_web::http::StatusCode::UPGRADE_REQUIRED)
-                .insert_header((header::UPGRADE, "websocket"))
-                .body("this endpoint speaks JSON-RPC over WebSocket"),
-        );
-    }
-    let session = WsSession::new(app.connections.next_id(), app.get_ref().clone());
-    ws::WsResponseBuilder::new(session, &request, stream)
-        .frame_size(app.agent.settings.server.max_frame_bytes)
-        .start()
-}
-
-fn is_upgrade(request: &HttpRequest) -> bool {
-    request
-        .headers()
-        .get(header::UPGRADE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.eq_ignore_ascii_case("websocket"))
-}
-
-fn presents_token(request: &HttpRequest, expected: &str) -> bool {
-    let from_header = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
-    if from_header.is_some_and(|token| constant_time_eq(token, expected)) {
-        return true;
-    }
-    web::Query::<std::collections::HashMap<String, String>>::from_query(request.query_string())
-        .ok()
-        .and_then(|query| query.get("token").cloned())
-        .is_some_and(|token| constant_time_eq(&token, expected))
-}
-
-/// Compares without an early exit, so timing does not reveal a matching prefix.
-fn constant_time_eq(given: &str, expected: &str) -> bool {
-    let given = given.as_bytes();
-    let expected = expected.as_bytes();
-    let mut difference = given.len() ^ expected.len();
-    for (index, byte) in expected.iter().enumerate() {
-        difference |= usize::from(byte ^ given.get(index).copied().unwrap_or(0));
-    }
-    difference == 0
+    HttpResponse::build(StatusCode::UPGRADE_REQUIRED)
+        .insert_header((header::UPGRADE, "websocket"))
+        .body("this endpoint speaks JSON-RPC over WebSocket")
 }
 
 async fn healthz() -> HttpResponse {
@@ -125,17 +135,4 @@ async fn metrics(state: web::Data<ServerState>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
         .body(state.agent.metrics.render(&runs))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::constant_time_eq;
-
-    #[test]
-    fn tokens_compare_exactly() {
-        assert!(constant_time_eq("s3cret", "s3cret"));
-        assert!(!constant_time_eq("s3cre", "s3cret"));
-        assert!(!constant_time_eq("s3cret!", "s3cret"));
-        assert!(!constant_time_eq("", "s3cret"));
-    }
 }

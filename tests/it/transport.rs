@@ -243,3 +243,54 @@ async fn a_silent_client_is_pinged_then_dropped() {
     let mut other = app.client().await;
     assert_eq!(other.ok("ping", json!({})).await, json!({}));
 }
+
+/// A client that writes its first frame in the same packet as its handshake.
+async fn raw_handshake_with(app: &TestApp, path: &str, then: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(app.addr()).await.unwrap();
+    let mut request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        app.addr()
+    )
+    .into_bytes();
+    request.extend_from_slice(then);
+    socket.write_all(&request).await.unwrap();
+    let mut received = Vec::new();
+    let mut chunk = [0; 4096];
+    while !String::from_utf8_lossy(&received).contains("\"result\"") {
+        let read =
+            tokio::time::timeout(std::time::Duration::from_secs(10), socket.read(&mut chunk))
+                .await
+                .unwrap()
+                .unwrap();
+        if read == 0 {
+            break;
+        }
+        received.extend_from_slice(&chunk[..read]);
+    }
+    String::from_utf8_lossy(&received).into_owned()
+}
+
+/// `text` as one masked client frame (mask 0: the payload goes as is).
+fn masked_text_frame(text: &str) -> Vec<u8> {
+    let mut frame = vec![0x81, 0x80 | u8::try_from(text.len()).unwrap(), 0, 0, 0, 0];
+    frame.extend_from_slice(text.as_bytes());
+    frame
+}
+
+#[actix_web::test]
+async fn a_frame_sent_with_the_handshake_is_served() {
+    let app = TestApp::start().await;
+    let ping = masked_text_frame(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
+    let received = raw_handshake_with(&app, "/", &ping).await;
+    assert!(received.starts_with("HTTP/1.1 101"), "{received}");
+    assert!(received.contains(r#""result":{}"#), "{received}");
+}
+
+#[actix_web::test]
+async fn an_upgrade_on_another_path_is_not_found() {
+    let app = TestApp::start().await;
+    let received = raw_handshake_with(&app, "/healthz", b"").await;
+    assert!(received.starts_with("HTTP/1.1 404"), "{received}");
+}

@@ -118,6 +118,26 @@ impl RpcClient {
         let _ = tokio::time::timeout(timeout, handshake).await;
     }
 
+    /// Stays open until `until`, answering the server's pings and ignoring anything else;
+    /// whether the connection lasted that long.
+    pub async fn idle_until(mut self, until: Instant) -> bool {
+        let listening = async {
+            while let Some(Ok(frame)) = self.framed.next().await {
+                let answered = match frame {
+                    Frame::Ping(payload) => self.framed.send(Message::Pong(payload)).await,
+                    Frame::Close(_) => return,
+                    _ => Ok(()),
+                };
+                if answered.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout_at(until.into(), listening)
+            .await
+            .is_err()
+    }
+
     async fn reply_to(&mut self, id: u64) -> Result<Answer, CallError> {
         loop {
             let frame = match self.framed.next().await {

@@ -6,6 +6,8 @@
 //! The report gives requests per second, latency percentiles per operation, errors by code
 //! and connection failures. `rummy-load fake-llm --port P` serves an OpenAI-compatible
 //! endpoint that answers every turn at once, so loops measure rummy's own work.
+//! `rummy-load idle --clients N --server-pid PID` holds N quiet connections and reports the
+//! server's memory per idle connection.
 //!
 //! The tool only ever talks to the URLs it is given, and refuses hosts other than loopback
 //! unless `--allow-remote` says otherwise.
@@ -19,6 +21,7 @@ use futures_util::future::{join, join_all};
 
 mod client;
 mod fake_llm;
+mod idle;
 mod llm;
 mod mix;
 mod report;
@@ -43,17 +46,42 @@ struct Cli {
 enum Command {
     /// Serve a fake OpenAI-compatible LLM that answers `<summarize>ok</summarize>` at once.
     FakeLlm(FakeLlmArgs),
+    /// Hold idle connections (one `ping` each) and report the server's memory per connection.
+    Idle(IdleArgs),
 }
 
-/// What to load and for how long.
+/// The server under load.
 #[derive(Args, Clone)]
-struct LoadArgs {
+struct Target {
     /// The server's WebSocket URL.
     #[arg(long, default_value = "ws://127.0.0.1:3044/")]
     url: String,
     /// Bearer token presented on connect.
     #[arg(long, env = "RUMMY_AUTH_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Allow a URL whose host is not loopback.
+    #[arg(long)]
+    allow_remote: bool,
+}
+
+impl Target {
+    /// Refuses `url` (and any other URL the run talks to) when it is not loopback, unless
+    /// `--allow-remote` says otherwise.
+    fn check(&self, others: Option<&String>) -> anyhow::Result<()> {
+        for url in std::iter::once(&self.url).chain(others) {
+            if !self.allow_remote && !is_loopback_url(url) {
+                bail!("{url} is not a loopback address; pass --allow-remote to load it anyway");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What to load and for how long.
+#[derive(Args, Clone)]
+struct LoadArgs {
+    #[command(flatten)]
+    target: Target,
     /// Concurrent clients running the request mix.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u16).range(0..=10_000))]
     connections: u16,
@@ -88,9 +116,29 @@ struct LoadArgs {
     /// Client threads, each with its own event loop.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=16))]
     threads: u8,
-    /// Allow a URL whose host is not loopback.
+}
+
+/// How many idle connections, and how long they are held. Each needs a file descriptor in
+/// this process and in the server: raise `ulimit -n` for both.
+#[derive(Args)]
+struct IdleArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Idle connections to hold.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    clients: u32,
+    /// Seconds between the last connection opening and the memory reading.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(0..=3_600))]
+    settle_secs: u64,
+    /// Seconds the connections stay open after the reading.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    hold_secs: u64,
+    /// Longest wait for a connection to open and answer its `ping`, in milliseconds.
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    timeout_ms: u64,
+    /// The server's process id (Linux, same machine): its `VmRSS` is read before and after.
     #[arg(long)]
-    allow_remote: bool,
+    server_pid: Option<u32>,
 }
 
 /// Where the fake LLM listens.
@@ -122,16 +170,27 @@ fn main() -> anyhow::Result<()> {
                 Duration::from_secs(args.seconds),
             ))
         }
+        Some(Command::Idle(args)) => {
+            args.target.check(None)?;
+            let plan = idle::IdlePlan {
+                url: args.target.url,
+                token: args.target.token,
+                clients: args.clients as usize,
+                settle: Duration::from_secs(args.settle_secs),
+                hold: Duration::from_secs(args.hold_secs),
+                timeout: Duration::from_millis(args.timeout_ms),
+                server_pid: args.server_pid,
+            };
+            let report = actix_web::rt::System::new().block_on(idle::run(plan));
+            print!("{report}");
+            Ok(())
+        }
         None => load(cli.load),
     }
 }
 
 fn load(args: LoadArgs) -> anyhow::Result<()> {
-    for url in std::iter::once(&args.url).chain(args.llm_url.as_ref()) {
-        if !args.allow_remote && !is_loopback_url(url) {
-            bail!("{url} is not a loopback address; pass --allow-remote to load it anyway");
-        }
-    }
+    args.target.check(args.llm_url.as_ref())?;
     if args.connections == 0 && args.asks == 0 {
         bail!("nothing to do: both --connections and --asks are 0");
     }
@@ -139,8 +198,8 @@ fn load(args: LoadArgs) -> anyhow::Result<()> {
     let completions_before = actix_web::rt::System::new().block_on(prepare_llm(&args, timeout))?;
     let started = Instant::now();
     let plan = Plan {
-        url: args.url.clone(),
-        token: args.token.clone(),
+        url: args.target.url.clone(),
+        token: args.target.token.clone(),
         deadline: started + Duration::from_secs(args.seconds),
         max_requests: args.requests,
         request_timeout: timeout,
@@ -179,9 +238,10 @@ async fn prepare_llm(args: &LoadArgs, timeout: Duration) -> anyhow::Result<Optio
         return Ok(None);
     };
     let model = llm::served_model(llm_url, timeout).await?;
-    let mut client = RpcClient::connect(&args.url, args.token.as_deref(), timeout)
+    let target = &args.target;
+    let mut client = RpcClient::connect(&target.url, target.token.as_deref(), timeout)
         .await
-        .with_context(|| format!("connecting to {}", args.url))?;
+        .with_context(|| format!("connecting to {}", target.url))?;
     llm::register(&mut client, &args.model, &model, timeout).await?;
     client.close(timeout).await;
     Ok(llm::completions_served(llm_url, timeout).await)
@@ -274,5 +334,16 @@ mod tests {
             cli.command,
             Some(Command::FakeLlm(FakeLlmArgs { port: 9000, .. }))
         ));
+        let cli = Cli::try_parse_from(["rummy-load", "idle", "--clients", "10000"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Idle(IdleArgs {
+                clients: 10_000,
+                settle_secs: 5,
+                hold_secs: 0,
+                ..
+            }))
+        ));
+        assert!(Cli::try_parse_from(["rummy-load", "idle", "--clients", "0"]).is_err());
     }
 }

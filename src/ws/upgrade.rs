@@ -1,0 +1,149 @@
+//! The WebSocket upgrade, taken over from the HTTP/1 dispatcher: gates, handshake, then the
+//! session runs on the bare socket.
+//!
+//! Served inside an ordinary HTTP response stream, a WebSocket keeps the dispatcher's read
+//! and write buffers (8 KiB each) for its whole life; idle editors would pay that. Here the
+//! socket is handed over after the `101`: [`SocketFrames`] reads it, and what the session
+//! encodes is written straight out, so a quiet connection holds no I/O buffer at all.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use actix::AsyncContext;
+use actix_codec::Framed;
+use actix_http::body::{BodySize, BoxBody, MessageBody};
+use actix_http::error::PayloadError;
+use actix_http::{h1, ws::Codec, ConnectionType, Request, Response, StatusCode};
+use actix_web::rt::net::TcpStream;
+use actix_web_actors::ws::WebsocketContext;
+use bytes::{Buf, Bytes};
+use futures_util::{stream, SinkExt, Stream, StreamExt};
+use tokio::io::AsyncWrite;
+use tokio::net::tcp::OwnedWriteHalf;
+
+use crate::ws::frames::SocketFrames;
+use crate::ws::gate;
+use crate::ws::session::WsSession;
+use crate::ws::state::ServerState;
+
+/// The paths that speak JSON-RPC over WebSocket.
+pub const SOCKET_PATHS: [&str; 2] = ["/", "/rpc"];
+
+/// Serves one request that asked for `Upgrade: websocket`, and then its session until the
+/// connection ends. A socket error only ends the connection (the peer is gone).
+///
+/// Boxed: the dispatcher's task is sized for its largest state, and every connection would
+/// pay for this future's size inline. The handshake is boxed again, so that once the session
+/// runs only the [`Pump`] is left.
+pub fn serve(
+    state: ServerState,
+    request: Request,
+    framed: Framed<TcpStream, h1::Codec>,
+) -> Pin<Box<dyn Future<Output = ()>>> {
+    Box::pin(async move {
+        match Box::pin(handshake(state, request, framed)).await {
+            Ok(Some(pump)) => pump.await,
+            Ok(None) => {}
+            Err(error) => tracing::debug!(%error, "websocket handshake failed"),
+        }
+    })
+}
+
+/// Answers the request: a refusal (`None`), or `101` and the session on the bare socket.
+/// The request ends here: its headers point into the dispatcher's read buffer and would keep
+/// it alive.
+async fn handshake(
+    state: ServerState,
+    request: Request,
+    mut framed: Framed<TcpStream, h1::Codec>,
+) -> io::Result<Option<Pump<impl Stream<Item = Result<Bytes, actix_web::Error>>>>> {
+    let head = request.head();
+    if !SOCKET_PATHS.contains(&head.uri.path()) {
+        refuse(&mut framed, Response::new(StatusCode::NOT_FOUND)).await?;
+        return Ok(None);
+    }
+    let server = &state.agent.settings.server;
+    if let Some(refusal) = gate::refusal(head, server) {
+        refuse(&mut framed, refusal.into()).await?;
+        return Ok(None);
+    }
+    let accepted = match actix_http::ws::handshake(head) {
+        Ok(mut accepted) => accepted.finish().drop_body(),
+        Err(error) => {
+            refuse(&mut framed, error.into()).await?;
+            return Ok(None);
+        }
+    };
+    framed.send((accepted, BodySize::None).into()).await?;
+    let parts = framed.into_parts();
+    let (reader, writer) = parts.io.into_split();
+    let frames = SocketFrames::new(
+        reader,
+        &parts.read_buf,
+        Codec::new().max_size(server.max_frame_bytes),
+    );
+    let session = WsSession::new(state.connections.next_id(), state.clone());
+    // The context's own reader gets a stream that never yields: the frames come from ours.
+    let outbound = WebsocketContext::with_factory(
+        stream::pending::<Result<Bytes, PayloadError>>(),
+        move |ctx| {
+            ctx.add_stream(frames);
+            session
+        },
+    );
+    Ok(Some(Pump {
+        outbound,
+        writer,
+        pending: Bytes::new(),
+    }))
+}
+
+/// Runs a session: polls it (which reads the socket and drives the actor) and writes what
+/// it encodes, until it stops or the peer goes. Dropping the writer closes the socket.
+struct Pump<S> {
+    outbound: S,
+    writer: OwnedWriteHalf,
+    /// Encoded bytes the socket has not taken yet.
+    pending: Bytes,
+}
+
+impl<S> Future for Pump<S>
+where
+    S: Stream<Item = Result<Bytes, actix_web::Error>> + Unpin,
+{
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        loop {
+            while !this.pending.is_empty() {
+                match Pin::new(&mut this.writer).poll_write(cx, &this.pending) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Poll::Ready(()),
+                    Poll::Ready(Ok(written)) => this.pending.advance(written),
+                }
+            }
+            match this.outbound.poll_next_unpin(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(chunk))) => this.pending = chunk,
+                Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(()),
+            }
+        }
+    }
+}
+
+/// Answers with `response` and ends the connection.
+async fn refuse(
+    framed: &mut Framed<TcpStream, h1::Codec>,
+    response: Response<BoxBody>,
+) -> io::Result<()> {
+    let (mut head, body) = response.into_parts();
+    head.head_mut().set_connection_type(ConnectionType::Close);
+    let body = body.try_into_bytes().unwrap_or_default();
+    let size = BodySize::Sized(body.len() as u64);
+    framed.send((head, size).into()).await?;
+    framed.send(h1::Message::Chunk(Some(body))).await?;
+    framed.send(h1::Message::Chunk(None)).await
+}
