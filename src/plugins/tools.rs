@@ -4,7 +4,8 @@
 //! Each tool has one file, except pairs that differ only in name and a rule or two: `cp`
 //! and `mv` are one [`transfer::Transfer`], `env` and `sh` one
 //! [`command_proposal::CommandProposal`], `summarize` and `update` one
-//! [`status_signal::StatusSignal`], and the legacy `thought` and `mcp`, one [`kept::Kept`].
+//! [`status_signal::StatusSignal`], and `think` with the legacy `thought` and `mcp`, one
+//! [`kept::Kept`].
 //! A tool is one file: its name, tag, docs, views, scheme and flags, its input and what it
 //! does; bundling it is one more line in [`bundled`] (a tool outside the crate is
 //! registered the same way, with [`Plugins::with`]).
@@ -23,7 +24,6 @@ pub mod set;
 pub mod status_signal;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod think;
 pub mod transfer;
 pub mod unknown;
 
@@ -64,7 +64,7 @@ pub(crate) fn bundled(plugins: Plugins) -> Plugins {
         .with(status_signal::StatusSignal::SUMMARIZE)
         .with(status_signal::StatusSignal::UPDATE)
         .with(ask_user::AskUser)
-        .with(think::Think)
+        .with(kept::Kept::THINK)
         .with(kept::Kept::THOUGHT)
         .with(kept::Kept::MCP)
 }

@@ -40,6 +40,39 @@ async fn scanned(app: &TestApp, name: &str, files: &[(&str, &str)]) -> (Client, 
     (client, run)
 }
 
+/// The database thread, busy with a unit of work that waits until released.
+struct HeldWriter {
+    release: mpsc::Sender<()>,
+    unit: actix_web::rt::task::JoinHandle<Result<(), rummy::db::DbError>>,
+}
+
+impl HeldWriter {
+    /// Returns once the writer has started the unit.
+    async fn hold(app: &TestApp) -> HeldWriter {
+        let (entered, busy) = tokio::sync::oneshot::channel::<()>();
+        let (release, held) = mpsc::channel::<()>();
+        let state = app.server.state.clone();
+        let unit = actix_web::rt::spawn(async move {
+            state
+                .agent
+                .db
+                .call(move |_| {
+                    let _ = entered.send(());
+                    let _ = held.recv();
+                    Ok(())
+                })
+                .await
+        });
+        busy.await.unwrap();
+        HeldWriter { release, unit }
+    }
+
+    async fn release(self) {
+        self.release.send(()).unwrap();
+        self.unit.await.unwrap().unwrap();
+    }
+}
+
 #[actix_web::test]
 async fn an_xpath_body_filter_stops_with_a_work_limit_error() {
     let llm = FakeLlm::start([]);
@@ -246,24 +279,12 @@ async fn readyz_is_not_ready_while_the_database_thread_is_stuck() {
         http.get(&readyz).send().await.unwrap().status().as_u16(),
         200
     );
-    let (release, held) = mpsc::channel::<()>();
-    let state = app.server.state.clone();
-    let stuck = actix_web::rt::spawn(async move {
-        state
-            .agent
-            .db
-            .call(move |_| {
-                let _ = held.recv();
-                Ok(())
-            })
-            .await
-    });
+    let writer = HeldWriter::hold(&app).await;
     let mut probe = http.get(&readyz).send().await.unwrap();
     assert_eq!(probe.status().as_u16(), 503);
     let body = String::from_utf8(probe.body().await.unwrap().to_vec()).unwrap();
     assert!(body.contains("database thread"), "{body}");
-    release.send(()).unwrap();
-    stuck.await.unwrap().unwrap();
+    writer.release().await;
     assert_eq!(
         http.get(&readyz).send().await.unwrap().status().as_u16(),
         200
@@ -275,21 +296,7 @@ async fn read_only_methods_are_answered_while_the_writer_is_busy() {
     let llm = FakeLlm::start([]);
     let app = app_with(&llm, &[("RUMMY_RPC_TIMEOUT", "3000")]).await;
     let (mut client, run) = scanned(&app, "reads", &[("a.txt", "alpha\n")]).await;
-    let (entered, busy) = tokio::sync::oneshot::channel::<()>();
-    let (release, held) = mpsc::channel::<()>();
-    let state = app.server.state.clone();
-    let stuck = actix_web::rt::spawn(async move {
-        state
-            .agent
-            .db
-            .call(move |_| {
-                let _ = entered.send(());
-                let _ = held.recv();
-                Ok(())
-            })
-            .await
-    });
-    busy.await.unwrap();
+    let writer = HeldWriter::hold(&app).await;
     let runs = client.ok("getRuns", json!({})).await;
     assert_eq!(runs[0]["run"], json!(run), "{runs}");
     let detail = client.ok("getRun", json!({"run": run})).await;
@@ -297,8 +304,7 @@ async fn read_only_methods_are_answered_while_the_writer_is_busy() {
     let models = client.ok("getModels", json!({})).await;
     assert!(models.to_string().contains("fake"), "{models}");
     client.ok("getSkills", json!({"run": run})).await;
-    release.send(()).unwrap();
-    stuck.await.unwrap().unwrap();
+    writer.release().await;
 }
 
 #[actix_web::test]
