@@ -8,7 +8,6 @@ use crate::parser::{Command, TaggedText};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ClientCall, SchemeSpec, ToolInfo, ToolKind, TypedTool};
 
-/// The `think` tool.
 pub struct Think;
 
 impl ToolInfo for Think {
