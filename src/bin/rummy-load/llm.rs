@@ -14,7 +14,6 @@ const FALLBACK_CONTEXT: u64 = 8192;
 /// The model an OpenAI-compatible server lists first, and its context size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServedModel {
-    /// Its id.
     pub id: String,
     /// Its context size in tokens.
     pub context: u64,
@@ -26,9 +25,7 @@ pub enum LlmSetupError {
     /// The HTTP request failed.
     #[error("{url}: {reason}")]
     Http {
-        /// What was asked.
         url: String,
-        /// Why it failed.
         reason: String,
     },
     /// `/v1/models` listed nothing usable.
