@@ -196,6 +196,7 @@ pub struct UsageTotals {
     pub completion_tokens: i64,
     pub reasoning_tokens: i64,
     pub total_tokens: i64,
+    /// In US dollars.
     pub cost: f64,
 }
 

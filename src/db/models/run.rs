@@ -97,6 +97,7 @@ pub struct RunUsage {
     pub reasoning_tokens: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub total_tokens: i64,
+    /// In US dollars.
     #[diesel(sql_type = diesel::sql_types::Double)]
     pub cost: f64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
@@ -165,7 +166,7 @@ pub(crate) struct LoopInsertForm {
 }
 
 /// One LLM call, with its telemetry.
-/// `prompt_tokens` … `total_tokens` and `cost` are the provider's usage report.
+/// `prompt_tokens` … `total_tokens` and `cost` (US dollars) are the provider's usage report.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = turns, check_for_backend(diesel::sqlite::Sqlite))]
 pub struct TurnRow {
@@ -199,7 +200,7 @@ pub struct TurnInsertForm {
 }
 
 /// Update form for a turn's telemetry, written after the LLM call.
-/// `prompt_tokens` … `total_tokens` and `cost` are the provider's usage report.
+/// `prompt_tokens` … `total_tokens` and `cost` (US dollars) are the provider's usage report.
 #[derive(Debug, Clone, Default, PartialEq, AsChangeset)]
 #[diesel(table_name = turns)]
 pub struct TurnUsageForm {
