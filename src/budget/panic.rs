@@ -110,7 +110,7 @@ pub enum PanicFailure {
     RecoveryOverflowed {
         /// The prompt's label.
         prompt: String,
-        /// The packet.
+        /// The packet measured.
         measured: CalibratedTokens,
         window: ContextWindow,
     },
