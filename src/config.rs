@@ -80,10 +80,7 @@ pub enum ConfigError {
     Layer(#[from] config::ConfigError),
     /// `$RUMMY_HOME/.env` exists but cannot be parsed.
     #[error("cannot read {path}: {message}")]
-    DotEnv {
-        path: PathBuf,
-        message: String,
-    },
+    DotEnv { path: PathBuf, message: String },
     /// A value is out of its allowed range.
     #[error("configuration: {0}")]
     Invalid(String),

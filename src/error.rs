@@ -78,10 +78,7 @@ pub enum AppError {
     NameTaken(String),
     /// A short method ran past `RUMMY_RPC_TIMEOUT`.
     #[error("RPC '{method}' timed out after {timeout_ms}ms.")]
-    Timeout {
-        method: String,
-        timeout_ms: u64,
-    },
+    Timeout { method: String, timeout_ms: u64 },
     /// Too many requests in flight on this connection.
     #[error("Too many requests in flight ({0}); wait for replies before sending more.")]
     Overloaded(usize),

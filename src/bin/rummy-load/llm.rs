@@ -24,10 +24,7 @@ pub struct ServedModel {
 pub enum LlmSetupError {
     /// The HTTP request failed.
     #[error("{url}: {reason}")]
-    Http {
-        url: String,
-        reason: String,
-    },
+    Http { url: String, reason: String },
     /// `/v1/models` listed nothing usable.
     #[error("{0}/v1/models lists no model")]
     NoModel(String),

@@ -104,10 +104,7 @@ pub enum Selector {
     Path(String),
     /// Every entry whose path matches `path` (hedmatch, not normalised) and, when given,
     /// whose body contains a match for `body` (hedsearch).
-    Pattern {
-        path: String,
-        body: Option<String>,
-    },
+    Pattern { path: String, body: Option<String> },
 }
 
 /// A proposal waiting for the client (`v_unresolved`).
