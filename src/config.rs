@@ -80,12 +80,7 @@ pub enum ConfigError {
     Layer(#[from] config::ConfigError),
     /// `$RUMMY_HOME/.env` exists but cannot be parsed.
     #[error("cannot read {path}: {message}")]
-    DotEnv {
-        /// The file.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
+    DotEnv { path: PathBuf, message: String },
     /// A value is out of its allowed range.
     #[error("configuration: {0}")]
     Invalid(String),
@@ -117,23 +112,14 @@ impl<'de> Deserialize<'de> for Secret {
 /// Everything rummy is configured with.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
-    /// The listener and its connections.
     pub server: ServerSettings,
-    /// Home directory and database.
     pub storage: StorageSettings,
-    /// Token estimate and entry size gate.
     pub tokens: TokenSettings,
-    /// Loop limits and defaults.
     pub agent: AgentSettings,
-    /// Project file scanning.
     pub scan: ScanSettings,
-    /// Limits of pattern and edit work, and the database thread's watchdog.
     pub work: WorkSettings,
-    /// LLM provider endpoints and credentials.
     pub providers: ProviderSettings,
-    /// The web search backend.
     pub search: SearchSettings,
-    /// Logging.
     pub log: LogSettings,
     /// Models seeded into the catalogue at start, by alias.
     #[serde(default)]
@@ -143,7 +129,6 @@ pub struct Settings {
 /// The listener and its connections.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ServerSettings {
-    /// Address to bind.
     pub host: IpAddr,
     /// Port to bind (0 picks a free one).
     pub port: u16,
@@ -282,11 +267,8 @@ pub struct ProviderSettings {
     pub openai_base_url: String,
     /// OpenAI-compatible key.
     pub openai_api_key: Secret,
-    /// Ollama base URL.
     pub ollama_base_url: String,
-    /// OpenRouter base URL.
     pub openrouter_base_url: String,
-    /// OpenRouter key.
     pub openrouter_api_key: Secret,
     /// OpenRouter `HTTP-Referer` header.
     pub http_referer: String,
@@ -294,7 +276,6 @@ pub struct ProviderSettings {
     pub x_title: String,
     /// xAI Responses endpoint.
     pub xai_base_url: String,
-    /// xAI key.
     pub xai_api_key: Secret,
     /// Context size for OpenRouter models with none stored (0 = discover).
     pub context_size: u64,
@@ -307,10 +288,9 @@ pub struct SearchSettings {
     pub searxng_url: String,
 }
 
-/// Logging.
 #[derive(Debug, Clone, Deserialize)]
 pub struct LogSettings {
-    /// tracing filter.
+    /// A `tracing` `EnvFilter` directive; an invalid one falls back to `info`.
     pub filter: String,
     /// Log every frame.
     pub debug: bool,

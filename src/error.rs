@@ -78,12 +78,7 @@ pub enum AppError {
     NameTaken(String),
     /// A short method ran past `RUMMY_RPC_TIMEOUT`.
     #[error("RPC '{method}' timed out after {timeout_ms}ms.")]
-    Timeout {
-        /// The method.
-        method: String,
-        /// The limit.
-        timeout_ms: u64,
-    },
+    Timeout { method: String, timeout_ms: u64 },
     /// Too many requests in flight on this connection.
     #[error("Too many requests in flight ({0}); wait for replies before sending more.")]
     Overloaded(usize),
@@ -99,7 +94,6 @@ pub enum AppError {
     /// limit).
     #[error("{0}")]
     WorkLimit(String),
-    /// The database failed.
     #[error(transparent)]
     Db(#[from] DbError),
     /// A path or project file operation failed.
@@ -113,7 +107,6 @@ pub enum AppError {
 /// A JSON-RPC error object: code and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RpcError {
-    /// JSON-RPC error code.
     pub code: i64,
     /// Human-readable text (the reference wording where one exists).
     pub message: String,

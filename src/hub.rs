@@ -26,7 +26,6 @@ pub struct Outbound(pub Arc<str>);
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Subscribe {
-    /// The connection.
     pub conn: ConnId,
     /// Where its frames go.
     pub recipient: Recipient<Outbound>,
@@ -36,7 +35,6 @@ pub struct Subscribe {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Unsubscribe {
-    /// The connection.
     pub conn: ConnId,
 }
 
@@ -46,7 +44,6 @@ pub struct Unsubscribe {
 pub struct Publish {
     /// The run it is about; its notifications are numbered 1, 2, ...
     pub run: RunId,
-    /// What to send.
     pub notification: Notification,
 }
 

@@ -18,13 +18,11 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// A client connected.
     pub fn connection_opened(&self) {
         self.connections_open.fetch_add(1, Ordering::Relaxed);
         self.connections_total.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A client disconnected.
     pub fn connection_closed(&self) {
         self.connections_open.fetch_sub(1, Ordering::Relaxed);
     }

@@ -22,9 +22,7 @@ use crate::project_actor::ProjectRegistry;
 /// The store, the actors and the plugins a run needs. Cheap to clone.
 #[derive(Clone)]
 pub struct AgentContext {
-    /// The server's settings.
     pub settings: Arc<Settings>,
-    /// The store.
     pub db: DbHandle,
     /// Notification fan-out per project.
     pub hubs: HubRegistry,
@@ -42,7 +40,6 @@ pub struct AgentContext {
     pub projects: ProjectRegistry,
     /// The observers of runs (the transcript).
     pub events: Arc<Events>,
-    /// Process counters.
     pub metrics: Arc<Metrics>,
 }
 

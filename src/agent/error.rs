@@ -12,7 +12,6 @@ pub enum LoopError {
     /// The LLM failed after its retries.
     #[error("{0}")]
     Llm(#[from] crate::llm::LlmError),
-    /// The store failed.
     #[error("{0}")]
     Db(#[from] DbError),
     /// Dispatching the model's commands failed outside the store.

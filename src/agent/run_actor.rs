@@ -31,7 +31,6 @@ use crate::db::DbError;
 /// The loop a run actor is executing now, how to stop it, and when it has stopped.
 #[derive(Debug, Clone)]
 pub struct CurrentLoop {
-    /// The loop.
     pub id: LoopId,
     /// Cancelling it ends the loop with 499 and drops its LLM request.
     pub cancel: CancellationToken,

@@ -58,7 +58,6 @@ impl StoredState {
 
 /// Where a turn's state goes and what it reports besides the store.
 pub struct TurnFacts<'a> {
-    /// The run.
     pub run: RunId,
     /// Its project, for routing.
     pub project: ProjectId,

@@ -83,7 +83,6 @@ impl TurnReport {
 pub enum TurnEnd {
     /// The packet does not fit the window; the LLM was not called.
     Overflow {
-        /// By how much.
         overflow: Overflow,
         /// The calibrated size of the loop's prompt.
         incoming_prompt: CalibratedTokens,
@@ -100,7 +99,6 @@ pub enum TurnEnd {
     Completed(TurnReport),
 }
 
-/// Runs one turn.
 pub async fn execute_turn(
     agent: &AgentContext,
     input: TurnInput<'_>,

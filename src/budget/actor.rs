@@ -26,7 +26,6 @@ pub const IDLE_RUNS: usize = 1024;
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "Calibration")]
 pub struct RecordUsage {
-    /// The run.
     pub run: RunId,
     /// The assembled estimate of the packet sent.
     pub estimate: EstimatedTokens,
@@ -38,7 +37,6 @@ pub struct RecordUsage {
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "CalibratedMeasure")]
 pub struct Calibrated {
-    /// The run.
     pub run: RunId,
     /// This turn's assembled estimate.
     pub estimate: EstimatedTokens,
@@ -49,7 +47,6 @@ pub struct Calibrated {
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
 pub struct RunIdle {
-    /// The run.
     pub run: RunId,
 }
 

@@ -124,7 +124,6 @@ impl fmt::Display for Calibration {
 pub struct CalibratedMeasure {
     /// The packet in provider units.
     pub calibrated: CalibratedTokens,
-    /// The calibration used.
     pub calibration: Calibration,
 }
 

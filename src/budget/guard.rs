@@ -151,7 +151,6 @@ impl BudgetGuard {
         self.total
     }
 
-    /// The ceiling.
     pub fn ceiling(&self) -> CalibratedTokens {
         self.ceiling
     }

@@ -56,9 +56,7 @@ pub enum PanicFailure {
     PromptTooLarge {
         /// The prompt's label.
         prompt: String,
-        /// Its size.
         prompt_tokens: CalibratedTokens,
-        /// The window.
         window: ContextWindow,
     },
     /// The context without the prompt leaves no room even for the panic prompt.
@@ -74,7 +72,6 @@ pub enum PanicFailure {
         context: CalibratedTokens,
         /// The panic prompt's size.
         panic_prompt: CalibratedTokens,
-        /// The window.
         window: ContextWindow,
     },
     /// The retry after a panic overflowed again.
@@ -87,9 +84,8 @@ pub enum PanicFailure {
         prompt: String,
         /// The retry's packet.
         measured: CalibratedTokens,
-        /// The window.
         window: ContextWindow,
-        /// How far over.
+        /// Tokens over the window.
         overflow: u64,
     },
     /// The panic loop made no progress for too many turns.
@@ -104,7 +100,6 @@ pub enum PanicFailure {
         strikes: u32,
         /// The packet at the last turn.
         measured: CalibratedTokens,
-        /// The target.
         target: CalibratedTokens,
     },
     /// A panic loop itself outgrew the window.
@@ -115,9 +110,8 @@ pub enum PanicFailure {
     RecoveryOverflowed {
         /// The prompt's label.
         prompt: String,
-        /// The packet.
+        /// The packet measured.
         measured: CalibratedTokens,
-        /// The window.
         window: ContextWindow,
     },
 }

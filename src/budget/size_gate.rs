@@ -14,9 +14,7 @@ pub const DEFAULT_MAX_ENTRY_TOKENS: u64 = 512;
 pub struct EntryTooLarge {
     /// The entry's path as the model gave it (or as it was derived).
     pub path: String,
-    /// Its size.
     pub tokens: EntryTokens,
-    /// The limit.
     pub limit: EntryTokens,
 }
 

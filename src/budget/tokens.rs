@@ -29,7 +29,6 @@ macro_rules! token_measure {
                 Self(tokens)
             }
 
-            /// The count.
             pub const fn get(self) -> u64 {
                 self.0
             }
@@ -132,7 +131,6 @@ impl ContextWindow {
         ContextWindow(tokens)
     }
 
-    /// The window size.
     pub const fn get(self) -> u64 {
         self.0
     }

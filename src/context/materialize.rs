@@ -36,13 +36,11 @@ pub struct ContextRow {
     pub path: String,
     /// The scheme, `None` for a bare file path.
     pub scheme: Option<String>,
-    /// HTTP-like entry status.
     pub status: EntryStatus,
     /// Visible fidelity (never archive).
     pub fidelity: Fidelity,
     /// The section it belongs to.
     pub category: Category,
-    /// The entry's attributes.
     pub attributes: Map<String, Value>,
     /// The turn of the entry's last touch.
     pub source_turn: i32,
@@ -126,7 +124,6 @@ pub fn materialize(
 /// The turn a snapshot belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TurnTarget {
-    /// The run.
     pub run_id: RunId,
     /// The loop the turn belongs to.
     pub loop_id: Option<LoopId>,
@@ -197,7 +194,6 @@ impl MaterializeContext {
 /// DB-thread work: read and project the context without storing it (measurements after
 /// dispatch must not overwrite what the model saw).
 pub struct ReadContext {
-    /// The run.
     pub run_id: RunId,
     /// The tool registry's views.
     pub projector: Arc<dyn Projector>,

@@ -69,7 +69,6 @@ impl Bucket {
 /// One bucket of `context_distribution`: the tokens and entries of the packet it accounts for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct BucketShare {
-    /// The category bucket.
     pub bucket: Bucket,
     /// Its share of the assembled estimate.
     pub tokens: i64,

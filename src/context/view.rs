@@ -11,7 +11,6 @@ pub struct EntryView<'a> {
     pub path: &'a str,
     /// The scheme, or `None` for a bare file path.
     pub scheme: Option<&'a str>,
-    /// HTTP-like entry status.
     pub status: EntryStatus,
     /// The fidelity the model sees it at (never `Archive` here).
     pub fidelity: Fidelity,
@@ -19,7 +18,6 @@ pub struct EntryView<'a> {
     pub category: Category,
     /// The raw body (already `""` at index fidelity).
     pub body: &'a str,
-    /// The entry's attributes.
     pub attributes: &'a Map<String, Value>,
     /// Turn of the entry's last touch.
     pub turn: i64,

@@ -201,17 +201,13 @@ integer_enum! {
     RunStatus {
         /// Created or enqueued, not started.
         Queued => 100,
-        /// Executing.
         Running => 102,
-        /// Finished normally.
         Completed => 200,
         /// Waiting for the client to resolve proposals.
         Proposed => 202,
         /// The context overflowed and could not be recovered.
         TooLarge => 413,
-        /// Aborted.
         Aborted => 499,
-        /// Failed.
         Failed => 500,
     }
 }
@@ -220,7 +216,6 @@ integer_enum! {
     /// The state of an entry (HTTP-like codes, PROTOCOL §4.3 "Entry statuses"): how the command that wrote it
     /// went, or where its proposal stands.
     EntryStatus {
-        /// Done.
         Ok => 200,
         /// A proposal waiting for the client.
         Proposed => 202,

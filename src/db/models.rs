@@ -30,7 +30,6 @@ pub struct SchemeRow {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = projects, check_for_backend(diesel::sqlite::Sqlite))]
 pub struct ProjectRow {
-    /// Row id.
     pub id: ProjectId,
     /// Unique project name.
     pub name: String,
@@ -50,7 +49,6 @@ pub struct ProjectInsertForm {
     pub name: String,
     /// Absolute source root.
     pub project_root: Option<String>,
-    /// Config file path.
     pub config_path: Option<String>,
 }
 
@@ -58,7 +56,6 @@ pub struct ProjectInsertForm {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = models, check_for_backend(diesel::sqlite::Sqlite))]
 pub struct ModelRow {
-    /// Row id.
     pub id: ModelId,
     /// What clients pass as `model`.
     pub alias: String,
@@ -86,9 +83,7 @@ pub struct ModelInsertForm {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = file_constraints, check_for_backend(diesel::sqlite::Sqlite))]
 pub struct ConstraintRow {
-    /// Row id.
     pub id: ConstraintId,
-    /// Owning project.
     pub project_id: ProjectId,
     /// Path or glob relative to the project root.
     pub pattern: String,
@@ -102,7 +97,6 @@ pub struct ConstraintRow {
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = file_constraints)]
 pub struct ConstraintInsertForm {
-    /// Owning project.
     pub project_id: ProjectId,
     /// Path or glob relative to the project root.
     pub pattern: String,
@@ -116,7 +110,6 @@ pub struct ConstraintInsertForm {
 pub struct RpcLogInsertForm {
     /// The connection's project, when initialised.
     pub project_id: Option<ProjectId>,
-    /// JSON-RPC method name.
     pub method: String,
     /// The request id as JSON text.
     pub rpc_id: Option<String>,
@@ -124,7 +117,6 @@ pub struct RpcLogInsertForm {
     pub params: Option<String>,
     /// The result as JSON text; cut to [`RPC_LOG_RESULT_MAX_CHARS`] on insert.
     pub result: Option<String>,
-    /// The error message.
     pub error: Option<String>,
 }
 

@@ -21,7 +21,7 @@ pub struct Statement<'a> {
     binds: Vec<Box<dyn QueryFragment<Sqlite> + Send + 'a>>,
 }
 
-/// The statement `sql`.
+/// A [`Statement`] for `sql` with nothing bound yet.
 pub fn statement<'a>(sql: &'static str) -> Statement<'a> {
     Statement {
         sql,
@@ -45,7 +45,6 @@ impl<'a> Statement<'a> {
     }
 }
 
-/// One bound value.
 struct Bind<ST, Value> {
     value: Value,
     sql_type: PhantomData<ST>,

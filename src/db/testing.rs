@@ -47,7 +47,6 @@ pub fn project_with_run(
 pub(crate) struct TestDb {
     /// Keeps the directory alive.
     pub dir: tempfile::TempDir,
-    /// The database file.
     pub path: std::path::PathBuf,
     /// A connection with rummy's setup.
     pub conn: SqliteConnection,

@@ -141,18 +141,14 @@ pub struct HistoryEntry {
     pub tool: String,
     /// What it acted on (command, file, path or question).
     pub target: String,
-    /// Its status.
     pub status: EntryStatus,
-    /// Its entry path.
     pub path: String,
-    /// Its body.
     pub body: String,
 }
 
 /// One open question of `run/state.unknowns`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnknownEntry {
-    /// Its entry path.
     pub path: String,
     /// The question.
     pub body: String,
@@ -166,7 +162,6 @@ pub struct PendingProposal {
     /// Its scheme.
     #[serde(rename = "type")]
     pub kind: String,
-    /// Its attributes.
     pub attributes: Value,
 }
 
@@ -195,17 +190,13 @@ pub struct Telemetry {
 /// Tokens and cost summed over a run's turns, as `run/state` and `getRun` report them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct UsageTotals {
-    /// Prompt tokens.
     pub prompt_tokens: i64,
     /// Cached prompt tokens.
     pub cached_tokens: i64,
-    /// Completion tokens.
     pub completion_tokens: i64,
-    /// Reasoning tokens.
     pub reasoning_tokens: i64,
-    /// All tokens.
     pub total_tokens: i64,
-    /// Cost.
+    /// In US dollars.
     pub cost: f64,
 }
 

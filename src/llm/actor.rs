@@ -51,9 +51,7 @@ impl Actor for LlmProvider {
 /// Cancelling `cancel` drops the in-flight request and answers `LlmError::Aborted`.
 #[derive(Debug)]
 pub struct Complete {
-    /// The request.
     pub request: ChatRequest,
-    /// Cancels the call.
     pub cancel: CancellationToken,
 }
 
@@ -64,9 +62,7 @@ impl Message for Complete {
 /// Discover a model's context length (the provider's own model name).
 #[derive(Debug)]
 pub struct DiscoverContext {
-    /// The model.
     pub model: String,
-    /// Cancels the discovery.
     pub cancel: CancellationToken,
 }
 

@@ -17,14 +17,11 @@ pub enum Role {
 /// One message of a chat request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
-    /// Who wrote it.
     pub role: Role,
-    /// Its text.
     pub content: String,
 }
 
 impl ChatMessage {
-    /// A system message.
     pub fn system(content: impl Into<String>) -> ChatMessage {
         ChatMessage {
             role: Role::System,
@@ -32,7 +29,6 @@ impl ChatMessage {
         }
     }
 
-    /// A user message.
     pub fn user(content: impl Into<String>) -> ChatMessage {
         ChatMessage {
             role: Role::User,
@@ -75,7 +71,6 @@ pub struct Usage {
     pub prompt_tokens: u64,
     /// Prompt tokens served from the provider's cache.
     pub cached_tokens: u64,
-    /// Tokens generated.
     pub completion_tokens: u64,
     /// Generated tokens spent on reasoning.
     pub reasoning_tokens: u64,
@@ -92,7 +87,6 @@ pub struct ChatResponse {
     pub content: String,
     /// Reasoning text the API returned beside the content, if any.
     pub reasoning_content: Option<String>,
-    /// Tokens and cost.
     pub usage: Usage,
     /// Why generation stopped (`stop`, `length`, ...), as the provider said.
     pub finish_reason: Option<String>,

@@ -84,7 +84,6 @@ pub enum LlmError {
     /// The provider answered but did not say how large the model's context is.
     #[error("{message}")]
     ContextUnknown {
-        /// The provider asked.
         provider: ProviderKind,
         /// The reference message saying what was missing.
         message: String,

@@ -19,9 +19,7 @@ pub struct ConcurrencyLimits {
     pub openai: usize,
     /// Ollama (usually one local GPU).
     pub ollama: usize,
-    /// OpenRouter.
     pub openrouter: usize,
-    /// xAI.
     pub xai: usize,
 }
 

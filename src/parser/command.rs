@@ -97,25 +97,17 @@ pub struct TaggedText {
 /// One command parsed from model output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// `<get>`.
     Get(GetCommand),
-    /// `<set>`.
     Set(SetCommand),
-    /// `<known>`.
     Known(KnownCommand),
-    /// `<unknown>`.
     Unknown(UnknownCommand),
     /// `<env>`: the command line, when one was given.
     Env(Option<String>),
     /// `<sh>`: the command line, when one was given.
     Sh(Option<String>),
-    /// `<rm>`.
     Rm(Selection),
-    /// `<cp>`.
     Cp(TransferCommand),
-    /// `<mv>`.
     Mv(TransferCommand),
-    /// `<search>`.
     Search(SearchCommand),
     /// `<summarize>`: the final answer.
     Summarize(String),
@@ -128,7 +120,6 @@ pub enum Command {
     /// A registered tag without a typed command, kept with its attributes; its tool turns
     /// it into its own input.
     Other {
-        /// The tag name.
         name: String,
         /// Body and attributes.
         content: TaggedText,

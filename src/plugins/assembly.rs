@@ -58,7 +58,6 @@ pub struct AssemblyInput<'a> {
 
 /// What every assembly plugin reads: the input plus the loop boundary derived from it.
 pub struct AssemblyContext<'a> {
-    /// The caller's input.
     pub input: AssemblyInput<'a>,
     /// The newest prompt entry, whatever its fidelity.
     pub active_prompt: Option<&'a ContextRow>,

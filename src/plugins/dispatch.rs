@@ -50,9 +50,7 @@ use settle::{flags, settle_status};
 /// The turn one response belongs to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResponseTurn {
-    /// The run.
     pub run_id: RunId,
-    /// The loop.
     pub loop_id: Option<LoopId>,
     /// The run-wide turn number.
     pub turn: i32,
@@ -65,7 +63,6 @@ pub struct ResponseTurn {
 /// One client tool call on a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallInput {
-    /// The run.
     pub run_id: RunId,
     /// What the client may use.
     pub policy: ToolPolicy,

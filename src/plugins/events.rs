@@ -8,26 +8,19 @@ use crate::db::ids::{LoopId, ProjectId, RunId};
 /// Something that happened in a run.
 #[derive(Debug, Clone, Copy)]
 pub enum Event<'a> {
-    /// A loop started.
     LoopStarted {
-        /// The run.
         run: RunId,
         /// The run's alias when the loop started.
         alias: &'a str,
-        /// The run's project.
         project: ProjectId,
-        /// The project's name.
         project_name: &'a str,
-        /// The loop.
         loop_id: LoopId,
-        /// Its mode.
         mode: LoopMode,
         /// Its prompt (empty when it resumes).
         prompt: &'a str,
     },
     /// The model answered a turn.
     TurnResponse {
-        /// The run.
         run: RunId,
         /// The run-wide turn number.
         turn: i32,
@@ -38,11 +31,8 @@ pub enum Event<'a> {
         /// The model's raw reply.
         content: &'a str,
     },
-    /// A loop ended.
     LoopEnded {
-        /// The run.
         run: RunId,
-        /// The loop.
         loop_id: LoopId,
         /// How it ended.
         status: RunStatus,
@@ -56,7 +46,6 @@ pub trait Observer: Send + Sync {
         100
     }
 
-    /// Sees one event.
     fn observe(&self, event: &Event<'_>);
 }
 

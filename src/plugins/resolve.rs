@@ -63,11 +63,9 @@ impl Resolution {
 /// One resolution request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolveInput {
-    /// The run.
     pub run_id: RunId,
     /// The proposal's path, as the client received it.
     pub path: String,
-    /// The decision.
     pub resolution: Resolution,
     /// Command output, the user's answer, or a reason.
     pub output: Option<String>,
@@ -80,7 +78,6 @@ pub struct ResolveOutcome {
     pub path: String,
     /// Its new status.
     pub status: EntryStatus,
-    /// The decision.
     pub resolution: Resolution,
     /// The run's proposals still pending.
     pub remaining: Vec<UnresolvedRow>,

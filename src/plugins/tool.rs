@@ -130,7 +130,6 @@ impl Default for ToolSettings {
 pub struct ToolScope<'a> {
     /// The DB writer's connection.
     pub conn: &'a mut SqliteConnection,
-    /// The run.
     pub run_id: RunId,
     /// The loop, `None` for client calls.
     pub loop_id: Option<LoopId>,

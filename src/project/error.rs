@@ -59,7 +59,6 @@ pub enum ProjectError {
     Io {
         /// The file or directory being accessed.
         path: PathBuf,
-        /// The underlying failure.
         #[source]
         source: std::io::Error,
     },

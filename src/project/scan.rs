@@ -20,7 +20,6 @@ use super::{ConstraintSet, ProjectError, ProjectPath, ProjectRoot, Visibility};
 /// Default limit above which a file is listed but not read: 1 MiB.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
 
-/// How to scan.
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
     /// Files larger than this many bytes are listed as [`FileKind::TooLarge`], not read.

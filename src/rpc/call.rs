@@ -13,9 +13,7 @@ use crate::hub::ConnId;
 /// The project a connection is bound to by `init`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectBinding {
-    /// Project row id.
     pub id: ProjectId,
-    /// Project name.
     pub name: String,
     /// Absolute project root.
     pub root: PathBuf,
@@ -26,7 +24,6 @@ pub struct ProjectBinding {
 pub struct CallContext {
     /// The agent core the handlers work with.
     pub agent: AgentContext,
-    /// The calling connection.
     pub conn: ConnId,
     /// Its project, once `init` has run.
     pub project: Option<ProjectBinding>,
@@ -42,14 +39,13 @@ impl CallContext {
 /// A handler's answer: the result, and a new project binding when `init` ran.
 #[derive(Debug)]
 pub struct Reply {
-    /// The JSON-RPC result.
     pub result: Value,
     /// Bind the connection to this project.
     pub bind: Option<ProjectBinding>,
 }
 
 impl Reply {
-    /// A plain result.
+    /// A reply of `result` that binds no project.
     pub fn of<T: Serialize>(result: T) -> Result<Reply, AppError> {
         let result = serde_json::to_value(result)
             .map_err(|error| AppError::Internal(format!("cannot encode result: {error}")))?;

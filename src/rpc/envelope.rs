@@ -31,13 +31,11 @@ pub enum Incoming {
 pub struct Request {
     /// `None` for a notification (no `id` member); otherwise the id as sent.
     pub id: Option<Value>,
-    /// The method name.
     pub method: String,
     /// Named parameters; absent or null params become an empty object.
     pub params: Value,
 }
 
-/// A decoded frame.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frame {
     /// One request object.

@@ -282,7 +282,6 @@ const NOTIFICATIONS: &[(&str, &str)] = &[
 
 /// The registry's tools as RPC methods.
 pub struct ToolCatalogue<'a> {
-    /// The tool registry.
     pub tools: &'a Plugins,
     /// A search backend is configured (otherwise `search` is no method).
     pub search_available: bool,

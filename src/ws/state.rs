@@ -15,7 +15,6 @@ use crate::ws::registry::ConnectionRegistry;
 pub struct ServerState {
     /// What the handlers work with.
     pub agent: AgentContext,
-    /// Open connections.
     pub connections: ConnectionRegistry,
 }
 

@@ -7,9 +7,7 @@ use crate::db::models::run::LoopRow;
 
 /// What a turn needs to know about its loop.
 pub struct TurnInput<'a> {
-    /// The run.
     pub run_id: RunId,
-    /// The loop.
     pub loop_row: &'a LoopRow,
     /// 1-based iteration within the loop.
     pub iteration: u32,

@@ -37,7 +37,6 @@ pub(super) enum PromptWrite {
 
 /// A packet ready to send, and what the turn needs to know of its run.
 pub(super) struct PreparedPacket {
-    /// The turn's row.
     pub turn: TurnRow,
     /// The two messages.
     pub packet: Packet,

@@ -14,7 +14,6 @@ const FALLBACK_CONTEXT: u64 = 8192;
 /// The model an OpenAI-compatible server lists first, and its context size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServedModel {
-    /// Its id.
     pub id: String,
     /// Its context size in tokens.
     pub context: u64,
@@ -25,12 +24,7 @@ pub struct ServedModel {
 pub enum LlmSetupError {
     /// The HTTP request failed.
     #[error("{url}: {reason}")]
-    Http {
-        /// What was asked.
-        url: String,
-        /// Why it failed.
-        reason: String,
-    },
+    Http { url: String, reason: String },
     /// `/v1/models` listed nothing usable.
     #[error("{0}/v1/models lists no model")]
     NoModel(String),

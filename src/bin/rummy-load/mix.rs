@@ -9,7 +9,6 @@ use serde_json::{json, Value};
 /// One step of the mix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
-    /// `ping`.
     Ping,
     /// `getRuns`, first page.
     GetRuns,

@@ -19,7 +19,6 @@ pub struct RunFacts {
     pub llm_completions: Option<u64>,
 }
 
-/// Renders the report.
 pub fn render(tally: &Tally, facts: RunFacts) -> String {
     let seconds = facts.elapsed.as_secs_f64().max(f64::EPSILON);
     let mut out = String::new();

@@ -13,7 +13,6 @@ pub struct Latencies {
 }
 
 impl Latencies {
-    /// Records one latency.
     pub fn record(&mut self, latency: Duration) {
         self.micros
             .push(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX));
@@ -56,13 +55,9 @@ fn nearest_rank(sorted: &[u64], percent: usize) -> u64 {
 /// Latency percentiles in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Percentiles {
-    /// Median.
     pub p50: u64,
-    /// 95th percentile.
     pub p95: u64,
-    /// 99th percentile.
     pub p99: u64,
-    /// Slowest.
     pub max: u64,
 }
 

@@ -27,11 +27,10 @@ pub struct OverflowFacts<'a> {
     pub prompt_label: &'a str,
     /// The estimator, to measure the panic prompt.
     pub math: TokenMath,
-    /// The run's calibration.
     pub calibration: Calibration,
 }
 
-/// The decision.
+/// What an overflow of a loop's pre-LLM check leads to.
 #[derive(Debug, Clone)]
 pub enum OverflowDecision {
     /// Complete the original loop with 413 and enqueue both loops of the plan.

@@ -81,7 +81,6 @@ impl PanicTracker {
         ))
     }
 
-    /// The target.
     pub fn target(&self) -> CalibratedTokens {
         self.target
     }

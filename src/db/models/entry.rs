@@ -13,7 +13,6 @@ use crate::db::DbError;
 pub struct EntryRow {
     /// Row id: creation order.
     pub id: EntryId,
-    /// Owning run.
     pub run_id: RunId,
     /// The loop that last wrote it.
     pub loop_id: Option<LoopId>,
@@ -21,13 +20,12 @@ pub struct EntryRow {
     pub turn: i32,
     /// Normalised identity within the run.
     pub path: String,
-    /// Content.
     pub body: String,
     /// The scheme, `None` for bare paths (files).
     pub scheme: Option<String>,
     /// How the write went, or where its proposal stands.
     pub status: EntryStatus,
-    /// Visibility level.
+    /// How much of the entry the model sees.
     pub fidelity: Fidelity,
     /// SHA-256 of file content.
     pub hash: Option<String>,
@@ -39,7 +37,6 @@ pub struct EntryRow {
     pub tokens_full: i32,
     /// Unused reference counter, kept for the reference schema.
     pub refs: i32,
-    /// Number of writes.
     pub write_count: i32,
     /// `YYYY-MM-DD HH:MM:SS` UTC.
     pub created_at: String,
@@ -62,17 +59,12 @@ impl EntryRow {
 /// into them as a JSON merge patch (a key set to `null` is removed).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntryUpsertForm {
-    /// Owning run.
     pub run_id: RunId,
-    /// The writing loop.
     pub loop_id: Option<LoopId>,
-    /// The current turn.
     pub turn: i32,
     /// Entry path; normalised before writing.
     pub path: String,
-    /// Content.
     pub body: String,
-    /// HTTP-like state.
     pub status: EntryStatus,
     /// Visibility; `None` keeps the stored one.
     pub fidelity: Option<Fidelity>,
@@ -112,23 +104,15 @@ pub enum Selector {
     Path(String),
     /// Every entry whose path matches `path` (hedmatch, not normalised) and, when given,
     /// whose body contains a match for `body` (hedsearch).
-    Pattern {
-        /// Path pattern.
-        path: String,
-        /// Body search pattern.
-        body: Option<String>,
-    },
+    Pattern { path: String, body: Option<String> },
 }
 
 /// A proposal waiting for the client (`v_unresolved`).
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = v_unresolved, check_for_backend(diesel::sqlite::Sqlite))]
 pub struct UnresolvedRow {
-    /// Entry id.
     pub id: EntryId,
-    /// Owning run.
     pub run_id: RunId,
-    /// Entry path.
     pub path: String,
     /// The proposed content or command.
     pub body: String,
@@ -142,11 +126,8 @@ pub struct UnresolvedRow {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = v_model_context, check_for_backend(diesel::sqlite::Sqlite))]
 pub struct ModelContextRow {
-    /// Entry id.
     pub entry_id: EntryId,
-    /// Owning run.
     pub run_id: RunId,
-    /// Entry path.
     pub path: String,
     /// The scheme, `None` for files.
     pub scheme: Option<String>,
@@ -172,17 +153,12 @@ pub struct ModelContextRow {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = v_run_log, check_for_backend(diesel::sqlite::Sqlite))]
 pub struct RunLogRow {
-    /// Entry id.
     pub id: EntryId,
-    /// Owning run.
     pub run_id: RunId,
-    /// Entry path.
     pub path: String,
-    /// Content.
     pub body: String,
-    /// HTTP-like state.
     pub status: EntryStatus,
-    /// The scheme.
+    /// The entry's scheme.
     pub tool: String,
     /// The first of attributes.command/file/path/question, else "".
     pub target: String,
@@ -192,23 +168,16 @@ pub struct RunLogRow {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = turn_context, check_for_backend(diesel::sqlite::Sqlite))]
 pub struct TurnContextRow {
-    /// Row id.
     pub id: i64,
-    /// Owning run.
     pub run_id: RunId,
-    /// The loop of that turn.
     pub loop_id: Option<LoopId>,
-    /// Turn number N.
     pub turn: i32,
     /// Position in the context.
     pub ordinal: i32,
-    /// Entry path.
     pub path: String,
     /// The scheme, `None` for files.
     pub scheme: Option<String>,
-    /// HTTP-like state.
     pub status: EntryStatus,
-    /// Visible fidelity.
     pub fidelity: Fidelity,
     /// The projected text.
     pub body: String,
@@ -218,7 +187,7 @@ pub struct TurnContextRow {
     pub attributes: String,
     /// Context section.
     pub category: Category,
-    /// The entry's turn.
+    /// The turn the entry was last touched on.
     pub source_turn: i32,
 }
 
@@ -226,17 +195,12 @@ pub struct TurnContextRow {
 #[derive(Debug, Clone, PartialEq, Insertable)]
 #[diesel(table_name = turn_context)]
 pub struct TurnContextInsertForm {
-    /// Owning run.
     pub run_id: RunId,
-    /// The loop of that turn.
     pub loop_id: Option<LoopId>,
-    /// Turn number N.
     pub turn: i32,
     /// Position in the context.
     pub ordinal: i32,
-    /// Entry path.
     pub path: String,
-    /// HTTP-like state.
     pub status: EntryStatus,
     /// Visible fidelity (not archive).
     pub fidelity: Fidelity,
@@ -248,6 +212,6 @@ pub struct TurnContextInsertForm {
     pub attributes: String,
     /// Context section.
     pub category: Category,
-    /// The entry's turn.
+    /// The turn the entry was last touched on.
     pub source_turn: i32,
 }

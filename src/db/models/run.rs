@@ -11,15 +11,12 @@ use crate::db::DbError;
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = runs, check_for_backend(diesel::sqlite::Sqlite))]
 pub struct RunRow {
-    /// Row id.
     pub id: RunId,
-    /// Owning project.
     pub project_id: ProjectId,
     /// The run this one was forked from.
     pub parent_run_id: Option<RunId>,
     /// Model alias used by loops that bring none (resume, inject).
     pub model: Option<String>,
-    /// State-machine status.
     pub status: RunStatus,
     /// Public, unique name.
     pub alias: String,
@@ -40,13 +37,11 @@ pub struct RunRow {
 /// What a caller gives to create a run; the alias is generated.
 #[derive(Debug, Clone)]
 pub struct RunCreateForm {
-    /// Owning project.
     pub project_id: ProjectId,
     /// Model alias; also the alias prefix.
     pub model: String,
     /// Temperature (0–2).
     pub temperature: Option<f64>,
-    /// Persona text.
     pub persona: Option<String>,
     /// Context cap (≥ 1024).
     pub context_limit: Option<i32>,
@@ -72,7 +67,6 @@ pub(crate) struct RunInsertForm {
 pub struct RunConfigUpdateForm {
     /// Temperature (0–2).
     pub temperature: Option<f64>,
-    /// Persona text.
     pub persona: Option<String>,
     /// Context cap (≥ 1024).
     pub context_limit: Option<i32>,
@@ -83,7 +77,6 @@ pub struct RunConfigUpdateForm {
 /// One run as listed for a project.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {
-    /// The run.
     pub run: RunRow,
     /// Turns executed so far.
     pub turns: i64,
@@ -94,25 +87,19 @@ pub struct RunSummary {
 /// Usage summed over every turn of a run.
 #[derive(Debug, Clone, Default, PartialEq, QueryableByName)]
 pub struct RunUsage {
-    /// Sum of prompt tokens.
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub prompt_tokens: i64,
-    /// Sum of cached tokens.
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub cached_tokens: i64,
-    /// Sum of completion tokens.
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub completion_tokens: i64,
-    /// Sum of reasoning tokens.
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub reasoning_tokens: i64,
-    /// Sum of total tokens.
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub total_tokens: i64,
-    /// Sum of cost.
+    /// In US dollars.
     #[diesel(sql_type = diesel::sql_types::Double)]
     pub cost: f64,
-    /// Number of turns.
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub turns: i64,
 }
@@ -123,11 +110,9 @@ pub struct RunUsage {
 pub struct LoopRow {
     /// Row id; FIFO key.
     pub id: LoopId,
-    /// Owning run.
     pub run_id: RunId,
     /// Per-run sequence number.
     pub sequence: i32,
-    /// ask, act or panic.
     pub mode: LoopMode,
     /// Model alias for this loop.
     pub model: Option<String>,
@@ -155,9 +140,7 @@ impl LoopRow {
 /// What a caller gives to enqueue a loop; the sequence number is assigned.
 #[derive(Debug, Clone)]
 pub struct LoopEnqueue {
-    /// Owning run.
     pub run_id: RunId,
-    /// ask, act or panic.
     pub mode: LoopMode,
     /// Model alias.
     pub model: Option<String>,
@@ -183,14 +166,12 @@ pub(crate) struct LoopInsertForm {
 }
 
 /// One LLM call, with its telemetry.
+/// `prompt_tokens` … `total_tokens` and `cost` (US dollars) are the provider's usage report.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = turns, check_for_backend(diesel::sqlite::Sqlite))]
 pub struct TurnRow {
-    /// Row id.
     pub id: TurnId,
-    /// Owning run.
     pub run_id: RunId,
-    /// Owning loop.
     pub loop_id: LoopId,
     /// Run-wide turn number N.
     pub sequence: i32,
@@ -198,17 +179,11 @@ pub struct TurnRow {
     pub context_tokens: i32,
     /// Merged reasoning text.
     pub reasoning_content: Option<String>,
-    /// Provider usage.
     pub prompt_tokens: i32,
-    /// Provider usage.
     pub cached_tokens: i32,
-    /// Provider usage.
     pub completion_tokens: i32,
-    /// Provider usage.
     pub reasoning_tokens: i32,
-    /// Provider usage.
     pub total_tokens: i32,
-    /// Provider-reported cost.
     pub cost: f64,
     /// `YYYY-MM-DD HH:MM:SS` UTC.
     pub created_at: String,
@@ -218,15 +193,14 @@ pub struct TurnRow {
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = turns)]
 pub struct TurnInsertForm {
-    /// Owning run.
     pub run_id: RunId,
-    /// Owning loop.
     pub loop_id: LoopId,
     /// Run-wide turn number N.
     pub sequence: i32,
 }
 
 /// Update form for a turn's telemetry, written after the LLM call.
+/// `prompt_tokens` … `total_tokens` and `cost` (US dollars) are the provider's usage report.
 #[derive(Debug, Clone, Default, PartialEq, AsChangeset)]
 #[diesel(table_name = turns)]
 pub struct TurnUsageForm {
@@ -234,16 +208,10 @@ pub struct TurnUsageForm {
     pub context_tokens: i32,
     /// Merged reasoning text; `None` keeps it.
     pub reasoning_content: Option<String>,
-    /// Provider usage.
     pub prompt_tokens: i32,
-    /// Provider usage.
     pub cached_tokens: i32,
-    /// Provider usage.
     pub completion_tokens: i32,
-    /// Provider usage.
     pub reasoning_tokens: i32,
-    /// Provider usage.
     pub total_tokens: i32,
-    /// Provider-reported cost.
     pub cost: f64,
 }

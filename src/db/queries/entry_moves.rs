@@ -17,9 +17,7 @@ pub struct EntryTransfer {
     pub from: String,
     /// Destination path (normalised); an existing entry there is overwritten.
     pub to: String,
-    /// The writing loop.
     pub loop_id: Option<LoopId>,
-    /// The current turn.
     pub turn: i32,
 }
 

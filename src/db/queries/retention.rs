@@ -10,7 +10,6 @@ use crate::db::DbError;
 pub struct Purged {
     /// Runs (with their loops, turns and entries).
     pub runs: usize,
-    /// RPC log rows.
     pub rpc_log: usize,
 }
 

@@ -50,7 +50,6 @@ pub fn set_fidelity(
     Ok(())
 }
 
-/// Deletes the rows.
 pub fn delete(conn: &mut SqliteConnection, rows: &[EntryRow]) -> Result<(), DbError> {
     for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
         diesel::delete(known_entries::table.filter(known_entries::id.eq_any(chunk)))

@@ -12,7 +12,6 @@ pub struct ToolCall {
     pub scheme: String,
     /// The call's target path, when it has one.
     pub path: Option<String>,
-    /// The call's attributes.
     pub attributes: Map<String, Value>,
 }
 

@@ -26,7 +26,6 @@ impl ToolDocs for Plugins {
     }
 }
 
-/// Renders the instructions.
 pub struct Instructions;
 
 impl AssemblyFilter for Instructions {

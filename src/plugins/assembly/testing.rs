@@ -93,13 +93,10 @@ impl RowChanges for ContextRow {
 pub struct Fixture {
     /// The rows; unless set, entry ids follow their order here.
     pub rows: Vec<ContextRow>,
-    /// Turn N.
     pub turn: i32,
     /// Mode and flags.
     pub policy: ToolPolicy,
-    /// Persona text.
     pub persona: Option<&'static str>,
-    /// Budget numbers.
     pub budget: Option<BudgetFigures>,
 }
 
@@ -122,7 +119,6 @@ impl Fixture {
         }
     }
 
-    /// The assembly input.
     pub fn input(&self) -> AssemblyInput<'_> {
         AssemblyInput {
             rows: &self.rows,

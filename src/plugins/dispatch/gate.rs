@@ -12,7 +12,6 @@ use crate::plugins::tool::{Handled, ToolError, ToolScope};
 
 /// Why a gated command did not commit.
 pub(super) enum Refusal {
-    /// The command failed.
     Tool(ToolError),
     /// The gate refused the command's growth; the message is for the model.
     Gate(String),

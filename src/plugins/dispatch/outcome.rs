@@ -26,7 +26,6 @@ pub struct CallRecord {
     pub tool: String,
     /// The entry holding its outcome.
     pub path: String,
-    /// The outcome's status.
     pub status: EntryStatus,
     /// An action (sequential, may be cancelled).
     pub is_action: bool,
@@ -39,7 +38,6 @@ pub struct CallRecord {
 /// A command that failed, was refused, or was cancelled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallError {
-    /// Tool name.
     pub tool: String,
     /// The entry the model sees the failure in.
     pub path: String,
@@ -58,7 +56,6 @@ pub struct DispatchOutcome {
     pub update_text: Option<String>,
     /// Neither was given: the executor heals the status from the response text.
     pub needs_healing: bool,
-    /// Progress flags.
     pub flags: TurnFlags,
     /// One record per command, in response order (204 without a path when it wrote
     /// nothing).

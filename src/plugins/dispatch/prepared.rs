@@ -75,7 +75,6 @@ fn selected<T>(selection: Result<T, ToolError>) -> Result<Option<T>, DbError> {
 struct EntryEdit<'c> {
     /// Path pattern.
     path: &'c str,
-    /// Body filter.
     filter: Option<&'c str>,
     blocks: &'c [EditBlock],
 }

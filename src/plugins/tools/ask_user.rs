@@ -17,7 +17,6 @@ use crate::plugins::tool::{
 };
 use crate::plugins::tools::{non_empty, propose_text};
 
-/// The `ask_user` tool.
 pub struct AskUser;
 
 impl ToolInfo for AskUser {

@@ -15,7 +15,6 @@ use crate::plugins::tools::{
     paths_of, pattern_header, preview, report, select,
 };
 
-/// The `get` tool.
 pub struct Get;
 
 impl ToolInfo for Get {

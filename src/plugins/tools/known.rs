@@ -19,7 +19,6 @@ use crate::plugins::tool::{
 };
 use crate::plugins::tools::{extra_attrs, fail, headed, summary_attribute, upsert};
 
-/// The `known` tool.
 pub struct Known;
 
 /// Longest model-given path kept; a longer one is reasoning that bled into the attribute,

@@ -21,7 +21,6 @@ use crate::plugins::tools::{
     propose_separately, report, select_settled,
 };
 
-/// The `rm` tool.
 pub struct Rm;
 
 impl ToolInfo for Rm {

@@ -16,7 +16,6 @@ use crate::plugins::tool::{
 };
 use crate::plugins::tools::{echoed, propose_text};
 
-/// The `search` tool.
 pub struct Search;
 
 impl ToolInfo for Search {

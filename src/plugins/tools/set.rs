@@ -34,7 +34,6 @@ use crate::plugins::tools::{
     summary_attribute, write, write_row,
 };
 
-/// The `set` tool.
 pub struct Set;
 
 impl ToolInfo for Set {

@@ -14,7 +14,6 @@ use crate::plugins::tool::{
 };
 use crate::plugins::tools::{headed, write};
 
-/// The `unknown` tool.
 pub struct Unknown;
 
 impl ToolInfo for Unknown {

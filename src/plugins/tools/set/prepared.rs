@@ -15,7 +15,6 @@ use crate::plugins::tools::merge;
 /// An edit applied to one body, with what its result or proposal shows.
 #[derive(Debug, Clone)]
 pub(crate) struct Product {
-    /// The edited text.
     pub edited: Edited,
     /// Merge blocks from the base text to the edited one; `None` when nothing changes.
     pub merge: Option<String>,
