@@ -2,10 +2,9 @@
 //! runs one query function per message, so diesel never runs on an async executor thread
 //! and writes are serialised without lock contention.
 //!
-//! Every message is a small struct whose `Result` is `Result<T, DbError>`, and its handler
-//! is a one-line call into [`queries`](super::queries). Messages are grouped like the
-//! queries: configuration ([`config_messages`]), runs/loops/turns ([`run_messages`]) and
-//! the store ([`entry_messages`]).
+//! Most work arrives as a [`Transact`](transact::Transact): a closure composing
+//! [`queries`](super::queries) functions, run in one transaction. The few other messages are
+//! small structs whose handler is a one-line call into the queries.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};

@@ -102,8 +102,8 @@ impl DbHandle {
         self.readers.read(self.request_limits, work).await
     }
 
-    /// Records one RPC call in `rpc_log`, without waiting: rows written within
-    /// [`RPC_LOG_DELAY`] of each other share one transaction.
+    /// Records one RPC call in `rpc_log`, without waiting: rows written within 50 ms of each
+    /// other (or 256 of them) share one statement.
     pub fn log_rpc(&self, form: RpcLogInsertForm) {
         self.rpc_logs.add(form);
     }

@@ -5,7 +5,7 @@
 //! cancelled. Actions run in response order; the first that leaves a proposal (202) or
 //! fails (4xx/5xx) stops the rest, which are recorded as 409 (a further edit of a file
 //! whose proposal is pending joins that proposal instead; see
-//! [`Tool::amends`](crate::plugins::tool::Tool::amends)). Each action's status is read
+//! [`Tool::amends`]). Each action's status is read
 //! back at the normalised path its handler reports, so a stop really stops. Tools the loop
 //! may not use are recorded as 403, invalid or escaping paths as 400, each with a message
 //! the model sees. A `<summarize>` in a turn whose actions failed becomes an update.

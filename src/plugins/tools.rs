@@ -7,7 +7,7 @@
 //! [`status_signal::StatusSignal`], and `think` with the legacy `thought` and `mcp`, one
 //! [`kept::Kept`].
 //! A tool is one file: its name, tag, docs, views, scheme and flags, its input and what it
-//! does; bundling it is one more line in [`bundled`] (a tool outside the crate is
+//! does; bundling it is one more line in `bundled` (a tool outside the crate is
 //! registered the same way, with [`Plugins::with`]).
 
 pub mod ask_user;

@@ -36,7 +36,7 @@ pub const SOCKET_PATHS: [&str; 2] = ["/", "/rpc"];
 ///
 /// Boxed: the dispatcher's task is sized for its largest state, and every connection would
 /// pay for this future's size inline. The handshake is boxed again, so that once the session
-/// runs only the [`Pump`] is left.
+/// runs only the `Pump` is left.
 pub fn serve(
     state: ServerState,
     request: Request,

@@ -1,5 +1,5 @@
 //! Operations on entries a tool already selected, by id (or on the one entry at a path), in
-//! statements of at most [`IDS_PER_STATEMENT`] ids.
+//! statements of at most `IDS_PER_STATEMENT` ids.
 
 use diesel::dsl::sql;
 use diesel::prelude::*;
