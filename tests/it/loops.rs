@@ -90,6 +90,18 @@ async fn an_act_loop_proposes_a_command_and_resumes_after_accept() {
     assert_eq!(proposed[0]["body"], json!("echo hello"));
     let announced = client.notification("run/proposal").await;
     assert_eq!(announced["params"]["proposed"][0]["path"], json!(path));
+    assert_eq!(announced["params"]["proposed"][0]["type"], json!("sh"));
+    assert_eq!(
+        announced["params"]["proposed"][0]["attributes"]["command"],
+        json!("echo hello")
+    );
+    let state = client.notification("run/state").await;
+    assert_eq!(state["params"]["status"], json!(202), "{state}");
+    assert_eq!(
+        state["params"]["proposed"],
+        json!([{"path": path, "type": "sh", "attributes": {"command": "echo hello"}}]),
+        "{state}"
+    );
     let run = result["run"].as_str().unwrap().to_string();
     let blocked = client
         .ok(
