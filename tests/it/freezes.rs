@@ -272,7 +272,8 @@ async fn a_sed_edit_that_multiplies_a_large_file_is_a_422_entry() {
 
 #[actix_web::test]
 async fn readyz_is_not_ready_while_the_database_thread_is_stuck() {
-    let app = TestApp::start().await;
+    let llm = FakeLlm::start([]);
+    let app = app_with(&llm, &[("RUMMY_DB_STALL_MS", "300")]).await;
     let http = awc::Client::new();
     let readyz = format!("http://{}/readyz", app.addr());
     assert_eq!(
@@ -280,10 +281,17 @@ async fn readyz_is_not_ready_while_the_database_thread_is_stuck() {
         200
     );
     let writer = HeldWriter::hold(&app).await;
+    // Not yet stalled: the probe waits for the writer no longer than the stall limit.
     let mut probe = http.get(&readyz).send().await.unwrap();
     assert_eq!(probe.status().as_u16(), 503);
     let body = String::from_utf8(probe.body().await.unwrap().to_vec()).unwrap();
-    assert!(body.contains("database thread"), "{body}");
+    assert!(body.contains("did not answer within 300 ms"), "{body}");
+    // Stalled: the watchdog answers at once.
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let mut probe = http.get(&readyz).send().await.unwrap();
+    assert_eq!(probe.status().as_u16(), 503);
+    let body = String::from_utf8(probe.body().await.unwrap().to_vec()).unwrap();
+    assert!(body.contains("busy with one unit of work"), "{body}");
     writer.release().await;
     assert_eq!(
         http.get(&readyz).send().await.unwrap().status().as_u16(),
