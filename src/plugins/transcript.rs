@@ -8,6 +8,7 @@
 //! It observes events and hands the text to its own writer thread, in order, so a slow disk
 //! never holds up a turn.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -22,10 +23,16 @@ use crate::plugins::events::{Event, Observer};
 /// Most characters of a project or run name kept in a file name.
 const NAME_MAX_CHARS: usize = 80;
 
+/// Most transcript files the writer keeps open (one per loop under way); past it, it closes
+/// them all and reopens as it goes.
+const MAX_OPEN_FILES: usize = 256;
+
 /// One append to one run's transcript.
 struct Chunk {
     path: PathBuf,
     text: String,
+    /// The loop's last append: the file is closed after it.
+    last: bool,
 }
 
 /// Appends each loop and turn of a run to that run's file.
@@ -44,8 +51,9 @@ impl Transcript {
         let writer = std::thread::Builder::new()
             .name("rummy-transcript".into())
             .spawn(move || {
+                let mut open = HashMap::new();
                 for chunk in receiver {
-                    append(&chunk);
+                    append(&mut open, chunk);
                 }
             })
             .map_err(|error| tracing::warn!(%error, "no transcript writer"))
@@ -65,7 +73,7 @@ impl Transcript {
             .join(format!("{}.txt", safe_name(alias)))
     }
 
-    fn write(&self, run: RunId, text: String) {
+    fn write(&self, run: RunId, text: String, last: bool) {
         let path = self
             .files
             .lock()
@@ -80,7 +88,7 @@ impl Transcript {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(sender) = sender.as_ref() {
-            let _ = sender.send(Chunk { path, text });
+            let _ = sender.send(Chunk { path, text, last });
         }
     }
 
@@ -132,20 +140,31 @@ fn safe_name(text: &str) -> String {
     }
 }
 
-fn append(chunk: &Chunk) {
-    let written = chunk
-        .path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&chunk.path)
-        })
-        .and_then(|mut file| file.write_all(chunk.text.as_bytes()));
+/// Appends `chunk` to its file, kept open in `open` from the loop's first append to its last.
+fn append(open: &mut HashMap<PathBuf, std::fs::File>, chunk: Chunk) {
+    if !open.contains_key(&chunk.path) && open.len() >= MAX_OPEN_FILES {
+        open.clear();
+    }
+    let file = match open.entry(chunk.path.clone()) {
+        Entry::Occupied(file) => Ok(file.into_mut()),
+        Entry::Vacant(slot) => chunk
+            .path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&chunk.path)
+            })
+            .map(|file| slot.insert(file)),
+    };
+    let written = file.and_then(|file| file.write_all(chunk.text.as_bytes()));
     if let Err(error) = written {
         tracing::warn!(path = %chunk.path.display(), %error, "cannot write the transcript");
+        open.remove(&chunk.path);
+    } else if chunk.last {
+        open.remove(&chunk.path);
     }
 }
 
@@ -201,6 +220,7 @@ impl Observer for Transcript {
                 self.write(
                     run,
                     format!("# run {alias}, {} loop\n{prompt}\n", mode.as_str()),
+                    false,
                 );
             }
             Event::TurnResponse {
@@ -214,9 +234,10 @@ impl Observer for Transcript {
                 format!(
                     "\n## turn {turn}\n### system\n{system}\n### user\n{user}\n### assistant\n{content}\n"
                 ),
+                false,
             ),
             Event::LoopEnded { run, status, .. } => {
-                self.write(run, format!("\n# ended {}\n\n", status.code()));
+                self.write(run, format!("\n# ended {}\n\n", status.code()), true);
                 self.end(run);
             }
         }
