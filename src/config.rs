@@ -4,6 +4,7 @@
 //! `$RUMMY_HOME/.env` < the process environment. Environment variables keep the reference
 //! server's names (`PORT`, `RUMMY_HOME`, ...), mapped onto keys by [`ENV_KEYS`].
 
+use crate::project::canonical_dirs;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::net::IpAddr;
@@ -19,6 +20,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_HOST", "server.host"),
     ("PORT", "server.port"),
     ("RUMMY_AUTH_TOKEN", "server.auth_token"),
+    ("RUMMY_PROJECTS_DIR", "server.projects_dir"),
     ("RUMMY_ALLOWED_ORIGINS", "server.allowed_origins"),
     ("RUMMY_MAX_FRAME_BYTES", "server.max_frame_bytes"),
     ("RUMMY_RPC_TIMEOUT", "server.rpc_timeout_ms"),
@@ -135,6 +137,10 @@ pub struct ServerSettings {
     /// Token every client must present, when set.
     #[serde(deserialize_with = "optional_secret")]
     pub auth_token: Option<Secret>,
+    /// The directories `init` accepts project roots in (`:`-separated, canonical after
+    /// [`Settings::load`]); empty: anywhere, which only a loopback bind allows.
+    #[serde(deserialize_with = "colon_paths")]
+    pub projects_dir: Vec<PathBuf>,
     /// Origins browsers may connect from.
     #[serde(deserialize_with = "comma_list")]
     pub allowed_origins: Vec<String>,
@@ -332,6 +338,8 @@ impl Settings {
         settings.storage.home = home;
         settings.storage.db_path =
             absolute_under(&settings.storage.home, &settings.storage.db_path);
+        settings.server.projects_dir = canonical_dirs(&settings.server.projects_dir)
+            .map_err(|error| ConfigError::Invalid(format!("RUMMY_PROJECTS_DIR: {error}")))?;
         seed_models_from_env(&mut settings.models, &merged);
         settings.validate()?;
         Ok(settings)
@@ -351,6 +359,13 @@ impl Settings {
         if !self.server.host.is_loopback() && self.server.auth_token.is_none() {
             return Err(ConfigError::Invalid(format!(
                 "binding {} (not loopback) requires RUMMY_AUTH_TOKEN",
+                self.server.host
+            )));
+        }
+        if !self.server.host.is_loopback() && self.server.projects_dir.is_empty() {
+            return Err(ConfigError::Invalid(format!(
+                "binding {} (not loopback) requires RUMMY_PROJECTS_DIR, the directories \
+                 projects may live in",
                 self.server.host
             )));
         }
@@ -441,6 +456,25 @@ fn seed_models_from_env(models: &mut BTreeMap<String, ModelSeed>, env: &HashMap<
 fn optional_secret<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Secret>, D::Error> {
     let raw = String::deserialize(deserializer)?;
     Ok((!raw.is_empty()).then_some(Secret(raw)))
+}
+
+/// A `:`-separated list of absolute paths.
+fn colon_paths<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<PathBuf>, D::Error> {
+    let raw = String::deserialize(deserializer)?;
+    raw.split(':')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            let path = PathBuf::from(item);
+            if path.is_absolute() {
+                Ok(path)
+            } else {
+                Err(serde::de::Error::custom(format!(
+                    "{item} is not an absolute path"
+                )))
+            }
+        })
+        .collect()
 }
 
 fn comma_list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
@@ -581,6 +615,7 @@ mod tests {
                 ("RUMMY_HOME", home),
                 ("RUMMY_HOST", "0.0.0.0"),
                 ("RUMMY_AUTH_TOKEN", "s3cret"),
+                ("RUMMY_PROJECTS_DIR", home),
             ]),
             Path::new("config"),
         )
@@ -589,6 +624,43 @@ mod tests {
             format!("{:?}", accepted.server.auth_token),
             "Some(Secret(..))"
         );
+    }
+
+    #[test]
+    fn non_loopback_bind_requires_projects_dirs_which_must_exist() {
+        let home = tempfile::tempdir().unwrap();
+        let projects = tempfile::tempdir().unwrap();
+        let teams = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let load = |dirs: &str| {
+            Settings::load(
+                &env(&[
+                    ("RUMMY_HOME", home),
+                    ("RUMMY_HOST", "0.0.0.0"),
+                    ("RUMMY_AUTH_TOKEN", "s3cret"),
+                    ("RUMMY_PROJECTS_DIR", dirs),
+                ]),
+                Path::new("config"),
+            )
+        };
+        let refused = load("").unwrap_err();
+        assert!(
+            refused.to_string().contains("RUMMY_PROJECTS_DIR"),
+            "{refused}"
+        );
+        assert!(load("relative/dir").is_err());
+        assert!(load("/no/such/rummy/dir").is_err());
+        let both = format!("{}:{}", projects.path().display(), teams.path().display());
+        let accepted = load(&both).unwrap();
+        assert_eq!(
+            accepted.server.projects_dir,
+            [
+                projects.path().canonicalize().unwrap(),
+                teams.path().canonicalize().unwrap()
+            ]
+        );
+        let laptop = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config")).unwrap();
+        assert!(laptop.server.projects_dir.is_empty(), "loopback: anywhere");
     }
 
     #[test]

@@ -15,10 +15,12 @@ pub mod confine;
 pub mod constraint;
 mod error;
 pub mod home;
+pub mod roots;
 pub mod scan;
 
 pub use confine::{ProjectPath, ProjectRoot};
 pub use constraint::{ConstraintPattern, ConstraintSet, FileConstraint, Visibility};
 pub use error::ProjectError;
 pub use home::{validate_document_name, DocumentKind, HomeDocument, LoadedDocument, RummyHome};
+pub use roots::{canonical_dirs, ProjectDirs};
 pub use scan::{scan, FileChange, FileFidelity, FileKind, ScanOptions, ScanReport, ScannedFile};

@@ -24,6 +24,9 @@ pub enum ProjectError {
     /// Resolving the path's symlinks took too many hops (most likely a loop).
     #[error("too many levels of symbolic links: {0}")]
     SymlinkLoop(String),
+    /// `init` named a project root outside the directories projects may live in.
+    #[error("projectRoot {0} is not inside a directory this server keeps projects in")]
+    OutsideProjectDirs(String),
     /// The configured project root exists but is not a directory.
     #[error("project root is not a directory: {}", .0.display())]
     RootNotDirectory(PathBuf),

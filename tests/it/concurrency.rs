@@ -172,8 +172,13 @@ async fn a_non_loopback_bind_requires_a_token_and_enforces_it() {
     let refused = try_settings(&env).map(|_| ()).unwrap_err().to_string();
     assert!(refused.contains("RUMMY_AUTH_TOKEN"), "{refused}");
 
-    let app =
-        TestApp::start_with(&[("RUMMY_HOST", "0.0.0.0"), ("RUMMY_AUTH_TOKEN", "s3cret")]).await;
+    let projects = tempfile::tempdir().unwrap();
+    let app = TestApp::start_with(&[
+        ("RUMMY_HOST", "0.0.0.0"),
+        ("RUMMY_AUTH_TOKEN", "s3cret"),
+        ("RUMMY_PROJECTS_DIR", projects.path().to_str().unwrap()),
+    ])
+    .await;
     assert!(app.addr().ip().is_unspecified(), "{}", app.addr());
     let url = format!("ws://127.0.0.1:{}/", app.addr().port());
     for attempt in [

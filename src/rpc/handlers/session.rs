@@ -2,11 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
+use actix_web::web;
 use serde::{Deserialize, Serialize};
 
 use crate::db::models::ProjectInsertForm;
 use crate::db::queries::projects;
 use crate::error::AppError;
+use crate::project::ProjectDirs;
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
 use crate::rpc::params::{NoParams, Required};
 
@@ -31,7 +33,9 @@ struct InitResult {
     project_id: i64,
 }
 
-/// `init`: upsert the project by name and bind this connection to it.
+/// `init`: upsert the project by name and bind this connection to it. With
+/// `RUMMY_PROJECTS_DIR` set, the root must lie inside one of its directories (symlinks
+/// resolved; the resolved root is stored) or nothing is stored and bound.
 pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, AppError> {
     let root = PathBuf::from(&*params.project_root);
     if !root.is_absolute() {
@@ -40,6 +44,14 @@ pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, App
         ));
     }
     let root = lexically_normal(&root);
+    let dirs = context.agent.settings.server.projects_dir.clone();
+    let root = if dirs.is_empty() {
+        root
+    } else {
+        web::block(move || ProjectDirs::new(&dirs).admit(&root))
+            .await
+            .map_err(|error| AppError::Internal(format!("the root check stopped: {error}")))??
+    };
     let form = ProjectInsertForm {
         name: params.name.0.clone(),
         project_root: Some(root.display().to_string()),

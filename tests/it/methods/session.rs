@@ -185,3 +185,63 @@ async fn every_project_method_needs_init_first() {
         client.ok(method, json!({})).await;
     }
 }
+
+#[actix_web::test]
+async fn with_projects_dirs_init_accepts_only_roots_inside_them() {
+    let projects = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(projects.path().join("shop")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), projects.path().join("sneaky")).unwrap();
+    let llm = rummy::llm::fake::FakeLlm::start([]);
+    let dirs = projects.path().to_str().unwrap();
+    let app = TestApp::with_llm(&llm, &[("RUMMY_PROJECTS_DIR", dirs)]).await;
+    let parent = projects.path().parent().unwrap().display().to_string();
+    // Each refused root, and the root the refusal names: the client's own, `..` resolved.
+    for (refused_root, named) in [
+        ("/".to_string(), "/".to_string()),
+        ("/etc".to_string(), "/etc".to_string()),
+        (
+            outside.path().display().to_string(),
+            outside.path().display().to_string(),
+        ),
+        (format!("{dirs}/shop/../.."), parent),
+        (format!("{dirs}/sneaky"), format!("{dirs}/sneaky")),
+        (
+            format!("{dirs}/sneaky/inner"),
+            format!("{dirs}/sneaky/inner"),
+        ),
+    ] {
+        let mut client = app.client().await;
+        let reply = client
+            .call("init", json!({"name": "shop", "projectRoot": refused_root}))
+            .await;
+        assert_eq!(
+            reply["error"]["code"],
+            json!(-32005),
+            "{refused_root}: {reply}"
+        );
+        assert_eq!(
+            reply["error"]["message"],
+            json!(format!(
+                "projectRoot {named} is not inside a directory this server keeps projects in"
+            ))
+        );
+        let unbound = client.call("getRuns", json!({})).await;
+        assert_eq!(
+            unbound["error"]["code"],
+            json!(-32001),
+            "nothing bound: {unbound}"
+        );
+    }
+    let mut client = app.client().await;
+    let shop = format!("{dirs}/shop");
+    let bound = client
+        .ok("init", json!({"name": "shop", "projectRoot": shop}))
+        .await;
+    assert!(bound["projectId"].is_i64(), "{bound}");
+    assert_eq!(client.ok("getRuns", json!({})).await, json!([]));
+    let fresh = format!("{dirs}/not/yet/cloned");
+    client
+        .ok("init", json!({"name": "fresh", "projectRoot": fresh}))
+        .await;
+}
