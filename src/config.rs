@@ -21,6 +21,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("PORT", "server.port"),
     ("RUMMY_AUTH_TOKEN", "server.auth_token"),
     ("RUMMY_PROJECTS_DIR", "server.projects_dir"),
+    ("RUMMY_METRICS_OPEN", "server.metrics_open"),
     ("RUMMY_ALLOWED_ORIGINS", "server.allowed_origins"),
     ("RUMMY_MAX_FRAME_BYTES", "server.max_frame_bytes"),
     ("RUMMY_RPC_TIMEOUT", "server.rpc_timeout_ms"),
@@ -141,6 +142,8 @@ pub struct ServerSettings {
     /// [`Settings::load`]); empty: anywhere, which only a loopback bind allows.
     #[serde(deserialize_with = "colon_paths")]
     pub projects_dir: Vec<PathBuf>,
+    /// `/metrics` answers without the token (for a scraper inside a trusted network).
+    pub metrics_open: bool,
     /// Origins browsers may connect from.
     #[serde(deserialize_with = "comma_list")]
     pub allowed_origins: Vec<String>,

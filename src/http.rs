@@ -121,7 +121,14 @@ async fn readyz(state: web::Data<ServerState>) -> HttpResponse {
     }
 }
 
-async fn metrics(state: web::Data<ServerState>) -> HttpResponse {
+/// Prometheus text; behind the token, when one is set, unless `RUMMY_METRICS_OPEN`.
+async fn metrics(request: HttpRequest, state: web::Data<ServerState>) -> HttpResponse {
+    let server = &state.agent.settings.server;
+    if !server.metrics_open {
+        if let Some(unauthorized) = gate::token_refusal(request.head(), server) {
+            return unauthorized;
+        }
+    }
     let runs = state
         .agent
         .db

@@ -3,19 +3,14 @@
 
 use actix_http::RequestHead;
 use actix_web::{http::header, web, HttpResponse};
+use subtle::ConstantTimeEq;
 
 use crate::config::ServerSettings;
 
 /// The response that turns `head` away, or `None` when it may pass.
 pub fn refusal(head: &RequestHead, server: &ServerSettings) -> Option<HttpResponse> {
-    if let Some(token) = &server.auth_token {
-        if !presents_token(head, token.expose()) {
-            return Some(
-                HttpResponse::Unauthorized()
-                    .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
-                    .body("a valid bearer token is required"),
-            );
-        }
+    if let Some(unauthorized) = token_refusal(head, server) {
+        return Some(unauthorized);
     }
     if let Some(origin) = head.headers().get(header::ORIGIN) {
         let allowed = origin.to_str().is_ok_and(|origin| {
@@ -31,13 +26,28 @@ pub fn refusal(head: &RequestHead, server: &ServerSettings) -> Option<HttpRespon
     None
 }
 
+/// The 401 for a request that does not present the server's token, when one is set.
+pub fn token_refusal(head: &RequestHead, server: &ServerSettings) -> Option<HttpResponse> {
+    let token = server.auth_token.as_ref()?;
+    if presents_token(head, token.expose()) {
+        return None;
+    }
+    Some(
+        HttpResponse::Unauthorized()
+            .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
+            .body("a valid bearer token is required"),
+    )
+}
+
 fn presents_token(head: &RequestHead, expected: &str) -> bool {
+    // The scheme is case-insensitive (RFC 9110 §11.1): `bearer` is as good as `Bearer`.
     let from_header = head
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|value| value.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
     if from_header.is_some_and(|token| constant_time_eq(token, expected)) {
         return true;
     }
@@ -49,15 +59,9 @@ fn presents_token(head: &RequestHead, expected: &str) -> bool {
     .is_some_and(|token| constant_time_eq(&token, expected))
 }
 
-/// Compares without an early exit, so timing does not reveal a matching prefix.
+/// Compares in time that does not depend on where the two differ.
 fn constant_time_eq(given: &str, expected: &str) -> bool {
-    let given = given.as_bytes();
-    let expected = expected.as_bytes();
-    let mut difference = given.len() ^ expected.len();
-    for (index, byte) in expected.iter().enumerate() {
-        difference |= usize::from(byte ^ given.get(index).copied().unwrap_or(0));
-    }
-    difference == 0
+    given.as_bytes().ct_eq(expected.as_bytes()).into()
 }
 
 #[cfg(test)]

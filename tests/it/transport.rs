@@ -192,6 +192,50 @@ async fn the_token_gate_refuses_before_the_upgrade() {
         .await
         .unwrap();
     drop(framed);
+    for scheme in ["bearer", "BEARER"] {
+        let (_, framed) = awc::Client::new()
+            .ws(url.as_str())
+            .header("Authorization", format!("{scheme} s3cret"))
+            .connect()
+            .await
+            .unwrap_or_else(|error| panic!("{scheme}: {error}"));
+        drop(framed);
+    }
+    let basic = awc::Client::new()
+        .ws(url.as_str())
+        .header("Authorization", "Basic s3cret")
+        .connect()
+        .await;
+    assert!(basic.is_err(), "only the bearer scheme carries the token");
+}
+
+#[actix_web::test]
+async fn metrics_need_the_token_unless_configured_open() {
+    let http = awc::Client::new();
+    let guarded = TestApp::start_with(&[("RUMMY_AUTH_TOKEN", "s3cret")]).await;
+    let url = format!("http://{}/metrics", guarded.addr());
+    let refused = http.get(url.as_str()).send().await.unwrap();
+    assert_eq!(refused.status().as_u16(), 401);
+    let mut allowed = http
+        .get(url.as_str())
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(allowed.status().as_u16(), 200);
+    let text = String::from_utf8(allowed.body().await.unwrap().to_vec()).unwrap();
+    assert!(text.contains("rummy_connections_open"), "{text}");
+    let open = TestApp::start_with(&[
+        ("RUMMY_AUTH_TOKEN", "s3cret"),
+        ("RUMMY_METRICS_OPEN", "true"),
+    ])
+    .await;
+    let scraped = http
+        .get(format!("http://{}/metrics", open.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scraped.status().as_u16(), 200);
 }
 
 #[actix_web::test]
