@@ -133,10 +133,14 @@ impl AppError {
             AppError::Db(error) => db_code(error),
             AppError::Timeout { .. } | AppError::Internal(_) => code::INTERNAL,
         };
-        RpcError {
-            code,
-            message: self.to_string(),
-        }
+        let message = match self {
+            // Its text names a path on the server; the log keeps it (see `ws::session`).
+            AppError::Project(ProjectError::Io { .. }) => {
+                "A file operation on the server failed; its log has the detail.".to_owned()
+            }
+            _ => self.to_string(),
+        };
+        RpcError { code, message }
     }
 }
 
@@ -155,5 +159,24 @@ fn project_code(error: &ProjectError) -> i64 {
         ProjectError::Io { .. } => code::INTERNAL,
         ProjectError::OutsideProjectDirs(_) => code::UNAUTHORIZED,
         _ => code::INVALID_PARAMS,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_failure_tells_the_client_no_server_path() {
+        let error = AppError::Project(ProjectError::io(
+            "/srv/rummy-home/skills/deploy.md",
+            std::io::Error::other("disk on fire"),
+        ));
+        let rpc = error.to_rpc();
+        assert_eq!(rpc.code, code::INTERNAL);
+        assert!(!rpc.message.contains("/srv"), "{}", rpc.message);
+        assert!(error
+            .to_string()
+            .contains("/srv/rummy-home/skills/deploy.md"));
     }
 }

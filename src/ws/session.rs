@@ -17,7 +17,7 @@ use futures_util::future::join_all;
 use futures_util::FutureExt;
 use serde_json::Value;
 
-use crate::error::AppError;
+use crate::error::{code, AppError};
 use crate::hub::{ConnId, Outbound, Subscribe, Unsubscribe};
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
 use crate::rpc::dispatch;
@@ -244,7 +244,11 @@ async fn serve(state: ServerState, context: CallContext, item: Incoming) -> Serv
         }
         Err(error) => {
             let rpc = error.to_rpc();
-            tracing::debug!(method = %request.method, duration_ms, code = rpc.code, "rpc error");
+            if rpc.code == code::INTERNAL {
+                tracing::warn!(method = %request.method, duration_ms, %error, "rpc failed");
+            } else {
+                tracing::debug!(method = %request.method, duration_ms, code = rpc.code, "rpc error");
+            }
             Served {
                 reply: request.id.map(|id| envelope::failure(id, &rpc)),
                 bind: None,
