@@ -113,12 +113,13 @@ pub struct RpcLogInsertForm {
     pub method: String,
     /// The request id as JSON text.
     pub rpc_id: Option<String>,
-    /// The params as JSON text.
+    /// The params as JSON text; cut to [`RPC_LOG_TEXT_MAX_CHARS`] on insert.
     pub params: Option<String>,
-    /// The result as JSON text; cut to [`RPC_LOG_RESULT_MAX_CHARS`] on insert.
+    /// The result as JSON text; cut to [`RPC_LOG_TEXT_MAX_CHARS`] on insert.
     pub result: Option<String>,
     pub error: Option<String>,
 }
 
-/// Longest `rpc_log.result` kept, in characters.
-pub const RPC_LOG_RESULT_MAX_CHARS: usize = 4096;
+/// Longest `rpc_log.params` or `rpc_log.result` kept, in characters (a `set` of a large
+/// body must not store the body a second time).
+pub const RPC_LOG_TEXT_MAX_CHARS: usize = 4096;
