@@ -315,13 +315,21 @@ async fn read_only_methods_are_answered_while_the_writer_is_busy() {
     writer.release().await;
 }
 
+/// 20,000 numbered lines.
+fn large_file() -> String {
+    (0..20_000)
+        .map(|n| format!("line {n} of a large file\n"))
+        .collect()
+}
+
+/// A merge edit of line 17,000 of [`large_file`].
+const LINE_17000_EDIT: &str =
+    "<<<<<<< SEARCH\nline 17000 of a large file\n=======\nline 17000 edited\n>>>>>>> REPLACE";
+
 #[actix_web::test]
 async fn a_model_edit_of_a_large_file_computes_beside_the_writer() {
-    let lines: String = (0..20_000)
-        .map(|n| format!("line {n} of a large file\n"))
-        .collect();
-    let edit =
-        "<<<<<<< SEARCH\nline 17000 of a large file\n=======\nline 17000 edited\n>>>>>>> REPLACE";
+    let lines = large_file();
+    let edit = LINE_17000_EDIT;
     let llm = FakeLlm::start([
         Step::reply("<summarize>scanned</summarize>"),
         Step::reply(format!(
@@ -379,9 +387,7 @@ async fn hostile_replies_never_hang_a_loop_or_the_database() {
     }
     let llm = FakeLlm::start(script);
     let app = app_with(&llm, &[("RUMMY_MAX_TURNS", "4")]).await;
-    let lines: String = (0..20_000)
-        .map(|n| format!("line {n} of a large file\n"))
-        .collect();
+    let lines = large_file();
     let xml_body = xml(3_000);
     let files = [("big.txt", lines.as_str()), ("big.xml", xml_body.as_str())];
     let mut clients = Vec::new();
@@ -434,11 +440,8 @@ async fn hostile_replies_never_hang_a_loop_or_the_database() {
 
 #[actix_web::test]
 async fn a_model_edit_of_several_large_files_computes_each_beside_the_writer() {
-    let lines: String = (0..20_000)
-        .map(|n| format!("line {n} of a large file\n"))
-        .collect();
-    let edit =
-        "<<<<<<< SEARCH\nline 17000 of a large file\n=======\nline 17000 edited\n>>>>>>> REPLACE";
+    let lines = large_file();
+    let edit = LINE_17000_EDIT;
     let llm = FakeLlm::start([
         Step::reply("<summarize>scanned</summarize>"),
         Step::reply(format!(
