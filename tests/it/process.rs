@@ -37,22 +37,8 @@ impl ServerProcess {
             .spawn()
             .unwrap();
         let server = ServerProcess { child, port };
-        server.wait_until_healthy().await;
+        wait_until_healthy(server.port).await;
         server
-    }
-
-    async fn wait_until_healthy(&self) {
-        let url = format!("http://127.0.0.1:{}/healthz", self.port);
-        let http = awc::Client::new();
-        for _ in 0..1000 {
-            if let Ok(response) = http.get(&url).send().await {
-                if response.status().is_success() {
-                    return;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        panic!("rummy did not become healthy on port {}", self.port);
     }
 
     async fn client(&self) -> Client {
@@ -79,6 +65,21 @@ impl Drop for ServerProcess {
 }
 
 /// A loopback port nothing listens on now.
+/// Waits until `/healthz` on `port` answers.
+async fn wait_until_healthy(port: u16) {
+    let url = format!("http://127.0.0.1:{}/healthz", port);
+    let http = awc::Client::new();
+    for _ in 0..1000 {
+        if let Ok(response) = http.get(&url).send().await {
+            if response.status().is_success() {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("rummy did not become healthy on port {}", port);
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -127,6 +128,42 @@ async fn cargo_run_starts_the_server() {
 }
 
 /// Interrupts a loop by `signal`, restarts, and checks the run waits for its client.
+#[actix_web::test]
+async fn the_server_logs_to_stderr_one_line_per_event() {
+    let home = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_rummy"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUMMY_HOME", home.path())
+        .env("PORT", port.to_string())
+        .env("RUMMY_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let server = ServerProcess {
+        child: Command::new("true").spawn().unwrap(),
+        port,
+    };
+    wait_until_healthy(server.port).await;
+    let stopped = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let output = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        log.lines()
+            .any(|line| line.contains(&format!("rummy listening addr=127.0.0.1:{port}"))),
+        "{log}"
+    );
+}
+
 async fn interrupted_loop_waits_for_its_client(signal: &str, clean_exit: bool) {
     let llm = FakeLlm::builder([
         Step::Hang,
