@@ -51,7 +51,8 @@ pub fn canonical_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, ProjectError> {
 }
 
 /// `path` with the symlinks of its longest existing ancestor resolved and the rest appended;
-/// `None` when the rest has a `..` (it could climb out of what was resolved).
+/// `None` when the rest is anything but plain names (a `..` could climb out of what was
+/// resolved; `init` hands over lexically normal paths).
 fn resolve(path: &Path) -> Option<PathBuf> {
     let mut existing = path;
     let mut rest = Vec::new();
@@ -62,7 +63,6 @@ fn resolve(path: &Path) -> Option<PathBuf> {
                 for component in rest.iter().rev() {
                     match component {
                         Component::Normal(name) => resolved.push(name),
-                        Component::CurDir => {}
                         _ => return None,
                     }
                 }
