@@ -10,6 +10,7 @@ use actix::Actor;
 use actix_web::dev::ServerHandle;
 use actix_web::web;
 
+use crate::access::Access;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
@@ -106,8 +107,14 @@ pub async fn start_with(
     purge_expired(&agent).await?;
     seed_models(&agent).await?;
     recover_interrupted_runs(&agent).await?;
+    let access = Access::load(&settings.server)?;
+    if let Some(path) = access.users_file() {
+        tracing::info!(users_file = %path.display(), "people read from the users file");
+        actix_web::rt::spawn(crate::access::watch(access.clone()));
+    }
     let state = ServerState {
         agent,
+        access,
         connections: ConnectionRegistry::default(),
     };
     let (server, addr) = crate::http::server(state.clone())?;

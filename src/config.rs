@@ -20,6 +20,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_HOST", "server.host"),
     ("PORT", "server.port"),
     ("RUMMY_AUTH_TOKEN", "server.auth_token"),
+    ("RUMMY_USERS_FILE", "server.users_file"),
     ("RUMMY_PROJECTS_DIR", "server.projects_dir"),
     ("RUMMY_METRICS_OPEN", "server.metrics_open"),
     ("RUMMY_ALLOWED_ORIGINS", "server.allowed_origins"),
@@ -138,6 +139,10 @@ pub struct ServerSettings {
     /// Token every client must present, when set.
     #[serde(deserialize_with = "optional_secret")]
     pub auth_token: Option<Secret>,
+    /// The users file (people, token hashes, roles, projects; see `access`), absolute after
+    /// [`Settings::load`].
+    #[serde(deserialize_with = "optional_path")]
+    pub users_file: Option<PathBuf>,
     /// The directories `init` accepts project roots in (`:`-separated, canonical after
     /// [`Settings::load`]); empty: anywhere, which only a loopback bind allows.
     #[serde(deserialize_with = "colon_paths")]
@@ -341,6 +346,10 @@ impl Settings {
         settings.storage.home = home;
         settings.storage.db_path =
             absolute_under(&settings.storage.home, &settings.storage.db_path);
+        settings.server.users_file = settings
+            .server
+            .users_file
+            .map(|path| absolute_under(&settings.storage.home, &path));
         settings.server.projects_dir = canonical_dirs(&settings.server.projects_dir)
             .map_err(|error| ConfigError::Invalid(format!("RUMMY_PROJECTS_DIR: {error}")))?;
         seed_models_from_env(&mut settings.models, &merged);
@@ -359,9 +368,10 @@ impl Settings {
                 "RUMMY_TOKEN_DIVISOR must be at least 1".into(),
             ));
         }
-        if !self.server.host.is_loopback() && self.server.auth_token.is_none() {
+        let tokens = self.server.auth_token.is_some() || self.server.users_file.is_some();
+        if !self.server.host.is_loopback() && !tokens {
             return Err(ConfigError::Invalid(format!(
-                "binding {} (not loopback) requires RUMMY_AUTH_TOKEN",
+                "binding {} (not loopback) requires RUMMY_AUTH_TOKEN or RUMMY_USERS_FILE",
                 self.server.host
             )));
         }
@@ -459,6 +469,12 @@ fn seed_models_from_env(models: &mut BTreeMap<String, ModelSeed>, env: &HashMap<
 fn optional_secret<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Secret>, D::Error> {
     let raw = String::deserialize(deserializer)?;
     Ok((!raw.is_empty()).then_some(Secret(raw)))
+}
+
+fn optional_path<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<PathBuf>, D::Error> {
+    let raw = String::deserialize(deserializer)?;
+    let raw = raw.trim();
+    Ok((!raw.is_empty()).then(|| PathBuf::from(raw)))
 }
 
 /// A `:`-separated list of absolute paths.
@@ -626,6 +642,22 @@ mod tests {
         assert_eq!(
             format!("{:?}", accepted.server.auth_token),
             "Some(Secret(..))"
+        );
+        let with_people = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home),
+                ("RUMMY_HOST", "0.0.0.0"),
+                ("RUMMY_USERS_FILE", "people.toml"),
+                ("RUMMY_PROJECTS_DIR", home),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert!(with_people.server.auth_token.is_none());
+        assert_eq!(
+            with_people.server.users_file,
+            Some(Path::new(home).join("people.toml")),
+            "a relative users file is under home"
         );
     }
 

@@ -7,6 +7,7 @@
 //! - only [`AppError::to_rpc`] knows JSON-RPC codes and the reference message texts;
 //! - `anyhow` appears only in `main`.
 
+use crate::access::AccessError;
 use crate::db::DbError;
 use crate::project::ProjectError;
 
@@ -94,6 +95,9 @@ pub enum AppError {
     /// limit).
     #[error("{0}")]
     WorkLimit(String),
+    /// The caller may not do this (role, project), or a project's root is taken.
+    #[error(transparent)]
+    Access(#[from] AccessError),
     #[error(transparent)]
     Db(#[from] DbError),
     /// A path or project file operation failed.
@@ -130,6 +134,8 @@ impl AppError {
             AppError::ReplyTooLarge { .. } => code::TOO_LARGE,
             AppError::WorkLimit(_) => code::WORK_LIMIT,
             AppError::Project(error) => project_code(error),
+            AppError::Access(AccessError::UsersFile(_)) => code::INTERNAL,
+            AppError::Access(_) => code::UNAUTHORIZED,
             AppError::Db(error) => db_code(error),
             AppError::Timeout { .. } | AppError::Internal(_) => code::INTERNAL,
         };

@@ -16,6 +16,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, App, HttpRequest, HttpResponse};
 use futures_util::FutureExt;
 
+use crate::access::Role;
 use crate::db::queries;
 use crate::ws::state::ServerState;
 use crate::ws::{gate, upgrade};
@@ -97,7 +98,7 @@ fn configure(config: &mut web::ServiceConfig) {
 /// token before it learns it needs WebSocket). Upgrade requests never get here: the
 /// listener hands them to [`upgrade::serve`].
 async fn websocket(request: HttpRequest, app: web::Data<ServerState>) -> HttpResponse {
-    if let Some(refusal) = gate::refusal(request.head(), &app.agent.settings.server) {
+    if let Err(refusal) = gate::admit(request.head(), &app.access, &app.agent.settings.server) {
         return refusal;
     }
     HttpResponse::build(StatusCode::UPGRADE_REQUIRED)
@@ -121,12 +122,18 @@ async fn readyz(state: web::Data<ServerState>) -> HttpResponse {
     }
 }
 
-/// Prometheus text; behind the token, when one is set, unless `RUMMY_METRICS_OPEN`.
+/// Prometheus text; behind an admin's token (or the shared one), when tokens are set, unless
+/// `RUMMY_METRICS_OPEN`.
 async fn metrics(request: HttpRequest, state: web::Data<ServerState>) -> HttpResponse {
-    let server = &state.agent.settings.server;
-    if !server.metrics_open {
-        if let Some(unauthorized) = gate::token_refusal(request.head(), server) {
-            return unauthorized;
+    if !state.agent.settings.server.metrics_open {
+        let admitted = gate::authenticate(request.head(), &state.access).and_then(|caller| {
+            match state.access.grant(&caller) {
+                Ok(grant) if grant.role() == Role::Admin => Ok(()),
+                _ => Err(HttpResponse::Forbidden().body("/metrics is for admins\n")),
+            }
+        });
+        if let Err(refusal) = admitted {
+            return refusal;
         }
     }
     let runs = state

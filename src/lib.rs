@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` for the map of modules, actors and the path of one turn.
 
+pub mod access;
 pub mod agent;
 pub mod app;
 pub mod budget;

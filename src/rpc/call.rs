@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::access::{Access, Caller, Grant};
 use crate::agent::AgentContext;
 use crate::db::ids::ProjectId;
 use crate::error::AppError;
@@ -25,6 +26,10 @@ pub struct CallContext {
     /// The agent core the handlers work with.
     pub agent: AgentContext,
     pub conn: ConnId,
+    /// Who the connection acts for.
+    pub caller: Caller,
+    /// Who may do what.
+    pub access: Access,
     /// Its project, once `init` has run.
     pub project: Option<ProjectBinding>,
 }
@@ -33,6 +38,16 @@ impl CallContext {
     /// The bound project, or the reference's "not initialized" error.
     pub fn project(&self) -> Result<&ProjectBinding, AppError> {
         self.project.as_ref().ok_or(AppError::NotInitialized)
+    }
+
+    /// What the caller may do now.
+    pub fn grant(&self) -> Result<Grant, AppError> {
+        Ok(self.access.grant(&self.caller)?)
+    }
+
+    /// The caller's name, for the rows that record who did what.
+    pub fn person(&self) -> Option<String> {
+        self.caller.person().map(str::to_owned)
     }
 }
 

@@ -1,4 +1,5 @@
-//! Routing one request to its handler, with the init gate and the RPC timeout.
+//! Routing one request to its handler, with the access check, the init gate and the RPC
+//! timeout.
 
 use std::time::Duration;
 
@@ -8,7 +9,9 @@ use crate::error::AppError;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::methods::{self, Method, ToolCatalogue};
 
-/// Serves one request: method lookup, init gate, timeout, handler.
+/// Serves one request: method lookup, the caller's role, init gate and the caller's right to
+/// the bound project (both looked up now: a reload of the users file applies to the next
+/// call), timeout, handler. A refused call changes nothing.
 pub async fn call(
     context: CallContext,
     method_name: &str,
@@ -17,8 +20,10 @@ pub async fn call(
     let method = Method::from_name(method_name, &ToolCatalogue::of(&context.agent))
         .ok_or_else(|| AppError::MethodNotFound(method_name.to_string()))?;
     let spec = method.spec();
-    if spec.needs_init && context.project.is_none() {
-        return Err(AppError::NotInitialized);
+    let grant = context.grant()?;
+    grant.require(spec.role, method.name())?;
+    if spec.needs_init {
+        grant.open(&context.project()?.name)?;
     }
     if spec.long_running {
         return methods::route(context, method, params).await;

@@ -7,6 +7,7 @@
 use serde_aux::serde_introspection::serde_introspect;
 use serde_json::{json, Map, Value};
 
+use crate::access::Role;
 use crate::agent::AgentContext;
 use crate::error::AppError;
 use crate::plugins::policy::ToolPolicy;
@@ -29,14 +30,16 @@ pub struct MethodSpec {
     pub needs_init: bool,
     /// Runs until its loop ends; exempt from the RPC timeout.
     pub long_running: bool,
+    /// The least role that may call it.
+    pub role: Role,
 }
 
-/// Declares the methods: `Variant "wire/name" (ParamsType) handler, init?, long?,
+/// Declares the methods: `Variant "wire/name" (ParamsType) handler, init?, long?, role,
 /// "description" { "param": "description", ... };`
 macro_rules! method_table {
     ($(
         $variant:ident $name:literal ($params:ty) $handler:path,
-        needs_init: $init:literal, long_running: $long:literal,
+        needs_init: $init:literal, long_running: $long:literal, role: $role:ident,
         $description:literal $fields:expr;
     )*) => {
         /// Every RPC method, by name.
@@ -72,6 +75,7 @@ macro_rules! method_table {
                         fields: serde_introspect::<$params>,
                         needs_init: $init,
                         long_running: $long,
+                        role: Role::$role,
                     },)*
                     Method::Tool(_) => MethodSpec {
                         description: "Dispatch a model tool on a run.",
@@ -79,6 +83,7 @@ macro_rules! method_table {
                         fields: serde_introspect::<tools::ToolParams>,
                         needs_init: true,
                         long_running: false,
+                        role: Role::Member,
                     },
                 }
             }
@@ -127,33 +132,33 @@ const PAGE: &[(&str, &str)] = &[("limit", "number?"), ("offset", "number?")];
 
 method_table! {
     Ping "ping" (NoParams) session::ping,
-        needs_init: false, long_running: false,
+        needs_init: false, long_running: false, role: Viewer,
         "Liveness check; answers {}." &[];
     Discover "discover" (NoParams) discover,
-        needs_init: false, long_running: false,
+        needs_init: false, long_running: false, role: Viewer,
         "This catalogue of methods and notifications." &[];
     Init "init" (session::InitParams) session::init,
-        needs_init: false, long_running: false,
+        needs_init: false, long_running: false, role: Viewer,
         "Bind this connection to a project (created or updated by name)." &[
             ("name", "string — project identity"),
             ("projectRoot", "string — absolute path of the project tree"),
             ("configPath", "string? — project configuration file"),
         ];
     GetModels "getModels" (Page) models::list,
-        needs_init: false, long_running: false,
+        needs_init: false, long_running: false, role: Viewer,
         "List the model catalogue." PAGE;
     AddModel "addModel" (models::AddModelParams) models::add,
-        needs_init: false, long_running: false,
+        needs_init: false, long_running: false, role: Admin,
         "Add or update a model alias." &[
             ("alias", "string — name clients use"),
             ("actual", "string — provider-prefixed model id"),
             ("contextLength", "number? — context window in tokens"),
         ];
     RemoveModel "removeModel" (models::RemoveModelParams) models::remove,
-        needs_init: false, long_running: false,
+        needs_init: false, long_running: false, role: Admin,
         "Remove a model alias." &[("alias", "string")];
     Get "get" (entries::GetParams) entries::get,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Member,
         "Promote matching entries to full fidelity; optionally pin a file constraint." &[
             ("path", "string — path, URI or pattern"),
             ("run", "string? — run alias (required unless persist)"),
@@ -161,7 +166,7 @@ method_table! {
             ("readonly", "boolean? — with persist: read-only"),
         ];
     Store "store" (entries::StoreParams) entries::store,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Member,
         "Archive matching entries; manage file constraints." &[
             ("path", "string — path, URI or pattern"),
             ("run", "string? — run alias (required unless persist or clear)"),
@@ -170,7 +175,7 @@ method_table! {
             ("clear", "boolean? — delete the constraint"),
         ];
     GetEntries "getEntries" (entries::GetEntriesParams) entries::list,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Viewer,
         "List a run's entries whose path matches a pattern." &[
             ("pattern", "string? — path pattern (default *)"),
             ("body", "string? — body search pattern"),
@@ -179,7 +184,7 @@ method_table! {
             ("offset", "number?"),
         ];
     StartRun "startRun" (runs::StartRunParams) runs::start,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Member,
         "Create an idle run." &[
             ("model", "string — model alias"),
             ("temperature", "number? — 0..2"),
@@ -187,31 +192,31 @@ method_table! {
             ("contextLimit", "integer? — ≥ 1024"),
         ];
     Ask "ask" (loops::AskParams) loops::ask,
-        needs_init: true, long_running: true,
+        needs_init: true, long_running: true, role: Member,
         "Run a loop in ask mode (no file changes)." RUN_FLAGS;
     Act "act" (loops::AskParams) loops::act,
-        needs_init: true, long_running: true,
+        needs_init: true, long_running: true, role: Member,
         "Run a loop in act mode." RUN_FLAGS;
     RunResolve "run/resolve" (loops::ResolveParams) loops::resolve,
-        needs_init: true, long_running: true,
+        needs_init: true, long_running: true, role: Member,
         "Accept, reject or fail a pending proposal." &[
             ("run", "string — run alias"),
             ("resolution", "object — {path, action: accept|reject|error, output?}"),
         ];
     RunAbort "run/abort" (runs::RunParams) runs::abort,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Member,
         "Abort a run's current loop." &[("run", "string")];
     RunRename "run/rename" (runs::RenameParams) runs::rename,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Member,
         "Rename a run." &[("run", "string"), ("name", "string — [A-Za-z0-9_]+")];
     RunInject "run/inject" (loops::InjectParams) loops::inject,
-        needs_init: true, long_running: true,
+        needs_init: true, long_running: true, role: Member,
         "Add a message to a run: the running loop sees it next turn, else a new loop runs." &[
             ("run", "string"),
             ("message", "string"),
         ];
     RunConfig "run/config" (runs::RunConfigParams) runs::configure,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Member,
         "Change a run's stored settings." &[
             ("run", "string"),
             ("temperature", "number?"),
@@ -220,32 +225,32 @@ method_table! {
             ("model", "string?"),
         ];
     GetRuns "getRuns" (Page) runs::list,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Viewer,
         "List the project's runs, newest first." PAGE;
     GetRun "getRun" (runs::RunParams) runs::detail,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Viewer,
         "One run in detail." &[("run", "string")];
     SkillAdd "skill/add" (skills::SkillParams) skills::add,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Member,
         "Load $RUMMY_HOME/skills/<name>.md into a run." &[("run", "string"), ("name", "string")];
     SkillRemove "skill/remove" (skills::SkillParams) skills::remove,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Member,
         "Remove a skill from a run." &[("run", "string"), ("name", "string")];
     GetSkills "getSkills" (skills::RunOnlyParams) skills::of_run,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Viewer,
         "The skills loaded in a run." &[("run", "string")];
     ListSkills "listSkills" (NoParams) skills::list_skills,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Viewer,
         "The skill files available." &[];
     PersonaSet "persona/set" (skills::PersonaParams) skills::set_persona,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Member,
         "Set a run's persona from text or $RUMMY_HOME/personas/<name>.md." &[
             ("run", "string"),
             ("name", "string?"),
             ("text", "string?"),
         ];
     ListPersonas "listPersonas" (NoParams) skills::list_personas,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Viewer,
         "The persona files available." &[];
 }
 
@@ -337,7 +342,11 @@ pub fn catalogue(tools: &ToolCatalogue<'_>) -> Value {
             .collect();
         methods.insert(
             method.name().to_string(),
-            json!({"description": spec.description, "params": params}),
+            json!({
+                "description": spec.description,
+                "params": params,
+                "role": spec.role.to_string(),
+            }),
         );
     }
     let notifications: Map<String, Value> = NOTIFICATIONS

@@ -17,6 +17,7 @@ use futures_util::future::join_all;
 use futures_util::FutureExt;
 use serde_json::Value;
 
+use crate::access::Caller;
 use crate::error::{code, AppError};
 use crate::hub::{ConnId, Outbound, Subscribe, Unsubscribe};
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
@@ -31,6 +32,8 @@ const MAX_IN_FLIGHT: usize = 256;
 /// The actor behind one WebSocket connection.
 pub struct WsSession {
     id: ConnId,
+    /// Who it acts for, from the token it presented.
+    caller: Caller,
     state: ServerState,
     project: Option<ProjectBinding>,
     last_heard: Instant,
@@ -40,9 +43,10 @@ pub struct WsSession {
 
 impl WsSession {
     /// A session for a freshly upgraded connection.
-    pub fn new(id: ConnId, state: ServerState) -> Self {
+    pub fn new(id: ConnId, caller: Caller, state: ServerState) -> Self {
         WsSession {
             id,
+            caller,
             state,
             project: None,
             last_heard: Instant::now(),
@@ -113,6 +117,8 @@ impl WsSession {
         let context = CallContext {
             agent: self.state.agent.clone(),
             conn: self.id,
+            caller: self.caller.clone(),
+            access: self.state.access.clone(),
             project: self.project.clone(),
         };
         let served = join_all(

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::access::Access;
 use crate::agent::AgentContext;
 use crate::db::ids::ProjectId;
 use crate::db::models::RpcLogInsertForm;
@@ -15,6 +16,8 @@ use crate::ws::registry::ConnectionRegistry;
 pub struct ServerState {
     /// What the handlers work with.
     pub agent: AgentContext,
+    /// Who may connect, and what each caller may do.
+    pub access: Access,
     pub connections: ConnectionRegistry,
 }
 

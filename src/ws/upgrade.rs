@@ -65,10 +65,13 @@ async fn handshake(
         return Ok(None);
     }
     let server = &state.agent.settings.server;
-    if let Some(refusal) = gate::refusal(head, server) {
-        refuse(&mut framed, refusal.into()).await?;
-        return Ok(None);
-    }
+    let caller = match gate::admit(head, &state.access, server) {
+        Ok(caller) => caller,
+        Err(refusal) => {
+            refuse(&mut framed, refusal.into()).await?;
+            return Ok(None);
+        }
+    };
     let accepted = match actix_http::ws::handshake(head) {
         Ok(mut accepted) => accepted.finish().drop_body(),
         Err(error) => {
@@ -84,7 +87,7 @@ async fn handshake(
         &parts.read_buf,
         Codec::new().max_size(server.max_frame_bytes),
     );
-    let session = WsSession::new(state.connections.next_id(), state.clone());
+    let session = WsSession::new(state.connections.next_id(), caller, state.clone());
     // The context's own reader gets a stream that never yields: the frames come from ours.
     let outbound = WebsocketContext::with_factory(
         stream::pending::<Result<Bytes, PayloadError>>(),

@@ -1,4 +1,4 @@
-//! Projects: upserted by name on `init`.
+//! Projects: a name and the root it was first opened with, on `init`.
 
 use diesel::prelude::*;
 
@@ -20,6 +20,41 @@ pub fn upsert_project(
         .set(form)
         .returning(ProjectRow::as_returning())
         .get_result(conn)?)
+}
+
+/// What [`open_project`] found.
+#[derive(Debug, PartialEq)]
+pub enum Opening {
+    /// The project, created now or found with the same root.
+    Opened(ProjectRow),
+    /// A project of that name exists with another root; nothing changed.
+    OtherRoot,
+    /// No project of that name, and the caller may not create one; nothing changed.
+    Absent,
+}
+
+/// Opens the project `form.name` at `form.project_root`: creates it when it does not exist
+/// and `may_create`, finds it when its stored root is the same (a project's root never
+/// changes), and then stores a given config path.
+pub fn open_project(
+    conn: &mut SqliteConnection,
+    form: &ProjectInsertForm,
+    may_create: bool,
+) -> Result<Opening, DbError> {
+    let existing: Option<ProjectRow> = projects::table
+        .filter(projects::name.eq(&form.name))
+        .select(ProjectRow::as_select())
+        .first(conn)
+        .optional()?;
+    match existing {
+        Some(project)
+            if project.project_root.is_some() && project.project_root != form.project_root =>
+        {
+            Ok(Opening::OtherRoot)
+        }
+        None if !may_create => Ok(Opening::Absent),
+        _ => upsert_project(conn, form).map(Opening::Opened),
+    }
 }
 
 /// The project with this id.
@@ -78,5 +113,40 @@ mod tests {
         );
         assert_eq!(get_project(&mut db.conn, other.id).unwrap(), Some(other));
         assert_eq!(find_project(&mut db.conn, "missing").unwrap(), None);
+    }
+
+    #[test]
+    fn a_project_opens_only_at_its_first_root_and_is_created_only_when_allowed() {
+        let mut db = TestDb::new();
+        assert_eq!(
+            open_project(&mut db.conn, &form("p", Some("/a"), None), false).unwrap(),
+            Opening::Absent
+        );
+        assert_eq!(find_project(&mut db.conn, "p").unwrap(), None);
+        let Opening::Opened(created) =
+            open_project(&mut db.conn, &form("p", Some("/a"), None), true).unwrap()
+        else {
+            panic!("not created");
+        };
+        assert_eq!(
+            open_project(&mut db.conn, &form("p", Some("/b"), None), true).unwrap(),
+            Opening::OtherRoot
+        );
+        let Opening::Opened(again) =
+            open_project(&mut db.conn, &form("p", Some("/a"), Some("/a/c")), false).unwrap()
+        else {
+            panic!("not opened");
+        };
+        assert_eq!(again.id, created.id);
+        assert_eq!(again.project_root.as_deref(), Some("/a"));
+        assert_eq!(again.config_path.as_deref(), Some("/a/c"));
+        let rootless = upsert_project(&mut db.conn, &form("q", None, None)).unwrap();
+        let Opening::Opened(rooted) =
+            open_project(&mut db.conn, &form("q", Some("/q"), None), false).unwrap()
+        else {
+            panic!("a project without a root takes the first one given");
+        };
+        assert_eq!(rooted.id, rootless.id);
+        assert_eq!(rooted.project_root.as_deref(), Some("/q"));
     }
 }

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use actix_web::web;
 use serde::{Deserialize, Serialize};
 
+use crate::access::AccessError;
 use crate::db::models::ProjectInsertForm;
-use crate::db::queries::projects;
+use crate::db::queries::projects::{self, Opening};
 use crate::error::AppError;
 use crate::project::ProjectDirs;
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
@@ -33,10 +34,15 @@ struct InitResult {
     project_id: i64,
 }
 
-/// `init`: upsert the project by name and bind this connection to it. With
-/// `RUMMY_PROJECTS_DIR` set, the root must lie inside one of its directories (symlinks
-/// resolved; the resolved root is stored) or nothing is stored and bound.
+/// `init`: open the project by name (created at its root the first time, by a member or
+/// more; found at that root afterwards) and bind this connection to it. The caller must
+/// be given the project's name. With `RUMMY_PROJECTS_DIR` set, the root must lie inside one
+/// of its directories (symlinks resolved; the resolved root is stored). A refusal stores and
+/// binds nothing.
 pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, AppError> {
+    let grant = context.grant()?;
+    grant.open(&params.name)?;
+    let create_refusal = grant.create(&params.name).err();
     let root = PathBuf::from(&*params.project_root);
     if !root.is_absolute() {
         return Err(AppError::InvalidParam(
@@ -57,11 +63,27 @@ pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, App
         project_root: Some(root.display().to_string()),
         config_path: params.config_path,
     };
-    let project = context
+    let may_create = create_refusal.is_none();
+    let opening = context
         .agent
         .db
-        .call(move |conn| projects::upsert_project(conn, &form))
+        .call(move |conn| projects::open_project(conn, &form, may_create))
         .await?;
+    let project = match opening {
+        Opening::Opened(project) => project,
+        Opening::OtherRoot => {
+            return Err(AccessError::RootTaken {
+                project: params.name.0,
+            }
+            .into())
+        }
+        Opening::Absent => {
+            return Err(create_refusal.map_or_else(
+                || AppError::Internal("a project the caller may create was not".into()),
+                AppError::from,
+            ))
+        }
+    };
     let binding = ProjectBinding {
         id: project.id,
         name: project.name,

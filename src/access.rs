@@ -1,0 +1,381 @@
+//! Who may do what: the caller of each connection, the people of the users file, their roles
+//! and their projects.
+//!
+//! A connection authenticates once, at the upgrade. With the server's shared token (or on a
+//! server with no token at all, one person's laptop) it acts as the [`Caller::Operator`] and
+//! may do everything; with a person's token it acts for that person. What a person may do is
+//! looked up again on every call ([`Access::grant`]), so a reload of the users file (SIGHUP,
+//! or a change of the file, see [`watch`]) applies at once to connections already open, and a
+//! person removed from the file can do nothing more.
+
+mod people;
+mod watch;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+
+use crate::config::ServerSettings;
+
+pub use people::{hash_token, People, Person};
+pub use watch::watch;
+
+/// What a person may do, each role including the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Reads entries, runs and notifications.
+    Viewer,
+    /// Also asks, acts, resolves, injects, aborts and edits entries and runs.
+    Member,
+    /// Also changes what the whole server shares: the model catalogue.
+    Admin,
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Role::Viewer => "viewer",
+            Role::Member => "member",
+            Role::Admin => "admin",
+        })
+    }
+}
+
+/// Who a connection acts for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// The holder of the shared token, or anyone on a server without tokens.
+    Operator,
+    /// A person of the users file, by name.
+    Person(Arc<str>),
+}
+
+impl Caller {
+    /// The person's name; `None` for the operator, who is nobody in particular.
+    pub fn person(&self) -> Option<&str> {
+        match self {
+            Caller::Operator => None,
+            Caller::Person(name) => Some(name),
+        }
+    }
+}
+
+/// A refusal, or a users file that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    /// The users file is unreadable or wrong (at start, or on a reload, which keeps the
+    /// previous people).
+    #[error("users file: {0}")]
+    UsersFile(String),
+    #[error("{who} is a {role}; '{method}' needs the {needed} role.")]
+    Role {
+        who: Arc<str>,
+        role: Role,
+        needed: Role,
+        method: String,
+    },
+    #[error("{who} may not open project '{project}'.")]
+    Project { who: Arc<str>, project: String },
+    #[error("{who} is no longer a user of this server.")]
+    Gone { who: Arc<str> },
+    #[error(
+        "Project '{project}' already exists with another root; a project's root never \
+         changes (init the new root under another name)."
+    )]
+    RootTaken { project: String },
+    #[error("Project '{project}' does not exist, and {who}, a viewer, may not create it.")]
+    CannotCreate { who: Arc<str>, project: String },
+}
+
+/// The shared token, the users file and the people read from it. Cheap to clone.
+#[derive(Clone)]
+pub struct Access {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared_token: Option<String>,
+    users_file: Option<PathBuf>,
+    people: RwLock<Arc<People>>,
+}
+
+impl Access {
+    /// The server's access rules, reading the users file when one is configured (blocking).
+    pub fn load(server: &ServerSettings) -> Result<Access, AccessError> {
+        let people = match &server.users_file {
+            Some(path) => read_people(path)?,
+            None => People::default(),
+        };
+        Ok(Access {
+            inner: Arc::new(Inner {
+                shared_token: server
+                    .auth_token
+                    .as_ref()
+                    .map(|token| token.expose().to_owned()),
+                users_file: server.users_file.clone(),
+                people: RwLock::new(Arc::new(people)),
+            }),
+        })
+    }
+
+    /// Who presents `token`; `None` when it opens nothing. A server with neither a shared
+    /// token nor a users file lets everyone in as the operator.
+    pub fn authenticate(&self, token: Option<&str>) -> Option<Caller> {
+        let inner = &self.inner;
+        if inner.shared_token.is_none() && inner.users_file.is_none() {
+            return Some(Caller::Operator);
+        }
+        let token = token?;
+        if let Some(shared) = &inner.shared_token {
+            if bool::from(token.as_bytes().ct_eq(shared.as_bytes())) {
+                return Some(Caller::Operator);
+            }
+        }
+        self.people()
+            .holder_of(token)
+            .map(|person| Caller::Person(person.name.clone()))
+    }
+
+    /// What `caller` may do now, by the people as last read.
+    pub fn grant(&self, caller: &Caller) -> Result<Grant, AccessError> {
+        let person = match caller {
+            Caller::Operator => None,
+            Caller::Person(name) => Some(
+                self.people()
+                    .named(name)
+                    .ok_or_else(|| AccessError::Gone { who: name.clone() })?,
+            ),
+        };
+        Ok(Grant { person })
+    }
+
+    /// Reads the users file again (blocking); a file that does not read keeps the people
+    /// as they were. Returns how many people it lists.
+    pub fn reload(&self) -> Result<usize, AccessError> {
+        let Some(path) = &self.inner.users_file else {
+            return Ok(0);
+        };
+        let people = read_people(path)?;
+        let count = people.len();
+        *self
+            .inner
+            .people
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(people);
+        Ok(count)
+    }
+
+    /// The users file, when one is configured.
+    pub fn users_file(&self) -> Option<&Path> {
+        self.inner.users_file.as_deref()
+    }
+
+    fn people(&self) -> Arc<People> {
+        self.inner
+            .people
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+fn read_people(path: &Path) -> Result<People, AccessError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| AccessError::UsersFile(format!("{}: {error}", path.display())))?;
+    People::parse(&text)
+}
+
+/// What one caller may do, as of one call.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    /// `None`: the operator, who may do everything.
+    person: Option<Arc<Person>>,
+}
+
+impl Grant {
+    /// The caller's role.
+    pub fn role(&self) -> Role {
+        self.person
+            .as_ref()
+            .map_or(Role::Admin, |person| person.role)
+    }
+
+    /// Refuses a caller below `needed` for `method`.
+    pub fn require(&self, needed: Role, method: &str) -> Result<(), AccessError> {
+        match &self.person {
+            Some(person) if person.role < needed => Err(AccessError::Role {
+                who: person.name.clone(),
+                role: person.role,
+                needed,
+                method: method.to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses a caller whose projects do not include `project`.
+    pub fn open(&self, project: &str) -> Result<(), AccessError> {
+        match &self.person {
+            Some(person) if !person.may_open(project) => Err(AccessError::Project {
+                who: person.name.clone(),
+                project: project.to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses a caller who may not create the project `project`.
+    pub fn create(&self, project: &str) -> Result<(), AccessError> {
+        self.open(project)?;
+        match &self.person {
+            Some(person) if person.role < Role::Member => Err(AccessError::CannotCreate {
+                who: person.name.clone(),
+                project: project.to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(token: Option<&str>, users: Option<&str>) -> (ServerSettings, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut env: std::collections::HashMap<String, String> =
+            [("RUMMY_HOME".to_string(), dir.path().display().to_string())].into();
+        if let Some(token) = token {
+            env.insert("RUMMY_AUTH_TOKEN".into(), token.into());
+        }
+        if let Some(text) = users {
+            std::fs::write(dir.path().join("users.toml"), text).unwrap();
+            env.insert("RUMMY_USERS_FILE".into(), "users.toml".into());
+        }
+        let settings = crate::config::Settings::load(&env, Path::new("config")).unwrap();
+        (settings.server, dir)
+    }
+
+    fn users(entries: &[(&str, &str, &str, &str)]) -> String {
+        entries
+            .iter()
+            .map(|(name, token, role, projects)| {
+                format!(
+                    "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
+                     projects = {projects}\n",
+                    hash_token(token)
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_tokens_everyone_is_the_operator() {
+        let (server, _dir) = server(None, None);
+        let access = Access::load(&server).unwrap();
+        assert_eq!(access.authenticate(None), Some(Caller::Operator));
+        assert_eq!(access.authenticate(Some("x")), Some(Caller::Operator));
+    }
+
+    #[test]
+    fn the_shared_token_is_the_operator_and_a_persons_token_is_that_person() {
+        let text = users(&[("alice", "a-token", "viewer", r#"["web"]"#)]);
+        let (server, _dir) = server(Some("shared"), Some(&text));
+        let access = Access::load(&server).unwrap();
+        assert_eq!(access.authenticate(Some("shared")), Some(Caller::Operator));
+        assert_eq!(
+            access.authenticate(Some("a-token")),
+            Some(Caller::Person("alice".into()))
+        );
+        assert_eq!(access.authenticate(Some("share")), None);
+        assert_eq!(access.authenticate(None), None);
+    }
+
+    #[test]
+    fn a_users_file_alone_requires_a_token() {
+        let text = users(&[("alice", "a-token", "admin", r#"["*"]"#)]);
+        let (server, _dir) = server(None, Some(&text));
+        let access = Access::load(&server).unwrap();
+        assert_eq!(access.authenticate(None), None);
+        assert_eq!(access.authenticate(Some("shared")), None);
+        assert_eq!(
+            access.authenticate(Some("a-token")),
+            Some(Caller::Person("alice".into()))
+        );
+    }
+
+    #[test]
+    fn grants_follow_role_and_projects() {
+        let text = users(&[
+            ("vera", "v", "viewer", r#"["web"]"#),
+            ("mo", "m", "member", r#"["web"]"#),
+            ("ada", "a", "admin", r#"["*"]"#),
+        ]);
+        let (server, _dir) = server(None, Some(&text));
+        let access = Access::load(&server).unwrap();
+        let grant = |name: &str| access.grant(&Caller::Person(name.into())).unwrap();
+        let vera = grant("vera");
+        assert_eq!(vera.role(), Role::Viewer);
+        assert!(vera.require(Role::Viewer, "getRuns").is_ok());
+        let refused = vera.require(Role::Member, "ask").unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "vera is a viewer; 'ask' needs the member role."
+        );
+        assert!(vera.open("web").is_ok());
+        assert_eq!(
+            vera.open("ops").unwrap_err().to_string(),
+            "vera may not open project 'ops'."
+        );
+        assert!(matches!(
+            vera.create("web"),
+            Err(AccessError::CannotCreate { .. })
+        ));
+        let mo = grant("mo");
+        assert!(mo.require(Role::Member, "ask").is_ok());
+        assert!(mo.require(Role::Admin, "addModel").is_err());
+        assert!(mo.create("web").is_ok());
+        assert!(matches!(mo.create("ops"), Err(AccessError::Project { .. })));
+        let ada = grant("ada");
+        assert!(ada.require(Role::Admin, "addModel").is_ok());
+        let operator = access.grant(&Caller::Operator).unwrap();
+        assert_eq!(operator.role(), Role::Admin);
+        assert!(operator.open("anything").is_ok());
+        assert!(operator.create("anything").is_ok());
+        assert!(operator.require(Role::Admin, "addModel").is_ok());
+    }
+
+    #[test]
+    fn a_reload_applies_to_callers_already_in_and_a_bad_file_keeps_the_people() {
+        let text = users(&[("alice", "a", "member", r#"["web"]"#)]);
+        let (server, _dir) = server(None, Some(&text));
+        let access = Access::load(&server).unwrap();
+        let alice = access.authenticate(Some("a")).unwrap();
+        let path = server.users_file.clone().unwrap();
+        std::fs::write(&path, users(&[("alice", "a", "viewer", r#"["web"]"#)])).unwrap();
+        assert_eq!(access.reload().unwrap(), 1);
+        assert_eq!(access.grant(&alice).unwrap().role(), Role::Viewer);
+        std::fs::write(&path, "[[person]]\nname = 3\n").unwrap();
+        assert!(access.reload().is_err());
+        assert_eq!(access.grant(&alice).unwrap().role(), Role::Viewer);
+        std::fs::write(&path, users(&[("bob", "b", "viewer", r#"["web"]"#)])).unwrap();
+        assert_eq!(access.reload().unwrap(), 1);
+        assert_eq!(
+            access.grant(&alice).unwrap_err().to_string(),
+            "alice is no longer a user of this server."
+        );
+        assert_eq!(access.authenticate(Some("a")), None);
+    }
+
+    #[test]
+    fn a_missing_users_file_stops_the_start() {
+        let (mut server, dir) = server(None, None);
+        server.users_file = Some(dir.path().join("absent.toml"));
+        let error = Access::load(&server).err().unwrap().to_string();
+        assert!(error.contains("absent.toml"), "{error}");
+    }
+}

@@ -1,0 +1,277 @@
+//! The users file: each person's name, token hash, role and projects.
+//!
+//! ```toml
+//! [[person]]
+//! name = "alice"
+//! token_sha256 = "…"            # `rummy hash-token` prints it; the token itself is never stored
+//! role = "member"               # viewer | member | admin
+//! projects = ["web", "api-*"]   # project names or globs; "*" is every project
+//! ```
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::{AccessError, Role};
+
+/// One person of the users file.
+#[derive(Debug)]
+pub struct Person {
+    /// Shown in `getRun`, `run/state` and the logs: letters, digits and `._@-`.
+    pub name: Arc<str>,
+    pub role: Role,
+    token_hash: [u8; 32],
+    /// The patterns as written, for messages.
+    patterns: Vec<String>,
+    projects: GlobSet,
+}
+
+impl Person {
+    /// Whether this person may open the project called `name`.
+    pub fn may_open(&self, name: &str) -> bool {
+        self.projects.is_match(name)
+    }
+
+    /// The project patterns as the file gives them.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+}
+
+/// Everyone the users file lists (empty without one).
+#[derive(Debug, Default)]
+pub struct People {
+    people: Vec<Arc<Person>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsersFile {
+    #[serde(default)]
+    person: Vec<PersonEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PersonEntry {
+    name: String,
+    token_sha256: String,
+    role: Role,
+    #[serde(default)]
+    projects: Vec<String>,
+}
+
+impl People {
+    /// Reads a users file's text; every mistake is named with the person it is in.
+    pub fn parse(text: &str) -> Result<People, AccessError> {
+        let file: UsersFile =
+            toml::from_str(text).map_err(|error| AccessError::UsersFile(error.to_string()))?;
+        let mut names = HashSet::new();
+        let mut hashes = HashSet::new();
+        let mut people = Vec::with_capacity(file.person.len());
+        for entry in file.person {
+            let invalid = |why: String| AccessError::UsersFile(format!("{}: {why}", entry.name));
+            if !valid_name(&entry.name) {
+                return Err(AccessError::UsersFile(format!(
+                    "person name {:?} must be 1–64 letters, digits or ._@- and start with a \
+                     letter or digit",
+                    entry.name
+                )));
+            }
+            if !names.insert(entry.name.clone()) {
+                return Err(invalid("listed twice".into()));
+            }
+            let token_hash = decode_hash(&entry.token_sha256).ok_or_else(|| {
+                invalid("token_sha256 must be 64 hex digits (`rummy hash-token`)".into())
+            })?;
+            if !hashes.insert(token_hash) {
+                return Err(invalid("has the same token as another person".into()));
+            }
+            let mut globs = GlobSetBuilder::new();
+            for pattern in &entry.projects {
+                let glob = Glob::new(pattern)
+                    .map_err(|error| invalid(format!("project pattern {pattern:?}: {error}")))?;
+                globs.add(glob);
+            }
+            let projects = globs
+                .build()
+                .map_err(|error| invalid(format!("project patterns: {error}")))?;
+            people.push(Arc::new(Person {
+                name: entry.name.into(),
+                role: entry.role,
+                token_hash,
+                patterns: entry.projects,
+                projects,
+            }));
+        }
+        Ok(People { people })
+    }
+
+    /// The person whose token this is.
+    pub fn holder_of(&self, token: &str) -> Option<Arc<Person>> {
+        let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        self.people
+            .iter()
+            .find(|person| bool::from(person.token_hash.ct_eq(&hash)))
+            .cloned()
+    }
+
+    /// The person called `name`.
+    pub fn named(&self, name: &str) -> Option<Arc<Person>> {
+        self.people
+            .iter()
+            .find(|person| &*person.name == name)
+            .cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.people.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.people.is_empty()
+    }
+}
+
+/// The hash the users file stores for `token`: SHA-256, lowercase hex.
+pub fn hash_token(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn decode_hash(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim().as_bytes();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut hash = [0u8; 32];
+    for (byte, pair) in hash.iter_mut().zip(hex.chunks(2)) {
+        let text = std::str::from_utf8(pair).ok()?;
+        *byte = u8::from_str_radix(text, 16).ok()?;
+    }
+    Some(hash)
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphanumeric())
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(entries: &[(&str, &str, &str, &str)]) -> String {
+        entries
+            .iter()
+            .map(|(name, token, role, projects)| {
+                format!(
+                    "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
+                     projects = {projects}\n",
+                    hash_token(token)
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_person_is_found_by_token_and_opens_only_matching_projects() {
+        let people = People::parse(&file(&[
+            ("alice", "a-token", "member", r#"["web", "api-*"]"#),
+            ("bob", "b-token", "viewer", r#"["*"]"#),
+        ]))
+        .unwrap();
+        assert_eq!(people.len(), 2);
+        let alice = people.holder_of("a-token").unwrap();
+        assert_eq!(&*alice.name, "alice");
+        assert_eq!(alice.role, Role::Member);
+        assert!(alice.may_open("web"));
+        assert!(alice.may_open("api-v2"));
+        assert!(!alice.may_open("website"));
+        assert!(!alice.may_open("ops"));
+        assert_eq!(alice.patterns(), ["web", "api-*"]);
+        let bob = people.holder_of("b-token").unwrap();
+        assert_eq!(bob.role, Role::Viewer);
+        assert!(bob.may_open("anything"));
+        assert!(people.holder_of("a-toke").is_none());
+        assert!(people.holder_of("").is_none());
+        assert_eq!(&*people.named("bob").unwrap().name, "bob");
+        assert!(people.named("carol").is_none());
+    }
+
+    #[test]
+    fn no_projects_means_none() {
+        let people = People::parse(&file(&[("alice", "t", "admin", "[]")])).unwrap();
+        assert!(!people.holder_of("t").unwrap().may_open("web"));
+    }
+
+    #[test]
+    fn the_hash_is_sha256_hex() {
+        assert_eq!(
+            hash_token("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let upper = format!(
+            "[[person]]\nname = \"a\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\n",
+            hash_token("abc").to_uppercase()
+        );
+        assert!(People::parse(&upper).unwrap().holder_of("abc").is_some());
+    }
+
+    #[test]
+    fn mistakes_are_refused_with_the_person_named() {
+        let cases = [
+            (
+                file(&[
+                    ("alice", "t", "member", "[]"),
+                    ("alice", "u", "viewer", "[]"),
+                ]),
+                "alice: listed twice",
+            ),
+            (
+                file(&[("alice", "t", "member", "[]"), ("bob", "t", "viewer", "[]")]),
+                "bob: has the same token",
+            ),
+            (
+                "[[person]]\nname = \"alice\"\ntoken_sha256 = \"abc\"\nrole = \"member\"\n".into(),
+                "alice: token_sha256 must be 64 hex digits",
+            ),
+            (
+                file(&[("alice", "t", "member", r#"["a[b"]"#)]),
+                "alice: project pattern \"a[b\"",
+            ),
+            (file(&[("al ice", "t", "member", "[]")]), "person name"),
+            (file(&[("alice", "t", "owner", "[]")]), "owner"),
+            (file(&[(".alice", "t", "member", "[]")]), "person name"),
+            (
+                "[[person]]\nname = \"a\"\ntoken = \"plain\"\n".into(),
+                "unknown field `token`",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = People::parse(&text).unwrap_err().to_string();
+            assert!(error.contains(expected), "{error:?} lacks {expected:?}");
+        }
+        let long = "a".repeat(65);
+        assert!(People::parse(&file(&[(&long, "t", "member", "[]")])).is_err());
+        let just_right = "a".repeat(64);
+        assert!(People::parse(&file(&[(&just_right, "t", "member", "[]")])).is_ok());
+    }
+
+    #[test]
+    fn an_empty_file_lists_nobody() {
+        let people = People::parse("").unwrap();
+        assert!(people.is_empty());
+        assert!(people.holder_of("").is_none());
+    }
+}
