@@ -16,7 +16,6 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, App, HttpRequest, HttpResponse};
 use futures_util::FutureExt;
 
-use crate::access::Role;
 use crate::db::queries;
 use crate::ws::state::ServerState;
 use crate::ws::{gate, upgrade};
@@ -99,7 +98,7 @@ fn configure(config: &mut web::ServiceConfig) {
 /// listener hands them to [`upgrade::serve`].
 async fn websocket(request: HttpRequest, app: web::Data<ServerState>) -> HttpResponse {
     if let Err(refusal) = gate::admit(request.head(), &app.access, &app.agent.settings.server) {
-        return refusal;
+        return refusal.response();
     }
     HttpResponse::build(StatusCode::UPGRADE_REQUIRED)
         .insert_header((header::UPGRADE, "websocket"))
@@ -126,14 +125,8 @@ async fn readyz(state: web::Data<ServerState>) -> HttpResponse {
 /// `RUMMY_METRICS_OPEN`.
 async fn metrics(request: HttpRequest, state: web::Data<ServerState>) -> HttpResponse {
     if !state.agent.settings.server.metrics_open {
-        let admitted = gate::authenticate(request.head(), &state.access).and_then(|caller| {
-            match state.access.grant(&caller) {
-                Ok(grant) if grant.role() == Role::Admin => Ok(()),
-                _ => Err(HttpResponse::Forbidden().body("/metrics is for admins\n")),
-            }
-        });
-        if let Err(refusal) = admitted {
-            return refusal;
+        if let Err(refusal) = gate::authenticate_admin(request.head(), &state.access) {
+            return refusal.response();
         }
     }
     let runs = state

@@ -5,15 +5,39 @@
 use actix_http::RequestHead;
 use actix_web::{http::header, web, HttpResponse};
 
-use crate::access::{Access, Caller};
+use crate::access::{Access, Caller, Role};
 use crate::config::ServerSettings;
 
-/// Who `head` acts for, or the response that turns it away.
+/// Why a request is turned away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No token, or one that opens nothing: 401.
+    Unauthorized,
+    /// A browser origin not on the allow-list: 403.
+    Origin,
+    /// A valid token without the right to this route: 403.
+    NotAdmin,
+}
+
+impl Refusal {
+    /// The HTTP answer.
+    pub fn response(self) -> HttpResponse {
+        match self {
+            Refusal::Unauthorized => HttpResponse::Unauthorized()
+                .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
+                .body("a valid bearer token is required"),
+            Refusal::Origin => HttpResponse::Forbidden().body("origin not allowed"),
+            Refusal::NotAdmin => HttpResponse::Forbidden().body("this needs an admin's token"),
+        }
+    }
+}
+
+/// Who `head` acts for, or why it is turned away.
 pub fn admit(
     head: &RequestHead,
     access: &Access,
     server: &ServerSettings,
-) -> Result<Caller, HttpResponse> {
+) -> Result<Caller, Refusal> {
     let caller = authenticate(head, access)?;
     if let Some(origin) = head.headers().get(header::ORIGIN) {
         let allowed = origin.to_str().is_ok_and(|origin| {
@@ -23,21 +47,26 @@ pub fn admit(
                 .any(|allowed| allowed == origin)
         });
         if !allowed {
-            return Err(HttpResponse::Forbidden().body("origin not allowed"));
+            return Err(Refusal::Origin);
         }
     }
     Ok(caller)
 }
 
-/// Who the token `head` presents opens the server for, or the 401 when none does.
-pub fn authenticate(head: &RequestHead, access: &Access) -> Result<Caller, HttpResponse> {
+/// Who the token `head` presents opens the server for.
+pub fn authenticate(head: &RequestHead, access: &Access) -> Result<Caller, Refusal> {
     access
         .authenticate(presented_token(head).as_deref())
-        .ok_or_else(|| {
-            HttpResponse::Unauthorized()
-                .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
-                .body("a valid bearer token is required")
-        })
+        .ok_or(Refusal::Unauthorized)
+}
+
+/// As [`authenticate`], for a caller who must be an admin (the shared token is one).
+pub fn authenticate_admin(head: &RequestHead, access: &Access) -> Result<(), Refusal> {
+    let caller = authenticate(head, access)?;
+    match access.grant(&caller) {
+        Ok(grant) if grant.role() == Role::Admin => Ok(()),
+        _ => Err(Refusal::NotAdmin),
+    }
 }
 
 /// The bearer token of the `Authorization` header, else of the `token` query parameter.

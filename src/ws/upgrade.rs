@@ -68,7 +68,7 @@ async fn handshake(
     let caller = match gate::admit(head, &state.access, server) {
         Ok(caller) => caller,
         Err(refusal) => {
-            refuse(&mut framed, refusal.into()).await?;
+            refuse(&mut framed, refusal.response().into()).await?;
             return Ok(None);
         }
     };
