@@ -8,10 +8,10 @@ use diesel::SqliteConnection;
 
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::LoopRecord;
-use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
+use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::models::entry::UnresolvedRow;
-use crate::db::models::run::{LoopEnqueue, RunRow};
-use crate::db::queries::{entries, loops, runs};
+use crate::db::models::run::{LoopEnqueue, RunActionForm, RunRow};
+use crate::db::queries::{entries, loops, run_actions, runs};
 use crate::db::DbError;
 use crate::plugins::resolve::{
     resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput,
@@ -36,24 +36,20 @@ pub enum Decision {
 /// Applies one resolution (and, with `disk_root`, an accepted file change under it: the
 /// `RUMMY_APPLY_EDITS=server` mode) and decides what the run does next. The error is the
 /// store's; the client's mistake is [`Decision::Refused`].
+/// `person` is recorded as who resolved it, and as who requested the loop that resumes.
 pub fn resolve(
     conn: &mut SqliteConnection,
     plugins: &Plugins,
     run: &RunRow,
-    path: &str,
-    resolution: Resolution,
-    output: Option<String>,
+    input: ResolveInput,
+    person: Option<String>,
     disk_root: Option<&Path>,
 ) -> Result<Decision, DbError> {
-    let proposal = entries::get_entry(conn, run.id, path)?;
+    let path = input.path.clone();
+    let resolution = input.resolution;
+    let proposal = entries::get_entry(conn, run.id, &path)?;
     let proposing_turn = proposal.as_ref().map_or(0, |entry| entry.turn);
     let proposing_loop = proposal.and_then(|entry| entry.loop_id);
-    let input = ResolveInput {
-        run_id: run.id,
-        path: path.to_string(),
-        resolution,
-        output,
-    };
     let resolved = match disk_root {
         Some(root) => resolve_proposal_on_disk(conn, plugins, &input, root),
         None => resolve_proposal(conn, plugins, &input),
@@ -69,6 +65,20 @@ pub fn resolve(
         }
         Err(error) => return Ok(Decision::Refused(error.to_string())),
     };
+    run_actions::record(
+        conn,
+        &RunActionForm {
+            run_id: run.id,
+            loop_id: proposing_loop,
+            person: person.clone(),
+            action: match resolution {
+                Resolution::Accept => RunAction::Accept,
+                Resolution::Reject => RunAction::Reject,
+                Resolution::Error => RunAction::Error,
+            },
+            path: Some(path),
+        },
+    )?;
     if !outcome.remaining.is_empty() {
         return Ok(Decision::StillPending(outcome.remaining));
     }
@@ -109,5 +119,6 @@ pub fn resolve(
         prompt: String::new(),
         priority: LoopPriority::Normal,
         config,
+        requested_by: person,
     })))
 }

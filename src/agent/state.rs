@@ -157,6 +157,7 @@ pub fn publish_turn_state(
             usage: UsageTotals::from(&usage),
             context_distribution: packet.distribution.clone(),
         },
+        requested_by: input.loop_row.requested_by.clone(),
     };
     agent
         .hubs

@@ -232,6 +232,7 @@ mod tests {
                     temperature: None,
                     persona: None,
                     context_limit: None,
+                    created_by: None,
                 };
                 runs::create_run(conn, &create, 1)
             }))

@@ -184,6 +184,20 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// What a person did to a run, besides queueing a loop.
+    RunAction {
+        /// Accepted a proposal.
+        Accept => "accept",
+        /// Rejected a proposal.
+        Reject => "reject",
+        /// Reported that a proposal failed to apply or run.
+        Error => "error",
+        /// Aborted the run's loop.
+        Abort => "abort",
+    }
+}
+
 integer_enum! {
     /// Which pending loop of a run is claimed first: higher priority, then FIFO.
     LoopPriority {

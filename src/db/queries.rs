@@ -17,6 +17,7 @@ pub mod models;
 pub mod projects;
 pub mod retention;
 pub mod rpc_log;
+pub mod run_actions;
 pub mod runs;
 pub mod schemes;
 pub mod selected;

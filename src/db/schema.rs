@@ -48,6 +48,7 @@ diesel::table! {
         next_turn -> Integer,
         next_loop -> Integer,
         created_at -> Text,
+        created_by -> Nullable<Text>,
     }
 }
 
@@ -64,6 +65,7 @@ diesel::table! {
         config -> Text,
         result -> Nullable<Text>,
         created_at -> Text,
+        requested_by -> Nullable<Text>,
     }
 }
 
@@ -189,7 +191,20 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    run_actions (id) {
+        id -> BigInt,
+        run_id -> BigInt,
+        loop_id -> Nullable<BigInt>,
+        person -> Nullable<Text>,
+        action -> Text,
+        path -> Nullable<Text>,
+        created_at -> Text,
+    }
+}
+
 diesel::joinable!(runs -> projects (project_id));
+diesel::joinable!(run_actions -> runs (run_id));
 diesel::joinable!(loops -> runs (run_id));
 diesel::joinable!(turns -> loops (loop_id));
 diesel::joinable!(file_constraints -> projects (project_id));
@@ -208,6 +223,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     known_entries,
     turn_context,
     rpc_log,
+    run_actions,
     v_unresolved,
     v_model_context,
     v_run_log,

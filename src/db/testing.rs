@@ -38,6 +38,7 @@ pub fn project_with_run(
         temperature: None,
         persona: None,
         context_limit: None,
+        created_by: None,
     };
     runs::create_run(conn, &create, 1_000)
 }
@@ -90,6 +91,7 @@ pub(crate) fn sample_loop(
         prompt: prompt.into(),
         priority: LoopPriority::Normal,
         config: serde_json::json!({}),
+        requested_by: None,
     };
     crate::db::queries::loops::enqueue_loop(conn, &enqueue).unwrap()
 }

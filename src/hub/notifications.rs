@@ -132,6 +132,8 @@ pub struct RunState {
     pub proposed: Vec<PendingProposal>,
     /// Model, tokens and cost.
     pub telemetry: Telemetry,
+    /// The person whose request queued the loop this turn belongs to (`None`: the operator).
+    pub requested_by: Option<String>,
 }
 
 /// One log entry of `run/state.history`.

@@ -128,6 +128,7 @@ pub fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
             prompt: panic_prompt,
             priority: LoopPriority::Panic,
             config: Value::Object(panic_config),
+            requested_by: original.requested_by.clone(),
         },
         retry_loop: LoopEnqueue {
             run_id: original.run_id,
@@ -136,6 +137,7 @@ pub fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
             prompt: original.prompt.clone(),
             priority: LoopPriority::Retry,
             config: Value::Object(retry_config),
+            requested_by: original.requested_by.clone(),
         },
         prompt_label: prompt,
         window,

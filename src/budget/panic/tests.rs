@@ -22,6 +22,7 @@ fn loop_row(mode: LoopMode, prompt: &str, config: serde_json::Value) -> LoopRow 
         config: config.to_string(),
         result: None,
         created_at: "2026-04-12 00:00:00".to_owned(),
+        requested_by: Some("alice".to_owned()),
     }
 }
 
@@ -89,6 +90,8 @@ fn an_overflow_enqueues_a_panic_loop_and_a_flagged_retry() {
     assert_eq!(panic_loop.priority, LoopPriority::Panic);
     assert_eq!(panic_loop.run_id, original.run_id);
     assert_eq!(panic_loop.model, original.model);
+    assert_eq!(panic_loop.requested_by.as_deref(), Some("alice"));
+    assert_eq!(plan.retry_loop.requested_by.as_deref(), Some("alice"));
     assert_eq!(panic_loop.config[CONFIG_NO_REPO], json!(true));
     assert_eq!(panic_loop.config[CONFIG_PANIC_TARGET], json!(6_500));
     assert_eq!(panic_loop.config[CONFIG_PANIC_FOR], json!("prompt://12"));

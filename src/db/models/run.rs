@@ -2,9 +2,9 @@
 
 use diesel::prelude::*;
 
-use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
+use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::ids::{LoopId, ProjectId, RunId, TurnId};
-use crate::db::schema::{loops, runs, turns};
+use crate::db::schema::{loops, run_actions, runs, turns};
 use crate::db::DbError;
 
 /// A run: one conversation of a project, with its settings and counters.
@@ -32,6 +32,8 @@ pub struct RunRow {
     pub next_loop: i32,
     /// `YYYY-MM-DD HH:MM:SS` UTC.
     pub created_at: String,
+    /// The person who created it (or forked it from its parent); `None`: the operator.
+    pub created_by: Option<String>,
 }
 
 /// What a caller gives to create a run; the alias is generated.
@@ -45,6 +47,8 @@ pub struct RunCreateForm {
     pub persona: Option<String>,
     /// Context cap (≥ 1024).
     pub context_limit: Option<i32>,
+    /// The person creating it.
+    pub created_by: Option<String>,
 }
 
 /// Insert form for [`RunRow`].
@@ -59,6 +63,7 @@ pub(crate) struct RunInsertForm {
     pub persona: Option<String>,
     pub context_limit: Option<i32>,
     pub next_turn: i32,
+    pub created_by: Option<String>,
 }
 
 /// Update form for a run's settings; `None` keeps the stored value.
@@ -128,6 +133,9 @@ pub struct LoopRow {
     pub result: Option<String>,
     /// `YYYY-MM-DD HH:MM:SS` UTC.
     pub created_at: String,
+    /// The person whose request queued it (a panic loop and its retry: the person of the
+    /// loop that overflowed); `None`: the operator.
+    pub requested_by: Option<String>,
 }
 
 impl LoopRow {
@@ -150,6 +158,8 @@ pub struct LoopEnqueue {
     pub priority: LoopPriority,
     /// Loop options; stored as JSON text.
     pub config: serde_json::Value,
+    /// The person whose request queues it.
+    pub requested_by: Option<String>,
 }
 
 /// Insert form for [`LoopRow`].
@@ -163,6 +173,7 @@ pub(crate) struct LoopInsertForm {
     pub prompt: String,
     pub priority: LoopPriority,
     pub config: String,
+    pub requested_by: Option<String>,
 }
 
 /// One LLM call, with its telemetry.
@@ -214,4 +225,32 @@ pub struct TurnUsageForm {
     pub reasoning_tokens: i32,
     pub total_tokens: i32,
     pub cost: f64,
+}
+
+/// Something a person did to a run besides queueing a loop: a resolution or an abort.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = run_actions, check_for_backend(diesel::sqlite::Sqlite))]
+pub struct RunActionRow {
+    pub id: i64,
+    pub run_id: RunId,
+    /// The loop it concerned: the one whose proposal was resolved, or the one aborted.
+    pub loop_id: Option<LoopId>,
+    /// `None`: the operator.
+    pub person: Option<String>,
+    pub action: RunAction,
+    /// The resolved proposal.
+    pub path: Option<String>,
+    /// `YYYY-MM-DD HH:MM:SS` UTC.
+    pub created_at: String,
+}
+
+/// Insert form for [`RunActionRow`].
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = run_actions)]
+pub struct RunActionForm {
+    pub run_id: RunId,
+    pub loop_id: Option<LoopId>,
+    pub person: Option<String>,
+    pub action: RunAction,
+    pub path: Option<String>,
 }

@@ -36,6 +36,7 @@ pub fn enqueue_loop(
             prompt: enqueue.prompt.clone(),
             priority: enqueue.priority,
             config: enqueue.config.to_string(),
+            requested_by: enqueue.requested_by.clone(),
         };
         Ok(diesel::insert_into(loops::table)
             .values(&form)
@@ -164,6 +165,7 @@ mod tests {
             prompt: prompt.into(),
             priority,
             config: json!({"noRepo": true}),
+            requested_by: Some("alice".into()),
         };
         enqueue_loop(conn, &request).unwrap()
     }
@@ -176,6 +178,7 @@ mod tests {
         let second = enqueue(&mut db.conn, run.id, "two", LoopPriority::Normal);
         assert_eq!((first.sequence, second.sequence), (1, 2));
         assert_eq!(first.config_json().unwrap(), json!({"noRepo": true}));
+        assert_eq!(first.requested_by.as_deref(), Some("alice"));
 
         let claimed = claim_next_loop(&mut db.conn, run.id).unwrap().unwrap();
         assert_eq!(claimed.id, first.id);
@@ -262,6 +265,7 @@ mod tests {
             prompt: String::new(),
             priority: LoopPriority::Panic,
             config: json!([1]),
+            requested_by: None,
         };
         assert!(matches!(
             enqueue_loop(&mut db.conn, &request),

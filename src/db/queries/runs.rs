@@ -33,6 +33,7 @@ pub fn create_run(
         persona: create.persona.clone(),
         context_limit: create.context_limit,
         next_turn: 1,
+        created_by: create.created_by.clone(),
     };
     insert_with_unique_alias(conn, form, &create.model, now_ms)
 }
@@ -236,11 +237,13 @@ pub fn take_turn_number(conn: &mut SqliteConnection, id: RunId) -> Result<i32, D
     Ok(taken.next_turn - 1)
 }
 
-/// Creates a run (status 100) with the parent's settings and a copy of its store. The new
-/// run continues the parent's turn numbering, so copied entries keep their place in time.
+/// Creates a run (status 100) with the parent's settings and a copy of its store, by
+/// `person`. The new run continues the parent's turn numbering, so copied entries keep their
+/// place in time.
 pub fn fork_run(
     conn: &mut SqliteConnection,
     parent_id: RunId,
+    person: Option<String>,
     now_ms: i64,
 ) -> Result<RunRow, DbError> {
     write_transaction(conn, |conn| {
@@ -256,6 +259,7 @@ pub fn fork_run(
             persona: parent.persona.clone(),
             context_limit: parent.context_limit,
             next_turn: parent.next_turn,
+            created_by: person,
         };
         let child = insert_with_unique_alias(conn, form, &model, now_ms)?;
         super::entry_moves::copy_run_entries(conn, parent.id, child.id)?;

@@ -14,7 +14,7 @@ use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs};
 use crate::error::AppError;
-use crate::plugins::resolve::Resolution as Decision;
+use crate::plugins::resolve::{Resolution as Decision, ResolveInput};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
 use crate::rpc::params::{truthy, Required};
@@ -92,6 +92,7 @@ async fn ask_or_act(
         temperature: params.temperature,
         persona: params.persona.clone(),
         context_limit,
+        created_by: context.person(),
     };
     let config = LoopConfig {
         no_repo: params.no_repo,
@@ -103,13 +104,14 @@ async fn ask_or_act(
     };
     let prompt = params.prompt.unwrap_or_default();
     let fork = params.fork;
+    let forker = context.person();
     let start = context
         .agent
         .db
         .call(move |conn| {
             let run = match existing {
                 Some(parent) if fork => {
-                    let fork = runs::fork_run(conn, parent.id, now_ms())?;
+                    let fork = runs::fork_run(conn, parent.id, forker, now_ms())?;
                     runs::update_run_config(conn, fork.id, &settings)?
                 }
                 Some(run) => {
@@ -140,6 +142,7 @@ async fn ask_or_act(
         prompt,
         priority: LoopPriority::Normal,
         config: config.to_json(),
+        requested_by: context.person(),
     };
     run_loop(&context, run, enqueue).await
 }
@@ -221,8 +224,13 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
         ))
     })?;
     let run = find_run(&context, &params.run).await?;
-    let path = resolution.path.0.clone();
-    let output = resolution.output.clone();
+    let input = ResolveInput {
+        run_id: run.id,
+        path: resolution.path.0.clone(),
+        resolution: action,
+        output: resolution.output.clone(),
+    };
+    let person = context.person();
     let resolved_run = run.clone();
     let plugins = Arc::clone(&context.agent.plugins);
     let disk_root = (context.agent.settings.agent.apply_edits == ApplyEdits::Server)
@@ -236,9 +244,8 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
                 conn,
                 &plugins,
                 &resolved_run,
-                &path,
-                action,
-                output,
+                input,
+                person,
                 disk_root.as_deref(),
             )
         })
@@ -339,5 +346,6 @@ async fn inject_loop(
         prompt: message,
         priority: LoopPriority::Normal,
         config: config.to_json(),
+        requested_by: context.person(),
     })
 }

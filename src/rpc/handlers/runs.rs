@@ -4,10 +4,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::loop_config::LoopConfig;
-use crate::db::enums::{EntryStatus, RunStatus};
+use crate::db::enums::{EntryStatus, LoopMode, RunAction, RunStatus};
 use crate::db::models::entry::EntryRow;
-use crate::db::models::run::{RunConfigUpdateForm, RunCreateForm, RunRow};
-use crate::db::queries::{entries, loops, models, runs, turns};
+use crate::db::models::run::{RunActionForm, RunConfigUpdateForm, RunCreateForm, RunRow};
+use crate::db::queries::{entries, models, run_actions, runs, turns};
 use crate::db::DbError;
 use crate::error::AppError;
 use crate::hub::notifications::UsageTotals;
@@ -70,6 +70,7 @@ pub async fn start(context: CallContext, params: StartRunParams) -> Result<Reply
         temperature: params.temperature,
         persona: params.persona,
         context_limit,
+        created_by: context.person(),
     };
     let model = create.model.clone();
     // `None`: the model is not in the catalogue and no run was created.
@@ -174,6 +175,32 @@ struct RunContext {
     history: Vec<HistoryItem>,
 }
 
+/// One loop of a run, and who queued it.
+#[derive(Serialize)]
+struct LoopItem {
+    /// Its number within the run.
+    sequence: i32,
+    mode: LoopMode,
+    status: RunStatus,
+    requested_by: Option<String>,
+    created_at: String,
+}
+
+/// A resolution or an abort, and who did it.
+#[derive(Serialize)]
+struct ActionItem {
+    action: RunAction,
+    person: Option<String>,
+    /// The resolved proposal.
+    path: Option<String>,
+    /// The loop's number within the run: whose proposal was resolved, or which was
+    /// aborted.
+    #[serde(rename = "loop")]
+    sequence: Option<i32>,
+    created_at: String,
+}
+
+/// `getRun`'s result: the reference's fields, then who did what (`null`: the operator).
 #[derive(Serialize)]
 struct RunDetail {
     run: String,
@@ -186,30 +213,54 @@ struct RunDetail {
     last_user_prompt: Option<String>,
     last_summary: Option<String>,
     context: RunContext,
+    created_by: Option<String>,
+    loops: Vec<LoopItem>,
+    actions: Vec<ActionItem>,
 }
 
 /// `getRun`: settings, usage totals, reasoning, content and history of one run.
 pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let run_id = run.id;
-    let (usage, reasoning, content, history, last_prompt, last_summary, latest_loop) = context
-        .agent
-        .db
-        .read(move |conn| {
-            Ok((
-                turns::run_usage(conn, run_id)?,
-                entries::entries_of_scheme(conn, run_id, "reasoning")?,
-                entries::entries_of_scheme(conn, run_id, "content")?,
-                entries::run_history(conn, run_id)?,
-                entries::latest_entry_of_scheme(conn, run_id, "prompt")?,
-                entries::latest_entry_of_scheme(conn, run_id, "summarize")?,
-                loops::latest_loop(conn, run_id)?,
-            ))
-        })
-        .await?;
-    let loop_config = latest_loop
+    let (usage, reasoning, content, history, last_prompt, last_summary, (run_loops, actions)) =
+        context
+            .agent
+            .db
+            .read(move |conn| {
+                Ok((
+                    turns::run_usage(conn, run_id)?,
+                    entries::entries_of_scheme(conn, run_id, "reasoning")?,
+                    entries::entries_of_scheme(conn, run_id, "content")?,
+                    entries::run_history(conn, run_id)?,
+                    entries::latest_entry_of_scheme(conn, run_id, "prompt")?,
+                    entries::latest_entry_of_scheme(conn, run_id, "summarize")?,
+                    (
+                        run_actions::loops_of_run(conn, run_id)?,
+                        run_actions::of_run(conn, run_id)?,
+                    ),
+                ))
+            })
+            .await?;
+    let loop_config = run_loops
+        .last()
         .map(|lp| LoopConfig::from_json(&lp.config))
         .unwrap_or_default();
+    let sequence_of = |id| {
+        run_loops
+            .iter()
+            .find(|lp| Some(lp.id) == id)
+            .map(|lp| lp.sequence)
+    };
+    let actions = actions
+        .into_iter()
+        .map(|row| ActionItem {
+            action: row.action,
+            sequence: sequence_of(row.loop_id),
+            person: row.person,
+            path: row.path,
+            created_at: row.created_at,
+        })
+        .collect();
     let temperature = loop_config
         .effective_temperature(run.temperature, context.agent.settings.agent.temperature);
     let audit = |rows: Vec<EntryRow>| -> Vec<AuditItem> {
@@ -253,6 +304,18 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
             content: audit(content),
             history,
         },
+        created_by: run.created_by,
+        loops: run_loops
+            .into_iter()
+            .map(|lp| LoopItem {
+                sequence: lp.sequence,
+                mode: lp.mode,
+                status: lp.status,
+                requested_by: lp.requested_by,
+                created_at: lp.created_at,
+            })
+            .collect(),
+        actions,
     })
 }
 
@@ -332,13 +395,25 @@ pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply,
 /// `run/abort`: stop the run's current loop, from any connection, and reply once its 499 is
 /// stored; an idle run goes to 499. Loops queued behind the aborted one stay queued and run
 /// next, each replying to its own request (AGENT Part A.9).
+/// Who aborted is recorded, with the loop it stopped (none for an idle run).
 pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
+    let aborted = context.agent.runs.current(run.id).map(|current| current.id);
     context.agent.runs.abort(run.id).await;
+    let action = RunActionForm {
+        run_id: run.id,
+        loop_id: aborted,
+        person: context.person(),
+        action: RunAction::Abort,
+        path: None,
+    };
     context
         .agent
         .db
-        .call(move |conn| runs::abort_if_idle(conn, run.id))
+        .call(move |conn| {
+            runs::abort_if_idle(conn, run.id)?;
+            run_actions::record(conn, &action)
+        })
         .await?;
     Reply::of(serde_json::json!({"status": "ok"}))
 }

@@ -11,6 +11,7 @@ fn create(conn: &mut SqliteConnection, project_id: ProjectId, now_ms: i64) -> Ru
         temperature: Some(0.5),
         persona: None,
         context_limit: None,
+        created_by: Some("alice".into()),
     };
     create_run(conn, &create, now_ms).unwrap()
 }
@@ -25,8 +26,8 @@ fn aliases_get_a_suffix_on_collision() {
     assert_eq!(aliases, ["grok_42", "grok_42_2", "grok_42_3"]);
     let run = find_run(&mut db.conn, "grok_42_2").unwrap().unwrap();
     assert_eq!(
-        (run.status, run.temperature),
-        (RunStatus::Queued, Some(0.5))
+        (run.status, run.temperature, run.created_by.as_deref()),
+        (RunStatus::Queued, Some(0.5), Some("alice"))
     );
 }
 
@@ -189,11 +190,12 @@ fn fork_copies_settings_store_and_turn_counter() {
         attributes: Some(serde_json::json!({"summary": "sky"})),
     };
     entries::upsert_entry(conn, &entry).unwrap();
-    let child = fork_run(conn, parent.id, 9).unwrap();
+    let child = fork_run(conn, parent.id, Some("bob".into()), 9).unwrap();
     assert_eq!(
         (child.parent_run_id, child.next_turn, child.status),
         (Some(parent.id), 3, RunStatus::Queued)
     );
+    assert_eq!(child.created_by.as_deref(), Some("bob"), "the forker made it");
     let copied = entries::get_entry(conn, child.id, "known://fact")
         .unwrap()
         .unwrap();
@@ -206,7 +208,7 @@ fn fork_copies_settings_store_and_turn_counter() {
         serde_json::json!({"summary": "sky"})
     );
     assert!(matches!(
-        fork_run(conn, RunId(999), 9),
+        fork_run(conn, RunId(999), None, 9),
         Err(DbError::NotFound(_))
     ));
 }
