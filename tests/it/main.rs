@@ -10,6 +10,7 @@ mod e2e;
 mod freezes;
 mod support;
 
+mod access;
 mod budget;
 mod concurrency;
 mod durability;

@@ -67,12 +67,24 @@ mod tests {
         let actions = of_run(&mut db.conn, run.id).unwrap();
         let seen: Vec<_> = actions
             .iter()
-            .map(|row| (row.action, row.person.as_deref(), row.path.as_deref(), row.loop_id))
+            .map(|row| {
+                (
+                    row.action,
+                    row.person.as_deref(),
+                    row.path.as_deref(),
+                    row.loop_id,
+                )
+            })
             .collect();
         assert_eq!(
             seen,
             [
-                (RunAction::Accept, Some("alice"), Some("sh://1/ls"), Some(first.id)),
+                (
+                    RunAction::Accept,
+                    Some("alice"),
+                    Some("sh://1/ls"),
+                    Some(first.id)
+                ),
                 (RunAction::Abort, None, None, Some(first.id)),
             ]
         );

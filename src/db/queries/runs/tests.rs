@@ -195,7 +195,11 @@ fn fork_copies_settings_store_and_turn_counter() {
         (child.parent_run_id, child.next_turn, child.status),
         (Some(parent.id), 3, RunStatus::Queued)
     );
-    assert_eq!(child.created_by.as_deref(), Some("bob"), "the forker made it");
+    assert_eq!(
+        child.created_by.as_deref(),
+        Some("bob"),
+        "the forker made it"
+    );
     let copied = entries::get_entry(conn, child.id, "known://fact")
         .unwrap()
         .unwrap();

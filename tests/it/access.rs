@@ -1,0 +1,440 @@
+//! People, roles and projects: every method tried by someone who may not call it changes
+//! nothing; projects keep their roots; a reload of the users file applies to connections
+//! already open; runs, loops, resolutions and aborts say who did them.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rummy::access::hash_token;
+use rummy::llm::fake::{FakeLlm, Step};
+use serde_json::{json, Value};
+
+use crate::support::{Client, TestApp};
+
+const SHARED: &str = "shared-token";
+const VERA: &str = "vera-token";
+const MO: &str = "mo-token";
+const ADA: &str = "ada-token";
+const OLGA: &str = "olga-token";
+
+/// A users file: `(name, token, role, projects)`.
+fn users(people: &[(&str, &str, &str, &[&str])]) -> String {
+    people
+        .iter()
+        .map(|(name, token, role, projects)| {
+            format!(
+                "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
+                 projects = {}\n",
+                hash_token(token),
+                json!(projects)
+            )
+        })
+        .collect()
+}
+
+/// The team of these tests: vera views `web*`, mo works on `web`, ada administers
+/// everything, olga works on `ops`.
+fn team() -> String {
+    users(&[
+        ("vera", VERA, "viewer", &["web*"]),
+        ("mo", MO, "member", &["web"]),
+        ("ada", ADA, "admin", &["*"]),
+        ("olga", OLGA, "member", &["ops"]),
+    ])
+}
+
+/// A server with the shared token and the users file `people` (kept in `dir`).
+async fn server(llm: &FakeLlm, dir: &Path, people: &str) -> (TestApp, PathBuf) {
+    let file = dir.join("users.toml");
+    std::fs::write(&file, people).unwrap();
+    let file_text = file.display().to_string();
+    let app = TestApp::with_llm(
+        llm,
+        &[
+            ("RUMMY_AUTH_TOKEN", SHARED),
+            ("RUMMY_USERS_FILE", file_text.as_str()),
+        ],
+    )
+    .await;
+    (app, file)
+}
+
+async fn connect(app: &TestApp, token: &str) -> Client {
+    Client::connect(&format!("ws://{}/?token={token}", app.addr())).await
+}
+
+/// Everything a client can read of project `web` and the catalogue: what a refused call
+/// must leave as it was.
+async fn snapshot(app: &TestApp, reader: &mut Client, run: &str, project: i64) -> Value {
+    json!({
+        "models": reader.ok("getModels", json!({})).await,
+        "runs": reader.ok("getRuns", json!({})).await,
+        "run": reader.ok("getRun", json!({"run": run})).await,
+        "entries": reader.ok("getEntries", json!({"run": run})).await,
+        "skills": reader.ok("getSkills", json!({"run": run})).await,
+        "constraints": format!("{:?}", app.constraints(project).await),
+    })
+}
+
+/// Params a member would send to `method` on `run` (so that only the role stops it).
+fn params_for(method: &str, run: &str, root: &Path) -> Value {
+    match method {
+        "init" => json!({"name": "web", "projectRoot": root}),
+        "addModel" => json!({"alias": "rogue", "actual": "openai/rogue"}),
+        "removeModel" => json!({"alias": "fake"}),
+        "get" => json!({"run": run, "path": "known://*", "persist": true}),
+        "store" => json!({"run": run, "path": "known://fact", "persist": true, "ignore": true}),
+        "startRun" => json!({"model": "fake"}),
+        "ask" | "act" => json!({"model": "fake", "prompt": "go", "run": run}),
+        "run/resolve" => {
+            json!({"run": run, "resolution": {"path": "sh://npm%20test", "action": "accept"}})
+        }
+        "run/abort" => json!({"run": run}),
+        "run/rename" => json!({"run": run, "name": "taken_over"}),
+        "run/inject" => json!({"run": run, "message": "do something else"}),
+        "run/config" => json!({"run": run, "temperature": 1.5, "persona": "a pirate"}),
+        "skill/add" | "skill/remove" => json!({"run": run, "name": "style"}),
+        "persona/set" => json!({"run": run, "text": "a pirate"}),
+        "mv" | "cp" => json!({"run": run, "path": "known://fact", "to": "known://moved"}),
+        _ => json!({"run": run, "path": "known://fact", "body": "overwritten"}),
+    }
+}
+
+#[actix_web::test]
+async fn every_method_refuses_whoever_may_not_call_it_and_changes_nothing() {
+    let llm = FakeLlm::start([]);
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = server(&llm, dir.path(), &team()).await;
+    app.write_document("skills", "style", "Write short lines.");
+    let root = app.project_root("web");
+    let mut ada = connect(&app, ADA).await;
+    let project = ada.init("web", &root).await;
+    let run = ada.start_run("fake").await;
+    ada.ok(
+        "known",
+        json!({"run": run, "path": "known://fact", "body": "the sky is blue"}),
+    )
+    .await;
+    ada.ok("skill/add", json!({"run": run, "name": "style"}))
+        .await;
+    ada.ok(
+        "sh",
+        json!({"run": run, "path": "npm test", "attributes": {"command": "npm test"}}),
+    )
+    .await;
+    let before = snapshot(&app, &mut ada, &run, project).await;
+
+    let mut vera = connect(&app, VERA).await;
+    let catalogue = vera.ok("discover", json!({})).await;
+    let methods = catalogue["methods"].as_object().unwrap();
+    vera.init("web", &root).await;
+    let mut mo = connect(&app, MO).await;
+    mo.init("web", &root).await;
+    let mut refused = Vec::new();
+    for (method, spec) in methods {
+        let needed = spec["role"].as_str().unwrap();
+        let params = params_for(method, &run, &root);
+        let callers: &mut [(&str, &str, &mut Client)] =
+            &mut [("vera", "viewer", &mut vera), ("mo", "member", &mut mo)];
+        for (name, role, client) in callers.iter_mut() {
+            let allowed = match needed {
+                "viewer" => true,
+                "member" => *role != "viewer",
+                "admin" => false,
+                other => panic!("{method} has role {other}"),
+            };
+            if allowed {
+                continue;
+            }
+            let (code, message) = client.err(method, params.clone()).await;
+            assert_eq!(code, -32005, "{name} calling {method}: {message}");
+            assert_eq!(
+                message,
+                format!("{name} is a {role}; '{method}' needs the {needed} role.")
+            );
+            refused.push(format!("{name}:{method}"));
+        }
+    }
+    for expected in ["vera:ask", "vera:run/resolve", "vera:set", "mo:addModel"] {
+        assert!(refused.contains(&expected.to_string()), "{refused:?}");
+    }
+    assert!(
+        refused.len() >= 20,
+        "every method above viewer, twice for admin ones: {refused:?}"
+    );
+    assert_eq!(snapshot(&app, &mut ada, &run, project).await, before);
+
+    let runs = vera.ok("getRuns", json!({})).await;
+    assert_eq!(runs[0]["run"], json!(run), "a viewer reads the runs");
+    let entries = vera
+        .ok("getEntries", json!({"run": run, "pattern": "known://*"}))
+        .await;
+    assert_eq!(entries[0]["path"], json!("known://fact"));
+    let models = mo
+        .err(
+            "addModel",
+            json!({"alias": "fake", "actual": "openai/other"}),
+        )
+        .await;
+    assert_eq!(models.0, -32005, "only admins change the catalogue");
+    ada.ok(
+        "addModel",
+        json!({"alias": "extra", "actual": "openai/extra"}),
+    )
+    .await;
+}
+
+#[actix_web::test]
+async fn a_project_keeps_its_root_and_only_members_create_projects() {
+    let llm = FakeLlm::start([]);
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = server(&llm, dir.path(), &team()).await;
+    let root = app.project_root("web");
+    let mut mo = connect(&app, MO).await;
+    let project = mo.init("web", &root).await;
+    let run = mo.start_run("fake").await;
+    let elsewhere = app.project_root("elsewhere");
+    for token in [MO, ADA, SHARED] {
+        let mut client = connect(&app, token).await;
+        let (code, message) = client
+            .err("init", json!({"name": "web", "projectRoot": elsewhere}))
+            .await;
+        assert_eq!(code, -32005, "{message}");
+        assert!(
+            message.contains("already exists with another root"),
+            "{message}"
+        );
+        let (code, _) = client.err("getRuns", json!({})).await;
+        assert_eq!(code, -32001, "nothing was bound");
+    }
+    let mut again = connect(&app, SHARED).await;
+    assert_eq!(
+        again.init("web", &root).await,
+        project,
+        "the same root opens it"
+    );
+    assert_eq!(again.ok("getRuns", json!({})).await[0]["run"], json!(run));
+
+    let mut vera = connect(&app, VERA).await;
+    let (code, message) = vera
+        .err(
+            "init",
+            json!({"name": "web2", "projectRoot": app.project_root("web2")}),
+        )
+        .await;
+    assert_eq!(code, -32005);
+    assert_eq!(
+        message,
+        "Project 'web2' does not exist, and vera, a viewer, may not create it."
+    );
+    let mut ada = connect(&app, ADA).await;
+    ada.init("web2", &app.project_root("web2")).await;
+    vera.init("web2", &app.project_root("web2")).await;
+}
+
+#[actix_web::test]
+async fn a_person_reaches_only_their_projects() {
+    let llm = FakeLlm::start([]);
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = server(&llm, dir.path(), &team()).await;
+    let root = app.project_root("web");
+    let mut mo = connect(&app, MO).await;
+    mo.init("web", &root).await;
+    let run = mo.start_run("fake").await;
+
+    let mut olga = connect(&app, OLGA).await;
+    let (code, message) = olga
+        .err("init", json!({"name": "web", "projectRoot": root}))
+        .await;
+    assert_eq!(
+        (code, message.as_str()),
+        (-32005, "olga may not open project 'web'.")
+    );
+    for method in ["getRuns", "getRun", "ask", "run/abort", "getEntries"] {
+        let (code, _) = olga.err(method, json!({"run": run})).await;
+        assert_eq!(code, -32001, "{method}: olga has no project bound");
+    }
+    olga.init("ops", &app.project_root("ops")).await;
+    for method in ["getRun", "run/abort", "run/rename"] {
+        let (code, message) = olga.err(method, json!({"run": run, "name": "mine"})).await;
+        assert_eq!(code, -32002, "{method}: {message}");
+    }
+    let detail = mo.ok("getRun", json!({"run": run})).await;
+    assert_eq!(detail["run"], json!(run), "the run kept its name");
+    assert_eq!(detail["status"], json!(100), "and was not aborted");
+
+    let unknown = awc::Client::new()
+        .ws(format!("ws://{}/?token=nobody", app.addr()))
+        .connect()
+        .await;
+    assert!(unknown.is_err(), "an unknown token opens nothing");
+}
+
+/// Calls `method` until it fails with `message`, for as long as the users file watch may
+/// take to see a change.
+async fn until_refused(client: &mut Client, method: &str, message: &str) {
+    for _ in 0..300 {
+        let reply = client.call(method, json!({})).await;
+        if reply["error"]["message"] == json!(message) {
+            assert_eq!(reply["error"]["code"], json!(-32005));
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{method} never failed with {message:?}");
+}
+
+#[actix_web::test]
+async fn a_changed_users_file_applies_to_open_connections() {
+    let llm = FakeLlm::start([]);
+    let dir = tempfile::tempdir().unwrap();
+    let (app, file) = server(&llm, dir.path(), &team()).await;
+    let mut mo = connect(&app, MO).await;
+    mo.init("web", &app.project_root("web")).await;
+    mo.ok("getRuns", json!({})).await;
+
+    std::fs::write(&file, users(&[("mo", MO, "member", &["ops"])])).unwrap();
+    until_refused(&mut mo, "getRuns", "mo may not open project 'web'.").await;
+
+    std::fs::write(&file, "this is not toml [").unwrap();
+    std::fs::write(&file, users(&[("mo", MO, "viewer", &["web"])])).unwrap();
+    until_refused(
+        &mut mo,
+        "startRun",
+        "mo is a viewer; 'startRun' needs the member role.",
+    )
+    .await;
+    mo.ok("getRuns", json!({})).await;
+
+    std::fs::write(&file, users(&[("ada", ADA, "admin", &["*"])])).unwrap();
+    until_refused(&mut mo, "ping", "mo is no longer a user of this server.").await;
+    let gone = awc::Client::new()
+        .ws(format!("ws://{}/?token={MO}", app.addr()))
+        .connect()
+        .await;
+    assert!(gone.is_err(), "a removed person cannot connect");
+}
+
+#[actix_web::test]
+async fn runs_loops_resolutions_and_aborts_say_who_did_them() {
+    let llm = FakeLlm::start([
+        Step::reply("<sh>echo hello</sh><update>running it</update>"),
+        Step::reply("<summarize>it printed hello</summarize>"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = server(&llm, dir.path(), &team()).await;
+    let root = app.project_root("web");
+    let mut mo = connect(&app, MO).await;
+    mo.init("web", &root).await;
+    let mut ada = connect(&app, ADA).await;
+    ada.init("web", &root).await;
+    let proposed = mo
+        .ok("act", json!({"model": "fake", "prompt": "Run: echo hello"}))
+        .await;
+    let run = proposed["run"].as_str().unwrap().to_string();
+    let path = proposed["proposed"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let state = mo.notification("run/state").await;
+    assert_eq!(state["params"]["requested_by"], json!("mo"));
+    let resumed = ada
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hello\n"}}),
+        )
+        .await;
+    assert_eq!(resumed["status"], json!(200), "{resumed}");
+    loop {
+        let state = ada.notification("run/state").await;
+        if state["params"]["turn"] == json!(2) {
+            assert_eq!(state["params"]["requested_by"], json!("ada"));
+            break;
+        }
+    }
+    mo.ok("run/abort", json!({"run": run})).await;
+    let detail = ada.ok("getRun", json!({"run": run})).await;
+    assert_eq!(detail["created_by"], json!("mo"));
+    let loops: Vec<(Value, Value, Value)> = detail["loops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|lp| {
+            (
+                lp["sequence"].clone(),
+                lp["mode"].clone(),
+                lp["requested_by"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        loops,
+        [
+            (json!(1), json!("act"), json!("mo")),
+            (json!(2), json!("act"), json!("ada"))
+        ]
+    );
+    let actions: Vec<(Value, Value, Value, Value)> = detail["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|action| {
+            (
+                action["action"].clone(),
+                action["person"].clone(),
+                action["path"].clone(),
+                action["loop"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            (json!("accept"), json!("ada"), json!(path), json!(1)),
+            (json!("abort"), json!("mo"), Value::Null, Value::Null),
+        ]
+    );
+
+    let mut operator = connect(&app, SHARED).await;
+    operator.init("web", &root).await;
+    let anonymous = operator.start_run("fake").await;
+    let detail = operator.ok("getRun", json!({"run": anonymous})).await;
+    assert_eq!(
+        detail["created_by"],
+        Value::Null,
+        "the shared token is nobody"
+    );
+    let forked = mo
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "again", "run": run, "fork": true}),
+        )
+        .await;
+    let fork = forked["run"].as_str().unwrap();
+    let detail = mo.ok("getRun", json!({"run": fork})).await;
+    assert_eq!(detail["created_by"], json!("mo"), "a fork is its forker's");
+}
+
+#[actix_web::test]
+async fn metrics_are_for_admins() {
+    let llm = FakeLlm::start([]);
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = server(&llm, dir.path(), &team()).await;
+    let url = format!("http://{}/metrics", app.addr());
+    let http = awc::Client::new();
+    for (token, status) in [
+        (SHARED, 200),
+        (ADA, 200),
+        (MO, 403),
+        (VERA, 403),
+        ("x", 401),
+    ] {
+        let answer = http
+            .get(url.as_str())
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), status, "{token}");
+    }
+}
