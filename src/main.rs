@@ -1,4 +1,4 @@
-//! The `rummy` binary: `rummy serve` (the default) and `rummy migrate`.
+//! The `rummy` binary: `rummy serve` (the default), `rummy migrate` and `rummy hash-token`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,10 +24,15 @@ enum Command {
     Serve,
     /// Apply database migrations and exit.
     Migrate,
+    /// Read a person's token from stdin and print the line the users file stores for it.
+    HashToken,
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if let Some(Command::HashToken) = cli.command {
+        return hash_token();
+    }
     let env: HashMap<String, String> = std::env::vars().collect();
     let settings = Settings::load(&env, &cli.config_dir).context("loading configuration")?;
     rummy::telemetry::init(&settings.log);
@@ -35,10 +40,23 @@ fn main() -> anyhow::Result<()> {
         Command::Serve => actix_web::rt::System::new()
             .block_on(rummy::app::serve(settings))
             .context("serving"),
+        Command::HashToken => hash_token(),
         Command::Migrate => {
             rummy::app::migrate(&settings).context("migrating")?;
             tracing::info!(db = %settings.storage.db_path.display(), "migrations applied");
             Ok(())
         }
     }
+}
+
+/// `rummy hash-token`: the token is the first line of stdin, without its line end.
+fn hash_token() -> anyhow::Result<()> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .context("reading the token from stdin")?;
+    let token = line.trim_end_matches(['\r', '\n']);
+    anyhow::ensure!(!token.is_empty(), "no token on stdin");
+    println!("token_sha256 = \"{}\"", rummy::access::hash_token(token));
+    Ok(())
 }

@@ -21,6 +21,11 @@ struct ServerProcess {
 impl ServerProcess {
     /// Starts the binary on `home` and waits until `/healthz` answers.
     async fn start(home: &Path, llm: &FakeLlm) -> ServerProcess {
+        ServerProcess::start_with(home, llm, &[]).await
+    }
+
+    /// [`ServerProcess::start`] with extra environment variables.
+    async fn start_with(home: &Path, llm: &FakeLlm, extra: &[(&str, &str)]) -> ServerProcess {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_rummy"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -33,6 +38,7 @@ impl ServerProcess {
             .env("RUMMY_MODEL_fake", "openai/fake")
             .env("RUMMY_CONTEXT_fake", "32768")
             .env("RUMMY_LLM_ATTEMPTS", "1")
+            .envs(extra.iter().copied())
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
@@ -269,4 +275,74 @@ async fn abort_replies_only_after_the_499_is_stored_in_a_real_process() {
         assert_eq!(stored["status"], json!(499), "round {round}");
         assert_eq!(driver.reply(&id).await["result"]["status"], json!(499));
     }
+}
+
+#[actix_web::test]
+async fn sighup_reloads_the_users_file() {
+    let home = tempfile::tempdir().unwrap();
+    let users = home.path().join("users.toml");
+    let person = |role: &str| {
+        format!(
+            "[[person]]\nname = \"mo\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
+             projects = [\"web\"]\n",
+            rummy::access::hash_token("mo-token")
+        )
+    };
+    std::fs::write(&users, person("member")).unwrap();
+    let llm = FakeLlm::start([]);
+    let server =
+        ServerProcess::start_with(home.path(), &llm, &[("RUMMY_USERS_FILE", "users.toml")]).await;
+    let mut mo = Client::connect(&format!("ws://127.0.0.1:{}/?token=mo-token", server.port)).await;
+    mo.init("web", &project_root(home.path())).await;
+    mo.ok("startRun", json!({"model": "fake"})).await;
+
+    // The same size and modification time: only the signal can make the server look again.
+    let written = std::fs::metadata(&users).unwrap().modified().unwrap();
+    std::fs::write(&users, person("viewer")).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&users)
+        .unwrap()
+        .set_modified(written)
+        .unwrap();
+    let sent = Command::new("kill")
+        .arg("-HUP")
+        .arg(server.child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    for _ in 0..300 {
+        let reply = mo.call("startRun", json!({"model": "fake"})).await;
+        if reply["error"]["message"] == json!("mo is a viewer; 'startRun' needs the member role.") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("SIGHUP did not reload the users file");
+}
+
+#[test]
+fn hash_token_prints_the_users_file_line() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rummy"))
+        .arg("hash-token")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"abc\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "token_sha256 = \"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\"\n"
+    );
+    let empty = Command::new(env!("CARGO_BIN_EXE_rummy"))
+        .arg("hash-token")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!empty.success(), "no token, no hash");
 }
