@@ -47,8 +47,7 @@ pub async fn sync_project_files(
     };
     let report = agent
         .projects
-        .actor(project_id, root.to_path_buf())
-        .send(scanning)
+        .scan(project_id, root.to_path_buf(), scanning)
         .await
         .map_err(|_| LoopError::Stopping("the project actor"))??;
     let Some(report) = report else {
