@@ -54,7 +54,7 @@ pub enum ProjectError {
     /// `RUMMY_HOME` is not set.
     #[error("RUMMY_HOME not configured")]
     HomeNotConfigured,
-    /// A skill or persona file does not exist.
+    /// A skill or persona file does not exist (its path under `RUMMY_HOME`).
     #[error("Not found: {}", .0.display())]
     NotFound(PathBuf),
     /// Any other I/O failure, with the path it happened on.

@@ -32,7 +32,8 @@ pub enum DocumentKind {
 pub struct HomeDocument {
     /// The file name without `.md`.
     pub name: String,
-    /// The absolute path of the file.
+    /// Its path under `RUMMY_HOME` (`skills/<name>.md`): what clients are shown, which says
+    /// nothing of where the server keeps its home.
     pub path: PathBuf,
 }
 
@@ -41,7 +42,7 @@ pub struct HomeDocument {
 pub struct LoadedDocument {
     /// The name it was read by.
     pub name: String,
-    /// The absolute path of the file (the `source` attribute of a skill entry).
+    /// Its path under `RUMMY_HOME` (the `source` attribute of a skill entry).
     pub path: PathBuf,
     /// The file's content (invalid UTF-8 replaced by U+FFFD).
     pub body: String,
@@ -114,7 +115,7 @@ impl RummyHome {
             {
                 documents.push(HomeDocument {
                     name: name.to_string(),
-                    path: self.absolute(&path),
+                    path: Path::new(kind.directory_name()).join(entry.file_name()),
                 });
             }
         }
@@ -124,18 +125,15 @@ impl RummyHome {
 
     /// Reads the document `name` of `kind`. Errors: [`ProjectError::NameRequired`] for an
     /// empty name, [`ProjectError::InvalidName`] for one that could leave the directory,
-    /// [`ProjectError::NotFound`] (`Not found: <absolute path>`) when there is no such file.
+    /// [`ProjectError::NotFound`] (`Not found: skills/<name>.md`) when there is no such file.
     pub fn read(&self, kind: DocumentKind, name: &str) -> Result<LoadedDocument, ProjectError> {
         validate_document_name(name)?;
-        let path = self.absolute(
-            &self
-                .directory(kind)
-                .join(format!("{name}.{DOCUMENT_EXTENSION}")),
-        );
+        let shown = Path::new(kind.directory_name()).join(format!("{name}.{DOCUMENT_EXTENSION}"));
+        let path = self.absolute(&self.root.join(&shown));
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == ErrorKind::NotFound => {
-                return Err(ProjectError::NotFound(path))
+                return Err(ProjectError::NotFound(shown))
             }
             Err(error) => return Err(ProjectError::io(path, error)),
         };
@@ -148,7 +146,7 @@ impl RummyHome {
         };
         Ok(LoadedDocument {
             name: name.to_string(),
-            path,
+            path: shown,
             body,
         })
     }

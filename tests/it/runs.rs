@@ -144,7 +144,7 @@ async fn get_run_history_shows_skills_with_parsed_attributes() {
     let app = TestApp::start().await;
     let mut client = client_with_model(&app, "history").await;
     let run = client.start_run("grok").await;
-    let source = app.write_document("skills", "sql_style", "Lowercase keywords.");
+    app.write_document("skills", "sql_style", "Lowercase keywords.");
     client
         .ok("skill/add", json!({"run": run, "name": "sql_style"}))
         .await;
@@ -154,7 +154,7 @@ async fn get_run_history_shows_skills_with_parsed_attributes() {
         json!([{
             "scheme": "skill", "path": "skill://sql_style", "status": 200,
             "body": "Lowercase keywords.",
-            "attributes": {"name": "sql_style", "source": source},
+            "attributes": {"name": "sql_style", "source": "skills/sql_style.md"},
             "turn": 0,
         }])
     );

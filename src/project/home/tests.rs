@@ -48,16 +48,14 @@ fn listing_shows_markdown_files_sorted_by_name() {
     let skills = home.list(DocumentKind::Skill).unwrap();
     let names: Vec<&str> = skills.iter().map(|doc| doc.name.as_str()).collect();
     assert_eq!(names, vec!["api", "sql_style"]);
-    let skill_dir = home.directory(DocumentKind::Skill);
-    assert_eq!(skills[1].path, skill_dir.join("sql_style.md"));
-    assert!(skills[1].path.is_absolute());
+    assert_eq!(skills[1].path, Path::new("skills/sql_style.md"));
     let personas = home.list(DocumentKind::Persona).unwrap();
     assert_eq!(personas.len(), 1);
     assert_eq!(personas[0].name, "pirate");
 }
 
 #[test]
-fn reading_by_name_returns_body_and_absolute_path() {
+fn reading_by_name_returns_body_and_path_under_home() {
     let (_dir, home) = home();
     home.ensure_layout().unwrap();
     write(
@@ -69,22 +67,15 @@ fn reading_by_name_returns_body_and_absolute_path() {
     let persona = home.read(DocumentKind::Persona, "pirate").unwrap();
     assert_eq!(persona.name, "pirate");
     assert_eq!(persona.body, "Speak like a pirate.");
-    assert_eq!(
-        persona.path,
-        home.directory(DocumentKind::Persona).join("pirate.md")
-    );
+    assert_eq!(persona.path, Path::new("personas/pirate.md"));
 }
 
 #[test]
-fn a_missing_document_reports_its_absolute_path() {
+fn a_missing_document_is_named_by_its_path_under_home() {
     let (_dir, home) = home();
     home.ensure_layout().unwrap();
     let error = home.read(DocumentKind::Skill, "nope").unwrap_err();
-    let expected = home.directory(DocumentKind::Skill).join("nope.md");
-    assert_eq!(
-        error.to_string(),
-        format!("Not found: {}", expected.display())
-    );
+    assert_eq!(error.to_string(), "Not found: skills/nope.md");
 }
 
 #[test]

@@ -9,15 +9,15 @@ async fn skills_are_listed_loaded_and_removed() {
     let app = TestApp::start().await;
     let (mut client, _) = app.client_in_project("skills").await;
     assert_eq!(client.ok("listSkills", json!({})).await, json!([]));
-    let sql = app.write_document("skills", "sql_style", "Use lowercase SQL keywords.");
-    let rust = app.write_document("skills", "rust_style", "Prefer iterators.");
+    app.write_document("skills", "sql_style", "Use lowercase SQL keywords.");
+    app.write_document("skills", "rust_style", "Prefer iterators.");
     std::fs::write(app.home().join("skills/notes.txt"), "not a skill").unwrap();
     let listed = client.ok("listSkills", json!({})).await;
     assert_eq!(
         listed,
         json!([
-            {"name": "rust_style", "path": rust},
-            {"name": "sql_style", "path": sql},
+            {"name": "rust_style", "path": "skills/rust_style.md"},
+            {"name": "sql_style", "path": "skills/sql_style.md"},
         ])
     );
     client.add_model("grok").await;
@@ -30,12 +30,12 @@ async fn skills_are_listed_loaded_and_removed() {
         client.ok("getSkills", json!({"run": run})).await,
         json!([{"name": "sql_style", "status": 200}])
     );
-    let missing = app.home().join("skills/nosuch.md");
     assert_eq!(
         client
             .err("skill/add", json!({"run": run, "name": "nosuch"}))
             .await,
-        (-32602, format!("Not found: {}", missing.display()))
+        (-32602, "Not found: skills/nosuch.md".to_string()),
+        "a path under home, nothing of where the server keeps it"
     );
     let removed = client
         .ok("skill/remove", json!({"run": run, "name": "sql_style"}))
@@ -91,10 +91,10 @@ async fn personas_are_set_from_text_or_a_named_file() {
     let app = TestApp::start().await;
     let (mut client, _) = app.client_in_project("personas").await;
     assert_eq!(client.ok("listPersonas", json!({})).await, json!([]));
-    let pirate = app.write_document("personas", "pirate", "You are a pirate.");
+    app.write_document("personas", "pirate", "You are a pirate.");
     assert_eq!(
         client.ok("listPersonas", json!({})).await,
-        json!([{"name": "pirate", "path": pirate}])
+        json!([{"name": "pirate", "path": "personas/pirate.md"}])
     );
     client.add_model("grok").await;
     let run = client.start_run("grok").await;
@@ -126,12 +126,11 @@ async fn personas_are_set_from_text_or_a_named_file() {
         )
         .await;
     assert_eq!(persona_of(&mut client, &run).await, json!("Text wins."));
-    let missing = app.home().join("personas/nosuch.md");
     assert_eq!(
         client
             .err("persona/set", json!({"run": run, "name": "nosuch"}))
             .await,
-        (-32602, format!("Not found: {}", missing.display()))
+        (-32602, "Not found: personas/nosuch.md".to_string())
     );
     assert_eq!(persona_of(&mut client, &run).await, json!("Text wins."));
     assert_eq!(
