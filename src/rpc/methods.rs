@@ -139,7 +139,7 @@ method_table! {
         "This catalogue of methods and notifications." &[];
     Init "init" (session::InitParams) session::init,
         needs_init: false, long_running: false, role: Viewer,
-        "Bind this connection to a project (created or updated by name)." &[
+        "Bind this connection to a project: created at its root the first time, opened at that root after." &[
             ("name", "string — project identity"),
             ("projectRoot", "string — absolute path of the project tree"),
             ("configPath", "string? — project configuration file"),
