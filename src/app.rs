@@ -89,7 +89,7 @@ pub async fn start_with(
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         db,
-        hubs: HubRegistry::default(),
+        hubs: HubRegistry::new(settings.server.replay_limits()),
         runs: RunRegistry::default(),
         llm: LlmProviders::start(provider_settings(&settings))?,
         plugins: Arc::new(register(Plugins::bundled(ToolSettings {

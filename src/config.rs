@@ -29,6 +29,9 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_HEARTBEAT_SECS", "server.heartbeat_secs"),
     ("RUMMY_CLIENT_TIMEOUT_SECS", "server.client_timeout_secs"),
     ("RUMMY_CLIENT_BUFFER", "server.client_buffer"),
+    ("RUMMY_REPLAY_PER_RUN", "server.replay_per_run"),
+    ("RUMMY_REPLAY_RUNS", "server.replay_runs"),
+    ("RUMMY_REPLAY_KEEP_SECS", "server.replay_keep_secs"),
     ("RUMMY_HOME", "storage.home"),
     ("RUMMY_DB_PATH", "storage.db_path"),
     ("RUMMY_MMAP_MB", "storage.mmap_mb"),
@@ -162,6 +165,23 @@ pub struct ServerSettings {
     pub client_timeout_secs: u64,
     /// Notifications buffered per client.
     pub client_buffer: usize,
+    /// Notifications kept per run for `run/replay`.
+    pub replay_per_run: usize,
+    /// Runs per project whose notifications are kept.
+    pub replay_runs: usize,
+    /// Seconds a run's notifications are kept after its latest.
+    pub replay_keep_secs: u64,
+}
+
+impl ServerSettings {
+    /// What each project's hub keeps for `run/replay` (at least one run, for a second).
+    pub fn replay_limits(&self) -> crate::hub::replay::ReplayLimits {
+        crate::hub::replay::ReplayLimits {
+            per_run: self.replay_per_run,
+            runs: self.replay_runs.max(1),
+            keep: std::time::Duration::from_secs(self.replay_keep_secs.max(1)),
+        }
+    }
 }
 
 /// Home directory and database.
@@ -548,6 +568,37 @@ mod tests {
         assert_eq!(settings.storage.db_path, home.path().join("rummy.db"));
         assert_eq!(settings.agent.temperature, None);
         assert_eq!(settings.agent.apply_edits, ApplyEdits::Client);
+        assert_eq!(
+            settings.server.replay_limits(),
+            crate::hub::replay::ReplayLimits {
+                per_run: 256,
+                runs: 16,
+                keep: std::time::Duration::from_secs(600),
+            }
+        );
+    }
+
+    #[test]
+    fn replay_keeps_at_least_one_run_for_a_second() {
+        let home = tempfile::tempdir().unwrap();
+        let settings = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home.path().to_str().unwrap()),
+                ("RUMMY_REPLAY_PER_RUN", "0"),
+                ("RUMMY_REPLAY_RUNS", "0"),
+                ("RUMMY_REPLAY_KEEP_SECS", "0"),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert_eq!(
+            settings.server.replay_limits(),
+            crate::hub::replay::ReplayLimits {
+                per_run: 0,
+                runs: 1,
+                keep: std::time::Duration::from_secs(1),
+            }
+        );
     }
 
     #[test]

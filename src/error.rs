@@ -39,6 +39,8 @@ pub mod code {
     pub const TOO_LARGE: i64 = -32007;
     /// The request needs more work (time, steps, memory) than the server allows one call.
     pub const WORK_LIMIT: i64 = -32008;
+    /// Some of the notifications asked for are no longer kept (`getRun` has the state).
+    pub const NOT_KEPT: i64 = -32009;
 }
 
 /// What went wrong while serving one request.
@@ -91,6 +93,9 @@ pub enum AppError {
         /// The frame limit.
         limit: usize,
     },
+    /// `run/replay` from a seq after which some notification is no longer kept.
+    #[error("Notifications of run '{run}' since seq {since} are no longer kept; call getRun.")]
+    NotificationsNotKept { run: String, since: u64 },
     /// A tool call's pattern or edit work ran out of its budget (the message says which
     /// limit).
     #[error("{0}")]
@@ -133,6 +138,7 @@ impl AppError {
             AppError::Overloaded(_) => code::OVERLOADED,
             AppError::ReplyTooLarge { .. } => code::TOO_LARGE,
             AppError::WorkLimit(_) => code::WORK_LIMIT,
+            AppError::NotificationsNotKept { .. } => code::NOT_KEPT,
             AppError::Project(error) => project_code(error),
             AppError::Access(AccessError::UsersFile(_)) => code::INTERNAL,
             AppError::Access(_) => code::UNAUTHORIZED,

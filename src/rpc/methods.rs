@@ -14,7 +14,7 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
-use crate::rpc::handlers::{entries, loops, models, runs, session, skills, tools};
+use crate::rpc::handlers::{entries, loops, models, replay, runs, session, skills, tools};
 use crate::rpc::params::{decode, NoParams, Page};
 
 /// What `discover` says of one method, and how it is served.
@@ -230,6 +230,14 @@ method_table! {
     GetRun "getRun" (runs::RunParams) runs::detail,
         needs_init: true, long_running: false, role: Viewer,
         "One run in detail." &[("run", "string")];
+    RunReplay "run/replay" (replay::ReplayParams) replay::replay,
+        needs_init: true, long_running: false,
+        "A run's notifications after seq `since`, in order, as sent: {notifications: [{method, params}]}. \
+         Call it after init and none is missed; one may also arrive live, so keep one per seq. \
+         -32009: some are no longer kept, call getRun." &[
+            ("run", "string — run alias"),
+            ("since", "integer — the latest seq of the run received, 0 for none"),
+        ];
     SkillAdd "skill/add" (skills::SkillParams) skills::add,
         needs_init: true, long_running: false, role: Member,
         "Load $RUMMY_HOME/skills/<name>.md into a run." &[("run", "string"), ("name", "string")];

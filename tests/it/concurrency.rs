@@ -92,15 +92,19 @@ async fn notifications_reach_only_the_connections_of_their_project() {
         alpha_id,
         progress(1, "run_a", 1, ProgressStatus::Thinking),
     );
-    let thinking = json!({"run": "run_a", "turn": 1, "status": "thinking", "seq": 1});
-    assert_eq!(only_progress(&mut alpha).await, thinking);
+    let thinking = only_progress(&mut alpha).await;
+    let first = thinking["seq"].as_u64().unwrap();
+    assert_eq!(
+        thinking,
+        json!({"run": "run_a", "turn": 1, "status": "thinking", "seq": first})
+    );
     assert_eq!(only_progress(&mut alpha_too).await, thinking);
     publish(
         &app,
         alpha_id,
         progress(1, "run_a", 1, ProgressStatus::Processing),
     );
-    let processing = json!({"run": "run_a", "turn": 1, "status": "processing", "seq": 2});
+    let processing = json!({"run": "run_a", "turn": 1, "status": "processing", "seq": first + 1});
     assert_eq!(only_progress(&mut alpha).await, processing);
     assert_eq!(only_progress(&mut alpha_too).await, processing);
 
@@ -109,9 +113,11 @@ async fn notifications_reach_only_the_connections_of_their_project() {
         beta_id,
         progress(2, "run_b", 4, ProgressStatus::Thinking),
     );
+    let beta_thinking = only_progress(&mut beta).await;
+    let beta_first = beta_thinking["seq"].as_u64().unwrap();
     assert_eq!(
-        only_progress(&mut beta).await,
-        json!({"run": "run_b", "turn": 4, "status": "thinking", "seq": 1}),
+        beta_thinking,
+        json!({"run": "run_b", "turn": 4, "status": "thinking", "seq": beta_first}),
         "beta saw nothing of alpha's run"
     );
 
@@ -121,7 +127,7 @@ async fn notifications_reach_only_the_connections_of_their_project() {
         beta_id,
         progress(2, "run_b", 4, ProgressStatus::Processing),
     );
-    let next = json!({"run": "run_b", "turn": 4, "status": "processing", "seq": 2});
+    let next = json!({"run": "run_b", "turn": 4, "status": "processing", "seq": beta_first + 1});
     assert_eq!(
         only_progress(&mut watcher).await,
         next,
@@ -149,10 +155,11 @@ async fn re_init_moves_a_connection_to_the_new_project() {
         beta_id,
         progress(2, "run_b", 1, ProgressStatus::Thinking),
     );
+    let heard = only_progress(&mut mover).await;
     assert_eq!(
-        only_progress(&mut mover).await,
-        json!({"run": "run_b", "turn": 1, "status": "thinking", "seq": 1}),
-        "the mover no longer hears alpha"
+        (&heard["run"], &heard["status"]),
+        (&json!("run_b"), &json!("thinking")),
+        "the mover no longer hears alpha: {heard}"
     );
     let runs = mover.ok("getRuns", json!({})).await;
     assert_eq!(runs, json!([]), "getRuns follows the new binding");

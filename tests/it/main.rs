@@ -22,6 +22,7 @@ mod persistence;
 mod process;
 mod progress;
 mod readonly;
+mod replay;
 mod replies;
 mod rules;
 mod runs;

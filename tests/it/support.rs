@@ -309,6 +309,17 @@ impl Client {
         }
     }
 
+    /// Waits for the next notification, whatever its method, in arrival order.
+    pub async fn next_notification(&mut self) -> Value {
+        loop {
+            if let Some(notification) = self.notifications.pop_front() {
+                return notification;
+            }
+            let message = self.next_json().await.expect("connection closed");
+            self.sort(message);
+        }
+    }
+
     /// Notifications received so far and not yet taken.
     pub fn pending_notifications(&self) -> &VecDeque<Value> {
         &self.notifications

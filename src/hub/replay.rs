@@ -1,0 +1,340 @@
+//! What a reconnecting client missed: each run's most recent notification frames, by `seq`.
+//!
+//! Bounded three ways: `per_run` frames of a run (its oldest go first), `runs` runs per
+//! project (opening one more frees the run that published least recently) and time (the
+//! hub's sweep frees a run quiet for `keep`). A freed run that publishes again is numbered
+//! afresh, above every seq it had before, so a client never takes new notifications for ones
+//! it saw, and a replay from a seq the server no longer keeps says so.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::db::ids::RunId;
+
+/// How much of the notifications a project's hub keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayLimits {
+    /// Frames kept per run.
+    pub per_run: usize,
+    /// Runs whose frames are kept (at least one: a run's numbering lives in its log).
+    pub runs: usize,
+    /// A run that published nothing for this long is freed.
+    pub keep: Duration,
+}
+
+/// Why a replay has no frames to offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    /// Some notification after `since` is no longer kept.
+    #[error("notifications since seq {since} are no longer kept")]
+    NotKept { since: u64 },
+    /// `since` is past the latest seq of the run.
+    #[error("seq {since} is ahead of the latest, {latest}")]
+    Ahead { since: u64, latest: u64 },
+}
+
+/// One run's numbering and its latest frames.
+struct RunLog {
+    /// The seq this numbering started after: its first notification is `start + 1`.
+    start: u64,
+    /// The latest seq given.
+    last: u64,
+    /// The frames of seqs `last - frames.len() + 1 ..= last`.
+    frames: VecDeque<Arc<str>>,
+    /// When the run last published.
+    published: Instant,
+}
+
+impl RunLog {
+    /// The first seq still kept (`last + 1` when none is).
+    fn oldest(&self) -> u64 {
+        self.last + 1 - self.frames.len() as u64
+    }
+}
+
+/// The logs of one project's runs.
+pub struct RunLogs {
+    limits: ReplayLimits,
+    logs: HashMap<RunId, RunLog>,
+    /// The highest seq of every run freed so far: a new numbering starts above it.
+    floor: u64,
+}
+
+impl RunLogs {
+    pub fn new(limits: ReplayLimits) -> RunLogs {
+        RunLogs {
+            limits,
+            logs: HashMap::new(),
+            floor: 0,
+        }
+    }
+
+    /// How long a quiet run is kept.
+    pub fn keep(&self) -> Duration {
+        self.limits.keep
+    }
+
+    /// Numbers the next notification of `run`, keeps the frame `frame` makes of that seq and
+    /// returns it; a frame that cannot be made takes no seq. A run without a log is numbered
+    /// from above both `clock_us` (wall-clock microseconds, which outlast a restart) and every
+    /// seq a freed run had (which a clock set back cannot undercut); opening its log at the
+    /// bound frees the run that published least recently.
+    pub fn record<E>(
+        &mut self,
+        run: RunId,
+        now: Instant,
+        clock_us: u64,
+        frame: impl FnOnce(u64) -> Result<Arc<str>, E>,
+    ) -> Result<Arc<str>, E> {
+        if !self.logs.contains_key(&run) && self.logs.len() >= self.limits.runs {
+            let least_recent = self
+                .logs
+                .iter()
+                .min_by_key(|(_, log)| log.published)
+                .map(|(run, _)| *run);
+            if let Some(least_recent) = least_recent {
+                self.free(least_recent);
+            }
+        }
+        let start = clock_us.max(self.floor);
+        let log = self.logs.entry(run).or_insert_with(|| RunLog {
+            start,
+            last: start,
+            frames: VecDeque::new(),
+            published: now,
+        });
+        let text = frame(log.last + 1)?;
+        log.last += 1;
+        log.published = now;
+        log.frames.push_back(Arc::clone(&text));
+        if log.frames.len() > self.limits.per_run {
+            log.frames.pop_front();
+        }
+        Ok(text)
+    }
+
+    /// The frames of `run` after seq `since`, oldest first; `since` 0 means none was seen,
+    /// so the answer starts at the run's current numbering. A run without a log has nothing
+    /// to offer from 0, and has freed whatever came after any other seq.
+    pub fn after(&self, run: RunId, since: u64) -> Result<Vec<Arc<str>>, ReplayError> {
+        let Some(log) = self.logs.get(&run) else {
+            return match since {
+                0 => Ok(Vec::new()),
+                _ => Err(ReplayError::NotKept { since }),
+            };
+        };
+        if since > log.last {
+            return Err(ReplayError::Ahead {
+                since,
+                latest: log.last,
+            });
+        }
+        let seen = if since == 0 { log.start } else { since };
+        let oldest = log.oldest();
+        if seen + 1 < oldest {
+            return Err(ReplayError::NotKept { since });
+        }
+        let skip = usize::try_from(seen + 1 - oldest).unwrap_or(usize::MAX);
+        Ok(log.frames.iter().skip(skip).cloned().collect())
+    }
+
+    /// Frees the runs that published nothing for the `keep` of the limits.
+    pub fn sweep(&mut self, now: Instant) {
+        let keep = self.limits.keep;
+        let quiet: Vec<RunId> = self
+            .logs
+            .iter()
+            .filter(|(_, log)| now.saturating_duration_since(log.published) >= keep)
+            .map(|(run, _)| *run)
+            .collect();
+        for run in quiet {
+            self.free(run);
+        }
+    }
+
+    fn free(&mut self, run: RunId) {
+        if let Some(log) = self.logs.remove(&run) {
+            self.floor = self.floor.max(log.last);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLOCK: u64 = 1_000_000;
+    const RUN: RunId = RunId(1);
+
+    fn logs(per_run: usize, runs: usize) -> RunLogs {
+        RunLogs::new(ReplayLimits {
+            per_run,
+            runs,
+            keep: Duration::from_secs(60),
+        })
+    }
+
+    /// Publishes a frame naming its seq; returns the seq.
+    fn publish(logs: &mut RunLogs, run: RunId, now: Instant, clock_us: u64) -> u64 {
+        let text = logs
+            .record(run, now, clock_us, |seq| {
+                Ok::<_, ()>(Arc::from(seq.to_string()))
+            })
+            .unwrap();
+        text.parse().unwrap()
+    }
+
+    fn seqs(frames: Result<Vec<Arc<str>>, ReplayError>) -> Result<Vec<u64>, ReplayError> {
+        frames.map(|frames| frames.iter().map(|text| text.parse().unwrap()).collect())
+    }
+
+    #[test]
+    fn a_run_is_numbered_from_the_clock_one_by_one_and_replayed_after_any_seq() {
+        let mut logs = logs(8, 4);
+        let now = Instant::now();
+        let first = publish(&mut logs, RUN, now, CLOCK);
+        assert_eq!(first, CLOCK + 1);
+        for expected in CLOCK + 2..=CLOCK + 4 {
+            assert_eq!(publish(&mut logs, RUN, now, CLOCK + 99), expected);
+        }
+        let all = Ok(vec![CLOCK + 1, CLOCK + 2, CLOCK + 3, CLOCK + 4]);
+        assert_eq!(seqs(logs.after(RUN, 0)), all, "since 0: every one");
+        assert_eq!(
+            seqs(logs.after(RUN, CLOCK)),
+            all,
+            "since just before the first"
+        );
+        assert_eq!(
+            seqs(logs.after(RUN, CLOCK + 2)),
+            Ok(vec![CLOCK + 3, CLOCK + 4])
+        );
+        assert_eq!(seqs(logs.after(RUN, CLOCK + 4)), Ok(vec![]), "up to date");
+        assert_eq!(
+            logs.after(RUN, CLOCK + 5),
+            Err(ReplayError::Ahead {
+                since: CLOCK + 5,
+                latest: CLOCK + 4
+            })
+        );
+        assert_eq!(
+            logs.after(RUN, CLOCK - 1),
+            Err(ReplayError::NotKept { since: CLOCK - 1 }),
+            "a seq from before this numbering"
+        );
+    }
+
+    #[test]
+    fn the_oldest_frames_go_first_and_a_replay_needing_them_is_refused() {
+        let mut logs = logs(3, 4);
+        let now = Instant::now();
+        for _ in 0..5 {
+            publish(&mut logs, RUN, now, CLOCK);
+        }
+        assert_eq!(
+            seqs(logs.after(RUN, CLOCK + 2)),
+            Ok(vec![CLOCK + 3, CLOCK + 4, CLOCK + 5]),
+            "just the kept ones"
+        );
+        assert_eq!(
+            logs.after(RUN, CLOCK + 1),
+            Err(ReplayError::NotKept { since: CLOCK + 1 }),
+            "seq 2 is gone"
+        );
+        assert_eq!(logs.after(RUN, 0), Err(ReplayError::NotKept { since: 0 }));
+    }
+
+    #[test]
+    fn keeping_no_frame_still_numbers_and_answers_the_up_to_date() {
+        let mut logs = logs(0, 4);
+        let now = Instant::now();
+        assert_eq!(seqs(logs.after(RUN, 0)), Ok(vec![]), "never published");
+        assert_eq!(
+            logs.after(RUN, 7),
+            Err(ReplayError::NotKept { since: 7 }),
+            "no log: whatever followed seq 7 is gone"
+        );
+        publish(&mut logs, RUN, now, CLOCK);
+        assert_eq!(publish(&mut logs, RUN, now, CLOCK), CLOCK + 2);
+        assert_eq!(seqs(logs.after(RUN, CLOCK + 2)), Ok(vec![]));
+        assert_eq!(
+            logs.after(RUN, CLOCK + 1),
+            Err(ReplayError::NotKept { since: CLOCK + 1 })
+        );
+    }
+
+    #[test]
+    fn a_frame_that_cannot_be_made_takes_no_seq() {
+        let mut logs = logs(8, 4);
+        let now = Instant::now();
+        let failed = logs.record(RUN, now, CLOCK, |_| Err::<Arc<str>, _>("no"));
+        assert_eq!(failed, Err("no"));
+        assert_eq!(seqs(logs.after(RUN, 0)), Ok(vec![]));
+        assert_eq!(publish(&mut logs, RUN, now, CLOCK), CLOCK + 1);
+    }
+
+    #[test]
+    fn past_the_bound_the_run_that_published_least_recently_is_freed() {
+        let mut logs = logs(8, 2);
+        let start = Instant::now();
+        let (a, b, c) = (RunId(1), RunId(2), RunId(3));
+        publish(&mut logs, a, start, CLOCK);
+        publish(&mut logs, b, start + Duration::from_secs(1), CLOCK);
+        publish(&mut logs, a, start + Duration::from_secs(2), CLOCK);
+        publish(&mut logs, c, start + Duration::from_secs(3), CLOCK);
+        assert!(logs.after(a, 0).is_ok_and(|frames| frames.len() == 2));
+        assert!(logs.after(c, 0).is_ok_and(|frames| frames.len() == 1));
+        assert_eq!(
+            logs.after(b, CLOCK + 1),
+            Err(ReplayError::NotKept { since: CLOCK + 1 }),
+            "b published least recently"
+        );
+    }
+
+    #[test]
+    fn a_freed_run_is_numbered_above_every_seq_it_had_whatever_the_clock_says() {
+        let mut logs = logs(8, 1);
+        let now = Instant::now();
+        let (a, b) = (RunId(1), RunId(2));
+        for _ in 0..3 {
+            publish(&mut logs, a, now, CLOCK);
+        }
+        publish(&mut logs, b, now, CLOCK + 1);
+        let again = publish(&mut logs, a, now, CLOCK - 500);
+        assert_eq!(
+            again,
+            CLOCK + 5,
+            "above a's and b's last (+3, +4), not at the clock"
+        );
+        assert_eq!(
+            logs.after(a, CLOCK + 3),
+            Err(ReplayError::NotKept { since: CLOCK + 3 }),
+            "the server cannot tell what a client that saw a's last seq missed"
+        );
+        let later = publish(&mut logs, b, now, CLOCK + 10_000);
+        assert_eq!(later, CLOCK + 10_001, "a later clock wins over the floor");
+    }
+
+    #[test]
+    fn a_run_quiet_for_the_keep_is_freed_by_the_sweep() {
+        let mut logs = logs(8, 4);
+        let start = Instant::now();
+        let keep = Duration::from_secs(60);
+        let (quiet, busy) = (RunId(1), RunId(2));
+        publish(&mut logs, quiet, start, CLOCK);
+        publish(&mut logs, busy, start + Duration::from_secs(1), CLOCK);
+        logs.sweep(start + keep - Duration::from_nanos(1));
+        assert!(logs.after(quiet, CLOCK + 1).is_ok(), "not yet");
+        logs.sweep(start + keep);
+        assert_eq!(
+            logs.after(quiet, CLOCK + 1),
+            Err(ReplayError::NotKept { since: CLOCK + 1 })
+        );
+        assert!(logs.after(busy, CLOCK + 1).is_ok(), "published later");
+        assert_eq!(
+            publish(&mut logs, quiet, start + keep, CLOCK),
+            CLOCK + 2,
+            "numbered above what it had"
+        );
+    }
+}
