@@ -231,7 +231,7 @@ method_table! {
         needs_init: true, long_running: false, role: Viewer,
         "One run in detail." &[("run", "string")];
     RunReplay "run/replay" (replay::ReplayParams) replay::replay,
-        needs_init: true, long_running: false,
+        needs_init: true, long_running: false, role: Viewer,
         "A run's notifications after seq `since`, in order, as sent: {notifications: [{method, params}]}. \
          Call it after init and none is missed; one may also arrive live, so keep one per seq. \
          -32009: some are no longer kept, call getRun." &[
