@@ -3,13 +3,16 @@
 //! One [`ProjectHub`] actor per project holds the connections bound to it. A notification
 //! is numbered (a per-run `seq`), serialized once, kept a while ([`replay`]) and offered to
 //! every subscriber without waiting: a client whose mailbox is full misses it, sees the gap
-//! in `seq`, and asks for what it missed ([`Replay`]).
+//! in `seq`, and asks for what it missed ([`Replay`]). A hub left with no subscriber and
+//! nothing kept retires, so a closed project leaves nothing behind; every message reaches a
+//! hub through the [`HubRegistry`], which never lets one retire with a message unhandled.
 
 pub mod notifications;
 pub mod replay;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
@@ -63,31 +66,43 @@ pub struct Replay {
 
 /// The fan-out actor of one project.
 pub struct ProjectHub {
+    project: ProjectId,
     subscribers: HashMap<ConnId, Recipient<Outbound>>,
     logs: RunLogs,
+    /// Messages handled so far, which the registry compares with those it sent.
+    handled: Arc<AtomicU64>,
+    /// Where it is listed, to leave when it retires.
+    registry: HubRegistry,
 }
 
 impl ProjectHub {
-    pub fn new(limits: ReplayLimits) -> ProjectHub {
-        ProjectHub {
-            subscribers: HashMap::new(),
-            logs: RunLogs::new(limits),
-        }
+    fn handled_one(&self) {
+        self.handled.fetch_add(1, Ordering::AcqRel);
     }
 }
 
 impl Actor for ProjectHub {
     type Context = Context<Self>;
 
-    /// Sweeps the logs every `keep`: a quiet run is freed within twice that.
+    /// Sweeps the logs every `keep`: a quiet run is freed within twice that, and a hub with
+    /// no subscriber and nothing kept retires.
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.run_interval(self.logs.keep(), |hub, _| hub.logs.sweep(Instant::now()));
+        ctx.run_interval(self.logs.keep(), |hub, ctx| {
+            hub.logs.sweep(Instant::now());
+            if hub.subscribers.is_empty()
+                && hub.logs.is_empty()
+                && hub.registry.retire(hub.project, &ctx.address())
+            {
+                ctx.stop();
+            }
+        });
     }
 }
 
 impl Handler<Subscribe> for ProjectHub {
     type Result = ();
     fn handle(&mut self, message: Subscribe, _: &mut Context<Self>) {
+        self.handled_one();
         self.subscribers.insert(message.conn, message.recipient);
     }
 }
@@ -95,6 +110,7 @@ impl Handler<Subscribe> for ProjectHub {
 impl Handler<Unsubscribe> for ProjectHub {
     type Result = ();
     fn handle(&mut self, message: Unsubscribe, _: &mut Context<Self>) {
+        self.handled_one();
         self.subscribers.remove(&message.conn);
     }
 }
@@ -102,6 +118,7 @@ impl Handler<Unsubscribe> for ProjectHub {
 impl Handler<Publish> for ProjectHub {
     type Result = ();
     fn handle(&mut self, Publish { run, notification }: Publish, _: &mut Context<Self>) {
+        self.handled_one();
         let framed = self.logs.record(run, Instant::now(), clock_us(), |seq| {
             notification.frame(seq).map(Arc::from)
         });
@@ -129,6 +146,7 @@ impl Handler<Publish> for ProjectHub {
 impl Handler<Replay> for ProjectHub {
     type Result = Result<Vec<Arc<str>>, ReplayError>;
     fn handle(&mut self, Replay { run, since }: Replay, _: &mut Context<Self>) -> Self::Result {
+        self.handled_one();
         self.logs.after(run, since)
     }
 }
@@ -143,10 +161,17 @@ fn clock_us() -> u64 {
         })
 }
 
-/// Finds or starts the hub of each project.
+/// A live hub and how many messages the registry sent it.
+struct Listed {
+    hub: Addr<ProjectHub>,
+    sent: u64,
+    handled: Arc<AtomicU64>,
+}
+
+/// Finds or starts the hub of each project, and sends it every message it gets.
 #[derive(Clone)]
 pub struct HubRegistry {
-    hubs: Arc<Mutex<HashMap<ProjectId, Addr<ProjectHub>>>>,
+    hubs: Arc<Mutex<HashMap<ProjectId, Listed>>>,
     limits: ReplayLimits,
 }
 
@@ -159,20 +184,19 @@ impl HubRegistry {
         }
     }
 
-    /// The hub of `project`, started on first use.
-    pub fn hub(&self, project: ProjectId) -> Addr<ProjectHub> {
-        let mut hubs = self
-            .hubs
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        hubs.entry(project)
-            .or_insert_with(|| ProjectHub::new(self.limits).start())
-            .clone()
+    /// Delivers `project`'s notifications to connection `conn` at `recipient`.
+    pub fn subscribe(&self, project: ProjectId, conn: ConnId, recipient: Recipient<Outbound>) {
+        self.deliver(project, |hub| hub.do_send(Subscribe { conn, recipient }));
+    }
+
+    /// Stops delivering `project`'s notifications to `conn`.
+    pub fn unsubscribe(&self, project: ProjectId, conn: ConnId) {
+        self.deliver(project, |hub| hub.do_send(Unsubscribe { conn }));
     }
 
     /// Sends a notification about `run` to everyone bound to `project`.
     pub fn publish(&self, project: ProjectId, run: RunId, notification: Notification) {
-        self.hub(project).do_send(Publish { run, notification });
+        self.deliver(project, |hub| hub.do_send(Publish { run, notification }));
     }
 
     /// The kept frames of `run` after seq `since`, asked of `project`'s hub.
@@ -182,7 +206,58 @@ impl HubRegistry {
         run: RunId,
         since: u64,
     ) -> Result<Result<Vec<Arc<str>>, ReplayError>, MailboxError> {
-        self.hub(project).send(Replay { run, since }).await
+        self.deliver(project, |hub| hub.send(Replay { run, since }))
+            .await
+    }
+
+    /// How many hubs are alive.
+    pub fn live(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Hands `project`'s hub (started when it has none) to `send`, which must put exactly one
+    /// message in its mailbox; under the lock, so the hub cannot retire meanwhile.
+    fn deliver<T>(&self, project: ProjectId, send: impl FnOnce(&Addr<ProjectHub>) -> T) -> T {
+        let mut hubs = self.lock();
+        let listed = hubs.entry(project).or_insert_with(|| {
+            let handled = Arc::new(AtomicU64::new(0));
+            let hub = ProjectHub {
+                project,
+                subscribers: HashMap::new(),
+                logs: RunLogs::new(self.limits),
+                handled: Arc::clone(&handled),
+                registry: self.clone(),
+            }
+            .start();
+            Listed {
+                hub,
+                sent: 0,
+                handled,
+            }
+        });
+        listed.sent += 1;
+        send(&listed.hub)
+    }
+
+    /// Takes `hub` off the registry when it has handled every message sent to it; false
+    /// otherwise.
+    fn retire(&self, project: ProjectId, hub: &Addr<ProjectHub>) -> bool {
+        let mut hubs = self.lock();
+        match hubs.get(&project) {
+            Some(listed)
+                if listed.hub == *hub && listed.sent == listed.handled.load(Ordering::Acquire) =>
+            {
+                hubs.remove(&project);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<ProjectId, Listed>> {
+        self.hubs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -209,46 +284,78 @@ mod tests {
     }
 
     #[actix::test]
-    async fn a_hub_keeps_what_it_published_and_frees_a_quiet_run_by_itself() {
+    async fn a_hub_keeps_what_it_published_frees_a_quiet_run_and_then_retires() {
         let keep = Duration::from_millis(20);
-        let hub = ProjectHub::new(ReplayLimits {
+        let hubs = HubRegistry::new(ReplayLimits {
             per_run: 8,
             runs: 4,
             keep,
-        })
-        .start();
+        });
         let published_at = clock_us();
         for _ in 0..2 {
-            hub.send(Publish {
-                run: RUN,
-                notification: thinking(),
-            })
-            .await
-            .unwrap();
+            hubs.publish(ProjectId(1), RUN, thinking());
         }
-        let kept = hub
-            .send(Replay { run: RUN, since: 0 })
-            .await
-            .unwrap()
-            .unwrap();
+        let kept = hubs.replay(ProjectId(1), RUN, 0).await.unwrap().unwrap();
         let seqs: Vec<u64> = kept.iter().map(|frame| seq_of(frame)).collect();
         assert!(seqs[0] > published_at, "numbered from the clock: {seqs:?}");
         assert_eq!(seqs[1], seqs[0] + 1);
-        let freed = Err(ReplayError::NotKept { since: seqs[1] });
+        assert_eq!(hubs.live(), 1);
         for _ in 0..500 {
-            if hub
-                .send(Replay {
-                    run: RUN,
-                    since: seqs[1],
-                })
-                .await
-                .unwrap()
-                == freed
-            {
+            if hubs.live() == 0 {
+                let after = hubs.replay(ProjectId(1), RUN, seqs[1]).await.unwrap();
+                assert_eq!(after, Err(ReplayError::NotKept { since: seqs[1] }));
                 return;
             }
             tokio::time::sleep(keep).await;
         }
-        panic!("the quiet run was never freed");
+        panic!("the quiet hub never retired");
+    }
+
+    /// Stands in for a session: counts the frames it gets.
+    struct Counter(Arc<AtomicU64>);
+
+    impl Actor for Counter {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<Outbound> for Counter {
+        type Result = ();
+        fn handle(&mut self, _: Outbound, _: &mut Context<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[actix::test]
+    async fn a_hub_with_a_subscriber_stays_and_one_retires_only_with_nothing_unhandled() {
+        let keep = Duration::from_millis(10);
+        let hubs = HubRegistry::new(ReplayLimits {
+            per_run: 8,
+            runs: 4,
+            keep,
+        });
+        let frames = Arc::new(AtomicU64::new(0));
+        let counter = Counter(Arc::clone(&frames)).start();
+        hubs.subscribe(ProjectId(1), 1, counter.recipient());
+        hubs.publish(ProjectId(1), RUN, thinking());
+        while frames.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(keep).await;
+        }
+        tokio::time::sleep(keep * 10).await;
+        assert_eq!(hubs.live(), 1, "a subscriber keeps its hub");
+
+        let listed = {
+            let hubs = hubs.lock();
+            let listed = &hubs[&ProjectId(1)];
+            (listed.hub.clone(), Arc::clone(&listed.handled))
+        };
+        hubs.lock().get_mut(&ProjectId(1)).unwrap().sent += 1;
+        assert!(
+            !hubs.retire(ProjectId(1), &listed.0),
+            "a message on its way keeps the hub"
+        );
+        listed.1.fetch_add(1, Ordering::SeqCst);
+        assert!(hubs.retire(ProjectId(1), &listed.0));
+        assert_eq!(hubs.live(), 0);
+        assert!(!hubs.retire(ProjectId(1), &listed.0), "already gone");
     }
 }

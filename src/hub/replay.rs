@@ -139,6 +139,11 @@ impl RunLogs {
         Ok(log.frames.iter().skip(skip).cloned().collect())
     }
 
+    /// Whether no run's frames are kept.
+    pub fn is_empty(&self) -> bool {
+        self.logs.is_empty()
+    }
+
     /// Frees the runs that published nothing for the `keep` of the limits.
     pub fn sweep(&mut self, now: Instant) {
         let keep = self.limits.keep;

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::access::Caller;
 use crate::error::{code, AppError};
-use crate::hub::{ConnId, Outbound, Subscribe, Unsubscribe};
+use crate::hub::{ConnId, Outbound};
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
 use crate::rpc::dispatch;
 use crate::rpc::envelope::{self, Frame, Incoming, Request};
@@ -165,16 +165,12 @@ impl WsSession {
                 self.project = Some(binding);
                 return;
             }
-            self.state
-                .agent
-                .hubs
-                .hub(previous.id)
-                .do_send(Unsubscribe { conn: self.id });
+            self.state.agent.hubs.unsubscribe(previous.id, self.id);
         }
-        self.state.agent.hubs.hub(binding.id).do_send(Subscribe {
-            conn: self.id,
-            recipient: ctx.address().recipient(),
-        });
+        self.state
+            .agent
+            .hubs
+            .subscribe(binding.id, self.id, ctx.address().recipient());
         self.project = Some(binding);
     }
 
@@ -295,11 +291,7 @@ impl Actor for WsSession {
 
     fn stopped(&mut self, _: &mut Self::Context) {
         if let Some(project) = &self.project {
-            self.state
-                .agent
-                .hubs
-                .hub(project.id)
-                .do_send(Unsubscribe { conn: self.id });
+            self.state.agent.hubs.unsubscribe(project.id, self.id);
         }
         self.state.connections.deregister(self.id);
         self.state.agent.metrics.connection_closed();
