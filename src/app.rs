@@ -24,6 +24,7 @@ use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
+use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
 use crate::ws::state::ServerState;
 
@@ -107,6 +108,7 @@ pub async fn start_with(
     seed_models(&agent).await?;
     recover_interrupted_runs(&agent).await?;
     let state = ServerState {
+        in_flight: InFlight::new(&agent.settings.server),
         agent,
         connections: ConnectionRegistry::default(),
     };

@@ -28,6 +28,11 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_HEARTBEAT_SECS", "server.heartbeat_secs"),
     ("RUMMY_CLIENT_TIMEOUT_SECS", "server.client_timeout_secs"),
     ("RUMMY_CLIENT_BUFFER", "server.client_buffer"),
+    ("RUMMY_MAX_IN_FLIGHT", "server.max_in_flight"),
+    (
+        "RUMMY_MAX_IN_FLIGHT_PER_PERSON",
+        "server.max_in_flight_per_person",
+    ),
     ("RUMMY_HOME", "storage.home"),
     ("RUMMY_DB_PATH", "storage.db_path"),
     ("RUMMY_MMAP_MB", "storage.mmap_mb"),
@@ -157,6 +162,10 @@ pub struct ServerSettings {
     pub client_timeout_secs: u64,
     /// Notifications buffered per client.
     pub client_buffer: usize,
+    /// Requests one connection may have in flight (0 = no bound).
+    pub max_in_flight: usize,
+    /// Requests one person may have in flight across their connections (0 = no bound).
+    pub max_in_flight_per_person: usize,
 }
 
 /// Home directory and database.

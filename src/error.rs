@@ -32,7 +32,7 @@ pub mod code {
     pub const CONFLICT: i64 = -32004;
     /// Authentication failed.
     pub const UNAUTHORIZED: i64 = -32005;
-    /// Too many requests in flight.
+    /// Too many requests in flight, or loops running or queued.
     pub const OVERLOADED: i64 = -32006;
     /// The reply would be larger than the frame limit.
     pub const TOO_LARGE: i64 = -32007;
@@ -82,6 +82,9 @@ pub enum AppError {
     /// Too many requests in flight on this connection.
     #[error("Too many requests in flight ({0}); wait for replies before sending more.")]
     Overloaded(usize),
+    /// Too many requests in flight of this person, across their connections.
+    #[error("Too many requests in flight across your connections ({0}); wait for replies before sending more.")]
+    PersonOverloaded(usize),
     /// The reply would not fit in one frame of `RUMMY_MAX_FRAME_BYTES`.
     #[error("Reply too large: {bytes} bytes exceed the {limit}-byte frame limit. Ask for less (a narrower pattern, limit and offset).")]
     ReplyTooLarge {
@@ -126,7 +129,7 @@ impl AppError {
             AppError::RunNotFound(_) | AppError::RunNotFoundShort(_) => code::RUN_NOT_FOUND,
             AppError::UnknownModel(_) => code::UNKNOWN_MODEL,
             AppError::NameTaken(_) => code::CONFLICT,
-            AppError::Overloaded(_) => code::OVERLOADED,
+            AppError::Overloaded(_) | AppError::PersonOverloaded(_) => code::OVERLOADED,
             AppError::ReplyTooLarge { .. } => code::TOO_LARGE,
             AppError::WorkLimit(_) => code::WORK_LIMIT,
             AppError::Project(error) => project_code(error),

@@ -34,6 +34,13 @@ impl CallContext {
     pub fn project(&self) -> Result<&ProjectBinding, AppError> {
         self.project.as_ref().ok_or(AppError::NotInitialized)
     }
+
+    /// The key of whom the per-person limits (requests in flight, loops running or queued)
+    /// count this call against. Until a connection knows who holds its token, each
+    /// connection counts as a person of its own.
+    pub fn person(&self) -> String {
+        format!("connection {}", self.conn)
+    }
 }
 
 /// A handler's answer: the result, and a new project binding when `init` ran.
