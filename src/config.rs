@@ -33,6 +33,10 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
         "RUMMY_MAX_IN_FLIGHT_PER_PERSON",
         "server.max_in_flight_per_person",
     ),
+    (
+        "RUMMY_CLIENT_SEND_BUFFER_BYTES",
+        "server.client_send_buffer_bytes",
+    ),
     ("RUMMY_HOME", "storage.home"),
     ("RUMMY_DB_PATH", "storage.db_path"),
     ("RUMMY_MMAP_MB", "storage.mmap_mb"),
@@ -158,7 +162,8 @@ pub struct ServerSettings {
     pub rpc_timeout_ms: u64,
     /// Seconds between server pings.
     pub heartbeat_secs: u64,
-    /// Seconds of silence before a client is dropped.
+    /// Seconds of silence before a client is dropped, and the longest its socket may take
+    /// none of the server's bytes.
     pub client_timeout_secs: u64,
     /// Notifications buffered per client.
     pub client_buffer: usize,
@@ -166,6 +171,9 @@ pub struct ServerSettings {
     pub max_in_flight: usize,
     /// Requests one person may have in flight across their connections (0 = no bound).
     pub max_in_flight_per_person: usize,
+    /// Bytes encoded for one client, not taken by its socket yet, past which it is dropped;
+    /// at least twice `max_frame_bytes`.
+    pub client_send_buffer_bytes: usize,
 }
 
 /// Home directory and database.
@@ -384,6 +392,13 @@ impl Settings {
         if self.server.max_frame_bytes < 1024 {
             return Err(ConfigError::Invalid(
                 "RUMMY_MAX_FRAME_BYTES must be at least 1024".into(),
+            ));
+        }
+        if self.server.client_send_buffer_bytes / 2 < self.server.max_frame_bytes {
+            return Err(ConfigError::Invalid(
+                "RUMMY_CLIENT_SEND_BUFFER_BYTES must be at least twice RUMMY_MAX_FRAME_BYTES: \
+                 one reply may be a whole frame"
+                    .into(),
             ));
         }
         Ok(())
@@ -673,6 +688,41 @@ mod tests {
         );
         let laptop = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config")).unwrap();
         assert!(laptop.server.projects_dir.is_empty(), "loopback: anywhere");
+    }
+
+    #[test]
+    fn load_bounds_are_read_from_their_variables() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let settings = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home),
+                ("RUMMY_MAX_IN_FLIGHT", "8"),
+                ("RUMMY_MAX_IN_FLIGHT_PER_PERSON", "12"),
+                ("RUMMY_MAX_FRAME_BYTES", "4096"),
+                ("RUMMY_CLIENT_SEND_BUFFER_BYTES", "8192"),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert_eq!(settings.server.max_in_flight, 8);
+        assert_eq!(settings.server.max_in_flight_per_person, 12);
+        assert_eq!(settings.server.client_send_buffer_bytes, 8192);
+        let too_small = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home),
+                ("RUMMY_MAX_FRAME_BYTES", "4096"),
+                ("RUMMY_CLIENT_SEND_BUFFER_BYTES", "8191"),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap_err();
+        assert!(
+            too_small
+                .to_string()
+                .contains("RUMMY_CLIENT_SEND_BUFFER_BYTES"),
+            "{too_small}"
+        );
     }
 
     #[test]

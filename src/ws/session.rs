@@ -1,9 +1,10 @@
 //! One client connection: frames in, replies and notifications out.
 //!
-//! Requests are served concurrently (a slow `ask` never blocks a `ping`); replies go out
-//! in completion order. The session pings every `heartbeat_secs` and drops a peer silent
-//! for `client_timeout_secs`. A protocol error (oversized frame, invalid UTF-8) closes
-//! only this connection.
+//! Requests are served concurrently (a slow `ask` never blocks a `ping`), within the bounds
+//! on requests in flight; replies go out in completion order. The session pings every
+//! `heartbeat_secs` and drops a peer silent for `client_timeout_secs`, even while its socket
+//! takes nothing (its pump keeps driving it). A protocol error (oversized frame, invalid
+//! UTF-8) closes only this connection.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
