@@ -10,6 +10,7 @@ use actix::Actor;
 use actix_web::dev::ServerHandle;
 use actix_web::web;
 
+use crate::agent::admission::LoopAdmission;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
@@ -91,6 +92,7 @@ pub async fn start_with(
         db,
         hubs: HubRegistry::default(),
         runs: RunRegistry::default(),
+        admission: LoopAdmission::new(&settings.agent),
         llm: LlmProviders::start(provider_settings(&settings))?,
         plugins: Arc::new(register(Plugins::bundled(ToolSettings {
             token_divisor: settings.tokens.divisor,

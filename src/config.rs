@@ -52,6 +52,15 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_APPLY_EDITS", "agent.apply_edits"),
     ("RUMMY_MAX_COMPLETION_TOKENS", "agent.max_completion_tokens"),
     ("RUMMY_MAX_COMMANDS", "agent.max_commands"),
+    (
+        "RUMMY_MAX_ACTIVE_LOOPS_PER_PROJECT",
+        "agent.max_active_loops_per_project",
+    ),
+    (
+        "RUMMY_MAX_ACTIVE_LOOPS_PER_PERSON",
+        "agent.max_active_loops_per_person",
+    ),
+    ("RUMMY_LOOPS_OVER_LIMIT", "agent.over_limit"),
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
     ("RUMMY_WORK_MAX_STEPS", "work.max_steps"),
     ("RUMMY_WORK_TIMEOUT_MS", "work.timeout_ms"),
@@ -230,6 +239,22 @@ pub struct AgentSettings {
     pub max_completion_tokens: u32,
     /// Commands of one reply that run; the rest are refused with one 429 entry.
     pub max_commands: usize,
+    /// Loops one project may have running or queued (0 = no bound).
+    pub max_active_loops_per_project: usize,
+    /// Loops one person may have running or queued (0 = no bound).
+    pub max_active_loops_per_person: usize,
+    /// What an `ask`/`act` past those bounds gets.
+    pub over_limit: OverLimit,
+}
+
+/// What an `ask`/`act` past the bounds on active loops gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OverLimit {
+    /// It waits for a place, first come first served.
+    Queue,
+    /// It is answered `-32006` at once.
+    Refuse,
 }
 
 /// Project file scanning.
@@ -701,6 +726,9 @@ mod tests {
                 ("RUMMY_MAX_IN_FLIGHT_PER_PERSON", "12"),
                 ("RUMMY_MAX_FRAME_BYTES", "4096"),
                 ("RUMMY_CLIENT_SEND_BUFFER_BYTES", "8192"),
+                ("RUMMY_MAX_ACTIVE_LOOPS_PER_PROJECT", "3"),
+                ("RUMMY_MAX_ACTIVE_LOOPS_PER_PERSON", "2"),
+                ("RUMMY_LOOPS_OVER_LIMIT", "refuse"),
             ]),
             Path::new("config"),
         )
@@ -708,6 +736,11 @@ mod tests {
         assert_eq!(settings.server.max_in_flight, 8);
         assert_eq!(settings.server.max_in_flight_per_person, 12);
         assert_eq!(settings.server.client_send_buffer_bytes, 8192);
+        assert_eq!(settings.agent.max_active_loops_per_project, 3);
+        assert_eq!(settings.agent.max_active_loops_per_person, 2);
+        assert_eq!(settings.agent.over_limit, OverLimit::Refuse);
+        let defaults = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config")).unwrap();
+        assert_eq!(defaults.agent.over_limit, OverLimit::Queue);
         let too_small = Settings::load(
             &env(&[
                 ("RUMMY_HOME", home),

@@ -7,6 +7,7 @@
 //! - only [`AppError::to_rpc`] knows JSON-RPC codes and the reference message texts;
 //! - `anyhow` appears only in `main`.
 
+use crate::agent::admission::LoopsFull;
 use crate::db::DbError;
 use crate::project::ProjectError;
 
@@ -85,6 +86,9 @@ pub enum AppError {
     /// Too many requests in flight of this person, across their connections.
     #[error("Too many requests in flight across your connections ({0}); wait for replies before sending more.")]
     PersonOverloaded(usize),
+    /// An `ask`/`act` past a bound on active loops, refused.
+    #[error(transparent)]
+    LoopsFull(#[from] LoopsFull),
     /// The reply would not fit in one frame of `RUMMY_MAX_FRAME_BYTES`.
     #[error("Reply too large: {bytes} bytes exceed the {limit}-byte frame limit. Ask for less (a narrower pattern, limit and offset).")]
     ReplyTooLarge {
@@ -129,7 +133,9 @@ impl AppError {
             AppError::RunNotFound(_) | AppError::RunNotFoundShort(_) => code::RUN_NOT_FOUND,
             AppError::UnknownModel(_) => code::UNKNOWN_MODEL,
             AppError::NameTaken(_) => code::CONFLICT,
-            AppError::Overloaded(_) | AppError::PersonOverloaded(_) => code::OVERLOADED,
+            AppError::Overloaded(_) | AppError::PersonOverloaded(_) | AppError::LoopsFull(_) => {
+                code::OVERLOADED
+            }
             AppError::ReplyTooLarge { .. } => code::TOO_LARGE,
             AppError::WorkLimit(_) => code::WORK_LIMIT,
             AppError::Project(error) => project_code(error),
