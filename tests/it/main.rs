@@ -24,6 +24,7 @@ mod readonly;
 mod replies;
 mod rules;
 mod runs;
+mod slow_readers;
 mod temperature;
 mod tool_methods;
 mod transcripts;
