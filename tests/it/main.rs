@@ -13,6 +13,7 @@ mod support;
 mod budget;
 mod concurrency;
 mod durability;
+mod fairness;
 mod lifecycle;
 mod loops;
 mod methods;
