@@ -4,8 +4,10 @@
 //! run's [`RunActor`](run_actor::RunActor), the run's loop queue (backed by the `loops`
 //! table); the actor drains it one loop at a time ([`run_loop`]), each loop running turns
 //! ([`turn`]) until it ends, and the waiting request gets the loop's
-//! [`LoopOutcome`](outcome::LoopOutcome).
+//! [`LoopOutcome`](outcome::LoopOutcome). How many loops may be active per project and per
+//! person is [`admission`]'s to say.
 
+pub mod admission;
 pub mod context;
 pub mod error;
 pub mod loop_config;

@@ -11,6 +11,7 @@ use actix_web::dev::ServerHandle;
 use actix_web::web;
 
 use crate::access::Access;
+use crate::agent::admission::LoopAdmission;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
@@ -25,6 +26,7 @@ use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
+use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
 use crate::ws::state::ServerState;
 
@@ -91,6 +93,7 @@ pub async fn start_with(
         db,
         hubs: HubRegistry::new(settings.server.replay_limits()),
         runs: RunRegistry::default(),
+        admission: LoopAdmission::new(&settings.agent),
         llm: LlmProviders::start(provider_settings(&settings))?,
         plugins: Arc::new(register(Plugins::bundled(ToolSettings {
             token_divisor: settings.tokens.divisor,
@@ -113,6 +116,7 @@ pub async fn start_with(
         actix_web::rt::spawn(crate::access::watch(access.clone()));
     }
     let state = ServerState {
+        in_flight: InFlight::new(&agent.settings.server),
         agent,
         access,
         connections: ConnectionRegistry::default(),

@@ -32,6 +32,15 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_REPLAY_PER_RUN", "server.replay_per_run"),
     ("RUMMY_REPLAY_RUNS", "server.replay_runs"),
     ("RUMMY_REPLAY_KEEP_SECS", "server.replay_keep_secs"),
+    ("RUMMY_MAX_IN_FLIGHT", "server.max_in_flight"),
+    (
+        "RUMMY_MAX_IN_FLIGHT_PER_PERSON",
+        "server.max_in_flight_per_person",
+    ),
+    (
+        "RUMMY_CLIENT_SEND_BUFFER_BYTES",
+        "server.client_send_buffer_bytes",
+    ),
     ("RUMMY_HOME", "storage.home"),
     ("RUMMY_DB_PATH", "storage.db_path"),
     ("RUMMY_MMAP_MB", "storage.mmap_mb"),
@@ -47,6 +56,15 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_APPLY_EDITS", "agent.apply_edits"),
     ("RUMMY_MAX_COMPLETION_TOKENS", "agent.max_completion_tokens"),
     ("RUMMY_MAX_COMMANDS", "agent.max_commands"),
+    (
+        "RUMMY_MAX_ACTIVE_LOOPS_PER_PROJECT",
+        "agent.max_active_loops_per_project",
+    ),
+    (
+        "RUMMY_MAX_ACTIVE_LOOPS_PER_PERSON",
+        "agent.max_active_loops_per_person",
+    ),
+    ("RUMMY_LOOPS_OVER_LIMIT", "agent.over_limit"),
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
     ("RUMMY_WORK_MAX_STEPS", "work.max_steps"),
     ("RUMMY_WORK_TIMEOUT_MS", "work.timeout_ms"),
@@ -161,7 +179,8 @@ pub struct ServerSettings {
     pub rpc_timeout_ms: u64,
     /// Seconds between server pings.
     pub heartbeat_secs: u64,
-    /// Seconds of silence before a client is dropped.
+    /// Seconds of silence before a client is dropped, and the longest its socket may take
+    /// none of the server's bytes.
     pub client_timeout_secs: u64,
     /// Notifications buffered per client.
     pub client_buffer: usize,
@@ -171,6 +190,13 @@ pub struct ServerSettings {
     pub replay_runs: usize,
     /// Seconds a run's notifications are kept after its latest.
     pub replay_keep_secs: u64,
+    /// Requests one connection may have in flight (0 = no bound).
+    pub max_in_flight: usize,
+    /// Requests one person may have in flight across their connections (0 = no bound).
+    pub max_in_flight_per_person: usize,
+    /// Bytes encoded for one client, not taken by its socket yet, past which it is dropped;
+    /// at least twice `max_frame_bytes`.
+    pub client_send_buffer_bytes: usize,
 }
 
 impl ServerSettings {
@@ -238,6 +264,22 @@ pub struct AgentSettings {
     pub max_completion_tokens: u32,
     /// Commands of one reply that run; the rest are refused with one 429 entry.
     pub max_commands: usize,
+    /// Loops one project may have running or queued (0 = no bound).
+    pub max_active_loops_per_project: usize,
+    /// Loops one person may have running or queued (0 = no bound).
+    pub max_active_loops_per_person: usize,
+    /// What an `ask`/`act` past those bounds gets.
+    pub over_limit: OverLimit,
+}
+
+/// What an `ask`/`act` past the bounds on active loops gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OverLimit {
+    /// It waits for a place, first come first served.
+    Queue,
+    /// It is answered `-32006` at once.
+    Refuse,
 }
 
 /// Project file scanning.
@@ -405,6 +447,13 @@ impl Settings {
         if self.server.max_frame_bytes < 1024 {
             return Err(ConfigError::Invalid(
                 "RUMMY_MAX_FRAME_BYTES must be at least 1024".into(),
+            ));
+        }
+        if self.server.client_send_buffer_bytes / 2 < self.server.max_frame_bytes {
+            return Err(ConfigError::Invalid(
+                "RUMMY_CLIENT_SEND_BUFFER_BYTES must be at least twice RUMMY_MAX_FRAME_BYTES: \
+                 one reply may be a whole frame"
+                    .into(),
             ));
         }
         Ok(())
@@ -747,6 +796,49 @@ mod tests {
         );
         let laptop = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config")).unwrap();
         assert!(laptop.server.projects_dir.is_empty(), "loopback: anywhere");
+    }
+
+    #[test]
+    fn load_bounds_are_read_from_their_variables() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let settings = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home),
+                ("RUMMY_MAX_IN_FLIGHT", "8"),
+                ("RUMMY_MAX_IN_FLIGHT_PER_PERSON", "12"),
+                ("RUMMY_MAX_FRAME_BYTES", "4096"),
+                ("RUMMY_CLIENT_SEND_BUFFER_BYTES", "8192"),
+                ("RUMMY_MAX_ACTIVE_LOOPS_PER_PROJECT", "3"),
+                ("RUMMY_MAX_ACTIVE_LOOPS_PER_PERSON", "2"),
+                ("RUMMY_LOOPS_OVER_LIMIT", "refuse"),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert_eq!(settings.server.max_in_flight, 8);
+        assert_eq!(settings.server.max_in_flight_per_person, 12);
+        assert_eq!(settings.server.client_send_buffer_bytes, 8192);
+        assert_eq!(settings.agent.max_active_loops_per_project, 3);
+        assert_eq!(settings.agent.max_active_loops_per_person, 2);
+        assert_eq!(settings.agent.over_limit, OverLimit::Refuse);
+        let defaults = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config")).unwrap();
+        assert_eq!(defaults.agent.over_limit, OverLimit::Queue);
+        let too_small = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home),
+                ("RUMMY_MAX_FRAME_BYTES", "4096"),
+                ("RUMMY_CLIENT_SEND_BUFFER_BYTES", "8191"),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap_err();
+        assert!(
+            too_small
+                .to_string()
+                .contains("RUMMY_CLIENT_SEND_BUFFER_BYTES"),
+            "{too_small}"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! - `anyhow` appears only in `main`.
 
 use crate::access::AccessError;
+use crate::agent::admission::LoopsFull;
 use crate::db::DbError;
 use crate::project::ProjectError;
 
@@ -33,7 +34,7 @@ pub mod code {
     pub const CONFLICT: i64 = -32004;
     /// Authentication failed.
     pub const UNAUTHORIZED: i64 = -32005;
-    /// Too many requests in flight.
+    /// Too many requests in flight, or loops running or queued.
     pub const OVERLOADED: i64 = -32006;
     /// The reply would be larger than the frame limit.
     pub const TOO_LARGE: i64 = -32007;
@@ -85,6 +86,12 @@ pub enum AppError {
     /// Too many requests in flight on this connection.
     #[error("Too many requests in flight ({0}); wait for replies before sending more.")]
     Overloaded(usize),
+    /// Too many requests in flight of this person, across their connections.
+    #[error("Too many requests in flight across your connections ({0}); wait for replies before sending more.")]
+    PersonOverloaded(usize),
+    /// An `ask`/`act` past a bound on active loops, refused.
+    #[error(transparent)]
+    LoopsFull(#[from] LoopsFull),
     /// The reply would not fit in one frame of `RUMMY_MAX_FRAME_BYTES`.
     #[error("Reply too large: {bytes} bytes exceed the {limit}-byte frame limit. Ask for less (a narrower pattern, limit and offset).")]
     ReplyTooLarge {
@@ -135,7 +142,9 @@ impl AppError {
             AppError::RunNotFound(_) | AppError::RunNotFoundShort(_) => code::RUN_NOT_FOUND,
             AppError::UnknownModel(_) => code::UNKNOWN_MODEL,
             AppError::NameTaken(_) => code::CONFLICT,
-            AppError::Overloaded(_) => code::OVERLOADED,
+            AppError::Overloaded(_) | AppError::PersonOverloaded(_) | AppError::LoopsFull(_) => {
+                code::OVERLOADED
+            }
             AppError::ReplyTooLarge { .. } => code::TOO_LARGE,
             AppError::WorkLimit(_) => code::WORK_LIMIT,
             AppError::NotificationsNotKept { .. } => code::NOT_KEPT,

@@ -20,5 +20,6 @@ pub mod plugins;
 pub mod project;
 pub mod project_actor;
 pub mod rpc;
+pub mod slots;
 pub mod telemetry;
 pub mod ws;

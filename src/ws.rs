@@ -1,8 +1,11 @@
-//! WebSocket transport: the upgrade and its gates, the session actor per client, the
-//! registry used at shutdown, and the state the sessions and the HTTP routes share.
+//! WebSocket transport: the upgrade and its gates, the session actor per client and the
+//! pump that writes for it, the bounds on requests in flight, the registry used at shutdown, and the state the sessions
+//! and the HTTP routes share.
 
 pub mod frames;
 pub mod gate;
+pub mod in_flight;
+pub mod pump;
 pub mod registry;
 pub mod session;
 pub mod state;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use actix::Addr;
 
+use crate::agent::admission::LoopAdmission;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
 use crate::config::Settings;
@@ -28,6 +29,8 @@ pub struct AgentContext {
     pub hubs: HubRegistry,
     /// Runs executing now, server-wide.
     pub runs: RunRegistry,
+    /// The bounds on loops running or queued, per project and per person.
+    pub admission: LoopAdmission,
     /// One actor per LLM provider.
     pub llm: LlmProviders,
     /// The tool plugins (handlers, views, docs).

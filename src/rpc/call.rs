@@ -49,6 +49,16 @@ impl CallContext {
     pub fn person(&self) -> Option<String> {
         self.caller.person().map(str::to_owned)
     }
+
+    /// The key of whom the per-person limits (requests in flight, loops running or queued)
+    /// count this call against: the person, or for the operator, who is nobody in
+    /// particular, the connection.
+    pub fn limit_key(&self) -> String {
+        match self.caller.person() {
+            Some(name) => format!("person {name}"),
+            None => format!("connection {}", self.conn),
+        }
+    }
 }
 
 /// A handler's answer: the result, and a new project binding when `init` ran.

@@ -1,9 +1,10 @@
 //! One client connection: frames in, replies and notifications out.
 //!
-//! Requests are served concurrently (a slow `ask` never blocks a `ping`); replies go out
-//! in completion order. The session pings every `heartbeat_secs` and drops a peer silent
-//! for `client_timeout_secs`. A protocol error (oversized frame, invalid UTF-8) closes
-//! only this connection.
+//! Requests are served concurrently (a slow `ask` never blocks a `ping`), within the bounds
+//! on requests in flight; replies go out in completion order. The session pings every
+//! `heartbeat_secs` and drops a peer silent for `client_timeout_secs`, even while its socket
+//! takes nothing (its pump keeps driving it). A protocol error (oversized frame, invalid
+//! UTF-8) closes only this connection.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -26,9 +27,6 @@ use crate::rpc::envelope::{self, Frame, Incoming, Request};
 use crate::ws::registry::Shutdown;
 use crate::ws::state::ServerState;
 
-/// Requests one connection may have in flight before it is told to slow down.
-const MAX_IN_FLIGHT: usize = 256;
-
 /// The actor behind one WebSocket connection.
 pub struct WsSession {
     id: ConnId,
@@ -37,7 +35,6 @@ pub struct WsSession {
     state: ServerState,
     project: Option<ProjectBinding>,
     last_heard: Instant,
-    in_flight: usize,
     fragments: Option<BytesMut>,
 }
 
@@ -50,7 +47,6 @@ impl WsSession {
             state,
             project: None,
             last_heard: Instant::now(),
-            in_flight: 0,
             fragments: None,
         }
     }
@@ -97,29 +93,34 @@ impl WsSession {
             Frame::Single(item) => (vec![item], false),
             Frame::Batch(items) => (items, true),
         };
-        if self.in_flight + items.len() > MAX_IN_FLIGHT {
-            let error = AppError::Overloaded(MAX_IN_FLIGHT).to_rpc();
-            let replies: Vec<Value> = items
-                .iter()
-                .filter_map(|item| match item {
-                    Incoming::Request(Request { id: None, .. }) => None,
-                    Incoming::Request(Request { id: Some(id), .. }) => {
-                        Some(envelope::failure(id.clone(), &error))
-                    }
-                    Incoming::Invalid { id, .. } => Some(envelope::failure(id.clone(), &error)),
-                })
-                .collect();
-            self.send_replies(ctx, replies, is_batch);
-            return;
-        }
-        self.in_flight += items.len();
-        let count = items.len();
         let context = CallContext {
             agent: self.state.agent.clone(),
             conn: self.id,
             caller: self.caller.clone(),
             access: self.state.access.clone(),
             project: self.project.clone(),
+        };
+        let permit = match self
+            .state
+            .in_flight
+            .take(self.id, &context.limit_key(), items.len())
+        {
+            Ok(permit) => permit,
+            Err(overloaded) => {
+                let error = overloaded.to_rpc();
+                let replies: Vec<Value> = items
+                    .iter()
+                    .filter_map(|item| match item {
+                        Incoming::Request(Request { id: None, .. }) => None,
+                        Incoming::Request(Request { id: Some(id), .. }) => {
+                            Some(envelope::failure(id.clone(), &error))
+                        }
+                        Incoming::Invalid { id, .. } => Some(envelope::failure(id.clone(), &error)),
+                    })
+                    .collect();
+                self.send_replies(ctx, replies, is_batch);
+                return;
+            }
         };
         let served = join_all(
             items
@@ -128,7 +129,7 @@ impl WsSession {
         );
         ctx.spawn(actix::fut::wrap_future(served).map(
             move |outcomes: Vec<Served>, session: &mut WsSession, ctx| {
-                session.in_flight = session.in_flight.saturating_sub(count);
+                drop(permit);
                 let mut replies = Vec::new();
                 for outcome in outcomes {
                     if let Some(binding) = outcome.bind {

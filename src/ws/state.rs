@@ -9,9 +9,10 @@ use crate::db::models::RpcLogInsertForm;
 use crate::error::AppError;
 use crate::rpc::call::Reply;
 use crate::rpc::envelope::Request;
+use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
 
-/// The agent core and the open connections. Cheap to clone.
+/// The agent core, the open connections and their requests in flight. Cheap to clone.
 #[derive(Clone)]
 pub struct ServerState {
     /// What the handlers work with.
@@ -19,6 +20,7 @@ pub struct ServerState {
     /// Who may connect, and what each caller may do.
     pub access: Access,
     pub connections: ConnectionRegistry,
+    pub in_flight: InFlight,
 }
 
 impl ServerState {

@@ -3,13 +3,12 @@
 //!
 //! Served inside an ordinary HTTP response stream, a WebSocket keeps the dispatcher's read
 //! and write buffers (8 KiB each) for its whole life; idle editors would pay that. Here the
-//! socket is handed over after the `101`: [`SocketFrames`] reads it, and what the session
-//! encodes is written straight out, so a quiet connection holds no I/O buffer at all.
+//! socket is handed over after the `101`: [`SocketFrames`] reads it, and a [`Pump`] writes
+//! what the session encodes straight out, so a quiet connection holds no I/O buffer at all.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use actix::AsyncContext;
 use actix_codec::Framed;
@@ -18,13 +17,12 @@ use actix_http::error::PayloadError;
 use actix_http::{h1, ws::Codec, ConnectionType, Request, Response, StatusCode};
 use actix_web::rt::net::TcpStream;
 use actix_web_actors::ws::WebsocketContext;
-use bytes::{Buf, Bytes};
-use futures_util::{stream, SinkExt, Stream, StreamExt};
-use tokio::io::AsyncWrite;
-use tokio::net::tcp::OwnedWriteHalf;
+use bytes::Bytes;
+use futures_util::{stream, SinkExt, Stream};
 
 use crate::ws::frames::SocketFrames;
 use crate::ws::gate;
+use crate::ws::pump::{Pump, SendLimits};
 use crate::ws::session::WsSession;
 use crate::ws::state::ServerState;
 
@@ -87,7 +85,8 @@ async fn handshake(
         &parts.read_buf,
         Codec::new().max_size(server.max_frame_bytes),
     );
-    let session = WsSession::new(state.connections.next_id(), caller, state.clone());
+    let id = state.connections.next_id();
+    let session = WsSession::new(id, caller, state.clone());
     // The context's own reader gets a stream that never yields: the frames come from ours.
     let outbound = WebsocketContext::with_factory(
         stream::pending::<Result<Bytes, PayloadError>>(),
@@ -96,45 +95,12 @@ async fn handshake(
             session
         },
     );
-    Ok(Some(Pump {
+    Ok(Some(Pump::new(
+        id,
         outbound,
         writer,
-        pending: Bytes::new(),
-    }))
-}
-
-/// Runs a session: polls it (which reads the socket and drives the actor) and writes what
-/// it encodes, until it stops or the peer goes. Dropping the writer closes the socket.
-struct Pump<S> {
-    outbound: S,
-    writer: OwnedWriteHalf,
-    /// Encoded bytes the socket has not taken yet.
-    pending: Bytes,
-}
-
-impl<S> Future for Pump<S>
-where
-    S: Stream<Item = Result<Bytes, actix_web::Error>> + Unpin,
-{
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        loop {
-            while !this.pending.is_empty() {
-                match Pin::new(&mut this.writer).poll_write(cx, &this.pending) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Poll::Ready(()),
-                    Poll::Ready(Ok(written)) => this.pending.advance(written),
-                }
-            }
-            match this.outbound.poll_next_unpin(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(chunk))) => this.pending = chunk,
-                Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(()),
-            }
-        }
-    }
+        SendLimits::new(server),
+    )))
 }
 
 /// Answers with `response` and ends the connection.

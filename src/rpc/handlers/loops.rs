@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
+use tokio::sync::oneshot;
 
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
@@ -56,13 +57,15 @@ pub async fn act(context: CallContext, params: AskParams) -> Result<Reply, AppEr
     ask_or_act(context, LoopMode::Act, params).await
 }
 
-/// `ask` / `act`: start or continue (or fork) a run, queue the loop, reply when it ends.
+/// `ask` / `act`: start or continue (or fork) a run, queue the loop once the bounds on
+/// active loops admit it, reply when it ends.
 async fn ask_or_act(
     context: CallContext,
     mode: LoopMode,
     params: AskParams,
 ) -> Result<Reply, AppError> {
-    let project = context.project()?.id;
+    let binding = context.project()?;
+    let project = binding.id;
     let context_limit = validate_settings(params.temperature, params.context_limit)?;
     let model = params.model.0.clone();
     let known = {
@@ -80,6 +83,11 @@ async fn ask_or_act(
         Some(alias) if !alias.is_empty() => Some(find_run(&context, alias).await?),
         _ => None,
     };
+    let admitted = context
+        .agent
+        .admission
+        .admit(project, &binding.name, &context.limit_key())
+        .await?;
     let settings = RunConfigUpdateForm {
         temperature: params.temperature,
         persona: params.persona.clone(),
@@ -144,7 +152,8 @@ async fn ask_or_act(
         config: config.to_json(),
         requested_by: context.person(),
     };
-    run_loop(&context, run, enqueue).await
+    let outcome = context.agent.runs.enqueue(&context.agent, enqueue).await?;
+    loop_reply(&context, run, admitted.until(outcome)).await
 }
 
 /// What the unit of work that finds, forks or creates the run of an `ask`/`act` found.
@@ -165,6 +174,15 @@ pub async fn run_loop(
     enqueue: LoopEnqueue,
 ) -> Result<Reply, AppError> {
     let outcome = context.agent.runs.enqueue(&context.agent, enqueue).await?;
+    loop_reply(context, run, outcome).await
+}
+
+/// Waits for a queued loop's outcome and answers with it.
+async fn loop_reply(
+    context: &CallContext,
+    run: RunId,
+    outcome: oneshot::Receiver<LoopOutcome>,
+) -> Result<Reply, AppError> {
     let outcome = outcome
         .await
         .map_err(|_| AppError::Internal("the run stopped before its loop ended".into()))?;
