@@ -68,6 +68,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_SEARXNG_URL", "search.searxng_url"),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
+    ("RUMMY_LOG_FORMAT", "log.format"),
 ];
 
 /// Prefix of the variables that seed the model catalogue: `RUMMY_MODEL_<alias>=<actual>`.
@@ -303,6 +304,18 @@ pub struct LogSettings {
     pub filter: String,
     /// Log every frame.
     pub debug: bool,
+    /// How each event is written.
+    pub format: LogFormat,
+}
+
+/// How each log event is written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One line of text, fields as `name=value`.
+    Text,
+    /// One JSON object per line, for a log collector.
+    Json,
 }
 
 /// A model seeded into the catalogue at start.
@@ -664,6 +677,21 @@ mod tests {
         );
         let laptop = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config")).unwrap();
         assert!(laptop.server.projects_dir.is_empty(), "loopback: anywhere");
+    }
+
+    #[test]
+    fn log_format_is_text_or_json() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let load = |extra: &[(&str, &str)]| {
+            let mut pairs = vec![("RUMMY_HOME", home)];
+            pairs.extend_from_slice(extra);
+            Settings::load(&env(&pairs), Path::new("config"))
+        };
+        assert_eq!(load(&[]).unwrap().log.format, LogFormat::Text);
+        let json = load(&[("RUMMY_LOG_FORMAT", "json")]).unwrap();
+        assert_eq!(json.log.format, LogFormat::Json);
+        assert!(load(&[("RUMMY_LOG_FORMAT", "xml")]).is_err());
     }
 
     #[test]
