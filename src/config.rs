@@ -10,6 +10,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use ipnet::IpNet;
 use serde::{Deserialize, Deserializer};
 
 /// The documented defaults, compiled in so the binary runs from any directory.
@@ -23,6 +24,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_PROJECTS_DIR", "server.projects_dir"),
     ("RUMMY_METRICS_OPEN", "server.metrics_open"),
     ("RUMMY_ALLOWED_ORIGINS", "server.allowed_origins"),
+    ("RUMMY_TRUSTED_PROXIES", "server.trusted_proxies"),
     ("RUMMY_MAX_FRAME_BYTES", "server.max_frame_bytes"),
     ("RUMMY_RPC_TIMEOUT", "server.rpc_timeout_ms"),
     ("RUMMY_HEARTBEAT_SECS", "server.heartbeat_secs"),
@@ -148,6 +150,9 @@ pub struct ServerSettings {
     /// Origins browsers may connect from.
     #[serde(deserialize_with = "comma_list")]
     pub allowed_origins: Vec<String>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (`ws::client_addr`).
+    #[serde(deserialize_with = "networks")]
+    pub trusted_proxies: Vec<IpNet>,
     /// Largest inbound frame in bytes.
     pub max_frame_bytes: usize,
     /// Timeout for short methods, in ms.
@@ -503,6 +508,20 @@ fn comma_list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>,
         .collect())
 }
 
+/// A comma-separated list of addresses (one host each) and CIDR networks.
+fn networks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<IpNet>, D::Error> {
+    comma_list(deserializer)?
+        .iter()
+        .map(|item| {
+            item.parse::<IpNet>()
+                .or_else(|_| item.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| {
+                    serde::de::Error::custom(format!("{item} is neither an address nor a CIDR"))
+                })
+        })
+        .collect()
+}
+
 fn optional_f64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -677,6 +696,28 @@ mod tests {
         );
         let laptop = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config")).unwrap();
         assert!(laptop.server.projects_dir.is_empty(), "loopback: anywhere");
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_networks() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let load = |proxies: &str| {
+            Settings::load(
+                &env(&[("RUMMY_HOME", home), ("RUMMY_TRUSTED_PROXIES", proxies)]),
+                Path::new("config"),
+            )
+        };
+        let defaults = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config"));
+        assert!(defaults.unwrap().server.trusted_proxies.is_empty());
+        let listed = load("10.0.0.1, 172.30.44.0/24,::1").unwrap();
+        let expected: Vec<IpNet> = ["10.0.0.1/32", "172.30.44.0/24", "::1/128"]
+            .iter()
+            .map(|net| net.parse().unwrap())
+            .collect();
+        assert_eq!(listed.server.trusted_proxies, expected);
+        let refused = load("10.0.0.1,proxy.internal").unwrap_err();
+        assert!(refused.to_string().contains("proxy.internal"), "{refused}");
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! and write buffers (8 KiB each) for its whole life; idle editors would pay that. Here the
 //! socket is handed over after the `101`: [`SocketFrames`] reads it, and what the session
 //! encodes is written straight out, so a quiet connection holds no I/O buffer at all.
+//!
+//! An accepted connection is logged once, and the session runs inside a `connection` span
+//! naming it and the client's address (`client.addr`, see [`client_addr`]), so every line
+//! the session logs says whom it is about.
 
 use std::future::Future;
 use std::io;
@@ -22,7 +26,10 @@ use bytes::{Buf, Bytes};
 use futures_util::{stream, SinkExt, Stream, StreamExt};
 use tokio::io::AsyncWrite;
 use tokio::net::tcp::OwnedWriteHalf;
+use tracing::instrument::Instrumented;
+use tracing::Instrument;
 
+use crate::ws::client_addr::client_addr;
 use crate::ws::frames::SocketFrames;
 use crate::ws::gate;
 use crate::ws::session::WsSession;
@@ -51,14 +58,14 @@ pub fn serve(
     })
 }
 
-/// Answers the request: a refusal (`None`), or `101` and the session on the bare socket.
-/// The request ends here: its headers point into the dispatcher's read buffer and would keep
-/// it alive.
+/// Answers the request: a refusal (`None`), or `101` and the session on the bare socket,
+/// inside its connection's span. The request ends here: its headers point into the
+/// dispatcher's read buffer and would keep it alive.
 async fn handshake(
     state: ServerState,
     request: Request,
     mut framed: Framed<TcpStream, h1::Codec>,
-) -> io::Result<Option<Pump<impl Stream<Item = Result<Bytes, actix_web::Error>>>>> {
+) -> io::Result<Option<Instrumented<Pump<impl Stream<Item = Result<Bytes, actix_web::Error>>>>>> {
     let head = request.head();
     if !SOCKET_PATHS.contains(&head.uri.path()) {
         refuse(&mut framed, Response::new(StatusCode::NOT_FOUND)).await?;
@@ -76,7 +83,14 @@ async fn handshake(
             return Ok(None);
         }
     };
+    let conn = state.connections.next_id();
+    let span = tracing::info_span!("connection", conn, client.addr = tracing::field::Empty);
+    if let Some(peer) = request.peer_addr() {
+        let client = client_addr(peer.ip(), head, &server.trusted_proxies);
+        span.record("client.addr", tracing::field::display(client));
+    }
     framed.send((accepted, BodySize::None).into()).await?;
+    span.in_scope(|| tracing::info!("connection opened"));
     let parts = framed.into_parts();
     let (reader, writer) = parts.io.into_split();
     let frames = SocketFrames::new(
@@ -84,7 +98,7 @@ async fn handshake(
         &parts.read_buf,
         Codec::new().max_size(server.max_frame_bytes),
     );
-    let session = WsSession::new(state.connections.next_id(), state.clone());
+    let session = WsSession::new(conn, state.clone());
     // The context's own reader gets a stream that never yields: the frames come from ours.
     let outbound = WebsocketContext::with_factory(
         stream::pending::<Result<Bytes, PayloadError>>(),
@@ -93,11 +107,12 @@ async fn handshake(
             session
         },
     );
-    Ok(Some(Pump {
+    let pump = Pump {
         outbound,
         writer,
         pending: Bytes::new(),
-    }))
+    };
+    Ok(Some(pump.instrument(span)))
 }
 
 /// Runs a session: polls it (which reads the socket and drives the actor) and writes what
