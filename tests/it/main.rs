@@ -16,6 +16,7 @@ mod durability;
 mod lifecycle;
 mod loops;
 mod methods;
+mod metrics;
 mod one_file_tool;
 mod persistence;
 mod process;
