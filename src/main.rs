@@ -1,4 +1,4 @@
-//! The `rummy` binary: `rummy serve` (the default) and `rummy migrate`.
+//! The `rummy` binary: `rummy serve` (the default), `rummy migrate` and `rummy healthcheck`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,6 +24,9 @@ enum Command {
     Serve,
     /// Apply database migrations and exit.
     Migrate,
+    /// Exit 0 when the server configured here answers `GET /healthz`, else 1 (a container's
+    /// HEALTHCHECK: the image has no curl).
+    Healthcheck,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -40,5 +43,8 @@ fn main() -> anyhow::Result<()> {
             tracing::info!(db = %settings.storage.db_path.display(), "migrations applied");
             Ok(())
         }
+        Command::Healthcheck => actix_web::rt::System::new()
+            .block_on(rummy::healthcheck::probe(&settings.server))
+            .context("health check"),
     }
 }
