@@ -21,6 +21,7 @@ mod one_file_tool;
 mod persistence;
 mod process;
 mod progress;
+mod proxy;
 mod readonly;
 mod replies;
 mod rules;

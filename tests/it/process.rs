@@ -64,9 +64,8 @@ impl Drop for ServerProcess {
     }
 }
 
-/// A loopback port nothing listens on now.
 /// Waits until `/healthz` on `port` answers.
-async fn wait_until_healthy(port: u16) {
+pub async fn wait_until_healthy(port: u16) {
     let url = format!("http://127.0.0.1:{}/healthz", port);
     let http = awc::Client::new();
     for _ in 0..1000 {
@@ -80,7 +79,8 @@ async fn wait_until_healthy(port: u16) {
     panic!("rummy did not become healthy on port {}", port);
 }
 
-fn free_port() -> u16 {
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
