@@ -248,3 +248,57 @@ impl Exposition {
 fn count(counter: &AtomicU64) -> String {
     counter.load(Ordering::Relaxed).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_family_is_declared_before_its_samples() {
+        let metrics = Metrics::default();
+        metrics.connection_opened();
+        let openai = ProviderMetrics::default();
+        openai.record_completion(Duration::from_millis(1500), 1200, 34);
+        let store = StoreGauges {
+            runs_by_status: vec![(200, 3)],
+            loops_pending: 2,
+            loops_running: 1,
+            runs_with_work: 1,
+        };
+        let text = metrics.render(&store, &[("openai", &openai)]);
+        let mut declared = Vec::new();
+        for line in text.lines() {
+            if let Some(family) = line.strip_prefix("# TYPE ") {
+                declared.push(family.split(' ').next().unwrap().to_string());
+                continue;
+            }
+            if line.starts_with('#') {
+                continue;
+            }
+            let name = line.split(['{', ' ']).next().unwrap();
+            assert!(
+                declared.iter().any(|family| {
+                    name == family
+                        || name
+                            .strip_prefix(family.as_str())
+                            .is_some_and(|suffix| ["_sum", "_count"].contains(&suffix))
+                }),
+                "{name} has no # TYPE before it:\n{text}"
+            );
+        }
+        for expected in [
+            "# TYPE rummy_llm_duration_seconds summary",
+            "rummy_llm_duration_seconds_sum{provider=\"openai\"} 1.500000",
+            "rummy_llm_duration_seconds_count{provider=\"openai\"} 1",
+            "rummy_llm_prompt_tokens_total{provider=\"openai\"} 1200",
+            "rummy_connections_open 1",
+            "rummy_runs{status=\"200\"} 3",
+            "rummy_loops{state=\"pending\"} 2",
+        ] {
+            assert!(
+                text.lines().any(|line| line == expected),
+                "{expected}:\n{text}"
+            );
+        }
+    }
+}
