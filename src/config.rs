@@ -10,6 +10,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use ipnet::IpNet;
 use serde::{Deserialize, Deserializer};
 
 /// The documented defaults, compiled in so the binary runs from any directory.
@@ -24,6 +25,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_PROJECTS_DIR", "server.projects_dir"),
     ("RUMMY_METRICS_OPEN", "server.metrics_open"),
     ("RUMMY_ALLOWED_ORIGINS", "server.allowed_origins"),
+    ("RUMMY_TRUSTED_PROXIES", "server.trusted_proxies"),
     ("RUMMY_MAX_FRAME_BYTES", "server.max_frame_bytes"),
     ("RUMMY_RPC_TIMEOUT", "server.rpc_timeout_ms"),
     ("RUMMY_HEARTBEAT_SECS", "server.heartbeat_secs"),
@@ -90,6 +92,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_SEARXNG_URL", "search.searxng_url"),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
+    ("RUMMY_LOG_FORMAT", "log.format"),
 ];
 
 /// Prefix of the variables that seed the model catalogue: `RUMMY_MODEL_<alias>=<actual>`.
@@ -173,6 +176,9 @@ pub struct ServerSettings {
     /// Origins browsers may connect from.
     #[serde(deserialize_with = "comma_list")]
     pub allowed_origins: Vec<String>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (`ws::client_addr`).
+    #[serde(deserialize_with = "networks")]
+    pub trusted_proxies: Vec<IpNet>,
     /// Largest inbound frame in bytes.
     pub max_frame_bytes: usize,
     /// Timeout for short methods, in ms.
@@ -370,6 +376,18 @@ pub struct LogSettings {
     pub filter: String,
     /// Log every frame.
     pub debug: bool,
+    /// How each event is written.
+    pub format: LogFormat,
+}
+
+/// How each log event is written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One line of text, fields as `name=value`.
+    Text,
+    /// One JSON object per line, for a log collector.
+    Json,
 }
 
 /// A model seeded into the catalogue at start.
@@ -573,6 +591,20 @@ fn comma_list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>,
         .filter(|item| !item.is_empty())
         .map(str::to_string)
         .collect())
+}
+
+/// A comma-separated list of addresses (one host each) and CIDR networks.
+fn networks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<IpNet>, D::Error> {
+    comma_list(deserializer)?
+        .iter()
+        .map(|item| {
+            item.parse::<IpNet>()
+                .or_else(|_| item.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| {
+                    serde::de::Error::custom(format!("{item} is neither an address nor a CIDR"))
+                })
+        })
+        .collect()
 }
 
 fn optional_f64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
@@ -839,6 +871,43 @@ mod tests {
                 .contains("RUMMY_CLIENT_SEND_BUFFER_BYTES"),
             "{too_small}"
         );
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_networks() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let load = |proxies: &str| {
+            Settings::load(
+                &env(&[("RUMMY_HOME", home), ("RUMMY_TRUSTED_PROXIES", proxies)]),
+                Path::new("config"),
+            )
+        };
+        let defaults = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config"));
+        assert!(defaults.unwrap().server.trusted_proxies.is_empty());
+        let listed = load("10.0.0.1, 172.30.44.0/24,::1").unwrap();
+        let expected: Vec<IpNet> = ["10.0.0.1/32", "172.30.44.0/24", "::1/128"]
+            .iter()
+            .map(|net| net.parse().unwrap())
+            .collect();
+        assert_eq!(listed.server.trusted_proxies, expected);
+        let refused = load("10.0.0.1,proxy.internal").unwrap_err();
+        assert!(refused.to_string().contains("proxy.internal"), "{refused}");
+    }
+
+    #[test]
+    fn log_format_is_text_or_json() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let load = |extra: &[(&str, &str)]| {
+            let mut pairs = vec![("RUMMY_HOME", home)];
+            pairs.extend_from_slice(extra);
+            Settings::load(&env(&pairs), Path::new("config"))
+        };
+        assert_eq!(load(&[]).unwrap().log.format, LogFormat::Text);
+        let json = load(&[("RUMMY_LOG_FORMAT", "json")]).unwrap();
+        assert_eq!(json.log.format, LogFormat::Json);
+        assert!(load(&[("RUMMY_LOG_FORMAT", "xml")]).is_err());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use actix_web::{web, App, HttpRequest, HttpResponse};
 use futures_util::FutureExt;
 
 use crate::db::queries;
+use crate::metrics::StoreGauges;
 use crate::ws::state::ServerState;
 use crate::ws::{gate, upgrade};
 
@@ -122,24 +123,44 @@ async fn readyz(state: web::Data<ServerState>) -> HttpResponse {
 }
 
 /// Prometheus text; behind an admin's token (or the shared one), when tokens are set, unless
-/// `RUMMY_METRICS_OPEN`.
+/// `RUMMY_METRICS_OPEN`. The store's gauges are read beside the writer, so a scrape never
+/// waits for a unit of work.
 async fn metrics(request: HttpRequest, state: web::Data<ServerState>) -> HttpResponse {
     if !state.agent.settings.server.metrics_open {
         if let Err(refusal) = gate::authenticate_admin(request.head(), &state.access) {
             return refusal.response();
         }
     }
-    let runs = state
+    let store = state
         .agent
         .db
-        .call(queries::runs::count_by_status)
-        .await
-        .unwrap_or_default();
-    let runs: Vec<(i32, i64)> = runs
-        .into_iter()
-        .map(|(status, count)| (status.code(), count))
-        .collect();
+        .read(|conn| {
+            let runs = queries::runs::count_by_status(conn)?;
+            let queue = queries::loops::queue_depth(conn)?;
+            Ok(StoreGauges {
+                runs_by_status: runs
+                    .into_iter()
+                    .map(|(status, count)| (status.code(), count))
+                    .collect(),
+                loops_pending: queue.pending,
+                loops_running: queue.running,
+                runs_with_work: queue.runs,
+            })
+        })
+        .await;
+    let store = match store {
+        Ok(store) => store,
+        Err(error) => {
+            return HttpResponse::ServiceUnavailable()
+                .content_type("text/plain")
+                .body(format!("cannot read the store: {error}\n"))
+        }
+    };
+    let text = state
+        .agent
+        .metrics
+        .render(&store, &state.agent.llm.metrics());
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
-        .body(state.agent.metrics.render(&runs))
+        .body(text)
 }

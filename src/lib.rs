@@ -10,6 +10,7 @@ pub mod config;
 pub mod context;
 pub mod db;
 pub mod error;
+pub mod healthcheck;
 pub mod hedberg;
 pub mod http;
 pub mod hub;

@@ -1,4 +1,5 @@
-//! The `rummy` binary: `rummy serve` (the default), `rummy migrate` and `rummy hash-token`.
+//! The `rummy` binary: `rummy serve` (the default), `rummy migrate`, `rummy healthcheck` and
+//! `rummy hash-token`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -26,6 +27,9 @@ enum Command {
     Migrate,
     /// Read a person's token from stdin and print the line the users file stores for it.
     HashToken,
+    /// Exit 0 when the server configured here answers `GET /healthz`, else 1 (a container's
+    /// HEALTHCHECK: the image has no curl).
+    Healthcheck,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -46,6 +50,9 @@ fn main() -> anyhow::Result<()> {
             tracing::info!(db = %settings.storage.db_path.display(), "migrations applied");
             Ok(())
         }
+        Command::Healthcheck => actix_web::rt::System::new()
+            .block_on(rummy::healthcheck::probe(&settings.server))
+            .context("health check"),
     }
 }
 

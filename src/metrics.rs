@@ -1,9 +1,13 @@
-//! Process counters, rendered in Prometheus text format at `GET /metrics`.
+//! Process metrics, rendered in Prometheus text format at `GET /metrics`. Counters are kept
+//! where things happen: connections and requests by the sessions, turns by the turn
+//! executor, LLM calls by each provider's actor ([`ProviderMetrics`]); what the store holds
+//! (runs by status, the loop queue) is read at scrape time ([`StoreGauges`]).
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-/// Counters shared by every actor.
+/// The counters shared by the sessions and the agent.
 #[derive(Debug, Default)]
 pub struct Metrics {
     connections_open: AtomicU64,
@@ -11,10 +15,46 @@ pub struct Metrics {
     requests_ok: AtomicU64,
     requests_failed: AtomicU64,
     turns_total: AtomicU64,
-    llm_calls_total: AtomicU64,
-    llm_latency_ms_total: AtomicU64,
-    prompt_tokens_total: AtomicU64,
-    completion_tokens_total: AtomicU64,
+}
+
+/// What one provider's actor counts of its calls.
+#[derive(Debug, Default)]
+pub struct ProviderMetrics {
+    completions: AtomicU64,
+    completion_micros: AtomicU64,
+    errors: AtomicU64,
+    prompt_tokens: AtomicU64,
+    completion_tokens: AtomicU64,
+    in_flight: AtomicU64,
+    waiting: AtomicU64,
+}
+
+/// What the store holds at scrape time.
+#[derive(Debug, Default)]
+pub struct StoreGauges {
+    /// `(status code, runs)`.
+    pub runs_by_status: Vec<(i32, i64)>,
+    /// Loops waiting to run.
+    pub loops_pending: i64,
+    /// Loops running.
+    pub loops_running: i64,
+    /// Runs with a loop pending or running.
+    pub runs_with_work: i64,
+}
+
+/// One unit of a gauge, given back when dropped.
+#[must_use = "the gauge goes down again when this is dropped"]
+pub struct Held<'a>(&'a AtomicU64);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn hold(gauge: &AtomicU64) -> Held<'_> {
+    gauge.fetch_add(1, Ordering::Relaxed);
+    Held(gauge)
 }
 
 impl Metrics {
@@ -37,87 +77,228 @@ impl Metrics {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A turn finished; `latency_ms` is the LLM call's duration.
-    pub fn record_turn(&self, latency_ms: u64, prompt_tokens: u64, completion_tokens: u64) {
+    /// A turn got its reply from the model.
+    pub fn record_turn(&self) {
         self.turns_total.fetch_add(1, Ordering::Relaxed);
-        self.llm_calls_total.fetch_add(1, Ordering::Relaxed);
-        self.llm_latency_ms_total
-            .fetch_add(latency_ms, Ordering::Relaxed);
-        self.prompt_tokens_total
+    }
+
+    /// The Prometheus exposition of these counters, of `store` and of each provider's calls.
+    pub fn render(&self, store: &StoreGauges, providers: &[(&str, &ProviderMetrics)]) -> String {
+        let mut out = Exposition::default();
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        out.family(
+            "rummy_connections_open",
+            "gauge",
+            "Open client connections.",
+        );
+        out.sample("rummy_connections_open", "", load(&self.connections_open));
+        out.family(
+            "rummy_connections_total",
+            "counter",
+            "Client connections accepted.",
+        );
+        out.sample("rummy_connections_total", "", load(&self.connections_total));
+        out.family("rummy_requests_total", "counter", "RPC requests answered.");
+        out.sample(
+            "rummy_requests_total",
+            "outcome=\"ok\"",
+            load(&self.requests_ok),
+        );
+        out.sample(
+            "rummy_requests_total",
+            "outcome=\"error\"",
+            load(&self.requests_failed),
+        );
+        out.family(
+            "rummy_turns_total",
+            "counter",
+            "Turns that got the model's reply.",
+        );
+        out.sample("rummy_turns_total", "", load(&self.turns_total));
+        out.family("rummy_runs", "gauge", "Runs by stored status.");
+        for (status, count) in &store.runs_by_status {
+            out.sample("rummy_runs", &format!("status=\"{status}\""), count);
+        }
+        out.family("rummy_loops", "gauge", "Loops waiting or running.");
+        out.sample("rummy_loops", "state=\"pending\"", store.loops_pending);
+        out.sample("rummy_loops", "state=\"running\"", store.loops_running);
+        out.family(
+            "rummy_runs_with_work",
+            "gauge",
+            "Runs with a loop waiting or running.",
+        );
+        out.sample("rummy_runs_with_work", "", store.runs_with_work);
+        out.providers(providers);
+        out.text
+    }
+}
+
+impl ProviderMetrics {
+    /// A completion arrived after `duration` (its retries included).
+    pub fn record_completion(
+        &self,
+        duration: Duration,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+    ) {
+        let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        self.completions.fetch_add(1, Ordering::Relaxed);
+        self.completion_micros.fetch_add(micros, Ordering::Relaxed);
+        self.prompt_tokens
             .fetch_add(prompt_tokens, Ordering::Relaxed);
-        self.completion_tokens_total
+        self.completion_tokens
             .fetch_add(completion_tokens, Ordering::Relaxed);
     }
 
-    /// The Prometheus exposition; `runs_by_status` comes from the database.
-    pub fn render(&self, runs_by_status: &[(i32, i64)]) -> String {
-        let mut out = String::new();
-        let gauges = [
-            (
-                "rummy_connections_open",
-                "gauge",
-                "Open client connections.",
-                &self.connections_open,
-            ),
-            (
-                "rummy_connections_total",
-                "counter",
-                "Client connections accepted.",
-                &self.connections_total,
-            ),
-            (
-                "rummy_turns_total",
-                "counter",
-                "Turns executed.",
-                &self.turns_total,
-            ),
-            (
-                "rummy_llm_calls_total",
-                "counter",
-                "LLM calls made.",
-                &self.llm_calls_total,
-            ),
-            (
-                "rummy_llm_latency_ms_total",
-                "counter",
-                "Milliseconds spent waiting for LLMs.",
-                &self.llm_latency_ms_total,
-            ),
-            (
-                "rummy_prompt_tokens_total",
-                "counter",
-                "Prompt tokens reported by providers.",
-                &self.prompt_tokens_total,
-            ),
-            (
-                "rummy_completion_tokens_total",
-                "counter",
-                "Completion tokens reported by providers.",
-                &self.completion_tokens_total,
-            ),
-        ];
-        for (name, kind, help, value) in gauges {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
+    /// A completion failed for good (not cancelled).
+    pub fn record_error(&self) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A call waiting for one of the provider's slots, while held.
+    pub fn waiting(&self) -> Held<'_> {
+        hold(&self.waiting)
+    }
+
+    /// A request holding one of the provider's slots, while held.
+    pub fn in_flight(&self) -> Held<'_> {
+        hold(&self.in_flight)
+    }
+}
+
+/// Prometheus text being written.
+#[derive(Default)]
+struct Exposition {
+    text: String,
+}
+
+impl Exposition {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &str, value: impl std::fmt::Display) {
+        let _ = if labels.is_empty() {
+            writeln!(self.text, "{name} {value}")
+        } else {
+            writeln!(self.text, "{name}{{{labels}}} {value}")
+        };
+    }
+
+    /// Each measure of the providers' calls: one family, one sample per provider.
+    fn providers(&mut self, providers: &[(&str, &ProviderMetrics)]) {
+        let each = |out: &mut Self, sample: &str, measure: fn(&ProviderMetrics) -> String| {
+            for (provider, metrics) in providers {
+                out.sample(
+                    sample,
+                    &format!("provider=\"{provider}\""),
+                    measure(metrics),
+                );
+            }
+        };
+        self.family(
+            "rummy_llm_duration_seconds",
+            "summary",
+            "Completions received, and the seconds each took with its retries.",
+        );
+        each(self, "rummy_llm_duration_seconds_sum", |m| {
+            let micros = m.completion_micros.load(Ordering::Relaxed);
+            format!("{:.6}", micros as f64 / 1e6)
+        });
+        each(self, "rummy_llm_duration_seconds_count", |m| {
+            count(&m.completions)
+        });
+        self.family(
+            "rummy_llm_errors_total",
+            "counter",
+            "Completions that failed after their retries.",
+        );
+        each(self, "rummy_llm_errors_total", |m| count(&m.errors));
+        self.family(
+            "rummy_llm_prompt_tokens_total",
+            "counter",
+            "Prompt tokens the provider reported.",
+        );
+        each(self, "rummy_llm_prompt_tokens_total", |m| {
+            count(&m.prompt_tokens)
+        });
+        self.family(
+            "rummy_llm_completion_tokens_total",
+            "counter",
+            "Completion tokens the provider reported.",
+        );
+        each(self, "rummy_llm_completion_tokens_total", |m| {
+            count(&m.completion_tokens)
+        });
+        self.family(
+            "rummy_llm_in_flight",
+            "gauge",
+            "Requests holding one of the provider's slots (RUMMY_PROVIDER_CONCURRENCY).",
+        );
+        each(self, "rummy_llm_in_flight", |m| count(&m.in_flight));
+        self.family(
+            "rummy_llm_waiting",
+            "gauge",
+            "Calls waiting for a slot of the provider.",
+        );
+        each(self, "rummy_llm_waiting", |m| count(&m.waiting));
+    }
+}
+
+fn count(counter: &AtomicU64) -> String {
+    counter.load(Ordering::Relaxed).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_family_is_declared_before_its_samples() {
+        let metrics = Metrics::default();
+        metrics.connection_opened();
+        let openai = ProviderMetrics::default();
+        openai.record_completion(Duration::from_millis(1500), 1200, 34);
+        let store = StoreGauges {
+            runs_by_status: vec![(200, 3)],
+            loops_pending: 2,
+            loops_running: 1,
+            runs_with_work: 1,
+        };
+        let text = metrics.render(&store, &[("openai", &openai)]);
+        let mut declared = Vec::new();
+        for line in text.lines() {
+            if let Some(family) = line.strip_prefix("# TYPE ") {
+                declared.push(family.split(' ').next().unwrap().to_string());
+                continue;
+            }
+            if line.starts_with('#') {
+                continue;
+            }
+            let name = line.split(['{', ' ']).next().unwrap();
+            assert!(
+                declared.iter().any(|family| {
+                    name == family
+                        || name
+                            .strip_prefix(family.as_str())
+                            .is_some_and(|suffix| ["_sum", "_count"].contains(&suffix))
+                }),
+                "{name} has no # TYPE before it:\n{text}"
+            );
         }
-        let _ = writeln!(out, "# HELP rummy_requests_total RPC requests answered.\n# TYPE rummy_requests_total counter");
-        let _ = writeln!(
-            out,
-            "rummy_requests_total{{outcome=\"ok\"}} {}",
-            self.requests_ok.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "rummy_requests_total{{outcome=\"error\"}} {}",
-            self.requests_failed.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "# HELP rummy_runs Runs by stored status.\n# TYPE rummy_runs gauge"
-        );
-        for (status, count) in runs_by_status {
-            let _ = writeln!(out, "rummy_runs{{status=\"{status}\"}} {count}");
+        for expected in [
+            "# TYPE rummy_llm_duration_seconds summary",
+            "rummy_llm_duration_seconds_sum{provider=\"openai\"} 1.500000",
+            "rummy_llm_duration_seconds_count{provider=\"openai\"} 1",
+            "rummy_llm_prompt_tokens_total{provider=\"openai\"} 1200",
+            "rummy_connections_open 1",
+            "rummy_runs{status=\"200\"} 3",
+            "rummy_loops{state=\"pending\"} 2",
+        ] {
+            assert!(
+                text.lines().any(|line| line == expected),
+                "{expected}:\n{text}"
+            );
         }
-        out
     }
 }

@@ -1,6 +1,7 @@
-//! tracing setup: structured logs to stderr, filtered by `RUMMY_LOG`. Every field is written
-//! with its control characters escaped, so a client-supplied string (a model name, a path,
-//! a method) cannot forge a log line.
+//! tracing setup: structured logs to stderr, filtered by `RUMMY_LOG`, as text or, with
+//! `RUMMY_LOG_FORMAT=json`, one JSON object per line. Either way a client-supplied string (a
+//! model name, a path, a method) cannot forge a log line: the text format writes every field
+//! with its control characters escaped, and the JSON encoder escapes them by construction.
 
 use tracing_subscriber::field::MakeExt;
 use tracing_subscriber::fmt::format::debug_fn;
@@ -8,7 +9,7 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::LogSettings;
+use crate::config::{LogFormat, LogSettings};
 
 /// Installs the global subscriber once; later calls (tests) are no-ops.
 pub fn init(settings: &LogSettings) {
@@ -17,28 +18,36 @@ pub fn init(settings: &LogSettings) {
     } else {
         EnvFilter::try_new(&settings.filter).unwrap_or_else(|_| EnvFilter::new("info"))
     };
-    let _ = subscriber(filter, std::io::stderr).try_init();
+    let _ = subscriber(filter, settings.format, std::io::stderr).try_init();
 }
 
-/// The subscriber: `filter`ed events to `writer`, one line each.
-fn subscriber<W>(filter: EnvFilter, writer: W) -> impl tracing::Subscriber + Send + Sync
+/// The subscriber: `filter`ed events to `writer`, one line each, in `format`.
+fn subscriber<W>(
+    filter: EnvFilter,
+    format: LogFormat,
+    writer: W,
+) -> Box<dyn tracing::Subscriber + Send + Sync>
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    let fields = debug_fn(|out, field, value| {
-        let text = escape_controls(&format!("{value:?}"));
-        if field.name() == "message" {
-            write!(out, "{text}")
-        } else {
-            write!(out, "{field}={text}")
-        }
-    })
-    .delimited(" ");
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(writer)
-        .fmt_fields(fields)
-        .finish()
+        .with_writer(writer);
+    match format {
+        LogFormat::Text => {
+            let fields = debug_fn(|out, field, value| {
+                let text = escape_controls(&format!("{value:?}"));
+                if field.name() == "message" {
+                    write!(out, "{text}")
+                } else {
+                    write!(out, "{field}={text}")
+                }
+            })
+            .delimited(" ");
+            Box::new(builder.fmt_fields(fields).finish())
+        }
+        LogFormat::Json => Box::new(builder.json().finish()),
+    }
 }
 
 /// `text` with every control character (newline, carriage return, escape…) written as its
@@ -61,6 +70,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+    use crate::config::Secret;
 
     #[derive(Clone, Default)]
     struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -76,16 +86,29 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_client_string_cannot_forge_a_log_line() {
+    /// What `format` writes for one event inside a connection's span; the event carries a
+    /// model name that tries to forge a line, and a secret.
+    fn log_forgery_attempt(format: LogFormat) -> String {
         let captured = Captured::default();
         let writer = captured.clone();
-        let subscriber = subscriber(EnvFilter::new("info"), move || writer.clone());
+        let subscriber = subscriber(EnvFilter::new("info"), format, move || writer.clone());
+        let token: Secret = serde_json::from_str("\"s3cret-token\"").unwrap();
         tracing::subscriber::with_default(subscriber, || {
-            let model = "fake\n2026-11-24T00:00:00Z  INFO rummy: admin logged in\x1b[31m";
-            tracing::warn!(model = %model, "unknown model {}", "x\ry");
+            let span = tracing::info_span!("connection", conn = 7, client.addr = %"198.51.100.4");
+            let _entered = span.enter();
+            tracing::warn!(model = %FORGING_MODEL, ?token, "unknown model {}", "x\ry");
         });
         let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(!text.contains("s3cret-token"), "{text}");
+        text
+    }
+
+    const FORGING_MODEL: &str = "fake\n2026-11-24T00:00:00Z  INFO rummy: admin logged in\x1b[31m";
+
+    #[test]
+    fn a_client_string_cannot_forge_a_log_line() {
+        let text = log_forgery_attempt(LogFormat::Text);
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(
             text.contains(
@@ -94,5 +117,23 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(r"unknown model x\ry"), "{text}");
+        assert!(text.contains("token=Secret(..)"), "{text}");
+        assert!(text.contains("conn=7 client.addr=198.51.100.4"), "{text}");
+    }
+
+    #[test]
+    fn a_json_line_is_one_object_with_the_event_and_its_span() {
+        let text = log_forgery_attempt(LogFormat::Json);
+        let line: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(line["level"], "WARN", "{line}");
+        assert_eq!(line["target"], module_path!(), "{line}");
+        assert!(line["timestamp"].is_string(), "{line}");
+        let fields = &line["fields"];
+        assert_eq!(fields["message"], "unknown model x\ry", "{line}");
+        assert_eq!(fields["model"], FORGING_MODEL, "{line}");
+        assert_eq!(fields["token"], "Secret(..)", "{line}");
+        assert_eq!(line["span"]["name"], "connection", "{line}");
+        assert_eq!(line["span"]["client.addr"], "198.51.100.4", "{line}");
+        assert_eq!(line["span"]["conn"], 7, "{line}");
     }
 }

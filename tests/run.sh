@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The one test command: starts the real local LLM (SmolLM2-135M behind an OpenAI-compatible
-# server on loopback, installed once and cached under ~/.cache/rummy-llm), exports its base URL
-# as RUMMY_TEST_LLM_URL, runs `cargo test --locked --all-targets` (extra arguments are passed
-# on to it), then the end-to-end tests against that LLM (`cargo test --locked --test it e2e::
-# -- --ignored`: they are #[ignore]d so that a plain `cargo test` never counts them as passed),
-# stops the LLM again and exits with the first failing status of the two runs.
+# The one test command: installs nginx (with apt-get, as root) and starts the real local LLM
+# (SmolLM2-135M behind an OpenAI-compatible server on loopback, installed once and cached
+# under ~/.cache/rummy-llm), exports its base URL as RUMMY_TEST_LLM_URL, runs `cargo test
+# --locked --all-targets` (extra arguments are passed on to it), then the tests that need
+# those two: rummy behind the real nginx (`cargo test --locked --test it proxy:: --
+# --ignored`) and the end-to-end tests against the LLM (`... e2e:: -- --ignored`); both are
+# #[ignore]d so that a plain `cargo test` never counts them as passed. It stops the LLM again
+# and exits with the first failing status of the runs.
 #
-# When the LLM cannot be installed or started (no network, no python3), this says so loudly
-# and runs every other test; the end-to-end tests do not run (cargo lists them as ignored).
-# Under CI=true a failed LLM start fails the run (after the tests ran).
+# When nginx or the LLM cannot be installed or started (no network, not root, no python3),
+# this says so loudly and runs every other test; the tests that need it do not run (cargo
+# lists them as ignored). Under CI=true that fails the run (after the tests ran).
 #
 # Environment:
 #   RUMMY_TEST_LLM_URL      already set: use that server, start nothing
@@ -25,13 +27,17 @@ LLM_CONTEXT=8192
 
 started_llm=0
 llm_problem=""
+nginx_problem=""
+LLM_CONSEQUENCE="The end-to-end tests against the real LLM will NOT run."
+NGINX_CONSEQUENCE="The tests of rummy behind the real nginx (tests/it/proxy.rs) will NOT run."
 
+# shout PROBLEM CONSEQUENCE
 shout() {
   {
     echo
     echo "######################################################################"
-    echo "## $*"
-    echo "## The end-to-end tests against the real LLM will NOT run."
+    echo "## $1"
+    echo "## $2"
     echo "######################################################################"
     echo
   } >&2
@@ -79,6 +85,24 @@ ensure_install_prerequisites() {
   apt_install "${missing[@]}"
 }
 
+nginx_installed() {
+  command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]
+}
+
+# The proxy tests run nginx themselves, as an ordinary child process; only the binary is
+# needed (a Debian package starts no service without systemd).
+ensure_nginx() {
+  nginx_installed && return 0
+  if ! as_root; then
+    nginx_problem="nginx is not installed (not root or no apt-get: install it yourself)."
+    return 1
+  fi
+  if ! apt_install nginx || ! nginx_installed; then
+    nginx_problem="nginx could not be installed with apt-get: see the messages above."
+    return 1
+  fi
+}
+
 llm_installed() {
   "$LLM_HOME/venv/bin/python" -c 'import llama_cpp.server' >/dev/null 2>&1
 }
@@ -112,12 +136,20 @@ start_llm() {
   export RUMMY_TEST_LLM_CONTEXT=$LLM_CONTEXT
 }
 
+if ! ensure_nginx; then
+  shout "$nginx_problem" "$NGINX_CONSEQUENCE"
+fi
 if ! start_llm; then
-  shout "$llm_problem"
+  shout "$llm_problem" "$LLM_CONSEQUENCE"
 fi
 
 cargo test --locked --all-targets "$@"
 status=$?
+if [ -z "$nginx_problem" ]; then
+  cargo test --locked --test it proxy:: -- --ignored
+  proxy_status=$?
+  [ "$status" = 0 ] && status=$proxy_status
+fi
 if [ -n "${RUMMY_TEST_LLM_URL:-}" ]; then
   cargo test --locked --test it e2e:: -- --ignored
   e2e_status=$?
@@ -125,11 +157,16 @@ if [ -n "${RUMMY_TEST_LLM_URL:-}" ]; then
 fi
 stop_llm
 
-if [ -n "$llm_problem" ]; then
-  shout "$llm_problem"
+# missing PROBLEM CONSEQUENCE: repeats a problem at the end, where it is seen; under CI=true
+# a run that left tests out fails.
+missing() {
+  [ -n "$1" ] || return 0
+  shout "$1" "$2"
   if [ "${CI:-}" = true ] && [ "$status" = 0 ]; then
-    echo "CI=true: a run without the real LLM is a failure." >&2
+    echo "CI=true: a run that leaves tests out is a failure." >&2
     status=1
   fi
-fi
+}
+missing "$nginx_problem" "$NGINX_CONSEQUENCE"
+missing "$llm_problem" "$LLM_CONSEQUENCE"
 exit "$status"

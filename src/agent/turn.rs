@@ -199,11 +199,7 @@ async fn execute_numbered_turn(
         usage: response.usage,
     });
     let llm_ms = llm_started.elapsed().as_millis() as u64;
-    agent.metrics.record_turn(
-        llm_ms,
-        response.usage.prompt_tokens,
-        response.usage.completion_tokens,
-    );
+    agent.metrics.record_turn();
     agent.hubs.publish(
         project,
         run_id,

@@ -1,5 +1,6 @@
 //! `LlmProvider`: one actor per provider. It bounds how many calls are in flight, retries
-//! transient failures, and drops the in-flight HTTP request the moment a call is cancelled.
+//! transient failures, drops the in-flight HTTP request the moment a call is cancelled, and
+//! counts its calls for `/metrics`.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use super::discovery::discover_context;
 use super::error::LlmError;
 use super::retry::RetryPolicy;
 use super::route::ProviderKind;
+use crate::metrics::ProviderMetrics;
 
 /// The actor serving one provider. Calls run as spawned futures, never on the actor itself,
 /// so a slow provider never blocks the mailbox.
@@ -24,14 +26,17 @@ pub struct LlmProvider {
     client: ProviderClient,
     permits: Arc<Semaphore>,
     retry: RetryPolicy,
+    metrics: Arc<ProviderMetrics>,
 }
 
 impl LlmProvider {
-    /// An actor for `provider` allowing `max_in_flight` concurrent calls (at least 1).
+    /// An actor for `provider` allowing `max_in_flight` concurrent calls (at least 1),
+    /// counting them in `metrics`.
     pub(super) fn new(
         provider: ProviderKind,
         client: ProviderClient,
         max_in_flight: usize,
+        metrics: Arc<ProviderMetrics>,
     ) -> LlmProvider {
         let retry = client.settings().retry;
         LlmProvider {
@@ -39,6 +44,7 @@ impl LlmProvider {
             client,
             permits: Arc::new(Semaphore::new(max_in_flight.max(1))),
             retry,
+            metrics,
         }
     }
 }
@@ -85,11 +91,17 @@ impl Handler<Complete> for LlmProvider {
             llm.prompt_tokens = tracing::field::Empty,
             llm.completion_tokens = tracing::field::Empty,
         );
-        let attempts = retrying(self.retry, self.permits.clone(), move || {
-            let client = client.clone();
-            let request = request.clone();
-            async move { client.complete(provider, &request).await }
-        });
+        let metrics = self.metrics.clone();
+        let attempts = retrying(
+            self.retry,
+            self.permits.clone(),
+            metrics.clone(),
+            move || {
+                let client = client.clone();
+                let request = request.clone();
+                async move { client.complete(provider, &request).await }
+            },
+        );
         Box::pin(
             async move {
                 let started = Instant::now();
@@ -98,12 +110,21 @@ impl Handler<Complete> for LlmProvider {
                 span.record("duration_ms", elapsed_ms(started));
                 match &result {
                     Ok(response) => {
-                        span.record("llm.prompt_tokens", response.usage.prompt_tokens);
-                        span.record("llm.completion_tokens", response.usage.completion_tokens);
+                        let usage = response.usage;
+                        metrics.record_completion(
+                            started.elapsed(),
+                            usage.prompt_tokens,
+                            usage.completion_tokens,
+                        );
+                        span.record("llm.prompt_tokens", usage.prompt_tokens);
+                        span.record("llm.completion_tokens", usage.completion_tokens);
                         tracing::info!("completion finished");
                     }
                     Err(LlmError::Aborted) => tracing::debug!("completion cancelled"),
-                    Err(error) => tracing::warn!(error = %error, "completion failed"),
+                    Err(error) => {
+                        metrics.record_error();
+                        tracing::warn!(error = %error, "completion failed");
+                    }
                 }
                 result
             }
@@ -124,11 +145,16 @@ impl Handler<DiscoverContext> for LlmProvider {
             llm.provider = provider.slug(),
             llm.model = %model,
         );
-        let attempts = retrying(self.retry, self.permits.clone(), move || {
-            let client = client.clone();
-            let model = model.clone();
-            async move { discover_context(&client, provider, &model).await }
-        });
+        let attempts = retrying(
+            self.retry,
+            self.permits.clone(),
+            self.metrics.clone(),
+            move || {
+                let client = client.clone();
+                let model = model.clone();
+                async move { discover_context(&client, provider, &model).await }
+            },
+        );
         Box::pin(
             async move {
                 let result = cancellable(&cancel, attempts).await;
@@ -156,10 +182,12 @@ async fn cancellable<T>(
 }
 
 /// Runs `attempt` until it succeeds or `policy` gives up. Each attempt holds a permit;
-/// the waits in between do not.
+/// the waits in between do not. `metrics` counts the call while it waits for a permit, and
+/// then while its attempt holds one.
 async fn retrying<T, F, Fut>(
     policy: RetryPolicy,
     permits: Arc<Semaphore>,
+    metrics: Arc<ProviderMetrics>,
     attempt: F,
 ) -> Result<T, LlmError>
 where
@@ -169,7 +197,10 @@ where
     let mut failed_attempts = 0u32;
     loop {
         let result = {
+            let waiting = metrics.waiting();
             let _permit = permits.acquire().await.map_err(|_| LlmError::Aborted)?;
+            drop(waiting);
+            let _in_flight = metrics.in_flight();
             attempt().await
         };
         let error = match result {
@@ -213,22 +244,58 @@ mod tests {
         }
     }
 
+    /// The provider's samples as `/metrics` shows them.
+    fn rendered(metrics: &ProviderMetrics) -> String {
+        crate::metrics::Metrics::default().render(&Default::default(), &[("openai", metrics)])
+    }
+
     #[tokio::test]
     async fn an_attempt_waits_for_a_free_permit() {
         let permits = Arc::new(Semaphore::new(1));
+        let metrics = Arc::new(ProviderMetrics::default());
         let attempts = Cell::new(0);
+        let during_attempt = Cell::new(String::new());
         let held = permits.clone().acquire_owned().await.unwrap();
-        let mut call = Box::pin(retrying(policy(1), permits.clone(), || {
-            attempts.set(attempts.get() + 1);
-            async { Ok::<_, LlmError>("done") }
-        }));
+        let mut call = Box::pin(retrying(
+            policy(1),
+            permits.clone(),
+            metrics.clone(),
+            || {
+                attempts.set(attempts.get() + 1);
+                during_attempt.set(rendered(&metrics));
+                async { Ok::<_, LlmError>("done") }
+            },
+        ));
 
         assert!((&mut call).now_or_never().is_none());
         assert_eq!(attempts.get(), 0);
+        let waiting = rendered(&metrics);
+        assert!(
+            waiting.contains("rummy_llm_waiting{provider=\"openai\"} 1"),
+            "{waiting}"
+        );
+        assert!(
+            waiting.contains("rummy_llm_in_flight{provider=\"openai\"} 0"),
+            "{waiting}"
+        );
         drop(held);
         assert_eq!(call.await, Ok("done"));
         assert_eq!(attempts.get(), 1);
         assert_eq!(permits.available_permits(), 1);
+        let during = during_attempt.take();
+        assert!(
+            during.contains("rummy_llm_waiting{provider=\"openai\"} 0"),
+            "{during}"
+        );
+        assert!(
+            during.contains("rummy_llm_in_flight{provider=\"openai\"} 1"),
+            "{during}"
+        );
+        let after = rendered(&metrics);
+        assert!(
+            after.contains("rummy_llm_in_flight{provider=\"openai\"} 0"),
+            "{after}"
+        );
     }
 
     #[tokio::test]
@@ -249,10 +316,13 @@ mod tests {
         };
         let permits = Arc::new(Semaphore::new(1));
 
-        assert!(retrying(policy(2), permits.clone(), flaky).await.is_err());
+        let metrics = Arc::new(ProviderMetrics::default());
+
+        let gave_up = retrying(policy(2), permits.clone(), metrics.clone(), flaky).await;
+        assert!(gave_up.is_err());
         assert_eq!(attempts.get(), 2);
         attempts.set(0);
-        assert_eq!(retrying(policy(3), permits, flaky).await, Ok(3));
+        assert_eq!(retrying(policy(3), permits, metrics, flaky).await, Ok(3));
     }
 
     #[tokio::test]

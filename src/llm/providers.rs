@@ -12,14 +12,16 @@ use super::client::ProviderClient;
 use super::error::LlmError;
 use super::route::{ProviderKind, Route};
 use super::settings::LlmOptions;
+use crate::metrics::ProviderMetrics;
 
-/// Handles to the four provider actors. Cheap to clone.
+/// Handles to the four provider actors, and what each counts of its calls. Cheap to clone.
 #[derive(Clone)]
 pub struct LlmProviders {
     openai: Addr<LlmProvider>,
     ollama: Addr<LlmProvider>,
     openrouter: Addr<LlmProvider>,
     xai: Addr<LlmProvider>,
+    metrics: Arc<[(ProviderKind, Arc<ProviderMetrics>)]>,
 }
 
 impl LlmProviders {
@@ -27,15 +29,37 @@ impl LlmProviders {
     pub fn start(settings: LlmOptions) -> Result<LlmProviders, LlmError> {
         let limits = settings.concurrency;
         let client = ProviderClient::new(Arc::new(settings))?;
-        let start = |provider: ProviderKind| {
-            LlmProvider::new(provider, client.clone(), limits.for_provider(provider)).start()
+        let mut metrics = Vec::new();
+        let mut start = |provider: ProviderKind| {
+            let counted = Arc::new(ProviderMetrics::default());
+            metrics.push((provider, Arc::clone(&counted)));
+            LlmProvider::new(
+                provider,
+                client.clone(),
+                limits.for_provider(provider),
+                counted,
+            )
+            .start()
         };
+        let openai = start(ProviderKind::OpenAi);
+        let ollama = start(ProviderKind::Ollama);
+        let openrouter = start(ProviderKind::OpenRouter);
+        let xai = start(ProviderKind::Xai);
         Ok(LlmProviders {
-            openai: start(ProviderKind::OpenAi),
-            ollama: start(ProviderKind::Ollama),
-            openrouter: start(ProviderKind::OpenRouter),
-            xai: start(ProviderKind::Xai),
+            openai,
+            ollama,
+            openrouter,
+            xai,
+            metrics: metrics.into(),
         })
+    }
+
+    /// What each provider's actor counts of its calls, by provider slug.
+    pub fn metrics(&self) -> Vec<(&'static str, &ProviderMetrics)> {
+        self.metrics
+            .iter()
+            .map(|(provider, metrics)| (provider.slug(), metrics.as_ref()))
+            .collect()
     }
 
     /// The actor serving one provider.

@@ -5,6 +5,10 @@
 //! and write buffers (8 KiB each) for its whole life; idle editors would pay that. Here the
 //! socket is handed over after the `101`: [`SocketFrames`] reads it, and a [`Pump`] writes
 //! what the session encodes straight out, so a quiet connection holds no I/O buffer at all.
+//!
+//! An accepted connection is logged once, and the session runs inside a `connection` span
+//! naming it, the person it acts for and the client's address (`client.addr`, see
+//! [`client_addr`]), so every line the session logs says whom it is about.
 
 use std::future::Future;
 use std::io;
@@ -19,7 +23,10 @@ use actix_web::rt::net::TcpStream;
 use actix_web_actors::ws::WebsocketContext;
 use bytes::Bytes;
 use futures_util::{stream, SinkExt, Stream};
+use tracing::instrument::Instrumented;
+use tracing::Instrument;
 
+use crate::ws::client_addr::client_addr;
 use crate::ws::frames::SocketFrames;
 use crate::ws::gate;
 use crate::ws::pump::{Pump, SendLimits};
@@ -49,14 +56,14 @@ pub fn serve(
     })
 }
 
-/// Answers the request: a refusal (`None`), or `101` and the session on the bare socket.
-/// The request ends here: its headers point into the dispatcher's read buffer and would keep
-/// it alive.
+/// Answers the request: a refusal (`None`), or `101` and the session on the bare socket,
+/// inside its connection's span. The request ends here: its headers point into the
+/// dispatcher's read buffer and would keep it alive.
 async fn handshake(
     state: ServerState,
     request: Request,
     mut framed: Framed<TcpStream, h1::Codec>,
-) -> io::Result<Option<Pump<impl Stream<Item = Result<Bytes, actix_web::Error>>>>> {
+) -> io::Result<Option<Instrumented<Pump<impl Stream<Item = Result<Bytes, actix_web::Error>>>>>> {
     let head = request.head();
     if !SOCKET_PATHS.contains(&head.uri.path()) {
         refuse(&mut framed, Response::new(StatusCode::NOT_FOUND)).await?;
@@ -77,7 +84,19 @@ async fn handshake(
             return Ok(None);
         }
     };
+    let conn = state.connections.next_id();
+    let span = tracing::info_span!(
+        "connection",
+        conn,
+        person = caller.person(),
+        client.addr = tracing::field::Empty
+    );
+    if let Some(peer) = request.peer_addr() {
+        let client = client_addr(peer.ip(), head, &server.trusted_proxies);
+        span.record("client.addr", tracing::field::display(client));
+    }
     framed.send((accepted, BodySize::None).into()).await?;
+    span.in_scope(|| tracing::info!("connection opened"));
     let parts = framed.into_parts();
     let (reader, writer) = parts.io.into_split();
     let frames = SocketFrames::new(
@@ -85,8 +104,7 @@ async fn handshake(
         &parts.read_buf,
         Codec::new().max_size(server.max_frame_bytes),
     );
-    let id = state.connections.next_id();
-    let session = WsSession::new(id, caller, state.clone());
+    let session = WsSession::new(conn, caller, state.clone());
     // The context's own reader gets a stream that never yields: the frames come from ours.
     let outbound = WebsocketContext::with_factory(
         stream::pending::<Result<Bytes, PayloadError>>(),
@@ -95,12 +113,9 @@ async fn handshake(
             session
         },
     );
-    Ok(Some(Pump::new(
-        id,
-        outbound,
-        writer,
-        SendLimits::new(server),
-    )))
+    Ok(Some(
+        Pump::new(conn, outbound, writer, SendLimits::new(server)).instrument(span),
+    ))
 }
 
 /// Answers with `response` and ends the connection.

@@ -70,9 +70,8 @@ impl Drop for ServerProcess {
     }
 }
 
-/// A loopback port nothing listens on now.
 /// Waits until `/healthz` on `port` answers.
-pub(crate) async fn wait_until_healthy(port: u16) {
+pub async fn wait_until_healthy(port: u16) {
     let url = format!("http://127.0.0.1:{}/healthz", port);
     let http = awc::Client::new();
     for _ in 0..1000 {
@@ -86,7 +85,8 @@ pub(crate) async fn wait_until_healthy(port: u16) {
     panic!("rummy did not become healthy on port {}", port);
 }
 
-pub(crate) fn free_port() -> u16 {
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -133,7 +133,45 @@ async fn cargo_run_starts_the_server() {
     assert!(binaries.contains(&"rummy-load"), "{binaries:?}");
 }
 
-/// Interrupts a loop by `signal`, restarts, and checks the run waits for its client.
+/// `rummy healthcheck` in the environment of a server on `port`, as a container runs it.
+async fn healthcheck(home: &Path, port: u16) -> std::process::ExitStatus {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_rummy"))
+        .arg("healthcheck")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_clear()
+        .env("RUMMY_HOME", home)
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .unwrap()
+}
+
+#[actix_web::test]
+async fn the_healthcheck_subcommand_exits_0_only_when_healthz_answers_200() {
+    let llm = FakeLlm::builder([Step::error(503)])
+        .when_exhausted(WhenExhausted::Error(500))
+        .start();
+    let home = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(home.path(), &llm).await;
+    let port = server.port;
+    assert_eq!(healthcheck(home.path(), port).await.code(), Some(0));
+    server.stop_with("-TERM");
+    assert_eq!(
+        healthcheck(home.path(), port).await.code(),
+        Some(1),
+        "nothing listens"
+    );
+    let unhealthy: u16 = llm.base_url().rsplit(':').next().unwrap().parse().unwrap();
+    assert_eq!(
+        healthcheck(home.path(), unhealthy).await.code(),
+        Some(1),
+        "a server answering 503"
+    );
+    assert_eq!(llm.requests().len(), 1, "the probe asked the 503 server");
+}
+
 #[actix_web::test]
 async fn the_server_logs_to_stderr_one_line_per_event() {
     let home = tempfile::tempdir().unwrap();
@@ -170,6 +208,7 @@ async fn the_server_logs_to_stderr_one_line_per_event() {
     );
 }
 
+/// Interrupts a loop by `signal`, restarts, and checks the run waits for its client.
 async fn interrupted_loop_waits_for_its_client(signal: &str, clean_exit: bool) {
     let llm = FakeLlm::builder([
         Step::Hang,

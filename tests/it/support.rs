@@ -179,8 +179,13 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(url: &str) -> Client {
-        let (_, framed) = awc::Client::new()
-            .ws(url)
+        Client::connect_with(awc::Client::new().ws(url)).await
+    }
+
+    /// A client connected by `request`, built with headers or from a local address of the
+    /// test's choosing.
+    pub async fn connect_with(request: awc::ws::WebsocketsRequest) -> Client {
+        let (_, framed) = request
             .max_frame_size(64 * 1024 * 1024)
             .connect()
             .await

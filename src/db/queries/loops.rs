@@ -145,6 +145,42 @@ pub fn pending_loops(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<L
         .load(conn)?)
 }
 
+/// The loop queue across every run, for `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueDepth {
+    /// Loops waiting for their run's actor (100).
+    pub pending: i64,
+    /// Loops running (102), one per run at most.
+    pub running: i64,
+    /// Runs with a loop pending or running.
+    pub runs: i64,
+}
+
+/// How many loops wait and run, and for how many runs.
+pub fn queue_depth(conn: &mut SqliteConnection) -> Result<QueueDepth, DbError> {
+    let unfinished = [RunStatus::Queued, RunStatus::Running];
+    let by_status: Vec<(RunStatus, i64)> = loops::table
+        .filter(loops::status.eq_any(unfinished))
+        .group_by(loops::status)
+        .select((loops::status, diesel::dsl::count_star()))
+        .load(conn)?;
+    let runs = loops::table
+        .filter(loops::status.eq_any(unfinished))
+        .select(diesel::dsl::count(loops::run_id).aggregate_distinct())
+        .get_result(conn)?;
+    let count = |wanted: RunStatus| {
+        by_status
+            .iter()
+            .find(|(status, _)| *status == wanted)
+            .map_or(0, |(_, count)| *count)
+    };
+    Ok(QueueDepth {
+        pending: count(RunStatus::Queued),
+        running: count(RunStatus::Running),
+        runs,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +288,29 @@ mod tests {
                 .status,
             RunStatus::Aborted
         );
+    }
+
+    #[test]
+    fn queue_depth_counts_unfinished_loops_and_their_runs() {
+        let mut db = TestDb::new();
+        assert_eq!(queue_depth(&mut db.conn).unwrap(), QueueDepth::default());
+        let run = sample_run(&mut db.conn);
+        let first = enqueue(&mut db.conn, run.id, "one", LoopPriority::Normal);
+        enqueue(&mut db.conn, run.id, "two", LoopPriority::Normal);
+        enqueue(&mut db.conn, run.id, "three", LoopPriority::Normal);
+        claim_next_loop(&mut db.conn, run.id).unwrap();
+        let expected = QueueDepth {
+            pending: 2,
+            running: 1,
+            runs: 1,
+        };
+        assert_eq!(queue_depth(&mut db.conn).unwrap(), expected);
+        finish_loop(&mut db.conn, first.id, RunStatus::Completed, None).unwrap();
+        let expected = QueueDepth {
+            running: 0,
+            ..expected
+        };
+        assert_eq!(queue_depth(&mut db.conn).unwrap(), expected);
     }
 
     #[test]
