@@ -32,6 +32,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_DB_PATH", "storage.db_path"),
     ("RUMMY_MMAP_MB", "storage.mmap_mb"),
     ("RUMMY_RETENTION_DAYS", "storage.retention_days"),
+    ("RUMMY_RPC_LOG", "audit.rpc_log"),
+    ("RUMMY_RPC_LOG_MAX_CHARS", "audit.rpc_log_max_chars"),
     ("RUMMY_TOKEN_DIVISOR", "tokens.divisor"),
     ("RUMMY_MAX_ENTRY_TOKENS", "tokens.max_entry_tokens"),
     ("RUMMY_MAX_TURNS", "agent.max_turns"),
@@ -117,6 +119,7 @@ impl<'de> Deserialize<'de> for Secret {
 pub struct Settings {
     pub server: ServerSettings,
     pub storage: StorageSettings,
+    pub audit: AuditSettings,
     pub tokens: TokenSettings,
     pub agent: AgentSettings,
     pub scan: ScanSettings,
@@ -170,6 +173,26 @@ pub struct StorageSettings {
     pub mmap_mb: u64,
     /// Days a finished run, its RPC log rows and transcripts are kept (0 = forever).
     pub retention_days: u64,
+}
+
+/// What the RPC audit log (`rpc_log`) keeps of each call.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AuditSettings {
+    pub rpc_log: RpcLogMode,
+    /// Characters of a call's params, result and error text a `full` row keeps.
+    pub rpc_log_max_chars: usize,
+}
+
+/// What a call leaves in `rpc_log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RpcLogMode {
+    /// Its facts and its texts (request id, params, result, error), each text cut.
+    Full,
+    /// Its facts only: method, project, person, run, status, duration and sizes.
+    Meta,
+    /// Nothing.
+    Off,
 }
 
 /// Token estimate and entry size gate.
@@ -664,6 +687,43 @@ mod tests {
         );
         let laptop = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config")).unwrap();
         assert!(laptop.server.projects_dir.is_empty(), "loopback: anywhere");
+    }
+
+    #[test]
+    fn the_rpc_log_settings_default_and_come_from_their_variables() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let defaults = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config"))
+            .unwrap()
+            .audit;
+        assert_eq!(
+            (defaults.rpc_log, defaults.rpc_log_max_chars),
+            (RpcLogMode::Full, 4096)
+        );
+        let set = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home),
+                ("RUMMY_RPC_LOG", "meta"),
+                ("RUMMY_RPC_LOG_MAX_CHARS", "100"),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap()
+        .audit;
+        assert_eq!(
+            (set.rpc_log, set.rpc_log_max_chars),
+            (RpcLogMode::Meta, 100)
+        );
+        let off = Settings::load(
+            &env(&[("RUMMY_HOME", home), ("RUMMY_RPC_LOG", "off")]),
+            Path::new("config"),
+        );
+        assert_eq!(off.unwrap().audit.rpc_log, RpcLogMode::Off);
+        let unknown = Settings::load(
+            &env(&[("RUMMY_HOME", home), ("RUMMY_RPC_LOG", "verbose")]),
+            Path::new("config"),
+        );
+        assert!(unknown.is_err());
     }
 
     #[test]

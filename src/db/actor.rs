@@ -159,10 +159,10 @@ db_messages! {
     /// Readiness: the database answers and every migration is applied.
     CheckReady {} -> bool = |conn, message| Ok(!has_pending_migrations(conn)?);
 
-    /// Audits a batch of RPC calls (each result cut to 4096 characters), gathered by the
-    /// [`DbHandle`](super::DbHandle) so that calls do not cost a transaction each.
+    /// Audits a batch of RPC calls, gathered by the [`DbHandle`](super::DbHandle) so that
+    /// calls do not cost a transaction each.
     LogRpc { forms: Vec<RpcLogInsertForm> } -> usize =
-        |conn, message| rpc_log::insert_rpc_logs(conn, message.forms);
+        |conn, message| rpc_log::insert_rpc_logs(conn, &message.forms);
 }
 
 /// Copies the write-ahead log into the database and truncates it (a clean stop);

@@ -236,6 +236,12 @@ mod tests {
             params: Some("{}".into()),
             result: Some("{}".into()),
             error: None,
+            duration_ms: 0,
+            status: None,
+            params_bytes: 2,
+            result_bytes: Some(2),
+            run: None,
+            person: None,
         }
     }
 

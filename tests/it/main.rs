@@ -10,6 +10,7 @@ mod e2e;
 mod freezes;
 mod support;
 
+mod audit;
 mod budget;
 mod concurrency;
 mod durability;

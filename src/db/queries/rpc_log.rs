@@ -2,34 +2,18 @@
 
 use diesel::prelude::*;
 
-use crate::db::models::{RpcLogInsertForm, RPC_LOG_TEXT_MAX_CHARS};
+use crate::db::models::RpcLogInsertForm;
 use crate::db::schema::rpc_log;
 use crate::db::DbError;
 
-/// Records a batch of calls in one statement; each params and result text is cut to
-/// [`RPC_LOG_TEXT_MAX_CHARS`] characters.
+/// Records a batch of calls in one statement.
 pub fn insert_rpc_logs(
     conn: &mut SqliteConnection,
-    forms: Vec<RpcLogInsertForm>,
+    forms: &[RpcLogInsertForm],
 ) -> Result<usize, DbError> {
-    let forms: Vec<RpcLogInsertForm> = forms
-        .into_iter()
-        .map(|form| RpcLogInsertForm {
-            params: form.params.map(cut),
-            result: form.result.map(cut),
-            ..form
-        })
-        .collect();
     Ok(diesel::insert_into(rpc_log::table)
-        .values(&forms)
+        .values(forms)
         .execute(conn)?)
-}
-
-fn cut(text: String) -> String {
-    match text.char_indices().nth(RPC_LOG_TEXT_MAX_CHARS) {
-        Some((end, _)) => text[..end].to_owned(),
-        None => text,
-    }
 }
 
 #[cfg(test)]
@@ -37,38 +21,75 @@ mod tests {
     use super::*;
     use crate::db::testing::TestDb;
 
-    #[test]
-    fn long_params_and_results_are_truncated() {
-        let mut db = TestDb::new();
-        let form = RpcLogInsertForm {
+    fn call(method: &str) -> RpcLogInsertForm {
+        RpcLogInsertForm {
             project_id: None,
-            method: "set".into(),
+            method: method.into(),
             rpc_id: Some("1".into()),
-            params: Some("é".repeat(9_000)),
-            result: Some("é".repeat(5_000)),
+            params: Some(r#"{"run":"r_1"}"#.into()),
+            result: None,
+            error: Some("Run not found.".into()),
+            duration_ms: 12,
+            status: Some(-32002),
+            params_bytes: 13,
+            result_bytes: None,
+            run: Some("r_1".into()),
+            person: Some("ana".into()),
+        }
+    }
+
+    #[test]
+    fn a_batch_is_stored_with_every_column() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let success = RpcLogInsertForm {
+            result: Some("{}".into()),
             error: None,
+            status: None,
+            result_bytes: Some(2),
+            person: None,
+            ..call("getRun")
         };
-        let short = RpcLogInsertForm {
-            params: Some("{}".into()),
-            result: Some("ok".into()),
-            ..form.clone()
-        };
-        assert_eq!(insert_rpc_logs(&mut db.conn, vec![form, short]).unwrap(), 2);
-        let stored: Vec<(Option<String>, Option<String>)> = rpc_log::table
-            .order(rpc_log::id)
-            .select((rpc_log::params, rpc_log::result))
-            .load(&mut db.conn)
-            .unwrap();
-        let count = |text: &Option<String>| text.as_deref().map(|text| text.chars().count());
-        let lengths: Vec<_> = stored
-            .iter()
-            .map(|(params, result)| (count(params), count(result)))
-            .collect();
         assert_eq!(
-            lengths,
+            insert_rpc_logs(conn, &[call("getRun"), success]).unwrap(),
+            2
+        );
+        type Row = (
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+            Option<String>,
+        );
+        let stored: Vec<Row> = rpc_log::table
+            .order(rpc_log::id)
+            .select((
+                rpc_log::error,
+                rpc_log::duration_ms,
+                rpc_log::status,
+                rpc_log::params_bytes,
+                rpc_log::result_bytes,
+                rpc_log::run,
+                rpc_log::person,
+            ))
+            .load(conn)
+            .unwrap();
+        let run = Some("r_1".to_owned());
+        assert_eq!(
+            stored,
             [
-                (Some(RPC_LOG_TEXT_MAX_CHARS), Some(RPC_LOG_TEXT_MAX_CHARS)),
-                (Some(2), Some(2))
+                (
+                    Some("Run not found.".into()),
+                    Some(12),
+                    Some(-32002),
+                    Some(13),
+                    None,
+                    run.clone(),
+                    Some("ana".into())
+                ),
+                (None, Some(12), None, Some(13), Some(2), run, None),
             ]
         );
     }
