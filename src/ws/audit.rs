@@ -147,6 +147,8 @@ mod tests {
         AuditSettings {
             rpc_log: mode,
             rpc_log_max_chars: 10,
+            rpc_log_max_days: 7,
+            rpc_log_max_rows: 100,
         }
     }
 
