@@ -292,9 +292,9 @@ mod tests {
         }
         db.log_rpc(call("last"));
         db.ready(Duration::from_secs(5)).await.unwrap();
-        assert_eq!(
-            logged(&path).len(),
-            RPC_LOG_BATCH,
+        // On a loaded machine the last row's own delay may have passed by now too.
+        assert!(
+            logged(&path).len() >= RPC_LOG_BATCH,
             "the full batch, not waiting"
         );
         db.close().await;
