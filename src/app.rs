@@ -16,6 +16,7 @@ use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
 use crate::db::models::ModelInsertForm;
+use crate::db::queries::rpc_log::RpcLogBounds;
 use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions};
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
@@ -86,6 +87,7 @@ pub async fn start_with(
             writer_limits: settings.work.writer_limits(),
             request_limits: settings.work.request_limits(),
             readers: settings.work.readers,
+            rpc_log: rpc_log_bounds(&settings),
         },
     )?;
     let agent = AgentContext {
@@ -179,14 +181,18 @@ async fn recover_interrupted_runs(agent: &AgentContext) -> Result<(), DbError> {
     Ok(())
 }
 
-/// Finished runs, RPC log rows and transcripts older than `RUMMY_RETENTION_DAYS` are
-/// removed at start.
+/// Finished runs and transcripts older than `RUMMY_RETENTION_DAYS` are removed at start, and
+/// the RPC log is pruned to its bounds (which it is again with each batch of rows it gets).
 async fn purge_expired(agent: &AgentContext) -> anyhow::Result<()> {
     let settings = &agent.settings;
     let days = u32::try_from(settings.storage.retention_days).unwrap_or(u32::MAX);
-    let purged = agent
+    let bounds = rpc_log_bounds(settings);
+    let (runs, rpc_log) = agent
         .db
-        .call(move |conn| queries::retention::purge_older_than(conn, days))
+        .call(move |conn| {
+            let runs = queries::retention::purge_older_than(conn, days)?;
+            Ok((runs, queries::rpc_log::prune(conn, bounds)?))
+        })
         .await?;
     let transcripts = match days {
         0 => 0,
@@ -198,16 +204,18 @@ async fn purge_expired(agent: &AgentContext) -> anyhow::Result<()> {
                 .map_err(|error| anyhow::anyhow!("cannot purge transcripts: {error}"))?
         }
     };
-    if purged.runs + purged.rpc_log + transcripts > 0 {
-        tracing::info!(
-            runs = purged.runs,
-            rpc_log = purged.rpc_log,
-            transcripts,
-            days,
-            "purged old data"
-        );
+    if runs + rpc_log + transcripts > 0 {
+        tracing::info!(runs, rpc_log, transcripts, days, "purged old data");
     }
     Ok(())
+}
+
+/// How much of the RPC log is kept (`RUMMY_RPC_LOG_MAX_DAYS`, `RUMMY_RPC_LOG_MAX_ROWS`).
+fn rpc_log_bounds(settings: &Settings) -> RpcLogBounds {
+    RpcLogBounds {
+        max_days: settings.audit.rpc_log_max_days,
+        max_rows: settings.audit.rpc_log_max_rows,
+    }
 }
 
 /// Every tool's scheme is in the registry, so its entries are visible as it says.

@@ -47,6 +47,10 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_DB_PATH", "storage.db_path"),
     ("RUMMY_MMAP_MB", "storage.mmap_mb"),
     ("RUMMY_RETENTION_DAYS", "storage.retention_days"),
+    ("RUMMY_RPC_LOG", "audit.rpc_log"),
+    ("RUMMY_RPC_LOG_MAX_CHARS", "audit.rpc_log_max_chars"),
+    ("RUMMY_RPC_LOG_MAX_DAYS", "audit.rpc_log_max_days"),
+    ("RUMMY_RPC_LOG_MAX_ROWS", "audit.rpc_log_max_rows"),
     ("RUMMY_TOKEN_DIVISOR", "tokens.divisor"),
     ("RUMMY_MAX_ENTRY_TOKENS", "tokens.max_entry_tokens"),
     ("RUMMY_MAX_TURNS", "agent.max_turns"),
@@ -142,6 +146,7 @@ impl<'de> Deserialize<'de> for Secret {
 pub struct Settings {
     pub server: ServerSettings,
     pub storage: StorageSettings,
+    pub audit: AuditSettings,
     pub tokens: TokenSettings,
     pub agent: AgentSettings,
     pub scan: ScanSettings,
@@ -225,8 +230,32 @@ pub struct StorageSettings {
     pub db_path: PathBuf,
     /// MiB of the database SQLite reads through a memory map (`PRAGMA mmap_size`).
     pub mmap_mb: u64,
-    /// Days a finished run, its RPC log rows and transcripts are kept (0 = forever).
+    /// Days a finished run and its transcripts are kept (0 = forever).
     pub retention_days: u64,
+}
+
+/// What the RPC audit log (`rpc_log`) keeps of each call, and for how long.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AuditSettings {
+    pub rpc_log: RpcLogMode,
+    /// Characters of a call's params, result and error text a `full` row keeps.
+    pub rpc_log_max_chars: usize,
+    /// Days a row is kept (0 = no age limit).
+    pub rpc_log_max_days: u32,
+    /// Rows kept, the newest (0 = no row limit).
+    pub rpc_log_max_rows: u64,
+}
+
+/// What a call leaves in `rpc_log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RpcLogMode {
+    /// Its facts and its texts (request id, params, result, error), each text cut.
+    Full,
+    /// Its facts only: method, project, person, run, status, duration and sizes.
+    Meta,
+    /// Nothing.
+    Off,
 }
 
 /// Token estimate and entry size gate.
@@ -908,6 +937,55 @@ mod tests {
         let json = load(&[("RUMMY_LOG_FORMAT", "json")]).unwrap();
         assert_eq!(json.log.format, LogFormat::Json);
         assert!(load(&[("RUMMY_LOG_FORMAT", "xml")]).is_err());
+    }
+
+    #[test]
+    fn the_rpc_log_settings_default_and_come_from_their_variables() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let defaults = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config"))
+            .unwrap()
+            .audit;
+        assert_eq!(
+            (
+                defaults.rpc_log,
+                defaults.rpc_log_max_chars,
+                defaults.rpc_log_max_days,
+                defaults.rpc_log_max_rows
+            ),
+            (RpcLogMode::Full, 4096, 7, 200_000)
+        );
+        let set = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home),
+                ("RUMMY_RPC_LOG", "meta"),
+                ("RUMMY_RPC_LOG_MAX_CHARS", "100"),
+                ("RUMMY_RPC_LOG_MAX_DAYS", "0"),
+                ("RUMMY_RPC_LOG_MAX_ROWS", "50"),
+            ]),
+            Path::new("config"),
+        )
+        .unwrap()
+        .audit;
+        assert_eq!(
+            (
+                set.rpc_log,
+                set.rpc_log_max_chars,
+                set.rpc_log_max_days,
+                set.rpc_log_max_rows
+            ),
+            (RpcLogMode::Meta, 100, 0, 50)
+        );
+        let off = Settings::load(
+            &env(&[("RUMMY_HOME", home), ("RUMMY_RPC_LOG", "off")]),
+            Path::new("config"),
+        );
+        assert_eq!(off.unwrap().audit.rpc_log, RpcLogMode::Off);
+        let unknown = Settings::load(
+            &env(&[("RUMMY_HOME", home), ("RUMMY_RPC_LOG", "verbose")]),
+            Path::new("config"),
+        );
+        assert!(unknown.is_err());
     }
 
     #[test]

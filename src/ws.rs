@@ -1,8 +1,9 @@
 //! WebSocket transport: the upgrade and its gates, the address a connection comes from, the
 //! session actor per client and the pump that writes for it, the bounds on requests in
-//! flight, the registry used at shutdown, and the state the sessions and the HTTP routes
-//! share.
+//! flight, the registry used at shutdown, the state the sessions and the HTTP routes share,
+//! and the audit row each call leaves.
 
+pub mod audit;
 pub mod client_addr;
 pub mod frames;
 pub mod gate;

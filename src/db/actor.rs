@@ -19,7 +19,7 @@ use super::connection::{
     ConnectionSetup,
 };
 use super::models::RpcLogInsertForm;
-use super::queries::rpc_log;
+use super::queries::rpc_log::{self, RpcLogBounds};
 use super::{DbError, DbWatch};
 use crate::hedberg::budget::{self, Budget, Limits};
 
@@ -159,10 +159,15 @@ db_messages! {
     /// Readiness: the database answers and every migration is applied.
     CheckReady {} -> bool = |conn, message| Ok(!has_pending_migrations(conn)?);
 
-    /// Audits a batch of RPC calls (each result cut to 4096 characters), gathered by the
-    /// [`DbHandle`](super::DbHandle) so that calls do not cost a transaction each.
-    LogRpc { forms: Vec<RpcLogInsertForm> } -> usize =
-        |conn, message| rpc_log::insert_rpc_logs(conn, message.forms);
+    /// Audits a batch of RPC calls, gathered by the [`DbHandle`](super::DbHandle) so that
+    /// calls do not cost a transaction each, and prunes the log to its bounds in the same
+    /// unit, so that it never holds more while the server runs. Returns the rows written.
+    LogRpc { forms: Vec<RpcLogInsertForm>, bounds: RpcLogBounds } -> usize =
+        |conn, message| {
+            let written = rpc_log::insert_rpc_logs(conn, &message.forms)?;
+            rpc_log::prune(conn, message.bounds)?;
+            Ok(written)
+        };
 }
 
 /// Copies the write-ahead log into the database and truncates it (a clean stop);

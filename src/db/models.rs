@@ -104,7 +104,8 @@ pub struct ConstraintInsertForm {
     pub visibility: Visibility,
 }
 
-/// One audited RPC call.
+/// One audited RPC call. The texts are `None` when the log keeps only the facts
+/// (`RUMMY_RPC_LOG=meta`).
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = rpc_log)]
 pub struct RpcLogInsertForm {
@@ -113,13 +114,22 @@ pub struct RpcLogInsertForm {
     pub method: String,
     /// The request id as JSON text.
     pub rpc_id: Option<String>,
-    /// The params as JSON text; cut to [`RPC_LOG_TEXT_MAX_CHARS`] on insert.
+    /// The params as JSON text.
     pub params: Option<String>,
-    /// The result as JSON text; cut to [`RPC_LOG_TEXT_MAX_CHARS`] on insert.
+    /// The result as JSON text.
     pub result: Option<String>,
+    /// The error message of a failed call.
     pub error: Option<String>,
+    /// From the request read to its reply ready.
+    pub duration_ms: i64,
+    /// The JSON-RPC error code of a failed call; `None` for a success.
+    pub status: Option<i64>,
+    /// Bytes of the params JSON text, before any cut.
+    pub params_bytes: i64,
+    /// Bytes of the result JSON text, before any cut; `None` for a failed call.
+    pub result_bytes: Option<i64>,
+    /// The run alias the call named in its `run` string param.
+    pub run: Option<String>,
+    /// Who made the call.
+    pub person: Option<String>,
 }
-
-/// Longest `rpc_log.params` or `rpc_log.result` kept, in characters (a `set` of a large
-/// body must not store the body a second time).
-pub const RPC_LOG_TEXT_MAX_CHARS: usize = 4096;

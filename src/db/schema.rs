@@ -148,6 +148,12 @@ diesel::table! {
         result -> Nullable<Text>,
         error -> Nullable<Text>,
         created_at -> Text,
+        duration_ms -> Nullable<BigInt>,
+        status -> Nullable<BigInt>,
+        params_bytes -> Nullable<BigInt>,
+        result_bytes -> Nullable<BigInt>,
+        run -> Nullable<Text>,
+        person -> Nullable<Text>,
     }
 }
 

@@ -232,11 +232,13 @@ async fn serve(state: ServerState, context: CallContext, item: Incoming) -> Serv
     };
     let started = Instant::now();
     let project = context.project.as_ref().map(|binding| binding.id);
+    let person = context.person();
     let call = dispatch::call(context, &request.method, request.params.clone());
     let outcome = answered(&request.method, call).await;
-    let duration_ms = started.elapsed().as_millis() as u64;
+    let duration = started.elapsed();
+    let duration_ms = duration.as_millis() as u64;
     state.agent.metrics.record_request(outcome.is_ok());
-    state.audit(project, &request, &outcome);
+    state.audit(project, person, &request, &outcome, duration);
     match outcome {
         Ok(reply) => {
             tracing::debug!(method = %request.method, duration_ms, "rpc ok");

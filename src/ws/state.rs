@@ -1,14 +1,14 @@
 //! [`ServerState`]: what the WebSocket sessions and the HTTP routes share.
 
-use serde_json::Value;
+use std::time::Duration;
 
 use crate::access::Access;
 use crate::agent::AgentContext;
 use crate::db::ids::ProjectId;
-use crate::db::models::RpcLogInsertForm;
 use crate::error::AppError;
 use crate::rpc::call::Reply;
 use crate::rpc::envelope::Request;
+use crate::ws::audit::{self, Call};
 use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
 
@@ -24,24 +24,24 @@ pub struct ServerState {
 }
 
 impl ServerState {
-    /// Records one call in `rpc_log`, without waiting.
+    /// Records one call in `rpc_log` as `RUMMY_RPC_LOG` asks, without waiting.
     pub fn audit(
         &self,
         project: Option<ProjectId>,
+        person: Option<String>,
         request: &Request,
         outcome: &Result<Reply, AppError>,
+        duration: Duration,
     ) {
-        let (result, error) = match outcome {
-            Ok(reply) => (Some(reply.result.to_string()), None),
-            Err(error) => (None, Some(error.to_string())),
+        let call = Call {
+            project,
+            person,
+            request,
+            outcome,
+            duration,
         };
-        self.agent.db.log_rpc(RpcLogInsertForm {
-            project_id: project,
-            method: request.method.clone(),
-            rpc_id: request.id.as_ref().map(Value::to_string),
-            params: Some(request.params.to_string()),
-            result,
-            error,
-        });
+        if let Some(row) = audit::row(&self.agent.settings.audit, call) {
+            self.agent.db.log_rpc(row);
+        }
     }
 }

@@ -9,6 +9,7 @@ use rummy::access::hash_token;
 use rummy::llm::fake::{FakeLlm, Step};
 use serde_json::{json, Value};
 
+use crate::fairness::{abort, held_ask};
 use crate::support::{Client, TestApp};
 
 const SHARED: &str = "shared-token";
@@ -45,17 +46,25 @@ fn team() -> String {
 
 /// A server with the shared token and the users file `people` (kept in `dir`).
 async fn server(llm: &FakeLlm, dir: &Path, people: &str) -> (TestApp, PathBuf) {
+    server_with(llm, dir, people, &[]).await
+}
+
+/// [`server`] with more environment variables.
+async fn server_with(
+    llm: &FakeLlm,
+    dir: &Path,
+    people: &str,
+    extra: &[(&str, &str)],
+) -> (TestApp, PathBuf) {
     let file = dir.join("users.toml");
     std::fs::write(&file, people).unwrap();
     let file_text = file.display().to_string();
-    let app = TestApp::with_llm(
-        llm,
-        &[
-            ("RUMMY_AUTH_TOKEN", SHARED),
-            ("RUMMY_USERS_FILE", file_text.as_str()),
-        ],
-    )
-    .await;
+    let mut env = vec![
+        ("RUMMY_AUTH_TOKEN", SHARED),
+        ("RUMMY_USERS_FILE", file_text.as_str()),
+    ];
+    env.extend_from_slice(extra);
+    let app = TestApp::with_llm(llm, &env).await;
     (app, file)
 }
 
@@ -437,4 +446,160 @@ async fn metrics_are_for_admins() {
             .unwrap();
         assert_eq!(answer.status().as_u16(), status, "{token}");
     }
+}
+
+/// `(method, person, params, result, error)` of an `rpc_log` row.
+type AuditRow = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// Every `rpc_log` row, once `count` are written.
+async fn audit_rows(app: &TestApp, count: usize) -> Vec<[Option<String>; 5]> {
+    use diesel::prelude::*;
+    use rummy::db::schema::rpc_log;
+    for _ in 0..200 {
+        let rows: Vec<AuditRow> = app
+            .server
+            .state
+            .agent
+            .db
+            .read(|conn| {
+                Ok(rpc_log::table
+                    .order(rpc_log::id)
+                    .select((
+                        rpc_log::method,
+                        rpc_log::person,
+                        rpc_log::params,
+                        rpc_log::result,
+                        rpc_log::error,
+                    ))
+                    .load(conn)?)
+            })
+            .await
+            .unwrap();
+        if rows.len() >= count {
+            return rows
+                .into_iter()
+                .map(|(method, person, params, result, error)| {
+                    [Some(method), person, params, result, error]
+                })
+                .collect();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the audit rows were never written");
+}
+
+#[actix_web::test]
+async fn the_audit_log_names_the_person_and_never_a_token() {
+    let llm = FakeLlm::start([]);
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = server(&llm, dir.path(), &team()).await;
+    let root = app.project_root("web");
+    let mut mo = connect(&app, MO).await;
+    mo.init("web", &root).await;
+    mo.start_run("fake").await;
+    let mut vera = connect(&app, VERA).await;
+    vera.init("web", &root).await;
+    vera.err("startRun", json!({"model": "fake"})).await;
+    let mut operator = connect(&app, SHARED).await;
+    operator.ok("ping", json!({})).await;
+    let rows = audit_rows(&app, 5).await;
+    let who: Vec<(Option<&str>, Option<&str>)> = rows
+        .iter()
+        .map(|row| (row[0].as_deref(), row[1].as_deref()))
+        .collect();
+    assert_eq!(
+        who,
+        [
+            (Some("init"), Some("mo")),
+            (Some("startRun"), Some("mo")),
+            (Some("init"), Some("vera")),
+            (Some("startRun"), Some("vera")),
+            (Some("ping"), None),
+        ]
+    );
+    assert_eq!(
+        rows[3][4].as_deref(),
+        Some("vera is a viewer; 'startRun' needs the member role.")
+    );
+    for row in &rows {
+        for text in row.iter().flatten() {
+            for token in [SHARED, VERA, MO, ADA, OLGA] {
+                assert!(!text.contains(token), "{token} in {text}");
+            }
+        }
+    }
+}
+
+#[actix_web::test]
+async fn a_persons_loop_bound_counts_all_their_connections() {
+    let llm = FakeLlm::start([Step::Hang, Step::reply("<summarize>ada's</summarize>")]);
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = server_with(
+        &llm,
+        dir.path(),
+        &team(),
+        &[
+            ("RUMMY_MAX_ACTIVE_LOOPS_PER_PERSON", "1"),
+            ("RUMMY_LOOPS_OVER_LIMIT", "refuse"),
+        ],
+    )
+    .await;
+    let root = app.project_root("web");
+    let mut mo = connect(&app, MO).await;
+    mo.init("web", &root).await;
+    let mut mo_elsewhere = connect(&app, MO).await;
+    mo_elsewhere.init("web", &root).await;
+    let mut ada = connect(&app, ADA).await;
+    ada.init("web", &root).await;
+    let (held, run) = held_ask(&mut mo, &mut ada, &llm, "one", 1, &mut Vec::new()).await;
+    let (code, message) = mo_elsewhere
+        .err("ask", json!({"model": "fake", "prompt": "two"}))
+        .await;
+    assert_eq!(code, -32006);
+    assert_eq!(
+        message,
+        "person mo already has 1 loops running or queued; try again later."
+    );
+    let theirs = ada
+        .ok("ask", json!({"model": "fake", "prompt": "ada's"}))
+        .await;
+    assert_eq!(
+        theirs["status"],
+        json!(200),
+        "another person is not held back"
+    );
+    abort(&mut mo, &run, &held).await;
+}
+
+#[actix_web::test]
+async fn a_persons_in_flight_bound_counts_all_their_connections() {
+    let llm = FakeLlm::start([Step::Hang]);
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = server_with(
+        &llm,
+        dir.path(),
+        &team(),
+        &[("RUMMY_MAX_IN_FLIGHT_PER_PERSON", "1")],
+    )
+    .await;
+    let root = app.project_root("web");
+    let mut mo = connect(&app, MO).await;
+    mo.init("web", &root).await;
+    let mut mo_elsewhere = connect(&app, MO).await;
+    let mut ada = connect(&app, ADA).await;
+    ada.init("web", &root).await;
+    let (held, run) = held_ask(&mut mo, &mut ada, &llm, "one", 1, &mut Vec::new()).await;
+    let (code, _) = mo_elsewhere.err("ping", json!({})).await;
+    assert_eq!(code, -32006, "mo's other connection shares mo's bound");
+    ada.ok("ping", json!({})).await;
+    ada.ok("run/abort", json!({"run": run})).await;
+    let reply = mo.reply(&held).await;
+    assert_eq!(reply["result"]["status"], json!(499), "{reply}");
+    mo_elsewhere.ok("ping", json!({})).await;
 }

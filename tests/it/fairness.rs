@@ -24,7 +24,7 @@ async fn eventually(what: &str, condition: impl Fn() -> bool) {
 /// Sends `ask` with `prompt` on `client` and waits until its loop is the `count`th call
 /// the LLM holds; returns the request's id and the alias of its run, which `watcher` finds
 /// as the one not in `seen` (which gets it).
-async fn held_ask(
+pub(crate) async fn held_ask(
     client: &mut Client,
     watcher: &mut Client,
     llm: &FakeLlm,
@@ -49,7 +49,7 @@ async fn held_ask(
 }
 
 /// Aborts `run` and checks the ask `id` on `client` that drove it answers 499.
-async fn abort(client: &mut Client, run: &str, id: &Value) {
+pub(crate) async fn abort(client: &mut Client, run: &str, id: &Value) {
     client.ok("run/abort", json!({"run": run})).await;
     let reply = client.reply(id).await;
     assert_eq!(reply["result"]["status"], json!(499), "{reply}");

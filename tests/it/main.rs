@@ -11,6 +11,7 @@ mod freezes;
 mod support;
 
 mod access;
+mod audit;
 mod budget;
 mod concurrency;
 mod durability;

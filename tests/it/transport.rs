@@ -288,16 +288,21 @@ async fn a_silent_client_is_pinged_then_dropped() {
     assert_eq!(other.ok("ping", json!({})).await, json!({}));
 }
 
-/// A client that writes its first frame in the same packet as its handshake.
-async fn raw_handshake_with(app: &TestApp, path: &str, then: &[u8]) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut socket = tokio::net::TcpStream::connect(app.addr()).await.unwrap();
-    let mut request = format!(
+/// The upgrade request of a raw client on `path`.
+fn upgrade_request(app: &TestApp, path: &str) -> Vec<u8> {
+    format!(
         "GET {path} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
         app.addr()
     )
-    .into_bytes();
+    .into_bytes()
+}
+
+/// A client that writes its first frame in the same packet as its handshake.
+async fn raw_handshake_with(app: &TestApp, path: &str, then: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(app.addr()).await.unwrap();
+    let mut request = upgrade_request(app, path);
     request.extend_from_slice(then);
     socket.write_all(&request).await.unwrap();
     let mut received = Vec::new();
@@ -337,4 +342,59 @@ async fn an_upgrade_on_another_path_is_not_found() {
     let app = TestApp::start().await;
     let received = raw_handshake_with(&app, "/healthz", b"").await;
     assert!(received.starts_with("HTTP/1.1 404"), "{received}");
+}
+
+/// How long a test waits for the server to finish closing a connection: generous, and far
+/// below the heartbeat and client timeouts the test sets.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A client's close frame is answered with the server's close frame, and the server closes
+/// the TCP connection at once: only the close handling can end it within [`CLOSE_WAIT`], as
+/// the heartbeat and the client timeout are an hour.
+#[actix_web::test]
+async fn a_close_frame_is_answered_and_the_connection_ends_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::start_with(&[
+        ("RUMMY_HEARTBEAT_SECS", "3600"),
+        ("RUMMY_CLIENT_TIMEOUT_SECS", "3600"),
+    ])
+    .await;
+    let mut socket = tokio::net::TcpStream::connect(app.addr()).await.unwrap();
+    socket.write_all(&upgrade_request(&app, "/")).await.unwrap();
+    let mut received = Vec::new();
+    let mut chunk = [0; 4096];
+    let head_end = loop {
+        if let Some(end) = received.windows(4).position(|window| window == b"\r\n\r\n") {
+            break end + 4;
+        }
+        let read = tokio::time::timeout(CLOSE_WAIT, socket.read(&mut chunk))
+            .await
+            .expect("the handshake is answered")
+            .unwrap();
+        assert!(read > 0, "the server ended the connection before its 101");
+        received.extend_from_slice(&chunk[..read]);
+    };
+    assert!(received.starts_with(b"HTTP/1.1 101"));
+    // A masked close frame (mask 0) with code 1000.
+    socket
+        .write_all(&[0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe8])
+        .await
+        .unwrap();
+    let mut after_head = received.split_off(head_end);
+    tokio::time::timeout(CLOSE_WAIT, async {
+        loop {
+            let read = socket.read(&mut chunk).await.unwrap();
+            if read == 0 {
+                return;
+            }
+            after_head.extend_from_slice(&chunk[..read]);
+        }
+    })
+    .await
+    .expect("the server closes the TCP connection right after its close frame");
+    assert_eq!(
+        after_head,
+        [0x88, 0x02, 0x03, 0xe8],
+        "the server's close frame, code 1000, and nothing else"
+    );
 }

@@ -1,26 +1,19 @@
-//! The start-up purge: finished runs and RPC log rows older than `RUMMY_RETENTION_DAYS`.
+//! The start-up purge: finished runs older than `RUMMY_RETENTION_DAYS`. (The RPC log has
+//! bounds of its own: [`rpc_log::prune`](super::rpc_log::prune).)
 
 use diesel::prelude::*;
 use diesel::sql_types::Integer;
 
 use crate::db::DbError;
 
-/// What the purge removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Purged {
-    /// Runs (with their loops, turns and entries).
-    pub runs: usize,
-    pub rpc_log: usize,
-}
-
-/// Deletes runs that are finished (200, 413, 499, 500) and untouched for `days` days, and
-/// RPC log rows older than that. `days == 0` keeps everything.
-pub fn purge_older_than(conn: &mut SqliteConnection, days: u32) -> Result<Purged, DbError> {
+/// Deletes runs that are finished (200, 413, 499, 500) and untouched for `days` days, with
+/// their loops, turns and entries; returns how many runs went. `days == 0` keeps everything.
+pub fn purge_older_than(conn: &mut SqliteConnection, days: u32) -> Result<usize, DbError> {
     if days == 0 {
-        return Ok(Purged::default());
+        return Ok(0);
     }
     let days = i32::try_from(days).unwrap_or(i32::MAX);
-    let runs = diesel::sql_query(
+    Ok(diesel::sql_query(
         "DELETE FROM runs
          WHERE status IN (200, 413, 499, 500)
            AND created_at < datetime('now', '-' || ?1 || ' days')
@@ -30,13 +23,7 @@ pub fn purge_older_than(conn: &mut SqliteConnection, days: u32) -> Result<Purged
                  AND loops.created_at >= datetime('now', '-' || ?1 || ' days'))",
     )
     .bind::<Integer, _>(days)
-    .execute(conn)?;
-    let rpc_log = diesel::sql_query(
-        "DELETE FROM rpc_log WHERE created_at < datetime('now', '-' || ?1 || ' days')",
-    )
-    .bind::<Integer, _>(days)
-    .execute(conn)?;
-    Ok(Purged { runs, rpc_log })
+    .execute(conn)?)
 }
 
 #[cfg(test)]
@@ -45,7 +32,7 @@ mod tests {
     use crate::db::testing::{sample_run, TestDb};
 
     #[test]
-    fn old_finished_runs_and_log_rows_go_recent_ones_stay() {
+    fn old_finished_runs_go_recent_ones_stay() {
         let mut db = TestDb::new();
         let conn = &mut db.conn;
         let old = sample_run(conn);
@@ -60,20 +47,8 @@ mod tests {
             .bind::<diesel::sql_types::BigInt, _>(old.id)
             .execute(conn)
             .unwrap();
-        diesel::sql_query(
-            "INSERT INTO rpc_log (method, created_at) VALUES ('ping', datetime('now', '-40 days')), ('ping', datetime('now'))",
-        )
-        .execute(conn)
-        .unwrap();
-        assert_eq!(purge_older_than(conn, 0).unwrap(), Purged::default());
-        let purged = purge_older_than(conn, 31).unwrap();
-        assert_eq!(
-            purged,
-            Purged {
-                runs: 1,
-                rpc_log: 1
-            }
-        );
+        assert_eq!(purge_older_than(conn, 0).unwrap(), 0);
+        assert_eq!(purge_older_than(conn, 31).unwrap(), 1);
         let left: i64 = crate::db::schema::runs::table
             .count()
             .get_result(conn)
