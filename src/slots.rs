@@ -290,7 +290,12 @@ mod tests {
         );
         assert!(slots.try_take(one("beta", 2)).is_ok(), "keys count apart");
         drop(first);
-        assert!(slots.try_take(one("alpha", 2)).is_ok());
+        let _third = slots.try_take(one("alpha", 2)).unwrap();
+        assert_eq!(
+            slots.try_take(one("alpha", 2)).err().map(|full| full.held),
+            Some(2),
+            "one given back of two, one taken again"
+        );
     }
 
     #[test]

@@ -118,6 +118,15 @@ impl Admitted {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future;
+    use std::time::Duration;
+
+    /// `future`'s output; a test fails at once rather than hang when it never comes.
+    async fn soon<T>(future: impl Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(5), future)
+            .await
+            .expect("never came")
+    }
 
     fn admission(per_project: usize, per_person: usize, over_limit: OverLimit) -> LoopAdmission {
         LoopAdmission {
@@ -154,7 +163,9 @@ mod tests {
         assert!((&mut second).now_or_never().is_none());
         assert_eq!(loops.waiting(), 1);
         drop(first);
-        assert!(second.await.is_ok());
+        assert!((&mut second)
+            .now_or_never()
+            .is_some_and(|admitted| admitted.is_ok()));
         assert_eq!(loops.waiting(), 0);
     }
 
@@ -172,11 +183,14 @@ mod tests {
             "the client left; the loop still runs"
         );
         ended.send(7).unwrap();
-        let next = next.await.unwrap();
+        let next = soon(next).await.unwrap();
         let (ended, outcome) = oneshot::channel::<u8>();
         let forwarded = next.until(outcome);
         drop(ended);
-        assert!(forwarded.await.is_err(), "an actor that stops ends it too");
+        assert!(
+            soon(forwarded).await.is_err(),
+            "an actor that stops ends it too"
+        );
         assert!(loops.admit(ProjectId(1), "web", "carol").await.is_ok());
     }
 
@@ -187,7 +201,7 @@ mod tests {
         let (ended, outcome) = oneshot::channel::<u8>();
         let forwarded = admitted.until(outcome);
         ended.send(7).unwrap();
-        assert_eq!(forwarded.await.unwrap(), 7);
+        assert_eq!(soon(forwarded).await.unwrap(), 7);
         assert!(loops.admit(ProjectId(1), "web", "bob").await.is_ok());
     }
 }
