@@ -140,25 +140,31 @@ mod tests {
     #[actix::test]
     async fn refused_past_the_project_bound_then_past_the_person_bound() {
         let loops = admission(2, 1, OverLimit::Refuse);
-        let _alice = loops.admit(ProjectId(1), "web", "alice").await.unwrap();
-        let again = loops.admit(ProjectId(1), "web", "alice").await.err();
+        let _alice = soon(loops.admit(ProjectId(1), "web", "alice"))
+            .await
+            .unwrap();
+        let again = soon(loops.admit(ProjectId(1), "web", "alice")).await.err();
         assert_eq!(
             again.map(|full| full.to_string()).as_deref(),
             Some("alice already has 1 loops running or queued; try again later.")
         );
-        let _bob = loops.admit(ProjectId(1), "web", "bob").await.unwrap();
-        let carol = loops.admit(ProjectId(1), "web", "carol").await.err();
+        let _bob = soon(loops.admit(ProjectId(1), "web", "bob")).await.unwrap();
+        let carol = soon(loops.admit(ProjectId(1), "web", "carol")).await.err();
         assert_eq!(
             carol.map(|full| full.to_string()).as_deref(),
             Some("project 'web' already has 2 loops running or queued; try again later.")
         );
-        assert!(loops.admit(ProjectId(2), "api", "carol").await.is_ok());
+        assert!(soon(loops.admit(ProjectId(2), "api", "carol"))
+            .await
+            .is_ok());
     }
 
     #[actix::test]
     async fn queued_past_a_bound_until_a_place_is_free() {
         let loops = admission(1, 0, OverLimit::Queue);
-        let first = loops.admit(ProjectId(1), "web", "alice").await.unwrap();
+        let first = soon(loops.admit(ProjectId(1), "web", "alice"))
+            .await
+            .unwrap();
         let mut second = Box::pin(loops.admit(ProjectId(1), "web", "bob"));
         assert!((&mut second).now_or_never().is_none());
         assert_eq!(loops.waiting(), 1);
@@ -172,7 +178,9 @@ mod tests {
     #[actix::test]
     async fn a_loop_holds_its_place_until_its_outcome_even_without_its_client() {
         let loops = admission(1, 0, OverLimit::Queue);
-        let admitted = loops.admit(ProjectId(1), "web", "alice").await.unwrap();
+        let admitted = soon(loops.admit(ProjectId(1), "web", "alice"))
+            .await
+            .unwrap();
         let (ended, outcome) = oneshot::channel::<u8>();
         drop(admitted.until(outcome));
         let mut next = Box::pin(loops.admit(ProjectId(1), "web", "bob"));
@@ -191,17 +199,21 @@ mod tests {
             soon(forwarded).await.is_err(),
             "an actor that stops ends it too"
         );
-        assert!(loops.admit(ProjectId(1), "web", "carol").await.is_ok());
+        assert!(soon(loops.admit(ProjectId(1), "web", "carol"))
+            .await
+            .is_ok());
     }
 
     #[actix::test]
     async fn the_place_is_free_before_the_outcome_is_passed_on() {
         let loops = admission(1, 0, OverLimit::Refuse);
-        let admitted = loops.admit(ProjectId(1), "web", "alice").await.unwrap();
+        let admitted = soon(loops.admit(ProjectId(1), "web", "alice"))
+            .await
+            .unwrap();
         let (ended, outcome) = oneshot::channel::<u8>();
         let forwarded = admitted.until(outcome);
         ended.send(7).unwrap();
         assert_eq!(soon(forwarded).await.unwrap(), 7);
-        assert!(loops.admit(ProjectId(1), "web", "bob").await.is_ok());
+        assert!(soon(loops.admit(ProjectId(1), "web", "bob")).await.is_ok());
     }
 }
