@@ -260,19 +260,6 @@ mod tests {
         (settings.server, dir)
     }
 
-    fn users(entries: &[(&str, &str, &str, &str)]) -> String {
-        entries
-            .iter()
-            .map(|(name, token, role, projects)| {
-                format!(
-                    "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
-                     projects = {projects}\n",
-                    hash_token(token)
-                )
-            })
-            .collect()
-    }
-
     #[test]
     fn without_tokens_everyone_is_the_operator() {
         let (server, _dir) = server(None, None);
@@ -283,7 +270,7 @@ mod tests {
 
     #[test]
     fn the_shared_token_is_the_operator_and_a_persons_token_is_that_person() {
-        let text = users(&[("alice", "a-token", "viewer", r#"["web"]"#)]);
+        let text = people::users_file(&[("alice", "a-token", "viewer", r#"["web"]"#)]);
         let (server, _dir) = server(Some("shared"), Some(&text));
         let access = Access::load(&server).unwrap();
         assert_eq!(access.authenticate(Some("shared")), Some(Caller::Operator));
@@ -297,7 +284,7 @@ mod tests {
 
     #[test]
     fn a_users_file_alone_requires_a_token() {
-        let text = users(&[("alice", "a-token", "admin", r#"["*"]"#)]);
+        let text = people::users_file(&[("alice", "a-token", "admin", r#"["*"]"#)]);
         let (server, _dir) = server(None, Some(&text));
         let access = Access::load(&server).unwrap();
         assert_eq!(access.authenticate(None), None);
@@ -310,7 +297,7 @@ mod tests {
 
     #[test]
     fn grants_follow_role_and_projects() {
-        let text = users(&[
+        let text = people::users_file(&[
             ("vera", "v", "viewer", r#"["web"]"#),
             ("mo", "m", "member", r#"["web"]"#),
             ("ada", "a", "admin", r#"["*"]"#),
@@ -351,18 +338,26 @@ mod tests {
 
     #[test]
     fn a_reload_applies_to_callers_already_in_and_a_bad_file_keeps_the_people() {
-        let text = users(&[("alice", "a", "member", r#"["web"]"#)]);
+        let text = people::users_file(&[("alice", "a", "member", r#"["web"]"#)]);
         let (server, _dir) = server(None, Some(&text));
         let access = Access::load(&server).unwrap();
         let alice = access.authenticate(Some("a")).unwrap();
         let path = server.users_file.clone().unwrap();
-        std::fs::write(&path, users(&[("alice", "a", "viewer", r#"["web"]"#)])).unwrap();
+        std::fs::write(
+            &path,
+            people::users_file(&[("alice", "a", "viewer", r#"["web"]"#)]),
+        )
+        .unwrap();
         assert_eq!(access.reload().unwrap(), 1);
         assert_eq!(access.grant(&alice).unwrap().role(), Role::Viewer);
         std::fs::write(&path, "[[person]]\nname = 3\n").unwrap();
         assert!(access.reload().is_err());
         assert_eq!(access.grant(&alice).unwrap().role(), Role::Viewer);
-        std::fs::write(&path, users(&[("bob", "b", "viewer", r#"["web"]"#)])).unwrap();
+        std::fs::write(
+            &path,
+            people::users_file(&[("bob", "b", "viewer", r#"["web"]"#)]),
+        )
+        .unwrap();
         assert_eq!(access.reload().unwrap(), 1);
         assert_eq!(
             access.grant(&alice).unwrap_err().to_string(),

@@ -167,26 +167,28 @@ fn valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-'))
 }
 
+/// A users file of `(name, token, role, projects as TOML)` entries, for tests.
+#[cfg(test)]
+pub(crate) fn users_file(entries: &[(&str, &str, &str, &str)]) -> String {
+    entries
+        .iter()
+        .map(|(name, token, role, projects)| {
+            format!(
+                "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
+                     projects = {projects}\n",
+                hash_token(token)
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn file(entries: &[(&str, &str, &str, &str)]) -> String {
-        entries
-            .iter()
-            .map(|(name, token, role, projects)| {
-                format!(
-                    "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
-                     projects = {projects}\n",
-                    hash_token(token)
-                )
-            })
-            .collect()
-    }
-
     #[test]
     fn a_person_is_found_by_token_and_opens_only_matching_projects() {
-        let people = People::parse(&file(&[
+        let people = People::parse(&users_file(&[
             ("alice", "a-token", "member", r#"["web", "api-*"]"#),
             ("bob", "b-token", "viewer", r#"["*"]"#),
         ]))
@@ -211,7 +213,7 @@ mod tests {
 
     #[test]
     fn no_projects_means_none() {
-        let people = People::parse(&file(&[("alice", "t", "admin", "[]")])).unwrap();
+        let people = People::parse(&users_file(&[("alice", "t", "admin", "[]")])).unwrap();
         assert!(!people.holder_of("t").unwrap().may_open("web"));
     }
 
@@ -232,14 +234,14 @@ mod tests {
     fn mistakes_are_refused_with_the_person_named() {
         let cases = [
             (
-                file(&[
+                users_file(&[
                     ("alice", "t", "member", "[]"),
                     ("alice", "u", "viewer", "[]"),
                 ]),
                 "alice: listed twice",
             ),
             (
-                file(&[("alice", "t", "member", "[]"), ("bob", "t", "viewer", "[]")]),
+                users_file(&[("alice", "t", "member", "[]"), ("bob", "t", "viewer", "[]")]),
                 "bob: has the same token",
             ),
             (
@@ -247,12 +249,18 @@ mod tests {
                 "alice: token_sha256 must be 64 hex digits",
             ),
             (
-                file(&[("alice", "t", "member", r#"["a[b"]"#)]),
+                users_file(&[("alice", "t", "member", r#"["a[b"]"#)]),
                 "alice: project pattern \"a[b\"",
             ),
-            (file(&[("al ice", "t", "member", "[]")]), "person name"),
-            (file(&[("alice", "t", "owner", "[]")]), "owner"),
-            (file(&[(".alice", "t", "member", "[]")]), "person name"),
+            (
+                users_file(&[("al ice", "t", "member", "[]")]),
+                "person name",
+            ),
+            (users_file(&[("alice", "t", "owner", "[]")]), "owner"),
+            (
+                users_file(&[(".alice", "t", "member", "[]")]),
+                "person name",
+            ),
             (
                 "[[person]]\nname = \"a\"\ntoken = \"plain\"\n".into(),
                 "unknown field `token`",
@@ -263,9 +271,9 @@ mod tests {
             assert!(error.contains(expected), "{error:?} lacks {expected:?}");
         }
         let long = "a".repeat(65);
-        assert!(People::parse(&file(&[(&long, "t", "member", "[]")])).is_err());
+        assert!(People::parse(&users_file(&[(&long, "t", "member", "[]")])).is_err());
         let just_right = "a".repeat(64);
-        assert!(People::parse(&file(&[(&just_right, "t", "member", "[]")])).is_ok());
+        assert!(People::parse(&users_file(&[(&just_right, "t", "member", "[]")])).is_ok());
     }
 
     #[test]
