@@ -291,7 +291,10 @@ mod tests {
             runs: 4,
             keep,
         });
-        let published_at = clock_us();
+        let published_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_micros() as u64;
         for _ in 0..2 {
             hubs.publish(ProjectId(1), RUN, thinking());
         }
