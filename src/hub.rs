@@ -217,7 +217,10 @@ mod tests {
             keep,
         })
         .start();
-        let published_at = clock_us();
+        let published_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_micros();
         for _ in 0..2 {
             hub.send(Publish {
                 run: RUN,
@@ -232,7 +235,10 @@ mod tests {
             .unwrap()
             .unwrap();
         let seqs: Vec<u64> = kept.iter().map(|frame| seq_of(frame)).collect();
-        assert!(seqs[0] > published_at, "numbered from the clock: {seqs:?}");
+        assert!(
+            u128::from(seqs[0]) > published_at,
+            "numbered from the clock: {seqs:?}"
+        );
         assert_eq!(seqs[1], seqs[0] + 1);
         let freed = Err(ReplayError::NotKept { since: seqs[1] });
         for _ in 0..500 {
