@@ -30,7 +30,12 @@ async fn one_turn_summarize_completes_with_notifications() {
     let state = client.notification("run/state").await;
     assert_eq!(state["params"]["summary"], json!("The answer is 4."));
     assert_eq!(state["params"]["status"], json!(102));
-    assert!(state["params"]["seq"].as_u64().unwrap() >= 3);
+    let first = thinking["params"]["seq"].as_u64().unwrap();
+    assert_eq!(
+        state["params"]["seq"],
+        json!(first + 2),
+        "the run's third notification"
+    );
     let requests = llm.requests();
     assert_eq!(requests.len(), 1);
     assert!(user_message(&requests[0]).contains("What is 2 + 2?"));
