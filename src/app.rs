@@ -27,6 +27,7 @@ use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
+use crate::web::{WebClient, WebOptions};
 use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
 use crate::ws::state::ServerState;
@@ -107,6 +108,7 @@ pub async fn start_with(
         projects: ProjectRegistry::default(),
         events: Arc::new(bundled_events(&settings)),
         metrics: Arc::new(Metrics::default()),
+        web: WebClient::new(web_options(&settings))?,
     };
     register_schemes(&agent).await?;
     purge_expired(&agent).await?;
@@ -267,6 +269,21 @@ fn connection_setup(settings: &Settings) -> ConnectionSetup {
     ConnectionSetup {
         token_divisor: settings.tokens.divisor,
         mmap_bytes: settings.storage.mmap_mb.saturating_mul(1024 * 1024),
+    }
+}
+
+/// What the web layer needs of the settings.
+fn web_options(settings: &Settings) -> WebOptions {
+    let searxng_url = settings.search.searxng_url.trim();
+    WebOptions {
+        // `Settings::load` refused a URL that does not parse.
+        searxng_url: (!searxng_url.is_empty())
+            .then(|| reqwest::Url::parse(searxng_url).ok())
+            .flatten(),
+        timeout: Duration::from_millis(settings.web.timeout_ms.max(1)),
+        max_bytes: settings.web.max_bytes,
+        max_redirects: settings.web.max_redirects,
+        allow_nets: settings.web.allow_nets.clone(),
     }
 }
 

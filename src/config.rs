@@ -94,6 +94,10 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("XAI_API_KEY", "providers.xai_api_key"),
     ("RUMMY_CONTEXT_SIZE", "providers.context_size"),
     ("RUMMY_SEARXNG_URL", "search.searxng_url"),
+    ("RUMMY_WEB_TIMEOUT_MS", "web.timeout_ms"),
+    ("RUMMY_WEB_MAX_BYTES", "web.max_bytes"),
+    ("RUMMY_WEB_MAX_REDIRECTS", "web.max_redirects"),
+    ("RUMMY_WEB_ALLOW_NETS", "web.allow_nets"),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),
@@ -153,6 +157,7 @@ pub struct Settings {
     pub work: WorkSettings,
     pub providers: ProviderSettings,
     pub search: SearchSettings,
+    pub web: WebSettings,
     pub log: LogSettings,
     /// Models seeded into the catalogue at start, by alias.
     #[serde(default)]
@@ -399,6 +404,20 @@ pub struct SearchSettings {
     pub searxng_url: String,
 }
 
+/// The limits of the model's web search and page fetches.
+#[derive(Debug, Clone, Deserialize)]
+pub struct WebSettings {
+    /// Longest one search or page fetch may take, from the request to the last byte.
+    pub timeout_ms: u64,
+    /// Largest body a search or fetch reads, in bytes.
+    pub max_bytes: u64,
+    /// Redirects one fetch follows.
+    pub max_redirects: usize,
+    /// Networks a fetch may reach although they are private, loopback, link-local, ...
+    #[serde(deserialize_with = "networks")]
+    pub allow_nets: Vec<IpNet>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct LogSettings {
     /// A `tracing` `EnvFilter` directive; an invalid one falls back to `info`.
@@ -472,6 +491,13 @@ impl Settings {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        if self.search_available() {
+            if let Err(error) = url::Url::parse(self.search.searxng_url.trim()) {
+                return Err(ConfigError::Invalid(format!(
+                    "RUMMY_SEARXNG_URL is not a URL: {error}"
+                )));
+            }
+        }
         if self.tokens.divisor == 0 {
             return Err(ConfigError::Invalid(
                 "RUMMY_TOKEN_DIVISOR must be at least 1".into(),

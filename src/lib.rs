@@ -23,4 +23,5 @@ pub mod project_actor;
 pub mod rpc;
 pub mod slots;
 pub mod telemetry;
+pub mod web;
 pub mod ws;

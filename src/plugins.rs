@@ -17,5 +17,6 @@ pub mod resolve;
 pub mod tool;
 pub mod tools;
 pub mod transcript;
+pub mod web;
 
 pub use registry::Plugins;

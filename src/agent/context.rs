@@ -17,8 +17,11 @@ use crate::parser::Command;
 use crate::plugins::assembly::Assembly;
 use crate::plugins::dispatch::PreparedWork;
 use crate::plugins::events::Events;
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::web::WebAnswers;
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
+use crate::web::WebClient;
 
 /// The store, the actors and the plugins a run needs. Cheap to clone.
 #[derive(Clone)]
@@ -44,13 +47,31 @@ pub struct AgentContext {
     /// The observers of runs (the transcript).
     pub events: Arc<Events>,
     pub metrics: Arc<Metrics>,
+    /// Web searches and page fetches.
+    pub web: WebClient,
 }
 
 impl AgentContext {
     /// The body searches and edits of `commands`, computed beside the writer under the
-    /// request limits, for the unit of work that then runs the commands to look up
-    /// ([`PreparedWork::apply`]). A failure only means the writer computes them.
-    pub async fn prepare_work(&self, run_id: RunId, commands: &[Command]) -> PreparedWork {
+    /// request limits, and the web requests `policy` lets them make, for the unit of work
+    /// that then runs the commands to look up ([`PreparedWork::apply`]). Dropping the future
+    /// drops the requests.
+    pub async fn prepare_work(
+        &self,
+        run_id: RunId,
+        commands: &[Command],
+        policy: &ToolPolicy,
+    ) -> PreparedWork {
+        let (work, web) = tokio::join!(
+            self.prepare_entry_work(run_id, commands),
+            WebAnswers::gather(&self.web, commands, policy)
+        );
+        work.with_web(web)
+    }
+
+    /// The body searches and edits of `commands`. A failure only means the writer computes
+    /// them.
+    async fn prepare_entry_work(&self, run_id: RunId, commands: &[Command]) -> PreparedWork {
         if !commands.iter().any(PreparedWork::needed_for) {
             return PreparedWork::default();
         }

@@ -228,9 +228,10 @@ async fn execute_numbered_turn(
             measure.calibration,
         ))
     };
-    // An aborted run drops the searches (their budget is cancelled with them) and ends.
+    // An aborted run drops the searches (their budget is cancelled with them) and the web
+    // requests, and ends.
     let work = tokio::select! {
-        work = agent.prepare_work(input.run_id, &parsed.commands) => work,
+        work = agent.prepare_work(input.run_id, &parsed.commands, &policy) => work,
         () = cancel.cancelled() => {
             return Err(LoopError::Tool(ToolError::WorkLimit(WorkLimit::Cancelled)));
         }

@@ -248,12 +248,18 @@ integer_enum! {
         RangeNotSatisfiable => 416,
         /// Too large, or refused for the budget.
         TooLarge => 413,
+        /// A fetched body that is not text.
+        UnsupportedMediaType => 415,
         /// Work past its limit.
         Unprocessable => 422,
         /// Commands past the per-reply limit.
         TooManyCommands => 429,
         /// Failed, or a proposal whose resolution failed.
         Failed => 500,
+        /// A web server or the search backend failed, or answered something unreadable.
+        BadGateway => 502,
+        /// A web server or the search backend did not answer in time.
+        GatewayTimeout => 504,
     }
 }
 

@@ -35,3 +35,4 @@ mod temperature;
 mod tool_methods;
 mod transcripts;
 mod transport;
+mod web;

@@ -1,6 +1,6 @@
 //! The work a reply's commands need, done beside the writer before the unit of work that
-//! runs them: body searches (looked up by `hedsearch`) and `<set>` edits (looked up by the
-//! set tool). Whatever is not prepared (a failure, a spent budget, a body changed by an
+//! runs them: body searches (looked up by `hedsearch`), `<set>` edits (looked up by the
+//! set tool) and the answers of the web ([`WebAnswers`], looked up by `search` and `get`). Whatever is not prepared (a failure, a spent budget, a body changed by an
 //! earlier command) the writer computes under its own small budget.
 
 use diesel::SqliteConnection;
@@ -13,12 +13,14 @@ use crate::parser::Command;
 use crate::plugins::tool::ToolError;
 use crate::plugins::tools::select_in;
 use crate::plugins::tools::set::prepared::PreparedEdits;
+use crate::plugins::web::WebAnswers;
 
 /// Searches and edits computed ahead of a unit of work.
 #[derive(Debug, Default)]
 pub struct PreparedWork {
     searches: SearchVerdicts,
     edits: PreparedEdits,
+    web: WebAnswers,
 }
 
 impl PreparedWork {
@@ -51,13 +53,26 @@ impl PreparedWork {
             }
             Ok(())
         });
-        outcome.map(|()| PreparedWork { searches, edits })
+        outcome.map(|()| PreparedWork {
+            searches,
+            edits,
+            web: WebAnswers::default(),
+        })
     }
 
-    /// Runs `work` with this work answering the searches and edits it covers.
+    /// This work with the answers of the web `web`.
+    pub fn with_web(self, web: WebAnswers) -> PreparedWork {
+        PreparedWork { web, ..self }
+    }
+
+    /// Runs `work` with this work answering the searches, edits and web requests it covers.
     pub fn apply<T>(self, work: impl FnOnce() -> T) -> T {
-        let PreparedWork { searches, edits } = self;
-        functions::with_prepared(searches, || edits.apply(work))
+        let PreparedWork {
+            searches,
+            edits,
+            web,
+        } = self;
+        functions::with_prepared(searches, || web.apply(|| edits.apply(work)))
     }
 }
 

@@ -1,21 +1,42 @@
 //! `get`: load entries into context (promote to full), list them without loading
-//! (`preview`), or read some lines of one entry without changing anything.
+//! (`preview`), or read some lines of one entry without changing anything. A plain `http`
+//! or `https` URL is fetched (before the unit of work, see [`crate::plugins::web`]) and
+//! stored as the entry at that URL, in the `data` section like a file; under `noWeb` it is
+//! refused.
 
 use std::borrow::Cow;
 
 use crate::context::view::EntryView;
-use crate::db::enums::EntryStatus;
+use serde_json::json;
+
+use crate::db::enums::{EntryStatus, Fidelity};
+use crate::db::paths::normalize_path;
 use crate::db::queries::selected;
 use crate::parser::{Command, GetCommand, Selection, TagSpec};
+use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
 };
 use crate::plugins::tools::{
     attribute_or, fail, headed, is_pattern, listing, non_empty, not_found, parse_fidelity,
-    paths_of, pattern_header, preview, report, select,
+    paths_of, pattern_header, preview, report, select, write_row,
 };
+use crate::plugins::web::{failure_status, fetched};
 
 pub struct Get;
+
+/// The URL a get fetches: a plain `http(s)` URL, with no body filter, preview, line range or
+/// `*` glob (those work on the entries already stored).
+pub(crate) fn url_of(get: &GetCommand) -> Option<&str> {
+    let path = non_empty(get.selection.path.as_deref())?.trim();
+    let scheme = path.split_once("://")?.0.to_ascii_lowercase();
+    let plain = non_empty(get.selection.filter.as_deref()).is_none()
+        && !get.selection.preview
+        && get.line.is_none()
+        && get.limit.is_none()
+        && !path.contains(|c: char| c == '*' || c.is_whitespace());
+    (plain && matches!(scheme.as_str(), "http" | "https")).then_some(path)
+}
 
 impl ToolInfo for Get {
     fn effect(&self) -> ToolEffect {
@@ -69,6 +90,16 @@ impl TypedTool for Get {
         get.selection.path.clone().unwrap_or_default()
     }
 
+    fn forbids(&self, get: &GetCommand, policy: &ToolPolicy) -> Option<String> {
+        let url = url_of(get)?;
+        policy.no_web.then(|| {
+            format!(
+                "<get> of {url} is not allowed: this loop may not use the web (noWeb). \
+                 Work with the project and known:// entries instead."
+            )
+        })
+    }
+
     fn handle(
         &self,
         scope: &mut ToolScope<'_>,
@@ -91,6 +122,9 @@ impl TypedTool for Get {
             Ok(fidelity) => fidelity,
             Err(message) => return fail(scope, result_path, EntryStatus::BadRequest, &message),
         };
+        if let Some(url) = url_of(get) {
+            return store_page(scope, url, fidelity, result_path);
+        }
         let pattern = is_pattern(path, filter);
         let rows = select(scope, path, filter)?;
         if get.selection.preview {
@@ -111,6 +145,38 @@ impl TypedTool for Get {
         };
         report(scope, result_path, path, &body)
     }
+}
+
+/// The fetched page at `url` stored as the entry at that URL (at full fidelity unless the
+/// get names one), or the failed fetch at the result path.
+fn store_page(
+    scope: &mut ToolScope<'_>,
+    url: &str,
+    fidelity: Option<Fidelity>,
+    result_path: &str,
+) -> Result<Handled, ToolError> {
+    let page = match fetched(url) {
+        Some(Ok(page)) => page,
+        Some(Err(error)) => {
+            let message = format!("{url}: {error}");
+            return fail(scope, result_path, failure_status(&error), &message);
+        }
+        None => {
+            let message = format!("{url} was not fetched");
+            return fail(scope, result_path, EntryStatus::Failed, &message);
+        }
+    };
+    let attributes = json!({ "url": page.url, "contentType": page.content_type });
+    let path = normalize_path(url);
+    let row = write_row(scope, &path, &page.text, EntryStatus::Ok, Some(attributes))?;
+    let rows = [row];
+    selected::promote(scope.conn, &rows, scope.turn)?;
+    if let Some(fidelity) = fidelity {
+        selected::set_fidelity(scope.conn, &rows, fidelity)?;
+    }
+    let [row] = rows;
+    let body = format!("{path} fetched ({} tokens)", row.tokens_full);
+    report(scope, result_path, url, &body)
 }
 
 /// `line`/`limit`: some lines of one entry, with no promotion and no fidelity change.

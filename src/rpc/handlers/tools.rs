@@ -81,12 +81,21 @@ pub async fn dispatch_tool(
         attributes: params.attributes.unwrap_or_default(),
     };
     let run_id = run.id;
+    let latest = context
+        .agent
+        .db
+        .read(move |conn| loops::latest_loop(conn, run_id))
+        .await?;
+    let policy = match latest {
+        Some(lp) => LoopConfig::from_json(&lp.config).policy(lp.mode, search_available),
+        None => LoopConfig::default().policy(LoopMode::Act, search_available),
+    };
     let work = match plugins.get(tool) {
         Some(handler) => {
             let command = handler.command_from_call(&call);
             context
                 .agent
-                .prepare_work(run_id, std::slice::from_ref(&command))
+                .prepare_work(run_id, std::slice::from_ref(&command), &policy)
                 .await
         }
         None => PreparedWork::default(),
@@ -95,11 +104,6 @@ pub async fn dispatch_tool(
         .agent
         .db
         .call(move |conn| {
-            let latest = loops::latest_loop(conn, run_id)?;
-            let policy = match latest {
-                Some(lp) => LoopConfig::from_json(&lp.config).policy(lp.mode, search_available),
-                None => LoopConfig::default().policy(LoopMode::Act, search_available),
-            };
             let input = CallInput {
                 run_id,
                 policy,

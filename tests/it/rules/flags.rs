@@ -9,8 +9,8 @@ use super::{alias, file_entries, history_of, packet, told_about};
 use crate::support::TestApp;
 use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 
-/// A search backend nothing listens on: a `<search>` only becomes a proposal, and no
-/// test here accepts one.
+/// A search backend nothing listens on: a `<search>` that runs fails with 502 (the web
+/// tests in `web.rs` use a backend that answers).
 const SEARXNG: (&str, &str) = ("RUMMY_SEARXNG_URL", "http://127.0.0.1:9");
 
 /// A flag, the tools it excludes, and a reply that emits them all.
@@ -21,17 +21,21 @@ struct Exclusion {
     emitted: &'static str,
     /// What the refusal gives as the reason.
     reason: &'static str,
+    /// Whether the first tool, run, proposes (else it runs on the server: not refused).
+    proposes: bool,
     env: &'static [(&'static str, &'static str)],
 }
 
 /// With the flag: the tools are not offered, each emitted one is recorded as 403 and the
-/// next packet says why. Without it, on a new run: offered, and the first one proposes.
+/// next packet says why. Without it, on a new run: offered, and the first one proposes
+/// (or runs, when it runs on the server).
 async fn assert_excludes(case: Exclusion) {
     let reply = format!("{}<update>trying</update>", case.emitted);
     let llm = FakeLlm::builder([
         Step::reply(reply.clone()),
         Step::reply("<summarize>could not</summarize>"),
         Step::reply(reply),
+        Step::reply("<summarize>ran</summarize>"),
     ])
     .when_exhausted(WhenExhausted::Error(500))
     .start();
@@ -70,10 +74,15 @@ async fn assert_excludes(case: Exclusion) {
         )
         .await;
     let requests = llm.requests();
-    assert_eq!(requests.len(), 3, "{flag}");
     for tool in case.tools {
         assert!(told_about(&requests[2], tool), "without {flag}: <{tool}>");
     }
+    if !case.proposes {
+        let rows = history_of(&mut client, &alias(&plain), case.tools[0]).await;
+        assert_ne!(rows[0]["status"], json!(403), "without {flag}: {rows:?}");
+        return;
+    }
+    assert_eq!(requests.len(), 3, "{flag}");
     assert_eq!(plain["status"], json!(202), "without {flag}: {plain}");
     let proposed = plain["proposed"][0]["path"].as_str().unwrap();
     assert!(
@@ -90,6 +99,7 @@ async fn no_interaction_excludes_ask_user() {
         tools: &["ask_user"],
         emitted: "<ask_user question=\"Which database?\" options=\"postgres; sqlite\"/>",
         reason: "no interaction",
+        proposes: true,
         env: &[],
     })
     .await;
@@ -103,6 +113,7 @@ async fn no_web_excludes_search() {
         tools: &["search"],
         emitted: "<search>actix websocket frame limit</search>",
         reason: "no web",
+        proposes: false,
         env: &[SEARXNG],
     })
     .await;
@@ -119,6 +130,7 @@ async fn no_proposals_excludes_env_sh_and_ask_user() {
         tools: &["env", "sh", "ask_user"],
         emitted: "<env>node --version</env><sh>npm test</sh><ask_user question=\"Ship it?\"/>",
         reason: "no proposals",
+        proposes: true,
         env: &[],
     })
     .await;
