@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::support::{system_message, user_message, Client, TestApp};
 use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
-use servers::WebServer;
+use servers::{WebServer, DROPPED_SLOW};
 
 /// A scripted model that sends `first`, then summarizes.
 fn model(first: String) -> FakeLlm {
@@ -149,4 +149,29 @@ async fn no_web_refuses_a_get_of_a_url_without_fetching_it() {
     assert_eq!(refused[0].1, 403, "{refused:?}");
     assert!(packet(&llm, 1).contains("this loop may not use the web (noWeb)"));
     assert_eq!(server.requests(), [] as [String; 0]);
+}
+
+#[actix_web::test]
+async fn an_abort_drops_the_fetch_in_flight() {
+    let server = WebServer::start().await;
+    let url = server.url("/slow");
+    let llm = model(format!("<get path=\"{url}\"/><update>reading</update>"));
+    let env = [
+        ("RUMMY_WEB_ALLOW_NETS", "127.0.0.1/32"),
+        ("RUMMY_WEB_TIMEOUT_MS", "600000"),
+    ];
+    let app = TestApp::with_llm(&llm, &env).await;
+    let (mut driver, _) = app.client_in_project("abort").await;
+    let (mut observer, _) = app.client_in_project("abort").await;
+    let id = driver
+        .send("ask", json!({"model": "fake", "prompt": "read it"}))
+        .await;
+    let progress = observer.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    server.wait_for("/slow").await;
+    observer.ok("run/abort", json!({"run": run})).await;
+    let aborted = driver.reply(&id).await;
+    assert_eq!(aborted["result"]["status"], json!(499), "{aborted}");
+    server.wait_for(DROPPED_SLOW).await;
+    assert_eq!(llm.requests().len(), 1);
 }

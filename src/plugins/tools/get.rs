@@ -229,6 +229,16 @@ mod tests {
     use crate::db::enums::EntryStatus;
     use crate::db::enums::Fidelity;
     use crate::plugins::tools::testing::TestRun;
+    use crate::plugins::web::WebAnswers;
+    use crate::web::{Page, RefusedAddress, WebError};
+
+    fn page(text: &str) -> Page {
+        Page {
+            url: "https://example.com/docs?v=2".into(),
+            content_type: "text/html".into(),
+            text: text.into(),
+        }
+    }
 
     fn archived(run: &mut TestRun, path: &str, body: &str) {
         run.put(path, body);
@@ -299,5 +309,74 @@ mod tests {
         assert_eq!((entry.fidelity, entry.turn), (Fidelity::Summary, 2));
         let bad = run.respond("<get path=\"known://a\" fidelity=\"loud\"/>");
         assert!(bad.errors[0].message.contains("Unknown fidelity"));
+    }
+
+    #[test]
+    fn a_url_get_stores_the_fetched_page_at_that_url() {
+        let mut run = TestRun::new();
+        let url = "https://example.com/docs?v=2";
+        let answers = WebAnswers::default().with_page(url, Ok(page("# Docs\nread me")));
+        let outcome = answers.apply(|| {
+            run.respond("<get path=\"https://example.com/docs?v=2\" fidelity=\"summary\"/>")
+        });
+        assert!(outcome.errors.is_empty() && outcome.flags.has_reads);
+        let stored = run.entry("https://example.com/docs%3Fv%3D2").unwrap();
+        assert_eq!(stored.body, "# Docs\nread me");
+        assert_eq!(
+            (stored.status, stored.fidelity),
+            (EntryStatus::Ok, Fidelity::Summary)
+        );
+        let path = "https://example.com/docs%3Fv%3D2";
+        assert_eq!(
+            run.attribute(path, "contentType"),
+            serde_json::json!("text/html")
+        );
+        let result = run
+            .entry("get://turn_1/https%3A//example.com/docs%3Fv%3D2")
+            .unwrap();
+        assert!(
+            result
+                .body
+                .starts_with("https://example.com/docs%3Fv%3D2 fetched ("),
+            "{}",
+            result.body
+        );
+        let pattern = run.respond("<get path=\"https://*\" preview/>");
+        assert!(
+            pattern.errors.is_empty(),
+            "a pattern lists stored pages, fetching nothing"
+        );
+    }
+
+    #[test]
+    fn a_failed_or_forbidden_fetch_is_an_entry_that_says_why() {
+        let mut run = TestRun::new();
+        let refused = WebError::Refused(RefusedAddress {
+            host: "10.0.0.1".into(),
+            address: "10.0.0.1".parse().unwrap(),
+            reason: "private",
+        });
+        let answers = WebAnswers::default()
+            .with_page("http://10.0.0.1/", Err(refused))
+            .with_page(
+                "https://example.com/big",
+                Err(WebError::TooLarge { limit: 9 }),
+            );
+        let outcome = answers.apply(|| run.respond("<get path=\"http://10.0.0.1/\"/>"));
+        assert_eq!(outcome.errors[0].status, EntryStatus::Forbidden);
+        assert!(outcome.errors[0]
+            .message
+            .starts_with("http://10.0.0.1/: 10.0.0.1 is a private address"));
+        assert!(run.entry("http://10.0.0.1/").is_none());
+        let unfetched = run.respond("<get path=\"https://example.com/never\"/>");
+        assert_eq!(unfetched.errors[0].status, EntryStatus::Failed);
+        run.policy.no_web = true;
+        let offline = run.respond("<get path=\"https://example.com/big\"/>");
+        assert_eq!(offline.errors[0].status, EntryStatus::Forbidden);
+        assert!(
+            offline.errors[0].message.contains("(noWeb)"),
+            "{}",
+            offline.errors[0].message
+        );
     }
 }

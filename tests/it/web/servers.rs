@@ -75,6 +75,17 @@ impl WebServer {
         self.addr.port()
     }
 
+    /// Waits (a bounded while) until the log holds `line`.
+    pub async fn wait_for(&self, line: &str) {
+        for _ in 0..1000 {
+            if self.requests().iter().any(|seen| seen == line) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the server never logged {line}: {:?}", self.requests());
+    }
+
     /// Every request so far, as `path?query`.
     pub fn requests(&self) -> Vec<String> {
         self.requests.lock().unwrap().clone()
@@ -174,20 +185,31 @@ async fn huge_stream() -> HttpResponse {
         .streaming(futures_util::stream::iter(chunks))
 }
 
-/// The headers and a first chunk at once, the rest a minute later.
-async fn slow() -> HttpResponse {
-    let chunks = futures_util::stream::unfold(0u8, |sent| async move {
-        match sent {
-            0 => Some((
-                Ok::<_, actix_web::Error>(Bytes::from_static(b"first part ")),
-                1,
-            )),
-            1 => {
-                tokio::time::sleep(Duration::from_secs(60)).await;
-                Some((Ok(Bytes::from_static(b"too late")), 2))
-            }
-            _ => None,
+/// Notes `dropped /slow` in the log when the slow body is dropped (its client went away).
+struct DropNote(Arc<Mutex<Vec<String>>>);
+
+impl Drop for DropNote {
+    fn drop(&mut self) {
+        self.0.lock().unwrap().push(DROPPED_SLOW.to_string());
+    }
+}
+
+/// What the log says once a client stopped reading `/slow`.
+pub const DROPPED_SLOW: &str = "dropped /slow";
+
+/// A trickle: a few bytes every 50 ms for ten minutes, so only a total time limit ends it
+/// (and a client that goes away is noticed at the next write).
+async fn slow(log: web::Data<Arc<Mutex<Vec<String>>>>) -> HttpResponse {
+    let note = DropNote(Arc::clone(log.get_ref()));
+    let chunks = futures_util::stream::unfold((0u32, note), |(sent, note)| async move {
+        if sent > 12_000 {
+            return None;
         }
+        if sent > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let chunk = Bytes::from_static(b"still coming ");
+        Some((Ok::<_, actix_web::Error>(chunk), (sent + 1, note)))
     });
     HttpResponse::Ok()
         .content_type("text/plain")
