@@ -99,12 +99,10 @@ impl WebClient {
                 Arc::clone(&filter),
                 options.max_redirects,
             ))
-            .timeout(options.timeout)
             .build()
             .map_err(transport)?;
         let search = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .timeout(options.timeout)
             .build()
             .map_err(transport)?;
         Ok(WebClient {
@@ -115,12 +113,8 @@ impl WebClient {
         })
     }
 
-    /// Whether a search backend is configured.
-    pub fn can_search(&self) -> bool {
-        self.options.searxng_url.is_some()
-    }
-
-    /// Runs `work`, or [`WebError::TimedOut`] once the options' timeout has passed.
+    /// Runs `work`, or [`WebError::TimedOut`] once the options' timeout has passed (the
+    /// one time limit: dropping `work` drops its request).
     async fn within<T>(
         &self,
         work: impl std::future::Future<Output = Result<T, WebError>>,
@@ -135,8 +129,8 @@ impl WebClient {
 }
 
 /// The reqwest error as a [`WebError`]: a refused address or redirect found in its
-/// sources, a timeout, or the transport's own message.
-fn from_reqwest(error: reqwest::Error, timeout: Duration) -> WebError {
+/// sources, or the transport's own message.
+fn from_reqwest(error: reqwest::Error) -> WebError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&error);
     while let Some(current) = source {
         if let Some(refused) = current.downcast_ref::<RefusedAddress>() {
@@ -149,11 +143,6 @@ fn from_reqwest(error: reqwest::Error, timeout: Duration) -> WebError {
             };
         }
         source = current.source();
-    }
-    if error.is_timeout() {
-        return WebError::TimedOut {
-            ms: timeout.as_millis(),
-        };
     }
     let mut message = error.to_string();
     let mut source = std::error::Error::source(&error);

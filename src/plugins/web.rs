@@ -35,6 +35,7 @@ thread_local! {
 }
 
 /// One request a command needs.
+#[derive(PartialEq)]
 enum WebRequest {
     Search { query: String, count: usize },
     Page { url: String },
@@ -68,10 +69,15 @@ impl WebAnswers {
         commands: &[Command],
         policy: &ToolPolicy,
     ) -> WebAnswers {
-        let requests: Vec<WebRequest> = commands
+        let mut requests: Vec<WebRequest> = Vec::new();
+        for request in commands
             .iter()
             .filter_map(|command| WebRequest::of(command, policy))
-            .collect();
+        {
+            if !requests.contains(&request) {
+                requests.push(request);
+            }
+        }
         let searches = requests.iter().filter_map(|request| match request {
             WebRequest::Search { query, count } => {
                 Some(async move { ((query.clone(), *count), client.search(query, *count).await) })

@@ -84,13 +84,7 @@ impl WebClient {
     }
 
     async fn fetch_checked(&self, url: Url) -> Result<Page, WebError> {
-        let timeout = self.options.timeout;
-        let response = self
-            .pages
-            .get(url)
-            .send()
-            .await
-            .map_err(|error| from_reqwest(error, timeout))?;
+        let response = self.pages.get(url).send().await.map_err(from_reqwest)?;
         let status = response.status();
         if !status.is_success() {
             return Err(WebError::Status {
@@ -134,11 +128,10 @@ impl WebClient {
         if declared.is_some_and(|length| length > limit) {
             return Err(too_large);
         }
-        let timeout = self.options.timeout;
         let mut bytes = Vec::new();
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|error| from_reqwest(error, timeout))?;
+            let chunk = chunk.map_err(from_reqwest)?;
             if bytes.len() as u64 + chunk.len() as u64 > limit {
                 return Err(too_large);
             }

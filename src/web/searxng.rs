@@ -39,7 +39,6 @@ impl WebClient {
         query: &str,
         count: usize,
     ) -> Result<Vec<SearchHit>, WebError> {
-        let timeout = self.options.timeout;
         let path = format!("{}/search", url.path().trim_end_matches('/'));
         url.set_path(&path);
         url.query_pairs_mut()
@@ -51,7 +50,7 @@ impl WebClient {
             .get(url)
             .send()
             .await
-            .map_err(|error| from_reqwest(error.without_url(), timeout))?;
+            .map_err(|error| from_reqwest(error.without_url()))?;
         let status = response.status();
         if !status.is_success() {
             return Err(WebError::Status {
