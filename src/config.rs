@@ -492,10 +492,13 @@ impl Settings {
 
     fn validate(&self) -> Result<(), ConfigError> {
         if self.search_available() {
-            if let Err(error) = url::Url::parse(self.search.searxng_url.trim()) {
-                return Err(ConfigError::Invalid(format!(
-                    "RUMMY_SEARXNG_URL is not a URL: {error}"
-                )));
+            let parsed = url::Url::parse(self.search.searxng_url.trim());
+            let web = parsed
+                .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some());
+            if !web {
+                return Err(ConfigError::Invalid(
+                    "RUMMY_SEARXNG_URL must be an http or https URL".into(),
+                ));
             }
         }
         if self.tokens.divisor == 0 {
@@ -948,6 +951,56 @@ mod tests {
         assert_eq!(listed.server.trusted_proxies, expected);
         let refused = load("10.0.0.1,proxy.internal").unwrap_err();
         assert!(refused.to_string().contains("proxy.internal"), "{refused}");
+    }
+
+    #[test]
+    fn web_settings_read_their_limits_networks_and_search_url() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let load = |extra: &[(&str, &str)]| {
+            let mut pairs = vec![("RUMMY_HOME", home)];
+            pairs.extend_from_slice(extra);
+            Settings::load(&env(&pairs), Path::new("config"))
+        };
+        let defaults = load(&[]).unwrap();
+        assert_eq!(
+            (
+                defaults.web.timeout_ms,
+                defaults.web.max_bytes,
+                defaults.web.max_redirects
+            ),
+            (15000, 2_097_152, 5)
+        );
+        assert!(defaults.web.allow_nets.is_empty() && !defaults.search_available());
+        let set = load(&[
+            ("RUMMY_WEB_TIMEOUT_MS", "2500"),
+            ("RUMMY_WEB_MAX_BYTES", "1024"),
+            ("RUMMY_WEB_MAX_REDIRECTS", "0"),
+            ("RUMMY_WEB_ALLOW_NETS", "127.0.0.1, fd00::/8"),
+            ("RUMMY_SEARXNG_URL", "http://searxng:8080/searx"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (set.web.timeout_ms, set.web.max_bytes, set.web.max_redirects),
+            (2500, 1024, 0)
+        );
+        let nets: Vec<IpNet> = ["127.0.0.1/32", "fd00::/8"]
+            .iter()
+            .map(|net| net.parse().unwrap())
+            .collect();
+        assert_eq!(set.web.allow_nets, nets);
+        assert!(set.search_available());
+        let bad_net = load(&[("RUMMY_WEB_ALLOW_NETS", "intranet")]).unwrap_err();
+        assert!(bad_net.to_string().contains("intranet"), "{bad_net}");
+        for bad in ["searxng:8080", "not a url", "file:///srv/searxng"] {
+            let refused = load(&[("RUMMY_SEARXNG_URL", bad)]).unwrap_err();
+            assert!(
+                refused
+                    .to_string()
+                    .contains("RUMMY_SEARXNG_URL must be an http"),
+                "{bad}: {refused}"
+            );
+        }
     }
 
     #[test]

@@ -79,6 +79,28 @@ async fn a_search_is_answered_by_searxng_and_the_next_turn_reads_the_hits() {
 }
 
 #[actix_web::test]
+async fn a_failing_search_backend_is_an_entry_and_the_loop_goes_on() {
+    let server = WebServer::start().await;
+    let llm = model("<search>broken</search><update>searching</update>".into());
+    let searxng = server.url("/");
+    let app = TestApp::with_llm(&llm, &[("RUMMY_SEARXNG_URL", searxng.as_str())]).await;
+    let (mut client, _) = app.client_in_project("broken").await;
+    let outcome = client
+        .ok("ask", json!({"model": "fake", "prompt": "look it up"}))
+        .await;
+    assert_eq!(outcome["status"], json!(200), "{outcome}");
+    assert_eq!(llm.requests().len(), 2, "the loop went on");
+    let run = outcome["run"].as_str().unwrap();
+    let failed = entry(&mut client, run, "search://turn_1/broken").await;
+    assert_eq!(failed["status"], json!(502), "{failed}");
+    let told = packet(&llm, 1);
+    assert!(
+        told.contains("The search for \"broken\" failed: the server answered HTTP 500"),
+        "{told}"
+    );
+}
+
+#[actix_web::test]
 async fn a_get_of_an_allowed_url_stores_the_page_for_the_next_turn() {
     let server = WebServer::start().await;
     let url = server.url("/page");
