@@ -172,6 +172,8 @@ mod tests {
                 "{refused}"
             );
         }
+        let stopped = RedirectRefused(WebError::Redirect("more than 2 redirects".into()));
+        assert_eq!(stopped.to_string(), "more than 2 redirects");
         let lenient = NetFilter::new(vec!["127.0.0.1/32".parse().unwrap()]);
         assert_eq!(
             checked(&Url::parse("http://127.0.0.1:9/").unwrap(), &lenient),

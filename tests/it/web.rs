@@ -153,11 +153,18 @@ async fn a_get_of_the_servers_own_network_is_refused_and_the_loop_goes_on() {
 }
 
 #[actix_web::test]
-async fn no_web_refuses_a_get_of_a_url_without_fetching_it() {
+async fn no_web_refuses_a_get_of_a_url_and_a_search_without_a_request() {
     let server = WebServer::start().await;
     let url = server.url("/page");
-    let llm = model(format!("<get path=\"{url}\"/><update>reading</update>"));
-    let app = TestApp::with_llm(&llm, &[("RUMMY_WEB_ALLOW_NETS", "127.0.0.1/32")]).await;
+    let llm = model(format!(
+        "<search>rust</search><get path=\"{url}\"/><update>reading</update>"
+    ));
+    let searxng = server.url("/");
+    let env = [
+        ("RUMMY_WEB_ALLOW_NETS", "127.0.0.1/32"),
+        ("RUMMY_SEARXNG_URL", searxng.as_str()),
+    ];
+    let app = TestApp::with_llm(&llm, &env).await;
     let (mut client, _) = app.client_in_project("noweb").await;
     let outcome = client
         .ok(
@@ -167,6 +174,8 @@ async fn no_web_refuses_a_get_of_a_url_without_fetching_it() {
         .await;
     assert_eq!(outcome["status"], json!(200), "{outcome}");
     let run = outcome["run"].as_str().unwrap();
+    let searched = client.statuses(run, "search://*").await;
+    assert_eq!(searched[0].1, 403, "{searched:?}");
     let refused = client.statuses(run, "get://*").await;
     assert_eq!(refused[0].1, 403, "{refused:?}");
     assert!(packet(&llm, 1).contains("this loop may not use the web (noWeb)"));

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rummy::web::{WebClient, WebError, WebOptions};
 
-use super::servers::{WebServer, NOTES};
+use super::servers::{WebServer, EXACT_BYTES, NOTES};
 
 /// A client that may reach `allow`, reads at most `max_bytes`, and waits `timeout_ms`.
 fn client(allow: &[&str], max_bytes: u64, timeout_ms: u64, searxng: Option<String>) -> WebClient {
@@ -136,6 +136,11 @@ async fn bodies_past_the_size_limit_are_refused_declared_or_not() {
         web.fetch(&server.url("/huge-stream")).await.unwrap_err(),
         limit
     );
+    let at_the_limit = client(&["127.0.0.1/32"], EXACT_BYTES as u64, 10_000, None);
+    for path in ["/exact", "/exact-stream"] {
+        let page = at_the_limit.fetch(&server.url(path)).await.unwrap();
+        assert_eq!(page.text.len(), EXACT_BYTES, "{path}");
+    }
 }
 
 #[actix_web::test]

@@ -55,6 +55,8 @@ impl WebServer {
                 .route("/hop/{left}", web::get().to(hop))
                 .route("/to/{target}", web::get().to(redirect_away))
                 .route("/huge", web::get().to(huge))
+                .route("/exact", web::get().to(exact))
+                .route("/exact-stream", web::get().to(exact_stream))
                 .route("/huge-stream", web::get().to(huge_stream))
                 .route("/slow", web::get().to(slow))
         })
@@ -166,6 +168,25 @@ async fn redirect_away(target: web::Path<String>, request: HttpRequest) -> HttpR
     HttpResponse::Found()
         .insert_header(("Location", location))
         .finish()
+}
+
+/// Bytes of `/exact` and `/exact-stream`: a limit the tests set.
+pub const EXACT_BYTES: usize = 64 * 1024;
+
+/// A body of exactly [`EXACT_BYTES`], its length declared.
+async fn exact() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain")
+        .body(vec![b'e'; EXACT_BYTES])
+}
+
+/// The same in four chunks without a declared length.
+async fn exact_stream() -> HttpResponse {
+    let chunk = Bytes::from(vec![b'f'; EXACT_BYTES / 4]);
+    let chunks = (0..4).map(move |_| Ok::<_, actix_web::Error>(chunk.clone()));
+    HttpResponse::Ok()
+        .content_type("text/plain")
+        .streaming(futures_util::stream::iter(chunks))
 }
 
 /// A body larger than any limit the tests set, with its length declared.
