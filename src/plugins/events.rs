@@ -145,6 +145,40 @@ pub enum Event<'a> {
     },
 }
 
+impl Event<'_> {
+    /// The hook's name in AGENT §9.2 (what a log line says of an event: never its payload,
+    /// which may hold prompts and replies).
+    pub fn hook(&self) -> &'static str {
+        match self {
+            Event::ProjectInitStarted { .. } => "project.init.started",
+            Event::ProjectInitCompleted { .. } => "project.init.completed",
+            Event::RpcStarted { .. } => "rpc.started",
+            Event::RpcCompleted { .. } => "rpc.completed",
+            Event::RpcError { .. } => "rpc.error",
+            Event::AskStarted {
+                mode: LoopMode::Ask,
+                ..
+            } => "ask.started",
+            Event::AskStarted { .. } => "act.started",
+            Event::RunCreated { .. } => "run.created",
+            Event::AskCompleted {
+                mode: LoopMode::Ask,
+                ..
+            } => "ask.completed",
+            Event::AskCompleted { .. } => "act.completed",
+            Event::LoopStarted { .. } => "loop.started",
+            Event::TurnStarted { .. } => "turn.started",
+            Event::TurnResponse { .. } => "turn.response",
+            Event::ToolBefore { .. } => "tool.before",
+            Event::ToolAfter { .. } => "tool.after",
+            Event::EntryCreated { .. } => "entry.created",
+            Event::TurnCompleted { .. } => "turn.completed",
+            Event::RunState { .. } => "run.state",
+            Event::LoopEnded { .. } => "loop.completed",
+        }
+    }
+}
+
 /// A plugin that observes events.
 pub trait Observer: Send + Sync {
     /// Position among observers; lower runs first.
@@ -174,7 +208,8 @@ impl Events {
     pub fn emit(&self, event: Event<'_>) {
         for observer in &self.observers {
             if catch_unwind(AssertUnwindSafe(|| observer.observe(&event))).is_err() {
-                tracing::error!(?event, "an observer panicked; the event went on");
+                let hook = event.hook();
+                tracing::error!(hook, "an observer panicked; the event went on");
             }
         }
     }
@@ -239,6 +274,20 @@ mod tests {
             *seen.lock().unwrap(),
             ["50", "100 first", "100 second", "200"]
         );
+    }
+
+    #[test]
+    fn events_are_named_by_their_hooks() {
+        assert_eq!(ended().hook(), "loop.completed");
+        let asked = |mode| Event::AskStarted {
+            mode,
+            project: ProjectId(1),
+            model: "m",
+            prompt: "p",
+            run: None,
+        };
+        assert_eq!(asked(LoopMode::Ask).hook(), "ask.started");
+        assert_eq!(asked(LoopMode::Act).hook(), "act.started");
     }
 
     #[test]

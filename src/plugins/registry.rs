@@ -47,6 +47,8 @@ pub(super) struct Registry {
     pub(super) clients: Clients,
     /// The plugins registered, in order.
     registered: Vec<&'static str>,
+    /// The plugins not registered because the configuration disables them.
+    skipped: Vec<&'static str>,
     /// The plugins the configuration turns off.
     disabled: Arc<[String]>,
 }
@@ -98,6 +100,7 @@ impl Plugins {
                 methods: Vec::new(),
                 clients: Clients::default(),
                 registered: Vec::new(),
+                skipped: Vec::new(),
                 disabled: Arc::from([]),
             }),
         }
@@ -126,6 +129,7 @@ impl Plugins {
         let registry = Arc::make_mut(&mut self.inner);
         if registry.disabled.iter().any(|disabled| disabled == name) {
             tracing::info!(plugin = name, "plugin disabled by configuration");
+            registry.skipped.push(name);
             return self;
         }
         Box::new(plugin).register(&mut Registrar { registry });
@@ -147,13 +151,13 @@ impl Plugins {
         &self.inner.registered
     }
 
-    /// The disabled names that no plugin registered so far carries (likely misspelt).
+    /// The disabled names that no plugin offered so far carries (likely misspelt).
     pub fn unknown_disabled(&self) -> Vec<&str> {
         self.inner
             .disabled
             .iter()
             .map(String::as_str)
-            .filter(|name| !self.inner.registered.contains(name))
+            .filter(|name| !self.inner.skipped.contains(name))
             .collect()
     }
 
@@ -511,6 +515,31 @@ mod tests {
             let row = rows.iter().find(|row| row.name == reasoning);
             assert_eq!(row.map(|row| row.model_visible), Some(false), "{reasoning}");
         }
+    }
+
+    #[test]
+    fn bundled_tools_and_sections_are_plugins_of_their_names() {
+        let plugins = plugins();
+        assert_eq!(plugins.registered().len(), 16 + 7);
+        assert!(["get", "sh", "mcp", "instructions", "knowns", "prompt"]
+            .iter()
+            .all(|name| plugins.registered().contains(name)));
+    }
+
+    #[test]
+    fn a_disabled_plugin_is_never_registered_and_a_name_no_plugin_has_is_reported() {
+        let disabled = ["sh", "knowns", "nope"].map(String::from);
+        let plugins = Plugins::new(ToolSettings::default())
+            .disabling(&disabled)
+            .with_bundled();
+        assert!(plugins.get("sh").is_none());
+        assert!(!plugins.active_tools(&ToolPolicy::act()).contains(&"sh"));
+        assert!(crate::parser::parse("<sh>ls</sh>", plugins.tags())
+            .commands
+            .is_empty());
+        assert!(!plugins.registered().contains(&"knowns"));
+        assert!(plugins.get("env").is_some());
+        assert_eq!(plugins.unknown_disabled(), ["nope"]);
     }
 
     #[test]
