@@ -3,7 +3,8 @@
 //! One [`ProjectHub`] actor per project holds the connections bound to it. A notification
 //! is numbered (a per-run `seq`), serialized once, kept a while ([`replay`]) and offered to
 //! every subscriber without waiting: a client whose mailbox is full misses it, sees the gap
-//! in `seq`, and asks for what it missed ([`Replay`]). A hub left with no subscriber and
+//! in `seq`, and asks for what it missed ([`Replay`]). A plugin's `ui/render` and `ui/notify`
+//! ([`Broadcast`]) are about no run: offered the same way, never numbered nor kept. A hub left with no subscriber and
 //! nothing kept retires, so a closed project leaves nothing behind; every message reaches a
 //! hub through the [`HubRegistry`], which never lets one retire with a message unhandled.
 
