@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rummy::access::Role;
 use rummy::context::packet::{Bucket, MessageBuilder};
@@ -19,7 +19,7 @@ use rummy::parser::{Command, TagSpec, TaggedText};
 use rummy::plugins::assembly::{AssemblyContext, AssemblyFilter, Chain};
 use rummy::plugins::clients::Clients;
 use rummy::plugins::events::{Event, Observer};
-use rummy::plugins::filters::{LlmMessages, LlmResponse, RpcResult};
+use rummy::plugins::filters::{EntryRecording, LlmMessages, LlmResponse, RpcResult};
 use rummy::plugins::method::{MethodCall, MethodError, TypedMethod};
 use rummy::plugins::tool::{
     ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
@@ -317,7 +317,8 @@ async fn a_bundled_tool_and_section_are_plugins_the_configuration_can_disable() 
     assert!(catalogue["methods"].get("env").is_some());
 }
 
-/// Filters at three hook points and an observer that panics on every event.
+/// Filters at four hook points (one of them rewriting `<summarize>` into a tag no tool
+/// takes, which is ignored) and an observer that panics on every event.
 struct Rewriter;
 
 impl Plugin for Rewriter {
@@ -333,6 +334,22 @@ impl Plugin for Rewriter {
         });
         registrar.filter::<LlmResponse>(100, |reply, _| {
             *reply = reply.replace("hello there", "filtered");
+        });
+        registrar.filter::<EntryRecording>(100, |command, _| {
+            if let Command::Update(text) = command {
+                text.push_str(" loudly");
+            }
+        });
+        registrar.filter::<EntryRecording>(200, |command, _| {
+            if let Command::Summarize(_) = command {
+                *command = Command::Other {
+                    name: "nosuch".into(),
+                    content: TaggedText {
+                        body: String::new(),
+                        attributes: Vec::new(),
+                    },
+                };
+            }
         });
         registrar.filter::<RpcResult>(100, |result, call| {
             if call.method == "ping" {
@@ -352,8 +369,8 @@ impl Observer for Panicker {
 }
 
 #[actix_web::test]
-async fn filters_rewrite_the_request_the_reply_and_a_result_and_a_panicking_observer_harms_nothing()
-{
+async fn filters_rewrite_the_request_the_reply_the_commands_and_a_result_and_a_panicking_observer_harms_nothing(
+) {
     let llm = script();
     let app = TestApp::with_llm_and_tools(&llm, &[], |plugins| {
         plugins.plugin(Greeter).plugin(Rewriter)
@@ -369,6 +386,9 @@ async fn filters_rewrite_the_request_the_reply_and_a_result_and_a_panicking_obse
         client.statuses(run, "shout://*").await,
         [("shout://turn_1/filtered".to_string(), 200)]
     );
+    let updates = client.statuses(run, "update://*").await;
+    assert!(updates[0].0.contains("loudly"), "{updates:?}");
+    assert_eq!(client.statuses(run, "summarize://*").await.len(), 1);
     let system = system_message(&llm.requests()[0]);
     assert!(system.ends_with("\n<!-- rewritten -->"), "{system}");
     assert_eq!(client.ok("ping", json!({})).await, json!({"pong": true}));
@@ -379,5 +399,77 @@ async fn filters_rewrite_the_request_the_reply_and_a_result_and_a_panicking_obse
             .as_array()
             .map(Vec::len),
         Some(1)
+    );
+}
+
+/// Records the hook of every event it observes.
+struct HookLog(Arc<Mutex<Vec<&'static str>>>);
+
+impl Plugin for HookLog {
+    fn name(&self) -> &'static str {
+        "hook_log"
+    }
+
+    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+        registrar.observer(*self);
+    }
+}
+
+impl Observer for HookLog {
+    fn observe(&self, event: &Event<'_>) {
+        self.0.lock().unwrap().push(event.hook());
+    }
+}
+
+#[actix_web::test]
+async fn observers_see_a_request_a_loop_and_its_turns_in_order() {
+    let llm = script();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let hooks = HookLog(Arc::clone(&log));
+    let app =
+        TestApp::with_llm_and_tools(&llm, &[], |plugins| plugins.plugin(Greeter).plugin(hooks))
+            .await;
+    let (mut client, _) = app.client_in_project("hooks").await;
+    let init: Vec<&str> = log.lock().unwrap().drain(..).collect();
+    assert!(
+        init.ends_with(&[
+            "rpc.started",
+            "project.init.started",
+            "project.init.completed",
+            "rpc.completed"
+        ]),
+        "{init:?}"
+    );
+    client
+        .ok("ask", json!({"model": "fake", "prompt": "say hello"}))
+        .await;
+    let (code, _) = client.err("nosuch/method", json!({})).await;
+    assert_eq!(code, -32601);
+    let seen: Vec<&str> = log.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            "rpc.started",
+            "ask.started",
+            "run.created",
+            "loop.started",
+            "turn.started",
+            "turn.response",
+            "tool.before",
+            "tool.after",
+            "entry.created",
+            "entry.created",
+            "run.state",
+            "turn.completed",
+            "turn.started",
+            "turn.response",
+            "entry.created",
+            "run.state",
+            "turn.completed",
+            "loop.completed",
+            "ask.completed",
+            "rpc.completed",
+            "rpc.error",
+        ]
     );
 }
