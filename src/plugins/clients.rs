@@ -15,14 +15,6 @@ pub struct Clients {
     hubs: Arc<OnceLock<HubRegistry>>,
 }
 
-impl std::fmt::Debug for Clients {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Clients")
-            .field("connected", &self.hubs.get().is_some())
-            .finish()
-    }
-}
-
 impl Clients {
     /// From now on, sends through `hubs` (the first call wins).
     pub fn connect(&self, hubs: HubRegistry) {

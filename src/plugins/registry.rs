@@ -323,6 +323,8 @@ mod tests {
 
     use super::*;
     use crate::db::enums::{Category, LoopMode};
+    use crate::db::ids::{ProjectId, RunId};
+    use crate::plugins::filters::{LlmCall, LlmResponse};
     use crate::plugins::tool::ToolEffect;
 
     fn plugins() -> Plugins {
@@ -540,6 +542,39 @@ mod tests {
         assert!(!plugins.registered().contains(&"knowns"));
         assert!(plugins.get("env").is_some());
         assert_eq!(plugins.unknown_disabled(), ["nope"]);
+    }
+
+    /// Appends its name to every reply.
+    struct Suffix(&'static str);
+
+    impl Plugin for Suffix {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+
+        fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+            let name = self.0;
+            registrar.filter::<LlmResponse>(100, move |reply, _| reply.push_str(name));
+        }
+    }
+
+    #[test]
+    fn a_registry_shared_before_a_registration_keeps_what_it_had() {
+        let base = Plugins::new(ToolSettings::default()).plugin(Suffix("a"));
+        let more = base.clone().plugin(Suffix("b"));
+        let call = LlmCall {
+            project: ProjectId(1),
+            run: RunId(1),
+            turn: 1,
+        };
+        let reply = |plugins: &Plugins| {
+            let mut reply = String::new();
+            plugins.filter::<LlmResponse>(&mut reply, &call);
+            reply
+        };
+        assert_eq!(reply(&base), "a");
+        assert_eq!(reply(&more), "ab");
+        assert_eq!(more.registered(), ["a", "b"]);
     }
 
     #[test]
