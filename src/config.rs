@@ -94,6 +94,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("XAI_API_KEY", "providers.xai_api_key"),
     ("RUMMY_CONTEXT_SIZE", "providers.context_size"),
     ("RUMMY_SEARXNG_URL", "search.searxng_url"),
+    ("RUMMY_PLUGINS_DISABLED", "plugins.disabled"),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),
@@ -153,6 +154,7 @@ pub struct Settings {
     pub work: WorkSettings,
     pub providers: ProviderSettings,
     pub search: SearchSettings,
+    pub plugins: PluginSettings,
     pub log: LogSettings,
     /// Models seeded into the catalogue at start, by alias.
     #[serde(default)]
@@ -397,6 +399,15 @@ pub struct ProviderSettings {
 pub struct SearchSettings {
     /// SearXNG base URL; empty means the tool is not offered.
     pub searxng_url: String,
+}
+
+/// Which plugins run.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PluginSettings {
+    /// Names of the plugins not registered (bundled tools, sections, `transcript`, or one
+    /// the embedding binary adds).
+    #[serde(deserialize_with = "comma_list")]
+    pub disabled: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
