@@ -15,8 +15,10 @@ use rummy::db::enums::Fidelity;
 use rummy::db::ids::RunId;
 use rummy::db::testing::{migrated, project_with_run};
 use rummy::db::ConnectionSetup;
-use rummy::plugins::assembly::{Assembly, AssemblyInput, BudgetFigures, ToolDocs};
+use rummy::plugins::assembly::{AssemblyInput, BudgetFigures, ToolDocs};
 use rummy::plugins::policy::ToolPolicy;
+use rummy::plugins::tool::ToolSettings;
+use rummy::plugins::Plugins;
 
 const VISIBLE: i64 = 100;
 const TOKENS_PER_CHARACTER: u32 = 4;
@@ -90,7 +92,8 @@ fn store(dir: &tempfile::TempDir, entries: i64) -> Option<(SqliteConnection, Run
 fn materialize_and_assemble(criterion: &mut Criterion) {
     let mut group = criterion.benchmark_group("context_turn");
     group.sample_size(30);
-    let assembly = Assembly::bundled();
+    let plugins = Plugins::bundled(ToolSettings::default());
+    let assembly = plugins.assembly();
     let tokens = TokenMath::new(TOKENS_PER_CHARACTER);
     for entries in [1_000i64, 10_000, 100_000] {
         let Ok(dir) = tempfile::tempdir() else {

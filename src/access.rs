@@ -24,7 +24,7 @@ pub use people::{hash_token, People, Person};
 pub use watch::watch;
 
 /// What a person may do, each role including the ones before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Reads entries, runs and notifications.

@@ -21,8 +21,6 @@ use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions};
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
 use crate::metrics::Metrics;
-use crate::plugins::assembly::Assembly;
-use crate::plugins::events::Events;
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
@@ -73,8 +71,9 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
     start_with(settings, |plugins| plugins).await
 }
 
-/// [`start`] with the tools `register` adds to the bundled ones
-/// (`|plugins| plugins.with(MyTool)`).
+/// [`start`] with the plugins `register` adds to the bundled ones
+/// (`|plugins| plugins.plugin(MyPlugin)`, or `plugins.with(MyTool)` for a lone tool); a
+/// plugin the configuration disables is not registered.
 pub async fn start_with(
     settings: Settings,
     register: impl FnOnce(Plugins) -> Plugins,
@@ -91,22 +90,22 @@ pub async fn start_with(
             rpc_log: rpc_log_bounds(&settings),
         },
     )?;
+    let plugins = register(bundled_plugins(&settings));
+    for name in plugins.unknown_disabled() {
+        tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
+    }
+    let hubs = HubRegistry::new(settings.server.replay_limits());
+    plugins.clients().connect(hubs.clone());
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         db,
-        hubs: HubRegistry::new(settings.server.replay_limits()),
+        hubs,
         runs: RunRegistry::default(),
         admission: LoopAdmission::new(&settings.agent),
         llm: LlmProviders::start(provider_settings(&settings))?,
-        plugins: Arc::new(register(Plugins::bundled(ToolSettings {
-            token_divisor: settings.tokens.divisor,
-            max_entry_tokens: i32::try_from(settings.tokens.max_entry_tokens).unwrap_or(i32::MAX),
-            max_commands: settings.agent.max_commands.max(1),
-        }))),
-        assembly: Arc::new(Assembly::bundled()),
+        plugins: Arc::new(plugins),
         budget: BudgetActor::default().start(),
         projects: ProjectRegistry::default(),
-        events: Arc::new(bundled_events(&settings)),
         metrics: Arc::new(Metrics::default()),
         web: WebClient::new(web_options(&settings))?,
     };
@@ -252,11 +251,17 @@ async fn seed_models(agent: &AgentContext) -> Result<(), DbError> {
     Ok(())
 }
 
-/// The bundled observers: each run's transcript under `$RUMMY_HOME/transcripts`.
-fn bundled_events(settings: &Settings) -> Events {
-    let mut events = Events::default();
-    events.register(Box::new(Transcript::new(transcripts_folder(settings))));
-    events
+/// The bundled plugins (tools, packet sections, each run's transcript under
+/// `$RUMMY_HOME/transcripts`) but those `RUMMY_PLUGINS_DISABLED` names.
+fn bundled_plugins(settings: &Settings) -> Plugins {
+    Plugins::new(ToolSettings {
+        token_divisor: settings.tokens.divisor,
+        max_entry_tokens: i32::try_from(settings.tokens.max_entry_tokens).unwrap_or(i32::MAX),
+        max_commands: settings.agent.max_commands.max(1),
+    })
+    .disabling(&settings.plugins.disabled)
+    .with_bundled()
+    .plugin(Transcript::new(transcripts_folder(settings)))
 }
 
 /// `$RUMMY_HOME/transcripts`: one folder per project, one file per run.

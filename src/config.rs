@@ -98,6 +98,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_WEB_MAX_BYTES", "web.max_bytes"),
     ("RUMMY_WEB_MAX_REDIRECTS", "web.max_redirects"),
     ("RUMMY_WEB_ALLOW_NETS", "web.allow_nets"),
+    ("RUMMY_PLUGINS_DISABLED", "plugins.disabled"),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),
@@ -158,6 +159,7 @@ pub struct Settings {
     pub providers: ProviderSettings,
     pub search: SearchSettings,
     pub web: WebSettings,
+    pub plugins: PluginSettings,
     pub log: LogSettings,
     /// Models seeded into the catalogue at start, by alias.
     #[serde(default)]
@@ -416,6 +418,15 @@ pub struct WebSettings {
     /// Networks a fetch may reach although they are private, loopback, link-local, ...
     #[serde(deserialize_with = "networks")]
     pub allow_nets: Vec<IpNet>,
+}
+
+/// Which plugins run.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PluginSettings {
+    /// Names of the plugins not registered (bundled tools, sections, `transcript`, or one
+    /// the embedding binary adds).
+    #[serde(deserialize_with = "comma_list")]
+    pub disabled: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -10,6 +10,7 @@
 use crate::access::AccessError;
 use crate::agent::admission::LoopsFull;
 use crate::db::DbError;
+use crate::plugins::method::MethodError;
 use crate::project::ProjectError;
 
 /// JSON-RPC 2.0 and rummy application error codes.
@@ -115,6 +116,9 @@ pub enum AppError {
     /// A path or project file operation failed.
     #[error(transparent)]
     Project(#[from] ProjectError),
+    /// A plugin's method failed.
+    #[error(transparent)]
+    Plugin(#[from] MethodError),
     /// Something the server did not expect.
     #[error("{0}")]
     Internal(String),
@@ -152,6 +156,9 @@ impl AppError {
             AppError::Access(AccessError::UsersFile(_)) => code::INTERNAL,
             AppError::Access(_) => code::UNAUTHORIZED,
             AppError::Db(error) => db_code(error),
+            AppError::Plugin(MethodError::InvalidParams(_)) => code::INVALID_PARAMS,
+            AppError::Plugin(MethodError::Db(error)) => db_code(error),
+            AppError::Plugin(MethodError::Failed(_)) => code::INTERNAL,
             AppError::Timeout { .. } | AppError::Internal(_) => code::INTERNAL,
         };
         let message = match self {

@@ -3,7 +3,8 @@
 //! One [`ProjectHub`] actor per project holds the connections bound to it. A notification
 //! is numbered (a per-run `seq`), serialized once, kept a while ([`replay`]) and offered to
 //! every subscriber without waiting: a client whose mailbox is full misses it, sees the gap
-//! in `seq`, and asks for what it missed ([`Replay`]). A hub left with no subscriber and
+//! in `seq`, and asks for what it missed ([`Replay`]). A plugin's `ui/render` and `ui/notify`
+//! ([`Broadcast`]) are about no run: offered the same way, never numbered nor kept. A hub left with no subscriber and
 //! nothing kept retires, so a closed project leaves nothing behind; every message reaches a
 //! hub through the [`HubRegistry`], which never lets one retire with a message unhandled.
 
@@ -18,7 +19,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use actix::prelude::*;
 
 use crate::db::ids::{ProjectId, RunId};
-use notifications::Notification;
+use notifications::{Notification, UiNotification};
 use replay::{ReplayError, ReplayLimits, RunLogs};
 
 /// Identity of one client connection, unique for the server's lifetime.
@@ -54,6 +55,11 @@ pub struct Publish {
     pub notification: Notification,
 }
 
+/// Send a project-wide notification to every subscriber, unnumbered and not kept.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Broadcast(pub UiNotification);
+
 /// The kept frames of `run` after seq `since`, in order. Answered in the hub's mailbox
 /// order: a connection that subscribed before asking gets, live or here, every frame after
 /// `since` (some maybe both ways, the same seq).
@@ -78,6 +84,20 @@ pub struct ProjectHub {
 impl ProjectHub {
     fn handled_one(&self) {
         self.handled.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Offers `text` to every subscriber without waiting; a closed one leaves.
+    fn offer(&mut self, text: &Arc<str>) {
+        self.subscribers.retain(|conn, recipient| {
+            match recipient.try_send(Outbound(Arc::clone(text))) {
+                Ok(()) => true,
+                Err(SendError::Full(_)) => {
+                    tracing::warn!(conn, "client mailbox full; notification dropped");
+                    true
+                }
+                Err(SendError::Closed(_)) => false,
+            }
+        });
     }
 }
 
@@ -130,16 +150,21 @@ impl Handler<Publish> for ProjectHub {
                 return;
             }
         };
-        self.subscribers.retain(|conn, recipient| {
-            match recipient.try_send(Outbound(Arc::clone(&text))) {
-                Ok(()) => true,
-                Err(SendError::Full(_)) => {
-                    tracing::warn!(conn, "client mailbox full; notification dropped");
-                    true
-                }
-                Err(SendError::Closed(_)) => false,
+        self.offer(&text);
+    }
+}
+
+impl Handler<Broadcast> for ProjectHub {
+    type Result = ();
+    fn handle(&mut self, Broadcast(notification): Broadcast, _: &mut Context<Self>) {
+        self.handled_one();
+        match notification.frame() {
+            Ok(text) => self.offer(&Arc::from(text)),
+            Err(error) => {
+                let method = notification.method();
+                tracing::error!(%error, method, "cannot serialize a notification");
             }
-        });
+        }
     }
 }
 
@@ -197,6 +222,11 @@ impl HubRegistry {
     /// Sends a notification about `run` to everyone bound to `project`.
     pub fn publish(&self, project: ProjectId, run: RunId, notification: Notification) {
         self.deliver(project, |hub| hub.do_send(Publish { run, notification }));
+    }
+
+    /// Sends `notification` to everyone bound to `project` now (no one else ever sees it).
+    pub fn broadcast(&self, project: ProjectId, notification: UiNotification) {
+        self.deliver(project, |hub| hub.do_send(Broadcast(notification)));
     }
 
     /// The kept frames of `run` after seq `since`, asked of `project`'s hub.

@@ -3,13 +3,20 @@
 //! Tool plugins (`tools/`) record and dispatch commands, project their entries into the
 //! packet (full and summary views) and carry their model-facing docs. Assembly plugins
 //! (`assembly/`) own the tags of the two messages (`<knowns>`, `<previous>`, `<unknowns>`,
-//! `<performed>`, `<progress>`, `<prompt>`) and run as ordered filter chains. Model-facing
-//! text lives in `text/`, apart from code, so it can be tuned without touching logic.
+//! `<performed>`, `<progress>`, `<prompt>`) and run as ordered filter chains. Each is a
+//! [`Plugin`] registered through the same API as a plugin from outside the crate
+//! (`plugin`), which may also add observers (`events`), filters (`filters`), RPC methods
+//! (`method`) and reach the clients (`clients`). Model-facing text lives in `text/`, apart
+//! from code, so it can be tuned without touching logic.
 
 pub mod assembly;
+pub mod clients;
 pub mod dispatch;
 pub mod error;
 pub mod events;
+pub mod filters;
+pub mod method;
+pub mod plugin;
 pub mod policy;
 pub mod readonly;
 pub mod registry;
@@ -19,4 +26,5 @@ pub mod tools;
 pub mod transcript;
 pub mod web;
 
+pub use plugin::{Plugin, Registrar};
 pub use registry::Plugins;

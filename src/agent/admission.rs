@@ -21,7 +21,10 @@ pub enum Asker {
 
 /// An `ask`/`act` refused: a bound on active loops is reached.
 #[derive(Debug, thiserror::Error)]
-#[error("{asker} already has {active} loops running or queued; try again later.")]
+#[error(
+    "{asker} already has {active} loop{} running or queued; try again later.",
+    if *.active == 1 { "" } else { "s" }
+)]
 pub struct LoopsFull {
     /// The project or person, as a client reads it.
     asker: String,
@@ -146,7 +149,7 @@ mod tests {
         let again = soon(loops.admit(ProjectId(1), "web", "alice")).await.err();
         assert_eq!(
             again.map(|full| full.to_string()).as_deref(),
-            Some("alice already has 1 loops running or queued; try again later.")
+            Some("alice already has 1 loop running or queued; try again later.")
         );
         let _bob = soon(loops.admit(ProjectId(1), "web", "bob")).await.unwrap();
         let carol = soon(loops.admit(ProjectId(1), "web", "carol")).await.err();

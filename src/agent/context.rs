@@ -14,9 +14,7 @@ use crate::hub::HubRegistry;
 use crate::llm::LlmProviders;
 use crate::metrics::Metrics;
 use crate::parser::Command;
-use crate::plugins::assembly::Assembly;
 use crate::plugins::dispatch::PreparedWork;
-use crate::plugins::events::Events;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::web::WebAnswers;
 use crate::plugins::Plugins;
@@ -36,16 +34,13 @@ pub struct AgentContext {
     pub admission: LoopAdmission,
     /// One actor per LLM provider.
     pub llm: LlmProviders,
-    /// The tool plugins (handlers, views, docs).
+    /// The plugins: tools (handlers, views, docs), the sections of the packet, observers,
+    /// filters and RPC methods.
     pub plugins: Arc<Plugins>,
-    /// The assembly plugins (the tags of the packet).
-    pub assembly: Arc<Assembly>,
     /// The calibration of packet estimates, per run.
     pub budget: Addr<BudgetActor>,
     /// One actor per project root: file scans.
     pub projects: ProjectRegistry,
-    /// The observers of runs (the transcript).
-    pub events: Arc<Events>,
     pub metrics: Arc<Metrics>,
     /// Web searches and page fetches.
     pub web: WebClient,

@@ -51,7 +51,7 @@ pub async fn execute_loop(
         }
     };
     let outcome = store_outcome(agent, &lp, outcome, &cancel).await;
-    agent.events.emit(Event::LoopEnded {
+    agent.plugins.emit(Event::LoopEnded {
         run: run_id,
         loop_id: lp.id,
         status: outcome.status(),
@@ -143,7 +143,7 @@ async fn run_turns(
             })
         })
         .await?;
-    agent.events.emit(Event::LoopStarted {
+    agent.plugins.emit(Event::LoopStarted {
         run: run_id,
         alias: &run.alias,
         project: run.project_id,

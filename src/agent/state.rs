@@ -18,6 +18,7 @@ use crate::hub::notifications::{
     UnknownEntry, UsageTotals,
 };
 use crate::llm::ChatResponse;
+use crate::plugins::events::Event;
 
 fn parse_attributes(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Map::new()))
@@ -159,6 +160,10 @@ pub fn publish_turn_state(
         },
         requested_by: input.loop_row.requested_by.clone(),
     };
+    agent.plugins.emit(Event::RunState {
+        project,
+        state: &state,
+    });
     agent
         .hubs
         .publish(project, run, Notification::State(Box::new(state)));

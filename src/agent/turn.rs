@@ -31,6 +31,7 @@ use crate::parser::Command;
 use crate::plugins::dispatch::PreparedWork;
 use crate::plugins::dispatch::{dispatch_gated, ResponseTurn};
 use crate::plugins::events::Event;
+use crate::plugins::filters::{LlmCall, LlmMessages, LlmResponse};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
 use diesel::SqliteConnection;
@@ -181,18 +182,34 @@ async fn execute_numbered_turn(
             status: ProgressStatus::Thinking,
         }),
     );
+    agent.plugins.emit(Event::TurnStarted {
+        run: run_id,
+        loop_id: lp.id,
+        turn,
+        iteration,
+    });
+    let call = LlmCall {
+        project,
+        run: run_id,
+        turn,
+    };
+    let mut messages = vec![
+        ChatMessage::system(packet.system.clone()),
+        ChatMessage::user(packet.user.clone()),
+    ];
+    agent.plugins.filter::<LlmMessages>(&mut messages, &call);
     let request = ChatRequest {
-        messages: vec![
-            ChatMessage::system(packet.system.clone()),
-            ChatMessage::user(packet.user.clone()),
-        ],
+        messages,
         model: input.model_actual.to_string(),
         temperature: input.temperature,
         max_tokens: Some(agent.settings.agent.max_completion_tokens).filter(|limit| *limit > 0),
     };
     let preparation_ms = started.elapsed().as_millis() as u64;
     let llm_started = Instant::now();
-    let response = agent.llm.complete(request, cancel).await?;
+    let mut response = agent.llm.complete(request, cancel).await?;
+    agent
+        .plugins
+        .filter::<LlmResponse>(&mut response.content, &call);
     agent.budget.do_send(RecordUsage {
         run: run_id,
         estimate,
@@ -210,7 +227,7 @@ async fn execute_numbered_turn(
         }),
     );
     let parsed = crate::parser::parse(&response.content, agent.plugins.tags());
-    agent.events.emit(Event::TurnResponse {
+    agent.plugins.emit(Event::TurnResponse {
         run: run_id,
         turn,
         system: &packet.system,
@@ -259,6 +276,11 @@ async fn execute_numbered_turn(
         turn,
     };
     state::publish_turn_state(agent, facts, stored, &input, &response, &packet);
+    agent.plugins.emit(Event::TurnCompleted {
+        run: run_id,
+        turn,
+        proposed: report.proposed.len(),
+    });
     tracing::info!(
         preparation_ms,
         llm_ms,

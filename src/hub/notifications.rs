@@ -214,3 +214,92 @@ impl From<&RunUsage> for UsageTotals {
         }
     }
 }
+
+/// A notification to every client bound to a project, about no run in particular: not
+/// numbered, not kept for replay (a client that misses one misses it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum UiNotification {
+    /// `ui/render`: text to display, streamed.
+    Render(UiRender),
+    /// `ui/notify`: a toast or status message.
+    Notify(UiNotify),
+}
+
+impl UiNotification {
+    /// The wire method name.
+    pub fn method(&self) -> &'static str {
+        match self {
+            UiNotification::Render(_) => "ui/render",
+            UiNotification::Notify(_) => "ui/notify",
+        }
+    }
+
+    /// The JSON-RPC notification frame.
+    pub fn frame(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(&UiFrame {
+            jsonrpc: "2.0",
+            method: self.method(),
+            params: self,
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct UiFrame<'a> {
+    jsonrpc: &'static str,
+    method: &'static str,
+    params: &'a UiNotification,
+}
+
+/// `ui/render` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UiRender {
+    pub text: String,
+    /// Append to what is displayed (else replace it).
+    pub append: bool,
+}
+
+/// `ui/notify` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UiNotify {
+    pub text: String,
+    pub level: NotifyLevel,
+}
+
+/// How a `ui/notify` message should stand out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyLevel {
+    Info,
+    Warn,
+    Error,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    #[test]
+    fn ui_frames_carry_the_protocol_shapes_without_seq() {
+        let render = UiNotification::Render(UiRender {
+            text: "building".into(),
+            append: true,
+        });
+        let frame: Value = serde_json::from_str(&render.frame().unwrap()).unwrap();
+        assert_eq!(
+            frame,
+            json!({"jsonrpc": "2.0", "method": "ui/render",
+                   "params": {"text": "building", "append": true}})
+        );
+        let notify = UiNotification::Notify(UiNotify {
+            text: "done".into(),
+            level: NotifyLevel::Warn,
+        });
+        let frame: Value = serde_json::from_str(&notify.frame().unwrap()).unwrap();
+        assert_eq!(frame["method"], "ui/notify");
+        assert_eq!(frame["params"], json!({"text": "done", "level": "warn"}));
+    }
+}

@@ -5,8 +5,9 @@
 //! `<performed>` (100), `<progress>` (200) and `<prompt>` (300, always last). Each plugin reads
 //! the shared rows through [`AssemblyContext`], renders its own section into a
 //! [`MessageBuilder`] (which accounts every character to a telemetry bucket) and returns.
-//! More plugins can be registered with [`Assembly::register`]; equal priorities keep
-//! registration order.
+//! Each bundled section is a plugin named after its tag ([`Section`]; the instructions
+//! are `instructions`), registered by [`bundled`]; a plugin adds its own with
+//! `Registrar::section`. Equal priorities keep registration order.
 //!
 //! The active prompt is the newest prompt entry whatever its fidelity; the loop it starts
 //! splits logging into `<previous>` (earlier loops) and `<performed>` (this loop).
@@ -26,10 +27,14 @@ pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use crate::context::packet::{MessageBuilder, Packet};
 use crate::context::{ContextRow, TokenMath};
 use crate::db::enums::{Category, Fidelity};
+use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::ToolPolicy;
+use crate::plugins::Plugins;
 
 pub use instructions::{Instructions, ToolDocs};
 pub use knowns::Knowns;
@@ -146,10 +151,51 @@ pub enum Chain {
     User,
 }
 
+/// `plugins` with every bundled section, each a plugin of its tag's name.
+pub(crate) fn bundled(plugins: Plugins) -> Plugins {
+    plugins
+        .plugin(Section::new("instructions", Chain::System, Instructions))
+        .plugin(Section::new("knowns", Chain::System, Knowns))
+        .plugin(Section::new("previous", Chain::System, Previous))
+        .plugin(Section::new("unknowns", Chain::System, Unknowns))
+        .plugin(Section::new("performed", Chain::User, Performed))
+        .plugin(Section::new("progress", Chain::User, Progress))
+        .plugin(Section::new("prompt", Chain::User, PromptTag))
+}
+
+/// One section of a chain as a plugin of its own.
+pub struct Section<F> {
+    name: &'static str,
+    chain: Chain,
+    filter: F,
+}
+
+impl<F: AssemblyFilter + 'static> Section<F> {
+    /// `filter` in `chain`, as the plugin `name`.
+    pub fn new(name: &'static str, chain: Chain, filter: F) -> Section<F> {
+        Section {
+            name,
+            chain,
+            filter,
+        }
+    }
+}
+
+impl<F: AssemblyFilter + 'static> Plugin for Section<F> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+        registrar.section(self.chain, self.filter);
+    }
+}
+
 /// The two filter chains.
+#[derive(Clone)]
 pub struct Assembly {
-    system: Vec<Box<dyn AssemblyFilter>>,
-    user: Vec<Box<dyn AssemblyFilter>>,
+    system: Vec<Arc<dyn AssemblyFilter>>,
+    user: Vec<Arc<dyn AssemblyFilter>>,
 }
 
 impl Assembly {
@@ -158,7 +204,7 @@ impl Assembly {
     /// Sections of the user message follow each other on new lines.
     const USER_SEPARATOR: &'static str = "\n";
 
-    /// Chains with no plugins.
+    /// Chains with no sections.
     pub fn empty() -> Assembly {
         Assembly {
             system: Vec::new(),
@@ -166,21 +212,8 @@ impl Assembly {
         }
     }
 
-    /// The bundled plugins at their priorities.
-    pub fn bundled() -> Assembly {
-        let mut assembly = Assembly::empty();
-        assembly.register(Chain::System, Box::new(Instructions));
-        assembly.register(Chain::System, Box::new(Knowns));
-        assembly.register(Chain::System, Box::new(Previous));
-        assembly.register(Chain::System, Box::new(Unknowns));
-        assembly.register(Chain::User, Box::new(Performed));
-        assembly.register(Chain::User, Box::new(Progress));
-        assembly.register(Chain::User, Box::new(PromptTag));
-        assembly
-    }
-
-    /// Adds a plugin to a chain after every plugin of lower or equal priority.
-    pub fn register(&mut self, chain: Chain, filter: Box<dyn AssemblyFilter>) {
+    /// Adds a section to a chain after every section of lower or equal priority.
+    pub fn register(&mut self, chain: Chain, filter: Arc<dyn AssemblyFilter>) {
         let filters = match chain {
             Chain::System => &mut self.system,
             Chain::User => &mut self.user,

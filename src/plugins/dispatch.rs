@@ -35,6 +35,8 @@ use crate::db::queries::entries::FreePaths;
 use crate::db::queries::{entries, runs};
 use crate::hedberg::SetRevision;
 use crate::parser::Command;
+use crate::plugins::events::Event;
+use crate::plugins::filters::{EntryRecording, Recording};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::readonly::ReadonlyFiles;
 use crate::plugins::tool::{ClientCall, TargetKind, Tool, ToolError, ToolScope};
@@ -190,7 +192,14 @@ impl<'p> Dispatcher<'p, '_> {
     ) -> Result<DispatchOutcome, ToolError> {
         let limit = scope.settings.max_commands.max(1);
         let (commands, dropped) = commands.split_at(commands.len().min(limit));
-        let commands: Vec<Command> = commands.iter().map(naked_set_as_known).collect();
+        let recording = Recording {
+            run: scope.run_id,
+            turn: scope.turn,
+        };
+        let commands: Vec<Command> = commands
+            .iter()
+            .map(|command| self.filtered(naked_set_as_known(command), &recording))
+            .collect();
         let mut outcome = DispatchOutcome::default();
         let mut actions = Vec::new();
         for (index, command) in commands.iter().enumerate() {
@@ -228,6 +237,12 @@ impl<'p> Dispatcher<'p, '_> {
                         (tool.name().to_owned(), path, EntryStatus::Conflict)
                     }
                     _ => {
+                        self.plugins.emit(Event::ToolBefore {
+                            run: scope.run_id,
+                            turn: scope.turn,
+                            tool: tool.name(),
+                            path: &path,
+                        });
                         let run = |inner: &mut ToolScope<'_>| {
                             tool.handle(inner, command, &path).map(Some)
                         };
@@ -255,6 +270,13 @@ impl<'p> Dispatcher<'p, '_> {
                             }
                         };
                         let status = status_at(scope, &handled)?;
+                        self.plugins.emit(Event::ToolAfter {
+                            run: scope.run_id,
+                            turn: scope.turn,
+                            tool: tool.name(),
+                            path: &handled,
+                            status,
+                        });
                         note_call(&mut outcome, index, command, &handled, status, true);
                         (tool.name().to_owned(), handled, status)
                     }
@@ -272,6 +294,14 @@ impl<'p> Dispatcher<'p, '_> {
             }
         }
         complete_calls(&mut outcome, &commands);
+        for call in outcome.calls.iter().filter(|call| !call.path.is_empty()) {
+            self.plugins.emit(Event::EntryCreated {
+                run: scope.run_id,
+                turn: scope.turn,
+                path: &call.path,
+                status: call.status,
+            });
+        }
         settle_status(scope, &commands, &mut outcome)?;
         outcome.flags = flags(&outcome.calls, self.plugins);
         outcome.proposals = entries::unresolved(scope.conn, scope.run_id)?
@@ -283,6 +313,25 @@ impl<'p> Dispatcher<'p, '_> {
 }
 
 impl Dispatcher<'_, '_> {
+    /// `command` after the `entry.recording` filters; a rewrite into a command no tool
+    /// takes is dropped (the filter's bug must not fail the reply).
+    fn filtered(&self, command: Command, recording: &Recording) -> Command {
+        if !self.plugins.has_filters::<EntryRecording>() {
+            return command;
+        }
+        let mut filtered = command.clone();
+        self.plugins
+            .filter::<EntryRecording>(&mut filtered, recording);
+        if self.plugins.get(filtered.name()).is_some() {
+            return filtered;
+        }
+        tracing::warn!(
+            tool = filtered.name(),
+            "an entry.recording filter named no tool; the command is recorded as written"
+        );
+        command
+    }
+
     /// One 429 entry, at the first command past the limit, for all those that did not run:
     /// one reply may not hold the writer for thousands of commands.
     fn refuse_the_rest(

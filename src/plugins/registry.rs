@@ -1,8 +1,10 @@
-//! `Plugins`: the registry of tools, built once and passed down (a cheap `Arc` clone, no
-//! global). Tools are registered one by one ([`Plugins::with`]), the bundled ones too. It
-//! answers which tags the parser recognises (`tags`), what the model may use
-//! (`active_tools`, `docs`), how an entry is projected at its fidelity (`project`), and
-//! which tool handles a scheme.
+//! `Plugins`: the registry of everything plugins add, built once and passed down (a cheap
+//! `Arc` clone, no global). Plugins are registered one by one ([`Plugins::plugin`]; a lone
+//! tool with [`Plugins::with`]), the bundled ones too, each unless the configuration
+//! disables it. It answers which tags the parser recognises (`tags`), what the model may
+//! use (`active_tools`, `docs`), how an entry is projected at its fidelity (`project`),
+//! which tool handles a scheme, how the packet is assembled (`assembly`), who observes
+//! (`emit`) and filters (`filter`) at the hook points, and which RPC methods plugins add.
 
 use std::sync::Arc;
 
@@ -11,6 +13,12 @@ use crate::context::Projector;
 use crate::db::enums::Fidelity;
 use crate::db::models::SchemeRow;
 use crate::parser::TagSet;
+use crate::plugins::assembly::{self, Assembly};
+use crate::plugins::clients::Clients;
+use crate::plugins::events::{Event, Events};
+use crate::plugins::filters::{FilterHook, Filters};
+use crate::plugins::method::PluginMethod;
+use crate::plugins::plugin::{Plugin, Registrar, ToolPlugin};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
 use crate::plugins::tools;
@@ -19,67 +27,177 @@ use crate::plugins::tools;
 /// same cut the store uses for its summary token count).
 const SUMMARY_PREFIX_CHARS: usize = 80;
 
-/// The registered tools, in display order (for the bundled ones: gather → reason → act →
-/// communicate).
+/// The registered plugins' tools (in display order: for the bundled ones gather → reason →
+/// act → communicate), sections, observers, filters and methods.
 #[derive(Clone)]
 pub struct Plugins {
     inner: Arc<Registry>,
 }
 
 #[derive(Clone)]
-struct Registry {
+pub(super) struct Registry {
     tools: Vec<Arc<dyn Tool>>,
     /// One tag per tool, from its declaration.
     tags: TagSet,
-    settings: ToolSettings,
+    pub(super) settings: ToolSettings,
+    pub(super) assembly: Assembly,
+    pub(super) events: Events,
+    pub(super) filters: Filters,
+    methods: Vec<Arc<dyn PluginMethod>>,
+    pub(super) clients: Clients,
+    /// The plugins registered, in order.
+    registered: Vec<&'static str>,
+    /// The plugins not registered because the configuration disables them.
+    skipped: Vec<&'static str>,
+    /// The plugins the configuration turns off.
+    disabled: Arc<[String]>,
+}
+
+impl Registry {
+    pub(super) fn add_tool(&mut self, tool: Arc<dyn Tool>) {
+        match self
+            .tools
+            .iter_mut()
+            .find(|registered| registered.name() == tool.name())
+        {
+            Some(registered) => *registered = tool,
+            None => self.tools.push(tool),
+        }
+        self.tags = self
+            .tools
+            .iter()
+            .map(|tool| (tool.name(), tool.tag()))
+            .collect();
+    }
+
+    pub(super) fn add_method(&mut self, method: Arc<dyn PluginMethod>) {
+        self.methods
+            .retain(|registered| registered.name() != method.name());
+        self.methods.push(method);
+    }
 }
 
 impl std::fmt::Debug for Plugins {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Plugins")
-            .field("tools", &self.names().collect::<Vec<_>>())
+            .field("plugins", &self.inner.registered)
             .field("settings", &self.inner.settings)
             .finish()
     }
 }
 
 impl Plugins {
-    /// No tools yet, and these limits.
+    /// No plugins yet, and these limits.
     pub fn new(settings: ToolSettings) -> Plugins {
         Plugins {
             inner: Arc::new(Registry {
                 tools: Vec::new(),
                 tags: TagSet::default(),
                 settings,
+                assembly: Assembly::empty(),
+                events: Events::default(),
+                filters: Filters::default(),
+                methods: Vec::new(),
+                clients: Clients::default(),
+                registered: Vec::new(),
+                skipped: Vec::new(),
+                disabled: Arc::from([]),
             }),
         }
     }
 
-    /// Every bundled tool with these limits.
+    /// Every bundled plugin (tools and packet sections) with these limits.
     pub fn bundled(settings: ToolSettings) -> Plugins {
-        tools::bundled(Plugins::new(settings))
+        Plugins::new(settings).with_bundled()
     }
 
-    /// These tools and `tool` after them (in the place of the tool of the same name, when
-    /// one is registered): from now on the parser recognises its tag, the model reads its
-    /// doc when it is offered, and its commands run.
-    pub fn with(mut self, tool: impl Tool + 'static) -> Plugins {
-        let registry = Arc::make_mut(&mut self.inner);
-        let tool: Arc<dyn Tool> = Arc::new(tool);
-        match registry
-            .tools
-            .iter_mut()
-            .find(|registered| registered.name() == tool.name())
-        {
-            Some(registered) => *registered = tool,
-            None => registry.tools.push(tool),
-        }
-        registry.tags = registry
-            .tools
-            .iter()
-            .map(|tool| (tool.name(), tool.tag()))
-            .collect();
+    /// These plugins and the bundled tools and packet sections after them.
+    pub fn with_bundled(self) -> Plugins {
+        assembly::bundled(tools::bundled(self))
+    }
+
+    /// From now on, a plugin named in `names` is not registered (its tools, sections,
+    /// observers, filters and methods never exist).
+    pub fn disabling(mut self, names: &[String]) -> Plugins {
+        Arc::make_mut(&mut self.inner).disabled = Arc::from(names);
         self
+    }
+
+    /// These plugins and `plugin` after them, unless the configuration disables it.
+    pub fn plugin(mut self, plugin: impl Plugin + 'static) -> Plugins {
+        let name = plugin.name();
+        let registry = Arc::make_mut(&mut self.inner);
+        if registry.disabled.iter().any(|disabled| disabled == name) {
+            tracing::info!(plugin = name, "plugin disabled by configuration");
+            registry.skipped.push(name);
+            return self;
+        }
+        Box::new(plugin).register(&mut Registrar { registry });
+        if !registry.registered.contains(&name) {
+            registry.registered.push(name);
+        }
+        self
+    }
+
+    /// These plugins and `tool` after them, as a plugin of the tool's name (in the place of
+    /// the tool of the same name, when one is registered): from now on the parser
+    /// recognises its tag, the model reads its doc when it is offered, and its commands run.
+    pub fn with(self, tool: impl Tool + 'static) -> Plugins {
+        self.plugin(ToolPlugin(tool))
+    }
+
+    /// The names of the plugins registered, in order.
+    pub fn registered(&self) -> &[&'static str] {
+        &self.inner.registered
+    }
+
+    /// The disabled names that no plugin offered so far carries (likely misspelt).
+    pub fn unknown_disabled(&self) -> Vec<&str> {
+        self.inner
+            .disabled
+            .iter()
+            .map(String::as_str)
+            .filter(|name| !self.inner.skipped.contains(name))
+            .collect()
+    }
+
+    /// The two filter chains of the packet.
+    pub fn assembly(&self) -> &Assembly {
+        &self.inner.assembly
+    }
+
+    /// Tells every observer of `event`, in order.
+    pub fn emit(&self, event: Event<'_>) {
+        self.inner.events.emit(event);
+    }
+
+    /// Threads `value` through the filters of hook `H`.
+    pub fn filter<H: FilterHook>(&self, value: &mut H::Value, context: &H::Context) {
+        self.inner.filters.apply::<H>(value, context);
+    }
+
+    /// Whether any plugin filters hook `H` (to skip preparing its value when none does).
+    pub fn has_filters<H: FilterHook>(&self) -> bool {
+        !H::chain(&self.inner.filters).is_empty()
+    }
+
+    /// The RPC method a plugin added under `name`.
+    pub fn method(&self, name: &str) -> Option<&dyn PluginMethod> {
+        self.inner
+            .methods
+            .iter()
+            .find(|method| method.name() == name)
+            .map(|method| method.as_ref())
+    }
+
+    /// Every RPC method plugins added, in registration order.
+    pub fn methods(&self) -> impl Iterator<Item = &dyn PluginMethod> + '_ {
+        self.inner.methods.iter().map(|method| method.as_ref())
+    }
+
+    /// How plugins reach the clients (connected by the composition root).
+    pub fn clients(&self) -> &Clients {
+        &self.inner.clients
     }
 
     /// The tags the parser recognises: one per tool.
@@ -205,6 +323,8 @@ mod tests {
 
     use super::*;
     use crate::db::enums::{Category, LoopMode};
+    use crate::db::ids::{ProjectId, RunId};
+    use crate::plugins::filters::{LlmCall, LlmResponse};
     use crate::plugins::tool::ToolEffect;
 
     fn plugins() -> Plugins {
@@ -397,6 +517,64 @@ mod tests {
             let row = rows.iter().find(|row| row.name == reasoning);
             assert_eq!(row.map(|row| row.model_visible), Some(false), "{reasoning}");
         }
+    }
+
+    #[test]
+    fn bundled_tools_and_sections_are_plugins_of_their_names() {
+        let plugins = plugins();
+        assert_eq!(plugins.registered().len(), 16 + 7);
+        assert!(["get", "sh", "mcp", "instructions", "knowns", "prompt"]
+            .iter()
+            .all(|name| plugins.registered().contains(name)));
+    }
+
+    #[test]
+    fn a_disabled_plugin_is_never_registered_and_a_name_no_plugin_has_is_reported() {
+        let disabled = ["sh", "knowns", "nope"].map(String::from);
+        let plugins = Plugins::new(ToolSettings::default())
+            .disabling(&disabled)
+            .with_bundled();
+        assert!(plugins.get("sh").is_none());
+        assert!(!plugins.active_tools(&ToolPolicy::act()).contains(&"sh"));
+        assert!(crate::parser::parse("<sh>ls</sh>", plugins.tags())
+            .commands
+            .is_empty());
+        assert!(!plugins.registered().contains(&"knowns"));
+        assert!(plugins.get("env").is_some());
+        assert_eq!(plugins.unknown_disabled(), ["nope"]);
+    }
+
+    /// Appends its name to every reply.
+    struct Suffix(&'static str);
+
+    impl Plugin for Suffix {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+
+        fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+            let name = self.0;
+            registrar.filter::<LlmResponse>(100, move |reply, _| reply.push_str(name));
+        }
+    }
+
+    #[test]
+    fn a_registry_shared_before_a_registration_keeps_what_it_had() {
+        let base = Plugins::new(ToolSettings::default()).plugin(Suffix("a"));
+        let more = base.clone().plugin(Suffix("b"));
+        let call = LlmCall {
+            project: ProjectId(1),
+            run: RunId(1),
+            turn: 1,
+        };
+        let reply = |plugins: &Plugins| {
+            let mut reply = String::new();
+            plugins.filter::<LlmResponse>(&mut reply, &call);
+            reply
+        };
+        assert_eq!(reply(&base), "a");
+        assert_eq!(reply(&more), "ab");
+        assert_eq!(more.registered(), ["a", "b"]);
     }
 
     #[test]

@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::db::ids::{ProjectId, RunId};
 use crate::plugins::events::{Event, Observer};
+use crate::plugins::plugin::{Plugin, Registrar};
 
 /// Most characters of a project or run name kept in a file name.
 const NAME_MAX_CHARS: usize = 80;
@@ -200,6 +201,16 @@ pub fn purge_older_than(folder: &Path, age: Duration) -> io::Result<usize> {
     Ok(removed)
 }
 
+impl Plugin for Transcript {
+    fn name(&self) -> &'static str {
+        "transcript"
+    }
+
+    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+        registrar.observer(*self);
+    }
+}
+
 impl Observer for Transcript {
     fn priority(&self) -> i32 {
         900
@@ -240,6 +251,7 @@ impl Observer for Transcript {
                 self.write(run, format!("\n# ended {}\n\n", status.code()), true);
                 self.end(run);
             }
+            _ => {}
         }
     }
 }

@@ -1,11 +1,15 @@
 //! Routing one request to its handler, with the access check, the init gate and the RPC
-//! timeout.
+//! timeout, and the plugins' hook points around it (`rpc.started`, the
+//! `rpc.response.result` filters, `rpc.completed` or `rpc.error`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::error::AppError;
+use crate::plugins::events::Event;
+use crate::plugins::filters::{RpcCall, RpcResult};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::methods::{self, Method, ToolCatalogue};
 
@@ -17,14 +21,51 @@ pub async fn call(
     method_name: &str,
     params: Value,
 ) -> Result<Reply, AppError> {
-    let method = Method::from_name(method_name, &ToolCatalogue::of(&context.agent))
-        .ok_or_else(|| AppError::MethodNotFound(method_name.to_string()))?;
+    let plugins = Arc::clone(&context.agent.plugins);
+    let project = context.project.as_ref().map(|binding| binding.id);
+    let outcome = match Method::from_name(method_name, &ToolCatalogue::of(&context.agent)) {
+        None => Err(AppError::MethodNotFound(method_name.to_string())),
+        Some(method) => {
+            let mut outcome = serve(context, method, params).await;
+            if let Ok(reply) = &mut outcome {
+                let call = RpcCall {
+                    method: method.name(),
+                    project,
+                };
+                plugins.filter::<RpcResult>(&mut reply.result, &call);
+            }
+            outcome
+        }
+    };
+    match &outcome {
+        Ok(_) => plugins.emit(Event::RpcCompleted {
+            method: method_name,
+            project,
+        }),
+        Err(error) => {
+            let error = error.to_rpc();
+            plugins.emit(Event::RpcError {
+                method: method_name,
+                project,
+                code: error.code,
+                message: &error.message,
+            });
+        }
+    }
+    outcome
+}
+
+async fn serve(context: CallContext, method: Method, params: Value) -> Result<Reply, AppError> {
     let spec = method.spec();
     let grant = context.grant()?;
     grant.require(spec.role, method.name())?;
     if spec.needs_init {
         grant.open(&context.project()?.name)?;
     }
+    context.agent.plugins.emit(Event::RpcStarted {
+        method: method.name(),
+        project: context.project.as_ref().map(|binding| binding.id),
+    });
     if spec.long_running {
         return methods::route(context, method, params).await;
     }

@@ -4,6 +4,7 @@ mod blocking;
 pub(crate) mod entries;
 pub(crate) mod loops;
 pub(crate) mod models;
+pub(crate) mod plugin_methods;
 pub(crate) mod replay;
 pub(crate) mod runs;
 pub(crate) mod session;

@@ -2,7 +2,10 @@
 //! its handler, whether it needs `init`, whether it is long-running (exempt from the RPC
 //! timeout) and what `discover` says of it. Routing and the `discover` catalogue are derived
 //! from the table; the names of a method's params come from its params type (as serde reads
-//! them), the table gives each a description, and a test holds the two together.
+//! them), the table gives each a description, and a test holds the two together. Beside
+//! the table, every tool of the registry without a method of its own is a method
+//! ([`Method::Tool`]), and so is every method a plugin adds ([`Method::Plugin`]), which
+//! declares its own description and params.
 
 use serde_aux::serde_introspection::serde_introspect;
 use serde_json::{json, Map, Value};
@@ -10,11 +13,14 @@ use serde_json::{json, Map, Value};
 use crate::access::Role;
 use crate::agent::AgentContext;
 use crate::error::AppError;
+use crate::plugins::method::PluginMethod;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
-use crate::rpc::handlers::{entries, loops, models, replay, runs, session, skills, tools};
+use crate::rpc::handlers::{
+    entries, loops, models, plugin_methods, replay, runs, session, skills, tools,
+};
 use crate::rpc::params::{decode, NoParams, Page};
 
 /// What `discover` says of one method, and how it is served.
@@ -24,8 +30,9 @@ pub struct MethodSpec {
     /// Parameter name (as on the wire) → informal type and meaning.
     pub params: &'static [(&'static str, &'static str)],
     /// The parameter names of its params type, as serde reads them (asked only by
-    /// `discover`, not on every call).
-    pub fields: fn() -> &'static [&'static str],
+    /// `discover`, not on every call); `None` for a plugin's method, whose names are those
+    /// of `params`.
+    pub fields: Option<fn() -> &'static [&'static str]>,
     /// The connection must have called `init`.
     pub needs_init: bool,
     /// Runs until its loop ends; exempt from the RPC timeout.
@@ -52,6 +59,8 @@ macro_rules! method_table {
             /// A model tool called directly by a client (`set`, `rm`, ...): every tool of
             /// the registry that has no method of its own and is not reasoning.
             Tool(&'static str),
+            /// A method a plugin added.
+            Plugin(PluginSpec),
         }
 
         impl Method {
@@ -63,6 +72,7 @@ macro_rules! method_table {
                 match self {
                     $(Method::$variant => $name,)*
                     Method::Tool(tool) => tool,
+                    Method::Plugin(spec) => spec.name,
                 }
             }
 
@@ -72,7 +82,7 @@ macro_rules! method_table {
                     $(Method::$variant => MethodSpec {
                         description: $description,
                         params: $fields,
-                        fields: serde_introspect::<$params>,
+                        fields: Some(serde_introspect::<$params>),
                         needs_init: $init,
                         long_running: $long,
                         role: Role::$role,
@@ -80,10 +90,18 @@ macro_rules! method_table {
                     Method::Tool(_) => MethodSpec {
                         description: "Dispatch a model tool on a run.",
                         params: TOOL_PARAMS,
-                        fields: serde_introspect::<tools::ToolParams>,
+                        fields: Some(serde_introspect::<tools::ToolParams>),
                         needs_init: true,
                         long_running: false,
                         role: Role::Member,
+                    },
+                    Method::Plugin(spec) => MethodSpec {
+                        description: spec.description,
+                        params: spec.params,
+                        fields: None,
+                        needs_init: spec.needs_init,
+                        long_running: false,
+                        role: spec.role,
                     },
                 }
             }
@@ -98,9 +116,32 @@ macro_rules! method_table {
             match method {
                 $(Method::$variant => $handler(context, decode::<$params>(params)?).await,)*
                 Method::Tool(tool) => tools::dispatch(context, tool, decode(params)?).await,
+                Method::Plugin(spec) => plugin_methods::call(context, spec.name, params).await,
             }
         }
     };
+}
+
+/// What a plugin's method declares of itself (taken from the registry on each lookup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PluginSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: &'static [(&'static str, &'static str)],
+    pub needs_init: bool,
+    pub role: Role,
+}
+
+impl PluginSpec {
+    fn of(method: &dyn PluginMethod) -> PluginSpec {
+        PluginSpec {
+            name: method.name(),
+            description: method.description(),
+            params: method.params(),
+            needs_init: method.needs_init(),
+            role: method.role(),
+        }
+    }
 }
 
 const TOOL_PARAMS: &[(&str, &str)] = &[
@@ -263,7 +304,8 @@ method_table! {
 }
 
 impl Method {
-    /// Looks a method up by its wire name; tools come from the registry.
+    /// Looks a method up by its wire name; tools and plugins' methods come from the
+    /// registry (a declared method first, then a tool, then a plugin's method).
     pub fn from_name(name: &str, tools: &ToolCatalogue<'_>) -> Option<Method> {
         if name == "rpc/discover" {
             return Some(Method::Discover);
@@ -273,6 +315,12 @@ impl Method {
             .copied()
             .find(|method| method.name() == name)
             .or_else(|| tools.methods().find(|tool| *tool == name).map(Method::Tool))
+            .or_else(|| {
+                tools
+                    .tools
+                    .method(name)
+                    .map(|method| Method::Plugin(PluginSpec::of(method)))
+            })
     }
 }
 
@@ -289,11 +337,14 @@ const NOTIFICATIONS: &[(&str, &str)] = &[
     ),
     ("run/progress", "A turn is thinking or processing."),
     ("run/proposal", "A new proposal awaits resolution."),
-    ("ui/render", "Display text (reserved)."),
-    ("ui/notify", "A toast message (reserved)."),
+    ("ui/render", "Display text from a plugin: {text, append}."),
+    (
+        "ui/notify",
+        "A toast message from a plugin: {text, level: info|warn|error}.",
+    ),
 ];
 
-/// The registry's tools as RPC methods.
+/// The registry's tools and plugins' methods as RPC methods.
 pub struct ToolCatalogue<'a> {
     pub tools: &'a Plugins,
     /// A search backend is configured (otherwise `search` is no method).
@@ -331,13 +382,25 @@ impl<'a> ToolCatalogue<'a> {
 /// The `discover` result, generated from the table and the tool registry.
 pub fn catalogue(tools: &ToolCatalogue<'_>) -> Value {
     let mut methods = Map::new();
+    let plugin_methods = tools
+        .tools
+        .methods()
+        .map(|method| Method::Plugin(PluginSpec::of(method)));
     let all = Method::NAMED
         .iter()
         .copied()
-        .chain(tools.methods().map(Method::Tool));
+        .chain(tools.methods().map(Method::Tool))
+        .chain(plugin_methods);
     for method in all {
         let spec = method.spec();
-        let params: Map<String, Value> = (spec.fields)()
+        if methods.contains_key(method.name()) {
+            continue;
+        }
+        let names: Vec<&str> = match spec.fields {
+            Some(fields) => fields().to_vec(),
+            None => spec.params.iter().map(|(name, _)| *name).collect(),
+        };
+        let params: Map<String, Value> = names
             .iter()
             .map(|name| {
                 let text = spec
@@ -442,7 +505,7 @@ mod tests {
         let methods = Method::NAMED.iter().copied().chain([Method::Tool("set")]);
         for method in methods {
             let spec = method.spec();
-            let mut fields: Vec<&str> = (spec.fields)().to_vec();
+            let mut fields: Vec<&str> = spec.fields.map(|fields| fields().to_vec()).unwrap();
             let mut described: Vec<&str> = spec.params.iter().map(|(name, _)| *name).collect();
             fields.sort_unstable();
             described.sort_unstable();

@@ -11,15 +11,18 @@ use crate::error::AppError;
 
 /// Decodes `params` into `T`, naming the offending parameter on failure.
 pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, AppError> {
-    serde_path_to_error::deserialize(params).map_err(|error| {
-        let path = error.path().to_string();
-        let name = if path == "." {
-            missing_field_name(&error.inner().to_string()).unwrap_or_else(|| "params".into())
-        } else {
-            path
-        };
-        AppError::MissingParam(name)
-    })
+    serde_path_to_error::deserialize(params).map_err(invalid)
+}
+
+/// The error of params that did not decode, naming the offending parameter.
+pub fn invalid(error: serde_path_to_error::Error<serde_json::Error>) -> AppError {
+    let path = error.path().to_string();
+    let name = if path == "." {
+        missing_field_name(&error.inner().to_string()).unwrap_or_else(|| "params".into())
+    } else {
+        path
+    };
+    AppError::MissingParam(name)
 }
 
 /// serde says "missing field `run`"; the parameter is the text between the backticks.

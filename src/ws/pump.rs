@@ -167,3 +167,6 @@ where
         Poll::Ready(())
     }
 }
+
+#[cfg(test)]
+mod tests;

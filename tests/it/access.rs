@@ -564,7 +564,7 @@ async fn a_persons_loop_bound_counts_all_their_connections() {
     assert_eq!(code, -32006);
     assert_eq!(
         message,
-        "person mo already has 1 loops running or queued; try again later."
+        "person mo already has 1 loop running or queued; try again later."
     );
     let theirs = ada
         .ok("ask", json!({"model": "fake", "prompt": "ada's"}))

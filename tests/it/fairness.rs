@@ -183,7 +183,7 @@ async fn an_ask_past_the_person_bound_is_refused_while_others_of_the_project_run
     assert_eq!(code, -32006);
     assert_eq!(
         message,
-        "connection 1 already has 1 loops running or queued; try again later."
+        "connection 1 already has 1 loop running or queued; try again later."
     );
     let theirs = other
         .ok("ask", json!({"model": "fake", "prompt": "theirs"}))

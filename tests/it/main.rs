@@ -20,6 +20,7 @@ mod lifecycle;
 mod loops;
 mod methods;
 mod metrics;
+mod one_file_plugin;
 mod one_file_tool;
 mod persistence;
 mod process;

@@ -113,7 +113,7 @@ pub(super) async fn prepare_packet(
         .await?;
     let turn = row.sequence;
     let assemble = |used_tokens: i64| {
-        agent.assembly.assemble(
+        agent.plugins.assembly().assemble(
             AssemblyInput {
                 rows: &rows,
                 turn,

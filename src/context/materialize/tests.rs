@@ -13,8 +13,8 @@ use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::queries::context::turn_context;
 use crate::db::queries::entries::{set_fidelity, upsert_entry};
 use crate::db::testing::{project_with_run, TestDb};
-use crate::plugins::assembly::testing::FakeTools;
-use crate::plugins::assembly::{Assembly, AssemblyInput, BudgetFigures};
+use crate::plugins::assembly::testing::{bundled_sections, FakeTools};
+use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
 use crate::plugins::policy::ToolPolicy;
 
 const TOKENS: TokenMath = TokenMath::new(4);
@@ -106,7 +106,7 @@ fn assemble(rows: &[ContextRow], mode: LoopMode, budget: Option<BudgetFigures>) 
         persona: None,
         budget,
     };
-    Assembly::bundled().assemble(input, TOKENS)
+    bundled_sections().assemble(input, TOKENS)
 }
 
 fn stored_matches(conn: &mut SqliteConnection, run: RunId, turn: i32, rows: &[ContextRow]) {

@@ -3,13 +3,23 @@
 
 use serde_json::{Map, Value};
 
-use super::{Assembly, AssemblyContext, AssemblyFilter, AssemblyInput, BudgetFigures, ToolDocs};
+use super::Assembly;
+use super::{AssemblyContext, AssemblyFilter, AssemblyInput, BudgetFigures, ToolDocs};
 use crate::context::packet::{MessageBuilder, Packet};
 use crate::context::{ContextRow, TokenMath};
 use crate::db::enums::{Category, EntryStatus, Fidelity, LoopMode};
 use crate::db::ids::EntryId;
 use crate::db::paths::scheme_of;
 use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::ToolSettings;
+use crate::plugins::Plugins;
+
+/// The bundled sections, registered as the server registers them.
+pub fn bundled_sections() -> Assembly {
+    super::bundled(Plugins::new(ToolSettings::default()))
+        .assembly()
+        .clone()
+}
 
 /// The divisor the fixtures count tokens with.
 pub const DIVISOR: u32 = 4;
@@ -140,6 +150,6 @@ impl Fixture {
 
     /// The packet of the bundled plugins.
     pub fn packet(&self) -> Packet {
-        Assembly::bundled().assemble(self.input(), TokenMath::new(DIVISOR))
+        bundled_sections().assemble(self.input(), TokenMath::new(DIVISOR))
     }
 }

@@ -15,6 +15,7 @@ use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs};
 use crate::error::AppError;
+use crate::plugins::events::Event;
 use crate::plugins::resolve::{Resolution as Decision, ResolveInput};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
@@ -79,6 +80,13 @@ async fn ask_or_act(
     if known.is_none() {
         return Err(AppError::UnknownModel(model));
     }
+    context.agent.plugins.emit(Event::AskStarted {
+        mode,
+        project,
+        model: &model,
+        prompt: params.prompt.as_deref().unwrap_or_default(),
+        run: params.run.as_deref(),
+    });
     let existing = match &params.run {
         Some(alias) if !alias.is_empty() => Some(find_run(&context, alias).await?),
         _ => None,
@@ -120,7 +128,14 @@ async fn ask_or_act(
             let run = match existing {
                 Some(parent) if fork => {
                     let fork = runs::fork_run(conn, parent.id, forker, now_ms())?;
-                    runs::update_run_config(conn, fork.id, &settings)?
+                    let fork = runs::update_run_config(conn, fork.id, &settings)?;
+                    return Ok(LoopStart::Ready {
+                        run: fork.id,
+                        created: Some(NewRun {
+                            alias: fork.alias,
+                            forked_from: Some(parent.alias),
+                        }),
+                    });
                 }
                 Some(run) => {
                     let proposed = entries::unresolved(conn, run.id)?;
@@ -132,13 +147,35 @@ async fn ask_or_act(
                     }
                     run
                 }
-                None => runs::create_run(conn, &create, now_ms())?,
+                None => {
+                    let run = runs::create_run(conn, &create, now_ms())?;
+                    return Ok(LoopStart::Ready {
+                        run: run.id,
+                        created: Some(NewRun {
+                            alias: run.alias,
+                            forked_from: None,
+                        }),
+                    });
+                }
             };
-            Ok(LoopStart::Ready(run.id))
+            Ok(LoopStart::Ready {
+                run: run.id,
+                created: None,
+            })
         })
         .await?;
     let run = match start {
-        LoopStart::Ready(run) => run,
+        LoopStart::Ready { run, created } => {
+            if let Some(created) = created {
+                context.agent.plugins.emit(Event::RunCreated {
+                    run,
+                    alias: &created.alias,
+                    project,
+                    forked_from: created.forked_from.as_deref(),
+                });
+            }
+            run
+        }
         LoopStart::Blocked { alias, proposed } => {
             return Reply::of(blocked_result(&alias, &proposed))
         }
@@ -153,18 +190,36 @@ async fn ask_or_act(
         requested_by: context.person(),
     };
     let outcome = context.agent.runs.enqueue(&context.agent, enqueue).await?;
-    loop_reply(&context, run, admitted.until(outcome)).await
+    let (outcome, alias) = loop_outcome(&context, run, admitted.until(outcome)).await?;
+    context.agent.plugins.emit(Event::AskCompleted {
+        mode,
+        project,
+        run: &alias,
+        status: outcome.status(),
+    });
+    Reply::of(outcome.to_result(&alias))
 }
 
 /// What the unit of work that finds, forks or creates the run of an `ask`/`act` found.
 enum LoopStart {
     /// The run the loop goes to.
-    Ready(RunId),
+    Ready {
+        run: RunId,
+        /// Set when the run is new (or a fork).
+        created: Option<NewRun>,
+    },
     /// The run has pending proposals: nothing is queued.
     Blocked {
         alias: String,
         proposed: Vec<ProposedRow>,
     },
+}
+
+/// A run an `ask`/`act` created.
+struct NewRun {
+    alias: String,
+    /// The alias of the run it forks.
+    forked_from: Option<String>,
 }
 
 /// Queues a loop through the run's actor and waits for that loop's outcome.
@@ -183,11 +238,20 @@ async fn loop_reply(
     run: RunId,
     outcome: oneshot::Receiver<LoopOutcome>,
 ) -> Result<Reply, AppError> {
+    let (outcome, alias) = loop_outcome(context, run, outcome).await?;
+    Reply::of(outcome.to_result(&alias))
+}
+
+/// A queued loop's outcome, and the run's alias then.
+async fn loop_outcome(
+    context: &CallContext,
+    run: RunId,
+    outcome: oneshot::Receiver<LoopOutcome>,
+) -> Result<(LoopOutcome, String), AppError> {
     let outcome = outcome
         .await
         .map_err(|_| AppError::Internal("the run stopped before its loop ended".into()))?;
-    let alias = current_alias(context, run).await?;
-    Reply::of(outcome.to_result(&alias))
+    Ok((outcome, current_alias(context, run).await?))
 }
 
 async fn current_alias(context: &CallContext, run: RunId) -> Result<String, AppError> {

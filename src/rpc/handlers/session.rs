@@ -9,6 +9,7 @@ use crate::access::AccessError;
 use crate::db::models::ProjectInsertForm;
 use crate::db::queries::projects::{self, Opening};
 use crate::error::AppError;
+use crate::plugins::events::Event;
 use crate::project::ProjectDirs;
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
 use crate::rpc::params::{NoParams, Required};
@@ -50,6 +51,10 @@ pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, App
         ));
     }
     let root = lexically_normal(&root);
+    context.agent.plugins.emit(Event::ProjectInitStarted {
+        name: &params.name,
+        root: &root,
+    });
     let dirs = context.agent.settings.server.projects_dir.clone();
     let root = if dirs.is_empty() {
         root
@@ -84,6 +89,11 @@ pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, App
             ))
         }
     };
+    context.agent.plugins.emit(Event::ProjectInitCompleted {
+        project: project.id,
+        name: &project.name,
+        root: &root,
+    });
     let binding = ProjectBinding {
         id: project.id,
         name: project.name,

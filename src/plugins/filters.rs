@@ -1,0 +1,214 @@
+//! Filters: values plugins may rewrite at fixed hook points (PLUGINS: filters rewrite,
+//! events observe). Each hook is a type ([`FilterHook`]) naming the value it threads and
+//! what the filters are told beside it; its filters run in ascending priority, equal
+//! priorities in registration order, each given the value the one before left. A filter
+//! that panics is caught and logged, and the value goes on as it left it. A hook with no
+//! filter costs one emptiness check.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::db::ids::{ProjectId, RunId};
+use crate::llm::ChatMessage;
+use crate::parser::Command;
+
+/// A hook point whose value filters rewrite.
+pub trait FilterHook: Sized + 'static {
+    /// What the filters rewrite.
+    type Value;
+    /// What they are told beside it.
+    type Context: Copy + std::fmt::Debug;
+
+    /// Its chain among the filters.
+    fn chain(filters: &Filters) -> &FilterChain<Self>;
+
+    /// Its chain, to add a filter to.
+    fn chain_mut(filters: &mut Filters) -> &mut FilterChain<Self>;
+}
+
+/// One filter of hook `H`: rewrites the value in place.
+pub type FilterFn<H> =
+    dyn Fn(&mut <H as FilterHook>::Value, &<H as FilterHook>::Context) + Send + Sync;
+
+/// The filters of one hook, in the order they run.
+pub struct FilterChain<H: FilterHook> {
+    filters: Vec<(i32, Arc<FilterFn<H>>)>,
+}
+
+impl<H: FilterHook> Default for FilterChain<H> {
+    fn default() -> Self {
+        FilterChain {
+            filters: Vec::new(),
+        }
+    }
+}
+
+impl<H: FilterHook> Clone for FilterChain<H> {
+    fn clone(&self) -> Self {
+        FilterChain {
+            filters: self.filters.clone(),
+        }
+    }
+}
+
+impl<H: FilterHook> FilterChain<H> {
+    /// No filter is registered.
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    fn add(&mut self, priority: i32, filter: Arc<FilterFn<H>>) {
+        let position = self
+            .filters
+            .partition_point(|(other, _)| *other <= priority);
+        self.filters.insert(position, (priority, filter));
+    }
+
+    fn apply(&self, value: &mut H::Value, context: &H::Context) {
+        for (priority, filter) in &self.filters {
+            if catch_unwind(AssertUnwindSafe(|| filter(value, context))).is_err() {
+                tracing::error!(
+                    hook = std::any::type_name::<H>(),
+                    priority,
+                    ?context,
+                    "a filter panicked; the value goes on as it left it"
+                );
+            }
+        }
+    }
+}
+
+/// `llm.messages`: the messages of a turn's LLM request, before it is sent.
+pub struct LlmMessages;
+
+/// `llm.response`: the model's raw reply, before it is parsed and recorded.
+pub struct LlmResponse;
+
+/// `entry.recording`: each command of a model's reply (or a client's tool call), before it
+/// is recorded and run. A rewrite into a command no tool takes is ignored.
+pub struct EntryRecording;
+
+/// `rpc.response.result`: a method's result, before it goes back to the client.
+pub struct RpcResult;
+
+/// The turn an LLM call belongs to.
+#[derive(Debug, Clone, Copy)]
+pub struct LlmCall {
+    pub project: ProjectId,
+    pub run: RunId,
+    /// The run-wide turn number.
+    pub turn: i32,
+}
+
+/// The turn a reply's commands are recorded in.
+#[derive(Debug, Clone, Copy)]
+pub struct Recording {
+    pub run: RunId,
+    pub turn: i32,
+}
+
+/// The call a result answers.
+#[derive(Debug, Clone, Copy)]
+pub struct RpcCall {
+    pub method: &'static str,
+    /// The connection's project, once bound.
+    pub project: Option<ProjectId>,
+}
+
+/// The filters of every hook.
+#[derive(Default, Clone)]
+pub struct Filters {
+    llm_messages: FilterChain<LlmMessages>,
+    llm_response: FilterChain<LlmResponse>,
+    entry_recording: FilterChain<EntryRecording>,
+    rpc_result: FilterChain<RpcResult>,
+}
+
+impl Filters {
+    /// Adds `filter` to hook `H` after every filter of lower or equal priority.
+    pub fn register<H: FilterHook>(&mut self, priority: i32, filter: Arc<FilterFn<H>>) {
+        H::chain_mut(self).add(priority, filter);
+    }
+
+    /// Threads `value` through the filters of `H`.
+    pub fn apply<H: FilterHook>(&self, value: &mut H::Value, context: &H::Context) {
+        H::chain(self).apply(value, context);
+    }
+}
+
+macro_rules! hook {
+    ($hook:ty, $field:ident, $value:ty, $context:ty) => {
+        impl FilterHook for $hook {
+            type Value = $value;
+            type Context = $context;
+
+            fn chain(filters: &Filters) -> &FilterChain<Self> {
+                &filters.$field
+            }
+
+            fn chain_mut(filters: &mut Filters) -> &mut FilterChain<Self> {
+                &mut filters.$field
+            }
+        }
+    };
+}
+
+hook!(LlmMessages, llm_messages, Vec<ChatMessage>, LlmCall);
+hook!(LlmResponse, llm_response, String, LlmCall);
+hook!(EntryRecording, entry_recording, Command, Recording);
+hook!(RpcResult, rpc_result, Value, RpcCall);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CALL: LlmCall = LlmCall {
+        project: ProjectId(1),
+        run: RunId(1),
+        turn: 1,
+    };
+
+    fn appending(text: &'static str) -> Arc<FilterFn<LlmResponse>> {
+        Arc::new(move |value: &mut String, _: &LlmCall| value.push_str(text))
+    }
+
+    #[test]
+    fn filters_run_in_ascending_priority_then_registration_order() {
+        let mut filters = Filters::default();
+        filters.register::<LlmResponse>(200, appending(" 200"));
+        filters.register::<LlmResponse>(10, appending(" 10"));
+        filters.register::<LlmResponse>(100, appending(" 100a"));
+        filters.register::<LlmResponse>(100, appending(" 100b"));
+        let mut reply = String::from("reply");
+        filters.apply::<LlmResponse>(&mut reply, &CALL);
+        assert_eq!(reply, "reply 10 100a 100b 200");
+    }
+
+    #[test]
+    fn a_panicking_filter_leaves_the_value_to_the_next_ones() {
+        let mut filters = Filters::default();
+        filters.register::<LlmResponse>(1, appending(" kept"));
+        filters.register::<LlmResponse>(
+            2,
+            Arc::new(|value: &mut String, _: &LlmCall| {
+                value.push_str(" half");
+                panic!("filter bug");
+            }),
+        );
+        filters.register::<LlmResponse>(3, appending(" after"));
+        let mut reply = String::from("reply");
+        filters.apply::<LlmResponse>(&mut reply, &CALL);
+        assert_eq!(reply, "reply kept half after");
+    }
+
+    #[test]
+    fn each_hook_has_its_own_chain() {
+        let mut filters = Filters::default();
+        filters.register::<LlmResponse>(1, appending(" filtered"));
+        let mut messages = vec![ChatMessage::user("question")];
+        filters.apply::<LlmMessages>(&mut messages, &CALL);
+        assert_eq!(messages, vec![ChatMessage::user("question")]);
+    }
+}

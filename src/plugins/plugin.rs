@@ -1,0 +1,86 @@
+//! [`Plugin`]: one named unit of extension, and the [`Registrar`] it registers through. A
+//! plugin adds tools, packet sections, observers, filters and RPC methods; the bundled
+//! tools, sections and the transcript are plugins too, registered the same way. A plugin
+//! whose name the configuration disables (`RUMMY_PLUGINS_DISABLED`) is never registered,
+//! so none of what it adds exists.
+
+use std::sync::Arc;
+
+use crate::plugins::assembly::{AssemblyFilter, Chain};
+use crate::plugins::clients::Clients;
+use crate::plugins::events::Observer;
+use crate::plugins::filters::{FilterFn, FilterHook};
+use crate::plugins::method::TypedMethod;
+use crate::plugins::registry::Registry;
+use crate::plugins::tool::{Tool, ToolSettings};
+
+/// A named set of additions to the server.
+pub trait Plugin {
+    /// What the configuration calls it (`RUMMY_PLUGINS_DISABLED`), unique among plugins.
+    fn name(&self) -> &'static str;
+
+    /// Adds what the plugin brings.
+    fn register(self: Box<Self>, registrar: &mut Registrar<'_>);
+}
+
+/// What a plugin registers through, while it registers.
+pub struct Registrar<'a> {
+    pub(super) registry: &'a mut Registry,
+}
+
+impl Registrar<'_> {
+    /// A model tool: from now on the parser recognises its tag, the model reads its doc when
+    /// it is offered, and its commands run. A tool of a taken name replaces it in place.
+    pub fn tool(&mut self, tool: impl Tool + 'static) {
+        self.registry.add_tool(Arc::new(tool));
+    }
+
+    /// A section of the packet: appended to `chain` after every section of lower or equal
+    /// priority.
+    pub fn section(&mut self, chain: Chain, section: impl AssemblyFilter + 'static) {
+        self.registry.assembly.register(chain, Arc::new(section));
+    }
+
+    /// An observer of every event.
+    pub fn observer(&mut self, observer: impl Observer + 'static) {
+        self.registry.events.register(Arc::new(observer));
+    }
+
+    /// A filter of hook `H` at `priority` (lower runs first; the bundled ones use 100).
+    pub fn filter<H: FilterHook>(
+        &mut self,
+        priority: i32,
+        filter: impl Fn(&mut H::Value, &H::Context) + Send + Sync + 'static,
+    ) {
+        let filter: Arc<FilterFn<H>> = Arc::new(filter);
+        self.registry.filters.register::<H>(priority, filter);
+    }
+
+    /// An RPC method, listed by `discover`.
+    pub fn method(&mut self, method: impl TypedMethod) {
+        self.registry.add_method(Arc::new(method));
+    }
+
+    /// The clients of every project, to send `ui/render` and `ui/notify` (keep a clone).
+    pub fn clients(&self) -> Clients {
+        self.registry.clients.clone()
+    }
+
+    /// The limits the tools enforce.
+    pub fn settings(&self) -> ToolSettings {
+        self.registry.settings
+    }
+}
+
+/// One tool as a plugin of its name ([`Plugins::with`](crate::plugins::Plugins::with)).
+pub(super) struct ToolPlugin<T>(pub T);
+
+impl<T: Tool + 'static> Plugin for ToolPlugin<T> {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+        registrar.tool(self.0);
+    }
+}
