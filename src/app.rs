@@ -20,8 +20,9 @@ use crate::db::queries::rpc_log::RpcLogBounds;
 use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions};
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
+use crate::mcp::{self, McpServers};
 use crate::metrics::Metrics;
-use crate::plugins::assembly::Assembly;
+use crate::plugins::assembly::{Assembly, Chain};
 use crate::plugins::events::Events;
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
@@ -90,6 +91,9 @@ pub async fn start_with(
             rpc_log: rpc_log_bounds(&settings),
         },
     )?;
+    let mcp = McpServers::start(mcp::config::load(&settings.storage.home)?);
+    let mut assembly = Assembly::bundled();
+    assembly.register(Chain::System, mcp.catalogue());
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         db,
@@ -97,12 +101,13 @@ pub async fn start_with(
         runs: RunRegistry::default(),
         admission: LoopAdmission::new(&settings.agent),
         llm: LlmProviders::start(provider_settings(&settings))?,
-        plugins: Arc::new(register(Plugins::bundled(ToolSettings {
+        plugins: Arc::new(register(mcp.register(Plugins::bundled(ToolSettings {
             token_divisor: settings.tokens.divisor,
             max_entry_tokens: i32::try_from(settings.tokens.max_entry_tokens).unwrap_or(i32::MAX),
             max_commands: settings.agent.max_commands.max(1),
-        }))),
-        assembly: Arc::new(Assembly::bundled()),
+        })))),
+        mcp,
+        assembly: Arc::new(assembly),
         budget: BudgetActor::default().start(),
         projects: ProjectRegistry::default(),
         events: Arc::new(bundled_events(&settings)),

@@ -12,6 +12,7 @@ use crate::db::ids::RunId;
 use crate::db::DbHandle;
 use crate::hub::HubRegistry;
 use crate::llm::LlmProviders;
+use crate::mcp::McpServers;
 use crate::metrics::Metrics;
 use crate::parser::Command;
 use crate::plugins::assembly::Assembly;
@@ -33,6 +34,8 @@ pub struct AgentContext {
     pub admission: LoopAdmission,
     /// One actor per LLM provider.
     pub llm: LlmProviders,
+    /// The MCP servers (their tools are among the plugins).
+    pub mcp: McpServers,
     /// The tool plugins (handlers, views, docs).
     pub plugins: Arc<Plugins>,
     /// The assembly plugins (the tags of the packet).

@@ -254,6 +254,10 @@ integer_enum! {
         TooManyCommands => 429,
         /// Failed, or a proposal whose resolution failed.
         Failed => 500,
+        /// An MCP server is not connected, or its session ended during the call.
+        BadGateway => 502,
+        /// An MCP server gave no answer within its timeout.
+        GatewayTimeout => 504,
     }
 }
 

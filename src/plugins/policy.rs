@@ -15,6 +15,36 @@ pub struct ToolPolicy {
     pub no_proposals: bool,
     /// A search backend is configured (otherwise `search` is not offered).
     pub search_available: bool,
+    /// The MCP servers the loop's project uses (`$RUMMY_HOME/mcp.toml`).
+    pub mcp_servers: McpServerSet,
+}
+
+/// A set of MCP servers, by their place in the configuration (at most 64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct McpServerSet(u64);
+
+impl McpServerSet {
+    /// No server.
+    pub const NONE: McpServerSet = McpServerSet(0);
+
+    /// This set and the `index`-th server.
+    pub fn with(self, index: usize) -> McpServerSet {
+        match u32::try_from(index)
+            .ok()
+            .and_then(|shift| 1u64.checked_shl(shift))
+        {
+            Some(bit) => McpServerSet(self.0 | bit),
+            None => self,
+        }
+    }
+
+    /// Whether the `index`-th server is in the set.
+    pub fn contains(self, index: usize) -> bool {
+        u32::try_from(index)
+            .ok()
+            .and_then(|shift| 1u64.checked_shl(shift))
+            .is_some_and(|bit| self.0 & bit != 0)
+    }
 }
 
 impl ToolPolicy {
@@ -26,6 +56,7 @@ impl ToolPolicy {
             no_web: false,
             no_proposals: false,
             search_available: false,
+            mcp_servers: McpServerSet::NONE,
         }
     }
 }

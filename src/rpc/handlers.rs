@@ -3,6 +3,7 @@
 mod blocking;
 pub(crate) mod entries;
 pub(crate) mod loops;
+pub(crate) mod mcp;
 pub(crate) mod models;
 pub(crate) mod replay;
 pub(crate) mod runs;
