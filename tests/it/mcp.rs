@@ -14,20 +14,59 @@ use rummy::llm::fake::{FakeLlm, Step};
 /// How long a test waits for the server to (re)connect or to log something.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// A home whose `mcp.toml` declares the test server as `glossary`, with `extra` lines in
-/// its table; and the file the server logs to.
+/// The test server's script.
+fn script() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/mcp_server.py")
+        .display()
+        .to_string()
+}
+
+/// A home whose `mcp.toml` declares the test server on stdio as `glossary`, with `extra`
+/// lines in its table; and the file the server logs to.
 fn home_with_server(extra: &str) -> (tempfile::TempDir, PathBuf) {
     let home = tempfile::tempdir().unwrap();
     let log = home.path().join("mcp.log");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp_server.py");
     let config = format!(
         "[[server]]\nname = \"glossary\"\ncommand = \"python3\"\nargs = [\"-u\", {script:?}]\n\
          env = {{ MCP_LOG = {log:?} }}\n{extra}\n",
-        script = script.display().to_string(),
+        script = script(),
         log = log.display().to_string(),
     );
     std::fs::write(home.path().join("mcp.toml"), config).unwrap();
     (home, log)
+}
+
+/// The test server on streamable HTTP, stopped when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpServer {
+    /// Starts it, logging to `log`.
+    fn start(log: &Path) -> HttpServer {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("python3")
+            .args(["-u", &script(), "--http"])
+            .env("MCP_LOG", log)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().unwrap();
+        HttpServer { child, port }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// What the server logged so far.
@@ -318,4 +357,60 @@ async fn a_project_the_server_does_not_serve_is_not_offered_its_tools() {
     );
     assert!(!system_message(&llm.requests()[0]).contains("mcp_glossary"));
     assert!(!logged(&log).contains("call"));
+}
+
+#[actix_web::test]
+async fn an_http_server_is_called_with_its_headers() {
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("mcp.log");
+    let server = HttpServer::start(&log);
+    let config = format!(
+        "[[server]]\nname = \"glossary\"\nurl = \"http://127.0.0.1:{}/mcp\"\n\
+         headers = {{ Authorization = \"Bearer s3cret\" }}\n",
+        server.port
+    );
+    std::fs::write(home.path().join("mcp.toml"), config).unwrap();
+    let llm = FakeLlm::start([
+        Step::reply(
+            "<mcp_glossary tool=\"lookup\">{\"query\": \"http\"}</mcp_glossary><update>asking</update>",
+        ),
+        Step::reply("<summarize>done</summarize>"),
+    ]);
+    let (_app, mut client) = connected_app(home, &llm).await;
+    let servers = client.ok("getMcpServers", json!({})).await;
+    assert_eq!(servers[0]["transport"], json!("http"));
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "what is http?"}))
+        .await;
+    let run = result["run"].as_str().unwrap();
+    let path = "mcp_glossary://turn_1/lookup";
+    assert_eq!(
+        body(&mut client, run, path).await,
+        "glossary: http means a card game"
+    );
+    let text = logged(&log);
+    assert!(text.contains("authorization Bearer s3cret"), "{text}");
+    assert!(!text.contains("authorization None"), "{text}");
+}
+
+#[actix_web::test]
+async fn aborting_the_loop_cancels_its_call() {
+    let (home, log) = home_with_server("timeout_secs = 300");
+    let llm = FakeLlm::start([Step::reply(
+        "<mcp_glossary tool=\"hang\"></mcp_glossary><update>waiting</update>",
+    )]);
+    let (app, mut client) = connected_app(home, &llm).await;
+    let run = client.start_run("fake").await;
+    let asked = client
+        .send(
+            "ask",
+            json!({"model": "fake", "prompt": "hang", "run": run}),
+        )
+        .await;
+    until_logged(&log, |text| text.contains("call hang")).await;
+    let (mut other, _) = app.client_in_project("mcp").await;
+    other.ok("run/abort", json!({"run": run})).await;
+    let reply = client.reply(&asked).await;
+    assert_eq!(reply["result"]["status"], json!(499), "{reply}");
+    until_logged(&log, |text| text.contains("cancelled")).await;
 }
