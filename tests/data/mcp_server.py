@@ -2,7 +2,7 @@
 
 On stdio, or with `--http` on a loopback port it prints (streamable HTTP, stateless).
 Tools: `lookup` (read-only), `create_issue` (changes things), `big` (read-only, 5000
-bytes), `hang` (read-only, never answers), `crash` (read-only, exits). Every start, call
+bytes), `hang` (read-only, never answers), `crash` (read-only, exits). Every start (with its pid), call
 and cancellation is appended to the file named by MCP_LOG, so a test sees what reached it.
 """
 
@@ -147,7 +147,7 @@ def serve_http():
     server.serve_forever()
 
 
-log("start")
+log("start pid " + str(os.getpid()))
 if sys.argv[1:] == ["--http"]:
     serve_http()
 else:

@@ -414,3 +414,22 @@ async fn aborting_the_loop_cancels_its_call() {
     assert_eq!(reply["result"]["status"], json!(499), "{reply}");
     until_logged(&log, |text| text.contains("cancelled")).await;
 }
+
+#[actix_web::test]
+async fn stopping_rummy_stops_its_servers() {
+    let (home, log) = home_with_server("");
+    let llm = FakeLlm::start([]);
+    let (app, _client) = connected_app(home, &llm).await;
+    let started = until_logged(&log, |text| text.contains("start pid ")).await;
+    let pid = started.trim().trim_start_matches("start pid ").to_owned();
+    let process = Path::new("/proc").join(&pid);
+    assert!(process.exists());
+    let TestApp { server, home, .. } = app;
+    server.stop().await;
+    let waited = Instant::now();
+    while process.exists() {
+        assert!(waited.elapsed() < PATIENCE, "server {pid} still runs");
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(home);
+}
