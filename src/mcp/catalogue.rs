@@ -10,7 +10,11 @@ use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
 
 /// The heading of the section.
 const HEADING: &str = include_str!("../plugins/text/mcp/catalogue.md");
-/// What a server that lists no tools now shows.
+/// One tool (`{tag}`, `{tool}`, `{asks}`, `{description}`, `{schema}` filled in).
+const TOOL: &str = include_str!("../plugins/text/mcp/catalogue_tool.md");
+/// `{asks}` of a tool that waits for the client's approval.
+const ASKS_FIRST: &str = include_str!("../plugins/text/mcp/asks_first.md");
+/// What a server that lists no tools now shows (`{tag}` filled in).
 const NOT_CONNECTED: &str = include_str!("../plugins/text/mcp/not_connected.md");
 
 /// Renders `<mcp_tools>`.
@@ -38,28 +42,25 @@ impl AssemblyFilter for Catalogue {
         for server in offered {
             let tools = server.connection.tools();
             if tools.is_empty() {
-                message.push(
-                    Bucket::System,
-                    &format!("\n\n### <{}>\n{}", server.tag, NOT_CONNECTED.trim_end()),
-                );
+                let text = NOT_CONNECTED.replace("{tag}", server.tag);
+                message.push(Bucket::System, "\n\n");
+                message.push(Bucket::System, text.trim_end());
             }
             for spec in tools.iter() {
                 message.count_entry(Bucket::System);
                 let asks = if server.asks_first(spec) {
-                    " (asks first)"
+                    ASKS_FIRST.trim_end()
                 } else {
                     ""
                 };
-                message.push(
-                    Bucket::System,
-                    &format!(
-                        "\n\n### <{} tool=\"{}\">{asks}\n{}\nArguments: {}",
-                        server.tag,
-                        spec.name,
-                        spec.description.trim(),
-                        spec.input_schema
-                    ),
-                );
+                let text = TOOL
+                    .replace("{tag}", server.tag)
+                    .replace("{tool}", &spec.name)
+                    .replace("{asks}", asks)
+                    .replace("{schema}", &spec.input_schema.to_string())
+                    .replace("{description}", spec.description.trim());
+                message.push(Bucket::System, "\n\n");
+                message.push(Bucket::System, text.trim_end());
             }
         }
         message.push(Bucket::System, "\n</mcp_tools>");

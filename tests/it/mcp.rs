@@ -433,3 +433,45 @@ async fn stopping_rummy_stops_its_servers() {
     }
     drop(home);
 }
+
+#[actix_web::test]
+async fn a_server_that_does_not_start_is_a_502_and_rummy_runs_on() {
+    let home = tempfile::tempdir().unwrap();
+    let config = "[[server]]\nname = \"broken\"\ncommand = \"/nonexistent/mcp-server\"\n";
+    std::fs::write(home.path().join("mcp.toml"), config).unwrap();
+    let llm = FakeLlm::start([
+        Step::reply("<mcp_broken tool=\"anything\"></mcp_broken><update>trying</update>"),
+        Step::reply("<summarize>it is down</summarize>"),
+    ]);
+    let app = TestApp::with_llm_in(home, &llm).await;
+    let (mut client, _) = app.client_in_project("mcp").await;
+    let started = Instant::now();
+    let servers = loop {
+        let servers = client.ok("getMcpServers", json!({})).await;
+        if servers[0]["error"].is_string() {
+            break servers;
+        }
+        assert!(started.elapsed() < PATIENCE, "no error: {servers}");
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(servers[0]["connected"], json!(false));
+    let error = servers[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("/nonexistent/mcp-server did not start"),
+        "{error}"
+    );
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "try it"}))
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    let run = result["run"].as_str().unwrap();
+    assert_eq!(
+        client.statuses(run, "mcp_broken://*").await,
+        [("mcp_broken://turn_1/anything".to_string(), 502)]
+    );
+    let system = system_message(&llm.requests()[0]);
+    assert!(
+        system.contains("### <mcp_broken>\nNot connected now"),
+        "{system}"
+    );
+}
