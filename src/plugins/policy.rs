@@ -27,24 +27,23 @@ impl McpServerSet {
     /// No server.
     pub const NONE: McpServerSet = McpServerSet(0);
 
-    /// This set and the `index`-th server.
+    /// This set and the `index`-th server (an index past 63 adds none).
     pub fn with(self, index: usize) -> McpServerSet {
-        match u32::try_from(index)
-            .ok()
-            .and_then(|shift| 1u64.checked_shl(shift))
-        {
-            Some(bit) => McpServerSet(self.0 | bit),
-            None => self,
-        }
+        McpServerSet(self.0 | bit(index))
     }
 
     /// Whether the `index`-th server is in the set.
     pub fn contains(self, index: usize) -> bool {
-        u32::try_from(index)
-            .ok()
-            .and_then(|shift| 1u64.checked_shl(shift))
-            .is_some_and(|bit| self.0 & bit != 0)
+        self.0 & bit(index) != 0
     }
+}
+
+/// The bit of the `index`-th server (none past 63).
+fn bit(index: usize) -> u64 {
+    u32::try_from(index)
+        .ok()
+        .and_then(|shift| 1u64.checked_shl(shift))
+        .unwrap_or(0)
 }
 
 impl ToolPolicy {
@@ -58,5 +57,17 @@ impl ToolPolicy {
             search_available: false,
             mcp_servers: McpServerSet::NONE,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::McpServerSet;
+
+    #[test]
+    fn a_server_set_holds_the_servers_added_and_no_others() {
+        let set = McpServerSet::NONE.with(0).with(63).with(64);
+        let held: Vec<usize> = (0..70).filter(|index| set.contains(*index)).collect();
+        assert_eq!(held, [0, 63]);
     }
 }
