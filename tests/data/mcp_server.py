@@ -2,7 +2,8 @@
 
 On stdio, or with `--http` on a loopback port it prints (streamable HTTP, stateless).
 Tools: `lookup` (read-only), `create_issue` (changes things), `big` (read-only, 5000
-bytes), `hang` (read-only, never answers), `crash` (read-only, exits). Every start (with its pid), call
+bytes), `hang` (read-only, never answers), `crash` (read-only, exits), `fail` (read-only,
+reports an error). Every start (with its pid), call
 and cancellation is appended to the file named by MCP_LOG, so a test sees what reached it.
 """
 
@@ -47,6 +48,7 @@ TOOLS = [
     {"name": "big", "description": "A long answer.", "inputSchema": OBJECT, "annotations": READ_ONLY},
     {"name": "hang", "description": "Never answers.", "inputSchema": OBJECT, "annotations": READ_ONLY},
     {"name": "crash", "description": "Exits.", "inputSchema": OBJECT, "annotations": READ_ONLY},
+    {"name": "fail", "description": "Reports an error.", "inputSchema": OBJECT, "annotations": READ_ONLY},
 ]
 
 
@@ -69,7 +71,7 @@ def call(params):
         os._exit(3)
     if name == "hang":
         return None
-    return {"content": [{"type": "text", "text": "no such tool"}], "isError": True}
+    return {"content": [{"type": "text", "text": "the tracker is closed"}], "isError": True}
 
 
 def answer(message):

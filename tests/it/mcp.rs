@@ -134,7 +134,7 @@ async fn the_model_reads_the_tools_and_a_read_only_call_runs() {
     assert_eq!(servers[0]["tag"], json!("mcp_glossary"));
     assert_eq!(servers[0]["enabled"], json!(true));
     let tools = servers[0]["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 5, "{servers}");
+    assert_eq!(tools.len(), 6, "{servers}");
     assert_eq!(
         (
             &tools[0]["name"],
@@ -474,4 +474,46 @@ async fn a_server_that_does_not_start_is_a_502_and_rummy_runs_on() {
         system.contains("### <mcp_broken>\nNot connected now"),
         "{system}"
     );
+}
+
+#[actix_web::test]
+async fn a_tool_that_reports_an_error_is_a_500_the_model_reads() {
+    let (home, _log) = home_with_server("");
+    let llm = FakeLlm::start([
+        Step::reply("<mcp_glossary tool=\"fail\"></mcp_glossary><update>trying</update>"),
+        Step::reply("<summarize>it failed</summarize>"),
+    ]);
+    let (_app, mut client) = connected_app(home, &llm).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "fail"}))
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    let run = result["run"].as_str().unwrap();
+    let path = "mcp_glossary://turn_1/fail";
+    assert_eq!(
+        client.statuses(run, "mcp_glossary://*").await,
+        [(path.to_string(), 500)]
+    );
+    assert_eq!(body(&mut client, run, path).await, "the tracker is closed");
+}
+
+#[actix_web::test]
+async fn ask_mode_never_calls_a_changing_tool_even_of_a_trusted_server() {
+    let (home, log) = home_with_server("trusted = true");
+    let llm = FakeLlm::start([
+        Step::reply(
+            "<mcp_glossary tool=\"create_issue\">{\"title\": \"No\"}</mcp_glossary><update>filing</update>",
+        ),
+        Step::reply("<summarize>not filed</summarize>"),
+    ]);
+    let (_app, mut client) = connected_app(home, &llm).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "file an issue"}))
+        .await;
+    let run = result["run"].as_str().unwrap();
+    assert_eq!(
+        client.statuses(run, "mcp_glossary://*").await,
+        [("mcp_glossary://turn_1/create_issue".to_string(), 403)]
+    );
+    assert!(!logged(&log).contains("create_issue"));
 }
