@@ -169,3 +169,67 @@ pub fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
         Err(error) => Err(format!("the arguments are not JSON: {error}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_arguments, Plan, Server};
+    use crate::mcp::config;
+    use crate::parser::{AttrValue, Command, TaggedText};
+    use crate::plugins::policy::ToolPolicy;
+
+    /// A server `a` whose command does not exist: never connected.
+    fn down_server() -> Server {
+        let text = "[[server]]\nname = \"a\"\ncommand = \"/nonexistent/mcp\"";
+        let config = config::parse(text, "mcp.toml").unwrap().remove(0);
+        Server::start(0, config)
+    }
+
+    fn command(tag: &str, tool: &str, body: &str) -> Command {
+        Command::Other {
+            name: tag.to_owned(),
+            content: TaggedText {
+                body: body.to_owned(),
+                attributes: vec![("tool".to_owned(), AttrValue::Text(tool.to_owned()))],
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_reads_the_calls_of_its_own_tag_only() {
+        let server = down_server();
+        assert_eq!(server.call_of(&command("mcp_b", "t", "")), None);
+        let call = server
+            .call_of(&command("mcp_a", "t", "{\"q\": 1}"))
+            .unwrap();
+        assert_eq!(call.tool, "t");
+        assert_eq!(call.arguments_text(), "{\"q\":1}");
+        let empty = server.call_of(&command("mcp_a", "", "")).unwrap();
+        assert_eq!(
+            server.plan(&empty),
+            Plan::Refused(
+                crate::db::enums::EntryStatus::BadRequest,
+                "tool is required".into()
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_to_a_server_that_is_down_is_made_to_fail_and_never_forbidden() {
+        let server = down_server();
+        let call = server.call_of(&command("mcp_a", "t", "")).unwrap();
+        assert_eq!(server.plan(&call), Plan::Direct);
+        let policy = ToolPolicy {
+            no_proposals: true,
+            ..ToolPolicy::act()
+        };
+        assert_eq!(server.forbids(&call, &policy), None);
+    }
+
+    #[test]
+    fn arguments_are_one_json_object() {
+        assert!(parse_arguments("  ").unwrap().is_empty());
+        assert!(parse_arguments("[1]").is_err());
+        assert!(parse_arguments("{oops").is_err());
+        assert_eq!(parse_arguments("{\"a\": 2}").unwrap()["a"], 2);
+    }
+}
