@@ -20,6 +20,7 @@ use crate::db::queries::rpc_log::RpcLogBounds;
 use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions};
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
+use crate::mcp::{self, McpServers};
 use crate::metrics::Metrics;
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
@@ -90,7 +91,8 @@ pub async fn start_with(
             rpc_log: rpc_log_bounds(&settings),
         },
     )?;
-    let plugins = register(bundled_plugins(&settings));
+    let mcp = McpServers::start(mcp::config::load(&settings.storage.home)?);
+    let plugins = register(bundled_plugins(&settings).plugin(mcp.plugin()));
     for name in plugins.unknown_disabled() {
         tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
     }
@@ -104,6 +106,7 @@ pub async fn start_with(
         admission: LoopAdmission::new(&settings.agent),
         llm: LlmProviders::start(provider_settings(&settings))?,
         plugins: Arc::new(plugins),
+        mcp,
         budget: BudgetActor::default().start(),
         projects: ProjectRegistry::default(),
         metrics: Arc::new(Metrics::default()),

@@ -15,6 +15,7 @@ pub mod hedberg;
 pub mod http;
 pub mod hub;
 pub mod llm;
+pub mod mcp;
 pub mod metrics;
 pub mod parser;
 pub mod plugins;

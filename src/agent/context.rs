@@ -12,6 +12,7 @@ use crate::db::ids::RunId;
 use crate::db::DbHandle;
 use crate::hub::HubRegistry;
 use crate::llm::LlmProviders;
+use crate::mcp::McpServers;
 use crate::metrics::Metrics;
 use crate::parser::Command;
 use crate::plugins::dispatch::PreparedWork;
@@ -34,6 +35,8 @@ pub struct AgentContext {
     pub admission: LoopAdmission,
     /// One actor per LLM provider.
     pub llm: LlmProviders,
+    /// The MCP servers (their tools are among the plugins).
+    pub mcp: McpServers,
     /// The plugins: tools (handlers, views, docs), the sections of the packet, observers,
     /// filters and RPC methods.
     pub plugins: Arc<Plugins>,

@@ -48,6 +48,7 @@ impl LoopConfig {
             no_web: self.no_web,
             no_proposals: self.no_proposals,
             search_available,
+            mcp_servers: crate::plugins::policy::McpServerSet::NONE,
         }
     }
 }

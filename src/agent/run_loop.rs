@@ -186,6 +186,7 @@ async fn run_turns(
             context_size,
             temperature,
             project_root: &project_root,
+            project_name: &project_name,
             panic: panic.as_mut(),
         };
         let report = match execute_turn(agent, input, cancel).await? {

@@ -118,9 +118,12 @@ async fn execute_numbered_turn(
 ) -> Result<TurnEnd, LoopError> {
     let started = Instant::now();
     let lp = input.loop_row;
-    let policy = input
-        .config
-        .policy(lp.mode, agent.settings.search_available());
+    let policy = ToolPolicy {
+        mcp_servers: agent.mcp.enabled_for(input.project_name),
+        ..input
+            .config
+            .policy(lp.mode, agent.settings.search_available())
+    };
     let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
     let first_prompt = prompt.clone().map(PromptWrite::New);
     let PreparedPacket {
@@ -245,6 +248,11 @@ async fn execute_numbered_turn(
             measure.calibration,
         ))
     };
+    // The MCP calls made at once are made before the unit of work that records them.
+    let _performed = agent
+        .mcp
+        .perform(run_id, turn, &policy, &parsed.commands, cancel)
+        .await;
     // An aborted run drops the searches (their budget is cancelled with them) and the web
     // requests, and ends.
     let work = tokio::select! {

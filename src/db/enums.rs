@@ -256,9 +256,10 @@ integer_enum! {
         TooManyCommands => 429,
         /// Failed, or a proposal whose resolution failed.
         Failed => 500,
-        /// A web server or the search backend failed, or answered something unreadable.
+        /// A web server, the search backend or an MCP server failed or answered something
+        /// unreadable; or the MCP server is not connected, or its session ended during the call.
         BadGateway => 502,
-        /// A web server or the search backend did not answer in time.
+        /// A web server, the search backend or an MCP server did not answer in time.
         GatewayTimeout => 504,
     }
 }

@@ -15,6 +15,35 @@ pub struct ToolPolicy {
     pub no_proposals: bool,
     /// A search backend is configured (otherwise `search` is not offered).
     pub search_available: bool,
+    /// The MCP servers the loop's project uses (`$RUMMY_HOME/mcp.toml`).
+    pub mcp_servers: McpServerSet,
+}
+
+/// A set of MCP servers, by their place in the configuration (at most 64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct McpServerSet(u64);
+
+impl McpServerSet {
+    /// No server.
+    pub const NONE: McpServerSet = McpServerSet(0);
+
+    /// This set and the `index`-th server (an index past 63 adds none).
+    pub fn with(self, index: usize) -> McpServerSet {
+        McpServerSet(self.0 | bit(index))
+    }
+
+    /// Whether the `index`-th server is in the set.
+    pub fn contains(self, index: usize) -> bool {
+        self.0 & bit(index) != 0
+    }
+}
+
+/// The bit of the `index`-th server (none past 63).
+fn bit(index: usize) -> u64 {
+    u32::try_from(index)
+        .ok()
+        .and_then(|shift| 1u64.checked_shl(shift))
+        .unwrap_or(0)
 }
 
 impl ToolPolicy {
@@ -26,6 +55,19 @@ impl ToolPolicy {
             no_web: false,
             no_proposals: false,
             search_available: false,
+            mcp_servers: McpServerSet::NONE,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::McpServerSet;
+
+    #[test]
+    fn a_server_set_holds_the_servers_added_and_no_others() {
+        let set = McpServerSet::NONE.with(0).with(63).with(64);
+        let held: Vec<usize> = (0..70).filter(|index| set.contains(*index)).collect();
+        assert_eq!(held, [0, 63]);
     }
 }

@@ -3,6 +3,7 @@
 mod blocking;
 pub(crate) mod entries;
 pub(crate) mod loops;
+pub(crate) mod mcp;
 pub(crate) mod models;
 pub(crate) mod plugin_methods;
 pub(crate) mod replay;

@@ -19,7 +19,7 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    entries, loops, models, plugin_methods, replay, runs, session, skills, tools,
+    entries, loops, mcp, models, plugin_methods, replay, runs, session, skills, tools,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -188,6 +188,9 @@ method_table! {
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,
         "List the model catalogue." PAGE;
+    GetMcpServers "getMcpServers" (NoParams) mcp::list,
+        needs_init: true, long_running: false, role: Viewer,
+        "List the MCP servers, whether this project uses them, and their tools." &[];
     AddModel "addModel" (models::AddModelParams) models::add,
         needs_init: false, long_running: false, role: Admin,
         "Add or update a model alias." &[

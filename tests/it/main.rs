@@ -18,6 +18,7 @@ mod durability;
 mod fairness;
 mod lifecycle;
 mod loops;
+mod mcp;
 mod methods;
 mod metrics;
 mod one_file_plugin;

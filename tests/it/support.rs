@@ -45,7 +45,15 @@ impl TestApp {
         extra: &[(&str, &str)],
         register: impl FnOnce(Plugins) -> Plugins,
     ) -> TestApp {
-        let home = tempfile::tempdir().unwrap();
+        TestApp::start_in(tempfile::tempdir().unwrap(), extra, register).await
+    }
+
+    /// [`TestApp::start_with_tools`] in `home`, prepared beforehand (`mcp.toml`, …).
+    pub async fn start_in(
+        home: tempfile::TempDir,
+        extra: &[(&str, &str)],
+        register: impl FnOnce(Plugins) -> Plugins,
+    ) -> TestApp {
         let mut env = HashMap::new();
         env.insert("RUMMY_HOME".to_string(), home.path().display().to_string());
         env.insert("PORT".to_string(), "0".to_string());
@@ -72,14 +80,14 @@ impl TestApp {
         extra: &[(&str, &str)],
         register: impl FnOnce(Plugins) -> Plugins,
     ) -> TestApp {
-        let mut env = vec![
-            ("OPENAI_BASE_URL", llm.base_url()),
-            ("RUMMY_MODEL_fake", "openai/fake"),
-            ("RUMMY_CONTEXT_fake", "32768"),
-            ("RUMMY_LLM_ATTEMPTS", "1"),
-        ];
+        let mut env = llm_env(llm);
         env.extend_from_slice(extra);
         TestApp::start_with_tools(&env, register).await
+    }
+
+    /// [`TestApp::with_llm`] in `home`, prepared beforehand.
+    pub async fn with_llm_in(home: tempfile::TempDir, llm: &FakeLlm) -> TestApp {
+        TestApp::start_in(home, &llm_env(llm), |plugins| plugins).await
     }
 
     /// Stops this server and starts another on the same home and database file.
@@ -141,6 +149,17 @@ impl TestApp {
         std::fs::write(&path, body).unwrap();
         path
     }
+}
+
+/// The variables that make `fake` the scripted LLM, with a 32768-token context and one
+/// attempt per call.
+fn llm_env(llm: &FakeLlm) -> Vec<(&'static str, &str)> {
+    vec![
+        ("OPENAI_BASE_URL", llm.base_url()),
+        ("RUMMY_MODEL_fake", "openai/fake"),
+        ("RUMMY_CONTEXT_fake", "32768"),
+        ("RUMMY_LLM_ATTEMPTS", "1"),
+    ]
 }
 
 /// The system message of a chat completion request the fake LLM received.

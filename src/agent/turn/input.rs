@@ -23,6 +23,8 @@ pub struct TurnInput<'a> {
     pub temperature: Option<f64>,
     /// The project's root on this machine.
     pub project_root: &'a std::path::Path,
+    /// The project's name (which MCP servers it uses).
+    pub project_name: &'a str,
     /// The state of a panic loop (`None` in other loops).
     pub panic: Option<&'a mut PanicState>,
 }

@@ -312,6 +312,17 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
         resolution: action,
         output: resolution.output.clone(),
     };
+    // An accepted MCP call is made before the unit of work that records it.
+    let _performed = match action {
+        Decision::Accept => Some(
+            context
+                .agent
+                .mcp
+                .perform_accepted(&context.agent.db, run.id, &resolution.path)
+                .await?,
+        ),
+        Decision::Reject | Decision::Error => None,
+    };
     let person = context.person();
     let resolved_run = run.clone();
     let plugins = Arc::clone(&context.agent.plugins);

@@ -24,6 +24,7 @@ async fn discover_describes_every_method_and_notification() {
         "discover",
         "init",
         "getModels",
+        "getMcpServers",
         "addModel",
         "removeModel",
         "get",

@@ -1,0 +1,68 @@
+//! `<mcp_tools>` (system chain, priority 50, after the instructions): the tools of each MCP
+//! server the loop is offered, as the server lists them now: name, description, whether it
+//! asks first, and the JSON schema of its arguments (a server that is down lists none).
+
+use std::sync::Arc;
+
+use crate::context::packet::{Bucket, MessageBuilder};
+use crate::mcp::server::Server;
+use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
+
+/// The heading of the section.
+const HEADING: &str = include_str!("../plugins/text/mcp/catalogue.md");
+/// One tool (`{tag}`, `{tool}`, `{asks}`, `{description}`, `{schema}` filled in).
+const TOOL: &str = include_str!("../plugins/text/mcp/catalogue_tool.md");
+/// `{asks}` of a tool that waits for the client's approval.
+const ASKS_FIRST: &str = include_str!("../plugins/text/mcp/asks_first.md");
+/// What a server that lists no tools now shows (`{tag}` filled in).
+const NOT_CONNECTED: &str = include_str!("../plugins/text/mcp/not_connected.md");
+
+/// Renders `<mcp_tools>`.
+pub struct Catalogue {
+    pub servers: Vec<Arc<Server>>,
+}
+
+impl AssemblyFilter for Catalogue {
+    fn priority(&self) -> i32 {
+        50
+    }
+
+    fn apply(&self, context: &AssemblyContext<'_>, message: &mut MessageBuilder) {
+        let offered: Vec<&Arc<Server>> = self
+            .servers
+            .iter()
+            .filter(|server| context.active_tools.contains(&server.tag))
+            .collect();
+        if offered.is_empty() {
+            return;
+        }
+        message.open_section(Bucket::System);
+        message.push(Bucket::System, "<mcp_tools>\n");
+        message.push(Bucket::System, HEADING.trim_end());
+        for server in offered {
+            let tools = server.connection.tools();
+            if tools.is_empty() {
+                let text = NOT_CONNECTED.replace("{tag}", server.tag);
+                message.push(Bucket::System, "\n\n");
+                message.push(Bucket::System, text.trim_end());
+            }
+            for spec in tools.iter() {
+                message.count_entry(Bucket::System);
+                let asks = if server.asks_first(spec) {
+                    ASKS_FIRST.trim_end()
+                } else {
+                    ""
+                };
+                let text = TOOL
+                    .replace("{tag}", server.tag)
+                    .replace("{tool}", &spec.name)
+                    .replace("{asks}", asks)
+                    .replace("{schema}", &spec.input_schema.to_string())
+                    .replace("{description}", spec.description.trim());
+                message.push(Bucket::System, "\n\n");
+                message.push(Bucket::System, text.trim_end());
+            }
+        }
+        message.push(Bucket::System, "\n</mcp_tools>");
+    }
+}

@@ -1,0 +1,315 @@
+//! `$RUMMY_HOME/mcp.toml`: the MCP servers rummy connects to, one `[[server]]` table each.
+//!
+//! ```toml
+//! [[server]]
+//! name = "github"                     # the model's tag is <mcp_github>
+//! command = "github-mcp-server"       # stdio: a child process …
+//! args = ["stdio"]
+//! env = { GITHUB_TOKEN = "…" }        # values are secrets: never logged
+//! trusted = false                     # changing tools are proposed to the client
+//! timeout_secs = 30
+//! max_output_bytes = 16384
+//! enabled = true
+//! projects = ["web", "api-*"]         # project names or globs; "*" (default) is every one
+//!
+//! [[server]]
+//! name = "docs"
+//! url = "https://mcp.example.com/mcp" # … or streamable HTTP
+//! headers = { Authorization = "Bearer …" }
+//! ```
+//!
+//! A missing file is no servers; a file that does not read stops the start with the reason.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
+use crate::config::Secret;
+
+/// The file's name under `$RUMMY_HOME`.
+pub const FILE_NAME: &str = "mcp.toml";
+
+/// The most servers one file may declare (a loop's servers are a 64-bit set).
+pub const MAX_SERVERS: usize = 64;
+
+/// Why `mcp.toml` does not read.
+#[derive(Debug, thiserror::Error)]
+pub enum McpConfigError {
+    #[error("{path}: {reason}")]
+    Unreadable { path: String, reason: String },
+    #[error("{file}: server {server:?}: {reason}")]
+    Invalid {
+        file: String,
+        server: String,
+        reason: String,
+    },
+}
+
+/// How rummy reaches a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Set in the child's environment.
+        env: BTreeMap<String, Secret>,
+    },
+    /// A streamable-HTTP endpoint.
+    Http {
+        url: String,
+        /// Sent with every request.
+        headers: BTreeMap<String, Secret>,
+    },
+}
+
+impl Transport {
+    /// `stdio` or `http`, for clients and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Stdio { .. } => "stdio",
+            Transport::Http { .. } => "http",
+        }
+    }
+}
+
+/// One server as configured.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Lowercase letters, digits and `_`; the tag is `mcp_<name>`.
+    pub name: String,
+    pub transport: Transport,
+    /// Its changing tools run without the client's approval.
+    pub trusted: bool,
+    /// How long one call may take before it is a 504.
+    pub timeout_secs: u64,
+    /// The most bytes of a result the model sees; the rest is cut with a marker.
+    pub max_output_bytes: usize,
+    /// The projects whose loops are offered its tools.
+    pub projects: GlobSet,
+    /// The patterns `projects` was built from, for clients.
+    pub project_patterns: Vec<String>,
+}
+
+impl ServerConfig {
+    /// The model's tag (and the scheme of its entries).
+    pub fn tag(&self) -> String {
+        format!("mcp_{}", self.name)
+    }
+
+    /// Whether loops of `project` are offered its tools.
+    pub fn serves(&self, project: &str) -> bool {
+        self.projects.is_match(project)
+    }
+}
+
+/// One `[[server]]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerEntry {
+    name: String,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, Secret>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, Secret>,
+    #[serde(default)]
+    trusted: bool,
+    #[serde(default = "default_timeout_secs")]
+    timeout_secs: u64,
+    #[serde(default = "default_max_output_bytes")]
+    max_output_bytes: usize,
+    #[serde(default = "default_enabled")]
+    enabled: bool,
+    #[serde(default = "every_project")]
+    projects: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McpFile {
+    #[serde(default)]
+    server: Vec<ServerEntry>,
+}
+
+fn default_timeout_secs() -> u64 {
+    30
+}
+
+fn default_max_output_bytes() -> usize {
+    16 * 1024
+}
+
+fn default_enabled() -> bool {
+    true
+}
+
+fn every_project() -> Vec<String> {
+    vec!["*".to_owned()]
+}
+
+/// The enabled servers of `$RUMMY_HOME/mcp.toml` (blocking: read at start).
+pub fn load(home: &Path) -> Result<Vec<ServerConfig>, McpConfigError> {
+    let path = home.join(FILE_NAME);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => {
+            return Err(McpConfigError::Unreadable {
+                path: path.display().to_string(),
+                reason: error.to_string(),
+            })
+        }
+    };
+    parse(&text, &path.display().to_string())
+}
+
+/// The enabled servers declared in `text` (the contents of `file`).
+pub fn parse(text: &str, file: &str) -> Result<Vec<ServerConfig>, McpConfigError> {
+    let parsed: McpFile = toml::from_str(text).map_err(|error| McpConfigError::Unreadable {
+        path: file.to_owned(),
+        reason: error.to_string(),
+    })?;
+    if parsed.server.len() > MAX_SERVERS {
+        return Err(McpConfigError::Unreadable {
+            path: file.to_owned(),
+            reason: format!("at most {MAX_SERVERS} servers"),
+        });
+    }
+    let mut names = std::collections::HashSet::new();
+    let mut servers = Vec::new();
+    for entry in parsed.server {
+        let invalid = |reason: String| McpConfigError::Invalid {
+            file: file.to_owned(),
+            server: entry.name.clone(),
+            reason,
+        };
+        let well_named = !entry.name.is_empty()
+            && entry.name.len() <= 32
+            && entry
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !well_named {
+            return Err(invalid(
+                "name must be 1–32 lowercase letters, digits or _".into(),
+            ));
+        }
+        if !names.insert(entry.name.clone()) {
+            return Err(invalid("listed twice".into()));
+        }
+        let transport = match (entry.command, entry.url) {
+            (Some(command), None) if entry.headers.is_empty() => Transport::Stdio {
+                command,
+                args: entry.args,
+                env: entry.env,
+            },
+            (None, Some(url)) if entry.args.is_empty() && entry.env.is_empty() => Transport::Http {
+                url,
+                headers: entry.headers,
+            },
+            _ => {
+                return Err(invalid(
+                    "give either command (with args, env) or url (with headers)".into(),
+                ))
+            }
+        };
+        if entry.timeout_secs == 0 || entry.max_output_bytes == 0 {
+            return Err(invalid(
+                "timeout_secs and max_output_bytes must be positive".into(),
+            ));
+        }
+        let mut globs = GlobSetBuilder::new();
+        for pattern in &entry.projects {
+            let glob = Glob::new(pattern)
+                .map_err(|error| invalid(format!("project pattern {pattern:?}: {error}")))?;
+            globs.add(glob);
+        }
+        let projects = globs
+            .build()
+            .map_err(|error| invalid(format!("project patterns: {error}")))?;
+        if !entry.enabled {
+            continue;
+        }
+        servers.push(ServerConfig {
+            name: entry.name,
+            transport,
+            trusted: entry.trusted,
+            timeout_secs: entry.timeout_secs,
+            max_output_bytes: entry.max_output_bytes,
+            projects,
+            project_patterns: entry.projects,
+        });
+    }
+    Ok(servers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse, Transport};
+
+    #[test]
+    fn servers_read_with_their_defaults_and_disabled_ones_are_left_out() {
+        let servers = parse(
+            r#"
+            [[server]]
+            name = "git_hub"
+            command = "gh-mcp"
+            args = ["stdio"]
+            env = { TOKEN = "s3cret" }
+            projects = ["web", "api-*"]
+
+            [[server]]
+            name = "docs"
+            url = "http://127.0.0.1:9/mcp"
+            headers = { Authorization = "Bearer s3cret" }
+            trusted = true
+            timeout_secs = 5
+            max_output_bytes = 100
+
+            [[server]]
+            name = "off"
+            command = "x"
+            enabled = false
+            "#,
+            "mcp.toml",
+        )
+        .unwrap();
+        assert_eq!(servers.len(), 2);
+        let github = &servers[0];
+        assert_eq!(github.tag(), "mcp_git_hub");
+        assert_eq!(
+            (github.trusted, github.timeout_secs, github.max_output_bytes),
+            (false, 30, 16 * 1024)
+        );
+        assert!(github.serves("web") && github.serves("api-v2") && !github.serves("shop"));
+        assert!(servers[1].serves("anything"));
+        assert!(matches!(servers[1].transport, Transport::Http { .. }));
+        let logged = format!("{servers:?}");
+        assert!(!logged.contains("s3cret"), "{logged}");
+    }
+
+    #[test]
+    fn a_server_needs_one_transport_and_a_tag_name() {
+        let errors = [
+            "[[server]]\nname = \"a\"",
+            "[[server]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h\"",
+            "[[server]]\nname = \"a\"\nurl = \"http://h\"\nargs = [\"x\"]",
+            "[[server]]\nname = \"Bad-Name\"\ncommand = \"x\"",
+            "[[server]]\nname = \"a\"\ncommand = \"x\"\n[[server]]\nname = \"a\"\ncommand = \"y\"",
+            "[[server]]\nname = \"a\"\ncommand = \"x\"\ntimeout_secs = 0",
+            "[[server]]\nname = \"a\"\ncommand = \"x\"\nprojects = [\"[\"]",
+            "[[server]]\nname = \"a\"\ncommand = \"x\"\nunknown = 1",
+        ];
+        for text in errors {
+            assert!(parse(text, "mcp.toml").is_err(), "{text}");
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! One task per MCP server: connects (a child process on stdio, or streamable HTTP), lists
+//! its tools, watches the session end (a crash, a closed stream) and connects again after a
+//! backoff that doubles from [`FIRST_RETRY`] up to [`LAST_RETRY`] (reset by a connection
+//! that lists its tools). A server that never starts is logged at each attempt and retried
+//! for as long as rummy runs; nothing waits for it. Calls go to the session of the moment
+//! with the server's timeout, and are cancelled (`notifications/cancelled`) when the loop
+//! that made them is aborted.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientRequest, ContentBlock,
+    Request, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, RunningService};
+use rmcp::transport::{
+    streamable_http_client::StreamableHttpClientTransportConfig, StreamableHttpClientTransport,
+    TokioChildProcess,
+};
+use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp::config::{ServerConfig, Transport};
+use crate::mcp::outcome::CallOutcome;
+
+/// The wait before the first reconnection.
+pub const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// The longest wait between two attempts.
+pub const LAST_RETRY: Duration = Duration::from_secs(60);
+
+/// One tool as the server lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// The JSON schema of its arguments.
+    pub input_schema: Value,
+    /// It declares `readOnlyHint: true`: it changes nothing, so it is never proposed.
+    pub read_only: bool,
+}
+
+/// Where a server's session stands.
+#[derive(Clone)]
+pub enum Link {
+    /// The first attempt is under way.
+    Connecting,
+    /// Connected, with its tools.
+    Up {
+        peer: Peer<RoleClient>,
+        tools: Arc<[ToolSpec]>,
+    },
+    /// Not connected: why, while the next attempt waits.
+    Down { reason: String },
+}
+
+/// The handle on one server's task; dropping it stops the task (and a child process).
+pub struct Connection {
+    link: watch::Receiver<Link>,
+    stop: CancellationToken,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Connection {
+    /// Starts the server's task on the current runtime.
+    pub fn start(config: Arc<ServerConfig>) -> Connection {
+        let (sender, link) = watch::channel(Link::Connecting);
+        let stop = CancellationToken::new();
+        tokio::spawn(keep_connected(config, sender, stop.clone()));
+        Connection { link, stop }
+    }
+
+    /// The session of the moment.
+    pub fn link(&self) -> Link {
+        self.link.borrow().clone()
+    }
+
+    /// The tools listed by the current session (none while it is down).
+    pub fn tools(&self) -> Arc<[ToolSpec]> {
+        match &*self.link.borrow() {
+            Link::Up { tools, .. } => Arc::clone(tools),
+            Link::Connecting | Link::Down { .. } => Arc::from([]),
+        }
+    }
+
+    /// Calls `tool` with `arguments` on the current session: at most `timeout`, and no
+    /// longer than `cancel` allows.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> CallOutcome {
+        let peer = match self.link() {
+            Link::Up { peer, .. } => peer,
+            Link::Connecting => return CallOutcome::Gone("the server is still starting".into()),
+            Link::Down { reason } => return CallOutcome::Gone(reason),
+        };
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(Request::new(params));
+        let handle = match peer
+            .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
+            .await
+        {
+            Ok(handle) => handle,
+            Err(error) => return CallOutcome::Gone(error.to_string()),
+        };
+        let id = handle.id.clone();
+        tokio::select! {
+            response = handle.await_response() => match response {
+                Ok(ServerResult::CallToolResult(result)) => outcome_of(result),
+                Ok(_) => CallOutcome::Failed("the server answered with something else".into()),
+                Err(ServiceError::Timeout { .. }) => CallOutcome::TimedOut(timeout),
+                Err(ServiceError::McpError(error)) => CallOutcome::Failed(error.message.into_owned()),
+                Err(error) => CallOutcome::Gone(error.to_string()),
+            },
+            () = cancel.cancelled() => {
+                let reason = Some("the loop was aborted".to_owned());
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), reason))
+                    .await;
+                CallOutcome::Cancelled
+            }
+        }
+    }
+}
+
+/// The text of a tool's result: its text blocks, a line for each other block, else its
+/// structured content.
+fn outcome_of(result: CallToolResult) -> CallOutcome {
+    let mut parts: Vec<String> = result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => text.text.clone(),
+            ContentBlock::Image(_) => "[image]".to_owned(),
+            ContentBlock::Audio(_) => "[audio]".to_owned(),
+            ContentBlock::Resource(_) => "[embedded resource]".to_owned(),
+            ContentBlock::ResourceLink(link) => format!("[resource {}]", link.uri),
+            _ => "[content]".to_owned(),
+        })
+        .collect();
+    if parts.is_empty() {
+        if let Some(structured) = &result.structured_content {
+            parts.push(structured.to_string());
+        }
+    }
+    let text = parts.join("\n");
+    if result.is_error == Some(true) {
+        CallOutcome::Failed(text)
+    } else {
+        CallOutcome::Done(text)
+    }
+}
+
+/// The server's task: connect, serve until the session ends, wait, again; until `stop`.
+async fn keep_connected(
+    config: Arc<ServerConfig>,
+    sender: watch::Sender<Link>,
+    stop: CancellationToken,
+) {
+    let server = config.name.as_str();
+    let mut retry = FIRST_RETRY;
+    loop {
+        let attempt = tokio::time::timeout(
+            Duration::from_secs(config.timeout_secs),
+            connect_and_list(&config),
+        );
+        let reason = tokio::select! {
+            () = stop.cancelled() => return,
+            attempt = attempt => match attempt {
+                Ok(Ok((service, tools))) => {
+                    tracing::info!(mcp.server = server, tools = tools.len(), "MCP server connected");
+                    retry = FIRST_RETRY;
+                    let peer = service.peer().clone();
+                    let closer = service.cancellation_token();
+                    let _ = sender.send(Link::Up { peer, tools: tools.into() });
+                    let ended = tokio::select! {
+                        () = stop.cancelled() => {
+                            closer.cancel();
+                            return;
+                        }
+                        ended = service.waiting() => ended,
+                    };
+                    match ended {
+                        Ok(reason) => format!("the session ended ({reason:?})"),
+                        Err(error) => format!("the session failed: {error}"),
+                    }
+                }
+                Ok(Err(reason)) => reason,
+                Err(_) => format!("no answer within {} s", config.timeout_secs),
+            },
+        };
+        tracing::warn!(
+            mcp.server = server,
+            %reason,
+            retry_ms = retry.as_millis() as u64,
+            "MCP server not connected"
+        );
+        let _ = sender.send(Link::Down {
+            reason: format!("server {server} is not connected: {reason}"),
+        });
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(retry) => {}
+        }
+        retry = (retry * 2).min(LAST_RETRY);
+    }
+}
+
+/// A session with the server, and its tools.
+async fn connect_and_list(
+    config: &ServerConfig,
+) -> Result<(RunningService<RoleClient, ()>, Vec<ToolSpec>), String> {
+    let service = match &config.transport {
+        Transport::Stdio { command, args, env } => {
+            let mut child = tokio::process::Command::new(command);
+            child.args(args);
+            for (name, value) in env {
+                child.env(name, value.expose());
+            }
+            let (process, stderr) = TokioChildProcess::builder(child)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|error| format!("{command} did not start: {error}"))?;
+            if let Some(stderr) = stderr {
+                tokio::spawn(log_stderr(config.name.clone(), stderr));
+            }
+            ().serve(process).await.map_err(|error| error.to_string())?
+        }
+        Transport::Http { url, headers } => {
+            let mut custom = HashMap::new();
+            for (name, value) in headers {
+                let name = http::HeaderName::try_from(name.as_str())
+                    .map_err(|error| format!("header {name:?}: {error}"))?;
+                let mut value = http::HeaderValue::from_str(value.expose())
+                    .map_err(|_| format!("header {name}: not a header value"))?;
+                value.set_sensitive(true);
+                custom.insert(name, value);
+            }
+            let transport_config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            let transport = StreamableHttpClientTransport::from_config(transport_config);
+            ().serve(transport)
+                .await
+                .map_err(|error| error.to_string())?
+        }
+    };
+    let listed = service
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|error| format!("tools/list failed: {error}"))?;
+    let tools = listed
+        .into_iter()
+        .map(|tool| ToolSpec {
+            read_only: tool
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.read_only_hint)
+                .unwrap_or(false),
+            description: tool
+                .description
+                .map(|text| text.into_owned())
+                .unwrap_or_default(),
+            input_schema: Value::Object((*tool.input_schema).clone()),
+            name: tool.name.into_owned(),
+        })
+        .collect();
+    Ok((service, tools))
+}
+
+/// A child's stderr, line by line, at debug level (its own diagnostics, never ours).
+async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(mcp.server = %server, %line, "MCP server stderr");
+    }
+}
