@@ -344,6 +344,9 @@ async fn sighup_reloads_the_users_file() {
         .unwrap()
         .set_modified(written)
         .unwrap();
+    // Longer than the watch's interval (1 s): the watch saw no change, so mo is a member still.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    mo.ok("startRun", json!({"model": "fake"})).await;
     let sent = Command::new("kill")
         .arg("-HUP")
         .arg(server.child.id().to_string())
