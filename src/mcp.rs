@@ -164,7 +164,7 @@ impl McpServers {
                     tag: server.tag,
                     transport: server.config.transport.kind(),
                     trusted: server.config.trusted,
-                    projects: server.config.project_patterns.clone(),
+                    projects: server.config.projects.written().to_vec(),
                     enabled: server.config.serves(project),
                     connected,
                     error,

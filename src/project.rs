@@ -15,6 +15,7 @@ pub mod confine;
 pub mod constraint;
 mod error;
 pub mod home;
+pub mod patterns;
 pub mod roots;
 pub mod scan;
 

@@ -11,12 +11,12 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{AccessError, Role};
+use crate::project::patterns::ProjectPatterns;
 
 /// One person of the users file.
 #[derive(Debug)]
@@ -25,20 +25,18 @@ pub struct Person {
     pub name: Arc<str>,
     pub role: Role,
     token_hash: [u8; 32],
-    /// The patterns as written, for messages.
-    patterns: Vec<String>,
-    projects: GlobSet,
+    projects: ProjectPatterns,
 }
 
 impl Person {
     /// Whether this person may open the project called `name`.
     pub fn may_open(&self, name: &str) -> bool {
-        self.projects.is_match(name)
+        self.projects.matches(name)
     }
 
     /// The project patterns as the file gives them.
     pub fn patterns(&self) -> &[String] {
-        &self.patterns
+        self.projects.written()
     }
 }
 
@@ -91,20 +89,11 @@ impl People {
             if !hashes.insert(token_hash) {
                 return Err(invalid("has the same token as another person".into()));
             }
-            let mut globs = GlobSetBuilder::new();
-            for pattern in &entry.projects {
-                let glob = Glob::new(pattern)
-                    .map_err(|error| invalid(format!("project pattern {pattern:?}: {error}")))?;
-                globs.add(glob);
-            }
-            let projects = globs
-                .build()
-                .map_err(|error| invalid(format!("project patterns: {error}")))?;
+            let projects = ProjectPatterns::new(entry.projects).map_err(invalid)?;
             people.push(Arc::new(Person {
                 name: entry.name.into(),
                 role: entry.role,
                 token_hash,
-                patterns: entry.projects,
                 projects,
             }));
         }

@@ -23,10 +23,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
 use crate::config::Secret;
+use crate::project::patterns::ProjectPatterns;
 
 /// The file's name under `$RUMMY_HOME`.
 pub const FILE_NAME: &str = "mcp.toml";
@@ -88,9 +88,7 @@ pub struct ServerConfig {
     /// The most bytes of a result the model sees; the rest is cut with a marker.
     pub max_output_bytes: usize,
     /// The projects whose loops are offered its tools.
-    pub projects: GlobSet,
-    /// The patterns `projects` was built from, for clients.
-    pub project_patterns: Vec<String>,
+    pub projects: ProjectPatterns,
 }
 
 impl ServerConfig {
@@ -101,7 +99,7 @@ impl ServerConfig {
 
     /// Whether loops of `project` are offered its tools.
     pub fn serves(&self, project: &str) -> bool {
-        self.projects.is_match(project)
+        self.projects.matches(project)
     }
 }
 
@@ -226,15 +224,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<ServerConfig>, McpConfigError
                 "timeout_secs and max_output_bytes must be positive".into(),
             ));
         }
-        let mut globs = GlobSetBuilder::new();
-        for pattern in &entry.projects {
-            let glob = Glob::new(pattern)
-                .map_err(|error| invalid(format!("project pattern {pattern:?}: {error}")))?;
-            globs.add(glob);
-        }
-        let projects = globs
-            .build()
-            .map_err(|error| invalid(format!("project patterns: {error}")))?;
+        let projects = ProjectPatterns::new(entry.projects).map_err(invalid)?;
         if !entry.enabled {
             continue;
         }
@@ -245,7 +235,6 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<ServerConfig>, McpConfigError
             timeout_secs: entry.timeout_secs,
             max_output_bytes: entry.max_output_bytes,
             projects,
-            project_patterns: entry.projects,
         });
     }
     Ok(servers)
