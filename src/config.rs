@@ -705,6 +705,13 @@ mod tests {
             .collect()
     }
 
+    /// The settings of the repository's `config/` with `RUMMY_HOME` = `home` and `extra`.
+    fn load_in(home: &str, extra: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let mut pairs = vec![("RUMMY_HOME", home)];
+        pairs.extend_from_slice(extra);
+        Settings::load(&env(&pairs), Path::new("config"))
+    }
+
     #[test]
     fn defaults_bind_loopback_on_3044_under_home() {
         let home = tempfile::tempdir().unwrap();
@@ -968,11 +975,7 @@ mod tests {
     fn web_settings_read_their_limits_networks_and_search_url() {
         let home = tempfile::tempdir().unwrap();
         let home = home.path().to_str().unwrap();
-        let load = |extra: &[(&str, &str)]| {
-            let mut pairs = vec![("RUMMY_HOME", home)];
-            pairs.extend_from_slice(extra);
-            Settings::load(&env(&pairs), Path::new("config"))
-        };
+        let load = |extra: &[(&str, &str)]| load_in(home, extra);
         let defaults = load(&[]).unwrap();
         assert_eq!(
             (
@@ -1018,11 +1021,7 @@ mod tests {
     fn log_format_is_text_or_json() {
         let home = tempfile::tempdir().unwrap();
         let home = home.path().to_str().unwrap();
-        let load = |extra: &[(&str, &str)]| {
-            let mut pairs = vec![("RUMMY_HOME", home)];
-            pairs.extend_from_slice(extra);
-            Settings::load(&env(&pairs), Path::new("config"))
-        };
+        let load = |extra: &[(&str, &str)]| load_in(home, extra);
         assert_eq!(load(&[]).unwrap().log.format, LogFormat::Text);
         let json = load(&[("RUMMY_LOG_FORMAT", "json")]).unwrap();
         assert_eq!(json.log.format, LogFormat::Json);
