@@ -308,6 +308,65 @@ mod tests {
         assert!(matches!(illegal, Err(DbError::Invalid(_))));
     }
 
+    #[actix::test]
+    async fn committed_units_hand_over_their_changes_and_failed_ones_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let sink = {
+            let seen = std::sync::Arc::clone(&seen);
+            EntryChangeSink::new(move |changes| {
+                let paths = changes.iter().map(|change| change.path.clone());
+                seen.lock().unwrap().push(paths.collect::<Vec<_>>());
+            })
+        };
+        let observed = WriterOptions {
+            entry_changes: Some(sink),
+            ..options()
+        };
+        let db = start_db(&dir.path().join("rummy.db"), observed).unwrap();
+        let run = db
+            .send(Transact::new(|conn| {
+                Ok(crate::db::testing::sample_run(conn).id)
+            }))
+            .await
+            .unwrap()
+            .unwrap();
+        let failed = db
+            .send(Transact::new(move |conn| {
+                entries::upsert_entry(conn, &write(run, "known://lost", "x", 1))?;
+                Err::<(), _>(DbError::Invalid("refused".into()))
+            }))
+            .await
+            .unwrap();
+        assert!(failed.is_err());
+        let panicked = db
+            .send(Transact::new(move |conn| -> Result<(), DbError> {
+                entries::upsert_entry(conn, &write(run, "known://lost", "x", 1))?;
+                panic!("a bug")
+            }))
+            .await
+            .unwrap();
+        assert!(panicked.is_err());
+        db.send(Transact::new(move |conn| {
+            entries::upsert_entry(conn, &write(run, "known://a", "a", 1))?;
+            entries::upsert_entry(conn, &write(run, "known://b", "b", 1))
+        }))
+        .await
+        .unwrap()
+        .unwrap();
+        db.send(Transact::new(move |conn| {
+            entries::upsert_entry(conn, &write(run, "known://c", "c", 1))
+        }))
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [vec!["known://a", "known://b"], vec!["known://c"]],
+            "one delivery per committed unit, after a reopened connection too"
+        );
+    }
+
     #[test]
     fn starting_outside_a_system_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
