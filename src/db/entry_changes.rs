@@ -76,7 +76,10 @@ pub struct EntryChange {
 /// Where the writer hands each committed unit's changes, in the order they were made, on its
 /// own thread: it must not block.
 #[derive(Clone)]
-pub struct EntryChangeSink(Arc<dyn Fn(&[EntryChange]) + Send + Sync>);
+pub struct EntryChangeSink(Arc<Deliver>);
+
+/// What the sink does with a unit's changes.
+type Deliver = dyn Fn(&[EntryChange]) + Send + Sync;
 
 impl EntryChangeSink {
     pub fn new(sink: impl Fn(&[EntryChange]) + Send + Sync + 'static) -> Self {
