@@ -15,6 +15,7 @@ use crate::agent::admission::LoopAdmission;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
+use crate::db::entry_changes::EntryChangeSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
 use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions};
@@ -22,6 +23,7 @@ use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
 use crate::mcp::{self, McpServers};
 use crate::metrics::Metrics;
+use crate::plugins::events::Event;
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
@@ -81,6 +83,11 @@ pub async fn start_with(
 ) -> anyhow::Result<RunningServer> {
     std::fs::create_dir_all(settings.storage.home.join("skills"))?;
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
+    let mcp = McpServers::start(mcp::config::load(&settings.storage.home)?);
+    let plugins = register(bundled_plugins(&settings).plugin(mcp.plugin()));
+    for name in plugins.unknown_disabled() {
+        tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
+    }
     let db = DbHandle::open(
         &settings.storage.db_path,
         DbOptions {
@@ -89,13 +96,9 @@ pub async fn start_with(
             request_limits: settings.work.request_limits(),
             readers: settings.work.readers,
             rpc_log: rpc_log_bounds(&settings),
+            entry_changes: entry_changed(&plugins),
         },
     )?;
-    let mcp = McpServers::start(mcp::config::load(&settings.storage.home)?);
-    let plugins = register(bundled_plugins(&settings).plugin(mcp.plugin()));
-    for name in plugins.unknown_disabled() {
-        tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
-    }
     let hubs = HubRegistry::new(settings.server.replay_limits());
     plugins.clients().connect(hubs.clone());
     let agent = AgentContext {
@@ -252,6 +255,23 @@ async fn seed_models(agent: &AgentContext) -> Result<(), DbError> {
             .await?;
     }
     Ok(())
+}
+
+/// Where the writer's committed changes to entries become `entry.changed` events; none
+/// when no plugin observes.
+fn entry_changed(plugins: &Plugins) -> Option<EntryChangeSink> {
+    let plugins = plugins.clone();
+    plugins.has_observers().then(|| {
+        EntryChangeSink::new(move |changes| {
+            for change in changes {
+                plugins.emit(Event::EntryChanged {
+                    run: change.run_id,
+                    path: &change.path,
+                    change: change.change_type,
+                });
+            }
+        })
+    })
 }
 
 /// The bundled plugins (tools, packet sections, each run's transcript under

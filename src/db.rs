@@ -2,7 +2,8 @@
 //! the DB actor.
 //!
 //! Layers, bottom up: [`connection`] opens SQLite files and applies the embedded migrations;
-//! [`functions`] registers the SQL functions the schema needs; [`schema`] is diesel's view of
+//! [`functions`] registers the SQL functions the schema needs; [`entry_changes`] logs what a
+//! unit of work did to entries; [`schema`] is diesel's view of
 //! the tables; [`models`] holds row and form structs; [`queries`] holds plain functions over
 //! `&mut SqliteConnection`; [`actor`] runs them on the single writer thread ([`watch`] says
 //! how long its current unit has run), [`readers`] runs pattern reads beside it; [`handle`] is how the rest of the
@@ -12,6 +13,7 @@
 
 pub mod actor;
 pub mod connection;
+pub mod entry_changes;
 pub mod enums;
 mod error;
 pub mod functions;

@@ -18,6 +18,7 @@ use super::connection::{
     has_pending_migrations, open_connection, run_migrations, truncate_wal, write_transaction,
     ConnectionSetup,
 };
+use super::entry_changes::{self, EntryChangeSink};
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::{self, RpcLogBounds};
 use super::{DbError, DbWatch};
@@ -71,6 +72,7 @@ pub struct DbActor {
     setup: ConnectionSetup,
     limits: Limits,
     watch: DbWatch,
+    entry_changes: Option<EntryChangeSink>,
 }
 
 /// What the writer thread is given besides the file.
@@ -82,41 +84,71 @@ pub struct WriterOptions {
     pub limits: Limits,
     /// Where the thread records when its current unit started.
     pub watch: DbWatch,
+    /// Where each committed unit's changes to entries go; with none they are not logged.
+    pub entry_changes: Option<EntryChangeSink>,
 }
 
 impl DbActor {
     /// Runs one unit of work: in a transaction (see [`db_messages`]), under a fresh budget
     /// for its pattern and edit work, marked on the watchdog. A panic rolls the transaction
     /// back (the connection is dropped and reopened by the next unit) and is an error, so
-    /// the thread survives it.
+    /// the thread survives it. The changes it made to entries go to the sink once it has
+    /// committed.
     fn unit<T>(
         &mut self,
         work: impl FnOnce(&mut SqliteConnection) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
         self.watch.begin();
         let budget = Rc::new(Budget::new(self.limits));
+        let logged = self.entry_changes.is_some();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let conn = self.connection()?;
-            budget::scoped(budget, || write_transaction(conn, work))
+            budget::scoped(budget, || {
+                write_transaction(conn, |conn| {
+                    let value = work(conn)?;
+                    let changes = match logged {
+                        true => entry_changes::take(conn)?,
+                        false => Vec::new(),
+                    };
+                    Ok((value, changes))
+                })
+            })
         }));
         self.watch.end();
-        outcome.unwrap_or_else(|_| {
+        let (value, changes) = outcome.unwrap_or_else(|_| {
             self.connection = None;
             tracing::error!("a unit of database work panicked; rolled back");
             Err(DbError::Internal(
                 "a unit of database work failed unexpectedly".into(),
             ))
-        })
+        })?;
+        if let Some(sink) = &self.entry_changes {
+            sink.deliver(&changes);
+        }
+        Ok(value)
     }
 
     /// The connection, reopened if a previous one was lost.
     fn connection(&mut self) -> Result<&mut SqliteConnection, DbError> {
         let connection = match self.connection.take() {
             Some(connection) => connection,
-            None => open_connection(&self.path, self.setup)?,
+            None => writer_connection(&self.path, self.setup, self.entry_changes.is_some())?,
         };
         Ok(self.connection.insert(connection))
     }
+}
+
+/// A connection for the writer, logging the changes to entries when they are `logged`.
+fn writer_connection(
+    path: &Path,
+    setup: ConnectionSetup,
+    logged: bool,
+) -> Result<SqliteConnection, DbError> {
+    let mut connection = open_connection(path, setup)?;
+    if logged {
+        entry_changes::record(&mut connection)?;
+    }
+    Ok(connection)
 }
 
 impl Actor for DbActor {
@@ -130,6 +162,7 @@ pub fn start_db(path: &Path, options: WriterOptions) -> Result<Addr<DbActor>, Db
         setup,
         limits,
         watch,
+        entry_changes,
     } = options;
     if actix::System::try_current().is_none() {
         return Err(DbError::Internal(
@@ -140,6 +173,9 @@ pub fn start_db(path: &Path, options: WriterOptions) -> Result<Addr<DbActor>, Db
     run_migrations(&mut connection)?;
     if !truncate_wal(&mut connection)? {
         tracing::warn!("another process holds the database open: its log was not truncated");
+    }
+    if entry_changes.is_some() {
+        entry_changes::record(&mut connection)?;
     }
     let first_connection = Mutex::new(Some(connection));
     let path = path.to_owned();
@@ -152,6 +188,7 @@ pub fn start_db(path: &Path, options: WriterOptions) -> Result<Addr<DbActor>, Db
         setup,
         limits,
         watch: watch.clone(),
+        entry_changes: entry_changes.clone(),
     }))
 }
 
@@ -199,6 +236,7 @@ mod tests {
             setup: ConnectionSetup::default(),
             limits: Limits::default(),
             watch: DbWatch::default(),
+            entry_changes: None,
         }
     }
 
@@ -268,6 +306,65 @@ mod tests {
             .await
             .unwrap();
         assert!(matches!(illegal, Err(DbError::Invalid(_))));
+    }
+
+    #[actix::test]
+    async fn committed_units_hand_over_their_changes_and_failed_ones_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let sink = {
+            let seen = std::sync::Arc::clone(&seen);
+            EntryChangeSink::new(move |changes| {
+                let paths = changes.iter().map(|change| change.path.clone());
+                seen.lock().unwrap().push(paths.collect::<Vec<_>>());
+            })
+        };
+        let observed = WriterOptions {
+            entry_changes: Some(sink),
+            ..options()
+        };
+        let db = start_db(&dir.path().join("rummy.db"), observed).unwrap();
+        let run = db
+            .send(Transact::new(|conn| {
+                Ok(crate::db::testing::sample_run(conn).id)
+            }))
+            .await
+            .unwrap()
+            .unwrap();
+        let failed = db
+            .send(Transact::new(move |conn| {
+                entries::upsert_entry(conn, &write(run, "known://lost", "x", 1))?;
+                Err::<(), _>(DbError::Invalid("refused".into()))
+            }))
+            .await
+            .unwrap();
+        assert!(failed.is_err());
+        let panicked = db
+            .send(Transact::new(move |conn| -> Result<(), DbError> {
+                entries::upsert_entry(conn, &write(run, "known://lost", "x", 1))?;
+                panic!("a bug")
+            }))
+            .await
+            .unwrap();
+        assert!(panicked.is_err());
+        db.send(Transact::new(move |conn| {
+            entries::upsert_entry(conn, &write(run, "known://a", "a", 1))?;
+            entries::upsert_entry(conn, &write(run, "known://b", "b", 1))
+        }))
+        .await
+        .unwrap()
+        .unwrap();
+        db.send(Transact::new(move |conn| {
+            entries::upsert_entry(conn, &write(run, "known://c", "c", 1))
+        }))
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [vec!["known://a", "known://b"], vec!["known://c"]],
+            "one delivery per committed unit, after a reopened connection too"
+        );
     }
 
     #[test]

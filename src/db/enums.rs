@@ -145,6 +145,28 @@ text_enum! {
 }
 
 text_enum! {
+    /// What happened to an entry (`entry.changed`'s `changeType`, AGENT §1.5).
+    ChangeType {
+        /// Written: created, or written again by an upsert.
+        Upsert => "upsert",
+        /// Brought to full fidelity (or touched at full fidelity).
+        Promote => "promote",
+        /// Set to summary or index fidelity.
+        Fidelity => "fidelity",
+        /// Archived.
+        Demote => "demote",
+        /// Deleted, or moved away from this path.
+        Remove => "remove",
+        /// Its body alone was replaced.
+        Body => "body",
+        /// Its status changed (a proposal resolved, a command's outcome recorded).
+        Resolve => "resolve",
+        /// Its attributes alone changed.
+        Attributes => "attributes",
+    }
+}
+
+text_enum! {
     /// The section of the context a scheme renders in.
     Category {
         /// Entries the model works with (`<knowns>`).

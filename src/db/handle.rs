@@ -12,13 +12,14 @@ use diesel::SqliteConnection;
 
 use super::actor::{start_db, CheckReady, LogRpc, TruncateWal, WriterOptions};
 use super::connection::ConnectionSetup;
+use super::entry_changes::EntryChangeSink;
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::RpcLogBounds;
 use super::{DbActor, DbError, DbWatch, ReadPool, Transact};
 use crate::hedberg::Limits;
 
 /// What opening the database needs besides its file.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct DbOptions {
     /// How every connection is set up.
     pub setup: ConnectionSetup,
@@ -30,6 +31,8 @@ pub struct DbOptions {
     pub readers: usize,
     /// What `rpc_log` keeps; pruned with each batch of audit rows.
     pub rpc_log: RpcLogBounds,
+    /// Where the writer hands the changes each unit of work made to entries, once committed.
+    pub entry_changes: Option<EntryChangeSink>,
 }
 
 /// The writer, its watchdog and the two reader pools. Cheap to clone.
@@ -56,6 +59,7 @@ impl DbHandle {
                 setup: options.setup,
                 limits: options.writer_limits,
                 watch: watch.clone(),
+                entry_changes: options.entry_changes,
             },
         )?;
         Ok(DbHandle {
@@ -236,6 +240,7 @@ mod tests {
             request_limits: Limits::default(),
             readers: 1,
             rpc_log: RpcLogBounds::default(),
+            entry_changes: None,
         }
     }
 

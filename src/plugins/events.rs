@@ -9,7 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::db::enums::{EntryStatus, LoopMode, RunStatus};
+use crate::db::enums::{ChangeType, EntryStatus, LoopMode, RunStatus};
 use crate::db::ids::{LoopId, ProjectId, RunId};
 use crate::hub::notifications::RunState;
 
@@ -124,6 +124,13 @@ pub enum Event<'a> {
         path: &'a str,
         status: EntryStatus,
     },
+    /// `entry.changed`: a committed unit of work changed an entry (one event per change,
+    /// in order; on the database thread).
+    EntryChanged {
+        run: RunId,
+        path: &'a str,
+        change: ChangeType,
+    },
     /// `turn.completed`: the turn's commands ran and are stored.
     TurnCompleted {
         run: RunId,
@@ -172,6 +179,7 @@ impl Event<'_> {
             Event::ToolBefore { .. } => "tool.before",
             Event::ToolAfter { .. } => "tool.after",
             Event::EntryCreated { .. } => "entry.created",
+            Event::EntryChanged { .. } => "entry.changed",
             Event::TurnCompleted { .. } => "turn.completed",
             Event::RunState { .. } => "run.state",
             Event::LoopEnded { .. } => "loop.completed",
@@ -202,6 +210,11 @@ impl Events {
             .observers
             .partition_point(|other| other.priority() <= observer.priority());
         self.observers.insert(position, observer);
+    }
+
+    /// Whether any observer is registered.
+    pub fn is_empty(&self) -> bool {
+        self.observers.is_empty()
     }
 
     /// Tells every observer, in order; one that panics is logged and skipped.

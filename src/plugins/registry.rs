@@ -166,6 +166,11 @@ impl Plugins {
         &self.inner.assembly
     }
 
+    /// Whether any plugin observes events (to skip logging what no one would see).
+    pub fn has_observers(&self) -> bool {
+        !self.inner.events.is_empty()
+    }
+
     /// Tells every observer of `event`, in order.
     pub fn emit(&self, event: Event<'_>) {
         self.inner.events.emit(event);

@@ -15,6 +15,7 @@ mod audit;
 mod budget;
 mod concurrency;
 mod durability;
+mod entry_changed;
 mod fairness;
 mod lifecycle;
 mod loops;

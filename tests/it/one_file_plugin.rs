@@ -446,6 +446,9 @@ async fn observers_see_a_request_a_loop_and_its_turns_in_order() {
     let (code, _) = client.err("nosuch/method", json!({})).await;
     assert_eq!(code, -32601);
     let seen: Vec<&str> = log.lock().unwrap().clone();
+    let (changed, seen): (Vec<&str>, Vec<&str>) =
+        seen.into_iter().partition(|hook| *hook == "entry.changed");
+    assert!(!changed.is_empty(), "tests/it/entry_changed.rs pins them");
     assert_eq!(
         seen,
         [
