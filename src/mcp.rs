@@ -1,12 +1,12 @@
 //! MCP servers as tools: the servers of `$RUMMY_HOME/mcp.toml` ([`config`]), each kept
-//! connected by a task of its own ([`connection`]), each a model tool with its own tag
-//! ([`tool`], [`server`]) whose tools the packet lists ([`catalogue`]).
+//! connected by a task of its own (`connection`), each a model tool with its own tag
+//! (`tool`, `server`) whose tools the packet lists (`catalogue`).
 //!
 //! A tool handler runs on the DB writer and never waits on a server: the calls a reply
 //! makes at once (read-only tools, or any tool of a trusted server) are made by
 //! [`McpServers::perform`] before the reply's commands are dispatched, in order, and the
 //! call of an accepted proposal by [`McpServers::perform_accepted`] before the resolution;
-//! their outcomes wait in [`performed`] for the handler or the acceptance to record them.
+//! their outcomes wait in `performed` for the handler or the acceptance to record them.
 //! A call the dispatch then cancels (an earlier command of the reply stopped it) has been
 //! made, and is recorded as cancelled.
 

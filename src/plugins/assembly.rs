@@ -6,7 +6,7 @@
 //! the shared rows through [`AssemblyContext`], renders its own section into a
 //! [`MessageBuilder`] (which accounts every character to a telemetry bucket) and returns.
 //! Each bundled section is a plugin named after its tag ([`Section`]; the instructions
-//! are `instructions`), registered by [`bundled`]; a plugin adds its own with
+//! are `instructions`), registered by `bundled`; a plugin adds its own with
 //! `Registrar::section`. Equal priorities keep registration order.
 //!
 //! The active prompt is the newest prompt entry whatever its fidelity; the loop it starts

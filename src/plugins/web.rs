@@ -1,6 +1,6 @@
 //! The web requests of a reply's commands (`<search>` queries, `<get>` of an `http(s)` URL),
 //! made before the unit of work that runs the commands, concurrently and cancelled with
-//! the turn; inside the unit the handlers look the answers up ([`searched`], [`fetched`]),
+//! the turn; inside the unit the handlers look the answers up (`searched`, `fetched`),
 //! so the writer never waits on the network. Under `noWeb` nothing is requested (the
 //! commands are refused as they are dispatched).
 
