@@ -3,13 +3,13 @@
 //! aborted and its loop pending, spending no LLM call until a client drives the run again.
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{user_message, Client};
+use crate::support::{project_root, user_message, Client};
 use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 
 /// A `rummy serve` process on a loopback port, with its home kept across restarts.
@@ -92,13 +92,6 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn project_root(home: &Path) -> PathBuf {
-    let root = home.join("project");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("app.js"), "listen(3000);\n").unwrap();
-    root
 }
 
 #[actix_web::test]

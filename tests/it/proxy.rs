@@ -10,7 +10,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::process::{free_port, wait_until_healthy};
-use crate::support::Client;
+use crate::support::{project_root, Client};
 use rummy::llm::fake::{FakeLlm, Step};
 
 /// The configuration under test, as shipped.
@@ -240,13 +240,6 @@ fn nginx_binary() -> PathBuf {
         .map(|dir| dir.join("nginx"))
         .find(|candidate| candidate.is_file())
         .expect("nginx is not installed: tests/run.sh installs it (apt-get install nginx)")
-}
-
-fn project_root(home: &Path) -> PathBuf {
-    let root = home.join("project");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("app.js"), "listen(3000);\n").unwrap();
-    root
 }
 
 #[actix_web::test]

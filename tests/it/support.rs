@@ -163,6 +163,14 @@ fn llm_env(llm: &FakeLlm) -> Vec<(&'static str, &str)> {
 }
 
 /// The system message of a chat completion request the fake LLM received.
+/// `home/project` with one source file: a project root for a server started in `home`.
+pub fn project_root(home: &Path) -> PathBuf {
+    let root = home.join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("app.js"), "listen(3000);\n").unwrap();
+    root
+}
+
 pub fn system_message(request: &Value) -> String {
     request["messages"][0]["content"]
         .as_str()
