@@ -6,7 +6,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use diesel::connection::SimpleConnection;
-use diesel::SqliteConnection;
+use rummy::db::Conn;
 
 use rummy::context::materialize::{materialize, Projector, TurnTarget};
 use rummy::context::view::EntryView;
@@ -58,7 +58,7 @@ impl ToolDocs for Tools {
 }
 
 /// A database with one run holding `entries` entries, `VISIBLE` of them not archived.
-fn store(dir: &tempfile::TempDir, entries: i64) -> Option<(SqliteConnection, RunId)> {
+fn store(dir: &tempfile::TempDir, entries: i64) -> Option<(Conn, RunId)> {
     let mut conn = migrated(
         &dir.path().join("bench.db"),
         ConnectionSetup {

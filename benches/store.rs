@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use diesel::connection::SimpleConnection;
-use diesel::SqliteConnection;
+use rummy::db::Conn;
 
 use rummy::db::connection::write_transaction;
 use rummy::db::enums::EntryStatus;
@@ -24,7 +24,7 @@ const TOKENS_PER_CHARACTER: u32 = 4;
 
 /// One run holding `ENTRIES` entries: a quarter each of `known://`, files, tool results
 /// and unknowns; one `known://` entry in a hundred mentions "deploy" in its body.
-fn store(dir: &tempfile::TempDir) -> Option<(SqliteConnection, RunId)> {
+fn store(dir: &tempfile::TempDir) -> Option<(Conn, RunId)> {
     let mut conn = migrated(
         &dir.path().join("store.db"),
         ConnectionSetup {

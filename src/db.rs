@@ -5,7 +5,7 @@
 //! [`functions`] registers the SQL functions the schema needs; [`entry_changes`] logs what a
 //! unit of work did to entries; [`schema`] is diesel's view of
 //! the tables; [`models`] holds row and form structs; [`queries`] holds plain functions over
-//! `&mut SqliteConnection`; [`actor`] runs them on the single writer thread ([`watch`] says
+//! `&mut Conn`; [`actor`] runs them on the single writer thread ([`watch`] says
 //! how long its current unit has run), [`readers`] runs pattern reads beside it; [`handle`] is how the rest of the
 //! server reaches all of it; [`testing`] holds the fixtures the tests and benches share. Every fallible
 //! function returns [`DbError`]. Database rows are not wire types: the RPC layer builds its
@@ -35,3 +35,6 @@ pub use error::DbError;
 pub use handle::{DbHandle, DbOptions};
 pub use readers::ReadPool;
 pub use watch::DbWatch;
+
+/// A connection to the store: every query function takes `&mut Conn`.
+pub type Conn = diesel::SqliteConnection;

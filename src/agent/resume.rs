@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use diesel::SqliteConnection;
+use crate::db::Conn;
 
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::LoopRecord;
@@ -38,7 +38,7 @@ pub enum Decision {
 /// store's; the client's mistake is [`Decision::Refused`].
 /// `person` is recorded as who resolved it, and as who requested the loop that resumes.
 pub fn resolve(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     plugins: &Plugins,
     run: &RunRow,
     input: ResolveInput,

@@ -65,7 +65,7 @@ pub async fn sync_project_files(
 }
 
 fn write_scan(
-    conn: &mut diesel::SqliteConnection,
+    conn: &mut crate::db::Conn,
     run_id: crate::db::ids::RunId,
     loop_id: LoopId,
     turn: i32,

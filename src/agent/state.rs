@@ -1,7 +1,7 @@
 //! What clients are told at the end of a turn: `run/state`, and `run/proposal` for each new
 //! proposal.
 
-use diesel::SqliteConnection;
+use crate::db::Conn;
 use serde_json::{Map, Value};
 
 use crate::agent::turn::input::TurnInput;
@@ -37,7 +37,7 @@ pub struct StoredState {
 
 impl StoredState {
     /// Reads the run's state.
-    pub fn read(conn: &mut SqliteConnection, run: RunId) -> Result<StoredState, DbError> {
+    pub fn read(conn: &mut Conn, run: RunId) -> Result<StoredState, DbError> {
         let latest_summary = entries::entries_of_scheme(conn, run, "summarize")?
             .into_iter()
             .rev()

@@ -22,6 +22,7 @@ use crate::db::models::entry::{EntryUpsertForm, UnresolvedRow};
 use crate::db::models::run::{TurnRow, TurnUsageForm};
 use crate::db::paths::slug_path;
 use crate::db::queries::{entries, turns};
+use crate::db::Conn;
 use crate::db::DbError;
 use crate::hedberg::WorkLimit;
 use crate::hub::notifications::{Notification, ProgressStatus, RunProgress};
@@ -34,7 +35,6 @@ use crate::plugins::events::Event;
 use crate::plugins::filters::{LlmCall, LlmMessages, LlmResponse};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
-use diesel::SqliteConnection;
 use prepare::{estimate_of, prepare_packet, PreparedPacket, PromptWrite};
 use state::{StoredState, TurnFacts};
 
@@ -483,12 +483,7 @@ impl TurnAudit {
         }
     }
 
-    fn write(
-        self,
-        conn: &mut SqliteConnection,
-        run: RunId,
-        loop_id: LoopId,
-    ) -> Result<(), DbError> {
+    fn write(self, conn: &mut Conn, run: RunId, loop_id: LoopId) -> Result<(), DbError> {
         let turn = self.turn.sequence;
         for (path, body) in self.copies {
             entries::write_entry(

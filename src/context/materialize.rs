@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use diesel::SqliteConnection;
+use crate::db::Conn;
 use serde_json::{Map, Value};
 
 use super::view::EntryView;
@@ -69,7 +69,7 @@ impl ContextRow {
 
 /// Reads the run's visible rows in context order and projects each one.
 pub fn read_context(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     projector: &dyn Projector,
     tokens: TokenMath,
@@ -83,7 +83,7 @@ pub fn read_context(
 
 /// Replaces the `turn_context` snapshot of `turn` with `rows`; returns the rows stored.
 pub fn store_context(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     loop_id: Option<LoopId>,
     turn: i32,
@@ -111,7 +111,7 @@ pub fn store_context(
 
 /// Reads and projects the run's context, then stores it as the snapshot of `turn`.
 pub fn materialize(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     target: TurnTarget,
     projector: &dyn Projector,
     tokens: TokenMath,
@@ -186,7 +186,7 @@ pub struct MaterializeContext {
 
 impl MaterializeContext {
     /// Runs on the connection of the DB thread.
-    pub fn run(self, conn: &mut SqliteConnection) -> Result<Vec<ContextRow>, DbError> {
+    pub fn run(self, conn: &mut Conn) -> Result<Vec<ContextRow>, DbError> {
         materialize(conn, self.target, self.projector.as_ref(), self.tokens)
     }
 }
@@ -203,7 +203,7 @@ pub struct ReadContext {
 
 impl ReadContext {
     /// Runs on the connection of the DB thread.
-    pub fn run(self, conn: &mut SqliteConnection) -> Result<Vec<ContextRow>, DbError> {
+    pub fn run(self, conn: &mut Conn) -> Result<Vec<ContextRow>, DbError> {
         read_context(conn, self.run_id, self.projector.as_ref(), self.tokens)
     }
 }

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Mutex;
 
+use crate::db::Conn;
 use actix::{Actor, Addr, SyncArbiter, SyncContext};
-use diesel::SqliteConnection;
 
 use super::connection::{
     has_pending_migrations, open_connection, run_migrations, truncate_wal, write_transaction,
@@ -67,7 +67,7 @@ pub mod transact;
 
 /// The database actor. Start it with [`start_db`].
 pub struct DbActor {
-    connection: Option<SqliteConnection>,
+    connection: Option<Conn>,
     path: PathBuf,
     setup: ConnectionSetup,
     limits: Limits,
@@ -96,7 +96,7 @@ impl DbActor {
     /// committed.
     fn unit<T>(
         &mut self,
-        work: impl FnOnce(&mut SqliteConnection) -> Result<T, DbError>,
+        work: impl FnOnce(&mut Conn) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
         self.watch.begin();
         let budget = Rc::new(Budget::new(self.limits));
@@ -129,7 +129,7 @@ impl DbActor {
     }
 
     /// The connection, reopened if a previous one was lost.
-    fn connection(&mut self) -> Result<&mut SqliteConnection, DbError> {
+    fn connection(&mut self) -> Result<&mut Conn, DbError> {
         let connection = match self.connection.take() {
             Some(connection) => connection,
             None => writer_connection(&self.path, self.setup, self.entry_changes.is_some())?,
@@ -139,11 +139,7 @@ impl DbActor {
 }
 
 /// A connection for the writer, logging the changes to entries when they are `logged`.
-fn writer_connection(
-    path: &Path,
-    setup: ConnectionSetup,
-    logged: bool,
-) -> Result<SqliteConnection, DbError> {
+fn writer_connection(path: &Path, setup: ConnectionSetup, logged: bool) -> Result<Conn, DbError> {
     let mut connection = open_connection(path, setup)?;
     if logged {
         entry_changes::record(&mut connection)?;

@@ -9,9 +9,10 @@
 
 use std::sync::Arc;
 
+use crate::db::Conn;
 use diesel::connection::SimpleConnection;
 use diesel::sql_types::{BigInt, Text};
-use diesel::{QueryableByName, RunQueryDsl, SqliteConnection};
+use diesel::{QueryableByName, RunQueryDsl};
 
 use super::enums::ChangeType;
 use super::ids::RunId;
@@ -101,14 +102,14 @@ impl std::fmt::Debug for EntryChangeSink {
 }
 
 /// Starts logging the changes made on `conn` (idempotent).
-pub fn record(conn: &mut SqliteConnection) -> Result<(), DbError> {
+pub fn record(conn: &mut Conn) -> Result<(), DbError> {
     conn.batch_execute(RECORD)?;
     Ok(())
 }
 
 /// The changes logged on `conn` since the last call, oldest first, and empties the log. Inside
 /// the unit's transaction, so a failed commit keeps nothing.
-pub fn take(conn: &mut SqliteConnection) -> Result<Vec<EntryChange>, DbError> {
+pub fn take(conn: &mut Conn) -> Result<Vec<EntryChange>, DbError> {
     let changes: Vec<EntryChange> =
         diesel::sql_query("SELECT run_id, path, change_type FROM temp.entry_changes ORDER BY id")
             .load(conn)?;

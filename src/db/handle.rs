@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::db::Conn;
 use actix::Addr;
-use diesel::SqliteConnection;
 
 use super::actor::{start_db, CheckReady, LogRpc, TruncateWal, WriterOptions};
 use super::connection::ConnectionSetup;
@@ -79,7 +79,7 @@ impl DbHandle {
     /// Runs `work` on the writer thread, in one transaction, and waits for its result.
     pub async fn call<T, F>(&self, work: F) -> Result<T, DbError>
     where
-        F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&mut Conn) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
         self.writer
@@ -92,7 +92,7 @@ impl DbHandle {
     /// for its pattern work: for reads that evaluate patterns, which must not hold the writer.
     pub async fn search<T, F>(&self, work: F) -> Result<T, DbError>
     where
-        F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&mut Conn) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
         self.searchers.read(self.request_limits, work).await
@@ -103,7 +103,7 @@ impl DbHandle {
     /// every unit of work committed before it starts.
     pub async fn read<T, F>(&self, work: F) -> Result<T, DbError>
     where
-        F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&mut Conn) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
         self.readers.read(self.request_limits, work).await

@@ -1,4 +1,4 @@
-//! Plain query functions over `&mut SqliteConnection`, grouped by table. They are what the
+//! Plain query functions over `&mut Conn`, grouped by table. They are what the
 //! DB actor runs; tests call them directly.
 //!
 //! Conventions: a lookup by a client-given name or path returns `Option`; an operation on

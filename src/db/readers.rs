@@ -11,8 +11,9 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::db::Conn;
 use diesel::connection::SimpleConnection;
-use diesel::{Connection, SqliteConnection};
+use diesel::Connection;
 use tokio::sync::Semaphore;
 
 use super::connection::{open_connection, ConnectionSetup};
@@ -28,7 +29,7 @@ pub struct ReadPool {
 struct Inner {
     path: std::path::PathBuf,
     setup: ConnectionSetup,
-    idle: Mutex<Vec<SqliteConnection>>,
+    idle: Mutex<Vec<Conn>>,
     permits: Arc<Semaphore>,
 }
 
@@ -59,7 +60,7 @@ impl ReadPool {
     /// `work` decides what to make of it.
     pub async fn read<T, F>(&self, limits: Limits, work: F) -> Result<T, DbError>
     where
-        F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&mut Conn) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
         let permit = Arc::clone(&self.inner.permits)
@@ -92,7 +93,7 @@ impl ReadPool {
 }
 
 impl Inner {
-    fn take(&self) -> Result<SqliteConnection, DbError> {
+    fn take(&self) -> Result<Conn, DbError> {
         let idle = self
             .idle
             .lock()
@@ -108,7 +109,7 @@ impl Inner {
         }
     }
 
-    fn give_back(&self, conn: SqliteConnection) {
+    fn give_back(&self, conn: Conn) {
         self.idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use diesel::SqliteConnection;
+use crate::db::Conn;
 
 use super::models::run::{RunCreateForm, RunRow};
 use super::models::ProjectInsertForm;
@@ -13,17 +13,14 @@ use super::{open_connection, run_migrations, ConnectionSetup, DbError};
 
 /// Opens (creating if needed) the SQLite file at `path` with `setup` and applies the
 /// migrations.
-pub fn migrated(path: &Path, setup: ConnectionSetup) -> Result<SqliteConnection, DbError> {
+pub fn migrated(path: &Path, setup: ConnectionSetup) -> Result<Conn, DbError> {
     let mut conn = open_connection(path, setup)?;
     run_migrations(&mut conn)?;
     Ok(conn)
 }
 
 /// Creates project `p` at `project_root` with one run of model `m`, created at 1 s.
-pub fn project_with_run(
-    conn: &mut SqliteConnection,
-    project_root: Option<String>,
-) -> Result<RunRow, DbError> {
+pub fn project_with_run(conn: &mut Conn, project_root: Option<String>) -> Result<RunRow, DbError> {
     let project = projects::upsert_project(
         conn,
         &ProjectInsertForm {
@@ -50,7 +47,7 @@ pub(crate) struct TestDb {
     pub dir: tempfile::TempDir,
     pub path: std::path::PathBuf,
     /// A connection with rummy's setup.
-    pub conn: SqliteConnection,
+    pub conn: Conn,
 }
 
 #[cfg(test)]
@@ -64,21 +61,21 @@ impl TestDb {
     }
 
     /// Another connection to the same file.
-    pub fn connect(&self) -> SqliteConnection {
+    pub fn connect(&self) -> Conn {
         open_connection(&self.path, ConnectionSetup::default()).unwrap()
     }
 }
 
 /// A project `p` rooted at `/p` with one run of model `m`.
 #[cfg(test)]
-pub(crate) fn sample_run(conn: &mut SqliteConnection) -> RunRow {
+pub(crate) fn sample_run(conn: &mut Conn) -> RunRow {
     project_with_run(conn, Some("/p".into())).unwrap()
 }
 
 /// An act loop with prompt `prompt`, queued on `run`.
 #[cfg(test)]
 pub(crate) fn sample_loop(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run: crate::db::ids::RunId,
     prompt: &str,
 ) -> crate::db::models::run::LoopRow {

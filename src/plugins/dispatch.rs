@@ -23,7 +23,8 @@ mod settle;
 
 use std::path::PathBuf;
 
-use diesel::{Connection, SqliteConnection};
+use crate::db::Conn;
+use diesel::Connection;
 use serde_json::{json, Value};
 
 pub use outcome::{CallError, CallRecord, DispatchOutcome, TurnFlags};
@@ -80,7 +81,7 @@ pub struct CallInput {
 /// the context checked by `gate` (the budget guard): a refused command is rolled back and
 /// fails with 413.
 pub fn dispatch_gated(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     plugins: &Plugins,
     input: &ResponseTurn,
     commands: &[Command],
@@ -111,7 +112,7 @@ pub fn dispatch_gated(
 /// Runs one client tool call through the same chain, at the run's next turn number.
 /// Invalid params (no path, a file path outside the project, an unknown tool) are errors.
 pub fn dispatch_call(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     plugins: &Plugins,
     input: &CallInput,
 ) -> Result<DispatchOutcome, ToolError> {

@@ -6,7 +6,7 @@
 //! The constraints are read from the store on every dispatch and resolution, so a
 //! constraint pinned a moment ago already holds.
 
-use diesel::SqliteConnection;
+use crate::db::Conn;
 
 use crate::db::ids::RunId;
 use crate::db::paths::is_file;
@@ -25,7 +25,7 @@ pub struct ReadonlyFiles {
 
 impl ReadonlyFiles {
     /// The constraints of the run's project as stored (none when the run is unknown).
-    pub fn of_run(conn: &mut SqliteConnection, run_id: RunId) -> Result<Self, ToolError> {
+    pub fn of_run(conn: &mut Conn, run_id: RunId) -> Result<Self, ToolError> {
         let Some(run) = runs::get_run(conn, run_id)? else {
             return Ok(Self::default());
         };

@@ -14,7 +14,8 @@
 
 use std::path::Path;
 
-use diesel::{Connection, SqliteConnection};
+use crate::db::Conn;
+use diesel::Connection;
 
 use crate::db::enums::EntryStatus;
 use crate::db::ids::RunId;
@@ -86,7 +87,7 @@ pub struct ResolveOutcome {
 /// Resolves one pending proposal of a run, the client having applied any file change;
 /// a path that is not a pending proposal is [`ToolError::NotPending`].
 pub fn resolve_proposal(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     plugins: &Plugins,
     input: &ResolveInput,
 ) -> Result<ResolveOutcome, ToolError> {
@@ -97,7 +98,7 @@ pub fn resolve_proposal(
 /// itself (`RUMMY_APPLY_EDITS=server`). When that fails the proposal ends as 500 with the
 /// reason.
 pub fn resolve_proposal_on_disk(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     plugins: &Plugins,
     input: &ResolveInput,
     root: &Path,
@@ -106,7 +107,7 @@ pub fn resolve_proposal_on_disk(
 }
 
 fn resolve_with(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     plugins: &Plugins,
     input: &ResolveInput,
     disk_root: Option<&Path>,

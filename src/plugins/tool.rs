@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use diesel::SqliteConnection;
+use crate::db::Conn;
 use serde_json::{Map, Value};
 
 use crate::context::view::EntryView;
@@ -129,7 +129,7 @@ impl Default for ToolSettings {
 /// transaction) and the turn being dispatched.
 pub struct ToolScope<'a> {
     /// The DB writer's connection.
-    pub conn: &'a mut SqliteConnection,
+    pub conn: &'a mut Conn,
     pub run_id: RunId,
     /// The loop, `None` for client calls.
     pub loop_id: Option<LoopId>,

@@ -27,7 +27,7 @@ pub(crate) mod testing;
 pub mod transfer;
 pub mod unknown;
 
-use diesel::SqliteConnection;
+use crate::db::Conn;
 use serde_json::{Map, Value};
 
 use crate::context::view::EntryView;
@@ -98,7 +98,7 @@ pub(crate) fn select(
 
 /// [`select`] over any connection (a reader preparing work beside the writer).
 pub(crate) fn select_in(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     path: &str,
     filter: Option<&str>,

@@ -2,6 +2,7 @@
 //! run it names) and, in `full` mode only, its texts; and a table that stays within
 //! `RUMMY_RPC_LOG_MAX_ROWS` while a client hammers the server.
 
+use rummy::db::Conn;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -31,7 +32,7 @@ struct Logged {
     person: Option<String>,
 }
 
-fn load(conn: &mut SqliteConnection) -> QueryResult<Vec<Logged>> {
+fn load(conn: &mut Conn) -> QueryResult<Vec<Logged>> {
     rpc_log::table
         .order(rpc_log::id)
         .select((

@@ -1,8 +1,9 @@
 //! Materialization against a real SQLite file.
 
+use crate::db::Conn;
 use crate::plugins::Plugins;
 use diesel::sql_types::{BigInt, Text};
-use diesel::{sql_query, QueryableByName, RunQueryDsl, SqliteConnection};
+use diesel::{sql_query, QueryableByName, RunQueryDsl};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -21,7 +22,7 @@ const TOKENS: TokenMath = TokenMath::new(4);
 
 struct Db {
     _dir: tempfile::TempDir,
-    conn: SqliteConnection,
+    conn: Conn,
     run: RunId,
 }
 
@@ -109,7 +110,7 @@ fn assemble(rows: &[ContextRow], mode: LoopMode, budget: Option<BudgetFigures>) 
     bundled_sections().assemble(input, TOKENS)
 }
 
-fn stored_matches(conn: &mut SqliteConnection, run: RunId, turn: i32, rows: &[ContextRow]) {
+fn stored_matches(conn: &mut Conn, run: RunId, turn: i32, rows: &[ContextRow]) {
     let stored = turn_context(conn, run, turn).unwrap();
     assert_eq!(stored.len(), rows.len());
     for (saved, row) in stored.iter().zip(rows) {

@@ -1,14 +1,14 @@
 //! `Transact`: a unit of work made of several queries, run on the writer thread in one
 //! immediate transaction, so a handler's reads and writes see one consistent store.
 
+use crate::db::Conn;
 use actix::{Handler, Message};
-use diesel::SqliteConnection;
 
 use super::DbActor;
 use crate::db::DbError;
 
 /// The work: any composition of [`queries`](crate::db::queries) functions.
-type Work<T> = Box<dyn FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send>;
+type Work<T> = Box<dyn FnOnce(&mut Conn) -> Result<T, DbError> + Send>;
 
 /// Runs a closure over the connection inside one transaction and returns its result.
 pub struct Transact<T> {
@@ -19,7 +19,7 @@ impl<T> Transact<T> {
     /// Wraps a unit of work.
     pub fn new<F>(work: F) -> Self
     where
-        F: FnOnce(&mut SqliteConnection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&mut Conn) -> Result<T, DbError> + Send + 'static,
     {
         Transact {
             work: Box::new(work),

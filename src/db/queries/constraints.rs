@@ -1,5 +1,6 @@
 //! Project-level file constraints (`active`, `readonly`, `ignore`), kept across runs.
 
+use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 
@@ -13,7 +14,7 @@ use crate::db::DbError;
 /// Sets the constraint for `pattern` (insert or change its visibility). A pattern under
 /// the project root given as an absolute path is stored relative to the root.
 pub fn set_constraint(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     project_id: ProjectId,
     pattern: &str,
     visibility: Visibility,
@@ -35,7 +36,7 @@ pub fn set_constraint(
 
 /// The project's constraints, in creation order.
 pub fn list_constraints(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     project_id: ProjectId,
 ) -> Result<Vec<ConstraintRow>, DbError> {
     Ok(file_constraints::table
@@ -47,7 +48,7 @@ pub fn list_constraints(
 
 /// Drops the constraint for `pattern`; `false` when there was none.
 pub fn delete_constraint(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     project_id: ProjectId,
     pattern: &str,
 ) -> Result<bool, DbError> {
@@ -62,7 +63,7 @@ pub fn delete_constraint(
 }
 
 fn relative_pattern(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     project_id: ProjectId,
     pattern: &str,
 ) -> Result<String, DbError> {

@@ -2,6 +2,7 @@
 //! (`turn_context`).
 
 use crate::db::statement::statement;
+use crate::db::Conn;
 use diesel::prelude::*;
 
 use crate::db::connection::write_transaction;
@@ -11,10 +12,7 @@ use crate::db::schema::{turn_context, v_model_context};
 use crate::db::DbError;
 
 /// The rows the model can see, in context order.
-pub fn model_context(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-) -> Result<Vec<ModelContextRow>, DbError> {
+pub fn model_context(conn: &mut Conn, run_id: RunId) -> Result<Vec<ModelContextRow>, DbError> {
     Ok(v_model_context::table
         .filter(v_model_context::run_id.eq(run_id))
         .order(v_model_context::ordinal)
@@ -25,7 +23,7 @@ pub fn model_context(
 /// Replaces the snapshot of turn `turn` with `rows` (the projected context); returns the
 /// number of rows stored.
 pub fn replace_turn_context(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     turn: i32,
     rows: &[TurnContextInsertForm],
@@ -46,11 +44,7 @@ pub fn replace_turn_context(
     })
 }
 
-fn delete_turn_context(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-    turn: i32,
-) -> Result<usize, DbError> {
+fn delete_turn_context(conn: &mut Conn, run_id: RunId, turn: i32) -> Result<usize, DbError> {
     Ok(diesel::delete(
         turn_context::table
             .filter(turn_context::run_id.eq(run_id))
@@ -61,7 +55,7 @@ fn delete_turn_context(
 
 /// The snapshot of one turn, in context order.
 pub fn turn_context(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     turn: i32,
 ) -> Result<Vec<TurnContextRow>, DbError> {
@@ -74,7 +68,7 @@ pub fn turn_context(
 }
 
 /// The display tokens of the run's entries the model can see.
-pub fn visible_tokens(conn: &mut SqliteConnection, run_id: RunId) -> Result<i64, DbError> {
+pub fn visible_tokens(conn: &mut Conn, run_id: RunId) -> Result<i64, DbError> {
     #[derive(QueryableByName)]
     struct Total {
         #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]

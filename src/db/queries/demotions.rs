@@ -3,6 +3,7 @@
 //! summarised prompts come back in full. Each returns the changed paths, sorted.
 
 use crate::db::statement::statement;
+use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 
@@ -24,7 +25,7 @@ fn sorted(rows: Vec<ChangedPath>) -> Vec<String> {
 /// At the start of loop `loop_id`: every full entry of a `logging` scheme written by
 /// another loop (or none) goes to summary.
 pub fn demote_previous_loop_logging(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     loop_id: LoopId,
 ) -> Result<Vec<String>, DbError> {
@@ -41,10 +42,7 @@ pub fn demote_previous_loop_logging(
 }
 
 /// Every `prompt://` entry at summary goes back to full.
-pub fn restore_summarized_prompts(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-) -> Result<Vec<String>, DbError> {
+pub fn restore_summarized_prompts(conn: &mut Conn, run_id: RunId) -> Result<Vec<String>, DbError> {
     let rows = statement(
         "UPDATE known_entries SET fidelity = 'full', updated_at = CURRENT_TIMESTAMP
          WHERE run_id = ? AND scheme = 'prompt' AND fidelity = 'summary'

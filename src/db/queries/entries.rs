@@ -2,6 +2,7 @@
 //! fidelity, status and attribute changes on selected entries.
 
 use crate::db::statement::{statement, Statement};
+use crate::db::Conn;
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
@@ -40,16 +41,13 @@ macro_rules! upsert_sql {
 }
 
 /// Writes an entry (see [`EntryUpsertForm`] for what is kept and what replaced) and returns it.
-pub fn upsert_entry(
-    conn: &mut SqliteConnection,
-    entry: &EntryUpsertForm,
-) -> Result<EntryRow, DbError> {
+pub fn upsert_entry(conn: &mut Conn, entry: &EntryUpsertForm) -> Result<EntryRow, DbError> {
     Ok(bind_upsert(statement(concat!(upsert_sql!(), " RETURNING *")), entry)?.get_result(conn)?)
 }
 
 /// Writes an entry like [`upsert_entry`] without reading it back (SQLite buffers returned
 /// rows, and an entry's body can be large).
-pub fn write_entry(conn: &mut SqliteConnection, entry: &EntryUpsertForm) -> Result<(), DbError> {
+pub fn write_entry(conn: &mut Conn, entry: &EntryUpsertForm) -> Result<(), DbError> {
     bind_upsert(statement(upsert_sql!()), entry)?.execute(conn)?;
     Ok(())
 }
@@ -86,11 +84,7 @@ fn attributes_patch(patch: Option<&serde_json::Value>) -> Result<Option<String>,
 }
 
 /// The entry at `path` (normalised).
-pub fn get_entry(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-    path: &str,
-) -> Result<Option<EntryRow>, DbError> {
+pub fn get_entry(conn: &mut Conn, run_id: RunId, path: &str) -> Result<Option<EntryRow>, DbError> {
     Ok(known_entries::table
         .filter(known_entries::run_id.eq(run_id))
         .filter(known_entries::path.eq(normalize_path(path)))
@@ -102,7 +96,7 @@ pub fn get_entry(
 /// The selected entries ordered by path, paged. A pattern whose work ran past the
 /// thread's budget is [`DbError::WorkLimit`] (its matches would be incomplete).
 pub fn list_entries(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
     limit: Option<i64>,
@@ -166,7 +160,7 @@ fn literal_scheme(pattern: &str) -> Option<&str> {
 /// The ids and paths of the selected entries, in creation order (budgeted as
 /// [`list_entries`]).
 pub(crate) fn selected(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
 ) -> Result<Vec<(EntryId, String)>, DbError> {
@@ -180,10 +174,10 @@ pub(crate) fn selected(
 
 /// Runs `change` on the selected entries' ids, chunked; returns the changed paths.
 fn change_selected(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
-    change: impl Fn(&mut SqliteConnection, &[EntryId]) -> QueryResult<usize>,
+    change: impl Fn(&mut Conn, &[EntryId]) -> QueryResult<usize>,
 ) -> Result<Vec<String>, DbError> {
     write_transaction(conn, |conn| {
         let rows = selected(conn, run_id, selector)?;
@@ -201,7 +195,7 @@ fn current_timestamp() -> diesel::expression::SqlLiteral<Text> {
 
 /// Sets the fidelity of the selected entries (tokens follow); the turn is not touched.
 pub fn set_fidelity(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
     fidelity: Fidelity,
@@ -218,7 +212,7 @@ pub fn set_fidelity(
 
 /// Brings the selected entries to full fidelity and marks them touched at `turn`.
 pub fn promote(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
     turn: i32,
@@ -235,17 +229,13 @@ pub fn promote(
 }
 
 /// Archives the selected entries: invisible to the model, still retrievable.
-pub fn demote(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-    selector: &Selector,
-) -> Result<Vec<String>, DbError> {
+pub fn demote(conn: &mut Conn, run_id: RunId, selector: &Selector) -> Result<Vec<String>, DbError> {
     set_fidelity(conn, run_id, selector, Fidelity::Archive)
 }
 
 /// Deletes the selected entries; returns their paths.
 pub fn delete_entries(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
 ) -> Result<Vec<String>, DbError> {
@@ -256,7 +246,7 @@ pub fn delete_entries(
 
 /// Sets an entry's status and, when given, its body (a proposal's resolution).
 pub fn resolve_entry(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     path: &str,
     status: EntryStatus,
@@ -290,7 +280,7 @@ pub fn resolve_entry(
 
 /// Merges `patch` into an entry's attributes (JSON merge patch: `null` removes a key).
 pub fn update_attributes(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     path: &str,
     patch: &serde_json::Value,
@@ -315,10 +305,7 @@ pub fn update_attributes(
 }
 
 /// The run's pending proposals (status 202), oldest first.
-pub fn unresolved(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-) -> Result<Vec<UnresolvedRow>, DbError> {
+pub fn unresolved(conn: &mut Conn, run_id: RunId) -> Result<Vec<UnresolvedRow>, DbError> {
     Ok(v_unresolved::table
         .filter(v_unresolved::run_id.eq(run_id))
         .order(v_unresolved::id)
@@ -327,7 +314,7 @@ pub fn unresolved(
 }
 
 /// The run's client-facing history (`v_run_log`), oldest first.
-pub fn run_log(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<RunLogRow>, DbError> {
+pub fn run_log(conn: &mut Conn, run_id: RunId) -> Result<Vec<RunLogRow>, DbError> {
     Ok(v_run_log::table
         .filter(v_run_log::run_id.eq(run_id))
         .order(v_run_log::id)
@@ -337,7 +324,7 @@ pub fn run_log(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<RunLogR
 
 /// The run's entries of one scheme, oldest first (`reasoning`, `content`, `skill`, ...).
 pub fn entries_of_scheme(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     scheme: &str,
 ) -> Result<Vec<EntryRow>, DbError> {
@@ -351,7 +338,7 @@ pub fn entries_of_scheme(
 
 /// The run's newest entry of one scheme (latest `prompt`, latest `summarize`).
 pub fn latest_entry_of_scheme(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     scheme: &str,
 ) -> Result<Option<EntryRow>, DbError> {
@@ -366,7 +353,7 @@ pub fn latest_entry_of_scheme(
 
 /// The run's non-file entries whose scheme is not audit (pending proposals included), in
 /// creation order: `getRun`'s history.
-pub fn run_history(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<EntryRow>, DbError> {
+pub fn run_history(conn: &mut Conn, run_id: RunId) -> Result<Vec<EntryRow>, DbError> {
     Ok(known_entries::table
         .inner_join(schemes::table.on(schemes::name.nullable().eq(known_entries::scheme)))
         .filter(known_entries::run_id.eq(run_id))
@@ -377,10 +364,7 @@ pub fn run_history(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<Ent
 }
 
 /// Path and content hash of every scanned file entry of a run (for change detection).
-pub fn file_hashes(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-) -> Result<Vec<(String, String)>, DbError> {
+pub fn file_hashes(conn: &mut Conn, run_id: RunId) -> Result<Vec<(String, String)>, DbError> {
     let rows: Vec<(String, Option<String>)> = known_entries::table
         .filter(known_entries::run_id.eq(run_id))
         .filter(known_entries::scheme.is_null())
@@ -394,7 +378,7 @@ pub fn file_hashes(
 
 /// Brings a pinned file shown at index fidelity back to full.
 pub fn promote_if_index(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     path: &str,
     turn: i32,
@@ -416,7 +400,7 @@ pub fn promote_if_index(
 /// Whether a proposal made at `turn` was rejected by the client (status 403 on an entry of
 /// one of the `proposing` schemes).
 pub fn rejected_at_turn(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     turn: i32,
     proposing: &[&str],
@@ -433,7 +417,7 @@ pub fn rejected_at_turn(
 
 /// Archives the prompt entries one loop wrote; returns how many.
 pub fn archive_loop_prompts(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     loop_id: crate::db::ids::LoopId,
 ) -> Result<usize, DbError> {
@@ -449,7 +433,7 @@ pub fn archive_loop_prompts(
 
 /// The path of the newest prompt entry a loop wrote.
 pub fn loop_prompt_path(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     run_id: RunId,
     loop_id: crate::db::ids::LoopId,
 ) -> Result<Option<String>, DbError> {

@@ -1,5 +1,6 @@
 //! Copying and moving entries within a run, and copying a whole store into a fork.
 
+use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
@@ -22,10 +23,7 @@ pub struct EntryTransfer {
 }
 
 /// Copies body, status, fidelity, hash and attributes of `from` to `to`; returns the copy.
-pub fn copy_entry(
-    conn: &mut SqliteConnection,
-    transfer: &EntryTransfer,
-) -> Result<EntryRow, DbError> {
+pub fn copy_entry(conn: &mut Conn, transfer: &EntryTransfer) -> Result<EntryRow, DbError> {
     let from = normalize_path(&transfer.from);
     diesel::sql_query(
         "INSERT INTO known_entries (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes)
@@ -54,11 +52,7 @@ pub fn copy_entry(
 }
 
 /// Copies every entry of `from` into `to` (loop cleared, turns kept); returns the count.
-pub fn copy_run_entries(
-    conn: &mut SqliteConnection,
-    from: RunId,
-    to: RunId,
-) -> Result<usize, DbError> {
+pub fn copy_run_entries(conn: &mut Conn, from: RunId, to: RunId) -> Result<usize, DbError> {
     Ok(diesel::sql_query(
         "INSERT INTO known_entries
              (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes, refs,

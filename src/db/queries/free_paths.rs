@@ -1,5 +1,6 @@
 //! Free result paths: `path`, else `path_2`, `path_3`, … without probing one name at a time.
 
+use crate::db::Conn;
 use std::collections::{HashMap, HashSet};
 
 use diesel::prelude::*;
@@ -20,11 +21,7 @@ const FREE_PATH_ATTEMPTS: u32 = 10_000;
 /// `[path_, path\`)` holds exactly the texts that start with `path_`, `_` and `` ` `` being
 /// neighbours), then the smallest free suffix is picked in memory: probing one name at a
 /// time made a reply with thousands of the same command quadratic.
-pub fn free_path(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-    path: &str,
-) -> Result<String, DbError> {
+pub fn free_path(conn: &mut Conn, run_id: RunId, path: &str) -> Result<String, DbError> {
     let base = normalize_path(path);
     let prefix = format!("{base}_");
     let taken: Vec<String> = known_entries::table
@@ -61,7 +58,7 @@ impl FreePaths {
     /// [`free_path`], remembering where the next free suffix of the base is likely to be.
     pub fn free_path(
         &mut self,
-        conn: &mut SqliteConnection,
+        conn: &mut Conn,
         run_id: RunId,
         path: &str,
     ) -> Result<String, DbError> {

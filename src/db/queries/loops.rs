@@ -1,6 +1,7 @@
 //! The per-run prompt queue: enqueue, claim the next loop, finish it.
 
 use crate::db::statement::statement;
+use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
@@ -12,10 +13,7 @@ use crate::db::schema::{loops, runs};
 use crate::db::DbError;
 
 /// Appends a pending loop (status 100) to the run's queue, numbered from `runs.next_loop`.
-pub fn enqueue_loop(
-    conn: &mut SqliteConnection,
-    enqueue: &LoopEnqueue,
-) -> Result<LoopRow, DbError> {
+pub fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<LoopRow, DbError> {
     if !enqueue.config.is_object() {
         return Err(DbError::Invalid(
             "loop config must be a JSON object".to_owned(),
@@ -47,10 +45,7 @@ pub fn enqueue_loop(
 
 /// Claims the run's next pending loop (highest priority, then oldest) and marks it running,
 /// in one statement. `None` when nothing is pending or a loop of the run is already running.
-pub fn claim_next_loop(
-    conn: &mut SqliteConnection,
-    run_id: RunId,
-) -> Result<Option<LoopRow>, DbError> {
+pub fn claim_next_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
     Ok(statement(
         "UPDATE loops SET status = 102
          WHERE id = (
@@ -70,7 +65,7 @@ pub fn claim_next_loop(
 /// Records a loop's outcome. Only a running loop may finish (and a pending one be aborted);
 /// anything else is [`DbError::Invalid`].
 pub fn finish_loop(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     id: LoopId,
     status: RunStatus,
     result: Option<&serde_json::Value>,
@@ -86,7 +81,7 @@ pub fn finish_loop(
 
 /// Drops a pending loop that will never run (status 499, with the reason as its result).
 pub fn drop_loop(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     id: LoopId,
     result: Option<&serde_json::Value>,
 ) -> Result<LoopRow, DbError> {
@@ -94,7 +89,7 @@ pub fn drop_loop(
 }
 
 /// Drops the run's pending panic and retry loops (their overflowing loop was aborted).
-pub fn drop_recovery_loops(conn: &mut SqliteConnection, run_id: RunId) -> Result<usize, DbError> {
+pub fn drop_recovery_loops(conn: &mut Conn, run_id: RunId) -> Result<usize, DbError> {
     Ok(diesel::update(
         loops::table
             .filter(loops::run_id.eq(run_id))
@@ -106,7 +101,7 @@ pub fn drop_recovery_loops(conn: &mut SqliteConnection, run_id: RunId) -> Result
 }
 
 /// The loop with this id.
-pub fn get_loop(conn: &mut SqliteConnection, id: LoopId) -> Result<Option<LoopRow>, DbError> {
+pub fn get_loop(conn: &mut Conn, id: LoopId) -> Result<Option<LoopRow>, DbError> {
     Ok(loops::table
         .find(id)
         .select(LoopRow::as_select())
@@ -116,7 +111,7 @@ pub fn get_loop(conn: &mut SqliteConnection, id: LoopId) -> Result<Option<LoopRo
 
 #[cfg(test)]
 /// The run's running loop.
-pub fn active_loop(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
+pub fn active_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
     Ok(loops::table
         .filter(loops::run_id.eq(run_id))
         .filter(loops::status.eq(RunStatus::Running))
@@ -126,7 +121,7 @@ pub fn active_loop(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<
 }
 
 /// The run's most recently enqueued loop, whatever its state.
-pub fn latest_loop(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
+pub fn latest_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
     Ok(loops::table
         .filter(loops::run_id.eq(run_id))
         .order(loops::id.desc())
@@ -136,7 +131,7 @@ pub fn latest_loop(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<
 }
 
 /// The run's pending loops in claim order.
-pub fn pending_loops(conn: &mut SqliteConnection, run_id: RunId) -> Result<Vec<LoopRow>, DbError> {
+pub fn pending_loops(conn: &mut Conn, run_id: RunId) -> Result<Vec<LoopRow>, DbError> {
     Ok(loops::table
         .filter(loops::run_id.eq(run_id))
         .filter(loops::status.eq(RunStatus::Queued))
@@ -157,7 +152,7 @@ pub struct QueueDepth {
 }
 
 /// How many loops wait and run, and for how many runs.
-pub fn queue_depth(conn: &mut SqliteConnection) -> Result<QueueDepth, DbError> {
+pub fn queue_depth(conn: &mut Conn) -> Result<QueueDepth, DbError> {
     let unfinished = [RunStatus::Queued, RunStatus::Running];
     let by_status: Vec<(RunStatus, i64)> = loops::table
         .filter(loops::status.eq_any(unfinished))
@@ -188,12 +183,7 @@ mod tests {
     use crate::db::testing::{sample_run, TestDb};
     use serde_json::json;
 
-    fn enqueue(
-        conn: &mut SqliteConnection,
-        run_id: RunId,
-        prompt: &str,
-        priority: LoopPriority,
-    ) -> LoopRow {
+    fn enqueue(conn: &mut Conn, run_id: RunId, prompt: &str, priority: LoopPriority) -> LoopRow {
         let request = LoopEnqueue {
             run_id,
             mode: LoopMode::Ask,

@@ -1,5 +1,6 @@
 //! The model catalogue: aliases mapped to provider model ids.
 
+use crate::db::Conn;
 use diesel::prelude::*;
 
 use crate::db::models::{ModelInsertForm, ModelRow};
@@ -8,7 +9,7 @@ use crate::db::DbError;
 
 /// Models ordered by alias (byte order), paged.
 pub fn list_models(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     limit: Option<i64>,
     offset: Option<i64>,
 ) -> Result<Vec<ModelRow>, DbError> {
@@ -21,7 +22,7 @@ pub fn list_models(
 }
 
 /// The model with this alias.
-pub fn find_model(conn: &mut SqliteConnection, alias: &str) -> Result<Option<ModelRow>, DbError> {
+pub fn find_model(conn: &mut Conn, alias: &str) -> Result<Option<ModelRow>, DbError> {
     Ok(models::table
         .filter(models::alias.eq(alias))
         .select(ModelRow::as_select())
@@ -31,10 +32,7 @@ pub fn find_model(conn: &mut SqliteConnection, alias: &str) -> Result<Option<Mod
 
 /// Inserts the model or updates the one with the same alias; a `None` context length keeps
 /// the stored one.
-pub fn upsert_model(
-    conn: &mut SqliteConnection,
-    form: &ModelInsertForm,
-) -> Result<ModelRow, DbError> {
+pub fn upsert_model(conn: &mut Conn, form: &ModelInsertForm) -> Result<ModelRow, DbError> {
     Ok(diesel::insert_into(models::table)
         .values(form)
         .on_conflict(models::alias)
@@ -45,14 +43,14 @@ pub fn upsert_model(
 }
 
 /// Removes the model; `false` when there was none.
-pub fn remove_model(conn: &mut SqliteConnection, alias: &str) -> Result<bool, DbError> {
+pub fn remove_model(conn: &mut Conn, alias: &str) -> Result<bool, DbError> {
     let removed = diesel::delete(models::table.filter(models::alias.eq(alias))).execute(conn)?;
     Ok(removed > 0)
 }
 
 /// Records a context length discovered from the provider.
 pub fn set_context_length(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     alias: &str,
     context_length: i32,
 ) -> Result<ModelRow, DbError> {

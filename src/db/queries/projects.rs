@@ -1,5 +1,6 @@
 //! Projects: a name and the root it was first opened with, on `init`.
 
+use crate::db::Conn;
 use diesel::prelude::*;
 
 use crate::db::ids::ProjectId;
@@ -9,10 +10,7 @@ use crate::db::DbError;
 
 /// Inserts the project, or updates the one with the same name; a `None` root or config
 /// path keeps the stored value.
-pub fn upsert_project(
-    conn: &mut SqliteConnection,
-    form: &ProjectInsertForm,
-) -> Result<ProjectRow, DbError> {
+pub fn upsert_project(conn: &mut Conn, form: &ProjectInsertForm) -> Result<ProjectRow, DbError> {
     Ok(diesel::insert_into(projects::table)
         .values(form)
         .on_conflict(projects::name)
@@ -37,7 +35,7 @@ pub enum Opening {
 /// and `may_create`, finds it when its stored root is the same (a project's root never
 /// changes), and then stores a given config path.
 pub fn open_project(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     form: &ProjectInsertForm,
     may_create: bool,
 ) -> Result<Opening, DbError> {
@@ -58,10 +56,7 @@ pub fn open_project(
 }
 
 /// The project with this id.
-pub fn get_project(
-    conn: &mut SqliteConnection,
-    id: ProjectId,
-) -> Result<Option<ProjectRow>, DbError> {
+pub fn get_project(conn: &mut Conn, id: ProjectId) -> Result<Option<ProjectRow>, DbError> {
     Ok(projects::table
         .find(id)
         .select(ProjectRow::as_select())
@@ -71,10 +66,7 @@ pub fn get_project(
 
 #[cfg(test)]
 /// The project with this name.
-pub fn find_project(
-    conn: &mut SqliteConnection,
-    name: &str,
-) -> Result<Option<ProjectRow>, DbError> {
+pub fn find_project(conn: &mut Conn, name: &str) -> Result<Option<ProjectRow>, DbError> {
     Ok(projects::table
         .filter(projects::name.eq(name))
         .select(ProjectRow::as_select())

@@ -1,6 +1,7 @@
 //! The start-up purge: finished runs older than `RUMMY_RETENTION_DAYS`. (The RPC log has
 //! bounds of its own: [`rpc_log::prune`](super::rpc_log::prune).)
 
+use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::Integer;
 
@@ -8,7 +9,7 @@ use crate::db::DbError;
 
 /// Deletes runs that are finished (200, 413, 499, 500) and untouched for `days` days, with
 /// their loops, turns and entries; returns how many runs went. `days == 0` keeps everything.
-pub fn purge_older_than(conn: &mut SqliteConnection, days: u32) -> Result<usize, DbError> {
+pub fn purge_older_than(conn: &mut Conn, days: u32) -> Result<usize, DbError> {
     if days == 0 {
         return Ok(0);
     }

@@ -1,6 +1,7 @@
 //! The RPC audit log: one row per call, and the pruning that keeps it within its bounds
 //! while the server runs.
 
+use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer};
 
@@ -19,10 +20,7 @@ pub struct RpcLogBounds {
 }
 
 /// Records a batch of calls in one statement.
-pub fn insert_rpc_logs(
-    conn: &mut SqliteConnection,
-    forms: &[RpcLogInsertForm],
-) -> Result<usize, DbError> {
+pub fn insert_rpc_logs(conn: &mut Conn, forms: &[RpcLogInsertForm]) -> Result<usize, DbError> {
     Ok(diesel::insert_into(rpc_log::table)
         .values(forms)
         .execute(conn)?)
@@ -33,7 +31,7 @@ pub fn insert_rpc_logs(
 /// what is left is at most `max_rows` rows. Each delete starts from an index (`created_at`,
 /// the primary key): with nothing over the bounds it is a lookup, so it may run after every
 /// batch of rows.
-pub fn prune(conn: &mut SqliteConnection, bounds: RpcLogBounds) -> Result<usize, DbError> {
+pub fn prune(conn: &mut Conn, bounds: RpcLogBounds) -> Result<usize, DbError> {
     let mut deleted = 0;
     if bounds.max_days > 0 {
         let days = i32::try_from(bounds.max_days).unwrap_or(i32::MAX);
@@ -74,7 +72,7 @@ mod tests {
         }
     }
 
-    fn methods(conn: &mut SqliteConnection) -> Vec<String> {
+    fn methods(conn: &mut Conn) -> Vec<String> {
         rpc_log::table
             .order(rpc_log::id)
             .select(rpc_log::method)
@@ -83,7 +81,7 @@ mod tests {
     }
 
     /// Rows `method` written `days` days ago.
-    fn written_days_ago(conn: &mut SqliteConnection, method: &str, days: i32) {
+    fn written_days_ago(conn: &mut Conn, method: &str, days: i32) {
         insert_rpc_logs(conn, &[call(method)]).unwrap();
         diesel::sql_query(
             "UPDATE rpc_log SET created_at = datetime('now', '-' || ?1 || ' days')

@@ -1,6 +1,7 @@
 //! Who resolved a run's proposals and aborted its loops (`run_actions`), and who queued
 //! its loops, for `getRun`.
 
+use crate::db::Conn;
 use diesel::prelude::*;
 
 use crate::db::ids::RunId;
@@ -9,7 +10,7 @@ use crate::db::schema::{loops, run_actions};
 use crate::db::DbError;
 
 /// Records one action.
-pub fn record(conn: &mut SqliteConnection, form: &RunActionForm) -> Result<(), DbError> {
+pub fn record(conn: &mut Conn, form: &RunActionForm) -> Result<(), DbError> {
     diesel::insert_into(run_actions::table)
         .values(form)
         .execute(conn)?;
@@ -17,7 +18,7 @@ pub fn record(conn: &mut SqliteConnection, form: &RunActionForm) -> Result<(), D
 }
 
 /// The run's actions, oldest first.
-pub fn of_run(conn: &mut SqliteConnection, run: RunId) -> Result<Vec<RunActionRow>, DbError> {
+pub fn of_run(conn: &mut Conn, run: RunId) -> Result<Vec<RunActionRow>, DbError> {
     Ok(run_actions::table
         .filter(run_actions::run_id.eq(run))
         .order(run_actions::id)
@@ -26,7 +27,7 @@ pub fn of_run(conn: &mut SqliteConnection, run: RunId) -> Result<Vec<RunActionRo
 }
 
 /// The run's loops, oldest first.
-pub fn loops_of_run(conn: &mut SqliteConnection, run: RunId) -> Result<Vec<LoopRow>, DbError> {
+pub fn loops_of_run(conn: &mut Conn, run: RunId) -> Result<Vec<LoopRow>, DbError> {
     Ok(loops::table
         .filter(loops::run_id.eq(run))
         .order(loops::id)

@@ -1,6 +1,7 @@
 //! Runs: creation with a unique alias, lookup, rename, settings, the status state machine,
 //! the turn counter, forking and recovery after a restart.
 
+use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer};
 
@@ -19,11 +20,7 @@ const ALIAS_ATTEMPTS: u32 = 10_000;
 
 /// Creates an idle run (status 100) named `<model>_<now_ms>`; when that alias is taken
 /// (same model, same millisecond) `_2`, `_3`, ... are appended until one is free.
-pub fn create_run(
-    conn: &mut SqliteConnection,
-    create: &RunCreateForm,
-    now_ms: i64,
-) -> Result<RunRow, DbError> {
+pub fn create_run(conn: &mut Conn, create: &RunCreateForm, now_ms: i64) -> Result<RunRow, DbError> {
     let form = RunInsertForm {
         project_id: create.project_id,
         parent_run_id: None,
@@ -39,7 +36,7 @@ pub fn create_run(
 }
 
 fn insert_with_unique_alias(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     mut form: RunInsertForm,
     model: &str,
     now_ms: i64,
@@ -65,7 +62,7 @@ fn insert_with_unique_alias(
 }
 
 /// The run with this id.
-pub fn get_run(conn: &mut SqliteConnection, id: RunId) -> Result<Option<RunRow>, DbError> {
+pub fn get_run(conn: &mut Conn, id: RunId) -> Result<Option<RunRow>, DbError> {
     Ok(runs::table
         .find(id)
         .select(RunRow::as_select())
@@ -74,7 +71,7 @@ pub fn get_run(conn: &mut SqliteConnection, id: RunId) -> Result<Option<RunRow>,
 }
 
 /// The run with this alias.
-pub fn find_run(conn: &mut SqliteConnection, alias: &str) -> Result<Option<RunRow>, DbError> {
+pub fn find_run(conn: &mut Conn, alias: &str) -> Result<Option<RunRow>, DbError> {
     Ok(runs::table
         .filter(runs::alias.eq(alias))
         .select(RunRow::as_select())
@@ -83,10 +80,7 @@ pub fn find_run(conn: &mut SqliteConnection, alias: &str) -> Result<Option<RunRo
 }
 
 /// The most recently created run of a project.
-pub fn latest_run(
-    conn: &mut SqliteConnection,
-    project_id: ProjectId,
-) -> Result<Option<RunRow>, DbError> {
+pub fn latest_run(conn: &mut Conn, project_id: ProjectId) -> Result<Option<RunRow>, DbError> {
     Ok(runs::table
         .filter(runs::project_id.eq(project_id))
         .order(runs::id.desc())
@@ -97,7 +91,7 @@ pub fn latest_run(
 
 /// A project's runs, newest first, with their turn counts and latest summaries.
 pub fn list_runs(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     project_id: ProjectId,
     limit: Option<i64>,
     offset: Option<i64>,
@@ -140,7 +134,7 @@ pub fn is_valid_alias(name: &str) -> bool {
 }
 
 /// Renames a run. An invalid name is [`DbError::Invalid`]; a taken one [`DbError::Conflict`].
-pub fn rename_run(conn: &mut SqliteConnection, id: RunId, name: &str) -> Result<RunRow, DbError> {
+pub fn rename_run(conn: &mut Conn, id: RunId, name: &str) -> Result<RunRow, DbError> {
     if !is_valid_alias(name) {
         return Err(DbError::Invalid(format!(
             "run name {name:?} must match [a-zA-Z0-9_]+"
@@ -160,7 +154,7 @@ pub fn rename_run(conn: &mut SqliteConnection, id: RunId, name: &str) -> Result<
 
 /// Changes the fields given in `form` (temperature 0–2, context limit ≥ 1024).
 pub fn update_run_config(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     id: RunId,
     form: &RunConfigUpdateForm,
 ) -> Result<RunRow, DbError> {
@@ -181,11 +175,7 @@ pub fn update_run_config(
 
 /// Moves a run to `status`. The migration's trigger is the state machine; an illegal move
 /// is [`DbError::Invalid`] and changes nothing. Setting the current status is a no-op.
-pub fn set_run_status(
-    conn: &mut SqliteConnection,
-    id: RunId,
-    status: RunStatus,
-) -> Result<(), DbError> {
+pub fn set_run_status(conn: &mut Conn, id: RunId, status: RunStatus) -> Result<(), DbError> {
     let updated = statement("UPDATE runs SET status = ? WHERE id = ?")
         .bind::<Integer, _>(status)
         .bind::<BigInt, _>(id)
@@ -206,7 +196,7 @@ pub fn set_run_status(
 
 /// Sets an idle run to 499 (a run with a running loop is left alone: that loop is not the
 /// one `run/abort` stopped). Returns whether the run is now aborted.
-pub fn abort_if_idle(conn: &mut SqliteConnection, id: RunId) -> Result<bool, DbError> {
+pub fn abort_if_idle(conn: &mut Conn, id: RunId) -> Result<bool, DbError> {
     write_transaction(conn, |conn| {
         let running: i64 = loops::table
             .filter(loops::run_id.eq(id))
@@ -222,7 +212,7 @@ pub fn abort_if_idle(conn: &mut SqliteConnection, id: RunId) -> Result<bool, DbE
 }
 
 /// Takes the run's next turn number (returns it and advances the counter).
-pub fn take_turn_number(conn: &mut SqliteConnection, id: RunId) -> Result<i32, DbError> {
+pub fn take_turn_number(conn: &mut Conn, id: RunId) -> Result<i32, DbError> {
     #[derive(QueryableByName)]
     struct Taken {
         #[diesel(sql_type = Integer)]
@@ -241,7 +231,7 @@ pub fn take_turn_number(conn: &mut SqliteConnection, id: RunId) -> Result<i32, D
 /// `person`. The new run continues the parent's turn numbering, so copied entries keep their
 /// place in time.
 pub fn fork_run(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     parent_id: RunId,
     person: Option<String>,
     now_ms: i64,
@@ -268,7 +258,7 @@ pub fn fork_run(
 }
 
 /// How many runs are in each status, for `/metrics`.
-pub fn count_by_status(conn: &mut SqliteConnection) -> Result<Vec<(RunStatus, i64)>, DbError> {
+pub fn count_by_status(conn: &mut Conn) -> Result<Vec<(RunStatus, i64)>, DbError> {
     Ok(runs::table
         .group_by(runs::status)
         .select((runs::status, diesel::dsl::count_star()))
@@ -276,7 +266,7 @@ pub fn count_by_status(conn: &mut SqliteConnection) -> Result<Vec<(RunStatus, i6
 }
 
 /// Removes a run's persona (`persona/set` with neither name nor text).
-pub fn clear_persona(conn: &mut SqliteConnection, id: RunId) -> Result<(), DbError> {
+pub fn clear_persona(conn: &mut Conn, id: RunId) -> Result<(), DbError> {
     diesel::update(runs::table.find(id))
         .set(runs::persona.eq(None::<String>))
         .execute(conn)?;
@@ -286,7 +276,7 @@ pub fn clear_persona(conn: &mut SqliteConnection, id: RunId) -> Result<(), DbErr
 /// After a stop or a crash: loops that were running go back to pending, and runs left
 /// created or running (100, 102) become aborted (499). Nothing is started: the pending loops
 /// run first the next time a client drives their run. Returns how many runs were aborted.
-pub fn recover_after_restart(conn: &mut SqliteConnection) -> Result<usize, DbError> {
+pub fn recover_after_restart(conn: &mut Conn) -> Result<usize, DbError> {
     write_transaction(conn, |conn| {
         diesel::update(loops::table.filter(loops::status.eq(RunStatus::Running)))
             .set(loops::status.eq(RunStatus::Queued))

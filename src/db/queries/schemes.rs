@@ -1,5 +1,6 @@
 //! The scheme registry.
 
+use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
 
@@ -8,7 +9,7 @@ use crate::db::schema::schemes;
 use crate::db::DbError;
 
 /// Registers a scheme, or changes the visibility and category of a registered one.
-pub fn register_scheme(conn: &mut SqliteConnection, scheme: &SchemeRow) -> Result<(), DbError> {
+pub fn register_scheme(conn: &mut Conn, scheme: &SchemeRow) -> Result<(), DbError> {
     diesel::insert_into(schemes::table)
         .values(scheme)
         .on_conflict(schemes::name)
@@ -23,7 +24,7 @@ pub fn register_scheme(conn: &mut SqliteConnection, scheme: &SchemeRow) -> Resul
 
 #[cfg(test)]
 /// Every registered scheme, by name.
-pub fn list_schemes(conn: &mut SqliteConnection) -> Result<Vec<SchemeRow>, DbError> {
+pub fn list_schemes(conn: &mut Conn) -> Result<Vec<SchemeRow>, DbError> {
     Ok(schemes::table
         .order(schemes::name)
         .select(SchemeRow::as_select())

@@ -1,6 +1,7 @@
 //! Operations on entries a tool already selected, by id (or on the one entry at a path), in
 //! statements of at most `IDS_PER_STATEMENT` ids.
 
+use crate::db::Conn;
 use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::Text;
@@ -20,7 +21,7 @@ fn ids(rows: &[EntryRow]) -> Vec<EntryId> {
 }
 
 /// Brings the rows to full fidelity, touched at `turn`.
-pub fn promote(conn: &mut SqliteConnection, rows: &[EntryRow], turn: i32) -> Result<(), DbError> {
+pub fn promote(conn: &mut Conn, rows: &[EntryRow], turn: i32) -> Result<(), DbError> {
     for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
         diesel::update(known_entries::table.filter(known_entries::id.eq_any(chunk)))
             .set((
@@ -34,11 +35,7 @@ pub fn promote(conn: &mut SqliteConnection, rows: &[EntryRow], turn: i32) -> Res
 }
 
 /// Sets the rows' fidelity; the turn is not touched.
-pub fn set_fidelity(
-    conn: &mut SqliteConnection,
-    rows: &[EntryRow],
-    fidelity: Fidelity,
-) -> Result<(), DbError> {
+pub fn set_fidelity(conn: &mut Conn, rows: &[EntryRow], fidelity: Fidelity) -> Result<(), DbError> {
     for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
         diesel::update(known_entries::table.filter(known_entries::id.eq_any(chunk)))
             .set((
@@ -50,7 +47,7 @@ pub fn set_fidelity(
     Ok(())
 }
 
-pub fn delete(conn: &mut SqliteConnection, rows: &[EntryRow]) -> Result<(), DbError> {
+pub fn delete(conn: &mut Conn, rows: &[EntryRow]) -> Result<(), DbError> {
     for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
         diesel::delete(known_entries::table.filter(known_entries::id.eq_any(chunk)))
             .execute(conn)?;
@@ -59,7 +56,7 @@ pub fn delete(conn: &mut SqliteConnection, rows: &[EntryRow]) -> Result<(), DbEr
 }
 
 /// Deletes the run's entry at `path`, when there is one.
-pub fn delete_at(conn: &mut SqliteConnection, run_id: RunId, path: &str) -> Result<(), DbError> {
+pub fn delete_at(conn: &mut Conn, run_id: RunId, path: &str) -> Result<(), DbError> {
     match entries::get_entry(conn, run_id, path)? {
         Some(entry) => delete(conn, std::slice::from_ref(&entry)),
         None => Ok(()),

@@ -1,6 +1,7 @@
 //! Turns: one row per LLM call, with usage written back after the call.
 
 use crate::db::statement::statement;
+use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text};
 
@@ -10,7 +11,7 @@ use crate::db::schema::turns;
 use crate::db::DbError;
 
 /// Records the start of a turn.
-pub fn insert_turn(conn: &mut SqliteConnection, form: &TurnInsertForm) -> Result<TurnRow, DbError> {
+pub fn insert_turn(conn: &mut Conn, form: &TurnInsertForm) -> Result<TurnRow, DbError> {
     Ok(diesel::insert_into(turns::table)
         .values(form)
         .returning(TurnRow::as_returning())
@@ -19,7 +20,7 @@ pub fn insert_turn(conn: &mut SqliteConnection, form: &TurnInsertForm) -> Result
 
 /// Writes a turn's usage after the LLM call.
 pub fn update_turn_usage(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     id: TurnId,
     usage: &TurnUsageForm,
 ) -> Result<(), DbError> {
@@ -46,7 +47,7 @@ pub fn update_turn_usage(
 }
 
 /// The run's newest turn (the calibration for the next budget check).
-pub fn latest_turn(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<TurnRow>, DbError> {
+pub fn latest_turn(conn: &mut Conn, run_id: RunId) -> Result<Option<TurnRow>, DbError> {
     Ok(turns::table
         .filter(turns::run_id.eq(run_id))
         .order(turns::sequence.desc())
@@ -56,7 +57,7 @@ pub fn latest_turn(conn: &mut SqliteConnection, run_id: RunId) -> Result<Option<
 }
 
 /// Usage summed over every turn of the run.
-pub fn run_usage(conn: &mut SqliteConnection, run_id: RunId) -> Result<RunUsage, DbError> {
+pub fn run_usage(conn: &mut Conn, run_id: RunId) -> Result<RunUsage, DbError> {
     Ok(statement(
         "SELECT COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
                 COALESCE(SUM(cached_tokens), 0) AS cached_tokens,

@@ -3,7 +3,7 @@
 //! set tool) and the answers of the web ([`WebAnswers`], looked up by `search` and `get`). Whatever is not prepared (a failure, a spent budget, a body changed by an
 //! earlier command) the writer computes under its own small budget.
 
-use diesel::SqliteConnection;
+use crate::db::Conn;
 
 use crate::db::functions::{self, SearchVerdicts};
 use crate::db::ids::RunId;
@@ -32,7 +32,7 @@ impl PreparedWork {
     /// Evaluates the body searches and applies the edits of `commands` to the run's entries
     /// as they are now, on `conn` (a reader) under the thread's budget.
     pub fn compute(
-        conn: &mut SqliteConnection,
+        conn: &mut Conn,
         run_id: RunId,
         commands: &[Command],
     ) -> Result<PreparedWork, DbError> {

@@ -1,7 +1,7 @@
 //! Test support: a migrated temporary database with one run and a project root, and
 //! shortcuts to dispatch model text and client calls against it.
 
-use diesel::SqliteConnection;
+use crate::db::Conn;
 use tempfile::TempDir;
 
 use crate::budget::WriteGate;
@@ -24,7 +24,7 @@ use crate::plugins::Plugins;
 pub(crate) struct TestRun {
     _dir: TempDir,
     pub root: TempDir,
-    pub conn: SqliteConnection,
+    pub conn: Conn,
     pub run_id: RunId,
     pub plugins: Plugins,
     pub policy: ToolPolicy,

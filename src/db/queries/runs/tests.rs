@@ -3,8 +3,9 @@ use crate::db::enums::EntryStatus;
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::queries::{entries, loops};
 use crate::db::testing::{sample_loop, sample_run, TestDb};
+use crate::db::Conn;
 
-fn create(conn: &mut SqliteConnection, project_id: ProjectId, now_ms: i64) -> RunRow {
+fn create(conn: &mut Conn, project_id: ProjectId, now_ms: i64) -> RunRow {
     let create = RunCreateForm {
         project_id,
         model: "grok".into(),
@@ -251,7 +252,7 @@ fn listing_and_restart_recovery() {
     set_run_status(conn, finished.id, RunStatus::Running).unwrap();
     set_run_status(conn, finished.id, RunStatus::Completed).unwrap();
     assert_eq!(recover_after_restart(conn).unwrap(), 2);
-    let status = |conn: &mut SqliteConnection, id| get_run(conn, id).unwrap().unwrap().status;
+    let status = |conn: &mut Conn, id| get_run(conn, id).unwrap().unwrap().status;
     assert_eq!(status(conn, first.id), RunStatus::Aborted);
     assert_eq!(status(conn, second.id), RunStatus::Aborted);
     assert_eq!(status(conn, finished.id), RunStatus::Completed);
