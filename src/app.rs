@@ -23,7 +23,7 @@ use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
 use crate::mcp::{self, McpServers};
 use crate::metrics::Metrics;
-use crate::plugins::events::Event;
+use crate::plugins::events::{Event, Hook};
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
@@ -258,10 +258,10 @@ async fn seed_models(agent: &AgentContext) -> Result<(), DbError> {
 }
 
 /// Where the writer's committed changes to entries become `entry.changed` events; none
-/// when no plugin observes.
+/// (and no change log) when no plugin observes that hook.
 fn entry_changed(plugins: &Plugins) -> Option<EntryChangeSink> {
     let plugins = plugins.clone();
-    plugins.has_observers().then(|| {
+    plugins.observes(Hook::EntryChanged).then(|| {
         EntryChangeSink::new(move |changes| {
             for change in changes {
                 plugins.emit(Event::EntryChanged {
@@ -345,5 +345,29 @@ fn provider_settings(settings: &Settings) -> LlmOptions {
             openrouter: concurrency,
             xai: concurrency,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn no_bundled_plugin_observes_entry_changes_so_the_writer_logs_none() {
+        let home = tempfile::tempdir().unwrap();
+        let env = HashMap::from([(
+            "RUMMY_HOME".to_string(),
+            home.path().to_str().unwrap().to_string(),
+        )]);
+        let settings = Settings::load(&env, Path::new("config")).unwrap();
+        let plugins = bundled_plugins(&settings);
+        assert!(
+            plugins.observes(Hook::TurnResponse),
+            "the transcript observes"
+        );
+        assert!(entry_changed(&plugins).is_none());
     }
 }

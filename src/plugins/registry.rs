@@ -15,7 +15,7 @@ use crate::db::models::SchemeRow;
 use crate::parser::TagSet;
 use crate::plugins::assembly::{self, Assembly};
 use crate::plugins::clients::Clients;
-use crate::plugins::events::{Event, Events};
+use crate::plugins::events::{Event, Events, Hook};
 use crate::plugins::filters::{FilterHook, Filters};
 use crate::plugins::method::PluginMethod;
 use crate::plugins::plugin::{Plugin, Registrar, ToolPlugin};
@@ -166,9 +166,9 @@ impl Plugins {
         &self.inner.assembly
     }
 
-    /// Whether any plugin observes events (to skip logging what no one would see).
-    pub fn has_observers(&self) -> bool {
-        !self.inner.events.is_empty()
+    /// Whether any plugin observes `hook` (to skip preparing what no one would see).
+    pub fn observes(&self, hook: Hook) -> bool {
+        self.inner.events.observes(hook)
     }
 
     /// Tells every observer of `event`, in order.
