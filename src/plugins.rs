@@ -10,6 +10,7 @@
 //! from code, so it can be tuned without touching logic.
 
 pub mod assembly;
+mod bundled;
 pub mod clients;
 pub mod dispatch;
 pub mod error;
