@@ -9,6 +9,7 @@
 //! (`method`) and reach the clients (`clients`). Model-facing text lives in `text/`, apart
 //! from code, so it can be tuned without touching logic.
 
+pub mod answers;
 pub mod assembly;
 mod bundled;
 pub mod clients;

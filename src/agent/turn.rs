@@ -249,10 +249,7 @@ async fn execute_numbered_turn(
         ))
     };
     // The MCP calls made at once are made before the unit of work that records them.
-    let _performed = agent
-        .mcp
-        .perform(run_id, turn, &policy, &parsed.commands, cancel)
-        .await;
+    let mcp_outcomes = agent.mcp.perform(&policy, &parsed.commands, cancel).await;
     // An aborted run drops the searches (their budget is cancelled with them) and the web
     // requests, and ends.
     let work = tokio::select! {
@@ -263,7 +260,7 @@ async fn execute_numbered_turn(
     };
     let prepared = Prepared {
         commands: parsed.commands,
-        work,
+        work: work.answering(mcp_outcomes),
         audit,
     };
     let (report, stored) = dispatch(
