@@ -45,6 +45,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ),
     ("RUMMY_HOME", "storage.home"),
     ("RUMMY_DB_PATH", "storage.db_path"),
+    ("RUMMY_DATABASE_URL", "storage.database_url"),
     ("RUMMY_MMAP_MB", "storage.mmap_mb"),
     ("RUMMY_RETENTION_DAYS", "storage.retention_days"),
     ("RUMMY_RPC_LOG", "audit.rpc_log"),
@@ -233,8 +234,11 @@ impl ServerSettings {
 pub struct StorageSettings {
     /// `RUMMY_HOME`, with `~` expanded.
     pub home: PathBuf,
-    /// The SQLite file, absolute after [`Settings::load`].
+    /// The SQLite file, absolute after [`Settings::load`]; unused with `database_url`.
     pub db_path: PathBuf,
+    /// A `postgres://` URL: the store is that PostgreSQL database instead of the SQLite
+    /// file. Empty = SQLite. Holds a password: never logged.
+    pub database_url: String,
     /// MiB of the database SQLite reads through a memory map (`PRAGMA mmap_size`).
     pub mmap_mb: u64,
     /// Days a finished run and its transcripts are kept (0 = forever).
@@ -515,6 +519,15 @@ impl Settings {
         if self.tokens.divisor == 0 {
             return Err(ConfigError::Invalid(
                 "RUMMY_TOKEN_DIVISOR must be at least 1".into(),
+            ));
+        }
+        let database_url = self.storage.database_url.trim();
+        let postgres = ["postgres://", "postgresql://"]
+            .iter()
+            .any(|scheme| database_url.starts_with(scheme));
+        if !database_url.is_empty() && !postgres {
+            return Err(ConfigError::Invalid(
+                "RUMMY_DATABASE_URL must be a postgres:// or postgresql:// URL".into(),
             ));
         }
         let tokens = self.server.auth_token.is_some() || self.server.users_file.is_some();

@@ -3,7 +3,6 @@
 //! beside it on a reader under the request limits; readiness is read from the writer's
 //! watchdog so that a stuck unit of work cannot make the probe queue behind it.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -15,10 +14,10 @@ use super::connection::ConnectionSetup;
 use super::entry_changes::EntryChangeSink;
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::RpcLogBounds;
-use super::{DbActor, DbError, DbWatch, ReadPool, Transact};
+use super::{DbActor, DbError, DbWatch, ReadPool, Store, Transact};
 use crate::hedberg::Limits;
 
-/// What opening the database needs besides its file.
+/// What opening the database needs besides where it is.
 #[derive(Debug, Clone)]
 pub struct DbOptions {
     /// How every connection is set up.
@@ -49,12 +48,12 @@ pub struct DbHandle {
 }
 
 impl DbHandle {
-    /// Opens the database at `path` (applying pending migrations) and starts the writer
-    /// thread. Must be called inside a running actix `System`.
-    pub fn open(path: &Path, options: DbOptions) -> Result<DbHandle, DbError> {
+    /// Opens the store (applying pending migrations) and starts the writer thread. Must be
+    /// called inside a running actix `System`.
+    pub fn open(store: &Store, options: DbOptions) -> Result<DbHandle, DbError> {
         let watch = DbWatch::default();
         let writer = start_db(
-            path,
+            store,
             WriterOptions {
                 setup: options.setup,
                 limits: options.writer_limits,
@@ -66,9 +65,9 @@ impl DbHandle {
             rpc_logs: RpcLogBatch::new(writer.clone(), options.rpc_log),
             writer,
             watch,
-            searchers: ReadPool::new(path, options.setup, options.readers),
+            searchers: ReadPool::new(store, options.setup, options.readers),
             readers: ReadPool::new(
-                path,
+                store,
                 options.setup,
                 std::thread::available_parallelism().map_or(1, usize::from),
             ),
@@ -142,7 +141,7 @@ impl DbHandle {
         }
     }
 
-    /// Closes the readers and empties the write-ahead log (a clean stop).
+    /// Closes the readers and empties SQLite's write-ahead log (a clean stop).
     pub async fn close(&self) {
         self.searchers.close();
         self.readers.close();
@@ -261,7 +260,7 @@ mod tests {
         }
     }
 
-    fn logged(path: &Path) -> Vec<String> {
+    fn logged(path: &Store) -> Vec<String> {
         let mut conn = open_connection(path, ConnectionSetup::default()).unwrap();
         rpc_log::table
             .order(rpc_log::id)
@@ -271,7 +270,7 @@ mod tests {
     }
 
     /// The logged methods once they are `expected`, or as they are after 10 s.
-    async fn logged_eventually(path: &Path, expected: &[&str]) -> Vec<String> {
+    async fn logged_eventually(path: &Store, expected: &[&str]) -> Vec<String> {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         loop {
             let rows = logged(path);
@@ -285,7 +284,7 @@ mod tests {
     #[actix::test]
     async fn audit_rows_are_written_after_the_delay_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rummy.db");
+        let path = Store::Sqlite(dir.path().join("rummy.db"));
         let db = DbHandle::open(&path, options()).unwrap();
         db.log_rpc(call("init"));
         assert_eq!(
@@ -312,7 +311,7 @@ mod tests {
     #[actix::test]
     async fn a_full_batch_is_written_at_once_and_a_clean_stop_writes_the_rest() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rummy.db");
+        let path = Store::Sqlite(dir.path().join("rummy.db"));
         let db = DbHandle::open(&path, options()).unwrap();
         for _ in 0..RPC_LOG_BATCH {
             db.log_rpc(call("ping"));
@@ -331,7 +330,7 @@ mod tests {
     #[actix::test]
     async fn each_batch_prunes_the_log_to_its_bounds() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rummy.db");
+        let path = Store::Sqlite(dir.path().join("rummy.db"));
         let bounded = DbOptions {
             rpc_log: RpcLogBounds {
                 max_days: 7,
