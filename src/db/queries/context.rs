@@ -80,7 +80,7 @@ pub fn visible_tokens(conn: &mut Conn, run_id: RunId) -> Result<i64, DbError> {
     let total: Total = statement(
         "SELECT SUM(k.tokens) AS tokens FROM known_entries k
          JOIN schemes s ON s.name = COALESCE(k.scheme, 'file')
-         WHERE k.run_id = ? AND s.model_visible = 1 AND k.status <> 202",
+         WHERE k.run_id = ? AND s.model_visible AND k.status <> 202",
     )
     .bind::<diesel::sql_types::BigInt, _>(run_id)
     .get_result(conn)?;

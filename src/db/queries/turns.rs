@@ -67,7 +67,7 @@ pub fn run_usage(conn: &mut Conn, run_id: RunId) -> Result<RunUsage, DbError> {
                 COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
                 COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens,
                 COALESCE(SUM(total_tokens), 0) AS total_tokens,
-                CAST(COALESCE(SUM(cost), 0) AS REAL) AS cost,
+                CAST(COALESCE(SUM(cost), 0) AS DOUBLE PRECISION) AS cost,
                 COUNT(*) AS turns
          FROM turns WHERE run_id = ?",
     )
