@@ -6,7 +6,7 @@
 # those two: rummy behind the real nginx (`cargo test --locked --test it proxy:: --
 # --ignored`) and the end-to-end tests against the LLM (`... e2e:: -- --ignored`); both are
 # #[ignore]d so that a plain `cargo test` never counts them as passed. Then it runs the
-# integration suite (and the unit tests of the PostgreSQL functions) a second time with
+# integration suite and the unit tests (their stores, TestDb) a second time with
 # PostgreSQL as the store: against RUMMY_TEST_DATABASE_URL when it is set, else against a
 # throwaway cluster it installs (apt-get, as root, when missing), initdb's in a temporary
 # directory and starts on a free loopback port (tests/pg/cluster.sh), each test in a
@@ -210,7 +210,7 @@ if start_postgres; then
   cargo test --locked --test it
   pg_status=$?
   [ "$status" = 0 ] && status=$pg_status
-  cargo test --locked --lib postgres
+  cargo test --locked --lib
   pg_status=$?
   [ "$status" = 0 ] && status=$pg_status
 fi

@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn migrations_apply_twice_without_change() {
-        let mut db = TestDb::new();
+        let mut db = TestDb::sqlite();
         run_migrations(&mut db.conn).unwrap();
         assert!(!has_pending_migrations(&mut db.conn).unwrap());
         let mut again = db.connect();
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn connection_setup_is_applied() {
-        let mut db = TestDb::new();
+        let mut db = TestDb::sqlite();
         assert_eq!(
             text(
                 &mut db.conn,
@@ -274,7 +274,7 @@ mod tests {
 
     #[test]
     fn truncating_the_wal_empties_it() {
-        let mut db = TestDb::new();
+        let mut db = TestDb::sqlite();
         sql_query("INSERT INTO projects (name) VALUES ('logged')")
             .execute(&mut db.conn)
             .unwrap();
@@ -286,7 +286,7 @@ mod tests {
 
     #[test]
     fn sql_functions_are_registered() {
-        let mut db = TestDb::new();
+        let mut db = TestDb::sqlite();
         let conn = &mut db.conn;
         assert_eq!(
             text(conn, "SELECT schemeOf('known://a') AS value"),
@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn token_divisor_is_per_connection() {
-        let db = TestDb::new();
+        let db = TestDb::sqlite();
         let halves = ConnectionSetup {
             token_divisor: 2,
             ..ConnectionSetup::default()
@@ -323,7 +323,7 @@ mod tests {
 
     #[test]
     fn data_survives_reopening_the_file() {
-        let db = TestDb::new();
+        let db = TestDb::sqlite();
         let path = db.path.clone();
         let mut conn = db.connect();
         sql_query("INSERT INTO projects (name) VALUES ('kept')")

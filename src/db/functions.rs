@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn sqlite_functions_give_the_shared_results() {
-        let mut db = crate::db::testing::TestDb::new();
+        let mut db = crate::db::testing::TestDb::sqlite();
         sql_agrees_with_the_table(&mut db.conn);
     }
 

@@ -126,29 +126,60 @@ pub fn project_with_run(conn: &mut Conn, project_root: Option<String>) -> Result
     runs::create_run(conn, &create, 1_000)
 }
 
-/// A migrated database file that lives as long as this value.
+/// A migrated database that lives as long as this value: a SQLite file, or a PostgreSQL
+/// database of its own when [`TEST_DATABASE_URL`] is set.
 #[cfg(test)]
 pub(crate) struct TestDb {
-    /// Keeps the directory alive.
-    pub dir: tempfile::TempDir,
-    pub path: std::path::PathBuf,
     /// A connection with rummy's setup.
     pub conn: Conn,
+    /// Keeps the directory alive.
+    pub dir: tempfile::TempDir,
+    /// The SQLite file (not created on PostgreSQL).
+    pub path: std::path::PathBuf,
+    /// The PostgreSQL database, dropped with this value.
+    pub database: Option<ScratchDatabase>,
 }
 
 #[cfg(test)]
 impl TestDb {
-    /// Creates and migrates a database with token divisor 4.
+    /// Creates and migrates a database with token divisor 4, on PostgreSQL when
+    /// [`TEST_DATABASE_URL`] is set.
     pub fn new() -> TestDb {
+        match ScratchDatabase::from_environment() {
+            Some(database) => {
+                let conn = database.migrated().unwrap();
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("rummy.db");
+                TestDb {
+                    conn,
+                    dir,
+                    path,
+                    database: Some(database),
+                }
+            }
+            None => TestDb::sqlite(),
+        }
+    }
+
+    /// [`TestDb::new`] on SQLite whatever the environment says (a test of SQLite itself).
+    pub fn sqlite() -> TestDb {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rummy.db");
         let conn = migrated(&Store::Sqlite(path.clone()), ConnectionSetup::default()).unwrap();
-        TestDb { dir, path, conn }
+        TestDb {
+            conn,
+            dir,
+            path,
+            database: None,
+        }
     }
 
-    /// The file as a store.
+    /// Where it is.
     pub fn store(&self) -> Store {
-        Store::Sqlite(self.path.clone())
+        match &self.database {
+            Some(database) => database.store(),
+            None => Store::Sqlite(self.path.clone()),
+        }
     }
 
     /// Another connection to the same file.
