@@ -74,7 +74,7 @@ pub fn migrate(settings: &Settings) -> Result<(), DbError> {
 /// Where the store is: PostgreSQL when `RUMMY_DATABASE_URL` is set, else the SQLite file.
 pub fn store(settings: &Settings) -> Store {
     Store::from_settings(
-        &settings.storage.database_url,
+        settings.storage.database_url.expose(),
         settings.storage.db_path.clone(),
     )
 }

@@ -237,8 +237,8 @@ pub struct StorageSettings {
     /// The SQLite file, absolute after [`Settings::load`]; unused with `database_url`.
     pub db_path: PathBuf,
     /// A `postgres://` URL: the store is that PostgreSQL database instead of the SQLite
-    /// file. Empty = SQLite. Holds a password: never logged.
-    pub database_url: String,
+    /// file. Empty = SQLite. May hold a password: never logged.
+    pub database_url: Secret,
     /// MiB of the database SQLite reads through a memory map (`PRAGMA mmap_size`).
     pub mmap_mb: u64,
     /// Days a finished run and its transcripts are kept (0 = forever).
@@ -521,7 +521,7 @@ impl Settings {
                 "RUMMY_TOKEN_DIVISOR must be at least 1".into(),
             ));
         }
-        let database_url = self.storage.database_url.trim();
+        let database_url = self.storage.database_url.expose().trim();
         let postgres = ["postgres://", "postgresql://"]
             .iter()
             .any(|scheme| database_url.starts_with(scheme));
@@ -880,6 +880,32 @@ mod tests {
             Some(Path::new(home).join("people.toml")),
             "a relative users file is under home"
         );
+    }
+
+    #[test]
+    fn a_database_url_selects_postgres_and_stays_out_of_debug_output() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let url = "postgres://rummy:s3cret@db:5432/rummy";
+        let settings = Settings::load(
+            &env(&[("RUMMY_HOME", home), ("RUMMY_DATABASE_URL", url)]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert_eq!(settings.storage.database_url.expose(), url);
+        assert!(!format!("{settings:?}").contains("s3cret"));
+        let refused = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home),
+                ("RUMMY_DATABASE_URL", "mysql://db/rummy"),
+            ]),
+            Path::new("config"),
+        );
+        assert!(
+            matches!(refused, Err(ConfigError::Invalid(message)) if message.contains("RUMMY_DATABASE_URL"))
+        );
+        let sqlite = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config")).unwrap();
+        assert!(sqlite.storage.database_url.expose().is_empty());
     }
 
     #[test]
