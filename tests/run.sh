@@ -166,10 +166,15 @@ ensure_libpq() {
   as_root && apt_install libpq-dev
 }
 
+# The PostgreSQL server of the second run; the first run is SQLite's whatever is set.
+pg_url=${RUMMY_TEST_DATABASE_URL:-}
+unset RUMMY_TEST_DATABASE_URL
+
 # Sets RUMMY_TEST_DATABASE_URL, starting a throwaway cluster when none is configured.
 start_postgres() {
-  if [ -n "${RUMMY_TEST_DATABASE_URL:-}" ]; then
+  if [ -n "$pg_url" ]; then
     echo "using the PostgreSQL server at RUMMY_TEST_DATABASE_URL" >&2
+    export RUMMY_TEST_DATABASE_URL=$pg_url
     return 0
   fi
   pg_cluster=$(mktemp -d "${TMPDIR:-/tmp}/rummy-pg.XXXXXX") || return 1

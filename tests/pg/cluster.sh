@@ -63,7 +63,10 @@ case "$command" in
       exit 1
     }
     mkdir -p "$dir"
-    [ "$(id -u)" = 0 ] && chown postgres "$dir"
+    if [ "$(id -u)" = 0 ]; then
+      id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
+      chown postgres "$dir"
+    fi
     as_cluster_user "$bindir/initdb" -D "$dir/data" -U rummy --auth=trust --encoding=UTF8 \
       --locale=C >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
     port=$(free_port)

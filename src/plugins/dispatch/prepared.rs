@@ -1,5 +1,5 @@
 //! The work a reply's commands need, done beside the writer before the unit of work that
-//! runs them: body searches (looked up by `hedsearch`), `<set>` edits (looked up by the
+//! runs them: body searches (looked up by `db::functions::body_search`), `<set>` edits (looked up by the
 //! set tool) and the answers of the web ([`WebAnswers`], looked up by `search` and `get`). Whatever is not prepared (a failure, a spent budget, a body changed by an
 //! earlier command) the writer computes under its own small budget.
 
