@@ -237,8 +237,8 @@ mod tests {
 
     #[actix::test]
     async fn a_panicking_unit_is_an_error_and_the_thread_goes_on() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = start_db(&Store::Sqlite(dir.path().join("rummy.db")), options()).unwrap();
+        let test_db = crate::db::testing::TestDb::new();
+        let db = start_db(&test_db.store(), options()).unwrap();
         let failed = db
             .send(Transact::new(|_| -> Result<(), DbError> {
                 panic!("a bug")
@@ -251,8 +251,8 @@ mod tests {
 
     #[actix::test]
     async fn units_of_work_run_on_the_actor_thread() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = start_db(&Store::Sqlite(dir.path().join("rummy.db")), options()).unwrap();
+        let test_db = crate::db::testing::TestDb::new();
+        let db = start_db(&test_db.store(), options()).unwrap();
         assert!(db.send(CheckReady {}).await.unwrap().unwrap());
         let run = db
             .send(Transact::new(|conn| {
@@ -300,12 +300,12 @@ mod tests {
             }))
             .await
             .unwrap();
-        assert!(matches!(illegal, Err(DbError::Invalid(_))));
+        assert!(matches!(illegal, Err(DbError::Invalid(_))), "{illegal:?}");
     }
 
     #[actix::test]
     async fn committed_units_hand_over_their_changes_and_failed_ones_none() {
-        let dir = tempfile::tempdir().unwrap();
+        let test_db = crate::db::testing::TestDb::new();
         let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
         let sink = {
             let seen = std::sync::Arc::clone(&seen);
@@ -318,7 +318,7 @@ mod tests {
             entry_changes: Some(sink),
             ..options()
         };
-        let db = start_db(&Store::Sqlite(dir.path().join("rummy.db")), observed).unwrap();
+        let db = start_db(&test_db.store(), observed).unwrap();
         let run = db
             .send(Transact::new(|conn| {
                 Ok(crate::db::testing::sample_run(conn).id)
@@ -364,9 +364,9 @@ mod tests {
 
     #[test]
     fn starting_outside_a_system_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
+        let test_db = crate::db::testing::TestDb::new();
         assert!(matches!(
-            start_db(&Store::Sqlite(dir.path().join("rummy.db")), options()),
+            start_db(&test_db.store(), options()),
             Err(DbError::Internal(_))
         ));
     }

@@ -260,8 +260,8 @@ mod tests {
         }
     }
 
-    fn logged(path: &Store) -> Vec<String> {
-        let mut conn = open_connection(path, ConnectionSetup::default()).unwrap();
+    fn logged(store: &Store) -> Vec<String> {
+        let mut conn = open_connection(store, ConnectionSetup::default()).unwrap();
         rpc_log::table
             .order(rpc_log::id)
             .select(rpc_log::method)
@@ -270,10 +270,10 @@ mod tests {
     }
 
     /// The logged methods once they are `expected`, or as they are after 10 s.
-    async fn logged_eventually(path: &Store, expected: &[&str]) -> Vec<String> {
+    async fn logged_eventually(store: &Store, expected: &[&str]) -> Vec<String> {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         loop {
-            let rows = logged(path);
+            let rows = logged(store);
             if rows == expected || std::time::Instant::now() > deadline {
                 return rows;
             }
@@ -283,12 +283,12 @@ mod tests {
 
     #[actix::test]
     async fn audit_rows_are_written_after_the_delay_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = Store::Sqlite(dir.path().join("rummy.db"));
-        let db = DbHandle::open(&path, options()).unwrap();
+        let test_db = crate::db::testing::TestDb::new();
+        let store = test_db.store();
+        let db = DbHandle::open(&store, options()).unwrap();
         db.log_rpc(call("init"));
         assert_eq!(
-            logged_eventually(&path, &["init"]).await,
+            logged_eventually(&store, &["init"]).await,
             ["init"],
             "a row alone is written too"
         );
@@ -296,13 +296,13 @@ mod tests {
         for method in ["ping", "getRuns", "ask"] {
             db.log_rpc(call(method));
         }
-        let early = logged(&path);
+        let early = logged(&store);
         // A machine that stalled past the delay may already have written them.
         if logged_at.elapsed() < RPC_LOG_DELAY {
             assert_eq!(early, ["init"], "not before the delay");
         }
         assert_eq!(
-            logged_eventually(&path, &["init", "ping", "getRuns", "ask"]).await,
+            logged_eventually(&store, &["init", "ping", "getRuns", "ask"]).await,
             ["init", "ping", "getRuns", "ask"]
         );
         db.close().await;
@@ -310,9 +310,9 @@ mod tests {
 
     #[actix::test]
     async fn a_full_batch_is_written_at_once_and_a_clean_stop_writes_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = Store::Sqlite(dir.path().join("rummy.db"));
-        let db = DbHandle::open(&path, options()).unwrap();
+        let test_db = crate::db::testing::TestDb::new();
+        let store = test_db.store();
+        let db = DbHandle::open(&store, options()).unwrap();
         for _ in 0..RPC_LOG_BATCH {
             db.log_rpc(call("ping"));
         }
@@ -320,17 +320,17 @@ mod tests {
         db.ready(Duration::from_secs(5)).await.unwrap();
         // On a loaded machine the last row's own delay may have passed by now too.
         assert!(
-            logged(&path).len() >= RPC_LOG_BATCH,
+            logged(&store).len() >= RPC_LOG_BATCH,
             "the full batch, not waiting"
         );
         db.close().await;
-        assert_eq!(logged(&path).last().map(String::as_str), Some("last"));
+        assert_eq!(logged(&store).last().map(String::as_str), Some("last"));
     }
 
     #[actix::test]
     async fn each_batch_prunes_the_log_to_its_bounds() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = Store::Sqlite(dir.path().join("rummy.db"));
+        let test_db = crate::db::testing::TestDb::new();
+        let store = test_db.store();
         let bounded = DbOptions {
             rpc_log: RpcLogBounds {
                 max_days: 7,
@@ -338,16 +338,16 @@ mod tests {
             },
             ..options()
         };
-        let db = DbHandle::open(&path, bounded).unwrap();
+        let db = DbHandle::open(&store, bounded).unwrap();
         for _ in 0..RPC_LOG_BATCH {
             db.log_rpc(call("ping"));
         }
         db.ready(Duration::from_secs(5)).await.unwrap();
-        assert_eq!(logged(&path), ["ping"; 3], "pruned as it was written");
+        assert_eq!(logged(&store), ["ping"; 3], "pruned as it was written");
         for method in ["a", "b"] {
             db.log_rpc(call(method));
         }
         db.close().await;
-        assert_eq!(logged(&path), ["ping", "a", "b"]);
+        assert_eq!(logged(&store), ["ping", "a", "b"]);
     }
 }

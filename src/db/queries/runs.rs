@@ -181,10 +181,14 @@ pub fn update_run_config(
 /// Moves a run to `status`. The migration's trigger is the state machine; an illegal move
 /// is [`DbError::Invalid`] and changes nothing. Setting the current status is a no-op.
 pub fn set_run_status(conn: &mut Conn, id: RunId, status: RunStatus) -> Result<(), DbError> {
-    let updated = statement("UPDATE runs SET status = ? WHERE id = ?")
-        .bind::<Integer, _>(status)
-        .bind::<BigInt, _>(id)
-        .execute(conn);
+    // In a savepoint: on PostgreSQL a refused statement spoils its whole transaction, and
+    // the run is read again below.
+    let updated = conn.transaction(|conn| {
+        statement("UPDATE runs SET status = ? WHERE id = ?")
+            .bind::<Integer, _>(status)
+            .bind::<BigInt, _>(id)
+            .execute(conn)
+    });
     match updated.map_err(DbError::from) {
         Ok(0) => Err(DbError::NotFound(format!("run {id}"))),
         Ok(_) => Ok(()),
