@@ -13,9 +13,12 @@ use std::path::PathBuf;
 
 /// A connection to the store, SQLite or PostgreSQL.
 #[derive(diesel::MultiConnection)]
+///
+/// PostgreSQL comes first: were `Connection::establish` ever given a URL, it tries the
+/// variants in order, and SQLite would take any text for a file name.
 pub enum Conn {
-    Sqlite(diesel::SqliteConnection),
     Postgres(diesel::PgConnection),
+    Sqlite(diesel::SqliteConnection),
 }
 
 /// Evaluates `$body` with `$inner` bound to the backend's own connection: written once,

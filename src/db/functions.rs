@@ -1,7 +1,8 @@
 //! The SQL functions the schema needs (generated columns, views): `schemeOf` and
 //! `countTokens`, registered on every SQLite connection from the Rust below; the PostgreSQL
-//! migrations define the same two in PL/pgSQL, with the same results (the shared table of
-//! inputs and outputs in the tests pins both).
+//! migrations define the same two in PL/pgSQL, with the same results, and SQLite's own
+//! `json_patch`, `json_extract` and `datetime` besides; the tables of inputs and outputs in
+//! the tests pin all of them on both backends.
 //!
 //! Entry patterns (the hedberg pattern language: glob, regex, sed, JSONPath, XPath,
 //! literal) are evaluated in Rust on either backend (`queries::entries::selected`); body
@@ -156,9 +157,71 @@ mod tests {
         (None, 0),
     ];
 
-    /// Both tables through `conn`'s SQL functions.
+    /// `json_patch(target, patch)`, which PostgreSQL gets from the migrations.
+    const PATCHES: [(&str, &str, &str); 4] = [
+        (
+            r#"{"b":1,"a":{"x":1,"y":2}}"#,
+            r#"{"a":{"x":null,"z":[1,2]},"c":"new","b":null}"#,
+            r#"{"a":{"y":2,"z":[1,2]},"c":"new"}"#,
+        ),
+        (
+            "{}",
+            r#"{"k":{"n":null,"m":1},"s":"a\"b"}"#,
+            r#"{"k":{"m":1},"s":"a\"b"}"#,
+        ),
+        (r#"{"a":1}"#, r#"{"a":2}"#, r#"{"a":2}"#),
+        (r#"{"é":"ü"}"#, r#"{"z":true}"#, r#"{"é":"ü","z":true}"#),
+    ];
+    /// `CAST(json_extract(attributes, '$.summary') AS TEXT)`, as the schema reads a summary.
+    const SUMMARIES: [(&str, Option<&str>); 5] = [
+        (r#"{"summary":"hi"}"#, Some("hi")),
+        (r#"{"summary":5}"#, Some("5")),
+        (r#"{"summary":null}"#, None),
+        ("{}", None),
+        (r#"{"summary":{"a":1}}"#, Some(r#"{"a":1}"#)),
+    ];
+
+    #[derive(diesel::QueryableByName)]
+    struct Value {
+        #[diesel(sql_type = Nullable<Text>)]
+        value: Option<String>,
+    }
+
+    /// The tables through `conn`'s SQL functions.
     fn sql_agrees_with_the_table(conn: &mut crate::db::Conn) {
+        use crate::db::statement::statement;
         use diesel::RunQueryDsl;
+        for (target, patch, patched) in PATCHES {
+            let sql: Value = statement("SELECT json_patch(?, ?) AS value")
+                .bind::<Text, _>(target)
+                .bind::<Text, _>(patch)
+                .get_result(conn)
+                .unwrap();
+            assert_eq!(
+                sql.value.as_deref(),
+                Some(patched),
+                "json_patch({target}, {patch})"
+            );
+        }
+        for (attributes, summary) in SUMMARIES {
+            let sql: Value =
+                statement("SELECT CAST(json_extract(?, '$.summary') AS TEXT) AS value")
+                    .bind::<Text, _>(attributes)
+                    .get_result(conn)
+                    .unwrap();
+            assert_eq!(sql.value.as_deref(), summary, "json_extract({attributes})");
+        }
+        let now: Value = statement("SELECT datetime('now', '-' || ? || ' days') AS value")
+            .bind::<diesel::sql_types::Integer, _>(3)
+            .get_result(conn)
+            .unwrap();
+        let shape: String = now
+            .value
+            .unwrap_or_default()
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '9' } else { c })
+            .collect();
+        assert_eq!(shape, "9999-99-99 99:99:99");
         for (path, scheme) in SCHEMES {
             let sql: Option<String> = diesel::select(scheme_of(path)).get_result(conn).unwrap();
             assert_eq!(sql.as_deref(), scheme, "schemeOf({path:?})");

@@ -15,7 +15,6 @@ DROP TABLE projects;
 DROP TABLE schemes;
 DROP FUNCTION raise_invalid_transition();
 DROP FUNCTION json_patch(TEXT, TEXT);
-DROP FUNCTION jsonb_merge_patch(JSONB, JSONB);
 DROP FUNCTION json_extract(TEXT, TEXT);
 DROP FUNCTION json_type(TEXT);
 DROP FUNCTION json_valid(TEXT);

@@ -70,33 +70,39 @@ LANGUAGE sql IMMUTABLE STRICT AS $$
     FROM (SELECT value::JSON #> string_to_array(substr(path, 3), '.') AS found) AS lookup
 $$;
 
--- RFC 7396: the patch's members replace the target's, recursively; null removes a member;
--- a patch that is not an object replaces the target.
-CREATE FUNCTION jsonb_merge_patch(target JSONB, patch JSONB) RETURNS JSONB
-LANGUAGE plpgsql IMMUTABLE AS $$
+-- SQLite's json_patch: RFC 7396 (the patch's members replace the target's, recursively; a
+-- null removes a member; a patch that is not an object replaces the target), keeping the
+-- target's members in their order, then the new ones in the patch's, as compact text.
+CREATE FUNCTION json_patch(target TEXT, patch TEXT) RETURNS TEXT
+LANGUAGE plpgsql IMMUTABLE STRICT AS $$
 DECLARE
-    merged JSONB;
+    members TEXT[] := '{}';
     member RECORD;
+    patched JSON;
 BEGIN
-    IF patch IS NULL OR jsonb_typeof(patch) <> 'object' THEN
+    IF json_typeof(patch::JSON) <> 'object' THEN
         RETURN patch;
     END IF;
-    merged := CASE WHEN jsonb_typeof(target) = 'object' THEN target ELSE '{}'::JSONB END;
-    FOR member IN SELECT key, value FROM jsonb_each(patch) LOOP
-        IF jsonb_typeof(member.value) = 'null' THEN
-            merged := merged - member.key;
-        ELSE
-            merged := jsonb_set(merged, ARRAY[member.key],
-                jsonb_merge_patch(merged -> member.key, member.value));
+    IF json_typeof(target::JSON) <> 'object' THEN
+        target := '{}';
+    END IF;
+    FOR member IN SELECT key, value FROM json_each(target::JSON) LOOP
+        patched := patch::JSON -> member.key;
+        IF patched IS NULL THEN
+            members := members || (to_json(member.key)::TEXT || ':' || member.value::TEXT);
+        ELSIF json_typeof(patched) <> 'null' THEN
+            members := members || (to_json(member.key)::TEXT || ':'
+                || json_patch(member.value::TEXT, patched::TEXT));
         END IF;
     END LOOP;
-    RETURN merged;
+    FOR member IN SELECT key, value FROM json_each(patch::JSON) LOOP
+        IF target::JSON -> member.key IS NULL AND json_typeof(member.value) <> 'null' THEN
+            members := members || (to_json(member.key)::TEXT || ':'
+                || json_patch('{}', member.value::TEXT));
+        END IF;
+    END LOOP;
+    RETURN '{' || array_to_string(members, ',') || '}';
 END
-$$;
-
-CREATE FUNCTION json_patch(target TEXT, patch TEXT) RETURNS TEXT
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT jsonb_merge_patch(target::JSONB, patch::JSONB)::TEXT
 $$;
 
 CREATE FUNCTION raise_invalid_transition() RETURNS TRIGGER
