@@ -12,10 +12,10 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// A connection to the store, SQLite or PostgreSQL.
-#[derive(diesel::MultiConnection)]
 ///
 /// PostgreSQL comes first: were `Connection::establish` ever given a URL, it tries the
 /// variants in order, and SQLite would take any text for a file name.
+#[derive(diesel::MultiConnection)]
 pub enum Conn {
     Postgres(diesel::PgConnection),
     Sqlite(diesel::SqliteConnection),

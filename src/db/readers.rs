@@ -1,7 +1,7 @@
-//! Read-only connections beside the writer, pooled by r2d2. A read that evaluates patterns (`getEntries`
-//! with a body search) runs on the blocking pool over one of these, inside one read
-//! transaction and under a [`Budget`], so its work never holds the writer and stops when
-//! the budget is spent or its caller goes away (the future is dropped on a timeout or a
+//! Read-only connections beside the writer, pooled by r2d2. A read that evaluates patterns
+//! (`getEntries` with a body search) runs on the blocking pool over one of these, inside
+//! one read transaction and under a [`Budget`], so its work never holds the writer and stops
+//! when the budget is spent or its caller goes away (the future is dropped on a timeout or a
 //! closed connection, which cancels the budget).
 //!
 //! The pool size bounds how many such reads compute at once; a read waits for a free
