@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use crate::db::Conn;
 use actix::{Actor, Addr, SyncArbiter, SyncContext};
+use diesel::r2d2::R2D2Connection;
 
 use super::connection::{
     has_pending_migrations, open_connection, run_migrations, truncate_wal, write_transaction,
@@ -114,17 +115,30 @@ impl DbActor {
             })
         }));
         self.watch.end();
-        let (value, changes) = outcome.unwrap_or_else(|_| {
-            self.connection = None;
-            tracing::error!("a unit of database work panicked; rolled back");
-            Err(DbError::Internal(
-                "a unit of database work failed unexpectedly".into(),
-            ))
-        })?;
+        let (value, changes) = outcome
+            .unwrap_or_else(|_| {
+                self.connection = None;
+                tracing::error!("a unit of database work panicked; rolled back");
+                Err(DbError::Internal(
+                    "a unit of database work failed unexpectedly".into(),
+                ))
+            })
+            .inspect_err(|_| self.drop_lost_connection())?;
         if let Some(sink) = &self.entry_changes {
             sink.deliver(&changes);
         }
         Ok(value)
+    }
+
+    /// After a failed unit: a connection that no longer answers (a PostgreSQL server that
+    /// restarted or ended the session) is dropped, so the next unit opens another.
+    fn drop_lost_connection(&mut self) {
+        if let Some(connection) = &mut self.connection {
+            if connection.ping().is_err() {
+                tracing::warn!("the database connection was lost; the next unit reconnects");
+                self.connection = None;
+            }
+        }
     }
 
     /// The connection, reopened if a previous one was lost.
@@ -360,6 +374,25 @@ mod tests {
             [vec!["known://a", "known://b"], vec!["known://c"]],
             "one delivery per committed unit, after a reopened connection too"
         );
+    }
+
+    #[actix::test]
+    async fn a_lost_connection_fails_one_unit_and_the_next_reconnects() {
+        // PostgreSQL only: a SQLite file has no server to end the session.
+        let Some(database) = crate::db::testing::ScratchDatabase::from_environment() else {
+            return;
+        };
+        let db = start_db(&database.store(), options()).unwrap();
+        assert!(db.send(CheckReady {}).await.unwrap().unwrap());
+        database.end_sessions().unwrap();
+        let create = || {
+            Transact::new(|conn| crate::db::testing::project_with_run(conn, None).map(|run| run.id))
+        };
+        assert!(
+            db.send(create()).await.unwrap().is_err(),
+            "the lost session"
+        );
+        assert!(db.send(create()).await.unwrap().is_ok(), "a new session");
     }
 
     #[test]

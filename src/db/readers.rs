@@ -75,7 +75,8 @@ impl ReadPool {
             .max_size(u32::try_from(size).unwrap_or(u32::MAX))
             .min_idle(Some(0))
             .connection_timeout(CONNECT_TIMEOUT)
-            .test_on_check_out(false)
+            // A connection a PostgreSQL restart ended is replaced, not handed out.
+            .test_on_check_out(true)
             .build_unchecked(Readers {
                 store: store.clone(),
                 setup,

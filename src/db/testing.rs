@@ -83,6 +83,16 @@ impl ScratchDatabase {
         Store::Postgres(self.url.clone())
     }
 
+    /// Ends every session connected to it, as a server restart would.
+    pub fn end_sessions(&self) -> Result<(), DbError> {
+        let mut admin = PgConnection::establish(&self.admin_url)?;
+        admin.batch_execute(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}'",
+            self.name
+        ))?;
+        Ok(())
+    }
+
     /// A connection to it with rummy's default setup, the migrations applied.
     pub fn migrated(&self) -> Result<Conn, DbError> {
         migrated(&self.store(), ConnectionSetup::default())
