@@ -60,7 +60,7 @@ impl ToolDocs for Tools {
 /// A database with one run holding `entries` entries, `VISIBLE` of them not archived.
 fn store(dir: &tempfile::TempDir, entries: i64) -> Option<(Conn, RunId)> {
     let mut conn = migrated(
-        &dir.path().join("bench.db"),
+        &rummy::db::Store::Sqlite(dir.path().join("bench.db")),
         ConnectionSetup {
             token_divisor: TOKENS_PER_CHARACTER,
             ..ConnectionSetup::default()

@@ -28,7 +28,7 @@ const TOKENS_PER_CHARACTER: u32 = 4;
 /// and unknowns; one `known://` entry in a hundred mentions "deploy" in its body.
 fn store(dir: &tempfile::TempDir) -> Option<(Conn, RunId)> {
     let mut conn = migrated(
-        &dir.path().join("store.db"),
+        &rummy::db::Store::Sqlite(dir.path().join("store.db")),
         ConnectionSetup {
             token_divisor: TOKENS_PER_CHARACTER,
             ..ConnectionSetup::default()

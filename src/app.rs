@@ -18,7 +18,7 @@ use crate::config::Settings;
 use crate::db::entry_changes::EntryChangeSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
-use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions};
+use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions, Store};
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
 use crate::mcp::{self, McpServers};
@@ -58,15 +58,25 @@ impl RunningServer {
     }
 }
 
-/// Applies pending migrations to the configured database; returns how many ran.
+/// Applies pending migrations to the configured store.
 pub fn migrate(settings: &Settings) -> Result<(), DbError> {
-    if let Some(parent) = settings.storage.db_path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|error| DbError::Internal(format!("{}: {error}", parent.display())))?;
+    let store = store(settings);
+    if let Store::Sqlite(path) = &store {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|error| DbError::Internal(format!("{}: {error}", parent.display())))?;
+        }
     }
-    let mut connection =
-        db::open_connection(&settings.storage.db_path, connection_setup(settings))?;
+    let mut connection = db::open_connection(&store, connection_setup(settings))?;
     db::run_migrations(&mut connection)
+}
+
+/// Where the store is: PostgreSQL when `RUMMY_DATABASE_URL` is set, else the SQLite file.
+pub fn store(settings: &Settings) -> Store {
+    Store::from_settings(
+        settings.storage.database_url.expose(),
+        settings.storage.db_path.clone(),
+    )
 }
 
 /// Opens the database, seeds the catalogue and starts listening, with the bundled tools.
@@ -89,7 +99,7 @@ pub async fn start_with(
         tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
     }
     let db = DbHandle::open(
-        &settings.storage.db_path,
+        &store(&settings),
         DbOptions {
             setup: connection_setup(&settings),
             writer_limits: settings.work.writer_limits(),

@@ -45,6 +45,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ),
     ("RUMMY_HOME", "storage.home"),
     ("RUMMY_DB_PATH", "storage.db_path"),
+    ("RUMMY_DATABASE_URL", "storage.database_url"),
     ("RUMMY_MMAP_MB", "storage.mmap_mb"),
     ("RUMMY_RETENTION_DAYS", "storage.retention_days"),
     ("RUMMY_RPC_LOG", "audit.rpc_log"),
@@ -233,8 +234,11 @@ impl ServerSettings {
 pub struct StorageSettings {
     /// `RUMMY_HOME`, with `~` expanded.
     pub home: PathBuf,
-    /// The SQLite file, absolute after [`Settings::load`].
+    /// The SQLite file, absolute after [`Settings::load`]; unused with `database_url`.
     pub db_path: PathBuf,
+    /// A `postgres://` URL: the store is that PostgreSQL database instead of the SQLite
+    /// file. Empty = SQLite. May hold a password: never logged.
+    pub database_url: Secret,
     /// MiB of the database SQLite reads through a memory map (`PRAGMA mmap_size`).
     pub mmap_mb: u64,
     /// Days a finished run and its transcripts are kept (0 = forever).
@@ -515,6 +519,15 @@ impl Settings {
         if self.tokens.divisor == 0 {
             return Err(ConfigError::Invalid(
                 "RUMMY_TOKEN_DIVISOR must be at least 1".into(),
+            ));
+        }
+        let database_url = self.storage.database_url.expose().trim();
+        let postgres = ["postgres://", "postgresql://"]
+            .iter()
+            .any(|scheme| database_url.starts_with(scheme));
+        if !database_url.is_empty() && !postgres {
+            return Err(ConfigError::Invalid(
+                "RUMMY_DATABASE_URL must be a postgres:// or postgresql:// URL".into(),
             ));
         }
         let tokens = self.server.auth_token.is_some() || self.server.users_file.is_some();
@@ -867,6 +880,32 @@ mod tests {
             Some(Path::new(home).join("people.toml")),
             "a relative users file is under home"
         );
+    }
+
+    #[test]
+    fn a_database_url_selects_postgres_and_stays_out_of_debug_output() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let url = "postgres://rummy:s3cret@db:5432/rummy";
+        let settings = Settings::load(
+            &env(&[("RUMMY_HOME", home), ("RUMMY_DATABASE_URL", url)]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert_eq!(settings.storage.database_url.expose(), url);
+        assert!(!format!("{settings:?}").contains("s3cret"));
+        let refused = Settings::load(
+            &env(&[
+                ("RUMMY_HOME", home),
+                ("RUMMY_DATABASE_URL", "mysql://db/rummy"),
+            ]),
+            Path::new("config"),
+        );
+        assert!(
+            matches!(refused, Err(ConfigError::Invalid(message)) if message.contains("RUMMY_DATABASE_URL"))
+        );
+        let sqlite = Settings::load(&env(&[("RUMMY_HOME", home)]), Path::new("config")).unwrap();
+        assert!(sqlite.storage.database_url.expose().is_empty());
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The known store and everything else rummy persists: migrations, schema, SQL functions and
 //! the DB actor.
 //!
-//! Layers, bottom up: [`connection`] opens SQLite files and applies the embedded migrations;
-//! [`functions`] registers the SQL functions the schema needs; [`entry_changes`] logs what a
+//! Layers, bottom up: [`backend`] says which database holds the store (a SQLite file or
+//! PostgreSQL) and is the connection type, [`Conn`]; [`connection`] opens connections and
+//! applies each backend's embedded migrations; [`functions`] registers on SQLite the SQL
+//! functions the schema needs (the PostgreSQL migrations define their own); [`entry_changes`] logs what a
 //! unit of work did to entries; [`schema`] is diesel's view of
 //! the tables; [`models`] holds row and form structs; [`queries`] holds plain functions over
 //! `&mut Conn`; [`actor`] runs them on the single writer thread ([`watch`] says
@@ -12,6 +14,7 @@
 //! own results from them.
 
 pub mod actor;
+pub mod backend;
 pub mod connection;
 pub mod entry_changes;
 pub mod enums;
@@ -30,11 +33,9 @@ pub mod watch;
 
 pub use actor::transact::Transact;
 pub use actor::{start_db, DbActor};
+pub use backend::{Conn, MultiBackend, Store};
 pub use connection::{open_connection, run_migrations, ConnectionSetup, DEFAULT_TOKEN_DIVISOR};
 pub use error::DbError;
 pub use handle::{DbHandle, DbOptions};
 pub use readers::ReadPool;
 pub use watch::DbWatch;
-
-/// A connection to the store: every query function takes `&mut Conn`.
-pub type Conn = diesel::SqliteConnection;

@@ -1,8 +1,8 @@
 //! Hedberg: the boundary where stochastic model output becomes deterministic operations.
 //!
 //! Pure functions, no IO: the edit syntaxes models write in `<set>` bodies, the edit engine
-//! that applies them with whitespace-tolerant matching, the pattern language behind the
-//! `hedmatch`, `hedsearch` and `hedreplace` SQL functions, and unified diffs for clients.
+//! that applies them with whitespace-tolerant matching, the pattern language (the
+//! reference's `hedmatch`, `hedsearch` and `hedreplace`), and unified diffs for clients.
 //!
 //! Who calls what:
 //! * the command parser: [`parse_edit_content`] (SEARCH/REPLACE, replace-only, unified diff,
@@ -10,8 +10,9 @@
 //!   [`classify_set`];
 //! * the `set` tool: [`SetRevision::apply`] / [`apply_blocks`] / [`apply_edit`] (a 409 is any
 //!   [`HedbergError`] they return), and [`unified_diff`] for the `set://` result;
-//! * the SQL functions: [`pattern_match`], [`pattern_search`], [`pattern_replace`] (or a
-//!   [`Pattern`] compiled once).
+//! * the store's selection of entries by pattern: [`pattern_match`] on paths,
+//!   [`pattern_search`] in bodies (or a [`Pattern`] compiled once); [`pattern_replace`]
+//!   completes the language, pinned by the reference's vectors.
 //!
 //! Invariants: replacement text is verbatim (only sed expands `\1`…`\9`, only `/regex/`
 //! patterns expand `$1`); an ambiguous SEARCH edits nothing; CRLF bodies stay CRLF; every

@@ -47,7 +47,7 @@ fn main() -> anyhow::Result<()> {
         Command::HashToken => hash_token(),
         Command::Migrate => {
             rummy::app::migrate(&settings).context("migrating")?;
-            tracing::info!(db = %settings.storage.db_path.display(), "migrations applied");
+            tracing::info!(db = %rummy::app::store(&settings), "migrations applied");
             Ok(())
         }
         Command::Healthcheck => actix_web::rt::System::new()

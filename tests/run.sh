@@ -5,18 +5,26 @@
 # --locked --all-targets` (extra arguments are passed on to it), then the tests that need
 # those two: rummy behind the real nginx (`cargo test --locked --test it proxy:: --
 # --ignored`) and the end-to-end tests against the LLM (`... e2e:: -- --ignored`); both are
-# #[ignore]d so that a plain `cargo test` never counts them as passed. It stops the LLM again
-# and exits with the first failing status of the runs.
+# #[ignore]d so that a plain `cargo test` never counts them as passed. Then it runs the
+# integration suite and the unit tests (their stores, TestDb) a second time with
+# PostgreSQL as the store: against RUMMY_TEST_DATABASE_URL when it is set, else against a
+# throwaway cluster it installs (apt-get, as root, when missing), initdb's in a temporary
+# directory and starts on a free loopback port (tests/pg/cluster.sh), each test in a
+# database of its own. It stops the LLM and the cluster again, removes the cluster, and
+# exits with the first failing status of the runs. The build links libpq (installed with
+# apt-get as libpq-dev when missing).
 #
-# When nginx or the LLM cannot be installed or started (no network, not root, no python3),
-# this says so loudly and runs every other test; the tests that need it do not run (cargo
-# lists them as ignored). Under CI=true that fails the run (after the tests ran).
+# When nginx, the LLM or PostgreSQL cannot be installed or started (no network, not root,
+# no python3), this says so loudly and runs every other test; the tests that need it do not
+# run. Under CI=true that fails the run (after the tests ran).
 #
 # Environment:
 #   RUMMY_TEST_LLM_URL      already set: use that server, start nothing
 #   RUMMY_TEST_NO_LLM=1     do not start the LLM (not allowed under CI=true)
 #   RUMMY_LLM_START_TIMEOUT seconds allowed for install + start (default 2400)
 #   RUMMY_LLM_PORT, RUMMY_LLM_HOME   passed to tests/llm/serve-smollm.sh
+#   RUMMY_TEST_DATABASE_URL a PostgreSQL server (postgres://user@host:port/db, the user may
+#                           create databases): the second run uses it, starts no cluster
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -28,8 +36,11 @@ LLM_CONTEXT=8192
 started_llm=0
 llm_problem=""
 nginx_problem=""
+postgres_problem=""
+pg_cluster=""
 LLM_CONSEQUENCE="The end-to-end tests against the real LLM will NOT run."
 NGINX_CONSEQUENCE="The tests of rummy behind the real nginx (tests/it/proxy.rs) will NOT run."
+POSTGRES_CONSEQUENCE="The integration suite will NOT run against PostgreSQL."
 
 # shout PROBLEM CONSEQUENCE
 shout() {
@@ -49,7 +60,19 @@ stop_llm() {
     started_llm=0
   fi
 }
-trap stop_llm EXIT
+stop_postgres() {
+  if [ -n "$pg_cluster" ]; then
+    bash tests/pg/cluster.sh stop "$pg_cluster" || true
+    rm -rf "$pg_cluster"
+    pg_cluster=""
+  fi
+}
+
+stop_all() {
+  stop_llm
+  stop_postgres
+}
+trap stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -136,6 +159,37 @@ start_llm() {
   export RUMMY_TEST_LLM_CONTEXT=$LLM_CONTEXT
 }
 
+# The PostgreSQL client library the build links (Debian's libpq-dev).
+ensure_libpq() {
+  { command -v pg_config >/dev/null 2>&1 && [ -e "$(pg_config --libdir)/libpq.so" ]; } && return 0
+  ls /usr/lib/*/libpq.so /usr/lib/libpq.so >/dev/null 2>&1 && return 0
+  as_root && apt_install libpq-dev
+}
+
+# The PostgreSQL server of the second run; the first run is SQLite's whatever is set.
+pg_url=${RUMMY_TEST_DATABASE_URL:-}
+unset RUMMY_TEST_DATABASE_URL
+
+# Sets RUMMY_TEST_DATABASE_URL, starting a throwaway cluster when none is configured.
+start_postgres() {
+  if [ -n "$pg_url" ]; then
+    echo "using the PostgreSQL server at RUMMY_TEST_DATABASE_URL" >&2
+    export RUMMY_TEST_DATABASE_URL=$pg_url
+    return 0
+  fi
+  pg_cluster=$(mktemp -d "${TMPDIR:-/tmp}/rummy-pg.XXXXXX") || return 1
+  local url
+  if ! url=$(bash tests/pg/cluster.sh start "$pg_cluster"); then
+    postgres_problem="No PostgreSQL cluster could be installed or started: see the messages above."
+    return 1
+  fi
+  export RUMMY_TEST_DATABASE_URL=$url
+}
+
+if ! ensure_libpq; then
+  shout "libpq (libpq-dev) is missing and cannot be installed: the build will fail." \
+    "Install libpq-dev."
+fi
 if ! ensure_nginx; then
   shout "$nginx_problem" "$NGINX_CONSEQUENCE"
 fi
@@ -156,6 +210,16 @@ if [ -n "${RUMMY_TEST_LLM_URL:-}" ]; then
   [ "$status" = 0 ] && status=$e2e_status
 fi
 stop_llm
+if start_postgres; then
+  echo "running the integration suite against PostgreSQL" >&2
+  cargo test --locked --test it
+  pg_status=$?
+  [ "$status" = 0 ] && status=$pg_status
+  cargo test --locked --lib
+  pg_status=$?
+  [ "$status" = 0 ] && status=$pg_status
+fi
+stop_postgres
 
 # missing PROBLEM CONSEQUENCE: repeats a problem at the end, where it is seen; under CI=true
 # a run that left tests out fails.
@@ -169,4 +233,5 @@ missing() {
 }
 missing "$nginx_problem" "$NGINX_CONSEQUENCE"
 missing "$llm_problem" "$LLM_CONSEQUENCE"
+missing "$postgres_problem" "$POSTGRES_CONSEQUENCE"
 exit "$status"

@@ -1,4 +1,4 @@
-//! `DbActor`: the single writer. One `SyncArbiter` thread owns the SQLite connection and
+//! `DbActor`: the single writer. One `SyncArbiter` thread owns the store's connection and
 //! runs one query function per message, so diesel never runs on an async executor thread
 //! and writes are serialised without lock contention.
 //!
@@ -7,12 +7,12 @@
 //! small structs whose handler is a one-line call into the queries.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Mutex;
 
 use crate::db::Conn;
 use actix::{Actor, Addr, SyncArbiter, SyncContext};
+use diesel::r2d2::R2D2Connection;
 
 use super::connection::{
     has_pending_migrations, open_connection, run_migrations, truncate_wal, write_transaction,
@@ -21,7 +21,7 @@ use super::connection::{
 use super::entry_changes::{self, EntryChangeSink};
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::{self, RpcLogBounds};
-use super::{DbError, DbWatch};
+use super::{DbError, DbWatch, Store};
 use crate::hedberg::budget::{self, Budget, Limits};
 
 /// Defines message structs and their `DbActor` handlers: each handler gets the connection
@@ -68,14 +68,14 @@ pub mod transact;
 /// The database actor. Start it with [`start_db`].
 pub struct DbActor {
     connection: Option<Conn>,
-    path: PathBuf,
+    store: Store,
     setup: ConnectionSetup,
     limits: Limits,
     watch: DbWatch,
     entry_changes: Option<EntryChangeSink>,
 }
 
-/// What the writer thread is given besides the file.
+/// What the writer thread is given besides the store.
 #[derive(Debug, Clone)]
 pub struct WriterOptions {
     /// How its connection is set up.
@@ -115,32 +115,45 @@ impl DbActor {
             })
         }));
         self.watch.end();
-        let (value, changes) = outcome.unwrap_or_else(|_| {
-            self.connection = None;
-            tracing::error!("a unit of database work panicked; rolled back");
-            Err(DbError::Internal(
-                "a unit of database work failed unexpectedly".into(),
-            ))
-        })?;
+        let (value, changes) = outcome
+            .unwrap_or_else(|_| {
+                self.connection = None;
+                tracing::error!("a unit of database work panicked; rolled back");
+                Err(DbError::Internal(
+                    "a unit of database work failed unexpectedly".into(),
+                ))
+            })
+            .inspect_err(|_| self.drop_lost_connection())?;
         if let Some(sink) = &self.entry_changes {
             sink.deliver(&changes);
         }
         Ok(value)
     }
 
+    /// After a failed unit: a connection that no longer answers (a PostgreSQL server that
+    /// restarted or ended the session) is dropped, so the next unit opens another.
+    fn drop_lost_connection(&mut self) {
+        if let Some(connection) = &mut self.connection {
+            if connection.ping().is_err() {
+                tracing::warn!("the database connection was lost; the next unit reconnects");
+                self.connection = None;
+            }
+        }
+    }
+
     /// The connection, reopened if a previous one was lost.
     fn connection(&mut self) -> Result<&mut Conn, DbError> {
         let connection = match self.connection.take() {
             Some(connection) => connection,
-            None => writer_connection(&self.path, self.setup, self.entry_changes.is_some())?,
+            None => writer_connection(&self.store, self.setup, self.entry_changes.is_some())?,
         };
         Ok(self.connection.insert(connection))
     }
 }
 
 /// A connection for the writer, logging the changes to entries when they are `logged`.
-fn writer_connection(path: &Path, setup: ConnectionSetup, logged: bool) -> Result<Conn, DbError> {
-    let mut connection = open_connection(path, setup)?;
+fn writer_connection(store: &Store, setup: ConnectionSetup, logged: bool) -> Result<Conn, DbError> {
+    let mut connection = open_connection(store, setup)?;
     if logged {
         entry_changes::record(&mut connection)?;
     }
@@ -151,9 +164,9 @@ impl Actor for DbActor {
     type Context = SyncContext<Self>;
 }
 
-/// Opens the database at `path` (creating it), applies pending migrations and starts the
-/// actor on its own thread. Must be called inside a running actix `System`.
-pub fn start_db(path: &Path, options: WriterOptions) -> Result<Addr<DbActor>, DbError> {
+/// Opens the store (creating a missing SQLite file), applies pending migrations and starts
+/// the actor on its own thread. Must be called inside a running actix `System`.
+pub fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbActor>, DbError> {
     let WriterOptions {
         setup,
         limits,
@@ -165,7 +178,7 @@ pub fn start_db(path: &Path, options: WriterOptions) -> Result<Addr<DbActor>, Db
             "start_db needs a running actix System".to_owned(),
         ));
     }
-    let mut connection = open_connection(path, setup)?;
+    let mut connection = open_connection(store, setup)?;
     run_migrations(&mut connection)?;
     if !truncate_wal(&mut connection)? {
         tracing::warn!("another process holds the database open: its log was not truncated");
@@ -174,13 +187,13 @@ pub fn start_db(path: &Path, options: WriterOptions) -> Result<Addr<DbActor>, Db
         entry_changes::record(&mut connection)?;
     }
     let first_connection = Mutex::new(Some(connection));
-    let path = path.to_owned();
+    let store = store.clone();
     Ok(SyncArbiter::start(1, move || DbActor {
         connection: first_connection
             .lock()
             .ok()
             .and_then(|mut slot| slot.take()),
-        path: path.clone(),
+        store: store.clone(),
         setup,
         limits,
         watch: watch.clone(),
@@ -203,7 +216,7 @@ db_messages! {
         };
 }
 
-/// Copies the write-ahead log into the database and truncates it (a clean stop);
+/// Copies SQLite's write-ahead log into the database and truncates it (a clean stop);
 /// `false` when a reader kept it from finishing.
 #[derive(Debug, Clone, Copy, actix::Message)]
 #[rtype(result = "Result<bool, DbError>")]
@@ -238,8 +251,8 @@ mod tests {
 
     #[actix::test]
     async fn a_panicking_unit_is_an_error_and_the_thread_goes_on() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = start_db(&dir.path().join("rummy.db"), options()).unwrap();
+        let test_db = crate::db::testing::TestDb::new();
+        let db = start_db(&test_db.store(), options()).unwrap();
         let failed = db
             .send(Transact::new(|_| -> Result<(), DbError> {
                 panic!("a bug")
@@ -252,8 +265,8 @@ mod tests {
 
     #[actix::test]
     async fn units_of_work_run_on_the_actor_thread() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = start_db(&dir.path().join("rummy.db"), options()).unwrap();
+        let test_db = crate::db::testing::TestDb::new();
+        let db = start_db(&test_db.store(), options()).unwrap();
         assert!(db.send(CheckReady {}).await.unwrap().unwrap());
         let run = db
             .send(Transact::new(|conn| {
@@ -301,12 +314,12 @@ mod tests {
             }))
             .await
             .unwrap();
-        assert!(matches!(illegal, Err(DbError::Invalid(_))));
+        assert!(matches!(illegal, Err(DbError::Invalid(_))), "{illegal:?}");
     }
 
     #[actix::test]
     async fn committed_units_hand_over_their_changes_and_failed_ones_none() {
-        let dir = tempfile::tempdir().unwrap();
+        let test_db = crate::db::testing::TestDb::new();
         let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
         let sink = {
             let seen = std::sync::Arc::clone(&seen);
@@ -319,7 +332,7 @@ mod tests {
             entry_changes: Some(sink),
             ..options()
         };
-        let db = start_db(&dir.path().join("rummy.db"), observed).unwrap();
+        let db = start_db(&test_db.store(), observed).unwrap();
         let run = db
             .send(Transact::new(|conn| {
                 Ok(crate::db::testing::sample_run(conn).id)
@@ -363,11 +376,30 @@ mod tests {
         );
     }
 
+    #[actix::test]
+    async fn a_lost_connection_fails_one_unit_and_the_next_reconnects() {
+        // PostgreSQL only: a SQLite file has no server to end the session.
+        let Some(database) = crate::db::testing::ScratchDatabase::from_environment() else {
+            return;
+        };
+        let db = start_db(&database.store(), options()).unwrap();
+        assert!(db.send(CheckReady {}).await.unwrap().unwrap());
+        database.end_sessions().unwrap();
+        let create = || {
+            Transact::new(|conn| crate::db::testing::project_with_run(conn, None).map(|run| run.id))
+        };
+        assert!(
+            db.send(create()).await.unwrap().is_err(),
+            "the lost session"
+        );
+        assert!(db.send(create()).await.unwrap().is_ok(), "a new session");
+    }
+
     #[test]
     fn starting_outside_a_system_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
+        let test_db = crate::db::testing::TestDb::new();
         assert!(matches!(
-            start_db(&dir.path().join("rummy.db"), options()),
+            start_db(&test_db.store(), options()),
             Err(DbError::Internal(_))
         ));
     }

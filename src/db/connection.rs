@@ -1,27 +1,31 @@
-//! Opening connections and applying the embedded migrations.
+//! Opening connections and applying the embedded migrations, per backend.
 //!
-//! Every connection gets the same setup: a 5 s busy timeout (so concurrent writers wait
-//! instead of failing with "database is locked"), WAL journaling, foreign keys, the
+//! Every SQLite connection gets the same setup: a 5 s busy timeout (so concurrent writers
+//! wait instead of failing with "database is locked"), WAL journaling, foreign keys, the
 //! configured memory map (`RUMMY_MMAP_MB`), and rummy's SQL functions, which the schema
-//! itself needs (generated columns, triggers, views).
+//! itself needs (generated columns, triggers, views). A PostgreSQL connection works in UTC
+//! (the stored timestamps are UTC text, as SQLite writes them) and carries the token divisor
+//! as the setting `rummy.token_divisor`, which the migrations' `countTokens` reads.
 //!
-//! The write-ahead log is kept small three ways: SQLite's auto-checkpoint (every unit of
-//! work commits explicitly, see [`DbActor`](super::DbActor)), a journal size limit that
+//! The SQLite write-ahead log is kept small three ways: SQLite's auto-checkpoint (every unit
+//! of work commits explicitly, see [`DbActor`](super::DbActor)), a journal size limit that
 //! shrinks the file after a checkpoint, and [`truncate_wal`] at start and at a clean stop.
 
-use std::path::Path;
-
-use diesel::connection::SimpleConnection;
-use diesel::{Connection, SqliteConnection};
+use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
+use diesel::{Connection, PgConnection, SqliteConnection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 use super::functions::register_functions;
-use super::DbError;
+use super::{Conn, DbError, Store};
 
-/// The migrations under `migrations/`, compiled into the binary.
-pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+/// The SQLite migrations under `migrations/sqlite/`, compiled into the binary.
+pub const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
 
-/// How long a connection waits for another writer's lock before giving up.
+/// The PostgreSQL migrations under `migrations/postgres/`, compiled into the binary: the
+/// same tables, constraints, triggers and views as SQLite's.
+pub const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
+
+/// How long a SQLite connection waits for another writer's lock before giving up.
 pub const BUSY_TIMEOUT_MS: u32 = 5_000;
 
 /// The size the write-ahead log file is cut back to once a checkpoint has copied it into the
@@ -37,7 +41,7 @@ pub struct ConnectionSetup {
     /// Characters per token of `countTokens` (`RUMMY_TOKEN_DIVISOR`); at least 1.
     pub token_divisor: u32,
     /// How much of the file SQLite may read through a memory map (`PRAGMA mmap_size`,
-    /// from `RUMMY_MMAP_MB`); 0 reads through the page cache only.
+    /// from `RUMMY_MMAP_MB`); 0 reads through the page cache only. PostgreSQL: unused.
     pub mmap_bytes: u64,
 }
 
@@ -50,8 +54,8 @@ impl Default for ConnectionSetup {
     }
 }
 
-/// Opens (creating if needed) the SQLite file at `path` with rummy's connection setup.
-pub fn open_connection(path: &Path, setup: ConnectionSetup) -> Result<SqliteConnection, DbError> {
+/// Opens the store (creating a missing SQLite file) with rummy's connection setup.
+pub fn open_connection(store: &Store, setup: ConnectionSetup) -> Result<Conn, DbError> {
     let ConnectionSetup {
         token_divisor,
         mmap_bytes,
@@ -61,33 +65,64 @@ pub fn open_connection(path: &Path, setup: ConnectionSetup) -> Result<SqliteConn
             "the token divisor must be at least 1".to_owned(),
         ));
     }
-    let url = path.to_str().ok_or_else(|| {
-        DbError::Invalid(format!("database path is not UTF-8: {}", path.display()))
-    })?;
-    let mut conn = SqliteConnection::establish(url)?;
-    conn.batch_execute(&format!(
-        "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
-         PRAGMA journal_mode = WAL;
-         PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT_BYTES};
-         PRAGMA synchronous = NORMAL;
-         PRAGMA foreign_keys = ON;
-         PRAGMA mmap_size = {mmap_bytes};"
-    ))?;
-    register_functions(&mut conn, token_divisor)?;
-    Ok(conn)
+    match store {
+        Store::Sqlite(path) => {
+            let url = path.to_str().ok_or_else(|| {
+                DbError::Invalid(format!("database path is not UTF-8: {}", path.display()))
+            })?;
+            let mut conn = SqliteConnection::establish(url)?;
+            conn.batch_execute(&format!(
+                "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
+                 PRAGMA journal_mode = WAL;
+                 PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT_BYTES};
+                 PRAGMA synchronous = NORMAL;
+                 PRAGMA foreign_keys = ON;
+                 PRAGMA mmap_size = {mmap_bytes};"
+            ))?;
+            register_functions(&mut conn, token_divisor)?;
+            Ok(Conn::Sqlite(conn))
+        }
+        Store::Postgres(url) => {
+            let mut conn = PgConnection::establish(url).map_err(|error| {
+                DbError::Internal(format!("cannot connect to {store}: {error}"))
+            })?;
+            conn.batch_execute(&format!(
+                "SET TIME ZONE 'UTC';
+                 SET client_min_messages = WARNING;
+                 SET rummy.token_divisor = {token_divisor};"
+            ))?;
+            Ok(Conn::Postgres(conn))
+        }
+    }
 }
 
-/// Applies every pending migration; a no-op on an up-to-date database.
-pub fn run_migrations(conn: &mut SqliteConnection) -> Result<(), DbError> {
-    conn.run_pending_migrations(MIGRATIONS)
-        .map(|_| ())
-        .map_err(|error| DbError::Internal(format!("migration failed: {error}")))
+/// Makes `conn` refuse writes (a reader beside the writer).
+pub fn read_only(conn: &mut Conn) -> Result<(), DbError> {
+    let sql = match conn {
+        Conn::Sqlite(_) => "PRAGMA query_only = ON;",
+        Conn::Postgres(_) => "SET default_transaction_read_only = on;",
+    };
+    conn.batch_execute(sql)?;
+    Ok(())
+}
+
+/// Applies every pending migration of the connection's backend; a no-op on an up-to-date
+/// database.
+pub fn run_migrations(conn: &mut Conn) -> Result<(), DbError> {
+    let applied = match conn {
+        Conn::Sqlite(conn) => conn.run_pending_migrations(SQLITE_MIGRATIONS).map(|_| ()),
+        Conn::Postgres(conn) => conn.run_pending_migrations(POSTGRES_MIGRATIONS).map(|_| ()),
+    };
+    applied.map_err(|error| DbError::Internal(format!("migration failed: {error}")))
 }
 
 /// Whether any embedded migration is still to be applied (for readiness checks).
-pub fn has_pending_migrations(conn: &mut SqliteConnection) -> Result<bool, DbError> {
-    conn.has_pending_migration(MIGRATIONS)
-        .map_err(|error| DbError::Internal(format!("cannot read migration state: {error}")))
+pub fn has_pending_migrations(conn: &mut Conn) -> Result<bool, DbError> {
+    let pending = match conn {
+        Conn::Sqlite(conn) => conn.has_pending_migration(SQLITE_MIGRATIONS),
+        Conn::Postgres(conn) => conn.has_pending_migration(POSTGRES_MIGRATIONS),
+    };
+    pending.map_err(|error| DbError::Internal(format!("cannot read migration state: {error}")))
 }
 
 /// The row `PRAGMA wal_checkpoint` answers.
@@ -97,32 +132,50 @@ struct CheckpointRow {
     busy: i32,
 }
 
-/// Copies the whole write-ahead log into the database and truncates the log file to zero
-/// bytes. `Ok(false)` when a reader's open transaction kept it from finishing (the busy
-/// timeout has passed by then). Must run outside any transaction.
-pub fn truncate_wal(conn: &mut SqliteConnection) -> Result<bool, DbError> {
+/// Copies the whole SQLite write-ahead log into the database and truncates the log file to
+/// zero bytes. `Ok(false)` when a reader's open transaction kept it from finishing (the busy
+/// timeout has passed by then). Must run outside any transaction. PostgreSQL keeps its own
+/// log: nothing to do.
+pub fn truncate_wal(conn: &mut Conn) -> Result<bool, DbError> {
     use diesel::RunQueryDsl;
+    let Conn::Sqlite(conn) = conn else {
+        return Ok(true);
+    };
     let row =
         diesel::sql_query("PRAGMA wal_checkpoint(TRUNCATE)").get_result::<CheckpointRow>(conn)?;
     Ok(row.busy == 0)
 }
 
-/// Runs `work` in a write transaction: `BEGIN IMMEDIATE` at the top level (so concurrent
-/// writers on other connections queue on the busy timeout instead of deadlocking), a
-/// savepoint when a transaction (a [`Transact`](super::Transact) unit of work) is open.
-pub fn write_transaction<T, F>(conn: &mut SqliteConnection, work: F) -> Result<T, DbError>
+/// Runs `work` in a write transaction: at the top level `BEGIN IMMEDIATE` on SQLite (so
+/// concurrent writers on other connections queue on the busy timeout instead of
+/// deadlocking) and `BEGIN` on PostgreSQL; a savepoint when a transaction (a
+/// [`Transact`](super::Transact) unit of work) is open.
+pub fn write_transaction<T, F>(conn: &mut Conn, work: F) -> Result<T, DbError>
 where
-    F: FnOnce(&mut SqliteConnection) -> Result<T, DbError>,
+    F: FnOnce(&mut Conn) -> Result<T, DbError>,
 {
-    use diesel::connection::{AnsiTransactionManager, TransactionManager};
-    let depth =
-        <AnsiTransactionManager as TransactionManager<SqliteConnection>>::transaction_manager_status_mut(
-            conn,
-        )
+    let depth = <Conn as TransactionManager<Conn>>::transaction_manager_status_mut(conn)
         .transaction_depth()?;
-    match depth {
-        None => conn.immediate_transaction(work),
-        Some(_) => conn.transaction(work),
+    if depth.is_some() {
+        return conn.transaction(work);
+    }
+    match conn {
+        Conn::Sqlite(inner) => {
+            AnsiTransactionManager::begin_transaction_sql(inner, "BEGIN IMMEDIATE")?
+        }
+        Conn::Postgres(inner) => {
+            <AnsiTransactionManager as TransactionManager<PgConnection>>::begin_transaction(inner)?
+        }
+    }
+    match work(conn) {
+        Ok(value) => {
+            <Conn as TransactionManager<Conn>>::commit_transaction(conn)?;
+            Ok(value)
+        }
+        Err(error) => match <Conn as TransactionManager<Conn>>::rollback_transaction(conn) {
+            Ok(()) | Err(diesel::result::Error::BrokenTransactionManager) => Err(error),
+            Err(rollback) => Err(rollback.into()),
+        },
     }
 }
 
@@ -146,7 +199,7 @@ mod tests {
         number: i32,
     }
 
-    fn text(conn: &mut SqliteConnection, sql: &str) -> Option<String> {
+    fn text(conn: &mut Conn, sql: &str) -> Option<String> {
         sql_query(sql).get_result::<Value>(conn).unwrap().value
     }
 
@@ -157,20 +210,20 @@ mod tests {
     }
 
     /// `PRAGMA mmap_size` has no table-valued form.
-    fn mmap_size(conn: &mut SqliteConnection) -> i64 {
+    fn mmap_size(conn: &mut Conn) -> i64 {
         sql_query("PRAGMA mmap_size")
             .get_result::<MmapSize>(conn)
             .unwrap()
             .mmap_size
     }
 
-    fn number(conn: &mut SqliteConnection, sql: &str) -> i32 {
+    fn number(conn: &mut Conn, sql: &str) -> i32 {
         sql_query(sql).get_result::<Number>(conn).unwrap().number
     }
 
     #[test]
     fn migrations_apply_twice_without_change() {
-        let mut db = TestDb::new();
+        let mut db = TestDb::sqlite();
         run_migrations(&mut db.conn).unwrap();
         assert!(!has_pending_migrations(&mut db.conn).unwrap());
         let mut again = db.connect();
@@ -181,7 +234,7 @@ mod tests {
 
     #[test]
     fn connection_setup_is_applied() {
-        let mut db = TestDb::new();
+        let mut db = TestDb::sqlite();
         assert_eq!(
             text(
                 &mut db.conn,
@@ -207,7 +260,7 @@ mod tests {
             mmap_bytes: 2 * 1024 * 1024,
             ..ConnectionSetup::default()
         };
-        let mut mapped = open_connection(&db.path, mapped).unwrap();
+        let mut mapped = open_connection(&db.store(), mapped).unwrap();
         assert_eq!(mmap_size(&mut mapped), 2 * 1024 * 1024);
         assert_eq!(mmap_size(&mut db.conn), 0);
         assert_eq!(
@@ -221,7 +274,7 @@ mod tests {
 
     #[test]
     fn truncating_the_wal_empties_it() {
-        let mut db = TestDb::new();
+        let mut db = TestDb::sqlite();
         sql_query("INSERT INTO projects (name) VALUES ('logged')")
             .execute(&mut db.conn)
             .unwrap();
@@ -233,7 +286,7 @@ mod tests {
 
     #[test]
     fn sql_functions_are_registered() {
-        let mut db = TestDb::new();
+        let mut db = TestDb::sqlite();
         let conn = &mut db.conn;
         assert_eq!(
             text(conn, "SELECT schemeOf('known://a') AS value"),
@@ -242,47 +295,23 @@ mod tests {
         assert_eq!(text(conn, "SELECT schemeOf('src/a.js') AS value"), None);
         assert_eq!(number(conn, "SELECT countTokens('abcdefghi') AS number"), 3);
         assert_eq!(number(conn, "SELECT countTokens(NULL) AS number"), 0);
-        assert_eq!(
-            text(conn, "SELECT slugify('a b') AS value"),
-            Some("a%20b".to_owned())
-        );
-        assert_eq!(
-            number(
-                conn,
-                "SELECT hedmatch('known://*', 'known://a/b') AS number"
-            ),
-            1
-        );
-        assert_eq!(number(conn, "SELECT hedmatch('*.js', NULL) AS number"), 0);
-        assert_eq!(
-            number(conn, "SELECT hedsearch('TODO', 'x TODO y') AS number"),
-            1
-        );
-        assert_eq!(
-            text(conn, "SELECT hedreplace('a', 'o', 'banana') AS value"),
-            Some("bonono".to_owned())
-        );
-        assert_eq!(
-            text(conn, "SELECT hedreplace('z', 'o', 'banana') AS value"),
-            None
-        );
     }
 
     #[test]
     fn token_divisor_is_per_connection() {
-        let db = TestDb::new();
+        let db = TestDb::sqlite();
         let halves = ConnectionSetup {
             token_divisor: 2,
             ..ConnectionSetup::default()
         };
-        let mut halves = open_connection(&db.path, halves).unwrap();
+        let mut halves = open_connection(&db.store(), halves).unwrap();
         assert_eq!(
             number(&mut halves, "SELECT countTokens('abcdefghi') AS number"),
             5
         );
         assert!(matches!(
             open_connection(
-                &db.path,
+                &db.store(),
                 ConnectionSetup {
                     token_divisor: 0,
                     ..ConnectionSetup::default()
@@ -294,7 +323,7 @@ mod tests {
 
     #[test]
     fn data_survives_reopening_the_file() {
-        let db = TestDb::new();
+        let db = TestDb::sqlite();
         let path = db.path.clone();
         let mut conn = db.connect();
         sql_query("INSERT INTO projects (name) VALUES ('kept')")
@@ -305,7 +334,8 @@ mod tests {
             dir, conn: first, ..
         } = db;
         drop(first);
-        let mut reopened = open_connection(&path, ConnectionSetup::default()).unwrap();
+        let mut reopened =
+            open_connection(&Store::Sqlite(path.clone()), ConnectionSetup::default()).unwrap();
         run_migrations(&mut reopened).unwrap();
         assert_eq!(
             number(

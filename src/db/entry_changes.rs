@@ -1,10 +1,12 @@
 //! The change log of the known store: what a unit of work did to the runs' entries, for the
 //! `entry.changed` event (AGENT §1.5, §9.2).
 //!
-//! [`record`] gives the writer's connection a temporary table and temporary triggers on
-//! `known_entries`, so every writer is covered (the query functions, the schema's own
+//! [`record`] gives the writer's connection a temporary table that triggers on
+//! `known_entries` fill, so every writer is covered (the query functions, the schema's own
 //! triggers, foreign-key cascades) and a rolled-back savepoint or transaction takes its
-//! changes with it. The unit of work [`take`]s them just before it commits and hands them to
+//! changes with it. On SQLite the triggers are temporary too, the connection's own; on
+//! PostgreSQL, which has no temporary triggers, the migrations' trigger logs a change on any
+//! connection that has the table (the writer's) and nowhere else. The unit of work [`take`]s them just before it commits and hands them to
 //! the [`EntryChangeSink`] once it has.
 
 use std::sync::Arc;
@@ -18,7 +20,7 @@ use super::enums::ChangeType;
 use super::ids::RunId;
 use super::DbError;
 
-/// The log and its triggers. An update is one change, named by the first of: written again
+/// The log and its triggers, on SQLite. An update is one change, named by the first of: written again
 /// (`upsert`), status (`resolve`), fidelity (`promote` to full, `demote` to archive, else
 /// `fidelity`), body, attributes, turn alone (`promote`: touched at full fidelity). An
 /// update that changes none of these (loop or bookkeeping columns only) is no change; a
@@ -62,6 +64,17 @@ BEGIN
 END;
 ";
 
+/// The log on PostgreSQL; the migrations' `log_entry_change` trigger (the same rules as
+/// [`RECORD`]'s) writes into it.
+const RECORD_POSTGRES: &str = "
+CREATE TEMP TABLE IF NOT EXISTS entry_changes (
+    id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    run_id      BIGINT NOT NULL,
+    path        TEXT NOT NULL,
+    change_type TEXT NOT NULL
+);
+";
+
 /// One change to one entry.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct EntryChange {
@@ -103,7 +116,11 @@ impl std::fmt::Debug for EntryChangeSink {
 
 /// Starts logging the changes made on `conn` (idempotent).
 pub fn record(conn: &mut Conn) -> Result<(), DbError> {
-    conn.batch_execute(RECORD)?;
+    let record = match conn {
+        Conn::Sqlite(_) => RECORD,
+        Conn::Postgres(_) => RECORD_POSTGRES,
+    };
+    conn.batch_execute(record)?;
     Ok(())
 }
 
@@ -111,10 +128,11 @@ pub fn record(conn: &mut Conn) -> Result<(), DbError> {
 /// the unit's transaction, so a failed commit keeps nothing.
 pub fn take(conn: &mut Conn) -> Result<Vec<EntryChange>, DbError> {
     let changes: Vec<EntryChange> =
-        diesel::sql_query("SELECT run_id, path, change_type FROM temp.entry_changes ORDER BY id")
+        // Unqualified: both backends look in the connection's temporary tables first.
+        diesel::sql_query("SELECT run_id, path, change_type FROM entry_changes ORDER BY id")
             .load(conn)?;
     if !changes.is_empty() {
-        diesel::sql_query("DELETE FROM temp.entry_changes").execute(conn)?;
+        diesel::sql_query("DELETE FROM entry_changes").execute(conn)?;
     }
     Ok(changes)
 }

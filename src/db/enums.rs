@@ -5,11 +5,11 @@
 //! constraints allow), so a value read back that is not one of them is reported as a
 //! deserialization error, never a panic. On the wire each is its stored text or number.
 
+use diesel::backend::Backend;
 use diesel::deserialize::{self, FromSql, FromSqlRow};
 use diesel::expression::AsExpression;
-use diesel::serialize::{self, IsNull, Output, ToSql};
+use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::{Integer, Text};
-use diesel::sqlite::{Sqlite, SqliteValue};
 
 macro_rules! text_enum {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal),* $(,)? }) => {
@@ -49,16 +49,21 @@ macro_rules! text_enum {
             }
         }
 
-        impl ToSql<Text, Sqlite> for $name {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
-                out.set_value(self.as_str());
-                Ok(IsNull::No)
+        impl<DB: Backend> ToSql<Text, DB> for $name
+        where
+            str: ToSql<Text, DB>,
+        {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, DB>) -> serialize::Result {
+                <str as ToSql<Text, DB>>::to_sql(self.as_str(), out)
             }
         }
 
-        impl FromSql<Text, Sqlite> for $name {
-            fn from_sql(value: SqliteValue<'_, '_, '_>) -> deserialize::Result<Self> {
-                let text = <String as FromSql<Text, Sqlite>>::from_sql(value)?;
+        impl<DB: Backend> FromSql<Text, DB> for $name
+        where
+            String: FromSql<Text, DB>,
+        {
+            fn from_sql(value: DB::RawValue<'_>) -> deserialize::Result<Self> {
+                let text = <String as FromSql<Text, DB>>::from_sql(value)?;
                 $name::parse(&text)
                     .ok_or_else(|| format!("unexpected {} value {text:?}", stringify!($name)).into())
             }
@@ -113,16 +118,25 @@ macro_rules! integer_enum {
             }
         }
 
-        impl ToSql<Integer, Sqlite> for $name {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
-                out.set_value(self.code());
-                Ok(IsNull::No)
+        impl<DB: Backend> ToSql<Integer, DB> for $name
+        where
+            i32: ToSql<Integer, DB>,
+        {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, DB>) -> serialize::Result {
+                // A literal's reference is static, as the bind needs.
+                let code: &'static i32 = match self {
+                    $($name::$variant => &$code),*
+                };
+                <i32 as ToSql<Integer, DB>>::to_sql(code, out)
             }
         }
 
-        impl FromSql<Integer, Sqlite> for $name {
-            fn from_sql(value: SqliteValue<'_, '_, '_>) -> deserialize::Result<Self> {
-                let code = <i32 as FromSql<Integer, Sqlite>>::from_sql(value)?;
+        impl<DB: Backend> FromSql<Integer, DB> for $name
+        where
+            i32: FromSql<Integer, DB>,
+        {
+            fn from_sql(value: DB::RawValue<'_>) -> deserialize::Result<Self> {
+                let code = <i32 as FromSql<Integer, DB>>::from_sql(value)?;
                 $name::from_code(code)
                     .ok_or_else(|| format!("unexpected {} code {code}", stringify!($name)).into())
             }

@@ -1,9 +1,12 @@
-//! The SQL functions rummy registers on every connection: `schemeOf`, `countTokens`,
-//! `slugify`, and the pattern functions `hedmatch`, `hedsearch` and `hedreplace`.
+//! The SQL functions the schema needs (generated columns, views): `schemeOf` and
+//! `countTokens`, registered on every SQLite connection from the Rust below; the PostgreSQL
+//! migrations define the same two in PL/pgSQL, with the same results, and SQLite's own
+//! `json_patch`, `json_extract` and `datetime` besides; the tables of inputs and outputs in
+//! the tests pin all of them on both backends.
 //!
-//! The pattern functions are the hedberg pattern language (glob, regex, sed, JSONPath,
-//! XPath, literal); hedberg caches compiled patterns per thread. A pattern that does not
-//! compile matches nothing.
+//! Entry patterns (the hedberg pattern language: glob, regex, sed, JSONPath, XPath,
+//! literal) are evaluated in Rust on either backend (`queries::entries::selected`); body
+//! searches go through [`body_search`], which looks up what was prepared beside the writer.
 
 use diesel::sql_types::{Nullable, Text};
 use diesel::SqliteConnection;
@@ -28,34 +31,6 @@ diesel::define_sql_function! {
     fn count_tokens(text: Nullable<Text>) -> Integer;
 }
 
-diesel::define_sql_function! {
-    /// The text percent-encoded and cut to 80 characters.
-    #[sql_name = "slugify"]
-    fn slugify(text: Nullable<Text>) -> Text;
-}
-
-diesel::define_sql_function! {
-    /// 1 when the pattern matches the whole subject.
-    #[sql_name = "hedmatch"]
-    fn hedmatch(pattern: Nullable<Text>, subject: Nullable<Text>) -> Integer;
-}
-
-diesel::define_sql_function! {
-    /// 1 when the pattern occurs in the subject.
-    #[sql_name = "hedsearch"]
-    fn hedsearch(pattern: Nullable<Text>, subject: Nullable<Text>) -> Integer;
-}
-
-diesel::define_sql_function! {
-    /// The subject with the pattern's matches replaced, NULL when nothing matched.
-    #[sql_name = "hedreplace"]
-    fn hedreplace(
-        pattern: Nullable<Text>,
-        replacement: Nullable<Text>,
-        subject: Nullable<Text>,
-    ) -> Nullable<Text>;
-}
-
 /// The token estimate rummy uses everywhere: `ceil(characters / divisor)`, 0 for empty text.
 /// A divisor of 0 is treated as 1.
 pub fn estimate_tokens(text: &str, divisor: u32) -> i32 {
@@ -64,7 +39,7 @@ pub fn estimate_tokens(text: &str, divisor: u32) -> i32 {
     i32::try_from(characters.div_ceil(divisor)).unwrap_or(i32::MAX)
 }
 
-/// Body-search verdicts (`hedsearch`) evaluated beside the writer before a unit of work,
+/// Body-search verdicts evaluated beside the writer before a unit of work,
 /// keyed by pattern and a digest of the body: inside the unit they are looked up, so the
 /// writer does not compute them (a body changed since is a miss, computed under the
 /// writer's budget). A search that ran out of budget is kept as its limit.
@@ -101,15 +76,16 @@ pub(crate) fn digest(value: &(impl Hash + ?Sized)) -> u64 {
     hasher.finish()
 }
 
-/// `hedsearch`: a prepared verdict when there is one, else evaluated (and recorded when
-/// recording). Work past the budget matches nothing; the budget says why.
-fn body_search(pattern: String, subject: &str) -> bool {
+/// Whether `subject` (an entry's body) has a match for `pattern`: a prepared verdict when
+/// there is one, else evaluated (and recorded when recording). Work past the budget matches
+/// nothing; the budget says why.
+pub(crate) fn body_search(pattern: &str, subject: &str) -> bool {
     let prepared = PREPARED.with(|slot| slot.borrow().is_some());
     let recording = RECORDING.with(|slot| slot.borrow().is_some());
     if !prepared && !recording {
-        return matches!(hedberg::pattern_search(&pattern, subject), Ok(Some(_)));
+        return matches!(hedberg::pattern_search(pattern, subject), Ok(Some(_)));
     }
-    let key = (pattern, digest(subject));
+    let key = (pattern.to_owned(), digest(subject));
     let known = PREPARED.with(|slot| {
         slot.borrow()
             .as_ref()
@@ -146,35 +122,6 @@ pub fn register_functions(conn: &mut SqliteConnection, token_divisor: u32) -> Re
     count_tokens_utils::register_impl(conn, move |text: Option<String>| {
         estimate_tokens(text.as_deref().unwrap_or(""), token_divisor)
     })?;
-    slugify_utils::register_impl(conn, |text: Option<String>| {
-        paths::slugify(text.as_deref().unwrap_or(""))
-    })?;
-    hedmatch_utils::register_impl(
-        conn,
-        |pattern: Option<String>, subject: Option<String>| match (pattern, subject) {
-            (Some(pattern), Some(subject)) => {
-                i32::from(hedberg::pattern_match(&pattern, &subject).unwrap_or(false))
-            }
-            _ => 0,
-        },
-    )?;
-    hedsearch_utils::register_impl(
-        conn,
-        |pattern: Option<String>, subject: Option<String>| match (pattern, subject) {
-            (Some(pattern), Some(subject)) => i32::from(body_search(pattern, &subject)),
-            _ => 0,
-        },
-    )?;
-    hedreplace_utils::register_impl(
-        conn,
-        |pattern: Option<String>, replacement: Option<String>, subject: Option<String>| {
-            let (pattern, subject) = (pattern?, subject?);
-            let replacement = replacement.unwrap_or_default();
-            hedberg::pattern_replace(&pattern, &replacement, &subject)
-                .ok()
-                .flatten()
-        },
-    )?;
     Ok(())
 }
 
@@ -190,81 +137,139 @@ mod tests {
         assert_eq!(estimate_tokens("abc", 0), 3);
     }
 
-    fn connection() -> (tempfile::TempDir, SqliteConnection) {
-        let dir = tempfile::tempdir().unwrap();
-        let conn = crate::db::open_connection(
-            &dir.path().join("f.db"),
-            crate::db::ConnectionSetup::default(),
-        )
-        .unwrap();
-        (dir, conn)
+    /// `schemeOf` and `countTokens` (divisor 4): input, then the result both backends'
+    /// SQL and the Rust give.
+    const SCHEMES: [(Option<&str>, Option<&str>); 7] = [
+        (Some("known://a"), Some("known")),
+        (Some("src/a.js"), None),
+        (Some("://x"), None),
+        (Some("a://b://c"), Some("a")),
+        (Some("HTTPS://x.org"), Some("HTTPS")),
+        (Some("é://ü"), Some("é")),
+        (None, None),
+    ];
+    const TOKENS: [(Option<&str>, i32); 6] = [
+        (Some(""), 0),
+        (Some("abcd"), 1),
+        (Some("abcde"), 2),
+        (Some("éééé"), 1),
+        (Some("日本語のテキスト"), 2),
+        (None, 0),
+    ];
+
+    /// `json_patch(target, patch)`, which PostgreSQL gets from the migrations.
+    const PATCHES: [(&str, &str, &str); 4] = [
+        (
+            r#"{"b":1,"a":{"x":1,"y":2}}"#,
+            r#"{"a":{"x":null,"z":[1,2]},"c":"new","b":null}"#,
+            r#"{"a":{"y":2,"z":[1,2]},"c":"new"}"#,
+        ),
+        (
+            "{}",
+            r#"{"k":{"n":null,"m":1},"s":"a\"b"}"#,
+            r#"{"k":{"m":1},"s":"a\"b"}"#,
+        ),
+        (r#"{"a":1}"#, r#"{"a":2}"#, r#"{"a":2}"#),
+        (r#"{"é":"ü"}"#, r#"{"z":true}"#, r#"{"é":"ü","z":true}"#),
+    ];
+    /// `CAST(json_extract(attributes, '$.summary') AS TEXT)`, as the schema reads a summary.
+    const SUMMARIES: [(&str, Option<&str>); 5] = [
+        (r#"{"summary":"hi"}"#, Some("hi")),
+        (r#"{"summary":5}"#, Some("5")),
+        (r#"{"summary":null}"#, None),
+        ("{}", None),
+        (r#"{"summary":{"a":1}}"#, Some(r#"{"a":1}"#)),
+    ];
+
+    #[derive(diesel::QueryableByName)]
+    struct Value {
+        #[diesel(sql_type = Nullable<Text>)]
+        value: Option<String>,
     }
 
-    fn matches(conn: &mut SqliteConnection, pattern: &str, subject: &str) -> bool {
+    /// The tables through `conn`'s SQL functions.
+    fn sql_agrees_with_the_table(conn: &mut crate::db::Conn) {
+        use crate::db::statement::statement;
         use diesel::RunQueryDsl;
-        diesel::select(hedmatch(Some(pattern), Some(subject)))
-            .get_result::<i32>(conn)
-            .unwrap()
-            == 1
+        for (target, patch, patched) in PATCHES {
+            let sql: Value = statement("SELECT json_patch(?, ?) AS value")
+                .bind::<Text, _>(target)
+                .bind::<Text, _>(patch)
+                .get_result(conn)
+                .unwrap();
+            assert_eq!(
+                sql.value.as_deref(),
+                Some(patched),
+                "json_patch({target}, {patch})"
+            );
+        }
+        for (attributes, summary) in SUMMARIES {
+            let sql: Value =
+                statement("SELECT CAST(json_extract(?, '$.summary') AS TEXT) AS value")
+                    .bind::<Text, _>(attributes)
+                    .get_result(conn)
+                    .unwrap();
+            assert_eq!(sql.value.as_deref(), summary, "json_extract({attributes})");
+        }
+        let now: Value = statement("SELECT datetime('now', '-' || ? || ' days') AS value")
+            .bind::<diesel::sql_types::Integer, _>(3)
+            .get_result(conn)
+            .unwrap();
+        let shape: String = now
+            .value
+            .unwrap_or_default()
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '9' } else { c })
+            .collect();
+        assert_eq!(shape, "9999-99-99 99:99:99");
+        for (path, scheme) in SCHEMES {
+            let sql: Option<String> = diesel::select(scheme_of(path)).get_result(conn).unwrap();
+            assert_eq!(sql.as_deref(), scheme, "schemeOf({path:?})");
+            assert_eq!(
+                path.and_then(paths::scheme_of),
+                scheme,
+                "scheme_of({path:?})"
+            );
+        }
+        for (text, tokens) in TOKENS {
+            let sql: i32 = diesel::select(count_tokens(text)).get_result(conn).unwrap();
+            assert_eq!(sql, tokens, "countTokens({text:?})");
+            assert_eq!(estimate_tokens(text.unwrap_or(""), 4), tokens);
+        }
     }
 
     #[test]
-    fn hedmatch_speaks_the_whole_pattern_language() {
-        let (_dir, mut conn) = connection();
-        assert!(matches(&mut conn, "*", "app.js"));
-        assert!(!matches(&mut conn, "*", "src/app.js"));
-        assert!(matches(&mut conn, "known://*", "known://a/b"));
-        assert!(!matches(&mut conn, "known://*", "unknown://a"));
-        assert!(matches(&mut conn, "**", "known://a/b"));
-        assert!(matches(&mut conn, "/^src\\/.*\\.rs$/", "src/main.rs"));
-        assert!(matches(&mut conn, "exact.txt", "exact.txt"));
-        assert!(!matches(&mut conn, "exact.txt", "exact.txt.bak"));
-        assert!(!matches(&mut conn, "/(unclosed/", "anything"));
+    fn sqlite_functions_give_the_shared_results() {
+        let mut db = crate::db::testing::TestDb::sqlite();
+        sql_agrees_with_the_table(&mut db.conn);
+    }
+
+    #[test]
+    fn postgres_functions_give_the_shared_results() {
+        let Some(database) = crate::db::testing::ScratchDatabase::from_environment() else {
+            return;
+        };
+        let mut conn = database.migrated().unwrap();
+        sql_agrees_with_the_table(&mut conn);
     }
 
     #[test]
     fn prepared_searches_are_looked_up_not_computed() {
-        use diesel::RunQueryDsl;
         use std::rc::Rc;
-        let (_dir, mut conn) = connection();
         let body = format!("<r>{}</r>", "<i/>".repeat(200));
         let xpath = "//*[count(//*) > 3]";
-        let search = |conn: &mut SqliteConnection| -> i32 {
-            diesel::select(hedsearch(Some(xpath), Some(body.as_str())))
-                .get_result(conn)
-                .unwrap()
-        };
-        let (found, verdicts) = recording(|| search(&mut conn));
-        assert_eq!(found, 1);
+        let (found, verdicts) = recording(|| body_search(xpath, &body));
+        assert!(found);
         let tiny = Rc::new(hedberg::Budget::new(hedberg::Limits {
             max_steps: 1,
             ..hedberg::Limits::default()
         }));
         let looked_up = hedberg::budget::scoped(Rc::clone(&tiny), || {
-            with_prepared(verdicts, || search(&mut conn))
+            with_prepared(verdicts, || body_search(xpath, &body))
         });
-        assert_eq!((looked_up, tiny.exceeded()), (1, None));
-        let computed = hedberg::budget::scoped(Rc::clone(&tiny), || search(&mut conn));
-        assert_eq!(computed, 0);
+        assert_eq!((looked_up, tiny.exceeded()), (true, None));
+        let computed = hedberg::budget::scoped(Rc::clone(&tiny), || body_search(xpath, &body));
+        assert!(!computed);
         assert!(tiny.exceeded().is_some());
-    }
-
-    #[test]
-    fn hedsearch_and_hedreplace_work_inside_bodies() {
-        use diesel::RunQueryDsl;
-        let (_dir, mut conn) = connection();
-        let found: i32 = diesel::select(hedsearch(Some("TODO"), Some("a TODO here")))
-            .get_result(&mut conn)
-            .unwrap();
-        assert_eq!(found, 1);
-        let missing: i32 = diesel::select(hedsearch(Some("TODO"), None::<String>))
-            .get_result(&mut conn)
-            .unwrap();
-        assert_eq!(missing, 0);
-        let replaced: Option<String> =
-            diesel::select(hedreplace(Some("3000"), Some("8080"), Some("port = 3000")))
-                .get_result(&mut conn)
-                .unwrap();
-        assert_eq!(replaced.as_deref(), Some("port = 8080"));
     }
 }

@@ -3,7 +3,6 @@
 //! beside it on a reader under the request limits; readiness is read from the writer's
 //! watchdog so that a stuck unit of work cannot make the probe queue behind it.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -15,10 +14,10 @@ use super::connection::ConnectionSetup;
 use super::entry_changes::EntryChangeSink;
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::RpcLogBounds;
-use super::{DbActor, DbError, DbWatch, ReadPool, Transact};
+use super::{DbActor, DbError, DbWatch, ReadPool, Store, Transact};
 use crate::hedberg::Limits;
 
-/// What opening the database needs besides its file.
+/// What opening the database needs besides where it is.
 #[derive(Debug, Clone)]
 pub struct DbOptions {
     /// How every connection is set up.
@@ -49,12 +48,12 @@ pub struct DbHandle {
 }
 
 impl DbHandle {
-    /// Opens the database at `path` (applying pending migrations) and starts the writer
-    /// thread. Must be called inside a running actix `System`.
-    pub fn open(path: &Path, options: DbOptions) -> Result<DbHandle, DbError> {
+    /// Opens the store (applying pending migrations) and starts the writer thread. Must be
+    /// called inside a running actix `System`.
+    pub fn open(store: &Store, options: DbOptions) -> Result<DbHandle, DbError> {
         let watch = DbWatch::default();
         let writer = start_db(
-            path,
+            store,
             WriterOptions {
                 setup: options.setup,
                 limits: options.writer_limits,
@@ -66,9 +65,9 @@ impl DbHandle {
             rpc_logs: RpcLogBatch::new(writer.clone(), options.rpc_log),
             writer,
             watch,
-            searchers: ReadPool::new(path, options.setup, options.readers),
+            searchers: ReadPool::new(store, options.setup, options.readers),
             readers: ReadPool::new(
-                path,
+                store,
                 options.setup,
                 std::thread::available_parallelism().map_or(1, usize::from),
             ),
@@ -142,7 +141,7 @@ impl DbHandle {
         }
     }
 
-    /// Closes the readers and empties the write-ahead log (a clean stop).
+    /// Closes the readers and empties SQLite's write-ahead log (a clean stop).
     pub async fn close(&self) {
         self.searchers.close();
         self.readers.close();
@@ -261,8 +260,8 @@ mod tests {
         }
     }
 
-    fn logged(path: &Path) -> Vec<String> {
-        let mut conn = open_connection(path, ConnectionSetup::default()).unwrap();
+    fn logged(store: &Store) -> Vec<String> {
+        let mut conn = open_connection(store, ConnectionSetup::default()).unwrap();
         rpc_log::table
             .order(rpc_log::id)
             .select(rpc_log::method)
@@ -271,10 +270,10 @@ mod tests {
     }
 
     /// The logged methods once they are `expected`, or as they are after 10 s.
-    async fn logged_eventually(path: &Path, expected: &[&str]) -> Vec<String> {
+    async fn logged_eventually(store: &Store, expected: &[&str]) -> Vec<String> {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         loop {
-            let rows = logged(path);
+            let rows = logged(store);
             if rows == expected || std::time::Instant::now() > deadline {
                 return rows;
             }
@@ -284,12 +283,12 @@ mod tests {
 
     #[actix::test]
     async fn audit_rows_are_written_after_the_delay_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rummy.db");
-        let db = DbHandle::open(&path, options()).unwrap();
+        let test_db = crate::db::testing::TestDb::new();
+        let store = test_db.store();
+        let db = DbHandle::open(&store, options()).unwrap();
         db.log_rpc(call("init"));
         assert_eq!(
-            logged_eventually(&path, &["init"]).await,
+            logged_eventually(&store, &["init"]).await,
             ["init"],
             "a row alone is written too"
         );
@@ -297,13 +296,13 @@ mod tests {
         for method in ["ping", "getRuns", "ask"] {
             db.log_rpc(call(method));
         }
-        let early = logged(&path);
+        let early = logged(&store);
         // A machine that stalled past the delay may already have written them.
         if logged_at.elapsed() < RPC_LOG_DELAY {
             assert_eq!(early, ["init"], "not before the delay");
         }
         assert_eq!(
-            logged_eventually(&path, &["init", "ping", "getRuns", "ask"]).await,
+            logged_eventually(&store, &["init", "ping", "getRuns", "ask"]).await,
             ["init", "ping", "getRuns", "ask"]
         );
         db.close().await;
@@ -311,9 +310,9 @@ mod tests {
 
     #[actix::test]
     async fn a_full_batch_is_written_at_once_and_a_clean_stop_writes_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rummy.db");
-        let db = DbHandle::open(&path, options()).unwrap();
+        let test_db = crate::db::testing::TestDb::new();
+        let store = test_db.store();
+        let db = DbHandle::open(&store, options()).unwrap();
         for _ in 0..RPC_LOG_BATCH {
             db.log_rpc(call("ping"));
         }
@@ -321,17 +320,17 @@ mod tests {
         db.ready(Duration::from_secs(5)).await.unwrap();
         // On a loaded machine the last row's own delay may have passed by now too.
         assert!(
-            logged(&path).len() >= RPC_LOG_BATCH,
+            logged(&store).len() >= RPC_LOG_BATCH,
             "the full batch, not waiting"
         );
         db.close().await;
-        assert_eq!(logged(&path).last().map(String::as_str), Some("last"));
+        assert_eq!(logged(&store).last().map(String::as_str), Some("last"));
     }
 
     #[actix::test]
     async fn each_batch_prunes_the_log_to_its_bounds() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rummy.db");
+        let test_db = crate::db::testing::TestDb::new();
+        let store = test_db.store();
         let bounded = DbOptions {
             rpc_log: RpcLogBounds {
                 max_days: 7,
@@ -339,16 +338,16 @@ mod tests {
             },
             ..options()
         };
-        let db = DbHandle::open(&path, bounded).unwrap();
+        let db = DbHandle::open(&store, bounded).unwrap();
         for _ in 0..RPC_LOG_BATCH {
             db.log_rpc(call("ping"));
         }
         db.ready(Duration::from_secs(5)).await.unwrap();
-        assert_eq!(logged(&path), ["ping"; 3], "pruned as it was written");
+        assert_eq!(logged(&store), ["ping"; 3], "pruned as it was written");
         for method in ["a", "b"] {
             db.log_rpc(call(method));
         }
         db.close().await;
-        assert_eq!(logged(&path), ["ping", "a", "b"]);
+        assert_eq!(logged(&store), ["ping", "a", "b"]);
     }
 }

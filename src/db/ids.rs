@@ -1,10 +1,10 @@
 //! Newtype ids, one per table, so a run id can never be passed where a loop id belongs.
 
+use diesel::backend::Backend;
 use diesel::deserialize::{self, FromSql, FromSqlRow};
 use diesel::expression::AsExpression;
 use diesel::serialize::{self, Output, ToSql};
 use diesel::sql_types::BigInt;
-use diesel::sqlite::{Sqlite, SqliteValue};
 
 macro_rules! id_type {
     ($(#[$doc:meta] $name:ident),* $(,)?) => {$(
@@ -17,15 +17,21 @@ macro_rules! id_type {
         #[serde(transparent)]
         pub struct $name(pub i64);
 
-        impl ToSql<BigInt, Sqlite> for $name {
-            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
-                <i64 as ToSql<BigInt, Sqlite>>::to_sql(&self.0, out)
+        impl<DB: Backend> ToSql<BigInt, DB> for $name
+        where
+            i64: ToSql<BigInt, DB>,
+        {
+            fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, DB>) -> serialize::Result {
+                <i64 as ToSql<BigInt, DB>>::to_sql(&self.0, out)
             }
         }
 
-        impl FromSql<BigInt, Sqlite> for $name {
-            fn from_sql(value: SqliteValue<'_, '_, '_>) -> deserialize::Result<Self> {
-                <i64 as FromSql<BigInt, Sqlite>>::from_sql(value).map($name)
+        impl<DB: Backend> FromSql<BigInt, DB> for $name
+        where
+            i64: FromSql<BigInt, DB>,
+        {
+            fn from_sql(value: DB::RawValue<'_>) -> deserialize::Result<Self> {
+                <i64 as FromSql<BigInt, DB>>::from_sql(value).map($name)
             }
         }
 

@@ -16,7 +16,7 @@ use super::schema::{file_constraints, models, projects, rpc_log, schemes};
 
 /// A registered entry scheme.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
-#[diesel(table_name = schemes, check_for_backend(diesel::sqlite::Sqlite))]
+#[diesel(table_name = schemes, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct SchemeRow {
     /// The scheme name (`file` stands for bare paths).
     pub name: String,
@@ -27,8 +27,8 @@ pub struct SchemeRow {
 }
 
 /// A project: a client-chosen name bound to a source root.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = projects, check_for_backend(diesel::sqlite::Sqlite))]
+#[derive(Debug, Clone, PartialEq, Queryable, QueryableByName, Selectable)]
+#[diesel(table_name = projects, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct ProjectRow {
     pub id: ProjectId,
     /// Unique project name.
@@ -41,9 +41,8 @@ pub struct ProjectRow {
     pub created_at: String,
 }
 
-/// Insert form for [`ProjectRow`]; as a changeset, `None` fields keep the stored value.
-#[derive(Debug, Clone, Insertable, AsChangeset)]
-#[diesel(table_name = projects)]
+/// What [`upsert_project`](super::queries::projects::upsert_project) writes; `None` fields keep the stored value.
+#[derive(Debug, Clone)]
 pub struct ProjectInsertForm {
     /// Unique project name.
     pub name: String,
@@ -53,8 +52,8 @@ pub struct ProjectInsertForm {
 }
 
 /// A model alias and the provider model it stands for.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = models, check_for_backend(diesel::sqlite::Sqlite))]
+#[derive(Debug, Clone, PartialEq, Queryable, QueryableByName, Selectable)]
+#[diesel(table_name = models, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct ModelRow {
     pub id: ModelId,
     /// What clients pass as `model`.
@@ -67,9 +66,8 @@ pub struct ModelRow {
     pub created_at: String,
 }
 
-/// Insert form for [`ModelRow`]; as a changeset, `None` fields keep the stored value.
-#[derive(Debug, Clone, Insertable, AsChangeset)]
-#[diesel(table_name = models)]
+/// What [`upsert_model`](super::queries::models::upsert_model) writes; `None` fields keep the stored value.
+#[derive(Debug, Clone)]
 pub struct ModelInsertForm {
     /// Unique alias.
     pub alias: String,
@@ -80,8 +78,8 @@ pub struct ModelInsertForm {
 }
 
 /// A project-level file constraint.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = file_constraints, check_for_backend(diesel::sqlite::Sqlite))]
+#[derive(Debug, Clone, PartialEq, Queryable, QueryableByName, Selectable)]
+#[diesel(table_name = file_constraints, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct ConstraintRow {
     pub id: ConstraintId,
     pub project_id: ProjectId,
@@ -91,17 +89,6 @@ pub struct ConstraintRow {
     pub visibility: Visibility,
     /// `YYYY-MM-DD HH:MM:SS` UTC.
     pub created_at: String,
-}
-
-/// Insert form for [`ConstraintRow`].
-#[derive(Debug, Clone, Insertable)]
-#[diesel(table_name = file_constraints)]
-pub struct ConstraintInsertForm {
-    pub project_id: ProjectId,
-    /// Path or glob relative to the project root.
-    pub pattern: String,
-    /// How matching files are treated.
-    pub visibility: Visibility,
 }
 
 /// One audited RPC call. The texts are `None` when the log keeps only the facts

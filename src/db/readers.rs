@@ -1,7 +1,7 @@
-//! Read-only connections beside the writer. A read that evaluates patterns (`getEntries`
-//! with a body search) runs on the blocking pool over one of these, inside one read
-//! transaction and under a [`Budget`], so its work never holds the writer and stops when
-//! the budget is spent or its caller goes away (the future is dropped on a timeout or a
+//! Read-only connections beside the writer, pooled by r2d2. A read that evaluates patterns
+//! (`getEntries` with a body search) runs on the blocking pool over one of these, inside
+//! one read transaction and under a [`Budget`], so its work never holds the writer and stops
+//! when the budget is spent or its caller goes away (the future is dropped on a timeout or a
 //! closed connection, which cancels the budget).
 //!
 //! The pool size bounds how many such reads compute at once; a read waits for a free
@@ -10,27 +10,52 @@
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use crate::db::Conn;
-use diesel::connection::SimpleConnection;
+use diesel::r2d2::{ManageConnection, Pool, R2D2Connection};
 use diesel::Connection;
 use tokio::sync::Semaphore;
 
-use super::connection::{open_connection, ConnectionSetup};
-use super::DbError;
+use super::connection::{open_connection, read_only, ConnectionSetup};
+use super::{DbError, Store};
 use crate::hedberg::budget::{self, Budget, Limits};
 
-/// A bounded set of read-only connections to the database file.
+/// How long a read waits for the pool to open a connection before it fails.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A bounded set of read-only connections to the store.
 #[derive(Clone)]
 pub struct ReadPool {
-    inner: Arc<Inner>,
+    /// `None` once closed.
+    pool: Arc<Mutex<Option<Pool<Readers>>>>,
+    permits: Arc<Semaphore>,
 }
 
-struct Inner {
-    path: std::path::PathBuf,
+/// How the pool (r2d2) opens and checks a reader: rummy's connection setup, read-only.
+#[derive(Debug)]
+struct Readers {
+    store: Store,
     setup: ConnectionSetup,
-    idle: Mutex<Vec<Conn>>,
-    permits: Arc<Semaphore>,
+}
+
+impl ManageConnection for Readers {
+    type Connection = Conn;
+    type Error = DbError;
+
+    fn connect(&self) -> Result<Conn, DbError> {
+        let mut conn = open_connection(&self.store, self.setup)?;
+        read_only(&mut conn)?;
+        Ok(conn)
+    }
+
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), DbError> {
+        Ok(conn.ping()?)
+    }
+
+    fn has_broken(&self, conn: &mut Conn) -> bool {
+        conn.is_broken()
+    }
 }
 
 /// Sets the flag when the waiting future is dropped before the work ended.
@@ -44,14 +69,21 @@ impl Drop for CancelOnDrop {
 
 impl ReadPool {
     /// A pool of at most `size` (at least 1) connections, opened when first needed.
-    pub fn new(path: &std::path::Path, setup: ConnectionSetup, size: usize) -> ReadPool {
-        ReadPool {
-            inner: Arc::new(Inner {
-                path: path.to_owned(),
+    pub fn new(store: &Store, setup: ConnectionSetup, size: usize) -> ReadPool {
+        let size = size.max(1);
+        let pool = Pool::builder()
+            .max_size(u32::try_from(size).unwrap_or(u32::MAX))
+            .min_idle(Some(0))
+            .connection_timeout(CONNECT_TIMEOUT)
+            // A connection a PostgreSQL restart ended is replaced, not handed out.
+            .test_on_check_out(true)
+            .build_unchecked(Readers {
+                store: store.clone(),
                 setup,
-                idle: Mutex::new(Vec::new()),
-                permits: Arc::new(Semaphore::new(size.max(1))),
-            }),
+            });
+        ReadPool {
+            pool: Arc::new(Mutex::new(Some(pool))),
+            permits: Arc::new(Semaphore::new(size)),
         }
     }
 
@@ -63,56 +95,39 @@ impl ReadPool {
         F: FnOnce(&mut Conn) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        let permit = Arc::clone(&self.inner.permits)
+        // Waiting for a connection happens here, not on a blocking thread.
+        let permit = Arc::clone(&self.permits)
             .acquire_owned()
             .await
             .map_err(|error| DbError::Internal(format!("reader pool closed: {error}")))?;
         let cancelled = Arc::new(AtomicBool::new(false));
         let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancelled));
-        let inner = Arc::clone(&self.inner);
+        let pool = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| DbError::Internal("reader pool closed".into()))?;
         actix_web::rt::task::spawn_blocking(move || {
             let _permit = permit;
-            let mut conn = inner.take()?;
+            let mut conn = pool
+                .get()
+                .map_err(|error| DbError::Internal(format!("no reader connection: {error}")))?;
             let budget = Rc::new(Budget::new(limits).cancelled_by(cancelled));
-            let outcome = budget::scoped(budget, || conn.transaction::<T, DbError, _>(work));
-            inner.give_back(conn);
-            outcome
+            let conn: &mut Conn = &mut conn;
+            budget::scoped(budget, || conn.transaction::<T, DbError, _>(work))
         })
         .await
         .map_err(|error| DbError::Internal(format!("a read failed: {error}")))?
     }
 
-    /// Closes the idle connections (a clean stop, before the log is truncated).
+    /// Closes the pool (a clean stop, before SQLite's log is truncated): its idle
+    /// connections at once, a connection still reading when its read ends.
     pub fn close(&self) {
-        self.inner
-            .idle
+        self.permits.close();
+        self.pool
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-    }
-}
-
-impl Inner {
-    fn take(&self) -> Result<Conn, DbError> {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        match idle {
-            Some(conn) => Ok(conn),
-            None => {
-                let mut conn = open_connection(&self.path, self.setup)?;
-                conn.batch_execute("PRAGMA query_only = ON;")?;
-                Ok(conn)
-            }
-        }
-    }
-
-    fn give_back(&self, conn: Conn) {
-        self.idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(conn);
+            .take();
     }
 }

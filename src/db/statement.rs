@@ -1,7 +1,9 @@
-//! Fixed SQL text that SQLite compiles once per connection. diesel compiles every
+//! Fixed SQL text that the database compiles once per connection. diesel compiles every
 //! `sql_query` (and every `UPDATE` and upsert it builds) again on each call, since their text
 //! may differ from call to call; a [`Statement`]'s text is a `&'static str`, so diesel keeps
 //! its compiled form in the connection's statement cache, keyed by the text, and reuses it.
+//! Its `?`s become each backend's own placeholders (`?` on SQLite, `$1`, `$2` … on
+//! PostgreSQL), so one text serves both.
 
 use std::marker::PhantomData;
 
@@ -10,15 +12,16 @@ use diesel::query_dsl::RunQueryDsl;
 use diesel::result::Error as QueryError;
 use diesel::serialize::ToSql;
 use diesel::sql_types::{HasSqlType, Untyped};
-use diesel::sqlite::Sqlite;
 use diesel::QueryResult;
+
+use super::MultiBackend;
 
 /// One SQL statement whose parameters are anonymous `?`s, bound in order with
 /// [`Statement::bind`] (a value used twice is bound twice), run like `diesel::sql_query` and
 /// read into `QueryableByName` rows. The text must hold no other `?`.
 pub struct Statement<'a> {
     sql: &'static str,
-    binds: Vec<Box<dyn QueryFragment<Sqlite> + Send + 'a>>,
+    binds: Vec<Box<dyn QueryFragment<MultiBackend> + Send + 'a>>,
 }
 
 /// A [`Statement`] for `sql` with nothing bound yet.
@@ -33,8 +36,8 @@ impl<'a> Statement<'a> {
     /// Binds the next `?` to `value`, of SQL type `ST`.
     pub fn bind<ST, Value>(mut self, value: Value) -> Self
     where
-        Sqlite: HasSqlType<ST>,
-        Value: ToSql<ST, Sqlite> + Send + 'a,
+        MultiBackend: HasSqlType<ST>,
+        Value: ToSql<ST, MultiBackend> + Send + 'a,
         ST: Send + 'a,
     {
         self.binds.push(Box::new(Bind {
@@ -50,18 +53,18 @@ struct Bind<ST, Value> {
     sql_type: PhantomData<ST>,
 }
 
-impl<ST, Value> QueryFragment<Sqlite> for Bind<ST, Value>
+impl<ST, Value> QueryFragment<MultiBackend> for Bind<ST, Value>
 where
-    Sqlite: HasSqlType<ST>,
-    Value: ToSql<ST, Sqlite>,
+    MultiBackend: HasSqlType<ST>,
+    Value: ToSql<ST, MultiBackend>,
 {
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, MultiBackend>) -> QueryResult<()> {
         out.push_bind_param::<ST, Value>(&self.value)
     }
 }
 
-impl QueryFragment<Sqlite> for Statement<'_> {
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+impl QueryFragment<MultiBackend> for Statement<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, MultiBackend>) -> QueryResult<()> {
         let mut pieces = self.sql.split('?');
         if let Some(first) = pieces.next() {
             out.push_sql(first);
@@ -111,6 +114,8 @@ mod tests {
     use diesel::sql_types::{BigInt, Text};
     use diesel::{Connection, QueryableByName, SqliteConnection};
 
+    use crate::db::Conn;
+
     use super::*;
 
     #[derive(QueryableByName, Debug, PartialEq)]
@@ -120,8 +125,8 @@ mod tests {
     }
 
     /// A connection that counts the statements diesel adds to its cache.
-    fn counted() -> (SqliteConnection, Arc<Mutex<usize>>) {
-        let mut conn = SqliteConnection::establish(":memory:").unwrap();
+    fn counted() -> (Conn, Arc<Mutex<usize>>) {
+        let mut conn = Conn::Sqlite(SqliteConnection::establish(":memory:").unwrap());
         conn.batch_execute("CREATE TABLE names (id INTEGER PRIMARY KEY, name TEXT)")
             .unwrap();
         let cached = Arc::new(Mutex::new(0));

@@ -1,4 +1,4 @@
-//! The pattern language behind `hedmatch`, `hedsearch` and `hedreplace`: one string that is,
+//! The pattern language of `hedmatch`, `hedsearch` and `hedreplace`: one string that is,
 //! by detection in this order, a sed command `s/a/b/flags`, a `/regex/flags`, a JSONPath
 //! `$.…`, an XPath `//…`, a glob, or literal text.
 

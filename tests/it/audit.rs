@@ -3,7 +3,6 @@
 //! `RUMMY_RPC_LOG_MAX_ROWS` while a client hammers the server.
 
 use rummy::db::Conn;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use diesel::prelude::*;
@@ -66,16 +65,22 @@ async fn committed(app: &TestApp) -> Vec<Logged> {
 /// cleanly (which writes the rows still gathered) and returns what the table holds.
 async fn two_calls_logged(mode: &str) -> Vec<Logged> {
     let app = TestApp::start_with(&[("RUMMY_RPC_LOG", mode)]).await;
-    let database: PathBuf = app.server.state.agent.settings.storage.db_path.clone();
+    let database = app.store();
     let mut client = app.client().await;
     client.ok("ping", json!({"secret": "hunter2"})).await;
     let (code, _) = client.err("getRun", json!({"run": "ghost_1"})).await;
     assert_eq!(code, -32001);
-    let TestApp { server, home, .. } = app;
+    let TestApp {
+        server,
+        home,
+        database: scratch,
+        ..
+    } = app;
     server.stop().await;
     let mut conn = open_connection(&database, ConnectionSetup::default()).unwrap();
     let rows = load(&mut conn).unwrap();
-    drop(home);
+    drop(conn);
+    drop((home, scratch));
     rows
 }
 

@@ -21,6 +21,10 @@ fn size_of(path: &Path) -> u64 {
 #[actix_web::test]
 async fn audit_only_calls_keep_the_wal_bounded_and_a_clean_stop_empties_it() {
     let app = TestApp::start().await;
+    if app.database.is_some() {
+        // PostgreSQL keeps its own log; there is no file of rummy's to bound.
+        return;
+    }
     let database = app.server.state.agent.settings.storage.db_path.clone();
     let wal = database.with_file_name(format!(
         "{}-wal",

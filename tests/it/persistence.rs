@@ -133,6 +133,28 @@ async fn migrate_prepares_a_fresh_database_once_and_again() {
     rummy::app::migrate(&settings).unwrap();
 }
 
+#[actix_web::test]
+async fn migrate_prepares_a_fresh_postgres_database_once_and_again() {
+    let Some(database) = rummy::db::testing::ScratchDatabase::from_environment() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let mut env = std::collections::HashMap::new();
+    env.insert("RUMMY_HOME".to_string(), home.path().display().to_string());
+    env.insert("RUMMY_DATABASE_URL".to_string(), database.url().to_string());
+    let settings = crate::support::settings(&env);
+    rummy::app::migrate(&settings).unwrap();
+    rummy::app::migrate(&settings).unwrap();
+    let mut conn =
+        rummy::db::open_connection(&database.store(), rummy::db::ConnectionSetup::default())
+            .unwrap();
+    assert!(!rummy::db::connection::has_pending_migrations(&mut conn).unwrap());
+    assert!(
+        !settings.storage.db_path.exists(),
+        "no SQLite file beside PostgreSQL"
+    );
+}
+
 #[derive(diesel::QueryableByName)]
 struct MmapSize {
     #[diesel(sql_type = diesel::sql_types::BigInt)]
@@ -142,6 +164,10 @@ struct MmapSize {
 #[actix_web::test]
 async fn the_mmap_size_setting_applies_to_the_servers_connection() {
     let app = TestApp::start_with(&[("RUMMY_MMAP_MB", "8")]).await;
+    if app.database.is_some() {
+        // A SQLite setting: PostgreSQL has no memory map of rummy's to size.
+        return;
+    }
     let read = app
         .server
         .state

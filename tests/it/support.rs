@@ -13,6 +13,8 @@ use rummy::app::{start, start_with, RunningServer};
 use rummy::config::{ConfigError, Settings};
 use rummy::db::ids::ProjectId;
 use rummy::db::queries::constraints;
+use rummy::db::testing::ScratchDatabase;
+use rummy::db::Store;
 use rummy::plugins::Plugins;
 use serde_json::{json, Value};
 
@@ -21,11 +23,14 @@ use rummy::llm::fake::FakeLlm;
 /// How long a test waits for any one frame before failing.
 const FRAME_WAIT: Duration = Duration::from_secs(300);
 
-/// A running server with its own home directory and database file.
+/// A running server with its own home directory and database: a file in the home, or, when
+/// `RUMMY_TEST_DATABASE_URL` names a PostgreSQL server, a database of its own there
+/// (dropped after the test).
 pub struct TestApp {
     pub server: RunningServer,
     pub home: tempfile::TempDir,
     pub env: HashMap<String, String>,
+    pub database: Option<ScratchDatabase>,
 }
 
 impl TestApp {
@@ -59,13 +64,22 @@ impl TestApp {
         env.insert("PORT".to_string(), "0".to_string());
         let log = std::env::var("RUMMY_TEST_LOG").unwrap_or_else(|_| "warn".to_string());
         env.insert("RUMMY_LOG".to_string(), log);
+        let database = ScratchDatabase::from_environment();
+        if let Some(database) = &database {
+            env.insert("RUMMY_DATABASE_URL".to_string(), database.url().to_string());
+        }
         for (key, value) in extra {
             env.insert(key.to_string(), value.to_string());
         }
         let settings = settings(&env);
         rummy::telemetry::init(&settings.log);
         let server = start_with(settings, register).await.unwrap();
-        TestApp { server, home, env }
+        TestApp {
+            server,
+            home,
+            env,
+            database,
+        }
     }
 
     /// Starts a server whose model `fake` is the scripted LLM, with a 32768-token context
@@ -90,12 +104,27 @@ impl TestApp {
         TestApp::start_in(home, &llm_env(llm), |plugins| plugins).await
     }
 
-    /// Stops this server and starts another on the same home and database file.
+    /// Stops this server and starts another on the same home and database.
     pub async fn restart(self) -> TestApp {
-        let TestApp { server, home, env } = self;
+        let TestApp {
+            server,
+            home,
+            env,
+            database,
+        } = self;
         server.stop().await;
         let server = start(settings(&env)).await.unwrap();
-        TestApp { server, home, env }
+        TestApp {
+            server,
+            home,
+            env,
+            database,
+        }
+    }
+
+    /// Where its store is.
+    pub fn store(&self) -> Store {
+        rummy::app::store(&self.server.state.agent.settings)
     }
 
     pub fn addr(&self) -> SocketAddr {

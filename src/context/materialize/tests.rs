@@ -24,13 +24,25 @@ struct Db {
     _dir: tempfile::TempDir,
     conn: Conn,
     run: RunId,
+    _database: Option<crate::db::testing::ScratchDatabase>,
 }
 
 fn database() -> Db {
-    let TestDb { dir, mut conn, .. } = TestDb::new();
+    database_on(TestDb::new())
+}
+
+/// A project with one run in `db`.
+fn database_on(db: TestDb) -> Db {
+    let TestDb {
+        dir,
+        mut conn,
+        database,
+        ..
+    } = db;
     let run = project_with_run(&mut conn, None).unwrap().id;
     Db {
         _dir: dir,
+        _database: database,
         conn,
         run,
     }
@@ -247,7 +259,8 @@ struct PlanLine {
 
 #[test]
 fn the_read_walks_only_visible_entries() {
-    let mut db = database();
+    // EXPLAIN QUERY PLAN is SQLite's.
+    let mut db = database_on(TestDb::sqlite());
     let plan: Vec<PlanLine> = sql_query(
         "EXPLAIN QUERY PLAN SELECT path FROM v_model_context WHERE run_id = ? ORDER BY ordinal",
     )

@@ -9,7 +9,7 @@ use crate::db::DbError;
 
 /// One entry of the store.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, QueryableByName)]
-#[diesel(table_name = known_entries, check_for_backend(diesel::sqlite::Sqlite))]
+#[diesel(table_name = known_entries, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct EntryRow {
     /// Row id: creation order.
     pub id: EntryId,
@@ -102,14 +102,14 @@ impl EntryUpsertForm {
 pub enum Selector {
     /// One entry; the path is normalised first.
     Path(String),
-    /// Every entry whose path matches `path` (hedmatch, not normalised) and, when given,
-    /// whose body contains a match for `body` (hedsearch).
+    /// Every entry whose path matches `path` (`hedberg::pattern_match`, not normalised)
+    /// and, when given, whose body contains a match for `body` (`pattern_search`).
     Pattern { path: String, body: Option<String> },
 }
 
 /// A proposal waiting for the client (`v_unresolved`).
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = v_unresolved, check_for_backend(diesel::sqlite::Sqlite))]
+#[diesel(table_name = v_unresolved, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct UnresolvedRow {
     pub id: EntryId,
     pub run_id: RunId,
@@ -124,7 +124,7 @@ pub struct UnresolvedRow {
 
 /// A row the model can see (`v_model_context`), in context order.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = v_model_context, check_for_backend(diesel::sqlite::Sqlite))]
+#[diesel(table_name = v_model_context, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct ModelContextRow {
     pub entry_id: EntryId,
     pub run_id: RunId,
@@ -151,7 +151,7 @@ pub struct ModelContextRow {
 
 /// A row of a run's client-facing history (`v_run_log`).
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = v_run_log, check_for_backend(diesel::sqlite::Sqlite))]
+#[diesel(table_name = v_run_log, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct RunLogRow {
     pub id: EntryId,
     pub run_id: RunId,
@@ -166,7 +166,7 @@ pub struct RunLogRow {
 
 /// One row of what the model saw on a turn.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = turn_context, check_for_backend(diesel::sqlite::Sqlite))]
+#[diesel(table_name = turn_context, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct TurnContextRow {
     pub id: i64,
     pub run_id: RunId,

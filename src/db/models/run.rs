@@ -9,7 +9,7 @@ use crate::db::DbError;
 
 /// A run: one conversation of a project, with its settings and counters.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = runs, check_for_backend(diesel::sqlite::Sqlite))]
+#[diesel(table_name = runs, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct RunRow {
     pub id: RunId,
     pub project_id: ProjectId,
@@ -111,7 +111,7 @@ pub struct RunUsage {
 
 /// A loop: one `ask`/`act`/`panic` request and the turns it takes.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, QueryableByName)]
-#[diesel(table_name = loops, check_for_backend(diesel::sqlite::Sqlite))]
+#[diesel(table_name = loops, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct LoopRow {
     /// Row id; FIFO key.
     pub id: LoopId,
@@ -179,7 +179,7 @@ pub(crate) struct LoopInsertForm {
 /// One LLM call, with its telemetry.
 /// `prompt_tokens` … `total_tokens` and `cost` (US dollars) are the provider's usage report.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = turns, check_for_backend(diesel::sqlite::Sqlite))]
+#[diesel(table_name = turns, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct TurnRow {
     pub id: TurnId,
     pub run_id: RunId,
@@ -229,7 +229,7 @@ pub struct TurnUsageForm {
 
 /// Something a person did to a run besides queueing a loop: a resolution or an abort.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = run_actions, check_for_backend(diesel::sqlite::Sqlite))]
+#[diesel(table_name = run_actions, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct RunActionRow {
     pub id: i64,
     pub run_id: RunId,

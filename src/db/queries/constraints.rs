@@ -1,12 +1,13 @@
 //! Project-level file constraints (`active`, `readonly`, `ignore`), kept across runs.
 
+use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
-use diesel::upsert::excluded;
+use diesel::sql_types::{BigInt, Text};
 
 use crate::db::enums::Visibility;
 use crate::db::ids::ProjectId;
-use crate::db::models::{ConstraintInsertForm, ConstraintRow};
+use crate::db::models::ConstraintRow;
 use crate::db::queries::projects::get_project;
 use crate::db::schema::file_constraints;
 use crate::db::DbError;
@@ -20,18 +21,15 @@ pub fn set_constraint(
     visibility: Visibility,
 ) -> Result<ConstraintRow, DbError> {
     let pattern = relative_pattern(conn, project_id, pattern)?;
-    let form = ConstraintInsertForm {
-        project_id,
-        pattern,
-        visibility,
-    };
-    Ok(diesel::insert_into(file_constraints::table)
-        .values(&form)
-        .on_conflict((file_constraints::project_id, file_constraints::pattern))
-        .do_update()
-        .set(file_constraints::visibility.eq(excluded(file_constraints::visibility)))
-        .returning(ConstraintRow::as_returning())
-        .get_result(conn)?)
+    Ok(statement(
+        "INSERT INTO file_constraints (project_id, pattern, visibility) VALUES (?, ?, ?)
+         ON CONFLICT (project_id, pattern) DO UPDATE SET visibility = excluded.visibility
+         RETURNING *",
+    )
+    .bind::<BigInt, _>(project_id)
+    .bind::<Text, _>(pattern)
+    .bind::<Text, _>(visibility)
+    .get_result(conn)?)
 }
 
 /// The project's constraints, in creation order.

@@ -1,6 +1,7 @@
 //! The model's view of a run (`v_model_context`) and the per-turn snapshot of what it saw
 //! (`turn_context`).
 
+use crate::db::backend::per_backend;
 use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
@@ -38,9 +39,11 @@ pub fn replace_turn_context(
     }
     write_transaction(conn, |conn| {
         delete_turn_context(conn, run_id, turn)?;
-        Ok(diesel::insert_into(turn_context::table)
-            .values(rows)
-            .execute(conn)?)
+        Ok(per_backend!(conn, |conn| diesel::insert_into(
+            turn_context::table
+        )
+        .values(rows)
+        .execute(conn))?)
     })
 }
 
@@ -77,7 +80,7 @@ pub fn visible_tokens(conn: &mut Conn, run_id: RunId) -> Result<i64, DbError> {
     let total: Total = statement(
         "SELECT SUM(k.tokens) AS tokens FROM known_entries k
          JOIN schemes s ON s.name = COALESCE(k.scheme, 'file')
-         WHERE k.run_id = ? AND s.model_visible = 1 AND k.status <> 202",
+         WHERE k.run_id = ? AND s.model_visible AND k.status <> 202",
     )
     .bind::<diesel::sql_types::BigInt, _>(run_id)
     .get_result(conn)?;

@@ -30,7 +30,7 @@ pub fn demote_previous_loop_logging(
     loop_id: LoopId,
 ) -> Result<Vec<String>, DbError> {
     let rows = statement(
-        "UPDATE known_entries SET fidelity = 'summary', updated_at = CURRENT_TIMESTAMP
+        "UPDATE known_entries SET fidelity = 'summary', updated_at = datetime('now')
          WHERE run_id = ? AND fidelity = 'full' AND (loop_id IS NULL OR loop_id <> ?)
            AND COALESCE(scheme, 'file') IN (SELECT name FROM schemes WHERE category = 'logging')
          RETURNING path",
@@ -44,7 +44,7 @@ pub fn demote_previous_loop_logging(
 /// Every `prompt://` entry at summary goes back to full.
 pub fn restore_summarized_prompts(conn: &mut Conn, run_id: RunId) -> Result<Vec<String>, DbError> {
     let rows = statement(
-        "UPDATE known_entries SET fidelity = 'full', updated_at = CURRENT_TIMESTAMP
+        "UPDATE known_entries SET fidelity = 'full', updated_at = datetime('now')
          WHERE run_id = ? AND scheme = 'prompt' AND fidelity = 'summary'
          RETURNING path",
     )

@@ -1,6 +1,9 @@
 //! The store's core operations: upsert with merge semantics, reads, pattern listings, and
 //! fidelity, status and attribute changes on selected entries.
 
+use std::collections::HashMap;
+
+use crate::db::backend::per_backend;
 use crate::db::statement::{statement, Statement};
 use crate::db::Conn;
 use diesel::dsl::sql;
@@ -9,16 +12,19 @@ use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
 use crate::db::connection::write_transaction;
 use crate::db::enums::{Category, EntryStatus, Fidelity};
-use crate::db::functions::{hedmatch, hedsearch};
+use crate::db::functions::body_search;
 use crate::db::ids::{EntryId, RunId};
 use crate::db::models::entry::{EntryRow, EntryUpsertForm, RunLogRow, Selector, UnresolvedRow};
 use crate::db::paths::normalize_path;
 use crate::db::schema::{known_entries, schemes, v_run_log, v_unresolved};
 use crate::db::DbError;
-use crate::hedberg::budget;
+use crate::hedberg::{self, budget};
 
 /// Ids per `IN (...)` list, well under SQLite's bind limit.
 const IDS_PER_STATEMENT: usize = 5_000;
+
+/// Bodies read at once while a body pattern is searched: bodies can be large.
+const BODIES_PER_READ: usize = 64;
 
 /// The upsert of one entry, without its `RETURNING` clause: a new path is inserted, an existing
 /// one keeps what [`EntryUpsertForm`] leaves out.
@@ -36,7 +42,7 @@ macro_rules! upsert_sql {
              attributes = CASE WHEN ? IS NULL THEN known_entries.attributes
                                ELSE json_patch(known_entries.attributes, ?) END,
              write_count = known_entries.write_count + 1,
-             updated_at = CURRENT_TIMESTAMP"
+             updated_at = datetime('now')"
     };
 }
 
@@ -102,18 +108,36 @@ pub fn list_entries(
     limit: Option<i64>,
     offset: Option<i64>,
 ) -> Result<Vec<EntryRow>, DbError> {
-    within_budget(
-        selection(run_id, selector)
-            .order(known_entries::path)
-            .limit(limit.unwrap_or(i64::MAX))
-            .offset(offset.unwrap_or(0))
-            .select(EntryRow::as_select())
-            .load(conn)?,
-    )
+    let mut selected = selected(conn, run_id, selector)?;
+    selected.sort_by(|(_, left), (_, right)| left.cmp(right));
+    // As SQL's LIMIT and OFFSET: a negative limit is none, a negative offset is 0.
+    let limit = limit
+        .and_then(|limit| usize::try_from(limit).ok())
+        .unwrap_or(usize::MAX);
+    let offset = offset
+        .and_then(|offset| usize::try_from(offset).ok())
+        .unwrap_or(0);
+    let page: Vec<EntryId> = selected
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .map(|(id, _)| id)
+        .collect();
+    let mut rows = Vec::with_capacity(page.len());
+    for chunk in page.chunks(IDS_PER_STATEMENT) {
+        rows.extend(
+            known_entries::table
+                .filter(known_entries::id.eq_any(chunk))
+                .select(EntryRow::as_select())
+                .load(conn)?,
+        );
+    }
+    rows.sort_by(|left, right| left.path.cmp(&right.path));
+    Ok(rows)
 }
 
 /// The rows a pattern query returned, unless its pattern work ran out of budget meanwhile
-/// (the SQL functions then match nothing more).
+/// (the patterns then match nothing more).
 fn within_budget<T>(rows: T) -> Result<T, DbError> {
     match budget::current().exceeded() {
         Some(limit) => Err(DbError::WorkLimit(limit)),
@@ -121,33 +145,8 @@ fn within_budget<T>(rows: T) -> Result<T, DbError> {
     }
 }
 
-fn selection(
-    run_id: RunId,
-    selector: &Selector,
-) -> known_entries::BoxedQuery<'static, diesel::sqlite::Sqlite> {
-    let query = known_entries::table
-        .filter(known_entries::run_id.eq(run_id))
-        .into_boxed();
-    match selector {
-        Selector::Path(path) => query.filter(known_entries::path.eq(normalize_path(path))),
-        Selector::Pattern { path, body } => {
-            let query = match literal_scheme(path) {
-                Some(scheme) => query.filter(known_entries::scheme.eq(scheme.to_string())),
-                None => query,
-            };
-            let query = query.filter(hedmatch(path.clone(), known_entries::path.nullable()).eq(1));
-            match body {
-                Some(body) => {
-                    query.filter(hedsearch(body.clone(), known_entries::body.nullable()).eq(1))
-                }
-                None => query,
-            }
-        }
-    }
-}
-
 /// The scheme a pattern is confined to when it starts with a literal `scheme://`, so the
-/// `(run_id, scheme, status)` index narrows the scan before `hedmatch` runs.
+/// `(run_id, scheme, status)` index narrows the read before the pattern runs.
 fn literal_scheme(pattern: &str) -> Option<&str> {
     let (scheme, _) = pattern.split_once("://")?;
     let plain = !scheme.is_empty()
@@ -158,18 +157,66 @@ fn literal_scheme(pattern: &str) -> Option<&str> {
 }
 
 /// The ids and paths of the selected entries, in creation order (budgeted as
-/// [`list_entries`]).
+/// [`list_entries`]). Patterns are evaluated here, in Rust, on either backend: the run's
+/// paths (of the pattern's literal scheme) are read and matched, then the bodies of the
+/// matching ones are read a few at a time and searched.
 pub(crate) fn selected(
     conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
 ) -> Result<Vec<(EntryId, String)>, DbError> {
-    within_budget(
-        selection(run_id, selector)
-            .order(known_entries::id)
-            .select((known_entries::id, known_entries::path))
-            .load(conn)?,
-    )
+    let query = known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .order(known_entries::id)
+        .select((known_entries::id, known_entries::path))
+        .into_boxed();
+    let (path, body) = match selector {
+        Selector::Path(path) => {
+            return Ok(query
+                .filter(known_entries::path.eq(normalize_path(path)))
+                .load(conn)?)
+        }
+        Selector::Pattern { path, body } => (path, body),
+    };
+    let query = match literal_scheme(path) {
+        Some(scheme) => query.filter(known_entries::scheme.eq(scheme.to_owned())),
+        None => query,
+    };
+    let mut rows: Vec<(EntryId, String)> = query.load(conn)?;
+    rows.retain(|(_, candidate)| hedberg::pattern_match(path, candidate).unwrap_or(false));
+    if let Some(body) = body {
+        rows = with_body_match(conn, rows, body)?;
+    }
+    within_budget(rows)
+}
+
+/// The `rows` whose body has a match for `pattern` (see [`body_search`]).
+fn with_body_match(
+    conn: &mut Conn,
+    rows: Vec<(EntryId, String)>,
+    pattern: &str,
+) -> Result<Vec<(EntryId, String)>, DbError> {
+    let mut kept = Vec::new();
+    for chunk in rows.chunks(BODIES_PER_READ) {
+        let ids: Vec<EntryId> = chunk.iter().map(|(id, _)| *id).collect();
+        let bodies: HashMap<EntryId, String> = known_entries::table
+            .filter(known_entries::id.eq_any(&ids))
+            .select((known_entries::id, known_entries::body))
+            .load::<(EntryId, String)>(conn)?
+            .into_iter()
+            .collect();
+        kept.extend(
+            chunk
+                .iter()
+                .filter(|(id, _)| {
+                    bodies
+                        .get(id)
+                        .is_some_and(|text| body_search(pattern, text))
+                })
+                .cloned(),
+        );
+    }
+    Ok(kept)
 }
 
 /// Runs `change` on the selected entries' ids, chunked; returns the changed paths.
@@ -190,7 +237,7 @@ fn change_selected(
 }
 
 fn current_timestamp() -> diesel::expression::SqlLiteral<Text> {
-    sql::<Text>("CURRENT_TIMESTAMP")
+    sql::<Text>("datetime('now')")
 }
 
 /// Sets the fidelity of the selected entries (tokens follow); the turn is not touched.
@@ -257,21 +304,21 @@ pub fn resolve_entry(
         .filter(known_entries::run_id.eq(run_id))
         .filter(known_entries::path.eq(&path));
     let updated = match body {
-        Some(body) => diesel::update(target)
+        Some(body) => per_backend!(conn, |conn| diesel::update(target)
             .set((
                 known_entries::status.eq(status),
                 known_entries::body.eq(body),
                 known_entries::updated_at.eq(current_timestamp()),
             ))
             .returning(EntryRow::as_returning())
-            .get_result(conn),
-        None => diesel::update(target)
+            .get_result(conn)),
+        None => per_backend!(conn, |conn| diesel::update(target)
             .set((
                 known_entries::status.eq(status),
                 known_entries::updated_at.eq(current_timestamp()),
             ))
             .returning(EntryRow::as_returning())
-            .get_result(conn),
+            .get_result(conn)),
     };
     updated
         .optional()?
@@ -287,7 +334,7 @@ pub fn update_attributes(
 ) -> Result<EntryRow, DbError> {
     let patch = attributes_patch(Some(patch))?.unwrap_or_default();
     let path = normalize_path(path);
-    diesel::update(
+    per_backend!(conn, |conn| diesel::update(
         known_entries::table
             .filter(known_entries::run_id.eq(run_id))
             .filter(known_entries::path.eq(&path)),
@@ -299,7 +346,7 @@ pub fn update_attributes(
         known_entries::updated_at.eq(current_timestamp()),
     ))
     .returning(EntryRow::as_returning())
-    .get_result(conn)
+    .get_result(conn))
     .optional()?
     .ok_or_else(|| DbError::NotFound(format!("entry {path}")))
 }

@@ -1,5 +1,6 @@
 //! Copying and moving entries within a run, and copying a whole store into a fork.
 
+use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
@@ -25,10 +26,10 @@ pub struct EntryTransfer {
 /// Copies body, status, fidelity, hash and attributes of `from` to `to`; returns the copy.
 pub fn copy_entry(conn: &mut Conn, transfer: &EntryTransfer) -> Result<EntryRow, DbError> {
     let from = normalize_path(&transfer.from);
-    diesel::sql_query(
+    statement(
         "INSERT INTO known_entries (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes)
-         SELECT run_id, ?3, ?4, ?5, body, status, fidelity, hash, attributes
-         FROM known_entries WHERE run_id = ?1 AND path = ?2
+         SELECT run_id, ?, ?, ?, body, status, fidelity, hash, attributes
+         FROM known_entries WHERE run_id = ? AND path = ?
          ON CONFLICT (run_id, path) DO UPDATE SET
              loop_id = excluded.loop_id,
              turn = excluded.turn,
@@ -38,14 +39,14 @@ pub fn copy_entry(conn: &mut Conn, transfer: &EntryTransfer) -> Result<EntryRow,
              hash = excluded.hash,
              attributes = excluded.attributes,
              write_count = known_entries.write_count + 1,
-             updated_at = CURRENT_TIMESTAMP
+             updated_at = datetime('now')
          RETURNING *",
     )
-    .bind::<BigInt, _>(transfer.run_id)
-    .bind::<Text, _>(&from)
     .bind::<Nullable<BigInt>, _>(transfer.loop_id)
     .bind::<Integer, _>(transfer.turn)
     .bind::<Text, _>(normalize_path(&transfer.to))
+    .bind::<BigInt, _>(transfer.run_id)
+    .bind::<Text, _>(&from)
     .get_result(conn)
     .optional()?
     .ok_or_else(|| DbError::NotFound(format!("entry {from}")))
@@ -53,15 +54,15 @@ pub fn copy_entry(conn: &mut Conn, transfer: &EntryTransfer) -> Result<EntryRow,
 
 /// Copies every entry of `from` into `to` (loop cleared, turns kept); returns the count.
 pub fn copy_run_entries(conn: &mut Conn, from: RunId, to: RunId) -> Result<usize, DbError> {
-    Ok(diesel::sql_query(
+    Ok(statement(
         "INSERT INTO known_entries
              (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes, refs,
               write_count, created_at, updated_at)
-         SELECT ?2, NULL, turn, path, body, status, fidelity, hash, attributes, refs,
+         SELECT ?, NULL, turn, path, body, status, fidelity, hash, attributes, refs,
                 write_count, created_at, updated_at
-         FROM known_entries WHERE run_id = ?1 ORDER BY id",
+         FROM known_entries WHERE run_id = ? ORDER BY id",
     )
-    .bind::<BigInt, _>(from)
     .bind::<BigInt, _>(to)
+    .bind::<BigInt, _>(from)
     .execute(conn)?)
 }

@@ -1,5 +1,6 @@
 //! The per-run prompt queue: enqueue, claim the next loop, finish it.
 
+use crate::db::backend::per_backend;
 use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
@@ -36,10 +37,12 @@ pub fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<LoopRow, D
             config: enqueue.config.to_string(),
             requested_by: enqueue.requested_by.clone(),
         };
-        Ok(diesel::insert_into(loops::table)
-            .values(&form)
-            .returning(LoopRow::as_returning())
-            .get_result(conn)?)
+        Ok(per_backend!(conn, |conn| diesel::insert_into(
+            loops::table
+        )
+        .values(&form)
+        .returning(LoopRow::as_returning())
+        .get_result(conn))?)
     })
 }
 

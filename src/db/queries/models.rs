@@ -1,7 +1,10 @@
 //! The model catalogue: aliases mapped to provider model ids.
 
+use crate::db::backend::per_backend;
+use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
+use diesel::sql_types::{Integer, Nullable, Text};
 
 use crate::db::models::{ModelInsertForm, ModelRow};
 use crate::db::schema::models;
@@ -33,13 +36,17 @@ pub fn find_model(conn: &mut Conn, alias: &str) -> Result<Option<ModelRow>, DbEr
 /// Inserts the model or updates the one with the same alias; a `None` context length keeps
 /// the stored one.
 pub fn upsert_model(conn: &mut Conn, form: &ModelInsertForm) -> Result<ModelRow, DbError> {
-    Ok(diesel::insert_into(models::table)
-        .values(form)
-        .on_conflict(models::alias)
-        .do_update()
-        .set(form)
-        .returning(ModelRow::as_returning())
-        .get_result(conn)?)
+    Ok(statement(
+        "INSERT INTO models (alias, actual, context_length) VALUES (?, ?, ?)
+         ON CONFLICT (alias) DO UPDATE SET
+             actual = excluded.actual,
+             context_length = COALESCE(excluded.context_length, models.context_length)
+         RETURNING *",
+    )
+    .bind::<Text, _>(&form.alias)
+    .bind::<Text, _>(&form.actual)
+    .bind::<Nullable<Integer>, _>(form.context_length)
+    .get_result(conn)?)
 }
 
 /// Removes the model; `false` when there was none.
@@ -54,12 +61,14 @@ pub fn set_context_length(
     alias: &str,
     context_length: i32,
 ) -> Result<ModelRow, DbError> {
-    diesel::update(models::table.filter(models::alias.eq(alias)))
-        .set(models::context_length.eq(context_length))
-        .returning(ModelRow::as_returning())
-        .get_result(conn)
-        .optional()?
-        .ok_or_else(|| DbError::NotFound(format!("model {alias}")))
+    per_backend!(conn, |conn| diesel::update(
+        models::table.filter(models::alias.eq(alias))
+    )
+    .set(models::context_length.eq(context_length))
+    .returning(ModelRow::as_returning())
+    .get_result(conn))
+    .optional()?
+    .ok_or_else(|| DbError::NotFound(format!("model {alias}")))
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Projects: a name and the root it was first opened with, on `init`.
 
+use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
+use diesel::sql_types::{Nullable, Text};
 
 use crate::db::ids::ProjectId;
 use crate::db::models::{ProjectInsertForm, ProjectRow};
@@ -11,13 +13,17 @@ use crate::db::DbError;
 /// Inserts the project, or updates the one with the same name; a `None` root or config
 /// path keeps the stored value.
 pub fn upsert_project(conn: &mut Conn, form: &ProjectInsertForm) -> Result<ProjectRow, DbError> {
-    Ok(diesel::insert_into(projects::table)
-        .values(form)
-        .on_conflict(projects::name)
-        .do_update()
-        .set(form)
-        .returning(ProjectRow::as_returning())
-        .get_result(conn)?)
+    Ok(statement(
+        "INSERT INTO projects (name, project_root, config_path) VALUES (?, ?, ?)
+         ON CONFLICT (name) DO UPDATE SET
+             project_root = COALESCE(excluded.project_root, projects.project_root),
+             config_path = COALESCE(excluded.config_path, projects.config_path)
+         RETURNING *",
+    )
+    .bind::<Text, _>(&form.name)
+    .bind::<Nullable<Text>, _>(&form.project_root)
+    .bind::<Nullable<Text>, _>(&form.config_path)
+    .get_result(conn)?)
 }
 
 /// What [`open_project`] found.

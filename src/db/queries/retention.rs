@@ -1,6 +1,7 @@
 //! The start-up purge: finished runs older than `RUMMY_RETENTION_DAYS`. (The RPC log has
 //! bounds of its own: [`rpc_log::prune`](super::rpc_log::prune).)
 
+use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::Integer;
@@ -14,15 +15,16 @@ pub fn purge_older_than(conn: &mut Conn, days: u32) -> Result<usize, DbError> {
         return Ok(0);
     }
     let days = i32::try_from(days).unwrap_or(i32::MAX);
-    Ok(diesel::sql_query(
+    Ok(statement(
         "DELETE FROM runs
          WHERE status IN (200, 413, 499, 500)
-           AND created_at < datetime('now', '-' || ?1 || ' days')
+           AND created_at < datetime('now', '-' || ? || ' days')
            AND NOT EXISTS (
                SELECT 1 FROM loops
                WHERE loops.run_id = runs.id
-                 AND loops.created_at >= datetime('now', '-' || ?1 || ' days'))",
+                 AND loops.created_at >= datetime('now', '-' || ? || ' days'))",
     )
+    .bind::<Integer, _>(days)
     .bind::<Integer, _>(days)
     .execute(conn)?)
 }
@@ -38,13 +40,13 @@ mod tests {
         let conn = &mut db.conn;
         let old = sample_run(conn);
         let recent = sample_run(conn);
-        diesel::sql_query(
-            "UPDATE runs SET status = 102, created_at = datetime('now', '-40 days') WHERE id = ?1",
+        statement(
+            "UPDATE runs SET status = 102, created_at = datetime('now', '-40 days') WHERE id = ?",
         )
         .bind::<diesel::sql_types::BigInt, _>(old.id)
         .execute(conn)
         .unwrap();
-        diesel::sql_query("UPDATE runs SET status = 200 WHERE id = ?1")
+        statement("UPDATE runs SET status = 200 WHERE id = ?")
             .bind::<diesel::sql_types::BigInt, _>(old.id)
             .execute(conn)
             .unwrap();

@@ -1,6 +1,7 @@
 //! The RPC audit log: one row per call, and the pruning that keeps it within its bounds
 //! while the server runs.
 
+use crate::db::backend::per_backend;
 use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer};
@@ -21,9 +22,11 @@ pub struct RpcLogBounds {
 
 /// Records a batch of calls in one statement.
 pub fn insert_rpc_logs(conn: &mut Conn, forms: &[RpcLogInsertForm]) -> Result<usize, DbError> {
-    Ok(diesel::insert_into(rpc_log::table)
-        .values(forms)
-        .execute(conn)?)
+    Ok(per_backend!(conn, |conn| diesel::insert_into(
+        rpc_log::table
+    )
+    .values(forms)
+    .execute(conn))?)
 }
 
 /// Deletes the rows older than `max_days` days, then every row but those with the newest
@@ -83,8 +86,8 @@ mod tests {
     /// Rows `method` written `days` days ago.
     fn written_days_ago(conn: &mut Conn, method: &str, days: i32) {
         insert_rpc_logs(conn, &[call(method)]).unwrap();
-        diesel::sql_query(
-            "UPDATE rpc_log SET created_at = datetime('now', '-' || ?1 || ' days')
+        statement(
+            "UPDATE rpc_log SET created_at = datetime('now', '-' || ? || ' days')
              WHERE id = (SELECT max(id) FROM rpc_log)",
         )
         .bind::<Integer, _>(days)

@@ -1,8 +1,10 @@
 //! Runs: creation with a unique alias, lookup, rename, settings, the status state machine,
 //! the turn counter, forking and recovery after a restart.
 
+use crate::db::backend::per_backend;
 use crate::db::Conn;
 use diesel::prelude::*;
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::sql_types::{BigInt, Integer};
 
 use crate::db::connection::write_transaction;
@@ -46,14 +48,17 @@ fn insert_with_unique_alias(
             1 => format!("{model}_{now_ms}"),
             n => format!("{model}_{now_ms}_{n}"),
         };
-        let inserted = diesel::insert_into(runs::table)
-            .values(&form)
-            .on_conflict_do_nothing()
-            .returning(RunRow::as_returning())
-            .get_result(conn)
-            .optional()?;
-        if let Some(run) = inserted {
-            return Ok(run);
+        // In a savepoint: on PostgreSQL a failed statement spoils its whole transaction.
+        let inserted = conn.transaction(|conn| {
+            per_backend!(conn, |conn| diesel::insert_into(runs::table)
+                .values(&form)
+                .returning(RunRow::as_returning())
+                .get_result(conn))
+        });
+        match inserted {
+            Ok(run) => return Ok(run),
+            Err(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => {}
+            Err(error) => return Err(error.into()),
         }
     }
     Err(DbError::Conflict(format!(
@@ -140,16 +145,16 @@ pub fn rename_run(conn: &mut Conn, id: RunId, name: &str) -> Result<RunRow, DbEr
             "run name {name:?} must match [a-zA-Z0-9_]+"
         )));
     }
-    diesel::update(runs::table.find(id))
+    per_backend!(conn, |conn| diesel::update(runs::table.find(id))
         .set(runs::alias.eq(name))
         .returning(RunRow::as_returning())
-        .get_result(conn)
-        .optional()
-        .map_err(|error| match DbError::from(error) {
-            DbError::Conflict(_) => DbError::Conflict(format!("run name {name} is already taken")),
-            other => other,
-        })?
-        .ok_or_else(|| DbError::NotFound(format!("run {id}")))
+        .get_result(conn))
+    .optional()
+    .map_err(|error| match DbError::from(error) {
+        DbError::Conflict(_) => DbError::Conflict(format!("run name {name} is already taken")),
+        other => other,
+    })?
+    .ok_or_else(|| DbError::NotFound(format!("run {id}")))
 }
 
 /// Changes the fields given in `form` (temperature 0–2, context limit ≥ 1024).
@@ -165,21 +170,25 @@ pub fn update_run_config(
     if nothing_to_change {
         return get_run(conn, id)?.ok_or_else(|| DbError::NotFound(format!("run {id}")));
     }
-    diesel::update(runs::table.find(id))
+    per_backend!(conn, |conn| diesel::update(runs::table.find(id))
         .set(form)
         .returning(RunRow::as_returning())
-        .get_result(conn)
-        .optional()?
-        .ok_or_else(|| DbError::NotFound(format!("run {id}")))
+        .get_result(conn))
+    .optional()?
+    .ok_or_else(|| DbError::NotFound(format!("run {id}")))
 }
 
 /// Moves a run to `status`. The migration's trigger is the state machine; an illegal move
 /// is [`DbError::Invalid`] and changes nothing. Setting the current status is a no-op.
 pub fn set_run_status(conn: &mut Conn, id: RunId, status: RunStatus) -> Result<(), DbError> {
-    let updated = statement("UPDATE runs SET status = ? WHERE id = ?")
-        .bind::<Integer, _>(status)
-        .bind::<BigInt, _>(id)
-        .execute(conn);
+    // In a savepoint: on PostgreSQL a refused statement spoils its whole transaction, and
+    // the run is read again below.
+    let updated = conn.transaction(|conn| {
+        statement("UPDATE runs SET status = ? WHERE id = ?")
+            .bind::<Integer, _>(status)
+            .bind::<BigInt, _>(id)
+            .execute(conn)
+    });
     match updated.map_err(DbError::from) {
         Ok(0) => Err(DbError::NotFound(format!("run {id}"))),
         Ok(_) => Ok(()),

@@ -1,30 +1,31 @@
 //! The scheme registry.
 
+use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
-use diesel::upsert::excluded;
+use diesel::sql_types::{Bool, Text};
 
 use crate::db::models::SchemeRow;
-use crate::db::schema::schemes;
 use crate::db::DbError;
 
 /// Registers a scheme, or changes the visibility and category of a registered one.
 pub fn register_scheme(conn: &mut Conn, scheme: &SchemeRow) -> Result<(), DbError> {
-    diesel::insert_into(schemes::table)
-        .values(scheme)
-        .on_conflict(schemes::name)
-        .do_update()
-        .set((
-            schemes::model_visible.eq(excluded(schemes::model_visible)),
-            schemes::category.eq(excluded(schemes::category)),
-        ))
-        .execute(conn)?;
+    statement(
+        "INSERT INTO schemes (name, model_visible, category) VALUES (?, ?, ?)
+         ON CONFLICT (name) DO UPDATE SET
+             model_visible = excluded.model_visible, category = excluded.category",
+    )
+    .bind::<Text, _>(&scheme.name)
+    .bind::<Bool, _>(scheme.model_visible)
+    .bind::<Text, _>(scheme.category)
+    .execute(conn)?;
     Ok(())
 }
 
 #[cfg(test)]
 /// Every registered scheme, by name.
 pub fn list_schemes(conn: &mut Conn) -> Result<Vec<SchemeRow>, DbError> {
+    use crate::db::schema::schemes;
     Ok(schemes::table
         .order(schemes::name)
         .select(SchemeRow::as_select())

@@ -27,7 +27,7 @@ pub fn promote(conn: &mut Conn, rows: &[EntryRow], turn: i32) -> Result<(), DbEr
             .set((
                 known_entries::fidelity.eq(Fidelity::Full),
                 known_entries::turn.eq(turn),
-                known_entries::updated_at.eq(sql::<Text>("CURRENT_TIMESTAMP")),
+                known_entries::updated_at.eq(sql::<Text>("datetime('now')")),
             ))
             .execute(conn)?;
     }
@@ -40,7 +40,7 @@ pub fn set_fidelity(conn: &mut Conn, rows: &[EntryRow], fidelity: Fidelity) -> R
         diesel::update(known_entries::table.filter(known_entries::id.eq_any(chunk)))
             .set((
                 known_entries::fidelity.eq(fidelity),
-                known_entries::updated_at.eq(sql::<Text>("CURRENT_TIMESTAMP")),
+                known_entries::updated_at.eq(sql::<Text>("datetime('now')")),
             ))
             .execute(conn)?;
     }

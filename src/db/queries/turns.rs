@@ -1,5 +1,6 @@
 //! Turns: one row per LLM call, with usage written back after the call.
 
+use crate::db::backend::per_backend;
 use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
@@ -12,10 +13,12 @@ use crate::db::DbError;
 
 /// Records the start of a turn.
 pub fn insert_turn(conn: &mut Conn, form: &TurnInsertForm) -> Result<TurnRow, DbError> {
-    Ok(diesel::insert_into(turns::table)
-        .values(form)
-        .returning(TurnRow::as_returning())
-        .get_result(conn)?)
+    Ok(per_backend!(conn, |conn| diesel::insert_into(
+        turns::table
+    )
+    .values(form)
+    .returning(TurnRow::as_returning())
+    .get_result(conn))?)
 }
 
 /// Writes a turn's usage after the LLM call.
@@ -64,7 +67,7 @@ pub fn run_usage(conn: &mut Conn, run_id: RunId) -> Result<RunUsage, DbError> {
                 COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
                 COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens,
                 COALESCE(SUM(total_tokens), 0) AS total_tokens,
-                CAST(COALESCE(SUM(cost), 0) AS REAL) AS cost,
+                CAST(COALESCE(SUM(cost), 0) AS DOUBLE PRECISION) AS cost,
                 COUNT(*) AS turns
          FROM turns WHERE run_id = ?",
     )

@@ -30,8 +30,8 @@ fn compiled(pattern: &str) -> Result<Rc<Pattern>, HedbergError> {
     Ok(fresh)
 }
 
-/// `hedmatch(pattern, subject)`: see [`Pattern::is_match`]. (A NULL subject never matches;
-/// the SQL wrapper decides that before calling.) Fails once the thread's budget is spent.
+/// `hedmatch(pattern, subject)`: see [`Pattern::is_match`]. Fails once the thread's budget
+/// is spent.
 pub fn pattern_match(pattern: &str, subject: &str) -> Result<bool, HedbergError> {
     let matched = compiled(pattern)?.is_match(subject);
     within_budget(matched)

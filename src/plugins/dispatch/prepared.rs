@@ -1,9 +1,9 @@
 //! The work a reply's commands need, done beside the writer before the unit of work that
-//! runs them: body searches (looked up by `hedsearch`), `<set>` edits (looked up by the
-//! set tool), and the [`Answers`] from outside the store (the web's, looked up by `search`
-//! and `get`; MCP servers', by their tools). Whatever is not prepared (a failure, a spent
-//! budget, a body changed by an earlier command) the writer computes under its own small
-//! budget.
+//! runs them: body searches (looked up by `db::functions::body_search`), `<set>` edits
+//! (looked up by the set tool), and the [`Answers`] from outside the store (the web's,
+//! looked up by `search` and `get`; MCP servers', by their tools). Whatever is not prepared
+//! (a failure, a spent budget, a body changed by an earlier command) the writer computes
+//! under its own small budget.
 
 use crate::db::Conn;
 

@@ -29,11 +29,17 @@ pub(crate) struct TestRun {
     pub plugins: Plugins,
     pub policy: ToolPolicy,
     pub turn: i32,
+    _database: Option<crate::db::testing::ScratchDatabase>,
 }
 
 impl TestRun {
     pub fn new() -> TestRun {
-        let TestDb { dir, mut conn, .. } = TestDb::new();
+        let TestDb {
+            dir,
+            mut conn,
+            database,
+            ..
+        } = TestDb::new();
         let root = tempfile::tempdir().unwrap();
         let run = project_with_run(&mut conn, Some(root.path().display().to_string())).unwrap();
         let settings = ToolSettings {
@@ -43,6 +49,7 @@ impl TestRun {
         };
         TestRun {
             _dir: dir,
+            _database: database,
             root,
             conn,
             run_id: run.id,
