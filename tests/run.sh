@@ -11,8 +11,7 @@
 # throwaway cluster it installs (apt-get, as root, when missing), initdb's in a temporary
 # directory and starts on a free loopback port (tests/pg/cluster.sh), each test in a
 # database of its own. It stops the LLM and the cluster again, removes the cluster, and
-# exits with the first failing status of the runs. The build links libpq (installed with
-# apt-get as libpq-dev when missing).
+# exits with the first failing status of the runs.
 #
 # When nginx, the LLM or PostgreSQL cannot be installed or started (no network, not root,
 # no python3), this says so loudly and runs every other test; the tests that need it do not
@@ -159,13 +158,6 @@ start_llm() {
   export RUMMY_TEST_LLM_CONTEXT=$LLM_CONTEXT
 }
 
-# The PostgreSQL client library the build links (Debian's libpq-dev).
-ensure_libpq() {
-  { command -v pg_config >/dev/null 2>&1 && [ -e "$(pg_config --libdir)/libpq.so" ]; } && return 0
-  ls /usr/lib/*/libpq.so /usr/lib/libpq.so >/dev/null 2>&1 && return 0
-  as_root && apt_install libpq-dev
-}
-
 # The PostgreSQL server of the second run; the first run is SQLite's whatever is set.
 pg_url=${RUMMY_TEST_DATABASE_URL:-}
 unset RUMMY_TEST_DATABASE_URL
@@ -186,10 +178,6 @@ start_postgres() {
   export RUMMY_TEST_DATABASE_URL=$url
 }
 
-if ! ensure_libpq; then
-  shout "libpq (libpq-dev) is missing and cannot be installed: the build will fail." \
-    "Install libpq-dev."
-fi
 if ! ensure_nginx; then
   shout "$nginx_problem" "$NGINX_CONSEQUENCE"
 fi
