@@ -12,6 +12,7 @@ use actix_web::web;
 
 use crate::access::Access;
 use crate::agent::admission::LoopAdmission;
+use crate::agent::delegation::Delegations;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
@@ -84,7 +85,12 @@ pub async fn start_with(
     std::fs::create_dir_all(settings.storage.home.join("skills"))?;
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
     let mcp = McpServers::start(mcp::config::load(&settings.storage.home)?);
-    let plugins = register(bundled_plugins(&settings).plugin(mcp.plugin()));
+    let delegations = Delegations::default();
+    let plugins = register(
+        bundled_plugins(&settings)
+            .plugin(mcp.plugin())
+            .plugin(delegations.plugin()),
+    );
     for name in plugins.unknown_disabled() {
         tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
     }
@@ -110,6 +116,7 @@ pub async fn start_with(
         llm: LlmProviders::start(provider_settings(&settings))?,
         plugins: Arc::new(plugins),
         mcp,
+        delegations,
         budget: BudgetActor::default().start(),
         projects: ProjectRegistry::default(),
         metrics: Arc::new(Metrics::default()),

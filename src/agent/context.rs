@@ -5,6 +5,7 @@ use std::sync::Arc;
 use actix::Addr;
 
 use crate::agent::admission::LoopAdmission;
+use crate::agent::delegation::Delegations;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
 use crate::config::Settings;
@@ -37,6 +38,8 @@ pub struct AgentContext {
     pub llm: LlmProviders,
     /// The MCP servers (their tools are among the plugins).
     pub mcp: McpServers,
+    /// The sub-agents of `<delegate>` (its tool is among the plugins).
+    pub delegations: Delegations,
     /// The plugins: tools (handlers, views, docs), the sections of the packet, observers,
     /// filters and RPC methods.
     pub plugins: Arc<Plugins>,

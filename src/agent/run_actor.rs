@@ -71,6 +71,8 @@ pub struct RunActor {
     run: RunId,
     agent: AgentContext,
     current: Arc<Mutex<Option<CurrentLoop>>>,
+    /// Cancels every loop this actor runs (a sub-agent's, with its parent's loop).
+    parent: Option<CancellationToken>,
     handled: u64,
     draining: bool,
     wake_again: bool,
@@ -78,12 +80,19 @@ pub struct RunActor {
 }
 
 impl RunActor {
-    /// An actor for `run`, sharing its current loop with the registry.
-    pub fn new(run: RunId, agent: AgentContext, current: Arc<Mutex<Option<CurrentLoop>>>) -> Self {
+    /// An actor for `run`, sharing its current loop with the registry; its loops are
+    /// cancelled with `parent` when there is one.
+    pub fn new(
+        run: RunId,
+        agent: AgentContext,
+        current: Arc<Mutex<Option<CurrentLoop>>>,
+        parent: Option<CancellationToken>,
+    ) -> Self {
         RunActor {
             run,
             agent,
             current,
+            parent,
             handled: 0,
             draining: false,
             wake_again: false,
@@ -106,9 +115,10 @@ impl RunActor {
         let run = self.run;
         let agent = self.agent.clone();
         let current = Arc::clone(&self.current);
+        let parent = self.parent.clone();
         let me = ctx.address();
         ctx.spawn(actix::fut::wrap_future(async move {
-            drain(run, agent, current, me.clone()).await;
+            drain(run, agent, current, parent, me.clone()).await;
             me.do_send(DrainEnded);
         }));
     }
@@ -188,6 +198,7 @@ async fn drain(
     run: RunId,
     agent: AgentContext,
     current: Arc<Mutex<Option<CurrentLoop>>>,
+    parent: Option<CancellationToken>,
     me: Addr<RunActor>,
 ) {
     loop {
@@ -203,7 +214,9 @@ async fn drain(
                 return;
             }
         };
-        let cancel = CancellationToken::new();
+        let cancel = parent
+            .as_ref()
+            .map_or_else(CancellationToken::new, CancellationToken::child_token);
         let (stored, stored_watch) = watch::channel(false);
         set_current(
             &current,

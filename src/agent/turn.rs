@@ -8,6 +8,7 @@ use std::time::Instant;
 use serde_json::json;
 use tracing::Instrument;
 
+use crate::agent::delegation::ParentTurn;
 use crate::agent::error::LoopError;
 use crate::agent::state;
 use crate::agent::AgentContext;
@@ -120,6 +121,7 @@ async fn execute_numbered_turn(
     let lp = input.loop_row;
     let policy = ToolPolicy {
         mcp_servers: agent.mcp.enabled_for(input.project_name),
+        subagents: input.config.delegation_depth < agent.settings.agent.subagent_max_depth,
         ..input
             .config
             .policy(lp.mode, agent.settings.search_available())
@@ -252,6 +254,17 @@ async fn execute_numbered_turn(
     let _performed = agent
         .mcp
         .perform(run_id, turn, &policy, &parsed.commands, cancel)
+        .await;
+    // So are the sub-agents' runs, whose summaries their handler records.
+    let parent = ParentTurn {
+        loop_row: lp,
+        config: input.config,
+        turn,
+        policy: &policy,
+    };
+    let _delegated = agent
+        .delegations
+        .perform(agent, parent, &parsed.commands, cancel)
         .await;
     // An aborted run drops the searches (their budget is cancelled with them) and the web
     // requests, and ends.

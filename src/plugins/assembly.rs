@@ -37,6 +37,7 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::Plugins;
 
 pub use instructions::{Instructions, ToolDocs};
+pub(crate) use text::fill;
 pub use knowns::Knowns;
 pub use performed::Performed;
 pub use previous::Previous;

@@ -1,0 +1,219 @@
+//! One child: made with the entries its parent passes, its loop queued under the parent's
+//! cancel token, and what it came to read back as a [`Report`].
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::delegation::{ParentTurn, Report, Task};
+use crate::agent::loop_config::LoopConfig;
+use crate::agent::outcome::LoopOutcome;
+use crate::agent::AgentContext;
+use crate::db::enums::{EntryStatus, Fidelity, LoopMode, LoopPriority, RunStatus};
+use crate::db::ids::RunId;
+use crate::db::models::entry::{EntryRow, EntryUpsertForm};
+use crate::db::models::run::{LoopEnqueue, RunRow};
+use crate::db::queries::{entries, runs};
+use crate::db::DbError;
+use crate::plugins::assembly::fill;
+use crate::plugins::events::Event;
+
+const NO_SUMMARY: &str = include_str!("../../plugins/text/delegate/no_summary.md");
+const FAILED: &str = include_str!("../../plugins/text/delegate/failed.md");
+const TOO_LARGE: &str = include_str!("../../plugins/text/delegate/too_large.md");
+const PROPOSED: &str = include_str!("../../plugins/text/delegate/proposed.md");
+const ABORTED: &str = include_str!("../../plugins/text/delegate/aborted.md");
+const MISSING: &str = include_str!("../../plugins/text/delegate/missing.md");
+
+/// Runs `task` as a child of `parent` to its end and reports it; never fails (whatever
+/// goes wrong is the report's status and text).
+pub async fn run(
+    agent: &AgentContext,
+    parent: &ParentTurn<'_>,
+    task: &Task,
+    cancel: &CancellationToken,
+) -> Report {
+    match run_child(agent, parent, task, cancel).await {
+        Ok(report) => report,
+        Err(error) => {
+            tracing::warn!(%error, "sub-agent not run");
+            Report {
+                status: EntryStatus::Failed,
+                body: fill(FAILED, &[("run", "(none)"), ("error", &error.to_string())]),
+                child: None,
+            }
+        }
+    }
+}
+
+async fn run_child(
+    agent: &AgentContext,
+    parent: &ParentTurn<'_>,
+    task: &Task,
+    cancel: &CancellationToken,
+) -> Result<Report, DbError> {
+    let parent_run = parent.loop_row.run_id;
+    let paths = task.context.clone();
+    let made = agent
+        .db
+        .call(move |conn| {
+            let parent = runs::get_run(conn, parent_run)?
+                .ok_or_else(|| DbError::NotFound(format!("run {parent_run}")))?;
+            let mut passed = Vec::new();
+            let mut missing = Vec::new();
+            for path in paths {
+                match entries::get_entry(conn, parent_run, &path)? {
+                    Some(row) => passed.push(row),
+                    None => missing.push(path),
+                }
+            }
+            if !missing.is_empty() {
+                return Ok(Err(missing));
+            }
+            let child = runs::create_delegated_run(conn, &parent, runs::now_ms())?;
+            for row in passed {
+                entries::write_entry(conn, &passed_entry(child.id, row))?;
+            }
+            Ok(Ok((parent, child)))
+        })
+        .await?;
+    let (parent_row, child) = match made {
+        Ok(made) => made,
+        Err(missing) => {
+            return Ok(Report {
+                status: EntryStatus::NotFound,
+                body: fill(MISSING, &[("paths", &missing.join(", "))]),
+                child: None,
+            })
+        }
+    };
+    agent.plugins.emit(Event::RunCreated {
+        run: child.id,
+        alias: &child.alias,
+        project: child.project_id,
+        forked_from: None,
+    });
+    let limit = agent.settings.agent.subagent_max_turns.max(1);
+    let turns = task.turns.map_or(limit, |turns| turns.clamp(1, limit));
+    let enqueue = LoopEnqueue {
+        run_id: child.id,
+        mode: LoopMode::Ask,
+        model: parent.loop_row.model.clone().or(parent_row.model),
+        prompt: task.text.clone(),
+        priority: LoopPriority::Normal,
+        config: child_config(parent.config, turns).to_json(),
+        requested_by: parent.loop_row.requested_by.clone(),
+    };
+    let outcome = agent.runs.enqueue_under(agent, enqueue, cancel).await?;
+    // An actor that stops before the loop ends (the server stopping) fails it.
+    let outcome = outcome
+        .await
+        .unwrap_or(LoopOutcome::Ended(RunStatus::Failed));
+    let child_id = child.id;
+    let (summary, error, taken) = agent
+        .db
+        .read(move |conn| {
+            let run = runs::get_run(conn, child_id)?;
+            Ok((
+                entries::latest_entry_of_scheme(conn, child_id, "summarize")?,
+                entries::latest_entry_of_scheme(conn, child_id, "error")?,
+                run.map_or(0, |run: RunRow| run.next_turn - 1),
+            ))
+        })
+        .await?;
+    let alias = child.alias;
+    let (status, body) = match outcome {
+        LoopOutcome::Ended(RunStatus::Completed) => match summary {
+            Some(summary) => (EntryStatus::Ok, summary.body),
+            None => (
+                EntryStatus::Failed,
+                fill(
+                    NO_SUMMARY,
+                    &[
+                        ("run", &alias),
+                        ("turns", &taken.to_string()),
+                        ("limit", &turns.to_string()),
+                    ],
+                ),
+            ),
+        },
+        LoopOutcome::Ended(RunStatus::Aborted) => {
+            (EntryStatus::Failed, fill(ABORTED, &[("run", &alias)]))
+        }
+        LoopOutcome::Ended(_) | LoopOutcome::Panicked { .. } => {
+            let error = error.map(|row| row.body).unwrap_or_default();
+            (
+                EntryStatus::Failed,
+                fill(FAILED, &[("run", &alias), ("error", &error)]),
+            )
+        }
+        LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => (
+            EntryStatus::TooLarge,
+            fill(TOO_LARGE, &[("run", &alias), ("error", &error)]),
+        ),
+        LoopOutcome::Proposed { .. } => (EntryStatus::Failed, fill(PROPOSED, &[("run", &alias)])),
+    };
+    Ok(Report {
+        status,
+        body,
+        child: Some(alias),
+    })
+}
+
+/// The child's loop flags: it asks (no file changes), without the repository scan,
+/// questions or proposals, within `turns`, one level deeper than its parent; the parent's
+/// `noWeb` and temperature carry over.
+fn child_config(parent: &LoopConfig, turns: u32) -> LoopConfig {
+    LoopConfig {
+        no_repo: true,
+        no_interaction: true,
+        no_web: parent.no_web,
+        no_proposals: true,
+        temperature: parent.temperature,
+        panic_attempted: false,
+        max_turns: Some(turns),
+        delegation_depth: parent.delegation_depth + 1,
+    }
+}
+
+/// A parent's entry as the child gets it: the same path, body and attributes, at full
+/// fidelity, from before the child's first turn.
+fn passed_entry(child: RunId, row: EntryRow) -> EntryUpsertForm {
+    let attributes = serde_json::from_str::<Value>(&row.attributes)
+        .ok()
+        .filter(Value::is_object);
+    EntryUpsertForm {
+        fidelity: Some(Fidelity::Full),
+        hash: row.hash,
+        attributes,
+        ..EntryUpsertForm::new(child, None, 0, row.path, row.body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_asks_one_level_deeper_without_scan_questions_or_proposals() {
+        let parent = LoopConfig {
+            no_web: true,
+            temperature: Some(0.5),
+            delegation_depth: 1,
+            ..LoopConfig::default()
+        };
+        let child = child_config(&parent, 3);
+        assert_eq!(
+            child,
+            LoopConfig {
+                no_repo: true,
+                no_interaction: true,
+                no_web: true,
+                no_proposals: true,
+                temperature: Some(0.5),
+                panic_attempted: false,
+                max_turns: Some(3),
+                delegation_depth: 2,
+            }
+        );
+    }
+}
