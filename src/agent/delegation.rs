@@ -32,8 +32,8 @@ use crate::db::models::run::LoopRow;
 use crate::parser::Command;
 use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::ToolPolicy;
-use outcomes::{Outcomes, TaskKey};
 pub use outcomes::{Delegated, Report};
+use outcomes::{Outcomes, TaskKey};
 use tool::{DelegateTool, Task};
 
 /// The sub-agents' shared state: the outcomes of the children that ran, until their

@@ -74,8 +74,7 @@ impl RunRegistry {
             let entry = entries.entry(run).or_insert_with(|| {
                 let submitted = Arc::new(AtomicU64::new(0));
                 let current = Arc::new(Mutex::new(None));
-                let actor =
-                    RunActor::new(run, agent.clone(), Arc::clone(&current), parent).start();
+                let actor = RunActor::new(run, agent.clone(), Arc::clone(&current), parent).start();
                 Entry {
                     actor,
                     submitted,

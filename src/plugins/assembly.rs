@@ -37,12 +37,12 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::Plugins;
 
 pub use instructions::{Instructions, ToolDocs};
-pub(crate) use text::fill;
 pub use knowns::Knowns;
 pub use performed::Performed;
 pub use previous::Previous;
 pub use progress::{BudgetFigures, Progress};
 pub use prompt::PromptTag;
+pub(crate) use text::fill;
 pub use unknowns::Unknowns;
 
 /// What the caller knows about the turn being assembled.

@@ -48,8 +48,7 @@ impl Skill {
                 .map(|value| value.trim().to_owned())
                 .filter(|value| !value.is_empty())
         };
-        let description =
-            present(front.description).unwrap_or_else(|| derived_description(&body));
+        let description = present(front.description).unwrap_or_else(|| derived_description(&body));
         Skill {
             title: present(front.name).unwrap_or_else(|| file_name.to_owned()),
             description,
@@ -111,14 +110,21 @@ mod tests {
         assert_eq!(skill.when_to_use, None);
         assert_eq!(skill.body, text);
         assert_eq!(skill.summary(), "Prefer iterators");
-        assert_eq!(Skill::parse("x", "ab").body, "ab", "a text shorter than ---");
+        assert_eq!(
+            Skill::parse("x", "ab").body,
+            "ab",
+            "a text shorter than ---"
+        );
     }
 
     #[test]
     fn front_matter_that_does_not_read_is_kept_as_text() {
         let text = "---\nname: [unclosed\n---\nBody.";
         let skill = Skill::parse("broken", text);
-        assert_eq!((skill.title.as_str(), skill.body.as_str()), ("broken", text));
+        assert_eq!(
+            (skill.title.as_str(), skill.body.as_str()),
+            ("broken", text)
+        );
     }
 
     #[test]

@@ -92,8 +92,7 @@ async fn run_child(
         project: child.project_id,
         forked_from: None,
     });
-    let limit = agent.settings.agent.subagent_max_turns.max(1);
-    let turns = task.turns.map_or(limit, |turns| turns.clamp(1, limit));
+    let turns = agent.settings.agent.subagent_max_turns.max(1);
     let enqueue = LoopEnqueue {
         run_id: child.id,
         mode: LoopMode::Ask,

@@ -99,7 +99,6 @@ mod tests {
             task: Task {
                 text: "look".into(),
                 context: Vec::new(),
-                turns: None,
             },
         }
     }

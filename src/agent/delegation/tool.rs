@@ -1,6 +1,7 @@
-//! `<delegate context="…" turns="N">sub-task</delegate>`: the result entry
+//! `<delegate path="…">sub-task</delegate>`: the result entry
 //! `delegate://turn_N/<sub-task>` holds the child's summary (200) or why it failed
-//! (attributes `run`, the child's alias, and `context`). Offered to loops whose run may
+//! (attributes `run`, the child's alias, and `context`, the paths passed). The paths are
+//! the `path` attribute because the parser heals any first unknown attribute into `path`. Offered to loops whose run may
 //! still delegate (`ToolPolicy::subagents`), never in panic mode; the child itself ran
 //! before the reply's unit of work ([`crate::agent::delegation`]).
 
@@ -25,16 +26,14 @@ const NAME: &str = "delegate";
 
 const DOC: &str = include_str!("../../plugins/text/tools/delegate.md");
 
-/// One `<delegate>`: the sub-task, the paths passed with it, the turns asked for.
+/// One `<delegate>`: the sub-task and the paths passed with it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Task {
     /// The sub-task, trimmed: the child loop's prompt.
     pub text: String,
-    /// The parent's entries passed to the child (the `context` attribute: paths separated
-    /// by spaces or commas).
+    /// The parent's entries passed to the child (the `path` attribute: paths separated by
+    /// spaces or commas).
     pub context: Vec<String>,
-    /// The turn limit asked for (capped by `RUMMY_SUBAGENT_MAX_TURNS`).
-    pub turns: Option<u32>,
 }
 
 impl Task {
@@ -45,20 +44,22 @@ impl Task {
         };
         (name == NAME).then(|| {
             let text_of = |wanted: &str| {
-                content.attributes.iter().find_map(|(name, value)| match value {
-                    AttrValue::Text(text) if name == wanted => Some(text.as_str()),
-                    _ => None,
-                })
+                content
+                    .attributes
+                    .iter()
+                    .find_map(|(name, value)| match value {
+                        AttrValue::Text(text) if name == wanted => Some(text.as_str()),
+                        _ => None,
+                    })
             };
             Task {
                 text: content.body.trim().to_owned(),
-                context: text_of("context")
+                context: text_of("path")
                     .unwrap_or_default()
                     .split(|c: char| c == ',' || c.is_whitespace())
                     .filter(|path| !path.is_empty())
                     .map(str::to_owned)
                     .collect(),
-                turns: text_of("turns").and_then(|turns| turns.trim().parse().ok()),
             }
         })
     }
@@ -101,7 +102,7 @@ impl ToolInfo for DelegateTool {
     fn tag(&self) -> TagSpec {
         TagSpec {
             main_field: "body",
-            attributes: &["body", "context", "turns"],
+            attributes: &["body", "path"],
         }
     }
 
@@ -203,21 +204,20 @@ mod tests {
     }
 
     #[test]
-    fn a_task_takes_its_text_paths_and_turns() {
+    fn a_task_takes_its_text_and_paths() {
         let command = delegate(
             " find the bug ",
-            &[("context", "src/a.rs, known://notes  b.md"), ("turns", "3")],
+            &[("path", "src/a.rs, known://notes  b.md")],
         );
         assert_eq!(
             Task::of(&command),
             Some(Task {
                 text: "find the bug".into(),
                 context: vec!["src/a.rs".into(), "known://notes".into(), "b.md".into()],
-                turns: Some(3),
             })
         );
-        let bare = Task::of(&delegate("look", &[("turns", "many")]));
-        assert_eq!(bare.map(|task| (task.context, task.turns)), Some((vec![], None)));
+        let bare = Task::of(&delegate("look", &[]));
+        assert_eq!(bare.map(|task| task.context), Some(vec![]));
         assert_eq!(Task::of(&Command::Sh(None)), None);
     }
 

@@ -68,7 +68,10 @@ impl AssemblyFilter for Instructions {
                     message.push(Bucket::Data, skill.body.trim_end());
                 } else {
                     let summary = skill.body.trim_end();
-                    let unloaded = fill(SKILL_UNLOADED, &[("summary", summary), ("path", &skill.path)]);
+                    let unloaded = fill(
+                        SKILL_UNLOADED,
+                        &[("summary", summary), ("path", &skill.path)],
+                    );
                     message.push(Bucket::Data, &unloaded);
                 }
             }

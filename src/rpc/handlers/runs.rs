@@ -235,23 +235,23 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
         .db
         .read(move |conn| {
             Ok((
-                    turns::run_usage(conn, run_id)?,
-                    entries::entries_of_scheme(conn, run_id, "reasoning")?,
-                    entries::entries_of_scheme(conn, run_id, "content")?,
-                    entries::run_history(conn, run_id)?,
-                    entries::latest_entry_of_scheme(conn, run_id, "prompt")?,
-                    entries::latest_entry_of_scheme(conn, run_id, "summarize")?,
-                    (
-                        run_actions::loops_of_run(conn, run_id)?,
-                        run_actions::of_run(conn, run_id)?,
-                        match delegator {
-                            Some(parent) => runs::alias_of(conn, parent)?,
-                            None => None,
-                        },
-                    ),
-                ))
-            })
-            .await?;
+                turns::run_usage(conn, run_id)?,
+                entries::entries_of_scheme(conn, run_id, "reasoning")?,
+                entries::entries_of_scheme(conn, run_id, "content")?,
+                entries::run_history(conn, run_id)?,
+                entries::latest_entry_of_scheme(conn, run_id, "prompt")?,
+                entries::latest_entry_of_scheme(conn, run_id, "summarize")?,
+                (
+                    run_actions::loops_of_run(conn, run_id)?,
+                    run_actions::of_run(conn, run_id)?,
+                    match delegator {
+                        Some(parent) => runs::alias_of(conn, parent)?,
+                        None => None,
+                    },
+                ),
+            ))
+        })
+        .await?;
     let loop_config = run_loops
         .last()
         .map(|lp| LoopConfig::from_json(&lp.config))
