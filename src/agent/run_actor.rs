@@ -1,5 +1,6 @@
 //! `RunActor`: one per run with work; its mailbox is the run's loop queue. Every loop a
-//! client asks for arrives as an [`Enqueue`] (through [`RunRegistry::enqueue`]), which
+//! client asks for (or a sub-agent's, whose actor cancels its loops with the parent's)
+//! arrives as an [`Enqueue`] (through [`RunRegistry::enqueue`]), which
 //! appends it to the `loops` table, the queue's durable backing, and wakes the drain. The
 //! drain claims the pending loops one at a time (highest priority, then oldest) and executes
 //! them, so two connections never execute one run at once; the only other writer of the
