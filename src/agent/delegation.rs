@@ -34,7 +34,7 @@ use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::ToolPolicy;
 pub use outcomes::{Delegated, Report};
 use outcomes::{Outcomes, TaskKey};
-use tool::{DelegateTool, Task};
+use tool::{offered, DelegateTool, Task};
 
 /// The sub-agents' shared state: the outcomes of the children that ran, until their
 /// handlers take them. Cheap to clone.
@@ -70,7 +70,7 @@ impl Delegations {
         cancel: &CancellationToken,
     ) -> Delegated {
         let mut delegated = Delegated::new(Arc::clone(&self.outcomes));
-        if !parent.policy.subagents {
+        if !offered(parent.policy) {
             return delegated;
         }
         for task in commands.iter().filter_map(Task::of) {

@@ -119,43 +119,64 @@ async fn run_child(
             ))
         })
         .await?;
-    let alias = child.alias;
-    let (status, body) = match outcome {
-        LoopOutcome::Ended(RunStatus::Completed) => match summary {
-            Some(summary) => (EntryStatus::Ok, summary.body),
-            None => (
-                EntryStatus::Failed,
-                fill(
-                    NO_SUMMARY,
-                    &[
-                        ("run", &alias),
-                        ("turns", &taken.to_string()),
-                        ("limit", &turns.to_string()),
-                    ],
-                ),
-            ),
-        },
-        LoopOutcome::Ended(RunStatus::Aborted) => {
-            (EntryStatus::Failed, fill(ABORTED, &[("run", &alias)]))
-        }
-        LoopOutcome::Ended(_) | LoopOutcome::Panicked { .. } => {
-            let error = error.map(|row| row.body).unwrap_or_default();
-            (
-                EntryStatus::Failed,
-                fill(FAILED, &[("run", &alias), ("error", &error)]),
-            )
-        }
-        LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => (
-            EntryStatus::TooLarge,
-            fill(TOO_LARGE, &[("run", &alias), ("error", &error)]),
-        ),
-        LoopOutcome::Proposed { .. } => (EntryStatus::Failed, fill(PROPOSED, &[("run", &alias)])),
+    let end = ChildEnd {
+        alias: child.alias,
+        summary: summary.map(|row| row.body),
+        error: error.map(|row| row.body),
+        turns_taken: taken,
+        turn_limit: turns,
     };
+    let (status, body) = end.judged(outcome);
     Ok(Report {
         status,
         body,
-        child: Some(alias),
+        child: Some(end.alias),
     })
+}
+
+/// What a child left when its loop ended.
+struct ChildEnd {
+    alias: String,
+    /// Its newest `summarize://` entry's text.
+    summary: Option<String>,
+    /// Its newest `error://` entry's text.
+    error: Option<String>,
+    turns_taken: i32,
+    turn_limit: u32,
+}
+
+impl ChildEnd {
+    /// The status and text of the parent's entry for a child whose loop ended with
+    /// `outcome`: only a completed loop with a summary succeeds.
+    fn judged(&self, outcome: LoopOutcome) -> (EntryStatus, String) {
+        let run = ("run", self.alias.as_str());
+        match outcome {
+            LoopOutcome::Ended(RunStatus::Completed) => match &self.summary {
+                Some(summary) => (EntryStatus::Ok, summary.clone()),
+                None => (
+                    EntryStatus::Failed,
+                    fill(
+                        NO_SUMMARY,
+                        &[
+                            run,
+                            ("turns", &self.turns_taken.to_string()),
+                            ("limit", &self.turn_limit.to_string()),
+                        ],
+                    ),
+                ),
+            },
+            LoopOutcome::Ended(RunStatus::Aborted) => (EntryStatus::Failed, fill(ABORTED, &[run])),
+            LoopOutcome::Ended(_) | LoopOutcome::Panicked { .. } => {
+                let error = self.error.as_deref().unwrap_or_default();
+                (EntryStatus::Failed, fill(FAILED, &[run, ("error", error)]))
+            }
+            LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => (
+                EntryStatus::TooLarge,
+                fill(TOO_LARGE, &[run, ("error", &error)]),
+            ),
+            LoopOutcome::Proposed { .. } => (EntryStatus::Failed, fill(PROPOSED, &[run])),
+        }
+    }
 }
 
 /// The child's loop flags: it asks (no file changes), without the repository scan,
@@ -191,6 +212,48 @@ fn passed_entry(child: RunId, row: EntryRow) -> EntryUpsertForm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn end(summary: Option<&str>) -> ChildEnd {
+        ChildEnd {
+            alias: "fake_1".into(),
+            summary: summary.map(str::to_owned),
+            error: Some("the provider answered 500".into()),
+            turns_taken: 2,
+            turn_limit: 2,
+        }
+    }
+
+    #[test]
+    fn only_a_completed_child_with_a_summary_succeeds() {
+        let completed = LoopOutcome::Ended(RunStatus::Completed);
+        assert_eq!(
+            end(Some("found it")).judged(completed.clone()),
+            (EntryStatus::Ok, "found it".into())
+        );
+        let (status, text) = end(None).judged(completed);
+        assert_eq!(status, EntryStatus::Failed);
+        assert!(text.contains("fake_1 stopped after 2 turns without a summary (its limit is 2"));
+        let (status, text) = end(Some("x")).judged(LoopOutcome::Ended(RunStatus::Failed));
+        assert_eq!(status, EntryStatus::Failed);
+        assert!(
+            text.ends_with("fake_1 failed: the provider answered 500"),
+            "{text}"
+        );
+        let overflow = LoopOutcome::Overflow {
+            error: "the prompt does not fit.".into(),
+        };
+        let (status, text) = end(Some("x")).judged(overflow);
+        assert_eq!(status, EntryStatus::TooLarge);
+        assert!(text.contains("the prompt does not fit."), "{text}");
+        let proposed = LoopOutcome::Proposed {
+            turn: 1,
+            proposed: Vec::new(),
+            summarized: true,
+        };
+        assert_eq!(end(Some("x")).judged(proposed).0, EntryStatus::Failed);
+        let aborted = end(Some("x")).judged(LoopOutcome::Ended(RunStatus::Aborted));
+        assert!(aborted.1.contains("aborted"), "{aborted:?}");
+    }
 
     #[test]
     fn a_child_asks_one_level_deeper_without_scan_questions_or_proposals() {

@@ -65,6 +65,12 @@ impl Task {
     }
 }
 
+/// Whether a loop under `policy` may delegate: its run is not too deep, and it is no panic
+/// loop (which only frees room).
+pub fn offered(policy: &ToolPolicy) -> bool {
+    policy.subagents && policy.mode != LoopMode::Panic
+}
+
 /// The `<delegate>` tool; the reports it records are taken from `outcomes`.
 pub struct DelegateTool {
     outcomes: Arc<Outcomes>,
@@ -82,7 +88,7 @@ impl ToolInfo for DelegateTool {
     }
 
     fn availability(&self, policy: &ToolPolicy) -> Availability {
-        if policy.subagents && policy.mode != LoopMode::Panic {
+        if offered(policy) {
             Availability::Offered
         } else {
             Availability::Excluded
