@@ -1,6 +1,7 @@
 //! The known store at 10k entries of one run: upserting one entry (rewriting an existing path,
-//! and writing a new one) and a pattern query with a body search, each in the write
-//! transaction or plain read the server's handlers use.
+//! and writing a new one; and rewriting one with the change log on, as when a plugin observes
+//! `entry.changed`) and a pattern query with a body search, each in the write transaction or
+//! plain read the server's handlers use.
 
 // criterion_group! expands to an undocumented public function.
 #![allow(missing_docs)]
@@ -12,6 +13,7 @@ use diesel::connection::SimpleConnection;
 use rummy::db::Conn;
 
 use rummy::db::connection::write_transaction;
+use rummy::db::entry_changes;
 use rummy::db::enums::EntryStatus;
 use rummy::db::ids::RunId;
 use rummy::db::models::entry::{EntryUpsertForm, Selector};
@@ -100,6 +102,34 @@ fn upsert_one(criterion: &mut Criterion) {
     group.finish();
 }
 
+/// Rewriting an existing path with the writer's change log on: the temporary trigger's row,
+/// and the unit taking the log before it commits.
+fn upsert_logged(criterion: &mut Criterion) {
+    let Ok(dir) = tempfile::tempdir() else {
+        return;
+    };
+    let Some((mut conn, run)) = store(&dir) else {
+        return;
+    };
+    if entry_changes::record(&mut conn).is_err() {
+        return;
+    }
+    let mut group = criterion.benchmark_group("store_upsert_10k");
+    let mut written = 0i64;
+    group.bench_function("existing_path_change_logged", |bench| {
+        bench.iter(|| {
+            written += 1;
+            let path = format!("known://topic/e{}", (written % (ENTRIES / 4) + 1) * 4);
+            let entry = upsert(run, path, format!("rewritten {written}"));
+            write_transaction(&mut conn, |conn| {
+                entries::upsert_entry(conn, &entry)?;
+                entry_changes::take(conn)
+            })
+        });
+    });
+    group.finish();
+}
+
 fn pattern_query(criterion: &mut Criterion) {
     let Ok(dir) = tempfile::tempdir() else {
         return;
@@ -126,5 +156,5 @@ fn pattern_query(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, upsert_one, pattern_query);
+criterion_group!(benches, upsert_one, upsert_logged, pattern_query);
 criterion_main!(benches);

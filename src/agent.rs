@@ -21,6 +21,7 @@ pub mod run_loop;
 pub mod scan;
 pub mod state;
 pub mod turn;
+mod web_requests;
 
 pub use context::AgentContext;
 pub use registry::RunRegistry;

@@ -12,7 +12,7 @@ use actix_web::web;
 
 use crate::access::Access;
 use crate::agent::admission::LoopAdmission;
-use crate::agent::delegation::Delegations;
+use crate::agent::delegation::Subagents;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
@@ -24,7 +24,7 @@ use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
 use crate::mcp::{self, McpServers};
 use crate::metrics::Metrics;
-use crate::plugins::events::Event;
+use crate::plugins::events::{Event, Hook};
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
@@ -85,11 +85,10 @@ pub async fn start_with(
     std::fs::create_dir_all(settings.storage.home.join("skills"))?;
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
     let mcp = McpServers::start(mcp::config::load(&settings.storage.home)?);
-    let delegations = Delegations::default();
     let plugins = register(
         bundled_plugins(&settings)
             .plugin(mcp.plugin())
-            .plugin(delegations.plugin()),
+            .plugin(Subagents),
     );
     for name in plugins.unknown_disabled() {
         tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
@@ -116,7 +115,6 @@ pub async fn start_with(
         llm: LlmProviders::start(provider_settings(&settings))?,
         plugins: Arc::new(plugins),
         mcp,
-        delegations,
         budget: BudgetActor::default().start(),
         projects: ProjectRegistry::default(),
         metrics: Arc::new(Metrics::default()),
@@ -265,10 +263,10 @@ async fn seed_models(agent: &AgentContext) -> Result<(), DbError> {
 }
 
 /// Where the writer's committed changes to entries become `entry.changed` events; none
-/// when no plugin observes.
+/// (and no change log) when no plugin observes that hook.
 fn entry_changed(plugins: &Plugins) -> Option<EntryChangeSink> {
     let plugins = plugins.clone();
-    plugins.has_observers().then(|| {
+    plugins.observes(Hook::EntryChanged).then(|| {
         EntryChangeSink::new(move |changes| {
             for change in changes {
                 plugins.emit(Event::EntryChanged {
@@ -352,5 +350,29 @@ fn provider_settings(settings: &Settings) -> LlmOptions {
             openrouter: concurrency,
             xai: concurrency,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn no_bundled_plugin_observes_entry_changes_so_the_writer_logs_none() {
+        let home = tempfile::tempdir().unwrap();
+        let env = HashMap::from([(
+            "RUMMY_HOME".to_string(),
+            home.path().to_str().unwrap().to_string(),
+        )]);
+        let settings = Settings::load(&env, Path::new("config")).unwrap();
+        let plugins = bundled_plugins(&settings);
+        assert!(
+            plugins.observes(Hook::TurnResponse),
+            "the transcript observes"
+        );
+        assert!(entry_changed(&plugins).is_none());
     }
 }

@@ -6,7 +6,8 @@
 //! makes at once (read-only tools, or any tool of a trusted server) are made by
 //! [`McpServers::perform`] before the reply's commands are dispatched, in order, and the
 //! call of an accepted proposal by [`McpServers::perform_accepted`] before the resolution;
-//! their outcomes wait in `performed` for the handler or the acceptance to record them.
+//! their outcomes ([`CallOutcomes`]) go with the unit of work, where the handler or the
+//! acceptance records them.
 //! A call the dispatch then cancels (an earlier command of the reply stopped it) has been
 //! made, and is recorded as cancelled.
 
@@ -34,8 +35,8 @@ use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::{McpServerSet, ToolPolicy};
 use connection::Link;
 use outcome::CallOutcome;
-pub use performed::Performed;
-use performed::{CallKey, Outcomes};
+use performed::CallKey;
+pub use performed::CallOutcomes;
 use server::{parse_arguments, McpCall, Plan, Server};
 use tool::{reply_key, McpTool};
 
@@ -43,7 +44,6 @@ use tool::{reply_key, McpTool};
 #[derive(Clone, Default)]
 pub struct McpServers {
     servers: Arc<[Arc<Server>]>,
-    outcomes: Arc<Outcomes>,
 }
 
 impl McpServers {
@@ -56,7 +56,6 @@ impl McpServers {
             .collect();
         McpServers {
             servers: servers.into(),
-            outcomes: Arc::default(),
         }
     }
 
@@ -74,17 +73,15 @@ impl McpServers {
             .fold(McpServerSet::NONE, |set, server| set.with(server.index))
     }
 
-    /// Makes the calls of `commands` (one reply of `run` at `turn`) that run at once, in
-    /// order, each within its server's timeout; an abort (`cancel`) stops them.
+    /// Makes the calls of `commands` (one reply) that run at once, in order, each within its
+    /// server's timeout; an abort (`cancel`) stops them.
     pub async fn perform(
         &self,
-        run: RunId,
-        turn: i32,
         policy: &ToolPolicy,
         commands: &[Command],
         cancel: &CancellationToken,
-    ) -> Performed {
-        let mut performed = Performed::new(Arc::clone(&self.outcomes));
+    ) -> CallOutcomes {
+        let mut performed = CallOutcomes::default();
         for command in commands {
             let Some((server, call)) = self.call_of(command) else {
                 continue;
@@ -99,7 +96,7 @@ impl McpServers {
             if outcome == CallOutcome::Cancelled {
                 break;
             }
-            performed.put(reply_key(server, run, turn, &call), outcome);
+            performed.put(reply_key(server, &call), outcome);
         }
         performed
     }
@@ -111,8 +108,8 @@ impl McpServers {
         db: &DbHandle,
         run: RunId,
         path: &str,
-    ) -> Result<Performed, DbError> {
-        let mut performed = Performed::new(Arc::clone(&self.outcomes));
+    ) -> Result<CallOutcomes, DbError> {
+        let mut performed = CallOutcomes::default();
         let scheme = path.split_once("://").map_or("", |(scheme, _)| scheme);
         let Some(server) = self.servers.iter().find(|server| server.tag == scheme) else {
             return Ok(performed);
@@ -140,7 +137,6 @@ impl McpServers {
         let outcome = server.call(&call, &CancellationToken::new()).await;
         performed.put(
             CallKey::Accepted {
-                run,
                 path: path.to_owned(),
             },
             outcome,
@@ -234,9 +230,9 @@ impl Plugin for McpPlugin {
     }
 
     fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
-        let McpServers { servers, outcomes } = self.0;
+        let McpServers { servers } = self.0;
         for server in servers.iter() {
-            registrar.tool(McpTool::new(Arc::clone(server), Arc::clone(&outcomes)));
+            registrar.tool(McpTool::new(Arc::clone(server)));
         }
         registrar.section(
             Chain::System,

@@ -9,7 +9,9 @@
 //! (`method`) and reach the clients (`clients`). Model-facing text lives in `text/`, apart
 //! from code, so it can be tuned without touching logic.
 
+pub mod answers;
 pub mod assembly;
+mod bundled;
 pub mod clients;
 pub mod dispatch;
 pub mod error;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use actix::Addr;
 
 use crate::agent::admission::LoopAdmission;
-use crate::agent::delegation::Delegations;
+use crate::agent::web_requests;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
 use crate::config::Settings;
@@ -18,7 +18,6 @@ use crate::metrics::Metrics;
 use crate::parser::Command;
 use crate::plugins::dispatch::PreparedWork;
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::web::WebAnswers;
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
 use crate::web::WebClient;
@@ -38,8 +37,6 @@ pub struct AgentContext {
     pub llm: LlmProviders,
     /// The MCP servers (their tools are among the plugins).
     pub mcp: McpServers,
-    /// The sub-agents of `<delegate>` (its tool is among the plugins).
-    pub delegations: Delegations,
     /// The plugins: tools (handlers, views, docs), the sections of the packet, observers,
     /// filters and RPC methods.
     pub plugins: Arc<Plugins>,
@@ -65,9 +62,9 @@ impl AgentContext {
     ) -> PreparedWork {
         let (work, web) = tokio::join!(
             self.prepare_entry_work(run_id, commands),
-            WebAnswers::gather(&self.web, commands, policy)
+            web_requests::gather(&self.web, commands, policy)
         );
-        work.with_web(web)
+        work.answering(web)
     }
 
     /// The body searches and edits of `commands`. A failure only means the writer computes

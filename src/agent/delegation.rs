@@ -4,25 +4,23 @@
 //!
 //! The child is a real run of the parent's project (`runs.delegated_by` names the parent;
 //! `parent_run_id` stays a fork's), with its own loop, `run/state` and `run/progress`: its
-//! store starts with only the entries the parent passes (`context`), copied at full
+//! store starts with only the entries the parent passes (`path`), copied at full
 //! fidelity, and its loop asks (no file changes), without the repository scan, questions or
 //! proposals, under its own turn limit (`RUMMY_SUBAGENT_MAX_TURNS`); it may delegate in
 //! turn only while it is less deep than `RUMMY_SUBAGENT_MAX_DEPTH`.
 //!
 //! A tool handler runs on the writer and never waits, so, as for MCP calls, the children of
-//! a reply run before its unit of work ([`Delegations::perform`], from `turn.rs`), one after
-//! the other, each through the [`RunRegistry`](crate::agent::RunRegistry) like any loop, and
-//! their outcomes wait in `outcomes` for the handler to record them. The child's loop is
-//! cancelled with the parent's (aborting the parent aborts it). It runs under the parent's
-//! place among the bounds on active loops: the parent's loop waits for it and runs nothing
-//! meanwhile, so the place is lent, never taken twice, and a parent never waits for a place
-//! its own child holds.
+//! a reply run before its unit of work ([`perform`], from `turn.rs`), one after the other,
+//! each through the [`RunRegistry`](crate::agent::RunRegistry) like any loop, and their
+//! [`Reports`] go to that unit as one kind of [`Answers`](crate::plugins::answers::Answers),
+//! where the handler records each. The child's loop is cancelled with the parent's
+//! (aborting the parent aborts it). It runs under the parent's place among the bounds on
+//! active loops: the parent's loop waits for it and runs nothing meanwhile, so the place is
+//! lent, never taken twice, and a parent never waits for a place its own child holds.
 
 mod child;
-mod outcomes;
+mod reports;
 mod tool;
-
-use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
@@ -32,16 +30,8 @@ use crate::db::models::run::LoopRow;
 use crate::parser::Command;
 use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::ToolPolicy;
-pub use outcomes::{Delegated, Report};
-use outcomes::{Outcomes, TaskKey};
+pub use reports::{Report, Reports};
 use tool::{offered, DelegateTool, Task};
-
-/// The sub-agents' shared state: the outcomes of the children that ran, until their
-/// handlers take them. Cheap to clone.
-#[derive(Clone, Default)]
-pub struct Delegations {
-    outcomes: Arc<Outcomes>,
-}
 
 /// What one parent loop's reply hands its children.
 pub struct ParentTurn<'a> {
@@ -49,58 +39,44 @@ pub struct ParentTurn<'a> {
     pub loop_row: &'a LoopRow,
     /// Its flags (the child's are derived from them).
     pub config: &'a LoopConfig,
-    /// The parent's turn.
-    pub turn: i32,
     pub policy: &'a ToolPolicy,
 }
 
-impl Delegations {
-    /// The plugin that offers `<delegate>`.
-    pub fn plugin(&self) -> SubagentsPlugin {
-        SubagentsPlugin(self.clone())
+/// Runs the child of each `<delegate>` of `commands` (one reply of `parent`), in order, and
+/// reports what each came to; an abort (`cancel`, which cancels the children too) stops
+/// them.
+pub async fn perform(
+    agent: &AgentContext,
+    parent: ParentTurn<'_>,
+    commands: &[Command],
+    cancel: &CancellationToken,
+) -> Reports {
+    let mut reports = Reports::default();
+    if !offered(parent.policy) {
+        return reports;
     }
-
-    /// Runs the child of each `<delegate>` of `commands` (one reply of `parent`), in order;
-    /// an abort (`cancel`, which cancels the children too) stops them.
-    pub async fn perform(
-        &self,
-        agent: &AgentContext,
-        parent: ParentTurn<'_>,
-        commands: &[Command],
-        cancel: &CancellationToken,
-    ) -> Delegated {
-        let mut delegated = Delegated::new(Arc::clone(&self.outcomes));
-        if !offered(parent.policy) {
-            return delegated;
+    for task in commands.iter().filter_map(Task::of) {
+        if task.text.is_empty() {
+            continue;
         }
-        for task in commands.iter().filter_map(Task::of) {
-            if task.text.is_empty() {
-                continue;
-            }
-            let report = child::run(agent, &parent, &task, cancel).await;
-            if cancel.is_cancelled() {
-                break;
-            }
-            let key = TaskKey {
-                run: parent.loop_row.run_id,
-                turn: parent.turn,
-                task,
-            };
-            delegated.put(key, report);
+        let report = child::run(agent, &parent, &task, cancel).await;
+        if cancel.is_cancelled() {
+            break;
         }
-        delegated
+        reports.put(task, report);
     }
+    reports
 }
 
 /// The sub-agents as a plugin (`subagents`: disabling it offers no `<delegate>`).
-pub struct SubagentsPlugin(Delegations);
+pub struct Subagents;
 
-impl Plugin for SubagentsPlugin {
+impl Plugin for Subagents {
     fn name(&self) -> &'static str {
         "subagents"
     }
 
     fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
-        registrar.tool(DelegateTool::new(Arc::clone(&self.0.outcomes)));
+        registrar.tool(DelegateTool);
     }
 }

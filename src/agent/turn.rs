@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::json;
 use tracing::Instrument;
 
-use crate::agent::delegation::ParentTurn;
+use crate::agent::delegation::{self, ParentTurn};
 use crate::agent::error::LoopError;
 use crate::agent::state;
 use crate::agent::AgentContext;
@@ -251,21 +251,14 @@ async fn execute_numbered_turn(
         ))
     };
     // The MCP calls made at once are made before the unit of work that records them.
-    let _performed = agent
-        .mcp
-        .perform(run_id, turn, &policy, &parsed.commands, cancel)
-        .await;
-    // So are the sub-agents' runs, whose summaries their handler records.
+    let mcp_outcomes = agent.mcp.perform(&policy, &parsed.commands, cancel).await;
+    // So do the sub-agents, whose reports their handler records.
     let parent = ParentTurn {
         loop_row: lp,
         config: input.config,
-        turn,
         policy: &policy,
     };
-    let _delegated = agent
-        .delegations
-        .perform(agent, parent, &parsed.commands, cancel)
-        .await;
+    let reports = delegation::perform(agent, parent, &parsed.commands, cancel).await;
     // An aborted run drops the searches (their budget is cancelled with them) and the web
     // requests, and ends.
     let work = tokio::select! {
@@ -276,7 +269,7 @@ async fn execute_numbered_turn(
     };
     let prepared = Prepared {
         commands: parsed.commands,
-        work,
+        work: work.answering(mcp_outcomes).answering(reports),
         audit,
     };
     let (report, stored) = dispatch(

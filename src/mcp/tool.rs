@@ -4,8 +4,8 @@
 //! `readOnlyHint: true` on a server that is not trusted is a 202 proposal instead, and the
 //! server is called only when the client accepts it. Offered to loops of the projects the
 //! server serves, in ask and act mode (ask mode: read-only tools only); while the server
-//! is down its calls are 502s. The calls themselves are made outside the writer ([`crate::mcp::performed`]);
-//! the handler and the acceptance record their outcomes.
+//! is down its calls are 502s. The calls themselves are made before the unit of work
+//! (`performed`); the handler and the acceptance record their outcomes.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use crate::context::view::EntryView;
 use crate::db::enums::EntryStatus;
 use crate::db::models::entry::EntryRow;
 use crate::db::queries::entries;
-use crate::mcp::performed::{CallKey, Outcomes};
+use crate::mcp::performed::{CallKey, CallOutcomes};
 use crate::mcp::server::{McpCall, Plan, Server};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
 use crate::plugins::policy::ToolPolicy;
@@ -34,34 +34,22 @@ pub struct McpTool {
     server: Arc<Server>,
     /// Made once per configured server, as the registry takes docs.
     doc: &'static str,
-    outcomes: Arc<Outcomes>,
 }
 
 impl McpTool {
-    /// The tag of `server`, its calls' outcomes taken from `outcomes`.
-    pub fn new(server: Arc<Server>, outcomes: Arc<Outcomes>) -> McpTool {
+    /// The tag of `server`.
+    pub fn new(server: Arc<Server>) -> McpTool {
         let doc = DOC
             .replace("{tag}", server.tag)
             .replace("{server}", &server.config.name)
             .leak();
-        McpTool {
-            server,
-            doc,
-            outcomes,
-        }
+        McpTool { server, doc }
     }
 }
 
-/// Where the outcome of `call`, made for a reply of `run` at `turn`, waits.
-pub fn reply_key(
-    server: &Server,
-    run: crate::db::ids::RunId,
-    turn: i32,
-    call: &McpCall,
-) -> CallKey {
+/// Where the outcome of `call`, made for the reply, waits.
+pub fn reply_key(server: &Server, call: &McpCall) -> CallKey {
     CallKey::Reply {
-        run,
-        turn,
         tag: server.tag.to_owned(),
         tool: call.tool.clone(),
         arguments: call.arguments_text(),
@@ -147,10 +135,9 @@ impl ToolInfo for McpTool {
         _output: Option<&str>,
     ) -> Result<(), ToolError> {
         let key = CallKey::Accepted {
-            run: scope.run_id,
             path: proposal.path.clone(),
         };
-        let (status, body) = match self.outcomes.take(&key) {
+        let (status, body) = match CallOutcomes::take(&key) {
             Some(outcome) => (
                 outcome.status(),
                 outcome.body(self.server.config.max_output_bytes),
@@ -193,8 +180,8 @@ impl TypedTool for McpTool {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let attributes = json!({ "tool": call.tool, "arguments": call.arguments_text() });
-        let key = reply_key(&self.server, scope.run_id, scope.turn, call);
-        if let Some(outcome) = self.outcomes.take(&key) {
+        let key = reply_key(&self.server, call);
+        if let Some(outcome) = CallOutcomes::take(&key) {
             let body = outcome.body(self.server.config.max_output_bytes);
             return finish(
                 scope,

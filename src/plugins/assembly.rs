@@ -5,8 +5,8 @@
 //! `<performed>` (100), `<progress>` (200) and `<prompt>` (300, always last). Each plugin reads
 //! the shared rows through [`AssemblyContext`], renders its own section into a
 //! [`MessageBuilder`] (which accounts every character to a telemetry bucket) and returns.
-//! Each bundled section is a plugin named after its tag ([`Section`]; the instructions
-//! are `instructions`), registered by `bundled`; a plugin adds its own with
+//! Each bundled section is a plugin named after its tag (the instructions are
+//! `instructions`; see `plugins::bundled`); a plugin adds its own with
 //! `Registrar::section`. Equal priorities keep registration order.
 //!
 //! The active prompt is the newest prompt entry whatever its fidelity; the loop it starts
@@ -32,9 +32,7 @@ use std::sync::Arc;
 use crate::context::packet::{MessageBuilder, Packet};
 use crate::context::{ContextRow, TokenMath};
 use crate::db::enums::{Category, Fidelity};
-use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::Plugins;
 
 pub use instructions::{Instructions, ToolDocs};
 pub use knowns::Knowns;
@@ -150,46 +148,6 @@ pub enum Chain {
     System,
     /// The user message: everything the model needs to do.
     User,
-}
-
-/// `plugins` with every bundled section, each a plugin of its tag's name.
-pub(crate) fn bundled(plugins: Plugins) -> Plugins {
-    plugins
-        .plugin(Section::new("instructions", Chain::System, Instructions))
-        .plugin(Section::new("knowns", Chain::System, Knowns))
-        .plugin(Section::new("previous", Chain::System, Previous))
-        .plugin(Section::new("unknowns", Chain::System, Unknowns))
-        .plugin(Section::new("performed", Chain::User, Performed))
-        .plugin(Section::new("progress", Chain::User, Progress))
-        .plugin(Section::new("prompt", Chain::User, PromptTag))
-}
-
-/// One section of a chain as a plugin of its own.
-pub struct Section<F> {
-    name: &'static str,
-    chain: Chain,
-    filter: F,
-}
-
-impl<F: AssemblyFilter + 'static> Section<F> {
-    /// `filter` in `chain`, as the plugin `name`.
-    pub fn new(name: &'static str, chain: Chain, filter: F) -> Section<F> {
-        Section {
-            name,
-            chain,
-            filter,
-        }
-    }
-}
-
-impl<F: AssemblyFilter + 'static> Plugin for Section<F> {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
-        registrar.section(self.chain, self.filter);
-    }
 }
 
 /// The two filter chains.

@@ -3,7 +3,8 @@
 //! ascending priority (equal priorities in registration order) and never change the run.
 //! An observer that panics is caught and logged, and the others still see the event; an
 //! observer must not block (file work goes to a thread of its own or the blocking pool).
-//! With no observer an emit is an empty loop: the payloads are borrowed, never built.
+//! Each observer names the hooks it sees ([`Hook`]); an emit at a hook no one observes is an
+//! empty loop: the payloads are borrowed, never built.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -152,43 +153,125 @@ pub enum Event<'a> {
     },
 }
 
-impl Event<'_> {
-    /// The hook's name in AGENT §9.2 (what a log line says of an event: never its payload,
-    /// which may hold prompts and replies).
-    pub fn hook(&self) -> &'static str {
+/// A hook point of AGENT §9.2 that the server honours: what an observer subscribes to, and
+/// what a log line says of an event (never its payload, which may hold prompts and replies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    ProjectInitStarted,
+    ProjectInitCompleted,
+    RpcStarted,
+    RpcCompleted,
+    RpcError,
+    AskStarted,
+    ActStarted,
+    RunCreated,
+    AskCompleted,
+    ActCompleted,
+    LoopStarted,
+    TurnStarted,
+    TurnResponse,
+    ToolBefore,
+    ToolAfter,
+    EntryCreated,
+    EntryChanged,
+    TurnCompleted,
+    RunState,
+    LoopCompleted,
+}
+
+impl Hook {
+    /// Every hook, in the order of a request, a loop and a turn.
+    pub const ALL: [Hook; 20] = [
+        Hook::ProjectInitStarted,
+        Hook::ProjectInitCompleted,
+        Hook::RpcStarted,
+        Hook::RpcCompleted,
+        Hook::RpcError,
+        Hook::AskStarted,
+        Hook::ActStarted,
+        Hook::RunCreated,
+        Hook::AskCompleted,
+        Hook::ActCompleted,
+        Hook::LoopStarted,
+        Hook::TurnStarted,
+        Hook::TurnResponse,
+        Hook::ToolBefore,
+        Hook::ToolAfter,
+        Hook::EntryCreated,
+        Hook::EntryChanged,
+        Hook::TurnCompleted,
+        Hook::RunState,
+        Hook::LoopCompleted,
+    ];
+
+    /// Its name in AGENT §9.2.
+    pub fn name(self) -> &'static str {
         match self {
-            Event::ProjectInitStarted { .. } => "project.init.started",
-            Event::ProjectInitCompleted { .. } => "project.init.completed",
-            Event::RpcStarted { .. } => "rpc.started",
-            Event::RpcCompleted { .. } => "rpc.completed",
-            Event::RpcError { .. } => "rpc.error",
+            Hook::ProjectInitStarted => "project.init.started",
+            Hook::ProjectInitCompleted => "project.init.completed",
+            Hook::RpcStarted => "rpc.started",
+            Hook::RpcCompleted => "rpc.completed",
+            Hook::RpcError => "rpc.error",
+            Hook::AskStarted => "ask.started",
+            Hook::ActStarted => "act.started",
+            Hook::RunCreated => "run.created",
+            Hook::AskCompleted => "ask.completed",
+            Hook::ActCompleted => "act.completed",
+            Hook::LoopStarted => "loop.started",
+            Hook::TurnStarted => "turn.started",
+            Hook::TurnResponse => "turn.response",
+            Hook::ToolBefore => "tool.before",
+            Hook::ToolAfter => "tool.after",
+            Hook::EntryCreated => "entry.created",
+            Hook::EntryChanged => "entry.changed",
+            Hook::TurnCompleted => "turn.completed",
+            Hook::RunState => "run.state",
+            Hook::LoopCompleted => "loop.completed",
+        }
+    }
+}
+
+impl Event<'_> {
+    /// The hook it is emitted at.
+    pub fn hook(&self) -> Hook {
+        match self {
+            Event::ProjectInitStarted { .. } => Hook::ProjectInitStarted,
+            Event::ProjectInitCompleted { .. } => Hook::ProjectInitCompleted,
+            Event::RpcStarted { .. } => Hook::RpcStarted,
+            Event::RpcCompleted { .. } => Hook::RpcCompleted,
+            Event::RpcError { .. } => Hook::RpcError,
             Event::AskStarted {
                 mode: LoopMode::Ask,
                 ..
-            } => "ask.started",
-            Event::AskStarted { .. } => "act.started",
-            Event::RunCreated { .. } => "run.created",
+            } => Hook::AskStarted,
+            Event::AskStarted { .. } => Hook::ActStarted,
+            Event::RunCreated { .. } => Hook::RunCreated,
             Event::AskCompleted {
                 mode: LoopMode::Ask,
                 ..
-            } => "ask.completed",
-            Event::AskCompleted { .. } => "act.completed",
-            Event::LoopStarted { .. } => "loop.started",
-            Event::TurnStarted { .. } => "turn.started",
-            Event::TurnResponse { .. } => "turn.response",
-            Event::ToolBefore { .. } => "tool.before",
-            Event::ToolAfter { .. } => "tool.after",
-            Event::EntryCreated { .. } => "entry.created",
-            Event::EntryChanged { .. } => "entry.changed",
-            Event::TurnCompleted { .. } => "turn.completed",
-            Event::RunState { .. } => "run.state",
-            Event::LoopEnded { .. } => "loop.completed",
+            } => Hook::AskCompleted,
+            Event::AskCompleted { .. } => Hook::ActCompleted,
+            Event::LoopStarted { .. } => Hook::LoopStarted,
+            Event::TurnStarted { .. } => Hook::TurnStarted,
+            Event::TurnResponse { .. } => Hook::TurnResponse,
+            Event::ToolBefore { .. } => Hook::ToolBefore,
+            Event::ToolAfter { .. } => Hook::ToolAfter,
+            Event::EntryCreated { .. } => Hook::EntryCreated,
+            Event::EntryChanged { .. } => Hook::EntryChanged,
+            Event::TurnCompleted { .. } => Hook::TurnCompleted,
+            Event::RunState { .. } => Hook::RunState,
+            Event::LoopEnded { .. } => Hook::LoopCompleted,
         }
     }
 }
 
 /// A plugin that observes events.
 pub trait Observer: Send + Sync {
+    /// The hooks whose events it sees ([`Hook::ALL`] for every one). A hook no observer
+    /// names costs nothing: `entry.changed`'s change log, for one, exists only while some
+    /// observer names it.
+    fn hooks(&self) -> &[Hook];
+
     /// Position among observers; lower runs first.
     fn priority(&self) -> i32 {
         100
@@ -197,31 +280,39 @@ pub trait Observer: Send + Sync {
     fn observe(&self, event: &Event<'_>);
 }
 
-/// The observers, in priority order.
+/// The observers of each hook, in priority order.
 #[derive(Default, Clone)]
 pub struct Events {
-    observers: Vec<Arc<dyn Observer>>,
+    by_hook: [Vec<Arc<dyn Observer>>; Hook::ALL.len()],
 }
 
 impl Events {
-    /// Adds an observer after every observer of lower or equal priority.
+    /// Adds an observer to each hook it names, after every observer of lower or equal
+    /// priority.
     pub fn register(&mut self, observer: Arc<dyn Observer>) {
-        let position = self
-            .observers
-            .partition_point(|other| other.priority() <= observer.priority());
-        self.observers.insert(position, observer);
+        for hook in observer.hooks() {
+            let observers = &mut self.by_hook[*hook as usize];
+            if observers.iter().any(|known| Arc::ptr_eq(known, &observer)) {
+                continue;
+            }
+            let position =
+                observers.partition_point(|other| other.priority() <= observer.priority());
+            observers.insert(position, Arc::clone(&observer));
+        }
     }
 
-    /// Whether any observer is registered.
-    pub fn is_empty(&self) -> bool {
-        self.observers.is_empty()
+    /// Whether any observer sees `hook`'s events.
+    pub fn observes(&self, hook: Hook) -> bool {
+        !self.by_hook[hook as usize].is_empty()
     }
 
-    /// Tells every observer, in order; one that panics is logged and skipped.
+    /// Tells every observer of the event's hook, in order; one that panics is logged and
+    /// skipped.
     pub fn emit(&self, event: Event<'_>) {
-        for observer in &self.observers {
+        let hook = event.hook();
+        for observer in &self.by_hook[hook as usize] {
             if catch_unwind(AssertUnwindSafe(|| observer.observe(&event))).is_err() {
-                let hook = event.hook();
+                let hook = hook.name();
                 tracing::error!(hook, "an observer panicked; the event went on");
             }
         }
@@ -241,6 +332,10 @@ mod tests {
     }
 
     impl Observer for Recorder {
+        fn hooks(&self) -> &[Hook] {
+            &[Hook::LoopCompleted]
+        }
+
         fn priority(&self) -> i32 {
             self.priority
         }
@@ -250,9 +345,29 @@ mod tests {
         }
     }
 
+    /// Counts the events it sees of the hooks it names.
+    struct Counter {
+        hooks: Vec<Hook>,
+        seen: Arc<Mutex<Vec<Hook>>>,
+    }
+
+    impl Observer for Counter {
+        fn hooks(&self) -> &[Hook] {
+            &self.hooks
+        }
+
+        fn observe(&self, event: &Event<'_>) {
+            self.seen.lock().unwrap().push(event.hook());
+        }
+    }
+
     struct Panicker;
 
     impl Observer for Panicker {
+        fn hooks(&self) -> &[Hook] {
+            &Hook::ALL
+        }
+
         fn observe(&self, _: &Event<'_>) {
             panic!("observer bug");
         }
@@ -291,7 +406,7 @@ mod tests {
 
     #[test]
     fn events_are_named_by_their_hooks() {
-        assert_eq!(ended().hook(), "loop.completed");
+        assert_eq!(ended().hook().name(), "loop.completed");
         let asked = |mode| Event::AskStarted {
             mode,
             project: ProjectId(1),
@@ -299,8 +414,8 @@ mod tests {
             prompt: "p",
             run: None,
         };
-        assert_eq!(asked(LoopMode::Ask).hook(), "ask.started");
-        assert_eq!(asked(LoopMode::Act).hook(), "act.started");
+        assert_eq!(asked(LoopMode::Ask).hook().name(), "ask.started");
+        assert_eq!(asked(LoopMode::Act).hook().name(), "act.started");
     }
 
     #[test]
@@ -316,5 +431,44 @@ mod tests {
         events.emit(ended());
         events.emit(ended());
         assert_eq!(*seen.lock().unwrap(), ["after", "after"]);
+    }
+
+    #[test]
+    fn an_observer_sees_only_the_hooks_it_names_once_each() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut events = Events::default();
+        events.register(Arc::new(Counter {
+            hooks: vec![Hook::EntryChanged, Hook::LoopCompleted, Hook::EntryChanged],
+            seen: Arc::clone(&seen),
+        }));
+        assert!(events.observes(Hook::EntryChanged));
+        assert!(events.observes(Hook::LoopCompleted));
+        assert!(!events.observes(Hook::TurnCompleted));
+        events.emit(Event::TurnCompleted {
+            run: RunId(1),
+            turn: 1,
+            proposed: 0,
+        });
+        events.emit(Event::EntryChanged {
+            run: RunId(1),
+            path: "known://x",
+            change: ChangeType::Upsert,
+        });
+        events.emit(ended());
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [Hook::EntryChanged, Hook::LoopCompleted]
+        );
+    }
+
+    #[test]
+    fn hooks_are_listed_once_each_and_named_apart() {
+        let mut names: Vec<&str> = Hook::ALL.iter().map(|hook| hook.name()).collect();
+        for (index, hook) in Hook::ALL.iter().enumerate() {
+            assert_eq!(*hook as usize, index, "{}", hook.name());
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Hook::ALL.len());
     }
 }

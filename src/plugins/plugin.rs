@@ -2,7 +2,7 @@
 //! plugin adds tools, packet sections, observers, filters and RPC methods; the bundled
 //! tools, sections and the transcript are plugins too, registered the same way. A plugin
 //! whose name the configuration disables (`RUMMY_PLUGINS_DISABLED`) is never registered,
-//! so none of what it adds exists.
+//! so none of what it adds exists. [`Plugins::plugin`] registers one.
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use crate::plugins::clients::Clients;
 use crate::plugins::events::Observer;
 use crate::plugins::filters::{FilterFn, FilterHook};
 use crate::plugins::method::TypedMethod;
-use crate::plugins::registry::Registry;
+use crate::plugins::registry::{Plugins, Registry};
 use crate::plugins::tool::{Tool, ToolSettings};
 
 /// A named set of additions to the server.
@@ -72,8 +72,33 @@ impl Registrar<'_> {
     }
 }
 
-/// One tool as a plugin of its name ([`Plugins::with`](crate::plugins::Plugins::with)).
-pub(super) struct ToolPlugin<T>(pub T);
+impl Plugins {
+    /// These plugins and `plugin` after them, unless the configuration disables it.
+    pub fn plugin(mut self, plugin: impl Plugin + 'static) -> Plugins {
+        let name = plugin.name();
+        let registry = Arc::make_mut(&mut self.inner);
+        if registry.disabled.iter().any(|disabled| disabled == name) {
+            tracing::info!(plugin = name, "plugin disabled by configuration");
+            registry.skipped.push(name);
+            return self;
+        }
+        Box::new(plugin).register(&mut Registrar { registry });
+        if !registry.registered.contains(&name) {
+            registry.registered.push(name);
+        }
+        self
+    }
+
+    /// These plugins and `tool` after them, as a plugin of the tool's name (in the place of
+    /// the tool of the same name, when one is registered): from now on the parser
+    /// recognises its tag, the model reads its doc when it is offered, and its commands run.
+    pub fn with(self, tool: impl Tool + 'static) -> Plugins {
+        self.plugin(ToolPlugin(tool))
+    }
+}
+
+/// One tool as a plugin of its name ([`Plugins::with`]).
+struct ToolPlugin<T>(pub T);
 
 impl<T: Tool + 'static> Plugin for ToolPlugin<T> {
     fn name(&self) -> &'static str {

@@ -1,6 +1,6 @@
 //! `Plugins`: the registry of everything plugins add, built once and passed down (a cheap
-//! `Arc` clone, no global). Plugins are registered one by one ([`Plugins::plugin`]; a lone
-//! tool with [`Plugins::with`]), the bundled ones too, each unless the configuration
+//! `Arc` clone, no global). Plugins are registered one by one (`Plugins::plugin`, in
+//! `plugin.rs`), the bundled ones too (`bundled.rs`), each unless the configuration
 //! disables it. It answers which tags the parser recognises (`tags`), what the model may
 //! use (`active_tools`, `docs`), how an entry is projected at its fidelity (`project`),
 //! which tool handles a scheme, how the packet is assembled (`assembly`), who observes
@@ -13,15 +13,13 @@ use crate::context::Projector;
 use crate::db::enums::Fidelity;
 use crate::db::models::SchemeRow;
 use crate::parser::TagSet;
-use crate::plugins::assembly::{self, Assembly};
+use crate::plugins::assembly::Assembly;
 use crate::plugins::clients::Clients;
-use crate::plugins::events::{Event, Events};
+use crate::plugins::events::{Event, Events, Hook};
 use crate::plugins::filters::{FilterHook, Filters};
 use crate::plugins::method::PluginMethod;
-use crate::plugins::plugin::{Plugin, Registrar, ToolPlugin};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
-use crate::plugins::tools;
 
 /// Longest summary shown for an entry without a summary attribute, in characters (the
 /// same cut the store uses for its summary token count).
@@ -31,7 +29,7 @@ const SUMMARY_PREFIX_CHARS: usize = 80;
 /// act → communicate), sections, observers, filters and methods.
 #[derive(Clone)]
 pub struct Plugins {
-    inner: Arc<Registry>,
+    pub(super) inner: Arc<Registry>,
 }
 
 #[derive(Clone)]
@@ -46,11 +44,11 @@ pub(super) struct Registry {
     methods: Vec<Arc<dyn PluginMethod>>,
     pub(super) clients: Clients,
     /// The plugins registered, in order.
-    registered: Vec<&'static str>,
+    pub(super) registered: Vec<&'static str>,
     /// The plugins not registered because the configuration disables them.
-    skipped: Vec<&'static str>,
+    pub(super) skipped: Vec<&'static str>,
     /// The plugins the configuration turns off.
-    disabled: Arc<[String]>,
+    pub(super) disabled: Arc<[String]>,
 }
 
 impl Registry {
@@ -106,44 +104,11 @@ impl Plugins {
         }
     }
 
-    /// Every bundled plugin (tools and packet sections) with these limits.
-    pub fn bundled(settings: ToolSettings) -> Plugins {
-        Plugins::new(settings).with_bundled()
-    }
-
-    /// These plugins and the bundled tools and packet sections after them.
-    pub fn with_bundled(self) -> Plugins {
-        assembly::bundled(tools::bundled(self))
-    }
-
     /// From now on, a plugin named in `names` is not registered (its tools, sections,
     /// observers, filters and methods never exist).
     pub fn disabling(mut self, names: &[String]) -> Plugins {
         Arc::make_mut(&mut self.inner).disabled = Arc::from(names);
         self
-    }
-
-    /// These plugins and `plugin` after them, unless the configuration disables it.
-    pub fn plugin(mut self, plugin: impl Plugin + 'static) -> Plugins {
-        let name = plugin.name();
-        let registry = Arc::make_mut(&mut self.inner);
-        if registry.disabled.iter().any(|disabled| disabled == name) {
-            tracing::info!(plugin = name, "plugin disabled by configuration");
-            registry.skipped.push(name);
-            return self;
-        }
-        Box::new(plugin).register(&mut Registrar { registry });
-        if !registry.registered.contains(&name) {
-            registry.registered.push(name);
-        }
-        self
-    }
-
-    /// These plugins and `tool` after them, as a plugin of the tool's name (in the place of
-    /// the tool of the same name, when one is registered): from now on the parser
-    /// recognises its tag, the model reads its doc when it is offered, and its commands run.
-    pub fn with(self, tool: impl Tool + 'static) -> Plugins {
-        self.plugin(ToolPlugin(tool))
     }
 
     /// The names of the plugins registered, in order.
@@ -166,9 +131,9 @@ impl Plugins {
         &self.inner.assembly
     }
 
-    /// Whether any plugin observes events (to skip logging what no one would see).
-    pub fn has_observers(&self) -> bool {
-        !self.inner.events.is_empty()
+    /// Whether any plugin observes `hook` (to skip preparing what no one would see).
+    pub fn observes(&self, hook: Hook) -> bool {
+        self.inner.events.observes(hook)
     }
 
     /// Tells every observer of `event`, in order.
@@ -330,6 +295,7 @@ mod tests {
     use crate::db::enums::{Category, LoopMode};
     use crate::db::ids::{ProjectId, RunId};
     use crate::plugins::filters::{LlmCall, LlmResponse};
+    use crate::plugins::plugin::{Plugin, Registrar};
     use crate::plugins::tool::ToolEffect;
 
     fn plugins() -> Plugins {

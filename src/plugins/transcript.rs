@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use crate::db::ids::{ProjectId, RunId};
-use crate::plugins::events::{Event, Observer};
+use crate::plugins::events::{Event, Hook, Observer};
 use crate::plugins::plugin::{Plugin, Registrar};
 
 /// Most characters of a project or run name kept in a file name.
@@ -212,6 +212,10 @@ impl Plugin for Transcript {
 }
 
 impl Observer for Transcript {
+    fn hooks(&self) -> &[Hook] {
+        &[Hook::LoopStarted, Hook::TurnResponse, Hook::LoopCompleted]
+    }
+
     fn priority(&self) -> i32 {
         900
     }

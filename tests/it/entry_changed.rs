@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rummy::plugins::events::{Event, Observer};
+use rummy::plugins::events::{Event, Hook, Observer};
 use rummy::plugins::{Plugin, Registrar};
 use serde_json::json;
 
@@ -27,6 +27,10 @@ impl Plugin for ChangeLog {
 }
 
 impl Observer for ChangeLog {
+    fn hooks(&self) -> &[Hook] {
+        &[Hook::EntryChanged]
+    }
+
     fn observe(&self, event: &Event<'_>) {
         if let Event::EntryChanged { path, change, .. } = event {
             self.0

@@ -18,7 +18,7 @@ use rummy::hub::notifications::NotifyLevel;
 use rummy::parser::{Command, TagSpec, TaggedText};
 use rummy::plugins::assembly::{AssemblyContext, AssemblyFilter, Chain};
 use rummy::plugins::clients::Clients;
-use rummy::plugins::events::{Event, Observer};
+use rummy::plugins::events::{Event, Hook, Observer};
 use rummy::plugins::filters::{EntryRecording, LlmMessages, LlmResponse, RpcResult};
 use rummy::plugins::method::{MethodCall, MethodError, TypedMethod};
 use rummy::plugins::tool::{
@@ -143,6 +143,10 @@ impl AssemblyFilter for HouseRules {
 struct TurnCounter(Arc<AtomicUsize>);
 
 impl Observer for TurnCounter {
+    fn hooks(&self) -> &[Hook] {
+        &[Hook::TurnCompleted]
+    }
+
     fn observe(&self, event: &Event<'_>) {
         if let Event::TurnCompleted { .. } = event {
             self.0.fetch_add(1, Ordering::Relaxed);
@@ -363,6 +367,10 @@ impl Plugin for Rewriter {
 struct Panicker;
 
 impl Observer for Panicker {
+    fn hooks(&self) -> &[Hook] {
+        &Hook::ALL
+    }
+
     fn observe(&self, _: &Event<'_>) {
         panic!("a plugin bug");
     }
@@ -416,8 +424,12 @@ impl Plugin for HookLog {
 }
 
 impl Observer for HookLog {
+    fn hooks(&self) -> &[Hook] {
+        &Hook::ALL
+    }
+
     fn observe(&self, event: &Event<'_>) {
-        self.0.lock().unwrap().push(event.hook());
+        self.0.lock().unwrap().push(event.hook().name());
     }
 }
 

@@ -6,11 +6,10 @@
 //! before the reply's unit of work ([`crate::agent::delegation`]).
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::agent::delegation::outcomes::{Outcomes, TaskKey};
+use crate::agent::delegation::reports::Reports;
 use crate::context::view::EntryView;
 use crate::db::enums::{EntryStatus, LoopMode};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
@@ -71,16 +70,8 @@ pub fn offered(policy: &ToolPolicy) -> bool {
     policy.subagents && policy.mode != LoopMode::Panic
 }
 
-/// The `<delegate>` tool; the reports it records are taken from `outcomes`.
-pub struct DelegateTool {
-    outcomes: Arc<Outcomes>,
-}
-
-impl DelegateTool {
-    pub fn new(outcomes: Arc<Outcomes>) -> DelegateTool {
-        DelegateTool { outcomes }
-    }
-}
+/// The `<delegate>` tool: it records the [`Reports`] its unit of work was given.
+pub struct DelegateTool;
 
 impl ToolInfo for DelegateTool {
     fn name(&self) -> &'static str {
@@ -167,13 +158,7 @@ impl TypedTool for DelegateTool {
                 Some(json!({ "error": message })),
             );
         }
-        let key = TaskKey {
-            run: scope.run_id,
-            turn: scope.turn,
-            task: task.clone(),
-        };
-        let report = self.outcomes.take(&key);
-        let (status, body, child) = match report {
+        let (status, body, child) = match Reports::take(task) {
             Some(report) => (report.status, report.body, report.child),
             None => (
                 EntryStatus::Failed,
@@ -229,7 +214,7 @@ mod tests {
 
     #[test]
     fn offered_while_the_run_may_delegate_and_never_in_panic_mode() {
-        let tool = DelegateTool::new(Arc::default());
+        let tool = DelegateTool;
         assert_eq!(tool.availability(&ToolPolicy::act()), Availability::Offered);
         let deep = ToolPolicy {
             subagents: false,

@@ -16,9 +16,7 @@ use crate::plugins::Plugins;
 
 /// The bundled sections, registered as the server registers them.
 pub fn bundled_sections() -> Assembly {
-    super::bundled(Plugins::new(ToolSettings::default()))
-        .assembly()
-        .clone()
+    Plugins::bundled(ToolSettings::default()).assembly().clone()
 }
 
 /// The divisor the fixtures count tokens with.

@@ -1,7 +1,9 @@
 //! The work a reply's commands need, done beside the writer before the unit of work that
 //! runs them: body searches (looked up by `hedsearch`), `<set>` edits (looked up by the
-//! set tool) and the answers of the web ([`WebAnswers`], looked up by `search` and `get`). Whatever is not prepared (a failure, a spent budget, a body changed by an
-//! earlier command) the writer computes under its own small budget.
+//! set tool), and the [`Answers`] from outside the store (the web's, looked up by `search`
+//! and `get`; MCP servers', by their tools). Whatever is not prepared (a failure, a spent
+//! budget, a body changed by an earlier command) the writer computes under its own small
+//! budget.
 
 use crate::db::Conn;
 
@@ -10,17 +12,17 @@ use crate::db::ids::RunId;
 use crate::db::DbError;
 use crate::hedberg::{EditBlock, SetRevision};
 use crate::parser::Command;
+use crate::plugins::answers::Answers;
 use crate::plugins::tool::ToolError;
 use crate::plugins::tools::select_in;
 use crate::plugins::tools::set::prepared::PreparedEdits;
-use crate::plugins::web::WebAnswers;
 
 /// Searches and edits computed ahead of a unit of work.
 #[derive(Debug, Default)]
 pub struct PreparedWork {
     searches: SearchVerdicts,
     edits: PreparedEdits,
-    web: WebAnswers,
+    answers: Answers,
 }
 
 impl PreparedWork {
@@ -56,23 +58,26 @@ impl PreparedWork {
         outcome.map(|()| PreparedWork {
             searches,
             edits,
-            web: WebAnswers::default(),
+            answers: Answers::default(),
         })
     }
 
-    /// This work with the answers of the web `web`.
-    pub fn with_web(self, web: WebAnswers) -> PreparedWork {
-        PreparedWork { web, ..self }
+    /// This work with `answers` from outside the store (in place of any of the same kind).
+    pub fn answering<A: std::any::Any + Send>(self, answers: A) -> PreparedWork {
+        PreparedWork {
+            answers: self.answers.with(answers),
+            ..self
+        }
     }
 
-    /// Runs `work` with this work answering the searches, edits and web requests it covers.
+    /// Runs `work` with this work answering the searches, edits and requests it covers.
     pub fn apply<T>(self, work: impl FnOnce() -> T) -> T {
         let PreparedWork {
             searches,
             edits,
-            web,
+            answers,
         } = self;
-        functions::with_prepared(searches, || web.apply(|| edits.apply(work)))
+        functions::with_prepared(searches, || answers.apply(|| edits.apply(work)))
     }
 }
 

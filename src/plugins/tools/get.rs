@@ -228,6 +228,7 @@ fn partial_read(
 mod tests {
     use crate::db::enums::EntryStatus;
     use crate::db::enums::Fidelity;
+    use crate::plugins::answers::Answers;
     use crate::plugins::tools::testing::TestRun;
     use crate::plugins::web::WebAnswers;
     use crate::web::{Page, RefusedAddress, WebError};
@@ -316,7 +317,7 @@ mod tests {
         let mut run = TestRun::new();
         let url = "https://example.com/docs?v=2";
         let answers = WebAnswers::default().with_page(url, Ok(page("# Docs\nread me")));
-        let outcome = answers.apply(|| {
+        let outcome = Answers::of(answers).apply(|| {
             run.respond("<get path=\"https://example.com/docs?v=2\" fidelity=\"summary\"/>")
         });
         assert!(outcome.errors.is_empty() && outcome.flags.has_reads);
@@ -362,7 +363,8 @@ mod tests {
                 "https://example.com/big",
                 Err(WebError::TooLarge { limit: 9 }),
             );
-        let outcome = answers.apply(|| run.respond("<get path=\"http://10.0.0.1/\"/>"));
+        let outcome =
+            Answers::of(answers).apply(|| run.respond("<get path=\"http://10.0.0.1/\"/>"));
         assert_eq!(outcome.errors[0].status, EntryStatus::Forbidden);
         assert!(outcome.errors[0]
             .message

@@ -166,6 +166,7 @@ impl TypedTool for Search {
 #[cfg(test)]
 mod tests {
     use crate::db::enums::EntryStatus;
+    use crate::plugins::answers::Answers;
     use crate::plugins::tools::testing::TestRun;
     use crate::plugins::web::WebAnswers;
     use crate::web::{SearchHit, WebError};
@@ -183,7 +184,8 @@ mod tests {
         let mut run = TestRun::new();
         run.policy.search_available = true;
         let answers = WebAnswers::default().with_search("rust sqlite", 2, Ok(vec![hit(1), hit(2)]));
-        let outcome = answers.apply(|| run.respond("<search results=\"2\">rust sqlite</search>"));
+        let outcome = Answers::of(answers)
+            .apply(|| run.respond("<search results=\"2\">rust sqlite</search>"));
         assert!(outcome.errors.is_empty() && outcome.proposals.is_empty());
         assert!(outcome.flags.has_reads);
         let path = "search://turn_1/rust%20sqlite";
@@ -208,7 +210,8 @@ mod tests {
         let answers = WebAnswers::default()
             .with_search("a", 5, Ok(Vec::new()))
             .with_search("b", 20, Ok(Vec::new()));
-        answers.apply(|| run.respond("<search>a</search><search results=\"500\">b</search>"));
+        Answers::of(answers)
+            .apply(|| run.respond("<search>a</search><search results=\"500\">b</search>"));
         assert_eq!(run.entry("search://turn_1/a").unwrap().body, "No results.");
         assert_eq!(run.entry("search://turn_1/b").unwrap().body, "No results.");
     }
@@ -219,7 +222,7 @@ mod tests {
         run.policy.search_available = true;
         let junk = WebError::Junk("expected value at line 1".into());
         let answers = WebAnswers::default().with_search("q", 5, Err(junk));
-        let outcome = answers.apply(|| run.respond("<search>q</search>"));
+        let outcome = Answers::of(answers).apply(|| run.respond("<search>q</search>"));
         assert_eq!(outcome.errors[0].status, EntryStatus::BadGateway);
         let entry = run.entry("search://turn_1/q").unwrap();
         assert!(

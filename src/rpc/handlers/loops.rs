@@ -15,6 +15,7 @@ use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs};
 use crate::error::AppError;
+use crate::plugins::answers::Answers;
 use crate::plugins::events::Event;
 use crate::plugins::resolve::{Resolution as Decision, ResolveInput};
 use crate::rpc::call::{CallContext, Reply};
@@ -315,15 +316,15 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
         output: resolution.output.clone(),
     };
     // An accepted MCP call is made before the unit of work that records it.
-    let _performed = match action {
-        Decision::Accept => Some(
+    let answers = match action {
+        Decision::Accept => Answers::of(
             context
                 .agent
                 .mcp
                 .perform_accepted(&context.agent.db, run.id, &resolution.path)
                 .await?,
         ),
-        Decision::Reject | Decision::Error => None,
+        Decision::Reject | Decision::Error => Answers::default(),
     };
     let person = context.person();
     let resolved_run = run.clone();
@@ -335,14 +336,16 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
         .agent
         .db
         .call(move |conn| {
-            resume::resolve(
-                conn,
-                &plugins,
-                &resolved_run,
-                input,
-                person,
-                disk_root.as_deref(),
-            )
+            answers.apply(|| {
+                resume::resolve(
+                    conn,
+                    &plugins,
+                    &resolved_run,
+                    input,
+                    person,
+                    disk_root.as_deref(),
+                )
+            })
         })
         .await?;
     match decision {
