@@ -8,7 +8,7 @@ use crate::agent::delegation::{ParentTurn, Report, Task};
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::LoopOutcome;
 use crate::agent::AgentContext;
-use crate::db::enums::{EntryStatus, Fidelity, LoopMode, LoopPriority, RunStatus};
+use crate::db::enums::{EntryStatus, LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryRow, EntryUpsertForm};
 use crate::db::models::run::{LoopEnqueue, RunRow};
@@ -195,15 +195,13 @@ fn child_config(parent: &LoopConfig, turns: u32) -> LoopConfig {
     }
 }
 
-/// A parent's entry as the child gets it: the same path, body and attributes, at full
-/// fidelity, from before the child's first turn.
+/// A parent's entry as the child gets it: the same path, body and attributes, written anew
+/// (so at full fidelity, whatever the parent's) before the child's first turn.
 fn passed_entry(child: RunId, row: EntryRow) -> EntryUpsertForm {
     let attributes = serde_json::from_str::<Value>(&row.attributes)
         .ok()
         .filter(Value::is_object);
     EntryUpsertForm {
-        fidelity: Some(Fidelity::Full),
-        hash: row.hash,
         attributes,
         ..EntryUpsertForm::new(child, None, 0, row.path, row.body)
     }
@@ -212,6 +210,37 @@ fn passed_entry(child: RunId, row: EntryRow) -> EntryUpsertForm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::enums::Fidelity;
+    use crate::db::testing::{sample_run, TestDb};
+
+    #[test]
+    fn a_passed_entry_keeps_its_body_and_attributes_at_full_fidelity() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let parent = sample_run(conn);
+        let child = runs::create_delegated_run(conn, &parent, 1).unwrap();
+        let written = EntryUpsertForm {
+            fidelity: Some(Fidelity::Archive),
+            attributes: Some(serde_json::json!({"summary": "the colour"})),
+            ..EntryUpsertForm::new(parent.id, None, 3, "known://sky", "green")
+        };
+        entries::write_entry(conn, &written).unwrap();
+        let row = entries::get_entry(conn, parent.id, "known://sky")
+            .unwrap()
+            .unwrap();
+        entries::write_entry(conn, &passed_entry(child.id, row)).unwrap();
+        let passed = entries::get_entry(conn, child.id, "known://sky")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (passed.body.as_str(), passed.fidelity, passed.turn),
+            ("green", Fidelity::Full, 0)
+        );
+        assert_eq!(
+            passed.attributes_json().unwrap()["summary"],
+            serde_json::json!("the colour")
+        );
+    }
 
     fn end(summary: Option<&str>) -> ChildEnd {
         ChildEnd {
