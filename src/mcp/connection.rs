@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientRequest, ContentBlock,
-    Request, ServerResult,
+    Request, ResourceContents, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::transport::{
@@ -136,21 +136,11 @@ impl Connection {
     }
 }
 
-/// The text of a tool's result: its text blocks, a line for each other block, else its
-/// structured content.
+/// The text of a tool's result: its text blocks and the text of its embedded text
+/// resources (each under a line naming it), a line naming each block a model cannot read
+/// (images, audio, binary resources: their type and size), else its structured content.
 fn outcome_of(result: CallToolResult) -> CallOutcome {
-    let mut parts: Vec<String> = result
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(text) => text.text.clone(),
-            ContentBlock::Image(_) => "[image]".to_owned(),
-            ContentBlock::Audio(_) => "[audio]".to_owned(),
-            ContentBlock::Resource(_) => "[embedded resource]".to_owned(),
-            ContentBlock::ResourceLink(link) => format!("[resource {}]", link.uri),
-            _ => "[content]".to_owned(),
-        })
-        .collect();
+    let mut parts: Vec<String> = result.content.iter().map(text_of).collect();
     if parts.is_empty() {
         if let Some(structured) = &result.structured_content {
             parts.push(structured.to_string());
@@ -162,6 +152,39 @@ fn outcome_of(result: CallToolResult) -> CallOutcome {
     } else {
         CallOutcome::Done(text)
     }
+}
+
+/// One block of a result as the model reads it.
+fn text_of(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(text) => text.text.clone(),
+        ContentBlock::Image(image) => unshown("image", &image.mime_type, &image.data),
+        ContentBlock::Audio(audio) => unshown("audio", &audio.mime_type, &audio.data),
+        ContentBlock::Resource(embedded) => match &embedded.resource {
+            ResourceContents::TextResourceContents { uri, text, .. } => {
+                format!("[resource {uri}]\n{text}")
+            }
+            ResourceContents::BlobResourceContents {
+                uri,
+                mime_type,
+                blob,
+                ..
+            } => unshown(
+                &format!("resource {uri}"),
+                mime_type.as_deref().unwrap_or("application/octet-stream"),
+                blob,
+            ),
+            _ => "[a resource of a kind rummy does not know, not shown]".to_owned(),
+        },
+        ContentBlock::ResourceLink(link) => format!("[resource link {}]", link.uri),
+        _ => "[a block of a kind rummy does not know, not shown]".to_owned(),
+    }
+}
+
+/// The line standing for base64 `data` of `mime_type` that the model is not shown.
+fn unshown(what: &str, mime_type: &str, data: &str) -> String {
+    let bytes = data.trim_end_matches('=').len() * 3 / 4;
+    format!("[{what}: {mime_type}, {bytes} bytes, not shown]")
 }
 
 /// The server's task: connect, serve until the session ends, wait, again; until `stop`.
@@ -286,5 +309,54 @@ async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::debug!(mcp.server = %server, %line, "MCP server stderr");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::CallToolResult;
+    use serde_json::json;
+
+    use super::outcome_of;
+    use crate::mcp::outcome::CallOutcome;
+
+    fn result(value: serde_json::Value) -> CallToolResult {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn text_and_text_resources_are_read_and_other_blocks_are_named() {
+        let outcome = outcome_of(result(json!({"content": [
+            {"type": "text", "text": "two rows"},
+            {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "alpha"}},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "file:///b.bin", "blob": "AAECAw=="}},
+            {"type": "resource_link", "uri": "file:///c.md", "name": "c"}
+        ]})));
+        assert_eq!(
+            outcome,
+            CallOutcome::Done(
+                "two rows\n[resource file:///a.txt]\nalpha\n\
+                 [image: image/png, 8 bytes, not shown]\n\
+                 [audio: audio/wav, 3 bytes, not shown]\n\
+                 [resource file:///b.bin: application/octet-stream, 4 bytes, not shown]\n\
+                 [resource link file:///c.md]"
+                    .into()
+            )
+        );
+    }
+
+    #[test]
+    fn structured_content_stands_in_for_no_blocks_and_errors_fail() {
+        let structured = outcome_of(result(
+            json!({"content": [], "structuredContent": {"n": 1}}),
+        ));
+        assert_eq!(structured, CallOutcome::Done(r#"{"n":1}"#.into()));
+        let failed = outcome_of(result(json!({
+            "content": [{"type": "text", "text": "no such table"}],
+            "isError": true
+        })));
+        assert_eq!(failed, CallOutcome::Failed("no such table".into()));
     }
 }

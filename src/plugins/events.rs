@@ -345,6 +345,19 @@ mod tests {
         }
     }
 
+    /// Records "unranked" for every event, at the default priority.
+    struct Unranked(Arc<Mutex<Vec<&'static str>>>);
+
+    impl Observer for Unranked {
+        fn hooks(&self) -> &[Hook] {
+            &Hook::ALL
+        }
+
+        fn observe(&self, _: &Event<'_>) {
+            self.0.lock().unwrap().push("unranked");
+        }
+    }
+
     /// Counts the events it sees of the hooks it names.
     struct Counter {
         hooks: Vec<Hook>,
@@ -397,10 +410,24 @@ mod tests {
                 seen: Arc::clone(&seen),
             }));
         }
+        // An observer that names no priority has the bundled ones' 100.
+        events.register(Arc::new(Unranked(Arc::clone(&seen))));
+        events.register(Arc::new(Recorder {
+            priority: 100,
+            label: "100 third",
+            seen: Arc::clone(&seen),
+        }));
         events.emit(ended());
         assert_eq!(
             *seen.lock().unwrap(),
-            ["50", "100 first", "100 second", "200"]
+            [
+                "50",
+                "100 first",
+                "100 second",
+                "unranked",
+                "100 third",
+                "200"
+            ]
         );
     }
 

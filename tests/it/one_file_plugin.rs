@@ -1,8 +1,8 @@
 //! Adding a tool, a packet section and an RPC method is one plugin in one file, plus one
 //! line that registers it. This one (`greeter`) brings `<shout>`, a `<house_rules>` section
-//! in the system message, an observer counting the turns it sees and a `greeter/hello`
+//! in the system message, an observer counting the turns it sees, a `greeter/hello`
 //! method that answers with that count and sends `ui/notify` and `ui/render` to the
-//! project's clients. A scripted model uses all of it; disabling the plugin by configuration
+//! project's clients, and a `greeter/turns` method that needs no params and no `init`. A scripted model uses all of it; disabling the plugin by configuration
 //! (`RUMMY_PLUGINS_DISABLED=greeter`) takes all of it away.
 
 use std::borrow::Cow;
@@ -45,6 +45,7 @@ impl Plugin for Greeter {
         registrar.tool(Shout);
         registrar.section(Chain::System, HouseRules);
         registrar.observer(TurnCounter(Arc::clone(&turns)));
+        registrar.method(Turns(Arc::clone(&turns)));
         registrar.method(Hello {
             turns,
             clients: registrar.clients(),
@@ -213,6 +214,35 @@ impl TypedMethod for Hello {
     }
 }
 
+/// `greeter/turns` → the turns counted so far, on any connection.
+struct Turns(Arc<AtomicUsize>);
+
+impl TypedMethod for Turns {
+    type Params = serde_json::Value;
+    type Output = usize;
+
+    fn name(&self) -> &'static str {
+        "greeter/turns"
+    }
+
+    fn description(&self) -> &'static str {
+        "The turns the greeter counted."
+    }
+
+    fn needs_init(&self) -> bool {
+        false
+    }
+
+    fn call(
+        &self,
+        _: MethodCall,
+        _: serde_json::Value,
+    ) -> impl Future<Output = Result<usize, MethodError>> + Send + 'static {
+        let turns = self.0.load(Ordering::Relaxed);
+        async move { Ok(turns) }
+    }
+}
+
 fn script() -> FakeLlm {
     FakeLlm::start([
         Step::reply("<shout>hello there</shout><update>shouted</update>"),
@@ -272,6 +302,16 @@ async fn a_plugin_method_passes_the_same_init_gate_as_the_built_in_ones() {
     let mut client = app.client().await;
     let (code, _) = client.err("greeter/hello", json!({"name": "ada"})).await;
     assert_eq!(code, -32001, "needs init");
+    assert_eq!(client.ok("greeter/turns", json!({})).await, json!(0));
+    let catalogue = client.ok("discover", json!({})).await;
+    assert_eq!(
+        catalogue["methods"]["greeter/turns"],
+        json!({
+            "description": "The turns the greeter counted.",
+            "params": {},
+            "role": "member",
+        })
+    );
 }
 
 #[actix_web::test]
