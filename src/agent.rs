@@ -5,10 +5,12 @@
 //! table); the actor drains it one loop at a time ([`run_loop`]), each loop running turns
 //! ([`turn`]) until it ends, and the waiting request gets the loop's
 //! [`LoopOutcome`](outcome::LoopOutcome). How many loops may be active per project and per
-//! person is [`admission`]'s to say.
+//! person is [`admission`]'s to say. A loop may hand sub-tasks to child runs
+//! ([`delegation`]).
 
 pub mod admission;
 pub mod context;
+pub mod delegation;
 pub mod error;
 pub mod loop_config;
 pub mod outcome;

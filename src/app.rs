@@ -12,6 +12,7 @@ use actix_web::web;
 
 use crate::access::Access;
 use crate::agent::admission::LoopAdmission;
+use crate::agent::delegation::Subagents;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
@@ -94,7 +95,11 @@ pub async fn start_with(
     std::fs::create_dir_all(settings.storage.home.join("skills"))?;
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
     let mcp = McpServers::start(mcp::config::load(&settings.storage.home)?);
-    let plugins = register(bundled_plugins(&settings).plugin(mcp.plugin()));
+    let plugins = register(
+        bundled_plugins(&settings)
+            .plugin(mcp.plugin())
+            .plugin(Subagents),
+    );
     for name in plugins.unknown_disabled() {
         tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
     }

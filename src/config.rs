@@ -72,6 +72,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
         "agent.max_active_loops_per_person",
     ),
     ("RUMMY_LOOPS_OVER_LIMIT", "agent.over_limit"),
+    ("RUMMY_SUBAGENT_MAX_DEPTH", "agent.subagent_max_depth"),
+    ("RUMMY_SUBAGENT_MAX_TURNS", "agent.subagent_max_turns"),
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
     ("RUMMY_WORK_MAX_STEPS", "work.max_steps"),
     ("RUMMY_WORK_TIMEOUT_MS", "work.timeout_ms"),
@@ -316,6 +318,10 @@ pub struct AgentSettings {
     pub max_active_loops_per_person: usize,
     /// What an `ask`/`act` past those bounds gets.
     pub over_limit: OverLimit,
+    /// How many `<delegate>`s deep a run may be and still delegate (0 = no sub-agents).
+    pub subagent_max_depth: u32,
+    /// Most turns one sub-agent's loop takes.
+    pub subagent_max_turns: u32,
 }
 
 /// What an `ask`/`act` past the bounds on active loops gets.

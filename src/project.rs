@@ -6,7 +6,8 @@
 //! * [`constraint`] normalizes and matches file constraints (`active`, `readonly`, `ignore`).
 //! * [`mod@scan`] walks the project (respecting `.gitignore`), hashes files and reports what is
 //!   new, changed, unchanged or gone since the previous scan.
-//! * [`home`] lays out and reads `$RUMMY_HOME/skills` and `$RUMMY_HOME/personas`.
+//! * [`home`] lays out and reads `$RUMMY_HOME/skills` and `$RUMMY_HOME/personas`;
+//!   [`skill`] reads a skill's front matter.
 //!
 //! Every function here touches the file system synchronously: call it from a blocking
 //! context (`web::block`, a sync actor), never from an async executor thread.
@@ -18,6 +19,7 @@ pub mod home;
 pub mod patterns;
 pub mod roots;
 pub mod scan;
+pub mod skill;
 
 pub use confine::{ProjectPath, ProjectRoot};
 pub use constraint::{ConstraintPattern, ConstraintSet, FileConstraint, Visibility};
@@ -25,3 +27,4 @@ pub use error::ProjectError;
 pub use home::{validate_document_name, DocumentKind, HomeDocument, LoadedDocument, RummyHome};
 pub use roots::{canonical_dirs, ProjectDirs};
 pub use scan::{scan, FileChange, FileFidelity, FileKind, ScanOptions, ScanReport, ScannedFile};
+pub use skill::Skill;

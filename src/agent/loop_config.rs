@@ -21,6 +21,10 @@ pub struct LoopConfig {
     pub temperature: Option<f64>,
     /// This loop is the retry of a loop that overflowed; it will not panic again.
     pub panic_attempted: bool,
+    /// Its own turn limit, below `RUMMY_MAX_TURNS` (a sub-agent's).
+    pub max_turns: Option<u32>,
+    /// How many `<delegate>`s below a client's run its run is (0: a client's run).
+    pub delegation_depth: u32,
 }
 
 impl LoopConfig {
@@ -49,6 +53,7 @@ impl LoopConfig {
             no_proposals: self.no_proposals,
             search_available,
             mcp_servers: crate::plugins::policy::McpServerSet::NONE,
+            subagents: false,
         }
     }
 }

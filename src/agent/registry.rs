@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use actix::{Actor, Addr};
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::outcome::LoopOutcome;
 use crate::agent::run_actor::{CurrentLoop, Enqueue, RunActor};
@@ -45,13 +46,35 @@ impl RunRegistry {
         agent: &AgentContext,
         enqueue: LoopEnqueue,
     ) -> Result<oneshot::Receiver<LoopOutcome>, DbError> {
+        self.enqueue_linked(agent, enqueue, None).await
+    }
+
+    /// [`enqueue`](Self::enqueue) for a run that has no actor yet (a sub-agent's), whose
+    /// loops are cancelled with `parent` as long as that actor lives: aborting the parent's
+    /// loop aborts them, their panic's recovery loops too.
+    pub async fn enqueue_under(
+        &self,
+        agent: &AgentContext,
+        enqueue: LoopEnqueue,
+        parent: &CancellationToken,
+    ) -> Result<oneshot::Receiver<LoopOutcome>, DbError> {
+        self.enqueue_linked(agent, enqueue, Some(parent.clone()))
+            .await
+    }
+
+    async fn enqueue_linked(
+        &self,
+        agent: &AgentContext,
+        enqueue: LoopEnqueue,
+        parent: Option<CancellationToken>,
+    ) -> Result<oneshot::Receiver<LoopOutcome>, DbError> {
         let run = enqueue.run_id;
         let actor = {
             let mut entries = self.lock();
             let entry = entries.entry(run).or_insert_with(|| {
                 let submitted = Arc::new(AtomicU64::new(0));
                 let current = Arc::new(Mutex::new(None));
-                let actor = RunActor::new(run, agent.clone(), Arc::clone(&current)).start();
+                let actor = RunActor::new(run, agent.clone(), Arc::clone(&current), parent).start();
                 Entry {
                     actor,
                     submitted,

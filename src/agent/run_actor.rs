@@ -1,5 +1,6 @@
 //! `RunActor`: one per run with work; its mailbox is the run's loop queue. Every loop a
-//! client asks for arrives as an [`Enqueue`] (through [`RunRegistry::enqueue`]), which
+//! client asks for (or a sub-agent's, whose actor cancels its loops with the parent's)
+//! arrives as an [`Enqueue`] (through [`RunRegistry::enqueue`]), which
 //! appends it to the `loops` table, the queue's durable backing, and wakes the drain. The
 //! drain claims the pending loops one at a time (highest priority, then oldest) and executes
 //! them, so two connections never execute one run at once; the only other writer of the
@@ -71,6 +72,8 @@ pub struct RunActor {
     run: RunId,
     agent: AgentContext,
     current: Arc<Mutex<Option<CurrentLoop>>>,
+    /// Cancels every loop this actor runs (a sub-agent's, with its parent's loop).
+    parent: Option<CancellationToken>,
     handled: u64,
     draining: bool,
     wake_again: bool,
@@ -78,12 +81,19 @@ pub struct RunActor {
 }
 
 impl RunActor {
-    /// An actor for `run`, sharing its current loop with the registry.
-    pub fn new(run: RunId, agent: AgentContext, current: Arc<Mutex<Option<CurrentLoop>>>) -> Self {
+    /// An actor for `run`, sharing its current loop with the registry; its loops are
+    /// cancelled with `parent` when there is one.
+    pub fn new(
+        run: RunId,
+        agent: AgentContext,
+        current: Arc<Mutex<Option<CurrentLoop>>>,
+        parent: Option<CancellationToken>,
+    ) -> Self {
         RunActor {
             run,
             agent,
             current,
+            parent,
             handled: 0,
             draining: false,
             wake_again: false,
@@ -106,9 +116,10 @@ impl RunActor {
         let run = self.run;
         let agent = self.agent.clone();
         let current = Arc::clone(&self.current);
+        let parent = self.parent.clone();
         let me = ctx.address();
         ctx.spawn(actix::fut::wrap_future(async move {
-            drain(run, agent, current, me.clone()).await;
+            drain(run, agent, current, parent, me.clone()).await;
             me.do_send(DrainEnded);
         }));
     }
@@ -188,6 +199,7 @@ async fn drain(
     run: RunId,
     agent: AgentContext,
     current: Arc<Mutex<Option<CurrentLoop>>>,
+    parent: Option<CancellationToken>,
     me: Addr<RunActor>,
 ) {
     loop {
@@ -203,7 +215,9 @@ async fn drain(
                 return;
             }
         };
-        let cancel = CancellationToken::new();
+        let cancel = parent
+            .as_ref()
+            .map_or_else(CancellationToken::new, CancellationToken::child_token);
         let (stored, stored_watch) = watch::channel(false);
         set_current(
             &current,

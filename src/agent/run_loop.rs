@@ -171,7 +171,10 @@ async fn run_turns(
     let window = ContextWindow::new(u64::try_from(context_size).unwrap_or(0));
     let mut panic = PanicTracker::from_loop(lp, window)
         .map(|tracker| PanicState::new(tracker, lp.prompt.clone()));
-    let max_turns = rules.max_turns.max(1);
+    let max_turns = config
+        .max_turns
+        .map_or(rules.max_turns, |turns| turns.min(rules.max_turns))
+        .max(1);
     for iteration in 1..=max_turns {
         if cancel.is_cancelled() {
             return Ok(LoopOutcome::Ended(RunStatus::Aborted));

@@ -8,6 +8,7 @@ use std::time::Instant;
 use serde_json::json;
 use tracing::Instrument;
 
+use crate::agent::delegation::{self, ParentTurn};
 use crate::agent::error::LoopError;
 use crate::agent::state;
 use crate::agent::AgentContext;
@@ -120,6 +121,7 @@ async fn execute_numbered_turn(
     let lp = input.loop_row;
     let policy = ToolPolicy {
         mcp_servers: agent.mcp.enabled_for(input.project_name),
+        subagents: input.config.delegation_depth < agent.settings.agent.subagent_max_depth,
         ..input
             .config
             .policy(lp.mode, agent.settings.search_available())
@@ -250,6 +252,13 @@ async fn execute_numbered_turn(
     };
     // The MCP calls made at once are made before the unit of work that records them.
     let mcp_outcomes = agent.mcp.perform(&policy, &parsed.commands, cancel).await;
+    // So do the sub-agents, whose reports their handler records.
+    let parent = ParentTurn {
+        loop_row: lp,
+        config: input.config,
+        policy: &policy,
+    };
+    let reports = delegation::perform(agent, parent, &parsed.commands, cancel).await;
     // An aborted run drops the searches (their budget is cancelled with them) and the web
     // requests, and ends.
     let work = tokio::select! {
@@ -260,7 +269,7 @@ async fn execute_numbered_turn(
     };
     let prepared = Prepared {
         commands: parsed.commands,
-        work: work.answering(mcp_outcomes),
+        work: work.answering(mcp_outcomes).answering(reports),
         audit,
     };
     let (report, stored) = dispatch(

@@ -49,6 +49,7 @@ diesel::table! {
         next_loop -> Integer,
         created_at -> Text,
         created_by -> Nullable<Text>,
+        delegated_by -> Nullable<BigInt>,
     }
 }
 

@@ -40,6 +40,7 @@ pub use performed::Performed;
 pub use previous::Previous;
 pub use progress::{BudgetFigures, Progress};
 pub use prompt::PromptTag;
+pub(crate) use text::fill;
 pub use unknowns::Unknowns;
 
 /// What the caller knows about the turn being assembled.

@@ -17,6 +17,9 @@ pub struct ToolPolicy {
     pub search_available: bool,
     /// The MCP servers the loop's project uses (`$RUMMY_HOME/mcp.toml`).
     pub mcp_servers: McpServerSet,
+    /// The loop may hand sub-tasks to sub-agents (its run is less deep than
+    /// `RUMMY_SUBAGENT_MAX_DEPTH`).
+    pub subagents: bool,
 }
 
 /// A set of MCP servers, by their place in the configuration (at most 64).
@@ -56,6 +59,7 @@ impl ToolPolicy {
             no_proposals: false,
             search_available: false,
             mcp_servers: McpServerSet::NONE,
+            subagents: true,
         }
     }
 }

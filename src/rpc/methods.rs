@@ -364,10 +364,12 @@ impl<'a> ToolCatalogue<'a> {
     }
 
     /// The tools a client may call by name: those without a method of their own that the
-    /// server can offer at all (reasoning excluded; search only with a backend).
+    /// server can offer at all (reasoning excluded; search only with a backend; no
+    /// `<delegate>`, whose child runs from a loop's reply only).
     fn methods(&self) -> impl Iterator<Item = &'static str> + '_ {
         let policy = ToolPolicy {
             search_available: self.search_available,
+            subagents: false,
             ..ToolPolicy::act()
         };
         self.tools

@@ -154,7 +154,12 @@ async fn get_run_history_shows_skills_with_parsed_attributes() {
         json!([{
             "scheme": "skill", "path": "skill://sql_style", "status": 200,
             "body": "Lowercase keywords.",
-            "attributes": {"name": "sql_style", "source": "skills/sql_style.md"},
+            "attributes": {
+                "name": "sql_style",
+                "description": "Lowercase keywords.",
+                "summary": "Lowercase keywords.",
+                "source": "skills/sql_style.md",
+            },
             "turn": 0,
         }])
     );
@@ -420,8 +425,8 @@ async fn a_run_of_another_project_is_not_found() {
     );
     assert!(detail["persona"].is_null(), "{detail}");
     assert_eq!(
-        owner.ok("getSkills", json!({"run": run})).await,
-        json!([{"name": "sql_style", "status": 200}])
+        owner.ok("getSkills", json!({"run": run})).await[0]["name"],
+        json!("sql_style")
     );
 }
 

@@ -34,6 +34,8 @@ pub struct RunRow {
     pub created_at: String,
     /// The person who created it (or forked it from its parent); `None`: the operator.
     pub created_by: Option<String>,
+    /// The run whose sub-task this run carries out (see `agent::delegation`).
+    pub delegated_by: Option<RunId>,
 }
 
 /// What a caller gives to create a run; the alias is generated.
@@ -64,6 +66,7 @@ pub(crate) struct RunInsertForm {
     pub context_limit: Option<i32>,
     pub next_turn: i32,
     pub created_by: Option<String>,
+    pub delegated_by: Option<RunId>,
 }
 
 /// Update form for a run's settings; `None` keeps the stored value.
@@ -87,6 +90,8 @@ pub struct RunSummary {
     pub turns: i64,
     /// Body of the newest `summarize://` entry.
     pub summary: Option<String>,
+    /// The alias of the run that delegated it.
+    pub delegated_by: Option<String>,
 }
 
 /// Usage summed over every turn of a run.

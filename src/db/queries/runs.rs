@@ -20,6 +20,14 @@ use crate::db::DbError;
 /// How many suffixes are tried before alias generation gives up.
 const ALIAS_ATTEMPTS: u32 = 10_000;
 
+/// Milliseconds since the epoch, for run aliases.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// Creates an idle run (status 100) named `<model>_<now_ms>`; when that alias is taken
 /// (same model, same millisecond) `_2`, `_3`, ... are appended until one is free.
 pub fn create_run(conn: &mut Conn, create: &RunCreateForm, now_ms: i64) -> Result<RunRow, DbError> {
@@ -33,8 +41,41 @@ pub fn create_run(conn: &mut Conn, create: &RunCreateForm, now_ms: i64) -> Resul
         context_limit: create.context_limit,
         next_turn: 1,
         created_by: create.created_by.clone(),
+        delegated_by: None,
     };
     insert_with_unique_alias(conn, form, &create.model, now_ms)
+}
+
+/// Creates an idle run (status 100) for a sub-task of `parent`, with its model, temperature
+/// and context cap, no persona and an empty store.
+pub fn create_delegated_run(
+    conn: &mut Conn,
+    parent: &RunRow,
+    now_ms: i64,
+) -> Result<RunRow, DbError> {
+    let model = parent.model.clone().unwrap_or_else(|| "run".to_owned());
+    let form = RunInsertForm {
+        project_id: parent.project_id,
+        parent_run_id: None,
+        model: parent.model.clone(),
+        alias: String::new(),
+        temperature: parent.temperature,
+        persona: None,
+        context_limit: parent.context_limit,
+        next_turn: 1,
+        created_by: parent.created_by.clone(),
+        delegated_by: Some(parent.id),
+    };
+    insert_with_unique_alias(conn, form, &model, now_ms)
+}
+
+/// The alias of the run with this id.
+pub fn alias_of(conn: &mut Conn, id: RunId) -> Result<Option<String>, DbError> {
+    Ok(runs::table
+        .find(id)
+        .select(runs::alias)
+        .first(conn)
+        .optional()?)
 }
 
 fn insert_with_unique_alias(
@@ -121,10 +162,15 @@ pub fn list_runs(
                 .select(known_entries::body)
                 .first(conn)
                 .optional()?;
+            let delegated_by = match run.delegated_by {
+                Some(parent) => alias_of(conn, parent)?,
+                None => None,
+            };
             Ok(RunSummary {
                 run,
                 turns,
                 summary,
+                delegated_by,
             })
         })
         .collect()
@@ -259,6 +305,7 @@ pub fn fork_run(
             context_limit: parent.context_limit,
             next_turn: parent.next_turn,
             created_by: person,
+            delegated_by: None,
         };
         let child = insert_with_unique_alias(conn, form, &model, now_ms)?;
         super::entry_moves::copy_run_entries(conn, parent.id, child.id)?;

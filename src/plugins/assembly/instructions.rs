@@ -1,9 +1,11 @@
 //! The instructions (system chain, priority 0): the preamble with the active tool list, the
-//! docs of the active tools, the run's persona and the loaded skills.
+//! docs of the active tools, the run's persona and the run's skills: a skill's body once
+//! the model loaded it (full fidelity), else its description and how to load it.
 
-use super::text::{fill, PREAMBLE};
+use super::text::{fill, PREAMBLE, SKILL_UNLOADED};
 use super::{AssemblyContext, AssemblyFilter};
 use crate::context::packet::{Bucket, MessageBuilder};
+use crate::db::enums::Fidelity;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::Plugins;
 
@@ -62,7 +64,16 @@ impl AssemblyFilter for Instructions {
                 message.push(Bucket::Data, "\n\n### ");
                 message.push(Bucket::Data, name);
                 message.push(Bucket::Data, "\n");
-                message.push(Bucket::Data, skill.body.trim_end());
+                if skill.fidelity == Fidelity::Full {
+                    message.push(Bucket::Data, skill.body.trim_end());
+                } else {
+                    let summary = skill.body.trim_end();
+                    let unloaded = fill(
+                        SKILL_UNLOADED,
+                        &[("summary", summary), ("path", &skill.path)],
+                    );
+                    message.push(Bucket::Data, &unloaded);
+                }
             }
         }
     }
@@ -70,7 +81,7 @@ impl AssemblyFilter for Instructions {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{row, Fixture};
+    use super::super::testing::{row, Fixture, RowChanges};
     use super::*;
     use crate::db::enums::Category;
 
@@ -89,6 +100,26 @@ mod tests {
                 "{preamble}\n\n<get path=\"…\"/> reads.\n\n<set path=\"…\"/> writes.\n\n\
                  ## Persona\n\nA careful reviewer.\n\n## Skills\n\n### style\nUse tabs."
             )
+        );
+    }
+
+    #[test]
+    fn an_unloaded_skill_shows_its_summary_and_how_to_load_it() {
+        let fixture = Fixture::new(vec![row(
+            "skill://sql",
+            Category::Data,
+            0,
+            "How we write SQL. (when to use: before a query)",
+        )
+        .at(Fidelity::Summary)
+        .attributes(serde_json::json!({"name": "SQL style"}))]);
+        let text = fixture.render(&Instructions);
+        assert!(
+            text.ends_with(
+                "## Skills\n\n### SQL style\nHow we write SQL. (when to use: before a query)\n\
+                 Not loaded: <get path=\"skill://sql\"/> loads it."
+            ),
+            "{text}"
         );
     }
 

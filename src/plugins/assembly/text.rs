@@ -11,6 +11,8 @@ pub const BUDGET: &str = include_str!("../text/assembly/budget.md");
 pub const FIDELITY: &str = include_str!("../text/assembly/fidelity.md");
 /// Progress: ties the performed work to the prompt that caused it.
 pub const BRIDGE: &str = include_str!("../text/assembly/bridge.md");
+/// A skill whose body the model has not loaded: its summary and how to load it.
+pub const SKILL_UNLOADED: &str = include_str!("../text/assembly/skill_unloaded.md");
 /// The `warn` attribute of an ask-mode prompt.
 pub const ASK_WARNING: &str = include_str!("../text/assembly/ask_warning.md");
 

@@ -118,6 +118,8 @@ async fn ask_or_act(
         no_proposals: params.no_proposals,
         temperature: params.temperature,
         panic_attempted: false,
+        max_turns: None,
+        delegation_depth: 0,
     };
     let prompt = params.prompt.unwrap_or_default();
     let fork = params.fork;

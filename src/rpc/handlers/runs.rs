@@ -91,13 +91,7 @@ pub async fn start(context: CallContext, params: StartRunParams) -> Result<Reply
     })
 }
 
-/// Milliseconds since the epoch, for run aliases.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
+pub use crate::db::queries::runs::now_ms;
 
 #[derive(Serialize)]
 struct RunListItem {
@@ -106,6 +100,8 @@ struct RunListItem {
     turn: i64,
     summary: Option<String>,
     created: String,
+    /// The run whose sub-task this run carries out.
+    delegated_by: Option<String>,
 }
 
 /// `getRuns`: the project's runs, newest first.
@@ -131,6 +127,7 @@ pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
             turn: summary.turns,
             summary: summary.summary,
             created: summary.run.created_at,
+            delegated_by: summary.delegated_by,
         })
         .collect();
     Reply::of(items)
@@ -214,6 +211,8 @@ struct RunDetail {
     last_summary: Option<String>,
     context: RunContext,
     created_by: Option<String>,
+    /// The run whose sub-task this run carries out.
+    delegated_by: Option<String>,
     loops: Vec<LoopItem>,
     actions: Vec<ActionItem>,
 }
@@ -222,25 +221,37 @@ struct RunDetail {
 pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let run_id = run.id;
-    let (usage, reasoning, content, history, last_prompt, last_summary, (run_loops, actions)) =
-        context
-            .agent
-            .db
-            .read(move |conn| {
-                Ok((
-                    turns::run_usage(conn, run_id)?,
-                    entries::entries_of_scheme(conn, run_id, "reasoning")?,
-                    entries::entries_of_scheme(conn, run_id, "content")?,
-                    entries::run_history(conn, run_id)?,
-                    entries::latest_entry_of_scheme(conn, run_id, "prompt")?,
-                    entries::latest_entry_of_scheme(conn, run_id, "summarize")?,
-                    (
-                        run_actions::loops_of_run(conn, run_id)?,
-                        run_actions::of_run(conn, run_id)?,
-                    ),
-                ))
-            })
-            .await?;
+    let delegator = run.delegated_by;
+    let (
+        usage,
+        reasoning,
+        content,
+        history,
+        last_prompt,
+        last_summary,
+        (run_loops, actions, delegated_by),
+    ) = context
+        .agent
+        .db
+        .read(move |conn| {
+            Ok((
+                turns::run_usage(conn, run_id)?,
+                entries::entries_of_scheme(conn, run_id, "reasoning")?,
+                entries::entries_of_scheme(conn, run_id, "content")?,
+                entries::run_history(conn, run_id)?,
+                entries::latest_entry_of_scheme(conn, run_id, "prompt")?,
+                entries::latest_entry_of_scheme(conn, run_id, "summarize")?,
+                (
+                    run_actions::loops_of_run(conn, run_id)?,
+                    run_actions::of_run(conn, run_id)?,
+                    match delegator {
+                        Some(parent) => runs::alias_of(conn, parent)?,
+                        None => None,
+                    },
+                ),
+            ))
+        })
+        .await?;
     let loop_config = run_loops
         .last()
         .map(|lp| LoopConfig::from_json(&lp.config))
@@ -305,6 +316,7 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
             history,
         },
         created_by: run.created_by,
+        delegated_by,
         loops: run_loops
             .into_iter()
             .map(|lp| LoopItem {

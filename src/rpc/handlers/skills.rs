@@ -4,12 +4,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::blocking::blocking;
-use crate::db::enums::EntryStatus;
+use crate::db::enums::{EntryStatus, Fidelity};
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunConfigUpdateForm;
 use crate::db::queries::{entries, runs};
 use crate::error::AppError;
-use crate::project::{DocumentKind, HomeDocument, RummyHome};
+use crate::project::{DocumentKind, HomeDocument, RummyHome, Skill};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::find_run_or;
 use crate::rpc::params::NoParams;
@@ -50,19 +50,26 @@ fn home(context: &CallContext) -> RummyHome {
     RummyHome::new(context.agent.settings.storage.home.clone())
 }
 
-/// `skill/add`: load `skills/<name>.md` into the run as `skill://<name>`.
+/// `skill/add`: load `skills/<name>.md` into the run as `skill://<name>`, at summary
+/// fidelity: the model reads its description (and when to use it) until it loads the body
+/// with `<get path="skill://<name>"/>`.
 pub async fn add(context: CallContext, params: SkillParams) -> Result<Reply, AppError> {
     let (alias, name) = params.checked()?;
     let run = find_run_or(&context, &alias, AppError::RunNotFoundShort).await?;
     let home = home(&context);
     let document = blocking(move || Ok(home.read(DocumentKind::Skill, &name)?)).await?;
+    let skill = Skill::parse(&document.name, &document.body);
     let path = format!("{SKILL_SCHEME}{}", document.name);
     let upsert = EntryUpsertForm {
+        fidelity: Some(Fidelity::Summary),
         attributes: Some(json!({
-            "name": document.name,
+            "name": skill.title,
+            "description": skill.description,
+            "whenToUse": skill.when_to_use,
+            "summary": skill.summary(),
             "source": document.path.display().to_string(),
         })),
-        ..EntryUpsertForm::new(run.id, None, 0, path, document.body)
+        ..EntryUpsertForm::new(run.id, None, 0, path, skill.body)
     };
     context
         .agent
@@ -92,13 +99,22 @@ pub struct RunOnlyParams {
     run: Option<String>,
 }
 
+/// A skill of a run as `getSkills` shows it.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct SkillStatus {
+    /// Its file name, as `skill/add` and `skill/remove` take it.
     name: String,
     status: EntryStatus,
+    /// The front matter's `name`, else the file name.
+    title: Option<String>,
+    description: Option<String>,
+    when_to_use: Option<String>,
+    /// The model has loaded its body (the entry is at full fidelity).
+    loaded: bool,
 }
 
-/// `getSkills`: the skills loaded in a run.
+/// `getSkills`: the skills loaded in a run, with their metadata.
 pub async fn of_run(context: CallContext, params: RunOnlyParams) -> Result<Reply, AppError> {
     let alias = params
         .run
@@ -112,16 +128,40 @@ pub async fn of_run(context: CallContext, params: RunOnlyParams) -> Result<Reply
         .await?;
     let skills: Vec<SkillStatus> = rows
         .into_iter()
-        .map(|row| SkillStatus {
-            name: row
-                .path
-                .strip_prefix(SKILL_SCHEME)
-                .unwrap_or(&row.path)
-                .to_string(),
-            status: row.status,
+        .map(|row| {
+            let attributes = row.attributes_json().unwrap_or_default();
+            let text = |name: &str| {
+                attributes
+                    .get(name)
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned)
+            };
+            SkillStatus {
+                title: text("name"),
+                description: text("description"),
+                when_to_use: text("whenToUse"),
+                loaded: row.fidelity == Fidelity::Full,
+                name: row
+                    .path
+                    .strip_prefix(SKILL_SCHEME)
+                    .unwrap_or(&row.path)
+                    .to_string(),
+                status: row.status,
+            }
         })
         .collect();
     Reply::of(skills)
+}
+
+/// A skill file as `listSkills` shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SkillFileView {
+    name: String,
+    path: String,
+    title: String,
+    description: String,
+    when_to_use: Option<String>,
 }
 
 async fn list_documents(context: &CallContext, kind: DocumentKind) -> Result<Reply, AppError> {
@@ -137,9 +177,26 @@ async fn list_documents(context: &CallContext, kind: DocumentKind) -> Result<Rep
     Reply::of(views)
 }
 
-/// `listSkills`: the skill files in `$RUMMY_HOME/skills`.
+/// `listSkills`: the skill files in `$RUMMY_HOME/skills`, with their metadata.
 pub async fn list_skills(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
-    list_documents(&context, DocumentKind::Skill).await
+    let home = home(&context);
+    let views = blocking(move || {
+        let mut views = Vec::new();
+        for document in home.list(DocumentKind::Skill)? {
+            let loaded = home.read(DocumentKind::Skill, &document.name)?;
+            let skill = Skill::parse(&loaded.name, &loaded.body);
+            views.push(SkillFileView {
+                name: document.name,
+                path: document.path.display().to_string(),
+                title: skill.title,
+                description: skill.description,
+                when_to_use: skill.when_to_use,
+            });
+        }
+        Ok(views)
+    })
+    .await?;
+    Reply::of(views)
 }
 
 /// `listPersonas`: the persona files in `$RUMMY_HOME/personas`.

@@ -16,8 +16,10 @@ async fn skills_are_listed_loaded_and_removed() {
     assert_eq!(
         listed,
         json!([
-            {"name": "rust_style", "path": "skills/rust_style.md"},
-            {"name": "sql_style", "path": "skills/sql_style.md"},
+            {"name": "rust_style", "path": "skills/rust_style.md", "title": "rust_style",
+             "description": "Prefer iterators.", "whenToUse": null},
+            {"name": "sql_style", "path": "skills/sql_style.md", "title": "sql_style",
+             "description": "Use lowercase SQL keywords.", "whenToUse": null},
         ])
     );
     client.add_model("grok").await;
@@ -28,7 +30,9 @@ async fn skills_are_listed_loaded_and_removed() {
         .await;
     assert_eq!(
         client.ok("getSkills", json!({"run": run})).await,
-        json!([{"name": "sql_style", "status": 200}])
+        json!([{"name": "sql_style", "status": 200, "title": "sql_style",
+                 "description": "Use lowercase SQL keywords.", "whenToUse": null,
+                 "loaded": false}])
     );
     assert_eq!(
         client

@@ -28,7 +28,7 @@ async fn get_entries_matches_patterns_and_defaults_to_the_newest_run() {
     assert_eq!(
         everything,
         json!([{"path": "skill://sql_style", "scheme": "skill", "status": 200,
-                "fidelity": "full", "tokens": everything[0]["tokens"]}])
+                "fidelity": "summary", "tokens": everything[0]["tokens"]}])
     );
     assert!(
         everything[0]["tokens"].as_i64().unwrap() > 0,
@@ -216,7 +216,7 @@ async fn store_with_a_run_archives_the_matching_entries() {
     assert_eq!(
         fidelity,
         [
-            ("skill://rust_style", "full"),
+            ("skill://rust_style", "summary"),
             ("skill://sql_style", "archive")
         ]
     );

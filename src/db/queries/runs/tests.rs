@@ -259,3 +259,38 @@ fn listing_and_restart_recovery() {
     assert_eq!(loops::pending_loops(conn, first.id).unwrap().len(), 1);
     assert_eq!(loops::active_loop(conn, first.id).unwrap(), None);
 }
+
+#[test]
+fn a_delegated_run_names_its_parent_and_starts_empty() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let project = sample_run(conn).project_id;
+    let mut parent = create(conn, project, 7);
+    parent.persona = Some("a pirate".into());
+    take_turn_number(conn, parent.id).unwrap();
+    let entry = EntryUpsertForm::new(parent.id, None, 1, "known://fact", "sky is blue");
+    entries::upsert_entry(conn, &entry).unwrap();
+    let child = create_delegated_run(conn, &parent, 8).unwrap();
+    assert_eq!(
+        (
+            child.delegated_by,
+            child.parent_run_id,
+            child.next_turn,
+            child.persona.as_deref(),
+            child.temperature,
+            child.created_by.as_deref(),
+        ),
+        (Some(parent.id), None, 1, None, Some(0.5), Some("alice"))
+    );
+    assert_eq!(child.alias, "grok_8");
+    assert!(entries::get_entry(conn, child.id, "known://fact")
+        .unwrap()
+        .is_none());
+    assert_eq!(alias_of(conn, parent.id).unwrap(), Some(parent.alias));
+    let summaries = list_runs(conn, project, None, None).unwrap();
+    let delegated: Vec<Option<&str>> = summaries
+        .iter()
+        .map(|summary| summary.delegated_by.as_deref())
+        .collect();
+    assert_eq!(delegated, [Some("grok_7"), None, None], "newest first");
+}

@@ -1,0 +1,231 @@
+//! `<delegate path="…">sub-task</delegate>`: the result entry
+//! `delegate://turn_N/<sub-task>` holds the child's summary (200) or why it failed
+//! (attributes `run`, the child's alias, and `context`, the paths passed). The paths are
+//! the `path` attribute because the parser heals any first unknown attribute into `path`. Offered to loops whose run may
+//! still delegate (`ToolPolicy::subagents`), never in panic mode; the child itself ran
+//! before the reply's unit of work ([`crate::agent::delegation`]).
+
+use std::borrow::Cow;
+
+use serde_json::json;
+
+use crate::agent::delegation::reports::Reports;
+use crate::context::view::EntryView;
+use crate::db::enums::{EntryStatus, LoopMode};
+use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::{
+    Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
+    TypedTool,
+};
+use crate::plugins::tools::finish;
+
+/// The tag, and the scheme of its results.
+const NAME: &str = "delegate";
+
+const DOC: &str = include_str!("../../plugins/text/tools/delegate.md");
+
+/// One `<delegate>`: the sub-task and the paths passed with it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Task {
+    /// The sub-task, trimmed: the child loop's prompt.
+    pub text: String,
+    /// The parent's entries passed to the child (the `path` attribute: paths separated by
+    /// spaces or commas).
+    pub context: Vec<String>,
+}
+
+impl Task {
+    /// The task of a `<delegate>` command; `None` for any other.
+    pub fn of(command: &Command) -> Option<Task> {
+        let Command::Other { name, content } = command else {
+            return None;
+        };
+        (name == NAME).then(|| {
+            let text_of = |wanted: &str| {
+                content
+                    .attributes
+                    .iter()
+                    .find_map(|(name, value)| match value {
+                        AttrValue::Text(text) if name == wanted => Some(text.as_str()),
+                        _ => None,
+                    })
+            };
+            Task {
+                text: content.body.trim().to_owned(),
+                context: text_of("path")
+                    .unwrap_or_default()
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|path| !path.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            }
+        })
+    }
+}
+
+/// Whether a loop under `policy` may delegate: its run is not too deep, and it is no panic
+/// loop (which only frees room).
+pub fn offered(policy: &ToolPolicy) -> bool {
+    policy.subagents && policy.mode != LoopMode::Panic
+}
+
+/// The `<delegate>` tool: it records the [`Reports`] its unit of work was given.
+pub struct DelegateTool;
+
+impl ToolInfo for DelegateTool {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn availability(&self, policy: &ToolPolicy) -> Availability {
+        if offered(policy) {
+            Availability::Offered
+        } else {
+            Availability::Excluded
+        }
+    }
+
+    fn excluded_because(&self, policy: &ToolPolicy) -> Option<&'static str> {
+        (!policy.subagents).then_some(
+            "this run is a sub-agent as deep as sub-agents may nest (RUMMY_SUBAGENT_MAX_DEPTH)",
+        )
+    }
+
+    fn effect(&self) -> ToolEffect {
+        ToolEffect::Reads
+    }
+
+    fn tag(&self) -> TagSpec {
+        TagSpec {
+            main_field: "body",
+            attributes: &["body", "path"],
+        }
+    }
+
+    fn doc(&self) -> &'static str {
+        DOC
+    }
+
+    fn full_view(&self, entry: &EntryView<'_>) -> String {
+        let child = entry.attribute("run").unwrap_or_default();
+        format!("# delegate {child}\n{}", entry.body)
+    }
+
+    fn summary_view(&self, entry: &EntryView<'_>) -> String {
+        entry.attribute("run").unwrap_or_default().to_owned()
+    }
+
+    fn command_from_call(&self, call: &ClientCall) -> Command {
+        Command::Other {
+            name: NAME.to_owned(),
+            content: TaggedText {
+                body: call.path.clone(),
+                attributes: Vec::new(),
+            },
+        }
+    }
+
+    fn target_kind(&self) -> TargetKind {
+        TargetKind::Text
+    }
+}
+
+impl TypedTool for DelegateTool {
+    type Input = Task;
+
+    fn input<'c>(&self, command: &'c Command) -> Option<Cow<'c, Task>> {
+        Task::of(command).map(Cow::Owned)
+    }
+
+    fn target(&self, task: &Task) -> String {
+        task.text.clone()
+    }
+
+    fn handle(
+        &self,
+        scope: &mut ToolScope<'_>,
+        task: &Task,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        if task.text.is_empty() {
+            let message = "a <delegate> needs its sub-task as its body";
+            return finish(
+                scope,
+                result_path,
+                EntryStatus::BadRequest,
+                message,
+                Some(json!({ "error": message })),
+            );
+        }
+        let (status, body, child) = match Reports::take(task) {
+            Some(report) => (report.status, report.body, report.child),
+            None => (
+                EntryStatus::Failed,
+                "sub-agents run from a loop's replies only".to_owned(),
+                None,
+            ),
+        };
+        let mut attributes = json!({ "context": task.context.join(" ") });
+        if let Some(child) = child {
+            attributes["run"] = json!(child);
+        }
+        if status.is_failure() {
+            attributes["error"] = json!(body);
+        }
+        finish(scope, result_path, status, &body, Some(attributes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delegate(body: &str, attributes: &[(&str, &str)]) -> Command {
+        Command::Other {
+            name: NAME.to_owned(),
+            content: TaggedText {
+                body: body.to_owned(),
+                attributes: attributes
+                    .iter()
+                    .map(|(name, value)| ((*name).to_owned(), AttrValue::Text((*value).into())))
+                    .collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_task_takes_its_text_and_paths() {
+        let command = delegate(
+            " find the bug ",
+            &[("path", "src/a.rs, known://notes  b.md")],
+        );
+        assert_eq!(
+            Task::of(&command),
+            Some(Task {
+                text: "find the bug".into(),
+                context: vec!["src/a.rs".into(), "known://notes".into(), "b.md".into()],
+            })
+        );
+        let bare = Task::of(&delegate("look", &[]));
+        assert_eq!(bare.map(|task| task.context), Some(vec![]));
+        assert_eq!(Task::of(&Command::Sh(None)), None);
+    }
+
+    #[test]
+    fn offered_while_the_run_may_delegate_and_never_in_panic_mode() {
+        let tool = DelegateTool;
+        assert_eq!(tool.availability(&ToolPolicy::act()), Availability::Offered);
+        let deep = ToolPolicy {
+            subagents: false,
+            ..ToolPolicy::act()
+        };
+        assert_eq!(tool.availability(&deep), Availability::Excluded);
+        assert!(tool.excluded_because(&deep).is_some());
+        let panic = ToolPolicy {
+            mode: LoopMode::Panic,
+            ..ToolPolicy::act()
+        };
+        assert_eq!(tool.availability(&panic), Availability::Excluded);
+    }
+}
