@@ -12,7 +12,7 @@ use crate::plugins::events::Observer;
 use crate::plugins::filters::{FilterFn, FilterHook};
 use crate::plugins::method::TypedMethod;
 use crate::plugins::registry::{Plugins, Registry};
-use crate::plugins::tool::{Tool, ToolSettings};
+use crate::plugins::tool::Tool;
 
 /// A named set of additions to the server.
 pub trait Plugin {
@@ -64,11 +64,6 @@ impl Registrar<'_> {
     /// The clients of every project, to send `ui/render` and `ui/notify` (keep a clone).
     pub fn clients(&self) -> Clients {
         self.registry.clients.clone()
-    }
-
-    /// The limits the tools enforce.
-    pub fn settings(&self) -> ToolSettings {
-        self.registry.settings
     }
 }
 

@@ -37,7 +37,7 @@ pub(super) struct Registry {
     tools: Vec<Arc<dyn Tool>>,
     /// One tag per tool, from its declaration.
     tags: TagSet,
-    pub(super) settings: ToolSettings,
+    settings: ToolSettings,
     pub(super) assembly: Assembly,
     pub(super) events: Events,
     pub(super) filters: Filters,
