@@ -20,6 +20,7 @@ use crate::plugins::filters::{FilterHook, Filters};
 use crate::plugins::method::PluginMethod;
 use crate::plugins::plugin::{Plugin, Registrar, ToolPlugin};
 use crate::plugins::policy::ToolPolicy;
+use crate::plugins::preparation::{Preparations, PreparingTurn};
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
 use crate::plugins::tools;
 
@@ -43,6 +44,7 @@ pub(super) struct Registry {
     pub(super) assembly: Assembly,
     pub(super) events: Events,
     pub(super) filters: Filters,
+    pub(super) preparations: Preparations,
     methods: Vec<Arc<dyn PluginMethod>>,
     pub(super) clients: Clients,
     /// The plugins registered, in order.
@@ -97,6 +99,7 @@ impl Plugins {
                 assembly: Assembly::empty(),
                 events: Events::default(),
                 filters: Filters::default(),
+                preparations: Preparations::default(),
                 methods: Vec::new(),
                 clients: Clients::default(),
                 registered: Vec::new(),
@@ -184,6 +187,11 @@ impl Plugins {
     /// Whether any plugin filters hook `H` (to skip preparing its value when none does).
     pub fn has_filters<H: FilterHook>(&self) -> bool {
         !H::chain(&self.inner.filters).is_empty()
+    }
+
+    /// Runs the preparations of a turn about to be assembled (on the writer).
+    pub fn prepare(&self, conn: &mut crate::db::Conn, turn: &PreparingTurn<'_>) {
+        self.inner.preparations.run(conn, turn);
     }
 
     /// The RPC method a plugin added under `name`.
