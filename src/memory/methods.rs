@@ -154,8 +154,9 @@ impl TypedMethod for List {
         call: MethodCall,
         params: ListParams,
     ) -> impl Future<Output = Result<Listing, MethodError>> + Send + 'static {
+        let project = project(&call);
         async move {
-            let project = project(&call)?;
+            let project = project?;
             let layer = if params.server {
                 Layer::Server
             } else {
@@ -226,8 +227,9 @@ impl TypedMethod for Search {
         call: MethodCall,
         params: SearchParams,
     ) -> impl Future<Output = Result<Vec<Found>, MethodError>> + Send + 'static {
+        let project = project(&call);
         async move {
-            let project = project(&call)?;
+            let project = project?;
             if memory::match_expression(&params.query).is_none() {
                 return Err(MethodError::InvalidParams(
                     "query has no word of at least three letters".to_owned(),
@@ -464,8 +466,9 @@ impl TypedMethod for Switch {
         call: MethodCall,
         params: SwitchParams,
     ) -> impl Future<Output = Result<Switched, MethodError>> + Send + 'static {
+        let project = project(&call);
         async move {
-            let project = project(&call)?;
+            let project = project?;
             let enabled = params.enabled;
             let person = call.person.clone();
             call.db

@@ -10,13 +10,15 @@ use serde_json::json;
 
 use crate::context::view::EntryView;
 use crate::db::enums::EntryStatus;
+use crate::db::enums::LoopMode;
 use crate::db::models::memory::MemoryFactForm;
 use crate::db::queries::memory::{self, Written};
 use crate::db::queries::runs;
 use crate::db::DbError;
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
+use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
-    ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
+    Availability, ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
 use crate::plugins::tools::{extra_text, fail, finish};
 
@@ -35,6 +37,14 @@ pub(super) struct Fact {
 impl ToolInfo for Remember {
     fn name(&self) -> &'static str {
         "remember"
+    }
+
+    /// A panic loop only frees room: it neither searches memory nor adds to it.
+    fn availability(&self, policy: &ToolPolicy) -> Availability {
+        match policy.mode {
+            LoopMode::Panic => Availability::Excluded,
+            LoopMode::Ask | LoopMode::Act => Availability::Offered,
+        }
     }
 
     fn tag(&self) -> TagSpec {

@@ -7,11 +7,14 @@ use serde_json::json;
 
 use crate::context::view::EntryView;
 use crate::db::enums::EntryStatus;
+use crate::db::enums::LoopMode;
 use crate::db::queries::{memory, runs};
 use crate::db::DbError;
 use crate::parser::{Command, TagSpec, TaggedText};
+use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
-    ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
+    Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
+    TypedTool,
 };
 use crate::plugins::tools::{fail, finish};
 
@@ -30,6 +33,14 @@ impl ToolInfo for Recall {
 
     fn effect(&self) -> ToolEffect {
         ToolEffect::Reads
+    }
+
+    /// A panic loop only frees room: it neither searches memory nor adds to it.
+    fn availability(&self, policy: &ToolPolicy) -> Availability {
+        match policy.mode {
+            LoopMode::Panic => Availability::Excluded,
+            LoopMode::Ask | LoopMode::Act => Availability::Offered,
+        }
     }
 
     fn tag(&self) -> TagSpec {
