@@ -118,7 +118,8 @@ CREATE TABLE memory_disabled (
 
 -- SQLite-only: the FTS5 indexes recall scores with bm25, kept in sync by triggers.
 CREATE VIRTUAL TABLE memory_facts_fts USING fts5 (
-    topic, body, content = 'memory_facts', content_rowid = 'id'
+    topic, body, content = 'memory_facts', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 0'
 );
 
 CREATE TRIGGER trg_memory_facts_fts_insert AFTER INSERT ON memory_facts BEGIN
@@ -137,7 +138,8 @@ CREATE TRIGGER trg_memory_facts_fts_update AFTER UPDATE OF topic, body ON memory
 END;
 
 CREATE VIRTUAL TABLE memory_history_fts USING fts5 (
-    topic, body, content = 'memory_history', content_rowid = 'id'
+    topic, body, content = 'memory_history', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 0'
 );
 
 CREATE TRIGGER trg_memory_history_fts_insert AFTER INSERT ON memory_history BEGIN

@@ -230,7 +230,7 @@ impl TypedMethod for Search {
         let project = project(&call);
         async move {
             let project = project?;
-            if memory::match_expression(&params.query).is_none() {
+            if memory::query_words(&params.query).is_empty() {
                 return Err(MethodError::InvalidParams(
                     "query has no word of at least three letters".to_owned(),
                 ));

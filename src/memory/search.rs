@@ -102,7 +102,7 @@ impl TypedTool for Recall {
         if !memory::is_enabled(scope.conn, run.project_id)? {
             return fail(scope, result_path, EntryStatus::Forbidden, OFF.trim());
         }
-        if memory::match_expression(query).is_none() {
+        if memory::query_words(query).is_empty() {
             let message = "give words of at least three letters to look for";
             return fail(scope, result_path, EntryStatus::BadRequest, message);
         }

@@ -18,6 +18,9 @@ use crate::db::{Conn, DbError};
 const MAX_QUERY_WORDS: usize = 32;
 /// Shortest word a recall searches for, in characters.
 const MIN_QUERY_WORD_CHARS: usize = 3;
+/// Most items of one index a recall scores: its rarest words are searched for as long as
+/// the items holding them stay within this.
+const MAX_POSTINGS: i64 = 2_000;
 
 /// What writing a fact did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,10 +209,9 @@ pub fn set_enabled(
     Ok(())
 }
 
-/// The FTS5 query for the words of `text`: each distinct word of at least
-/// [`MIN_QUERY_WORD_CHARS`] characters (at most [`MAX_QUERY_WORDS`]), quoted, any of them;
-/// `None` when there is none.
-pub fn match_expression(text: &str) -> Option<String> {
+/// The distinct words of `text` a recall looks for: each of at least
+/// [`MIN_QUERY_WORD_CHARS`] characters, lower case, at most [`MAX_QUERY_WORDS`] of them.
+pub fn query_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         if word.chars().count() < MIN_QUERY_WORD_CHARS {
@@ -223,11 +225,44 @@ pub fn match_expression(text: &str) -> Option<String> {
             break;
         }
     }
-    if words.is_empty() {
-        return None;
+    words
+}
+
+#[derive(QueryableByName)]
+struct WordCount {
+    #[diesel(sql_type = BigInt)]
+    doc: i64,
+}
+
+/// The FTS5 query for the words of `text` in one index, where `count` (a `SELECT count(*)
+/// AS doc` of the items matching `?`, at most `?` of them) counts the items holding a word:
+/// the rarest words first, as long as the items they are in number at most
+/// [`MAX_POSTINGS`] (scoring more would make recall slow, and words that common tell
+/// little), any of them; `None` when no word qualifies. A count stops past the bound, so a
+/// common word costs no more than a rare one.
+fn expression(conn: &mut Conn, count: &'static str, text: &str) -> Result<Option<String>, DbError> {
+    let mut counted: Vec<(i64, String)> = Vec::new();
+    for word in query_words(text) {
+        let quoted = format!("\"{word}\"");
+        let rows: Vec<WordCount> = statement(count)
+            .bind::<Text, _>(quoted.as_str())
+            .bind::<BigInt, _>(MAX_POSTINGS + 1)
+            .load(conn)?;
+        if let Some(found) = rows.first().filter(|found| found.doc > 0) {
+            counted.push((found.doc, quoted));
+        }
     }
-    let quoted: Vec<String> = words.iter().map(|word| format!("\"{word}\"")).collect();
-    Some(quoted.join(" OR "))
+    counted.sort();
+    let mut postings = 0;
+    let mut kept = Vec::new();
+    for (count, quoted) in counted {
+        if postings + count > MAX_POSTINGS {
+            break;
+        }
+        postings += count;
+        kept.push(quoted);
+    }
+    Ok((!kept.is_empty()).then(|| kept.join(" OR ")))
 }
 
 #[derive(QueryableByName)]
@@ -244,15 +279,20 @@ struct RecalledRow {
     score: f64,
 }
 
-/// The facts `project` may recall that match `expression` (from [`match_expression`]): its
-/// own, then the server-wide ones, each best first by bm25 (a topic weighs twice a body),
-/// at most `limit`.
+/// The facts `project` may recall that share words with `text`: its own, then the
+/// server-wide ones, each best first by bm25 (a topic weighs twice a body), at most
+/// `limit`.
 pub fn recall_facts(
     conn: &mut Conn,
     project: ProjectId,
-    expression: &str,
+    text: &str,
     limit: i64,
 ) -> Result<Vec<RecalledItem>, DbError> {
+    let count = "SELECT count(*) AS doc FROM (SELECT rowid FROM memory_facts_fts \
+                 WHERE memory_facts_fts MATCH ? LIMIT ?)";
+    let Some(expression) = expression(conn, count, text)? else {
+        return Ok(Vec::new());
+    };
     let rows: Vec<RecalledRow> = statement(
         "SELECT f.project_id IS NULL AS shared, f.topic, f.body, f.updated_at AS dated, \
                 bm25(memory_facts_fts, 2.0, 1.0) AS score \
@@ -260,7 +300,7 @@ pub fn recall_facts(
          WHERE memory_facts_fts MATCH ? AND (f.project_id = ? OR f.project_id IS NULL) \
          ORDER BY shared, score LIMIT ?",
     )
-    .bind::<Text, _>(expression)
+    .bind::<Text, _>(expression.as_str())
     .bind::<Nullable<BigInt>, _>(Some(project.0))
     .bind::<BigInt, _>(limit)
     .load(conn)?;
@@ -280,14 +320,19 @@ pub fn recall_facts(
         .collect())
 }
 
-/// The replaced facts `project` may recall (its own and the server-wide ones) that match
-/// `expression`, best first, at most `limit`.
+/// The replaced facts `project` may recall (its own and the server-wide ones) that share
+/// words with `text`, best first, at most `limit`.
 pub fn recall_history(
     conn: &mut Conn,
     project: ProjectId,
-    expression: &str,
+    text: &str,
     limit: i64,
 ) -> Result<Vec<RecalledItem>, DbError> {
+    let count = "SELECT count(*) AS doc FROM (SELECT rowid FROM memory_history_fts \
+                 WHERE memory_history_fts MATCH ? LIMIT ?)";
+    let Some(expression) = expression(conn, count, text)? else {
+        return Ok(Vec::new());
+    };
     let rows: Vec<RecalledRow> = statement(
         "SELECT h.project_id IS NULL AS shared, h.topic, h.body, h.archived_at AS dated, \
                 bm25(memory_history_fts, 2.0, 1.0) AS score \
@@ -295,7 +340,7 @@ pub fn recall_history(
          WHERE memory_history_fts MATCH ? AND (h.project_id = ? OR h.project_id IS NULL) \
          ORDER BY score LIMIT ?",
     )
-    .bind::<Text, _>(expression)
+    .bind::<Text, _>(expression.as_str())
     .bind::<Nullable<BigInt>, _>(Some(project.0))
     .bind::<BigInt, _>(limit)
     .load(conn)?;

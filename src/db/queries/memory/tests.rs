@@ -27,9 +27,8 @@ fn fact(project: Option<ProjectId>, topic: &str, body: &str) -> MemoryFactForm {
 }
 
 fn recalled(conn: &mut Conn, project: ProjectId, text: &str) -> Vec<(MemoryLayer, String)> {
-    let expression = match_expression(text).unwrap();
-    let mut items = recall_facts(conn, project, &expression, 10).unwrap();
-    items.extend(recall_history(conn, project, &expression, 10).unwrap());
+    let mut items = recall_facts(conn, project, text, 10).unwrap();
+    items.extend(recall_history(conn, project, text, 10).unwrap());
     items
         .into_iter()
         .map(|item| (item.layer, item.body))
@@ -150,15 +149,35 @@ fn the_switch_is_stored_per_project() {
 }
 
 #[test]
-fn a_query_is_its_distinct_words_quoted() {
+fn a_query_is_its_distinct_words_and_only_the_rarest_are_searched_for() {
     assert_eq!(
-        match_expression("Run the TESTS, run the tests: \"npm\" ok?").as_deref(),
-        Some("\"run\" OR \"the\" OR \"tests\" OR \"npm\"")
+        query_words("Run the TESTS, run the tests: \"npm\" ok?"),
+        ["run", "the", "tests", "npm"]
     );
-    assert_eq!(match_expression("a b c !!"), None);
+    assert!(query_words("a b c !!").is_empty());
     let many: String = (0..100).map(|n| format!("word{n} ")).collect();
-    assert_eq!(
-        match_expression(&many).unwrap().matches(" OR ").count(),
-        MAX_QUERY_WORDS - 1
-    );
+    assert_eq!(query_words(&many).len(), MAX_QUERY_WORDS);
+
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let p = project(conn, "p");
+    let common = usize::try_from(MAX_POSTINGS).unwrap() + 1;
+    conn.transaction::<_, DbError, _>(|conn| {
+        for n in 0..common {
+            write_fact(
+                conn,
+                &fact(Some(p), &format!("t{n}"), "common words everywhere"),
+            )?;
+        }
+        write_fact(conn, &fact(Some(p), "rare", "common words and a zebra"))?;
+        Ok(())
+    })
+    .unwrap();
+    let found = recall_facts(conn, p, "common zebra", 5).unwrap();
+    assert_eq!(found.len(), 1, "the common word is not searched for");
+    assert_eq!(found[0].topic, "rare");
+    assert!(recall_facts(conn, p, "common everywhere", 5)
+        .unwrap()
+        .is_empty());
+    assert_eq!(recall_facts(conn, p, "Zebra", 5).unwrap().len(), 1);
 }
