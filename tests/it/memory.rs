@@ -338,3 +338,27 @@ async fn the_methods_refuse_bad_params_and_callers_without_the_role() {
         json!([])
     );
 }
+
+#[actix_web::test]
+async fn a_fact_the_write_gate_refuses_is_not_remembered() {
+    let base = crate::budget::base_packet_tokens().await;
+    let fact = "the deploy notes say ".repeat(60);
+    let llm = FakeLlm::start([
+        Step::reply(format!(
+            "<remember topic=\"deploy notes\">{fact}</remember><update>tried</update>"
+        )),
+        Step::reply("<summarize>done</summarize>"),
+    ]);
+    // The guard's ceiling, floor(window × 0.9) − 500, leaves the turn about 140 tokens.
+    let app = crate::budget::app_with(&llm, base + 1_000).await;
+    let (mut client, _) = app.client_in_project("tight").await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "x"}))
+        .await;
+    let run = result["run"].as_str().unwrap();
+    assert_eq!(
+        client.statuses(run, "remember://*").await,
+        [("remember://turn_1/deploy%20notes".to_string(), 413)]
+    );
+    assert_eq!(client.ok("memory/list", json!({})).await["items"], json!([]));
+}
