@@ -360,5 +360,8 @@ async fn a_fact_the_write_gate_refuses_is_not_remembered() {
         client.statuses(run, "remember://*").await,
         [("remember://turn_1/deploy%20notes".to_string(), 413)]
     );
-    assert_eq!(client.ok("memory/list", json!({})).await["items"], json!([]));
+    assert_eq!(
+        client.ok("memory/list", json!({})).await["items"],
+        json!([])
+    );
 }
