@@ -53,3 +53,62 @@ impl Preparations {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::models::entry::EntryUpsertForm;
+    use crate::db::queries::entries;
+    use crate::db::testing::{sample_loop, sample_run, TestDb};
+
+    /// Writes `path`, then fails when `fails`.
+    struct Writes {
+        path: &'static str,
+        fails: bool,
+    }
+
+    impl Preparation for Writes {
+        fn prepare(&self, conn: &mut Conn, turn: &PreparingTurn<'_>) -> Result<(), DbError> {
+            entries::write_entry(
+                conn,
+                &EntryUpsertForm::new(turn.run, None, turn.turn, self.path, "x"),
+            )?;
+            match self.fails {
+                true => Err(DbError::Internal("a plugin bug".into())),
+                false => Ok(()),
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_preparation_is_rolled_back_and_the_others_still_run() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let queued = sample_loop(&mut db.conn, run.id, "go");
+        let mut preparations = Preparations::default();
+        preparations.register(Arc::new(Writes {
+            path: "known://failed",
+            fails: true,
+        }));
+        preparations.register(Arc::new(Writes {
+            path: "known://kept",
+            fails: false,
+        }));
+        let turn = PreparingTurn {
+            run: run.id,
+            loop_id: queued.id,
+            project: run.project_id,
+            mode: LoopMode::Act,
+            turn: 1,
+            prompt: Some("go"),
+        };
+        preparations.run(&mut db.conn, &turn);
+        let conn = &mut db.conn;
+        assert!(entries::get_entry(conn, run.id, "known://failed")
+            .unwrap()
+            .is_none());
+        assert!(entries::get_entry(conn, run.id, "known://kept")
+            .unwrap()
+            .is_some());
+    }
+}
