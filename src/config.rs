@@ -102,6 +102,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_WEB_MAX_REDIRECTS", "web.max_redirects"),
     ("RUMMY_WEB_ALLOW_NETS", "web.allow_nets"),
     ("RUMMY_PLUGINS_DISABLED", "plugins.disabled"),
+    ("RUMMY_MEMORY_RECALL_TOKENS", "memory.recall_tokens"),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),
@@ -163,6 +164,7 @@ pub struct Settings {
     pub search: SearchSettings,
     pub web: WebSettings,
     pub plugins: PluginSettings,
+    pub memory: MemorySettings,
     pub log: LogSettings,
     /// Models seeded into the catalogue at start, by alias.
     #[serde(default)]
@@ -437,6 +439,13 @@ pub struct PluginSettings {
     /// the embedding binary adds).
     #[serde(deserialize_with = "comma_list")]
     pub disabled: Vec<String>,
+}
+
+/// Memory across runs.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct MemorySettings {
+    /// Most tokens what is recalled for a prompt may take in the packet (0: nothing is).
+    pub recall_tokens: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -1,5 +1,5 @@
 //! [`Plugin`]: one named unit of extension, and the [`Registrar`] it registers through. A
-//! plugin adds tools, packet sections, observers, filters and RPC methods; the bundled
+//! plugin adds tools, packet sections, observers, filters, preparations and RPC methods; the bundled
 //! tools, sections and the transcript are plugins too, registered the same way. A plugin
 //! whose name the configuration disables (`RUMMY_PLUGINS_DISABLED`) is never registered,
 //! so none of what it adds exists. [`Plugins::plugin`] registers one.
@@ -11,6 +11,7 @@ use crate::plugins::clients::Clients;
 use crate::plugins::events::Observer;
 use crate::plugins::filters::{FilterFn, FilterHook};
 use crate::plugins::method::TypedMethod;
+use crate::plugins::preparation::Preparation;
 use crate::plugins::registry::{Plugins, Registry};
 use crate::plugins::tool::{Tool, ToolSettings};
 
@@ -54,6 +55,11 @@ impl Registrar<'_> {
     ) {
         let filter: Arc<FilterFn<H>> = Arc::new(filter);
         self.registry.filters.register::<H>(priority, filter);
+    }
+
+    /// Work on the store before each turn's packet is assembled.
+    pub fn preparation(&mut self, preparation: impl Preparation + 'static) {
+        self.registry.preparations.register(Arc::new(preparation));
     }
 
     /// An RPC method, listed by `discover`.

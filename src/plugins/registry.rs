@@ -19,6 +19,7 @@ use crate::plugins::events::{Event, Events, Hook};
 use crate::plugins::filters::{FilterHook, Filters};
 use crate::plugins::method::PluginMethod;
 use crate::plugins::policy::ToolPolicy;
+use crate::plugins::preparation::{Preparations, PreparingTurn};
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
 
 /// Longest summary shown for an entry without a summary attribute, in characters (the
@@ -41,6 +42,7 @@ pub(super) struct Registry {
     pub(super) assembly: Assembly,
     pub(super) events: Events,
     pub(super) filters: Filters,
+    pub(super) preparations: Preparations,
     methods: Vec<Arc<dyn PluginMethod>>,
     pub(super) clients: Clients,
     /// The plugins registered, in order.
@@ -95,6 +97,7 @@ impl Plugins {
                 assembly: Assembly::empty(),
                 events: Events::default(),
                 filters: Filters::default(),
+                preparations: Preparations::default(),
                 methods: Vec::new(),
                 clients: Clients::default(),
                 registered: Vec::new(),
@@ -149,6 +152,11 @@ impl Plugins {
     /// Whether any plugin filters hook `H` (to skip preparing its value when none does).
     pub fn has_filters<H: FilterHook>(&self) -> bool {
         !H::chain(&self.inner.filters).is_empty()
+    }
+
+    /// Runs the preparations of a turn about to be assembled (on the writer).
+    pub fn prepare(&self, conn: &mut crate::db::Conn, turn: &PreparingTurn<'_>) {
+        self.inner.preparations.run(conn, turn);
     }
 
     /// The RPC method a plugin added under `name`.

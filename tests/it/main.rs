@@ -20,6 +20,7 @@ mod fairness;
 mod lifecycle;
 mod loops;
 mod mcp;
+mod memory;
 mod methods;
 mod metrics;
 mod one_file_plugin;
