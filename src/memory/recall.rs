@@ -1,7 +1,7 @@
 //! Recall on a prompt: when a loop's first turn writes its prompt, the facts that share the
 //! most words with it (the project's, then the server-wide ones, then replaced ones, each
-//! best first by bm25) are written to the run's `memory://recall`, as many as fit the
-//! budget; a prompt that recalls nothing (or memory off) removes the previous recall.
+//! best first by the store's full-text rank) are written to the run's `memory://recall`, as
+//! many as fit the budget; a prompt that recalls nothing (or memory off) removes the previous recall.
 //! Panic loops recall nothing: they only compress.
 
 use serde_json::json;

@@ -181,3 +181,50 @@ fn a_query_is_its_distinct_words_and_only_the_rarest_are_searched_for() {
         .is_empty());
     assert_eq!(recall_facts(conn, p, "Zebra", 5).unwrap().len(), 1);
 }
+
+#[test]
+fn recall_ranks_a_topic_over_a_body_and_a_rare_word_over_a_common_one_on_either_backend() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let p = project(conn, "p");
+    write_fact(conn, &fact(Some(p), "notes", "deploy with care")).unwrap();
+    write_fact(conn, &fact(Some(p), "deploy", "ansible playbook")).unwrap();
+    let topics = |items: Vec<RecalledItem>| -> Vec<String> {
+        items.into_iter().map(|item| item.topic).collect()
+    };
+    assert_eq!(
+        topics(recall_facts(conn, p, "deploy", 5).unwrap()),
+        ["deploy", "notes"]
+    );
+
+    for n in 0..5 {
+        write_fact(
+            conn,
+            &fact(Some(p), &format!("filler {n}"), "common filler"),
+        )
+        .unwrap();
+    }
+    write_fact(conn, &fact(Some(p), "one", "common word")).unwrap();
+    write_fact(conn, &fact(Some(p), "two", "zebra word")).unwrap();
+    let found = topics(recall_facts(conn, p, "zebra common", 2).unwrap());
+    assert_eq!(found, ["two", "one"], "the rarer word first");
+}
+
+#[test]
+fn punctuation_separates_the_words_a_fact_is_recalled_by() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let p = project(conn, "p");
+    write_fact(
+        conn,
+        &fact(
+            Some(p),
+            "schema_file",
+            "see src/db/schema.rs and user@example.org",
+        ),
+    )
+    .unwrap();
+    for word in ["schema", "file", "example", "user"] {
+        assert_eq!(recall_facts(conn, p, word, 5).unwrap().len(), 1, "{word}");
+    }
+}
