@@ -1,21 +1,22 @@
 //! Recall at 1k, 10k and 100k memory items: what a loop's first turn does on the writer to
-//! find what its prompt recalls (the FTS5 queries over the project's facts, the
-//! server-wide ones and the replaced ones, best first by bm25). Of the items, 80 % are the
+//! find what its prompt recalls (the full-text queries over the project's facts, the
+//! server-wide ones and the replaced ones, best first). Of the items, 80 % are the
 //! project's facts, 10 % server-wide and 10 % replaced ones; each holds a dozen words of a
 //! 5,000-word vocabulary, and half of them the common words the prompt also has. On SQLite
-//! only: it measures the FTS5 index and SQLite's page cache (PostgreSQL's recall reads its
-//! own tsvector index, through the same query functions).
+//! (FTS5), with its default page cache and a larger one, and on PostgreSQL (the tsvector
+//! index) when `RUMMY_TEST_DATABASE_URL` names a server, as for the tests.
 
 // criterion_group! expands to an undocumented public function.
 #![allow(missing_docs)]
 
+use std::any::Any;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use diesel::connection::SimpleConnection;
 use rummy::db::ids::ProjectId;
 use rummy::db::queries::memory;
-use rummy::db::testing::{migrated, project_with_run};
+use rummy::db::testing::{migrated, project_with_run, ScratchDatabase, TEST_DATABASE_URL};
 use rummy::db::{Conn, ConnectionSetup, Store};
 
 const SIZES: [i64; 3] = [1_000, 10_000, 100_000];
@@ -30,27 +31,43 @@ const WORDS: &str = "'w' || ((i * 7919) % 5000) || ' w' || ((i * 104729) % 5000)
      ((i * 122949823) % 5000) || ' w' || ((i * 141650939) % 5000) || ' w' || \
      ((i * 160481183) % 5000) || CASE WHEN i % 2 = 0 THEN ' the and for build' ELSE '' END";
 
-/// A store with `items` memory items of one project.
-fn store(dir: &tempfile::TempDir, items: i64) -> Option<(Conn, ProjectId)> {
-    let mut conn = migrated(
+/// What keeps a store alive while it is measured (its directory, or its database).
+type Kept = Box<dyn Any>;
+
+/// A new migrated SQLite store.
+fn sqlite() -> Option<(Kept, Conn)> {
+    let dir = tempfile::tempdir().ok()?;
+    let conn = migrated(
         &Store::Sqlite(dir.path().join("recall.db")),
         ConnectionSetup::default(),
     )
     .ok()?;
+    Some((Box::new(dir), conn))
+}
+
+/// A new migrated PostgreSQL database on the tests' server.
+fn postgres() -> Option<(Kept, Conn)> {
+    let database = ScratchDatabase::from_environment()?;
+    let conn = database.migrated().ok()?;
+    Some((Box::new(database), conn))
+}
+
+/// Fills `conn`'s store with `items` memory items of one project.
+fn fill(mut conn: Conn, items: i64) -> Option<(Conn, ProjectId)> {
     let run = project_with_run(&mut conn, None).ok()?;
     let project = run.project_id;
     let (facts, shared) = (items * 8 / 10, items / 10);
     conn.batch_execute(&format!(
         "BEGIN;
-         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {facts})
+         WITH RECURSIVE n(i) AS (SELECT CAST(1 AS BIGINT) UNION ALL SELECT i + 1 FROM n WHERE i < {facts})
          INSERT INTO memory_facts (project_id, topic, body)
          SELECT {project}, 'topic ' || i, {WORDS} FROM n;
-         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {shared})
+         WITH RECURSIVE n(i) AS (SELECT CAST(1 AS BIGINT) UNION ALL SELECT i + 1 FROM n WHERE i < {shared})
          INSERT INTO memory_facts (project_id, topic, body)
          SELECT NULL, 'shared ' || i, {WORDS} FROM n;
-         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {shared})
+         WITH RECURSIVE n(i) AS (SELECT CAST(1 AS BIGINT) UNION ALL SELECT i + 1 FROM n WHERE i < {shared})
          INSERT INTO memory_history (project_id, topic, body, reason, written_at)
-         SELECT {project}, 'topic ' || i, {WORDS}, 'replaced', CURRENT_TIMESTAMP FROM n;
+         SELECT {project}, 'topic ' || i, {WORDS}, 'replaced', datetime('now') FROM n;
          COMMIT;"
     ))
     .ok()?;
@@ -67,22 +84,31 @@ fn recall(conn: &mut Conn, project: ProjectId) -> usize {
 /// With the page cache the server's connections have (SQLite's default, 2 MiB), and with
 /// one large enough to hold the 100k store's index (64 MiB).
 fn recall_at_sizes(criterion: &mut Criterion) {
-    measure(criterion, "memory_recall", None);
+    measure(criterion, "memory_recall", sqlite, None);
     measure(
         criterion,
         "memory_recall_cache_64m",
+        sqlite,
         Some("PRAGMA cache_size = -65536"),
     );
+    if std::env::var_os(TEST_DATABASE_URL).is_some() {
+        measure(criterion, "memory_recall_postgres", postgres, None);
+    }
 }
 
-fn measure(criterion: &mut Criterion, name: &str, pragma: Option<&str>) {
+fn measure(
+    criterion: &mut Criterion,
+    name: &str,
+    open: fn() -> Option<(Kept, Conn)>,
+    pragma: Option<&str>,
+) {
     let mut group = criterion.benchmark_group(name);
     group.measurement_time(Duration::from_secs(8));
     for items in SIZES {
-        let Ok(dir) = tempfile::tempdir() else {
+        let Some((_kept, conn)) = open() else {
             return;
         };
-        let Some((mut conn, project)) = store(&dir, items) else {
+        let Some((mut conn, project)) = fill(conn, items) else {
             return;
         };
         if let Some(pragma) = pragma {
