@@ -116,7 +116,8 @@ CREATE TABLE memory_disabled (
     disabled_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 
--- SQLite-only: the FTS5 indexes recall scores with bm25, kept in sync by triggers.
+-- The FTS5 indexes recall scores with bm25, kept in sync by triggers (PostgreSQL: a tsvector
+-- column per table, in the migration of the same version).
 CREATE VIRTUAL TABLE memory_facts_fts USING fts5 (
     topic, body, content = 'memory_facts', content_rowid = 'id',
     tokenize = 'unicode61 remove_diacritics 0'

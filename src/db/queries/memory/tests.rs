@@ -1,4 +1,5 @@
 use super::*;
+use crate::db::models::memory::{MemoryLayer, RecalledItem};
 use crate::db::models::ProjectInsertForm;
 use crate::db::queries::projects;
 use crate::db::testing::TestDb;
@@ -156,12 +157,12 @@ fn a_query_is_its_distinct_words_and_only_the_rarest_are_searched_for() {
     );
     assert!(query_words("a b c !!").is_empty());
     let many: String = (0..100).map(|n| format!("word{n} ")).collect();
-    assert_eq!(query_words(&many).len(), MAX_QUERY_WORDS);
+    assert_eq!(query_words(&many).len(), recall::MAX_QUERY_WORDS);
 
     let mut db = TestDb::new();
     let conn = &mut db.conn;
     let p = project(conn, "p");
-    let common = usize::try_from(MAX_POSTINGS).unwrap() + 1;
+    let common = usize::try_from(recall::MAX_POSTINGS).unwrap() + 1;
     conn.transaction::<_, DbError, _>(|conn| {
         for n in 0..common {
             write_fact(
