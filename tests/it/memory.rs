@@ -365,3 +365,18 @@ async fn a_fact_the_write_gate_refuses_is_not_remembered() {
         json!([])
     );
 }
+
+#[actix_web::test]
+async fn disabling_the_memory_plugin_leaves_no_tool_section_or_method() {
+    let llm = FakeLlm::start([Step::reply("<summarize>ok</summarize>")]);
+    let app = TestApp::with_llm(&llm, &[("RUMMY_PLUGINS_DISABLED", "memory")]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    ask(&mut client, "Anything remembered about tests?").await;
+    let system = crate::support::system_message(&llm.requests()[0]);
+    assert!(
+        !system.contains("<remember") && !system.contains("<recall>"),
+        "{system}"
+    );
+    let (code, _) = client.err("memory/list", json!({})).await;
+    assert_eq!(code, -32601);
+}
