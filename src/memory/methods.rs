@@ -54,7 +54,7 @@ impl Layer {
 }
 
 /// The connection's project (a method that needs `init` always has one).
-fn project(call: &MethodCall) -> Result<ProjectId, MethodError> {
+pub(super) fn project(call: &MethodCall) -> Result<ProjectId, MethodError> {
     call.project
         .ok_or_else(|| MethodError::Failed("no project is bound".to_owned()))
 }

@@ -21,6 +21,7 @@ use crate::plugins::method::PluginMethod;
 use crate::plugins::plugin::{Plugin, Registrar, ToolPlugin};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::preparation::{Preparations, PreparingTurn};
+use crate::plugins::reflection::{Reflecting, ReflectionServices, Reflections};
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
 use crate::plugins::tools;
 
@@ -45,6 +46,7 @@ pub(super) struct Registry {
     pub(super) events: Events,
     pub(super) filters: Filters,
     pub(super) preparations: Preparations,
+    pub(super) reflections: Reflections,
     methods: Vec<Arc<dyn PluginMethod>>,
     pub(super) clients: Clients,
     /// The plugins registered, in order.
@@ -100,6 +102,7 @@ impl Plugins {
                 events: Events::default(),
                 filters: Filters::default(),
                 preparations: Preparations::default(),
+                reflections: Reflections::default(),
                 methods: Vec::new(),
                 clients: Clients::default(),
                 registered: Vec::new(),
@@ -192,6 +195,16 @@ impl Plugins {
     /// Runs the preparations of a turn about to be assembled (on the writer).
     pub fn prepare(&self, conn: &mut crate::db::Conn, turn: &PreparingTurn<'_>) {
         self.inner.preparations.run(conn, turn);
+    }
+
+    /// Whether any plugin reflects on runs.
+    pub fn reflects(&self) -> bool {
+        !self.inner.reflections.is_empty()
+    }
+
+    /// Runs the reflections of `at` (off the writer; see `plugins::reflection`).
+    pub async fn reflect(&self, services: &ReflectionServices, at: &Reflecting) {
+        self.inner.reflections.run(services, at).await;
     }
 
     /// The RPC method a plugin added under `name`.

@@ -1,0 +1,83 @@
+//! Consolidation after a loop ends: the session notes' decisions and constraints become
+//! facts of the project, each under its topic. The rules do it, not a model: the sidecar
+//! already chose what lasts and named its topic when it wrote the notes (from the run's log,
+//! its `known://` entries among it), so a second call would only pick again what the first
+//! picked. The store deduplicates by topic: a fact on a topic the project already has
+//! replaces the old one, which the history keeps; the same fact again changes nothing.
+
+use crate::db::ids::{ProjectId, RunId};
+use crate::db::models::memory::MemoryFactForm;
+use crate::db::queries::memory::{self, Written};
+use crate::db::{Conn, DbError};
+
+use super::notes::SessionNotes;
+
+/// Writes the notes' lasting facts to `project`'s memory; how many were created or replaced.
+pub(super) fn consolidate(
+    conn: &mut Conn,
+    project: ProjectId,
+    run: RunId,
+    notes: &SessionNotes,
+) -> Result<usize, DbError> {
+    let mut changed = 0;
+    for item in notes.decisions.iter().chain(&notes.constraints) {
+        let fact = item.fact.trim();
+        if memory::normalize_topic(&item.topic).is_empty() || fact.is_empty() {
+            continue;
+        }
+        let form = MemoryFactForm {
+            project_id: Some(project),
+            topic: item.topic.clone(),
+            body: fact.to_owned(),
+            run_id: Some(run),
+            person: None,
+        };
+        if memory::write_fact(conn, &form)?.1 != Written::Unchanged {
+            changed += 1;
+        }
+    }
+    Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::testing::{sample_run, TestDb};
+    use crate::memory::notes::TopicFact;
+
+    fn topical(topic: &str, fact: &str) -> TopicFact {
+        TopicFact {
+            topic: topic.into(),
+            fact: fact.into(),
+        }
+    }
+
+    #[test]
+    fn decisions_and_constraints_become_facts_and_a_newer_one_replaces_the_older() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let project = run.project_id;
+        let notes = SessionNotes {
+            title: "t".into(),
+            decisions: vec![topical("Auth", "sessions in cookies"), topical(" ", "no topic")],
+            constraints: vec![topical("style", "tabs")],
+            ..SessionNotes::default()
+        };
+        assert_eq!(consolidate(&mut db.conn, project, run.id, &notes).unwrap(), 2);
+        assert_eq!(consolidate(&mut db.conn, project, run.id, &notes).unwrap(), 0);
+        let newer = SessionNotes {
+            decisions: vec![topical("auth", "JWT bearer tokens")],
+            ..notes
+        };
+        assert_eq!(consolidate(&mut db.conn, project, run.id, &newer).unwrap(), 1);
+        let facts = memory::list_facts(&mut db.conn, Some(project)).unwrap();
+        let facts: Vec<_> = facts
+            .iter()
+            .map(|fact| (fact.topic.as_str(), fact.body.as_str()))
+            .collect();
+        assert_eq!(facts, [("auth", "JWT bearer tokens"), ("style", "tabs")]);
+        let history = memory::list_history(&mut db.conn, Some(project)).unwrap();
+        assert_eq!(history.len(), 1);
+        assert_eq!(history[0].body, "sessions in cookies");
+    }
+}
