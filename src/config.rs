@@ -101,8 +101,14 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_PLUGINS_DISABLED", "plugins.disabled"),
     ("RUMMY_MEMORY_RECALL_TOKENS", "memory.recall_tokens"),
     ("RUMMY_MEMORY_SESSION_TOKENS", "memory.session_tokens"),
-    ("RUMMY_MEMORY_SESSION_EVERY_TURNS", "memory.session_every_turns"),
-    ("RUMMY_MEMORY_SESSION_TIMEOUT_SECS", "memory.session_timeout_secs"),
+    (
+        "RUMMY_MEMORY_SESSION_EVERY_TURNS",
+        "memory.session_every_turns",
+    ),
+    (
+        "RUMMY_MEMORY_SESSION_TIMEOUT_SECS",
+        "memory.session_timeout_secs",
+    ),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),

@@ -64,13 +64,15 @@ impl Plugin for Memory {
             budget: i64::from(self.settings.recall_tokens),
             tokens,
         });
-        registrar.reflection(session::SessionUpkeep {
-            budget: i64::from(self.settings.session_tokens),
-            every_turns: i32::try_from(self.settings.session_every_turns.max(1))
-                .unwrap_or(i32::MAX),
-            timeout: Duration::from_secs(u64::from(self.settings.session_timeout_secs)),
-            tokens,
-        });
+        if self.settings.session_tokens > 0 {
+            registrar.reflection(session::SessionUpkeep {
+                budget: i64::from(self.settings.session_tokens),
+                every_turns: i32::try_from(self.settings.session_every_turns.max(1))
+                    .unwrap_or(i32::MAX),
+                timeout: Duration::from_secs(u64::from(self.settings.session_timeout_secs)),
+                tokens,
+            });
+        }
         registrar.section(Chain::User, section::MemorySection);
         registrar.tool(remember::Remember);
         registrar.tool(search::Recall);

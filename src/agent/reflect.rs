@@ -2,9 +2,9 @@
 //! on a run after its turns, and when. Nothing is built when no plugin reflects.
 
 use crate::agent::AgentContext;
-use crate::db::models::run::LoopRow;
 use crate::db::enums::LoopMode;
 use crate::db::ids::ProjectId;
+use crate::db::models::run::LoopRow;
 use crate::llm::CancellationToken;
 use crate::plugins::reflection::{Moment, Reflecting, ReflectionServices};
 

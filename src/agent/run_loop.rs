@@ -56,7 +56,10 @@ pub async fn execute_loop(
         }
     };
     let panicked = matches!(outcome, LoopOutcome::Panicked { .. });
-    if let Some(reflector) = reflector.as_mut().filter(|_| !panicked && !cancel.is_cancelled()) {
+    if let Some(reflector) = reflector
+        .as_mut()
+        .filter(|_| !panicked && !cancel.is_cancelled())
+    {
         reflector
             .reflect(agent, Moment::LoopEnded)
             .instrument(span)

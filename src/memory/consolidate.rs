@@ -59,17 +59,29 @@ mod tests {
         let project = run.project_id;
         let notes = SessionNotes {
             title: "t".into(),
-            decisions: vec![topical("Auth", "sessions in cookies"), topical(" ", "no topic")],
+            decisions: vec![
+                topical("Auth", "sessions in cookies"),
+                topical(" ", "no topic"),
+            ],
             constraints: vec![topical("style", "tabs")],
             ..SessionNotes::default()
         };
-        assert_eq!(consolidate(&mut db.conn, project, run.id, &notes).unwrap(), 2);
-        assert_eq!(consolidate(&mut db.conn, project, run.id, &notes).unwrap(), 0);
+        assert_eq!(
+            consolidate(&mut db.conn, project, run.id, &notes).unwrap(),
+            2
+        );
+        assert_eq!(
+            consolidate(&mut db.conn, project, run.id, &notes).unwrap(),
+            0
+        );
         let newer = SessionNotes {
             decisions: vec![topical("auth", "JWT bearer tokens")],
             ..notes
         };
-        assert_eq!(consolidate(&mut db.conn, project, run.id, &newer).unwrap(), 1);
+        assert_eq!(
+            consolidate(&mut db.conn, project, run.id, &newer).unwrap(),
+            1
+        );
         let facts = memory::list_facts(&mut db.conn, Some(project)).unwrap();
         let facts: Vec<_> = facts
             .iter()

@@ -83,7 +83,11 @@ impl SessionNotes {
         list("activeFiles", &self.active_files, MAX_ITEMS)?;
         facts("decisions", &self.decisions)?;
         facts("constraints", &self.constraints)?;
-        list("errorsAndCorrections", &self.errors_and_corrections, MAX_ITEMS)?;
+        list(
+            "errorsAndCorrections",
+            &self.errors_and_corrections,
+            MAX_ITEMS,
+        )?;
         list("nextSteps", &self.next_steps, MAX_ITEMS)?;
         list("workLog", &self.work_log, MAX_LOG_ITEMS)
     }
@@ -115,7 +119,11 @@ impl SessionNotes {
         };
         items(&mut out, "Decisions", &topical(&self.decisions));
         items(&mut out, "Constraints", &topical(&self.constraints));
-        items(&mut out, "Errors and corrections", &self.errors_and_corrections);
+        items(
+            &mut out,
+            "Errors and corrections",
+            &self.errors_and_corrections,
+        );
         items(&mut out, "Next steps", &self.next_steps);
         items(&mut out, "Work log", &self.work_log);
         out.trim_end().to_owned()

@@ -89,10 +89,7 @@ impl Reflection for SessionUpkeep {
             }
             let run = at.run;
             let project = at.project;
-            let reading = services
-                .db
-                .read(move |conn| read(conn, run, project))
-                .await;
+            let reading = services.db.read(move |conn| read(conn, run, project)).await;
             let reading = match reading {
                 Ok(reading) => reading,
                 Err(error) => {
@@ -148,9 +145,11 @@ impl SessionUpkeep {
             temperature: Some(0.0),
             max_tokens: Some(ANSWER_TOKENS),
         };
-        let answer =
-            tokio::time::timeout(self.timeout, services.llm.complete(request, &services.cancel))
-                .await;
+        let answer = tokio::time::timeout(
+            self.timeout,
+            services.llm.complete(request, &services.cancel),
+        )
+        .await;
         let answer = match answer {
             Ok(Ok(response)) => response.content,
             Ok(Err(error)) => {
@@ -189,7 +188,11 @@ impl SessionUpkeep {
     }
 }
 
-fn read(conn: &mut Conn, run: RunId, project: crate::db::ids::ProjectId) -> Result<Reading, DbError> {
+fn read(
+    conn: &mut Conn,
+    run: RunId,
+    project: crate::db::ids::ProjectId,
+) -> Result<Reading, DbError> {
     let enabled = memory::is_enabled(conn, project)?;
     if !enabled {
         return Ok(Reading {

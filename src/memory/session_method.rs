@@ -65,15 +65,16 @@ impl TypedMethod for SessionMethod {
             let found = call
                 .db
                 .read(move |conn| {
-                    let Some(run) = runs::find_run(conn, &alias)?
-                        .filter(|run| run.project_id == project)
+                    let Some(run) =
+                        runs::find_run(conn, &alias)?.filter(|run| run.project_id == project)
                     else {
                         return Ok(Err(alias));
                     };
                     let stored = stored_notes(conn, run.id)?;
-                    let rendered = crate::db::queries::entries::get_entry(conn, run.id, SESSION_PATH)?
-                        .map(|row| row.body)
-                        .unwrap_or_default();
+                    let rendered =
+                        crate::db::queries::entries::get_entry(conn, run.id, SESSION_PATH)?
+                            .map(|row| row.body)
+                            .unwrap_or_default();
                     Ok(Ok(Session {
                         run: run.alias,
                         turn: stored.as_ref().map_or(0, |stored| stored.turn),
@@ -82,7 +83,9 @@ impl TypedMethod for SessionMethod {
                     }))
                 })
                 .await?;
-            found.map_err(|alias| MethodError::InvalidParams(format!("no run {alias} in this project")))
+            found.map_err(|alias| {
+                MethodError::InvalidParams(format!("no run {alias} in this project"))
+            })
         }
     }
 }
