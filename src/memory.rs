@@ -72,6 +72,7 @@ impl Plugin for Memory {
                 timeout: Duration::from_secs(u64::from(self.settings.session_timeout_secs)),
                 tokens,
             });
+            registrar.preparation(session::NotesOffWithMemory);
         }
         registrar.section(Chain::User, section::MemorySection);
         registrar.tool(remember::Remember);

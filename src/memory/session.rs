@@ -6,7 +6,9 @@
 //! knowledge once `RUMMY_MEMORY_SESSION_EVERY_TURNS` turns passed since the last refresh,
 //! before a panic loop compresses the context, and when a loop ends (then consolidation
 //! follows). A failed, slow (past `RUMMY_MEMORY_SESSION_TIMEOUT_SECS`) or malformed answer
-//! is logged and the notes stay as they were; memory off means no call and no notes.
+//! is logged and the notes stay as they were. Memory off means no call, and notes written
+//! before it was switched off are removed before the run's next turn is assembled
+//! (`NotesOffWithMemory`, a preparation).
 
 use std::time::Duration;
 
@@ -16,10 +18,11 @@ use serde_json::json;
 use crate::context::TokenMath;
 use crate::db::enums::Fidelity;
 use crate::db::ids::RunId;
-use crate::db::models::entry::EntryUpsertForm;
+use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::queries::{entries, memory};
 use crate::db::{Conn, DbError};
 use crate::llm::{ChatMessage, ChatRequest};
+use crate::plugins::preparation::{Preparation, PreparingTurn};
 use crate::plugins::reflection::{Moment, Reflecting, Reflection, ReflectionServices};
 
 use super::consolidate::consolidate;
@@ -67,6 +70,19 @@ pub fn stored_notes(conn: &mut Conn, run: RunId) -> Result<Option<StoredNotes>, 
         .and_then(|turn| i32::try_from(turn).ok())
         .unwrap_or(0);
     Ok(notes.map(|notes| StoredNotes { notes, turn }))
+}
+
+/// The preparation that removes a run's notes once its project's memory is off.
+pub(super) struct NotesOffWithMemory;
+
+impl Preparation for NotesOffWithMemory {
+    fn prepare(&self, conn: &mut Conn, turn: &PreparingTurn<'_>) -> Result<(), DbError> {
+        if memory::is_enabled(conn, turn.project)? {
+            return Ok(());
+        }
+        entries::delete_entries(conn, turn.run, &Selector::Path(SESSION_PATH.to_owned()))?;
+        Ok(())
+    }
 }
 
 /// What the sidecar is given, read in one go.

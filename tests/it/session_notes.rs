@@ -168,19 +168,42 @@ async fn a_malformed_or_failed_answer_keeps_the_notes_and_the_loop_completes() {
 }
 
 #[actix_web::test]
-async fn with_memory_off_no_sidecar_request_reaches_the_model() {
-    let llm = FakeLlm::start([learning("one"), Step::reply("<summarize>Done.</summarize>")]);
+async fn with_memory_off_no_sidecar_request_reaches_the_model_and_the_notes_go() {
+    let llm = FakeLlm::start([
+        learning("one"),
+        notes("Before", "db", "SQLite."),
+        Step::reply("<summarize>Done.</summarize>"),
+        notes("Before, done", "db", "SQLite."),
+        learning("two"),
+        Step::reply("<summarize>Done again.</summarize>"),
+    ]);
     let app = TestApp::with_llm(&llm, &NOTES_ON).await;
     let (mut client, _) = app.client_in_project("shop").await;
-    client.ok("memory/switch", json!({"enabled": false})).await;
     let run = ask(&mut client, "Learn one thing.").await;
+    let session = client.ok("memory/session", json!({"run": run})).await;
+    assert_eq!(session["notes"]["title"], json!("Before, done"));
+
+    client.ok("memory/switch", json!({"enabled": false})).await;
+    let again = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "Learn another thing.", "run": run}),
+        )
+        .await;
+    assert_eq!(again["status"], json!(200), "{again}");
     let requests = llm.requests();
-    assert_eq!(requests.len(), 2);
-    assert!(!requests.iter().any(is_sidecar));
+    assert_eq!(requests.len(), 6);
+    assert!(!requests[4..].iter().any(is_sidecar));
+    for request in &requests[4..] {
+        let user = user_message(request);
+        assert!(!user.contains("# Before"), "{user}");
+    }
     let session = client.ok("memory/session", json!({"run": run})).await;
     assert_eq!(session["notes"], Value::Null);
     assert!(states(&client)
         .iter()
+        .rev()
+        .take(2)
         .all(|state| state["session"].is_null()));
 }
 
