@@ -44,7 +44,7 @@ impl Reflector {
         })
     }
 
-    /// Turn `turn` ended.
+    /// The run's turn `turn` ended (at a loop's start: its latest turn before the loop).
     pub fn turn_ended(&mut self, turn: i32) {
         self.at.turn = turn;
     }

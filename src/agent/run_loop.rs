@@ -24,7 +24,7 @@ use crate::db::models::entry::Selector;
 use crate::db::models::run::{LoopRow, RunRow};
 use crate::db::models::ModelRow;
 use crate::db::queries::loops;
-use crate::db::queries::{demotions, entries, models, projects, runs};
+use crate::db::queries::{demotions, entries, models, projects, runs, turns};
 use crate::db::DbError;
 use crate::llm::CancellationToken as LlmCancel;
 use crate::parser::healer::{HealerLimits, ProgressTracker, RepetitionTracker, Verdict};
@@ -136,6 +136,7 @@ async fn run_turns(
         project_root,
         model_alias,
         model,
+        latest_turn,
     } = agent
         .db
         .call(move |conn| {
@@ -152,12 +153,14 @@ async fn run_turns(
             demotions::restore_summarized_prompts(conn, run_id)?;
             let model_alias = loop_model.or_else(|| run.model.clone()).unwrap_or_default();
             let model = models::find_model(conn, &model_alias)?;
+            let latest_turn = turns::latest_turn(conn, run_id)?.map_or(0, |turn| turn.sequence);
             Ok(LoopStart {
                 run,
                 project_name: project.name,
                 project_root: project.project_root.map(PathBuf::from).unwrap_or_default(),
                 model_alias,
                 model,
+                latest_turn,
             })
         })
         .await?;
@@ -174,6 +177,9 @@ async fn run_turns(
     let model = model.ok_or_else(|| LoopError::UnknownModel(model_alias.clone()))?;
     let (actual, context_size) = resolve_model(agent, &run, model, cancel).await?;
     *reflector = Reflector::new(agent, lp, run.project_id, &actual, cancel);
+    if let Some(reflector) = reflector.as_mut() {
+        reflector.turn_ended(latest_turn);
+    }
     if !config.no_repo {
         scan::sync_project_files(agent, &run, &project_root, lp.id).await?;
     }
@@ -360,6 +366,8 @@ struct LoopStart {
     model_alias: String,
     /// The catalogue's row for `model_alias`, if there is one.
     model: Option<ModelRow>,
+    /// The run-wide number of the run's latest turn (0 before its first).
+    latest_turn: i32,
 }
 
 /// The provider model id and the effective context size: the catalogue's length (or one

@@ -4,7 +4,8 @@
 //! `run/state.session` and `memory/session`; a loop's end consolidates their decisions into
 //! project memory, which a new run recalls and a contradicting decision replaces (the old
 //! one kept in the history); a malformed or failed answer keeps the notes and the loop
-//! completes; with memory off no sidecar request reaches the model.
+//! completes; a panic refreshes them before it compresses; with memory off no sidecar
+//! request reaches the model.
 
 use rummy::llm::fake::{FakeLlm, Step};
 use serde_json::{json, Value};
@@ -222,4 +223,58 @@ async fn memory_session_refuses_a_run_of_another_project() {
     assert!(message.contains("no run"), "{message}");
     let (code, _) = other.err("memory/session", json!({})).await;
     assert_eq!(code, -32602);
+}
+
+#[actix_web::test]
+async fn notes_are_refreshed_before_a_panic_compresses_the_context() {
+    let base = crate::budget::base_packet_tokens().await;
+    let window = (base + 2_600).to_string();
+    let body = "lorem ipsum ".repeat(150);
+    let big_prompt = format!("Summarize this log: {}", "lorem ipsum ".repeat(500));
+    let llm = FakeLlm::start([
+        Step::reply(format!(
+            "<known path=\"known://notes/a\">{body}</known>\
+             <known path=\"known://notes/b\">{body}</known>\
+             <known path=\"known://notes/c\">{body}</known>\
+             <summarize>noted</summarize>"
+        )),
+        Step::error(500),
+        notes("Before the panic", "log", "Keep it short."),
+        Step::reply(
+            "<set path=\"known://notes/*\" fidelity=\"archive\"/><update>archived the notes</update>",
+        ),
+        Step::reply("<summarize>the log is fine</summarize>"),
+        notes("After the panic", "log", "Keep it short."),
+    ]);
+    let mut env = NOTES_ON.to_vec();
+    env.extend([
+        ("RUMMY_CONTEXT_fake", window.as_str()),
+        ("RUMMY_MAX_TURNS", "6"),
+    ]);
+    let app = TestApp::with_llm(&llm, &env).await;
+    let (mut client, _) = app.client_in_project("panic").await;
+    let run = ask(&mut client, "take notes").await;
+    assert_eq!(
+        client.ok("memory/session", json!({"run": run})).await["notes"],
+        Value::Null,
+        "the failed refresh wrote nothing"
+    );
+    let outcome = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": big_prompt, "run": run}),
+        )
+        .await;
+    assert_eq!(outcome["status"], json!(200), "{outcome}");
+    let requests = llm.requests();
+    let sidecars: Vec<bool> = requests.iter().map(is_sidecar).collect();
+    assert_eq!(sidecars, [false, true, true, false, false, true]);
+    let panic_packet = user_message(&requests[3]);
+    assert!(panic_packet.contains("mode=\"panic\""), "{panic_packet}");
+    assert!(
+        panic_packet.contains("# Before the panic"),
+        "{panic_packet}"
+    );
+    let session = client.ok("memory/session", json!({"run": run})).await;
+    assert_eq!(session["notes"]["title"], json!("After the panic"));
 }
