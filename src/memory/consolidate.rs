@@ -1,5 +1,7 @@
 //! Consolidation after a loop ends: the session notes' decisions and constraints become
-//! facts of the project, each under its topic. The rules do it, not a model: the sidecar
+//! facts of the project, each under its topic, and the notes' narrative (state, intent,
+//! work log) moves to the project's history under the notes' title, one per run, where a
+//! later run's recall finds it after the facts. The rules do it, not a model: the sidecar
 //! already chose what lasts and named its topic when it wrote the notes (from the run's log,
 //! its `known://` entries among it), so a second call would only pick again what the first
 //! picked. The store deduplicates by topic: a fact on a topic the project already has
@@ -12,7 +14,8 @@ use crate::db::{Conn, DbError};
 
 use super::notes::SessionNotes;
 
-/// Writes the notes' lasting facts to `project`'s memory; how many were created or replaced.
+/// Writes the notes' lasting facts to `project`'s memory and their narrative to its
+/// history; how many facts were created or replaced.
 pub(super) fn consolidate(
     conn: &mut Conn,
     project: ProjectId,
@@ -35,6 +38,10 @@ pub(super) fn consolidate(
         if memory::write_fact(conn, &form)?.1 != Written::Unchanged {
             changed += 1;
         }
+    }
+    let narrative = notes.narrative();
+    if !narrative.is_empty() {
+        memory::record_narrative(conn, project, run, &notes.title, &narrative)?;
     }
     Ok(changed)
 }
@@ -91,5 +98,38 @@ mod tests {
         let history = memory::list_history(&mut db.conn, Some(project)).unwrap();
         assert_eq!(history.len(), 1);
         assert_eq!(history[0].body, "sessions in cookies");
+    }
+
+    #[test]
+    fn a_run_keeps_one_narrative_in_the_history_its_latest() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let project = run.project_id;
+        let mut notes = SessionNotes {
+            title: "Fix Login".into(),
+            current_state: "reading".into(),
+            work_log: vec!["read auth.rs".into()],
+            ..SessionNotes::default()
+        };
+        consolidate(&mut db.conn, project, run.id, &notes).unwrap();
+        notes.current_state = "done".into();
+        notes.work_log.push("fixed the token check".into());
+        consolidate(&mut db.conn, project, run.id, &notes).unwrap();
+        let history = memory::list_history(&mut db.conn, Some(project)).unwrap();
+        assert_eq!(history.len(), 1, "{history:?}");
+        assert_eq!(
+            (history[0].topic.as_str(), history[0].reason.as_str()),
+            ("fix login", "narrative")
+        );
+        assert_eq!(
+            history[0].body,
+            "Current state: done\nWork log:\n- read auth.rs\n- fixed the token check"
+        );
+        let recalled = memory::recall_history(&mut db.conn, project, "token check", 8).unwrap();
+        assert_eq!(recalled.len(), 1);
+        assert_eq!(
+            recalled[0].layer,
+            crate::db::models::memory::MemoryLayer::Narrative
+        );
     }
 }

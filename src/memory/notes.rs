@@ -104,6 +104,15 @@ impl SessionNotes {
         text
     }
 
+    /// What the run did, as its history keeps it: the state, the intent and the work log.
+    pub fn narrative(&self) -> String {
+        let mut out = String::new();
+        field(&mut out, "Current state", &self.current_state);
+        field(&mut out, "User intent", &self.user_intent);
+        items(&mut out, "Work log", &self.work_log);
+        out.trim_end().to_owned()
+    }
+
     fn render_all(&self) -> String {
         let mut out = format!("# {}\n", self.title.trim());
         field(&mut out, "Current state", &self.current_state);

@@ -3,7 +3,7 @@
 //! it triggers): the notes the sidecar answers reach the next turn's `<memory>`,
 //! `run/state.session` and `memory/session`; a loop's end consolidates their decisions into
 //! project memory, which a new run recalls and a contradicting decision replaces (the old
-//! one kept in the history); a malformed or failed answer keeps the notes and the loop
+//! one kept in the history), and moves the run's narrative to the history; a malformed or failed answer keeps the notes and the loop
 //! completes; a panic refreshes them before it compresses; with memory off no sidecar
 //! request reaches the model.
 
@@ -137,8 +137,39 @@ async fn notes_reach_the_next_turn_and_clients_and_their_decision_outlives_the_r
         "{facts}"
     );
     let history = client.ok("memory/list", json!({"history": true})).await;
-    assert_eq!(history["items"].as_array().unwrap().len(), 1, "{history}");
-    assert_eq!(history["items"][0]["body"], json!("Use JWT bearer tokens."));
+    let history: Vec<(Value, Value, Value)> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            (
+                item["reason"].clone(),
+                item["topic"].clone(),
+                item["body"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        history,
+        [
+            (
+                json!("narrative"),
+                json!("auth question"),
+                json!("Current state: working\nUser intent: fix the login\nWork log:\n- read the code")
+            ),
+            (
+                json!("replaced"),
+                json!("auth tokens"),
+                json!("Use JWT bearer tokens.")
+            ),
+            (
+                json!("narrative"),
+                json!("fix login, done"),
+                json!("Current state: working\nUser intent: fix the login\nWork log:\n- read the code")
+            ),
+        ],
+        "newest first: the second run's narrative, the replaced decision, the first run's narrative"
+    );
 }
 
 #[actix_web::test]

@@ -6,7 +6,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Double, Nullable, Text};
 
-use crate::db::ids::{MemoryFactId, MemoryHistoryId, ProjectId};
+use crate::db::ids::{MemoryFactId, MemoryHistoryId, ProjectId, RunId};
 use crate::db::models::memory::{
     MemoryFactForm, MemoryFactRow, MemoryHistoryRow, MemoryLayer, RecalledItem,
 };
@@ -21,6 +21,9 @@ const MIN_QUERY_WORD_CHARS: usize = 3;
 /// Most items of one index a recall scores: its rarest words are searched for as long as
 /// the items holding them stay within this.
 const MAX_POSTINGS: i64 = 2_000;
+
+/// The history's `reason` of a run's session narrative.
+const NARRATIVE: &str = "narrative";
 
 /// What writing a fact did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,6 +272,9 @@ fn expression(conn: &mut Conn, count: &'static str, text: &str) -> Result<Option
 struct RecalledRow {
     #[diesel(sql_type = Bool)]
     shared: bool,
+    /// A history item that is a run's narrative, not a replaced fact.
+    #[diesel(sql_type = Bool)]
+    narrative: bool,
     #[diesel(sql_type = Text)]
     topic: String,
     #[diesel(sql_type = Text)]
@@ -277,6 +283,35 @@ struct RecalledRow {
     dated: String,
     #[diesel(sql_type = Double)]
     score: f64,
+}
+
+/// Keeps `body` as `run`'s session narrative in `project`'s history under `topic`, in
+/// place of the one the run kept before (a run has one narrative: its latest).
+pub fn record_narrative(
+    conn: &mut Conn,
+    project: ProjectId,
+    run: RunId,
+    topic: &str,
+    body: &str,
+) -> Result<(), DbError> {
+    diesel::delete(
+        memory_history::table
+            .filter(memory_history::project_id.eq(project))
+            .filter(memory_history::run_id.eq(run))
+            .filter(memory_history::reason.eq(NARRATIVE)),
+    )
+    .execute(conn)?;
+    diesel::insert_into(memory_history::table)
+        .values((
+            memory_history::project_id.eq(project),
+            memory_history::topic.eq(normalize_topic(topic)),
+            memory_history::body.eq(body),
+            memory_history::reason.eq(NARRATIVE),
+            memory_history::run_id.eq(run),
+            memory_history::written_at.eq(diesel::dsl::sql::<Text>("CURRENT_TIMESTAMP")),
+        ))
+        .execute(conn)?;
+    Ok(())
 }
 
 /// The facts `project` may recall that share words with `text`: its own, then the
@@ -294,7 +329,7 @@ pub fn recall_facts(
         return Ok(Vec::new());
     };
     let rows: Vec<RecalledRow> = statement(
-        "SELECT f.project_id IS NULL AS shared, f.topic, f.body, f.updated_at AS dated, \
+        "SELECT f.project_id IS NULL AS shared, 0 AS narrative, f.topic, f.body, f.updated_at AS dated, \
                 bm25(memory_facts_fts, 2.0, 1.0) AS score \
          FROM memory_facts_fts JOIN memory_facts AS f ON f.id = memory_facts_fts.rowid \
          WHERE memory_facts_fts MATCH ? AND (f.project_id = ? OR f.project_id IS NULL) \
@@ -320,8 +355,8 @@ pub fn recall_facts(
         .collect())
 }
 
-/// The replaced facts `project` may recall (its own and the server-wide ones) that share
-/// words with `text`, best first, at most `limit`.
+/// The history items (replaced facts and runs' narratives) `project` may recall (its own
+/// and the server-wide ones) that share words with `text`, best first, at most `limit`.
 pub fn recall_history(
     conn: &mut Conn,
     project: ProjectId,
@@ -334,7 +369,7 @@ pub fn recall_history(
         return Ok(Vec::new());
     };
     let rows: Vec<RecalledRow> = statement(
-        "SELECT h.project_id IS NULL AS shared, h.topic, h.body, h.archived_at AS dated, \
+        "SELECT h.project_id IS NULL AS shared, h.reason = 'narrative' AS narrative, h.topic, h.body, h.archived_at AS dated, \
                 bm25(memory_history_fts, 2.0, 1.0) AS score \
          FROM memory_history_fts JOIN memory_history AS h ON h.id = memory_history_fts.rowid \
          WHERE memory_history_fts MATCH ? AND (h.project_id = ? OR h.project_id IS NULL) \
@@ -347,7 +382,11 @@ pub fn recall_history(
     Ok(rows
         .into_iter()
         .map(|row| RecalledItem {
-            layer: MemoryLayer::History,
+            layer: if row.narrative {
+                MemoryLayer::Narrative
+            } else {
+                MemoryLayer::History
+            },
             topic: row.topic,
             body: row.body,
             dated: row.dated,
