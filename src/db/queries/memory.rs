@@ -1,5 +1,6 @@
 //! Memory across runs: durable facts per project and server-wide, the history of the facts
-//! they replaced (kept by the trigger `trg_memory_fact_replaced`), the per-project switch,
+//! they replaced (kept by the trigger `trg_memory_fact_replaced`) and of runs' session
+//! narratives (`record_narrative`), the per-project switch,
 //! and recall, ranked by SQLite FTS5's bm25 (the one SQLite-only query here: `recall_facts`
 //! and `recall_history` read the `memory_*_fts` tables).
 
