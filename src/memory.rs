@@ -9,15 +9,26 @@
 //!   `RUMMY_MEMORY_RECALL_TOKENS`, and how recalled items read;
 //! - `section.rs`: `<memory>`, the section the recall renders in;
 //! - `remember.rs`, `search.rs`: the model's tools `<remember>` and `<recall>`;
-//! - `methods.rs`: the clients' `memory/*` methods.
+//! - `methods.rs`: the clients' `memory/*` methods;
+//! - `notes.rs`, `session.rs`: a run's session notes (`memory://session`), kept by a
+//!   sidecar call of the run's model after meaningful work, before a panic compresses the
+//!   context and at a loop's end; `consolidate.rs`: the notes' lasting facts promoted to
+//!   project memory when a loop ends; `session_method.rs`: `memory/session`, the notes for
+//!   clients.
 //!
-//! A project whose memory is switched off recalls nothing and writes nothing.
+//! A project whose memory is switched off recalls nothing, writes nothing and keeps no notes.
 
+mod consolidate;
 mod methods;
+mod notes;
 mod recall;
 mod remember;
 mod search;
 mod section;
+mod session;
+mod session_method;
+
+use std::time::Duration;
 
 use crate::config::MemorySettings;
 use crate::context::TokenMath;
@@ -26,7 +37,9 @@ use crate::plugins::assembly::Chain;
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::{Plugin, Registrar};
 
+pub use notes::SessionNotes;
 pub use recall::RECALL_PATH;
+pub use session::{stored_notes, SESSION_PATH};
 
 /// The plugin.
 pub struct Memory {
@@ -51,10 +64,21 @@ impl Plugin for Memory {
             budget: i64::from(self.settings.recall_tokens),
             tokens,
         });
+        if self.settings.session_tokens > 0 {
+            registrar.reflection(session::SessionUpkeep {
+                budget: i64::from(self.settings.session_tokens),
+                every_turns: i32::try_from(self.settings.session_every_turns.max(1))
+                    .unwrap_or(i32::MAX),
+                timeout: Duration::from_secs(u64::from(self.settings.session_timeout_secs)),
+                tokens,
+            });
+            registrar.preparation(session::NotesOffWithMemory);
+        }
         registrar.section(Chain::User, section::MemorySection);
         registrar.tool(remember::Remember);
         registrar.tool(search::Recall);
         methods::register(registrar, tools);
+        registrar.method(session_method::SessionMethod);
     }
 }
 

@@ -54,7 +54,7 @@ impl Layer {
 }
 
 /// The connection's project (a method that needs `init` always has one).
-fn project(call: &MethodCall) -> Result<ProjectId, MethodError> {
+pub(super) fn project(call: &MethodCall) -> Result<ProjectId, MethodError> {
     call.project
         .ok_or_else(|| MethodError::Failed("no project is bound".to_owned()))
 }
@@ -71,9 +71,13 @@ pub struct MemoryItem {
     /// Who wrote it through a method (absent: a run, or the operator).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub written_by: Option<String>,
-    /// When a newer fact replaced it (history items only).
+    /// When it entered the history (history items only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaced_at: Option<String>,
+    /// Why it is in the history (history items only): `replaced`, or `narrative` (a run's
+    /// session narrative).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl From<MemoryFactRow> for MemoryItem {
@@ -85,6 +89,7 @@ impl From<MemoryFactRow> for MemoryItem {
             written_at: row.updated_at,
             written_by: row.person,
             replaced_at: None,
+            reason: None,
         }
     }
 }
@@ -98,6 +103,7 @@ impl From<MemoryHistoryRow> for MemoryItem {
             written_at: row.written_at,
             written_by: None,
             replaced_at: Some(row.archived_at),
+            reason: Some(row.reason),
         }
     }
 }
@@ -194,7 +200,7 @@ pub struct SearchParams {
 /// One item a search found.
 #[derive(Debug, Serialize)]
 pub struct Found {
-    /// `project`, `server` or `history`.
+    /// `project`, `server`, `history` or `narrative`.
     layer: &'static str,
     topic: String,
     body: String,
@@ -249,6 +255,7 @@ impl TypedMethod for Search {
                         MemoryLayer::Project => "project",
                         MemoryLayer::Server => "server",
                         MemoryLayer::History => "history",
+                        MemoryLayer::Narrative => "narrative",
                     },
                     topic: item.topic,
                     body: item.body,

@@ -92,6 +92,10 @@ pub(super) fn line(item: &RecalledItem) -> String {
             let day = item.dated.get(..10).unwrap_or(&item.dated);
             format!("- [replaced {day}] {}: {body}", item.topic)
         }
+        MemoryLayer::Narrative => {
+            let day = item.dated.get(..10).unwrap_or(&item.dated);
+            format!("- [session {day}] {}: {body}", item.topic)
+        }
     }
 }
 

@@ -20,6 +20,7 @@ use crate::plugins::filters::{FilterHook, Filters};
 use crate::plugins::method::PluginMethod;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::preparation::{Preparations, PreparingTurn};
+use crate::plugins::reflection::{Reflecting, ReflectionServices, Reflections};
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
 
 /// Longest summary shown for an entry without a summary attribute, in characters (the
@@ -43,6 +44,7 @@ pub(super) struct Registry {
     pub(super) events: Events,
     pub(super) filters: Filters,
     pub(super) preparations: Preparations,
+    pub(super) reflections: Reflections,
     methods: Vec<Arc<dyn PluginMethod>>,
     pub(super) clients: Clients,
     /// The plugins registered, in order.
@@ -98,6 +100,7 @@ impl Plugins {
                 events: Events::default(),
                 filters: Filters::default(),
                 preparations: Preparations::default(),
+                reflections: Reflections::default(),
                 methods: Vec::new(),
                 clients: Clients::default(),
                 registered: Vec::new(),
@@ -157,6 +160,16 @@ impl Plugins {
     /// Runs the preparations of a turn about to be assembled (on the writer).
     pub fn prepare(&self, conn: &mut crate::db::Conn, turn: &PreparingTurn<'_>) {
         self.inner.preparations.run(conn, turn);
+    }
+
+    /// Whether any plugin reflects on runs.
+    pub fn reflects(&self) -> bool {
+        !self.inner.reflections.is_empty()
+    }
+
+    /// Runs the reflections of `at` (off the writer; see `plugins::reflection`).
+    pub async fn reflect(&self, services: &ReflectionServices, at: &Reflecting) {
+        self.inner.reflections.run(services, at).await;
     }
 
     /// The RPC method a plugin added under `name`.

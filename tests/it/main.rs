@@ -34,6 +34,7 @@ mod replay;
 mod replies;
 mod rules;
 mod runs;
+mod session_notes;
 mod skills;
 mod slow_readers;
 mod subagents;

@@ -91,8 +91,9 @@ CREATE TABLE memory_history (
     project_id  INTEGER REFERENCES projects (id) ON DELETE CASCADE,
     topic       TEXT NOT NULL,
     body        TEXT NOT NULL,
-    -- 'replaced': a newer fact on its topic took its place.
-    reason      TEXT NOT NULL CHECK (reason IN ('replaced')),
+    -- 'replaced': a newer fact on its topic took its place; 'narrative': a run's session
+    -- narrative (its title, state and work log), moved here when one of its loops ended.
+    reason      TEXT NOT NULL CHECK (reason IN ('replaced', 'narrative')),
     run_id      INTEGER REFERENCES runs (id) ON DELETE SET NULL,
     -- When the fact was written, and when it left memory for the history.
     written_at  TEXT NOT NULL,

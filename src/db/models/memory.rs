@@ -34,7 +34,7 @@ pub struct MemoryHistoryRow {
     pub project_id: Option<ProjectId>,
     pub topic: String,
     pub body: String,
-    /// Why it left memory (`replaced`).
+    /// Why it is in the history (`replaced`, or `narrative`: a run's session narrative).
     pub reason: String,
     pub run_id: Option<RunId>,
     /// When it was written.
@@ -64,6 +64,8 @@ pub enum MemoryLayer {
     Server,
     /// Facts newer ones replaced.
     History,
+    /// Earlier runs' session narratives (in the history).
+    Narrative,
 }
 
 /// One item a recall found, best first within its layer.

@@ -1,12 +1,13 @@
 //! Memory across runs: durable facts per project and server-wide, the history of the facts
-//! they replaced (kept by the trigger `trg_memory_fact_replaced`), the per-project switch,
-//! and recall ([`recall_facts`], [`recall_history`]).
+//! they replaced (kept by the trigger `trg_memory_fact_replaced`) and of runs' session
+//! narratives ([`record_narrative`]), the per-project switch, and recall ([`recall_facts`],
+//! [`recall_history`]).
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 
 use crate::db::backend::per_backend;
-use crate::db::ids::{MemoryFactId, MemoryHistoryId, ProjectId};
+use crate::db::ids::{MemoryFactId, MemoryHistoryId, ProjectId, RunId};
 use crate::db::models::memory::{MemoryFactForm, MemoryFactRow, MemoryHistoryRow};
 use crate::db::schema::{memory_disabled, memory_facts, memory_history};
 use crate::db::statement::statement;
@@ -15,6 +16,9 @@ use crate::db::{Conn, DbError, MultiBackend};
 mod recall;
 
 pub use recall::{query_words, recall_facts, recall_history};
+
+/// The history's `reason` of a run's session narrative.
+const NARRATIVE: &str = "narrative";
 
 /// What writing a fact did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,6 +204,35 @@ pub fn set_enabled(
         .bind::<Nullable<Text>, _>(person)
         .execute(conn)?;
     }
+    Ok(())
+}
+
+/// Keeps `body` as `run`'s session narrative in `project`'s history under `topic`, in
+/// place of the one the run kept before (a run has one narrative: its latest).
+pub fn record_narrative(
+    conn: &mut Conn,
+    project: ProjectId,
+    run: RunId,
+    topic: &str,
+    body: &str,
+) -> Result<(), DbError> {
+    diesel::delete(
+        memory_history::table
+            .filter(memory_history::project_id.eq(project))
+            .filter(memory_history::run_id.eq(run))
+            .filter(memory_history::reason.eq(NARRATIVE)),
+    )
+    .execute(conn)?;
+    diesel::insert_into(memory_history::table)
+        .values((
+            memory_history::project_id.eq(project),
+            memory_history::topic.eq(normalize_topic(topic)),
+            memory_history::body.eq(body),
+            memory_history::reason.eq(NARRATIVE),
+            memory_history::run_id.eq(run),
+            memory_history::written_at.eq(diesel::dsl::sql::<Text>("datetime('now')")),
+        ))
+        .execute(conn)?;
     Ok(())
 }
 

@@ -67,6 +67,7 @@ async fn discover_describes_every_method_and_notification() {
         "memory/server/set",
         "memory/server/delete",
         "memory/switch",
+        "memory/session",
     ];
     for name in expected {
         let method = &methods[name];

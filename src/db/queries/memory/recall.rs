@@ -1,5 +1,6 @@
-//! Recall: the facts and replaced facts that share words with a text, through each
-//! backend's full-text index ([`FullText`]: the only SQL of memory written per backend):
+//! Recall: the facts and the history's items (replaced facts, runs' narratives) that share
+//! words with a text, through each backend's full-text index ([`FullText`]: the only SQL of
+//! memory written per backend):
 //! SQLite's FTS5 tables `memory_*_fts` ranked by bm25, PostgreSQL's `search` tsvector
 //! columns ranked by ts_rank weighted by each word's rarity as bm25 weighs it, so on both a
 //! topic outweighs a body and a rare word a common one.
@@ -60,14 +61,16 @@ struct FullText {
 const FACTS: FullText = FullText {
     fts5_count: "SELECT count(*) AS doc FROM (SELECT rowid FROM memory_facts_fts \
                  WHERE memory_facts_fts MATCH ? LIMIT ?)",
-    fts5_recall: "SELECT f.project_id IS NULL AS shared, f.topic, f.body, f.updated_at AS dated, \
+    fts5_recall: "SELECT f.project_id IS NULL AS shared, FALSE AS narrative, f.topic, f.body, \
+                         f.updated_at AS dated, \
                          bm25(memory_facts_fts, 2.0, 1.0) AS score \
                   FROM memory_facts_fts JOIN memory_facts AS f ON f.id = memory_facts_fts.rowid \
                   WHERE memory_facts_fts MATCH ? AND (f.project_id = ? OR f.project_id IS NULL) \
                   ORDER BY shared, score LIMIT ?",
     tsvector_count: "SELECT count(*) AS doc FROM (SELECT 1 FROM memory_facts \
                      WHERE search @@ to_tsquery('simple', ?) LIMIT ?) AS hits",
-    tsvector_recall: "SELECT f.project_id IS NULL AS shared, f.topic, f.body, f.updated_at AS dated, \
+    tsvector_recall: "SELECT f.project_id IS NULL AS shared, FALSE AS narrative, f.topic, f.body, \
+                             f.updated_at AS dated, \
                              -(SELECT sum(greatest(ln((t.total - w.items + 0.5) / (w.items + 0.5)), 1e-6) \
                                           * ts_rank('{0, 0, 0.5, 1}', f.search, to_tsquery('simple', w.word), 1)) \
                                FROM unnest(string_to_array(?, ' '), \
@@ -82,14 +85,16 @@ const FACTS: FullText = FullText {
 const HISTORY: FullText = FullText {
     fts5_count: "SELECT count(*) AS doc FROM (SELECT rowid FROM memory_history_fts \
                  WHERE memory_history_fts MATCH ? LIMIT ?)",
-    fts5_recall: "SELECT f.project_id IS NULL AS shared, f.topic, f.body, f.archived_at AS dated, \
+    fts5_recall: "SELECT f.project_id IS NULL AS shared, f.reason = 'narrative' AS narrative, \
+                         f.topic, f.body, f.archived_at AS dated, \
                          bm25(memory_history_fts, 2.0, 1.0) AS score \
                   FROM memory_history_fts JOIN memory_history AS f ON f.id = memory_history_fts.rowid \
                   WHERE memory_history_fts MATCH ? AND (f.project_id = ? OR f.project_id IS NULL) \
                   ORDER BY score LIMIT ?",
     tsvector_count: "SELECT count(*) AS doc FROM (SELECT 1 FROM memory_history \
                      WHERE search @@ to_tsquery('simple', ?) LIMIT ?) AS hits",
-    tsvector_recall: "SELECT f.project_id IS NULL AS shared, f.topic, f.body, f.archived_at AS dated, \
+    tsvector_recall: "SELECT f.project_id IS NULL AS shared, f.reason = 'narrative' AS narrative, \
+                             f.topic, f.body, f.archived_at AS dated, \
                              -(SELECT sum(greatest(ln((t.total - w.items + 0.5) / (w.items + 0.5)), 1e-6) \
                                           * ts_rank('{0, 0, 0.5, 1}', f.search, to_tsquery('simple', w.word), 1)) \
                                FROM unnest(string_to_array(?, ' '), \
@@ -156,6 +161,9 @@ fn fts5_phrase(word: &str) -> String {
 struct RecalledRow {
     #[diesel(sql_type = Bool)]
     shared: bool,
+    /// A history item that is a run's narrative, not a replaced fact.
+    #[diesel(sql_type = Bool)]
+    narrative: bool,
     #[diesel(sql_type = Text)]
     topic: String,
     #[diesel(sql_type = Text)]
@@ -217,8 +225,8 @@ pub fn recall_facts(
         .collect())
 }
 
-/// The replaced facts `project` may recall (its own and the server-wide ones) that share
-/// words with `text`, best first, at most `limit`.
+/// The history items (replaced facts and runs' narratives) `project` may recall (its own
+/// and the server-wide ones) that share words with `text`, best first, at most `limit`.
 pub fn recall_history(
     conn: &mut Conn,
     project: ProjectId,
@@ -227,7 +235,14 @@ pub fn recall_history(
 ) -> Result<Vec<RecalledItem>, DbError> {
     Ok(recall(conn, &HISTORY, project, text, limit)?
         .into_iter()
-        .map(|row| row.into_item(MemoryLayer::History))
+        .map(|row| {
+            let layer = if row.narrative {
+                MemoryLayer::Narrative
+            } else {
+                MemoryLayer::History
+            };
+            row.into_item(layer)
+        })
         .collect())
 }
 
