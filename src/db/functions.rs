@@ -6,7 +6,7 @@
 //!
 //! Entry patterns (the hedberg pattern language: glob, regex, sed, JSONPath, XPath,
 //! literal) are evaluated in Rust on either backend (`queries::entries::selected`); body
-//! searches go through [`body_search`], which looks up what was prepared beside the writer.
+//! searches go through `body_search`, which looks up what was prepared beside the writer.
 
 use diesel::sql_types::{Nullable, Text};
 use diesel::SqliteConnection;

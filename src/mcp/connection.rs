@@ -238,8 +238,13 @@ async fn keep_connected(
             () = stop.cancelled() => return,
             () = tokio::time::sleep(retry) => {}
         }
-        retry = (retry * 2).min(LAST_RETRY);
+        retry = next_retry(retry);
     }
+}
+
+/// The wait after one of `retry` failed: twice as long, up to [`LAST_RETRY`].
+fn next_retry(retry: Duration) -> Duration {
+    (retry * 2).min(LAST_RETRY)
 }
 
 /// A session with the server, and its tools.
@@ -317,7 +322,9 @@ mod tests {
     use rmcp::model::CallToolResult;
     use serde_json::json;
 
-    use super::outcome_of;
+    use std::time::Duration;
+
+    use super::{next_retry, outcome_of, FIRST_RETRY, LAST_RETRY};
     use crate::mcp::outcome::CallOutcome;
 
     fn result(value: serde_json::Value) -> CallToolResult {
@@ -358,5 +365,16 @@ mod tests {
             "isError": true
         })));
         assert_eq!(failed, CallOutcome::Failed("no such table".into()));
+    }
+
+    #[test]
+    fn the_wait_between_attempts_doubles_up_to_a_minute() {
+        let waits: Vec<u64> =
+            std::iter::successors(Some(FIRST_RETRY), |retry| Some(next_retry(*retry)))
+                .take(8)
+                .map(|wait| wait.as_secs())
+                .collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
+        assert_eq!(next_retry(LAST_RETRY), Duration::from_secs(60));
     }
 }

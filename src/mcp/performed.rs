@@ -9,10 +9,8 @@
 //! takes each by its [`CallKey`]; what it does not take (a command the dispatch cancelled)
 //! is dropped with the unit.
 
-use std::collections::{HashMap, VecDeque};
-
 use crate::mcp::outcome::CallOutcome;
-use crate::plugins::answers::answered;
+use crate::plugins::answers::Keyed;
 
 /// Which command of the unit an outcome belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,57 +25,5 @@ pub enum CallKey {
     Accepted { path: String },
 }
 
-/// The outcomes of one unit's calls (a reply may make the same call twice: in order).
-#[derive(Debug, Default)]
-pub struct CallOutcomes {
-    waiting: HashMap<CallKey, VecDeque<CallOutcome>>,
-}
-
-impl CallOutcomes {
-    /// Keeps `outcome` for the command at `key`.
-    pub fn put(&mut self, key: CallKey, outcome: CallOutcome) {
-        self.waiting.entry(key).or_default().push_back(outcome);
-    }
-
-    /// The first outcome kept for `key` by the unit running on this thread.
-    pub fn take(key: &CallKey) -> Option<CallOutcome> {
-        answered::<CallOutcomes, _>(|outcomes| outcomes.waiting.get_mut(key)?.pop_front()).flatten()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{CallKey, CallOutcomes};
-    use crate::mcp::outcome::CallOutcome;
-    use crate::plugins::answers::Answers;
-
-    fn key() -> CallKey {
-        CallKey::Accepted {
-            path: "mcp_x://turn_1/t".into(),
-        }
-    }
-
-    #[test]
-    fn outcomes_are_taken_in_order_inside_their_unit_only() {
-        let mut outcomes = CallOutcomes::default();
-        outcomes.put(key(), CallOutcome::Done("1".into()));
-        outcomes.put(key(), CallOutcome::Done("2".into()));
-        let taken = Answers::of(outcomes).apply(|| {
-            let first = CallOutcomes::take(&key());
-            (
-                first,
-                CallOutcomes::take(&key()),
-                CallOutcomes::take(&key()),
-            )
-        });
-        assert_eq!(
-            taken,
-            (
-                Some(CallOutcome::Done("1".into())),
-                Some(CallOutcome::Done("2".into())),
-                None
-            )
-        );
-        assert_eq!(CallOutcomes::take(&key()), None);
-    }
-}
+/// The outcomes of one unit's calls, by the command they belong to.
+pub type CallOutcomes = Keyed<CallKey, CallOutcome>;

@@ -8,7 +8,8 @@
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
 
 thread_local! {
     static CURRENT: RefCell<Option<Answers>> = const { RefCell::new(None) };
@@ -69,11 +70,38 @@ pub fn answered<T: Any, R>(look: impl FnOnce(&mut T) -> R) -> Option<R> {
     })
 }
 
+/// A kind of answers kept per command, by the command's key `K` (a reply may write the same
+/// command twice: its answers are taken in the order they were put).
+#[derive(Debug)]
+pub struct Keyed<K, V> {
+    waiting: HashMap<K, VecDeque<V>>,
+}
+
+impl<K, V> Default for Keyed<K, V> {
+    fn default() -> Self {
+        Keyed {
+            waiting: HashMap::new(),
+        }
+    }
+}
+
+impl<K: Eq + Hash + 'static, V: 'static> Keyed<K, V> {
+    /// Keeps `answer` for the command at `key`.
+    pub fn put(&mut self, key: K, answer: V) {
+        self.waiting.entry(key).or_default().push_back(answer);
+    }
+
+    /// The first answer kept for `key` by the unit running on this thread.
+    pub fn take(key: &K) -> Option<V> {
+        answered::<Keyed<K, V>, _>(|answers| answers.waiting.get_mut(key)?.pop_front()).flatten()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::panic::{catch_unwind, AssertUnwindSafe};
 
-    use super::{answered, Answers};
+    use super::{answered, Answers, Keyed};
 
     #[derive(Debug, PartialEq)]
     struct Pages(Vec<&'static str>);
@@ -125,5 +153,24 @@ mod tests {
         }));
         assert!(unwound.is_err());
         assert_eq!(next_page(), None);
+    }
+
+    #[test]
+    fn keyed_answers_are_taken_in_order_inside_their_unit_only() {
+        let mut outcomes: Keyed<&str, u32> = Keyed::default();
+        outcomes.put("call", 1);
+        outcomes.put("call", 2);
+        outcomes.put("other", 3);
+        let taken = Answers::of(outcomes).apply(|| {
+            let first = Keyed::<&str, u32>::take(&"call");
+            let second = Keyed::<&str, u32>::take(&"call");
+            (first, second, Keyed::<&str, u32>::take(&"call"))
+        });
+        assert_eq!(taken, (Some(1), Some(2), None));
+        assert_eq!(
+            Keyed::<&str, u32>::take(&"other"),
+            None,
+            "nothing outside the unit"
+        );
     }
 }

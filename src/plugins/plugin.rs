@@ -78,7 +78,7 @@ impl Registrar<'_> {
         self.registry.clients.clone()
     }
 
-    /// The limits the tools enforce.
+    /// The limits the tools enforce (memory's methods check a fact by them).
     pub fn settings(&self) -> ToolSettings {
         self.registry.settings
     }

@@ -229,3 +229,54 @@ fn punctuation_separates_the_words_a_fact_is_recalled_by() {
         assert_eq!(recall_facts(conn, p, word, 5).unwrap().len(), 1, "{word}");
     }
 }
+
+#[test]
+fn a_runs_narrative_replaces_its_earlier_one_and_is_recalled_as_a_narrative_on_either_backend() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = crate::db::testing::project_with_run(conn, Some("/p".into())).unwrap();
+    let p = run.project_id;
+    write_fact(conn, &fact(Some(p), "build", "cargo build")).unwrap();
+    write_fact(conn, &fact(Some(p), "build", "cargo build --release")).unwrap();
+    record_narrative(
+        conn,
+        p,
+        run.id,
+        "Session: Parser",
+        "first attempt at the parser",
+    )
+    .unwrap();
+    record_narrative(conn, p, run.id, "Session: Parser", "parser finished").unwrap();
+    let history = list_history(conn, Some(p)).unwrap();
+    let kept: Vec<(&str, &str, &str)> = history
+        .iter()
+        .map(|item| {
+            (
+                item.reason.as_str(),
+                item.topic.as_str(),
+                item.body.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ("narrative", "session: parser", "parser finished"),
+            ("replaced", "build", "cargo build"),
+        ],
+        "one narrative per run, its latest, beside the replaced fact"
+    );
+    let mut history: Vec<(MemoryLayer, String)> = recall_history(conn, p, "parser build", 10)
+        .unwrap()
+        .into_iter()
+        .map(|item| (item.layer, item.body))
+        .collect();
+    history.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(
+        history,
+        [
+            (MemoryLayer::History, "cargo build".to_owned()),
+            (MemoryLayer::Narrative, "parser finished".to_owned()),
+        ]
+    );
+}
