@@ -14,6 +14,7 @@ pub mod delegation;
 pub mod error;
 pub mod loop_config;
 pub mod outcome;
+mod reflect;
 pub mod registry;
 pub mod resume;
 pub mod run_actor;

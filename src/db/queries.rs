@@ -13,6 +13,7 @@ pub mod entries;
 pub mod entry_moves;
 pub mod free_paths;
 pub mod loops;
+pub mod memory;
 pub mod models;
 pub mod projects;
 pub mod retention;

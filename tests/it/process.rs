@@ -19,7 +19,8 @@ struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts the binary on `home` and waits until `/healthz` answers.
+    /// Starts the binary on `home` and waits until `/healthz` answers (no session notes, as
+    /// `support::llm_env`: the scripted steps answer turns only).
     async fn start(home: &Path, llm: &FakeLlm) -> ServerProcess {
         ServerProcess::start_with(home, llm, &[]).await
     }
@@ -38,6 +39,7 @@ impl ServerProcess {
             .env("RUMMY_MODEL_fake", "openai/fake")
             .env("RUMMY_CONTEXT_fake", "32768")
             .env("RUMMY_LLM_ATTEMPTS", "1")
+            .env("RUMMY_MEMORY_SESSION_TOKENS", "0")
             .envs(extra.iter().copied())
             .stdout(Stdio::null())
             .spawn()

@@ -78,7 +78,15 @@ async fn askers_run_loops_on_the_fake_llm_registered_from_its_listing() {
     )
     .unwrap();
     let llm_url = format!("{}/v1", fake.base_url());
-    let server = server(home.path(), &[("OPENAI_BASE_URL", llm_url.as_str())]).await;
+    // No session notes: each loop is then one completion (their sidecar calls are more).
+    let server = server(
+        home.path(),
+        &[
+            ("OPENAI_BASE_URL", llm_url.as_str()),
+            ("RUMMY_MEMORY_SESSION_TOKENS", "0"),
+        ],
+    )
+    .await;
     let mut plan = plan(&server, 3);
     plan.model = "loadfake".into();
 
