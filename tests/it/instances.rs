@@ -3,7 +3,8 @@
 //! first one's runs alone, aliases stay unique when both create runs at once, a killed
 //! instance's runs end 499 with their loops pending once its lease expires, and a stopping
 //! one hands its runs over at once. Skipped (loudly) without `RUMMY_TEST_DATABASE_URL`: a
-//! SQLite file is one instance's.
+//! SQLite file is one instance's. How any server stops (not ready, its running loop
+//! finished, the rest left pending) is pinned on both backends.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -13,9 +14,11 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
-use crate::support::{project_root, user_message, Client};
+use crate::support::{project_root, user_message, Client, TestApp};
+use rummy::db::queries::{loops, runs};
 use rummy::db::testing::ScratchDatabase;
-use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
+use rummy::db::{open_connection, ConnectionSetup};
+use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted};
 
 /// Seconds a lease outlives its instance's last heartbeat in these tests.
 const LEASE_TTL_SECS: &str = "3";
@@ -202,4 +205,65 @@ async fn run_aliases_stay_unique_when_two_instances_create_fifty_runs_at_once() 
     .await;
     let distinct: HashSet<&String> = aliases.iter().collect();
     assert_eq!(distinct.len(), 50, "{aliases:?}");
+}
+
+#[actix_web::test]
+async fn a_stopping_server_is_not_ready_finishes_its_running_loop_and_leaves_the_rest_pending() {
+    let llm = FakeLlm::builder([Step::delayed(
+        Duration::from_secs(2),
+        Reply::new("<summarize>finished while stopping</summarize>"),
+    )])
+    .when_exhausted(WhenExhausted::Error(500))
+    .start();
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let store = app.store();
+    let readyz = format!("http://{}/readyz", app.addr());
+    let (mut client, _root) = app.client_in_project("stopping").await;
+    let running = client
+        .send("ask", json!({"model": "fake", "prompt": "first prompt"}))
+        .await;
+    let progress = client.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    llm.wait_for_requests(1).await;
+    let mut other = app.client().await;
+    other.init("stopping", &app.project_root("stopping")).await;
+    other
+        .send(
+            "ask",
+            json!({"model": "fake", "prompt": "never started", "run": run}),
+        )
+        .await;
+
+    let TestApp {
+        server,
+        home,
+        database,
+        ..
+    } = app;
+    let stopping = actix_web::rt::spawn(server.stop());
+    let http = awc::Client::new();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let status = http.get(&readyz).send().await.unwrap().status().as_u16();
+        if status == 503 {
+            break;
+        }
+        assert_eq!(status, 200);
+        assert!(tokio::time::Instant::now() < deadline, "never unready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let reply = client.reply(&running).await;
+    assert_eq!(
+        reply["result"],
+        json!({"run": run, "status": 200}),
+        "{reply}"
+    );
+    stopping.await.unwrap();
+
+    assert_eq!(llm.requests().len(), 1, "the queued loop never started");
+    let mut conn = open_connection(&store, ConnectionSetup::default()).unwrap();
+    let stored = runs::find_run(&mut conn, &run).unwrap().unwrap();
+    assert_eq!(stored.status.code(), 200);
+    assert_eq!(loops::pending_loops(&mut conn, stored.id).unwrap().len(), 1);
+    drop((home, database));
 }
