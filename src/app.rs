@@ -18,6 +18,7 @@ use crate::agent::instance::Instance;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
+use crate::db::bus::FrameBus;
 use crate::db::entry_changes::EntryChangeSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
@@ -73,6 +74,9 @@ impl RunningServer {
             Err(error) => tracing::warn!(%error, "cannot give back this instance's leases"),
         }
         self.state.connections.shutdown_all();
+        if let Some(bus) = agent.hubs.bus() {
+            bus.stop();
+        }
         self.handle.stop(true).await;
         let _ = self.done.await;
         self.state.agent.db.close().await;
@@ -137,6 +141,20 @@ pub async fn start_with(
     let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
         .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
     let hubs = HubRegistry::new(settings.server.replay_limits());
+    if let Store::Postgres(url) = store(&settings) {
+        // The listener's thread is no actor's: the frames cross to the runtime, which may
+        // start a project's hub.
+        let (received, mut arrived) = tokio::sync::mpsc::unbounded_channel();
+        hubs.connect_bus(FrameBus::start(&url, instance.id(), move |frame| {
+            let _ = received.send(frame);
+        })?);
+        let relay = hubs.clone();
+        actix_web::rt::spawn(async move {
+            while let Some(frame) = arrived.recv().await {
+                relay.relayed(frame);
+            }
+        });
+    }
     plugins.clients().connect(hubs.clone());
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),

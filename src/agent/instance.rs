@@ -52,14 +52,17 @@ impl Instance {
     }
 
     /// Recovers the runs of the instances gone before this one started, then enters this
-    /// one's heartbeat row; returns how many runs were aborted. On a store only this instance
-    /// uses (`shared` false: SQLite), every earlier instance is gone, leases unexpired or not.
+    /// one's heartbeat row; returns how many runs were aborted. Alone on the store (SQLite,
+    /// which only one instance uses, or a PostgreSQL database no live instance beats on),
+    /// it recovers as a single instance restarting does: every run left at 100 or 102 ends
+    /// 499. Beside live instances it releases only the expired ones, whose runs it knows.
     pub async fn join(&self, db: &DbHandle, shared: bool) -> Result<usize, DbError> {
         let id = Arc::clone(&self.id);
         let expiry = self.expiry();
         db.call(move |conn| {
-            let aborted = if shared {
-                instances::release(conn, Gone::ExpiredBefore(now_ms()))?
+            let now = now_ms();
+            let aborted = if shared && instances::any_alive(conn, now)? {
+                instances::release(conn, Gone::ExpiredBefore(now))?
             } else {
                 let aborted = crate::db::queries::runs::recover_after_restart(conn)?;
                 instances::forget_all(conn)?;

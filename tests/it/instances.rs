@@ -267,3 +267,55 @@ async fn a_stopping_server_is_not_ready_finishes_its_running_loop_and_leaves_the
     assert_eq!(loops::pending_loops(&mut conn, stored.id).unwrap().len(), 1);
     drop((home, database));
 }
+
+/// `client`'s notifications up to the `run/state` that ends the loop, in arrival order.
+async fn notifications_until_the_state(client: &mut Client) -> Vec<Value> {
+    let mut received = Vec::new();
+    loop {
+        let notification = tokio::time::timeout(DEADLINE, client.next_notification())
+            .await
+            .expect("no run/state arrived");
+        let done = notification["method"] == "run/state" && notification["params"]["status"] != 102;
+        received.push(notification);
+        if done {
+            return received;
+        }
+    }
+}
+
+#[actix_web::test]
+async fn a_client_of_one_instance_gets_the_notifications_of_a_run_executing_on_another() {
+    let Some(database) = database("cross_instance_notifications") else {
+        return;
+    };
+    let command = format!("echo {}", "x".repeat(20_000));
+    let llm = FakeLlm::builder([Step::reply(format!(
+        "<sh>{command}</sh><update>running it</update>"
+    ))])
+    .when_exhausted(WhenExhausted::Error(500))
+    .start();
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let watched = instance(home.path(), &llm, &database).await;
+    let executing = instance(home.path(), &llm, &database).await;
+    let mut watcher = client_in(&watched, "relay", &root).await;
+    let mut driver = client_in(&executing, "relay", &root).await;
+
+    let result = driver
+        .ok("act", json!({"model": "fake", "prompt": "Run it"}))
+        .await;
+    assert_eq!(result["status"], json!(202), "{result}");
+    let sent = notifications_until_the_state(&mut driver).await;
+    let relayed = notifications_until_the_state(&mut watcher).await;
+    assert_eq!(relayed, sent, "the same frames, seq and order");
+    let methods: Vec<&str> = sent
+        .iter()
+        .map(|frame| frame["method"].as_str().unwrap())
+        .collect();
+    assert!(methods.contains(&"run/progress"), "{methods:?}");
+    assert!(methods.contains(&"run/proposal"), "{methods:?}");
+    assert!(
+        sent.iter().any(|frame| frame.to_string().len() > 8000),
+        "a frame past NOTIFY's payload limit crossed"
+    );
+}

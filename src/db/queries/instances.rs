@@ -147,9 +147,21 @@ pub fn release(conn: &mut Conn, gone: Gone<'_>) -> Result<usize, DbError> {
     })
 }
 
-/// Forgets every instance, its leases and its claims (SQLite at start: only one instance
-/// ever uses the file, so any other one is gone; `runs::recover_after_restart` has already
-/// recovered their runs).
+/// Whether some instance's heartbeat row is still alive at `now`.
+pub fn any_alive(conn: &mut Conn, now: i64) -> Result<bool, DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Alive {
+        #[diesel(sql_type = BigInt)]
+        alive: i64,
+    }
+    let row: Alive = statement("SELECT COUNT(*) AS alive FROM instances WHERE expires_at >= ?")
+        .bind::<BigInt, _>(now)
+        .get_result(conn)?;
+    Ok(row.alive > 0)
+}
+
+/// Forgets every instance, its leases and its claims (at start, when no other instance is
+/// alive; `runs::recover_after_restart` has recovered their runs).
 pub fn forget_all(conn: &mut Conn) -> Result<(), DbError> {
     statement("DELETE FROM instances").execute(conn)?;
     Ok(())

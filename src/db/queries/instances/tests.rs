@@ -53,6 +53,8 @@ fn an_expired_instance_is_released_as_a_crash_is_recovered() {
     let idle = sample_run(conn);
     assert_eq!(claim_loop(conn, run.id, "live").unwrap(), Claim::Elsewhere);
 
+    assert!(any_alive(conn, 5_000).unwrap());
+    assert!(!any_alive(conn, 50_000).unwrap());
     assert_eq!(release(conn, Gone::ExpiredBefore(5_000)).unwrap(), 1);
     assert_eq!(
         get_run(conn, run.id).unwrap().unwrap().status,
