@@ -12,9 +12,8 @@
 //! asks for a replay as after any dropped frame.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use diesel::sql_types::Text;
@@ -52,11 +51,48 @@ pub struct FrameBus {
 }
 
 /// Stops the threads when the last [`FrameBus`] goes.
-struct Stopper(Arc<AtomicBool>);
+struct Stopper(Arc<Stop>);
 
 impl Drop for Stopper {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.set();
+    }
+}
+
+/// Whether the threads are to end, which they wait on between polls (woken at once).
+#[derive(Default)]
+struct Stop {
+    stopped: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Stop {
+    fn set(&self) {
+        *self
+            .stopped
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = true;
+        self.changed.notify_all();
+    }
+
+    fn is_set(&self) -> bool {
+        *self
+            .stopped
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits up to `timeout` for the stop; true when stopped.
+    fn wait(&self, timeout: Duration) -> bool {
+        let stopped = self
+            .stopped
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (stopped, _) = self
+            .changed
+            .wait_timeout_while(stopped, timeout, |stopped| !*stopped)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *stopped
     }
 }
 
@@ -69,7 +105,7 @@ impl FrameBus {
         received: impl Fn(BusFrame) + Send + 'static,
     ) -> std::io::Result<FrameBus> {
         let (outgoing, queued) = mpsc::channel();
-        let stopped = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::new(Stop::default());
         let sender = Sending {
             url: url.to_owned(),
             instance: instance.to_owned(),
@@ -99,7 +135,7 @@ impl FrameBus {
 
     /// Ends both threads (the sender after what is queued).
     pub fn stop(&self) {
-        self.stopper.0.store(true, Ordering::SeqCst);
+        self.stopper.0.set();
     }
 }
 
@@ -192,7 +228,7 @@ impl Assembly {
 struct Sending {
     url: String,
     instance: String,
-    stopped: Arc<AtomicBool>,
+    stopped: Arc<Stop>,
 }
 
 impl Sending {
@@ -202,7 +238,7 @@ impl Sending {
         loop {
             let frame = match queued.recv_timeout(RECONNECT) {
                 Ok(frame) => frame,
-                Err(RecvTimeoutError::Timeout) if !self.stopped.load(Ordering::SeqCst) => continue,
+                Err(RecvTimeoutError::Timeout) if !self.stopped.is_set() => continue,
                 Err(_) => return,
             };
             message += 1;
@@ -235,12 +271,12 @@ impl Sending {
 struct Listening {
     url: String,
     instance: String,
-    stopped: Arc<AtomicBool>,
+    stopped: Arc<Stop>,
 }
 
 impl Listening {
     fn run(self, received: &impl Fn(BusFrame)) {
-        while !self.stopped.load(Ordering::SeqCst) {
+        while !self.stopped.is_set() {
             let listening = PgConnection::establish(&self.url)
                 .map_err(|error| error.to_string())
                 .and_then(|mut conn| {
@@ -253,16 +289,14 @@ impl Listening {
                 Ok(mut conn) => self.receive(&mut conn, received),
                 Err(error) => tracing::warn!(%error, "the frame bus cannot listen"),
             }
-            if !self.stopped.load(Ordering::SeqCst) {
-                std::thread::sleep(RECONNECT);
-            }
+            self.stopped.wait(RECONNECT);
         }
     }
 
     /// Hands on what arrives until the connection fails or the bus stops.
     fn receive(&self, conn: &mut PgConnection, received: &impl Fn(BusFrame)) {
         let mut assembly = Assembly::default();
-        while !self.stopped.load(Ordering::SeqCst) {
+        while !self.stopped.is_set() {
             for notification in conn.notifications_iter() {
                 let notification = match notification {
                     Ok(notification) => notification,
@@ -282,7 +316,7 @@ impl Listening {
                     received(frame);
                 }
             }
-            std::thread::sleep(LISTEN_POLL);
+            self.stopped.wait(LISTEN_POLL);
         }
     }
 }

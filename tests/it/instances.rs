@@ -219,7 +219,7 @@ async fn a_stopping_server_is_not_ready_finishes_its_running_loop_and_leaves_the
     let store = app.store();
     let readyz = format!("http://{}/readyz", app.addr());
     let (mut client, _root) = app.client_in_project("stopping").await;
-    let running = client
+    client
         .send("ask", json!({"model": "fake", "prompt": "first prompt"}))
         .await;
     let progress = client.notification("run/progress").await;
@@ -252,18 +252,16 @@ async fn a_stopping_server_is_not_ready_finishes_its_running_loop_and_leaves_the
         assert!(tokio::time::Instant::now() < deadline, "never unready");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let reply = client.reply(&running).await;
-    assert_eq!(
-        reply["result"],
-        json!({"run": run, "status": 200}),
-        "{reply}"
-    );
     stopping.await.unwrap();
 
     assert_eq!(llm.requests().len(), 1, "the queued loop never started");
     let mut conn = open_connection(&store, ConnectionSetup::default()).unwrap();
     let stored = runs::find_run(&mut conn, &run).unwrap().unwrap();
-    assert_eq!(stored.status.code(), 200);
+    assert_eq!(
+        stored.status.code(),
+        200,
+        "the running loop finished, not cut short"
+    );
     assert_eq!(loops::pending_loops(&mut conn, stored.id).unwrap().len(), 1);
     drop((home, database));
 }
