@@ -13,9 +13,9 @@ use crate::support::{project_root, user_message, Client};
 use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 
 /// A `rummy serve` process on a loopback port, with its home kept across restarts.
-struct ServerProcess {
+pub struct ServerProcess {
     child: Child,
-    port: u16,
+    pub port: u16,
 }
 
 impl ServerProcess {
@@ -26,7 +26,7 @@ impl ServerProcess {
     }
 
     /// [`ServerProcess::start`] with extra environment variables.
-    async fn start_with(home: &Path, llm: &FakeLlm, extra: &[(&str, &str)]) -> ServerProcess {
+    pub async fn start_with(home: &Path, llm: &FakeLlm, extra: &[(&str, &str)]) -> ServerProcess {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_rummy"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -49,12 +49,12 @@ impl ServerProcess {
         server
     }
 
-    async fn client(&self) -> Client {
+    pub async fn client(&self) -> Client {
         Client::connect(&format!("ws://127.0.0.1:{}/", self.port)).await
     }
 
     /// Sends `signal` (a `kill` option such as `-9`) and waits for the process to exit.
-    fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
+    pub fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
         let sent = Command::new("kill")
             .arg(signal)
             .arg(self.child.id().to_string())
