@@ -28,7 +28,8 @@ COMPOSE=${COMPOSE:-docker compose}
 SMOKE_FILE=${SMOKE_FILE:-compose.yaml}
 FILES=(-f "$SMOKE_FILE")
 # The rummy services of the file: `rummy`, or `rummy-a` and `rummy-b`.
-mapfile -t INSTANCES < <(grep -oE '^  rummy(-[a-z]+)?:' "$SMOKE_FILE" | tr -d ' :')
+mapfile -t INSTANCES < <(awk '/^[^ #]/ { section = $0 }
+  section == "services:" && /^  rummy(-[a-z]+)?:$/ { gsub(/[ :]/, ""); print }' "$SMOKE_FILE")
 [ "${#INSTANCES[@]}" -gt 0 ] || { echo "smoke: no rummy service in $SMOKE_FILE" >&2; exit 1; }
 # nginx's address on the compose network, which rummy trusts.
 NGINX_ADDR=$(grep -oE 'RUMMY_TRUSTED_PROXIES: [0-9.]+' "$SMOKE_FILE" | cut -d' ' -f2)
