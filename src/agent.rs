@@ -16,6 +16,7 @@ pub mod instance;
 pub mod loop_config;
 pub mod outcome;
 pub mod registry;
+pub mod remote_abort;
 pub mod resume;
 pub mod run_actor;
 pub mod run_loop;
