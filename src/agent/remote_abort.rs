@@ -35,7 +35,7 @@ impl RemoteAborts {
 
     /// Has the live instance holding `run`'s lease, if another, abort the loop it executes;
     /// returns the loop it stopped. `None` without a bus, when no other instance holds the
-    /// lease, or without an answer within [`ANSWER_WAIT`].
+    /// lease, or without an answer within `ANSWER_WAIT`.
     pub async fn abort(&self, agent: &AgentContext, run: RunId) -> Option<LoopId> {
         let bus = self.bus.get()?;
         let me = agent.runs.instance().id().to_owned();
