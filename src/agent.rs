@@ -15,6 +15,7 @@ pub mod error;
 pub mod instance;
 pub mod loop_config;
 pub mod outcome;
+mod reflect;
 pub mod registry;
 pub mod remote_abort;
 pub mod resume;

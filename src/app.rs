@@ -27,6 +27,7 @@ use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions, St
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
 use crate::mcp::{self, McpServers};
+use crate::memory::Memory;
 use crate::metrics::Metrics;
 use crate::plugins::events::{Event, Hook};
 use crate::plugins::tool::ToolSettings;
@@ -359,7 +360,7 @@ fn entry_changed(plugins: &Plugins) -> Option<EntryChangeSink> {
 }
 
 /// The bundled plugins (tools, packet sections, each run's transcript under
-/// `$RUMMY_HOME/transcripts`) but those `RUMMY_PLUGINS_DISABLED` names.
+/// `$RUMMY_HOME/transcripts`, memory across runs) but those `RUMMY_PLUGINS_DISABLED` names.
 fn bundled_plugins(settings: &Settings) -> Plugins {
     Plugins::new(ToolSettings {
         token_divisor: settings.tokens.divisor,
@@ -369,6 +370,7 @@ fn bundled_plugins(settings: &Settings) -> Plugins {
     .disabling(&settings.plugins.disabled)
     .with_bundled()
     .plugin(Transcript::new(transcripts_folder(settings)))
+    .plugin(Memory::new(settings.memory))
 }
 
 /// `$RUMMY_HOME/transcripts`: one folder per project, one file per run.

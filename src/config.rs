@@ -103,6 +103,16 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_WEB_MAX_REDIRECTS", "web.max_redirects"),
     ("RUMMY_WEB_ALLOW_NETS", "web.allow_nets"),
     ("RUMMY_PLUGINS_DISABLED", "plugins.disabled"),
+    ("RUMMY_MEMORY_RECALL_TOKENS", "memory.recall_tokens"),
+    ("RUMMY_MEMORY_SESSION_TOKENS", "memory.session_tokens"),
+    (
+        "RUMMY_MEMORY_SESSION_EVERY_TURNS",
+        "memory.session_every_turns",
+    ),
+    (
+        "RUMMY_MEMORY_SESSION_TIMEOUT_SECS",
+        "memory.session_timeout_secs",
+    ),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),
@@ -164,6 +174,7 @@ pub struct Settings {
     pub search: SearchSettings,
     pub web: WebSettings,
     pub plugins: PluginSettings,
+    pub memory: MemorySettings,
     pub log: LogSettings,
     /// Models seeded into the catalogue at start, by alias.
     #[serde(default)]
@@ -441,6 +452,20 @@ pub struct PluginSettings {
     /// the embedding binary adds).
     #[serde(deserialize_with = "comma_list")]
     pub disabled: Vec<String>,
+}
+
+/// Memory across runs.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct MemorySettings {
+    /// Most tokens what is recalled for a prompt may take in the packet (0: nothing is).
+    pub recall_tokens: u32,
+    /// Most tokens a run's session notes take in the packet.
+    pub session_tokens: u32,
+    /// Least turns between two refreshes of the notes after turns (a loop's end and a panic
+    /// refresh them whenever a turn passed).
+    pub session_every_turns: u32,
+    /// How long the sidecar call that refreshes the notes may take.
+    pub session_timeout_secs: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]

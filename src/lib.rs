@@ -16,6 +16,7 @@ pub mod http;
 pub mod hub;
 pub mod llm;
 pub mod mcp;
+pub mod memory;
 pub mod metrics;
 pub mod parser;
 pub mod plugins;

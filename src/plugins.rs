@@ -6,7 +6,8 @@
 //! `<performed>`, `<progress>`, `<prompt>`) and run as ordered filter chains. Each is a
 //! [`Plugin`] registered through the same API as a plugin from outside the crate
 //! (`plugin`), which may also add observers (`events`), filters (`filters`), RPC methods
-//! (`method`) and reach the clients (`clients`). Model-facing text lives in `text/`, apart
+//! (`method`), writes before a turn's packet is assembled (`preparation`), work on a run
+//! after its turns, off the writer (`reflection`), and reach the clients (`clients`). Model-facing text lives in `text/`, apart
 //! from code, so it can be tuned without touching logic.
 
 pub mod answers;
@@ -20,7 +21,9 @@ pub mod filters;
 pub mod method;
 pub mod plugin;
 pub mod policy;
+pub mod preparation;
 pub mod readonly;
+pub mod reflection;
 pub mod registry;
 pub mod resolve;
 pub mod tool;

@@ -9,6 +9,7 @@ use tracing::Instrument;
 use crate::agent::error::LoopError;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{LoopOutcome, ProposedRow};
+use crate::agent::reflect::Reflector;
 use crate::agent::scan;
 use crate::agent::turn::{execute_turn, PanicState, TurnEnd, TurnInput};
 use crate::agent::AgentContext;
@@ -23,11 +24,12 @@ use crate::db::models::entry::Selector;
 use crate::db::models::run::{LoopRow, RunRow};
 use crate::db::models::ModelRow;
 use crate::db::queries::loops;
-use crate::db::queries::{demotions, entries, models, projects, runs};
+use crate::db::queries::{demotions, entries, models, projects, runs, turns};
 use crate::db::DbError;
 use crate::llm::CancellationToken as LlmCancel;
 use crate::parser::healer::{HealerLimits, ProgressTracker, RepetitionTracker, Verdict};
 use crate::plugins::events::Event;
+use crate::plugins::reflection::Moment;
 
 /// Runs one claimed loop to its end and sets the run's status accordingly. A loop cancelled
 /// by `run/abort` ends 499 whatever it was doing, and the recovery loops it queued for an
@@ -40,7 +42,10 @@ pub async fn execute_loop(
     let span =
         tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
     let run_id = lp.run_id;
-    let result = run_turns(agent, &lp, &cancel).instrument(span).await;
+    let mut reflector = None;
+    let result = run_turns(agent, &lp, &cancel, &mut reflector)
+        .instrument(span.clone())
+        .await;
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(_) if cancel.is_cancelled() => LoopOutcome::Ended(RunStatus::Aborted),
@@ -50,6 +55,16 @@ pub async fn execute_loop(
             LoopOutcome::Ended(RunStatus::Failed)
         }
     };
+    let panicked = matches!(outcome, LoopOutcome::Panicked { .. });
+    if let Some(reflector) = reflector
+        .as_mut()
+        .filter(|_| !panicked && !cancel.is_cancelled())
+    {
+        reflector
+            .reflect(agent, Moment::LoopEnded)
+            .instrument(span)
+            .await;
+    }
     let outcome = store_outcome(agent, &lp, outcome, &cancel).await;
     agent.plugins.emit(Event::LoopEnded {
         run: run_id,
@@ -103,10 +118,13 @@ async fn store_outcome(
     }
 }
 
+/// Runs the loop's turns; `reflector` is set once the loop's model is known, for the loop's
+/// end to reflect with.
 async fn run_turns(
     agent: &AgentContext,
     lp: &LoopRow,
     cancel: &LlmCancel,
+    reflector: &mut Option<Reflector>,
 ) -> Result<LoopOutcome, LoopError> {
     let run_id = lp.run_id;
     let loop_id = lp.id;
@@ -118,6 +136,7 @@ async fn run_turns(
         project_root,
         model_alias,
         model,
+        latest_turn,
     } = agent
         .db
         .call(move |conn| {
@@ -134,12 +153,14 @@ async fn run_turns(
             demotions::restore_summarized_prompts(conn, run_id)?;
             let model_alias = loop_model.or_else(|| run.model.clone()).unwrap_or_default();
             let model = models::find_model(conn, &model_alias)?;
+            let latest_turn = turns::latest_turn(conn, run_id)?.map_or(0, |turn| turn.sequence);
             Ok(LoopStart {
                 run,
                 project_name: project.name,
                 project_root: project.project_root.map(PathBuf::from).unwrap_or_default(),
                 model_alias,
                 model,
+                latest_turn,
             })
         })
         .await?;
@@ -155,6 +176,10 @@ async fn run_turns(
     let config = LoopConfig::from_json(&lp.config);
     let model = model.ok_or_else(|| LoopError::UnknownModel(model_alias.clone()))?;
     let (actual, context_size) = resolve_model(agent, &run, model, cancel).await?;
+    *reflector = Reflector::new(agent, lp, run.project_id, &actual, cancel);
+    if let Some(reflector) = reflector.as_mut() {
+        reflector.turn_ended(latest_turn);
+    }
     if !config.no_repo {
         scan::sync_project_files(agent, &run, &project_root, lp.id).await?;
     }
@@ -207,12 +232,18 @@ async fn run_turns(
                     math: TokenMath::new(agent.settings.tokens.divisor),
                     calibration,
                 };
+                if let Some(reflector) = reflector.as_mut() {
+                    reflector.reflect(agent, Moment::BeforePanic).await;
+                }
                 return enter_panic(agent, plan_overflow(&facts), prompt_path).await;
             }
             TurnEnd::Freed => return end_panic(agent, lp).await,
             TurnEnd::GaveUp(failure) => return give_up_panic(agent, lp, failure.to_string()).await,
             TurnEnd::Completed(report) => report,
         };
+        if let Some(reflector) = reflector.as_mut() {
+            reflector.turn_ended(report.turn);
+        }
         if !report.proposed.is_empty() {
             return Ok(LoopOutcome::Proposed {
                 turn: report.turn,
@@ -235,6 +266,10 @@ async fn run_turns(
                 tracing::info!(reason = reason.code(), "loop stopped: no progress");
                 return Ok(LoopOutcome::Ended(RunStatus::Completed));
             }
+        }
+        if let Some(reflector) = reflector.as_mut() {
+            let wrote = report.has_writes;
+            reflector.reflect(agent, Moment::TurnEnded { wrote }).await;
         }
     }
     if panic.is_some() {
@@ -334,6 +369,8 @@ struct LoopStart {
     model_alias: String,
     /// The catalogue's row for `model_alias`, if there is one.
     model: Option<ModelRow>,
+    /// The run-wide number of the run's latest turn (0 before its first).
+    latest_turn: i32,
 }
 
 /// The provider model id and the effective context size: the catalogue's length (or one

@@ -33,6 +33,7 @@ pub struct StoredState {
     usage: RunUsage,
     latest_summary: Option<String>,
     context_tokens: i32,
+    session: Option<Value>,
 }
 
 impl StoredState {
@@ -53,6 +54,8 @@ impl StoredState {
             usage: turns::run_usage(conn, run)?,
             latest_summary,
             context_tokens,
+            session: crate::memory::stored_notes(conn, run)?
+                .and_then(|stored| serde_json::to_value(stored.notes).ok()),
         })
     }
 }
@@ -90,6 +93,7 @@ pub fn publish_turn_state(
         usage,
         latest_summary,
         context_tokens,
+        session,
     } = stored;
     let fresh: Vec<ProposedEntry> = unresolved
         .iter()
@@ -159,6 +163,7 @@ pub fn publish_turn_state(
             context_distribution: packet.distribution.clone(),
         },
         requested_by: input.loop_row.requested_by.clone(),
+        session,
     };
     agent.plugins.emit(Event::RunState {
         project,

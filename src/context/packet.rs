@@ -22,7 +22,7 @@ use crate::db::enums::Category;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Bucket {
-    /// Files, known entries, skills, web pages.
+    /// Files, known entries, skills, web pages, memory.
     Data,
     /// Tool results and lifecycle signals.
     Logging,
@@ -47,7 +47,7 @@ impl Bucket {
     /// The bucket of an entry category (audit text is system text).
     pub fn of(category: Category) -> Bucket {
         match category {
-            Category::Data => Bucket::Data,
+            Category::Data | Category::Memory => Bucket::Data,
             Category::Logging => Bucket::Logging,
             Category::Unknown => Bucket::Unknown,
             Category::Prompt => Bucket::Prompt,

@@ -193,6 +193,8 @@ text_enum! {
         Prompt => "prompt",
         /// Audit copies, never shown to the model.
         Audit => "audit",
+        /// What memory brought to the run (recall), in a section of its own.
+        Memory => "memory",
     }
 }
 

@@ -58,4 +58,8 @@ id_type! {
     ConstraintId,
     /// A row of `known_entries`.
     EntryId,
+    /// A row of `memory_facts`.
+    MemoryFactId,
+    /// A row of `memory_history`.
+    MemoryHistoryId,
 }

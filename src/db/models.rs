@@ -3,9 +3,10 @@
 //! results from them.
 //!
 //! The small configuration tables live here; runs, loops and turns in [`run`]; the store,
-//! its views and the per-turn context in [`entry`].
+//! its views and the per-turn context in [`entry`]; memory across runs in [`memory`].
 
 pub mod entry;
+pub mod memory;
 pub mod run;
 
 use diesel::prelude::*;

@@ -14,6 +14,7 @@ pub mod entry_moves;
 pub mod free_paths;
 pub mod instances;
 pub mod loops;
+pub mod memory;
 pub mod models;
 pub mod projects;
 pub mod retention;

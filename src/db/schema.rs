@@ -210,6 +210,40 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    memory_facts (id) {
+        id -> BigInt,
+        project_id -> Nullable<BigInt>,
+        topic -> Text,
+        body -> Text,
+        run_id -> Nullable<BigInt>,
+        person -> Nullable<Text>,
+        created_at -> Text,
+        updated_at -> Text,
+    }
+}
+
+diesel::table! {
+    memory_history (id) {
+        id -> BigInt,
+        project_id -> Nullable<BigInt>,
+        topic -> Text,
+        body -> Text,
+        reason -> Text,
+        run_id -> Nullable<BigInt>,
+        written_at -> Text,
+        archived_at -> Text,
+    }
+}
+
+diesel::table! {
+    memory_disabled (project_id) {
+        project_id -> BigInt,
+        person -> Nullable<Text>,
+        disabled_at -> Text,
+    }
+}
+
 diesel::joinable!(runs -> projects (project_id));
 diesel::joinable!(run_actions -> runs (run_id));
 diesel::joinable!(loops -> runs (run_id));
@@ -231,6 +265,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     turn_context,
     rpc_log,
     run_actions,
+    memory_facts,
+    memory_history,
+    memory_disabled,
     v_unresolved,
     v_model_context,
     v_run_log,

@@ -134,6 +134,9 @@ pub struct RunState {
     pub telemetry: Telemetry,
     /// The person whose request queued the loop this turn belongs to (`None`: the operator).
     pub requested_by: Option<String>,
+    /// The run's session notes (memory's `memory://session` attributes), `null` when it has
+    /// none.
+    pub session: Option<serde_json::Value>,
 }
 
 /// One log entry of `run/state.history`.

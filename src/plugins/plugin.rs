@@ -1,5 +1,5 @@
 //! [`Plugin`]: one named unit of extension, and the [`Registrar`] it registers through. A
-//! plugin adds tools, packet sections, observers, filters and RPC methods; the bundled
+//! plugin adds tools, packet sections, observers, filters, preparations, reflections and RPC methods; the bundled
 //! tools, sections and the transcript are plugins too, registered the same way. A plugin
 //! whose name the configuration disables (`RUMMY_PLUGINS_DISABLED`) is never registered,
 //! so none of what it adds exists. [`Plugins::plugin`] registers one.
@@ -11,8 +11,10 @@ use crate::plugins::clients::Clients;
 use crate::plugins::events::Observer;
 use crate::plugins::filters::{FilterFn, FilterHook};
 use crate::plugins::method::TypedMethod;
+use crate::plugins::preparation::Preparation;
+use crate::plugins::reflection::Reflection;
 use crate::plugins::registry::{Plugins, Registry};
-use crate::plugins::tool::Tool;
+use crate::plugins::tool::{Tool, ToolSettings};
 
 /// A named set of additions to the server.
 pub trait Plugin {
@@ -56,6 +58,16 @@ impl Registrar<'_> {
         self.registry.filters.register::<H>(priority, filter);
     }
 
+    /// Work on the store before each turn's packet is assembled.
+    pub fn preparation(&mut self, preparation: impl Preparation + 'static) {
+        self.registry.preparations.register(Arc::new(preparation));
+    }
+
+    /// Work on a run after its turns, off the writer (it may call the run's model).
+    pub fn reflection(&mut self, reflection: impl Reflection + 'static) {
+        self.registry.reflections.register(Arc::new(reflection));
+    }
+
     /// An RPC method, listed by `discover`.
     pub fn method(&mut self, method: impl TypedMethod) {
         self.registry.add_method(Arc::new(method));
@@ -64,6 +76,11 @@ impl Registrar<'_> {
     /// The clients of every project, to send `ui/render` and `ui/notify` (keep a clone).
     pub fn clients(&self) -> Clients {
         self.registry.clients.clone()
+    }
+
+    /// The limits the tools enforce (memory's methods check a fact by them).
+    pub fn settings(&self) -> ToolSettings {
+        self.registry.settings
     }
 }
 

@@ -19,6 +19,8 @@ use crate::plugins::events::{Event, Events, Hook};
 use crate::plugins::filters::{FilterHook, Filters};
 use crate::plugins::method::PluginMethod;
 use crate::plugins::policy::ToolPolicy;
+use crate::plugins::preparation::{Preparations, PreparingTurn};
+use crate::plugins::reflection::{Reflecting, ReflectionServices, Reflections};
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
 
 /// Longest summary shown for an entry without a summary attribute, in characters (the
@@ -37,10 +39,12 @@ pub(super) struct Registry {
     tools: Vec<Arc<dyn Tool>>,
     /// One tag per tool, from its declaration.
     tags: TagSet,
-    settings: ToolSettings,
+    pub(super) settings: ToolSettings,
     pub(super) assembly: Assembly,
     pub(super) events: Events,
     pub(super) filters: Filters,
+    pub(super) preparations: Preparations,
+    pub(super) reflections: Reflections,
     methods: Vec<Arc<dyn PluginMethod>>,
     pub(super) clients: Clients,
     /// The plugins registered, in order.
@@ -95,6 +99,8 @@ impl Plugins {
                 assembly: Assembly::empty(),
                 events: Events::default(),
                 filters: Filters::default(),
+                preparations: Preparations::default(),
+                reflections: Reflections::default(),
                 methods: Vec::new(),
                 clients: Clients::default(),
                 registered: Vec::new(),
@@ -149,6 +155,21 @@ impl Plugins {
     /// Whether any plugin filters hook `H` (to skip preparing its value when none does).
     pub fn has_filters<H: FilterHook>(&self) -> bool {
         !H::chain(&self.inner.filters).is_empty()
+    }
+
+    /// Runs the preparations of a turn about to be assembled (on the writer).
+    pub fn prepare(&self, conn: &mut crate::db::Conn, turn: &PreparingTurn<'_>) {
+        self.inner.preparations.run(conn, turn);
+    }
+
+    /// Whether any plugin reflects on runs.
+    pub fn reflects(&self) -> bool {
+        !self.inner.reflections.is_empty()
+    }
+
+    /// Runs the reflections of `at` (off the writer; see `plugins::reflection`).
+    pub async fn reflect(&self, services: &ReflectionServices, at: &Reflecting) {
+        self.inner.reflections.run(services, at).await;
     }
 
     /// The RPC method a plugin added under `name`.

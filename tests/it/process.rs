@@ -19,7 +19,8 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts the binary on `home` and waits until `/healthz` answers.
+    /// Starts the binary on `home` and waits until `/healthz` answers (no session notes, as
+    /// `support::llm_env`: the scripted steps answer turns only).
     async fn start(home: &Path, llm: &FakeLlm) -> ServerProcess {
         ServerProcess::start_with(home, llm, &[]).await
     }
@@ -38,6 +39,7 @@ impl ServerProcess {
             .env("RUMMY_MODEL_fake", "openai/fake")
             .env("RUMMY_CONTEXT_fake", "32768")
             .env("RUMMY_LLM_ATTEMPTS", "1")
+            .env("RUMMY_MEMORY_SESSION_TOKENS", "0")
             .envs(extra.iter().copied())
             .stdout(Stdio::null())
             .spawn()
@@ -126,10 +128,12 @@ async fn cargo_run_starts_the_server() {
     assert!(binaries.contains(&"rummy-load"), "{binaries:?}");
 }
 
-/// `rummy healthcheck` in the environment of a server on `port`, as a container runs it.
-async fn healthcheck(home: &Path, port: u16) -> std::process::ExitStatus {
+/// `rummy healthcheck` (with `extra` arguments) in the environment of a server on `port`,
+/// as a container runs it.
+async fn healthcheck(home: &Path, port: u16, extra: &[&str]) -> std::process::ExitStatus {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_rummy"))
         .arg("healthcheck")
+        .args(extra)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_clear()
         .env("RUMMY_HOME", home)
@@ -142,27 +146,40 @@ async fn healthcheck(home: &Path, port: u16) -> std::process::ExitStatus {
 }
 
 #[actix_web::test]
-async fn the_healthcheck_subcommand_exits_0_only_when_healthz_answers_200() {
-    let llm = FakeLlm::builder([Step::error(503)])
+async fn the_healthcheck_subcommand_exits_0_only_when_its_probe_answers_200() {
+    let llm = FakeLlm::builder([Step::error(503), Step::error(503)])
         .when_exhausted(WhenExhausted::Error(500))
         .start();
     let home = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(home.path(), &llm).await;
     let port = server.port;
-    assert_eq!(healthcheck(home.path(), port).await.code(), Some(0));
+    assert_eq!(healthcheck(home.path(), port, &[]).await.code(), Some(0));
+    assert_eq!(
+        healthcheck(home.path(), port, &["--ready"]).await.code(),
+        Some(0),
+        "a started server is ready"
+    );
     server.stop_with("-TERM");
     assert_eq!(
-        healthcheck(home.path(), port).await.code(),
+        healthcheck(home.path(), port, &[]).await.code(),
         Some(1),
         "nothing listens"
     );
     let unhealthy: u16 = llm.base_url().rsplit(':').next().unwrap().parse().unwrap();
     assert_eq!(
-        healthcheck(home.path(), unhealthy).await.code(),
+        healthcheck(home.path(), unhealthy, &[]).await.code(),
         Some(1),
         "a server answering 503"
     );
-    assert_eq!(llm.requests().len(), 1, "the probe asked the 503 server");
+    assert_eq!(
+        healthcheck(home.path(), unhealthy, &["--ready"])
+            .await
+            .code(),
+        Some(1),
+        "a server answering 503 is not ready"
+    );
+    let asked: Vec<String> = llm.recorded().into_iter().map(|seen| seen.path).collect();
+    assert_eq!(asked, ["/healthz", "/readyz"], "what each probe asked");
 }
 
 #[actix_web::test]

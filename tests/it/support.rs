@@ -181,13 +181,15 @@ impl TestApp {
 }
 
 /// The variables that make `fake` the scripted LLM, with a 32768-token context and one
-/// attempt per call.
+/// attempt per call, and no session notes (their sidecar calls would take the script's
+/// steps; `tests/it/session_notes.rs` turns them on).
 fn llm_env(llm: &FakeLlm) -> Vec<(&'static str, &str)> {
     vec![
         ("OPENAI_BASE_URL", llm.base_url()),
         ("RUMMY_MODEL_fake", "openai/fake"),
         ("RUMMY_CONTEXT_fake", "32768"),
         ("RUMMY_LLM_ATTEMPTS", "1"),
+        ("RUMMY_MEMORY_SESSION_TOKENS", "0"),
     ]
 }
 

@@ -1,5 +1,6 @@
 //! A turn's packet before the LLM call: in one unit of work the turn numbered (on its first
-//! preparation), the loop's prompt written, the visible entries materialized into
+//! preparation), the loop's prompt written, the plugins' preparations run (memory's
+//! recall), the visible entries materialized into
 //! `turn_context` and the run's row read; then the two messages assembled with `<progress>`
 //! reporting the calibrated size of the very packet it is part of, so its figure and the
 //! budget advisories are right from a run's first turn on.
@@ -22,6 +23,7 @@ use crate::db::queries::{entries, runs, turns};
 use crate::db::DbError;
 use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
 use crate::plugins::policy::ToolPolicy;
+use crate::plugins::preparation::PreparingTurn;
 
 /// Most assemblies of one packet while its reported size settles (a figure one digit longer,
 /// or an advisory it brings, changes the size it reports).
@@ -83,6 +85,10 @@ pub(super) async fn prepare_packet(
                 }
             };
             let turn = row.sequence;
+            let new_prompt = match &prompt {
+                Some(PromptWrite::New(body)) => Some(body.clone()),
+                _ => None,
+            };
             let write = match prompt {
                 Some(PromptWrite::New(body)) => Some((format!("prompt://{turn}"), body)),
                 Some(PromptWrite::Replace(body)) => {
@@ -102,6 +108,17 @@ pub(super) async fn prepare_packet(
             }
             let run = runs::get_run(conn, run_id)?
                 .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
+            plugins.prepare(
+                conn,
+                &PreparingTurn {
+                    run: run_id,
+                    loop_id,
+                    project: run.project_id,
+                    mode,
+                    turn,
+                    prompt: new_prompt.as_deref(),
+                },
+            );
             let target = TurnTarget {
                 run_id,
                 loop_id: Some(loop_id),

@@ -49,6 +49,10 @@ pub struct PanicTracker {
 impl PanicTracker {
     /// Consecutive turns without progress that end recovery.
     pub const MAX_STRIKES: u32 = 3;
+    /// Tokens by which the measure of one context may differ from turn to turn although
+    /// nothing was freed: the measure is the packet's less its panic prompt, each counted
+    /// on its own and rounded up, and the prompt's text changes from turn to turn.
+    pub const MEASURE_SLACK: u64 = 2;
 
     /// A tracker for a panic loop with `target`, making room for the prompt `prompt_label`.
     pub fn new(target: CalibratedTokens, window: ContextWindow, prompt_label: String) -> Self {
@@ -91,7 +95,8 @@ impl PanicTracker {
     }
 
     /// Judges the packet measured before a panic turn. A turn whose context did not shrink
-    /// since the previous one is a strike; any shrinkage clears the strikes. The first
+    /// since the previous one (by more than [`Self::MEASURE_SLACK`]) is a strike; any
+    /// shrinkage clears the strikes. The first
     /// observation never gives up: the plan already made sure that packet fits.
     pub fn observe(&mut self, measure: CalibratedMeasure) -> PanicStep {
         let measured = measure.calibrated;
@@ -102,7 +107,7 @@ impl PanicTracker {
         let Some(previous) = previous else {
             return self.proceed(measure);
         };
-        self.strikes = if measured >= previous {
+        self.strikes = if measured.get() + Self::MEASURE_SLACK >= previous.get() {
             self.strikes.saturating_add(1)
         } else {
             0

@@ -58,6 +58,16 @@ async fn discover_describes_every_method_and_notification() {
         "summarize",
         "update",
         "ask_user",
+        "remember",
+        "recall",
+        "memory/list",
+        "memory/search",
+        "memory/set",
+        "memory/delete",
+        "memory/server/set",
+        "memory/server/delete",
+        "memory/switch",
+        "memory/session",
     ];
     for name in expected {
         let method = &methods[name];

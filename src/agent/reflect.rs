@@ -1,0 +1,57 @@
+//! A loop's reflections (`plugins::reflection`): what the loop tells the plugins that work
+//! on a run after its turns, and when. Nothing is built when no plugin reflects.
+
+use crate::agent::AgentContext;
+use crate::db::enums::LoopMode;
+use crate::db::ids::ProjectId;
+use crate::db::models::run::LoopRow;
+use crate::llm::CancellationToken;
+use crate::plugins::reflection::{Moment, Reflecting, ReflectionServices};
+
+/// One loop's reflections, once its model is known.
+pub(super) struct Reflector {
+    services: ReflectionServices,
+    at: Reflecting,
+}
+
+impl Reflector {
+    /// `None` when no plugin reflects, or for a panic loop (it only compresses; the retry
+    /// that follows it reflects).
+    pub fn new(
+        agent: &AgentContext,
+        lp: &LoopRow,
+        project: ProjectId,
+        model_actual: &str,
+        cancel: &CancellationToken,
+    ) -> Option<Reflector> {
+        if !agent.plugins.reflects() || lp.mode == LoopMode::Panic {
+            return None;
+        }
+        Some(Reflector {
+            services: ReflectionServices {
+                db: agent.db.clone(),
+                llm: agent.llm.clone(),
+                cancel: cancel.clone(),
+            },
+            at: Reflecting {
+                run: lp.run_id,
+                loop_id: lp.id,
+                project,
+                turn: 0,
+                model_actual: model_actual.to_owned(),
+                moment: Moment::LoopEnded,
+            },
+        })
+    }
+
+    /// The run's turn `turn` ended (at a loop's start: its latest turn before the loop).
+    pub fn turn_ended(&mut self, turn: i32) {
+        self.at.turn = turn;
+    }
+
+    /// Runs the reflections of `moment`.
+    pub async fn reflect(&mut self, agent: &AgentContext, moment: Moment) {
+        self.at.moment = moment;
+        agent.plugins.reflect(&self.services, &self.at).await;
+    }
+}

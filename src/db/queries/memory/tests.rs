@@ -1,0 +1,282 @@
+use super::*;
+use crate::db::models::memory::{MemoryLayer, RecalledItem};
+use crate::db::models::ProjectInsertForm;
+use crate::db::queries::projects;
+use crate::db::testing::TestDb;
+
+fn project(conn: &mut Conn, name: &str) -> ProjectId {
+    projects::upsert_project(
+        conn,
+        &ProjectInsertForm {
+            name: name.into(),
+            project_root: Some(format!("/{name}")),
+            config_path: None,
+        },
+    )
+    .unwrap()
+    .id
+}
+
+fn fact(project: Option<ProjectId>, topic: &str, body: &str) -> MemoryFactForm {
+    MemoryFactForm {
+        project_id: project,
+        topic: topic.into(),
+        body: body.into(),
+        run_id: None,
+        person: None,
+    }
+}
+
+fn recalled(conn: &mut Conn, project: ProjectId, text: &str) -> Vec<(MemoryLayer, String)> {
+    let mut items = recall_facts(conn, project, text, 10).unwrap();
+    items.extend(recall_history(conn, project, text, 10).unwrap());
+    items
+        .into_iter()
+        .map(|item| (item.layer, item.body))
+        .collect()
+}
+
+#[test]
+fn a_fact_on_a_known_topic_replaces_the_older_one_which_stays_in_the_history() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let p = project(conn, "p");
+    let (first, written) = write_fact(conn, &fact(Some(p), "  Test  Command", "npm test")).unwrap();
+    assert_eq!(
+        (first.topic.as_str(), written),
+        ("test command", Written::Created)
+    );
+    let (_, written) = write_fact(conn, &fact(Some(p), "test command", "npm test")).unwrap();
+    assert_eq!(written, Written::Unchanged);
+    assert!(list_history(conn, Some(p)).unwrap().is_empty());
+    let (second, written) = write_fact(conn, &fact(Some(p), "TEST command", "make check")).unwrap();
+    assert_eq!((second.id, written), (first.id, Written::Replaced));
+    let facts = list_facts(conn, Some(p)).unwrap();
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0].body, "make check");
+    let history = list_history(conn, Some(p)).unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        (
+            history[0].topic.as_str(),
+            history[0].body.as_str(),
+            history[0].reason.as_str()
+        ),
+        ("test command", "npm test", "replaced")
+    );
+    assert_eq!(
+        recalled(conn, p, "which test command?"),
+        [
+            (MemoryLayer::Project, "make check".to_string()),
+            (MemoryLayer::History, "npm test".to_string())
+        ]
+    );
+}
+
+#[test]
+fn recall_ranks_the_project_before_the_server_and_never_reaches_another_project() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let (ours, theirs) = (project(conn, "ours"), project(conn, "theirs"));
+    write_fact(
+        conn,
+        &fact(None, "style", "tabs for indentation everywhere"),
+    )
+    .unwrap();
+    write_fact(
+        conn,
+        &fact(Some(ours), "style", "spaces for indentation here"),
+    )
+    .unwrap();
+    write_fact(
+        conn,
+        &fact(Some(theirs), "secret", "indentation password hunter2"),
+    )
+    .unwrap();
+    write_fact(
+        conn,
+        &fact(Some(theirs), "secret", "indentation password swordfish"),
+    )
+    .unwrap();
+    assert_eq!(
+        recalled(conn, ours, "what indentation?"),
+        [
+            (
+                MemoryLayer::Project,
+                "spaces for indentation here".to_string()
+            ),
+            (
+                MemoryLayer::Server,
+                "tabs for indentation everywhere".to_string()
+            ),
+        ]
+    );
+    assert_eq!(recalled(conn, ours, "password").len(), 0);
+    assert_eq!(recalled(conn, theirs, "password").len(), 2);
+}
+
+#[test]
+fn erased_facts_and_history_are_not_recalled_and_only_their_layer_can_erase_them() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let (ours, theirs) = (project(conn, "ours"), project(conn, "theirs"));
+    let (kept, _) = write_fact(conn, &fact(Some(ours), "port", "listens on 8080")).unwrap();
+    write_fact(conn, &fact(Some(ours), "port", "listens on 9090")).unwrap();
+    assert!(!delete_fact(conn, Some(theirs), kept.id).unwrap());
+    assert!(!delete_fact(conn, None, kept.id).unwrap());
+    let old = list_history(conn, Some(ours)).unwrap()[0].id;
+    assert!(!delete_history(conn, Some(theirs), old).unwrap());
+    assert_eq!(recalled(conn, ours, "listens").len(), 2);
+    assert!(delete_history(conn, Some(ours), old).unwrap());
+    assert!(delete_fact(conn, Some(ours), kept.id).unwrap());
+    assert!(get_fact(conn, Some(ours), kept.id).unwrap().is_none());
+    assert!(recalled(conn, ours, "listens").is_empty());
+}
+
+#[test]
+fn the_switch_is_stored_per_project() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let (ours, theirs) = (project(conn, "ours"), project(conn, "theirs"));
+    assert!(is_enabled(conn, ours).unwrap());
+    set_enabled(conn, ours, false, Some("ada")).unwrap();
+    set_enabled(conn, ours, false, None).unwrap();
+    assert!(!is_enabled(conn, ours).unwrap());
+    assert!(is_enabled(conn, theirs).unwrap());
+    let mut again = db.connect();
+    assert!(!is_enabled(&mut again, ours).unwrap());
+    set_enabled(&mut again, ours, true, None).unwrap();
+    assert!(is_enabled(&mut again, ours).unwrap());
+}
+
+#[test]
+fn a_query_is_its_distinct_words_and_only_the_rarest_are_searched_for() {
+    assert_eq!(
+        query_words("Run the TESTS, run the tests: \"npm\" ok?"),
+        ["run", "the", "tests", "npm"]
+    );
+    assert!(query_words("a b c !!").is_empty());
+    let many: String = (0..100).map(|n| format!("word{n} ")).collect();
+    assert_eq!(query_words(&many).len(), recall::MAX_QUERY_WORDS);
+
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let p = project(conn, "p");
+    let common = usize::try_from(recall::MAX_POSTINGS).unwrap() + 1;
+    conn.transaction::<_, DbError, _>(|conn| {
+        for n in 0..common {
+            write_fact(
+                conn,
+                &fact(Some(p), &format!("t{n}"), "common words everywhere"),
+            )?;
+        }
+        write_fact(conn, &fact(Some(p), "rare", "common words and a zebra"))?;
+        Ok(())
+    })
+    .unwrap();
+    let found = recall_facts(conn, p, "common zebra", 5).unwrap();
+    assert_eq!(found.len(), 1, "the common word is not searched for");
+    assert_eq!(found[0].topic, "rare");
+    assert!(recall_facts(conn, p, "common everywhere", 5)
+        .unwrap()
+        .is_empty());
+    assert_eq!(recall_facts(conn, p, "Zebra", 5).unwrap().len(), 1);
+}
+
+#[test]
+fn recall_ranks_a_topic_over_a_body_and_a_rare_word_over_a_common_one_on_either_backend() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let p = project(conn, "p");
+    write_fact(conn, &fact(Some(p), "notes", "deploy with care")).unwrap();
+    write_fact(conn, &fact(Some(p), "deploy", "ansible playbook")).unwrap();
+    let topics = |items: Vec<RecalledItem>| -> Vec<String> {
+        items.into_iter().map(|item| item.topic).collect()
+    };
+    assert_eq!(
+        topics(recall_facts(conn, p, "deploy", 5).unwrap()),
+        ["deploy", "notes"]
+    );
+
+    for n in 0..5 {
+        write_fact(
+            conn,
+            &fact(Some(p), &format!("filler {n}"), "common filler"),
+        )
+        .unwrap();
+    }
+    write_fact(conn, &fact(Some(p), "one", "common word")).unwrap();
+    write_fact(conn, &fact(Some(p), "two", "zebra word")).unwrap();
+    let found = topics(recall_facts(conn, p, "zebra common", 2).unwrap());
+    assert_eq!(found, ["two", "one"], "the rarer word first");
+}
+
+#[test]
+fn punctuation_separates_the_words_a_fact_is_recalled_by() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let p = project(conn, "p");
+    write_fact(
+        conn,
+        &fact(
+            Some(p),
+            "schema_file",
+            "see src/db/schema.rs and user@example.org",
+        ),
+    )
+    .unwrap();
+    for word in ["schema", "file", "example", "user"] {
+        assert_eq!(recall_facts(conn, p, word, 5).unwrap().len(), 1, "{word}");
+    }
+}
+
+#[test]
+fn a_runs_narrative_replaces_its_earlier_one_and_is_recalled_as_a_narrative_on_either_backend() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = crate::db::testing::project_with_run(conn, Some("/p".into())).unwrap();
+    let p = run.project_id;
+    write_fact(conn, &fact(Some(p), "build", "cargo build")).unwrap();
+    write_fact(conn, &fact(Some(p), "build", "cargo build --release")).unwrap();
+    record_narrative(
+        conn,
+        p,
+        run.id,
+        "Session: Parser",
+        "first attempt at the parser",
+    )
+    .unwrap();
+    record_narrative(conn, p, run.id, "Session: Parser", "parser finished").unwrap();
+    let history = list_history(conn, Some(p)).unwrap();
+    let kept: Vec<(&str, &str, &str)> = history
+        .iter()
+        .map(|item| {
+            (
+                item.reason.as_str(),
+                item.topic.as_str(),
+                item.body.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ("narrative", "session: parser", "parser finished"),
+            ("replaced", "build", "cargo build"),
+        ],
+        "one narrative per run, its latest, beside the replaced fact"
+    );
+    let mut history: Vec<(MemoryLayer, String)> = recall_history(conn, p, "parser build", 10)
+        .unwrap()
+        .into_iter()
+        .map(|item| (item.layer, item.body))
+        .collect();
+    history.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(
+        history,
+        [
+            (MemoryLayer::History, "cargo build".to_owned()),
+            (MemoryLayer::Narrative, "parser finished".to_owned()),
+        ]
+    );
+}

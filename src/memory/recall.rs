@@ -1,0 +1,155 @@
+//! Recall on a prompt: when a loop's first turn writes its prompt, the facts that share the
+//! most words with it (the project's, then the server-wide ones, then replaced ones, each
+//! best first by the store's full-text rank) are written to the run's `memory://recall`, as
+//! many as fit the budget; a prompt that recalls nothing (or memory off) removes the previous recall.
+//! Panic loops recall nothing: they only compress.
+
+use serde_json::json;
+
+use crate::context::TokenMath;
+use crate::db::enums::{Fidelity, LoopMode};
+use crate::db::ids::ProjectId;
+use crate::db::models::entry::{EntryUpsertForm, Selector};
+use crate::db::models::memory::{MemoryLayer, RecalledItem};
+use crate::db::queries::{entries, memory};
+use crate::db::{Conn, DbError};
+use crate::plugins::preparation::{Preparation, PreparingTurn};
+
+/// The entry a prompt's recall is written to.
+pub const RECALL_PATH: &str = "memory://recall";
+
+/// Most facts a recall considers before the budget cuts them.
+pub(super) const FACT_CANDIDATES: i64 = 32;
+/// Most replaced facts a recall considers.
+pub(super) const HISTORY_CANDIDATES: i64 = 8;
+
+/// The preparation.
+pub(super) struct RecallOnPrompt {
+    /// Most tokens of recalled lines.
+    pub budget: i64,
+    pub tokens: TokenMath,
+}
+
+impl Preparation for RecallOnPrompt {
+    fn prepare(&self, conn: &mut Conn, turn: &PreparingTurn<'_>) -> Result<(), DbError> {
+        let Some(prompt) = turn.prompt else {
+            return Ok(());
+        };
+        if turn.mode == LoopMode::Panic {
+            return Ok(());
+        }
+        let lines = match memory::is_enabled(conn, turn.project)? {
+            true => {
+                let items = candidates(conn, turn.project, prompt)?;
+                within_budget(&items, self.budget, self.tokens)
+            }
+            false => Vec::new(),
+        };
+        if lines.is_empty() {
+            entries::delete_entries(conn, turn.run, &Selector::Path(RECALL_PATH.to_owned()))?;
+            return Ok(());
+        }
+        entries::write_entry(
+            conn,
+            &EntryUpsertForm {
+                fidelity: Some(Fidelity::Full),
+                attributes: Some(json!({ "items": lines.len() })),
+                ..EntryUpsertForm::new(
+                    turn.run,
+                    Some(turn.loop_id),
+                    turn.turn,
+                    RECALL_PATH,
+                    lines.join("\n"),
+                )
+            },
+        )
+    }
+}
+
+/// What `project` may recall for `text`, in recall order.
+pub(super) fn candidates(
+    conn: &mut Conn,
+    project: ProjectId,
+    text: &str,
+) -> Result<Vec<RecalledItem>, DbError> {
+    let mut items = memory::recall_facts(conn, project, text, FACT_CANDIDATES)?;
+    items.extend(memory::recall_history(
+        conn,
+        project,
+        text,
+        HISTORY_CANDIDATES,
+    )?);
+    Ok(items)
+}
+
+/// One recalled item as the model reads it.
+pub(super) fn line(item: &RecalledItem) -> String {
+    let body = item.body.trim();
+    match item.layer {
+        MemoryLayer::Project => format!("- [project] {}: {body}", item.topic),
+        MemoryLayer::Server => format!("- [server] {}: {body}", item.topic),
+        MemoryLayer::History => {
+            let day = item.dated.get(..10).unwrap_or(&item.dated);
+            format!("- [replaced {day}] {}: {body}", item.topic)
+        }
+        MemoryLayer::Narrative => {
+            let day = item.dated.get(..10).unwrap_or(&item.dated);
+            format!("- [session {day}] {}: {body}", item.topic)
+        }
+    }
+}
+
+/// The lines of `items`, in order, leaving out each that would carry the total past
+/// `budget` tokens.
+pub(super) fn within_budget(items: &[RecalledItem], budget: i64, tokens: TokenMath) -> Vec<String> {
+    let mut used = 0;
+    let mut lines = Vec::new();
+    for item in items {
+        let text = line(item);
+        let cost = tokens.count(&text);
+        if used + cost > budget {
+            continue;
+        }
+        used += cost;
+        lines.push(text);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(layer: MemoryLayer, topic: &str, body: &str) -> RecalledItem {
+        RecalledItem {
+            layer,
+            topic: topic.into(),
+            body: body.into(),
+            dated: "2026-11-25 10:00:00".into(),
+            score: -1.0,
+        }
+    }
+
+    #[test]
+    fn items_read_with_their_layer_and_the_budget_leaves_out_what_does_not_fit() {
+        let items = [
+            item(MemoryLayer::Project, "tests", "make check"),
+            item(MemoryLayer::Server, "style", &"long ".repeat(40)),
+            item(MemoryLayer::Server, "license", "MIT"),
+            item(MemoryLayer::History, "tests", "npm test"),
+        ];
+        let tokens = TokenMath::new(4);
+        let lines = within_budget(&items, 24, tokens);
+        assert_eq!(
+            lines,
+            [
+                "- [project] tests: make check",
+                "- [server] license: MIT",
+                "- [replaced 2026-11-25] tests: npm test"
+            ]
+        );
+        let used: i64 = lines.iter().map(|line| tokens.count(line)).sum();
+        assert_eq!(used, 24);
+        assert!(within_budget(&items, 0, tokens).is_empty());
+    }
+}

@@ -1,0 +1,311 @@
+//! Session notes through the public protocol, with a scripted model whose steps answer the
+//! turns and the sidecar calls in the order the loop makes them (a turn, then the refresh
+//! it triggers): the notes the sidecar answers reach the next turn's `<memory>`,
+//! `run/state.session` and `memory/session`; a loop's end consolidates their decisions into
+//! project memory, which a new run recalls and a contradicting decision replaces (the old
+//! one kept in the history), and moves the run's narrative to the history; a malformed or failed answer keeps the notes and the loop
+//! completes; a panic refreshes them before it compresses; with memory off no sidecar
+//! request reaches the model.
+
+use rummy::llm::fake::{FakeLlm, Step};
+use serde_json::{json, Value};
+
+use crate::support::{system_message, user_message, Client, TestApp};
+
+/// Notes on, refreshed after every turn that wrote.
+const NOTES_ON: [(&str, &str); 2] = [
+    ("RUMMY_MEMORY_SESSION_TOKENS", "600"),
+    ("RUMMY_MEMORY_SESSION_EVERY_TURNS", "1"),
+];
+
+/// The sidecar's answer: notes titled `title` with one decision.
+fn notes(title: &str, topic: &str, fact: &str) -> Step {
+    Step::reply(
+        json!({
+            "title": title,
+            "currentState": "working",
+            "userIntent": "fix the login",
+            "activeFiles": ["src/auth.rs"],
+            "decisions": [{"topic": topic, "fact": fact}],
+            "workLog": ["read the code"]
+        })
+        .to_string(),
+    )
+}
+
+/// A turn that writes knowledge and goes on.
+fn learning(slug: &str) -> Step {
+    Step::reply(format!(
+        "<known path=\"known://{slug}\">Learned {slug}.</known><update>learning</update>"
+    ))
+}
+
+fn is_sidecar(request: &Value) -> bool {
+    system_message(request).starts_with("You keep the session notes")
+}
+
+async fn ask(client: &mut Client, prompt: &str) -> String {
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": prompt}))
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    result["run"].as_str().unwrap().to_owned()
+}
+
+/// Every `run/state` received so far, oldest first.
+fn states(client: &Client) -> Vec<Value> {
+    client
+        .pending_notifications()
+        .iter()
+        .filter(|message| message["method"] == "run/state")
+        .map(|message| message["params"].clone())
+        .collect()
+}
+
+#[actix_web::test]
+async fn notes_reach_the_next_turn_and_clients_and_their_decision_outlives_the_run() {
+    let llm = FakeLlm::start([
+        learning("auth"),
+        notes("Fix login", "auth tokens", "Use JWT bearer tokens."),
+        Step::reply("<summarize>Done.</summarize>"),
+        notes("Fix login, done", "auth tokens", "Use JWT bearer tokens."),
+        Step::reply("<summarize>JWT bearer tokens.</summarize>"),
+        notes("Auth question", "auth tokens", "Use session cookies."),
+    ]);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let run = ask(&mut client, "Fix the login.").await;
+
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 4, "two turns, two refreshes");
+    let sidecars: Vec<bool> = requests.iter().map(is_sidecar).collect();
+    assert_eq!(sidecars, [false, true, false, true]);
+    assert!(user_message(&requests[1]).contains("Learned auth."));
+    let first = user_message(&requests[0]);
+    assert!(!first.contains("# Fix login"), "{first}");
+    let second = user_message(&requests[2]);
+    assert!(
+        second.contains("<memory>\nYour session notes")
+            && second.contains("# Fix login\n")
+            && second.contains("- auth tokens: Use JWT bearer tokens."),
+        "{second}"
+    );
+
+    let states = states(&client);
+    assert_eq!(states.len(), 2, "{states:?}");
+    assert_eq!(states[0]["session"], Value::Null);
+    assert_eq!(states[1]["session"]["title"], json!("Fix login"));
+    assert_eq!(
+        states[1]["session"]["decisions"],
+        json!([{"topic": "auth tokens", "fact": "Use JWT bearer tokens."}])
+    );
+
+    let session = client.ok("memory/session", json!({"run": run})).await;
+    assert_eq!(session["notes"]["title"], json!("Fix login, done"));
+    assert_eq!(session["turn"], json!(2));
+    assert!(session["rendered"]
+        .as_str()
+        .unwrap()
+        .starts_with("# Fix login, done\nCurrent state: working"));
+    let facts = client.ok("memory/list", json!({})).await;
+    assert_eq!(
+        facts["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|fact| (fact["topic"].clone(), fact["body"].clone()))
+            .collect::<Vec<_>>(),
+        [(json!("auth tokens"), json!("Use JWT bearer tokens."))]
+    );
+
+    let second_run = ask(&mut client, "Which auth tokens do we use?").await;
+    assert_ne!(second_run, run);
+    let requests = llm.requests();
+    let asked = user_message(&requests[4]);
+    assert!(
+        asked.contains("- [project] auth tokens: Use JWT bearer tokens."),
+        "{asked}"
+    );
+    assert!(
+        !asked.contains("# Fix login"),
+        "a new run has no notes yet: {asked}"
+    );
+    let facts = client.ok("memory/list", json!({})).await;
+    assert_eq!(
+        facts["items"][0]["body"],
+        json!("Use session cookies."),
+        "{facts}"
+    );
+    let history = client.ok("memory/list", json!({"history": true})).await;
+    let history: Vec<(Value, Value, Value)> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            (
+                item["reason"].clone(),
+                item["topic"].clone(),
+                item["body"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        history,
+        [
+            (
+                json!("narrative"),
+                json!("auth question"),
+                json!("Current state: working\nUser intent: fix the login\nWork log:\n- read the code")
+            ),
+            (
+                json!("replaced"),
+                json!("auth tokens"),
+                json!("Use JWT bearer tokens.")
+            ),
+            (
+                json!("narrative"),
+                json!("fix login, done"),
+                json!("Current state: working\nUser intent: fix the login\nWork log:\n- read the code")
+            ),
+        ],
+        "newest first: the second run's narrative, the replaced decision, the first run's narrative"
+    );
+}
+
+#[actix_web::test]
+async fn a_malformed_or_failed_answer_keeps_the_notes_and_the_loop_completes() {
+    let llm = FakeLlm::start([
+        learning("one"),
+        notes("Kept", "db", "SQLite."),
+        learning("two"),
+        Step::reply("{\"title\": \"Lost\", \"nextSteps\": \"not a list\"}"),
+        learning("three"),
+        Step::reply("I will not answer in JSON."),
+        Step::reply("<summarize>Done.</summarize>"),
+        Step::error(500),
+    ]);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let run = ask(&mut client, "Learn three things.").await;
+    assert_eq!(llm.requests().len(), 8);
+    let session = client.ok("memory/session", json!({"run": run})).await;
+    assert_eq!(session["notes"]["title"], json!("Kept"));
+    assert_eq!(session["turn"], json!(1));
+    let last_turn = user_message(&llm.requests()[6]);
+    assert!(last_turn.contains("# Kept\n"), "{last_turn}");
+    assert_eq!(
+        states(&client).last().unwrap()["session"]["title"],
+        json!("Kept")
+    );
+}
+
+#[actix_web::test]
+async fn with_memory_off_no_sidecar_request_reaches_the_model_and_the_notes_go() {
+    let llm = FakeLlm::start([
+        learning("one"),
+        notes("Before", "db", "SQLite."),
+        Step::reply("<summarize>Done.</summarize>"),
+        notes("Before, done", "db", "SQLite."),
+        learning("two"),
+        Step::reply("<summarize>Done again.</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let run = ask(&mut client, "Learn one thing.").await;
+    let session = client.ok("memory/session", json!({"run": run})).await;
+    assert_eq!(session["notes"]["title"], json!("Before, done"));
+
+    client.ok("memory/switch", json!({"enabled": false})).await;
+    let again = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "Learn another thing.", "run": run}),
+        )
+        .await;
+    assert_eq!(again["status"], json!(200), "{again}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 6);
+    assert!(!requests[4..].iter().any(is_sidecar));
+    for request in &requests[4..] {
+        let user = user_message(request);
+        assert!(!user.contains("# Before"), "{user}");
+    }
+    let session = client.ok("memory/session", json!({"run": run})).await;
+    assert_eq!(session["notes"], Value::Null);
+    assert!(states(&client)
+        .iter()
+        .rev()
+        .take(2)
+        .all(|state| state["session"].is_null()));
+}
+
+#[actix_web::test]
+async fn memory_session_refuses_a_run_of_another_project() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>Done.</summarize>"),
+        notes("t", "a", "b"),
+    ]);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let (mut shop, _) = app.client_in_project("shop").await;
+    let run = ask(&mut shop, "Hello.").await;
+    let (mut other, _) = app.client_in_project("other").await;
+    let (code, message) = other.err("memory/session", json!({"run": run})).await;
+    assert_eq!(code, -32602);
+    assert!(message.contains("no run"), "{message}");
+    let (code, _) = other.err("memory/session", json!({})).await;
+    assert_eq!(code, -32602);
+}
+
+#[actix_web::test]
+async fn notes_are_refreshed_before_a_panic_compresses_the_context() {
+    let base = crate::budget::base_packet_tokens().await;
+    let window = (base + 2_600).to_string();
+    let body = "lorem ipsum ".repeat(150);
+    let big_prompt = format!("Summarize this log: {}", "lorem ipsum ".repeat(500));
+    let llm = FakeLlm::start([
+        Step::reply(format!(
+            "<known path=\"known://notes/a\">{body}</known>\
+             <known path=\"known://notes/b\">{body}</known>\
+             <known path=\"known://notes/c\">{body}</known>\
+             <summarize>noted</summarize>"
+        )),
+        Step::error(500),
+        notes("Before the panic", "log", "Keep it short."),
+        Step::reply(
+            "<set path=\"known://notes/*\" fidelity=\"archive\"/><update>archived the notes</update>",
+        ),
+        Step::reply("<summarize>the log is fine</summarize>"),
+        notes("After the panic", "log", "Keep it short."),
+    ]);
+    let mut env = NOTES_ON.to_vec();
+    env.extend([
+        ("RUMMY_CONTEXT_fake", window.as_str()),
+        ("RUMMY_MAX_TURNS", "6"),
+    ]);
+    let app = TestApp::with_llm(&llm, &env).await;
+    let (mut client, _) = app.client_in_project("panic").await;
+    let run = ask(&mut client, "take notes").await;
+    assert_eq!(
+        client.ok("memory/session", json!({"run": run})).await["notes"],
+        Value::Null,
+        "the failed refresh wrote nothing"
+    );
+    let outcome = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": big_prompt, "run": run}),
+        )
+        .await;
+    assert_eq!(outcome["status"], json!(200), "{outcome}");
+    let requests = llm.requests();
+    let sidecars: Vec<bool> = requests.iter().map(is_sidecar).collect();
+    assert_eq!(sidecars, [false, true, true, false, false, true]);
+    let panic_packet = user_message(&requests[3]);
+    assert!(panic_packet.contains("mode=\"panic\""), "{panic_packet}");
+    assert!(
+        panic_packet.contains("# Before the panic"),
+        "{panic_packet}"
+    );
+    let session = client.ok("memory/session", json!({"run": run})).await;
+    assert_eq!(session["notes"]["title"], json!("After the panic"));
+}
