@@ -17,6 +17,7 @@ pub mod loop_config;
 pub mod outcome;
 mod reflect;
 pub mod registry;
+pub mod remote_abort;
 pub mod resume;
 pub mod run_actor;
 pub mod run_loop;

@@ -15,10 +15,11 @@ use crate::access::Access;
 use crate::agent::admission::LoopAdmission;
 use crate::agent::delegation::Subagents;
 use crate::agent::instance::Instance;
+use crate::agent::remote_abort::RemoteAborts;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
-use crate::db::bus::FrameBus;
+use crate::db::bus::{BusMessage, FrameBus};
 use crate::db::entry_changes::EntryChangeSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
@@ -142,19 +143,16 @@ pub async fn start_with(
     let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
         .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
     let hubs = HubRegistry::new(settings.server.replay_limits());
+    let remote_aborts = RemoteAborts::default();
+    // The listener's thread is no actor's: what arrives crosses to the runtime, which may
+    // start a project's hub or abort a loop.
+    let (received, arrived) = tokio::sync::mpsc::unbounded_channel();
     if let Store::Postgres(url) = store(&settings) {
-        // The listener's thread is no actor's: the frames cross to the runtime, which may
-        // start a project's hub.
-        let (received, mut arrived) = tokio::sync::mpsc::unbounded_channel();
-        hubs.connect_bus(FrameBus::start(&url, instance.id(), move |frame| {
-            let _ = received.send(frame);
-        })?);
-        let relay = hubs.clone();
-        actix_web::rt::spawn(async move {
-            while let Some(frame) = arrived.recv().await {
-                relay.relayed(frame);
-            }
-        });
+        let bus = FrameBus::start(&url, instance.id(), move |message| {
+            let _ = received.send(message);
+        })?;
+        hubs.connect_bus(bus.clone());
+        remote_aborts.connect(bus);
     }
     plugins.clients().connect(hubs.clone());
     let agent = AgentContext {
@@ -162,6 +160,7 @@ pub async fn start_with(
         db,
         hubs,
         runs: RunRegistry::new(instance),
+        remote_aborts,
         admission: LoopAdmission::new(&settings.agent),
         llm: LlmProviders::start(provider_settings(&settings))?,
         plugins: Arc::new(plugins),
@@ -171,6 +170,7 @@ pub async fn start_with(
         metrics: Arc::new(Metrics::default()),
         web: WebClient::new(web_options(&settings))?,
     };
+    actix_web::rt::spawn(take_from_the_bus(agent.clone(), arrived));
     register_schemes(&agent).await?;
     purge_expired(&agent).await?;
     seed_models(&agent).await?;
@@ -252,6 +252,25 @@ async fn recover_interrupted_runs(agent: &AgentContext, shared: bool) -> Result<
         );
     }
     Ok(())
+}
+
+/// Hands on what other instances sent: frames to the hubs, aborts to `RemoteAborts`; until
+/// the bus stops.
+async fn take_from_the_bus(
+    agent: AgentContext,
+    mut arrived: tokio::sync::mpsc::UnboundedReceiver<BusMessage>,
+) {
+    while let Some(message) = arrived.recv().await {
+        match message {
+            BusMessage::Frame(frame) => agent.hubs.relayed(frame),
+            BusMessage::Abort(abort) => {
+                let agent = agent.clone();
+                actix_web::rt::spawn(async move {
+                    agent.remote_aborts.take(&agent, abort).await;
+                });
+            }
+        }
+    }
 }
 
 /// Finished runs and transcripts older than `RUMMY_RETENTION_DAYS` are removed at start, and

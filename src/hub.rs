@@ -22,7 +22,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 
-use crate::db::bus::{BusFrame, FrameBus};
+use crate::db::bus::{BusFrame, BusMessage, FrameBus};
 use crate::db::ids::{ProjectId, RunId};
 use notifications::{Notification, UiNotification};
 use replay::{ReplayError, ReplayLimits, RunLogs};
@@ -166,12 +166,12 @@ impl Handler<Publish> for ProjectHub {
         };
         self.offer(&text);
         if let (Some(bus), Some(seq)) = (self.registry.bus.get(), self.logs.last(run)) {
-            bus.send(BusFrame {
+            bus.send(BusMessage::Frame(BusFrame {
                 project: self.project,
                 run,
                 seq,
                 text,
-            });
+            }));
         }
     }
 }

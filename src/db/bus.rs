@@ -3,6 +3,9 @@
 //! numbered (`run/state`, `run/progress`, `run/proposal`), every other instance receives it
 //! and hands it to its hub, which offers it to its clients with the same `seq`.
 //!
+//! Beside the frames, the channel [`ABORT_CHANNEL`] carries `run/abort` to the instance whose
+//! loop it stops ([`AbortMessage`]) and its answer back.
+//!
 //! Two threads of their own, each on a dedicated connection (never a pool's: a `LISTEN`
 //! belongs to its session): the sender sends the frames in the order it is given them, a
 //! frame past NOTIFY's 8000-byte payload limit as parts in one transaction (delivered
@@ -19,10 +22,13 @@ use std::time::Duration;
 use diesel::sql_types::Text;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 
-use crate::db::ids::{ProjectId, RunId};
+use crate::db::ids::{LoopId, ProjectId, RunId};
 
 /// The channel every instance of a store listens on.
 pub const CHANNEL: &str = "rummy_frames";
+
+/// The channel of [`AbortMessage`]s.
+pub const ABORT_CHANNEL: &str = "rummy_aborts";
 
 /// How often the listener reads what arrived.
 pub const LISTEN_POLL: Duration = Duration::from_millis(20);
@@ -42,11 +48,87 @@ pub struct BusFrame {
     pub text: Arc<str>,
 }
 
+/// `run/abort` between instances.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AbortMessage {
+    /// Instance `from` asks instance `to` to abort the loop it executes for `run`; `id`
+    /// names the request among `from`'s.
+    Request {
+        from: String,
+        to: String,
+        run: RunId,
+        id: u64,
+    },
+    /// Instance `from` aborted request `id` of instance `to`: the loop it stopped, if one
+    /// was executing, its 499 stored.
+    Done {
+        from: String,
+        to: String,
+        id: u64,
+        stopped: Option<LoopId>,
+    },
+}
+
+impl AbortMessage {
+    /// The instance it is for.
+    fn to(&self) -> &str {
+        match self {
+            AbortMessage::Request { to, .. } | AbortMessage::Done { to, .. } => to,
+        }
+    }
+
+    fn payload(&self) -> String {
+        match self {
+            AbortMessage::Request { from, to, run, id } => {
+                format!("request\t{from}\t{to}\t{run}\t{id}")
+            }
+            AbortMessage::Done {
+                from,
+                to,
+                id,
+                stopped,
+            } => {
+                let stopped = stopped.map_or(String::new(), |stopped| stopped.to_string());
+                format!("done\t{from}\t{to}\t{id}\t{stopped}")
+            }
+        }
+    }
+
+    fn parse(payload: &str) -> Option<AbortMessage> {
+        let fields: Vec<&str> = payload.split('\t').collect();
+        match fields.as_slice() {
+            ["request", from, to, run, id] => Some(AbortMessage::Request {
+                from: (*from).to_owned(),
+                to: (*to).to_owned(),
+                run: RunId(run.parse().ok()?),
+                id: id.parse().ok()?,
+            }),
+            ["done", from, to, id, stopped] => Some(AbortMessage::Done {
+                from: (*from).to_owned(),
+                to: (*to).to_owned(),
+                id: id.parse().ok()?,
+                stopped: match *stopped {
+                    "" => None,
+                    stopped => Some(LoopId(stopped.parse().ok()?)),
+                },
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// What crosses the bus.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BusMessage {
+    Frame(BusFrame),
+    Abort(AbortMessage),
+}
+
 /// The sending end, cheap to clone; [`stop`](Self::stop), or dropping every clone, ends both
 /// threads.
 #[derive(Clone)]
 pub struct FrameBus {
-    outgoing: Sender<BusFrame>,
+    outgoing: Sender<BusMessage>,
     stopper: Arc<Stopper>,
 }
 
@@ -98,11 +180,12 @@ impl Stop {
 
 impl FrameBus {
     /// Starts the sender and the listener on the database at `url`, as instance `instance`;
-    /// `received` gets every frame another instance sends, in its order.
+    /// `received` gets every frame another instance sends, in its order, and every abort
+    /// message for this instance.
     pub fn start(
         url: &str,
         instance: &str,
-        received: impl Fn(BusFrame) + Send + 'static,
+        received: impl Fn(BusMessage) + Send + 'static,
     ) -> std::io::Result<FrameBus> {
         let (outgoing, queued) = mpsc::channel();
         let stopped = Arc::new(Stop::default());
@@ -128,9 +211,9 @@ impl FrameBus {
         })
     }
 
-    /// Queues `frame` for the other instances; never waits.
-    pub fn send(&self, frame: BusFrame) {
-        let _ = self.outgoing.send(frame);
+    /// Queues `message` for the other instances; never waits.
+    pub fn send(&self, message: BusMessage) {
+        let _ = self.outgoing.send(message);
     }
 
     /// Ends both threads (the sender after what is queued).
@@ -232,12 +315,12 @@ struct Sending {
 }
 
 impl Sending {
-    fn run(self, queued: &Receiver<BusFrame>) {
+    fn run(self, queued: &Receiver<BusMessage>) {
         let mut connection: Option<PgConnection> = None;
         let mut message = 0_u64;
         loop {
-            let frame = match queued.recv_timeout(RECONNECT) {
-                Ok(frame) => frame,
+            let message_to_send = match queued.recv_timeout(RECONNECT) {
+                Ok(message) => message,
                 Err(RecvTimeoutError::Timeout) if !self.stopped.is_set() => continue,
                 Err(_) => return,
             };
@@ -250,18 +333,21 @@ impl Sending {
             let Some(conn) = connection.as_mut() else {
                 continue;
             };
-            let payloads = payloads(&self.instance, message, &frame);
+            let (channel, payloads) = match &message_to_send {
+                BusMessage::Frame(frame) => (CHANNEL, payloads(&self.instance, message, frame)),
+                BusMessage::Abort(abort) => (ABORT_CHANNEL, vec![abort.payload()]),
+            };
             let sent = conn.transaction(|conn| {
                 for payload in payloads {
                     diesel::sql_query("SELECT pg_notify($1, $2)")
-                        .bind::<Text, _>(CHANNEL)
+                        .bind::<Text, _>(channel)
                         .bind::<Text, _>(payload)
                         .execute(conn)?;
                 }
                 Ok::<_, diesel::result::Error>(())
             });
             if let Err(error) = sent {
-                tracing::warn!(%error, run = %frame.run, "a frame for the other instances is lost");
+                tracing::warn!(%error, channel, "a message for the other instances is lost");
                 connection = None;
             }
         }
@@ -275,13 +361,16 @@ struct Listening {
 }
 
 impl Listening {
-    fn run(self, received: &impl Fn(BusFrame)) {
+    fn run(self, received: &impl Fn(BusMessage)) {
         while !self.stopped.is_set() {
             let listening = PgConnection::establish(&self.url)
                 .map_err(|error| error.to_string())
                 .and_then(|mut conn| {
                     diesel::sql_query(format!("LISTEN {CHANNEL}"))
                         .execute(&mut conn)
+                        .and_then(|_| {
+                            diesel::sql_query(format!("LISTEN {ABORT_CHANNEL}")).execute(&mut conn)
+                        })
                         .map(|_| conn)
                         .map_err(|error| error.to_string())
                 });
@@ -294,7 +383,7 @@ impl Listening {
     }
 
     /// Hands on what arrives until the connection fails or the bus stops.
-    fn receive(&self, conn: &mut PgConnection, received: &impl Fn(BusFrame)) {
+    fn receive(&self, conn: &mut PgConnection, received: &impl Fn(BusMessage)) {
         let mut assembly = Assembly::default();
         while !self.stopped.is_set() {
             for notification in conn.notifications_iter() {
@@ -305,6 +394,16 @@ impl Listening {
                         return;
                     }
                 };
+                if notification.channel == ABORT_CHANNEL {
+                    match AbortMessage::parse(&notification.payload) {
+                        Some(abort) if abort.to() == self.instance => {
+                            received(BusMessage::Abort(abort));
+                        }
+                        Some(_) => {}
+                        None => tracing::warn!("the frame bus got an abort it cannot read"),
+                    }
+                    continue;
+                }
                 let Some(part) = parse(&notification.payload) else {
                     tracing::warn!("the frame bus got a payload it cannot read");
                     continue;
@@ -313,7 +412,7 @@ impl Listening {
                     continue;
                 }
                 if let Some(frame) = assembly.add(part) {
-                    received(frame);
+                    received(BusMessage::Frame(frame));
                 }
             }
             self.stopped.wait(LISTEN_POLL);
@@ -348,6 +447,31 @@ mod tests {
             assert_eq!(joined, vec![frame(text)]);
         }
         assert_eq!(payloads("a", 1, &frame(&big)).len(), 3);
+    }
+
+    #[test]
+    fn abort_messages_read_back_as_they_were_sent() {
+        let request = AbortMessage::Request {
+            from: "a".into(),
+            to: "b".into(),
+            run: RunId(4),
+            id: 9,
+        };
+        for stopped in [None, Some(LoopId(12))] {
+            let done = AbortMessage::Done {
+                from: "b".into(),
+                to: "a".into(),
+                id: 9,
+                stopped,
+            };
+            assert_eq!(AbortMessage::parse(&done.payload()), Some(done));
+        }
+        assert_eq!(
+            AbortMessage::parse(&request.payload()),
+            Some(request.clone())
+        );
+        assert_eq!(request.to(), "b");
+        assert_eq!(AbortMessage::parse("request\ta\tb\tx\t1"), None);
     }
 
     #[test]

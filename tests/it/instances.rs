@@ -317,3 +317,44 @@ async fn a_client_of_one_instance_gets_the_notifications_of_a_run_executing_on_a
         "a frame past NOTIFY's payload limit crossed"
     );
 }
+
+#[actix_web::test]
+async fn run_abort_sent_to_one_instance_stops_the_loop_executing_on_another() {
+    let Some(database) = database("cross_instance_abort") else {
+        return;
+    };
+    let llm = FakeLlm::builder([Step::Hang])
+        .when_exhausted(WhenExhausted::Error(500))
+        .start();
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let executing = instance(home.path(), &llm, &database).await;
+    let other = instance(home.path(), &llm, &database).await;
+    let mut driver = client_in(&executing, "abort", &root).await;
+    let asked = driver
+        .send("ask", json!({"model": "fake", "prompt": "hang"}))
+        .await;
+    let progress = driver.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    llm.wait_for_requests(1).await;
+
+    let mut aborter = client_in(&other, "abort", &root).await;
+    assert_eq!(
+        aborter.ok("run/abort", json!({"run": run})).await,
+        json!({"status": "ok"})
+    );
+    assert_eq!(
+        status_of(&mut aborter, &run).await,
+        json!(499),
+        "the reply waited for the 499"
+    );
+    let outcome = driver.reply(&asked).await;
+    assert_eq!(outcome["result"]["status"], json!(499), "{outcome}");
+    assert_eq!(
+        aborter
+            .err("run/abort", json!({"run": "no_such_run"}))
+            .await,
+        driver.err("run/abort", json!({"run": "no_such_run"})).await,
+        "bad input gets the same error on either instance"
+    );
+}

@@ -12,7 +12,7 @@ use crate::db::models::run::LoopRow;
 use crate::db::queries::loops;
 use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
-use diesel::RunQueryDsl;
+use diesel::{OptionalExtension, RunQueryDsl};
 
 /// What the drain of a run may do next.
 #[derive(Debug, PartialEq)]
@@ -145,6 +145,25 @@ pub fn release(conn: &mut Conn, gone: Gone<'_>) -> Result<usize, DbError> {
             .execute(conn)?;
         Ok(aborted)
     })
+}
+
+/// The instance holding `run`'s lease, if it is alive at `now`.
+pub fn holder(conn: &mut Conn, run_id: RunId, now: i64) -> Result<Option<String>, DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Holder {
+        #[diesel(sql_type = Text)]
+        instance_id: String,
+    }
+    let row: Option<Holder> = statement(
+        "SELECT run_leases.instance_id FROM run_leases
+         JOIN instances ON instances.id = run_leases.instance_id
+         WHERE run_leases.run_id = ? AND instances.expires_at >= ?",
+    )
+    .bind::<BigInt, _>(run_id)
+    .bind::<BigInt, _>(now)
+    .get_result(conn)
+    .optional()?;
+    Ok(row.map(|row| row.instance_id))
 }
 
 /// Whether some instance's heartbeat row is still alive at `now`.

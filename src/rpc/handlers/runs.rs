@@ -404,14 +404,19 @@ pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply,
     Reply::of(serde_json::json!({"run": renamed.alias}))
 }
 
-/// `run/abort`: stop the run's current loop, from any connection, and reply once its 499 is
-/// stored; an idle run goes to 499. Loops queued behind the aborted one stay queued and run
+/// `run/abort`: stop the run's current loop, from any connection (of any instance: a loop
+/// executing on another is aborted there), and reply once its 499 is stored; an idle run goes to 499. Loops queued behind the aborted one stay queued and run
 /// next, each replying to its own request (AGENT Part A.9).
 /// Who aborted is recorded, with the loop it stopped (none for an idle run).
 pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    let aborted = context.agent.runs.current(run.id).map(|current| current.id);
-    context.agent.runs.abort(run.id).await;
+    let here = context.agent.runs.current(run.id).map(|current| current.id);
+    let aborted = if context.agent.runs.abort(run.id).await {
+        here
+    } else {
+        let agent = &context.agent;
+        agent.remote_aborts.abort(agent, run.id).await
+    };
     let action = RunActionForm {
         run_id: run.id,
         loop_id: aborted,

@@ -22,7 +22,10 @@ fn a_run_is_driven_by_one_instance_at_a_time_and_each_runs_its_own_loops() {
     let second = sample_loop(conn, run.id, "for b");
     wait_for(conn, second.id, "b").unwrap();
 
+    assert_eq!(holder(conn, run.id, 5_000).unwrap(), None);
     assert_eq!(loop_of(claim_loop(conn, run.id, "a").unwrap()).id, first.id);
+    assert_eq!(holder(conn, run.id, 5_000).unwrap().as_deref(), Some("a"));
+    assert_eq!(holder(conn, run.id, 50_000).unwrap(), None, "expired");
     assert_eq!(claim_loop(conn, run.id, "b").unwrap(), Claim::Elsewhere);
     loops::finish_loop(conn, first.id, RunStatus::Completed, None).unwrap();
     assert_eq!(
