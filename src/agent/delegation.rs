@@ -20,6 +20,7 @@
 
 mod child;
 mod reports;
+mod task;
 mod tool;
 
 use tokio_util::sync::CancellationToken;
@@ -31,7 +32,8 @@ use crate::parser::Command;
 use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::ToolPolicy;
 pub use reports::{Report, Reports};
-use tool::{offered, DelegateTool, Task};
+use task::Task;
+use tool::{offered, DelegateTool};
 
 /// What one parent loop's reply hands its children.
 pub struct ParentTurn<'a> {

@@ -1,7 +1,7 @@
 //! The reports of the children a reply's `<delegate>`s ran before its unit of work: one kind
 //! of [`Answers`](crate::plugins::answers::Answers), taken by the handler.
 
-use crate::agent::delegation::tool::Task;
+use crate::agent::delegation::task::Task;
 use crate::db::enums::EntryStatus;
 use crate::plugins::answers::Keyed;
 

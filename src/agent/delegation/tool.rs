@@ -10,9 +10,10 @@ use std::borrow::Cow;
 use serde_json::json;
 
 use crate::agent::delegation::reports::Reports;
+use crate::agent::delegation::task::{Task, NAME};
 use crate::context::view::EntryView;
 use crate::db::enums::{EntryStatus, LoopMode};
-use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
+use crate::parser::{Command, TagSpec, TaggedText};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -20,49 +21,7 @@ use crate::plugins::tool::{
 };
 use crate::plugins::tools::finish;
 
-/// The tag, and the scheme of its results.
-const NAME: &str = "delegate";
-
 const DOC: &str = include_str!("../../plugins/text/tools/delegate.md");
-
-/// One `<delegate>`: the sub-task and the paths passed with it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Task {
-    /// The sub-task, trimmed: the child loop's prompt.
-    pub text: String,
-    /// The parent's entries passed to the child (the `path` attribute: paths separated by
-    /// spaces or commas).
-    pub context: Vec<String>,
-}
-
-impl Task {
-    /// The task of a `<delegate>` command; `None` for any other.
-    pub fn of(command: &Command) -> Option<Task> {
-        let Command::Other { name, content } = command else {
-            return None;
-        };
-        (name == NAME).then(|| {
-            let text_of = |wanted: &str| {
-                content
-                    .attributes
-                    .iter()
-                    .find_map(|(name, value)| match value {
-                        AttrValue::Text(text) if name == wanted => Some(text.as_str()),
-                        _ => None,
-                    })
-            };
-            Task {
-                text: content.body.trim().to_owned(),
-                context: text_of("path")
-                    .unwrap_or_default()
-                    .split(|c: char| c == ',' || c.is_whitespace())
-                    .filter(|path| !path.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-            }
-        })
-    }
-}
 
 /// Whether a loop under `policy` may delegate: its run is not too deep, and it is no panic
 /// loop (which only frees room).
@@ -180,37 +139,6 @@ impl TypedTool for DelegateTool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn delegate(body: &str, attributes: &[(&str, &str)]) -> Command {
-        Command::Other {
-            name: NAME.to_owned(),
-            content: TaggedText {
-                body: body.to_owned(),
-                attributes: attributes
-                    .iter()
-                    .map(|(name, value)| ((*name).to_owned(), AttrValue::Text((*value).into())))
-                    .collect(),
-            },
-        }
-    }
-
-    #[test]
-    fn a_task_takes_its_text_and_paths() {
-        let command = delegate(
-            " find the bug ",
-            &[("path", "src/a.rs, known://notes  b.md")],
-        );
-        assert_eq!(
-            Task::of(&command),
-            Some(Task {
-                text: "find the bug".into(),
-                context: vec!["src/a.rs".into(), "known://notes".into(), "b.md".into()],
-            })
-        );
-        let bare = Task::of(&delegate("look", &[]));
-        assert_eq!(bare.map(|task| task.context), Some(vec![]));
-        assert_eq!(Task::of(&Command::Sh(None)), None);
-    }
 
     #[test]
     fn offered_while_the_run_may_delegate_and_never_in_panic_mode() {
