@@ -12,6 +12,7 @@ pub mod admission;
 pub mod context;
 pub mod delegation;
 pub mod error;
+pub mod instance;
 pub mod loop_config;
 pub mod outcome;
 mod reflect;

@@ -9,13 +9,16 @@ use std::time::Duration;
 use actix::Actor;
 use actix_web::dev::ServerHandle;
 use actix_web::web;
+use tokio_util::sync::CancellationToken;
 
 use crate::access::Access;
 use crate::agent::admission::LoopAdmission;
 use crate::agent::delegation::Subagents;
+use crate::agent::instance::Instance;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
+use crate::db::bus::FrameBus;
 use crate::db::entry_changes::EntryChangeSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
@@ -47,13 +50,34 @@ pub struct RunningServer {
     pub state: ServerState,
     /// Resolves when the server has stopped.
     pub done: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
+    /// Stops this instance's heartbeat.
+    heartbeat: CancellationToken,
 }
 
 impl RunningServer {
-    /// Stops accepting, closes every connection with 1001, lets in-flight writes finish,
-    /// then empties the database's write-ahead log.
+    /// Hands over and stops: claims no more loops (and `/readyz` answers 503), lets the
+    /// loops running finish within the shutdown grace while their clients stay connected,
+    /// gives back this instance's leases (a loop cut short ends its run 499, pending, as
+    /// after a crash; loops not started stay pending, for any instance), then stops
+    /// accepting, closes every connection with 1001, lets in-flight writes finish and empties
+    /// the database's write-ahead log.
     pub async fn stop(self) {
+        let agent = &self.state.agent;
+        agent.runs.stop_claiming();
+        let grace = Duration::from_secs(crate::http::SHUTDOWN_SECS);
+        if !agent.runs.settle(grace).await {
+            tracing::warn!("loops still running at the end of the shutdown grace are cut short");
+        }
+        self.heartbeat.cancel();
+        match agent.runs.instance().leave(&agent.db).await {
+            Ok(0) => {}
+            Ok(runs) => tracing::info!(runs, "runs cut short by the stop are aborted"),
+            Err(error) => tracing::warn!(%error, "cannot give back this instance's leases"),
+        }
         self.state.connections.shutdown_all();
+        if let Some(bus) = agent.hubs.bus() {
+            bus.stop();
+        }
         self.handle.stop(true).await;
         let _ = self.done.await;
         self.state.agent.db.close().await;
@@ -115,13 +139,29 @@ pub async fn start_with(
             entry_changes: entry_changed(&plugins),
         },
     )?;
+    let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
+        .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
     let hubs = HubRegistry::new(settings.server.replay_limits());
+    if let Store::Postgres(url) = store(&settings) {
+        // The listener's thread is no actor's: the frames cross to the runtime, which may
+        // start a project's hub.
+        let (received, mut arrived) = tokio::sync::mpsc::unbounded_channel();
+        hubs.connect_bus(FrameBus::start(&url, instance.id(), move |frame| {
+            let _ = received.send(frame);
+        })?);
+        let relay = hubs.clone();
+        actix_web::rt::spawn(async move {
+            while let Some(frame) = arrived.recv().await {
+                relay.relayed(frame);
+            }
+        });
+    }
     plugins.clients().connect(hubs.clone());
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         db,
         hubs,
-        runs: RunRegistry::default(),
+        runs: RunRegistry::new(instance),
         admission: LoopAdmission::new(&settings.agent),
         llm: LlmProviders::start(provider_settings(&settings))?,
         plugins: Arc::new(plugins),
@@ -134,7 +174,14 @@ pub async fn start_with(
     register_schemes(&agent).await?;
     purge_expired(&agent).await?;
     seed_models(&agent).await?;
-    recover_interrupted_runs(&agent).await?;
+    recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
+    let heartbeat = CancellationToken::new();
+    let runs = agent.runs.clone();
+    actix_web::rt::spawn(agent.runs.instance().clone().beat(
+        agent.db.clone(),
+        heartbeat.clone(),
+        move || runs.cancel_all(),
+    ));
     let access = Access::load(&settings.server)?;
     if let Some(path) = access.users_file() {
         tracing::info!(users_file = %path.display(), "people read from the users file");
@@ -149,12 +196,13 @@ pub async fn start_with(
     let (server, addr) = crate::http::server(state.clone())?;
     let handle = server.handle();
     let done = actix_web::rt::spawn(server);
-    tracing::info!(%addr, "rummy listening");
+    tracing::info!(%addr, instance = state.agent.runs.instance().id(), "rummy listening");
     Ok(RunningServer {
         addr,
         handle,
         state,
         done,
+        heartbeat,
     })
 }
 
@@ -191,10 +239,12 @@ async fn wait_for_signal() {
     }
 }
 
-/// Runs a stopped server left executing end aborted; their loops wait, pending, until a
-/// client drives the run again, so no LLM call is spent that no client asked for.
-async fn recover_interrupted_runs(agent: &AgentContext) -> Result<(), DbError> {
-    let aborted = agent.db.call(queries::runs::recover_after_restart).await?;
+/// Runs a stopped server left executing end aborted — on a store other instances share,
+/// those of instances whose leases expired (`instance::Instance::join`) —, and this instance
+/// joins; their loops wait, pending, until a client drives the run again, so no LLM call is
+/// spent that no client asked for.
+async fn recover_interrupted_runs(agent: &AgentContext, shared: bool) -> Result<(), DbError> {
+    let aborted = agent.runs.instance().join(&agent.db, shared).await?;
     if aborted > 0 {
         tracing::info!(
             runs = aborted,

@@ -46,6 +46,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_HOME", "storage.home"),
     ("RUMMY_DB_PATH", "storage.db_path"),
     ("RUMMY_DATABASE_URL", "storage.database_url"),
+    ("RUMMY_LEASE_TTL_SECS", "storage.lease_ttl_secs"),
     ("RUMMY_MMAP_MB", "storage.mmap_mb"),
     ("RUMMY_RETENTION_DAYS", "storage.retention_days"),
     ("RUMMY_RPC_LOG", "audit.rpc_log"),
@@ -252,6 +253,9 @@ pub struct StorageSettings {
     /// A `postgres://` URL: the store is that PostgreSQL database instead of the SQLite
     /// file. Empty = SQLite. May hold a password: never logged.
     pub database_url: Secret,
+    /// Seconds a run's lease outlives its instance's last heartbeat: how long the runs of a
+    /// killed instance wait before another instance ends them 499.
+    pub lease_ttl_secs: u64,
     /// MiB of the database SQLite reads through a memory map (`PRAGMA mmap_size`).
     pub mmap_mb: u64,
     /// Days a finished run and its transcripts are kept (0 = forever).

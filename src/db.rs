@@ -15,6 +15,7 @@
 
 pub mod actor;
 pub mod backend;
+pub mod bus;
 pub mod connection;
 pub mod entry_changes;
 pub mod enums;

@@ -1,6 +1,6 @@
 //! `rummy healthcheck`: what a container's `HEALTHCHECK` runs, since the slim image has no
-//! curl. A plain `GET /healthz` on the configured port of this host; the caller turns the
-//! outcome into the exit status.
+//! curl. A plain `GET /healthz` (alive) or `GET /readyz` (able to serve) on the configured
+//! port of this host; the caller turns the outcome into the exit status.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -38,10 +38,29 @@ pub fn probe_addr(server: &ServerSettings) -> SocketAddr {
     SocketAddr::new(host, server.port)
 }
 
-/// Asks the server at [`probe_addr`] for `/healthz`, directly (never through an
+/// What the probe asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// `/healthz`: the process answers HTTP.
+    Alive,
+    /// `/readyz`: the store answers in time and the migrations are applied, so a proxy may
+    /// send clients to it.
+    Ready,
+}
+
+impl Probe {
+    fn path(self) -> &'static str {
+        match self {
+            Probe::Alive => "/healthz",
+            Probe::Ready => "/readyz",
+        }
+    }
+}
+
+/// Asks the server at [`probe_addr`] for `probe`'s path, directly (never through an
 /// `HTTP_PROXY` of the environment).
-pub async fn probe(server: &ServerSettings) -> Result<(), HealthError> {
-    let url = format!("http://{}/healthz", probe_addr(server));
+pub async fn probe(server: &ServerSettings, probe: Probe) -> Result<(), HealthError> {
+    let url = format!("http://{}{}", probe_addr(server), probe.path());
     let unreachable = |source| HealthError::Unreachable {
         url: url.clone(),
         source,

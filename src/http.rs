@@ -21,8 +21,8 @@ use crate::metrics::StoreGauges;
 use crate::ws::state::ServerState;
 use crate::ws::{gate, upgrade};
 
-/// Seconds a stopping server lets open connections finish.
-const SHUTDOWN_SECS: u64 = 10;
+/// Seconds a stopping server lets the loops it runs finish, and then its open connections.
+pub const SHUTDOWN_SECS: u64 = 10;
 
 /// Seconds a client has to close its side after the server's response, as actix-web's
 /// `HttpServer` allows.
@@ -110,7 +110,14 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().content_type("text/plain").body("ok\n")
 }
 
+/// Ready while the store answers in time and the server is not stopping (a stopping one
+/// finishes its running loops first: a proxy sends new clients elsewhere meanwhile).
 async fn readyz(state: web::Data<ServerState>) -> HttpResponse {
+    if state.agent.runs.is_stopping() {
+        return HttpResponse::ServiceUnavailable()
+            .content_type("text/plain")
+            .body("not ready: stopping\n");
+    }
     let stall = Duration::from_millis(state.agent.settings.work.stall_ms);
     match state.agent.db.ready(stall).await {
         Ok(()) => HttpResponse::Ok()

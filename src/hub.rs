@@ -7,17 +7,22 @@
 //! ([`Broadcast`]) are about no run: offered the same way, never numbered nor kept. A hub left with no subscriber and
 //! nothing kept retires, so a closed project leaves nothing behind; every message reaches a
 //! hub through the [`HubRegistry`], which never lets one retire with a message unhandled.
+//!
+//! With several instances on one store, a run's frames are numbered by the instance executing
+//! it and sent to the others over the [`FrameBus`]; each instance's hub of the project keeps
+//! and offers them ([`Relayed`]) with the same `seq`, in the same order.
 
 pub mod notifications;
 pub mod replay;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 
+use crate::db::bus::{BusFrame, FrameBus};
 use crate::db::ids::{ProjectId, RunId};
 use notifications::{Notification, UiNotification};
 use replay::{ReplayError, ReplayLimits, RunLogs};
@@ -53,6 +58,15 @@ pub struct Publish {
     /// The run it is about; its notifications are numbered 1, 2, ...
     pub run: RunId,
     pub notification: Notification,
+}
+
+/// Keep a frame of `run` another instance numbered and send it to every subscriber.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Relayed {
+    pub run: RunId,
+    pub seq: u64,
+    pub text: Arc<str>,
 }
 
 /// Send a project-wide notification to every subscriber, unnumbered and not kept.
@@ -151,6 +165,27 @@ impl Handler<Publish> for ProjectHub {
             }
         };
         self.offer(&text);
+        if let (Some(bus), Some(seq)) = (self.registry.bus.get(), self.logs.last(run)) {
+            bus.send(BusFrame {
+                project: self.project,
+                run,
+                seq,
+                text,
+            });
+        }
+    }
+}
+
+impl Handler<Relayed> for ProjectHub {
+    type Result = ();
+    fn handle(&mut self, Relayed { run, seq, text }: Relayed, _: &mut Context<Self>) {
+        self.handled_one();
+        if self
+            .logs
+            .keep_numbered(run, Instant::now(), seq, Arc::clone(&text))
+        {
+            self.offer(&text);
+        }
     }
 }
 
@@ -198,6 +233,8 @@ struct Listed {
 pub struct HubRegistry {
     hubs: Arc<Mutex<HashMap<ProjectId, Listed>>>,
     limits: ReplayLimits,
+    /// Where the frames numbered here go to the other instances, once connected.
+    bus: Arc<OnceLock<FrameBus>>,
 }
 
 impl HubRegistry {
@@ -206,7 +243,29 @@ impl HubRegistry {
         HubRegistry {
             hubs: Arc::default(),
             limits,
+            bus: Arc::default(),
         }
+    }
+
+    /// Sends every frame numbered here on `bus` from now on (once; a second bus is ignored).
+    pub fn connect_bus(&self, bus: FrameBus) {
+        let _ = self.bus.set(bus);
+    }
+
+    /// The bus [`connect_bus`](Self::connect_bus) gave, if any.
+    pub fn bus(&self) -> Option<&FrameBus> {
+        self.bus.get()
+    }
+
+    /// Offers a frame another instance numbered to everyone bound to its project here.
+    pub fn relayed(&self, frame: BusFrame) {
+        let BusFrame {
+            project,
+            run,
+            seq,
+            text,
+        } = frame;
+        self.deliver(project, |hub| hub.do_send(Relayed { run, seq, text }));
     }
 
     /// Delivers `project`'s notifications to connection `conn` at `recipient`.

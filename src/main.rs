@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use rummy::config::Settings;
+use rummy::healthcheck::Probe;
 
 /// A team server that runs LLM coding agents for editor clients.
 #[derive(Parser)]
@@ -29,7 +30,12 @@ enum Command {
     HashToken,
     /// Exit 0 when the server configured here answers `GET /healthz`, else 1 (a container's
     /// HEALTHCHECK: the image has no curl).
-    Healthcheck,
+    Healthcheck {
+        /// Ask `GET /readyz` instead: whether the server can serve clients now (its store
+        /// answers in time), which is what a proxy or orchestrator should route by.
+        #[arg(long)]
+        ready: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -50,8 +56,11 @@ fn main() -> anyhow::Result<()> {
             tracing::info!(db = %rummy::app::store(&settings), "migrations applied");
             Ok(())
         }
-        Command::Healthcheck => actix_web::rt::System::new()
-            .block_on(rummy::healthcheck::probe(&settings.server))
+        Command::Healthcheck { ready } => actix_web::rt::System::new()
+            .block_on(rummy::healthcheck::probe(
+                &settings.server,
+                if ready { Probe::Ready } else { Probe::Alive },
+            ))
             .context("health check"),
     }
 }

@@ -2,16 +2,20 @@
 //!
 //! A run actor exists while its run has work: [`RunRegistry::enqueue`] starts one on demand,
 //! and an idle actor leaves only when every loop sent to it has been handled (counted under
-//! the registry lock), so a loop is never sent to an actor that is stopping.
+//! the registry lock), so a loop is never sent to an actor that is stopping. The registry
+//! also knows this [`Instance`] (whose lease a run's actor holds while it drives the run)
+//! and whether the server is stopping (then no actor claims another loop).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use actix::{Actor, Addr};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::instance::Instance;
 use crate::agent::outcome::LoopOutcome;
 use crate::agent::run_actor::{CurrentLoop, Enqueue, RunActor};
 use crate::agent::AgentContext;
@@ -26,13 +30,40 @@ struct Entry {
     current: Arc<Mutex<Option<CurrentLoop>>>,
 }
 
-/// Live run actors, by run.
-#[derive(Clone, Default)]
+/// Live run actors, by run, on this instance.
+#[derive(Clone)]
 pub struct RunRegistry {
     entries: Arc<Mutex<HashMap<RunId, Entry>>>,
+    instance: Instance,
+    stopping: Arc<AtomicBool>,
 }
 
 impl RunRegistry {
+    /// No actors yet, on `instance`.
+    pub fn new(instance: Instance) -> RunRegistry {
+        RunRegistry {
+            entries: Arc::default(),
+            instance,
+            stopping: Arc::default(),
+        }
+    }
+
+    /// The instance these actors run on.
+    pub fn instance(&self) -> &Instance {
+        &self.instance
+    }
+
+    /// From now on no actor claims another loop (the server is stopping): loops not yet
+    /// started stay pending, for another instance.
+    pub fn stop_claiming(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`stop_claiming`](Self::stop_claiming) was called.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<RunId, Entry>> {
         self.entries
             .lock()
@@ -114,6 +145,46 @@ impl RunRegistry {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         current.clone()
+    }
+
+    /// The loops executing now, on every run.
+    fn all_current(&self) -> Vec<CurrentLoop> {
+        let entries = self.lock();
+        entries
+            .values()
+            .filter_map(|entry| {
+                entry
+                    .current
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .clone()
+            })
+            .collect()
+    }
+
+    /// Cancels every loop executing now (this instance's runs were released elsewhere).
+    pub fn cancel_all(&self) {
+        for current in self.all_current() {
+            current.cancel.cancel();
+        }
+    }
+
+    /// Waits until no loop is executing, or `grace` has passed; true when none is. Only
+    /// after [`stop_claiming`](Self::stop_claiming), or new loops may keep it waiting.
+    pub async fn settle(&self, grace: Duration) -> bool {
+        let settled = async {
+            loop {
+                let running = self.all_current();
+                if running.is_empty() {
+                    return;
+                }
+                for mut current in running {
+                    // An error means the drain is gone, and with it the loop.
+                    let _ = current.stored.wait_for(|stored| *stored).await;
+                }
+            }
+        };
+        tokio::time::timeout(grace, settled).await.is_ok()
     }
 
     /// Cancels the run's current loop and waits until its 499 is stored; false when the run

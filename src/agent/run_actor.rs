@@ -12,6 +12,14 @@
 //! run. When the actor leaves, idle, it tells the budget, which keeps the run's calibration
 //! for its next loop a while longer.
 //!
+//! Instances sharing one store drive each run from one of them at a time: the drain claims
+//! each loop under the run's lease (`instances::claim_loop`), and runs only the loops this
+//! instance's clients wait for (`loop_waiters`) or no instance waits for. While another
+//! instance holds the lease, the loops queued here wait pending in the store and the actor
+//! looks again every heartbeat, until that instance gives the lease back (its queue empty)
+//! or is released (stopped, or expired). Once the server stops claiming, a drain ends at its
+//! next claim and leaves the rest pending.
+//!
 //! [`RunRegistry::enqueue`]: crate::agent::RunRegistry::enqueue
 
 use std::collections::HashMap;
@@ -28,6 +36,7 @@ use crate::budget::RunIdle;
 use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::{LoopEnqueue, LoopRow};
+use crate::db::queries::instances::{self, Claim};
 use crate::db::queries::loops;
 use crate::db::DbError;
 
@@ -64,10 +73,13 @@ struct LoopRedirected {
     to: LoopId,
 }
 
-/// The drain finished: the queue was empty.
+/// The drain finished: the queue was empty for this instance, or (`elsewhere`) another
+/// instance holds the run's lease.
 #[derive(Message)]
 #[rtype(result = "()")]
-struct DrainEnded;
+struct DrainEnded {
+    elsewhere: bool,
+}
 
 /// The actor serializing one run's loops.
 pub struct RunActor {
@@ -121,8 +133,8 @@ impl RunActor {
         let parent = self.parent.clone();
         let me = ctx.address();
         ctx.spawn(actix::fut::wrap_future(async move {
-            drain(run, agent, current, parent, me.clone()).await;
-            me.do_send(DrainEnded);
+            let elsewhere = drain(run, agent, current, parent, me.clone()).await;
+            me.do_send(DrainEnded { elsewhere });
         }));
     }
 }
@@ -145,9 +157,14 @@ impl Handler<Enqueue> for RunActor {
         self.handled += 1;
         let Enqueue(enqueue) = message;
         let db = self.agent.db.clone();
+        let instance = self.agent.runs.instance().id().to_owned();
         let insert = async move {
-            db.call(move |conn| loops::enqueue_loop(conn, &enqueue))
-                .await
+            db.call(move |conn| {
+                let queued = loops::enqueue_loop(conn, &enqueue)?;
+                instances::wait_for(conn, queued.id, &instance)?;
+                Ok(queued)
+            })
+            .await
         };
         AtomicResponse::new(Box::pin(actix::fut::wrap_future(insert).map(
             |queued: Result<LoopRow, DbError>, actor: &mut RunActor, ctx| {
@@ -183,10 +200,15 @@ impl Handler<LoopRedirected> for RunActor {
 
 impl Handler<DrainEnded> for RunActor {
     type Result = ();
-    fn handle(&mut self, _: DrainEnded, ctx: &mut Context<Self>) {
+    fn handle(&mut self, ended: DrainEnded, ctx: &mut Context<Self>) {
         self.draining = false;
         if self.wake_again {
             self.start_drain(ctx);
+            return;
+        }
+        if ended.elsewhere {
+            let again = self.agent.runs.instance().beat_interval();
+            ctx.run_later(again, |actor, ctx| actor.wake(ctx));
             return;
         }
         if self.waiters.is_empty() && self.agent.runs.leave_if_idle(self.run, self.handled) {
@@ -196,25 +218,31 @@ impl Handler<DrainEnded> for RunActor {
     }
 }
 
-/// Claims and executes pending loops until none is left.
+/// Claims and executes pending loops until none is left for this instance, or the server
+/// stops claiming; true when it stopped because another instance holds the run's lease.
 async fn drain(
     run: RunId,
     agent: AgentContext,
     current: Arc<Mutex<Option<CurrentLoop>>>,
     parent: Option<CancellationToken>,
     me: Addr<RunActor>,
-) {
+) -> bool {
     loop {
+        if agent.runs.is_stopping() {
+            return false;
+        }
+        let instance = agent.runs.instance().id().to_owned();
         let claimed = agent
             .db
-            .call(move |conn| loops::claim_next_loop(conn, run))
+            .call(move |conn| instances::claim_loop(conn, run, &instance))
             .await;
         let lp = match claimed {
-            Ok(Some(lp)) => lp,
-            Ok(None) => return,
+            Ok(Claim::Loop(lp)) => lp,
+            Ok(Claim::Idle) => return false,
+            Ok(Claim::Elsewhere) => return true,
             Err(error) => {
                 tracing::error!(run = %run, %error, "cannot claim the next loop");
-                return;
+                return false;
             }
         };
         let cancel = parent

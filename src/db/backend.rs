@@ -53,6 +53,14 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Whether other rummy instances may use it at the same time: a PostgreSQL database
+    /// may be shared, a SQLite file is one instance's.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Store::Postgres(_))
+    }
+}
+
 impl fmt::Display for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -106,12 +106,22 @@ pub fn read_only(conn: &mut Conn) -> Result<(), DbError> {
     Ok(())
 }
 
+/// The PostgreSQL advisory lock key held while migrations run, so that instances starting
+/// together on one database apply them one after the other (the second finds none pending).
+const MIGRATION_LOCK_KEY: i64 = 0x7275_6d6d_795f_6d67;
+
 /// Applies every pending migration of the connection's backend; a no-op on an up-to-date
-/// database.
+/// database. On PostgreSQL, under [`MIGRATION_LOCK_KEY`]: SQLite's own write lock already
+/// serializes them.
 pub fn run_migrations(conn: &mut Conn) -> Result<(), DbError> {
     let applied = match conn {
         Conn::Sqlite(conn) => conn.run_pending_migrations(SQLITE_MIGRATIONS).map(|_| ()),
-        Conn::Postgres(conn) => conn.run_pending_migrations(POSTGRES_MIGRATIONS).map(|_| ()),
+        Conn::Postgres(conn) => {
+            conn.batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))?;
+            let applied = conn.run_pending_migrations(POSTGRES_MIGRATIONS).map(|_| ());
+            conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))?;
+            applied
+        }
     };
     applied.map_err(|error| DbError::Internal(format!("migration failed: {error}")))
 }
@@ -185,7 +195,7 @@ mod tests {
     use diesel::{sql_query, QueryableByName, RunQueryDsl};
 
     use super::*;
-    use crate::db::testing::TestDb;
+    use crate::db::testing::{ScratchDatabase, TestDb};
 
     #[derive(QueryableByName)]
     struct Value {
@@ -230,6 +240,32 @@ mod tests {
         run_migrations(&mut again).unwrap();
         let schemes = number(&mut again, "SELECT count(*) AS number FROM schemes");
         assert_eq!(schemes, 30, "the initial 29 and memory's");
+    }
+
+    /// Instances started together on one PostgreSQL database each migrate it: all succeed.
+    #[test]
+    fn concurrent_migrations_of_one_postgres_database_all_succeed() {
+        let Some(database) = ScratchDatabase::from_environment() else {
+            return;
+        };
+        let start = std::sync::Barrier::new(4);
+        std::thread::scope(|scope| {
+            let migrations: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut conn =
+                            open_connection(&database.store(), ConnectionSetup::default())?;
+                        start.wait();
+                        run_migrations(&mut conn)
+                    })
+                })
+                .collect();
+            for migration in migrations {
+                migration.join().unwrap().unwrap();
+            }
+        });
+        let mut conn = database.migrated().unwrap();
+        assert!(!has_pending_migrations(&mut conn).unwrap());
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod demotions;
 pub mod entries;
 pub mod entry_moves;
 pub mod free_paths;
+pub mod instances;
 pub mod loops;
 pub mod memory;
 pub mod models;

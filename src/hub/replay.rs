@@ -87,6 +87,51 @@ impl RunLogs {
         clock_us: u64,
         frame: impl FnOnce(u64) -> Result<Arc<str>, E>,
     ) -> Result<Arc<str>, E> {
+        self.make_room(run);
+        let start = clock_us.max(self.floor);
+        let log = self.logs.entry(run).or_insert_with(|| RunLog {
+            start,
+            last: start,
+            frames: VecDeque::new(),
+            published: now,
+        });
+        let text = frame(log.last + 1)?;
+        self.push(run, now, Arc::clone(&text));
+        Ok(text)
+    }
+
+    /// Keeps `text`, the frame of `run` numbered `seq` by the instance executing the run, as
+    /// if it had been numbered here: a numbering here later goes on after it. A frame after a
+    /// gap keeps only what follows the gap (a replay from before it answers
+    /// [`ReplayError::NotKept`]); one not above the run's latest seq is dropped (false).
+    pub fn keep_numbered(&mut self, run: RunId, now: Instant, seq: u64, text: Arc<str>) -> bool {
+        self.make_room(run);
+        let before = seq.saturating_sub(1);
+        let log = self.logs.entry(run).or_insert_with(|| RunLog {
+            start: before,
+            last: before,
+            frames: VecDeque::new(),
+            published: now,
+        });
+        if seq <= log.last {
+            return false;
+        }
+        if before != log.last {
+            log.frames.clear();
+            log.last = before;
+        }
+        self.push(run, now, text);
+        true
+    }
+
+    /// The seq `run`'s last frame took, if its log is kept.
+    pub fn last(&self, run: RunId) -> Option<u64> {
+        self.logs.get(&run).map(|log| log.last)
+    }
+
+    /// Frees the run that published least recently when `run` would open a log past the
+    /// bound.
+    fn make_room(&mut self, run: RunId) {
         if !self.logs.contains_key(&run) && self.logs.len() >= self.limits.runs {
             let least_recent = self
                 .logs
@@ -97,21 +142,18 @@ impl RunLogs {
                 self.free(least_recent);
             }
         }
-        let start = clock_us.max(self.floor);
-        let log = self.logs.entry(run).or_insert_with(|| RunLog {
-            start,
-            last: start,
-            frames: VecDeque::new(),
-            published: now,
-        });
-        let text = frame(log.last + 1)?;
-        log.last += 1;
-        log.published = now;
-        log.frames.push_back(Arc::clone(&text));
-        if log.frames.len() > self.limits.per_run {
-            log.frames.pop_front();
+    }
+
+    /// Appends `text` to `run`'s open log as its next seq, within the bound per run.
+    fn push(&mut self, run: RunId, now: Instant, text: Arc<str>) {
+        if let Some(log) = self.logs.get_mut(&run) {
+            log.last += 1;
+            log.published = now;
+            log.frames.push_back(text);
+            if log.frames.len() > self.limits.per_run {
+                log.frames.pop_front();
+            }
         }
-        Ok(text)
     }
 
     /// The frames of `run` after seq `since`, oldest first; `since` 0 means none was seen,
@@ -192,6 +234,22 @@ mod tests {
 
     fn seqs(frames: Result<Vec<Arc<str>>, ReplayError>) -> Result<Vec<u64>, ReplayError> {
         frames.map(|frames| frames.iter().map(|text| text.parse().unwrap()).collect())
+    }
+
+    #[test]
+    fn frames_numbered_elsewhere_are_kept_in_order_and_numbering_here_goes_on_after_them() {
+        let mut logs = logs(8, 4);
+        let now = Instant::now();
+        let frame = |seq: u64| Arc::from(seq.to_string());
+        assert!(logs.keep_numbered(RUN, now, 41, frame(41)));
+        assert!(logs.keep_numbered(RUN, now, 42, frame(42)));
+        assert!(!logs.keep_numbered(RUN, now, 42, frame(42)), "a repeat");
+        assert_eq!(seqs(logs.after(RUN, 40)), Ok(vec![41, 42]));
+        assert!(logs.keep_numbered(RUN, now, 45, frame(45)), "after a gap");
+        assert_eq!(seqs(logs.after(RUN, 44)), Ok(vec![45]));
+        assert_eq!(logs.after(RUN, 42), Err(ReplayError::NotKept { since: 42 }));
+        assert_eq!(publish(&mut logs, RUN, now, 1), 46);
+        assert_eq!(logs.last(RUN), Some(46));
     }
 
     #[test]

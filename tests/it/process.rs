@@ -13,9 +13,9 @@ use crate::support::{project_root, user_message, Client};
 use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 
 /// A `rummy serve` process on a loopback port, with its home kept across restarts.
-struct ServerProcess {
+pub struct ServerProcess {
     child: Child,
-    port: u16,
+    pub port: u16,
 }
 
 impl ServerProcess {
@@ -26,7 +26,7 @@ impl ServerProcess {
     }
 
     /// [`ServerProcess::start`] with extra environment variables.
-    async fn start_with(home: &Path, llm: &FakeLlm, extra: &[(&str, &str)]) -> ServerProcess {
+    pub async fn start_with(home: &Path, llm: &FakeLlm, extra: &[(&str, &str)]) -> ServerProcess {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_rummy"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -49,12 +49,12 @@ impl ServerProcess {
         server
     }
 
-    async fn client(&self) -> Client {
+    pub async fn client(&self) -> Client {
         Client::connect(&format!("ws://127.0.0.1:{}/", self.port)).await
     }
 
     /// Sends `signal` (a `kill` option such as `-9`) and waits for the process to exit.
-    fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
+    pub fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
         let sent = Command::new("kill")
             .arg(signal)
             .arg(self.child.id().to_string())
@@ -128,10 +128,12 @@ async fn cargo_run_starts_the_server() {
     assert!(binaries.contains(&"rummy-load"), "{binaries:?}");
 }
 
-/// `rummy healthcheck` in the environment of a server on `port`, as a container runs it.
-async fn healthcheck(home: &Path, port: u16) -> std::process::ExitStatus {
+/// `rummy healthcheck` (with `extra` arguments) in the environment of a server on `port`,
+/// as a container runs it.
+async fn healthcheck(home: &Path, port: u16, extra: &[&str]) -> std::process::ExitStatus {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_rummy"))
         .arg("healthcheck")
+        .args(extra)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_clear()
         .env("RUMMY_HOME", home)
@@ -144,27 +146,40 @@ async fn healthcheck(home: &Path, port: u16) -> std::process::ExitStatus {
 }
 
 #[actix_web::test]
-async fn the_healthcheck_subcommand_exits_0_only_when_healthz_answers_200() {
-    let llm = FakeLlm::builder([Step::error(503)])
+async fn the_healthcheck_subcommand_exits_0_only_when_its_probe_answers_200() {
+    let llm = FakeLlm::builder([Step::error(503), Step::error(503)])
         .when_exhausted(WhenExhausted::Error(500))
         .start();
     let home = tempfile::tempdir().unwrap();
     let server = ServerProcess::start(home.path(), &llm).await;
     let port = server.port;
-    assert_eq!(healthcheck(home.path(), port).await.code(), Some(0));
+    assert_eq!(healthcheck(home.path(), port, &[]).await.code(), Some(0));
+    assert_eq!(
+        healthcheck(home.path(), port, &["--ready"]).await.code(),
+        Some(0),
+        "a started server is ready"
+    );
     server.stop_with("-TERM");
     assert_eq!(
-        healthcheck(home.path(), port).await.code(),
+        healthcheck(home.path(), port, &[]).await.code(),
         Some(1),
         "nothing listens"
     );
     let unhealthy: u16 = llm.base_url().rsplit(':').next().unwrap().parse().unwrap();
     assert_eq!(
-        healthcheck(home.path(), unhealthy).await.code(),
+        healthcheck(home.path(), unhealthy, &[]).await.code(),
         Some(1),
         "a server answering 503"
     );
-    assert_eq!(llm.requests().len(), 1, "the probe asked the 503 server");
+    assert_eq!(
+        healthcheck(home.path(), unhealthy, &["--ready"])
+            .await
+            .code(),
+        Some(1),
+        "a server answering 503 is not ready"
+    );
+    let asked: Vec<String> = llm.recorded().into_iter().map(|seen| seen.path).collect();
+    assert_eq!(asked, ["/healthz", "/readyz"], "what each probe asked");
 }
 
 #[actix_web::test]

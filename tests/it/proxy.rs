@@ -1,5 +1,6 @@
-//! rummy (the real binary) behind the real nginx, configured by `docker/nginx.conf` with only
-//! its listen address, upstream and `proxy_read_timeout` rewritten: the WebSocket upgrade
+//! rummy (the real binary) behind the real nginx, configured by `docker/nginx.conf` and
+//! `docker/nginx-upstream.conf` with only the listen address, the upstream's address and
+//! `proxy_read_timeout` rewritten: the WebSocket upgrade
 //! and a whole session go through it; rummy's pings keep an idle connection open past
 //! nginx's read timeout, which does close one without them; and rummy logs the client's
 //! address from `X-Forwarded-For` only when nginx is a trusted proxy.
@@ -21,8 +22,9 @@ use crate::process::{free_port, wait_until_healthy};
 use crate::support::{project_root, Client};
 use rummy::llm::fake::{FakeLlm, Step};
 
-/// The configuration under test, as shipped.
+/// The configuration under test, as shipped: the server block and its upstream.
 const NGINX_CONF: &str = include_str!("../../docker/nginx.conf");
+const NGINX_UPSTREAM: &str = include_str!("../../docker/nginx-upstream.conf");
 
 /// nginx's `proxy_read_timeout` in these tests: far below the shipped 60 s, to stay quick.
 const READ_TIMEOUT_SECS: u64 = 2;
@@ -142,22 +144,27 @@ impl Nginx {
             NGINX_CONF,
             &[
                 ("listen 8080;", format!("listen 127.0.0.1:{port};")),
-                ("rummy:3044", format!("127.0.0.1:{upstream}")),
                 (
                     "proxy_read_timeout 60s;",
                     format!("proxy_read_timeout {READ_TIMEOUT_SECS}s;"),
                 ),
             ],
         );
+        let instances = rewritten(
+            NGINX_UPSTREAM,
+            &[("rummy:3044", format!("127.0.0.1:{upstream}"))],
+        );
         let path = |name: &str| dir.path().join(name).display().to_string();
         std::fs::write(path("rummy.conf"), site).unwrap();
+        std::fs::write(path("upstream.conf"), instances).unwrap();
         let temp_paths: String = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"]
             .iter()
             .map(|kind| format!("    {kind}_temp_path {};\n", path(kind)))
             .collect();
         let main = format!(
-            "events {{}}\nhttp {{\n    access_log {};\n{temp_paths}    include {};\n}}\n",
+            "events {{}}\nhttp {{\n    access_log {};\n{temp_paths}    include {};\n    include {};\n}}\n",
             path("access.log"),
+            path("upstream.conf"),
             path("rummy.conf"),
         );
         std::fs::write(path("nginx.conf"), main).unwrap();
@@ -175,7 +182,7 @@ impl Nginx {
             .unwrap();
         assert!(
             checked.status.success(),
-            "nginx -t refuses docker/nginx.conf: {}",
+            "nginx -t refuses docker/nginx.conf with its upstream: {}",
             String::from_utf8_lossy(&checked.stderr)
         );
         let child = Command::new(&binary)
@@ -224,7 +231,7 @@ fn rewritten(text: &str, replacements: &[(&str, String)]) -> String {
     replacements
         .iter()
         .fold(text.to_string(), |text, (from, to)| {
-            assert!(text.contains(from), "docker/nginx.conf has no `{from}`");
+            assert!(text.contains(from), "the shipped file has no `{from}`");
             text.replace(from, to)
         })
 }

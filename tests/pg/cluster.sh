@@ -6,6 +6,9 @@
 #                          (as root), initdb's a cluster in DIR/data, starts it on a free
 #                          loopback port and prints its URL (user `rummy`, database
 #                          `postgres`; the tests create a database per test through it)
+#   cluster.sh start DIR durable
+#                          the same with PostgreSQL's own durability settings (fsync,
+#                          synchronous commits): for benchmarks; the tests skip them
 #   cluster.sh stop DIR    stops that cluster (DIR itself is the caller's to remove)
 #
 # PostgreSQL refuses to run as root: as root the cluster belongs to the `postgres` user
@@ -14,6 +17,7 @@ set -euo pipefail
 
 command=${1:-}
 dir=${2:-}
+durability=${3:-}
 if [ -z "$command" ] || [ -z "$dir" ]; then
   echo "usage: $0 start|stop DIR" >&2
   exit 2
@@ -70,10 +74,12 @@ case "$command" in
     as_cluster_user "$bindir/initdb" -D "$dir/data" -U rummy --auth=trust --encoding=UTF8 \
       --locale=C >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
     port=$(free_port)
+    # Throwaway data: nothing waits for the disk, unless asked to.
+    fast="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    [ "$durability" = durable ] && fast=""
     # Sockets in DIR, not /var/run/postgresql: nothing outside DIR is needed or touched.
     as_cluster_user "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-      -o "-h 127.0.0.1 -p $port -k $dir -c max_connections=400 -c fsync=off \
-          -c synchronous_commit=off -c full_page_writes=off" >&2 \
+      -o "-h 127.0.0.1 -p $port -k $dir -c max_connections=400 $fast" >&2 \
       || { cat "$dir/server.log" >&2; exit 1; }
     echo "postgres://rummy@127.0.0.1:$port/postgres"
     ;;

@@ -1,7 +1,7 @@
 //! `rummy-load`: a load generator for a running rummy server, and a fake LLM to drive it.
 //!
 //! `rummy-load --url ws://127.0.0.1:3044/ --connections 50 --seconds 20` opens N WebSocket
-//! clients; each binds a project, starts a run and repeats a mix of requests until the time
+//! clients (spread over the `--url`s when there are several); each binds a project, starts a run and repeats a mix of requests until the time
 //! (or `--requests`) is used up; `--asks K` adds K clients running `ask` loops back to back.
 //! The report gives requests per second, latency percentiles per operation, errors by code
 //! and connection failures. `rummy-load fake-llm --port P` serves an OpenAI-compatible
@@ -53,9 +53,10 @@ enum Command {
 /// The server under load.
 #[derive(Args, Clone)]
 struct Target {
-    /// The server's WebSocket URL.
-    #[arg(long, default_value = "ws://127.0.0.1:3044/")]
-    url: String,
+    /// The server's WebSocket URL. Given several times (instances of one server on one
+    /// store), the clients go to each in turn; setup goes to the first.
+    #[arg(long = "url", default_value = "ws://127.0.0.1:3044/", num_args = 1)]
+    urls: Vec<String>,
     /// Bearer token presented on connect.
     #[arg(long, env = "RUMMY_AUTH_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -65,10 +66,10 @@ struct Target {
 }
 
 impl Target {
-    /// Refuses `url` (and any other URL the run talks to) when it is not loopback, unless
-    /// `--allow-remote` says otherwise.
+    /// Refuses the URLs (and any other URL the run talks to) when one is not loopback,
+    /// unless `--allow-remote` says otherwise.
     fn check(&self, others: Option<&String>) -> anyhow::Result<()> {
-        for url in std::iter::once(&self.url).chain(others) {
+        for url in self.urls.iter().chain(others) {
             if !self.allow_remote && !is_loopback_url(url) {
                 bail!("{url} is not a loopback address; pass --allow-remote to load it anyway");
             }
@@ -172,8 +173,10 @@ fn main() -> anyhow::Result<()> {
         }
         Some(Command::Idle(args)) => {
             args.target.check(None)?;
+            let [url] = <[String; 1]>::try_from(args.target.urls)
+                .map_err(|_| anyhow::anyhow!("idle loads one server: give one --url"))?;
             let plan = idle::IdlePlan {
-                url: args.target.url,
+                url,
                 token: args.target.token,
                 clients: args.clients as usize,
                 settle: Duration::from_secs(args.settle_secs),
@@ -198,7 +201,7 @@ fn load(args: LoadArgs) -> anyhow::Result<()> {
     let completions_before = actix_web::rt::System::new().block_on(prepare_llm(&args, timeout))?;
     let started = Instant::now();
     let plan = Plan {
-        url: args.target.url.clone(),
+        urls: args.target.urls.clone(),
         token: args.target.token.clone(),
         deadline: started + Duration::from_secs(args.seconds),
         max_requests: args.requests,
@@ -239,9 +242,10 @@ async fn prepare_llm(args: &LoadArgs, timeout: Duration) -> anyhow::Result<Optio
     };
     let model = llm::served_model(llm_url, timeout).await?;
     let target = &args.target;
-    let mut client = RpcClient::connect(&target.url, target.token.as_deref(), timeout)
+    let url = &target.urls[0];
+    let mut client = RpcClient::connect(url, target.token.as_deref(), timeout)
         .await
-        .with_context(|| format!("connecting to {}", target.url))?;
+        .with_context(|| format!("connecting to {url}"))?;
     llm::register(&mut client, &args.model, &model, timeout).await?;
     client.close(timeout).await;
     Ok(llm::completions_served(llm_url, timeout).await)
@@ -326,6 +330,20 @@ mod tests {
         assert_eq!(
             (cli.load.connections, cli.load.asks, cli.load.seconds),
             (200, 10, 20)
+        );
+        assert_eq!(cli.load.target.urls, ["ws://127.0.0.1:3044/"]);
+        let cli = Cli::try_parse_from([
+            "rummy-load",
+            "--url",
+            "ws://127.0.0.1:1/",
+            "--url",
+            "ws://127.0.0.1:2/",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.load.target.urls,
+            ["ws://127.0.0.1:1/", "ws://127.0.0.1:2/"],
+            "every --url, without the default"
         );
         assert!(Cli::try_parse_from(["rummy-load", "--seconds", "0"]).is_err());
         assert!(Cli::try_parse_from(["rummy-load", "--connections", "20000"]).is_err());

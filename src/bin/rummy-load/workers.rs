@@ -15,8 +15,8 @@ const CLOSE_WAIT: Duration = Duration::from_secs(1);
 /// Where and how long every worker works.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// `ws://host:port/`.
-    pub url: String,
+    /// `ws://host:port/` of each instance; never empty.
+    pub urls: Vec<String>,
     /// Bearer token, if the server wants one.
     pub token: Option<String>,
     /// No request starts after this instant.
@@ -36,6 +36,11 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The URL worker `index` connects to: each instance in turn.
+    fn url(&self, index: usize) -> &str {
+        &self.urls[index % self.urls.len()]
+    }
+
     fn more(&self, sent: u64) -> bool {
         Instant::now() < self.deadline && self.max_requests.is_none_or(|max| sent < max)
     }
@@ -48,22 +53,20 @@ struct Session {
 }
 
 impl Session {
-    /// Opens the connection and binds it to `project`; when either fails, what was counted.
-    async fn open(plan: &Plan, project: &str) -> Result<Session, Tally> {
+    /// Opens worker `index`'s connection and binds it to `project`; when either fails,
+    /// what was counted.
+    async fn open(plan: &Plan, index: usize, project: &str) -> Result<Session, Tally> {
         let mut tally = Tally::default();
-        let client = match RpcClient::connect(
-            &plan.url,
-            plan.token.as_deref(),
-            plan.request_timeout,
-        )
-        .await
-        {
-            Ok(client) => client,
-            Err(error) => {
-                tally.connect_failed(&error.0);
-                return Err(tally);
-            }
-        };
+        let client =
+            match RpcClient::connect(plan.url(index), plan.token.as_deref(), plan.request_timeout)
+                .await
+            {
+                Ok(client) => client,
+                Err(error) => {
+                    tally.connect_failed(&error.0);
+                    return Err(tally);
+                }
+            };
         let mut session = Session { client, tally };
         let root = format!("/tmp/rummy-load/{project}");
         let init = session
@@ -143,7 +146,7 @@ impl Session {
 /// Load connection number `index`: init, startRun, then the mix until the plan ends.
 pub async fn load_connection(plan: Plan, index: usize) -> Tally {
     let project = format!("rummy-load-{}", index % plan.projects.max(1));
-    let mut session = match Session::open(&plan, &project).await {
+    let mut session = match Session::open(&plan, index, &project).await {
         Ok(session) => session,
         Err(tally) => return tally,
     };
@@ -174,7 +177,7 @@ pub async fn load_connection(plan: Plan, index: usize) -> Tally {
 /// other until the plan ends.
 pub async fn asker(plan: Plan, index: usize) -> Tally {
     let project = format!("rummy-load-ask-{index}");
-    let mut session = match Session::open(&plan, &project).await {
+    let mut session = match Session::open(&plan, index, &project).await {
         Ok(session) => session,
         Err(tally) => return tally,
     };

@@ -47,20 +47,30 @@ pub fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<LoopRow, D
 }
 
 /// Claims the run's next pending loop (highest priority, then oldest) and marks it running,
-/// in one statement. `None` when nothing is pending or a loop of the run is already running.
-pub fn claim_next_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
+/// in one statement, among those `instance` may run: its own and those no instance waits
+/// for (`loop_waiters`). `None` when nothing is pending for it or a loop of the run is
+/// already running. The caller holds the run's lease (`instances::claim_loop`).
+pub fn claim_next_loop(
+    conn: &mut Conn,
+    run_id: RunId,
+    instance: &str,
+) -> Result<Option<LoopRow>, DbError> {
     Ok(statement(
         "UPDATE loops SET status = 102
          WHERE id = (
-             SELECT id FROM loops
-             WHERE run_id = ? AND status = 100
+             SELECT pending.id FROM loops AS pending
+             WHERE pending.run_id = ? AND pending.status = 100
                AND NOT EXISTS (SELECT 1 FROM loops WHERE run_id = ? AND status = 102)
-             ORDER BY priority DESC, id
+               AND NOT EXISTS (
+                   SELECT 1 FROM loop_waiters
+                   WHERE loop_waiters.loop_id = pending.id AND loop_waiters.instance_id <> ?)
+             ORDER BY pending.priority DESC, pending.id
              LIMIT 1)
          RETURNING *",
     )
     .bind::<BigInt, _>(run_id)
     .bind::<BigInt, _>(run_id)
+    .bind::<Text, _>(instance.to_owned())
     .get_result::<LoopRow>(conn)
     .optional()?)
 }
@@ -209,10 +219,12 @@ mod tests {
         assert_eq!(first.config_json().unwrap(), json!({"noRepo": true}));
         assert_eq!(first.requested_by.as_deref(), Some("alice"));
 
-        let claimed = claim_next_loop(&mut db.conn, run.id).unwrap().unwrap();
+        let claimed = claim_next_loop(&mut db.conn, run.id, "here")
+            .unwrap()
+            .unwrap();
         assert_eq!(claimed.id, first.id);
         assert_eq!(claimed.status, RunStatus::Running);
-        assert_eq!(claim_next_loop(&mut db.conn, run.id).unwrap(), None);
+        assert_eq!(claim_next_loop(&mut db.conn, run.id, "here").unwrap(), None);
         assert_eq!(
             active_loop(&mut db.conn, run.id).unwrap().map(|l| l.id),
             Some(first.id)
@@ -226,10 +238,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(done.result.as_deref(), Some(r#"{"ok":1}"#));
-        let next = claim_next_loop(&mut db.conn, run.id).unwrap().unwrap();
+        let next = claim_next_loop(&mut db.conn, run.id, "here")
+            .unwrap()
+            .unwrap();
         assert_eq!(next.id, second.id);
         finish_loop(&mut db.conn, second.id, RunStatus::Failed, None).unwrap();
-        assert_eq!(claim_next_loop(&mut db.conn, run.id).unwrap(), None);
+        assert_eq!(claim_next_loop(&mut db.conn, run.id, "here").unwrap(), None);
         assert_eq!(
             latest_loop(&mut db.conn, run.id).unwrap().map(|l| l.id),
             Some(second.id)
@@ -250,7 +264,9 @@ mod tests {
             .collect();
         assert_eq!(order, [panic.id, retry.id, queued.id]);
         assert_eq!(
-            claim_next_loop(&mut db.conn, run.id).unwrap().map(|l| l.id),
+            claim_next_loop(&mut db.conn, run.id, "here")
+                .unwrap()
+                .map(|l| l.id),
             Some(panic.id)
         );
     }
@@ -265,7 +281,7 @@ mod tests {
             finish_loop(&mut db.conn, first.id, RunStatus::Completed, None),
             Err(DbError::Invalid(_))
         ));
-        claim_next_loop(&mut db.conn, run.id).unwrap();
+        claim_next_loop(&mut db.conn, run.id, "here").unwrap();
         let both_running = diesel::update(loops::table.find(second.id))
             .set(loops::status.eq(RunStatus::Running))
             .execute(&mut db.conn);
@@ -291,7 +307,7 @@ mod tests {
         let first = enqueue(&mut db.conn, run.id, "one", LoopPriority::Normal);
         enqueue(&mut db.conn, run.id, "two", LoopPriority::Normal);
         enqueue(&mut db.conn, run.id, "three", LoopPriority::Normal);
-        claim_next_loop(&mut db.conn, run.id).unwrap();
+        claim_next_loop(&mut db.conn, run.id, "here").unwrap();
         let expected = QueueDepth {
             pending: 2,
             running: 1,

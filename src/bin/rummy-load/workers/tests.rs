@@ -31,7 +31,7 @@ async fn server(home: &Path, extra: &[(&str, &str)]) -> RunningServer {
 
 fn plan(server: &RunningServer, requests: u64) -> Plan {
     Plan {
-        url: format!("ws://{}/", server.addr),
+        urls: vec![format!("ws://{}/", server.addr)],
         token: None,
         deadline: Instant::now() + WAIT,
         max_requests: Some(requests),
@@ -92,7 +92,7 @@ async fn askers_run_loops_on_the_fake_llm_registered_from_its_listing() {
 
     let model = llm::served_model(&llm_url, WAIT).await.unwrap();
     assert_eq!(model.context, 32_768);
-    let mut client = RpcClient::connect(&plan.url, None, WAIT).await.unwrap();
+    let mut client = RpcClient::connect(plan.url(0), None, WAIT).await.unwrap();
     llm::register(&mut client, "loadfake", &model, WAIT)
         .await
         .unwrap();
@@ -152,5 +152,26 @@ async fn an_unknown_model_is_counted_by_its_code() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(tally.operations["startRun"].failures(), 1);
     assert!(!tally.operations.contains_key("ping"));
+    server.stop().await;
+}
+
+#[actix_web::test]
+async fn workers_take_the_urls_in_turn() {
+    let home = tempfile::tempdir().unwrap();
+    let server = server(home.path(), &[("RUMMY_MODEL_fake", "openai/fake")]).await;
+    let mut plan = plan(&server, 1);
+    // A port that was free a moment ago: nothing listens there.
+    let nowhere = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("ws://{}/", listener.local_addr().unwrap())
+    };
+    plan.urls.insert(0, nowhere);
+
+    let on_nowhere = load_connection(plan.clone(), 2).await;
+    assert_eq!(on_nowhere.connect_failures.values().sum::<u64>(), 1);
+    let on_server = load_connection(plan, 3).await;
+    assert!(on_server.connect_failures.is_empty());
+    assert_eq!(on_server.failures(), 0, "{:?}", on_server.errors_by_code());
+    assert_eq!(on_server.requests(), 3, "init, startRun and one of the mix");
     server.stop().await;
 }

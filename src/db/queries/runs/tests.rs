@@ -246,7 +246,7 @@ fn listing_and_restart_recovery() {
     );
 
     sample_loop(conn, first.id, "go");
-    loops::claim_next_loop(conn, first.id).unwrap();
+    loops::claim_next_loop(conn, first.id, "here").unwrap();
     set_run_status(conn, first.id, RunStatus::Running).unwrap();
     let finished = create(conn, first.project_id, 3_000);
     set_run_status(conn, finished.id, RunStatus::Running).unwrap();

@@ -1,0 +1,3 @@
+DROP TABLE loop_waiters;
+DROP TABLE run_leases;
+DROP TABLE instances;

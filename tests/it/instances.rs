@@ -1,0 +1,319 @@
+//! Two `rummy serve` processes on one PostgreSQL database, as a team runs them behind a
+//! proxy: a run's loops run on one instance at a time, a second instance's start leaves the
+//! first one's runs alone, aliases stay unique when both create runs at once, a killed
+//! instance's runs end 499 with their loops pending once its lease expires, and a stopping
+//! one hands its runs over at once. Skipped (loudly) without `RUMMY_TEST_DATABASE_URL`: a
+//! SQLite file is one instance's. How any server stops (not ready, its running loop
+//! finished, the rest left pending) is pinned on both backends.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use serde_json::{json, Value};
+
+use crate::process::ServerProcess;
+use crate::support::{project_root, user_message, Client, TestApp};
+use rummy::db::queries::{loops, runs};
+use rummy::db::testing::ScratchDatabase;
+use rummy::db::{open_connection, ConnectionSetup};
+use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted};
+
+/// Seconds a lease outlives its instance's last heartbeat in these tests.
+const LEASE_TTL_SECS: &str = "3";
+
+/// How long a test waits for something another instance does (a lease to expire, a loop
+/// to be claimed); generous, as it is no measure of speed.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The scratch database, or `None` after saying loudly that the test does not run.
+fn database(test: &str) -> Option<ScratchDatabase> {
+    let database = ScratchDatabase::from_environment();
+    if database.is_none() {
+        eprintln!(
+            "SKIPPED instances::{test}: several instances need PostgreSQL \
+             (set RUMMY_TEST_DATABASE_URL, as tests/run.sh does in its PostgreSQL pass)"
+        );
+    }
+    database
+}
+
+/// An instance on `database`, home `home`, model `fake` the scripted LLM.
+async fn instance(home: &Path, llm: &FakeLlm, database: &ScratchDatabase) -> ServerProcess {
+    ServerProcess::start_with(
+        home,
+        llm,
+        &[
+            ("RUMMY_DATABASE_URL", database.url()),
+            ("RUMMY_LEASE_TTL_SECS", LEASE_TTL_SECS),
+        ],
+    )
+    .await
+}
+
+/// A client of `server` bound to the project `name` rooted at `root`.
+async fn client_in(server: &ServerProcess, name: &str, root: &Path) -> Client {
+    let mut client = server.client().await;
+    client.init(name, root).await;
+    client
+}
+
+async fn status_of(client: &mut Client, run: &str) -> Value {
+    client.ok("getRun", json!({"run": run})).await["status"].clone()
+}
+
+/// Waits until `run`'s status is `status`, as `client` reads it.
+async fn wait_for_status(client: &mut Client, run: &str, status: i64) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while status_of(client, run).await != json!(status) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "run {run} never reached {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Starts an `ask` on `client` whose LLM call hangs; returns the run once the call is made.
+async fn hanging_ask(client: &mut Client, llm: &FakeLlm) -> String {
+    client
+        .send("ask", json!({"model": "fake", "prompt": "first prompt"}))
+        .await;
+    let progress = client.notification("run/progress").await;
+    llm.wait_for_requests(1).await;
+    progress["params"]["run"].as_str().unwrap().to_string()
+}
+
+#[actix_web::test]
+async fn a_killed_instance_s_runs_end_499_when_its_lease_expires_and_another_continues_them() {
+    let Some(database) = database("failover_after_kill_9") else {
+        return;
+    };
+    let llm = FakeLlm::builder([
+        Step::Hang,
+        Step::reply("<summarize>first, resumed</summarize>"),
+        Step::reply("<summarize>second</summarize>"),
+    ])
+    .when_exhausted(WhenExhausted::Error(500))
+    .start();
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let doomed = instance(home.path(), &llm, &database).await;
+    let mut first = client_in(&doomed, "failover", &root).await;
+    let run = hanging_ask(&mut first, &llm).await;
+
+    let survivor = instance(home.path(), &llm, &database).await;
+    let mut second = client_in(&survivor, "failover", &root).await;
+    assert_eq!(
+        status_of(&mut second, &run).await,
+        json!(102),
+        "a starting instance leaves a live one's runs alone"
+    );
+    let exit = doomed.stop_with("-9");
+    assert!(!exit.success());
+
+    wait_for_status(&mut second, &run, 499).await;
+    assert_eq!(llm.requests().len(), 1, "nothing ran before a client asked");
+    let outcome = second
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "second prompt", "run": run}),
+        )
+        .await;
+    assert_eq!(outcome, json!({"run": run, "status": 200}));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(user_message(&requests[1]).contains("first prompt"));
+    assert!(user_message(&requests[2]).contains("second prompt"));
+}
+
+#[actix_web::test]
+async fn a_stopping_instance_hands_its_run_to_the_instance_whose_client_waits() {
+    let Some(database) = database("sigterm_hands_over") else {
+        return;
+    };
+    let llm = FakeLlm::builder([
+        Step::Hang,
+        Step::reply("<summarize>first, resumed</summarize>"),
+        Step::reply("<summarize>second</summarize>"),
+    ])
+    .when_exhausted(WhenExhausted::Error(500))
+    .start();
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let stopping = instance(home.path(), &llm, &database).await;
+    let staying = instance(home.path(), &llm, &database).await;
+    let mut first = client_in(&stopping, "handover", &root).await;
+    let run = hanging_ask(&mut first, &llm).await;
+
+    let mut second = client_in(&staying, "handover", &root).await;
+    let waiting = second
+        .send(
+            "ask",
+            json!({"model": "fake", "prompt": "second prompt", "run": run}),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        llm.requests().len(),
+        1,
+        "the other instance's loop waits while the run is driven elsewhere"
+    );
+
+    let exit = stopping.stop_with("-TERM");
+    assert!(exit.success(), "{exit:?}");
+    let outcome = second.reply(&waiting).await;
+    assert_eq!(
+        outcome["result"],
+        json!({"run": run, "status": 200}),
+        "{outcome}"
+    );
+    let requests = llm.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "the cut-short loop ran again, then the waiting one"
+    );
+    assert!(user_message(&requests[1]).contains("first prompt"));
+    assert!(user_message(&requests[2]).contains("second prompt"));
+}
+
+#[actix_web::test]
+async fn run_aliases_stay_unique_when_two_instances_create_fifty_runs_at_once() {
+    let Some(database) = database("alias_uniqueness") else {
+        return;
+    };
+    let llm = FakeLlm::builder([])
+        .when_exhausted(WhenExhausted::Error(500))
+        .start();
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let servers = [
+        instance(home.path(), &llm, &database).await,
+        instance(home.path(), &llm, &database).await,
+    ];
+    let mut clients = Vec::new();
+    for index in 0..50 {
+        clients.push(client_in(&servers[index % 2], "aliases", &root).await);
+    }
+    let aliases = join_all(
+        clients
+            .iter_mut()
+            .map(|client| async move { client.start_run("fake").await }),
+    )
+    .await;
+    let distinct: HashSet<&String> = aliases.iter().collect();
+    assert_eq!(distinct.len(), 50, "{aliases:?}");
+}
+
+#[actix_web::test]
+async fn a_stopping_server_is_not_ready_finishes_its_running_loop_and_leaves_the_rest_pending() {
+    let llm = FakeLlm::builder([Step::delayed(
+        Duration::from_secs(2),
+        Reply::new("<summarize>finished while stopping</summarize>"),
+    )])
+    .when_exhausted(WhenExhausted::Error(500))
+    .start();
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let store = app.store();
+    let readyz = format!("http://{}/readyz", app.addr());
+    let (mut client, _root) = app.client_in_project("stopping").await;
+    client
+        .send("ask", json!({"model": "fake", "prompt": "first prompt"}))
+        .await;
+    let progress = client.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    llm.wait_for_requests(1).await;
+    let mut other = app.client().await;
+    other.init("stopping", &app.project_root("stopping")).await;
+    other
+        .send(
+            "ask",
+            json!({"model": "fake", "prompt": "never started", "run": run}),
+        )
+        .await;
+
+    let TestApp {
+        server,
+        home,
+        database,
+        ..
+    } = app;
+    let stopping = actix_web::rt::spawn(server.stop());
+    let http = awc::Client::new();
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let status = http.get(&readyz).send().await.unwrap().status().as_u16();
+        if status == 503 {
+            break;
+        }
+        assert_eq!(status, 200);
+        assert!(tokio::time::Instant::now() < deadline, "never unready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stopping.await.unwrap();
+
+    assert_eq!(llm.requests().len(), 1, "the queued loop never started");
+    let mut conn = open_connection(&store, ConnectionSetup::default()).unwrap();
+    let stored = runs::find_run(&mut conn, &run).unwrap().unwrap();
+    assert_eq!(
+        stored.status.code(),
+        200,
+        "the running loop finished, not cut short"
+    );
+    assert_eq!(loops::pending_loops(&mut conn, stored.id).unwrap().len(), 1);
+    drop((home, database));
+}
+
+/// `client`'s notifications up to the `run/state` that ends the loop, in arrival order.
+async fn notifications_until_the_state(client: &mut Client) -> Vec<Value> {
+    let mut received = Vec::new();
+    loop {
+        let notification = tokio::time::timeout(DEADLINE, client.next_notification())
+            .await
+            .expect("no run/state arrived");
+        let done = notification["method"] == "run/state" && notification["params"]["status"] != 102;
+        received.push(notification);
+        if done {
+            return received;
+        }
+    }
+}
+
+#[actix_web::test]
+async fn a_client_of_one_instance_gets_the_notifications_of_a_run_executing_on_another() {
+    let Some(database) = database("cross_instance_notifications") else {
+        return;
+    };
+    let command = format!("echo {}", "x".repeat(20_000));
+    let llm = FakeLlm::builder([Step::reply(format!(
+        "<sh>{command}</sh><update>running it</update>"
+    ))])
+    .when_exhausted(WhenExhausted::Error(500))
+    .start();
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let watched = instance(home.path(), &llm, &database).await;
+    let executing = instance(home.path(), &llm, &database).await;
+    let mut watcher = client_in(&watched, "relay", &root).await;
+    let mut driver = client_in(&executing, "relay", &root).await;
+
+    let result = driver
+        .ok("act", json!({"model": "fake", "prompt": "Run it"}))
+        .await;
+    assert_eq!(result["status"], json!(202), "{result}");
+    let sent = notifications_until_the_state(&mut driver).await;
+    let relayed = notifications_until_the_state(&mut watcher).await;
+    assert_eq!(relayed, sent, "the same frames, seq and order");
+    let methods: Vec<&str> = sent
+        .iter()
+        .map(|frame| frame["method"].as_str().unwrap())
+        .collect();
+    assert!(methods.contains(&"run/progress"), "{methods:?}");
+    assert!(methods.contains(&"run/proposal"), "{methods:?}");
+    assert!(
+        sent.iter().any(|frame| frame.to_string().len() > 8000),
+        "a frame past NOTIFY's payload limit crossed"
+    );
+}
