@@ -5,10 +5,13 @@
 //! project memory, which a new run recalls and a contradicting decision replaces (the old
 //! one kept in the history), and moves the run's narrative to the history; a malformed or failed answer keeps the notes and the loop
 //! completes; a panic refreshes them before it compresses; with memory off no sidecar
-//! request reaches the model.
+//! request reaches the model; a stopping server writes the notes of the loop end it is
+//! reflecting on before it gives the run up.
 
 use std::time::Duration;
 
+use rummy::db::queries::{entries, runs};
+use rummy::db::{open_connection, ConnectionSetup};
 use rummy::llm::fake::{FakeLlm, Reply, Step};
 use serde_json::{json, Value};
 
@@ -469,4 +472,36 @@ async fn a_client_replaces_or_erases_the_notes_and_the_next_turn_reads_them() {
         .await;
     assert_eq!(code, -32602);
     assert!(message.contains("memory is off"), "{message}");
+}
+
+#[actix_web::test]
+async fn a_stopping_server_waits_for_the_notes_of_the_loop_end_it_was_reflecting_on() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>Done.</summarize>"),
+        Step::delayed(
+            Duration::from_secs(1),
+            Reply::new("{\"title\": \"Kept at the stop\"}"),
+        ),
+    ]);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let store = app.store();
+    let (mut client, _) = app.client_in_project("stop").await;
+    let run = ask(&mut client, "Hello.").await;
+    llm.wait_for_requests(2).await;
+
+    let TestApp {
+        server,
+        home,
+        database,
+        ..
+    } = app;
+    server.stop().await;
+
+    let mut conn = open_connection(&store, ConnectionSetup::default()).unwrap();
+    let id = runs::find_run(&mut conn, &run).unwrap().unwrap().id;
+    let notes = entries::get_entry(&mut conn, id, "memory://session")
+        .unwrap()
+        .expect("the loop end's notes were written before the stop gave the run up");
+    assert!(notes.attributes.contains("Kept at the stop"), "{notes:?}");
+    drop((home, database));
 }
