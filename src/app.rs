@@ -57,7 +57,8 @@ pub struct RunningServer {
 
 impl RunningServer {
     /// Hands over and stops: claims no more loops (and `/readyz` answers 503), lets the
-    /// loops running finish within the shutdown grace while their clients stay connected,
+    /// loops running finish, and their ends' reflections (session notes), within the
+    /// shutdown grace while their clients stay connected,
     /// gives back this instance's leases (a loop cut short ends its run 499, pending, as
     /// after a crash; loops not started stay pending, for any instance), then stops
     /// accepting, closes every connection with 1001, lets in-flight writes finish and empties

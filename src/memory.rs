@@ -13,8 +13,8 @@
 //! - `notes.rs`, `session.rs`: a run's session notes (`memory://session`), kept by a
 //!   sidecar call of the run's model after meaningful work, before a panic compresses the
 //!   context and at a loop's end; `consolidate.rs`: the notes' lasting facts promoted to
-//!   project memory when a loop ends; `session_method.rs`: `memory/session`, the notes for
-//!   clients.
+//!   project memory when a loop ends; `session_method.rs`: `memory/session` and
+//!   `memory/session/set`, the notes for clients to read and to write or erase.
 //!
 //! A project whose memory is switched off recalls nothing, writes nothing and keeps no notes.
 
@@ -73,6 +73,10 @@ impl Plugin for Memory {
                 tokens,
             });
             registrar.preparation(session::NotesOffWithMemory);
+            registrar.method(session_method::SessionSet {
+                budget: i64::from(self.settings.session_tokens),
+                tokens,
+            });
         }
         registrar.section(Chain::User, section::MemorySection);
         registrar.tool(remember::Remember);

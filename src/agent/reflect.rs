@@ -1,6 +1,8 @@
 //! A loop's reflections (`plugins::reflection`): what the loop tells the plugins that work
 //! on a run after its turns, and when. Nothing is built when no plugin reflects.
 
+use tracing::Instrument;
+
 use crate::agent::AgentContext;
 use crate::db::enums::LoopMode;
 use crate::db::ids::ProjectId;
@@ -9,7 +11,7 @@ use crate::llm::CancellationToken;
 use crate::plugins::reflection::{Moment, Reflecting, ReflectionServices};
 
 /// One loop's reflections, once its model is known.
-pub(super) struct Reflector {
+pub struct Reflector {
     services: ReflectionServices,
     at: Reflecting,
 }
@@ -53,5 +55,15 @@ impl Reflector {
     pub async fn reflect(&mut self, agent: &AgentContext, moment: Moment) {
         self.at.moment = moment;
         agent.plugins.reflect(&self.services, &self.at).await;
+    }
+
+    /// Runs the reflections of the loop's end, after its outcome was stored and handed
+    /// over (the run's next loop waits for them: see `run_actor`).
+    pub async fn loop_ended(mut self, agent: &AgentContext) {
+        let span =
+            tracing::info_span!("loop end", run.id = %self.at.run, loop.id = %self.at.loop_id);
+        self.reflect(agent, Moment::LoopEnded)
+            .instrument(span)
+            .await;
     }
 }

@@ -4,7 +4,8 @@
 //! and an idle actor leaves only when every loop sent to it has been handled (counted under
 //! the registry lock), so a loop is never sent to an actor that is stopping. The registry
 //! also knows this [`Instance`] (whose lease a run's actor holds while it drives the run)
-//! and whether the server is stopping (then no actor claims another loop).
+//! and whether the server is stopping (then no actor claims another loop), and how many
+//! loop ends are still being reflected on, which a stop waits for as for running loops.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use actix::{Actor, Addr};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::instance::Instance;
@@ -36,6 +37,21 @@ pub struct RunRegistry {
     entries: Arc<Mutex<HashMap<RunId, Entry>>>,
     instance: Instance,
     stopping: Arc<AtomicBool>,
+    /// How many loop ends are being reflected on now (see [`LoopEndHeld`]).
+    loop_ends: Arc<watch::Sender<usize>>,
+}
+
+/// Held while a loop's end is reflected on (after its outcome is stored, before the run's
+/// next claim): a stop waits until none is held, so the reflections' writes are not lost
+/// to the hand-over. Dropping it lets go.
+pub struct LoopEndHeld {
+    loop_ends: Arc<watch::Sender<usize>>,
+}
+
+impl Drop for LoopEndHeld {
+    fn drop(&mut self) {
+        self.loop_ends.send_modify(|held| *held -= 1);
+    }
 }
 
 impl RunRegistry {
@@ -45,6 +61,7 @@ impl RunRegistry {
             entries: Arc::default(),
             instance,
             stopping: Arc::default(),
+            loop_ends: Arc::new(watch::channel(0).0),
         }
     }
 
@@ -62,6 +79,14 @@ impl RunRegistry {
     /// Whether [`stop_claiming`](Self::stop_claiming) was called.
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Marks a loop's end as being reflected on until the returned value is dropped.
+    pub fn hold_loop_end(&self) -> LoopEndHeld {
+        self.loop_ends.send_modify(|held| *held += 1);
+        LoopEndHeld {
+            loop_ends: Arc::clone(&self.loop_ends),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<RunId, Entry>> {
@@ -169,18 +194,23 @@ impl RunRegistry {
         }
     }
 
-    /// Waits until no loop is executing, or `grace` has passed; true when none is. Only
-    /// after [`stop_claiming`](Self::stop_claiming), or new loops may keep it waiting.
+    /// Waits until no loop is executing and no loop's end is reflected on, or `grace` has
+    /// passed; true when none is. Only after [`stop_claiming`](Self::stop_claiming), or new
+    /// loops may keep it waiting.
     pub async fn settle(&self, grace: Duration) -> bool {
         let settled = async {
+            let mut loop_ends = self.loop_ends.subscribe();
             loop {
                 let running = self.all_current();
-                if running.is_empty() {
-                    return;
-                }
                 for mut current in running {
                     // An error means the drain is gone, and with it the loop.
                     let _ = current.stored.wait_for(|stored| *stored).await;
+                }
+                // A drain holds its loop's end before it marks the loop stored, so a loop
+                // that was running is either still running or held here.
+                let _ = loop_ends.wait_for(|held| *held == 0).await;
+                if self.all_current().is_empty() {
+                    return;
                 }
             }
         };

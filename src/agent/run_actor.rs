@@ -3,7 +3,10 @@
 //! arrives as an [`Enqueue`] (through [`RunRegistry::enqueue`]), which
 //! appends it to the `loops` table, the queue's durable backing, and wakes the drain. The
 //! drain claims the pending loops one at a time (highest priority, then oldest) and executes
-//! them, so two connections never execute one run at once; the only other writer of the
+//! them, so two connections never execute one run at once (a loop's end is reflected on —
+//! memory's session notes — after its outcome reaches its waiters and before the next loop
+//! is claimed, and a stopping server waits for it as for a running loop); the only other
+//! writer of the
 //! queue is the drain itself, queueing a panic's recovery loops in the unit of work that
 //! decides them. Loops left running by a stop or a crash go back to pending at start
 //! (`runs::recover_after_restart`) and are claimed first the next time a client drives the
@@ -256,7 +259,8 @@ async fn drain(
             }),
         );
         let loop_id = lp.id;
-        let outcome = execute_loop(&agent, lp, cancel).await;
+        let (outcome, reflector) = execute_loop(&agent, lp, cancel).await;
+        let loop_end = reflector.map(|reflector| (reflector, agent.runs.hold_loop_end()));
         set_current(&current, None);
         stored.send_replace(true);
         match outcome {
@@ -277,6 +281,12 @@ async fn drain(
                 me.do_send(LoopEnded { loop_id, outcome });
             }
             outcome => me.do_send(LoopEnded { loop_id, outcome }),
+        }
+        // After the outcome went to its waiters, before the next loop is claimed: the reply
+        // does not wait for the loop end's reflections, the next loop sees what they wrote,
+        // and a stopping server waits for them (held) before it gives the run's lease back.
+        if let Some((reflector, _held)) = loop_end {
+            reflector.loop_ended(&agent).await;
         }
     }
 }

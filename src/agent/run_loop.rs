@@ -33,18 +33,21 @@ use crate::plugins::reflection::Moment;
 
 /// Runs one claimed loop to its end and sets the run's status accordingly. A loop cancelled
 /// by `run/abort` ends 499 whatever it was doing, and the recovery loops it queued for an
-/// overflow are dropped with it.
+/// overflow are dropped with it. Besides the outcome, the reflector the loop's end is still
+/// to be reflected with (`None` for a panic, an aborted loop, or when no plugin reflects):
+/// the caller hands the outcome over first, then awaits [`Reflector::loop_ended`] before
+/// the run's next loop, so whoever waits for the loop does not wait for its reflections.
 pub async fn execute_loop(
     agent: &AgentContext,
     lp: LoopRow,
     cancel: CancellationToken,
-) -> LoopOutcome {
+) -> (LoopOutcome, Option<Reflector>) {
     let span =
         tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
     let run_id = lp.run_id;
     let mut reflector = None;
     let result = run_turns(agent, &lp, &cancel, &mut reflector)
-        .instrument(span.clone())
+        .instrument(span)
         .await;
     let outcome = match result {
         Ok(outcome) => outcome,
@@ -55,23 +58,17 @@ pub async fn execute_loop(
             LoopOutcome::Ended(RunStatus::Failed)
         }
     };
-    let panicked = matches!(outcome, LoopOutcome::Panicked { .. });
-    if let Some(reflector) = reflector
-        .as_mut()
-        .filter(|_| !panicked && !cancel.is_cancelled())
-    {
-        reflector
-            .reflect(agent, Moment::LoopEnded)
-            .instrument(span)
-            .await;
-    }
     let outcome = store_outcome(agent, &lp, outcome, &cancel).await;
     agent.plugins.emit(Event::LoopEnded {
         run: run_id,
         loop_id: lp.id,
         status: outcome.status(),
     });
-    outcome
+    let reflects = !matches!(
+        outcome,
+        LoopOutcome::Panicked { .. } | LoopOutcome::Ended(RunStatus::Aborted)
+    );
+    (outcome, reflector.filter(|_| reflects))
 }
 
 /// Stores the run's status and the loop's record for `outcome`, deciding in the same unit of

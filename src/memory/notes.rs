@@ -73,6 +73,15 @@ impl SessionNotes {
         Ok(notes)
     }
 
+    /// Notes a client wrote: `value` decoded and checked against the same bounds as an
+    /// answer.
+    pub fn from_value(value: serde_json::Value) -> Result<SessionNotes, NotesError> {
+        let notes: SessionNotes =
+            serde_json::from_value(value).map_err(|error| NotesError::Shape(error.to_string()))?;
+        notes.check()?;
+        Ok(notes)
+    }
+
     fn check(&self) -> Result<(), NotesError> {
         if self.title.trim().is_empty() {
             return Err(NotesError::Untitled);

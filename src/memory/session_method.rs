@@ -1,12 +1,20 @@
 //! `memory/session`: a run's session notes, for clients (the same notes `run/state` carries
-//! in `session`).
+//! in `session`); `memory/session/set`: a client's notes in their place (checked against
+//! the bounds the sidecar's are, rendered the same way), or none.
 
 use std::future::Future;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 use crate::access::Role;
-use crate::db::queries::runs;
+use crate::context::TokenMath;
+use crate::db::enums::Fidelity;
+use crate::db::ids::ProjectId;
+use crate::db::models::entry::{EntryUpsertForm, Selector};
+use crate::db::models::run::RunRow;
+use crate::db::queries::{entries, memory, runs, turns};
+use crate::db::{Conn, DbError};
 use crate::plugins::method::{MethodCall, MethodError, TypedMethod};
 
 use super::methods::project;
@@ -65,26 +73,147 @@ impl TypedMethod for SessionMethod {
             let found = call
                 .db
                 .read(move |conn| {
-                    let Some(run) =
-                        runs::find_run(conn, &alias)?.filter(|run| run.project_id == project)
-                    else {
+                    let Some(run) = project_run(conn, project, &alias)? else {
                         return Ok(Err(alias));
                     };
-                    let stored = stored_notes(conn, run.id)?;
-                    let rendered =
-                        crate::db::queries::entries::get_entry(conn, run.id, SESSION_PATH)?
-                            .map(|row| row.body)
-                            .unwrap_or_default();
-                    Ok(Ok(Session {
-                        run: run.alias,
-                        turn: stored.as_ref().map_or(0, |stored| stored.turn),
-                        notes: stored.map(|stored| stored.notes),
-                        rendered,
-                    }))
+                    session(conn, &run).map(Ok)
                 })
                 .await?;
             found.map_err(|alias| {
                 MethodError::InvalidParams(format!("no run {alias} in this project"))
+            })
+        }
+    }
+}
+
+/// Run `alias` of `project`, if there is one.
+fn project_run(
+    conn: &mut Conn,
+    project: ProjectId,
+    alias: &str,
+) -> Result<Option<RunRow>, DbError> {
+    Ok(runs::find_run(conn, alias)?.filter(|run| run.project_id == project))
+}
+
+/// `run`'s notes as the methods answer them.
+fn session(conn: &mut Conn, run: &RunRow) -> Result<Session, DbError> {
+    let stored = stored_notes(conn, run.id)?;
+    let rendered = entries::get_entry(conn, run.id, SESSION_PATH)?
+        .map(|row| row.body)
+        .unwrap_or_default();
+    Ok(Session {
+        run: run.alias.clone(),
+        turn: stored.as_ref().map_or(0, |stored| stored.turn),
+        notes: stored.map(|stored| stored.notes),
+        rendered,
+    })
+}
+
+/// `memory/session/set` params.
+#[derive(Debug, Deserialize)]
+pub struct SessionSetParams {
+    /// The run's alias.
+    run: String,
+    /// The notes, in the shape `memory/session` answers them; `null` erases them.
+    notes: Value,
+}
+
+/// Why a run's notes were not set.
+enum NotSet {
+    NoRun(String),
+    MemoryOff,
+}
+
+/// `memory/session/set`: a client's notes for a run, rendered within `budget` tokens as the
+/// sidecar's are, and dated at the run's latest turn (so a loop ending with no turn since
+/// keeps them; a later refresh starts from them).
+pub(super) struct SessionSet {
+    pub budget: i64,
+    pub tokens: TokenMath,
+}
+
+impl TypedMethod for SessionSet {
+    type Params = SessionSetParams;
+    type Output = Session;
+
+    fn name(&self) -> &'static str {
+        "memory/session/set"
+    }
+
+    fn description(&self) -> &'static str {
+        "Replaces a run's session notes with yours (the shape memory/session answers, within the same bounds), or erases them (null); answers as memory/session."
+    }
+
+    fn params(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("run", "string — the run's alias"),
+            (
+                "notes",
+                "object|null — {title, currentState?, userIntent?, activeFiles?, decisions?, constraints?, errorsAndCorrections?, nextSteps?, workLog?}; null erases the notes",
+            ),
+        ]
+    }
+
+    fn role(&self) -> Role {
+        Role::Member
+    }
+
+    fn call(
+        &self,
+        call: MethodCall,
+        params: SessionSetParams,
+    ) -> impl Future<Output = Result<Session, MethodError>> + Send + 'static {
+        let (budget, tokens) = (self.budget, self.tokens);
+        let project = project(&call);
+        async move {
+            let project = project?;
+            let notes = match params.notes {
+                Value::Null => None,
+                value => Some(
+                    SessionNotes::from_value(value)
+                        .map_err(|error| MethodError::InvalidParams(format!("notes: {error}")))?,
+                ),
+            };
+            let alias = params.run;
+            let set = call
+                .db
+                .call(move |conn| {
+                    let Some(run) = project_run(conn, project, &alias)? else {
+                        return Ok(Err(NotSet::NoRun(alias)));
+                    };
+                    if !memory::is_enabled(conn, project)? {
+                        return Ok(Err(NotSet::MemoryOff));
+                    }
+                    match notes {
+                        None => {
+                            entries::delete_entries(
+                                conn,
+                                run.id,
+                                &Selector::Path(SESSION_PATH.to_owned()),
+                            )?;
+                        }
+                        Some(notes) => {
+                            let turn =
+                                turns::latest_turn(conn, run.id)?.map_or(0, |turn| turn.sequence);
+                            let body = notes.render(budget, tokens);
+                            let form = EntryUpsertForm {
+                                fidelity: Some(Fidelity::Full),
+                                attributes: Some(json!({ "notes": notes, "turn": turn })),
+                                ..EntryUpsertForm::new(run.id, None, turn, SESSION_PATH, body)
+                            };
+                            entries::write_entry(conn, &form)?;
+                        }
+                    }
+                    session(conn, &run).map(Ok)
+                })
+                .await?;
+            set.map_err(|not_set| match not_set {
+                NotSet::NoRun(alias) => {
+                    MethodError::InvalidParams(format!("no run {alias} in this project"))
+                }
+                NotSet::MemoryOff => MethodError::InvalidParams(
+                    "memory is off for this project (memory/switch turns it on)".to_owned(),
+                ),
             })
         }
     }

@@ -1,8 +1,9 @@
 //! Reflections: a plugin's work on a run after its turns, off the writer and outside the
 //! turn, which may call the run's model (memory's session notes are written by a sidecar
 //! LLM call). The loop awaits each reflection at three moments: after a turn when the loop
-//! goes on, before a panic loop compresses the context, and when a loop ends (before its
-//! outcome is stored, so what a reflection writes is there when the client is answered). A
+//! goes on, before a panic loop compresses the context, and when a loop ends (after its
+//! outcome is stored and sent to the client, before the run's next loop starts, so the
+//! reply never waits for it and the next loop sees what it wrote). A
 //! reflection decides for itself whether the moment needs work; one with nothing to do
 //! must return at once, and one that fails logs and leaves things as they were: a
 //! reflection never fails a loop.
@@ -22,7 +23,8 @@ pub enum Moment {
     TurnEnded { wrote: bool },
     /// The context overflowed and a panic loop is about to compress it.
     BeforePanic,
-    /// The loop ended (completed, proposed or failed; never an aborted one).
+    /// The loop ended (completed, proposed or failed; never an aborted one) and its outcome
+    /// was handed over.
     LoopEnded,
 }
 

@@ -5,9 +5,14 @@
 //! project memory, which a new run recalls and a contradicting decision replaces (the old
 //! one kept in the history), and moves the run's narrative to the history; a malformed or failed answer keeps the notes and the loop
 //! completes; a panic refreshes them before it compresses; with memory off no sidecar
-//! request reaches the model.
+//! request reaches the model; a stopping server writes the notes of the loop end it is
+//! reflecting on before it gives the run up.
 
-use rummy::llm::fake::{FakeLlm, Step};
+use std::time::Duration;
+
+use rummy::db::queries::{entries, runs};
+use rummy::db::{open_connection, ConnectionSetup};
+use rummy::llm::fake::{FakeLlm, Reply, Step};
 use serde_json::{json, Value};
 
 use crate::support::{system_message, user_message, Client, TestApp};
@@ -62,6 +67,31 @@ fn states(client: &Client) -> Vec<Value> {
         .collect()
 }
 
+/// Waits until `run`'s notes are titled `title`: a loop's end refreshes them after its reply
+/// is sent, and the server announces nothing when that is done, so this polls.
+async fn until_titled(client: &mut Client, run: &str, title: &str) -> Value {
+    for _ in 0..3000 {
+        let session = client.ok("memory/session", json!({"run": run})).await;
+        if session["notes"]["title"] == json!(title) {
+            return session;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the notes of {run} were never titled {title:?}");
+}
+
+/// Waits until the project's newest fact says `body` (consolidation follows a loop's end).
+async fn until_fact(client: &mut Client, body: &str) -> Value {
+    for _ in 0..3000 {
+        let facts = client.ok("memory/list", json!({})).await;
+        if facts["items"][0]["body"] == json!(body) {
+            return facts;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no fact ever said {body:?}");
+}
+
 #[actix_web::test]
 async fn notes_reach_the_next_turn_and_clients_and_their_decision_outlives_the_run() {
     let llm = FakeLlm::start([
@@ -75,6 +105,8 @@ async fn notes_reach_the_next_turn_and_clients_and_their_decision_outlives_the_r
     let app = TestApp::with_llm(&llm, &NOTES_ON).await;
     let (mut client, _) = app.client_in_project("shop").await;
     let run = ask(&mut client, "Fix the login.").await;
+    let session = until_titled(&mut client, &run, "Fix login, done").await;
+    let facts = until_fact(&mut client, "Use JWT bearer tokens.").await;
 
     let requests = llm.requests();
     assert_eq!(requests.len(), 4, "two turns, two refreshes");
@@ -100,14 +132,11 @@ async fn notes_reach_the_next_turn_and_clients_and_their_decision_outlives_the_r
         json!([{"topic": "auth tokens", "fact": "Use JWT bearer tokens."}])
     );
 
-    let session = client.ok("memory/session", json!({"run": run})).await;
-    assert_eq!(session["notes"]["title"], json!("Fix login, done"));
     assert_eq!(session["turn"], json!(2));
     assert!(session["rendered"]
         .as_str()
         .unwrap()
         .starts_with("# Fix login, done\nCurrent state: working"));
-    let facts = client.ok("memory/list", json!({})).await;
     assert_eq!(
         facts["items"]
             .as_array()
@@ -130,12 +159,7 @@ async fn notes_reach_the_next_turn_and_clients_and_their_decision_outlives_the_r
         !asked.contains("# Fix login"),
         "a new run has no notes yet: {asked}"
     );
-    let facts = client.ok("memory/list", json!({})).await;
-    assert_eq!(
-        facts["items"][0]["body"],
-        json!("Use session cookies."),
-        "{facts}"
-    );
+    until_fact(&mut client, "Use session cookies.").await;
     let history = client.ok("memory/list", json!({"history": true})).await;
     let history: Vec<(Value, Value, Value)> = history["items"]
         .as_array()
@@ -187,7 +211,7 @@ async fn a_malformed_or_failed_answer_keeps_the_notes_and_the_loop_completes() {
     let app = TestApp::with_llm(&llm, &NOTES_ON).await;
     let (mut client, _) = app.client_in_project("shop").await;
     let run = ask(&mut client, "Learn three things.").await;
-    assert_eq!(llm.requests().len(), 8);
+    llm.wait_for_requests(8).await;
     let session = client.ok("memory/session", json!({"run": run})).await;
     assert_eq!(session["notes"]["title"], json!("Kept"));
     assert_eq!(session["turn"], json!(1));
@@ -212,8 +236,7 @@ async fn with_memory_off_no_sidecar_request_reaches_the_model_and_the_notes_go()
     let app = TestApp::with_llm(&llm, &NOTES_ON).await;
     let (mut client, _) = app.client_in_project("shop").await;
     let run = ask(&mut client, "Learn one thing.").await;
-    let session = client.ok("memory/session", json!({"run": run})).await;
-    assert_eq!(session["notes"]["title"], json!("Before, done"));
+    until_titled(&mut client, &run, "Before, done").await;
 
     client.ok("memory/switch", json!({"enabled": false})).await;
     let again = client
@@ -297,6 +320,7 @@ async fn notes_are_refreshed_before_a_panic_compresses_the_context() {
         )
         .await;
     assert_eq!(outcome["status"], json!(200), "{outcome}");
+    until_titled(&mut client, &run, "After the panic").await;
     let requests = llm.requests();
     let sidecars: Vec<bool> = requests.iter().map(is_sidecar).collect();
     assert_eq!(sidecars, [false, true, true, false, false, true]);
@@ -306,6 +330,178 @@ async fn notes_are_refreshed_before_a_panic_compresses_the_context() {
         panic_packet.contains("# Before the panic"),
         "{panic_packet}"
     );
-    let session = client.ok("memory/session", json!({"run": run})).await;
-    assert_eq!(session["notes"]["title"], json!("After the panic"));
+}
+
+#[actix_web::test]
+async fn the_reply_does_not_wait_for_the_loop_ends_sidecar_and_the_next_loop_does() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>Done.</summarize>"),
+        Step::delayed(
+            Duration::from_secs(600),
+            Reply::new("{\"title\": \"Never\"}"),
+        ),
+        Step::reply("<summarize>Done again.</summarize>"),
+        Step::delayed(
+            Duration::from_millis(300),
+            Reply::new(
+                json!({"title": "Late", "decisions": [{"topic": "queue", "fact": "Use RabbitMQ."}]})
+                    .to_string(),
+            ),
+        ),
+        Step::reply("<summarize>RabbitMQ.</summarize>"),
+        Step::reply("{\"title\": \"Last\"}"),
+    ]);
+    let mut env = NOTES_ON.to_vec();
+    env.push(("RUMMY_MEMORY_SESSION_TIMEOUT_SECS", "600"));
+    let app = TestApp::with_llm(&llm, &env).await;
+    let (mut client, _) = app.client_in_project("queue").await;
+    let held = ask(&mut client, "Pick a queue.").await;
+    llm.wait_for_requests(2).await;
+    assert_eq!(
+        client.ok("memory/session", json!({"run": held})).await["notes"],
+        Value::Null,
+        "the reply came while the sidecar still held its answer"
+    );
+
+    let run = ask(&mut client, "Pick a message queue.").await;
+    assert_ne!(run, held);
+    let again = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "Which queue do we use?", "run": run}),
+        )
+        .await;
+    assert_eq!(again["status"], json!(200), "{again}");
+    let requests = llm.requests();
+    assert!(is_sidecar(&requests[3]));
+    let next = user_message(&requests[4]);
+    assert!(
+        next.contains("# Late\n") && next.contains("- [project] queue: Use RabbitMQ."),
+        "the run's next loop waited for the notes and their consolidation: {next}"
+    );
+}
+
+#[actix_web::test]
+async fn a_client_replaces_or_erases_the_notes_and_the_next_turn_reads_them() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>Done.</summarize>"),
+        notes("From the sidecar", "db", "SQLite."),
+        Step::reply("<summarize>Done again.</summarize>"),
+        Step::reply("<summarize>And again.</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let catalogue = client.ok("discover", json!({})).await;
+    assert!(
+        catalogue["methods"]["memory/session/set"]["params"]["notes"].is_string(),
+        "{catalogue}"
+    );
+    let run = ask(&mut client, "Hello.").await;
+    until_titled(&mut client, &run, "From the sidecar").await;
+
+    for (notes, why) in [
+        (json!({"currentState": "no title"}), "no title"),
+        (
+            json!({"title": "t", "nextSteps": "not a list"}),
+            "not a list",
+        ),
+        (json!({"title": "x".repeat(121)}), "over its bound"),
+        (json!("text"), "not notes"),
+    ] {
+        let (code, message) = client
+            .err("memory/session/set", json!({"run": run, "notes": notes}))
+            .await;
+        assert_eq!(code, -32602, "{why}: {message}");
+        assert!(message.starts_with("notes: "), "{why}: {message}");
+    }
+    let set = client
+        .ok(
+            "memory/session/set",
+            json!({"run": run, "notes": {
+                "title": "Edited by hand",
+                "constraints": [{"topic": "style", "fact": "Tabs, not spaces."}]
+            }}),
+        )
+        .await;
+    assert_eq!(set["notes"]["title"], json!("Edited by hand"));
+    assert_eq!(set["turn"], json!(1), "dated at the run's latest turn");
+    assert!(
+        set["rendered"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Edited by hand\n"),
+        "{set}"
+    );
+    assert_eq!(
+        client.ok("memory/session", json!({"run": run})).await,
+        set,
+        "memory/session reads what was set"
+    );
+
+    let again = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "Go on.", "run": run}),
+        )
+        .await;
+    assert_eq!(again["status"], json!(200), "{again}");
+    let turn = user_message(&llm.requests()[2]);
+    assert!(
+        turn.contains("# Edited by hand\n") && !turn.contains("From the sidecar"),
+        "{turn}"
+    );
+
+    let (mut other, _) = app.client_in_project("other").await;
+    let (code, message) = other
+        .err("memory/session/set", json!({"run": run, "notes": null}))
+        .await;
+    assert_eq!(code, -32602);
+    assert!(message.contains("no run"), "{message}");
+
+    let erased = client
+        .ok("memory/session/set", json!({"run": run, "notes": null}))
+        .await;
+    assert_eq!(erased["notes"], Value::Null);
+    assert_eq!(erased["rendered"], json!(""));
+    client.ok("memory/switch", json!({"enabled": false})).await;
+    let (code, message) = client
+        .err(
+            "memory/session/set",
+            json!({"run": run, "notes": {"title": "Off"}}),
+        )
+        .await;
+    assert_eq!(code, -32602);
+    assert!(message.contains("memory is off"), "{message}");
+}
+
+#[actix_web::test]
+async fn a_stopping_server_waits_for_the_notes_of_the_loop_end_it_was_reflecting_on() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>Done.</summarize>"),
+        Step::delayed(
+            Duration::from_secs(1),
+            Reply::new("{\"title\": \"Kept at the stop\"}"),
+        ),
+    ]);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let store = app.store();
+    let (mut client, _) = app.client_in_project("stop").await;
+    let run = ask(&mut client, "Hello.").await;
+    llm.wait_for_requests(2).await;
+
+    let TestApp {
+        server,
+        home,
+        database,
+        ..
+    } = app;
+    server.stop().await;
+
+    let mut conn = open_connection(&store, ConnectionSetup::default()).unwrap();
+    let id = runs::find_run(&mut conn, &run).unwrap().unwrap().id;
+    let notes = entries::get_entry(&mut conn, id, "memory://session")
+        .unwrap()
+        .expect("the loop end's notes were written before the stop gave the run up");
+    assert!(notes.attributes.contains("Kept at the stop"), "{notes:?}");
+    drop((home, database));
 }

@@ -68,6 +68,7 @@ async fn discover_describes_every_method_and_notification() {
         "memory/server/delete",
         "memory/switch",
         "memory/session",
+        "memory/session/set",
     ];
     for name in expected {
         let method = &methods[name];
