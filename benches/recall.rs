@@ -71,6 +71,12 @@ fn fill(mut conn: Conn, items: i64) -> Option<(Conn, ProjectId)> {
          COMMIT;"
     ))
     .ok()?;
+    if let Conn::Postgres(_) = conn {
+        // As autovacuum would soon after such a fill: the index's pending list merged (else
+        // every search reads it through) and the planner's statistics gathered.
+        conn.batch_execute("VACUUM ANALYZE memory_facts, memory_history")
+            .ok()?;
+    }
     Some((conn, project))
 }
 

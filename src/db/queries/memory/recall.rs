@@ -49,12 +49,14 @@ struct FullText {
     fts5_count: &'static str,
     /// FTS5: binds the FTS5 query `?`, then the project and the limit; scored by bm25.
     fts5_recall: &'static str,
-    /// tsvector: as `fts5_count`, for a bare word.
+    /// tsvector: binds the bound `?`, then bare words (space-separated): each `word` and
+    /// the items holding it as `doc`, at most the bound, in one statement.
     tsvector_count: &'static str,
     /// tsvector: binds the searched words and the number of items holding each (both
     /// space-separated), the tsquery `?` matching any of them, then the project and the
     /// limit; scored as bm25 scores, lower is better: the sum over the words of their
-    /// inverse document frequency (bm25's) times their ts_rank in the item.
+    /// inverse document frequency (bm25's) times their ts_rank in the item. Each word's
+    /// tsquery and weight are computed once (`w`), not for each item.
     tsvector_recall: &'static str,
 }
 
@@ -67,16 +69,19 @@ const FACTS: FullText = FullText {
                   FROM memory_facts_fts JOIN memory_facts AS f ON f.id = memory_facts_fts.rowid \
                   WHERE memory_facts_fts MATCH ? AND (f.project_id = ? OR f.project_id IS NULL) \
                   ORDER BY shared, score LIMIT ?",
-    tsvector_count: "SELECT count(*) AS doc FROM (SELECT 1 FROM memory_facts \
-                     WHERE search @@ to_tsquery('simple', ?) LIMIT ?) AS hits",
-    tsvector_recall: "SELECT f.project_id IS NULL AS shared, FALSE AS narrative, f.topic, f.body, \
+    tsvector_count: "SELECT w.word, (SELECT count(*) FROM (SELECT 1 FROM memory_facts \
+                            WHERE search @@ to_tsquery('simple', w.word) LIMIT ?) AS hits) AS doc \
+                     FROM unnest(string_to_array(?, ' ')) AS w(word)",
+    tsvector_recall: "WITH w AS MATERIALIZED (SELECT to_tsquery('simple', word) AS query, \
+                             greatest(ln((t.total - items + 0.5) / (items + 0.5)), 1e-6) AS idf \
+                             FROM (SELECT count(*) AS total FROM memory_facts) AS t, \
+                                  unnest(string_to_array(?, ' '), \
+                                         string_to_array(?, ' ')::float8[]) AS u(word, items)) \
+                      SELECT f.project_id IS NULL AS shared, FALSE AS narrative, f.topic, f.body, \
                              f.updated_at AS dated, \
-                             -(SELECT sum(greatest(ln((t.total - w.items + 0.5) / (w.items + 0.5)), 1e-6) \
-                                          * ts_rank('{0, 0, 0.5, 1}', f.search, to_tsquery('simple', w.word), 1)) \
-                               FROM unnest(string_to_array(?, ' '), \
-                                           string_to_array(?, ' ')::float8[]) AS w(word, items) \
-                              )::float8 AS score \
-                      FROM memory_facts AS f, (SELECT count(*) AS total FROM memory_facts) AS t \
+                             -(SELECT sum(w.idf * ts_rank('{0, 0, 0.5, 1}', f.search, w.query, 1)) \
+                               FROM w)::float8 AS score \
+                      FROM memory_facts AS f \
                       WHERE f.search @@ to_tsquery('simple', ?) \
                         AND (f.project_id = ? OR f.project_id IS NULL) \
                       ORDER BY shared, score LIMIT ?",
@@ -91,16 +96,19 @@ const HISTORY: FullText = FullText {
                   FROM memory_history_fts JOIN memory_history AS f ON f.id = memory_history_fts.rowid \
                   WHERE memory_history_fts MATCH ? AND (f.project_id = ? OR f.project_id IS NULL) \
                   ORDER BY score LIMIT ?",
-    tsvector_count: "SELECT count(*) AS doc FROM (SELECT 1 FROM memory_history \
-                     WHERE search @@ to_tsquery('simple', ?) LIMIT ?) AS hits",
-    tsvector_recall: "SELECT f.project_id IS NULL AS shared, f.reason = 'narrative' AS narrative, \
+    tsvector_count: "SELECT w.word, (SELECT count(*) FROM (SELECT 1 FROM memory_history \
+                            WHERE search @@ to_tsquery('simple', w.word) LIMIT ?) AS hits) AS doc \
+                     FROM unnest(string_to_array(?, ' ')) AS w(word)",
+    tsvector_recall: "WITH w AS MATERIALIZED (SELECT to_tsquery('simple', word) AS query, \
+                             greatest(ln((t.total - items + 0.5) / (items + 0.5)), 1e-6) AS idf \
+                             FROM (SELECT count(*) AS total FROM memory_history) AS t, \
+                                  unnest(string_to_array(?, ' '), \
+                                         string_to_array(?, ' ')::float8[]) AS u(word, items)) \
+                      SELECT f.project_id IS NULL AS shared, f.reason = 'narrative' AS narrative, \
                              f.topic, f.body, f.archived_at AS dated, \
-                             -(SELECT sum(greatest(ln((t.total - w.items + 0.5) / (w.items + 0.5)), 1e-6) \
-                                          * ts_rank('{0, 0, 0.5, 1}', f.search, to_tsquery('simple', w.word), 1)) \
-                               FROM unnest(string_to_array(?, ' '), \
-                                           string_to_array(?, ' ')::float8[]) AS w(word, items) \
-                              )::float8 AS score \
-                      FROM memory_history AS f, (SELECT count(*) AS total FROM memory_history) AS t \
+                             -(SELECT sum(w.idf * ts_rank('{0, 0, 0.5, 1}', f.search, w.query, 1)) \
+                               FROM w)::float8 AS score \
+                      FROM memory_history AS f \
                       WHERE f.search @@ to_tsquery('simple', ?) \
                         AND (f.project_id = ? OR f.project_id IS NULL) \
                       ORDER BY score LIMIT ?",
@@ -108,6 +116,14 @@ const HISTORY: FullText = FullText {
 
 #[derive(QueryableByName)]
 struct WordCount {
+    #[diesel(sql_type = BigInt)]
+    doc: i64,
+}
+
+#[derive(QueryableByName)]
+struct CountedWord {
+    #[diesel(sql_type = Text)]
+    word: String,
     #[diesel(sql_type = BigInt)]
     doc: i64,
 }
@@ -127,20 +143,35 @@ fn searched_words(
     index: &FullText,
     text: &str,
 ) -> Result<Vec<SearchedWord>, DbError> {
+    let words = query_words(text);
     let mut counted = Vec::new();
-    for word in query_words(text) {
-        let count = match conn {
-            Conn::Sqlite(_) => statement(index.fts5_count).bind::<Text, _>(fts5_phrase(&word)),
-            Conn::Postgres(_) => statement(index.tsvector_count).bind::<Text, _>(word.clone()),
-        };
-        let rows: Vec<WordCount> = count.bind::<BigInt, _>(MAX_POSTINGS + 1).load(conn)?;
-        if let Some(found) = rows.first().filter(|found| found.doc > 0) {
-            counted.push(SearchedWord {
-                word,
-                items: found.doc,
-            });
+    match conn {
+        Conn::Sqlite(_) => {
+            for word in words {
+                let rows: Vec<WordCount> = statement(index.fts5_count)
+                    .bind::<Text, _>(fts5_phrase(&word))
+                    .bind::<BigInt, _>(MAX_POSTINGS + 1)
+                    .load(conn)?;
+                if let Some(found) = rows.first() {
+                    counted.push(SearchedWord {
+                        word,
+                        items: found.doc,
+                    });
+                }
+            }
+        }
+        Conn::Postgres(_) => {
+            let rows: Vec<CountedWord> = statement(index.tsvector_count)
+                .bind::<BigInt, _>(MAX_POSTINGS + 1)
+                .bind::<Text, _>(words.join(" "))
+                .load(conn)?;
+            counted.extend(rows.into_iter().map(|row| SearchedWord {
+                word: row.word,
+                items: row.doc,
+            }));
         }
     }
+    counted.retain(|searched| searched.items > 0);
     counted.sort_by(|a, b| (a.items, &a.word).cmp(&(b.items, &b.word)));
     let mut postings = 0;
     Ok(counted
