@@ -5,10 +5,11 @@
 //! system), so rummy's real reqwest client, retries and timeouts are exercised over real
 //! HTTP. Every request takes the next `Step` of the script, whatever its path: an
 //! OpenAI-style chat completion, a JSON body as given, an HTTP error (optionally with
-//! Retry-After), a reply after a delay, or a hang that lasts until the client goes away. When
-//! the script is used up the server answers with its `WhenExhausted` choice, by default the
-//! reply `<summarize>done</summarize>` so a loop that asks once more than scripted still ends
-//! cleanly; a fixed reply forever is also how `rummy-load` answers every turn at once.
+//! Retry-After), a reply after a delay or once the test releases it, or a hang that lasts
+//! until the client goes away. When the script is used up the server answers with its
+//! `WhenExhausted` choice, by default the reply `<summarize>done</summarize>` so a loop that
+//! asks once more than scripted still ends cleanly; a fixed reply forever is also how
+//! `rummy-load` answers every turn at once.
 //!
 //! Three paths are answered by the server itself and take no step, unless
 //! `script_every_request` says otherwise: `GET /props` (llama.cpp) and `GET /v1/models` report
@@ -122,6 +123,10 @@ pub enum Step {
     },
     /// Never answer; the connection counts as dropped once the client goes away.
     Hang,
+    /// Wait until the test lets it go ([`FakeLlm::release`]: the held requests in arrival
+    /// order, one per call), then answer 200 with the reply: a request kept waiting exactly
+    /// as long as the test needs, with no timing to guess.
+    Held(Reply),
 }
 
 impl Step {
@@ -149,6 +154,11 @@ impl Step {
     /// A reply sent after a delay.
     pub fn delayed(delay: Duration, reply: Reply) -> Step {
         Step::Delayed { delay, reply }
+    }
+
+    /// A 200 reply with this content, held until released.
+    pub fn held(content: impl Into<String>) -> Step {
+        Step::Held(Reply::new(content))
     }
 }
 
@@ -281,6 +291,8 @@ impl FakeLlmBuilder {
             requests: Mutex::new(Vec::new()),
             received: watch::Sender::new(0),
             dropped: watch::Sender::new(0),
+            held: Mutex::new(0),
+            released: watch::Sender::new(0),
         });
         let app_state = shared.clone();
         let fixed_paths = self.fixed_paths;
@@ -377,6 +389,12 @@ impl FakeLlm {
     /// after 30 s.
     pub async fn wait_for_dropped(&self, count: usize) {
         wait_for(&self.shared.dropped, count, "dropped connections").await;
+    }
+
+    /// Lets the oldest request held by a [`Step::Held`] not yet let go be answered (or the
+    /// next one to arrive, when none waits yet).
+    pub fn release(&self) {
+        self.shared.released.send_modify(|released| *released += 1);
     }
 
     /// Stops answering and waits until the server has stopped.

@@ -358,3 +358,63 @@ async fn run_abort_sent_to_one_instance_stops_the_loop_executing_on_another() {
         "bad input gets the same error on either instance"
     );
 }
+
+#[actix_web::test]
+async fn run_resolve_sent_to_another_instance_than_the_one_that_drove_the_run_resumes_it() {
+    let Some(database) = database("cross_instance_resolve_of_an_idle_run") else {
+        return;
+    };
+    let llm = FakeLlm::builder([
+        Step::reply("<sh>echo hi</sh><update>running it</update>"),
+        Step::reply("<summarize>ran it</summarize>"),
+    ])
+    .when_exhausted(WhenExhausted::Error(500))
+    .start();
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let driving = instance(home.path(), &llm, &database).await;
+    let other = instance(home.path(), &llm, &database).await;
+    let mut driver = client_in(&driving, "resolve", &root).await;
+    let mut resolver = client_in(&other, "resolve", &root).await;
+    let proposed = driver
+        .ok("act", json!({"model": "fake", "prompt": "Run it"}))
+        .await;
+    assert_eq!(proposed["status"], json!(202), "{proposed}");
+    let run = proposed["run"].as_str().unwrap().to_string();
+    let path = proposed["proposed"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let nothing_to_resolve = json!({
+        "run": run,
+        "resolution": {"path": "sh://turn_1/nothing", "action": "accept"},
+    });
+    let unknown_run = json!({
+        "run": "no_such_run",
+        "resolution": {"path": path, "action": "accept"},
+    });
+    for params in [nothing_to_resolve, unknown_run] {
+        assert_eq!(
+            resolver.err("run/resolve", params.clone()).await,
+            driver.err("run/resolve", params).await,
+            "bad input gets the same error on either instance"
+        );
+    }
+    let unknown_inject = json!({"run": "no_such_run", "message": "hello"});
+    assert_eq!(
+        resolver.err("run/inject", unknown_inject.clone()).await,
+        driver.err("run/inject", unknown_inject).await
+    );
+
+    let resumed = resolver
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hi"}}),
+        )
+        .await;
+    assert_eq!(resumed, json!({"run": run, "status": 200}));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "the resolution resumed the run once");
+    assert_eq!(status_of(&mut driver, &run).await, json!(200));
+}

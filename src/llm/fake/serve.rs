@@ -24,6 +24,10 @@ pub(super) struct Shared {
     /// Requests that took a step.
     pub(super) received: watch::Sender<usize>,
     pub(super) dropped: watch::Sender<usize>,
+    /// How many requests took a `Step::Held`, numbering them in arrival order.
+    pub(super) held: Mutex<usize>,
+    /// How many held requests `FakeLlm::release` let go.
+    pub(super) released: watch::Sender<usize>,
 }
 
 impl Shared {
@@ -44,6 +48,18 @@ impl Shared {
             WhenExhausted::Error(status) => Step::error(*status),
         });
         (step, number)
+    }
+
+    /// Numbers a held request, then waits until the test releases that many.
+    async fn hold(&self) {
+        let position = {
+            let mut held = lock(&self.held);
+            *held += 1;
+            *held
+        };
+        let mut released = self.released.subscribe();
+        // The sender lives as long as `self`.
+        let _ = released.wait_for(|released| *released >= position).await;
     }
 }
 
@@ -120,6 +136,10 @@ async fn scripted(
         } => error_response(status, retry_after, &format!("scripted error {status}")),
         Step::Delayed { delay, reply } => {
             tokio::time::sleep(delay).await;
+            HttpResponse::Ok().json(wire::completion(&request.body, &reply, number))
+        }
+        Step::Held(reply) => {
+            shared.hold().await;
             HttpResponse::Ok().json(wire::completion(&request.body, &reply, number))
         }
         Step::Hang => std::future::pending().await,

@@ -221,6 +221,43 @@ async fn a_delayed_reply_arrives_after_its_delay_or_counts_as_dropped() {
 }
 
 #[actix_web::test]
+async fn held_replies_wait_until_released_in_arrival_order() {
+    let fake = FakeLlm::start([
+        Step::held("<summarize>first held</summarize>"),
+        Step::held("<summarize>second held</summarize>"),
+    ]);
+    let call = |user: &'static str| {
+        let url = format!("{}/v1/chat/completions", fake.base_url());
+        tokio::spawn(async move {
+            let response = reqwest::Client::new()
+                .post(url)
+                .json(&packet(user))
+                .send()
+                .await
+                .unwrap();
+            let completion: Value = response.json().await.unwrap();
+            message(&completion)["content"].clone()
+        })
+    };
+    let first = call("one");
+    fake.wait_for_requests(1).await;
+    let second = call("two");
+    fake.wait_for_requests(2).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !first.is_finished() && !second.is_finished(),
+        "nothing answered before a release"
+    );
+
+    fake.release();
+    assert_eq!(first.await.unwrap(), "<summarize>first held</summarize>");
+    assert!(!second.is_finished(), "one release lets one request go");
+    fake.release();
+    assert_eq!(second.await.unwrap(), "<summarize>second held</summarize>");
+    assert_eq!(fake.dropped(), 0);
+}
+
+#[actix_web::test]
 async fn props_and_models_report_the_context_size() {
     let fake = FakeLlm::builder([]).n_ctx(4096).start();
     let props = get_json(&fake, "/props").await;
