@@ -35,7 +35,7 @@ use crate::plugins::reflection::Moment;
 /// by `run/abort` ends 499 whatever it was doing, and the recovery loops it queued for an
 /// overflow are dropped with it. Besides the outcome, the reflector the loop's end is still
 /// to be reflected with (`None` for a panic, an aborted loop, or when no plugin reflects):
-/// the caller hands the outcome over first, then awaits [`Reflector::loop_ended`] before
+/// the caller hands the outcome over first, then awaits `Reflector::loop_ended` before
 /// the run's next loop, so whoever waits for the loop does not wait for its reflections.
 pub async fn execute_loop(
     agent: &AgentContext,

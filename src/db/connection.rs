@@ -111,7 +111,7 @@ pub fn read_only(conn: &mut Conn) -> Result<(), DbError> {
 const MIGRATION_LOCK_KEY: i64 = 0x7275_6d6d_795f_6d67;
 
 /// Applies every pending migration of the connection's backend; a no-op on an up-to-date
-/// database. On PostgreSQL, under [`MIGRATION_LOCK_KEY`]: SQLite's own write lock already
+/// database. On PostgreSQL, under `MIGRATION_LOCK_KEY`: SQLite's own write lock already
 /// serializes them.
 pub fn run_migrations(conn: &mut Conn) -> Result<(), DbError> {
     let applied = match conn {

@@ -22,7 +22,7 @@ const MIN_QUERY_WORD_CHARS: usize = 3;
 pub(super) const MAX_POSTINGS: i64 = 2_000;
 
 /// The distinct words of `text` a recall looks for: each of at least
-/// [`MIN_QUERY_WORD_CHARS`] characters, lower case, at most [`MAX_QUERY_WORDS`] of them.
+/// `MIN_QUERY_WORD_CHARS` characters, lower case, at most `MAX_QUERY_WORDS` of them.
 pub fn query_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
