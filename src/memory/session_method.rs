@@ -1,6 +1,8 @@
 //! `memory/session`: a run's session notes, for clients (the same notes `run/state` carries
 //! in `session`); `memory/session/set`: a client's notes in their place (checked against
-//! the bounds the sidecar's are, rendered the same way), or none.
+//! the bounds the sidecar's are, rendered the same way), or none, announced at once to the
+//! project's clients as `ui/notify` (a `run/state` needs its turn's model and packet, which
+//! only the turn has; the next one carries the notes in `session`).
 
 use std::future::Future;
 
@@ -15,6 +17,7 @@ use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunRow;
 use crate::db::queries::{entries, memory, runs, turns};
 use crate::db::{Conn, DbError};
+use crate::hub::notifications::NotifyLevel;
 use crate::plugins::method::{MethodCall, MethodError, TypedMethod};
 
 use super::methods::project;
@@ -126,7 +129,9 @@ enum NotSet {
 
 /// `memory/session/set`: a client's notes for a run, rendered within `budget` tokens as the
 /// sidecar's are, and dated at the run's latest turn (so a loop ending with no turn since
-/// keeps them; a later refresh starts from them).
+/// keeps them; a later refresh starts from them); every client bound to the project is told
+/// with `ui/notify`: `<run>: session notes set` and the rendered notes, or `<run>: session
+/// notes erased`.
 pub(super) struct SessionSet {
     pub budget: i64,
     pub tokens: TokenMath,
@@ -207,14 +212,20 @@ impl TypedMethod for SessionSet {
                     session(conn, &run).map(Ok)
                 })
                 .await?;
-            set.map_err(|not_set| match not_set {
+            let session = set.map_err(|not_set| match not_set {
                 NotSet::NoRun(alias) => {
                     MethodError::InvalidParams(format!("no run {alias} in this project"))
                 }
                 NotSet::MemoryOff => MethodError::InvalidParams(
                     "memory is off for this project (memory/switch turns it on)".to_owned(),
                 ),
-            })
+            })?;
+            let text = match session.notes {
+                Some(_) => format!("{}: session notes set\n\n{}", session.run, session.rendered),
+                None => format!("{}: session notes erased", session.run),
+            };
+            call.clients.notify(project, text, NotifyLevel::Info);
+            Ok(session)
         }
     }
 }

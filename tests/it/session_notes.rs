@@ -6,7 +6,8 @@
 //! one kept in the history), and moves the run's narrative to the history; a malformed or failed answer keeps the notes and the loop
 //! completes; a panic refreshes them before it compresses; with memory off no sidecar
 //! request reaches the model; a stopping server writes the notes of the loop end it is
-//! reflecting on before it gives the run up.
+//! reflecting on before it gives the run up; a client's edit or erasure of the notes reaches
+//! the project's other clients at once (`ui/notify`).
 
 use std::time::Duration;
 
@@ -381,6 +382,14 @@ async fn the_reply_does_not_wait_for_the_loop_ends_sidecar_and_the_next_loop_doe
     );
 }
 
+/// The next `ui/notify` `client` receives, its params.
+async fn notified(client: &mut Client) -> Value {
+    tokio::time::timeout(Duration::from_secs(10), client.notification("ui/notify"))
+        .await
+        .expect("no ui/notify")["params"]
+        .clone()
+}
+
 #[actix_web::test]
 async fn a_client_replaces_or_erases_the_notes_and_the_next_turn_reads_them() {
     let llm = FakeLlm::start([
@@ -398,6 +407,7 @@ async fn a_client_replaces_or_erases_the_notes_and_the_next_turn_reads_them() {
     );
     let run = ask(&mut client, "Hello.").await;
     until_titled(&mut client, &run, "From the sidecar").await;
+    let (mut watcher, _) = app.client_in_project("shop").await;
 
     for (notes, why) in [
         (json!({"currentState": "no title"}), "no title"),
@@ -437,6 +447,15 @@ async fn a_client_replaces_or_erases_the_notes_and_the_next_turn_reads_them() {
         set,
         "memory/session reads what was set"
     );
+    let told = notified(&mut watcher).await;
+    assert_eq!(
+        told["text"],
+        json!(format!(
+            "{run}: session notes set\n\n{}",
+            set["rendered"].as_str().unwrap()
+        )),
+        "{told}"
+    );
 
     let again = client
         .ok(
@@ -463,6 +482,12 @@ async fn a_client_replaces_or_erases_the_notes_and_the_next_turn_reads_them() {
         .await;
     assert_eq!(erased["notes"], Value::Null);
     assert_eq!(erased["rendered"], json!(""));
+    let told = notified(&mut watcher).await;
+    assert_eq!(
+        told["text"],
+        json!(format!("{run}: session notes erased")),
+        "{told}"
+    );
     client.ok("memory/switch", json!({"enabled": false})).await;
     let (code, message) = client
         .err(
