@@ -65,6 +65,8 @@ impl Rummy {
             .env("RUMMY_MODEL_fake", "openai/fake")
             .env("RUMMY_CONTEXT_fake", "32768")
             .env("RUMMY_LLM_ATTEMPTS", "1")
+            // No session notes: a loop is then one request to the scripted model.
+            .env("RUMMY_MEMORY_SESSION_TOKENS", "0")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         for (key, value) in extra {
