@@ -9,8 +9,8 @@
 # integration suite and the unit tests (their stores, TestDb) a second time with
 # PostgreSQL as the store: against RUMMY_TEST_DATABASE_URL when it is set, else against a
 # throwaway cluster it installs (apt-get, as root, when missing), initdb's in a temporary
-# directory and starts on a free loopback port (tests/pg/cluster.sh), each test in a
-# database of its own. It stops the LLM and the cluster again, removes the cluster, and
+# directory and starts on a free loopback port, taking connections over verified TLS only
+# (tests/pg/cluster.sh ... tls), each test in a database of its own. It stops the LLM and the cluster again, removes the cluster, and
 # exits with the first failing status of the runs.
 #
 # When nginx, the LLM or PostgreSQL cannot be installed or started (no network, not root,
@@ -171,7 +171,7 @@ start_postgres() {
   fi
   pg_cluster=$(mktemp -d "${TMPDIR:-/tmp}/rummy-pg.XXXXXX") || return 1
   local url
-  if ! url=$(bash tests/pg/cluster.sh start "$pg_cluster"); then
+  if ! url=$(bash tests/pg/cluster.sh start "$pg_cluster" tls); then
     postgres_problem="No PostgreSQL cluster could be installed or started: see the messages above."
     return 1
   fi
