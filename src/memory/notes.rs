@@ -251,4 +251,68 @@ mod tests {
         assert!(tokens.count(&tiny) <= 3, "{tiny}");
         assert!(full.starts_with(&tiny));
     }
+
+    #[test]
+    fn every_bound_admits_its_limit_and_refuses_one_more() {
+        let titled = |rest: &str| format!("{{\"title\": \"t\"{rest}}}");
+        let fact =
+            |topic: &str, fact: &str| format!("{{\"topic\": \"{topic}\", \"fact\": \"{fact}\"}}");
+        let facts = |count: usize, one: &str| vec![one; count].join(", ");
+        let at_limits = titled(&format!(
+            ", \"currentState\": \"{}\", \"nextSteps\": {:?}, \"workLog\": {:?}, \"decisions\": [{}]",
+            "s".repeat(MAX_TEXT_CHARS),
+            vec!["x"; MAX_ITEMS],
+            vec!["y"; MAX_LOG_ITEMS],
+            facts(MAX_ITEMS, &fact(&"k".repeat(super::super::MAX_TOPIC_CHARS), "v")),
+        ));
+        assert!(SessionNotes::from_answer(&at_limits).is_ok(), "{at_limits}");
+        let over = |rest: String| SessionNotes::from_answer(&titled(&rest));
+        assert_eq!(
+            over(format!(
+                ", \"currentState\": \"{}\"",
+                "s".repeat(MAX_TEXT_CHARS + 1)
+            )),
+            Err(NotesError::TooLarge("currentState"))
+        );
+        assert_eq!(
+            over(format!(", \"workLog\": {:?}", vec!["y"; MAX_LOG_ITEMS + 1])),
+            Err(NotesError::TooLarge("workLog"))
+        );
+        assert_eq!(
+            over(format!(
+                ", \"decisions\": [{}]",
+                facts(MAX_ITEMS + 1, &fact("k", "v"))
+            )),
+            Err(NotesError::TooLarge("decisions"))
+        );
+        let long_topic = "k".repeat(super::super::MAX_TOPIC_CHARS + 1);
+        assert_eq!(
+            over(format!(", \"constraints\": [{}]", fact(&long_topic, "v"))),
+            Err(NotesError::TooLarge("constraints"))
+        );
+        assert_eq!(
+            over(format!(
+                ", \"constraints\": [{}]",
+                fact("k", &"v".repeat(MAX_TEXT_CHARS + 1))
+            )),
+            Err(NotesError::TooLarge("constraints"))
+        );
+    }
+
+    #[test]
+    fn notes_exactly_at_the_budget_are_kept_whole() {
+        let notes = SessionNotes {
+            title: "Fix login".into(),
+            work_log: vec!["first step taken".into(), "second step".into()],
+            ..SessionNotes::default()
+        };
+        let tokens = TokenMath::new(1);
+        let full = notes.render(1_000, tokens);
+        assert_eq!(notes.render(tokens.count(&full), tokens), full);
+        let without_first = "# Fix login\nWork log:\n- second step";
+        assert_eq!(
+            notes.render(tokens.count(without_first), tokens),
+            without_first
+        );
+    }
 }
