@@ -31,7 +31,7 @@ use super::sidecar::{self, json_object, SidecarCall, SidecarError};
 /// What the re-ranking model is told to do.
 const INSTRUCTIONS: &str = include_str!("../plugins/text/memory/rerank.md");
 /// Relative difference of two full-text scores within which they score alike.
-pub(super) const SCORE_BAND: f64 = 0.1;
+const SCORE_BAND: f64 = 0.1;
 /// Most characters of the prompt the model reads.
 const PROMPT_CHARS: usize = 2_000;
 /// Most characters of one candidate the model reads.
@@ -132,7 +132,7 @@ impl RecallRerank {
         let (budget, tokens, ties) = (self.budget, self.tokens, self.ties);
         let tie = services
             .db
-            .read(move |conn| read_tie(conn, loop_id, project, &model, (budget, tokens), ties))
+            .read(move |conn| read_tie(conn, loop_id, project, &model, budget, tokens, ties))
             .await?;
         let Some(tie) = tie else {
             return Ok(None);
@@ -160,14 +160,15 @@ impl RecallRerank {
     }
 }
 
-/// The loop's prompt and its candidates that score alike where the budget (its tokens, and
-/// how they are counted) cuts; `None` without a prompt, with memory off or without a tie.
+/// The loop's prompt and its candidates that score alike where `budget` tokens cut them;
+/// `None` without a prompt, with memory off or without a tie.
 fn read_tie(
     conn: &mut Conn,
     loop_id: LoopId,
     project: ProjectId,
     model: &str,
-    (budget, tokens): (i64, TokenMath),
+    budget: i64,
+    tokens: TokenMath,
     ties: usize,
 ) -> Result<Option<Tie>, DbError> {
     let Some(lp) = loops::get_loop(conn, loop_id)? else {
