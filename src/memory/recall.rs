@@ -171,6 +171,10 @@ mod tests {
         );
         let used: i64 = lines.iter().map(|line| tokens.count(line)).sum();
         assert_eq!(used, 24);
+        assert_eq!(
+            within_budget(&items, 20, tokens),
+            ["- [project] tests: make check", "- [server] license: MIT"]
+        );
         assert!(within_budget(&items, 0, tokens).is_empty());
     }
 }

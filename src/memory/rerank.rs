@@ -344,6 +344,7 @@ mod tests {
             "unknown numbers and repeats are skipped"
         );
         assert_eq!(order_of("{\"order\": []}", 2), Ok(vec![0, 1]));
+        assert_eq!(order_of("{\"order\": [4, 2]}", 3), Ok(vec![1, 0, 2]));
         assert_eq!(order_of("3, 1, 2", 3), Err(OrderError::NoObject));
         assert!(matches!(
             order_of("{\"order\": [\"3\"]}", 3),
@@ -409,6 +410,15 @@ mod tests {
             item(MemoryLayer::Narrative, "narrative", -1.0),
         ];
         assert_eq!(tied(&history, &[true, false], 2), Some(0..2));
+        let layers = [
+            item(MemoryLayer::Project, "own", -2.0),
+            item(MemoryLayer::Server, "shared", -2.0),
+        ];
+        assert_eq!(
+            tied(&layers, &[true, false], 2),
+            None,
+            "alike scores of two segments do not tie"
+        );
         let skipped = [false, true, true, true, true, true];
         assert_eq!(
             tied(&items, &skipped, 1),

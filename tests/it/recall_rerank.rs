@@ -3,7 +3,7 @@
 //! that score alike where the recall budget cuts are ordered by the model's answer, so the
 //! packet's `<memory>` shows the ones it put first; a garbage, failed or slow answer keeps
 //! the lexical order and the loop completes; no request is made with the re-rank off, with
-//! the project's memory off, or when the candidates' scores differ.
+//! the project's memory off, without a recall budget, or when the candidates' scores differ.
 
 use std::time::Duration;
 
@@ -138,6 +138,20 @@ async fn no_request_is_made_with_the_re_rank_off() {
     let requests = llm.requests();
     assert_eq!(requests.len(), 1, "the turn only");
     assert_eq!(shown(memory_section(&user_message(&requests[0]))).len(), 2);
+}
+
+#[actix_web::test]
+async fn no_request_is_made_without_a_recall_budget() {
+    let llm = FakeLlm::start([Step::reply("<summarize>Done.</summarize>")]);
+    let nothing = ("RUMMY_MEMORY_RECALL_TOKENS", "0");
+    let app = TestApp::with_llm(&llm, &[nothing, RERANK_ON]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    remember_tied(&mut client).await;
+    ask(&mut client, PROMPT).await;
+
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1, "the turn only");
+    assert!(!user_message(&requests[0]).contains("<memory>"));
 }
 
 #[actix_web::test]
