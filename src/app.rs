@@ -371,7 +371,7 @@ fn bundled_plugins(settings: &Settings) -> Plugins {
     .disabling(&settings.plugins.disabled)
     .with_bundled()
     .plugin(Transcript::new(transcripts_folder(settings)))
-    .plugin(Memory::new(settings.memory))
+    .plugin(Memory::new(settings.memory.clone()))
 }
 
 /// `$RUMMY_HOME/transcripts`: one folder per project, one file per run.

@@ -113,6 +113,12 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
         "RUMMY_MEMORY_SESSION_TIMEOUT_SECS",
         "memory.session_timeout_secs",
     ),
+    ("RUMMY_MEMORY_RERANK_MODEL", "memory.rerank_model"),
+    ("RUMMY_MEMORY_RERANK_TIES", "memory.rerank_ties"),
+    (
+        "RUMMY_MEMORY_RERANK_TIMEOUT_SECS",
+        "memory.rerank_timeout_secs",
+    ),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),
@@ -455,7 +461,7 @@ pub struct PluginSettings {
 }
 
 /// Memory across runs.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct MemorySettings {
     /// Most tokens what is recalled for a prompt may take in the packet (0: nothing is).
     pub recall_tokens: u32,
@@ -466,6 +472,14 @@ pub struct MemorySettings {
     pub session_every_turns: u32,
     /// How long the sidecar call that refreshes the notes may take.
     pub session_timeout_secs: u32,
+    /// The alias of the model that re-ranks a recall whose candidates score alike (`None`:
+    /// recall keeps the lexical order).
+    #[serde(deserialize_with = "optional_text")]
+    pub rerank_model: Option<String>,
+    /// Least candidates scoring alike where the recall budget cuts that call for a re-rank.
+    pub rerank_ties: u32,
+    /// How long the re-rank call may take.
+    pub rerank_timeout_secs: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -673,6 +687,12 @@ fn seed_models_from_env(models: &mut BTreeMap<String, ModelSeed>, env: &HashMap<
 fn optional_secret<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Secret>, D::Error> {
     let raw = String::deserialize(deserializer)?;
     Ok((!raw.is_empty()).then_some(Secret(raw)))
+}
+
+fn optional_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let raw = String::deserialize(deserializer)?;
+    let raw = raw.trim();
+    Ok((!raw.is_empty()).then(|| raw.to_owned()))
 }
 
 fn optional_path<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<PathBuf>, D::Error> {

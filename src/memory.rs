@@ -6,7 +6,9 @@
 //! counts it like any other.
 //!
 //! - `recall.rs`: the preparation that recalls on a loop's prompt, within
-//!   `RUMMY_MEMORY_RECALL_TOKENS`, and how recalled items read;
+//!   `RUMMY_MEMORY_RECALL_TOKENS`, and how recalled items read; `rerank.rs`: the
+//!   reflection that, before a loop's first turn, has a model order the candidates that
+//!   score alike where that budget cuts (`RUMMY_MEMORY_RERANK_MODEL`);
 //! - `section.rs`: `<memory>`, the section the recall renders in;
 //! - `remember.rs`, `search.rs`: the model's tools `<remember>` and `<recall>`;
 //! - `methods.rs`: the clients' `memory/*` methods;
@@ -14,7 +16,9 @@
 //!   sidecar call of the run's model after meaningful work, before a panic compresses the
 //!   context and at a loop's end; `consolidate.rs`: the notes' lasting facts promoted to
 //!   project memory when a loop ends; `session_method.rs`: `memory/session` and
-//!   `memory/session/set`, the notes for clients to read and to write or erase.
+//!   `memory/session/set`, the notes for clients to read and to write or erase;
+//! - `sidecar.rs`: the one way memory asks a model beside the turns (the notes' refresh,
+//!   the re-rank).
 //!
 //! A project whose memory is switched off recalls nothing, writes nothing and keeps no notes.
 
@@ -23,11 +27,14 @@ mod methods;
 mod notes;
 mod recall;
 mod remember;
+mod rerank;
 mod search;
 mod section;
 mod session;
 mod session_method;
+mod sidecar;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::MemorySettings;
@@ -60,10 +67,28 @@ impl Plugin for Memory {
     fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
         let tools = registrar.settings();
         let tokens = TokenMath::new(tools.token_divisor);
+        let recall_budget = i64::from(self.settings.recall_tokens);
+        let orders = Arc::new(rerank::RecallOrders::default());
         registrar.preparation(recall::RecallOnPrompt {
-            budget: i64::from(self.settings.recall_tokens),
+            budget: recall_budget,
             tokens,
+            orders: Arc::clone(&orders),
         });
+        if let Some(model) = self
+            .settings
+            .rerank_model
+            .clone()
+            .filter(|_| recall_budget > 0)
+        {
+            registrar.reflection(rerank::RecallRerank {
+                model,
+                ties: usize::try_from(self.settings.rerank_ties.max(2)).unwrap_or(usize::MAX),
+                timeout: Duration::from_secs(u64::from(self.settings.rerank_timeout_secs)),
+                budget: recall_budget,
+                tokens,
+                orders,
+            });
+        }
         if self.settings.session_tokens > 0 {
             registrar.reflection(session::SessionUpkeep {
                 budget: i64::from(self.settings.session_tokens),

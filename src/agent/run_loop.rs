@@ -187,6 +187,11 @@ async fn run_turns(
         max_cycle_period: usize::try_from(rules.max_cycle_period).unwrap_or(usize::MAX),
         max_update_repeats: rules.max_update_repeats,
     };
+    if new_prompt {
+        if let Some(reflector) = reflector.as_mut() {
+            reflector.reflect(agent, Moment::LoopStarting).await;
+        }
+    }
     let mut progress = ProgressTracker::new(limits);
     let mut repetition = RepetitionTracker::new(limits);
     let temperature = config.effective_temperature(run.temperature, rules.temperature);

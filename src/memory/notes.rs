@@ -64,9 +64,7 @@ impl SessionNotes {
     /// The notes in a model's answer: its outermost JSON object (a fenced block or text
     /// around it is ignored), decoded and checked against the bounds.
     pub fn from_answer(answer: &str) -> Result<SessionNotes, NotesError> {
-        let start = answer.find('{').ok_or(NotesError::NoObject)?;
-        let end = answer.rfind('}').ok_or(NotesError::NoObject)?;
-        let json = answer.get(start..=end).ok_or(NotesError::NoObject)?;
+        let json = super::sidecar::json_object(answer).ok_or(NotesError::NoObject)?;
         let notes: SessionNotes =
             serde_json::from_str(json).map_err(|error| NotesError::Shape(error.to_string()))?;
         notes.check()?;

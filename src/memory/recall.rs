@@ -4,6 +4,8 @@
 //! many as fit the budget; a prompt that recalls nothing (or memory off) removes the previous recall.
 //! Panic loops recall nothing: they only compress.
 
+use std::sync::Arc;
+
 use serde_json::json;
 
 use crate::context::TokenMath;
@@ -14,6 +16,8 @@ use crate::db::models::memory::{MemoryLayer, RecalledItem};
 use crate::db::queries::{entries, memory};
 use crate::db::{Conn, DbError};
 use crate::plugins::preparation::{Preparation, PreparingTurn};
+
+use super::rerank::{reorder, RecallOrders};
 
 /// The entry a prompt's recall is written to.
 pub const RECALL_PATH: &str = "memory://recall";
@@ -28,6 +32,8 @@ pub(super) struct RecallOnPrompt {
     /// Most tokens of recalled lines.
     pub budget: i64,
     pub tokens: TokenMath,
+    /// Where the re-rank hands its orders.
+    pub orders: Arc<RecallOrders>,
 }
 
 impl Preparation for RecallOnPrompt {
@@ -38,9 +44,14 @@ impl Preparation for RecallOnPrompt {
         if turn.mode == LoopMode::Panic {
             return Ok(());
         }
+        let order = self.orders.take(turn.run, turn.loop_id);
         let lines = match memory::is_enabled(conn, turn.project)? {
             true => {
                 let items = candidates(conn, turn.project, prompt)?;
+                let items = match order {
+                    Some(order) => reorder(items, &order),
+                    None => items,
+                };
                 within_budget(&items, self.budget, self.tokens)
             }
             false => Vec::new(),
@@ -99,21 +110,31 @@ pub(super) fn line(item: &RecalledItem) -> String {
     }
 }
 
-/// The lines of `items`, in order, leaving out each that would carry the total past
-/// `budget` tokens.
-pub(super) fn within_budget(items: &[RecalledItem], budget: i64, tokens: TokenMath) -> Vec<String> {
+/// Whether each of `items`, in order, is kept within `budget` tokens: each that would carry
+/// the total past it is left out, and the next one tried.
+pub(super) fn fits(items: &[RecalledItem], budget: i64, tokens: TokenMath) -> Vec<bool> {
     let mut used = 0;
-    let mut lines = Vec::new();
-    for item in items {
-        let text = line(item);
-        let cost = tokens.count(&text);
-        if used + cost > budget {
-            continue;
-        }
-        used += cost;
-        lines.push(text);
-    }
-    lines
+    items
+        .iter()
+        .map(|item| {
+            let cost = tokens.count(&line(item));
+            let fits = used + cost <= budget;
+            if fits {
+                used += cost;
+            }
+            fits
+        })
+        .collect()
+}
+
+/// The lines of `items` kept within `budget` tokens, in order.
+pub(super) fn within_budget(items: &[RecalledItem], budget: i64, tokens: TokenMath) -> Vec<String> {
+    items
+        .iter()
+        .zip(fits(items, budget, tokens))
+        .filter(|(_, fits)| *fits)
+        .map(|(item, _)| line(item))
+        .collect()
 }
 
 #[cfg(test)]
@@ -150,6 +171,10 @@ mod tests {
         );
         let used: i64 = lines.iter().map(|line| tokens.count(line)).sum();
         assert_eq!(used, 24);
+        assert_eq!(
+            within_budget(&items, 20, tokens),
+            ["- [project] tests: make check", "- [server] license: MIT"]
+        );
         assert!(within_budget(&items, 0, tokens).is_empty());
     }
 }

@@ -21,12 +21,12 @@ use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::queries::{entries, memory};
 use crate::db::{Conn, DbError};
-use crate::llm::{ChatMessage, ChatRequest};
 use crate::plugins::preparation::{Preparation, PreparingTurn};
 use crate::plugins::reflection::{Moment, Reflecting, Reflection, ReflectionServices};
 
 use super::consolidate::consolidate;
 use super::notes::SessionNotes;
+use super::sidecar::{self, SidecarCall};
 
 /// The entry a run's session notes are written to.
 pub const SESSION_PATH: &str = "memory://session";
@@ -100,7 +100,10 @@ impl Reflection for SessionUpkeep {
         at: &'a Reflecting,
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            if at.moment == (Moment::TurnEnded { wrote: false }) {
+            if matches!(
+                at.moment,
+                Moment::TurnEnded { wrote: false } | Moment::LoopStarting
+            ) {
                 return;
             }
             let run = at.run;
@@ -120,6 +123,7 @@ impl Reflection for SessionUpkeep {
             let due = match at.moment {
                 Moment::TurnEnded { .. } => at.turn - last >= self.every_turns,
                 Moment::BeforePanic | Moment::LoopEnded => at.turn > last,
+                Moment::LoopStarting => false,
             };
             let mut notes = reading.stored.as_ref().map(|stored| stored.notes.clone());
             if due {
@@ -152,28 +156,17 @@ impl SessionUpkeep {
         at: &Reflecting,
         reading: &Reading,
     ) -> Option<SessionNotes> {
-        let request = ChatRequest {
-            messages: vec![
-                ChatMessage::system(INSTRUCTIONS),
-                ChatMessage::user(sidecar_input(reading)),
-            ],
-            model: at.model_actual.clone(),
-            temperature: Some(0.0),
-            max_tokens: Some(ANSWER_TOKENS),
+        let call = SidecarCall {
+            model_actual: at.model_actual.clone(),
+            instructions: INSTRUCTIONS,
+            input: sidecar_input(reading),
+            answer_tokens: ANSWER_TOKENS,
+            timeout: self.timeout,
         };
-        let answer = tokio::time::timeout(
-            self.timeout,
-            services.llm.complete(request, &services.cancel),
-        )
-        .await;
-        let answer = match answer {
-            Ok(Ok(response)) => response.content,
-            Ok(Err(error)) => {
-                tracing::warn!(%error, run.id = %at.run, "session notes: the sidecar call failed; the notes stay");
-                return None;
-            }
-            Err(_) => {
-                tracing::warn!(run.id = %at.run, timeout_secs = self.timeout.as_secs(), "session notes: the sidecar did not answer in time; the notes stay");
+        let answer = match sidecar::ask(services, call).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                tracing::warn!(%error, run.id = %at.run, "session notes: no answer; the notes stay");
                 return None;
             }
         };

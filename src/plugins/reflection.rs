@@ -1,9 +1,10 @@
-//! Reflections: a plugin's work on a run after its turns, off the writer and outside the
-//! turn, which may call the run's model (memory's session notes are written by a sidecar
-//! LLM call). The loop awaits each reflection at three moments: after a turn when the loop
-//! goes on, before a panic loop compresses the context, and when a loop ends (after its
-//! outcome is stored and sent to the client, before the run's next loop starts, so the
-//! reply never waits for it and the next loop sees what it wrote). A
+//! Reflections: a plugin's work on a run around its turns, off the writer and outside the
+//! turn, which may call a model (memory's session notes are written by a sidecar LLM call,
+//! and its recall re-ranked by one). The loop awaits each reflection at four moments: before
+//! the first turn of a loop with a new prompt, after a turn when the loop goes on, before a
+//! panic loop compresses the context, and when a loop ends (after its outcome is stored and
+//! sent to the client, before the run's next loop starts, so the reply never waits for it
+//! and the next loop sees what it wrote). A
 //! reflection decides for itself whether the moment needs work; one with nothing to do
 //! must return at once, and one that fails logs and leaves things as they were: a
 //! reflection never fails a loop.
@@ -19,6 +20,9 @@ use crate::llm::{CancellationToken, LlmProviders};
 /// When a reflection is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Moment {
+    /// A loop with a new prompt (not a panic loop) is about to run its first turn: the
+    /// project is scanned, the prompt is the loop row's and not yet an entry.
+    LoopStarting,
     /// A turn ended and the loop goes on; `wrote`: the turn wrote files or knowledge.
     TurnEnded { wrote: bool },
     /// The context overflowed and a panic loop is about to compress it.

@@ -31,6 +31,7 @@ mod process;
 mod progress;
 mod proxy;
 mod readonly;
+mod recall_rerank;
 mod replay;
 mod replies;
 mod rules;
