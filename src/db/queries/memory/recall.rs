@@ -53,7 +53,8 @@ struct FullText {
     /// FTS5: binds the FTS5 query `?`, then the project and the limit; scored by bm25.
     fts5_recall: &'static str,
     /// tsvector: binds bare words (space-separated): each `word` and the items holding it
-    /// as `doc` (0 for a word the parser would split), in one statement.
+    /// as `doc` (0 when no item holds it, or when the parser splits it into several
+    /// lexemes), in one statement.
     tsvector_count: &'static str,
     /// tsvector: binds the searched words and the number of items holding each (both
     /// space-separated), the tsquery `?` matching any of them, then the project and the
