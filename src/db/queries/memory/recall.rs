@@ -54,7 +54,7 @@ struct FullText {
     fts5_recall: &'static str,
     /// tsvector: binds bare words (space-separated): each `word` and the items holding it
     /// as `doc` (0 when no item holds it, or when the parser splits it into several
-    /// lexemes), in one statement.
+    /// lexemes), in one statement: a key lookup per word, whatever the table's statistics.
     tsvector_count: &'static str,
     /// tsvector: binds the searched words and the number of items holding each (both
     /// space-separated), the tsquery `?` matching any of them, then the project and the
@@ -73,11 +73,10 @@ const FACTS: FullText = FullText {
                   FROM memory_facts_fts JOIN memory_facts AS f ON f.id = memory_facts_fts.rowid \
                   WHERE memory_facts_fts MATCH ? AND (f.project_id = ? OR f.project_id IS NULL) \
                   ORDER BY shared, score LIMIT ?",
-    tsvector_count: "SELECT w.word, COALESCE(c.items, 0) AS doc \
-                     FROM unnest(string_to_array(?, ' ')) AS w(word) \
-                     LEFT JOIN memory_word_counts AS c ON c.source = 'memory_facts' \
-                          AND c.word = array_to_string(\
-                                  tsvector_to_array(to_tsvector('simple', w.word)), ' ')",
+    tsvector_count: "SELECT w.word, COALESCE((SELECT c.items FROM memory_word_counts AS c \
+                            WHERE c.source = 'memory_facts' AND c.word = array_to_string(\
+                                  tsvector_to_array(to_tsvector('simple', w.word)), ' ')), 0) AS doc \
+                     FROM unnest(string_to_array(?, ' ')) AS w(word)",
     tsvector_recall: "WITH w AS MATERIALIZED (SELECT to_tsquery('simple', word) AS query, \
                              greatest(ln((t.items - u.items + 0.5) / (u.items + 0.5)), 1e-6) AS idf \
                              FROM memory_item_counts AS t, \
@@ -103,11 +102,10 @@ const HISTORY: FullText = FullText {
                   FROM memory_history_fts JOIN memory_history AS f ON f.id = memory_history_fts.rowid \
                   WHERE memory_history_fts MATCH ? AND (f.project_id = ? OR f.project_id IS NULL) \
                   ORDER BY score LIMIT ?",
-    tsvector_count: "SELECT w.word, COALESCE(c.items, 0) AS doc \
-                     FROM unnest(string_to_array(?, ' ')) AS w(word) \
-                     LEFT JOIN memory_word_counts AS c ON c.source = 'memory_history' \
-                          AND c.word = array_to_string(\
-                                  tsvector_to_array(to_tsvector('simple', w.word)), ' ')",
+    tsvector_count: "SELECT w.word, COALESCE((SELECT c.items FROM memory_word_counts AS c \
+                            WHERE c.source = 'memory_history' AND c.word = array_to_string(\
+                                  tsvector_to_array(to_tsvector('simple', w.word)), ' ')), 0) AS doc \
+                     FROM unnest(string_to_array(?, ' ')) AS w(word)",
     tsvector_recall: "WITH w AS MATERIALIZED (SELECT to_tsquery('simple', word) AS query, \
                              greatest(ln((t.items - u.items + 0.5) / (u.items + 0.5)), 1e-6) AS idf \
                              FROM memory_item_counts AS t, \
