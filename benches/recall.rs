@@ -74,7 +74,7 @@ fn fill(mut conn: Conn, items: i64) -> Option<(Conn, ProjectId)> {
     if let Conn::Postgres(_) = conn {
         // As autovacuum would soon after such a fill: the index's pending list merged (else
         // every search reads it through) and the planner's statistics gathered.
-        conn.batch_execute("VACUUM ANALYZE memory_facts, memory_history")
+        conn.batch_execute("VACUUM ANALYZE memory_facts, memory_history, memory_word_counts")
             .ok()?;
     }
     Some((conn, project))

@@ -3,7 +3,10 @@
 //! memory written per backend):
 //! SQLite's FTS5 tables `memory_*_fts` ranked by bm25, PostgreSQL's `search` tsvector
 //! columns ranked by ts_rank weighted by each word's rarity as bm25 weighs it, so on both a
-//! topic outweighs a body and a rare word a common one.
+//! topic outweighs a body and a rare word a common one. How many items hold a word, which
+//! picks the words searched for and weighs them, FTS5 counts through its index; on
+//! PostgreSQL triggers keep the counts (`memory_word_counts`, `memory_item_counts`), as
+//! counting through the GIN index takes milliseconds per common word at 100k items.
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Double, Nullable, Text};
@@ -49,8 +52,9 @@ struct FullText {
     fts5_count: &'static str,
     /// FTS5: binds the FTS5 query `?`, then the project and the limit; scored by bm25.
     fts5_recall: &'static str,
-    /// tsvector: binds the bound `?`, then bare words (space-separated): each `word` and
-    /// the items holding it as `doc`, at most the bound, in one statement.
+    /// tsvector: binds bare words (space-separated): each `word` and the items holding it
+    /// as `doc` (0 when no item holds it, or when the parser splits it into several
+    /// lexemes), in one statement: a key lookup per word, whatever the table's statistics.
     tsvector_count: &'static str,
     /// tsvector: binds the searched words and the number of items holding each (both
     /// space-separated), the tsquery `?` matching any of them, then the project and the
@@ -69,14 +73,16 @@ const FACTS: FullText = FullText {
                   FROM memory_facts_fts JOIN memory_facts AS f ON f.id = memory_facts_fts.rowid \
                   WHERE memory_facts_fts MATCH ? AND (f.project_id = ? OR f.project_id IS NULL) \
                   ORDER BY shared, score LIMIT ?",
-    tsvector_count: "SELECT w.word, (SELECT count(*) FROM (SELECT 1 FROM memory_facts \
-                            WHERE search @@ to_tsquery('simple', w.word) LIMIT ?) AS hits) AS doc \
+    tsvector_count: "SELECT w.word, COALESCE((SELECT c.items FROM memory_word_counts AS c \
+                            WHERE c.source = 'memory_facts' AND c.word = array_to_string(\
+                                  tsvector_to_array(to_tsvector('simple', w.word)), ' ')), 0) AS doc \
                      FROM unnest(string_to_array(?, ' ')) AS w(word)",
     tsvector_recall: "WITH w AS MATERIALIZED (SELECT to_tsquery('simple', word) AS query, \
-                             greatest(ln((t.total - items + 0.5) / (items + 0.5)), 1e-6) AS idf \
-                             FROM (SELECT count(*) AS total FROM memory_facts) AS t, \
+                             greatest(ln((t.items - u.items + 0.5) / (u.items + 0.5)), 1e-6) AS idf \
+                             FROM memory_item_counts AS t, \
                                   unnest(string_to_array(?, ' '), \
-                                         string_to_array(?, ' ')::float8[]) AS u(word, items)) \
+                                         string_to_array(?, ' ')::float8[]) AS u(word, items) \
+                             WHERE t.source = 'memory_facts') \
                       SELECT f.project_id IS NULL AS shared, FALSE AS narrative, f.topic, f.body, \
                              f.updated_at AS dated, \
                              -(SELECT sum(w.idf * ts_rank('{0, 0, 0.5, 1}', f.search, w.query, 1)) \
@@ -96,14 +102,16 @@ const HISTORY: FullText = FullText {
                   FROM memory_history_fts JOIN memory_history AS f ON f.id = memory_history_fts.rowid \
                   WHERE memory_history_fts MATCH ? AND (f.project_id = ? OR f.project_id IS NULL) \
                   ORDER BY score LIMIT ?",
-    tsvector_count: "SELECT w.word, (SELECT count(*) FROM (SELECT 1 FROM memory_history \
-                            WHERE search @@ to_tsquery('simple', w.word) LIMIT ?) AS hits) AS doc \
+    tsvector_count: "SELECT w.word, COALESCE((SELECT c.items FROM memory_word_counts AS c \
+                            WHERE c.source = 'memory_history' AND c.word = array_to_string(\
+                                  tsvector_to_array(to_tsvector('simple', w.word)), ' ')), 0) AS doc \
                      FROM unnest(string_to_array(?, ' ')) AS w(word)",
     tsvector_recall: "WITH w AS MATERIALIZED (SELECT to_tsquery('simple', word) AS query, \
-                             greatest(ln((t.total - items + 0.5) / (items + 0.5)), 1e-6) AS idf \
-                             FROM (SELECT count(*) AS total FROM memory_history) AS t, \
+                             greatest(ln((t.items - u.items + 0.5) / (u.items + 0.5)), 1e-6) AS idf \
+                             FROM memory_item_counts AS t, \
                                   unnest(string_to_array(?, ' '), \
-                                         string_to_array(?, ' ')::float8[]) AS u(word, items)) \
+                                         string_to_array(?, ' ')::float8[]) AS u(word, items) \
+                             WHERE t.source = 'memory_history') \
                       SELECT f.project_id IS NULL AS shared, f.reason = 'narrative' AS narrative, \
                              f.topic, f.body, f.archived_at AS dated, \
                              -(SELECT sum(w.idf * ts_rank('{0, 0, 0.5, 1}', f.search, w.query, 1)) \
@@ -136,8 +144,8 @@ struct SearchedWord {
 
 /// The words of `text` a recall searches for in `index`: the rarest first, as long as the
 /// items they are in number at most [`MAX_POSTINGS`] (scoring more would make recall slow,
-/// and words that common tell little); none when no word qualifies. A count stops past the
-/// bound, so a common word costs no more than a rare one.
+/// and words that common tell little); none when no word qualifies. On SQLite a count stops
+/// past the bound, so a common word costs no more than a rare one.
 fn searched_words(
     conn: &mut Conn,
     index: &FullText,
@@ -162,7 +170,6 @@ fn searched_words(
         }
         Conn::Postgres(_) => {
             let rows: Vec<CountedWord> = statement(index.tsvector_count)
-                .bind::<BigInt, _>(MAX_POSTINGS + 1)
                 .bind::<Text, _>(words.join(" "))
                 .load(conn)?;
             counted.extend(rows.into_iter().map(|row| SearchedWord {

@@ -280,3 +280,89 @@ fn a_runs_narrative_replaces_its_earlier_one_and_is_recalled_as_a_narrative_on_e
         ]
     );
 }
+
+/// On PostgreSQL, the word and item counts the triggers keep that differ from a count of
+/// the items' `search` words (none on SQLite, whose FTS5 tables count for themselves).
+fn miscounted_words(conn: &mut Conn) -> i64 {
+    #[derive(QueryableByName)]
+    struct Miscounted {
+        #[diesel(sql_type = BigInt)]
+        words: i64,
+    }
+    if let Conn::Sqlite(_) = conn {
+        return 0;
+    }
+    let counted: Miscounted = diesel::sql_query(
+        "SELECT count(*) AS words FROM ( \
+             SELECT 'memory_facts' AS source, w AS word, count(*) AS items \
+             FROM memory_facts, unnest(tsvector_to_array(search)) AS w GROUP BY w \
+             UNION ALL \
+             SELECT 'memory_history', w, count(*) \
+             FROM memory_history, unnest(tsvector_to_array(search)) AS w GROUP BY w \
+             UNION ALL \
+             SELECT 'memory_facts', NULL, count(*) FROM memory_facts \
+             UNION ALL \
+             SELECT 'memory_history', NULL, count(*) FROM memory_history) AS truth \
+         FULL JOIN (SELECT source, word, items FROM memory_word_counts \
+                    UNION ALL \
+                    SELECT source, NULL, items FROM memory_item_counts) AS kept \
+              ON kept.source = truth.source AND kept.word IS NOT DISTINCT FROM truth.word \
+         WHERE kept.items IS DISTINCT FROM truth.items",
+    )
+    .get_result(conn)
+    .unwrap();
+    counted.words
+}
+
+#[test]
+fn a_words_rarity_follows_every_write_of_any_project_on_either_backend() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let (ours, theirs) = (project(conn, "ours"), project(conn, "theirs"));
+    let top = |conn: &mut Conn| {
+        recall_facts(conn, ours, "zebra yak", 1).unwrap()[0]
+            .body
+            .clone()
+    };
+    write_fact(conn, &fact(Some(ours), "one", "zebra")).unwrap();
+    for n in 0..3 {
+        write_fact(conn, &fact(Some(ours), &format!("y{n}"), "yak")).unwrap();
+    }
+    assert_eq!(top(conn), "zebra", "zebra is the rarer word");
+
+    for n in 0..4 {
+        write_fact(conn, &fact(Some(theirs), &format!("z{n}"), "zebra")).unwrap();
+    }
+    assert_eq!(top(conn), "yak", "another project's facts count");
+    assert_eq!(miscounted_words(conn), 0);
+
+    statement("DELETE FROM projects WHERE id = ?")
+        .bind::<BigInt, _>(theirs.0)
+        .execute(conn)
+        .unwrap();
+    assert_eq!(
+        top(conn),
+        "zebra",
+        "an erased project's facts no longer count"
+    );
+
+    for n in 0..2 {
+        write_fact(conn, &fact(Some(ours), &format!("y{n}"), "zebra")).unwrap();
+    }
+    assert_eq!(
+        top(conn),
+        "yak",
+        "a replaced body no longer counts, its new one does"
+    );
+    assert_eq!(miscounted_words(conn), 0);
+
+    let replaced = list_history(conn, Some(ours)).unwrap()[0].id;
+    assert!(delete_history(conn, Some(ours), replaced).unwrap());
+    let one = list_facts(conn, Some(ours))
+        .unwrap()
+        .into_iter()
+        .find(|fact| fact.topic == "one")
+        .unwrap();
+    assert!(delete_fact(conn, Some(ours), one.id).unwrap());
+    assert_eq!(miscounted_words(conn), 0);
+}

@@ -1,0 +1,10 @@
+DROP TRIGGER trg_memory_history_deleted ON memory_history;
+DROP TRIGGER trg_memory_history_updated ON memory_history;
+DROP TRIGGER trg_memory_history_inserted ON memory_history;
+DROP TRIGGER trg_memory_facts_deleted ON memory_facts;
+DROP TRIGGER trg_memory_facts_updated ON memory_facts;
+DROP TRIGGER trg_memory_facts_inserted ON memory_facts;
+DROP FUNCTION memory_items_written();
+DROP FUNCTION memory_words_counted(TEXT, tsvector[], tsvector[]);
+DROP TABLE memory_item_counts;
+DROP TABLE memory_word_counts;
