@@ -15,7 +15,7 @@ use crate::access::Access;
 use crate::agent::admission::LoopAdmission;
 use crate::agent::delegation::Subagents;
 use crate::agent::instance::Instance;
-use crate::agent::remote_abort::RemoteAborts;
+use crate::agent::lease_holder::LeaseHolder;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
 use crate::config::Settings;
@@ -34,6 +34,7 @@ use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
+use crate::rpc::held_calls;
 use crate::web::{WebClient, WebOptions};
 use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
@@ -144,16 +145,16 @@ pub async fn start_with(
     let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
         .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
     let hubs = HubRegistry::new(settings.server.replay_limits());
-    let remote_aborts = RemoteAborts::default();
+    let lease_holder = LeaseHolder::default();
     // The listener's thread is no actor's: what arrives crosses to the runtime, which may
-    // start a project's hub or abort a loop.
+    // start a project's hub or execute a client's call.
     let (received, arrived) = tokio::sync::mpsc::unbounded_channel();
     if let Store::Postgres(url) = store(&settings) {
         let bus = FrameBus::start(&url, instance.id(), move |message| {
             let _ = received.send(message);
         })?;
         hubs.connect_bus(bus.clone());
-        remote_aborts.connect(bus);
+        lease_holder.connect(bus);
     }
     plugins.clients().connect(hubs.clone());
     let agent = AgentContext {
@@ -161,7 +162,7 @@ pub async fn start_with(
         db,
         hubs,
         runs: RunRegistry::new(instance),
-        remote_aborts,
+        lease_holder,
         admission: LoopAdmission::new(&settings.agent),
         llm: LlmProviders::start(provider_settings(&settings))?,
         plugins: Arc::new(plugins),
@@ -255,8 +256,8 @@ async fn recover_interrupted_runs(agent: &AgentContext, shared: bool) -> Result<
     Ok(())
 }
 
-/// Hands on what other instances sent: frames to the hubs, aborts to `RemoteAborts`; until
-/// the bus stops.
+/// Hands on what other instances sent: frames to the hubs, commands to the `LeaseHolder`
+/// (a call executed by `rpc::held_calls`); until the bus stops.
 async fn take_from_the_bus(
     agent: AgentContext,
     mut arrived: tokio::sync::mpsc::UnboundedReceiver<BusMessage>,
@@ -264,10 +265,14 @@ async fn take_from_the_bus(
     while let Some(message) = arrived.recv().await {
         match message {
             BusMessage::Frame(frame) => agent.hubs.relayed(frame),
-            BusMessage::Abort(abort) => {
+            BusMessage::Command(command) => {
                 let agent = agent.clone();
                 actix_web::rt::spawn(async move {
-                    agent.remote_aborts.take(&agent, abort).await;
+                    let executing = agent.clone();
+                    agent
+                        .lease_holder
+                        .take(command, |call| held_calls::execute(executing, call))
+                        .await;
                 });
             }
         }

@@ -119,13 +119,17 @@ pub enum AppError {
     /// A plugin's method failed.
     #[error(transparent)]
     Plugin(#[from] MethodError),
+    /// The error of a call the instance holding the run's lease executed
+    /// (`agent::lease_holder`), returned as it answered it.
+    #[error("{}", .0.message)]
+    Relayed(RpcError),
     /// Something the server did not expect.
     #[error("{0}")]
     Internal(String),
 }
 
 /// A JSON-RPC error object: code and message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RpcError {
     pub code: i64,
     /// Human-readable text (the reference wording where one exists).
@@ -160,6 +164,7 @@ impl AppError {
             AppError::Plugin(MethodError::Db(error)) => db_code(error),
             AppError::Plugin(MethodError::Failed(_)) => code::INTERNAL,
             AppError::Timeout { .. } | AppError::Internal(_) => code::INTERNAL,
+            AppError::Relayed(error) => error.code,
         };
         let message = match self {
             // Its text names a path on the server; the log keeps it (see `ws::session`).

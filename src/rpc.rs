@@ -7,5 +7,6 @@ pub mod call;
 pub mod dispatch;
 pub mod envelope;
 pub mod handlers;
+pub mod held_calls;
 pub mod methods;
 pub mod params;

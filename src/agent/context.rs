@@ -5,7 +5,7 @@ use std::sync::Arc;
 use actix::Addr;
 
 use crate::agent::admission::LoopAdmission;
-use crate::agent::remote_abort::RemoteAborts;
+use crate::agent::lease_holder::LeaseHolder;
 use crate::agent::web_requests;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
@@ -32,8 +32,8 @@ pub struct AgentContext {
     pub hubs: HubRegistry,
     /// Runs executing now, server-wide.
     pub runs: RunRegistry,
-    /// `run/abort` of loops executing on other instances.
-    pub remote_aborts: RemoteAborts,
+    /// `run/abort`, `run/resolve` and `run/inject` of runs executing on other instances.
+    pub lease_holder: LeaseHolder,
     /// The bounds on loops running or queued, per project and per person.
     pub admission: LoopAdmission,
     /// One actor per LLM provider.

@@ -3,8 +3,9 @@
 //! numbered (`run/state`, `run/progress`, `run/proposal`), every other instance receives it
 //! and hands it to its hub, which offers it to its clients with the same `seq`.
 //!
-//! Beside the frames, the channel [`ABORT_CHANNEL`] carries `run/abort` to the instance whose
-//! loop it stops ([`AbortMessage`]) and its answer back.
+//! Beside the frames, the channel [`COMMAND_CHANNEL`] carries [`BusCommand`]s: a client's
+//! `run/abort`, `run/resolve` or `run/inject` for the instance holding the run's lease, and
+//! that instance's acknowledgement and answer, each addressed to one instance.
 //!
 //! Two threads of their own, each on a dedicated connection (never a pool's: a `LISTEN`
 //! belongs to its session): the sender sends the frames in the order it is given them, a
@@ -22,18 +23,18 @@ use std::time::Duration;
 use diesel::sql_types::Text;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 
-use crate::db::ids::{LoopId, ProjectId, RunId};
+use crate::db::ids::{ProjectId, RunId};
 
 /// The channel every instance of a store listens on.
 pub const CHANNEL: &str = "rummy_frames";
 
-/// The channel of [`AbortMessage`]s.
-pub const ABORT_CHANNEL: &str = "rummy_aborts";
+/// The channel of [`BusCommand`]s.
+pub const COMMAND_CHANNEL: &str = "rummy_commands";
 
 /// How often the listener reads what arrived.
 pub const LISTEN_POLL: Duration = Duration::from_millis(20);
 
-/// Bytes of a frame one NOTIFY carries, below the 8000-byte limit with the header.
+/// Bytes of a message one NOTIFY carries, below the 8000-byte limit with the header.
 const PART_BYTES: usize = 7000;
 
 /// How long a thread waits before connecting again.
@@ -48,80 +49,20 @@ pub struct BusFrame {
     pub text: Arc<str>,
 }
 
-/// `run/abort` between instances.
+/// A message from instance `from` to instance `to` alone; what `body` says is the sender's
+/// and the receiver's business (`agent::lease_holder`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum AbortMessage {
-    /// Instance `from` asks instance `to` to abort the loop it executes for `run`; `id`
-    /// names the request among `from`'s.
-    Request {
-        from: String,
-        to: String,
-        run: RunId,
-        id: u64,
-    },
-    /// Instance `from` aborted request `id` of instance `to`: the loop it stopped, if one
-    /// was executing, its 499 stored.
-    Done {
-        from: String,
-        to: String,
-        id: u64,
-        stopped: Option<LoopId>,
-    },
-}
-
-impl AbortMessage {
-    /// The instance it is for.
-    fn to(&self) -> &str {
-        match self {
-            AbortMessage::Request { to, .. } | AbortMessage::Done { to, .. } => to,
-        }
-    }
-
-    fn payload(&self) -> String {
-        match self {
-            AbortMessage::Request { from, to, run, id } => {
-                format!("request\t{from}\t{to}\t{run}\t{id}")
-            }
-            AbortMessage::Done {
-                from,
-                to,
-                id,
-                stopped,
-            } => {
-                let stopped = stopped.map_or(String::new(), |stopped| stopped.to_string());
-                format!("done\t{from}\t{to}\t{id}\t{stopped}")
-            }
-        }
-    }
-
-    fn parse(payload: &str) -> Option<AbortMessage> {
-        let fields: Vec<&str> = payload.split('\t').collect();
-        match fields.as_slice() {
-            ["request", from, to, run, id] => Some(AbortMessage::Request {
-                from: (*from).to_owned(),
-                to: (*to).to_owned(),
-                run: RunId(run.parse().ok()?),
-                id: id.parse().ok()?,
-            }),
-            ["done", from, to, id, stopped] => Some(AbortMessage::Done {
-                from: (*from).to_owned(),
-                to: (*to).to_owned(),
-                id: id.parse().ok()?,
-                stopped: match *stopped {
-                    "" => None,
-                    stopped => Some(LoopId(stopped.parse().ok()?)),
-                },
-            }),
-            _ => None,
-        }
-    }
+pub struct BusCommand {
+    pub from: String,
+    pub to: String,
+    pub body: Arc<str>,
 }
 
 /// What crosses the bus.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BusMessage {
     Frame(BusFrame),
-    Abort(AbortMessage),
+    Command(BusCommand),
 }
 
 /// The sending end, cheap to clone; [`stop`](Self::stop), or dropping every clone, ends both
@@ -180,8 +121,8 @@ impl Stop {
 
 impl FrameBus {
     /// Starts the sender and the listener on the database at `url`, as instance `instance`;
-    /// `received` gets every frame another instance sends, in its order, and every abort
-    /// message for this instance.
+    /// `received` gets every frame another instance sends, in its order, and every command
+    /// for this instance.
     pub fn start(
         url: &str,
         instance: &str,
@@ -222,11 +163,10 @@ impl FrameBus {
     }
 }
 
-/// A frame's parts as NOTIFY payloads: `instance`, project, run, seq, message, part and
-/// parts, tab-separated, then the part's text.
-fn payloads(instance: &str, message: u64, frame: &BusFrame) -> Vec<String> {
+/// `text` in parts under [`PART_BYTES`] each, cut on character boundaries; at least one.
+fn split(text: &str) -> Vec<&str> {
     let mut parts = Vec::new();
-    let mut rest: &str = &frame.text;
+    let mut rest = text;
     while !rest.is_empty() || parts.is_empty() {
         let mut end = rest.len().min(PART_BYTES);
         while !rest.is_char_boundary(end) {
@@ -235,65 +175,112 @@ fn payloads(instance: &str, message: u64, frame: &BusFrame) -> Vec<String> {
         parts.push(&rest[..end]);
         rest = &rest[end..];
     }
+    parts
+}
+
+/// A message's parts as NOTIFY payloads: `head`, then the message's number among its
+/// sender's, the part's index, the number of parts and the part's text, tab-separated.
+fn payloads(head: &str, message: u64, text: &str) -> Vec<String> {
+    let parts = split(text);
     let count = parts.len();
     parts
         .iter()
         .enumerate()
-        .map(|(index, part)| {
-            format!(
-                "{instance}\t{}\t{}\t{}\t{message}\t{index}\t{count}\t{part}",
-                frame.project, frame.run, frame.seq
-            )
-        })
+        .map(|(index, part)| format!("{head}\t{message}\t{index}\t{count}\t{part}"))
         .collect()
 }
 
-/// One payload's header and text.
+/// A frame's payloads; the head is the sending instance, the project, the run and the seq.
+fn frame_payloads(instance: &str, message: u64, frame: &BusFrame) -> Vec<String> {
+    let head = format!(
+        "{instance}\t{}\t{}\t{}",
+        frame.project, frame.run, frame.seq
+    );
+    payloads(&head, message, &frame.text)
+}
+
+/// A command's payloads; the head is the sending instance and the one it is for.
+fn command_payloads(message: u64, command: &BusCommand) -> Vec<String> {
+    let head = format!("{}\t{}", command.from, command.to);
+    payloads(&head, message, &command.body)
+}
+
+/// One payload's part of a message.
 #[derive(Debug, PartialEq)]
 struct Part<'a> {
-    instance: &'a str,
-    project: i64,
-    run: i64,
-    seq: u64,
+    /// The sending instance.
+    sender: &'a str,
+    /// The message's number among its sender's.
     message: u64,
     index: usize,
     count: usize,
     text: &'a str,
 }
 
-fn parse(payload: &str) -> Option<Part<'_>> {
+impl<'a> Part<'a> {
+    /// The part whose numbers and text are the last four of `fields`.
+    fn read(sender: &'a str, mut fields: impl Iterator<Item = &'a str>) -> Option<Part<'a>> {
+        Some(Part {
+            sender,
+            message: fields.next()?.parse().ok()?,
+            index: fields.next()?.parse().ok()?,
+            count: fields.next()?.parse().ok()?,
+            text: fields.next()?,
+        })
+    }
+}
+
+/// Where a frame's payload says it belongs.
+#[derive(Debug, PartialEq)]
+struct FrameHead {
+    project: i64,
+    run: i64,
+    seq: u64,
+}
+
+impl FrameHead {
+    fn frame(&self, text: String) -> BusFrame {
+        BusFrame {
+            project: ProjectId(self.project),
+            run: RunId(self.run),
+            seq: self.seq,
+            text: Arc::from(text),
+        }
+    }
+}
+
+fn parse_frame(payload: &str) -> Option<(FrameHead, Part<'_>)> {
     let mut fields = payload.splitn(8, '\t');
-    Some(Part {
-        instance: fields.next()?,
+    let sender = fields.next()?;
+    let head = FrameHead {
         project: fields.next()?.parse().ok()?,
         run: fields.next()?.parse().ok()?,
         seq: fields.next()?.parse().ok()?,
-        message: fields.next()?.parse().ok()?,
-        index: fields.next()?.parse().ok()?,
-        count: fields.next()?.parse().ok()?,
-        text: fields.next()?,
-    })
+    };
+    Some((head, Part::read(sender, fields)?))
 }
 
-/// Joins the parts of each instance's messages into frames.
+/// A command's payload: the instance it is for, and its part.
+fn parse_command(payload: &str) -> Option<(&str, Part<'_>)> {
+    let mut fields = payload.splitn(6, '\t');
+    let sender = fields.next()?;
+    let to = fields.next()?;
+    Some((to, Part::read(sender, fields)?))
+}
+
+/// Joins the parts of each instance's messages.
 #[derive(Default)]
 struct Assembly {
     partial: HashMap<(String, u64), Vec<String>>,
 }
 
 impl Assembly {
-    /// The frame `payload` completes, if any.
-    fn add(&mut self, part: Part<'_>) -> Option<BusFrame> {
-        let frame = |text: &str| BusFrame {
-            project: ProjectId(part.project),
-            run: RunId(part.run),
-            seq: part.seq,
-            text: Arc::from(text),
-        };
+    /// The text of the message `part` completes, if any.
+    fn add(&mut self, part: Part<'_>) -> Option<String> {
         if part.count <= 1 {
-            return Some(frame(part.text));
+            return Some(part.text.to_owned());
         }
-        let key = (part.instance.to_owned(), part.message);
+        let key = (part.sender.to_owned(), part.message);
         let parts = self.partial.entry(key.clone()).or_default();
         if parts.len() != part.index {
             self.partial.remove(&key);
@@ -303,8 +290,7 @@ impl Assembly {
         if parts.len() < part.count {
             return None;
         }
-        let text = self.partial.remove(&key)?.concat();
-        Some(frame(&text))
+        Some(self.partial.remove(&key)?.concat())
     }
 }
 
@@ -334,8 +320,12 @@ impl Sending {
                 continue;
             };
             let (channel, payloads) = match &message_to_send {
-                BusMessage::Frame(frame) => (CHANNEL, payloads(&self.instance, message, frame)),
-                BusMessage::Abort(abort) => (ABORT_CHANNEL, vec![abort.payload()]),
+                BusMessage::Frame(frame) => {
+                    (CHANNEL, frame_payloads(&self.instance, message, frame))
+                }
+                BusMessage::Command(command) => {
+                    (COMMAND_CHANNEL, command_payloads(message, command))
+                }
             };
             let sent = conn.transaction(|conn| {
                 for payload in payloads {
@@ -369,7 +359,8 @@ impl Listening {
                     diesel::sql_query(format!("LISTEN {CHANNEL}"))
                         .execute(&mut conn)
                         .and_then(|_| {
-                            diesel::sql_query(format!("LISTEN {ABORT_CHANNEL}")).execute(&mut conn)
+                            diesel::sql_query(format!("LISTEN {COMMAND_CHANNEL}"))
+                                .execute(&mut conn)
                         })
                         .map(|_| conn)
                         .map_err(|error| error.to_string())
@@ -394,29 +385,45 @@ impl Listening {
                         return;
                     }
                 };
-                if notification.channel == ABORT_CHANNEL {
-                    match AbortMessage::parse(&notification.payload) {
-                        Some(abort) if abort.to() == self.instance => {
-                            received(BusMessage::Abort(abort));
-                        }
-                        Some(_) => {}
-                        None => tracing::warn!("the frame bus got an abort it cannot read"),
-                    }
-                    continue;
-                }
-                let Some(part) = parse(&notification.payload) else {
-                    tracing::warn!("the frame bus got a payload it cannot read");
-                    continue;
-                };
-                if part.instance == self.instance {
-                    continue;
-                }
-                if let Some(frame) = assembly.add(part) {
-                    received(BusMessage::Frame(frame));
+                if let Some(message) = self.take(&mut assembly, &notification) {
+                    received(message);
                 }
             }
             self.stopped.wait(LISTEN_POLL);
         }
+    }
+
+    /// The message `notification` completes, if it is for this instance: another's frame,
+    /// or a command to this one.
+    fn take(
+        &self,
+        assembly: &mut Assembly,
+        notification: &diesel::pg::PgNotification,
+    ) -> Option<BusMessage> {
+        if notification.channel == COMMAND_CHANNEL {
+            let Some((to, part)) = parse_command(&notification.payload) else {
+                tracing::warn!("the frame bus got a command it cannot read");
+                return None;
+            };
+            if to != self.instance {
+                return None;
+            }
+            let from = part.sender.to_owned();
+            let body = assembly.add(part)?;
+            return Some(BusMessage::Command(BusCommand {
+                from,
+                to: self.instance.clone(),
+                body: Arc::from(body),
+            }));
+        }
+        let Some((head, part)) = parse_frame(&notification.payload) else {
+            tracing::warn!("the frame bus got a payload it cannot read");
+            return None;
+        };
+        if part.sender == self.instance {
+            return None;
+        }
+        Some(BusMessage::Frame(head.frame(assembly.add(part)?)))
     }
 }
 
@@ -433,54 +440,57 @@ mod tests {
         }
     }
 
+    fn big() -> String {
+        format!("{{\"text\":\"{}é\"}}", "x".repeat(PART_BYTES * 2))
+    }
+
     #[test]
     fn a_frame_crosses_as_parts_under_the_payload_limit_and_is_joined_again() {
-        let big = format!("{{\"text\":\"{}é\"}}", "x".repeat(PART_BYTES * 2));
+        let big = big();
         for text in ["{}", "a\tb\tc", big.as_str()] {
-            let sent = payloads("a", 9, &frame(text));
+            let sent = frame_payloads("a", 9, &frame(text));
             assert!(sent.iter().all(|payload| payload.len() < 8000));
             let mut assembly = Assembly::default();
             let mut joined = Vec::new();
             for payload in &sent {
-                joined.extend(assembly.add(parse(payload).unwrap()));
+                let (head, part) = parse_frame(payload).unwrap();
+                joined.extend(assembly.add(part).map(|text| head.frame(text)));
             }
             assert_eq!(joined, vec![frame(text)]);
         }
-        assert_eq!(payloads("a", 1, &frame(&big)).len(), 3);
+        assert_eq!(frame_payloads("a", 1, &frame(&big)).len(), 3);
     }
 
     #[test]
-    fn abort_messages_read_back_as_they_were_sent() {
-        let request = AbortMessage::Request {
-            from: "a".into(),
-            to: "b".into(),
-            run: RunId(4),
-            id: 9,
-        };
-        for stopped in [None, Some(LoopId(12))] {
-            let done = AbortMessage::Done {
-                from: "b".into(),
-                to: "a".into(),
-                id: 9,
-                stopped,
+    fn a_command_crosses_as_parts_to_the_one_instance_it_is_for() {
+        let big = big();
+        for body in ["{}", "a\tb", big.as_str()] {
+            let command = BusCommand {
+                from: "a".into(),
+                to: "b".into(),
+                body: Arc::from(body),
             };
-            assert_eq!(AbortMessage::parse(&done.payload()), Some(done));
+            let sent = command_payloads(4, &command);
+            assert!(sent.iter().all(|payload| payload.len() < 8000));
+            let mut assembly = Assembly::default();
+            let mut joined = Vec::new();
+            for payload in &sent {
+                let (to, part) = parse_command(payload).unwrap();
+                assert_eq!((to, part.sender), ("b", "a"));
+                joined.extend(assembly.add(part));
+            }
+            assert_eq!(joined, vec![body.to_owned()]);
         }
-        assert_eq!(
-            AbortMessage::parse(&request.payload()),
-            Some(request.clone())
-        );
-        assert_eq!(request.to(), "b");
-        assert_eq!(AbortMessage::parse("request\ta\tb\tx\t1"), None);
+        assert_eq!(parse_command("a\tb\tx\t0\t1\t{}"), None);
     }
 
     #[test]
     fn a_message_missing_a_part_is_dropped_not_joined_wrong() {
         let big = "y".repeat(PART_BYTES * 2 + 1);
-        let sent = payloads("a", 1, &frame(&big));
+        let sent = frame_payloads("a", 1, &frame(&big));
         let mut assembly = Assembly::default();
-        assert_eq!(assembly.add(parse(&sent[0]).unwrap()), None);
-        assert_eq!(assembly.add(parse(&sent[2]).unwrap()), None);
-        assert_eq!(parse("not a payload"), None);
+        assert_eq!(assembly.add(parse_frame(&sent[0]).unwrap().1), None);
+        assert_eq!(assembly.add(parse_frame(&sent[2]).unwrap().1), None);
+        assert_eq!(parse_frame("not a payload"), None);
     }
 }

@@ -30,7 +30,8 @@ use crate::plugins::Plugins;
 const READONLY_REFUSED: EntryStatus = EntryStatus::Forbidden;
 
 /// What the client decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Resolution {
     /// Applied / run; `output` is the result.
     Accept,

@@ -14,7 +14,7 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
-use crate::support::{project_root, user_message, Client, TestApp};
+use crate::support::{project_root, system_message, user_message, Client, TestApp};
 use rummy::db::queries::{loops, runs};
 use rummy::db::testing::ScratchDatabase;
 use rummy::db::{open_connection, ConnectionSetup};
@@ -41,15 +41,22 @@ fn database(test: &str) -> Option<ScratchDatabase> {
 
 /// An instance on `database`, home `home`, model `fake` the scripted LLM.
 async fn instance(home: &Path, llm: &FakeLlm, database: &ScratchDatabase) -> ServerProcess {
-    ServerProcess::start_with(
-        home,
-        llm,
-        &[
-            ("RUMMY_DATABASE_URL", database.url()),
-            ("RUMMY_LEASE_TTL_SECS", LEASE_TTL_SECS),
-        ],
-    )
-    .await
+    instance_with(home, llm, database, &[]).await
+}
+
+/// [`instance`] with extra environment variables.
+async fn instance_with(
+    home: &Path,
+    llm: &FakeLlm,
+    database: &ScratchDatabase,
+    extra: &[(&str, &str)],
+) -> ServerProcess {
+    let mut env = vec![
+        ("RUMMY_DATABASE_URL", database.url()),
+        ("RUMMY_LEASE_TTL_SECS", LEASE_TTL_SECS),
+    ];
+    env.extend_from_slice(extra);
+    ServerProcess::start_with(home, llm, &env).await
 }
 
 /// A client of `server` bound to the project `name` rooted at `root`.
@@ -417,4 +424,200 @@ async fn run_resolve_sent_to_another_instance_than_the_one_that_drove_the_run_re
     let requests = llm.requests();
     assert_eq!(requests.len(), 2, "the resolution resumed the run once");
     assert_eq!(status_of(&mut driver, &run).await, json!(200));
+}
+
+/// A scripted LLM that answers nothing beyond `script` (500 then).
+fn scripted(script: impl IntoIterator<Item = Step>) -> FakeLlm {
+    FakeLlm::builder(script)
+        .when_exhausted(WhenExhausted::Error(500))
+        .start()
+}
+
+/// The loops of `run` waiting to run, as the store has them.
+fn pending_loops_of(database: &ScratchDatabase, run: &str) -> usize {
+    let mut conn = open_connection(&database.store(), ConnectionSetup::default()).unwrap();
+    let stored = runs::find_run(&mut conn, run).unwrap().unwrap();
+    loops::pending_loops(&mut conn, stored.id).unwrap().len()
+}
+
+#[actix_web::test]
+async fn run_inject_sent_to_one_instance_joins_the_loop_executing_on_another() {
+    let Some(database) = database("cross_instance_inject") else {
+        return;
+    };
+    let executing_llm = scripted([
+        Step::held("<update>working</update>"),
+        Step::reply("<summarize>done</summarize>"),
+    ]);
+    let other_llm = scripted([]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let executing = instance(home.path(), &executing_llm, &database).await;
+    let other = instance(home.path(), &other_llm, &database).await;
+    let mut driver = client_in(&executing, "inject", &root).await;
+    let asked = driver
+        .send("ask", json!({"model": "fake", "prompt": "first prompt"}))
+        .await;
+    let progress = driver.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    executing_llm.wait_for_requests(1).await;
+
+    let mut injector = client_in(&other, "inject", &root).await;
+    let injected = tokio::time::timeout(
+        DEADLINE,
+        injector.ok(
+            "run/inject",
+            json!({"run": run, "message": "also check the tests"}),
+        ),
+    )
+    .await
+    .expect("the reply does not wait for the running loop");
+    assert_eq!(
+        injected,
+        json!({"run": run, "status": 102, "injected": "next_turn"})
+    );
+    executing_llm.release();
+    let outcome = driver.reply(&asked).await;
+    assert_eq!(
+        outcome["result"],
+        json!({"run": run, "status": 200}),
+        "{outcome}"
+    );
+    let requests = executing_llm.requests();
+    assert_eq!(requests.len(), 2, "one loop of two turns");
+    assert!(
+        user_message(&requests[1]).contains("also check the tests"),
+        "the running loop's next turn saw the injected text"
+    );
+    assert!(other_llm.requests().is_empty(), "nothing ran on the other");
+    assert_eq!(
+        pending_loops_of(&database, &run),
+        0,
+        "no second loop queued"
+    );
+}
+
+#[actix_web::test]
+async fn run_resolve_sent_to_one_instance_while_another_holds_the_lease_is_executed_there() {
+    let Some(database) = database("cross_instance_resolve_held") else {
+        return;
+    };
+    let executing_llm = scripted([
+        Step::reply("<sh>echo hi</sh><update>running it</update>"),
+        Step::held("{}"),
+        Step::reply("<summarize>ran it</summarize>"),
+    ]);
+    let other_llm = scripted([]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    // Session notes on: the loop end's notes call keeps the lease while it is held.
+    let executing = instance_with(
+        home.path(),
+        &executing_llm,
+        &database,
+        &[("RUMMY_MEMORY_SESSION_TOKENS", "600")],
+    )
+    .await;
+    let other = instance(home.path(), &other_llm, &database).await;
+    let mut driver = client_in(&executing, "resolve_held", &root).await;
+    let mut resolver = client_in(&other, "resolve_held", &root).await;
+    let proposed = driver
+        .ok("act", json!({"model": "fake", "prompt": "Run it"}))
+        .await;
+    assert_eq!(proposed["status"], json!(202), "{proposed}");
+    let run = proposed["run"].as_str().unwrap().to_string();
+    let path = proposed["proposed"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    executing_llm.wait_for_requests(2).await;
+    assert!(
+        system_message(&executing_llm.requests()[1]).starts_with("You keep the session notes"),
+        "the lease is held by the loop end's notes call"
+    );
+
+    let bad_params = [
+        json!({"run": run, "resolution": {"path": "sh://turn_1/nothing", "action": "accept"}}),
+        json!({"run": "no_such_run", "resolution": {"path": path, "action": "accept"}}),
+        json!({"run": run, "resolution": {"path": path, "action": "maybe"}}),
+        json!({"run": run}),
+    ];
+    for params in bad_params {
+        assert_eq!(
+            resolver.err("run/resolve", params.clone()).await,
+            driver.err("run/resolve", params).await,
+            "bad input gets the same error on either instance"
+        );
+    }
+    for params in [
+        json!({"run": run}),
+        json!({"run": "no_such_run", "message": "hi"}),
+    ] {
+        assert_eq!(
+            resolver.err("run/inject", params.clone()).await,
+            driver.err("run/inject", params).await
+        );
+    }
+
+    let resolving = resolver
+        .send(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hi"}}),
+        )
+        .await;
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while pending_loops_of(&database, &run) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "never resumed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    executing_llm.release();
+    let resumed = resolver.reply(&resolving).await;
+    assert_eq!(
+        resumed["result"],
+        json!({"run": run, "status": 200}),
+        "{resumed}"
+    );
+    let requests = executing_llm.requests();
+    assert!(
+        user_message(&requests[2]).contains("hi"),
+        "the resumed loop ran on the lease's holder"
+    );
+    assert!(other_llm.requests().is_empty(), "nothing ran on the other");
+}
+
+#[actix_web::test]
+async fn a_call_for_a_killed_lease_holder_is_executed_by_the_instance_it_was_sent_to() {
+    let Some(database) = database("cross_instance_holder_gone") else {
+        return;
+    };
+    let doomed_llm = scripted([Step::Hang]);
+    let survivor_llm = scripted([
+        Step::reply("<summarize>first, resumed</summarize>"),
+        Step::reply("<summarize>injected</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let doomed = instance(home.path(), &doomed_llm, &database).await;
+    let survivor = instance(home.path(), &survivor_llm, &database).await;
+    let mut driver = client_in(&doomed, "holder_gone", &root).await;
+    let run = hanging_ask(&mut driver, &doomed_llm).await;
+    let mut injector = client_in(&survivor, "holder_gone", &root).await;
+
+    let exit = doomed.stop_with("-9");
+    assert!(!exit.success());
+    let injected = injector
+        .ok(
+            "run/inject",
+            json!({"run": run, "message": "injected prompt"}),
+        )
+        .await;
+    assert_eq!(injected, json!({"run": run, "status": 200}));
+    let requests = survivor_llm.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the cut-short loop, then the injected one"
+    );
+    assert!(user_message(&requests[0]).contains("first prompt"));
+    assert!(user_message(&requests[1]).contains("injected prompt"));
 }

@@ -166,6 +166,21 @@ pub fn holder(conn: &mut Conn, run_id: RunId, now: i64) -> Result<Option<String>
     Ok(row.map(|row| row.instance_id))
 }
 
+/// Whether `instance`'s heartbeat row is still alive at `now`.
+pub fn is_alive(conn: &mut Conn, instance: &str, now: i64) -> Result<bool, DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Alive {
+        #[diesel(sql_type = BigInt)]
+        alive: i64,
+    }
+    let row: Alive =
+        statement("SELECT COUNT(*) AS alive FROM instances WHERE id = ? AND expires_at >= ?")
+            .bind::<Text, _>(instance)
+            .bind::<BigInt, _>(now)
+            .get_result(conn)?;
+    Ok(row.alive > 0)
+}
+
 /// Whether some instance's heartbeat row is still alive at `now`.
 pub fn any_alive(conn: &mut Conn, now: i64) -> Result<bool, DbError> {
     #[derive(diesel::QueryableByName)]

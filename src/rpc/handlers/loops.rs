@@ -1,13 +1,16 @@
 //! `ask`, `act`, `run/resolve`, `run/inject`: the long-running methods that drive loops.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::Deserialize;
 use tokio::sync::oneshot;
 
+use crate::agent::lease_holder::{HeldMethod, ResolveCall};
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
 use crate::agent::resume;
+use crate::agent::AgentContext;
 use crate::config::ApplyEdits;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::RunId;
@@ -20,6 +23,7 @@ use crate::plugins::events::Event;
 use crate::plugins::resolve::{Resolution as Decision, ResolveInput};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
+use crate::rpc::held_calls;
 use crate::rpc::params::{truthy, Required};
 
 /// `ask` / `act` params.
@@ -193,7 +197,7 @@ async fn ask_or_act(
         requested_by: context.person(),
     };
     let outcome = context.agent.runs.enqueue(&context.agent, enqueue).await?;
-    let (outcome, alias) = loop_outcome(&context, run, admitted.until(outcome)).await?;
+    let (outcome, alias) = loop_outcome(&context.agent, run, admitted.until(outcome)).await?;
     context.agent.plugins.emit(Event::AskCompleted {
         mode,
         project,
@@ -226,53 +230,36 @@ struct NewRun {
 }
 
 /// Queues a loop through the run's actor and waits for that loop's outcome.
-pub async fn run_loop(
-    context: &CallContext,
+async fn run_loop(
+    agent: &AgentContext,
     run: RunId,
     enqueue: LoopEnqueue,
 ) -> Result<Reply, AppError> {
-    let outcome = context.agent.runs.enqueue(&context.agent, enqueue).await?;
-    loop_reply(context, run, outcome).await
-}
-
-/// Waits for a queued loop's outcome and answers with it.
-async fn loop_reply(
-    context: &CallContext,
-    run: RunId,
-    outcome: oneshot::Receiver<LoopOutcome>,
-) -> Result<Reply, AppError> {
-    let (outcome, alias) = loop_outcome(context, run, outcome).await?;
+    let outcome = agent.runs.enqueue(agent, enqueue).await?;
+    let (outcome, alias) = loop_outcome(agent, run, outcome).await?;
     Reply::of(outcome.to_result(&alias))
 }
 
 /// A queued loop's outcome, and the run's alias then.
 async fn loop_outcome(
-    context: &CallContext,
+    agent: &AgentContext,
     run: RunId,
     outcome: oneshot::Receiver<LoopOutcome>,
 ) -> Result<(LoopOutcome, String), AppError> {
     let outcome = outcome
         .await
         .map_err(|_| AppError::Internal("the run stopped before its loop ended".into()))?;
-    Ok((outcome, current_alias(context, run).await?))
+    Ok((outcome, current_alias(agent, run).await?))
 }
 
-async fn current_alias(context: &CallContext, run: RunId) -> Result<String, AppError> {
-    let row = context
-        .agent
-        .db
-        .read(move |conn| runs::get_run(conn, run))
-        .await?;
+async fn current_alias(agent: &AgentContext, run: RunId) -> Result<String, AppError> {
+    let row = agent.db.read(move |conn| runs::get_run(conn, run)).await?;
     row.map(|run| run.alias)
         .ok_or_else(|| AppError::Internal("the run disappeared".into()))
 }
 
-async fn pending_proposals(
-    context: &CallContext,
-    run: RunId,
-) -> Result<Vec<ProposedRow>, AppError> {
-    let rows = context
-        .agent
+async fn pending_proposals(agent: &AgentContext, run: RunId) -> Result<Vec<ProposedRow>, AppError> {
+    let rows = agent
         .db
         .call(move |conn| entries::unresolved(conn, run))
         .await?;
@@ -296,8 +283,8 @@ pub struct ResolutionParams {
     output: Option<String>,
 }
 
-/// `run/resolve`: apply one resolution; when none is left pending, end or resume the run
-/// per the seed SPEC's table (reject stops; accept after summarize completes; else resume).
+/// `run/resolve`: its params checked and its run found here, executed by the instance
+/// holding the run's lease ([`resolve_run`]).
 pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Reply, AppError> {
     let resolution = params
         .resolution
@@ -309,31 +296,51 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
         ))
     })?;
     let run = find_run(&context, &params.run).await?;
-    let input = ResolveInput {
-        run_id: run.id,
-        path: resolution.path.0.clone(),
-        resolution: action,
-        output: resolution.output.clone(),
+    let call = ResolveCall {
+        path: resolution.path.0,
+        action,
+        output: resolution.output,
     };
+    let held = HeldMethod::Resolve(call.clone());
+    if let Some(answer) = held_calls::ask(&context, run.id, held).await {
+        return answer;
+    }
+    let root = context.project()?.root.clone();
+    resolve_run(&context.agent, run, call, context.person(), &root).await
+}
+
+/// Applies one resolution of `person` to `run` (of the project rooted at `root`); when none
+/// is left pending, ends or resumes the run per the seed SPEC's table (reject stops; accept
+/// after summarize completes; else resume).
+pub async fn resolve_run(
+    agent: &AgentContext,
+    run: RunRow,
+    call: ResolveCall,
+    person: Option<String>,
+    root: &Path,
+) -> Result<Reply, AppError> {
+    let action = call.action;
     // An accepted MCP call is made before the unit of work that records it.
     let answers = match action {
         Decision::Accept => Answers::of(
-            context
-                .agent
+            agent
                 .mcp
-                .perform_accepted(&context.agent.db, run.id, &resolution.path)
+                .perform_accepted(&agent.db, run.id, &call.path)
                 .await?,
         ),
         Decision::Reject | Decision::Error => Answers::default(),
     };
-    let person = context.person();
+    let input = ResolveInput {
+        run_id: run.id,
+        path: call.path,
+        resolution: action,
+        output: call.output,
+    };
     let resolved_run = run.clone();
-    let plugins = Arc::clone(&context.agent.plugins);
-    let disk_root = (context.agent.settings.agent.apply_edits == ApplyEdits::Server)
-        .then(|| context.project().map(|project| project.root.clone()))
-        .transpose()?;
-    let decision = context
-        .agent
+    let plugins = Arc::clone(&agent.plugins);
+    let disk_root =
+        (agent.settings.agent.apply_edits == ApplyEdits::Server).then(|| root.to_path_buf());
+    let decision = agent
         .db
         .call(move |conn| {
             answers.apply(|| {
@@ -356,7 +363,7 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
         resume::Decision::Completed => {
             Reply::of(LoopOutcome::Ended(RunStatus::Completed).to_result(&run.alias))
         }
-        resume::Decision::Resume(enqueue) => run_loop(&context, run.id, *enqueue).await,
+        resume::Decision::Resume(enqueue) => run_loop(agent, run.id, *enqueue).await,
         resume::Decision::Refused(reason) => Err(AppError::InvalidParam(reason)),
     }
 }
@@ -368,15 +375,32 @@ pub struct InjectParams {
     message: Required,
 }
 
-/// `run/inject`: the running loop sees the message as its prompt next turn; an idle run
-/// runs it as a new loop with the mode and flags of its latest loop (ask for a new run).
+/// `run/inject`: its run found here, executed by the instance holding the run's lease
+/// ([`inject_run`]).
 pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    if let Some(current) = context.agent.runs.current(run.id) {
-        let message = params.message.0.clone();
+    let message = params.message.0;
+    let held = HeldMethod::Inject {
+        message: message.clone(),
+    };
+    if let Some(answer) = held_calls::ask(&context, run.id, held).await {
+        return answer;
+    }
+    inject_run(&context.agent, run, context.person(), message).await
+}
+
+/// `person`'s `message` for `run`: the running loop sees it as its prompt next turn; an
+/// idle run runs it as a new loop with the mode and flags of its latest loop (ask for a new
+/// run).
+pub async fn inject_run(
+    agent: &AgentContext,
+    run: RunRow,
+    person: Option<String>,
+    message: String,
+) -> Result<Reply, AppError> {
+    if let Some(current) = agent.runs.current(run.id) {
         let run_id = run.id;
-        context
-            .agent
+        agent
             .db
             .call(move |conn| {
                 let fresh = runs::get_run(conn, run_id)?;
@@ -405,23 +429,23 @@ pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply,
             "injected": "next_turn",
         }));
     }
-    let proposed = pending_proposals(&context, run.id).await?;
+    let proposed = pending_proposals(agent, run.id).await?;
     if !proposed.is_empty() {
         return Reply::of(blocked_result(&run.alias, &proposed));
     }
-    let enqueue = inject_loop(&context, &run, params.message.0).await?;
-    run_loop(&context, run.id, enqueue).await
+    let enqueue = inject_loop(agent, &run, person, message).await?;
+    run_loop(agent, run.id, enqueue).await
 }
 
 async fn inject_loop(
-    context: &CallContext,
+    agent: &AgentContext,
     run: &RunRow,
+    person: Option<String>,
     message: String,
 ) -> Result<LoopEnqueue, AppError> {
     let run_id = run.id;
     let model = run.model.clone();
-    let latest = context
-        .agent
+    let latest = agent
         .db
         .call(move |conn| loops::latest_loop(conn, run_id))
         .await?;
@@ -444,6 +468,6 @@ async fn inject_loop(
         prompt: message,
         priority: LoopPriority::Normal,
         config: config.to_json(),
-        requested_by: context.person(),
+        requested_by: person,
     })
 }

@@ -3,8 +3,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent::lease_holder::HeldMethod;
 use crate::agent::loop_config::LoopConfig;
+use crate::agent::AgentContext;
 use crate::db::enums::{EntryStatus, LoopMode, RunAction, RunStatus};
+use crate::db::ids::RunId;
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{RunActionForm, RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, models, run_actions, runs, turns};
@@ -12,6 +15,7 @@ use crate::db::DbError;
 use crate::error::AppError;
 use crate::hub::notifications::UsageTotals;
 use crate::rpc::call::{CallContext, Reply};
+use crate::rpc::held_calls;
 use crate::rpc::params::{Page, Required};
 
 /// Lowest accepted `contextLimit`.
@@ -404,31 +408,42 @@ pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply,
     Reply::of(serde_json::json!({"run": renamed.alias}))
 }
 
-/// `run/abort`: stop the run's current loop, from any connection (of any instance: a loop
-/// executing on another is aborted there), and reply once its 499 is stored; an idle run goes to 499. Loops queued behind the aborted one stay queued and run
-/// next, each replying to its own request (AGENT Part A.9).
-/// Who aborted is recorded, with the loop it stopped (none for an idle run).
+/// `run/abort`: its run found here, executed by the instance holding the run's lease
+/// ([`abort_run`]).
 pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    let here = context.agent.runs.current(run.id).map(|current| current.id);
-    let aborted = if context.agent.runs.abort(run.id).await {
+    if let Some(answer) = held_calls::ask(&context, run.id, HeldMethod::Abort).await {
+        return answer;
+    }
+    abort_run(&context.agent, run.id, context.person()).await
+}
+
+/// `person` stops `run`'s current loop and the reply waits until its 499 is stored; an idle
+/// run goes to 499. Loops queued behind the aborted one stay queued and run next, each
+/// replying to its own request (AGENT Part A.9). Who aborted is recorded, with the loop it
+/// stopped (none for an idle run).
+pub async fn abort_run(
+    agent: &AgentContext,
+    run: RunId,
+    person: Option<String>,
+) -> Result<Reply, AppError> {
+    let here = agent.runs.current(run).map(|current| current.id);
+    let aborted = if agent.runs.abort(run).await {
         here
     } else {
-        let agent = &context.agent;
-        agent.remote_aborts.abort(agent, run.id).await
+        None
     };
     let action = RunActionForm {
-        run_id: run.id,
+        run_id: run,
         loop_id: aborted,
-        person: context.person(),
+        person,
         action: RunAction::Abort,
         path: None,
     };
-    context
-        .agent
+    agent
         .db
         .call(move |conn| {
-            runs::abort_if_idle(conn, run.id)?;
+            runs::abort_if_idle(conn, run)?;
             run_actions::record(conn, &action)
         })
         .await?;

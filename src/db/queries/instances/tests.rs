@@ -58,6 +58,10 @@ fn an_expired_instance_is_released_as_a_crash_is_recovered() {
 
     assert!(any_alive(conn, 5_000).unwrap());
     assert!(!any_alive(conn, 50_000).unwrap());
+    assert!(is_alive(conn, "live", 5_000).unwrap());
+    assert!(!is_alive(conn, "dead", 5_000).unwrap(), "its row expired");
+    assert!(!is_alive(conn, "live", 50_000).unwrap());
+    assert!(!is_alive(conn, "unknown", 5_000).unwrap());
     assert_eq!(release(conn, Gone::ExpiredBefore(5_000)).unwrap(), 1);
     assert_eq!(
         get_run(conn, run.id).unwrap().unwrap().status,
