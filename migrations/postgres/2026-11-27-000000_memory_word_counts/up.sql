@@ -5,7 +5,8 @@
 -- recall asks its FTS5 tables.
 
 -- The items of `source` (a table with a `search` tsvector) whose `search` holds `word`, a
--- lexeme; a word no item holds has no row.
+-- lexeme; a word no item holds has no row. `items` has no CHECK: an upsert checks the row it
+-- proposes (a removal's negative change) before adding it to the kept one.
 CREATE TABLE memory_word_counts (
     source TEXT NOT NULL CHECK (source IN ('memory_facts', 'memory_history')),
     word   TEXT NOT NULL,
