@@ -225,6 +225,33 @@ async fn a_malformed_or_failed_answer_keeps_the_notes_and_the_loop_completes() {
 }
 
 #[actix_web::test]
+async fn writing_turns_refresh_the_notes_once_every_so_many_turns() {
+    let llm = FakeLlm::start([
+        learning("one"),
+        learning("two"),
+        notes("Two", "db", "SQLite."),
+        learning("three"),
+        learning("four"),
+        notes("Four", "db", "SQLite."),
+        Step::reply("<summarize>Done.</summarize>"),
+        notes("End", "db", "SQLite."),
+    ]);
+    let every_two = [NOTES_ON[0], ("RUMMY_MEMORY_SESSION_EVERY_TURNS", "2")];
+    let app = TestApp::with_llm(&llm, &every_two).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let run = ask(&mut client, "Learn four things.").await;
+    until_titled(&mut client, &run, "End").await;
+    let sidecars: Vec<usize> = llm
+        .requests()
+        .iter()
+        .enumerate()
+        .filter(|(_, request)| is_sidecar(request))
+        .map(|(index, _)| index)
+        .collect();
+    assert_eq!(sidecars, [2, 5, 7]);
+}
+
+#[actix_web::test]
 async fn with_memory_off_no_sidecar_request_reaches_the_model_and_the_notes_go() {
     let llm = FakeLlm::start([
         learning("one"),
