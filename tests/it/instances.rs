@@ -621,3 +621,65 @@ async fn a_call_for_a_killed_lease_holder_is_executed_by_the_instance_it_was_sen
     assert!(user_message(&requests[0]).contains("first prompt"));
     assert!(user_message(&requests[1]).contains("injected prompt"));
 }
+
+#[actix_web::test]
+async fn a_call_whose_holder_dies_after_acknowledging_it_is_answered_with_an_error_not_run_twice() {
+    let Some(database) = database("cross_instance_holder_dies_after_ack") else {
+        return;
+    };
+    let doomed_llm = scripted([
+        Step::reply("<sh>echo hi</sh><update>running it</update>"),
+        Step::held("{}"),
+    ]);
+    let other_llm = scripted([]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let doomed = instance_with(
+        home.path(),
+        &doomed_llm,
+        &database,
+        &[("RUMMY_MEMORY_SESSION_TOKENS", "600")],
+    )
+    .await;
+    let other = instance(home.path(), &other_llm, &database).await;
+    let mut driver = client_in(&doomed, "holder_dies", &root).await;
+    let mut resolver = client_in(&other, "holder_dies", &root).await;
+    let proposed = driver
+        .ok("act", json!({"model": "fake", "prompt": "Run it"}))
+        .await;
+    let run = proposed["run"].as_str().unwrap().to_string();
+    let path = proposed["proposed"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    doomed_llm.wait_for_requests(2).await;
+    let resolving = resolver
+        .send(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hi"}}),
+        )
+        .await;
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while pending_loops_of(&database, &run) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "never resolved");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let exit = doomed.stop_with("-9");
+    assert!(!exit.success());
+    let answered = tokio::time::timeout(DEADLINE, resolver.reply(&resolving))
+        .await
+        .expect("the asker stops waiting once the holder is gone");
+    assert_eq!(answered["error"]["code"], json!(-32603), "{answered}");
+    assert!(
+        answered["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stopped before it answered"),
+        "{answered}"
+    );
+    assert!(
+        other_llm.requests().is_empty(),
+        "the resolution is not executed a second time"
+    );
+}
