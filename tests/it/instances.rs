@@ -497,16 +497,31 @@ async fn run_inject_sent_to_one_instance_joins_the_loop_executing_on_another() {
     );
 }
 
-#[actix_web::test]
-async fn run_resolve_sent_to_one_instance_while_another_holds_the_lease_is_executed_there() {
-    let Some(database) = database("cross_instance_resolve_held") else {
-        return;
-    };
-    let executing_llm = scripted([
+/// A run whose `act` loop proposed `sh` on its executing instance, which still holds the
+/// lease because its loop end's notes call is held; and a client of the other instance.
+struct ProposalUnderLease {
+    database: ScratchDatabase,
+    executing_llm: FakeLlm,
+    other_llm: FakeLlm,
+    executing: ServerProcess,
+    driver: Client,
+    resolver: Client,
+    run: String,
+    /// The proposal's path.
+    path: String,
+    _home: tempfile::TempDir,
+    _other: ServerProcess,
+}
+
+/// [`ProposalUnderLease`] in a database of its own; `after` answers the resumed loop.
+async fn proposal_under_lease(test: &str, after: &[Step]) -> Option<ProposalUnderLease> {
+    let database = database(test)?;
+    let mut script = vec![
         Step::reply("<sh>echo hi</sh><update>running it</update>"),
         Step::held("{}"),
-        Step::reply("<summarize>ran it</summarize>"),
-    ]);
+    ];
+    script.extend_from_slice(after);
+    let executing_llm = scripted(script);
     let other_llm = scripted([]);
     let home = tempfile::tempdir().unwrap();
     let root = project_root(home.path());
@@ -519,8 +534,8 @@ async fn run_resolve_sent_to_one_instance_while_another_holds_the_lease_is_execu
     )
     .await;
     let other = instance(home.path(), &other_llm, &database).await;
-    let mut driver = client_in(&executing, "resolve_held", &root).await;
-    let mut resolver = client_in(&other, "resolve_held", &root).await;
+    let mut driver = client_in(&executing, test, &root).await;
+    let resolver = client_in(&other, test, &root).await;
     let proposed = driver
         .ok("act", json!({"model": "fake", "prompt": "Run it"}))
         .await;
@@ -535,7 +550,46 @@ async fn run_resolve_sent_to_one_instance_while_another_holds_the_lease_is_execu
         system_message(&executing_llm.requests()[1]).starts_with("You keep the session notes"),
         "the lease is held by the loop end's notes call"
     );
+    Some(ProposalUnderLease {
+        database,
+        executing_llm,
+        other_llm,
+        executing,
+        driver,
+        resolver,
+        run,
+        path,
+        _home: home,
+        _other: other,
+    })
+}
 
+/// Sends `proposal`'s acceptance through the other instance, and waits until the store
+/// has the resumed loop pending.
+async fn accept_through_the_other(proposal: &mut ProposalUnderLease) -> Value {
+    let resolving = proposal
+        .resolver
+        .send(
+            "run/resolve",
+            json!({"run": proposal.run, "resolution": {"path": proposal.path, "action": "accept", "output": "hi"}}),
+        )
+        .await;
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while pending_loops_of(&proposal.database, &proposal.run) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "never resolved");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    resolving
+}
+
+#[actix_web::test]
+async fn run_resolve_sent_to_one_instance_while_another_holds_the_lease_is_executed_there() {
+    let after = [Step::reply("<summarize>ran it</summarize>")];
+    let Some(mut proposal) = proposal_under_lease("cross_instance_resolve_held", &after).await
+    else {
+        return;
+    };
+    let (run, path) = (proposal.run.clone(), proposal.path.clone());
     let bad_params = [
         json!({"run": run, "resolution": {"path": "sh://turn_1/nothing", "action": "accept"}}),
         json!({"run": "no_such_run", "resolution": {"path": path, "action": "accept"}}),
@@ -544,8 +598,8 @@ async fn run_resolve_sent_to_one_instance_while_another_holds_the_lease_is_execu
     ];
     for params in bad_params {
         assert_eq!(
-            resolver.err("run/resolve", params.clone()).await,
-            driver.err("run/resolve", params).await,
+            proposal.resolver.err("run/resolve", params.clone()).await,
+            proposal.driver.err("run/resolve", params).await,
             "bad input gets the same error on either instance"
         );
     }
@@ -554,35 +608,28 @@ async fn run_resolve_sent_to_one_instance_while_another_holds_the_lease_is_execu
         json!({"run": "no_such_run", "message": "hi"}),
     ] {
         assert_eq!(
-            resolver.err("run/inject", params.clone()).await,
-            driver.err("run/inject", params).await
+            proposal.resolver.err("run/inject", params.clone()).await,
+            proposal.driver.err("run/inject", params).await
         );
     }
 
-    let resolving = resolver
-        .send(
-            "run/resolve",
-            json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hi"}}),
-        )
-        .await;
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while pending_loops_of(&database, &run) == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "never resumed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    executing_llm.release();
-    let resumed = resolver.reply(&resolving).await;
+    let resolving = accept_through_the_other(&mut proposal).await;
+    proposal.executing_llm.release();
+    let resumed = proposal.resolver.reply(&resolving).await;
     assert_eq!(
         resumed["result"],
         json!({"run": run, "status": 200}),
         "{resumed}"
     );
-    let requests = executing_llm.requests();
+    let requests = proposal.executing_llm.requests();
     assert!(
         user_message(&requests[2]).contains("hi"),
         "the resumed loop ran on the lease's holder"
     );
-    assert!(other_llm.requests().is_empty(), "nothing ran on the other");
+    assert!(
+        proposal.other_llm.requests().is_empty(),
+        "nothing ran on the other"
+    );
 }
 
 #[actix_web::test]
@@ -624,50 +671,16 @@ async fn a_call_for_a_killed_lease_holder_is_executed_by_the_instance_it_was_sen
 
 #[actix_web::test]
 async fn a_call_whose_holder_dies_after_acknowledging_it_is_answered_with_an_error_not_run_twice() {
-    let Some(database) = database("cross_instance_holder_dies_after_ack") else {
+    let Some(mut proposal) =
+        proposal_under_lease("cross_instance_holder_dies_after_ack", &[]).await
+    else {
         return;
     };
-    let doomed_llm = scripted([
-        Step::reply("<sh>echo hi</sh><update>running it</update>"),
-        Step::held("{}"),
-    ]);
-    let other_llm = scripted([]);
-    let home = tempfile::tempdir().unwrap();
-    let root = project_root(home.path());
-    let doomed = instance_with(
-        home.path(),
-        &doomed_llm,
-        &database,
-        &[("RUMMY_MEMORY_SESSION_TOKENS", "600")],
-    )
-    .await;
-    let other = instance(home.path(), &other_llm, &database).await;
-    let mut driver = client_in(&doomed, "holder_dies", &root).await;
-    let mut resolver = client_in(&other, "holder_dies", &root).await;
-    let proposed = driver
-        .ok("act", json!({"model": "fake", "prompt": "Run it"}))
-        .await;
-    let run = proposed["run"].as_str().unwrap().to_string();
-    let path = proposed["proposed"][0]["path"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    doomed_llm.wait_for_requests(2).await;
-    let resolving = resolver
-        .send(
-            "run/resolve",
-            json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hi"}}),
-        )
-        .await;
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while pending_loops_of(&database, &run) == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "never resolved");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let resolving = accept_through_the_other(&mut proposal).await;
 
-    let exit = doomed.stop_with("-9");
+    let exit = proposal.executing.stop_with("-9");
     assert!(!exit.success());
-    let answered = tokio::time::timeout(DEADLINE, resolver.reply(&resolving))
+    let answered = tokio::time::timeout(DEADLINE, proposal.resolver.reply(&resolving))
         .await
         .expect("the asker stops waiting once the holder is gone");
     assert_eq!(answered["error"]["code"], json!(-32603), "{answered}");
@@ -679,7 +692,7 @@ async fn a_call_whose_holder_dies_after_acknowledging_it_is_answered_with_an_err
         "{answered}"
     );
     assert!(
-        other_llm.requests().is_empty(),
+        proposal.other_llm.requests().is_empty(),
         "the resolution is not executed a second time"
     );
 }
