@@ -34,7 +34,7 @@ use crate::plugins::tool::ToolSettings;
 use crate::plugins::transcript::{self, Transcript};
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
-use crate::rpc::held_calls;
+use crate::rpc::handlers::held;
 use crate::web::{WebClient, WebOptions};
 use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
@@ -257,7 +257,7 @@ async fn recover_interrupted_runs(agent: &AgentContext, shared: bool) -> Result<
 }
 
 /// Hands on what other instances sent: frames to the hubs, commands to the `LeaseHolder`
-/// (a call executed by `rpc::held_calls`); until the bus stops.
+/// (a call executed by `rpc::handlers::held`); until the bus stops.
 async fn take_from_the_bus(
     agent: AgentContext,
     mut arrived: tokio::sync::mpsc::UnboundedReceiver<BusMessage>,
@@ -271,7 +271,7 @@ async fn take_from_the_bus(
                     let executing = agent.clone();
                     agent
                         .lease_holder
-                        .take(command, |call| held_calls::execute(executing, call))
+                        .take(command, |call| held::execute(executing, call))
                         .await;
                 });
             }

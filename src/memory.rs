@@ -5,8 +5,9 @@
 //! prompt recalled is the run's entry `memory://recall`, so clients see it and the budget
 //! counts it like any other.
 //!
-//! - `recall.rs`: the preparation that recalls on a loop's prompt, within
-//!   `RUMMY_MEMORY_RECALL_TOKENS`, and how recalled items read; `rerank.rs`: the
+//! - `recalled.rs`: what a prompt recalls, how recalled items read and which a budget
+//!   keeps; `recall.rs`: the preparation that recalls on a loop's prompt, within
+//!   `RUMMY_MEMORY_RECALL_TOKENS`; `rerank.rs`: the
 //!   reflection that, before a loop's first turn, has a model order the candidates that
 //!   score alike where that budget cuts (`RUMMY_MEMORY_RERANK_MODEL`);
 //! - `section.rs`: `<memory>`, the section the recall renders in;
@@ -26,6 +27,7 @@ mod consolidate;
 mod methods;
 mod notes;
 mod recall;
+mod recalled;
 mod remember;
 mod rerank;
 mod search;

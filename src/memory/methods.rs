@@ -15,7 +15,7 @@ use crate::plugins::method::{MethodCall, MethodError, TypedMethod};
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::Registrar;
 
-use super::recall::candidates;
+use super::recalled::candidates;
 
 /// Adds every method.
 pub(super) fn register(registrar: &mut Registrar<'_>, tools: ToolSettings) {

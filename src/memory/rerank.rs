@@ -25,7 +25,7 @@ use crate::db::queries::{loops, memory, models};
 use crate::db::{Conn, DbError};
 use crate::plugins::reflection::{Moment, Reflecting, Reflection, ReflectionServices};
 
-use super::recall::{candidates, fits, line};
+use super::recalled::{candidates, fits, line};
 use super::sidecar::{self, json_object, SidecarCall, SidecarError};
 
 /// What the re-ranking model is told to do.

@@ -18,7 +18,7 @@ use crate::plugins::tool::{
 };
 use crate::plugins::tools::{fail, finish};
 
-use super::recall::{candidates, line};
+use super::recalled::{candidates, line};
 use super::remember::OFF;
 
 pub(super) struct Recall;

@@ -1,18 +1,12 @@
 //! `run/abort`, `run/resolve` and `run/inject` for a run whose lease another instance
 //! holds: asked of that instance (`agent::lease_holder`) once the instance the client sent
-//! them to has checked their params and found their run, and executed here when another
-//! instance asks, as this instance's own client's call.
-
-use std::path::PathBuf;
+//! them to has checked their params and found their run. The instance asked executes them
+//! with `handlers::held`.
 
 use crate::agent::lease_holder::{HeldAnswer, HeldCall, HeldMethod};
-use crate::agent::AgentContext;
 use crate::db::ids::RunId;
-use crate::db::models::run::RunRow;
-use crate::db::queries::{projects, runs};
 use crate::error::AppError;
 use crate::rpc::call::{CallContext, Reply};
-use crate::rpc::handlers::{loops, runs as run_methods};
 
 /// The answer of the instance holding `run`'s lease to `method`, sent by `context`'s
 /// caller; `None` when this instance is to execute it (it runs a loop of the run, or no
@@ -35,50 +29,4 @@ pub async fn ask(
         HeldAnswer::Result(result) => Ok(Reply { result, bind: None }),
         HeldAnswer::Error(error) => Err(AppError::Relayed(error)),
     })
-}
-
-/// Executes `call`, which another instance's client sent, and answers as a client of this
-/// instance would have been answered.
-pub async fn execute(agent: AgentContext, call: HeldCall) -> HeldAnswer {
-    match execute_call(&agent, call).await {
-        Ok(reply) => HeldAnswer::Result(reply.result),
-        Err(error) => HeldAnswer::Error(error.to_rpc()),
-    }
-}
-
-async fn execute_call(agent: &AgentContext, call: HeldCall) -> Result<Reply, AppError> {
-    let HeldCall {
-        run,
-        person,
-        method,
-    } = call;
-    match method {
-        HeldMethod::Abort => run_methods::abort_run(agent, run, person).await,
-        HeldMethod::Inject { message } => {
-            let (run, _) = stored_run(agent, run).await?;
-            loops::inject_run(agent, run, person, message).await
-        }
-        HeldMethod::Resolve(resolution) => {
-            let (run, root) = stored_run(agent, run).await?;
-            loops::resolve_run(agent, run, resolution, person, &root).await
-        }
-    }
-}
-
-/// The run as the store has it, and its project's root.
-async fn stored_run(agent: &AgentContext, run: RunId) -> Result<(RunRow, PathBuf), AppError> {
-    let stored = agent
-        .db
-        .read(move |conn| {
-            let Some(run) = runs::get_run(conn, run)? else {
-                return Ok(None);
-            };
-            let root = projects::get_project(conn, run.project_id)?
-                .and_then(|project| project.project_root)
-                .map(PathBuf::from)
-                .unwrap_or_default();
-            Ok(Some((run, root)))
-        })
-        .await?;
-    stored.ok_or_else(|| AppError::Internal("the run disappeared".into()))
 }

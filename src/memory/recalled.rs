@@ -1,0 +1,116 @@
+//! What a prompt recalls: the project's facts, then the server-wide ones, then the history,
+//! each best first by the store's full-text rank, how each reads to the model, and which of
+//! them a token budget keeps.
+
+use crate::context::TokenMath;
+use crate::db::ids::ProjectId;
+use crate::db::models::memory::{MemoryLayer, RecalledItem};
+use crate::db::queries::memory;
+use crate::db::{Conn, DbError};
+
+/// Most facts a recall considers before the budget cuts them.
+pub(super) const FACT_CANDIDATES: i64 = 32;
+/// Most replaced facts a recall considers.
+pub(super) const HISTORY_CANDIDATES: i64 = 8;
+
+/// What `project` may recall for `text`, in recall order.
+pub(super) fn candidates(
+    conn: &mut Conn,
+    project: ProjectId,
+    text: &str,
+) -> Result<Vec<RecalledItem>, DbError> {
+    let mut items = memory::recall_facts(conn, project, text, FACT_CANDIDATES)?;
+    items.extend(memory::recall_history(
+        conn,
+        project,
+        text,
+        HISTORY_CANDIDATES,
+    )?);
+    Ok(items)
+}
+
+/// One recalled item as the model reads it.
+pub(super) fn line(item: &RecalledItem) -> String {
+    let body = item.body.trim();
+    match item.layer {
+        MemoryLayer::Project => format!("- [project] {}: {body}", item.topic),
+        MemoryLayer::Server => format!("- [server] {}: {body}", item.topic),
+        MemoryLayer::History => {
+            let day = item.dated.get(..10).unwrap_or(&item.dated);
+            format!("- [replaced {day}] {}: {body}", item.topic)
+        }
+        MemoryLayer::Narrative => {
+            let day = item.dated.get(..10).unwrap_or(&item.dated);
+            format!("- [session {day}] {}: {body}", item.topic)
+        }
+    }
+}
+
+/// Whether each of `items`, in order, is kept within `budget` tokens: each that would carry
+/// the total past it is left out, and the next one tried.
+pub(super) fn fits(items: &[RecalledItem], budget: i64, tokens: TokenMath) -> Vec<bool> {
+    let mut used = 0;
+    items
+        .iter()
+        .map(|item| {
+            let cost = tokens.count(&line(item));
+            let fits = used + cost <= budget;
+            if fits {
+                used += cost;
+            }
+            fits
+        })
+        .collect()
+}
+
+/// The lines of `items` kept within `budget` tokens, in order.
+pub(super) fn within_budget(items: &[RecalledItem], budget: i64, tokens: TokenMath) -> Vec<String> {
+    items
+        .iter()
+        .zip(fits(items, budget, tokens))
+        .filter(|(_, fits)| *fits)
+        .map(|(item, _)| line(item))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(layer: MemoryLayer, topic: &str, body: &str) -> RecalledItem {
+        RecalledItem {
+            layer,
+            topic: topic.into(),
+            body: body.into(),
+            dated: "2026-11-25 10:00:00".into(),
+            score: -1.0,
+        }
+    }
+
+    #[test]
+    fn items_read_with_their_layer_and_the_budget_leaves_out_what_does_not_fit() {
+        let items = [
+            item(MemoryLayer::Project, "tests", "make check"),
+            item(MemoryLayer::Server, "style", &"long ".repeat(40)),
+            item(MemoryLayer::Server, "license", "MIT"),
+            item(MemoryLayer::History, "tests", "npm test"),
+        ];
+        let tokens = TokenMath::new(4);
+        let lines = within_budget(&items, 24, tokens);
+        assert_eq!(
+            lines,
+            [
+                "- [project] tests: make check",
+                "- [server] license: MIT",
+                "- [replaced 2026-11-25] tests: npm test"
+            ]
+        );
+        let used: i64 = lines.iter().map(|line| tokens.count(line)).sum();
+        assert_eq!(used, 24);
+        assert_eq!(
+            within_budget(&items, 20, tokens),
+            ["- [project] tests: make check", "- [server] license: MIT"]
+        );
+        assert!(within_budget(&items, 0, tokens).is_empty());
+    }
+}
