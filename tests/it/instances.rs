@@ -82,14 +82,18 @@ async fn wait_for_status(client: &mut Client, run: &str, status: i64) {
     }
 }
 
-/// Starts an `ask` on `client` whose LLM call hangs; returns the run once the call is made.
-async fn hanging_ask(client: &mut Client, llm: &FakeLlm) -> String {
-    client
+/// Starts an `ask` on `client`; its request id and its run once `llm` has the loop's first
+/// call (which the tests hang or hold).
+async fn ask_in_flight(client: &mut Client, llm: &FakeLlm) -> (Value, String) {
+    let asked = client
         .send("ask", json!({"model": "fake", "prompt": "first prompt"}))
         .await;
     let progress = client.notification("run/progress").await;
     llm.wait_for_requests(1).await;
-    progress["params"]["run"].as_str().unwrap().to_string()
+    (
+        asked,
+        progress["params"]["run"].as_str().unwrap().to_string(),
+    )
 }
 
 #[actix_web::test]
@@ -108,7 +112,7 @@ async fn a_killed_instance_s_runs_end_499_when_its_lease_expires_and_another_con
     let root = project_root(home.path());
     let doomed = instance(home.path(), &llm, &database).await;
     let mut first = client_in(&doomed, "failover", &root).await;
-    let run = hanging_ask(&mut first, &llm).await;
+    let (_, run) = ask_in_flight(&mut first, &llm).await;
 
     let survivor = instance(home.path(), &llm, &database).await;
     let mut second = client_in(&survivor, "failover", &root).await;
@@ -152,7 +156,7 @@ async fn a_stopping_instance_hands_its_run_to_the_instance_whose_client_waits() 
     let stopping = instance(home.path(), &llm, &database).await;
     let staying = instance(home.path(), &llm, &database).await;
     let mut first = client_in(&stopping, "handover", &root).await;
-    let run = hanging_ask(&mut first, &llm).await;
+    let (_, run) = ask_in_flight(&mut first, &llm).await;
 
     let mut second = client_in(&staying, "handover", &root).await;
     let waiting = second
@@ -226,12 +230,7 @@ async fn a_stopping_server_is_not_ready_finishes_its_running_loop_and_leaves_the
     let store = app.store();
     let readyz = format!("http://{}/readyz", app.addr());
     let (mut client, _root) = app.client_in_project("stopping").await;
-    client
-        .send("ask", json!({"model": "fake", "prompt": "first prompt"}))
-        .await;
-    let progress = client.notification("run/progress").await;
-    let run = progress["params"]["run"].as_str().unwrap().to_string();
-    llm.wait_for_requests(1).await;
+    let (_, run) = ask_in_flight(&mut client, &llm).await;
     let mut other = app.client().await;
     other.init("stopping", &app.project_root("stopping")).await;
     other
@@ -338,12 +337,7 @@ async fn run_abort_sent_to_one_instance_stops_the_loop_executing_on_another() {
     let executing = instance(home.path(), &llm, &database).await;
     let other = instance(home.path(), &llm, &database).await;
     let mut driver = client_in(&executing, "abort", &root).await;
-    let asked = driver
-        .send("ask", json!({"model": "fake", "prompt": "hang"}))
-        .await;
-    let progress = driver.notification("run/progress").await;
-    let run = progress["params"]["run"].as_str().unwrap().to_string();
-    llm.wait_for_requests(1).await;
+    let (asked, run) = ask_in_flight(&mut driver, &llm).await;
 
     let mut aborter = client_in(&other, "abort", &root).await;
     assert_eq!(
@@ -455,12 +449,7 @@ async fn run_inject_sent_to_one_instance_joins_the_loop_executing_on_another() {
     let executing = instance(home.path(), &executing_llm, &database).await;
     let other = instance(home.path(), &other_llm, &database).await;
     let mut driver = client_in(&executing, "inject", &root).await;
-    let asked = driver
-        .send("ask", json!({"model": "fake", "prompt": "first prompt"}))
-        .await;
-    let progress = driver.notification("run/progress").await;
-    let run = progress["params"]["run"].as_str().unwrap().to_string();
-    executing_llm.wait_for_requests(1).await;
+    let (asked, run) = ask_in_flight(&mut driver, &executing_llm).await;
 
     let mut injector = client_in(&other, "inject", &root).await;
     let injected = tokio::time::timeout(
@@ -647,7 +636,7 @@ async fn a_call_for_a_killed_lease_holder_is_executed_by_the_instance_it_was_sen
     let doomed = instance(home.path(), &doomed_llm, &database).await;
     let survivor = instance(home.path(), &survivor_llm, &database).await;
     let mut driver = client_in(&doomed, "holder_gone", &root).await;
-    let run = hanging_ask(&mut driver, &doomed_llm).await;
+    let (_, run) = ask_in_flight(&mut driver, &doomed_llm).await;
     let mut injector = client_in(&survivor, "holder_gone", &root).await;
 
     let exit = doomed.stop_with("-9");
