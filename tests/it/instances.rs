@@ -573,7 +573,12 @@ async fn accept_through_the_other(proposal: &mut ProposalUnderLease) -> Value {
 
 #[actix_web::test]
 async fn run_resolve_sent_to_one_instance_while_another_holds_the_lease_is_executed_there() {
-    let after = [Step::reply("<summarize>ran it</summarize>")];
+    // The resumed loop outlasts several of the asker's checks that the holder lives: an
+    // acknowledged call waits for its answer as long as the holder does.
+    let after = [Step::delayed(
+        Duration::from_secs(3),
+        Reply::new("<summarize>ran it</summarize>"),
+    )];
     let Some(mut proposal) = proposal_under_lease("cross_instance_resolve_held", &after).await
     else {
         return;
