@@ -96,6 +96,17 @@ async fn ask_in_flight(client: &mut Client, llm: &FakeLlm) -> (Value, String) {
     )
 }
 
+/// Asserts `llm` had `count` requests, `why`, and the last of them saw `prompts`, one each,
+/// in order.
+fn assert_requests_end_with(llm: &FakeLlm, count: usize, why: &str, prompts: &[&str]) {
+    let requests = llm.requests();
+    assert_eq!(requests.len(), count, "{why}");
+    for (request, prompt) in requests[count - prompts.len()..].iter().zip(prompts) {
+        let seen = user_message(request);
+        assert!(seen.contains(prompt), "{prompt:?} not in {seen}");
+    }
+}
+
 #[actix_web::test]
 async fn a_killed_instance_s_runs_end_499_when_its_lease_expires_and_another_continues_them() {
     let Some(database) = database("failover_after_kill_9") else {
@@ -133,10 +144,12 @@ async fn a_killed_instance_s_runs_end_499_when_its_lease_expires_and_another_con
         )
         .await;
     assert_eq!(outcome, json!({"run": run, "status": 200}));
-    let requests = llm.requests();
-    assert_eq!(requests.len(), 3);
-    assert!(user_message(&requests[1]).contains("first prompt"));
-    assert!(user_message(&requests[2]).contains("second prompt"));
+    assert_requests_end_with(
+        &llm,
+        3,
+        "the cut-short loop ran again, then the new one",
+        &["first prompt", "second prompt"],
+    );
 }
 
 #[actix_web::test]
@@ -180,14 +193,12 @@ async fn a_stopping_instance_hands_its_run_to_the_instance_whose_client_waits() 
         json!({"run": run, "status": 200}),
         "{outcome}"
     );
-    let requests = llm.requests();
-    assert_eq!(
-        requests.len(),
+    assert_requests_end_with(
+        &llm,
         3,
-        "the cut-short loop ran again, then the waiting one"
+        "the cut-short loop ran again, then the waiting one",
+        &["first prompt", "second prompt"],
     );
-    assert!(user_message(&requests[1]).contains("first prompt"));
-    assert!(user_message(&requests[2]).contains("second prompt"));
 }
 
 #[actix_web::test]
@@ -653,14 +664,12 @@ async fn a_call_for_a_killed_lease_holder_is_executed_by_the_instance_it_was_sen
         )
         .await;
     assert_eq!(injected, json!({"run": run, "status": 200}));
-    let requests = survivor_llm.requests();
-    assert_eq!(
-        requests.len(),
+    assert_requests_end_with(
+        &survivor_llm,
         2,
-        "the cut-short loop, then the injected one"
+        "the cut-short loop, then the injected one",
+        &["first prompt", "injected prompt"],
     );
-    assert!(user_message(&requests[0]).contains("first prompt"));
-    assert!(user_message(&requests[1]).contains("injected prompt"));
 }
 
 #[actix_web::test]
