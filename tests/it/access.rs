@@ -337,14 +337,7 @@ async fn runs_loops_resolutions_and_aborts_say_who_did_them() {
     mo.init("web", &root).await;
     let mut ada = connect(&app, ADA).await;
     ada.init("web", &root).await;
-    let proposed = mo
-        .ok("act", json!({"model": "fake", "prompt": "Run: echo hello"}))
-        .await;
-    let run = proposed["run"].as_str().unwrap().to_string();
-    let path = proposed["proposed"][0]["path"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (run, path) = mo.act_until_proposal("Run: echo hello").await;
     let state = mo.notification("run/state").await;
     assert_eq!(state["params"]["requested_by"], json!("mo"));
     let resumed = ada

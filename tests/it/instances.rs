@@ -388,15 +388,7 @@ async fn run_resolve_sent_to_another_instance_than_the_one_that_drove_the_run_re
     let other = instance(home.path(), &llm, &database).await;
     let mut driver = client_in(&driving, "resolve", &root).await;
     let mut resolver = client_in(&other, "resolve", &root).await;
-    let proposed = driver
-        .ok("act", json!({"model": "fake", "prompt": "Run it"}))
-        .await;
-    assert_eq!(proposed["status"], json!(202), "{proposed}");
-    let run = proposed["run"].as_str().unwrap().to_string();
-    let path = proposed["proposed"][0]["path"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (run, path) = driver.act_until_proposal("Run it").await;
 
     let nothing_to_resolve = json!({
         "run": run,
@@ -536,15 +528,7 @@ async fn proposal_under_lease(test: &str, after: &[Step]) -> Option<ProposalUnde
     let other = instance(home.path(), &other_llm, &database).await;
     let mut driver = client_in(&executing, test, &root).await;
     let resolver = client_in(&other, test, &root).await;
-    let proposed = driver
-        .ok("act", json!({"model": "fake", "prompt": "Run it"}))
-        .await;
-    assert_eq!(proposed["status"], json!(202), "{proposed}");
-    let run = proposed["run"].as_str().unwrap().to_string();
-    let path = proposed["proposed"][0]["path"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (run, path) = driver.act_until_proposal("Run it").await;
     executing_llm.wait_for_requests(2).await;
     assert!(
         system_message(&executing_llm.requests()[1]).starts_with("You keep the session notes"),

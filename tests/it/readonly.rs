@@ -70,18 +70,7 @@ async fn a_model_cannot_change_a_readonly_file() {
 
 /// Proposes with `act`, pins `pinned` readonly, accepts; returns the proposal's status.
 async fn accept_after_pinning(client: &mut Client, pinned: &str) -> (Value, i64) {
-    let proposed = client
-        .ok(
-            "act",
-            json!({"model": "fake", "prompt": "change the files"}),
-        )
-        .await;
-    assert_eq!(proposed["status"], json!(202), "{proposed}");
-    let run = proposed["run"].as_str().unwrap().to_string();
-    let path = proposed["proposed"][0]["path"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (run, path) = client.act_until_proposal("change the files").await;
     pin_readonly(client, pinned).await;
     let resolved = client
         .ok(

@@ -317,6 +317,22 @@ impl Client {
         reply["result"].clone()
     }
 
+    /// Sends `act` with `prompt` to the model `fake`, which must stop at 202 with a proposal;
+    /// the run and the first proposal's path.
+    pub async fn act_until_proposal(&mut self, prompt: &str) -> (String, String) {
+        let proposed = self
+            .ok("act", json!({"model": "fake", "prompt": prompt}))
+            .await;
+        assert_eq!(proposed["status"], json!(202), "{proposed}");
+        (
+            proposed["run"].as_str().unwrap().to_string(),
+            proposed["proposed"][0]["path"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        )
+    }
+
     /// `(path, status)` of the run's entries under `pattern`, by path.
     pub async fn statuses(&mut self, run: &str, pattern: &str) -> Vec<(String, i64)> {
         let entries = self
