@@ -54,6 +54,7 @@ impl LoopConfig {
             search_available,
             mcp_servers: crate::plugins::policy::McpServerSet::NONE,
             subagents: false,
+            optional_tools: true,
         }
     }
 }

@@ -126,6 +126,9 @@ async fn execute_numbered_turn(
             .config
             .policy(lp.mode, agent.settings.search_available())
     };
+    let policy = agent
+        .plugins
+        .fitted(policy, u64::try_from(input.context_size).unwrap_or(0));
     let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
     let first_prompt = prompt.clone().map(PromptWrite::New);
     let PreparedPacket {

@@ -70,7 +70,9 @@ impl Server {
     /// Whether a loop under `policy` is offered its tag (while the server is down, its
     /// calls are 502s).
     pub fn offered(&self, policy: &ToolPolicy) -> bool {
-        policy.mcp_servers.contains(self.index) && policy.mode != LoopMode::Panic
+        policy.mcp_servers.contains(self.index)
+            && policy.optional_tools
+            && policy.mode != LoopMode::Panic
     }
 
     /// The call `command` makes, if it is written to this server's tag.

@@ -39,10 +39,12 @@ impl ToolInfo for Remember {
         "remember"
     }
 
-    /// A panic loop only frees room: it neither searches memory nor adds to it.
+    /// A panic loop only frees room: it neither searches memory nor adds to it. A window
+    /// too small for the optional tools' docs goes without.
     fn availability(&self, policy: &ToolPolicy) -> Availability {
         match policy.mode {
             LoopMode::Panic => Availability::Excluded,
+            LoopMode::Ask | LoopMode::Act if !policy.optional_tools => Availability::Excluded,
             LoopMode::Ask | LoopMode::Act => Availability::Offered,
         }
     }

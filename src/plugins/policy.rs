@@ -20,6 +20,9 @@ pub struct ToolPolicy {
     /// The loop may hand sub-tasks to sub-agents (its run is less deep than
     /// `RUMMY_SUBAGENT_MAX_DEPTH`).
     pub subagents: bool,
+    /// The optional tools (memory's, sub-agents, web search, MCP servers) are offered: the
+    /// window has room for every offered tool's doc (`Plugins::fitted`).
+    pub optional_tools: bool,
 }
 
 /// A set of MCP servers, by their place in the configuration (at most 64).
@@ -60,6 +63,7 @@ impl ToolPolicy {
             search_available: false,
             mcp_servers: McpServerSet::NONE,
             subagents: true,
+            optional_tools: true,
         }
     }
 }

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::budget::TokenMath;
 use crate::context::view::EntryView;
 use crate::context::Projector;
 use crate::db::enums::Fidelity;
@@ -26,6 +27,10 @@ use crate::plugins::tool::{Availability, Tool, ToolSettings};
 /// Longest summary shown for an entry without a summary attribute, in characters (the
 /// same cut the store uses for its summary token count).
 const SUMMARY_PREFIX_CHARS: usize = 80;
+
+/// The offered tools' docs may take at most one part in this many of a known window; past
+/// it the optional tools are left out, so a small window keeps its room for the work.
+const DOC_SHARE: u64 = 4;
 
 /// The registered plugins' tools (in display order: for the bundled ones gather → reason →
 /// act → communicate), sections, observers, filters and methods.
@@ -234,6 +239,25 @@ impl Plugins {
             .collect()
     }
 
+    /// `policy` for a loop whose window is `window` tokens (0: unknown): without the
+    /// optional tools when the docs of every tool it offers would take more than a
+    /// [`DOC_SHARE`] part of the window.
+    pub fn fitted(&self, policy: ToolPolicy, window: u64) -> ToolPolicy {
+        if window == 0 {
+            return policy;
+        }
+        let tokens = TokenMath::new(self.inner.settings.token_divisor);
+        let doc_tokens: u64 = self
+            .docs(&policy)
+            .iter()
+            .map(|(_, doc)| tokens.entry_tokens(doc).get())
+            .sum();
+        ToolPolicy {
+            optional_tools: policy.optional_tools && doc_tokens.saturating_mul(DOC_SHARE) <= window,
+            ..policy
+        }
+    }
+
     /// The scheme rows the tools need registered.
     pub fn scheme_rows(&self) -> Vec<SchemeRow> {
         self.inner
@@ -439,6 +463,47 @@ mod tests {
                 "summarize",
                 "update"
             ]
+        );
+    }
+
+    #[test]
+    fn a_window_too_small_for_every_doc_goes_without_the_optional_tools() {
+        let plugins = plugins();
+        let roomy = ToolPolicy {
+            search_available: true,
+            ..ToolPolicy::act()
+        };
+        let doc_tokens: u64 = plugins
+            .docs(&roomy)
+            .iter()
+            .map(|(_, doc)| TokenMath::new(4).entry_tokens(doc).get())
+            .sum();
+        let fits = doc_tokens * DOC_SHARE;
+        assert_eq!(
+            plugins.fitted(roomy, 0),
+            roomy,
+            "an unknown window fits all"
+        );
+        assert_eq!(plugins.fitted(roomy, fits), roomy);
+        let small = plugins.fitted(roomy, fits - 1);
+        assert!(!small.optional_tools);
+        let offered = plugins.active_tools(&small);
+        assert!(plugins.active_tools(&roomy).contains(&"search"));
+        assert!(!offered.contains(&"search"));
+        for core in [
+            "get",
+            "set",
+            "known",
+            "unknown",
+            "summarize",
+            "update",
+            "sh",
+        ] {
+            assert!(offered.contains(&core), "{core}");
+        }
+        assert!(
+            !plugins.fitted(small, u64::MAX).optional_tools,
+            "never re-added"
         );
     }
 

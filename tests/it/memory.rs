@@ -342,15 +342,16 @@ async fn the_methods_refuse_bad_params_and_callers_without_the_role() {
 #[actix_web::test]
 async fn a_fact_the_write_gate_refuses_is_not_remembered() {
     let base = crate::budget::base_packet_tokens().await;
-    let fact = "the deploy notes say ".repeat(60);
+    // About 5 × base tokens, past the room a window of 4 × base leaves under the guard's
+    // ceiling, floor(window × 0.9) − 500; a window that small would go without <remember>.
+    let fact = "the deploy notes say ".repeat(base);
     let llm = FakeLlm::start([
         Step::reply(format!(
             "<remember topic=\"deploy notes\">{fact}</remember><update>tried</update>"
         )),
         Step::reply("<summarize>done</summarize>"),
     ]);
-    // The guard's ceiling, floor(window × 0.9) − 500, leaves the turn about 140 tokens.
-    let app = crate::budget::app_with(&llm, base + 1_000).await;
+    let app = crate::budget::app_with(&llm, 4 * base).await;
     let (mut client, _) = app.client_in_project("tight").await;
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": "x"}))

@@ -7,6 +7,7 @@ mod demotion;
 mod flags;
 mod inheritance;
 mod resolution;
+mod small_window;
 mod turns;
 
 use regex::Regex;

@@ -23,10 +23,10 @@ use crate::plugins::tools::finish;
 
 const DOC: &str = include_str!("../../plugins/text/tools/delegate.md");
 
-/// Whether a loop under `policy` may delegate: its run is not too deep, and it is no panic
-/// loop (which only frees room).
+/// Whether a loop under `policy` may delegate: its run is not too deep, it is no panic loop
+/// (which only frees room), and its window has room for the optional tools.
 pub fn offered(policy: &ToolPolicy) -> bool {
-    policy.subagents && policy.mode != LoopMode::Panic
+    policy.subagents && policy.optional_tools && policy.mode != LoopMode::Panic
 }
 
 /// The `<delegate>` tool: it records the [`Reports`] its unit of work was given.

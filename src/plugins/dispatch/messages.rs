@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::db::enums::EntryStatus;
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tool::{Tool, ToolError, ToolScope};
+use crate::plugins::tool::{Availability, Tool, ToolError, ToolScope};
 use crate::plugins::tools::write;
 
 /// Longest target an action may name, in characters.
@@ -36,6 +36,13 @@ pub(super) fn excluded_message(tool: &dyn Tool, policy: &ToolPolicy) -> String {
     }
     if policy.no_proposals {
         reasons.push("no proposals".into());
+    }
+    let roomier = ToolPolicy {
+        optional_tools: true,
+        ..*policy
+    };
+    if !policy.optional_tools && tool.availability(&roomier) == Availability::Offered {
+        reasons.push("a context window too small for its doc".into());
     }
     reasons.extend(tool.excluded_because(policy).map(str::to_owned));
     format!(

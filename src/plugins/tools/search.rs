@@ -74,7 +74,11 @@ impl ToolInfo for Search {
     }
 
     fn availability(&self, policy: &ToolPolicy) -> Availability {
-        if policy.search_available && !policy.no_web && policy.mode != LoopMode::Panic {
+        if policy.search_available
+            && policy.optional_tools
+            && !policy.no_web
+            && policy.mode != LoopMode::Panic
+        {
             Availability::Offered
         } else {
             Availability::Excluded
