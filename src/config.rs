@@ -76,6 +76,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_SUBAGENT_MAX_DEPTH", "agent.subagent_max_depth"),
     ("RUMMY_SUBAGENT_MAX_TURNS", "agent.subagent_max_turns"),
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
+    ("RUMMY_OUTLINE_MAX_BYTES", "scan.outline_max_bytes"),
+    ("RUMMY_OUTLINE_TIMEOUT_MS", "scan.outline_timeout_ms"),
     ("RUMMY_WORK_MAX_STEPS", "work.max_steps"),
     ("RUMMY_WORK_TIMEOUT_MS", "work.timeout_ms"),
     ("RUMMY_WORK_MAX_OUTPUT_BYTES", "work.max_output_bytes"),
@@ -360,6 +362,10 @@ pub enum OverLimit {
 pub struct ScanSettings {
     /// Files above this size are listed, not loaded.
     pub max_file_bytes: u64,
+    /// Source files above this size get no outline; 0 outlines none.
+    pub outline_max_bytes: usize,
+    /// Parsing and tagging one file for its outline stop after this many ms.
+    pub outline_timeout_ms: u64,
 }
 
 /// Limits of pattern and edit work (hedberg), and the database thread's watchdog.
@@ -592,6 +598,11 @@ impl Settings {
                  projects may live in",
                 self.server.host
             )));
+        }
+        if self.scan.outline_timeout_ms == 0 {
+            return Err(ConfigError::Invalid(
+                "RUMMY_OUTLINE_TIMEOUT_MS must be at least 1".into(),
+            ));
         }
         if self.server.max_frame_bytes < 1024 {
             return Err(ConfigError::Invalid(
@@ -894,6 +905,26 @@ mod tests {
         )
         .unwrap();
         assert_eq!(settings.agent.max_turns, 42);
+    }
+
+    #[test]
+    fn outlines_need_time() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let refused = Settings::load(
+            &env(&[("RUMMY_HOME", home), ("RUMMY_OUTLINE_TIMEOUT_MS", "0")]),
+            Path::new("config"),
+        );
+        assert!(
+            matches!(refused, Err(ConfigError::Invalid(message)) if message.contains("RUMMY_OUTLINE_TIMEOUT_MS"))
+        );
+        let settings = Settings::load(
+            &env(&[("RUMMY_HOME", home), ("RUMMY_OUTLINE_MAX_BYTES", "0")]),
+            Path::new("config"),
+        )
+        .unwrap();
+        assert_eq!(settings.scan.outline_max_bytes, 0);
+        assert_eq!(settings.scan.outline_timeout_ms, 500);
     }
 
     #[test]

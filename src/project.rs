@@ -6,6 +6,7 @@
 //! * [`constraint`] normalizes and matches file constraints (`active`, `readonly`, `ignore`).
 //! * [`mod@scan`] walks the project (respecting `.gitignore`), hashes files and reports what is
 //!   new, changed, unchanged or gone since the previous scan.
+//! * [`outline`] lists a source file's definitions with their lines (tree-sitter).
 //! * [`home`] lays out and reads `$RUMMY_HOME/skills` and `$RUMMY_HOME/personas`;
 //!   [`skill`] reads a skill's front matter.
 //!
@@ -16,6 +17,7 @@ pub mod confine;
 pub mod constraint;
 mod error;
 pub mod home;
+pub mod outline;
 pub mod patterns;
 pub mod roots;
 pub mod scan;

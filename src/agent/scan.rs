@@ -1,8 +1,10 @@
 //! At the start of a loop the project's files become bare-path entries: the project's actor
-//! scans the tree, then new and changed files are written (SHA-256 change detection),
-//! deleted and newly ignored ones removed.
+//! scans the tree, then new and changed files are written (SHA-256 change detection), each
+//! with its outline as the `symbols` attribute (or none: a stale one is dropped), deleted
+//! and newly ignored ones removed.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -14,6 +16,7 @@ use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunRow;
 use crate::db::queries::{constraints, entries};
 use crate::db::DbError;
+use crate::project::outline::OutlineLimits;
 use crate::project::{FileChange, FileFidelity, FileKind, ScanOptions, ScanReport};
 use crate::project_actor::ScanFiles;
 
@@ -42,6 +45,10 @@ pub async fn sync_project_files(
         previous: previous.into_iter().collect(),
         options: ScanOptions {
             max_file_bytes: agent.settings.scan.max_file_bytes,
+            outline: OutlineLimits {
+                max_bytes: agent.settings.scan.outline_max_bytes,
+                timeout: Duration::from_millis(agent.settings.scan.outline_timeout_ms),
+            },
             ..ScanOptions::default()
         },
     };
@@ -87,7 +94,7 @@ fn write_scan(
             FileKind::Binary => "binary",
             FileKind::TooLarge => "too_large",
         };
-        let mut attributes = json!({"size": file.size, "kind": kind});
+        let mut attributes = json!({"size": file.size, "kind": kind, "symbols": file.outline});
         if !file.is_editable() {
             attributes["readonly"] = json!(true);
         }

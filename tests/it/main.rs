@@ -26,6 +26,7 @@ mod methods;
 mod metrics;
 mod one_file_plugin;
 mod one_file_tool;
+mod outlines;
 mod persistence;
 mod process;
 mod progress;

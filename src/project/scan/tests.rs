@@ -361,3 +361,54 @@ fn files_inside_an_ignored_directory_are_reported_ignored_not_deleted() {
     assert_eq!(report.ignored, vec!["build/gen.rs"]);
     assert!(report.deleted.is_empty(), "{:?}", report.deleted);
 }
+
+#[test]
+fn new_and_changed_source_files_carry_their_outline() {
+    let project = Project::new();
+    project
+        .write("src/a.rs", "fn a() {}\n")
+        .write("src/same.rs", "fn same() {}\n")
+        .write("notes.md", "fn not_code() {}\n");
+    let first = project.scan();
+    assert_eq!(
+        file(&first, "src/a.rs").outline.as_deref(),
+        Some("1 function a")
+    );
+    assert_eq!(file(&first, "notes.md").outline, None);
+    project.write("src/a.rs", "\nfn b() {}\n");
+    let second = project.scan_with(
+        &ConstraintSet::default(),
+        &hashes(&first),
+        &ScanOptions::default(),
+    );
+    assert_eq!(
+        file(&second, "src/a.rs").outline.as_deref(),
+        Some("2 function b")
+    );
+    let unchanged = file(&second, "src/same.rs");
+    assert_eq!(
+        (unchanged.change, unchanged.outline.as_deref()),
+        (FileChange::Unchanged, None)
+    );
+}
+
+#[test]
+fn an_outline_past_its_time_limit_is_a_warning() {
+    let project = Project::new();
+    let slow = "fn a() { let x = [".to_string() + &"(1, [2, {3}]), ".repeat(50_000) + "]; }\n";
+    project.write("slow.rs", &slow);
+    let options = ScanOptions {
+        outline: OutlineLimits {
+            max_bytes: usize::MAX,
+            timeout: std::time::Duration::from_millis(1),
+        },
+        ..ScanOptions::default()
+    };
+    let report = project.scan_with(&ConstraintSet::default(), &HashMap::new(), &options);
+    let slow = file(&report, "slow.rs");
+    assert_eq!((slow.outline.as_deref(), slow.body.is_some()), (None, true));
+    assert_eq!(
+        report.warnings,
+        vec!["no outline of slow.rs: outlining took longer than its time limit".to_string()]
+    );
+}
