@@ -161,6 +161,7 @@ impl AppError {
             AppError::Access(_) => code::UNAUTHORIZED,
             AppError::Db(error) => db_code(error),
             AppError::Plugin(MethodError::InvalidParams(_)) => code::INVALID_PARAMS,
+            AppError::Plugin(MethodError::RunNotFound(_)) => code::RUN_NOT_FOUND,
             AppError::Plugin(MethodError::Db(error)) => db_code(error),
             AppError::Plugin(MethodError::Failed(_)) => code::INTERNAL,
             AppError::Timeout { .. } | AppError::Internal(_) => code::INTERNAL,

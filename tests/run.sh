@@ -10,8 +10,12 @@
 # PostgreSQL as the store: against RUMMY_TEST_DATABASE_URL when it is set, else against a
 # throwaway cluster it installs (apt-get, as root, when missing), initdb's in a temporary
 # directory and starts on a free loopback port, taking connections over verified TLS only
-# (tests/pg/cluster.sh ... tls), each test in a database of its own. It stops the LLM and the cluster again, removes the cluster, and
-# exits with the first failing status of the runs.
+# (tests/pg/cluster.sh ... tls), each test in a database of its own. That pass also runs
+# the tests of PostgreSQL alone (several instances on one database, migrations, a lost
+# session: `#[ignore = "needs PostgreSQL: ..."]`, so that a plain `cargo test` never counts
+# them as passed) with `--include-ignored`, skipping only the nginx and LLM tests above. It
+# stops the LLM and the cluster again, removes the cluster, and exits with the first
+# failing status of the runs.
 #
 # When nginx, the LLM or PostgreSQL cannot be installed or started (no network, not root,
 # no python3), this says so loudly and runs every other test; the tests that need it do not
@@ -39,7 +43,7 @@ postgres_problem=""
 pg_cluster=""
 LLM_CONSEQUENCE="The end-to-end tests against the real LLM will NOT run."
 NGINX_CONSEQUENCE="The tests of rummy behind the real nginx (tests/it/proxy.rs) will NOT run."
-POSTGRES_CONSEQUENCE="The integration suite will NOT run against PostgreSQL."
+POSTGRES_CONSEQUENCE="The integration suite will NOT run against PostgreSQL, nor the tests of PostgreSQL alone (tests/it/instances.rs ...)."
 
 # shout PROBLEM CONSEQUENCE
 shout() {
@@ -199,11 +203,11 @@ if [ -n "${RUMMY_TEST_LLM_URL:-}" ]; then
 fi
 stop_llm
 if start_postgres; then
-  echo "running the integration suite against PostgreSQL" >&2
-  cargo test --locked --test it
+  echo "running the integration suite and the tests of PostgreSQL alone against PostgreSQL" >&2
+  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e::
   pg_status=$?
   [ "$status" = 0 ] && status=$pg_status
-  cargo test --locked --lib
+  cargo test --locked --lib -- --include-ignored
   pg_status=$?
   [ "$status" = 0 ] && status=$pg_status
 fi

@@ -73,6 +73,20 @@ impl ScratchDatabase {
         }
     }
 
+    /// A database on the server [`TEST_DATABASE_URL`] names, for a test of PostgreSQL alone:
+    /// such a test is `#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]`, run only when asked for (`--ignored`, as
+    /// `tests/run.sh` does in its PostgreSQL pass), so a missing server is a failure, not a
+    /// skip.
+    pub fn required() -> ScratchDatabase {
+        match ScratchDatabase::from_environment() {
+            Some(database) => database,
+            None => panic!(
+                "{TEST_DATABASE_URL} is not set: this test needs PostgreSQL \
+                 (tests/run.sh runs it in its PostgreSQL pass)"
+            ),
+        }
+    }
+
     /// Its URL (`RUMMY_DATABASE_URL` for a server on it).
     pub fn url(&self) -> &str {
         &self.url

@@ -204,7 +204,7 @@ pub(super) fn openai_root(settings: &LlmOptions) -> Result<String, LlmError> {
     let base = settings.openai_base_url.as_deref().ok_or_else(|| {
         not_configured(
             ProviderKind::OpenAi,
-            "openai/ model requested but neither OPENAI_BASE_URL nor OPENAI_API_BASE is set.",
+            "openai/ model requested but OPENAI_BASE_URL is not set.",
         )
     })?;
     let base = base.trim().trim_end_matches('/');
@@ -289,7 +289,7 @@ mod tests {
         assert_eq!(
             messages,
             [
-                "openai/ model requested but neither OPENAI_BASE_URL nor OPENAI_API_BASE is set.",
+                "openai/ model requested but OPENAI_BASE_URL is not set.",
                 "OpenRouter API key is missing. Please set OPENROUTER_API_KEY in your environment.",
                 "x.ai/ model requested but XAI_BASE_URL is not set.",
             ]
@@ -298,10 +298,24 @@ mod tests {
             xai_base_url: Some("http://x/v1/responses".into()),
             ..LlmOptions::default()
         };
+        let key_missing = xai_endpoint(&url_only).unwrap_err().to_string();
         assert_eq!(
-            xai_endpoint(&url_only).unwrap_err().to_string(),
+            key_missing,
             "x.ai/ model requested but XAI_API_KEY is not set."
         );
+        for message in messages.iter().chain([&key_missing]) {
+            for variable in message
+                .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+                .filter(|word| word.contains('_'))
+            {
+                assert!(
+                    crate::config::ENV_KEYS
+                        .iter()
+                        .any(|(name, _)| *name == variable),
+                    "{message:?} names {variable}, which rummy does not read"
+                );
+            }
+        }
     }
 
     #[test]

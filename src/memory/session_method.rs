@@ -12,10 +12,9 @@ use serde_json::{json, Value};
 use crate::access::Role;
 use crate::context::TokenMath;
 use crate::db::enums::Fidelity;
-use crate::db::ids::ProjectId;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunRow;
-use crate::db::queries::{entries, memory, runs, turns};
+use crate::db::queries::{entries, memory, turns};
 use crate::db::{Conn, DbError};
 use crate::hub::notifications::NotifyLevel;
 use crate::plugins::method::{MethodCall, MethodError, TypedMethod};
@@ -69,33 +68,11 @@ impl TypedMethod for SessionMethod {
         call: MethodCall,
         params: SessionParams,
     ) -> impl Future<Output = Result<Session, MethodError>> + Send + 'static {
-        let project = project(&call);
         async move {
-            let project = project?;
-            let alias = params.run;
-            let found = call
-                .db
-                .read(move |conn| {
-                    let Some(run) = project_run(conn, project, &alias)? else {
-                        return Ok(Err(alias));
-                    };
-                    session(conn, &run).map(Ok)
-                })
-                .await?;
-            found.map_err(|alias| {
-                MethodError::InvalidParams(format!("no run {alias} in this project"))
-            })
+            let run = call.run(&params.run).await?;
+            Ok(call.db.read(move |conn| session(conn, &run)).await?)
         }
     }
-}
-
-/// Run `alias` of `project`, if there is one.
-fn project_run(
-    conn: &mut Conn,
-    project: ProjectId,
-    alias: &str,
-) -> Result<Option<RunRow>, DbError> {
-    Ok(runs::find_run(conn, alias)?.filter(|run| run.project_id == project))
 }
 
 /// `run`'s notes as the methods answer them.
@@ -119,12 +96,6 @@ pub struct SessionSetParams {
     run: String,
     /// The notes, in the shape `memory/session` answers them; `null` erases them.
     notes: Value,
-}
-
-/// Why a run's notes were not set.
-enum NotSet {
-    NoRun(String),
-    MemoryOff,
 }
 
 /// `memory/session/set`: a client's notes for a run, rendered within `budget` tokens as the
@@ -179,15 +150,12 @@ impl TypedMethod for SessionSet {
                         .map_err(|error| MethodError::InvalidParams(format!("notes: {error}")))?,
                 ),
             };
-            let alias = params.run;
+            let run = call.run(&params.run).await?;
             let set = call
                 .db
                 .call(move |conn| {
-                    let Some(run) = project_run(conn, project, &alias)? else {
-                        return Ok(Err(NotSet::NoRun(alias)));
-                    };
                     if !memory::is_enabled(conn, project)? {
-                        return Ok(Err(NotSet::MemoryOff));
+                        return Ok(None);
                     }
                     match notes {
                         None => {
@@ -209,16 +177,13 @@ impl TypedMethod for SessionSet {
                             entries::write_entry(conn, &form)?;
                         }
                     }
-                    session(conn, &run).map(Ok)
+                    session(conn, &run).map(Some)
                 })
                 .await?;
-            let session = set.map_err(|not_set| match not_set {
-                NotSet::NoRun(alias) => {
-                    MethodError::InvalidParams(format!("no run {alias} in this project"))
-                }
-                NotSet::MemoryOff => MethodError::InvalidParams(
+            let session = set.ok_or_else(|| {
+                MethodError::InvalidParams(
                     "memory is off for this project (memory/switch turns it on)".to_owned(),
-                ),
+                )
             })?;
             let text = match session.notes {
                 Some(_) => format!("{}: session notes set\n\n{}", session.run, session.rendered),

@@ -3,7 +3,9 @@
 //! held by the registry as the erased [`PluginMethod`]. `rpc::dispatch` serves it like a
 //! built-in method: the same role check, init gate and project right, the same RPC
 //! timeout, its params decoded there (a bad one names the param, `-32602`), its
-//! [`MethodError`] mapped once in `error.rs`. A built-in method of the same name wins.
+//! [`MethodError`] mapped once in `error.rs`. A built-in method of the same name wins. A
+//! method that names a run finds it with [`MethodCall::run`], so an unknown run, or another
+//! project's, is `-32002` as for every built-in method.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,6 +16,8 @@ use serde_json::Value;
 
 use crate::access::Role;
 use crate::db::ids::ProjectId;
+use crate::db::models::run::RunRow;
+use crate::db::queries::runs;
 use crate::db::{DbError, DbHandle};
 use crate::plugins::clients::Clients;
 
@@ -23,6 +27,9 @@ pub enum MethodError {
     /// The params decoded but say something the method cannot do (`-32602`).
     #[error("{0}")]
     InvalidParams(String),
+    /// No run of that alias in the caller's project (`-32002`, the built-in methods' wording).
+    #[error("Run '{0}' not found.")]
+    RunNotFound(String),
     #[error(transparent)]
     Db(#[from] DbError),
     /// Anything else (`-32603`, with this message).
@@ -41,6 +48,22 @@ pub struct MethodCall {
     pub db: DbHandle,
     /// The clients of every project (`ui/render`, `ui/notify`).
     pub clients: Clients,
+}
+
+impl MethodCall {
+    /// The run `alias` of the caller's project, read on a reader; [`MethodError::RunNotFound`]
+    /// when there is none (another project's run included, and any run before `init`).
+    pub async fn run(&self, alias: &str) -> Result<RunRow, MethodError> {
+        let Some(project) = self.project else {
+            return Err(MethodError::RunNotFound(alias.to_owned()));
+        };
+        let wanted = alias.to_owned();
+        self.db
+            .read(move |conn| runs::find_run(conn, &wanted))
+            .await?
+            .filter(|run| run.project_id == project)
+            .ok_or_else(|| MethodError::RunNotFound(alias.to_owned()))
+    }
 }
 
 /// An RPC method a plugin adds, with its own params type.

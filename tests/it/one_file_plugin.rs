@@ -528,3 +528,48 @@ async fn observers_see_a_request_a_loop_and_its_turns_in_order() {
         ]
     );
 }
+
+/// Records the alias of every new run (not a fork) it is told of.
+struct CreatedRuns(Arc<Mutex<Vec<String>>>);
+
+impl Plugin for CreatedRuns {
+    fn name(&self) -> &'static str {
+        "created_runs"
+    }
+
+    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+        registrar.observer(*self);
+    }
+}
+
+impl Observer for CreatedRuns {
+    fn hooks(&self) -> &[Hook] {
+        &[Hook::RunCreated]
+    }
+
+    fn observe(&self, event: &Event<'_>) {
+        if let Event::RunCreated {
+            alias,
+            forked_from: None,
+            ..
+        } = event
+        {
+            self.0.lock().unwrap().push((*alias).to_owned());
+        }
+    }
+}
+
+#[actix_web::test]
+async fn run_created_is_told_of_a_run_start_run_creates_and_of_none_it_refuses() {
+    let llm = script();
+    let created = Arc::new(Mutex::new(Vec::new()));
+    let observer = CreatedRuns(Arc::clone(&created));
+    let app = TestApp::with_llm_and_tools(&llm, &[], |plugins| plugins.plugin(observer)).await;
+    let (mut client, _) = app.client_in_project("created").await;
+    let started = client.ok("startRun", json!({"model": "fake"})).await;
+    client.err("startRun", json!({"model": "no-such-model"})).await;
+    assert_eq!(
+        *created.lock().unwrap(),
+        [started["run"].as_str().unwrap().to_owned()]
+    );
+}

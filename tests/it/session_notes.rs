@@ -291,7 +291,7 @@ async fn with_memory_off_no_sidecar_request_reaches_the_model_and_the_notes_go()
 }
 
 #[actix_web::test]
-async fn memory_session_refuses_a_run_of_another_project() {
+async fn memory_session_answers_a_run_of_another_project_or_none_as_not_found() {
     let llm = FakeLlm::start([
         Step::reply("<summarize>Done.</summarize>"),
         notes("t", "a", "b"),
@@ -301,8 +301,15 @@ async fn memory_session_refuses_a_run_of_another_project() {
     let run = ask(&mut shop, "Hello.").await;
     let (mut other, _) = app.client_in_project("other").await;
     let (code, message) = other.err("memory/session", json!({"run": run})).await;
-    assert_eq!(code, -32602);
-    assert!(message.contains("no run"), "{message}");
+    assert_eq!(
+        (code, message),
+        (-32002, format!("Run '{run}' not found.")),
+        "another project's run is no run, as for every method"
+    );
+    let (code, _) = other
+        .err("memory/session", json!({"run": "no_such_run"}))
+        .await;
+    assert_eq!(code, -32002);
     let (code, _) = other.err("memory/session", json!({})).await;
     assert_eq!(code, -32602);
 }
@@ -501,8 +508,7 @@ async fn a_client_replaces_or_erases_the_notes_and_the_next_turn_reads_them() {
     let (code, message) = other
         .err("memory/session/set", json!({"run": run, "notes": null}))
         .await;
-    assert_eq!(code, -32602);
-    assert!(message.contains("no run"), "{message}");
+    assert_eq!((code, message), (-32002, format!("Run '{run}' not found.")));
 
     let erased = client
         .ok("memory/session/set", json!({"run": run, "notes": null}))

@@ -14,6 +14,7 @@ use crate::db::queries::{entries, models, run_actions, runs, turns};
 use crate::db::DbError;
 use crate::error::AppError;
 use crate::hub::notifications::UsageTotals;
+use crate::plugins::events::Event;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::held_calls;
 use crate::rpc::params::{Page, Required};
@@ -89,6 +90,12 @@ pub async fn start(context: CallContext, params: StartRunParams) -> Result<Reply
         })
         .await?
         .ok_or(AppError::UnknownModel(model))?;
+    context.agent.plugins.emit(Event::RunCreated {
+        run: run.id,
+        alias: &run.alias,
+        project,
+        forked_from: None,
+    });
     Reply::of(StartRunResult {
         run: run.alias,
         id: run.id.0,
