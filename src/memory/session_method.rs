@@ -95,7 +95,7 @@ fn project_run(
     project: ProjectId,
     alias: &str,
 ) -> Result<Option<RunRow>, DbError> {
-    Ok(runs::find_run(conn, alias)?.filter(|run| run.project_id == project))
+    runs::find_run(conn, project, alias)
 }
 
 /// `run`'s notes as the methods answer them.

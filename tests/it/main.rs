@@ -29,6 +29,7 @@ mod one_file_tool;
 mod persistence;
 mod process;
 mod progress;
+mod projects_apart;
 mod proxy;
 mod readonly;
 mod recall_rerank;
