@@ -191,7 +191,7 @@ fn db_code(error: &DbError) -> i64 {
 fn project_code(error: &ProjectError) -> i64 {
     match error {
         ProjectError::Io { .. } => code::INTERNAL,
-        ProjectError::OutsideProjectDirs(_) => code::UNAUTHORIZED,
+        ProjectError::OutsideProjectDirs(_) | ProjectError::RootOverlaps(_) => code::UNAUTHORIZED,
         _ => code::INVALID_PARAMS,
     }
 }

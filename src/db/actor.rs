@@ -275,7 +275,6 @@ mod tests {
                     &ProjectInsertForm {
                         name: "p".into(),
                         project_root: None,
-                        config_path: None,
                     },
                 )?;
                 let create = RunCreateForm {

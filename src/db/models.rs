@@ -34,10 +34,8 @@ pub struct ProjectRow {
     pub id: ProjectId,
     /// Unique project name.
     pub name: String,
-    /// Absolute source root.
+    /// Absolute source root, symlinks resolved.
     pub project_root: Option<String>,
-    /// Stored, not interpreted.
-    pub config_path: Option<String>,
     /// `YYYY-MM-DD HH:MM:SS` UTC.
     pub created_at: String,
 }
@@ -49,7 +47,6 @@ pub struct ProjectInsertForm {
     pub name: String,
     /// Absolute source root.
     pub project_root: Option<String>,
-    pub config_path: Option<String>,
 }
 
 /// A model alias and the provider model it stands for.

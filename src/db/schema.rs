@@ -19,7 +19,6 @@ diesel::table! {
         id -> BigInt,
         name -> Text,
         project_root -> Nullable<Text>,
-        config_path -> Nullable<Text>,
         created_at -> Text,
     }
 }

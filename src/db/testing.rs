@@ -136,7 +136,6 @@ pub fn project_with_run(conn: &mut Conn, project_root: Option<String>) -> Result
         &ProjectInsertForm {
             name: "p".into(),
             project_root,
-            config_path: None,
         },
     )?;
     let create = RunCreateForm {

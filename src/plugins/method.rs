@@ -59,9 +59,8 @@ impl MethodCall {
         };
         let wanted = alias.to_owned();
         self.db
-            .read(move |conn| runs::find_run(conn, &wanted))
+            .read(move |conn| runs::find_run(conn, project, &wanted))
             .await?
-            .filter(|run| run.project_id == project)
             .ok_or_else(|| MethodError::RunNotFound(alias.to_owned()))
     }
 }

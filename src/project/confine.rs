@@ -21,8 +21,9 @@ const MAX_SYMLINK_HOPS: usize = 40;
 #[derive(Debug, Clone)]
 pub struct ProjectRoot {
     canonical: PathBuf,
-    /// Root spellings an absolute client path may start with: as configured, and canonical.
-    spellings: Vec<Vec<String>>,
+    /// The root's components as strings, which an absolute client path may start with;
+    /// `None` when one is not UTF-8 (no client can spell that root).
+    segments: Option<Vec<String>>,
 }
 
 /// A normalized path relative to a project root, using `/` as separator, never empty,
@@ -32,21 +33,22 @@ pub struct ProjectRoot {
 pub struct ProjectPath(String);
 
 impl ProjectRoot {
-    /// Resolves `root` (which must exist and be a directory) into a project root.
+    /// The project root `root`, which must be an existing directory that resolves to itself:
+    /// `init` stores every root resolved, so a root that now resolves elsewhere had a
+    /// symlink put in its way after it was stored, and might lead into another project.
     pub fn new(root: impl AsRef<Path>) -> Result<Self, ProjectError> {
         let root = root.as_ref();
         let canonical = fs::canonicalize(root).map_err(|source| ProjectError::io(root, source))?;
         if !canonical.is_dir() {
             return Err(ProjectError::RootNotDirectory(root.to_path_buf()));
         }
-        let given = std::path::absolute(root).map_err(|source| ProjectError::io(root, source))?;
-        let spellings = [given.as_path(), canonical.as_path()]
-            .into_iter()
-            .filter_map(utf8_segments)
-            .collect();
+        if canonical != root {
+            return Err(ProjectError::RootMoved(root.to_path_buf()));
+        }
+        let segments = utf8_segments(&canonical);
         Ok(Self {
             canonical,
-            spellings,
+            segments,
         })
     }
 
@@ -86,57 +88,88 @@ impl ProjectRoot {
             return normalize_segments(raw, RootPolicy::Refuse).ok_or_else(escaped);
         }
         let absolute = normalize_segments(raw, RootPolicy::StayAtRoot).ok_or_else(escaped)?;
-        self.spellings
-            .iter()
-            .find_map(|root| absolute.strip_prefix(root.as_slice()))
+        self.segments
+            .as_deref()
+            .and_then(|root| absolute.strip_prefix(root))
             .map(<[String]>::to_vec)
             .ok_or_else(escaped)
     }
 
-    /// Follows the normalized path component by component, as the kernel would, and checks
-    /// that where it finally lands is under the root. Components that do not exist yet are
-    /// taken as written, so paths of new files can be checked too.
+    /// Checks that the normalized path, followed as the kernel would, lands under the root.
     fn check_symlinks(&self, segments: &[String], raw: &str) -> Result<(), ProjectError> {
-        let mut current = self.canonical.clone();
-        let mut pending: VecDeque<OsString> = segments.iter().map(OsString::from).collect();
-        let mut hops = 0;
-        while let Some(segment) = pending.pop_front() {
-            if segment == ".." {
-                current.pop();
-                continue;
-            }
-            let next = current.join(&segment);
-            let is_symlink = match fs::symlink_metadata(&next) {
-                Ok(metadata) => metadata.file_type().is_symlink(),
-                Err(error) if error.kind() == ErrorKind::NotFound => false,
-                Err(error) => return Err(ProjectError::io(next, error)),
-            };
-            if !is_symlink {
-                current = next;
-                continue;
-            }
-            hops += 1;
-            if hops > MAX_SYMLINK_HOPS {
-                return Err(ProjectError::SymlinkLoop(raw.to_string()));
-            }
-            let target = fs::read_link(&next).map_err(|source| ProjectError::io(&next, source))?;
-            if target.is_absolute() {
-                current = PathBuf::from("/");
-            }
-            for component in target.components().rev() {
-                match component {
-                    Component::Normal(name) => pending.push_front(name.to_os_string()),
-                    Component::ParentDir => pending.push_front(OsString::from("..")),
-                    Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
-                }
-            }
-        }
-        if current.starts_with(&self.canonical) {
+        let landing = follow(
+            self.canonical.clone(),
+            segments.iter().map(OsString::from),
+            raw,
+        )?;
+        if landing.starts_with(&self.canonical) {
             Ok(())
         } else {
             Err(ProjectError::SymlinkEscape(raw.to_string()))
         }
     }
+}
+
+/// Where `segments`, taken from `start` one by one, lead, following every symlink on the
+/// way as the kernel would (a `..` after a symlink climbs from its target). Segments that do
+/// not exist yet are taken as written, so paths of new files and roots are resolved too.
+/// The one walk behind every confinement: of a path under a root ([`ProjectRoot::confine`])
+/// and of a root itself ([`resolve`]).
+fn follow(
+    start: PathBuf,
+    segments: impl IntoIterator<Item = OsString>,
+    raw: &str,
+) -> Result<PathBuf, ProjectError> {
+    let mut current = start;
+    let mut pending: VecDeque<OsString> = segments.into_iter().collect();
+    let mut hops = 0;
+    while let Some(segment) = pending.pop_front() {
+        if segment == ".." {
+            current.pop();
+            continue;
+        }
+        let next = current.join(&segment);
+        let is_symlink = match fs::symlink_metadata(&next) {
+            Ok(metadata) => metadata.file_type().is_symlink(),
+            Err(error) if error.kind() == ErrorKind::NotFound => false,
+            Err(error) => return Err(ProjectError::io(next, error)),
+        };
+        if !is_symlink {
+            current = next;
+            continue;
+        }
+        hops += 1;
+        if hops > MAX_SYMLINK_HOPS {
+            return Err(ProjectError::SymlinkLoop(raw.to_string()));
+        }
+        let target = fs::read_link(&next).map_err(|source| ProjectError::io(&next, source))?;
+        if target.is_absolute() {
+            current = PathBuf::from("/");
+        }
+        for component in target.components().rev() {
+            match component {
+                Component::Normal(name) => pending.push_front(name.to_os_string()),
+                Component::ParentDir => pending.push_front(OsString::from("..")),
+                Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+            }
+        }
+    }
+    Ok(current)
+}
+
+/// Where the absolute `path` really is: every symlink on the way followed (see [`follow`]),
+/// its missing part taken as written. What `init` stores as a project's root.
+pub fn resolve(path: &Path) -> Result<PathBuf, ProjectError> {
+    let raw = path.display().to_string();
+    if !path.is_absolute() {
+        return Err(ProjectError::EscapesRoot(raw));
+    }
+    let segments = path.components().filter_map(|component| match component {
+        Component::Normal(name) => Some(name.to_os_string()),
+        Component::ParentDir => Some(OsString::from("..")),
+        Component::CurDir | Component::RootDir | Component::Prefix(_) => None,
+    });
+    follow(PathBuf::from("/"), segments, &raw)
 }
 
 impl ProjectPath {

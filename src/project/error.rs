@@ -27,6 +27,16 @@ pub enum ProjectError {
     /// `init` named a project root outside the directories projects may live in.
     #[error("projectRoot {0} is not inside a directory this server keeps projects in")]
     OutsideProjectDirs(String),
+    /// A stored project root no longer resolves to itself (a symlink was put in its way).
+    #[error(
+        "project root {} no longer leads to itself (a symbolic link was put in its way); \
+         a project's root must stay where it was opened",
+        .0.display()
+    )]
+    RootMoved(PathBuf),
+    /// `init` named a root that is, contains or lies inside another project's root.
+    #[error("projectRoot {0} overlaps the root of another project; project roots may not overlap")]
+    RootOverlaps(String),
     /// The configured project root exists but is not a directory.
     #[error("project root is not a directory: {}", .0.display())]
     RootNotDirectory(PathBuf),

@@ -1,10 +1,13 @@
 //! Where projects may live: the directories of `RUMMY_PROJECTS_DIR`. A project root is
-//! admitted when, with its symlinks resolved, it is one of them or lies inside one; the root
-//! need not exist yet (its existing part is resolved, the rest must not climb out).
+//! admitted when, with its symlinks resolved ([`resolve`]), it lies inside one of them (not
+//! one of them itself, which would hold every other project); the root need not exist yet.
+//! And where they may not: no project's root is, holds or lies inside another's
+//! ([`overlap`]).
 
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
+use crate::project::confine::resolve;
 use crate::project::ProjectError;
 
 /// The directories projects may live in, each canonical (symlinks resolved).
@@ -23,16 +26,23 @@ impl<'a> ProjectDirs<'a> {
     /// directories, else [`ProjectError::OutsideProjectDirs`] naming `root` only.
     pub fn admit(&self, root: &Path) -> Result<PathBuf, ProjectError> {
         let refused = || ProjectError::OutsideProjectDirs(root.display().to_string());
-        if !root.is_absolute() {
-            return Err(refused());
-        }
-        let resolved = resolve(root).ok_or_else(refused)?;
-        if self.dirs.iter().any(|dir| resolved.starts_with(dir)) {
+        let resolved = resolve(root).map_err(|_| refused())?;
+        if self
+            .dirs
+            .iter()
+            .any(|dir| resolved.starts_with(dir) && resolved != *dir)
+        {
             Ok(resolved)
         } else {
             Err(refused())
         }
     }
+}
+
+/// Whether two resolved roots overlap: one is the other, or lies inside it (whole path
+/// components: `/p/web2` is not inside `/p/web`).
+pub fn overlap(one: &Path, other: &Path) -> bool {
+    one.starts_with(other) || other.starts_with(one)
 }
 
 /// `dirs` with their symlinks resolved; each must be an existing directory.
@@ -48,32 +58,6 @@ pub fn canonical_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, ProjectError> {
             }
         })
         .collect()
-}
-
-/// `path` with the symlinks of its longest existing ancestor resolved and the rest appended;
-/// `None` when the rest is anything but plain names (a `..` could climb out of what was
-/// resolved; `init` hands over lexically normal paths).
-fn resolve(path: &Path) -> Option<PathBuf> {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        match fs::canonicalize(existing) {
-            Ok(canonical) => {
-                let mut resolved = canonical;
-                for component in rest.iter().rev() {
-                    match component {
-                        Component::Normal(name) => resolved.push(name),
-                        _ => return None,
-                    }
-                }
-                return Some(resolved);
-            }
-            Err(_) => {
-                rest.push(existing.components().next_back()?);
-                existing = existing.parent()?;
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -112,7 +96,10 @@ mod tests {
         assert_eq!(shop, layout.dirs[0].join("shop"));
         let new = dirs.admit(&layout.projects.join("new/app")).unwrap();
         assert_eq!(new, layout.dirs[0].join("new/app"));
-        assert_eq!(dirs.admit(&layout.projects).unwrap(), layout.dirs[0]);
+        assert!(
+            dirs.admit(&layout.projects).is_err(),
+            "a projects directory itself would hold every project"
+        );
     }
 
     #[test]
@@ -125,6 +112,7 @@ mod tests {
             layout.outside.clone(),
             layout.projects.join("../outside"),
             layout.projects.join("missing/../../outside"),
+            layout.projects.join("shop/.."),
             PathBuf::from("relative/shop"),
         ] {
             let refused = dirs.admit(&root).unwrap_err();
@@ -148,6 +136,19 @@ mod tests {
             layout.dirs[0].join("shop"),
             "a link from outside to a project inside resolves inside"
         );
+    }
+
+    #[test]
+    fn roots_overlap_when_one_is_or_holds_the_other_by_whole_components() {
+        let web = Path::new("/p/web");
+        for other in ["/p/web", "/p", "/", "/p/web/inner", "/p/web/a/b"] {
+            assert!(overlap(web, Path::new(other)), "{other}");
+            assert!(overlap(Path::new(other), web), "{other}");
+        }
+        for other in ["/p/web2", "/p/we", "/p/api", "/q/web"] {
+            assert!(!overlap(web, Path::new(other)), "{other}");
+            assert!(!overlap(Path::new(other), web), "{other}");
+        }
     }
 
     #[test]

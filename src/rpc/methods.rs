@@ -183,7 +183,6 @@ method_table! {
         "Bind this connection to a project: created at its root the first time, opened at that root after." &[
             ("name", "string — project identity"),
             ("projectRoot", "string — absolute path of the project tree"),
-            ("configPath", "string? — project configuration file"),
         ];
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,

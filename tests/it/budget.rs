@@ -2,7 +2,7 @@
 //! reads and fidelity changes, with a scripted LLM and small context windows.
 
 use rummy::db::enums::RunStatus;
-use rummy::db::queries::{loops, runs};
+use rummy::db::queries::loops;
 use serde_json::{json, Value};
 
 use crate::support::{Client, TestApp};
@@ -167,7 +167,7 @@ async fn a_panic_that_frees_nothing_fails_after_three_strikes() {
         .agent
         .db
         .call(move |conn| {
-            let run = runs::find_run(conn, &run)?.expect("the run exists");
+            let run = crate::support::run_named(conn, &run)?.expect("the run exists");
             Ok((
                 loops::pending_loops(conn, run.id)?,
                 loops::latest_loop(conn, run.id)?.map(|lp| lp.status),

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
 use crate::support::{project_root, system_message, user_message, Client, TestApp};
-use rummy::db::queries::{loops, runs};
+use rummy::db::queries::loops;
 use rummy::db::testing::ScratchDatabase;
 use rummy::db::{open_connection, ConnectionSetup};
 use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted};
@@ -259,7 +259,7 @@ async fn a_stopping_server_is_not_ready_finishes_its_running_loop_and_leaves_the
 
     assert_eq!(llm.requests().len(), 1, "the queued loop never started");
     let mut conn = open_connection(&store, ConnectionSetup::default()).unwrap();
-    let stored = runs::find_run(&mut conn, &run).unwrap().unwrap();
+    let stored = crate::support::run_named(&mut conn, &run).unwrap().unwrap();
     assert_eq!(
         stored.status.code(),
         200,
@@ -416,7 +416,7 @@ fn scripted(script: impl IntoIterator<Item = Step>) -> FakeLlm {
 /// The loops of `run` waiting to run, as the store has them.
 fn pending_loops_of(database: &ScratchDatabase, run: &str) -> usize {
     let mut conn = open_connection(&database.store(), ConnectionSetup::default()).unwrap();
-    let stored = runs::find_run(&mut conn, run).unwrap().unwrap();
+    let stored = crate::support::run_named(&mut conn, run).unwrap().unwrap();
     loops::pending_loops(&mut conn, stored.id).unwrap().len()
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rummy::db::queries::{loops, runs};
+use rummy::db::queries::loops;
 use serde_json::{json, Value};
 
 use crate::support::{user_message, Client, TestApp};
@@ -19,7 +19,7 @@ async fn wait_for_pending_loops(app: &TestApp, alias: &str, count: usize) {
             .agent
             .db
             .call(move |conn| {
-                let Some(run) = runs::find_run(conn, &alias)? else {
+                let Some(run) = crate::support::run_named(conn, &alias)? else {
                     return Ok(0);
                 };
                 Ok(loops::pending_loops(conn, run.id)?.len())

@@ -30,6 +30,7 @@ mod outlines;
 mod persistence;
 mod process;
 mod progress;
+mod projects_apart;
 mod proxy;
 mod readonly;
 mod recall_rerank;

@@ -312,13 +312,33 @@ async fn run_rename_validates_the_name_and_keeps_aliases_unique() {
     let foreign = elsewhere.start_run("grok").await;
     assert_eq!(
         elsewhere
-            .err(
+            .ok(
                 "run/rename",
                 json!({"run": foreign, "name": "custom_Name_2"})
             )
             .await,
-        (-32004, "Name 'custom_Name_2' is already taken.".to_string()),
-        "aliases are unique across projects"
+        json!({"run": "custom_Name_2"}),
+        "names are unique per project: another project's taken name is no obstacle, nor told"
+    );
+    assert_eq!(
+        elsewhere
+            .ok("getRun", json!({"run": "custom_Name_2"}))
+            .await["run"],
+        json!("custom_Name_2")
+    );
+    let own = client.ok("getRun", json!({"run": "custom_Name_2"})).await;
+    assert_eq!(
+        (own["run"].clone(), own["status"].clone()),
+        (json!("custom_Name_2"), json!(100)),
+        "each project finds its own run under the shared name"
+    );
+    elsewhere
+        .ok("run/abort", json!({"run": "custom_Name_2"}))
+        .await;
+    assert_eq!(
+        client.ok("getRun", json!({"run": "custom_Name_2"})).await["status"],
+        json!(100),
+        "an abort in one project leaves the other's run of that name alone"
     );
 }
 

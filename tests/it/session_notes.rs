@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use rummy::db::queries::{entries, runs};
+use rummy::db::queries::entries;
 use rummy::db::{open_connection, ConnectionSetup};
 use rummy::llm::fake::{FakeLlm, Reply, Step};
 use serde_json::{json, Value};
@@ -556,7 +556,10 @@ async fn a_stopping_server_waits_for_the_notes_of_the_loop_end_it_was_reflecting
     server.stop().await;
 
     let mut conn = open_connection(&store, ConnectionSetup::default()).unwrap();
-    let id = runs::find_run(&mut conn, &run).unwrap().unwrap().id;
+    let id = crate::support::run_named(&mut conn, &run)
+        .unwrap()
+        .unwrap()
+        .id;
     let notes = entries::get_entry(&mut conn, id, "memory://session")
         .unwrap()
         .expect("the loop end's notes were written before the stop gave the run up");

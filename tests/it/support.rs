@@ -472,3 +472,23 @@ impl Client {
         }
     }
 }
+
+/// The run called `alias` in whichever project has it: names are unique per project only,
+/// and these tests' aliases come from one project each.
+pub fn run_named(
+    conn: &mut rummy::db::Conn,
+    alias: &str,
+) -> Result<Option<rummy::db::models::run::RunRow>, rummy::db::DbError> {
+    use diesel::prelude::*;
+    use rummy::db::schema::runs;
+    let project = runs::table
+        .filter(runs::alias.eq(alias))
+        .select(runs::project_id)
+        .first(conn)
+        .optional()
+        .map_err(rummy::db::DbError::from)?;
+    match project {
+        Some(project) => rummy::db::queries::runs::find_run(conn, project, alias),
+        None => Ok(None),
+    }
+}

@@ -28,8 +28,8 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Creates an idle run (status 100) named `<model>_<now_ms>`; when that alias is taken
-/// (same model, same millisecond) `_2`, `_3`, ... are appended until one is free.
+/// Creates an idle run (status 100) named `<model>_<now_ms>`; when that alias is taken in
+/// its project (same model, same millisecond) `_2`, `_3`, ... are appended until one is free.
 pub fn create_run(conn: &mut Conn, create: &RunCreateForm, now_ms: i64) -> Result<RunRow, DbError> {
     let form = RunInsertForm {
         project_id: create.project_id,
@@ -116,9 +116,14 @@ pub fn get_run(conn: &mut Conn, id: RunId) -> Result<Option<RunRow>, DbError> {
         .optional()?)
 }
 
-/// The run with this alias.
-pub fn find_run(conn: &mut Conn, alias: &str) -> Result<Option<RunRow>, DbError> {
+/// The run of `project` with this alias (an alias is unique within its project only).
+pub fn find_run(
+    conn: &mut Conn,
+    project: ProjectId,
+    alias: &str,
+) -> Result<Option<RunRow>, DbError> {
     Ok(runs::table
+        .filter(runs::project_id.eq(project))
         .filter(runs::alias.eq(alias))
         .select(RunRow::as_select())
         .first(conn)
@@ -184,7 +189,8 @@ pub fn is_valid_alias(name: &str) -> bool {
             .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
 }
 
-/// Renames a run. An invalid name is [`DbError::Invalid`]; a taken one [`DbError::Conflict`].
+/// Renames a run. An invalid name is [`DbError::Invalid`]; one taken in the run's project
+/// [`DbError::Conflict`] (another project's names are no obstacle, and never told).
 pub fn rename_run(conn: &mut Conn, id: RunId, name: &str) -> Result<RunRow, DbError> {
     if !is_valid_alias(name) {
         return Err(DbError::Invalid(format!(

@@ -1,67 +1,80 @@
 //! File paths named by the model or a client: they must stay under the project root.
 //!
-//! A bare path (no scheme) is a project file. It is refused when it is absolute, has a `..`
-//! segment, or leads through a symlink to somewhere outside the root. When the server
-//! applies accepted changes itself, writes are atomic (a temporary file renamed over the
-//! target) and every path is checked again.
+//! A bare path (no scheme) is a project file. It is refused when it is absolute or has a `..`
+//! segment (a file's entry is named by its path, so the path must already be the file's),
+//! and then confined by [`ProjectRoot::confine`], the one confinement every caller uses:
+//! refused when it leads through a symlink to somewhere outside the root, or when the root
+//! itself no longer leads to itself. When the server applies accepted changes itself,
+//! writes are atomic (a temporary file renamed over the target) and every path is checked
+//! again.
 
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::plugins::error::ToolError;
+use crate::project::{ProjectError, ProjectRoot};
 
 use crate::db::paths::is_file;
 
-/// Why `path` may not be used as a file path, `None` when it stays under `root`.
+/// Why `path` may not be used as a file path, `None` when it stays under `root`. A root
+/// that does not exist (yet) holds nothing a path could escape through.
 pub(crate) fn escape_reason(root: &Path, path: &str) -> Option<String> {
     if !is_file(path) {
         return None;
     }
-    let relative = Path::new(path);
-    let looks_absolute = path.starts_with('/')
-        || path.starts_with('\\')
-        || path.as_bytes().get(1) == Some(&b':')
-        || relative.is_absolute();
+    match confined(root, path) {
+        Err(Refusal::RootMissing) | Ok(_) => None,
+        Err(Refusal::Reason(reason)) => Some(reason),
+    }
+}
+
+/// Why a file path was refused.
+enum Refusal {
+    /// The root does not exist: nothing to read, and nothing is written there.
+    RootMissing,
+    /// A message for the model or client.
+    Reason(String),
+}
+
+/// Where the project file `path` is on disk, confined to `root`.
+fn confined(root: &Path, path: &str) -> Result<PathBuf, Refusal> {
+    let looks_absolute =
+        path.starts_with('/') || path.starts_with('\\') || path.as_bytes().get(1) == Some(&b':');
     if looks_absolute {
-        return Some(format!(
+        return Err(Refusal::Reason(format!(
             "{path} is absolute. File paths MUST be relative to the project root."
-        ));
+        )));
     }
-    if relative
-        .components()
-        .any(|component| matches!(component, Component::ParentDir))
-        || path.split(['/', '\\']).any(|segment| segment == "..")
-    {
-        return Some(format!(
+    if path.split(['/', '\\']).any(|segment| segment == "..") {
+        return Err(Refusal::Reason(format!(
             "{path} leaves the project. File paths MUST NOT contain `..`."
-        ));
+        )));
     }
-    through_symlink_outside(root, relative)
-        .then(|| format!("{path} leads outside the project through a symbolic link."))
-}
-
-/// Whether the deepest existing prefix of `relative` resolves outside `root`.
-fn through_symlink_outside(root: &Path, relative: &Path) -> bool {
-    let Ok(canonical_root) = root.canonicalize() else {
-        return false;
+    let root = match ProjectRoot::new(root) {
+        Ok(root) => root,
+        Err(ProjectError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Err(Refusal::RootMissing)
+        }
+        Err(error) => return Err(Refusal::Reason(error.to_string())),
     };
-    let mut candidate = root.join(relative);
-    loop {
-        if let Ok(resolved) = candidate.canonicalize() {
-            return !resolved.starts_with(&canonical_root);
-        }
-        if !candidate.pop() || !candidate.starts_with(root) {
-            return false;
-        }
+    match root.confine(path) {
+        Ok(confined) => Ok(root.absolute(&confined)),
+        Err(ProjectError::SymlinkEscape(_) | ProjectError::SymlinkLoop(_)) => Err(Refusal::Reason(
+            format!("{path} leads outside the project through a symbolic link."),
+        )),
+        Err(error) => Err(Refusal::Reason(format!("{path}: {error}"))),
     }
 }
 
-/// The absolute location of a project file, refused when it would leave `root`.
+/// The absolute location of a project file, refused when it would leave `root` or the root
+/// does not exist.
 fn located(root: &Path, path: &str) -> Result<PathBuf, ToolError> {
-    match escape_reason(root, path) {
-        Some(reason) => Err(ToolError::Disk(reason)),
-        None => Ok(root.join(path)),
-    }
+    confined(root, path).map_err(|refusal| match refusal {
+        Refusal::RootMissing => ToolError::Disk(format!(
+            "Could not reach {path}: the project root does not exist on the server."
+        )),
+        Refusal::Reason(reason) => ToolError::Disk(reason),
+    })
 }
 
 fn disk_error(action: &str, path: &str, error: &io::Error) -> ToolError {
@@ -162,5 +175,23 @@ mod tests {
         assert!(escape_reason(dir.path(), "link/secret").is_some());
         std::fs::create_dir(dir.path().join("real")).unwrap();
         assert_eq!(escape_reason(dir.path(), "real/x"), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_root_that_now_leads_elsewhere_or_is_missing_is_neither_read_nor_written() {
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("secret.txt"), "theirs").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("team");
+        std::os::unix::fs::symlink(other.path(), &root).unwrap();
+        assert!(escape_reason(&root, "secret.txt").is_some());
+        assert!(matches!(read(&root, "secret.txt"), Err(ToolError::Disk(_))));
+        assert!(write_atomic(&root, "planted.txt", "x").is_err());
+        assert!(!other.path().join("planted.txt").exists());
+        let missing = dir.path().join("not-yet");
+        assert_eq!(escape_reason(&missing, "a.txt"), None);
+        assert!(write_atomic(&missing, "a.txt", "x").is_err());
+        assert!(!missing.exists(), "a missing root is not created");
     }
 }

@@ -235,16 +235,52 @@ fn symlink_loops_are_reported() {
 }
 
 #[test]
-fn root_given_through_a_symlink_accepts_both_spellings() {
+fn a_root_that_no_longer_leads_to_itself_is_refused() {
     let fixture = Fixture::new();
     let alias = fixture.dir.path().join("alias");
     symlink(fixture.proj(), &alias).unwrap();
-    let root = ProjectRoot::new(&alias).unwrap();
-    assert_eq!(root.path(), fs::canonicalize(fixture.proj()).unwrap());
+    assert!(
+        matches!(ProjectRoot::new(&alias), Err(ProjectError::RootMoved(ref root)) if *root == alias),
+        "a stored root a symlink now stands in for"
+    );
+    let nested = fixture.dir.path().join("alias/src");
+    assert!(matches!(
+        ProjectRoot::new(&nested),
+        Err(ProjectError::RootMoved(_))
+    ));
+    let root = fixture.root();
     let via_alias = format!("{}/src/main.rs", alias.display());
-    let via_real = format!("{}/src/main.rs", fixture.proj().display());
-    assert_eq!(confined(&root, &via_alias), "src/main.rs");
-    assert_eq!(confined(&root, &via_real), "src/main.rs");
+    assert!(matches!(
+        root.confine(&via_alias),
+        Err(ProjectError::EscapesRoot(_))
+    ));
+}
+
+#[test]
+fn resolve_follows_symlinks_and_keeps_the_missing_part() {
+    let fixture = Fixture::new();
+    let alias = fixture.dir.path().join("alias");
+    symlink(fixture.proj(), &alias).unwrap();
+    let real = fs::canonicalize(fixture.proj()).unwrap();
+    assert_eq!(resolve(&alias).unwrap(), real);
+    assert_eq!(
+        resolve(&alias.join("not/yet")).unwrap(),
+        real.join("not/yet")
+    );
+    assert_eq!(
+        resolve(&alias.join("src/../../outside")).unwrap(),
+        fs::canonicalize(fixture.outside()).unwrap(),
+        "a `..` after a symlink climbs from its target"
+    );
+    symlink("loop", fixture.dir.path().join("loop")).unwrap();
+    assert!(matches!(
+        resolve(&fixture.dir.path().join("loop/x")),
+        Err(ProjectError::SymlinkLoop(_))
+    ));
+    assert!(matches!(
+        resolve(Path::new("relative")),
+        Err(ProjectError::EscapesRoot(_))
+    ));
 }
 
 #[test]

@@ -50,10 +50,10 @@ pub async fn list(context: CallContext, params: GetEntriesParams) -> Result<Repl
         .db
         .search(move |conn| {
             let run = match &params.run {
-                Some(alias) => runs::find_run(conn, alias)?,
+                Some(alias) => runs::find_run(conn, project, alias)?,
                 None => runs::latest_run(conn, project)?,
             };
-            match run.filter(|run| run.project_id == project) {
+            match run {
                 Some(run) => entries::list_entries(
                     conn,
                     run.id,

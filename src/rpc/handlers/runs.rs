@@ -473,10 +473,7 @@ pub async fn find_run_or(
     let run = context
         .agent
         .db
-        .read(move |conn| runs::find_run(conn, &lookup))
+        .read(move |conn| runs::find_run(conn, project, &lookup))
         .await?;
-    match run {
-        Some(run) if run.project_id == project => Ok(run),
-        _ => Err(not_found(alias.to_string())),
-    }
+    run.ok_or_else(|| not_found(alias.to_string()))
 }

@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::access::AccessError;
 use crate::db::models::ProjectInsertForm;
-use crate::db::queries::projects::{self, Opening};
+use crate::db::queries::projects::{self, Opening, RootRules};
 use crate::error::AppError;
 use crate::plugins::events::Event;
-use crate::project::ProjectDirs;
+use crate::project::{confine, roots, ProjectDirs, ProjectError};
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
 use crate::rpc::params::{NoParams, Required};
 
@@ -19,14 +19,13 @@ pub async fn ping(_: CallContext, _: NoParams) -> Result<Reply, AppError> {
     Reply::of(serde_json::json!({}))
 }
 
-/// `init` params.
+/// `init` params. A `configPath`, which the reference server stored and nothing read, is
+/// not taken (like any param no method names).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitParams {
     name: Required,
     project_root: Required,
-    #[serde(default)]
-    config_path: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -37,42 +36,48 @@ struct InitResult {
 
 /// `init`: open the project by name (created at its root the first time, by a member or
 /// more; found at that root afterwards) and bind this connection to it. The caller must
-/// be given the project's name. With `RUMMY_PROJECTS_DIR` set, the root must lie inside one
-/// of its directories (symlinks resolved; the resolved root is stored). A refusal stores and
-/// binds nothing.
+/// be given the project's name. The root is stored with its symlinks resolved; with
+/// `RUMMY_PROJECTS_DIR` set it must lie inside one of its directories. No project's root
+/// is, holds or lies inside another's, whoever asks. A refusal stores and binds nothing.
 pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, AppError> {
     let grant = context.grant()?;
     grant.open(&params.name)?;
     let create_refusal = grant.create(&params.name).err();
-    let root = PathBuf::from(&*params.project_root);
-    if !root.is_absolute() {
+    let named = PathBuf::from(&*params.project_root);
+    if !named.is_absolute() {
         return Err(AppError::InvalidParam(
             "projectRoot must be an absolute path".into(),
         ));
     }
-    let root = lexically_normal(&root);
+    let named = lexically_normal(&named);
     context.agent.plugins.emit(Event::ProjectInitStarted {
         name: &params.name,
-        root: &root,
+        root: &named,
     });
     let dirs = context.agent.settings.server.projects_dir.clone();
-    let root = if dirs.is_empty() {
-        root
-    } else {
-        web::block(move || ProjectDirs::new(&dirs).admit(&root))
-            .await
-            .map_err(|error| AppError::Internal(format!("the root check stopped: {error}")))??
-    };
+    let root = web::block(move || {
+        if dirs.is_empty() {
+            confine::resolve(&named)
+        } else {
+            ProjectDirs::new(&dirs).admit(&named)
+        }
+    })
+    .await
+    .map_err(|error| AppError::Internal(format!("the root check stopped: {error}")))??;
+    let shown = params.project_root.0.clone();
     let form = ProjectInsertForm {
         name: params.name.0.clone(),
         project_root: Some(root.display().to_string()),
-        config_path: params.config_path,
     };
     let may_create = create_refusal.is_none();
+    let rules = RootRules {
+        resolve: |stored: &Path| confine::resolve(stored).ok(),
+        overlap: roots::overlap,
+    };
     let opening = context
         .agent
         .db
-        .call(move |conn| projects::open_project(conn, &form, may_create))
+        .call(move |conn| projects::open_project(conn, &form, may_create, &rules))
         .await?;
     let project = match opening {
         Opening::Opened(project) => project,
@@ -82,6 +87,7 @@ pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, App
             }
             .into())
         }
+        Opening::Overlaps => return Err(ProjectError::RootOverlaps(shown).into()),
         Opening::Absent => {
             return Err(create_refusal.map_or_else(
                 || AppError::Internal("a project the caller may create was not".into()),

@@ -21,11 +21,6 @@ async fn ill_typed_params_name_the_param() {
             json!({"name": "typed", "projectRoot": ["/"]}),
             "projectRoot is required",
         ),
-        (
-            "init",
-            json!({"name": "typed", "projectRoot": root, "configPath": 1}),
-            "configPath is required",
-        ),
         ("getModels", json!({"limit": "ten"}), "limit is required"),
         ("getModels", json!({"offset": -1}), "offset is required"),
         (

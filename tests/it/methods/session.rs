@@ -109,7 +109,7 @@ async fn init_upserts_the_project_by_name() {
     let first = client
         .ok(
             "init",
-            json!({"name": "alpha", "projectRoot": root, "configPath": "rummy.toml"}),
+            json!({"name": "alpha", "projectRoot": root, "configPath": 7}),
         )
         .await;
     assert!(first["projectId"].is_i64(), "{first}");

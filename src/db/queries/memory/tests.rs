@@ -10,7 +10,6 @@ fn project(conn: &mut Conn, name: &str) -> ProjectId {
         &ProjectInsertForm {
             name: name.into(),
             project_root: Some(format!("/{name}")),
-            config_path: None,
         },
     )
     .unwrap()

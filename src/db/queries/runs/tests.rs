@@ -25,7 +25,9 @@ fn aliases_get_a_suffix_on_collision() {
         .map(|_| create(&mut db.conn, project, 42).alias)
         .collect();
     assert_eq!(aliases, ["grok_42", "grok_42_2", "grok_42_3"]);
-    let run = find_run(&mut db.conn, "grok_42_2").unwrap().unwrap();
+    let run = find_run(&mut db.conn, project, "grok_42_2")
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (run.status, run.temperature, run.created_by.as_deref()),
         (RunStatus::Queued, Some(0.5), Some("alice"))
