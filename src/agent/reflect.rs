@@ -19,11 +19,13 @@ pub struct Reflector {
 impl Reflector {
     /// `None` when no plugin reflects, or for a panic loop (it only compresses; the retry
     /// that follows it reflects).
+    /// `latest_turn`: the run's latest turn before the loop.
     pub fn new(
         agent: &AgentContext,
         lp: &LoopRow,
         project: ProjectId,
         model_actual: &str,
+        latest_turn: i32,
         cancel: &CancellationToken,
     ) -> Option<Reflector> {
         if !agent.plugins.reflects() || lp.mode == LoopMode::Panic {
@@ -39,16 +41,22 @@ impl Reflector {
                 run: lp.run_id,
                 loop_id: lp.id,
                 project,
-                turn: 0,
+                turn: latest_turn,
+                loop_turns: 0,
+                wrote_at: 0,
                 model_actual: model_actual.to_owned(),
-                moment: Moment::LoopEnded,
+                moment: Moment::LoopEnded { proposed: false },
             },
         })
     }
 
-    /// The run's turn `turn` ended (at a loop's start: its latest turn before the loop).
-    pub fn turn_ended(&mut self, turn: i32) {
+    /// The loop's turn `turn` ended; `wrote`: it wrote files or knowledge.
+    pub fn turn_ended(&mut self, turn: i32, wrote: bool) {
         self.at.turn = turn;
+        self.at.loop_turns += 1;
+        if wrote {
+            self.at.wrote_at = turn;
+        }
     }
 
     /// Runs the reflections of `moment`.
@@ -58,11 +66,12 @@ impl Reflector {
     }
 
     /// Runs the reflections of the loop's end, after its outcome was stored and handed
-    /// over (the run's next loop waits for them: see `run_actor`).
-    pub async fn loop_ended(mut self, agent: &AgentContext) {
+    /// over (the run's next loop waits for them: see `run_actor`); `proposed`: the loop
+    /// ended on proposals.
+    pub async fn loop_ended(mut self, agent: &AgentContext, proposed: bool) {
         let span =
             tracing::info_span!("loop end", run.id = %self.at.run, loop.id = %self.at.loop_id);
-        self.reflect(agent, Moment::LoopEnded)
+        self.reflect(agent, Moment::LoopEnded { proposed })
             .instrument(span)
             .await;
     }

@@ -260,6 +260,7 @@ async fn drain(
         );
         let loop_id = lp.id;
         let (outcome, reflector) = execute_loop(&agent, lp, cancel).await;
+        let proposed = matches!(outcome, LoopOutcome::Proposed { .. });
         let loop_end = reflector.map(|reflector| (reflector, agent.runs.hold_loop_end()));
         set_current(&current, None);
         stored.send_replace(true);
@@ -286,7 +287,7 @@ async fn drain(
         // does not wait for the loop end's reflections, the next loop sees what they wrote,
         // and a stopping server waits for them (held) before it gives the run's lease back.
         if let Some((reflector, _held)) = loop_end {
-            reflector.loop_ended(&agent).await;
+            reflector.loop_ended(&agent, proposed).await;
         }
     }
 }

@@ -173,10 +173,7 @@ async fn run_turns(
     let config = LoopConfig::from_json(&lp.config);
     let model = model.ok_or_else(|| LoopError::UnknownModel(model_alias.clone()))?;
     let (actual, context_size) = resolve_model(agent, &run, model, cancel).await?;
-    *reflector = Reflector::new(agent, lp, run.project_id, &actual, cancel);
-    if let Some(reflector) = reflector.as_mut() {
-        reflector.turn_ended(latest_turn);
-    }
+    *reflector = Reflector::new(agent, lp, run.project_id, &actual, latest_turn, cancel);
     if !config.no_repo {
         scan::sync_project_files(agent, &run, &project_root, lp.id).await?;
     }
@@ -244,7 +241,7 @@ async fn run_turns(
             TurnEnd::Completed(report) => report,
         };
         if let Some(reflector) = reflector.as_mut() {
-            reflector.turn_ended(report.turn);
+            reflector.turn_ended(report.turn, report.has_writes);
         }
         if !report.proposed.is_empty() {
             return Ok(LoopOutcome::Proposed {

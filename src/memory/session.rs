@@ -2,10 +2,13 @@
 //! its own (never a turn's), to update the notes from the run's recent log, and writes what
 //! it answers, validated and rendered, to the run's entry `memory://session` (the notes as
 //! JSON in its attributes, the rendered text as its body, cut to
-//! `RUMMY_MEMORY_SESSION_TOKENS`). It refreshes the notes after a turn that wrote files or
-//! knowledge once `RUMMY_MEMORY_SESSION_EVERY_TURNS` turns passed since the last refresh,
-//! before a panic loop compresses the context, and when a loop ends (then consolidation
-//! follows). A failed, slow (past `RUMMY_MEMORY_SESSION_TIMEOUT_SECS`) or malformed answer
+//! `RUMMY_MEMORY_SESSION_TOKENS`). It refreshes the notes only after work worth noting
+//! (`SessionUpkeep::due`): after a turn that wrote files or knowledge once
+//! `RUMMY_MEMORY_SESSION_EVERY_TURNS` turns passed since the last refresh, before a panic
+//! loop compresses the context, and when a loop that wrote, had a proposal accepted or took
+//! that many turns ends (then consolidation follows) — so a one-turn question costs one
+//! model call, and a proposal a person rejects none more. A failed, slow (past
+//! `RUMMY_MEMORY_SESSION_TIMEOUT_SECS`) or malformed answer
 //! is logged and the notes stay as they were. Memory off means no call, and notes written
 //! before it was switched off are removed before the run's next turn is assembled
 //! (`NotesOffWithMemory`, a preparation).
@@ -19,7 +22,7 @@ use crate::context::TokenMath;
 use crate::db::enums::Fidelity;
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
-use crate::db::queries::{entries, memory};
+use crate::db::queries::{entries, memory, run_actions};
 use crate::db::{Conn, DbError};
 use crate::plugins::preparation::{Preparation, PreparingTurn};
 use crate::plugins::reflection::{Moment, Reflecting, Reflection, ReflectionServices};
@@ -89,8 +92,17 @@ impl Preparation for NotesOffWithMemory {
 struct Reading {
     enabled: bool,
     stored: Option<StoredNotes>,
+    /// Whether a proposal made after the notes' turn was accepted.
+    accepted_since: bool,
     prompt: String,
     log: Vec<String>,
+}
+
+impl Reading {
+    /// The turn the notes were refreshed after (0: never).
+    fn last_turn(&self) -> i32 {
+        self.stored.as_ref().map_or(0, |stored| stored.turn)
+    }
 }
 
 impl Reflection for SessionUpkeep {
@@ -119,19 +131,13 @@ impl Reflection for SessionUpkeep {
             if !reading.enabled {
                 return;
             }
-            let last = reading.stored.as_ref().map_or(0, |stored| stored.turn);
-            let due = match at.moment {
-                Moment::TurnEnded { .. } => at.turn - last >= self.every_turns,
-                Moment::BeforePanic | Moment::LoopEnded => at.turn > last,
-                Moment::LoopStarting => false,
-            };
             let mut notes = reading.stored.as_ref().map(|stored| stored.notes.clone());
-            if due {
+            if self.due(at, reading.last_turn(), reading.accepted_since) {
                 if let Some(fresh) = self.refresh(services, at, &reading).await {
                     notes = Some(fresh);
                 }
             }
-            if at.moment != Moment::LoopEnded {
+            if !matches!(at.moment, Moment::LoopEnded { .. }) {
                 return;
             }
             let Some(notes) = notes else {
@@ -149,6 +155,27 @@ impl Reflection for SessionUpkeep {
 }
 
 impl SessionUpkeep {
+    /// Whether the notes, last refreshed after the run's turn `last`, are refreshed at
+    /// `at`: only after work worth noting. After a turn that wrote files or knowledge, once
+    /// `every_turns` turns passed since `last`; before a panic, when a turn passed; at a
+    /// loop's end, when a turn since `last` wrote files or knowledge, a proposal made since
+    /// then was accepted (`accepted_since`), or the loop took `every_turns` turns or more —
+    /// never when it ended on proposals (a rejection ends the run with nothing to note; an
+    /// acceptance resumes it, and that loop's end counts the accepted change). A loop's
+    /// first moment and a turn that wrote nothing never refresh them.
+    fn due(&self, at: &Reflecting, last: i32, accepted_since: bool) -> bool {
+        let new_turns = at.turn > last;
+        match at.moment {
+            Moment::LoopStarting | Moment::LoopEnded { proposed: true } => false,
+            Moment::TurnEnded { wrote } => wrote && at.turn - last >= self.every_turns,
+            Moment::BeforePanic => new_turns,
+            Moment::LoopEnded { proposed: false } => {
+                new_turns
+                    && (at.wrote_at > last || accepted_since || at.loop_turns >= self.every_turns)
+            }
+        }
+    }
+
     /// Asks the sidecar and writes its notes; `None` (logged) when that fails.
     async fn refresh(
         &self,
@@ -207,6 +234,7 @@ fn read(
         return Ok(Reading {
             enabled,
             stored: None,
+            accepted_since: false,
             prompt: String::new(),
             log: Vec::new(),
         });
@@ -228,9 +256,12 @@ fn read(
             )
         })
         .collect();
+    let stored = stored_notes(conn, run)?;
+    let last = stored.as_ref().map_or(0, |stored| stored.turn);
     Ok(Reading {
         enabled,
-        stored: stored_notes(conn, run)?,
+        stored,
+        accepted_since: run_actions::accepted_after(conn, run, last)?,
         prompt,
         log,
     })
@@ -252,4 +283,90 @@ fn sidecar_input(reading: &Reading) -> String {
 
 fn cut(text: &str, chars: usize) -> String {
     text.chars().take(chars).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::ids::{LoopId, ProjectId};
+
+    fn upkeep() -> SessionUpkeep {
+        SessionUpkeep {
+            budget: 600,
+            every_turns: 3,
+            timeout: Duration::from_secs(1),
+            tokens: TokenMath::new(4),
+        }
+    }
+
+    /// The run at its turn `turn`, its loop `loop_turns` turns long, its latest write at
+    /// `wrote_at`.
+    fn at(moment: Moment, turn: i32, loop_turns: i32, wrote_at: i32) -> Reflecting {
+        Reflecting {
+            run: RunId(1),
+            loop_id: LoopId(1),
+            project: ProjectId(1),
+            turn,
+            loop_turns,
+            wrote_at,
+            model_actual: "m".into(),
+            moment,
+        }
+    }
+
+    const ENDED: Moment = Moment::LoopEnded { proposed: false };
+    const PROPOSED: Moment = Moment::LoopEnded { proposed: true };
+
+    #[test]
+    fn a_loop_end_refreshes_only_after_work_worth_noting() {
+        let upkeep = upkeep();
+        assert!(
+            !upkeep.due(&at(ENDED, 1, 1, 0), 0, false),
+            "a one-turn answer"
+        );
+        assert!(
+            upkeep.due(&at(ENDED, 1, 1, 1), 0, false),
+            "a turn that wrote"
+        );
+        assert!(
+            !upkeep.due(&at(ENDED, 7, 1, 5), 5, false),
+            "its write is noted"
+        );
+        assert!(
+            upkeep.due(&at(ENDED, 7, 2, 6), 5, false),
+            "a write after the notes"
+        );
+        assert!(
+            upkeep.due(&at(ENDED, 2, 1, 0), 0, true),
+            "an accepted proposal"
+        );
+        assert!(
+            !upkeep.due(&at(ENDED, 3, 2, 0), 0, false),
+            "two turns are not several"
+        );
+        assert!(upkeep.due(&at(ENDED, 3, 3, 0), 0, false), "three turns are");
+        assert!(
+            !upkeep.due(&at(ENDED, 9, 8, 0), 9, true),
+            "nothing since the notes' turn"
+        );
+    }
+
+    #[test]
+    fn a_loop_ending_on_proposals_never_refreshes() {
+        let upkeep = upkeep();
+        assert!(!upkeep.due(&at(PROPOSED, 4, 4, 4), 0, true));
+    }
+
+    #[test]
+    fn a_turn_refreshes_when_it_wrote_and_enough_turns_passed_and_a_panic_when_one_did() {
+        let upkeep = upkeep();
+        let wrote = Moment::TurnEnded { wrote: true };
+        let idle = Moment::TurnEnded { wrote: false };
+        assert!(upkeep.due(&at(wrote, 3, 3, 3), 0, false));
+        assert!(!upkeep.due(&at(wrote, 2, 2, 2), 0, false));
+        assert!(!upkeep.due(&at(idle, 9, 9, 0), 0, true));
+        assert!(upkeep.due(&at(Moment::BeforePanic, 1, 1, 0), 0, false));
+        assert!(!upkeep.due(&at(Moment::BeforePanic, 4, 1, 0), 4, false));
+        assert!(!upkeep.due(&at(Moment::LoopStarting, 4, 0, 0), 0, true));
+    }
 }

@@ -28,8 +28,8 @@ pub enum Moment {
     /// The context overflowed and a panic loop is about to compress it.
     BeforePanic,
     /// The loop ended (completed, proposed or failed; never an aborted one) and its outcome
-    /// was handed over.
-    LoopEnded,
+    /// was handed over; `proposed`: it ended on proposals a person has yet to decide.
+    LoopEnded { proposed: bool },
 }
 
 /// The run a reflection is asked about.
@@ -40,6 +40,11 @@ pub struct Reflecting {
     pub project: ProjectId,
     /// The run-wide number of the run's latest turn (0 before its first).
     pub turn: i32,
+    /// How many turns this loop has taken.
+    pub loop_turns: i32,
+    /// The run-wide number of this loop's latest turn that wrote files or knowledge (0 when
+    /// none did).
+    pub wrote_at: i32,
     /// The catalogue `actual` of the loop's model, for a call through [`LlmProviders`].
     pub model_actual: String,
     pub moment: Moment,

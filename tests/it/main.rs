@@ -19,6 +19,7 @@ mod entry_changed;
 mod fairness;
 mod instances;
 mod lifecycle;
+mod llm_calls;
 mod loops;
 mod mcp;
 mod memory;

@@ -99,6 +99,15 @@ impl TestApp {
         TestApp::start_with_tools(&env, register).await
     }
 
+    /// [`TestApp::with_llm`] with memory's settings at their defaults (the session notes on,
+    /// as a server without configuration keeps them), `extra` added.
+    pub async fn with_llm_default_memory(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
+        let mut env = llm_env(llm);
+        env.retain(|(key, _)| !key.starts_with("RUMMY_MEMORY_"));
+        env.extend_from_slice(extra);
+        TestApp::start_with(&env).await
+    }
+
     /// [`TestApp::with_llm`] in `home`, prepared beforehand.
     pub async fn with_llm_in(home: tempfile::TempDir, llm: &FakeLlm) -> TestApp {
         TestApp::start_in(home, &llm_env(llm), |plugins| plugins).await

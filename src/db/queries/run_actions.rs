@@ -3,10 +3,12 @@
 
 use crate::db::Conn;
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Integer};
 
 use crate::db::ids::RunId;
 use crate::db::models::run::{LoopRow, RunActionForm, RunActionRow};
 use crate::db::schema::{loops, run_actions};
+use crate::db::statement::statement;
 use crate::db::DbError;
 
 /// Records one action.
@@ -24,6 +26,25 @@ pub fn of_run(conn: &mut Conn, run: RunId) -> Result<Vec<RunActionRow>, DbError>
         .order(run_actions::id)
         .select(RunActionRow::as_select())
         .load(conn)?)
+}
+
+/// Whether a proposal the run made after its turn `turn` was accepted.
+pub fn accepted_after(conn: &mut Conn, run: RunId, turn: i32) -> Result<bool, DbError> {
+    let accepted: Accepted = statement(
+        "SELECT count(*) AS found FROM (SELECT 1 AS one FROM run_actions AS a \
+         JOIN known_entries AS e ON e.run_id = a.run_id AND e.path = a.path \
+         WHERE a.run_id = ? AND a.action = 'accept' AND e.turn > ? LIMIT 1) AS hit",
+    )
+    .bind::<BigInt, _>(run)
+    .bind::<Integer, _>(turn)
+    .get_result(conn)?;
+    Ok(accepted.found > 0)
+}
+
+#[derive(QueryableByName)]
+struct Accepted {
+    #[diesel(sql_type = BigInt)]
+    found: i64,
 }
 
 /// The run's loops, oldest first.
@@ -96,5 +117,51 @@ mod tests {
             .map(|row| row.id)
             .collect();
         assert_eq!(ids, [first.id, second.id]);
+    }
+
+    #[test]
+    fn an_acceptance_counts_after_the_turn_its_proposal_was_made_in() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let lp = sample_loop(&mut db.conn, run.id, "");
+        for (turn, path) in [(2, "sh://turn_2/ls"), (3, "sh://turn_3/rm")] {
+            crate::db::queries::entries::write_entry(
+                &mut db.conn,
+                &crate::db::models::entry::EntryUpsertForm::new(
+                    run.id,
+                    Some(lp.id),
+                    turn,
+                    path,
+                    "",
+                ),
+            )
+            .unwrap();
+        }
+        let act = |conn: &mut Conn, action, path: &str| {
+            record(
+                conn,
+                &RunActionForm {
+                    run_id: run.id,
+                    loop_id: Some(lp.id),
+                    person: None,
+                    action,
+                    path: Some(path.into()),
+                },
+            )
+            .unwrap()
+        };
+        act(&mut db.conn, RunAction::Reject, "sh://turn_3/rm");
+        assert!(
+            !accepted_after(&mut db.conn, run.id, 0).unwrap(),
+            "a rejection"
+        );
+        act(&mut db.conn, RunAction::Accept, "sh://turn_2/ls");
+        assert!(accepted_after(&mut db.conn, run.id, 1).unwrap());
+        assert!(
+            !accepted_after(&mut db.conn, run.id, 2).unwrap(),
+            "made at turn 2"
+        );
+        let other = sample_run(&mut db.conn);
+        assert!(!accepted_after(&mut db.conn, other.id, 0).unwrap());
     }
 }
