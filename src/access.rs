@@ -183,10 +183,28 @@ impl Access {
     }
 }
 
+/// The largest users file read: ample for thousands of people, and a file that is not one
+/// (a link to `/dev/zero`, a log) is refused before it fills the memory.
+pub const USERS_FILE_MAX_BYTES: u64 = 1024 * 1024;
+
 fn read_people(path: &Path) -> Result<People, AccessError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| AccessError::UsersFile(format!("{}: {error}", path.display())))?;
-    People::parse(&text)
+    use std::io::Read;
+    let failed = |why: String| AccessError::UsersFile(format!("{}: {why}", path.display()));
+    let file = std::fs::File::open(path).map_err(|error| failed(error.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(USERS_FILE_MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| failed(error.to_string()))?;
+    if bytes.len() as u64 > USERS_FILE_MAX_BYTES {
+        return Err(failed(format!(
+            "larger than {USERS_FILE_MAX_BYTES} bytes; not read (is it the users file?)"
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| failed("not UTF-8 text".to_owned()))?;
+    People::parse(&text).map_err(|error| match error {
+        AccessError::UsersFile(why) => failed(why),
+        other => other,
+    })
 }
 
 /// What one caller may do, as of one call.
@@ -364,6 +382,51 @@ mod tests {
             "alice is no longer a user of this server."
         );
         assert_eq!(access.authenticate(Some("a")), None);
+    }
+
+    #[test]
+    fn a_users_file_with_no_one_stops_the_start_and_a_reload_keeps_the_people() {
+        for empty in ["", "# nobody yet\n", "person = []\n"] {
+            let (_, dir) = server(None, None);
+            let path = dir.path().join("users.toml");
+            std::fs::write(&path, empty).unwrap();
+            let (mut settings, _keep) = server(None, None);
+            settings.users_file = Some(path.clone());
+            let error = Access::load(&settings).err().unwrap().to_string();
+            assert!(error.contains("lists no one"), "{empty:?}: {error}");
+            assert!(error.contains("users.toml"), "{error}");
+        }
+        let text = people::users_file(&[("alice", "a", "member", r#"["web"]"#)]);
+        let (server, _dir) = server(None, Some(&text));
+        let access = Access::load(&server).unwrap();
+        std::fs::write(server.users_file.as_ref().unwrap(), "").unwrap();
+        assert!(access.reload().is_err());
+        assert_eq!(
+            access.authenticate(Some("a")),
+            Some(Caller::Person("alice".into())),
+            "an emptied file keeps the people"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_users_file_past_its_cap_is_refused_without_reading_it_all() {
+        let (mut server, dir) = server(None, None);
+        let zero = dir.path().join("zero.toml");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        server.users_file = Some(zero);
+        let error = Access::load(&server).err().unwrap().to_string();
+        assert!(error.contains("larger than 1048576 bytes"), "{error}");
+        let big = dir.path().join("big.toml");
+        let mut text = people::users_file(&[("alice", "a", "member", r#"["web"]"#)]);
+        let padding = usize::try_from(USERS_FILE_MAX_BYTES).unwrap() - text.len();
+        text.push_str(&"#".repeat(padding));
+        std::fs::write(&big, &text).unwrap();
+        server.users_file = Some(big.clone());
+        assert!(Access::load(&server).is_ok(), "exactly the cap is read");
+        text.push('#');
+        std::fs::write(&big, &text).unwrap();
+        assert!(Access::load(&server).is_err(), "one byte past it is not");
     }
 
     #[test]

@@ -28,5 +28,7 @@ pub use constraint::{ConstraintPattern, ConstraintSet, FileConstraint, Visibilit
 pub use error::ProjectError;
 pub use home::{validate_document_name, DocumentKind, HomeDocument, LoadedDocument, RummyHome};
 pub use roots::{canonical_dirs, ProjectDirs};
-pub use scan::{scan, FileChange, FileFidelity, FileKind, ScanOptions, ScanReport, ScannedFile};
+pub use scan::{
+    scan, scan_file, FileChange, FileFidelity, FileKind, ScanOptions, ScanReport, ScannedFile,
+};
 pub use skill::Skill;

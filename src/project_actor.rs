@@ -12,10 +12,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 
 use crate::db::ids::ProjectId;
-use crate::project::{
-    scan, ConstraintPattern, ConstraintSet, FileConstraint, ProjectError, ProjectRoot, ScanOptions,
-    ScanReport, Visibility,
-};
+use crate::project::{scan, ConstraintSet, ProjectError, ProjectRoot, ScanOptions, ScanReport};
 
 /// Scan the project's files: `constraints` are the stored `(pattern, visibility)` rows,
 /// `previous` maps each known file to its hash. `None` when the root is not a directory on
@@ -83,14 +80,7 @@ fn scan_root(
         return Ok(None);
     }
     let root = ProjectRoot::new(root)?;
-    let constraints = ConstraintSet::new(message.constraints.iter().filter_map(
-        |(pattern, visibility)| {
-            Some(FileConstraint {
-                pattern: ConstraintPattern::normalize(&root, pattern).ok()?,
-                visibility: visibility.parse::<Visibility>().ok()?,
-            })
-        },
-    ))?;
+    let constraints = ConstraintSet::stored(&root, &message.constraints)?;
     scan(&root, &constraints, &message.previous, &message.options).map(Some)
 }
 

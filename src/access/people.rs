@@ -97,6 +97,13 @@ impl People {
                 projects,
             }));
         }
+        if people.is_empty() {
+            return Err(AccessError::UsersFile(
+                "lists no one, which would lock every person out (list people as \
+                 [[person]] tables, or leave RUMMY_USERS_FILE unset)"
+                    .to_owned(),
+            ));
+        }
         Ok(People { people })
     }
 
@@ -266,9 +273,11 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_file_lists_nobody() {
-        let people = People::parse("").unwrap();
-        assert!(people.is_empty());
-        assert!(people.holder_of("").is_none());
+    fn a_file_that_lists_no_one_is_refused() {
+        for text in ["", "person = []"] {
+            let error = People::parse(text).unwrap_err().to_string();
+            assert!(error.starts_with("users file: lists no one"), "{error}");
+        }
+        assert!(People::default().holder_of("").is_none());
     }
 }

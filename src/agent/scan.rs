@@ -66,15 +66,18 @@ pub async fn sync_project_files(
     let turn = run.next_turn;
     agent
         .db
-        .call(move |conn| write_scan(conn, run_id, loop_id, turn, report))
+        .call(move |conn| write_scan(conn, run_id, Some(loop_id), turn, report))
         .await?;
     Ok(())
 }
 
-fn write_scan(
+/// Writes a scan's report into the run's store at `turn`: gone and newly ignored files
+/// removed, new and changed ones written (new ones at index fidelity unless pinned).
+/// `loop_id` is the loop that scanned, `None` for a file a client gave.
+pub fn write_scan(
     conn: &mut crate::db::Conn,
     run_id: crate::db::ids::RunId,
-    loop_id: LoopId,
+    loop_id: Option<LoopId>,
     turn: i32,
     report: ScanReport,
 ) -> Result<(), DbError> {
@@ -102,7 +105,7 @@ fn write_scan(
             conn,
             &EntryUpsertForm {
                 run_id,
-                loop_id: Some(loop_id),
+                loop_id,
                 turn,
                 path: file.path.as_str().to_string(),
                 body: file.body.unwrap_or_default(),

@@ -2,9 +2,12 @@
 //!
 //! A path with `://` after at least one character is a scheme path (`known://auth`);
 //! anything else is a bare path, a project file. Normalisation is applied to every
-//! single-path write, read, promote, remove and resolve (never to patterns), so one entry
-//! has one spelling: the scheme is lower-cased and each segment after `://` is
-//! percent-encoded exactly once, the way JavaScript's `encodeURIComponent` does it.
+//! single-path write, read, promote, remove and resolve, so one entry has one spelling: the
+//! scheme is lower-cased and each segment after `://` is percent-encoded exactly once, the
+//! way JavaScript's `encodeURIComponent` does it. Patterns are matched in another form,
+//! decoded ([`pattern_form`]), which both sides are brought to.
+
+use std::borrow::Cow;
 
 const SCHEME_SEPARATOR: &str = "://";
 
@@ -44,6 +47,27 @@ pub fn normalize_path(path: &str) -> String {
         scheme.to_lowercase(),
         segments.join("/")
     )
+}
+
+/// A path in the one form patterns and paths are compared in: a scheme path with its rest
+/// percent-decoded, as people write names and URLs (`http://127.0.0.1:8080/page?id=1`,
+/// `known://my fact`), a bare path as it is. Stored paths are kept encoded (each segment
+/// once, see [`normalize_path`]); both they and a glob or literal pattern are brought to
+/// this form before matching, so either spelling of a pattern finds the entry. A rest that
+/// does not decode is kept as it is.
+pub fn pattern_form(path: &str) -> Cow<'_, str> {
+    let Some(scheme) = scheme_of(path) else {
+        return Cow::Borrowed(path);
+    };
+    let start = scheme.len() + SCHEME_SEPARATOR.len();
+    let rest = path.get(start..).unwrap_or("");
+    if !rest.contains('%') {
+        return Cow::Borrowed(path);
+    }
+    match percent_decode(rest) {
+        Some(decoded) => Cow::Owned(format!("{}{decoded}", path.get(..start).unwrap_or(""))),
+        None => Cow::Borrowed(path),
+    }
 }
 
 /// `encodeURIComponent(text)` cut to [`SLUG_MAX_CHARS`] characters, never inside a `%XX`.
@@ -128,6 +152,30 @@ fn hex_value(digit: u8) -> Option<u8> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_pattern_form_decodes_a_scheme_paths_rest_only() {
+        assert_eq!(
+            pattern_form("http://127.0.0.1%3A8080/a%20b/c"),
+            "http://127.0.0.1:8080/a b/c"
+        );
+        assert_eq!(pattern_form("known://plain"), "known://plain");
+        assert_eq!(
+            pattern_form("src/a%20b.rs"),
+            "src/a%20b.rs",
+            "a file as it is"
+        );
+        assert_eq!(
+            pattern_form("known://bad%zz"),
+            "known://bad%zz",
+            "kept when it does not decode"
+        );
+        assert_eq!(
+            pattern_form(&normalize_path("https://u@h/s?q=1&r=2")),
+            "https://u@h/s?q=1&r=2",
+            "the decoded form of a stored path is the path as written"
+        );
+    }
 
     #[test]
     fn scheme_needs_text_before_the_separator() {

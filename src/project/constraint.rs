@@ -142,6 +142,17 @@ impl fmt::Display for ConstraintPattern {
 }
 
 impl ConstraintSet {
+    /// The project's constraints as the store keeps them (`(pattern, visibility)`), each
+    /// normalized against `root`; one that no longer normalizes or parses is left out.
+    pub fn stored(root: &ProjectRoot, stored: &[(String, String)]) -> Result<Self, ProjectError> {
+        Self::new(stored.iter().filter_map(|(pattern, visibility)| {
+            Some(FileConstraint {
+                pattern: ConstraintPattern::normalize(root, pattern).ok()?,
+                visibility: visibility.parse::<Visibility>().ok()?,
+            })
+        }))
+    }
+
     /// Compiles constraints for matching. Duplicate literal patterns keep the most
     /// restrictive visibility.
     pub fn new(

@@ -157,6 +157,32 @@ pub fn scan(
     Ok(scanner.finish())
 }
 
+/// The one file a client names (a `get` of its literal path), listed as a scan would list
+/// it, wherever the walk would or would not reach it (`.gitignore`, hidden files, a run
+/// that does not scan): confined to the root, never a file an `ignore` constraint covers,
+/// nothing when it is not a regular file. Nothing is reported deleted.
+pub fn scan_file(
+    root: &ProjectRoot,
+    constraints: &ConstraintSet,
+    literal: &str,
+    previous: &HashMap<String, String>,
+    options: &ScanOptions,
+) -> Result<ScanReport, ProjectError> {
+    let path = root.confine(literal)?;
+    let mut scanner = Scanner {
+        root,
+        constraints,
+        previous,
+        options,
+        seen: HashSet::new(),
+        report: ScanReport::default(),
+    };
+    if is_regular_file(&root.absolute(&path)) {
+        scanner.add(path);
+    }
+    Ok(scanner.report)
+}
+
 fn walker(root: &ProjectRoot, constraints: &ConstraintSet, options: &ScanOptions) -> WalkBuilder {
     let mut builder = WalkBuilder::new(root.path());
     builder

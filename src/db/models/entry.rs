@@ -102,8 +102,9 @@ impl EntryUpsertForm {
 pub enum Selector {
     /// One entry; the path is normalised first.
     Path(String),
-    /// Every entry whose path matches `path` (`hedberg::pattern_match`, not normalised)
-    /// and, when given, whose body contains a match for `body` (`pattern_search`).
+    /// Every entry whose path matches `path` (`hedberg::pattern_match`, both compared in
+    /// `paths::pattern_form`, decoded) and, when given, whose body contains a match for
+    /// `body` (`pattern_search`).
     Pattern { path: String, body: Option<String> },
 }
 

@@ -1,6 +1,7 @@
 //! The store's core operations: upsert with merge semantics, reads, pattern listings, and
 //! fidelity, status and attribute changes on selected entries.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::db::backend::per_backend;
@@ -15,7 +16,7 @@ use crate::db::enums::{Category, EntryStatus, Fidelity};
 use crate::db::functions::body_search;
 use crate::db::ids::{EntryId, RunId};
 use crate::db::models::entry::{EntryRow, EntryUpsertForm, RunLogRow, Selector, UnresolvedRow};
-use crate::db::paths::normalize_path;
+use crate::db::paths::{normalize_path, pattern_form};
 use crate::db::schema::{known_entries, schemes, v_run_log, v_unresolved};
 use crate::db::DbError;
 use crate::hedberg::{self, budget};
@@ -183,7 +184,13 @@ pub(crate) fn selected(
         None => query,
     };
     let mut rows: Vec<(EntryId, String)> = query.load(conn)?;
-    rows.retain(|(_, candidate)| hedberg::pattern_match(path, candidate).unwrap_or(false));
+    let pattern = match hedberg::Pattern::compile(path).map(|pattern| pattern.kind()) {
+        Ok(hedberg::PatternKind::Glob | hedberg::PatternKind::Literal) => pattern_form(path),
+        _ => Cow::Borrowed(path.as_str()),
+    };
+    rows.retain(|(_, candidate)| {
+        hedberg::pattern_match(&pattern, &pattern_form(candidate)).unwrap_or(false)
+    });
     if let Some(body) = body {
         rows = with_body_match(conn, rows, body)?;
     }

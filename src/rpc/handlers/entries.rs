@@ -1,13 +1,21 @@
 //! `getEntries`, `get` (promote; pin a file constraint), `store` (archive; manage constraints).
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::blocking::blocking;
+use crate::agent::scan;
 use crate::db::enums::{EntryStatus, Fidelity, Visibility};
 use crate::db::models::entry::Selector;
+use crate::db::models::run::RunRow;
+use crate::db::paths::is_file;
 use crate::db::queries::{constraints, entries, runs};
 use crate::error::AppError;
-use crate::project::{ConstraintPattern, ProjectError, ProjectRoot};
+use crate::hedberg::{Pattern, PatternKind};
+use crate::project::{
+    scan_file, ConstraintPattern, ConstraintSet, ProjectError, ProjectRoot, ScanOptions,
+};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, find_run_or};
 use crate::rpc::handlers::tools::{dispatch_tool, ToolParams};
@@ -107,8 +115,63 @@ pub async fn get(context: CallContext, params: GetParams) -> Result<Reply, AppEr
         return Err(AppError::MissingParam("run".into()));
     };
     let run = find_run(&context, &alias).await?;
+    let literal_file = is_file(&params.path)
+        && Pattern::compile(&params.path)
+            .is_ok_and(|pattern| pattern.kind() == PatternKind::Literal);
+    if literal_file {
+        give_file(&context, &run, &params.path).await?;
+    }
     dispatch_tool(&context, run, "get", ToolParams::for_path(&params.path)).await?;
     Reply::of(serde_json::json!({"status": "ok"}))
+}
+
+/// Reads the project file `literal` from disk into the run's store when it is new or
+/// changed, as a scan would, so that a client can give a run a file it does not have: a
+/// `noRepo` run, which never scans, or a file the walk skips. Inside the root only (a path
+/// that leaves it is `-32602`), never an ignored file; nothing while the root does not exist.
+async fn give_file(context: &CallContext, run: &RunRow, literal: &str) -> Result<(), AppError> {
+    let root = context.project()?.root.clone();
+    let (run_id, project, turn) = (run.id, run.project_id, run.next_turn);
+    let options = ScanOptions {
+        max_file_bytes: context.agent.settings.scan.max_file_bytes,
+        ..ScanOptions::default()
+    };
+    let (stored, previous) = context
+        .agent
+        .db
+        .read(move |conn| {
+            let stored = constraints::list_constraints(conn, project)?
+                .into_iter()
+                .map(|row| (row.pattern, row.visibility.as_str().to_string()))
+                .collect::<Vec<_>>();
+            Ok((stored, entries::file_hashes(conn, run_id)?))
+        })
+        .await?;
+    let literal = literal.to_string();
+    let report = blocking(move || {
+        if !root.is_dir() {
+            return Ok(None);
+        }
+        let root = ProjectRoot::new(&root)?;
+        let constraints = ConstraintSet::stored(&root, &stored)?;
+        let previous: HashMap<String, String> = previous.into_iter().collect();
+        Ok(Some(scan_file(
+            &root,
+            &constraints,
+            &literal,
+            &previous,
+            &options,
+        )?))
+    })
+    .await?;
+    if let Some(report) = report.filter(|report| !report.files.is_empty()) {
+        context
+            .agent
+            .db
+            .call(move |conn| scan::write_scan(conn, run_id, None, turn, report))
+            .await?;
+    }
+    Ok(())
 }
 
 /// `store` params.

@@ -320,3 +320,63 @@ async fn the_globstar_lists_entries_whose_paths_hold_dot_segments() {
         .await;
     assert_eq!(gets.as_array().unwrap().len(), 1, "{gets}");
 }
+
+#[actix_web::test]
+async fn a_client_gives_a_no_repo_run_a_file_from_inside_the_root_only() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>nothing scanned</summarize>"),
+        Step::reply("<summarize>read it</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, root) = app.client_in_project("given").await;
+    std::fs::write(root.join("notes.txt"), "GIVEN-NOTE-81").unwrap();
+    std::fs::write(root.join("secret.env"), "IGNORED-KEY-12").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "OUTSIDE-99").unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("escape")).unwrap();
+    let asked = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "hi", "noRepo": true}),
+        )
+        .await;
+    let run = asked["run"].as_str().unwrap().to_string();
+    assert_eq!(client.statuses(&run, "notes.txt").await, [], "not scanned");
+
+    client
+        .ok("get", json!({"run": run, "path": "notes.txt"}))
+        .await;
+    let given = client
+        .ok("getEntries", json!({"run": run, "pattern": "notes.txt"}))
+        .await;
+    assert_eq!(given[0]["fidelity"], json!("full"), "{given}");
+    for refused in ["../outside/secret.txt", "escape/secret.txt"] {
+        let (code, message) = client
+            .err("get", json!({"run": run, "path": refused}))
+            .await;
+        assert_eq!(code, -32602, "{refused}: {message}");
+    }
+    client
+        .ok(
+            "store",
+            json!({"path": "secret.env", "persist": true, "ignore": true}),
+        )
+        .await;
+    client
+        .ok("get", json!({"run": run, "path": "secret.env"}))
+        .await;
+    assert_eq!(client.statuses(&run, "secret.env").await, [], "ignored");
+
+    client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "what do the notes say?", "run": run, "noRepo": true}),
+        )
+        .await;
+    let seen = llm.requests()[1].to_string();
+    assert!(
+        seen.contains("GIVEN-NOTE-81"),
+        "the model sees the given file"
+    );
+    assert!(!seen.contains("IGNORED-KEY-12") && !seen.contains("OUTSIDE-99"));
+}

@@ -366,3 +366,54 @@ fn only_plain_scheme_prefixes_narrow_a_pattern() {
     assert_eq!(literal_scheme("*://x"), None);
     assert_eq!(literal_scheme("//item"), None);
 }
+
+#[test]
+fn patterns_match_stored_paths_whatever_characters_their_urls_hold() {
+    let mut db = TestDb::new();
+    let run = sample_run(&mut db.conn);
+    let urls = [
+        "http://127.0.0.1:8080/page/one",
+        "https://example.com/search?q=a&lang=en",
+        "https://user@example.com/inbox",
+        "known://deploy target",
+        "known://100%",
+    ];
+    for url in urls {
+        upsert_entry(&mut db.conn, &write(run.id, url, "body", 1)).unwrap();
+    }
+    upsert_entry(&mut db.conn, &write(run.id, "src/a file.rs", "body", 1)).unwrap();
+    let mut found = |path: &str| {
+        let rows = list_entries(&mut db.conn, run.id, &pattern(path), None, None).unwrap();
+        rows.into_iter().map(|row| row.path).collect::<Vec<_>>()
+    };
+    for (written, expected) in [
+        (
+            "http://127.0.0.1:8080/page/*",
+            "http://127.0.0.1%3A8080/page/one",
+        ),
+        (
+            "http://127.0.0.1%3A8080/page/*",
+            "http://127.0.0.1%3A8080/page/one",
+        ),
+        (
+            "https://example.com/search?q=a&lang=*",
+            "https://example.com/search%3Fq%3Da%26lang%3Den",
+        ),
+        (
+            "https://user@example.com/*",
+            "https://user%40example.com/inbox",
+        ),
+        ("known://deploy t*", "known://deploy%20target"),
+        ("known://deploy target", "known://deploy%20target"),
+        ("known://100%*", "known://100%25"),
+        ("/127\\.0\\.0\\.1:8080/", "http://127.0.0.1%3A8080/page/one"),
+    ] {
+        assert_eq!(found(written), [expected], "{written}");
+    }
+    assert_eq!(
+        found("src/a *"),
+        ["src/a file.rs"],
+        "a bare path is as it is"
+    );
+    assert_eq!(found("http://127.0.0.1:9090/*"), Vec::<String>::new());
+}
