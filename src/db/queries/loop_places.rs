@@ -194,4 +194,36 @@ mod tests {
             .unwrap()
             .is_ok());
     }
+
+    #[test]
+    fn instances_taking_the_last_place_at_once_get_it_once() {
+        let mut db = TestDb::new();
+        let project = project_with_run(&mut db.conn, None).unwrap().project_id;
+        instances::join(&mut db.conn, "a", i64::MAX).unwrap();
+        let takers = 8;
+        let start = std::sync::Barrier::new(takers);
+        let taken = std::thread::scope(|scope| {
+            let attempts: Vec<_> = (0..takers)
+                .map(|_| {
+                    let mut conn = db.connect();
+                    let start = &start;
+                    scope.spawn(move || {
+                        let last = PlaceClaim {
+                            per_project: 1,
+                            per_person: 0,
+                            ..claim("a", project, None)
+                        };
+                        start.wait();
+                        take(&mut conn, &last).unwrap().is_ok()
+                    })
+                })
+                .collect();
+            attempts
+                .into_iter()
+                .map(|attempt| attempt.join().unwrap())
+                .filter(|taken| *taken)
+                .count()
+        });
+        assert_eq!(taken, 1, "the count and the insert follow one another");
+    }
 }
