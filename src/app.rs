@@ -157,13 +157,18 @@ pub async fn start_with(
         lease_holder.connect(bus);
     }
     plugins.clients().connect(hubs.clone());
+    let admission = if store(&settings).is_shared() {
+        LoopAdmission::shared(&settings.agent, db.clone(), instance.id())
+    } else {
+        LoopAdmission::new(&settings.agent)
+    };
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         db,
         hubs,
         runs: RunRegistry::new(instance),
         lease_holder,
-        admission: LoopAdmission::new(&settings.agent),
+        admission,
         llm: LlmProviders::start(provider_settings(&settings))?,
         plugins: Arc::new(plugins),
         mcp,
@@ -265,6 +270,7 @@ async fn take_from_the_bus(
     while let Some(message) = arrived.recv().await {
         match message {
             BusMessage::Frame(frame) => agent.hubs.relayed(frame),
+            BusMessage::Broadcast(broadcast) => agent.hubs.relayed_broadcast(broadcast),
             BusMessage::Command(command) => {
                 let agent = agent.clone();
                 actix_web::rt::spawn(async move {

@@ -8,7 +8,7 @@
 //! - `anyhow` appears only in `main`.
 
 use crate::access::AccessError;
-use crate::agent::admission::LoopsFull;
+use crate::agent::admission::{LoopsFull, NotAdmitted};
 use crate::db::DbError;
 use crate::plugins::method::MethodError;
 use crate::project::ProjectError;
@@ -126,6 +126,15 @@ pub enum AppError {
     /// Something the server did not expect.
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<NotAdmitted> for AppError {
+    fn from(error: NotAdmitted) -> AppError {
+        match error {
+            NotAdmitted::Full(full) => AppError::LoopsFull(full),
+            NotAdmitted::Db(error) => AppError::Db(error),
+        }
+    }
 }
 
 /// A JSON-RPC error object: code and message.

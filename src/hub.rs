@@ -10,7 +10,8 @@
 //!
 //! With several instances on one store, a run's frames are numbered by the instance executing
 //! it and sent to the others over the [`FrameBus`]; each instance's hub of the project keeps
-//! and offers them ([`Relayed`]) with the same `seq`, in the same order.
+//! and offers them ([`Relayed`]) with the same `seq`, in the same order. A `ui/render` or
+//! `ui/notify` crosses the bus too, so it reaches the project's clients on every instance.
 
 pub mod notifications;
 pub mod replay;
@@ -22,7 +23,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 
-use crate::db::bus::{BusFrame, BusMessage, FrameBus};
+use crate::db::bus::{BusBroadcast, BusFrame, BusMessage, FrameBus};
 use crate::db::ids::{ProjectId, RunId};
 use notifications::{Notification, UiNotification};
 use replay::{ReplayError, ReplayLimits, RunLogs};
@@ -69,10 +70,10 @@ pub struct Relayed {
     pub text: Arc<str>,
 }
 
-/// Send a project-wide notification to every subscriber, unnumbered and not kept.
+/// Send a project-wide frame to every subscriber, unnumbered and not kept.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Broadcast(pub UiNotification);
+pub struct Broadcast(pub Arc<str>);
 
 /// The kept frames of `run` after seq `since`, in order. Answered in the hub's mailbox
 /// order: a connection that subscribed before asking gets, live or here, every frame after
@@ -191,15 +192,9 @@ impl Handler<Relayed> for ProjectHub {
 
 impl Handler<Broadcast> for ProjectHub {
     type Result = ();
-    fn handle(&mut self, Broadcast(notification): Broadcast, _: &mut Context<Self>) {
+    fn handle(&mut self, Broadcast(text): Broadcast, _: &mut Context<Self>) {
         self.handled_one();
-        match notification.frame() {
-            Ok(text) => self.offer(&Arc::from(text)),
-            Err(error) => {
-                let method = notification.method();
-                tracing::error!(%error, method, "cannot serialize a notification");
-            }
-        }
+        self.offer(&text);
     }
 }
 
@@ -283,9 +278,29 @@ impl HubRegistry {
         self.deliver(project, |hub| hub.do_send(Publish { run, notification }));
     }
 
-    /// Sends `notification` to everyone bound to `project` now (no one else ever sees it).
+    /// Sends `notification` to everyone bound to `project` now, on this instance and (over the
+    /// bus) on the others; no one who binds later ever sees it.
     pub fn broadcast(&self, project: ProjectId, notification: UiNotification) {
-        self.deliver(project, |hub| hub.do_send(Broadcast(notification)));
+        let text: Arc<str> = match notification.frame() {
+            Ok(text) => Arc::from(text),
+            Err(error) => {
+                let method = notification.method();
+                tracing::error!(%error, method, "cannot serialize a notification");
+                return;
+            }
+        };
+        if let Some(bus) = self.bus.get() {
+            bus.send(BusMessage::Broadcast(BusBroadcast {
+                project,
+                text: Arc::clone(&text),
+            }));
+        }
+        self.deliver(project, |hub| hub.do_send(Broadcast(text)));
+    }
+
+    /// Offers a broadcast from another instance to everyone bound to its project here.
+    pub fn relayed_broadcast(&self, BusBroadcast { project, text }: BusBroadcast) {
+        self.deliver(project, |hub| hub.do_send(Broadcast(text)));
     }
 
     /// The kept frames of `run` after seq `since`, asked of `project`'s hub.

@@ -5,7 +5,10 @@
 //!
 //! Beside the frames, the channel [`COMMAND_CHANNEL`] carries [`BusCommand`]s: a client's
 //! `run/abort`, `run/resolve` or `run/inject` for the instance holding the run's lease, and
-//! that instance's acknowledgement and answer, each addressed to one instance.
+//! that instance's acknowledgement and answer, each addressed to one instance; and the
+//! channel [`BROADCAST_CHANNEL`] a project's unnumbered frames ([`BusBroadcast`]: a plugin's
+//! `ui/render` and `ui/notify`), which every other instance offers to its clients of the
+//! project.
 //!
 //! Two threads of their own, each on a dedicated connection (never a pool's: a `LISTEN`
 //! belongs to its session): the sender sends the frames in the order it is given them, a
@@ -30,6 +33,9 @@ pub const CHANNEL: &str = "rummy_frames";
 
 /// The channel of [`BusCommand`]s.
 pub const COMMAND_CHANNEL: &str = "rummy_commands";
+
+/// The channel of [`BusBroadcast`]s.
+pub const BROADCAST_CHANNEL: &str = "rummy_broadcasts";
 
 /// How often the listener reads what arrived.
 pub const LISTEN_POLL: Duration = Duration::from_millis(20);
@@ -58,11 +64,19 @@ pub struct BusCommand {
     pub body: Arc<str>,
 }
 
+/// An unnumbered frame for every client of a project, on whichever instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BusBroadcast {
+    pub project: ProjectId,
+    pub text: Arc<str>,
+}
+
 /// What crosses the bus.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BusMessage {
     Frame(BusFrame),
     Command(BusCommand),
+    Broadcast(BusBroadcast),
 }
 
 /// The sending end, cheap to clone; [`stop`](Self::stop), or dropping every clone, ends both
@@ -205,6 +219,12 @@ fn command_payloads(message: u64, command: &BusCommand) -> Vec<String> {
     payloads(&head, message, &command.body)
 }
 
+/// A broadcast's payloads; the head is the sending instance and the project.
+fn broadcast_payloads(instance: &str, message: u64, broadcast: &BusBroadcast) -> Vec<String> {
+    let head = format!("{instance}\t{}", broadcast.project);
+    payloads(&head, message, &broadcast.text)
+}
+
 /// One payload's part of a message.
 #[derive(Debug, PartialEq)]
 struct Part<'a> {
@@ -258,6 +278,14 @@ fn parse_frame(payload: &str) -> Option<(FrameHead, Part<'_>)> {
         seq: fields.next()?.parse().ok()?,
     };
     Some((head, Part::read(sender, fields)?))
+}
+
+/// A broadcast's payload: its project, and its part.
+fn parse_broadcast(payload: &str) -> Option<(ProjectId, Part<'_>)> {
+    let mut fields = payload.splitn(6, '\t');
+    let sender = fields.next()?;
+    let project = ProjectId(fields.next()?.parse().ok()?);
+    Some((project, Part::read(sender, fields)?))
 }
 
 /// A command's payload: the instance it is for, and its part.
@@ -326,6 +354,10 @@ impl Sending {
                 BusMessage::Command(command) => {
                     (COMMAND_CHANNEL, command_payloads(message, command))
                 }
+                BusMessage::Broadcast(broadcast) => (
+                    BROADCAST_CHANNEL,
+                    broadcast_payloads(&self.instance, message, broadcast),
+                ),
             };
             let sent = conn.transaction(|conn| {
                 for payload in payloads {
@@ -356,13 +388,14 @@ impl Listening {
             let listening = PgConnection::establish(&self.url)
                 .map_err(|error| error.to_string())
                 .and_then(|mut conn| {
-                    diesel::sql_query(format!("LISTEN {CHANNEL}"))
-                        .execute(&mut conn)
-                        .and_then(|_| {
-                            diesel::sql_query(format!("LISTEN {COMMAND_CHANNEL}"))
+                    [CHANNEL, COMMAND_CHANNEL, BROADCAST_CHANNEL]
+                        .into_iter()
+                        .try_for_each(|channel| {
+                            diesel::sql_query(format!("LISTEN {channel}"))
                                 .execute(&mut conn)
+                                .map(drop)
                         })
-                        .map(|_| conn)
+                        .map(|()| conn)
                         .map_err(|error| error.to_string())
                 });
             match listening {
@@ -393,8 +426,8 @@ impl Listening {
         }
     }
 
-    /// The message `notification` completes, if it is for this instance: another's frame,
-    /// or a command to this one.
+    /// The message `notification` completes, if it is for this instance: another's frame or
+    /// broadcast, or a command to this one.
     fn take(
         &self,
         assembly: &mut Assembly,
@@ -414,6 +447,20 @@ impl Listening {
                 from,
                 to: self.instance.clone(),
                 body: Arc::from(body),
+            }));
+        }
+        if notification.channel == BROADCAST_CHANNEL {
+            let Some((project, part)) = parse_broadcast(&notification.payload) else {
+                tracing::warn!("the frame bus got a broadcast it cannot read");
+                return None;
+            };
+            if part.sender == self.instance {
+                return None;
+            }
+            let text = assembly.add(part)?;
+            return Some(BusMessage::Broadcast(BusBroadcast {
+                project,
+                text: Arc::from(text),
             }));
         }
         let Some((head, part)) = parse_frame(&notification.payload) else {
@@ -482,6 +529,28 @@ mod tests {
             assert_eq!(joined, vec![body.to_owned()]);
         }
         assert_eq!(parse_command("a\tb\tx\t0\t1\t{}"), None);
+    }
+
+    #[test]
+    fn a_broadcast_crosses_as_parts_with_its_project() {
+        let big = big();
+        for text in ["{}", "a\tb", big.as_str()] {
+            let broadcast = BusBroadcast {
+                project: ProjectId(5),
+                text: Arc::from(text),
+            };
+            let sent = broadcast_payloads("a", 2, &broadcast);
+            assert!(sent.iter().all(|payload| payload.len() < 8000));
+            let mut assembly = Assembly::default();
+            let mut joined = Vec::new();
+            for payload in &sent {
+                let (project, part) = parse_broadcast(payload).unwrap();
+                assert_eq!((project, part.sender), (ProjectId(5), "a"));
+                joined.extend(assembly.add(part));
+            }
+            assert_eq!(joined, vec![text.to_owned()]);
+        }
+        assert_eq!(parse_broadcast("a\tx\t0\t0\t1\t{}"), None);
     }
 
     #[test]

@@ -87,6 +87,19 @@ impl DbHandle {
             .map_err(unavailable)?
     }
 
+    /// Queues `work` on the writer, in one transaction, without waiting for it: for what a
+    /// value must do when it drops, where nothing can wait. A failure (`what` names the work)
+    /// is logged.
+    pub fn call_later<F>(&self, what: &'static str, work: F)
+    where
+        F: FnOnce(&mut Conn) -> Result<(), DbError> + Send + 'static,
+    {
+        self.writer.do_send(Transact::new(move |conn| {
+            work(conn)
+                .inspect_err(|error| tracing::warn!(%error, what, "a queued unit of work failed"))
+        }));
+    }
+
     /// Runs `work` over a read-only connection on the blocking pool, with the request limits
     /// for its pattern work: for reads that evaluate patterns, which must not hold the writer.
     pub async fn search<T, F>(&self, work: F) -> Result<T, DbError>

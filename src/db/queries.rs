@@ -13,6 +13,7 @@ pub mod entries;
 pub mod entry_moves;
 pub mod free_paths;
 pub mod instances;
+pub mod loop_places;
 pub mod loops;
 pub mod memory;
 pub mod models;

@@ -68,8 +68,9 @@ impl TypedMethod for SessionMethod {
         call: MethodCall,
         params: SessionParams,
     ) -> impl Future<Output = Result<Session, MethodError>> + Send + 'static {
+        let alias = params.run;
         async move {
-            let run = call.run(&params.run).await?;
+            let run = call.run(&alias).await?;
             Ok(call.db.read(move |conn| session(conn, &run)).await?)
         }
     }

@@ -660,3 +660,144 @@ async fn a_call_whose_holder_dies_after_acknowledging_it_is_answered_with_an_err
         "the resolution is not executed a second time"
     );
 }
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn a_ui_notify_sent_on_one_instance_reaches_the_project_s_clients_on_another() {
+    let database = ScratchDatabase::required();
+    let llm = scripted([]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    // Session notes on: memory/session/set, which tells the project's clients with ui/notify.
+    let first = instance_with(
+        home.path(),
+        &llm,
+        &database,
+        &[("RUMMY_MEMORY_SESSION_TOKENS", "600")],
+    )
+    .await;
+    let second = instance(home.path(), &llm, &database).await;
+    let mut writer = client_in(&first, "ui", &root).await;
+    let mut watcher = client_in(&second, "ui", &root).await;
+    let run = writer.ok("startRun", json!({"model": "fake"})).await["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    writer
+        .ok(
+            "memory/session/set",
+            json!({"run": run, "notes": {"title": "Across instances"}}),
+        )
+        .await;
+    let told = tokio::time::timeout(DEADLINE, watcher.notification("ui/notify"))
+        .await
+        .expect("the other instance's client is told");
+    let text = told["params"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!("{run}: session notes set")),
+        "{told}"
+    );
+    assert!(text.contains("Across instances"), "{told}");
+}
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn the_bound_on_a_project_s_loops_holds_across_instances() {
+    let database = ScratchDatabase::required();
+    let llm = scripted([
+        Step::held("<summarize>first</summarize>"),
+        Step::reply("<summarize>second</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let bound = [
+        ("RUMMY_MAX_ACTIVE_LOOPS_PER_PROJECT", "1"),
+        ("RUMMY_LOOPS_OVER_LIMIT", "refuse"),
+    ];
+    let first = instance_with(home.path(), &llm, &database, &bound).await;
+    let second = instance_with(home.path(), &llm, &database, &bound).await;
+    let mut one = client_in(&first, "bounded", &root).await;
+    let mut two = client_in(&second, "bounded", &root).await;
+    let (asked, _) = ask_in_flight(&mut one, &llm).await;
+
+    let (code, message) = two
+        .err("ask", json!({"model": "fake", "prompt": "second prompt"}))
+        .await;
+    assert_eq!(
+        (code, message.as_str()),
+        (
+            -32006,
+            "project 'bounded' already has 1 loop running or queued; try again later."
+        ),
+        "the other instance's loop counts here"
+    );
+    llm.release();
+    assert_eq!(one.reply(&asked).await["result"]["status"], json!(200));
+    let after = two
+        .ok("ask", json!({"model": "fake", "prompt": "second prompt"}))
+        .await;
+    assert_eq!(
+        after["status"],
+        json!(200),
+        "the place is free once the loop ended"
+    );
+    assert_requests_end_with(&llm, 2, "one loop each", &["first prompt", "second prompt"]);
+}
+
+/// A users file with the member `mo` (token `mo-token`), in `home`.
+fn users_file_with_mo(home: &Path) -> &'static str {
+    std::fs::write(
+        home.join("users.toml"),
+        format!(
+            "[[person]]\nname = \"mo\"\ntoken_sha256 = \"{}\"\nrole = \"member\"\n\
+             projects = [\"*\"]\n",
+            rummy::access::hash_token("mo-token")
+        ),
+    )
+    .unwrap();
+    "users.toml"
+}
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn a_person_s_loop_on_another_instance_waits_for_their_place_under_the_person_bound() {
+    let database = ScratchDatabase::required();
+    let llm = scripted([
+        Step::held("<summarize>first</summarize>"),
+        Step::reply("<summarize>second</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let bound = [
+        ("RUMMY_USERS_FILE", users_file_with_mo(home.path())),
+        ("RUMMY_MAX_ACTIVE_LOOPS_PER_PERSON", "1"),
+        ("RUMMY_LOOPS_OVER_LIMIT", "queue"),
+    ];
+    let first = instance_with(home.path(), &llm, &database, &bound).await;
+    let second = instance_with(home.path(), &llm, &database, &bound).await;
+    let connect =
+        |server: &ServerProcess| format!("ws://127.0.0.1:{}/?token=mo-token", server.port);
+    let mut one = Client::connect(&connect(&first)).await;
+    one.init("mine", &root).await;
+    let mut two = Client::connect(&connect(&second)).await;
+    two.init("mine", &root).await;
+    let (asked, _) = ask_in_flight(&mut one, &llm).await;
+
+    let waiting = two
+        .send("ask", json!({"model": "fake", "prompt": "second prompt"}))
+        .await;
+    // A negative: over several of the waiting loop's tries, it does not start.
+    tokio::time::sleep(rummy::agent::admission::PLACE_POLL * 4).await;
+    assert_eq!(
+        llm.requests().len(),
+        1,
+        "mo's second loop waits for a place"
+    );
+    llm.release();
+    assert_eq!(one.reply(&asked).await["result"]["status"], json!(200));
+    let after = tokio::time::timeout(DEADLINE, two.reply(&waiting))
+        .await
+        .expect("the waiting loop runs once the place is given back");
+    assert_eq!(after["result"]["status"], json!(200), "{after}");
+    assert_requests_end_with(&llm, 2, "one loop each", &["first prompt", "second prompt"]);
+}

@@ -567,7 +567,9 @@ async fn run_created_is_told_of_a_run_start_run_creates_and_of_none_it_refuses()
     let app = TestApp::with_llm_and_tools(&llm, &[], |plugins| plugins.plugin(observer)).await;
     let (mut client, _) = app.client_in_project("created").await;
     let started = client.ok("startRun", json!({"model": "fake"})).await;
-    client.err("startRun", json!({"model": "no-such-model"})).await;
+    client
+        .err("startRun", json!({"model": "no-such-model"}))
+        .await;
     assert_eq!(
         *created.lock().unwrap(),
         [started["run"].as_str().unwrap().to_owned()]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use tokio::sync::oneshot;
 
+use crate::agent::admission::Asking;
 use crate::agent::lease_holder::{HeldMethod, ResolveCall};
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
@@ -99,7 +100,12 @@ async fn ask_or_act(
     let admitted = context
         .agent
         .admission
-        .admit(project, &binding.name, &context.limit_key())
+        .admit(Asking {
+            project,
+            project_name: &binding.name,
+            limit_key: &context.limit_key(),
+            person: context.caller.person(),
+        })
         .await?;
     let settings = RunConfigUpdateForm {
         temperature: params.temperature,

@@ -1,0 +1,1 @@
+DROP TABLE loop_places;
