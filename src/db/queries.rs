@@ -24,3 +24,4 @@ pub mod runs;
 pub mod schemes;
 pub mod selected;
 pub mod turns;
+pub mod usage;
