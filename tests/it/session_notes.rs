@@ -627,3 +627,38 @@ async fn a_stopping_server_waits_for_the_notes_of_the_loop_end_it_was_reflecting
     assert!(notes.attributes.contains("Kept at the stop"), "{notes:?}");
     drop((home, database));
 }
+
+#[actix_web::test]
+async fn recall_shows_a_narrative_several_runs_left_identical_once() {
+    let mut script = Vec::new();
+    for _ in 0..3 {
+        script.push(Step::reply("<summarize>Login fixed.</summarize>"));
+        script.push(notes("Fix login", "auth tokens", "Use JWT bearer tokens."));
+    }
+    script.push(Step::reply("<summarize>Done.</summarize>"));
+    let llm = FakeLlm::start(script);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    for runs in 1..=3 {
+        ask(&mut client, "Fix the login.").await;
+        for _ in 0..3000 {
+            let history = client.ok("memory/list", json!({"history": true})).await;
+            if history["items"].as_array().unwrap().len() == runs {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let history = client.ok("memory/list", json!({"history": true})).await;
+    assert_eq!(history["items"].as_array().unwrap().len(), 3, "{history}");
+
+    ask(&mut client, "Is the login fixed?").await;
+    let requests = llm.requests();
+    let last_turn = requests.iter().rev().find(|request| !is_sidecar(request));
+    let asked = user_message(last_turn.unwrap());
+    assert_eq!(
+        asked.matches("] fix login: Current state: working").count(),
+        1,
+        "{asked}"
+    );
+}
