@@ -10,8 +10,8 @@ use crate::context::Packet;
 use crate::db::enums::{EntryStatus, RunStatus};
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::entry::{EntryRow, RunLogRow, UnresolvedRow};
-use crate::db::models::run::RunUsage;
-use crate::db::queries::{entries, turns};
+use crate::db::models::run::PurposeUsage;
+use crate::db::queries::{entries, turns, usage};
 use crate::db::DbError;
 use crate::hub::notifications::{
     HistoryEntry, Notification, PendingProposal, ProposedEntry, RunProposal, RunState, Telemetry,
@@ -30,7 +30,7 @@ pub struct StoredState {
     log: Vec<RunLogRow>,
     unknowns: Vec<EntryRow>,
     unresolved: Vec<UnresolvedRow>,
-    usage: RunUsage,
+    usage: Vec<PurposeUsage>,
     latest_summary: Option<String>,
     context_tokens: i32,
     session: Option<Value>,
@@ -51,7 +51,7 @@ impl StoredState {
             log: entries::run_log(conn, run)?,
             unknowns: entries::entries_of_scheme(conn, run, "unknown")?,
             unresolved: entries::unresolved(conn, run)?,
-            usage: turns::run_usage(conn, run)?,
+            usage: usage::by_purpose(conn, run)?,
             latest_summary,
             context_tokens,
             session: crate::memory::stored_notes(conn, run)?
@@ -159,7 +159,7 @@ pub fn publish_turn_state(
             temperature: input.temperature,
             context_size: input.context_size,
             context_tokens,
-            usage: UsageTotals::from(&usage),
+            usage: UsageTotals::of(&usage),
             context_distribution: packet.distribution.clone(),
         },
         requested_by: input.loop_row.requested_by.clone(),

@@ -236,6 +236,20 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// What a model call made for a run was for.
+    CallPurpose {
+        /// One of the run's turns.
+        Turn => "turn",
+        /// The refresh of the run's session notes (memory's sidecar).
+        SessionNotes => "session_notes",
+        /// The re-rank of a prompt's recall (memory's sidecar).
+        Rerank => "rerank",
+        /// A call of a run the run delegated a sub-task to, or of one of theirs.
+        Subagent => "subagent",
+    }
+}
+
 integer_enum! {
     /// Which pending loop of a run is claimed first: higher priority, then FIFO.
     LoopPriority {

@@ -25,3 +25,4 @@ pub mod runs;
 pub mod schemes;
 pub mod selected;
 pub mod turns;
+pub mod usage;

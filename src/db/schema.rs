@@ -219,6 +219,7 @@ diesel::table! {
         person -> Nullable<Text>,
         created_at -> Text,
         updated_at -> Text,
+        by_person -> Bool,
     }
 }
 

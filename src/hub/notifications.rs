@@ -4,8 +4,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::context::BucketShare;
+use crate::db::enums::CallPurpose;
 use crate::db::enums::{EntryStatus, RunStatus};
-use crate::db::models::run::RunUsage;
+use crate::db::models::run::PurposeUsage;
 
 /// A notification about one run, before the hub numbers it.
 #[derive(Debug, Clone, PartialEq)]
@@ -192,8 +193,10 @@ pub struct Telemetry {
     pub context_distribution: Vec<BucketShare>,
 }
 
-/// Tokens and cost summed over a run's turns, as `run/state` and `getRun` report them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// What a run's model calls cost, as `run/state` and `getRun` report it: the tokens and cost
+/// of the calls made for the run itself (its turns and its sidecar calls), then every call
+/// by purpose.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UsageTotals {
     pub prompt_tokens: i64,
     /// Cached prompt tokens.
@@ -203,18 +206,61 @@ pub struct UsageTotals {
     pub total_tokens: i64,
     /// In US dollars.
     pub cost: f64,
+    /// The calls by purpose, `turn` first; `subagent` (the runs it delegated sub-tasks to,
+    /// and theirs) is in none of the totals above, as those runs report their own.
+    pub calls: Vec<PurposeCalls>,
 }
 
-impl From<&RunUsage> for UsageTotals {
-    fn from(usage: &RunUsage) -> Self {
+/// The calls of one purpose and their usage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PurposeCalls {
+    pub purpose: CallPurpose,
+    pub calls: i64,
+    pub prompt_tokens: i64,
+    pub cached_tokens: i64,
+    pub completion_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub total_tokens: i64,
+    pub cost: f64,
+}
+
+impl UsageTotals {
+    /// The totals of a run's calls summed by purpose.
+    pub fn of(purposes: &[PurposeUsage]) -> UsageTotals {
+        let own = || {
+            purposes
+                .iter()
+                .filter(|usage| usage.purpose != CallPurpose::Subagent)
+        };
         UsageTotals {
-            prompt_tokens: usage.prompt_tokens,
-            cached_tokens: usage.cached_tokens,
-            completion_tokens: usage.completion_tokens,
-            reasoning_tokens: usage.reasoning_tokens,
-            total_tokens: usage.total_tokens,
-            cost: usage.cost,
+            prompt_tokens: own().map(|usage| usage.prompt_tokens).sum(),
+            cached_tokens: own().map(|usage| usage.cached_tokens).sum(),
+            completion_tokens: own().map(|usage| usage.completion_tokens).sum(),
+            reasoning_tokens: own().map(|usage| usage.reasoning_tokens).sum(),
+            total_tokens: own().map(|usage| usage.total_tokens).sum(),
+            cost: own().map(|usage| usage.cost).sum(),
+            calls: purposes
+                .iter()
+                .map(|usage| PurposeCalls {
+                    purpose: usage.purpose,
+                    calls: usage.calls,
+                    prompt_tokens: usage.prompt_tokens,
+                    cached_tokens: usage.cached_tokens,
+                    completion_tokens: usage.completion_tokens,
+                    reasoning_tokens: usage.reasoning_tokens,
+                    total_tokens: usage.total_tokens,
+                    cost: usage.cost,
+                })
+                .collect(),
         }
+    }
+
+    /// How many turns the run took.
+    pub fn turns(&self) -> i64 {
+        self.calls
+            .iter()
+            .find(|calls| calls.purpose == CallPurpose::Turn)
+            .map_or(0, |calls| calls.calls)
     }
 }
 

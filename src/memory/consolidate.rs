@@ -5,7 +5,8 @@
 //! already chose what lasts and named its topic when it wrote the notes (from the run's log,
 //! its `known://` entries among it), so a second call would only pick again what the first
 //! picked. The store deduplicates by topic: a fact on a topic the project already has
-//! replaces the old one, which the history keeps; the same fact again changes nothing.
+//! replaces the old one, which the history keeps; the same fact again changes nothing; a
+//! topic a person set keeps the person's fact (the notes still say what the model thought).
 
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::memory::MemoryFactForm;
@@ -34,8 +35,12 @@ pub(super) fn consolidate(
             body: fact.to_owned(),
             run_id: Some(run),
             person: None,
+            by_person: false,
         };
-        if memory::write_fact(conn, &form)?.1 != Written::Unchanged {
+        if matches!(
+            memory::write_fact(conn, &form)?.1,
+            Written::Created | Written::Replaced
+        ) {
             changed += 1;
         }
     }
@@ -98,6 +103,38 @@ mod tests {
         let history = memory::list_history(&mut db.conn, Some(project)).unwrap();
         assert_eq!(history.len(), 1);
         assert_eq!(history[0].body, "sessions in cookies");
+    }
+
+    #[test]
+    fn a_topic_a_person_set_keeps_the_person_s_fact() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let project = run.project_id;
+        let persons = MemoryFactForm {
+            project_id: Some(project),
+            topic: "auth".into(),
+            body: "sessions in cookies".into(),
+            run_id: None,
+            person: Some("ada".into()),
+            by_person: true,
+        };
+        memory::write_fact(&mut db.conn, &persons).unwrap();
+        let notes = SessionNotes {
+            title: "t".into(),
+            decisions: vec![topical("auth", "JWT"), topical("style", "tabs")],
+            ..SessionNotes::default()
+        };
+        assert_eq!(
+            consolidate(&mut db.conn, project, run.id, &notes).unwrap(),
+            1,
+            "only the style"
+        );
+        let facts = memory::list_facts(&mut db.conn, Some(project)).unwrap();
+        assert_eq!(facts[0].body, "sessions in cookies");
+        assert!(memory::list_history(&mut db.conn, Some(project))
+            .unwrap()
+            .iter()
+            .all(|item| item.reason == "narrative"));
     }
 
     #[test]

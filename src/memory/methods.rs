@@ -338,6 +338,7 @@ impl TypedMethod for Set {
                 body: params.body.trim().to_owned(),
                 run_id: None,
                 person: call.person.clone(),
+                by_person: true,
             };
             let stored = call
                 .db
@@ -355,7 +356,8 @@ impl TypedMethod for Set {
                 written: match written {
                     Written::Created => "created",
                     Written::Replaced => "replaced",
-                    Written::Unchanged => "unchanged",
+                    // A person's fact is never kept out by another's.
+                    Written::Unchanged | Written::KeptPersons => "unchanged",
                 },
                 fact: fact.into(),
             })

@@ -13,7 +13,7 @@ pub(super) const FACT_CANDIDATES: i64 = 32;
 /// Most replaced facts a recall considers.
 pub(super) const HISTORY_CANDIDATES: i64 = 8;
 
-/// What `project` may recall for `text`, in recall order.
+/// What `project` may recall for `text`, in recall order, each text once.
 pub(super) fn candidates(
     conn: &mut Conn,
     project: ProjectId,
@@ -26,7 +26,21 @@ pub(super) fn candidates(
         text,
         HISTORY_CANDIDATES,
     )?);
-    Ok(items)
+    Ok(distinct(items))
+}
+
+/// `items` without repeats: an item whose topic and text (trimmed, white space runs as
+/// one) an earlier one already has is left out, whatever its layer — the same narrative of
+/// several runs, a server-wide fact the project repeats, a replaced text the fact says again.
+fn distinct(items: Vec<RecalledItem>) -> Vec<RecalledItem> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .into_iter()
+        .filter(|item| {
+            let body = item.body.split_whitespace().collect::<Vec<_>>().join(" ");
+            seen.insert((memory::normalize_topic(&item.topic), body))
+        })
+        .collect()
 }
 
 /// One recalled item as the model reads it.
@@ -85,6 +99,30 @@ mod tests {
             dated: "2026-11-25 10:00:00".into(),
             score: -1.0,
         }
+    }
+
+    #[test]
+    fn an_item_repeating_an_earlier_one_s_topic_and_text_is_left_out() {
+        let items = vec![
+            item(MemoryLayer::Project, "tests", "make check"),
+            item(MemoryLayer::Server, "Tests", "make  check\n"),
+            item(MemoryLayer::Server, "tests", "make test"),
+            item(MemoryLayer::Narrative, "fix login", "Current state: done"),
+            item(MemoryLayer::Narrative, "fix login", "Current state: done"),
+            item(MemoryLayer::Narrative, "fix login", "Current state: done"),
+            item(MemoryLayer::History, "tests", "make check"),
+            item(MemoryLayer::Narrative, "fix signup", "Current state: done"),
+        ];
+        let kept: Vec<String> = distinct(items).iter().map(line).collect();
+        assert_eq!(
+            kept,
+            [
+                "- [project] tests: make check",
+                "- [server] tests: make test",
+                "- [session 2026-11-25] fix login: Current state: done",
+                "- [session 2026-11-25] fix signup: Current state: done",
+            ]
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! The result entry `remember://turn_N/<topic>` repeats the fact, so the write gate weighs
 //! it like any other growth of the context: refused, the fact is not written either (the
 //! command's savepoint is rolled back). A fact on a remembered topic replaces the older
-//! one, which the history keeps.
+//! one, which the history keeps — unless a person set that one: it stays, and the model
+//! gets 409 with the person's fact (to follow, or to raise as an unknown or a question).
 
 use std::borrow::Cow;
 
@@ -24,6 +25,8 @@ use crate::plugins::tools::{extra_text, fail, finish};
 
 /// What the model is told when memory is off.
 pub(super) const OFF: &str = include_str!("../plugins/text/memory/off.md");
+/// What the model is told, before the person's fact, when it remembers another on its topic.
+const PERSONS: &str = include_str!("../plugins/text/memory/persons.md");
 
 pub(super) struct Remember;
 
@@ -130,12 +133,17 @@ impl TypedTool for Remember {
             body: fact.body.trim().to_owned(),
             run_id: Some(scope.run_id),
             person: None,
+            by_person: false,
         };
         let (stored, written) = memory::write_fact(scope.conn, &form)?;
         let written = match written {
             Written::Created => "created",
             Written::Replaced => "replaced",
             Written::Unchanged => "unchanged",
+            Written::KeptPersons => {
+                let text = format!("{}{}", PERSONS, stored.body);
+                return fail(scope, result_path, EntryStatus::Conflict, &text);
+            }
         };
         let attributes = json!({ "topic": stored.topic, "written": written });
         finish(

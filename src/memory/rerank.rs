@@ -19,6 +19,7 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 
 use crate::context::TokenMath;
+use crate::db::enums::CallPurpose;
 use crate::db::ids::{LoopId, ProjectId, RunId};
 use crate::db::models::memory::{MemoryLayer, RecalledItem};
 use crate::db::queries::{loops, memory, models};
@@ -142,13 +143,14 @@ impl RecallRerank {
             .clone()
             .ok_or_else(|| RerankError::UnknownModel(self.model.clone()))?;
         let call = SidecarCall {
+            purpose: CallPurpose::Rerank,
             model_actual,
             instructions: INSTRUCTIONS,
             input: rerank_input(&tie),
             answer_tokens: ANSWER_TOKENS,
             timeout: self.timeout,
         };
-        let answer = sidecar::ask(services, call).await?;
+        let answer = sidecar::ask(services, at, call).await?;
         let order = order_of(&answer, tie.items.len())?;
         Ok(Some(
             order

@@ -19,7 +19,7 @@ use futures_util::future::BoxFuture;
 use serde_json::json;
 
 use crate::context::TokenMath;
-use crate::db::enums::Fidelity;
+use crate::db::enums::{CallPurpose, Fidelity};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::queries::{entries, memory, run_actions};
@@ -184,13 +184,14 @@ impl SessionUpkeep {
         reading: &Reading,
     ) -> Option<SessionNotes> {
         let call = SidecarCall {
+            purpose: CallPurpose::SessionNotes,
             model_actual: at.model_actual.clone(),
             instructions: INSTRUCTIONS,
             input: sidecar_input(reading),
             answer_tokens: ANSWER_TOKENS,
             timeout: self.timeout,
         };
-        let answer = match sidecar::ask(services, call).await {
+        let answer = match sidecar::ask(services, at, call).await {
             Ok(answer) => answer,
             Err(error) => {
                 tracing::warn!(%error, run.id = %at.run, "session notes: no answer; the notes stay");

@@ -2,15 +2,23 @@
 //! the session notes' refresh and the recall's re-rank each make one completion of a
 //! catalogue model through `LlmProviders`, with instructions and an input of their own,
 //! bounded by a timeout and dropped with the loop's cancel token. Its answer is text the
-//! caller validates (`json_object` finds the JSON in it); its tokens are in no packet.
+//! caller validates (`json_object` finds the JSON in it); its tokens are in no packet, but
+//! in the run's usage: each answered call is recorded (`model_calls`) with its purpose, so
+//! `run/state` and `getRun` show what it cost (a call that failed or timed out reported
+//! nothing and is not).
 
 use std::time::Duration;
 
-use crate::llm::{ChatMessage, ChatRequest, LlmError};
-use crate::plugins::reflection::ReflectionServices;
+use crate::db::enums::CallPurpose;
+use crate::db::models::run::ModelCallForm;
+use crate::db::queries::usage;
+use crate::llm::{ChatMessage, ChatRequest, LlmError, Usage};
+use crate::plugins::reflection::{Reflecting, ReflectionServices};
 
 /// One sidecar question.
 pub(super) struct SidecarCall<'a> {
+    /// What it is for, as the run's usage shows it.
+    pub purpose: CallPurpose,
     /// The catalogue `actual` of the model asked.
     pub model_actual: String,
     /// The system message: what the model is to do and how to answer.
@@ -31,11 +39,13 @@ pub(super) enum SidecarError {
     TimedOut(Duration),
 }
 
-/// Asks the model, at temperature 0; its answer's text.
+/// Asks the model, at temperature 0, for the run `at` is about; its answer's text.
 pub(super) async fn ask(
     services: &ReflectionServices,
+    at: &Reflecting,
     call: SidecarCall<'_>,
 ) -> Result<String, SidecarError> {
+    let purpose = call.purpose;
     let request = ChatRequest {
         messages: vec![
             ChatMessage::system(call.instructions),
@@ -51,7 +61,32 @@ pub(super) async fn ask(
     )
     .await
     .map_err(|_| SidecarError::TimedOut(call.timeout))??;
+    record(services, at, purpose, answer.usage).await;
     Ok(answer.content)
+}
+
+/// Records an answered call in the run's usage (a failure is logged: the answer stands).
+async fn record(services: &ReflectionServices, at: &Reflecting, purpose: CallPurpose, used: Usage) {
+    let count = |tokens: u64| i64::try_from(tokens).unwrap_or(i64::MAX);
+    let form = ModelCallForm {
+        run_id: at.run,
+        loop_id: Some(at.loop_id),
+        turn: at.turn,
+        purpose,
+        prompt_tokens: count(used.prompt_tokens),
+        cached_tokens: count(used.cached_tokens),
+        completion_tokens: count(used.completion_tokens),
+        reasoning_tokens: count(used.reasoning_tokens),
+        total_tokens: count(used.total_tokens),
+        cost: used.cost.max(0.0),
+    };
+    let recorded = services
+        .db
+        .call(move |conn| usage::record_call(conn, &form))
+        .await;
+    if let Err(error) = recorded {
+        tracing::warn!(%error, run.id = %at.run, purpose = purpose.as_str(), "cannot record a sidecar call's usage");
+    }
 }
 
 /// The outermost JSON object of an answer (a fenced block or text around it is ignored), if

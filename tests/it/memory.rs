@@ -381,3 +381,31 @@ async fn disabling_the_memory_plugin_leaves_no_tool_section_or_method() {
     let (code, _) = client.err("memory/list", json!({})).await;
     assert_eq!(code, -32601);
 }
+
+#[actix_web::test]
+async fn a_fact_a_person_set_outranks_the_model_s_remember() {
+    let llm = FakeLlm::start(remembering("test command", "cargo test"));
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    client
+        .ok(
+            "memory/set",
+            json!({"topic": "Test command", "body": "make check"}),
+        )
+        .await;
+    let result = ask(&mut client, "Which test command?").await;
+    let run = result["run"].as_str().unwrap();
+    assert_eq!(
+        client.statuses(run, "remember://*").await,
+        [("remember://turn_1/test%20command".to_string(), 409)]
+    );
+    let next = user_message(&llm.requests()[1]);
+    assert!(
+        next.contains("A person set this topic") && next.contains("make check"),
+        "the model reads the person's fact: {next}"
+    );
+    let facts = client.ok("memory/list", json!({})).await;
+    assert_eq!(facts["items"][0]["body"], json!("make check"));
+    let history = client.ok("memory/list", json!({"history": true})).await;
+    assert_eq!(history["items"], json!([]));
+}

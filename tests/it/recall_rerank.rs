@@ -29,11 +29,24 @@ async fn remember_tied(client: &mut Client) {
     }
 }
 
-async fn ask(client: &mut Client, prompt: &str) {
+/// Asks `prompt` in a new run; the run.
+async fn ask(client: &mut Client, prompt: &str) -> String {
     let result = client
         .ok("ask", json!({"model": "fake", "prompt": prompt}))
         .await;
     assert_eq!(result["status"], json!(200), "{result}");
+    result["run"].as_str().unwrap().to_owned()
+}
+
+/// `(purpose, calls)` of the run's usage.
+async fn calls_by_purpose(client: &mut Client, run: &str) -> Vec<(Value, Value)> {
+    let detail = client.ok("getRun", json!({"run": run})).await;
+    detail["context"]["telemetry"]["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| (line["purpose"].clone(), line["calls"].clone()))
+        .collect()
 }
 
 fn is_rerank(request: &Value) -> bool {
@@ -84,10 +97,15 @@ async fn the_model_s_order_decides_which_tied_facts_the_packet_shows() {
     let app = TestApp::with_llm(&llm, &[TWO_LINES, RERANK_ON]).await;
     let (mut client, _) = app.client_in_project("shop").await;
     remember_tied(&mut client).await;
-    ask(&mut client, PROMPT).await;
+    let run = ask(&mut client, PROMPT).await;
 
     let requests = llm.requests();
     assert_eq!(requests.len(), 2, "the re-rank, then the turn");
+    assert_eq!(
+        calls_by_purpose(&mut client, &run).await,
+        [(json!("turn"), json!(1)), (json!("rerank"), json!(1))],
+        "the run's usage shows the re-rank"
+    );
     assert!(is_rerank(&requests[0]) && !is_rerank(&requests[1]));
     let lexical = numbered(&requests[0]);
     assert_eq!(lexical.len(), 5, "all five tie: {lexical:?}");
@@ -113,13 +131,27 @@ async fn a_garbage_failed_or_slow_answer_keeps_the_lexical_order_and_the_loop_co
     let app = TestApp::with_llm(&llm, &[TWO_LINES, RERANK_ON, timeout]).await;
     let (mut client, _) = app.client_in_project("shop").await;
     remember_tied(&mut client).await;
+    let mut runs = Vec::new();
     for _ in 0..3 {
-        ask(&mut client, PROMPT).await;
+        runs.push(ask(&mut client, PROMPT).await);
     }
 
     let requests = llm.requests();
     let reranks: Vec<bool> = requests.iter().map(is_rerank).collect();
     assert_eq!(reranks, [true, false, true, false, true, false]);
+    let garbage = runs.first().unwrap();
+    assert_eq!(
+        calls_by_purpose(&mut client, garbage).await,
+        [(json!("turn"), json!(1)), (json!("rerank"), json!(1))],
+        "an answered call is counted, whatever it said"
+    );
+    for unanswered in &runs[1..] {
+        assert_eq!(
+            calls_by_purpose(&mut client, unanswered).await,
+            [(json!("turn"), json!(1))],
+            "a failed or timed-out call reported no usage"
+        );
+    }
     for pair in requests.chunks(2) {
         let lexical = numbered(&pair[0]);
         let memory = user_message(&pair[1]);

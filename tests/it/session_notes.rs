@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rummy::db::queries::entries;
 use rummy::db::{open_connection, ConnectionSetup};
-use rummy::llm::fake::{FakeLlm, Reply, Step};
+use rummy::llm::fake::{FakeLlm, Reply, Step, Usage};
 use serde_json::{json, Value};
 
 use crate::support::{system_message, user_message, Client, TestApp};
@@ -222,6 +222,76 @@ async fn a_malformed_or_failed_answer_keeps_the_notes_and_the_loop_completes() {
         states(&client).last().unwrap()["session"]["title"],
         json!("Kept")
     );
+}
+
+/// `step`'s reply reporting `prompt` prompt tokens, 10 completion tokens and `cost`.
+fn costing(step: Step, prompt: u64, cost: f64) -> Step {
+    let Step::Reply(reply) = step else {
+        panic!("not a reply: {step:?}");
+    };
+    Step::Reply(reply.with_usage(Usage {
+        prompt_tokens: prompt,
+        completion_tokens: 10,
+        cached_tokens: 0,
+        cost,
+    }))
+}
+
+/// One purpose's line of a run's usage: `(purpose, calls, prompt_tokens, cost)`.
+fn purpose_lines(telemetry: &Value) -> Vec<(String, i64, i64, f64)> {
+    telemetry["calls"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no calls in {telemetry}"))
+        .iter()
+        .map(|line| {
+            (
+                line["purpose"].as_str().unwrap().to_owned(),
+                line["calls"].as_i64().unwrap(),
+                line["prompt_tokens"].as_i64().unwrap(),
+                line["cost"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[actix_web::test]
+async fn the_run_s_usage_shows_each_sidecar_call_with_its_purpose() {
+    let llm = FakeLlm::start([
+        costing(learning("auth"), 1000, 0.5),
+        costing(notes("Fix login", "auth", "JWT."), 300, 0.25),
+        costing(Step::reply("<summarize>Done.</summarize>"), 1200, 0.5),
+        costing(notes("Fix login, done", "auth", "JWT."), 400, 0.25),
+    ]);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let run = ask(&mut client, "Fix the login.").await;
+    until_titled(&mut client, &run, "Fix login, done").await;
+
+    let states = states(&client);
+    assert_eq!(
+        purpose_lines(&states[1]["telemetry"]),
+        [
+            ("turn".to_owned(), 2, 2200, 1.0),
+            ("session_notes".to_owned(), 1, 300, 0.25)
+        ],
+        "the second turn's state counts the refresh after the first"
+    );
+    assert_eq!(states[1]["telemetry"]["prompt_tokens"], json!(2500));
+
+    let detail = client.ok("getRun", json!({"run": run})).await;
+    let telemetry = &detail["context"]["telemetry"];
+    assert_eq!(
+        purpose_lines(telemetry),
+        [
+            ("turn".to_owned(), 2, 2200, 1.0),
+            ("session_notes".to_owned(), 2, 700, 0.5)
+        ]
+    );
+    assert_eq!(detail["turn"], json!(2), "turns are the turn calls only");
+    assert_eq!(telemetry["prompt_tokens"], json!(2900));
+    assert_eq!(telemetry["completion_tokens"], json!(40));
+    assert_eq!(telemetry["total_tokens"], json!(2940));
+    assert_eq!(telemetry["cost"], json!(1.5));
 }
 
 #[actix_web::test]
@@ -565,4 +635,39 @@ async fn a_stopping_server_waits_for_the_notes_of_the_loop_end_it_was_reflecting
         .expect("the loop end's notes were written before the stop gave the run up");
     assert!(notes.attributes.contains("Kept at the stop"), "{notes:?}");
     drop((home, database));
+}
+
+#[actix_web::test]
+async fn recall_shows_a_narrative_several_runs_left_identical_once() {
+    let mut script = Vec::new();
+    for _ in 0..3 {
+        script.push(Step::reply("<summarize>Login fixed.</summarize>"));
+        script.push(notes("Fix login", "auth tokens", "Use JWT bearer tokens."));
+    }
+    script.push(Step::reply("<summarize>Done.</summarize>"));
+    let llm = FakeLlm::start(script);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    for runs in 1..=3 {
+        ask(&mut client, "Fix the login.").await;
+        for _ in 0..3000 {
+            let history = client.ok("memory/list", json!({"history": true})).await;
+            if history["items"].as_array().unwrap().len() == runs {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let history = client.ok("memory/list", json!({"history": true})).await;
+    assert_eq!(history["items"].as_array().unwrap().len(), 3, "{history}");
+
+    ask(&mut client, "Is the login fixed?").await;
+    let requests = llm.requests();
+    let last_turn = requests.iter().rev().find(|request| !is_sidecar(request));
+    let asked = user_message(last_turn.unwrap());
+    assert_eq!(
+        asked.matches("] fix login: Current state: working").count(),
+        1,
+        "{asked}"
+    );
 }

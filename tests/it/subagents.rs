@@ -77,6 +77,26 @@ async fn a_child_works_from_the_passed_context_and_its_summary_lands_in_the_pare
     assert_eq!(run_named(&runs, &parent)["delegated_by"], Value::Null);
     let detail = client.ok("getRun", json!({"run": child})).await;
     assert_eq!(detail["delegated_by"], json!(parent));
+    let purposes = |detail: &Value| -> Vec<(Value, Value)> {
+        detail["context"]["telemetry"]["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|line| (line["purpose"].clone(), line["calls"].clone()))
+            .collect()
+    };
+    assert_eq!(purposes(&detail), [(json!("turn"), json!(1))]);
+    let parent_detail = client.ok("getRun", json!({"run": parent})).await;
+    assert_eq!(
+        purposes(&parent_detail),
+        [(json!("turn"), json!(2)), (json!("subagent"), json!(1))],
+        "the parent's usage shows its sub-agent's call"
+    );
+    let telemetry = &parent_detail["context"]["telemetry"];
+    assert_eq!(
+        telemetry["prompt_tokens"], telemetry["calls"][0]["prompt_tokens"],
+        "the child's call is in the child's totals, not the parent's"
+    );
 
     assert_eq!(
         delegations(&mut client, &parent).await,

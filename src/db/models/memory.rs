@@ -24,6 +24,8 @@ pub struct MemoryFactRow {
     pub created_at: String,
     /// When its body was last written.
     pub updated_at: String,
+    /// A person set it: it stays until a person changes it.
+    pub by_person: bool,
 }
 
 /// A fact that a newer one replaced.
@@ -53,6 +55,8 @@ pub struct MemoryFactForm {
     pub body: String,
     pub run_id: Option<RunId>,
     pub person: Option<String>,
+    /// A person writes it (a client's method), not a model or a loop's consolidation.
+    pub by_person: bool,
 }
 
 /// The layer a recalled item comes from, in the order recall prefers them.

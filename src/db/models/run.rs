@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 
-use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
+use crate::db::enums::{CallPurpose, LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::ids::{LoopId, ProjectId, RunId, TurnId};
 use crate::db::schema::{loops, run_actions, runs, turns};
 use crate::db::DbError;
@@ -94,9 +94,13 @@ pub struct RunSummary {
     pub delegated_by: Option<String>,
 }
 
-/// Usage summed over every turn of a run.
-#[derive(Debug, Clone, Default, PartialEq, QueryableByName)]
-pub struct RunUsage {
+/// The model calls made for a run with one purpose, and their usage summed.
+#[derive(Debug, Clone, PartialEq, QueryableByName)]
+pub struct PurposeUsage {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub purpose: CallPurpose,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub calls: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub prompt_tokens: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
@@ -110,8 +114,24 @@ pub struct RunUsage {
     /// In US dollars.
     #[diesel(sql_type = diesel::sql_types::Double)]
     pub cost: f64,
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    pub turns: i64,
+}
+
+/// One model call a run made beside its turns (a sidecar's), as recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelCallForm {
+    pub run_id: RunId,
+    pub loop_id: Option<LoopId>,
+    /// The run's latest turn when it was made.
+    pub turn: i32,
+    /// `SessionNotes` or `Rerank`: a turn's usage is its row's, a sub-agent's its run's.
+    pub purpose: CallPurpose,
+    pub prompt_tokens: i64,
+    pub cached_tokens: i64,
+    pub completion_tokens: i64,
+    pub reasoning_tokens: i64,
+    pub total_tokens: i64,
+    /// In US dollars.
+    pub cost: f64,
 }
 
 /// A loop: one `ask`/`act`/`panic` request and the turns it takes.

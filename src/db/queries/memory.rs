@@ -29,6 +29,9 @@ pub enum Written {
     Replaced,
     /// The fact of its topic already said this.
     Unchanged,
+    /// A person set the fact of its topic, which stays: a model's differing fact is not
+    /// written.
+    KeptPersons,
 }
 
 /// A topic as it is stored: trimmed, lower case, runs of white space as one space.
@@ -41,7 +44,9 @@ pub fn normalize_topic(topic: &str) -> String {
 }
 
 /// Writes `form` as the fact of its topic in its layer: a new fact, or the replacement of
-/// the one with that topic (whose body the trigger keeps in the history).
+/// the one with that topic (whose body the trigger keeps in the history) — unless a person
+/// set that one and `form` is not a person's: a person's fact outranks a model's, so it
+/// stays and the answer is [`Written::KeptPersons`] with the person's fact.
 pub fn write_fact(
     conn: &mut Conn,
     form: &MemoryFactForm,
@@ -53,17 +58,25 @@ pub fn write_fact(
         .first(conn)
         .optional()?;
     let (id, written) = match existing {
-        Some(fact) if fact.body == form.body => return Ok((fact, Written::Unchanged)),
+        Some(fact) if fact.body == form.body && fact.by_person >= form.by_person => {
+            return Ok((fact, Written::Unchanged))
+        }
+        Some(fact) if fact.by_person && !form.by_person => return Ok((fact, Written::KeptPersons)),
         Some(fact) => {
             diesel::update(memory_facts::table.find(fact.id))
                 .set((
                     memory_facts::body.eq(&form.body),
                     memory_facts::run_id.eq(form.run_id),
                     memory_facts::person.eq(&form.person),
+                    memory_facts::by_person.eq(form.by_person),
                     memory_facts::updated_at.eq(diesel::dsl::sql::<Text>("datetime('now')")),
                 ))
                 .execute(conn)?;
-            (fact.id, Written::Replaced)
+            // The same text a person now vouches for is unchanged, and a person's fact.
+            match fact.body == form.body {
+                true => (fact.id, Written::Unchanged),
+                false => (fact.id, Written::Replaced),
+            }
         }
         None => {
             let id = per_backend!(conn, |conn| diesel::insert_into(memory_facts::table)
@@ -73,6 +86,7 @@ pub fn write_fact(
                     memory_facts::body.eq(&form.body),
                     memory_facts::run_id.eq(form.run_id),
                     memory_facts::person.eq(&form.person),
+                    memory_facts::by_person.eq(form.by_person),
                 ))
                 .returning(memory_facts::id)
                 .get_result::<MemoryFactId>(conn))?;

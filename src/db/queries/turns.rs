@@ -7,7 +7,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text};
 
 use crate::db::ids::{RunId, TurnId};
-use crate::db::models::run::{RunUsage, TurnInsertForm, TurnRow, TurnUsageForm};
+use crate::db::models::run::{TurnInsertForm, TurnRow, TurnUsageForm};
 use crate::db::schema::turns;
 use crate::db::DbError;
 
@@ -59,36 +59,21 @@ pub fn latest_turn(conn: &mut Conn, run_id: RunId) -> Result<Option<TurnRow>, Db
         .optional()?)
 }
 
-/// Usage summed over every turn of the run.
-pub fn run_usage(conn: &mut Conn, run_id: RunId) -> Result<RunUsage, DbError> {
-    Ok(statement(
-        "SELECT COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
-                COALESCE(SUM(cached_tokens), 0) AS cached_tokens,
-                COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
-                COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens,
-                COALESCE(SUM(total_tokens), 0) AS total_tokens,
-                CAST(COALESCE(SUM(cost), 0) AS DOUBLE PRECISION) AS cost,
-                COUNT(*) AS turns
-         FROM turns WHERE run_id = ?",
-    )
-    .bind::<BigInt, _>(run_id)
-    .get_result(conn)?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use crate::db::queries::runs;
+    use crate::db::enums::CallPurpose;
+    use crate::db::queries::{runs, usage};
     use crate::db::testing::{sample_loop, sample_run, TestDb};
 
     #[test]
-    fn usage_is_written_back_and_summed() {
+    fn usage_is_written_back_and_summed_as_the_run_s_turn_calls() {
         let mut db = TestDb::new();
         let conn = &mut db.conn;
         let run = sample_run(conn);
         let loop_row = sample_loop(conn, run.id, "p");
-        assert_eq!(run_usage(conn, run.id).unwrap(), RunUsage::default());
+        assert_eq!(usage::by_purpose(conn, run.id).unwrap(), []);
         for cost in [0.5, 0.25] {
             let sequence = runs::take_turn_number(conn, run.id).unwrap();
             let turn = insert_turn(
@@ -116,10 +101,18 @@ mod tests {
             assert_eq!(updated.reasoning_content.as_deref(), Some("why"));
             assert_eq!(updated.prompt_tokens, 100);
         }
-        let totals = run_usage(conn, run.id).unwrap();
+        let purposes = usage::by_purpose(conn, run.id).unwrap();
+        let [totals] = purposes.as_slice() else {
+            panic!("{purposes:?}");
+        };
         assert_eq!(
-            (totals.turns, totals.prompt_tokens, totals.total_tokens),
-            (2, 200, 240)
+            (
+                totals.purpose,
+                totals.calls,
+                totals.prompt_tokens,
+                totals.total_tokens
+            ),
+            (CallPurpose::Turn, 2, 200, 240)
         );
         assert!((totals.cost - 0.75).abs() < 1e-9);
         assert_eq!(

@@ -10,7 +10,7 @@ use crate::db::enums::{EntryStatus, LoopMode, RunAction, RunStatus};
 use crate::db::ids::RunId;
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{RunActionForm, RunConfigUpdateForm, RunCreateForm, RunRow};
-use crate::db::queries::{entries, models, run_actions, runs, turns};
+use crate::db::queries::{entries, models, run_actions, runs, usage};
 use crate::db::DbError;
 use crate::error::AppError;
 use crate::hub::notifications::UsageTotals;
@@ -246,7 +246,7 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
         .db
         .read(move |conn| {
             Ok((
-                turns::run_usage(conn, run_id)?,
+                usage::by_purpose(conn, run_id)?,
                 entries::entries_of_scheme(conn, run_id, "reasoning")?,
                 entries::entries_of_scheme(conn, run_id, "content")?,
                 entries::run_history(conn, run_id)?,
@@ -307,9 +307,10 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
             turn: row.turn,
         })
         .collect();
+    let usage = UsageTotals::of(&usage);
     Reply::of(RunDetail {
         run: run.alias,
-        turn: usage.turns,
+        turn: usage.turns(),
         status: run.status,
         model: run.model,
         temperature: run.temperature,
@@ -318,10 +319,7 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
         last_user_prompt: last_prompt.map(|row| row.body),
         last_summary: last_summary.map(|row| row.body),
         context: RunContext {
-            telemetry: Telemetry {
-                temperature,
-                usage: UsageTotals::from(&usage),
-            },
+            telemetry: Telemetry { temperature, usage },
             reasoning: audit(reasoning),
             content: audit(content),
             history,

@@ -23,6 +23,7 @@ fn fact(project: Option<ProjectId>, topic: &str, body: &str) -> MemoryFactForm {
         body: body.into(),
         run_id: None,
         person: None,
+        by_person: false,
     }
 }
 
@@ -33,6 +34,47 @@ fn recalled(conn: &mut Conn, project: ProjectId, text: &str) -> Vec<(MemoryLayer
         .into_iter()
         .map(|item| (item.layer, item.body))
         .collect()
+}
+
+/// [`fact`] as a person writes it.
+fn persons(project: Option<ProjectId>, topic: &str, body: &str) -> MemoryFactForm {
+    MemoryFactForm {
+        person: Some("ada".into()),
+        by_person: true,
+        ..fact(project, topic, body)
+    }
+}
+
+#[test]
+fn a_person_s_fact_stays_until_a_person_changes_it() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let p = project(conn, "p");
+    write_fact(conn, &fact(Some(p), "tests", "npm test")).unwrap();
+    let (same, written) = write_fact(conn, &persons(Some(p), "tests", "npm test")).unwrap();
+    assert_eq!(written, Written::Unchanged, "the text a person vouches for");
+    assert!(same.by_person);
+    assert!(list_history(conn, Some(p)).unwrap().is_empty());
+    let (kept, written) = write_fact(conn, &fact(Some(p), "tests", "cargo test")).unwrap();
+    assert_eq!(
+        (kept.body.as_str(), written),
+        ("npm test", Written::KeptPersons)
+    );
+    let (_, written) = write_fact(conn, &fact(Some(p), "tests", "npm test")).unwrap();
+    assert_eq!(written, Written::Unchanged);
+    assert_eq!(list_facts(conn, Some(p)).unwrap()[0].body, "npm test");
+    assert!(list_history(conn, Some(p)).unwrap().is_empty());
+    let (changed, written) = write_fact(conn, &persons(Some(p), "tests", "make check")).unwrap();
+    assert_eq!(
+        (changed.body.as_str(), written),
+        ("make check", Written::Replaced)
+    );
+    assert_eq!(list_history(conn, Some(p)).unwrap()[0].body, "npm test");
+    let (model, written) = write_fact(conn, &fact(Some(p), "style", "tabs")).unwrap();
+    assert_eq!(written, Written::Created);
+    assert!(!model.by_person);
+    let (person, written) = write_fact(conn, &persons(Some(p), "style", "spaces")).unwrap();
+    assert_eq!((person.by_person, written), (true, Written::Replaced));
 }
 
 #[test]

@@ -1,0 +1,1 @@
+ALTER TABLE memory_facts DROP COLUMN by_person;

@@ -1,0 +1,2 @@
+DROP INDEX idx_runs_delegated_by;
+DROP TABLE model_calls;
