@@ -45,3 +45,4 @@ mod tool_methods;
 mod transcripts;
 mod transport;
 mod web;
+mod write_gate;

@@ -6,6 +6,8 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 use crate::agent::loop_config::LoopConfig;
+use crate::agent::run_budget::RunBudget;
+use crate::budget::WriteGate;
 use crate::db::enums::{EntryStatus, LoopMode};
 
 use crate::db::models::run::RunRow;
@@ -90,6 +92,7 @@ pub async fn dispatch_tool(
         Some(lp) => LoopConfig::from_json(&lp.config).policy(lp.mode, search_available),
         None => LoopConfig::default().policy(LoopMode::Act, search_available),
     };
+    let budget = RunBudget::of(&context.agent, &run, policy).await?;
     let work = match plugins.get(tool) {
         Some(handler) => {
             let command = handler.command_from_call(&call);
@@ -111,18 +114,24 @@ pub async fn dispatch_tool(
                 tool: tool.to_string(),
                 call,
             };
-            match work.apply(|| dispatch_call(conn, &plugins, &input)) {
+            let mut guard = budget.guard(conn)?;
+            let gate = guard.as_mut().map(|guard| guard as &mut dyn WriteGate);
+            match work.apply(|| dispatch_call(conn, &plugins, &input, gate)) {
                 Err(ToolError::Db(error)) => Err(error),
                 other => Ok(other),
             }
         })
         .await?;
     match outcome {
-        Ok(outcome) => match outcome
-            .errors
-            .iter()
-            .find(|error| error.status == EntryStatus::Unprocessable)
-        {
+        Ok(outcome) => match outcome.errors.iter().find(|error| {
+            matches!(
+                error.status,
+                EntryStatus::Unprocessable | EntryStatus::TooLarge
+            )
+        }) {
+            Some(stopped) if stopped.status == EntryStatus::TooLarge => {
+                Err(AppError::ContextFull(stopped.message.clone()))
+            }
             Some(stopped) => Err(AppError::WorkLimit(stopped.message.clone())),
             None => Ok(()),
         },
