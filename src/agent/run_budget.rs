@@ -7,7 +7,7 @@
 
 use crate::agent::AgentContext;
 use crate::budget::{
-    BudgetGuard, Calibrated, Calibration, ContextWindow, EstimatedTokens, TokenMath,
+    BudgetGuard, Calibration, CalibrationOf, ContextWindow, EstimatedTokens, TokenMath,
 };
 use crate::context::packet::Packet;
 use crate::db::ids::RunId;
@@ -74,12 +74,9 @@ impl RunBudget {
         let fixed = EstimatedTokens::new(u64::try_from(empty.assembled_tokens).unwrap_or(0));
         let calibration = agent
             .budget
-            .send(Calibrated {
-                run: run.id,
-                estimate: fixed,
-            })
+            .send(CalibrationOf { run: run.id })
             .await
-            .map_or(Calibration::IDENTITY, |measure| measure.calibration);
+            .unwrap_or(Calibration::IDENTITY);
         RunBudget {
             run: run.id,
             window: ContextWindow::new(u64::try_from(context_size).unwrap_or(0)),
