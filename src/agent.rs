@@ -20,6 +20,7 @@ mod reflect;
 pub mod registry;
 pub mod resume;
 pub mod run_actor;
+pub mod run_budget;
 pub mod run_loop;
 pub mod scan;
 pub mod state;

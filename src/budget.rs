@@ -20,7 +20,7 @@ mod size_gate;
 mod text;
 mod tokens;
 
-pub use actor::{BudgetActor, Calibrated, RecordUsage, RunIdle, IDLE_RUNS};
+pub use actor::{BudgetActor, Calibrated, CalibrationOf, RecordUsage, RunIdle, IDLE_RUNS};
 pub use advisory::{advisory, ADVISORY_HALF_PERCENT, ADVISORY_THREE_QUARTERS_PERCENT};
 pub use calibration::{CalibratedMeasure, Calibration};
 pub use ceiling::{check_ceiling, CeilingVerdict, Overflow};

@@ -43,6 +43,8 @@ pub mod code {
     pub const WORK_LIMIT: i64 = -32008;
     /// Some of the notifications asked for are no longer kept (`getRun` has the state).
     pub const NOT_KEPT: i64 = -32009;
+    /// A client's tool call would carry the run's context past its budget.
+    pub const CONTEXT_FULL: i64 = -32010;
 }
 
 /// What went wrong while serving one request.
@@ -108,6 +110,10 @@ pub enum AppError {
     /// limit).
     #[error("{0}")]
     WorkLimit(String),
+    /// A tool call's growth of the run's context was refused by the run's write gate, as a
+    /// model command's would be (the message says how much would not fit).
+    #[error("{0}")]
+    ContextFull(String),
     /// The caller may not do this (role, project), or a project's root is taken.
     #[error(transparent)]
     Access(#[from] AccessError),
@@ -164,6 +170,7 @@ impl AppError {
             }
             AppError::ReplyTooLarge { .. } => code::TOO_LARGE,
             AppError::WorkLimit(_) => code::WORK_LIMIT,
+            AppError::ContextFull(_) => code::CONTEXT_FULL,
             AppError::NotificationsNotKept { .. } => code::NOT_KEPT,
             AppError::Project(error) => project_code(error),
             AppError::Access(AccessError::UsersFile(_)) => code::INTERNAL,

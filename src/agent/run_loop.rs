@@ -10,6 +10,7 @@ use crate::agent::error::LoopError;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{LoopOutcome, ProposedRow};
 use crate::agent::reflect::Reflector;
+use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
 use crate::agent::turn::{execute_turn, PanicState, TurnEnd, TurnInput};
 use crate::agent::AgentContext;
@@ -175,7 +176,9 @@ async fn run_turns(
     let (actual, context_size) = resolve_model(agent, &run, model, cancel).await?;
     *reflector = Reflector::new(agent, lp, run.project_id, &actual, latest_turn, cancel);
     if !config.no_repo {
-        scan::sync_project_files(agent, &run, &project_root, lp.id).await?;
+        let policy = config.policy(lp.mode, agent.settings.search_available());
+        let budget = RunBudget::with_window(agent, &run, policy, context_size).await;
+        scan::sync_project_files(agent, &run, &project_root, lp.id, budget).await?;
     }
     let rules = &agent.settings.agent;
     let limits = HealerLimits {

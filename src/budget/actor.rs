@@ -42,6 +42,14 @@ pub struct Calibrated {
     pub estimate: EstimatedTokens,
 }
 
+/// The run's calibration as it stands, for a writer outside a turn: reading it revives no
+/// idle run, so a client's calls on idle runs leave the idle runs as they were.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "Calibration")]
+pub struct CalibrationOf {
+    pub run: RunId,
+}
+
 /// The run's actor stopped (no loop is pending): its calibration joins the idle runs, where
 /// the next loop finds it unless [`IDLE_RUNS`] runs have gone idle since.
 #[derive(Debug, Clone, Copy, Message)]
@@ -100,6 +108,19 @@ impl BudgetActor {
         self.live.get(&run).copied().unwrap_or_default()
     }
 
+    fn peek(&self, run: RunId) -> Calibration {
+        self.live
+            .get(&run)
+            .or_else(|| {
+                self.idle
+                    .iter()
+                    .find(|(idle, _)| *idle == run)
+                    .map(|(_, calibration)| calibration)
+            })
+            .copied()
+            .unwrap_or_default()
+    }
+
     fn park(&mut self, run: RunId) {
         let Some(calibration) = self.live.remove(&run) else {
             return;
@@ -130,6 +151,13 @@ impl Handler<Calibrated> for BudgetActor {
             calibrated: calibration.apply(message.estimate),
             calibration,
         })
+    }
+}
+
+impl Handler<CalibrationOf> for BudgetActor {
+    type Result = MessageResult<CalibrationOf>;
+    fn handle(&mut self, message: CalibrationOf, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.peek(message.run))
     }
 }
 
@@ -266,6 +294,20 @@ mod tests {
             400,
             "a revived run calibrates as before"
         );
+    }
+
+    #[actix::test]
+    async fn a_peek_at_an_idle_runs_calibration_leaves_it_idle() {
+        let mut budget = BudgetActor::keeping_idle(1);
+        budget.record(RunId(1), EstimatedTokens::new(100), usage(300));
+        budget.park(RunId(1));
+        let peeked = budget.peek(RunId(1)).apply(EstimatedTokens::new(100));
+        assert_eq!(peeked.get(), 300);
+        assert_eq!((budget.live.len(), budget.idle.len()), (0, 1));
+        assert_eq!(budget.peek(RunId(2)), Calibration::default());
+        let addr = budget.start();
+        let calibration = addr.send(CalibrationOf { run: RunId(1) }).await.unwrap();
+        assert_eq!(calibration.apply(EstimatedTokens::new(10)).get(), 30);
     }
 
     #[test]

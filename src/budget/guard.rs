@@ -132,6 +132,16 @@ impl BudgetGuard {
         Ok(())
     }
 
+    /// Admits or refuses one write as [`BudgetGuard::check`] does, but a refusal does not
+    /// trip the guard: for a writer that falls back to a smaller write instead of stopping
+    /// (the scan lists a file it cannot load, and goes on with the next).
+    pub fn check_alone(&mut self, intent: &WriteIntent) -> Result<(), Tripped> {
+        let tripped = self.tripped;
+        let verdict = self.check(intent);
+        self.tripped = tripped;
+        verdict
+    }
+
     /// Refuses any tool once the guard has tripped; call it before each tool of the turn,
     /// writing or not.
     pub fn ensure_open(&self) -> Result<(), Tripped> {

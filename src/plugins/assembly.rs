@@ -38,7 +38,7 @@ pub use instructions::{Instructions, ToolDocs};
 pub use knowns::Knowns;
 pub use performed::Performed;
 pub use previous::Previous;
-pub use progress::{BudgetFigures, Progress};
+pub use progress::{BudgetFigures, Progress, CHANGED_ON_DISK};
 pub use prompt::PromptTag;
 pub(crate) use text::fill;
 pub use unknowns::Unknowns;

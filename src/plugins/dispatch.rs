@@ -109,12 +109,15 @@ pub fn dispatch_gated(
     })
 }
 
-/// Runs one client tool call through the same chain, at the run's next turn number.
-/// Invalid params (no path, a file path outside the project, an unknown tool) are errors.
+/// Runs one client tool call through the same chain, at the run's next turn number, its
+/// growth of the context checked by `gate` as a model command's is (a refused call is
+/// rolled back and recorded as 413). Invalid params (no path, a file path outside the
+/// project, an unknown tool) are errors.
 pub fn dispatch_call(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &CallInput,
+    gate: Option<&mut dyn WriteGate>,
 ) -> Result<DispatchOutcome, ToolError> {
     let tool = plugins
         .get(&input.tool)
@@ -151,7 +154,7 @@ pub fn dispatch_call(
         };
         Dispatcher {
             plugins,
-            gate: None,
+            gate,
             paths: FreePaths::default(),
         }
         .run(&mut scope, std::slice::from_ref(&command))

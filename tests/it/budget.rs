@@ -397,6 +397,10 @@ async fn a_prompt_injected_after_a_recovered_panic_may_panic_again() {
         Step::reply(three_knowns()),
         Step::reply(archive),
         Step::reply("<summarize>the log is fine</summarize>"),
+        Step::reply(
+            "<set path=\"prompt://5\" fidelity=\"archive\"/><get path=\"known://notes/*\"/>\
+             <summarize>restored</summarize>",
+        ),
         Step::reply(archive),
         Step::reply("<summarize>the trace is fine</summarize>"),
     ]);
@@ -413,9 +417,14 @@ async fn a_prompt_injected_after_a_recovered_panic_may_panic_again() {
         )
         .await;
     assert_eq!(recovered["status"], json!(200), "{recovered}");
-    client
-        .ok("get", json!({"run": run, "path": "known://notes/*"}))
+    // The model loads the notes again, within the write gate once it archived the log.
+    let restored = client
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "restore the notes", "run": run}),
+        )
         .await;
+    assert_eq!(restored["status"], json!(200), "{restored}");
     let injected = client
         .ok("run/inject", json!({"run": run, "message": big("trace")}))
         .await;
@@ -425,7 +434,7 @@ async fn a_prompt_injected_after_a_recovered_panic_may_panic_again() {
         "a new prompt may panic again: {injected}"
     );
     let requests = llm.requests();
-    assert_eq!(requests.len(), 5, "a second panic, then the prompt");
-    let panic_packet = requests[3]["messages"][1]["content"].as_str().unwrap();
+    assert_eq!(requests.len(), 6, "a second panic, then the prompt");
+    let panic_packet = requests[4]["messages"][1]["content"].as_str().unwrap();
     assert!(panic_packet.contains("mode=\"panic\""), "{panic_packet}");
 }

@@ -48,3 +48,4 @@ mod tool_methods;
 mod transcripts;
 mod transport;
 mod web;
+mod write_gate;

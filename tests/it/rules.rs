@@ -4,6 +4,7 @@
 //! request, so "the model was (not) called" and "the model was (not) told" are facts here.
 
 mod demotion;
+mod disk_changes;
 mod flags;
 mod inheritance;
 mod resolution;

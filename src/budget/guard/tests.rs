@@ -54,6 +54,16 @@ fn the_crossing_write_trips_and_every_later_tool_fails() {
 }
 
 #[test]
+fn a_write_refused_alone_leaves_the_guard_open_for_smaller_ones() {
+    let mut guard = guard(1000, 900);
+    assert!(guard.check_alone(&write(101)).is_err());
+    assert!(!guard.is_tripped());
+    assert_eq!(guard.total().get(), 900, "a refused write is not counted");
+    assert_eq!(guard.check_alone(&write(100)), Ok(()));
+    assert_eq!(guard.total().get(), 1000);
+}
+
+#[test]
 fn shrinking_writes_free_room() {
     let mut guard = guard(1000, 1000);
     assert_eq!(guard.check(&write(-300)), Ok(()));

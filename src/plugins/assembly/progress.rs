@@ -1,14 +1,19 @@
 //! `<progress>` (user chain, priority 200): how much is loaded, how full the context is,
-//! the bridge from the performed work to the prompt, and the budget advisories at 50 % and
-//! 75 % of the ceiling.
+//! which files changed on disk since the model last saw them (on the one turn the scan
+//! marked them for), the bridge from the performed work to the prompt, and the budget
+//! advisories at 50 % and 75 % of the ceiling.
 
 use super::performed::Performed;
 use super::tag::Tag;
-use super::text::{fill, BRIDGE, BUDGET, COUNTS, FIDELITY};
+use super::text::{fill, BRIDGE, BUDGET, CHANGED, COUNTS, FIDELITY};
 use super::{AssemblyContext, AssemblyFilter};
 use crate::budget::{CalibratedTokens, ContextWindow};
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::db::enums::{Category, Fidelity};
+
+/// The attribute of a file entry naming the turn whose `<progress>` tells the model the
+/// file changed on disk since it last saw it (the project scan sets it).
+pub const CHANGED_ON_DISK: &str = "changed_on_disk";
 
 /// The numbers the budget line and the advisories need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +66,7 @@ impl AssemblyFilter for Progress {
             ));
         }
         lines.extend(fidelity_line(context));
+        lines.extend(changed_on_disk(context));
         if !Performed::rows(context).is_empty() {
             lines.push(fill(BRIDGE, &[]));
         }
@@ -124,6 +130,24 @@ fn fidelity_line(context: &AssemblyContext<'_>) -> Option<String> {
         return None;
     }
     Some(fill(FIDELITY, &[("groups", &groups.join(" · "))]))
+}
+
+/// One line per file the scan marked as changed on disk for this turn.
+fn changed_on_disk<'a>(context: &'a AssemblyContext<'_>) -> impl Iterator<Item = String> + 'a {
+    let turn = i64::from(context.input.turn);
+    context
+        .input
+        .rows
+        .iter()
+        .filter(move |row| {
+            row.scheme.is_none()
+                && row
+                    .attributes
+                    .get(CHANGED_ON_DISK)
+                    .and_then(|value| value.as_i64())
+                    == Some(turn)
+        })
+        .map(|row| fill(CHANGED, &[("path", &row.path)]))
 }
 
 /// The budget's advisory for the share of the ceiling in use, if any.
@@ -191,6 +215,21 @@ mod tests {
         let three_quarters = fixture.render(&Progress);
         assert!(three_quarters.contains("YOU MUST") && three_quarters.contains("75%"));
         assert!(!three_quarters.contains("YOU MAY"));
+    }
+
+    #[test]
+    fn a_file_changed_on_disk_is_named_on_the_turn_it_was_marked_for_only() {
+        let marked = |turn: i32| serde_json::json!({ CHANGED_ON_DISK: turn });
+        let fixture = Fixture::new(vec![
+            row("src/a.js", Category::Data, 1, "new").attributes(marked(2)),
+            row("src/old.js", Category::Data, 1, "old").attributes(marked(1)),
+            row("known://src/b.js", Category::Data, 1, "fact").attributes(marked(2)),
+        ]);
+        let text = fixture.render(&Progress);
+        let line = |path| fill(CHANGED, &[("path", path)]);
+        assert!(text.contains(&line("src/a.js")), "{text}");
+        assert!(!text.contains(&line("src/old.js")), "{text}");
+        assert!(!text.contains(&line("known://src/b.js")), "{text}");
     }
 
     #[test]

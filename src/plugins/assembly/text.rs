@@ -9,6 +9,8 @@ pub const COUNTS: &str = include_str!("../text/assembly/counts.md");
 pub const BUDGET: &str = include_str!("../text/assembly/budget.md");
 /// Progress: entries and tokens per fidelity.
 pub const FIDELITY: &str = include_str!("../text/assembly/fidelity.md");
+/// Progress: one file that changed on disk since the model last saw it.
+pub const CHANGED: &str = include_str!("../text/assembly/changed.md");
 /// Progress: ties the performed work to the prompt that caused it.
 pub const BRIDGE: &str = include_str!("../text/assembly/bridge.md");
 /// A skill whose body the model has not loaded: its summary and how to load it.

@@ -107,7 +107,7 @@ impl TestRun {
             tool: tool.into(),
             call,
         };
-        dispatch_call(&mut self.conn, &self.plugins, &input)
+        dispatch_call(&mut self.conn, &self.plugins, &input, None)
     }
 
     pub fn resolve(

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::blocking::blocking;
+use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
 use crate::db::enums::{EntryStatus, Fidelity, Visibility};
 use crate::db::models::entry::Selector;
@@ -14,11 +15,11 @@ use crate::db::queries::{constraints, entries, runs};
 use crate::error::AppError;
 use crate::hedberg::{Pattern, PatternKind};
 use crate::project::{
-    scan_file, ConstraintPattern, ConstraintSet, ProjectError, ProjectRoot, ScanOptions,
+    scan_file, ConstraintPattern, ConstraintSet, ProjectError, ProjectRoot,
 };
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, find_run_or};
-use crate::rpc::handlers::tools::{dispatch_tool, ToolParams};
+use crate::rpc::handlers::tools::{client_policy, dispatch_tool, ToolParams};
 use crate::rpc::params::{truthy, Required};
 
 /// `getEntries` params.
@@ -126,16 +127,14 @@ pub async fn get(context: CallContext, params: GetParams) -> Result<Reply, AppEr
 }
 
 /// Reads the project file `literal` from disk into the run's store when it is new or
-/// changed, as a scan would, so that a client can give a run a file it does not have: a
+/// changed, as a scan would (under the run's write gate), so that a client can give a run a file it does not have: a
 /// `noRepo` run, which never scans, or a file the walk skips. Inside the root only (a path
 /// that leaves it is `-32602`), never an ignored file; nothing while the root does not exist.
 async fn give_file(context: &CallContext, run: &RunRow, literal: &str) -> Result<(), AppError> {
     let root = context.project()?.root.clone();
     let (run_id, project, turn) = (run.id, run.project_id, run.next_turn);
-    let options = ScanOptions {
-        max_file_bytes: context.agent.settings.scan.max_file_bytes,
-        ..ScanOptions::default()
-    };
+    let options = scan::scan_options(&context.agent.settings);
+    let budget = RunBudget::of(&context.agent, run, client_policy(context, run).await?).await?;
     let (stored, previous) = context
         .agent
         .db
@@ -168,7 +167,7 @@ async fn give_file(context: &CallContext, run: &RunRow, literal: &str) -> Result
         context
             .agent
             .db
-            .call(move |conn| scan::write_scan(conn, run_id, None, turn, report))
+            .call(move |conn| scan::write_scan(conn, run_id, None, turn, report, &budget))
             .await?;
     }
     Ok(())

@@ -6,12 +6,15 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 use crate::agent::loop_config::LoopConfig;
+use crate::agent::run_budget::RunBudget;
+use crate::budget::WriteGate;
 use crate::db::enums::{EntryStatus, LoopMode};
 
 use crate::db::models::run::RunRow;
 use crate::db::queries::loops;
 use crate::error::AppError;
 use crate::plugins::dispatch::{dispatch_call, CallInput, PreparedWork};
+use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, ToolError};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::find_run;
@@ -63,6 +66,22 @@ pub async fn dispatch(
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 
+/// What a client's call on `run` may do: the client acts for the run's latest loop, its mode
+/// and flags (act with no flags before the run's first loop).
+pub async fn client_policy(context: &CallContext, run: &RunRow) -> Result<ToolPolicy, AppError> {
+    let search_available = context.agent.settings.search_available();
+    let run_id = run.id;
+    let latest = context
+        .agent
+        .db
+        .read(move |conn| loops::latest_loop(conn, run_id))
+        .await?;
+    Ok(match latest {
+        Some(lp) => LoopConfig::from_json(&lp.config).policy(lp.mode, search_available),
+        None => LoopConfig::default().policy(LoopMode::Act, search_available),
+    })
+}
+
 /// Runs one client-issued tool call through the same handler chain as model commands. The
 /// client acts for the run's latest loop: its mode and flags decide what is allowed.
 pub async fn dispatch_tool(
@@ -73,7 +92,6 @@ pub async fn dispatch_tool(
 ) -> Result<(), AppError> {
     let project_root = context.project()?.root.clone();
     let plugins = Arc::clone(&context.agent.plugins);
-    let search_available = context.agent.settings.search_available();
     let call = ClientCall {
         path: params.path.unwrap_or_default(),
         body: params.body,
@@ -81,15 +99,8 @@ pub async fn dispatch_tool(
         attributes: params.attributes.unwrap_or_default(),
     };
     let run_id = run.id;
-    let latest = context
-        .agent
-        .db
-        .read(move |conn| loops::latest_loop(conn, run_id))
-        .await?;
-    let policy = match latest {
-        Some(lp) => LoopConfig::from_json(&lp.config).policy(lp.mode, search_available),
-        None => LoopConfig::default().policy(LoopMode::Act, search_available),
-    };
+    let policy = client_policy(context, &run).await?;
+    let budget = RunBudget::of(&context.agent, &run, policy).await?;
     let work = match plugins.get(tool) {
         Some(handler) => {
             let command = handler.command_from_call(&call);
@@ -111,18 +122,24 @@ pub async fn dispatch_tool(
                 tool: tool.to_string(),
                 call,
             };
-            match work.apply(|| dispatch_call(conn, &plugins, &input)) {
+            let mut guard = budget.guard(conn)?;
+            let gate = guard.as_mut().map(|guard| guard as &mut dyn WriteGate);
+            match work.apply(|| dispatch_call(conn, &plugins, &input, gate)) {
                 Err(ToolError::Db(error)) => Err(error),
                 other => Ok(other),
             }
         })
         .await?;
     match outcome {
-        Ok(outcome) => match outcome
-            .errors
-            .iter()
-            .find(|error| error.status == EntryStatus::Unprocessable)
-        {
+        Ok(outcome) => match outcome.errors.iter().find(|error| {
+            matches!(
+                error.status,
+                EntryStatus::Unprocessable | EntryStatus::TooLarge
+            )
+        }) {
+            Some(stopped) if stopped.status == EntryStatus::TooLarge => {
+                Err(AppError::ContextFull(stopped.message.clone()))
+            }
             Some(stopped) => Err(AppError::WorkLimit(stopped.message.clone())),
             None => Ok(()),
         },
