@@ -10,6 +10,7 @@
 #       # defaults: target/release/rummy, 20 s, 5 askers
 #   CALLGRIND=1 benches/cpu_per_turn.sh target/release/rummy 20 5
 #
+# RUMMY_LOAD names another rummy-load binary (default target/release/rummy-load).
 # SERVER_BINARY may be another build (a checkout of an older commit): the load tool and the
 # fake LLM are always this checkout's. A "turn" is one chat completion the fake served (with
 # default settings that includes the session notes' sidecar calls); "per loop" divides by
@@ -21,7 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SERVER=${1:-target/release/rummy}
 SECONDS_LOADED=${2:-20}
 ASKERS=${3:-5}
-LOAD=target/release/rummy-load
+LOAD=${RUMMY_LOAD:-target/release/rummy-load}
 [ -x "$SERVER" ] && [ -x "$LOAD" ] || {
   echo "build first: cargo build --release --bins" >&2
   exit 1
