@@ -315,9 +315,6 @@ struct Prepared {
     audit: TurnAudit,
 }
 
-/// In one unit of work on the DB thread: writes the audit copies, records and runs the
-/// response's commands, heals the status when the model gave neither summarize nor update,
-
 /// Parses a reply on the blocking pool: a hostile reply (a megabyte of nested tags, tens of
 /// thousands of attributes) costs the parser real time, which must not stall the event loop
 /// that serves this thread's connections. The content goes there and comes back unchanged.
@@ -336,6 +333,9 @@ async fn parse_off_the_executor(
         Err(_) => Err(LoopError::Stopping("the reply parser")),
     }
 }
+
+/// In one unit of work on the DB thread: writes the audit copies, records and runs the
+/// response's commands, heals the status when the model gave neither summarize nor update,
 /// and reads the state the clients are told.
 async fn dispatch(
     agent: &AgentContext,
