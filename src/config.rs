@@ -33,6 +33,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_CLIENT_BUFFER", "server.client_buffer"),
     ("RUMMY_REPLAY_PER_RUN", "server.replay_per_run"),
     ("RUMMY_REPLAY_RUNS", "server.replay_runs"),
+    ("RUMMY_REPLAY_BYTES", "server.replay_bytes"),
     ("RUMMY_REPLAY_KEEP_SECS", "server.replay_keep_secs"),
     ("RUMMY_MAX_IN_FLIGHT", "server.max_in_flight"),
     (
@@ -229,6 +230,8 @@ pub struct ServerSettings {
     pub replay_per_run: usize,
     /// Runs per project whose notifications are kept.
     pub replay_runs: usize,
+    /// Bytes of notifications kept per project.
+    pub replay_bytes: usize,
     /// Seconds a run's notifications are kept after its latest.
     pub replay_keep_secs: u64,
     /// Requests one connection may have in flight (0 = no bound).
@@ -246,6 +249,7 @@ impl ServerSettings {
         crate::hub::replay::ReplayLimits {
             per_run: self.replay_per_run,
             runs: self.replay_runs.max(1),
+            bytes: self.replay_bytes,
             keep: std::time::Duration::from_secs(self.replay_keep_secs.max(1)),
         }
     }
@@ -809,6 +813,7 @@ mod tests {
             crate::hub::replay::ReplayLimits {
                 per_run: 256,
                 runs: 16,
+                bytes: 16 * 1024 * 1024,
                 keep: std::time::Duration::from_secs(600),
             }
         );
@@ -822,6 +827,7 @@ mod tests {
                 ("RUMMY_HOME", home.path().to_str().unwrap()),
                 ("RUMMY_REPLAY_PER_RUN", "0"),
                 ("RUMMY_REPLAY_RUNS", "0"),
+                ("RUMMY_REPLAY_BYTES", "0"),
                 ("RUMMY_REPLAY_KEEP_SECS", "0"),
             ]),
             Path::new("config"),
@@ -832,6 +838,7 @@ mod tests {
             crate::hub::replay::ReplayLimits {
                 per_run: 0,
                 runs: 1,
+                bytes: 0,
                 keep: std::time::Duration::from_secs(1),
             }
         );

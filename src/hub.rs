@@ -393,6 +393,7 @@ mod tests {
         let hubs = HubRegistry::new(ReplayLimits {
             per_run: 8,
             runs: 4,
+            bytes: usize::MAX,
             keep,
         });
         let published_at = SystemTime::now()
@@ -438,6 +439,7 @@ mod tests {
         let hubs = HubRegistry::new(ReplayLimits {
             per_run: 8,
             runs: 4,
+            bytes: usize::MAX,
             keep,
         });
         let frames = Arc::new(AtomicU64::new(0));

@@ -29,7 +29,7 @@ use crate::hedberg::WorkLimit;
 use crate::hub::notifications::{Notification, ProgressStatus, RunProgress};
 use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
 use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
-use crate::parser::Command;
+use crate::parser::{Command, ParseOutput};
 use crate::plugins::dispatch::PreparedWork;
 use crate::plugins::dispatch::{dispatch_gated, ResponseTurn};
 use crate::plugins::events::Event;
@@ -234,7 +234,8 @@ async fn execute_numbered_turn(
             status: ProgressStatus::Processing,
         }),
     );
-    let parsed = crate::parser::parse(&response.content, agent.plugins.tags());
+    let (content, parsed) = parse_off_the_executor(agent, response.content).await?;
+    response.content = content;
     agent.plugins.emit(Event::TurnResponse {
         run: run_id,
         turn,
@@ -315,6 +316,25 @@ struct Prepared {
     commands: Vec<Command>,
     work: PreparedWork,
     audit: TurnAudit,
+}
+
+/// Parses a reply on the blocking pool: a hostile reply (a megabyte of nested tags, tens of
+/// thousands of attributes) costs the parser real time, which must not stall the event loop
+/// that serves this thread's connections. The content goes there and comes back unchanged.
+async fn parse_off_the_executor(
+    agent: &AgentContext,
+    content: String,
+) -> Result<(String, ParseOutput), LoopError> {
+    let plugins = Arc::clone(&agent.plugins);
+    let parsing = actix_web::rt::task::spawn_blocking(move || {
+        let parsed = crate::parser::parse(&content, plugins.tags());
+        (content, parsed)
+    });
+    match parsing.await {
+        Ok(parsed) => Ok(parsed),
+        Err(failure) if failure.is_panic() => std::panic::resume_unwind(failure.into_panic()),
+        Err(_) => Err(LoopError::Stopping("the reply parser")),
+    }
 }
 
 /// In one unit of work on the DB thread: writes the audit copies, records and runs the

@@ -1,8 +1,10 @@
 //! What a reconnecting client missed: each run's most recent notification frames, by `seq`.
 //!
-//! Bounded three ways: `per_run` frames of a run (its oldest go first), `runs` runs per
-//! project (opening one more frees the run that published least recently) and time (the
-//! hub's sweep frees a run quiet for `keep`). A freed run that publishes again is numbered
+//! Bounded four ways: `per_run` frames of a run (its oldest go first), `runs` runs per
+//! project (opening one more frees the run that published least recently), `bytes` of
+//! frames per project (past it the oldest frames of the run that published least recently
+//! go first, so runs whose frames carry megabyte bodies cannot hold the server's memory)
+//! and time (the hub's sweep frees a run quiet for `keep`). A freed run that publishes again is numbered
 //! afresh, above every seq it had before, so a client never takes new notifications for ones
 //! it saw, and a replay from a seq the server no longer keeps says so.
 
@@ -19,6 +21,8 @@ pub struct ReplayLimits {
     pub per_run: usize,
     /// Runs whose frames are kept (at least one: a run's numbering lives in its log).
     pub runs: usize,
+    /// Bytes of frames kept for the project's runs together.
+    pub bytes: usize,
     /// A run that published nothing for this long is freed.
     pub keep: Duration,
 }
@@ -59,6 +63,8 @@ pub struct RunLogs {
     logs: HashMap<RunId, RunLog>,
     /// The highest seq of every run freed so far: a new numbering starts above it.
     floor: u64,
+    /// Bytes of the frames kept in `logs`.
+    bytes: usize,
 }
 
 impl RunLogs {
@@ -67,6 +73,7 @@ impl RunLogs {
             limits,
             logs: HashMap::new(),
             floor: 0,
+            bytes: 0,
         }
     }
 
@@ -117,7 +124,8 @@ impl RunLogs {
             return false;
         }
         if before != log.last {
-            log.frames.clear();
+            let dropped: usize = log.frames.drain(..).map(|frame| frame.len()).sum();
+            self.bytes -= dropped;
             log.last = before;
         }
         self.push(run, now, text);
@@ -144,15 +152,37 @@ impl RunLogs {
         }
     }
 
-    /// Appends `text` to `run`'s open log as its next seq, within the bound per run.
+    /// Appends `text` to `run`'s open log as its next seq, within the bounds per run and on
+    /// the project's bytes.
     fn push(&mut self, run: RunId, now: Instant, text: Arc<str>) {
-        if let Some(log) = self.logs.get_mut(&run) {
-            log.last += 1;
-            log.published = now;
-            log.frames.push_back(text);
-            if log.frames.len() > self.limits.per_run {
-                log.frames.pop_front();
+        let Some(log) = self.logs.get_mut(&run) else {
+            return;
+        };
+        log.last += 1;
+        log.published = now;
+        self.bytes += text.len();
+        log.frames.push_back(text);
+        if log.frames.len() > self.limits.per_run {
+            if let Some(oldest) = log.frames.pop_front() {
+                self.bytes -= oldest.len();
             }
+        }
+        self.shed_bytes();
+    }
+
+    /// Drops the oldest frames of the runs that published least recently until the frames
+    /// kept fit the project's bytes (a run keeps its numbering when it keeps no frame).
+    fn shed_bytes(&mut self) {
+        while self.bytes > self.limits.bytes {
+            let least_recent = self
+                .logs
+                .values_mut()
+                .filter(|log| !log.frames.is_empty())
+                .min_by_key(|log| log.published);
+            let Some(oldest) = least_recent.and_then(|log| log.frames.pop_front()) else {
+                return;
+            };
+            self.bytes -= oldest.len();
         }
     }
 
@@ -203,6 +233,7 @@ impl RunLogs {
     fn free(&mut self, run: RunId) {
         if let Some(log) = self.logs.remove(&run) {
             self.floor = self.floor.max(log.last);
+            self.bytes -= log.frames.iter().map(|frame| frame.len()).sum::<usize>();
         }
     }
 }
@@ -218,6 +249,7 @@ mod tests {
         RunLogs::new(ReplayLimits {
             per_run,
             runs,
+            bytes: usize::MAX,
             keep: Duration::from_secs(60),
         })
     }
@@ -234,6 +266,45 @@ mod tests {
 
     fn seqs(frames: Result<Vec<Arc<str>>, ReplayError>) -> Result<Vec<u64>, ReplayError> {
         frames.map(|frames| frames.iter().map(|text| text.parse().unwrap()).collect())
+    }
+
+    #[test]
+    fn the_bytes_bound_drops_the_oldest_frames_of_the_least_recent_run_first() {
+        let mut logs = RunLogs::new(ReplayLimits {
+            per_run: 100,
+            runs: 4,
+            bytes: 40,
+            keep: Duration::from_secs(60),
+        });
+        let start = Instant::now();
+        let later = start + Duration::from_secs(1);
+        let quiet = RunId(2);
+        let frame = |seq: u64| Arc::from(format!("{seq:0>10}"));
+        for seq in 1..=3 {
+            assert!(logs.keep_numbered(quiet, start, seq, frame(seq)));
+        }
+        assert!(logs.keep_numbered(RUN, later, 1, frame(1)));
+        assert_eq!(logs.bytes, 40, "four frames of ten bytes fit");
+        assert!(logs.keep_numbered(RUN, later, 2, frame(2)));
+        assert_eq!(logs.bytes, 40);
+        assert_eq!(
+            seqs(logs.after(quiet, 1)),
+            Ok(vec![2, 3]),
+            "the quiet run's oldest went"
+        );
+        assert_eq!(seqs(logs.after(RUN, 0)), Ok(vec![1, 2]));
+        for seq in 3..=5 {
+            assert!(logs.keep_numbered(RUN, later, seq, frame(seq)));
+        }
+        assert_eq!(logs.after(quiet, 1), Err(ReplayError::NotKept { since: 1 }));
+        assert_eq!(seqs(logs.after(RUN, 1)), Ok(vec![2, 3, 4, 5]));
+        assert_eq!(
+            logs.last(quiet),
+            Some(3),
+            "a run without frames keeps its numbering"
+        );
+        logs.free(RUN);
+        assert_eq!(logs.bytes, 0);
     }
 
     #[test]

@@ -173,8 +173,8 @@ impl From<Reply> for Step {
 pub enum WhenExhausted {
     /// Answer 200 with this reply (the default: `DEFAULT_FINAL_REPLY`).
     Reply(Reply),
-    /// Answer 200 with the reply this function makes of the request's body.
-    Respond(Arc<dyn Fn(&Value) -> Reply + Send + Sync>),
+    /// Take the step this function makes of the request's body (a reply, or an HTTP fault).
+    Respond(Arc<dyn Fn(&Value) -> Step + Send + Sync>),
     /// Answer with this HTTP status.
     Error(u16),
 }

@@ -181,8 +181,14 @@ pub(crate) fn open_tag_at(text: &str, tags: &TagSet, at: usize) -> Option<OpenTa
     }
 }
 
+/// The most attributes an open tag keeps: no tool reads more than a few, and a reply with
+/// tens of thousands in one tag must not cost a comparison of each with all before it.
+const MAX_ATTRIBUTES: usize = 32;
+
+/// Keeps an attribute unless the tag already has one of that name (the first wins) or is
+/// full ([`MAX_ATTRIBUTES`]; the rest are read past and dropped).
 fn push_attr(attrs: &mut Vec<(String, String)>, name: String, value: String) {
-    if !attrs.iter().any(|(existing, _)| *existing == name) {
+    if attrs.len() < MAX_ATTRIBUTES && !attrs.iter().any(|(existing, _)| *existing == name) {
         attrs.push((name, value));
     }
 }
@@ -249,6 +255,20 @@ mod tests {
                 ("body", "x\"y")
             ]
         );
+    }
+
+    #[test]
+    fn a_tag_keeps_its_first_attributes_up_to_the_bound() {
+        let many: String = (0..20_000).map(|n| format!(" a{n}=\"{n}\"")).collect();
+        let text = format!("<get path=\"src/x\" path=\"other\"{many}/>");
+        let tag = open_tag_at(&text, &bundled(), 0).unwrap();
+        assert!(tag.self_closing);
+        assert_eq!(tag.end, text.len(), "the dropped attributes are read past");
+        assert_eq!(tag.attrs.len(), MAX_ATTRIBUTES);
+        assert_eq!(tag.attrs[0], ("path".to_string(), "src/x".to_string()));
+        assert_eq!(tag.attrs[1], ("a0".to_string(), "0".to_string()));
+        let last = MAX_ATTRIBUTES - 2;
+        assert_eq!(tag.attrs[MAX_ATTRIBUTES - 1].0, format!("a{last}"));
     }
 
     #[test]

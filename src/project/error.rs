@@ -61,6 +61,13 @@ pub enum ProjectError {
     /// A skill or persona name that could reach outside its directory.
     #[error("invalid name {0:?}: must not contain path separators, NUL or `..`")]
     InvalidName(String),
+    /// A skill or persona name whose file name (`<name>.md`) is longer than file systems
+    /// allow.
+    #[error("name is too long: at most {max} bytes (its file name, with `.md`, may have 255)")]
+    NameTooLong {
+        /// The longest name accepted, in bytes.
+        max: usize,
+    },
     /// `RUMMY_HOME` is not set.
     #[error("RUMMY_HOME not configured")]
     HomeNotConfigured,

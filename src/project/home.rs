@@ -12,6 +12,13 @@ use super::ProjectError;
 /// The extension of skill and persona documents.
 const DOCUMENT_EXTENSION: &str = "md";
 
+/// The longest file name, in bytes, that common file systems hold (Linux's `NAME_MAX`; ext4,
+/// XFS, btrfs, APFS and NTFS's 255 UTF-16 units are no shorter).
+const MAX_FILE_NAME_BYTES: usize = 255;
+
+/// The longest document name: its file name is the name, a dot and the extension.
+const MAX_DOCUMENT_NAME_BYTES: usize = MAX_FILE_NAME_BYTES - 1 - DOCUMENT_EXTENSION.len();
+
 /// The `RUMMY_HOME` directory.
 #[derive(Debug, Clone)]
 pub struct RummyHome {
@@ -157,10 +164,16 @@ impl RummyHome {
     }
 }
 
-/// Checks a skill or persona name: not empty, no `/`, `\` or NUL, and no `..`.
+/// Checks a skill or persona name: not empty, no `/`, `\` or NUL, no `..`, and short
+/// enough to be a file name with its extension.
 pub fn validate_document_name(name: &str) -> Result<&str, ProjectError> {
     if name.is_empty() {
         return Err(ProjectError::NameRequired);
+    }
+    if name.len() > MAX_DOCUMENT_NAME_BYTES {
+        return Err(ProjectError::NameTooLong {
+            max: MAX_DOCUMENT_NAME_BYTES,
+        });
     }
     if name.contains(['/', '\\', '\0']) || name.contains("..") || name == "." {
         return Err(ProjectError::InvalidName(name.to_string()));

@@ -17,6 +17,7 @@ mod concurrency;
 mod durability;
 mod entry_changed;
 mod fairness;
+mod hostile;
 mod instances;
 mod lifecycle;
 mod llm_calls;

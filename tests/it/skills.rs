@@ -87,3 +87,23 @@ async fn a_skill_is_described_until_the_model_loads_its_body() {
         ])
     );
 }
+
+#[actix_web::test]
+async fn a_name_longer_than_a_file_name_may_be_is_a_parameter_error_naming_the_limit() {
+    let llm = FakeLlm::start([]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("named").await;
+    let run = client.start_run("fake").await;
+    let too_long = "n".repeat(300);
+    for method in ["skill/add", "persona/set"] {
+        let (code, message) = client
+            .err(method, json!({"run": run, "name": too_long}))
+            .await;
+        assert_eq!(code, -32602, "{method}: {message}");
+        assert!(message.contains("at most 252 bytes"), "{method}: {message}");
+    }
+    app.write_document("personas", &"p".repeat(252), "Be terse.");
+    client
+        .ok("persona/set", json!({"run": run, "name": "p".repeat(252)}))
+        .await;
+}

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rummy::llm::fake::{FakeLlm, Reply, WhenExhausted};
+use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 use serde_json::Value;
 
 /// The reply that ends a loop.
@@ -22,7 +22,7 @@ const REPLY: &str = "<summarize>ok</summarize>";
 /// an actix system; the requests are counted, not kept.
 pub fn start(address: SocketAddr, context_size: u32, turns: u64) -> io::Result<FakeLlm> {
     let turns = turns.max(1);
-    let respond = move |request: &Value| Reply::new(reply_for(request, turns));
+    let respond = move |request: &Value| Step::reply(reply_for(request, turns));
     FakeLlm::builder([])
         .address(address)
         .n_ctx(context_size)

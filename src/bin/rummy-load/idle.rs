@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 
 use crate::client::{Answer, RpcClient};
+use crate::proc_status;
 
 /// Connections opened at once: more would overflow the server's listen backlog.
 const WAVE: usize = 200;
@@ -34,7 +35,9 @@ pub struct IdlePlan {
 
 /// Runs an idle plan; returns the report.
 pub async fn run(plan: IdlePlan) -> String {
-    let before = plan.server_pid.and_then(resident_kib);
+    let before = plan
+        .server_pid
+        .and_then(|pid| proc_status::kib(pid, "VmRSS:"));
     let mut open = Vec::with_capacity(plan.clients);
     let mut failed = 0;
     let mut remaining = plan.clients;
@@ -56,7 +59,9 @@ pub async fn run(plan: IdlePlan) -> String {
         lost.into_iter().filter(|held| !held).count()
     });
     actix_web::rt::time::sleep(plan.settle).await;
-    let after = plan.server_pid.and_then(resident_kib);
+    let after = plan
+        .server_pid
+        .and_then(|pid| proc_status::kib(pid, "VmRSS:"));
     let lost = held.await.unwrap_or(clients);
     render(clients, failed, lost, before, after)
 }
@@ -94,30 +99,9 @@ fn render(
     out
 }
 
-/// `VmRSS` of process `pid`, in KiB.
-fn resident_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    parse_vm_rss(&status)
-}
-
-fn parse_vm_rss(status: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|kib| kib.parse().ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn vm_rss_is_read_in_kib() {
-        let status = "Name:\trummy\nVmPeak:\t  500000 kB\nVmRSS:\t   12976 kB\nThreads:\t5\n";
-        assert_eq!(parse_vm_rss(status), Some(12_976));
-        assert_eq!(parse_vm_rss("Name:\trummy\n"), None);
-    }
 
     #[test]
     fn the_report_divides_the_growth_by_the_clients() {

@@ -8,6 +8,8 @@
 //! endpoint that answers every turn at once, so loops measure rummy's own work.
 //! `rummy-load idle --clients N --server-pid PID` holds N quiet connections and reports the
 //! server's memory per idle connection.
+//! `rummy-load hostile --llm-port P --clients 6 --seconds 300 --server-pid PID` runs hostile
+//! clients against a fuzzing model and probes what a fresh client gets meanwhile.
 //!
 //! The tool only ever talks to the URLs it is given, and refuses hosts other than loopback
 //! unless `--allow-remote` says otherwise.
@@ -21,9 +23,11 @@ use futures_util::future::{join, join_all};
 
 mod client;
 mod fake_llm;
+mod hostile;
 mod idle;
 mod llm;
 mod mix;
+mod proc_status;
 mod report;
 mod stats;
 mod workers;
@@ -48,6 +52,8 @@ enum Command {
     FakeLlm(FakeLlmArgs),
     /// Hold idle connections (one `ping` each) and report the server's memory per connection.
     Idle(IdleArgs),
+    /// Hostile clients against a fuzzing model, while a fresh client probes the server.
+    Hostile(HostileArgs),
 }
 
 /// The server under load.
@@ -142,6 +148,44 @@ struct IdleArgs {
     server_pid: Option<u32>,
 }
 
+/// A hostile run: the fuzzing model, its clients and the probes.
+#[derive(Args)]
+struct HostileArgs {
+    #[command(flatten)]
+    target: Target,
+    /// TCP port on 127.0.0.1 of the fuzzing model: the server's `OPENAI_BASE_URL`.
+    #[arg(long)]
+    llm_port: u16,
+    /// Concurrent hostile clients.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u16).range(1..=1_000))]
+    clients: u16,
+    /// How long the clients work, in seconds.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    seconds: u64,
+    /// Seed of the fuzzing model and of the clients' choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Milliseconds between two fresh-client probes.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    probe_every_ms: u64,
+    /// Longest wait for one reply (and for a connection to open), in milliseconds.
+    #[arg(long, default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    timeout_ms: u64,
+    /// The server's process id (Linux, same machine): its memory is sampled.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Where the clients' projects are laid out (inside the server's `RUMMY_PROJECTS_DIR`
+    /// when it has one).
+    #[arg(long, default_value = "/tmp/rummy-hostile")]
+    projects_dir: std::path::PathBuf,
+    /// Alias the fuzzing model is registered under.
+    #[arg(long, default_value = "hostile")]
+    model: String,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
 /// Where the fake LLM listens.
 #[derive(Args)]
 struct FakeLlmArgs {
@@ -188,8 +232,35 @@ fn main() -> anyhow::Result<()> {
             print!("{report}");
             Ok(())
         }
+        Some(Command::Hostile(args)) => hostile(args),
         None => load(cli.load),
     }
+}
+
+fn hostile(args: HostileArgs) -> anyhow::Result<()> {
+    args.target.check(None)?;
+    let [url] = <[String; 1]>::try_from(args.target.urls)
+        .map_err(|_| anyhow::anyhow!("hostile loads one server: give one --url"))?;
+    let plan = hostile::HostilePlan {
+        url,
+        token: args.target.token,
+        llm_port: args.llm_port,
+        clients: usize::from(args.clients),
+        duration: Duration::from_secs(args.seconds),
+        seed: args.seed,
+        probe_every: Duration::from_millis(args.probe_every_ms),
+        timeout: Duration::from_millis(args.timeout_ms),
+        server_pid: args.server_pid,
+        projects_dir: args.projects_dir,
+        model: args.model,
+    };
+    let report = actix_web::rt::System::new().block_on(hostile::run(plan))?;
+    if args.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(())
 }
 
 fn load(args: LoadArgs) -> anyhow::Result<()> {

@@ -44,7 +44,7 @@ impl Shared {
         let step = lock(&self.script).pop_front();
         let step = step.unwrap_or_else(|| match &self.when_exhausted {
             WhenExhausted::Reply(reply) => Step::Reply(reply.clone()),
-            WhenExhausted::Respond(respond) => Step::Reply(respond(&request.body)),
+            WhenExhausted::Respond(respond) => respond(&request.body),
             WhenExhausted::Error(status) => Step::error(*status),
         });
         (step, number)

@@ -166,3 +166,35 @@ fn validated_names_are_returned_unchanged() {
     assert_eq!(validate_document_name("sql_style").unwrap(), "sql_style");
     assert_eq!(validate_document_name("v1.2-notes").unwrap(), "v1.2-notes");
 }
+
+#[test]
+fn the_longest_name_a_file_system_holds_is_read_and_a_longer_one_is_refused() {
+    let (_dir, home) = home();
+    home.ensure_layout().unwrap();
+    let longest = "a".repeat(252);
+    write(
+        &home,
+        DocumentKind::Persona,
+        &format!("{longest}.md"),
+        b"terse",
+    );
+    assert_eq!(
+        home.read(DocumentKind::Persona, &longest).unwrap().body,
+        "terse"
+    );
+    let too_long = "a".repeat(253);
+    let refused = home.read(DocumentKind::Persona, &too_long).unwrap_err();
+    assert!(
+        matches!(refused, ProjectError::NameTooLong { max: 252 }),
+        "{refused:?}"
+    );
+    assert!(
+        refused.to_string().contains("at most 252 bytes"),
+        "{refused}"
+    );
+    let multibyte = "é".repeat(127);
+    assert!(matches!(
+        validate_document_name(&multibyte),
+        Err(ProjectError::NameTooLong { .. })
+    ));
+}

@@ -1,0 +1,93 @@
+//! Hostile input under load (issue 24, item 11): `rummy-load hostile` runs clients whose
+//! model answers every turn with a hostile reply or an HTTP fault against the binary, while
+//! a fresh client probes it every second. The issue demands bounds, so this test states
+//! them, with margins for an unoptimized build on a two-core machine: every probe answered,
+//! a fresh client's `ping` within [`PING_BOUND`], its `init` + `getRuns` within
+//! [`INIT_GET_RUNS_BOUND`], the server's resident memory within [`MEMORY_BOUND_KIB`], and no
+//! panic in its log.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+use crate::process::{free_port, wait_until_healthy};
+
+/// How long the hostile clients work.
+const SECONDS: &str = "25";
+/// How many hostile clients.
+const CLIENTS: &str = "4";
+/// The slowest fresh-client `ping` accepted, from opening the connection. The issue asks
+/// for 1 s (its fuzzer saw 5 s missed in 6 of 18 probes); this is the unoptimized build,
+/// sharing two cores with the hostile clients, the fuzzing model and other tests.
+const PING_BOUND: Duration = Duration::from_millis(4_000);
+/// The slowest fresh-client `init` + `getRuns` accepted (the fuzzer saw 60 s missed).
+const INIT_GET_RUNS_BOUND: Duration = Duration::from_millis(10_000);
+/// The most resident memory the server may reach (the fuzzer saw 1.0–1.1 GB).
+const MEMORY_BOUND_KIB: u64 = 400 * 1024;
+
+#[actix_web::test]
+async fn a_fresh_client_is_answered_promptly_and_memory_stays_bounded_under_hostile_load() {
+    let home = tempfile::tempdir().unwrap();
+    let projects = home.path().join("projects");
+    std::fs::create_dir_all(&projects).unwrap();
+    let port = free_port();
+    let llm_port = free_port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_rummy"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RUMMY_HOME", home.path())
+        .env("PORT", port.to_string())
+        .env("RUMMY_LOG", "warn")
+        .env("NO_COLOR", "1")
+        .env("RUMMY_PROJECTS_DIR", &projects)
+        .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{llm_port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = server.stderr.take().unwrap();
+    let log = actix_web::rt::spawn(async move {
+        let mut log = String::new();
+        let _ = stderr.read_to_string(&mut log).await;
+        log
+    });
+    wait_until_healthy(port).await;
+    let pid = server.id().unwrap().to_string();
+    let output = Command::new(env!("CARGO_BIN_EXE_rummy-load"))
+        .args(["hostile", "--json", "--seed", "24"])
+        .args(["--url", &format!("ws://127.0.0.1:{port}/")])
+        .args(["--llm-port", &llm_port.to_string()])
+        .args(["--clients", CLIENTS, "--seconds", SECONDS])
+        .args(["--server-pid", &pid])
+        .arg("--projects-dir")
+        .arg(&projects)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "rummy-load failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    let log = log.await.unwrap();
+    assert!(!log.contains("panicked"), "the server panicked: {log}");
+
+    assert!(report["llmRequests"].as_u64().unwrap() >= 20, "{report}");
+    assert!(report["loops"].as_u64().unwrap() >= 4, "{report}");
+    assert_eq!(report["probesFailed"], serde_json::json!({}), "{report}");
+    assert!(report["probes"].as_u64().unwrap() >= 20, "{report}");
+    let slowest = |name: &str| Duration::from_secs_f64(report[name]["max"].as_f64().unwrap() / 1e3);
+    assert!(slowest("pingMs") <= PING_BOUND, "{report}");
+    assert!(slowest("initGetRunsMs") <= INIT_GET_RUNS_BOUND, "{report}");
+    let peak = report["rssHighWaterKib"].as_u64().unwrap();
+    assert!(peak > 0 && peak <= MEMORY_BOUND_KIB, "{report}");
+}
