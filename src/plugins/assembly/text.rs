@@ -51,6 +51,7 @@ mod tests {
             "known://",
             "summary=",
             "fidelity=",
+            "first-last kind name",
         ] {
             assert!(PREAMBLE.contains(lesson), "preamble lacks {lesson}");
         }

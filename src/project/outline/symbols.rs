@@ -109,7 +109,7 @@ pub fn symbols(
                 kind,
                 name,
                 first_line: extent.start_position().row + 1,
-                last_line: last_line(extent),
+                last_line: extent.end_position().row + 1,
                 depth: 0,
             },
         };
@@ -139,17 +139,6 @@ fn extent(node: Node<'_>) -> Node<'_> {
     match outer.parent() {
         Some(parent) if parent.kind() == "function_definition" => parent,
         _ => node,
-    }
-}
-
-/// The node's last line, 1-based: a node ending at the start of a line ends on the one before.
-fn last_line(node: Node<'_>) -> usize {
-    let end = node.end_position();
-    let first = node.start_position().row;
-    if end.column == 0 && end.row > first {
-        end.row
-    } else {
-        end.row + 1
     }
 }
 

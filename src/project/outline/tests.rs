@@ -385,3 +385,11 @@ fn a_long_outline_stays_within_its_bound() {
         "{outline}"
     );
 }
+
+#[test]
+fn a_long_name_is_cut_and_kept_on_one_line() {
+    let name = "a".repeat(100);
+    let source = format!("impl Wrapper<\n    {name},\n> {{}}\n");
+    let expected = format!("1-3 impl Wrapper< {}", "a".repeat(80 - "Wrapper< ".len()));
+    assert_eq!(outlined("src/long.rs", &source), expected);
+}

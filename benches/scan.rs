@@ -1,0 +1,155 @@
+//! A run's first scan of a project (every file new: read, hashed and, for source files,
+//! outlined), with outlines and without (`RUMMY_OUTLINE_MAX_BYTES=0`), in files per second:
+//! of this repository's `src/`, and, timed without criterion, of the tree
+//! `RUMMY_BENCH_SCAN_ROOT` names when set (a large repository, such as the cargo registry's
+//! sources). Also the outline alone of every source file of `src/`, in bytes per second.
+
+// criterion_group! expands to an undocumented public function.
+#![allow(missing_docs)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rummy::project::outline::{outline, OutlineLimits};
+use rummy::project::{scan, ConstraintSet, ProjectRoot, ScanOptions};
+
+fn options(outlines: bool) -> ScanOptions {
+    let mut options = ScanOptions::default();
+    if !outlines {
+        options.outline = OutlineLimits {
+            max_bytes: 0,
+            ..options.outline
+        };
+    }
+    options
+}
+
+fn label(outlines: bool) -> &'static str {
+    if outlines {
+        "outlines"
+    } else {
+        "no_outlines"
+    }
+}
+
+fn first_scan(c: &mut Criterion) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let Ok(root) = ProjectRoot::new(&path) else {
+        return;
+    };
+    let constraints = ConstraintSet::default();
+    let previous = HashMap::new();
+    let Ok(report) = scan(&root, &constraints, &previous, &options(false)) else {
+        return;
+    };
+    let mut group = c.benchmark_group("first_scan");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(report.files.len() as u64));
+    for outlines in [false, true] {
+        let options = options(outlines);
+        group.bench_with_input(
+            BenchmarkId::new(label(outlines), "src"),
+            &options,
+            |b, options| {
+                b.iter(|| scan(&root, &constraints, &previous, options));
+            },
+        );
+    }
+    group.finish();
+}
+
+/// This thread's time on a CPU so far (`/proc/thread-self/schedstat`, in ns): unlike the
+/// wall clock, it does not count the time other processes hold the cores.
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos = stat.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(nanos))
+}
+
+/// The first scan of `RUMMY_BENCH_SCAN_ROOT`, too large for criterion's samples: three of
+/// each kind, alternating, after one that fills the page cache; the fastest of each shown
+/// (wall and CPU time, files per CPU second).
+fn large_first_scan(_: &mut Criterion) {
+    let Some(path) = std::env::var_os("RUMMY_BENCH_SCAN_ROOT") else {
+        return;
+    };
+    let Ok(root) = ProjectRoot::new(PathBuf::from(&path)) else {
+        eprintln!("RUMMY_BENCH_SCAN_ROOT is not a directory");
+        return;
+    };
+    let constraints = ConstraintSet::default();
+    let previous = HashMap::new();
+    let Ok(report) = scan(&root, &constraints, &previous, &options(true)) else {
+        return;
+    };
+    let files = report.files.len();
+    let outlined = report
+        .files
+        .iter()
+        .filter(|file| file.outline.is_some())
+        .count();
+    let bytes: u64 = report.files.iter().map(|file| file.size).sum();
+    drop(report);
+    eprintln!("large: {files} files ({bytes} bytes), {outlined} outlined");
+    let mut best: HashMap<bool, (Duration, Duration)> = HashMap::new();
+    for _ in 0..3 {
+        for outlines in [false, true] {
+            let (wall, cpu) = (Instant::now(), cpu_time().unwrap_or_default());
+            let scanned = scan(&root, &constraints, &previous, &options(outlines));
+            let cpu = cpu_time().unwrap_or_default().saturating_sub(cpu);
+            let wall = wall.elapsed();
+            drop(scanned);
+            let kept = best.entry(outlines).or_insert((wall, cpu));
+            *kept = (kept.0.min(wall), kept.1.min(cpu));
+        }
+    }
+    for outlines in [false, true] {
+        let (wall, cpu) = best[&outlines];
+        eprintln!(
+            "large/{}: {:.2} s wall, {:.2} s CPU, {:.0} files per CPU second",
+            label(outlines),
+            wall.as_secs_f64(),
+            cpu.as_secs_f64(),
+            files as f64 / cpu.as_secs_f64()
+        );
+    }
+}
+
+fn outline_alone(c: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let Ok(project) = ProjectRoot::new(&root) else {
+        return;
+    };
+    let Ok(report) = scan(
+        &project,
+        &ConstraintSet::default(),
+        &HashMap::new(),
+        &options(false),
+    ) else {
+        return;
+    };
+    let sources: Vec<(String, String)> = report
+        .files
+        .into_iter()
+        .filter_map(|file| Some((file.path.to_string(), file.body?)))
+        .collect();
+    let bytes: usize = sources.iter().map(|(_, text)| text.len()).sum();
+    let limits = OutlineLimits::default();
+    let mut group = c.benchmark_group("outline");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function("src", |b| {
+        b.iter(|| {
+            sources
+                .iter()
+                .filter_map(|(path, text)| outline(path, text, &limits).ok().flatten())
+                .count()
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, outline_alone, first_scan, large_first_scan);
+criterion_main!(benches);
