@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use rummy::llm::fake::{FakeLlm, Reply, WhenExhausted, DEFAULT_FINAL_REPLY};
+use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted, DEFAULT_FINAL_REPLY};
 use serde_json::{json, Value};
 
 use crate::support::{system_message, Client, TestApp};
@@ -67,9 +67,9 @@ fn model(turns: &Turns) -> FakeLlm {
     FakeLlm::builder([])
         .when_exhausted(WhenExhausted::Respond(Arc::new(
             move |request| match purpose(request) {
-                Purpose::SessionNotes => Reply::new(notes.clone()),
-                Purpose::Rerank => Reply::new("{\"order\": []}"),
-                Purpose::Turn => Reply::new(turns.next()),
+                Purpose::SessionNotes => Step::Reply(Reply::new(notes.clone())),
+                Purpose::Rerank => Step::Reply(Reply::new("{\"order\": []}")),
+                Purpose::Turn => Step::Reply(Reply::new(turns.next())),
             },
         )))
         .start()

@@ -14,9 +14,7 @@ use crate::db::paths::is_file;
 use crate::db::queries::{constraints, entries, runs};
 use crate::error::AppError;
 use crate::hedberg::{Pattern, PatternKind};
-use crate::project::{
-    scan_file, ConstraintPattern, ConstraintSet, ProjectError, ProjectRoot,
-};
+use crate::project::{scan_file, ConstraintPattern, ConstraintSet, ProjectError, ProjectRoot};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, find_run_or};
 use crate::rpc::handlers::tools::{client_policy, dispatch_tool, ToolParams};
