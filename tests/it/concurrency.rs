@@ -12,37 +12,42 @@ use serde_json::{json, Value};
 use crate::support::{try_settings, Client, TestApp};
 
 #[actix_web::test]
-async fn fifty_clients_starting_runs_at_once_all_get_unique_aliases() {
+async fn fifty_clients_starting_runs_at_once_get_aliases_unique_in_their_project() {
     let app = TestApp::start_with(&[("RUMMY_MODEL_grok", "openai/grok")]).await;
-    let root = app.project_root("crowd");
+    let roots: Vec<_> = (0..5)
+        .map(|index| app.project_root(&format!("crowd_{index}")))
+        .collect();
     let url = format!("ws://{}/", app.addr());
     let mut clients = join_all((0..50).map(|_| Client::connect(&url))).await;
     let sessions = clients.iter_mut().enumerate().map(|(index, client)| {
-        let root = root.clone();
+        let root = roots[index % 5].clone();
         async move {
             client.init(&format!("crowd_{}", index % 5), &root).await;
-            client.start_run("grok").await
+            (index % 5, client.start_run("grok").await)
         }
     });
-    let aliases: Vec<String> = join_all(sessions).await;
+    let started: Vec<(usize, String)> = join_all(sessions).await;
     let pattern = Regex::new(r"^grok_\d{13}(_\d+)?$").unwrap();
-    for alias in &aliases {
+    for (_, alias) in &started {
         assert!(pattern.is_match(alias), "{alias}");
     }
-    let unique: HashSet<&String> = aliases.iter().collect();
-    assert_eq!(unique.len(), aliases.len(), "{aliases:?}");
-    let mut listed = HashSet::new();
-    for client in clients.iter_mut().take(5) {
+    for (project, client) in clients.iter_mut().take(5).enumerate() {
+        let aliases: HashSet<&String> = started
+            .iter()
+            .filter(|(of, _)| *of == project)
+            .map(|(_, alias)| alias)
+            .collect();
+        assert_eq!(aliases.len(), 10, "ten unique aliases in crowd_{project}");
         let runs = client.ok("getRuns", json!({})).await;
-        let runs = runs.as_array().unwrap();
-        assert_eq!(runs.len(), 10, "ten clients per project");
-        listed.extend(
-            runs.iter()
-                .map(|run| run["run"].as_str().unwrap().to_string()),
-        );
+        let listed: HashSet<String> = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|run| run["run"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(listed.len(), 10, "ten clients per project");
+        assert!(aliases.iter().all(|alias| listed.contains(*alias)));
     }
-    assert_eq!(listed.len(), 50);
-    assert!(aliases.iter().all(|alias| listed.contains(alias)));
 }
 
 /// A `run/progress` of run `id` (alias `alias`).
