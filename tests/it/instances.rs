@@ -15,7 +15,7 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
-use crate::support::{project_root, system_message, user_message, Client, TestApp};
+use crate::support::{project_root, user_message, Client, TestApp};
 use rummy::db::queries::loops;
 use rummy::db::testing::ScratchDatabase;
 use rummy::db::{open_connection, ConnectionSetup};
@@ -472,7 +472,8 @@ async fn run_inject_sent_to_one_instance_joins_the_loop_executing_on_another() {
 }
 
 /// A run whose `act` loop proposed `sh` on its executing instance, which still holds the
-/// lease because its loop end's notes call is held; and a client of the other instance.
+/// lease because a second loop of the run, queued by another client before the proposal,
+/// runs there with its first turn held; and a client of the other instance.
 struct ProposalUnderLease {
     database: ScratchDatabase,
     executing_llm: FakeLlm,
@@ -480,6 +481,8 @@ struct ProposalUnderLease {
     executing: ServerProcess,
     driver: Client,
     resolver: Client,
+    /// The client whose queued `ask` keeps the lease, and that `ask`'s request id.
+    queued: (Client, Value),
     run: String,
     /// The proposal's path.
     path: String,
@@ -488,34 +491,52 @@ struct ProposalUnderLease {
 }
 
 /// [`ProposalUnderLease`] in a database of its own, in project `project`; `after` answers
-/// the resumed loop.
+/// the resumed loop, once the queued loop's held turn has been released and completed it.
 async fn proposal_under_lease(project: &str, after: &[Step]) -> ProposalUnderLease {
     let database = ScratchDatabase::required();
     let mut script = vec![
-        Step::reply("<sh>echo hi</sh><update>running it</update>"),
-        Step::held("{}"),
+        Step::held("<sh>echo hi</sh><update>running it</update>"),
+        Step::held("<summarize>queued question answered</summarize>"),
     ];
     script.extend_from_slice(after);
     let executing_llm = scripted(script);
     let other_llm = scripted([]);
     let home = tempfile::tempdir().unwrap();
     let root = project_root(home.path());
-    // Session notes on: the loop end's notes call keeps the lease while it is held.
-    let executing = instance_with(
-        home.path(),
-        &executing_llm,
-        &database,
-        &[("RUMMY_MEMORY_SESSION_TOKENS", "600")],
-    )
-    .await;
+    let executing = instance(home.path(), &executing_llm, &database).await;
     let other = instance(home.path(), &other_llm, &database).await;
     let mut driver = client_in(&executing, project, &root).await;
+    let mut queuer = client_in(&executing, project, &root).await;
     let resolver = client_in(&other, project, &root).await;
-    let (run, path) = driver.act_until_proposal("Run it").await;
+
+    let acting = driver
+        .send("act", json!({"model": "fake", "prompt": "Run it"}))
+        .await;
+    let progress = driver.notification("run/progress").await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
+    executing_llm.wait_for_requests(1).await;
+    let asking = queuer
+        .send(
+            "ask",
+            json!({"model": "fake", "run": run, "prompt": "queued question"}),
+        )
+        .await;
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while pending_loops_of(&database, &run) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "never queued");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    executing_llm.release();
+    let proposed = driver.reply(&acting).await;
+    assert_eq!(proposed["result"]["status"], json!(202), "{proposed}");
+    let path = proposed["result"]["proposed"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
     executing_llm.wait_for_requests(2).await;
     assert!(
-        system_message(&executing_llm.requests()[1]).starts_with("You keep the session notes"),
-        "the lease is held by the loop end's notes call"
+        user_message(&executing_llm.requests()[1]).contains("queued question"),
+        "the lease is held by the queued loop's turn"
     );
     ProposalUnderLease {
         database,
@@ -524,6 +545,7 @@ async fn proposal_under_lease(project: &str, after: &[Step]) -> ProposalUnderLea
         executing,
         driver,
         resolver,
+        queued: (queuer, asking),
         run,
         path,
         _home: home,
@@ -585,6 +607,9 @@ async fn run_resolve_sent_to_one_instance_while_another_holds_the_lease_is_execu
 
     let resolving = accept_through_the_other(&mut proposal).await;
     proposal.executing_llm.release();
+    let (queuer, asking) = &mut proposal.queued;
+    let answered = queuer.reply(asking).await;
+    assert_eq!(answered["result"]["status"], json!(200), "{answered}");
     let resumed = proposal.resolver.reply(&resolving).await;
     assert_eq!(
         resumed["result"],
