@@ -1,8 +1,9 @@
-//! A run's first scan of a project (every file new: read, hashed and, for source files,
-//! outlined), with outlines and without (`RUMMY_OUTLINE_MAX_BYTES=0`), in files per second:
+//! A run's first scan of a project (every file new: read and hashed), in files per second:
 //! of this repository's `src/`, and, timed without criterion, of the tree
 //! `RUMMY_BENCH_SCAN_ROOT` names when set (a large repository, such as the cargo registry's
-//! sources). Also the outline alone of every source file of `src/`, in bytes per second.
+//! sources), next to what outlining all its source files would add (outlines are made
+//! only for the files the model reads at summary fidelity). Also the outline alone of every
+//! source file of `src/`, in bytes per second.
 
 // criterion_group! expands to an undocumented public function.
 #![allow(missing_docs)]
@@ -11,28 +12,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rummy::project::outline::{outline, OutlineLimits};
 use rummy::project::{scan, ConstraintSet, ProjectRoot, ScanOptions};
-
-fn options(outlines: bool) -> ScanOptions {
-    let mut options = ScanOptions::default();
-    if !outlines {
-        options.outline = OutlineLimits {
-            max_bytes: 0,
-            ..options.outline
-        };
-    }
-    options
-}
-
-fn label(outlines: bool) -> &'static str {
-    if outlines {
-        "outlines"
-    } else {
-        "no_outlines"
-    }
-}
 
 fn first_scan(c: &mut Criterion) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -41,22 +23,16 @@ fn first_scan(c: &mut Criterion) {
     };
     let constraints = ConstraintSet::default();
     let previous = HashMap::new();
-    let Ok(report) = scan(&root, &constraints, &previous, &options(false)) else {
+    let options = ScanOptions::default();
+    let Ok(report) = scan(&root, &constraints, &previous, &options) else {
         return;
     };
     let mut group = c.benchmark_group("first_scan");
     group.sample_size(10);
     group.throughput(Throughput::Elements(report.files.len() as u64));
-    for outlines in [false, true] {
-        let options = options(outlines);
-        group.bench_with_input(
-            BenchmarkId::new(label(outlines), "src"),
-            &options,
-            |b, options| {
-                b.iter(|| scan(&root, &constraints, &previous, options));
-            },
-        );
-    }
+    group.bench_function("src", |b| {
+        b.iter(|| scan(&root, &constraints, &previous, &options));
+    });
     group.finish();
 }
 
@@ -68,9 +44,9 @@ fn cpu_time() -> Option<Duration> {
     Some(Duration::from_nanos(nanos))
 }
 
-/// The first scan of `RUMMY_BENCH_SCAN_ROOT`, too large for criterion's samples: three of
-/// each kind, alternating, after one that fills the page cache; the fastest of each shown
-/// (wall and CPU time, files per CPU second).
+/// The first scan of `RUMMY_BENCH_SCAN_ROOT`, too large for criterion's samples: three,
+/// after one that fills the page cache, the fastest shown (wall and CPU time, files per
+/// CPU second); then the CPU time of outlining every source file it read, once.
 fn large_first_scan(_: &mut Criterion) {
     let Some(path) = std::env::var_os("RUMMY_BENCH_SCAN_ROOT") else {
         return;
@@ -81,40 +57,46 @@ fn large_first_scan(_: &mut Criterion) {
     };
     let constraints = ConstraintSet::default();
     let previous = HashMap::new();
-    let Ok(report) = scan(&root, &constraints, &previous, &options(true)) else {
+    let options = ScanOptions::default();
+    let Ok(report) = scan(&root, &constraints, &previous, &options) else {
         return;
     };
     let files = report.files.len();
+    let bytes: u64 = report.files.iter().map(|file| file.size).sum();
+    let mut best: Option<(Duration, Duration)> = None;
+    for _ in 0..3 {
+        let (wall, cpu) = (Instant::now(), cpu_time().unwrap_or_default());
+        let scanned = scan(&root, &constraints, &previous, &options);
+        let cpu = cpu_time().unwrap_or_default().saturating_sub(cpu);
+        let wall = wall.elapsed();
+        drop(scanned);
+        best = Some(best.map_or((wall, cpu), |kept| (kept.0.min(wall), kept.1.min(cpu))));
+    }
+    let Some((wall, cpu)) = best else {
+        return;
+    };
+    eprintln!(
+        "large: {files} files ({bytes} bytes) scanned in {:.2} s wall, {:.2} s CPU, \
+         {:.0} files per CPU second",
+        wall.as_secs_f64(),
+        cpu.as_secs_f64(),
+        files as f64 / cpu.as_secs_f64()
+    );
+    let limits = OutlineLimits::default();
+    let started = cpu_time().unwrap_or_default();
     let outlined = report
         .files
         .iter()
-        .filter(|file| file.outline.is_some())
+        .filter_map(|file| {
+            let body = file.body.as_deref()?;
+            outline(file.path.as_str(), body, &limits).ok().flatten()
+        })
         .count();
-    let bytes: u64 = report.files.iter().map(|file| file.size).sum();
-    drop(report);
-    eprintln!("large: {files} files ({bytes} bytes), {outlined} outlined");
-    let mut best: HashMap<bool, (Duration, Duration)> = HashMap::new();
-    for _ in 0..3 {
-        for outlines in [false, true] {
-            let (wall, cpu) = (Instant::now(), cpu_time().unwrap_or_default());
-            let scanned = scan(&root, &constraints, &previous, &options(outlines));
-            let cpu = cpu_time().unwrap_or_default().saturating_sub(cpu);
-            let wall = wall.elapsed();
-            drop(scanned);
-            let kept = best.entry(outlines).or_insert((wall, cpu));
-            *kept = (kept.0.min(wall), kept.1.min(cpu));
-        }
-    }
-    for outlines in [false, true] {
-        let (wall, cpu) = best[&outlines];
-        eprintln!(
-            "large/{}: {:.2} s wall, {:.2} s CPU, {:.0} files per CPU second",
-            label(outlines),
-            wall.as_secs_f64(),
-            cpu.as_secs_f64(),
-            files as f64 / cpu.as_secs_f64()
-        );
-    }
+    let cpu = cpu_time().unwrap_or_default().saturating_sub(started);
+    eprintln!(
+        "large: outlining all {outlined} outlined files would add {:.2} s CPU",
+        cpu.as_secs_f64()
+    );
 }
 
 fn outline_alone(c: &mut Criterion) {
@@ -126,7 +108,7 @@ fn outline_alone(c: &mut Criterion) {
         &project,
         &ConstraintSet::default(),
         &HashMap::new(),
-        &options(false),
+        &ScanOptions::default(),
     ) else {
         return;
     };

@@ -16,6 +16,7 @@ pub mod instance;
 pub mod lease_holder;
 pub mod loop_config;
 pub mod outcome;
+pub mod outlines;
 mod reflect;
 pub mod registry;
 pub mod resume;

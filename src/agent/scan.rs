@@ -1,13 +1,12 @@
 //! At the start of a loop the project's files become bare-path entries: the project's actor
-//! scans the tree, then new and changed files are written (SHA-256 change detection), each
-//! with its outline as the `symbols` attribute (or none: a stale one is dropped), deleted
+//! scans the tree, then new and changed files are written (SHA-256 change detection), a
+//! changed file's outline dropped (`agent::outlines` makes a new one when needed), deleted
 //! and newly ignored ones removed. What the scan loads at full fidelity passes the
 //! run's write gate ([`RunBudget`]), as a model command's writes do. A changed file the model had in view (full or
 //! summary fidelity) is marked with the turn it changed for ([`CHANGED_ON_DISK`]), so that
 //! turn's `<progress>` says so, once.
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::json;
 
@@ -23,7 +22,6 @@ use crate::db::models::run::RunRow;
 use crate::db::queries::{constraints, context, entries};
 use crate::db::{Conn, DbError};
 use crate::plugins::assembly::CHANGED_ON_DISK;
-use crate::project::outline::OutlineLimits;
 use crate::project::{FileChange, FileFidelity, FileKind, ScanOptions, ScanReport};
 use crate::project_actor::ScanFiles;
 use diesel::Connection;
@@ -75,14 +73,10 @@ pub async fn sync_project_files(
     Ok(())
 }
 
-/// How the settings bound a scan: the largest file read, and the outline's size and time.
+/// How the settings bound a scan: the largest file read.
 pub fn scan_options(settings: &Settings) -> ScanOptions {
     ScanOptions {
         max_file_bytes: settings.scan.max_file_bytes,
-        outline: OutlineLimits {
-            max_bytes: settings.scan.outline_max_bytes,
-            timeout: Duration::from_millis(settings.scan.outline_timeout_ms),
-        },
         ..ScanOptions::default()
     }
 }
@@ -120,7 +114,8 @@ pub fn write_scan(
             FileKind::Binary => "binary",
             FileKind::TooLarge => "too_large",
         };
-        let mut attributes = json!({"size": file.size, "kind": kind, "symbols": file.outline});
+        // `symbols: null` removes the outline of the content this one replaces.
+        let mut attributes = json!({"size": file.size, "kind": kind, "symbols": null});
         if !file.is_editable() {
             attributes["readonly"] = json!(true);
         }

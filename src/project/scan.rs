@@ -3,8 +3,9 @@
 //! constraints, read and hash each file, and compare with the hashes of the previous scan.
 //!
 //! Text files are loaded; binary files (a NUL byte or invalid UTF-8) and files over the size
-//! limit are listed but not loaded. Only new or changed text files carry a body (and, for
-//! source files, an outline), so an unchanged project costs hashing, never rewriting.
+//! limit are listed but not loaded. Only new or changed text files carry a body, so an
+//! unchanged project costs hashing, never rewriting. Outlines are made later, for the
+//! files the model reads at summary fidelity (`agent::outlines`).
 
 mod content;
 
@@ -15,7 +16,6 @@ use std::time::SystemTime;
 
 use ignore::{DirEntry, WalkBuilder};
 
-use super::outline::{outline, OutlineLimits};
 use super::{ConstraintSet, ProjectError, ProjectPath, ProjectRoot, Visibility};
 
 /// Default limit above which a file is listed but not read: 1 MiB.
@@ -28,8 +28,6 @@ pub struct ScanOptions {
     /// Whether dot-files and dot-directories are scanned (as `git ls-files` would list
     /// tracked ones). `.gitignore` still applies either way, and `.git/` is always skipped.
     pub include_hidden: bool,
-    /// Bounds on outlining a new or changed source file.
-    pub outline: OutlineLimits,
 }
 
 /// What a scanned file holds.
@@ -83,8 +81,6 @@ pub struct ScannedFile {
     pub change: FileChange,
     /// The content, only for text files that are new or changed.
     pub body: Option<String>,
-    /// The symbol outline of a new or changed source file ([`super::outline`]).
-    pub outline: Option<String>,
 }
 
 /// The result of one scan.
@@ -106,7 +102,6 @@ impl Default for ScanOptions {
         Self {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             include_hidden: true,
-            outline: OutlineLimits::default(),
         }
     }
 }
@@ -298,14 +293,6 @@ impl Scanner<'_> {
             FileChange::New | FileChange::Changed => content.text,
             FileChange::Unchanged => None,
         };
-        let outline = body.as_deref().and_then(|text| {
-            outline(path.as_str(), text, &self.options.outline).unwrap_or_else(|error| {
-                self.report
-                    .warnings
-                    .push(format!("no outline of {path}: {error}"));
-                None
-            })
-        });
         self.report.files.push(ScannedFile {
             path,
             size: content.size,
@@ -315,7 +302,6 @@ impl Scanner<'_> {
             constraint,
             change,
             body,
-            outline,
         });
     }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::agent::error::LoopError;
+use crate::agent::outlines::outline_summarized_files;
 use crate::agent::turn::input::TurnInput;
 use crate::agent::AgentContext;
 use crate::budget::{Calibrated, CalibratedMeasure, Calibration, EstimatedTokens};
@@ -50,8 +51,9 @@ pub(super) struct PreparedPacket {
     pub project: ProjectId,
 }
 
-/// Numbers the turn (when `numbered` is `None`), writes the loop's prompt, materializes the
-/// visible entries and assembles the packet.
+/// Outlines the source files at summary fidelity that need it, numbers the turn (when
+/// `numbered` is `None`), writes the loop's prompt, materializes the visible entries and
+/// assembles the packet.
 pub(super) async fn prepare_packet(
     agent: &AgentContext,
     input: &TurnInput<'_>,
@@ -59,6 +61,7 @@ pub(super) async fn prepare_packet(
     prompt: Option<PromptWrite>,
     policy: ToolPolicy,
 ) -> Result<PreparedPacket, LoopError> {
+    outline_summarized_files(agent, input.run_id).await?;
     let plugins = Arc::clone(&agent.plugins);
     let tokens = TokenMath::new(agent.settings.tokens.divisor);
     let run_id = input.run_id;

@@ -430,6 +430,63 @@ pub fn file_hashes(conn: &mut Conn, run_id: RunId) -> Result<Vec<(String, String
         .collect())
 }
 
+/// The run's file entries at summary fidelity that have no outline yet (no `symbols`
+/// string: new, or changed since one was made), among the paths `outlinable` accepts.
+pub fn unoutlined_summaries(
+    conn: &mut Conn,
+    run_id: RunId,
+    outlinable: impl Fn(&str) -> bool,
+) -> Result<Vec<EntryRow>, DbError> {
+    let summarized: Vec<(String, String)> = known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(known_entries::scheme.is_null())
+        .filter(known_entries::fidelity.eq(Fidelity::Summary))
+        .select((known_entries::path, known_entries::attributes))
+        .load(conn)?;
+    let paths: Vec<String> = summarized
+        .into_iter()
+        .filter(|(path, attributes)| outlinable(path) && !has_symbols(attributes))
+        .map(|(path, _)| path)
+        .collect();
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(known_entries::table
+        .filter(known_entries::run_id.eq(run_id))
+        .filter(known_entries::path.eq_any(&paths))
+        .order(known_entries::path)
+        .select(EntryRow::as_select())
+        .load(conn)?)
+}
+
+fn has_symbols(attributes: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(attributes)
+        .is_ok_and(|attributes| attributes.get("symbols").is_some_and(|s| s.is_string()))
+}
+
+/// Sets a file entry's outline (`symbols`; empty when it has none), unless its content
+/// changed (its hash is no longer `hash`) since the outline was made.
+pub fn set_symbols(
+    conn: &mut Conn,
+    run_id: RunId,
+    path: &str,
+    hash: Option<&str>,
+    symbols: &str,
+) -> Result<(), DbError> {
+    write_transaction(conn, |conn| {
+        let current = get_entry(conn, run_id, path)?;
+        if current.is_some_and(|entry| entry.hash.as_deref() == hash) {
+            update_attributes(
+                conn,
+                run_id,
+                path,
+                &serde_json::json!({ "symbols": symbols }),
+            )?;
+        }
+        Ok(())
+    })
+}
+
 /// Brings a pinned file shown at index fidelity back to full.
 pub fn promote_if_index(
     conn: &mut Conn,

@@ -417,3 +417,47 @@ fn patterns_match_stored_paths_whatever_characters_their_urls_hold() {
     );
     assert_eq!(found("http://127.0.0.1:9090/*"), Vec::<String>::new());
 }
+
+#[test]
+fn source_files_at_summary_without_an_outline_are_outlined_once_per_content() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    for (path, fidelity) in [
+        ("src/a.rs", Fidelity::Summary),
+        ("src/b.rs", Fidelity::Index),
+        ("notes.md", Fidelity::Summary),
+        ("known://fact", Fidelity::Summary),
+    ] {
+        let mut file = write(run.id, path, "fn a() {}", 1);
+        file.fidelity = Some(fidelity);
+        file.hash = Some("h1".into());
+        upsert_entry(conn, &file).unwrap();
+    }
+    let source = |path: &str| path.ends_with(".rs");
+    let pending = unoutlined_summaries(conn, run.id, source).unwrap();
+    assert_eq!(paths(&pending), ["src/a.rs"]);
+
+    set_symbols(conn, run.id, "src/a.rs", Some("h0"), "1 function old").unwrap();
+    let stale = get_entry(conn, run.id, "src/a.rs").unwrap().unwrap();
+    assert_eq!(
+        stale.attributes_json().unwrap(),
+        json!({}),
+        "made from other content"
+    );
+    set_symbols(conn, run.id, "src/a.rs", Some("h1"), "").unwrap();
+    assert!(unoutlined_summaries(conn, run.id, source)
+        .unwrap()
+        .is_empty());
+
+    let mut changed = write(run.id, "src/a.rs", "fn b() {}", 2);
+    changed.hash = Some("h2".into());
+    changed.attributes = Some(json!({"symbols": null}));
+    upsert_entry(conn, &changed).unwrap();
+    let pending = unoutlined_summaries(conn, run.id, source).unwrap();
+    assert_eq!(
+        paths(&pending),
+        ["src/a.rs"],
+        "a changed file is outlined again"
+    );
+}
