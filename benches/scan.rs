@@ -14,24 +14,31 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rummy::project::outline::{outline, OutlineLimits};
-use rummy::project::{scan, ConstraintSet, ProjectRoot, ScanOptions};
+use rummy::project::{scan, ConstraintSet, ProjectRoot, ScanOptions, ScanReport};
+
+/// A run's first scan of `root`: every file new, no constraint.
+fn first_scan_of(root: &ProjectRoot) -> Option<ScanReport> {
+    let options = ScanOptions::default();
+    scan(root, &ConstraintSet::default(), &HashMap::new(), &options).ok()
+}
+
+/// This repository's `src/`.
+fn source_root() -> Option<ProjectRoot> {
+    ProjectRoot::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("src")).ok()
+}
 
 fn first_scan(c: &mut Criterion) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let Ok(root) = ProjectRoot::new(&path) else {
+    let Some(root) = source_root() else {
         return;
     };
-    let constraints = ConstraintSet::default();
-    let previous = HashMap::new();
-    let options = ScanOptions::default();
-    let Ok(report) = scan(&root, &constraints, &previous, &options) else {
+    let Some(report) = first_scan_of(&root) else {
         return;
     };
     let mut group = c.benchmark_group("first_scan");
     group.sample_size(10);
     group.throughput(Throughput::Elements(report.files.len() as u64));
     group.bench_function("src", |b| {
-        b.iter(|| scan(&root, &constraints, &previous, &options));
+        b.iter(|| first_scan_of(&root));
     });
     group.finish();
 }
@@ -55,10 +62,7 @@ fn large_first_scan(_: &mut Criterion) {
         eprintln!("RUMMY_BENCH_SCAN_ROOT is not a directory");
         return;
     };
-    let constraints = ConstraintSet::default();
-    let previous = HashMap::new();
-    let options = ScanOptions::default();
-    let Ok(report) = scan(&root, &constraints, &previous, &options) else {
+    let Some(report) = first_scan_of(&root) else {
         return;
     };
     let files = report.files.len();
@@ -66,7 +70,7 @@ fn large_first_scan(_: &mut Criterion) {
     let mut best: Option<(Duration, Duration)> = None;
     for _ in 0..3 {
         let (wall, cpu) = (Instant::now(), cpu_time().unwrap_or_default());
-        let scanned = scan(&root, &constraints, &previous, &options);
+        let scanned = first_scan_of(&root);
         let cpu = cpu_time().unwrap_or_default().saturating_sub(cpu);
         let wall = wall.elapsed();
         drop(scanned);
@@ -100,16 +104,7 @@ fn large_first_scan(_: &mut Criterion) {
 }
 
 fn outline_alone(c: &mut Criterion) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let Ok(project) = ProjectRoot::new(&root) else {
-        return;
-    };
-    let Ok(report) = scan(
-        &project,
-        &ConstraintSet::default(),
-        &HashMap::new(),
-        &ScanOptions::default(),
-    ) else {
+    let Some(report) = source_root().as_ref().and_then(first_scan_of) else {
         return;
     };
     let sources: Vec<(String, String)> = report

@@ -135,14 +135,7 @@ pub fn scan(
     if !metadata.is_dir() {
         return Err(ProjectError::RootNotDirectory(root.path().to_path_buf()));
     }
-    let mut scanner = Scanner {
-        root,
-        constraints,
-        previous,
-        options,
-        seen: HashSet::new(),
-        report: ScanReport::default(),
-    };
+    let mut scanner = Scanner::new(root, constraints, previous, options);
     for entry in walker(root, constraints, options).build() {
         scanner.visit_walked(entry);
     }
@@ -164,14 +157,7 @@ pub fn scan_file(
     options: &ScanOptions,
 ) -> Result<ScanReport, ProjectError> {
     let path = root.confine(literal)?;
-    let mut scanner = Scanner {
-        root,
-        constraints,
-        previous,
-        options,
-        seen: HashSet::new(),
-        report: ScanReport::default(),
-    };
+    let mut scanner = Scanner::new(root, constraints, previous, options);
     if is_regular_file(&root.absolute(&path)) {
         scanner.add(path);
     }
@@ -213,7 +199,23 @@ struct Scanner<'a> {
     report: ScanReport,
 }
 
-impl Scanner<'_> {
+impl<'a> Scanner<'a> {
+    fn new(
+        root: &'a ProjectRoot,
+        constraints: &'a ConstraintSet,
+        previous: &'a HashMap<String, String>,
+        options: &'a ScanOptions,
+    ) -> Self {
+        Scanner {
+            root,
+            constraints,
+            previous,
+            options,
+            seen: HashSet::new(),
+            report: ScanReport::default(),
+        }
+    }
+
     fn visit_walked(&mut self, entry: Result<DirEntry, ignore::Error>) {
         let entry = match entry {
             Ok(entry) => entry,

@@ -8,7 +8,7 @@
 //! finished, the rest left pending) is pinned on both backends.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -725,9 +725,21 @@ async fn a_ui_notify_sent_on_one_instance_reaches_the_project_s_clients_on_anoth
     assert!(text.contains("Across instances"), "{told}");
 }
 
-#[actix_web::test]
-#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
-async fn the_bound_on_a_project_s_loops_holds_across_instances() {
+/// Two instances under loop bounds, in a database of their own, sharing a scripted model
+/// whose first loop is held until released and whose second answers at once.
+struct BoundedPair {
+    llm: FakeLlm,
+    root: PathBuf,
+    first: ServerProcess,
+    second: ServerProcess,
+    _home: tempfile::TempDir,
+    _database: ScratchDatabase,
+}
+
+/// [`BoundedPair`] with the environment `bound` gives for the instances' home.
+async fn bounded_pair(
+    bound: impl FnOnce(&Path) -> Vec<(&'static str, &'static str)>,
+) -> BoundedPair {
     let database = ScratchDatabase::required();
     let llm = scripted([
         Step::held("<summarize>first</summarize>"),
@@ -735,15 +747,33 @@ async fn the_bound_on_a_project_s_loops_holds_across_instances() {
     ]);
     let home = tempfile::tempdir().unwrap();
     let root = project_root(home.path());
-    let bound = [
-        ("RUMMY_MAX_ACTIVE_LOOPS_PER_PROJECT", "1"),
-        ("RUMMY_LOOPS_OVER_LIMIT", "refuse"),
-    ];
+    let bound = bound(home.path());
     let first = instance_with(home.path(), &llm, &database, &bound).await;
     let second = instance_with(home.path(), &llm, &database, &bound).await;
-    let mut one = client_in(&first, "bounded", &root).await;
-    let mut two = client_in(&second, "bounded", &root).await;
-    let (asked, _) = ask_in_flight(&mut one, &llm).await;
+    BoundedPair {
+        llm,
+        root,
+        first,
+        second,
+        _home: home,
+        _database: database,
+    }
+}
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn the_bound_on_a_project_s_loops_holds_across_instances() {
+    let pair = bounded_pair(|_| {
+        vec![
+            ("RUMMY_MAX_ACTIVE_LOOPS_PER_PROJECT", "1"),
+            ("RUMMY_LOOPS_OVER_LIMIT", "refuse"),
+        ]
+    })
+    .await;
+    let (llm, root) = (&pair.llm, &pair.root);
+    let mut one = client_in(&pair.first, "bounded", root).await;
+    let mut two = client_in(&pair.second, "bounded", root).await;
+    let (asked, _) = ask_in_flight(&mut one, llm).await;
 
     let (code, message) = two
         .err("ask", json!({"model": "fake", "prompt": "second prompt"}))
@@ -766,7 +796,7 @@ async fn the_bound_on_a_project_s_loops_holds_across_instances() {
         json!(200),
         "the place is free once the loop ended"
     );
-    assert_requests_end_with(&llm, 2, "one loop each", &["first prompt", "second prompt"]);
+    assert_requests_end_with(llm, 2, "one loop each", &["first prompt", "second prompt"]);
 }
 
 /// A users file with the member `mo` (token `mo-token`), in `home`.
@@ -786,27 +816,22 @@ fn users_file_with_mo(home: &Path) -> &'static str {
 #[actix_web::test]
 #[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
 async fn a_person_s_loop_on_another_instance_waits_for_their_place_under_the_person_bound() {
-    let database = ScratchDatabase::required();
-    let llm = scripted([
-        Step::held("<summarize>first</summarize>"),
-        Step::reply("<summarize>second</summarize>"),
-    ]);
-    let home = tempfile::tempdir().unwrap();
-    let root = project_root(home.path());
-    let bound = [
-        ("RUMMY_USERS_FILE", users_file_with_mo(home.path())),
-        ("RUMMY_MAX_ACTIVE_LOOPS_PER_PERSON", "1"),
-        ("RUMMY_LOOPS_OVER_LIMIT", "queue"),
-    ];
-    let first = instance_with(home.path(), &llm, &database, &bound).await;
-    let second = instance_with(home.path(), &llm, &database, &bound).await;
+    let pair = bounded_pair(|home| {
+        vec![
+            ("RUMMY_USERS_FILE", users_file_with_mo(home)),
+            ("RUMMY_MAX_ACTIVE_LOOPS_PER_PERSON", "1"),
+            ("RUMMY_LOOPS_OVER_LIMIT", "queue"),
+        ]
+    })
+    .await;
+    let (llm, root) = (&pair.llm, &pair.root);
     let connect =
         |server: &ServerProcess| format!("ws://127.0.0.1:{}/?token=mo-token", server.port);
-    let mut one = Client::connect(&connect(&first)).await;
-    one.init("mine", &root).await;
-    let mut two = Client::connect(&connect(&second)).await;
-    two.init("mine", &root).await;
-    let (asked, _) = ask_in_flight(&mut one, &llm).await;
+    let mut one = Client::connect(&connect(&pair.first)).await;
+    one.init("mine", root).await;
+    let mut two = Client::connect(&connect(&pair.second)).await;
+    two.init("mine", root).await;
+    let (asked, _) = ask_in_flight(&mut one, llm).await;
 
     let waiting = two
         .send("ask", json!({"model": "fake", "prompt": "second prompt"}))
@@ -824,5 +849,5 @@ async fn a_person_s_loop_on_another_instance_waits_for_their_place_under_the_per
         .await
         .expect("the waiting loop runs once the place is given back");
     assert_eq!(after["result"]["status"], json!(200), "{after}");
-    assert_requests_end_with(&llm, 2, "one loop each", &["first prompt", "second prompt"]);
+    assert_requests_end_with(llm, 2, "one loop each", &["first prompt", "second prompt"]);
 }
