@@ -86,6 +86,12 @@ pub enum AppError {
     /// A short method ran past `RUMMY_RPC_TIMEOUT`.
     #[error("RPC '{method}' timed out after {timeout_ms}ms.")]
     Timeout { method: String, timeout_ms: u64 },
+    /// The connection closed (the client's close, a frame it could not have sent, the
+    /// server stopping) while the request was served; what it did may have taken effect.
+    #[error(
+        "The connection closed before '{0}' was answered; it may or may not have taken effect."
+    )]
+    Closing(String),
     /// Too many requests in flight on this connection.
     #[error("Too many requests in flight ({0}); wait for replies before sending more.")]
     Overloaded(usize),
@@ -180,7 +186,9 @@ impl AppError {
             AppError::Plugin(MethodError::RunNotFound(_)) => code::RUN_NOT_FOUND,
             AppError::Plugin(MethodError::Db(error)) => db_code(error),
             AppError::Plugin(MethodError::Failed(_)) => code::INTERNAL,
-            AppError::Timeout { .. } | AppError::Internal(_) => code::INTERNAL,
+            AppError::Timeout { .. } | AppError::Closing(_) | AppError::Internal(_) => {
+                code::INTERNAL
+            }
             AppError::Relayed(error) => error.code,
         };
         let message = match self {

@@ -18,6 +18,9 @@ const GEMMA_QUOTE: &str = "<|\"|>";
 const MISTRAL_MARKER: &str = "[TOOL_CALLS]";
 const FENCE: &str = "```";
 const FENCE_LANGUAGES: [&str; 3] = ["tool_code", "tool_command", "xml"];
+/// The longest name an Anthropic call may give, in bytes (up to its `</name>`).
+const NAME_SPAN: usize = 256;
+const NAME_CLOSE: &str = "</name>";
 
 /// Rewrites foreign calls of the tools of `tags` and tool fences in the outside text of
 /// `pieces`.
@@ -187,9 +190,16 @@ fn mistral_calls(rest: &str, tags: &TagSet) -> Option<(usize, Vec<RawElement>)> 
 fn anthropic_call(rest: &str, tags: &TagSet) -> Option<(usize, Vec<RawElement>)> {
     let after = rest.strip_prefix("<tool_use>")?.trim_start();
     let after = after.strip_prefix("<name>")?;
-    let name_end = after.find("</name>")?;
+    // A tool's name is short: its end is looked for nearby, so a flood of unclosed calls
+    // costs each its own few bytes, not the rest of the reply.
+    let span = (0..=after.len().min(NAME_SPAN + NAME_CLOSE.len()))
+        .rev()
+        .find(|end| after.is_char_boundary(*end))
+        .unwrap_or_default();
+    let near = after.get(..span)?;
+    let name_end = near.find(NAME_CLOSE)?;
     let name = after.get(..name_end)?.trim();
-    let after = after.get(name_end + "</name>".len()..)?.trim_start();
+    let after = after.get(name_end + NAME_CLOSE.len()..)?.trim_start();
     let after = after.strip_prefix("<input>")?;
     let json = after.trim_start();
     let (value, length) = leading_json(json)?;
@@ -202,9 +212,10 @@ fn anthropic_call(rest: &str, tags: &TagSet) -> Option<(usize, Vec<RawElement>)>
 
 fn qwen_call(rest: &str, tags: &TagSet) -> Option<(usize, Vec<RawElement>)> {
     // Calls do not nest: one never reaches past the next opening token (which may also close
-    // it), so a run of broken calls is scanned once, not once per call.
-    let next_open = rest
-        .get(QWEN_OPEN.len()..)?
+    // it), so a run of broken calls is scanned once, not once per call; and that token is
+    // looked for only behind an opening one, not behind every `<` of the text.
+    let opened = rest.strip_prefix(QWEN_OPEN)?;
+    let next_open = opened
         .find(QWEN_OPEN)
         .map_or(rest.len(), |offset| 2 * QWEN_OPEN.len() + offset);
     let rest = rest.get(..next_open)?;
@@ -328,6 +339,38 @@ mod tests {
         assert_eq!(
             expand_one("<|tool_call>call:sh{command:<|\"|>ls, -la<|\"|>,cwd:/}<tool_call|>"),
             vec![element("sh", &[("command", "ls, -la"), ("cwd", "/")], "")]
+        );
+    }
+
+    #[test]
+    fn a_call_after_many_lone_angle_brackets_is_found() {
+        let text = format!(
+            "{} <|tool_call>call:get{{path:\"a\"}}<tool_call|>",
+            "<".repeat(64)
+        );
+        assert_eq!(
+            expand_one(&text),
+            vec![
+                Piece::Text(format!("{} ", "<".repeat(64))),
+                element("get", &[("path", "a")], "")
+            ]
+        );
+    }
+
+    #[test]
+    fn an_anthropic_name_ends_within_its_span() {
+        let call = |name: &str| {
+            format!("<tool_use><name>{name}</name><input>{{\"path\":\"a\"}}</input></tool_use>")
+        };
+        let padded = format!("{}get", " ".repeat(NAME_SPAN - "get".len()));
+        assert_eq!(
+            expand_one(&call(&padded)),
+            vec![element("get", &[("path", "a")], "")]
+        );
+        let too_long = format!(" {padded}");
+        assert_eq!(
+            expand_one(&call(&too_long)),
+            vec![Piece::Text(call(&too_long))]
         );
     }
 

@@ -5,7 +5,12 @@
 //! `heartbeat_secs` and drops a peer silent for `client_timeout_secs`, even while its socket
 //! takes nothing (its pump keeps driving it). A protocol error (oversized frame, invalid
 //! UTF-8) closes only this connection.
+//!
+//! Every request with an id is answered exactly once: a close (the client's close frame or
+//! end of stream, a protocol error, a silent peer, the server stopping) first answers each
+//! request still being served with `-32603` [`AppError::Closing`], and stops serving it.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
@@ -36,6 +41,17 @@ pub struct WsSession {
     project: Option<ProjectBinding>,
     last_heard: Instant,
     fragments: Option<BytesMut>,
+    /// The frames being served, by arrival: what each still owes its client.
+    serving: BTreeMap<u64, Owed>,
+    /// The number the next frame served gets.
+    next_frame: u64,
+}
+
+/// A frame being served: the future serving it, and the replies a close sends instead.
+struct Owed {
+    handle: SpawnHandle,
+    replies: Vec<Value>,
+    batch: bool,
 }
 
 impl WsSession {
@@ -48,6 +64,8 @@ impl WsSession {
             project: None,
             last_heard: Instant::now(),
             fragments: None,
+            serving: BTreeMap::new(),
+            next_frame: 0,
         }
     }
 
@@ -57,12 +75,7 @@ impl WsSession {
         let timeout = Duration::from_secs(server.client_timeout_secs.max(1));
         ctx.run_interval(interval, move |session, ctx| {
             if session.last_heard.elapsed() > timeout {
-                tracing::info!(conn = session.id, "client silent too long; closing");
-                ctx.close(Some(CloseReason {
-                    code: CloseCode::Away,
-                    description: Some("heartbeat timeout".into()),
-                }));
-                ctx.stop();
+                session.close_with(ctx, CloseCode::Away, "heartbeat timeout");
                 return;
             }
             ctx.ping(b"");
@@ -71,11 +84,21 @@ impl WsSession {
 
     fn close_with(&mut self, ctx: &mut ws::WebsocketContext<Self>, code: CloseCode, why: &str) {
         tracing::info!(conn = self.id, ?code, why, "closing connection");
+        self.answer_unfinished(ctx);
         ctx.close(Some(CloseReason {
             code,
             description: Some(why.into()),
         }));
         ctx.stop();
+    }
+
+    /// Stops serving the frames still being served, and sends the replies they owe as
+    /// [`AppError::Closing`] errors, oldest frame first.
+    fn answer_unfinished(&mut self, ctx: &mut ws::WebsocketContext<Self>) {
+        for (_, owed) in std::mem::take(&mut self.serving) {
+            ctx.cancel_future(owed.handle);
+            self.send_replies(ctx, owed.replies, owed.batch);
+        }
     }
 
     fn receive_text(&mut self, text: &str, ctx: &mut ws::WebsocketContext<Self>) {
@@ -122,14 +145,18 @@ impl WsSession {
                 return;
             }
         };
+        let owed: Vec<Value> = items.iter().filter_map(closing_reply).collect();
         let served = join_all(
             items
                 .into_iter()
                 .map(|item| serve(self.state.clone(), context.clone(), item)),
         );
-        ctx.spawn(actix::fut::wrap_future(served).map(
+        let frame = self.next_frame;
+        self.next_frame += 1;
+        let handle = ctx.spawn(actix::fut::wrap_future(served).map(
             move |outcomes: Vec<Served>, session: &mut WsSession, ctx| {
                 drop(permit);
+                session.serving.remove(&frame);
                 let mut replies = Vec::new();
                 for outcome in outcomes {
                     if let Some(binding) = outcome.bind {
@@ -140,6 +167,14 @@ impl WsSession {
                 session.send_replies(ctx, replies, is_batch);
             },
         ));
+        self.serving.insert(
+            frame,
+            Owed {
+                handle,
+                replies: owed,
+                batch: is_batch,
+            },
+        );
     }
 
     fn send_replies(&self, ctx: &mut ws::WebsocketContext<Self>, replies: Vec<Value>, batch: bool) {
@@ -210,6 +245,25 @@ impl WsSession {
             Ok(text) => self.receive_text(text, ctx),
             Err(_) => self.close_with(ctx, CloseCode::Invalid, "frame is not valid UTF-8"),
         }
+    }
+}
+
+/// The reply a close sends for `item` in place of its answer: none for a notification.
+fn closing_reply(item: &Incoming) -> Option<Value> {
+    match item {
+        Incoming::Request(Request { id: None, .. }) => None,
+        Incoming::Request(Request {
+            id: Some(id),
+            method,
+            ..
+        }) => Some(envelope::failure(
+            id.clone(),
+            &AppError::Closing(method.clone()).to_rpc(),
+        )),
+        Incoming::Invalid { id, reason } => Some(envelope::failure(
+            id.clone(),
+            &AppError::InvalidRequest(reason.clone()).to_rpc(),
+        )),
     }
 }
 
@@ -325,6 +379,7 @@ impl StreamHandler<Result<ws::Message, ProtocolError>> for WsSession {
             Ok(ws::Message::Ping(payload)) => ctx.pong(&payload),
             Ok(ws::Message::Pong(_)) | Ok(ws::Message::Nop) => {}
             Ok(ws::Message::Close(reason)) => {
+                self.answer_unfinished(ctx);
                 ctx.close(reason);
                 ctx.stop();
             }
@@ -338,6 +393,13 @@ impl StreamHandler<Result<ws::Message, ProtocolError>> for WsSession {
             ),
             Err(error) => self.close_with(ctx, CloseCode::Protocol, &error.to_string()),
         }
+    }
+
+    /// The client ended its side without a close frame: what it asked is answered, then
+    /// the session stops.
+    fn finished(&mut self, ctx: &mut Self::Context) {
+        self.answer_unfinished(ctx);
+        ctx.stop();
     }
 }
 

@@ -398,3 +398,93 @@ async fn a_close_frame_is_answered_and_the_connection_ends_at_once() {
         "the server's close frame, code 1000, and nothing else"
     );
 }
+
+/// Every request with an id is answered once, also when the connection closes while it is
+/// being served: requests sent in the same packet as a frame that ends the connection (a
+/// text frame that is not UTF-8, or the client's close frame) each get one reply — their
+/// answer, or `-32603` saying the connection closed — before the server's close frame.
+#[actix_web::test]
+async fn requests_cut_by_a_close_are_answered_before_it() {
+    for (ending, code) in [
+        (vec![0x81, 0x82, 0, 0, 0, 0, 0xff, 0xfe], 1007_u16),
+        (vec![0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe8], 1000),
+    ] {
+        let app = TestApp::start().await;
+        let mut packet = upgrade_request(&app, "/");
+        packet.extend(masked_text_frame(
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+        ));
+        packet.extend(masked_text_frame(
+            r#"[{"id":2,"method":"getModels"},{"id":3,"method":"ping"},{"method":"ping"},7]"#,
+        ));
+        packet.extend(masked_text_frame(r#"{"id":4,"method":"getModels"}"#));
+        packet.extend(ending);
+        let frames = server_frames(&exchange_until_closed(&app, &packet).await);
+        let (last, replies) = frames.split_last().expect("the server sent frames");
+        assert_eq!(last.0, 0x8, "the close frame comes last: {frames:?}");
+        assert_eq!(u16::from_be_bytes([last.1[0], last.1[1]]), code);
+        let mut ids = Vec::new();
+        for (opcode, payload) in replies {
+            assert_eq!(*opcode, 0x1, "{frames:?}");
+            let reply: Value = serde_json::from_slice(payload).unwrap();
+            let answers = match reply {
+                Value::Array(answers) => answers,
+                single => vec![single],
+            };
+            for answer in answers {
+                let closing = answer["error"]["code"] == json!(-32603)
+                    && answer["error"]["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("connection closed");
+                assert!(
+                    answer.get("result").is_some()
+                        || closing
+                        || answer["error"]["code"] == json!(-32600),
+                    "{answer}"
+                );
+                ids.push(answer["id"].clone());
+            }
+        }
+        ids.sort_by_key(Value::to_string);
+        assert_eq!(ids, [json!(1), json!(2), json!(3), json!(4), Value::Null]);
+    }
+}
+
+/// Writes `packet` (a handshake and frames) and reads until the server ends the
+/// connection; what came after the `101`'s head.
+async fn exchange_until_closed(app: &TestApp, packet: &[u8]) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(app.addr()).await.unwrap();
+    socket.write_all(packet).await.unwrap();
+    let mut received = Vec::new();
+    tokio::time::timeout(CLOSE_WAIT, socket.read_to_end(&mut received))
+        .await
+        .expect("the server ends the connection")
+        .unwrap();
+    assert!(received.starts_with(b"HTTP/1.1 101"));
+    let head_end = received
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")
+        .unwrap();
+    received.split_off(head_end + 4)
+}
+
+/// The server's (unmasked) frames in `bytes`: opcode and payload.
+fn server_frames(mut bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut frames = Vec::new();
+    while bytes.len() >= 2 {
+        let opcode = bytes[0] & 0x0f;
+        let (length, start) = match bytes[1] & 0x7f {
+            126 => (usize::from(u16::from_be_bytes([bytes[2], bytes[3]])), 4),
+            127 => (
+                usize::try_from(u64::from_be_bytes(bytes[2..10].try_into().unwrap())).unwrap(),
+                10,
+            ),
+            length => (usize::from(length), 2),
+        };
+        frames.push((opcode, bytes[start..start + length].to_vec()));
+        bytes = &bytes[start + length..];
+    }
+    frames
+}

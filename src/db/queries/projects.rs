@@ -117,6 +117,18 @@ pub fn get_project(conn: &mut Conn, id: ProjectId) -> Result<Option<ProjectRow>,
         .optional()?)
 }
 
+/// The project `name` when its stored root is `root` exactly: what [`open_project`] finds
+/// without writing, read on a reader so a client re-opening its project does not wait for
+/// the writer.
+pub fn opened_at(conn: &mut Conn, name: &str, root: &str) -> Result<Option<ProjectRow>, DbError> {
+    Ok(projects::table
+        .filter(projects::name.eq(name))
+        .filter(projects::project_root.eq(root))
+        .select(ProjectRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
 #[cfg(test)]
 /// The project with this name.
 pub fn find_project(conn: &mut Conn, name: &str) -> Result<Option<ProjectRow>, DbError> {

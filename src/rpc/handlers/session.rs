@@ -74,11 +74,22 @@ pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, App
         resolve: |stored: &Path| confine::resolve(stored).ok(),
         overlap: roots::overlap,
     };
-    let opening = context
+    let (name, stored) = (form.name.clone(), root.display().to_string());
+    let known = context
         .agent
         .db
-        .call(move |conn| projects::open_project(conn, &form, may_create, &rules))
+        .read(move |conn| projects::opened_at(conn, &name, &stored))
         .await?;
+    let opening = match known {
+        Some(project) => Opening::Opened(project),
+        None => {
+            context
+                .agent
+                .db
+                .call(move |conn| projects::open_project(conn, &form, may_create, &rules))
+                .await?
+        }
+    };
     let project = match opening {
         Opening::Opened(project) => project,
         Opening::OtherRoot => {
