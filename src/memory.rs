@@ -16,7 +16,7 @@
 //! - `notes.rs`, `session.rs`: a run's session notes (`memory://session`), kept by a
 //!   sidecar call of the run's model after meaningful work, before a panic compresses the
 //!   context and at a loop's end; `consolidate.rs`: the notes' lasting facts promoted to
-//!   project memory when a loop ends; `session_method.rs`: `memory/session` and
+//!   project memory when a loop ends and before a panic compresses the context; `session_method.rs`: `memory/session` and
 //!   `memory/session/set`, the notes for clients to read and to write or erase;
 //! - `sidecar.rs`: the one way memory asks a model beside the turns (the notes' refresh,
 //!   the re-rank).

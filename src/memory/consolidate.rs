@@ -1,4 +1,6 @@
-//! Consolidation after a loop ends: the session notes' decisions and constraints become
+//! Consolidation after a loop ends and before a panic loop compresses the context (a
+//! panic's notes would otherwise wait for the end of the retry, which an abort or a failure
+//! may never reach): the session notes' decisions and constraints become
 //! facts of the project, each under its topic, and the notes' narrative (state, intent,
 //! work log) moves to the project's history under the notes' title, one per run, where a
 //! later run's recall finds it after the facts. The rules do it, not a model: the sidecar

@@ -6,8 +6,10 @@
 //! (`SessionUpkeep::due`): after a turn that wrote files or knowledge once
 //! `RUMMY_MEMORY_SESSION_EVERY_TURNS` turns passed since the last refresh, before a panic
 //! loop compresses the context, and when a loop that wrote, had a proposal accepted or took
-//! that many turns ends (then consolidation follows) — so a one-turn question costs one
-//! model call, and a proposal a person rejects none more. A failed, slow (past
+//! that many turns ends — so a one-turn question costs one model call, and a proposal a
+//! person rejects none more. Consolidation follows at a loop's end and before a panic
+//! (whether the notes were refreshed or not), so what the notes hold worth keeping is the
+//! project's before the panic loop drops the context it came from. A failed, slow (past
 //! `RUMMY_MEMORY_SESSION_TIMEOUT_SECS`) or malformed answer
 //! is logged and the notes stay as they were. Memory off means no call, and notes written
 //! before it was switched off are removed before the run's next turn is assembled
@@ -137,7 +139,7 @@ impl Reflection for SessionUpkeep {
                     notes = Some(fresh);
                 }
             }
-            if !matches!(at.moment, Moment::LoopEnded { .. }) {
+            if !matches!(at.moment, Moment::LoopEnded { .. } | Moment::BeforePanic) {
                 return;
             }
             let Some(notes) = notes else {
