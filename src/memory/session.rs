@@ -24,6 +24,7 @@ use crate::context::TokenMath;
 use crate::db::enums::{CallPurpose, Fidelity};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
+use crate::db::queries::memory::HistoryBounds;
 use crate::db::queries::{entries, memory, run_actions};
 use crate::db::{Conn, DbError};
 use crate::plugins::preparation::{Preparation, PreparingTurn};
@@ -55,6 +56,8 @@ pub(super) struct SessionUpkeep {
     pub every_turns: i32,
     pub timeout: Duration,
     pub tokens: TokenMath,
+    /// How much history consolidation keeps.
+    pub history: HistoryBounds,
 }
 
 /// The notes as stored, and the turn they were refreshed after.
@@ -145,9 +148,10 @@ impl Reflection for SessionUpkeep {
             let Some(notes) = notes else {
                 return;
             };
+            let history = self.history;
             let consolidated = services
                 .db
-                .call(move |conn| consolidate(conn, project, run, &notes))
+                .call(move |conn| consolidate(conn, project, run, &notes, history))
                 .await;
             if let Err(error) = consolidated {
                 tracing::warn!(%error, run.id = %run, "cannot consolidate the session notes");
@@ -299,6 +303,10 @@ mod tests {
             every_turns: 3,
             timeout: Duration::from_secs(1),
             tokens: TokenMath::new(4),
+            history: HistoryBounds {
+                per_topic: 5,
+                items: 500,
+            },
         }
     }
 

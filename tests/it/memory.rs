@@ -409,3 +409,88 @@ async fn a_fact_a_person_set_outranks_the_model_s_remember() {
     let history = client.ok("memory/list", json!({"history": true})).await;
     assert_eq!(history["items"], json!([]));
 }
+
+/// The project's facts as `(topic, transient)`.
+async fn transience(client: &mut Client) -> Vec<(Value, Value)> {
+    client.ok("memory/list", json!({})).await["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|fact| (fact["topic"].clone(), fact["transient"].clone()))
+        .collect()
+}
+
+#[actix_web::test]
+async fn a_transient_fact_is_pruned_once_the_project_started_so_many_runs_after_it() {
+    let llm = FakeLlm::start([
+        Step::reply(
+            "<remember topic=\"migration\" transient>The users table is renamed; the code is not yet.</remember>\
+             <remember topic=\"migration plan\" transient=\"false\">Rename first, then the code.</remember>\
+             <update>kept them</update>",
+        ),
+        Step::reply("<summarize>Remembered.</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &[("RUMMY_MEMORY_TRANSIENT_RUNS", "2")]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    ask(&mut client, "Start the users migration.").await;
+    assert_eq!(
+        transience(&mut client).await,
+        [
+            (json!("migration"), json!(true)),
+            (json!("migration plan"), Value::Null)
+        ],
+        "only the fact marked transient is"
+    );
+
+    ask(&mut client, "Where does the users migration stand?").await;
+    let memory = memory_section(&user_of(&llm, "Where does the users migration stand?"))
+        .unwrap()
+        .to_owned();
+    assert!(
+        memory.contains("the code is not yet"),
+        "one run later: {memory}"
+    );
+
+    ask(&mut client, "Is the users migration done?").await;
+    let user = user_of(&llm, "Is the users migration done?");
+    assert!(
+        !user.contains("the code is not yet"),
+        "pruned before recall: {user}"
+    );
+    assert!(user.contains("Rename first, then the code."), "{user}");
+    assert_eq!(
+        transience(&mut client).await,
+        [(json!("migration plan"), Value::Null)]
+    );
+}
+
+#[actix_web::test]
+async fn the_history_of_a_topic_is_folded_past_its_bound_and_lists_the_count() {
+    let app = TestApp::start_with(&[("RUMMY_MEMORY_HISTORY_PER_TOPIC", "2")]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    for body in ["npm test", "yarn test", "make test", "make check"] {
+        client
+            .ok("memory/set", json!({"topic": "test command", "body": body}))
+            .await;
+    }
+    let history = client.ok("memory/list", json!({"history": true})).await;
+    let items: Vec<(Value, Value)> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| (item["body"].clone(), item["folded"].clone()))
+        .collect();
+    assert_eq!(
+        items,
+        [
+            (json!("make test"), Value::Null),
+            (json!("yarn test"), json!(1))
+        ],
+        "the newest two; the oldest folded into the older of them"
+    );
+    assert_eq!(
+        client.ok("memory/search", json!({"query": "npm"})).await,
+        json!([]),
+        "a folded item is recalled no more"
+    );
+}
