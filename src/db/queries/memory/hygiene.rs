@@ -31,13 +31,13 @@ type Folding = (MemoryHistoryId, String, i32);
 /// `per_topic` items of the topic, the older ones are folded into the oldest that stays;
 /// past `items` items of the layer, the oldest are folded into the oldest item of their own
 /// topic that stays (dropped outright when none does). A folded item's text goes; its count,
-/// and the count it carried, is added to the item it is folded into. How many items went.
+/// and the count it carried, is added to the item it is folded into.
 pub fn fold_history(
     conn: &mut Conn,
     layer: Option<ProjectId>,
     topic: &str,
     bounds: HistoryBounds,
-) -> Result<usize, DbError> {
+) -> Result<(), DbError> {
     let of_topic: Vec<Folding> = layer_history(layer)
         .filter(memory_history::topic.eq(topic))
         .order(memory_history::id.desc())
@@ -47,9 +47,8 @@ pub fn fold_history(
             memory_history::folded,
         ))
         .load(conn)?;
-    let mut gone = 0;
     if let Some(older) = of_topic.get(bounds.per_topic.max(1)..) {
-        gone += fold(conn, layer, older)?;
+        fold(conn, layer, older)?;
     }
     let total: i64 = layer_history(layer).count().get_result(conn)?;
     let excess = total - i64::try_from(bounds.items.max(1)).unwrap_or(i64::MAX);
@@ -63,27 +62,26 @@ pub fn fold_history(
                 memory_history::folded,
             ))
             .load(conn)?;
-        gone += fold(conn, layer, &oldest)?;
+        fold(conn, layer, &oldest)?;
     }
-    Ok(gone)
+    Ok(())
 }
 
 /// Folds `items` (each older than every item of its topic that stays) into the oldest item
-/// of their topic that stays, or drops them when none does; how many went.
-fn fold(conn: &mut Conn, layer: Option<ProjectId>, items: &[Folding]) -> Result<usize, DbError> {
+/// of their topic that stays, or drops them when none does.
+fn fold(conn: &mut Conn, layer: Option<ProjectId>, items: &[Folding]) -> Result<(), DbError> {
     let mut by_topic: BTreeMap<&str, Vec<&Folding>> = BTreeMap::new();
     for item in items {
         by_topic.entry(item.1.as_str()).or_default().push(item);
     }
-    let mut gone = 0;
     for (topic, folding) in by_topic {
         let ids: Vec<MemoryHistoryId> = folding.iter().map(|item| item.0).collect();
         let count: i32 = folding.iter().map(|item| item.2.saturating_add(1)).sum();
-        gone += diesel::delete(memory_history::table.filter(memory_history::id.eq_any(&ids)))
+        diesel::delete(memory_history::table.filter(memory_history::id.eq_any(&ids)))
             .execute(conn)?;
         hand_down(conn, layer, topic, count)?;
     }
-    Ok(gone)
+    Ok(())
 }
 
 /// Adds `count` folded items to the oldest item of `topic` in `layer`'s history, if any.
