@@ -3,7 +3,8 @@
 //! a newer fact on a topic replaces the older one, which the history keeps; a project never
 //! sees another's memory; a project whose memory is off recalls and writes nothing (and
 //! stays off across a restart); the `memory/*` methods refuse bad params and callers
-//! without the role.
+//! without the role; a transient fact (the model's or a client's `remember` marks it) is
+//! pruned once the project moved on; a topic's history is folded past its bound.
 
 use std::path::Path;
 
@@ -492,5 +493,28 @@ async fn the_history_of_a_topic_is_folded_past_its_bound_and_lists_the_count() {
         client.ok("memory/search", json!({"query": "npm"})).await,
         json!([]),
         "a folded item is recalled no more"
+    );
+}
+
+#[actix_web::test]
+async fn a_client_s_remember_marks_a_fact_transient_with_its_attribute() {
+    let llm = FakeLlm::start([]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let run = client.start_run("fake").await;
+    for (topic, attributes) in [
+        ("wip", json!({"transient": true})),
+        ("plan", json!({"transient": false, "note": "x"})),
+    ] {
+        client
+            .ok(
+                "remember",
+                json!({"run": run, "path": topic, "body": "kept", "attributes": attributes}),
+            )
+            .await;
+    }
+    assert_eq!(
+        transience(&mut client).await,
+        [(json!("plan"), Value::Null), (json!("wip"), json!(true))]
     );
 }
