@@ -122,6 +122,9 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
         "RUMMY_MEMORY_RERANK_TIMEOUT_SECS",
         "memory.rerank_timeout_secs",
     ),
+    ("RUMMY_MEMORY_TRANSIENT_RUNS", "memory.transient_runs"),
+    ("RUMMY_MEMORY_HISTORY_PER_TOPIC", "memory.history_per_topic"),
+    ("RUMMY_MEMORY_HISTORY_ITEMS", "memory.history_items"),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),
@@ -490,6 +493,13 @@ pub struct MemorySettings {
     pub rerank_ties: u32,
     /// How long the re-rank call may take.
     pub rerank_timeout_secs: u32,
+    /// How many runs of its project (sub-agents' not counted) a transient fact outlives the
+    /// run that last wrote it (0: it stays until replaced or erased).
+    pub transient_runs: u32,
+    /// Most history items one topic keeps (older ones are folded; at least 1).
+    pub history_per_topic: u32,
+    /// Most history items a project (or the server-wide layer) keeps (at least 1).
+    pub history_items: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -5,6 +5,8 @@
 //! prompt recalled is the run's entry `memory://recall`, so clients see it and the budget
 //! counts it like any other.
 //!
+//! - `prune.rs`: transient facts pruned once their project moved on
+//!   (`RUMMY_MEMORY_TRANSIENT_RUNS`), before a prompt recalls;
 //! - `recalled.rs`: what a prompt recalls, how recalled items read and which a budget
 //!   keeps; `recall.rs`: the preparation that recalls on a loop's prompt, within
 //!   `RUMMY_MEMORY_RECALL_TOKENS`; `rerank.rs`: the
@@ -16,7 +18,7 @@
 //! - `notes.rs`, `session.rs`: a run's session notes (`memory://session`), kept by a
 //!   sidecar call of the run's model after meaningful work, before a panic compresses the
 //!   context and at a loop's end; `consolidate.rs`: the notes' lasting facts promoted to
-//!   project memory when a loop ends; `session_method.rs`: `memory/session` and
+//!   project memory when a loop ends and before a panic compresses the context; `session_method.rs`: `memory/session` and
 //!   `memory/session/set`, the notes for clients to read and to write or erase;
 //! - `sidecar.rs`: the one way memory asks a model beside the turns (the notes' refresh,
 //!   the re-rank).
@@ -26,6 +28,7 @@
 mod consolidate;
 mod methods;
 mod notes;
+mod prune;
 mod recall;
 mod recalled;
 mod remember;
@@ -42,6 +45,7 @@ use std::time::Duration;
 use crate::config::MemorySettings;
 use crate::context::TokenMath;
 use crate::db::functions::estimate_tokens;
+use crate::db::queries::memory::HistoryBounds;
 use crate::plugins::assembly::Chain;
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::{Plugin, Registrar};
@@ -71,6 +75,14 @@ impl Plugin for Memory {
         let tokens = TokenMath::new(tools.token_divisor);
         let recall_budget = i64::from(self.settings.recall_tokens);
         let orders = Arc::new(rerank::RecallOrders::default());
+        let history = HistoryBounds {
+            per_topic: usize::try_from(self.settings.history_per_topic.max(1))
+                .unwrap_or(usize::MAX),
+            items: usize::try_from(self.settings.history_items.max(1)).unwrap_or(usize::MAX),
+        };
+        registrar.preparation(prune::PruneTransient {
+            runs: self.settings.transient_runs,
+        });
         registrar.preparation(recall::RecallOnPrompt {
             budget: recall_budget,
             tokens,
@@ -98,6 +110,7 @@ impl Plugin for Memory {
                     .unwrap_or(i32::MAX),
                 timeout: Duration::from_secs(u64::from(self.settings.session_timeout_secs)),
                 tokens,
+                history,
             });
             registrar.preparation(session::NotesOffWithMemory);
             registrar.method(session_method::SessionSet {
@@ -106,9 +119,9 @@ impl Plugin for Memory {
             });
         }
         registrar.section(Chain::User, section::MemorySection);
-        registrar.tool(remember::Remember);
+        registrar.tool(remember::Remember { history });
         registrar.tool(search::Recall);
-        methods::register(registrar, tools);
+        methods::register(registrar, tools, history);
         registrar.method(session_method::SessionMethod);
     }
 }

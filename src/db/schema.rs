@@ -220,6 +220,7 @@ diesel::table! {
         created_at -> Text,
         updated_at -> Text,
         by_person -> Bool,
+        transient -> Bool,
     }
 }
 
@@ -233,6 +234,7 @@ diesel::table! {
         run_id -> Nullable<BigInt>,
         written_at -> Text,
         archived_at -> Text,
+        folded -> Integer,
     }
 }
 

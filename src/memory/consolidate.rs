@@ -1,4 +1,6 @@
-//! Consolidation after a loop ends: the session notes' decisions and constraints become
+//! Consolidation after a loop ends and before a panic loop compresses the context (a
+//! panic's notes would otherwise wait for the end of the retry, which an abort or a failure
+//! may never reach): the session notes' decisions and constraints become
 //! facts of the project, each under its topic, and the notes' narrative (state, intent,
 //! work log) moves to the project's history under the notes' title, one per run, where a
 //! later run's recall finds it after the facts. The rules do it, not a model: the sidecar
@@ -10,7 +12,7 @@
 
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::memory::MemoryFactForm;
-use crate::db::queries::memory::{self, Written};
+use crate::db::queries::memory::{self, HistoryBounds, Written};
 use crate::db::{Conn, DbError};
 
 use super::notes::SessionNotes;
@@ -22,6 +24,7 @@ pub(super) fn consolidate(
     project: ProjectId,
     run: RunId,
     notes: &SessionNotes,
+    history: HistoryBounds,
 ) -> Result<usize, DbError> {
     let mut changed = 0;
     for item in notes.decisions.iter().chain(&notes.constraints) {
@@ -36,9 +39,10 @@ pub(super) fn consolidate(
             run_id: Some(run),
             person: None,
             by_person: false,
+            transient: item.transient,
         };
         if matches!(
-            memory::write_fact(conn, &form)?.1,
+            memory::write_fact(conn, &form, history)?.1,
             Written::Created | Written::Replaced
         ) {
             changed += 1;
@@ -46,7 +50,7 @@ pub(super) fn consolidate(
     }
     let narrative = notes.narrative();
     if !narrative.is_empty() {
-        memory::record_narrative(conn, project, run, &notes.title, &narrative)?;
+        memory::record_narrative(conn, project, run, &notes.title, &narrative, history)?;
     }
     Ok(changed)
 }
@@ -57,10 +61,17 @@ mod tests {
     use crate::db::testing::{sample_run, TestDb};
     use crate::memory::notes::TopicFact;
 
+    /// Bounds no test here reaches.
+    const ROOMY: HistoryBounds = HistoryBounds {
+        per_topic: 100,
+        items: 100,
+    };
+
     fn topical(topic: &str, fact: &str) -> TopicFact {
         TopicFact {
             topic: topic.into(),
             fact: fact.into(),
+            transient: false,
         }
     }
 
@@ -79,11 +90,11 @@ mod tests {
             ..SessionNotes::default()
         };
         assert_eq!(
-            consolidate(&mut db.conn, project, run.id, &notes).unwrap(),
+            consolidate(&mut db.conn, project, run.id, &notes, ROOMY).unwrap(),
             2
         );
         assert_eq!(
-            consolidate(&mut db.conn, project, run.id, &notes).unwrap(),
+            consolidate(&mut db.conn, project, run.id, &notes, ROOMY).unwrap(),
             0
         );
         let newer = SessionNotes {
@@ -91,7 +102,7 @@ mod tests {
             ..notes
         };
         assert_eq!(
-            consolidate(&mut db.conn, project, run.id, &newer).unwrap(),
+            consolidate(&mut db.conn, project, run.id, &newer, ROOMY).unwrap(),
             1
         );
         let facts = memory::list_facts(&mut db.conn, Some(project)).unwrap();
@@ -106,6 +117,55 @@ mod tests {
     }
 
     #[test]
+    fn a_decision_the_notes_mark_transient_becomes_a_transient_fact() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let project = run.project_id;
+        let notes = SessionNotes::from_answer(
+            r#"{"title": "t", "decisions": [{"topic": "wip", "fact": "halfway", "transient": true}],
+                "constraints": [{"topic": "style", "fact": "tabs"}]}"#,
+        )
+        .unwrap();
+        consolidate(&mut db.conn, project, run.id, &notes, ROOMY).unwrap();
+        let facts: Vec<(String, bool)> = memory::list_facts(&mut db.conn, Some(project))
+            .unwrap()
+            .into_iter()
+            .map(|fact| (fact.topic, fact.transient))
+            .collect();
+        assert_eq!(facts, [("style".into(), false), ("wip".into(), true)]);
+        assert_eq!(
+            serde_json::to_value(&notes.constraints).unwrap(),
+            serde_json::json!([{"topic": "style", "fact": "tabs"}]),
+            "a lasting one's JSON is as before"
+        );
+    }
+
+    #[test]
+    fn consolidation_folds_the_history_within_its_bounds() {
+        let mut db = TestDb::new();
+        let run = sample_run(&mut db.conn);
+        let project = run.project_id;
+        let tight = HistoryBounds {
+            per_topic: 1,
+            items: 100,
+        };
+        for fact in ["one", "two", "three"] {
+            let notes = SessionNotes {
+                title: "t".into(),
+                decisions: vec![topical("auth", fact)],
+                ..SessionNotes::default()
+            };
+            consolidate(&mut db.conn, project, run.id, &notes, tight).unwrap();
+        }
+        let history = memory::list_history(&mut db.conn, Some(project)).unwrap();
+        let kept: Vec<(&str, i32)> = history
+            .iter()
+            .map(|item| (item.body.as_str(), item.folded))
+            .collect();
+        assert_eq!(kept, [("two", 1)]);
+    }
+
+    #[test]
     fn a_topic_a_person_set_keeps_the_person_s_fact() {
         let mut db = TestDb::new();
         let run = sample_run(&mut db.conn);
@@ -117,15 +177,16 @@ mod tests {
             run_id: None,
             person: Some("ada".into()),
             by_person: true,
+            transient: false,
         };
-        memory::write_fact(&mut db.conn, &persons).unwrap();
+        memory::write_fact(&mut db.conn, &persons, ROOMY).unwrap();
         let notes = SessionNotes {
             title: "t".into(),
             decisions: vec![topical("auth", "JWT"), topical("style", "tabs")],
             ..SessionNotes::default()
         };
         assert_eq!(
-            consolidate(&mut db.conn, project, run.id, &notes).unwrap(),
+            consolidate(&mut db.conn, project, run.id, &notes, ROOMY).unwrap(),
             1,
             "only the style"
         );
@@ -148,10 +209,10 @@ mod tests {
             work_log: vec!["read auth.rs".into()],
             ..SessionNotes::default()
         };
-        consolidate(&mut db.conn, project, run.id, &notes).unwrap();
+        consolidate(&mut db.conn, project, run.id, &notes, ROOMY).unwrap();
         notes.current_state = "done".into();
         notes.work_log.push("fixed the token check".into());
-        consolidate(&mut db.conn, project, run.id, &notes).unwrap();
+        consolidate(&mut db.conn, project, run.id, &notes, ROOMY).unwrap();
         let history = memory::list_history(&mut db.conn, Some(project)).unwrap();
         assert_eq!(history.len(), 1, "{history:?}");
         assert_eq!(

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::access::Role;
 use crate::db::ids::{MemoryFactId, MemoryHistoryId, ProjectId};
 use crate::db::models::memory::{MemoryFactForm, MemoryFactRow, MemoryHistoryRow, MemoryLayer};
-use crate::db::queries::memory::{self, Written};
+use crate::db::queries::memory::{self, HistoryBounds, Written};
 use crate::plugins::method::{MethodCall, MethodError, TypedMethod};
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::Registrar;
@@ -18,17 +18,19 @@ use crate::plugins::Registrar;
 use super::recalled::candidates;
 
 /// Adds every method.
-pub(super) fn register(registrar: &mut Registrar<'_>, tools: ToolSettings) {
+pub(super) fn register(registrar: &mut Registrar<'_>, tools: ToolSettings, history: HistoryBounds) {
     registrar.method(List);
     registrar.method(Search);
     registrar.method(Set {
         layer: Layer::Project,
         tools,
+        history,
     });
     registrar.method(Delete(Layer::Project));
     registrar.method(Set {
         layer: Layer::Server,
         tools,
+        history,
     });
     registrar.method(Delete(Layer::Server));
     registrar.method(Switch);
@@ -78,6 +80,17 @@ pub struct MemoryItem {
     /// session narrative).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A fact that holds only while the work at hand lasts (facts only; absent: lasting).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub transient: bool,
+    /// How many older items of its topic were folded into this one, their text dropped
+    /// (history items only; absent: none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub folded: i32,
+}
+
+fn is_zero(count: &i32) -> bool {
+    *count == 0
 }
 
 impl From<MemoryFactRow> for MemoryItem {
@@ -90,6 +103,8 @@ impl From<MemoryFactRow> for MemoryItem {
             written_by: row.person,
             replaced_at: None,
             reason: None,
+            transient: row.transient,
+            folded: 0,
         }
     }
 }
@@ -104,6 +119,8 @@ impl From<MemoryHistoryRow> for MemoryItem {
             written_by: None,
             replaced_at: Some(row.archived_at),
             reason: Some(row.reason),
+            transient: false,
+            folded: row.folded,
         }
     }
 }
@@ -284,6 +301,7 @@ pub struct Stored {
 struct Set {
     layer: Layer,
     tools: ToolSettings,
+    history: HistoryBounds,
 }
 
 impl TypedMethod for Set {
@@ -326,7 +344,7 @@ impl TypedMethod for Set {
         call: MethodCall,
         params: SetParams,
     ) -> impl Future<Output = Result<Stored, MethodError>> + Send + 'static {
-        let (layer, tools) = (self.layer, self.tools);
+        let (layer, tools, history) = (self.layer, self.tools, self.history);
         async move {
             let project = project(&call)?;
             if let Some(problem) = super::fact_problem(&params.topic, &params.body, tools) {
@@ -339,11 +357,12 @@ impl TypedMethod for Set {
                 run_id: None,
                 person: call.person.clone(),
                 by_person: true,
+                transient: false,
             };
             let stored = call
                 .db
                 .call(move |conn| match memory::is_enabled(conn, project)? {
-                    true => memory::write_fact(conn, &form).map(Some),
+                    true => memory::write_fact(conn, &form, history).map(Some),
                     false => Ok(None),
                 })
                 .await?;

@@ -45,6 +45,9 @@ pub struct SessionNotes {
 pub struct TopicFact {
     pub topic: String,
     pub fact: String,
+    /// It holds only while the work at hand lasts: consolidated as a transient fact.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub transient: bool,
 }
 
 /// Why an answer is not notes.
@@ -232,6 +235,7 @@ mod tests {
             decisions: vec![TopicFact {
                 topic: "auth".into(),
                 fact: "JWT".into(),
+                transient: false,
             }],
             work_log: vec!["first step taken".into(), "second step".into()],
             ..SessionNotes::default()

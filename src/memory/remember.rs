@@ -4,6 +4,8 @@
 //! command's savepoint is rolled back). A fact on a remembered topic replaces the older
 //! one, which the history keeps — unless a person set that one: it stays, and the model
 //! gets 409 with the person's fact (to follow, or to raise as an unknown or a question).
+//! `<remember topic="…" transient>` keeps a fact that holds only while the work at hand
+//! lasts; it is pruned once the project moved on (`RUMMY_MEMORY_TRANSIENT_RUNS`).
 
 use std::borrow::Cow;
 
@@ -13,7 +15,7 @@ use crate::context::view::EntryView;
 use crate::db::enums::EntryStatus;
 use crate::db::enums::LoopMode;
 use crate::db::models::memory::MemoryFactForm;
-use crate::db::queries::memory::{self, Written};
+use crate::db::queries::memory::{self, HistoryBounds, Written};
 use crate::db::queries::runs;
 use crate::db::DbError;
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
@@ -21,20 +23,25 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
-use crate::plugins::tools::{extra_text, fail, finish};
+use crate::plugins::tools::{extra_attrs, extra_text, fail, finish};
 
 /// What the model is told when memory is off.
 pub(super) const OFF: &str = include_str!("../plugins/text/memory/off.md");
 /// What the model is told, before the person's fact, when it remembers another on its topic.
 const PERSONS: &str = include_str!("../plugins/text/memory/persons.md");
 
-pub(super) struct Remember;
+pub(super) struct Remember {
+    /// How much history a replaced fact's topic keeps.
+    pub history: HistoryBounds,
+}
 
 /// A fact as the model wrote it.
 #[derive(Debug, Clone)]
 pub(super) struct Fact {
     topic: String,
     body: String,
+    /// Marked `transient`: it holds only while the work at hand lasts.
+    transient: bool,
 }
 
 impl ToolInfo for Remember {
@@ -55,7 +62,7 @@ impl ToolInfo for Remember {
     fn tag(&self) -> TagSpec {
         TagSpec {
             main_field: "body",
-            attributes: &["topic", "body"],
+            attributes: &["topic", "transient", "body"],
         }
     }
 
@@ -77,7 +84,14 @@ impl ToolInfo for Remember {
             name: self.name().to_owned(),
             content: TaggedText {
                 body: call.body.clone().unwrap_or_default(),
-                attributes: vec![("topic".to_owned(), AttrValue::Text(call.path.clone()))],
+                attributes: [("topic".to_owned(), AttrValue::Text(call.path.clone()))]
+                    .into_iter()
+                    .chain(
+                        extra_attrs(&call.attributes, &[])
+                            .into_iter()
+                            .filter(|(key, _)| key == "transient"),
+                    )
+                    .collect(),
             },
         }
     }
@@ -85,6 +99,17 @@ impl ToolInfo for Remember {
     fn target_kind(&self) -> TargetKind {
         TargetKind::Text
     }
+}
+
+/// Whether a `transient` attribute marks the fact transient: bare, or a text other than
+/// `false`, `no` or `0`.
+fn marks_transient(value: &AttrValue) -> bool {
+    value.as_text().is_none_or(|text| {
+        !matches!(
+            text.trim().to_ascii_lowercase().as_str(),
+            "false" | "no" | "0"
+        )
+    })
 }
 
 impl TypedTool for Remember {
@@ -99,6 +124,10 @@ impl TypedTool for Remember {
                     .unwrap_or_default()
                     .to_owned(),
                 body: content.body.clone(),
+                transient: content
+                    .attributes
+                    .iter()
+                    .any(|(key, value)| key == "transient" && marks_transient(value)),
             })),
             _ => None,
         }
@@ -134,8 +163,9 @@ impl TypedTool for Remember {
             run_id: Some(scope.run_id),
             person: None,
             by_person: false,
+            transient: fact.transient,
         };
-        let (stored, written) = memory::write_fact(scope.conn, &form)?;
+        let (stored, written) = memory::write_fact(scope.conn, &form, self.history)?;
         let written = match written {
             Written::Created => "created",
             Written::Replaced => "replaced",

@@ -6,8 +6,10 @@
 //! (`SessionUpkeep::due`): after a turn that wrote files or knowledge once
 //! `RUMMY_MEMORY_SESSION_EVERY_TURNS` turns passed since the last refresh, before a panic
 //! loop compresses the context, and when a loop that wrote, had a proposal accepted or took
-//! that many turns ends (then consolidation follows) — so a one-turn question costs one
-//! model call, and a proposal a person rejects none more. A failed, slow (past
+//! that many turns ends — so a one-turn question costs one model call, and a proposal a
+//! person rejects none more. Consolidation follows at a loop's end and before a panic
+//! (whether the notes were refreshed or not), so what the notes hold worth keeping is the
+//! project's before the panic loop drops the context it came from. A failed, slow (past
 //! `RUMMY_MEMORY_SESSION_TIMEOUT_SECS`) or malformed answer
 //! is logged and the notes stay as they were. Memory off means no call, and notes written
 //! before it was switched off are removed before the run's next turn is assembled
@@ -22,6 +24,7 @@ use crate::context::TokenMath;
 use crate::db::enums::{CallPurpose, Fidelity};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
+use crate::db::queries::memory::HistoryBounds;
 use crate::db::queries::{entries, memory, run_actions};
 use crate::db::{Conn, DbError};
 use crate::plugins::preparation::{Preparation, PreparingTurn};
@@ -53,6 +56,8 @@ pub(super) struct SessionUpkeep {
     pub every_turns: i32,
     pub timeout: Duration,
     pub tokens: TokenMath,
+    /// How much history consolidation keeps.
+    pub history: HistoryBounds,
 }
 
 /// The notes as stored, and the turn they were refreshed after.
@@ -137,15 +142,16 @@ impl Reflection for SessionUpkeep {
                     notes = Some(fresh);
                 }
             }
-            if !matches!(at.moment, Moment::LoopEnded { .. }) {
+            if !matches!(at.moment, Moment::LoopEnded { .. } | Moment::BeforePanic) {
                 return;
             }
             let Some(notes) = notes else {
                 return;
             };
+            let history = self.history;
             let consolidated = services
                 .db
-                .call(move |conn| consolidate(conn, project, run, &notes))
+                .call(move |conn| consolidate(conn, project, run, &notes, history))
                 .await;
             if let Err(error) = consolidated {
                 tracing::warn!(%error, run.id = %run, "cannot consolidate the session notes");
@@ -297,6 +303,10 @@ mod tests {
             every_turns: 3,
             timeout: Duration::from_secs(1),
             tokens: TokenMath::new(4),
+            history: HistoryBounds {
+                per_topic: 5,
+                items: 500,
+            },
         }
     }
 

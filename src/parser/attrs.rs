@@ -118,10 +118,25 @@ impl Attrs {
 }
 
 /// Attribute names with a meaning of their own; they are never promoted to `path`.
-/// `line` and `limit` are here too because `get` honours partial reads (AGENT.md A.5).
+/// `line` and `limit` are here too because `get` honours partial reads (AGENT.md A.5);
+/// `transient` because it marks a `<remember>`'s fact.
 const RESERVED: &[&str] = &[
-    "path", "body", "preview", "question", "options", "search", "replace", "to", "results",
-    "command", "warn", "summary", "fidelity", "line", "limit",
+    "path",
+    "body",
+    "preview",
+    "question",
+    "options",
+    "search",
+    "replace",
+    "to",
+    "results",
+    "command",
+    "warn",
+    "summary",
+    "fidelity",
+    "line",
+    "limit",
+    "transient",
 ];
 
 /// Heals raw `(name, value)` pairs in source order. Names are expected lower-cased; a

@@ -3,7 +3,8 @@
 //! a newer fact on a topic replaces the older one, which the history keeps; a project never
 //! sees another's memory; a project whose memory is off recalls and writes nothing (and
 //! stays off across a restart); the `memory/*` methods refuse bad params and callers
-//! without the role.
+//! without the role; a transient fact (the model's or a client's `remember` marks it) is
+//! pruned once the project moved on; a topic's history is folded past its bound.
 
 use std::path::Path;
 
@@ -408,4 +409,112 @@ async fn a_fact_a_person_set_outranks_the_model_s_remember() {
     assert_eq!(facts["items"][0]["body"], json!("make check"));
     let history = client.ok("memory/list", json!({"history": true})).await;
     assert_eq!(history["items"], json!([]));
+}
+
+/// The project's facts as `(topic, transient)`.
+async fn transience(client: &mut Client) -> Vec<(Value, Value)> {
+    client.ok("memory/list", json!({})).await["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|fact| (fact["topic"].clone(), fact["transient"].clone()))
+        .collect()
+}
+
+#[actix_web::test]
+async fn a_transient_fact_is_pruned_once_the_project_started_so_many_runs_after_it() {
+    let llm = FakeLlm::start([
+        Step::reply(
+            "<remember topic=\"migration\" transient>The users table is renamed; the code is not yet.</remember>\
+             <remember topic=\"migration plan\" transient=\"false\">Rename first, then the code.</remember>\
+             <update>kept them</update>",
+        ),
+        Step::reply("<summarize>Remembered.</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &[("RUMMY_MEMORY_TRANSIENT_RUNS", "2")]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    ask(&mut client, "Start the users migration.").await;
+    assert_eq!(
+        transience(&mut client).await,
+        [
+            (json!("migration"), json!(true)),
+            (json!("migration plan"), Value::Null)
+        ],
+        "only the fact marked transient is"
+    );
+
+    ask(&mut client, "Where does the users migration stand?").await;
+    let memory = memory_section(&user_of(&llm, "Where does the users migration stand?"))
+        .unwrap()
+        .to_owned();
+    assert!(
+        memory.contains("the code is not yet"),
+        "one run later: {memory}"
+    );
+
+    ask(&mut client, "Is the users migration done?").await;
+    let user = user_of(&llm, "Is the users migration done?");
+    assert!(
+        !user.contains("the code is not yet"),
+        "pruned before recall: {user}"
+    );
+    assert!(user.contains("Rename first, then the code."), "{user}");
+    assert_eq!(
+        transience(&mut client).await,
+        [(json!("migration plan"), Value::Null)]
+    );
+}
+
+#[actix_web::test]
+async fn the_history_of_a_topic_is_folded_past_its_bound_and_lists_the_count() {
+    let app = TestApp::start_with(&[("RUMMY_MEMORY_HISTORY_PER_TOPIC", "2")]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    for body in ["npm test", "yarn test", "make test", "make check"] {
+        client
+            .ok("memory/set", json!({"topic": "test command", "body": body}))
+            .await;
+    }
+    let history = client.ok("memory/list", json!({"history": true})).await;
+    let items: Vec<(Value, Value)> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| (item["body"].clone(), item["folded"].clone()))
+        .collect();
+    assert_eq!(
+        items,
+        [
+            (json!("make test"), Value::Null),
+            (json!("yarn test"), json!(1))
+        ],
+        "the newest two; the oldest folded into the older of them"
+    );
+    assert_eq!(
+        client.ok("memory/search", json!({"query": "npm"})).await,
+        json!([]),
+        "a folded item is recalled no more"
+    );
+}
+
+#[actix_web::test]
+async fn a_client_s_remember_marks_a_fact_transient_with_its_attribute() {
+    let llm = FakeLlm::start([]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let run = client.start_run("fake").await;
+    for (topic, attributes) in [
+        ("wip", json!({"transient": true})),
+        ("plan", json!({"transient": false, "note": "x"})),
+    ] {
+        client
+            .ok(
+                "remember",
+                json!({"run": run, "path": topic, "body": "kept", "attributes": attributes}),
+            )
+            .await;
+    }
+    assert_eq!(
+        transience(&mut client).await,
+        [(json!("plan"), Value::Null), (json!("wip"), json!(true))]
+    );
 }

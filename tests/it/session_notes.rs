@@ -4,7 +4,8 @@
 //! `run/state.session` and `memory/session`; a loop's end consolidates their decisions into
 //! project memory, which a new run recalls and a contradicting decision replaces (the old
 //! one kept in the history), and moves the run's narrative to the history; a malformed or failed answer keeps the notes and the loop
-//! completes; a panic refreshes them before it compresses; with memory off no sidecar
+//! completes; a panic refreshes them and consolidates them before it compresses; with
+//! memory off no sidecar
 //! request reaches the model; a stopping server writes the notes of the loop end it is
 //! reflecting on before it gives the run up; a client's edit or erasure of the notes reaches
 //! the project's other clients at once (`ui/notify`).
@@ -434,6 +435,91 @@ async fn notes_are_refreshed_before_a_panic_compresses_the_context() {
     assert!(
         panic_packet.contains("# Before the panic"),
         "{panic_packet}"
+    );
+}
+
+/// The project's facts as `(topic, body)`.
+async fn facts(client: &mut Client) -> Vec<(Value, Value)> {
+    client.ok("memory/list", json!({})).await["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|fact| (fact["topic"].clone(), fact["body"].clone()))
+        .collect()
+}
+
+#[actix_web::test]
+async fn a_panic_consolidates_the_notes_before_it_compresses() {
+    let base = crate::budget::base_packet_tokens().await;
+    let window = (base + 2_600).to_string();
+    let body = "lorem ipsum ".repeat(150);
+    let big_prompt = format!("Summarize this log: {}", "lorem ipsum ".repeat(500));
+    let llm = FakeLlm::start([
+        Step::reply(format!(
+            "<known path=\"known://notes/a\">{body}</known>\
+             <known path=\"known://notes/b\">{body}</known>\
+             <known path=\"known://notes/c\">{body}</known>\
+             <summarize>noted</summarize>"
+        )),
+        Step::error(500),
+        notes("Before the panic", "log format", "One line per event."),
+        Step::held("<set path=\"known://notes/*\" fidelity=\"archive\"/><update>archived</update>"),
+        Step::reply("<summarize>the log is fine</summarize>"),
+        notes("After the panic", "tone", "Plain words."),
+    ]);
+    let mut env = NOTES_ON.to_vec();
+    env.extend([
+        ("RUMMY_CONTEXT_fake", window.as_str()),
+        ("RUMMY_MAX_TURNS", "6"),
+    ]);
+    let app = TestApp::with_llm(&llm, &env).await;
+    let (mut client, _) = app.client_in_project("panic").await;
+    let run = ask(&mut client, "take notes").await;
+    assert!(facts(&mut client).await.is_empty(), "no notes, no facts");
+    let asked = client
+        .send(
+            "ask",
+            json!({"model": "fake", "prompt": big_prompt, "run": run}),
+        )
+        .await;
+    llm.wait_for_requests(4).await;
+    assert!(
+        user_message(&llm.requests()[3]).contains("mode=\"panic\""),
+        "the panic loop's turn waits"
+    );
+    assert_eq!(
+        facts(&mut client).await,
+        [(json!("log format"), json!("One line per event."))],
+        "the notes' decision is the project's while the panic loop compresses"
+    );
+    let history = client.ok("memory/list", json!({"history": true})).await;
+    assert_eq!(history["items"][0]["topic"], json!("before the panic"));
+    assert_eq!(history["items"][0]["reason"], json!("narrative"));
+    llm.release();
+    let outcome = client.reply(&asked).await;
+    assert_eq!(outcome["result"]["status"], json!(200), "{outcome}");
+    until_titled(&mut client, &run, "After the panic").await;
+    let sidecars: Vec<bool> = llm.requests().iter().map(is_sidecar).collect();
+    assert_eq!(
+        sidecars,
+        [false, true, true, false, false, true],
+        "no call beyond the refresh before the panic"
+    );
+    let mut kept = facts(&mut client).await;
+    for _ in 0..3000 {
+        if kept.len() > 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        kept = facts(&mut client).await;
+    }
+    assert_eq!(
+        kept,
+        [
+            (json!("log format"), json!("One line per event.")),
+            (json!("tone"), json!("Plain words.")),
+        ],
+        "the loop's end consolidates after the notes are written"
     );
 }
 

@@ -26,6 +26,10 @@ pub struct MemoryFactRow {
     pub updated_at: String,
     /// A person set it: it stays until a person changes it.
     pub by_person: bool,
+    /// It holds only while the work at hand lasts: pruned once its project started
+    /// `RUMMY_MEMORY_TRANSIENT_RUNS` runs after the one that last wrote it
+    /// (`queries::memory::prune_transient`). Never a person's.
+    pub transient: bool,
 }
 
 /// A fact that a newer one replaced.
@@ -43,6 +47,9 @@ pub struct MemoryHistoryRow {
     pub written_at: String,
     /// When it was replaced.
     pub archived_at: String,
+    /// How many older items of its topic were folded into it (their text dropped) to keep
+    /// the history within its bounds (`queries::memory::fold_history`).
+    pub folded: i32,
 }
 
 /// A fact to write: it replaces the fact of the same topic in its layer.
@@ -57,6 +64,9 @@ pub struct MemoryFactForm {
     pub person: Option<String>,
     /// A person writes it (a client's method), not a model or a loop's consolidation.
     pub by_person: bool,
+    /// The model marks it as holding only while the work at hand lasts (ignored for a
+    /// person's).
+    pub transient: bool,
 }
 
 /// The layer a recalled item comes from, in the order recall prefers them.

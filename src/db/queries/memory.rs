@@ -1,6 +1,7 @@
 //! Memory across runs: durable facts per project and server-wide, the history of the facts
 //! they replaced (kept by the trigger `trg_memory_fact_replaced`) and of runs' session
-//! narratives ([`record_narrative`]), the per-project switch, and recall ([`recall_facts`],
+//! narratives ([`record_narrative`]), kept within bounds, and transient facts pruned
+//! (`hygiene.rs`), the per-project switch, and recall ([`recall_facts`],
 //! [`recall_history`]).
 
 use diesel::prelude::*;
@@ -13,8 +14,10 @@ use crate::db::schema::{memory_disabled, memory_facts, memory_history};
 use crate::db::statement::statement;
 use crate::db::{Conn, DbError, MultiBackend};
 
+mod hygiene;
 mod recall;
 
+pub use hygiene::{fold_history, prune_transient, HistoryBounds};
 pub use recall::{query_words, recall_facts, recall_history};
 
 /// The history's `reason` of a run's session narrative.
@@ -44,14 +47,18 @@ pub fn normalize_topic(topic: &str) -> String {
 }
 
 /// Writes `form` as the fact of its topic in its layer: a new fact, or the replacement of
-/// the one with that topic (whose body the trigger keeps in the history) — unless a person
-/// set that one and `form` is not a person's: a person's fact outranks a model's, so it
-/// stays and the answer is [`Written::KeptPersons`] with the person's fact.
+/// the one with that topic (whose body the trigger keeps in the history, folded within
+/// `bounds`) — unless a person set that one and `form` is not a person's: a person's fact
+/// outranks a model's, so it stays and the answer is [`Written::KeptPersons`] with the
+/// person's fact. A transient fact written again with the same text is renewed: it counts
+/// its runs from `form`'s, and is lasting when `form` is.
 pub fn write_fact(
     conn: &mut Conn,
     form: &MemoryFactForm,
+    bounds: HistoryBounds,
 ) -> Result<(MemoryFactRow, Written), DbError> {
     let topic = normalize_topic(&form.topic);
+    let transient = form.transient && !form.by_person;
     let existing = layer_facts(form.project_id)
         .filter(memory_facts::topic.eq(&topic))
         .select(MemoryFactRow::as_select())
@@ -59,7 +66,16 @@ pub fn write_fact(
         .optional()?;
     let (id, written) = match existing {
         Some(fact) if fact.body == form.body && fact.by_person >= form.by_person => {
-            return Ok((fact, Written::Unchanged))
+            if !fact.transient || (transient && fact.run_id == form.run_id) {
+                return Ok((fact, Written::Unchanged));
+            }
+            diesel::update(memory_facts::table.find(fact.id))
+                .set((
+                    memory_facts::transient.eq(transient),
+                    memory_facts::run_id.eq(form.run_id),
+                ))
+                .execute(conn)?;
+            (fact.id, Written::Unchanged)
         }
         Some(fact) if fact.by_person && !form.by_person => return Ok((fact, Written::KeptPersons)),
         Some(fact) => {
@@ -69,13 +85,17 @@ pub fn write_fact(
                     memory_facts::run_id.eq(form.run_id),
                     memory_facts::person.eq(&form.person),
                     memory_facts::by_person.eq(form.by_person),
+                    memory_facts::transient.eq(transient),
                     memory_facts::updated_at.eq(diesel::dsl::sql::<Text>("datetime('now')")),
                 ))
                 .execute(conn)?;
             // The same text a person now vouches for is unchanged, and a person's fact.
             match fact.body == form.body {
                 true => (fact.id, Written::Unchanged),
-                false => (fact.id, Written::Replaced),
+                false => {
+                    fold_history(conn, form.project_id, &topic, bounds)?;
+                    (fact.id, Written::Replaced)
+                }
             }
         }
         None => {
@@ -87,6 +107,7 @@ pub fn write_fact(
                     memory_facts::run_id.eq(form.run_id),
                     memory_facts::person.eq(&form.person),
                     memory_facts::by_person.eq(form.by_person),
+                    memory_facts::transient.eq(transient),
                 ))
                 .returning(memory_facts::id)
                 .get_result::<MemoryFactId>(conn))?;
@@ -222,31 +243,45 @@ pub fn set_enabled(
 }
 
 /// Keeps `body` as `run`'s session narrative in `project`'s history under `topic`, in
-/// place of the one the run kept before (a run has one narrative: its latest).
+/// place of the one the run kept before (a run has one narrative: its latest, which keeps
+/// the count of the items folded into the one it replaces), the history folded within
+/// `bounds`.
 pub fn record_narrative(
     conn: &mut Conn,
     project: ProjectId,
     run: RunId,
     topic: &str,
     body: &str,
+    bounds: HistoryBounds,
 ) -> Result<(), DbError> {
-    diesel::delete(
-        memory_history::table
-            .filter(memory_history::project_id.eq(project))
-            .filter(memory_history::run_id.eq(run))
-            .filter(memory_history::reason.eq(NARRATIVE)),
-    )
-    .execute(conn)?;
+    let topic = normalize_topic(topic);
+    let earlier = memory_history::table
+        .filter(memory_history::project_id.eq(project))
+        .filter(memory_history::run_id.eq(run))
+        .filter(memory_history::reason.eq(NARRATIVE));
+    let replaced: Vec<(String, i32)> = earlier
+        .select((memory_history::topic, memory_history::folded))
+        .load(conn)?;
+    diesel::delete(earlier).execute(conn)?;
+    let mut folded = 0;
+    for (earlier_topic, count) in replaced {
+        match earlier_topic == topic {
+            true => folded += count,
+            false => hygiene::hand_down(conn, Some(project), &earlier_topic, count)?,
+        }
+    }
     diesel::insert_into(memory_history::table)
         .values((
             memory_history::project_id.eq(project),
-            memory_history::topic.eq(normalize_topic(topic)),
+            memory_history::topic.eq(&topic),
             memory_history::body.eq(body),
             memory_history::reason.eq(NARRATIVE),
             memory_history::run_id.eq(run),
             memory_history::written_at.eq(diesel::dsl::sql::<Text>("datetime('now')")),
+            memory_history::folded.eq(folded),
         ))
         .execute(conn)?;
+    fold_history(conn, Some(project), &topic, bounds)?;
     Ok(())
 }
 

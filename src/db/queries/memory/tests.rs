@@ -24,8 +24,15 @@ fn fact(project: Option<ProjectId>, topic: &str, body: &str) -> MemoryFactForm {
         run_id: None,
         person: None,
         by_person: false,
+        transient: false,
     }
 }
+
+/// Bounds no test here reaches.
+const ROOMY: HistoryBounds = HistoryBounds {
+    per_topic: 100,
+    items: 1_000,
+};
 
 fn recalled(conn: &mut Conn, project: ProjectId, text: &str) -> Vec<(MemoryLayer, String)> {
     let mut items = recall_facts(conn, project, text, 10).unwrap();
@@ -50,30 +57,31 @@ fn a_person_s_fact_stays_until_a_person_changes_it() {
     let mut db = TestDb::new();
     let conn = &mut db.conn;
     let p = project(conn, "p");
-    write_fact(conn, &fact(Some(p), "tests", "npm test")).unwrap();
-    let (same, written) = write_fact(conn, &persons(Some(p), "tests", "npm test")).unwrap();
+    write_fact(conn, &fact(Some(p), "tests", "npm test"), ROOMY).unwrap();
+    let (same, written) = write_fact(conn, &persons(Some(p), "tests", "npm test"), ROOMY).unwrap();
     assert_eq!(written, Written::Unchanged, "the text a person vouches for");
     assert!(same.by_person);
     assert!(list_history(conn, Some(p)).unwrap().is_empty());
-    let (kept, written) = write_fact(conn, &fact(Some(p), "tests", "cargo test")).unwrap();
+    let (kept, written) = write_fact(conn, &fact(Some(p), "tests", "cargo test"), ROOMY).unwrap();
     assert_eq!(
         (kept.body.as_str(), written),
         ("npm test", Written::KeptPersons)
     );
-    let (_, written) = write_fact(conn, &fact(Some(p), "tests", "npm test")).unwrap();
+    let (_, written) = write_fact(conn, &fact(Some(p), "tests", "npm test"), ROOMY).unwrap();
     assert_eq!(written, Written::Unchanged);
     assert_eq!(list_facts(conn, Some(p)).unwrap()[0].body, "npm test");
     assert!(list_history(conn, Some(p)).unwrap().is_empty());
-    let (changed, written) = write_fact(conn, &persons(Some(p), "tests", "make check")).unwrap();
+    let (changed, written) =
+        write_fact(conn, &persons(Some(p), "tests", "make check"), ROOMY).unwrap();
     assert_eq!(
         (changed.body.as_str(), written),
         ("make check", Written::Replaced)
     );
     assert_eq!(list_history(conn, Some(p)).unwrap()[0].body, "npm test");
-    let (model, written) = write_fact(conn, &fact(Some(p), "style", "tabs")).unwrap();
+    let (model, written) = write_fact(conn, &fact(Some(p), "style", "tabs"), ROOMY).unwrap();
     assert_eq!(written, Written::Created);
     assert!(!model.by_person);
-    let (person, written) = write_fact(conn, &persons(Some(p), "style", "spaces")).unwrap();
+    let (person, written) = write_fact(conn, &persons(Some(p), "style", "spaces"), ROOMY).unwrap();
     assert_eq!((person.by_person, written), (true, Written::Replaced));
 }
 
@@ -82,15 +90,17 @@ fn a_fact_on_a_known_topic_replaces_the_older_one_which_stays_in_the_history() {
     let mut db = TestDb::new();
     let conn = &mut db.conn;
     let p = project(conn, "p");
-    let (first, written) = write_fact(conn, &fact(Some(p), "  Test  Command", "npm test")).unwrap();
+    let (first, written) =
+        write_fact(conn, &fact(Some(p), "  Test  Command", "npm test"), ROOMY).unwrap();
     assert_eq!(
         (first.topic.as_str(), written),
         ("test command", Written::Created)
     );
-    let (_, written) = write_fact(conn, &fact(Some(p), "test command", "npm test")).unwrap();
+    let (_, written) = write_fact(conn, &fact(Some(p), "test command", "npm test"), ROOMY).unwrap();
     assert_eq!(written, Written::Unchanged);
     assert!(list_history(conn, Some(p)).unwrap().is_empty());
-    let (second, written) = write_fact(conn, &fact(Some(p), "TEST command", "make check")).unwrap();
+    let (second, written) =
+        write_fact(conn, &fact(Some(p), "TEST command", "make check"), ROOMY).unwrap();
     assert_eq!((second.id, written), (first.id, Written::Replaced));
     let facts = list_facts(conn, Some(p)).unwrap();
     assert_eq!(facts.len(), 1);
@@ -122,21 +132,25 @@ fn recall_ranks_the_project_before_the_server_and_never_reaches_another_project(
     write_fact(
         conn,
         &fact(None, "style", "tabs for indentation everywhere"),
+        ROOMY,
     )
     .unwrap();
     write_fact(
         conn,
         &fact(Some(ours), "style", "spaces for indentation here"),
+        ROOMY,
     )
     .unwrap();
     write_fact(
         conn,
         &fact(Some(theirs), "secret", "indentation password hunter2"),
+        ROOMY,
     )
     .unwrap();
     write_fact(
         conn,
         &fact(Some(theirs), "secret", "indentation password swordfish"),
+        ROOMY,
     )
     .unwrap();
     assert_eq!(
@@ -161,8 +175,8 @@ fn erased_facts_and_history_are_not_recalled_and_only_their_layer_can_erase_them
     let mut db = TestDb::new();
     let conn = &mut db.conn;
     let (ours, theirs) = (project(conn, "ours"), project(conn, "theirs"));
-    let (kept, _) = write_fact(conn, &fact(Some(ours), "port", "listens on 8080")).unwrap();
-    write_fact(conn, &fact(Some(ours), "port", "listens on 9090")).unwrap();
+    let (kept, _) = write_fact(conn, &fact(Some(ours), "port", "listens on 8080"), ROOMY).unwrap();
+    write_fact(conn, &fact(Some(ours), "port", "listens on 9090"), ROOMY).unwrap();
     assert!(!delete_fact(conn, Some(theirs), kept.id).unwrap());
     assert!(!delete_fact(conn, None, kept.id).unwrap());
     let old = list_history(conn, Some(ours)).unwrap()[0].id;
@@ -209,9 +223,14 @@ fn a_query_is_its_distinct_words_and_only_the_rarest_are_searched_for() {
             write_fact(
                 conn,
                 &fact(Some(p), &format!("t{n}"), "common words everywhere"),
+                ROOMY,
             )?;
         }
-        write_fact(conn, &fact(Some(p), "rare", "common words and a zebra"))?;
+        write_fact(
+            conn,
+            &fact(Some(p), "rare", "common words and a zebra"),
+            ROOMY,
+        )?;
         Ok(())
     })
     .unwrap();
@@ -229,8 +248,8 @@ fn recall_ranks_a_topic_over_a_body_and_a_rare_word_over_a_common_one_on_either_
     let mut db = TestDb::new();
     let conn = &mut db.conn;
     let p = project(conn, "p");
-    write_fact(conn, &fact(Some(p), "notes", "deploy with care")).unwrap();
-    write_fact(conn, &fact(Some(p), "deploy", "ansible playbook")).unwrap();
+    write_fact(conn, &fact(Some(p), "notes", "deploy with care"), ROOMY).unwrap();
+    write_fact(conn, &fact(Some(p), "deploy", "ansible playbook"), ROOMY).unwrap();
     let topics = |items: Vec<RecalledItem>| -> Vec<String> {
         items.into_iter().map(|item| item.topic).collect()
     };
@@ -243,11 +262,12 @@ fn recall_ranks_a_topic_over_a_body_and_a_rare_word_over_a_common_one_on_either_
         write_fact(
             conn,
             &fact(Some(p), &format!("filler {n}"), "common filler"),
+            ROOMY,
         )
         .unwrap();
     }
-    write_fact(conn, &fact(Some(p), "one", "common word")).unwrap();
-    write_fact(conn, &fact(Some(p), "two", "zebra word")).unwrap();
+    write_fact(conn, &fact(Some(p), "one", "common word"), ROOMY).unwrap();
+    write_fact(conn, &fact(Some(p), "two", "zebra word"), ROOMY).unwrap();
     let found = topics(recall_facts(conn, p, "zebra common", 2).unwrap());
     assert_eq!(found, ["two", "one"], "the rarer word first");
 }
@@ -264,6 +284,7 @@ fn punctuation_separates_the_words_a_fact_is_recalled_by() {
             "schema_file",
             "see src/db/schema.rs and user@example.org",
         ),
+        ROOMY,
     )
     .unwrap();
     for word in ["schema", "file", "example", "user"] {
@@ -277,17 +298,23 @@ fn a_runs_narrative_replaces_its_earlier_one_and_is_recalled_as_a_narrative_on_e
     let conn = &mut db.conn;
     let run = crate::db::testing::project_with_run(conn, Some("/p".into())).unwrap();
     let p = run.project_id;
-    write_fact(conn, &fact(Some(p), "build", "cargo build")).unwrap();
-    write_fact(conn, &fact(Some(p), "build", "cargo build --release")).unwrap();
+    write_fact(conn, &fact(Some(p), "build", "cargo build"), ROOMY).unwrap();
+    write_fact(
+        conn,
+        &fact(Some(p), "build", "cargo build --release"),
+        ROOMY,
+    )
+    .unwrap();
     record_narrative(
         conn,
         p,
         run.id,
         "Session: Parser",
         "first attempt at the parser",
+        ROOMY,
     )
     .unwrap();
-    record_narrative(conn, p, run.id, "Session: Parser", "parser finished").unwrap();
+    record_narrative(conn, p, run.id, "Session: Parser", "parser finished", ROOMY).unwrap();
     let history = list_history(conn, Some(p)).unwrap();
     let kept: Vec<(&str, &str, &str)> = history
         .iter()
@@ -365,14 +392,14 @@ fn a_words_rarity_follows_every_write_of_any_project_on_either_backend() {
             .body
             .clone()
     };
-    write_fact(conn, &fact(Some(ours), "one", "zebra")).unwrap();
+    write_fact(conn, &fact(Some(ours), "one", "zebra"), ROOMY).unwrap();
     for n in 0..3 {
-        write_fact(conn, &fact(Some(ours), &format!("y{n}"), "yak")).unwrap();
+        write_fact(conn, &fact(Some(ours), &format!("y{n}"), "yak"), ROOMY).unwrap();
     }
     assert_eq!(top(conn), "zebra", "zebra is the rarer word");
 
     for n in 0..4 {
-        write_fact(conn, &fact(Some(theirs), &format!("z{n}"), "zebra")).unwrap();
+        write_fact(conn, &fact(Some(theirs), &format!("z{n}"), "zebra"), ROOMY).unwrap();
     }
     assert_eq!(top(conn), "yak", "another project's facts count");
     assert_eq!(miscounted_words(conn), 0);
@@ -388,7 +415,7 @@ fn a_words_rarity_follows_every_write_of_any_project_on_either_backend() {
     );
 
     for n in 0..2 {
-        write_fact(conn, &fact(Some(ours), &format!("y{n}"), "zebra")).unwrap();
+        write_fact(conn, &fact(Some(ours), &format!("y{n}"), "zebra"), ROOMY).unwrap();
     }
     assert_eq!(
         top(conn),

@@ -1,0 +1,2 @@
+ALTER TABLE memory_history DROP COLUMN folded;
+ALTER TABLE memory_facts DROP COLUMN transient;
