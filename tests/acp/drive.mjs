@@ -12,6 +12,7 @@
 //   cancel      a prompt cancelled while the model is still thinking
 //   malformed   a line that is not JSON, then a whole session
 //   ask-mode    session/set_mode to ask (and to a mode that does not exist), then a prompt
+//   command     a prompt whose command the editor allows and runs in its terminal
 
 import { spawn } from "node:child_process";
 import { writeFileSync, mkdirSync } from "node:fs";
@@ -27,6 +28,7 @@ const seen = {
   updates: [],
   permissions: [],
   writes: [],
+  terminals: [],
   stopReasons: [],
   errors: [],
   rawErrors: [],
@@ -60,6 +62,8 @@ const input = Readable.toWeb(child.stdout).pipeThrough(lines);
 const output = Writable.toWeb(child.stdin);
 
 const offersFiles = scenario === "edit-allow";
+const offersTerminal = scenario === "command";
+const running = new Map();
 const decision = scenario === "edit-reject" ? "reject" : "allow";
 
 const app = acp
@@ -77,6 +81,33 @@ const app = acp
     mkdirSync(dirname(params.path), { recursive: true });
     writeFileSync(params.path, params.content);
     return {};
+  })
+  .onRequest(acp.methods.client.terminal.create, ({ params }) => {
+    const terminalId = `term-${running.size + 1}`;
+    seen.terminals.push({ created: params });
+    const process = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? undefined });
+    const terminal = { output: "", exit: null };
+    process.stdout.on("data", (data) => (terminal.output += data));
+    process.stderr.on("data", (data) => (terminal.output += data));
+    terminal.exited = new Promise((resolve) =>
+      process.on("close", (exitCode, signal) => resolve((terminal.exit = { exitCode, signal }))),
+    );
+    running.set(terminalId, terminal);
+    return { terminalId };
+  })
+  .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => {
+    seen.terminals.push({ waited: params.terminalId });
+    return await running.get(params.terminalId).exited;
+  })
+  .onRequest(acp.methods.client.terminal.output, ({ params }) => {
+    const terminal = running.get(params.terminalId);
+    seen.terminals.push({ output: params.terminalId });
+    return { output: terminal.output, truncated: false, exitStatus: terminal.exit };
+  })
+  .onRequest(acp.methods.client.terminal.release, ({ params }) => {
+    seen.terminals.push({ released: params.terminalId });
+    running.delete(params.terminalId);
+    return {};
   });
 
 async function attempt(what, promise) {
@@ -91,7 +122,7 @@ async function attempt(what, promise) {
 async function run(ctx) {
   seen.initialize = await ctx.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: offersFiles, writeTextFile: offersFiles }, terminal: false },
+    clientCapabilities: { fs: { readTextFile: offersFiles, writeTextFile: offersFiles }, terminal: offersTerminal },
   });
   seen.session = await ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] });
   const sessionId = seen.session.sessionId;

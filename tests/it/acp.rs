@@ -257,3 +257,46 @@ async fn ask_mode_asks_and_an_unknown_mode_is_refused() {
         "ask mode offers no sh: {system}"
     );
 }
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_the_model() {
+    let llm = FakeLlm::start([
+        Step::reply("<sh>echo hello from the terminal</sh><update>Running it.</update>"),
+        Step::reply("<summarize>It said hello.</summarize>"),
+    ]);
+    let drive = Drive::run("command", &llm).await;
+    drive.assert_clean_session();
+    let permissions = drive.seen["permissions"].as_array().unwrap();
+    assert_eq!(permissions.len(), 1);
+    let shown = drive
+        .updates("tool_call")
+        .into_iter()
+        .find(|call| call["kind"] == "execute")
+        .expect("the command is shown");
+    assert_eq!(shown["title"], json!("sh echo hello from the terminal"));
+    assert_eq!(
+        drive.seen["terminals"],
+        json!([
+            {"created": {"sessionId": drive.seen["session"]["sessionId"], "command": "sh",
+                         "args": ["-c", "echo hello from the terminal"],
+                         "cwd": drive.project, "outputByteLimit": 1048576}},
+            {"waited": "term-1"},
+            {"output": "term-1"},
+            {"released": "term-1"},
+        ])
+    );
+    let in_terminal = drive
+        .updates("tool_call_update")
+        .into_iter()
+        .find(|update| update["content"][0]["type"] == "terminal")
+        .expect("the terminal is shown in the tool call");
+    assert_eq!(in_terminal["content"][0]["terminalId"], json!("term-1"));
+    let resumed = crate::support::user_message(&llm.requests()[1]);
+    assert!(
+        resumed.contains("hello from the terminal"),
+        "the output reaches the model: {resumed}"
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.messages(), ["Running it.", "It said hello."]);
+}
