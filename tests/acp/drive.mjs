@@ -5,7 +5,8 @@
 //   node drive.mjs <rummy binary> <scenario> <project dir>
 //
 // The agent inherits this process's environment (RUMMY_HOME, the scripted model's
-// OPENAI_BASE_URL, ...). Scenarios:
+// OPENAI_BASE_URL, ...); with ACP_URL set it is `rummy acp --url $ACP_URL` (its token in
+// RUMMY_AUTH_TOKEN). Scenarios:
 //   stream      a prompt; the editor offers no file system and no terminal
 //   edit-allow  a prompt whose edit the editor allows and writes (fs/write_text_file)
 //   edit-reject a prompt whose edit the editor rejects
@@ -35,7 +36,8 @@ const seen = {
   exit: null,
 };
 
-const child = spawn(binary, ["acp"], { stdio: ["pipe", "pipe", "inherit"] });
+const args = process.env.ACP_URL ? ["acp", "--url", process.env.ACP_URL] : ["acp"];
+const child = spawn(binary, args, { stdio: ["pipe", "pipe", "inherit"] });
 const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
 
 // stdout is split into lines twice: once for the SDK, once to keep the raw error replies
@@ -124,7 +126,8 @@ async function run(ctx) {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientCapabilities: { fs: { readTextFile: offersFiles, writeTextFile: offersFiles }, terminal: offersTerminal },
   });
-  seen.session = await ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] });
+  seen.session = await attempt("session/new", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] }));
+  if (!seen.session) return;
   const sessionId = seen.session.sessionId;
   const prompt = (text) =>
     attempt("prompt", ctx.request(acp.methods.agent.session.prompt, {

@@ -11,6 +11,8 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
+use crate::process::ServerProcess;
+use rummy::access::hash_token;
 use rummy::llm::fake::{FakeLlm, Step};
 
 const NEEDS_NODE: &str = "needs node and `npm ci` in tests/acp: tests/run.sh does both";
@@ -22,12 +24,28 @@ struct Drive {
     _home: tempfile::TempDir,
 }
 
+/// A running server `rummy acp --url` connects to, with the person's token.
+struct Remote<'a> {
+    url: String,
+    token: &'a str,
+}
+
 impl Drive {
-    /// Runs `scenario` of drive.mjs against `rummy acp` on a fresh home whose project holds
-    /// `a.txt` ("one\ntwo\n").
+    /// Runs `scenario` of drive.mjs against a local `rummy acp` on a fresh home whose
+    /// project `demo` holds `a.txt` ("one\ntwo\n").
     async fn run(scenario: &str, llm: &FakeLlm) -> Drive {
-        let home = tempfile::tempdir().unwrap();
-        let project = home.path().join("demo");
+        Drive::run_in(scenario, llm, tempfile::tempdir().unwrap(), "demo", None).await
+    }
+
+    /// [`Drive::run`] in `home`, the project named `name`, against `remote` when given.
+    async fn run_in(
+        scenario: &str,
+        llm: &FakeLlm,
+        home: tempfile::TempDir,
+        name: &str,
+        remote: Option<Remote<'_>>,
+    ) -> Drive {
+        let project = home.path().join(name);
         std::fs::create_dir_all(&project).unwrap();
         std::fs::write(project.join("a.txt"), "one\ntwo\n").unwrap();
         let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp");
@@ -35,13 +53,18 @@ impl Drive {
             tests.join("node_modules/@agentclientprotocol/sdk").exists(),
             "{NEEDS_NODE}"
         );
-        let output = tokio::process::Command::new("node")
+        let mut node = tokio::process::Command::new("node");
+        node.env_clear();
+        if let Some(remote) = remote {
+            node.env("ACP_URL", remote.url)
+                .env("RUMMY_AUTH_TOKEN", remote.token);
+        }
+        let output = node
             .current_dir(&tests)
             .arg("drive.mjs")
             .arg(env!("CARGO_BIN_EXE_rummy"))
             .arg(scenario)
             .arg(&project)
-            .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("RUMMY_HOME", home.path())
             .env("RUMMY_LOG", "warn")
@@ -299,4 +322,70 @@ async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_
     );
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Running it.", "It said hello."]);
+}
+
+/// A team server with a users file: `mo` is a member of project `demo` only.
+async fn team_server(home: &Path, llm: &FakeLlm) -> ServerProcess {
+    let users = home.join("users.toml");
+    std::fs::write(
+        &users,
+        format!(
+            "[[person]]\nname = \"mo\"\ntoken_sha256 = \"{}\"\nrole = \"member\"\nprojects = [\"demo\"]\n",
+            hash_token("mo-token")
+        ),
+    )
+    .unwrap();
+    let users = users.display().to_string();
+    ServerProcess::start_with(
+        home,
+        llm,
+        &[
+            ("RUMMY_AUTH_TOKEN", "shared-token"),
+            ("RUMMY_USERS_FILE", users.as_str()),
+        ],
+    )
+    .await
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn remote_a_person_works_in_their_project_through_a_team_server() {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
+        Step::reply("<summarize>a.txt counts to two.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let remote = Remote {
+        url: format!("ws://127.0.0.1:{}/", server.port),
+        token: "mo-token",
+    };
+    let drive = Drive::run_in("stream", &llm, home, "demo", Some(remote)).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
+    assert_eq!(llm.requests().len(), 2);
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error() {
+    let llm = FakeLlm::start([]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let remote = Remote {
+        url: format!("ws://127.0.0.1:{}/", server.port),
+        token: "mo-token",
+    };
+    let drive = Drive::run_in("stream", &llm, home, "other", Some(remote)).await;
+    let errors = drive.seen["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["what"], json!("session/new"));
+    assert_eq!(errors[0]["code"], json!(-32005));
+    assert!(
+        errors[0]["message"].as_str().unwrap().contains("other"),
+        "{errors:?}"
+    );
+    assert_eq!(drive.seen["exit"], json!({"code": 0, "signal": null}));
+    assert!(llm.requests().is_empty());
 }
