@@ -231,6 +231,13 @@ mod tests {
         assert_eq!(shown[0]["status"], json!("completed"));
         assert_eq!(shown[0]["title"], json!("get src/a.rs"));
         assert_eq!(shown[0]["locations"], json!([{"path": "/p/src/a.rs"}]));
+        assert!(
+            shown[0]
+                .get("content")
+                .is_none_or(|content| content == &json!([])),
+            "a read does not repeat the file: {:?}",
+            shown[0]
+        );
         assert_eq!(shown[1]["sessionUpdate"], json!("agent_message_chunk"));
         assert_eq!(
             shown[1]["content"],
