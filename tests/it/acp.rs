@@ -108,8 +108,9 @@ impl Drive {
         std::fs::read_to_string(self.project.join(name)).ok()
     }
 
-    /// The editor was told the agent's version, modes, and a clean exit, and a prompt for a
-    /// session it never made was refused by name.
+    /// The editor was told the agent's version and modes, read nothing but frames on
+    /// stdout, saw a clean exit, and a prompt for a session it never made was refused by
+    /// name.
     fn assert_clean_session(&self) {
         assert_eq!(self.seen["initialize"]["protocolVersion"], json!(1));
         assert_eq!(self.seen["initialize"]["agentInfo"]["name"], json!("rummy"));
@@ -119,6 +120,12 @@ impl Drive {
         );
         assert_eq!(self.seen["session"]["modes"]["currentModeId"], json!("act"));
         let errors = self.seen["errors"].as_array().unwrap();
+        assert!(
+            errors
+                .iter()
+                .all(|error| error.get("stdoutNotJson").is_none()),
+            "stdout carries ACP frames only: {errors:?}"
+        );
         let unknown = errors
             .iter()
             .find(|error| error["what"] == "unknown session")
