@@ -154,6 +154,11 @@ pub enum ConfigError {
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a secret read from elsewhere than the settings (a token file).
+    pub fn new(value: String) -> Secret {
+        Secret(value)
+    }
+
     /// The secret value itself, for the one place that sends it.
     pub fn expose(&self) -> &str {
         &self.0

@@ -3,6 +3,7 @@
 //! See `ARCHITECTURE.md` for the map of modules, actors and the path of one turn.
 
 pub mod access;
+pub mod acp;
 pub mod agent;
 pub mod app;
 pub mod budget;

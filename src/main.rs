@@ -1,5 +1,5 @@
-//! The `rummy` binary: `rummy serve` (the default), `rummy migrate`, `rummy healthcheck` and
-//! `rummy hash-token`.
+//! The `rummy` binary: `rummy serve` (the default), `rummy acp`, `rummy migrate`,
+//! `rummy healthcheck` and `rummy hash-token`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,6 +24,20 @@ struct Cli {
 enum Command {
     /// Run the server in the foreground (the default).
     Serve,
+    /// Serve an editor the Agent Client Protocol on stdin/stdout: with rummy in this process
+    /// (the default), or as a client of a running server (`--url`).
+    Acp {
+        /// A running rummy server to work with (`ws://host:port/`); its token comes from
+        /// `RUMMY_AUTH_TOKEN` or `--token-file`.
+        #[arg(long)]
+        url: Option<String>,
+        /// A file whose first line is the token for `--url`.
+        #[arg(long, requires = "url")]
+        token_file: Option<PathBuf>,
+        /// The model alias prompts run with (default: the catalogue's first).
+        #[arg(long, env = "RUMMY_ACP_MODEL")]
+        model: Option<String>,
+    },
     /// Apply database migrations and exit.
     Migrate,
     /// Read a person's token from stdin and print the line the users file stores for it.
@@ -43,10 +57,30 @@ fn main() -> anyhow::Result<()> {
     if let Some(Command::HashToken) = cli.command {
         return hash_token();
     }
-    let env: HashMap<String, String> = std::env::vars().collect();
+    let mut env: HashMap<String, String> = std::env::vars().collect();
+    if let Some(Command::Acp { url: None, .. }) = cli.command {
+        rummy::acp::local::environment(&mut env)
+            .map_err(|error| anyhow::anyhow!("making the local server's token: {error}"))?;
+    }
     let settings = Settings::load(&env, &cli.config_dir).context("loading configuration")?;
     rummy::telemetry::init(&settings.log);
     match cli.command.unwrap_or(Command::Serve) {
+        Command::Acp {
+            url,
+            token_file,
+            model,
+        } => {
+            let target = match url {
+                None => rummy::acp::Target::Local(Box::new(settings)),
+                Some(url) => rummy::acp::Target::Remote {
+                    url,
+                    token: remote_token(&env, token_file)?,
+                },
+            };
+            actix_web::rt::System::new()
+                .block_on(rummy::acp::serve(target, model))
+                .context("serving ACP")
+        }
         Command::Serve => actix_web::rt::System::new()
             .block_on(rummy::app::serve(settings))
             .context("serving"),
@@ -63,6 +97,24 @@ fn main() -> anyhow::Result<()> {
             ))
             .context("health check"),
     }
+}
+
+/// The remote server's token: the file's first line, else `RUMMY_AUTH_TOKEN`.
+fn remote_token(
+    env: &HashMap<String, String>,
+    file: Option<PathBuf>,
+) -> anyhow::Result<Option<rummy::config::Secret>> {
+    let token = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading the token file {}", path.display()))?;
+            Some(text.lines().next().unwrap_or("").trim().to_string())
+        }
+        None => env.get("RUMMY_AUTH_TOKEN").cloned(),
+    };
+    Ok(token
+        .filter(|token| !token.is_empty())
+        .map(rummy::config::Secret::new))
 }
 
 /// `rummy hash-token`: the token is the first line of stdin, without its line end.

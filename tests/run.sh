@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The one test command: installs nginx (with apt-get, as root) and starts the real local LLM
+# The one test command: installs nginx and node (with apt-get, as root), the ACP client SDK
+# the editor tests drive `rummy acp` with (`npm ci` in tests/acp), and starts the real local LLM
 # (SmolLM2-135M behind an OpenAI-compatible server on loopback, installed once and cached
 # under ~/.cache/rummy-llm), exports its base URL as RUMMY_TEST_LLM_URL, runs `cargo test
 # --locked --all-targets` (extra arguments are passed on to it), then the tests that need
-# those two: rummy behind the real nginx (`cargo test --locked --test it proxy:: --
-# --ignored`) and the end-to-end tests against the LLM (`... e2e:: -- --ignored`); both are
+# those: rummy behind the real nginx (`cargo test --locked --test it proxy:: --
+# --ignored`), `rummy acp` driven by the ACP TypeScript SDK (`... acp:: -- --ignored`) and
+# the end-to-end tests against the LLM (`... e2e:: -- --ignored`); all three are
 # #[ignore]d so that a plain `cargo test` never counts them as passed. Then it runs the
 # integration suite and the unit tests (their stores, TestDb) a second time with
 # PostgreSQL as the store: against RUMMY_TEST_DATABASE_URL when it is set, else against a
@@ -17,7 +19,7 @@
 # stops the LLM and the cluster again, removes the cluster, and exits with the first
 # failing status of the runs.
 #
-# When nginx, the LLM or PostgreSQL cannot be installed or started (no network, not root,
+# When nginx, node, the LLM or PostgreSQL cannot be installed or started (no network, not root,
 # no python3), this says so loudly and runs every other test; the tests that need it do not
 # run. Under CI=true that fails the run (after the tests ran).
 #
@@ -43,6 +45,8 @@ postgres_problem=""
 pg_cluster=""
 LLM_CONSEQUENCE="The end-to-end tests against the real LLM will NOT run."
 NGINX_CONSEQUENCE="The tests of rummy behind the real nginx (tests/it/proxy.rs) will NOT run."
+node_problem=""
+NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs) will NOT run."
 POSTGRES_CONSEQUENCE="The integration suite will NOT run against PostgreSQL, nor the tests of PostgreSQL alone (tests/it/instances.rs ...)."
 
 # shout PROBLEM CONSEQUENCE
@@ -129,6 +133,25 @@ ensure_nginx() {
   fi
 }
 
+# node and npm for the ACP client SDK, then the SDK at the version tests/acp/package-lock.json
+# pins.
+ensure_node() {
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    if ! as_root; then
+      node_problem="node and npm are not installed (not root or no apt-get: install them yourself)."
+      return 1
+    fi
+    if ! apt_install nodejs npm || ! command -v npm >/dev/null 2>&1; then
+      node_problem="node and npm could not be installed with apt-get: see the messages above."
+      return 1
+    fi
+  fi
+  if ! (cd tests/acp && npm ci --no-audit --no-fund >&2); then
+    node_problem="npm ci in tests/acp failed (no network?): see the messages above."
+    return 1
+  fi
+}
+
 llm_installed() {
   "$LLM_HOME/venv/bin/python" -c 'import llama_cpp.server' >/dev/null 2>&1
 }
@@ -185,6 +208,9 @@ start_postgres() {
 if ! ensure_nginx; then
   shout "$nginx_problem" "$NGINX_CONSEQUENCE"
 fi
+if ! ensure_node; then
+  shout "$node_problem" "$NODE_CONSEQUENCE"
+fi
 if ! start_llm; then
   shout "$llm_problem" "$LLM_CONSEQUENCE"
 fi
@@ -196,6 +222,11 @@ if [ -z "$nginx_problem" ]; then
   proxy_status=$?
   [ "$status" = 0 ] && status=$proxy_status
 fi
+if [ -z "$node_problem" ]; then
+  cargo test --locked --test it acp:: -- --ignored
+  acp_status=$?
+  [ "$status" = 0 ] && status=$acp_status
+fi
 if [ -n "${RUMMY_TEST_LLM_URL:-}" ]; then
   cargo test --locked --test it e2e:: -- --ignored
   e2e_status=$?
@@ -204,7 +235,7 @@ fi
 stop_llm
 if start_postgres; then
   echo "running the integration suite and the tests of PostgreSQL alone against PostgreSQL" >&2
-  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e::
+  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp::
   pg_status=$?
   [ "$status" = 0 ] && status=$pg_status
   cargo test --locked --lib -- --include-ignored
@@ -224,6 +255,7 @@ missing() {
   fi
 }
 missing "$nginx_problem" "$NGINX_CONSEQUENCE"
+missing "$node_problem" "$NODE_CONSEQUENCE"
 missing "$llm_problem" "$LLM_CONSEQUENCE"
 missing "$postgres_problem" "$POSTGRES_CONSEQUENCE"
 exit "$status"

@@ -309,6 +309,20 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_the_client_already_wrote_is_not_applied_twice() {
+        let mut run = TestRun::new();
+        run.file("src/app.js", "a\n");
+        run.respond(
+            "<set path=\"src/app.js\"><<<<<<< SEARCH\na\n=======\na\na\n>>>>>>> REPLACE</set>",
+        );
+        std::fs::write(run.root.path().join("src/app.js"), "a\na\n").unwrap();
+        let outcome = run.resolve_on_disk("set://src/app.js", Resolution::Accept);
+        assert_eq!(outcome.status, EntryStatus::Ok);
+        assert_eq!(run.on_disk("src/app.js").as_deref(), Some("a\na\n"));
+        assert_eq!(run.entry("src/app.js").unwrap().body, "a\na\n");
+    }
+
+    #[test]
     fn an_edit_that_no_longer_applies_on_disk_ends_as_500() {
         let mut run = TestRun::new();
         run.file("src/app.js", "port = 3000\n");

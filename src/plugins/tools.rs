@@ -16,7 +16,7 @@ pub(crate) mod files;
 pub mod get;
 pub mod kept;
 pub mod known;
-mod merge;
+pub(crate) mod merge;
 mod outcome;
 pub mod rm;
 pub mod search;

@@ -11,6 +11,7 @@ mod freezes;
 mod support;
 
 mod access;
+mod acp;
 mod audit;
 mod budget;
 mod concurrency;

@@ -128,13 +128,21 @@ impl ToolInfo for Set {
                     return Err(ToolError::Readonly(refusal));
                 }
                 let on_disk = files::read(root, &file)?.unwrap_or_default();
-                let new = merge::apply(&on_disk, &merge_text).ok_or_else(|| {
-                    ToolError::Disk(format!(
-                        "The accepted edit no longer applies to {file}: it changed on disk."
-                    ))
-                })?;
-                files::write_atomic(root, &file, &new)?;
-                new
+                // The client (an editor through ACP) may have written the accepted edit
+                // already: the file holds exactly the proposed content, and the edit is not
+                // applied a second time.
+                let proposed = merge::apply(&proposal.body, &merge_text);
+                if proposed.as_deref() == Some(on_disk.as_str()) && on_disk != proposal.body {
+                    on_disk
+                } else {
+                    let new = merge::apply(&on_disk, &merge_text).ok_or_else(|| {
+                        ToolError::Disk(format!(
+                            "The accepted edit no longer applies to {file}: it changed on disk."
+                        ))
+                    })?;
+                    files::write_atomic(root, &file, &new)?;
+                    new
+                }
             }
             None => {
                 let current = entries::get_entry(scope.conn, scope.run_id, &file)?;

@@ -1,0 +1,56 @@
+//! `rummy acp`: an Agent Client Protocol agent on stdin/stdout, for editors (Zed,
+//! JetBrains, Neovim) that start it as a subprocess. It is a client of rummy's own
+//! JSON-RPC over WebSocket, so a local and a remote server are mapped the same way: in the
+//! local mode it starts the server in this process first ([`local`]); in the remote mode it
+//! connects to a running team server with a person's token.
+//!
+//! stdout carries ACP frames only: logs go to stderr.
+
+mod agent;
+mod error;
+pub mod link;
+pub mod local;
+mod permission;
+mod prompt;
+mod session;
+mod updates;
+
+use std::sync::Arc;
+
+pub use error::AcpError;
+
+use crate::config::{Secret, Settings};
+use link::{Dialer, Endpoint};
+
+/// Which server the agent works with.
+pub enum Target {
+    /// rummy in this process, with the settings [`local::environment`] made.
+    Local(Box<Settings>),
+    /// A running server at `url` (`ws://…`), with a person's token.
+    Remote { url: String, token: Option<Secret> },
+}
+
+/// Serves ACP until the editor closes stdin, then stops the local server if there is one.
+/// Runs on an actix system (the WebSocket client and the local server need one).
+pub async fn serve(target: Target, model: Option<String>) -> Result<(), AcpError> {
+    let (endpoint, server) = match target {
+        Target::Local(settings) => {
+            let token = settings.server.auth_token.clone();
+            let server = crate::app::start(*settings)
+                .await
+                .map_err(|error| AcpError::Start(format!("{error:#}")))?;
+            let endpoint = Endpoint {
+                url: format!("ws://{}/", server.addr),
+                token,
+            };
+            (endpoint, Some(server))
+        }
+        Target::Remote { url, token } => (Endpoint { url, token }, None),
+    };
+    let bridge = agent::Bridge::new(endpoint, Dialer::start(), model);
+    let served = agent::serve(Arc::new(bridge)).await;
+    if let Some(server) = server {
+        server.stop().await;
+    }
+    served
+}

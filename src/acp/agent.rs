@@ -1,0 +1,169 @@
+//! The ACP side: the handlers of the editor's requests on stdin/stdout. `initialize`
+//! answers at once; `session/new` opens a connection to rummy and binds it to the project;
+//! `session/prompt` runs in a task of its own (so that `session/cancel` and the answers to
+//! this agent's own requests keep arriving) and answers when its turn ends.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    SessionId, SetSessionModeRequest, SetSessionModeResponse,
+};
+use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, Stdio};
+
+use crate::acp::error::AcpError;
+use crate::acp::link::{Dialer, Endpoint};
+use crate::acp::permission::Offers;
+use crate::acp::session::{Mode, Session};
+
+/// What every handler shares.
+pub struct Bridge {
+    endpoint: Arc<Endpoint>,
+    dialer: Dialer,
+    /// The model prompts run with; `None`: the catalogue's first.
+    model: Option<String>,
+    offers: Mutex<Offers>,
+    sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
+    next_session: AtomicU64,
+}
+
+impl Bridge {
+    pub fn new(endpoint: Endpoint, dialer: Dialer, model: Option<String>) -> Bridge {
+        Bridge {
+            endpoint: Arc::new(endpoint),
+            dialer,
+            model,
+            offers: Mutex::new(Offers::default()),
+            sessions: Mutex::new(HashMap::new()),
+            next_session: AtomicU64::new(1),
+        }
+    }
+
+    /// `initialize`: protocol version 1 (the one this agent speaks, whatever the editor
+    /// asked: it disconnects if it cannot speak it), and what this agent takes.
+    fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
+        let fs = &request.client_capabilities.fs;
+        *self
+            .offers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Offers {
+            write_files: fs.write_text_file,
+            terminal: request.client_capabilities.terminal,
+        };
+        InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(
+                AgentCapabilities::new()
+                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+            )
+            .agent_info(Implementation::new("rummy", env!("CARGO_PKG_VERSION")))
+    }
+
+    fn offers(&self) -> Offers {
+        *self
+            .offers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `session/new`: the project at `cwd`, through a connection of the session's own.
+    async fn new_session(
+        &self,
+        request: NewSessionRequest,
+    ) -> Result<NewSessionResponse, AcpError> {
+        let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
+        let number = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let id = SessionId::new(format!("rummy-{}-{number}", std::process::id()));
+        let root = PathBuf::from(&request.cwd);
+        let session = Session::open(id.clone(), root, connected, self.model.clone()).await?;
+        let modes = Mode::state(session.mode());
+        self.sessions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(id.clone(), Arc::new(session));
+        Ok(NewSessionResponse::new(id).modes(modes))
+    }
+
+    fn session(&self, id: &SessionId) -> Result<Arc<Session>, AcpError> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(id)
+            .cloned()
+            .ok_or_else(|| AcpError::UnknownSession(id.0.to_string()))
+    }
+}
+
+/// Serves the editor on stdin/stdout until it closes stdin.
+pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
+    let on_initialize = Arc::clone(&bridge);
+    let on_new = Arc::clone(&bridge);
+    let on_prompt = Arc::clone(&bridge);
+    let on_mode = Arc::clone(&bridge);
+    let on_cancel = bridge;
+    Agent
+        .v1()
+        .name("rummy")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                responder.respond(on_initialize.initialize(&request))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, _cx| {
+                responder.respond_with_result(on_new.new_session(request).await.map_err(Into::into))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, cx| {
+                let session = match on_prompt.session(&request.session_id) {
+                    Ok(session) => session,
+                    Err(error) => return responder.respond_with_error(error.into()),
+                };
+                let offers = on_prompt.offers();
+                let turn_cx = cx.clone();
+                cx.spawn(async move {
+                    let ended = session.prompt(&turn_cx, offers, &request.prompt).await;
+                    if let Err(error) = &ended {
+                        tracing::warn!(%error, "a prompt turn failed");
+                    }
+                    responder
+                        .respond_with_result(ended.map(PromptResponse::new).map_err(Into::into))
+                })
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                let set = on_mode.session(&request.session_id).and_then(|session| {
+                    session.set_mode(Mode::parse(&request.mode_id.0)?);
+                    Ok(SetSessionModeResponse::new())
+                });
+                responder.respond_with_result(set.map_err(Into::into))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                match on_cancel.session(&notification.session_id) {
+                    Ok(session) => {
+                        if let Err(error) = session.cancel().await {
+                            tracing::warn!(%error, "cannot abort the session's run");
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "session/cancel"),
+                }
+                Ok(())
+            },
+            on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+        .map_err(AcpError::protocol)
+}

@@ -1,0 +1,110 @@
+//! What can go wrong between the editor, this agent and rummy, and the ACP error each
+//! becomes.
+
+use agent_client_protocol::Error as ProtocolError;
+
+/// An error of the ACP agent.
+#[derive(Debug, thiserror::Error)]
+pub enum AcpError {
+    /// rummy answered a call with a JSON-RPC error: its code and message go to the editor
+    /// as they are.
+    #[error("{message}")]
+    Rpc {
+        method: String,
+        code: i32,
+        message: String,
+    },
+    /// The WebSocket to rummy could not be opened.
+    #[error("cannot reach rummy at {url}: {reason}")]
+    Connect { url: String, reason: String },
+    /// The WebSocket to rummy closed while a call waited.
+    #[error("the connection to rummy closed")]
+    Disconnected,
+    /// rummy answered with something this agent does not understand.
+    #[error("rummy answered {method} unexpectedly: {detail}")]
+    Unexpected { method: String, detail: String },
+    /// The editor named a session this agent does not have.
+    #[error("no session {0}")]
+    UnknownSession(String),
+    /// The editor named a mode other than ask and act.
+    #[error("no mode {0}: the modes are ask and act")]
+    UnknownMode(String),
+    /// The editor sent a prompt block rummy does not take.
+    #[error("rummy takes text, resource links and embedded text resources, not {0}")]
+    UnsupportedContent(&'static str),
+    /// The session's directory is no project root rummy can name.
+    #[error("the session's directory {0} is not an absolute path with a name")]
+    BadDirectory(String),
+    /// The server has no model to run prompts with.
+    #[error(
+        "rummy has no model: configure one (RUMMY_MODEL_<alias>=<provider/model>) or pass --model"
+    )]
+    NoModel,
+    /// A loop of the session's run failed.
+    #[error("the run {run} failed: {reason}")]
+    LoopFailed { run: String, reason: String },
+    /// A request to the editor failed.
+    #[error("the editor answered {method} with an error: {source}")]
+    Editor {
+        method: String,
+        source: Box<ProtocolError>,
+    },
+    /// The ACP connection itself failed.
+    #[error("the ACP connection failed: {0}")]
+    Protocol(Box<ProtocolError>),
+    /// The in-process server did not start.
+    #[error("the local rummy server did not start: {0}")]
+    Start(String),
+}
+
+impl AcpError {
+    /// The ACP connection failed with `error`.
+    pub fn protocol(error: ProtocolError) -> AcpError {
+        AcpError::Protocol(Box::new(error))
+    }
+}
+
+impl From<AcpError> for ProtocolError {
+    fn from(error: AcpError) -> Self {
+        let message = error.to_string();
+        match error {
+            AcpError::Rpc { code, .. } => ProtocolError::new(code, message),
+            AcpError::UnknownSession(_)
+            | AcpError::UnknownMode(_)
+            | AcpError::UnsupportedContent(_)
+            | AcpError::BadDirectory(_) => ProtocolError::invalid_params().data(message),
+            _ => ProtocolError::internal_error().data(message),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_rummy_error_keeps_its_code_and_message() {
+        let error: ProtocolError = AcpError::Rpc {
+            method: "init".into(),
+            code: -32005,
+            message: "not allowed in project x".into(),
+        }
+        .into();
+        assert_eq!(
+            serde_json::to_value(&error).unwrap(),
+            json!({"code": -32005, "message": "not allowed in project x"})
+        );
+    }
+
+    #[test]
+    fn bad_input_is_invalid_params_with_the_reason() {
+        let error: ProtocolError = AcpError::UnknownMode("plan".into()).into();
+        let wire = serde_json::to_value(&error).unwrap();
+        assert_eq!(wire["code"], json!(-32602));
+        assert_eq!(
+            wire["data"],
+            json!("no mode plan: the modes are ask and act")
+        );
+    }
+}

@@ -1,0 +1,259 @@
+//! A client of rummy's own JSON-RPC over WebSocket, one connection per ACP session (a
+//! connection is bound to one project by `init`, and a session is one project).
+//!
+//! The socket (awc, whose futures are not `Send`) lives in a task on the actix runtime
+//! this agent runs on; the ACP side, whose handlers must be `Send`, reaches it through
+//! channels: a [`Dialer`] opens connections, a [`Link`] makes calls, and each connection's
+//! notifications arrive on a receiver of their own.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix_codec::Framed;
+use actix_http::ws::Item;
+use awc::ws::{Codec, Frame, Message};
+use awc::BoxedSocket;
+use bytes::BytesMut;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::acp::error::AcpError;
+use crate::config::Secret;
+
+/// The largest frame taken from rummy (a long run's `run/state` is large).
+const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+
+/// Where rummy listens and the token that opens it.
+pub struct Endpoint {
+    /// `ws://host:port/`.
+    pub url: String,
+    /// Sent as `Authorization: Bearer`.
+    pub token: Option<Secret>,
+}
+
+/// A notification from rummy: `run/state`, `run/progress`, `run/proposal`, ….
+#[derive(Debug, Clone)]
+pub struct Notice {
+    pub method: String,
+    pub params: Value,
+}
+
+/// One open connection: its calls and its notifications.
+pub struct Connected {
+    pub link: Link,
+    pub notices: mpsc::UnboundedReceiver<Notice>,
+}
+
+/// Opens connections on the runtime it was started on; cloned into `Send` code.
+#[derive(Clone)]
+pub struct Dialer {
+    requests: mpsc::UnboundedSender<Dial>,
+}
+
+struct Dial {
+    endpoint: Arc<Endpoint>,
+    reply: oneshot::Sender<Result<Connected, AcpError>>,
+}
+
+impl Dialer {
+    /// Starts the task that dials, on the current actix runtime.
+    pub fn start() -> Dialer {
+        let (requests, mut received) = mpsc::unbounded_channel::<Dial>();
+        actix_web::rt::spawn(async move {
+            while let Some(dial) = received.recv().await {
+                actix_web::rt::spawn(async move {
+                    let _ = dial.reply.send(connect(&dial.endpoint).await);
+                });
+            }
+        });
+        Dialer { requests }
+    }
+
+    /// A new connection to `endpoint`.
+    pub async fn dial(&self, endpoint: Arc<Endpoint>) -> Result<Connected, AcpError> {
+        let (reply, answer) = oneshot::channel();
+        self.requests
+            .send(Dial { endpoint, reply })
+            .map_err(|_| AcpError::Disconnected)?;
+        answer.await.map_err(|_| AcpError::Disconnected)?
+    }
+}
+
+/// Calls on one connection; the connection closes when the last clone is dropped.
+#[derive(Clone)]
+pub struct Link {
+    calls: mpsc::UnboundedSender<Call>,
+}
+
+struct Call {
+    method: String,
+    params: Value,
+    reply: oneshot::Sender<Result<Value, AcpError>>,
+}
+
+impl Link {
+    /// Calls `method` and waits for its result; a JSON-RPC error becomes
+    /// [`AcpError::Rpc`].
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, AcpError> {
+        let (reply, answer) = oneshot::channel();
+        self.calls
+            .send(Call {
+                method: method.to_string(),
+                params,
+                reply,
+            })
+            .map_err(|_| AcpError::Disconnected)?;
+        answer.await.map_err(|_| AcpError::Disconnected)?
+    }
+}
+
+async fn connect(endpoint: &Endpoint) -> Result<Connected, AcpError> {
+    let failed = |reason: String| AcpError::Connect {
+        url: endpoint.url.clone(),
+        reason,
+    };
+    if !endpoint.url.starts_with("ws://") {
+        return Err(failed(
+            "only ws:// URLs are supported (reach a wss:// server through a local tunnel)".into(),
+        ));
+    }
+    let mut request = awc::Client::new()
+        .ws(endpoint.url.as_str())
+        .max_frame_size(MAX_FRAME_BYTES);
+    if let Some(token) = &endpoint.token {
+        request = request.bearer_auth(token.expose());
+    }
+    let (_, framed) = request
+        .connect()
+        .await
+        .map_err(|error| failed(error.to_string()))?;
+    let (calls, calls_received) = mpsc::unbounded_channel();
+    let (notices_sent, notices) = mpsc::unbounded_channel();
+    actix_web::rt::spawn(Pump::new(notices_sent).run(framed, calls_received));
+    Ok(Connected {
+        link: Link { calls },
+        notices,
+    })
+}
+
+/// The task that owns one socket.
+struct Pump {
+    notices: mpsc::UnboundedSender<Notice>,
+    pending: HashMap<u64, Call>,
+    next_id: u64,
+    /// A text message arriving in continuation frames.
+    partial: Option<BytesMut>,
+}
+
+impl Pump {
+    fn new(notices: mpsc::UnboundedSender<Notice>) -> Pump {
+        Pump {
+            notices,
+            pending: HashMap::new(),
+            next_id: 0,
+            partial: None,
+        }
+    }
+
+    async fn run(
+        mut self,
+        mut framed: Framed<BoxedSocket, Codec>,
+        mut calls: mpsc::UnboundedReceiver<Call>,
+    ) {
+        loop {
+            tokio::select! {
+                call = calls.recv() => {
+                    let Some(call) = call else { break };
+                    self.next_id += 1;
+                    let frame = json!({
+                        "jsonrpc": "2.0",
+                        "id": self.next_id,
+                        "method": call.method,
+                        "params": call.params,
+                    });
+                    if framed.send(Message::Text(frame.to_string().into())).await.is_err() {
+                        let _ = call.reply.send(Err(AcpError::Disconnected));
+                        break;
+                    }
+                    self.pending.insert(self.next_id, call);
+                }
+                frame = framed.next() => match frame {
+                    Some(Ok(Frame::Text(bytes))) => self.deliver(&bytes),
+                    Some(Ok(Frame::Continuation(item))) => self.continued(item),
+                    Some(Ok(Frame::Ping(payload))) => {
+                        if framed.send(Message::Pong(payload)).await.is_err() {
+                            break;
+                        }
+                    }
+                    Some(Ok(Frame::Close(_))) | Some(Err(_)) | None => break,
+                    Some(Ok(_)) => {}
+                },
+            }
+        }
+        for (_, call) in self.pending.drain() {
+            let _ = call.reply.send(Err(AcpError::Disconnected));
+        }
+        let _ = framed.close().await;
+    }
+
+    fn continued(&mut self, item: Item) {
+        match item {
+            Item::FirstText(bytes) => self.partial = Some(BytesMut::from(&bytes[..])),
+            Item::Continue(bytes) => {
+                if let Some(partial) = &mut self.partial {
+                    partial.extend_from_slice(&bytes);
+                }
+            }
+            Item::Last(bytes) => {
+                if let Some(mut partial) = self.partial.take() {
+                    partial.extend_from_slice(&bytes);
+                    self.deliver(&partial);
+                }
+            }
+            Item::FirstBinary(_) => self.partial = None,
+        }
+    }
+
+    /// A reply goes to its call, a notification to the session.
+    fn deliver(&mut self, bytes: &[u8]) {
+        let Ok(mut message) = serde_json::from_slice::<Value>(bytes) else {
+            tracing::warn!("rummy sent a frame that is not JSON");
+            return;
+        };
+        if let Some(id) = message.get("id").and_then(Value::as_u64) {
+            let Some(call) = self.pending.remove(&id) else {
+                return;
+            };
+            let answer = match message.get_mut("error") {
+                Some(error) => Err(AcpError::Rpc {
+                    code: error
+                        .get("code")
+                        .and_then(Value::as_i64)
+                        .and_then(|code| i32::try_from(code).ok())
+                        .unwrap_or(-32603),
+                    message: error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("rummy answered with an error")
+                        .to_string(),
+                    method: call.method,
+                }),
+                None => Ok(message
+                    .get_mut("result")
+                    .map(Value::take)
+                    .unwrap_or_default()),
+            };
+            let _ = call.reply.send(answer);
+        } else if let Some(method) = message.get("method").and_then(Value::as_str) {
+            let notice = Notice {
+                method: method.to_string(),
+                params: message
+                    .get_mut("params")
+                    .map(Value::take)
+                    .unwrap_or_default(),
+            };
+            let _ = self.notices.send(notice);
+        }
+    }
+}

@@ -1,0 +1,453 @@
+//! A rummy proposal as an ACP permission request, and what an allowed one does before it is
+//! resolved: an edit is written through the editor's `fs/write_text_file` when it offers
+//! it, a command runs in the editor's terminal when it offers one (else here, in the
+//! project root), an `ask_user` question takes the answer chosen. The result is the
+//! `run/resolve` resolution.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, CreateTerminalRequest, Diff, PermissionOption, PermissionOptionKind,
+    ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionId,
+    SessionNotification, SessionUpdate, Terminal, TerminalOutputRequest, ToolCall, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, WaitForTerminalExitRequest,
+    WriteTextFileRequest,
+};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{Client, JsonRpcRequest};
+use serde_json::{json, Value};
+
+use crate::acp::error::AcpError;
+use crate::acp::updates::{self, Shown};
+use crate::plugins::tools::merge;
+
+/// The most output of a command sent back to the model, in bytes.
+const COMMAND_OUTPUT_BYTES: usize = 1 << 20;
+
+const ALLOW: &str = "allow";
+const REJECT: &str = "reject";
+/// An `ask_user` answer's option id is this prefix and the answer's index.
+const ANSWER: &str = "answer-";
+
+/// What the editor said it can do (`initialize`'s client capabilities).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Offers {
+    pub write_files: bool,
+    pub terminal: bool,
+}
+
+/// One pending proposal, as a run's outcome lists it.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    pub path: String,
+    /// Its scheme: set, rm, mv, cp, sh, env, ask_user, or a plugin's.
+    pub kind: String,
+    pub body: String,
+    pub attributes: Value,
+}
+
+impl Proposal {
+    /// A row of an outcome's `proposed` (`attributes` a JSON string there).
+    pub fn parse(row: &Value) -> Option<Proposal> {
+        let path = row.get("path")?.as_str()?.to_string();
+        let kind = path.split_once("://")?.0.to_string();
+        let attributes = match row.get("attributes") {
+            Some(Value::String(text)) => serde_json::from_str(text).unwrap_or_default(),
+            Some(value) => value.clone(),
+            None => Value::Null,
+        };
+        Some(Proposal {
+            kind,
+            body: row
+                .get("body")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            attributes,
+            path,
+        })
+    }
+
+    fn attribute(&self, key: &str) -> Option<&str> {
+        self.attributes.get(key).and_then(Value::as_str)
+    }
+
+    /// What it acts on: the file, the command, the question.
+    fn target(&self) -> String {
+        ["file", "command", "question", "path"]
+            .iter()
+            .find_map(|key| self.attribute(key))
+            .map(str::to_string)
+            .or_else(|| {
+                let from = self.attribute("from")?;
+                Some(format!("{from} → {}", self.attribute("to").unwrap_or("")))
+            })
+            .unwrap_or_default()
+    }
+
+    /// An edit's file and its content once accepted.
+    fn edit(&self) -> Option<(&str, String)> {
+        let file = self.attribute("file")?;
+        let content = merge::apply(&self.body, self.attribute("merge")?)?;
+        Some((file, content))
+    }
+
+    /// Whether it writes a whole file (`set://turn_N/<file>`), whose old text is unknown.
+    fn is_whole_write(&self) -> bool {
+        self.path.starts_with("set://turn_")
+    }
+
+    fn answers(&self) -> Vec<String> {
+        self.attributes
+            .get("options")
+            .and_then(Value::as_array)
+            .map(|options| {
+                options
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The tool call the editor is shown while it asks.
+    fn tool_call(&self, root: &Path) -> ToolCall {
+        let target = self.target();
+        let kind = match updates::shown(&self.kind) {
+            Shown::Tool(kind) => kind,
+            Shown::Message | Shown::Hidden => agent_client_protocol::v1::schema::ToolKind::Other,
+        };
+        let mut call = ToolCall::new(self.path.clone(), updates::title(&self.kind, &target))
+            .kind(kind)
+            .status(ToolCallStatus::Pending)
+            .raw_input(self.attributes.clone());
+        if let Some(location) = updates::location(&self.kind, &target, root) {
+            call = call.locations(vec![location]);
+        }
+        let content = match (self.kind.as_str(), self.edit()) {
+            ("set", Some((file, content))) => {
+                let diff = Diff::new(root.join(file), content);
+                let diff = if self.is_whole_write() {
+                    diff
+                } else {
+                    diff.old_text(self.body.clone())
+                };
+                vec![ToolCallContent::Diff(diff)]
+            }
+            _ if !target.is_empty() => vec![ToolCallContent::from(ContentBlock::from(target))],
+            _ => Vec::new(),
+        };
+        call.content(content)
+    }
+}
+
+/// How a proposal ended: its resolution and whether the person cancelled.
+pub struct Decided {
+    /// `run/resolve`'s `resolution`.
+    pub resolution: Value,
+    /// The editor answered the permission request `cancelled` (the turn is being cancelled).
+    pub cancelled: bool,
+}
+
+/// Where a proposal is asked and applied.
+pub struct Asking<'a> {
+    pub cx: &'a ConnectionTo<Client>,
+    pub session: &'a SessionId,
+    pub root: &'a Path,
+    pub offers: Offers,
+}
+
+impl Asking<'_> {
+    /// Shows `proposal`, asks the person, applies what they allow and says how to resolve it.
+    pub async fn decide(&self, proposal: &Proposal) -> Result<Decided, AcpError> {
+        self.update(SessionUpdate::ToolCall(proposal.tool_call(self.root)))?;
+        let options = options(proposal);
+        let request = RequestPermissionRequest::new(
+            self.session.clone(),
+            ToolCallUpdate::new(proposal.path.clone(), ToolCallUpdateFields::new()),
+            options,
+        );
+        let answer = self.ask(request).await?;
+        let chosen = match answer.outcome {
+            RequestPermissionOutcome::Selected(selected) => selected.option_id.0.to_string(),
+            _ => {
+                return Ok(Decided {
+                    resolution: resolution(proposal, "reject", None),
+                    cancelled: true,
+                })
+            }
+        };
+        let resolution = if chosen == REJECT {
+            resolution(proposal, "reject", None)
+        } else if let Some(index) = chosen.strip_prefix(ANSWER) {
+            let answer = index
+                .parse::<usize>()
+                .ok()
+                .and_then(|index| proposal.answers().into_iter().nth(index));
+            resolution(proposal, "accept", answer)
+        } else {
+            self.apply(proposal).await?
+        };
+        Ok(Decided {
+            resolution,
+            cancelled: false,
+        })
+    }
+
+    /// Does what an allowed proposal asks of this side, and says how it went.
+    async fn apply(&self, proposal: &Proposal) -> Result<Value, AcpError> {
+        match proposal.kind.as_str() {
+            "set" if self.offers.write_files => {
+                let Some((file, content)) = proposal.edit() else {
+                    return Ok(resolution(proposal, "accept", None));
+                };
+                let write =
+                    WriteTextFileRequest::new(self.session.clone(), self.root.join(file), content);
+                Ok(match self.cx.send_request(write).block_task().await {
+                    Ok(_) => resolution(proposal, "accept", None),
+                    Err(error) => resolution(proposal, "error", Some(error.message)),
+                })
+            }
+            "sh" | "env" => {
+                let command = proposal.attribute("command").unwrap_or(&proposal.body);
+                let (succeeded, output) = self.run(proposal, command).await?;
+                let action = if succeeded { "accept" } else { "error" };
+                Ok(resolution(proposal, action, Some(output)))
+            }
+            _ => Ok(resolution(proposal, "accept", None)),
+        }
+    }
+
+    /// Runs `command` in the editor's terminal, or here when it offers none: whether it
+    /// exited 0, and its output.
+    async fn run(&self, proposal: &Proposal, command: &str) -> Result<(bool, String), AcpError> {
+        if !self.offers.terminal {
+            return run_here(command, self.root).await;
+        }
+        let mut create = CreateTerminalRequest::new(self.session.clone(), "sh");
+        create.args = vec!["-c".to_string(), command.to_string()];
+        create.cwd = Some(self.root.to_path_buf());
+        create.output_byte_limit = Some(COMMAND_OUTPUT_BYTES as u64);
+        let terminal = self.request(create).await?.terminal_id;
+        self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            proposal.path.clone(),
+            ToolCallUpdateFields::new()
+                .status(ToolCallStatus::InProgress)
+                .content(vec![ToolCallContent::Terminal(Terminal::new(
+                    terminal.clone(),
+                ))]),
+        )))?;
+        let exit = self
+            .request(WaitForTerminalExitRequest::new(
+                self.session.clone(),
+                terminal.clone(),
+            ))
+            .await?;
+        let output = self
+            .request(TerminalOutputRequest::new(
+                self.session.clone(),
+                terminal.clone(),
+            ))
+            .await?;
+        self.request(ReleaseTerminalRequest::new(self.session.clone(), terminal))
+            .await?;
+        Ok((exit.exit_status.exit_code == Some(0), output.output))
+    }
+
+    async fn ask(
+        &self,
+        request: RequestPermissionRequest,
+    ) -> Result<agent_client_protocol::v1::schema::RequestPermissionResponse, AcpError> {
+        self.request(request).await
+    }
+
+    async fn request<R: JsonRpcRequest>(&self, request: R) -> Result<R::Response, AcpError> {
+        let method = request.method().to_string();
+        self.cx
+            .send_request(request)
+            .block_task()
+            .await
+            .map_err(|source| AcpError::Editor {
+                method,
+                source: Box::new(source),
+            })
+    }
+
+    fn update(&self, update: SessionUpdate) -> Result<(), AcpError> {
+        self.cx
+            .send_notification(SessionNotification::new(self.session.clone(), update))
+            .map_err(AcpError::protocol)
+    }
+}
+
+/// The options the person chooses from: each answer of a question with answers, else allow
+/// once or reject.
+fn options(proposal: &Proposal) -> Vec<PermissionOption> {
+    let answers = proposal.answers();
+    let mut options: Vec<PermissionOption> = if proposal.kind == "ask_user" && !answers.is_empty() {
+        answers
+            .into_iter()
+            .enumerate()
+            .map(|(index, answer)| {
+                PermissionOption::new(
+                    format!("{ANSWER}{index}"),
+                    answer,
+                    PermissionOptionKind::AllowOnce,
+                )
+            })
+            .collect()
+    } else {
+        vec![PermissionOption::new(
+            ALLOW,
+            "Allow",
+            PermissionOptionKind::AllowOnce,
+        )]
+    };
+    options.push(PermissionOption::new(
+        REJECT,
+        "Reject",
+        PermissionOptionKind::RejectOnce,
+    ));
+    options
+}
+
+/// `run/resolve`'s `resolution` object.
+pub fn resolution(proposal: &Proposal, action: &str, output: Option<String>) -> Value {
+    match output {
+        Some(output) => json!({"path": proposal.path, "action": action, "output": output}),
+        None => json!({"path": proposal.path, "action": action}),
+    }
+}
+
+/// Runs `command` with `sh -c` in `root`: whether it exited 0, and its output (stdout then
+/// stderr), cut at [`COMMAND_OUTPUT_BYTES`].
+async fn run_here(command: &str, root: &Path) -> Result<(bool, String), AcpError> {
+    let output = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(PathBuf::from(root))
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await;
+    Ok(match output {
+        Ok(output) => {
+            let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&output.stderr));
+            if text.len() > COMMAND_OUTPUT_BYTES {
+                let mut cut = COMMAND_OUTPUT_BYTES;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+            }
+            (output.status.success(), text)
+        }
+        Err(error) => (false, format!("sh: {error}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proposal(row: Value) -> Proposal {
+        Proposal::parse(&row).unwrap()
+    }
+
+    #[test]
+    fn an_edit_shows_its_diff_against_the_file() {
+        let edit = proposal(json!({
+            "path": "set://src/a.txt",
+            "body": "one\ntwo\n",
+            "attributes": json!({
+                "file": "src/a.txt",
+                "merge": "<<<<<<< SEARCH\ntwo\n=======\nthree\n>>>>>>> REPLACE",
+            }).to_string(),
+        }));
+        assert_eq!(edit.kind, "set");
+        let call = serde_json::to_value(edit.tool_call(Path::new("/p"))).unwrap();
+        assert_eq!(call["kind"], json!("edit"));
+        assert!(call.get("status").is_none(), "pending, the default: {call}");
+        assert_eq!(call["locations"], json!([{"path": "/p/src/a.txt"}]));
+        assert_eq!(
+            call["content"],
+            json!([{"type": "diff", "path": "/p/src/a.txt", "oldText": "one\ntwo\n", "newText": "one\nthree\n"}])
+        );
+    }
+
+    #[test]
+    fn a_whole_write_has_no_old_text() {
+        let write = proposal(json!({
+            "path": "set://turn_1/new.txt",
+            "body": "",
+            "attributes": {"file": "new.txt", "merge": merge::whole("hello\n")},
+        }));
+        let call = serde_json::to_value(write.tool_call(Path::new("/p"))).unwrap();
+        assert_eq!(call["content"][0]["newText"], json!("hello\n"));
+        assert!(call["content"][0].get("oldText").is_none());
+    }
+
+    #[test]
+    fn a_command_shows_the_command_and_runs_as_execute() {
+        let command = proposal(json!({
+            "path": "sh://turn_1/ls",
+            "body": "ls",
+            "attributes": {"command": "ls -la"},
+        }));
+        let call = serde_json::to_value(command.tool_call(Path::new("/p"))).unwrap();
+        assert_eq!(call["kind"], json!("execute"));
+        assert_eq!(call["title"], json!("sh ls -la"));
+        assert_eq!(
+            call["content"],
+            json!([{"type": "content", "content": {"type": "text", "text": "ls -la"}}])
+        );
+    }
+
+    #[test]
+    fn a_question_offers_its_answers_then_reject() {
+        let question = proposal(json!({
+            "path": "ask_user://turn_1/which",
+            "body": "which?",
+            "attributes": {"question": "which?", "options": ["red", "blue"]},
+        }));
+        let ids: Vec<String> = options(&question)
+            .into_iter()
+            .map(|option| option.option_id.0.to_string())
+            .collect();
+        assert_eq!(ids, ["answer-0", "answer-1", "reject"]);
+        let edit =
+            proposal(json!({"path": "rm://turn_1/a", "body": "a", "attributes": {"path": "a"}}));
+        let ids: Vec<String> = options(&edit)
+            .into_iter()
+            .map(|option| option.option_id.0.to_string())
+            .collect();
+        assert_eq!(ids, ["allow", "reject"]);
+    }
+
+    #[test]
+    fn a_resolution_carries_output_only_when_there_is_one() {
+        let command = proposal(json!({"path": "sh://turn_1/ls", "body": "ls", "attributes": {}}));
+        assert_eq!(
+            resolution(&command, "accept", Some("a\n".into())),
+            json!({"path": "sh://turn_1/ls", "action": "accept", "output": "a\n"})
+        );
+        assert_eq!(
+            resolution(&command, "reject", None),
+            json!({"path": "sh://turn_1/ls", "action": "reject"})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_command_run_here_reports_its_exit_and_output() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("x.txt"), "x").unwrap();
+        assert_eq!(
+            run_here("ls; echo oops >&2", root.path()).await.unwrap(),
+            (true, "x.txt\noops\n".to_string())
+        );
+        assert!(!run_here("exit 3", root.path()).await.unwrap().0);
+    }
+}

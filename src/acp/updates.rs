@@ -1,0 +1,290 @@
+//! rummy's `run/state` turned into ACP `session/update`s: the model's `<update>` and
+//! `<summarize>` text as `agent_message_chunk`, every other command of the run's log as a
+//! `tool_call` the first time it is seen and a `tool_call_update` when its status changes.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use serde::Deserialize;
+
+/// What the editor is shown of one log entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// The model's words to the person.
+    Message,
+    /// A command, of this kind.
+    Tool(ToolKind),
+    /// Nothing: the person's own prompt, the server's bookkeeping.
+    Hidden,
+}
+
+/// How a log entry of `tool` is shown.
+pub fn shown(tool: &str) -> Shown {
+    match tool {
+        "update" | "summarize" => Shown::Message,
+        "get" => Shown::Tool(ToolKind::Read),
+        "set" => Shown::Tool(ToolKind::Edit),
+        "rm" => Shown::Tool(ToolKind::Delete),
+        "mv" | "cp" => Shown::Tool(ToolKind::Move),
+        "search" => Shown::Tool(ToolKind::Search),
+        "sh" | "env" => Shown::Tool(ToolKind::Execute),
+        "http" | "https" => Shown::Tool(ToolKind::Fetch),
+        "think" | "known" | "unknown" => Shown::Tool(ToolKind::Think),
+        "prompt" | "instructions" | "system" | "user" | "assistant" | "reasoning" | "model"
+        | "content" | "budget" | "progress" | "error" | "file" | "skill" | "memory" => {
+            Shown::Hidden
+        }
+        _ => Shown::Tool(ToolKind::Other),
+    }
+}
+
+/// A tool call's status from its entry's status (HTTP-like: 2xx done, 202 waiting).
+pub fn status_of(entry_status: i64) -> ToolCallStatus {
+    match entry_status {
+        202 => ToolCallStatus::Pending,
+        200..=299 => ToolCallStatus::Completed,
+        _ => ToolCallStatus::Failed,
+    }
+}
+
+/// One entry of `run/state.history`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LogEntry {
+    pub tool: String,
+    #[serde(default)]
+    pub target: String,
+    pub status: i64,
+    pub path: String,
+    #[serde(default)]
+    pub body: String,
+}
+
+/// The part of `run/state` the editor is shown.
+#[derive(Debug, Deserialize)]
+pub struct StateParams {
+    pub run: String,
+    #[serde(default)]
+    pub history: Vec<LogEntry>,
+}
+
+/// What a session has shown of its run's log: each entry by path, with its status then.
+#[derive(Debug, Default)]
+pub struct LogTracker {
+    shown: HashMap<String, i64>,
+}
+
+impl LogTracker {
+    /// Records that the entry at `path` was shown with `status` (a proposal shown with the
+    /// permission request), so that its later appearance in the log is an update.
+    pub fn announce(&mut self, path: &str, status: i64) {
+        self.shown.insert(path.to_string(), status);
+    }
+
+    /// The updates that bring the editor from what it was shown to `history` (`root`: the
+    /// project root, for the entries' file locations).
+    pub fn updates(&mut self, history: &[LogEntry], root: &Path) -> Vec<SessionUpdate> {
+        let mut updates = Vec::new();
+        for entry in history {
+            let kind = match shown(&entry.tool) {
+                Shown::Hidden => continue,
+                Shown::Message => None,
+                Shown::Tool(kind) => Some(kind),
+            };
+            let before = self.shown.insert(entry.path.clone(), entry.status);
+            match (kind, before) {
+                (None, None) if !entry.body.is_empty() => {
+                    updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                        ContentBlock::from(entry.body.clone()),
+                    )));
+                }
+                (Some(kind), None) => {
+                    updates.push(SessionUpdate::ToolCall(tool_call(entry, kind, root)))
+                }
+                (Some(_), Some(status)) if status != entry.status => {
+                    updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        entry.path.clone(),
+                        ToolCallUpdateFields::new()
+                            .status(status_of(entry.status))
+                            .content(output(entry)),
+                    )));
+                }
+                _ => {}
+            }
+        }
+        updates
+    }
+}
+
+/// The `tool_call` of a log entry.
+fn tool_call(entry: &LogEntry, kind: ToolKind, root: &Path) -> ToolCall {
+    let call = ToolCall::new(entry.path.clone(), title(&entry.tool, &entry.target))
+        .kind(kind)
+        .status(status_of(entry.status))
+        .content(output(entry).unwrap_or_default());
+    match location(&entry.tool, &entry.target, root) {
+        Some(location) => call.locations(vec![location]),
+        None => call,
+    }
+}
+
+/// `tool target`, or the tool alone.
+pub fn title(tool: &str, target: &str) -> String {
+    if target.is_empty() {
+        tool.to_string()
+    } else {
+        format!("{tool} {target}")
+    }
+}
+
+/// The file a command of `tool` acts on, under `root`.
+pub fn location(tool: &str, target: &str, root: &Path) -> Option<ToolCallLocation> {
+    let file_tool = matches!(tool, "get" | "set" | "rm" | "mv" | "cp");
+    (file_tool && !target.is_empty() && !target.contains("://"))
+        .then(|| ToolCallLocation::new(root.join(target)))
+}
+
+/// What a finished command produced, shown as the tool call's content: a command's output,
+/// a search's results. A read's body (a whole file) is not repeated.
+fn output(entry: &LogEntry) -> Option<Vec<ToolCallContent>> {
+    let shows_body = matches!(
+        shown(&entry.tool),
+        Shown::Tool(ToolKind::Execute | ToolKind::Search | ToolKind::Fetch | ToolKind::Think)
+    );
+    (shows_body && !entry.body.is_empty()).then(|| {
+        vec![ToolCallContent::from(ContentBlock::from(
+            entry.body.clone(),
+        ))]
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn entry(tool: &str, target: &str, status: i64, path: &str, body: &str) -> LogEntry {
+        LogEntry {
+            tool: tool.into(),
+            target: target.into(),
+            status,
+            path: path.into(),
+            body: body.into(),
+        }
+    }
+
+    fn wire(updates: &[SessionUpdate]) -> Vec<Value> {
+        updates
+            .iter()
+            .map(|update| serde_json::to_value(update).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn each_command_kind_is_the_acp_kind() {
+        let kinds = [
+            ("get", ToolKind::Read),
+            ("set", ToolKind::Edit),
+            ("rm", ToolKind::Delete),
+            ("mv", ToolKind::Move),
+            ("cp", ToolKind::Move),
+            ("search", ToolKind::Search),
+            ("sh", ToolKind::Execute),
+            ("env", ToolKind::Execute),
+            ("https", ToolKind::Fetch),
+            ("think", ToolKind::Think),
+            ("known", ToolKind::Think),
+            ("ask_user", ToolKind::Other),
+        ];
+        for (tool, kind) in kinds {
+            assert_eq!(shown(tool), Shown::Tool(kind), "{tool}");
+        }
+        assert_eq!(shown("summarize"), Shown::Message);
+        assert_eq!(shown("prompt"), Shown::Hidden);
+    }
+
+    #[test]
+    fn statuses_map_to_pending_completed_failed() {
+        assert_eq!(status_of(202), ToolCallStatus::Pending);
+        assert_eq!(status_of(200), ToolCallStatus::Completed);
+        assert_eq!(status_of(403), ToolCallStatus::Failed);
+        assert_eq!(status_of(500), ToolCallStatus::Failed);
+    }
+
+    #[test]
+    fn new_entries_are_shown_once_and_changes_as_updates() {
+        let root = Path::new("/p");
+        let mut tracker = LogTracker::default();
+        let first = [
+            entry("prompt", "", 200, "prompt://1", "do it"),
+            entry("get", "src/a.rs", 200, "get://src/a.rs", "fn a() {}"),
+            entry("update", "", 200, "update://1", "Reading a."),
+        ];
+        let shown = wire(&tracker.updates(&first, root));
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert_eq!(shown[0]["sessionUpdate"], json!("tool_call"));
+        assert_eq!(shown[0]["toolCallId"], json!("get://src/a.rs"));
+        assert_eq!(shown[0]["kind"], json!("read"));
+        assert_eq!(shown[0]["status"], json!("completed"));
+        assert_eq!(shown[0]["title"], json!("get src/a.rs"));
+        assert_eq!(shown[0]["locations"], json!([{"path": "/p/src/a.rs"}]));
+        assert!(
+            shown[0]
+                .get("content")
+                .is_none_or(|content| content == &json!([])),
+            "a read does not repeat the file: {:?}",
+            shown[0]
+        );
+        assert_eq!(shown[1]["sessionUpdate"], json!("agent_message_chunk"));
+        assert_eq!(
+            shown[1]["content"],
+            json!({"type": "text", "text": "Reading a."})
+        );
+
+        let mut second = first.to_vec();
+        second.push(entry("sh", "ls", 200, "sh://turn_2/ls", "a.rs\n"));
+        let shown = wire(&tracker.updates(&second, root));
+        assert_eq!(shown.len(), 1, "only the new entry: {shown:?}");
+        assert_eq!(shown[0]["kind"], json!("execute"));
+        assert_eq!(
+            shown[0]["content"],
+            json!([{"type": "content", "content": {"type": "text", "text": "a.rs\n"}}])
+        );
+    }
+
+    #[test]
+    fn an_announced_proposal_is_updated_not_shown_again() {
+        let mut tracker = LogTracker::default();
+        tracker.announce("set://src/a.rs", 202);
+        let shown = wire(&tracker.updates(
+            &[entry("set", "src/a.rs", 403, "set://src/a.rs", "old")],
+            Path::new("/p"),
+        ));
+        assert_eq!(shown.len(), 1);
+        assert_eq!(shown[0]["sessionUpdate"], json!("tool_call_update"));
+        assert_eq!(shown[0]["toolCallId"], json!("set://src/a.rs"));
+        assert_eq!(shown[0]["status"], json!("failed"));
+        let again = tracker.updates(
+            &[entry("set", "src/a.rs", 403, "set://src/a.rs", "old")],
+            Path::new("/p"),
+        );
+        assert!(again.is_empty());
+    }
+
+    #[test]
+    fn an_empty_message_and_a_url_target_show_nothing_extra() {
+        let mut tracker = LogTracker::default();
+        let shown = wire(&tracker.updates(
+            &[
+                entry("update", "", 200, "update://1", ""),
+                entry("get", "https://x.org/", 200, "get://https://x.org/", "page"),
+            ],
+            Path::new("/p"),
+        ));
+        assert_eq!(shown.len(), 1);
+        assert!(shown[0].get("locations").is_none(), "{:?}", shown[0]);
+    }
+}
