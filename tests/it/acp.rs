@@ -12,6 +12,7 @@ use std::process::Stdio;
 use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
+use crate::support::llm_env;
 use rummy::access::hash_token;
 use rummy::llm::fake::{FakeLlm, Step};
 
@@ -68,11 +69,7 @@ impl Drive {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("RUMMY_HOME", home.path())
             .env("RUMMY_LOG", "warn")
-            .env("OPENAI_BASE_URL", llm.base_url())
-            .env("RUMMY_MODEL_fake", "openai/fake")
-            .env("RUMMY_CONTEXT_fake", "32768")
-            .env("RUMMY_LLM_ATTEMPTS", "1")
-            .env("RUMMY_MEMORY_SESSION_TOKENS", "0")
+            .envs(llm_env(llm))
             .stdin(Stdio::null())
             .stderr(Stdio::inherit())
             .output()

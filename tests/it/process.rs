@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{project_root, user_message, Client};
+use crate::support::{llm_env, project_root, user_message, Client};
 use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 
 /// A `rummy serve` process on a loopback port, with its home kept across restarts.
@@ -35,11 +35,7 @@ impl ServerProcess {
             .env("RUMMY_HOME", home)
             .env("PORT", port.to_string())
             .env("RUMMY_LOG", "warn")
-            .env("OPENAI_BASE_URL", llm.base_url())
-            .env("RUMMY_MODEL_fake", "openai/fake")
-            .env("RUMMY_CONTEXT_fake", "32768")
-            .env("RUMMY_LLM_ATTEMPTS", "1")
-            .env("RUMMY_MEMORY_SESSION_TOKENS", "0")
+            .envs(llm_env(llm))
             .envs(extra.iter().copied())
             .stdout(Stdio::null())
             .spawn()

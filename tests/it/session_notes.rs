@@ -385,19 +385,26 @@ async fn memory_session_answers_a_run_of_another_project_or_none_as_not_found() 
     assert_eq!(code, -32602);
 }
 
+/// A context window that three big notes nearly fill, so that a long prompt then overflows
+/// it; and the model's answer that writes those notes.
+async fn filled_window() -> (String, Step) {
+    let base = crate::budget::base_packet_tokens().await;
+    let body = "lorem ipsum ".repeat(150);
+    let fill = Step::reply(format!(
+        "<known path=\"known://notes/a\">{body}</known>\
+         <known path=\"known://notes/b\">{body}</known>\
+         <known path=\"known://notes/c\">{body}</known>\
+         <summarize>noted</summarize>"
+    ));
+    ((base + 2_600).to_string(), fill)
+}
+
 #[actix_web::test]
 async fn notes_are_refreshed_before_a_panic_compresses_the_context() {
-    let base = crate::budget::base_packet_tokens().await;
-    let window = (base + 2_600).to_string();
-    let body = "lorem ipsum ".repeat(150);
+    let (window, fill) = filled_window().await;
     let big_prompt = format!("Summarize this log: {}", "lorem ipsum ".repeat(500));
     let llm = FakeLlm::start([
-        Step::reply(format!(
-            "<known path=\"known://notes/a\">{body}</known>\
-             <known path=\"known://notes/b\">{body}</known>\
-             <known path=\"known://notes/c\">{body}</known>\
-             <summarize>noted</summarize>"
-        )),
+        fill,
         Step::error(500),
         notes("Before the panic", "log", "Keep it short."),
         Step::reply(
@@ -450,17 +457,10 @@ async fn facts(client: &mut Client) -> Vec<(Value, Value)> {
 
 #[actix_web::test]
 async fn a_panic_consolidates_the_notes_before_it_compresses() {
-    let base = crate::budget::base_packet_tokens().await;
-    let window = (base + 2_600).to_string();
-    let body = "lorem ipsum ".repeat(150);
+    let (window, fill) = filled_window().await;
     let big_prompt = format!("Summarize this log: {}", "lorem ipsum ".repeat(500));
     let llm = FakeLlm::start([
-        Step::reply(format!(
-            "<known path=\"known://notes/a\">{body}</known>\
-             <known path=\"known://notes/b\">{body}</known>\
-             <known path=\"known://notes/c\">{body}</known>\
-             <summarize>noted</summarize>"
-        )),
+        fill,
         Step::error(500),
         notes("Before the panic", "log format", "One line per event."),
         Step::held("<set path=\"known://notes/*\" fidelity=\"archive\"/><update>archived</update>"),

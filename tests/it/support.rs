@@ -192,7 +192,7 @@ impl TestApp {
 /// The variables that make `fake` the scripted LLM, with a 32768-token context and one
 /// attempt per call, and no session notes (their sidecar calls would take the script's
 /// steps; `tests/it/session_notes.rs` turns them on).
-fn llm_env(llm: &FakeLlm) -> Vec<(&'static str, &str)> {
+pub fn llm_env(llm: &FakeLlm) -> Vec<(&'static str, &str)> {
     vec![
         ("OPENAI_BASE_URL", llm.base_url()),
         ("RUMMY_MODEL_fake", "openai/fake"),
@@ -202,7 +202,6 @@ fn llm_env(llm: &FakeLlm) -> Vec<(&'static str, &str)> {
     ]
 }
 
-/// The system message of a chat completion request the fake LLM received.
 /// `home/project` with one source file: a project root for a server started in `home`.
 pub fn project_root(home: &Path) -> PathBuf {
     let root = home.join("project");
@@ -211,6 +210,7 @@ pub fn project_root(home: &Path) -> PathBuf {
     root
 }
 
+/// The system message of a chat completion request the fake LLM received.
 pub fn system_message(request: &Value) -> String {
     request["messages"][0]["content"]
         .as_str()
