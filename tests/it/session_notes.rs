@@ -399,6 +399,14 @@ async fn filled_window() -> (String, Step) {
     ((base + 2_600).to_string(), fill)
 }
 
+/// A server with session notes on, a context window of `window` tokens and turns enough for
+/// a panic loop and its retry.
+async fn panic_app(llm: &FakeLlm, window: &str) -> TestApp {
+    let mut env = NOTES_ON.to_vec();
+    env.extend([("RUMMY_CONTEXT_fake", window), ("RUMMY_MAX_TURNS", "6")]);
+    TestApp::with_llm(llm, &env).await
+}
+
 #[actix_web::test]
 async fn notes_are_refreshed_before_a_panic_compresses_the_context() {
     let (window, fill) = filled_window().await;
@@ -413,12 +421,7 @@ async fn notes_are_refreshed_before_a_panic_compresses_the_context() {
         Step::reply("<summarize>the log is fine</summarize>"),
         notes("After the panic", "log", "Keep it short."),
     ]);
-    let mut env = NOTES_ON.to_vec();
-    env.extend([
-        ("RUMMY_CONTEXT_fake", window.as_str()),
-        ("RUMMY_MAX_TURNS", "6"),
-    ]);
-    let app = TestApp::with_llm(&llm, &env).await;
+    let app = panic_app(&llm, &window).await;
     let (mut client, _) = app.client_in_project("panic").await;
     let run = ask(&mut client, "take notes").await;
     assert_eq!(
@@ -467,12 +470,7 @@ async fn a_panic_consolidates_the_notes_before_it_compresses() {
         Step::reply("<summarize>the log is fine</summarize>"),
         notes("After the panic", "tone", "Plain words."),
     ]);
-    let mut env = NOTES_ON.to_vec();
-    env.extend([
-        ("RUMMY_CONTEXT_fake", window.as_str()),
-        ("RUMMY_MAX_TURNS", "6"),
-    ]);
-    let app = TestApp::with_llm(&llm, &env).await;
+    let app = panic_app(&llm, &window).await;
     let (mut client, _) = app.client_in_project("panic").await;
     let run = ask(&mut client, "take notes").await;
     assert!(facts(&mut client).await.is_empty(), "no notes, no facts");
