@@ -34,6 +34,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_REPLAY_PER_RUN", "server.replay_per_run"),
     ("RUMMY_REPLAY_RUNS", "server.replay_runs"),
     ("RUMMY_REPLAY_BYTES", "server.replay_bytes"),
+    ("RUMMY_REPLAY_SERVER_BYTES", "server.replay_server_bytes"),
     ("RUMMY_REPLAY_KEEP_SECS", "server.replay_keep_secs"),
     ("RUMMY_MAX_IN_FLIGHT", "server.max_in_flight"),
     (
@@ -240,6 +241,8 @@ pub struct ServerSettings {
     pub replay_runs: usize,
     /// Bytes of notifications kept per project.
     pub replay_bytes: usize,
+    /// Bytes of notifications kept by the server, every project together.
+    pub replay_server_bytes: usize,
     /// Seconds a run's notifications are kept after its latest.
     pub replay_keep_secs: u64,
     /// Requests one connection may have in flight (0 = no bound).
@@ -258,6 +261,7 @@ impl ServerSettings {
             per_run: self.replay_per_run,
             runs: self.replay_runs.max(1),
             bytes: self.replay_bytes,
+            server_bytes: self.replay_server_bytes,
             keep: std::time::Duration::from_secs(self.replay_keep_secs.max(1)),
         }
     }
@@ -829,6 +833,7 @@ mod tests {
                 per_run: 256,
                 runs: 16,
                 bytes: 16 * 1024 * 1024,
+                server_bytes: 64 * 1024 * 1024,
                 keep: std::time::Duration::from_secs(600),
             }
         );
@@ -843,6 +848,7 @@ mod tests {
                 ("RUMMY_REPLAY_PER_RUN", "0"),
                 ("RUMMY_REPLAY_RUNS", "0"),
                 ("RUMMY_REPLAY_BYTES", "0"),
+                ("RUMMY_REPLAY_SERVER_BYTES", "0"),
                 ("RUMMY_REPLAY_KEEP_SECS", "0"),
             ]),
             Path::new("config"),
@@ -854,6 +860,7 @@ mod tests {
                 per_run: 0,
                 runs: 1,
                 bytes: 0,
+                server_bytes: 0,
                 keep: std::time::Duration::from_secs(1),
             }
         );

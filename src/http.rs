@@ -163,10 +163,11 @@ async fn metrics(request: HttpRequest, state: web::Data<ServerState>) -> HttpRes
                 .body(format!("cannot read the store: {error}\n"))
         }
     };
-    let text = state
-        .agent
-        .metrics
-        .render(&store, &state.agent.llm.metrics());
+    let text = state.agent.metrics.render(
+        &store,
+        state.agent.hubs.replay_bytes(),
+        &state.agent.llm.metrics(),
+    );
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
         .body(text)

@@ -26,7 +26,7 @@ use actix::prelude::*;
 use crate::db::bus::{BusBroadcast, BusFrame, BusMessage, FrameBus};
 use crate::db::ids::{ProjectId, RunId};
 use notifications::{Notification, UiNotification};
-use replay::{ReplayError, ReplayLimits, RunLogs};
+use replay::{ReplayError, ReplayLimits, RunLogs, ServerFrames};
 
 /// Identity of one client connection, unique for the server's lifetime.
 pub type ConnId = u64;
@@ -228,6 +228,7 @@ struct Listed {
 pub struct HubRegistry {
     hubs: Arc<Mutex<HashMap<ProjectId, Listed>>>,
     limits: ReplayLimits,
+    frames: ServerFrames,
     /// Where the frames numbered here go to the other instances, once connected.
     bus: Arc<OnceLock<FrameBus>>,
 }
@@ -238,6 +239,7 @@ impl HubRegistry {
         HubRegistry {
             hubs: Arc::default(),
             limits,
+            frames: ServerFrames::default(),
             bus: Arc::default(),
         }
     }
@@ -314,6 +316,11 @@ impl HubRegistry {
             .await
     }
 
+    /// Bytes of the frames kept for `run/replay`, every project together.
+    pub fn replay_bytes(&self) -> usize {
+        self.frames.bytes()
+    }
+
     /// How many hubs are alive.
     pub fn live(&self) -> usize {
         self.lock().len()
@@ -328,7 +335,7 @@ impl HubRegistry {
             let hub = ProjectHub {
                 project,
                 subscribers: HashMap::new(),
-                logs: RunLogs::new(self.limits),
+                logs: RunLogs::new(self.limits, self.frames.clone()),
                 handled: Arc::clone(&handled),
                 registry: self.clone(),
             }
@@ -394,6 +401,7 @@ mod tests {
             per_run: 8,
             runs: 4,
             bytes: usize::MAX,
+            server_bytes: usize::MAX,
             keep,
         });
         let published_at = SystemTime::now()
@@ -408,8 +416,15 @@ mod tests {
         assert!(seqs[0] > published_at, "numbered from the clock: {seqs:?}");
         assert_eq!(seqs[1], seqs[0] + 1);
         assert_eq!(hubs.live(), 1);
+        let kept_bytes: usize = kept.iter().map(|frame| frame.len()).sum();
+        assert_eq!(hubs.replay_bytes(), kept_bytes, "counted server-wide");
         for _ in 0..500 {
             if hubs.live() == 0 {
+                assert_eq!(
+                    hubs.replay_bytes(),
+                    0,
+                    "a retired hub's frames count no more"
+                );
                 let after = hubs.replay(ProjectId(1), RUN, seqs[1]).await.unwrap();
                 assert_eq!(after, Err(ReplayError::NotKept { since: seqs[1] }));
                 return;
@@ -440,6 +455,7 @@ mod tests {
             per_run: 8,
             runs: 4,
             bytes: usize::MAX,
+            server_bytes: usize::MAX,
             keep,
         });
         let frames = Arc::new(AtomicU64::new(0));

@@ -82,8 +82,14 @@ impl Metrics {
         self.turns_total.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The Prometheus exposition of these counters, of `store` and of each provider's calls.
-    pub fn render(&self, store: &StoreGauges, providers: &[(&str, &ProviderMetrics)]) -> String {
+    /// The Prometheus exposition of these counters, of `store`, of the bytes kept for
+    /// `run/replay` and of each provider's calls.
+    pub fn render(
+        &self,
+        store: &StoreGauges,
+        replay_bytes: usize,
+        providers: &[(&str, &ProviderMetrics)],
+    ) -> String {
         let mut out = Exposition::default();
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         out.family(
@@ -128,6 +134,12 @@ impl Metrics {
             "Runs with a loop waiting or running.",
         );
         out.sample("rummy_runs_with_work", "", store.runs_with_work);
+        out.family(
+            "rummy_replay_bytes",
+            "gauge",
+            "Bytes of notifications kept for run/replay, every project together.",
+        );
+        out.sample("rummy_replay_bytes", "", replay_bytes);
         out.providers(providers);
         out.text
     }
@@ -265,7 +277,7 @@ mod tests {
             loops_running: 1,
             runs_with_work: 1,
         };
-        let text = metrics.render(&store, &[("openai", &openai)]);
+        let text = metrics.render(&store, 0, &[("openai", &openai)]);
         let mut declared = Vec::new();
         for line in text.lines() {
             if let Some(family) = line.strip_prefix("# TYPE ") {

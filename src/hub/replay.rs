@@ -1,14 +1,17 @@
 //! What a reconnecting client missed: each run's most recent notification frames, by `seq`.
 //!
-//! Bounded four ways: `per_run` frames of a run (its oldest go first), `runs` runs per
+//! Bounded five ways: `per_run` frames of a run (its oldest go first), `runs` runs per
 //! project (opening one more frees the run that published least recently), `bytes` of
 //! frames per project (past it the oldest frames of the run that published least recently
-//! go first, so runs whose frames carry megabyte bodies cannot hold the server's memory)
-//! and time (the hub's sweep frees a run quiet for `keep`). A freed run that publishes again is numbered
+//! go first, so runs whose frames carry megabyte bodies cannot hold the server's memory),
+//! `server_bytes` of frames of every project together (past it the project publishing sheds
+//! its own oldest frames the same way, so many projects cannot either) and time (the hub's
+//! sweep frees a run quiet for `keep`). A freed run that publishes again is numbered
 //! afresh, above every seq it had before, so a client never takes new notifications for ones
 //! it saw, and a replay from a seq the server no longer keeps says so.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +26,8 @@ pub struct ReplayLimits {
     pub runs: usize,
     /// Bytes of frames kept for the project's runs together.
     pub bytes: usize,
+    /// Bytes of frames kept for every project's runs together.
+    pub server_bytes: usize,
     /// A run that published nothing for this long is freed.
     pub keep: Duration,
 }
@@ -57,24 +62,52 @@ impl RunLog {
     }
 }
 
+/// Bytes of the frames the hubs of one server keep, all projects together.
+#[derive(Debug, Clone, Default)]
+pub struct ServerFrames(Arc<AtomicUsize>);
+
+impl ServerFrames {
+    pub fn bytes(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// The logs of one project's runs.
 pub struct RunLogs {
     limits: ReplayLimits,
     logs: HashMap<RunId, RunLog>,
     /// The highest seq of every run freed so far: a new numbering starts above it.
     floor: u64,
-    /// Bytes of the frames kept in `logs`.
+    /// Bytes of the frames kept in `logs`, also counted in `server`.
     bytes: usize,
+    server: ServerFrames,
 }
 
 impl RunLogs {
-    pub fn new(limits: ReplayLimits) -> RunLogs {
+    /// The logs of a project whose frames count in `server` too.
+    pub fn new(limits: ReplayLimits, server: ServerFrames) -> RunLogs {
         RunLogs {
             limits,
             logs: HashMap::new(),
             floor: 0,
             bytes: 0,
+            server,
         }
+    }
+
+    fn hold(&mut self, bytes: usize) {
+        self.bytes += bytes;
+        self.server.0.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn release(&mut self, bytes: usize) {
+        self.bytes -= bytes;
+        self.server.0.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    fn over_bounds(&self) -> bool {
+        self.bytes > self.limits.bytes
+            || (self.bytes > 0 && self.server.bytes() > self.limits.server_bytes)
     }
 
     /// How long a quiet run is kept.
@@ -125,8 +158,8 @@ impl RunLogs {
         }
         if before != log.last {
             let dropped: usize = log.frames.drain(..).map(|frame| frame.len()).sum();
-            self.bytes -= dropped;
             log.last = before;
+            self.release(dropped);
         }
         self.push(run, now, text);
         true
@@ -160,20 +193,23 @@ impl RunLogs {
         };
         log.last += 1;
         log.published = now;
-        self.bytes += text.len();
+        let added = text.len();
         log.frames.push_back(text);
-        if log.frames.len() > self.limits.per_run {
-            if let Some(oldest) = log.frames.pop_front() {
-                self.bytes -= oldest.len();
-            }
-        }
+        let over = if log.frames.len() > self.limits.per_run {
+            log.frames.pop_front().map_or(0, |oldest| oldest.len())
+        } else {
+            0
+        };
+        self.hold(added);
+        self.release(over);
         self.shed_bytes();
     }
 
     /// Drops the oldest frames of the runs that published least recently until the frames
-    /// kept fit the project's bytes (a run keeps its numbering when it keeps no frame).
+    /// kept fit the project's bytes and the server's (a run keeps its numbering when it
+    /// keeps no frame).
     fn shed_bytes(&mut self) {
-        while self.bytes > self.limits.bytes {
+        while self.over_bounds() {
             let least_recent = self
                 .logs
                 .values_mut()
@@ -182,7 +218,7 @@ impl RunLogs {
             let Some(oldest) = least_recent.and_then(|log| log.frames.pop_front()) else {
                 return;
             };
-            self.bytes -= oldest.len();
+            self.release(oldest.len());
         }
     }
 
@@ -233,7 +269,7 @@ impl RunLogs {
     fn free(&mut self, run: RunId) {
         if let Some(log) = self.logs.remove(&run) {
             self.floor = self.floor.max(log.last);
-            self.bytes -= log.frames.iter().map(|frame| frame.len()).sum::<usize>();
+            self.release(log.frames.iter().map(|frame| frame.len()).sum());
         }
     }
 }
@@ -246,12 +282,21 @@ mod tests {
     const RUN: RunId = RunId(1);
 
     fn logs(per_run: usize, runs: usize) -> RunLogs {
-        RunLogs::new(ReplayLimits {
-            per_run,
-            runs,
-            bytes: usize::MAX,
-            keep: Duration::from_secs(60),
-        })
+        RunLogs::new(
+            ReplayLimits {
+                per_run,
+                runs,
+                bytes: usize::MAX,
+                server_bytes: usize::MAX,
+                keep: Duration::from_secs(60),
+            },
+            ServerFrames::default(),
+        )
+    }
+
+    /// A frame of ten bytes naming `seq`.
+    fn frame(seq: u64) -> Arc<str> {
+        Arc::from(format!("{seq:0>10}"))
     }
 
     /// Publishes a frame naming its seq; returns the seq.
@@ -270,16 +315,19 @@ mod tests {
 
     #[test]
     fn the_bytes_bound_drops_the_oldest_frames_of_the_least_recent_run_first() {
-        let mut logs = RunLogs::new(ReplayLimits {
-            per_run: 100,
-            runs: 4,
-            bytes: 40,
-            keep: Duration::from_secs(60),
-        });
+        let mut logs = RunLogs::new(
+            ReplayLimits {
+                per_run: 100,
+                runs: 4,
+                bytes: 40,
+                server_bytes: usize::MAX,
+                keep: Duration::from_secs(60),
+            },
+            ServerFrames::default(),
+        );
         let start = Instant::now();
         let later = start + Duration::from_secs(1);
         let quiet = RunId(2);
-        let frame = |seq: u64| Arc::from(format!("{seq:0>10}"));
         for seq in 1..=3 {
             assert!(logs.keep_numbered(quiet, start, seq, frame(seq)));
         }
@@ -305,6 +353,39 @@ mod tests {
         );
         logs.free(RUN);
         assert_eq!(logs.bytes, 0);
+    }
+
+    #[test]
+    fn past_the_servers_bytes_the_project_publishing_sheds_its_own_oldest_frames() {
+        let server = ServerFrames::default();
+        let limits = ReplayLimits {
+            per_run: 100,
+            runs: 4,
+            bytes: 1_000,
+            server_bytes: 50,
+            keep: Duration::from_secs(60),
+        };
+        let now = Instant::now();
+        let mut quiet = RunLogs::new(limits, server.clone());
+        let mut busy = RunLogs::new(limits, server.clone());
+        for seq in 1..=3 {
+            assert!(quiet.keep_numbered(RUN, now, seq, frame(seq)));
+        }
+        for seq in 1..=2 {
+            assert!(busy.keep_numbered(RUN, now, seq, frame(seq)));
+        }
+        assert_eq!(server.bytes(), 50, "five frames of ten bytes fit");
+        for seq in 3..=4 {
+            assert!(busy.keep_numbered(RUN, now, seq, frame(seq)));
+        }
+        assert_eq!(server.bytes(), 50);
+        assert_eq!(seqs(quiet.after(RUN, 0)), Ok(vec![1, 2, 3]), "untouched");
+        assert_eq!(seqs(busy.after(RUN, 2)), Ok(vec![3, 4]));
+        assert_eq!(busy.after(RUN, 1), Err(ReplayError::NotKept { since: 1 }));
+        quiet.sweep(now + Duration::from_secs(60));
+        assert_eq!(server.bytes(), 20, "a freed run's frames count no more");
+        assert!(busy.keep_numbered(RUN, now, 5, frame(5)));
+        assert_eq!(seqs(busy.after(RUN, 2)), Ok(vec![3, 4, 5]), "room again");
     }
 
     #[test]

@@ -246,7 +246,7 @@ mod tests {
 
     /// The provider's samples as `/metrics` shows them.
     fn rendered(metrics: &ProviderMetrics) -> String {
-        crate::metrics::Metrics::default().render(&Default::default(), &[("openai", metrics)])
+        crate::metrics::Metrics::default().render(&Default::default(), 0, &[("openai", metrics)])
     }
 
     #[tokio::test]

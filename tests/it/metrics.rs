@@ -98,6 +98,10 @@ async fn metrics_follow_connections_turns_llm_calls_and_the_loop_queue() {
             r#"rummy_llm_duration_seconds_sum{provider="openai"}"#
         ) > 0.0
     );
+    assert!(
+        value(&after_one, "rummy_replay_bytes") > 0.0,
+        "the run's notifications are kept for run/replay"
+    );
 
     let failed = client
         .ok(
