@@ -6,14 +6,12 @@
 //! [`INIT_GET_RUNS_BOUND`], the server's resident memory within [`MEMORY_BOUND_KIB`], and no
 //! panic in its log.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
-use crate::process::{free_port, wait_until_healthy};
+use crate::process::{free_port, LoggedServer};
 
 /// How long the hostile clients work.
 const SECONDS: &str = "25";
@@ -37,34 +35,20 @@ async fn a_fresh_client_is_answered_promptly_and_memory_stays_bounded_under_host
     let home = tempfile::tempdir().unwrap();
     let projects = home.path().join("projects");
     std::fs::create_dir_all(&projects).unwrap();
-    let port = free_port();
     let llm_port = free_port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_rummy"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("RUMMY_HOME", home.path())
-        .env("PORT", port.to_string())
-        .env("RUMMY_LOG", "warn")
-        .env("NO_COLOR", "1")
-        .env("RUMMY_PROJECTS_DIR", &projects)
-        .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{llm_port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stderr = server.stderr.take().unwrap();
-    let log = actix_web::rt::spawn(async move {
-        let mut log = String::new();
-        let _ = stderr.read_to_string(&mut log).await;
-        log
-    });
-    wait_until_healthy(port).await;
-    let pid = server.id().unwrap().to_string();
+    let llm_url = format!("http://127.0.0.1:{llm_port}");
+    let server = LoggedServer::start(
+        home,
+        &[
+            ("RUMMY_PROJECTS_DIR", projects.to_str().unwrap()),
+            ("OPENAI_BASE_URL", &llm_url),
+        ],
+    )
+    .await;
+    let pid = server.pid().to_string();
     let output = Command::new(env!("CARGO_BIN_EXE_rummy-load"))
         .args(["hostile", "--json", "--seed", "24"])
-        .args(["--url", &format!("ws://127.0.0.1:{port}/")])
+        .args(["--url", &server.url()])
         .args(["--llm-port", &llm_port.to_string()])
         .args(["--clients", CLIENTS, "--seconds", SECONDS])
         .args(["--server-pid", &pid])
@@ -80,9 +64,7 @@ async fn a_fresh_client_is_answered_promptly_and_memory_stays_bounded_under_host
         String::from_utf8_lossy(&output.stderr)
     );
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    server.start_kill().unwrap();
-    server.wait().await.unwrap();
-    let log = log.await.unwrap();
+    let log = server.stop().await;
     assert!(!log.contains("panicked"), "the server panicked: {log}");
 
     // The load was real: the fuzzing model was asked many times, and loops ended (how many

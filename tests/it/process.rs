@@ -68,6 +68,93 @@ impl Drop for ServerProcess {
     }
 }
 
+/// A `rummy serve` process on a home of its own, logging warnings, whose log is read as it
+/// comes (so the server never waits on a full pipe).
+pub struct LoggedServer {
+    child: tokio::process::Child,
+    pub port: u16,
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+    _home: tempfile::TempDir,
+}
+
+impl LoggedServer {
+    /// How long [`logged`](Self::logged) waits for a line.
+    const WAIT: Duration = Duration::from_secs(60);
+
+    /// Starts the binary on `home` with `env` and nothing else from this environment.
+    pub async fn start(home: tempfile::TempDir, env: &[(&str, &str)]) -> LoggedServer {
+        use tokio::io::AsyncBufReadExt;
+        let port = free_port();
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rummy"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("RUMMY_HOME", home.path())
+            .env("PORT", port.to_string())
+            .env("RUMMY_LOG", "warn")
+            .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut log = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let (sent, lines) = tokio::sync::mpsc::unbounded_channel();
+        actix_web::rt::spawn(async move {
+            while let Ok(Some(line)) = log.next_line().await {
+                if sent.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        wait_until_healthy(port).await;
+        LoggedServer {
+            child,
+            port,
+            lines,
+            _home: home,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("ws://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap()
+    }
+
+    /// The next log line with every one of `parts`.
+    pub async fn logged(&mut self, parts: &[&str]) -> String {
+        let found = async {
+            while let Some(line) = self.lines.recv().await {
+                if parts.iter().all(|part| line.contains(part)) {
+                    return Some(line);
+                }
+            }
+            None
+        };
+        match tokio::time::timeout(Self::WAIT, found).await {
+            Ok(Some(line)) => line,
+            Ok(None) => panic!("the server's log ended without a line with {parts:?}"),
+            Err(_) => panic!("the server logged no line with {parts:?}"),
+        }
+    }
+
+    /// Kills the server and gives the lines of its log not read yet.
+    pub async fn stop(mut self) -> String {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+        let mut rest = String::new();
+        while let Some(line) = self.lines.recv().await {
+            rest.push_str(&line);
+            rest.push('\n');
+        }
+        rest
+    }
+}
+
 /// Waits until `/healthz` on `port` answers.
 pub async fn wait_until_healthy(port: u16) {
     let url = format!("http://127.0.0.1:{}/healthz", port);

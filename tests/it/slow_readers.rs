@@ -3,78 +3,17 @@
 //! it) once too much waits or its socket takes nothing for `client_timeout_secs`. Run
 //! against the binary, whose log the tests read.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::process::{Child, ChildStderr, Command};
 
-use crate::process::{free_port, wait_until_healthy};
+use crate::process::LoggedServer;
 use crate::support::Client;
 
-/// How long a test waits for the server to read, log or close before it fails.
+/// How long a test waits for the server to read or close before it fails.
 const WAIT: Duration = Duration::from_secs(60);
-
-/// A `rummy serve` process and its log.
-struct LoggedServer {
-    _child: Child,
-    port: u16,
-    log: Lines<BufReader<ChildStderr>>,
-    _home: tempfile::TempDir,
-}
-
-impl LoggedServer {
-    /// Starts the binary with `env` on a fresh home, logging warnings to a pipe.
-    async fn start(env: &[(&str, &str)]) -> LoggedServer {
-        let home = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rummy"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("RUMMY_HOME", home.path())
-            .env("PORT", port.to_string())
-            .env("RUMMY_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let log = BufReader::new(child.stderr.take().unwrap()).lines();
-        wait_until_healthy(port).await;
-        LoggedServer {
-            _child: child,
-            port,
-            log,
-            _home: home,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("ws://127.0.0.1:{}/", self.port)
-    }
-
-    /// The next log line with every one of `parts`.
-    async fn logged(&mut self, parts: &[&str]) -> String {
-        let found = async {
-            while let Some(line) = self.log.next_line().await.unwrap() {
-                if parts.iter().all(|part| line.contains(part)) {
-                    return Some(line);
-                }
-            }
-            None
-        };
-        match tokio::time::timeout(WAIT, found).await {
-            Ok(Some(line)) => line,
-            Ok(None) => panic!("the server's log ended without a line with {parts:?}"),
-            Err(_) => panic!("the server logged no line with {parts:?}"),
-        }
-    }
-}
 
 /// A WebSocket client that never reads after its handshake.
 struct DeafPeer {
@@ -148,10 +87,13 @@ fn client_frame(payload: &[u8]) -> Vec<u8> {
 
 #[actix_web::test]
 async fn a_client_that_does_not_read_is_dropped_once_too_much_waits_for_it() {
-    let mut server = LoggedServer::start(&[
-        ("RUMMY_MAX_FRAME_BYTES", "1048576"),
-        ("RUMMY_CLIENT_SEND_BUFFER_BYTES", "2097152"),
-    ])
+    let mut server = LoggedServer::start(
+        tempfile::tempdir().unwrap(),
+        &[
+            ("RUMMY_MAX_FRAME_BYTES", "1048576"),
+            ("RUMMY_CLIENT_SEND_BUFFER_BYTES", "2097152"),
+        ],
+    )
     .await;
     let mut other = Client::connect(&server.url()).await;
     let mut deaf = DeafPeer::connect(server.port).await;
@@ -175,11 +117,14 @@ async fn a_client_that_does_not_read_is_dropped_once_too_much_waits_for_it() {
 
 #[actix_web::test]
 async fn a_client_whose_socket_takes_nothing_is_dropped_after_the_client_timeout() {
-    let mut server = LoggedServer::start(&[
-        ("RUMMY_CLIENT_TIMEOUT_SECS", "1"),
-        ("RUMMY_HEARTBEAT_SECS", "1"),
-        ("RUMMY_CLIENT_SEND_BUFFER_BYTES", "1073741824"),
-    ])
+    let mut server = LoggedServer::start(
+        tempfile::tempdir().unwrap(),
+        &[
+            ("RUMMY_CLIENT_TIMEOUT_SECS", "1"),
+            ("RUMMY_HEARTBEAT_SECS", "1"),
+            ("RUMMY_CLIENT_SEND_BUFFER_BYTES", "1073741824"),
+        ],
+    )
     .await;
     let mut deaf = DeafPeer::connect(server.port).await;
     for id in 0..32 {
