@@ -77,12 +77,16 @@ impl Mode {
     }
 }
 
-/// How a prompt turn ends, by a loop's outcome status.
-pub fn stop_reason(status: i64) -> Option<StopReason> {
-    match status {
-        200 => Some(StopReason::EndTurn),
-        499 => Some(StopReason::Cancelled),
-        413 => Some(StopReason::MaxTokens),
+/// How a prompt turn ends, by a loop's outcome: its status and why it ended (`reason`).
+pub fn stop_reason(outcome: &Value) -> Option<StopReason> {
+    let status = outcome.get("status").and_then(Value::as_i64);
+    let reason = outcome.get("reason").and_then(Value::as_str);
+    match (status, reason) {
+        (Some(200), Some("turn_limit")) => Some(StopReason::MaxTurnRequests),
+        (Some(200), Some("refused")) => Some(StopReason::Refusal),
+        (Some(200), _) => Some(StopReason::EndTurn),
+        (Some(499), _) => Some(StopReason::Cancelled),
+        (Some(413), _) => Some(StopReason::MaxTokens),
         _ => None,
     }
 }
@@ -230,7 +234,7 @@ impl Session {
             if self.cancelled.load(Ordering::SeqCst) {
                 return Ok(StopReason::Cancelled);
             }
-            return match stop_reason(status) {
+            return match stop_reason(&outcome) {
                 Some(reason) => Ok(reason),
                 None => Err(AcpError::LoopFailed {
                     run: run.clone(),
@@ -402,11 +406,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn outcomes_end_the_turn_by_status() {
-        assert_eq!(stop_reason(200), Some(StopReason::EndTurn));
-        assert_eq!(stop_reason(499), Some(StopReason::Cancelled));
-        assert_eq!(stop_reason(413), Some(StopReason::MaxTokens));
-        assert_eq!(stop_reason(500), None);
+    fn outcomes_end_the_turn_by_status_and_reason() {
+        let ended = |outcome: Value| stop_reason(&outcome);
+        let done = json!({"status": 200, "reason": "done"});
+        assert_eq!(ended(done), Some(StopReason::EndTurn));
+        let stalled = json!({"status": 200, "reason": "stalled"});
+        assert_eq!(ended(stalled), Some(StopReason::EndTurn));
+        let rejected = json!({"status": 200, "reason": "rejected"});
+        assert_eq!(ended(rejected), Some(StopReason::EndTurn));
+        let limit = json!({"status": 200, "reason": "turn_limit"});
+        assert_eq!(ended(limit), Some(StopReason::MaxTurnRequests));
+        let refused = json!({"status": 200, "reason": "refused"});
+        assert_eq!(ended(refused), Some(StopReason::Refusal));
+        assert_eq!(ended(json!({"status": 200})), Some(StopReason::EndTurn));
+        let aborted = json!({"status": 499, "reason": "aborted"});
+        assert_eq!(ended(aborted), Some(StopReason::Cancelled));
+        assert_eq!(ended(json!({"status": 413})), Some(StopReason::MaxTokens));
+        let failed = json!({"status": 500, "reason": "failed"});
+        assert_eq!(ended(failed), None);
     }
 
     #[test]

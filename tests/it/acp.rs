@@ -35,16 +35,24 @@ impl Drive {
     /// Runs `scenario` of drive.mjs against a local `rummy acp` on a fresh home whose
     /// project `demo` holds `a.txt` ("one\ntwo\n").
     async fn run(scenario: &str, llm: &FakeLlm) -> Drive {
-        Drive::run_in(scenario, llm, tempfile::tempdir().unwrap(), "demo", None).await
+        Drive::run_with(scenario, llm, &[]).await
     }
 
-    /// [`Drive::run`] in `home`, the project named `name`, against `remote` when given.
+    /// [`Drive::run`] with these settings in the agent's environment.
+    async fn run_with(scenario: &str, llm: &FakeLlm, env: &[(&str, &str)]) -> Drive {
+        let home = tempfile::tempdir().unwrap();
+        Drive::run_in(scenario, llm, home, "demo", None, env).await
+    }
+
+    /// [`Drive::run`] in `home`, the project named `name`, against `remote` when given, with
+    /// `env` in the agent's environment.
     async fn run_in(
         scenario: &str,
         llm: &FakeLlm,
         home: tempfile::TempDir,
         name: &str,
         remote: Option<Remote<'_>>,
+        env: &[(&str, &str)],
     ) -> Drive {
         let project = home.path().join(name);
         std::fs::create_dir_all(&project).unwrap();
@@ -70,6 +78,7 @@ impl Drive {
             .env("RUMMY_HOME", home.path())
             .env("RUMMY_LOG", "warn")
             .envs(llm_env(llm))
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stderr(Stdio::inherit())
             .output()
@@ -163,6 +172,36 @@ async fn a_prompt_streams_the_models_text_and_commands_and_ends_the_turn() {
     let prompt = crate::support::user_message(&llm.requests()[0]);
     assert!(prompt.contains("please do the task"), "{prompt}");
     assert_eq!(llm.requests().len(), 2);
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn the_turn_limit_ends_the_turn_max_turn_requests() {
+    let llm = FakeLlm::start([
+        Step::reply("<known path=\"known://one\">1</known><update>Step one.</update>"),
+        Step::reply("<known path=\"known://two\">2</known><update>Step two.</update>"),
+        Step::reply("<summarize>never asked</summarize>"),
+    ]);
+    let drive = Drive::run_with("stream", &llm, &[("RUMMY_MAX_TURNS", "2")]).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["max_turn_requests"]));
+    assert_eq!(drive.messages(), ["Step one.", "Step two."]);
+    assert_eq!(llm.requests().len(), 2);
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn a_models_refusal_ends_the_turn_refusal_with_its_text() {
+    let llm = FakeLlm::start([Step::Json(json!({
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": null,
+                                 "refusal": "I cannot help with that."}}],
+    }))]);
+    let drive = Drive::run("stream", &llm).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["refusal"]));
+    assert_eq!(drive.messages(), ["I cannot help with that."]);
+    assert_eq!(llm.requests().len(), 1);
 }
 
 #[actix_web::test]
@@ -364,7 +403,7 @@ async fn remote_a_person_works_in_their_project_through_a_team_server() {
         url: format!("ws://127.0.0.1:{}/", server.port),
         token: "mo-token",
     };
-    let drive = Drive::run_in("stream", &llm, home, "demo", Some(remote)).await;
+    let drive = Drive::run_in("stream", &llm, home, "demo", Some(remote), &[]).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
@@ -381,7 +420,7 @@ async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error() {
         url: format!("ws://127.0.0.1:{}/", server.port),
         token: "mo-token",
     };
-    let drive = Drive::run_in("stream", &llm, home, "other", Some(remote)).await;
+    let drive = Drive::run_in("stream", &llm, home, "other", Some(remote), &[]).await;
     let errors = drive.seen["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0]["what"], json!("session/new"));
