@@ -5,21 +5,23 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionId, SetSessionModeRequest, SetSessionModeResponse,
+    SessionCapabilities, SessionId, SessionListCapabilities, SessionNotification,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
-use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, Stdio};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, Client, Stdio};
 
 use crate::acp::error::AcpError;
 use crate::acp::link::{Dialer, Endpoint};
 use crate::acp::permission::Offers;
-use crate::acp::session::{Mode, Session};
+use crate::acp::session::{self, Loaded, Mode, Session};
 
 /// What every handler shares.
 pub struct Bridge {
@@ -29,7 +31,6 @@ pub struct Bridge {
     model: Option<String>,
     offers: Mutex<Offers>,
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
-    next_session: AtomicU64,
 }
 
 impl Bridge {
@@ -40,7 +41,6 @@ impl Bridge {
             model,
             offers: Mutex::new(Offers::default()),
             sessions: Mutex::new(HashMap::new()),
-            next_session: AtomicU64::new(1),
         }
     }
 
@@ -58,7 +58,11 @@ impl Bridge {
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(
                 AgentCapabilities::new()
-                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+                    .load_session(true)
+                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                    .session_capabilities(
+                        SessionCapabilities::new().list(SessionListCapabilities::new()),
+                    ),
             )
             .agent_info(Implementation::new("rummy", env!("CARGO_PKG_VERSION")))
     }
@@ -70,22 +74,59 @@ impl Bridge {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// `session/new`: the project at `cwd`, through a connection of the session's own.
+    /// `session/new`: the project at `cwd` and a new run, through a connection of the
+    /// session's own; the session is named after the run.
     async fn new_session(
         &self,
         request: NewSessionRequest,
     ) -> Result<NewSessionResponse, AcpError> {
         let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
-        let number = self.next_session.fetch_add(1, Ordering::Relaxed);
-        let id = SessionId::new(format!("rummy-{}-{number}", std::process::id()));
         let root = PathBuf::from(&request.cwd);
-        let session = Session::open(id.clone(), root, connected, self.model.clone()).await?;
+        let session = Session::open(root, connected, self.model.clone()).await?;
+        let id = session.id.clone();
         let modes = Mode::state(session.mode());
+        self.keep(session);
+        Ok(NewSessionResponse::new(id).modes(modes))
+    }
+
+    /// `session/load`: the project at `cwd` and its run named by the session id, whose log
+    /// is sent to the editor before the answer.
+    async fn load_session(
+        &self,
+        request: LoadSessionRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<LoadSessionResponse, AcpError> {
+        let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
+        let root = PathBuf::from(&request.cwd);
+        let Loaded { session, replay } =
+            Session::load(&request.session_id, root, connected, self.model.clone()).await?;
+        for update in replay {
+            cx.send_notification(SessionNotification::new(session.id.clone(), update))
+                .map_err(AcpError::protocol)?;
+        }
+        let modes = Mode::state(session.mode());
+        self.keep(session);
+        Ok(LoadSessionResponse::new().modes(modes))
+    }
+
+    /// `session/list`: the runs of the project at `cwd`.
+    async fn list_sessions(
+        &self,
+        request: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, AcpError> {
+        let root = request.cwd.ok_or(AcpError::ListWithoutDirectory)?;
+        let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
+        let (sessions, next) = session::list(&root, connected, request.cursor.as_deref()).await?;
+        Ok(ListSessionsResponse::new(sessions).next_cursor(next))
+    }
+
+    /// Keeps `session` for the requests that name it (a session loaded again replaces the
+    /// one it was).
+    fn keep(&self, session: Session) {
         self.sessions
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(id.clone(), Arc::new(session));
-        Ok(NewSessionResponse::new(id).modes(modes))
+            .insert(session.id.clone(), Arc::new(session));
     }
 
     fn session(&self, id: &SessionId) -> Result<Arc<Session>, AcpError> {
@@ -102,6 +143,8 @@ impl Bridge {
 pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
     let on_initialize = Arc::clone(&bridge);
     let on_new = Arc::clone(&bridge);
+    let on_load = Arc::clone(&bridge);
+    let on_list = Arc::clone(&bridge);
     let on_prompt = Arc::clone(&bridge);
     let on_mode = Arc::clone(&bridge);
     let on_cancel = bridge;
@@ -117,6 +160,20 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
         .on_receive_request(
             async move |request: NewSessionRequest, responder, _cx| {
                 responder.respond_with_result(on_new.new_session(request).await.map_err(Into::into))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                let loaded = on_load.load_session(request, &cx).await;
+                responder.respond_with_result(loaded.map_err(Into::into))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| {
+                let listed = on_list.list_sessions(request).await;
+                responder.respond_with_result(listed.map_err(Into::into))
             },
             on_receive_request!(),
         )

@@ -14,6 +14,9 @@
 //   malformed   a line that is not JSON, then a whole session
 //   ask-mode    session/set_mode to ask (and to a mode that does not exist), then a prompt
 //   command     a prompt whose command the editor allows and runs in its terminal
+//   load        session/load of the session $ACP_LOAD (its replay: the updates before the
+//               answer, counted in `replayed`), session/list, a load of a session that does
+//               not exist, then a prompt in the loaded session
 
 import { spawn } from "node:child_process";
 import { writeFileSync, mkdirSync } from "node:fs";
@@ -31,6 +34,8 @@ const seen = {
   writes: [],
   terminals: [],
   stopReasons: [],
+  replayed: null,
+  listed: null,
   errors: [],
   rawErrors: [],
   exit: null,
@@ -126,7 +131,16 @@ async function run(ctx) {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientCapabilities: { fs: { readTextFile: offersFiles, writeTextFile: offersFiles }, terminal: offersTerminal },
   });
-  seen.session = await attempt("session/new", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] }));
+  if (scenario === "load") {
+    const sessionId = process.env.ACP_LOAD;
+    const loaded = await attempt("session/load", ctx.request(acp.methods.agent.session.load, { sessionId, cwd: project, mcpServers: [] }));
+    seen.replayed = seen.updates.length;
+    seen.listed = await attempt("session/list", ctx.request(acp.methods.agent.session.list, { cwd: project }));
+    await attempt("load unknown", ctx.request(acp.methods.agent.session.load, { sessionId: "no_such_run", cwd: project, mcpServers: [] }));
+    seen.session = loaded && { sessionId, ...loaded };
+  } else {
+    seen.session = await attempt("session/new", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] }));
+  }
   if (!seen.session) return;
   const sessionId = seen.session.sessionId;
   const prompt = (text) =>
@@ -148,6 +162,9 @@ async function run(ctx) {
       await attempt("set_mode plan", ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "plan" }));
       await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "ask" });
       await prompt("what is in a.txt?");
+      break;
+    case "load":
+      await prompt("and now the second part");
       break;
     default:
       await prompt("please do the task");

@@ -22,7 +22,7 @@ const NEEDS_NODE: &str = "needs node and `npm ci` in tests/acp: tests/run.sh doe
 struct Drive {
     seen: Value,
     project: PathBuf,
-    _home: tempfile::TempDir,
+    home: tempfile::TempDir,
 }
 
 /// A running server `rummy acp --url` connects to, with the person's token.
@@ -90,8 +90,20 @@ impl Drive {
         Drive {
             seen,
             project,
-            _home: home,
+            home,
         }
+    }
+
+    /// Runs `scenario` in a new agent on the same home and project.
+    async fn again(self, scenario: &str, llm: &FakeLlm, env: &[(&str, &str)]) -> Drive {
+        let name = self
+            .project
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        Drive::run_in(scenario, llm, self.home, &name, None, env).await
     }
 
     fn updates(&self, kind: &str) -> Vec<&Value> {
@@ -365,6 +377,83 @@ async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_
     );
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Running it.", "It said hello."]);
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued() {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
+        Step::reply("<summarize>a.txt counts to two.</summarize>"),
+        Step::reply("<summarize>The second part is done.</summarize>"),
+    ]);
+    let first = Drive::run("stream", &llm).await;
+    let session = first.seen["session"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let drive = first.again("load", &llm, &[("ACP_LOAD", &session)]).await;
+    drive.assert_clean_session();
+    assert_eq!(
+        drive.seen["initialize"]["agentCapabilities"]["loadSession"],
+        json!(true)
+    );
+    let replayed = drive.seen["replayed"].as_u64().unwrap() as usize;
+    let replay = &drive.seen["updates"].as_array().unwrap()[..replayed];
+    let kinds: Vec<&Value> = replay
+        .iter()
+        .map(|update| &update["sessionUpdate"])
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            &json!("user_message_chunk"),
+            &json!("tool_call"),
+            &json!("agent_message_chunk"),
+            &json!("agent_message_chunk"),
+        ],
+        "{replay:?}"
+    );
+    assert_eq!(replay[0]["content"]["text"], json!("please do the task"));
+    assert_eq!(replay[1]["kind"], json!("read"));
+    assert_eq!(replay[1]["status"], json!("completed"));
+    assert_eq!(replay[1]["title"], json!("get a.txt"));
+    assert_eq!(
+        replay[1]["locations"],
+        json!([{"path": drive.project.join("a.txt")}])
+    );
+    assert_eq!(replay[2]["content"]["text"], json!("Reading a.txt."));
+    assert_eq!(replay[3]["content"]["text"], json!("a.txt counts to two."));
+    let listed = drive.seen["listed"]["sessions"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["sessionId"], json!(session));
+    assert_eq!(listed[0]["cwd"], json!(drive.project));
+    assert_eq!(listed[0]["title"], json!("a.txt counts to two."));
+    let unknown = drive.seen["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|error| error["what"] == "load unknown")
+        .expect("loading a session that does not exist fails");
+    assert_eq!(unknown["code"], json!(-32002));
+    assert_eq!(
+        unknown["data"],
+        json!(format!(
+            "no session no_such_run to load: the project at {} has no run of that name",
+            drive.project.display()
+        ))
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.messages()[2..], ["The second part is done."]);
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3);
+    let prompt = crate::support::user_message(&requests[2]);
+    assert!(prompt.contains("and now the second part"), "{prompt}");
+    let packet = requests[2]["messages"].to_string();
+    assert!(
+        packet.contains("please do the task") && packet.contains("a.txt counts to two."),
+        "the model sees the run's earlier history: {packet}"
+    );
 }
 
 /// A team server with a users file: `mo` is a member of project `demo` only.
