@@ -7,6 +7,7 @@
 //! stdout carries ACP frames only: logs go to stderr.
 
 mod agent;
+mod commands;
 mod error;
 pub mod link;
 pub mod local;

@@ -79,14 +79,13 @@ impl Bridge {
     async fn new_session(
         &self,
         request: NewSessionRequest,
-    ) -> Result<NewSessionResponse, AcpError> {
+    ) -> Result<(NewSessionResponse, Arc<Session>), AcpError> {
         let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
         let root = PathBuf::from(&request.cwd);
         let session = Session::open(root, connected, self.model.clone()).await?;
         let id = session.id.clone();
         let modes = Mode::state(session.mode());
-        self.keep(session);
-        Ok(NewSessionResponse::new(id).modes(modes))
+        Ok((NewSessionResponse::new(id).modes(modes), self.keep(session)))
     }
 
     /// `session/load`: the project at `cwd` and its run named by the session id, whose log
@@ -95,7 +94,7 @@ impl Bridge {
         &self,
         request: LoadSessionRequest,
         cx: &ConnectionTo<Client>,
-    ) -> Result<LoadSessionResponse, AcpError> {
+    ) -> Result<(LoadSessionResponse, Arc<Session>), AcpError> {
         let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
         let root = PathBuf::from(&request.cwd);
         let Loaded { session, replay } =
@@ -105,8 +104,7 @@ impl Bridge {
                 .map_err(AcpError::protocol)?;
         }
         let modes = Mode::state(session.mode());
-        self.keep(session);
-        Ok(LoadSessionResponse::new().modes(modes))
+        Ok((LoadSessionResponse::new().modes(modes), self.keep(session)))
     }
 
     /// `session/list`: the runs of the project at `cwd`.
@@ -122,11 +120,13 @@ impl Bridge {
 
     /// Keeps `session` for the requests that name it (a session loaded again replaces the
     /// one it was).
-    fn keep(&self, session: Session) {
+    fn keep(&self, session: Session) -> Arc<Session> {
+        let session = Arc::new(session);
         self.sessions
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(session.id.clone(), Arc::new(session));
+            .insert(session.id.clone(), Arc::clone(&session));
+        session
     }
 
     fn session(&self, id: &SessionId) -> Result<Arc<Session>, AcpError> {
@@ -137,6 +137,17 @@ impl Bridge {
             .cloned()
             .ok_or_else(|| AcpError::UnknownSession(id.0.to_string()))
     }
+}
+
+/// Tells the editor the slash commands of `session`, once it knows the session.
+fn offer_commands(
+    cx: &ConnectionTo<Client>,
+    session: &Session,
+) -> Result<(), agent_client_protocol::Error> {
+    cx.send_notification(SessionNotification::new(
+        session.id.clone(),
+        session.commands(),
+    ))
 }
 
 /// Serves the editor on stdin/stdout until it closes stdin.
@@ -158,15 +169,28 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: NewSessionRequest, responder, _cx| {
-                responder.respond_with_result(on_new.new_session(request).await.map_err(Into::into))
+            async move |request: NewSessionRequest, responder, cx| match on_new
+                .new_session(request)
+                .await
+            {
+                Ok((response, session)) => {
+                    responder.respond(response)?;
+                    offer_commands(&cx, &session)
+                }
+                Err(error) => responder.respond_with_error(error.into()),
             },
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: LoadSessionRequest, responder, cx| {
-                let loaded = on_load.load_session(request, &cx).await;
-                responder.respond_with_result(loaded.map_err(Into::into))
+            async move |request: LoadSessionRequest, responder, cx| match on_load
+                .load_session(request, &cx)
+                .await
+            {
+                Ok((response, session)) => {
+                    responder.respond(response)?;
+                    offer_commands(&cx, &session)
+                }
+                Err(error) => responder.respond_with_error(error.into()),
             },
             on_receive_request!(),
         )

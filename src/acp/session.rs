@@ -16,6 +16,7 @@ use agent_client_protocol::Client;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::acp::commands::Commands;
 use crate::acp::error::AcpError;
 use crate::acp::link::{Connected, Link, Notice};
 use crate::acp::permission::{Asking, Offers, Proposal};
@@ -107,8 +108,19 @@ pub struct Session {
     /// turn running.
     stream: tokio::sync::Mutex<Stream>,
     mode: Mutex<Mode>,
+    /// The skills and personas its prompts may start with.
+    commands: Commands,
     /// Set by `session/cancel`, cleared by the next prompt.
     cancelled: AtomicBool,
+}
+
+/// What a session is made of besides its connection.
+struct Run {
+    /// The run's name (the session id).
+    name: String,
+    root: PathBuf,
+    model: String,
+    mode: Mode,
 }
 
 /// A session loaded by `session/load`, and its run's log as updates for the editor.
@@ -136,14 +148,14 @@ impl Session {
             .and_then(Value::as_str)
             .ok_or_else(|| unexpected("startRun without a run", &started))?
             .to_string();
-        Ok(Session::of(
-            run,
+        let commands = Commands::fetch(link).await?;
+        let run = Run {
+            name: run,
             root,
-            connected,
             model,
-            LogTracker::default(),
-            Mode::Act,
-        ))
+            mode: Mode::Act,
+        };
+        Ok(Session::of(run, connected, LogTracker::default(), commands))
     }
 
     /// `session/load`: binds a new connection to the project at `root` and takes its run
@@ -187,34 +199,40 @@ impl Session {
             Some(model) => model,
             None => first_model(link).await?,
         };
+        let commands = Commands::fetch(link).await?;
         let mut tracker = LogTracker::default();
         let replay = tracker.replay(history, &root);
+        let run = Run {
+            name: run,
+            root,
+            model,
+            mode,
+        };
         Ok(Loaded {
-            session: Session::of(run, root, connected, model, tracker, mode),
+            session: Session::of(run, connected, tracker, commands),
             replay,
         })
     }
 
-    fn of(
-        run: String,
-        root: PathBuf,
-        connected: Connected,
-        model: String,
-        tracker: LogTracker,
-        mode: Mode,
-    ) -> Session {
+    fn of(run: Run, connected: Connected, tracker: LogTracker, commands: Commands) -> Session {
         Session {
-            id: SessionId::new(run),
-            root,
+            id: SessionId::new(run.name),
+            root: run.root,
             link: connected.link,
-            model: Mutex::new(model),
+            model: Mutex::new(run.model),
             stream: tokio::sync::Mutex::new(Stream {
                 notices: connected.notices,
                 tracker,
             }),
-            mode: Mutex::new(mode),
+            mode: Mutex::new(run.mode),
+            commands,
             cancelled: AtomicBool::new(false),
         }
+    }
+
+    /// The `available_commands_update` of its skills and personas.
+    pub fn commands(&self) -> SessionUpdate {
+        self.commands.update()
     }
 
     /// The run's name.
@@ -261,8 +279,15 @@ impl Session {
         blocks: &[ContentBlock],
     ) -> Result<StopReason, AcpError> {
         self.cancelled.store(false, Ordering::SeqCst);
-        let text = prompt::compose(blocks, &self.root)?;
+        let mut text = prompt::compose(blocks, &self.root)?;
         let run = self.run().to_string();
+        if let Some((slash, rest)) = self.commands.parse(&text) {
+            slash.apply(&self.link, &run).await?;
+            if rest.is_empty() {
+                return Ok(StopReason::EndTurn);
+            }
+            text = rest.to_string();
+        }
         let mut stream = self.stream.lock().await;
         let mut turn = Turn {
             session: self,

@@ -14,6 +14,7 @@
 //   malformed   a line that is not JSON, then a whole session
 //   ask-mode    session/set_mode to ask (and to a mode that does not exist), then a prompt
 //   command     a prompt whose command the editor allows and runs in its terminal
+//   slash       three prompts: `/sql_style write the query`, `/persona:pirate`, `say hi`
 //   load        session/load of the session $ACP_LOAD (its replay: the updates before the
 //               answer, counted in `replayed`), session/list, a load of a session that does
 //               not exist, then a prompt in the loaded session
@@ -165,6 +166,11 @@ async function run(ctx) {
       break;
     case "load":
       await prompt("and now the second part");
+      break;
+    case "slash":
+      await prompt("/sql_style write the query");
+      await prompt("/persona:pirate");
+      await prompt("say hi");
       break;
     default:
       await prompt("please do the task");

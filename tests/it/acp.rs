@@ -399,7 +399,10 @@ async fn a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued() {
         json!(true)
     );
     let replayed = drive.seen["replayed"].as_u64().unwrap() as usize;
-    let replay = &drive.seen["updates"].as_array().unwrap()[..replayed];
+    let replay: Vec<&Value> = drive.seen["updates"].as_array().unwrap()[..replayed]
+        .iter()
+        .filter(|update| update["sessionUpdate"] != "available_commands_update")
+        .collect();
     let kinds: Vec<&Value> = replay
         .iter()
         .map(|update| &update["sessionUpdate"])
@@ -415,6 +418,13 @@ async fn a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued() {
         "{replay:?}"
     );
     assert_eq!(replay[0]["content"]["text"], json!("please do the task"));
+    let offered = drive.updates("available_commands_update");
+    assert_eq!(
+        offered.len(),
+        1,
+        "the loaded session's commands are offered"
+    );
+    assert_eq!(offered[0]["availableCommands"], json!([]));
     assert_eq!(replay[1]["kind"], json!("read"));
     assert_eq!(replay[1]["status"], json!("completed"));
     assert_eq!(replay[1]["title"], json!("get a.txt"));
@@ -453,6 +463,64 @@ async fn a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued() {
     assert!(
         packet.contains("please do the task") && packet.contains("a.txt counts to two."),
         "the model sees the run's earlier history: {packet}"
+    );
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn skills_and_personas_are_slash_commands_that_reach_the_model() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>SELECT 1;</summarize>"),
+        Step::reply("<summarize>Ahoy.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    for (kind, name, body) in [
+        (
+            "skills",
+            "sql_style",
+            "---\nname: SQL style\ndescription: How this team writes SQL.\n---\nLowercase keywords.\n",
+        ),
+        ("personas", "pirate", "You talk like a pirate.\n"),
+    ] {
+        std::fs::create_dir_all(home.path().join(kind)).unwrap();
+        std::fs::write(home.path().join(kind).join(format!("{name}.md")), body).unwrap();
+    }
+    let drive = Drive::run_in("slash", &llm, home, "demo", None, &[]).await;
+    drive.assert_clean_session();
+    let offered = drive.updates("available_commands_update");
+    assert_eq!(offered.len(), 1, "sent once, after session/new");
+    let names: Vec<&Value> = offered[0]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|command| &command["name"])
+        .collect();
+    assert_eq!(names, [&json!("sql_style"), &json!("persona:pirate")]);
+    assert_eq!(
+        offered[0]["availableCommands"][0]["description"],
+        json!("Skill: How this team writes SQL.")
+    );
+    assert_eq!(
+        drive.seen["stopReasons"],
+        json!(["end_turn", "end_turn", "end_turn"])
+    );
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "a command alone calls no model");
+    let prompt = crate::support::user_message(&requests[0]);
+    assert!(
+        prompt.contains(">write the query</prompt>"),
+        "the text after the command is the prompt: {prompt}"
+    );
+    let packet = requests[0]["messages"].to_string();
+    assert!(
+        packet.contains("skill://sql_style") && packet.contains("How this team writes SQL."),
+        "the skill is in the run: {packet}"
+    );
+    assert!(!packet.contains("like a pirate"));
+    let system = crate::support::system_message(&requests[1]);
+    assert!(
+        system.contains("You talk like a pirate."),
+        "the persona is the run's: {system}"
     );
 }
 
