@@ -13,7 +13,8 @@ use agent_client_protocol::v1::schema::{
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
     SessionCapabilities, SessionId, SessionListCapabilities, SessionNotification,
-    SetSessionModeRequest, SetSessionModeResponse,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, Client, Stdio};
@@ -85,7 +86,10 @@ impl Bridge {
         let session = Session::open(root, connected, self.model.clone()).await?;
         let id = session.id.clone();
         let modes = Mode::state(session.mode());
-        Ok((NewSessionResponse::new(id).modes(modes), self.keep(session)))
+        let response = NewSessionResponse::new(id)
+            .modes(modes)
+            .config_options(session.config_options());
+        Ok((response, self.keep(session)))
     }
 
     /// `session/load`: the project at `cwd` and its run named by the session id, whose log
@@ -104,7 +108,10 @@ impl Bridge {
                 .map_err(AcpError::protocol)?;
         }
         let modes = Mode::state(session.mode());
-        Ok((LoadSessionResponse::new().modes(modes), self.keep(session)))
+        let response = LoadSessionResponse::new()
+            .modes(modes)
+            .config_options(session.config_options());
+        Ok((response, self.keep(session)))
     }
 
     /// `session/list`: the runs of the project at `cwd`.
@@ -158,6 +165,7 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
     let on_list = Arc::clone(&bridge);
     let on_prompt = Arc::clone(&bridge);
     let on_mode = Arc::clone(&bridge);
+    let on_option = Arc::clone(&bridge);
     let on_cancel = bridge;
     Agent
         .v1()
@@ -225,6 +233,18 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
                 let set = on_mode.session(&request.session_id).and_then(|session| {
                     session.set_mode(Mode::parse(&request.mode_id.0)?);
                     Ok(SetSessionModeResponse::new())
+                });
+                responder.respond_with_result(set.map_err(Into::into))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                let set = on_option.session(&request.session_id).and_then(|session| {
+                    session.choose(&request.config_id.0, &request.value)?;
+                    Ok(SetSessionConfigOptionResponse::new(
+                        session.config_options(),
+                    ))
                 });
                 responder.respond_with_result(set.map_err(Into::into))
             },

@@ -35,6 +35,9 @@ pub enum AcpError {
     /// `session/list` without the directory whose sessions to list.
     #[error("rummy lists the sessions of one project: give its directory (cwd)")]
     ListWithoutDirectory,
+    /// `session/set_config_option` named an option or a value the session does not have.
+    #[error("{0}")]
+    BadOption(String),
     /// The editor named a mode other than ask and act.
     #[error("no mode {0}: the modes are ask and act")]
     UnknownMode(String),
@@ -86,6 +89,7 @@ impl From<AcpError> for ProtocolError {
             AcpError::UnknownSession(_)
             | AcpError::BadCursor(_)
             | AcpError::ListWithoutDirectory
+            | AcpError::BadOption(_)
             | AcpError::UnknownMode(_)
             | AcpError::UnsupportedContent(_)
             | AcpError::BadDirectory(_) => ProtocolError::invalid_params().data(message),

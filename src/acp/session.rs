@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, SessionId, SessionInfo, SessionMode, SessionModeState, SessionNotification,
-    SessionUpdate, StopReason, ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, SessionConfigOption, SessionConfigOptionValue, SessionId, SessionInfo,
+    SessionMode, SessionModeState, SessionNotification, SessionUpdate, StopReason, ToolCallUpdate,
+    ToolCallUpdateFields,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
@@ -19,6 +20,7 @@ use tokio::sync::mpsc;
 use crate::acp::commands::Commands;
 use crate::acp::error::AcpError;
 use crate::acp::link::{Connected, Link, Notice};
+use crate::acp::options::{Catalogue, Choice};
 use crate::acp::permission::{Asking, Offers, Proposal};
 use crate::acp::prompt;
 use crate::acp::updates::{self, HistoryRow, LogTracker, StateParams};
@@ -36,23 +38,23 @@ pub enum Mode {
 }
 
 impl Mode {
-    const ALL: [Mode; 2] = [Mode::Ask, Mode::Act];
+    pub const ALL: [Mode; 2] = [Mode::Ask, Mode::Act];
 
-    fn id(self) -> &'static str {
+    pub fn id(self) -> &'static str {
         match self {
             Mode::Ask => "ask",
             Mode::Act => "act",
         }
     }
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Mode::Ask => "Ask",
             Mode::Act => "Act",
         }
     }
 
-    fn description(self) -> &'static str {
+    pub fn description(self) -> &'static str {
         match self {
             Mode::Ask => "Answers questions; changes no file and runs no command",
             Mode::Act => "Proposes edits and commands for you to allow",
@@ -108,6 +110,8 @@ pub struct Session {
     /// turn running.
     stream: tokio::sync::Mutex<Stream>,
     mode: Mutex<Mode>,
+    /// rummy's models, one of which its prompts run with.
+    catalogue: Catalogue,
     /// The skills and personas its prompts may start with.
     commands: Commands,
     /// Set by `session/cancel`, cleared by the next prompt.
@@ -121,6 +125,8 @@ struct Run {
     root: PathBuf,
     model: String,
     mode: Mode,
+    catalogue: Catalogue,
+    commands: Commands,
 }
 
 /// A session loaded by `session/load`, and its run's log as updates for the editor.
@@ -138,9 +144,10 @@ impl Session {
         model: Option<String>,
     ) -> Result<Session, AcpError> {
         let link = bind(&connected.link, &root).await?;
+        let catalogue = Catalogue::fetch(link).await?;
         let model = match model {
             Some(model) => model,
-            None => first_model(link).await?,
+            None => catalogue.first()?,
         };
         let started = link.call("startRun", json!({"model": model})).await?;
         let run = started
@@ -154,8 +161,10 @@ impl Session {
             root,
             model,
             mode: Mode::Act,
+            catalogue,
+            commands,
         };
-        Ok(Session::of(run, connected, LogTracker::default(), commands))
+        Ok(Session::of(run, connected, LogTracker::default()))
     }
 
     /// `session/load`: binds a new connection to the project at `root` and takes its run
@@ -195,9 +204,10 @@ impl Session {
             .get("model")
             .and_then(Value::as_str)
             .map(str::to_string);
+        let catalogue = Catalogue::fetch(link).await?;
         let model = match model.or(stored) {
             Some(model) => model,
-            None => first_model(link).await?,
+            None => catalogue.first()?,
         };
         let commands = Commands::fetch(link).await?;
         let mut tracker = LogTracker::default();
@@ -207,14 +217,16 @@ impl Session {
             root,
             model,
             mode,
+            catalogue,
+            commands,
         };
         Ok(Loaded {
-            session: Session::of(run, connected, tracker, commands),
+            session: Session::of(run, connected, tracker),
             replay,
         })
     }
 
-    fn of(run: Run, connected: Connected, tracker: LogTracker, commands: Commands) -> Session {
+    fn of(run: Run, connected: Connected, tracker: LogTracker) -> Session {
         Session {
             id: SessionId::new(run.name),
             root: run.root,
@@ -225,9 +237,29 @@ impl Session {
                 tracker,
             }),
             mode: Mutex::new(run.mode),
-            commands,
+            catalogue: run.catalogue,
+            commands: run.commands,
             cancelled: AtomicBool::new(false),
         }
+    }
+
+    /// Its config options: its mode and its model.
+    pub fn config_options(&self) -> Vec<SessionConfigOption> {
+        self.catalogue.options(self.mode(), &self.model())
+    }
+
+    /// `session/set_config_option`: sets option `id` to `value`.
+    pub fn choose(&self, id: &str, value: &SessionConfigOptionValue) -> Result<(), AcpError> {
+        match self.catalogue.choice(id, value)? {
+            Choice::Mode(mode) => self.set_mode(mode),
+            Choice::Model(model) => {
+                *self
+                    .model
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = model;
+            }
+        }
+        Ok(())
     }
 
     /// The `available_commands_update` of its skills and personas.
@@ -526,18 +558,6 @@ async fn bind<'a>(link: &'a Link, root: &Path) -> Result<&'a Link, AcpError> {
     link.call("init", json!({"name": name, "projectRoot": root}))
         .await?;
     Ok(link)
-}
-
-/// The catalogue's first model, when none was named.
-async fn first_model(link: &Link) -> Result<String, AcpError> {
-    let models = link.call("getModels", json!({})).await?;
-    models
-        .as_array()
-        .and_then(|rows| rows.first())
-        .and_then(|row| row.get("alias"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or(AcpError::NoModel)
 }
 
 fn unexpected(what: &str, answer: &Value) -> AcpError {

@@ -15,6 +15,8 @@
 //   ask-mode    session/set_mode to ask (and to a mode that does not exist), then a prompt
 //   command     a prompt whose command the editor allows and runs in its terminal
 //   slash       three prompts: `/sql_style write the query`, `/persona:pirate`, `say hi`
+//   model       session/set_config_option: the model `second` (and one that does not
+//               exist), then a prompt
 //   load        session/load of the session $ACP_LOAD (its replay: the updates before the
 //               answer, counted in `replayed`), session/list, a load of a session that does
 //               not exist, then a prompt in the loaded session
@@ -36,6 +38,7 @@ const seen = {
   terminals: [],
   stopReasons: [],
   replayed: null,
+  configured: null,
   listed: null,
   errors: [],
   rawErrors: [],
@@ -166,6 +169,11 @@ async function run(ctx) {
       break;
     case "load":
       await prompt("and now the second part");
+      break;
+    case "model":
+      seen.configured = await attempt("set model second", ctx.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "second" }));
+      await attempt("set model nope", ctx.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "nope" }));
+      await prompt("which model are you?");
       break;
     case "slash":
       await prompt("/sql_style write the query");

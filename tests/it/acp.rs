@@ -524,6 +524,54 @@ async fn skills_and_personas_are_slash_commands_that_reach_the_model() {
     );
 }
 
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn a_model_chosen_in_the_session_runs_its_next_prompt() {
+    let llm = FakeLlm::start([Step::reply("<summarize>The second.</summarize>")]);
+    let second = [
+        ("RUMMY_MODEL_second", "openai/second-model"),
+        ("RUMMY_CONTEXT_second", "32768"),
+    ];
+    let drive = Drive::run_with("model", &llm, &second).await;
+    drive.assert_clean_session();
+    let offered = &drive.seen["session"]["configOptions"];
+    assert_eq!(offered[0]["id"], json!("mode"));
+    assert_eq!(offered[0]["currentValue"], json!("act"));
+    assert_eq!(offered[1]["id"], json!("model"));
+    assert_eq!(offered[1]["category"], json!("model"));
+    assert_eq!(
+        offered[1]["currentValue"],
+        json!("fake"),
+        "the catalogue's first"
+    );
+    let values: Vec<&Value> = offered[1]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| &option["value"])
+        .collect();
+    assert_eq!(values, [&json!("fake"), &json!("second")]);
+    assert_eq!(
+        drive.seen["configured"]["configOptions"][1]["currentValue"],
+        json!("second")
+    );
+    let refused = drive.seen["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|error| error["what"] == "set model nope")
+        .expect("a model outside the catalogue is refused");
+    assert_eq!(refused["code"], json!(-32602));
+    assert_eq!(
+        refused["data"],
+        json!("no model nope: the models are fake, second")
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["model"], json!("second-model"));
+}
+
 /// A team server with a users file: `mo` is a member of project `demo` only.
 async fn team_server(home: &Path, llm: &FakeLlm) -> ServerProcess {
     let users = home.join("users.toml");
