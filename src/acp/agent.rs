@@ -55,6 +55,11 @@ impl Bridge {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Offers {
             write_files: fs.write_text_file,
             terminal: request.client_capabilities.terminal,
+            forms: request
+                .client_capabilities
+                .elicitation
+                .as_ref()
+                .is_some_and(|elicitation| elicitation.supports_form()),
         };
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(

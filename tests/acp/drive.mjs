@@ -17,6 +17,10 @@
 //   slash       three prompts: `/sql_style write the query`, `/persona:pirate`, `say hi`
 //   model       session/set_config_option: the model `second` (and one that does not
 //               exist), then a prompt
+//   question-form  a prompt whose question the editor answers in a form (it offers
+//               elicitation forms): "teal, actually"
+//   question-chat  a prompt whose question (no suggested answers) the person answers in
+//               the next prompt ("It is called Nimbus")
 //   load        session/load of the session $ACP_LOAD (its replay: the updates before the
 //               answer, counted in `replayed`), session/list, a load of a session that does
 //               not exist, then a prompt in the loaded session
@@ -34,6 +38,7 @@ const seen = {
   session: null,
   updates: [],
   permissions: [],
+  elicitations: [],
   writes: [],
   terminals: [],
   stopReasons: [],
@@ -75,7 +80,8 @@ const output = Writable.toWeb(child.stdin);
 const offersFiles = scenario === "edit-allow";
 const offersTerminal = scenario === "command";
 const running = new Map();
-const decision = scenario === "edit-reject" ? "reject" : "allow";
+const decision = { "edit-reject": "reject", "question-chat": "in-chat" }[scenario] ?? "allow";
+const offersForms = scenario === "question-form";
 
 const app = acp
   .client({ name: "rummy-acp-test" })
@@ -86,6 +92,10 @@ const app = acp
     seen.permissions.push(params);
     const option = params.options.find((o) => o.optionId === decision);
     return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onRequest(acp.methods.client.elicitation.create, ({ params }) => {
+    seen.elicitations.push(params);
+    return { action: "accept", content: { answer: "teal, actually" } };
   })
   .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
     seen.writes.push(params);
@@ -133,7 +143,11 @@ async function attempt(what, promise) {
 async function run(ctx) {
   seen.initialize = await ctx.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: offersFiles, writeTextFile: offersFiles }, terminal: offersTerminal },
+    clientCapabilities: {
+      fs: { readTextFile: offersFiles, writeTextFile: offersFiles },
+      terminal: offersTerminal,
+      ...(offersForms ? { elicitation: { form: {} } } : {}),
+    },
   });
   if (scenario === "load") {
     const sessionId = process.env.ACP_LOAD;
@@ -174,6 +188,10 @@ async function run(ctx) {
       seen.configured = await attempt("set model second", ctx.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "second" }));
       await attempt("set model nope", ctx.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "nope" }));
       await prompt("which model are you?");
+      break;
+    case "question-chat":
+      await prompt("please do the task");
+      await prompt("It is called Nimbus");
       break;
     case "slash":
       await prompt("/sql_style write the query");

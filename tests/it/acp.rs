@@ -572,6 +572,82 @@ async fn a_model_chosen_in_the_session_runs_its_next_prompt() {
     assert_eq!(requests[0]["model"], json!("second-model"));
 }
 
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn a_question_is_answered_in_free_text_through_the_editors_form() {
+    let llm = FakeLlm::start([
+        Step::reply("<ask_user question=\"Which colour?\" options=\"red; blue\"/>"),
+        Step::reply("<summarize>Teal it is.</summarize>"),
+    ]);
+    let drive = Drive::run("question-form", &llm).await;
+    drive.assert_clean_session();
+    assert_eq!(
+        drive.seen["permissions"],
+        json!([]),
+        "asked in a form instead"
+    );
+    let forms = drive.seen["elicitations"].as_array().unwrap();
+    assert_eq!(forms.len(), 1);
+    let form = &forms[0];
+    assert_eq!(form["mode"], json!("form"));
+    assert_eq!(form["message"], json!("Which colour?"));
+    assert_eq!(form["sessionId"], drive.seen["session"]["sessionId"]);
+    assert_eq!(
+        form["toolCallId"],
+        json!("ask_user://turn_1/Which%20colour%3F")
+    );
+    assert_eq!(
+        form["requestedSchema"],
+        json!({"type": "object", "required": ["answer"], "properties": {"answer": {
+            "type": "string", "title": "Answer", "description": "Suggested: red; blue"}}})
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    let resumed = requests[1]["messages"].to_string();
+    assert!(
+        resumed.contains("teal, actually"),
+        "the answer reaches the model: {resumed}"
+    );
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn without_forms_an_open_question_is_answered_in_the_next_prompt() {
+    let llm = FakeLlm::start([
+        Step::reply("<ask_user question=\"What is the release called?\"/>"),
+        Step::reply("<summarize>Nimbus.</summarize>"),
+    ]);
+    let drive = Drive::run("question-chat", &llm).await;
+    drive.assert_clean_session();
+    let asked = &drive.seen["permissions"][0];
+    let options: Vec<(&Value, &Value)> = asked["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| (&option["optionId"], &option["name"]))
+        .collect();
+    assert_eq!(
+        options,
+        [
+            (&json!("in-chat"), &json!("Answer in my next message")),
+            (&json!("reject"), &json!("Reject")),
+        ]
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn", "end_turn"]));
+    let requests = llm.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the question ends the turn without asking again"
+    );
+    let next = requests[1]["messages"].to_string();
+    assert!(
+        next.contains("It is called Nimbus") && next.contains("What is the release called?"),
+        "the model sees its question and the answer that followed: {next}"
+    );
+}
+
 /// A team server with a users file: `mo` is a member of project `demo` only.
 async fn team_server(home: &Path, llm: &FakeLlm) -> ServerProcess {
     let users = home.join("users.toml");
