@@ -7,9 +7,11 @@
 //! stdout carries ACP frames only: logs go to stderr.
 
 mod agent;
+mod commands;
 mod error;
 pub mod link;
 pub mod local;
+mod options;
 mod permission;
 mod prompt;
 mod session;

@@ -5,21 +5,24 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionId, SetSessionModeRequest, SetSessionModeResponse,
+    SessionCapabilities, SessionId, SessionListCapabilities, SessionNotification,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
-use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, Stdio};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, Client, Stdio};
 
 use crate::acp::error::AcpError;
 use crate::acp::link::{Dialer, Endpoint};
 use crate::acp::permission::Offers;
-use crate::acp::session::{Mode, Session};
+use crate::acp::session::{self, Loaded, Mode, Session};
 
 /// What every handler shares.
 pub struct Bridge {
@@ -29,7 +32,6 @@ pub struct Bridge {
     model: Option<String>,
     offers: Mutex<Offers>,
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
-    next_session: AtomicU64,
 }
 
 impl Bridge {
@@ -40,7 +42,6 @@ impl Bridge {
             model,
             offers: Mutex::new(Offers::default()),
             sessions: Mutex::new(HashMap::new()),
-            next_session: AtomicU64::new(1),
         }
     }
 
@@ -54,11 +55,20 @@ impl Bridge {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Offers {
             write_files: fs.write_text_file,
             terminal: request.client_capabilities.terminal,
+            forms: request
+                .client_capabilities
+                .elicitation
+                .as_ref()
+                .is_some_and(|elicitation| elicitation.supports_form()),
         };
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(
                 AgentCapabilities::new()
-                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+                    .load_session(true)
+                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                    .session_capabilities(
+                        SessionCapabilities::new().list(SessionListCapabilities::new()),
+                    ),
             )
             .agent_info(Implementation::new("rummy", env!("CARGO_PKG_VERSION")))
     }
@@ -70,22 +80,65 @@ impl Bridge {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// `session/new`: the project at `cwd`, through a connection of the session's own.
+    /// `session/new`: the project at `cwd` and a new run, through a connection of the
+    /// session's own; the session is named after the run.
     async fn new_session(
         &self,
         request: NewSessionRequest,
-    ) -> Result<NewSessionResponse, AcpError> {
+    ) -> Result<(NewSessionResponse, Arc<Session>), AcpError> {
         let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
-        let number = self.next_session.fetch_add(1, Ordering::Relaxed);
-        let id = SessionId::new(format!("rummy-{}-{number}", std::process::id()));
         let root = PathBuf::from(&request.cwd);
-        let session = Session::open(id.clone(), root, connected, self.model.clone()).await?;
+        let session = Session::open(root, connected, self.model.clone()).await?;
+        let id = session.id.clone();
         let modes = Mode::state(session.mode());
+        let response = NewSessionResponse::new(id)
+            .modes(modes)
+            .config_options(session.config_options());
+        Ok((response, self.keep(session)))
+    }
+
+    /// `session/load`: the project at `cwd` and its run named by the session id, whose log
+    /// is sent to the editor before the answer.
+    async fn load_session(
+        &self,
+        request: LoadSessionRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<(LoadSessionResponse, Arc<Session>), AcpError> {
+        let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
+        let root = PathBuf::from(&request.cwd);
+        let Loaded { session, replay } =
+            Session::load(&request.session_id, root, connected, self.model.clone()).await?;
+        for update in replay {
+            cx.send_notification(SessionNotification::new(session.id.clone(), update))
+                .map_err(AcpError::protocol)?;
+        }
+        let modes = Mode::state(session.mode());
+        let response = LoadSessionResponse::new()
+            .modes(modes)
+            .config_options(session.config_options());
+        Ok((response, self.keep(session)))
+    }
+
+    /// `session/list`: the runs of the project at `cwd`.
+    async fn list_sessions(
+        &self,
+        request: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, AcpError> {
+        let root = request.cwd.ok_or(AcpError::ListWithoutDirectory)?;
+        let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
+        let (sessions, next) = session::list(&root, connected, request.cursor.as_deref()).await?;
+        Ok(ListSessionsResponse::new(sessions).next_cursor(next))
+    }
+
+    /// Keeps `session` for the requests that name it (a session loaded again replaces the
+    /// one it was).
+    fn keep(&self, session: Session) -> Arc<Session> {
+        let session = Arc::new(session);
         self.sessions
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(id.clone(), Arc::new(session));
-        Ok(NewSessionResponse::new(id).modes(modes))
+            .insert(session.id.clone(), Arc::clone(&session));
+        session
     }
 
     fn session(&self, id: &SessionId) -> Result<Arc<Session>, AcpError> {
@@ -98,12 +151,26 @@ impl Bridge {
     }
 }
 
+/// Tells the editor the slash commands of `session`, once it knows the session.
+fn offer_commands(
+    cx: &ConnectionTo<Client>,
+    session: &Session,
+) -> Result<(), agent_client_protocol::Error> {
+    cx.send_notification(SessionNotification::new(
+        session.id.clone(),
+        session.commands(),
+    ))
+}
+
 /// Serves the editor on stdin/stdout until it closes stdin.
 pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
     let on_initialize = Arc::clone(&bridge);
     let on_new = Arc::clone(&bridge);
+    let on_load = Arc::clone(&bridge);
+    let on_list = Arc::clone(&bridge);
     let on_prompt = Arc::clone(&bridge);
     let on_mode = Arc::clone(&bridge);
+    let on_option = Arc::clone(&bridge);
     let on_cancel = bridge;
     Agent
         .v1()
@@ -115,8 +182,35 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: NewSessionRequest, responder, _cx| {
-                responder.respond_with_result(on_new.new_session(request).await.map_err(Into::into))
+            async move |request: NewSessionRequest, responder, cx| match on_new
+                .new_session(request)
+                .await
+            {
+                Ok((response, session)) => {
+                    responder.respond(response)?;
+                    offer_commands(&cx, &session)
+                }
+                Err(error) => responder.respond_with_error(error.into()),
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| match on_load
+                .load_session(request, &cx)
+                .await
+            {
+                Ok((response, session)) => {
+                    responder.respond(response)?;
+                    offer_commands(&cx, &session)
+                }
+                Err(error) => responder.respond_with_error(error.into()),
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| {
+                let listed = on_list.list_sessions(request).await;
+                responder.respond_with_result(listed.map_err(Into::into))
             },
             on_receive_request!(),
         )
@@ -144,6 +238,18 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
                 let set = on_mode.session(&request.session_id).and_then(|session| {
                     session.set_mode(Mode::parse(&request.mode_id.0)?);
                     Ok(SetSessionModeResponse::new())
+                });
+                responder.respond_with_result(set.map_err(Into::into))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                let set = on_option.session(&request.session_id).and_then(|session| {
+                    session.choose(&request.config_id.0, &request.value)?;
+                    Ok(SetSessionConfigOptionResponse::new(
+                        session.config_options(),
+                    ))
                 });
                 responder.respond_with_result(set.map_err(Into::into))
             },

@@ -26,6 +26,18 @@ pub enum AcpError {
     /// The editor named a session this agent does not have.
     #[error("no session {0}")]
     UnknownSession(String),
+    /// `session/load` named a session the project has no run of.
+    #[error("no session {run} to load: the project at {project} has no run of that name")]
+    NoRun { run: String, project: String },
+    /// `session/list` was given a cursor it did not hand out.
+    #[error("no session list cursor {0}")]
+    BadCursor(String),
+    /// `session/list` without the directory whose sessions to list.
+    #[error("rummy lists the sessions of one project: give its directory (cwd)")]
+    ListWithoutDirectory,
+    /// `session/set_config_option` named an option or a value the session does not have.
+    #[error("{0}")]
+    BadOption(String),
     /// The editor named a mode other than ask and act.
     #[error("no mode {0}: the modes are ask and act")]
     UnknownMode(String),
@@ -69,7 +81,15 @@ impl From<AcpError> for ProtocolError {
         let message = error.to_string();
         match error {
             AcpError::Rpc { code, .. } => ProtocolError::new(code, message),
+            AcpError::NoRun { .. } => {
+                let not_found: ProtocolError =
+                    agent_client_protocol::v1::schema::Error::resource_not_found(None).into();
+                not_found.data(message)
+            }
             AcpError::UnknownSession(_)
+            | AcpError::BadCursor(_)
+            | AcpError::ListWithoutDirectory
+            | AcpError::BadOption(_)
             | AcpError::UnknownMode(_)
             | AcpError::UnsupportedContent(_)
             | AcpError::BadDirectory(_) => ProtocolError::invalid_params().data(message),

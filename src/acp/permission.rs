@@ -1,18 +1,21 @@
 //! A rummy proposal as an ACP permission request, and what an allowed one does before it is
 //! resolved: an edit is written through the editor's `fs/write_text_file` when it offers
 //! it, a command runs in the editor's terminal when it offers one (else here, in the
-//! project root), an `ask_user` question takes the answer chosen. The result is the
+//! project root). An `ask_user` question is a form with a free-text answer
+//! (`elicitation/create`) when the editor offers forms; else its suggested answers are the
+//! options, and a question without any offers to answer in the next prompt. The result is the
 //! `run/resolve` resolution.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, CreateTerminalRequest, Diff, PermissionOption, PermissionOptionKind,
-    ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest, SessionId,
-    SessionNotification, SessionUpdate, Terminal, TerminalOutputRequest, ToolCall, ToolCallContent,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, WaitForTerminalExitRequest,
-    WriteTextFileRequest,
+    ContentBlock, CreateElicitationRequest, CreateTerminalRequest, Diff, ElicitationAction,
+    ElicitationContentValue, ElicitationFormMode, ElicitationSchema, ElicitationSessionScope,
+    PermissionOption, PermissionOptionKind, ReleaseTerminalRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionId, SessionNotification, SessionUpdate, StringPropertySchema,
+    Terminal, TerminalOutputRequest, ToolCall, ToolCallContent, ToolCallId, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, JsonRpcRequest};
@@ -27,6 +30,12 @@ const COMMAND_OUTPUT_BYTES: usize = 1 << 20;
 
 const ALLOW: &str = "allow";
 const REJECT: &str = "reject";
+/// The option of a question without suggested answers: the person answers in the next prompt.
+const IN_CHAT: &str = "in-chat";
+/// What the model is told of a question to be answered in the next prompt.
+const ANSWER_IN_CHAT: &str = "The user will answer in their next message.";
+/// The field of a question's form.
+const ANSWER_FIELD: &str = "answer";
 /// An `ask_user` answer's option id is this prefix and the answer's index.
 const ANSWER: &str = "answer-";
 
@@ -35,6 +44,8 @@ const ANSWER: &str = "answer-";
 pub struct Offers {
     pub write_files: bool,
     pub terminal: bool,
+    /// It fills in forms (`elicitation/create`, form mode).
+    pub forms: bool,
 }
 
 /// One pending proposal, as a run's outcome lists it.
@@ -163,6 +174,9 @@ impl Asking<'_> {
     /// Shows `proposal`, asks the person, applies what they allow and says how to resolve it.
     pub async fn decide(&self, proposal: &Proposal) -> Result<Decided, AcpError> {
         self.update(SessionUpdate::ToolCall(proposal.tool_call(self.root)))?;
+        if proposal.kind == "ask_user" && self.offers.forms {
+            return self.ask_in_form(proposal).await;
+        }
         let options = options(proposal);
         let request = RequestPermissionRequest::new(
             self.session.clone(),
@@ -181,6 +195,8 @@ impl Asking<'_> {
         };
         let resolution = if chosen == REJECT {
             resolution(proposal, "reject", None)
+        } else if chosen == IN_CHAT {
+            resolution(proposal, "reject", Some(ANSWER_IN_CHAT.to_string()))
         } else if let Some(index) = chosen.strip_prefix(ANSWER) {
             let answer = index
                 .parse::<usize>()
@@ -193,6 +209,39 @@ impl Asking<'_> {
         Ok(Decided {
             resolution,
             cancelled: false,
+        })
+    }
+
+    /// Asks a question as a form of one free-text field, its suggested answers in the field's
+    /// description: an answer accepts it with the answer, a decline rejects it.
+    async fn ask_in_form(&self, proposal: &Proposal) -> Result<Decided, AcpError> {
+        let question = proposal.target();
+        let answers = proposal.answers();
+        let field = StringPropertySchema::new().title("Answer").description(
+            (!answers.is_empty()).then(|| format!("Suggested: {}", answers.join("; "))),
+        );
+        let schema = ElicitationSchema::new().property(ANSWER_FIELD, field, true);
+        let scope = ElicitationSessionScope::new(self.session.clone())
+            .tool_call_id(ToolCallId::new(proposal.path.clone()));
+        let form = CreateElicitationRequest::new(ElicitationFormMode::new(scope, schema), question);
+        let answer = self.request(form).await?;
+        let (resolution, cancelled) = match answer.action {
+            ElicitationAction::Accept(accepted) => {
+                let answer = accepted
+                    .content
+                    .and_then(|mut content| content.remove(ANSWER_FIELD))
+                    .and_then(|value| match value {
+                        ElicitationContentValue::String(text) => Some(text),
+                        _ => None,
+                    });
+                (resolution(proposal, "accept", answer), false)
+            }
+            ElicitationAction::Cancel => (resolution(proposal, "reject", None), true),
+            _ => (resolution(proposal, "reject", None), false),
+        };
+        Ok(Decided {
+            resolution,
+            cancelled,
         })
     }
 
@@ -282,8 +331,8 @@ impl Asking<'_> {
     }
 }
 
-/// The options the person chooses from: each answer of a question with answers, else allow
-/// once or reject.
+/// The options the person chooses from: each answer of a question with answers, answering
+/// in the next prompt for a question without, else allow once; then reject.
 fn options(proposal: &Proposal) -> Vec<PermissionOption> {
     let answers = proposal.answers();
     let mut options: Vec<PermissionOption> = if proposal.kind == "ask_user" && !answers.is_empty() {
@@ -298,6 +347,12 @@ fn options(proposal: &Proposal) -> Vec<PermissionOption> {
                 )
             })
             .collect()
+    } else if proposal.kind == "ask_user" {
+        vec![PermissionOption::new(
+            IN_CHAT,
+            "Answer in my next message",
+            PermissionOptionKind::AllowOnce,
+        )]
     } else {
         vec![PermissionOption::new(
             ALLOW,
@@ -418,6 +473,16 @@ mod tests {
             .map(|option| option.option_id.0.to_string())
             .collect();
         assert_eq!(ids, ["answer-0", "answer-1", "reject"]);
+        let open = proposal(json!({
+            "path": "ask_user://turn_1/why",
+            "body": "why?",
+            "attributes": {"question": "why?", "options": []},
+        }));
+        let ids: Vec<String> = options(&open)
+            .into_iter()
+            .map(|option| option.option_id.0.to_string())
+            .collect();
+        assert_eq!(ids, ["in-chat", "reject"]);
         let edit =
             proposal(json!({"path": "rm://turn_1/a", "body": "a", "attributes": {"path": "a"}}));
         let ids: Vec<String> = options(&edit)

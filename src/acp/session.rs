@@ -8,19 +8,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, SessionId, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
-    StopReason, ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, SessionConfigOption, SessionConfigOptionValue, SessionId, SessionInfo,
+    SessionMode, SessionModeState, SessionNotification, SessionUpdate, StopReason, ToolCallUpdate,
+    ToolCallUpdateFields,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::acp::commands::Commands;
 use crate::acp::error::AcpError;
 use crate::acp::link::{Connected, Link, Notice};
+use crate::acp::options::{Catalogue, Choice};
 use crate::acp::permission::{Asking, Offers, Proposal};
 use crate::acp::prompt;
-use crate::acp::updates::{self, LogTracker, StateParams};
+use crate::acp::updates::{self, HistoryRow, LogTracker, StateParams};
+
+/// rummy's code for a run alias that names no run of the project.
+const RUN_NOT_FOUND: i32 = crate::error::code::RUN_NOT_FOUND as i32;
 
 /// A session's mode: which rummy method its prompts call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,23 +38,23 @@ pub enum Mode {
 }
 
 impl Mode {
-    const ALL: [Mode; 2] = [Mode::Ask, Mode::Act];
+    pub const ALL: [Mode; 2] = [Mode::Ask, Mode::Act];
 
-    fn id(self) -> &'static str {
+    pub fn id(self) -> &'static str {
         match self {
             Mode::Ask => "ask",
             Mode::Act => "act",
         }
     }
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Mode::Ask => "Ask",
             Mode::Act => "Act",
         }
     }
 
-    fn description(self) -> &'static str {
+    pub fn description(self) -> &'static str {
         match self {
             Mode::Ask => "Answers questions; changes no file and runs no command",
             Mode::Act => "Proposes edits and commands for you to allow",
@@ -77,64 +83,200 @@ impl Mode {
     }
 }
 
-/// How a prompt turn ends, by a loop's outcome status.
-pub fn stop_reason(status: i64) -> Option<StopReason> {
-    match status {
-        200 => Some(StopReason::EndTurn),
-        499 => Some(StopReason::Cancelled),
-        413 => Some(StopReason::MaxTokens),
+/// How a prompt turn ends, by a loop's outcome: its status and why it ended (`reason`).
+pub fn stop_reason(outcome: &Value) -> Option<StopReason> {
+    let status = outcome.get("status").and_then(Value::as_i64);
+    let reason = outcome.get("reason").and_then(Value::as_str);
+    match (status, reason) {
+        (Some(200), Some("turn_limit")) => Some(StopReason::MaxTurnRequests),
+        (Some(200), Some("refused")) => Some(StopReason::Refusal),
+        (Some(200), _) => Some(StopReason::EndTurn),
+        (Some(499), _) => Some(StopReason::Cancelled),
+        (Some(413), _) => Some(StopReason::MaxTokens),
         _ => None,
     }
 }
 
-/// One session.
+/// One session: one run of the project at its directory, named after the run.
 pub struct Session {
+    /// The run's name.
     pub id: SessionId,
     /// The project root (the session's directory).
     root: PathBuf,
     link: Link,
     /// The model prompts run with.
-    model: String,
+    model: Mutex<String>,
     /// rummy's notifications and what the editor was shown of them; held by the prompt
     /// turn running.
     stream: tokio::sync::Mutex<Stream>,
     mode: Mutex<Mode>,
-    /// The run's name, once the first prompt made it.
-    run: Mutex<Option<String>>,
+    /// rummy's models, one of which its prompts run with.
+    catalogue: Catalogue,
+    /// The skills and personas its prompts may start with.
+    commands: Commands,
     /// Set by `session/cancel`, cleared by the next prompt.
     cancelled: AtomicBool,
 }
 
+/// What a session is made of besides its connection.
+struct Run {
+    /// The run's name (the session id).
+    name: String,
+    root: PathBuf,
+    model: String,
+    mode: Mode,
+    catalogue: Catalogue,
+    commands: Commands,
+}
+
+/// A session loaded by `session/load`, and its run's log as updates for the editor.
+pub struct Loaded {
+    pub session: Session,
+    pub replay: Vec<SessionUpdate>,
+}
+
 impl Session {
-    /// Binds a new connection to the project at `root` (named after its directory) and
-    /// makes the session.
+    /// `session/new`: binds a new connection to the project at `root` (named after its
+    /// directory) and starts the run the session's prompts continue.
     pub async fn open(
-        id: SessionId,
         root: PathBuf,
         connected: Connected,
         model: Option<String>,
     ) -> Result<Session, AcpError> {
-        let name = project_name(&root)?;
-        let link = connected.link;
-        link.call("init", json!({"name": name, "projectRoot": root}))
-            .await?;
+        let link = bind(&connected.link, &root).await?;
+        let catalogue = Catalogue::fetch(link).await?;
         let model = match model {
             Some(model) => model,
-            None => first_model(&link).await?,
+            None => catalogue.first()?,
         };
-        Ok(Session {
-            id,
+        let started = link.call("startRun", json!({"model": model})).await?;
+        let run = started
+            .get("run")
+            .and_then(Value::as_str)
+            .ok_or_else(|| unexpected("startRun without a run", &started))?
+            .to_string();
+        let commands = Commands::fetch(link).await?;
+        let run = Run {
+            name: run,
             root,
-            link,
             model,
+            mode: Mode::Act,
+            catalogue,
+            commands,
+        };
+        Ok(Session::of(run, connected, LogTracker::default()))
+    }
+
+    /// `session/load`: binds a new connection to the project at `root` and takes its run
+    /// named `id`, in the mode of its latest prompt, with the run's model unless `model` is
+    /// given; its log is replayed.
+    pub async fn load(
+        id: &SessionId,
+        root: PathBuf,
+        connected: Connected,
+        model: Option<String>,
+    ) -> Result<Loaded, AcpError> {
+        let link = bind(&connected.link, &root).await?;
+        let run = id.0.to_string();
+        let detail =
+            link.call("getRun", json!({"run": run}))
+                .await
+                .map_err(|error| match error {
+                    AcpError::Rpc {
+                        code: RUN_NOT_FOUND,
+                        ..
+                    } => AcpError::NoRun {
+                        run: run.clone(),
+                        project: root.display().to_string(),
+                    },
+                    other => other,
+                })?;
+        let history: Vec<HistoryRow> = serde_json::from_value(detail["context"]["history"].clone())
+            .map_err(|_| unexpected("getRun without a readable history", &detail))?;
+        let mode = history
+            .iter()
+            .rev()
+            .find(|row| row.scheme == "prompt")
+            .and_then(|row| row.attributes.get("mode").and_then(Value::as_str))
+            .and_then(|mode| Mode::parse(mode).ok())
+            .unwrap_or(Mode::Act);
+        let stored = detail
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let catalogue = Catalogue::fetch(link).await?;
+        let model = match model.or(stored) {
+            Some(model) => model,
+            None => catalogue.first()?,
+        };
+        let commands = Commands::fetch(link).await?;
+        let mut tracker = LogTracker::default();
+        let replay = tracker.replay(history, &root);
+        let run = Run {
+            name: run,
+            root,
+            model,
+            mode,
+            catalogue,
+            commands,
+        };
+        Ok(Loaded {
+            session: Session::of(run, connected, tracker),
+            replay,
+        })
+    }
+
+    fn of(run: Run, connected: Connected, tracker: LogTracker) -> Session {
+        Session {
+            id: SessionId::new(run.name),
+            root: run.root,
+            link: connected.link,
+            model: Mutex::new(run.model),
             stream: tokio::sync::Mutex::new(Stream {
                 notices: connected.notices,
-                tracker: LogTracker::default(),
+                tracker,
             }),
-            mode: Mutex::new(Mode::Act),
-            run: Mutex::new(None),
+            mode: Mutex::new(run.mode),
+            catalogue: run.catalogue,
+            commands: run.commands,
             cancelled: AtomicBool::new(false),
-        })
+        }
+    }
+
+    /// Its config options: its mode and its model.
+    pub fn config_options(&self) -> Vec<SessionConfigOption> {
+        self.catalogue.options(self.mode(), &self.model())
+    }
+
+    /// `session/set_config_option`: sets option `id` to `value`.
+    pub fn choose(&self, id: &str, value: &SessionConfigOptionValue) -> Result<(), AcpError> {
+        match self.catalogue.choice(id, value)? {
+            Choice::Mode(mode) => self.set_mode(mode),
+            Choice::Model(model) => {
+                *self
+                    .model
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = model;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `available_commands_update` of its skills and personas.
+    pub fn commands(&self) -> SessionUpdate {
+        self.commands.update()
+    }
+
+    /// The run's name.
+    fn run(&self) -> &str {
+        &self.id.0
+    }
+
+    fn model(&self) -> String {
+        self.model
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     pub fn mode(&self) -> Mode {
@@ -151,24 +293,13 @@ impl Session {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = mode;
     }
 
-    fn run_name(&self) -> Option<String> {
-        self.run
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-
     /// `session/cancel`: the turn ends `cancelled`; the run's loop is aborted.
     pub async fn cancel(&self) -> Result<(), AcpError> {
         self.cancelled.store(true, Ordering::SeqCst);
-        match self.run_name() {
-            Some(run) => self
-                .link
-                .call("run/abort", json!({"run": run}))
-                .await
-                .map(drop),
-            None => Ok(()),
-        }
+        self.link
+            .call("run/abort", json!({"run": self.run()}))
+            .await
+            .map(drop)
     }
 
     /// One prompt turn: runs `blocks` in the session's mode, streams what happens to the
@@ -180,8 +311,15 @@ impl Session {
         blocks: &[ContentBlock],
     ) -> Result<StopReason, AcpError> {
         self.cancelled.store(false, Ordering::SeqCst);
-        let text = prompt::compose(blocks, &self.root)?;
-        let run = self.ensure_run().await?;
+        let mut text = prompt::compose(blocks, &self.root)?;
+        let run = self.run().to_string();
+        if let Some((slash, rest)) = self.commands.parse(&text) {
+            slash.apply(&self.link, &run).await?;
+            if rest.is_empty() {
+                return Ok(StopReason::EndTurn);
+            }
+            text = rest.to_string();
+        }
         let mut stream = self.stream.lock().await;
         let mut turn = Turn {
             session: self,
@@ -194,7 +332,7 @@ impl Session {
             return Ok(StopReason::Cancelled);
         }
         let method = self.mode().id();
-        let params = json!({"model": self.model, "run": run, "prompt": text});
+        let params = json!({"model": self.model(), "run": run, "prompt": text});
         let mut outcome = turn.call(method, params).await?;
         loop {
             let status = outcome.get("status").and_then(Value::as_i64).unwrap_or(0);
@@ -230,7 +368,7 @@ impl Session {
             if self.cancelled.load(Ordering::SeqCst) {
                 return Ok(StopReason::Cancelled);
             }
-            return match stop_reason(status) {
+            return match stop_reason(&outcome) {
                 Some(reason) => Ok(reason),
                 None => Err(AcpError::LoopFailed {
                     run: run.clone(),
@@ -238,27 +376,6 @@ impl Session {
                 }),
             };
         }
-    }
-
-    /// The session's run, made on the first prompt.
-    async fn ensure_run(&self) -> Result<String, AcpError> {
-        if let Some(run) = self.run_name() {
-            return Ok(run);
-        }
-        let started = self
-            .link
-            .call("startRun", json!({"model": self.model}))
-            .await?;
-        let run = started
-            .get("run")
-            .and_then(Value::as_str)
-            .ok_or_else(|| unexpected("startRun without a run", &started))?
-            .to_string();
-        *self
-            .run
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(run.clone());
-        Ok(run)
     }
 
     /// Why the run's latest loop failed: its newest `error://` entry.
@@ -378,16 +495,69 @@ fn project_name(root: &Path) -> Result<String, AcpError> {
         .ok_or_else(bad)
 }
 
-/// The catalogue's first model, when none was named.
-async fn first_model(link: &Link) -> Result<String, AcpError> {
-    let models = link.call("getModels", json!({})).await?;
-    models
+/// How many sessions one `session/list` page holds.
+const LIST_PAGE: usize = 50;
+
+/// `session/list`: a page of the runs of the project at `root`, newest first, from
+/// `cursor` (the number of runs before the page; none: the first page), and the next
+/// page's cursor. Sub-agents' runs are no sessions and are left out.
+pub async fn list(
+    root: &Path,
+    connected: Connected,
+    cursor: Option<&str>,
+) -> Result<(Vec<SessionInfo>, Option<String>), AcpError> {
+    let offset = match cursor {
+        Some(cursor) => cursor
+            .parse::<usize>()
+            .map_err(|_| AcpError::BadCursor(cursor.to_string()))?,
+        None => 0,
+    };
+    let link = bind(&connected.link, root).await?;
+    let page = json!({"limit": LIST_PAGE + 1, "offset": offset});
+    let runs = link.call("getRuns", page).await?;
+    let rows = runs
         .as_array()
-        .and_then(|rows| rows.first())
-        .and_then(|row| row.get("alias"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or(AcpError::NoModel)
+        .ok_or_else(|| unexpected("getRuns without a list", &runs))?;
+    let next = (rows.len() > LIST_PAGE).then(|| (offset + LIST_PAGE).to_string());
+    let sessions = rows
+        .iter()
+        .take(LIST_PAGE)
+        .filter(|row| row.get("delegated_by").is_none_or(Value::is_null))
+        .filter_map(|row| {
+            let run = row.get("run")?.as_str()?.to_string();
+            let title = row
+                .get("summary")
+                .and_then(Value::as_str)
+                .and_then(|summary| summary.lines().next())
+                .map(|line| line.chars().take(TITLE_CHARS).collect::<String>());
+            let updated = row.get("created").and_then(Value::as_str).map(iso_8601);
+            Some(
+                SessionInfo::new(run, root.to_path_buf())
+                    .title(title)
+                    .updated_at(updated),
+            )
+        })
+        .collect();
+    Ok((sessions, next))
+}
+
+/// The most characters of a run's summary a session's title shows.
+const TITLE_CHARS: usize = 80;
+
+/// rummy's `YYYY-MM-DD HH:MM:SS` (UTC) as ISO 8601; anything else as it is.
+fn iso_8601(time: &str) -> String {
+    match time.split_once(' ') {
+        Some((day, clock)) if !clock.contains(' ') => format!("{day}T{clock}Z"),
+        _ => time.to_string(),
+    }
+}
+
+/// `init` of the project at `root` on `link`, named after its directory.
+async fn bind<'a>(link: &'a Link, root: &Path) -> Result<&'a Link, AcpError> {
+    let name = project_name(root)?;
+    link.call("init", json!({"name": name, "projectRoot": root}))
+        .await?;
+    Ok(link)
 }
 
 fn unexpected(what: &str, answer: &Value) -> AcpError {
@@ -402,11 +572,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn outcomes_end_the_turn_by_status() {
-        assert_eq!(stop_reason(200), Some(StopReason::EndTurn));
-        assert_eq!(stop_reason(499), Some(StopReason::Cancelled));
-        assert_eq!(stop_reason(413), Some(StopReason::MaxTokens));
-        assert_eq!(stop_reason(500), None);
+    fn outcomes_end_the_turn_by_status_and_reason() {
+        let ended = |outcome: Value| stop_reason(&outcome);
+        let done = json!({"status": 200, "reason": "done"});
+        assert_eq!(ended(done), Some(StopReason::EndTurn));
+        let stalled = json!({"status": 200, "reason": "stalled"});
+        assert_eq!(ended(stalled), Some(StopReason::EndTurn));
+        let rejected = json!({"status": 200, "reason": "rejected"});
+        assert_eq!(ended(rejected), Some(StopReason::EndTurn));
+        let limit = json!({"status": 200, "reason": "turn_limit"});
+        assert_eq!(ended(limit), Some(StopReason::MaxTurnRequests));
+        let refused = json!({"status": 200, "reason": "refused"});
+        assert_eq!(ended(refused), Some(StopReason::Refusal));
+        assert_eq!(ended(json!({"status": 200})), Some(StopReason::EndTurn));
+        let aborted = json!({"status": 499, "reason": "aborted"});
+        assert_eq!(ended(aborted), Some(StopReason::Cancelled));
+        assert_eq!(ended(json!({"status": 413})), Some(StopReason::MaxTokens));
+        let failed = json!({"status": 500, "reason": "failed"});
+        assert_eq!(ended(failed), None);
     }
 
     #[test]
@@ -417,6 +600,12 @@ mod tests {
         let state = serde_json::to_value(Mode::state(Mode::Act)).unwrap();
         assert_eq!(state["currentModeId"], json!("act"));
         assert_eq!(state["availableModes"][0]["id"], json!("ask"));
+    }
+
+    #[test]
+    fn times_are_iso_8601() {
+        assert_eq!(iso_8601("2026-11-27 06:01:02"), "2026-11-27T06:01:02Z");
+        assert_eq!(iso_8601("2026-11-27T06:01:02Z"), "2026-11-27T06:01:02Z");
     }
 
     #[test]

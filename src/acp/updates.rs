@@ -71,6 +71,37 @@ pub struct StateParams {
     pub history: Vec<LogEntry>,
 }
 
+/// One entry of `getRun`'s `context.history`: a past run's log, replayed by `session/load`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct HistoryRow {
+    pub scheme: String,
+    pub path: String,
+    pub status: i64,
+    #[serde(default)]
+    pub body: String,
+    #[serde(default)]
+    pub attributes: serde_json::Value,
+}
+
+impl HistoryRow {
+    /// The row as `run/state` would list it: its target the first of the attributes'
+    /// command, file, path and question.
+    fn entry(self) -> LogEntry {
+        let target = ["command", "file", "path", "question"]
+            .iter()
+            .find_map(|key| self.attributes.get(key).and_then(serde_json::Value::as_str))
+            .unwrap_or_default()
+            .to_string();
+        LogEntry {
+            tool: self.scheme,
+            target,
+            status: self.status,
+            path: self.path,
+            body: self.body,
+        }
+    }
+}
+
 /// What a session has shown of its run's log: each entry by path, with its status then.
 #[derive(Debug, Default)]
 pub struct LogTracker {
@@ -82,6 +113,25 @@ impl LogTracker {
     /// permission request), so that its later appearance in the log is an update.
     pub fn announce(&mut self, path: &str, status: i64) {
         self.shown.insert(path.to_string(), status);
+    }
+
+    /// The updates that replay a past run's whole log to an editor that was shown none of it:
+    /// each prompt of the person's as a `user_message_chunk`, the rest as
+    /// [`LogTracker::updates`] shows it.
+    pub fn replay(&mut self, history: Vec<HistoryRow>, root: &Path) -> Vec<SessionUpdate> {
+        let mut updates = Vec::new();
+        for row in history {
+            if row.scheme == "prompt" {
+                if !row.body.is_empty() {
+                    updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
+                        ContentBlock::from(row.body),
+                    )));
+                }
+                continue;
+            }
+            updates.extend(self.updates(&[row.entry()], root));
+        }
+        updates
     }
 
     /// The updates that bring the editor from what it was shown to `history` (`root`: the
@@ -272,6 +322,51 @@ mod tests {
             Path::new("/p"),
         );
         assert!(again.is_empty());
+    }
+
+    fn row(scheme: &str, path: &str, status: i64, body: &str, attributes: Value) -> HistoryRow {
+        HistoryRow {
+            scheme: scheme.into(),
+            path: path.into(),
+            status,
+            body: body.into(),
+            attributes,
+        }
+    }
+
+    #[test]
+    fn a_replay_shows_the_prompts_the_text_and_each_command_as_it_ended() {
+        let mut tracker = LogTracker::default();
+        let history = vec![
+            row("prompt", "prompt://1", 200, "fix a", json!({"mode": "act"})),
+            row("set", "set://a.rs", 200, "old", json!({"file": "a.rs"})),
+            row(
+                "sh",
+                "sh://turn_1/ls",
+                403,
+                "ls",
+                json!({"command": "ls -l"}),
+            ),
+            row("summarize", "summarize://1", 200, "Fixed.", json!({})),
+            row("prompt", "prompt://2", 200, "", json!({})),
+        ];
+        let shown = wire(&tracker.replay(history, Path::new("/p")));
+        assert_eq!(shown.len(), 4, "{shown:?}");
+        assert_eq!(shown[0]["sessionUpdate"], json!("user_message_chunk"));
+        assert_eq!(shown[0]["content"]["text"], json!("fix a"));
+        assert_eq!(shown[1]["sessionUpdate"], json!("tool_call"));
+        assert_eq!(shown[1]["kind"], json!("edit"));
+        assert_eq!(shown[1]["status"], json!("completed"));
+        assert_eq!(shown[1]["locations"], json!([{"path": "/p/a.rs"}]));
+        assert_eq!(shown[2]["title"], json!("sh ls -l"));
+        assert_eq!(shown[2]["status"], json!("failed"));
+        assert_eq!(shown[3]["sessionUpdate"], json!("agent_message_chunk"));
+        assert_eq!(shown[3]["content"]["text"], json!("Fixed."));
+        let later = [entry("set", "a.rs", 200, "set://a.rs", "old")];
+        assert!(
+            tracker.updates(&later, Path::new("/p")).is_empty(),
+            "what was replayed is not shown again"
+        );
     }
 
     #[test]

@@ -30,11 +30,48 @@ impl From<UnresolvedRow> for ProposedRow {
     }
 }
 
+/// Why a loop ended without proposals or an overflow: its run outcome's `reason`, which
+/// tells apart the ways a loop completes (200).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// The model said it was done (`<summarize>`), or accepting a proposal made with a
+    /// summary completed the run.
+    Done,
+    /// The loop reached its turn limit (`RUMMY_MAX_TURNS`) with the model still working.
+    TurnLimit,
+    /// The model made no progress: it stalled, cycled or repeated its update.
+    Stalled,
+    /// The model refused the request: the provider reported a refusal or filtered the reply.
+    Refused,
+    /// A person rejected a proposal, which stops the run.
+    Rejected,
+    /// `run/abort` (499).
+    Aborted,
+    /// An error ended it (500); the run's `error://` entry says which.
+    Failed,
+}
+
+impl Ending {
+    /// The run status a loop ending so leaves.
+    pub fn status(self) -> RunStatus {
+        match self {
+            Ending::Aborted => RunStatus::Aborted,
+            Ending::Failed => RunStatus::Failed,
+            Ending::Done
+            | Ending::TurnLimit
+            | Ending::Stalled
+            | Ending::Refused
+            | Ending::Rejected => RunStatus::Completed,
+        }
+    }
+}
+
 /// How one loop ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoopOutcome {
-    /// Completed (200), aborted (499) or failed (500).
-    Ended(RunStatus),
+    /// Completed (200), aborted (499) or failed (500), and why.
+    Ended(Ending),
     /// Paused on proposals the client must resolve.
     Proposed {
         /// The turn that proposed them.
@@ -68,7 +105,7 @@ impl LoopOutcome {
     /// The status the loop row is finished with.
     pub fn status(&self) -> RunStatus {
         match self {
-            LoopOutcome::Ended(status) => *status,
+            LoopOutcome::Ended(ending) => ending.status(),
             LoopOutcome::Proposed { .. } => RunStatus::Proposed,
             LoopOutcome::Overflow { .. }
             | LoopOutcome::Panicked { .. }
@@ -105,7 +142,11 @@ impl LoopOutcome {
     pub fn to_result<'a>(&'a self, alias: &'a str) -> RunOutcome<'a> {
         let status = self.status();
         match self {
-            LoopOutcome::Ended(_) | LoopOutcome::Panicked { .. } => RunOutcome::of(alias, status),
+            LoopOutcome::Ended(ending) => RunOutcome {
+                reason: Some(*ending),
+                ..RunOutcome::of(alias, status)
+            },
+            LoopOutcome::Panicked { .. } => RunOutcome::of(alias, status),
             LoopOutcome::Proposed { turn, proposed, .. } => RunOutcome {
                 turn: Some(*turn),
                 proposed: Some(proposed),
@@ -154,7 +195,8 @@ impl LoopRecord {
 }
 
 /// The result of `ask`, `act`, `run/resolve` and `run/inject` (PROTOCOL §2.11): the run and
-/// its status, with the proposals of a 202 and the reason of a 413.
+/// its status, with why a loop ended (200, 499, 500), the proposals of a 202 and what did
+/// not fit of a 413.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunOutcome<'a> {
     /// Run alias.
@@ -173,6 +215,9 @@ pub struct RunOutcome<'a> {
     /// What does not fit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
+    /// Why the loop ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Ending>,
 }
 
 impl<'a> RunOutcome<'a> {
@@ -185,6 +230,7 @@ impl<'a> RunOutcome<'a> {
             remaining_count: None,
             proposed: None,
             error: None,
+            reason: None,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::db::Conn;
 
 use crate::agent::loop_config::LoopConfig;
-use crate::agent::outcome::LoopRecord;
+use crate::agent::outcome::{Ending, LoopRecord};
 use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, RunActionForm, RunRow};
@@ -24,8 +24,9 @@ use crate::plugins::Plugins;
 pub enum Decision {
     /// Other proposals of the run are still pending.
     StillPending(Vec<UnresolvedRow>),
-    /// The run is complete (rejected, or the model had already summarized).
-    Completed,
+    /// The run is complete: [`Ending::Rejected`], or [`Ending::Done`] when the model had
+    /// already summarized.
+    Completed(Ending),
     /// A loop continues the run.
     Resume(Box<LoopEnqueue>),
     /// The client's mistake (the path is not a pending proposal, …): nothing was resolved,
@@ -96,7 +97,12 @@ pub fn resolve(
         || entries::rejected_at_turn(conn, run.id, proposing_turn, &plugins.proposing())?;
     if rejected || summarized {
         runs::set_run_status(conn, run.id, RunStatus::Completed)?;
-        return Ok(Decision::Completed);
+        let ending = if rejected {
+            Ending::Rejected
+        } else {
+            Ending::Done
+        };
+        return Ok(Decision::Completed(ending));
     }
     // A proposal a client made through a tool method has no loop: the run resumes like the
     // run's latest loop, or as a plain ask when it never ran one.

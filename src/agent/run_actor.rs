@@ -30,11 +30,10 @@ use actix::prelude::*;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::outcome::LoopOutcome;
+use crate::agent::outcome::{Ending, LoopOutcome};
 use crate::agent::run_loop::execute_loop;
 use crate::agent::AgentContext;
 use crate::budget::RunIdle;
-use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::{LoopEnqueue, LoopRow};
 use crate::db::queries::instances::{self, Claim};
@@ -146,7 +145,7 @@ impl Actor for RunActor {
     fn stopped(&mut self, _: &mut Self::Context) {
         for (_, waiters) in self.waiters.drain() {
             for waiter in waiters {
-                let _ = waiter.send(LoopOutcome::Ended(RunStatus::Failed));
+                let _ = waiter.send(LoopOutcome::Ended(Ending::Failed));
             }
         }
     }

@@ -1,5 +1,5 @@
-//! One loop: turns until the model finishes, stalls, cycles, proposes, overflows, fails,
-//! is aborted, or reaches the turn limit. Every run status change of a loop happens here.
+//! One loop: turns until the model finishes, stalls, cycles, refuses, proposes, overflows,
+//! fails, is aborted, or reaches the turn limit. Every run status change of a loop happens here.
 
 use std::path::PathBuf;
 
@@ -8,7 +8,7 @@ use tracing::Instrument;
 
 use crate::agent::error::LoopError;
 use crate::agent::loop_config::LoopConfig;
-use crate::agent::outcome::{LoopOutcome, ProposedRow};
+use crate::agent::outcome::{Ending, LoopOutcome, ProposedRow};
 use crate::agent::reflect::Reflector;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
@@ -52,11 +52,11 @@ pub async fn execute_loop(
         .await;
     let outcome = match result {
         Ok(outcome) => outcome,
-        Err(_) if cancel.is_cancelled() => LoopOutcome::Ended(RunStatus::Aborted),
+        Err(_) if cancel.is_cancelled() => LoopOutcome::Ended(Ending::Aborted),
         Err(error) => {
             tracing::warn!(run.id = %run_id, %error, "loop failed");
             record_error(agent, &lp, &error.to_string()).await;
-            LoopOutcome::Ended(RunStatus::Failed)
+            LoopOutcome::Ended(Ending::Failed)
         }
     };
     let outcome = store_outcome(agent, &lp, outcome, &cancel).await;
@@ -67,7 +67,7 @@ pub async fn execute_loop(
     });
     let reflects = !matches!(
         outcome,
-        LoopOutcome::Panicked { .. } | LoopOutcome::Ended(RunStatus::Aborted)
+        LoopOutcome::Panicked { .. } | LoopOutcome::Ended(Ending::Aborted)
     );
     (outcome, reflector.filter(|_| reflects))
 }
@@ -85,7 +85,7 @@ async fn store_outcome(
     let loop_id = lp.id;
     let panicked = matches!(outcome, LoopOutcome::Panicked { .. });
     let status = outcome.status();
-    let aborted = LoopOutcome::Ended(RunStatus::Aborted);
+    let aborted = LoopOutcome::Ended(Ending::Aborted);
     let record = serde_json::to_value(outcome.to_record()).unwrap_or_default();
     let aborted_record = serde_json::to_value(aborted.to_record()).unwrap_or_default();
     let stored = agent
@@ -204,7 +204,7 @@ async fn run_turns(
         .max(1);
     for iteration in 1..=max_turns {
         if cancel.is_cancelled() {
-            return Ok(LoopOutcome::Ended(RunStatus::Aborted));
+            return Ok(LoopOutcome::Ended(Ending::Aborted));
         }
         let input = TurnInput {
             run_id,
@@ -256,17 +256,21 @@ async fn run_turns(
         if panic.is_some() {
             continue;
         }
+        if report.refused {
+            tracing::info!("loop stopped: the model refused");
+            return Ok(LoopOutcome::Ended(Ending::Refused));
+        }
         if let Verdict::Halt(reason) = repetition.assess(&report.action_calls, &report.write_calls)
         {
             tracing::info!(reason = reason.code(), "loop stopped: repetition");
-            return Ok(LoopOutcome::Ended(RunStatus::Completed));
+            return Ok(LoopOutcome::Ended(Ending::Stalled));
         }
         match progress.assess(report.signals()) {
             Verdict::Continue => {}
-            Verdict::Complete => return Ok(LoopOutcome::Ended(RunStatus::Completed)),
+            Verdict::Complete => return Ok(LoopOutcome::Ended(Ending::Done)),
             Verdict::Halt(reason) => {
                 tracing::info!(reason = reason.code(), "loop stopped: no progress");
-                return Ok(LoopOutcome::Ended(RunStatus::Completed));
+                return Ok(LoopOutcome::Ended(Ending::Stalled));
             }
         }
         if let Some(reflector) = reflector.as_mut() {
@@ -281,7 +285,7 @@ async fn run_turns(
         );
         return give_up_panic(agent, lp, error).await;
     }
-    Ok(LoopOutcome::Ended(RunStatus::Completed))
+    Ok(LoopOutcome::Ended(Ending::TurnLimit))
 }
 
 /// Carries out an overflow decision: queue the panic loop and the retry (archiving the
@@ -325,7 +329,7 @@ async fn enter_panic(
 /// A panic loop reached its target: its own prompt leaves the context; the retry runs next.
 async fn end_panic(agent: &AgentContext, lp: &LoopRow) -> Result<LoopOutcome, LoopError> {
     archive_loop_prompts(agent, lp).await?;
-    Ok(LoopOutcome::Ended(RunStatus::Completed))
+    Ok(LoopOutcome::Ended(Ending::Done))
 }
 
 /// A panic loop gave up: the pending retry is dropped with the same error.

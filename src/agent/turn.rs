@@ -65,6 +65,8 @@ pub struct TurnReport {
     pub has_writes: bool,
     /// The turn read something.
     pub has_reads: bool,
+    /// The model refused (the provider said so): the loop ends.
+    pub refused: bool,
 }
 
 impl TurnReport {
@@ -215,6 +217,14 @@ async fn execute_numbered_turn(
     let preparation_ms = started.elapsed().as_millis() as u64;
     let llm_started = Instant::now();
     let mut response = agent.llm.complete(request, cancel).await?;
+    if let Some(refusal) = response
+        .refusal
+        .as_ref()
+        .filter(|_| response.content.is_empty())
+    {
+        // The refusal's explanation is the model's answer, for the person to read.
+        response.content = refusal.clone();
+    }
     agent
         .plugins
         .filter::<LlmResponse>(&mut response.content, &call);
@@ -276,7 +286,7 @@ async fn execute_numbered_turn(
         work: work.answering(mcp_outcomes).answering(reports),
         audit,
     };
-    let (report, stored) = dispatch(
+    let (mut report, stored) = dispatch(
         agent,
         &input,
         turn,
@@ -287,6 +297,7 @@ async fn execute_numbered_turn(
     )
     .await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
+    report.refused = response.refusal.is_some();
     let facts = TurnFacts {
         run: run_id,
         project,

@@ -90,6 +90,9 @@ pub struct ChatResponse {
     pub usage: Usage,
     /// Why generation stopped (`stop`, `length`, ...), as the provider said.
     pub finish_reason: Option<String>,
+    /// The model refused the request: its explanation, empty when the provider said so only
+    /// by its finish reason (`content_filter`, `refusal`).
+    pub refusal: Option<String>,
     /// The model that answered, as the provider named it (else the model requested).
     pub model: String,
 }

@@ -37,20 +37,33 @@ pub(super) fn parse_response(
         return Err(embedded_error(provider, body));
     };
     let message = choice.get("message").unwrap_or(&Value::Null);
+    let finish_reason = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let refusal = message
+        .get("refusal")
+        .and_then(Value::as_str)
+        .filter(|text| !text.trim().is_empty())
+        .map(str::to_owned)
+        .or_else(|| refused_by(finish_reason.as_deref()).then(String::new));
     Ok(ChatResponse {
         content: text_of(message.get("content")),
         reasoning_content: reasoning_of(message),
         usage: body.get("usage").map(usage_of).unwrap_or_default(),
-        finish_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        finish_reason,
+        refusal,
         model: body
             .get("model")
             .and_then(Value::as_str)
             .unwrap_or(requested_model)
             .to_owned(),
     })
+}
+
+/// Whether a finish reason says the model refused or its reply was filtered.
+pub(super) fn refused_by(finish_reason: Option<&str>) -> bool {
+    matches!(finish_reason, Some("content_filter" | "refusal"))
 }
 
 fn embedded_error(provider: ProviderKind, body: &Value) -> LlmError {
@@ -219,6 +232,23 @@ mod tests {
                 cost: 0.0025
             }
         );
+    }
+
+    #[test]
+    fn a_refusal_is_its_text_or_the_finish_reason() {
+        let said = json!({"choices": [{"message": {"content": null, "refusal": "I can't."},
+                                       "finish_reason": "stop"}]});
+        let response = parse_response(P, "asked", &said).unwrap();
+        assert_eq!(response.refusal.as_deref(), Some("I can't."));
+        for reason in ["content_filter", "refusal"] {
+            let filtered =
+                json!({"choices": [{"message": {"content": ""}, "finish_reason": reason}]});
+            let response = parse_response(P, "asked", &filtered).unwrap();
+            assert_eq!(response.refusal.as_deref(), Some(""), "{reason}");
+        }
+        let answered = json!({"choices": [{"message": {"content": "ok", "refusal": null},
+                                           "finish_reason": "length"}]});
+        assert_eq!(parse_response(P, "asked", &answered).unwrap().refusal, None);
     }
 
     #[test]

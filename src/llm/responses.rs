@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::chat::{ChatRequest, ChatResponse, Usage};
-use super::chat_completions::{at, count, text_of};
+use super::chat_completions::{at, count, refused_by, text_of};
 use super::error::LlmError;
 use super::route::ProviderKind;
 
@@ -39,13 +39,21 @@ pub(super) fn parse_response(
     };
     let mut content = Vec::new();
     let mut reasoning = Vec::new();
+    let mut refusals = Vec::new();
     for item in output {
         match item.get("type").and_then(Value::as_str) {
-            Some("message") => content.push(item_text(item)),
+            Some("message") => {
+                content.push(item_text(item));
+                refusals.extend(refusals_of(item));
+            }
             Some("reasoning") => reasoning.push(item_text(item)),
             _ => {}
         }
     }
+    let filtered = at(body, &["incomplete_details", "reason"]).and_then(Value::as_str);
+    let refusal = (!refusals.is_empty())
+        .then(|| refusals.join("\n"))
+        .or_else(|| refused_by(filtered).then(String::new));
     content.retain(|text| !text.is_empty());
     reasoning.retain(|text| !text.trim().is_empty());
     Ok(ChatResponse {
@@ -56,12 +64,24 @@ pub(super) fn parse_response(
             .get("status")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        refusal,
         model: body
             .get("model")
             .and_then(Value::as_str)
             .unwrap_or(requested_model)
             .to_owned(),
     })
+}
+
+/// The texts of a message item's `refusal` parts.
+fn refusals_of(item: &Value) -> impl Iterator<Item = String> + '_ {
+    item.get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|part| part.get("type").and_then(Value::as_str) == Some("refusal"))
+        .filter_map(|part| part.get("refusal").and_then(Value::as_str))
+        .map(str::to_owned)
 }
 
 /// An item's text: its `content` (a string or parts), else its `summary` parts.
@@ -141,6 +161,24 @@ mod tests {
                 cost: 0.0025
             }
         );
+    }
+
+    #[test]
+    fn a_refusal_part_or_a_filtered_reply_is_a_refusal() {
+        let body = json!({"output": [{"type": "message", "content": [
+            {"type": "refusal", "refusal": "I can't."}]}]});
+        let response = parse_response("m", &body).unwrap();
+        assert_eq!(response.refusal.as_deref(), Some("I can't."));
+        assert_eq!(response.content, "");
+        let filtered = json!({"status": "incomplete", "output": [],
+                              "incomplete_details": {"reason": "content_filter"}});
+        assert_eq!(
+            parse_response("m", &filtered).unwrap().refusal.as_deref(),
+            Some("")
+        );
+        let cut = json!({"status": "incomplete", "output": [],
+                         "incomplete_details": {"reason": "max_output_tokens"}});
+        assert_eq!(parse_response("m", &cut).unwrap().refusal, None);
     }
 
     #[test]

@@ -14,6 +14,16 @@
 //   malformed   a line that is not JSON, then a whole session
 //   ask-mode    session/set_mode to ask (and to a mode that does not exist), then a prompt
 //   command     a prompt whose command the editor allows and runs in its terminal
+//   slash       three prompts: `/sql_style write the query`, `/persona:pirate`, `say hi`
+//   model       session/set_config_option: the model `second` (and one that does not
+//               exist), then a prompt
+//   question-form  a prompt whose question the editor answers in a form (it offers
+//               elicitation forms): "teal, actually"
+//   question-chat  a prompt whose question (no suggested answers) the person answers in
+//               the next prompt ("It is called Nimbus")
+//   load        session/load of the session $ACP_LOAD (its replay: the updates before the
+//               answer, counted in `replayed`), session/list, a load of a session that does
+//               not exist, then a prompt in the loaded session
 
 import { spawn } from "node:child_process";
 import { writeFileSync, mkdirSync } from "node:fs";
@@ -28,9 +38,13 @@ const seen = {
   session: null,
   updates: [],
   permissions: [],
+  elicitations: [],
   writes: [],
   terminals: [],
   stopReasons: [],
+  replayed: null,
+  configured: null,
+  listed: null,
   errors: [],
   rawErrors: [],
   exit: null,
@@ -66,7 +80,8 @@ const output = Writable.toWeb(child.stdin);
 const offersFiles = scenario === "edit-allow";
 const offersTerminal = scenario === "command";
 const running = new Map();
-const decision = scenario === "edit-reject" ? "reject" : "allow";
+const decision = { "edit-reject": "reject", "question-chat": "in-chat" }[scenario] ?? "allow";
+const offersForms = scenario === "question-form";
 
 const app = acp
   .client({ name: "rummy-acp-test" })
@@ -77,6 +92,10 @@ const app = acp
     seen.permissions.push(params);
     const option = params.options.find((o) => o.optionId === decision);
     return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onRequest(acp.methods.client.elicitation.create, ({ params }) => {
+    seen.elicitations.push(params);
+    return { action: "accept", content: { answer: "teal, actually" } };
   })
   .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
     seen.writes.push(params);
@@ -124,9 +143,22 @@ async function attempt(what, promise) {
 async function run(ctx) {
   seen.initialize = await ctx.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: offersFiles, writeTextFile: offersFiles }, terminal: offersTerminal },
+    clientCapabilities: {
+      fs: { readTextFile: offersFiles, writeTextFile: offersFiles },
+      terminal: offersTerminal,
+      ...(offersForms ? { elicitation: { form: {} } } : {}),
+    },
   });
-  seen.session = await attempt("session/new", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] }));
+  if (scenario === "load") {
+    const sessionId = process.env.ACP_LOAD;
+    const loaded = await attempt("session/load", ctx.request(acp.methods.agent.session.load, { sessionId, cwd: project, mcpServers: [] }));
+    seen.replayed = seen.updates.length;
+    seen.listed = await attempt("session/list", ctx.request(acp.methods.agent.session.list, { cwd: project }));
+    await attempt("load unknown", ctx.request(acp.methods.agent.session.load, { sessionId: "no_such_run", cwd: project, mcpServers: [] }));
+    seen.session = loaded && { sessionId, ...loaded };
+  } else {
+    seen.session = await attempt("session/new", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] }));
+  }
   if (!seen.session) return;
   const sessionId = seen.session.sessionId;
   const prompt = (text) =>
@@ -148,6 +180,23 @@ async function run(ctx) {
       await attempt("set_mode plan", ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "plan" }));
       await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "ask" });
       await prompt("what is in a.txt?");
+      break;
+    case "load":
+      await prompt("and now the second part");
+      break;
+    case "model":
+      seen.configured = await attempt("set model second", ctx.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "second" }));
+      await attempt("set model nope", ctx.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value: "nope" }));
+      await prompt("which model are you?");
+      break;
+    case "question-chat":
+      await prompt("please do the task");
+      await prompt("It is called Nimbus");
+      break;
+    case "slash":
+      await prompt("/sql_style write the query");
+      await prompt("/persona:pirate");
+      await prompt("say hi");
       break;
     default:
       await prompt("please do the task");

@@ -22,7 +22,7 @@ const NEEDS_NODE: &str = "needs node and `npm ci` in tests/acp: tests/run.sh doe
 struct Drive {
     seen: Value,
     project: PathBuf,
-    _home: tempfile::TempDir,
+    home: tempfile::TempDir,
 }
 
 /// A running server `rummy acp --url` connects to, with the person's token.
@@ -35,16 +35,24 @@ impl Drive {
     /// Runs `scenario` of drive.mjs against a local `rummy acp` on a fresh home whose
     /// project `demo` holds `a.txt` ("one\ntwo\n").
     async fn run(scenario: &str, llm: &FakeLlm) -> Drive {
-        Drive::run_in(scenario, llm, tempfile::tempdir().unwrap(), "demo", None).await
+        Drive::run_with(scenario, llm, &[]).await
     }
 
-    /// [`Drive::run`] in `home`, the project named `name`, against `remote` when given.
+    /// [`Drive::run`] with these settings in the agent's environment.
+    async fn run_with(scenario: &str, llm: &FakeLlm, env: &[(&str, &str)]) -> Drive {
+        let home = tempfile::tempdir().unwrap();
+        Drive::run_in(scenario, llm, home, "demo", None, env).await
+    }
+
+    /// [`Drive::run`] in `home`, the project named `name`, against `remote` when given, with
+    /// `env` in the agent's environment.
     async fn run_in(
         scenario: &str,
         llm: &FakeLlm,
         home: tempfile::TempDir,
         name: &str,
         remote: Option<Remote<'_>>,
+        env: &[(&str, &str)],
     ) -> Drive {
         let project = home.path().join(name);
         std::fs::create_dir_all(&project).unwrap();
@@ -70,6 +78,7 @@ impl Drive {
             .env("RUMMY_HOME", home.path())
             .env("RUMMY_LOG", "warn")
             .envs(llm_env(llm))
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stderr(Stdio::inherit())
             .output()
@@ -81,8 +90,20 @@ impl Drive {
         Drive {
             seen,
             project,
-            _home: home,
+            home,
         }
+    }
+
+    /// Runs `scenario` in a new agent on the same home and project.
+    async fn again(self, scenario: &str, llm: &FakeLlm, env: &[(&str, &str)]) -> Drive {
+        let name = self
+            .project
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        Drive::run_in(scenario, llm, self.home, &name, None, env).await
     }
 
     fn updates(&self, kind: &str) -> Vec<&Value> {
@@ -163,6 +184,36 @@ async fn a_prompt_streams_the_models_text_and_commands_and_ends_the_turn() {
     let prompt = crate::support::user_message(&llm.requests()[0]);
     assert!(prompt.contains("please do the task"), "{prompt}");
     assert_eq!(llm.requests().len(), 2);
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn the_turn_limit_ends_the_turn_max_turn_requests() {
+    let llm = FakeLlm::start([
+        Step::reply("<known path=\"known://one\">1</known><update>Step one.</update>"),
+        Step::reply("<known path=\"known://two\">2</known><update>Step two.</update>"),
+        Step::reply("<summarize>never asked</summarize>"),
+    ]);
+    let drive = Drive::run_with("stream", &llm, &[("RUMMY_MAX_TURNS", "2")]).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["max_turn_requests"]));
+    assert_eq!(drive.messages(), ["Step one.", "Step two."]);
+    assert_eq!(llm.requests().len(), 2);
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn a_models_refusal_ends_the_turn_refusal_with_its_text() {
+    let llm = FakeLlm::start([Step::Json(json!({
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": null,
+                                 "refusal": "I cannot help with that."}}],
+    }))]);
+    let drive = Drive::run("stream", &llm).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["refusal"]));
+    assert_eq!(drive.messages(), ["I cannot help with that."]);
+    assert_eq!(llm.requests().len(), 1);
 }
 
 #[actix_web::test]
@@ -328,6 +379,275 @@ async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_
     assert_eq!(drive.messages(), ["Running it.", "It said hello."]);
 }
 
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued() {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
+        Step::reply("<summarize>a.txt counts to two.</summarize>"),
+        Step::reply("<summarize>The second part is done.</summarize>"),
+    ]);
+    let first = Drive::run("stream", &llm).await;
+    let session = first.seen["session"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let drive = first.again("load", &llm, &[("ACP_LOAD", &session)]).await;
+    drive.assert_clean_session();
+    assert_eq!(
+        drive.seen["initialize"]["agentCapabilities"]["loadSession"],
+        json!(true)
+    );
+    let replayed = drive.seen["replayed"].as_u64().unwrap() as usize;
+    let replay: Vec<&Value> = drive.seen["updates"].as_array().unwrap()[..replayed]
+        .iter()
+        .filter(|update| update["sessionUpdate"] != "available_commands_update")
+        .collect();
+    let kinds: Vec<&Value> = replay
+        .iter()
+        .map(|update| &update["sessionUpdate"])
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            &json!("user_message_chunk"),
+            &json!("tool_call"),
+            &json!("agent_message_chunk"),
+            &json!("agent_message_chunk"),
+        ],
+        "{replay:?}"
+    );
+    assert_eq!(replay[0]["content"]["text"], json!("please do the task"));
+    let offered = drive.updates("available_commands_update");
+    assert_eq!(
+        offered.len(),
+        1,
+        "the loaded session's commands are offered"
+    );
+    assert_eq!(offered[0]["availableCommands"], json!([]));
+    assert_eq!(replay[1]["kind"], json!("read"));
+    assert_eq!(replay[1]["status"], json!("completed"));
+    assert_eq!(replay[1]["title"], json!("get a.txt"));
+    assert_eq!(
+        replay[1]["locations"],
+        json!([{"path": drive.project.join("a.txt")}])
+    );
+    assert_eq!(replay[2]["content"]["text"], json!("Reading a.txt."));
+    assert_eq!(replay[3]["content"]["text"], json!("a.txt counts to two."));
+    let listed = drive.seen["listed"]["sessions"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["sessionId"], json!(session));
+    assert_eq!(listed[0]["cwd"], json!(drive.project));
+    assert_eq!(listed[0]["title"], json!("a.txt counts to two."));
+    let unknown = drive.seen["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|error| error["what"] == "load unknown")
+        .expect("loading a session that does not exist fails");
+    assert_eq!(unknown["code"], json!(-32002));
+    assert_eq!(
+        unknown["data"],
+        json!(format!(
+            "no session no_such_run to load: the project at {} has no run of that name",
+            drive.project.display()
+        ))
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.messages()[2..], ["The second part is done."]);
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3);
+    let prompt = crate::support::user_message(&requests[2]);
+    assert!(prompt.contains("and now the second part"), "{prompt}");
+    let packet = requests[2]["messages"].to_string();
+    assert!(
+        packet.contains("please do the task") && packet.contains("a.txt counts to two."),
+        "the model sees the run's earlier history: {packet}"
+    );
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn skills_and_personas_are_slash_commands_that_reach_the_model() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>SELECT 1;</summarize>"),
+        Step::reply("<summarize>Ahoy.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    for (kind, name, body) in [
+        (
+            "skills",
+            "sql_style",
+            "---\nname: SQL style\ndescription: How this team writes SQL.\n---\nLowercase keywords.\n",
+        ),
+        ("personas", "pirate", "You talk like a pirate.\n"),
+    ] {
+        std::fs::create_dir_all(home.path().join(kind)).unwrap();
+        std::fs::write(home.path().join(kind).join(format!("{name}.md")), body).unwrap();
+    }
+    let drive = Drive::run_in("slash", &llm, home, "demo", None, &[]).await;
+    drive.assert_clean_session();
+    let offered = drive.updates("available_commands_update");
+    assert_eq!(offered.len(), 1, "sent once, after session/new");
+    let names: Vec<&Value> = offered[0]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|command| &command["name"])
+        .collect();
+    assert_eq!(names, [&json!("sql_style"), &json!("persona:pirate")]);
+    assert_eq!(
+        offered[0]["availableCommands"][0]["description"],
+        json!("Skill: How this team writes SQL.")
+    );
+    assert_eq!(
+        drive.seen["stopReasons"],
+        json!(["end_turn", "end_turn", "end_turn"])
+    );
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "a command alone calls no model");
+    let prompt = crate::support::user_message(&requests[0]);
+    assert!(
+        prompt.contains(">write the query</prompt>"),
+        "the text after the command is the prompt: {prompt}"
+    );
+    let packet = requests[0]["messages"].to_string();
+    assert!(
+        packet.contains("skill://sql_style") && packet.contains("How this team writes SQL."),
+        "the skill is in the run: {packet}"
+    );
+    assert!(!packet.contains("like a pirate"));
+    let system = crate::support::system_message(&requests[1]);
+    assert!(
+        system.contains("You talk like a pirate."),
+        "the persona is the run's: {system}"
+    );
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn a_model_chosen_in_the_session_runs_its_next_prompt() {
+    let llm = FakeLlm::start([Step::reply("<summarize>The second.</summarize>")]);
+    let second = [
+        ("RUMMY_MODEL_second", "openai/second-model"),
+        ("RUMMY_CONTEXT_second", "32768"),
+    ];
+    let drive = Drive::run_with("model", &llm, &second).await;
+    drive.assert_clean_session();
+    let offered = &drive.seen["session"]["configOptions"];
+    assert_eq!(offered[0]["id"], json!("mode"));
+    assert_eq!(offered[0]["currentValue"], json!("act"));
+    assert_eq!(offered[1]["id"], json!("model"));
+    assert_eq!(offered[1]["category"], json!("model"));
+    assert_eq!(
+        offered[1]["currentValue"],
+        json!("fake"),
+        "the catalogue's first"
+    );
+    let values: Vec<&Value> = offered[1]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| &option["value"])
+        .collect();
+    assert_eq!(values, [&json!("fake"), &json!("second")]);
+    assert_eq!(
+        drive.seen["configured"]["configOptions"][1]["currentValue"],
+        json!("second")
+    );
+    let refused = drive.seen["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|error| error["what"] == "set model nope")
+        .expect("a model outside the catalogue is refused");
+    assert_eq!(refused["code"], json!(-32602));
+    assert_eq!(
+        refused["data"],
+        json!("no model nope: the models are fake, second")
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["model"], json!("second-model"));
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn a_question_is_answered_in_free_text_through_the_editors_form() {
+    let llm = FakeLlm::start([
+        Step::reply("<ask_user question=\"Which colour?\" options=\"red; blue\"/>"),
+        Step::reply("<summarize>Teal it is.</summarize>"),
+    ]);
+    let drive = Drive::run("question-form", &llm).await;
+    drive.assert_clean_session();
+    assert_eq!(
+        drive.seen["permissions"],
+        json!([]),
+        "asked in a form instead"
+    );
+    let forms = drive.seen["elicitations"].as_array().unwrap();
+    assert_eq!(forms.len(), 1);
+    let form = &forms[0];
+    assert_eq!(form["mode"], json!("form"));
+    assert_eq!(form["message"], json!("Which colour?"));
+    assert_eq!(form["sessionId"], drive.seen["session"]["sessionId"]);
+    assert_eq!(
+        form["toolCallId"],
+        json!("ask_user://turn_1/Which%20colour%3F")
+    );
+    assert_eq!(
+        form["requestedSchema"],
+        json!({"type": "object", "required": ["answer"], "properties": {"answer": {
+            "type": "string", "title": "Answer", "description": "Suggested: red; blue"}}})
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    let resumed = requests[1]["messages"].to_string();
+    assert!(
+        resumed.contains("teal, actually"),
+        "the answer reaches the model: {resumed}"
+    );
+}
+
+#[actix_web::test]
+#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+async fn without_forms_an_open_question_is_answered_in_the_next_prompt() {
+    let llm = FakeLlm::start([
+        Step::reply("<ask_user question=\"What is the release called?\"/>"),
+        Step::reply("<summarize>Nimbus.</summarize>"),
+    ]);
+    let drive = Drive::run("question-chat", &llm).await;
+    drive.assert_clean_session();
+    let asked = &drive.seen["permissions"][0];
+    let options: Vec<(&Value, &Value)> = asked["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| (&option["optionId"], &option["name"]))
+        .collect();
+    assert_eq!(
+        options,
+        [
+            (&json!("in-chat"), &json!("Answer in my next message")),
+            (&json!("reject"), &json!("Reject")),
+        ]
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn", "end_turn"]));
+    let requests = llm.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the question ends the turn without asking again"
+    );
+    let next = requests[1]["messages"].to_string();
+    assert!(
+        next.contains("It is called Nimbus") && next.contains("What is the release called?"),
+        "the model sees its question and the answer that followed: {next}"
+    );
+}
+
 /// A team server with a users file: `mo` is a member of project `demo` only.
 async fn team_server(home: &Path, llm: &FakeLlm) -> ServerProcess {
     let users = home.join("users.toml");
@@ -364,7 +684,7 @@ async fn remote_a_person_works_in_their_project_through_a_team_server() {
         url: format!("ws://127.0.0.1:{}/", server.port),
         token: "mo-token",
     };
-    let drive = Drive::run_in("stream", &llm, home, "demo", Some(remote)).await;
+    let drive = Drive::run_in("stream", &llm, home, "demo", Some(remote), &[]).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
@@ -381,7 +701,7 @@ async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error() {
         url: format!("ws://127.0.0.1:{}/", server.port),
         token: "mo-token",
     };
-    let drive = Drive::run_in("stream", &llm, home, "other", Some(remote)).await;
+    let drive = Drive::run_in("stream", &llm, home, "other", Some(remote), &[]).await;
     let errors = drive.seen["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0]["what"], json!("session/new"));

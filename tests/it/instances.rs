@@ -131,7 +131,10 @@ async fn a_killed_instance_s_runs_end_499_when_its_lease_expires_and_another_con
             json!({"model": "fake", "prompt": "second prompt", "run": run}),
         )
         .await;
-    assert_eq!(outcome, json!({"run": run, "status": 200}));
+    assert_eq!(
+        outcome,
+        json!({"run": run, "status": 200, "reason": "done"})
+    );
     assert_requests_end_with(
         &llm,
         3,
@@ -177,7 +180,7 @@ async fn a_stopping_instance_hands_its_run_to_the_instance_whose_client_waits() 
     let outcome = second.reply(&waiting).await;
     assert_eq!(
         outcome["result"],
-        json!({"run": run, "status": 200}),
+        json!({"run": run, "status": 200, "reason": "done"}),
         "{outcome}"
     );
     assert_requests_end_with(
@@ -400,7 +403,10 @@ async fn run_resolve_sent_to_another_instance_than_the_one_that_drove_the_run_re
             json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hi"}}),
         )
         .await;
-    assert_eq!(resumed, json!({"run": run, "status": 200}));
+    assert_eq!(
+        resumed,
+        json!({"run": run, "status": 200, "reason": "done"})
+    );
     let requests = llm.requests();
     assert_eq!(requests.len(), 2, "the resolution resumed the run once");
     assert_eq!(status_of(&mut driver, &run).await, json!(200));
@@ -454,7 +460,7 @@ async fn run_inject_sent_to_one_instance_joins_the_loop_executing_on_another() {
     let outcome = driver.reply(&asked).await;
     assert_eq!(
         outcome["result"],
-        json!({"run": run, "status": 200}),
+        json!({"run": run, "status": 200, "reason": "done"}),
         "{outcome}"
     );
     let requests = executing_llm.requests();
@@ -613,7 +619,7 @@ async fn run_resolve_sent_to_one_instance_while_another_holds_the_lease_is_execu
     let resumed = proposal.resolver.reply(&resolving).await;
     assert_eq!(
         resumed["result"],
-        json!({"run": run, "status": 200}),
+        json!({"run": run, "status": 200, "reason": "done"}),
         "{resumed}"
     );
     let requests = proposal.executing_llm.requests();
@@ -652,7 +658,10 @@ async fn a_call_for_a_killed_lease_holder_is_executed_by_the_instance_it_was_sen
             json!({"run": run, "message": "injected prompt"}),
         )
         .await;
-    assert_eq!(injected, json!({"run": run, "status": 200}));
+    assert_eq!(
+        injected,
+        json!({"run": run, "status": 200, "reason": "done"})
+    );
     assert_requests_end_with(
         &survivor_llm,
         2,

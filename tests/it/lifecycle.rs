@@ -166,7 +166,7 @@ async fn resolving_client_made_proposals_resumes_the_run_to_its_end() {
     assert_eq!(first["status"], json!(202), "{first}");
     assert_eq!(first["remainingCount"], json!(1));
     let last = resolve(&mut client, &run, &paths[1], "accept", Some("v22.1.0")).await;
-    assert_eq!(last, json!({"run": run, "status": 200}));
+    assert_eq!(last, json!({"run": run, "status": 200, "reason": "done"}));
     let requests = llm.requests();
     assert_eq!(requests.len(), 1, "the resumed loop ran one turn");
     let seen = user_message(&requests[0]);
@@ -193,7 +193,10 @@ async fn rejecting_client_made_proposals_completes_a_run_that_never_ran() {
     let paths = blocked_paths(&mut client, &run).await;
     resolve(&mut client, &run, &paths[0], "accept", Some("ok")).await;
     let last = resolve(&mut client, &run, &paths[1], "reject", None).await;
-    assert_eq!(last, json!({"run": run, "status": 200}));
+    assert_eq!(
+        last,
+        json!({"run": run, "status": 200, "reason": "rejected"})
+    );
     assert!(llm.requests().is_empty(), "a rejection stops the run");
     let stored = client.ok("getRun", json!({"run": run})).await;
     assert_eq!(stored["status"], json!(200));
@@ -210,7 +213,10 @@ async fn one_rejection_among_the_proposals_stops_the_run() {
     let paths = blocked_paths(&mut client, &run).await;
     resolve(&mut client, &run, &paths[0], "reject", None).await;
     let last = resolve(&mut client, &run, &paths[1], "accept", Some("v22")).await;
-    assert_eq!(last, json!({"run": run, "status": 200}));
+    assert_eq!(
+        last,
+        json!({"run": run, "status": 200, "reason": "rejected"})
+    );
     assert!(
         llm.requests().is_empty(),
         "the earlier rejection stopped the run"

@@ -21,6 +21,11 @@ async fn one_turn_summarize_completes_with_notifications() {
         .ok("ask", json!({"model": "fake", "prompt": "What is 2 + 2?"}))
         .await;
     assert_eq!(result["status"], json!(200), "{result}");
+    assert_eq!(
+        result["reason"],
+        json!("done"),
+        "the model said it was done"
+    );
     let run = result["run"].as_str().unwrap().to_string();
     let thinking = client.notification("run/progress").await;
     assert_eq!(thinking["params"]["status"], json!("thinking"));
@@ -150,6 +155,7 @@ async fn rejecting_the_last_proposal_stops_the_run() {
         )
         .await;
     assert_eq!(rejected["status"], json!(200));
+    assert_eq!(rejected["reason"], json!("rejected"));
     assert_eq!(
         llm.requests().len(),
         1,
@@ -162,6 +168,25 @@ async fn rejecting_the_last_proposal_stops_the_run() {
         )
         .await;
     assert_eq!(code, -32602, "a resolved proposal cannot be resolved again");
+}
+
+#[actix_web::test]
+async fn accepting_a_proposal_made_with_a_summary_ends_the_run_done() {
+    let llm = FakeLlm::start([Step::reply(
+        "<sh>echo hi</sh><summarize>Said hi.</summarize>",
+    )]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let (run, path) = client.act_until_proposal("greet").await;
+    let accepted = client
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept", "output": "hi\n"}}),
+        )
+        .await;
+    assert_eq!(accepted["status"], json!(200), "{accepted}");
+    assert_eq!(accepted["reason"], json!("done"));
+    assert_eq!(llm.requests().len(), 1, "the model had already summarized");
 }
 
 #[actix_web::test]
@@ -203,6 +228,7 @@ async fn abort_from_another_connection_drops_the_llm_request() {
     other.ok("run/abort", json!({"run": run})).await;
     let reply = driver.reply(&id).await;
     assert_eq!(reply["result"]["status"], json!(499), "{reply}");
+    assert_eq!(reply["result"]["reason"], json!("aborted"));
     llm.wait_for_dropped(1).await;
     let runs = other.ok("getRuns", json!({})).await;
     assert_eq!(runs[0]["status"], json!(499));
@@ -360,6 +386,7 @@ async fn repeating_the_same_call_is_a_cycle_that_stops() {
         .ok("ask", json!({"model": "fake", "prompt": "?"}))
         .await;
     assert_eq!(result["status"], json!(200));
+    assert_eq!(result["reason"], json!("stalled"));
     assert!(llm.requests().len() < 12, "stopped by the cycle check");
 }
 
@@ -396,7 +423,54 @@ async fn the_turn_limit_ends_the_loop() {
         .ok("ask", json!({"model": "fake", "prompt": "?"}))
         .await;
     assert_eq!(result["status"], json!(200));
+    assert_eq!(result["reason"], json!("turn_limit"));
     assert_eq!(llm.requests().len(), 3);
+}
+
+/// A chat completion whose message refuses, as OpenAI sends one.
+fn refusal(text: &str, finish_reason: &str) -> Step {
+    Step::Json(json!({
+        "id": "chatcmpl-refused",
+        "object": "chat.completion",
+        "model": "fake",
+        "choices": [{"index": 0, "finish_reason": finish_reason,
+                     "message": {"role": "assistant", "content": null, "refusal": text}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }))
+}
+
+#[actix_web::test]
+async fn a_refusal_ends_the_loop_refused_and_its_text_is_the_answer() {
+    let llm = FakeLlm::start([
+        refusal("I cannot help with that.", "stop"),
+        Step::reply("<summarize>never asked</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "something bad"}))
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    assert_eq!(result["reason"], json!("refused"));
+    assert_eq!(llm.requests().len(), 1, "a refusal is not asked again");
+    let run = result["run"].as_str().unwrap();
+    let detail = client.ok("getRun", json!({"run": run})).await;
+    assert_eq!(detail["last_summary"], json!("I cannot help with that."));
+}
+
+#[actix_web::test]
+async fn a_filtered_reply_ends_the_loop_refused() {
+    let llm = FakeLlm::start([Step::Json(json!({
+        "choices": [{"index": 0, "finish_reason": "content_filter",
+                     "message": {"role": "assistant", "content": "<update>going on</update>"}}],
+    }))]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let mut client = project(&app).await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "?"}))
+        .await;
+    assert_eq!(result["reason"], json!("refused"), "{result}");
+    assert_eq!(llm.requests().len(), 1);
 }
 
 #[actix_web::test]
@@ -408,6 +482,7 @@ async fn a_provider_error_fails_the_run_with_an_error_entry() {
         .ok("ask", json!({"model": "fake", "prompt": "?"}))
         .await;
     assert_eq!(result["status"], json!(500));
+    assert_eq!(result["reason"], json!("failed"));
     let run = result["run"].as_str().unwrap();
     let errors = client
         .ok("getEntries", json!({"run": run, "pattern": "error://*"}))

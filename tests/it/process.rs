@@ -343,7 +343,10 @@ async fn interrupted_loop_waits_for_its_client(signal: &str, clean_exit: bool) {
             json!({"model": "fake", "prompt": "second prompt", "run": run}),
         )
         .await;
-    assert_eq!(outcome, json!({"run": run, "status": 200}));
+    assert_eq!(
+        outcome,
+        json!({"run": run, "status": 200, "reason": "done"})
+    );
     let requests = llm.requests();
     assert_eq!(requests.len(), 3);
     assert!(user_message(&requests[1]).contains("first prompt"));

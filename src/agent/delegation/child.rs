@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::delegation::{ParentTurn, Report, Task};
 use crate::agent::loop_config::LoopConfig;
-use crate::agent::outcome::LoopOutcome;
+use crate::agent::outcome::{Ending, LoopOutcome};
 use crate::agent::AgentContext;
 use crate::db::enums::{EntryStatus, LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::RunId;
@@ -104,9 +104,7 @@ async fn run_child(
     };
     let outcome = agent.runs.enqueue_under(agent, enqueue, cancel).await?;
     // An actor that stops before the loop ends (the server stopping) fails it.
-    let outcome = outcome
-        .await
-        .unwrap_or(LoopOutcome::Ended(RunStatus::Failed));
+    let outcome = outcome.await.unwrap_or(LoopOutcome::Ended(Ending::Failed));
     let child_id = child.id;
     let (summary, error, taken) = agent
         .db
@@ -151,21 +149,23 @@ impl ChildEnd {
     fn judged(&self, outcome: LoopOutcome) -> (EntryStatus, String) {
         let run = ("run", self.alias.as_str());
         match outcome {
-            LoopOutcome::Ended(RunStatus::Completed) => match &self.summary {
-                Some(summary) => (EntryStatus::Ok, summary.clone()),
-                None => (
-                    EntryStatus::Failed,
-                    fill(
-                        NO_SUMMARY,
-                        &[
-                            run,
-                            ("turns", &self.turns_taken.to_string()),
-                            ("limit", &self.turn_limit.to_string()),
-                        ],
+            LoopOutcome::Ended(ending) if ending.status() == RunStatus::Completed => {
+                match &self.summary {
+                    Some(summary) => (EntryStatus::Ok, summary.clone()),
+                    None => (
+                        EntryStatus::Failed,
+                        fill(
+                            NO_SUMMARY,
+                            &[
+                                run,
+                                ("turns", &self.turns_taken.to_string()),
+                                ("limit", &self.turn_limit.to_string()),
+                            ],
+                        ),
                     ),
-                ),
-            },
-            LoopOutcome::Ended(RunStatus::Aborted) => (EntryStatus::Failed, fill(ABORTED, &[run])),
+                }
+            }
+            LoopOutcome::Ended(Ending::Aborted) => (EntryStatus::Failed, fill(ABORTED, &[run])),
             LoopOutcome::Ended(_) | LoopOutcome::Panicked { .. } => {
                 let error = self.error.as_deref().unwrap_or_default();
                 (EntryStatus::Failed, fill(FAILED, &[run, ("error", error)]))
@@ -254,7 +254,7 @@ mod tests {
 
     #[test]
     fn only_a_completed_child_with_a_summary_succeeds() {
-        let completed = LoopOutcome::Ended(RunStatus::Completed);
+        let completed = LoopOutcome::Ended(Ending::Done);
         assert_eq!(
             end(Some("found it")).judged(completed.clone()),
             (EntryStatus::Ok, "found it".into())
@@ -262,7 +262,7 @@ mod tests {
         let (status, text) = end(None).judged(completed);
         assert_eq!(status, EntryStatus::Failed);
         assert!(text.contains("fake_1 stopped after 2 turns without a summary (its limit is 2"));
-        let (status, text) = end(Some("x")).judged(LoopOutcome::Ended(RunStatus::Failed));
+        let (status, text) = end(Some("x")).judged(LoopOutcome::Ended(Ending::Failed));
         assert_eq!(status, EntryStatus::Failed);
         assert!(
             text.ends_with("fake_1 failed: the provider answered 500"),
@@ -280,7 +280,7 @@ mod tests {
             summarized: true,
         };
         assert_eq!(end(Some("x")).judged(proposed).0, EntryStatus::Failed);
-        let aborted = end(Some("x")).judged(LoopOutcome::Ended(RunStatus::Aborted));
+        let aborted = end(Some("x")).judged(LoopOutcome::Ended(Ending::Aborted));
         assert!(aborted.1.contains("aborted"), "{aborted:?}");
     }
 

@@ -366,8 +366,8 @@ pub async fn resolve_run(
             let proposed: Vec<ProposedRow> = proposed.into_iter().map(ProposedRow::from).collect();
             Reply::of(blocked_result(&run.alias, &proposed))
         }
-        resume::Decision::Completed => {
-            Reply::of(LoopOutcome::Ended(RunStatus::Completed).to_result(&run.alias))
+        resume::Decision::Completed(ending) => {
+            Reply::of(LoopOutcome::Ended(ending).to_result(&run.alias))
         }
         resume::Decision::Resume(enqueue) => run_loop(agent, run.id, *enqueue).await,
         resume::Decision::Refused(reason) => Err(AppError::InvalidParam(reason)),

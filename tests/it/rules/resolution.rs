@@ -85,7 +85,16 @@ async fn assert_resolution(case: Case) {
             json!({"run": run, "resolution": {"path": path, "action": case.action, "output": "make: ok"}}),
         )
         .await;
-    assert_eq!(resolved, json!({"run": run, "status": 200}), "{what}");
+    let reason = if case.action == "reject" {
+        "rejected"
+    } else {
+        "done"
+    };
+    assert_eq!(
+        resolved,
+        json!({"run": run, "status": 200, "reason": reason}),
+        "{what}"
+    );
     let requests = llm.requests();
     if case.resumes {
         assert_eq!(requests.len(), 2, "{what}: the model goes on");
