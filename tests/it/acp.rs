@@ -1,10 +1,15 @@
-//! `rummy acp` (the real binary, local mode: the server in its own process on a fresh home)
-//! driven by the official ACP TypeScript SDK (`tests/acp/drive.mjs`, `@agentclientprotocol/sdk`
-//! pinned by `tests/acp/package-lock.json`) as an editor would, against the scripted model.
+//! `rummy acp` (the real binary, local mode: the server in its own process on a fresh home;
+//! remote mode: a client of a `rummy serve` with a users file) driven by both official ACP
+//! client SDKs as an editor would, against the scripted model: the TypeScript SDK
+//! (`tests/acp/drive.mjs`, `@agentclientprotocol/sdk` pinned by `tests/acp/package-lock.json`)
+//! and the Python SDK (`tests/acp/drive.py`, `agent-client-protocol` pinned by
+//! `tests/acp/requirements.txt`). Both drivers print what the editor saw in one shape, so
+//! each scenario below is one function run once per SDK (`acp::ts::…` and `acp::py::…`).
 //!
-//! They need node and `npm ci` in tests/acp, which `tests/run.sh` does: they are
-//! `#[ignore]`d, so that a plain `cargo test` lists them as ignored instead of counting them
-//! as passed, and run.sh runs them (`--ignored`). Run without node, they fail and say why.
+//! They need node and `npm ci` in tests/acp, and a venv with the Python SDK in
+//! tests/acp/.venv, which `tests/run.sh` makes: they are `#[ignore]`d, so that a plain
+//! `cargo test` lists them as ignored instead of counting them as passed, and run.sh runs
+//! them (`--ignored`). Run without their SDK, they fail and say why.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -16,7 +21,76 @@ use crate::support::llm_env;
 use rummy::access::hash_token;
 use rummy::llm::fake::{FakeLlm, Step};
 
+/// The official ACP client SDK a scenario is driven with.
+#[derive(Debug, Clone, Copy)]
+enum Sdk {
+    TypeScript,
+    Python,
+}
+
+impl Sdk {
+    /// The driver's command in `tests` (tests/acp), its SDK checked to be installed.
+    fn driver(self, tests: &Path) -> tokio::process::Command {
+        match self {
+            Sdk::TypeScript => {
+                assert!(
+                    tests.join("node_modules/@agentclientprotocol/sdk").exists(),
+                    "{NEEDS_NODE}"
+                );
+                let mut node = tokio::process::Command::new("node");
+                node.arg("drive.mjs");
+                node
+            }
+            Sdk::Python => {
+                let python = tests.join(".venv/bin/python");
+                assert!(python.exists(), "{NEEDS_PYTHON}");
+                let mut python = tokio::process::Command::new(python);
+                python.arg("drive.py");
+                python
+            }
+        }
+    }
+}
+
 const NEEDS_NODE: &str = "needs node and `npm ci` in tests/acp: tests/run.sh does both";
+const NEEDS_PYTHON: &str =
+    "needs the ACP Python SDK in tests/acp/.venv (tests/acp/requirements.txt): tests/run.sh installs it";
+
+/// Each scenario named, as a test per SDK: `ts::<name>` and `py::<name>`.
+macro_rules! with_each_sdk {
+    ($($name:ident),* $(,)?) => {
+        mod ts {
+            $(
+                #[actix_web::test]
+                #[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+                async fn $name() {
+                    super::$name(super::Sdk::TypeScript).await
+                }
+            )*
+        }
+        mod py {
+            $(
+                #[actix_web::test]
+                #[ignore = "needs the ACP Python SDK in tests/acp/.venv: tests/run.sh installs it"]
+                async fn $name() {
+                    super::$name(super::Sdk::Python).await
+                }
+            )*
+        }
+    };
+}
+
+with_each_sdk!(
+    a_prompt_streams_the_models_text_and_commands_and_ends_the_turn,
+    an_allowed_edit_is_written_through_the_editor,
+    a_rejected_edit_changes_nothing,
+    a_cancel_during_a_slow_model_call_ends_the_turn_cancelled,
+    malformed_frames_get_errors_and_the_agent_keeps_serving,
+    ask_mode_asks_and_an_unknown_mode_is_refused,
+    an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_the_model,
+    remote_a_person_works_in_their_project_through_a_team_server,
+    remote_a_project_outside_the_persons_is_refused_with_rummys_error,
+);
 
 /// What the editor saw of one scenario, with the home and project it ran in.
 struct Drive {
@@ -32,14 +106,23 @@ struct Remote<'a> {
 }
 
 impl Drive {
-    /// Runs `scenario` of drive.mjs against a local `rummy acp` on a fresh home whose
+    /// Runs `scenario` of `sdk`'s driver against a local `rummy acp` on a fresh home whose
     /// project `demo` holds `a.txt` ("one\ntwo\n").
-    async fn run(scenario: &str, llm: &FakeLlm) -> Drive {
-        Drive::run_in(scenario, llm, tempfile::tempdir().unwrap(), "demo", None).await
+    async fn run(sdk: Sdk, scenario: &str, llm: &FakeLlm) -> Drive {
+        Drive::run_in(
+            sdk,
+            scenario,
+            llm,
+            tempfile::tempdir().unwrap(),
+            "demo",
+            None,
+        )
+        .await
     }
 
     /// [`Drive::run`] in `home`, the project named `name`, against `remote` when given.
     async fn run_in(
+        sdk: Sdk,
         scenario: &str,
         llm: &FakeLlm,
         home: tempfile::TempDir,
@@ -50,19 +133,15 @@ impl Drive {
         std::fs::create_dir_all(&project).unwrap();
         std::fs::write(project.join("a.txt"), "one\ntwo\n").unwrap();
         let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp");
-        assert!(
-            tests.join("node_modules/@agentclientprotocol/sdk").exists(),
-            "{NEEDS_NODE}"
-        );
-        let mut node = tokio::process::Command::new("node");
-        node.env_clear();
+        let mut driver = sdk.driver(&tests);
+        driver.env_clear();
         if let Some(remote) = remote {
-            node.env("ACP_URL", remote.url)
+            driver
+                .env("ACP_URL", remote.url)
                 .env("RUMMY_AUTH_TOKEN", remote.token);
         }
-        let output = node
+        let output = driver
             .current_dir(&tests)
-            .arg("drive.mjs")
             .arg(env!("CARGO_BIN_EXE_rummy"))
             .arg(scenario)
             .arg(&project)
@@ -74,8 +153,11 @@ impl Drive {
             .stderr(Stdio::inherit())
             .output()
             .await
-            .unwrap_or_else(|error| panic!("{NEEDS_NODE}: {error}"));
-        assert!(output.status.success(), "drive.mjs {scenario} failed");
+            .unwrap_or_else(|error| panic!("the {sdk:?} driver did not start: {error}"));
+        assert!(
+            output.status.success(),
+            "the {sdk:?} driver failed in {scenario}"
+        );
         let seen: Value = serde_json::from_slice(&output.stdout)
             .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stdout)));
         Drive {
@@ -136,14 +218,12 @@ impl Drive {
 const EDIT: &str = "<set path=\"a.txt\"><<<<<<< SEARCH\ntwo\n=======\nTWO\n>>>>>>> REPLACE</set>\
                     <update>Editing a.txt.</update>";
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn a_prompt_streams_the_models_text_and_commands_and_ends_the_turn() {
+async fn a_prompt_streams_the_models_text_and_commands_and_ends_the_turn(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
         Step::reply("<summarize>a.txt counts to two.</summarize>"),
     ]);
-    let drive = Drive::run("stream", &llm).await;
+    let drive = Drive::run(sdk, "stream", &llm).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
@@ -165,14 +245,12 @@ async fn a_prompt_streams_the_models_text_and_commands_and_ends_the_turn() {
     assert_eq!(llm.requests().len(), 2);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn an_allowed_edit_is_written_through_the_editor() {
+async fn an_allowed_edit_is_written_through_the_editor(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply(EDIT),
         Step::reply("<summarize>Edited.</summarize>"),
     ]);
-    let drive = Drive::run("edit-allow", &llm).await;
+    let drive = Drive::run(sdk, "edit-allow", &llm).await;
     drive.assert_clean_session();
     let permissions = drive.seen["permissions"].as_array().unwrap();
     assert_eq!(permissions.len(), 1);
@@ -214,11 +292,9 @@ async fn an_allowed_edit_is_written_through_the_editor() {
     assert_eq!(drive.messages(), ["Editing a.txt.", "Edited."]);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn a_rejected_edit_changes_nothing() {
+async fn a_rejected_edit_changes_nothing(sdk: Sdk) {
     let llm = FakeLlm::start([Step::reply(EDIT)]);
-    let drive = Drive::run("edit-reject", &llm).await;
+    let drive = Drive::run(sdk, "edit-reject", &llm).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["permissions"].as_array().unwrap().len(), 1);
     assert_eq!(drive.seen["writes"], json!([]));
@@ -233,21 +309,17 @@ async fn a_rejected_edit_changes_nothing() {
     assert_eq!(llm.requests().len(), 1, "a rejection stops the run");
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn a_cancel_during_a_slow_model_call_ends_the_turn_cancelled() {
+async fn a_cancel_during_a_slow_model_call_ends_the_turn_cancelled(sdk: Sdk) {
     let llm = FakeLlm::start([Step::Hang]);
-    let drive = Drive::run("cancel", &llm).await;
+    let drive = Drive::run(sdk, "cancel", &llm).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["cancelled"]));
     assert_eq!(llm.requests().len(), 1);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn malformed_frames_get_errors_and_the_agent_keeps_serving() {
+async fn malformed_frames_get_errors_and_the_agent_keeps_serving(sdk: Sdk) {
     let llm = FakeLlm::start([Step::reply("<summarize>Fine.</summarize>")]);
-    let drive = Drive::run("malformed", &llm).await;
+    let drive = Drive::run(sdk, "malformed", &llm).await;
     let codes: Vec<&Value> = drive.seen["rawErrors"]
         .as_array()
         .unwrap()
@@ -260,11 +332,9 @@ async fn malformed_frames_get_errors_and_the_agent_keeps_serving() {
     assert_eq!(drive.messages(), ["Fine."]);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn ask_mode_asks_and_an_unknown_mode_is_refused() {
+async fn ask_mode_asks_and_an_unknown_mode_is_refused(sdk: Sdk) {
     let llm = FakeLlm::start([Step::reply("<summarize>It counts.</summarize>")]);
-    let drive = Drive::run("ask-mode", &llm).await;
+    let drive = Drive::run(sdk, "ask-mode", &llm).await;
     drive.assert_clean_session();
     let refused = drive.seen["errors"]
         .as_array()
@@ -285,14 +355,14 @@ async fn ask_mode_asks_and_an_unknown_mode_is_refused() {
     );
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_the_model() {
+async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_the_model(
+    sdk: Sdk,
+) {
     let llm = FakeLlm::start([
         Step::reply("<sh>echo hello from the terminal</sh><update>Running it.</update>"),
         Step::reply("<summarize>It said hello.</summarize>"),
     ]);
-    let drive = Drive::run("command", &llm).await;
+    let drive = Drive::run(sdk, "command", &llm).await;
     drive.assert_clean_session();
     let permissions = drive.seen["permissions"].as_array().unwrap();
     assert_eq!(permissions.len(), 1);
@@ -351,9 +421,7 @@ async fn team_server(home: &Path, llm: &FakeLlm) -> ServerProcess {
     .await
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn remote_a_person_works_in_their_project_through_a_team_server() {
+async fn remote_a_person_works_in_their_project_through_a_team_server(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
         Step::reply("<summarize>a.txt counts to two.</summarize>"),
@@ -364,16 +432,14 @@ async fn remote_a_person_works_in_their_project_through_a_team_server() {
         url: format!("ws://127.0.0.1:{}/", server.port),
         token: "mo-token",
     };
-    let drive = Drive::run_in("stream", &llm, home, "demo", Some(remote)).await;
+    let drive = Drive::run_in(sdk, "stream", &llm, home, "demo", Some(remote)).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
     assert_eq!(llm.requests().len(), 2);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error() {
+async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error(sdk: Sdk) {
     let llm = FakeLlm::start([]);
     let home = tempfile::tempdir().unwrap();
     let server = team_server(home.path(), &llm).await;
@@ -381,7 +447,7 @@ async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error() {
         url: format!("ws://127.0.0.1:{}/", server.port),
         token: "mo-token",
     };
-    let drive = Drive::run_in("stream", &llm, home, "other", Some(remote)).await;
+    let drive = Drive::run_in(sdk, "stream", &llm, home, "other", Some(remote)).await;
     let errors = drive.seen["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0]["what"], json!("session/new"));
