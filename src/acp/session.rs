@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use crate::acp::error::AcpError;
 use crate::acp::link::{Connected, Link, Notice};
 use crate::acp::permission::{Asking, Offers, Proposal};
-use crate::acp::prompt;
+use crate::acp::prompt::Prompt;
 use crate::acp::updates::{self, LogTracker, StateParams};
 
 /// A session's mode: which rummy method its prompts call.
@@ -180,8 +180,9 @@ impl Session {
         blocks: &[ContentBlock],
     ) -> Result<StopReason, AcpError> {
         self.cancelled.store(false, Ordering::SeqCst);
-        let text = prompt::compose(blocks, &self.root)?;
+        let prompt = Prompt::of(blocks, &self.root)?;
         let run = self.ensure_run().await?;
+        prompt.enter(&self.link, &run).await?;
         let mut stream = self.stream.lock().await;
         let mut turn = Turn {
             session: self,
@@ -194,7 +195,7 @@ impl Session {
             return Ok(StopReason::Cancelled);
         }
         let method = self.mode().id();
-        let params = json!({"model": self.model, "run": run, "prompt": text});
+        let params = json!({"model": self.model, "run": run, "prompt": prompt.text});
         let mut outcome = turn.call(method, params).await?;
         loop {
             let status = outcome.get("status").and_then(Value::as_i64).unwrap_or(0);

@@ -14,6 +14,8 @@
 //   malformed   a line that is not JSON, then a whole session
 //   ask-mode    session/set_mode to ask (and to a mode that does not exist), then a prompt
 //   command     a prompt whose command the editor allows and runs in its terminal
+//   resources   a prompt of text, a link to a.txt, the unsaved buffer of b.txt ("unsaved\n")
+//               and a link to ../secret.txt (outside the project)
 
 import { spawn } from "node:child_process";
 import { writeFileSync, mkdirSync } from "node:fs";
@@ -129,10 +131,10 @@ async function run(ctx) {
   seen.session = await attempt("session/new", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] }));
   if (!seen.session) return;
   const sessionId = seen.session.sessionId;
-  const prompt = (text) =>
+  const prompt = (text, more = []) =>
     attempt("prompt", ctx.request(acp.methods.agent.session.prompt, {
       sessionId,
-      prompt: [{ type: "text", text }],
+      prompt: [{ type: "text", text }, ...more],
     })).then((response) => {
       if (response) seen.stopReasons.push(response.stopReason);
     });
@@ -148,6 +150,13 @@ async function run(ctx) {
       await attempt("set_mode plan", ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "plan" }));
       await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "ask" });
       await prompt("what is in a.txt?");
+      break;
+    case "resources":
+      await prompt("compare these", [
+        { type: "resource_link", name: "a.txt", uri: `file://${project}/a.txt` },
+        { type: "resource", resource: { uri: `file://${project}/b.txt`, text: "unsaved\n" } },
+        { type: "resource_link", name: "secret.txt", uri: `file://${dirname(project)}/secret.txt` },
+      ]);
       break;
     default:
       await prompt("please do the task");

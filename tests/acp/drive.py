@@ -14,7 +14,15 @@ import os
 import sys
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
+from acp import (
+    PROTOCOL_VERSION,
+    RequestError,
+    connect_to_agent,
+    embedded_text_resource,
+    resource_block,
+    resource_link_block,
+    text_block,
+)
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -195,9 +203,9 @@ async def run(conn: Any) -> None:
     seen["session"] = wire(session)
     session_id = session.session_id
 
-    async def prompt(text: str) -> None:
+    async def prompt(text: str, *more: Any) -> None:
         response = await attempt(
-            "prompt", conn.prompt(session_id=session_id, prompt=[text_block(text)])
+            "prompt", conn.prompt(session_id=session_id, prompt=[text_block(text), *more])
         )
         if response is not None:
             seen["stopReasons"].append(response.stop_reason)
@@ -211,6 +219,15 @@ async def run(conn: Any) -> None:
         await attempt("set_mode plan", conn.set_session_mode(session_id=session_id, mode_id="plan"))
         await conn.set_session_mode(session_id=session_id, mode_id="ask")
         await prompt("what is in a.txt?")
+    elif scenario == "resources":
+        await prompt(
+            "compare these",
+            resource_link_block("a.txt", f"file://{project}/a.txt"),
+            resource_block(embedded_text_resource(f"file://{project}/b.txt", "unsaved\n")),
+            resource_link_block(
+                "secret.txt", f"file://{os.path.dirname(project)}/secret.txt"
+            ),
+        )
     else:
         await prompt("please do the task")
     await attempt(

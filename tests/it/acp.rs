@@ -88,6 +88,7 @@ with_each_sdk!(
     malformed_frames_get_errors_and_the_agent_keeps_serving,
     ask_mode_asks_and_an_unknown_mode_is_refused,
     an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_the_model,
+    resources_of_the_project_become_entries_the_model_sees_and_others_stay_text,
     remote_a_person_works_in_their_project_through_a_team_server,
     remote_a_project_outside_the_persons_is_refused_with_rummys_error,
 );
@@ -396,6 +397,66 @@ async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_
     );
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Running it.", "It said hello."]);
+}
+
+async fn resources_of_the_project_become_entries_the_model_sees_and_others_stay_text(sdk: Sdk) {
+    let llm = FakeLlm::start([Step::reply("<summarize>Compared.</summarize>")]);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("demo")).unwrap();
+    std::fs::write(home.path().join("demo/b.txt"), "on disk\n").unwrap();
+    std::fs::write(home.path().join("secret.txt"), "outside the project\n").unwrap();
+    let drive = Drive::run_in(sdk, "resources", &llm, home, "demo", None).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let request: String = llm.requests()[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["content"].as_str().unwrap_or_default())
+        .collect();
+    let prompt = crate::support::user_message(&llm.requests()[0]);
+    let secret = format!(
+        "@file://{}",
+        drive.project.parent().unwrap().join("secret.txt").display()
+    );
+    assert!(
+        prompt.contains(&format!(
+            "compare these\n\n@a.txt\n\n@known://editor/b.txt\n\n{secret}"
+        )),
+        "the prompt names each resource: {prompt}"
+    );
+    assert!(
+        !request.contains("outside the project"),
+        "a file outside the project is never read: {request}"
+    );
+    let buffer = drive
+        .updates("tool_call")
+        .into_iter()
+        .find(|call| call["toolCallId"] == "known://editor/b.txt")
+        .unwrap_or_else(|| panic!("the buffer is shown: {:?}", drive.seen["updates"]));
+    assert_eq!(buffer["kind"], json!("think"));
+    assert_eq!(buffer["content"][0]["content"]["text"], json!("unsaved\n"));
+    assert!(
+        request.contains("unsaved"),
+        "the model sees the editor's buffer: {request}"
+    );
+    assert!(
+        !request.contains("on disk"),
+        "not the file on disk: {request}"
+    );
+    let read = drive
+        .updates("tool_call")
+        .into_iter()
+        .find(|call| call["kind"] == "read")
+        .expect("the linked file is read into the run");
+    assert_eq!(
+        read["locations"],
+        json!([{"path": drive.project.join("a.txt")}])
+    );
+    assert!(
+        request.contains("one\ntwo"),
+        "the model sees the linked file: {request}"
+    );
 }
 
 /// A team server with a users file: `mo` is a member of project `demo` only.
