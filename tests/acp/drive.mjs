@@ -5,8 +5,8 @@
 //   node drive.mjs <rummy binary> <scenario> <project dir>
 //
 // The agent inherits this process's environment (RUMMY_HOME, the scripted model's
-// OPENAI_BASE_URL, ...); with ACP_URL set it is `rummy acp --url $ACP_URL` (its token in
-// RUMMY_AUTH_TOKEN). Scenarios:
+// OPENAI_BASE_URL, SSL_CERT_FILE, ...); with ACP_URL set it is `rummy acp --url $ACP_URL`
+// (its token in RUMMY_AUTH_TOKEN, or `--token-file $ACP_TOKEN_FILE`). Scenarios:
 //   stream      a prompt; the editor offers no file system and no terminal
 //   edit-allow  a prompt whose edit the editor allows and writes (fs/write_text_file)
 //   edit-reject a prompt whose edit the editor rejects
@@ -14,6 +14,9 @@
 //   malformed   a line that is not JSON, then a whole session
 //   ask-mode    session/set_mode to ask (and to a mode that does not exist), then a prompt
 //   command     a prompt whose command the editor allows and runs in its terminal
+//   sign-in     session/new refused for want of a token; then the token ($ACP_SIGN_IN_TOKEN)
+//               written to $ACP_TOKEN_FILE, `authenticate` with a method not offered and
+//               with the one offered, and the stream scenario
 //   resources   a prompt of text, a link to a.txt, the unsaved buffer of b.txt ("unsaved\n")
 //               and a link to ../secret.txt (outside the project)
 
@@ -39,6 +42,7 @@ const seen = {
 };
 
 const args = process.env.ACP_URL ? ["acp", "--url", process.env.ACP_URL] : ["acp"];
+if (process.env.ACP_TOKEN_FILE) args.push("--token-file", process.env.ACP_TOKEN_FILE);
 const child = spawn(binary, args, { stdio: ["pipe", "pipe", "inherit"] });
 const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
 
@@ -128,6 +132,12 @@ async function run(ctx) {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientCapabilities: { fs: { readTextFile: offersFiles, writeTextFile: offersFiles }, terminal: offersTerminal },
   });
+  if (scenario === "sign-in") {
+    await attempt("session/new unsigned", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] }));
+    writeFileSync(process.env.ACP_TOKEN_FILE, process.env.ACP_SIGN_IN_TOKEN + "\n");
+    await attempt("authenticate other", ctx.request(acp.methods.agent.authenticate, { methodId: "password" }));
+    seen.authenticate = await ctx.request(acp.methods.agent.authenticate, { methodId: "token-file" });
+  }
   seen.session = await attempt("session/new", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] }));
   if (!seen.session) return;
   const sessionId = seen.session.sessionId;

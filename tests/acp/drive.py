@@ -197,6 +197,12 @@ async def run(conn: Any) -> None:
         client_info=Implementation(name="rummy-acp-test-py", version="1"),
     )
     seen["initialize"] = wire(initialized)
+    if scenario == "sign-in":
+        await attempt("session/new unsigned", conn.new_session(cwd=project, mcp_servers=[]))
+        with open(os.environ["ACP_TOKEN_FILE"], "w") as file:
+            file.write(os.environ["ACP_SIGN_IN_TOKEN"] + "\n")
+        await attempt("authenticate other", conn.authenticate(method_id="password"))
+        seen["authenticate"] = wire(await conn.authenticate(method_id="token-file"))
     session = await attempt("session/new", conn.new_session(cwd=project, mcp_servers=[]))
     if session is None:
         return
@@ -238,6 +244,8 @@ async def run(conn: Any) -> None:
 
 async def main() -> None:
     args = ["acp", "--url", os.environ["ACP_URL"]] if os.environ.get("ACP_URL") else ["acp"]
+    if os.environ.get("ACP_TOKEN_FILE"):
+        args += ["--token-file", os.environ["ACP_TOKEN_FILE"]]
     child = await asyncio.create_subprocess_exec(
         binary,
         *args,

@@ -91,6 +91,8 @@ with_each_sdk!(
     resources_of_the_project_become_entries_the_model_sees_and_others_stay_text,
     remote_a_person_works_in_their_project_through_a_team_server,
     remote_a_project_outside_the_persons_is_refused_with_rummys_error,
+    remote_without_a_token_the_editor_signs_in_with_the_token_file,
+    remote_over_wss_through_a_tls_front,
 );
 
 /// What the editor saw of one scenario, with the home and project it ran in.
@@ -100,10 +102,21 @@ struct Drive {
     _home: tempfile::TempDir,
 }
 
-/// A running server `rummy acp --url` connects to, with the person's token.
-struct Remote<'a> {
+/// A running server `rummy acp --url` connects to, and the variables the driver (and so
+/// the agent) gets for it: the person's token (`RUMMY_AUTH_TOKEN`), a token file, a CA.
+struct Remote {
     url: String,
-    token: &'a str,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Remote {
+    /// `url` with the person's `token` in `RUMMY_AUTH_TOKEN`.
+    fn with_token(url: String, token: &str) -> Remote {
+        Remote {
+            url,
+            env: vec![("RUMMY_AUTH_TOKEN", token.to_string())],
+        }
+    }
 }
 
 impl Drive {
@@ -128,7 +141,7 @@ impl Drive {
         llm: &FakeLlm,
         home: tempfile::TempDir,
         name: &str,
-        remote: Option<Remote<'_>>,
+        remote: Option<Remote>,
     ) -> Drive {
         let project = home.path().join(name);
         std::fs::create_dir_all(&project).unwrap();
@@ -137,9 +150,7 @@ impl Drive {
         let mut driver = sdk.driver(&tests);
         driver.env_clear();
         if let Some(remote) = remote {
-            driver
-                .env("ACP_URL", remote.url)
-                .env("RUMMY_AUTH_TOKEN", remote.token);
+            driver.env("ACP_URL", remote.url).envs(remote.env);
         }
         let output = driver
             .current_dir(&tests)
@@ -489,10 +500,7 @@ async fn remote_a_person_works_in_their_project_through_a_team_server(sdk: Sdk) 
     ]);
     let home = tempfile::tempdir().unwrap();
     let server = team_server(home.path(), &llm).await;
-    let remote = Remote {
-        url: format!("ws://127.0.0.1:{}/", server.port),
-        token: "mo-token",
-    };
+    let remote = Remote::with_token(format!("ws://127.0.0.1:{}/", server.port), "mo-token");
     let drive = Drive::run_in(sdk, "stream", &llm, home, "demo", Some(remote)).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
@@ -504,10 +512,7 @@ async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error(sdk: 
     let llm = FakeLlm::start([]);
     let home = tempfile::tempdir().unwrap();
     let server = team_server(home.path(), &llm).await;
-    let remote = Remote {
-        url: format!("ws://127.0.0.1:{}/", server.port),
-        token: "mo-token",
-    };
+    let remote = Remote::with_token(format!("ws://127.0.0.1:{}/", server.port), "mo-token");
     let drive = Drive::run_in(sdk, "stream", &llm, home, "other", Some(remote)).await;
     let errors = drive.seen["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{errors:?}");
@@ -519,4 +524,212 @@ async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error(sdk: 
     );
     assert_eq!(drive.seen["exit"], json!({"code": 0, "signal": null}));
     assert!(llm.requests().is_empty());
+}
+
+async fn remote_without_a_token_the_editor_signs_in_with_the_token_file(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
+        Step::reply("<summarize>a.txt counts to two.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let token_file = home.path().join("mo.token");
+    let remote = Remote {
+        url: format!("ws://127.0.0.1:{}/", server.port),
+        env: vec![
+            ("ACP_TOKEN_FILE", token_file.display().to_string()),
+            ("ACP_SIGN_IN_TOKEN", "mo-token".to_string()),
+        ],
+    };
+    let drive = Drive::run_in(sdk, "sign-in", &llm, home, "demo", Some(remote)).await;
+    assert_eq!(
+        drive.seen["initialize"]["authMethods"],
+        json!([{"id": "token-file", "name": "rummy token",
+                "description": format!("Put your rummy token (from the server's admin) on the \
+                                        first line of {}, then sign in", token_file.display())}])
+    );
+    let errors = drive.seen["errors"].as_array().unwrap();
+    let unsigned = errors
+        .iter()
+        .find(|error| error["what"] == "session/new unsigned")
+        .expect("a session before signing in is refused");
+    assert_eq!(unsigned["code"], json!(-32000), "auth_required");
+    assert!(
+        unsigned["data"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("first line of {}", token_file.display())),
+        "{unsigned}"
+    );
+    let other = errors
+        .iter()
+        .find(|error| error["what"] == "authenticate other")
+        .expect("a method not offered is refused");
+    assert_eq!(other["code"], json!(-32602));
+    assert_eq!(drive.seen["authenticate"], json!({}));
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
+}
+
+async fn remote_over_wss_through_a_tls_front(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
+        Step::reply("<summarize>a.txt counts to two.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let front = tls::Front::start(home.path(), server.port).await;
+    let remote = Remote {
+        url: format!("wss://127.0.0.1:{}/", front.port),
+        env: vec![
+            ("RUMMY_AUTH_TOKEN", "mo-token".to_string()),
+            ("SSL_CERT_FILE", front.certificate.display().to_string()),
+        ],
+    };
+    let drive = Drive::run_in(sdk, "stream", &llm, home, "demo", Some(remote)).await;
+    assert!(
+        front.served() > 0,
+        "the session went through the TLS front: {}",
+        drive.seen
+    );
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
+}
+
+/// A TLS front for a rummy server: a certificate for 127.0.0.1 signed by a CA of its own
+/// (made with the `openssl` command), each connection's TLS ended here and its bytes passed
+/// on.
+mod tls {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio_rustls::rustls::ServerConfig;
+    use tokio_rustls::TlsAcceptor;
+
+    pub struct Front {
+        pub port: u16,
+        /// The CA's certificate, for `SSL_CERT_FILE`.
+        pub certificate: PathBuf,
+        served: Arc<AtomicUsize>,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    impl Front {
+        /// In front of the server on `upstream`, its certificate and key written in `dir`.
+        pub async fn start(dir: &Path, upstream: u16) -> Front {
+            let certificate = dir.join("ca.crt");
+            let leaf = dir.join("front.crt");
+            let key = dir.join("front.key");
+            let extensions = dir.join("front.ext");
+            std::fs::write(
+                &extensions,
+                "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+            )
+            .unwrap();
+            let ec = [
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+            ];
+            openssl(
+                dir,
+                &["req", "-x509", "-days", "1", "-subj", "/CN=rummy test CA"],
+                &ec,
+                &["-keyout", "ca.key", "-out", "ca.crt"],
+            );
+            openssl(
+                dir,
+                &["req", "-subj", "/CN=127.0.0.1"],
+                &ec,
+                &["-keyout", "front.key", "-out", "front.csr"],
+            );
+            openssl(
+                dir,
+                &[
+                    "x509",
+                    "-req",
+                    "-in",
+                    "front.csr",
+                    "-CA",
+                    "ca.crt",
+                    "-CAkey",
+                    "ca.key",
+                ],
+                &["-CAcreateserial", "-days", "1", "-extfile", "front.ext"],
+                &["-out", "front.crt"],
+            );
+            let chain = CertificateDer::pem_file_iter(&leaf)
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = PrivateKeyDer::from_pem_file(&key).unwrap();
+            let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+            let config = ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(chain, key)
+                .unwrap();
+            let acceptor = TlsAcceptor::from(Arc::new(config));
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let served = Arc::new(AtomicUsize::new(0));
+            let counted = Arc::clone(&served);
+            let task = tokio::spawn(async move {
+                while let Ok((socket, _)) = listener.accept().await {
+                    let acceptor = acceptor.clone();
+                    let counted = Arc::clone(&counted);
+                    tokio::spawn(async move {
+                        let Ok(mut tls) = acceptor.accept(socket).await else {
+                            return;
+                        };
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        let Ok(mut plain) = TcpStream::connect(("127.0.0.1", upstream)).await
+                        else {
+                            return;
+                        };
+                        let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                    });
+                }
+            });
+            Front {
+                port,
+                certificate,
+                served,
+                task,
+            }
+        }
+
+        /// How many TLS connections it passed on.
+        pub fn served(&self) -> usize {
+            self.served.load(Ordering::SeqCst)
+        }
+    }
+
+    /// Runs `openssl` with these arguments in `dir`.
+    fn openssl(dir: &Path, first: &[&str], then: &[&str], last: &[&str]) {
+        let made = std::process::Command::new("openssl")
+            .current_dir(dir)
+            .args(first)
+            .args(then)
+            .args(last)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("the wss test needs the openssl command");
+        assert!(made.success(), "openssl {first:?} failed");
+    }
+
+    impl Drop for Front {
+        fn drop(&mut self) {
+            self.task.abort();
+        }
+    }
 }
