@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, Implementation, InitializeRequest, InitializeResponse, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionId,
-    SetSessionModeRequest, SetSessionModeResponse,
+    CancelNotification, Implementation, InitializeRequest, InitializeResponse, McpServer,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    SessionId, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, Stdio};
 
@@ -135,6 +135,13 @@ impl Bridge {
         &self,
         request: NewSessionRequest,
     ) -> Result<NewSessionResponse, AcpError> {
+        if !request.mcp_servers.is_empty() {
+            tracing::warn!(
+                servers = %mcp_names(&request.mcp_servers),
+                "the editor's MCP servers are not connected (rummy acp does not take them yet): \
+                 declare them in $RUMMY_HOME/mcp.toml"
+            );
+        }
         let connected = self.dialer.dial(self.endpoint()).await?;
         let number = self.next_session.fetch_add(1, Ordering::Relaxed);
         let id = SessionId::new(format!("rummy-{}-{number}", std::process::id()));
@@ -156,6 +163,20 @@ impl Bridge {
             .cloned()
             .ok_or_else(|| AcpError::UnknownSession(id.0.to_string()))
     }
+}
+
+/// The names of the editor's MCP servers, for the log.
+fn mcp_names(servers: &[McpServer]) -> String {
+    servers
+        .iter()
+        .map(|server| match server {
+            McpServer::Stdio(stdio) => stdio.name.as_str(),
+            McpServer::Http(http) => http.name.as_str(),
+            McpServer::Sse(sse) => sse.name.as_str(),
+            _ => "(unnamed)",
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Serves the editor on stdin/stdout until it closes stdin.
