@@ -122,7 +122,7 @@ fn in_project(uri: &str, root: &Path) -> Option<String> {
 mod tests {
     use super::*;
     use agent_client_protocol::v1::schema::{
-        EmbeddedResource, ImageContent, ResourceLink, TextResourceContents,
+        AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextResourceContents,
     };
 
     fn buffer(text: &str, uri: &str) -> ContentBlock {
@@ -191,12 +191,15 @@ mod tests {
     }
 
     #[test]
-    fn an_image_is_refused_by_name() {
+    fn images_and_audio_are_refused_by_name() {
         let blocks = vec![ContentBlock::Image(ImageContent::new("AAAA", "image/png"))];
         let error = Prompt::of(&blocks, Path::new("/p")).unwrap_err();
         assert_eq!(
             error.to_string(),
             "rummy takes text, resource links and embedded text resources, not images"
         );
+        let blocks = vec![ContentBlock::Audio(AudioContent::new("AAAA", "audio/wav"))];
+        let error = Prompt::of(&blocks, Path::new("/p")).unwrap_err();
+        assert!(error.to_string().ends_with("not audio"), "{error}");
     }
 }
