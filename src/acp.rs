@@ -17,6 +17,7 @@ mod prompt;
 mod session;
 mod updates;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use error::AcpError;
@@ -28,8 +29,28 @@ use link::{Dialer, Endpoint};
 pub enum Target {
     /// rummy in this process, with the settings [`local::environment`] made.
     Local(Box<Settings>),
-    /// A running server at `url` (`ws://…`), with a person's token.
-    Remote { url: String, token: Option<Secret> },
+    /// A running server at `url` (`ws://…` or `wss://…`), with a person's token if it is
+    /// known yet, else the one `authenticate` reads from `token_file`.
+    Remote {
+        url: String,
+        token: Option<Secret>,
+        token_file: PathBuf,
+    },
+}
+
+/// The token on the first line of `file`; `None` when the file does not exist or its first
+/// line is empty.
+pub fn read_token_file(file: &Path) -> Result<Option<Secret>, AcpError> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => Ok(Some(text.lines().next().unwrap_or("").trim())
+            .filter(|token| !token.is_empty())
+            .map(|token| Secret::new(token.to_string()))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(AcpError::TokenFile {
+            file: file.display().to_string(),
+            reason: error.to_string(),
+        }),
+    }
 }
 
 /// Serves ACP until the editor closes stdin, then stops the local server if there is one.
@@ -44,10 +65,22 @@ pub async fn serve(target: Target, model: Option<String>) -> Result<(), AcpError
             let endpoint = Endpoint {
                 url: format!("ws://{}/", server.addr),
                 token,
+                token_file: None,
             };
             (endpoint, Some(server))
         }
-        Target::Remote { url, token } => (Endpoint { url, token }, None),
+        Target::Remote {
+            url,
+            token,
+            token_file,
+        } => {
+            let endpoint = Endpoint {
+                url,
+                token,
+                token_file: Some(token_file),
+            };
+            (endpoint, None)
+        }
     };
     let bridge = agent::Bridge::new(endpoint, Dialer::start(), model);
     let served = agent::serve(Arc::new(bridge)).await;

@@ -31,7 +31,8 @@ enum Command {
         /// `RUMMY_AUTH_TOKEN` or `--token-file`.
         #[arg(long)]
         url: Option<String>,
-        /// A file whose first line is the token for `--url`.
+        /// A file whose first line is the token for `--url` (default: `RUMMY_AUTH_TOKEN`,
+        /// else `$RUMMY_HOME/token`); read again when the editor signs in.
         #[arg(long, requires = "url")]
         token_file: Option<PathBuf>,
         /// The model alias prompts run with (default: the catalogue's first).
@@ -72,10 +73,15 @@ fn main() -> anyhow::Result<()> {
         } => {
             let target = match url {
                 None => rummy::acp::Target::Local(Box::new(settings)),
-                Some(url) => rummy::acp::Target::Remote {
-                    url,
-                    token: remote_token(&env, token_file)?,
-                },
+                Some(url) => {
+                    let (token, token_file) =
+                        remote_token(&env, token_file, &settings.storage.home)?;
+                    rummy::acp::Target::Remote {
+                        url,
+                        token,
+                        token_file,
+                    }
+                }
             };
             actix_web::rt::System::new()
                 .block_on(rummy::acp::serve(target, model))
@@ -99,22 +105,30 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-/// The remote server's token: the file's first line, else `RUMMY_AUTH_TOKEN`.
+/// The remote server's token and the file `authenticate` reads it from: `--token-file`
+/// when given (its first line, if it exists yet), else `RUMMY_AUTH_TOKEN`, else the first
+/// line of `$RUMMY_HOME/token`.
 fn remote_token(
     env: &HashMap<String, String>,
     file: Option<PathBuf>,
-) -> anyhow::Result<Option<rummy::config::Secret>> {
-    let token = match file {
-        Some(path) => {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading the token file {}", path.display()))?;
-            Some(text.lines().next().unwrap_or("").trim().to_string())
-        }
-        None => env.get("RUMMY_AUTH_TOKEN").cloned(),
+    home: &std::path::Path,
+) -> anyhow::Result<(Option<rummy::config::Secret>, PathBuf)> {
+    let from_env = || {
+        env.get("RUMMY_AUTH_TOKEN")
+            .filter(|token| !token.is_empty())
+            .map(|token| rummy::config::Secret::new(token.clone()))
     };
-    Ok(token
-        .filter(|token| !token.is_empty())
-        .map(rummy::config::Secret::new))
+    let (token, file) = match file {
+        Some(file) => (rummy::acp::read_token_file(&file)?, file),
+        None => {
+            let file = home.join("token");
+            match from_env() {
+                Some(token) => (Some(token), file),
+                None => (rummy::acp::read_token_file(&file)?, file),
+            }
+        }
+    };
+    Ok((token, file))
 }
 
 /// `rummy hash-token`: the token is the first line of stdin, without its line end.

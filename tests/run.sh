@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The one test command: installs nginx and node (with apt-get, as root), the ACP client SDK
-# the editor tests drive `rummy acp` with (`npm ci` in tests/acp), and starts the real local LLM
+# The one test command: installs nginx and node (with apt-get, as root), the two ACP client
+# SDKs the editor tests drive `rummy acp` with (`npm ci` in tests/acp; a venv in
+# tests/acp/.venv with tests/acp/requirements.txt), and starts the real local LLM
 # (SmolLM2-135M behind an OpenAI-compatible server on loopback, installed once and cached
 # under ~/.cache/rummy-llm), exports its base URL as RUMMY_TEST_LLM_URL, runs `cargo test
 # --locked --all-targets` (extra arguments are passed on to it), then the tests that need
 # those: rummy behind the real nginx (`cargo test --locked --test it proxy:: --
-# --ignored`), `rummy acp` driven by the ACP TypeScript SDK (`... acp:: -- --ignored`) and
-# the end-to-end tests against the LLM (`... e2e:: -- --ignored`); all three are
+# --ignored`), `rummy acp` driven by the ACP TypeScript SDK (`... acp::ts:: -- --ignored`) and
+# by the ACP Python SDK (`... acp::py:: -- --ignored`) and the end-to-end tests against the
+# LLM (`... e2e:: -- --ignored`); all four are
 # #[ignore]d so that a plain `cargo test` never counts them as passed. Then it runs the
 # integration suite and the unit tests (their stores, TestDb) a second time with
 # PostgreSQL as the store: against RUMMY_TEST_DATABASE_URL when it is set, else against a
@@ -19,8 +21,8 @@
 # stops the LLM and the cluster again, removes the cluster, and exits with the first
 # failing status of the runs.
 #
-# When nginx, node, the LLM or PostgreSQL cannot be installed or started (no network, not root,
-# no python3), this says so loudly and runs every other test; the tests that need it do not
+# When nginx, node, the Python SDK, the LLM or PostgreSQL cannot be installed or started (no
+# network, not root, no python3), this says so loudly and runs every other test; the tests that need it do not
 # run. Under CI=true that fails the run (after the tests ran).
 #
 # Environment:
@@ -46,7 +48,9 @@ pg_cluster=""
 LLM_CONSEQUENCE="The end-to-end tests against the real LLM will NOT run."
 NGINX_CONSEQUENCE="The tests of rummy behind the real nginx (tests/it/proxy.rs) will NOT run."
 node_problem=""
-NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs) will NOT run."
+NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs, acp::ts::) will NOT run."
+python_sdk_problem=""
+PYTHON_SDK_CONSEQUENCE="The tests of rummy acp with the ACP Python SDK (tests/it/acp.rs, acp::py::) will NOT run."
 POSTGRES_CONSEQUENCE="The integration suite will NOT run against PostgreSQL, nor the tests of PostgreSQL alone (tests/it/instances.rs ...)."
 
 # shout PROBLEM CONSEQUENCE
@@ -152,6 +156,30 @@ ensure_node() {
   fi
 }
 
+# python3 with venv, then a venv in tests/acp/.venv holding the ACP Python SDK at the versions
+# tests/acp/requirements.txt pins.
+ensure_python_sdk() {
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    if ! as_root; then
+      python_sdk_problem="python3 with venv is not installed (not root or no apt-get: install python3-venv yourself)."
+      return 1
+    fi
+    if ! apt_install python3 python3-venv || ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+      python_sdk_problem="python3 with venv could not be installed with apt-get: see the messages above."
+      return 1
+    fi
+  fi
+  if ! { [ -x tests/acp/.venv/bin/python ] || python3 -m venv tests/acp/.venv >&2; }; then
+    python_sdk_problem="python3 -m venv tests/acp/.venv failed: see the messages above."
+    return 1
+  fi
+  if ! tests/acp/.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+    -r tests/acp/requirements.txt >&2; then
+    python_sdk_problem="pip install -r tests/acp/requirements.txt failed (no network?): see the messages above."
+    return 1
+  fi
+}
+
 llm_installed() {
   "$LLM_HOME/venv/bin/python" -c 'import llama_cpp.server' >/dev/null 2>&1
 }
@@ -211,6 +239,9 @@ fi
 if ! ensure_node; then
   shout "$node_problem" "$NODE_CONSEQUENCE"
 fi
+if ! ensure_python_sdk; then
+  shout "$python_sdk_problem" "$PYTHON_SDK_CONSEQUENCE"
+fi
 if ! start_llm; then
   shout "$llm_problem" "$LLM_CONSEQUENCE"
 fi
@@ -223,7 +254,12 @@ if [ -z "$nginx_problem" ]; then
   [ "$status" = 0 ] && status=$proxy_status
 fi
 if [ -z "$node_problem" ]; then
-  cargo test --locked --test it acp:: -- --ignored
+  cargo test --locked --test it acp::ts:: -- --ignored
+  acp_status=$?
+  [ "$status" = 0 ] && status=$acp_status
+fi
+if [ -z "$python_sdk_problem" ]; then
+  cargo test --locked --test it acp::py:: -- --ignored
   acp_status=$?
   [ "$status" = 0 ] && status=$acp_status
 fi
@@ -256,6 +292,7 @@ missing() {
 }
 missing "$nginx_problem" "$NGINX_CONSEQUENCE"
 missing "$node_problem" "$NODE_CONSEQUENCE"
+missing "$python_sdk_problem" "$PYTHON_SDK_CONSEQUENCE"
 missing "$llm_problem" "$LLM_CONSEQUENCE"
 missing "$postgres_problem" "$POSTGRES_CONSEQUENCE"
 exit "$status"

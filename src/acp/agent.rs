@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionCapabilities, SessionId, SessionListCapabilities, SessionNotification,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
+    CancelNotification, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionId, SessionListCapabilities, SessionNotification, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, Client, Stdio};
@@ -24,9 +24,13 @@ use crate::acp::link::{Dialer, Endpoint};
 use crate::acp::permission::Offers;
 use crate::acp::session::{self, Loaded, Mode, Session};
 
+/// The one authentication method offered: the token read from the token file.
+const TOKEN_FILE: &str = "token-file";
+
 /// What every handler shares.
 pub struct Bridge {
-    endpoint: Arc<Endpoint>,
+    /// Replaced by `authenticate` with the token it read.
+    endpoint: Mutex<Arc<Endpoint>>,
     dialer: Dialer,
     /// The model prompts run with; `None`: the catalogue's first.
     model: Option<String>,
@@ -37,7 +41,7 @@ pub struct Bridge {
 impl Bridge {
     pub fn new(endpoint: Endpoint, dialer: Dialer, model: Option<String>) -> Bridge {
         Bridge {
-            endpoint: Arc::new(endpoint),
+            endpoint: Mutex::new(Arc::new(endpoint)),
             dialer,
             model,
             offers: Mutex::new(Offers::default()),
@@ -70,7 +74,62 @@ impl Bridge {
                         SessionCapabilities::new().list(SessionListCapabilities::new()),
                     ),
             )
+            .auth_methods(self.auth_methods())
             .agent_info(Implementation::new("rummy", env!("CARGO_PKG_VERSION")))
+    }
+
+    fn endpoint(&self) -> Arc<Endpoint> {
+        Arc::clone(
+            &self
+                .endpoint
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    /// A remote server without a token yet: signing in reads it from the token file.
+    fn auth_methods(&self) -> Vec<AuthMethod> {
+        let endpoint = self.endpoint();
+        match &endpoint.token_file {
+            Some(file) if endpoint.token.is_none() => {
+                vec![AuthMethod::Agent(
+                    AuthMethodAgent::new(TOKEN_FILE, "rummy token").description(format!(
+                        "Put your rummy token (from the server's admin) on the first line of \
+                         {}, then sign in",
+                        file.display()
+                    )),
+                )]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// `authenticate`: reads the token file, checks the token by connecting with it, and
+    /// keeps it for the sessions to come.
+    async fn authenticate(&self, request: &AuthenticateRequest) -> Result<(), AcpError> {
+        if &*request.method_id.0 != TOKEN_FILE {
+            return Err(AcpError::UnknownAuthMethod(request.method_id.0.to_string()));
+        }
+        let current = self.endpoint();
+        let Some(file) = current.token_file.clone() else {
+            return Err(AcpError::UnknownAuthMethod(request.method_id.0.to_string()));
+        };
+        let token = crate::acp::read_token_file(&file)?.ok_or_else(|| AcpError::TokenFile {
+            file: file.display().to_string(),
+            reason: "it is missing or its first line is empty".into(),
+        })?;
+        let endpoint = Arc::new(Endpoint {
+            url: current.url.clone(),
+            token: Some(token),
+            token_file: Some(file),
+        });
+        let connected = self.dialer.dial(Arc::clone(&endpoint)).await?;
+        connected.link.call("ping", serde_json::json!({})).await?;
+        *self
+            .endpoint
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = endpoint;
+        Ok(())
     }
 
     fn offers(&self) -> Offers {
@@ -86,7 +145,14 @@ impl Bridge {
         &self,
         request: NewSessionRequest,
     ) -> Result<(NewSessionResponse, Arc<Session>), AcpError> {
-        let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
+        if !request.mcp_servers.is_empty() {
+            tracing::warn!(
+                servers = %mcp_names(&request.mcp_servers),
+                "the editor's MCP servers are not connected (rummy acp does not take them yet): \
+                 declare them in $RUMMY_HOME/mcp.toml"
+            );
+        }
+        let connected = self.dialer.dial(self.endpoint()).await?;
         let root = PathBuf::from(&request.cwd);
         let session = Session::open(root, connected, self.model.clone()).await?;
         let id = session.id.clone();
@@ -104,7 +170,7 @@ impl Bridge {
         request: LoadSessionRequest,
         cx: &ConnectionTo<Client>,
     ) -> Result<(LoadSessionResponse, Arc<Session>), AcpError> {
-        let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
+        let connected = self.dialer.dial(self.endpoint()).await?;
         let root = PathBuf::from(&request.cwd);
         let Loaded { session, replay } =
             Session::load(&request.session_id, root, connected, self.model.clone()).await?;
@@ -125,7 +191,7 @@ impl Bridge {
         request: ListSessionsRequest,
     ) -> Result<ListSessionsResponse, AcpError> {
         let root = request.cwd.ok_or(AcpError::ListWithoutDirectory)?;
-        let connected = self.dialer.dial(Arc::clone(&self.endpoint)).await?;
+        let connected = self.dialer.dial(self.endpoint()).await?;
         let (sessions, next) = session::list(&root, connected, request.cursor.as_deref()).await?;
         Ok(ListSessionsResponse::new(sessions).next_cursor(next))
     }
@@ -162,9 +228,24 @@ fn offer_commands(
     ))
 }
 
+/// The names of the editor's MCP servers, for the log.
+fn mcp_names(servers: &[McpServer]) -> String {
+    servers
+        .iter()
+        .map(|server| match server {
+            McpServer::Stdio(stdio) => stdio.name.as_str(),
+            McpServer::Http(http) => http.name.as_str(),
+            McpServer::Sse(sse) => sse.name.as_str(),
+            _ => "(unnamed)",
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Serves the editor on stdin/stdout until it closes stdin.
 pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
     let on_initialize = Arc::clone(&bridge);
+    let on_authenticate = Arc::clone(&bridge);
     let on_new = Arc::clone(&bridge);
     let on_load = Arc::clone(&bridge);
     let on_list = Arc::clone(&bridge);
@@ -178,6 +259,17 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
                 responder.respond(on_initialize.initialize(&request))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: AuthenticateRequest, responder, _cx| {
+                let signed_in = on_authenticate.authenticate(&request).await;
+                responder.respond_with_result(
+                    signed_in
+                        .map(|()| AuthenticateResponse::new())
+                        .map_err(Into::into),
+                )
             },
             on_receive_request!(),
         )

@@ -17,6 +17,18 @@ pub enum AcpError {
     /// The WebSocket to rummy could not be opened.
     #[error("cannot reach rummy at {url}: {reason}")]
     Connect { url: String, reason: String },
+    /// The server refused the connection for want of a (valid) token.
+    #[error(
+        "the rummy server at {url} needs your token: put it on the first line of {file} and \
+         sign in (authenticate), or set RUMMY_AUTH_TOKEN"
+    )]
+    Unauthorized { url: String, file: String },
+    /// `authenticate` could not read the token file.
+    #[error("cannot read the token file {file}: {reason}")]
+    TokenFile { file: String, reason: String },
+    /// The editor named an authentication method this agent did not offer.
+    #[error("no authentication method {0}: the one offered is token-file")]
+    UnknownAuthMethod(String),
     /// The WebSocket to rummy closed while a call waited.
     #[error("the connection to rummy closed")]
     Disconnected,
@@ -92,7 +104,11 @@ impl From<AcpError> for ProtocolError {
             | AcpError::BadOption(_)
             | AcpError::UnknownMode(_)
             | AcpError::UnsupportedContent(_)
-            | AcpError::BadDirectory(_) => ProtocolError::invalid_params().data(message),
+            | AcpError::BadDirectory(_)
+            | AcpError::UnknownAuthMethod(_) => ProtocolError::invalid_params().data(message),
+            AcpError::Unauthorized { .. } | AcpError::TokenFile { .. } => {
+                ProtocolError::auth_required().data(message)
+            }
             _ => ProtocolError::internal_error().data(message),
         }
     }
@@ -115,6 +131,21 @@ mod tests {
             serde_json::to_value(&error).unwrap(),
             json!({"code": -32005, "message": "not allowed in project x"})
         );
+    }
+
+    #[test]
+    fn a_refused_token_is_auth_required_with_what_to_do() {
+        let error: ProtocolError = AcpError::Unauthorized {
+            url: "wss://team/".into(),
+            file: "/home/me/.rummy/token".into(),
+        }
+        .into();
+        let wire = serde_json::to_value(&error).unwrap();
+        assert_eq!(wire["code"], json!(-32000));
+        assert!(wire["data"]
+            .as_str()
+            .unwrap()
+            .contains("first line of /home/me/.rummy/token"));
     }
 
     #[test]

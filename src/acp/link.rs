@@ -7,10 +7,12 @@
 //! notifications arrive on a receiver of their own.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use actix_codec::Framed;
 use actix_http::ws::Item;
+use awc::error::WsClientError;
 use awc::ws::{Codec, Frame, Message};
 use awc::BoxedSocket;
 use bytes::BytesMut;
@@ -26,10 +28,13 @@ const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
 /// Where rummy listens and the token that opens it.
 pub struct Endpoint {
-    /// `ws://host:port/`.
+    /// `ws://host:port/` or `wss://…`.
     pub url: String,
     /// Sent as `Authorization: Bearer`.
     pub token: Option<Secret>,
+    /// Where a remote server's token is read from when the editor signs in
+    /// (`authenticate`); `None` for the local server, whose token this process made.
+    pub token_file: Option<PathBuf>,
 }
 
 /// A notification from rummy: `run/state`, `run/progress`, `run/proposal`, ….
@@ -113,21 +118,36 @@ async fn connect(endpoint: &Endpoint) -> Result<Connected, AcpError> {
         url: endpoint.url.clone(),
         reason,
     };
-    if !endpoint.url.starts_with("ws://") {
-        return Err(failed(
-            "only ws:// URLs are supported (reach a wss:// server through a local tunnel)".into(),
-        ));
-    }
-    let mut request = awc::Client::new()
+    let client = if endpoint.url.starts_with("wss://") {
+        let tls = tls_config().map_err(failed)?;
+        awc::Client::builder()
+            .connector(awc::Connector::new().rustls_0_23(tls))
+            .finish()
+    } else if endpoint.url.starts_with("ws://") {
+        awc::Client::new()
+    } else {
+        return Err(failed("the URL must start with ws:// or wss://".into()));
+    };
+    let mut request = client
         .ws(endpoint.url.as_str())
         .max_frame_size(MAX_FRAME_BYTES);
     if let Some(token) = &endpoint.token {
         request = request.bearer_auth(token.expose());
     }
-    let (_, framed) = request
-        .connect()
-        .await
-        .map_err(|error| failed(error.to_string()))?;
+    let (_, framed) = request.connect().await.map_err(|error| match error {
+        WsClientError::InvalidResponseStatus(status)
+            if status == awc::http::StatusCode::UNAUTHORIZED =>
+        {
+            AcpError::Unauthorized {
+                url: endpoint.url.clone(),
+                file: endpoint
+                    .token_file
+                    .as_ref()
+                    .map_or_else(|| "a token file".into(), |file| file.display().to_string()),
+            }
+        }
+        error => failed(error.to_string()),
+    })?;
     let (calls, calls_received) = mpsc::unbounded_channel();
     let (notices_sent, notices) = mpsc::unbounded_channel();
     actix_web::rt::spawn(Pump::new(notices_sent).run(framed, calls_received));
@@ -135,6 +155,33 @@ async fn connect(endpoint: &Endpoint) -> Result<Connected, AcpError> {
         link: Link { calls },
         notices,
     })
+}
+
+/// TLS for `wss://`: the system's root certificates (`SSL_CERT_FILE` and `SSL_CERT_DIR`
+/// name others), HTTP/1.1 (a WebSocket upgrade), rustls' ring provider.
+fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        let why = found
+            .errors
+            .first()
+            .map(|error| format!(" ({error})"))
+            .unwrap_or_default();
+        return Err(format!(
+            "no root certificates to verify the server with{why}: install the system's \
+             (ca-certificates), or name a CA file in SSL_CERT_FILE"
+        ));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| error.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
 }
 
 /// The task that owns one socket.

@@ -22,7 +22,7 @@ use crate::acp::error::AcpError;
 use crate::acp::link::{Connected, Link, Notice};
 use crate::acp::options::{Catalogue, Choice};
 use crate::acp::permission::{Asking, Offers, Proposal};
-use crate::acp::prompt;
+use crate::acp::prompt::Prompt;
 use crate::acp::updates::{self, HistoryRow, LogTracker, StateParams};
 
 /// rummy's code for a run alias that names no run of the project.
@@ -311,15 +311,16 @@ impl Session {
         blocks: &[ContentBlock],
     ) -> Result<StopReason, AcpError> {
         self.cancelled.store(false, Ordering::SeqCst);
-        let mut text = prompt::compose(blocks, &self.root)?;
+        let mut prompt = Prompt::of(blocks, &self.root)?;
         let run = self.run().to_string();
-        if let Some((slash, rest)) = self.commands.parse(&text) {
+        if let Some((slash, rest)) = self.commands.parse(&prompt.text) {
             slash.apply(&self.link, &run).await?;
             if rest.is_empty() {
                 return Ok(StopReason::EndTurn);
             }
-            text = rest.to_string();
+            prompt.text = rest.to_string();
         }
+        prompt.enter(&self.link, &run).await?;
         let mut stream = self.stream.lock().await;
         let mut turn = Turn {
             session: self,
@@ -332,7 +333,7 @@ impl Session {
             return Ok(StopReason::Cancelled);
         }
         let method = self.mode().id();
-        let params = json!({"model": self.model(), "run": run, "prompt": text});
+        let params = json!({"model": self.model(), "run": run, "prompt": prompt.text});
         let mut outcome = turn.call(method, params).await?;
         loop {
             let status = outcome.get("status").and_then(Value::as_i64).unwrap_or(0);

@@ -5,8 +5,8 @@
 //   node drive.mjs <rummy binary> <scenario> <project dir>
 //
 // The agent inherits this process's environment (RUMMY_HOME, the scripted model's
-// OPENAI_BASE_URL, ...); with ACP_URL set it is `rummy acp --url $ACP_URL` (its token in
-// RUMMY_AUTH_TOKEN). Scenarios:
+// OPENAI_BASE_URL, SSL_CERT_FILE, ...); with ACP_URL set it is `rummy acp --url $ACP_URL`
+// (its token in RUMMY_AUTH_TOKEN, or `--token-file $ACP_TOKEN_FILE`). Scenarios:
 //   stream      a prompt; the editor offers no file system and no terminal
 //   edit-allow  a prompt whose edit the editor allows and writes (fs/write_text_file)
 //   edit-reject a prompt whose edit the editor rejects
@@ -24,6 +24,11 @@
 //   load        session/load of the session $ACP_LOAD (its replay: the updates before the
 //               answer, counted in `replayed`), session/list, a load of a session that does
 //               not exist, then a prompt in the loaded session
+//   sign-in     session/new refused for want of a token; then the token ($ACP_SIGN_IN_TOKEN)
+//               written to $ACP_TOKEN_FILE, `authenticate` with a method not offered and
+//               with the one offered, and the stream scenario
+//   resources   a prompt of text, a link to a.txt, the unsaved buffer of b.txt ("unsaved\n")
+//               and a link to ../secret.txt (outside the project)
 
 import { spawn } from "node:child_process";
 import { writeFileSync, mkdirSync } from "node:fs";
@@ -51,6 +56,7 @@ const seen = {
 };
 
 const args = process.env.ACP_URL ? ["acp", "--url", process.env.ACP_URL] : ["acp"];
+if (process.env.ACP_TOKEN_FILE) args.push("--token-file", process.env.ACP_TOKEN_FILE);
 const child = spawn(binary, args, { stdio: ["pipe", "pipe", "inherit"] });
 const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
 
@@ -149,6 +155,12 @@ async function run(ctx) {
       ...(offersForms ? { elicitation: { form: {} } } : {}),
     },
   });
+  if (scenario === "sign-in") {
+    await attempt("session/new unsigned", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] }));
+    writeFileSync(process.env.ACP_TOKEN_FILE, process.env.ACP_SIGN_IN_TOKEN + "\n");
+    await attempt("authenticate other", ctx.request(acp.methods.agent.authenticate, { methodId: "password" }));
+    seen.authenticate = await ctx.request(acp.methods.agent.authenticate, { methodId: "token-file" });
+  }
   if (scenario === "load") {
     const sessionId = process.env.ACP_LOAD;
     const loaded = await attempt("session/load", ctx.request(acp.methods.agent.session.load, { sessionId, cwd: project, mcpServers: [] }));
@@ -161,10 +173,10 @@ async function run(ctx) {
   }
   if (!seen.session) return;
   const sessionId = seen.session.sessionId;
-  const prompt = (text) =>
+  const prompt = (text, more = []) =>
     attempt("prompt", ctx.request(acp.methods.agent.session.prompt, {
       sessionId,
-      prompt: [{ type: "text", text }],
+      prompt: [{ type: "text", text }, ...more],
     })).then((response) => {
       if (response) seen.stopReasons.push(response.stopReason);
     });
@@ -197,6 +209,13 @@ async function run(ctx) {
       await prompt("/sql_style write the query");
       await prompt("/persona:pirate");
       await prompt("say hi");
+      break;
+    case "resources":
+      await prompt("compare these", [
+        { type: "resource_link", name: "a.txt", uri: `file://${project}/a.txt` },
+        { type: "resource", resource: { uri: `file://${project}/b.txt`, text: "unsaved\n" } },
+        { type: "resource_link", name: "secret.txt", uri: `file://${dirname(project)}/secret.txt` },
+      ]);
       break;
     default:
       await prompt("please do the task");

@@ -1,10 +1,17 @@
-//! `rummy acp` (the real binary, local mode: the server in its own process on a fresh home)
-//! driven by the official ACP TypeScript SDK (`tests/acp/drive.mjs`, `@agentclientprotocol/sdk`
-//! pinned by `tests/acp/package-lock.json`) as an editor would, against the scripted model.
+//! `rummy acp` (the real binary, local mode: the server in its own process on a fresh home;
+//! remote mode: a client of a `rummy serve` with a users file) driven by both official ACP
+//! client SDKs as an editor would, against the scripted model: the TypeScript SDK
+//! (`tests/acp/drive.mjs`, `@agentclientprotocol/sdk` pinned by `tests/acp/package-lock.json`)
+//! and the Python SDK (`tests/acp/drive.py`, `agent-client-protocol` pinned by
+//! `tests/acp/requirements.txt`). Both drivers print what the editor saw in one shape, so
+//! each scenario below is one function run once per SDK (`acp::ts::…` and `acp::py::…`);
+//! loading, slash commands, model choice and questions are driven by the TypeScript SDK
+//! only for now.
 //!
-//! They need node and `npm ci` in tests/acp, which `tests/run.sh` does: they are
-//! `#[ignore]`d, so that a plain `cargo test` lists them as ignored instead of counting them
-//! as passed, and run.sh runs them (`--ignored`). Run without node, they fail and say why.
+//! They need node and `npm ci` in tests/acp, and a venv with the Python SDK in
+//! tests/acp/.venv, which `tests/run.sh` makes: they are `#[ignore]`d, so that a plain
+//! `cargo test` lists them as ignored instead of counting them as passed, and run.sh runs
+//! them (`--ignored`). Run without their SDK, they fail and say why.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -16,7 +23,96 @@ use crate::support::llm_env;
 use rummy::access::hash_token;
 use rummy::llm::fake::{FakeLlm, Step};
 
+/// The official ACP client SDK a scenario is driven with.
+#[derive(Debug, Clone, Copy)]
+enum Sdk {
+    TypeScript,
+    Python,
+}
+
+impl Sdk {
+    /// The driver's command in `tests` (tests/acp), its SDK checked to be installed.
+    fn driver(self, tests: &Path) -> tokio::process::Command {
+        match self {
+            Sdk::TypeScript => {
+                assert!(
+                    tests.join("node_modules/@agentclientprotocol/sdk").exists(),
+                    "{NEEDS_NODE}"
+                );
+                let mut node = tokio::process::Command::new("node");
+                node.arg("drive.mjs");
+                node
+            }
+            Sdk::Python => {
+                let python = tests.join(".venv/bin/python");
+                assert!(python.exists(), "{NEEDS_PYTHON}");
+                let mut python = tokio::process::Command::new(python);
+                python.arg("drive.py");
+                python
+            }
+        }
+    }
+}
+
 const NEEDS_NODE: &str = "needs node and `npm ci` in tests/acp: tests/run.sh does both";
+const NEEDS_PYTHON: &str =
+    "needs the ACP Python SDK in tests/acp/.venv (tests/acp/requirements.txt): tests/run.sh installs it";
+
+/// Each scenario named, as a test per SDK: `ts::<name>` and `py::<name>`; those after
+/// `typescript only:` are driven by the TypeScript SDK alone (the Python driver does not
+/// play their scenarios yet).
+macro_rules! with_each_sdk {
+    ($($name:ident),* $(,)?; typescript only: $($only:ident),* $(,)?) => {
+        mod ts {
+            $(
+                #[actix_web::test]
+                #[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+                async fn $name() {
+                    super::$name(super::Sdk::TypeScript).await
+                }
+            )*
+            $(
+                #[actix_web::test]
+                #[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
+                async fn $only() {
+                    super::$only(super::Sdk::TypeScript).await
+                }
+            )*
+        }
+        mod py {
+            $(
+                #[actix_web::test]
+                #[ignore = "needs the ACP Python SDK in tests/acp/.venv: tests/run.sh installs it"]
+                async fn $name() {
+                    super::$name(super::Sdk::Python).await
+                }
+            )*
+        }
+    };
+}
+
+with_each_sdk!(
+    a_prompt_streams_the_models_text_and_commands_and_ends_the_turn,
+    the_turn_limit_ends_the_turn_max_turn_requests,
+    a_models_refusal_ends_the_turn_refusal_with_its_text,
+    an_allowed_edit_is_written_through_the_editor,
+    a_rejected_edit_changes_nothing,
+    a_cancel_during_a_slow_model_call_ends_the_turn_cancelled,
+    malformed_frames_get_errors_and_the_agent_keeps_serving,
+    ask_mode_asks_and_an_unknown_mode_is_refused,
+    an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_the_model,
+    resources_of_the_project_become_entries_the_model_sees_and_others_stay_text,
+    remote_a_person_works_in_their_project_through_a_team_server,
+    remote_a_project_outside_the_persons_is_refused_with_rummys_error,
+    remote_without_a_token_the_editor_signs_in_with_the_token_file,
+    remote_over_wss_through_a_tls_front;
+    typescript only:
+    a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued,
+    skills_and_personas_are_slash_commands_that_reach_the_model,
+    a_model_chosen_in_the_session_runs_its_next_prompt,
+    a_question_is_answered_in_free_text_through_the_editors_form,
+    without_forms_an_open_question_is_answered_in_the_next_prompt,
+);
 
 /// What the editor saw of one scenario, with the home and project it ran in.
 struct Drive {
@@ -25,52 +121,58 @@ struct Drive {
     home: tempfile::TempDir,
 }
 
-/// A running server `rummy acp --url` connects to, with the person's token.
-struct Remote<'a> {
+/// A running server `rummy acp --url` connects to, and the variables the driver (and so
+/// the agent) gets for it: the person's token (`RUMMY_AUTH_TOKEN`), a token file, a CA.
+struct Remote {
     url: String,
-    token: &'a str,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Remote {
+    /// `url` with the person's `token` in `RUMMY_AUTH_TOKEN`.
+    fn with_token(url: String, token: &str) -> Remote {
+        Remote {
+            url,
+            env: vec![("RUMMY_AUTH_TOKEN", token.to_string())],
+        }
+    }
 }
 
 impl Drive {
-    /// Runs `scenario` of drive.mjs against a local `rummy acp` on a fresh home whose
+    /// Runs `scenario` of `sdk`'s driver against a local `rummy acp` on a fresh home whose
     /// project `demo` holds `a.txt` ("one\ntwo\n").
-    async fn run(scenario: &str, llm: &FakeLlm) -> Drive {
-        Drive::run_with(scenario, llm, &[]).await
+    async fn run(sdk: Sdk, scenario: &str, llm: &FakeLlm) -> Drive {
+        Drive::run_with(sdk, scenario, llm, &[]).await
     }
 
     /// [`Drive::run`] with these settings in the agent's environment.
-    async fn run_with(scenario: &str, llm: &FakeLlm, env: &[(&str, &str)]) -> Drive {
+    async fn run_with(sdk: Sdk, scenario: &str, llm: &FakeLlm, env: &[(&str, &str)]) -> Drive {
         let home = tempfile::tempdir().unwrap();
-        Drive::run_in(scenario, llm, home, "demo", None, env).await
+        Drive::run_in(sdk, scenario, llm, home, "demo", None, env).await
     }
 
     /// [`Drive::run`] in `home`, the project named `name`, against `remote` when given, with
     /// `env` in the agent's environment.
     async fn run_in(
+        sdk: Sdk,
         scenario: &str,
         llm: &FakeLlm,
         home: tempfile::TempDir,
         name: &str,
-        remote: Option<Remote<'_>>,
+        remote: Option<Remote>,
         env: &[(&str, &str)],
     ) -> Drive {
         let project = home.path().join(name);
         std::fs::create_dir_all(&project).unwrap();
         std::fs::write(project.join("a.txt"), "one\ntwo\n").unwrap();
         let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp");
-        assert!(
-            tests.join("node_modules/@agentclientprotocol/sdk").exists(),
-            "{NEEDS_NODE}"
-        );
-        let mut node = tokio::process::Command::new("node");
-        node.env_clear();
+        let mut driver = sdk.driver(&tests);
+        driver.env_clear();
         if let Some(remote) = remote {
-            node.env("ACP_URL", remote.url)
-                .env("RUMMY_AUTH_TOKEN", remote.token);
+            driver.env("ACP_URL", remote.url).envs(remote.env);
         }
-        let output = node
+        let output = driver
             .current_dir(&tests)
-            .arg("drive.mjs")
             .arg(env!("CARGO_BIN_EXE_rummy"))
             .arg(scenario)
             .arg(&project)
@@ -83,8 +185,11 @@ impl Drive {
             .stderr(Stdio::inherit())
             .output()
             .await
-            .unwrap_or_else(|error| panic!("{NEEDS_NODE}: {error}"));
-        assert!(output.status.success(), "drive.mjs {scenario} failed");
+            .unwrap_or_else(|error| panic!("the {sdk:?} driver did not start: {error}"));
+        assert!(
+            output.status.success(),
+            "the {sdk:?} driver failed in {scenario}"
+        );
         let seen: Value = serde_json::from_slice(&output.stdout)
             .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stdout)));
         Drive {
@@ -95,7 +200,7 @@ impl Drive {
     }
 
     /// Runs `scenario` in a new agent on the same home and project.
-    async fn again(self, scenario: &str, llm: &FakeLlm, env: &[(&str, &str)]) -> Drive {
+    async fn again(self, sdk: Sdk, scenario: &str, llm: &FakeLlm, env: &[(&str, &str)]) -> Drive {
         let name = self
             .project
             .file_name()
@@ -103,7 +208,7 @@ impl Drive {
             .to_str()
             .unwrap()
             .to_string();
-        Drive::run_in(scenario, llm, self.home, &name, None, env).await
+        Drive::run_in(sdk, scenario, llm, self.home, &name, None, env).await
     }
 
     fn updates(&self, kind: &str) -> Vec<&Value> {
@@ -157,14 +262,12 @@ impl Drive {
 const EDIT: &str = "<set path=\"a.txt\"><<<<<<< SEARCH\ntwo\n=======\nTWO\n>>>>>>> REPLACE</set>\
                     <update>Editing a.txt.</update>";
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn a_prompt_streams_the_models_text_and_commands_and_ends_the_turn() {
+async fn a_prompt_streams_the_models_text_and_commands_and_ends_the_turn(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
         Step::reply("<summarize>a.txt counts to two.</summarize>"),
     ]);
-    let drive = Drive::run("stream", &llm).await;
+    let drive = Drive::run(sdk, "stream", &llm).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
@@ -186,44 +289,38 @@ async fn a_prompt_streams_the_models_text_and_commands_and_ends_the_turn() {
     assert_eq!(llm.requests().len(), 2);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn the_turn_limit_ends_the_turn_max_turn_requests() {
+async fn the_turn_limit_ends_the_turn_max_turn_requests(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply("<known path=\"known://one\">1</known><update>Step one.</update>"),
         Step::reply("<known path=\"known://two\">2</known><update>Step two.</update>"),
         Step::reply("<summarize>never asked</summarize>"),
     ]);
-    let drive = Drive::run_with("stream", &llm, &[("RUMMY_MAX_TURNS", "2")]).await;
+    let drive = Drive::run_with(sdk, "stream", &llm, &[("RUMMY_MAX_TURNS", "2")]).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["max_turn_requests"]));
     assert_eq!(drive.messages(), ["Step one.", "Step two."]);
     assert_eq!(llm.requests().len(), 2);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn a_models_refusal_ends_the_turn_refusal_with_its_text() {
+async fn a_models_refusal_ends_the_turn_refusal_with_its_text(sdk: Sdk) {
     let llm = FakeLlm::start([Step::Json(json!({
         "choices": [{"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": null,
                                  "refusal": "I cannot help with that."}}],
     }))]);
-    let drive = Drive::run("stream", &llm).await;
+    let drive = Drive::run(sdk, "stream", &llm).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["refusal"]));
     assert_eq!(drive.messages(), ["I cannot help with that."]);
     assert_eq!(llm.requests().len(), 1);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn an_allowed_edit_is_written_through_the_editor() {
+async fn an_allowed_edit_is_written_through_the_editor(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply(EDIT),
         Step::reply("<summarize>Edited.</summarize>"),
     ]);
-    let drive = Drive::run("edit-allow", &llm).await;
+    let drive = Drive::run(sdk, "edit-allow", &llm).await;
     drive.assert_clean_session();
     let permissions = drive.seen["permissions"].as_array().unwrap();
     assert_eq!(permissions.len(), 1);
@@ -265,11 +362,9 @@ async fn an_allowed_edit_is_written_through_the_editor() {
     assert_eq!(drive.messages(), ["Editing a.txt.", "Edited."]);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn a_rejected_edit_changes_nothing() {
+async fn a_rejected_edit_changes_nothing(sdk: Sdk) {
     let llm = FakeLlm::start([Step::reply(EDIT)]);
-    let drive = Drive::run("edit-reject", &llm).await;
+    let drive = Drive::run(sdk, "edit-reject", &llm).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["permissions"].as_array().unwrap().len(), 1);
     assert_eq!(drive.seen["writes"], json!([]));
@@ -284,21 +379,17 @@ async fn a_rejected_edit_changes_nothing() {
     assert_eq!(llm.requests().len(), 1, "a rejection stops the run");
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn a_cancel_during_a_slow_model_call_ends_the_turn_cancelled() {
+async fn a_cancel_during_a_slow_model_call_ends_the_turn_cancelled(sdk: Sdk) {
     let llm = FakeLlm::start([Step::Hang]);
-    let drive = Drive::run("cancel", &llm).await;
+    let drive = Drive::run(sdk, "cancel", &llm).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["cancelled"]));
     assert_eq!(llm.requests().len(), 1);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn malformed_frames_get_errors_and_the_agent_keeps_serving() {
+async fn malformed_frames_get_errors_and_the_agent_keeps_serving(sdk: Sdk) {
     let llm = FakeLlm::start([Step::reply("<summarize>Fine.</summarize>")]);
-    let drive = Drive::run("malformed", &llm).await;
+    let drive = Drive::run(sdk, "malformed", &llm).await;
     let codes: Vec<&Value> = drive.seen["rawErrors"]
         .as_array()
         .unwrap()
@@ -311,11 +402,9 @@ async fn malformed_frames_get_errors_and_the_agent_keeps_serving() {
     assert_eq!(drive.messages(), ["Fine."]);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn ask_mode_asks_and_an_unknown_mode_is_refused() {
+async fn ask_mode_asks_and_an_unknown_mode_is_refused(sdk: Sdk) {
     let llm = FakeLlm::start([Step::reply("<summarize>It counts.</summarize>")]);
-    let drive = Drive::run("ask-mode", &llm).await;
+    let drive = Drive::run(sdk, "ask-mode", &llm).await;
     drive.assert_clean_session();
     let refused = drive.seen["errors"]
         .as_array()
@@ -336,14 +425,14 @@ async fn ask_mode_asks_and_an_unknown_mode_is_refused() {
     );
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_the_model() {
+async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_the_model(
+    sdk: Sdk,
+) {
     let llm = FakeLlm::start([
         Step::reply("<sh>echo hello from the terminal</sh><update>Running it.</update>"),
         Step::reply("<summarize>It said hello.</summarize>"),
     ]);
-    let drive = Drive::run("command", &llm).await;
+    let drive = Drive::run(sdk, "command", &llm).await;
     drive.assert_clean_session();
     let permissions = drive.seen["permissions"].as_array().unwrap();
     assert_eq!(permissions.len(), 1);
@@ -379,20 +468,20 @@ async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_
     assert_eq!(drive.messages(), ["Running it.", "It said hello."]);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued() {
+async fn a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
         Step::reply("<summarize>a.txt counts to two.</summarize>"),
         Step::reply("<summarize>The second part is done.</summarize>"),
     ]);
-    let first = Drive::run("stream", &llm).await;
+    let first = Drive::run(sdk, "stream", &llm).await;
     let session = first.seen["session"]["sessionId"]
         .as_str()
         .unwrap()
         .to_string();
-    let drive = first.again("load", &llm, &[("ACP_LOAD", &session)]).await;
+    let drive = first
+        .again(sdk, "load", &llm, &[("ACP_LOAD", &session)])
+        .await;
     drive.assert_clean_session();
     assert_eq!(
         drive.seen["initialize"]["agentCapabilities"]["loadSession"],
@@ -466,9 +555,7 @@ async fn a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued() {
     );
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn skills_and_personas_are_slash_commands_that_reach_the_model() {
+async fn skills_and_personas_are_slash_commands_that_reach_the_model(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply("<summarize>SELECT 1;</summarize>"),
         Step::reply("<summarize>Ahoy.</summarize>"),
@@ -485,7 +572,7 @@ async fn skills_and_personas_are_slash_commands_that_reach_the_model() {
         std::fs::create_dir_all(home.path().join(kind)).unwrap();
         std::fs::write(home.path().join(kind).join(format!("{name}.md")), body).unwrap();
     }
-    let drive = Drive::run_in("slash", &llm, home, "demo", None, &[]).await;
+    let drive = Drive::run_in(sdk, "slash", &llm, home, "demo", None, &[]).await;
     drive.assert_clean_session();
     let offered = drive.updates("available_commands_update");
     assert_eq!(offered.len(), 1, "sent once, after session/new");
@@ -524,15 +611,13 @@ async fn skills_and_personas_are_slash_commands_that_reach_the_model() {
     );
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn a_model_chosen_in_the_session_runs_its_next_prompt() {
+async fn a_model_chosen_in_the_session_runs_its_next_prompt(sdk: Sdk) {
     let llm = FakeLlm::start([Step::reply("<summarize>The second.</summarize>")]);
     let second = [
         ("RUMMY_MODEL_second", "openai/second-model"),
         ("RUMMY_CONTEXT_second", "32768"),
     ];
-    let drive = Drive::run_with("model", &llm, &second).await;
+    let drive = Drive::run_with(sdk, "model", &llm, &second).await;
     drive.assert_clean_session();
     let offered = &drive.seen["session"]["configOptions"];
     assert_eq!(offered[0]["id"], json!("mode"));
@@ -572,14 +657,12 @@ async fn a_model_chosen_in_the_session_runs_its_next_prompt() {
     assert_eq!(requests[0]["model"], json!("second-model"));
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn a_question_is_answered_in_free_text_through_the_editors_form() {
+async fn a_question_is_answered_in_free_text_through_the_editors_form(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply("<ask_user question=\"Which colour?\" options=\"red; blue\"/>"),
         Step::reply("<summarize>Teal it is.</summarize>"),
     ]);
-    let drive = Drive::run("question-form", &llm).await;
+    let drive = Drive::run(sdk, "question-form", &llm).await;
     drive.assert_clean_session();
     assert_eq!(
         drive.seen["permissions"],
@@ -611,14 +694,12 @@ async fn a_question_is_answered_in_free_text_through_the_editors_form() {
     );
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn without_forms_an_open_question_is_answered_in_the_next_prompt() {
+async fn without_forms_an_open_question_is_answered_in_the_next_prompt(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply("<ask_user question=\"What is the release called?\"/>"),
         Step::reply("<summarize>Nimbus.</summarize>"),
     ]);
-    let drive = Drive::run("question-chat", &llm).await;
+    let drive = Drive::run(sdk, "question-chat", &llm).await;
     drive.assert_clean_session();
     let asked = &drive.seen["permissions"][0];
     let options: Vec<(&Value, &Value)> = asked["options"]
@@ -648,6 +729,66 @@ async fn without_forms_an_open_question_is_answered_in_the_next_prompt() {
     );
 }
 
+async fn resources_of_the_project_become_entries_the_model_sees_and_others_stay_text(sdk: Sdk) {
+    let llm = FakeLlm::start([Step::reply("<summarize>Compared.</summarize>")]);
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("demo")).unwrap();
+    std::fs::write(home.path().join("demo/b.txt"), "on disk\n").unwrap();
+    std::fs::write(home.path().join("secret.txt"), "outside the project\n").unwrap();
+    let drive = Drive::run_in(sdk, "resources", &llm, home, "demo", None, &[]).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let request: String = llm.requests()[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["content"].as_str().unwrap_or_default())
+        .collect();
+    let prompt = crate::support::user_message(&llm.requests()[0]);
+    let secret = format!(
+        "@file://{}",
+        drive.project.parent().unwrap().join("secret.txt").display()
+    );
+    assert!(
+        prompt.contains(&format!(
+            "compare these\n\n@a.txt\n\n@known://editor/b.txt\n\n{secret}"
+        )),
+        "the prompt names each resource: {prompt}"
+    );
+    assert!(
+        !request.contains("outside the project"),
+        "a file outside the project is never read: {request}"
+    );
+    let buffer = drive
+        .updates("tool_call")
+        .into_iter()
+        .find(|call| call["toolCallId"] == "known://editor/b.txt")
+        .unwrap_or_else(|| panic!("the buffer is shown: {:?}", drive.seen["updates"]));
+    assert_eq!(buffer["kind"], json!("think"));
+    assert_eq!(buffer["content"][0]["content"]["text"], json!("unsaved\n"));
+    assert!(
+        request.contains("unsaved"),
+        "the model sees the editor's buffer: {request}"
+    );
+    assert!(
+        !request.contains("on disk"),
+        "not the file on disk: {request}"
+    );
+    let read = drive
+        .updates("tool_call")
+        .into_iter()
+        .find(|call| call["kind"] == "read")
+        .expect("the linked file is read into the run");
+    assert_eq!(
+        read["locations"],
+        json!([{"path": drive.project.join("a.txt")}])
+    );
+    assert!(
+        request.contains("one\ntwo"),
+        "the model sees the linked file: {request}"
+    );
+}
+
 /// A team server with a users file: `mo` is a member of project `demo` only.
 async fn team_server(home: &Path, llm: &FakeLlm) -> ServerProcess {
     let users = home.join("users.toml");
@@ -671,37 +812,27 @@ async fn team_server(home: &Path, llm: &FakeLlm) -> ServerProcess {
     .await
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn remote_a_person_works_in_their_project_through_a_team_server() {
+async fn remote_a_person_works_in_their_project_through_a_team_server(sdk: Sdk) {
     let llm = FakeLlm::start([
         Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
         Step::reply("<summarize>a.txt counts to two.</summarize>"),
     ]);
     let home = tempfile::tempdir().unwrap();
     let server = team_server(home.path(), &llm).await;
-    let remote = Remote {
-        url: format!("ws://127.0.0.1:{}/", server.port),
-        token: "mo-token",
-    };
-    let drive = Drive::run_in("stream", &llm, home, "demo", Some(remote), &[]).await;
+    let remote = Remote::with_token(format!("ws://127.0.0.1:{}/", server.port), "mo-token");
+    let drive = Drive::run_in(sdk, "stream", &llm, home, "demo", Some(remote), &[]).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
     assert_eq!(llm.requests().len(), 2);
 }
 
-#[actix_web::test]
-#[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error() {
+async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error(sdk: Sdk) {
     let llm = FakeLlm::start([]);
     let home = tempfile::tempdir().unwrap();
     let server = team_server(home.path(), &llm).await;
-    let remote = Remote {
-        url: format!("ws://127.0.0.1:{}/", server.port),
-        token: "mo-token",
-    };
-    let drive = Drive::run_in("stream", &llm, home, "other", Some(remote), &[]).await;
+    let remote = Remote::with_token(format!("ws://127.0.0.1:{}/", server.port), "mo-token");
+    let drive = Drive::run_in(sdk, "stream", &llm, home, "other", Some(remote), &[]).await;
     let errors = drive.seen["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0]["what"], json!("session/new"));
@@ -712,4 +843,212 @@ async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error() {
     );
     assert_eq!(drive.seen["exit"], json!({"code": 0, "signal": null}));
     assert!(llm.requests().is_empty());
+}
+
+async fn remote_without_a_token_the_editor_signs_in_with_the_token_file(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
+        Step::reply("<summarize>a.txt counts to two.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let token_file = home.path().join("mo.token");
+    let remote = Remote {
+        url: format!("ws://127.0.0.1:{}/", server.port),
+        env: vec![
+            ("ACP_TOKEN_FILE", token_file.display().to_string()),
+            ("ACP_SIGN_IN_TOKEN", "mo-token".to_string()),
+        ],
+    };
+    let drive = Drive::run_in(sdk, "sign-in", &llm, home, "demo", Some(remote), &[]).await;
+    assert_eq!(
+        drive.seen["initialize"]["authMethods"],
+        json!([{"id": "token-file", "name": "rummy token",
+                "description": format!("Put your rummy token (from the server's admin) on the \
+                                        first line of {}, then sign in", token_file.display())}])
+    );
+    let errors = drive.seen["errors"].as_array().unwrap();
+    let unsigned = errors
+        .iter()
+        .find(|error| error["what"] == "session/new unsigned")
+        .expect("a session before signing in is refused");
+    assert_eq!(unsigned["code"], json!(-32000), "auth_required");
+    assert!(
+        unsigned["data"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("first line of {}", token_file.display())),
+        "{unsigned}"
+    );
+    let other = errors
+        .iter()
+        .find(|error| error["what"] == "authenticate other")
+        .expect("a method not offered is refused");
+    assert_eq!(other["code"], json!(-32602));
+    assert_eq!(drive.seen["authenticate"], json!({}));
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
+}
+
+async fn remote_over_wss_through_a_tls_front(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
+        Step::reply("<summarize>a.txt counts to two.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let front = tls::Front::start(home.path(), server.port).await;
+    let remote = Remote {
+        url: format!("wss://127.0.0.1:{}/", front.port),
+        env: vec![
+            ("RUMMY_AUTH_TOKEN", "mo-token".to_string()),
+            ("SSL_CERT_FILE", front.certificate.display().to_string()),
+        ],
+    };
+    let drive = Drive::run_in(sdk, "stream", &llm, home, "demo", Some(remote), &[]).await;
+    assert!(
+        front.served() > 0,
+        "the session went through the TLS front: {}",
+        drive.seen
+    );
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
+}
+
+/// A TLS front for a rummy server: a certificate for 127.0.0.1 signed by a CA of its own
+/// (made with the `openssl` command), each connection's TLS ended here and its bytes passed
+/// on.
+mod tls {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio_rustls::rustls::ServerConfig;
+    use tokio_rustls::TlsAcceptor;
+
+    pub struct Front {
+        pub port: u16,
+        /// The CA's certificate, for `SSL_CERT_FILE`.
+        pub certificate: PathBuf,
+        served: Arc<AtomicUsize>,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    impl Front {
+        /// In front of the server on `upstream`, its certificate and key written in `dir`.
+        pub async fn start(dir: &Path, upstream: u16) -> Front {
+            let certificate = dir.join("ca.crt");
+            let leaf = dir.join("front.crt");
+            let key = dir.join("front.key");
+            let extensions = dir.join("front.ext");
+            std::fs::write(
+                &extensions,
+                "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+            )
+            .unwrap();
+            let ec = [
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+            ];
+            openssl(
+                dir,
+                &["req", "-x509", "-days", "1", "-subj", "/CN=rummy test CA"],
+                &ec,
+                &["-keyout", "ca.key", "-out", "ca.crt"],
+            );
+            openssl(
+                dir,
+                &["req", "-subj", "/CN=127.0.0.1"],
+                &ec,
+                &["-keyout", "front.key", "-out", "front.csr"],
+            );
+            openssl(
+                dir,
+                &[
+                    "x509",
+                    "-req",
+                    "-in",
+                    "front.csr",
+                    "-CA",
+                    "ca.crt",
+                    "-CAkey",
+                    "ca.key",
+                ],
+                &["-CAcreateserial", "-days", "1", "-extfile", "front.ext"],
+                &["-out", "front.crt"],
+            );
+            let chain = CertificateDer::pem_file_iter(&leaf)
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = PrivateKeyDer::from_pem_file(&key).unwrap();
+            let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+            let config = ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(chain, key)
+                .unwrap();
+            let acceptor = TlsAcceptor::from(Arc::new(config));
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let served = Arc::new(AtomicUsize::new(0));
+            let counted = Arc::clone(&served);
+            let task = tokio::spawn(async move {
+                while let Ok((socket, _)) = listener.accept().await {
+                    let acceptor = acceptor.clone();
+                    let counted = Arc::clone(&counted);
+                    tokio::spawn(async move {
+                        let Ok(mut tls) = acceptor.accept(socket).await else {
+                            return;
+                        };
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        let Ok(mut plain) = TcpStream::connect(("127.0.0.1", upstream)).await
+                        else {
+                            return;
+                        };
+                        let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                    });
+                }
+            });
+            Front {
+                port,
+                certificate,
+                served,
+                task,
+            }
+        }
+
+        /// How many TLS connections it passed on.
+        pub fn served(&self) -> usize {
+            self.served.load(Ordering::SeqCst)
+        }
+    }
+
+    /// Runs `openssl` with these arguments in `dir`.
+    fn openssl(dir: &Path, first: &[&str], then: &[&str], last: &[&str]) {
+        let made = std::process::Command::new("openssl")
+            .current_dir(dir)
+            .args(first)
+            .args(then)
+            .args(last)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("the wss test needs the openssl command");
+        assert!(made.success(), "openssl {first:?} failed");
+    }
+
+    impl Drop for Front {
+        fn drop(&mut self) {
+            self.task.abort();
+        }
+    }
 }

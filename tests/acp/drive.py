@@ -1,0 +1,273 @@
+# Drives `rummy acp` with the official ACP Python SDK (`agent-client-protocol` from PyPI,
+# pinned by tests/acp/requirements.txt), as an editor would, through one scenario, and prints
+# what the editor saw as one JSON object on stdout, in the shape drive.mjs prints (the same
+# tests in tests/it/acp.rs assert on either).
+#
+#   python drive.py <rummy binary> <scenario> <project dir>
+#
+# The scenarios and the environment are drive.mjs's (see there); the agent inherits this
+# process's environment, and with ACP_URL set it is `rummy acp --url $ACP_URL`.
+
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from acp import (
+    PROTOCOL_VERSION,
+    RequestError,
+    connect_to_agent,
+    embedded_text_resource,
+    resource_block,
+    resource_link_block,
+    text_block,
+)
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    CreateTerminalResponse,
+    FileSystemCapabilities,
+    Implementation,
+    ReleaseTerminalResponse,
+    RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
+)
+
+binary, scenario, project = sys.argv[1:4]
+seen: dict[str, Any] = {
+    "scenario": scenario,
+    "initialize": None,
+    "session": None,
+    "updates": [],
+    "permissions": [],
+    "writes": [],
+    "terminals": [],
+    "stopReasons": [],
+    "errors": [],
+    "rawErrors": [],
+    "exit": None,
+}
+
+
+def wire(model: Any) -> Any:
+    """A model of the SDK as it is on the wire."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Terminal:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.output = ""
+        self.exit: TerminalExitStatus | None = None
+        self.finished = asyncio.ensure_future(self.collect())
+
+    async def collect(self) -> TerminalExitStatus:
+        out, err = await self.process.communicate()
+        self.output = out.decode() + err.decode()
+        code = self.process.returncode
+        self.exit = (
+            TerminalExitStatus(exit_code=code)
+            if code >= 0
+            else TerminalExitStatus(signal=str(-code))
+        )
+        return self.exit
+
+
+class Editor:
+    """The client side: what an editor answers the agent."""
+
+    def __init__(self) -> None:
+        self.decision = "reject" if scenario == "edit-reject" else "allow"
+        self.running: dict[str, Terminal] = {}
+        self.created = 0
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        seen["updates"].append(wire(update))
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        seen["permissions"].append(
+            {
+                "sessionId": session_id,
+                "toolCall": wire(tool_call),
+                "options": [wire(option) for option in options],
+            }
+        )
+        option = next(o for o in options if o.option_id == self.decision)
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=option.option_id)
+        )
+
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        seen["writes"].append({"sessionId": session_id, "path": path, "content": content})
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as file:
+            file.write(content)
+        return WriteTextFileResponse()
+
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: Any = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> CreateTerminalResponse:
+        self.created += 1
+        terminal_id = f"term-{self.created}"
+        created = {"sessionId": session_id, "command": command, "args": args, "cwd": cwd}
+        if output_byte_limit is not None:
+            created["outputByteLimit"] = output_byte_limit
+        seen["terminals"].append({"created": created})
+        process = await asyncio.create_subprocess_exec(
+            command,
+            *(args or []),
+            cwd=cwd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        self.running[terminal_id] = Terminal(process)
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        seen["terminals"].append({"waited": terminal_id})
+        status = await self.running[terminal_id].finished
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> TerminalOutputResponse:
+        seen["terminals"].append({"output": terminal_id})
+        terminal = self.running[terminal_id]
+        return TerminalOutputResponse(
+            output=terminal.output, truncated=False, exit_status=terminal.exit
+        )
+
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> ReleaseTerminalResponse:
+        seen["terminals"].append({"released": terminal_id})
+        del self.running[terminal_id]
+        return ReleaseTerminalResponse()
+
+
+async def tee(source: asyncio.StreamReader, sink: asyncio.StreamReader) -> None:
+    """Passes the agent's stdout on to the SDK, keeping the error replies no request of the
+    SDK's waits for (those to lines that were not JSON) and any line that is not a frame."""
+    while line := await source.readline():
+        try:
+            message = json.loads(line)
+            if "error" in message and message.get("id") is None:
+                seen["rawErrors"].append(message["error"])
+        except ValueError:
+            seen["errors"].append({"stdoutNotJson": line.decode(errors="replace")})
+        sink.feed_data(line)
+    sink.feed_eof()
+
+
+async def attempt(what: str, call: Any) -> Any:
+    try:
+        return await call
+    except RequestError as error:
+        seen["errors"].append(
+            {"what": what, "code": error.code, "message": str(error), "data": error.data}
+        )
+        return None
+
+
+async def run(conn: Any) -> None:
+    offers_files = scenario == "edit-allow"
+    initialized = await conn.initialize(
+        protocol_version=PROTOCOL_VERSION,
+        client_capabilities=ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=offers_files, write_text_file=offers_files),
+            terminal=scenario == "command",
+        ),
+        client_info=Implementation(name="rummy-acp-test-py", version="1"),
+    )
+    seen["initialize"] = wire(initialized)
+    if scenario == "sign-in":
+        await attempt("session/new unsigned", conn.new_session(cwd=project, mcp_servers=[]))
+        with open(os.environ["ACP_TOKEN_FILE"], "w") as file:
+            file.write(os.environ["ACP_SIGN_IN_TOKEN"] + "\n")
+        await attempt("authenticate other", conn.authenticate(method_id="password"))
+        seen["authenticate"] = wire(await conn.authenticate(method_id="token-file"))
+    session = await attempt("session/new", conn.new_session(cwd=project, mcp_servers=[]))
+    if session is None:
+        return
+    seen["session"] = wire(session)
+    session_id = session.session_id
+
+    async def prompt(text: str, *more: Any) -> None:
+        response = await attempt(
+            "prompt", conn.prompt(session_id=session_id, prompt=[text_block(text), *more])
+        )
+        if response is not None:
+            seen["stopReasons"].append(response.stop_reason)
+
+    if scenario == "cancel":
+        turn = asyncio.ensure_future(prompt("take your time"))
+        await asyncio.sleep(1.5)
+        await conn.cancel(session_id=session_id)
+        await turn
+    elif scenario == "ask-mode":
+        await attempt("set_mode plan", conn.set_session_mode(session_id=session_id, mode_id="plan"))
+        await conn.set_session_mode(session_id=session_id, mode_id="ask")
+        await prompt("what is in a.txt?")
+    elif scenario == "resources":
+        await prompt(
+            "compare these",
+            resource_link_block("a.txt", f"file://{project}/a.txt"),
+            resource_block(embedded_text_resource(f"file://{project}/b.txt", "unsaved\n")),
+            resource_link_block(
+                "secret.txt", f"file://{os.path.dirname(project)}/secret.txt"
+            ),
+        )
+    else:
+        await prompt("please do the task")
+    await attempt(
+        "unknown session",
+        conn.prompt(session_id="no-such-session", prompt=[text_block("hello")]),
+    )
+
+
+async def main() -> None:
+    args = ["acp", "--url", os.environ["ACP_URL"]] if os.environ.get("ACP_URL") else ["acp"]
+    if os.environ.get("ACP_TOKEN_FILE"):
+        args += ["--token-file", os.environ["ACP_TOKEN_FILE"]]
+    child = await asyncio.create_subprocess_exec(
+        binary,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        limit=64 * 1024 * 1024,
+    )
+    if scenario == "malformed":
+        child.stdin.write(b"this is not json\n")
+        child.stdin.write(b'{"jsonrpc":"2.0","id":7,"method":\n')
+    frames = asyncio.StreamReader(limit=64 * 1024 * 1024)
+    teeing = asyncio.ensure_future(tee(child.stdout, frames))
+    conn = connect_to_agent(Editor(), child.stdin, frames)
+    try:
+        await run(conn)
+    finally:
+        child.stdin.close()
+        code = await child.wait()
+        await teeing
+        await conn.close()
+    seen["exit"] = {"code": code, "signal": None} if code >= 0 else {"code": None, "signal": -code}
+    sys.stdout.write(json.dumps(seen) + "\n")
+
+
+asyncio.run(main())
