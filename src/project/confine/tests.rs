@@ -327,3 +327,31 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_chain_of_as_many_symlinks_as_allowed_resolves_and_one_more_is_a_loop() {
+    let fixture = Fixture::new();
+    let link = |index: usize| fixture.proj().join(format!("link-{index}"));
+    symlink("src", link(1)).unwrap();
+    for index in 2..=MAX_SYMLINK_HOPS + 1 {
+        symlink(format!("link-{}", index - 1), link(index)).unwrap();
+    }
+    let real = fs::canonicalize(fixture.proj().join("src/main.rs")).unwrap();
+    assert_eq!(
+        resolve(&link(MAX_SYMLINK_HOPS).join("main.rs")).unwrap(),
+        real
+    );
+    assert!(matches!(
+        resolve(&link(MAX_SYMLINK_HOPS + 1).join("main.rs")),
+        Err(ProjectError::SymlinkLoop(_))
+    ));
+}
+
+#[test]
+fn a_path_through_a_file_is_an_error_not_a_new_path() {
+    let fixture = Fixture::new();
+    assert!(matches!(
+        resolve(&fixture.proj().join("src/main.rs/below")),
+        Err(ProjectError::Io { .. })
+    ));
+}
