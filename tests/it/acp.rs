@@ -25,7 +25,7 @@ use rummy::llm::fake::{FakeLlm, Step};
 
 /// The official ACP client SDK a scenario is driven with.
 #[derive(Debug, Clone, Copy)]
-enum Sdk {
+pub enum Sdk {
     TypeScript,
     Python,
 }
@@ -115,15 +115,15 @@ with_each_sdk!(
 );
 
 /// What the editor saw of one scenario, with the home and project it ran in.
-struct Drive {
-    seen: Value,
+pub struct Drive {
+    pub seen: Value,
     project: PathBuf,
     home: tempfile::TempDir,
 }
 
 /// A running server `rummy acp --url` connects to, and the variables the driver (and so
 /// the agent) gets for it: the person's token (`RUMMY_AUTH_TOKEN`), a token file, a CA.
-struct Remote {
+pub struct Remote {
     url: String,
     env: Vec<(&'static str, String)>,
 }
@@ -162,6 +162,22 @@ impl Drive {
         remote: Option<Remote>,
         env: &[(&str, &str)],
     ) -> Drive {
+        let mut all = llm_env(llm);
+        all.extend_from_slice(env);
+        Drive::spawn(sdk, scenario, home, name, remote, &all).await
+    }
+
+    /// Runs `scenario` of `sdk`'s driver against a local `rummy acp` on `home`, whose project
+    /// `name` holds `a.txt` ("one\ntwo\n"), with `env` (the model's settings among them) in
+    /// the agent's environment, against `remote` when given.
+    pub async fn spawn(
+        sdk: Sdk,
+        scenario: &str,
+        home: tempfile::TempDir,
+        name: &str,
+        remote: Option<Remote>,
+        env: &[(&str, &str)],
+    ) -> Drive {
         let project = home.path().join(name);
         std::fs::create_dir_all(&project).unwrap();
         std::fs::write(project.join("a.txt"), "one\ntwo\n").unwrap();
@@ -179,7 +195,6 @@ impl Drive {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("RUMMY_HOME", home.path())
             .env("RUMMY_LOG", "warn")
-            .envs(llm_env(llm))
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stderr(Stdio::inherit())
@@ -220,7 +235,7 @@ impl Drive {
             .collect()
     }
 
-    fn messages(&self) -> Vec<&str> {
+    pub fn messages(&self) -> Vec<&str> {
         self.updates("agent_message_chunk")
             .iter()
             .map(|update| update["content"]["text"].as_str().unwrap())
@@ -234,7 +249,7 @@ impl Drive {
     /// The editor was told the agent's version and modes, read nothing but frames on
     /// stdout, saw a clean exit, and a prompt for a session it never made was refused by
     /// name.
-    fn assert_clean_session(&self) {
+    pub fn assert_clean_session(&self) {
         assert_eq!(self.seen["initialize"]["protocolVersion"], json!(1));
         assert_eq!(self.seen["initialize"]["agentInfo"]["name"], json!("rummy"));
         assert_eq!(

@@ -2,13 +2,16 @@
 //! loopback (`tests/llm/serve-smollm.sh`, started by `tests/run.sh`, which exports
 //! `RUMMY_TEST_LLM_URL`). The model is tiny and its output messy: these tests check that
 //! rummy turns whatever it says into a finished loop, never a server error or a stuck run —
-//! memory's recall, session notes by a sidecar call and their consolidation included.
+//! memory's recall, session notes by a sidecar call and their consolidation included —
+//! and that an editor's session through `rummy acp` (the ACP TypeScript SDK, as in
+//! `acp.rs`) ends its turn, whatever the model says.
 //!
 //! Each test is `#[ignore]`d so that a plain `cargo test` never reports one as passed when
 //! it did not run; `tests/run.sh` runs them (`--ignored`) once the model is up.
 
 use serde_json::{json, Value};
 
+use crate::acp::{Drive, Sdk};
 use crate::support::{Client, TestApp};
 
 /// The real model's server. These tests run only when asked for (`--ignored`), so a
@@ -255,4 +258,38 @@ async fn the_memory_pipeline_runs_on_a_real_model_and_never_breaks_a_loop() {
         let detail = client.ok("getRun", json!({"run": outcome["run"]})).await;
         assert_ne!(detail["status"], json!(500), "no server error: {detail}");
     }
+}
+
+#[actix_web::test]
+#[ignore = "needs the real model (tests/run.sh starts it) and node with `npm ci` in tests/acp"]
+async fn an_editor_session_on_a_real_model_ends_its_turn() {
+    let url = llm_url();
+    let context = std::env::var("RUMMY_TEST_LLM_CONTEXT").unwrap_or_else(|_| "8192".into());
+    let model = [
+        ("OPENAI_BASE_URL", url.as_str()),
+        ("RUMMY_MODEL_smol", "openai/smollm2"),
+        ("RUMMY_CONTEXT_smol", context.as_str()),
+        ("RUMMY_MAX_TURNS", "3"),
+        ("RUMMY_TEMPERATURE", "0"),
+        ("RUMMY_MAX_COMPLETION_TOKENS", "400"),
+    ];
+    let home = tempfile::tempdir().unwrap();
+    let drive = Drive::spawn(Sdk::TypeScript, "edit-allow", home, "demo", None, &model).await;
+    drive.assert_clean_session();
+    let ended = drive.seen["stopReasons"].as_array().unwrap();
+    assert_eq!(ended.len(), 1, "{}", drive.seen);
+    assert!(
+        ["end_turn", "max_turn_requests", "refusal"].contains(&ended[0].as_str().unwrap()),
+        "the turn ends whatever the model says: {}",
+        drive.seen
+    );
+    assert!(
+        drive.seen["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|error| error["what"] == "unknown session"),
+        "no error but the unknown session's: {}",
+        drive.seen
+    );
 }
