@@ -17,7 +17,10 @@ use agent_client_protocol::v1::schema::{
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, Client, Stdio};
+use agent_client_protocol::{
+    on_receive_notification, on_receive_request, Agent, Client, JsonRpcResponse, Protocol,
+    Responder, Stdio,
+};
 
 use crate::acp::error::AcpError;
 use crate::acp::link::{Dialer, Endpoint};
@@ -217,11 +220,18 @@ impl Bridge {
     }
 }
 
-/// Tells the editor the slash commands of `session`, once it knows the session.
-fn offer_commands(
+/// Answers a request that made or loaded a session, then tells the editor the session's
+/// slash commands (once it knows the session).
+fn answer_and_offer_commands<T: JsonRpcResponse, P: Protocol>(
+    responder: Responder<T, P>,
     cx: &ConnectionTo<Client>,
-    session: &Session,
+    result: Result<(T, Arc<Session>), AcpError>,
 ) -> Result<(), agent_client_protocol::Error> {
+    let (response, session) = match result {
+        Ok(answered) => answered,
+        Err(error) => return responder.respond_with_error(error.into()),
+    };
+    responder.respond(response)?;
     cx.send_notification(SessionNotification::new(
         session.id.clone(),
         session.commands(),
@@ -274,28 +284,16 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: NewSessionRequest, responder, cx| match on_new
-                .new_session(request)
-                .await
-            {
-                Ok((response, session)) => {
-                    responder.respond(response)?;
-                    offer_commands(&cx, &session)
-                }
-                Err(error) => responder.respond_with_error(error.into()),
+            async move |request: NewSessionRequest, responder, cx| {
+                let opened = on_new.new_session(request).await;
+                answer_and_offer_commands(responder, &cx, opened)
             },
             on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: LoadSessionRequest, responder, cx| match on_load
-                .load_session(request, &cx)
-                .await
-            {
-                Ok((response, session)) => {
-                    responder.respond(response)?;
-                    offer_commands(&cx, &session)
-                }
-                Err(error) => responder.respond_with_error(error.into()),
+            async move |request: LoadSessionRequest, responder, cx| {
+                let loaded = on_load.load_session(request, &cx).await;
+                answer_and_offer_commands(responder, &cx, loaded)
             },
             on_receive_request!(),
         )
