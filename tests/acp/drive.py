@@ -6,7 +6,9 @@
 #   python drive.py <rummy binary> <scenario> <project dir>
 #
 # The scenarios and the environment are drive.mjs's (see there); the agent inherits this
-# process's environment, and with ACP_URL set it is `rummy acp --url $ACP_URL`.
+# process's environment, and with ACP_URL set it is `rummy acp --url $ACP_URL`. Forms
+# (`elicitation/create`) are in the SDK's unstable protocol, which the editor of the
+# question-form scenario turns on.
 
 import asyncio
 import json
@@ -24,9 +26,14 @@ from acp import (
     text_block,
 )
 from acp.schema import (
+    AcceptElicitationResponse,
     AllowedOutcome,
     ClientCapabilities,
     CreateTerminalResponse,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
+    ElicitationFormRequestMode,
+    ElicitationFormSessionMode,
     FileSystemCapabilities,
     Implementation,
     ReleaseTerminalResponse,
@@ -44,9 +51,13 @@ seen: dict[str, Any] = {
     "session": None,
     "updates": [],
     "permissions": [],
+    "elicitations": [],
     "writes": [],
     "terminals": [],
     "stopReasons": [],
+    "replayed": None,
+    "configured": None,
+    "listed": None,
     "errors": [],
     "rawErrors": [],
     "exit": None,
@@ -54,7 +65,9 @@ seen: dict[str, Any] = {
 
 
 def wire(model: Any) -> Any:
-    """A model of the SDK as it is on the wire."""
+    """A model of the SDK as it is on the wire (None, for a call that failed, stays None)."""
+    if model is None:
+        return None
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
@@ -81,7 +94,9 @@ class Editor:
     """The client side: what an editor answers the agent."""
 
     def __init__(self) -> None:
-        self.decision = "reject" if scenario == "edit-reject" else "allow"
+        self.decision = {"edit-reject": "reject", "question-chat": "in-chat"}.get(
+            scenario, "allow"
+        )
         self.running: dict[str, Terminal] = {}
         self.created = 0
 
@@ -102,6 +117,15 @@ class Editor:
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=option.option_id)
         )
+
+    async def create_elicitation(
+        self, message: str, mode: Any, **kwargs: Any
+    ) -> AcceptElicitationResponse:
+        form = isinstance(mode, (ElicitationFormSessionMode, ElicitationFormRequestMode))
+        seen["elicitations"].append(
+            {"message": message, "mode": "form" if form else "url", **wire(mode)}
+        )
+        return AcceptElicitationResponse(action="accept", content={"answer": "teal, actually"})
 
     async def write_text_file(
         self, session_id: str, path: str, content: str, **kwargs: Any
@@ -186,6 +210,9 @@ async def attempt(what: str, call: Any) -> Any:
         return None
 
 
+offers_forms = scenario == "question-form"
+
+
 async def run(conn: Any) -> None:
     offers_files = scenario == "edit-allow"
     initialized = await conn.initialize(
@@ -193,6 +220,11 @@ async def run(conn: Any) -> None:
         client_capabilities=ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=offers_files, write_text_file=offers_files),
             terminal=scenario == "command",
+            elicitation=(
+                ElicitationCapabilities(form=ElicitationFormCapabilities())
+                if offers_forms
+                else None
+            ),
         ),
         client_info=Implementation(name="rummy-acp-test-py", version="1"),
     )
@@ -203,11 +235,29 @@ async def run(conn: Any) -> None:
             file.write(os.environ["ACP_SIGN_IN_TOKEN"] + "\n")
         await attempt("authenticate other", conn.authenticate(method_id="password"))
         seen["authenticate"] = wire(await conn.authenticate(method_id="token-file"))
-    session = await attempt("session/new", conn.new_session(cwd=project, mcp_servers=[]))
-    if session is None:
+    if scenario == "load":
+        session_id = os.environ["ACP_LOAD"]
+        loaded = await attempt(
+            "session/load",
+            conn.load_session(cwd=project, session_id=session_id, mcp_servers=[]),
+        )
+        # Each update's handler runs before the answer resumes this call (the SDK starts
+        # it as a task on receipt, in order), so these are the updates before the answer.
+        seen["replayed"] = len(seen["updates"])
+        listed = await attempt("session/list", conn.list_sessions(cwd=project))
+        seen["listed"] = wire(listed)
+        await attempt(
+            "load unknown",
+            conn.load_session(cwd=project, session_id="no_such_run", mcp_servers=[]),
+        )
+        if loaded is not None:
+            seen["session"] = {"sessionId": session_id, **wire(loaded)}
+    else:
+        session = await attempt("session/new", conn.new_session(cwd=project, mcp_servers=[]))
+        seen["session"] = wire(session)
+    if seen["session"] is None:
         return
-    seen["session"] = wire(session)
-    session_id = session.session_id
+    session_id = seen["session"]["sessionId"]
 
     async def prompt(text: str, *more: Any) -> None:
         response = await attempt(
@@ -225,6 +275,26 @@ async def run(conn: Any) -> None:
         await attempt("set_mode plan", conn.set_session_mode(session_id=session_id, mode_id="plan"))
         await conn.set_session_mode(session_id=session_id, mode_id="ask")
         await prompt("what is in a.txt?")
+    elif scenario == "load":
+        await prompt("and now the second part")
+    elif scenario == "model":
+        configured = await attempt(
+            "set model second",
+            conn.set_config_option(config_id="model", session_id=session_id, value="second"),
+        )
+        seen["configured"] = wire(configured)
+        await attempt(
+            "set model nope",
+            conn.set_config_option(config_id="model", session_id=session_id, value="nope"),
+        )
+        await prompt("which model are you?")
+    elif scenario == "question-chat":
+        await prompt("please do the task")
+        await prompt("It is called Nimbus")
+    elif scenario == "slash":
+        await prompt("/sql_style write the query")
+        await prompt("/persona:pirate")
+        await prompt("say hi")
     elif scenario == "resources":
         await prompt(
             "compare these",
@@ -258,7 +328,9 @@ async def main() -> None:
         child.stdin.write(b'{"jsonrpc":"2.0","id":7,"method":\n')
     frames = asyncio.StreamReader(limit=64 * 1024 * 1024)
     teeing = asyncio.ensure_future(tee(child.stdout, frames))
-    conn = connect_to_agent(Editor(), child.stdin, frames)
+    conn = connect_to_agent(
+        Editor(), child.stdin, frames, use_unstable_protocol=offers_forms
+    )
     try:
         await run(conn)
     finally:

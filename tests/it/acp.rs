@@ -4,9 +4,7 @@
 //! (`tests/acp/drive.mjs`, `@agentclientprotocol/sdk` pinned by `tests/acp/package-lock.json`)
 //! and the Python SDK (`tests/acp/drive.py`, `agent-client-protocol` pinned by
 //! `tests/acp/requirements.txt`). Both drivers print what the editor saw in one shape, so
-//! each scenario below is one function run once per SDK (`acp::ts::…` and `acp::py::…`);
-//! loading, slash commands, model choice and questions are driven by the TypeScript SDK
-//! only for now.
+//! each scenario below is one function run once per SDK (`acp::ts::…` and `acp::py::…`).
 //!
 //! They need node and `npm ci` in tests/acp, and a venv with the Python SDK in
 //! tests/acp/.venv, which `tests/run.sh` makes: they are `#[ignore]`d, so that a plain
@@ -58,24 +56,15 @@ const NEEDS_NODE: &str = "needs node and `npm ci` in tests/acp: tests/run.sh doe
 const NEEDS_PYTHON: &str =
     "needs the ACP Python SDK in tests/acp/.venv (tests/acp/requirements.txt): tests/run.sh installs it";
 
-/// Each scenario named, as a test per SDK: `ts::<name>` and `py::<name>`; those after
-/// `typescript only:` are driven by the TypeScript SDK alone (the Python driver does not
-/// play their scenarios yet).
+/// Each scenario named, as a test per SDK: `ts::<name>` and `py::<name>`.
 macro_rules! with_each_sdk {
-    ($($name:ident),* $(,)?; typescript only: $($only:ident),* $(,)?) => {
+    ($($name:ident),* $(,)?) => {
         mod ts {
             $(
                 #[actix_web::test]
                 #[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
                 async fn $name() {
                     super::$name(super::Sdk::TypeScript).await
-                }
-            )*
-            $(
-                #[actix_web::test]
-                #[ignore = "needs node and `npm ci` in tests/acp: tests/run.sh does both"]
-                async fn $only() {
-                    super::$only(super::Sdk::TypeScript).await
                 }
             )*
         }
@@ -105,8 +94,7 @@ with_each_sdk!(
     remote_a_person_works_in_their_project_through_a_team_server,
     remote_a_project_outside_the_persons_is_refused_with_rummys_error,
     remote_without_a_token_the_editor_signs_in_with_the_token_file,
-    remote_over_wss_through_a_tls_front;
-    typescript only:
+    remote_over_wss_through_a_tls_front,
     a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued,
     skills_and_personas_are_slash_commands_that_reach_the_model,
     a_model_chosen_in_the_session_runs_its_next_prompt,
