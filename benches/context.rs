@@ -114,6 +114,7 @@ fn materialize_and_assemble(criterion: &mut Criterion) {
                 bench.iter(|| {
                     let rows = materialize(&mut conn, target, &Views, tokens).unwrap_or_default();
                     let input = AssemblyInput {
+                        run,
                         rows: &rows,
                         turn: 51,
                         policy: ToolPolicy::act(),

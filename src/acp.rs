@@ -11,6 +11,7 @@ mod commands;
 mod error;
 pub mod link;
 pub mod local;
+mod mcp;
 mod options;
 mod permission;
 mod prompt;

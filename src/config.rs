@@ -77,6 +77,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_LOOPS_OVER_LIMIT", "agent.over_limit"),
     ("RUMMY_SUBAGENT_MAX_DEPTH", "agent.subagent_max_depth"),
     ("RUMMY_SUBAGENT_MAX_TURNS", "agent.subagent_max_turns"),
+    ("RUMMY_CLIENT_MCP", "agent.client_mcp"),
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
     ("RUMMY_OUTLINE_MAX_BYTES", "scan.outline_max_bytes"),
     ("RUMMY_OUTLINE_TIMEOUT_MS", "scan.outline_timeout_ms"),
@@ -361,6 +362,24 @@ pub struct AgentSettings {
     pub subagent_max_depth: u32,
     /// Most turns one sub-agent's loop takes.
     pub subagent_max_turns: u32,
+    /// Which MCP servers a client may attach to a run (`run/mcp`), for the server to
+    /// connect to.
+    pub client_mcp: ClientMcp,
+}
+
+/// Which MCP servers a client may attach to a run: the server connects to them, so on a
+/// team server they reach its network and run as its user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientMcp {
+    /// None: `run/mcp` is refused.
+    Off,
+    /// Streamable-HTTP servers at addresses a web fetch may reach (`RUMMY_WEB_ALLOW_NETS`
+    /// widens both).
+    Http,
+    /// Any: also commands run on this machine, and HTTP servers at any address (a server
+    /// that is the person's own machine, as `rummy acp` without `--url` is).
+    All,
 }
 
 /// What an `ask`/`act` past the bounds on active loops gets.
@@ -827,6 +846,7 @@ mod tests {
         assert_eq!(settings.storage.db_path, home.path().join("rummy.db"));
         assert_eq!(settings.agent.temperature, None);
         assert_eq!(settings.agent.apply_edits, ApplyEdits::Client);
+        assert_eq!(settings.agent.client_mcp, ClientMcp::Off);
         assert_eq!(
             settings.server.replay_limits(),
             crate::hub::replay::ReplayLimits {

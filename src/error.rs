@@ -10,6 +10,7 @@
 use crate::access::AccessError;
 use crate::agent::admission::{LoopsFull, NotAdmitted};
 use crate::db::DbError;
+use crate::mcp::attached::AttachError;
 use crate::plugins::method::MethodError;
 use crate::project::ProjectError;
 
@@ -128,6 +129,9 @@ pub enum AppError {
     /// A path or project file operation failed.
     #[error(transparent)]
     Project(#[from] ProjectError),
+    /// A client's MCP servers were not attached.
+    #[error(transparent)]
+    Attach(#[from] AttachError),
     /// A plugin's method failed.
     #[error(transparent)]
     Plugin(#[from] MethodError),
@@ -182,6 +186,7 @@ impl AppError {
             AppError::Access(AccessError::UsersFile(_)) => code::INTERNAL,
             AppError::Access(_) => code::UNAUTHORIZED,
             AppError::Db(error) => db_code(error),
+            AppError::Attach(error) => attach_code(error),
             AppError::Plugin(MethodError::InvalidParams(_)) => code::INVALID_PARAMS,
             AppError::Plugin(MethodError::RunNotFound(_)) => code::RUN_NOT_FOUND,
             AppError::Plugin(MethodError::Db(error)) => db_code(error),
@@ -209,6 +214,16 @@ fn db_code(error: &DbError) -> i64 {
         DbError::Invalid(_) => code::INVALID_PARAMS,
         DbError::WorkLimit(_) => code::WORK_LIMIT,
         _ => code::INTERNAL,
+    }
+}
+
+fn attach_code(error: &AttachError) -> i64 {
+    match error {
+        AttachError::Off | AttachError::CommandRefused(_) | AttachError::Unreachable { .. } => {
+            code::UNAUTHORIZED
+        }
+        AttachError::Taken(_) => code::CONFLICT,
+        AttachError::Invalid { .. } | AttachError::TooMany => code::INVALID_PARAMS,
     }
 }
 

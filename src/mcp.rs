@@ -1,6 +1,7 @@
 //! MCP servers as tools: the servers of `$RUMMY_HOME/mcp.toml` ([`config`]), each kept
 //! connected by a task of its own (`connection`), each a model tool with its own tag
-//! (`tool`, `server`) whose tools the packet lists (`catalogue`).
+//! (`tool`, `server`) whose tools the packet lists (`catalogue`); and the servers clients
+//! attach to a run ([`attached`]), all under one tag (`client_tool`).
 //!
 //! A tool handler runs on the DB writer and never waits on a server: the calls a reply
 //! makes at once (read-only tools, or any tool of a trusted server) are made by
@@ -11,7 +12,9 @@
 //! A call the dispatch then cancels (an earlier command of the reply stopped it) has been
 //! made, and is recorded as cancelled.
 
+pub mod attached;
 mod catalogue;
+mod client_tool;
 pub mod config;
 mod connection;
 mod outcome;
@@ -29,21 +32,25 @@ use crate::db::enums::EntryStatus;
 use crate::db::ids::RunId;
 use crate::db::queries::entries;
 use crate::db::{DbError, DbHandle};
+use crate::hub::ConnId;
 use crate::parser::Command;
 use crate::plugins::assembly::Chain;
 use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::{McpServerSet, ToolPolicy};
+use attached::{AttachError, Attached, ClientServer};
 use connection::Link;
 use outcome::CallOutcome;
 use performed::CallKey;
 pub use performed::CallOutcomes;
-use server::{parse_arguments, McpCall, Plan, Server};
+use server::{parse_arguments, McpCall, Plan, Server, CLIENT_TAG};
 use tool::{reply_key, McpTool};
 
-/// The configured servers. Cheap to clone; dropping the last clone stops their tasks.
+/// The configured servers, and those clients attach to runs. Cheap to clone; dropping
+/// the last clone stops their tasks.
 #[derive(Clone, Default)]
 pub struct McpServers {
     servers: Arc<[Arc<Server>]>,
+    attached: Arc<Attached>,
 }
 
 impl McpServers {
@@ -56,11 +63,72 @@ impl McpServers {
             .collect();
         McpServers {
             servers: servers.into(),
+            attached: Arc::default(),
         }
     }
 
-    /// The plugin that offers these servers to the model: one tool per server, and the
-    /// `<mcp_tools>` section listing their tools.
+    /// Makes `servers` the ones connection `conn` attaches to `run` (none detaches them),
+    /// as `allowed` permits; an HTTP server's addresses are checked against `filter` first
+    /// under `http`, and before each connection. Answers once each has connected or
+    /// failed, or after [`ATTACH_PATIENCE`].
+    pub async fn attach(
+        &self,
+        run: RunId,
+        conn: ConnId,
+        servers: Vec<ClientServer>,
+        allowed: crate::config::ClientMcp,
+        filter: &crate::web::NetFilter,
+    ) -> Result<Vec<AttachedView>, AttachError> {
+        if allowed == crate::config::ClientMcp::Off && !servers.is_empty() {
+            return Err(AttachError::Off);
+        }
+        let mut configs = Vec::with_capacity(servers.len());
+        for server in servers {
+            let config = server.config(allowed, filter)?;
+            if let config::Transport::Http {
+                url,
+                reach: Some(filter),
+                ..
+            } = &config.transport
+            {
+                connection::reachable(url, filter).await.map_err(|reason| {
+                    AttachError::Unreachable {
+                        name: config.name.clone(),
+                        reason,
+                    }
+                })?;
+            }
+            configs.push(config);
+        }
+        let started = self.attached.set(run, conn, configs)?;
+        let settled = started.iter().map(|server| async move {
+            let (connected, error) = match server.connection.settled(ATTACH_PATIENCE).await {
+                Link::Up { .. } => (true, None),
+                Link::Connecting => (false, Some("still connecting".to_owned())),
+                Link::Down { reason } => (false, Some(reason)),
+            };
+            AttachedView {
+                name: server.config.name.clone(),
+                connected,
+                error,
+                tools: server.connection.tools().len(),
+            }
+        });
+        Ok(futures_util::future::join_all(settled).await)
+    }
+
+    /// Stops the servers connection `conn` attached (it closed).
+    pub fn release(&self, conn: ConnId) {
+        self.attached.release(conn);
+    }
+
+    /// Whether a client attached a server to `run`.
+    pub fn attached_to(&self, run: RunId) -> bool {
+        self.attached.any(run)
+    }
+
+    /// The plugin that offers these servers to the model: one tool per configured server,
+    /// one for those clients attach, and the `<mcp_tools>` section listing their tools.
     pub fn plugin(&self) -> McpPlugin {
         McpPlugin(self.clone())
     }
@@ -70,20 +138,30 @@ impl McpServers {
         self.servers
             .iter()
             .filter(|server| server.config.serves(project))
-            .fold(McpServerSet::NONE, |set, server| set.with(server.index))
+            .fold(McpServerSet::NONE, |set, server| match server.origin {
+                server::Origin::Configured { index } => set.with(index),
+                server::Origin::Client => set,
+            })
     }
 
-    /// Makes the calls of `commands` (one reply) that run at once, in order, each within its
-    /// server's timeout; an abort (`cancel`) stops them.
+    /// Makes the calls of `commands` (one reply of `run`) that run at once, in order, each
+    /// within its server's timeout; an abort (`cancel`) stops them.
     pub async fn perform(
         &self,
         policy: &ToolPolicy,
+        run: RunId,
         commands: &[Command],
         cancel: &CancellationToken,
     ) -> CallOutcomes {
         let mut performed = CallOutcomes::default();
+        let attached = self.attached.of(run);
         for command in commands {
-            let Some((server, call)) = self.call_of(command) else {
+            let Some((server, call)) = self
+                .servers
+                .iter()
+                .chain(&attached)
+                .find_map(|server| Some((server, server.call_of(command)?)))
+            else {
                 continue;
             };
             let direct = server.offered(policy)
@@ -111,9 +189,11 @@ impl McpServers {
     ) -> Result<CallOutcomes, DbError> {
         let mut performed = CallOutcomes::default();
         let scheme = path.split_once("://").map_or("", |(scheme, _)| scheme);
-        let Some(server) = self.servers.iter().find(|server| server.tag == scheme) else {
+        let attached = self.attached.of(run);
+        let mcp_scheme = scheme == CLIENT_TAG || self.servers.iter().any(|s| s.tag == scheme);
+        if !mcp_scheme {
             return Ok(performed);
-        };
+        }
         let owned = path.to_owned();
         let Some(proposal) = db
             .read(move |conn| entries::get_entry(conn, run, &owned))
@@ -129,6 +209,21 @@ impl McpServers {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned()
+        };
+        let server = if scheme == CLIENT_TAG {
+            let name = text("server");
+            attached.iter().find(|server| server.config.name == name)
+        } else {
+            self.servers.iter().find(|server| server.tag == scheme)
+        };
+        let Some(server) = server else {
+            performed.put(
+                CallKey::Accepted {
+                    path: path.to_owned(),
+                },
+                CallOutcome::Gone("its server is no longer attached to this run".into()),
+            );
+            return Ok(performed);
         };
         let call = McpCall {
             tool: text("tool"),
@@ -180,13 +275,21 @@ impl McpServers {
             })
             .collect()
     }
+}
 
-    /// The server `command` is written to, and its call.
-    fn call_of(&self, command: &Command) -> Option<(&Server, McpCall)> {
-        self.servers
-            .iter()
-            .find_map(|server| Some((server.as_ref(), server.call_of(command)?)))
-    }
+/// How long `run/mcp` waits for the servers it attaches to connect.
+pub const ATTACH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One server as `run/mcp` answers it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachedView {
+    pub name: String,
+    pub connected: bool,
+    /// Why it is not connected (yet).
+    pub error: Option<String>,
+    /// How many tools it lists.
+    pub tools: usize,
 }
 
 /// One server as `getMcpServers` shows it.
@@ -230,14 +333,18 @@ impl Plugin for McpPlugin {
     }
 
     fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
-        let McpServers { servers } = self.0;
+        let McpServers { servers, attached } = self.0;
         for server in servers.iter() {
             registrar.tool(McpTool::new(Arc::clone(server)));
         }
+        registrar.tool(client_tool::ClientMcpTool {
+            attached: Arc::clone(&attached),
+        });
         registrar.section(
             Chain::System,
             catalogue::Catalogue {
                 servers: servers.to_vec(),
+                attached,
             },
         );
     }

@@ -11,10 +11,11 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
     CancelNotification, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionId, SessionListCapabilities, SessionNotification, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    SessionCapabilities, SessionId, SessionListCapabilities, SessionNotification,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{
@@ -72,6 +73,7 @@ impl Bridge {
             .agent_capabilities(
                 AgentCapabilities::new()
                     .load_session(true)
+                    .mcp_capabilities(McpCapabilities::new().http(true))
                     .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
                     .session_capabilities(
                         SessionCapabilities::new().list(SessionListCapabilities::new()),
@@ -148,16 +150,10 @@ impl Bridge {
         &self,
         request: NewSessionRequest,
     ) -> Result<(NewSessionResponse, Arc<Session>), AcpError> {
-        if !request.mcp_servers.is_empty() {
-            tracing::warn!(
-                servers = %mcp_names(&request.mcp_servers),
-                "the editor's MCP servers are not connected (rummy acp does not take them yet): \
-                 declare them in $RUMMY_HOME/mcp.toml"
-            );
-        }
         let connected = self.dialer.dial(self.endpoint()).await?;
         let root = PathBuf::from(&request.cwd);
         let session = Session::open(root, connected, self.model.clone()).await?;
+        session.attach_mcp(&request.mcp_servers).await;
         let id = session.id.clone();
         let modes = Mode::state(session.mode());
         let response = NewSessionResponse::new(id)
@@ -177,6 +173,7 @@ impl Bridge {
         let root = PathBuf::from(&request.cwd);
         let Loaded { session, replay } =
             Session::load(&request.session_id, root, connected, self.model.clone()).await?;
+        session.attach_mcp(&request.mcp_servers).await;
         for update in replay {
             cx.send_notification(SessionNotification::new(session.id.clone(), update))
                 .map_err(AcpError::protocol)?;
@@ -236,20 +233,6 @@ fn answer_and_offer_commands<T: JsonRpcResponse, P: Protocol>(
         session.id.clone(),
         session.commands(),
     ))
-}
-
-/// The names of the editor's MCP servers, for the log.
-fn mcp_names(servers: &[McpServer]) -> String {
-    servers
-        .iter()
-        .map(|server| match server {
-            McpServer::Stdio(stdio) => stdio.name.as_str(),
-            McpServer::Http(http) => http.name.as_str(),
-            McpServer::Sse(sse) => sse.name.as_str(),
-            _ => "(unnamed)",
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Serves the editor on stdin/stdout until it closes stdin.

@@ -1,7 +1,8 @@
 //! The local mode: rummy's server in this process, on the default store, reachable only
 //! from this process (127.0.0.1, a port the system picks, a fresh random token that never
-//! leaves it), applying accepted edits itself: an editor has no way to delete or move a
-//! file for it.
+//! leaves it), applying accepted edits itself (an editor has no way to delete or move a
+//! file for it) and connecting any MCP server the editor passes: this machine is the
+//! person's own.
 
 use std::collections::HashMap;
 
@@ -15,6 +16,7 @@ pub fn environment(env: &mut HashMap<String, String>) -> Result<(), getrandom::E
     env.insert("PORT".into(), "0".into());
     env.insert("RUMMY_AUTH_TOKEN".into(), token);
     env.insert("RUMMY_APPLY_EDITS".into(), "server".into());
+    env.insert("RUMMY_CLIENT_MCP".into(), "all".into());
     Ok(())
 }
 
@@ -33,5 +35,6 @@ mod tests {
         assert_eq!(first["RUMMY_HOST"], "127.0.0.1");
         assert_eq!(first["PORT"], "0");
         assert_eq!(first["RUMMY_APPLY_EDITS"], "server");
+        assert_eq!(first["RUMMY_CLIENT_MCP"], "all");
     }
 }

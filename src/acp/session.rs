@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, SessionConfigOption, SessionConfigOptionValue, SessionId, SessionInfo,
+    ContentBlock, McpServer, SessionConfigOption, SessionConfigOptionValue, SessionId, SessionInfo,
     SessionMode, SessionModeState, SessionNotification, SessionUpdate, StopReason, ToolCallUpdate,
     ToolCallUpdateFields,
 };
@@ -265,6 +265,19 @@ impl Session {
     /// The `available_commands_update` of its skills and personas.
     pub fn commands(&self) -> SessionUpdate {
         self.commands.update()
+    }
+
+    /// Attaches the editor's MCP servers to the run for as long as the session lasts; what
+    /// rummy refuses is logged, and the session goes on without it.
+    pub async fn attach_mcp(&self, servers: &[McpServer]) {
+        let servers = crate::acp::mcp::client_servers(servers);
+        if servers.is_empty() {
+            return;
+        }
+        let params = json!({"run": self.run(), "servers": servers});
+        if let Err(error) = self.link.call("run/mcp", params).await {
+            tracing::warn!(%error, "the editor's MCP servers are not attached");
+        }
     }
 
     /// The run's name.

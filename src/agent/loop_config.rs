@@ -53,6 +53,7 @@ impl LoopConfig {
             no_proposals: self.no_proposals,
             search_available,
             mcp_servers: crate::plugins::policy::McpServerSet::NONE,
+            client_mcp: false,
             subagents: false,
             optional_tools: true,
         }

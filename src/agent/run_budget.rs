@@ -59,6 +59,7 @@ impl RunBudget {
         let tokens = TokenMath::new(agent.settings.tokens.divisor);
         let empty: Packet = agent.plugins.assembly().assemble(
             AssemblyInput {
+                run: run.id,
                 rows: &[],
                 turn: run.next_turn,
                 policy,

@@ -123,6 +123,7 @@ async fn execute_numbered_turn(
     let lp = input.loop_row;
     let policy = ToolPolicy {
         mcp_servers: agent.mcp.enabled_for(input.project_name),
+        client_mcp: agent.mcp.attached_to(input.run_id),
         subagents: input.config.delegation_depth < agent.settings.agent.subagent_max_depth,
         ..input
             .config
@@ -265,7 +266,10 @@ async fn execute_numbered_turn(
         ))
     };
     // The MCP calls made at once are made before the unit of work that records them.
-    let mcp_outcomes = agent.mcp.perform(&policy, &parsed.commands, cancel).await;
+    let mcp_outcomes = agent
+        .mcp
+        .perform(&policy, input.run_id, &parsed.commands, cancel)
+        .await;
     // So do the sub-agents, whose reports their handler records.
     let parent = ParentTurn {
         loop_row: lp,

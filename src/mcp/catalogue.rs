@@ -1,25 +1,29 @@
 //! `<mcp_tools>` (system chain, priority 50, after the instructions): the tools of each MCP
-//! server the loop is offered, as the server lists them now: name, description, whether it
-//! asks first, and the JSON schema of its arguments (a server that is down lists none).
+//! server the loop is offered (the configured ones of its project, then those a client
+//! attached to its run), as the server lists them now: name, description, whether it asks
+//! first, and the JSON schema of its arguments (a server that is down lists none).
 
 use std::sync::Arc;
 
 use crate::context::packet::{Bucket, MessageBuilder};
+use crate::mcp::attached::Attached;
 use crate::mcp::server::Server;
 use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
 
 /// The heading of the section.
 const HEADING: &str = include_str!("../plugins/text/mcp/catalogue.md");
-/// One tool (`{tag}`, `{tool}`, `{asks}`, `{description}`, `{schema}` filled in).
+/// One tool (`{address}`, `{tool}`, `{asks}`, `{description}`, `{schema}` filled in).
 const TOOL: &str = include_str!("../plugins/text/mcp/catalogue_tool.md");
 /// `{asks}` of a tool that waits for the client's approval.
 const ASKS_FIRST: &str = include_str!("../plugins/text/mcp/asks_first.md");
-/// What a server that lists no tools now shows (`{tag}` filled in).
+/// What a server that lists no tools now shows (`{address}` filled in).
 const NOT_CONNECTED: &str = include_str!("../plugins/text/mcp/not_connected.md");
 
 /// Renders `<mcp_tools>`.
 pub struct Catalogue {
+    /// The configured servers.
     pub servers: Vec<Arc<Server>>,
+    pub attached: Arc<Attached>,
 }
 
 impl AssemblyFilter for Catalogue {
@@ -28,9 +32,11 @@ impl AssemblyFilter for Catalogue {
     }
 
     fn apply(&self, context: &AssemblyContext<'_>, message: &mut MessageBuilder) {
+        let attached = self.attached.of(context.input.run);
         let offered: Vec<&Arc<Server>> = self
             .servers
             .iter()
+            .chain(&attached)
             .filter(|server| context.active_tools.contains(&server.tag))
             .collect();
         if offered.is_empty() {
@@ -42,7 +48,7 @@ impl AssemblyFilter for Catalogue {
         for server in offered {
             let tools = server.connection.tools();
             if tools.is_empty() {
-                let text = NOT_CONNECTED.replace("{tag}", server.tag);
+                let text = NOT_CONNECTED.replace("{address}", &server.address());
                 message.push(Bucket::System, "\n\n");
                 message.push(Bucket::System, text.trim_end());
             }
@@ -54,7 +60,7 @@ impl AssemblyFilter for Catalogue {
                     ""
                 };
                 let text = TOOL
-                    .replace("{tag}", server.tag)
+                    .replace("{address}", &server.address())
                     .replace("{tool}", &spec.name)
                     .replace("{asks}", asks)
                     .replace("{schema}", &spec.input_schema.to_string())

@@ -27,6 +27,7 @@ use serde::Deserialize;
 
 use crate::config::Secret;
 use crate::project::patterns::ProjectPatterns;
+use crate::web::NetFilter;
 
 /// The file's name under `$RUMMY_HOME`.
 pub const FILE_NAME: &str = "mcp.toml";
@@ -62,6 +63,9 @@ pub enum Transport {
         url: String,
         /// Sent with every request.
         headers: BTreeMap<String, Secret>,
+        /// The addresses it may be reached at, checked before each connection; `None` is
+        /// any (a configured server, or a client's on a server that takes any).
+        reach: Option<NetFilter>,
     },
 }
 
@@ -137,11 +141,11 @@ struct McpFile {
     server: Vec<ServerEntry>,
 }
 
-fn default_timeout_secs() -> u64 {
+pub(super) fn default_timeout_secs() -> u64 {
     30
 }
 
-fn default_max_output_bytes() -> usize {
+pub(super) fn default_max_output_bytes() -> usize {
     16 * 1024
 }
 
@@ -212,6 +216,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<ServerConfig>, McpConfigError
             (None, Some(url)) if entry.args.is_empty() && entry.env.is_empty() => Transport::Http {
                 url,
                 headers: entry.headers,
+                reach: None,
             },
             _ => {
                 return Err(invalid(

@@ -7,6 +7,7 @@
 //! that made them is aborted.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::mcp::config::{ServerConfig, Transport};
 use crate::mcp::outcome::CallOutcome;
+use crate::web::NetFilter;
 
 /// The wait before the first reconnection.
 pub const FIRST_RETRY: Duration = Duration::from_secs(1);
@@ -78,6 +80,21 @@ impl Connection {
         let stop = CancellationToken::new();
         tokio::spawn(keep_connected(config, sender, stop.clone()));
         Connection { link, stop }
+    }
+
+    /// The session once the first attempt has connected or failed, or `Connecting` after
+    /// `patience`.
+    pub async fn settled(&self, patience: Duration) -> Link {
+        let mut link = self.link.clone();
+        let settled = tokio::time::timeout(
+            patience,
+            link.wait_for(|link| !matches!(link, Link::Connecting)),
+        )
+        .await;
+        match settled {
+            Ok(Ok(link)) => link.clone(),
+            Ok(Err(_)) | Err(_) => self.link(),
+        }
     }
 
     /// The session of the moment.
@@ -248,6 +265,37 @@ fn next_retry(retry: Duration) -> Duration {
 }
 
 /// A session with the server, and its tools.
+/// Whether every address `url`'s host is (or resolves to) is one `filter` permits; why
+/// not. A name is resolved here and again by the connection: one that resolves elsewhere
+/// between the two is reached.
+pub async fn reachable(url: &str, filter: &NetFilter) -> Result<(), String> {
+    let parsed = url::Url::parse(url).map_err(|error| format!("{url}: {error}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("{url} is not an http or https URL"));
+    }
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let addresses: Vec<IpAddr> = match parsed.host() {
+        None => return Err(format!("{url} has no host")),
+        Some(url::Host::Ipv4(v4)) => vec![IpAddr::V4(v4)],
+        Some(url::Host::Ipv6(v6)) => vec![IpAddr::V6(v6)],
+        Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
+            .await
+            .map_err(|error| format!("{name} does not resolve: {error}"))?
+            .map(|address| address.ip())
+            .collect(),
+    };
+    match addresses
+        .iter()
+        .find_map(|address| Some((address, filter.refusal(*address)?)))
+    {
+        None => Ok(()),
+        Some((address, reason)) => Err(format!(
+            "{url} reaches {address}, a {reason} address this server does not connect \
+             clients' MCP servers to (RUMMY_WEB_ALLOW_NETS permits networks)"
+        )),
+    }
+}
+
 async fn connect_and_list(
     config: &ServerConfig,
 ) -> Result<(RunningService<RoleClient, ()>, Vec<ToolSpec>), String> {
@@ -267,7 +315,14 @@ async fn connect_and_list(
             }
             ().serve(process).await.map_err(|error| error.to_string())?
         }
-        Transport::Http { url, headers } => {
+        Transport::Http {
+            url,
+            headers,
+            reach,
+        } => {
+            if let Some(filter) = reach {
+                reachable(url, filter).await?;
+            }
             let mut custom = HashMap::new();
             for (name, value) in headers {
                 let name = http::HeaderName::try_from(name.as_str())
@@ -319,6 +374,7 @@ async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
 
 #[cfg(test)]
 mod tests {
+    use crate::web::NetFilter;
     use rmcp::model::CallToolResult;
     use serde_json::json;
 
@@ -376,5 +432,33 @@ mod tests {
                 .collect();
         assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
         assert_eq!(next_retry(LAST_RETRY), Duration::from_secs(60));
+    }
+
+    #[tokio::test]
+    async fn a_servers_address_is_checked_against_the_filter() {
+        let strict = NetFilter::default();
+        let refused = super::reachable("http://127.0.0.1:9/mcp", &strict)
+            .await
+            .unwrap_err();
+        assert!(refused.contains("loopback"), "{refused}");
+        let named = super::reachable("http://localhost:9/mcp", &strict)
+            .await
+            .unwrap_err();
+        assert!(named.contains("loopback"), "{named}");
+        assert!(super::reachable("file:///etc/passwd", &strict)
+            .await
+            .is_err());
+        let lenient = NetFilter::new(vec![
+            "127.0.0.0/8".parse().unwrap(),
+            "::1/128".parse().unwrap(),
+        ]);
+        assert_eq!(
+            super::reachable("http://127.0.0.1:9/mcp", &lenient).await,
+            Ok(())
+        );
+        assert_eq!(
+            super::reachable("http://localhost:9/mcp", &lenient).await,
+            Ok(())
+        );
     }
 }

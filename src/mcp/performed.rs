@@ -15,9 +15,11 @@ use crate::plugins::answers::Keyed;
 /// Which command of the unit an outcome belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CallKey {
-    /// A call written in the reply: the server's tag, the tool and its arguments as written.
+    /// A call written in the reply: the server's tag and name, the tool and its arguments
+    /// as written.
     Reply {
         tag: String,
+        server: String,
         tool: String,
         arguments: String,
     },

@@ -1,5 +1,5 @@
-//! One configured server as the tools see it: its place in a loop's server set, its tag,
-//! its connection, and what becomes of a call written to it ([`Plan`]).
+//! One server as the tools see it: where it comes from ([`Origin`]), its tag, its
+//! connection, and what becomes of a call written to it ([`Plan`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,14 +15,26 @@ use crate::parser::{Command, TaggedText};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tools::extra_text;
 
-/// A configured server and its connection.
+/// A server and its connection.
 pub struct Server {
-    /// Its bit in [`crate::plugins::policy::McpServerSet`].
-    pub index: usize,
+    pub origin: Origin,
     pub config: Arc<ServerConfig>,
-    /// `mcp_<name>`: made once per server, as the registry names tools.
+    /// A configured server's own `mcp_<name>` (made once per server, as the registry names
+    /// tools); [`CLIENT_TAG`] for a client's.
     pub tag: &'static str,
     pub connection: Connection,
+}
+
+/// The one tag of every server a client attached: `<mcp server="…" tool="…">`.
+pub const CLIENT_TAG: &str = "mcp";
+
+/// Where a server comes from, and so which loops are offered it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The `index`-th of `mcp.toml` (its bit in [`crate::plugins::policy::McpServerSet`]).
+    Configured { index: usize },
+    /// Attached to one run by a client (`run/mcp`), called by name under [`CLIENT_TAG`].
+    Client,
 }
 
 /// One call as written.
@@ -60,27 +72,54 @@ impl Server {
     pub fn start(index: usize, config: ServerConfig) -> Server {
         let config = Arc::new(config);
         Server {
-            index,
+            origin: Origin::Configured { index },
             tag: config.tag().leak(),
             connection: Connection::start(Arc::clone(&config)),
             config,
         }
     }
 
+    /// Starts connecting to a server a client attached.
+    pub fn start_client(config: ServerConfig) -> Server {
+        let config = Arc::new(config);
+        Server {
+            origin: Origin::Client,
+            tag: CLIENT_TAG,
+            connection: Connection::start(Arc::clone(&config)),
+            config,
+        }
+    }
+
+    /// How a call opens its tag: `mcp_<name>`, or `mcp server="<name>"` for a client's.
+    pub fn address(&self) -> String {
+        match self.origin {
+            Origin::Configured { .. } => self.tag.to_owned(),
+            Origin::Client => format!("{} server=\"{}\"", self.tag, self.config.name),
+        }
+    }
+
     /// Whether a loop under `policy` is offered its tag (while the server is down, its
     /// calls are 502s).
     pub fn offered(&self, policy: &ToolPolicy) -> bool {
-        policy.mcp_servers.contains(self.index)
-            && policy.optional_tools
-            && policy.mode != LoopMode::Panic
+        let enabled = match self.origin {
+            Origin::Configured { index } => policy.mcp_servers.contains(index),
+            Origin::Client => policy.client_mcp,
+        };
+        enabled && policy.optional_tools && policy.mode != LoopMode::Panic
     }
 
-    /// The call `command` makes, if it is written to this server's tag.
+    /// The call `command` makes, if it is written to this server: its own tag, or for a
+    /// client's the shared one with its name as `server`.
     pub fn call_of(&self, command: &Command) -> Option<McpCall> {
-        match command {
-            Command::Other { name, content } if name == self.tag => Some(parse_call(content)),
-            _ => None,
-        }
+        let Command::Other { name, content } = command else {
+            return None;
+        };
+        let addressed = name == self.tag
+            && match self.origin {
+                Origin::Configured { .. } => true,
+                Origin::Client => server_name(content) == self.config.name,
+            };
+        addressed.then(|| parse_call(content))
     }
 
     /// What becomes of `call` now.
@@ -159,6 +198,16 @@ pub fn parse_call(content: &TaggedText) -> McpCall {
     }
 }
 
+/// The server a call of [`CLIENT_TAG`] names. The parser heals the first attribute it does
+/// not know into `path` when there is none: `server` when it comes before `tool`.
+pub fn server_name(content: &TaggedText) -> String {
+    extra_text(&content.attributes, "server")
+        .or_else(|| extra_text(&content.attributes, "path"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
 /// The arguments a body (or a proposal's `arguments` attribute) holds: `{}` when empty.
 pub fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
     let text = text.trim();
@@ -225,6 +274,38 @@ mod tests {
             ..ToolPolicy::act()
         };
         assert_eq!(server.forbids(&call, &policy), None);
+    }
+
+    #[tokio::test]
+    async fn a_clients_server_reads_the_shared_tag_naming_it_in_either_order() {
+        let text = "[[server]]\nname = \"a\"\ncommand = \"/nonexistent/mcp\"";
+        let server = Server::start_client(config::parse(text, "mcp.toml").unwrap().remove(0));
+        let written = |tag: &str, attributes: &[(&str, &str)]| Command::Other {
+            name: tag.to_owned(),
+            content: TaggedText {
+                body: String::new(),
+                attributes: attributes
+                    .iter()
+                    .map(|(name, value)| ((*name).to_owned(), AttrValue::Text((*value).to_owned())))
+                    .collect(),
+            },
+        };
+        // As the parser heals them: the first of the two becomes `path`.
+        let server_first = written("mcp", &[("path", "a"), ("tool", "t")]);
+        let tool_first = written("mcp", &[("path", "t"), ("server", "a")]);
+        for command in [server_first, tool_first] {
+            assert_eq!(
+                server.call_of(&command).map(|call| call.tool),
+                Some("t".into())
+            );
+        }
+        assert_eq!(
+            server.call_of(&written("mcp", &[("server", "b"), ("tool", "t")])),
+            None
+        );
+        assert_eq!(server.call_of(&written("mcp_a", &[("tool", "t")])), None);
+        assert_eq!(server.address(), "mcp server=\"a\"");
+        assert_eq!(down_server().address(), "mcp_a");
     }
 
     #[test]

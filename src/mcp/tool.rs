@@ -17,7 +17,7 @@ use crate::db::enums::EntryStatus;
 use crate::db::models::entry::EntryRow;
 use crate::db::queries::entries;
 use crate::mcp::performed::{CallKey, CallOutcomes};
-use crate::mcp::server::{McpCall, Plan, Server};
+use crate::mcp::server::{McpCall, Origin, Plan, Server};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
@@ -51,6 +51,7 @@ impl McpTool {
 pub fn reply_key(server: &Server, call: &McpCall) -> CallKey {
     CallKey::Reply {
         tag: server.tag.to_owned(),
+        server: server.config.name.clone(),
         tool: call.tool.clone(),
         arguments: call.arguments_text(),
     }
@@ -70,8 +71,11 @@ impl ToolInfo for McpTool {
     }
 
     fn excluded_because(&self, policy: &ToolPolicy) -> Option<&'static str> {
-        (!policy.mcp_servers.contains(self.server.index))
-            .then_some("this MCP server is not enabled for this project")
+        let enabled = matches!(
+            self.server.origin,
+            Origin::Configured { index } if policy.mcp_servers.contains(index)
+        );
+        (!enabled).then_some("this MCP server is not enabled for this project")
     }
 
     fn effect(&self) -> ToolEffect {
@@ -127,35 +131,71 @@ impl ToolInfo for McpTool {
         TargetKind::Text
     }
 
-    /// Records what the accepted call (made just before, outside the writer) came to.
     fn accept(
         &self,
         scope: &mut ToolScope<'_>,
         proposal: &EntryRow,
         _output: Option<&str>,
     ) -> Result<(), ToolError> {
-        let key = CallKey::Accepted {
-            path: proposal.path.clone(),
-        };
-        let (status, body) = match CallOutcomes::take(&key) {
-            Some(outcome) => (
-                outcome.status(),
-                outcome.body(self.server.config.max_output_bytes),
-            ),
-            None => (
-                EntryStatus::Failed,
-                "the accepted call was not made".to_owned(),
-            ),
-        };
-        entries::resolve_entry(
-            scope.conn,
-            scope.run_id,
-            &proposal.path,
-            status,
-            Some(&body),
-        )?;
-        Ok(())
+        record_accepted(scope, proposal, self.server.config.max_output_bytes)
     }
+}
+
+/// Records what the accepted call of `proposal` (made just before, outside the writer)
+/// came to, its answer cut to `max_output_bytes`.
+pub fn record_accepted(
+    scope: &mut ToolScope<'_>,
+    proposal: &EntryRow,
+    max_output_bytes: usize,
+) -> Result<(), ToolError> {
+    let key = CallKey::Accepted {
+        path: proposal.path.clone(),
+    };
+    let (status, body) = match CallOutcomes::take(&key) {
+        Some(outcome) => (outcome.status(), outcome.body(max_output_bytes)),
+        None => (
+            EntryStatus::Failed,
+            "the accepted call was not made".to_owned(),
+        ),
+    };
+    entries::resolve_entry(
+        scope.conn,
+        scope.run_id,
+        &proposal.path,
+        status,
+        Some(&body),
+    )?;
+    Ok(())
+}
+
+/// Records `call` of `server` at `result_path` with `attributes`: the outcome of the call
+/// made for the reply, or what its plan says (a refusal, a proposal).
+pub fn record_call(
+    scope: &mut ToolScope<'_>,
+    server: &Server,
+    call: &McpCall,
+    result_path: &str,
+    attributes: serde_json::Value,
+) -> Result<Handled, ToolError> {
+    if let Some(outcome) = CallOutcomes::take(&reply_key(server, call)) {
+        let body = outcome.body(server.config.max_output_bytes);
+        return finish(
+            scope,
+            result_path,
+            outcome.status(),
+            &body,
+            Some(attributes),
+        );
+    }
+    let (status, body) = match server.plan(call) {
+        Plan::Refused(status, message) => (status, message),
+        Plan::Proposed => (EntryStatus::Proposed, call.arguments_text()),
+        Plan::Direct => (
+            EntryStatus::Failed,
+            "MCP tools are called from a loop's replies only".to_owned(),
+        ),
+    };
+    finish(scope, result_path, status, &body, Some(attributes))
 }
 
 impl TypedTool for McpTool {
@@ -180,25 +220,6 @@ impl TypedTool for McpTool {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let attributes = json!({ "tool": call.tool, "arguments": call.arguments_text() });
-        let key = reply_key(&self.server, call);
-        if let Some(outcome) = CallOutcomes::take(&key) {
-            let body = outcome.body(self.server.config.max_output_bytes);
-            return finish(
-                scope,
-                result_path,
-                outcome.status(),
-                &body,
-                Some(attributes),
-            );
-        }
-        let (status, body) = match self.server.plan(call) {
-            Plan::Refused(status, message) => (status, message),
-            Plan::Proposed => (EntryStatus::Proposed, call.arguments_text()),
-            Plan::Direct => (
-                EntryStatus::Failed,
-                "MCP tools are called from a loop's replies only".to_owned(),
-            ),
-        };
-        finish(scope, result_path, status, &body, Some(attributes))
+        record_call(scope, &self.server, call, result_path, attributes)
     }
 }

@@ -32,6 +32,7 @@ use std::sync::Arc;
 use crate::context::packet::{MessageBuilder, Packet};
 use crate::context::{ContextRow, TokenMath};
 use crate::db::enums::{Category, Fidelity};
+use crate::db::ids::RunId;
 use crate::plugins::policy::ToolPolicy;
 
 pub use instructions::{Instructions, ToolDocs};
@@ -46,6 +47,8 @@ pub use unknowns::Unknowns;
 /// What the caller knows about the turn being assembled.
 #[derive(Clone, Copy)]
 pub struct AssemblyInput<'a> {
+    /// The run whose packet it is.
+    pub run: RunId,
     /// The materialized rows, in context order.
     pub rows: &'a [ContextRow],
     /// The run-wide turn number N.

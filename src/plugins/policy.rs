@@ -17,6 +17,8 @@ pub struct ToolPolicy {
     pub search_available: bool,
     /// The MCP servers the loop's project uses (`$RUMMY_HOME/mcp.toml`).
     pub mcp_servers: McpServerSet,
+    /// A client attached MCP servers to the loop's run (`run/mcp`).
+    pub client_mcp: bool,
     /// The loop may hand sub-tasks to sub-agents (its run is less deep than
     /// `RUMMY_SUBAGENT_MAX_DEPTH`).
     pub subagents: bool,
@@ -62,6 +64,7 @@ impl ToolPolicy {
             no_proposals: false,
             search_available: false,
             mcp_servers: McpServerSet::NONE,
+            client_mcp: false,
             subagents: true,
             optional_tools: true,
         }

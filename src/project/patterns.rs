@@ -29,6 +29,14 @@ impl ProjectPatterns {
         })
     }
 
+    /// No project (a server attached to one run by a client, not served to projects).
+    pub fn none() -> ProjectPatterns {
+        ProjectPatterns {
+            written: Vec::new(),
+            set: GlobSet::empty(),
+        }
+    }
+
     /// Whether the project called `name` is among them.
     pub fn matches(&self, name: &str) -> bool {
         self.set.is_match(name)

@@ -258,6 +258,12 @@ method_table! {
             ("run", "string"),
             ("message", "string"),
         ];
+    RunMcp "run/mcp" (mcp::AttachParams) mcp::attach,
+        needs_init: true, long_running: false, role: Member,
+        "Attach MCP servers to a run while this connection lasts (RUMMY_CLIENT_MCP says which the server takes); replaces this connection's earlier ones." &[
+            ("run", "string"),
+            ("servers", "[{name, command?, args?, env?, url?, headers?}] — [] detaches"),
+        ];
     RunConfig "run/config" (runs::RunConfigParams) runs::configure,
         needs_init: true, long_running: false, role: Member,
         "Change a run's stored settings." &[

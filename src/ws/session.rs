@@ -351,6 +351,7 @@ impl Actor for WsSession {
             self.state.agent.hubs.unsubscribe(project.id, self.id);
         }
         self.state.connections.deregister(self.id);
+        self.state.agent.mcp.release(self.id);
         self.state.agent.metrics.connection_closed();
     }
 }

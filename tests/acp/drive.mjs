@@ -6,7 +6,8 @@
 //
 // The agent inherits this process's environment (RUMMY_HOME, the scripted model's
 // OPENAI_BASE_URL, SSL_CERT_FILE, ...); with ACP_URL set it is `rummy acp --url $ACP_URL`
-// (its token in RUMMY_AUTH_TOKEN, or `--token-file $ACP_TOKEN_FILE`). Scenarios:
+// (its token in RUMMY_AUTH_TOKEN, or `--token-file $ACP_TOKEN_FILE`); $ACP_MCP_SERVERS (a
+// JSON array, as ACP writes them) are the editor's MCP servers of session/new. Scenarios:
 //   stream      a prompt; the editor offers no file system and no terminal
 //   edit-allow  a prompt whose edit the editor allows and writes (fs/write_text_file)
 //   edit-reject a prompt whose edit the editor rejects
@@ -169,7 +170,8 @@ async function run(ctx) {
     await attempt("load unknown", ctx.request(acp.methods.agent.session.load, { sessionId: "no_such_run", cwd: project, mcpServers: [] }));
     seen.session = loaded && { sessionId, ...loaded };
   } else {
-    seen.session = await attempt("session/new", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers: [] }));
+    const mcpServers = JSON.parse(process.env.ACP_MCP_SERVERS ?? "[]");
+    seen.session = await attempt("session/new", ctx.request(acp.methods.agent.session.new, { cwd: project, mcpServers }));
   }
   if (!seen.session) return;
   const sessionId = seen.session.sessionId;

@@ -36,6 +36,7 @@ from acp.schema import (
     ElicitationFormSessionMode,
     FileSystemCapabilities,
     Implementation,
+    McpServerStdio,
     ReleaseTerminalResponse,
     RequestPermissionResponse,
     TerminalExitStatus,
@@ -253,7 +254,13 @@ async def run(conn: Any) -> None:
         if loaded is not None:
             seen["session"] = {"sessionId": session_id, **wire(loaded)}
     else:
-        session = await attempt("session/new", conn.new_session(cwd=project, mcp_servers=[]))
+        mcp_servers = [
+            McpServerStdio.model_validate(server)
+            for server in json.loads(os.environ.get("ACP_MCP_SERVERS", "[]"))
+        ]
+        session = await attempt(
+            "session/new", conn.new_session(cwd=project, mcp_servers=mcp_servers)
+        )
         seen["session"] = wire(session)
     if seen["session"] is None:
         return

@@ -95,6 +95,8 @@ with_each_sdk!(
     remote_a_project_outside_the_persons_is_refused_with_rummys_error,
     remote_without_a_token_the_editor_signs_in_with_the_token_file,
     remote_over_wss_through_a_tls_front,
+    an_mcp_server_of_the_editors_session_is_used_by_the_model,
+    remote_the_editors_mcp_servers_are_the_team_servers_choice,
     a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued,
     skills_and_personas_are_slash_commands_that_reach_the_model,
     a_model_chosen_in_the_session_runs_its_next_prompt,
@@ -1054,4 +1056,80 @@ mod tls {
             self.task.abort();
         }
     }
+}
+
+/// The editor's MCP servers (`ACP_MCP_SERVERS` for the drivers): the test MCP server on
+/// stdio as `glossary`, logging to `log`.
+fn editor_mcp_servers(log: &Path) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp_server.py");
+    json!([{
+        "name": "glossary",
+        "command": "python3",
+        "args": ["-u", script.display().to_string()],
+        "env": [{"name": "MCP_LOG", "value": log.display().to_string()}],
+    }])
+    .to_string()
+}
+
+/// The model looks a word up with the editor's MCP server, then answers.
+fn looking_up() -> FakeLlm {
+    FakeLlm::start([
+        Step::reply(
+            "<mcp server=\"glossary\" tool=\"lookup\">{\"query\": \"rummy\"}</mcp>\
+             <update>Looking it up.</update>",
+        ),
+        Step::reply("<summarize>rummy is a card game.</summarize>"),
+    ])
+}
+
+async fn an_mcp_server_of_the_editors_session_is_used_by_the_model(sdk: Sdk) {
+    let llm = looking_up();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("mcp.log");
+    let servers = editor_mcp_servers(&log);
+    let drive = Drive::run_with(sdk, "stream", &llm, &[("ACP_MCP_SERVERS", &servers)]).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let system = crate::support::system_message(&llm.requests()[0]);
+    assert!(
+        system.contains("### <mcp server=\"glossary\" tool=\"lookup\">"),
+        "{system}"
+    );
+    let next = format!(
+        "{}{}",
+        crate::support::system_message(&llm.requests()[1]),
+        crate::support::user_message(&llm.requests()[1])
+    );
+    assert!(next.contains("glossary: rummy means a card game"), "{next}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("call lookup {\"query\": \"rummy\"}"),
+        "{logged}"
+    );
+    let calls = drive.updates("tool_call");
+    assert_eq!(calls.len(), 1, "{:?}", drive.seen["updates"]);
+    assert_eq!(
+        (&calls[0]["toolCallId"], &calls[0]["status"]),
+        (&json!("mcp://turn_1/glossary/lookup"), &json!("completed"))
+    );
+}
+
+async fn remote_the_editors_mcp_servers_are_the_team_servers_choice(sdk: Sdk) {
+    let llm = looking_up();
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let remote = Remote::with_token(format!("ws://127.0.0.1:{}/", server.port), "mo-token");
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("mcp.log");
+    let servers = editor_mcp_servers(&log);
+    let env = [("ACP_MCP_SERVERS", servers.as_str())];
+    let drive = Drive::run_in(sdk, "stream", &llm, home, "demo", Some(remote), &env).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let system = crate::support::system_message(&llm.requests()[0]);
+    assert!(!system.contains("<mcp server="), "{system}");
+    assert!(
+        !log.exists(),
+        "the team server started the editor's command"
+    );
 }

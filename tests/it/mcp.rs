@@ -517,3 +517,239 @@ async fn ask_mode_never_calls_a_changing_tool_even_of_a_trusted_server() {
     );
     assert!(!logged(&log).contains("create_issue"));
 }
+
+/// The test server on stdio as a client describes it to `run/mcp`, logging to `log`.
+fn attached_glossary(log: &Path) -> Value {
+    json!({
+        "name": "glossary",
+        "command": "python3",
+        "args": ["-u", script()],
+        "env": {"MCP_LOG": log.display().to_string()},
+    })
+}
+
+#[actix_web::test]
+async fn a_server_a_client_attaches_serves_its_run_only_and_leaves_with_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let llm = FakeLlm::start([
+        Step::reply(
+            "<mcp server=\"glossary\" tool=\"lookup\">{\"query\": \"rummy\"}</mcp><update>looking</update>",
+        ),
+        Step::reply("<summarize>done</summarize>"),
+        Step::reply("<summarize>nothing to look up</summarize>"),
+        Step::reply(
+            "<mcp server=\"glossary\" tool=\"lookup\">{\"query\": \"again\"}</mcp><summarize>tried</summarize>",
+        ),
+    ]);
+    let app = TestApp::with_llm(&llm, &[("RUMMY_CLIENT_MCP", "all")]).await;
+    let (mut editor, _) = app.client_in_project("mcp").await;
+    let run = editor.start_run("fake").await;
+    let attached = editor
+        .ok(
+            "run/mcp",
+            json!({"run": run, "servers": [attached_glossary(&log)]}),
+        )
+        .await;
+    assert_eq!(
+        attached,
+        json!({"servers": [{"name": "glossary", "connected": true, "error": null, "tools": 6}]})
+    );
+    let result = editor
+        .ok(
+            "ask",
+            json!({"model": "fake", "run": run, "prompt": "what is rummy?"}),
+        )
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    assert_eq!(
+        editor.statuses(&run, "mcp://*").await,
+        [("mcp://turn_1/glossary/lookup".to_string(), 200)]
+    );
+    let requests = llm.requests();
+    let first = system_message(&requests[0]);
+    assert!(
+        first.contains("## <mcp server=\"[server]\" tool="),
+        "{first}"
+    );
+    assert!(
+        first.contains(
+            "### <mcp server=\"glossary\" tool=\"lookup\">\nLook a word up in the glossary."
+        ),
+        "{first}"
+    );
+    assert!(first.contains("### <mcp server=\"glossary\" tool=\"create_issue\"> (asks first)"));
+    let next = format!(
+        "{}{}",
+        system_message(&requests[1]),
+        user_message(&requests[1])
+    );
+    assert!(next.contains("glossary: rummy means a card game"), "{next}");
+    assert!(logged(&log).contains("call lookup {\"query\": \"rummy\"}"));
+
+    // Another run of the project is not offered it.
+    let other = editor
+        .ok("ask", json!({"model": "fake", "prompt": "anything?"}))
+        .await;
+    assert_eq!(other["status"], json!(200), "{other}");
+    let elsewhere = system_message(&llm.requests()[2]);
+    assert!(!elsewhere.contains("<mcp server="), "{elsewhere}");
+
+    // While the editor is connected, another connection cannot take its name; once the
+    // editor has gone, the run has no server and the name is free.
+    let mut other_client = app.client().await;
+    other_client.init("mcp", &app.project_root("mcp")).await;
+    let (code, message) = other_client
+        .err(
+            "run/mcp",
+            json!({"run": run, "servers": [attached_glossary(&log)]}),
+        )
+        .await;
+    assert_eq!(code, -32004, "{message}");
+    assert!(message.contains("already attached"), "{message}");
+    drop(editor);
+    let started = Instant::now();
+    loop {
+        let answer = other_client
+            .call(
+                "run/mcp",
+                json!({"run": run, "servers": [attached_glossary(&log)]}),
+            )
+            .await;
+        if answer.get("result").is_some() {
+            break;
+        }
+        assert_eq!(answer["error"]["code"], json!(-32004), "{answer}");
+        assert!(started.elapsed() < PATIENCE, "{answer}");
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    other_client
+        .ok("run/mcp", json!({"run": run, "servers": []}))
+        .await;
+    let again = other_client
+        .ok(
+            "ask",
+            json!({"model": "fake", "run": run, "prompt": "look again"}),
+        )
+        .await;
+    assert_eq!(again["status"], json!(200), "{again}");
+    let refused = other_client.statuses(&run, "mcp://*").await;
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert_eq!(refused[1].1, 403, "{refused:?}");
+    assert!(
+        !logged(&log).contains("again"),
+        "called after the editor left"
+    );
+}
+
+#[actix_web::test]
+async fn what_a_client_may_attach_is_the_servers_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let llm = FakeLlm::start([]);
+    let off = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = off.client_in_project("mcp").await;
+    let run = client.start_run("fake").await;
+    let (code, message) = client
+        .err(
+            "run/mcp",
+            json!({"run": run, "servers": [attached_glossary(&log)]}),
+        )
+        .await;
+    assert_eq!(code, -32005, "{message}");
+    assert!(message.contains("RUMMY_CLIENT_MCP is off"), "{message}");
+    assert_eq!(
+        client
+            .ok("run/mcp", json!({"run": run, "servers": []}))
+            .await,
+        json!({"servers": []})
+    );
+
+    let http_only = TestApp::with_llm(&llm, &[("RUMMY_CLIENT_MCP", "http")]).await;
+    let (mut client, _) = http_only.client_in_project("mcp").await;
+    let run = client.start_run("fake").await;
+    let (code, message) = client
+        .err(
+            "run/mcp",
+            json!({"run": run, "servers": [attached_glossary(&log)]}),
+        )
+        .await;
+    assert_eq!(code, -32005, "{message}");
+    assert!(message.contains("runs no client's commands"), "{message}");
+    let server = HttpServer::start(&log);
+    let at_loopback =
+        json!({"name": "docs", "url": format!("http://127.0.0.1:{}/mcp", server.port)});
+    let (code, message) = client
+        .err("run/mcp", json!({"run": run, "servers": [at_loopback]}))
+        .await;
+    assert_eq!(code, -32005, "{message}");
+    assert!(message.contains("loopback"), "{message}");
+    let (code, message) = client
+        .err("run/mcp", json!({"run": "no_such_run", "servers": []}))
+        .await;
+    assert_ne!(code, 0, "{message}");
+
+    let allowed = TestApp::with_llm(
+        &llm,
+        &[
+            ("RUMMY_CLIENT_MCP", "http"),
+            ("RUMMY_WEB_ALLOW_NETS", "127.0.0.1/32"),
+        ],
+    )
+    .await;
+    let (mut client, _) = allowed.client_in_project("mcp").await;
+    let run = client.start_run("fake").await;
+    let attached = client
+        .ok("run/mcp", json!({"run": run, "servers": [at_loopback]}))
+        .await;
+    assert_eq!(
+        attached["servers"][0]["connected"],
+        json!(true),
+        "{attached}"
+    );
+    assert_eq!(attached["servers"][0]["tools"], json!(6), "{attached}");
+}
+
+#[actix_web::test]
+async fn a_changing_call_to_a_clients_server_waits_for_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let llm = FakeLlm::start([
+        Step::reply("<mcp tool=\"create_issue\" server=\"glossary\">{\"title\": \"Fix it\"}</mcp>"),
+        Step::reply("<summarize>filed</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &[("RUMMY_CLIENT_MCP", "all")]).await;
+    let (mut editor, _) = app.client_in_project("mcp").await;
+    let run = editor.start_run("fake").await;
+    editor
+        .ok(
+            "run/mcp",
+            json!({"run": run, "servers": [attached_glossary(&log)]}),
+        )
+        .await;
+    let result = editor
+        .ok(
+            "act",
+            json!({"model": "fake", "run": run, "prompt": "file an issue"}),
+        )
+        .await;
+    assert_eq!(result["status"], json!(202), "{result}");
+    let path = result["proposed"][0]["path"].as_str().unwrap().to_owned();
+    assert_eq!(path, "mcp://turn_1/glossary/create_issue");
+    assert!(
+        !logged(&log).contains("create_issue"),
+        "called before approval"
+    );
+    let resolved = editor
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept"}}),
+        )
+        .await;
+    assert_eq!(resolved["status"], json!(200), "{resolved}");
+    assert!(logged(&log).contains("call create_issue {\"title\": \"Fix it\"}"));
+    assert_eq!(
+        body(&mut editor, &run, &path).await,
+        "created issue #7: Fix it"
+    );
+}

@@ -135,6 +135,7 @@ pub(super) async fn prepare_packet(
     let assemble = |used_tokens: i64| {
         agent.plugins.assembly().assemble(
             AssemblyInput {
+                run: run_id,
                 rows: &rows,
                 turn,
                 policy,

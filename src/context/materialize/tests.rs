@@ -109,6 +109,7 @@ impl Projector for HeadingViews {
 
 fn assemble(rows: &[ContextRow], mode: LoopMode, budget: Option<BudgetFigures>) -> Packet {
     let input = AssemblyInput {
+        run: crate::db::ids::RunId(1),
         rows,
         turn: 2,
         policy: ToolPolicy {

@@ -131,6 +131,7 @@ mod tests {
         let active = ToolDocs::active_tools(&plugins, &policy);
         assert!(!active.is_empty() && !active.contains(&"sh"));
         let input = super::super::AssemblyInput {
+            run: crate::db::ids::RunId(1),
             rows: &[],
             turn: 1,
             policy,

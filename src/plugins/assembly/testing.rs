@@ -129,6 +129,7 @@ impl Fixture {
 
     pub fn input(&self) -> AssemblyInput<'_> {
         AssemblyInput {
+            run: crate::db::ids::RunId(1),
             rows: &self.rows,
             turn: self.turn,
             policy: self.policy,

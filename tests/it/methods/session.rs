@@ -38,6 +38,7 @@ async fn discover_describes_every_method_and_notification() {
         "run/rename",
         "run/inject",
         "run/config",
+        "run/mcp",
         "getRuns",
         "getRun",
         "run/replay",
