@@ -252,6 +252,9 @@ mod tests {
         };
         assert_eq!(reached(ClientMcp::Http), Some(filter.clone()));
         assert_eq!(reached(ClientMcp::All), None);
+        assert!(stdio(&"x".repeat(64))
+            .config(ClientMcp::All, &filter)
+            .is_ok());
         let taken = config(stdio("git-hub.v2"));
         assert!(!taken.trusted && !taken.serves("any"));
         for bad in ["", "a b", "a/b", &"x".repeat(65)] {
@@ -295,11 +298,17 @@ mod tests {
             attached.set(run, 7, vec![config(stdio("e")), config(http("e"))]),
             Err(AttachError::Invalid { .. })
         ));
-        let many = (0..=MAX_PER_CONNECTION).map(|n| config(stdio(&format!("s{n}"))));
+        let many = |count| {
+            (0..count)
+                .map(|n| config(stdio(&format!("s{n}"))))
+                .collect()
+        };
         assert!(matches!(
-            attached.set(run, 7, many.collect()),
+            attached.set(run, 7, many(MAX_PER_CONNECTION + 1)),
             Err(AttachError::TooMany)
         ));
+        assert!(attached.set(other_run, 6, many(MAX_PER_CONNECTION)).is_ok());
+        attached.release(6);
         assert_eq!(names(&attached.of(run)), ["c", "d"]);
         attached.release(9);
         assert_eq!(names(&attached.of(run)), ["d"]);

@@ -637,7 +637,10 @@ async fn a_server_a_client_attaches_serves_its_run_only_and_leaves_with_the_conn
     assert_eq!(refused.len(), 2, "{refused:?}");
     assert_eq!(refused[1].1, 403, "{refused:?}");
     let why = body(&mut other_client, &run, &refused[1].0).await;
-    assert!(why.contains("no MCP server is attached to this run"), "{why}");
+    assert!(
+        why.contains("no MCP server is attached to this run"),
+        "{why}"
+    );
     assert!(
         !logged(&log).contains("again"),
         "called after the editor left"
