@@ -14,6 +14,7 @@ pub mod local;
 mod mcp;
 mod options;
 mod permission;
+mod plan;
 mod prompt;
 mod session;
 mod updates;

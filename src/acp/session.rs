@@ -22,6 +22,7 @@ use crate::acp::error::AcpError;
 use crate::acp::link::{Connected, Link, Notice};
 use crate::acp::options::{Catalogue, Choice};
 use crate::acp::permission::{Asking, Offers, Proposal};
+use crate::acp::plan::PlanTracker;
 use crate::acp::prompt::Prompt;
 use crate::acp::updates::{self, HistoryRow, LogTracker, StateParams};
 
@@ -235,6 +236,7 @@ impl Session {
             stream: tokio::sync::Mutex::new(Stream {
                 notices: connected.notices,
                 tracker,
+                plan: PlanTracker::default(),
             }),
             mode: Mutex::new(run.mode),
             catalogue: run.catalogue,
@@ -413,6 +415,7 @@ impl Session {
 struct Stream {
     notices: mpsc::UnboundedReceiver<Notice>,
     tracker: LogTracker,
+    plan: PlanTracker,
 }
 
 /// One prompt turn in progress.
@@ -492,6 +495,9 @@ impl Turn<'_> {
             .updates(&state.history, &self.session.root)
         {
             self.send(update)?;
+        }
+        if let Some(plan) = self.stream.plan.update(&state.unknowns) {
+            self.send(plan)?;
         }
         Ok(())
     }

@@ -69,6 +69,9 @@ pub struct StateParams {
     pub run: String,
     #[serde(default)]
     pub history: Vec<LogEntry>,
+    /// The run's open questions: the session's plan.
+    #[serde(default)]
+    pub unknowns: Vec<crate::acp::plan::Unknown>,
 }
 
 /// One entry of `getRun`'s `context.history`: a past run's log, replayed by `session/load`.

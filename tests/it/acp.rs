@@ -96,6 +96,7 @@ with_each_sdk!(
     remote_without_a_token_the_editor_signs_in_with_the_token_file,
     remote_over_wss_through_a_tls_front,
     an_mcp_server_of_the_editors_session_is_used_by_the_model,
+    the_models_open_questions_are_the_sessions_plan,
     remote_the_editors_mcp_servers_are_the_team_servers_choice,
     a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued,
     skills_and_personas_are_slash_commands_that_reach_the_model,
@@ -1131,5 +1132,38 @@ async fn remote_the_editors_mcp_servers_are_the_team_servers_choice(sdk: Sdk) {
     assert!(
         !log.exists(),
         "the team server started the editor's command"
+    );
+}
+
+async fn the_models_open_questions_are_the_sessions_plan(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<unknown>which port</unknown><update>Finding the port.</update>"),
+        Step::reply(
+            "<rm path=\"unknown://which%20port\"/><summarize>It listens on 8080.</summarize>",
+        ),
+    ]);
+    let drive = Drive::run(sdk, "stream", &llm).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let plans: Vec<&Value> = drive.updates("plan");
+    let statuses: Vec<Value> = plans
+        .iter()
+        .map(|plan| {
+            plan["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|entry| json!([entry["content"], entry["status"], entry["priority"]]))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            json!([["which port", "pending", "medium"]]),
+            json!([["which port", "completed", "medium"]]),
+        ],
+        "{:?}",
+        drive.seen["updates"]
     );
 }
