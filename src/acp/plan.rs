@@ -91,18 +91,18 @@ mod tests {
         let first = unknown("unknown://a", "which port?");
         let second = unknown("unknown://b", "who calls it?");
         assert_eq!(
-            shown(plan.update(&[first.clone()])),
+            shown(plan.update(std::slice::from_ref(&first))),
             [("which port?".into(), PlanEntryStatus::Pending)]
         );
-        assert!(plan.update(&[first.clone()]).is_none());
+        assert!(plan.update(std::slice::from_ref(&first)).is_none());
         assert_eq!(
-            shown(plan.update(&[second.clone()])),
+            shown(plan.update(std::slice::from_ref(&second))),
             [
                 ("which port?".into(), PlanEntryStatus::Completed),
                 ("who calls it?".into(), PlanEntryStatus::Pending),
             ]
         );
-        assert!(plan.update(&[second.clone()]).is_none());
+        assert!(plan.update(std::slice::from_ref(&second)).is_none());
         assert_eq!(
             shown(plan.update(&[first, second])),
             [
