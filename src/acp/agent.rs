@@ -311,9 +311,10 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
                     Err(error) => return responder.respond_with_error(error.into()),
                 };
                 let offers = on_prompt.offers();
+                let in_flight = session.begin();
                 let turn_cx = cx.clone();
                 cx.spawn(async move {
-                    let ended = session.prompt(&turn_cx, offers, &request.prompt).await;
+                    let ended = in_flight.prompt(&turn_cx, offers, &request.prompt).await;
                     if let Err(error) = &ended {
                         tracing::warn!(%error, "a prompt turn failed");
                     }

@@ -5,8 +5,8 @@
 //! and the Python SDK (`tests/acp/drive.py`, `agent-client-protocol` pinned by
 //! `tests/acp/requirements.txt`). Both drivers print what the editor saw in one shape, so
 //! each scenario below is one function run once per SDK (`acp::ts::…` and `acp::py::…`);
-//! loading, slash commands, model choice and questions are driven by the TypeScript SDK
-//! only for now.
+//! loading, slash commands, model choice, questions and an idle cancel are driven by the
+//! TypeScript SDK only for now.
 //!
 //! They need node and `npm ci` in tests/acp, and a venv with the Python SDK in
 //! tests/acp/.venv, which `tests/run.sh` makes: they are `#[ignore]`d, so that a plain
@@ -112,6 +112,7 @@ with_each_sdk!(
     a_model_chosen_in_the_session_runs_its_next_prompt,
     a_question_is_answered_in_free_text_through_the_editors_form,
     without_forms_an_open_question_is_answered_in_the_next_prompt,
+    a_cancel_without_a_prompt_in_flight_leaves_the_run_alone,
 );
 
 /// What the editor saw of one scenario, with the home and project it ran in.
@@ -400,6 +401,25 @@ async fn a_cancel_during_a_slow_model_call_ends_the_turn_cancelled(sdk: Sdk) {
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["cancelled"]));
     assert_eq!(llm.requests().len(), 1);
+}
+
+async fn a_cancel_without_a_prompt_in_flight_leaves_the_run_alone(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>First.</summarize>"),
+        Step::reply("<summarize>Second.</summarize>"),
+    ]);
+    let drive = Drive::run(sdk, "idle-cancel", &llm).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn", "end_turn"]));
+    assert_eq!(drive.messages(), ["First.", "Second."]);
+    assert_eq!(llm.requests().len(), 2);
+    let session = drive.seen["session"]["sessionId"].as_str().unwrap();
+    let server = ServerProcess::start_with(drive.home.path(), &llm, &[]).await;
+    let mut client = server.client().await;
+    client.init("demo", &drive.project).await;
+    let run = client.ok("getRun", json!({"run": session})).await;
+    assert_eq!(run["status"], json!(200), "{run}");
+    assert_eq!(run["actions"], json!([]), "no abort recorded: {run}");
 }
 
 async fn malformed_frames_get_errors_and_the_agent_keeps_serving(sdk: Sdk) {
