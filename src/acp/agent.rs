@@ -90,11 +90,11 @@ impl Bridge {
         )
     }
 
-    /// A remote server without a token yet: signing in reads it from the token file.
+    /// A remote server: signing in reads the token from the token file (a first one, or
+    /// another when the server refuses the one given).
     fn auth_methods(&self) -> Vec<AuthMethod> {
-        let endpoint = self.endpoint();
-        match &endpoint.token_file {
-            Some(file) if endpoint.token.is_none() => {
+        match &self.endpoint().token_file {
+            Some(file) => {
                 vec![AuthMethod::Agent(
                     AuthMethodAgent::new(TOKEN_FILE, "rummy token").description(format!(
                         "Put your rummy token (from the server's admin) on the first line of \

@@ -105,7 +105,8 @@ with_each_sdk!(
     remote_a_person_works_in_their_project_through_a_team_server,
     remote_a_project_outside_the_persons_is_refused_with_rummys_error,
     remote_without_a_token_the_editor_signs_in_with_the_token_file,
-    remote_over_wss_through_a_tls_front;
+    remote_over_wss_through_a_tls_front,
+    remote_a_refused_token_says_what_to_do_and_the_editor_signs_in_anew;
     typescript only:
     a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued,
     skills_and_personas_are_slash_commands_that_reach_the_model,
@@ -947,6 +948,54 @@ async fn remote_over_wss_through_a_tls_front(sdk: Sdk) {
         "the session went through the TLS front: {}",
         drive.seen
     );
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
+}
+
+async fn remote_a_refused_token_says_what_to_do_and_the_editor_signs_in_anew(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
+        Step::reply("<summarize>a.txt counts to two.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let token_file = home.path().join("mo.token");
+    std::fs::write(&token_file, "revoked-token\n").unwrap();
+    let remote = Remote {
+        url: format!("ws://127.0.0.1:{}/?token=query-token", server.port),
+        env: vec![
+            ("ACP_TOKEN_FILE", token_file.display().to_string()),
+            ("ACP_SIGN_IN_TOKEN", "mo-token".to_string()),
+        ],
+    };
+    let drive = Drive::run_in(sdk, "sign-in", &llm, home, "demo", Some(remote), &[]).await;
+    assert_eq!(
+        drive.seen["initialize"]["authMethods"][0]["id"],
+        json!("token-file"),
+        "signing in is offered though a token was given"
+    );
+    let errors = drive.seen["errors"].as_array().unwrap();
+    let refused = errors
+        .iter()
+        .find(|error| error["what"] == "session/new unsigned")
+        .expect("a session with a token the server refuses is refused");
+    assert_eq!(refused["code"], json!(-32000), "auth_required");
+    assert_eq!(
+        refused["data"],
+        json!(format!(
+            "the rummy server at ws://127.0.0.1:{}/ refused the token this agent gave it: put \
+             a valid one (from the server's admin) on the first line of {} and sign in again \
+             (the editor's token-file method), or start the agent with RUMMY_AUTH_TOKEN set to \
+             it (and no --token-file)",
+            server.port,
+            token_file.display()
+        ))
+    );
+    let shown = drive.seen.to_string();
+    for secret in ["revoked-token", "query-token"] {
+        assert!(!shown.contains(secret), "{secret} shown: {shown}");
+    }
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
