@@ -800,8 +800,12 @@ async fn resources_of_the_project_become_entries_the_model_sees_and_others_stay_
         .into_iter()
         .find(|call| call["toolCallId"] == "known://editor/b.txt")
         .unwrap_or_else(|| panic!("the buffer is shown: {:?}", drive.seen["updates"]));
-    assert_eq!(buffer["kind"], json!("think"));
-    assert_eq!(buffer["content"][0]["content"]["text"], json!("unsaved\n"));
+    assert_eq!(buffer["kind"], json!("read"), "{buffer}");
+    assert_eq!(buffer["title"], json!("editor buffer b.txt"));
+    assert_eq!(
+        buffer["locations"],
+        json!([{"path": drive.project.join("b.txt")}])
+    );
     assert!(
         request.contains("unsaved"),
         "the model sees the editor's buffer: {request}"
@@ -813,7 +817,7 @@ async fn resources_of_the_project_become_entries_the_model_sees_and_others_stay_
     let read = drive
         .updates("tool_call")
         .into_iter()
-        .find(|call| call["kind"] == "read")
+        .find(|call| call["kind"] == "read" && call["toolCallId"] != "known://editor/b.txt")
         .expect("the linked file is read into the run");
     assert_eq!(
         read["locations"],
