@@ -2,7 +2,7 @@
 //! server, and stops them. Nothing imports it but the binary and the tests.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use crate::db::entry_changes::EntryChangeSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
 use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions, Store};
+use crate::home_lock::{HomeLock, HomeLockError};
 use crate::hub::HubRegistry;
 use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
 use crate::mcp::{self, McpServers};
@@ -54,6 +55,8 @@ pub struct RunningServer {
     pub done: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
     /// Stops this instance's heartbeat.
     heartbeat: CancellationToken,
+    /// Its home, on a SQLite store; let go when it has stopped.
+    _home: Option<HomeLock>,
 }
 
 impl RunningServer {
@@ -87,9 +90,11 @@ impl RunningServer {
     }
 }
 
-/// Applies pending migrations to the configured store.
-pub fn migrate(settings: &Settings) -> Result<(), DbError> {
+/// Applies pending migrations to the configured store (a SQLite store with its home held:
+/// not under a running server).
+pub fn migrate(settings: &Settings) -> anyhow::Result<()> {
     let store = store(settings);
+    let _home = hold_home(&settings.storage.home, &store)?;
     if let Store::Sqlite(path) = &store {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
@@ -97,7 +102,16 @@ pub fn migrate(settings: &Settings) -> Result<(), DbError> {
         }
     }
     let mut connection = db::open_connection(&store, connection_setup(settings))?;
-    db::run_migrations(&mut connection)
+    Ok(db::run_migrations(&mut connection)?)
+}
+
+/// `home`, held for a server on the SQLite `store` ([`crate::home_lock`]); not for a
+/// PostgreSQL store, which instances share.
+fn hold_home(home: &Path, store: &Store) -> Result<Option<HomeLock>, HomeLockError> {
+    match store {
+        Store::Sqlite(_) => HomeLock::take(home).map(Some),
+        Store::Postgres(_) => Ok(None),
+    }
 }
 
 /// Where the store is: PostgreSQL when `RUMMY_DATABASE_URL` is set, else the SQLite file.
@@ -120,6 +134,8 @@ pub async fn start_with(
     settings: Settings,
     register: impl FnOnce(Plugins) -> Plugins,
 ) -> anyhow::Result<RunningServer> {
+    let (home, held) = (settings.storage.home.clone(), store(&settings));
+    let home = web::block(move || hold_home(&home, &held)).await??;
     std::fs::create_dir_all(settings.storage.home.join("skills"))?;
     std::fs::create_dir_all(settings.storage.home.join("personas"))?;
     let mcp = McpServers::start(mcp::config::load(&settings.storage.home)?);
@@ -210,6 +226,7 @@ pub async fn start_with(
         state,
         done,
         heartbeat,
+        _home: home,
     })
 }
 

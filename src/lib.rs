@@ -13,6 +13,7 @@ pub mod db;
 pub mod error;
 pub mod healthcheck;
 pub mod hedberg;
+pub mod home_lock;
 pub mod http;
 pub mod hub;
 pub mod llm;

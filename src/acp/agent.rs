@@ -92,11 +92,11 @@ impl Bridge {
         )
     }
 
-    /// A remote server without a token yet: signing in reads it from the token file.
+    /// A remote server: signing in reads the token from the token file (a first one, or
+    /// another when the server refuses the one given).
     fn auth_methods(&self) -> Vec<AuthMethod> {
-        let endpoint = self.endpoint();
-        match &endpoint.token_file {
-            Some(file) if endpoint.token.is_none() => {
+        match &self.endpoint().token_file {
+            Some(file) => {
                 vec![AuthMethod::Agent(
                     AuthMethodAgent::new(TOKEN_FILE, "rummy token").description(format!(
                         "Put your rummy token (from the server's admin) on the first line of \
@@ -294,9 +294,10 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
                     Err(error) => return responder.respond_with_error(error.into()),
                 };
                 let offers = on_prompt.offers();
+                let in_flight = session.begin();
                 let turn_cx = cx.clone();
                 cx.spawn(async move {
-                    let ended = session.prompt(&turn_cx, offers, &request.prompt).await;
+                    let ended = in_flight.prompt(&turn_cx, offers, &request.prompt).await;
                     if let Err(error) = &ended {
                         tracing::warn!(%error, "a prompt turn failed");
                     }

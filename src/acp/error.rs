@@ -17,12 +17,22 @@ pub enum AcpError {
     /// The WebSocket to rummy could not be opened.
     #[error("cannot reach rummy at {url}: {reason}")]
     Connect { url: String, reason: String },
-    /// The server refused the connection for want of a (valid) token.
+    /// The server refused a connection without a token. `url` is shown without what
+    /// could carry a secret (see `link::shown`).
     #[error(
-        "the rummy server at {url} needs your token: put it on the first line of {file} and \
-         sign in (authenticate), or set RUMMY_AUTH_TOKEN"
+        "the rummy server at {url} needs a token: put yours (from the server's admin) on the \
+         first line of {file} and sign in (the editor's token-file method), or start the \
+         agent with RUMMY_AUTH_TOKEN set to it (and no --token-file)"
     )]
-    Unauthorized { url: String, file: String },
+    NoToken { url: String, file: String },
+    /// The server refused the token it was given (never shown).
+    #[error(
+        "the rummy server at {url} refused the token this agent gave it: put a valid one \
+         (from the server's admin) on the first line of {file} and sign in again (the \
+         editor's token-file method), or start the agent with RUMMY_AUTH_TOKEN set to it \
+         (and no --token-file)"
+    )]
+    TokenRefused { url: String, file: String },
     /// `authenticate` could not read the token file.
     #[error("cannot read the token file {file}: {reason}")]
     TokenFile { file: String, reason: String },
@@ -106,9 +116,9 @@ impl From<AcpError> for ProtocolError {
             | AcpError::UnsupportedContent(_)
             | AcpError::BadDirectory(_)
             | AcpError::UnknownAuthMethod(_) => ProtocolError::invalid_params().data(message),
-            AcpError::Unauthorized { .. } | AcpError::TokenFile { .. } => {
-                ProtocolError::auth_required().data(message)
-            }
+            AcpError::NoToken { .. }
+            | AcpError::TokenRefused { .. }
+            | AcpError::TokenFile { .. } => ProtocolError::auth_required().data(message),
             _ => ProtocolError::internal_error().data(message),
         }
     }
@@ -134,18 +144,36 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_token_is_auth_required_with_what_to_do() {
-        let error: ProtocolError = AcpError::Unauthorized {
-            url: "wss://team/".into(),
-            file: "/home/me/.rummy/token".into(),
+    fn a_missing_or_refused_token_is_auth_required_with_what_to_do() {
+        let (url, file) = (
+            "wss://team/".to_string(),
+            "/home/me/.rummy/token".to_string(),
+        );
+        let missing = AcpError::NoToken {
+            url: url.clone(),
+            file: file.clone(),
+        };
+        let refused = AcpError::TokenRefused { url, file };
+        for (error, said) in [
+            (missing, "needs a token"),
+            (refused, "refused the token this agent gave it"),
+        ] {
+            let wire = serde_json::to_value(ProtocolError::from(error)).unwrap();
+            assert_eq!(wire["code"], json!(-32000));
+            let data = wire["data"].as_str().unwrap();
+            assert!(
+                data.starts_with("the rummy server at wss://team/ "),
+                "{data}"
+            );
+            for part in [
+                said,
+                "first line of /home/me/.rummy/token and sign in",
+                "token-file method",
+                "RUMMY_AUTH_TOKEN set to it",
+            ] {
+                assert!(data.contains(part), "{part}: {data}");
+            }
         }
-        .into();
-        let wire = serde_json::to_value(&error).unwrap();
-        assert_eq!(wire["code"], json!(-32000));
-        assert!(wire["data"]
-            .as_str()
-            .unwrap()
-            .contains("first line of /home/me/.rummy/token"));
     }
 
     #[test]

@@ -115,7 +115,7 @@ impl Link {
 
 async fn connect(endpoint: &Endpoint) -> Result<Connected, AcpError> {
     let failed = |reason: String| AcpError::Connect {
-        url: endpoint.url.clone(),
+        url: shown(&endpoint.url),
         reason,
     };
     let client = if endpoint.url.starts_with("wss://") {
@@ -138,12 +138,14 @@ async fn connect(endpoint: &Endpoint) -> Result<Connected, AcpError> {
         WsClientError::InvalidResponseStatus(status)
             if status == awc::http::StatusCode::UNAUTHORIZED =>
         {
-            AcpError::Unauthorized {
-                url: endpoint.url.clone(),
-                file: endpoint
-                    .token_file
-                    .as_ref()
-                    .map_or_else(|| "a token file".into(), |file| file.display().to_string()),
+            let url = shown(&endpoint.url);
+            let file = endpoint
+                .token_file
+                .as_ref()
+                .map_or_else(|| "a token file".into(), |file| file.display().to_string());
+            match endpoint.token {
+                Some(_) => AcpError::TokenRefused { url, file },
+                None => AcpError::NoToken { url, file },
             }
         }
         error => failed(error.to_string()),
@@ -155,6 +157,22 @@ async fn connect(endpoint: &Endpoint) -> Result<Connected, AcpError> {
         link: Link { calls },
         notices,
     })
+}
+
+/// `url` as errors show it: without its query, fragment and user information, any of
+/// which may carry a token (rummy takes one in `?token=`).
+fn shown(url: &str) -> String {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    let url = &url[..end];
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let host = match rest[..authority_end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    format!("{scheme}://{host}")
 }
 
 /// TLS for `wss://`: the system's root certificates (`SSL_CERT_FILE` and `SSL_CERT_DIR`
@@ -302,5 +320,26 @@ impl Pump {
             };
             let _ = self.notices.send(notice);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_what_may_carry_a_token() {
+        assert_eq!(shown("ws://127.0.0.1:3044/"), "ws://127.0.0.1:3044/");
+        assert_eq!(
+            shown("wss://team.example/rummy?token=s3cret#top"),
+            "wss://team.example/rummy"
+        );
+        assert_eq!(
+            shown("wss://mo:s3cret@team.example/"),
+            "wss://team.example/"
+        );
+        assert_eq!(shown("wss://mo@team.example"), "wss://team.example");
+        assert_eq!(shown("wss://team.example/a@b"), "wss://team.example/a@b");
+        assert_eq!(shown("team.example?token=s3cret"), "team.example");
     }
 }

@@ -22,7 +22,7 @@ use agent_client_protocol::{Client, JsonRpcRequest};
 use serde_json::{json, Value};
 
 use crate::acp::error::AcpError;
-use crate::acp::updates::{self, Shown};
+use crate::acp::updates::{Command, Shown};
 use crate::plugins::tools::merge;
 
 /// The most output of a command sent back to the model, in bytes.
@@ -126,15 +126,20 @@ impl Proposal {
     /// The tool call the editor is shown while it asks.
     fn tool_call(&self, root: &Path) -> ToolCall {
         let target = self.target();
-        let kind = match updates::shown(&self.kind) {
+        let command = Command {
+            tool: &self.kind,
+            target: &target,
+            path: &self.path,
+        };
+        let kind = match command.shown() {
             Shown::Tool(kind) => kind,
             Shown::Message | Shown::Hidden => agent_client_protocol::v1::schema::ToolKind::Other,
         };
-        let mut call = ToolCall::new(self.path.clone(), updates::title(&self.kind, &target))
+        let mut call = ToolCall::new(self.path.clone(), command.title())
             .kind(kind)
             .status(ToolCallStatus::Pending)
             .raw_input(self.attributes.clone());
-        if let Some(location) = updates::location(&self.kind, &target, root) {
+        if let Some(location) = command.location(root) {
             call = call.locations(vec![location]);
         }
         let content = match (self.kind.as_str(), self.edit()) {

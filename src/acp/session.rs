@@ -4,8 +4,8 @@
 //! person and resolved, until the loop ends.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, McpServer, SessionConfigOption, SessionConfigOptionValue, SessionId, SessionInfo,
@@ -115,8 +115,36 @@ pub struct Session {
     catalogue: Catalogue,
     /// The skills and personas its prompts may start with.
     commands: Commands,
-    /// Set by `session/cancel`, cleared by the next prompt.
+    /// Set by `session/cancel` while a prompt is in flight, cleared by the next prompt.
     cancelled: AtomicBool,
+    /// The prompts in flight, from their request to their answer ([`InFlight`]).
+    prompts: AtomicUsize,
+}
+
+/// A prompt of the session in flight, from its request until its turn ends: while one is,
+/// `session/cancel` cancels it; with none, a cancel (an editor's late or idle one) has
+/// nothing to cancel and leaves the run alone.
+pub struct InFlight {
+    session: Arc<Session>,
+}
+
+impl InFlight {
+    /// The prompt's turn ([`Session::prompt`]); the prompt is no longer in flight once it
+    /// returns, before the editor is answered.
+    pub async fn prompt(
+        self,
+        cx: &ConnectionTo<Client>,
+        offers: Offers,
+        blocks: &[ContentBlock],
+    ) -> Result<StopReason, AcpError> {
+        self.session.prompt(cx, offers, blocks).await
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.session.prompts.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// What a session is made of besides its connection.
@@ -242,6 +270,7 @@ impl Session {
             catalogue: run.catalogue,
             commands: run.commands,
             cancelled: AtomicBool::new(false),
+            prompts: AtomicUsize::new(0),
         }
     }
 
@@ -308,8 +337,27 @@ impl Session {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = mode;
     }
 
-    /// `session/cancel`: the turn ends `cancelled`; the run's loop is aborted.
+    /// A prompt arrived: it is in flight until the returned value's turn ends or it is
+    /// dropped. Called as the request arrives, before the turn's task runs, so that a
+    /// cancel the editor sends right after it finds it in flight.
+    pub fn begin(self: &Arc<Self>) -> InFlight {
+        self.cancelled.store(false, Ordering::SeqCst);
+        self.prompts.fetch_add(1, Ordering::SeqCst);
+        InFlight {
+            session: Arc::clone(self),
+        }
+    }
+
+    /// `session/cancel`: the prompt in flight ends `cancelled` and the run's loop is
+    /// aborted; without a prompt in flight, nothing happens (the run is not aborted).
     pub async fn cancel(&self) -> Result<(), AcpError> {
+        if self.prompts.load(Ordering::SeqCst) == 0 {
+            tracing::debug!(
+                run = self.run(),
+                "session/cancel without a prompt in flight"
+            );
+            return Ok(());
+        }
         self.cancelled.store(true, Ordering::SeqCst);
         self.link
             .call("run/abort", json!({"run": self.run()}))
@@ -319,13 +367,12 @@ impl Session {
 
     /// One prompt turn: runs `blocks` in the session's mode, streams what happens to the
     /// editor, asks it about each proposal, and says why the turn ended.
-    pub async fn prompt(
+    async fn prompt(
         &self,
         cx: &ConnectionTo<Client>,
         offers: Offers,
         blocks: &[ContentBlock],
     ) -> Result<StopReason, AcpError> {
-        self.cancelled.store(false, Ordering::SeqCst);
         let mut prompt = Prompt::of(blocks, &self.root)?;
         let run = self.run().to_string();
         if let Some((slash, rest)) = self.commands.parse(&prompt.text) {

@@ -3,13 +3,16 @@
 //! `tool_call` the first time it is seen and a `tool_call_update` when its status changes.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use serde::Deserialize;
+
+use crate::acp::prompt::BUFFERS;
+use crate::db::paths::percent_decode;
 
 /// What the editor is shown of one log entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +25,60 @@ pub enum Shown {
     Hidden,
 }
 
-/// How a log entry of `tool` is shown.
-pub fn shown(tool: &str) -> Shown {
+/// A command of the run's log, or a proposal, as the editor is shown it.
+#[derive(Debug, Clone, Copy)]
+pub struct Command<'a> {
+    /// Its scheme.
+    pub tool: &'a str,
+    /// What it acts on: the file, the command, the question; or nothing.
+    pub target: &'a str,
+    /// Its entry's path (the tool call's id).
+    pub path: &'a str,
+}
+
+impl Command<'_> {
+    /// How it is shown: an unsaved buffer's entry (`known://editor/<file>`) as a read of its
+    /// file, the rest by [`shown`].
+    pub fn shown(&self) -> Shown {
+        match self.buffer() {
+            Some(_) => Shown::Tool(ToolKind::Read),
+            None => shown(self.tool),
+        }
+    }
+
+    /// `tool target`, or the tool alone; `editor buffer <file>` for a buffer.
+    pub fn title(&self) -> String {
+        match self.buffer() {
+            Some(file) => format!("editor buffer {}", file.display()),
+            None if self.target.is_empty() => self.tool.to_string(),
+            None => format!("{} {}", self.tool, self.target),
+        }
+    }
+
+    /// The file it acts on, under `root`.
+    pub fn location(&self, root: &Path) -> Option<ToolCallLocation> {
+        if let Some(file) = self.buffer() {
+            return Some(ToolCallLocation::new(root.join(file)));
+        }
+        let file_tool = matches!(self.tool, "get" | "set" | "rm" | "mv" | "cp");
+        (file_tool && !self.target.is_empty() && !self.target.contains("://"))
+            .then(|| ToolCallLocation::new(root.join(self.target)))
+    }
+
+    /// The project file of an unsaved buffer's entry: its path after `known://editor/`,
+    /// decoded; `None` for any other entry, and for one whose path would leave the project
+    /// (a model may write `known://editor/../x` itself).
+    fn buffer(&self) -> Option<PathBuf> {
+        let file = PathBuf::from(percent_decode(self.path.strip_prefix(BUFFERS)?)?);
+        let inside = file
+            .components()
+            .all(|component| matches!(component, Component::Normal(_)));
+        (inside && file.components().next().is_some()).then_some(file)
+    }
+}
+
+/// How a log entry of `tool` is shown (by its scheme alone: see [`Command::shown`]).
+fn shown(tool: &str) -> Shown {
     match tool {
         "update" | "summarize" => Shown::Message,
         "get" => Shown::Tool(ToolKind::Read),
@@ -86,6 +141,16 @@ pub struct HistoryRow {
     pub attributes: serde_json::Value,
 }
 
+impl LogEntry {
+    fn command(&self) -> Command<'_> {
+        Command {
+            tool: &self.tool,
+            target: &self.target,
+            path: &self.path,
+        }
+    }
+}
+
 impl HistoryRow {
     /// The row as `run/state` would list it: its target the first of the attributes'
     /// command, file, path and question.
@@ -142,7 +207,7 @@ impl LogTracker {
     pub fn updates(&mut self, history: &[LogEntry], root: &Path) -> Vec<SessionUpdate> {
         let mut updates = Vec::new();
         for entry in history {
-            let kind = match shown(&entry.tool) {
+            let kind = match entry.command().shown() {
                 Shown::Hidden => continue,
                 Shown::Message => None,
                 Shown::Tool(kind) => Some(kind),
@@ -174,37 +239,22 @@ impl LogTracker {
 
 /// The `tool_call` of a log entry.
 fn tool_call(entry: &LogEntry, kind: ToolKind, root: &Path) -> ToolCall {
-    let call = ToolCall::new(entry.path.clone(), title(&entry.tool, &entry.target))
+    let command = entry.command();
+    let call = ToolCall::new(entry.path.clone(), command.title())
         .kind(kind)
         .status(status_of(entry.status))
         .content(output(entry).unwrap_or_default());
-    match location(&entry.tool, &entry.target, root) {
+    match command.location(root) {
         Some(location) => call.locations(vec![location]),
         None => call,
     }
 }
 
-/// `tool target`, or the tool alone.
-pub fn title(tool: &str, target: &str) -> String {
-    if target.is_empty() {
-        tool.to_string()
-    } else {
-        format!("{tool} {target}")
-    }
-}
-
-/// The file a command of `tool` acts on, under `root`.
-pub fn location(tool: &str, target: &str, root: &Path) -> Option<ToolCallLocation> {
-    let file_tool = matches!(tool, "get" | "set" | "rm" | "mv" | "cp");
-    (file_tool && !target.is_empty() && !target.contains("://"))
-        .then(|| ToolCallLocation::new(root.join(target)))
-}
-
 /// What a finished command produced, shown as the tool call's content: a command's output,
-/// a search's results. A read's body (a whole file) is not repeated.
+/// a search's results. A read's body (a whole file, an editor's buffer) is not repeated.
 fn output(entry: &LogEntry) -> Option<Vec<ToolCallContent>> {
     let shows_body = matches!(
-        shown(&entry.tool),
+        entry.command().shown(),
         Shown::Tool(ToolKind::Execute | ToolKind::Search | ToolKind::Fetch | ToolKind::Think)
     );
     (shows_body && !entry.body.is_empty()).then(|| {
@@ -370,6 +420,35 @@ mod tests {
             tracker.updates(&later, Path::new("/p")).is_empty(),
             "what was replayed is not shown again"
         );
+    }
+
+    #[test]
+    fn an_editors_buffer_is_a_read_of_its_file() {
+        let mut tracker = LogTracker::default();
+        let shown = wire(&tracker.updates(
+            &[
+                entry("known", "", 200, "known://editor/src/my%20b.rs", "unsaved"),
+                entry("known", "", 200, "known://editor/../etc/x", "a model's"),
+                entry("known", "", 200, "known://editor/", "nameless"),
+                entry("known", "", 200, "known://notes", "a fact"),
+            ],
+            Path::new("/p"),
+        ));
+        assert_eq!(shown.len(), 4, "{shown:?}");
+        assert_eq!(shown[0]["kind"], json!("read"));
+        assert_eq!(shown[0]["title"], json!("editor buffer src/my b.rs"));
+        assert_eq!(shown[0]["locations"], json!([{"path": "/p/src/my b.rs"}]));
+        assert!(
+            shown[0]
+                .get("content")
+                .is_none_or(|content| content == &json!([])),
+            "the editor has the buffer: {:?}",
+            shown[0]
+        );
+        for other in &shown[1..] {
+            assert_eq!(other["kind"], json!("think"), "{other:?}");
+            assert!(other.get("locations").is_none(), "{other:?}");
+        }
     }
 
     #[test]

@@ -30,6 +30,9 @@
 //               with the one offered, and the stream scenario
 //   resources   a prompt of text, a link to a.txt, the unsaved buffer of b.txt ("unsaved\n")
 //               and a link to ../secret.txt (outside the project)
+//   idle-cancel session/cancel before any prompt, a prompt, session/cancel after its turn
+//               ended, a second prompt (each cancel followed by a session/set_mode, a round
+//               trip behind it)
 
 import { spawn } from "node:child_process";
 import { writeFileSync, mkdirSync } from "node:fs";
@@ -212,6 +215,17 @@ async function run(ctx) {
       await prompt("/persona:pirate");
       await prompt("say hi");
       break;
+    case "idle-cancel": {
+      const idleCancel = async () => {
+        await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
+        await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "act" });
+      };
+      await idleCancel();
+      await prompt("please do the task");
+      await idleCancel();
+      await prompt("and now the second part");
+      break;
+    }
     case "resources":
       await prompt("compare these", [
         { type: "resource_link", name: "a.txt", uri: `file://${project}/a.txt` },

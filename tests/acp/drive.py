@@ -278,6 +278,16 @@ async def run(conn: Any) -> None:
         await asyncio.sleep(1.5)
         await conn.cancel(session_id=session_id)
         await turn
+    elif scenario == "idle-cancel":
+
+        async def idle_cancel() -> None:
+            await conn.cancel(session_id=session_id)
+            await conn.set_session_mode(session_id=session_id, mode_id="act")
+
+        await idle_cancel()
+        await prompt("please do the task")
+        await idle_cancel()
+        await prompt("and now the second part")
     elif scenario == "ask-mode":
         await attempt("set_mode plan", conn.set_session_mode(session_id=session_id, mode_id="plan"))
         await conn.set_session_mode(session_id=session_id, mode_id="ask")

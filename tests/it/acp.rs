@@ -98,11 +98,13 @@ with_each_sdk!(
     an_mcp_server_of_the_editors_session_is_used_by_the_model,
     the_models_open_questions_are_the_sessions_plan,
     remote_the_editors_mcp_servers_are_the_team_servers_choice,
+    remote_a_refused_token_says_what_to_do_and_the_editor_signs_in_anew,
     a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued,
     skills_and_personas_are_slash_commands_that_reach_the_model,
     a_model_chosen_in_the_session_runs_its_next_prompt,
     a_question_is_answered_in_free_text_through_the_editors_form,
     without_forms_an_open_question_is_answered_in_the_next_prompt,
+    a_cancel_without_a_prompt_in_flight_leaves_the_run_alone,
 );
 
 /// What the editor saw of one scenario, with the home and project it ran in.
@@ -391,6 +393,25 @@ async fn a_cancel_during_a_slow_model_call_ends_the_turn_cancelled(sdk: Sdk) {
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["cancelled"]));
     assert_eq!(llm.requests().len(), 1);
+}
+
+async fn a_cancel_without_a_prompt_in_flight_leaves_the_run_alone(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>First.</summarize>"),
+        Step::reply("<summarize>Second.</summarize>"),
+    ]);
+    let drive = Drive::run(sdk, "idle-cancel", &llm).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn", "end_turn"]));
+    assert_eq!(drive.messages(), ["First.", "Second."]);
+    assert_eq!(llm.requests().len(), 2);
+    let session = drive.seen["session"]["sessionId"].as_str().unwrap();
+    let server = ServerProcess::start_with(drive.home.path(), &llm, &[]).await;
+    let mut client = server.client().await;
+    client.init("demo", &drive.project).await;
+    let run = client.ok("getRun", json!({"run": session})).await;
+    assert_eq!(run["status"], json!(200), "{run}");
+    assert_eq!(run["actions"], json!([]), "no abort recorded: {run}");
 }
 
 async fn malformed_frames_get_errors_and_the_agent_keeps_serving(sdk: Sdk) {
@@ -770,8 +791,12 @@ async fn resources_of_the_project_become_entries_the_model_sees_and_others_stay_
         .into_iter()
         .find(|call| call["toolCallId"] == "known://editor/b.txt")
         .unwrap_or_else(|| panic!("the buffer is shown: {:?}", drive.seen["updates"]));
-    assert_eq!(buffer["kind"], json!("think"));
-    assert_eq!(buffer["content"][0]["content"]["text"], json!("unsaved\n"));
+    assert_eq!(buffer["kind"], json!("read"), "{buffer}");
+    assert_eq!(buffer["title"], json!("editor buffer b.txt"));
+    assert_eq!(
+        buffer["locations"],
+        json!([{"path": drive.project.join("b.txt")}])
+    );
     assert!(
         request.contains("unsaved"),
         "the model sees the editor's buffer: {request}"
@@ -783,7 +808,7 @@ async fn resources_of_the_project_become_entries_the_model_sees_and_others_stay_
     let read = drive
         .updates("tool_call")
         .into_iter()
-        .find(|call| call["kind"] == "read")
+        .find(|call| call["kind"] == "read" && call["toolCallId"] != "known://editor/b.txt")
         .expect("the linked file is read into the run");
     assert_eq!(
         read["locations"],
@@ -918,6 +943,54 @@ async fn remote_over_wss_through_a_tls_front(sdk: Sdk) {
         "the session went through the TLS front: {}",
         drive.seen
     );
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
+}
+
+async fn remote_a_refused_token_says_what_to_do_and_the_editor_signs_in_anew(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
+        Step::reply("<summarize>a.txt counts to two.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let token_file = home.path().join("mo.token");
+    std::fs::write(&token_file, "revoked-token\n").unwrap();
+    let remote = Remote {
+        url: format!("ws://127.0.0.1:{}/?token=query-token", server.port),
+        env: vec![
+            ("ACP_TOKEN_FILE", token_file.display().to_string()),
+            ("ACP_SIGN_IN_TOKEN", "mo-token".to_string()),
+        ],
+    };
+    let drive = Drive::run_in(sdk, "sign-in", &llm, home, "demo", Some(remote), &[]).await;
+    assert_eq!(
+        drive.seen["initialize"]["authMethods"][0]["id"],
+        json!("token-file"),
+        "signing in is offered though a token was given"
+    );
+    let errors = drive.seen["errors"].as_array().unwrap();
+    let refused = errors
+        .iter()
+        .find(|error| error["what"] == "session/new unsigned")
+        .expect("a session with a token the server refuses is refused");
+    assert_eq!(refused["code"], json!(-32000), "auth_required");
+    assert_eq!(
+        refused["data"],
+        json!(format!(
+            "the rummy server at ws://127.0.0.1:{}/ refused the token this agent gave it: put \
+             a valid one (from the server's admin) on the first line of {} and sign in again \
+             (the editor's token-file method), or start the agent with RUMMY_AUTH_TOKEN set to \
+             it (and no --token-file)",
+            server.port,
+            token_file.display()
+        ))
+    );
+    let shown = drive.seen.to_string();
+    for secret in ["revoked-token", "query-token"] {
+        assert!(!shown.contains(secret), "{secret} shown: {shown}");
+    }
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);

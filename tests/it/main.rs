@@ -29,6 +29,7 @@ mod methods;
 mod metrics;
 mod one_file_plugin;
 mod one_file_tool;
+mod one_server_per_home;
 mod outlines;
 mod persistence;
 mod process;

@@ -49,6 +49,10 @@ impl ServerProcess {
         Client::connect(&format!("ws://127.0.0.1:{}/", self.port)).await
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends `signal` (a `kill` option such as `-9`) and waits for the process to exit.
     pub fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
         let sent = Command::new("kill")
