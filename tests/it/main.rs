@@ -45,6 +45,7 @@ mod runs;
 mod session_notes;
 mod skills;
 mod slow_readers;
+mod snapshots;
 mod subagents;
 mod temperature;
 mod tool_methods;
