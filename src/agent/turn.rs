@@ -1,6 +1,8 @@
-//! One turn: write the turn's prompt and instructions, assemble the packet from the store,
-//! check the ceiling, call the LLM, record the audit copies, dispatch the commands, and
-//! tell the clients.
+//! One turn, in stages: measure (`measure`: the packet assembled from the store, written
+//! prompt and all, against the window), call (`call`: the model, its reply parsed), gather
+//! (what the commands need from outside the store: MCP calls, sub-agents, the web), apply
+//! (one unit of work: the audit copies, the commands recorded and run, the status healed)
+//! and publish (the clients told the run's state).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,10 +15,9 @@ use crate::agent::error::LoopError;
 use crate::agent::state;
 use crate::agent::AgentContext;
 use crate::budget::{
-    check_ceiling, BudgetGuard, CalibratedMeasure, CalibratedTokens, Calibration, CeilingVerdict,
-    ContextWindow, Overflow, PanicFailure, PanicGate, PanicStep, RecordUsage, WriteGate,
+    BudgetGuard, CalibratedTokens, Calibration, Overflow, PanicFailure, PanicGate, WriteGate,
 };
-use crate::context::{Packet, TokenMath};
+use crate::context::Packet;
 use crate::db::enums::Fidelity;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::{EntryUpsertForm, UnresolvedRow};
@@ -26,20 +27,21 @@ use crate::db::queries::{entries, turns};
 use crate::db::Conn;
 use crate::db::DbError;
 use crate::hedberg::WorkLimit;
-use crate::hub::notifications::{Notification, ProgressStatus, RunProgress};
-use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
+use crate::llm::{CancellationToken, ChatResponse};
 use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
-use crate::parser::{Command, ParseOutput};
+use crate::parser::Command;
 use crate::plugins::dispatch::PreparedWork;
 use crate::plugins::dispatch::{dispatch_gated, ResponseTurn};
 use crate::plugins::events::Event;
-use crate::plugins::filters::{LlmCall, LlmMessages, LlmResponse};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
-use prepare::{estimate_of, prepare_packet, PreparedPacket, PromptWrite};
+use call::{call_model, Reply};
+use measure::{measure, Measured, MeasuredTurn};
 use state::{StoredState, TurnFacts};
 
+mod call;
 pub mod input;
+mod measure;
 mod prepare;
 
 pub use input::{PanicState, TurnInput};
@@ -120,140 +122,27 @@ async fn execute_numbered_turn(
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, LoopError> {
     let started = Instant::now();
-    let lp = input.loop_row;
-    let policy = ToolPolicy {
-        mcp_servers: agent.mcp.enabled_for(input.project_name),
-        client_mcp: agent.mcp.attached_to(input.run_id),
-        subagents: input.config.delegation_depth < agent.settings.agent.subagent_max_depth,
-        ..input
-            .config
-            .policy(lp.mode, agent.settings.search_available())
-    };
-    let policy = agent
-        .plugins
-        .fitted(policy, u64::try_from(input.context_size).unwrap_or(0));
-    let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
-    let first_prompt = prompt.clone().map(PromptWrite::New);
-    let PreparedPacket {
-        turn: row,
-        mut packet,
-        measure,
-        alias,
-        project,
-    } = prepare_packet(agent, &input, None, first_prompt, policy).await?;
-    let turn = row.sequence;
-    tracing::Span::current().record("turn.seq", turn);
-    let run_id = input.run_id;
-    let mut estimate = estimate_of(&packet);
-    let window = ContextWindow::new(u64::try_from(input.context_size).unwrap_or(0));
-    let iteration = input.iteration;
-    let tokens = TokenMath::new(agent.settings.tokens.divisor);
-    match input.panic.as_deref_mut() {
-        Some(panic) => {
-            let context = CalibratedMeasure {
-                calibrated: measure.calibrated.saturating_sub(
-                    measure
-                        .calibration
-                        .apply(tokens.estimate_packet([panic.prompt.as_str()])),
-                ),
-                calibration: measure.calibration,
-            };
-            match panic.tracker.observe(context) {
-                PanicStep::Freed { .. } => return Ok(TurnEnd::Freed),
-                PanicStep::GiveUp(failure) => return Ok(TurnEnd::GaveUp(failure)),
-                PanicStep::Continue { continuation, .. } if iteration > 1 => {
-                    panic.prompt = continuation.clone();
-                    let rewrite = Some(PromptWrite::Replace(continuation));
-                    packet = prepare_packet(agent, &input, Some(row.clone()), rewrite, policy)
-                        .await?
-                        .packet;
-                    estimate = estimate_of(&packet);
-                }
-                PanicStep::Continue { .. } => {}
-            }
-        }
-        None => {
-            if let CeilingVerdict::Overflow(overflow) = check_ceiling(measure.calibrated, window) {
-                let incoming = tokens.estimate_packet([lp.prompt.as_str()]);
-                return Ok(TurnEnd::Overflow {
-                    overflow,
-                    incoming_prompt: measure.calibration.apply(incoming),
-                    prompt_path: prompt.map(|_| format!("prompt://{turn}")),
-                    calibration: measure.calibration,
-                });
-            }
-        }
-    }
-    agent.hubs.publish(
-        project,
-        run_id,
-        Notification::Progress(RunProgress {
-            run: alias.clone(),
-            turn: i64::from(turn),
-            status: ProgressStatus::Thinking,
-        }),
-    );
-    agent.plugins.emit(Event::TurnStarted {
-        run: run_id,
-        loop_id: lp.id,
-        turn,
-        iteration,
-    });
-    let call = LlmCall {
-        project,
-        run: run_id,
-        turn,
-    };
-    let mut messages = vec![
-        ChatMessage::system(packet.system.clone()),
-        ChatMessage::user(packet.user.clone()),
-    ];
-    agent.plugins.filter::<LlmMessages>(&mut messages, &call);
-    let request = ChatRequest {
-        messages,
-        model: input.model_actual.to_string(),
-        temperature: input.temperature,
-        max_tokens: Some(agent.settings.agent.max_completion_tokens).filter(|limit| *limit > 0),
+    let measured = match measure(agent, &mut input).await? {
+        Measured::Fits(measured) => measured,
+        Measured::Ends(end) => return Ok(end),
     };
     let preparation_ms = started.elapsed().as_millis() as u64;
-    let llm_started = Instant::now();
-    let mut response = agent.llm.complete(request, cancel).await?;
-    if let Some(refusal) = response
-        .refusal
-        .as_ref()
-        .filter(|_| response.content.is_empty())
-    {
-        // The refusal's explanation is the model's answer, for the person to read.
-        response.content = refusal.clone();
-    }
-    agent
-        .plugins
-        .filter::<LlmResponse>(&mut response.content, &call);
-    agent.budget.do_send(RecordUsage {
-        run: run_id,
-        estimate,
-        usage: response.usage,
-    });
-    let llm_ms = llm_started.elapsed().as_millis() as u64;
-    agent.metrics.record_turn();
-    agent.hubs.publish(
+    let Reply {
+        response,
+        parsed,
+        llm_ms,
+    } = call_model(agent, &input, &measured, cancel).await?;
+    let MeasuredTurn {
+        row,
+        packet,
+        measure,
+        window,
+        policy,
+        alias,
         project,
-        run_id,
-        Notification::Progress(RunProgress {
-            run: alias.clone(),
-            turn: i64::from(turn),
-            status: ProgressStatus::Processing,
-        }),
-    );
-    let (content, parsed) = parse_off_the_executor(agent, response.content).await?;
-    response.content = content;
-    agent.plugins.emit(Event::TurnResponse {
-        run: run_id,
-        turn,
-        system: &packet.system,
-        user: &packet.user,
-        content: &response.content,
-    });
+        ..
+    } = measured;
+    let turn = row.sequence;
     let audit = TurnAudit::of(&row, &packet, &response, &parsed.unparsed);
     let dispatch_started = Instant::now();
     let gate: Box<dyn WriteGate> = if input.panic.is_some() {
@@ -265,29 +154,10 @@ async fn execute_numbered_turn(
             measure.calibration,
         ))
     };
-    // The MCP calls made at once are made before the unit of work that records them.
-    let mcp_outcomes = agent
-        .mcp
-        .perform(&policy, input.run_id, &parsed.commands, cancel)
-        .await;
-    // So do the sub-agents, whose reports their handler records.
-    let parent = ParentTurn {
-        loop_row: lp,
-        config: input.config,
-        policy: &policy,
-    };
-    let reports = delegation::perform(agent, parent, &parsed.commands, cancel).await;
-    // An aborted run drops the searches (their budget is cancelled with them) and the web
-    // requests, and ends.
-    let work = tokio::select! {
-        work = agent.prepare_work(input.run_id, &parsed.commands, &policy) => work,
-        () = cancel.cancelled() => {
-            return Err(LoopError::Tool(ToolError::WorkLimit(WorkLimit::Cancelled)));
-        }
-    };
+    let work = gather(agent, &input, &policy, &parsed.commands, cancel).await?;
     let prepared = Prepared {
         commands: parsed.commands,
-        work: work.answering(mcp_outcomes).answering(reports),
+        work,
         audit,
     };
     let (mut report, stored) = dispatch(
@@ -303,14 +173,14 @@ async fn execute_numbered_turn(
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
     report.refused = response.refusal.is_some();
     let facts = TurnFacts {
-        run: run_id,
+        run: input.run_id,
         project,
         alias: &alias,
         turn,
     };
     state::publish_turn_state(agent, facts, stored, &input, &response, &packet);
     agent.plugins.emit(Event::TurnCompleted {
-        run: run_id,
+        run: input.run_id,
         turn,
         proposed: report.proposed.len(),
     });
@@ -325,31 +195,43 @@ async fn execute_numbered_turn(
     Ok(TurnEnd::Completed(report))
 }
 
+/// What the reply's commands need from outside the store, obtained before the unit of work
+/// that records them: the MCP calls made at once, the sub-agents' reports, the searches and
+/// web pages, and the body searches and edits. An abort drops them and ends the turn.
+async fn gather(
+    agent: &AgentContext,
+    input: &TurnInput<'_>,
+    policy: &ToolPolicy,
+    commands: &[Command],
+    cancel: &CancellationToken,
+) -> Result<PreparedWork, LoopError> {
+    let mcp_outcomes = agent
+        .mcp
+        .perform(policy, input.run_id, commands, cancel)
+        .await;
+    let parent = ParentTurn {
+        loop_row: input.loop_row,
+        config: input.config,
+        policy,
+    };
+    let reports = delegation::perform(agent, parent, commands, cancel).await;
+    // An aborted run drops the searches (their budget is cancelled with them) and the web
+    // requests, and ends.
+    let work = tokio::select! {
+        work = agent.prepare_work(input.run_id, commands, policy) => work,
+        () = cancel.cancelled() => {
+            return Err(LoopError::Tool(ToolError::WorkLimit(WorkLimit::Cancelled)));
+        }
+    };
+    Ok(work.answering(mcp_outcomes).answering(reports))
+}
+
 /// A reply's commands, their body searches and edits already computed beside the writer, and
 /// the turn's audit copies.
 struct Prepared {
     commands: Vec<Command>,
     work: PreparedWork,
     audit: TurnAudit,
-}
-
-/// Parses a reply on the blocking pool: a hostile reply (a megabyte of nested tags, tens of
-/// thousands of attributes) costs the parser real time, which must not stall the event loop
-/// that serves this thread's connections. The content goes there and comes back unchanged.
-async fn parse_off_the_executor(
-    agent: &AgentContext,
-    content: String,
-) -> Result<(String, ParseOutput), LoopError> {
-    let plugins = Arc::clone(&agent.plugins);
-    let parsing = actix_web::rt::task::spawn_blocking(move || {
-        let parsed = crate::parser::parse(&content, plugins.tags());
-        (content, parsed)
-    });
-    match parsing.await {
-        Ok(parsed) => Ok(parsed),
-        Err(failure) if failure.is_panic() => std::panic::resume_unwind(failure.into_panic()),
-        Err(_) => Err(LoopError::Stopping("the reply parser")),
-    }
 }
 
 /// In one unit of work on the DB thread: writes the audit copies, records and runs the
