@@ -12,7 +12,7 @@ use crate::agent::outcome::{Ending, LoopOutcome, ProposedRow};
 use crate::agent::reflect::Reflector;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
-use crate::agent::turn::{execute_turn, PanicState, TurnEnd, TurnInput};
+use crate::agent::turn::{execute_turn, PanicState, TurnEnd, TurnInput, TurnReport};
 use crate::agent::AgentContext;
 use crate::budget::{
     plan_overflow, ContextWindow, OverflowDecision, OverflowFacts, PanicTracker, TokenMath,
@@ -127,7 +127,6 @@ async fn run_turns(
     let run_id = lp.run_id;
     let loop_id = lp.id;
     let new_prompt = !lp.prompt.is_empty();
-    let loop_model = lp.model.clone();
     let LoopStart {
         run,
         project_name,
@@ -135,33 +134,7 @@ async fn run_turns(
         model_alias,
         model,
         latest_turn,
-    } = agent
-        .db
-        .call(move |conn| {
-            let run = runs::get_run(conn, run_id)?
-                .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
-            let project = projects::get_project(conn, run.project_id)?
-                .ok_or_else(|| DbError::NotFound(format!("project {}", run.project_id)))?;
-            if run.status != RunStatus::Running {
-                runs::set_run_status(conn, run_id, RunStatus::Running)?;
-            }
-            if new_prompt {
-                demotions::demote_previous_loop_logging(conn, run_id, loop_id)?;
-            }
-            demotions::restore_summarized_prompts(conn, run_id)?;
-            let model_alias = loop_model.or_else(|| run.model.clone()).unwrap_or_default();
-            let model = models::find_model(conn, &model_alias)?;
-            let latest_turn = turns::latest_turn(conn, run_id)?.map_or(0, |turn| turn.sequence);
-            Ok(LoopStart {
-                run,
-                project_name: project.name,
-                project_root: project.project_root.map(PathBuf::from).unwrap_or_default(),
-                model_alias,
-                model,
-                latest_turn,
-            })
-        })
-        .await?;
+    } = start_loop(agent, lp).await?;
     agent.plugins.emit(Event::LoopStarted {
         run: run_id,
         alias: &run.alias,
@@ -181,12 +154,7 @@ async fn run_turns(
         scan::sync_project_files(agent, &run, &project_root, lp.id, budget).await?;
     }
     let rules = &agent.settings.agent;
-    let limits = HealerLimits {
-        max_stalls: rules.max_stalls,
-        min_cycles: usize::try_from(rules.min_cycles).unwrap_or(usize::MAX),
-        max_cycle_period: usize::try_from(rules.max_cycle_period).unwrap_or(usize::MAX),
-        max_update_repeats: rules.max_update_repeats,
-    };
+    let limits = healer_limits(rules);
     if new_prompt {
         if let Some(reflector) = reflector.as_mut() {
             reflector.reflect(agent, Moment::LoopStarting).await;
@@ -246,35 +214,14 @@ async fn run_turns(
         if let Some(reflector) = reflector.as_mut() {
             reflector.turn_ended(report.turn, report.has_writes);
         }
-        if !report.proposed.is_empty() {
-            return Ok(LoopOutcome::Proposed {
-                turn: report.turn,
-                summarized: report.summary.is_some() && !report.status_healed,
-                proposed: report.proposed.into_iter().map(ProposedRow::from).collect(),
-            });
+        let wrote = report.has_writes;
+        if let Some(outcome) = judge(report, panic.is_some(), &mut progress, &mut repetition) {
+            return Ok(outcome);
         }
         if panic.is_some() {
             continue;
         }
-        if report.refused {
-            tracing::info!("loop stopped: the model refused");
-            return Ok(LoopOutcome::Ended(Ending::Refused));
-        }
-        if let Verdict::Halt(reason) = repetition.assess(&report.action_calls, &report.write_calls)
-        {
-            tracing::info!(reason = reason.code(), "loop stopped: repetition");
-            return Ok(LoopOutcome::Ended(Ending::Stalled));
-        }
-        match progress.assess(report.signals()) {
-            Verdict::Continue => {}
-            Verdict::Complete => return Ok(LoopOutcome::Ended(Ending::Done)),
-            Verdict::Halt(reason) => {
-                tracing::info!(reason = reason.code(), "loop stopped: no progress");
-                return Ok(LoopOutcome::Ended(Ending::Stalled));
-            }
-        }
         if let Some(reflector) = reflector.as_mut() {
-            let wrote = report.has_writes;
             reflector.reflect(agent, Moment::TurnEnded { wrote }).await;
         }
     }
@@ -286,6 +233,89 @@ async fn run_turns(
         return give_up_panic(agent, lp, error).await;
     }
     Ok(LoopOutcome::Ended(Ending::TurnLimit))
+}
+
+/// In one unit of work: the loop's run, project and model, and the run made ready for it
+/// (status 102, the previous loop's logging demoted when this one has a new prompt, the
+/// prompts a summary stood for restored).
+async fn start_loop(agent: &AgentContext, lp: &LoopRow) -> Result<LoopStart, LoopError> {
+    let (run_id, loop_id) = (lp.run_id, lp.id);
+    let new_prompt = !lp.prompt.is_empty();
+    let loop_model = lp.model.clone();
+    Ok(agent
+        .db
+        .call(move |conn| {
+            let run = runs::get_run(conn, run_id)?
+                .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
+            let project = projects::get_project(conn, run.project_id)?
+                .ok_or_else(|| DbError::NotFound(format!("project {}", run.project_id)))?;
+            if run.status != RunStatus::Running {
+                runs::set_run_status(conn, run_id, RunStatus::Running)?;
+            }
+            if new_prompt {
+                demotions::demote_previous_loop_logging(conn, run_id, loop_id)?;
+            }
+            demotions::restore_summarized_prompts(conn, run_id)?;
+            let model_alias = loop_model.or_else(|| run.model.clone()).unwrap_or_default();
+            let model = models::find_model(conn, &model_alias)?;
+            let latest_turn = turns::latest_turn(conn, run_id)?.map_or(0, |turn| turn.sequence);
+            Ok(LoopStart {
+                run,
+                project_name: project.name,
+                project_root: project.project_root.map(PathBuf::from).unwrap_or_default(),
+                model_alias,
+                model,
+                latest_turn,
+            })
+        })
+        .await?)
+}
+
+/// The loop's termination rules, as configured.
+fn healer_limits(rules: &crate::config::AgentSettings) -> HealerLimits {
+    HealerLimits {
+        max_stalls: rules.max_stalls,
+        min_cycles: usize::try_from(rules.min_cycles).unwrap_or(usize::MAX),
+        max_cycle_period: usize::try_from(rules.max_cycle_period).unwrap_or(usize::MAX),
+        max_update_repeats: rules.max_update_repeats,
+    }
+}
+
+/// How a completed turn ends the loop, if it does: proposals wait for the client; outside
+/// a panic loop, a refusal, a repetition or a halt for want of progress stops it and a
+/// summary completes it.
+fn judge(
+    report: TurnReport,
+    panicking: bool,
+    progress: &mut ProgressTracker,
+    repetition: &mut RepetitionTracker,
+) -> Option<LoopOutcome> {
+    if !report.proposed.is_empty() {
+        return Some(LoopOutcome::Proposed {
+            turn: report.turn,
+            summarized: report.summary.is_some() && !report.status_healed,
+            proposed: report.proposed.into_iter().map(ProposedRow::from).collect(),
+        });
+    }
+    if panicking {
+        return None;
+    }
+    if report.refused {
+        tracing::info!("loop stopped: the model refused");
+        return Some(LoopOutcome::Ended(Ending::Refused));
+    }
+    if let Verdict::Halt(reason) = repetition.assess(&report.action_calls, &report.write_calls) {
+        tracing::info!(reason = reason.code(), "loop stopped: repetition");
+        return Some(LoopOutcome::Ended(Ending::Stalled));
+    }
+    match progress.assess(report.signals()) {
+        Verdict::Continue => None,
+        Verdict::Complete => Some(LoopOutcome::Ended(Ending::Done)),
+        Verdict::Halt(reason) => {
+            tracing::info!(reason = reason.code(), "loop stopped: no progress");
+            Some(LoopOutcome::Ended(Ending::Stalled))
+        }
+    }
 }
 
 /// Carries out an overflow decision: queue the panic loop and the retry (archiving the
