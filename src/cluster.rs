@@ -28,7 +28,7 @@
 //! the call itself. Otherwise [`LeaseHolder::ask`] sends it to the holder as a command; the
 //! holder acknowledges at once, executes it as its own client's call and answers with the
 //! method's result or JSON-RPC error, which the asker returns to its client unchanged. No
-//! acknowledgement within [`ACK_WAIT`](lease_holder::ACK_WAIT), or the holder's row lapsing
+//! acknowledgement within 30 seconds (`ACK_WAIT`), or the holder's row lapsing
 //! before it acknowledged, and the asker executes the call itself; a holder that
 //! acknowledged and then died is [`HolderGone`] (an internal error: the call may have taken
 //! effect, so it is never executed twice). What the calls say is the RPC layer's

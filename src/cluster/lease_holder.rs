@@ -6,7 +6,7 @@
 //! executes them when asked (`rpc::handlers::held`); here they are typed at both ends and
 //! carried as JSON.
 //!
-//! Without an acknowledgement within [`ACK_WAIT`], or once the holder's heartbeat row has
+//! Without an acknowledgement within `ACK_WAIT`, or once the holder's heartbeat row has
 //! lapsed before it acknowledged, the asker acts itself, as a single instance would (the
 //! holder died or the bus lost the command). Once acknowledged, it waits for the answer as
 //! long as the holder's heartbeat lives; a holder that dies then is [`HolderGone`].
@@ -30,7 +30,7 @@ use crate::db::queries::runs::now_ms;
 use crate::db::DbHandle;
 
 /// How long an asker waits for the holder to acknowledge before it acts itself.
-pub const ACK_WAIT: Duration = Duration::from_secs(30);
+const ACK_WAIT: Duration = Duration::from_secs(30);
 
 /// The holder acknowledged a call and then stopped before it answered: the call may have
 /// been executed, so it is not executed again.
