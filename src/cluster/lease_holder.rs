@@ -23,7 +23,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::cluster::bus::{BusCommand, BusMessage, FrameBus};
-use crate::cluster::Instance;
+use crate::cluster::instance::Instance;
 use crate::db::ids::RunId;
 use crate::db::queries::instances;
 use crate::db::queries::runs::now_ms;
