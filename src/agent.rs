@@ -12,8 +12,6 @@ pub mod admission;
 pub mod context;
 pub mod delegation;
 pub mod error;
-pub mod instance;
-pub mod lease_holder;
 pub mod loop_config;
 pub mod outcome;
 pub mod outlines;

@@ -14,12 +14,12 @@ use tokio_util::sync::CancellationToken;
 use crate::access::Access;
 use crate::agent::admission::LoopAdmission;
 use crate::agent::delegation::Subagents;
-use crate::agent::instance::Instance;
-use crate::agent::lease_holder::LeaseHolder;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::BudgetActor;
+use crate::cluster::bus::{BusMessage, FrameBus};
+use crate::cluster::Instance;
+use crate::cluster::LeaseHolder;
 use crate::config::Settings;
-use crate::db::bus::{BusMessage, FrameBus};
 use crate::db::entry_changes::EntryChangeSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
@@ -264,7 +264,7 @@ async fn wait_for_signal() {
 }
 
 /// Runs a stopped server left executing end aborted — on a store other instances share,
-/// those of instances whose leases expired (`instance::Instance::join`) —, and this instance
+/// those of instances whose leases expired (`cluster::Instance::join`) —, and this instance
 /// joins; their loops wait, pending, until a client drives the run again, so no LLM call is
 /// spent that no client asked for.
 async fn recover_interrupted_runs(agent: &AgentContext, shared: bool) -> Result<(), DbError> {

@@ -15,7 +15,6 @@
 
 pub mod actor;
 pub mod backend;
-pub mod bus;
 pub mod connection;
 pub mod entry_changes;
 pub mod enums;

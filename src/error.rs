@@ -136,7 +136,7 @@ pub enum AppError {
     #[error(transparent)]
     Plugin(#[from] MethodError),
     /// The error of a call the instance holding the run's lease executed
-    /// (`agent::lease_holder`), returned as it answered it.
+    /// (`cluster::lease_holder`), returned as it answered it.
     #[error("{}", .0.message)]
     Relayed(RpcError),
     /// Something the server did not expect.

@@ -23,7 +23,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 
-use crate::db::bus::{BusBroadcast, BusFrame, BusMessage, FrameBus};
+use crate::cluster::bus::{BusBroadcast, BusFrame, BusMessage, FrameBus};
 use crate::db::ids::{ProjectId, RunId};
 use notifications::{Notification, UiNotification};
 use replay::{ReplayError, ReplayLimits, RunLogs, ServerFrames};

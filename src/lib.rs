@@ -7,6 +7,7 @@ pub mod acp;
 pub mod agent;
 pub mod app;
 pub mod budget;
+pub mod cluster;
 pub mod config;
 pub mod context;
 pub mod db;

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use actix::Addr;
 
 use crate::agent::admission::LoopAdmission;
-use crate::agent::lease_holder::LeaseHolder;
 use crate::agent::web_requests;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
+use crate::cluster::LeaseHolder;
 use crate::config::Settings;
 use crate::db::ids::RunId;
 use crate::db::DbHandle;

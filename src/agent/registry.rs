@@ -16,10 +16,10 @@ use actix::{Actor, Addr};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::instance::Instance;
 use crate::agent::outcome::LoopOutcome;
 use crate::agent::run_actor::{CurrentLoop, Enqueue, RunActor};
 use crate::agent::AgentContext;
+use crate::cluster::Instance;
 use crate::db::ids::RunId;
 use crate::db::models::run::LoopEnqueue;
 use crate::db::DbError;

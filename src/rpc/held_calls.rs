@@ -1,12 +1,54 @@
 //! `run/abort`, `run/resolve` and `run/inject` for a run whose lease another instance
-//! holds: asked of that instance (`agent::lease_holder`) once the instance the client sent
-//! them to has checked their params and found their run. The instance asked executes them
-//! with `handlers::held`.
+//! holds: asked of that instance through the cluster's lease holder
+//! ([`LeaseHolder`](crate::cluster::LeaseHolder)) once the instance the client sent them to
+//! has checked their params and found their run. The instance asked executes them with
+//! `handlers::held`. These types are what such a call and its answer carry.
 
-use crate::agent::lease_holder::{HeldAnswer, HeldCall, HeldMethod};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cluster::HolderGone;
 use crate::db::ids::RunId;
-use crate::error::AppError;
+use crate::error::{AppError, RpcError};
+use crate::plugins::resolve::Resolution;
 use crate::rpc::call::{CallContext, Reply};
+
+/// A method a client sent for `run`, on behalf of `person`, to be executed by the holder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldCall {
+    pub run: RunId,
+    pub person: Option<String>,
+    pub method: HeldMethod,
+}
+
+/// The methods the holder executes for another instance's clients, with their params
+/// already checked by the instance the client sent them to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "method", rename_all = "camelCase")]
+pub enum HeldMethod {
+    /// `run/abort`.
+    Abort,
+    /// `run/resolve`.
+    Resolve(ResolveCall),
+    /// `run/inject` of `message`.
+    Inject { message: String },
+}
+
+/// One resolution: the proposal at `path`, what the client did and its output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResolveCall {
+    pub path: String,
+    pub action: Resolution,
+    pub output: Option<String>,
+}
+
+/// The holder's answer: the method's JSON-RPC result or error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HeldAnswer {
+    Result(Value),
+    Error(RpcError),
+}
 
 /// The answer of the instance holding `run`'s lease to `method`, sent by `context`'s
 /// caller; `None` when this instance is to execute it (it runs a loop of the run, or no
@@ -25,8 +67,98 @@ pub async fn ask(
         person: context.person(),
         method,
     };
-    Some(match agent.lease_holder.ask(agent, call).await? {
-        HeldAnswer::Result(result) => Ok(Reply { result, bind: None }),
-        HeldAnswer::Error(error) => Err(AppError::Relayed(error)),
-    })
+    let answer = agent
+        .lease_holder
+        .ask(&agent.db, agent.runs.instance(), run, call)
+        .await?;
+    Some(reply(answer))
+}
+
+/// The client's reply to what the holder answered; a holder gone after it acknowledged is
+/// an internal error.
+fn reply(answer: Result<HeldAnswer, HolderGone>) -> Result<Reply, AppError> {
+    match answer {
+        Ok(HeldAnswer::Result(result)) => Ok(Reply { result, bind: None }),
+        Ok(HeldAnswer::Error(error)) => Err(AppError::Relayed(error)),
+        Err(gone) => Err(AppError::Internal(gone.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::code;
+
+    #[test]
+    fn a_call_and_its_answers_read_back_as_they_were_sent() {
+        let calls = [
+            HeldCall {
+                run: RunId(9),
+                person: Some("ann".into()),
+                method: HeldMethod::Resolve(ResolveCall {
+                    path: "sh://turn_1/echo".into(),
+                    action: Resolution::Accept,
+                    output: Some("hi\tthere".into()),
+                }),
+            },
+            HeldCall {
+                run: RunId(9),
+                person: None,
+                method: HeldMethod::Inject {
+                    message: "also the tests".into(),
+                },
+            },
+            HeldCall {
+                run: RunId(9),
+                person: None,
+                method: HeldMethod::Abort,
+            },
+        ];
+        for call in calls {
+            let text = serde_json::to_string(&call).unwrap();
+            assert_eq!(serde_json::from_str::<HeldCall>(&text).unwrap(), call);
+        }
+        let answers = [
+            HeldAnswer::Error(RpcError {
+                code: -32602,
+                message: "nothing".into(),
+            }),
+            HeldAnswer::Result(serde_json::json!({"status": 102})),
+        ];
+        for answer in answers {
+            let text = serde_json::to_string(&answer).unwrap();
+            assert_eq!(serde_json::from_str::<HeldAnswer>(&text).unwrap(), answer);
+        }
+    }
+
+    #[test]
+    fn the_holder_s_answer_reaches_the_client_as_it_was_given() {
+        let result = serde_json::json!({"status": 200});
+        let Ok(reply_) = reply(Ok(HeldAnswer::Result(result.clone()))) else {
+            panic!("a result");
+        };
+        assert_eq!((reply_.result, reply_.bind.is_none()), (result, true));
+        let relayed = RpcError {
+            code: code::RUN_NOT_FOUND,
+            message: "Run 'x' not found.".into(),
+        };
+        let Err(error) = reply(Ok(HeldAnswer::Error(relayed.clone()))) else {
+            panic!("an error");
+        };
+        assert_eq!(error.to_rpc(), relayed);
+    }
+
+    #[test]
+    fn a_holder_gone_after_it_acknowledged_is_an_internal_error() {
+        let Err(error) = reply(Err(HolderGone { holder: "b".into() })) else {
+            panic!("an error");
+        };
+        let rpc = error.to_rpc();
+        assert_eq!(rpc.code, code::INTERNAL);
+        assert_eq!(
+            rpc.message,
+            "The instance executing this run (b) stopped before it answered; \
+             getRun shows what it did."
+        );
+    }
 }

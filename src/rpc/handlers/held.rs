@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use crate::agent::lease_holder::{HeldAnswer, HeldCall, HeldMethod};
 use crate::agent::AgentContext;
 use crate::db::ids::RunId;
 use crate::db::models::run::RunRow;
@@ -12,6 +11,7 @@ use crate::db::queries::{projects, runs};
 use crate::error::AppError;
 use crate::rpc::call::Reply;
 use crate::rpc::handlers::{loops, runs as run_methods};
+use crate::rpc::held_calls::{HeldAnswer, HeldCall, HeldMethod};
 
 /// Executes `call`, which another instance's client sent, and answers as a client of this
 /// instance would have been answered.

@@ -7,7 +7,6 @@ use serde::Deserialize;
 use tokio::sync::oneshot;
 
 use crate::agent::admission::Asking;
-use crate::agent::lease_holder::{HeldMethod, ResolveCall};
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
 use crate::agent::resume;
@@ -25,6 +24,7 @@ use crate::plugins::resolve::{Resolution as Decision, ResolveInput};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
 use crate::rpc::held_calls;
+use crate::rpc::held_calls::{HeldMethod, ResolveCall};
 use crate::rpc::params::{truthy, Required};
 
 /// `ask` / `act` params.

@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent::lease_holder::HeldMethod;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::AgentContext;
 use crate::db::enums::{EntryStatus, LoopMode, RunAction, RunStatus};
@@ -17,6 +16,7 @@ use crate::hub::notifications::UsageTotals;
 use crate::plugins::events::Event;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::held_calls;
+use crate::rpc::held_calls::HeldMethod;
 use crate::rpc::params::{Page, Required};
 
 /// Lowest accepted `contextLimit`.

@@ -1,13 +1,15 @@
-//! Asking the instance holding a run's lease: a client's `run/abort`, `run/resolve` or
-//! `run/inject` for a run whose loop another instance executes is sent to that instance
-//! over the frame bus ([`BusCommand`], JSON bodies), which acknowledges it at once, executes
-//! it as if its own client had sent it and answers with the method's result or error; the
-//! asking instance returns that answer to its client unchanged.
+//! Asking the instance holding a run's lease: a call for a run whose loop another instance
+//! executes is sent to that instance over the bus ([`BusCommand`], a JSON body), which
+//! acknowledges it at once, executes it and answers; the asking instance returns that answer
+//! to its client unchanged. What a call and its answer say is the caller's business: the
+//! RPC layer sends `run/abort`, `run/resolve` and `run/inject` (`rpc::held_calls`) and
+//! executes them when asked (`rpc::handlers::held`); here they are typed at both ends and
+//! carried as JSON.
 //!
-//! Without an acknowledgement within [`ACK_WAIT`], or once the holder's heartbeat row has
+//! Without an acknowledgement within `ACK_WAIT`, or once the holder's heartbeat row has
 //! lapsed before it acknowledged, the asker acts itself, as a single instance would (the
 //! holder died or the bus lost the command). Once acknowledged, it waits for the answer as
-//! long as the holder's heartbeat lives.
+//! long as the holder's heartbeat lives; a holder that dies then is [`HolderGone`].
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,71 +17,46 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::agent::AgentContext;
-use crate::db::bus::{BusCommand, BusMessage, FrameBus};
+use crate::cluster::bus::{BusCommand, BusMessage, FrameBus};
+use crate::cluster::instance::Instance;
 use crate::db::ids::RunId;
 use crate::db::queries::instances;
 use crate::db::queries::runs::now_ms;
-use crate::error::{code, RpcError};
-use crate::plugins::resolve::Resolution;
+use crate::db::DbHandle;
 
 /// How long an asker waits for the holder to acknowledge before it acts itself.
-pub const ACK_WAIT: Duration = Duration::from_secs(30);
+const ACK_WAIT: Duration = Duration::from_secs(30);
 
-/// A method a client sent for `run`, on behalf of `person`, to be executed by the holder.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HeldCall {
-    pub run: RunId,
-    pub person: Option<String>,
-    pub method: HeldMethod,
-}
-
-/// The methods the holder executes for another instance's clients, with their params
-/// already checked by the instance the client sent them to.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "method", rename_all = "camelCase")]
-pub enum HeldMethod {
-    /// `run/abort`.
-    Abort,
-    /// `run/resolve`.
-    Resolve(ResolveCall),
-    /// `run/inject` of `message`.
-    Inject { message: String },
-}
-
-/// One resolution: the proposal at `path`, what the client did and its output.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResolveCall {
-    pub path: String,
-    pub action: Resolution,
-    pub output: Option<String>,
-}
-
-/// The holder's answer: the method's JSON-RPC result or error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum HeldAnswer {
-    Result(Value),
-    Error(RpcError),
+/// The holder acknowledged a call and then stopped before it answered: the call may have
+/// been executed, so it is not executed again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "The instance executing this run ({holder}) stopped before it answered; \
+     getRun shows what it did."
+)]
+pub struct HolderGone {
+    /// The holder's instance id.
+    pub holder: String,
 }
 
 /// A command's body on the bus; `id` names the call among its asker's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
-enum Body {
-    Call { id: u64, call: HeldCall },
+enum Body<C, A> {
+    Call { id: u64, call: C },
     Acked { id: u64 },
-    Answered { id: u64, answer: HeldAnswer },
+    Answered { id: u64, answer: A },
 }
 
-/// What the asker of one call hears back.
+/// What the asker of one call hears back; the answer still as JSON, read by the asker.
 enum Heard {
     Acked,
-    Answered(HeldAnswer),
+    Answered(Value),
 }
 
 /// This instance's end: the calls it asked and waits to have answered, and the bus.
@@ -96,43 +73,53 @@ impl LeaseHolder {
         let _ = self.bus.set(bus);
     }
 
-    /// Has the live instance holding `call.run`'s lease, if another, execute `call`; its
-    /// answer. `None` when this instance is to act itself: without a bus, when no other
-    /// instance holds the lease, or when the holder did not acknowledge in time.
-    pub async fn ask(&self, agent: &AgentContext, call: HeldCall) -> Option<HeldAnswer> {
+    /// Has the live instance holding `run`'s lease, if another than `me`, execute `call`; its
+    /// answer. `None` when `me` is to act itself: without a bus, when no other instance
+    /// holds the lease, or when the holder did not acknowledge in time.
+    pub async fn ask<C, A>(
+        &self,
+        db: &DbHandle,
+        me: &Instance,
+        run: RunId,
+        call: C,
+    ) -> Option<Result<A, HolderGone>>
+    where
+        C: Serialize,
+        A: DeserializeOwned,
+    {
         let bus = self.bus.get()?;
-        let me = agent.runs.instance().id().to_owned();
-        let run = call.run;
-        let holder = agent
-            .db
+        let holder = db
             .read(move |conn| instances::holder(conn, run, now_ms()))
             .await
             .ok()??;
-        if holder == me {
+        if holder == me.id() {
             return None;
         }
         let id = self.next.fetch_add(1, Ordering::SeqCst);
         let (heard, hearing) = mpsc::unbounded_channel();
         self.lock().insert(id, heard);
-        send(bus, me, holder.clone(), &Body::Call { id, call });
+        let body: Body<C, ()> = Body::Call { id, call };
+        send(bus, me.id().to_owned(), holder.clone(), &body);
         let waits = Waits {
-            check: agent.runs.instance().beat_interval(),
+            check: me.beat_interval(),
             ack: ACK_WAIT,
         };
         let holder: &str = &holder;
-        let answer = wait_for_answer(hearing, waits, holder, || is_alive(agent, holder)).await;
+        let answer = wait_for_answer(hearing, waits, holder, || is_alive(db, holder)).await;
         self.lock().remove(&id);
         answer
     }
 
     /// Takes a command for this instance: a call is acknowledged, executed by `execute`
     /// and answered; an acknowledgement or an answer goes to its waiting asker.
-    pub async fn take<F, Fut>(&self, command: BusCommand, execute: F)
+    pub async fn take<C, A, F, Fut>(&self, command: BusCommand, execute: F)
     where
-        F: FnOnce(HeldCall) -> Fut,
-        Fut: Future<Output = HeldAnswer>,
+        C: DeserializeOwned,
+        A: Serialize,
+        F: FnOnce(C) -> Fut,
+        Fut: Future<Output = A>,
     {
-        let body: Body = match serde_json::from_str(&command.body) {
+        let body: Body<C, Value> = match serde_json::from_str(&command.body) {
             Ok(body) => body,
             Err(error) => {
                 tracing::warn!(%error, "a command from another instance does not read");
@@ -145,9 +132,9 @@ impl LeaseHolder {
                     return;
                 };
                 let (from, to) = (command.to, command.from);
-                send(bus, from.clone(), to.clone(), &Body::Acked { id });
+                send::<(), ()>(bus, from.clone(), to.clone(), &Body::Acked { id });
                 let answer = execute(call).await;
-                send(bus, from, to, &Body::Answered { id, answer });
+                send::<(), A>(bus, from, to, &Body::Answered { id, answer });
                 return;
             }
             Body::Acked { id } => (id, Heard::Acked),
@@ -165,7 +152,7 @@ impl LeaseHolder {
     }
 }
 
-fn send(bus: &FrameBus, from: String, to: String, body: &Body) {
+fn send<C: Serialize, A: Serialize>(bus: &FrameBus, from: String, to: String, body: &Body<C, A>) {
     match serde_json::to_string(body) {
         Ok(body) => bus.send(BusMessage::Command(BusCommand {
             from,
@@ -187,14 +174,16 @@ struct Waits {
 
 /// The answer of `holder`, heard on `hearing`; `None` when it did not acknowledge within
 /// `waits.ack` or `alive` says it is gone first. An acknowledged call whose holder then dies
-/// is answered with an error: it may have been executed, so it is not executed again.
-async fn wait_for_answer<F>(
+/// is [`HolderGone`]. An answer that does not read as an `A` is dropped, as any command that
+/// does not read is.
+async fn wait_for_answer<A, F>(
     mut hearing: mpsc::UnboundedReceiver<Heard>,
     waits: Waits,
     holder: &str,
     mut alive: impl FnMut() -> F,
-) -> Option<HeldAnswer>
+) -> Option<Result<A, HolderGone>>
 where
+    A: DeserializeOwned,
     F: Future<Output = bool>,
 {
     let ack_deadline = tokio::time::Instant::now() + waits.ack;
@@ -202,7 +191,12 @@ where
     loop {
         match tokio::time::timeout(waits.check, hearing.recv()).await {
             Ok(Some(Heard::Acked)) => acked = true,
-            Ok(Some(Heard::Answered(answer))) => return Some(answer),
+            Ok(Some(Heard::Answered(answer))) => match serde_json::from_value(answer) {
+                Ok(answer) => return Some(Ok(answer)),
+                Err(error) => {
+                    tracing::warn!(%error, "an answer from another instance does not read");
+                }
+            },
             Ok(None) => return None,
             Err(_) => {
                 if !acked && tokio::time::Instant::now() >= ack_deadline {
@@ -210,7 +204,11 @@ where
                     return None;
                 }
                 if !alive().await {
-                    return acked.then(|| holder_gone(holder));
+                    return acked.then(|| {
+                        Err(HolderGone {
+                            holder: holder.to_owned(),
+                        })
+                    });
                 }
             }
         }
@@ -219,23 +217,11 @@ where
 
 /// Whether `instance`'s heartbeat row is alive; a failed read counts as alive (the wait
 /// goes on rather than acting twice).
-async fn is_alive(agent: &AgentContext, instance: &str) -> bool {
+async fn is_alive(db: &DbHandle, instance: &str) -> bool {
     let id = instance.to_owned();
-    agent
-        .db
-        .read(move |conn| instances::is_alive(conn, &id, now_ms()))
+    db.read(move |conn| instances::is_alive(conn, &id, now_ms()))
         .await
         .unwrap_or(true)
-}
-
-fn holder_gone(holder: &str) -> HeldAnswer {
-    HeldAnswer::Error(RpcError {
-        code: code::INTERNAL,
-        message: format!(
-            "The instance executing this run ({holder}) stopped before it answered; \
-             getRun shows what it did."
-        ),
-    })
 }
 
 #[cfg(test)]
@@ -255,7 +241,7 @@ mod tests {
         hearing: mpsc::UnboundedReceiver<Heard>,
         waits: Waits,
         alive: impl FnMut() -> std::future::Ready<bool>,
-    ) -> Option<HeldAnswer> {
+    ) -> Option<Result<Value, HolderGone>> {
         tokio::time::timeout(
             Duration::from_secs(60),
             wait_for_answer(hearing, waits, "b", alive),
@@ -264,8 +250,8 @@ mod tests {
         .expect("the wait ended")
     }
 
-    fn answer() -> HeldAnswer {
-        HeldAnswer::Result(serde_json::json!({"status": "ok"}))
+    fn answer() -> Value {
+        serde_json::json!({"result": {"status": "ok"}})
     }
 
     #[tokio::test]
@@ -306,7 +292,7 @@ mod tests {
         });
         assert_eq!(
             waited(hearing, waits(Duration::ZERO), || std::future::ready(true)).await,
-            Some(answer())
+            Some(Ok(answer()))
         );
     }
 
@@ -316,55 +302,70 @@ mod tests {
         heard.send(Heard::Acked).unwrap();
         let forever = Duration::from_secs(3600);
         let gone = waited(hearing, waits(forever), || std::future::ready(false)).await;
-        assert_eq!(gone, Some(holder_gone("b")));
-        let Some(HeldAnswer::Error(error)) = gone else {
-            panic!("an error: {gone:?}");
-        };
-        assert_eq!(error.code, code::INTERNAL);
+        assert_eq!(gone, Some(Err(HolderGone { holder: "b".into() })));
         drop(heard);
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_does_not_read_is_dropped_and_the_wait_goes_on() {
+        let (heard, hearing) = mpsc::unbounded_channel();
+        heard.send(Heard::Acked).unwrap();
+        heard
+            .send(Heard::Answered(serde_json::json!("not a number")))
+            .unwrap();
+        heard.send(Heard::Answered(serde_json::json!(7))).unwrap();
+        let answer: Option<Result<u32, HolderGone>> = tokio::time::timeout(
+            Duration::from_secs(60),
+            wait_for_answer(hearing, waits(Duration::ZERO), "b", || {
+                std::future::ready(true)
+            }),
+        )
+        .await
+        .expect("the wait ended");
+        assert_eq!(answer, Some(Ok(7)));
+    }
+
+    /// A call of the shape the RPC layer sends: a tagged method, text with tabs, nothing.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(tag = "method", rename_all = "camelCase")]
+    enum Call {
+        Resolve {
+            path: String,
+            output: Option<String>,
+        },
+        Abort,
     }
 
     #[test]
     fn a_call_and_its_answers_read_back_as_they_were_sent() {
-        let bodies = [
+        let bodies: [Body<Call, Value>; 5] = [
             Body::Call {
                 id: 3,
-                call: HeldCall {
-                    run: RunId(9),
-                    person: Some("ann".into()),
-                    method: HeldMethod::Resolve(ResolveCall {
-                        path: "sh://turn_1/echo".into(),
-                        action: Resolution::Accept,
-                        output: Some("hi\tthere".into()),
-                    }),
+                call: Call::Resolve {
+                    path: "sh://turn_1/echo".into(),
+                    output: Some("hi\tthere".into()),
                 },
             },
             Body::Call {
                 id: 4,
-                call: HeldCall {
-                    run: RunId(9),
-                    person: None,
-                    method: HeldMethod::Inject {
-                        message: "also the tests".into(),
-                    },
-                },
+                call: Call::Abort,
             },
             Body::Acked { id: 3 },
             Body::Answered {
                 id: 3,
-                answer: HeldAnswer::Error(RpcError {
-                    code: -32602,
-                    message: "nothing".into(),
-                }),
+                answer: serde_json::json!({"error": {"code": -32602, "message": "nothing"}}),
             },
             Body::Answered {
                 id: 4,
-                answer: HeldAnswer::Result(serde_json::json!({"status": 102})),
+                answer: serde_json::json!({"result": {"status": 102}}),
             },
         ];
         for body in bodies {
             let text = serde_json::to_string(&body).unwrap();
-            assert_eq!(serde_json::from_str::<Body>(&text).unwrap(), body);
+            assert_eq!(
+                serde_json::from_str::<Body<Call, Value>>(&text).unwrap(),
+                body
+            );
         }
     }
 }

@@ -1,22 +1,22 @@
 //! Notification frames between the instances sharing a PostgreSQL store, over
-//! LISTEN/NOTIFY on the channel [`CHANNEL`]: the instance executing a run sends each frame it
-//! numbered (`run/state`, `run/progress`, `run/proposal`), every other instance receives it
-//! and hands it to its hub, which offers it to its clients with the same `seq`.
+//! LISTEN/NOTIFY on the channel `rummy_frames`: the instance executing a run sends each frame
+//! it numbered (`run/state`, `run/progress`, `run/proposal`), every other instance receives
+//! it and hands it to its hub, which offers it to its clients with the same `seq`.
 //!
-//! Beside the frames, the channel [`COMMAND_CHANNEL`] carries [`BusCommand`]s: a client's
+//! Beside the frames, the channel `rummy_commands` carries [`BusCommand`]s: a client's
 //! `run/abort`, `run/resolve` or `run/inject` for the instance holding the run's lease, and
 //! that instance's acknowledgement and answer, each addressed to one instance; and the
-//! channel [`BROADCAST_CHANNEL`] a project's unnumbered frames ([`BusBroadcast`]: a plugin's
+//! channel `rummy_broadcasts` a project's unnumbered frames ([`BusBroadcast`]: a plugin's
 //! `ui/render` and `ui/notify`), which every other instance offers to its clients of the
 //! project.
 //!
 //! Two threads of their own, each on a dedicated connection (never a pool's: a `LISTEN`
 //! belongs to its session): the sender sends the frames in the order it is given them, a
 //! frame past NOTIFY's 8000-byte payload limit as parts in one transaction (delivered
-//! together, in order); the listener polls its connection every [`LISTEN_POLL`] (libpq
-//! reads notifications without blocking) and joins the parts again. Either reconnects after
-//! a lost connection; what is sent meanwhile is lost, and a client that sees the gap in `seq`
-//! asks for a replay as after any dropped frame.
+//! together, in order); the listener polls its connection every `LISTEN_POLL` (libpq
+//! reads notifications without blocking) and joins the parts again. Either reconnects after a lost
+//! connection; what is sent meanwhile is lost, and a client that sees the gap in `seq` asks
+//! for a replay as after any dropped frame.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -29,16 +29,16 @@ use diesel::{Connection, PgConnection, RunQueryDsl};
 use crate::db::ids::{ProjectId, RunId};
 
 /// The channel every instance of a store listens on.
-pub const CHANNEL: &str = "rummy_frames";
+const CHANNEL: &str = "rummy_frames";
 
 /// The channel of [`BusCommand`]s.
-pub const COMMAND_CHANNEL: &str = "rummy_commands";
+const COMMAND_CHANNEL: &str = "rummy_commands";
 
 /// The channel of [`BusBroadcast`]s.
-pub const BROADCAST_CHANNEL: &str = "rummy_broadcasts";
+const BROADCAST_CHANNEL: &str = "rummy_broadcasts";
 
 /// How often the listener reads what arrived.
-pub const LISTEN_POLL: Duration = Duration::from_millis(20);
+const LISTEN_POLL: Duration = Duration::from_millis(20);
 
 /// Bytes of a message one NOTIFY carries, below the 8000-byte limit with the header.
 const PART_BYTES: usize = 7000;
@@ -56,7 +56,7 @@ pub struct BusFrame {
 }
 
 /// A message from instance `from` to instance `to` alone; what `body` says is the sender's
-/// and the receiver's business (`agent::lease_holder`).
+/// and the receiver's business (`cluster::lease_holder`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BusCommand {
     pub from: String,
