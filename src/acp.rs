@@ -12,6 +12,7 @@ mod error;
 pub mod link;
 pub mod local;
 mod mcp;
+mod mode;
 mod options;
 mod permission;
 mod plan;

@@ -25,8 +25,9 @@ use agent_client_protocol::{
 
 use crate::acp::error::AcpError;
 use crate::acp::link::{Dialer, Endpoint};
+use crate::acp::mode::Mode;
 use crate::acp::permission::Offers;
-use crate::acp::session::{self, Loaded, Mode, Session};
+use crate::acp::session::{self, Loaded, Session};
 
 /// The one authentication method offered: the token read from the token file.
 const TOKEN_FILE: &str = "token-file";

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::acp::error::AcpError;
 use crate::acp::link::Link;
-use crate::acp::session::Mode;
+use crate::acp::mode::Mode;
 
 /// The option that picks the mode.
 const MODE: &str = "mode";

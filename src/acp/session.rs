@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, McpServer, SessionConfigOption, SessionConfigOptionValue, SessionId, SessionInfo,
-    SessionMode, SessionModeState, SessionNotification, SessionUpdate, StopReason, ToolCallUpdate,
-    ToolCallUpdateFields,
+    SessionNotification, SessionUpdate, StopReason, ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
@@ -20,6 +19,7 @@ use tokio::sync::mpsc;
 use crate::acp::commands::Commands;
 use crate::acp::error::AcpError;
 use crate::acp::link::{Connected, Link, Notice};
+use crate::acp::mode::Mode;
 use crate::acp::options::{Catalogue, Choice};
 use crate::acp::permission::{Asking, Offers, Proposal};
 use crate::acp::plan::PlanTracker;
@@ -28,61 +28,6 @@ use crate::acp::updates::{self, HistoryRow, LogTracker, StateParams};
 
 /// rummy's code for a run alias that names no run of the project.
 const RUN_NOT_FOUND: i32 = crate::error::code::RUN_NOT_FOUND as i32;
-
-/// A session's mode: which rummy method its prompts call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// `ask`: the model may read, not change files or run commands.
-    Ask,
-    /// `act`: the model may propose edits and commands (the default).
-    Act,
-}
-
-impl Mode {
-    pub const ALL: [Mode; 2] = [Mode::Ask, Mode::Act];
-
-    pub fn id(self) -> &'static str {
-        match self {
-            Mode::Ask => "ask",
-            Mode::Act => "act",
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Ask => "Ask",
-            Mode::Act => "Act",
-        }
-    }
-
-    pub fn description(self) -> &'static str {
-        match self {
-            Mode::Ask => "Answers questions; changes no file and runs no command",
-            Mode::Act => "Proposes edits and commands for you to allow",
-        }
-    }
-
-    /// The mode named `id`.
-    pub fn parse(id: &str) -> Result<Mode, AcpError> {
-        Mode::ALL
-            .into_iter()
-            .find(|mode| mode.id() == id)
-            .ok_or_else(|| AcpError::UnknownMode(id.to_string()))
-    }
-
-    /// The modes offered, `current` selected.
-    pub fn state(current: Mode) -> SessionModeState {
-        SessionModeState::new(
-            current.id(),
-            Mode::ALL
-                .into_iter()
-                .map(|mode| {
-                    SessionMode::new(mode.id(), mode.name()).description(mode.description())
-                })
-                .collect(),
-        )
-    }
-}
 
 /// How a prompt turn ends, by a loop's outcome: its status and why it ended (`reason`).
 pub fn stop_reason(outcome: &Value) -> Option<StopReason> {
@@ -657,16 +602,6 @@ mod tests {
         assert_eq!(ended(json!({"status": 413})), Some(StopReason::MaxTokens));
         let failed = json!({"status": 500, "reason": "failed"});
         assert_eq!(ended(failed), None);
-    }
-
-    #[test]
-    fn modes_are_ask_and_act() {
-        assert_eq!(Mode::parse("ask").unwrap(), Mode::Ask);
-        assert_eq!(Mode::parse("act").unwrap(), Mode::Act);
-        assert!(Mode::parse("plan").is_err());
-        let state = serde_json::to_value(Mode::state(Mode::Act)).unwrap();
-        assert_eq!(state["currentModeId"], json!("act"));
-        assert_eq!(state["availableModes"][0]["id"], json!("ask"));
     }
 
     #[test]
