@@ -647,52 +647,50 @@ async fn a_server_a_client_attaches_serves_its_run_only_and_leaves_with_the_conn
     );
 }
 
+/// A client of `app` in project `mcp`, with a run of its own.
+async fn client_with_run(app: &TestApp) -> (Client, String) {
+    let (mut client, _) = app.client_in_project("mcp").await;
+    let run = client.start_run("fake").await;
+    (client, run)
+}
+
+/// Why `run/mcp` of `server` on `run` is refused (`-32005`).
+async fn refused(client: &mut Client, run: &str, server: &Value) -> String {
+    let (code, message) = client
+        .err("run/mcp", json!({"run": run, "servers": [server]}))
+        .await;
+    assert_eq!(code, -32005, "{message}");
+    message
+}
+
 #[actix_web::test]
 async fn what_a_client_may_attach_is_the_servers_choice() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("mcp.log");
+    let glossary = attached_glossary(&log);
     let llm = FakeLlm::start([]);
     let off = TestApp::with_llm(&llm, &[]).await;
-    let (mut client, _) = off.client_in_project("mcp").await;
-    let run = client.start_run("fake").await;
-    let (code, message) = client
-        .err(
-            "run/mcp",
-            json!({"run": run, "servers": [attached_glossary(&log)]}),
-        )
-        .await;
-    assert_eq!(code, -32005, "{message}");
+    let (mut client, run) = client_with_run(&off).await;
+    let message = refused(&mut client, &run, &glossary).await;
     assert!(message.contains("RUMMY_CLIENT_MCP is off"), "{message}");
-    assert_eq!(
-        client
-            .ok("run/mcp", json!({"run": run, "servers": []}))
-            .await,
-        json!({"servers": []})
-    );
+    let detached = client
+        .ok("run/mcp", json!({"run": run, "servers": []}))
+        .await;
+    assert_eq!(detached, json!({"servers": []}));
 
     let http_only = TestApp::with_llm(&llm, &[("RUMMY_CLIENT_MCP", "http")]).await;
-    let (mut client, _) = http_only.client_in_project("mcp").await;
-    let run = client.start_run("fake").await;
-    let (code, message) = client
-        .err(
-            "run/mcp",
-            json!({"run": run, "servers": [attached_glossary(&log)]}),
-        )
-        .await;
-    assert_eq!(code, -32005, "{message}");
+    let (mut client, run) = client_with_run(&http_only).await;
+    let message = refused(&mut client, &run, &glossary).await;
     assert!(message.contains("runs no client's commands"), "{message}");
     let server = HttpServer::start(&log);
     let at_loopback =
         json!({"name": "docs", "url": format!("http://127.0.0.1:{}/mcp", server.port)});
-    let (code, message) = client
-        .err("run/mcp", json!({"run": run, "servers": [at_loopback]}))
-        .await;
-    assert_eq!(code, -32005, "{message}");
+    let message = refused(&mut client, &run, &at_loopback).await;
     assert!(message.contains("loopback"), "{message}");
     let (code, message) = client
         .err("run/mcp", json!({"run": "no_such_run", "servers": []}))
         .await;
-    assert_ne!(code, 0, "{message}");
+    assert_eq!(code, -32002, "{message}");
 
     let allowed = TestApp::with_llm(
         &llm,
@@ -702,8 +700,7 @@ async fn what_a_client_may_attach_is_the_servers_choice() {
         ],
     )
     .await;
-    let (mut client, _) = allowed.client_in_project("mcp").await;
-    let run = client.start_run("fake").await;
+    let (mut client, run) = client_with_run(&allowed).await;
     let attached = client
         .ok("run/mcp", json!({"run": run, "servers": [at_loopback]}))
         .await;
