@@ -22,6 +22,7 @@ mod error;
 pub mod functions;
 pub mod handle;
 pub mod ids;
+pub mod json;
 pub mod models;
 pub mod paths;
 pub mod queries;

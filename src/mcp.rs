@@ -202,7 +202,7 @@ impl McpServers {
         else {
             return Ok(performed);
         };
-        let attributes: Value = serde_json::from_str(&proposal.attributes).unwrap_or_default();
+        let attributes = &proposal.attributes;
         let text = |name: &str| {
             attributes
                 .get(name)

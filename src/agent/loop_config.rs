@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::db::enums::LoopMode;
+use crate::db::json::LoopOptions;
 use crate::plugins::policy::ToolPolicy;
 
 /// Flags of one loop; resumed loops inherit them from the loop they continue.
@@ -28,9 +29,13 @@ pub struct LoopConfig {
 }
 
 impl LoopConfig {
-    /// Reads a stored config; anything unreadable is the default (no flags).
-    pub fn from_json(text: &str) -> LoopConfig {
-        serde_json::from_str(text).unwrap_or_default()
+    /// The flags a loop's stored options hold; a flag of the wrong type (never written by
+    /// rummy) leaves them all off.
+    pub fn of(options: &LoopOptions) -> LoopConfig {
+        LoopConfig::deserialize(serde::de::value::MapDeserializer::new(
+            options.iter().map(|(key, value)| (key.as_str(), value)),
+        ))
+        .unwrap_or_default()
     }
 
     /// The JSON stored in `loops.config`.

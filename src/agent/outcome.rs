@@ -24,7 +24,7 @@ impl From<UnresolvedRow> for ProposedRow {
         ProposedRow {
             path: row.path,
             body: row.body,
-            attributes: row.attributes,
+            attributes: serde_json::Value::from(row.attributes).to_string(),
             turn: row.turn,
         }
     }

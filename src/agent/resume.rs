@@ -7,6 +7,8 @@ use std::path::Path;
 use crate::db::Conn;
 
 use crate::agent::loop_config::LoopConfig;
+use serde::Deserialize;
+
 use crate::agent::outcome::{Ending, LoopRecord};
 use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::models::entry::UnresolvedRow;
@@ -89,8 +91,8 @@ pub fn resolve(
     };
     let summarized = proposing
         .as_ref()
-        .and_then(|lp| lp.result.as_deref())
-        .and_then(|result| serde_json::from_str::<LoopRecord>(result).ok())
+        .and_then(|lp| lp.result.as_ref())
+        .and_then(|result| LoopRecord::deserialize(&result.0).ok())
         .and_then(|record| record.summarized)
         .unwrap_or(false);
     let rejected = resolution == Resolution::Reject
@@ -111,11 +113,7 @@ pub fn resolve(
         None => loops::latest_loop(conn, run.id)?,
     };
     let (mode, model, config) = match like {
-        Some(lp) => (
-            lp.mode,
-            lp.model,
-            LoopConfig::from_json(&lp.config).to_json(),
-        ),
+        Some(lp) => (lp.mode, lp.model, LoopConfig::of(&lp.config).to_json()),
         None => (LoopMode::Ask, None, LoopConfig::default().to_json()),
     };
     Ok(Decision::Resume(Box::new(LoopEnqueue {

@@ -237,7 +237,7 @@ async fn drain(
             .call(move |conn| instances::claim_loop(conn, run, &instance))
             .await;
         let lp = match claimed {
-            Ok(Claim::Loop(lp)) => lp,
+            Ok(Claim::Loop(lp)) => *lp,
             Ok(Claim::Idle) => return false,
             Ok(Claim::Elsewhere) => return true,
             Err(error) => {

@@ -144,7 +144,7 @@ async fn run_turns(
         mode: lp.mode,
         prompt: &lp.prompt,
     });
-    let config = LoopConfig::from_json(&lp.config);
+    let config = LoopConfig::of(&lp.config);
     let model = model.ok_or_else(|| LoopError::UnknownModel(model_alias.clone()))?;
     let (actual, context_size) = resolve_model(agent, &run, model, cancel).await?;
     *reflector = Reflector::new(agent, lp, run.project_id, &actual, latest_turn, cancel);

@@ -2,7 +2,7 @@
 //! proposal.
 
 use crate::db::Conn;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::agent::turn::input::TurnInput;
 use crate::agent::AgentContext;
@@ -19,10 +19,6 @@ use crate::hub::notifications::{
 };
 use crate::llm::ChatResponse;
 use crate::plugins::events::Event;
-
-fn parse_attributes(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Map::new()))
-}
 
 /// What `run/state` and `run/proposal` report of the store, read at the end of a turn in
 /// the unit of work that ran the turn's commands.
@@ -102,7 +98,7 @@ pub fn publish_turn_state(
             path: row.path.clone(),
             kind: scheme_or_unknown(&row.path),
             body: row.body.clone(),
-            attributes: parse_attributes(&row.attributes),
+            attributes: row.attributes.to_value(),
         })
         .collect();
     if !fresh.is_empty() {
@@ -146,7 +142,7 @@ pub fn publish_turn_state(
             .map(|row| PendingProposal {
                 path: row.path.clone(),
                 kind: scheme_or_unknown(&row.path),
-                attributes: parse_attributes(&row.attributes),
+                attributes: row.attributes.to_value(),
             })
             .collect(),
         telemetry: Telemetry {

@@ -132,7 +132,7 @@ pub struct TurnTarget {
 }
 
 fn project_row(row: ModelContextRow, projector: &dyn Projector, tokens: TokenMath) -> ContextRow {
-    let attributes = parse_attributes(&row.path, &row.attributes);
+    let attributes = row.attributes.0;
     let view = EntryView {
         path: &row.path,
         scheme: row.scheme.as_deref(),
@@ -156,18 +156,6 @@ fn project_row(row: ModelContextRow, projector: &dyn Projector, tokens: TokenMat
         category: row.category,
         attributes,
         source_turn: row.turn,
-    }
-}
-
-/// Attributes as an object; anything else is healed to `{}` with a warning (the table's
-/// CHECK makes this unreachable for rows written through the schema).
-fn parse_attributes(path: &str, text: &str) -> Map<String, Value> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => map,
-        _ => {
-            tracing::warn!(entry.path = path, "entry attributes are not a JSON object");
-            Map::new()
-        }
     }
 }
 

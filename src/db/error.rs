@@ -21,6 +21,10 @@ pub enum DbError {
     /// Pattern or edit work ran out of its budget, or its caller gave up.
     #[error("The request was stopped: {0}. Use a narrower pattern or a simpler expression.")]
     WorkLimit(crate::hedberg::WorkLimit),
+    /// A JSON column holds text that is not the JSON it should; names the column and,
+    /// when it was read beside it, the row.
+    #[error("database error: {0}")]
+    Corrupt(#[from] super::json::CorruptJson),
     /// Anything else: I/O, a broken connection, a migration failure, a bug.
     #[error("database error: {0}")]
     Internal(String),
@@ -41,6 +45,10 @@ impl From<DieselError> for DbError {
                     _ => DbError::Internal(message),
                 }
             }
+            DieselError::DeserializationError(error) => match corrupt_json(error) {
+                Ok(corrupt) => DbError::Corrupt(corrupt),
+                Err(error) => DbError::Internal(error.to_string()),
+            },
             other => DbError::Internal(other.to_string()),
         }
     }
@@ -56,4 +64,16 @@ impl From<serde_json::Error> for DbError {
     fn from(error: serde_json::Error) -> Self {
         DbError::Internal(format!("stored JSON is malformed: {error}"))
     }
+}
+
+/// The [`CorruptJson`](super::json::CorruptJson) a read failed on, as a JSON column's
+/// `Queryable` gives it or wrapped in diesel's field error as its `FromSql` does.
+fn corrupt_json(
+    error: Box<dyn std::error::Error + Send + Sync>,
+) -> Result<super::json::CorruptJson, Box<dyn std::error::Error + Send + Sync>> {
+    let error = match error.downcast::<diesel::result::DeserializeFieldError>() {
+        Ok(field) => field.error,
+        Err(error) => error,
+    };
+    error.downcast().map(|corrupt| *corrupt)
 }

@@ -71,10 +71,13 @@ pub fn stored_notes(conn: &mut Conn, run: RunId) -> Result<Option<StoredNotes>, 
     let Some(row) = entries::get_entry(conn, run, SESSION_PATH)? else {
         return Ok(None);
     };
-    let attributes: serde_json::Value = serde_json::from_str(&row.attributes).unwrap_or_default();
-    let notes = serde_json::from_value(attributes["notes"].clone()).ok();
-    let turn = attributes["turn"]
-        .as_i64()
+    let attributes = &row.attributes;
+    let notes = attributes
+        .get("notes")
+        .and_then(|notes| serde::Deserialize::deserialize(notes).ok());
+    let turn = attributes
+        .get("turn")
+        .and_then(serde_json::Value::as_i64)
         .and_then(|turn| i32::try_from(turn).ok())
         .unwrap_or(0);
     Ok(notes.map(|notes| StoredNotes { notes, turn }))

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 
 use crate::db::Conn;
 use diesel::Connection;
-use serde_json::{json, Value};
+use serde_json::json;
 
 pub use outcome::{CallError, CallRecord, DispatchOutcome, TurnFlags};
 
@@ -431,12 +431,9 @@ fn collect_error(
 ) -> Result<(), ToolError> {
     let entry = entries::get_entry(scope.conn, scope.run_id, path)?;
     let message = entry
-        .map(|row| {
-            let attributes = row.attributes_json().unwrap_or(Value::Null);
-            match attributes.get("error").and_then(Value::as_str) {
-                Some(error) => error.to_owned(),
-                None => row.body,
-            }
+        .map(|row| match row.attributes.text("error") {
+            Some(error) => error.to_owned(),
+            None => row.body,
         })
         .unwrap_or_default();
     outcome.errors.push(CallError {

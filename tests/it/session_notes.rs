@@ -717,7 +717,14 @@ async fn a_stopping_server_waits_for_the_notes_of_the_loop_end_it_was_reflecting
     let notes = entries::get_entry(&mut conn, id, "memory://session")
         .unwrap()
         .expect("the loop end's notes were written before the stop gave the run up");
-    assert!(notes.attributes.contains("Kept at the stop"), "{notes:?}");
+    assert!(
+        notes
+            .attributes
+            .to_value()
+            .to_string()
+            .contains("Kept at the stop"),
+        "{notes:?}"
+    );
     drop((home, database));
 }
 

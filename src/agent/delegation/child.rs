@@ -1,7 +1,6 @@
 //! One child: made with the entries its parent passes, its loop queued under the parent's
 //! cancel token, and what it came to read back as a [`Report`].
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::delegation::{ParentTurn, Report, Task};
@@ -198,11 +197,8 @@ fn child_config(parent: &LoopConfig, turns: u32) -> LoopConfig {
 /// A parent's entry as the child gets it: the same path, body and attributes, written anew
 /// (so at full fidelity, whatever the parent's) before the child's first turn.
 fn passed_entry(child: RunId, row: EntryRow) -> EntryUpsertForm {
-    let attributes = serde_json::from_str::<Value>(&row.attributes)
-        .ok()
-        .filter(Value::is_object);
     EntryUpsertForm {
-        attributes,
+        attributes: Some(row.attributes.into()),
         ..EntryUpsertForm::new(child, None, 0, row.path, row.body)
     }
 }
@@ -237,7 +233,7 @@ mod tests {
             ("green", Fidelity::Full, 0)
         );
         assert_eq!(
-            passed.attributes_json().unwrap()["summary"],
+            passed.attributes.to_value()["summary"],
             serde_json::json!("the colour")
         );
     }

@@ -72,7 +72,7 @@ pub fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
         overflow,
     } = facts.overflow;
     let prompt = facts.prompt_label.to_owned();
-    let original_config = object_config(facts.original);
+    let original_config = facts.original.config.0.clone();
     if facts.original.mode == LoopMode::Panic {
         return OverflowDecision::HardFail(PanicFailure::RecoveryOverflowed {
             prompt,
@@ -180,13 +180,4 @@ fn panic_prompt(
             ("to_free", shown(current.saturating_sub(target))),
         ],
     )
-}
-
-/// The loop's config as a JSON object; anything else (never written by rummy) counts as
-/// empty.
-fn object_config(row: &LoopRow) -> Map<String, Value> {
-    match row.config_json() {
-        Ok(Value::Object(config)) => config,
-        _ => Map::new(),
-    }
 }

@@ -1,5 +1,5 @@
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
 use crate::budget::calibration::{CalibratedMeasure, Calibration};
@@ -7,6 +7,7 @@ use crate::budget::ceiling::{check_ceiling, CeilingVerdict, Overflow};
 use crate::budget::tokens::TokenMath;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::{LoopId, RunId};
+use crate::db::json::LoopOptions;
 use crate::db::models::run::{LoopEnqueue, LoopRow};
 
 fn loop_row(mode: LoopMode, prompt: &str, config: serde_json::Value) -> LoopRow {
@@ -19,10 +20,17 @@ fn loop_row(mode: LoopMode, prompt: &str, config: serde_json::Value) -> LoopRow 
         prompt: prompt.to_owned(),
         priority: LoopPriority::Normal,
         status: RunStatus::Running,
-        config: config.to_string(),
+        config: options(config),
         result: None,
         created_at: "2026-04-12 00:00:00".to_owned(),
         requested_by: Some("alice".to_owned()),
+    }
+}
+
+fn options(config: Value) -> LoopOptions {
+    match config {
+        Value::Object(object) => LoopOptions(object),
+        other => panic!("a loop's config is an object, not {other}"),
     }
 }
 
@@ -32,7 +40,7 @@ fn claimed(enqueue: &LoopEnqueue) -> LoopRow {
         mode: enqueue.mode,
         prompt: enqueue.prompt.clone(),
         priority: enqueue.priority,
-        config: enqueue.config.to_string(),
+        config: options(enqueue.config.clone()),
         ..loop_row(enqueue.mode, "", json!({}))
     }
 }

@@ -71,7 +71,7 @@ impl PanicTracker {
         if panic_loop.mode != LoopMode::Panic {
             return None;
         }
-        let config = panic_loop.config_json().ok()?;
+        let config = &panic_loop.config;
         let target = config.get(CONFIG_PANIC_TARGET).and_then(Value::as_u64)?;
         let prompt_label = config
             .get(CONFIG_PANIC_FOR)

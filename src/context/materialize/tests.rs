@@ -149,8 +149,10 @@ fn stored_matches(conn: &mut Conn, run: RunId, turn: i32, rows: &[ContextRow]) {
                 row.status,
             )
         );
-        let attributes: serde_json::Value = serde_json::from_str(&saved.attributes).unwrap();
-        assert_eq!(attributes, Value::Object(row.attributes.clone()));
+        assert_eq!(
+            saved.attributes.to_value(),
+            Value::Object(row.attributes.clone())
+        );
     }
 }
 

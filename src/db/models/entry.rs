@@ -4,8 +4,8 @@ use diesel::prelude::*;
 
 use crate::db::enums::{Category, EntryStatus, Fidelity};
 use crate::db::ids::{EntryId, LoopId, RunId};
+use crate::db::json::Attributes;
 use crate::db::schema::{known_entries, turn_context, v_model_context, v_run_log, v_unresolved};
-use crate::db::DbError;
 
 /// One entry of the store.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, QueryableByName)]
@@ -29,8 +29,12 @@ pub struct EntryRow {
     pub fidelity: Fidelity,
     /// SHA-256 of file content.
     pub hash: Option<String>,
-    /// Handler workspace: a JSON object as text.
-    pub attributes: String,
+    /// Handler workspace.
+    #[diesel(
+        select_expression = (known_entries::id, known_entries::attributes),
+        select_expression_type = (known_entries::id, known_entries::attributes)
+    )]
+    pub attributes: Attributes,
     /// Display token count at the current fidelity.
     pub tokens: i32,
     /// Token count of the raw body.
@@ -42,13 +46,6 @@ pub struct EntryRow {
     pub created_at: String,
     /// `YYYY-MM-DD HH:MM:SS` UTC.
     pub updated_at: String,
-}
-
-impl EntryRow {
-    /// The attributes as a JSON object.
-    pub fn attributes_json(&self) -> Result<serde_json::Value, DbError> {
-        Ok(serde_json::from_str(&self.attributes)?)
-    }
 }
 
 /// A write to the store (insert, or update of the entry at `(run_id, path)`).
@@ -117,8 +114,11 @@ pub struct UnresolvedRow {
     pub path: String,
     /// The proposed content or command.
     pub body: String,
-    /// Attributes as JSON object text.
-    pub attributes: String,
+    #[diesel(
+        select_expression = (v_unresolved::id, v_unresolved::attributes),
+        select_expression_type = (v_unresolved::id, v_unresolved::attributes)
+    )]
+    pub attributes: Attributes,
     /// The turn that proposed it.
     pub turn: i32,
 }
@@ -138,8 +138,11 @@ pub struct ModelContextRow {
     pub status: EntryStatus,
     /// The body, empty at index fidelity.
     pub body: String,
-    /// Attributes as JSON object text.
-    pub attributes: String,
+    #[diesel(
+        select_expression = (v_model_context::entry_id, v_model_context::attributes),
+        select_expression_type = (v_model_context::entry_id, v_model_context::attributes)
+    )]
+    pub attributes: Attributes,
     /// Context section.
     pub category: Category,
     /// The turn of the last touch.
@@ -184,8 +187,11 @@ pub struct TurnContextRow {
     pub body: String,
     /// countTokens(projected text).
     pub tokens: i32,
-    /// Attributes as JSON object text.
-    pub attributes: String,
+    #[diesel(
+        select_expression = (turn_context::id, turn_context::attributes),
+        select_expression_type = (turn_context::id, turn_context::attributes)
+    )]
+    pub attributes: Attributes,
     /// Context section.
     pub category: Category,
     /// The turn the entry was last touched on.

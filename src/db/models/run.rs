@@ -4,8 +4,8 @@ use diesel::prelude::*;
 
 use crate::db::enums::{CallPurpose, LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::ids::{LoopId, ProjectId, RunId, TurnId};
+use crate::db::json::{LoopOptions, LoopResult};
 use crate::db::schema::{loops, run_actions, runs, turns};
-use crate::db::DbError;
 
 /// A run: one conversation of a project, with its settings and counters.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
@@ -152,22 +152,19 @@ pub struct LoopRow {
     pub priority: LoopPriority,
     /// 100 pending, 102 running, then the outcome.
     pub status: RunStatus,
-    /// Loop options as JSON text (flags, temperature, panic bookkeeping).
-    pub config: String,
-    /// The outcome as JSON text.
-    pub result: Option<String>,
+    /// Loop options (flags, temperature, panic bookkeeping).
+    #[diesel(
+        select_expression = (loops::id, loops::config),
+        select_expression_type = (loops::id, loops::config)
+    )]
+    pub config: LoopOptions,
+    /// The outcome.
+    pub result: Option<LoopResult>,
     /// `YYYY-MM-DD HH:MM:SS` UTC.
     pub created_at: String,
     /// The person whose request queued it (a panic loop and its retry: the person of the
     /// loop that overflowed); `None`: the operator.
     pub requested_by: Option<String>,
-}
-
-impl LoopRow {
-    /// The loop options as JSON.
-    pub fn config_json(&self) -> Result<serde_json::Value, DbError> {
-        Ok(serde_json::from_str(&self.config)?)
-    }
 }
 
 /// What a caller gives to enqueue a loop; the sequence number is assigned.

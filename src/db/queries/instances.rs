@@ -18,7 +18,7 @@ use diesel::{OptionalExtension, RunQueryDsl};
 #[derive(Debug, PartialEq)]
 pub enum Claim {
     /// This loop, now running; the instance holds the run's lease.
-    Loop(LoopRow),
+    Loop(Box<LoopRow>),
     /// Nothing pending for this instance: the lease (if it held it) is given back.
     Idle,
     /// Another live instance holds the run's lease; the pending loops wait for it to give it
@@ -93,7 +93,7 @@ pub fn claim_loop(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<Clai
             return Ok(Claim::Elsewhere);
         }
         if let Some(claimed) = loops::claim_next_loop(conn, run_id, instance)? {
-            return Ok(Claim::Loop(claimed));
+            return Ok(Claim::Loop(Box::new(claimed)));
         }
         statement("DELETE FROM run_leases WHERE run_id = ? AND instance_id = ?")
             .bind::<BigInt, _>(run_id)

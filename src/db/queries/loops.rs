@@ -216,7 +216,7 @@ mod tests {
         let first = enqueue(&mut db.conn, run.id, "one", LoopPriority::Normal);
         let second = enqueue(&mut db.conn, run.id, "two", LoopPriority::Normal);
         assert_eq!((first.sequence, second.sequence), (1, 2));
-        assert_eq!(first.config_json().unwrap(), json!({"noRepo": true}));
+        assert_eq!(first.config.to_value(), json!({"noRepo": true}));
         assert_eq!(first.requested_by.as_deref(), Some("alice"));
 
         let claimed = claim_next_loop(&mut db.conn, run.id, "here")
@@ -237,7 +237,7 @@ mod tests {
             Some(&json!({"ok": 1})),
         )
         .unwrap();
-        assert_eq!(done.result.as_deref(), Some(r#"{"ok":1}"#));
+        assert_eq!(done.result.map(|result| result.0), Some(json!({"ok": 1})));
         let next = claim_next_loop(&mut db.conn, run.id, "here")
             .unwrap()
             .unwrap();

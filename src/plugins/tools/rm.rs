@@ -69,7 +69,7 @@ impl ToolInfo for Rm {
         proposal: &EntryRow,
         _output: Option<&str>,
     ) -> Result<(), ToolError> {
-        let attributes = proposal.attributes_json()?;
+        let attributes = &proposal.attributes;
         if let Some(file) = attributes.get("path").and_then(|path| path.as_str()) {
             if let Some(root) = scope.disk_root {
                 if let Some(refusal) = scope.readonly.refusal("rm", file) {

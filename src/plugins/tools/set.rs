@@ -112,7 +112,7 @@ impl ToolInfo for Set {
         proposal: &EntryRow,
         _output: Option<&str>,
     ) -> Result<(), ToolError> {
-        let attributes = proposal.attributes_json()?;
+        let attributes = &proposal.attributes;
         let text = |key: &str| {
             attributes
                 .get(key)

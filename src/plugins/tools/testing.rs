@@ -168,7 +168,7 @@ impl TestRun {
 
     pub fn attribute(&mut self, path: &str, name: &str) -> serde_json::Value {
         self.entry(path)
-            .map(|row| row.attributes_json().unwrap())
+            .map(|row| row.attributes.to_value())
             .and_then(|attributes| attributes.get(name).cloned())
             .unwrap_or(serde_json::Value::Null)
     }
@@ -176,10 +176,7 @@ impl TestRun {
     /// The text the model sees for `path` at its fidelity.
     pub fn projected(&mut self, path: &str) -> String {
         let row = self.entry(path).unwrap();
-        let attributes = match row.attributes_json().unwrap() {
-            serde_json::Value::Object(map) => map,
-            _ => serde_json::Map::new(),
-        };
+        let attributes = row.attributes.0.clone();
         let view = crate::context::view::EntryView {
             path: &row.path,
             scheme: row.scheme.as_deref(),

@@ -298,7 +298,7 @@ impl ToolInfo for Transfer {
         proposal: &EntryRow,
         _output: Option<&str>,
     ) -> Result<(), ToolError> {
-        let attributes = proposal.attributes_json()?;
+        let attributes = &proposal.attributes;
         let text = |key: &str| attributes.get(key).and_then(Value::as_str);
         if let (Some(root), Some(from), Some(to)) = (scope.disk_root, text("from"), text("to")) {
             if let Some(refusal) = self.readonly_refusal(scope, from, to) {

@@ -462,7 +462,7 @@ async fn inject_loop(
             lp.mode,
             LoopConfig {
                 panic_attempted: false,
-                ..LoopConfig::from_json(&lp.config)
+                ..LoopConfig::of(&lp.config)
             },
         ),
         _ => (LoopMode::Ask, LoopConfig::default()),

@@ -265,7 +265,7 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
         .await?;
     let loop_config = run_loops
         .last()
-        .map(|lp| LoopConfig::from_json(&lp.config))
+        .map(|lp| LoopConfig::of(&lp.config))
         .unwrap_or_default();
     let sequence_of = |id| {
         run_loops
@@ -298,8 +298,7 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
         .into_iter()
         .filter(|row| row.scheme.is_some())
         .map(|row| HistoryItem {
-            attributes: serde_json::from_str(&row.attributes)
-                .unwrap_or_else(|_| Value::Object(Default::default())),
+            attributes: row.attributes.into(),
             scheme: row.scheme,
             path: row.path,
             status: row.status,

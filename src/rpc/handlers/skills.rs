@@ -129,7 +129,7 @@ pub async fn of_run(context: CallContext, params: RunOnlyParams) -> Result<Reply
     let skills: Vec<SkillStatus> = rows
         .into_iter()
         .map(|row| {
-            let attributes = row.attributes_json().unwrap_or_default();
+            let attributes = &row.attributes;
             let text = |name: &str| {
                 attributes
                     .get(name)

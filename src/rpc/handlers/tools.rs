@@ -77,7 +77,7 @@ pub async fn client_policy(context: &CallContext, run: &RunRow) -> Result<ToolPo
         .read(move |conn| loops::latest_loop(conn, run_id))
         .await?;
     Ok(match latest {
-        Some(lp) => LoopConfig::from_json(&lp.config).policy(lp.mode, search_available),
+        Some(lp) => LoopConfig::of(&lp.config).policy(lp.mode, search_available),
         None => LoopConfig::default().policy(LoopMode::Act, search_available),
     })
 }

@@ -23,7 +23,7 @@ fn a_new_entry_gets_the_defaults() {
     let entry = upsert_entry(&mut db.conn, &write(run.id, "src/app.js", "abcdefgh", 1)).unwrap();
     assert_eq!(entry.scheme, None);
     assert_eq!(entry.fidelity, Fidelity::Full);
-    assert_eq!(entry.attributes_json().unwrap(), json!({}));
+    assert_eq!(entry.attributes.to_value(), json!({}));
     assert_eq!(
         (entry.tokens, entry.tokens_full, entry.write_count),
         (2, 2, 1)
@@ -41,7 +41,7 @@ fn upsert_keeps_attributes_fidelity_and_hash_unless_given() {
     first.hash = Some("h1".into());
     let created = upsert_entry(conn, &first).unwrap();
     assert_eq!(
-        created.attributes_json().unwrap(),
+        created.attributes.to_value(),
         json!({"summary": "plan", "mode": "x"})
     );
 
@@ -60,7 +60,7 @@ fn upsert_keeps_attributes_fidelity_and_hash_unless_given() {
     patch.fidelity = Some(Fidelity::Full);
     let merged = upsert_entry(conn, &patch).unwrap();
     assert_eq!(
-        merged.attributes_json().unwrap(),
+        merged.attributes.to_value(),
         json!({"summary": "plan", "path": "a"})
     );
     assert_eq!(merged.fidelity, Fidelity::Full);
@@ -307,7 +307,7 @@ fn copy_and_move_within_a_run() {
         (copy.body.as_str(), copy.turn, copy.write_count),
         ("alpha", 2, 2)
     );
-    assert_eq!(copy.attributes_json().unwrap(), json!({"summary": "a"}));
+    assert_eq!(copy.attributes.to_value(), json!({"summary": "a"}));
     assert!(matches!(
         copy_entry(conn, &transfer("known://zz", "known://y")),
         Err(DbError::NotFound(_))
@@ -441,7 +441,7 @@ fn source_files_at_summary_without_an_outline_are_outlined_once_per_content() {
     set_symbols(conn, run.id, "src/a.rs", Some("h0"), "1 function old").unwrap();
     let stale = get_entry(conn, run.id, "src/a.rs").unwrap().unwrap();
     assert_eq!(
-        stale.attributes_json().unwrap(),
+        stale.attributes.to_value(),
         json!({}),
         "made from other content"
     );
@@ -460,4 +460,39 @@ fn source_files_at_summary_without_an_outline_are_outlined_once_per_content() {
         ["src/a.rs"],
         "a changed file is outlined again"
     );
+}
+
+#[test]
+fn a_corrupt_attributes_column_is_an_error_naming_its_row() {
+    let mut db = TestDb::new();
+    let run = sample_run(&mut db.conn);
+    let entry = upsert_entry(&mut db.conn, &write(run.id, "notes.md", "n", 1)).unwrap();
+    let bypass = match db.conn {
+        Conn::Sqlite(_) => "PRAGMA ignore_check_constraints = ON",
+        Conn::Postgres(_) => {
+            "ALTER TABLE known_entries DROP CONSTRAINT known_entries_attributes_check"
+        }
+    };
+    diesel::sql_query(bypass).execute(&mut db.conn).unwrap();
+    for corrupt in ["{\"summary\": ", "[1]"] {
+        diesel::update(known_entries::table.find(entry.id))
+            .set(known_entries::attributes.eq(corrupt))
+            .execute(&mut db.conn)
+            .unwrap();
+        let error = get_entry(&mut db.conn, run.id, "notes.md").unwrap_err();
+        let DbError::Corrupt(ref corrupt_json) = error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(
+            (corrupt_json.column, corrupt_json.row),
+            ("attributes", Some(entry.id.0))
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains(&format!("column attributes of row {}", entry.id)),
+            "{message}"
+        );
+        let listed = list_entries(&mut db.conn, run.id, &pattern("*.md"), None, None);
+        assert!(matches!(listed, Err(DbError::Corrupt(_))), "{listed:?}");
+    }
 }

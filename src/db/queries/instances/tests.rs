@@ -5,7 +5,7 @@ use crate::db::testing::{sample_loop, sample_run, TestDb};
 
 fn loop_of(claim: Claim) -> LoopRow {
     match claim {
-        Claim::Loop(row) => row,
+        Claim::Loop(row) => *row,
         other => panic!("expected a loop, got {other:?}"),
     }
 }

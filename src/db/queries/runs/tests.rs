@@ -211,7 +211,7 @@ fn fork_copies_settings_store_and_turn_counter() {
         ("sky is blue", 2, None)
     );
     assert_eq!(
-        copied.attributes_json().unwrap(),
+        copied.attributes.to_value(),
         serde_json::json!({"summary": "sky"})
     );
     assert!(matches!(

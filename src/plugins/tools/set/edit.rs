@@ -148,10 +148,9 @@ fn propose(
     let proposal_path = proposal_path(&file.path);
     let pending = get_entry(scope.conn, scope.run_id, &proposal_path)?
         .filter(|row| row.status == EntryStatus::Proposed && row.turn == scope.turn);
-    let proposed = pending.as_ref().and_then(|row| {
-        let attributes = row.attributes_json().ok()?;
-        merge::apply(&file.body, attributes.get("merge")?.as_str()?)
-    });
+    let proposed = pending
+        .as_ref()
+        .and_then(|row| merge::apply(&file.body, row.attributes.text("merge")?));
     let current = proposed.as_deref().unwrap_or(&file.body);
     let divisor = scope.settings.token_divisor;
     let before = estimate_tokens(&file.body, divisor);
