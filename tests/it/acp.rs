@@ -271,10 +271,7 @@ const EDIT: &str = "<set path=\"a.txt\"><<<<<<< SEARCH\ntwo\n=======\nTWO\n>>>>>
                     <update>Editing a.txt.</update>";
 
 async fn a_prompt_streams_the_models_text_and_commands_and_ends_the_turn(sdk: Sdk) {
-    let llm = FakeLlm::start([
-        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
-        Step::reply("<summarize>a.txt counts to two.</summarize>"),
-    ]);
+    let llm = reading_a_txt();
     let drive = Drive::run(sdk, "stream", &llm).await;
     drive.assert_clean_session();
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
@@ -844,10 +841,7 @@ async fn team_server(home: &Path, llm: &FakeLlm) -> ServerProcess {
 }
 
 async fn remote_a_person_works_in_their_project_through_a_team_server(sdk: Sdk) {
-    let llm = FakeLlm::start([
-        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
-        Step::reply("<summarize>a.txt counts to two.</summarize>"),
-    ]);
+    let llm = reading_a_txt();
     let home = tempfile::tempdir().unwrap();
     let server = team_server(home.path(), &llm).await;
     let remote = Remote::with_token(format!("ws://127.0.0.1:{}/", server.port), "mo-token");
@@ -877,10 +871,7 @@ async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error(sdk: 
 }
 
 async fn remote_without_a_token_the_editor_signs_in_with_the_token_file(sdk: Sdk) {
-    let llm = FakeLlm::start([
-        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
-        Step::reply("<summarize>a.txt counts to two.</summarize>"),
-    ]);
+    let llm = reading_a_txt();
     let home = tempfile::tempdir().unwrap();
     let server = team_server(home.path(), &llm).await;
     let token_file = home.path().join("mo.token");
@@ -923,10 +914,7 @@ async fn remote_without_a_token_the_editor_signs_in_with_the_token_file(sdk: Sdk
 }
 
 async fn remote_over_wss_through_a_tls_front(sdk: Sdk) {
-    let llm = FakeLlm::start([
-        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
-        Step::reply("<summarize>a.txt counts to two.</summarize>"),
-    ]);
+    let llm = reading_a_txt();
     let home = tempfile::tempdir().unwrap();
     let server = team_server(home.path(), &llm).await;
     let front = tls::Front::start(home.path(), server.port).await;
@@ -949,10 +937,7 @@ async fn remote_over_wss_through_a_tls_front(sdk: Sdk) {
 }
 
 async fn remote_a_refused_token_says_what_to_do_and_the_editor_signs_in_anew(sdk: Sdk) {
-    let llm = FakeLlm::start([
-        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
-        Step::reply("<summarize>a.txt counts to two.</summarize>"),
-    ]);
+    let llm = reading_a_txt();
     let home = tempfile::tempdir().unwrap();
     let server = team_server(home.path(), &llm).await;
     let token_file = home.path().join("mo.token");
@@ -1239,4 +1224,12 @@ async fn the_models_open_questions_are_the_sessions_plan(sdk: Sdk) {
         "{:?}",
         drive.seen["updates"]
     );
+}
+
+/// The model reads a.txt, then says what it holds.
+fn reading_a_txt() -> FakeLlm {
+    FakeLlm::start([
+        Step::reply("<get path=\"a.txt\"/><update>Reading a.txt.</update>"),
+        Step::reply("<summarize>a.txt counts to two.</summarize>"),
+    ])
 }

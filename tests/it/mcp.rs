@@ -607,6 +607,15 @@ async fn a_server_a_client_attaches_serves_its_run_only_and_leaves_with_the_conn
         .await;
     assert_eq!(code, -32004, "{message}");
     assert!(message.contains("already attached"), "{message}");
+    // A connection of another project does not find the run at all.
+    let (mut stranger, _) = app.client_in_project("elsewhere").await;
+    let (code, message) = stranger
+        .err(
+            "run/mcp",
+            json!({"run": run, "servers": [attached_glossary(&log)]}),
+        )
+        .await;
+    assert_eq!(code, -32002, "{message}");
     drop(editor);
     let started = Instant::now();
     loop {
