@@ -24,7 +24,6 @@ pub mod run_loop;
 pub mod scan;
 pub mod state;
 pub mod turn;
-mod web_requests;
 
-pub use context::AgentContext;
+pub use context::{AgentContext, Replying};
 pub use registry::RunRegistry;

@@ -4,11 +4,10 @@
 //! attach to a run ([`attached`]), all under one tag (`client_tool`).
 //!
 //! A tool handler runs on the DB writer and never waits on a server: the calls a reply
-//! makes at once (read-only tools, or any tool of a trusted server) are made by
-//! [`McpServers::perform`] before the reply's commands are dispatched, in order, and the
-//! call of an accepted proposal by [`McpServers::perform_accepted`] before the resolution;
-//! their outcomes ([`CallOutcomes`]) go with the unit of work, where the handler or the
-//! acceptance records them.
+//! makes at once (read-only tools, or any tool of a trusted server) are made by the server
+//! tool's gather half before the reply's commands are dispatched, in order, and the call of
+//! an accepted proposal by its acceptance's half before the resolution (`performed`); their
+//! outcomes go with the unit of work, where the handler or the acceptance records them.
 //! A call the dispatch then cancels (an earlier command of the reply stopped it) has been
 //! made, and is recorded as cancelled.
 
@@ -26,24 +25,16 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use crate::db::enums::EntryStatus;
 use crate::db::ids::RunId;
-use crate::db::queries::entries;
-use crate::db::{DbError, DbHandle};
 use crate::hub::ConnId;
-use crate::parser::Command;
 use crate::plugins::assembly::Chain;
 use crate::plugins::plugin::{Plugin, Registrar};
-use crate::plugins::policy::{McpServerSet, ToolPolicy};
+use crate::plugins::policy::McpServerSet;
 use attached::{AttachError, Attached, ClientServer};
 use connection::Link;
-use outcome::CallOutcome;
-use performed::CallKey;
-pub use performed::CallOutcomes;
-use server::{parse_arguments, McpCall, Plan, Server, CLIENT_TAG};
-use tool::{reply_key, McpTool};
+use server::Server;
+use tool::McpTool;
 
 /// The configured servers, and those clients attach to runs. Cheap to clone; dropping
 /// the last clone stops their tasks.
@@ -142,101 +133,6 @@ impl McpServers {
                 server::Origin::Configured { index } => set.with(index),
                 server::Origin::Client => set,
             })
-    }
-
-    /// Makes the calls of `commands` (one reply of `run`) that run at once, in order, each
-    /// within its server's timeout; an abort (`cancel`) stops them.
-    pub async fn perform(
-        &self,
-        policy: &ToolPolicy,
-        run: RunId,
-        commands: &[Command],
-        cancel: &CancellationToken,
-    ) -> CallOutcomes {
-        let mut performed = CallOutcomes::default();
-        let attached = self.attached.of(run);
-        for command in commands {
-            let Some((server, call)) = self
-                .servers
-                .iter()
-                .chain(&attached)
-                .find_map(|server| Some((server, server.call_of(command)?)))
-            else {
-                continue;
-            };
-            let direct = server.offered(policy)
-                && server.forbids(&call, policy).is_none()
-                && server.plan(&call) == Plan::Direct;
-            if !direct {
-                continue;
-            }
-            let outcome = server.call(&call, cancel).await;
-            if outcome == CallOutcome::Cancelled {
-                break;
-            }
-            performed.put(reply_key(server, &call), outcome);
-        }
-        performed
-    }
-
-    /// Makes the call of the proposal at `path` of `run` when the client accepts it (a
-    /// path that is no pending MCP call makes none, and the resolution says why).
-    pub async fn perform_accepted(
-        &self,
-        db: &DbHandle,
-        run: RunId,
-        path: &str,
-    ) -> Result<CallOutcomes, DbError> {
-        let mut performed = CallOutcomes::default();
-        let scheme = path.split_once("://").map_or("", |(scheme, _)| scheme);
-        let attached = self.attached.of(run);
-        let mcp_scheme = scheme == CLIENT_TAG || self.servers.iter().any(|s| s.tag == scheme);
-        if !mcp_scheme {
-            return Ok(performed);
-        }
-        let owned = path.to_owned();
-        let Some(proposal) = db
-            .read(move |conn| entries::get_entry(conn, run, &owned))
-            .await?
-            .filter(|entry| entry.status == EntryStatus::Proposed)
-        else {
-            return Ok(performed);
-        };
-        let attributes = &proposal.attributes;
-        let text = |name: &str| {
-            attributes
-                .get(name)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let server = if scheme == CLIENT_TAG {
-            let name = text("server");
-            attached.iter().find(|server| server.config.name == name)
-        } else {
-            self.servers.iter().find(|server| server.tag == scheme)
-        };
-        let Some(server) = server else {
-            performed.put(
-                CallKey::Accepted {
-                    path: path.to_owned(),
-                },
-                CallOutcome::Gone("its server is no longer attached to this run".into()),
-            );
-            return Ok(performed);
-        };
-        let call = McpCall {
-            tool: text("tool"),
-            arguments: parse_arguments(&text("arguments")),
-        };
-        let outcome = server.call(&call, &CancellationToken::new()).await;
-        performed.put(
-            CallKey::Accepted {
-                path: path.to_owned(),
-            },
-            outcome,
-        );
-        Ok(performed)
     }
 
     /// Every server, what it serves and the tools it lists now, for clients; whether loops

@@ -10,7 +10,6 @@
 //! after its turns, off the writer (`reflection`), and reach the clients (`clients`). Model-facing text lives in `text/`, apart
 //! from code, so it can be tuned without touching logic.
 
-pub mod answers;
 pub mod assembly;
 mod bundled;
 pub mod clients;
@@ -18,6 +17,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod filters;
+pub mod gather;
 pub mod method;
 pub mod plugin;
 pub mod policy;

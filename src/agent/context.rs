@@ -5,19 +5,21 @@ use std::sync::Arc;
 use actix::Addr;
 
 use crate::agent::admission::LoopAdmission;
-use crate::agent::web_requests;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
 use crate::cluster::LeaseHolder;
 use crate::config::Settings;
 use crate::db::ids::RunId;
+use crate::db::models::run::LoopRow;
 use crate::db::DbHandle;
 use crate::hub::HubRegistry;
+use crate::llm::CancellationToken;
 use crate::llm::LlmProviders;
 use crate::mcp::McpServers;
 use crate::metrics::Metrics;
 use crate::parser::Command;
-use crate::plugins::dispatch::PreparedWork;
+use crate::plugins::dispatch::{gather, PreparedWork};
+use crate::plugins::gather::Gathering;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
@@ -52,22 +54,35 @@ pub struct AgentContext {
     pub web: WebClient,
 }
 
+/// The reply (or client call) whose commands' work is prepared.
+pub struct Replying<'a> {
+    pub run: RunId,
+    /// The loop whose reply it is; `None` for a client's tool call.
+    pub loop_row: Option<&'a LoopRow>,
+    pub policy: &'a ToolPolicy,
+    /// The loop's: an abort drops the work under way.
+    pub cancel: &'a CancellationToken,
+}
+
 impl AgentContext {
     /// The body searches and edits of `commands`, computed beside the writer under the
-    /// request limits, and the web requests `policy` lets them make, for the unit of work
-    /// that then runs the commands to look up ([`PreparedWork::apply`]). Dropping the future
-    /// drops the requests.
-    pub async fn prepare_work(
-        &self,
-        run_id: RunId,
-        commands: &[Command],
-        policy: &ToolPolicy,
-    ) -> PreparedWork {
-        let (work, web) = tokio::join!(
-            self.prepare_entry_work(run_id, commands),
-            web_requests::gather(&self.web, commands, policy)
+    /// request limits, and what the tools' gather halves obtain from outside the store, at
+    /// once, for the unit of work that then runs the commands ([`PreparedWork::apply`]).
+    /// Dropping the future drops the work under way.
+    pub async fn prepare_work(&self, replying: Replying<'_>, commands: &[Command]) -> PreparedWork {
+        let at = Gathering {
+            run: replying.run,
+            loop_row: replying.loop_row,
+            policy: replying.policy,
+            cancel: replying.cancel,
+            web: &self.web,
+            agent: self,
+        };
+        let (work, gathered) = tokio::join!(
+            self.prepare_entry_work(replying.run, commands),
+            gather(&self.plugins, &at, commands)
         );
-        work.answering(web)
+        work.with_gathered(gathered)
     }
 
     /// The body searches and edits of `commands`. A failure only means the writer computes

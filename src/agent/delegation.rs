@@ -10,10 +10,9 @@
 //! turn only while it is less deep than `RUMMY_SUBAGENT_MAX_DEPTH`.
 //!
 //! A tool handler runs on the writer and never waits, so, as for MCP calls, the children of
-//! a reply run before its unit of work ([`perform`], from `turn.rs`), one after the other,
-//! each through the [`RunRegistry`](crate::agent::RunRegistry) like any loop, and their
-//! [`Reports`] go to that unit as one kind of [`Answers`](crate::plugins::answers::Answers),
-//! where the handler records each. The child's loop is cancelled with the parent's
+//! a reply run before its unit of work, in the tool's gather half ([`perform`]), one after
+//! the other, each through the [`RunRegistry`](crate::agent::RunRegistry) like any loop,
+//! and their [`Reports`] go to that unit, where the handler records each. The child's loop is cancelled with the parent's
 //! (aborting the parent aborts it). It runs under the parent's place among the bounds on
 //! active loops: the parent's loop waits for it and runs nothing meanwhile, so the place is
 //! lent, never taken twice, and a parent never waits for a place its own child holds.
@@ -28,39 +27,29 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::AgentContext;
 use crate::db::models::run::LoopRow;
-use crate::parser::Command;
 use crate::plugins::plugin::{Plugin, Registrar};
-use crate::plugins::policy::ToolPolicy;
-pub use reports::{Report, Reports};
+use reports::{Report, Reports};
 use task::Task;
-use tool::{offered, DelegateTool};
+use tool::DelegateTool;
 
 /// What one parent loop's reply hands its children.
-pub struct ParentTurn<'a> {
+struct ParentTurn<'a> {
     /// The parent's loop.
     pub loop_row: &'a LoopRow,
     /// Its flags (the child's are derived from them).
     pub config: &'a LoopConfig,
-    pub policy: &'a ToolPolicy,
 }
 
-/// Runs the child of each `<delegate>` of `commands` (one reply of `parent`), in order, and
-/// reports what each came to; an abort (`cancel`, which cancels the children too) stops
-/// them.
-pub async fn perform(
+/// Runs the child of each of `tasks` (one reply of `parent`'s), in order, and reports what
+/// each came to; an abort (`cancel`, which cancels the children too) stops them.
+async fn perform(
     agent: &AgentContext,
     parent: ParentTurn<'_>,
-    commands: &[Command],
+    tasks: Vec<Task>,
     cancel: &CancellationToken,
 ) -> Reports {
     let mut reports = Reports::default();
-    if !offered(parent.policy) {
-        return reports;
-    }
-    for task in commands.iter().filter_map(Task::of) {
-        if task.text.is_empty() {
-            continue;
-        }
+    for task in tasks {
         let report = child::run(agent, &parent, &task, cancel).await;
         if cancel.is_cancelled() {
             break;

@@ -15,6 +15,7 @@ use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, RunActionForm, RunRow};
 use crate::db::queries::{entries, loops, run_actions, runs};
 use crate::db::DbError;
+use crate::plugins::gather::Gathered;
 use crate::plugins::resolve::{
     resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput,
 };
@@ -39,7 +40,8 @@ pub enum Decision {
 /// Applies one resolution (and, with `disk_root`, an accepted file change under it: the
 /// `RUMMY_APPLY_EDITS=server` mode) and decides what the run does next. The error is the
 /// store's; the client's mistake is [`Decision::Refused`].
-/// `person` is recorded as who resolved it, and as who requested the loop that resumes.
+/// `person` is recorded as who resolved it, and as who requested the loop that resumes;
+/// `gathered` is what the proposal's tool obtained for accepting it.
 pub fn resolve(
     conn: &mut Conn,
     plugins: &Plugins,
@@ -47,6 +49,7 @@ pub fn resolve(
     input: ResolveInput,
     person: Option<String>,
     disk_root: Option<&Path>,
+    gathered: &mut Gathered,
 ) -> Result<Decision, DbError> {
     let path = input.path.clone();
     let resolution = input.resolution;
@@ -54,8 +57,8 @@ pub fn resolve(
     let proposing_turn = proposal.as_ref().map_or(0, |entry| entry.turn);
     let proposing_loop = proposal.and_then(|entry| entry.loop_id);
     let resolved = match disk_root {
-        Some(root) => resolve_proposal_on_disk(conn, plugins, &input, root),
-        None => resolve_proposal(conn, plugins, &input),
+        Some(root) => resolve_proposal_on_disk(conn, plugins, &input, gathered, root),
+        None => resolve_proposal(conn, plugins, &input, gathered),
     };
     let outcome = match resolved {
         Ok(outcome) => outcome,

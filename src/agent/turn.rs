@@ -1,6 +1,6 @@
 //! One turn, in stages: measure (`measure`: the packet assembled from the store, written
 //! prompt and all, against the window), call (`call`: the model, its reply parsed), gather
-//! (what the commands need from outside the store: MCP calls, sub-agents, the web), apply
+//! (what the commands need: the tools' gather halves, body searches and edits), apply
 //! (one unit of work: the audit copies, the commands recorded and run, the status healed)
 //! and publish (the clients told the run's state).
 
@@ -10,10 +10,9 @@ use std::time::Instant;
 use serde_json::json;
 use tracing::Instrument;
 
-use crate::agent::delegation::{self, ParentTurn};
 use crate::agent::error::LoopError;
 use crate::agent::state;
-use crate::agent::AgentContext;
+use crate::agent::{AgentContext, Replying};
 use crate::budget::{
     BudgetGuard, CalibratedTokens, Calibration, Overflow, PanicFailure, PanicGate, WriteGate,
 };
@@ -195,9 +194,9 @@ async fn execute_numbered_turn(
     Ok(TurnEnd::Completed(report))
 }
 
-/// What the reply's commands need from outside the store, obtained before the unit of work
-/// that records them: the MCP calls made at once, the sub-agents' reports, the searches and
-/// web pages, and the body searches and edits. An abort drops them and ends the turn.
+/// What the reply's commands need, obtained before the unit of work that records them:
+/// the body searches and edits, and what the tools' gather halves obtain from outside the
+/// store. An abort drops them and ends the turn.
 async fn gather(
     agent: &AgentContext,
     input: &TurnInput<'_>,
@@ -205,25 +204,18 @@ async fn gather(
     commands: &[Command],
     cancel: &CancellationToken,
 ) -> Result<PreparedWork, LoopError> {
-    let mcp_outcomes = agent
-        .mcp
-        .perform(policy, input.run_id, commands, cancel)
-        .await;
-    let parent = ParentTurn {
-        loop_row: input.loop_row,
-        config: input.config,
+    let replying = Replying {
+        run: input.run_id,
+        loop_row: Some(input.loop_row),
         policy,
+        cancel,
     };
-    let reports = delegation::perform(agent, parent, commands, cancel).await;
-    // An aborted run drops the searches (their budget is cancelled with them) and the web
-    // requests, and ends.
-    let work = tokio::select! {
-        work = agent.prepare_work(input.run_id, commands, policy) => work,
+    tokio::select! {
+        work = agent.prepare_work(replying, commands) => Ok(work),
         () = cancel.cancelled() => {
-            return Err(LoopError::Tool(ToolError::WorkLimit(WorkLimit::Cancelled)));
+            Err(LoopError::Tool(ToolError::WorkLimit(WorkLimit::Cancelled)))
         }
-    };
-    Ok(work.answering(mcp_outcomes).answering(reports))
+    }
 }
 
 /// A reply's commands, their body searches and edits already computed beside the writer, and
@@ -278,12 +270,13 @@ async fn dispatch(
         .db
         .call(move |conn| {
             audit.write(conn, run_id, loop_id)?;
-            let dispatched = work.apply(|| {
+            let dispatched = work.apply(|gathered| {
                 dispatch_gated(
                     conn,
                     &plugins,
                     &dispatch_input,
                     &commands,
+                    gathered,
                     Some(gate.as_mut()),
                 )
             });

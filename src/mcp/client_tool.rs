@@ -10,15 +10,19 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::context::view::EntryView;
 use crate::db::enums::{EntryStatus, LoopMode};
 use crate::db::models::entry::EntryRow;
 use crate::mcp::attached::Attached;
 use crate::mcp::config::default_max_output_bytes;
-use crate::mcp::server::{parse_call, server_name, McpCall, CLIENT_TAG};
+use crate::mcp::outcome::CallOutcome;
+use crate::mcp::performed::{accepted_call, perform};
+use crate::mcp::server::{parse_call, server_name, McpCall, Plan, Server, CLIENT_TAG};
 use crate::mcp::tool::{record_accepted, record_call};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
+use crate::plugins::gather::{Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -109,13 +113,30 @@ impl ToolInfo for ClientMcpTool {
         TargetKind::Text
     }
 
+    /// Calls the proposal's server, if it is still attached to the run.
+    fn gather_acceptance<'a>(&'a self, proposal: &'a EntryRow) -> Option<Gather<'a>> {
+        let name = proposal.attributes.text("server").unwrap_or_default();
+        let server = self
+            .attached
+            .of(proposal.run_id)
+            .into_iter()
+            .find(|server| server.config.name == name);
+        let call = accepted_call(proposal);
+        Some(Gather::of(async move {
+            match server {
+                Some(server) => server.call(&call, &CancellationToken::new()).await,
+                None => CallOutcome::Gone("its server is no longer attached to this run".into()),
+            }
+        }))
+    }
+
     fn accept(
         &self,
         scope: &mut ToolScope<'_>,
         proposal: &EntryRow,
         _output: Option<&str>,
     ) -> Result<(), ToolError> {
-        record_accepted(scope, proposal, default_max_output_bytes())
+        record_accepted(scope, CLIENT_TAG, proposal, default_max_output_bytes())
     }
 }
 
@@ -136,6 +157,29 @@ impl TypedTool for ClientMcpTool {
 
     fn target(&self, input: &ClientMcpCall) -> String {
         format!("{}/{}", input.server, input.call.tool)
+    }
+
+    /// Makes the reply's calls that run at once, each to its attached server, in order (a
+    /// loop's replies only).
+    fn gather<'a>(
+        &'a self,
+        at: &'a Gathering<'a>,
+        inputs: Vec<Cow<'a, ClientMcpCall>>,
+    ) -> Option<Gather<'a>> {
+        at.loop_row?;
+        let attached = self.attached.of(at.run);
+        let direct: Vec<(Arc<Server>, McpCall)> = inputs
+            .into_iter()
+            .filter_map(|input| {
+                let server = attached
+                    .iter()
+                    .find(|server| server.config.name == input.server)?;
+                let runs_now = server.forbids(&input.call, at.policy).is_none()
+                    && server.plan(&input.call) == Plan::Direct;
+                runs_now.then(|| (Arc::clone(server), input.into_owned().call))
+            })
+            .collect();
+        (!direct.is_empty()).then(|| Gather::of(perform(direct, at.cancel)))
     }
 
     fn handle(
@@ -168,6 +212,12 @@ impl TypedTool for ClientMcpTool {
             "tool": input.call.tool,
             "arguments": input.call.arguments_text(),
         });
-        record_call(scope, server, &input.call, result_path, attributes)
+        record_call(
+            scope,
+            CLIENT_TAG,
+            (server, &input.call),
+            result_path,
+            attributes,
+        )
     }
 }

@@ -1,31 +1,72 @@
-//! The outcomes of calls made before the unit of work that records them.
+//! The calls made before the unit of work that records them.
 //!
 //! A tool handler runs on the DB writer inside a transaction and must not wait on a server,
-//! so a reply's direct calls are made before its commands are dispatched
-//! ([`crate::mcp::McpServers::perform`]), and an accepted proposal's call before the
-//! resolution's unit of work ([`crate::mcp::McpServers::perform_accepted`]). Their
-//! [`CallOutcomes`] go to that unit as one kind of
-//! [`Answers`](crate::plugins::answers::Answers), where the handler (or the acceptance)
-//! takes each by its [`CallKey`]; what it does not take (a command the dispatch cancelled)
-//! is dropped with the unit.
+//! so a server tool's gather half makes the calls of a reply that run at once ([`perform`])
+//! and its acceptance's half the call of an accepted proposal ([`accepted_call`]). The
+//! unit hands the outcomes to the handler (or the acceptance) in its scope; a reply's are
+//! [`CallOutcomes`], each taken by its [`CallKey`], and what the handler does not take (a
+//! command the dispatch cancelled) is dropped with the unit.
 
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::db::models::entry::EntryRow;
 use crate::mcp::outcome::CallOutcome;
-use crate::plugins::answers::Keyed;
+use crate::mcp::server::{parse_arguments, McpCall, Server};
+use crate::plugins::gather::Keyed;
 
-/// Which command of the unit an outcome belongs to.
+/// Which call of a reply an outcome belongs to: its server's name, the tool and its
+/// arguments as written.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum CallKey {
-    /// A call written in the reply: the server's tag and name, the tool and its arguments
-    /// as written.
-    Reply {
-        tag: String,
-        server: String,
-        tool: String,
-        arguments: String,
-    },
-    /// The call of the accepted proposal at `path`.
-    Accepted { path: String },
+pub struct CallKey {
+    server: String,
+    tool: String,
+    arguments: String,
 }
 
-/// The outcomes of one unit's calls, by the command they belong to.
+impl CallKey {
+    /// The key of `call` to `server`.
+    pub fn of(server: &Server, call: &McpCall) -> CallKey {
+        CallKey {
+            server: server.config.name.clone(),
+            tool: call.tool.clone(),
+            arguments: call.arguments_text(),
+        }
+    }
+}
+
+/// The outcomes of one reply's calls, by the command they belong to.
 pub type CallOutcomes = Keyed<CallKey, CallOutcome>;
+
+/// Makes `calls`, each to its server within the server's timeout, in order; an abort
+/// (`cancel`) stops them.
+pub async fn perform(
+    calls: Vec<(Arc<Server>, McpCall)>,
+    cancel: &CancellationToken,
+) -> CallOutcomes {
+    let mut performed = CallOutcomes::default();
+    for (server, call) in calls {
+        let outcome = server.call(&call, cancel).await;
+        if outcome == CallOutcome::Cancelled {
+            break;
+        }
+        performed.put(CallKey::of(&server, &call), outcome);
+    }
+    performed
+}
+
+/// The call `proposal` proposed: its `tool` and `arguments` attributes.
+pub fn accepted_call(proposal: &EntryRow) -> McpCall {
+    let text = |name: &str| {
+        proposal
+            .attributes
+            .text(name)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    McpCall {
+        tool: text("tool"),
+        arguments: parse_arguments(&text("arguments")),
+    }
+}

@@ -4,21 +4,24 @@
 //! `readOnlyHint: true` on a server that is not trusted is a 202 proposal instead, and the
 //! server is called only when the client accepts it. Offered to loops of the projects the
 //! server serves, in ask and act mode (ask mode: read-only tools only); while the server
-//! is down its calls are 502s. The calls themselves are made before the unit of work
-//! (`performed`); the handler and the acceptance record their outcomes.
+//! is down its calls are 502s. The calls themselves are made by its gather halves, before
+//! the unit of work (`performed`); the handler and the acceptance record their outcomes.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::context::view::EntryView;
 use crate::db::enums::EntryStatus;
 use crate::db::models::entry::EntryRow;
 use crate::db::queries::entries;
-use crate::mcp::performed::{CallKey, CallOutcomes};
+use crate::mcp::outcome::CallOutcome;
+use crate::mcp::performed::{accepted_call, perform, CallKey, CallOutcomes};
 use crate::mcp::server::{McpCall, Origin, Plan, Server};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
+use crate::plugins::gather::{Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -44,16 +47,6 @@ impl McpTool {
             .replace("{server}", &server.config.name)
             .leak();
         McpTool { server, doc }
-    }
-}
-
-/// Where the outcome of `call`, made for the reply, waits.
-pub fn reply_key(server: &Server, call: &McpCall) -> CallKey {
-    CallKey::Reply {
-        tag: server.tag.to_owned(),
-        server: server.config.name.clone(),
-        tool: call.tool.clone(),
-        arguments: call.arguments_text(),
     }
 }
 
@@ -131,27 +124,33 @@ impl ToolInfo for McpTool {
         TargetKind::Text
     }
 
+    fn gather_acceptance<'a>(&'a self, proposal: &'a EntryRow) -> Option<Gather<'a>> {
+        let call = accepted_call(proposal);
+        Some(Gather::of(async move {
+            self.server.call(&call, &CancellationToken::new()).await
+        }))
+    }
+
     fn accept(
         &self,
         scope: &mut ToolScope<'_>,
         proposal: &EntryRow,
         _output: Option<&str>,
     ) -> Result<(), ToolError> {
-        record_accepted(scope, proposal, self.server.config.max_output_bytes)
+        let max_output_bytes = self.server.config.max_output_bytes;
+        record_accepted(scope, self.server.tag, proposal, max_output_bytes)
     }
 }
 
-/// Records what the accepted call of `proposal` (made just before, outside the writer)
-/// came to, its answer cut to `max_output_bytes`.
+/// Records what the accepted call of `proposal` (made just before by `tool`'s gather half,
+/// outside the writer) came to, its answer cut to `max_output_bytes`.
 pub fn record_accepted(
     scope: &mut ToolScope<'_>,
+    tool: &str,
     proposal: &EntryRow,
     max_output_bytes: usize,
 ) -> Result<(), ToolError> {
-    let key = CallKey::Accepted {
-        path: proposal.path.clone(),
-    };
-    let (status, body) = match CallOutcomes::take(&key) {
+    let (status, body) = match scope.gathered::<CallOutcome>(tool) {
         Some(outcome) => (outcome.status(), outcome.body(max_output_bytes)),
         None => (
             EntryStatus::Failed,
@@ -169,15 +168,18 @@ pub fn record_accepted(
 }
 
 /// Records `call` of `server` at `result_path` with `attributes`: the outcome of the call
-/// made for the reply, or what its plan says (a refusal, a proposal).
+/// `tool`'s gather half made for the reply, or what its plan says (a refusal, a proposal).
 pub fn record_call(
     scope: &mut ToolScope<'_>,
-    server: &Server,
-    call: &McpCall,
+    tool: &str,
+    (server, call): (&Server, &McpCall),
     result_path: &str,
     attributes: serde_json::Value,
 ) -> Result<Handled, ToolError> {
-    if let Some(outcome) = CallOutcomes::take(&reply_key(server, call)) {
+    let made = scope
+        .gathered::<CallOutcomes>(tool)
+        .and_then(|outcomes| outcomes.take(&CallKey::of(server, call)));
+    if let Some(outcome) = made {
         let body = outcome.body(server.config.max_output_bytes);
         return finish(
             scope,
@@ -213,6 +215,21 @@ impl TypedTool for McpTool {
         self.server.forbids(call, policy)
     }
 
+    /// Makes the reply's calls that run at once, in order (a loop's replies only).
+    fn gather<'a>(
+        &'a self,
+        at: &'a Gathering<'a>,
+        inputs: Vec<Cow<'a, McpCall>>,
+    ) -> Option<Gather<'a>> {
+        at.loop_row?;
+        let direct: Vec<(Arc<Server>, McpCall)> = inputs
+            .into_iter()
+            .filter(|call| self.server.plan(call) == Plan::Direct)
+            .map(|call| (Arc::clone(&self.server), call.into_owned()))
+            .collect();
+        (!direct.is_empty()).then(|| Gather::of(perform(direct, at.cancel)))
+    }
+
     fn handle(
         &self,
         scope: &mut ToolScope<'_>,
@@ -220,6 +237,7 @@ impl TypedTool for McpTool {
         result_path: &str,
     ) -> Result<Handled, ToolError> {
         let attributes = json!({ "tool": call.tool, "arguments": call.arguments_text() });
-        record_call(scope, &self.server, call, result_path, attributes)
+        let tool = self.server.tag;
+        record_call(scope, tool, (&self.server, call), result_path, attributes)
     }
 }

@@ -38,6 +38,7 @@ use crate::hedberg::SetRevision;
 use crate::parser::Command;
 use crate::plugins::events::Event;
 use crate::plugins::filters::{EntryRecording, Recording};
+use crate::plugins::gather::Gathered;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::readonly::ReadonlyFiles;
 use crate::plugins::tool::{ClientCall, TargetKind, Tool, ToolError, ToolScope};
@@ -46,7 +47,7 @@ use crate::plugins::tools::write;
 use crate::plugins::Plugins;
 use gate::{gated, Refusal};
 use messages::cancel;
-pub use prepared::PreparedWork;
+pub use prepared::{gather, PreparedWork};
 use record::{naked_set_as_known, Recorded};
 use settle::{flags, settle_status};
 
@@ -85,6 +86,7 @@ pub fn dispatch_gated(
     plugins: &Plugins,
     input: &ResponseTurn,
     commands: &[Command],
+    gathered: &mut Gathered,
     gate: Option<&mut dyn WriteGate>,
 ) -> Result<DispatchOutcome, ToolError> {
     conn.transaction(|conn| {
@@ -99,6 +101,7 @@ pub fn dispatch_gated(
             settings: plugins.settings(),
             disk_root: None,
             readonly: &readonly,
+            gathered: &mut *gathered,
         };
         Dispatcher {
             plugins,
@@ -117,6 +120,7 @@ pub fn dispatch_call(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &CallInput,
+    gathered: &mut Gathered,
     gate: Option<&mut dyn WriteGate>,
 ) -> Result<DispatchOutcome, ToolError> {
     let tool = plugins
@@ -151,6 +155,7 @@ pub fn dispatch_call(
             settings: plugins.settings(),
             disk_root: None,
             readonly: &readonly,
+            gathered: &mut *gathered,
         };
         Dispatcher {
             plugins,

@@ -21,6 +21,8 @@ use crate::db::enums::EntryStatus;
 use crate::db::ids::RunId;
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::queries::{entries, runs};
+use crate::db::{DbError, DbHandle};
+use crate::plugins::gather::Gathered;
 use crate::plugins::readonly::ReadonlyFiles;
 use crate::plugins::tool::{ToolError, ToolScope};
 use crate::plugins::Plugins;
@@ -91,8 +93,9 @@ pub fn resolve_proposal(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &ResolveInput,
+    gathered: &mut Gathered,
 ) -> Result<ResolveOutcome, ToolError> {
-    resolve_with(conn, plugins, input, None)
+    resolve_with(conn, plugins, input, gathered, None)
 }
 
 /// [`resolve_proposal`] with the server applying an accepted file change under `root`
@@ -102,15 +105,44 @@ pub fn resolve_proposal_on_disk(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &ResolveInput,
+    gathered: &mut Gathered,
     root: &Path,
 ) -> Result<ResolveOutcome, ToolError> {
-    resolve_with(conn, plugins, input, Some(root))
+    resolve_with(conn, plugins, input, gathered, Some(root))
+}
+
+/// What accepting the proposal at `path` of `run` needs from outside the store, obtained by
+/// its tool's gather half before the unit of work that resolves it (nothing for a path that
+/// is no pending proposal, or whose tool needs nothing).
+pub async fn gather_acceptance(
+    plugins: &Plugins,
+    db: &DbHandle,
+    run: RunId,
+    path: &str,
+) -> Result<Gathered, DbError> {
+    let owned = path.to_owned();
+    let proposal = db
+        .read(move |conn| entries::get_entry(conn, run, &owned))
+        .await?
+        .filter(|entry| entry.status == EntryStatus::Proposed);
+    let Some((proposal, tool)) = proposal.and_then(|proposal| {
+        let tool = plugins.get(proposal.scheme.as_deref()?)?;
+        Some((proposal, tool))
+    }) else {
+        return Ok(Gathered::default());
+    };
+    let gathered = match tool.gather_acceptance(&proposal) {
+        Some(half) => Gathered::default().with(tool.name(), half.run().await),
+        None => Gathered::default(),
+    };
+    Ok(gathered)
 }
 
 fn resolve_with(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &ResolveInput,
+    gathered: &mut Gathered,
     disk_root: Option<&Path>,
 ) -> Result<ResolveOutcome, ToolError> {
     conn.transaction(|conn| {
@@ -147,6 +179,7 @@ fn resolve_with(
                 settings: plugins.settings(),
                 disk_root,
                 readonly: &readonly,
+                gathered: &mut *gathered,
             };
             let refused = match tool.accept(&mut scope, &proposal, output) {
                 Err(ToolError::Disk(reason)) => Some((Resolution::Error.status(), reason)),

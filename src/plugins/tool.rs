@@ -18,6 +18,7 @@ use crate::db::enums::Category;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
 use crate::parser::{Command, TagSpec};
+use crate::plugins::gather::{Gather, Gathered, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::readonly::ReadonlyFiles;
 
@@ -146,6 +147,16 @@ pub struct ToolScope<'a> {
     pub disk_root: Option<&'a Path>,
     /// The project files no tool may change.
     pub readonly: &'a ReadonlyFiles,
+    /// What the tools' gather halves obtained for this unit.
+    pub gathered: &'a mut Gathered,
+}
+
+impl ToolScope<'_> {
+    /// What the gather half of the tool named `tool` obtained for this unit; `None` when it
+    /// obtained nothing (a client's call, a command it did not take) or not a `T`.
+    pub fn gathered<T: std::any::Any>(&mut self, tool: &str) -> Option<&mut T> {
+        self.gathered.of(tool)
+    }
 }
 
 /// Where a command's outcome lives: its status there decides whether later actions run.
@@ -282,6 +293,13 @@ pub trait ToolInfo: Send + Sync {
         TargetKind::Path
     }
 
+    /// What accepting `proposal` needs from outside the store (an MCP server's answer),
+    /// obtained before the unit of work that resolves it; [`ToolInfo::accept`] finds it in
+    /// its scope. `None` (the default) when accepting needs nothing.
+    fn gather_acceptance<'a>(&'a self, _proposal: &'a EntryRow) -> Option<Gather<'a>> {
+        None
+    }
+
     /// Side effects of accepting one of its proposals (the entry is already resolved).
     fn accept(
         &self,
@@ -321,6 +339,20 @@ pub trait TypedTool: ToolInfo {
         false
     }
 
+    /// Its gather half: what `inputs` (its commands of one reply that the policy allows, in
+    /// reply order) need from outside the store (the network, a model, a process), obtained
+    /// before the unit of work that records them; the handler finds it in its scope
+    /// ([`ToolScope::gathered`]). The half orders its commands, bounds their concurrency
+    /// and stops when `at.cancel` is cancelled. `None` (the default) when its commands
+    /// need nothing.
+    fn gather<'a>(
+        &'a self,
+        _at: &'a Gathering<'a>,
+        _inputs: Vec<Cow<'a, Self::Input>>,
+    ) -> Option<Gather<'a>> {
+        None
+    }
+
     /// Lifecycle tools: write the entry while the response is recorded; `None` when the
     /// command is dropped (an empty fact, a duplicate question).
     fn record(
@@ -354,6 +386,9 @@ pub trait Tool: ToolInfo {
     /// See [`TypedTool::amends`].
     fn amends(&self, command: &Command, proposal: &str) -> bool;
 
+    /// See [`TypedTool::gather`]; `None` when none of `commands` is its.
+    fn gather<'a>(&'a self, at: &'a Gathering<'a>, commands: &[&'a Command]) -> Option<Gather<'a>>;
+
     /// See [`TypedTool::record`].
     fn record(
         &self,
@@ -385,6 +420,17 @@ impl<T: TypedTool> Tool for T {
     fn amends(&self, command: &Command, proposal: &str) -> bool {
         self.input(command)
             .is_some_and(|input| TypedTool::amends(self, &input, proposal))
+    }
+
+    fn gather<'a>(&'a self, at: &'a Gathering<'a>, commands: &[&'a Command]) -> Option<Gather<'a>> {
+        let inputs: Vec<_> = commands
+            .iter()
+            .filter_map(|command| self.input(command))
+            .collect();
+        if inputs.is_empty() {
+            return None;
+        }
+        TypedTool::gather(self, at, inputs)
     }
 
     fn record(

@@ -1,50 +1,75 @@
-//! The answers of the web requests of a unit of work's commands (`<search>` queries, `<get>`
-//! of an `http(s)` URL), obtained before the unit (`agent::web_requests`) and handed to it
-//! as one kind of [`Answers`](crate::plugins::answers::Answers); inside the unit the
-//! handlers look them up (`searched`, `fetched`), so the writer never waits on the network.
+//! What the web tools' gather halves obtain before the unit of work that records their
+//! commands (`search`: [`Searches`], `get` of an `http(s)` URL: [`Pages`]), each request made
+//! once per reply and all at once, so the writer never waits on the network; and the status
+//! a failed request leaves.
 
 use std::collections::HashMap;
 
+use futures_util::future::join_all;
+
 use crate::db::enums::EntryStatus;
-use crate::plugins::answers::answered;
-use crate::web::{Page, SearchHit, WebError};
+use crate::web::{Page, SearchHit, WebClient, WebError};
 
 /// What a search answered.
 pub type SearchAnswer = Result<Vec<SearchHit>, WebError>;
 /// What a page fetch answered.
 pub type PageAnswer = Result<Page, WebError>;
 
-/// The answers of the web requests of one reply (or one client call).
+/// The answers of one reply's searches, by query and result count.
 #[derive(Debug, Default)]
-pub struct WebAnswers {
-    /// By query and result count.
-    searches: HashMap<(String, usize), SearchAnswer>,
-    /// By URL as the command wrote it.
-    pages: HashMap<String, PageAnswer>,
-}
+pub struct Searches(HashMap<(String, usize), SearchAnswer>);
 
-impl WebAnswers {
-    /// These answers with the search for `query` (`count` results) answered by `answer`.
-    pub fn with_search(mut self, query: &str, count: usize, answer: SearchAnswer) -> WebAnswers {
-        self.searches.insert((query.to_owned(), count), answer);
+impl Searches {
+    /// Searches for each of `asked` (a query and a result count) through `web`.
+    pub async fn made(web: &WebClient, asked: Vec<(String, usize)>) -> Searches {
+        let answers = join_all(asked.iter().map(|(query, count)| web.search(query, *count))).await;
+        Searches(asked.into_iter().zip(answers).collect())
+    }
+
+    /// These with the search for `query` (`count` results) answered by `answer`.
+    pub fn with(mut self, query: &str, count: usize, answer: SearchAnswer) -> Searches {
+        self.0.insert((query.to_owned(), count), answer);
         self
     }
 
-    /// These answers with the fetch of `url` answered by `answer`.
-    pub fn with_page(mut self, url: &str, answer: PageAnswer) -> WebAnswers {
-        self.pages.insert(url.to_owned(), answer);
-        self
+    /// The answer of the search for `query` with `count` results, `None` when it was not
+    /// made.
+    pub fn of(&self, query: &str, count: usize) -> Option<SearchAnswer> {
+        self.0.get(&(query.to_owned(), count)).cloned()
     }
 }
 
-/// The answer of the search for `query` with `count` results, `None` when it was not made.
-pub(crate) fn searched(query: &str, count: usize) -> Option<SearchAnswer> {
-    answered::<WebAnswers, _>(|web| web.searches.get(&(query.to_owned(), count)).cloned()).flatten()
+/// The answers of one reply's page fetches, by URL as the command wrote it.
+#[derive(Debug, Default)]
+pub struct Pages(HashMap<String, PageAnswer>);
+
+impl Pages {
+    /// Fetches each of `urls` through `web`.
+    pub async fn fetched(web: &WebClient, urls: Vec<String>) -> Pages {
+        let answers = join_all(urls.iter().map(|url| web.fetch(url))).await;
+        Pages(urls.into_iter().zip(answers).collect())
+    }
+
+    /// These with the fetch of `url` answered by `answer`.
+    pub fn with(mut self, url: &str, answer: PageAnswer) -> Pages {
+        self.0.insert(url.to_owned(), answer);
+        self
+    }
+
+    /// The answer of the fetch of `url`, `None` when it was not made.
+    pub fn of(&self, url: &str) -> Option<PageAnswer> {
+        self.0.get(url).cloned()
+    }
 }
 
-/// The answer of the fetch of `url`, `None` when it was not made.
-pub(crate) fn fetched(url: &str) -> Option<PageAnswer> {
-    answered::<WebAnswers, _>(|web| web.pages.get(url).cloned()).flatten()
+/// Each of `items` once, in order of first appearance.
+pub fn once_each<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    items.into_iter().fold(Vec::new(), |mut kept, item| {
+        if !kept.contains(&item) {
+            kept.push(item);
+        }
+        kept
+    })
 }
 
 /// The entry status a failed search or fetch leaves.

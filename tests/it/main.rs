@@ -27,6 +27,7 @@ mod mcp;
 mod memory;
 mod methods;
 mod metrics;
+mod one_file_gathering_tool;
 mod one_file_plugin;
 mod one_file_tool;
 mod one_server_per_home;

@@ -25,7 +25,7 @@ const MISSING: &str = include_str!("../../plugins/text/delegate/missing.md");
 
 /// Runs `task` as a child of `parent` to its end and reports it; never fails (whatever
 /// goes wrong is the report's status and text).
-pub async fn run(
+pub(super) async fn run(
     agent: &AgentContext,
     parent: &ParentTurn<'_>,
     task: &Task,

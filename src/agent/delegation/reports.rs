@@ -1,9 +1,9 @@
-//! The reports of the children a reply's `<delegate>`s ran before its unit of work: one kind
-//! of [`Answers`](crate::plugins::answers::Answers), taken by the handler.
+//! The reports of the children a reply's `<delegate>`s ran before its unit of work (the
+//! tool's gather half), taken by the handler.
 
 use crate::agent::delegation::task::Task;
 use crate::db::enums::EntryStatus;
-use crate::plugins::answers::Keyed;
+use crate::plugins::gather::Keyed;
 
 /// What a child came to, as the parent's result entry says it.
 #[derive(Debug, Clone, PartialEq)]

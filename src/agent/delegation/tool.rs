@@ -2,8 +2,8 @@
 //! `delegate://turn_N/<sub-task>` holds the child's summary (200) or why it failed
 //! (attributes `run`, the child's alias, and `context`, the paths passed). The paths are
 //! the `path` attribute because the parser heals any first unknown attribute into `path`. Offered to loops whose run may
-//! still delegate (`ToolPolicy::subagents`), never in panic mode; the child itself ran
-//! before the reply's unit of work ([`crate::agent::delegation`]).
+//! still delegate (`ToolPolicy::subagents`), never in panic mode; the child itself runs in
+//! the tool's gather half, before the reply's unit of work ([`crate::agent::delegation`]).
 
 use std::borrow::Cow;
 
@@ -11,9 +11,13 @@ use serde_json::json;
 
 use crate::agent::delegation::reports::Reports;
 use crate::agent::delegation::task::{Task, NAME};
+use crate::agent::delegation::{perform, ParentTurn};
+use crate::agent::loop_config::LoopConfig;
+use crate::agent::AgentContext;
 use crate::context::view::EntryView;
 use crate::db::enums::{EntryStatus, LoopMode};
 use crate::parser::{Command, TagSpec, TaggedText};
+use crate::plugins::gather::{Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -25,11 +29,12 @@ const DOC: &str = include_str!("../../plugins/text/tools/delegate.md");
 
 /// Whether a loop under `policy` may delegate: its run is not too deep, it is no panic loop
 /// (which only frees room), and its window has room for the optional tools.
-pub fn offered(policy: &ToolPolicy) -> bool {
+fn offered(policy: &ToolPolicy) -> bool {
     policy.subagents && policy.optional_tools && policy.mode != LoopMode::Panic
 }
 
-/// The `<delegate>` tool: it records the [`Reports`] its unit of work was given.
+/// The `<delegate>` tool: its gather half runs the children, its handler records their
+/// [`Reports`].
 pub struct DelegateTool;
 
 impl ToolInfo for DelegateTool {
@@ -101,6 +106,31 @@ impl TypedTool for DelegateTool {
         task.text.clone()
     }
 
+    /// Runs the child of each task with a text, in order (a loop's replies only).
+    fn gather<'a>(
+        &'a self,
+        at: &'a Gathering<'a>,
+        inputs: Vec<Cow<'a, Task>>,
+    ) -> Option<Gather<'a>> {
+        let agent = at.agent.downcast_ref::<AgentContext>()?;
+        let loop_row = at.loop_row?;
+        let tasks: Vec<Task> = inputs
+            .into_iter()
+            .map(Cow::into_owned)
+            .filter(|task| !task.text.is_empty())
+            .collect();
+        (!tasks.is_empty()).then(|| {
+            Gather::of(async move {
+                let config = LoopConfig::of(&loop_row.config);
+                let parent = ParentTurn {
+                    loop_row,
+                    config: &config,
+                };
+                perform(agent, parent, tasks, at.cancel).await
+            })
+        })
+    }
+
     fn handle(
         &self,
         scope: &mut ToolScope<'_>,
@@ -117,7 +147,10 @@ impl TypedTool for DelegateTool {
                 Some(json!({ "error": message })),
             );
         }
-        let (status, body, child) = match Reports::take(task) {
+        let report = scope
+            .gathered::<Reports>(NAME)
+            .and_then(|reports| reports.take(task));
+        let (status, body, child) = match report {
             Some(report) => (report.status, report.body, report.child),
             None => (
                 EntryStatus::Failed,

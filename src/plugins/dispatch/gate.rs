@@ -49,6 +49,7 @@ pub(super) fn gated(
         scope.settings,
         scope.readonly,
     );
+    let gathered = &mut *scope.gathered;
     scope.conn.transaction::<_, Refusal, _>(|conn| {
         let mut inner = ToolScope {
             conn,
@@ -60,6 +61,7 @@ pub(super) fn gated(
             settings,
             disk_root: None,
             readonly,
+            gathered,
         };
         let handled = run(&mut inner)?;
         let status = match &handled {

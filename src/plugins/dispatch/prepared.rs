@@ -1,9 +1,11 @@
 //! The work a reply's commands need, done beside the writer before the unit of work that
 //! runs them: body searches (looked up by `db::functions::body_search`), `<set>` edits
-//! (looked up by the set tool), and the [`Answers`] from outside the store (the web's,
-//! looked up by `search` and `get`; MCP servers', by their tools). Whatever is not prepared
-//! (a failure, a spent budget, a body changed by an earlier command) the writer computes
-//! under its own small budget.
+//! (looked up by the set tool), and what the tools' gather halves obtain from outside the
+//! store ([`gather`]), handed to the handlers in their scope. Whatever is not prepared (a
+//! failure, a spent budget, a body changed by an earlier command) the writer computes under
+//! its own small budget.
+
+use futures_util::future::join_all;
 
 use crate::db::Conn;
 
@@ -12,17 +14,18 @@ use crate::db::ids::RunId;
 use crate::db::DbError;
 use crate::hedberg::{EditBlock, SetRevision};
 use crate::parser::Command;
-use crate::plugins::answers::Answers;
-use crate::plugins::tool::ToolError;
+use crate::plugins::gather::{Gathered, Gathering};
+use crate::plugins::tool::{Availability, Tool, ToolError};
 use crate::plugins::tools::select_in;
 use crate::plugins::tools::set::prepared::PreparedEdits;
+use crate::plugins::Plugins;
 
-/// Searches and edits computed ahead of a unit of work.
+/// Searches, edits and what the gather halves obtained, ahead of a unit of work.
 #[derive(Debug, Default)]
 pub struct PreparedWork {
     searches: SearchVerdicts,
     edits: PreparedEdits,
-    answers: Answers,
+    gathered: Gathered,
 }
 
 impl PreparedWork {
@@ -58,27 +61,58 @@ impl PreparedWork {
         outcome.map(|()| PreparedWork {
             searches,
             edits,
-            answers: Answers::default(),
+            gathered: Gathered::default(),
         })
     }
 
-    /// This work with `answers` from outside the store (in place of any of the same kind).
-    pub fn answering<A: std::any::Any + Send>(self, answers: A) -> PreparedWork {
-        PreparedWork {
-            answers: self.answers.with(answers),
-            ..self
-        }
+    /// This work with what the gather halves obtained (in place of any it had).
+    pub fn with_gathered(self, gathered: Gathered) -> PreparedWork {
+        PreparedWork { gathered, ..self }
     }
 
-    /// Runs `work` with this work answering the searches, edits and requests it covers.
-    pub fn apply<T>(self, work: impl FnOnce() -> T) -> T {
+    /// Runs `work` with this work answering the searches and edits it covers; `work` hands
+    /// what was gathered to the handlers' scope.
+    pub fn apply<T>(self, work: impl FnOnce(&mut Gathered) -> T) -> T {
         let PreparedWork {
             searches,
             edits,
-            answers,
+            mut gathered,
         } = self;
-        functions::with_prepared(searches, || answers.apply(|| edits.apply(work)))
+        functions::with_prepared(searches, || edits.apply(|| work(&mut gathered)))
     }
+}
+
+/// Runs the gather halves of the tools `commands` use, all at once: each tool offered under
+/// `at.policy` is given its commands the policy allows, in reply order.
+pub async fn gather(plugins: &Plugins, at: &Gathering<'_>, commands: &[Command]) -> Gathered {
+    let mut by_tool: Vec<(&dyn Tool, Vec<&Command>)> = Vec::new();
+    for command in commands {
+        let Some(tool) = plugins.get(command.name()) else {
+            continue;
+        };
+        let allowed = tool.availability(at.policy) == Availability::Offered
+            && tool.forbids(command, at.policy).is_none();
+        if !allowed {
+            continue;
+        }
+        match by_tool
+            .iter_mut()
+            .find(|(its, _)| its.name() == tool.name())
+        {
+            Some((_, its_commands)) => its_commands.push(command),
+            None => by_tool.push((tool, vec![command])),
+        }
+    }
+    let halves = by_tool.iter().filter_map(|(tool, its_commands)| {
+        let half = tool.gather(at, its_commands)?;
+        Some(async move { (tool.name(), half.run().await) })
+    });
+    join_all(halves)
+        .await
+        .into_iter()
+        .fold(Gathered::default(), |gathered, (tool, obtained)| {
+            gathered.with(tool, obtained)
+        })
 }
 
 /// The rows, `None` when the budget ran out selecting them.

@@ -1,6 +1,7 @@
 //! `get`: load entries into context (promote to full), list them without loading
 //! (`preview`), or read some lines of one entry without changing anything. A plain `http`
-//! or `https` URL is fetched (before the unit of work, see [`crate::plugins::web`]) and
+//! or `https` URL is fetched (before the unit of work: its gather half,
+//! [`crate::plugins::web::Pages`]) and
 //! stored as the entry at that URL, in the `data` section like a file; under `noWeb` it is
 //! refused.
 
@@ -13,6 +14,7 @@ use crate::db::enums::{EntryStatus, Fidelity};
 use crate::db::paths::normalize_path;
 use crate::db::queries::selected;
 use crate::parser::{Command, GetCommand, Selection, TagSpec};
+use crate::plugins::gather::{Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
@@ -21,9 +23,11 @@ use crate::plugins::tools::{
     attribute_or, fail, headed, is_pattern, listing, non_empty, not_found, parse_fidelity,
     paths_of, pattern_header, preview, report, select, write_row,
 };
-use crate::plugins::web::{failure_status, fetched};
+use crate::plugins::web::{failure_status, once_each, Pages};
 
 pub struct Get;
+
+const NAME: &str = "get";
 
 /// The URL a get fetches: a plain `http(s)` URL, with no body filter, preview, line range or
 /// `*` glob (those work on the entries already stored).
@@ -44,7 +48,7 @@ impl ToolInfo for Get {
     }
 
     fn name(&self) -> &'static str {
-        "get"
+        NAME
     }
 
     fn tag(&self) -> TagSpec {
@@ -88,6 +92,19 @@ impl TypedTool for Get {
 
     fn target(&self, get: &GetCommand) -> String {
         get.selection.path.clone().unwrap_or_default()
+    }
+
+    fn gather<'a>(
+        &'a self,
+        at: &'a Gathering<'a>,
+        inputs: Vec<Cow<'a, GetCommand>>,
+    ) -> Option<Gather<'a>> {
+        let urls = once_each(
+            inputs
+                .iter()
+                .filter_map(|get| Some(url_of(get)?.to_owned())),
+        );
+        (!urls.is_empty()).then(|| Gather::of(Pages::fetched(at.web, urls)))
     }
 
     fn forbids(&self, get: &GetCommand, policy: &ToolPolicy) -> Option<String> {
@@ -155,7 +172,10 @@ fn store_page(
     fidelity: Option<Fidelity>,
     result_path: &str,
 ) -> Result<Handled, ToolError> {
-    let page = match fetched(url) {
+    let answer = scope
+        .gathered::<Pages>(NAME)
+        .and_then(|pages| pages.of(url));
+    let page = match answer {
         Some(Ok(page)) => page,
         Some(Err(error)) => {
             let message = format!("{url}: {error}");
@@ -228,9 +248,8 @@ fn partial_read(
 mod tests {
     use crate::db::enums::EntryStatus;
     use crate::db::enums::Fidelity;
-    use crate::plugins::answers::Answers;
     use crate::plugins::tools::testing::TestRun;
-    use crate::plugins::web::WebAnswers;
+    use crate::plugins::web::Pages;
     use crate::web::{Page, RefusedAddress, WebError};
 
     fn page(text: &str) -> Page {
@@ -316,10 +335,12 @@ mod tests {
     fn a_url_get_stores_the_fetched_page_at_that_url() {
         let mut run = TestRun::new();
         let url = "https://example.com/docs?v=2";
-        let answers = WebAnswers::default().with_page(url, Ok(page("# Docs\nread me")));
-        let outcome = Answers::of(answers).apply(|| {
-            run.respond("<get path=\"https://example.com/docs?v=2\" fidelity=\"summary\"/>")
-        });
+        run.gathering(
+            "get",
+            Pages::default().with(url, Ok(page("# Docs\nread me"))),
+        );
+        let outcome =
+            run.respond("<get path=\"https://example.com/docs?v=2\" fidelity=\"summary\"/>");
         assert!(outcome.errors.is_empty() && outcome.flags.has_reads);
         let stored = run.entry("https://example.com/docs%3Fv%3D2").unwrap();
         assert_eq!(stored.body, "# Docs\nread me");
@@ -357,14 +378,14 @@ mod tests {
             address: "10.0.0.1".parse().unwrap(),
             reason: "private",
         });
-        let answers = WebAnswers::default()
-            .with_page("http://10.0.0.1/", Err(refused))
-            .with_page(
+        let answers = Pages::default()
+            .with("http://10.0.0.1/", Err(refused))
+            .with(
                 "https://example.com/big",
                 Err(WebError::TooLarge { limit: 9 }),
             );
-        let outcome =
-            Answers::of(answers).apply(|| run.respond("<get path=\"http://10.0.0.1/\"/>"));
+        run.gathering("get", answers);
+        let outcome = run.respond("<get path=\"http://10.0.0.1/\"/>");
         assert_eq!(outcome.errors[0].status, EntryStatus::Forbidden);
         assert!(outcome.errors[0]
             .message

@@ -1,6 +1,6 @@
 //! `search`: a web search. Offered only when a search backend is configured (and not under
 //! `noWeb` or in panic mode). The server asks SearXNG before the unit of work that runs the
-//! command ([`crate::plugins::web`]); the result entry lists the hits (title, URL, snippet),
+//! command (its gather half, [`crate::plugins::web::Searches`]); the result entry lists the hits (title, URL, snippet),
 //! which the model reads further with `<get path="https://…"/>`. A backend that fails, is
 //! slow or answers junk leaves a failed entry that says so.
 
@@ -11,16 +11,19 @@ use serde_json::json;
 use crate::context::view::EntryView;
 use crate::db::enums::{EntryStatus, LoopMode};
 use crate::parser::{Command, SearchCommand, TagSpec};
+use crate::plugins::gather::{Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
     TypedTool,
 };
 use crate::plugins::tools::{echoed, fail, finish, non_empty};
-use crate::plugins::web::{failure_status, searched};
+use crate::plugins::web::{failure_status, once_each, Searches};
 use crate::web::SearchHit;
 
 pub struct Search;
+
+const NAME: &str = "search";
 
 /// Results listed when the command names no count.
 const DEFAULT_RESULTS: usize = 5;
@@ -70,7 +73,7 @@ impl ToolInfo for Search {
     }
 
     fn name(&self) -> &'static str {
-        "search"
+        NAME
     }
 
     fn availability(&self, policy: &ToolPolicy) -> Availability {
@@ -134,6 +137,18 @@ impl TypedTool for Search {
         search.query.clone().unwrap_or_default()
     }
 
+    fn gather<'a>(
+        &'a self,
+        at: &'a Gathering<'a>,
+        inputs: Vec<Cow<'a, SearchCommand>>,
+    ) -> Option<Gather<'a>> {
+        let asked = once_each(inputs.iter().filter_map(|search| {
+            let (query, count) = query_of(search)?;
+            Some((query.to_owned(), count))
+        }));
+        (!asked.is_empty()).then(|| Gather::of(Searches::made(at.web, asked)))
+    }
+
     fn handle(
         &self,
         scope: &mut ToolScope<'_>,
@@ -148,7 +163,10 @@ impl TypedTool for Search {
                 "a query is required",
             );
         };
-        let (status, body) = match searched(query, count) {
+        let answer = scope
+            .gathered::<Searches>(NAME)
+            .and_then(|searches| searches.of(query, count));
+        let (status, body) = match answer {
             Some(Ok(hits)) => (EntryStatus::Ok, listing(&hits)),
             Some(Err(error)) => (
                 failure_status(&error),
@@ -170,9 +188,8 @@ impl TypedTool for Search {
 #[cfg(test)]
 mod tests {
     use crate::db::enums::EntryStatus;
-    use crate::plugins::answers::Answers;
     use crate::plugins::tools::testing::TestRun;
-    use crate::plugins::web::WebAnswers;
+    use crate::plugins::web::Searches;
     use crate::web::{SearchHit, WebError};
 
     fn hit(number: u32) -> SearchHit {
@@ -187,9 +204,9 @@ mod tests {
     fn the_hits_become_the_result_entry() {
         let mut run = TestRun::new();
         run.policy.search_available = true;
-        let answers = WebAnswers::default().with_search("rust sqlite", 2, Ok(vec![hit(1), hit(2)]));
-        let outcome = Answers::of(answers)
-            .apply(|| run.respond("<search results=\"2\">rust sqlite</search>"));
+        let answers = Searches::default().with("rust sqlite", 2, Ok(vec![hit(1), hit(2)]));
+        run.gathering("search", answers);
+        let outcome = run.respond("<search results=\"2\">rust sqlite</search>");
         assert!(outcome.errors.is_empty() && outcome.proposals.is_empty());
         assert!(outcome.flags.has_reads);
         let path = "search://turn_1/rust%20sqlite";
@@ -211,11 +228,12 @@ mod tests {
     fn counts_default_and_are_bounded() {
         let mut run = TestRun::new();
         run.policy.search_available = true;
-        let answers = WebAnswers::default()
-            .with_search("a", 5, Ok(Vec::new()))
-            .with_search("b", 20, Ok(Vec::new()));
-        Answers::of(answers)
-            .apply(|| run.respond("<search>a</search><search results=\"500\">b</search>"));
+        let answers =
+            Searches::default()
+                .with("a", 5, Ok(Vec::new()))
+                .with("b", 20, Ok(Vec::new()));
+        run.gathering("search", answers);
+        run.respond("<search>a</search><search results=\"500\">b</search>");
         assert_eq!(run.entry("search://turn_1/a").unwrap().body, "No results.");
         assert_eq!(run.entry("search://turn_1/b").unwrap().body, "No results.");
     }
@@ -225,8 +243,8 @@ mod tests {
         let mut run = TestRun::new();
         run.policy.search_available = true;
         let junk = WebError::Junk("expected value at line 1".into());
-        let answers = WebAnswers::default().with_search("q", 5, Err(junk));
-        let outcome = Answers::of(answers).apply(|| run.respond("<search>q</search>"));
+        run.gathering("search", Searches::default().with("q", 5, Err(junk)));
+        let outcome = run.respond("<search>q</search>");
         assert_eq!(outcome.errors[0].status, EntryStatus::BadGateway);
         let entry = run.entry("search://turn_1/q").unwrap();
         assert!(

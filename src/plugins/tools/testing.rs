@@ -13,6 +13,7 @@ use crate::db::testing::{project_with_run, TestDb};
 use crate::plugins::dispatch::{
     dispatch_call, dispatch_gated, CallInput, DispatchOutcome, ResponseTurn,
 };
+use crate::plugins::gather::Gathered;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::resolve::{
     resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput, ResolveOutcome,
@@ -29,6 +30,8 @@ pub(crate) struct TestRun {
     pub plugins: Plugins,
     pub policy: ToolPolicy,
     pub turn: i32,
+    /// What the gather halves obtained for the next reply, call or resolution.
+    gathered: Gathered,
     _database: Option<crate::db::testing::ScratchDatabase>,
 }
 
@@ -56,7 +59,14 @@ impl TestRun {
             plugins: Plugins::bundled(settings),
             policy: ToolPolicy::act(),
             turn: 1,
+            gathered: Gathered::default(),
         }
+    }
+
+    /// Hands what `tool`'s gather half obtained to the next reply, call or resolution.
+    pub fn gathering(&mut self, tool: &'static str, obtained: impl std::any::Any + Send) {
+        let gathered = std::mem::take(&mut self.gathered);
+        self.gathered = gathered.with(tool, Box::new(obtained));
     }
 
     /// Pins a file constraint on the run's project.
@@ -92,8 +102,16 @@ impl TestRun {
             policy: self.policy,
             project_root: self.root.path().to_owned(),
         };
-        let outcome =
-            dispatch_gated(&mut self.conn, &self.plugins, &input, &commands, gate).unwrap();
+        let mut gathered = std::mem::take(&mut self.gathered);
+        let outcome = dispatch_gated(
+            &mut self.conn,
+            &self.plugins,
+            &input,
+            &commands,
+            &mut gathered,
+            gate,
+        )
+        .unwrap();
         self.turn += 1;
         outcome
     }
@@ -107,7 +125,8 @@ impl TestRun {
             tool: tool.into(),
             call,
         };
-        dispatch_call(&mut self.conn, &self.plugins, &input, None)
+        let mut gathered = std::mem::take(&mut self.gathered);
+        dispatch_call(&mut self.conn, &self.plugins, &input, &mut gathered, None)
     }
 
     pub fn resolve(
@@ -122,7 +141,8 @@ impl TestRun {
             resolution,
             output: output.map(str::to_owned),
         };
-        resolve_proposal(&mut self.conn, &self.plugins, &input)
+        let mut gathered = std::mem::take(&mut self.gathered);
+        resolve_proposal(&mut self.conn, &self.plugins, &input, &mut gathered)
     }
 
     /// A resolution the server applies to the project root itself.
@@ -134,7 +154,9 @@ impl TestRun {
             output: None,
         };
         let root = self.root.path().to_owned();
-        resolve_proposal_on_disk(&mut self.conn, &self.plugins, &input, &root).unwrap()
+        let mut gathered = std::mem::take(&mut self.gathered);
+        resolve_proposal_on_disk(&mut self.conn, &self.plugins, &input, &mut gathered, &root)
+            .unwrap()
     }
 
     /// A project file on disk and in the store.

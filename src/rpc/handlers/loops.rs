@@ -18,9 +18,9 @@ use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs};
 use crate::error::AppError;
-use crate::plugins::answers::Answers;
 use crate::plugins::events::Event;
-use crate::plugins::resolve::{Resolution as Decision, ResolveInput};
+use crate::plugins::gather::Gathered;
+use crate::plugins::resolve::{gather_acceptance, Resolution as Decision, ResolveInput};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
 use crate::rpc::held_calls;
@@ -326,15 +326,12 @@ pub async fn resolve_run(
     root: &Path,
 ) -> Result<Reply, AppError> {
     let action = call.action;
-    // An accepted MCP call is made before the unit of work that records it.
-    let answers = match action {
-        Decision::Accept => Answers::of(
-            agent
-                .mcp
-                .perform_accepted(&agent.db, run.id, &call.path)
-                .await?,
-        ),
-        Decision::Reject | Decision::Error => Answers::default(),
+    // What accepting needs from outside the store is obtained before the unit of work.
+    let mut gathered = match action {
+        Decision::Accept => {
+            gather_acceptance(&agent.plugins, &agent.db, run.id, &call.path).await?
+        }
+        Decision::Reject | Decision::Error => Gathered::default(),
     };
     let input = ResolveInput {
         run_id: run.id,
@@ -349,16 +346,15 @@ pub async fn resolve_run(
     let decision = agent
         .db
         .call(move |conn| {
-            answers.apply(|| {
-                resume::resolve(
-                    conn,
-                    &plugins,
-                    &resolved_run,
-                    input,
-                    person,
-                    disk_root.as_deref(),
-                )
-            })
+            resume::resolve(
+                conn,
+                &plugins,
+                &resolved_run,
+                input,
+                person,
+                disk_root.as_deref(),
+                &mut gathered,
+            )
         })
         .await?;
     match decision {

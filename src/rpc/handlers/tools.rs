@@ -7,12 +7,14 @@ use std::sync::Arc;
 
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::run_budget::RunBudget;
+use crate::agent::Replying;
 use crate::budget::WriteGate;
 use crate::db::enums::{EntryStatus, LoopMode};
 
 use crate::db::models::run::RunRow;
 use crate::db::queries::loops;
 use crate::error::AppError;
+use crate::llm::CancellationToken;
 use crate::plugins::dispatch::{dispatch_call, CallInput, PreparedWork};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, ToolError};
@@ -104,9 +106,15 @@ pub async fn dispatch_tool(
     let work = match plugins.get(tool) {
         Some(handler) => {
             let command = handler.command_from_call(&call);
+            let replying = Replying {
+                run: run_id,
+                loop_row: None,
+                policy: &policy,
+                cancel: &CancellationToken::new(),
+            };
             context
                 .agent
-                .prepare_work(run_id, std::slice::from_ref(&command), &policy)
+                .prepare_work(replying, std::slice::from_ref(&command))
                 .await
         }
         None => PreparedWork::default(),
@@ -124,7 +132,7 @@ pub async fn dispatch_tool(
             };
             let mut guard = budget.guard(conn)?;
             let gate = guard.as_mut().map(|guard| guard as &mut dyn WriteGate);
-            match work.apply(|| dispatch_call(conn, &plugins, &input, gate)) {
+            match work.apply(|gathered| dispatch_call(conn, &plugins, &input, gathered, gate)) {
                 Err(ToolError::Db(error)) => Err(error),
                 other => Ok(other),
             }
