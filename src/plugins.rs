@@ -1,19 +1,25 @@
-//! Plugins: every tool the model can call and every tag it sees.
+//! Plugins: every tool the model can call and every tag it sees, in three parts.
 //!
-//! Tool plugins (`tools/`) record and dispatch commands, project their entries into the
-//! packet (full and summary views) and carry their model-facing docs. Assembly plugins
-//! (`assembly/`) own the tags of the two messages (`<knowns>`, `<previous>`, `<unknowns>`,
-//! `<performed>`, `<progress>`, `<prompt>`) and run as ordered filter chains. Each is a
-//! [`Plugin`] registered through the same API as a plugin from outside the crate
-//! (`plugin`), which may also add observers (`events`), filters (`filters`), RPC methods
-//! (`method`), writes before a turn's packet is assembled (`preparation`), work on a run
-//! after its turns, off the writer (`reflection`), and reach the clients (`clients`). Model-facing text lives in `text/`, apart
-//! from code, so it can be tuned without touching logic.
+//! - **The API**, the files at this level: a [`Plugin`] registers through a [`Registrar`]
+//!   (`plugin`) tools (`tool`: what a tool is, its gather half in `gather`), packet sections
+//!   (`assembly`: the two messages as ordered filter chains), observers (`events`), filters
+//!   (`filters`), RPC methods (`method`), writes before a turn's packet is assembled
+//!   (`preparation`), work on a run after its turns, off the writer (`reflection`), and
+//!   reaches the clients (`clients`); `policy` is what a loop may use, `error` what a tool
+//!   fails with.
+//! - **The engine** (`engine/`): the registry, the dispatch of commands, the resolution of
+//!   proposals, the readonly files.
+//! - **The bundled plugins** (`bundled/`): every tool of the model (`bundled/tools/`), the
+//!   sections of the packet (registered from `bundled.rs`), the transcript. They register
+//!   through the same API as a plugin from outside the crate.
+//!
+//! Model-facing text lives in `text/`, apart from code, so it can be tuned without touching
+//! logic.
 
 pub mod assembly;
-mod bundled;
+pub mod bundled;
 pub mod clients;
-pub mod dispatch;
+pub mod engine;
 pub mod error;
 pub mod events;
 pub mod filters;
@@ -22,14 +28,8 @@ pub mod method;
 pub mod plugin;
 pub mod policy;
 pub mod preparation;
-pub mod readonly;
 pub mod reflection;
-pub mod registry;
-pub mod resolve;
 pub mod tool;
-pub mod tools;
-pub mod transcript;
-pub mod web;
 
+pub use engine::registry::Plugins;
 pub use plugin::{Plugin, Registrar};
-pub use registry::Plugins;

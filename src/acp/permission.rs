@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use crate::acp::error::AcpError;
 use crate::acp::updates::{Command, Shown};
-use crate::plugins::tools::merge;
+use crate::plugins::bundled::tools::merge;
 
 /// The most output of a command sent back to the model, in bytes.
 const COMMAND_OUTPUT_BYTES: usize = 1 << 20;

@@ -5,10 +5,12 @@ use std::sync::Arc;
 use actix::Addr;
 
 use crate::agent::admission::LoopAdmission;
+use crate::agent::loop_config::LoopConfig;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
 use crate::cluster::LeaseHolder;
 use crate::config::Settings;
+use crate::db::enums::LoopMode;
 use crate::db::ids::RunId;
 use crate::db::models::run::LoopRow;
 use crate::db::DbHandle;
@@ -18,7 +20,7 @@ use crate::llm::LlmProviders;
 use crate::mcp::McpServers;
 use crate::metrics::Metrics;
 use crate::parser::Command;
-use crate::plugins::dispatch::{gather, PreparedWork};
+use crate::plugins::engine::dispatch::{gather, PreparedWork};
 use crate::plugins::gather::Gathering;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::Plugins;
@@ -65,6 +67,25 @@ pub struct Replying<'a> {
 }
 
 impl AgentContext {
+    /// What a loop of `run` in `project` may use, with its flags `config`, in `mode`: what
+    /// its flags allow, the project's MCP servers and those clients attached to the run,
+    /// sub-agents while it is less deep than `RUMMY_SUBAGENT_MAX_DEPTH`, web search when a
+    /// backend is configured.
+    pub fn loop_policy(
+        &self,
+        run: RunId,
+        project: &str,
+        config: &LoopConfig,
+        mode: LoopMode,
+    ) -> ToolPolicy {
+        ToolPolicy {
+            mcp_servers: self.mcp.enabled_for(project),
+            client_mcp: self.mcp.attached_to(run),
+            subagents: config.delegation_depth < self.settings.agent.subagent_max_depth,
+            ..config.policy(mode, self.settings.search_available())
+        }
+    }
+
     /// The body searches and edits of `commands`, computed beside the writer under the
     /// request limits, and what the tools' gather halves obtain from outside the store, at
     /// once, for the unit of work that then runs the commands ([`PreparedWork::apply`]).

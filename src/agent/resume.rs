@@ -15,10 +15,10 @@ use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, RunActionForm, RunRow};
 use crate::db::queries::{entries, loops, run_actions, runs};
 use crate::db::DbError;
-use crate::plugins::gather::Gathered;
-use crate::plugins::resolve::{
+use crate::plugins::engine::resolve::{
     resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput,
 };
+use crate::plugins::gather::Gathered;
 use crate::plugins::tool::ToolError;
 use crate::plugins::Plugins;
 

@@ -22,13 +22,13 @@ use crate::mcp::performed::{accepted_call, perform};
 use crate::mcp::server::{parse_call, server_name, McpCall, Plan, Server, CLIENT_TAG};
 use crate::mcp::tool::{record_accepted, record_call};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
+use crate::plugins::bundled::tools::fail;
 use crate::plugins::gather::{Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
     TypedTool,
 };
-use crate::plugins::tools::fail;
 
 /// The tag's doc.
 const DOC: &str = include_str!("../plugins/text/mcp/client_tool.md");

@@ -12,8 +12,8 @@ use crate::mcp::config::ServerConfig;
 use crate::mcp::connection::{Connection, Link, ToolSpec};
 use crate::mcp::outcome::CallOutcome;
 use crate::parser::{Command, TaggedText};
+use crate::plugins::bundled::tools::extra_text;
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::tools::extra_text;
 
 /// A server and its connection.
 pub struct Server {

@@ -21,13 +21,13 @@ use crate::mcp::outcome::CallOutcome;
 use crate::mcp::performed::{accepted_call, perform, CallKey, CallOutcomes};
 use crate::mcp::server::{McpCall, Origin, Plan, Server};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
+use crate::plugins::bundled::tools::finish;
 use crate::plugins::gather::{Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
     TypedTool,
 };
-use crate::plugins::tools::finish;
 
 /// The doc every server's tag is taught with (`{tag}`, `{server}` filled in).
 const DOC: &str = include_str!("../plugins/text/mcp/tool.md");

@@ -1,13 +1,18 @@
-//! The bundled plugins: every tool, then every section of the packet, each a plugin of its
-//! own name (a section is named after its tag; the instructions are `instructions`).
+//! The bundled plugins: every tool ([`tools`]), then every section of the packet, each a
+//! plugin of its own name (a section is named after its tag; the instructions are
+//! `instructions`); and the transcript of each run ([`transcript`]). What the web tools'
+//! gather halves obtain is [`web`]'s.
+
+pub mod tools;
+pub mod transcript;
+pub mod web;
 
 use crate::plugins::assembly::{
     AssemblyFilter, Chain, Instructions, Knowns, Performed, Previous, Progress, PromptTag, Unknowns,
 };
+use crate::plugins::engine::registry::Plugins;
 use crate::plugins::plugin::{Plugin, Registrar};
-use crate::plugins::registry::Plugins;
 use crate::plugins::tool::ToolSettings;
-use crate::plugins::tools;
 
 impl Plugins {
     /// Every bundled plugin (tools and packet sections) with these limits.

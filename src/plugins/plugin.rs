@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use crate::plugins::assembly::{AssemblyFilter, Chain};
 use crate::plugins::clients::Clients;
+use crate::plugins::engine::registry::{Plugins, Registry};
 use crate::plugins::events::Observer;
 use crate::plugins::filters::{FilterFn, FilterHook};
 use crate::plugins::method::TypedMethod;
 use crate::plugins::preparation::Preparation;
 use crate::plugins::reflection::Reflection;
-use crate::plugins::registry::{Plugins, Registry};
 use crate::plugins::tool::{Tool, ToolSettings};
 
 /// A named set of additions to the server.

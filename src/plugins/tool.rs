@@ -18,9 +18,9 @@ use crate::db::enums::Category;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
 use crate::parser::{Command, TagSpec};
+use crate::plugins::engine::readonly::ReadonlyFiles;
 use crate::plugins::gather::{Gather, Gathered, Gathering};
 use crate::plugins::policy::ToolPolicy;
-use crate::plugins::readonly::ReadonlyFiles;
 
 pub use crate::plugins::error::ToolError;
 

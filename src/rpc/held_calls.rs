@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::cluster::HolderGone;
 use crate::db::ids::RunId;
 use crate::error::{AppError, RpcError};
-use crate::plugins::resolve::Resolution;
+use crate::plugins::engine::resolve::Resolution;
 use crate::rpc::call::{CallContext, Reply};
 
 /// A method a client sent for `run`, on behalf of `person`, to be executed by the holder.

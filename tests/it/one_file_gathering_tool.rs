@@ -11,11 +11,11 @@ use std::process::Stdio;
 use rummy::context::view::EntryView;
 use rummy::db::enums::EntryStatus;
 use rummy::parser::{Command, TagSpec, TaggedText};
+use rummy::plugins::bundled::tools::finish;
 use rummy::plugins::gather::{Gather, Gathering};
 use rummy::plugins::tool::{
     ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
-use rummy::plugins::tools::finish;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 

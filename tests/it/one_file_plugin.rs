@@ -17,6 +17,7 @@ use rummy::db::enums::EntryStatus;
 use rummy::hub::notifications::NotifyLevel;
 use rummy::parser::{Command, TagSpec, TaggedText};
 use rummy::plugins::assembly::{AssemblyContext, AssemblyFilter, Chain};
+use rummy::plugins::bundled::tools::finish;
 use rummy::plugins::clients::Clients;
 use rummy::plugins::events::{Event, Hook, Observer};
 use rummy::plugins::filters::{EntryRecording, LlmMessages, LlmResponse, RpcResult};
@@ -24,7 +25,6 @@ use rummy::plugins::method::{MethodCall, MethodError, TypedMethod};
 use rummy::plugins::tool::{
     ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
-use rummy::plugins::tools::finish;
 use rummy::plugins::{Plugin, Registrar};
 use serde::{Deserialize, Serialize};
 use serde_json::json;

@@ -8,10 +8,10 @@ use std::borrow::Cow;
 use rummy::context::view::EntryView;
 use rummy::db::enums::EntryStatus;
 use rummy::parser::{Command, TagSpec, TaggedText};
+use rummy::plugins::bundled::tools::finish;
 use rummy::plugins::tool::{
     ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
-use rummy::plugins::tools::finish;
 use serde_json::json;
 
 use crate::support::{system_message, user_message, TestApp};

@@ -43,14 +43,7 @@ pub async fn measure(
     input: &mut TurnInput<'_>,
 ) -> Result<Measured, LoopError> {
     let lp = input.loop_row;
-    let policy = ToolPolicy {
-        mcp_servers: agent.mcp.enabled_for(input.project_name),
-        client_mcp: agent.mcp.attached_to(input.run_id),
-        subagents: input.config.delegation_depth < agent.settings.agent.subagent_max_depth,
-        ..input
-            .config
-            .policy(lp.mode, agent.settings.search_available())
-    };
+    let policy = agent.loop_policy(input.run_id, input.project_name, input.config, lp.mode);
     let policy = agent
         .plugins
         .fitted(policy, u64::try_from(input.context_size).unwrap_or(0));

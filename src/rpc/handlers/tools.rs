@@ -15,7 +15,7 @@ use crate::db::models::run::RunRow;
 use crate::db::queries::loops;
 use crate::error::AppError;
 use crate::llm::CancellationToken;
-use crate::plugins::dispatch::{dispatch_call, CallInput, PreparedWork};
+use crate::plugins::engine::dispatch::{dispatch_call, CallInput, PreparedWork};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, ToolError};
 use crate::rpc::call::{CallContext, Reply};

@@ -1,0 +1,10 @@
+//! The engine that runs the plugins: the registry every plugin registers into
+//! ([`registry::Plugins`]: tools, sections, hooks, methods), the dispatch of a reply's or a
+//! client's commands through the tools' halves behind the write gate ([`dispatch`]), the
+//! resolution of proposals ([`resolve`]) and the readonly files no tool may change
+//! ([`readonly`]).
+
+pub mod dispatch;
+pub mod readonly;
+pub mod registry;
+pub mod resolve;

@@ -1,0 +1,373 @@
+//! Resolving proposals: the client's accept, reject or error for one pending (202) entry.
+//!
+//! Accept sets 200 and the body (the command output, the user's answer; a file edit keeps
+//! its original content as body) and runs the owning tool's side effects on the store: the
+//! answer kept as `answer`, a `set://` merge applied to the stored file, an `rm://` file
+//! entry removed, a moved file's source removed. Reject sets 403 with the client's reason
+//! (default "rejected"); error sets 500 with its output, and still records a user's answer.
+//! With `RUMMY_APPLY_EDITS=server` ([`resolve_proposal_on_disk`]) the server also writes,
+//! removes, copies or moves the file under the project root (atomically); a change it cannot
+//! apply leaves the proposal at 500 with the reason, and one that would write a readonly file
+//! at 403.
+//! What happens to the run afterwards (resume or complete) is the run actor's decision;
+//! the outcome says which action was taken and what is still pending.
+
+use std::path::Path;
+
+use crate::db::Conn;
+use diesel::Connection;
+
+use crate::db::enums::EntryStatus;
+use crate::db::ids::RunId;
+use crate::db::models::entry::UnresolvedRow;
+use crate::db::queries::{entries, runs};
+use crate::db::{DbError, DbHandle};
+use crate::plugins::engine::readonly::ReadonlyFiles;
+use crate::plugins::gather::Gathered;
+use crate::plugins::tool::{ToolError, ToolScope};
+use crate::plugins::Plugins;
+
+/// The status of an accepted proposal the server refused to apply because its file is
+/// readonly: like a rejection, it stops the run.
+const READONLY_REFUSED: EntryStatus = EntryStatus::Forbidden;
+
+/// What the client decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resolution {
+    /// Applied / run; `output` is the result.
+    Accept,
+    /// Refused by the user.
+    Reject,
+    /// The client failed to apply or run it.
+    Error,
+}
+
+impl Resolution {
+    /// Parses the wire `action`.
+    pub fn parse(action: &str) -> Result<Resolution, ToolError> {
+        match action {
+            "accept" => Ok(Resolution::Accept),
+            "reject" => Ok(Resolution::Reject),
+            "error" => Ok(Resolution::Error),
+            other => Err(ToolError::InvalidResolution(other.to_owned())),
+        }
+    }
+
+    /// The entry status it leaves.
+    pub fn status(self) -> EntryStatus {
+        match self {
+            Resolution::Accept => EntryStatus::Ok,
+            Resolution::Reject => EntryStatus::Forbidden,
+            Resolution::Error => EntryStatus::Failed,
+        }
+    }
+}
+
+/// One resolution request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolveInput {
+    pub run_id: RunId,
+    /// The proposal's path, as the client received it.
+    pub path: String,
+    pub resolution: Resolution,
+    /// Command output, the user's answer, or a reason.
+    pub output: Option<String>,
+}
+
+/// What a resolution did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolveOutcome {
+    /// The resolved entry's path.
+    pub path: String,
+    /// Its new status.
+    pub status: EntryStatus,
+    pub resolution: Resolution,
+    /// The run's proposals still pending.
+    pub remaining: Vec<UnresolvedRow>,
+}
+
+/// Resolves one pending proposal of a run, the client having applied any file change;
+/// a path that is not a pending proposal is [`ToolError::NotPending`].
+pub fn resolve_proposal(
+    conn: &mut Conn,
+    plugins: &Plugins,
+    input: &ResolveInput,
+    gathered: &mut Gathered,
+) -> Result<ResolveOutcome, ToolError> {
+    resolve_with(conn, plugins, input, gathered, None)
+}
+
+/// [`resolve_proposal`] with the server applying an accepted file change under `root`
+/// itself (`RUMMY_APPLY_EDITS=server`). When that fails the proposal ends as 500 with the
+/// reason.
+pub fn resolve_proposal_on_disk(
+    conn: &mut Conn,
+    plugins: &Plugins,
+    input: &ResolveInput,
+    gathered: &mut Gathered,
+    root: &Path,
+) -> Result<ResolveOutcome, ToolError> {
+    resolve_with(conn, plugins, input, gathered, Some(root))
+}
+
+/// What accepting the proposal at `path` of `run` needs from outside the store, obtained by
+/// its tool's gather half before the unit of work that resolves it (nothing for a path that
+/// is no pending proposal, or whose tool needs nothing).
+pub async fn gather_acceptance(
+    plugins: &Plugins,
+    db: &DbHandle,
+    run: RunId,
+    path: &str,
+) -> Result<Gathered, DbError> {
+    let owned = path.to_owned();
+    let proposal = db
+        .read(move |conn| entries::get_entry(conn, run, &owned))
+        .await?
+        .filter(|entry| entry.status == EntryStatus::Proposed);
+    let Some((proposal, tool)) = proposal.and_then(|proposal| {
+        let tool = plugins.get(proposal.scheme.as_deref()?)?;
+        Some((proposal, tool))
+    }) else {
+        return Ok(Gathered::default());
+    };
+    let gathered = match tool.gather_acceptance(&proposal) {
+        Some(half) => Gathered::default().with(tool.name(), half.run().await),
+        None => Gathered::default(),
+    };
+    Ok(gathered)
+}
+
+fn resolve_with(
+    conn: &mut Conn,
+    plugins: &Plugins,
+    input: &ResolveInput,
+    gathered: &mut Gathered,
+    disk_root: Option<&Path>,
+) -> Result<ResolveOutcome, ToolError> {
+    conn.transaction(|conn| {
+        let run = runs::get_run(conn, input.run_id)?
+            .ok_or_else(|| ToolError::InvalidParams(format!("run {} not found", input.run_id)))?;
+        let proposal = entries::get_entry(conn, input.run_id, &input.path)?
+            .filter(|entry| entry.status == EntryStatus::Proposed)
+            .ok_or_else(|| ToolError::NotPending(input.path.clone()))?;
+        let scheme = proposal.scheme.clone().unwrap_or_default();
+        let tool = plugins.get(&scheme);
+        let output = input.output.as_deref().filter(|text| !text.is_empty());
+        let keeps_body = tool.is_some_and(|tool| tool.keeps_proposed_body());
+        let body = match input.resolution {
+            Resolution::Accept if keeps_body && !proposal.body.is_empty() => proposal.body.clone(),
+            Resolution::Reject => output.unwrap_or("rejected").to_owned(),
+            _ => output.unwrap_or_default().to_owned(),
+        };
+        let mut status = input.resolution.status();
+        entries::resolve_entry(conn, input.run_id, &proposal.path, status, Some(&body))?;
+        let runs_side_effects = match input.resolution {
+            Resolution::Accept => true,
+            Resolution::Error => tool.is_some_and(|tool| tool.accepts_on_error()),
+            Resolution::Reject => false,
+        };
+        if let Some(tool) = tool.filter(|_| runs_side_effects) {
+            let readonly = ReadonlyFiles::of_run(conn, input.run_id)?;
+            let mut scope = ToolScope {
+                conn,
+                run_id: input.run_id,
+                loop_id: None,
+                turn: run.next_turn,
+                policy: crate::plugins::policy::ToolPolicy::act(),
+                project_root: disk_root.unwrap_or(Path::new("")),
+                settings: plugins.settings(),
+                disk_root,
+                readonly: &readonly,
+                gathered: &mut *gathered,
+            };
+            let refused = match tool.accept(&mut scope, &proposal, output) {
+                Err(ToolError::Disk(reason)) => Some((Resolution::Error.status(), reason)),
+                Err(ToolError::Readonly(reason)) => Some((READONLY_REFUSED, reason)),
+                other => {
+                    other?;
+                    None
+                }
+            };
+            if let Some((refused_status, reason)) = refused {
+                status = refused_status;
+                entries::resolve_entry(conn, input.run_id, &proposal.path, status, Some(&reason))?;
+            }
+        }
+        Ok(ResolveOutcome {
+            path: proposal.path,
+            status,
+            resolution: input.resolution,
+            remaining: entries::unresolved(conn, input.run_id)?,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::db::enums::EntryStatus;
+    use serde_json::json;
+
+    use super::Resolution;
+    use crate::plugins::bundled::tools::testing::TestRun;
+    use crate::plugins::tool::ToolError;
+
+    #[test]
+    fn accepting_a_file_edit_patches_the_stored_copy() {
+        let mut run = TestRun::new();
+        run.put("src/app.js", "a\nport = 3000\nb\n");
+        run.respond("<set path=\"src/app.js\">s/3000/8080/</set>");
+        let outcome = run
+            .resolve("set://src/app.js", Resolution::Accept, None)
+            .unwrap();
+        assert_eq!(
+            (outcome.status, outcome.remaining.len()),
+            (EntryStatus::Ok, 0)
+        );
+        assert_eq!(run.entry("src/app.js").unwrap().body, "a\nport = 8080\nb\n");
+        assert_eq!(
+            run.entry("set://src/app.js").unwrap().body,
+            "a\nport = 3000\nb\n"
+        );
+    }
+
+    #[test]
+    fn accepting_a_write_creates_the_file_entry() {
+        let mut run = TestRun::new();
+        run.respond("<set path=\"src/new.js\">export {};</set>");
+        run.resolve("set://turn_1/src/new.js", Resolution::Accept, None)
+            .unwrap();
+        assert_eq!(run.entry("src/new.js").unwrap().body, "export {};");
+    }
+
+    #[test]
+    fn accepting_rm_and_mv_removes_the_files_entries() {
+        let mut run = TestRun::new();
+        run.put("src/old.js", "old");
+        run.put("src/a.js", "a");
+        run.respond("<rm path=\"src/old.js\"/>");
+        run.resolve("rm://turn_1/src/old.js", Resolution::Accept, None)
+            .unwrap();
+        assert!(run.entry("src/old.js").is_none());
+        run.respond("<mv path=\"src/a.js\" to=\"src/b.js\"/>");
+        run.resolve("mv://turn_2/src/a.js", Resolution::Accept, None)
+            .unwrap();
+        assert!(run.entry("src/a.js").is_none());
+        run.respond("<cp path=\"src/b.js\" to=\"src/c.js\"/>");
+        assert!(
+            run.entry("src/b.js").is_none(),
+            "b only exists once the scan finds it"
+        );
+    }
+
+    #[test]
+    fn answers_are_kept_and_rejections_and_errors_recorded() {
+        let mut run = TestRun::new();
+        run.respond("<ask_user question=\"Which db?\" options=\"sqlite; postgres\"/>");
+        let path = "ask_user://turn_1/Which%20db%3F";
+        assert_eq!(
+            run.attribute(path, "options"),
+            json!(["sqlite", "postgres"])
+        );
+        run.resolve(path, Resolution::Accept, Some("postgres"))
+            .unwrap();
+        assert_eq!(run.attribute(path, "answer"), json!("postgres"));
+        assert_eq!(
+            run.projected(path),
+            "# ask_user\n# Question: Which db?\n# Answer: postgres"
+        );
+        run.respond("<sh>make</sh>");
+        let rejected = run
+            .resolve("sh://turn_2/make", Resolution::Reject, None)
+            .unwrap();
+        assert_eq!(rejected.status, EntryStatus::Forbidden);
+        assert_eq!(run.entry("sh://turn_2/make").unwrap().body, "rejected");
+        run.respond("<env>ls</env>");
+        run.resolve("env://turn_3/ls", Resolution::Error, Some("boom"))
+            .unwrap();
+        assert_eq!(run.status("env://turn_3/ls"), Some(EntryStatus::Failed));
+    }
+
+    #[test]
+    fn only_pending_proposals_resolve_and_the_rest_stay_listed() {
+        let mut run = TestRun::new();
+        run.put("src/x.js", "x");
+        run.put("src/y.js", "y");
+        run.respond("<rm path=\"src/*.js\"/>");
+        let first = run
+            .resolve("rm://turn_1/src/x.js", Resolution::Reject, Some("keep it"))
+            .unwrap();
+        assert_eq!(first.remaining.len(), 1);
+        assert!(matches!(
+            run.resolve("rm://turn_1/src/x.js", Resolution::Accept, None),
+            Err(ToolError::NotPending(_))
+        ));
+        assert!(matches!(
+            run.resolve("known://nothing", Resolution::Accept, None),
+            Err(ToolError::NotPending(_))
+        ));
+        assert!(run.entry("src/x.js").is_some());
+        assert!(matches!(
+            Resolution::parse("maybe"),
+            Err(ToolError::InvalidResolution(_))
+        ));
+        assert_eq!(Resolution::parse("error").unwrap(), Resolution::Error);
+    }
+
+    #[test]
+    fn the_server_applies_accepted_changes_when_asked() {
+        let mut run = TestRun::new();
+        run.file("src/app.js", "a\nport = 3000\nb\n");
+        run.file("src/old.js", "old");
+        run.file("src/a.js", "a");
+        run.respond("<set path=\"src/app.js\">s/3000/8080/</set>");
+        run.resolve_on_disk("set://src/app.js", Resolution::Accept);
+        assert_eq!(
+            run.on_disk("src/app.js").as_deref(),
+            Some("a\nport = 8080\nb\n")
+        );
+        assert_eq!(run.entry("src/app.js").unwrap().body, "a\nport = 8080\nb\n");
+        run.respond("<rm path=\"src/old.js\"/>");
+        run.resolve_on_disk("rm://turn_2/src/old.js", Resolution::Accept);
+        assert_eq!(run.on_disk("src/old.js"), None);
+        run.respond("<mv path=\"src/a.js\" to=\"lib/a.js\"/>");
+        run.resolve_on_disk("mv://turn_3/src/a.js", Resolution::Accept);
+        assert_eq!(
+            (run.on_disk("src/a.js"), run.on_disk("lib/a.js").as_deref()),
+            (None, Some("a"))
+        );
+        run.respond("<set path=\"lib/new.txt\">fresh</set>");
+        run.resolve_on_disk("set://turn_4/lib/new.txt", Resolution::Accept);
+        assert_eq!(run.on_disk("lib/new.txt").as_deref(), Some("fresh"));
+    }
+
+    #[test]
+    fn an_edit_the_client_already_wrote_is_not_applied_twice() {
+        let mut run = TestRun::new();
+        run.file("src/app.js", "a\n");
+        run.respond(
+            "<set path=\"src/app.js\"><<<<<<< SEARCH\na\n=======\na\na\n>>>>>>> REPLACE</set>",
+        );
+        std::fs::write(run.root.path().join("src/app.js"), "a\na\n").unwrap();
+        let outcome = run.resolve_on_disk("set://src/app.js", Resolution::Accept);
+        assert_eq!(outcome.status, EntryStatus::Ok);
+        assert_eq!(run.on_disk("src/app.js").as_deref(), Some("a\na\n"));
+        assert_eq!(run.entry("src/app.js").unwrap().body, "a\na\n");
+    }
+
+    #[test]
+    fn an_edit_that_no_longer_applies_on_disk_ends_as_500() {
+        let mut run = TestRun::new();
+        run.file("src/app.js", "port = 3000\n");
+        run.respond("<set path=\"src/app.js\">s/3000/8080/</set>");
+        std::fs::write(run.root.path().join("src/app.js"), "rewritten\n").unwrap();
+        let outcome = run.resolve_on_disk("set://src/app.js", Resolution::Accept);
+        assert_eq!(outcome.status, EntryStatus::Failed);
+        assert!(run
+            .entry("set://src/app.js")
+            .unwrap()
+            .body
+            .contains("changed on disk"));
+        assert_eq!(run.on_disk("src/app.js").as_deref(), Some("rewritten\n"));
+    }
+}
