@@ -218,7 +218,7 @@ impl ClientCall {
 
 /// What a model tool is, apart from its commands: its name and scheme, when it is offered,
 /// what the model reads about it and of its entries, how a client calls it, and what
-/// accepting one of its proposals does. Implementations live in `plugins/tools/`, one file
+/// accepting one of its proposals does. Implementations live in `plugins/bundled/tools/`, one file
 /// each, beside their [`TypedTool`] impl.
 pub trait ToolInfo: Send + Sync {
     /// The tag name and scheme.
