@@ -89,7 +89,7 @@ impl AgentContext {
     /// The body searches and edits of `commands`, computed beside the writer under the
     /// request limits, and what the tools' gather halves obtain from outside the store, at
     /// once, for the unit of work that then runs the commands ([`PreparedWork::apply`]).
-    /// Dropping the future drops the work under way.
+    /// An abort (`replying.cancel`) ends it early, with what was done.
     pub async fn prepare_work(&self, replying: Replying<'_>, commands: &[Command]) -> PreparedWork {
         let at = Gathering {
             run: replying.run,
@@ -99,10 +99,15 @@ impl AgentContext {
             web: &self.web,
             agent: self,
         };
-        let (work, gathered) = tokio::join!(
-            self.prepare_entry_work(replying.run, commands),
-            gather(&self.plugins, &at, commands)
-        );
+        // An abort drops the body searches and edits (their budget with them); the gather
+        // halves stop of themselves, an MCP call telling its server it was cancelled.
+        let entry_work = async {
+            tokio::select! {
+                work = self.prepare_entry_work(replying.run, commands) => work,
+                () = replying.cancel.cancelled() => PreparedWork::default(),
+            }
+        };
+        let (work, gathered) = tokio::join!(entry_work, gather(&self.plugins, &at, commands));
         work.with_gathered(gathered)
     }
 

@@ -1,13 +1,12 @@
 //! One turn, in stages: measure (`measure`: the packet assembled from the store, written
 //! prompt and all, against the window), call (`call`: the model, its reply parsed), gather
-//! (what the commands need: the tools' gather halves, body searches and edits), apply
-//! (one unit of work: the audit copies, the commands recorded and run, the status healed)
-//! and publish (the clients told the run's state).
+//! (`gather`, here: what the commands need: the tools' gather halves, body searches and
+//! edits), apply (`apply`: one unit of work: the audit copies (`audit`), the commands
+//! recorded and run, the status healed) and publish (`agent::state`: the clients told the
+//! run's state).
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::json;
 use tracing::Instrument;
 
 use crate::agent::error::LoopError;
@@ -16,28 +15,23 @@ use crate::agent::{AgentContext, Replying};
 use crate::budget::{
     BudgetGuard, CalibratedTokens, Calibration, Overflow, PanicFailure, PanicGate, WriteGate,
 };
-use crate::context::Packet;
-use crate::db::enums::Fidelity;
-use crate::db::ids::{LoopId, RunId};
-use crate::db::models::entry::{EntryUpsertForm, UnresolvedRow};
-use crate::db::models::run::{TurnRow, TurnUsageForm};
-use crate::db::paths::slug_path;
-use crate::db::queries::{entries, turns};
-use crate::db::Conn;
-use crate::db::DbError;
+use crate::db::models::entry::UnresolvedRow;
 use crate::hedberg::WorkLimit;
-use crate::llm::{CancellationToken, ChatResponse};
-use crate::parser::healer::{heal_status, HealedStatus, ToolCall, TurnSignals};
+use crate::llm::CancellationToken;
+use crate::parser::healer::{ToolCall, TurnSignals};
 use crate::parser::Command;
 use crate::plugins::engine::dispatch::PreparedWork;
-use crate::plugins::engine::dispatch::{dispatch_gated, ResponseTurn};
 use crate::plugins::events::Event;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
+use apply::{apply, Prepared};
+use audit::TurnAudit;
 use call::{call_model, Reply};
 use measure::{measure, Measured, MeasuredTurn};
-use state::{StoredState, TurnFacts};
+use state::TurnFacts;
 
+mod apply;
+mod audit;
 mod call;
 pub mod input;
 mod measure;
@@ -159,7 +153,7 @@ async fn execute_numbered_turn(
         work,
         audit,
     };
-    let (mut report, stored) = dispatch(
+    let (mut report, stored) = apply(
         agent,
         &input,
         turn,
@@ -210,210 +204,9 @@ async fn gather(
         policy,
         cancel,
     };
-    tokio::select! {
-        work = agent.prepare_work(replying, commands) => Ok(work),
-        () = cancel.cancelled() => {
-            Err(LoopError::Tool(ToolError::WorkLimit(WorkLimit::Cancelled)))
-        }
+    let work = agent.prepare_work(replying, commands).await;
+    if cancel.is_cancelled() {
+        return Err(LoopError::Tool(ToolError::WorkLimit(WorkLimit::Cancelled)));
     }
-}
-
-/// A reply's commands, their body searches and edits already computed beside the writer, and
-/// the turn's audit copies.
-struct Prepared {
-    commands: Vec<Command>,
-    work: PreparedWork,
-    audit: TurnAudit,
-}
-
-/// In one unit of work on the DB thread: writes the audit copies, records and runs the
-/// response's commands, heals the status when the model gave neither summarize nor update,
-/// and reads the state the clients are told.
-async fn dispatch(
-    agent: &AgentContext,
-    input: &TurnInput<'_>,
-    turn: i32,
-    policy: ToolPolicy,
-    content: &str,
-    prepared: Prepared,
-    mut gate: Box<dyn WriteGate>,
-) -> Result<(TurnReport, StoredState), LoopError> {
-    let Prepared {
-        commands,
-        work,
-        audit,
-    } = prepared;
-    let plugins = Arc::clone(&agent.plugins);
-    let dispatch_input = ResponseTurn {
-        run_id: input.run_id,
-        loop_id: Some(input.loop_row.id),
-        turn,
-        policy,
-        project_root: input.project_root.to_path_buf(),
-    };
-    let healed = {
-        let names: Vec<&str> = commands.iter().map(Command::name).collect();
-        let investigates = |name: &str| {
-            plugins
-                .get(name)
-                .is_some_and(|tool| tool.effect().investigates())
-        };
-        heal_status(content, names, investigates)
-    };
-    let calls: Vec<(ToolCall, String)> = commands
-        .iter()
-        .map(|command| (tool_call(command), command.name().to_string()))
-        .collect();
-    let run_id = input.run_id;
-    let loop_id = input.loop_row.id;
-    let (outcome, stored) = agent
-        .db
-        .call(move |conn| {
-            audit.write(conn, run_id, loop_id)?;
-            let dispatched = work.apply(|gathered| {
-                dispatch_gated(
-                    conn,
-                    &plugins,
-                    &dispatch_input,
-                    &commands,
-                    gathered,
-                    Some(gate.as_mut()),
-                )
-            });
-            // A failed dispatch rolled back its own savepoint; the audit copies stay.
-            let mut outcome = match dispatched {
-                Ok(outcome) => outcome,
-                Err(error) => return Ok(Err(error)),
-            };
-            if outcome.needs_healing {
-                let (scheme, text) = match &healed {
-                    HealedStatus::Summary(text) => ("summarize", text.clone()),
-                    HealedStatus::Update(text) => ("update", text.clone()),
-                };
-                let path = entries::free_path(conn, run_id, &slug_path(scheme, &text))?;
-                entries::write_entry(
-                    conn,
-                    &EntryUpsertForm {
-                        attributes: Some(json!({"healed": true})),
-                        ..EntryUpsertForm::new(run_id, Some(loop_id), turn, path, text.clone())
-                    },
-                )?;
-                match healed {
-                    HealedStatus::Summary(_) => outcome.summary_text = Some(text),
-                    HealedStatus::Update(_) => outcome.update_text = Some(text),
-                }
-            }
-            let stored = StoredState::read(conn, run_id)?;
-            Ok(Ok((outcome, stored)))
-        })
-        .await?
-        .map_err(|error| match error {
-            ToolError::Db(error) => LoopError::Db(error),
-            other => LoopError::Tool(other),
-        })?;
-    let mut report = TurnReport {
-        turn,
-        status_healed: outcome.needs_healing,
-        summary: outcome.summary_text.clone(),
-        update: outcome.update_text.clone(),
-        has_writes: outcome.flags.has_writes,
-        has_reads: outcome.flags.has_reads,
-        proposed: outcome.proposals,
-        ..TurnReport::default()
-    };
-    for ((call, _name), record) in calls.into_iter().zip(&outcome.calls) {
-        if record.is_action {
-            report.action_calls.push(call.clone());
-        }
-        if record.is_write {
-            report.write_calls.push(call);
-        }
-    }
-    Ok((report, stored))
-}
-
-/// The repetition check's view of one command: its scheme and its fields.
-fn tool_call(command: &Command) -> ToolCall {
-    let fields = match command.to_json() {
-        serde_json::Value::Object(fields) => fields,
-        _ => serde_json::Map::new(),
-    };
-    ToolCall {
-        scheme: command.name().to_string(),
-        path: fields
-            .get("path")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_string),
-        attributes: fields,
-    }
-}
-
-/// What the model saw and said (`system://N`, `user://N`, `assistant://N`, `model://N`,
-/// `reasoning://N`, `content://N`), kept at archive fidelity, and the turn's usage.
-struct TurnAudit {
-    turn: TurnRow,
-    copies: Vec<(String, String)>,
-    usage: TurnUsageForm,
-}
-
-impl TurnAudit {
-    fn of(turn: &TurnRow, packet: &Packet, response: &ChatResponse, unparsed: &str) -> TurnAudit {
-        let n = turn.sequence;
-        let mut copies = vec![
-            (format!("system://{n}"), packet.system.clone()),
-            (format!("user://{n}"), packet.user.clone()),
-            (format!("assistant://{n}"), response.content.clone()),
-            (
-                format!("model://{n}"),
-                json!({"model": response.model, "usage": response.usage, "finish_reason": response.finish_reason})
-                    .to_string(),
-            ),
-        ];
-        if let Some(reasoning) = response
-            .reasoning_content
-            .as_ref()
-            .filter(|text| !text.is_empty())
-        {
-            copies.push((format!("reasoning://{n}"), reasoning.clone()));
-        }
-        if !unparsed.trim().is_empty() {
-            copies.push((format!("content://{n}"), unparsed.trim().to_string()));
-        }
-        let usage = &response.usage;
-        let to_i32 = |value: u64| i32::try_from(value).unwrap_or(i32::MAX);
-        let usage = TurnUsageForm {
-            context_tokens: to_i32(if usage.prompt_tokens > 0 {
-                usage.prompt_tokens
-            } else {
-                u64::try_from(packet.assembled_tokens).unwrap_or(0)
-            }),
-            reasoning_content: response.reasoning_content.clone(),
-            prompt_tokens: to_i32(usage.prompt_tokens),
-            cached_tokens: to_i32(usage.cached_tokens),
-            completion_tokens: to_i32(usage.completion_tokens),
-            reasoning_tokens: to_i32(usage.reasoning_tokens),
-            total_tokens: to_i32(usage.total_tokens),
-            cost: usage.cost,
-        };
-        TurnAudit {
-            turn: turn.clone(),
-            copies,
-            usage,
-        }
-    }
-
-    fn write(self, conn: &mut Conn, run: RunId, loop_id: LoopId) -> Result<(), DbError> {
-        let turn = self.turn.sequence;
-        for (path, body) in self.copies {
-            entries::write_entry(
-                conn,
-                &EntryUpsertForm {
-                    fidelity: Some(Fidelity::Archive),
-                    ..EntryUpsertForm::new(run, Some(loop_id), turn, path, body)
-                },
-            )?;
-        }
-        turns::update_turn_usage(conn, self.turn.id, &self.usage)?;
-        Ok(())
-    }
+    Ok(work)
 }

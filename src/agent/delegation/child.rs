@@ -44,6 +44,14 @@ pub(super) async fn run(
     }
 }
 
+/// What making the child came to.
+enum Made {
+    /// The child run, made with the entries passed, and its parent's row.
+    Child { parent: RunRow, child: RunRow },
+    /// Paths the task passes that the parent does not have: no child was made.
+    Missing(Vec<String>),
+}
+
 async fn run_child(
     agent: &AgentContext,
     parent: &ParentTurn<'_>,
@@ -66,18 +74,18 @@ async fn run_child(
                 }
             }
             if !missing.is_empty() {
-                return Ok(Err(missing));
+                return Ok(Made::Missing(missing));
             }
             let child = runs::create_delegated_run(conn, &parent, runs::now_ms())?;
             for row in passed {
                 entries::write_entry(conn, &passed_entry(child.id, row))?;
             }
-            Ok(Ok((parent, child)))
+            Ok(Made::Child { parent, child })
         })
         .await?;
     let (parent_row, child) = match made {
-        Ok(made) => made,
-        Err(missing) => {
+        Made::Child { parent, child } => (parent, child),
+        Made::Missing(missing) => {
             return Ok(Report {
                 status: EntryStatus::NotFound,
                 body: fill(MISSING, &[("paths", &missing.join(", "))]),

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use futures_util::future::join_all;
 
 use crate::db::enums::EntryStatus;
+use crate::llm::CancellationToken;
 use crate::web::{Page, SearchHit, WebClient, WebError};
 
 /// What a search answered.
@@ -20,10 +21,18 @@ pub type PageAnswer = Result<Page, WebError>;
 pub struct Searches(HashMap<(String, usize), SearchAnswer>);
 
 impl Searches {
-    /// Searches for each of `asked` (a query and a result count) through `web`.
-    pub async fn made(web: &WebClient, asked: Vec<(String, usize)>) -> Searches {
-        let answers = join_all(asked.iter().map(|(query, count)| web.search(query, *count))).await;
-        Searches(asked.into_iter().zip(answers).collect())
+    /// Searches for each of `asked` (a query and a result count) through `web`, all at
+    /// once; an abort (`cancel`) drops them and answers none.
+    pub async fn made(
+        web: &WebClient,
+        asked: Vec<(String, usize)>,
+        cancel: &CancellationToken,
+    ) -> Searches {
+        let searches = join_all(asked.iter().map(|(query, count)| web.search(query, *count)));
+        tokio::select! {
+            answers = searches => Searches(asked.into_iter().zip(answers).collect()),
+            () = cancel.cancelled() => Searches::default(),
+        }
     }
 
     /// These with the search for `query` (`count` results) answered by `answer`.
@@ -44,10 +53,14 @@ impl Searches {
 pub struct Pages(HashMap<String, PageAnswer>);
 
 impl Pages {
-    /// Fetches each of `urls` through `web`.
-    pub async fn fetched(web: &WebClient, urls: Vec<String>) -> Pages {
-        let answers = join_all(urls.iter().map(|url| web.fetch(url))).await;
-        Pages(urls.into_iter().zip(answers).collect())
+    /// Fetches each of `urls` through `web`, all at once; an abort (`cancel`) drops them
+    /// and answers none.
+    pub async fn fetched(web: &WebClient, urls: Vec<String>, cancel: &CancellationToken) -> Pages {
+        let fetches = join_all(urls.iter().map(|url| web.fetch(url)));
+        tokio::select! {
+            answers = fetches => Pages(urls.into_iter().zip(answers).collect()),
+            () = cancel.cancelled() => Pages::default(),
+        }
     }
 
     /// These with the fetch of `url` answered by `answer`.

@@ -235,57 +235,12 @@ impl<'p> Dispatcher<'p, '_> {
                 } => match &stopped_by {
                     Some(stopper) if !stopper.is_amended_by(tool, command) => {
                         cancel(scope, &path, &stopper.tool, stopper.status)?;
-                        note_call(
-                            &mut outcome,
-                            index,
-                            command,
-                            &path,
-                            EntryStatus::Conflict,
-                            true,
-                        );
-                        (tool.name().to_owned(), path, EntryStatus::Conflict)
+                        let status = EntryStatus::Conflict;
+                        note_call(&mut outcome, index, command, &path, status, true);
+                        (tool.name().to_owned(), path, status)
                     }
                     _ => {
-                        self.plugins.emit(Event::ToolBefore {
-                            run: scope.run_id,
-                            turn: scope.turn,
-                            tool: tool.name(),
-                            path: &path,
-                        });
-                        let run = |inner: &mut ToolScope<'_>| {
-                            tool.handle(inner, command, &path).map(Some)
-                        };
-                        // A refused growth is a 413; work past its budget a 422.
-                        let outcome_of = match gated(self.gate.as_deref_mut(), scope, run) {
-                            Ok(handled) => Ok(handled),
-                            Err(Refusal::Gate(message)) => Err((EntryStatus::TooLarge, message)),
-                            Err(Refusal::Tool(ToolError::WorkLimit(limit))) => Err((
-                                EntryStatus::Unprocessable,
-                                ToolError::WorkLimit(limit).to_string(),
-                            )),
-                            Err(Refusal::Tool(error)) => return Err(error),
-                        };
-                        let handled = match outcome_of {
-                            Ok(handled) => handled.map_or(path, |handled| handled.path),
-                            Err((status, message)) => {
-                                write(
-                                    scope,
-                                    &path,
-                                    &message,
-                                    status,
-                                    Some(json!({ "error": message })),
-                                )?;
-                                path
-                            }
-                        };
-                        let status = status_at(scope, &handled)?;
-                        self.plugins.emit(Event::ToolAfter {
-                            run: scope.run_id,
-                            turn: scope.turn,
-                            tool: tool.name(),
-                            path: &handled,
-                            status,
-                        });
+                        let (handled, status) = self.execute(scope, tool, command, path)?;
                         note_call(&mut outcome, index, command, &handled, status, true);
                         (tool.name().to_owned(), handled, status)
                     }
@@ -322,6 +277,50 @@ impl<'p> Dispatcher<'p, '_> {
 }
 
 impl Dispatcher<'_, '_> {
+    /// Runs one action whose result entry is at `path`, behind the gate: a refused growth
+    /// is a 413, work past its budget a 422. Returns where its outcome lives and its status.
+    fn execute(
+        &mut self,
+        scope: &mut ToolScope<'_>,
+        tool: &dyn Tool,
+        command: &Command,
+        path: String,
+    ) -> Result<(String, EntryStatus), ToolError> {
+        self.plugins.emit(Event::ToolBefore {
+            run: scope.run_id,
+            turn: scope.turn,
+            tool: tool.name(),
+            path: &path,
+        });
+        let run = |inner: &mut ToolScope<'_>| tool.handle(inner, command, &path).map(Some);
+        let refused = match gated(self.gate.as_deref_mut(), scope, run) {
+            Ok(handled) => Ok(handled),
+            Err(Refusal::Gate(message)) => Err((EntryStatus::TooLarge, message)),
+            Err(Refusal::Tool(ToolError::WorkLimit(limit))) => Err((
+                EntryStatus::Unprocessable,
+                ToolError::WorkLimit(limit).to_string(),
+            )),
+            Err(Refusal::Tool(error)) => return Err(error),
+        };
+        let handled = match refused {
+            Ok(handled) => handled.map_or(path, |handled| handled.path),
+            Err((status, message)) => {
+                let attributes = Some(json!({ "error": message }));
+                write(scope, &path, &message, status, attributes)?;
+                path
+            }
+        };
+        let status = status_at(scope, &handled)?;
+        self.plugins.emit(Event::ToolAfter {
+            run: scope.run_id,
+            turn: scope.turn,
+            tool: tool.name(),
+            path: &handled,
+            status,
+        });
+        Ok((handled, status))
+    }
+
     /// `command` after the `entry.recording` filters; a rewrite into a command no tool
     /// takes is dropped (the filter's bug must not fail the reply).
     fn filtered(&self, command: Command, recording: &Recording) -> Command {

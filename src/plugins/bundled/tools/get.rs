@@ -104,7 +104,7 @@ impl TypedTool for Get {
                 .iter()
                 .filter_map(|get| Some(url_of(get)?.to_owned())),
         );
-        (!urls.is_empty()).then(|| Gather::of(Pages::fetched(at.web, urls)))
+        (!urls.is_empty()).then(|| Gather::of(Pages::fetched(at.web, urls, at.cancel)))
     }
 
     fn forbids(&self, get: &GetCommand, policy: &ToolPolicy) -> Option<String> {

@@ -146,7 +146,7 @@ impl TypedTool for Search {
             let (query, count) = query_of(search)?;
             Some((query.to_owned(), count))
         }));
-        (!asked.is_empty()).then(|| Gather::of(Searches::made(at.web, asked)))
+        (!asked.is_empty()).then(|| Gather::of(Searches::made(at.web, asked, at.cancel)))
     }
 
     fn handle(

@@ -86,36 +86,7 @@ impl<'p> Dispatcher<'p, '_> {
         }
         match tool.kind() {
             ToolKind::Lifecycle => {
-                let run = |inner: &mut ToolScope<'_>| tool.record(inner, command);
-                // Status signals end or continue the loop: they are never refused for
-                // budget, or a loop near its ceiling could not finish.
-                let gate = if tool.effect() == ToolEffect::Signals {
-                    None
-                } else {
-                    self.gate.as_deref_mut()
-                };
-                let recorded = match gated(gate, scope, run) {
-                    Ok(handled) => handled,
-                    Err(Refusal::Tool(error)) => return Err(error),
-                    Err(Refusal::Gate(message)) => {
-                        let path = self.fresh_path(scope, &name, "")?;
-                        write(
-                            scope,
-                            &path,
-                            &message,
-                            EntryStatus::TooLarge,
-                            Some(json!({ "error": message })),
-                        )?;
-                        Some(Handled::at(path))
-                    }
-                };
-                if let Some(handled) = recorded {
-                    let status = status_at(scope, &handled.path)?;
-                    note_call(outcome, index, command, &handled.path, status, false);
-                    if status.is_failure() {
-                        collect_error(scope, outcome, &name, &handled.path, status)?;
-                    }
-                }
+                self.record_lifecycle(scope, index, tool, command, outcome)?;
                 Ok(None)
             }
             ToolKind::Reasoning => {
@@ -124,49 +95,80 @@ impl<'p> Dispatcher<'p, '_> {
                 note_call(outcome, index, command, &path, EntryStatus::Ok, false);
                 Ok(None)
             }
-            ToolKind::Action => {
-                let target = tool.target(command);
-                let names_a_path = tool.target_kind() == TargetKind::Path;
-                if let Some(message) = invalid_target(&target).filter(|_| names_a_path) {
-                    let path = self.fresh_path(scope, &name, "invalid")?;
-                    return refused(
-                        scope,
-                        outcome,
-                        index,
-                        command,
-                        path,
-                        (EntryStatus::BadRequest, &message),
-                        true,
-                    );
-                }
-                let path = self.fresh_path(scope, &name, &target)?;
-                let escape = escape_reason(scope.project_root, target.trim());
-                if let Some(reason) = escape.filter(|_| names_a_path) {
-                    return refused(
-                        scope,
-                        outcome,
-                        index,
-                        command,
-                        path,
-                        (EntryStatus::BadRequest, &reason),
-                        true,
-                    );
-                }
-                write(
-                    scope,
-                    &path,
-                    "",
-                    EntryStatus::Ok,
-                    Some(recorded_attributes(command)),
-                )?;
-                Ok(Some(Recorded::Ready {
-                    index,
-                    tool,
-                    command,
-                    path,
-                }))
+            ToolKind::Action => self.record_action(scope, index, tool, command, outcome),
+        }
+    }
+
+    /// Writes a lifecycle signal's entry behind the gate (a status signal never waits on
+    /// it); a refused growth is a 413 entry.
+    fn record_lifecycle(
+        &mut self,
+        scope: &mut ToolScope<'_>,
+        index: usize,
+        tool: &dyn Tool,
+        command: &Command,
+        outcome: &mut DispatchOutcome,
+    ) -> Result<(), ToolError> {
+        let run = |inner: &mut ToolScope<'_>| tool.record(inner, command);
+        // Status signals end or continue the loop: they are never refused for budget, or a
+        // loop near its ceiling could not finish.
+        let gate = if tool.effect() == ToolEffect::Signals {
+            None
+        } else {
+            self.gate.as_deref_mut()
+        };
+        let recorded = match gated(gate, scope, run) {
+            Ok(handled) => handled,
+            Err(Refusal::Tool(error)) => return Err(error),
+            Err(Refusal::Gate(message)) => {
+                let path = self.fresh_path(scope, tool.name(), "")?;
+                let attributes = Some(json!({ "error": message }));
+                write(scope, &path, &message, EntryStatus::TooLarge, attributes)?;
+                Some(Handled::at(path))
+            }
+        };
+        if let Some(handled) = recorded {
+            let status = status_at(scope, &handled.path)?;
+            note_call(outcome, index, command, &handled.path, status, false);
+            if status.is_failure() {
+                collect_error(scope, outcome, tool.name(), &handled.path, status)?;
             }
         }
+        Ok(())
+    }
+
+    /// Gives an action its result entry, to run in phase 2; an invalid or escaping path
+    /// target is refused with 400.
+    fn record_action<'a>(
+        &mut self,
+        scope: &mut ToolScope<'_>,
+        index: usize,
+        tool: &'a dyn Tool,
+        command: &'a Command,
+        outcome: &mut DispatchOutcome,
+    ) -> Result<Option<Recorded<'a>>, ToolError> {
+        let name = tool.name();
+        let target = tool.target(command);
+        let names_a_path = tool.target_kind() == TargetKind::Path;
+        if let Some(message) = invalid_target(&target).filter(|_| names_a_path) {
+            let path = self.fresh_path(scope, name, "invalid")?;
+            let refusal = (EntryStatus::BadRequest, message.as_str());
+            return refused(scope, outcome, index, command, path, refusal, true);
+        }
+        let path = self.fresh_path(scope, name, &target)?;
+        let escape = escape_reason(scope.project_root, target.trim());
+        if let Some(reason) = escape.filter(|_| names_a_path) {
+            let refusal = (EntryStatus::BadRequest, reason.as_str());
+            return refused(scope, outcome, index, command, path, refusal, true);
+        }
+        let attributes = Some(recorded_attributes(command));
+        write(scope, &path, "", EntryStatus::Ok, attributes)?;
+        Ok(Some(Recorded::Ready {
+            index,
+            tool,
+            command,
+            path,
+        }))
     }
 }
 

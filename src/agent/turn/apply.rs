@@ -1,0 +1,181 @@
+//! The apply stage: one unit of work on the DB thread that writes the turn's audit copies,
+//! records and runs the reply's commands (with what was gathered for them), heals the status
+//! when the model gave neither summarize nor update, and reads the state the clients are
+//! told.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::agent::error::LoopError;
+use crate::agent::state::StoredState;
+use crate::agent::turn::audit::TurnAudit;
+use crate::agent::turn::{TurnInput, TurnReport};
+use crate::agent::AgentContext;
+use crate::budget::WriteGate;
+use crate::db::models::entry::EntryUpsertForm;
+use crate::db::paths::slug_path;
+use crate::db::queries::entries;
+use crate::db::{Conn, DbError};
+use crate::parser::healer::{heal_status, HealedStatus, ToolCall};
+use crate::parser::Command;
+use crate::plugins::engine::dispatch::{
+    dispatch_gated, DispatchOutcome, PreparedWork, ResponseTurn,
+};
+use crate::plugins::policy::ToolPolicy;
+use crate::plugins::tool::ToolError;
+use crate::plugins::Plugins;
+
+/// A reply's commands, their body searches and edits already computed beside the writer, and
+/// the turn's audit copies.
+pub(super) struct Prepared {
+    pub commands: Vec<Command>,
+    pub work: PreparedWork,
+    pub audit: TurnAudit,
+}
+
+/// What the turn's unit of work came to. It commits either way: a dispatch that failed
+/// rolled back its own savepoint, and the audit copies stay.
+enum Applied {
+    Done(DispatchOutcome, StoredState),
+    Failed(ToolError),
+}
+
+/// In one unit of work on the DB thread: writes the audit copies, records and runs the
+/// response's commands, heals the status when the model gave neither summarize nor update,
+/// and reads the state the clients are told.
+pub(super) async fn apply(
+    agent: &AgentContext,
+    input: &TurnInput<'_>,
+    turn: i32,
+    policy: ToolPolicy,
+    content: &str,
+    prepared: Prepared,
+    mut gate: Box<dyn WriteGate>,
+) -> Result<(TurnReport, StoredState), LoopError> {
+    let Prepared {
+        commands,
+        work,
+        audit,
+    } = prepared;
+    let plugins = Arc::clone(&agent.plugins);
+    let dispatch_input = ResponseTurn {
+        run_id: input.run_id,
+        loop_id: Some(input.loop_row.id),
+        turn,
+        policy,
+        project_root: input.project_root.to_path_buf(),
+    };
+    let healed = healed_status(&plugins, content, &commands);
+    let calls: Vec<ToolCall> = commands.iter().map(tool_call).collect();
+    let (run_id, loop_id) = (input.run_id, input.loop_row.id);
+    let applied = agent
+        .db
+        .call(move |conn| {
+            audit.write(conn, run_id, loop_id)?;
+            let dispatched = work.apply(|gathered| {
+                dispatch_gated(
+                    conn,
+                    &plugins,
+                    &dispatch_input,
+                    &commands,
+                    gathered,
+                    Some(gate.as_mut()),
+                )
+            });
+            let mut outcome = match dispatched {
+                Ok(outcome) => outcome,
+                Err(error) => return Ok(Applied::Failed(error)),
+            };
+            if outcome.needs_healing {
+                write_healed(conn, &dispatch_input, healed, &mut outcome)?;
+            }
+            let stored = StoredState::read(conn, run_id)?;
+            Ok(Applied::Done(outcome, stored))
+        })
+        .await?;
+    match applied {
+        Applied::Done(outcome, stored) => Ok((TurnReport::of(turn, outcome, calls), stored)),
+        Applied::Failed(ToolError::Db(error)) => Err(LoopError::Db(error)),
+        Applied::Failed(error) => Err(LoopError::Tool(error)),
+    }
+}
+
+/// The status the reply stands for when it gave neither summarize nor update.
+fn healed_status(plugins: &Plugins, content: &str, commands: &[Command]) -> HealedStatus {
+    let names: Vec<&str> = commands.iter().map(Command::name).collect();
+    let investigates = |name: &str| {
+        plugins
+            .get(name)
+            .is_some_and(|tool| tool.effect().investigates())
+    };
+    heal_status(content, names, investigates)
+}
+
+/// Writes the healed status as the turn's summary or update entry, and into `outcome`.
+fn write_healed(
+    conn: &mut Conn,
+    input: &ResponseTurn,
+    healed: HealedStatus,
+    outcome: &mut DispatchOutcome,
+) -> Result<(), DbError> {
+    let (scheme, text) = match &healed {
+        HealedStatus::Summary(text) => ("summarize", text.clone()),
+        HealedStatus::Update(text) => ("update", text.clone()),
+    };
+    let path = entries::free_path(conn, input.run_id, &slug_path(scheme, &text))?;
+    entries::write_entry(
+        conn,
+        &EntryUpsertForm {
+            attributes: Some(json!({"healed": true})),
+            ..EntryUpsertForm::new(input.run_id, input.loop_id, input.turn, path, text.clone())
+        },
+    )?;
+    match healed {
+        HealedStatus::Summary(_) => outcome.summary_text = Some(text),
+        HealedStatus::Update(_) => outcome.update_text = Some(text),
+    }
+    Ok(())
+}
+
+impl TurnReport {
+    /// What the loop learns of turn `turn` from its dispatch's `outcome`; `calls` are the
+    /// reply's commands, one per call the outcome records.
+    fn of(turn: i32, outcome: DispatchOutcome, calls: Vec<ToolCall>) -> TurnReport {
+        let mut report = TurnReport {
+            turn,
+            status_healed: outcome.needs_healing,
+            summary: outcome.summary_text,
+            update: outcome.update_text,
+            has_writes: outcome.flags.has_writes,
+            has_reads: outcome.flags.has_reads,
+            proposed: outcome.proposals,
+            ..TurnReport::default()
+        };
+        for (call, record) in calls.into_iter().zip(&outcome.calls) {
+            if record.is_action {
+                report.action_calls.push(call.clone());
+            }
+            if record.is_write {
+                report.write_calls.push(call);
+            }
+        }
+        report
+    }
+}
+
+/// The repetition check's view of one command: its scheme and its fields.
+fn tool_call(command: &Command) -> ToolCall {
+    let fields = match command.to_json() {
+        serde_json::Value::Object(fields) => fields,
+        _ => serde_json::Map::new(),
+    };
+    ToolCall {
+        scheme: command.name().to_string(),
+        path: fields
+            .get("path")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+        attributes: fields,
+    }
+}
