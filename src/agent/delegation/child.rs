@@ -46,8 +46,8 @@ pub(super) async fn run(
 
 /// What making the child came to.
 enum Made {
-    /// The child run, made with the entries passed, and its parent's row.
-    Child { parent: RunRow, child: RunRow },
+    /// The parent's row and the child run, made with the entries passed.
+    Child(Box<(RunRow, RunRow)>),
     /// Paths the task passes that the parent does not have: no child was made.
     Missing(Vec<String>),
 }
@@ -80,11 +80,11 @@ async fn run_child(
             for row in passed {
                 entries::write_entry(conn, &passed_entry(child.id, row))?;
             }
-            Ok(Made::Child { parent, child })
+            Ok(Made::Child(Box::new((parent, child))))
         })
         .await?;
     let (parent_row, child) = match made {
-        Made::Child { parent, child } => (parent, child),
+        Made::Child(made) => *made,
         Made::Missing(missing) => {
             return Ok(Report {
                 status: EntryStatus::NotFound,

@@ -37,7 +37,7 @@ pub(super) struct Prepared {
 /// What the turn's unit of work came to. It commits either way: a dispatch that failed
 /// rolled back its own savepoint, and the audit copies stay.
 enum Applied {
-    Done(DispatchOutcome, StoredState),
+    Done(Box<(DispatchOutcome, StoredState)>),
     Failed(ToolError),
 }
 
@@ -91,11 +91,14 @@ pub(super) async fn apply(
                 write_healed(conn, &dispatch_input, healed, &mut outcome)?;
             }
             let stored = StoredState::read(conn, run_id)?;
-            Ok(Applied::Done(outcome, stored))
+            Ok(Applied::Done(Box::new((outcome, stored))))
         })
         .await?;
     match applied {
-        Applied::Done(outcome, stored) => Ok((TurnReport::of(turn, outcome, calls), stored)),
+        Applied::Done(done) => {
+            let (outcome, stored) = *done;
+            Ok((TurnReport::of(turn, outcome, calls), stored))
+        }
         Applied::Failed(ToolError::Db(error)) => Err(LoopError::Db(error)),
         Applied::Failed(error) => Err(LoopError::Tool(error)),
     }
