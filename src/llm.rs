@@ -2,8 +2,9 @@
 //!
 //! `LlmProviders::start` runs one `LlmProvider` actor per provider; calls are routed by the
 //! prefix of the model's catalogue `actual` string (`route`). Each actor bounds its calls in
-//! flight, retries rate limits, server errors, broken connections and timeouts with backoff
-//! honouring Retry-After (`retry`), and drops the in-flight HTTP request when a call is
+//! flight, holds all of them while the provider asks for a back-off (a 429, a 503 with
+//! Retry-After: `gate`), retries rate limits, server errors, broken connections and timeouts
+//! with backoff honouring Retry-After (`retry`), and drops the in-flight HTTP request when a call is
 //! cancelled. Responses are normalised into one `ChatResponse` (content, reasoning, usage).
 //! Context lengths are discovered per provider and returned for the caller to store.
 //! Only this module knows provider wire formats; API keys never reach a log. [`fake`] serves
@@ -16,6 +17,7 @@ mod client;
 mod discovery;
 mod error;
 pub mod fake;
+mod gate;
 mod providers;
 mod responses;
 mod retry;

@@ -412,3 +412,94 @@ async fn a_provider_has_at_most_its_limit_of_calls_in_flight() {
         "the cancelled waiter never sent"
     );
 }
+
+/// Settings whose retries wait as long as a provider asks, up to 5 s, with one OpenAI slot.
+fn patient_single_slot(server: &FakeLlm) -> LlmOptions {
+    LlmOptions {
+        retry: RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_secs(5),
+        },
+        concurrency: crate::llm::ConcurrencyLimits {
+            openai: 1,
+            ..crate::llm::ConcurrencyLimits::default()
+        },
+        ..openai_settings(server)
+    }
+}
+
+fn asking(task: &str) -> ChatRequest {
+    ChatRequest::new(
+        "openai/m",
+        vec![ChatMessage::system("rules"), ChatMessage::user(task)],
+    )
+}
+
+#[actix::test]
+async fn a_rate_limit_holds_every_call_to_the_provider_until_its_retry_after_passed() {
+    let server = FakeLlm::start([
+        Step::error_retry_after(429, "1"),
+        Step::Json(completion("one")),
+        Step::Json(completion("two")),
+    ]);
+    let providers = LlmProviders::start(patient_single_slot(&server)).unwrap();
+    let call = |task: &'static str| {
+        let providers = providers.clone();
+        actix::spawn(async move {
+            providers
+                .complete(asking(task), &CancellationToken::new())
+                .await
+        })
+    };
+    let refused = call("first run");
+    bounded(server.wait_for_requests(1)).await;
+    // In flight or refused already: either way the other call waits.
+    let other = call("second run");
+    assert!(bounded(refused).await.unwrap().is_ok());
+    assert!(bounded(other).await.unwrap().is_ok());
+
+    let seen = server.recorded();
+    let tasks: Vec<_> = seen
+        .iter()
+        .map(|r| r.body["messages"][1]["content"].clone())
+        .collect();
+    assert_eq!(tasks[0], "first run");
+    assert!(tasks[1..].contains(&json!("second run")), "{tasks:?}");
+    for later in &seen[1..] {
+        assert!(
+            later.at >= seen[0].at + Duration::from_secs(1),
+            "a call reached the provider before its Retry-After passed"
+        );
+    }
+}
+
+#[actix::test]
+async fn a_call_waiting_out_a_back_off_leaves_at_once_when_cancelled() {
+    let server = FakeLlm::start([Step::error_retry_after(429, "4")]);
+    let providers = LlmProviders::start(patient_single_slot(&server)).unwrap();
+    let refused = CancellationToken::new();
+    let first = {
+        let (providers, cancel) = (providers.clone(), refused.clone());
+        actix::spawn(async move { providers.complete(asking("first"), &cancel).await })
+    };
+    bounded(server.wait_for_requests(1)).await;
+    let waiting = CancellationToken::new();
+    let second = {
+        let (providers, cancel) = (providers.clone(), waiting.clone());
+        actix::spawn(async move { providers.complete(asking("second"), &cancel).await })
+    };
+    waiting.cancel();
+    let left = tokio::time::timeout(Duration::from_secs(2), second).await;
+    assert_eq!(
+        left.expect("left before the hold passed").unwrap(),
+        Err(LlmError::Aborted)
+    );
+    refused.cancel();
+    assert_eq!(bounded(first).await.unwrap(), Err(LlmError::Aborted));
+    assert_eq!(
+        server.recorded().len(),
+        1,
+        "neither reached the provider again"
+    );
+}
