@@ -1,6 +1,7 @@
 //! `LlmProvider`: one actor per provider. It bounds how many calls are in flight, holds all
 //! of them while the provider asks for a back-off (`gate`), retries transient failures,
-//! drops the in-flight HTTP request the moment a call is cancelled, and counts its calls for
+//! drops the in-flight HTTP request the moment a call is cancelled, records each answered
+//! call in the run's usage (`ledger`, through [`metered`]), and counts its calls for
 //! `/metrics`.
 
 use std::future::Future;
@@ -16,6 +17,7 @@ use super::client::ProviderClient;
 use super::discovery::discover_context;
 use super::error::LlmError;
 use super::gate::ProviderGate;
+use super::ledger::{CallFor, Ledger};
 use super::retry::RetryPolicy;
 use super::route::ProviderKind;
 use crate::metrics::ProviderMetrics;
@@ -29,16 +31,18 @@ pub struct LlmProvider {
     gate: Arc<ProviderGate>,
     retry: RetryPolicy,
     metrics: Arc<ProviderMetrics>,
+    ledger: Ledger,
 }
 
 impl LlmProvider {
     /// An actor for `provider` allowing `max_in_flight` concurrent calls (at least 1),
-    /// counting them in `metrics`.
+    /// counting them in `metrics` and recording the answered ones in `ledger`.
     pub(super) fn new(
         provider: ProviderKind,
         client: ProviderClient,
         max_in_flight: usize,
         metrics: Arc<ProviderMetrics>,
+        ledger: Ledger,
     ) -> LlmProvider {
         let retry = client.settings().retry;
         LlmProvider {
@@ -47,6 +51,7 @@ impl LlmProvider {
             gate: Arc::new(ProviderGate::new(max_in_flight)),
             retry,
             metrics,
+            ledger,
         }
     }
 }
@@ -56,10 +61,12 @@ impl Actor for LlmProvider {
 }
 
 /// Complete a chat. `request.model` is the provider's own model name (prefix removed).
-/// Cancelling `cancel` drops the in-flight request and answers `LlmError::Aborted`.
+/// Cancelling `cancel` drops the in-flight request and answers `LlmError::Aborted`; an
+/// answer is recorded once in the usage of the run `call` names.
 #[derive(Debug)]
 pub struct Complete {
     pub request: ChatRequest,
+    pub call: CallFor,
     pub cancel: CancellationToken,
 }
 
@@ -82,7 +89,11 @@ impl Handler<Complete> for LlmProvider {
     type Result = ResponseFuture<Result<ChatResponse, LlmError>>;
 
     fn handle(&mut self, message: Complete, _: &mut Context<Self>) -> Self::Result {
-        let Complete { request, cancel } = message;
+        let Complete {
+            request,
+            call,
+            cancel,
+        } = message;
         let provider = self.provider;
         let client = self.client.clone();
         let span = tracing::info_span!(
@@ -99,34 +110,54 @@ impl Handler<Complete> for LlmProvider {
             let request = request.clone();
             async move { client.complete(provider, &request).await }
         });
-        Box::pin(
-            async move {
-                let started = Instant::now();
-                let result = cancellable(&cancel, attempts).await;
-                let span = tracing::Span::current();
-                span.record("duration_ms", elapsed_ms(started));
-                match &result {
-                    Ok(response) => {
-                        let usage = response.usage;
-                        metrics.record_completion(
-                            started.elapsed(),
-                            usage.prompt_tokens,
-                            usage.completion_tokens,
-                        );
-                        span.record("llm.prompt_tokens", usage.prompt_tokens);
-                        span.record("llm.completion_tokens", usage.completion_tokens);
-                        tracing::info!("completion finished");
-                    }
-                    Err(LlmError::Aborted) => tracing::debug!("completion cancelled"),
-                    Err(error) => {
-                        metrics.record_error();
-                        tracing::warn!(error = %error, "completion failed");
-                    }
-                }
-                result
-            }
-            .instrument(span),
-        )
+        let answered = async move {
+            let started = Instant::now();
+            let result = cancellable(&cancel, attempts).await;
+            observe_completion(&metrics, started, &result);
+            result
+        };
+        Box::pin(metered(self.ledger.clone(), call, answered).instrument(span))
+    }
+}
+
+/// A completion's spending, in one place: what the call is for comes in with it, and its
+/// answer's usage is recorded once, after the answer and whatever happens to the caller
+/// then. A check of the run's spending before the call belongs here too.
+async fn metered(
+    ledger: Ledger,
+    call: CallFor,
+    completion: impl Future<Output = Result<ChatResponse, LlmError>>,
+) -> Result<ChatResponse, LlmError> {
+    let response = completion.await?;
+    ledger.record(call, response.usage).await;
+    Ok(response)
+}
+
+/// Counts a finished completion for `/metrics` and notes it on the current span.
+fn observe_completion(
+    metrics: &ProviderMetrics,
+    started: Instant,
+    result: &Result<ChatResponse, LlmError>,
+) {
+    let span = tracing::Span::current();
+    span.record("duration_ms", elapsed_ms(started));
+    match result {
+        Ok(response) => {
+            let usage = response.usage;
+            metrics.record_completion(
+                started.elapsed(),
+                usage.prompt_tokens,
+                usage.completion_tokens,
+            );
+            span.record("llm.prompt_tokens", usage.prompt_tokens);
+            span.record("llm.completion_tokens", usage.completion_tokens);
+            tracing::info!("completion finished");
+        }
+        Err(LlmError::Aborted) => tracing::debug!("completion cancelled"),
+        Err(error) => {
+            metrics.record_error();
+            tracing::warn!(error = %error, "completion failed");
+        }
     }
 }
 
