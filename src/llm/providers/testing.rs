@@ -1,7 +1,7 @@
 //! Provider actors for the tests of this module: started on a fresh store with one run,
 //! whose every completion is made for that run's first turn.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use tokio_util::sync::CancellationToken;
 
@@ -21,7 +21,7 @@ pub(crate) struct TestProviders {
     pub providers: LlmProviders,
     pub call: CallFor,
     pub db: DbHandle,
-    _store: Arc<TestDb>,
+    _store: Rc<TestDb>,
 }
 
 impl TestProviders {
@@ -51,7 +51,7 @@ impl TestProviders {
                 purpose: CallPurpose::Turn,
             },
             db,
-            _store: Arc::new(store),
+            _store: Rc::new(store),
         }
     }
 
