@@ -4,9 +4,10 @@
 //! prefix of the model's catalogue `actual` string (`route`). Each actor bounds its calls in
 //! flight, holds all of them while the provider asks for a back-off (a 429, a 503 with
 //! Retry-After: `gate`), retries rate limits, server errors, broken connections and timeouts
-//! with backoff honouring Retry-After (`retry`), and drops the in-flight HTTP request when a call is
-//! cancelled; it records every answered call once in the usage of the run the caller names
-//! (`ledger`: turns and sidecar calls alike). Responses are normalised into one `ChatResponse` (content, reasoning, usage).
+//! with backoff honouring Retry-After (`retry`), and drops the in-flight HTTP request when a
+//! call is cancelled; it records every answered call once in the usage of the run the caller
+//! names (`ledger`: turns and sidecar calls alike). Responses are normalised into one
+//! `ChatResponse` (content, reasoning, usage).
 //! Context lengths are discovered per provider and returned for the caller to store.
 //! Only this module knows provider wire formats; API keys never reach a log. [`fake`] serves
 //! those formats from a script, standing in for a model in the tests and in `rummy-load`.
