@@ -26,7 +26,7 @@ use crate::db::queries::rpc_log::RpcLogBounds;
 use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions, Store};
 use crate::home_lock::{HomeLock, HomeLockError};
 use crate::hub::HubRegistry;
-use crate::llm::{ConcurrencyLimits, LlmOptions, LlmProviders, RetryPolicy};
+use crate::llm::{ConcurrencyLimits, Ledger, LlmOptions, LlmProviders, RetryPolicy};
 use crate::mcp::{self, McpServers};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
@@ -178,6 +178,7 @@ pub async fn start_with(
     } else {
         LoopAdmission::new(&settings.agent)
     };
+    let llm = LlmProviders::start(provider_settings(&settings), Ledger::new(db.clone()))?;
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         db,
@@ -185,7 +186,7 @@ pub async fn start_with(
         runs: RunRegistry::new(instance),
         lease_holder,
         admission,
-        llm: LlmProviders::start(provider_settings(&settings))?,
+        llm,
         plugins: Arc::new(plugins),
         mcp,
         budget: BudgetActor::default().start(),

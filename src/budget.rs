@@ -4,8 +4,10 @@
 //! turn executor asks the actor to calibrate this turn's packet estimate and runs
 //! [`check_ceiling`] before calling the LLM; an overflow goes to [`plan_overflow`], and a
 //! panic loop's turns are judged by a [`PanicTracker`] instead. Dispatch consults a
-//! [`BudgetGuard`] for every store write and [`check_entry_size`] for known entries;
-//! progress shows [`advisory`]. All model-facing text lives in `budget/text/*.md`.
+//! [`BudgetGuard`] for every store write — built by [`BudgetGuard::in_window`] alone, for a
+//! turn's commands and for the writers outside a turn (a client's tool calls, the scan)
+//! alike, so there is one write gate —; progress shows [`advisory`]. All model-facing text
+//! lives in `budget/text/*.md`.
 //!
 //! Invariant: no budget decision uses entry tokens ([`EntryTokens`] are display only); every
 //! limit and comparison is in [`CalibratedTokens`].

@@ -7,7 +7,8 @@
 
 use crate::agent::AgentContext;
 use crate::budget::{
-    BudgetGuard, Calibration, CalibrationOf, ContextWindow, EstimatedTokens, TokenMath,
+    BudgetGuard, CalibratedMeasure, Calibration, CalibrationOf, ContextWindow, EstimatedTokens,
+    TokenMath,
 };
 use crate::context::packet::Packet;
 use crate::db::ids::RunId;
@@ -94,10 +95,10 @@ impl RunBudget {
         }
         let visible = u64::try_from(context::visible_tokens(conn, self.run)?).unwrap_or(0);
         let packet = EstimatedTokens::new(self.fixed.get().saturating_add(visible));
-        Ok(Some(BudgetGuard::new(
-            self.window.guard_ceiling(),
-            self.calibration.apply(packet),
-            self.calibration,
-        )))
+        let context = CalibratedMeasure {
+            calibrated: self.calibration.apply(packet),
+            calibration: self.calibration,
+        };
+        Ok(Some(BudgetGuard::in_window(self.window, context)))
     }
 }

@@ -141,11 +141,7 @@ async fn execute_numbered_turn(
     let gate: Box<dyn WriteGate> = if input.panic.is_some() {
         Box::new(PanicGate)
     } else {
-        Box::new(BudgetGuard::new(
-            window.guard_ceiling(),
-            measure.calibrated,
-            measure.calibration,
-        ))
+        Box::new(BudgetGuard::in_window(window, measure))
     };
     let work = gather(agent, &input, &policy, &parsed.commands, cancel).await?;
     let prepared = Prepared {

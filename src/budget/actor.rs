@@ -1,7 +1,8 @@
 //! The Budget actor: per-run calibration of packet estimates against the provider's counts.
 //!
-//! Cheap and in memory only: it never touches the database (the turns table is the durable
-//! record of usage, and what `getRun` and `run/state` report), so a restart starts every run
+//! Cheap and in memory only: it never touches the database (the provider records each call's
+//! usage, `llm::Ledger`; the turns table holds what `getRun` and `run/state` report of
+//! turns), so a restart starts every run
 //! from identity. A run's calibration starts at identity the first time the run is mentioned
 //! and lasts the run's life, across its loops: a run has no last loop (an `ask` with `run`,
 //! a resolution or an injection can always queue another), so its life here ends when it

@@ -14,9 +14,9 @@ use std::fmt;
 
 use crate::db::enums::{EntryStatus, Fidelity};
 
-use super::calibration::Calibration;
+use super::calibration::{CalibratedMeasure, Calibration};
 use super::text;
-use super::tokens::{CalibratedTokens, EntryTokens};
+use super::tokens::{CalibratedTokens, ContextWindow, EntryTokens};
 
 /// One write, as the guard needs to see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,10 +88,21 @@ pub struct BudgetGuard {
 }
 
 impl BudgetGuard {
-    /// A guard for a turn whose context is `current_tokens`, under `ceiling` (normally
-    /// [`ContextWindow::guard_ceiling`](super::ContextWindow::guard_ceiling)); write deltas
+    /// The write gate of a context measured at `context` in `window`, under
+    /// [`ContextWindow::guard_ceiling`]: the one way a turn's commands and the writers outside
+    /// a turn (a client's tool calls, the scan) get their gate, so every writer is held to
+    /// the same ceiling and arithmetic.
+    pub fn in_window(window: ContextWindow, context: CalibratedMeasure) -> BudgetGuard {
+        BudgetGuard::new(
+            window.guard_ceiling(),
+            context.calibrated,
+            context.calibration,
+        )
+    }
+
+    /// A guard for a turn whose context is `current_tokens`, under `ceiling`; write deltas
     /// are scaled by `calibration`.
-    pub fn new(
+    pub(super) fn new(
         ceiling: CalibratedTokens,
         current_tokens: CalibratedTokens,
         calibration: Calibration,

@@ -1,13 +1,14 @@
-//! `LlmProvider`: one actor per provider. It bounds how many calls are in flight, retries
-//! transient failures, drops the in-flight HTTP request the moment a call is cancelled, and
-//! counts its calls for `/metrics`.
+//! `LlmProvider`: one actor per provider. It bounds how many calls are in flight, holds all
+//! of them while the provider asks for a back-off (`gate`), retries transient failures,
+//! drops the in-flight HTTP request the moment a call is cancelled, records each answered
+//! call in the run's usage (`ledger`, through [`metered`]), and counts its calls for
+//! `/metrics`.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -15,6 +16,8 @@ use super::chat::{ChatRequest, ChatResponse};
 use super::client::ProviderClient;
 use super::discovery::discover_context;
 use super::error::LlmError;
+use super::gate::ProviderGate;
+use super::ledger::{CallFor, Ledger};
 use super::retry::RetryPolicy;
 use super::route::ProviderKind;
 use crate::metrics::ProviderMetrics;
@@ -24,27 +27,31 @@ use crate::metrics::ProviderMetrics;
 pub struct LlmProvider {
     provider: ProviderKind,
     client: ProviderClient,
-    permits: Arc<Semaphore>,
+    /// Its slots and back-off, shared by every call in flight, whichever run made it.
+    gate: Arc<ProviderGate>,
     retry: RetryPolicy,
     metrics: Arc<ProviderMetrics>,
+    ledger: Ledger,
 }
 
 impl LlmProvider {
     /// An actor for `provider` allowing `max_in_flight` concurrent calls (at least 1),
-    /// counting them in `metrics`.
+    /// counting them in `metrics` and recording the answered ones in `ledger`.
     pub(super) fn new(
         provider: ProviderKind,
         client: ProviderClient,
         max_in_flight: usize,
         metrics: Arc<ProviderMetrics>,
+        ledger: Ledger,
     ) -> LlmProvider {
         let retry = client.settings().retry;
         LlmProvider {
             provider,
             client,
-            permits: Arc::new(Semaphore::new(max_in_flight.max(1))),
+            gate: Arc::new(ProviderGate::new(max_in_flight)),
             retry,
             metrics,
+            ledger,
         }
     }
 }
@@ -54,10 +61,12 @@ impl Actor for LlmProvider {
 }
 
 /// Complete a chat. `request.model` is the provider's own model name (prefix removed).
-/// Cancelling `cancel` drops the in-flight request and answers `LlmError::Aborted`.
+/// Cancelling `cancel` drops the in-flight request and answers `LlmError::Aborted`; an
+/// answer is recorded once in the usage of the run `call` names.
 #[derive(Debug)]
 pub struct Complete {
     pub request: ChatRequest,
+    pub call: CallFor,
     pub cancel: CancellationToken,
 }
 
@@ -80,7 +89,11 @@ impl Handler<Complete> for LlmProvider {
     type Result = ResponseFuture<Result<ChatResponse, LlmError>>;
 
     fn handle(&mut self, message: Complete, _: &mut Context<Self>) -> Self::Result {
-        let Complete { request, cancel } = message;
+        let Complete {
+            request,
+            call,
+            cancel,
+        } = message;
         let provider = self.provider;
         let client = self.client.clone();
         let span = tracing::info_span!(
@@ -92,44 +105,59 @@ impl Handler<Complete> for LlmProvider {
             llm.completion_tokens = tracing::field::Empty,
         );
         let metrics = self.metrics.clone();
-        let attempts = retrying(
-            self.retry,
-            self.permits.clone(),
-            metrics.clone(),
-            move || {
-                let client = client.clone();
-                let request = request.clone();
-                async move { client.complete(provider, &request).await }
-            },
-        );
-        Box::pin(
-            async move {
-                let started = Instant::now();
-                let result = cancellable(&cancel, attempts).await;
-                let span = tracing::Span::current();
-                span.record("duration_ms", elapsed_ms(started));
-                match &result {
-                    Ok(response) => {
-                        let usage = response.usage;
-                        metrics.record_completion(
-                            started.elapsed(),
-                            usage.prompt_tokens,
-                            usage.completion_tokens,
-                        );
-                        span.record("llm.prompt_tokens", usage.prompt_tokens);
-                        span.record("llm.completion_tokens", usage.completion_tokens);
-                        tracing::info!("completion finished");
-                    }
-                    Err(LlmError::Aborted) => tracing::debug!("completion cancelled"),
-                    Err(error) => {
-                        metrics.record_error();
-                        tracing::warn!(error = %error, "completion failed");
-                    }
-                }
-                result
-            }
-            .instrument(span),
-        )
+        let attempts = retrying(self.retry, self.gate.clone(), metrics.clone(), move || {
+            let client = client.clone();
+            let request = request.clone();
+            async move { client.complete(provider, &request).await }
+        });
+        let answered = async move {
+            let started = Instant::now();
+            let result = cancellable(&cancel, attempts).await;
+            observe_completion(&metrics, started, &result);
+            result
+        };
+        Box::pin(metered(self.ledger.clone(), call, answered).instrument(span))
+    }
+}
+
+/// A completion's spending, in one place: what the call is for comes in with it, and its
+/// answer's usage is recorded once, after the answer and whatever happens to the caller
+/// then. A check of the run's spending before the call belongs here too.
+async fn metered(
+    ledger: Ledger,
+    call: CallFor,
+    completion: impl Future<Output = Result<ChatResponse, LlmError>>,
+) -> Result<ChatResponse, LlmError> {
+    let response = completion.await?;
+    ledger.record(call, response.usage).await;
+    Ok(response)
+}
+
+/// Counts a finished completion for `/metrics` and notes it on the current span.
+fn observe_completion(
+    metrics: &ProviderMetrics,
+    started: Instant,
+    result: &Result<ChatResponse, LlmError>,
+) {
+    let span = tracing::Span::current();
+    span.record("duration_ms", elapsed_ms(started));
+    match result {
+        Ok(response) => {
+            let usage = response.usage;
+            metrics.record_completion(
+                started.elapsed(),
+                usage.prompt_tokens,
+                usage.completion_tokens,
+            );
+            span.record("llm.prompt_tokens", usage.prompt_tokens);
+            span.record("llm.completion_tokens", usage.completion_tokens);
+            tracing::info!("completion finished");
+        }
+        Err(LlmError::Aborted) => tracing::debug!("completion cancelled"),
+        Err(error) => {
+            metrics.record_error();
+            tracing::warn!(error = %error, "completion failed");
+        }
     }
 }
 
@@ -147,7 +175,7 @@ impl Handler<DiscoverContext> for LlmProvider {
         );
         let attempts = retrying(
             self.retry,
-            self.permits.clone(),
+            self.gate.clone(),
             self.metrics.clone(),
             move || {
                 let client = client.clone();
@@ -181,12 +209,14 @@ async fn cancellable<T>(
     }
 }
 
-/// Runs `attempt` until it succeeds or `policy` gives up. Each attempt holds a permit;
-/// the waits in between do not. `metrics` counts the call while it waits for a permit, and
-/// then while its attempt holds one.
+/// Runs `attempt` until it succeeds or `policy` gives up. Each attempt passes the `gate`
+/// and holds a slot; the waits in between do not. A refusal for load holds the gate for
+/// every call before this attempt's slot is given back, so no call waiting for it slips
+/// through. `metrics` counts the call while it waits at the gate, and then while its
+/// attempt holds a slot.
 async fn retrying<T, F, Fut>(
     policy: RetryPolicy,
-    permits: Arc<Semaphore>,
+    gate: Arc<ProviderGate>,
     metrics: Arc<ProviderMetrics>,
     attempt: F,
 ) -> Result<T, LlmError>
@@ -196,18 +226,21 @@ where
 {
     let mut failed_attempts = 0u32;
     loop {
-        let result = {
+        let error = {
             let waiting = metrics.waiting();
-            let _permit = permits.acquire().await.map_err(|_| LlmError::Aborted)?;
+            let _slot = gate.admit().await?;
             drop(waiting);
             let _in_flight = metrics.in_flight();
-            attempt().await
+            let error = match attempt().await {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            failed_attempts = failed_attempts.saturating_add(1);
+            if let Some(hold) = policy.hold_after(failed_attempts, &error) {
+                gate.hold_for(hold);
+            }
+            error
         };
-        let error = match result {
-            Ok(value) => return Ok(value),
-            Err(error) => error,
-        };
-        failed_attempts = failed_attempts.saturating_add(1);
         let Some(delay) = policy.delay_after(failed_attempts, &error) else {
             return Err(error);
         };
@@ -235,6 +268,7 @@ mod tests {
     use futures_util::FutureExt;
     use std::cell::Cell;
     use std::time::Duration;
+    use tokio::time::Instant;
 
     fn policy(max_attempts: u32) -> RetryPolicy {
         RetryPolicy {
@@ -251,21 +285,16 @@ mod tests {
 
     #[tokio::test]
     async fn an_attempt_waits_for_a_free_permit() {
-        let permits = Arc::new(Semaphore::new(1));
+        let gate = Arc::new(ProviderGate::new(1));
         let metrics = Arc::new(ProviderMetrics::default());
         let attempts = Cell::new(0);
         let during_attempt = Cell::new(String::new());
-        let held = permits.clone().acquire_owned().await.unwrap();
-        let mut call = Box::pin(retrying(
-            policy(1),
-            permits.clone(),
-            metrics.clone(),
-            || {
-                attempts.set(attempts.get() + 1);
-                during_attempt.set(rendered(&metrics));
-                async { Ok::<_, LlmError>("done") }
-            },
-        ));
+        let held = gate.admit().await.unwrap();
+        let mut call = Box::pin(retrying(policy(1), gate.clone(), metrics.clone(), || {
+            attempts.set(attempts.get() + 1);
+            during_attempt.set(rendered(&metrics));
+            async { Ok::<_, LlmError>("done") }
+        }));
 
         assert!((&mut call).now_or_never().is_none());
         assert_eq!(attempts.get(), 0);
@@ -281,7 +310,7 @@ mod tests {
         drop(held);
         assert_eq!(call.await, Ok("done"));
         assert_eq!(attempts.get(), 1);
-        assert_eq!(permits.available_permits(), 1);
+        assert_eq!(gate.free_slots(), 1);
         let during = during_attempt.take();
         assert!(
             during.contains("rummy_llm_waiting{provider=\"openai\"} 0"),
@@ -314,15 +343,49 @@ mod tests {
                 }
             }
         };
-        let permits = Arc::new(Semaphore::new(1));
+        let gate = Arc::new(ProviderGate::new(1));
 
         let metrics = Arc::new(ProviderMetrics::default());
 
-        let gave_up = retrying(policy(2), permits.clone(), metrics.clone(), flaky).await;
+        let gave_up = retrying(policy(2), gate.clone(), metrics.clone(), flaky).await;
         assert!(gave_up.is_err());
         assert_eq!(attempts.get(), 2);
         attempts.set(0);
-        assert_eq!(retrying(policy(3), permits, metrics, flaky).await, Ok(3));
+        assert_eq!(retrying(policy(3), gate, metrics, flaky).await, Ok(3));
+    }
+
+    #[tokio::test]
+    async fn a_rate_limit_holds_the_other_calls_until_its_retry_after_passed() {
+        let retry_after = Duration::from_millis(300);
+        let gate = Arc::new(ProviderGate::new(2));
+        let metrics = Arc::new(ProviderMetrics::default());
+        let patient = RetryPolicy {
+            max_delay: Duration::from_secs(5),
+            ..policy(2)
+        };
+        let refused_at = Cell::new(None);
+        let refused = retrying(patient, gate.clone(), metrics.clone(), || {
+            let first = refused_at.get().is_none();
+            refused_at.set(refused_at.get().or(Some(Instant::now())));
+            async move {
+                match first {
+                    true => Err(LlmError::RateLimited {
+                        provider: ProviderKind::OpenAi,
+                        retry_after: Some(retry_after),
+                    }),
+                    false => Ok(()),
+                }
+            }
+        });
+        let mut refused = Box::pin(refused);
+        assert!((&mut refused).now_or_never().is_none(), "refused, waiting");
+        let other = retrying(patient, gate.clone(), metrics, || async {
+            Ok(Instant::now())
+        });
+        let (retried, other_attempt) = futures_util::join!(refused, other);
+        assert_eq!(retried, Ok(()));
+        let refused_at = refused_at.get().unwrap();
+        assert!(other_attempt.unwrap() >= refused_at + retry_after);
     }
 
     #[tokio::test]

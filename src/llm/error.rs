@@ -112,6 +112,20 @@ impl LlmError {
         )
     }
 
+    /// Whether the provider refused for load, asking every caller to slow down: a 429, or a
+    /// 503 with Retry-After.
+    pub fn holds_provider(&self) -> bool {
+        match self {
+            LlmError::RateLimited { .. } => true,
+            LlmError::Server {
+                status,
+                retry_after,
+                ..
+            } => *status == 503 && retry_after.is_some(),
+            _ => false,
+        }
+    }
+
     /// The wait the provider asked for, if it asked.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

@@ -206,6 +206,8 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     /// The JSON body; `Value::Null` when the body was empty.
     pub body: Value,
+    /// When it arrived, by the server's clock.
+    pub at: std::time::Instant,
 }
 
 impl Recorded {

@@ -10,6 +10,7 @@ use super::actor::{Complete, DiscoverContext, LlmProvider};
 use super::chat::{ChatRequest, ChatResponse};
 use super::client::ProviderClient;
 use super::error::LlmError;
+use super::ledger::{CallFor, Ledger};
 use super::route::{ProviderKind, Route};
 use super::settings::LlmOptions;
 use crate::metrics::ProviderMetrics;
@@ -25,8 +26,9 @@ pub struct LlmProviders {
 }
 
 impl LlmProviders {
-    /// Starts the provider actors on the current actix system.
-    pub fn start(settings: LlmOptions) -> Result<LlmProviders, LlmError> {
+    /// Starts the provider actors on the current actix system; they record answered calls
+    /// in `ledger`.
+    pub fn start(settings: LlmOptions, ledger: Ledger) -> Result<LlmProviders, LlmError> {
         let limits = settings.concurrency;
         let client = ProviderClient::new(Arc::new(settings))?;
         let mut metrics = Vec::new();
@@ -38,6 +40,7 @@ impl LlmProviders {
                 client.clone(),
                 limits.for_provider(provider),
                 counted,
+                ledger.clone(),
             )
             .start()
         };
@@ -73,21 +76,24 @@ impl LlmProviders {
     }
 
     /// Completes `request` (whose `model` is the catalogue `actual` string), retrying
-    /// transient failures. Cancelling `cancel`, or dropping the returned future, drops the
-    /// in-flight HTTP request; the former answers `LlmError::Aborted`.
+    /// transient failures, and records the answer in the usage of the run `call` names.
+    /// Cancelling `cancel`, or dropping the returned future, drops the in-flight HTTP
+    /// request; the former answers `LlmError::Aborted`.
     pub async fn complete(
         &self,
         mut request: ChatRequest,
+        call: CallFor,
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError> {
         let route = Route::from_actual(&request.model);
         request.model = route.model;
-        let call = cancel.child_token();
-        let _cancel_on_drop = call.clone().drop_guard();
+        let call_cancel = cancel.child_token();
+        let _cancel_on_drop = call_cancel.clone().drop_guard();
         self.provider(route.provider)
             .send(Complete {
                 request,
-                cancel: call,
+                call,
+                cancel: call_cancel,
             })
             .await
             .map_err(|_| LlmError::Stopped)?
@@ -113,5 +119,7 @@ impl LlmProviders {
     }
 }
 
+#[cfg(test)]
+pub(crate) mod testing;
 #[cfg(test)]
 mod tests;

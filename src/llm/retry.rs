@@ -1,5 +1,6 @@
 //! When to try a failed provider call again, and after how long: exponential backoff with a
-//! cap, overridden by the provider's own Retry-After.
+//! cap, overridden by the provider's own Retry-After; and how long a refusal for load holds
+//! every call to the provider (`hold_after`).
 
 use std::time::{Duration, SystemTime};
 
@@ -34,6 +35,24 @@ impl RetryPolicy {
         if !error.is_retryable() || failed_attempts >= self.max_attempts {
             return None;
         }
+        self.wait_after(failed_attempts, error)
+    }
+
+    /// How long every call to the provider waits after `error` ended the `failed_attempts`-th
+    /// attempt of one of them: the wait that call takes, when the provider refused it for
+    /// load (429, or 503 with Retry-After), whether or not that call tries again; `None`
+    /// otherwise, or when the provider asked for longer than `max_delay` (then no call waits:
+    /// each gives up as this one does).
+    pub fn hold_after(&self, failed_attempts: u32, error: &LlmError) -> Option<Duration> {
+        if !error.holds_provider() {
+            return None;
+        }
+        self.wait_after(failed_attempts, error)
+    }
+
+    /// The provider's Retry-After when it is within `max_delay` (`None` beyond), else the
+    /// backoff after `failed_attempts` failures.
+    fn wait_after(&self, failed_attempts: u32, error: &LlmError) -> Option<Duration> {
         if let Some(requested) = error.retry_after() {
             return (requested <= self.max_delay).then_some(requested);
         }
@@ -120,6 +139,30 @@ mod tests {
             policy().delay_after(2, &unspecified),
             Some(Duration::from_millis(200))
         );
+    }
+
+    #[test]
+    fn a_refusal_for_load_holds_the_provider_as_long_as_its_call_waits() {
+        let asked = Some(Duration::from_millis(300));
+        let holds = |status, retry_after| {
+            policy().hold_after(5, &LlmError::from_status(P, status, "", retry_after))
+        };
+        assert_eq!(holds(429, asked), asked, "even on the last attempt");
+        assert_eq!(holds(429, None), Some(Duration::from_millis(350)));
+        assert_eq!(holds(503, asked), asked);
+        assert_eq!(
+            holds(503, None),
+            None,
+            "a 503 without Retry-After is one call's"
+        );
+        assert_eq!(holds(500, asked), None);
+        assert_eq!(holds(400, asked), None);
+        assert_eq!(holds(429, Some(Duration::from_secs(3600))), None);
+        let timeout = LlmError::Timeout {
+            provider: P,
+            timeout_ms: 1,
+        };
+        assert_eq!(policy().hold_after(1, &timeout), None);
     }
 
     #[test]

@@ -3,16 +3,14 @@
 //! catalogue model through `LlmProviders`, with instructions and an input of their own,
 //! bounded by a timeout and dropped with the loop's cancel token. Its answer is text the
 //! caller validates (`json_object` finds the JSON in it); its tokens are in no packet, but
-//! in the run's usage: each answered call is recorded (`model_calls`) with its purpose, so
-//! `run/state` and `getRun` show what it cost (a call that failed or timed out reported
-//! nothing and is not).
+//! in the run's usage: the provider records each answered call with its purpose
+//! (`llm::CallFor`), so `run/state` and `getRun` show what it cost (a call that failed or
+//! timed out reported nothing and is not).
 
 use std::time::Duration;
 
 use crate::db::enums::CallPurpose;
-use crate::db::models::run::ModelCallForm;
-use crate::db::queries::usage;
-use crate::llm::{ChatMessage, ChatRequest, LlmError, Usage};
+use crate::llm::{CallFor, ChatMessage, ChatRequest, LlmError};
 use crate::plugins::reflection::{Reflecting, ReflectionServices};
 
 /// One sidecar question.
@@ -45,7 +43,12 @@ pub(super) async fn ask(
     at: &Reflecting,
     call: SidecarCall<'_>,
 ) -> Result<String, SidecarError> {
-    let purpose = call.purpose;
+    let purpose = CallFor {
+        run: at.run,
+        loop_id: Some(at.loop_id),
+        turn: at.turn,
+        purpose: call.purpose,
+    };
     let request = ChatRequest {
         messages: vec![
             ChatMessage::system(call.instructions),
@@ -57,36 +60,11 @@ pub(super) async fn ask(
     };
     let answer = tokio::time::timeout(
         call.timeout,
-        services.llm.complete(request, &services.cancel),
+        services.llm.complete(request, purpose, &services.cancel),
     )
     .await
     .map_err(|_| SidecarError::TimedOut(call.timeout))??;
-    record(services, at, purpose, answer.usage).await;
     Ok(answer.content)
-}
-
-/// Records an answered call in the run's usage (a failure is logged: the answer stands).
-async fn record(services: &ReflectionServices, at: &Reflecting, purpose: CallPurpose, used: Usage) {
-    let count = |tokens: u64| i64::try_from(tokens).unwrap_or(i64::MAX);
-    let form = ModelCallForm {
-        run_id: at.run,
-        loop_id: Some(at.loop_id),
-        turn: at.turn,
-        purpose,
-        prompt_tokens: count(used.prompt_tokens),
-        cached_tokens: count(used.cached_tokens),
-        completion_tokens: count(used.completion_tokens),
-        reasoning_tokens: count(used.reasoning_tokens),
-        total_tokens: count(used.total_tokens),
-        cost: used.cost.max(0.0),
-    };
-    let recorded = services
-        .db
-        .call(move |conn| usage::record_call(conn, &form))
-        .await;
-    if let Err(error) = recorded {
-        tracing::warn!(%error, run.id = %at.run, purpose = purpose.as_str(), "cannot record a sidecar call's usage");
-    }
 }
 
 /// The outermost JSON object of an answer (a fenced block or text around it is ignored), if

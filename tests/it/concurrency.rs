@@ -1,5 +1,5 @@
-//! Many connections at once: concurrent run creation, notification scoping by project, and
-//! the token gate on a non-loopback bind.
+//! Many connections at once: concurrent run creation, notification scoping by project, the
+//! token gate on a non-loopback bind, and a provider's back-off shared by every run.
 
 use std::collections::{HashMap, HashSet};
 
@@ -207,4 +207,50 @@ async fn a_non_loopback_bind_requires_a_token_and_enforces_it() {
     }
     let mut client = Client::connect(&format!("{url}?token=s3cret")).await;
     assert_eq!(client.ok("ping", json!({})).await, json!({}));
+}
+
+/// The user message of a request the model received.
+fn prompt_of(request: &rummy::llm::fake::Recorded) -> String {
+    crate::support::user_message(&request.body)
+}
+
+#[actix_web::test]
+async fn a_rate_limit_one_run_meets_holds_the_other_run_s_call_until_its_retry_after() {
+    use rummy::llm::fake::{FakeLlm, Step};
+    let llm = FakeLlm::start([Step::error_retry_after(429, "1")]);
+    let limited = [
+        ("RUMMY_PROVIDER_CONCURRENCY", "1"),
+        ("RUMMY_LLM_ATTEMPTS", "2"),
+    ];
+    let app = TestApp::with_llm(&llm, &limited).await;
+    let (mut first, _) = app.client_in_project("limited").await;
+    let (mut second, _) = app.client_in_project("limited").await;
+    let asked = first
+        .send("ask", json!({"model": "fake", "prompt": "first run"}))
+        .await;
+    llm.wait_for_requests(1).await;
+    // The first call is in flight or refused: either way the other run's call waits.
+    let other = second
+        .ok("ask", json!({"model": "fake", "prompt": "second run"}))
+        .await;
+    assert_eq!(other["status"], json!(200), "{other}");
+    let answer = first.reply(&asked).await;
+    assert_eq!(answer["result"]["status"], json!(200), "{answer}");
+
+    let seen = llm.recorded();
+    assert_eq!(
+        seen.len(),
+        3,
+        "the refused call, its retry and the other run's call"
+    );
+    assert!(prompt_of(&seen[0]).contains("first run"));
+    assert!(seen[1..]
+        .iter()
+        .any(|request| prompt_of(request).contains("second run")));
+    for later in &seen[1..] {
+        assert!(
+            later.at >= seen[0].at + std::time::Duration::from_secs(1),
+            "a call reached the provider before the Retry-After passed"
+        );
+    }
 }

@@ -8,7 +8,8 @@
 //! memory off no sidecar
 //! request reaches the model; a stopping server writes the notes of the loop end it is
 //! reflecting on before it gives the run up; a client's edit or erasure of the notes reaches
-//! the project's other clients at once (`ui/notify`).
+//! the project's other clients at once (`ui/notify`); every answered call, the turns' and the
+//! sidecar's, is recorded once in the run's `model_calls`.
 
 use std::time::Duration;
 
@@ -293,6 +294,61 @@ async fn the_run_s_usage_shows_each_sidecar_call_with_its_purpose() {
     assert_eq!(telemetry["completion_tokens"], json!(40));
     assert_eq!(telemetry["total_tokens"], json!(2940));
     assert_eq!(telemetry["cost"], json!(1.5));
+}
+
+/// One answered call as the store records it: purpose, turn and prompt tokens.
+#[derive(diesel::QueryableByName, Debug, PartialEq)]
+struct RecordedCall {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    purpose: String,
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    turn: i32,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    prompt_tokens: i64,
+}
+
+#[actix_web::test]
+async fn each_answered_call_turns_included_is_recorded_once_in_order() {
+    let llm = FakeLlm::start([
+        costing(learning("auth"), 1000, 0.5),
+        costing(notes("Fix login", "auth", "JWT."), 300, 0.25),
+        costing(Step::reply("<summarize>Done.</summarize>"), 1200, 0.5),
+        costing(notes("Fix login, done", "auth", "JWT."), 400, 0.25),
+    ]);
+    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let run = ask(&mut client, "Fix the login.").await;
+    until_titled(&mut client, &run, "Fix login, done").await;
+
+    let mut conn = open_connection(&app.store(), ConnectionSetup::default()).unwrap();
+    let id = crate::support::run_named(&mut conn, &run)
+        .unwrap()
+        .unwrap()
+        .id;
+    let calls: Vec<RecordedCall> = {
+        use diesel::RunQueryDsl;
+        diesel::sql_query(format!(
+            "SELECT purpose, turn, CAST(prompt_tokens AS BIGINT) AS prompt_tokens \
+             FROM model_calls WHERE run_id = {} ORDER BY id",
+            id.0
+        ))
+        .load(&mut conn)
+        .unwrap()
+    };
+    let call = |purpose: &str, turn, prompt_tokens| RecordedCall {
+        purpose: purpose.to_owned(),
+        turn,
+        prompt_tokens,
+    };
+    assert_eq!(
+        calls,
+        [
+            call("turn", 1, 1000),
+            call("session_notes", 1, 300),
+            call("turn", 2, 1200),
+            call("session_notes", 2, 400)
+        ]
+    );
 }
 
 #[actix_web::test]

@@ -1,6 +1,7 @@
-//! The second stage of a turn: the model called with the measured packet, the clients told
-//! it is thinking and then processing, the usage recorded for calibration, and the reply
-//! parsed into commands (off the executor).
+//! The second stage of a turn: the model called with the measured packet (the provider
+//! records the call in the run's usage), the clients told it is thinking and then
+//! processing, the usage passed on for calibration, and the reply parsed into commands (off
+//! the executor).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,8 +9,9 @@ use std::time::Instant;
 use crate::agent::error::LoopError;
 use crate::agent::AgentContext;
 use crate::budget::RecordUsage;
+use crate::db::enums::CallPurpose;
 use crate::hub::notifications::{Notification, ProgressStatus, RunProgress};
-use crate::llm::{CancellationToken, ChatMessage, ChatRequest, ChatResponse};
+use crate::llm::{CallFor, CancellationToken, ChatMessage, ChatRequest, ChatResponse};
 use crate::parser::ParseOutput;
 use crate::plugins::events::Event;
 use crate::plugins::filters::{LlmCall, LlmMessages, LlmResponse};
@@ -66,7 +68,13 @@ pub async fn call_model(
         max_tokens: Some(agent.settings.agent.max_completion_tokens).filter(|limit| *limit > 0),
     };
     let llm_started = Instant::now();
-    let mut response = agent.llm.complete(request, cancel).await?;
+    let this_turn = CallFor {
+        run,
+        loop_id: Some(input.loop_row.id),
+        turn,
+        purpose: CallPurpose::Turn,
+    };
+    let mut response = agent.llm.complete(request, this_turn, cancel).await?;
     if let Some(refusal) = response
         .refusal
         .as_ref()

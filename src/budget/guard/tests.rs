@@ -22,6 +22,25 @@ fn guard(ceiling: u64, current: u64) -> BudgetGuard {
 }
 
 #[test]
+fn a_gate_in_a_window_holds_writes_to_its_guard_ceiling_in_calibrated_units() {
+    let calibration =
+        Calibration::from_turn(EstimatedTokens::new(1), ActualTokens::new(2)).unwrap();
+    let context = CalibratedMeasure {
+        calibrated: CalibratedTokens::new(8_000),
+        calibration,
+    };
+    let mut gate = BudgetGuard::in_window(ContextWindow::new(10_000), context);
+    assert_eq!(
+        gate.ceiling().get(),
+        8_500,
+        "90 % of the window less the cushion"
+    );
+    assert_eq!(gate.check(&write(250)), Ok(()), "500 calibrated tokens");
+    assert_eq!(gate.total().get(), 8_500);
+    assert!(gate.check(&write(1)).is_err());
+}
+
+#[test]
 fn writes_up_to_the_ceiling_pass_and_are_counted() {
     let mut guard = guard(1000, 900);
     assert_eq!(guard.check(&write(60)), Ok(()));

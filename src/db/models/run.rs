@@ -116,14 +116,14 @@ pub struct PurposeUsage {
     pub cost: f64,
 }
 
-/// One model call a run made beside its turns (a sidecar's), as recorded.
+/// One answered model call made for a run, as recorded (`llm::Ledger`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelCallForm {
     pub run_id: RunId,
     pub loop_id: Option<LoopId>,
-    /// The run's latest turn when it was made.
+    /// The turn it is (`Turn`), or the run's latest turn when it was made.
     pub turn: i32,
-    /// `SessionNotes` or `Rerank`: a turn's usage is its row's, a sub-agent's its run's.
+    /// `Turn`, `SessionNotes` or `Rerank`: a sub-agent's calls are its own run's.
     pub purpose: CallPurpose,
     pub prompt_tokens: i64,
     pub cached_tokens: i64,

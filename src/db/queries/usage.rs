@@ -1,6 +1,9 @@
-//! What a run's model calls cost, by purpose: its turns (`turns`), the calls made for it
-//! beside them (`model_calls`: the session notes' refresh, the recall's re-rank), and the
-//! calls of the runs it delegated sub-tasks to, theirs included (`subagent`).
+//! What a run's model calls cost, by purpose: its turns (`turns`, one row per turn, so the
+//! count is the run's turns), the calls made for it beside them (`model_calls`: the session
+//! notes' refresh, the recall's re-rank), and the calls of the runs it delegated sub-tasks
+//! to, theirs included (`subagent`). `model_calls` also records each answered turn call (the
+//! provider path's ledger, `llm::Ledger`); those rows are counted through `turns` instead,
+//! never twice.
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text};
@@ -10,7 +13,7 @@ use crate::db::models::run::{ModelCallForm, PurposeUsage};
 use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
 
-/// Records a call made for a run beside its turns.
+/// Records one answered model call made for a run.
 pub fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<(), DbError> {
     statement(
         "INSERT INTO model_calls (run_id, loop_id, turn, purpose, prompt_tokens, cached_tokens, \
@@ -43,7 +46,8 @@ pub fn by_purpose(conn: &mut Conn, run: RunId) -> Result<Vec<PurposeUsage>, DbEr
              SELECT run_id, 'turn', prompt_tokens, cached_tokens, completion_tokens, \
                     reasoning_tokens, total_tokens, cost FROM turns \
              UNION ALL SELECT run_id, purpose, prompt_tokens, cached_tokens, completion_tokens, \
-                    reasoning_tokens, total_tokens, cost FROM model_calls), \
+                    reasoning_tokens, total_tokens, cost FROM model_calls \
+                    WHERE purpose <> 'turn'), \
          mine AS ( \
              SELECT CASE WHEN run_id = ? THEN purpose ELSE 'subagent' END AS purpose, \
                     prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, \
@@ -120,6 +124,109 @@ mod tests {
             .bind::<BigInt, _>(child)
             .execute(conn)
             .unwrap();
+    }
+
+    /// The run's rows of `model_calls`: purpose, turn and prompt tokens each.
+    fn ledger(conn: &mut Conn, run: RunId) -> Vec<(String, i32, i64)> {
+        #[derive(QueryableByName)]
+        struct Recorded {
+            #[diesel(sql_type = Text)]
+            purpose: String,
+            #[diesel(sql_type = Integer)]
+            turn: i32,
+            #[diesel(sql_type = BigInt)]
+            prompt_tokens: i64,
+        }
+        statement(
+            "SELECT purpose, turn, CAST(prompt_tokens AS BIGINT) AS prompt_tokens \
+             FROM model_calls WHERE run_id = ? ORDER BY id",
+        )
+        .bind::<BigInt, _>(run)
+        .load::<Recorded>(conn)
+        .unwrap()
+        .into_iter()
+        .map(|row| (row.purpose, row.turn, row.prompt_tokens))
+        .collect()
+    }
+
+    /// Reverts the migrations down to the one that made `model_calls` the ledger of every
+    /// call, that one included.
+    fn before_the_ledger(conn: &mut Conn) {
+        use crate::db::connection::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
+        use diesel_migrations::MigrationHarness;
+        const LEDGER: &str = "20261130000000";
+        let applied = |conn: &mut Conn| -> Vec<String> {
+            let versions = match conn {
+                Conn::Sqlite(conn) => conn.applied_migrations(),
+                Conn::Postgres(conn) => conn.applied_migrations(),
+            };
+            versions.unwrap().iter().map(ToString::to_string).collect()
+        };
+        while applied(conn)
+            .iter()
+            .any(|version| version.as_str() >= LEDGER)
+        {
+            match conn {
+                Conn::Sqlite(conn) => conn.revert_last_migration(SQLITE_MIGRATIONS),
+                Conn::Postgres(conn) => conn.revert_last_migration(POSTGRES_MIGRATIONS),
+            }
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn the_migration_records_the_turns_answered_before_it_and_reverts() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn).id;
+        record_call(conn, &call(run, CallPurpose::Turn, 100, 0.5)).unwrap();
+        before_the_ledger(conn);
+        assert_eq!(
+            ledger(conn, run),
+            [],
+            "the turn's record went with the revert"
+        );
+        turn(conn, run, 100);
+        let lp = sample_loop(conn, run, "unanswered");
+        let sequence = runs::take_turn_number(conn, run).unwrap();
+        let form = TurnInsertForm {
+            run_id: run,
+            loop_id: lp.id,
+            sequence,
+        };
+        turns::insert_turn(conn, &form).unwrap();
+        record_call(conn, &call(run, CallPurpose::Rerank, 7, 0.0)).unwrap();
+        crate::db::connection::run_migrations(conn).unwrap();
+        assert_eq!(
+            ledger(conn, run),
+            [("rerank".to_owned(), 1, 7), ("turn".to_owned(), 1, 100)]
+        );
+        assert_eq!(by_purpose(conn, run).unwrap()[0].calls, 2, "both turns");
+    }
+
+    #[test]
+    fn a_turn_s_own_record_of_its_call_is_not_counted_twice() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn).id;
+        let child = sample_run(conn).id;
+        delegate(conn, child, run);
+        turn(conn, run, 100);
+        record_call(conn, &call(run, CallPurpose::Turn, 100, 0.5)).unwrap();
+        turn(conn, child, 20);
+        record_call(conn, &call(child, CallPurpose::Turn, 20, 0.5)).unwrap();
+        let seen: Vec<_> = by_purpose(conn, run)
+            .unwrap()
+            .into_iter()
+            .map(|row| (row.purpose, row.calls, row.prompt_tokens, row.total_tokens))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (CallPurpose::Turn, 1, 100, 101),
+                (CallPurpose::Subagent, 1, 20, 21)
+            ]
+        );
     }
 
     #[test]

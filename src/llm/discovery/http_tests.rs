@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use crate::llm::discovery::OPENROUTER_FALLBACK_CONTEXT;
 use crate::llm::error::LlmError;
 use crate::llm::fake::{FakeLlm, Step};
-use crate::llm::providers::LlmProviders;
+use crate::llm::providers::testing::TestProviders;
 use crate::llm::settings::LlmOptions;
 
 /// A server whose every answer, the discovery paths' included, comes from `script`.
@@ -17,7 +17,7 @@ fn scripted(script: impl IntoIterator<Item = Step>) -> FakeLlm {
 }
 
 async fn discover(settings: LlmOptions, actual: &str) -> Result<u32, LlmError> {
-    let providers = LlmProviders::start(settings).unwrap();
+    let providers = TestProviders::start(settings);
     let cancel = CancellationToken::new();
     let call = providers.discover_context(actual, &cancel);
     tokio::time::timeout(Duration::from_secs(20), call)

@@ -120,6 +120,7 @@ async fn scripted(
             })
             .collect(),
         body,
+        at: std::time::Instant::now(),
     };
     let (step, number) = shared.record(&request);
     let guard = AbandonGuard {

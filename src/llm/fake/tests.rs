@@ -2,12 +2,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::llm::{
-    CancellationToken, ChatMessage, ChatRequest, LlmError, LlmOptions, LlmProviders, RetryPolicy,
-};
+use crate::llm::{CancellationToken, ChatMessage, ChatRequest, LlmError, LlmOptions, RetryPolicy};
 use serde_json::{json, Value};
 
 use super::*;
+use crate::llm::providers::testing::TestProviders;
 
 fn packet(user: &str) -> Value {
     json!({
@@ -310,8 +309,8 @@ async fn a_forgetful_server_only_counts_and_stats_report_the_count() {
     assert_eq!(get_json(&fake, "/stats").await, json!({"completions": 2}));
 }
 
-fn rummy_providers(fake: &FakeLlm) -> LlmProviders {
-    LlmProviders::start(LlmOptions {
+fn rummy_providers(fake: &FakeLlm) -> TestProviders {
+    TestProviders::start(LlmOptions {
         openai_base_url: Some(format!("{}/v1", fake.base_url())),
         fetch_timeout: Duration::from_secs(20),
         retry: RetryPolicy {
@@ -321,7 +320,6 @@ fn rummy_providers(fake: &FakeLlm) -> LlmProviders {
         },
         ..LlmOptions::default()
     })
-    .unwrap()
 }
 
 fn rummy_request(user: &str) -> ChatRequest {
