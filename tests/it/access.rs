@@ -343,13 +343,10 @@ async fn runs_loops_resolutions_and_aborts_say_who_did_them() {
         )
         .await;
     assert_eq!(resumed["status"], json!(200), "{resumed}");
-    loop {
-        let state = ada.notification("run/state").await;
-        if state["params"]["turn"] == json!(2) {
-            assert_eq!(state["params"]["requested_by"], json!("ada"));
-            break;
-        }
-    }
+    let state = ada
+        .until_notified("run/state", |state| state["turn"] == json!(2))
+        .await;
+    assert_eq!(state["params"]["requested_by"], json!("ada"));
     mo.ok("run/abort", json!({"run": run})).await;
     let detail = ada.ok("getRun", json!({"run": run})).await;
     assert_eq!(detail["created_by"], json!("mo"));

@@ -26,6 +26,9 @@ const FRAME_WAIT: Duration = Duration::from_secs(300);
 /// How long [`eventually`] waits before failing.
 const EVENTUALLY_WAIT: Duration = Duration::from_secs(60);
 
+/// How long [`Client::until_notified`] waits for its notification.
+const NOTIFIED_WAIT: Duration = Duration::from_secs(60);
+
 /// How often [`eventually`] looks again.
 const LOOK_AGAIN: Duration = Duration::from_millis(20);
 
@@ -418,6 +421,22 @@ impl Client {
             let message = self.next_json().await.expect("connection closed");
             self.sort(message);
         }
+    }
+
+    /// Takes `method` notifications until one whose params satisfy `wanted` (the ones before
+    /// it are dropped) and returns it; fails after a minute.
+    pub async fn until_notified(&mut self, method: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        let awaited = async {
+            loop {
+                let notification = self.notification(method).await;
+                if wanted(&notification["params"]) {
+                    return notification;
+                }
+            }
+        };
+        tokio::time::timeout(NOTIFIED_WAIT, awaited)
+            .await
+            .unwrap_or_else(|_| panic!("no awaited {method} within {NOTIFIED_WAIT:?}"))
     }
 
     /// Waits for the next notification, whatever its method, in arrival order.
