@@ -620,10 +620,7 @@ async fn the_reply_does_not_wait_for_the_loop_ends_sidecar_and_the_next_loop_doe
 
 /// The next `ui/notify` `client` receives, its params.
 async fn notified(client: &mut Client) -> Value {
-    tokio::time::timeout(Duration::from_secs(10), client.notification("ui/notify"))
-        .await
-        .expect("no ui/notify")["params"]
-        .clone()
+    client.until_notified("ui/notify", |_| true).await["params"].clone()
 }
 
 #[actix_web::test]
