@@ -228,9 +228,13 @@ mod tests {
         let scan = || registry.scan(ProjectId(1), dir.path().to_path_buf(), message());
         scan().await.unwrap().unwrap();
         assert_eq!(registry.live(), 1);
-        while registry.live() > 0 {
-            actix::clock::sleep(Duration::from_millis(10)).await;
-        }
+        let retired = tokio::time::timeout(Duration::from_secs(60), async {
+            while registry.live() > 0 {
+                actix::clock::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        assert!(retired.is_ok(), "the idle actor did not retire within 60 s");
         assert!(scan().await.unwrap().unwrap().is_some());
         assert_eq!(registry.live(), 1);
     }

@@ -3,14 +3,13 @@
 //! already open; runs, loops, resolutions and aborts say who did them.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use rummy::access::hash_token;
 use rummy::llm::fake::{FakeLlm, Step};
 use serde_json::{json, Value};
 
 use crate::fairness::{abort, held_ask};
-use crate::support::{Client, TestApp};
+use crate::support::{eventually, Client, TestApp};
 
 const SHARED: &str = "shared-token";
 const VERA: &str = "vera-token";
@@ -282,15 +281,12 @@ async fn a_person_reaches_only_their_projects() {
 /// Calls `method` until it fails with `message`, for as long as the users file watch may
 /// take to see a change.
 async fn until_refused(client: &mut Client, method: &str, message: &str) {
-    for _ in 0..300 {
+    let reply = eventually(&format!("{method} to fail with {message:?}"), async || {
         let reply = client.call(method, json!({})).await;
-        if reply["error"]["message"] == json!(message) {
-            assert_eq!(reply["error"]["code"], json!(-32005));
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{method} never failed with {message:?}");
+        (reply["error"]["message"] == json!(message)).then_some(reply)
+    })
+    .await;
+    assert_eq!(reply["error"]["code"], json!(-32005));
 }
 
 #[actix_web::test]
@@ -347,13 +343,10 @@ async fn runs_loops_resolutions_and_aborts_say_who_did_them() {
         )
         .await;
     assert_eq!(resumed["status"], json!(200), "{resumed}");
-    loop {
-        let state = ada.notification("run/state").await;
-        if state["params"]["turn"] == json!(2) {
-            assert_eq!(state["params"]["requested_by"], json!("ada"));
-            break;
-        }
-    }
+    let state = ada
+        .until_notified("run/state", |state| state["turn"] == json!(2))
+        .await;
+    assert_eq!(state["params"]["requested_by"], json!("ada"));
     mo.ok("run/abort", json!({"run": run})).await;
     let detail = ada.ok("getRun", json!({"run": run})).await;
     assert_eq!(detail["created_by"], json!("mo"));
@@ -454,7 +447,7 @@ type AuditRow = (
 async fn audit_rows(app: &TestApp, count: usize) -> Vec<[Option<String>; 5]> {
     use diesel::prelude::*;
     use rummy::db::schema::rpc_log;
-    for _ in 0..200 {
+    let rows = eventually(&format!("{count} audit rows"), async || {
         let rows: Vec<AuditRow> = app
             .server
             .state
@@ -474,17 +467,14 @@ async fn audit_rows(app: &TestApp, count: usize) -> Vec<[Option<String>; 5]> {
             })
             .await
             .unwrap();
-        if rows.len() >= count {
-            return rows
-                .into_iter()
-                .map(|(method, person, params, result, error)| {
-                    [Some(method), person, params, result, error]
-                })
-                .collect();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the audit rows were never written");
+        (rows.len() >= count).then_some(rows)
+    })
+    .await;
+    rows.into_iter()
+        .map(|(method, person, params, result, error)| {
+            [Some(method), person, params, result, error]
+        })
+        .collect()
 }
 
 #[actix_web::test]

@@ -3,17 +3,13 @@
 //! `RUMMY_RPC_LOG_MAX_ROWS` while a client hammers the server.
 
 use rummy::db::Conn;
-use std::time::Duration;
 
 use diesel::prelude::*;
 use rummy::db::schema::rpc_log;
 use rummy::db::{open_connection, ConnectionSetup};
 use serde_json::json;
 
-use crate::support::TestApp;
-
-/// How long a test waits for the audit rows of its last call to be written.
-const WRITE_WAIT: Duration = Duration::from_secs(10);
+use crate::support::{eventually, TestApp};
 
 /// A stored row, in the table's column order.
 #[derive(Debug, Clone, PartialEq, Queryable)]
@@ -200,18 +196,12 @@ async fn the_log_stays_within_its_row_bound_while_a_client_hammers_the_server() 
         }
     }
     let last = CALLS.to_string();
-    let deadline = tokio::time::Instant::now() + WRITE_WAIT;
-    let rows = loop {
+    let rows = eventually("the last call's audit row", async || {
         let rows = committed(&app).await;
-        if rows.iter().any(|row| row.rpc_id.as_deref() == Some(&last)) {
-            break rows;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the last call is never logged"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+        let logged = rows.iter().any(|row| row.rpc_id.as_deref() == Some(&last));
+        logged.then_some(rows)
+    })
+    .await;
     assert!(most <= MAX_ROWS, "{most} rows while the client ran");
     let ids: Vec<_> = rows.iter().filter_map(|row| row.rpc_id.clone()).collect();
     let newest: Vec<_> = (CALLS - MAX_ROWS + 1..=CALLS)

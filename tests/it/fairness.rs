@@ -2,24 +2,10 @@
 //! per person) and on loops running or queued (per project, per person), refused or
 //! queued as configured.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
 
-use crate::support::{user_message, Client, TestApp};
+use crate::support::{eventually, user_message, Client, TestApp};
 use rummy::llm::fake::{FakeLlm, Step};
-
-/// Waits until `condition` holds. For server state no client can see (who waits for a
-/// place, which connections are open): the server announces none of it, so this polls.
-async fn eventually(what: &str, condition: impl Fn() -> bool) {
-    for _ in 0..3000 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{what} never happened");
-}
 
 /// Sends `ask` with `prompt` on `client` and waits until its loop is the `count`th call
 /// the LLM holds; returns the request's id and the alias of its run, which `watcher` finds
@@ -209,7 +195,10 @@ async fn an_ask_past_the_project_bound_waits_its_turn_then_runs() {
         .send("ask", json!({"model": "fake", "prompt": "three"}))
         .await;
     let admission = app.server.state.agent.admission.clone();
-    eventually("the third ask waiting", || admission.waiting() == 1).await;
+    eventually("the third ask waiting", async || {
+        (admission.waiting() == 1).then_some(())
+    })
+    .await;
     assert_eq!(llm.requests().len(), 2, "it waits without calling the LLM");
     abort(&mut client, &first_run, &first).await;
     let reply = later.reply(&third).await;
@@ -227,15 +216,18 @@ async fn a_loop_whose_client_left_keeps_its_place_until_it_ends() {
     let (_, run) = held_ask(&mut driver, &mut other, &llm, "one", 1, &mut Vec::new()).await;
     drop(driver);
     let connections = app.server.state.connections.clone();
-    eventually("the driver's connection closing", || {
-        connections.count() == 1
+    eventually("the driver's connection closing", async || {
+        (connections.count() == 1).then_some(())
     })
     .await;
     let next = other
         .send("ask", json!({"model": "fake", "prompt": "next"}))
         .await;
     let admission = app.server.state.agent.admission.clone();
-    eventually("the next ask waiting", || admission.waiting() == 1).await;
+    eventually("the next ask waiting", async || {
+        (admission.waiting() == 1).then_some(())
+    })
+    .await;
     other.ok("run/abort", json!({"run": run})).await;
     let reply = other.reply(&next).await;
     assert_eq!(reply["result"]["status"], json!(200), "{reply}");

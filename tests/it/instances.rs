@@ -15,7 +15,7 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
-use crate::support::{project_root, user_message, Client, TestApp};
+use crate::support::{eventually, project_root, user_message, Client, TestApp};
 use rummy::db::queries::loops;
 use rummy::db::testing::ScratchDatabase;
 use rummy::db::{open_connection, ConnectionSetup};
@@ -61,14 +61,10 @@ async fn status_of(client: &mut Client, run: &str) -> Value {
 
 /// Waits until `run`'s status is `status`, as `client` reads it.
 async fn wait_for_status(client: &mut Client, run: &str, status: i64) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while status_of(client, run).await != json!(status) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "run {run} never reached {status}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(&format!("run {run} to reach {status}"), async || {
+        (status_of(client, run).await == json!(status)).then_some(())
+    })
+    .await;
 }
 
 /// Starts an `ask` on `client`; its request id and its run once `llm` has the loop's first
@@ -248,16 +244,15 @@ async fn a_stopping_server_is_not_ready_finishes_its_running_loop_and_leaves_the
     } = app;
     let stopping = actix_web::rt::spawn(server.stop());
     let http = awc::Client::new();
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
+    eventually("/readyz to answer 503 while stopping", async || {
         let status = http.get(&readyz).send().await.unwrap().status().as_u16();
         if status == 503 {
-            break;
+            return Some(());
         }
         assert_eq!(status, 200);
-        assert!(tokio::time::Instant::now() < deadline, "never unready");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        None
+    })
+    .await;
     stopping.await.unwrap();
 
     assert_eq!(llm.requests().len(), 1, "the queued loop never started");
@@ -527,11 +522,10 @@ async fn proposal_under_lease(project: &str, after: &[Step]) -> ProposalUnderLea
             json!({"model": "fake", "run": run, "prompt": "queued question"}),
         )
         .await;
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while pending_loops_of(&database, &run) == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "never queued");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("the question queued behind the loop", async || {
+        (pending_loops_of(&database, &run) > 0).then_some(())
+    })
+    .await;
     executing_llm.release();
     let proposed = driver.reply(&acting).await;
     assert_eq!(proposed["result"]["status"], json!(202), "{proposed}");
@@ -569,11 +563,11 @@ async fn accept_through_the_other(proposal: &mut ProposalUnderLease) -> Value {
             json!({"run": proposal.run, "resolution": {"path": proposal.path, "action": "accept", "output": "hi"}}),
         )
         .await;
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while pending_loops_of(&proposal.database, &proposal.run) == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "never resolved");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(
+        "the resumed loop pending after the acceptance",
+        async || (pending_loops_of(&proposal.database, &proposal.run) > 0).then_some(()),
+    )
+    .await;
     resolving
 }
 
@@ -723,9 +717,7 @@ async fn a_ui_notify_sent_on_one_instance_reaches_the_project_s_clients_on_anoth
             json!({"run": run, "notes": {"title": "Across instances"}}),
         )
         .await;
-    let told = tokio::time::timeout(DEADLINE, watcher.notification("ui/notify"))
-        .await
-        .expect("the other instance's client is told");
+    let told = watcher.until_notified("ui/notify", |_| true).await;
     let text = told["params"]["text"].as_str().unwrap();
     assert!(
         text.starts_with(&format!("{run}: session notes set")),

@@ -6,12 +6,13 @@ use std::time::Duration;
 use rummy::db::queries::loops;
 use serde_json::{json, Value};
 
-use crate::support::{user_message, Client, TestApp};
+use crate::support::{eventually, user_message, Client, TestApp};
 use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted};
 
 /// Waits until `count` loops of the run are queued behind the running one.
 async fn wait_for_pending_loops(app: &TestApp, alias: &str, count: usize) {
-    for _ in 0..3000 {
+    let what = format!("{count} loops queued on {alias}");
+    eventually(&what, async || {
         let alias = alias.to_string();
         let pending = app
             .server
@@ -26,12 +27,9 @@ async fn wait_for_pending_loops(app: &TestApp, alias: &str, count: usize) {
             })
             .await
             .unwrap();
-        if pending >= count {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{count} loops were never queued on {alias}");
+        (pending >= count).then_some(())
+    })
+    .await;
 }
 
 /// Sends `ask` and returns its id and the run's alias, learnt from the first notification.

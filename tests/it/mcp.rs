@@ -4,15 +4,11 @@
 //! hangs, crashes, talks too much or does not serve the project never breaks a loop.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{system_message, user_message, Client, TestApp};
+use crate::support::{eventually, system_message, user_message, Client, TestApp};
 use rummy::llm::fake::{FakeLlm, Step};
-
-/// How long a test waits for the server to (re)connect or to log something.
-const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The test server's script.
 fn script() -> String {
@@ -76,31 +72,21 @@ fn logged(log: &Path) -> String {
 
 /// Waits until `done` holds of the server's log.
 async fn until_logged(log: &Path, done: impl Fn(&str) -> bool) -> String {
-    let started = Instant::now();
-    loop {
+    let what = format!("the awaited line in {}", log.display());
+    eventually(&what, async || {
         let text = logged(log);
-        if done(&text) {
-            return text;
-        }
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the server logged only: {text}"
-        );
-        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
-    }
+        done(&text).then_some(text)
+    })
+    .await
 }
 
 /// Waits until `getMcpServers` says the server is connected; returns what it says.
 async fn until_connected(client: &mut Client) -> Value {
-    let started = Instant::now();
-    loop {
+    eventually("getMcpServers to say the server is connected", async || {
         let servers = client.ok("getMcpServers", json!({})).await;
-        if servers[0]["connected"] == json!(true) {
-            return servers;
-        }
-        assert!(started.elapsed() < PATIENCE, "never connected: {servers}");
-        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
-    }
+        (servers[0]["connected"] == json!(true)).then_some(servers)
+    })
+    .await
 }
 
 /// A server started in `home`, a client in project `mcp` once the MCP server is up.
@@ -426,11 +412,10 @@ async fn stopping_rummy_stops_its_servers() {
     assert!(process.exists());
     let TestApp { server, home, .. } = app;
     server.stop().await;
-    let waited = Instant::now();
-    while process.exists() {
-        assert!(waited.elapsed() < PATIENCE, "server {pid} still runs");
-        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(&format!("MCP server {pid} to exit"), async || {
+        (!process.exists()).then_some(())
+    })
+    .await;
     drop(home);
 }
 
@@ -445,15 +430,11 @@ async fn a_server_that_does_not_start_is_a_502_and_rummy_runs_on() {
     ]);
     let app = TestApp::with_llm_in(home, &llm).await;
     let (mut client, _) = app.client_in_project("mcp").await;
-    let started = Instant::now();
-    let servers = loop {
+    let servers = eventually("getMcpServers to give the start error", async || {
         let servers = client.ok("getMcpServers", json!({})).await;
-        if servers[0]["error"].is_string() {
-            break servers;
-        }
-        assert!(started.elapsed() < PATIENCE, "no error: {servers}");
-        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
-    };
+        servers[0]["error"].is_string().then_some(servers)
+    })
+    .await;
     assert_eq!(servers[0]["connected"], json!(false));
     let error = servers[0]["error"].as_str().unwrap();
     assert!(
@@ -617,8 +598,7 @@ async fn a_server_a_client_attaches_serves_its_run_only_and_leaves_with_the_conn
         .await;
     assert_eq!(code, -32002, "{message}");
     drop(editor);
-    let started = Instant::now();
-    loop {
+    eventually("run/mcp to succeed once the editor left", async || {
         let answer = other_client
             .call(
                 "run/mcp",
@@ -626,12 +606,12 @@ async fn a_server_a_client_attaches_serves_its_run_only_and_leaves_with_the_conn
             )
             .await;
         if answer.get("result").is_some() {
-            break;
+            return Some(());
         }
         assert_eq!(answer["error"]["code"], json!(-32004), "{answer}");
-        assert!(started.elapsed() < PATIENCE, "{answer}");
-        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
-    }
+        None
+    })
+    .await;
     other_client
         .ok("run/mcp", json!({"run": run, "servers": []}))
         .await;

@@ -124,12 +124,12 @@ async fn metrics_follow_connections_turns_llm_calls_and_the_loop_queue() {
         )
         .await;
     let earlier = [&answered["run"], &failed["run"]];
-    let run = loop {
-        let progress = client.notification("run/progress").await;
-        if !earlier.contains(&&progress["params"]["run"]) {
-            break progress["params"]["run"].as_str().unwrap().to_string();
-        }
-    };
+    let progress = client
+        .until_notified("run/progress", |progress| {
+            !earlier.contains(&&progress["run"])
+        })
+        .await;
+    let run = progress["params"]["run"].as_str().unwrap().to_string();
     llm.wait_for_requests(3).await;
     let busy = scrape(&app).await;
     assert_eq!(value(&busy, r#"rummy_loops{state="running"}"#), 1.0);

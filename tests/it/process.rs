@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{llm_env, project_root, user_message, Client};
+use crate::support::{eventually, llm_env, project_root, user_message, Client};
 use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
 
 /// A `rummy serve` process on a loopback port, with its home kept across restarts.
@@ -163,15 +163,11 @@ impl LoggedServer {
 pub async fn wait_until_healthy(port: u16) {
     let url = format!("http://127.0.0.1:{}/healthz", port);
     let http = awc::Client::new();
-    for _ in 0..1000 {
-        if let Ok(response) = http.get(&url).send().await {
-            if response.status().is_success() {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("rummy did not become healthy on port {}", port);
+    eventually(&format!("rummy to be healthy on port {port}"), async || {
+        let response = http.get(&url).send().await.ok()?;
+        response.status().is_success().then_some(())
+    })
+    .await;
 }
 
 /// A loopback port nothing listens on now.
@@ -453,14 +449,12 @@ async fn sighup_reloads_the_users_file() {
         .status()
         .unwrap();
     assert!(sent.success());
-    for _ in 0..300 {
+    eventually("SIGHUP to reload the users file", async || {
         let reply = mo.call("startRun", json!({"model": "fake"})).await;
-        if reply["error"]["message"] == json!("mo is a viewer; 'startRun' needs the member role.") {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("SIGHUP did not reload the users file");
+        let refused = json!("mo is a viewer; 'startRun' needs the member role.");
+        (reply["error"]["message"] == refused).then_some(())
+    })
+    .await;
 }
 
 #[test]

@@ -18,7 +18,7 @@ use rummy::db::{open_connection, ConnectionSetup};
 use rummy::llm::fake::{FakeLlm, Reply, Step, Usage};
 use serde_json::{json, Value};
 
-use crate::support::{system_message, user_message, Client, TestApp};
+use crate::support::{eventually, system_message, user_message, Client, TestApp};
 
 /// Notes on, refreshed after every turn that wrote.
 const NOTES_ON: [(&str, &str); 2] = [
@@ -73,26 +73,21 @@ fn states(client: &Client) -> Vec<Value> {
 /// Waits until `run`'s notes are titled `title`: a loop's end refreshes them after its reply
 /// is sent, and the server announces nothing when that is done, so this polls.
 async fn until_titled(client: &mut Client, run: &str, title: &str) -> Value {
-    for _ in 0..3000 {
+    let what = format!("the notes of {run} to be titled {title:?}");
+    eventually(&what, async || {
         let session = client.ok("memory/session", json!({"run": run})).await;
-        if session["notes"]["title"] == json!(title) {
-            return session;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the notes of {run} were never titled {title:?}");
+        (session["notes"]["title"] == json!(title)).then_some(session)
+    })
+    .await
 }
 
 /// Waits until the project's newest fact says `body` (consolidation follows a loop's end).
 async fn until_fact(client: &mut Client, body: &str) -> Value {
-    for _ in 0..3000 {
+    eventually(&format!("a fact saying {body:?}"), async || {
         let facts = client.ok("memory/list", json!({})).await;
-        if facts["items"][0]["body"] == json!(body) {
-            return facts;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no fact ever said {body:?}");
+        (facts["items"][0]["body"] == json!(body)).then_some(facts)
+    })
+    .await
 }
 
 #[actix_web::test]
@@ -559,14 +554,11 @@ async fn a_panic_consolidates_the_notes_before_it_compresses() {
         [false, true, true, false, false, true],
         "no call beyond the refresh before the panic"
     );
-    let mut kept = facts(&mut client).await;
-    for _ in 0..3000 {
-        if kept.len() > 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        kept = facts(&mut client).await;
-    }
+    let kept = eventually("a second fact after the panic", async || {
+        let kept = facts(&mut client).await;
+        (kept.len() > 1).then_some(kept)
+    })
+    .await;
     assert_eq!(
         kept,
         [
@@ -628,10 +620,7 @@ async fn the_reply_does_not_wait_for_the_loop_ends_sidecar_and_the_next_loop_doe
 
 /// The next `ui/notify` `client` receives, its params.
 async fn notified(client: &mut Client) -> Value {
-    tokio::time::timeout(Duration::from_secs(10), client.notification("ui/notify"))
-        .await
-        .expect("no ui/notify")["params"]
-        .clone()
+    client.until_notified("ui/notify", |_| true).await["params"].clone()
 }
 
 #[actix_web::test]
@@ -797,13 +786,11 @@ async fn recall_shows_a_narrative_several_runs_left_identical_once() {
     let (mut client, _) = app.client_in_project("shop").await;
     for runs in 1..=3 {
         ask(&mut client, "Fix the login.").await;
-        for _ in 0..3000 {
+        eventually(&format!("{runs} narratives in the history"), async || {
             let history = client.ok("memory/list", json!({"history": true})).await;
-            if history["items"].as_array().unwrap().len() == runs {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+            (history["items"].as_array().unwrap().len() == runs).then_some(())
+        })
+        .await;
     }
     let history = client.ok("memory/list", json!({"history": true})).await;
     assert_eq!(history["items"].as_array().unwrap().len(), 3, "{history}");

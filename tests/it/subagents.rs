@@ -210,12 +210,10 @@ async fn aborting_the_parent_aborts_the_child() {
         )
         .await;
     let parent = observer.notification("run/progress").await["params"]["run"].clone();
-    let child = loop {
-        let progress = observer.notification("run/progress").await;
-        if progress["params"]["run"] != parent {
-            break progress["params"]["run"].clone();
-        }
-    };
+    let child = observer
+        .until_notified("run/progress", |progress| progress["run"] != parent)
+        .await["params"]["run"]
+        .clone();
     llm.wait_for_requests(2).await;
     observer.ok("run/abort", json!({"run": parent})).await;
     let aborted = client.reply(&asked).await;

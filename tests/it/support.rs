@@ -23,6 +23,32 @@ use rummy::llm::fake::FakeLlm;
 /// How long a test waits for any one frame before failing.
 const FRAME_WAIT: Duration = Duration::from_secs(300);
 
+/// How long [`eventually`] waits before failing.
+const EVENTUALLY_WAIT: Duration = Duration::from_secs(60);
+
+/// How long [`Client::until_notified`] waits for its notification.
+const NOTIFIED_WAIT: Duration = Duration::from_secs(60);
+
+/// How often [`eventually`] looks again.
+const LOOK_AGAIN: Duration = Duration::from_millis(20);
+
+/// Waits until `check` gives a value, looking again every 20 ms, and fails naming `what`
+/// after a minute. Only for what the server announces to no client (a file, a row, a log
+/// line, a process, a probe): what a notification announces is waited for on the socket.
+pub async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = tokio::time::Instant::now() + EVENTUALLY_WAIT;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited {EVENTUALLY_WAIT:?} for {what}"
+        );
+        tokio::time::sleep(LOOK_AGAIN).await;
+    }
+}
+
 /// A running server with its own home directory and database: a file in the home, or, when
 /// `RUMMY_TEST_DATABASE_URL` names a PostgreSQL server, a database of its own there
 /// (dropped after the test).
@@ -395,6 +421,22 @@ impl Client {
             let message = self.next_json().await.expect("connection closed");
             self.sort(message);
         }
+    }
+
+    /// Takes `method` notifications until one whose params satisfy `wanted` (the ones before
+    /// it are dropped) and returns it; fails after a minute.
+    pub async fn until_notified(&mut self, method: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        let awaited = async {
+            loop {
+                let notification = self.notification(method).await;
+                if wanted(&notification["params"]) {
+                    return notification;
+                }
+            }
+        };
+        tokio::time::timeout(NOTIFIED_WAIT, awaited)
+            .await
+            .unwrap_or_else(|_| panic!("no awaited {method} within {NOTIFIED_WAIT:?}"))
     }
 
     /// Waits for the next notification, whatever its method, in arrival order.

@@ -6,26 +6,17 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
-use crate::support::TestApp;
+use crate::support::{eventually, TestApp};
 use rummy::llm::fake::{FakeLlm, Step};
-
-/// How long a test waits for the transcript writer before failing.
-const WRITE_WAIT: Duration = Duration::from_secs(30);
 
 /// The file's text once it holds `ended` (the transcript writer is a thread of its own).
 async fn finished_transcript(path: &Path) -> String {
-    let written = tokio::time::timeout(WRITE_WAIT, async {
-        loop {
-            if let Ok(text) = std::fs::read_to_string(path) {
-                if text.contains("# ended") {
-                    return text;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let what = format!("a finished transcript at {}", path.display());
+    eventually(&what, async || {
+        let text = std::fs::read_to_string(path).ok()?;
+        text.contains("# ended").then_some(text)
     })
-    .await;
-    written.unwrap_or_else(|_| panic!("no finished transcript at {}", path.display()))
+    .await
 }
 
 /// Asks once in project `name`; returns where its run's transcript belongs.

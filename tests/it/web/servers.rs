@@ -11,6 +11,8 @@ use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use bytes::Bytes;
 use serde_json::json;
 
+use crate::support::eventually;
+
 /// The HTML page at `/page`.
 pub const PAGE: &str = "<!DOCTYPE html><html><head><title>Welcome</title>\
     <style>body { color: red }</style><script>alert('tracking')</script></head>\
@@ -79,13 +81,13 @@ impl WebServer {
 
     /// Waits (a bounded while) until the log holds `line`.
     pub async fn wait_for(&self, line: &str) {
-        for _ in 0..1000 {
-            if self.requests().iter().any(|seen| seen == line) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the server never logged {line}: {:?}", self.requests());
+        eventually(&format!("the web server to log {line}"), async || {
+            self.requests()
+                .iter()
+                .any(|seen| seen == line)
+                .then_some(())
+        })
+        .await;
     }
 
     /// Every request so far, as `path?query`.
