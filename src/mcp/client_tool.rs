@@ -18,8 +18,8 @@ use crate::db::models::entry::EntryRow;
 use crate::mcp::attached::Attached;
 use crate::mcp::config::default_max_output_bytes;
 use crate::mcp::outcome::CallOutcome;
-use crate::mcp::performed::{accepted_call, perform};
-use crate::mcp::server::{parse_call, server_name, McpCall, Plan, Server, CLIENT_TAG};
+use crate::mcp::performed::{accepted_call, gather_direct};
+use crate::mcp::server::{parse_call, server_name, McpCall, CLIENT_TAG};
 use crate::mcp::tool::{record_accepted, record_call};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
 use crate::plugins::bundled::tools::fail;
@@ -166,20 +166,15 @@ impl TypedTool for ClientMcpTool {
         at: &'a Gathering<'a>,
         inputs: Vec<Cow<'a, ClientMcpCall>>,
     ) -> Option<Gather<'a>> {
-        at.loop_row?;
         let attached = self.attached.of(at.run);
-        let direct: Vec<(Arc<Server>, McpCall)> = inputs
-            .into_iter()
-            .filter_map(|input| {
-                let server = attached
-                    .iter()
-                    .find(|server| server.config.name == input.server)?;
-                let runs_now = server.forbids(&input.call, at.policy).is_none()
-                    && server.plan(&input.call) == Plan::Direct;
-                runs_now.then(|| (Arc::clone(server), input.into_owned().call))
-            })
-            .collect();
-        (!direct.is_empty()).then(|| Gather::of(perform(direct, at.cancel)))
+        let calls = inputs.into_iter().filter_map(|input| {
+            let server = attached
+                .iter()
+                .find(|server| server.config.name == input.server)?;
+            let allowed = server.forbids(&input.call, at.policy).is_none();
+            allowed.then(|| (Arc::clone(server), input.into_owned().call))
+        });
+        gather_direct(at, calls)
     }
 
     fn handle(

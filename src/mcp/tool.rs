@@ -18,7 +18,7 @@ use crate::db::enums::EntryStatus;
 use crate::db::models::entry::EntryRow;
 use crate::db::queries::entries;
 use crate::mcp::outcome::CallOutcome;
-use crate::mcp::performed::{accepted_call, perform, CallKey, CallOutcomes};
+use crate::mcp::performed::{accepted_call, gather_direct, CallKey, CallOutcomes};
 use crate::mcp::server::{McpCall, Origin, Plan, Server};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
 use crate::plugins::bundled::tools::finish;
@@ -221,13 +221,10 @@ impl TypedTool for McpTool {
         at: &'a Gathering<'a>,
         inputs: Vec<Cow<'a, McpCall>>,
     ) -> Option<Gather<'a>> {
-        at.loop_row?;
-        let direct: Vec<(Arc<Server>, McpCall)> = inputs
+        let calls = inputs
             .into_iter()
-            .filter(|call| self.server.plan(call) == Plan::Direct)
-            .map(|call| (Arc::clone(&self.server), call.into_owned()))
-            .collect();
-        (!direct.is_empty()).then(|| Gather::of(perform(direct, at.cancel)))
+            .map(|call| (Arc::clone(&self.server), call.into_owned()));
+        gather_direct(at, calls)
     }
 
     fn handle(
