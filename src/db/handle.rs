@@ -14,7 +14,7 @@ use super::connection::ConnectionSetup;
 use super::entry_changes::EntryChangeSink;
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::RpcLogBounds;
-use super::{DbActor, DbError, DbWatch, ReadPool, Store, Transact};
+use super::{DbActor, DbError, DbWatch, ReadPool, Store, Transact, UnitError};
 use crate::hedberg::Limits;
 
 /// What opening the database needs besides where it is.
@@ -85,6 +85,26 @@ impl DbHandle {
             .send(Transact::new(work))
             .await
             .map_err(unavailable)?
+    }
+
+    /// Runs `work` like [`call`](Self::call), for work that may refuse: the store's failure
+    /// rolls the unit of work back, a refusal commits what it wrote; either is the error.
+    pub async fn call_refusable<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut Conn) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: UnitError + Send + 'static,
+    {
+        let outcome = self
+            .call(
+                move |conn| match work(conn).map_err(E::into_store_failure) {
+                    Ok(value) => Ok(Ok(value)),
+                    Err(Ok(failure)) => Err(failure),
+                    Err(Err(refusal)) => Ok(Err(refusal)),
+                },
+            )
+            .await;
+        outcome.map_err(E::from).and_then(|refused| refused)
     }
 
     /// Queues `work` on the writer, in one transaction, without waiting for it: for what a
@@ -163,13 +183,11 @@ impl DbHandle {
                 tracing::warn!(%error, "the last RPC audit rows were not written");
             }
         }
-        match self.writer.send(TruncateWal).await {
-            Ok(Ok(true)) => {}
-            Ok(Ok(false)) => tracing::warn!("a reader kept the database log from being truncated"),
-            Ok(Err(error)) => tracing::warn!(%error, "cannot truncate the database log"),
-            Err(error) => {
-                tracing::warn!(%error, "the database stopped before its log was truncated")
-            }
+        let truncated = self.writer.send(TruncateWal).await.map_err(unavailable);
+        match truncated.and_then(|truncated| truncated) {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!("a reader kept the database log from being truncated"),
+            Err(error) => tracing::warn!(%error, "cannot truncate the database log"),
         }
     }
 }
