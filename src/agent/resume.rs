@@ -14,7 +14,7 @@ use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, LoopRow, RunActionForm, RunRow};
 use crate::db::queries::{entries, loops, run_actions, runs};
-use crate::db::DbError;
+use crate::db::{DbError, UnitError};
 use crate::plugins::resolve::{
     resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput,
 };
@@ -59,14 +59,15 @@ pub fn resolve(
     };
     let outcome = match resolved {
         Ok(outcome) => outcome,
-        Err(ToolError::Db(error)) => return Err(error),
-        Err(ToolError::NotPending(_)) => {
-            return Ok(Decision::Refused(format!(
-                "{path} is not a pending proposal of run '{}'",
-                run.alias
-            )))
+        Err(error) => {
+            let message = match error.refusal()? {
+                ToolError::NotPending(_) => {
+                    format!("{path} is not a pending proposal of run '{}'", run.alias)
+                }
+                refusal => refusal.to_string(),
+            };
+            return Ok(Decision::Refused(message));
         }
-        Err(error) => return Ok(Decision::Refused(error.to_string())),
     };
     run_actions::record(
         conn,

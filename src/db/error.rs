@@ -34,8 +34,8 @@ pub enum DbError {
 /// the unit back; after a refusal what the unit wrote is kept (a refused tool call still
 /// records its result). See [`DbHandle::call_refusable`](super::DbHandle::call_refusable).
 pub trait UnitError: From<DbError> {
-    /// The store's failure, or the refusal itself as `Err`.
-    fn into_store_failure(self) -> Result<DbError, Self>;
+    /// The refusal, or the store's failure as `Err` (so that `?` passes it on).
+    fn refusal(self) -> Result<Self, DbError>;
 }
 
 impl From<DieselError> for DbError {

@@ -96,13 +96,10 @@ impl DbHandle {
         E: UnitError + Send + 'static,
     {
         let outcome = self
-            .call(
-                move |conn| match work(conn).map_err(E::into_store_failure) {
-                    Ok(value) => Ok(Ok(value)),
-                    Err(Ok(failure)) => Err(failure),
-                    Err(Err(refusal)) => Ok(Err(refusal)),
-                },
-            )
+            .call(move |conn| match work(conn) {
+                Ok(value) => Ok(Ok(value)),
+                Err(error) => Ok(Err(error.refusal()?)),
+            })
             .await;
         outcome.map_err(E::from).and_then(|refused| refused)
     }

@@ -70,10 +70,10 @@ impl From<diesel::result::Error> for PlaceError {
 }
 
 impl UnitError for PlaceError {
-    fn into_store_failure(self) -> Result<DbError, Self> {
+    fn refusal(self) -> Result<Self, DbError> {
         match self {
-            PlaceError::Db(error) => Ok(error),
-            full @ PlaceError::Full(_) => Err(full),
+            PlaceError::Db(error) => Err(error),
+            full @ PlaceError::Full(_) => Ok(full),
         }
     }
 }
