@@ -309,6 +309,67 @@ mod tests {
         }
     }
 
+    /// A unit's error for the test: a refusal, or the store's failure.
+    #[derive(Debug)]
+    enum Refusable {
+        Refused,
+        Db(DbError),
+    }
+
+    impl From<DbError> for Refusable {
+        fn from(error: DbError) -> Self {
+            Refusable::Db(error)
+        }
+    }
+
+    impl UnitError for Refusable {
+        fn refusal(self) -> Result<Self, DbError> {
+            match self {
+                Refusable::Db(error) => Err(error),
+                refused => Ok(refused),
+            }
+        }
+    }
+
+    #[actix::test]
+    async fn a_refusal_keeps_what_its_unit_wrote_and_a_store_failure_rolls_it_back() {
+        use crate::db::models::ProjectInsertForm;
+        use crate::db::queries::projects;
+        let test_db = crate::db::testing::TestDb::new();
+        let db = DbHandle::open(&test_db.store(), options()).unwrap();
+        let write_then = |name: &'static str, error: fn() -> Refusable| {
+            move |conn: &mut Conn| -> Result<(), Refusable> {
+                let form = ProjectInsertForm {
+                    name: name.into(),
+                    project_root: None,
+                };
+                projects::upsert_project(conn, &form)?;
+                Err(error())
+            }
+        };
+        let refused = db
+            .call_refusable(write_then("kept", || Refusable::Refused))
+            .await;
+        assert!(matches!(refused, Err(Refusable::Refused)), "{refused:?}");
+        let failed = db
+            .call_refusable(write_then("dropped", || {
+                Refusable::Db(DbError::Internal("lost".into()))
+            }))
+            .await;
+        assert!(matches!(failed, Err(Refusable::Db(_))), "{failed:?}");
+        let found = db
+            .call(|conn| {
+                Ok((
+                    projects::find_project(conn, "kept")?.is_some(),
+                    projects::find_project(conn, "dropped")?.is_some(),
+                ))
+            })
+            .await
+            .unwrap();
+        assert_eq!(found, (true, false));
+        db.close().await;
+    }
+
     #[actix::test]
     async fn audit_rows_are_written_after_the_delay_in_order() {
         let test_db = crate::db::testing::TestDb::new();
