@@ -9,6 +9,7 @@ use std::time::Duration;
 use actix::Actor;
 use actix_web::dev::ServerHandle;
 use actix_web::web;
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::Access;
@@ -147,65 +148,13 @@ pub async fn start_with(
     for name in plugins.unknown_disabled() {
         tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
     }
-    let db = DbHandle::open(
-        &store(&settings),
-        DbOptions {
-            setup: connection_setup(&settings),
-            writer_limits: settings.work.writer_limits(),
-            request_limits: settings.work.request_limits(),
-            readers: settings.work.readers,
-            rpc_log: rpc_log_bounds(&settings),
-            entry_changes: entry_changed(&plugins),
-        },
-    )?;
-    let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
-        .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
-    let hubs = HubRegistry::new(settings.server.replay_limits());
-    let lease_holder = LeaseHolder::default();
-    // The listener's thread is no actor's: what arrives crosses to the runtime, which may
-    // start a project's hub or execute a client's call.
-    let (received, arrived) = tokio::sync::mpsc::unbounded_channel();
-    if let Store::Postgres(url) = store(&settings) {
-        let bus = FrameBus::start(&url, instance.id(), move |message| {
-            let _ = received.send(message);
-        })?;
-        hubs.connect_bus(bus.clone());
-        lease_holder.connect(bus);
-    }
-    plugins.clients().connect(hubs.clone());
-    let admission = if store(&settings).is_shared() {
-        LoopAdmission::shared(&settings.agent, db.clone(), instance.id())
-    } else {
-        LoopAdmission::new(&settings.agent)
-    };
-    let llm = LlmProviders::start(provider_settings(&settings), Ledger::new(db.clone()))?;
-    let agent = AgentContext {
-        settings: Arc::new(settings.clone()),
-        db,
-        hubs,
-        runs: RunRegistry::new(instance),
-        lease_holder,
-        admission,
-        llm,
-        plugins: Arc::new(plugins),
-        mcp,
-        budget: BudgetActor::default().start(),
-        projects: ProjectRegistry::default(),
-        metrics: Arc::new(Metrics::default()),
-        web: WebClient::new(web_options(&settings))?,
-    };
+    let (agent, arrived) = agent_context(&settings, plugins, mcp)?;
     actix_web::rt::spawn(take_from_the_bus(agent.clone(), arrived));
     register_schemes(&agent).await?;
     purge_expired(&agent).await?;
     seed_models(&agent).await?;
     recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
-    let heartbeat = CancellationToken::new();
-    let runs = agent.runs.clone();
-    actix_web::rt::spawn(agent.runs.instance().clone().beat(
-        agent.db.clone(),
-        heartbeat.clone(),
-        move || runs.cancel_all(),
-    ));
+    let heartbeat = start_heartbeat(&agent);
     let access = Access::load(&settings.server)?;
     if let Some(path) = access.users_file() {
         tracing::info!(users_file = %path.display(), "people read from the users file");
@@ -229,6 +178,83 @@ pub async fn start_with(
         heartbeat,
         _home: home,
     })
+}
+
+/// The agent's shared context: the database opened, this instance drawn, and on a shared
+/// store the bus connected to the hubs and the lease holder; what arrives on the bus comes
+/// out of the receiver returned.
+fn agent_context(
+    settings: &Settings,
+    plugins: Plugins,
+    mcp: McpServers,
+) -> anyhow::Result<(AgentContext, UnboundedReceiver<BusMessage>)> {
+    let db = open_db(settings, &plugins)?;
+    let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
+        .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
+    let hubs = HubRegistry::new(settings.server.replay_limits());
+    let lease_holder = LeaseHolder::default();
+    // The listener's thread is no actor's: what arrives crosses to the runtime, which may
+    // start a project's hub or execute a client's call.
+    let (received, arrived) = tokio::sync::mpsc::unbounded_channel();
+    if let Store::Postgres(url) = store(settings) {
+        let bus = FrameBus::start(&url, instance.id(), move |message| {
+            let _ = received.send(message);
+        })?;
+        hubs.connect_bus(bus.clone());
+        lease_holder.connect(bus);
+    }
+    plugins.clients().connect(hubs.clone());
+    let admission = if store(settings).is_shared() {
+        LoopAdmission::shared(&settings.agent, db.clone(), instance.id())
+    } else {
+        LoopAdmission::new(&settings.agent)
+    };
+    let llm = LlmProviders::start(provider_settings(settings), Ledger::new(db.clone()))?;
+    let agent = AgentContext {
+        settings: Arc::new(settings.clone()),
+        db,
+        hubs,
+        runs: RunRegistry::new(instance),
+        lease_holder,
+        admission,
+        llm,
+        plugins: Arc::new(plugins),
+        mcp,
+        budget: BudgetActor::default().start(),
+        projects: ProjectRegistry::default(),
+        metrics: Arc::new(Metrics::default()),
+        web: WebClient::new(web_options(settings))?,
+    };
+    Ok((agent, arrived))
+}
+
+/// Opens the store with the limits the settings give, its entry changes handed to the
+/// plugins that watch them.
+fn open_db(settings: &Settings, plugins: &Plugins) -> Result<DbHandle, DbError> {
+    DbHandle::open(
+        &store(settings),
+        DbOptions {
+            setup: connection_setup(settings),
+            writer_limits: settings.work.writer_limits(),
+            request_limits: settings.work.request_limits(),
+            readers: settings.work.readers,
+            rpc_log: rpc_log_bounds(settings),
+            entry_changes: entry_changed(plugins),
+        },
+    )
+}
+
+/// Starts this instance's heartbeat; when another instance found this one expired, the
+/// runs it still runs are cancelled. The token returned stops the heartbeat.
+fn start_heartbeat(agent: &AgentContext) -> CancellationToken {
+    let heartbeat = CancellationToken::new();
+    let runs = agent.runs.clone();
+    actix_web::rt::spawn(agent.runs.instance().clone().beat(
+        agent.db.clone(),
+        heartbeat.clone(),
+        move || runs.cancel_all(),
+    ));
+    heartbeat
 }
 
 /// Runs the server until SIGTERM or SIGINT, then stops it gracefully.
@@ -281,10 +307,7 @@ async fn recover_interrupted_runs(agent: &AgentContext, shared: bool) -> Result<
 
 /// Hands on what other instances sent: frames to the hubs, commands to the `LeaseHolder`
 /// (a call executed by `rpc::handlers::held`); until the bus stops.
-async fn take_from_the_bus(
-    agent: AgentContext,
-    mut arrived: tokio::sync::mpsc::UnboundedReceiver<BusMessage>,
-) {
+async fn take_from_the_bus(agent: AgentContext, mut arrived: UnboundedReceiver<BusMessage>) {
     while let Some(message) = arrived.recv().await {
         match message {
             BusMessage::Frame(frame) => agent.hubs.relayed(frame),

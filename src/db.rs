@@ -36,7 +36,7 @@ pub use actor::transact::Transact;
 pub use actor::{start_db, DbActor};
 pub use backend::{Conn, MultiBackend, Store};
 pub use connection::{open_connection, run_migrations, ConnectionSetup, DEFAULT_TOKEN_DIVISOR};
-pub use error::DbError;
+pub use error::{DbError, UnitError};
 pub use handle::{DbHandle, DbOptions};
 pub use readers::ReadPool;
 pub use watch::DbWatch;

@@ -16,36 +16,38 @@ use crate::project::ProjectError;
 
 /// JSON-RPC 2.0 and rummy application error codes.
 pub mod code {
+    use super::ErrorCode;
+
     /// Invalid JSON was received.
-    pub const PARSE_ERROR: i64 = -32700;
+    pub const PARSE_ERROR: ErrorCode = ErrorCode(-32700);
     /// The JSON sent is not a valid request object.
-    pub const INVALID_REQUEST: i64 = -32600;
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode(-32600);
     /// The method does not exist.
-    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const METHOD_NOT_FOUND: ErrorCode = ErrorCode(-32601);
     /// A parameter is missing or has the wrong type.
-    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INVALID_PARAMS: ErrorCode = ErrorCode(-32602);
     /// Anything the server did not expect.
-    pub const INTERNAL: i64 = -32603;
+    pub const INTERNAL: ErrorCode = ErrorCode(-32603);
     /// The connection has not called `init`.
-    pub const NOT_INITIALIZED: i64 = -32001;
+    pub const NOT_INITIALIZED: ErrorCode = ErrorCode(-32001);
     /// The run alias names no run (of this project).
-    pub const RUN_NOT_FOUND: i64 = -32002;
+    pub const RUN_NOT_FOUND: ErrorCode = ErrorCode(-32002);
     /// The model alias is not in the catalogue.
-    pub const UNKNOWN_MODEL: i64 = -32003;
+    pub const UNKNOWN_MODEL: ErrorCode = ErrorCode(-32003);
     /// A name is taken, or the state does not allow the request.
-    pub const CONFLICT: i64 = -32004;
+    pub const CONFLICT: ErrorCode = ErrorCode(-32004);
     /// Authentication failed.
-    pub const UNAUTHORIZED: i64 = -32005;
+    pub const UNAUTHORIZED: ErrorCode = ErrorCode(-32005);
     /// Too many requests in flight, or loops running or queued.
-    pub const OVERLOADED: i64 = -32006;
+    pub const OVERLOADED: ErrorCode = ErrorCode(-32006);
     /// The reply would be larger than the frame limit.
-    pub const TOO_LARGE: i64 = -32007;
+    pub const TOO_LARGE: ErrorCode = ErrorCode(-32007);
     /// The request needs more work (time, steps, memory) than the server allows one call.
-    pub const WORK_LIMIT: i64 = -32008;
+    pub const WORK_LIMIT: ErrorCode = ErrorCode(-32008);
     /// Some of the notifications asked for are no longer kept (`getRun` has the state).
-    pub const NOT_KEPT: i64 = -32009;
+    pub const NOT_KEPT: ErrorCode = ErrorCode(-32009);
     /// A client's tool call would carry the run's context past its budget.
-    pub const CONTEXT_FULL: i64 = -32010;
+    pub const CONTEXT_FULL: ErrorCode = ErrorCode(-32010);
 }
 
 /// What went wrong while serving one request.
@@ -153,12 +155,27 @@ impl From<NotAdmitted> for AppError {
     }
 }
 
-/// A JSON-RPC error object: code and message.
+/// A JSON-RPC error code: one of [`code`]'s, or the one another instance answered with (a
+/// relayed error). On the wire, the integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct ErrorCode(i64);
+
+impl ErrorCode {
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+}
+
+/// A JSON-RPC error object: code, message and, when there is any, data.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RpcError {
-    pub code: i64,
+    pub code: ErrorCode,
     /// Human-readable text (the reference wording where one exists).
     pub message: String,
+    /// Detail for programs; absent from the wire when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
 }
 
 impl AppError {
@@ -194,7 +211,7 @@ impl AppError {
             AppError::Timeout { .. } | AppError::Closing(_) | AppError::Internal(_) => {
                 code::INTERNAL
             }
-            AppError::Relayed(error) => error.code,
+            AppError::Relayed(error) => return error.clone(),
         };
         let message = match self {
             // Its text names a path on the server; the log keeps it (see `ws::session`).
@@ -203,11 +220,15 @@ impl AppError {
             }
             _ => self.to_string(),
         };
-        RpcError { code, message }
+        RpcError {
+            code,
+            message,
+            data: None,
+        }
     }
 }
 
-fn db_code(error: &DbError) -> i64 {
+fn db_code(error: &DbError) -> ErrorCode {
     match error {
         DbError::NotFound(_) => code::INVALID_PARAMS,
         DbError::Conflict(_) => code::CONFLICT,
@@ -217,7 +238,7 @@ fn db_code(error: &DbError) -> i64 {
     }
 }
 
-fn attach_code(error: &AttachError) -> i64 {
+fn attach_code(error: &AttachError) -> ErrorCode {
     match error {
         AttachError::Off | AttachError::CommandRefused(_) | AttachError::Unreachable { .. } => {
             code::UNAUTHORIZED
@@ -227,7 +248,7 @@ fn attach_code(error: &AttachError) -> i64 {
     }
 }
 
-fn project_code(error: &ProjectError) -> i64 {
+fn project_code(error: &ProjectError) -> ErrorCode {
     match error {
         ProjectError::Io { .. } => code::INTERNAL,
         ProjectError::OutsideProjectDirs(_) | ProjectError::RootOverlaps(_) => code::UNAUTHORIZED,
@@ -251,5 +272,38 @@ mod tests {
         assert!(error
             .to_string()
             .contains("/srv/rummy-home/skills/deploy.md"));
+    }
+
+    #[test]
+    fn an_error_object_carries_data_only_when_it_has_some() {
+        let plain = RpcError {
+            code: code::CONTEXT_FULL,
+            message: "full".into(),
+            data: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"code":-32010,"message":"full"}"#
+        );
+        let detailed = RpcError {
+            data: Some(serde_json::json!({"tokens": 12})),
+            ..plain
+        };
+        let text = serde_json::to_string(&detailed).unwrap();
+        assert_eq!(
+            text,
+            r#"{"code":-32010,"message":"full","data":{"tokens":12}}"#
+        );
+        assert_eq!(serde_json::from_str::<RpcError>(&text).unwrap(), detailed);
+    }
+
+    #[test]
+    fn a_relayed_error_reaches_the_client_as_the_holder_answered_it() {
+        let relayed = RpcError {
+            code: code::RUN_NOT_FOUND,
+            message: "Run 'x' not found.".into(),
+            data: Some(serde_json::json!({"run": "x"})),
+        };
+        assert_eq!(AppError::Relayed(relayed.clone()).to_rpc(), relayed);
     }
 }

@@ -112,7 +112,10 @@ impl Bridge {
 
     /// `authenticate`: reads the token file, checks the token by connecting with it, and
     /// keeps it for the sessions to come.
-    async fn authenticate(&self, request: &AuthenticateRequest) -> Result<(), AcpError> {
+    async fn authenticate(
+        &self,
+        request: &AuthenticateRequest,
+    ) -> Result<AuthenticateResponse, AcpError> {
         if &*request.method_id.0 != TOKEN_FILE {
             return Err(AcpError::UnknownAuthMethod(request.method_id.0.to_string()));
         }
@@ -135,7 +138,7 @@ impl Bridge {
             .endpoint
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = endpoint;
-        Ok(())
+        Ok(AuthenticateResponse::new())
     }
 
     fn offers(&self) -> Offers {
@@ -216,6 +219,64 @@ impl Bridge {
             .cloned()
             .ok_or_else(|| AcpError::UnknownSession(id.0.to_string()))
     }
+
+    /// `session/set_mode`.
+    fn set_mode(
+        &self,
+        request: &SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, AcpError> {
+        let session = self.session(&request.session_id)?;
+        session.set_mode(Mode::parse(&request.mode_id.0)?);
+        Ok(SetSessionModeResponse::new())
+    }
+
+    /// `session/set_config_option`: answered with the session's options as they are now.
+    fn set_config_option(
+        &self,
+        request: &SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, AcpError> {
+        let session = self.session(&request.session_id)?;
+        session.choose(&request.config_id.0, &request.value)?;
+        Ok(SetSessionConfigOptionResponse::new(
+            session.config_options(),
+        ))
+    }
+
+    /// `session/cancel`: aborts the session's run; a notification has no answer, so what
+    /// goes wrong is logged.
+    async fn cancel(&self, notification: &CancelNotification) {
+        match self.session(&notification.session_id) {
+            Ok(session) => {
+                if let Err(error) = session.cancel().await {
+                    tracing::warn!(%error, "cannot abort the session's run");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "session/cancel"),
+        }
+    }
+}
+
+/// `session/prompt`: the turn runs in a task of its own, which answers when it ends.
+fn start_prompt<P: Protocol>(
+    bridge: &Bridge,
+    request: PromptRequest,
+    responder: Responder<PromptResponse, P>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), agent_client_protocol::Error> {
+    let session = match bridge.session(&request.session_id) {
+        Ok(session) => session,
+        Err(error) => return responder.respond_with_error(error.into()),
+    };
+    let offers = bridge.offers();
+    let in_flight = session.begin();
+    let turn_cx = cx.clone();
+    cx.spawn(async move {
+        let ended = in_flight.prompt(&turn_cx, offers, &request.prompt).await;
+        if let Err(error) = &ended {
+            tracing::warn!(%error, "a prompt turn failed");
+        }
+        responder.respond_with_result(ended.map(PromptResponse::new).map_err(Into::into))
+    })
 }
 
 /// Answers a request that made or loaded a session, then tells the editor the session's
@@ -259,11 +320,7 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
         .on_receive_request(
             async move |request: AuthenticateRequest, responder, _cx| {
                 let signed_in = on_authenticate.authenticate(&request).await;
-                responder.respond_with_result(
-                    signed_in
-                        .map(|()| AuthenticateResponse::new())
-                        .map_err(Into::into),
-                )
+                responder.respond_with_result(signed_in.map_err(Into::into))
             },
             on_receive_request!(),
         )
@@ -290,56 +347,26 @@ pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
         )
         .on_receive_request(
             async move |request: PromptRequest, responder, cx| {
-                let session = match on_prompt.session(&request.session_id) {
-                    Ok(session) => session,
-                    Err(error) => return responder.respond_with_error(error.into()),
-                };
-                let offers = on_prompt.offers();
-                let in_flight = session.begin();
-                let turn_cx = cx.clone();
-                cx.spawn(async move {
-                    let ended = in_flight.prompt(&turn_cx, offers, &request.prompt).await;
-                    if let Err(error) = &ended {
-                        tracing::warn!(%error, "a prompt turn failed");
-                    }
-                    responder
-                        .respond_with_result(ended.map(PromptResponse::new).map_err(Into::into))
-                })
+                start_prompt(&on_prompt, request, responder, cx)
             },
             on_receive_request!(),
         )
         .on_receive_request(
             async move |request: SetSessionModeRequest, responder, _cx| {
-                let set = on_mode.session(&request.session_id).and_then(|session| {
-                    session.set_mode(Mode::parse(&request.mode_id.0)?);
-                    Ok(SetSessionModeResponse::new())
-                });
-                responder.respond_with_result(set.map_err(Into::into))
+                responder.respond_with_result(on_mode.set_mode(&request).map_err(Into::into))
             },
             on_receive_request!(),
         )
         .on_receive_request(
             async move |request: SetSessionConfigOptionRequest, responder, _cx| {
-                let set = on_option.session(&request.session_id).and_then(|session| {
-                    session.choose(&request.config_id.0, &request.value)?;
-                    Ok(SetSessionConfigOptionResponse::new(
-                        session.config_options(),
-                    ))
-                });
+                let set = on_option.set_config_option(&request);
                 responder.respond_with_result(set.map_err(Into::into))
             },
             on_receive_request!(),
         )
         .on_receive_notification(
             async move |notification: CancelNotification, _cx| {
-                match on_cancel.session(&notification.session_id) {
-                    Ok(session) => {
-                        if let Err(error) = session.cancel().await {
-                            tracing::warn!(%error, "cannot abort the session's run");
-                        }
-                    }
-                    Err(error) => tracing::warn!(%error, "session/cancel"),
-                }
+                on_cancel.cancel(&notification).await;
                 Ok(())
             },
             on_receive_notification!(),

@@ -27,7 +27,7 @@ use crate::acp::prompt::Prompt;
 use crate::acp::updates::{self, HistoryRow, LogTracker, StateParams};
 
 /// rummy's code for a run alias that names no run of the project.
-const RUN_NOT_FOUND: i32 = crate::error::code::RUN_NOT_FOUND as i32;
+const RUN_NOT_FOUND: i32 = crate::error::code::RUN_NOT_FOUND.get() as i32;
 
 /// How a prompt turn ends, by a loop's outcome: its status and why it ended (`reason`).
 pub fn stop_reason(outcome: &Value) -> Option<StopReason> {

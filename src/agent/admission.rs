@@ -20,7 +20,7 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::config::{AgentSettings, OverLimit};
 use crate::db::ids::ProjectId;
-use crate::db::queries::loop_places::{self, Bound, NoPlace, PlaceClaim};
+use crate::db::queries::loop_places::{self, Bound, NoPlace, PlaceClaim, PlaceError};
 use crate::db::{DbError, DbHandle};
 use crate::slots::{Claim, Permit, Slots};
 
@@ -192,8 +192,8 @@ impl StorePlaces {
             let tried = claim.clone();
             let taken = self
                 .db
-                .call(move |conn| loop_places::take(conn, &tried))
-                .await?;
+                .call_refusable(move |conn| loop_places::take(conn, &tried))
+                .await;
             let NoPlace { bound, held } = match taken {
                 Ok(id) => {
                     return Ok(StoredPlace {
@@ -201,7 +201,8 @@ impl StorePlaces {
                         store: self.clone(),
                     })
                 }
-                Err(no_place) => no_place,
+                Err(PlaceError::Full(no_place)) => no_place,
+                Err(PlaceError::Db(error)) => return Err(error.into()),
             };
             if over_limit == OverLimit::Refuse {
                 return Err(LoopsFull {

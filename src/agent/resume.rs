@@ -12,9 +12,9 @@ use serde::Deserialize;
 use crate::agent::outcome::{Ending, LoopRecord};
 use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::models::entry::UnresolvedRow;
-use crate::db::models::run::{LoopEnqueue, RunActionForm, RunRow};
+use crate::db::models::run::{LoopEnqueue, LoopRow, RunActionForm, RunRow};
 use crate::db::queries::{entries, loops, run_actions, runs};
-use crate::db::DbError;
+use crate::db::{DbError, UnitError};
 use crate::plugins::engine::resolve::{
     resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput,
 };
@@ -62,14 +62,15 @@ pub fn resolve(
     };
     let outcome = match resolved {
         Ok(outcome) => outcome,
-        Err(ToolError::Db(error)) => return Err(error),
-        Err(ToolError::NotPending(_)) => {
-            return Ok(Decision::Refused(format!(
-                "{path} is not a pending proposal of run '{}'",
-                run.alias
-            )))
+        Err(error) => {
+            let message = match error.refusal()? {
+                ToolError::NotPending(_) => {
+                    format!("{path} is not a pending proposal of run '{}'", run.alias)
+                }
+                refusal => refusal.to_string(),
+            };
+            return Ok(Decision::Refused(message));
         }
-        Err(error) => return Ok(Decision::Refused(error.to_string())),
     };
     run_actions::record(
         conn,
@@ -92,25 +93,54 @@ pub fn resolve(
         Some(id) => loops::get_loop(conn, id)?,
         None => None,
     };
+    if let Some(ending) = ending(
+        conn,
+        plugins,
+        run,
+        proposing.as_ref(),
+        proposing_turn,
+        resolution,
+    )? {
+        runs::set_run_status(conn, run.id, RunStatus::Completed)?;
+        return Ok(Decision::Completed(ending));
+    }
+    let resumed = resumption(conn, run, proposing, person)?;
+    Ok(Decision::Resume(Box::new(resumed)))
+}
+
+/// How the run ends now that no proposal is pending, if it does: [`Ending::Rejected`] when
+/// this resolution or another of the proposing turn rejected, [`Ending::Done`] when the
+/// proposing loop had summarized.
+fn ending(
+    conn: &mut Conn,
+    plugins: &Plugins,
+    run: &RunRow,
+    proposing: Option<&LoopRow>,
+    proposing_turn: i32,
+    resolution: Resolution,
+) -> Result<Option<Ending>, DbError> {
+    let rejected = resolution == Resolution::Reject
+        || entries::rejected_at_turn(conn, run.id, proposing_turn, &plugins.proposing())?;
+    if rejected {
+        return Ok(Some(Ending::Rejected));
+    }
     let summarized = proposing
-        .as_ref()
         .and_then(|lp| lp.result.as_ref())
         .and_then(|result| LoopRecord::deserialize(&result.0).ok())
         .and_then(|record| record.summarized)
         .unwrap_or(false);
-    let rejected = resolution == Resolution::Reject
-        || entries::rejected_at_turn(conn, run.id, proposing_turn, &plugins.proposing())?;
-    if rejected || summarized {
-        runs::set_run_status(conn, run.id, RunStatus::Completed)?;
-        let ending = if rejected {
-            Ending::Rejected
-        } else {
-            Ending::Done
-        };
-        return Ok(Decision::Completed(ending));
-    }
-    // A proposal a client made through a tool method has no loop: the run resumes like the
-    // run's latest loop, or as a plain ask when it never ran one.
+    Ok(summarized.then_some(Ending::Done))
+}
+
+/// The loop that continues the run: like the proposing loop, with no prompt. A proposal a
+/// client made through a tool method has no loop: the run resumes like the run's latest
+/// loop, or as a plain ask when it never ran one.
+fn resumption(
+    conn: &mut Conn,
+    run: &RunRow,
+    proposing: Option<LoopRow>,
+    person: Option<String>,
+) -> Result<LoopEnqueue, DbError> {
     let like = match proposing {
         Some(lp) => Some(lp),
         None => loops::latest_loop(conn, run.id)?,
@@ -119,7 +149,7 @@ pub fn resolve(
         Some(lp) => (lp.mode, lp.model, LoopConfig::of(&lp.config).to_json()),
         None => (LoopMode::Ask, None, LoopConfig::default().to_json()),
     };
-    Ok(Decision::Resume(Box::new(LoopEnqueue {
+    Ok(LoopEnqueue {
         run_id: run.id,
         mode,
         model: model.or_else(|| run.model.clone()),
@@ -127,5 +157,5 @@ pub fn resolve(
         priority: LoopPriority::Normal,
         config,
         requested_by: person,
-    })))
+    })
 }

@@ -124,69 +124,18 @@ async fn run_turns(
     cancel: &LlmCancel,
     reflector: &mut Option<Reflector>,
 ) -> Result<LoopOutcome, LoopError> {
-    let run_id = lp.run_id;
-    let loop_id = lp.id;
-    let new_prompt = !lp.prompt.is_empty();
-    let LoopStart {
-        run,
-        project_name,
-        project_root,
-        model_alias,
-        model,
-        latest_turn,
-    } = start_loop(agent, lp).await?;
-    agent.plugins.emit(Event::LoopStarted {
-        run: run_id,
-        alias: &run.alias,
-        project: run.project_id,
-        project_name: &project_name,
-        loop_id,
-        mode: lp.mode,
-        prompt: &lp.prompt,
-    });
-    let config = LoopConfig::of(&lp.config);
-    let model = model.ok_or_else(|| LoopError::UnknownModel(model_alias.clone()))?;
-    let (actual, context_size) = resolve_model(agent, &run, model, cancel).await?;
-    *reflector = Reflector::new(agent, lp, run.project_id, &actual, latest_turn, cancel);
-    if !config.no_repo {
-        let policy = config.policy(lp.mode, agent.settings.search_available());
-        let budget = RunBudget::with_window(agent, &run, policy, context_size).await;
-        scan::sync_project_files(agent, &run, &project_root, lp.id, budget).await?;
-    }
-    let rules = &agent.settings.agent;
-    let limits = healer_limits(rules);
-    if new_prompt {
-        if let Some(reflector) = reflector.as_mut() {
-            reflector.reflect(agent, Moment::LoopStarting).await;
-        }
-    }
+    let opened = open_loop(agent, lp, cancel, reflector).await?;
+    let limits = healer_limits(&agent.settings.agent);
     let mut progress = ProgressTracker::new(limits);
     let mut repetition = RepetitionTracker::new(limits);
-    let temperature = config.effective_temperature(run.temperature, rules.temperature);
-    let window = ContextWindow::new(u64::try_from(context_size).unwrap_or(0));
+    let window = ContextWindow::new(u64::try_from(opened.context_size).unwrap_or(0));
     let mut panic = PanicTracker::from_loop(lp, window)
         .map(|tracker| PanicState::new(tracker, lp.prompt.clone()));
-    let max_turns = config
-        .max_turns
-        .map_or(rules.max_turns, |turns| turns.min(rules.max_turns))
-        .max(1);
-    for iteration in 1..=max_turns {
+    for iteration in 1..=opened.max_turns {
         if cancel.is_cancelled() {
             return Ok(LoopOutcome::Ended(Ending::Aborted));
         }
-        let input = TurnInput {
-            run_id,
-            loop_row: lp,
-            iteration,
-            config: &config,
-            model_alias: &model_alias,
-            model_actual: &actual,
-            context_size,
-            temperature,
-            project_root: &project_root,
-            project_name: &project_name,
-            panic: panic.as_mut(),
-        };
+        let input = opened.turn_input(lp, iteration, panic.as_mut());
         let report = match execute_turn(agent, input, cancel).await? {
             TurnEnd::Overflow {
                 overflow,
@@ -194,27 +143,24 @@ async fn run_turns(
                 prompt_path,
                 calibration,
             } => {
-                let facts = OverflowFacts {
+                let decision = plan_overflow(&OverflowFacts {
                     original: lp,
                     overflow,
                     incoming_prompt,
                     prompt_label: prompt_path.as_deref().unwrap_or("of this loop"),
                     math: TokenMath::new(agent.settings.tokens.divisor),
                     calibration,
-                };
-                if let Some(reflector) = reflector.as_mut() {
-                    reflector.reflect(agent, Moment::BeforePanic).await;
-                }
-                return enter_panic(agent, plan_overflow(&facts), prompt_path).await;
+                });
+                return enter_panic(agent, reflector, decision, prompt_path).await;
             }
             TurnEnd::Freed => return end_panic(agent, lp).await,
             TurnEnd::GaveUp(failure) => return give_up_panic(agent, lp, failure.to_string()).await,
             TurnEnd::Completed(report) => report,
         };
-        if let Some(reflector) = reflector.as_mut() {
-            reflector.turn_ended(report.turn, report.has_writes);
-        }
         let wrote = report.has_writes;
+        if let Some(reflector) = reflector.as_mut() {
+            reflector.turn_ended(report.turn, wrote);
+        }
         if let Some(outcome) = judge(report, panic.is_some(), &mut progress, &mut repetition) {
             return Ok(outcome);
         }
@@ -227,12 +173,117 @@ async fn run_turns(
     }
     if panic.is_some() {
         let error = format!(
-            "context recovery did not free enough room in {max_turns} turns; \
-             the prompt does not fit the model's {context_size}-token context window"
+            "context recovery did not free enough room in {} turns; \
+             the prompt does not fit the model's {}-token context window",
+            opened.max_turns, opened.context_size
         );
         return give_up_panic(agent, lp, error).await;
     }
     Ok(LoopOutcome::Ended(Ending::TurnLimit))
+}
+
+/// What every turn of a loop shares, settled before its first turn.
+struct OpenLoop {
+    config: LoopConfig,
+    project_name: String,
+    project_root: PathBuf,
+    model_alias: String,
+    /// The provider's model id.
+    model_actual: String,
+    /// The effective context size in tokens.
+    context_size: i64,
+    /// The temperature requests are sent with (`None`: the provider's default).
+    temperature: Option<f64>,
+    /// The loop's own limit, capped by the configured one; at least 1.
+    max_turns: u32,
+}
+
+impl OpenLoop {
+    fn turn_input<'a>(
+        &'a self,
+        lp: &'a LoopRow,
+        iteration: u32,
+        panic: Option<&'a mut PanicState>,
+    ) -> TurnInput<'a> {
+        TurnInput {
+            run_id: lp.run_id,
+            loop_row: lp,
+            iteration,
+            config: &self.config,
+            model_alias: &self.model_alias,
+            model_actual: &self.model_actual,
+            context_size: self.context_size,
+            temperature: self.temperature,
+            project_root: &self.project_root,
+            project_name: &self.project_name,
+            panic,
+        }
+    }
+}
+
+/// Opens the loop before its first turn: the run marked running, `LoopStarted` emitted, the
+/// model resolved (and `reflector` set for it), the project's files synced unless the loop
+/// says `no_repo`, and a loop with a new prompt reflected on as it starts.
+async fn open_loop(
+    agent: &AgentContext,
+    lp: &LoopRow,
+    cancel: &LlmCancel,
+    reflector: &mut Option<Reflector>,
+) -> Result<OpenLoop, LoopError> {
+    let LoopStart {
+        run,
+        project_name,
+        project_root,
+        model_alias,
+        model,
+        latest_turn,
+    } = start_loop(agent, lp).await?;
+    agent.plugins.emit(Event::LoopStarted {
+        run: lp.run_id,
+        alias: &run.alias,
+        project: run.project_id,
+        project_name: &project_name,
+        loop_id: lp.id,
+        mode: lp.mode,
+        prompt: &lp.prompt,
+    });
+    let config = LoopConfig::of(&lp.config);
+    let model = model.ok_or_else(|| LoopError::UnknownModel(model_alias.clone()))?;
+    let (model_actual, context_size) = resolve_model(agent, &run, model, cancel).await?;
+    *reflector = Reflector::new(
+        agent,
+        lp,
+        run.project_id,
+        &model_actual,
+        latest_turn,
+        cancel,
+    );
+    if !config.no_repo {
+        let policy = config.policy(lp.mode, agent.settings.search_available());
+        let budget = RunBudget::with_window(agent, &run, policy, context_size).await;
+        scan::sync_project_files(agent, &run, &project_root, lp.id, budget).await?;
+    }
+    if !lp.prompt.is_empty() {
+        if let Some(reflector) = reflector.as_mut() {
+            reflector.reflect(agent, Moment::LoopStarting).await;
+        }
+    }
+    let rules = &agent.settings.agent;
+    let temperature = config.effective_temperature(run.temperature, rules.temperature);
+    let max_turns = config
+        .max_turns
+        .map_or(rules.max_turns, |turns| turns.min(rules.max_turns))
+        .max(1);
+    Ok(OpenLoop {
+        config,
+        project_name,
+        project_root,
+        model_alias,
+        model_actual,
+        context_size,
+        temperature,
+        max_turns,
+    })
 }
 
 /// In one unit of work: the loop's run, project and model, and the run made ready for it
@@ -318,13 +369,18 @@ fn judge(
     }
 }
 
-/// Carries out an overflow decision: queue the panic loop and the retry (archiving the
-/// prompt that did not fit meanwhile), or fail with what does not fit.
+/// Carries out an overflow decision once the reflectors had their say before the panic:
+/// queue the panic loop and the retry (archiving the prompt that did not fit meanwhile), or
+/// fail with what does not fit.
 async fn enter_panic(
     agent: &AgentContext,
+    reflector: &mut Option<Reflector>,
     decision: OverflowDecision,
     prompt_path: Option<String>,
 ) -> Result<LoopOutcome, LoopError> {
+    if let Some(reflector) = reflector.as_mut() {
+        reflector.reflect(agent, Moment::BeforePanic).await;
+    }
     let plan = match decision {
         OverflowDecision::HardFail(failure) => {
             return Ok(LoopOutcome::Overflow {

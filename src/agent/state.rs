@@ -76,24 +76,38 @@ pub fn publish_turn_state(
     response: &ChatResponse,
     packet: &Packet,
 ) {
-    let TurnFacts {
-        run,
-        project,
-        alias,
-        turn,
-    } = facts;
-    let StoredState {
-        log,
-        unknowns,
-        unresolved,
-        usage,
-        latest_summary,
-        context_tokens,
-        session,
-    } = stored;
+    publish_proposals(agent, &facts, &stored.unresolved);
+    let telemetry = Telemetry {
+        model_alias: input.model_alias.to_string(),
+        model: if response.model.is_empty() {
+            input.model_alias.to_string()
+        } else {
+            response.model.clone()
+        },
+        temperature: input.temperature,
+        context_size: input.context_size,
+        context_tokens: stored.context_tokens,
+        usage: UsageTotals::of(&stored.usage),
+        context_distribution: packet.distribution.clone(),
+    };
+    let requested_by = input.loop_row.requested_by.clone();
+    let state = stored.into_run_state(&facts, telemetry, requested_by);
+    agent.plugins.emit(Event::RunState {
+        project: facts.project,
+        state: &state,
+    });
+    agent.hubs.publish(
+        facts.project,
+        facts.run,
+        Notification::State(Box::new(state)),
+    );
+}
+
+/// Publishes `run/proposal` with the unresolved proposals made in this turn, if any.
+fn publish_proposals(agent: &AgentContext, facts: &TurnFacts<'_>, unresolved: &[UnresolvedRow]) {
     let fresh: Vec<ProposedEntry> = unresolved
         .iter()
-        .filter(|row| row.turn == turn)
+        .filter(|row| row.turn == facts.turn)
         .map(|row| ProposedEntry {
             path: row.path.clone(),
             kind: scheme_or_unknown(&row.path),
@@ -101,73 +115,70 @@ pub fn publish_turn_state(
             attributes: row.attributes.to_value(),
         })
         .collect();
-    if !fresh.is_empty() {
-        agent.hubs.publish(
-            project,
-            run,
-            Notification::Proposal(RunProposal {
-                run: alias.to_string(),
-                proposed: fresh,
-            }),
-        );
+    if fresh.is_empty() {
+        return;
     }
-    let state = RunState {
-        run: alias.to_string(),
-        turn,
-        status: if unresolved.is_empty() {
-            RunStatus::Running
-        } else {
-            RunStatus::Proposed
-        },
-        summary: latest_summary.unwrap_or_default(),
-        history: log
-            .into_iter()
-            .map(|row| HistoryEntry {
-                tool: row.tool,
-                target: row.target,
-                status: row.status,
-                path: row.path,
-                body: row.body,
-            })
-            .collect(),
-        unknowns: unknowns
-            .into_iter()
-            .map(|row| UnknownEntry {
-                path: row.path,
-                body: row.body,
-            })
-            .collect(),
-        proposed: unresolved
-            .iter()
-            .map(|row| PendingProposal {
-                path: row.path.clone(),
-                kind: scheme_or_unknown(&row.path),
-                attributes: row.attributes.to_value(),
-            })
-            .collect(),
-        telemetry: Telemetry {
-            model_alias: input.model_alias.to_string(),
-            model: if response.model.is_empty() {
-                input.model_alias.to_string()
+    agent.hubs.publish(
+        facts.project,
+        facts.run,
+        Notification::Proposal(RunProposal {
+            run: facts.alias.to_string(),
+            proposed: fresh,
+        }),
+    );
+}
+
+impl StoredState {
+    /// The `run/state` of this store after the turn of `facts`; a run with unresolved
+    /// proposals is reported proposed (202), any other running (102).
+    fn into_run_state(
+        self,
+        facts: &TurnFacts<'_>,
+        telemetry: Telemetry,
+        requested_by: Option<String>,
+    ) -> RunState {
+        RunState {
+            run: facts.alias.to_string(),
+            turn: facts.turn,
+            status: if self.unresolved.is_empty() {
+                RunStatus::Running
             } else {
-                response.model.clone()
+                RunStatus::Proposed
             },
-            temperature: input.temperature,
-            context_size: input.context_size,
-            context_tokens,
-            usage: UsageTotals::of(&usage),
-            context_distribution: packet.distribution.clone(),
-        },
-        requested_by: input.loop_row.requested_by.clone(),
-        session,
-    };
-    agent.plugins.emit(Event::RunState {
-        project,
-        state: &state,
-    });
-    agent
-        .hubs
-        .publish(project, run, Notification::State(Box::new(state)));
+            summary: self.latest_summary.unwrap_or_default(),
+            history: self
+                .log
+                .into_iter()
+                .map(|row| HistoryEntry {
+                    tool: row.tool,
+                    target: row.target,
+                    status: row.status,
+                    path: row.path,
+                    body: row.body,
+                })
+                .collect(),
+            unknowns: self
+                .unknowns
+                .into_iter()
+                .map(|row| UnknownEntry {
+                    path: row.path,
+                    body: row.body,
+                })
+                .collect(),
+            proposed: self
+                .unresolved
+                .iter()
+                .map(|row| PendingProposal {
+                    path: row.path.clone(),
+                    kind: scheme_or_unknown(&row.path),
+                    attributes: row.attributes.to_value(),
+                })
+                .collect(),
+            telemetry,
+            requested_by,
+            session: self.session,
+        }
+    }
 }
 
 fn scheme_or_unknown(path: &str) -> String {

@@ -159,10 +159,11 @@ pub fn truncate_wal(conn: &mut Conn) -> Result<bool, DbError> {
 /// Runs `work` in a write transaction: at the top level `BEGIN IMMEDIATE` on SQLite (so
 /// concurrent writers on other connections queue on the busy timeout instead of
 /// deadlocking) and `BEGIN` on PostgreSQL; a savepoint when a transaction (a
-/// [`Transact`](super::Transact) unit of work) is open.
-pub fn write_transaction<T, F>(conn: &mut Conn, work: F) -> Result<T, DbError>
+/// [`Transact`](super::Transact) unit of work) is open. Any error of `work` rolls it back.
+pub fn write_transaction<T, E, F>(conn: &mut Conn, work: F) -> Result<T, E>
 where
-    F: FnOnce(&mut Conn) -> Result<T, DbError>,
+    F: FnOnce(&mut Conn) -> Result<T, E>,
+    E: From<diesel::result::Error>,
 {
     let depth = <Conn as TransactionManager<Conn>>::transaction_manager_status_mut(conn)
         .transaction_depth()?;

@@ -30,6 +30,14 @@ pub enum DbError {
     Internal(String),
 }
 
+/// The error of a unit of work that may refuse as well as fail. The store's failure rolls
+/// the unit back; after a refusal what the unit wrote is kept (a refused tool call still
+/// records its result). See [`DbHandle::call_refusable`](super::DbHandle::call_refusable).
+pub trait UnitError: From<DbError> {
+    /// The refusal, or the store's failure as `Err` (so that `?` passes it on).
+    fn refusal(self) -> Result<Self, DbError>;
+}
+
 impl From<DieselError> for DbError {
     fn from(error: DieselError) -> Self {
         match error {

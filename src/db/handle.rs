@@ -14,7 +14,7 @@ use super::connection::ConnectionSetup;
 use super::entry_changes::EntryChangeSink;
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::RpcLogBounds;
-use super::{DbActor, DbError, DbWatch, ReadPool, Store, Transact};
+use super::{DbActor, DbError, DbWatch, ReadPool, Store, Transact, UnitError};
 use crate::hedberg::Limits;
 
 /// What opening the database needs besides where it is.
@@ -85,6 +85,23 @@ impl DbHandle {
             .send(Transact::new(work))
             .await
             .map_err(unavailable)?
+    }
+
+    /// Runs `work` like [`call`](Self::call), for work that may refuse: the store's failure
+    /// rolls the unit of work back, a refusal commits what it wrote; either is the error.
+    pub async fn call_refusable<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut Conn) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: UnitError + Send + 'static,
+    {
+        let outcome = self
+            .call(move |conn| match work(conn) {
+                Ok(value) => Ok(Ok(value)),
+                Err(error) => Ok(Err(error.refusal()?)),
+            })
+            .await;
+        outcome.map_err(E::from).and_then(|refused| refused)
     }
 
     /// Queues `work` on the writer, in one transaction, without waiting for it: for what a
@@ -163,13 +180,11 @@ impl DbHandle {
                 tracing::warn!(%error, "the last RPC audit rows were not written");
             }
         }
-        match self.writer.send(TruncateWal).await {
-            Ok(Ok(true)) => {}
-            Ok(Ok(false)) => tracing::warn!("a reader kept the database log from being truncated"),
-            Ok(Err(error)) => tracing::warn!(%error, "cannot truncate the database log"),
-            Err(error) => {
-                tracing::warn!(%error, "the database stopped before its log was truncated")
-            }
+        let truncated = self.writer.send(TruncateWal).await.map_err(unavailable);
+        match truncated.and_then(|truncated| truncated) {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!("a reader kept the database log from being truncated"),
+            Err(error) => tracing::warn!(%error, "cannot truncate the database log"),
         }
     }
 }
@@ -292,6 +307,67 @@ mod tests {
             }
             tokio::time::sleep(RPC_LOG_DELAY).await;
         }
+    }
+
+    /// A unit's error for the test: a refusal, or the store's failure.
+    #[derive(Debug)]
+    enum Refusable {
+        Refused,
+        Db(DbError),
+    }
+
+    impl From<DbError> for Refusable {
+        fn from(error: DbError) -> Self {
+            Refusable::Db(error)
+        }
+    }
+
+    impl UnitError for Refusable {
+        fn refusal(self) -> Result<Self, DbError> {
+            match self {
+                Refusable::Db(error) => Err(error),
+                refused => Ok(refused),
+            }
+        }
+    }
+
+    #[actix::test]
+    async fn a_refusal_keeps_what_its_unit_wrote_and_a_store_failure_rolls_it_back() {
+        use crate::db::models::ProjectInsertForm;
+        use crate::db::queries::projects;
+        let test_db = crate::db::testing::TestDb::new();
+        let db = DbHandle::open(&test_db.store(), options()).unwrap();
+        let write_then = |name: &'static str, error: fn() -> Refusable| {
+            move |conn: &mut Conn| -> Result<(), Refusable> {
+                let form = ProjectInsertForm {
+                    name: name.into(),
+                    project_root: None,
+                };
+                projects::upsert_project(conn, &form)?;
+                Err(error())
+            }
+        };
+        let refused = db
+            .call_refusable(write_then("kept", || Refusable::Refused))
+            .await;
+        assert!(matches!(refused, Err(Refusable::Refused)), "{refused:?}");
+        let failed = db
+            .call_refusable(write_then("dropped", || {
+                Refusable::Db(DbError::Internal("lost".into()))
+            }))
+            .await;
+        assert!(matches!(failed, Err(Refusable::Db(_))), "{failed:?}");
+        let found = db
+            .call(|conn| {
+                Ok((
+                    projects::find_project(conn, "kept")?.is_some(),
+                    projects::find_project(conn, "dropped")?.is_some(),
+                ))
+            })
+            .await
+            .unwrap();
+        assert_eq!(found, (true, false));
+        db.close().await;
     }
 
     #[actix::test]

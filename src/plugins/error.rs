@@ -1,6 +1,6 @@
 //! The error of dispatching and resolving tool commands.
 
-use crate::db::DbError;
+use crate::db::{DbError, UnitError};
 
 /// What went wrong while dispatching or resolving, apart from failures the model is told
 /// about (those are entries with a 4xx status, not errors).
@@ -35,6 +35,16 @@ pub enum ToolError {
     /// The project's stored file constraints could not be compiled.
     #[error("file constraints: {0}")]
     Constraints(#[from] crate::project::ProjectError),
+}
+
+/// A tool's own error is a refusal: the unit of work keeps the result entries it wrote.
+impl UnitError for ToolError {
+    fn refusal(self) -> Result<Self, DbError> {
+        match self {
+            ToolError::Db(error) => Err(error),
+            refusal => Ok(refusal),
+        }
+    }
 }
 
 impl From<diesel::result::Error> for ToolError {

@@ -47,7 +47,7 @@ pub async fn call(
             plugins.emit(Event::RpcError {
                 method: method_name,
                 project,
-                code: error.code,
+                code: error.code.get(),
                 message: &error.message,
             });
         }

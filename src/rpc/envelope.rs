@@ -126,8 +126,11 @@ pub fn success(id: Value, result: Value) -> Value {
 /// An error reply.
 pub fn failure(id: Value, error: &RpcError) -> Value {
     let mut body = Map::new();
-    body.insert("code".into(), Value::from(error.code));
+    body.insert("code".into(), Value::from(error.code.get()));
     body.insert("message".into(), Value::from(error.message.clone()));
+    if let Some(data) = &error.data {
+        body.insert("data".into(), data.clone());
+    }
     let mut reply = Map::new();
     reply.insert("jsonrpc".into(), Value::from("2.0"));
     reply.insert("error".into(), Value::Object(body));
@@ -198,6 +201,8 @@ fn too_large(reply: &Value, bytes: usize, limit: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    use crate::error::code;
 
     #[test]
     fn a_request_keeps_its_id_and_defaults_params() {
@@ -330,12 +335,27 @@ mod tests {
     }
 
     #[test]
+    fn an_error_reply_carries_data_after_the_message_when_it_has_some() {
+        let error = RpcError {
+            code: code::WORK_LIMIT,
+            message: "stopped".into(),
+            data: Some(json!({"limit": "steps"})),
+        };
+        let text = serde_json::to_string(&failure(json!(1), &error)).unwrap();
+        assert_eq!(
+            text,
+            r#"{"jsonrpc":"2.0","error":{"code":-32008,"message":"stopped","data":{"limit":"steps"}},"id":1}"#
+        );
+    }
+
+    #[test]
     fn replies_keep_the_reference_key_order() {
         let text = serde_json::to_string(&success(json!(""), json!({}))).unwrap();
         assert_eq!(text, r#"{"jsonrpc":"2.0","result":{},"id":""}"#);
         let error = RpcError {
-            code: -32601,
+            code: code::METHOD_NOT_FOUND,
             message: "Method 'x' not found.".into(),
+            data: None,
         };
         let text = serde_json::to_string(&failure(json!(3), &error)).unwrap();
         assert_eq!(

@@ -120,8 +120,9 @@ mod tests {
         }
         let answers = [
             HeldAnswer::Error(RpcError {
-                code: -32602,
+                code: code::INVALID_PARAMS,
                 message: "nothing".into(),
+                data: None,
             }),
             HeldAnswer::Result(serde_json::json!({"status": 102})),
         ];
@@ -141,6 +142,7 @@ mod tests {
         let relayed = RpcError {
             code: code::RUN_NOT_FOUND,
             message: "Run 'x' not found.".into(),
+            data: None,
         };
         let Err(error) = reply(Ok(HeldAnswer::Error(relayed.clone()))) else {
             panic!("an error");

@@ -49,7 +49,7 @@ pub fn row(settings: &AuditSettings, call: Call<'_>) -> Option<RpcLogInsertForm>
         Ok(reply) => (Some(Measured::of(&reply.result, texts)), None, None),
         Err(error) => (
             None,
-            Some(error.to_rpc().code),
+            Some(error.to_rpc().code.get()),
             texts.map(|max_chars| cut(&error.to_string(), max_chars)),
         ),
     };

@@ -306,7 +306,7 @@ async fn serve(state: ServerState, context: CallContext, item: Incoming) -> Serv
             if rpc.code == code::INTERNAL {
                 tracing::warn!(method = %request.method, duration_ms, %error, "rpc failed");
             } else {
-                tracing::debug!(method = %request.method, duration_ms, code = rpc.code, "rpc error");
+                tracing::debug!(method = %request.method, duration_ms, code = rpc.code.get(), "rpc error");
             }
             Served {
                 reply: request.id.map(|id| envelope::failure(id, &rpc)),

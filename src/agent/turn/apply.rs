@@ -34,13 +34,6 @@ pub(super) struct Prepared {
     pub audit: TurnAudit,
 }
 
-/// What the turn's unit of work came to. It commits either way: a dispatch that failed
-/// rolled back its own savepoint, and the audit copies stay.
-enum Applied {
-    Done(Box<(DispatchOutcome, StoredState)>),
-    Failed(ToolError),
-}
-
 /// In one unit of work on the DB thread: writes the audit copies, records and runs the
 /// response's commands, heals the status when the model gave neither summarize nor update,
 /// and reads the state the clients are told.
@@ -69,11 +62,13 @@ pub(super) async fn apply(
     let healed = healed_status(&plugins, content, &commands);
     let calls: Vec<ToolCall> = commands.iter().map(tool_call).collect();
     let (run_id, loop_id) = (input.run_id, input.loop_row.id);
-    let applied = agent
+    // A dispatch that fails rolled back its own savepoint; its refusal keeps the audit
+    // copies, the store's failure rolls them back too.
+    let (outcome, stored) = agent
         .db
-        .call(move |conn| {
+        .call_refusable(move |conn| {
             audit.write(conn, run_id, loop_id)?;
-            let dispatched = work.apply(|gathered| {
+            let mut outcome = work.apply(|gathered| {
                 dispatch_gated(
                     conn,
                     &plugins,
@@ -82,26 +77,15 @@ pub(super) async fn apply(
                     gathered,
                     Some(gate.as_mut()),
                 )
-            });
-            let mut outcome = match dispatched {
-                Ok(outcome) => outcome,
-                Err(error) => return Ok(Applied::Failed(error)),
-            };
+            })?;
             if outcome.needs_healing {
                 write_healed(conn, &dispatch_input, healed, &mut outcome)?;
             }
             let stored = StoredState::read(conn, run_id)?;
-            Ok(Applied::Done(Box::new((outcome, stored))))
+            Ok::<_, ToolError>((outcome, stored))
         })
         .await?;
-    match applied {
-        Applied::Done(done) => {
-            let (outcome, stored) = *done;
-            Ok((TurnReport::of(turn, outcome, calls), stored))
-        }
-        Applied::Failed(ToolError::Db(error)) => Err(LoopError::Db(error)),
-        Applied::Failed(error) => Err(LoopError::Tool(error)),
-    }
+    Ok((TurnReport::of(turn, outcome, calls), stored))
 }
 
 /// The status the reply stands for when it gave neither summarize nor update.

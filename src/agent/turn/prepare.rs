@@ -15,16 +15,18 @@ use crate::agent::turn::input::TurnInput;
 use crate::agent::AgentContext;
 use crate::budget::{Calibrated, CalibratedMeasure, Calibration, EstimatedTokens};
 use crate::context::materialize::{materialize, TurnTarget};
+use crate::context::ContextRow;
 use crate::context::{Packet, TokenMath};
-use crate::db::enums::Fidelity;
-use crate::db::ids::ProjectId;
+use crate::db::enums::{Fidelity, LoopMode};
+use crate::db::ids::{LoopId, ProjectId, RunId};
 use crate::db::models::entry::EntryUpsertForm;
-use crate::db::models::run::{TurnInsertForm, TurnRow};
+use crate::db::models::run::{RunRow, TurnInsertForm, TurnRow};
 use crate::db::queries::{entries, runs, turns};
-use crate::db::DbError;
+use crate::db::{Conn, DbError};
 use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::preparation::PreparingTurn;
+use crate::plugins::Plugins;
 
 /// Most assemblies of one packet while its reported size settles (a figure one digit longer,
 /// or an advisory it brings, changes the size it reports).
@@ -62,85 +64,148 @@ pub(super) async fn prepare_packet(
     policy: ToolPolicy,
 ) -> Result<PreparedPacket, LoopError> {
     outline_summarized_files(agent, input.run_id).await?;
+    let opening = TurnOpening {
+        run_id: input.run_id,
+        loop_id: input.loop_row.id,
+        mode: input.loop_row.mode,
+        numbered,
+        prompt,
+    };
     let plugins = Arc::clone(&agent.plugins);
     let tokens = TokenMath::new(agent.settings.tokens.divisor);
-    let run_id = input.run_id;
-    let loop_id = input.loop_row.id;
-    let mode = input.loop_row.mode;
-    let (row, rows, run, guess) = agent
+    let opened = agent
         .db
-        .call(move |conn| {
-            // The size the previous turn's packet had: where the reported size starts.
-            let guess = turns::latest_turn(conn, run_id)?
-                .map_or(0, |previous| i64::from(previous.context_tokens));
-            let row = match numbered {
-                Some(row) => row,
-                None => {
-                    let sequence = runs::take_turn_number(conn, run_id)?;
-                    turns::insert_turn(
-                        conn,
-                        &TurnInsertForm {
-                            run_id,
-                            loop_id,
-                            sequence,
-                        },
-                    )?
-                }
-            };
-            let turn = row.sequence;
-            let new_prompt = match &prompt {
-                Some(PromptWrite::New(body)) => Some(body.clone()),
-                _ => None,
-            };
-            let write = match prompt {
-                Some(PromptWrite::New(body)) => Some((format!("prompt://{turn}"), body)),
-                Some(PromptWrite::Replace(body)) => {
-                    entries::loop_prompt_path(conn, run_id, loop_id)?.map(|path| (path, body))
-                }
-                None => None,
-            };
-            if let Some((path, body)) = write {
-                entries::write_entry(
-                    conn,
-                    &EntryUpsertForm {
-                        fidelity: Some(Fidelity::Full),
-                        attributes: Some(json!({"mode": mode.as_str()})),
-                        ..EntryUpsertForm::new(run_id, Some(loop_id), turn, path, body)
-                    },
-                )?;
-            }
-            let run = runs::get_run(conn, run_id)?
-                .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
-            plugins.prepare(
-                conn,
-                &PreparingTurn {
-                    run: run_id,
-                    loop_id,
-                    project: run.project_id,
-                    mode,
-                    turn,
-                    prompt: new_prompt.as_deref(),
-                },
-            );
-            let target = TurnTarget {
-                run_id,
-                loop_id: Some(loop_id),
-                turn,
-            };
-            let rows = materialize(conn, target, plugins.as_ref(), tokens)?;
-            Ok((row, rows, run, guess))
-        })
+        .call(move |conn| opening.open(conn, &plugins, tokens))
         .await?;
-    let turn = row.sequence;
+    let (packet, measure) = assemble_packet(agent, input, &opened, policy).await?;
+    Ok(PreparedPacket {
+        turn: opened.row,
+        packet,
+        measure,
+        alias: opened.run.alias,
+        project: opened.run.project_id,
+    })
+}
+
+/// What a turn's unit of work on the writer starts from.
+struct TurnOpening {
+    run_id: RunId,
+    loop_id: LoopId,
+    mode: LoopMode,
+    /// The turn's row when an earlier preparation numbered it.
+    numbered: Option<TurnRow>,
+    prompt: Option<PromptWrite>,
+}
+
+/// A turn numbered, its prompt written and its context materialized.
+struct OpenedTurn {
+    row: TurnRow,
+    /// The visible entries, in context order.
+    rows: Vec<ContextRow>,
+    run: RunRow,
+    /// The size the previous turn's packet had: where the reported size starts.
+    guess: i64,
+}
+
+impl TurnOpening {
+    /// In one unit of work: the turn numbered, the prompt written, the plugins' preparations
+    /// run and the visible entries materialized into `turn_context`.
+    fn open(
+        mut self,
+        conn: &mut Conn,
+        plugins: &Plugins,
+        tokens: TokenMath,
+    ) -> Result<OpenedTurn, DbError> {
+        let (run_id, loop_id) = (self.run_id, self.loop_id);
+        let guess = turns::latest_turn(conn, run_id)?
+            .map_or(0, |previous| i64::from(previous.context_tokens));
+        let row = match self.numbered.take() {
+            Some(row) => row,
+            None => {
+                let sequence = runs::take_turn_number(conn, run_id)?;
+                let form = TurnInsertForm {
+                    run_id,
+                    loop_id,
+                    sequence,
+                };
+                turns::insert_turn(conn, &form)?
+            }
+        };
+        let turn = row.sequence;
+        let new_prompt = self.write_prompt(conn, turn)?;
+        let run = runs::get_run(conn, run_id)?
+            .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
+        plugins.prepare(
+            conn,
+            &PreparingTurn {
+                run: run_id,
+                loop_id,
+                project: run.project_id,
+                mode: self.mode,
+                turn,
+                prompt: new_prompt.as_deref(),
+            },
+        );
+        let target = TurnTarget {
+            run_id,
+            loop_id: Some(loop_id),
+            turn,
+        };
+        let rows = materialize(conn, target, plugins, tokens)?;
+        Ok(OpenedTurn {
+            row,
+            rows,
+            run,
+            guess,
+        })
+    }
+
+    /// Writes the turn's prompt, if it has one; the body of a new prompt is returned for the
+    /// plugins' preparations.
+    fn write_prompt(&mut self, conn: &mut Conn, turn: i32) -> Result<Option<String>, DbError> {
+        let (run_id, loop_id) = (self.run_id, self.loop_id);
+        let (path, body, new_prompt) = match self.prompt.take() {
+            None => return Ok(None),
+            Some(PromptWrite::New(body)) => {
+                (Some(format!("prompt://{turn}")), body.clone(), Some(body))
+            }
+            Some(PromptWrite::Replace(body)) => (
+                entries::loop_prompt_path(conn, run_id, loop_id)?,
+                body,
+                None,
+            ),
+        };
+        if let Some(path) = path {
+            entries::write_entry(
+                conn,
+                &EntryUpsertForm {
+                    fidelity: Some(Fidelity::Full),
+                    attributes: Some(json!({"mode": self.mode.as_str()})),
+                    ..EntryUpsertForm::new(run_id, Some(loop_id), turn, path, body)
+                },
+            )?;
+        }
+        Ok(new_prompt)
+    }
+}
+
+/// Assembles the opened turn's packet so that the size it reports is its own calibrated size.
+async fn assemble_packet(
+    agent: &AgentContext,
+    input: &TurnInput<'_>,
+    opened: &OpenedTurn,
+    policy: ToolPolicy,
+) -> Result<(Packet, CalibratedMeasure), LoopError> {
+    let tokens = TokenMath::new(agent.settings.tokens.divisor);
     let assemble = |used_tokens: i64| {
         agent.plugins.assembly().assemble(
             AssemblyInput {
-                run: run_id,
-                rows: &rows,
-                turn,
+                run: input.run_id,
+                rows: &opened.rows,
+                turn: opened.row.sequence,
                 policy,
                 tools: agent.plugins.as_ref(),
-                persona: run.persona.as_deref(),
+                persona: opened.run.persona.as_deref(),
                 budget: Some(BudgetFigures {
                     context_size: input.context_size,
                     used_tokens,
@@ -149,23 +214,20 @@ pub(super) async fn prepare_packet(
             tokens,
         )
     };
-    let first = assemble(guess);
+    let first = assemble(opened.guess);
     let measure = agent
         .budget
         .send(Calibrated {
-            run: run_id,
+            run: input.run_id,
             estimate: estimate_of(&first),
         })
         .await
         .map_err(|_| LoopError::Stopping("the budget actor"))?;
-    let (packet, measure) = self_reporting((first, guess), measure.calibration, assemble);
-    Ok(PreparedPacket {
-        turn: row,
-        packet,
-        measure,
-        alias: run.alias,
-        project: run.project_id,
-    })
+    Ok(self_reporting(
+        (first, opened.guess),
+        measure.calibration,
+        assemble,
+    ))
 }
 
 /// The assembled estimate of a packet.

@@ -10,7 +10,7 @@ use diesel::RunQueryDsl;
 use crate::db::connection::write_transaction;
 use crate::db::ids::ProjectId;
 use crate::db::statement::statement;
-use crate::db::{Conn, DbError};
+use crate::db::{Conn, DbError, UnitError};
 
 /// The key of PostgreSQL's transaction-scoped advisory lock under which places are counted
 /// and taken (any number no other lock of the database uses: "rummy" and 1).
@@ -44,6 +44,40 @@ pub struct NoPlace {
     pub held: usize,
 }
 
+/// Why no place was taken.
+#[derive(Debug, thiserror::Error)]
+pub enum PlaceError {
+    /// A bound is reached; nothing was written.
+    #[error("no place: {} held under {:?}", .0.held, .0.bound)]
+    Full(NoPlace),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl PlaceError {
+    fn full(bound: Bound, held: i64) -> PlaceError {
+        PlaceError::Full(NoPlace {
+            bound,
+            held: usize::try_from(held).unwrap_or(usize::MAX),
+        })
+    }
+}
+
+impl From<diesel::result::Error> for PlaceError {
+    fn from(error: diesel::result::Error) -> Self {
+        PlaceError::Db(error.into())
+    }
+}
+
+impl UnitError for PlaceError {
+    fn refusal(self) -> Result<Self, DbError> {
+        match self {
+            PlaceError::Db(error) => Err(error),
+            full @ PlaceError::Full(_) => Ok(full),
+        }
+    }
+}
+
 #[derive(diesel::QueryableByName)]
 struct Count {
     #[diesel(sql_type = BigInt)]
@@ -57,8 +91,8 @@ struct Id {
 }
 
 /// Takes a place for `claim` when its project and its person are both under their bounds;
-/// returns the place's id, or which bound is reached.
-pub fn take(conn: &mut Conn, claim: &PlaceClaim) -> Result<Result<i64, NoPlace>, DbError> {
+/// returns the place's id, or which bound is reached ([`PlaceError::Full`]).
+pub fn take(conn: &mut Conn, claim: &PlaceClaim) -> Result<i64, PlaceError> {
     write_transaction(conn, |conn| {
         lock_places(conn)?;
         if claim.per_project > 0 {
@@ -67,10 +101,7 @@ pub fn take(conn: &mut Conn, claim: &PlaceClaim) -> Result<Result<i64, NoPlace>,
                 .get_result::<Count>(conn)?
                 .held;
             if reached(held, claim.per_project) {
-                return Ok(Err(NoPlace {
-                    bound: Bound::Project,
-                    held: usize::try_from(held).unwrap_or(usize::MAX),
-                }));
+                return Err(PlaceError::full(Bound::Project, held));
             }
         }
         if let (Some(person), true) = (&claim.person, claim.per_person > 0) {
@@ -79,10 +110,7 @@ pub fn take(conn: &mut Conn, claim: &PlaceClaim) -> Result<Result<i64, NoPlace>,
                 .get_result::<Count>(conn)?
                 .held;
             if reached(held, claim.per_person) {
-                return Ok(Err(NoPlace {
-                    bound: Bound::Person(person.clone()),
-                    held: usize::try_from(held).unwrap_or(usize::MAX),
-                }));
+                return Err(PlaceError::full(Bound::Person(person.clone()), held));
             }
         }
         let place = statement(
@@ -93,7 +121,7 @@ pub fn take(conn: &mut Conn, claim: &PlaceClaim) -> Result<Result<i64, NoPlace>,
         .bind::<BigInt, _>(claim.project)
         .bind::<Nullable<Text>, _>(claim.person.clone())
         .get_result::<Id>(conn)?;
-        Ok(Ok(place.id))
+        Ok(place.id)
     })
 }
 
@@ -128,6 +156,16 @@ mod tests {
     use crate::db::queries::instances;
     use crate::db::testing::{project_with_run, TestDb};
 
+    /// The bound a claim was refused on; `None` when it took a place. The store's
+    /// failure fails the test.
+    fn refusal(taken: Result<i64, PlaceError>) -> Option<NoPlace> {
+        match taken {
+            Ok(_) => None,
+            Err(PlaceError::Full(no_place)) => Some(no_place),
+            Err(PlaceError::Db(error)) => panic!("{error}"),
+        }
+    }
+
     fn claim(instance: &str, project: ProjectId, person: Option<&str>) -> PlaceClaim {
         PlaceClaim {
             instance: instance.to_owned(),
@@ -145,29 +183,25 @@ mod tests {
         for instance in ["a", "b"] {
             instances::join(&mut db.conn, instance, i64::MAX).unwrap();
         }
-        let alice = take(&mut db.conn, &claim("a", project, Some("alice")))
-            .unwrap()
-            .unwrap();
+        let alice = take(&mut db.conn, &claim("a", project, Some("alice"))).unwrap();
         assert_eq!(
-            take(&mut db.conn, &claim("b", project, Some("alice"))).unwrap(),
-            Err(NoPlace {
+            refusal(take(&mut db.conn, &claim("b", project, Some("alice")))),
+            Some(NoPlace {
                 bound: Bound::Person("alice".into()),
                 held: 1
             }),
             "alice's place on a counts on b"
         );
-        take(&mut db.conn, &claim("b", project, None))
-            .unwrap()
-            .unwrap();
+        take(&mut db.conn, &claim("b", project, None)).unwrap();
         assert_eq!(
-            take(&mut db.conn, &claim("b", project, Some("bob"))).unwrap(),
-            Err(NoPlace {
+            refusal(take(&mut db.conn, &claim("b", project, Some("bob")))),
+            Some(NoPlace {
                 bound: Bound::Project,
                 held: 2
             })
         );
         give_back(&mut db.conn, alice).unwrap();
-        let bob = take(&mut db.conn, &claim("b", project, Some("bob"))).unwrap();
+        let bob = take(&mut db.conn, &claim("b", project, Some("bob")));
         assert!(bob.is_ok(), "a place given back is free");
         instances::release(&mut db.conn, instances::Gone::This("b")).unwrap();
         let unbounded = PlaceClaim {
@@ -176,23 +210,22 @@ mod tests {
             ..claim("a", project, Some("bob"))
         };
         for _ in 0..3 {
-            take(&mut db.conn, &unbounded).unwrap().unwrap();
+            take(&mut db.conn, &unbounded).unwrap();
         }
         assert!(
-            take(&mut db.conn, &claim("a", project, Some("carol")))
-                .unwrap()
-                .is_err(),
+            refusal(take(&mut db.conn, &claim("a", project, Some("carol")))).is_some(),
             "unbounded places count against a bounded claim"
         );
         instances::release(&mut db.conn, instances::Gone::This("a")).unwrap();
         assert!(
-            take(&mut db.conn, &claim("c", project, Some("carol"))).is_err(),
+            matches!(
+                take(&mut db.conn, &claim("c", project, Some("carol"))),
+                Err(PlaceError::Db(_))
+            ),
             "a gone instance holds no places (and takes none: its row is gone)"
         );
         instances::join(&mut db.conn, "c", i64::MAX).unwrap();
-        assert!(take(&mut db.conn, &claim("c", project, Some("carol")))
-            .unwrap()
-            .is_ok());
+        assert!(take(&mut db.conn, &claim("c", project, Some("carol"))).is_ok());
     }
 
     #[test]
@@ -214,7 +247,7 @@ mod tests {
                             ..claim("a", project, None)
                         };
                         start.wait();
-                        take(&mut conn, &last).unwrap().is_ok()
+                        refusal(take(&mut conn, &last)).is_none()
                     })
                 })
                 .collect();

@@ -13,10 +13,11 @@ use crate::agent::resume;
 use crate::agent::AgentContext;
 use crate::config::ApplyEdits;
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
-use crate::db::ids::RunId;
+use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
 use crate::db::queries::{entries, loops, models, runs};
+use crate::db::{Conn, DbError};
 use crate::error::AppError;
 use crate::plugins::engine::resolve::{gather_acceptance, Resolution as Decision, ResolveInput};
 use crate::plugins::events::Event;
@@ -75,17 +76,7 @@ async fn ask_or_act(
     let project = binding.id;
     let context_limit = validate_settings(params.temperature, params.context_limit)?;
     let model = params.model.0.clone();
-    let known = {
-        let model = model.clone();
-        context
-            .agent
-            .db
-            .read(move |conn| models::find_model(conn, &model))
-            .await?
-    };
-    if known.is_none() {
-        return Err(AppError::UnknownModel(model));
-    }
+    require_known_model(&context.agent, &model).await?;
     context.agent.plugins.emit(Event::AskStarted {
         mode,
         project,
@@ -107,75 +98,11 @@ async fn ask_or_act(
             person: context.caller.person(),
         })
         .await?;
-    let settings = RunConfigUpdateForm {
-        temperature: params.temperature,
-        persona: params.persona.clone(),
-        context_limit,
-        model: Some(model.clone()),
-    };
-    let create = RunCreateForm {
-        project_id: project,
-        model: model.clone(),
-        temperature: params.temperature,
-        persona: params.persona.clone(),
-        context_limit,
-        created_by: context.person(),
-    };
-    let config = LoopConfig {
-        no_repo: params.no_repo,
-        no_interaction: params.no_interaction,
-        no_web: params.no_web,
-        no_proposals: params.no_proposals,
-        temperature: params.temperature,
-        panic_attempted: false,
-        max_turns: None,
-        delegation_depth: 0,
-    };
-    let prompt = params.prompt.unwrap_or_default();
-    let fork = params.fork;
-    let forker = context.person();
+    let choice = params.run_choice(project, existing, context_limit, context.person());
     let start = context
         .agent
         .db
-        .call(move |conn| {
-            let run = match existing {
-                Some(parent) if fork => {
-                    let fork = runs::fork_run(conn, parent.id, forker, now_ms())?;
-                    let fork = runs::update_run_config(conn, fork.id, &settings)?;
-                    return Ok(LoopStart::Ready {
-                        run: fork.id,
-                        created: Some(NewRun {
-                            alias: fork.alias,
-                            forked_from: Some(parent.alias),
-                        }),
-                    });
-                }
-                Some(run) => {
-                    let proposed = entries::unresolved(conn, run.id)?;
-                    if !proposed.is_empty() {
-                        return Ok(LoopStart::Blocked {
-                            alias: run.alias,
-                            proposed: proposed.into_iter().map(ProposedRow::from).collect(),
-                        });
-                    }
-                    run
-                }
-                None => {
-                    let run = runs::create_run(conn, &create, now_ms())?;
-                    return Ok(LoopStart::Ready {
-                        run: run.id,
-                        created: Some(NewRun {
-                            alias: run.alias,
-                            forked_from: None,
-                        }),
-                    });
-                }
-            };
-            Ok(LoopStart::Ready {
-                run: run.id,
-                created: None,
-            })
-        })
+        .call(move |conn| choice.start(conn))
         .await?;
     let run = match start {
         LoopStart::Ready { run, created } => {
@@ -197,9 +124,9 @@ async fn ask_or_act(
         run_id: run,
         mode,
         model: Some(model),
-        prompt,
+        config: params.loop_config().to_json(),
+        prompt: params.prompt.unwrap_or_default(),
         priority: LoopPriority::Normal,
-        config: config.to_json(),
         requested_by: context.person(),
     };
     let outcome = context.agent.runs.enqueue(&context.agent, enqueue).await?;
@@ -211,6 +138,120 @@ async fn ask_or_act(
         status: outcome.status(),
     });
     Reply::of(outcome.to_result(&alias))
+}
+
+/// An unknown model alias is refused before anything is admitted or written.
+async fn require_known_model(agent: &AgentContext, model: &str) -> Result<(), AppError> {
+    let alias = model.to_owned();
+    let known = agent
+        .db
+        .read(move |conn| models::find_model(conn, &alias))
+        .await?;
+    match known {
+        Some(_) => Ok(()),
+        None => Err(AppError::UnknownModel(model.to_owned())),
+    }
+}
+
+impl AskParams {
+    /// The flags of the loop the call queues.
+    fn loop_config(&self) -> LoopConfig {
+        LoopConfig {
+            no_repo: self.no_repo,
+            no_interaction: self.no_interaction,
+            no_web: self.no_web,
+            no_proposals: self.no_proposals,
+            temperature: self.temperature,
+            panic_attempted: false,
+            max_turns: None,
+            delegation_depth: 0,
+        }
+    }
+
+    /// Which run the call goes to, with the settings it gives a fork or a new run; `person`
+    /// forks or creates it.
+    fn run_choice(
+        &self,
+        project: ProjectId,
+        existing: Option<RunRow>,
+        context_limit: Option<i32>,
+        person: Option<String>,
+    ) -> RunChoice {
+        let model = self.model.0.clone();
+        RunChoice {
+            existing,
+            fork: self.fork,
+            settings: RunConfigUpdateForm {
+                temperature: self.temperature,
+                persona: self.persona.clone(),
+                context_limit,
+                model: Some(model.clone()),
+            },
+            create: RunCreateForm {
+                project_id: project,
+                model,
+                temperature: self.temperature,
+                persona: self.persona.clone(),
+                context_limit,
+                created_by: person.clone(),
+            },
+            person,
+        }
+    }
+}
+
+/// Which run an `ask`/`act` goes to: a fork of the run it names, that run, or a new one.
+struct RunChoice {
+    existing: Option<RunRow>,
+    fork: bool,
+    /// The call's settings, given to a fork.
+    settings: RunConfigUpdateForm,
+    /// The run created when the call names none.
+    create: RunCreateForm,
+    /// Who forks.
+    person: Option<String>,
+}
+
+impl RunChoice {
+    /// In one unit of work: forks or creates the run, or finds the named one blocked by
+    /// pending proposals.
+    fn start(self, conn: &mut Conn) -> Result<LoopStart, DbError> {
+        let run = match self.existing {
+            Some(parent) if self.fork => {
+                let fork = runs::fork_run(conn, parent.id, self.person, now_ms())?;
+                let fork = runs::update_run_config(conn, fork.id, &self.settings)?;
+                return Ok(LoopStart::Ready {
+                    run: fork.id,
+                    created: Some(NewRun {
+                        alias: fork.alias,
+                        forked_from: Some(parent.alias),
+                    }),
+                });
+            }
+            Some(run) => run,
+            None => {
+                let run = runs::create_run(conn, &self.create, now_ms())?;
+                return Ok(LoopStart::Ready {
+                    run: run.id,
+                    created: Some(NewRun {
+                        alias: run.alias,
+                        forked_from: None,
+                    }),
+                });
+            }
+        };
+        let proposed = entries::unresolved(conn, run.id)?;
+        if !proposed.is_empty() {
+            return Ok(LoopStart::Blocked {
+                alias: run.alias,
+                proposed: proposed.into_iter().map(ProposedRow::from).collect(),
+            });
+        }
+        Ok(LoopStart::Ready {
+            run: run.id,
+            created: None,
+        })
+    }
 }
 
 /// What the unit of work that finds, forks or creates the run of an `ask`/`act` found.

@@ -8,9 +8,11 @@ use crate::agent::AgentContext;
 use crate::db::enums::{EntryStatus, LoopMode, RunAction, RunStatus};
 use crate::db::ids::RunId;
 use crate::db::models::entry::EntryRow;
-use crate::db::models::run::{RunActionForm, RunConfigUpdateForm, RunCreateForm, RunRow};
+use crate::db::models::run::{
+    LoopRow, PurposeUsage, RunActionForm, RunActionRow, RunConfigUpdateForm, RunCreateForm, RunRow,
+};
 use crate::db::queries::{entries, models, run_actions, runs, usage};
-use crate::db::DbError;
+use crate::db::{Conn, DbError};
 use crate::error::AppError;
 use crate::hub::notifications::UsageTotals;
 use crate::plugins::events::Event;
@@ -231,82 +233,20 @@ struct RunDetail {
 /// `getRun`: settings, usage totals, reasoning, content and history of one run.
 pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    let run_id = run.id;
-    let delegator = run.delegated_by;
-    let (
-        usage,
-        reasoning,
-        content,
-        history,
-        last_prompt,
-        last_summary,
-        (run_loops, actions, delegated_by),
-    ) = context
+    let (run_id, delegator) = (run.id, run.delegated_by);
+    let records = context
         .agent
         .db
-        .read(move |conn| {
-            Ok((
-                usage::by_purpose(conn, run_id)?,
-                entries::entries_of_scheme(conn, run_id, "reasoning")?,
-                entries::entries_of_scheme(conn, run_id, "content")?,
-                entries::run_history(conn, run_id)?,
-                entries::latest_entry_of_scheme(conn, run_id, "prompt")?,
-                entries::latest_entry_of_scheme(conn, run_id, "summarize")?,
-                (
-                    run_actions::loops_of_run(conn, run_id)?,
-                    run_actions::of_run(conn, run_id)?,
-                    match delegator {
-                        Some(parent) => runs::alias_of(conn, parent)?,
-                        None => None,
-                    },
-                ),
-            ))
-        })
+        .read(move |conn| RunRecords::read(conn, run_id, delegator))
         .await?;
-    let loop_config = run_loops
+    let temperature = records
+        .loops
         .last()
         .map(|lp| LoopConfig::of(&lp.config))
-        .unwrap_or_default();
-    let sequence_of = |id| {
-        run_loops
-            .iter()
-            .find(|lp| Some(lp.id) == id)
-            .map(|lp| lp.sequence)
-    };
-    let actions = actions
-        .into_iter()
-        .map(|row| ActionItem {
-            action: row.action,
-            sequence: sequence_of(row.loop_id),
-            person: row.person,
-            path: row.path,
-            created_at: row.created_at,
-        })
-        .collect();
-    let temperature = loop_config
+        .unwrap_or_default()
         .effective_temperature(run.temperature, context.agent.settings.agent.temperature);
-    let audit = |rows: Vec<EntryRow>| -> Vec<AuditItem> {
-        rows.into_iter()
-            .map(|row| AuditItem {
-                path: row.path,
-                body: row.body,
-                turn: row.turn,
-            })
-            .collect()
-    };
-    let history = history
-        .into_iter()
-        .filter(|row| row.scheme.is_some())
-        .map(|row| HistoryItem {
-            attributes: row.attributes.into(),
-            scheme: row.scheme,
-            path: row.path,
-            status: row.status,
-            body: row.body,
-            turn: row.turn,
-        })
-        .collect();
-    let usage = UsageTotals::of(&usage);
+    let actions = action_items(records.actions, &records.loops);
+    let usage = UsageTotals::of(&records.usage);
     Reply::of(RunDetail {
         run: run.alias,
         turn: usage.turns(),
@@ -315,28 +255,112 @@ pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, Ap
         temperature: run.temperature,
         persona: run.persona,
         context_limit: run.context_limit,
-        last_user_prompt: last_prompt.map(|row| row.body),
-        last_summary: last_summary.map(|row| row.body),
+        last_user_prompt: records.last_prompt.map(|row| row.body),
+        last_summary: records.last_summary.map(|row| row.body),
         context: RunContext {
             telemetry: Telemetry { temperature, usage },
-            reasoning: audit(reasoning),
-            content: audit(content),
-            history,
+            reasoning: records.reasoning.into_iter().map(AuditItem::from).collect(),
+            content: records.content.into_iter().map(AuditItem::from).collect(),
+            history: records
+                .history
+                .into_iter()
+                .filter_map(HistoryItem::of)
+                .collect(),
         },
         created_by: run.created_by,
-        delegated_by,
-        loops: run_loops
-            .into_iter()
-            .map(|lp| LoopItem {
-                sequence: lp.sequence,
-                mode: lp.mode,
-                status: lp.status,
-                requested_by: lp.requested_by,
-                created_at: lp.created_at,
-            })
-            .collect(),
+        delegated_by: records.delegated_by,
+        loops: records.loops.into_iter().map(LoopItem::from).collect(),
         actions,
     })
+}
+
+/// What `getRun` reads of a run besides its row, in one read.
+struct RunRecords {
+    usage: Vec<PurposeUsage>,
+    reasoning: Vec<EntryRow>,
+    content: Vec<EntryRow>,
+    history: Vec<EntryRow>,
+    last_prompt: Option<EntryRow>,
+    last_summary: Option<EntryRow>,
+    loops: Vec<LoopRow>,
+    actions: Vec<RunActionRow>,
+    /// The alias of the run that delegated this one.
+    delegated_by: Option<String>,
+}
+
+impl RunRecords {
+    fn read(conn: &mut Conn, run: RunId, delegator: Option<RunId>) -> Result<Self, DbError> {
+        Ok(RunRecords {
+            usage: usage::by_purpose(conn, run)?,
+            reasoning: entries::entries_of_scheme(conn, run, "reasoning")?,
+            content: entries::entries_of_scheme(conn, run, "content")?,
+            history: entries::run_history(conn, run)?,
+            last_prompt: entries::latest_entry_of_scheme(conn, run, "prompt")?,
+            last_summary: entries::latest_entry_of_scheme(conn, run, "summarize")?,
+            loops: run_actions::loops_of_run(conn, run)?,
+            actions: run_actions::of_run(conn, run)?,
+            delegated_by: match delegator {
+                Some(parent) => runs::alias_of(conn, parent)?,
+                None => None,
+            },
+        })
+    }
+}
+
+/// The run's actions, each with the number of the loop it concerns.
+fn action_items(actions: Vec<RunActionRow>, loops: &[LoopRow]) -> Vec<ActionItem> {
+    let sequence_of = |id| {
+        loops
+            .iter()
+            .find(|lp| Some(lp.id) == id)
+            .map(|lp| lp.sequence)
+    };
+    actions
+        .into_iter()
+        .map(|row| ActionItem {
+            action: row.action,
+            sequence: sequence_of(row.loop_id),
+            person: row.person,
+            path: row.path,
+            created_at: row.created_at,
+        })
+        .collect()
+}
+
+impl From<EntryRow> for AuditItem {
+    fn from(row: EntryRow) -> Self {
+        AuditItem {
+            path: row.path,
+            body: row.body,
+            turn: row.turn,
+        }
+    }
+}
+
+impl HistoryItem {
+    /// The history item of an entry with a scheme (`None` for a bare file).
+    fn of(row: EntryRow) -> Option<HistoryItem> {
+        row.scheme.is_some().then(|| HistoryItem {
+            attributes: row.attributes.into(),
+            scheme: row.scheme,
+            path: row.path,
+            status: row.status,
+            body: row.body,
+            turn: row.turn,
+        })
+    }
+}
+
+impl From<LoopRow> for LoopItem {
+    fn from(lp: LoopRow) -> Self {
+        LoopItem {
+            sequence: lp.sequence,
+            mode: lp.mode,
+            status: lp.status,
+            requested_by: lp.requested_by,
+            created_at: lp.created_at,
+        }
+    }
 }
 
 /// `run/config` params.

@@ -122,7 +122,7 @@ pub async fn dispatch_tool(
     let outcome = context
         .agent
         .db
-        .call(move |conn| {
+        .call_refusable(move |conn| {
             let input = CallInput {
                 run_id,
                 policy,
@@ -132,12 +132,9 @@ pub async fn dispatch_tool(
             };
             let mut guard = budget.guard(conn)?;
             let gate = guard.as_mut().map(|guard| guard as &mut dyn WriteGate);
-            match work.apply(|gathered| dispatch_call(conn, &plugins, &input, gathered, gate)) {
-                Err(ToolError::Db(error)) => Err(error),
-                other => Ok(other),
-            }
+            work.apply(|gathered| dispatch_call(conn, &plugins, &input, gathered, gate))
         })
-        .await?;
+        .await;
     match outcome {
         Ok(outcome) => match outcome.errors.iter().find(|error| {
             matches!(
@@ -151,6 +148,7 @@ pub async fn dispatch_tool(
             Some(stopped) => Err(AppError::WorkLimit(stopped.message.clone())),
             None => Ok(()),
         },
+        Err(ToolError::Db(error)) => Err(error.into()),
         Err(ToolError::InvalidParams(message)) => Err(AppError::InvalidParam(message)),
         Err(error) => Err(AppError::InvalidParam(error.to_string())),
     }

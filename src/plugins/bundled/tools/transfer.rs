@@ -85,39 +85,12 @@ impl Transfer {
         };
         let rows = select_settled(scope, path, None, result_path)?;
         let Some(to) = non_empty(command.to.as_deref()).map(str::trim) else {
-            return match fidelity {
-                Some(fidelity) if self.is_move => {
-                    if rows.is_empty() {
-                        return not_found(scope, result_path, path);
-                    }
-                    selected::set_fidelity(scope.conn, &rows, fidelity)?;
-                    let body = format!("{} set to {fidelity}", paths_of(&rows));
-                    finish(scope, result_path, EntryStatus::Ok, &body, None)
-                }
-                _ => {
-                    let message = format!(
-                        "to is required: <{} path=\"{path}\" to=\"destination\"/>",
-                        self.name
-                    );
-                    fail(scope, result_path, EntryStatus::BadRequest, &message)
-                }
-            };
+            return self.without_destination(scope, path, &rows, fidelity, result_path);
         };
         if rows.is_empty() {
             return not_found(scope, result_path, path);
         }
-        let pattern = is_pattern(path, None);
-        let pairs: Vec<(EntryRow, String)> = rows
-            .into_iter()
-            .map(|row| {
-                let destination = if pattern {
-                    destination_under(path, &row.path, to)
-                } else {
-                    to.to_owned()
-                };
-                (row, destination)
-            })
-            .collect();
+        let pairs = destinations(path, rows, to);
         if command.preview {
             let lines: Vec<String> = pairs
                 .iter()
@@ -132,21 +105,60 @@ impl Transfer {
         {
             return fail(scope, result_path, status, &message);
         }
+        self.transfer(scope, &pairs, (path, to), fidelity, result_path)
+    }
+
+    /// A `cp`/`mv` without a destination: an `mv` with a fidelity sets it on the selected
+    /// entries in place; anything else is a 400 saying `to` is required.
+    fn without_destination(
+        self,
+        scope: &mut ToolScope<'_>,
+        path: &str,
+        rows: &[EntryRow],
+        fidelity: Option<Fidelity>,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
+        match fidelity {
+            Some(fidelity) if self.is_move => {
+                if rows.is_empty() {
+                    return not_found(scope, result_path, path);
+                }
+                selected::set_fidelity(scope.conn, rows, fidelity)?;
+                let body = format!("{} set to {fidelity}", paths_of(rows));
+                finish(scope, result_path, EntryStatus::Ok, &body, None)
+            }
+            _ => {
+                let message = format!(
+                    "to is required: <{} path=\"{path}\" to=\"destination\"/>",
+                    self.name
+                );
+                fail(scope, result_path, EntryStatus::BadRequest, &message)
+            }
+        }
+    }
+
+    /// Transfers each (source, destination) pair, none refused: an entry destination now,
+    /// a file destination as a proposal (at `result_path` for a lone pair, one of its own
+    /// for each of several). Several pairs are summed up at `result_path`, one line each,
+    /// under the command's `(path, to)`.
+    fn transfer(
+        self,
+        scope: &mut ToolScope<'_>,
+        pairs: &[(EntryRow, String)],
+        (path, to): (&str, &str),
+        fidelity: Option<Fidelity>,
+        result_path: &str,
+    ) -> Result<Handled, ToolError> {
         let single = pairs.len() == 1;
         let mut outcome: Option<String> = None;
         let mut lines = Vec::new();
-        for (row, destination) in &pairs {
+        for (row, destination) in pairs {
+            let body = format!("{} {destination}", row.path);
             if is_file(destination) {
                 let attributes = self.attributes(&row.path, destination, None);
-                let body = format!("{} {destination}", row.path);
                 let proposal = if single {
-                    write(
-                        scope,
-                        result_path,
-                        &body,
-                        EntryStatus::Proposed,
-                        Some(attributes),
-                    )?;
+                    let status = EntryStatus::Proposed;
+                    write(scope, result_path, &body, status, Some(attributes))?;
                     result_path.to_owned()
                 } else {
                     propose_separately(scope, self.name, &row.path, &body, attributes)?
@@ -157,7 +169,6 @@ impl Transfer {
                 let warning = self.copy_now(scope, row, destination, fidelity)?;
                 if single {
                     let attributes = self.attributes(&row.path, destination, warning);
-                    let body = format!("{} {destination}", row.path);
                     finish(scope, result_path, EntryStatus::Ok, &body, Some(attributes))?;
                 }
                 lines.push(format!("{} → {destination}", row.path));
@@ -165,13 +176,8 @@ impl Transfer {
         }
         if !single {
             let attributes = json!({ "from": path, "to": to, "isMove": self.is_move });
-            finish(
-                scope,
-                result_path,
-                EntryStatus::Ok,
-                &lines.join("\n"),
-                Some(attributes),
-            )?;
+            let body = lines.join("\n");
+            finish(scope, result_path, EntryStatus::Ok, &body, Some(attributes))?;
         }
         Ok(Handled::at(
             outcome.unwrap_or_else(|| result_path.to_owned()),
@@ -347,6 +353,22 @@ impl TypedTool for Transfer {
     ) -> Result<Handled, ToolError> {
         self.run(scope, transfer, result_path)
     }
+}
+
+/// Each selected row with its destination: `to` itself, or under `to` for the matches of
+/// a pattern.
+fn destinations(path: &str, rows: Vec<EntryRow>, to: &str) -> Vec<(EntryRow, String)> {
+    let pattern = is_pattern(path, None);
+    rows.into_iter()
+        .map(|row| {
+            let destination = if pattern {
+                destination_under(path, &row.path, to)
+            } else {
+                to.to_owned()
+            };
+            (row, destination)
+        })
+        .collect()
 }
 
 /// Where a pattern match lands: `to` joined with the match's path relative to the
