@@ -26,8 +26,8 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
 use crate::plugins::Plugins;
 
-/// A reply's commands, their body searches and edits already computed beside the writer, and
-/// the turn's audit copies.
+/// A reply's commands with the work prepared for them beside the writer (body searches,
+/// edits, what their tools gathered), and the turn's audit copies.
 pub(super) struct Prepared {
     pub commands: Vec<Command>,
     pub work: PreparedWork,
