@@ -251,8 +251,10 @@ fn purpose_lines(telemetry: &Value) -> Vec<(String, i64, i64, f64)> {
         .collect()
 }
 
-#[actix_web::test]
-async fn the_run_s_usage_shows_each_sidecar_call_with_its_purpose() {
+/// A run whose one loop learns a fact, has its notes refreshed, summarizes and has them
+/// refreshed again, each call reporting its tokens and cost; returned once the last notes
+/// are written.
+async fn costed_login_fix() -> (FakeLlm, TestApp, Client, String) {
     let llm = FakeLlm::start([
         costing(learning("auth"), 1000, 0.5),
         costing(notes("Fix login", "auth", "JWT."), 300, 0.25),
@@ -263,6 +265,12 @@ async fn the_run_s_usage_shows_each_sidecar_call_with_its_purpose() {
     let (mut client, _) = app.client_in_project("shop").await;
     let run = ask(&mut client, "Fix the login.").await;
     until_titled(&mut client, &run, "Fix login, done").await;
+    (llm, app, client, run)
+}
+
+#[actix_web::test]
+async fn the_run_s_usage_shows_each_sidecar_call_with_its_purpose() {
+    let (_llm, _app, mut client, run) = costed_login_fix().await;
 
     let states = states(&client);
     assert_eq!(
@@ -304,16 +312,7 @@ struct RecordedCall {
 
 #[actix_web::test]
 async fn each_answered_call_turns_included_is_recorded_once_in_order() {
-    let llm = FakeLlm::start([
-        costing(learning("auth"), 1000, 0.5),
-        costing(notes("Fix login", "auth", "JWT."), 300, 0.25),
-        costing(Step::reply("<summarize>Done.</summarize>"), 1200, 0.5),
-        costing(notes("Fix login, done", "auth", "JWT."), 400, 0.25),
-    ]);
-    let app = TestApp::with_llm(&llm, &NOTES_ON).await;
-    let (mut client, _) = app.client_in_project("shop").await;
-    let run = ask(&mut client, "Fix the login.").await;
-    until_titled(&mut client, &run, "Fix login, done").await;
+    let (_llm, app, _client, run) = costed_login_fix().await;
 
     let mut conn = open_connection(&app.store(), ConnectionSetup::default()).unwrap();
     let id = crate::support::run_named(&mut conn, &run)
