@@ -20,8 +20,9 @@ use subtle::ConstantTimeEq;
 
 use crate::config::ServerSettings;
 
-pub use people::{hash_token, People, Person};
-pub use watch::watch;
+pub use people::hash_token;
+pub(crate) use people::{People, Person};
+pub(crate) use watch::watch;
 
 /// What a person may do, each role including the ones before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
@@ -47,7 +48,7 @@ impl fmt::Display for Role {
 
 /// Who a connection acts for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Caller {
+pub(crate) enum Caller {
     /// The holder of the shared token, or anyone on a server without tokens.
     Operator,
     /// A person of the users file, by name.
@@ -56,7 +57,7 @@ pub enum Caller {
 
 impl Caller {
     /// The person's name; `None` for the operator, who is nobody in particular.
-    pub fn person(&self) -> Option<&str> {
+    pub(crate) fn person(&self) -> Option<&str> {
         match self {
             Caller::Operator => None,
             Caller::Person(name) => Some(name),
@@ -66,7 +67,7 @@ impl Caller {
 
 /// A refusal, or a users file that cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub enum AccessError {
+pub(crate) enum AccessError {
     /// The users file is unreadable or wrong (at start, or on a reload, which keeps the
     /// previous people).
     #[error("users file: {0}")]
@@ -93,7 +94,7 @@ pub enum AccessError {
 
 /// The shared token, the users file and the people read from it. Cheap to clone.
 #[derive(Clone)]
-pub struct Access {
+pub(crate) struct Access {
     inner: Arc<Inner>,
 }
 
@@ -105,7 +106,7 @@ struct Inner {
 
 impl Access {
     /// The server's access rules, reading the users file when one is configured (blocking).
-    pub fn load(server: &ServerSettings) -> Result<Access, AccessError> {
+    pub(crate) fn load(server: &ServerSettings) -> Result<Access, AccessError> {
         let people = match &server.users_file {
             Some(path) => read_people(path)?,
             None => People::default(),
@@ -124,7 +125,7 @@ impl Access {
 
     /// Who presents `token`; `None` when it opens nothing. A server with neither a shared
     /// token nor a users file lets everyone in as the operator.
-    pub fn authenticate(&self, token: Option<&str>) -> Option<Caller> {
+    pub(crate) fn authenticate(&self, token: Option<&str>) -> Option<Caller> {
         let inner = &self.inner;
         if inner.shared_token.is_none() && inner.users_file.is_none() {
             return Some(Caller::Operator);
@@ -141,7 +142,7 @@ impl Access {
     }
 
     /// What `caller` may do now, by the people as last read.
-    pub fn grant(&self, caller: &Caller) -> Result<Grant, AccessError> {
+    pub(crate) fn grant(&self, caller: &Caller) -> Result<Grant, AccessError> {
         let person = match caller {
             Caller::Operator => None,
             Caller::Person(name) => Some(
@@ -155,7 +156,7 @@ impl Access {
 
     /// Reads the users file again (blocking); a file that does not read keeps the people
     /// as they were. Returns how many people it lists.
-    pub fn reload(&self) -> Result<usize, AccessError> {
+    pub(crate) fn reload(&self) -> Result<usize, AccessError> {
         let Some(path) = &self.inner.users_file else {
             return Ok(0);
         };
@@ -170,7 +171,7 @@ impl Access {
     }
 
     /// The users file, when one is configured.
-    pub fn users_file(&self) -> Option<&Path> {
+    pub(crate) fn users_file(&self) -> Option<&Path> {
         self.inner.users_file.as_deref()
     }
 
@@ -185,7 +186,7 @@ impl Access {
 
 /// The largest users file read: ample for thousands of people, and a file that is not one
 /// (a link to `/dev/zero`, a log) is refused before it fills the memory.
-pub const USERS_FILE_MAX_BYTES: u64 = 1024 * 1024;
+pub(crate) const USERS_FILE_MAX_BYTES: u64 = 1024 * 1024;
 
 fn read_people(path: &Path) -> Result<People, AccessError> {
     use std::io::Read;
@@ -209,21 +210,21 @@ fn read_people(path: &Path) -> Result<People, AccessError> {
 
 /// What one caller may do, as of one call.
 #[derive(Debug, Clone)]
-pub struct Grant {
+pub(crate) struct Grant {
     /// `None`: the operator, who may do everything.
     person: Option<Arc<Person>>,
 }
 
 impl Grant {
     /// The caller's role.
-    pub fn role(&self) -> Role {
+    pub(crate) fn role(&self) -> Role {
         self.person
             .as_ref()
             .map_or(Role::Admin, |person| person.role)
     }
 
     /// Refuses a caller below `needed` for `method`.
-    pub fn require(&self, needed: Role, method: &str) -> Result<(), AccessError> {
+    pub(crate) fn require(&self, needed: Role, method: &str) -> Result<(), AccessError> {
         match &self.person {
             Some(person) if person.role < needed => Err(AccessError::Role {
                 who: person.name.clone(),
@@ -236,7 +237,7 @@ impl Grant {
     }
 
     /// Refuses a caller whose projects do not include `project`.
-    pub fn open(&self, project: &str) -> Result<(), AccessError> {
+    pub(crate) fn open(&self, project: &str) -> Result<(), AccessError> {
         match &self.person {
             Some(person) if !person.may_open(project) => Err(AccessError::Project {
                 who: person.name.clone(),
@@ -247,7 +248,7 @@ impl Grant {
     }
 
     /// Refuses a caller who may not create the project `project`.
-    pub fn create(&self, project: &str) -> Result<(), AccessError> {
+    pub(crate) fn create(&self, project: &str) -> Result<(), AccessError> {
         self.open(project)?;
         match &self.person {
             Some(person) if person.role < Role::Member => Err(AccessError::CannotCreate {

@@ -9,7 +9,7 @@
 mod agent;
 mod commands;
 mod error;
-pub mod link;
+mod link;
 pub mod local;
 mod mcp;
 mod mode;

@@ -8,22 +8,22 @@
 //! person is [`admission`]'s to say. A loop may hand sub-tasks to child runs
 //! ([`delegation`]).
 
-pub mod admission;
-pub mod context;
-pub mod delegation;
-pub mod error;
-pub mod loop_config;
-pub mod outcome;
-pub mod outlines;
+pub(crate) mod admission;
+pub(crate) mod context;
+pub(crate) mod delegation;
+pub(crate) mod error;
+pub(crate) mod loop_config;
+pub(crate) mod outcome;
+pub(crate) mod outlines;
 mod reflect;
-pub mod registry;
-pub mod resume;
-pub mod run_actor;
-pub mod run_budget;
-pub mod run_loop;
-pub mod scan;
-pub mod state;
-pub mod turn;
+pub(crate) mod registry;
+pub(crate) mod resume;
+pub(crate) mod run_actor;
+pub(crate) mod run_budget;
+pub(crate) mod run_loop;
+pub(crate) mod scan;
+pub(crate) mod state;
+pub(crate) mod turn;
 
-pub use context::{AgentContext, Replying};
-pub use registry::RunRegistry;
+pub(crate) use context::{AgentContext, Replying};
+pub(crate) use registry::RunRegistry;

@@ -49,11 +49,11 @@ const SECONDS_PER_DAY: u64 = 86_400;
 pub struct RunningServer {
     /// The address it listens on (the real port when 0 was asked for).
     pub addr: SocketAddr,
-    pub handle: ServerHandle,
+    handle: ServerHandle,
     /// What its sessions share.
-    pub state: ServerState,
+    pub(crate) state: ServerState,
     /// Resolves when the server has stopped.
-    pub done: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
+    done: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
     /// Stops this instance's heartbeat.
     heartbeat: CancellationToken,
     /// Its home, on a SQLite store; let go when it has stopped.

@@ -18,35 +18,17 @@ mod calibration;
 mod ceiling;
 mod guard;
 mod panic;
-mod size_gate;
 mod text;
 mod tokens;
 
-pub use actor::{BudgetActor, Calibrated, CalibrationOf, RecordUsage, RunIdle, IDLE_RUNS};
-pub use advisory::{advisory, ADVISORY_HALF_PERCENT, ADVISORY_THREE_QUARTERS_PERCENT};
-pub use calibration::{CalibratedMeasure, Calibration};
-pub use ceiling::{check_ceiling, CeilingVerdict, Overflow};
-pub use guard::{BudgetGuard, PanicGate, Tripped, WriteGate, WriteIntent};
-pub use panic::{
-    plan_overflow, OverflowDecision, OverflowFacts, PanicFailure, PanicPlan, PanicStep,
-    PanicTracker, CONFIG_NO_REPO, CONFIG_PANIC_ATTEMPTED, CONFIG_PANIC_FOR, CONFIG_PANIC_TARGET,
+pub(crate) use actor::{BudgetActor, Calibrated, CalibrationOf, RecordUsage, RunIdle};
+pub(crate) use advisory::advisory;
+pub(crate) use calibration::{CalibratedMeasure, Calibration};
+pub(crate) use ceiling::{check_ceiling, CeilingVerdict, Overflow};
+pub(crate) use guard::{BudgetGuard, PanicGate, WriteGate, WriteIntent};
+pub(crate) use panic::{
+    plan_overflow, OverflowDecision, OverflowFacts, PanicFailure, PanicStep, PanicTracker,
 };
-pub use size_gate::{check_entry_size, EntryTooLarge, DEFAULT_MAX_ENTRY_TOKENS};
-pub use tokens::{
-    ActualTokens, CalibratedTokens, ContextWindow, EntryTokens, EstimatedTokens, TokenMath,
-};
-
-/// Every way the budget refuses something; each is a 413 whose text is meant for its reader
-/// (the model for [`Tripped`] and [`EntryTooLarge`], the client for [`PanicFailure`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BudgetError {
-    /// A write crossed the guard's ceiling, or came after one that did.
-    #[error(transparent)]
-    Tripped(#[from] Tripped),
-    /// A known entry over the size gate.
-    #[error(transparent)]
-    EntryTooLarge(#[from] EntryTooLarge),
-    /// Budget recovery impossible or failed.
-    #[error(transparent)]
-    Panic(#[from] PanicFailure),
-}
+#[cfg(test)]
+pub(crate) use tokens::ActualTokens;
+pub(crate) use tokens::{CalibratedTokens, ContextWindow, EstimatedTokens, TokenMath};

@@ -54,10 +54,9 @@
 //! The SQL lives in `db::queries::instances` and `db::queries::loop_places`; this module
 //! calls it.
 
-pub mod bus;
-pub mod instance;
-pub mod lease_holder;
+pub(crate) mod bus;
+pub(crate) mod instance;
+pub(crate) mod lease_holder;
 
-pub use bus::FrameBus;
-pub use instance::Instance;
-pub use lease_holder::{HolderGone, LeaseHolder};
+pub(crate) use instance::Instance;
+pub(crate) use lease_holder::{HolderGone, LeaseHolder};

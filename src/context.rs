@@ -13,12 +13,12 @@
 //! [`DbError`](crate::db::DbError); assembly never fails (hostile text is rendered, not
 //! rejected).
 
-pub mod materialize;
-pub mod packet;
-pub mod view;
+pub(crate) mod materialize;
+pub(crate) mod packet;
+pub(crate) mod view;
 
-pub use materialize::{ContextRow, MaterializeContext, Projector, ReadContext, TurnTarget};
-pub use packet::{Bucket, BucketShare, Packet};
+pub(crate) use materialize::{ContextRow, Projector};
+pub(crate) use packet::{BucketShare, Packet};
 
 /// The one token formula, shared with the budget and the database's `countTokens`.
-pub use crate::budget::TokenMath;
+pub(crate) use crate::budget::TokenMath;

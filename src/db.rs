@@ -13,30 +13,40 @@
 //! function returns [`DbError`]. Database rows are not wire types: the RPC layer builds its
 //! own results from them.
 
-pub mod actor;
-pub mod backend;
-pub mod connection;
-pub mod entry_changes;
-pub mod enums;
+pub(crate) mod actor;
+pub(crate) mod backend;
+pub(crate) mod connection;
+pub(crate) mod entry_changes;
+pub(crate) mod enums;
 mod error;
-pub mod functions;
-pub mod handle;
-pub mod ids;
-pub mod json;
-pub mod models;
-pub mod paths;
-pub mod queries;
-pub mod readers;
-pub mod schema;
-pub mod statement;
-pub mod testing;
-pub mod watch;
+pub(crate) mod functions;
+pub(crate) mod handle;
+pub(crate) mod ids;
+pub(crate) mod json;
+pub(crate) mod models;
+pub(crate) mod paths;
+pub(crate) mod queries;
+pub(crate) mod readers;
+pub(crate) mod schema;
+pub(crate) mod statement;
+#[cfg(any(test, feature = "testing"))]
+pub(crate) mod testing;
+pub(crate) mod watch;
 
-pub use actor::transact::Transact;
-pub use actor::{start_db, DbActor};
-pub use backend::{Conn, MultiBackend, Store};
-pub use connection::{open_connection, run_migrations, ConnectionSetup, DEFAULT_TOKEN_DIVISOR};
-pub use error::{DbError, UnitError};
-pub use handle::{DbHandle, DbOptions};
-pub use readers::ReadPool;
-pub use watch::DbWatch;
+pub(crate) use actor::transact::Transact;
+pub(crate) use actor::DbActor;
+// A test's own connection (`rummy::testing::Database`) is one of the server's.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+pub use backend::Conn;
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+pub use backend::MultiBackend;
+pub(crate) use backend::Store;
+pub(crate) use connection::{
+    open_connection, run_migrations, ConnectionSetup, DEFAULT_TOKEN_DIVISOR,
+};
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+pub use error::DbError;
+pub(crate) use error::UnitError;
+pub(crate) use handle::{DbHandle, DbOptions};
+pub(crate) use readers::ReadPool;
+pub(crate) use watch::DbWatch;

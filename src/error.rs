@@ -15,44 +15,44 @@ use crate::plugins::method::MethodError;
 use crate::project::ProjectError;
 
 /// JSON-RPC 2.0 and rummy application error codes.
-pub mod code {
+pub(crate) mod code {
     use super::ErrorCode;
 
     /// Invalid JSON was received.
-    pub const PARSE_ERROR: ErrorCode = ErrorCode(-32700);
+    pub(crate) const PARSE_ERROR: ErrorCode = ErrorCode(-32700);
     /// The JSON sent is not a valid request object.
-    pub const INVALID_REQUEST: ErrorCode = ErrorCode(-32600);
+    pub(crate) const INVALID_REQUEST: ErrorCode = ErrorCode(-32600);
     /// The method does not exist.
-    pub const METHOD_NOT_FOUND: ErrorCode = ErrorCode(-32601);
+    pub(crate) const METHOD_NOT_FOUND: ErrorCode = ErrorCode(-32601);
     /// A parameter is missing or has the wrong type.
-    pub const INVALID_PARAMS: ErrorCode = ErrorCode(-32602);
+    pub(crate) const INVALID_PARAMS: ErrorCode = ErrorCode(-32602);
     /// Anything the server did not expect.
-    pub const INTERNAL: ErrorCode = ErrorCode(-32603);
+    pub(crate) const INTERNAL: ErrorCode = ErrorCode(-32603);
     /// The connection has not called `init`.
-    pub const NOT_INITIALIZED: ErrorCode = ErrorCode(-32001);
+    pub(crate) const NOT_INITIALIZED: ErrorCode = ErrorCode(-32001);
     /// The run alias names no run (of this project).
-    pub const RUN_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+    pub(crate) const RUN_NOT_FOUND: ErrorCode = ErrorCode(-32002);
     /// The model alias is not in the catalogue.
-    pub const UNKNOWN_MODEL: ErrorCode = ErrorCode(-32003);
+    pub(crate) const UNKNOWN_MODEL: ErrorCode = ErrorCode(-32003);
     /// A name is taken, or the state does not allow the request.
-    pub const CONFLICT: ErrorCode = ErrorCode(-32004);
+    pub(crate) const CONFLICT: ErrorCode = ErrorCode(-32004);
     /// Authentication failed.
-    pub const UNAUTHORIZED: ErrorCode = ErrorCode(-32005);
+    pub(crate) const UNAUTHORIZED: ErrorCode = ErrorCode(-32005);
     /// Too many requests in flight, or loops running or queued.
-    pub const OVERLOADED: ErrorCode = ErrorCode(-32006);
+    pub(crate) const OVERLOADED: ErrorCode = ErrorCode(-32006);
     /// The reply would be larger than the frame limit.
-    pub const TOO_LARGE: ErrorCode = ErrorCode(-32007);
+    pub(crate) const TOO_LARGE: ErrorCode = ErrorCode(-32007);
     /// The request needs more work (time, steps, memory) than the server allows one call.
-    pub const WORK_LIMIT: ErrorCode = ErrorCode(-32008);
+    pub(crate) const WORK_LIMIT: ErrorCode = ErrorCode(-32008);
     /// Some of the notifications asked for are no longer kept (`getRun` has the state).
-    pub const NOT_KEPT: ErrorCode = ErrorCode(-32009);
+    pub(crate) const NOT_KEPT: ErrorCode = ErrorCode(-32009);
     /// A client's tool call would carry the run's context past its budget.
-    pub const CONTEXT_FULL: ErrorCode = ErrorCode(-32010);
+    pub(crate) const CONTEXT_FULL: ErrorCode = ErrorCode(-32010);
 }
 
 /// What went wrong while serving one request.
 #[derive(Debug, thiserror::Error)]
-pub enum AppError {
+pub(crate) enum AppError {
     /// The frame is not JSON.
     #[error("Parse error: {0}")]
     Parse(String),
@@ -159,17 +159,17 @@ impl From<NotAdmitted> for AppError {
 /// relayed error). On the wire, the integer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
-pub struct ErrorCode(i64);
+pub(crate) struct ErrorCode(i64);
 
 impl ErrorCode {
-    pub const fn get(self) -> i64 {
+    pub(crate) const fn get(self) -> i64 {
         self.0
     }
 }
 
 /// A JSON-RPC error object: code, message and, when there is any, data.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RpcError {
+pub(crate) struct RpcError {
     pub code: ErrorCode,
     /// Human-readable text (the reference wording where one exists).
     pub message: String,
@@ -180,7 +180,7 @@ pub struct RpcError {
 
 impl AppError {
     /// The one table from domain errors to wire codes.
-    pub fn to_rpc(&self) -> RpcError {
+    pub(crate) fn to_rpc(&self) -> RpcError {
         let code = match self {
             AppError::Parse(_) => code::PARSE_ERROR,
             AppError::InvalidRequest(_) => code::INVALID_REQUEST,

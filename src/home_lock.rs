@@ -12,11 +12,11 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 /// The lock file, in the home; it holds the holder's process id, for the refusal.
-pub const LOCK_FILE: &str = "rummy.lock";
+pub(crate) const LOCK_FILE: &str = "rummy.lock";
 
 /// Why the home could not be locked.
 #[derive(Debug, thiserror::Error)]
-pub enum HomeLockError {
+pub(crate) enum HomeLockError {
     /// Another process holds the home.
     #[error(
         "another rummy{holder} is serving the home {home} on its SQLite store, and one home has \
@@ -38,14 +38,14 @@ pub enum HomeLockError {
 
 /// The home, held until this is dropped.
 #[derive(Debug)]
-pub struct HomeLock {
+pub(crate) struct HomeLock {
     _file: File,
 }
 
 impl HomeLock {
     /// Creates `home` if it is missing and takes its lock, without waiting: refused when
     /// another process holds it. Blocking file I/O.
-    pub fn take(home: &Path) -> Result<HomeLock, HomeLockError> {
+    pub(crate) fn take(home: &Path) -> Result<HomeLock, HomeLockError> {
         let failed = |source| HomeLockError::Io {
             home: home.display().to_string(),
             source,

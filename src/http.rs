@@ -22,7 +22,7 @@ use crate::ws::state::ServerState;
 use crate::ws::{gate, upgrade};
 
 /// Seconds a stopping server lets the loops it runs finish, and then its open connections.
-pub const SHUTDOWN_SECS: u64 = 10;
+pub(crate) const SHUTDOWN_SECS: u64 = 10;
 
 /// Seconds a client has to close its side after the server's response, as actix-web's
 /// `HttpServer` allows.
@@ -33,7 +33,7 @@ const BACKLOG: u32 = 1024;
 
 /// Binds the configured address and builds the server (not yet running); returns it with
 /// the address bound (the real port when 0 was asked for).
-pub fn server(state: ServerState) -> io::Result<(Server, SocketAddr)> {
+pub(crate) fn server(state: ServerState) -> io::Result<(Server, SocketAddr)> {
     let listener = bind(SocketAddr::new(
         state.agent.settings.server.host,
         state.agent.settings.server.port,

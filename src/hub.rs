@@ -13,8 +13,8 @@
 //! and offers them ([`Relayed`]) with the same `seq`, in the same order. A `ui/render` or
 //! `ui/notify` crosses the bus too, so it reaches the project's clients on every instance.
 
-pub mod notifications;
-pub mod replay;
+pub(crate) mod notifications;
+pub(crate) mod replay;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,7 +29,7 @@ use notifications::{Notification, UiNotification};
 use replay::{ReplayError, ReplayLimits, RunLogs, ServerFrames};
 
 /// Identity of one client connection, unique for the server's lifetime.
-pub type ConnId = u64;
+pub(crate) type ConnId = u64;
 
 /// A serialized notification frame, shared by every subscriber.
 #[derive(Debug, Clone, Message)]
@@ -39,7 +39,7 @@ pub struct Outbound(pub Arc<str>);
 /// Start delivering a project's notifications to a connection.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Subscribe {
+pub(crate) struct Subscribe {
     pub conn: ConnId,
     /// Where its frames go.
     pub recipient: Recipient<Outbound>,
@@ -48,14 +48,14 @@ pub struct Subscribe {
 /// Stop delivering to a connection.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Unsubscribe {
+pub(crate) struct Unsubscribe {
     pub conn: ConnId,
 }
 
 /// Number a notification of `run` and send it to every subscriber.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Publish {
+pub(crate) struct Publish {
     /// The run it is about; its notifications are numbered 1, 2, ...
     pub run: RunId,
     pub notification: Notification,
@@ -64,7 +64,7 @@ pub struct Publish {
 /// Keep a frame of `run` another instance numbered and send it to every subscriber.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Relayed {
+pub(crate) struct Relayed {
     pub run: RunId,
     pub seq: u64,
     pub text: Arc<str>,
@@ -73,20 +73,20 @@ pub struct Relayed {
 /// Send a project-wide frame to every subscriber, unnumbered and not kept.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Broadcast(pub Arc<str>);
+pub(crate) struct Broadcast(pub Arc<str>);
 
 /// The kept frames of `run` after seq `since`, in order. Answered in the hub's mailbox
 /// order: a connection that subscribed before asking gets, live or here, every frame after
 /// `since` (some maybe both ways, the same seq).
 #[derive(Message)]
 #[rtype(result = "Result<Vec<Arc<str>>, ReplayError>")]
-pub struct Replay {
+pub(crate) struct Replay {
     pub run: RunId,
     pub since: u64,
 }
 
 /// The fan-out actor of one project.
-pub struct ProjectHub {
+pub(crate) struct ProjectHub {
     project: ProjectId,
     subscribers: HashMap<ConnId, Recipient<Outbound>>,
     logs: RunLogs,

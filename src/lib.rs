@@ -2,31 +2,36 @@
 //!
 //! See `ARCHITECTURE.md` for the map of modules, actors and the path of one turn.
 
-pub mod access;
+mod access;
 pub mod acp;
-pub mod agent;
+mod agent;
 pub mod app;
-pub mod budget;
-pub mod cluster;
+mod budget;
+mod cluster;
 pub mod config;
-pub mod context;
-pub mod db;
-pub mod error;
+mod context;
+mod db;
+mod error;
 pub mod healthcheck;
 pub mod hedberg;
-pub mod home_lock;
-pub mod http;
-pub mod hub;
-pub mod llm;
-pub mod mcp;
-pub mod memory;
-pub mod metrics;
-pub mod parser;
+mod home_lock;
+mod http;
+mod hub;
+mod llm;
+mod mcp;
+mod memory;
+mod metrics;
+mod parser;
 pub mod plugins;
-pub mod project;
-pub mod project_actor;
-pub mod rpc;
-pub mod slots;
+mod project;
+mod project_actor;
+mod rpc;
+mod slots;
 pub mod telemetry;
-pub mod web;
-pub mod ws;
+mod web;
+mod ws;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use access::hash_token;

@@ -18,6 +18,7 @@ mod chat_completions;
 mod client;
 mod discovery;
 mod error;
+#[cfg(any(test, feature = "testing"))]
 pub mod fake;
 mod gate;
 mod ledger;
@@ -27,13 +28,10 @@ mod retry;
 mod route;
 mod settings;
 
-pub use actor::{Complete, DiscoverContext, LlmProvider};
-pub use chat::{ChatMessage, ChatRequest, ChatResponse, Role, Usage};
-pub use discovery::OPENROUTER_FALLBACK_CONTEXT;
-pub use error::LlmError;
-pub use ledger::{CallFor, Ledger};
-pub use providers::LlmProviders;
-pub use retry::{parse_retry_after, RetryPolicy};
-pub use route::{ProviderKind, Route};
-pub use settings::{ConcurrencyLimits, LlmOptions};
-pub use tokio_util::sync::CancellationToken;
+pub(crate) use chat::{ChatMessage, ChatRequest, ChatResponse, Usage};
+pub(crate) use error::LlmError;
+pub(crate) use ledger::{CallFor, Ledger};
+pub(crate) use providers::LlmProviders;
+pub(crate) use retry::RetryPolicy;
+pub(crate) use settings::{ConcurrencyLimits, LlmOptions};
+pub(crate) use tokio_util::sync::CancellationToken;

@@ -139,6 +139,6 @@ fn hash_token() -> anyhow::Result<()> {
         .context("reading the token from stdin")?;
     let token = line.trim_end_matches(['\r', '\n']);
     anyhow::ensure!(!token.is_empty(), "no token on stdin");
-    println!("token_sha256 = \"{}\"", rummy::access::hash_token(token));
+    println!("token_sha256 = \"{}\"", rummy::hash_token(token));
     Ok(())
 }

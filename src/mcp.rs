@@ -11,10 +11,10 @@
 //! A call the dispatch then cancels (an earlier command of the reply stopped it) has been
 //! made, and is recorded as cancelled.
 
-pub mod attached;
+pub(crate) mod attached;
 mod catalogue;
 mod client_tool;
-pub mod config;
+pub(crate) mod config;
 mod connection;
 mod outcome;
 mod performed;
@@ -39,14 +39,14 @@ use tool::McpTool;
 /// The configured servers, and those clients attach to runs. Cheap to clone; dropping
 /// the last clone stops their tasks.
 #[derive(Clone, Default)]
-pub struct McpServers {
+pub(crate) struct McpServers {
     servers: Arc<[Arc<Server>]>,
     attached: Arc<Attached>,
 }
 
 impl McpServers {
     /// Starts connecting to each of `configs` (on the current runtime; nothing waits).
-    pub fn start(configs: Vec<config::ServerConfig>) -> McpServers {
+    pub(crate) fn start(configs: Vec<config::ServerConfig>) -> McpServers {
         let servers: Vec<Arc<Server>> = configs
             .into_iter()
             .enumerate()
@@ -62,7 +62,7 @@ impl McpServers {
     /// as `allowed` permits; an HTTP server's addresses are checked against `filter` first
     /// under `http`, and before each connection. Answers once each has connected or
     /// failed, or after [`ATTACH_PATIENCE`].
-    pub async fn attach(
+    pub(crate) async fn attach(
         &self,
         run: RunId,
         conn: ConnId,
@@ -109,23 +109,23 @@ impl McpServers {
     }
 
     /// Stops the servers connection `conn` attached (it closed).
-    pub fn release(&self, conn: ConnId) {
+    pub(crate) fn release(&self, conn: ConnId) {
         self.attached.release(conn);
     }
 
     /// Whether a client attached a server to `run`.
-    pub fn attached_to(&self, run: RunId) -> bool {
+    pub(crate) fn attached_to(&self, run: RunId) -> bool {
         self.attached.any(run)
     }
 
     /// The plugin that offers these servers to the model: one tool per configured server,
     /// one for those clients attach, and the `<mcp_tools>` section listing their tools.
-    pub fn plugin(&self) -> McpPlugin {
+    pub(crate) fn plugin(&self) -> McpPlugin {
         McpPlugin(self.clone())
     }
 
     /// The servers whose tools loops of `project` are offered.
-    pub fn enabled_for(&self, project: &str) -> McpServerSet {
+    pub(crate) fn enabled_for(&self, project: &str) -> McpServerSet {
         self.servers
             .iter()
             .filter(|server| server.config.serves(project))
@@ -137,7 +137,7 @@ impl McpServers {
 
     /// Every server, what it serves and the tools it lists now, for clients; whether loops
     /// of `project` are offered them.
-    pub fn describe(&self, project: &str) -> Vec<ServerView> {
+    pub(crate) fn describe(&self, project: &str) -> Vec<ServerView> {
         self.servers
             .iter()
             .map(|server| {
@@ -174,12 +174,12 @@ impl McpServers {
 }
 
 /// How long `run/mcp` waits for the servers it attaches to connect.
-pub const ATTACH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const ATTACH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One server as `run/mcp` answers it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AttachedView {
+pub(crate) struct AttachedView {
     pub name: String,
     pub connected: bool,
     /// Why it is not connected (yet).
@@ -191,7 +191,7 @@ pub struct AttachedView {
 /// One server as `getMcpServers` shows it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ServerView {
+pub(crate) struct ServerView {
     pub name: String,
     /// The model's tag and the scheme of its entries.
     pub tag: &'static str,
@@ -211,7 +211,7 @@ pub struct ServerView {
 /// One tool as `getMcpServers` shows it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolView {
+pub(crate) struct ToolView {
     pub name: String,
     pub description: String,
     pub input_schema: Value,
@@ -221,7 +221,7 @@ pub struct ToolView {
 }
 
 /// The MCP servers as a plugin (`mcp_servers`: disabling it offers none of them).
-pub struct McpPlugin(McpServers);
+pub(crate) struct McpPlugin(McpServers);
 
 impl Plugin for McpPlugin {
     fn name(&self) -> &'static str {

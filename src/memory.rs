@@ -50,17 +50,16 @@ use crate::plugins::assembly::Chain;
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::{Plugin, Registrar};
 
-pub use notes::SessionNotes;
-pub use recall::RECALL_PATH;
-pub use session::{stored_notes, SESSION_PATH};
+pub(crate) use recall::RECALL_PATH;
+pub(crate) use session::{stored_notes, SESSION_PATH};
 
 /// The plugin.
-pub struct Memory {
+pub(crate) struct Memory {
     settings: MemorySettings,
 }
 
 impl Memory {
-    pub fn new(settings: MemorySettings) -> Memory {
+    pub(crate) fn new(settings: MemorySettings) -> Memory {
         Memory { settings }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// The counters shared by the sessions and the agent.
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     connections_open: AtomicU64,
     connections_total: AtomicU64,
     requests_ok: AtomicU64,
@@ -31,7 +31,7 @@ pub struct ProviderMetrics {
 
 /// What the store holds at scrape time.
 #[derive(Debug, Default)]
-pub struct StoreGauges {
+pub(crate) struct StoreGauges {
     /// `(status code, runs)`.
     pub runs_by_status: Vec<(i32, i64)>,
     /// Loops waiting to run.
@@ -58,17 +58,17 @@ fn hold(gauge: &AtomicU64) -> Held<'_> {
 }
 
 impl Metrics {
-    pub fn connection_opened(&self) {
+    pub(crate) fn connection_opened(&self) {
         self.connections_open.fetch_add(1, Ordering::Relaxed);
         self.connections_total.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn connection_closed(&self) {
+    pub(crate) fn connection_closed(&self) {
         self.connections_open.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// A request was answered.
-    pub fn record_request(&self, ok: bool) {
+    pub(crate) fn record_request(&self, ok: bool) {
         let counter = if ok {
             &self.requests_ok
         } else {
@@ -78,13 +78,13 @@ impl Metrics {
     }
 
     /// A turn got its reply from the model.
-    pub fn record_turn(&self) {
+    pub(crate) fn record_turn(&self) {
         self.turns_total.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The Prometheus exposition of these counters, of `store`, of the bytes kept for
     /// `run/replay` and of each provider's calls.
-    pub fn render(
+    pub(crate) fn render(
         &self,
         store: &StoreGauges,
         replay_bytes: usize,

@@ -9,7 +9,7 @@
 mod attrs;
 mod command;
 mod foreign;
-pub mod healer;
+pub(crate) mod healer;
 mod resolve;
 mod scan;
 mod set;
@@ -19,17 +19,19 @@ mod tags;
 #[cfg(test)]
 mod vector_tests;
 
-pub use attrs::{normalize_attrs, AttrValue, Attrs, ExtraAttrs};
-pub use command::{
-    AskUserCommand, Command, GetCommand, KnownCommand, SearchCommand, Selection, TaggedText,
-    TransferCommand, UnknownCommand,
+pub(crate) use attrs::{normalize_attrs, AttrValue, ExtraAttrs};
+pub(crate) use command::{
+    AskUserCommand, GetCommand, KnownCommand, SearchCommand, Selection, TransferCommand,
+    UnknownCommand,
 };
-pub use set::SetCommand;
-pub use tags::{TagSet, TagSpec};
+pub use command::{Command, TaggedText};
+pub(crate) use set::SetCommand;
+pub(crate) use tags::TagSet;
+pub use tags::TagSpec;
 
 /// Everything parsed from one model response.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ParseOutput {
+pub(crate) struct ParseOutput {
     /// Commands in response order.
     pub commands: Vec<Command>,
     /// What was recovered (unclosed tags, repaired attributes …), for the model to see.
@@ -39,7 +41,7 @@ pub struct ParseOutput {
 }
 
 /// Parses a complete model response into commands, recognising the tags of `tags`.
-pub fn parse(content: &str, tags: &TagSet) -> ParseOutput {
+pub(crate) fn parse(content: &str, tags: &TagSet) -> ParseOutput {
     let mut output = ParseOutput::default();
     let mut unparsed = String::new();
     for piece in foreign::expand(scan::scan(content, tags, &mut output.warnings), tags) {

@@ -17,9 +17,9 @@
 //! logic.
 
 pub mod assembly;
-pub mod bundled;
+pub(crate) mod bundled;
 pub mod clients;
-pub mod engine;
+pub(crate) mod engine;
 pub mod error;
 pub mod events;
 pub mod filters;
@@ -30,6 +30,15 @@ pub mod policy;
 pub mod preparation;
 pub mod reflection;
 pub mod tool;
+pub mod writes;
 
 pub use engine::registry::Plugins;
 pub use plugin::{Plugin, Registrar};
+
+// The types of the rest of the server a plugin meets in this API.
+pub use crate::access::Role;
+pub use crate::context::packet::{Bucket, MessageBuilder};
+pub use crate::context::view::EntryView;
+pub use crate::db::enums::EntryStatus;
+pub use crate::hub::notifications::NotifyLevel;
+pub use crate::parser::{Command, TagSpec, TaggedText};

@@ -13,22 +13,22 @@
 //! Every function here touches the file system synchronously: call it from a blocking
 //! context (`web::block`, a sync actor), never from an async executor thread.
 
-pub mod confine;
-pub mod constraint;
+pub(crate) mod confine;
+pub(crate) mod constraint;
 mod error;
-pub mod home;
-pub mod outline;
-pub mod patterns;
-pub mod roots;
-pub mod scan;
-pub mod skill;
+pub(crate) mod home;
+pub(crate) mod outline;
+pub(crate) mod patterns;
+pub(crate) mod roots;
+pub(crate) mod scan;
+pub(crate) mod skill;
 
-pub use confine::{ProjectPath, ProjectRoot};
-pub use constraint::{ConstraintPattern, ConstraintSet, FileConstraint, Visibility};
-pub use error::ProjectError;
-pub use home::{validate_document_name, DocumentKind, HomeDocument, LoadedDocument, RummyHome};
-pub use roots::{canonical_dirs, ProjectDirs};
-pub use scan::{
-    scan, scan_file, FileChange, FileFidelity, FileKind, ScanOptions, ScanReport, ScannedFile,
+pub(crate) use confine::{ProjectPath, ProjectRoot};
+pub(crate) use constraint::{ConstraintPattern, ConstraintSet, FileConstraint, Visibility};
+pub(crate) use error::ProjectError;
+pub(crate) use home::{DocumentKind, HomeDocument, RummyHome};
+pub(crate) use roots::{canonical_dirs, ProjectDirs};
+pub(crate) use scan::{
+    scan, scan_file, FileChange, FileFidelity, FileKind, ScanOptions, ScanReport,
 };
-pub use skill::Skill;
+pub(crate) use skill::Skill;

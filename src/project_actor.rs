@@ -19,7 +19,7 @@ use crate::project::{scan, ConstraintSet, ProjectError, ProjectRoot, ScanOptions
 /// this machine (a client whose tree the server cannot see).
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Option<ScanReport>, ProjectError>")]
-pub struct ScanFiles {
+pub(crate) struct ScanFiles {
     /// The project's constraints as stored.
     pub constraints: Vec<(String, String)>,
     /// Path → hash of the files the run already has.
@@ -29,10 +29,10 @@ pub struct ScanFiles {
 }
 
 /// How long a project actor lives without a scan.
-pub const PROJECT_IDLE: Duration = Duration::from_secs(600);
+pub(crate) const PROJECT_IDLE: Duration = Duration::from_secs(600);
 
 /// The actor of one project root.
-pub struct ProjectActor {
+pub(crate) struct ProjectActor {
     key: ProjectKey,
     /// When it last started a scan; a scan under way holds the actor's context, so the idle
     /// check never runs during one.
@@ -95,7 +95,7 @@ struct Listed {
 
 /// The live project actors, by project and root.
 #[derive(Clone)]
-pub struct ProjectRegistry {
+pub(crate) struct ProjectRegistry {
     actors: Arc<Mutex<HashMap<ProjectKey, Listed>>>,
     idle: Duration,
 }
@@ -108,7 +108,7 @@ impl Default for ProjectRegistry {
 
 impl ProjectRegistry {
     /// A registry whose actors stop after `idle` without a scan.
-    pub fn with_idle(idle: Duration) -> ProjectRegistry {
+    pub(crate) fn with_idle(idle: Duration) -> ProjectRegistry {
         ProjectRegistry {
             actors: Arc::default(),
             idle,
@@ -117,7 +117,7 @@ impl ProjectRegistry {
 
     /// Scans `root` of `project` through its actor, started when it has none. The actor
     /// cannot retire while the scan is on its way to it.
-    pub async fn scan(
+    pub(crate) async fn scan(
         &self,
         project: ProjectId,
         root: PathBuf,
@@ -128,7 +128,8 @@ impl ProjectRegistry {
     }
 
     /// How many project actors are alive.
-    pub fn live(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn live(&self) -> usize {
         self.lock().len()
     }
 

@@ -3,10 +3,10 @@
 //! Only this module and `ws` know JSON-RPC; handlers take typed params and return
 //! serializable results or an [`AppError`](crate::error::AppError).
 
-pub mod call;
-pub mod dispatch;
-pub mod envelope;
-pub mod handlers;
-pub mod held_calls;
-pub mod methods;
-pub mod params;
+pub(crate) mod call;
+pub(crate) mod dispatch;
+pub(crate) mod envelope;
+pub(crate) mod handlers;
+pub(crate) mod held_calls;
+pub(crate) mod methods;
+pub(crate) mod params;

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 /// Slots under keys of type `K`. Clones share the counts.
-pub struct Slots<K> {
+pub(crate) struct Slots<K> {
     state: Arc<Mutex<State<K>>>,
 }
 
@@ -43,7 +43,7 @@ impl<K> Default for Slots<K> {
 
 /// What one piece of work takes: `count` slots under each of its keys.
 #[derive(Debug, Clone)]
-pub struct Claim<K> {
+pub(crate) struct Claim<K> {
     /// Each key with the most slots it may hold.
     keys: Vec<(K, usize)>,
     count: usize,
@@ -51,7 +51,7 @@ pub struct Claim<K> {
 
 impl<K> Claim<K> {
     /// A claim of `count` slots, under no key yet.
-    pub fn of(count: usize) -> Self {
+    pub(crate) fn of(count: usize) -> Self {
         Claim {
             keys: Vec::new(),
             count,
@@ -60,7 +60,7 @@ impl<K> Claim<K> {
 
     /// The claim, also under `key`, which may hold at most `limit` slots; a limit of 0 is no
     /// bound, and adds nothing.
-    pub fn under(mut self, key: K, limit: usize) -> Self {
+    pub(crate) fn under(mut self, key: K, limit: usize) -> Self {
         if limit > 0 {
             self.keys.push((key, limit));
         }
@@ -70,7 +70,7 @@ impl<K> Claim<K> {
 
 /// Why a claim was refused: a key it needs has no room for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Full<K> {
+pub(crate) struct Full<K> {
     pub key: K,
     /// The slots taken under it.
     pub held: usize,
@@ -164,7 +164,7 @@ impl<K: Hash + Eq + Clone> Slots<K> {
 
     /// Takes the claim's slots now, or says which key has no room (a key some waiting claim
     /// waits for has none for a newcomer).
-    pub fn try_take(&self, claim: Claim<K>) -> Result<Permit<K>, Full<K>> {
+    pub(crate) fn try_take(&self, claim: Claim<K>) -> Result<Permit<K>, Full<K>> {
         let mut state = self.lock();
         let held_back = state.grant();
         if let Some(full) = state.obstacles(&claim, &held_back).next() {
@@ -179,7 +179,7 @@ impl<K: Hash + Eq + Clone> Slots<K> {
     }
 
     /// Takes the claim's slots once its turn comes; its place in line is kept from this call.
-    pub fn take(&self, claim: Claim<K>) -> Take<K> {
+    pub(crate) fn take(&self, claim: Claim<K>) -> Take<K> {
         let mut state = self.lock();
         let ticket = state.next_ticket;
         state.next_ticket += 1;
@@ -197,13 +197,13 @@ impl<K: Hash + Eq + Clone> Slots<K> {
     }
 
     /// How many claims are waiting their turn.
-    pub fn waiting(&self) -> usize {
+    pub(crate) fn waiting(&self) -> usize {
         self.lock().waiting.len()
     }
 }
 
 /// Slots taken by one claim, given back when dropped.
-pub struct Permit<K: Hash + Eq + Clone> {
+pub(crate) struct Permit<K: Hash + Eq + Clone> {
     slots: Slots<K>,
     claim: Claim<K>,
 }
@@ -218,7 +218,7 @@ impl<K: Hash + Eq + Clone> Drop for Permit<K> {
 
 /// A claim waiting its turn; dropping it gives the place (or the slots it was just granted)
 /// up.
-pub struct Take<K: Hash + Eq + Clone> {
+pub(crate) struct Take<K: Hash + Eq + Clone> {
     slots: Slots<K>,
     ticket: u64,
     done: bool,

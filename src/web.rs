@@ -19,10 +19,9 @@ use std::time::Duration;
 use ipnet::IpNet;
 use reqwest::Url;
 
-pub use address::{FilteringResolver, NetFilter, RefusedAddress};
-pub use fetch::Page;
-pub use page::BodyKind;
-pub use searxng::SearchHit;
+pub(crate) use address::{FilteringResolver, NetFilter, RefusedAddress};
+pub(crate) use fetch::Page;
+pub(crate) use searxng::SearchHit;
 
 /// What the web tools may do (from `RUMMY_WEB_*` and `RUMMY_SEARXNG_URL`).
 #[derive(Debug, Clone, PartialEq, Eq)]

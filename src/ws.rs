@@ -3,13 +3,13 @@
 //! flight, the registry used at shutdown, the state the sessions and the HTTP routes share,
 //! and the audit row each call leaves.
 
-pub mod audit;
-pub mod client_addr;
-pub mod frames;
-pub mod gate;
-pub mod in_flight;
-pub mod pump;
-pub mod registry;
-pub mod session;
-pub mod state;
-pub mod upgrade;
+pub(crate) mod audit;
+pub(crate) mod client_addr;
+pub(crate) mod frames;
+pub(crate) mod gate;
+pub(crate) mod in_flight;
+pub(crate) mod pump;
+pub(crate) mod registry;
+pub(crate) mod session;
+pub(crate) mod state;
+pub(crate) mod upgrade;

@@ -20,7 +20,7 @@ use crate::project::patterns::ProjectPatterns;
 
 /// One person of the users file.
 #[derive(Debug)]
-pub struct Person {
+pub(crate) struct Person {
     /// Shown in `getRun`, `run/state` and the logs: letters, digits and `._@-`.
     pub name: Arc<str>,
     pub role: Role,
@@ -30,19 +30,20 @@ pub struct Person {
 
 impl Person {
     /// Whether this person may open the project called `name`.
-    pub fn may_open(&self, name: &str) -> bool {
+    pub(crate) fn may_open(&self, name: &str) -> bool {
         self.projects.matches(name)
     }
 
     /// The project patterns as the file gives them.
-    pub fn patterns(&self) -> &[String] {
+    #[cfg(test)]
+    pub(crate) fn patterns(&self) -> &[String] {
         self.projects.written()
     }
 }
 
 /// Everyone the users file lists (empty without one).
 #[derive(Debug, Default)]
-pub struct People {
+pub(crate) struct People {
     people: Vec<Arc<Person>>,
 }
 
@@ -65,7 +66,7 @@ struct PersonEntry {
 
 impl People {
     /// Reads a users file's text; every mistake is named with the person it is in.
-    pub fn parse(text: &str) -> Result<People, AccessError> {
+    pub(crate) fn parse(text: &str) -> Result<People, AccessError> {
         let file: UsersFile =
             toml::from_str(text).map_err(|error| AccessError::UsersFile(error.to_string()))?;
         let mut names = HashSet::new();
@@ -108,7 +109,7 @@ impl People {
     }
 
     /// The person whose token this is.
-    pub fn holder_of(&self, token: &str) -> Option<Arc<Person>> {
+    pub(crate) fn holder_of(&self, token: &str) -> Option<Arc<Person>> {
         let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         self.people
             .iter()
@@ -117,19 +118,15 @@ impl People {
     }
 
     /// The person called `name`.
-    pub fn named(&self, name: &str) -> Option<Arc<Person>> {
+    pub(crate) fn named(&self, name: &str) -> Option<Arc<Person>> {
         self.people
             .iter()
             .find(|person| &*person.name == name)
             .cloned()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.people.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.people.is_empty()
     }
 }
 

@@ -8,12 +8,12 @@ use actix_web::web;
 use super::Access;
 
 /// How often the users file's modification time and size are looked at.
-pub const WATCH_INTERVAL: Duration = Duration::from_secs(1);
+pub(super) const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Reloads the users file whenever the process gets SIGHUP or the file's modification time
 /// or size changes, for as long as the server runs. A file that does not read is logged and
 /// the people stay as they were.
-pub async fn watch(access: Access) {
+pub(crate) async fn watch(access: Access) {
     let Some(path) = access.users_file().map(ToOwned::to_owned) else {
         return;
     };

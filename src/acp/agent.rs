@@ -33,7 +33,7 @@ use crate::acp::session::{self, Loaded, Session};
 const TOKEN_FILE: &str = "token-file";
 
 /// What every handler shares.
-pub struct Bridge {
+pub(super) struct Bridge {
     /// Replaced by `authenticate` with the token it read.
     endpoint: Mutex<Arc<Endpoint>>,
     dialer: Dialer,
@@ -44,7 +44,7 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    pub fn new(endpoint: Endpoint, dialer: Dialer, model: Option<String>) -> Bridge {
+    pub(super) fn new(endpoint: Endpoint, dialer: Dialer, model: Option<String>) -> Bridge {
         Bridge {
             endpoint: Mutex::new(Arc::new(endpoint)),
             dialer,
@@ -298,7 +298,7 @@ fn answer_and_offer_commands<T: JsonRpcResponse, P: Protocol>(
 }
 
 /// Serves the editor on stdin/stdout until it closes stdin.
-pub async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
+pub(super) async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
     let on_initialize = Arc::clone(&bridge);
     let on_authenticate = Arc::clone(&bridge);
     let on_new = Arc::clone(&bridge);

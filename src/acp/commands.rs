@@ -17,7 +17,7 @@ const PERSONA: &str = "persona:";
 
 /// A command the person typed, and what it names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Slash {
+pub(super) enum Slash {
     /// `skill/add` of this skill.
     Skill(String),
     /// `persona/set` of this persona.
@@ -26,7 +26,7 @@ pub enum Slash {
 
 impl Slash {
     /// Applies it to `run`.
-    pub async fn apply(&self, link: &Link, run: &str) -> Result<(), AcpError> {
+    pub(super) async fn apply(&self, link: &Link, run: &str) -> Result<(), AcpError> {
         let (method, name) = match self {
             Slash::Skill(name) => ("skill/add", name),
             Slash::Persona(name) => ("persona/set", name),
@@ -55,14 +55,14 @@ struct PersonaFile {
 
 /// The skills and personas of the server's home, as a session offers them.
 #[derive(Debug, Clone, Default)]
-pub struct Commands {
+pub(super) struct Commands {
     skills: Vec<SkillFile>,
     personas: Vec<PersonaFile>,
 }
 
 impl Commands {
     /// The server's skills (`listSkills`) and personas (`listPersonas`).
-    pub async fn fetch(link: &Link) -> Result<Commands, AcpError> {
+    pub(super) async fn fetch(link: &Link) -> Result<Commands, AcpError> {
         let skills = link.call("listSkills", json!({})).await?;
         let personas = link.call("listPersonas", json!({})).await?;
         Ok(Commands {
@@ -72,7 +72,7 @@ impl Commands {
     }
 
     /// The `available_commands_update` that offers them.
-    pub fn update(&self) -> SessionUpdate {
+    pub(super) fn update(&self) -> SessionUpdate {
         let input =
             |hint: &str| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(hint));
         let skills = self.skills.iter().map(|skill| {
@@ -96,7 +96,7 @@ impl Commands {
     }
 
     /// The command `text` starts with, if it names one of these, and the text after it.
-    pub fn parse<'a>(&self, text: &'a str) -> Option<(Slash, &'a str)> {
+    pub(super) fn parse<'a>(&self, text: &'a str) -> Option<(Slash, &'a str)> {
         let typed = text.strip_prefix('/')?;
         let (name, rest) = typed.split_once(char::is_whitespace).unwrap_or((typed, ""));
         let slash = match name.strip_prefix(PERSONA) {

@@ -27,7 +27,7 @@ use crate::config::Secret;
 const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
 /// Where rummy listens and the token that opens it.
-pub struct Endpoint {
+pub(super) struct Endpoint {
     /// `ws://host:port/` or `wss://…`.
     pub url: String,
     /// Sent as `Authorization: Bearer`.
@@ -39,20 +39,20 @@ pub struct Endpoint {
 
 /// A notification from rummy: `run/state`, `run/progress`, `run/proposal`, ….
 #[derive(Debug, Clone)]
-pub struct Notice {
+pub(super) struct Notice {
     pub method: String,
     pub params: Value,
 }
 
 /// One open connection: its calls and its notifications.
-pub struct Connected {
+pub(super) struct Connected {
     pub link: Link,
     pub notices: mpsc::UnboundedReceiver<Notice>,
 }
 
 /// Opens connections on the runtime it was started on; cloned into `Send` code.
 #[derive(Clone)]
-pub struct Dialer {
+pub(super) struct Dialer {
     requests: mpsc::UnboundedSender<Dial>,
 }
 
@@ -63,7 +63,7 @@ struct Dial {
 
 impl Dialer {
     /// Starts the task that dials, on the current actix runtime.
-    pub fn start() -> Dialer {
+    pub(super) fn start() -> Dialer {
         let (requests, mut received) = mpsc::unbounded_channel::<Dial>();
         actix_web::rt::spawn(async move {
             while let Some(dial) = received.recv().await {
@@ -76,7 +76,7 @@ impl Dialer {
     }
 
     /// A new connection to `endpoint`.
-    pub async fn dial(&self, endpoint: Arc<Endpoint>) -> Result<Connected, AcpError> {
+    pub(super) async fn dial(&self, endpoint: Arc<Endpoint>) -> Result<Connected, AcpError> {
         let (reply, answer) = oneshot::channel();
         self.requests
             .send(Dial { endpoint, reply })
@@ -87,7 +87,7 @@ impl Dialer {
 
 /// Calls on one connection; the connection closes when the last clone is dropped.
 #[derive(Clone)]
-pub struct Link {
+pub(super) struct Link {
     calls: mpsc::UnboundedSender<Call>,
 }
 
@@ -100,7 +100,7 @@ struct Call {
 impl Link {
     /// Calls `method` and waits for its result; a JSON-RPC error becomes
     /// [`AcpError::Rpc`].
-    pub async fn call(&self, method: &str, params: Value) -> Result<Value, AcpError> {
+    pub(super) async fn call(&self, method: &str, params: Value) -> Result<Value, AcpError> {
         let (reply, answer) = oneshot::channel();
         self.calls
             .send(Call {

@@ -8,7 +8,7 @@ use agent_client_protocol::v1::schema::McpServer;
 use serde_json::{json, Map, Value};
 
 /// The servers as `run/mcp` takes them; the SSE ones are left out, logged.
-pub fn client_servers(servers: &[McpServer]) -> Vec<Value> {
+pub(super) fn client_servers(servers: &[McpServer]) -> Vec<Value> {
     servers
         .iter()
         .filter_map(|server| match server {

@@ -7,7 +7,7 @@ use crate::acp::error::AcpError;
 
 /// A session's mode: which rummy method its prompts call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(super) enum Mode {
     /// `ask`: the model may read, not change files or run commands.
     Ask,
     /// `act`: the model may propose edits and commands (the default).
@@ -15,23 +15,23 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub const ALL: [Mode; 2] = [Mode::Ask, Mode::Act];
+    pub(super) const ALL: [Mode; 2] = [Mode::Ask, Mode::Act];
 
-    pub fn id(self) -> &'static str {
+    pub(super) fn id(self) -> &'static str {
         match self {
             Mode::Ask => "ask",
             Mode::Act => "act",
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Mode::Ask => "Ask",
             Mode::Act => "Act",
         }
     }
 
-    pub fn description(self) -> &'static str {
+    pub(super) fn description(self) -> &'static str {
         match self {
             Mode::Ask => "Answers questions; changes no file and runs no command",
             Mode::Act => "Proposes edits and commands for you to allow",
@@ -39,7 +39,7 @@ impl Mode {
     }
 
     /// The mode named `id`.
-    pub fn parse(id: &str) -> Result<Mode, AcpError> {
+    pub(super) fn parse(id: &str) -> Result<Mode, AcpError> {
         Mode::ALL
             .into_iter()
             .find(|mode| mode.id() == id)
@@ -47,7 +47,7 @@ impl Mode {
     }
 
     /// The modes offered, `current` selected.
-    pub fn state(current: Mode) -> SessionModeState {
+    pub(super) fn state(current: Mode) -> SessionModeState {
         SessionModeState::new(
             current.id(),
             Mode::ALL

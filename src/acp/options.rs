@@ -28,20 +28,20 @@ struct Model {
 
 /// rummy's model catalogue, as the session found it.
 #[derive(Debug, Clone, Default)]
-pub struct Catalogue {
+pub(super) struct Catalogue {
     models: Vec<Model>,
 }
 
 /// What a `session/set_config_option` chose.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Choice {
+pub(super) enum Choice {
     Mode(Mode),
     Model(String),
 }
 
 impl Catalogue {
     /// The catalogue (`getModels`).
-    pub async fn fetch(link: &Link) -> Result<Catalogue, AcpError> {
+    pub(super) async fn fetch(link: &Link) -> Result<Catalogue, AcpError> {
         let answer = link.call("getModels", json!({})).await?;
         let models = serde_json::from_value(answer).map_err(|error| AcpError::Unexpected {
             method: "getModels".into(),
@@ -51,7 +51,7 @@ impl Catalogue {
     }
 
     /// Its first model: the one prompts run with when none was named.
-    pub fn first(&self) -> Result<String, AcpError> {
+    pub(super) fn first(&self) -> Result<String, AcpError> {
         self.models
             .first()
             .map(|model| model.alias.clone())
@@ -59,7 +59,7 @@ impl Catalogue {
     }
 
     /// The options of a session in `mode` with `model`.
-    pub fn options(&self, mode: Mode, model: &str) -> Vec<SessionConfigOption> {
+    pub(super) fn options(&self, mode: Mode, model: &str) -> Vec<SessionConfigOption> {
         let modes: Vec<SessionConfigSelectOption> = Mode::ALL
             .into_iter()
             .map(|mode| {
@@ -84,7 +84,11 @@ impl Catalogue {
     }
 
     /// What setting option `id` to `value` chooses.
-    pub fn choice(&self, id: &str, value: &SessionConfigOptionValue) -> Result<Choice, AcpError> {
+    pub(super) fn choice(
+        &self,
+        id: &str,
+        value: &SessionConfigOptionValue,
+    ) -> Result<Choice, AcpError> {
         let SessionConfigOptionValue::ValueId { value } = value else {
             return Err(AcpError::BadOption(format!("{id} takes one of its values")));
         };

@@ -41,7 +41,7 @@ const ANSWER: &str = "answer-";
 
 /// What the editor said it can do (`initialize`'s client capabilities).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Offers {
+pub(super) struct Offers {
     pub write_files: bool,
     pub terminal: bool,
     /// It fills in forms (`elicitation/create`, form mode).
@@ -50,7 +50,7 @@ pub struct Offers {
 
 /// One pending proposal, as a run's outcome lists it.
 #[derive(Debug, Clone)]
-pub struct Proposal {
+pub(super) struct Proposal {
     pub path: String,
     /// Its scheme: set, rm, mv, cp, sh, env, ask_user, or a plugin's.
     pub kind: String,
@@ -60,7 +60,7 @@ pub struct Proposal {
 
 impl Proposal {
     /// A row of an outcome's `proposed` (`attributes` a JSON string there).
-    pub fn parse(row: &Value) -> Option<Proposal> {
+    pub(super) fn parse(row: &Value) -> Option<Proposal> {
         let path = row.get("path")?.as_str()?.to_string();
         let kind = path.split_once("://")?.0.to_string();
         let attributes = match row.get("attributes") {
@@ -160,7 +160,7 @@ impl Proposal {
 }
 
 /// How a proposal ended: its resolution and whether the person cancelled.
-pub struct Decided {
+pub(super) struct Decided {
     /// `run/resolve`'s `resolution`.
     pub resolution: Value,
     /// The editor answered the permission request `cancelled` (the turn is being cancelled).
@@ -168,7 +168,7 @@ pub struct Decided {
 }
 
 /// Where a proposal is asked and applied.
-pub struct Asking<'a> {
+pub(super) struct Asking<'a> {
     pub cx: &'a ConnectionTo<Client>,
     pub session: &'a SessionId,
     pub root: &'a Path,
@@ -177,7 +177,7 @@ pub struct Asking<'a> {
 
 impl Asking<'_> {
     /// Shows `proposal`, asks the person, applies what they allow and says how to resolve it.
-    pub async fn decide(&self, proposal: &Proposal) -> Result<Decided, AcpError> {
+    pub(super) async fn decide(&self, proposal: &Proposal) -> Result<Decided, AcpError> {
         self.update(SessionUpdate::ToolCall(proposal.tool_call(self.root)))?;
         if proposal.kind == "ask_user" && self.offers.forms {
             return self.ask_in_form(proposal).await;
@@ -374,7 +374,7 @@ fn options(proposal: &Proposal) -> Vec<PermissionOption> {
 }
 
 /// `run/resolve`'s `resolution` object.
-pub fn resolution(proposal: &Proposal, action: &str, output: Option<String>) -> Value {
+pub(super) fn resolution(proposal: &Proposal, action: &str, output: Option<String>) -> Value {
     match output {
         Some(output) => json!({"path": proposal.path, "action": action, "output": output}),
         None => json!({"path": proposal.path, "action": action}),

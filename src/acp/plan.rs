@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 /// One open question of `run/state.unknowns`.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Unknown {
+pub(super) struct Unknown {
     pub path: String,
     /// The question.
     pub body: String,
@@ -19,13 +19,13 @@ pub struct Unknown {
 /// The plan shown so far: each question by its path, in the order first seen, and
 /// whether it is resolved.
 #[derive(Debug, Default)]
-pub struct PlanTracker {
+pub(super) struct PlanTracker {
     questions: Vec<(Unknown, bool)>,
 }
 
 impl PlanTracker {
     /// The plan when `open` (the run's open questions now) changes it.
-    pub fn update(&mut self, open: &[Unknown]) -> Option<SessionUpdate> {
+    pub(super) fn update(&mut self, open: &[Unknown]) -> Option<SessionUpdate> {
         let mut changed = false;
         for (question, resolved) in &mut self.questions {
             let still_open = open.iter().any(|unknown| unknown.path == question.path);

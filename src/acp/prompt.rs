@@ -16,11 +16,11 @@ use crate::acp::error::AcpError;
 use crate::acp::link::Link;
 
 /// Where the unsaved buffers of the editor become entries.
-pub const BUFFERS: &str = "known://editor/";
+pub(super) const BUFFERS: &str = "known://editor/";
 
 /// A prompt ready to send: its text, and the entries to make in the run first.
 #[derive(Debug, PartialEq)]
-pub struct Prompt {
+pub(super) struct Prompt {
     pub text: String,
     entries: Vec<Entry>,
 }
@@ -36,7 +36,7 @@ enum Entry {
 
 impl Prompt {
     /// The prompt of `blocks`, for the project rooted at `root`.
-    pub fn of(blocks: &[ContentBlock], root: &Path) -> Result<Prompt, AcpError> {
+    pub(super) fn of(blocks: &[ContentBlock], root: &Path) -> Result<Prompt, AcpError> {
         let mut parts = Vec::with_capacity(blocks.len());
         let mut entries = Vec::new();
         for block in blocks {
@@ -81,7 +81,7 @@ impl Prompt {
     }
 
     /// Makes the prompt's entries in `run`, in the order the prompt names them.
-    pub async fn enter(&self, link: &Link, run: &str) -> Result<(), AcpError> {
+    pub(super) async fn enter(&self, link: &Link, run: &str) -> Result<(), AcpError> {
         for entry in &self.entries {
             match entry {
                 Entry::File(path) => link.call("get", json!({"run": run, "path": path})),

@@ -30,7 +30,7 @@ use crate::acp::updates::{self, HistoryRow, LogTracker, StateParams};
 const RUN_NOT_FOUND: i32 = crate::error::code::RUN_NOT_FOUND.get() as i32;
 
 /// How a prompt turn ends, by a loop's outcome: its status and why it ended (`reason`).
-pub fn stop_reason(outcome: &Value) -> Option<StopReason> {
+pub(super) fn stop_reason(outcome: &Value) -> Option<StopReason> {
     let status = outcome.get("status").and_then(Value::as_i64);
     let reason = outcome.get("reason").and_then(Value::as_str);
     match (status, reason) {
@@ -44,7 +44,7 @@ pub fn stop_reason(outcome: &Value) -> Option<StopReason> {
 }
 
 /// One session: one run of the project at its directory, named after the run.
-pub struct Session {
+pub(super) struct Session {
     /// The run's name.
     pub id: SessionId,
     /// The project root (the session's directory).
@@ -69,14 +69,14 @@ pub struct Session {
 /// A prompt of the session in flight, from its request until its turn ends: while one is,
 /// `session/cancel` cancels it; with none, a cancel (an editor's late or idle one) has
 /// nothing to cancel and leaves the run alone.
-pub struct InFlight {
+pub(super) struct InFlight {
     session: Arc<Session>,
 }
 
 impl InFlight {
     /// The prompt's turn ([`Session::prompt`]); the prompt is no longer in flight once it
     /// returns, before the editor is answered.
-    pub async fn prompt(
+    pub(super) async fn prompt(
         self,
         cx: &ConnectionTo<Client>,
         offers: Offers,
@@ -104,7 +104,7 @@ struct Run {
 }
 
 /// A session loaded by `session/load`, and its run's log as updates for the editor.
-pub struct Loaded {
+pub(super) struct Loaded {
     pub session: Session,
     pub replay: Vec<SessionUpdate>,
 }
@@ -112,7 +112,7 @@ pub struct Loaded {
 impl Session {
     /// `session/new`: binds a new connection to the project at `root` (named after its
     /// directory) and starts the run the session's prompts continue.
-    pub async fn open(
+    pub(super) async fn open(
         root: PathBuf,
         connected: Connected,
         model: Option<String>,
@@ -144,7 +144,7 @@ impl Session {
     /// `session/load`: binds a new connection to the project at `root` and takes its run
     /// named `id`, in the mode of its latest prompt, with the run's model unless `model` is
     /// given; its log is replayed.
-    pub async fn load(
+    pub(super) async fn load(
         id: &SessionId,
         root: PathBuf,
         connected: Connected,
@@ -220,12 +220,16 @@ impl Session {
     }
 
     /// Its config options: its mode and its model.
-    pub fn config_options(&self) -> Vec<SessionConfigOption> {
+    pub(super) fn config_options(&self) -> Vec<SessionConfigOption> {
         self.catalogue.options(self.mode(), &self.model())
     }
 
     /// `session/set_config_option`: sets option `id` to `value`.
-    pub fn choose(&self, id: &str, value: &SessionConfigOptionValue) -> Result<(), AcpError> {
+    pub(super) fn choose(
+        &self,
+        id: &str,
+        value: &SessionConfigOptionValue,
+    ) -> Result<(), AcpError> {
         match self.catalogue.choice(id, value)? {
             Choice::Mode(mode) => self.set_mode(mode),
             Choice::Model(model) => {
@@ -239,13 +243,13 @@ impl Session {
     }
 
     /// The `available_commands_update` of its skills and personas.
-    pub fn commands(&self) -> SessionUpdate {
+    pub(super) fn commands(&self) -> SessionUpdate {
         self.commands.update()
     }
 
     /// Attaches the editor's MCP servers to the run for as long as the session lasts; what
     /// rummy refuses is logged, and the session goes on without it.
-    pub async fn attach_mcp(&self, servers: &[McpServer]) {
+    pub(super) async fn attach_mcp(&self, servers: &[McpServer]) {
         let servers = crate::acp::mcp::client_servers(servers);
         if servers.is_empty() {
             return;
@@ -268,14 +272,14 @@ impl Session {
             .clone()
     }
 
-    pub fn mode(&self) -> Mode {
+    pub(super) fn mode(&self) -> Mode {
         *self
             .mode
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub fn set_mode(&self, mode: Mode) {
+    pub(super) fn set_mode(&self, mode: Mode) {
         *self
             .mode
             .lock()
@@ -285,7 +289,7 @@ impl Session {
     /// A prompt arrived: it is in flight until the returned value's turn ends or it is
     /// dropped. Called as the request arrives, before the turn's task runs, so that a
     /// cancel the editor sends right after it finds it in flight.
-    pub fn begin(self: &Arc<Self>) -> InFlight {
+    pub(super) fn begin(self: &Arc<Self>) -> InFlight {
         self.cancelled.store(false, Ordering::SeqCst);
         self.prompts.fetch_add(1, Ordering::SeqCst);
         InFlight {
@@ -295,7 +299,7 @@ impl Session {
 
     /// `session/cancel`: the prompt in flight ends `cancelled` and the run's loop is
     /// aborted; without a prompt in flight, nothing happens (the run is not aborted).
-    pub async fn cancel(&self) -> Result<(), AcpError> {
+    pub(super) async fn cancel(&self) -> Result<(), AcpError> {
         if self.prompts.load(Ordering::SeqCst) == 0 {
             tracing::debug!(
                 run = self.run(),
@@ -513,7 +517,7 @@ const LIST_PAGE: usize = 50;
 /// `session/list`: a page of the runs of the project at `root`, newest first, from
 /// `cursor` (the number of runs before the page; none: the first page), and the next
 /// page's cursor. Sub-agents' runs are no sessions and are left out.
-pub async fn list(
+pub(super) async fn list(
     root: &Path,
     connected: Connected,
     cursor: Option<&str>,

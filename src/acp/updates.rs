@@ -16,7 +16,7 @@ use crate::db::paths::percent_decode;
 
 /// What the editor is shown of one log entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shown {
+pub(super) enum Shown {
     /// The model's words to the person.
     Message,
     /// A command, of this kind.
@@ -27,7 +27,7 @@ pub enum Shown {
 
 /// A command of the run's log, or a proposal, as the editor is shown it.
 #[derive(Debug, Clone, Copy)]
-pub struct Command<'a> {
+pub(super) struct Command<'a> {
     /// Its scheme.
     pub tool: &'a str,
     /// What it acts on: the file, the command, the question; or nothing.
@@ -39,7 +39,7 @@ pub struct Command<'a> {
 impl Command<'_> {
     /// How it is shown: an unsaved buffer's entry (`known://editor/<file>`) as a read of its
     /// file, the rest by [`shown`].
-    pub fn shown(&self) -> Shown {
+    pub(super) fn shown(&self) -> Shown {
         match self.buffer() {
             Some(_) => Shown::Tool(ToolKind::Read),
             None => shown(self.tool),
@@ -47,7 +47,7 @@ impl Command<'_> {
     }
 
     /// `tool target`, or the tool alone; `editor buffer <file>` for a buffer.
-    pub fn title(&self) -> String {
+    pub(super) fn title(&self) -> String {
         match self.buffer() {
             Some(file) => format!("editor buffer {}", file.display()),
             None if self.target.is_empty() => self.tool.to_string(),
@@ -56,7 +56,7 @@ impl Command<'_> {
     }
 
     /// The file it acts on, under `root`.
-    pub fn location(&self, root: &Path) -> Option<ToolCallLocation> {
+    pub(super) fn location(&self, root: &Path) -> Option<ToolCallLocation> {
         if let Some(file) = self.buffer() {
             return Some(ToolCallLocation::new(root.join(file)));
         }
@@ -98,7 +98,7 @@ fn shown(tool: &str) -> Shown {
 }
 
 /// A tool call's status from its entry's status (HTTP-like: 2xx done, 202 waiting).
-pub fn status_of(entry_status: i64) -> ToolCallStatus {
+pub(super) fn status_of(entry_status: i64) -> ToolCallStatus {
     match entry_status {
         202 => ToolCallStatus::Pending,
         200..=299 => ToolCallStatus::Completed,
@@ -108,7 +108,7 @@ pub fn status_of(entry_status: i64) -> ToolCallStatus {
 
 /// One entry of `run/state.history`.
 #[derive(Debug, Clone, Deserialize)]
-pub struct LogEntry {
+pub(super) struct LogEntry {
     pub tool: String,
     #[serde(default)]
     pub target: String,
@@ -120,7 +120,7 @@ pub struct LogEntry {
 
 /// The part of `run/state` the editor is shown.
 #[derive(Debug, Deserialize)]
-pub struct StateParams {
+pub(super) struct StateParams {
     pub run: String,
     #[serde(default)]
     pub history: Vec<LogEntry>,
@@ -131,7 +131,7 @@ pub struct StateParams {
 
 /// One entry of `getRun`'s `context.history`: a past run's log, replayed by `session/load`.
 #[derive(Debug, Clone, Deserialize)]
-pub struct HistoryRow {
+pub(super) struct HistoryRow {
     pub scheme: String,
     pub path: String,
     pub status: i64,
@@ -172,21 +172,21 @@ impl HistoryRow {
 
 /// What a session has shown of its run's log: each entry by path, with its status then.
 #[derive(Debug, Default)]
-pub struct LogTracker {
+pub(super) struct LogTracker {
     shown: HashMap<String, i64>,
 }
 
 impl LogTracker {
     /// Records that the entry at `path` was shown with `status` (a proposal shown with the
     /// permission request), so that its later appearance in the log is an update.
-    pub fn announce(&mut self, path: &str, status: i64) {
+    pub(super) fn announce(&mut self, path: &str, status: i64) {
         self.shown.insert(path.to_string(), status);
     }
 
     /// The updates that replay a past run's whole log to an editor that was shown none of it:
     /// each prompt of the person's as a `user_message_chunk`, the rest as
     /// [`LogTracker::updates`] shows it.
-    pub fn replay(&mut self, history: Vec<HistoryRow>, root: &Path) -> Vec<SessionUpdate> {
+    pub(super) fn replay(&mut self, history: Vec<HistoryRow>, root: &Path) -> Vec<SessionUpdate> {
         let mut updates = Vec::new();
         for row in history {
             if row.scheme == "prompt" {
@@ -204,7 +204,7 @@ impl LogTracker {
 
     /// The updates that bring the editor from what it was shown to `history` (`root`: the
     /// project root, for the entries' file locations).
-    pub fn updates(&mut self, history: &[LogEntry], root: &Path) -> Vec<SessionUpdate> {
+    pub(super) fn updates(&mut self, history: &[LogEntry], root: &Path) -> Vec<SessionUpdate> {
         let mut updates = Vec::new();
         for entry in history {
             let kind = match entry.command().shown() {

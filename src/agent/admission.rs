@@ -26,11 +26,12 @@ use crate::slots::{Claim, Permit, Slots};
 
 /// How often a loop waiting for a place in the store tries again, for the places other
 /// instances give back.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub const PLACE_POLL: Duration = Duration::from_millis(500);
 
 /// Whom active loops are counted against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Asker {
+pub(crate) enum Asker {
     Project(ProjectId),
     /// A person's key (see `CallContext::person`).
     Person(String),
@@ -38,7 +39,7 @@ pub enum Asker {
 
 /// Why a loop was not admitted.
 #[derive(Debug, thiserror::Error)]
-pub enum NotAdmitted {
+pub(crate) enum NotAdmitted {
     #[error(transparent)]
     Full(#[from] LoopsFull),
     /// The store, where the instances' places are counted, failed.
@@ -52,7 +53,7 @@ pub enum NotAdmitted {
     "{asker} already has {active} loop{} running or queued; try again later.",
     if *.active == 1 { "" } else { "s" }
 )]
-pub struct LoopsFull {
+pub(crate) struct LoopsFull {
     /// The project or person, as a client reads it.
     asker: String,
     active: usize,
@@ -60,7 +61,7 @@ pub struct LoopsFull {
 
 /// The bounds on active loops, shared by every connection. Clones share the counts.
 #[derive(Clone)]
-pub struct LoopAdmission {
+pub(crate) struct LoopAdmission {
     slots: Slots<Asker>,
     per_project: usize,
     per_person: usize,
@@ -80,7 +81,7 @@ struct StorePlaces {
 
 /// Who asks for a loop, and of which project.
 #[derive(Debug, Clone, Copy)]
-pub struct Asking<'a> {
+pub(crate) struct Asking<'a> {
     pub project: ProjectId,
     /// Its name, as a refusal shows it.
     pub project_name: &'a str,
@@ -92,7 +93,7 @@ pub struct Asking<'a> {
 
 impl LoopAdmission {
     /// The bounds and mode of `settings`, counted among this instance's loops.
-    pub fn new(settings: &AgentSettings) -> Self {
+    pub(crate) fn new(settings: &AgentSettings) -> Self {
         LoopAdmission {
             slots: Slots::default(),
             per_project: settings.max_active_loops_per_project,
@@ -104,7 +105,7 @@ impl LoopAdmission {
 
     /// [`new`](Self::new), the places also counted in the store `db`, which instance
     /// `instance` shares with others.
-    pub fn shared(settings: &AgentSettings, db: DbHandle, instance: &str) -> Self {
+    pub(crate) fn shared(settings: &AgentSettings, db: DbHandle, instance: &str) -> Self {
         LoopAdmission {
             store: Some(StorePlaces {
                 db,
@@ -116,7 +117,7 @@ impl LoopAdmission {
     }
 
     /// A place for one loop `asking` asks for.
-    pub async fn admit(&self, asking: Asking<'_>) -> Result<Admitted, NotAdmitted> {
+    pub(crate) async fn admit(&self, asking: Asking<'_>) -> Result<Admitted, NotAdmitted> {
         let Asking {
             project,
             project_name,
@@ -171,7 +172,8 @@ impl LoopAdmission {
     }
 
     /// How many loops wait for a place.
-    pub fn waiting(&self) -> usize {
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn waiting(&self) -> usize {
         self.slots.waiting()
     }
 }
@@ -268,7 +270,7 @@ impl Drop for StoredPlace {
 }
 
 /// A loop admitted under the bounds on active loops.
-pub struct Admitted {
+pub(crate) struct Admitted {
     place: Permit<Asker>,
     /// Its place in the store, when the store is shared; given back before `place`.
     stored: Option<StoredPlace>,
@@ -278,7 +280,7 @@ impl Admitted {
     /// The loop's outcome, taken from `outcome` by a task of its own that holds this place
     /// until the loop ends (or its run's actor stops), so the loop counts whether or not
     /// its client still waits for it. The place is free before the outcome is passed on.
-    pub fn until<T: 'static>(self, outcome: oneshot::Receiver<T>) -> oneshot::Receiver<T> {
+    pub(crate) fn until<T: 'static>(self, outcome: oneshot::Receiver<T>) -> oneshot::Receiver<T> {
         let (forward, forwarded) = oneshot::channel();
         let Admitted { place, stored } = self;
         actix::spawn(async move {

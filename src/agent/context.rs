@@ -29,7 +29,7 @@ use crate::web::WebClient;
 
 /// The store, the actors and the plugins a run needs. Cheap to clone.
 #[derive(Clone)]
-pub struct AgentContext {
+pub(crate) struct AgentContext {
     pub settings: Arc<Settings>,
     pub db: DbHandle,
     /// Notification fan-out per project.
@@ -57,7 +57,7 @@ pub struct AgentContext {
 }
 
 /// The reply (or client call) whose commands' work is prepared.
-pub struct Replying<'a> {
+pub(crate) struct Replying<'a> {
     pub run: RunId,
     /// The loop whose reply it is; `None` for a client's tool call.
     pub loop_row: Option<&'a LoopRow>,
@@ -71,7 +71,7 @@ impl AgentContext {
     /// its flags allow, the project's MCP servers and those clients attached to the run,
     /// sub-agents while it is less deep than `RUMMY_SUBAGENT_MAX_DEPTH`, web search when a
     /// backend is configured.
-    pub fn loop_policy(
+    pub(crate) fn loop_policy(
         &self,
         run: RunId,
         project: &str,
@@ -90,7 +90,11 @@ impl AgentContext {
     /// request limits, and what the tools' gather halves obtain from outside the store, at
     /// once, for the unit of work that then runs the commands ([`PreparedWork::apply`]).
     /// An abort (`replying.cancel`) ends it early, with what was done.
-    pub async fn prepare_work(&self, replying: Replying<'_>, commands: &[Command]) -> PreparedWork {
+    pub(crate) async fn prepare_work(
+        &self,
+        replying: Replying<'_>,
+        commands: &[Command],
+    ) -> PreparedWork {
         let at = Gathering {
             run: replying.run,
             loop_row: replying.loop_row,

@@ -60,7 +60,7 @@ async fn perform(
 }
 
 /// The sub-agents as a plugin (`subagents`: disabling it offers no `<delegate>`).
-pub struct Subagents;
+pub(crate) struct Subagents;
 
 impl Plugin for Subagents {
     fn name(&self) -> &'static str {

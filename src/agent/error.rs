@@ -6,7 +6,7 @@ use crate::project::ProjectError;
 
 /// Why a loop could not go on (as opposed to ending normally).
 #[derive(Debug, thiserror::Error)]
-pub enum LoopError {
+pub(crate) enum LoopError {
     /// The model alias is not in the catalogue.
     #[error("Unknown model alias '{0}'. Define RUMMY_MODEL_{0} in your environment.")]
     UnknownModel(String),

@@ -9,7 +9,7 @@ use crate::plugins::policy::ToolPolicy;
 /// Flags of one loop; resumed loops inherit them from the loop they continue.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct LoopConfig {
+pub(crate) struct LoopConfig {
     /// Skip project file scanning.
     pub no_repo: bool,
     /// No `ask_user`.
@@ -31,7 +31,7 @@ pub struct LoopConfig {
 impl LoopConfig {
     /// The flags a loop's stored options hold; a flag of the wrong type (never written by
     /// rummy) leaves them all off.
-    pub fn of(options: &LoopOptions) -> LoopConfig {
+    pub(crate) fn of(options: &LoopOptions) -> LoopConfig {
         LoopConfig::deserialize(serde::de::value::MapDeserializer::new(
             options.iter().map(|(key, value)| (key.as_str(), value)),
         ))
@@ -39,18 +39,22 @@ impl LoopConfig {
     }
 
     /// The JSON stored in `loops.config`.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
 
     /// The temperature this loop's requests are sent with: the one its request gave, else
     /// the run's stored one, else `RUMMY_TEMPERATURE`; `None` leaves it to the provider.
-    pub fn effective_temperature(&self, run: Option<f64>, setting: Option<f64>) -> Option<f64> {
+    pub(crate) fn effective_temperature(
+        &self,
+        run: Option<f64>,
+        setting: Option<f64>,
+    ) -> Option<f64> {
         self.temperature.or(run).or(setting)
     }
 
     /// The tool policy of a loop in `mode` with these flags.
-    pub fn policy(&self, mode: LoopMode, search_available: bool) -> ToolPolicy {
+    pub(crate) fn policy(&self, mode: LoopMode, search_available: bool) -> ToolPolicy {
         ToolPolicy {
             mode,
             no_interaction: self.no_interaction,

@@ -8,7 +8,7 @@ use crate::db::models::entry::UnresolvedRow;
 
 /// A pending proposal as `ask`/`act`/`run/resolve` report it (attributes as a JSON string).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ProposedRow {
+pub(crate) struct ProposedRow {
     /// The proposal's entry path.
     pub path: String,
     /// Its body (command, question, original content).
@@ -34,7 +34,7 @@ impl From<UnresolvedRow> for ProposedRow {
 /// tells apart the ways a loop completes (200).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Ending {
+pub(crate) enum Ending {
     /// The model said it was done (`<summarize>`), or accepting a proposal made with a
     /// summary completed the run.
     Done,
@@ -54,7 +54,7 @@ pub enum Ending {
 
 impl Ending {
     /// The run status a loop ending so leaves.
-    pub fn status(self) -> RunStatus {
+    pub(crate) fn status(self) -> RunStatus {
         match self {
             Ending::Aborted => RunStatus::Aborted,
             Ending::Failed => RunStatus::Failed,
@@ -69,7 +69,7 @@ impl Ending {
 
 /// How one loop ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LoopOutcome {
+pub(crate) enum LoopOutcome {
     /// Completed (200), aborted (499) or failed (500), and why.
     Ended(Ending),
     /// Paused on proposals the client must resolve.
@@ -103,7 +103,7 @@ pub enum LoopOutcome {
 
 impl LoopOutcome {
     /// The status the loop row is finished with.
-    pub fn status(&self) -> RunStatus {
+    pub(crate) fn status(&self) -> RunStatus {
         match self {
             LoopOutcome::Ended(ending) => ending.status(),
             LoopOutcome::Proposed { .. } => RunStatus::Proposed,
@@ -114,7 +114,7 @@ impl LoopOutcome {
     }
 
     /// What `loops.result` keeps of it (read again when the run resumes).
-    pub fn to_record(&self) -> LoopRecord {
+    pub(crate) fn to_record(&self) -> LoopRecord {
         let status = self.status();
         match self {
             LoopOutcome::Ended(_) => LoopRecord::of(status),
@@ -139,7 +139,7 @@ impl LoopOutcome {
     }
 
     /// The result sent to the client for run `alias`.
-    pub fn to_result<'a>(&'a self, alias: &'a str) -> RunOutcome<'a> {
+    pub(crate) fn to_result<'a>(&'a self, alias: &'a str) -> RunOutcome<'a> {
         let status = self.status();
         match self {
             LoopOutcome::Ended(ending) => RunOutcome {
@@ -164,7 +164,7 @@ impl LoopOutcome {
 
 /// What `loops.result` keeps of a loop's ending.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoopRecord {
+pub(crate) struct LoopRecord {
     /// How the loop ended.
     pub status: RunStatus,
     /// The turn that proposed (202).
@@ -198,7 +198,7 @@ impl LoopRecord {
 /// its status, with why a loop ended (200, 499, 500), the proposals of a 202 and what did
 /// not fit of a 413.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunOutcome<'a> {
+pub(crate) struct RunOutcome<'a> {
     /// Run alias.
     pub run: &'a str,
     /// Completed, proposed, too large, aborted or failed.
@@ -236,7 +236,7 @@ impl<'a> RunOutcome<'a> {
 }
 
 /// The reply when a run still has unresolved proposals and no loop starts.
-pub fn blocked_result<'a>(alias: &'a str, proposed: &'a [ProposedRow]) -> RunOutcome<'a> {
+pub(crate) fn blocked_result<'a>(alias: &'a str, proposed: &'a [ProposedRow]) -> RunOutcome<'a> {
     RunOutcome {
         remaining_count: Some(proposed.len()),
         proposed: Some(proposed),

@@ -15,7 +15,7 @@ use crate::db::queries::entries;
 use crate::project::outline::{outline, Grammar, OutlineLimits};
 
 /// How the settings bound one outline: the largest text parsed, and its time.
-pub fn outline_limits(settings: &Settings) -> OutlineLimits {
+pub(crate) fn outline_limits(settings: &Settings) -> OutlineLimits {
     OutlineLimits {
         max_bytes: settings.scan.outline_max_bytes,
         timeout: Duration::from_millis(settings.scan.outline_timeout_ms),
@@ -31,7 +31,10 @@ struct Outlined {
 }
 
 /// Outlines the run's source files at summary fidelity that have no outline yet.
-pub async fn outline_summarized_files(agent: &AgentContext, run: RunId) -> Result<(), LoopError> {
+pub(crate) async fn outline_summarized_files(
+    agent: &AgentContext,
+    run: RunId,
+) -> Result<(), LoopError> {
     let pending = agent
         .db
         .read(move |conn| {

@@ -11,7 +11,7 @@ use crate::llm::CancellationToken;
 use crate::plugins::reflection::{Moment, Reflecting, ReflectionServices};
 
 /// One loop's reflections, once its model is known.
-pub struct Reflector {
+pub(crate) struct Reflector {
     services: ReflectionServices,
     at: Reflecting,
 }
@@ -20,7 +20,7 @@ impl Reflector {
     /// `None` when no plugin reflects, or for a panic loop (it only compresses; the retry
     /// that follows it reflects).
     /// `latest_turn`: the run's latest turn before the loop.
-    pub fn new(
+    pub(crate) fn new(
         agent: &AgentContext,
         lp: &LoopRow,
         project: ProjectId,
@@ -51,7 +51,7 @@ impl Reflector {
     }
 
     /// The loop's turn `turn` ended; `wrote`: it wrote files or knowledge.
-    pub fn turn_ended(&mut self, turn: i32, wrote: bool) {
+    pub(crate) fn turn_ended(&mut self, turn: i32, wrote: bool) {
         self.at.turn = turn;
         self.at.loop_turns += 1;
         if wrote {
@@ -60,7 +60,7 @@ impl Reflector {
     }
 
     /// Runs the reflections of `moment`.
-    pub async fn reflect(&mut self, agent: &AgentContext, moment: Moment) {
+    pub(crate) async fn reflect(&mut self, agent: &AgentContext, moment: Moment) {
         self.at.moment = moment;
         agent.plugins.reflect(&self.services, &self.at).await;
     }
@@ -68,7 +68,7 @@ impl Reflector {
     /// Runs the reflections of the loop's end, after its outcome was stored and handed
     /// over (the run's next loop waits for them: see `run_actor`); `proposed`: the loop
     /// ended on proposals.
-    pub async fn loop_ended(mut self, agent: &AgentContext, proposed: bool) {
+    pub(crate) async fn loop_ended(mut self, agent: &AgentContext, proposed: bool) {
         let span =
             tracing::info_span!("loop end", run.id = %self.at.run, loop.id = %self.at.loop_id);
         self.reflect(agent, Moment::LoopEnded { proposed })

@@ -33,7 +33,7 @@ struct Entry {
 
 /// Live run actors, by run, on this instance.
 #[derive(Clone)]
-pub struct RunRegistry {
+pub(crate) struct RunRegistry {
     entries: Arc<Mutex<HashMap<RunId, Entry>>>,
     instance: Instance,
     stopping: Arc<AtomicBool>,
@@ -44,7 +44,7 @@ pub struct RunRegistry {
 /// Held while a loop's end is reflected on (after its outcome is stored, before the run's
 /// next claim): a stop waits until none is held, so the reflections' writes are not lost
 /// to the hand-over. Dropping it lets go.
-pub struct LoopEndHeld {
+pub(crate) struct LoopEndHeld {
     loop_ends: Arc<watch::Sender<usize>>,
 }
 
@@ -56,7 +56,7 @@ impl Drop for LoopEndHeld {
 
 impl RunRegistry {
     /// No actors yet, on `instance`.
-    pub fn new(instance: Instance) -> RunRegistry {
+    pub(crate) fn new(instance: Instance) -> RunRegistry {
         RunRegistry {
             entries: Arc::default(),
             instance,
@@ -66,23 +66,23 @@ impl RunRegistry {
     }
 
     /// The instance these actors run on.
-    pub fn instance(&self) -> &Instance {
+    pub(crate) fn instance(&self) -> &Instance {
         &self.instance
     }
 
     /// From now on no actor claims another loop (the server is stopping): loops not yet
     /// started stay pending, for another instance.
-    pub fn stop_claiming(&self) {
+    pub(crate) fn stop_claiming(&self) {
         self.stopping.store(true, Ordering::SeqCst);
     }
 
     /// Whether [`stop_claiming`](Self::stop_claiming) was called.
-    pub fn is_stopping(&self) -> bool {
+    pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
     }
 
     /// Marks a loop's end as being reflected on until the returned value is dropped.
-    pub fn hold_loop_end(&self) -> LoopEndHeld {
+    pub(crate) fn hold_loop_end(&self) -> LoopEndHeld {
         self.loop_ends.send_modify(|held| *held += 1);
         LoopEndHeld {
             loop_ends: Arc::clone(&self.loop_ends),
@@ -97,7 +97,7 @@ impl RunRegistry {
 
     /// Appends a loop to its run's queue through the run's actor (started if needed); the
     /// receiver gets that loop's outcome, or closes if the actor stops first.
-    pub async fn enqueue(
+    pub(crate) async fn enqueue(
         &self,
         agent: &AgentContext,
         enqueue: LoopEnqueue,
@@ -108,7 +108,7 @@ impl RunRegistry {
     /// [`enqueue`](Self::enqueue) for a run that has no actor yet (a sub-agent's), whose
     /// loops are cancelled with `parent` as long as that actor lives: aborting the parent's
     /// loop aborts them, their panic's recovery loops too.
-    pub async fn enqueue_under(
+    pub(crate) async fn enqueue_under(
         &self,
         agent: &AgentContext,
         enqueue: LoopEnqueue,
@@ -150,7 +150,7 @@ impl RunRegistry {
     }
 
     /// Removes the run's actor if it has handled every loop sent to it; true when it may stop.
-    pub fn leave_if_idle(&self, run: RunId, handled: u64) -> bool {
+    pub(crate) fn leave_if_idle(&self, run: RunId, handled: u64) -> bool {
         let mut entries = self.lock();
         let idle = entries
             .get(&run)
@@ -162,7 +162,7 @@ impl RunRegistry {
     }
 
     /// The loop the run is executing, if any.
-    pub fn current(&self, run: RunId) -> Option<CurrentLoop> {
+    pub(crate) fn current(&self, run: RunId) -> Option<CurrentLoop> {
         let entries = self.lock();
         let entry = entries.get(&run)?;
         let current = entry
@@ -188,7 +188,7 @@ impl RunRegistry {
     }
 
     /// Cancels every loop executing now (this instance's runs were released elsewhere).
-    pub fn cancel_all(&self) {
+    pub(crate) fn cancel_all(&self) {
         for current in self.all_current() {
             current.cancel.cancel();
         }
@@ -197,7 +197,7 @@ impl RunRegistry {
     /// Waits until no loop is executing and no loop's end is reflected on, or `grace` has
     /// passed; true when none is. Only after [`stop_claiming`](Self::stop_claiming), or new
     /// loops may keep it waiting.
-    pub async fn settle(&self, grace: Duration) -> bool {
+    pub(crate) async fn settle(&self, grace: Duration) -> bool {
         let settled = async {
             let mut loop_ends = self.loop_ends.subscribe();
             loop {
@@ -219,7 +219,7 @@ impl RunRegistry {
 
     /// Cancels the run's current loop and waits until its 499 is stored; false when the run
     /// is not executing.
-    pub async fn abort(&self, run: RunId) -> bool {
+    pub(crate) async fn abort(&self, run: RunId) -> bool {
         let Some(mut current) = self.current(run) else {
             return false;
         };

@@ -24,7 +24,7 @@ use crate::plugins::Plugins;
 
 /// What happens after one resolution.
 #[derive(Debug)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Other proposals of the run are still pending.
     StillPending(Vec<UnresolvedRow>),
     /// The run is complete: [`Ending::Rejected`], or [`Ending::Done`] when the model had
@@ -42,7 +42,7 @@ pub enum Decision {
 /// store's; the client's mistake is [`Decision::Refused`].
 /// `person` is recorded as who resolved it, and as who requested the loop that resumes;
 /// `gathered` is what the proposal's tool obtained for accepting it.
-pub fn resolve(
+pub(crate) fn resolve(
     conn: &mut Conn,
     plugins: &Plugins,
     run: &RunRow,

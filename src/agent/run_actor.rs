@@ -42,7 +42,7 @@ use crate::db::DbError;
 
 /// The loop a run actor is executing now, how to stop it, and when it has stopped.
 #[derive(Debug, Clone)]
-pub struct CurrentLoop {
+pub(crate) struct CurrentLoop {
     pub id: LoopId,
     /// Cancelling it ends the loop with 499 and drops its LLM request.
     pub cancel: CancellationToken,
@@ -55,7 +55,7 @@ pub struct CurrentLoop {
 /// before its waiter is known.
 #[derive(Message)]
 #[rtype(result = "Result<oneshot::Receiver<LoopOutcome>, DbError>")]
-pub struct Enqueue(pub LoopEnqueue);
+pub(crate) struct Enqueue(pub LoopEnqueue);
 
 /// A loop of this run ended (sent by the drain to its actor).
 #[derive(Message)]
@@ -82,7 +82,7 @@ struct DrainEnded {
 }
 
 /// The actor serializing one run's loops.
-pub struct RunActor {
+pub(crate) struct RunActor {
     run: RunId,
     agent: AgentContext,
     current: Arc<Mutex<Option<CurrentLoop>>>,
@@ -97,7 +97,7 @@ pub struct RunActor {
 impl RunActor {
     /// An actor for `run`, sharing its current loop with the registry; its loops are
     /// cancelled with `parent` when there is one.
-    pub fn new(
+    pub(crate) fn new(
         run: RunId,
         agent: AgentContext,
         current: Arc<Mutex<Option<CurrentLoop>>>,

@@ -21,7 +21,7 @@ use crate::plugins::policy::ToolPolicy;
 /// What a unit of work needs to build a run's guard: the window, the fixed part of the
 /// run's packet and the run's calibration.
 #[derive(Debug, Clone, Copy)]
-pub struct RunBudget {
+pub(crate) struct RunBudget {
     run: RunId,
     window: ContextWindow,
     fixed: EstimatedTokens,
@@ -31,7 +31,7 @@ pub struct RunBudget {
 impl RunBudget {
     /// The budget of `run` for writers under `policy`, with the window the run's model and
     /// limit give.
-    pub async fn of(
+    pub(crate) async fn of(
         agent: &AgentContext,
         run: &RunRow,
         policy: ToolPolicy,
@@ -51,7 +51,7 @@ impl RunBudget {
 
     /// The budget of `run` for writers under `policy` in a window of `context_size` tokens
     /// (0: unknown), as a loop resolved it.
-    pub async fn with_window(
+    pub(crate) async fn with_window(
         agent: &AgentContext,
         run: &RunRow,
         policy: ToolPolicy,
@@ -89,7 +89,7 @@ impl RunBudget {
 
     /// The guard of the run's writes in this unit of work, from the entries visible now;
     /// `None` when the window is unknown.
-    pub fn guard(&self, conn: &mut Conn) -> Result<Option<BudgetGuard>, DbError> {
+    pub(crate) fn guard(&self, conn: &mut Conn) -> Result<Option<BudgetGuard>, DbError> {
         if self.window.is_unknown() {
             return Ok(None);
         }

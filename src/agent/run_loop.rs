@@ -38,7 +38,7 @@ use crate::plugins::reflection::Moment;
 /// to be reflected with (`None` for a panic, an aborted loop, or when no plugin reflects):
 /// the caller hands the outcome over first, then awaits `Reflector::loop_ended` before
 /// the run's next loop, so whoever waits for the loop does not wait for its reflections.
-pub async fn execute_loop(
+pub(crate) async fn execute_loop(
     agent: &AgentContext,
     lp: LoopRow,
     cancel: CancellationToken,

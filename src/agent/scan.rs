@@ -29,7 +29,7 @@ use diesel::Connection;
 /// Scans the project root (when it exists on this machine) into the run's store. What the
 /// scan loads at full fidelity (files a constraint pins, changed files the model has in
 /// view) passes the run's write gate under `budget`; what does not fit is listed at index.
-pub async fn sync_project_files(
+pub(crate) async fn sync_project_files(
     agent: &AgentContext,
     run: &RunRow,
     root: &Path,
@@ -74,7 +74,7 @@ pub async fn sync_project_files(
 }
 
 /// How the settings bound a scan: the largest file read.
-pub fn scan_options(settings: &Settings) -> ScanOptions {
+pub(crate) fn scan_options(settings: &Settings) -> ScanOptions {
     ScanOptions {
         max_file_bytes: settings.scan.max_file_bytes,
         ..ScanOptions::default()
@@ -85,7 +85,7 @@ pub fn scan_options(settings: &Settings) -> ScanOptions {
 /// removed, new and changed ones written (new ones at index fidelity unless pinned), what
 /// loads at full fidelity under the run's write gate (`budget`). `loop_id` is the loop that
 /// scanned, `None` for a file a client gave.
-pub fn write_scan(
+pub(crate) fn write_scan(
     conn: &mut Conn,
     run_id: RunId,
     loop_id: Option<LoopId>,

@@ -22,7 +22,7 @@ use crate::plugins::events::Event;
 
 /// What `run/state` and `run/proposal` report of the store, read at the end of a turn in
 /// the unit of work that ran the turn's commands.
-pub struct StoredState {
+pub(crate) struct StoredState {
     log: Vec<RunLogRow>,
     unknowns: Vec<EntryRow>,
     unresolved: Vec<UnresolvedRow>,
@@ -34,7 +34,7 @@ pub struct StoredState {
 
 impl StoredState {
     /// Reads the run's state.
-    pub fn read(conn: &mut Conn, run: RunId) -> Result<StoredState, DbError> {
+    pub(crate) fn read(conn: &mut Conn, run: RunId) -> Result<StoredState, DbError> {
         let latest_summary = entries::entries_of_scheme(conn, run, "summarize")?
             .into_iter()
             .rev()
@@ -57,7 +57,7 @@ impl StoredState {
 }
 
 /// Where a turn's state goes and what it reports besides the store.
-pub struct TurnFacts<'a> {
+pub(crate) struct TurnFacts<'a> {
     pub run: RunId,
     /// Its project, for routing.
     pub project: ProjectId,
@@ -68,7 +68,7 @@ pub struct TurnFacts<'a> {
 }
 
 /// Publishes `run/proposal` for the proposals this turn made, then `run/state`.
-pub fn publish_turn_state(
+pub(crate) fn publish_turn_state(
     agent: &AgentContext,
     facts: TurnFacts<'_>,
     stored: StoredState,

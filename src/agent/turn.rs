@@ -33,15 +33,15 @@ use state::TurnFacts;
 mod apply;
 mod audit;
 mod call;
-pub mod input;
+pub(crate) mod input;
 mod measure;
 mod prepare;
 
-pub use input::{PanicState, TurnInput};
+pub(crate) use input::{PanicState, TurnInput};
 
 /// What the loop needs to decide whether to go on.
 #[derive(Debug, Default)]
-pub struct TurnReport {
+pub(crate) struct TurnReport {
     /// The run-wide turn number.
     pub turn: i32,
     /// Proposals pending after this turn.
@@ -66,7 +66,7 @@ pub struct TurnReport {
 
 impl TurnReport {
     /// The progress check's view of this turn.
-    pub fn signals(&self) -> TurnSignals<'_> {
+    pub(crate) fn signals(&self) -> TurnSignals<'_> {
         TurnSignals {
             summary: self.summary.as_deref(),
             update: self.update.as_deref(),
@@ -79,7 +79,7 @@ impl TurnReport {
 
 /// How a turn ended.
 #[derive(Debug)]
-pub enum TurnEnd {
+pub(crate) enum TurnEnd {
     /// The packet does not fit the window; the LLM was not called.
     Overflow {
         overflow: Overflow,
@@ -98,7 +98,7 @@ pub enum TurnEnd {
     Completed(TurnReport),
 }
 
-pub async fn execute_turn(
+pub(crate) async fn execute_turn(
     agent: &AgentContext,
     input: TurnInput<'_>,
     cancel: &CancellationToken,

@@ -21,12 +21,12 @@ use super::calibration::{CalibratedMeasure, Calibration};
 use super::tokens::{ActualTokens, EstimatedTokens};
 
 /// How many idle runs keep their calibration (16 bytes each, and their id).
-pub const IDLE_RUNS: usize = 1024;
+pub(crate) const IDLE_RUNS: usize = 1024;
 
 /// A turn's usage: the estimate of the packet it sent and what the provider reported.
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "Calibration")]
-pub struct RecordUsage {
+pub(crate) struct RecordUsage {
     pub run: RunId,
     /// The assembled estimate of the packet sent.
     pub estimate: EstimatedTokens,
@@ -37,7 +37,7 @@ pub struct RecordUsage {
 /// Scale a packet estimate by the run's calibration.
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "CalibratedMeasure")]
-pub struct Calibrated {
+pub(crate) struct Calibrated {
     pub run: RunId,
     /// This turn's assembled estimate.
     pub estimate: EstimatedTokens,
@@ -47,7 +47,7 @@ pub struct Calibrated {
 /// idle run, so a client's calls on idle runs leave the idle runs as they were.
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "Calibration")]
-pub struct CalibrationOf {
+pub(crate) struct CalibrationOf {
     pub run: RunId,
 }
 
@@ -55,13 +55,13 @@ pub struct CalibrationOf {
 /// the next loop finds it unless [`IDLE_RUNS`] runs have gone idle since.
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
-pub struct RunIdle {
+pub(crate) struct RunIdle {
     pub run: RunId,
 }
 
 /// Owns the calibration of every run with a live actor, and of the runs idle most recently.
 #[derive(Debug)]
-pub struct BudgetActor {
+pub(crate) struct BudgetActor {
     live: HashMap<RunId, Calibration>,
     /// Least recently idle first.
     idle: VecDeque<(RunId, Calibration)>,
@@ -76,7 +76,7 @@ impl Default for BudgetActor {
 
 impl BudgetActor {
     /// An actor keeping the calibration of the `idle_capacity` runs idle most recently.
-    pub fn keeping_idle(idle_capacity: usize) -> BudgetActor {
+    pub(crate) fn keeping_idle(idle_capacity: usize) -> BudgetActor {
         BudgetActor {
             live: HashMap::new(),
             idle: VecDeque::new(),

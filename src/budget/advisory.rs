@@ -5,12 +5,12 @@ use super::text;
 use super::tokens::CalibratedTokens;
 
 /// Percent of the ceiling from which the gentle advisory shows.
-pub const ADVISORY_HALF_PERCENT: u64 = 50;
+pub(crate) const ADVISORY_HALF_PERCENT: u64 = 50;
 /// Percent of the ceiling from which the demand shows.
-pub const ADVISORY_THREE_QUARTERS_PERCENT: u64 = 75;
+pub(crate) const ADVISORY_THREE_QUARTERS_PERCENT: u64 = 75;
 
 /// The advisory sentence for a context of `used` tokens under `ceiling`, if any.
-pub fn advisory(used: CalibratedTokens, ceiling: CalibratedTokens) -> Option<String> {
+pub(crate) fn advisory(used: CalibratedTokens, ceiling: CalibratedTokens) -> Option<String> {
     if ceiling.get() == 0 {
         return None;
     }

@@ -14,7 +14,7 @@ use super::tokens::{ActualTokens, CalibratedTokens, EntryTokens, EstimatedTokens
 
 /// The ratio of the provider's count to rummy's estimate, as a fraction `actual / estimate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Calibration {
+pub(crate) struct Calibration {
     actual: u64,
     estimate: u64,
 }
@@ -27,18 +27,21 @@ impl Default for Calibration {
 
 impl Calibration {
     /// No scaling: used until a provider reports usage.
-    pub const IDENTITY: Calibration = Calibration {
+    pub(crate) const IDENTITY: Calibration = Calibration {
         actual: 1,
         estimate: 1,
     };
     /// The smallest ratio accepted (the provider counts a quarter of the estimate).
-    pub const MIN_RATIO: (u64, u64) = (1, 4);
+    pub(crate) const MIN_RATIO: (u64, u64) = (1, 4);
     /// The largest ratio accepted (the provider counts eight times the estimate).
-    pub const MAX_RATIO: (u64, u64) = (8, 1);
+    pub(crate) const MAX_RATIO: (u64, u64) = (8, 1);
 
     /// The calibration one turn yields: its packet's estimate against the provider's count,
     /// bounded. `None` when either is zero (a provider that reports no usage reports 0).
-    pub fn from_turn(estimate: EstimatedTokens, actual: ActualTokens) -> Option<Calibration> {
+    pub(crate) fn from_turn(
+        estimate: EstimatedTokens,
+        actual: ActualTokens,
+    ) -> Option<Calibration> {
         if estimate.get() == 0 || actual.get() == 0 {
             return None;
         }
@@ -70,21 +73,21 @@ impl Calibration {
 
     /// Takes in one turn: replaces the ratio when the provider reported usage, keeps it
     /// otherwise.
-    pub fn observe(&mut self, estimate: EstimatedTokens, actual: Option<ActualTokens>) {
+    pub(crate) fn observe(&mut self, estimate: EstimatedTokens, actual: Option<ActualTokens>) {
         if let Some(turn) = actual.and_then(|actual| Calibration::from_turn(estimate, actual)) {
             *self = turn;
         }
     }
 
     /// The estimate scaled into provider units, rounded up.
-    pub fn apply(self, estimate: EstimatedTokens) -> CalibratedTokens {
+    pub(crate) fn apply(self, estimate: EstimatedTokens) -> CalibratedTokens {
         CalibratedTokens::new(self.scale_up(estimate.get()))
     }
 
     /// A calibrated amount expressed in the unit the model sees on entries (`tokens="…"`),
     /// rounded up: numbers in model-facing text use this unit, so the model can pick
     /// entries by their sizes.
-    pub fn in_entry_tokens(self, tokens: CalibratedTokens) -> EntryTokens {
+    pub(crate) fn in_entry_tokens(self, tokens: CalibratedTokens) -> EntryTokens {
         let scaled = (u128::from(tokens.get()) * u128::from(self.estimate))
             .div_ceil(u128::from(self.actual));
         EntryTokens::new(u64::try_from(scaled).unwrap_or(u64::MAX))
@@ -92,18 +95,13 @@ impl Calibration {
 
     /// A change of entry tokens (new − old) scaled into provider units: growth rounds up,
     /// shrinkage rounds toward zero, so the budget never credits more than was freed.
-    pub fn scale_delta(self, entry_tokens_delta: i64) -> i64 {
+    pub(crate) fn scale_delta(self, entry_tokens_delta: i64) -> i64 {
         let magnitude = entry_tokens_delta.unsigned_abs();
         if entry_tokens_delta >= 0 {
             return i64::try_from(self.scale_up(magnitude)).unwrap_or(i64::MAX);
         }
         let scaled = u128::from(magnitude) * u128::from(self.actual) / u128::from(self.estimate);
         i64::try_from(scaled).map_or(i64::MIN, |scaled| -scaled)
-    }
-
-    /// The ratio as a float, for logs and telemetry.
-    pub fn ratio(self) -> f64 {
-        self.actual as f64 / self.estimate as f64
     }
 
     fn scale_up(self, tokens: u64) -> u64 {
@@ -121,7 +119,7 @@ impl fmt::Display for Calibration {
 
 /// A packet measured in provider units, with the calibration that scaled it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CalibratedMeasure {
+pub(crate) struct CalibratedMeasure {
     /// The packet in provider units.
     pub calibrated: CalibratedTokens,
     pub calibration: Calibration,
@@ -129,7 +127,8 @@ pub struct CalibratedMeasure {
 
 impl CalibratedMeasure {
     /// A measure taken without calibration (estimate = provider units).
-    pub fn uncalibrated(tokens: u64) -> CalibratedMeasure {
+    #[cfg(test)]
+    pub(crate) fn uncalibrated(tokens: u64) -> CalibratedMeasure {
         CalibratedMeasure {
             calibrated: CalibratedTokens::new(tokens),
             calibration: Calibration::IDENTITY,

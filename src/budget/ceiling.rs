@@ -9,7 +9,7 @@ use super::tokens::{CalibratedTokens, ContextWindow};
 
 /// The outcome of the pre-LLM check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CeilingVerdict {
+pub(crate) enum CeilingVerdict {
     /// The packet fits; `headroom` tokens remain in the window.
     Fits {
         /// Window minus packet.
@@ -23,7 +23,7 @@ pub enum CeilingVerdict {
 
 /// A packet that does not fit its window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Overflow {
+pub(crate) struct Overflow {
     /// The calibrated size of the packet.
     pub measured: CalibratedTokens,
     /// The window it was checked against.
@@ -33,7 +33,7 @@ pub struct Overflow {
 }
 
 /// Checks a turn's calibrated packet against the window.
-pub fn check_ceiling(measured: CalibratedTokens, window: ContextWindow) -> CeilingVerdict {
+pub(crate) fn check_ceiling(measured: CalibratedTokens, window: ContextWindow) -> CeilingVerdict {
     if window.is_unknown() {
         return CeilingVerdict::Unbounded;
     }

@@ -20,7 +20,7 @@ use super::tokens::{CalibratedTokens, ContextWindow, EntryTokens};
 
 /// One write, as the guard needs to see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WriteIntent {
+pub(crate) struct WriteIntent {
     /// Entry tokens the write adds to what the model sees (negative when it removes some):
     /// the entry's visible tokens after the write minus before.
     pub tokens_delta: i64,
@@ -42,7 +42,7 @@ impl WriteIntent {
 /// Why a write (or a tool) was refused: the guard tripped. Amounts are in entry tokens,
 /// the unit the model sees on its entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tripped {
+pub(crate) enum Tripped {
     /// This write would have crossed the ceiling; it tripped the guard.
     Crossed {
         /// What the write adds.
@@ -56,7 +56,7 @@ pub enum Tripped {
 
 impl Tripped {
     /// The text the model sees as the tool's result.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match *self {
             Tripped::Crossed { write_tokens, room } => text::fill(
                 text::GUARD_TRIPPED,
@@ -80,7 +80,7 @@ impl std::error::Error for Tripped {}
 
 /// The per-turn write gate.
 #[derive(Debug, Clone)]
-pub struct BudgetGuard {
+pub(crate) struct BudgetGuard {
     ceiling: CalibratedTokens,
     total: CalibratedTokens,
     calibration: Calibration,
@@ -92,7 +92,7 @@ impl BudgetGuard {
     /// [`ContextWindow::guard_ceiling`]: the one way a turn's commands and the writers outside
     /// a turn (a client's tool calls, the scan) get their gate, so every writer is held to
     /// the same ceiling and arithmetic.
-    pub fn in_window(window: ContextWindow, context: CalibratedMeasure) -> BudgetGuard {
+    pub(crate) fn in_window(window: ContextWindow, context: CalibratedMeasure) -> BudgetGuard {
         BudgetGuard::new(
             window.guard_ceiling(),
             context.calibrated,
@@ -118,7 +118,7 @@ impl BudgetGuard {
     /// Admits or refuses one write. An admitted write is counted, so call this right before
     /// performing it. Exempt writes are always admitted; once the guard has tripped, every
     /// other write is refused with [`Tripped::Skipped`].
-    pub fn check(&mut self, intent: &WriteIntent) -> Result<(), Tripped> {
+    pub(crate) fn check(&mut self, intent: &WriteIntent) -> Result<(), Tripped> {
         let delta = self.calibration.scale_delta(intent.tokens_delta);
         if !intent.is_gated() {
             self.count_exempt(intent, delta);
@@ -146,7 +146,7 @@ impl BudgetGuard {
     /// Admits or refuses one write as [`BudgetGuard::check`] does, but a refusal does not
     /// trip the guard: for a writer that falls back to a smaller write instead of stopping
     /// (the scan lists a file it cannot load, and goes on with the next).
-    pub fn check_alone(&mut self, intent: &WriteIntent) -> Result<(), Tripped> {
+    pub(crate) fn check_alone(&mut self, intent: &WriteIntent) -> Result<(), Tripped> {
         let tripped = self.tripped;
         let verdict = self.check(intent);
         self.tripped = tripped;
@@ -155,7 +155,7 @@ impl BudgetGuard {
 
     /// Refuses any tool once the guard has tripped; call it before each tool of the turn,
     /// writing or not.
-    pub fn ensure_open(&self) -> Result<(), Tripped> {
+    pub(crate) fn ensure_open(&self) -> Result<(), Tripped> {
         if self.tripped {
             return Err(Tripped::Skipped);
         }
@@ -163,16 +163,19 @@ impl BudgetGuard {
     }
 
     /// Whether a write has tripped the guard this turn.
-    pub fn is_tripped(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_tripped(&self) -> bool {
         self.tripped
     }
 
     /// The context as counted so far (turn start plus admitted writes).
-    pub fn total(&self) -> CalibratedTokens {
+    #[cfg(test)]
+    pub(crate) fn total(&self) -> CalibratedTokens {
         self.total
     }
 
-    pub fn ceiling(&self) -> CalibratedTokens {
+    #[cfg(test)]
+    pub(crate) fn ceiling(&self) -> CalibratedTokens {
         self.ceiling
     }
 
@@ -192,7 +195,7 @@ impl BudgetGuard {
 }
 
 /// Admits or refuses the writes of one command while a reply's commands are dispatched.
-pub trait WriteGate: Send {
+pub(crate) trait WriteGate: Send {
     /// `Err` carries the model-facing reason; the command then fails with 413.
     fn admit(&mut self, write: &WriteIntent) -> Result<(), String>;
 }
@@ -208,7 +211,7 @@ impl WriteGate for BudgetGuard {
 /// every write that grows it fails on its own (413), and every write that shrinks it passes;
 /// nothing trips, so a refused note never blocks the demotions after it.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PanicGate;
+pub(crate) struct PanicGate;
 
 impl WriteGate for PanicGate {
     fn admit(&mut self, intent: &WriteIntent) -> Result<(), String> {

@@ -28,24 +28,26 @@ mod plan;
 mod tests;
 mod tracker;
 
-pub use plan::{plan_overflow, OverflowDecision, OverflowFacts, PanicPlan};
-pub use tracker::{PanicStep, PanicTracker};
+#[cfg(test)]
+use plan::PanicPlan;
+pub(crate) use plan::{plan_overflow, OverflowDecision, OverflowFacts};
+pub(crate) use tracker::{PanicStep, PanicTracker};
 
 use super::tokens::{CalibratedTokens, ContextWindow};
 
 /// Loop config key: the loop is a retry after a panic (no second panic).
-pub const CONFIG_PANIC_ATTEMPTED: &str = "panicAttempted";
+pub(crate) const CONFIG_PANIC_ATTEMPTED: &str = "panicAttempted";
 /// Loop config key: the panic loop's target in calibrated tokens.
-pub const CONFIG_PANIC_TARGET: &str = "panicTarget";
+pub(crate) const CONFIG_PANIC_TARGET: &str = "panicTarget";
 /// Loop config key: what the panic loop makes room for (the prompt's label).
-pub const CONFIG_PANIC_FOR: &str = "panicFor";
+pub(crate) const CONFIG_PANIC_FOR: &str = "panicFor";
 /// Loop config key: skip the project file scan.
-pub const CONFIG_NO_REPO: &str = "noRepo";
+pub(crate) const CONFIG_NO_REPO: &str = "noRepo";
 
 /// Why budget recovery is impossible or gave up. The text is for the client (the run's
 /// error); it names what does not fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PanicFailure {
+pub(crate) enum PanicFailure {
     /// The prompt alone leaves no room in the window, whatever is freed.
     #[error(
         "the prompt {prompt} is ~{prompt_tokens} tokens and cannot fit in the model's \

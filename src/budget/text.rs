@@ -5,8 +5,6 @@
 pub(super) const GUARD_TRIPPED: &str = include_str!("text/guard_tripped.md");
 /// The message of every later tool of a tripped turn.
 pub(super) const GUARD_SKIPPED: &str = include_str!("text/guard_skipped.md");
-/// The size gate's rejection.
-pub(super) const ENTRY_TOO_LARGE: &str = include_str!("text/entry_too_large.md");
 /// The progress advisory from 50 % of the ceiling.
 pub(super) const ADVISORY_HALF: &str = include_str!("text/advisory_half.md");
 /// The progress advisory from 75 % of the ceiling.
@@ -50,7 +48,6 @@ mod tests {
         for template in [
             GUARD_TRIPPED,
             GUARD_SKIPPED,
-            ENTRY_TOO_LARGE,
             ADVISORY_HALF,
             ADVISORY_THREE_QUARTERS,
             PANIC,

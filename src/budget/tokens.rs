@@ -21,25 +21,26 @@ macro_rules! token_measure {
     ($($(#[$doc:meta])+ $name:ident),* $(,)?) => {$(
         $(#[$doc])+
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(u64);
+        pub(crate) struct $name(u64);
 
         impl $name {
             /// Wraps a count in this measure.
-            pub const fn new(tokens: u64) -> Self {
+            pub(crate) const fn new(tokens: u64) -> Self {
                 Self(tokens)
             }
 
-            pub const fn get(self) -> u64 {
+            pub(crate) const fn get(self) -> u64 {
                 self.0
             }
 
             /// The sum, saturating at `u64::MAX`.
-            pub const fn saturating_add(self, other: Self) -> Self {
+            pub(crate) const fn saturating_add(self, other: Self) -> Self {
                 Self(self.0.saturating_add(other.0))
             }
 
             /// The difference, saturating at zero.
-            pub const fn saturating_sub(self, other: Self) -> Self {
+            #[allow(dead_code, reason = "not every measure is subtracted")]
+            pub(crate) const fn saturating_sub(self, other: Self) -> Self {
                 Self(self.0.saturating_sub(other.0))
             }
         }
@@ -73,30 +74,30 @@ token_measure! {
 
 /// The token estimator, configured with `RUMMY_TOKEN_DIVISOR`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TokenMath {
+pub(crate) struct TokenMath {
     divisor: u32,
 }
 
 impl TokenMath {
     /// An estimator with `divisor` characters per token (0 counts as 1).
-    pub const fn new(divisor: u32) -> TokenMath {
+    pub(crate) const fn new(divisor: u32) -> TokenMath {
         TokenMath {
             divisor: if divisor == 0 { 1 } else { divisor },
         }
     }
 
     /// The characters-per-token divisor.
-    pub fn divisor(self) -> u32 {
+    pub(crate) fn divisor(self) -> u32 {
         self.divisor
     }
 
     /// The display size of one entry body.
-    pub fn entry_tokens(self, body: &str) -> EntryTokens {
+    pub(crate) fn entry_tokens(self, body: &str) -> EntryTokens {
         EntryTokens(u64::try_from(self.count(body)).unwrap_or(0))
     }
 
     /// The estimate of an assembled packet: the sum of each message's estimate.
-    pub fn estimate_packet<'a>(
+    pub(crate) fn estimate_packet<'a>(
         self,
         messages: impl IntoIterator<Item = &'a str>,
     ) -> EstimatedTokens {
@@ -108,51 +109,52 @@ impl TokenMath {
 
     /// The raw estimate of `text`, for the places that add measures of one kind up
     /// (projected rows, message parts).
-    pub fn count(self, text: &str) -> i64 {
+    pub(crate) fn count(self, text: &str) -> i64 {
         i64::from(estimate_tokens(text, self.divisor))
     }
 }
 
 /// A model's context window in tokens (`contextSize`); 0 means unknown (no limit enforced).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ContextWindow(u64);
+pub(crate) struct ContextWindow(u64);
 
 impl ContextWindow {
     /// Tokens kept free below every derived ceiling (seed SPEC §4.5/§4.6 "cushion").
-    pub const CUSHION: u64 = 500;
+    pub(crate) const CUSHION: u64 = 500;
     /// Percent of the window the write guard's ceiling starts from.
-    pub const GUARD_PERCENT: u64 = 90;
+    pub(crate) const GUARD_PERCENT: u64 = 90;
     /// Percent of the window a panic loop must compress the context below (before the
     /// cushion).
-    pub const PANIC_PERCENT: u64 = 75;
+    pub(crate) const PANIC_PERCENT: u64 = 75;
 
     /// A window of `tokens` (0 = unknown).
-    pub const fn new(tokens: u64) -> ContextWindow {
+    pub(crate) const fn new(tokens: u64) -> ContextWindow {
         ContextWindow(tokens)
     }
 
-    pub const fn get(self) -> u64 {
+    #[cfg(test)]
+    pub(crate) const fn get(self) -> u64 {
         self.0
     }
 
     /// Whether the window is unknown, so no ceiling applies.
-    pub const fn is_unknown(self) -> bool {
+    pub(crate) const fn is_unknown(self) -> bool {
         self.0 == 0
     }
 
     /// The whole window as a limit: the pre-LLM ceiling.
-    pub const fn limit(self) -> CalibratedTokens {
+    pub(crate) const fn limit(self) -> CalibratedTokens {
         CalibratedTokens(self.0)
     }
 
     /// The BudgetGuard ceiling, `floor(window × 0.9) − 500`, at least 0.
-    pub fn guard_ceiling(self) -> CalibratedTokens {
+    pub(crate) fn guard_ceiling(self) -> CalibratedTokens {
         CalibratedTokens(percent_of(self.0, Self::GUARD_PERCENT).saturating_sub(Self::CUSHION))
     }
 
     /// The size a panic loop must bring the context to so `incoming` fits afterwards:
     /// `min(floor(window × 0.75), window − incoming) − 500`, at least 0.
-    pub fn panic_target(self, incoming: CalibratedTokens) -> CalibratedTokens {
+    pub(crate) fn panic_target(self, incoming: CalibratedTokens) -> CalibratedTokens {
         let room = percent_of(self.0, Self::PANIC_PERCENT).min(self.0.saturating_sub(incoming.0));
         CalibratedTokens(room.saturating_sub(Self::CUSHION))
     }

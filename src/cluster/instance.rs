@@ -19,14 +19,14 @@ use crate::db::{DbError, DbHandle};
 
 /// This instance: its id in the store and how long its leases outlive its last heartbeat.
 #[derive(Debug, Clone)]
-pub struct Instance {
+pub(crate) struct Instance {
     id: Arc<str>,
     lease_ttl: Duration,
 }
 
 impl Instance {
     /// A new instance with a random id (128 bits, hex), its leases lasting `lease_ttl`.
-    pub fn new(lease_ttl: Duration) -> Result<Instance, getrandom::Error> {
+    pub(crate) fn new(lease_ttl: Duration) -> Result<Instance, getrandom::Error> {
         let mut bytes = [0_u8; 16];
         getrandom::getrandom(&mut bytes)?;
         let id: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
@@ -36,13 +36,13 @@ impl Instance {
         })
     }
 
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         &self.id
     }
 
     /// How often the heartbeat renews the leases: three beats per lease, so one late beat
     /// loses none. Also how often a run leased by another instance is looked at again.
-    pub fn beat_interval(&self) -> Duration {
+    pub(crate) fn beat_interval(&self) -> Duration {
         self.lease_ttl / 3
     }
 
@@ -56,7 +56,7 @@ impl Instance {
     /// which only one instance uses, or a PostgreSQL database no live instance beats on),
     /// it recovers as a single instance restarting does: every run left at 100 or 102 ends
     /// 499. Beside live instances it releases only the expired ones, whose runs it knows.
-    pub async fn join(&self, db: &DbHandle, shared: bool) -> Result<usize, DbError> {
+    pub(crate) async fn join(&self, db: &DbHandle, shared: bool) -> Result<usize, DbError> {
         let id = Arc::clone(&self.id);
         let expiry = self.expiry();
         db.call(move |conn| {
@@ -78,7 +78,7 @@ impl Instance {
     /// this instance's leases and releases the instances whose leases expired. When another
     /// instance found this one expired (a stall longer than the TTL), this one's runs are no
     /// longer its own: `lost` is called to abort the loops it still runs, and it joins again.
-    pub async fn beat(self, db: DbHandle, stop: CancellationToken, lost: impl Fn()) {
+    pub(crate) async fn beat(self, db: DbHandle, stop: CancellationToken, lost: impl Fn()) {
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -121,7 +121,7 @@ impl Instance {
     /// Gives back this instance's leases at a clean stop: runs it still drives end 499 with
     /// their loops pending, its queued loops become anyone's, and its row goes. Returns how
     /// many runs were aborted.
-    pub async fn leave(&self, db: &DbHandle) -> Result<usize, DbError> {
+    pub(crate) async fn leave(&self, db: &DbHandle) -> Result<usize, DbError> {
         let id = Arc::clone(&self.id);
         db.call(move |conn| instances::release(conn, Gone::This(&id)))
             .await

@@ -39,7 +39,7 @@ const ACK_WAIT: Duration = Duration::from_secs(30);
     "The instance executing this run ({holder}) stopped before it answered; \
      getRun shows what it did."
 )]
-pub struct HolderGone {
+pub(crate) struct HolderGone {
     /// The holder's instance id.
     pub holder: String,
 }
@@ -61,7 +61,7 @@ enum Heard {
 
 /// This instance's end: the calls it asked and waits to have answered, and the bus.
 #[derive(Clone, Default)]
-pub struct LeaseHolder {
+pub(crate) struct LeaseHolder {
     bus: Arc<OnceLock<FrameBus>>,
     next: Arc<AtomicU64>,
     waiting: Arc<Mutex<HashMap<u64, mpsc::UnboundedSender<Heard>>>>,
@@ -69,14 +69,14 @@ pub struct LeaseHolder {
 
 impl LeaseHolder {
     /// Sends the calls on `bus` from now on (once).
-    pub fn connect(&self, bus: FrameBus) {
+    pub(crate) fn connect(&self, bus: FrameBus) {
         let _ = self.bus.set(bus);
     }
 
     /// Has the live instance holding `run`'s lease, if another than `me`, execute `call`; its
     /// answer. `None` when `me` is to act itself: without a bus, when no other instance
     /// holds the lease, or when the holder did not acknowledge in time.
-    pub async fn ask<C, A>(
+    pub(crate) async fn ask<C, A>(
         &self,
         db: &DbHandle,
         me: &Instance,
@@ -112,7 +112,7 @@ impl LeaseHolder {
 
     /// Takes a command for this instance: a call is acknowledged, executed by `execute`
     /// and answered; an acknowledgement or an answer goes to its waiting asker.
-    pub async fn take<C, A, F, Fut>(&self, command: BusCommand, execute: F)
+    pub(crate) async fn take<C, A, F, Fut>(&self, command: BusCommand, execute: F)
     where
         C: DeserializeOwned,
         A: Serialize,

@@ -6,8 +6,6 @@
 //! text, never on the raw body. The projected rows are written to `turn_context` so the
 //! snapshot of a turn is exactly what its packet was built from.
 
-use std::sync::Arc;
-
 use crate::db::Conn;
 use serde_json::{Map, Value};
 
@@ -20,7 +18,7 @@ use crate::db::queries::context::{model_context, replace_turn_context};
 use crate::db::DbError;
 
 /// Projects one visible entry into the text the model reads (the tool registry's views).
-pub trait Projector: Send + Sync {
+pub(crate) trait Projector: Send + Sync {
     /// The projected text of `entry` at its fidelity.
     fn project(&self, entry: &EntryView<'_>) -> String;
 }
@@ -68,7 +66,7 @@ impl ContextRow {
 }
 
 /// Reads the run's visible rows in context order and projects each one.
-pub fn read_context(
+pub(crate) fn read_context(
     conn: &mut Conn,
     run_id: RunId,
     projector: &dyn Projector,
@@ -82,7 +80,7 @@ pub fn read_context(
 }
 
 /// Replaces the `turn_context` snapshot of `turn` with `rows`; returns the rows stored.
-pub fn store_context(
+pub(crate) fn store_context(
     conn: &mut Conn,
     run_id: RunId,
     loop_id: Option<LoopId>,
@@ -110,7 +108,7 @@ pub fn store_context(
 }
 
 /// Reads and projects the run's context, then stores it as the snapshot of `turn`.
-pub fn materialize(
+pub(crate) fn materialize(
     conn: &mut Conn,
     target: TurnTarget,
     projector: &dyn Projector,
@@ -123,7 +121,7 @@ pub fn materialize(
 
 /// The turn a snapshot belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TurnTarget {
+pub(crate) struct TurnTarget {
     pub run_id: RunId,
     /// The loop the turn belongs to.
     pub loop_id: Option<LoopId>,
@@ -156,43 +154,6 @@ fn project_row(row: ModelContextRow, projector: &dyn Projector, tokens: TokenMat
         category: row.category,
         attributes,
         source_turn: row.turn,
-    }
-}
-
-/// DB-thread work: materialize and snapshot the context of one turn (before the LLM call;
-/// the stored rows are what the packet is built from). `DbActor::connection` is private to
-/// the db module, so this runs through the actor's unit-of-work message:
-/// `db.send(Transact::new(move |conn| work.run(conn)))`.
-pub struct MaterializeContext {
-    /// The turn to snapshot.
-    pub target: TurnTarget,
-    /// The tool registry's views.
-    pub projector: Arc<dyn Projector>,
-    /// The token formula.
-    pub tokens: TokenMath,
-}
-
-impl MaterializeContext {
-    /// Runs on the connection of the DB thread.
-    pub fn run(self, conn: &mut Conn) -> Result<Vec<ContextRow>, DbError> {
-        materialize(conn, self.target, self.projector.as_ref(), self.tokens)
-    }
-}
-
-/// DB-thread work: read and project the context without storing it (measurements after
-/// dispatch must not overwrite what the model saw).
-pub struct ReadContext {
-    pub run_id: RunId,
-    /// The tool registry's views.
-    pub projector: Arc<dyn Projector>,
-    /// The token formula.
-    pub tokens: TokenMath,
-}
-
-impl ReadContext {
-    /// Runs on the connection of the DB thread.
-    pub fn run(self, conn: &mut Conn) -> Result<Vec<ContextRow>, DbError> {
-        read_context(conn, self.run_id, self.projector.as_ref(), self.tokens)
     }
 }
 

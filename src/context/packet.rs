@@ -127,7 +127,7 @@ impl MessageBuilder {
 
 /// The two messages of one turn and their measures.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Packet {
+pub(crate) struct Packet {
     /// Everything the model needs to know.
     pub system: String,
     /// Everything the model needs to do; the prompt is last.
@@ -142,7 +142,7 @@ pub struct Packet {
 
 impl Packet {
     /// Finishes the two messages; `entry_tokens` is the sum of the rows' projected tokens.
-    pub fn new(
+    pub(crate) fn new(
         system: MessageBuilder,
         user: MessageBuilder,
         entry_tokens: i64,

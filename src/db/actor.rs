@@ -40,11 +40,11 @@ macro_rules! db_messages {
     )*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone)]
-        pub struct $name {
+        pub(crate) struct $name {
             $(
                 #[doc = concat!("`", stringify!($field), "`, passed to the query.")]
                 $(#[$field_doc])*
-                pub $field: $field_type,
+                pub(crate) $field: $field_type,
             )*
         }
 
@@ -63,10 +63,10 @@ macro_rules! db_messages {
     )*};
 }
 
-pub mod transact;
+pub(crate) mod transact;
 
 /// The database actor. Start it with [`start_db`].
-pub struct DbActor {
+pub(crate) struct DbActor {
     connection: Option<Conn>,
     store: Store,
     setup: ConnectionSetup,
@@ -77,7 +77,7 @@ pub struct DbActor {
 
 /// What the writer thread is given besides the store.
 #[derive(Debug, Clone)]
-pub struct WriterOptions {
+pub(crate) struct WriterOptions {
     /// How its connection is set up.
     pub setup: ConnectionSetup,
     /// The pattern and edit work one unit may do (a fresh budget per unit).
@@ -166,7 +166,7 @@ impl Actor for DbActor {
 
 /// Opens the store (creating a missing SQLite file), applies pending migrations and starts
 /// the actor on its own thread. Must be called inside a running actix `System`.
-pub fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbActor>, DbError> {
+pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbActor>, DbError> {
     let WriterOptions {
         setup,
         limits,
@@ -220,7 +220,7 @@ db_messages! {
 /// `false` when a reader kept it from finishing.
 #[derive(Debug, Clone, Copy, actix::Message)]
 #[rtype(result = "Result<bool, DbError>")]
-pub struct TruncateWal;
+pub(crate) struct TruncateWal;
 
 impl actix::Handler<TruncateWal> for DbActor {
     type Result = Result<bool, DbError>;

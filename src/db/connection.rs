@@ -19,21 +19,21 @@ use super::functions::register_functions;
 use super::{Conn, DbError, Store};
 
 /// The SQLite migrations under `migrations/sqlite/`, compiled into the binary.
-pub const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+pub(crate) const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
 
 /// The PostgreSQL migrations under `migrations/postgres/`, compiled into the binary: the
 /// same tables, constraints, triggers and views as SQLite's.
-pub const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
+pub(crate) const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
 
 /// How long a SQLite connection waits for another writer's lock before giving up.
-pub const BUSY_TIMEOUT_MS: u32 = 5_000;
+pub(crate) const BUSY_TIMEOUT_MS: u32 = 5_000;
 
 /// The size the write-ahead log file is cut back to once a checkpoint has copied it into the
 /// database (a large transaction may have grown it past this).
-pub const JOURNAL_SIZE_LIMIT_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const JOURNAL_SIZE_LIMIT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The token divisor used when none is configured (`RUMMY_TOKEN_DIVISOR`).
-pub const DEFAULT_TOKEN_DIVISOR: u32 = 4;
+pub(crate) const DEFAULT_TOKEN_DIVISOR: u32 = 4;
 
 /// The configurable part of every connection's setup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +55,7 @@ impl Default for ConnectionSetup {
 }
 
 /// Opens the store (creating a missing SQLite file) with rummy's connection setup.
-pub fn open_connection(store: &Store, setup: ConnectionSetup) -> Result<Conn, DbError> {
+pub(crate) fn open_connection(store: &Store, setup: ConnectionSetup) -> Result<Conn, DbError> {
     let ConnectionSetup {
         token_divisor,
         mmap_bytes,
@@ -97,7 +97,7 @@ pub fn open_connection(store: &Store, setup: ConnectionSetup) -> Result<Conn, Db
 }
 
 /// Makes `conn` refuse writes (a reader beside the writer).
-pub fn read_only(conn: &mut Conn) -> Result<(), DbError> {
+pub(crate) fn read_only(conn: &mut Conn) -> Result<(), DbError> {
     let sql = match conn {
         Conn::Sqlite(_) => "PRAGMA query_only = ON;",
         Conn::Postgres(_) => "SET default_transaction_read_only = on;",
@@ -113,7 +113,7 @@ const MIGRATION_LOCK_KEY: i64 = 0x7275_6d6d_795f_6d67;
 /// Applies every pending migration of the connection's backend; a no-op on an up-to-date
 /// database. On PostgreSQL, under `MIGRATION_LOCK_KEY`: SQLite's own write lock already
 /// serializes them.
-pub fn run_migrations(conn: &mut Conn) -> Result<(), DbError> {
+pub(crate) fn run_migrations(conn: &mut Conn) -> Result<(), DbError> {
     let applied = match conn {
         Conn::Sqlite(conn) => conn.run_pending_migrations(SQLITE_MIGRATIONS).map(|_| ()),
         Conn::Postgres(conn) => {
@@ -127,7 +127,7 @@ pub fn run_migrations(conn: &mut Conn) -> Result<(), DbError> {
 }
 
 /// Whether any embedded migration is still to be applied (for readiness checks).
-pub fn has_pending_migrations(conn: &mut Conn) -> Result<bool, DbError> {
+pub(crate) fn has_pending_migrations(conn: &mut Conn) -> Result<bool, DbError> {
     let pending = match conn {
         Conn::Sqlite(conn) => conn.has_pending_migration(SQLITE_MIGRATIONS),
         Conn::Postgres(conn) => conn.has_pending_migration(POSTGRES_MIGRATIONS),
@@ -146,7 +146,7 @@ struct CheckpointRow {
 /// zero bytes. `Ok(false)` when a reader's open transaction kept it from finishing (the busy
 /// timeout has passed by then). Must run outside any transaction. PostgreSQL keeps its own
 /// log: nothing to do.
-pub fn truncate_wal(conn: &mut Conn) -> Result<bool, DbError> {
+pub(crate) fn truncate_wal(conn: &mut Conn) -> Result<bool, DbError> {
     use diesel::RunQueryDsl;
     let Conn::Sqlite(conn) = conn else {
         return Ok(true);
@@ -160,7 +160,7 @@ pub fn truncate_wal(conn: &mut Conn) -> Result<bool, DbError> {
 /// concurrent writers on other connections queue on the busy timeout instead of
 /// deadlocking) and `BEGIN` on PostgreSQL; a savepoint when a transaction (a
 /// [`Transact`](super::Transact) unit of work) is open. Any error of `work` rolls it back.
-pub fn write_transaction<T, E, F>(conn: &mut Conn, work: F) -> Result<T, E>
+pub(crate) fn write_transaction<T, E, F>(conn: &mut Conn, work: F) -> Result<T, E>
 where
     F: FnOnce(&mut Conn) -> Result<T, E>,
     E: From<diesel::result::Error>,

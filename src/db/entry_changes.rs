@@ -115,7 +115,7 @@ impl std::fmt::Debug for EntryChangeSink {
 }
 
 /// Starts logging the changes made on `conn` (idempotent).
-pub fn record(conn: &mut Conn) -> Result<(), DbError> {
+pub(crate) fn record(conn: &mut Conn) -> Result<(), DbError> {
     let record = match conn {
         Conn::Sqlite(_) => RECORD,
         Conn::Postgres(_) => RECORD_POSTGRES,
@@ -126,7 +126,7 @@ pub fn record(conn: &mut Conn) -> Result<(), DbError> {
 
 /// The changes logged on `conn` since the last call, oldest first, and empties the log. Inside
 /// the unit's transaction, so a failed commit keeps nothing.
-pub fn take(conn: &mut Conn) -> Result<Vec<EntryChange>, DbError> {
+pub(crate) fn take(conn: &mut Conn) -> Result<Vec<EntryChange>, DbError> {
     let changes: Vec<EntryChange> =
         // Unqualified: both backends look in the connection's temporary tables first.
         diesel::sql_query("SELECT run_id, path, change_type FROM entry_changes ORDER BY id")

@@ -33,7 +33,7 @@ diesel::define_sql_function! {
 
 /// The token estimate rummy uses everywhere: `ceil(characters / divisor)`, 0 for empty text.
 /// A divisor of 0 is treated as 1.
-pub fn estimate_tokens(text: &str, divisor: u32) -> i32 {
+pub(crate) fn estimate_tokens(text: &str, divisor: u32) -> i32 {
     let characters = text.chars().count();
     let divisor = usize::try_from(divisor.max(1)).unwrap_or(1);
     i32::try_from(characters.div_ceil(divisor)).unwrap_or(i32::MAX)
@@ -44,7 +44,7 @@ pub fn estimate_tokens(text: &str, divisor: u32) -> i32 {
 /// writer does not compute them (a body changed since is a miss, computed under the
 /// writer's budget). A search that ran out of budget is kept as its limit.
 #[derive(Debug, Default)]
-pub struct SearchVerdicts {
+pub(crate) struct SearchVerdicts {
     verdicts: HashMap<(String, u64), Result<bool, WorkLimit>>,
 }
 
@@ -54,7 +54,7 @@ thread_local! {
 }
 
 /// Runs `work` and returns, beside its result, every body search it evaluated.
-pub fn recording<T>(work: impl FnOnce() -> T) -> (T, SearchVerdicts) {
+pub(crate) fn recording<T>(work: impl FnOnce() -> T) -> (T, SearchVerdicts) {
     RECORDING.with(|slot| slot.replace(Some(SearchVerdicts::default())));
     let result = work();
     let verdicts = RECORDING.with(|slot| slot.take()).unwrap_or_default();
@@ -62,7 +62,7 @@ pub fn recording<T>(work: impl FnOnce() -> T) -> (T, SearchVerdicts) {
 }
 
 /// Runs `work` with `verdicts` answering the body searches they cover.
-pub fn with_prepared<T>(verdicts: SearchVerdicts, work: impl FnOnce() -> T) -> T {
+pub(crate) fn with_prepared<T>(verdicts: SearchVerdicts, work: impl FnOnce() -> T) -> T {
     PREPARED.with(|slot| slot.replace(Some(verdicts)));
     let result = work();
     PREPARED.with(|slot| slot.take());
@@ -113,7 +113,10 @@ pub(crate) fn body_search(pattern: &str, subject: &str) -> bool {
 }
 
 /// Registers every rummy SQL function on `conn`; `token_divisor` drives `countTokens`.
-pub fn register_functions(conn: &mut SqliteConnection, token_divisor: u32) -> Result<(), DbError> {
+pub(crate) fn register_functions(
+    conn: &mut SqliteConnection,
+    token_divisor: u32,
+) -> Result<(), DbError> {
     scheme_of_utils::register_impl(conn, |path: Option<String>| {
         path.as_deref()
             .and_then(paths::scheme_of)

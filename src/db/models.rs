@@ -5,9 +5,9 @@
 //! The small configuration tables live here; runs, loops and turns in [`run`]; the store,
 //! its views and the per-turn context in [`entry`]; memory across runs in [`memory`].
 
-pub mod entry;
-pub mod memory;
-pub mod run;
+pub(crate) mod entry;
+pub(crate) mod memory;
+pub(crate) mod run;
 
 use diesel::prelude::*;
 
@@ -30,7 +30,7 @@ pub struct SchemeRow {
 /// A project: a client-chosen name bound to a source root.
 #[derive(Debug, Clone, PartialEq, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = projects, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct ProjectRow {
+pub(crate) struct ProjectRow {
     pub id: ProjectId,
     /// Unique project name.
     pub name: String,
@@ -42,7 +42,7 @@ pub struct ProjectRow {
 
 /// What [`upsert_project`](super::queries::projects::upsert_project) writes; `None` fields keep the stored value.
 #[derive(Debug, Clone)]
-pub struct ProjectInsertForm {
+pub(crate) struct ProjectInsertForm {
     /// Unique project name.
     pub name: String,
     /// Absolute source root.
@@ -52,7 +52,7 @@ pub struct ProjectInsertForm {
 /// A model alias and the provider model it stands for.
 #[derive(Debug, Clone, PartialEq, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = models, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct ModelRow {
+pub(crate) struct ModelRow {
     pub id: ModelId,
     /// What clients pass as `model`.
     pub alias: String,
@@ -66,7 +66,7 @@ pub struct ModelRow {
 
 /// What [`upsert_model`](super::queries::models::upsert_model) writes; `None` fields keep the stored value.
 #[derive(Debug, Clone)]
-pub struct ModelInsertForm {
+pub(crate) struct ModelInsertForm {
     /// Unique alias.
     pub alias: String,
     /// Provider-prefixed model id.
@@ -78,7 +78,7 @@ pub struct ModelInsertForm {
 /// A project-level file constraint.
 #[derive(Debug, Clone, PartialEq, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = file_constraints, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct ConstraintRow {
+pub(crate) struct ConstraintRow {
     pub id: ConstraintId,
     pub project_id: ProjectId,
     /// Path or glob relative to the project root.

@@ -12,10 +12,10 @@ use std::borrow::Cow;
 const SCHEME_SEPARATOR: &str = "://";
 
 /// Longest slug, in characters.
-pub const SLUG_MAX_CHARS: usize = 80;
+pub(crate) const SLUG_MAX_CHARS: usize = 80;
 
 /// The text before the first `://`, when that text is not empty; `None` for bare paths.
-pub fn scheme_of(path: &str) -> Option<&str> {
+pub(crate) fn scheme_of(path: &str) -> Option<&str> {
     match path.find(SCHEME_SEPARATOR) {
         Some(index) if index > 0 => path.get(..index),
         _ => None,
@@ -23,7 +23,7 @@ pub fn scheme_of(path: &str) -> Option<&str> {
 }
 
 /// Whether `path` names a project file (a bare path, no scheme).
-pub fn is_file(path: &str) -> bool {
+pub(crate) fn is_file(path: &str) -> bool {
     scheme_of(path).is_none()
 }
 
@@ -33,7 +33,7 @@ pub fn is_file(path: &str) -> bool {
 /// rest is percent-decoded once (kept raw when it does not decode), split on `/`, and each
 /// segment percent-encoded again. The result is a fixed point: normalising it again
 /// changes nothing.
-pub fn normalize_path(path: &str) -> String {
+pub(crate) fn normalize_path(path: &str) -> String {
     let Some(scheme) = scheme_of(path) else {
         return path.to_owned();
     };
@@ -55,7 +55,7 @@ pub fn normalize_path(path: &str) -> String {
 /// once, see [`normalize_path`]); both they and a glob or literal pattern are brought to
 /// this form before matching, so either spelling of a pattern finds the entry. A rest that
 /// does not decode is kept as it is.
-pub fn pattern_form(path: &str) -> Cow<'_, str> {
+pub(crate) fn pattern_form(path: &str) -> Cow<'_, str> {
     let Some(scheme) = scheme_of(path) else {
         return Cow::Borrowed(path);
     };
@@ -71,7 +71,7 @@ pub fn pattern_form(path: &str) -> Cow<'_, str> {
 }
 
 /// `encodeURIComponent(text)` cut to [`SLUG_MAX_CHARS`] characters, never inside a `%XX`.
-pub fn slugify(text: &str) -> String {
+pub(crate) fn slugify(text: &str) -> String {
     let encoded = percent_encode(text);
     if encoded.len() <= SLUG_MAX_CHARS {
         return encoded;
@@ -89,7 +89,7 @@ pub fn slugify(text: &str) -> String {
 
 /// The path of a tool's result entry: `<scheme>://turn_<N>/<target>`, the target
 /// percent-encoded and the whole normalised, so `/` in the target becomes real segments.
-pub fn result_path(scheme: &str, turn: i32, target: &str) -> String {
+pub(crate) fn result_path(scheme: &str, turn: i32, target: &str) -> String {
     normalize_path(&format!(
         "{scheme}{SCHEME_SEPARATOR}turn_{turn}/{}",
         percent_encode(target)
@@ -98,7 +98,7 @@ pub fn result_path(scheme: &str, turn: i32, target: &str) -> String {
 
 /// A path named after its content: `<scheme>://<slug of text>` (`untitled` when the text
 /// gives no slug), normalised.
-pub fn slug_path(scheme: &str, text: &str) -> String {
+pub(crate) fn slug_path(scheme: &str, text: &str) -> String {
     let slug = slugify(text.trim());
     let name = if slug.is_empty() {
         "untitled"
@@ -110,7 +110,7 @@ pub fn slug_path(scheme: &str, text: &str) -> String {
 
 /// Percent-encodes every byte except `A-Z a-z 0-9 - _ . ! ~ * ' ( )`, like
 /// JavaScript's `encodeURIComponent`.
-pub fn percent_encode(text: &str) -> String {
+pub(crate) fn percent_encode(text: &str) -> String {
     let mut encoded = String::with_capacity(text.len());
     for byte in text.bytes() {
         if byte.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&byte) {
@@ -124,7 +124,7 @@ pub fn percent_encode(text: &str) -> String {
 
 /// Decodes every `%XX`, like JavaScript's `decodeURIComponent`; `None` when an escape is
 /// malformed or the decoded bytes are not UTF-8.
-pub fn percent_decode(text: &str) -> Option<String> {
+pub(crate) fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut index = 0;

@@ -6,23 +6,23 @@
 //! does not; multi-statement writes run in a transaction of their own, a savepoint inside the unit of
 //! work that calls them.
 
-pub mod constraints;
-pub mod context;
-pub mod demotions;
-pub mod entries;
-pub mod entry_moves;
-pub mod free_paths;
-pub mod instances;
-pub mod loop_places;
-pub mod loops;
-pub mod memory;
-pub mod models;
-pub mod projects;
-pub mod retention;
-pub mod rpc_log;
-pub mod run_actions;
-pub mod runs;
-pub mod schemes;
-pub mod selected;
-pub mod turns;
-pub mod usage;
+pub(crate) mod constraints;
+pub(crate) mod context;
+pub(crate) mod demotions;
+pub(crate) mod entries;
+pub(crate) mod entry_moves;
+pub(crate) mod free_paths;
+pub(crate) mod instances;
+pub(crate) mod loop_places;
+pub(crate) mod loops;
+pub(crate) mod memory;
+pub(crate) mod models;
+pub(crate) mod projects;
+pub(crate) mod retention;
+pub(crate) mod rpc_log;
+pub(crate) mod run_actions;
+pub(crate) mod runs;
+pub(crate) mod schemes;
+pub(crate) mod selected;
+pub(crate) mod turns;
+pub(crate) mod usage;

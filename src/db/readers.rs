@@ -26,7 +26,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A bounded set of read-only connections to the store.
 #[derive(Clone)]
-pub struct ReadPool {
+pub(crate) struct ReadPool {
     /// `None` once closed.
     pool: Arc<Mutex<Option<Pool<Readers>>>>,
     permits: Arc<Semaphore>,
@@ -69,7 +69,7 @@ impl Drop for CancelOnDrop {
 
 impl ReadPool {
     /// A pool of at most `size` (at least 1) connections, opened when first needed.
-    pub fn new(store: &Store, setup: ConnectionSetup, size: usize) -> ReadPool {
+    pub(crate) fn new(store: &Store, setup: ConnectionSetup, size: usize) -> ReadPool {
         let size = size.max(1);
         let pool = Pool::builder()
             .max_size(u32::try_from(size).unwrap_or(u32::MAX))
@@ -90,7 +90,7 @@ impl ReadPool {
     /// Runs `work` in a read transaction on the blocking pool, with `limits` for its
     /// pattern work. The query functions report a spent budget ([`DbError::WorkLimit`]);
     /// `work` decides what to make of it.
-    pub async fn read<T, F>(&self, limits: Limits, work: F) -> Result<T, DbError>
+    pub(crate) async fn read<T, F>(&self, limits: Limits, work: F) -> Result<T, DbError>
     where
         F: FnOnce(&mut Conn) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
@@ -123,7 +123,7 @@ impl ReadPool {
 
     /// Closes the pool (a clean stop, before SQLite's log is truncated): its idle
     /// connections at once, a connection still reading when its read ends.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.permits.close();
         self.pool
             .lock()

@@ -19,13 +19,13 @@ use super::MultiBackend;
 /// One SQL statement whose parameters are anonymous `?`s, bound in order with
 /// [`Statement::bind`] (a value used twice is bound twice), run like `diesel::sql_query` and
 /// read into `QueryableByName` rows. The text must hold no other `?`.
-pub struct Statement<'a> {
+pub(crate) struct Statement<'a> {
     sql: &'static str,
     binds: Vec<Box<dyn QueryFragment<MultiBackend> + Send + 'a>>,
 }
 
 /// A [`Statement`] for `sql` with nothing bound yet.
-pub fn statement<'a>(sql: &'static str) -> Statement<'a> {
+pub(crate) fn statement<'a>(sql: &'static str) -> Statement<'a> {
     Statement {
         sql,
         binds: Vec::new(),
@@ -34,7 +34,7 @@ pub fn statement<'a>(sql: &'static str) -> Statement<'a> {
 
 impl<'a> Statement<'a> {
     /// Binds the next `?` to `value`, of SQL type `ST`.
-    pub fn bind<ST, Value>(mut self, value: Value) -> Self
+    pub(crate) fn bind<ST, Value>(mut self, value: Value) -> Self
     where
         MultiBackend: HasSqlType<ST>,
         Value: ToSql<ST, MultiBackend> + Send + 'a,

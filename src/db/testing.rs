@@ -17,7 +17,7 @@ use super::{open_connection, run_migrations, ConnectionSetup, DbError, Store};
 
 /// Opens (creating a missing SQLite file) the store with `setup` and applies the
 /// migrations.
-pub fn migrated(store: &Store, setup: ConnectionSetup) -> Result<Conn, DbError> {
+pub(crate) fn migrated(store: &Store, setup: ConnectionSetup) -> Result<Conn, DbError> {
     let mut conn = open_connection(store, setup)?;
     run_migrations(&mut conn)?;
     Ok(conn)
@@ -93,7 +93,7 @@ impl ScratchDatabase {
     }
 
     /// It as a store.
-    pub fn store(&self) -> Store {
+    pub(crate) fn store(&self) -> Store {
         Store::Postgres(self.url.clone())
     }
 
@@ -130,7 +130,10 @@ impl Drop for ScratchDatabase {
 }
 
 /// Creates project `p` at `project_root` with one run of model `m`, created at 1 s.
-pub fn project_with_run(conn: &mut Conn, project_root: Option<String>) -> Result<RunRow, DbError> {
+pub(crate) fn project_with_run(
+    conn: &mut Conn,
+    project_root: Option<String>,
+) -> Result<RunRow, DbError> {
     let project = projects::upsert_project(
         conn,
         &ProjectInsertForm {
@@ -167,7 +170,7 @@ pub(crate) struct TestDb {
 impl TestDb {
     /// Creates and migrates a database with token divisor 4, on PostgreSQL when
     /// [`TEST_DATABASE_URL`] is set.
-    pub fn new() -> TestDb {
+    pub(crate) fn new() -> TestDb {
         match ScratchDatabase::from_environment() {
             Some(database) => {
                 let conn = database.migrated().unwrap();
@@ -185,7 +188,7 @@ impl TestDb {
     }
 
     /// [`TestDb::new`] on SQLite whatever the environment says (a test of SQLite itself).
-    pub fn sqlite() -> TestDb {
+    pub(crate) fn sqlite() -> TestDb {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rummy.db");
         let conn = migrated(&Store::Sqlite(path.clone()), ConnectionSetup::default()).unwrap();
@@ -198,7 +201,7 @@ impl TestDb {
     }
 
     /// Where it is.
-    pub fn store(&self) -> Store {
+    pub(crate) fn store(&self) -> Store {
         match &self.database {
             Some(database) => database.store(),
             None => Store::Sqlite(self.path.clone()),
@@ -206,7 +209,7 @@ impl TestDb {
     }
 
     /// Another connection to the same file.
-    pub fn connect(&self) -> Conn {
+    pub(crate) fn connect(&self) -> Conn {
         open_connection(&self.store(), ConnectionSetup::default()).unwrap()
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 /// Shared between the DB actor (which marks units) and the readiness probe (which reads).
 #[derive(Debug, Clone)]
-pub struct DbWatch {
+pub(crate) struct DbWatch {
     origin: Instant,
     /// Milliseconds since `origin` plus one when the current unit started; 0 when idle.
     busy_since: Arc<AtomicU64>,
@@ -25,19 +25,19 @@ impl Default for DbWatch {
 
 impl DbWatch {
     /// A unit of work starts.
-    pub fn begin(&self) {
+    pub(crate) fn begin(&self) {
         let now = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.busy_since
             .store(now.saturating_add(1), Ordering::Relaxed);
     }
 
     /// The unit of work ended.
-    pub fn end(&self) {
+    pub(crate) fn end(&self) {
         self.busy_since.store(0, Ordering::Relaxed);
     }
 
     /// How long the current unit has run; `None` when the thread is idle.
-    pub fn busy_for(&self) -> Option<Duration> {
+    pub(crate) fn busy_for(&self) -> Option<Duration> {
         let since = self.busy_since.load(Ordering::Relaxed).checked_sub(1)?;
         let now = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
         Some(Duration::from_millis(now.saturating_sub(since)))

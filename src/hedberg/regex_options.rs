@@ -24,7 +24,7 @@ pub(crate) struct RegexOptions {
 
 impl RegexOptions {
     /// Reads the option letters from a flag string.
-    pub fn from_flags(flags: &str) -> Self {
+    pub(super) fn from_flags(flags: &str) -> Self {
         Self {
             case_insensitive: flags.contains('i'),
             multi_line: flags.contains('m'),
@@ -33,7 +33,7 @@ impl RegexOptions {
     }
 
     /// These options with `^`/`$` matching at line boundaries.
-    pub fn with_multi_line(self) -> Self {
+    pub(super) fn with_multi_line(self) -> Self {
         Self {
             multi_line: true,
             ..self
@@ -41,7 +41,7 @@ impl RegexOptions {
     }
 
     /// Compiles `source` with these options and the size limits.
-    pub fn compile(self, source: &str) -> Result<Regex, regex::Error> {
+    pub(super) fn compile(self, source: &str) -> Result<Regex, regex::Error> {
         RegexBuilder::new(source)
             .case_insensitive(self.case_insensitive)
             .multi_line(self.multi_line)

@@ -47,7 +47,7 @@ pub(crate) struct SedCommand<'a> {
 impl<'a> SedCommand<'a> {
     /// Splits `s<d>search<d>replace[<d>rest]`; `None` unless `text` starts with `s`, a valid
     /// delimiter and a closed search part.
-    pub fn parse(text: &'a str) -> Option<Self> {
+    pub(super) fn parse(text: &'a str) -> Option<Self> {
         let mut chars = text.chars();
         if chars.next() != Some('s') {
             return None;
@@ -66,7 +66,7 @@ impl<'a> SedCommand<'a> {
     }
 
     /// The flags part for the pattern language: text up to the next unescaped delimiter.
-    pub fn pattern_flags(&self) -> &'a str {
+    pub(super) fn pattern_flags(&self) -> &'a str {
         split_part(self.after_replace, self.delimiter).0
     }
 }

@@ -64,16 +64,16 @@ impl RunLog {
 
 /// Bytes of the frames the hubs of one server keep, all projects together.
 #[derive(Debug, Clone, Default)]
-pub struct ServerFrames(Arc<AtomicUsize>);
+pub(crate) struct ServerFrames(Arc<AtomicUsize>);
 
 impl ServerFrames {
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.0.load(Ordering::Relaxed)
     }
 }
 
 /// The logs of one project's runs.
-pub struct RunLogs {
+pub(crate) struct RunLogs {
     limits: ReplayLimits,
     logs: HashMap<RunId, RunLog>,
     /// The highest seq of every run freed so far: a new numbering starts above it.
@@ -85,7 +85,7 @@ pub struct RunLogs {
 
 impl RunLogs {
     /// The logs of a project whose frames count in `server` too.
-    pub fn new(limits: ReplayLimits, server: ServerFrames) -> RunLogs {
+    pub(crate) fn new(limits: ReplayLimits, server: ServerFrames) -> RunLogs {
         RunLogs {
             limits,
             logs: HashMap::new(),
@@ -111,7 +111,7 @@ impl RunLogs {
     }
 
     /// How long a quiet run is kept.
-    pub fn keep(&self) -> Duration {
+    pub(crate) fn keep(&self) -> Duration {
         self.limits.keep
     }
 
@@ -120,7 +120,7 @@ impl RunLogs {
     /// from above both `clock_us` (wall-clock microseconds, which outlast a restart) and every
     /// seq a freed run had (which a clock set back cannot undercut); opening its log at the
     /// bound frees the run that published least recently.
-    pub fn record<E>(
+    pub(crate) fn record<E>(
         &mut self,
         run: RunId,
         now: Instant,
@@ -144,7 +144,13 @@ impl RunLogs {
     /// if it had been numbered here: a numbering here later goes on after it. A frame after a
     /// gap keeps only what follows the gap (a replay from before it answers
     /// [`ReplayError::NotKept`]); one not above the run's latest seq is dropped (false).
-    pub fn keep_numbered(&mut self, run: RunId, now: Instant, seq: u64, text: Arc<str>) -> bool {
+    pub(crate) fn keep_numbered(
+        &mut self,
+        run: RunId,
+        now: Instant,
+        seq: u64,
+        text: Arc<str>,
+    ) -> bool {
         self.make_room(run);
         let before = seq.saturating_sub(1);
         let log = self.logs.entry(run).or_insert_with(|| RunLog {
@@ -166,7 +172,7 @@ impl RunLogs {
     }
 
     /// The seq `run`'s last frame took, if its log is kept.
-    pub fn last(&self, run: RunId) -> Option<u64> {
+    pub(crate) fn last(&self, run: RunId) -> Option<u64> {
         self.logs.get(&run).map(|log| log.last)
     }
 
@@ -225,7 +231,7 @@ impl RunLogs {
     /// The frames of `run` after seq `since`, oldest first; `since` 0 means none was seen,
     /// so the answer starts at the run's current numbering. A run without a log has nothing
     /// to offer from 0, and has freed whatever came after any other seq.
-    pub fn after(&self, run: RunId, since: u64) -> Result<Vec<Arc<str>>, ReplayError> {
+    pub(crate) fn after(&self, run: RunId, since: u64) -> Result<Vec<Arc<str>>, ReplayError> {
         let Some(log) = self.logs.get(&run) else {
             return match since {
                 0 => Ok(Vec::new()),
@@ -248,12 +254,12 @@ impl RunLogs {
     }
 
     /// Whether no run's frames are kept.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.logs.is_empty()
     }
 
     /// Frees the runs that published nothing for the `keep` of the limits.
-    pub fn sweep(&mut self, now: Instant) {
+    pub(crate) fn sweep(&mut self, now: Instant) {
         let keep = self.limits.keep;
         let quiet: Vec<RunId> = self
             .logs

@@ -11,7 +11,7 @@ use super::error::LlmError;
 use super::route::ProviderKind;
 
 /// OpenRouter's context length when neither the override nor the catalogue gives one.
-pub const OPENROUTER_FALLBACK_CONTEXT: u32 = 131_072;
+pub(crate) const OPENROUTER_FALLBACK_CONTEXT: u32 = 131_072;
 /// How long the OpenRouter catalogue may take before the fallback is used.
 const OPENROUTER_CATALOGUE_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -64,7 +64,7 @@ impl RetryPolicy {
 
 /// Reads a Retry-After header value: delay-seconds or an HTTP date (RFC 9110 §10.2.3).
 /// A date in the past means "now"; anything unreadable is ignored.
-pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));

@@ -64,7 +64,7 @@ impl fmt::Display for ProviderKind {
 
 /// A provider and the model name it is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Route {
+pub(crate) struct Route {
     /// The provider that serves the model.
     pub provider: ProviderKind,
     /// The model name in the provider's own terms.
@@ -80,7 +80,7 @@ const PREFIXES: [(&str, ProviderKind); 3] = [
 impl Route {
     /// Routes a catalogue `actual` string: `ollama/`, `openai/` and `x.ai/` lose their prefix;
     /// anything else (`openrouter/auto` included) goes to OpenRouter unchanged.
-    pub fn from_actual(actual: &str) -> Route {
+    pub(crate) fn from_actual(actual: &str) -> Route {
         for (prefix, provider) in PREFIXES {
             if let Some(model) = actual.strip_prefix(prefix) {
                 return Route {

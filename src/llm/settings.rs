@@ -8,9 +8,9 @@ use super::retry::RetryPolicy;
 use super::route::ProviderKind;
 
 /// OpenRouter's public API root, in [`LlmOptions::default`].
-pub const DEFAULT_OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
+pub(super) const DEFAULT_OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
 /// The provider HTTP timeout of [`LlmOptions::default`].
-pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(300);
+pub(super) const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How many calls each provider may have in flight at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

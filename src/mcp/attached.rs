@@ -20,14 +20,14 @@ use crate::project::patterns::ProjectPatterns;
 use crate::web::NetFilter;
 
 /// The most servers one connection attaches to a run.
-pub const MAX_PER_CONNECTION: usize = 16;
+pub(crate) const MAX_PER_CONNECTION: usize = 16;
 
 /// The longest server name.
 const MAX_NAME_CHARS: usize = 64;
 
 /// Why a client's servers were not attached.
 #[derive(Debug, thiserror::Error)]
-pub enum AttachError {
+pub(crate) enum AttachError {
     #[error("this server connects no client's MCP servers (RUMMY_CLIENT_MCP is off); an admin can allow them, or declare the server in $RUMMY_HOME/mcp.toml")]
     Off,
     #[error("MCP server {0:?}: this server runs no client's commands (RUMMY_CLIENT_MCP=http takes streamable-HTTP servers only)")]
@@ -45,7 +45,7 @@ pub enum AttachError {
 /// One server as a client describes it: a command (with args, env) or a URL (with headers).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ClientServer {
+pub(crate) struct ClientServer {
     pub name: String,
     #[serde(default)]
     pub command: Option<String>,
@@ -62,7 +62,7 @@ pub struct ClientServer {
 impl ClientServer {
     /// The server to connect, as `allowed` permits it (an HTTP server's addresses are
     /// checked against `filter` before each connection under `http`).
-    pub fn config(
+    pub(crate) fn config(
         self,
         allowed: ClientMcp,
         filter: &NetFilter,
@@ -121,7 +121,7 @@ struct Attachment {
 
 /// The servers attached to each run.
 #[derive(Default)]
-pub struct Attached {
+pub(crate) struct Attached {
     runs: Mutex<HashMap<RunId, Vec<Attachment>>>,
 }
 
@@ -129,7 +129,7 @@ impl Attached {
     /// Makes `configs` the servers `conn` attached to `run` (none: it detaches them): the
     /// ones it attached before stop, these start connecting and are returned. A name another
     /// connection attached to the run is refused, and nothing changes.
-    pub fn set(
+    pub(crate) fn set(
         &self,
         run: RunId,
         conn: ConnId,
@@ -169,7 +169,7 @@ impl Attached {
     }
 
     /// Stops every server `conn` attached (its connection closed).
-    pub fn release(&self, conn: ConnId) {
+    pub(crate) fn release(&self, conn: ConnId) {
         let mut runs = self.lock();
         for attached in runs.values_mut() {
             attached.retain(|held| held.conn != conn);
@@ -178,7 +178,7 @@ impl Attached {
     }
 
     /// The servers attached to `run`, in the order they were attached.
-    pub fn of(&self, run: RunId) -> Vec<Arc<Server>> {
+    pub(crate) fn of(&self, run: RunId) -> Vec<Arc<Server>> {
         self.lock()
             .get(&run)
             .map(|attached| {
@@ -191,7 +191,7 @@ impl Attached {
     }
 
     /// Whether any server is attached to `run`.
-    pub fn any(&self, run: RunId) -> bool {
+    pub(crate) fn any(&self, run: RunId) -> bool {
         self.lock().contains_key(&run)
     }
 

@@ -20,7 +20,7 @@ const ASKS_FIRST: &str = include_str!("../plugins/text/mcp/asks_first.md");
 const NOT_CONNECTED: &str = include_str!("../plugins/text/mcp/not_connected.md");
 
 /// Renders `<mcp_tools>`.
-pub struct Catalogue {
+pub(super) struct Catalogue {
     /// The configured servers.
     pub servers: Vec<Arc<Server>>,
     pub attached: Arc<Attached>,

@@ -35,13 +35,13 @@ const DOC: &str = include_str!("../plugins/text/mcp/client_tool.md");
 
 /// A call written to a client's server: the server's name and the call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClientMcpCall {
+pub(super) struct ClientMcpCall {
     pub server: String,
     pub call: McpCall,
 }
 
 /// The tag of the servers clients attached.
-pub struct ClientMcpTool {
+pub(super) struct ClientMcpTool {
     pub attached: Arc<Attached>,
 }
 

@@ -30,14 +30,14 @@ use crate::project::patterns::ProjectPatterns;
 use crate::web::NetFilter;
 
 /// The file's name under `$RUMMY_HOME`.
-pub const FILE_NAME: &str = "mcp.toml";
+pub(crate) const FILE_NAME: &str = "mcp.toml";
 
 /// The most servers one file may declare (a loop's servers are a 64-bit set).
-pub const MAX_SERVERS: usize = 64;
+pub(crate) const MAX_SERVERS: usize = 64;
 
 /// Why `mcp.toml` does not read.
 #[derive(Debug, thiserror::Error)]
-pub enum McpConfigError {
+pub(crate) enum McpConfigError {
     #[error("{path}: {reason}")]
     Unreadable { path: String, reason: String },
     #[error("{file}: server {server:?}: {reason}")]
@@ -50,7 +50,7 @@ pub enum McpConfigError {
 
 /// How rummy reaches a server.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Transport {
+pub(crate) enum Transport {
     /// A child process speaking MCP on stdin/stdout.
     Stdio {
         command: String,
@@ -71,7 +71,7 @@ pub enum Transport {
 
 impl Transport {
     /// `stdio` or `http`, for clients and logs.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Transport::Stdio { .. } => "stdio",
             Transport::Http { .. } => "http",
@@ -81,7 +81,7 @@ impl Transport {
 
 /// One server as configured.
 #[derive(Debug, Clone)]
-pub struct ServerConfig {
+pub(crate) struct ServerConfig {
     /// Lowercase letters, digits and `_`; the tag is `mcp_<name>`.
     pub name: String,
     pub transport: Transport,
@@ -97,12 +97,12 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     /// The model's tag (and the scheme of its entries).
-    pub fn tag(&self) -> String {
+    pub(crate) fn tag(&self) -> String {
         format!("mcp_{}", self.name)
     }
 
     /// Whether loops of `project` are offered its tools.
-    pub fn serves(&self, project: &str) -> bool {
+    pub(crate) fn serves(&self, project: &str) -> bool {
         self.projects.matches(project)
     }
 }
@@ -158,7 +158,7 @@ fn every_project() -> Vec<String> {
 }
 
 /// The enabled servers of `$RUMMY_HOME/mcp.toml` (blocking: read at start).
-pub fn load(home: &Path) -> Result<Vec<ServerConfig>, McpConfigError> {
+pub(crate) fn load(home: &Path) -> Result<Vec<ServerConfig>, McpConfigError> {
     let path = home.join(FILE_NAME);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -174,7 +174,7 @@ pub fn load(home: &Path) -> Result<Vec<ServerConfig>, McpConfigError> {
 }
 
 /// The enabled servers declared in `text` (the contents of `file`).
-pub fn parse(text: &str, file: &str) -> Result<Vec<ServerConfig>, McpConfigError> {
+pub(crate) fn parse(text: &str, file: &str) -> Result<Vec<ServerConfig>, McpConfigError> {
     let parsed: McpFile = toml::from_str(text).map_err(|error| McpConfigError::Unreadable {
         path: file.to_owned(),
         reason: error.to_string(),

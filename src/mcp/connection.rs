@@ -32,13 +32,13 @@ use crate::mcp::outcome::CallOutcome;
 use crate::web::NetFilter;
 
 /// The wait before the first reconnection.
-pub const FIRST_RETRY: Duration = Duration::from_secs(1);
+pub(super) const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// The longest wait between two attempts.
-pub const LAST_RETRY: Duration = Duration::from_secs(60);
+pub(super) const LAST_RETRY: Duration = Duration::from_secs(60);
 
 /// One tool as the server lists it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     pub name: String,
     pub description: String,
     /// The JSON schema of its arguments.
@@ -49,7 +49,7 @@ pub struct ToolSpec {
 
 /// Where a server's session stands.
 #[derive(Clone)]
-pub enum Link {
+pub(crate) enum Link {
     /// The first attempt is under way.
     Connecting,
     /// Connected, with its tools.
@@ -62,7 +62,7 @@ pub enum Link {
 }
 
 /// The handle on one server's task; dropping it stops the task (and a child process).
-pub struct Connection {
+pub(crate) struct Connection {
     link: watch::Receiver<Link>,
     stop: CancellationToken,
 }
@@ -75,7 +75,7 @@ impl Drop for Connection {
 
 impl Connection {
     /// Starts the server's task on the current runtime.
-    pub fn start(config: Arc<ServerConfig>) -> Connection {
+    pub(crate) fn start(config: Arc<ServerConfig>) -> Connection {
         let (sender, link) = watch::channel(Link::Connecting);
         let stop = CancellationToken::new();
         tokio::spawn(keep_connected(config, sender, stop.clone()));
@@ -84,7 +84,7 @@ impl Connection {
 
     /// The session once the first attempt has connected or failed, or `Connecting` after
     /// `patience`.
-    pub async fn settled(&self, patience: Duration) -> Link {
+    pub(crate) async fn settled(&self, patience: Duration) -> Link {
         let mut link = self.link.clone();
         let settled = tokio::time::timeout(
             patience,
@@ -98,12 +98,12 @@ impl Connection {
     }
 
     /// The session of the moment.
-    pub fn link(&self) -> Link {
+    pub(crate) fn link(&self) -> Link {
         self.link.borrow().clone()
     }
 
     /// The tools listed by the current session (none while it is down).
-    pub fn tools(&self) -> Arc<[ToolSpec]> {
+    pub(crate) fn tools(&self) -> Arc<[ToolSpec]> {
         match &*self.link.borrow() {
             Link::Up { tools, .. } => Arc::clone(tools),
             Link::Connecting | Link::Down { .. } => Arc::from([]),
@@ -112,7 +112,7 @@ impl Connection {
 
     /// Calls `tool` with `arguments` on the current session: at most `timeout`, and no
     /// longer than `cancel` allows.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
@@ -268,7 +268,7 @@ fn next_retry(retry: Duration) -> Duration {
 /// Whether every address `url`'s host is (or resolves to) is one `filter` permits; why
 /// not. A name is resolved here and again by the connection: one that resolves elsewhere
 /// between the two is reached.
-pub async fn reachable(url: &str, filter: &NetFilter) -> Result<(), String> {
+pub(super) async fn reachable(url: &str, filter: &NetFilter) -> Result<(), String> {
     let parsed = url::Url::parse(url).map_err(|error| format!("{url}: {error}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!("{url} is not an http or https URL"));

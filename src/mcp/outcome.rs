@@ -7,7 +7,7 @@ use crate::db::enums::EntryStatus;
 
 /// How a call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallOutcome {
+pub(crate) enum CallOutcome {
     /// The tool's result.
     Done(String),
     /// The tool reported an error (`isError`), or the server refused the call.
@@ -22,7 +22,7 @@ pub enum CallOutcome {
 
 impl CallOutcome {
     /// The entry's status: 200, 500, 504 or 502 (409 for an aborted wait).
-    pub fn status(&self) -> EntryStatus {
+    pub(crate) fn status(&self) -> EntryStatus {
         match self {
             CallOutcome::Done(_) => EntryStatus::Ok,
             CallOutcome::Failed(_) => EntryStatus::Failed,
@@ -33,7 +33,7 @@ impl CallOutcome {
     }
 
     /// The entry's body, at most `max_bytes` of the result or message.
-    pub fn body(&self, max_bytes: usize) -> String {
+    pub(crate) fn body(&self, max_bytes: usize) -> String {
         match self {
             CallOutcome::Done(text) | CallOutcome::Failed(text) => capped(text, max_bytes),
             CallOutcome::TimedOut(timeout) => {

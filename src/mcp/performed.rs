@@ -20,7 +20,7 @@ use crate::plugins::gather::{Gather, Gathering, Keyed};
 /// Which call of a reply an outcome belongs to: its server's name, the tool and its
 /// arguments as written.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CallKey {
+pub(super) struct CallKey {
     server: String,
     tool: String,
     arguments: String,
@@ -28,7 +28,7 @@ pub struct CallKey {
 
 impl CallKey {
     /// The key of `call` to `server`.
-    pub fn of(server: &Server, call: &McpCall) -> CallKey {
+    pub(super) fn of(server: &Server, call: &McpCall) -> CallKey {
         CallKey {
             server: server.config.name.clone(),
             tool: call.tool.clone(),
@@ -38,12 +38,12 @@ impl CallKey {
 }
 
 /// The outcomes of one reply's calls, by the command they belong to.
-pub type CallOutcomes = Keyed<CallKey, CallOutcome>;
+pub(super) type CallOutcomes = Keyed<CallKey, CallOutcome>;
 
 /// The gather half that makes those of `calls` that run at once (their plan is
 /// [`Plan::Direct`]), for a loop's reply (`at.loop_row`; a client's call makes none); `None`
 /// when there are none.
-pub fn gather_direct<'a>(
+pub(super) fn gather_direct<'a>(
     at: &'a Gathering<'a>,
     calls: impl IntoIterator<Item = (Arc<Server>, McpCall)>,
 ) -> Option<Gather<'a>> {
@@ -70,7 +70,7 @@ async fn perform(calls: Vec<(Arc<Server>, McpCall)>, cancel: &CancellationToken)
 }
 
 /// The call `proposal` proposed: its `tool` and `arguments` attributes.
-pub fn accepted_call(proposal: &EntryRow) -> McpCall {
+pub(super) fn accepted_call(proposal: &EntryRow) -> McpCall {
     let text = |name: &str| {
         proposal
             .attributes

@@ -16,7 +16,7 @@ use crate::plugins::bundled::tools::extra_text;
 use crate::plugins::policy::ToolPolicy;
 
 /// A server and its connection.
-pub struct Server {
+pub(crate) struct Server {
     pub origin: Origin,
     pub config: Arc<ServerConfig>,
     /// A configured server's own `mcp_<name>` (made once per server, as the registry names
@@ -26,11 +26,11 @@ pub struct Server {
 }
 
 /// The one tag of every server a client attached: `<mcp server="…" tool="…">`.
-pub const CLIENT_TAG: &str = "mcp";
+pub(super) const CLIENT_TAG: &str = "mcp";
 
 /// Where a server comes from, and so which loops are offered it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// The `index`-th of `mcp.toml` (its bit in [`crate::plugins::policy::McpServerSet`]).
     Configured { index: usize },
     /// Attached to one run by a client (`run/mcp`), called by name under [`CLIENT_TAG`].
@@ -39,7 +39,7 @@ pub enum Origin {
 
 /// One call as written.
 #[derive(Debug, Clone, PartialEq)]
-pub struct McpCall {
+pub(crate) struct McpCall {
     /// The tool's name ("" when missing).
     pub tool: String,
     /// The body as a JSON object, or why it is not one.
@@ -48,7 +48,7 @@ pub struct McpCall {
 
 impl McpCall {
     /// The arguments as written to the entry (compact JSON), or why they are invalid.
-    pub fn arguments_text(&self) -> String {
+    pub(crate) fn arguments_text(&self) -> String {
         match &self.arguments {
             Ok(arguments) => Value::Object(arguments.clone()).to_string(),
             Err(reason) => reason.clone(),
@@ -58,7 +58,7 @@ impl McpCall {
 
 /// What becomes of a call.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Refused with this status and message before reaching the server.
     Refused(EntryStatus, String),
     /// Proposed to the client (a changing tool of a server that is not trusted).
@@ -69,7 +69,7 @@ pub enum Plan {
 
 impl Server {
     /// Starts connecting to the server `config` declares, the `index`-th of the file.
-    pub fn start(index: usize, config: ServerConfig) -> Server {
+    pub(crate) fn start(index: usize, config: ServerConfig) -> Server {
         let config = Arc::new(config);
         Server {
             origin: Origin::Configured { index },
@@ -80,7 +80,7 @@ impl Server {
     }
 
     /// Starts connecting to a server a client attached.
-    pub fn start_client(config: ServerConfig) -> Server {
+    pub(crate) fn start_client(config: ServerConfig) -> Server {
         let config = Arc::new(config);
         Server {
             origin: Origin::Client,
@@ -91,7 +91,7 @@ impl Server {
     }
 
     /// How a call opens its tag: `mcp_<name>`, or `mcp server="<name>"` for a client's.
-    pub fn address(&self) -> String {
+    pub(crate) fn address(&self) -> String {
         match self.origin {
             Origin::Configured { .. } => self.tag.to_owned(),
             Origin::Client => format!("{} server=\"{}\"", self.tag, self.config.name),
@@ -100,7 +100,7 @@ impl Server {
 
     /// Whether a loop under `policy` is offered its tag (while the server is down, its
     /// calls are 502s).
-    pub fn offered(&self, policy: &ToolPolicy) -> bool {
+    pub(crate) fn offered(&self, policy: &ToolPolicy) -> bool {
         let enabled = match self.origin {
             Origin::Configured { index } => policy.mcp_servers.contains(index),
             Origin::Client => policy.client_mcp,
@@ -110,7 +110,7 @@ impl Server {
 
     /// The call `command` makes, if it is written to this server: its own tag, or for a
     /// client's the shared one with its name as `server`.
-    pub fn call_of(&self, command: &Command) -> Option<McpCall> {
+    pub(crate) fn call_of(&self, command: &Command) -> Option<McpCall> {
         let Command::Other { name, content } = command else {
             return None;
         };
@@ -123,7 +123,7 @@ impl Server {
     }
 
     /// What becomes of `call` now.
-    pub fn plan(&self, call: &McpCall) -> Plan {
+    pub(crate) fn plan(&self, call: &McpCall) -> Plan {
         if call.tool.is_empty() {
             return Plan::Refused(EntryStatus::BadRequest, "tool is required".into());
         }
@@ -154,7 +154,7 @@ impl Server {
     }
 
     /// Why `policy` forbids `call` although the server is offered.
-    pub fn forbids(&self, call: &McpCall, policy: &ToolPolicy) -> Option<String> {
+    pub(crate) fn forbids(&self, call: &McpCall, policy: &ToolPolicy) -> Option<String> {
         let changes = self
             .connection
             .tools()
@@ -170,12 +170,12 @@ impl Server {
     }
 
     /// Whether a call of `spec` waits for the client's approval.
-    pub fn asks_first(&self, spec: &ToolSpec) -> bool {
+    pub(crate) fn asks_first(&self, spec: &ToolSpec) -> bool {
         !self.config.trusted && !spec.read_only
     }
 
     /// Makes `call` (its arguments valid) within the server's timeout, or until `cancel`.
-    pub async fn call(&self, call: &McpCall, cancel: &CancellationToken) -> CallOutcome {
+    pub(crate) async fn call(&self, call: &McpCall, cancel: &CancellationToken) -> CallOutcome {
         let arguments = call.arguments.clone().unwrap_or_default();
         let timeout = Duration::from_secs(self.config.timeout_secs);
         self.connection
@@ -186,7 +186,7 @@ impl Server {
 
 /// A call from its tag's text and attributes. The parser heals the first attribute it
 /// does not know (`tool`, as the doc teaches it) into `path` when there is none.
-pub fn parse_call(content: &TaggedText) -> McpCall {
+pub(super) fn parse_call(content: &TaggedText) -> McpCall {
     let tool = extra_text(&content.attributes, "tool")
         .or_else(|| extra_text(&content.attributes, "path"))
         .unwrap_or_default()
@@ -200,7 +200,7 @@ pub fn parse_call(content: &TaggedText) -> McpCall {
 
 /// The server a call of [`CLIENT_TAG`] names. The parser heals the first attribute it does
 /// not know into `path` when there is none: `server` when it comes before `tool`.
-pub fn server_name(content: &TaggedText) -> String {
+pub(super) fn server_name(content: &TaggedText) -> String {
     extra_text(&content.attributes, "server")
         .or_else(|| extra_text(&content.attributes, "path"))
         .unwrap_or_default()
@@ -209,7 +209,7 @@ pub fn server_name(content: &TaggedText) -> String {
 }
 
 /// The arguments a body (or a proposal's `arguments` attribute) holds: `{}` when empty.
-pub fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
+pub(super) fn parse_arguments(text: &str) -> Result<Map<String, Value>, String> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(Map::new());

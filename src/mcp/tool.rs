@@ -21,19 +21,19 @@ use crate::mcp::outcome::CallOutcome;
 use crate::mcp::performed::{accepted_call, gather_direct, CallKey, CallOutcomes};
 use crate::mcp::server::{McpCall, Origin, Plan, Server};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
-use crate::plugins::bundled::tools::finish;
 use crate::plugins::gather::{Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
     TypedTool,
 };
+use crate::plugins::writes::finish;
 
 /// The doc every server's tag is taught with (`{tag}`, `{server}` filled in).
 const DOC: &str = include_str!("../plugins/text/mcp/tool.md");
 
 /// One server's tag.
-pub struct McpTool {
+pub(super) struct McpTool {
     server: Arc<Server>,
     /// Made once per configured server, as the registry takes docs.
     doc: &'static str,
@@ -41,7 +41,7 @@ pub struct McpTool {
 
 impl McpTool {
     /// The tag of `server`.
-    pub fn new(server: Arc<Server>) -> McpTool {
+    pub(super) fn new(server: Arc<Server>) -> McpTool {
         let doc = DOC
             .replace("{tag}", server.tag)
             .replace("{server}", &server.config.name)
@@ -144,7 +144,7 @@ impl ToolInfo for McpTool {
 
 /// Records what the accepted call of `proposal` (made just before by `tool`'s gather half,
 /// outside the writer) came to, its answer cut to `max_output_bytes`.
-pub fn record_accepted(
+pub(super) fn record_accepted(
     scope: &mut ToolScope<'_>,
     tool: &str,
     proposal: &EntryRow,
@@ -169,7 +169,7 @@ pub fn record_accepted(
 
 /// Records `call` of `server` at `result_path` with `attributes`: the outcome of the call
 /// `tool`'s gather half made for the reply, or what its plan says (a refusal, a proposal).
-pub fn record_call(
+pub(super) fn record_call(
     scope: &mut ToolScope<'_>,
     tool: &str,
     (server, call): (&Server, &McpCall),

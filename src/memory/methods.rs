@@ -64,7 +64,7 @@ pub(super) fn project(call: &MethodCall) -> Result<ProjectId, MethodError> {
 /// A fact or a replaced one, as clients see it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemoryItem {
+pub(super) struct MemoryItem {
     pub id: i64,
     pub topic: String,
     pub body: String,
@@ -128,14 +128,14 @@ impl From<MemoryHistoryRow> for MemoryItem {
 /// `memory/list` params.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct ListParams {
+pub(super) struct ListParams {
     server: bool,
     history: bool,
 }
 
 /// What `memory/list` answers.
 #[derive(Debug, Serialize)]
-pub struct Listing {
+pub(super) struct Listing {
     /// Whether memory is on for the project.
     enabled: bool,
     items: Vec<MemoryItem>,
@@ -210,13 +210,13 @@ impl TypedMethod for List {
 
 /// `memory/search` params.
 #[derive(Debug, Deserialize)]
-pub struct SearchParams {
+pub(super) struct SearchParams {
     query: String,
 }
 
 /// One item a search found.
 #[derive(Debug, Serialize)]
-pub struct Found {
+pub(super) struct Found {
     /// `project`, `server`, `history` or `narrative`.
     layer: &'static str,
     topic: String,
@@ -284,14 +284,14 @@ impl TypedMethod for Search {
 
 /// `memory/set` and `memory/server/set` params.
 #[derive(Debug, Deserialize)]
-pub struct SetParams {
+pub(super) struct SetParams {
     topic: String,
     body: String,
 }
 
 /// What writing a fact did.
 #[derive(Debug, Serialize)]
-pub struct Stored {
+pub(super) struct Stored {
     /// `created`, `replaced` (the older fact is in the history) or `unchanged`.
     written: &'static str,
     fact: MemoryItem,
@@ -386,7 +386,7 @@ impl TypedMethod for Set {
 
 /// `memory/delete` and `memory/server/delete` params.
 #[derive(Debug, Deserialize)]
-pub struct DeleteParams {
+pub(super) struct DeleteParams {
     id: i64,
     #[serde(default)]
     history: bool,
@@ -394,7 +394,7 @@ pub struct DeleteParams {
 
 /// What erasing answered.
 #[derive(Debug, Serialize)]
-pub struct Deleted {
+pub(super) struct Deleted {
     deleted: i64,
 }
 
@@ -461,13 +461,13 @@ impl TypedMethod for Delete {
 
 /// `memory/switch` params.
 #[derive(Debug, Deserialize)]
-pub struct SwitchParams {
+pub(super) struct SwitchParams {
     enabled: bool,
 }
 
 /// The switch as it now is.
 #[derive(Debug, Serialize)]
-pub struct Switched {
+pub(super) struct Switched {
     enabled: bool,
 }
 

@@ -19,7 +19,7 @@ const MAX_LOG_ITEMS: usize = 24;
 /// The notes of one run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct SessionNotes {
+pub(crate) struct SessionNotes {
     pub title: String,
     /// Where the work stands.
     pub current_state: String,
@@ -42,7 +42,7 @@ pub struct SessionNotes {
 /// topic replaces it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct TopicFact {
+pub(crate) struct TopicFact {
     pub topic: String,
     pub fact: String,
     /// It holds only while the work at hand lasts: consolidated as a transient fact.
@@ -52,7 +52,7 @@ pub struct TopicFact {
 
 /// Why an answer is not notes.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum NotesError {
+pub(crate) enum NotesError {
     #[error("the answer holds no JSON object")]
     NoObject,
     #[error("the answer is not notes: {0}")]
@@ -66,7 +66,7 @@ pub enum NotesError {
 impl SessionNotes {
     /// The notes in a model's answer: its outermost JSON object (a fenced block or text
     /// around it is ignored), decoded and checked against the bounds.
-    pub fn from_answer(answer: &str) -> Result<SessionNotes, NotesError> {
+    pub(crate) fn from_answer(answer: &str) -> Result<SessionNotes, NotesError> {
         let json = super::sidecar::json_object(answer).ok_or(NotesError::NoObject)?;
         let notes: SessionNotes =
             serde_json::from_str(json).map_err(|error| NotesError::Shape(error.to_string()))?;
@@ -76,7 +76,7 @@ impl SessionNotes {
 
     /// Notes a client wrote: `value` decoded and checked against the same bounds as an
     /// answer.
-    pub fn from_value(value: serde_json::Value) -> Result<SessionNotes, NotesError> {
+    pub(crate) fn from_value(value: serde_json::Value) -> Result<SessionNotes, NotesError> {
         let notes: SessionNotes =
             serde_json::from_value(value).map_err(|error| NotesError::Shape(error.to_string()))?;
         notes.check()?;
@@ -103,7 +103,7 @@ impl SessionNotes {
     }
 
     /// The notes as the model reads them, within `budget` tokens.
-    pub fn render(&self, budget: i64, tokens: TokenMath) -> String {
+    pub(crate) fn render(&self, budget: i64, tokens: TokenMath) -> String {
         let mut notes = self.clone();
         let mut text = notes.render_all();
         while tokens.count(&text) > budget && !notes.work_log.is_empty() {
@@ -115,7 +115,7 @@ impl SessionNotes {
     }
 
     /// What the run did, as its history keeps it: the state, the intent and the work log.
-    pub fn narrative(&self) -> String {
+    pub(crate) fn narrative(&self) -> String {
         let mut out = String::new();
         field(&mut out, "Current state", &self.current_state);
         field(&mut out, "User intent", &self.user_intent);

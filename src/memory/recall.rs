@@ -19,7 +19,7 @@ use super::recalled::{candidates, within_budget};
 use super::rerank::{reorder, RecallOrders};
 
 /// The entry a prompt's recall is written to.
-pub const RECALL_PATH: &str = "memory://recall";
+pub(crate) const RECALL_PATH: &str = "memory://recall";
 
 /// The preparation.
 pub(super) struct RecallOnPrompt {

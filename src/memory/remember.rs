@@ -19,11 +19,12 @@ use crate::db::queries::memory::{self, HistoryBounds, Written};
 use crate::db::queries::runs;
 use crate::db::DbError;
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
-use crate::plugins::bundled::tools::{extra_attrs, extra_text, fail, finish};
+use crate::plugins::bundled::tools::{extra_attrs, extra_text, fail};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
+use crate::plugins::writes::finish;
 
 /// What the model is told when memory is off.
 pub(super) const OFF: &str = include_str!("../plugins/text/memory/off.md");

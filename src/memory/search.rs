@@ -11,12 +11,13 @@ use crate::db::enums::LoopMode;
 use crate::db::queries::{memory, runs};
 use crate::db::DbError;
 use crate::parser::{Command, TagSpec, TaggedText};
-use crate::plugins::bundled::tools::{fail, finish};
+use crate::plugins::bundled::tools::fail;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
     TypedTool,
 };
+use crate::plugins::writes::finish;
 
 use super::recalled::{candidates, line};
 use super::remember::OFF;

@@ -35,7 +35,7 @@ use super::notes::SessionNotes;
 use super::sidecar::{self, SidecarCall};
 
 /// The entry a run's session notes are written to.
-pub const SESSION_PATH: &str = "memory://session";
+pub(crate) const SESSION_PATH: &str = "memory://session";
 
 /// What the sidecar model is told to do.
 const INSTRUCTIONS: &str = include_str!("../plugins/text/memory/sidecar.md");
@@ -61,13 +61,13 @@ pub(super) struct SessionUpkeep {
 }
 
 /// The notes as stored, and the turn they were refreshed after.
-pub struct StoredNotes {
+pub(crate) struct StoredNotes {
     pub notes: SessionNotes,
     pub turn: i32,
 }
 
 /// The run's notes, if it has any.
-pub fn stored_notes(conn: &mut Conn, run: RunId) -> Result<Option<StoredNotes>, DbError> {
+pub(crate) fn stored_notes(conn: &mut Conn, run: RunId) -> Result<Option<StoredNotes>, DbError> {
     let Some(row) = entries::get_entry(conn, run, SESSION_PATH)? else {
         return Ok(None);
     };

@@ -25,14 +25,14 @@ use super::session::{stored_notes, SESSION_PATH};
 
 /// `memory/session` params.
 #[derive(Debug, Deserialize)]
-pub struct SessionParams {
+pub(super) struct SessionParams {
     /// The run's alias.
     run: String,
 }
 
 /// What `memory/session` answers: `notes` is `null` until the sidecar first wrote them.
 #[derive(Debug, Serialize)]
-pub struct Session {
+pub(super) struct Session {
     run: String,
     notes: Option<SessionNotes>,
     /// The run-wide turn the notes were refreshed after (0 without notes).
@@ -92,7 +92,7 @@ fn session(conn: &mut Conn, run: &RunRow) -> Result<Session, DbError> {
 
 /// `memory/session/set` params.
 #[derive(Debug, Deserialize)]
-pub struct SessionSetParams {
+pub(super) struct SessionSetParams {
     /// The run's alias.
     run: String,
     /// The notes, in the shape `memory/session` answers them; `null` erases them.

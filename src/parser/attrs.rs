@@ -14,7 +14,7 @@ pub enum AttrValue {
 }
 
 /// Extra attributes kept as written (after healing), in source order.
-pub type ExtraAttrs = Vec<(String, AttrValue)>;
+pub(crate) type ExtraAttrs = Vec<(String, AttrValue)>;
 
 /// Inserts `key` only when there is a value (the reference leaves it undefined otherwise).
 pub(crate) fn insert_some(
@@ -57,13 +57,13 @@ impl AttrValue {
 
 /// Healed attributes in source order, names unique.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Attrs {
+pub(crate) struct Attrs {
     entries: Vec<(String, AttrValue)>,
 }
 
 impl Attrs {
     /// The value of `name`, if present.
-    pub fn get(&self, name: &str) -> Option<&AttrValue> {
+    pub(crate) fn get(&self, name: &str) -> Option<&AttrValue> {
         self.entries
             .iter()
             .find(|(key, _)| key == name)
@@ -72,31 +72,32 @@ impl Attrs {
 
     /// The text of `name` when present and non-empty (JavaScript truthiness, which the
     /// per-tool rules are written in).
-    pub fn text(&self, name: &str) -> Option<&str> {
+    pub(crate) fn text(&self, name: &str) -> Option<&str> {
         self.get(name)
             .and_then(AttrValue::as_text)
             .filter(|text| !text.is_empty())
     }
 
     /// The text of `name` when present, even when empty.
-    pub fn raw_text(&self, name: &str) -> Option<&str> {
+    pub(crate) fn raw_text(&self, name: &str) -> Option<&str> {
         self.get(name).and_then(AttrValue::as_text)
     }
 
     /// Whether `name` is present with any value.
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         self.get(name).is_some()
     }
 
     /// Every attribute in source order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &AttrValue)> {
+    #[cfg(test)]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &AttrValue)> {
         self.entries
             .iter()
             .map(|(key, value)| (key.as_str(), value))
     }
 
     /// Every attribute whose name is not in `excluded`, in source order.
-    pub fn without(&self, excluded: &[&str]) -> Vec<(String, AttrValue)> {
+    pub(crate) fn without(&self, excluded: &[&str]) -> Vec<(String, AttrValue)> {
         self.entries
             .iter()
             .filter(|(key, _)| !excluded.contains(&key.as_str()))
@@ -141,7 +142,7 @@ const RESERVED: &[&str] = &[
 
 /// Heals raw `(name, value)` pairs in source order. Names are expected lower-cased; a
 /// duplicate name keeps its first value.
-pub fn normalize_attrs<N, V>(raw: impl IntoIterator<Item = (N, V)>) -> Attrs
+pub(crate) fn normalize_attrs<N, V>(raw: impl IntoIterator<Item = (N, V)>) -> Attrs
 where
     N: Into<String>,
     V: Into<String>,

@@ -9,24 +9,24 @@ mod repetition;
 
 use std::fmt;
 
-pub use progress::{ProgressTracker, TurnSignals};
-pub use repetition::{RepetitionTracker, ToolCall};
+pub(crate) use progress::{ProgressTracker, TurnSignals};
+pub(crate) use repetition::{RepetitionTracker, ToolCall};
 
 /// The update text a healed turn gets: it counts as a stall.
-pub const HEALED_UPDATE: &str = "...";
+pub(crate) const HEALED_UPDATE: &str = "...";
 
 /// The summary a turn of only action tools gets when it has no text.
-pub const DEFAULT_SUMMARY: &str = "Done.";
+pub(crate) const DEFAULT_SUMMARY: &str = "Done.";
 
 /// Longest healed summary, in characters.
-pub const MAX_SUMMARY_CHARS: usize = 500;
+pub(crate) const MAX_SUMMARY_CHARS: usize = 500;
 
 /// Markers of a native tool call the parser could not turn into a command.
 const NATIVE_CALL_MARKERS: [&str; 2] = ["<|tool_call>", "<tool_call|>"];
 
 /// Limits of the termination policy (upstream defaults: 3, 3, 4, 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HealerLimits {
+pub(crate) struct HealerLimits {
     /// Turns without a status before the run stops.
     pub max_stalls: u32,
     /// Repetitions of a cycle before the run stops.
@@ -50,7 +50,7 @@ impl Default for HealerLimits {
 
 /// The status a turn is given when the model emitted neither summarize nor update.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HealedStatus {
+pub(crate) enum HealedStatus {
     /// The turn is the final answer.
     Summary(String),
     /// The turn counts as still working (a stall).
@@ -62,7 +62,7 @@ pub enum HealedStatus {
 ///
 /// Plain text is the answer; a turn of only action tools is done; anything that
 /// investigates, and a broken native tool-call fragment, is a stall.
-pub fn heal_status<'a>(
+pub(crate) fn heal_status<'a>(
     content: &str,
     command_names: impl IntoIterator<Item = &'a str>,
     investigates: impl Fn(&str) -> bool,
@@ -93,7 +93,7 @@ pub fn heal_status<'a>(
 
 /// What the loop does after a turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Run another turn.
     Continue,
     /// The model summarized: the loop is complete.
@@ -104,7 +104,7 @@ pub enum Verdict {
 
 /// Why the healer stopped a loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HaltReason {
+pub(crate) enum HaltReason {
     /// Too many turns with no update or summary.
     Stall {
         /// Consecutive turns without a status.
@@ -128,7 +128,7 @@ pub enum HaltReason {
 
 impl HaltReason {
     /// A stable machine-readable code: `stall`, `repeated_update` or `cycle`.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             HaltReason::Stall { .. } => "stall",
             HaltReason::RepeatedUpdate { .. } => "repeated_update",

@@ -185,7 +185,7 @@ impl Assembly {
     }
 
     /// Runs both chains and measures the result.
-    pub fn assemble(&self, input: AssemblyInput<'_>, tokens: TokenMath) -> Packet {
+    pub(crate) fn assemble(&self, input: AssemblyInput<'_>, tokens: TokenMath) -> Packet {
         let context = AssemblyContext::new(input);
         let mut system = MessageBuilder::new(Self::SYSTEM_SEPARATOR);
         for filter in &self.system {

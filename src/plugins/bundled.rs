@@ -3,9 +3,9 @@
 //! `instructions`); and the transcript of each run ([`transcript`]). What the web tools'
 //! gather halves obtain is [`web`]'s.
 
-pub mod tools;
-pub mod transcript;
-pub mod web;
+pub(crate) mod tools;
+pub(crate) mod transcript;
+pub(crate) mod web;
 
 use crate::plugins::assembly::{
     AssemblyFilter, Chain, Instructions, Knowns, Performed, Previous, Progress, PromptTag, Unknowns,

@@ -4,7 +4,7 @@
 //! resolution of proposals ([`resolve`]) and the readonly files no tool may change
 //! ([`readonly`]).
 
-pub mod dispatch;
-pub mod readonly;
-pub mod registry;
-pub mod resolve;
+pub(crate) mod dispatch;
+pub(crate) mod readonly;
+pub(crate) mod registry;
+pub(crate) mod resolve;

@@ -19,7 +19,7 @@ const MAX_SYMLINK_HOPS: usize = 40;
 
 /// A project's root directory, resolved once so that paths can be confined to it.
 #[derive(Debug, Clone)]
-pub struct ProjectRoot {
+pub(crate) struct ProjectRoot {
     canonical: PathBuf,
     /// The root's components as strings, which an absolute client path may start with;
     /// `None` when one is not UTF-8 (no client can spell that root).
@@ -30,13 +30,13 @@ pub struct ProjectRoot {
 /// without `.` or `..` segments, and not escaping the root through any symlink at the time
 /// it was checked.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ProjectPath(String);
+pub(crate) struct ProjectPath(String);
 
 impl ProjectRoot {
     /// The project root `root`, which must be an existing directory that resolves to itself:
     /// `init` stores every root resolved, so a root that now resolves elsewhere had a
     /// symlink put in its way after it was stored, and might lead into another project.
-    pub fn new(root: impl AsRef<Path>) -> Result<Self, ProjectError> {
+    pub(crate) fn new(root: impl AsRef<Path>) -> Result<Self, ProjectError> {
         let root = root.as_ref();
         let canonical = fs::canonicalize(root).map_err(|source| ProjectError::io(root, source))?;
         if !canonical.is_dir() {
@@ -53,14 +53,14 @@ impl ProjectRoot {
     }
 
     /// The canonical absolute path of the root (symlinks resolved).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.canonical
     }
 
     /// Confines `raw` to the project: returns its normalized relative path, or an error if it
     /// is empty, holds a NUL byte, escapes with `..`, is absolute outside the root, or passes
     /// through a symlink that resolves outside the root. The path need not exist.
-    pub fn confine(&self, raw: &str) -> Result<ProjectPath, ProjectError> {
+    pub(crate) fn confine(&self, raw: &str) -> Result<ProjectPath, ProjectError> {
         let segments = self.relative_segments(raw)?;
         if segments.is_empty() {
             return Err(ProjectError::EmptyPath);
@@ -70,7 +70,7 @@ impl ProjectRoot {
     }
 
     /// The absolute path of a confined path, under the canonical root.
-    pub fn absolute(&self, path: &ProjectPath) -> PathBuf {
+    pub(crate) fn absolute(&self, path: &ProjectPath) -> PathBuf {
         self.canonical.join(&path.0)
     }
 
@@ -159,7 +159,7 @@ fn follow(
 
 /// Where the absolute `path` really is: every symlink on the way followed (see [`follow`]),
 /// its missing part taken as written. What `init` stores as a project's root.
-pub fn resolve(path: &Path) -> Result<PathBuf, ProjectError> {
+pub(crate) fn resolve(path: &Path) -> Result<PathBuf, ProjectError> {
     let raw = path.display().to_string();
     if !path.is_absolute() {
         return Err(ProjectError::EscapesRoot(raw));
@@ -179,12 +179,13 @@ impl ProjectPath {
     }
 
     /// The path as a string, e.g. `src/main.rs`.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
     /// The path as an owned string.
-    pub fn into_string(self) -> String {
+    #[cfg(test)]
+    pub(crate) fn into_string(self) -> String {
         self.0
     }
 }

@@ -22,7 +22,7 @@ use super::{ProjectError, ProjectRoot};
 /// (the order decides between equally specific constraints).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Visibility {
+pub(crate) enum Visibility {
     /// Shown to the model in full.
     Active,
     /// Shown in full, but the model may not edit it.
@@ -33,14 +33,14 @@ pub enum Visibility {
 
 /// A constraint pattern normalized relative to the project root.
 #[derive(Debug, Clone)]
-pub struct ConstraintPattern {
+pub(crate) struct ConstraintPattern {
     text: String,
     glob: Option<Glob>,
 }
 
 /// One constraint: a pattern and what it does.
 #[derive(Debug, Clone)]
-pub struct FileConstraint {
+pub(crate) struct FileConstraint {
     /// Which files it applies to.
     pub pattern: ConstraintPattern,
     /// What it does to them.
@@ -49,7 +49,7 @@ pub struct FileConstraint {
 
 /// A project's constraints, compiled for matching many paths.
 #[derive(Debug, Clone, Default)]
-pub struct ConstraintSet {
+pub(crate) struct ConstraintSet {
     literals: HashMap<String, Visibility>,
     globs: GlobSet,
     glob_visibilities: Vec<Visibility>,
@@ -57,7 +57,7 @@ pub struct ConstraintSet {
 
 impl Visibility {
     /// The wire and database spelling: `active`, `readonly` or `ignore`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Active => "active",
             Self::Readonly => "readonly",
@@ -90,7 +90,7 @@ impl ConstraintPattern {
     /// `.`/`..`/empty segments are resolved lexically, and a pattern escaping the root, empty,
     /// holding a NUL byte, with `..` after a wildcard, or with invalid glob syntax is refused.
     /// The disk is not consulted (a constraint may name files that do not exist yet).
-    pub fn normalize(root: &ProjectRoot, raw: &str) -> Result<Self, ProjectError> {
+    pub(crate) fn normalize(root: &ProjectRoot, raw: &str) -> Result<Self, ProjectError> {
         let mut seen_wildcard = false;
         for segment in raw.split('/') {
             if segment == ".." && seen_wildcard {
@@ -112,7 +112,7 @@ impl ConstraintPattern {
 
     /// A pattern as stored, already normalized by [`ConstraintPattern::normalize`]; compiled
     /// without consulting the disk.
-    pub fn stored(text: &str) -> Result<Self, ProjectError> {
+    pub(crate) fn stored(text: &str) -> Result<Self, ProjectError> {
         let glob = if is_glob(text) {
             Some(compile(text)?)
         } else {
@@ -125,12 +125,13 @@ impl ConstraintPattern {
     }
 
     /// The normalized pattern, as it should be stored.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.text
     }
 
     /// Whether the pattern is a glob rather than a literal path.
-    pub fn is_glob(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_glob(&self) -> bool {
         self.glob.is_some()
     }
 }
@@ -144,7 +145,10 @@ impl fmt::Display for ConstraintPattern {
 impl ConstraintSet {
     /// The project's constraints as the store keeps them (`(pattern, visibility)`), each
     /// normalized against `root`; one that no longer normalizes or parses is left out.
-    pub fn stored(root: &ProjectRoot, stored: &[(String, String)]) -> Result<Self, ProjectError> {
+    pub(crate) fn stored(
+        root: &ProjectRoot,
+        stored: &[(String, String)],
+    ) -> Result<Self, ProjectError> {
         Self::new(stored.iter().filter_map(|(pattern, visibility)| {
             Some(FileConstraint {
                 pattern: ConstraintPattern::normalize(root, pattern).ok()?,
@@ -155,7 +159,7 @@ impl ConstraintSet {
 
     /// Compiles constraints for matching. Duplicate literal patterns keep the most
     /// restrictive visibility.
-    pub fn new(
+    pub(crate) fn new(
         constraints: impl IntoIterator<Item = FileConstraint>,
     ) -> Result<Self, ProjectError> {
         let mut literals: HashMap<String, Visibility> = HashMap::new();
@@ -192,7 +196,7 @@ impl ConstraintSet {
 
     /// The visibility that applies to `path` (relative, `/`-separated), if any constraint
     /// matches it.
-    pub fn visibility_of(&self, path: &str) -> Option<Visibility> {
+    pub(crate) fn visibility_of(&self, path: &str) -> Option<Visibility> {
         if let Some(visibility) = self.deepest_literal(path) {
             return Some(visibility);
         }

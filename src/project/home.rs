@@ -21,13 +21,13 @@ const MAX_DOCUMENT_NAME_BYTES: usize = MAX_FILE_NAME_BYTES - 1 - DOCUMENT_EXTENS
 
 /// The `RUMMY_HOME` directory.
 #[derive(Debug, Clone)]
-pub struct RummyHome {
+pub(crate) struct RummyHome {
     root: PathBuf,
 }
 
 /// The two kinds of documents kept in `RUMMY_HOME`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DocumentKind {
+pub(crate) enum DocumentKind {
     /// `$RUMMY_HOME/skills/<name>.md`, loaded into a run as `skill://<name>`.
     Skill,
     /// `$RUMMY_HOME/personas/<name>.md`, appended to a run's instructions.
@@ -36,7 +36,7 @@ pub enum DocumentKind {
 
 /// A document found in a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HomeDocument {
+pub(crate) struct HomeDocument {
     /// The file name without `.md`.
     pub name: String,
     /// Its path under `RUMMY_HOME` (`skills/<name>.md`): what clients are shown, which says
@@ -46,7 +46,7 @@ pub struct HomeDocument {
 
 /// A document read by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadedDocument {
+pub(crate) struct LoadedDocument {
     /// The name it was read by.
     pub name: String,
     /// Its path under `RUMMY_HOME` (the `source` attribute of a skill entry).
@@ -57,7 +57,7 @@ pub struct LoadedDocument {
 
 impl DocumentKind {
     /// The directory name under `RUMMY_HOME`.
-    pub fn directory_name(self) -> &'static str {
+    pub(crate) fn directory_name(self) -> &'static str {
         match self {
             Self::Skill => "skills",
             Self::Persona => "personas",
@@ -67,13 +67,14 @@ impl DocumentKind {
 
 impl RummyHome {
     /// A home at `root` (not touched until used).
-    pub fn new(root: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }
     }
 
     /// The home from the `RUMMY_HOME` setting; unset or empty is
     /// [`ProjectError::HomeNotConfigured`] ("RUMMY_HOME not configured").
-    pub fn from_setting(setting: Option<&Path>) -> Result<Self, ProjectError> {
+    #[cfg(test)]
+    pub(crate) fn from_setting(setting: Option<&Path>) -> Result<Self, ProjectError> {
         match setting {
             Some(root) if !root.as_os_str().is_empty() => Ok(Self::new(root)),
             _ => Err(ProjectError::HomeNotConfigured),
@@ -81,17 +82,19 @@ impl RummyHome {
     }
 
     /// The home directory itself.
-    pub fn path(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
         &self.root
     }
 
     /// The directory holding documents of `kind`.
-    pub fn directory(&self, kind: DocumentKind) -> PathBuf {
+    pub(crate) fn directory(&self, kind: DocumentKind) -> PathBuf {
         self.root.join(kind.directory_name())
     }
 
     /// Creates the home, `skills/` and `personas/` where missing.
-    pub fn ensure_layout(&self) -> Result<(), ProjectError> {
+    #[cfg(test)]
+    pub(crate) fn ensure_layout(&self) -> Result<(), ProjectError> {
         for kind in [DocumentKind::Skill, DocumentKind::Persona] {
             let directory = self.directory(kind);
             fs::create_dir_all(&directory).map_err(|source| ProjectError::io(directory, source))?;
@@ -101,7 +104,7 @@ impl RummyHome {
 
     /// Every `<name>.md` regular file of `kind` whose name is valid, sorted by name; empty
     /// when the directory does not exist.
-    pub fn list(&self, kind: DocumentKind) -> Result<Vec<HomeDocument>, ProjectError> {
+    pub(crate) fn list(&self, kind: DocumentKind) -> Result<Vec<HomeDocument>, ProjectError> {
         let directory = self.directory(kind);
         let entries = match fs::read_dir(&directory) {
             Ok(entries) => entries,
@@ -133,7 +136,11 @@ impl RummyHome {
     /// Reads the document `name` of `kind`. Errors: [`ProjectError::NameRequired`] for an
     /// empty name, [`ProjectError::InvalidName`] for one that could leave the directory,
     /// [`ProjectError::NotFound`] (`Not found: skills/<name>.md`) when there is no such file.
-    pub fn read(&self, kind: DocumentKind, name: &str) -> Result<LoadedDocument, ProjectError> {
+    pub(crate) fn read(
+        &self,
+        kind: DocumentKind,
+        name: &str,
+    ) -> Result<LoadedDocument, ProjectError> {
         validate_document_name(name)?;
         let shown = Path::new(kind.directory_name()).join(format!("{name}.{DOCUMENT_EXTENSION}"));
         let path = self.absolute(&self.root.join(&shown));
@@ -166,7 +173,7 @@ impl RummyHome {
 
 /// Checks a skill or persona name: not empty, no `/`, `\` or NUL, no `..`, and short
 /// enough to be a file name with its extension.
-pub fn validate_document_name(name: &str) -> Result<&str, ProjectError> {
+pub(crate) fn validate_document_name(name: &str) -> Result<&str, ProjectError> {
     if name.is_empty() {
         return Err(ProjectError::NameRequired);
     }

@@ -17,15 +17,15 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use grammar::Grammar;
-pub use symbols::Symbol;
+pub(crate) use grammar::Grammar;
+pub(crate) use symbols::Symbol;
 
 /// The longest outline, in characters (about 500 tokens).
-pub const MAX_OUTLINE_CHARS: usize = 2000;
+pub(crate) const MAX_OUTLINE_CHARS: usize = 2000;
 
 /// Bounds on the work of one outline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutlineLimits {
+pub(crate) struct OutlineLimits {
     /// Larger texts are not outlined; 0 outlines nothing.
     pub max_bytes: usize,
     /// Parsing and tagging one text stop after this long.
@@ -43,7 +43,7 @@ impl Default for OutlineLimits {
 
 /// Why a file that has a grammar got no outline.
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum OutlineError {
+pub(crate) enum OutlineError {
     #[error("outlining took longer than its time limit")]
     TimedOut,
     #[error("the grammar cannot be used: {0}")]
@@ -52,7 +52,7 @@ pub enum OutlineError {
 
 /// The outline of `text`, read as the file at `path`; `None` without a grammar, over the
 /// size limit, or when no definition is found.
-pub fn outline(
+pub(crate) fn outline(
     path: &str,
     text: &str,
     limits: &OutlineLimits,

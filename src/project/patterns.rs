@@ -5,7 +5,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 
 /// Project names or globs, and what they match.
 #[derive(Debug, Clone)]
-pub struct ProjectPatterns {
+pub(crate) struct ProjectPatterns {
     /// As written, for messages and clients.
     written: Vec<String>,
     set: GlobSet,
@@ -13,7 +13,7 @@ pub struct ProjectPatterns {
 
 impl ProjectPatterns {
     /// The set of `patterns`; `Err` says which one does not parse.
-    pub fn new(patterns: Vec<String>) -> Result<ProjectPatterns, String> {
+    pub(crate) fn new(patterns: Vec<String>) -> Result<ProjectPatterns, String> {
         let mut set = GlobSetBuilder::new();
         for pattern in &patterns {
             let glob = Glob::new(pattern)
@@ -30,7 +30,7 @@ impl ProjectPatterns {
     }
 
     /// No project (a server attached to one run by a client, not served to projects).
-    pub fn none() -> ProjectPatterns {
+    pub(crate) fn none() -> ProjectPatterns {
         ProjectPatterns {
             written: Vec::new(),
             set: GlobSet::empty(),
@@ -38,12 +38,12 @@ impl ProjectPatterns {
     }
 
     /// Whether the project called `name` is among them.
-    pub fn matches(&self, name: &str) -> bool {
+    pub(crate) fn matches(&self, name: &str) -> bool {
         self.set.is_match(name)
     }
 
     /// The patterns as written.
-    pub fn written(&self) -> &[String] {
+    pub(crate) fn written(&self) -> &[String] {
         &self.written
     }
 }

@@ -12,19 +12,19 @@ use crate::project::ProjectError;
 
 /// The directories projects may live in, each canonical (symlinks resolved).
 #[derive(Debug, Clone, Copy)]
-pub struct ProjectDirs<'a> {
+pub(crate) struct ProjectDirs<'a> {
     dirs: &'a [PathBuf],
 }
 
 impl<'a> ProjectDirs<'a> {
     /// Over `dirs`, which must be canonical (see [`canonical_dirs`]).
-    pub fn new(dirs: &'a [PathBuf]) -> ProjectDirs<'a> {
+    pub(crate) fn new(dirs: &'a [PathBuf]) -> ProjectDirs<'a> {
         ProjectDirs { dirs }
     }
 
     /// The resolved root if `root` (absolute, as a client named it) lies inside one of the
     /// directories, else [`ProjectError::OutsideProjectDirs`] naming `root` only.
-    pub fn admit(&self, root: &Path) -> Result<PathBuf, ProjectError> {
+    pub(crate) fn admit(&self, root: &Path) -> Result<PathBuf, ProjectError> {
         let refused = || ProjectError::OutsideProjectDirs(root.display().to_string());
         let resolved = resolve(root).map_err(|_| refused())?;
         if self
@@ -41,12 +41,12 @@ impl<'a> ProjectDirs<'a> {
 
 /// Whether two resolved roots overlap: one is the other, or lies inside it (whole path
 /// components: `/p/web2` is not inside `/p/web`).
-pub fn overlap(one: &Path, other: &Path) -> bool {
+pub(crate) fn overlap(one: &Path, other: &Path) -> bool {
     one.starts_with(other) || other.starts_with(one)
 }
 
 /// `dirs` with their symlinks resolved; each must be an existing directory.
-pub fn canonical_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, ProjectError> {
+pub(crate) fn canonical_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, ProjectError> {
     dirs.iter()
         .map(|dir| {
             let canonical =

@@ -12,17 +12,16 @@ mod content;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
-use std::time::SystemTime;
 
 use ignore::{DirEntry, WalkBuilder};
 
 use super::{ConstraintSet, ProjectError, ProjectPath, ProjectRoot, Visibility};
 
 /// Default limit above which a file is listed but not read: 1 MiB.
-pub const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, Clone)]
-pub struct ScanOptions {
+pub(crate) struct ScanOptions {
     /// Files larger than this many bytes are listed as [`FileKind::TooLarge`], not read.
     pub max_file_bytes: u64,
     /// Whether dot-files and dot-directories are scanned (as `git ls-files` would list
@@ -32,7 +31,7 @@ pub struct ScanOptions {
 
 /// What a scanned file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// Valid UTF-8 without NUL bytes: the body is loaded.
     Text,
     /// Holds a NUL byte or is not UTF-8: listed, not loaded.
@@ -43,7 +42,7 @@ pub enum FileKind {
 
 /// How a file compares with the previous scan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileChange {
+pub(crate) enum FileChange {
     /// Not in the previous scan.
     New,
     /// In the previous scan with another hash.
@@ -54,7 +53,7 @@ pub enum FileChange {
 
 /// How much of a file the model is shown by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileFidelity {
+pub(crate) enum FileFidelity {
     /// The body (pinned by an `active` or `readonly` constraint).
     Full,
     /// The path only.
@@ -63,13 +62,11 @@ pub enum FileFidelity {
 
 /// One file found by a scan.
 #[derive(Debug, Clone)]
-pub struct ScannedFile {
+pub(crate) struct ScannedFile {
     /// Path relative to the project root.
     pub path: ProjectPath,
     /// Size in bytes.
     pub size: u64,
-    /// Last modification time, when the platform reports one.
-    pub modified: Option<SystemTime>,
     /// Hex SHA-256 of the content; for [`FileKind::TooLarge`] files, which are not read,
     /// `large:<size>:<mtime in ns>` instead.
     pub hash: String,
@@ -85,7 +82,7 @@ pub struct ScannedFile {
 
 /// The result of one scan.
 #[derive(Debug, Clone, Default)]
-pub struct ScanReport {
+pub(crate) struct ScanReport {
     /// Every listed file, sorted by path.
     pub files: Vec<ScannedFile>,
     /// Previously known paths that are no longer part of the project (gone from disk, or now
@@ -108,7 +105,7 @@ impl Default for ScanOptions {
 
 impl ScannedFile {
     /// The fidelity the file enters the model's view with.
-    pub fn fidelity(&self) -> FileFidelity {
+    pub(crate) fn fidelity(&self) -> FileFidelity {
         match self.constraint {
             Some(Visibility::Active | Visibility::Readonly) => FileFidelity::Full,
             Some(Visibility::Ignore) | None => FileFidelity::Index,
@@ -116,7 +113,7 @@ impl ScannedFile {
     }
 
     /// Whether the model may edit the file (false under a `readonly` constraint).
-    pub fn is_editable(&self) -> bool {
+    pub(crate) fn is_editable(&self) -> bool {
         self.constraint != Some(Visibility::Readonly)
     }
 }
@@ -124,7 +121,7 @@ impl ScannedFile {
 /// Scans the project under `root`. `previous` maps each path known from the last scan to
 /// its hash. Fails only when the root itself cannot be read; anything else becomes a
 /// warning, and an unreadable file is neither listed nor reported deleted.
-pub fn scan(
+pub(crate) fn scan(
     root: &ProjectRoot,
     constraints: &ConstraintSet,
     previous: &HashMap<String, String>,
@@ -149,7 +146,7 @@ pub fn scan(
 /// it, wherever the walk would or would not reach it (`.gitignore`, hidden files, a run
 /// that does not scan): confined to the root, never a file an `ignore` constraint covers,
 /// nothing when it is not a regular file. Nothing is reported deleted.
-pub fn scan_file(
+pub(crate) fn scan_file(
     root: &ProjectRoot,
     constraints: &ConstraintSet,
     literal: &str,
@@ -298,7 +295,6 @@ impl<'a> Scanner<'a> {
         self.report.files.push(ScannedFile {
             path,
             size: content.size,
-            modified: content.modified,
             hash: content.hash,
             kind: content.kind,
             constraint,

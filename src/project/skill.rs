@@ -21,7 +21,7 @@ struct FrontMatter {
 
 /// One skill, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skill {
+pub(crate) struct Skill {
     /// What the model and clients call it: the front matter's `name`, else the file name.
     pub title: String,
     /// What it is for (never empty unless the body is).
@@ -34,7 +34,7 @@ pub struct Skill {
 
 impl Skill {
     /// The skill in `text`, a document called `file_name`.
-    pub fn parse(file_name: &str, text: &str) -> Skill {
+    pub(crate) fn parse(file_name: &str, text: &str) -> Skill {
         let parsed = match Matter::<YAML>::new().parse::<FrontMatter>(text) {
             Ok(parsed) => parsed.data.map(|front| (front, parsed.content)),
             Err(error) => {
@@ -58,7 +58,7 @@ impl Skill {
     }
 
     /// The line the model reads until it loads the body.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         match &self.when_to_use {
             Some(when) => format!("{} (when to use: {when})", self.description),
             None => self.description.clone(),

@@ -13,7 +13,7 @@ use crate::hub::ConnId;
 
 /// The project a connection is bound to by `init`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProjectBinding {
+pub(crate) struct ProjectBinding {
     pub id: ProjectId,
     pub name: String,
     /// Absolute project root.
@@ -22,7 +22,7 @@ pub struct ProjectBinding {
 
 /// What a handler can see of the server and of the calling connection.
 #[derive(Clone)]
-pub struct CallContext {
+pub(crate) struct CallContext {
     /// The agent core the handlers work with.
     pub agent: AgentContext,
     pub conn: ConnId,
@@ -36,24 +36,24 @@ pub struct CallContext {
 
 impl CallContext {
     /// The bound project, or the reference's "not initialized" error.
-    pub fn project(&self) -> Result<&ProjectBinding, AppError> {
+    pub(crate) fn project(&self) -> Result<&ProjectBinding, AppError> {
         self.project.as_ref().ok_or(AppError::NotInitialized)
     }
 
     /// What the caller may do now.
-    pub fn grant(&self) -> Result<Grant, AppError> {
+    pub(crate) fn grant(&self) -> Result<Grant, AppError> {
         Ok(self.access.grant(&self.caller)?)
     }
 
     /// The caller's name, for the rows that record who did what.
-    pub fn person(&self) -> Option<String> {
+    pub(crate) fn person(&self) -> Option<String> {
         self.caller.person().map(str::to_owned)
     }
 
     /// The key of whom the per-person limits (requests in flight, loops running or queued)
     /// count this call against: the person, or for the operator, who is nobody in
     /// particular, the connection.
-    pub fn limit_key(&self) -> String {
+    pub(crate) fn limit_key(&self) -> String {
         match self.caller.person() {
             Some(name) => format!("person {name}"),
             None => format!("connection {}", self.conn),
@@ -63,7 +63,7 @@ impl CallContext {
 
 /// A handler's answer: the result, and a new project binding when `init` ran.
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub result: Value,
     /// Bind the connection to this project.
     pub bind: Option<ProjectBinding>,
@@ -71,7 +71,7 @@ pub struct Reply {
 
 impl Reply {
     /// A reply of `result` that binds no project.
-    pub fn of<T: Serialize>(result: T) -> Result<Reply, AppError> {
+    pub(crate) fn of<T: Serialize>(result: T) -> Result<Reply, AppError> {
         let result = serde_json::to_value(result)
             .map_err(|error| AppError::Internal(format!("cannot encode result: {error}")))?;
         Ok(Reply { result, bind: None })

@@ -16,7 +16,7 @@ use crate::rpc::methods::{self, Method, ToolCatalogue};
 /// Serves one request: method lookup, the caller's role, init gate and the caller's right to
 /// the bound project (both looked up now: a reload of the users file applies to the next
 /// call), timeout, handler. A refused call changes nothing.
-pub async fn call(
+pub(crate) async fn call(
     context: CallContext,
     method_name: &str,
     params: Value,

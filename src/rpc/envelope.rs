@@ -14,7 +14,7 @@ use crate::error::{AppError, RpcError};
 
 /// One decoded request, or why an element of the frame is not one.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A well-formed request.
     Request(Request),
     /// An element that is not a request object; answered with `id` (or null).
@@ -28,7 +28,7 @@ pub enum Incoming {
 
 /// A JSON-RPC request object.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Request {
+pub(crate) struct Request {
     /// `None` for a notification (no `id` member); otherwise the id as sent.
     pub id: Option<Value>,
     pub method: String,
@@ -37,7 +37,7 @@ pub struct Request {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Frame {
+pub(crate) enum Frame {
     /// One request object.
     Single(Incoming),
     /// An array of them; the replies go back as one array.
@@ -49,7 +49,7 @@ pub enum Frame {
 /// The frame is split into its elements before any element is read as a value, so an
 /// element serde_json cannot hold (nested deeper than its recursion limit, say) costs only
 /// its own reply, answered with its id when that can be read; the rest of a batch is served.
-pub fn decode_frame(text: &str) -> Result<Frame, AppError> {
+pub(crate) fn decode_frame(text: &str) -> Result<Frame, AppError> {
     let parse_error = |error: serde_json::Error| AppError::Parse(error.to_string());
     if !text.trim_start().starts_with('[') {
         let element: &RawValue = serde_json::from_str(text).map_err(parse_error)?;
@@ -115,7 +115,7 @@ fn is_valid_id(id: &Value) -> bool {
 }
 
 /// A success reply, keys in the reference order (`jsonrpc`, `result`, `id`).
-pub fn success(id: Value, result: Value) -> Value {
+pub(crate) fn success(id: Value, result: Value) -> Value {
     let mut reply = Map::new();
     reply.insert("jsonrpc".into(), Value::from("2.0"));
     reply.insert("result".into(), result);
@@ -124,7 +124,7 @@ pub fn success(id: Value, result: Value) -> Value {
 }
 
 /// An error reply.
-pub fn failure(id: Value, error: &RpcError) -> Value {
+pub(crate) fn failure(id: Value, error: &RpcError) -> Value {
     let mut body = Map::new();
     body.insert("code".into(), Value::from(error.code.get()));
     body.insert("message".into(), Value::from(error.message.clone()));
@@ -142,7 +142,7 @@ pub fn failure(id: Value, error: &RpcError) -> Value {
 /// longer than `limit` bytes (the peer is assumed to accept frames as large as we do) is
 /// replaced by a [`AppError::ReplyTooLarge`] error with its id; in a batch the longest
 /// replies are replaced first until the array fits, so every id still gets its answer.
-pub fn encode_replies(replies: Vec<Value>, batch: bool, limit: usize) -> Vec<String> {
+pub(crate) fn encode_replies(replies: Vec<Value>, batch: bool, limit: usize) -> Vec<String> {
     let mut encoded: Vec<Encoded> = replies
         .into_iter()
         .map(|reply| Encoded {

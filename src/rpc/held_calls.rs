@@ -15,7 +15,7 @@ use crate::rpc::call::{CallContext, Reply};
 
 /// A method a client sent for `run`, on behalf of `person`, to be executed by the holder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HeldCall {
+pub(crate) struct HeldCall {
     pub run: RunId,
     pub person: Option<String>,
     pub method: HeldMethod,
@@ -25,7 +25,7 @@ pub struct HeldCall {
 /// already checked by the instance the client sent them to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "method", rename_all = "camelCase")]
-pub enum HeldMethod {
+pub(crate) enum HeldMethod {
     /// `run/abort`.
     Abort,
     /// `run/resolve`.
@@ -36,7 +36,7 @@ pub enum HeldMethod {
 
 /// One resolution: the proposal at `path`, what the client did and its output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResolveCall {
+pub(crate) struct ResolveCall {
     pub path: String,
     pub action: Resolution,
     pub output: Option<String>,
@@ -45,7 +45,7 @@ pub struct ResolveCall {
 /// The holder's answer: the method's JSON-RPC result or error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum HeldAnswer {
+pub(crate) enum HeldAnswer {
     Result(Value),
     Error(RpcError),
 }
@@ -53,7 +53,7 @@ pub enum HeldAnswer {
 /// The answer of the instance holding `run`'s lease to `method`, sent by `context`'s
 /// caller; `None` when this instance is to execute it (it runs a loop of the run, or no
 /// other instance answers for it).
-pub async fn ask(
+pub(crate) async fn ask(
     context: &CallContext,
     run: RunId,
     method: HeldMethod,

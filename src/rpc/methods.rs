@@ -24,7 +24,7 @@ use crate::rpc::handlers::{
 use crate::rpc::params::{decode, NoParams, Page};
 
 /// What `discover` says of one method, and how it is served.
-pub struct MethodSpec {
+pub(crate) struct MethodSpec {
     /// One line on what the method does.
     pub description: &'static str,
     /// Parameter name (as on the wire) → informal type and meaning.
@@ -51,7 +51,7 @@ macro_rules! method_table {
     )*) => {
         /// Every RPC method, by name.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum Method {
+        pub(crate) enum Method {
             $(
                 #[doc = concat!("`", $name, "`")]
                 $variant,
@@ -65,10 +65,10 @@ macro_rules! method_table {
 
         impl Method {
             /// Every explicitly declared method (tools excluded), in catalogue order.
-            pub const NAMED: &'static [Method] = &[$(Method::$variant),*];
+            pub(crate) const NAMED: &'static [Method] = &[$(Method::$variant),*];
 
             /// The wire name.
-            pub fn name(self) -> &'static str {
+            pub(crate) fn name(self) -> &'static str {
                 match self {
                     $(Method::$variant => $name,)*
                     Method::Tool(tool) => tool,
@@ -77,7 +77,7 @@ macro_rules! method_table {
             }
 
             /// The method's entry in the table.
-            pub fn spec(self) -> MethodSpec {
+            pub(crate) fn spec(self) -> MethodSpec {
                 match self {
                     $(Method::$variant => MethodSpec {
                         description: $description,
@@ -108,7 +108,7 @@ macro_rules! method_table {
         }
 
         /// Decodes the params of `method` and runs its handler.
-        pub async fn route(
+        pub(crate) async fn route(
             context: CallContext,
             method: Method,
             params: Value,
@@ -124,7 +124,7 @@ macro_rules! method_table {
 
 /// What a plugin's method declares of itself (taken from the registry on each lookup).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PluginSpec {
+pub(crate) struct PluginSpec {
     pub name: &'static str,
     pub description: &'static str,
     pub params: &'static [(&'static str, &'static str)],
@@ -314,7 +314,7 @@ method_table! {
 impl Method {
     /// Looks a method up by its wire name; tools and plugins' methods come from the
     /// registry (a declared method first, then a tool, then a plugin's method).
-    pub fn from_name(name: &str, tools: &ToolCatalogue<'_>) -> Option<Method> {
+    pub(crate) fn from_name(name: &str, tools: &ToolCatalogue<'_>) -> Option<Method> {
         if name == "rpc/discover" {
             return Some(Method::Discover);
         }
@@ -353,7 +353,7 @@ const NOTIFICATIONS: &[(&str, &str)] = &[
 ];
 
 /// The registry's tools and plugins' methods as RPC methods.
-pub struct ToolCatalogue<'a> {
+pub(crate) struct ToolCatalogue<'a> {
     pub tools: &'a Plugins,
     /// A search backend is configured (otherwise `search` is no method).
     pub search_available: bool,
@@ -361,7 +361,7 @@ pub struct ToolCatalogue<'a> {
 
 impl<'a> ToolCatalogue<'a> {
     /// The catalogue of the agent's tool registry.
-    pub fn of(agent: &'a AgentContext) -> ToolCatalogue<'a> {
+    pub(crate) fn of(agent: &'a AgentContext) -> ToolCatalogue<'a> {
         ToolCatalogue {
             tools: &agent.plugins,
             search_available: agent.settings.search_available(),
@@ -390,7 +390,7 @@ impl<'a> ToolCatalogue<'a> {
 }
 
 /// The `discover` result, generated from the table and the tool registry.
-pub fn catalogue(tools: &ToolCatalogue<'_>) -> Value {
+pub(crate) fn catalogue(tools: &ToolCatalogue<'_>) -> Value {
     let mut methods = Map::new();
     let plugin_methods = tools
         .tools

@@ -10,12 +10,12 @@ use serde_json::Value;
 use crate::error::AppError;
 
 /// Decodes `params` into `T`, naming the offending parameter on failure.
-pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, AppError> {
+pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, AppError> {
     serde_path_to_error::deserialize(params).map_err(invalid)
 }
 
 /// The error of params that did not decode, naming the offending parameter.
-pub fn invalid(error: serde_path_to_error::Error<serde_json::Error>) -> AppError {
+pub(crate) fn invalid(error: serde_path_to_error::Error<serde_json::Error>) -> AppError {
     let path = error.path().to_string();
     let name = if path == "." {
         missing_field_name(&error.inner().to_string()).unwrap_or_else(|| "params".into())
@@ -34,7 +34,7 @@ fn missing_field_name(message: &str) -> Option<String> {
 
 /// A required string parameter that must not be empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Required(pub String);
+pub(crate) struct Required(pub String);
 
 impl<'de> Deserialize<'de> for Required {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -55,7 +55,7 @@ impl std::ops::Deref for Required {
 
 /// The params of a method that takes none: whatever was sent is ignored.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoParams;
+pub(crate) struct NoParams;
 
 impl<'de> Deserialize<'de> for NoParams {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -66,7 +66,7 @@ impl<'de> Deserialize<'de> for NoParams {
 
 /// `limit` and `offset`, shared by the listing methods.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
-pub struct Page {
+pub(crate) struct Page {
     /// Rows at most; absent = all.
     #[serde(default)]
     pub limit: Option<u32>,
@@ -76,7 +76,7 @@ pub struct Page {
 }
 
 /// A boolean flag that also accepts the reference's truthy values (1, "true").
-pub fn truthy<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+pub(crate) fn truthy<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
     let value = Option::<Value>::deserialize(deserializer)?;
     Ok(match value {
         None | Some(Value::Null) => false,

@@ -52,19 +52,19 @@ const NAT64: Ipv6Addr = Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0, 0);
 
 /// The addresses a fetch may connect to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NetFilter {
+pub(crate) struct NetFilter {
     /// Networks allowed although a default rule refuses them (`RUMMY_WEB_ALLOW_NETS`).
     allowed: Vec<IpNet>,
 }
 
 impl NetFilter {
     /// The default refusals, minus `allowed`.
-    pub fn new(allowed: Vec<IpNet>) -> NetFilter {
+    pub(crate) fn new(allowed: Vec<IpNet>) -> NetFilter {
         NetFilter { allowed }
     }
 
     /// Why `ip` may not be reached, `None` when it may.
-    pub fn refusal(&self, ip: IpAddr) -> Option<&'static str> {
+    pub(crate) fn refusal(&self, ip: IpAddr) -> Option<&'static str> {
         let reason = refusal(ip)?;
         let plain = plain(ip);
         let allowed = self
@@ -149,7 +149,7 @@ fn in_v6(ip: Ipv6Addr, net: Ipv6Addr, prefix: u8) -> bool {
 /// permits: the check happens on the addresses the connection will use, so a name that
 /// resolves differently later (DNS rebinding) cannot slip past it.
 #[derive(Debug, Clone)]
-pub struct FilteringResolver {
+pub(crate) struct FilteringResolver {
     pub filter: Arc<NetFilter>,
 }
 

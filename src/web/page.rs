@@ -11,7 +11,7 @@ const SKIPPED_TAGS: [&str; 9] = [
 
 /// What a `Content-Type` says of a body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyKind {
+pub(crate) enum BodyKind {
     /// HTML or XHTML: converted to Markdown.
     Html,
     /// Text of another kind (plain, Markdown, JSON, XML, source code): kept as it is.
@@ -24,7 +24,7 @@ pub enum BodyKind {
 
 impl BodyKind {
     /// The kind a `Content-Type` header value names (its parameters ignored).
-    pub fn of(content_type: Option<&str>) -> BodyKind {
+    pub(crate) fn of(content_type: Option<&str>) -> BodyKind {
         let Some(content_type) = content_type else {
             return BodyKind::Unknown;
         };
@@ -61,7 +61,11 @@ impl BodyKind {
 
 /// The readable text of `bytes`, a body of `kind` (`content_type` as the server named it).
 /// CPU work: call it off the async executor.
-pub fn readable(bytes: &[u8], kind: BodyKind, content_type: &str) -> Result<String, WebError> {
+pub(super) fn readable(
+    bytes: &[u8],
+    kind: BodyKind,
+    content_type: &str,
+) -> Result<String, WebError> {
     let binary = || WebError::Binary(content_type.to_owned());
     if kind == BodyKind::Binary || bytes.contains(&0) {
         return Err(binary());

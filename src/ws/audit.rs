@@ -26,7 +26,7 @@ const NAME_MAX_CHARS: usize = 256;
 const MAX_CHAR_BYTES: usize = 4;
 
 /// One call as its session saw it.
-pub struct Call<'a> {
+pub(crate) struct Call<'a> {
     /// The connection's project, when initialised.
     pub project: Option<ProjectId>,
     /// Who made the call.
@@ -38,7 +38,7 @@ pub struct Call<'a> {
 }
 
 /// The row `settings` keep of `call`, if any.
-pub fn row(settings: &AuditSettings, call: Call<'_>) -> Option<RpcLogInsertForm> {
+pub(crate) fn row(settings: &AuditSettings, call: Call<'_>) -> Option<RpcLogInsertForm> {
     let texts = match settings.rpc_log {
         RpcLogMode::Off => return None,
         RpcLogMode::Meta => None,

@@ -14,7 +14,7 @@ const X_FORWARDED_FOR: &str = "x-forwarded-for";
 /// The client behind `peer`: `peer` itself unless it is trusted. Through trusted proxies only,
 /// the right-most hop that is not trusted; when every hop is trusted, the left-most; when a
 /// hop cannot be read, the trusted hop that reported it.
-pub fn client_addr(peer: IpAddr, head: &RequestHead, trusted: &[IpNet]) -> IpAddr {
+pub(crate) fn client_addr(peer: IpAddr, head: &RequestHead, trusted: &[IpNet]) -> IpAddr {
     let mut client = peer.to_canonical();
     if !is_trusted(client, trusted) {
         return client;

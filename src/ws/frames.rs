@@ -21,7 +21,7 @@ use tokio::net::tcp::OwnedReadHalf;
 const READ_CHUNK: usize = 8 * 1024;
 
 /// A client's messages, until it closes its side.
-pub struct SocketFrames {
+pub(crate) struct SocketFrames {
     reader: OwnedReadHalf,
     codec: Codec,
     /// Bytes of a frame not complete yet.
@@ -33,7 +33,7 @@ pub struct SocketFrames {
 impl SocketFrames {
     /// Frames from `reader`, starting with `early` (what the client sent right behind its
     /// handshake), decoded by `codec`.
-    pub fn new(reader: OwnedReadHalf, early: &[u8], codec: Codec) -> Self {
+    pub(crate) fn new(reader: OwnedReadHalf, early: &[u8], codec: Codec) -> Self {
         SocketFrames {
             reader,
             codec,

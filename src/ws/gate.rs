@@ -10,7 +10,7 @@ use crate::config::ServerSettings;
 
 /// Why a request is turned away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// No token, or one that opens nothing: 401.
     Unauthorized,
     /// A browser origin not on the allow-list: 403.
@@ -21,7 +21,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// The HTTP answer.
-    pub fn response(self) -> HttpResponse {
+    pub(crate) fn response(self) -> HttpResponse {
         match self {
             Refusal::Unauthorized => HttpResponse::Unauthorized()
                 .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
@@ -33,7 +33,7 @@ impl Refusal {
 }
 
 /// Who `head` acts for, or why it is turned away.
-pub fn admit(
+pub(crate) fn admit(
     head: &RequestHead,
     access: &Access,
     server: &ServerSettings,
@@ -54,14 +54,14 @@ pub fn admit(
 }
 
 /// Who the token `head` presents opens the server for.
-pub fn authenticate(head: &RequestHead, access: &Access) -> Result<Caller, Refusal> {
+pub(crate) fn authenticate(head: &RequestHead, access: &Access) -> Result<Caller, Refusal> {
     access
         .authenticate(presented_token(head).as_deref())
         .ok_or(Refusal::Unauthorized)
 }
 
 /// As [`authenticate`], for a caller who must be an admin (the shared token is one).
-pub fn authenticate_admin(head: &RequestHead, access: &Access) -> Result<(), Refusal> {
+pub(crate) fn authenticate_admin(head: &RequestHead, access: &Access) -> Result<(), Refusal> {
     let caller = authenticate(head, access)?;
     match access.grant(&caller) {
         Ok(grant) if grant.role() == Role::Admin => Ok(()),

@@ -9,7 +9,7 @@ use crate::slots::{Claim, Permit, Slots};
 
 /// Whom requests in flight are counted against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Sender {
+pub(crate) enum Sender {
     Connection(ConnId),
     /// A person's key (see `CallContext::person`).
     Person(String),
@@ -17,7 +17,7 @@ pub enum Sender {
 
 /// The requests in flight on every connection. Clones share the counts.
 #[derive(Clone)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     slots: Slots<Sender>,
     per_connection: usize,
     per_person: usize,
@@ -25,7 +25,7 @@ pub struct InFlight {
 
 impl InFlight {
     /// The bounds of `settings` (`max_in_flight`, `max_in_flight_per_person`).
-    pub fn new(settings: &ServerSettings) -> Self {
+    pub(crate) fn new(settings: &ServerSettings) -> Self {
         InFlight {
             slots: Slots::default(),
             per_connection: settings.max_in_flight,
@@ -35,7 +35,7 @@ impl InFlight {
 
     /// Counts `count` requests of connection `conn`, sent by `person`, until the permit
     /// drops; `Overloaded` when that would pass a bound.
-    pub fn take(
+    pub(crate) fn take(
         &self,
         conn: ConnId,
         person: &str,

@@ -28,7 +28,7 @@ use crate::hub::ConnId;
 
 /// How long a peer may leave the server's bytes untaken, and how many may wait for it.
 #[derive(Debug, Clone, Copy)]
-pub struct SendLimits {
+pub(crate) struct SendLimits {
     /// Bytes encoded for the peer that its socket has not taken, at most.
     pub queued_bytes: usize,
     /// Longest time the socket may take none of them.
@@ -37,7 +37,7 @@ pub struct SendLimits {
 
 impl SendLimits {
     /// `client_send_buffer_bytes`, and `client_timeout_secs` for the stall.
-    pub fn new(settings: &ServerSettings) -> Self {
+    pub(crate) fn new(settings: &ServerSettings) -> Self {
         SendLimits {
             queued_bytes: settings.client_send_buffer_bytes,
             stall: Duration::from_secs(settings.client_timeout_secs.max(1)),
@@ -47,7 +47,7 @@ impl SendLimits {
 
 /// Runs a session until it stops and what it wrote is out, or the peer goes or is dropped.
 /// Dropping the pump closes the socket and stops the session.
-pub struct Pump<S> {
+pub(crate) struct Pump<S> {
     conn: ConnId,
     /// The session's encoded frames; `None` once it has stopped.
     outbound: Option<S>,
@@ -63,7 +63,12 @@ pub struct Pump<S> {
 
 impl<S> Pump<S> {
     /// A pump for connection `conn`: `outbound` is its session, `writer` its socket.
-    pub fn new(conn: ConnId, outbound: S, writer: OwnedWriteHalf, limits: SendLimits) -> Self {
+    pub(crate) fn new(
+        conn: ConnId,
+        outbound: S,
+        writer: OwnedWriteHalf,
+        limits: SendLimits,
+    ) -> Self {
         Pump {
             conn,
             outbound: Some(outbound),

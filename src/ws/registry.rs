@@ -11,40 +11,41 @@ use crate::hub::ConnId;
 /// Close the connection: the server is stopping.
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
-pub struct Shutdown;
+pub(crate) struct Shutdown;
 
 /// The open connections, by id.
 #[derive(Clone, Default)]
-pub struct ConnectionRegistry {
+pub(crate) struct ConnectionRegistry {
     next_id: Arc<AtomicU64>,
     open: Arc<Mutex<HashMap<ConnId, Recipient<Shutdown>>>>,
 }
 
 impl ConnectionRegistry {
     /// A fresh connection id.
-    pub fn next_id(&self) -> ConnId {
+    pub(crate) fn next_id(&self) -> ConnId {
         self.next_id.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Records an open connection.
-    pub fn register(&self, id: ConnId, recipient: Recipient<Shutdown>) {
+    pub(crate) fn register(&self, id: ConnId, recipient: Recipient<Shutdown>) {
         self.lock().insert(id, recipient);
     }
 
     /// Forgets a closed connection.
-    pub fn deregister(&self, id: ConnId) {
+    pub(crate) fn deregister(&self, id: ConnId) {
         self.lock().remove(&id);
     }
 
     /// Asks every open connection to close.
-    pub fn shutdown_all(&self) {
+    pub(crate) fn shutdown_all(&self) {
         for recipient in self.lock().values() {
             recipient.do_send(Shutdown);
         }
     }
 
     /// How many connections are open.
-    pub fn count(&self) -> usize {
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn count(&self) -> usize {
         self.lock().len()
     }
 

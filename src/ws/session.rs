@@ -33,7 +33,7 @@ use crate::ws::registry::Shutdown;
 use crate::ws::state::ServerState;
 
 /// The actor behind one WebSocket connection.
-pub struct WsSession {
+pub(crate) struct WsSession {
     id: ConnId,
     /// Who it acts for, from the token it presented.
     caller: Caller,
@@ -56,7 +56,7 @@ struct Owed {
 
 impl WsSession {
     /// A session for a freshly upgraded connection.
-    pub fn new(id: ConnId, caller: Caller, state: ServerState) -> Self {
+    pub(crate) fn new(id: ConnId, caller: Caller, state: ServerState) -> Self {
         WsSession {
             id,
             caller,

@@ -14,7 +14,7 @@ use crate::ws::registry::ConnectionRegistry;
 
 /// The agent core, the open connections and their requests in flight. Cheap to clone.
 #[derive(Clone)]
-pub struct ServerState {
+pub(crate) struct ServerState {
     /// What the handlers work with.
     pub agent: AgentContext,
     /// Who may connect, and what each caller may do.
@@ -25,7 +25,7 @@ pub struct ServerState {
 
 impl ServerState {
     /// Records one call in `rpc_log` as `RUMMY_RPC_LOG` asks, without waiting.
-    pub fn audit(
+    pub(crate) fn audit(
         &self,
         project: Option<ProjectId>,
         person: Option<String>,

@@ -34,7 +34,7 @@ use crate::ws::session::WsSession;
 use crate::ws::state::ServerState;
 
 /// The paths that speak JSON-RPC over WebSocket.
-pub const SOCKET_PATHS: [&str; 2] = ["/", "/rpc"];
+pub(crate) const SOCKET_PATHS: [&str; 2] = ["/", "/rpc"];
 
 /// Serves one request that asked for `Upgrade: websocket`, and then its session until the
 /// connection ends. A socket error only ends the connection (the peer is gone).
@@ -42,7 +42,7 @@ pub const SOCKET_PATHS: [&str; 2] = ["/", "/rpc"];
 /// Boxed: the dispatcher's task is sized for its largest state, and every connection would
 /// pay for this future's size inline. The handshake is boxed again, so that once the session
 /// runs only the `Pump` is left.
-pub fn serve(
+pub(crate) fn serve(
     state: ServerState,
     request: Request,
     framed: Framed<TcpStream, h1::Codec>,

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use rummy::access::hash_token;
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::hash_token;
+use rummy::testing::fake_llm::{FakeLlm, Step};
 use serde_json::{json, Value};
 
 use crate::fairness::{abort, held_ask};
@@ -434,45 +434,22 @@ async fn metrics_are_for_admins() {
     }
 }
 
-/// `(method, person, params, result, error)` of an `rpc_log` row.
-type AuditRow = (
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-);
-
-/// Every `rpc_log` row, once `count` are written.
+/// `(method, person, params, result, error)` of every `rpc_log` row, once `count` are written.
 async fn audit_rows(app: &TestApp, count: usize) -> Vec<[Option<String>; 5]> {
-    use diesel::prelude::*;
-    use rummy::db::schema::rpc_log;
     let rows = eventually(&format!("{count} audit rows"), async || {
-        let rows: Vec<AuditRow> = app
-            .server
-            .state
-            .agent
-            .db
-            .read(|conn| {
-                Ok(rpc_log::table
-                    .order(rpc_log::id)
-                    .select((
-                        rpc_log::method,
-                        rpc_log::person,
-                        rpc_log::params,
-                        rpc_log::result,
-                        rpc_log::error,
-                    ))
-                    .load(conn)?)
-            })
-            .await
-            .unwrap();
+        let rows = crate::audit::committed(app).await;
         (rows.len() >= count).then_some(rows)
     })
     .await;
     rows.into_iter()
-        .map(|(method, person, params, result, error)| {
-            [Some(method), person, params, result, error]
+        .map(|row| {
+            [
+                Some(row.method),
+                row.person,
+                row.params,
+                row.result,
+                row.error,
+            ]
         })
         .collect()
 }

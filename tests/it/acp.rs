@@ -18,12 +18,12 @@ use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
 use crate::support::llm_env;
-use rummy::access::hash_token;
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::hash_token;
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// The official ACP client SDK a scenario is driven with.
 #[derive(Debug, Clone, Copy)]
-pub enum Sdk {
+pub(crate) enum Sdk {
     TypeScript,
     Python,
 }
@@ -108,7 +108,7 @@ with_each_sdk!(
 );
 
 /// What the editor saw of one scenario, with the home and project it ran in.
-pub struct Drive {
+pub(crate) struct Drive {
     pub seen: Value,
     project: PathBuf,
     home: tempfile::TempDir,
@@ -116,7 +116,7 @@ pub struct Drive {
 
 /// A running server `rummy acp --url` connects to, and the variables the driver (and so
 /// the agent) gets for it: the person's token (`RUMMY_AUTH_TOKEN`), a token file, a CA.
-pub struct Remote {
+pub(crate) struct Remote {
     url: String,
     env: Vec<(&'static str, String)>,
 }
@@ -163,7 +163,7 @@ impl Drive {
     /// Runs `scenario` of `sdk`'s driver against a local `rummy acp` on `home`, whose project
     /// `name` holds `a.txt` ("one\ntwo\n"), with `env` (the model's settings among them) in
     /// the agent's environment, against `remote` when given.
-    pub async fn spawn(
+    pub(crate) async fn spawn(
         sdk: Sdk,
         scenario: &str,
         home: tempfile::TempDir,
@@ -228,7 +228,7 @@ impl Drive {
             .collect()
     }
 
-    pub fn messages(&self) -> Vec<&str> {
+    pub(crate) fn messages(&self) -> Vec<&str> {
         self.updates("agent_message_chunk")
             .iter()
             .map(|update| update["content"]["text"].as_str().unwrap())
@@ -242,7 +242,7 @@ impl Drive {
     /// The editor was told the agent's version and modes, read nothing but frames on
     /// stdout, saw a clean exit, and a prompt for a session it never made was refused by
     /// name.
-    pub fn assert_clean_session(&self) {
+    pub(crate) fn assert_clean_session(&self) {
         assert_eq!(self.seen["initialize"]["protocolVersion"], json!(1));
         assert_eq!(self.seen["initialize"]["agentInfo"]["name"], json!("rummy"));
         assert_eq!(
@@ -995,7 +995,7 @@ mod tls {
     use tokio_rustls::rustls::ServerConfig;
     use tokio_rustls::TlsAcceptor;
 
-    pub struct Front {
+    pub(super) struct Front {
         pub port: u16,
         /// The CA's certificate, for `SSL_CERT_FILE`.
         pub certificate: PathBuf,
@@ -1005,7 +1005,7 @@ mod tls {
 
     impl Front {
         /// In front of the server on `upstream`, its certificate and key written in `dir`.
-        pub async fn start(dir: &Path, upstream: u16) -> Front {
+        pub(super) async fn start(dir: &Path, upstream: u16) -> Front {
             let certificate = dir.join("ca.crt");
             let leaf = dir.join("front.crt");
             let key = dir.join("front.key");
@@ -1092,7 +1092,7 @@ mod tls {
         }
 
         /// How many TLS connections it passed on.
-        pub fn served(&self) -> usize {
+        pub(super) fn served(&self) -> usize {
             self.served.load(Ordering::SeqCst)
         }
     }

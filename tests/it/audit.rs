@@ -2,66 +2,59 @@
 //! run it names) and, in `full` mode only, its texts; and a table that stays within
 //! `RUMMY_RPC_LOG_MAX_ROWS` while a client hammers the server.
 
-use rummy::db::Conn;
-
-use diesel::prelude::*;
-use rummy::db::schema::rpc_log;
-use rummy::db::{open_connection, ConnectionSetup};
+use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel::QueryableByName;
+use rummy::testing::Conn;
 use serde_json::json;
 
 use crate::support::{eventually, TestApp};
 
 /// A stored row, in the table's column order.
-#[derive(Debug, Clone, PartialEq, Queryable)]
-struct Logged {
-    method: String,
-    rpc_id: Option<String>,
-    params: Option<String>,
-    result: Option<String>,
-    error: Option<String>,
-    duration_ms: Option<i64>,
-    status: Option<i64>,
-    params_bytes: Option<i64>,
-    result_bytes: Option<i64>,
-    run: Option<String>,
-    person: Option<String>,
+#[derive(Debug, Clone, PartialEq, QueryableByName)]
+pub(crate) struct Logged {
+    #[diesel(sql_type = Text)]
+    pub(crate) method: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) rpc_id: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) params: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) result: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) error: Option<String>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    pub(crate) duration_ms: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    pub(crate) status: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    pub(crate) params_bytes: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    pub(crate) result_bytes: Option<i64>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) run: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) person: Option<String>,
 }
 
-fn load(conn: &mut Conn) -> QueryResult<Vec<Logged>> {
-    rpc_log::table
-        .order(rpc_log::id)
-        .select((
-            rpc_log::method,
-            rpc_log::rpc_id,
-            rpc_log::params,
-            rpc_log::result,
-            rpc_log::error,
-            rpc_log::duration_ms,
-            rpc_log::status,
-            rpc_log::params_bytes,
-            rpc_log::result_bytes,
-            rpc_log::run,
-            rpc_log::person,
-        ))
-        .load(conn)
+/// Every row of the audit log, oldest first.
+pub(crate) fn load(conn: &mut Conn) -> Vec<Logged> {
+    crate::stored::rows(
+        conn,
+        "SELECT method, rpc_id, params, result, error, duration_ms, status, params_bytes, \
+         result_bytes, run, person FROM rpc_log ORDER BY id",
+    )
 }
 
 /// The rows the running server has committed.
-async fn committed(app: &TestApp) -> Vec<Logged> {
-    app.server
-        .state
-        .agent
-        .db
-        .read(|conn| Ok(load(conn)?))
-        .await
-        .unwrap()
+pub(crate) async fn committed(app: &TestApp) -> Vec<Logged> {
+    app.read(load).await
 }
 
 /// Runs a successful and a failed call under `RUMMY_RPC_LOG=mode`, stops the server
 /// cleanly (which writes the rows still gathered) and returns what the table holds.
 async fn two_calls_logged(mode: &str) -> Vec<Logged> {
     let app = TestApp::start_with(&[("RUMMY_RPC_LOG", mode)]).await;
-    let database = app.store();
+    let database = app.database();
     let mut client = app.client().await;
     client.ok("ping", json!({"secret": "hunter2"})).await;
     let (code, _) = client.err("getRun", json!({"run": "ghost_1"})).await;
@@ -73,8 +66,8 @@ async fn two_calls_logged(mode: &str) -> Vec<Logged> {
         ..
     } = app;
     server.stop().await;
-    let mut conn = open_connection(&database, ConnectionSetup::default()).unwrap();
-    let rows = load(&mut conn).unwrap();
+    let mut conn = database.connect().unwrap();
+    let rows = load(&mut conn);
     drop(conn);
     drop((home, scratch));
     rows

@@ -1,12 +1,10 @@
 //! The context economy end to end: the pre-LLM ceiling, panic mode, the size gate, partial
 //! reads and fidelity changes, with a scripted LLM and small context windows.
 
-use rummy::db::enums::RunStatus;
-use rummy::db::queries::loops;
 use serde_json::{json, Value};
 
 use crate::support::{Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
 
 /// Characters per token in these tests (the server's default divisor).
 const DIVISOR: usize = 4;
@@ -162,21 +160,16 @@ async fn a_panic_that_frees_nothing_fails_after_three_strikes() {
         "three strikes, not the turn limit: {calls} calls"
     );
     let (pending, latest) = app
-        .server
-        .state
-        .agent
-        .db
-        .call(move |conn| {
-            let run = crate::support::run_named(conn, &run)?.expect("the run exists");
-            Ok((
-                loops::pending_loops(conn, run.id)?,
-                loops::latest_loop(conn, run.id)?.map(|lp| lp.status),
-            ))
+        .read(move |conn| {
+            let run = crate::stored::run_named(conn, &run).expect("the run exists");
+            (
+                crate::stored::pending_loops(conn, run.id),
+                crate::stored::latest_loop_status(conn, run.id),
+            )
         })
-        .await
-        .unwrap();
+        .await;
     assert!(
-        pending.is_empty() && !matches!(latest, Some(RunStatus::Queued | RunStatus::Running)),
+        pending == 0 && !matches!(latest, Some(100 | 102)),
         "the retry ended with the panic: {pending:?} {latest:?}"
     );
 }

@@ -5,8 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use futures_util::future::join_all;
 use regex::Regex;
-use rummy::db::ids::{ProjectId, RunId};
-use rummy::hub::notifications::{Notification, ProgressStatus, RunProgress};
+use rummy::testing::ProgressStatus;
 use serde_json::{json, Value};
 
 use crate::support::{try_settings, Client, TestApp};
@@ -50,25 +49,6 @@ async fn fifty_clients_starting_runs_at_once_get_aliases_unique_in_their_project
     }
 }
 
-/// A `run/progress` of run `id` (alias `alias`).
-fn progress(id: i64, alias: &str, turn: i64, status: ProgressStatus) -> (RunId, Notification) {
-    let notification = Notification::Progress(RunProgress {
-        run: alias.to_string(),
-        turn,
-        status,
-    });
-    (RunId(id), notification)
-}
-
-/// Publishes on the server's hub of `project`, as a run loop would.
-fn publish(app: &TestApp, project: i64, (run, notification): (RunId, Notification)) {
-    app.server
-        .state
-        .agent
-        .hubs
-        .publish(ProjectId(project), run, notification);
-}
-
 /// The next `run/progress` params on `client`, which must have had no other notification.
 async fn only_progress(client: &mut Client) -> Value {
     let notification = client.notification("run/progress").await;
@@ -92,11 +72,8 @@ async fn notifications_reach_only_the_connections_of_their_project() {
     let beta_id = beta.init("beta", &app.project_root("beta")).await;
     assert_ne!(alpha_id, beta_id);
 
-    publish(
-        &app,
-        alpha_id,
-        progress(1, "run_a", 1, ProgressStatus::Thinking),
-    );
+    app.server
+        .publish_progress(alpha_id, 1, "run_a", 1, ProgressStatus::Thinking);
     let thinking = only_progress(&mut alpha).await;
     let first = thinking["seq"].as_u64().unwrap();
     assert_eq!(
@@ -104,20 +81,14 @@ async fn notifications_reach_only_the_connections_of_their_project() {
         json!({"run": "run_a", "turn": 1, "status": "thinking", "seq": first})
     );
     assert_eq!(only_progress(&mut alpha_too).await, thinking);
-    publish(
-        &app,
-        alpha_id,
-        progress(1, "run_a", 1, ProgressStatus::Processing),
-    );
+    app.server
+        .publish_progress(alpha_id, 1, "run_a", 1, ProgressStatus::Processing);
     let processing = json!({"run": "run_a", "turn": 1, "status": "processing", "seq": first + 1});
     assert_eq!(only_progress(&mut alpha).await, processing);
     assert_eq!(only_progress(&mut alpha_too).await, processing);
 
-    publish(
-        &app,
-        beta_id,
-        progress(2, "run_b", 4, ProgressStatus::Thinking),
-    );
+    app.server
+        .publish_progress(beta_id, 2, "run_b", 4, ProgressStatus::Thinking);
     let beta_thinking = only_progress(&mut beta).await;
     let beta_first = beta_thinking["seq"].as_u64().unwrap();
     assert_eq!(
@@ -127,11 +98,8 @@ async fn notifications_reach_only_the_connections_of_their_project() {
     );
 
     watcher.init("beta", &app.project_root("beta")).await;
-    publish(
-        &app,
-        beta_id,
-        progress(2, "run_b", 4, ProgressStatus::Processing),
-    );
+    app.server
+        .publish_progress(beta_id, 2, "run_b", 4, ProgressStatus::Processing);
     let next = json!({"run": "run_b", "turn": 4, "status": "processing", "seq": beta_first + 1});
     assert_eq!(
         only_progress(&mut watcher).await,
@@ -149,17 +117,11 @@ async fn re_init_moves_a_connection_to_the_new_project() {
     let alpha_id = mover.init("alpha", &root_alpha).await;
     let beta_id = mover.init("beta", &app.project_root("beta")).await;
 
-    publish(
-        &app,
-        alpha_id,
-        progress(1, "run_a", 1, ProgressStatus::Thinking),
-    );
+    app.server
+        .publish_progress(alpha_id, 1, "run_a", 1, ProgressStatus::Thinking);
     assert_eq!(only_progress(&mut alpha).await["run"], json!("run_a"));
-    publish(
-        &app,
-        beta_id,
-        progress(2, "run_b", 1, ProgressStatus::Thinking),
-    );
+    app.server
+        .publish_progress(beta_id, 2, "run_b", 1, ProgressStatus::Thinking);
     let heard = only_progress(&mut mover).await;
     assert_eq!(
         (&heard["run"], &heard["status"]),
@@ -210,13 +172,13 @@ async fn a_non_loopback_bind_requires_a_token_and_enforces_it() {
 }
 
 /// The user message of a request the model received.
-fn prompt_of(request: &rummy::llm::fake::Recorded) -> String {
+fn prompt_of(request: &rummy::testing::fake_llm::Recorded) -> String {
     crate::support::user_message(&request.body)
 }
 
 #[actix_web::test]
 async fn a_rate_limit_one_run_meets_holds_the_other_run_s_call_until_its_retry_after() {
-    use rummy::llm::fake::{FakeLlm, Step};
+    use rummy::testing::fake_llm::{FakeLlm, Step};
     let llm = FakeLlm::start([Step::error_retry_after(429, "1")]);
     let limited = [
         ("RUMMY_PROVIDER_CONCURRENCY", "1"),

@@ -25,7 +25,7 @@ async fn audit_only_calls_keep_the_wal_bounded_and_a_clean_stop_empties_it() {
         // PostgreSQL keeps its own log; there is no file of rummy's to bound.
         return;
     }
-    let database = app.server.state.agent.settings.storage.db_path.clone();
+    let database = app.server.settings().storage.db_path.clone();
     let wal = database.with_file_name(format!(
         "{}-wal",
         database.file_name().unwrap().to_string_lossy()

@@ -9,7 +9,7 @@ use rummy::plugins::{Plugin, Registrar};
 use serde_json::json;
 
 use crate::support::TestApp;
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 type Changes = Arc<Mutex<Vec<(String, &'static str)>>>;
 

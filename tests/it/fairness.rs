@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::support::{eventually, user_message, Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// Sends `ask` with `prompt` on `client` and waits until its loop is the `count`th call
 /// the LLM holds; returns the request's id and the alias of its run, which `watcher` finds
@@ -194,9 +194,8 @@ async fn an_ask_past_the_project_bound_waits_its_turn_then_runs() {
     let third = later
         .send("ask", json!({"model": "fake", "prompt": "three"}))
         .await;
-    let admission = app.server.state.agent.admission.clone();
     eventually("the third ask waiting", async || {
-        (admission.waiting() == 1).then_some(())
+        (app.server.loops_waiting_for_place() == 1).then_some(())
     })
     .await;
     assert_eq!(llm.requests().len(), 2, "it waits without calling the LLM");
@@ -215,17 +214,15 @@ async fn a_loop_whose_client_left_keeps_its_place_until_it_ends() {
     let (mut other, _) = app.client_in_project("left").await;
     let (_, run) = held_ask(&mut driver, &mut other, &llm, "one", 1, &mut Vec::new()).await;
     drop(driver);
-    let connections = app.server.state.connections.clone();
     eventually("the driver's connection closing", async || {
-        (connections.count() == 1).then_some(())
+        (app.server.connections_open() == 1).then_some(())
     })
     .await;
     let next = other
         .send("ask", json!({"model": "fake", "prompt": "next"}))
         .await;
-    let admission = app.server.state.agent.admission.clone();
     eventually("the next ask waiting", async || {
-        (admission.waiting() == 1).then_some(())
+        (app.server.loops_waiting_for_place() == 1).then_some(())
     })
     .await;
     other.ok("run/abort", json!({"run": run})).await;

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use serde_json::json;
 
 use crate::support::{Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// Quadratic or worse in the number of elements: `count(//*)` for every element.
 const QUADRATIC_XPATH: &str = "//*[count(//*) = count(preceding::*) + 7]";
@@ -43,7 +43,7 @@ async fn scanned(app: &TestApp, name: &str, files: &[(&str, &str)]) -> (Client, 
 /// The database thread, busy with a unit of work that waits until released.
 struct HeldWriter {
     release: mpsc::Sender<()>,
-    unit: actix_web::rt::task::JoinHandle<Result<(), rummy::db::DbError>>,
+    unit: actix_web::rt::task::JoinHandle<Result<(), rummy::testing::DbError>>,
 }
 
 impl HeldWriter {
@@ -51,18 +51,11 @@ impl HeldWriter {
     async fn hold(app: &TestApp) -> HeldWriter {
         let (entered, busy) = tokio::sync::oneshot::channel::<()>();
         let (release, held) = mpsc::channel::<()>();
-        let state = app.server.state.clone();
-        let unit = actix_web::rt::spawn(async move {
-            state
-                .agent
-                .db
-                .call(move |_| {
-                    let _ = entered.send(());
-                    let _ = held.recv();
-                    Ok(())
-                })
-                .await
+        let unit = app.server.on_database_thread(move |_| {
+            let _ = entered.send(());
+            let _ = held.recv();
         });
+        let unit = actix_web::rt::spawn(unit);
         busy.await.unwrap();
         HeldWriter { release, unit }
     }

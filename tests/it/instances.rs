@@ -16,10 +16,8 @@ use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
 use crate::support::{eventually, project_root, user_message, Client, TestApp};
-use rummy::db::queries::loops;
-use rummy::db::testing::ScratchDatabase;
-use rummy::db::{open_connection, ConnectionSetup};
-use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
+use rummy::testing::ScratchDatabase;
 
 /// Seconds a lease outlives its instance's last heartbeat in these tests.
 const LEASE_TTL_SECS: &str = "3";
@@ -223,7 +221,7 @@ async fn a_stopping_server_is_not_ready_finishes_its_running_loop_and_leaves_the
     .when_exhausted(WhenExhausted::Error(500))
     .start();
     let app = TestApp::with_llm(&llm, &[]).await;
-    let store = app.store();
+    let store = app.database();
     let readyz = format!("http://{}/readyz", app.addr());
     let (mut client, _root) = app.client_in_project("stopping").await;
     let (_, run) = ask_in_flight(&mut client, &llm).await;
@@ -256,14 +254,13 @@ async fn a_stopping_server_is_not_ready_finishes_its_running_loop_and_leaves_the
     stopping.await.unwrap();
 
     assert_eq!(llm.requests().len(), 1, "the queued loop never started");
-    let mut conn = open_connection(&store, ConnectionSetup::default()).unwrap();
-    let stored = crate::support::run_named(&mut conn, &run).unwrap().unwrap();
+    let mut conn = store.connect().unwrap();
+    let stored = crate::stored::run_named(&mut conn, &run).unwrap();
     assert_eq!(
-        stored.status.code(),
-        200,
+        stored.status, 200,
         "the running loop finished, not cut short"
     );
-    assert_eq!(loops::pending_loops(&mut conn, stored.id).unwrap().len(), 1);
+    assert_eq!(crate::stored::pending_loops(&mut conn, stored.id), 1);
     drop((home, database));
 }
 
@@ -415,10 +412,10 @@ fn scripted(script: impl IntoIterator<Item = Step>) -> FakeLlm {
 }
 
 /// The loops of `run` waiting to run, as the store has them.
-fn pending_loops_of(database: &ScratchDatabase, run: &str) -> usize {
-    let mut conn = open_connection(&database.store(), ConnectionSetup::default()).unwrap();
-    let stored = crate::support::run_named(&mut conn, run).unwrap().unwrap();
-    loops::pending_loops(&mut conn, stored.id).unwrap().len()
+fn pending_loops_of(database: &ScratchDatabase, run: &str) -> i64 {
+    let mut conn = database.database().connect().unwrap();
+    let stored = crate::stored::run_named(&mut conn, run).unwrap();
+    crate::stored::pending_loops(&mut conn, stored.id)
 }
 
 #[actix_web::test]
@@ -807,7 +804,7 @@ fn users_file_with_mo(home: &Path) -> &'static str {
         format!(
             "[[person]]\nname = \"mo\"\ntoken_sha256 = \"{}\"\nrole = \"member\"\n\
              projects = [\"*\"]\n",
-            rummy::access::hash_token("mo-token")
+            rummy::hash_token("mo-token")
         ),
     )
     .unwrap();
@@ -838,7 +835,7 @@ async fn a_person_s_loop_on_another_instance_waits_for_their_place_under_the_per
         .send("ask", json!({"model": "fake", "prompt": "second prompt"}))
         .await;
     // A negative: over several of the waiting loop's tries, it does not start.
-    tokio::time::sleep(rummy::agent::admission::PLACE_POLL * 4).await;
+    tokio::time::sleep(rummy::testing::PLACE_POLL * 4).await;
     assert_eq!(
         llm.requests().len(),
         1,

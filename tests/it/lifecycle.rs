@@ -3,11 +3,10 @@
 
 use std::time::Duration;
 
-use rummy::db::queries::loops;
 use serde_json::{json, Value};
 
 use crate::support::{eventually, user_message, Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
 
 /// Waits until `count` loops of the run are queued behind the running one.
 async fn wait_for_pending_loops(app: &TestApp, alias: &str, count: usize) {
@@ -15,19 +14,12 @@ async fn wait_for_pending_loops(app: &TestApp, alias: &str, count: usize) {
     eventually(&what, async || {
         let alias = alias.to_string();
         let pending = app
-            .server
-            .state
-            .agent
-            .db
-            .call(move |conn| {
-                let Some(run) = crate::support::run_named(conn, &alias)? else {
-                    return Ok(0);
-                };
-                Ok(loops::pending_loops(conn, run.id)?.len())
+            .read(move |conn| {
+                crate::stored::run_named(conn, &alias)
+                    .map_or(0, |run| crate::stored::pending_loops(conn, run.id))
             })
-            .await
-            .unwrap();
-        (pending >= count).then_some(())
+            .await;
+        (pending >= count as i64).then_some(())
     })
     .await;
 }

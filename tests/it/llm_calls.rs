@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use rummy::llm::fake::{FakeLlm, Reply, Step, WhenExhausted, DEFAULT_FINAL_REPLY};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, WhenExhausted, DEFAULT_FINAL_REPLY};
 use serde_json::{json, Value};
 
 use crate::support::{system_message, Client, TestApp};

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::{system_message, user_message, Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Reply, Step};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step};
 
 async fn project(app: &TestApp) -> Client {
     app.client_in_project("loops").await.0
@@ -327,7 +327,7 @@ async fn garbage_output_is_healed_and_the_run_completes() {
 async fn malformed_tags_never_crash_a_run() {
     let reply = "<get path=\"src/app.js\"<set path=known://x>unclosed <<<<<<< SEARCH\n<update>";
     let llm = FakeLlm::builder([Step::reply(reply)])
-        .when_exhausted(rummy::llm::fake::WhenExhausted::Error(500))
+        .when_exhausted(rummy::testing::fake_llm::WhenExhausted::Error(500))
         .start();
     let app = TestApp::with_llm(&llm, &[]).await;
     let mut client = project(&app).await;
@@ -376,7 +376,7 @@ async fn malformed_tags_never_crash_a_run() {
 #[actix_web::test]
 async fn repeating_the_same_call_is_a_cycle_that_stops() {
     let llm = FakeLlm::builder([])
-        .when_exhausted(rummy::llm::fake::WhenExhausted::Reply(Reply::new(
+        .when_exhausted(rummy::testing::fake_llm::WhenExhausted::Reply(Reply::new(
             "<get path=\"known://nothing\"/><update>looking</update>",
         )))
         .start();
@@ -393,7 +393,7 @@ async fn repeating_the_same_call_is_a_cycle_that_stops() {
 #[actix_web::test]
 async fn turns_without_a_status_stall_and_stop() {
     let llm = FakeLlm::builder([])
-        .when_exhausted(rummy::llm::fake::WhenExhausted::Reply(Reply::new(
+        .when_exhausted(rummy::testing::fake_llm::WhenExhausted::Reply(Reply::new(
             "<think>hmm</think>",
         )))
         .start();

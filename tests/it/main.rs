@@ -8,6 +8,7 @@
 
 mod e2e;
 mod freezes;
+mod stored;
 mod support;
 
 mod access;

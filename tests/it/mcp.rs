@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::support::{eventually, system_message, user_message, Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// The test server's script.
 fn script() -> String {

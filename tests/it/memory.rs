@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use rummy::access::hash_token;
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::hash_token;
+use rummy::testing::fake_llm::{FakeLlm, Step};
 use serde_json::{json, Value};
 
 use crate::support::{user_message, Client, TestApp};

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::json;
 
 use crate::support::TestApp;
-use rummy::llm::fake::{FakeLlm, Reply, Step, Usage};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, Usage};
 
 /// Every sample of the exposition, by name and labels (`rummy_runs{status="200"}`).
 async fn scrape(app: &TestApp) -> HashMap<String, f64> {

@@ -8,19 +8,19 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::process::Stdio;
 
-use rummy::context::view::EntryView;
-use rummy::db::enums::EntryStatus;
-use rummy::parser::{Command, TagSpec, TaggedText};
-use rummy::plugins::bundled::tools::finish;
 use rummy::plugins::gather::{Gather, Gathering};
 use rummy::plugins::tool::{
     ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
+use rummy::plugins::writes::finish;
+use rummy::plugins::EntryStatus;
+use rummy::plugins::EntryView;
+use rummy::plugins::{Command, TagSpec, TaggedText};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
 use crate::support::{user_message, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// `<shout>text</shout>`: records the text in capitals, as `tr` made them.
 struct Shout;

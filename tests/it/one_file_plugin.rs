@@ -10,14 +10,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rummy::access::Role;
-use rummy::context::packet::{Bucket, MessageBuilder};
-use rummy::context::view::EntryView;
-use rummy::db::enums::EntryStatus;
-use rummy::hub::notifications::NotifyLevel;
-use rummy::parser::{Command, TagSpec, TaggedText};
 use rummy::plugins::assembly::{AssemblyContext, AssemblyFilter, Chain};
-use rummy::plugins::bundled::tools::finish;
 use rummy::plugins::clients::Clients;
 use rummy::plugins::events::{Event, Hook, Observer};
 use rummy::plugins::filters::{EntryRecording, LlmMessages, LlmResponse, RpcResult};
@@ -25,12 +18,19 @@ use rummy::plugins::method::{MethodCall, MethodError, TypedMethod};
 use rummy::plugins::tool::{
     ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
+use rummy::plugins::writes::finish;
+use rummy::plugins::EntryStatus;
+use rummy::plugins::EntryView;
+use rummy::plugins::NotifyLevel;
+use rummy::plugins::Role;
+use rummy::plugins::{Bucket, MessageBuilder};
+use rummy::plugins::{Command, TagSpec, TaggedText};
 use rummy::plugins::{Plugin, Registrar};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::support::{system_message, user_message, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// The plugin: what it adds, under one name.
 struct Greeter;

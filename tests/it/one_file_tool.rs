@@ -5,17 +5,17 @@
 
 use std::borrow::Cow;
 
-use rummy::context::view::EntryView;
-use rummy::db::enums::EntryStatus;
-use rummy::parser::{Command, TagSpec, TaggedText};
-use rummy::plugins::bundled::tools::finish;
 use rummy::plugins::tool::{
     ClientCall, Handled, TargetKind, ToolError, ToolInfo, ToolScope, TypedTool,
 };
+use rummy::plugins::writes::finish;
+use rummy::plugins::EntryStatus;
+use rummy::plugins::EntryView;
+use rummy::plugins::{Command, TagSpec, TaggedText};
 use serde_json::json;
 
 use crate::support::{system_message, user_message, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// `<echo>`: records its text as its result, in capitals when `loud`.
 struct Echo;

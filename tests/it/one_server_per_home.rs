@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::process::{free_port, ServerProcess};
 use crate::support::project_root;
-use rummy::llm::fake::{FakeLlm, Reply, Step};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step};
 
 /// How long a refused start may take before the test says it was not refused.
 const REFUSED_WITHIN: Duration = Duration::from_secs(60);

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::support::{system_message, Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 const APP: &str =
     "pub struct Server {\n    port: u16,\n}\n\nimpl Server {\n    pub fn listen(&self) {}\n}\n";

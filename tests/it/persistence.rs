@@ -136,7 +136,7 @@ async fn migrate_prepares_a_fresh_database_once_and_again() {
 #[actix_web::test]
 #[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
 async fn migrate_prepares_a_fresh_postgres_database_once_and_again() {
-    let database = rummy::db::testing::ScratchDatabase::required();
+    let database = rummy::testing::ScratchDatabase::required();
     let home = tempfile::tempdir().unwrap();
     let mut env = std::collections::HashMap::new();
     env.insert("RUMMY_HOME".to_string(), home.path().display().to_string());
@@ -144,10 +144,7 @@ async fn migrate_prepares_a_fresh_postgres_database_once_and_again() {
     let settings = crate::support::settings(&env);
     rummy::app::migrate(&settings).unwrap();
     rummy::app::migrate(&settings).unwrap();
-    let mut conn =
-        rummy::db::open_connection(&database.store(), rummy::db::ConnectionSetup::default())
-            .unwrap();
-    assert!(!rummy::db::connection::has_pending_migrations(&mut conn).unwrap());
+    assert!(database.database().is_migrated().unwrap());
     assert!(
         !settings.storage.db_path.exists(),
         "no SQLite file beside PostgreSQL"
@@ -169,14 +166,12 @@ async fn the_mmap_size_setting_applies_to_the_servers_connection() {
     }
     let read = app
         .server
-        .state
-        .agent
-        .db
-        .call(|conn| {
+        .on_database_thread(|conn| {
             use diesel::RunQueryDsl;
-            Ok(diesel::sql_query("PRAGMA mmap_size").get_result::<MmapSize>(conn)?)
+            diesel::sql_query("PRAGMA mmap_size").get_result::<MmapSize>(conn)
         })
         .await
+        .unwrap()
         .unwrap();
     assert_eq!(read.mmap_size, 8 * 1024 * 1024);
 }

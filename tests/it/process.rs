@@ -10,10 +10,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::{eventually, llm_env, project_root, user_message, Client};
-use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
 
 /// A `rummy serve` process on a loopback port, with its home kept across restarts.
-pub struct ServerProcess {
+pub(crate) struct ServerProcess {
     child: Child,
     pub port: u16,
 }
@@ -26,7 +26,11 @@ impl ServerProcess {
     }
 
     /// [`ServerProcess::start`] with extra environment variables.
-    pub async fn start_with(home: &Path, llm: &FakeLlm, extra: &[(&str, &str)]) -> ServerProcess {
+    pub(crate) async fn start_with(
+        home: &Path,
+        llm: &FakeLlm,
+        extra: &[(&str, &str)],
+    ) -> ServerProcess {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_rummy"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -45,16 +49,16 @@ impl ServerProcess {
         server
     }
 
-    pub async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         Client::connect(&format!("ws://127.0.0.1:{}/", self.port)).await
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Sends `signal` (a `kill` option such as `-9`) and waits for the process to exit.
-    pub fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
+    pub(crate) fn stop_with(mut self, signal: &str) -> std::process::ExitStatus {
         let sent = Command::new("kill")
             .arg(signal)
             .arg(self.child.id().to_string())
@@ -74,7 +78,7 @@ impl Drop for ServerProcess {
 
 /// A `rummy serve` process on a home of its own, logging warnings, whose log is read as it
 /// comes (so the server never waits on a full pipe).
-pub struct LoggedServer {
+pub(crate) struct LoggedServer {
     child: tokio::process::Child,
     pub port: u16,
     lines: tokio::sync::mpsc::UnboundedReceiver<String>,
@@ -86,7 +90,7 @@ impl LoggedServer {
     const WAIT: Duration = Duration::from_secs(60);
 
     /// Starts the binary on `home` with `env` and nothing else from this environment.
-    pub async fn start(home: tempfile::TempDir, env: &[(&str, &str)]) -> LoggedServer {
+    pub(crate) async fn start(home: tempfile::TempDir, env: &[(&str, &str)]) -> LoggedServer {
         use tokio::io::AsyncBufReadExt;
         let port = free_port();
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rummy"))
@@ -121,16 +125,16 @@ impl LoggedServer {
         }
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("ws://127.0.0.1:{}/", self.port)
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id().unwrap()
     }
 
     /// The next log line with every one of `parts`.
-    pub async fn logged(&mut self, parts: &[&str]) -> String {
+    pub(crate) async fn logged(&mut self, parts: &[&str]) -> String {
         let found = async {
             while let Some(line) = self.lines.recv().await {
                 if parts.iter().all(|part| line.contains(part)) {
@@ -147,7 +151,7 @@ impl LoggedServer {
     }
 
     /// Kills the server and gives the lines of its log not read yet.
-    pub async fn stop(mut self) -> String {
+    pub(crate) async fn stop(mut self) -> String {
         self.child.start_kill().unwrap();
         self.child.wait().await.unwrap();
         let mut rest = String::new();
@@ -160,7 +164,7 @@ impl LoggedServer {
 }
 
 /// Waits until `/healthz` on `port` answers.
-pub async fn wait_until_healthy(port: u16) {
+pub(crate) async fn wait_until_healthy(port: u16) {
     let url = format!("http://127.0.0.1:{}/healthz", port);
     let http = awc::Client::new();
     eventually(&format!("rummy to be healthy on port {port}"), async || {
@@ -171,7 +175,7 @@ pub async fn wait_until_healthy(port: u16) {
 }
 
 /// A loopback port nothing listens on now.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -420,7 +424,7 @@ async fn sighup_reloads_the_users_file() {
         format!(
             "[[person]]\nname = \"mo\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
              projects = [\"web\"]\n",
-            rummy::access::hash_token("mo-token")
+            rummy::hash_token("mo-token")
         )
     };
     std::fs::write(&users, person("member")).unwrap();

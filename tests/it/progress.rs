@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::budget::{app_with, base_packet_tokens, packet_tokens};
-use rummy::llm::fake::{FakeLlm, Reply, Step, Usage};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, Usage};
 
 /// The `used` and `ceiling` of the `Context: <used> of <ceiling> tokens` line.
 fn reported_context(request: &Value) -> (usize, usize) {

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use rummy::access::hash_token;
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::hash_token;
+use rummy::testing::fake_llm::{FakeLlm, Step};
 use serde_json::json;
 
 use crate::support::{Client, TestApp};

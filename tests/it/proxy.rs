@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::process::{free_port, wait_until_healthy};
 use crate::support::{project_root, Client};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// The configuration under test, as shipped: the server block and its upstream.
 const NGINX_CONF: &str = include_str!("../../docker/nginx.conf");

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use rummy::llm::fake::{FakeLlm, Reply, Step};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step};
 use serde_json::{json, Value};
 
 use crate::support::{system_message, user_message, Client, TestApp};

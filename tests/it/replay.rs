@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::{Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Reply, Step};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step};
 
 /// A turn that learns something and goes on, then one that ends the loop.
 fn two_turns() -> [Step; 2] {

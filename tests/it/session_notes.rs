@@ -13,9 +13,7 @@
 
 use std::time::Duration;
 
-use rummy::db::queries::entries;
-use rummy::db::{open_connection, ConnectionSetup};
-use rummy::llm::fake::{FakeLlm, Reply, Step, Usage};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, Usage};
 use serde_json::{json, Value};
 
 use crate::support::{eventually, system_message, user_message, Client, TestApp};
@@ -314,17 +312,14 @@ struct RecordedCall {
 async fn each_answered_call_turns_included_is_recorded_once_in_order() {
     let (_llm, app, _client, run) = costed_login_fix().await;
 
-    let mut conn = open_connection(&app.store(), ConnectionSetup::default()).unwrap();
-    let id = crate::support::run_named(&mut conn, &run)
-        .unwrap()
-        .unwrap()
-        .id;
+    let mut conn = app.database().connect().unwrap();
+    let id = crate::stored::run_named(&mut conn, &run).unwrap().id;
     let calls: Vec<RecordedCall> = {
         use diesel::RunQueryDsl;
         diesel::sql_query(format!(
             "SELECT purpose, turn, CAST(prompt_tokens AS BIGINT) AS prompt_tokens \
              FROM model_calls WHERE run_id = {} ORDER BY id",
-            id.0
+            id
         ))
         .load(&mut conn)
         .unwrap()
@@ -740,7 +735,7 @@ async fn a_stopping_server_waits_for_the_notes_of_the_loop_end_it_was_reflecting
         ),
     ]);
     let app = TestApp::with_llm(&llm, &NOTES_ON).await;
-    let store = app.store();
+    let store = app.database();
     let (mut client, _) = app.client_in_project("stop").await;
     let run = ask(&mut client, "Hello.").await;
     llm.wait_for_requests(2).await;
@@ -753,22 +748,11 @@ async fn a_stopping_server_waits_for_the_notes_of_the_loop_end_it_was_reflecting
     } = app;
     server.stop().await;
 
-    let mut conn = open_connection(&store, ConnectionSetup::default()).unwrap();
-    let id = crate::support::run_named(&mut conn, &run)
-        .unwrap()
-        .unwrap()
-        .id;
-    let notes = entries::get_entry(&mut conn, id, "memory://session")
-        .unwrap()
+    let mut conn = store.connect().unwrap();
+    let id = crate::stored::run_named(&mut conn, &run).unwrap().id;
+    let notes = crate::stored::entry_attributes(&mut conn, id, "memory://session")
         .expect("the loop end's notes were written before the stop gave the run up");
-    assert!(
-        notes
-            .attributes
-            .to_value()
-            .to_string()
-            .contains("Kept at the stop"),
-        "{notes:?}"
-    );
+    assert!(notes.contains("Kept at the stop"), "{notes:?}");
     drop((home, database));
 }
 

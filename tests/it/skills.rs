@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use crate::support::{system_message, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 const SQL_STYLE: &str = "---\nname: SQL style\ndescription: How this team writes SQL.\n\
                          when_to_use: before writing or reviewing a query\n---\n\

@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 
 use crate::support::{system_message, user_message, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// What one loop that reads `notes.txt` and answers sent: the model's requests, the
 /// `run/state`s (as `run/replay` keeps them), and the project's root.

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::support::{system_message, user_message, Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// The whole packet of one recorded LLM request.
 fn packet(request: &Value) -> String {

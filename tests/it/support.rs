@@ -11,14 +11,11 @@ use awc::BoxedSocket;
 use futures_util::{SinkExt, StreamExt};
 use rummy::app::{start, start_with, RunningServer};
 use rummy::config::{ConfigError, Settings};
-use rummy::db::ids::ProjectId;
-use rummy::db::queries::constraints;
-use rummy::db::testing::ScratchDatabase;
-use rummy::db::Store;
 use rummy::plugins::Plugins;
+use rummy::testing::{Conn, Database, ScratchDatabase};
 use serde_json::{json, Value};
 
-use rummy::llm::fake::FakeLlm;
+use rummy::testing::fake_llm::FakeLlm;
 
 /// How long a test waits for any one frame before failing.
 const FRAME_WAIT: Duration = Duration::from_secs(300);
@@ -35,7 +32,7 @@ const LOOK_AGAIN: Duration = Duration::from_millis(20);
 /// Waits until `check` gives a value, looking again every 20 ms, and fails naming `what`
 /// after a minute. Only for what the server announces to no client (a file, a row, a log
 /// line, a process, a probe): what a notification announces is waited for on the socket.
-pub async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+pub(crate) async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
     let deadline = tokio::time::Instant::now() + EVENTUALLY_WAIT;
     loop {
         if let Some(value) = check().await {
@@ -52,7 +49,7 @@ pub async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>
 /// A running server with its own home directory and database: a file in the home, or, when
 /// `RUMMY_TEST_DATABASE_URL` names a PostgreSQL server, a database of its own there
 /// (dropped after the test).
-pub struct TestApp {
+pub(crate) struct TestApp {
     pub server: RunningServer,
     pub home: tempfile::TempDir,
     pub env: HashMap<String, String>,
@@ -61,18 +58,18 @@ pub struct TestApp {
 
 impl TestApp {
     /// Starts a server on 127.0.0.1:0 with a fresh home.
-    pub async fn start() -> TestApp {
+    pub(crate) async fn start() -> TestApp {
         TestApp::start_with(&[]).await
     }
 
     /// Starts a server with extra environment variables.
-    pub async fn start_with(extra: &[(&str, &str)]) -> TestApp {
+    pub(crate) async fn start_with(extra: &[(&str, &str)]) -> TestApp {
         TestApp::start_with_tools(extra, |plugins| plugins).await
     }
 
     /// Starts a server with extra environment variables and the tools `register` adds to
     /// the bundled ones.
-    pub async fn start_with_tools(
+    pub(crate) async fn start_with_tools(
         extra: &[(&str, &str)],
         register: impl FnOnce(Plugins) -> Plugins,
     ) -> TestApp {
@@ -80,7 +77,7 @@ impl TestApp {
     }
 
     /// [`TestApp::start_with_tools`] in `home`, prepared beforehand (`mcp.toml`, …).
-    pub async fn start_in(
+    pub(crate) async fn start_in(
         home: tempfile::TempDir,
         extra: &[(&str, &str)],
         register: impl FnOnce(Plugins) -> Plugins,
@@ -110,12 +107,12 @@ impl TestApp {
 
     /// Starts a server whose model `fake` is the scripted LLM, with a 32768-token context
     /// and one attempt per call (no retry delays); `extra` adds or overrides variables.
-    pub async fn with_llm(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
+    pub(crate) async fn with_llm(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
         TestApp::with_llm_and_tools(llm, extra, |plugins| plugins).await
     }
 
     /// [`TestApp::with_llm`] with the tools `register` adds to the bundled ones.
-    pub async fn with_llm_and_tools(
+    pub(crate) async fn with_llm_and_tools(
         llm: &FakeLlm,
         extra: &[(&str, &str)],
         register: impl FnOnce(Plugins) -> Plugins,
@@ -127,7 +124,7 @@ impl TestApp {
 
     /// [`TestApp::with_llm`] with memory's settings at their defaults (the session notes on,
     /// as a server without configuration keeps them), `extra` added.
-    pub async fn with_llm_default_memory(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
+    pub(crate) async fn with_llm_default_memory(llm: &FakeLlm, extra: &[(&str, &str)]) -> TestApp {
         let mut env = llm_env(llm);
         env.retain(|(key, _)| !key.starts_with("RUMMY_MEMORY_"));
         env.extend_from_slice(extra);
@@ -135,12 +132,12 @@ impl TestApp {
     }
 
     /// [`TestApp::with_llm`] in `home`, prepared beforehand.
-    pub async fn with_llm_in(home: tempfile::TempDir, llm: &FakeLlm) -> TestApp {
+    pub(crate) async fn with_llm_in(home: tempfile::TempDir, llm: &FakeLlm) -> TestApp {
         TestApp::start_in(home, &llm_env(llm), |plugins| plugins).await
     }
 
     /// Stops this server and starts another on the same home and database.
-    pub async fn restart(self) -> TestApp {
+    pub(crate) async fn restart(self) -> TestApp {
         let TestApp {
             server,
             home,
@@ -157,26 +154,26 @@ impl TestApp {
         }
     }
 
-    /// Where its store is.
-    pub fn store(&self) -> Store {
-        rummy::app::store(&self.server.state.agent.settings)
+    /// Its store, for SQL of the test's own ([`crate::stored`]).
+    pub(crate) fn database(&self) -> Database {
+        self.server.database()
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.server.addr
     }
 
-    pub fn home(&self) -> &Path {
+    pub(crate) fn home(&self) -> &Path {
         self.home.path()
     }
 
     /// A connected client.
-    pub async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         Client::connect(&format!("ws://{}/", self.addr())).await
     }
 
     /// A client already bound to a project rooted in a fresh directory.
-    pub async fn client_in_project(&self, name: &str) -> (Client, PathBuf) {
+    pub(crate) async fn client_in_project(&self, name: &str) -> (Client, PathBuf) {
         let root = self.project_root(name);
         let mut client = self.client().await;
         client.init(name, &root).await;
@@ -184,29 +181,31 @@ impl TestApp {
     }
 
     /// The root directory of project `name`, created under the home.
-    pub fn project_root(&self, name: &str) -> PathBuf {
+    pub(crate) fn project_root(&self, name: &str) -> PathBuf {
         let root = self.home().join(format!("project-{name}"));
         std::fs::create_dir_all(&root).unwrap();
         root
     }
 
-    /// The project's file constraints as `(pattern, visibility)`, read from the database.
-    pub async fn constraints(&self, project: i64) -> Vec<(String, String)> {
-        let rows = self
-            .server
-            .state
-            .agent
-            .db
-            .call(move |conn| constraints::list_constraints(conn, ProjectId(project)))
+    /// What `read` finds in its store, on a connection of its own ([`crate::stored`]).
+    pub(crate) async fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&mut Conn) -> T + Send + 'static,
+    ) -> T {
+        let database = self.database();
+        actix_web::rt::task::spawn_blocking(move || read(&mut database.connect().unwrap()))
             .await
-            .unwrap();
-        rows.into_iter()
-            .map(|row| (row.pattern, row.visibility.as_str().to_string()))
-            .collect()
+            .unwrap()
+    }
+
+    /// The project's file constraints as `(pattern, visibility)`, read from the database.
+    pub(crate) async fn constraints(&self, project: i64) -> Vec<(String, String)> {
+        self.read(move |conn| crate::stored::constraints(conn, project))
+            .await
     }
 
     /// Writes `$RUMMY_HOME/<kind>/<name>.md` (kind: `skills` or `personas`); returns its path.
-    pub fn write_document(&self, kind: &str, name: &str, body: &str) -> PathBuf {
+    pub(crate) fn write_document(&self, kind: &str, name: &str, body: &str) -> PathBuf {
         let directory = self.home().join(kind);
         std::fs::create_dir_all(&directory).unwrap();
         let path = directory.join(format!("{name}.md"));
@@ -218,7 +217,7 @@ impl TestApp {
 /// The variables that make `fake` the scripted LLM, with a 32768-token context and one
 /// attempt per call, and no session notes (their sidecar calls would take the script's
 /// steps; `tests/it/session_notes.rs` turns them on).
-pub fn llm_env(llm: &FakeLlm) -> Vec<(&'static str, &str)> {
+pub(crate) fn llm_env(llm: &FakeLlm) -> Vec<(&'static str, &str)> {
     vec![
         ("OPENAI_BASE_URL", llm.base_url()),
         ("RUMMY_MODEL_fake", "openai/fake"),
@@ -229,7 +228,7 @@ pub fn llm_env(llm: &FakeLlm) -> Vec<(&'static str, &str)> {
 }
 
 /// `home/project` with one source file: a project root for a server started in `home`.
-pub fn project_root(home: &Path) -> PathBuf {
+pub(crate) fn project_root(home: &Path) -> PathBuf {
     let root = home.join("project");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("app.js"), "listen(3000);\n").unwrap();
@@ -237,7 +236,7 @@ pub fn project_root(home: &Path) -> PathBuf {
 }
 
 /// The system message of a chat completion request the fake LLM received.
-pub fn system_message(request: &Value) -> String {
+pub(crate) fn system_message(request: &Value) -> String {
     request["messages"][0]["content"]
         .as_str()
         .unwrap_or_default()
@@ -245,25 +244,25 @@ pub fn system_message(request: &Value) -> String {
 }
 
 /// The user message of a chat completion request the fake LLM received.
-pub fn user_message(request: &Value) -> String {
+pub(crate) fn user_message(request: &Value) -> String {
     request["messages"][1]["content"]
         .as_str()
         .unwrap_or_default()
         .to_string()
 }
 
-pub fn settings(env: &HashMap<String, String>) -> Settings {
+pub(crate) fn settings(env: &HashMap<String, String>) -> Settings {
     try_settings(env).unwrap()
 }
 
 /// The settings for `env`, or why they are refused.
-pub fn try_settings(env: &HashMap<String, String>) -> Result<Settings, ConfigError> {
+pub(crate) fn try_settings(env: &HashMap<String, String>) -> Result<Settings, ConfigError> {
     let config_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
     Settings::load(env, &config_dir)
 }
 
 /// A JSON-RPC client that keeps notifications aside while it waits for replies.
-pub struct Client {
+pub(crate) struct Client {
     framed: Framed<BoxedSocket, Codec>,
     next_id: u64,
     notifications: VecDeque<Value>,
@@ -271,13 +270,13 @@ pub struct Client {
 }
 
 impl Client {
-    pub async fn connect(url: &str) -> Client {
+    pub(crate) async fn connect(url: &str) -> Client {
         Client::connect_with(awc::Client::new().ws(url)).await
     }
 
     /// A client connected by `request`, built with headers or from a local address of the
     /// test's choosing.
-    pub async fn connect_with(request: awc::ws::WebsocketsRequest) -> Client {
+    pub(crate) async fn connect_with(request: awc::ws::WebsocketsRequest) -> Client {
         let (_, framed) = request
             .max_frame_size(64 * 1024 * 1024)
             .connect()
@@ -292,7 +291,7 @@ impl Client {
     }
 
     /// `init` on `name` rooted at `root`; returns the project id.
-    pub async fn init(&mut self, name: &str, root: &Path) -> i64 {
+    pub(crate) async fn init(&mut self, name: &str, root: &Path) -> i64 {
         let result = self
             .ok("init", json!({"name": name, "projectRoot": root}))
             .await;
@@ -300,7 +299,7 @@ impl Client {
     }
 
     /// Adds the model alias `alias` (an OpenAI-compatible model with a known context).
-    pub async fn add_model(&mut self, alias: &str) {
+    pub(crate) async fn add_model(&mut self, alias: &str) {
         self.ok(
             "addModel",
             json!({"alias": alias, "actual": format!("openai/{alias}"), "contextLength": 8192}),
@@ -309,13 +308,13 @@ impl Client {
     }
 
     /// `startRun` on `model`; returns the new run's alias.
-    pub async fn start_run(&mut self, model: &str) -> String {
+    pub(crate) async fn start_run(&mut self, model: &str) -> String {
         let result = self.ok("startRun", json!({"model": model})).await;
         result["run"].as_str().unwrap().to_string()
     }
 
     /// Sends a raw text frame.
-    pub async fn send_text(&mut self, text: impl Into<String>) {
+    pub(crate) async fn send_text(&mut self, text: impl Into<String>) {
         self.framed
             .send(Message::Text(text.into().into()))
             .await
@@ -323,7 +322,7 @@ impl Client {
     }
 
     /// Sends a raw binary frame.
-    pub async fn send_binary(&mut self, bytes: Vec<u8>) {
+    pub(crate) async fn send_binary(&mut self, bytes: Vec<u8>) {
         self.framed
             .send(Message::Binary(bytes.into()))
             .await
@@ -331,7 +330,7 @@ impl Client {
     }
 
     /// Sends a request and returns its id.
-    pub async fn send(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn send(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = json!(self.next_id);
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -340,13 +339,13 @@ impl Client {
     }
 
     /// Calls a method and returns the whole reply.
-    pub async fn call(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.send(method, params).await;
         self.reply(&id).await
     }
 
     /// Calls a method that must succeed; returns its result.
-    pub async fn ok(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn ok(&mut self, method: &str, params: Value) -> Value {
         let reply = self.call(method, params).await;
         assert!(reply.get("error").is_none(), "{method} failed: {reply}");
         reply["result"].clone()
@@ -354,7 +353,7 @@ impl Client {
 
     /// Sends `act` with `prompt` to the model `fake`, which must stop at 202 with a proposal;
     /// the run and the first proposal's path.
-    pub async fn act_until_proposal(&mut self, prompt: &str) -> (String, String) {
+    pub(crate) async fn act_until_proposal(&mut self, prompt: &str) -> (String, String) {
         let proposed = self
             .ok("act", json!({"model": "fake", "prompt": prompt}))
             .await;
@@ -369,7 +368,7 @@ impl Client {
     }
 
     /// `(path, status)` of the run's entries under `pattern`, by path.
-    pub async fn statuses(&mut self, run: &str, pattern: &str) -> Vec<(String, i64)> {
+    pub(crate) async fn statuses(&mut self, run: &str, pattern: &str) -> Vec<(String, i64)> {
         let entries = self
             .ok("getEntries", json!({"run": run, "pattern": pattern}))
             .await;
@@ -385,7 +384,7 @@ impl Client {
     }
 
     /// Calls a method that must fail; returns (code, message).
-    pub async fn err(&mut self, method: &str, params: Value) -> (i64, String) {
+    pub(crate) async fn err(&mut self, method: &str, params: Value) -> (i64, String) {
         let reply = self.call(method, params).await;
         let error = reply
             .get("error")
@@ -397,7 +396,7 @@ impl Client {
     }
 
     /// Waits for the reply with this id.
-    pub async fn reply(&mut self, id: &Value) -> Value {
+    pub(crate) async fn reply(&mut self, id: &Value) -> Value {
         let key = id.to_string();
         loop {
             if let Some(reply) = self.replies.remove(&key) {
@@ -409,7 +408,7 @@ impl Client {
     }
 
     /// Waits for the next notification with this method.
-    pub async fn notification(&mut self, method: &str) -> Value {
+    pub(crate) async fn notification(&mut self, method: &str) -> Value {
         loop {
             if let Some(index) = self
                 .notifications
@@ -425,7 +424,11 @@ impl Client {
 
     /// Takes `method` notifications until one whose params satisfy `wanted` (the ones before
     /// it are dropped) and returns it; fails after a minute.
-    pub async fn until_notified(&mut self, method: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) async fn until_notified(
+        &mut self,
+        method: &str,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> Value {
         let awaited = async {
             loop {
                 let notification = self.notification(method).await;
@@ -440,7 +443,7 @@ impl Client {
     }
 
     /// Waits for the next notification, whatever its method, in arrival order.
-    pub async fn next_notification(&mut self) -> Value {
+    pub(crate) async fn next_notification(&mut self) -> Value {
         loop {
             if let Some(notification) = self.notifications.pop_front() {
                 return notification;
@@ -451,7 +454,7 @@ impl Client {
     }
 
     /// Notifications received so far and not yet taken.
-    pub fn pending_notifications(&self) -> &VecDeque<Value> {
+    pub(crate) fn pending_notifications(&self) -> &VecDeque<Value> {
         &self.notifications
     }
 
@@ -469,7 +472,7 @@ impl Client {
     }
 
     /// The next JSON message, or `None` when the server closed the connection.
-    pub async fn next_json(&mut self) -> Option<Value> {
+    pub(crate) async fn next_json(&mut self) -> Option<Value> {
         match self.next_frame().await? {
             Frame::Text(bytes) => Some(serde_json::from_slice(&bytes).unwrap()),
             other => panic!("unexpected frame {other:?}"),
@@ -477,7 +480,7 @@ impl Client {
     }
 
     /// The next data or close frame, answering pings; `None` when the stream ended.
-    pub async fn next_frame(&mut self) -> Option<Frame> {
+    pub(crate) async fn next_frame(&mut self) -> Option<Frame> {
         loop {
             let frame = tokio::time::timeout(FRAME_WAIT, self.framed.next())
                 .await
@@ -495,7 +498,7 @@ impl Client {
 
     /// Reads frames without answering pings until the server closes; returns how many
     /// pings came and the close code.
-    pub async fn frames_without_answering_pings(&mut self) -> (usize, Option<u16>) {
+    pub(crate) async fn frames_without_answering_pings(&mut self) -> (usize, Option<u16>) {
         let mut pings = 0;
         loop {
             let frame = tokio::time::timeout(FRAME_WAIT, self.framed.next())
@@ -513,7 +516,7 @@ impl Client {
     }
 
     /// Waits for the server to close the connection; returns the close code.
-    pub async fn closed(&mut self) -> Option<u16> {
+    pub(crate) async fn closed(&mut self) -> Option<u16> {
         loop {
             match self.next_frame().await {
                 Some(Frame::Close(reason)) => return reason.map(|reason| reason.code.into()),
@@ -521,25 +524,5 @@ impl Client {
                 None => return None,
             }
         }
-    }
-}
-
-/// The run called `alias` in whichever project has it: names are unique per project only,
-/// and these tests' aliases come from one project each.
-pub fn run_named(
-    conn: &mut rummy::db::Conn,
-    alias: &str,
-) -> Result<Option<rummy::db::models::run::RunRow>, rummy::db::DbError> {
-    use diesel::prelude::*;
-    use rummy::db::schema::runs;
-    let project = runs::table
-        .filter(runs::alias.eq(alias))
-        .select(runs::project_id)
-        .first(conn)
-        .optional()
-        .map_err(rummy::db::DbError::from)?;
-    match project {
-        Some(project) => rummy::db::queries::runs::find_run(conn, project, alias),
-        None => Ok(None),
     }
 }

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::support::{Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 fn summaries(count: usize) -> Vec<Step> {
     (0..count)

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::support::{Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
 
 /// Every tool-dispatch method.
 const TOOLS: [&str; 9] = [

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use crate::support::{eventually, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// The file's text once it holds `ended` (the transcript writer is a thread of its own).
 async fn finished_transcript(path: &Path) -> String {

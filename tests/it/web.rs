@@ -9,7 +9,7 @@ mod servers;
 use serde_json::{json, Value};
 
 use crate::support::{system_message, user_message, Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
 use servers::{WebServer, DROPPED_SLOW};
 
 /// A scripted model that sends `first`, then summarizes.

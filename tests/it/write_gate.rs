@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::support::{user_message, Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// The window of these runs, in tokens (4 characters each).
 const WINDOW: u64 = 4_000;

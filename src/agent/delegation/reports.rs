@@ -7,7 +7,7 @@ use crate::plugins::gather::Keyed;
 
 /// What a child came to, as the parent's result entry says it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Report {
+pub(super) struct Report {
     /// 200 with the child's summary; a failure status with why.
     pub status: EntryStatus,
     pub body: String,
@@ -16,4 +16,4 @@ pub struct Report {
 }
 
 /// The reports of one reply's children, by task.
-pub type Reports = Keyed<Task, Report>;
+pub(super) type Reports = Keyed<Task, Report>;

@@ -4,11 +4,11 @@
 use crate::parser::{AttrValue, Command};
 
 /// The tag, and the scheme of its results.
-pub const NAME: &str = "delegate";
+pub(super) const NAME: &str = "delegate";
 
 /// One `<delegate>`: the sub-task and the paths passed with it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Task {
+pub(super) struct Task {
     /// The sub-task, trimmed: the child loop's prompt.
     pub text: String,
     /// The parent's entries passed to the child (the `path` attribute: paths separated by
@@ -18,7 +18,7 @@ pub struct Task {
 
 impl Task {
     /// The task of a `<delegate>` command; `None` for any other.
-    pub fn of(command: &Command) -> Option<Task> {
+    pub(super) fn of(command: &Command) -> Option<Task> {
         let Command::Other { name, content } = command else {
             return None;
         };

@@ -17,13 +17,13 @@ use crate::agent::AgentContext;
 use crate::context::view::EntryView;
 use crate::db::enums::{EntryStatus, LoopMode};
 use crate::parser::{Command, TagSpec, TaggedText};
-use crate::plugins::bundled::tools::finish;
 use crate::plugins::gather::{Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
     TypedTool,
 };
+use crate::plugins::writes::finish;
 
 const DOC: &str = include_str!("../../plugins/text/tools/delegate.md");
 
@@ -35,7 +35,7 @@ fn offered(policy: &ToolPolicy) -> bool {
 
 /// The `<delegate>` tool: its gather half runs the children, its handler records their
 /// [`Reports`].
-pub struct DelegateTool;
+pub(super) struct DelegateTool;
 
 impl ToolInfo for DelegateTool {
     fn name(&self) -> &'static str {

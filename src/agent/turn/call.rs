@@ -21,7 +21,7 @@ use super::TurnInput;
 
 /// The model's reply: the response (its content the text the commands were parsed from)
 /// and the commands.
-pub struct Reply {
+pub(super) struct Reply {
     pub response: ChatResponse,
     pub parsed: ParseOutput,
     /// How long the call took.
@@ -29,7 +29,7 @@ pub struct Reply {
 }
 
 /// Calls the model with the turn's packet and parses its reply.
-pub async fn call_model(
+pub(super) async fn call_model(
     agent: &AgentContext,
     input: &TurnInput<'_>,
     measured: &MeasuredTurn,

@@ -6,7 +6,7 @@ use crate::db::ids::RunId;
 use crate::db::models::run::LoopRow;
 
 /// What a turn needs to know about its loop.
-pub struct TurnInput<'a> {
+pub(crate) struct TurnInput<'a> {
     pub run_id: RunId,
     pub loop_row: &'a LoopRow,
     /// 1-based iteration within the loop.
@@ -30,7 +30,7 @@ pub struct TurnInput<'a> {
 }
 
 /// A panic loop's judge and the prompt text it currently shows the model.
-pub struct PanicState {
+pub(crate) struct PanicState {
     /// Judges each turn against the target.
     pub tracker: PanicTracker,
     /// The panic prompt as the model sees it now (the first, then each continuation).
@@ -39,7 +39,7 @@ pub struct PanicState {
 
 impl PanicState {
     /// The state at the start of a panic loop.
-    pub fn new(tracker: PanicTracker, prompt: String) -> PanicState {
+    pub(crate) fn new(tracker: PanicTracker, prompt: String) -> PanicState {
         PanicState { tracker, prompt }
     }
 }

@@ -17,7 +17,7 @@ use super::prepare::{estimate_of, prepare_packet, PreparedPacket, PromptWrite};
 use super::{TurnEnd, TurnInput};
 
 /// A turn whose packet fits: what the later stages need of it.
-pub struct MeasuredTurn {
+pub(super) struct MeasuredTurn {
     pub row: TurnRow,
     pub packet: Packet,
     /// The packet's calibrated size.
@@ -32,13 +32,13 @@ pub struct MeasuredTurn {
 }
 
 /// Whether the turn goes on to the model.
-pub enum Measured {
+pub(super) enum Measured {
     Fits(MeasuredTurn),
     Ends(TurnEnd),
 }
 
 /// Assembles the turn's packet and measures it against the window.
-pub async fn measure(
+pub(super) async fn measure(
     agent: &AgentContext,
     input: &mut TurnInput<'_>,
 ) -> Result<Measured, LoopError> {

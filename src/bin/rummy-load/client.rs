@@ -14,7 +14,7 @@ const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
 /// Why a call got no answer.
 #[derive(Debug, thiserror::Error)]
-pub enum CallError {
+pub(crate) enum CallError {
     /// No reply within the timeout.
     #[error("no reply in time")]
     Timeout,
@@ -26,11 +26,11 @@ pub enum CallError {
 /// Why a connection could not be opened.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct ConnectError(pub String);
+pub(crate) struct ConnectError(pub String);
 
 /// The answer to one request.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// `result`.
     Result(Value),
     /// `error` with its code and message.
@@ -43,7 +43,7 @@ pub enum Answer {
 }
 
 /// One open connection.
-pub struct RpcClient {
+pub(crate) struct RpcClient {
     framed: Framed<BoxedSocket, Codec>,
     next_id: u64,
     notifications: u64,
@@ -51,7 +51,7 @@ pub struct RpcClient {
 
 impl RpcClient {
     /// Opens a WebSocket to `url`, presenting `token` as a bearer token when given.
-    pub async fn connect(
+    pub(crate) async fn connect(
         url: &str,
         token: Option<&str>,
         timeout: Duration,
@@ -73,13 +73,13 @@ impl RpcClient {
     }
 
     /// Notifications received so far.
-    pub fn notifications(&self) -> u64 {
+    pub(crate) fn notifications(&self) -> u64 {
         self.notifications
     }
 
     /// Sends `method` with `params` and waits up to `timeout` for its reply; returns the
     /// answer and the time from sending to the reply.
-    pub async fn call(
+    pub(crate) async fn call(
         &mut self,
         method: &str,
         params: Value,
@@ -104,7 +104,7 @@ impl RpcClient {
 
     /// Closes the connection politely: sends a close frame and waits, at most `timeout`,
     /// for the server's before dropping the socket. Errors are of no interest at this point.
-    pub async fn close(mut self, timeout: Duration) {
+    pub(crate) async fn close(mut self, timeout: Duration) {
         let handshake = async {
             if self.framed.send(Message::Close(None)).await.is_err() {
                 return;
@@ -120,7 +120,7 @@ impl RpcClient {
 
     /// Stays open until `until`, answering the server's pings and ignoring anything else;
     /// whether the connection lasted that long.
-    pub async fn idle_until(mut self, until: Instant) -> bool {
+    pub(crate) async fn idle_until(mut self, until: Instant) -> bool {
         let listening = async {
             while let Some(Ok(frame)) = self.framed.next().await {
                 let answered = match frame {

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
 use serde_json::Value;
 
 /// The reply that ends a loop.
@@ -20,7 +20,7 @@ const REPLY: &str = "<summarize>ok</summarize>";
 
 /// Binds `address` (port 0 picks one) and starts answering in loops of `turns` turns, inside
 /// an actix system; the requests are counted, not kept.
-pub fn start(address: SocketAddr, context_size: u32, turns: u64) -> io::Result<FakeLlm> {
+pub(crate) fn start(address: SocketAddr, context_size: u32, turns: u64) -> io::Result<FakeLlm> {
     let turns = turns.max(1);
     let respond = move |request: &Value| Step::reply(reply_for(request, turns));
     FakeLlm::builder([])
@@ -32,7 +32,7 @@ pub fn start(address: SocketAddr, context_size: u32, turns: u64) -> io::Result<F
 }
 
 /// Serves on `address` until `lifetime` has passed or the process is interrupted.
-pub async fn serve(
+pub(crate) async fn serve(
     address: SocketAddr,
     context_size: u32,
     turns: u64,

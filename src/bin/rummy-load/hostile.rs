@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures_util::future::join_all;
-use rummy::llm::fake::{FakeLlm, WhenExhausted, FAKE_MODEL_ID};
+use rummy::testing::fake_llm::{FakeLlm, WhenExhausted, FAKE_MODEL_ID};
 use serde_json::{json, Value};
 
 use crate::client::RpcClient;
@@ -19,7 +19,7 @@ use crate::llm::{self, ServedModel};
 use crate::stats::{Latencies, Percentiles};
 
 mod probe;
-pub mod replies;
+pub(crate) mod replies;
 mod worker;
 
 use probe::{MemoryTally, ProbePlan, ProbeTally};
@@ -32,7 +32,7 @@ const CONTEXT: u32 = 32_768;
 const GRACE: Duration = Duration::from_secs(2);
 
 /// What a hostile run does.
-pub struct HostilePlan {
+pub(crate) struct HostilePlan {
     /// `ws://host:port/` of the server.
     pub url: String,
     pub token: Option<String>,
@@ -53,7 +53,7 @@ pub struct HostilePlan {
 }
 
 /// What a hostile run measured.
-pub struct HostileReport {
+pub(crate) struct HostileReport {
     pub clients: usize,
     pub seed: u64,
     pub elapsed: Duration,
@@ -64,7 +64,7 @@ pub struct HostileReport {
 }
 
 /// Runs a hostile plan inside an actix system.
-pub async fn run(plan: HostilePlan) -> anyhow::Result<HostileReport> {
+pub(crate) async fn run(plan: HostilePlan) -> anyhow::Result<HostileReport> {
     let model = replies::HostileModel::new(plan.seed);
     let address = std::net::SocketAddr::from(([127, 0, 0, 1], plan.llm_port));
     let fuzzer = FakeLlm::builder([])
@@ -165,7 +165,7 @@ fn spawn_probes(
 
 impl HostileReport {
     /// The report as one JSON object (latencies in milliseconds, memory in KiB).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "clients": self.clients,
             "seed": self.seed,
@@ -187,7 +187,7 @@ impl HostileReport {
     }
 
     /// The report as text.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = format!(
             "{} hostile clients for {:.1} s (seed {}): {} LLM requests, {} loops, {} resolutions, {} unanswered\n",
             self.clients,

@@ -16,7 +16,7 @@ use crate::proc_status;
 const WAVE: usize = 200;
 
 /// What an idle run opens and how long it holds.
-pub struct IdlePlan {
+pub(crate) struct IdlePlan {
     /// `ws://host:port/`.
     pub url: String,
     /// Bearer token, if the server wants one.
@@ -34,7 +34,7 @@ pub struct IdlePlan {
 }
 
 /// Runs an idle plan; returns the report.
-pub async fn run(plan: IdlePlan) -> String {
+pub(crate) async fn run(plan: IdlePlan) -> String {
     let before = plan
         .server_pid
         .and_then(|pid| proc_status::kib(pid, "VmRSS:"));

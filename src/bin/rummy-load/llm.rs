@@ -13,7 +13,7 @@ const FALLBACK_CONTEXT: u64 = 8192;
 
 /// The model an OpenAI-compatible server lists first, and its context size.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServedModel {
+pub(crate) struct ServedModel {
     pub id: String,
     /// Its context size in tokens.
     pub context: u64,
@@ -21,7 +21,7 @@ pub struct ServedModel {
 
 /// Why the LLM server could not be used.
 #[derive(Debug, thiserror::Error)]
-pub enum LlmSetupError {
+pub(crate) enum LlmSetupError {
     /// The HTTP request failed.
     #[error("{url}: {reason}")]
     Http { url: String, reason: String },
@@ -55,13 +55,16 @@ async fn get_json(url: &str, timeout: Duration) -> Result<Value, LlmSetupError> 
 }
 
 /// The server root without a trailing `/` or `/v1`.
-pub fn root(llm_url: &str) -> &str {
+pub(crate) fn root(llm_url: &str) -> &str {
     let trimmed = llm_url.trim_end_matches('/');
     trimmed.strip_suffix("/v1").unwrap_or(trimmed)
 }
 
 /// The first model `/v1/models` lists.
-pub async fn served_model(llm_url: &str, timeout: Duration) -> Result<ServedModel, LlmSetupError> {
+pub(crate) async fn served_model(
+    llm_url: &str,
+    timeout: Duration,
+) -> Result<ServedModel, LlmSetupError> {
     let root = root(llm_url);
     let listing = get_json(&format!("{root}/v1/models"), timeout).await?;
     first_model(&listing).ok_or_else(|| LlmSetupError::NoModel(root.to_string()))
@@ -80,7 +83,7 @@ fn first_model(listing: &Value) -> Option<ServedModel> {
 }
 
 /// Completions the built-in fake has served, or `None` from any other server.
-pub async fn completions_served(llm_url: &str, timeout: Duration) -> Option<u64> {
+pub(crate) async fn completions_served(llm_url: &str, timeout: Duration) -> Option<u64> {
     let stats = get_json(&format!("{}/stats", root(llm_url)), timeout)
         .await
         .ok()?;
@@ -88,7 +91,7 @@ pub async fn completions_served(llm_url: &str, timeout: Duration) -> Option<u64>
 }
 
 /// Registers `model` in rummy's catalogue under `alias` as an OpenAI-compatible model.
-pub async fn register(
+pub(crate) async fn register(
     client: &mut RpcClient,
     alias: &str,
     model: &ServedModel,

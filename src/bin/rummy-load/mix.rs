@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 /// One step of the mix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
+pub(crate) enum Operation {
     Ping,
     /// `getRuns`, first page.
     GetRuns,
@@ -23,7 +23,7 @@ pub enum Operation {
 }
 
 /// The order a connection repeats: reads and writes of the store weigh the most.
-pub const CYCLE: [Operation; 8] = [
+pub(crate) const CYCLE: [Operation; 8] = [
     Operation::Ping,
     Operation::SetKnown,
     Operation::GetEntriesOfKey,
@@ -36,7 +36,7 @@ pub const CYCLE: [Operation; 8] = [
 
 impl Operation {
     /// The label the report shows.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Operation::Ping => "ping",
             Operation::GetRuns => "getRuns",
@@ -48,7 +48,7 @@ impl Operation {
     }
 
     /// The JSON-RPC method name.
-    pub fn method(self) -> &'static str {
+    pub(crate) fn method(self) -> &'static str {
         match self {
             Operation::Ping => "ping",
             Operation::GetRuns => "getRuns",
@@ -61,7 +61,7 @@ impl Operation {
 
 /// Where a connection is in its mix, and what it writes.
 #[derive(Debug, Clone)]
-pub struct MixState {
+pub(crate) struct MixState {
     connection: usize,
     run: String,
     keys: usize,
@@ -71,7 +71,7 @@ pub struct MixState {
 
 impl MixState {
     /// The mix of connection number `connection` on run `run`, writing at most `keys` keys.
-    pub fn new(connection: usize, run: String, keys: usize) -> MixState {
+    pub(crate) fn new(connection: usize, run: String, keys: usize) -> MixState {
         MixState {
             connection,
             run,
@@ -82,7 +82,7 @@ impl MixState {
     }
 
     /// The next operation and its params.
-    pub fn next_request(&mut self) -> (Operation, Value) {
+    pub(crate) fn next_request(&mut self) -> (Operation, Value) {
         let operation = CYCLE
             .get(self.step % CYCLE.len())
             .copied()

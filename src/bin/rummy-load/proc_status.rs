@@ -1,7 +1,7 @@
 //! The memory figures of a process on this machine, from `/proc/PID/status` (Linux).
 
 /// A `kB` field of `/proc/PID/status` (`VmRSS:`, `VmHWM:`, …), in KiB.
-pub fn kib(pid: u32, field: &str) -> Option<u64> {
+pub(crate) fn kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     parse_kib(&status, field)
 }

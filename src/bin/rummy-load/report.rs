@@ -8,7 +8,7 @@ use crate::stats::Tally;
 
 /// What the report needs beside the merged tally.
 #[derive(Debug, Clone, Copy)]
-pub struct RunFacts {
+pub(crate) struct RunFacts {
     /// Load connections asked for.
     pub connections: usize,
     /// Askers asked for.
@@ -19,7 +19,7 @@ pub struct RunFacts {
     pub llm_completions: Option<u64>,
 }
 
-pub fn render(tally: &Tally, facts: RunFacts) -> String {
+pub(crate) fn render(tally: &Tally, facts: RunFacts) -> String {
     let seconds = facts.elapsed.as_secs_f64().max(f64::EPSILON);
     let mut out = String::new();
     let requests = tally.requests();

@@ -8,28 +8,28 @@ use std::time::Duration;
 
 /// Latencies of one operation, in microseconds, unsorted until summarized.
 #[derive(Debug, Default, Clone)]
-pub struct Latencies {
+pub(crate) struct Latencies {
     micros: Vec<u64>,
 }
 
 impl Latencies {
-    pub fn record(&mut self, latency: Duration) {
+    pub(crate) fn record(&mut self, latency: Duration) {
         self.micros
             .push(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX));
     }
 
     /// How many were recorded.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.micros.len()
     }
 
     /// Adds another set of samples.
-    pub fn merge(&mut self, other: Latencies) {
+    pub(crate) fn merge(&mut self, other: Latencies) {
         self.micros.extend(other.micros);
     }
 
     /// The percentiles of what was recorded, or `None` when nothing was.
-    pub fn summary(&self) -> Option<Percentiles> {
+    pub(crate) fn summary(&self) -> Option<Percentiles> {
         let mut sorted = self.micros.clone();
         sorted.sort_unstable();
         let max = *sorted.last()?;
@@ -54,7 +54,7 @@ fn nearest_rank(sorted: &[u64], percent: usize) -> u64 {
 
 /// Latency percentiles in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Percentiles {
+pub(crate) struct Percentiles {
     pub p50: u64,
     pub p95: u64,
     pub p99: u64,
@@ -63,7 +63,7 @@ pub struct Percentiles {
 
 /// How one request ended, for counting.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// A `result` came back.
     Ok,
     /// A JSON-RPC `error` with this code came back.
@@ -76,7 +76,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The label used in the report's error table.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Outcome::Ok => "ok".into(),
             Outcome::RpcError(code) => code.to_string(),
@@ -88,7 +88,7 @@ impl Outcome {
 
 /// Everything one operation label measured.
 #[derive(Debug, Default, Clone)]
-pub struct OperationTally {
+pub(crate) struct OperationTally {
     /// Latencies of every request that got an answer (result or error).
     pub latencies: Latencies,
     /// Requests by outcome.
@@ -97,7 +97,7 @@ pub struct OperationTally {
 
 impl OperationTally {
     /// Requests that did not end in [`Outcome::Ok`].
-    pub fn failures(&self) -> u64 {
+    pub(crate) fn failures(&self) -> u64 {
         self.outcomes
             .iter()
             .filter(|(outcome, _)| **outcome != Outcome::Ok)
@@ -108,7 +108,7 @@ impl OperationTally {
 
 /// What one worker (or, merged, the whole run) measured.
 #[derive(Debug, Default, Clone)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// Per operation label.
     pub operations: BTreeMap<String, OperationTally>,
     /// Connections that never opened, by reason.
@@ -123,7 +123,7 @@ pub struct Tally {
 
 impl Tally {
     /// Records one request of `label`; `latency` is `None` when no answer came.
-    pub fn record(&mut self, label: &str, outcome: Outcome, latency: Option<Duration>) {
+    pub(crate) fn record(&mut self, label: &str, outcome: Outcome, latency: Option<Duration>) {
         let operation = self.operations.entry(label.to_string()).or_default();
         if let Some(latency) = latency {
             operation.latencies.record(latency);
@@ -132,17 +132,17 @@ impl Tally {
     }
 
     /// Records a connection that could not be opened.
-    pub fn connect_failed(&mut self, reason: &str) {
+    pub(crate) fn connect_failed(&mut self, reason: &str) {
         *self.connect_failures.entry(reason.to_string()).or_default() += 1;
     }
 
     /// Records the status an `ask` loop ended with.
-    pub fn loop_ended(&mut self, status: &str) {
+    pub(crate) fn loop_ended(&mut self, status: &str) {
         *self.loop_statuses.entry(status.to_string()).or_default() += 1;
     }
 
     /// Every request recorded, whatever its outcome.
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.operations
             .values()
             .flat_map(|operation| operation.outcomes.values())
@@ -150,12 +150,12 @@ impl Tally {
     }
 
     /// Every request that did not succeed.
-    pub fn failures(&self) -> u64 {
+    pub(crate) fn failures(&self) -> u64 {
         self.operations.values().map(OperationTally::failures).sum()
     }
 
     /// Failed requests by outcome label, over every operation.
-    pub fn errors_by_code(&self) -> BTreeMap<String, u64> {
+    pub(crate) fn errors_by_code(&self) -> BTreeMap<String, u64> {
         let mut errors = BTreeMap::new();
         for operation in self.operations.values() {
             for (outcome, count) in &operation.outcomes {
@@ -168,7 +168,7 @@ impl Tally {
     }
 
     /// Adds another tally into this one.
-    pub fn merge(&mut self, other: Tally) {
+    pub(crate) fn merge(&mut self, other: Tally) {
         for (label, theirs) in other.operations {
             let ours = self.operations.entry(label).or_default();
             ours.latencies.merge(theirs.latencies);

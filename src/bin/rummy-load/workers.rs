@@ -14,7 +14,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// Where and how long every worker works.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// `ws://host:port/` of each instance; never empty.
     pub urls: Vec<String>,
     /// Bearer token, if the server wants one.
@@ -144,7 +144,7 @@ impl Session {
 }
 
 /// Load connection number `index`: init, startRun, then the mix until the plan ends.
-pub async fn load_connection(plan: Plan, index: usize) -> Tally {
+pub(crate) async fn load_connection(plan: Plan, index: usize) -> Tally {
     let project = format!("rummy-load-{}", index % plan.projects.max(1));
     let mut session = match Session::open(&plan, index, &project).await {
         Ok(session) => session,
@@ -175,7 +175,7 @@ pub async fn load_connection(plan: Plan, index: usize) -> Tally {
 
 /// Asker number `index`: `ask` loops (a new run each, no repository scan) one after the
 /// other until the plan ends.
-pub async fn asker(plan: Plan, index: usize) -> Tally {
+pub(crate) async fn asker(plan: Plan, index: usize) -> Tally {
     let project = format!("rummy-load-ask-{index}");
     let mut session = match Session::open(&plan, index, &project).await {
         Ok(session) => session,

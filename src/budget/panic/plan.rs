@@ -5,10 +5,13 @@ use serde_json::{Map, Value};
 use crate::budget::calibration::Calibration;
 use crate::budget::ceiling::Overflow;
 use crate::budget::text;
-use crate::budget::tokens::{CalibratedTokens, ContextWindow, TokenMath};
+#[cfg(test)]
+use crate::budget::tokens::ContextWindow;
+use crate::budget::tokens::{CalibratedTokens, TokenMath};
 use crate::db::enums::{LoopMode, LoopPriority};
 use crate::db::models::run::{LoopEnqueue, LoopRow};
 
+#[cfg(test)]
 use super::tracker::PanicTracker;
 use super::{
     PanicFailure, CONFIG_NO_REPO, CONFIG_PANIC_ATTEMPTED, CONFIG_PANIC_FOR, CONFIG_PANIC_TARGET,
@@ -16,7 +19,7 @@ use super::{
 
 /// What the driver knows when a loop's pre-LLM check overflows.
 #[derive(Debug, Clone, Copy)]
-pub struct OverflowFacts<'a> {
+pub(crate) struct OverflowFacts<'a> {
     /// The loop whose turn overflowed.
     pub original: &'a LoopRow,
     /// The verdict of the ceiling check (packet and window).
@@ -32,7 +35,7 @@ pub struct OverflowFacts<'a> {
 
 /// What an overflow of a loop's pre-LLM check leads to.
 #[derive(Debug, Clone)]
-pub enum OverflowDecision {
+pub(crate) enum OverflowDecision {
     /// Complete the original loop with 413 and enqueue both loops of the plan.
     EnterPanic(Box<PanicPlan>),
     /// Complete the loop with 413 and fail the run with this message.
@@ -41,10 +44,11 @@ pub enum OverflowDecision {
 
 /// A panic about to start.
 #[derive(Debug, Clone)]
-pub struct PanicPlan {
+pub(crate) struct PanicPlan {
     /// The packet size the panic loop must reach (at or under).
     pub target: CalibratedTokens,
     /// The predicted packet of the panic loop's first turn (context + panic prompt).
+    #[cfg(test)]
     pub predicted: CalibratedTokens,
     /// What the model is asked to free: `predicted − target`.
     pub to_free: CalibratedTokens,
@@ -53,19 +57,22 @@ pub struct PanicPlan {
     /// The original loop again (priority [`LoopPriority::Retry`], flagged
     /// `panicAttempted`).
     pub retry_loop: LoopEnqueue,
+    #[cfg(test)]
     prompt_label: String,
+    #[cfg(test)]
     window: ContextWindow,
 }
 
 impl PanicPlan {
     /// The tracker that judges the panic loop's turns.
-    pub fn tracker(&self) -> PanicTracker {
+    #[cfg(test)]
+    pub(crate) fn tracker(&self) -> PanicTracker {
         PanicTracker::new(self.target, self.window, self.prompt_label.clone())
     }
 }
 
 /// Decides what an overflow of a loop's pre-LLM check leads to.
-pub fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
+pub(crate) fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
     let Overflow {
         measured,
         window,
@@ -119,6 +126,7 @@ pub fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
     let original = facts.original;
     OverflowDecision::EnterPanic(Box::new(PanicPlan {
         target,
+        #[cfg(test)]
         predicted,
         to_free: predicted.saturating_sub(target),
         panic_loop: LoopEnqueue {
@@ -139,7 +147,9 @@ pub fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
             config: Value::Object(retry_config),
             requested_by: original.requested_by.clone(),
         },
+        #[cfg(test)]
         prompt_label: prompt,
+        #[cfg(test)]
         window,
     }))
 }

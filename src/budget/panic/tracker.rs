@@ -13,7 +13,7 @@ use super::{PanicFailure, CONFIG_PANIC_FOR, CONFIG_PANIC_TARGET};
 
 /// What to do before a panic turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PanicStep {
+pub(crate) enum PanicStep {
     /// The context is at or under the target: complete the panic loop with 200 without
     /// calling the LLM; the retry loop runs next.
     Freed {
@@ -38,7 +38,7 @@ pub enum PanicStep {
 
 /// The judge of one panic loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PanicTracker {
+pub(crate) struct PanicTracker {
     target: CalibratedTokens,
     window: ContextWindow,
     prompt_label: String,
@@ -48,14 +48,18 @@ pub struct PanicTracker {
 
 impl PanicTracker {
     /// Consecutive turns without progress that end recovery.
-    pub const MAX_STRIKES: u32 = 3;
+    pub(crate) const MAX_STRIKES: u32 = 3;
     /// Tokens by which the measure of one context may differ from turn to turn although
     /// nothing was freed: the measure is the packet's less its panic prompt, each counted
     /// on its own and rounded up, and the prompt's text changes from turn to turn.
-    pub const MEASURE_SLACK: u64 = 2;
+    pub(crate) const MEASURE_SLACK: u64 = 2;
 
     /// A tracker for a panic loop with `target`, making room for the prompt `prompt_label`.
-    pub fn new(target: CalibratedTokens, window: ContextWindow, prompt_label: String) -> Self {
+    pub(crate) fn new(
+        target: CalibratedTokens,
+        window: ContextWindow,
+        prompt_label: String,
+    ) -> Self {
         PanicTracker {
             target,
             window,
@@ -67,7 +71,7 @@ impl PanicTracker {
 
     /// The tracker of a claimed panic loop, from the target its config carries; `None` for
     /// any other loop.
-    pub fn from_loop(panic_loop: &LoopRow, window: ContextWindow) -> Option<PanicTracker> {
+    pub(crate) fn from_loop(panic_loop: &LoopRow, window: ContextWindow) -> Option<PanicTracker> {
         if panic_loop.mode != LoopMode::Panic {
             return None;
         }
@@ -85,12 +89,9 @@ impl PanicTracker {
         ))
     }
 
-    pub fn target(&self) -> CalibratedTokens {
-        self.target
-    }
-
     /// Consecutive turns without progress so far.
-    pub fn strikes(&self) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn strikes(&self) -> u32 {
         self.strikes
     }
 
@@ -98,7 +99,7 @@ impl PanicTracker {
     /// since the previous one (by more than [`Self::MEASURE_SLACK`]) is a strike; any
     /// shrinkage clears the strikes. The first
     /// observation never gives up: the plan already made sure that packet fits.
-    pub fn observe(&mut self, measure: CalibratedMeasure) -> PanicStep {
+    pub(crate) fn observe(&mut self, measure: CalibratedMeasure) -> PanicStep {
         let measured = measure.calibrated;
         if measured <= self.target {
             return PanicStep::Freed { measured };

@@ -283,21 +283,8 @@ fn the_read_walks_only_visible_entries() {
 fn work_units_run_on_a_connection() {
     let mut db = database();
     db.write("prompt://1", "Do it", 1);
-    let views: Arc<dyn Projector> = Arc::new(HeadingViews);
-    let materialized = MaterializeContext {
-        target: target(db.run, 3),
-        projector: Arc::clone(&views),
-        tokens: TOKENS,
-    }
-    .run(&mut db.conn)
-    .unwrap();
-    let read = ReadContext {
-        run_id: db.run,
-        projector: views,
-        tokens: TOKENS,
-    }
-    .run(&mut db.conn)
-    .unwrap();
+    let materialized = materialize(&mut db.conn, target(db.run, 3), &HeadingViews, TOKENS).unwrap();
+    let read = read_context(&mut db.conn, db.run, &HeadingViews, TOKENS).unwrap();
     assert_eq!(materialized, read);
     stored_matches(&mut db.conn, db.run, 3, &materialized);
 }

@@ -11,13 +11,13 @@ use crate::db::DbError;
 type Work<T> = Box<dyn FnOnce(&mut Conn) -> Result<T, DbError> + Send>;
 
 /// Runs a closure over the connection inside one transaction and returns its result.
-pub struct Transact<T> {
+pub(crate) struct Transact<T> {
     work: Work<T>,
 }
 
 impl<T> Transact<T> {
     /// Wraps a unit of work.
-    pub fn new<F>(work: F) -> Self
+    pub(crate) fn new<F>(work: F) -> Self
     where
         F: FnOnce(&mut Conn) -> Result<T, DbError> + Send + 'static,
     {

@@ -55,7 +55,7 @@ pub struct EntryRow {
 /// stored hash; `attributes` `None` keeps the stored attributes, and an object is merged
 /// into them as a JSON merge patch (a key set to `null` is removed).
 #[derive(Debug, Clone, PartialEq)]
-pub struct EntryUpsertForm {
+pub(crate) struct EntryUpsertForm {
     pub run_id: RunId,
     pub loop_id: Option<LoopId>,
     pub turn: i32,
@@ -73,7 +73,7 @@ pub struct EntryUpsertForm {
 
 impl EntryUpsertForm {
     /// A plain write: [`EntryStatus::Ok`], stored fidelity, hash and attributes kept.
-    pub fn new(
+    pub(crate) fn new(
         run_id: RunId,
         loop_id: Option<LoopId>,
         turn: i32,
@@ -96,7 +96,7 @@ impl EntryUpsertForm {
 
 /// Which entries of a run an operation applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Selector {
+pub(crate) enum Selector {
     /// One entry; the path is normalised first.
     Path(String),
     /// Every entry whose path matches `path` (`hedberg::pattern_match`, both compared in
@@ -108,7 +108,7 @@ pub enum Selector {
 /// A proposal waiting for the client (`v_unresolved`).
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = v_unresolved, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct UnresolvedRow {
+pub(crate) struct UnresolvedRow {
     pub id: EntryId,
     pub run_id: RunId,
     pub path: String,
@@ -126,7 +126,7 @@ pub struct UnresolvedRow {
 /// A row the model can see (`v_model_context`), in context order.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = v_model_context, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct ModelContextRow {
+pub(crate) struct ModelContextRow {
     pub entry_id: EntryId,
     pub run_id: RunId,
     pub path: String,
@@ -156,7 +156,7 @@ pub struct ModelContextRow {
 /// A row of a run's client-facing history (`v_run_log`).
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = v_run_log, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct RunLogRow {
+pub(crate) struct RunLogRow {
     pub id: EntryId,
     pub run_id: RunId,
     pub path: String,
@@ -171,7 +171,8 @@ pub struct RunLogRow {
 /// One row of what the model saw on a turn.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = turn_context, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct TurnContextRow {
+#[cfg(test)]
+pub(crate) struct TurnContextRow {
     pub id: i64,
     pub run_id: RunId,
     pub loop_id: Option<LoopId>,

@@ -9,7 +9,7 @@ use crate::db::schema::{memory_facts, memory_history};
 /// A durable fact.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = memory_facts, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct MemoryFactRow {
+pub(crate) struct MemoryFactRow {
     pub id: MemoryFactId,
     /// Its project; `None` in the server-wide layer.
     pub project_id: Option<ProjectId>,
@@ -35,7 +35,7 @@ pub struct MemoryFactRow {
 /// A fact that a newer one replaced.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = memory_history, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct MemoryHistoryRow {
+pub(crate) struct MemoryHistoryRow {
     pub id: MemoryHistoryId,
     pub project_id: Option<ProjectId>,
     pub topic: String,
@@ -54,7 +54,7 @@ pub struct MemoryHistoryRow {
 
 /// A fact to write: it replaces the fact of the same topic in its layer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MemoryFactForm {
+pub(crate) struct MemoryFactForm {
     /// Its project; `None` for the server-wide layer.
     pub project_id: Option<ProjectId>,
     /// What it is about (normalised on write).
@@ -71,7 +71,7 @@ pub struct MemoryFactForm {
 
 /// The layer a recalled item comes from, in the order recall prefers them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum MemoryLayer {
+pub(crate) enum MemoryLayer {
     /// The project's facts.
     Project,
     /// The facts every project shares.
@@ -84,7 +84,7 @@ pub enum MemoryLayer {
 
 /// One item a recall found, best first within its layer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RecalledItem {
+pub(crate) struct RecalledItem {
     pub layer: MemoryLayer,
     pub topic: String,
     pub body: String,

@@ -40,7 +40,7 @@ pub struct RunRow {
 
 /// What a caller gives to create a run; the alias is generated.
 #[derive(Debug, Clone)]
-pub struct RunCreateForm {
+pub(crate) struct RunCreateForm {
     pub project_id: ProjectId,
     /// Model alias; also the alias prefix.
     pub model: String,
@@ -84,7 +84,7 @@ pub struct RunConfigUpdateForm {
 
 /// One run as listed for a project.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     pub run: RunRow,
     /// Turns executed so far.
     pub turns: i64,
@@ -118,7 +118,7 @@ pub struct PurposeUsage {
 
 /// One answered model call made for a run, as recorded (`llm::Ledger`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ModelCallForm {
+pub(crate) struct ModelCallForm {
     pub run_id: RunId,
     pub loop_id: Option<LoopId>,
     /// The turn it is (`Turn`), or the run's latest turn when it was made.
@@ -169,7 +169,7 @@ pub struct LoopRow {
 
 /// What a caller gives to enqueue a loop; the sequence number is assigned.
 #[derive(Debug, Clone)]
-pub struct LoopEnqueue {
+pub(crate) struct LoopEnqueue {
     pub run_id: RunId,
     pub mode: LoopMode,
     /// Model alias.
@@ -202,7 +202,7 @@ pub(crate) struct LoopInsertForm {
 /// `prompt_tokens` … `total_tokens` and `cost` (US dollars) are the provider's usage report.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = turns, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct TurnRow {
+pub(crate) struct TurnRow {
     pub id: TurnId,
     pub run_id: RunId,
     pub loop_id: LoopId,
@@ -252,7 +252,7 @@ pub struct TurnUsageForm {
 /// Something a person did to a run besides queueing a loop: a resolution or an abort.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = run_actions, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-pub struct RunActionRow {
+pub(crate) struct RunActionRow {
     pub id: i64,
     pub run_id: RunId,
     /// The loop it concerned: the one whose proposal was resolved, or the one aborted.

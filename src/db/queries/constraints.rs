@@ -14,7 +14,7 @@ use crate::db::DbError;
 
 /// Sets the constraint for `pattern` (insert or change its visibility). A pattern under
 /// the project root given as an absolute path is stored relative to the root.
-pub fn set_constraint(
+pub(crate) fn set_constraint(
     conn: &mut Conn,
     project_id: ProjectId,
     pattern: &str,
@@ -33,7 +33,7 @@ pub fn set_constraint(
 }
 
 /// The project's constraints, in creation order.
-pub fn list_constraints(
+pub(crate) fn list_constraints(
     conn: &mut Conn,
     project_id: ProjectId,
 ) -> Result<Vec<ConstraintRow>, DbError> {
@@ -45,7 +45,7 @@ pub fn list_constraints(
 }
 
 /// Drops the constraint for `pattern`; `false` when there was none.
-pub fn delete_constraint(
+pub(crate) fn delete_constraint(
     conn: &mut Conn,
     project_id: ProjectId,
     pattern: &str,

@@ -8,12 +8,17 @@ use diesel::prelude::*;
 
 use crate::db::connection::write_transaction;
 use crate::db::ids::RunId;
-use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm, TurnContextRow};
+#[cfg(test)]
+use crate::db::models::entry::TurnContextRow;
+use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm};
 use crate::db::schema::{turn_context, v_model_context};
 use crate::db::DbError;
 
 /// The rows the model can see, in context order.
-pub fn model_context(conn: &mut Conn, run_id: RunId) -> Result<Vec<ModelContextRow>, DbError> {
+pub(crate) fn model_context(
+    conn: &mut Conn,
+    run_id: RunId,
+) -> Result<Vec<ModelContextRow>, DbError> {
     Ok(v_model_context::table
         .filter(v_model_context::run_id.eq(run_id))
         .order(v_model_context::ordinal)
@@ -23,7 +28,7 @@ pub fn model_context(conn: &mut Conn, run_id: RunId) -> Result<Vec<ModelContextR
 
 /// Replaces the snapshot of turn `turn` with `rows` (the projected context); returns the
 /// number of rows stored.
-pub fn replace_turn_context(
+pub(crate) fn replace_turn_context(
     conn: &mut Conn,
     run_id: RunId,
     turn: i32,
@@ -57,7 +62,8 @@ fn delete_turn_context(conn: &mut Conn, run_id: RunId, turn: i32) -> Result<usiz
 }
 
 /// The snapshot of one turn, in context order.
-pub fn turn_context(
+#[cfg(test)]
+pub(crate) fn turn_context(
     conn: &mut Conn,
     run_id: RunId,
     turn: i32,
@@ -71,7 +77,7 @@ pub fn turn_context(
 }
 
 /// The display tokens of the run's entries the model can see.
-pub fn visible_tokens(conn: &mut Conn, run_id: RunId) -> Result<i64, DbError> {
+pub(crate) fn visible_tokens(conn: &mut Conn, run_id: RunId) -> Result<i64, DbError> {
     #[derive(QueryableByName)]
     struct Total {
         #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]

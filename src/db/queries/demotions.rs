@@ -24,7 +24,7 @@ fn sorted(rows: Vec<ChangedPath>) -> Vec<String> {
 
 /// At the start of loop `loop_id`: every full entry of a `logging` scheme written by
 /// another loop (or none) goes to summary.
-pub fn demote_previous_loop_logging(
+pub(crate) fn demote_previous_loop_logging(
     conn: &mut Conn,
     run_id: RunId,
     loop_id: LoopId,
@@ -42,7 +42,10 @@ pub fn demote_previous_loop_logging(
 }
 
 /// Every `prompt://` entry at summary goes back to full.
-pub fn restore_summarized_prompts(conn: &mut Conn, run_id: RunId) -> Result<Vec<String>, DbError> {
+pub(crate) fn restore_summarized_prompts(
+    conn: &mut Conn,
+    run_id: RunId,
+) -> Result<Vec<String>, DbError> {
     let rows = statement(
         "UPDATE known_entries SET fidelity = 'full', updated_at = datetime('now')
          WHERE run_id = ? AND scheme = 'prompt' AND fidelity = 'summary'

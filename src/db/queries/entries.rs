@@ -48,13 +48,13 @@ macro_rules! upsert_sql {
 }
 
 /// Writes an entry (see [`EntryUpsertForm`] for what is kept and what replaced) and returns it.
-pub fn upsert_entry(conn: &mut Conn, entry: &EntryUpsertForm) -> Result<EntryRow, DbError> {
+pub(crate) fn upsert_entry(conn: &mut Conn, entry: &EntryUpsertForm) -> Result<EntryRow, DbError> {
     Ok(bind_upsert(statement(concat!(upsert_sql!(), " RETURNING *")), entry)?.get_result(conn)?)
 }
 
 /// Writes an entry like [`upsert_entry`] without reading it back (SQLite buffers returned
 /// rows, and an entry's body can be large).
-pub fn write_entry(conn: &mut Conn, entry: &EntryUpsertForm) -> Result<(), DbError> {
+pub(crate) fn write_entry(conn: &mut Conn, entry: &EntryUpsertForm) -> Result<(), DbError> {
     bind_upsert(statement(upsert_sql!()), entry)?.execute(conn)?;
     Ok(())
 }
@@ -91,7 +91,11 @@ fn attributes_patch(patch: Option<&serde_json::Value>) -> Result<Option<String>,
 }
 
 /// The entry at `path` (normalised).
-pub fn get_entry(conn: &mut Conn, run_id: RunId, path: &str) -> Result<Option<EntryRow>, DbError> {
+pub(crate) fn get_entry(
+    conn: &mut Conn,
+    run_id: RunId,
+    path: &str,
+) -> Result<Option<EntryRow>, DbError> {
     Ok(known_entries::table
         .filter(known_entries::run_id.eq(run_id))
         .filter(known_entries::path.eq(normalize_path(path)))
@@ -102,7 +106,7 @@ pub fn get_entry(conn: &mut Conn, run_id: RunId, path: &str) -> Result<Option<En
 
 /// The selected entries ordered by path, paged. A pattern whose work ran past the
 /// thread's budget is [`DbError::WorkLimit`] (its matches would be incomplete).
-pub fn list_entries(
+pub(crate) fn list_entries(
     conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
@@ -248,7 +252,7 @@ fn current_timestamp() -> diesel::expression::SqlLiteral<Text> {
 }
 
 /// Sets the fidelity of the selected entries (tokens follow); the turn is not touched.
-pub fn set_fidelity(
+pub(crate) fn set_fidelity(
     conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
@@ -265,7 +269,8 @@ pub fn set_fidelity(
 }
 
 /// Brings the selected entries to full fidelity and marks them touched at `turn`.
-pub fn promote(
+#[cfg(test)]
+pub(crate) fn promote(
     conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
@@ -283,12 +288,16 @@ pub fn promote(
 }
 
 /// Archives the selected entries: invisible to the model, still retrievable.
-pub fn demote(conn: &mut Conn, run_id: RunId, selector: &Selector) -> Result<Vec<String>, DbError> {
+pub(crate) fn demote(
+    conn: &mut Conn,
+    run_id: RunId,
+    selector: &Selector,
+) -> Result<Vec<String>, DbError> {
     set_fidelity(conn, run_id, selector, Fidelity::Archive)
 }
 
 /// Deletes the selected entries; returns their paths.
-pub fn delete_entries(
+pub(crate) fn delete_entries(
     conn: &mut Conn,
     run_id: RunId,
     selector: &Selector,
@@ -299,7 +308,7 @@ pub fn delete_entries(
 }
 
 /// Sets an entry's status and, when given, its body (a proposal's resolution).
-pub fn resolve_entry(
+pub(crate) fn resolve_entry(
     conn: &mut Conn,
     run_id: RunId,
     path: &str,
@@ -333,7 +342,7 @@ pub fn resolve_entry(
 }
 
 /// Merges `patch` into an entry's attributes (JSON merge patch: `null` removes a key).
-pub fn update_attributes(
+pub(crate) fn update_attributes(
     conn: &mut Conn,
     run_id: RunId,
     path: &str,
@@ -359,7 +368,7 @@ pub fn update_attributes(
 }
 
 /// The run's pending proposals (status 202), oldest first.
-pub fn unresolved(conn: &mut Conn, run_id: RunId) -> Result<Vec<UnresolvedRow>, DbError> {
+pub(crate) fn unresolved(conn: &mut Conn, run_id: RunId) -> Result<Vec<UnresolvedRow>, DbError> {
     Ok(v_unresolved::table
         .filter(v_unresolved::run_id.eq(run_id))
         .order(v_unresolved::id)
@@ -368,7 +377,7 @@ pub fn unresolved(conn: &mut Conn, run_id: RunId) -> Result<Vec<UnresolvedRow>, 
 }
 
 /// The run's client-facing history (`v_run_log`), oldest first.
-pub fn run_log(conn: &mut Conn, run_id: RunId) -> Result<Vec<RunLogRow>, DbError> {
+pub(crate) fn run_log(conn: &mut Conn, run_id: RunId) -> Result<Vec<RunLogRow>, DbError> {
     Ok(v_run_log::table
         .filter(v_run_log::run_id.eq(run_id))
         .order(v_run_log::id)
@@ -377,7 +386,7 @@ pub fn run_log(conn: &mut Conn, run_id: RunId) -> Result<Vec<RunLogRow>, DbError
 }
 
 /// The run's entries of one scheme, oldest first (`reasoning`, `content`, `skill`, ...).
-pub fn entries_of_scheme(
+pub(crate) fn entries_of_scheme(
     conn: &mut Conn,
     run_id: RunId,
     scheme: &str,
@@ -391,7 +400,7 @@ pub fn entries_of_scheme(
 }
 
 /// The run's newest entry of one scheme (latest `prompt`, latest `summarize`).
-pub fn latest_entry_of_scheme(
+pub(crate) fn latest_entry_of_scheme(
     conn: &mut Conn,
     run_id: RunId,
     scheme: &str,
@@ -407,7 +416,7 @@ pub fn latest_entry_of_scheme(
 
 /// The run's non-file entries whose scheme is not audit (pending proposals included), in
 /// creation order: `getRun`'s history.
-pub fn run_history(conn: &mut Conn, run_id: RunId) -> Result<Vec<EntryRow>, DbError> {
+pub(crate) fn run_history(conn: &mut Conn, run_id: RunId) -> Result<Vec<EntryRow>, DbError> {
     Ok(known_entries::table
         .inner_join(schemes::table.on(schemes::name.nullable().eq(known_entries::scheme)))
         .filter(known_entries::run_id.eq(run_id))
@@ -418,7 +427,10 @@ pub fn run_history(conn: &mut Conn, run_id: RunId) -> Result<Vec<EntryRow>, DbEr
 }
 
 /// Path and content hash of every scanned file entry of a run (for change detection).
-pub fn file_hashes(conn: &mut Conn, run_id: RunId) -> Result<Vec<(String, String)>, DbError> {
+pub(crate) fn file_hashes(
+    conn: &mut Conn,
+    run_id: RunId,
+) -> Result<Vec<(String, String)>, DbError> {
     let rows: Vec<(String, Option<String>)> = known_entries::table
         .filter(known_entries::run_id.eq(run_id))
         .filter(known_entries::scheme.is_null())
@@ -432,7 +444,7 @@ pub fn file_hashes(conn: &mut Conn, run_id: RunId) -> Result<Vec<(String, String
 
 /// The run's file entries at summary fidelity that have no outline yet (no `symbols`
 /// string: new, or changed since one was made), among the paths `outlinable` accepts.
-pub fn unoutlined_summaries(
+pub(crate) fn unoutlined_summaries(
     conn: &mut Conn,
     run_id: RunId,
     outlinable: impl Fn(&str) -> bool,
@@ -466,7 +478,7 @@ fn has_symbols(attributes: &str) -> bool {
 
 /// Sets a file entry's outline (`symbols`; empty when it has none), unless its content
 /// changed (its hash is no longer `hash`) since the outline was made.
-pub fn set_symbols(
+pub(crate) fn set_symbols(
     conn: &mut Conn,
     run_id: RunId,
     path: &str,
@@ -488,7 +500,7 @@ pub fn set_symbols(
 }
 
 /// Brings a pinned file shown at index fidelity back to full.
-pub fn promote_if_index(
+pub(crate) fn promote_if_index(
     conn: &mut Conn,
     run_id: RunId,
     path: &str,
@@ -510,7 +522,7 @@ pub fn promote_if_index(
 
 /// Whether a proposal made at `turn` was rejected by the client (status 403 on an entry of
 /// one of the `proposing` schemes).
-pub fn rejected_at_turn(
+pub(crate) fn rejected_at_turn(
     conn: &mut Conn,
     run_id: RunId,
     turn: i32,
@@ -527,7 +539,7 @@ pub fn rejected_at_turn(
 }
 
 /// Archives the prompt entries one loop wrote; returns how many.
-pub fn archive_loop_prompts(
+pub(crate) fn archive_loop_prompts(
     conn: &mut Conn,
     run_id: RunId,
     loop_id: crate::db::ids::LoopId,
@@ -543,7 +555,7 @@ pub fn archive_loop_prompts(
 }
 
 /// The path of the newest prompt entry a loop wrote.
-pub fn loop_prompt_path(
+pub(crate) fn loop_prompt_path(
     conn: &mut Conn,
     run_id: RunId,
     loop_id: crate::db::ids::LoopId,
@@ -558,7 +570,7 @@ pub fn loop_prompt_path(
         .optional()?)
 }
 
-pub use super::free_paths::{free_path, FreePaths};
+pub(crate) use super::free_paths::{free_path, FreePaths};
 
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,7 @@ use crate::db::DbError;
 
 /// Where a copy or move lands and who wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EntryTransfer {
+pub(crate) struct EntryTransfer {
     /// The run both entries belong to.
     pub run_id: RunId,
     /// Source path (normalised).
@@ -24,7 +24,7 @@ pub struct EntryTransfer {
 }
 
 /// Copies body, status, fidelity, hash and attributes of `from` to `to`; returns the copy.
-pub fn copy_entry(conn: &mut Conn, transfer: &EntryTransfer) -> Result<EntryRow, DbError> {
+pub(crate) fn copy_entry(conn: &mut Conn, transfer: &EntryTransfer) -> Result<EntryRow, DbError> {
     let from = normalize_path(&transfer.from);
     statement(
         "INSERT INTO known_entries (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes)
@@ -53,7 +53,7 @@ pub fn copy_entry(conn: &mut Conn, transfer: &EntryTransfer) -> Result<EntryRow,
 }
 
 /// Copies every entry of `from` into `to` (loop cleared, turns kept); returns the count.
-pub fn copy_run_entries(conn: &mut Conn, from: RunId, to: RunId) -> Result<usize, DbError> {
+pub(crate) fn copy_run_entries(conn: &mut Conn, from: RunId, to: RunId) -> Result<usize, DbError> {
     Ok(statement(
         "INSERT INTO known_entries
              (run_id, loop_id, turn, path, body, status, fidelity, hash, attributes, refs,

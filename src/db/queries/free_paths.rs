@@ -21,7 +21,7 @@ const FREE_PATH_ATTEMPTS: u32 = 10_000;
 /// `[path_, path\`)` holds exactly the texts that start with `path_`, `_` and `` ` `` being
 /// neighbours), then the smallest free suffix is picked in memory: probing one name at a
 /// time made a reply with thousands of the same command quadratic.
-pub fn free_path(conn: &mut Conn, run_id: RunId, path: &str) -> Result<String, DbError> {
+pub(crate) fn free_path(conn: &mut Conn, run_id: RunId, path: &str) -> Result<String, DbError> {
     let base = normalize_path(path);
     let prefix = format!("{base}_");
     let taken: Vec<String> = known_entries::table
@@ -50,13 +50,13 @@ pub fn free_path(conn: &mut Conn, run_id: RunId, path: &str) -> Result<String, D
 /// ([`free_path`]); each further path of that base then costs one indexed lookup, so a reply
 /// repeating one command thousands of times stays linear.
 #[derive(Debug, Default)]
-pub struct FreePaths {
+pub(crate) struct FreePaths {
     next_suffix: HashMap<String, u32>,
 }
 
 impl FreePaths {
     /// [`free_path`], remembering where the next free suffix of the base is likely to be.
-    pub fn free_path(
+    pub(crate) fn free_path(
         &mut self,
         conn: &mut Conn,
         run_id: RunId,

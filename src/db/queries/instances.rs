@@ -16,7 +16,7 @@ use diesel::{OptionalExtension, RunQueryDsl};
 
 /// What the drain of a run may do next.
 #[derive(Debug, PartialEq)]
-pub enum Claim {
+pub(crate) enum Claim {
     /// This loop, now running; the instance holds the run's lease.
     Loop(Box<LoopRow>),
     /// Nothing pending for this instance: the lease (if it held it) is given back.
@@ -28,7 +28,7 @@ pub enum Claim {
 
 /// Which instances are gone, to release.
 #[derive(Debug, Clone, Copy)]
-pub enum Gone<'a> {
+pub(crate) enum Gone<'a> {
     /// This one, stopping.
     This(&'a str),
     /// Every instance whose heartbeat row expired before this time (ms since the epoch).
@@ -46,7 +46,7 @@ impl Gone<'_> {
 }
 
 /// Inserts or renews `instance`'s heartbeat row, alive until `expires_at`.
-pub fn join(conn: &mut Conn, instance: &str, expires_at: i64) -> Result<(), DbError> {
+pub(crate) fn join(conn: &mut Conn, instance: &str, expires_at: i64) -> Result<(), DbError> {
     statement(
         "INSERT INTO instances (id, expires_at) VALUES (?, ?)
          ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at",
@@ -59,7 +59,7 @@ pub fn join(conn: &mut Conn, instance: &str, expires_at: i64) -> Result<(), DbEr
 
 /// Pushes `instance`'s expiry to `expires_at`; false when its row is gone (another instance
 /// found it expired and released its runs).
-pub fn renew(conn: &mut Conn, instance: &str, expires_at: i64) -> Result<bool, DbError> {
+pub(crate) fn renew(conn: &mut Conn, instance: &str, expires_at: i64) -> Result<bool, DbError> {
     let renewed = statement("UPDATE instances SET expires_at = ? WHERE id = ?")
         .bind::<BigInt, _>(expires_at)
         .bind::<Text, _>(instance.to_owned())
@@ -68,7 +68,7 @@ pub fn renew(conn: &mut Conn, instance: &str, expires_at: i64) -> Result<bool, D
 }
 
 /// Records that `instance`'s client waits for `loop_id`, so only `instance` claims it.
-pub fn wait_for(conn: &mut Conn, loop_id: LoopId, instance: &str) -> Result<(), DbError> {
+pub(crate) fn wait_for(conn: &mut Conn, loop_id: LoopId, instance: &str) -> Result<(), DbError> {
     statement("INSERT INTO loop_waiters (loop_id, instance_id) VALUES (?, ?)")
         .bind::<BigInt, _>(loop_id)
         .bind::<Text, _>(instance.to_owned())
@@ -79,7 +79,7 @@ pub fn wait_for(conn: &mut Conn, loop_id: LoopId, instance: &str) -> Result<(), 
 /// Takes (or keeps) the run's lease for `instance` and claims its next loop for it; gives
 /// the lease back when nothing is pending for it. The lease's row is locked while the unit of
 /// work lasts, so two instances' claims for one run follow one another.
-pub fn claim_loop(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<Claim, DbError> {
+pub(crate) fn claim_loop(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<Claim, DbError> {
     write_transaction(conn, |conn| {
         let leased = statement(
             "INSERT INTO run_leases (run_id, instance_id) VALUES (?, ?)
@@ -107,7 +107,7 @@ pub fn claim_loop(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<Clai
 /// and their runs left created or running (100, 102) end aborted (499), then their rows go,
 /// and with them their leases and their claims on pending loops, which any instance may
 /// now run. Returns how many runs were aborted.
-pub fn release(conn: &mut Conn, gone: Gone<'_>) -> Result<usize, DbError> {
+pub(crate) fn release(conn: &mut Conn, gone: Gone<'_>) -> Result<usize, DbError> {
     let (id, cutoff) = gone.binds();
     write_transaction(conn, |conn| {
         statement(
@@ -148,7 +148,7 @@ pub fn release(conn: &mut Conn, gone: Gone<'_>) -> Result<usize, DbError> {
 }
 
 /// The instance holding `run`'s lease, if it is alive at `now`.
-pub fn holder(conn: &mut Conn, run_id: RunId, now: i64) -> Result<Option<String>, DbError> {
+pub(crate) fn holder(conn: &mut Conn, run_id: RunId, now: i64) -> Result<Option<String>, DbError> {
     #[derive(diesel::QueryableByName)]
     struct Holder {
         #[diesel(sql_type = Text)]
@@ -167,7 +167,7 @@ pub fn holder(conn: &mut Conn, run_id: RunId, now: i64) -> Result<Option<String>
 }
 
 /// Whether `instance`'s heartbeat row is still alive at `now`.
-pub fn is_alive(conn: &mut Conn, instance: &str, now: i64) -> Result<bool, DbError> {
+pub(crate) fn is_alive(conn: &mut Conn, instance: &str, now: i64) -> Result<bool, DbError> {
     #[derive(diesel::QueryableByName)]
     struct Alive {
         #[diesel(sql_type = BigInt)]
@@ -182,7 +182,7 @@ pub fn is_alive(conn: &mut Conn, instance: &str, now: i64) -> Result<bool, DbErr
 }
 
 /// Whether some instance's heartbeat row is still alive at `now`.
-pub fn any_alive(conn: &mut Conn, now: i64) -> Result<bool, DbError> {
+pub(crate) fn any_alive(conn: &mut Conn, now: i64) -> Result<bool, DbError> {
     #[derive(diesel::QueryableByName)]
     struct Alive {
         #[diesel(sql_type = BigInt)]
@@ -196,7 +196,7 @@ pub fn any_alive(conn: &mut Conn, now: i64) -> Result<bool, DbError> {
 
 /// Forgets every instance, its leases and its claims (at start, when no other instance is
 /// alive; `runs::recover_after_restart` has recovered their runs).
-pub fn forget_all(conn: &mut Conn) -> Result<(), DbError> {
+pub(crate) fn forget_all(conn: &mut Conn) -> Result<(), DbError> {
     statement("DELETE FROM instances").execute(conn)?;
     Ok(())
 }

@@ -18,7 +18,7 @@ const PLACES_LOCK: i64 = 0x72_75_6d_6d_79_01;
 
 /// What one place is taken under.
 #[derive(Debug, Clone)]
-pub struct PlaceClaim {
+pub(crate) struct PlaceClaim {
     /// The instance that holds it (its row's deletion gives it back).
     pub instance: String,
     pub project: ProjectId,
@@ -32,21 +32,21 @@ pub struct PlaceClaim {
 
 /// Whose bound left no place.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Bound {
+pub(crate) enum Bound {
     Project,
     Person(String),
 }
 
 /// A claim refused: `bound` already holds `held` places.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NoPlace {
+pub(crate) struct NoPlace {
     pub bound: Bound,
     pub held: usize,
 }
 
 /// Why no place was taken.
 #[derive(Debug, thiserror::Error)]
-pub enum PlaceError {
+pub(crate) enum PlaceError {
     /// A bound is reached; nothing was written.
     #[error("no place: {} held under {:?}", .0.held, .0.bound)]
     Full(NoPlace),
@@ -92,7 +92,7 @@ struct Id {
 
 /// Takes a place for `claim` when its project and its person are both under their bounds;
 /// returns the place's id, or which bound is reached ([`PlaceError::Full`]).
-pub fn take(conn: &mut Conn, claim: &PlaceClaim) -> Result<i64, PlaceError> {
+pub(crate) fn take(conn: &mut Conn, claim: &PlaceClaim) -> Result<i64, PlaceError> {
     write_transaction(conn, |conn| {
         lock_places(conn)?;
         if claim.per_project > 0 {
@@ -126,7 +126,7 @@ pub fn take(conn: &mut Conn, claim: &PlaceClaim) -> Result<i64, PlaceError> {
 }
 
 /// Gives place `id` back (nothing when it is already gone with its instance).
-pub fn give_back(conn: &mut Conn, id: i64) -> Result<(), DbError> {
+pub(crate) fn give_back(conn: &mut Conn, id: i64) -> Result<(), DbError> {
     statement("DELETE FROM loop_places WHERE id = ?")
         .bind::<BigInt, _>(id)
         .execute(conn)?;

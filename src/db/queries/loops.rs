@@ -14,7 +14,7 @@ use crate::db::schema::{loops, runs};
 use crate::db::DbError;
 
 /// Appends a pending loop (status 100) to the run's queue, numbered from `runs.next_loop`.
-pub fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<LoopRow, DbError> {
+pub(crate) fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<LoopRow, DbError> {
     if !enqueue.config.is_object() {
         return Err(DbError::Invalid(
             "loop config must be a JSON object".to_owned(),
@@ -50,7 +50,7 @@ pub fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<LoopRow, D
 /// in one statement, among those `instance` may run: its own and those no instance waits
 /// for (`loop_waiters`). `None` when nothing is pending for it or a loop of the run is
 /// already running. The caller holds the run's lease (`instances::claim_loop`).
-pub fn claim_next_loop(
+pub(crate) fn claim_next_loop(
     conn: &mut Conn,
     run_id: RunId,
     instance: &str,
@@ -77,7 +77,7 @@ pub fn claim_next_loop(
 
 /// Records a loop's outcome. Only a running loop may finish (and a pending one be aborted);
 /// anything else is [`DbError::Invalid`].
-pub fn finish_loop(
+pub(crate) fn finish_loop(
     conn: &mut Conn,
     id: LoopId,
     status: RunStatus,
@@ -93,7 +93,7 @@ pub fn finish_loop(
 }
 
 /// Drops a pending loop that will never run (status 499, with the reason as its result).
-pub fn drop_loop(
+pub(crate) fn drop_loop(
     conn: &mut Conn,
     id: LoopId,
     result: Option<&serde_json::Value>,
@@ -102,7 +102,7 @@ pub fn drop_loop(
 }
 
 /// Drops the run's pending panic and retry loops (their overflowing loop was aborted).
-pub fn drop_recovery_loops(conn: &mut Conn, run_id: RunId) -> Result<usize, DbError> {
+pub(crate) fn drop_recovery_loops(conn: &mut Conn, run_id: RunId) -> Result<usize, DbError> {
     Ok(diesel::update(
         loops::table
             .filter(loops::run_id.eq(run_id))
@@ -114,7 +114,7 @@ pub fn drop_recovery_loops(conn: &mut Conn, run_id: RunId) -> Result<usize, DbEr
 }
 
 /// The loop with this id.
-pub fn get_loop(conn: &mut Conn, id: LoopId) -> Result<Option<LoopRow>, DbError> {
+pub(crate) fn get_loop(conn: &mut Conn, id: LoopId) -> Result<Option<LoopRow>, DbError> {
     Ok(loops::table
         .find(id)
         .select(LoopRow::as_select())
@@ -124,7 +124,7 @@ pub fn get_loop(conn: &mut Conn, id: LoopId) -> Result<Option<LoopRow>, DbError>
 
 #[cfg(test)]
 /// The run's running loop.
-pub fn active_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
+pub(crate) fn active_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
     Ok(loops::table
         .filter(loops::run_id.eq(run_id))
         .filter(loops::status.eq(RunStatus::Running))
@@ -134,7 +134,7 @@ pub fn active_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, Db
 }
 
 /// The run's most recently enqueued loop, whatever its state.
-pub fn latest_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
+pub(crate) fn latest_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
     Ok(loops::table
         .filter(loops::run_id.eq(run_id))
         .order(loops::id.desc())
@@ -144,7 +144,7 @@ pub fn latest_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, Db
 }
 
 /// The run's pending loops in claim order.
-pub fn pending_loops(conn: &mut Conn, run_id: RunId) -> Result<Vec<LoopRow>, DbError> {
+pub(crate) fn pending_loops(conn: &mut Conn, run_id: RunId) -> Result<Vec<LoopRow>, DbError> {
     Ok(loops::table
         .filter(loops::run_id.eq(run_id))
         .filter(loops::status.eq(RunStatus::Queued))
@@ -155,7 +155,7 @@ pub fn pending_loops(conn: &mut Conn, run_id: RunId) -> Result<Vec<LoopRow>, DbE
 
 /// The loop queue across every run, for `/metrics`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QueueDepth {
+pub(crate) struct QueueDepth {
     /// Loops waiting for their run's actor (100).
     pub pending: i64,
     /// Loops running (102), one per run at most.
@@ -165,7 +165,7 @@ pub struct QueueDepth {
 }
 
 /// How many loops wait and run, and for how many runs.
-pub fn queue_depth(conn: &mut Conn) -> Result<QueueDepth, DbError> {
+pub(crate) fn queue_depth(conn: &mut Conn) -> Result<QueueDepth, DbError> {
     let unfinished = [RunStatus::Queued, RunStatus::Running];
     let by_status: Vec<(RunStatus, i64)> = loops::table
         .filter(loops::status.eq_any(unfinished))

@@ -17,15 +17,15 @@ use crate::db::{Conn, DbError, MultiBackend};
 mod hygiene;
 mod recall;
 
-pub use hygiene::{fold_history, prune_transient, HistoryBounds};
-pub use recall::{query_words, recall_facts, recall_history};
+pub(crate) use hygiene::{fold_history, prune_transient, HistoryBounds};
+pub(crate) use recall::{query_words, recall_facts, recall_history};
 
 /// The history's `reason` of a run's session narrative.
 const NARRATIVE: &str = "narrative";
 
 /// What writing a fact did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Written {
+pub(crate) enum Written {
     /// No fact had its topic.
     Created,
     /// The fact of its topic had another body, now in the history.
@@ -38,7 +38,7 @@ pub enum Written {
 }
 
 /// A topic as it is stored: trimmed, lower case, runs of white space as one space.
-pub fn normalize_topic(topic: &str) -> String {
+pub(crate) fn normalize_topic(topic: &str) -> String {
     topic
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -52,7 +52,7 @@ pub fn normalize_topic(topic: &str) -> String {
 /// outranks a model's, so it stays and the answer is [`Written::KeptPersons`] with the
 /// person's fact. A transient fact written again with the same text is renewed: it counts
 /// its runs from `form`'s, and is lasting when `form` is.
-pub fn write_fact(
+pub(crate) fn write_fact(
     conn: &mut Conn,
     form: &MemoryFactForm,
     bounds: HistoryBounds,
@@ -146,7 +146,7 @@ fn layer_history(project: Option<ProjectId>) -> memory_history::BoxedQuery<'stat
 }
 
 /// The facts of a layer, by topic.
-pub fn list_facts(
+pub(crate) fn list_facts(
     conn: &mut Conn,
     project: Option<ProjectId>,
 ) -> Result<Vec<MemoryFactRow>, DbError> {
@@ -157,7 +157,8 @@ pub fn list_facts(
 }
 
 /// The fact `id` of a layer.
-pub fn get_fact(
+#[cfg(test)]
+pub(crate) fn get_fact(
     conn: &mut Conn,
     project: Option<ProjectId>,
     id: MemoryFactId,
@@ -170,7 +171,7 @@ pub fn get_fact(
 }
 
 /// The history of a layer, newest first.
-pub fn list_history(
+pub(crate) fn list_history(
     conn: &mut Conn,
     project: Option<ProjectId>,
 ) -> Result<Vec<MemoryHistoryRow>, DbError> {
@@ -181,7 +182,7 @@ pub fn list_history(
 }
 
 /// Erases the fact `id` of a layer (it is not kept in the history); whether there was one.
-pub fn delete_fact(
+pub(crate) fn delete_fact(
     conn: &mut Conn,
     project: Option<ProjectId>,
     id: MemoryFactId,
@@ -197,7 +198,7 @@ pub fn delete_fact(
 }
 
 /// Erases the history item `id` of a layer; whether there was one.
-pub fn delete_history(
+pub(crate) fn delete_history(
     conn: &mut Conn,
     project: Option<ProjectId>,
     id: MemoryHistoryId,
@@ -213,7 +214,7 @@ pub fn delete_history(
 }
 
 /// Whether memory is on for `project` (it is unless switched off).
-pub fn is_enabled(conn: &mut Conn, project: ProjectId) -> Result<bool, DbError> {
+pub(crate) fn is_enabled(conn: &mut Conn, project: ProjectId) -> Result<bool, DbError> {
     let off = memory_disabled::table
         .find(project)
         .count()
@@ -222,7 +223,7 @@ pub fn is_enabled(conn: &mut Conn, project: ProjectId) -> Result<bool, DbError> 
 }
 
 /// Switches memory on or off for `project`; `person` is who switched it off.
-pub fn set_enabled(
+pub(crate) fn set_enabled(
     conn: &mut Conn,
     project: ProjectId,
     enabled: bool,
@@ -246,7 +247,7 @@ pub fn set_enabled(
 /// place of the one the run kept before (a run has one narrative: its latest, which keeps
 /// the count of the items folded into the one it replaces), the history folded within
 /// `bounds`.
-pub fn record_narrative(
+pub(crate) fn record_narrative(
     conn: &mut Conn,
     project: ProjectId,
     run: RunId,

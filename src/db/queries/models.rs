@@ -11,7 +11,7 @@ use crate::db::schema::models;
 use crate::db::DbError;
 
 /// Models ordered by alias (byte order), paged.
-pub fn list_models(
+pub(crate) fn list_models(
     conn: &mut Conn,
     limit: Option<i64>,
     offset: Option<i64>,
@@ -25,7 +25,7 @@ pub fn list_models(
 }
 
 /// The model with this alias.
-pub fn find_model(conn: &mut Conn, alias: &str) -> Result<Option<ModelRow>, DbError> {
+pub(crate) fn find_model(conn: &mut Conn, alias: &str) -> Result<Option<ModelRow>, DbError> {
     Ok(models::table
         .filter(models::alias.eq(alias))
         .select(ModelRow::as_select())
@@ -35,7 +35,7 @@ pub fn find_model(conn: &mut Conn, alias: &str) -> Result<Option<ModelRow>, DbEr
 
 /// Inserts the model or updates the one with the same alias; a `None` context length keeps
 /// the stored one.
-pub fn upsert_model(conn: &mut Conn, form: &ModelInsertForm) -> Result<ModelRow, DbError> {
+pub(crate) fn upsert_model(conn: &mut Conn, form: &ModelInsertForm) -> Result<ModelRow, DbError> {
     Ok(statement(
         "INSERT INTO models (alias, actual, context_length) VALUES (?, ?, ?)
          ON CONFLICT (alias) DO UPDATE SET
@@ -50,13 +50,13 @@ pub fn upsert_model(conn: &mut Conn, form: &ModelInsertForm) -> Result<ModelRow,
 }
 
 /// Removes the model; `false` when there was none.
-pub fn remove_model(conn: &mut Conn, alias: &str) -> Result<bool, DbError> {
+pub(crate) fn remove_model(conn: &mut Conn, alias: &str) -> Result<bool, DbError> {
     let removed = diesel::delete(models::table.filter(models::alias.eq(alias))).execute(conn)?;
     Ok(removed > 0)
 }
 
 /// Records a context length discovered from the provider.
-pub fn set_context_length(
+pub(crate) fn set_context_length(
     conn: &mut Conn,
     alias: &str,
     context_length: i32,

@@ -13,7 +13,10 @@ use crate::db::DbError;
 
 /// Inserts the project, or updates the one with the same name; a `None` root keeps the
 /// stored value.
-pub fn upsert_project(conn: &mut Conn, form: &ProjectInsertForm) -> Result<ProjectRow, DbError> {
+pub(crate) fn upsert_project(
+    conn: &mut Conn,
+    form: &ProjectInsertForm,
+) -> Result<ProjectRow, DbError> {
     Ok(statement(
         "INSERT INTO projects (name, project_root) VALUES (?, ?)
          ON CONFLICT (name) DO UPDATE SET
@@ -27,7 +30,7 @@ pub fn upsert_project(conn: &mut Conn, form: &ProjectInsertForm) -> Result<Proje
 
 /// What [`open_project`] found.
 #[derive(Debug, PartialEq)]
-pub enum Opening {
+pub(crate) enum Opening {
     /// The project, created now or found with the same root.
     Opened(ProjectRow),
     /// A project of that name exists with another root; nothing changed.
@@ -40,7 +43,7 @@ pub enum Opening {
 
 /// How [`open_project`] compares roots: where a stored root leads now, and whether two
 /// roots overlap (the `project` module's `resolve` and `overlap`, given by the caller).
-pub struct RootRules<Resolve, Overlap> {
+pub(crate) struct RootRules<Resolve, Overlap> {
     pub resolve: Resolve,
     pub overlap: Overlap,
 }
@@ -51,7 +54,7 @@ pub struct RootRules<Resolve, Overlap> {
 /// resolved one), and never stores a root that is, holds or lies inside another project's
 /// root, compared both as stored and as it leads now. In one unit of work, so two `init`s
 /// cannot both take overlapping roots.
-pub fn open_project<Resolve, Overlap>(
+pub(crate) fn open_project<Resolve, Overlap>(
     conn: &mut Conn,
     form: &ProjectInsertForm,
     may_create: bool,
@@ -109,7 +112,7 @@ fn form_root(form: &ProjectInsertForm) -> &str {
 }
 
 /// The project with this id.
-pub fn get_project(conn: &mut Conn, id: ProjectId) -> Result<Option<ProjectRow>, DbError> {
+pub(crate) fn get_project(conn: &mut Conn, id: ProjectId) -> Result<Option<ProjectRow>, DbError> {
     Ok(projects::table
         .find(id)
         .select(ProjectRow::as_select())
@@ -120,7 +123,11 @@ pub fn get_project(conn: &mut Conn, id: ProjectId) -> Result<Option<ProjectRow>,
 /// The project `name` when its stored root is `root` exactly: what [`open_project`] finds
 /// without writing, read on a reader so a client re-opening its project does not wait for
 /// the writer.
-pub fn opened_at(conn: &mut Conn, name: &str, root: &str) -> Result<Option<ProjectRow>, DbError> {
+pub(crate) fn opened_at(
+    conn: &mut Conn,
+    name: &str,
+    root: &str,
+) -> Result<Option<ProjectRow>, DbError> {
     Ok(projects::table
         .filter(projects::name.eq(name))
         .filter(projects::project_root.eq(root))
@@ -131,7 +138,7 @@ pub fn opened_at(conn: &mut Conn, name: &str, root: &str) -> Result<Option<Proje
 
 #[cfg(test)]
 /// The project with this name.
-pub fn find_project(conn: &mut Conn, name: &str) -> Result<Option<ProjectRow>, DbError> {
+pub(crate) fn find_project(conn: &mut Conn, name: &str) -> Result<Option<ProjectRow>, DbError> {
     Ok(projects::table
         .filter(projects::name.eq(name))
         .select(ProjectRow::as_select())

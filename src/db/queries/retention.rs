@@ -10,7 +10,7 @@ use crate::db::DbError;
 
 /// Deletes runs that are finished (200, 413, 499, 500) and untouched for `days` days, with
 /// their loops, turns and entries; returns how many runs went. `days == 0` keeps everything.
-pub fn purge_older_than(conn: &mut Conn, days: u32) -> Result<usize, DbError> {
+pub(crate) fn purge_older_than(conn: &mut Conn, days: u32) -> Result<usize, DbError> {
     if days == 0 {
         return Ok(0);
     }

@@ -21,7 +21,10 @@ pub struct RpcLogBounds {
 }
 
 /// Records a batch of calls in one statement.
-pub fn insert_rpc_logs(conn: &mut Conn, forms: &[RpcLogInsertForm]) -> Result<usize, DbError> {
+pub(crate) fn insert_rpc_logs(
+    conn: &mut Conn,
+    forms: &[RpcLogInsertForm],
+) -> Result<usize, DbError> {
     Ok(per_backend!(conn, |conn| diesel::insert_into(
         rpc_log::table
     )
@@ -34,7 +37,7 @@ pub fn insert_rpc_logs(conn: &mut Conn, forms: &[RpcLogInsertForm]) -> Result<us
 /// what is left is at most `max_rows` rows. Each delete starts from an index (`created_at`,
 /// the primary key): with nothing over the bounds it is a lookup, so it may run after every
 /// batch of rows.
-pub fn prune(conn: &mut Conn, bounds: RpcLogBounds) -> Result<usize, DbError> {
+pub(crate) fn prune(conn: &mut Conn, bounds: RpcLogBounds) -> Result<usize, DbError> {
     let mut deleted = 0;
     if bounds.max_days > 0 {
         let days = i32::try_from(bounds.max_days).unwrap_or(i32::MAX);

@@ -12,7 +12,7 @@ use crate::db::statement::statement;
 use crate::db::DbError;
 
 /// Records one action.
-pub fn record(conn: &mut Conn, form: &RunActionForm) -> Result<(), DbError> {
+pub(crate) fn record(conn: &mut Conn, form: &RunActionForm) -> Result<(), DbError> {
     diesel::insert_into(run_actions::table)
         .values(form)
         .execute(conn)?;
@@ -20,7 +20,7 @@ pub fn record(conn: &mut Conn, form: &RunActionForm) -> Result<(), DbError> {
 }
 
 /// The run's actions, oldest first.
-pub fn of_run(conn: &mut Conn, run: RunId) -> Result<Vec<RunActionRow>, DbError> {
+pub(crate) fn of_run(conn: &mut Conn, run: RunId) -> Result<Vec<RunActionRow>, DbError> {
     Ok(run_actions::table
         .filter(run_actions::run_id.eq(run))
         .order(run_actions::id)
@@ -29,7 +29,7 @@ pub fn of_run(conn: &mut Conn, run: RunId) -> Result<Vec<RunActionRow>, DbError>
 }
 
 /// Whether a proposal the run made after its turn `turn` was accepted.
-pub fn accepted_after(conn: &mut Conn, run: RunId, turn: i32) -> Result<bool, DbError> {
+pub(crate) fn accepted_after(conn: &mut Conn, run: RunId, turn: i32) -> Result<bool, DbError> {
     let accepted: Accepted = statement(
         "SELECT count(*) AS found FROM (SELECT 1 AS one FROM run_actions AS a \
          JOIN known_entries AS e ON e.run_id = a.run_id AND e.path = a.path \
@@ -48,7 +48,7 @@ struct Accepted {
 }
 
 /// The run's loops, oldest first.
-pub fn loops_of_run(conn: &mut Conn, run: RunId) -> Result<Vec<LoopRow>, DbError> {
+pub(crate) fn loops_of_run(conn: &mut Conn, run: RunId) -> Result<Vec<LoopRow>, DbError> {
     Ok(loops::table
         .filter(loops::run_id.eq(run))
         .order(loops::id)

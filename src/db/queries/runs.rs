@@ -21,7 +21,7 @@ use crate::db::DbError;
 const ALIAS_ATTEMPTS: u32 = 10_000;
 
 /// Milliseconds since the epoch, for run aliases.
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
@@ -30,7 +30,11 @@ pub fn now_ms() -> i64 {
 
 /// Creates an idle run (status 100) named `<model>_<now_ms>`; when that alias is taken in
 /// its project (same model, same millisecond) `_2`, `_3`, ... are appended until one is free.
-pub fn create_run(conn: &mut Conn, create: &RunCreateForm, now_ms: i64) -> Result<RunRow, DbError> {
+pub(crate) fn create_run(
+    conn: &mut Conn,
+    create: &RunCreateForm,
+    now_ms: i64,
+) -> Result<RunRow, DbError> {
     let form = RunInsertForm {
         project_id: create.project_id,
         parent_run_id: None,
@@ -48,7 +52,7 @@ pub fn create_run(conn: &mut Conn, create: &RunCreateForm, now_ms: i64) -> Resul
 
 /// Creates an idle run (status 100) for a sub-task of `parent`, with its model, temperature
 /// and context cap, no persona and an empty store.
-pub fn create_delegated_run(
+pub(crate) fn create_delegated_run(
     conn: &mut Conn,
     parent: &RunRow,
     now_ms: i64,
@@ -70,7 +74,7 @@ pub fn create_delegated_run(
 }
 
 /// The alias of the run with this id.
-pub fn alias_of(conn: &mut Conn, id: RunId) -> Result<Option<String>, DbError> {
+pub(crate) fn alias_of(conn: &mut Conn, id: RunId) -> Result<Option<String>, DbError> {
     Ok(runs::table
         .find(id)
         .select(runs::alias)
@@ -108,7 +112,7 @@ fn insert_with_unique_alias(
 }
 
 /// The run with this id.
-pub fn get_run(conn: &mut Conn, id: RunId) -> Result<Option<RunRow>, DbError> {
+pub(crate) fn get_run(conn: &mut Conn, id: RunId) -> Result<Option<RunRow>, DbError> {
     Ok(runs::table
         .find(id)
         .select(RunRow::as_select())
@@ -117,7 +121,7 @@ pub fn get_run(conn: &mut Conn, id: RunId) -> Result<Option<RunRow>, DbError> {
 }
 
 /// The run of `project` with this alias (an alias is unique within its project only).
-pub fn find_run(
+pub(crate) fn find_run(
     conn: &mut Conn,
     project: ProjectId,
     alias: &str,
@@ -131,7 +135,10 @@ pub fn find_run(
 }
 
 /// The most recently created run of a project.
-pub fn latest_run(conn: &mut Conn, project_id: ProjectId) -> Result<Option<RunRow>, DbError> {
+pub(crate) fn latest_run(
+    conn: &mut Conn,
+    project_id: ProjectId,
+) -> Result<Option<RunRow>, DbError> {
     Ok(runs::table
         .filter(runs::project_id.eq(project_id))
         .order(runs::id.desc())
@@ -141,7 +148,7 @@ pub fn latest_run(conn: &mut Conn, project_id: ProjectId) -> Result<Option<RunRo
 }
 
 /// A project's runs, newest first, with their turn counts and latest summaries.
-pub fn list_runs(
+pub(crate) fn list_runs(
     conn: &mut Conn,
     project_id: ProjectId,
     limit: Option<i64>,
@@ -182,7 +189,7 @@ pub fn list_runs(
 }
 
 /// Whether `name` may be a run alias: `[a-zA-Z0-9_]+`.
-pub fn is_valid_alias(name: &str) -> bool {
+pub(crate) fn is_valid_alias(name: &str) -> bool {
     !name.is_empty()
         && name
             .bytes()
@@ -191,7 +198,7 @@ pub fn is_valid_alias(name: &str) -> bool {
 
 /// Renames a run. An invalid name is [`DbError::Invalid`]; one taken in the run's project
 /// [`DbError::Conflict`] (another project's names are no obstacle, and never told).
-pub fn rename_run(conn: &mut Conn, id: RunId, name: &str) -> Result<RunRow, DbError> {
+pub(crate) fn rename_run(conn: &mut Conn, id: RunId, name: &str) -> Result<RunRow, DbError> {
     if !is_valid_alias(name) {
         return Err(DbError::Invalid(format!(
             "run name {name:?} must match [a-zA-Z0-9_]+"
@@ -210,7 +217,7 @@ pub fn rename_run(conn: &mut Conn, id: RunId, name: &str) -> Result<RunRow, DbEr
 }
 
 /// Changes the fields given in `form` (temperature 0–2, context limit ≥ 1024).
-pub fn update_run_config(
+pub(crate) fn update_run_config(
     conn: &mut Conn,
     id: RunId,
     form: &RunConfigUpdateForm,
@@ -232,7 +239,7 @@ pub fn update_run_config(
 
 /// Moves a run to `status`. The migration's trigger is the state machine; an illegal move
 /// is [`DbError::Invalid`] and changes nothing. Setting the current status is a no-op.
-pub fn set_run_status(conn: &mut Conn, id: RunId, status: RunStatus) -> Result<(), DbError> {
+pub(crate) fn set_run_status(conn: &mut Conn, id: RunId, status: RunStatus) -> Result<(), DbError> {
     // In a savepoint: on PostgreSQL a refused statement spoils its whole transaction, and
     // the run is read again below.
     let updated = conn.transaction(|conn| {
@@ -257,7 +264,7 @@ pub fn set_run_status(conn: &mut Conn, id: RunId, status: RunStatus) -> Result<(
 
 /// Sets an idle run to 499 (a run with a running loop is left alone: that loop is not the
 /// one `run/abort` stopped). Returns whether the run is now aborted.
-pub fn abort_if_idle(conn: &mut Conn, id: RunId) -> Result<bool, DbError> {
+pub(crate) fn abort_if_idle(conn: &mut Conn, id: RunId) -> Result<bool, DbError> {
     write_transaction(conn, |conn| {
         let running: i64 = loops::table
             .filter(loops::run_id.eq(id))
@@ -273,7 +280,7 @@ pub fn abort_if_idle(conn: &mut Conn, id: RunId) -> Result<bool, DbError> {
 }
 
 /// Takes the run's next turn number (returns it and advances the counter).
-pub fn take_turn_number(conn: &mut Conn, id: RunId) -> Result<i32, DbError> {
+pub(crate) fn take_turn_number(conn: &mut Conn, id: RunId) -> Result<i32, DbError> {
     #[derive(QueryableByName)]
     struct Taken {
         #[diesel(sql_type = Integer)]
@@ -291,7 +298,7 @@ pub fn take_turn_number(conn: &mut Conn, id: RunId) -> Result<i32, DbError> {
 /// Creates a run (status 100) with the parent's settings and a copy of its store, by
 /// `person`. The new run continues the parent's turn numbering, so copied entries keep their
 /// place in time.
-pub fn fork_run(
+pub(crate) fn fork_run(
     conn: &mut Conn,
     parent_id: RunId,
     person: Option<String>,
@@ -320,7 +327,7 @@ pub fn fork_run(
 }
 
 /// How many runs are in each status, for `/metrics`.
-pub fn count_by_status(conn: &mut Conn) -> Result<Vec<(RunStatus, i64)>, DbError> {
+pub(crate) fn count_by_status(conn: &mut Conn) -> Result<Vec<(RunStatus, i64)>, DbError> {
     Ok(runs::table
         .group_by(runs::status)
         .select((runs::status, diesel::dsl::count_star()))
@@ -328,7 +335,7 @@ pub fn count_by_status(conn: &mut Conn) -> Result<Vec<(RunStatus, i64)>, DbError
 }
 
 /// Removes a run's persona (`persona/set` with neither name nor text).
-pub fn clear_persona(conn: &mut Conn, id: RunId) -> Result<(), DbError> {
+pub(crate) fn clear_persona(conn: &mut Conn, id: RunId) -> Result<(), DbError> {
     diesel::update(runs::table.find(id))
         .set(runs::persona.eq(None::<String>))
         .execute(conn)?;
@@ -338,7 +345,7 @@ pub fn clear_persona(conn: &mut Conn, id: RunId) -> Result<(), DbError> {
 /// After a stop or a crash: loops that were running go back to pending, and runs left
 /// created or running (100, 102) become aborted (499). Nothing is started: the pending loops
 /// run first the next time a client drives their run. Returns how many runs were aborted.
-pub fn recover_after_restart(conn: &mut Conn) -> Result<usize, DbError> {
+pub(crate) fn recover_after_restart(conn: &mut Conn) -> Result<usize, DbError> {
     write_transaction(conn, |conn| {
         diesel::update(loops::table.filter(loops::status.eq(RunStatus::Running)))
             .set(loops::status.eq(RunStatus::Queued))

@@ -9,7 +9,7 @@ use crate::db::models::SchemeRow;
 use crate::db::DbError;
 
 /// Registers a scheme, or changes the visibility and category of a registered one.
-pub fn register_scheme(conn: &mut Conn, scheme: &SchemeRow) -> Result<(), DbError> {
+pub(crate) fn register_scheme(conn: &mut Conn, scheme: &SchemeRow) -> Result<(), DbError> {
     statement(
         "INSERT INTO schemes (name, model_visible, category) VALUES (?, ?, ?)
          ON CONFLICT (name) DO UPDATE SET
@@ -24,7 +24,7 @@ pub fn register_scheme(conn: &mut Conn, scheme: &SchemeRow) -> Result<(), DbErro
 
 #[cfg(test)]
 /// Every registered scheme, by name.
-pub fn list_schemes(conn: &mut Conn) -> Result<Vec<SchemeRow>, DbError> {
+pub(crate) fn list_schemes(conn: &mut Conn) -> Result<Vec<SchemeRow>, DbError> {
     use crate::db::schema::schemes;
     Ok(schemes::table
         .order(schemes::name)

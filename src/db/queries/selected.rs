@@ -21,7 +21,7 @@ fn ids(rows: &[EntryRow]) -> Vec<EntryId> {
 }
 
 /// Brings the rows to full fidelity, touched at `turn`.
-pub fn promote(conn: &mut Conn, rows: &[EntryRow], turn: i32) -> Result<(), DbError> {
+pub(crate) fn promote(conn: &mut Conn, rows: &[EntryRow], turn: i32) -> Result<(), DbError> {
     for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
         diesel::update(known_entries::table.filter(known_entries::id.eq_any(chunk)))
             .set((
@@ -35,7 +35,11 @@ pub fn promote(conn: &mut Conn, rows: &[EntryRow], turn: i32) -> Result<(), DbEr
 }
 
 /// Sets the rows' fidelity; the turn is not touched.
-pub fn set_fidelity(conn: &mut Conn, rows: &[EntryRow], fidelity: Fidelity) -> Result<(), DbError> {
+pub(crate) fn set_fidelity(
+    conn: &mut Conn,
+    rows: &[EntryRow],
+    fidelity: Fidelity,
+) -> Result<(), DbError> {
     for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
         diesel::update(known_entries::table.filter(known_entries::id.eq_any(chunk)))
             .set((
@@ -47,7 +51,7 @@ pub fn set_fidelity(conn: &mut Conn, rows: &[EntryRow], fidelity: Fidelity) -> R
     Ok(())
 }
 
-pub fn delete(conn: &mut Conn, rows: &[EntryRow]) -> Result<(), DbError> {
+pub(crate) fn delete(conn: &mut Conn, rows: &[EntryRow]) -> Result<(), DbError> {
     for chunk in ids(rows).chunks(IDS_PER_STATEMENT) {
         diesel::delete(known_entries::table.filter(known_entries::id.eq_any(chunk)))
             .execute(conn)?;
@@ -56,7 +60,7 @@ pub fn delete(conn: &mut Conn, rows: &[EntryRow]) -> Result<(), DbError> {
 }
 
 /// Deletes the run's entry at `path`, when there is one.
-pub fn delete_at(conn: &mut Conn, run_id: RunId, path: &str) -> Result<(), DbError> {
+pub(crate) fn delete_at(conn: &mut Conn, run_id: RunId, path: &str) -> Result<(), DbError> {
     match entries::get_entry(conn, run_id, path)? {
         Some(entry) => delete(conn, std::slice::from_ref(&entry)),
         None => Ok(()),

@@ -12,7 +12,7 @@ use crate::db::schema::turns;
 use crate::db::DbError;
 
 /// Records the start of a turn.
-pub fn insert_turn(conn: &mut Conn, form: &TurnInsertForm) -> Result<TurnRow, DbError> {
+pub(crate) fn insert_turn(conn: &mut Conn, form: &TurnInsertForm) -> Result<TurnRow, DbError> {
     Ok(per_backend!(conn, |conn| diesel::insert_into(
         turns::table
     )
@@ -22,7 +22,7 @@ pub fn insert_turn(conn: &mut Conn, form: &TurnInsertForm) -> Result<TurnRow, Db
 }
 
 /// Writes a turn's usage after the LLM call.
-pub fn update_turn_usage(
+pub(crate) fn update_turn_usage(
     conn: &mut Conn,
     id: TurnId,
     usage: &TurnUsageForm,
@@ -50,7 +50,7 @@ pub fn update_turn_usage(
 }
 
 /// The run's newest turn (the calibration for the next budget check).
-pub fn latest_turn(conn: &mut Conn, run_id: RunId) -> Result<Option<TurnRow>, DbError> {
+pub(crate) fn latest_turn(conn: &mut Conn, run_id: RunId) -> Result<Option<TurnRow>, DbError> {
     Ok(turns::table
         .filter(turns::run_id.eq(run_id))
         .order(turns::sequence.desc())

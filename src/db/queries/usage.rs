@@ -14,7 +14,7 @@ use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
 
 /// Records one answered model call made for a run.
-pub fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<(), DbError> {
+pub(crate) fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<(), DbError> {
     statement(
         "INSERT INTO model_calls (run_id, loop_id, turn, purpose, prompt_tokens, cached_tokens, \
                                   completion_tokens, reasoning_tokens, total_tokens, cost) \
@@ -36,7 +36,7 @@ pub fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<(), DbError>
 
 /// The run's calls summed by purpose, `turn` first, then `session_notes`, `rerank` and
 /// `subagent`; a purpose without calls is left out.
-pub fn by_purpose(conn: &mut Conn, run: RunId) -> Result<Vec<PurposeUsage>, DbError> {
+pub(crate) fn by_purpose(conn: &mut Conn, run: RunId) -> Result<Vec<PurposeUsage>, DbError> {
     Ok(statement(
         "WITH RECURSIVE delegated (id) AS ( \
              SELECT id FROM runs WHERE delegated_by = ? \

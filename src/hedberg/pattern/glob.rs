@@ -18,7 +18,7 @@ pub(crate) struct Glob {
 
 impl Glob {
     /// Compiles a glob; fails only when the translated expression exceeds the size limits.
-    pub fn compile(pattern: &str) -> Result<Self, regex::Error> {
+    pub(super) fn compile(pattern: &str) -> Result<Self, regex::Error> {
         let (negated, body) = match pattern.strip_prefix('!') {
             Some(rest) => (true, rest),
             None => (false, pattern),
@@ -38,7 +38,7 @@ impl Glob {
     }
 
     /// Whether the whole `subject` matches (one trailing `/` is tolerated).
-    pub fn is_match(&self, subject: &str) -> bool {
+    pub(super) fn is_match(&self, subject: &str) -> bool {
         self.matches_positively(subject) != self.negated
     }
 

@@ -43,7 +43,7 @@ pub(crate) fn looks_like_json_path(pattern: &str) -> bool {
 
 impl JsonPath {
     /// Parses the path; `None` when it is malformed (such a path matches nothing).
-    pub fn parse(pattern: &str) -> Option<Self> {
+    pub(super) fn parse(pattern: &str) -> Option<Self> {
         let mut rest = pattern.strip_prefix('$')?;
         let mut steps = Vec::new();
         while !rest.is_empty() {
@@ -68,7 +68,7 @@ impl JsonPath {
 
     /// The selected values, in document order, each at most once. Each value visited is a
     /// step of the thread's budget; once it is spent nothing more is selected.
-    pub fn select<'v>(&self, root: &'v Value) -> Vec<&'v Value> {
+    pub(super) fn select<'v>(&self, root: &'v Value) -> Vec<&'v Value> {
         let budget = budget::current();
         let mut nodes = vec![root];
         for step in &self.steps {

@@ -111,7 +111,7 @@ fn predicates(pattern: &str) -> impl Iterator<Item = &str> {
 impl XPathPattern {
     /// Validates the expression; `None` when it is too long, too deeply nested or does not
     /// parse as XPath 1.0.
-    pub fn compile(expression: &str) -> Option<Self> {
+    pub(super) fn compile(expression: &str) -> Option<Self> {
         if expression.len() > MAX_EXPRESSION_LENGTH || nesting(expression) > MAX_EXPRESSION_NESTING
         {
             return None;
@@ -131,7 +131,7 @@ impl XPathPattern {
     /// ([`CostModel::visits`]): `count()` inside a predicate, quadratic or worse, is refused
     /// before it starts instead of running for minutes. Once the budget is spent the result
     /// is `None` and the budget says why.
-    pub fn first_text(&self, subject: &str) -> Option<String> {
+    pub(super) fn first_text(&self, subject: &str) -> Option<String> {
         if document_nesting(subject) > MAX_DOCUMENT_NESTING {
             return None;
         }

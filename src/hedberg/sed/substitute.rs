@@ -37,7 +37,11 @@ enum Occurrences {
 impl SedProgram {
     /// Compiles a substitution; fails when `search` is not a valid (or is an oversized)
     /// regular expression.
-    pub fn compile(search: &str, replacement: &str, flags: &str) -> Result<Self, regex::Error> {
+    pub(crate) fn compile(
+        search: &str,
+        replacement: &str,
+        flags: &str,
+    ) -> Result<Self, regex::Error> {
         let names_line_break = search.contains('\n') || search.contains("\\n");
         let (scope, options) = if names_line_break {
             (
@@ -62,7 +66,7 @@ impl SedProgram {
     /// Applies the substitution; `None` when the regex matched nowhere, or when the thread's
     /// budget ran out (steps, or a result over the output cap: `s/./&&&&/g` on a large
     /// file stops there instead of taking gigabytes); the budget then says why.
-    pub fn apply(&self, text: &str) -> Option<String> {
+    pub(crate) fn apply(&self, text: &str) -> Option<String> {
         let budget = budget::current();
         match self.scope {
             Scope::WholeText => self.substitute(text, 0, &budget),

@@ -6,7 +6,7 @@ use super::{HaltReason, HealerLimits, Verdict};
 
 /// What one turn signalled, as the progress check needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TurnSignals<'a> {
+pub(crate) struct TurnSignals<'a> {
     /// Summary text, explicit or healed.
     pub summary: Option<&'a str>,
     /// Update text, explicit or healed.
@@ -21,7 +21,7 @@ pub struct TurnSignals<'a> {
 
 /// Tracks stalls and repeated updates across the turns of one loop.
 #[derive(Debug, Clone, Default)]
-pub struct ProgressTracker {
+pub(crate) struct ProgressTracker {
     limits: HealerLimits,
     stalls: u32,
     last_update: Option<String>,
@@ -30,7 +30,7 @@ pub struct ProgressTracker {
 
 impl ProgressTracker {
     /// A tracker with these limits.
-    pub fn new(limits: HealerLimits) -> Self {
+    pub(crate) fn new(limits: HealerLimits) -> Self {
         Self {
             limits,
             ..Self::default()
@@ -38,12 +38,13 @@ impl ProgressTracker {
     }
 
     /// Forgets every turn seen.
-    pub fn reset(&mut self) {
+    #[cfg(test)]
+    pub(crate) fn reset(&mut self) {
         *self = Self::new(self.limits);
     }
 
     /// Records one turn and decides whether the loop goes on.
-    pub fn assess(&mut self, turn: TurnSignals<'_>) -> Verdict {
+    pub(crate) fn assess(&mut self, turn: TurnSignals<'_>) -> Verdict {
         if turn.summary.is_some() {
             self.stalls = 0;
             return Verdict::Complete;

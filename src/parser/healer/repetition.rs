@@ -7,7 +7,7 @@ use super::{HaltReason, HealerLimits, Verdict};
 
 /// One recorded tool call, as the repetition check needs it.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     /// The tool's scheme (`get`, `sh` …).
     pub scheme: String,
     /// The call's target path, when it has one.
@@ -18,7 +18,7 @@ pub struct ToolCall {
 impl ToolCall {
     /// `scheme:target[k=v,…]`: the target is the first of path, command, query, question;
     /// the extras are the other non-null attributes except body and path, sorted by key.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let target = ["path", "command", "query", "question"]
             .iter()
             .filter_map(|key| self.attributes.get(*key).map(render))
@@ -49,28 +49,27 @@ fn render(value: &Value) -> String {
 
 /// Tracks the fingerprints of turns with tool calls across one loop.
 #[derive(Debug, Clone, Default)]
-pub struct RepetitionTracker {
+pub(crate) struct RepetitionTracker {
     limits: HealerLimits,
     history: Vec<String>,
 }
 
 impl RepetitionTracker {
     /// A tracker with these limits.
-    pub fn new(limits: HealerLimits) -> Self {
+    pub(crate) fn new(limits: HealerLimits) -> Self {
         Self {
             limits,
             history: Vec::new(),
         }
     }
 
-    /// Forgets every turn seen.
-    pub fn reset(&mut self) {
-        self.history.clear();
-    }
-
     /// Records one turn's calls and decides whether the loop goes on. A turn without calls
     /// is not recorded, so it neither extends nor breaks a cycle.
-    pub fn assess(&mut self, action_calls: &[ToolCall], write_calls: &[ToolCall]) -> Verdict {
+    pub(crate) fn assess(
+        &mut self,
+        action_calls: &[ToolCall],
+        write_calls: &[ToolCall],
+    ) -> Verdict {
         let mut fingerprints: Vec<String> = action_calls
             .iter()
             .chain(write_calls)

@@ -6,17 +6,17 @@
 use crate::context::ContextRow;
 
 /// Longest `summary="…"` taken from an attribute.
-pub const SUMMARY_LIMIT: usize = 80;
+pub(super) const SUMMARY_LIMIT: usize = 80;
 
 /// A tag being built.
-pub struct Tag<'a> {
+pub(super) struct Tag<'a> {
     name: &'a str,
     attributes: String,
 }
 
 impl<'a> Tag<'a> {
     /// A tag named `name` with no attributes yet.
-    pub fn new(name: &'a str) -> Tag<'a> {
+    pub(super) fn new(name: &'a str) -> Tag<'a> {
         Tag {
             name,
             attributes: String::new(),
@@ -24,7 +24,7 @@ impl<'a> Tag<'a> {
     }
 
     /// Adds `name="value"`, always.
-    pub fn attribute(mut self, name: &str, value: &str) -> Tag<'a> {
+    pub(super) fn attribute(mut self, name: &str, value: &str) -> Tag<'a> {
         self.attributes.push(' ');
         self.attributes.push_str(name);
         self.attributes.push_str("=\"");
@@ -34,7 +34,7 @@ impl<'a> Tag<'a> {
     }
 
     /// Adds `name="value"` unless the value is empty.
-    pub fn text(self, name: &str, value: Option<&str>) -> Tag<'a> {
+    pub(super) fn text(self, name: &str, value: Option<&str>) -> Tag<'a> {
         match value {
             Some(value) if !value.is_empty() => self.attribute(name, value),
             _ => self,
@@ -42,7 +42,7 @@ impl<'a> Tag<'a> {
     }
 
     /// Adds `name="number"` unless the number is 0.
-    pub fn number(self, name: &str, value: i64) -> Tag<'a> {
+    pub(super) fn number(self, name: &str, value: i64) -> Tag<'a> {
         if value == 0 {
             return self;
         }
@@ -50,7 +50,7 @@ impl<'a> Tag<'a> {
     }
 
     /// `<name …>body</name>`, or `<name …/>` when the body is empty.
-    pub fn close(self, body: &str) -> String {
+    pub(super) fn close(self, body: &str) -> String {
         if body.is_empty() {
             return format!("<{}{}/>", self.name, self.attributes);
         }
@@ -58,13 +58,13 @@ impl<'a> Tag<'a> {
     }
 
     /// `<name …>body</name>`, even with an empty body.
-    pub fn wrap(self, body: &str) -> String {
+    pub(super) fn wrap(self, body: &str) -> String {
         format!("<{0}{1}>{2}</{0}>", self.name, self.attributes, body)
     }
 }
 
 /// The first `limit` characters of `text`.
-pub fn cut(text: &str, limit: usize) -> &str {
+pub(super) fn cut(text: &str, limit: usize) -> &str {
     match text.char_indices().nth(limit) {
         Some((index, _)) => text.get(..index).unwrap_or(text),
         None => text,
@@ -72,13 +72,13 @@ pub fn cut(text: &str, limit: usize) -> &str {
 }
 
 /// The model-authored summary of a row, cut to [`SUMMARY_LIMIT`].
-pub fn summary_attribute(row: &ContextRow) -> Option<&str> {
+pub(super) fn summary_attribute(row: &ContextRow) -> Option<&str> {
     row.attribute("summary")
         .map(|summary| cut(summary, SUMMARY_LIMIT))
 }
 
 /// What a history row is about: the target the command named, else its own path.
-pub fn target(row: &ContextRow) -> &str {
+pub(super) fn target(row: &ContextRow) -> &str {
     ["path", "file", "command", "question"]
         .iter()
         .find_map(|name| row.attribute(name).filter(|value| !value.is_empty()))
@@ -86,7 +86,7 @@ pub fn target(row: &ContextRow) -> &str {
 }
 
 /// Removes `<scheme>://turn_<n>/` prefixes: result-path noise in a one-line summary.
-pub fn strip_result_prefixes(text: &str) -> String {
+pub(super) fn strip_result_prefixes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(found) = rest.find("://turn_") {

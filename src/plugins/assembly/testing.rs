@@ -15,15 +15,15 @@ use crate::plugins::tool::ToolSettings;
 use crate::plugins::Plugins;
 
 /// The bundled sections, registered as the server registers them.
-pub fn bundled_sections() -> Assembly {
+pub(crate) fn bundled_sections() -> Assembly {
     Plugins::bundled(ToolSettings::default()).assembly().clone()
 }
 
 /// The divisor the fixtures count tokens with.
-pub const DIVISOR: u32 = 4;
+pub(crate) const DIVISOR: u32 = 4;
 
 /// Five tools; `set` is not offered in ask mode; only get and set have docs.
-pub struct FakeTools;
+pub(crate) struct FakeTools;
 
 impl ToolDocs for FakeTools {
     fn active_tools(&self, policy: &ToolPolicy) -> Vec<&str> {
@@ -45,7 +45,7 @@ impl ToolDocs for FakeTools {
 }
 
 /// A full-fidelity, status-200 row whose projected text is `body`.
-pub fn row(path: &str, category: Category, turn: i32, body: &str) -> ContextRow {
+pub(crate) fn row(path: &str, category: Category, turn: i32, body: &str) -> ContextRow {
     ContextRow {
         entry_id: EntryId(0),
         ordinal: 0,
@@ -62,7 +62,7 @@ pub fn row(path: &str, category: Category, turn: i32, body: &str) -> ContextRow 
 }
 
 /// Builder-style changes to a test row.
-pub trait RowChanges {
+pub(crate) trait RowChanges {
     /// At `fidelity`.
     fn at(self, fidelity: Fidelity) -> Self;
     /// With `status`.
@@ -98,7 +98,7 @@ impl RowChanges for ContextRow {
 }
 
 /// Rows in context order plus the turn's settings.
-pub struct Fixture {
+pub(crate) struct Fixture {
     /// The rows; unless set, entry ids follow their order here.
     pub rows: Vec<ContextRow>,
     pub turn: i32,
@@ -110,7 +110,7 @@ pub struct Fixture {
 
 impl Fixture {
     /// An act turn 2 over `rows` (in context order).
-    pub fn new(mut rows: Vec<ContextRow>) -> Fixture {
+    pub(crate) fn new(mut rows: Vec<ContextRow>) -> Fixture {
         for (index, row) in rows.iter_mut().enumerate() {
             let number = i64::try_from(index).unwrap() + 1;
             if row.entry_id == EntryId(0) {
@@ -127,7 +127,7 @@ impl Fixture {
         }
     }
 
-    pub fn input(&self) -> AssemblyInput<'_> {
+    pub(crate) fn input(&self) -> AssemblyInput<'_> {
         AssemblyInput {
             run: crate::db::ids::RunId(1),
             rows: &self.rows,
@@ -140,7 +140,7 @@ impl Fixture {
     }
 
     /// What one plugin appends to an empty message.
-    pub fn render(&self, filter: &dyn AssemblyFilter) -> String {
+    pub(crate) fn render(&self, filter: &dyn AssemblyFilter) -> String {
         let context = AssemblyContext::new(self.input());
         let mut message = MessageBuilder::new("\n");
         filter.apply(&context, &mut message);
@@ -148,7 +148,7 @@ impl Fixture {
     }
 
     /// The packet of the bundled plugins.
-    pub fn packet(&self) -> Packet {
+    pub(crate) fn packet(&self) -> Packet {
         bundled_sections().assemble(self.input(), TokenMath::new(DIVISOR))
     }
 }

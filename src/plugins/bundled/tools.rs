@@ -10,22 +10,22 @@
 //! does; bundling it is one more line in `bundled` (a tool outside the crate is
 //! registered the same way, with [`Plugins::with`]).
 
-pub mod ask_user;
-pub mod command_proposal;
+pub(crate) mod ask_user;
+pub(crate) mod command_proposal;
 pub(crate) mod files;
-pub mod get;
-pub mod kept;
-pub mod known;
+pub(crate) mod get;
+pub(crate) mod kept;
+pub(crate) mod known;
 pub(crate) mod merge;
 mod outcome;
-pub mod rm;
-pub mod search;
-pub mod set;
-pub mod status_signal;
+pub(crate) mod rm;
+pub(crate) mod search;
+pub(crate) mod set;
+pub(crate) mod status_signal;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod transfer;
-pub mod unknown;
+pub(crate) mod transfer;
+pub(crate) mod unknown;
 
 use crate::db::Conn;
 use serde_json::{Map, Value};
@@ -42,10 +42,7 @@ use crate::parser::{AttrValue, ExtraAttrs};
 use crate::plugins::tool::{ToolError, ToolScope};
 use crate::plugins::Plugins;
 
-pub use outcome::finish;
-pub(crate) use outcome::{
-    fail, not_found, preview, propose_separately, propose_text, report, upsert, write, write_row,
-};
+pub(crate) use outcome::{fail, not_found, preview, propose_separately, propose_text, report};
 
 /// `plugins` with every bundled tool, in display order: gather → reason → act →
 /// communicate, then the unlisted `think`, `thought` and `mcp`.

@@ -37,7 +37,7 @@ struct Chunk {
 }
 
 /// Appends each loop and turn of a run to that run's file.
-pub struct Transcript {
+pub(crate) struct Transcript {
     folder: PathBuf,
     sender: Mutex<Option<Sender<Chunk>>>,
     writer: Option<JoinHandle<()>>,
@@ -47,7 +47,7 @@ pub struct Transcript {
 
 impl Transcript {
     /// Transcripts under `folder` (`$RUMMY_HOME/transcripts`), written by a thread of its own.
-    pub fn new(folder: PathBuf) -> Transcript {
+    pub(crate) fn new(folder: PathBuf) -> Transcript {
         let (sender, receiver) = channel::<Chunk>();
         let writer = std::thread::Builder::new()
             .name("rummy-transcript".into())
@@ -68,7 +68,7 @@ impl Transcript {
     }
 
     /// The file of run `alias` of project `name` (id `project`).
-    pub fn file_of(&self, project: ProjectId, name: &str, alias: &str) -> PathBuf {
+    pub(crate) fn file_of(&self, project: ProjectId, name: &str, alias: &str) -> PathBuf {
         self.folder
             .join(format!("{}-{project}", safe_name(name)))
             .join(format!("{}.txt", safe_name(alias)))
@@ -171,7 +171,7 @@ fn append(open: &mut HashMap<PathBuf, std::fs::File>, chunk: Chunk) {
 
 /// Removes the transcripts under `folder` last written more than `age` ago, and project
 /// folders left empty; returns how many files went. Blocking: call it on the blocking pool.
-pub fn purge_older_than(folder: &Path, age: Duration) -> io::Result<usize> {
+pub(crate) fn purge_older_than(folder: &Path, age: Duration) -> io::Result<usize> {
     let Some(cutoff) = SystemTime::now().checked_sub(age) else {
         return Ok(0);
     };

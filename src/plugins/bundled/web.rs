@@ -12,18 +12,18 @@ use crate::llm::CancellationToken;
 use crate::web::{Page, SearchHit, WebClient, WebError};
 
 /// What a search answered.
-pub type SearchAnswer = Result<Vec<SearchHit>, WebError>;
+pub(crate) type SearchAnswer = Result<Vec<SearchHit>, WebError>;
 /// What a page fetch answered.
-pub type PageAnswer = Result<Page, WebError>;
+pub(crate) type PageAnswer = Result<Page, WebError>;
 
 /// The answers of one reply's searches, by query and result count.
 #[derive(Debug, Default)]
-pub struct Searches(HashMap<(String, usize), SearchAnswer>);
+pub(crate) struct Searches(HashMap<(String, usize), SearchAnswer>);
 
 impl Searches {
     /// Searches for each of `asked` (a query and a result count) through `web`, all at
     /// once; an abort (`cancel`) drops them and answers none.
-    pub async fn made(
+    pub(crate) async fn made(
         web: &WebClient,
         asked: Vec<(String, usize)>,
         cancel: &CancellationToken,
@@ -36,26 +36,31 @@ impl Searches {
     }
 
     /// These with the search for `query` (`count` results) answered by `answer`.
-    pub fn with(mut self, query: &str, count: usize, answer: SearchAnswer) -> Searches {
+    #[cfg(test)]
+    pub(crate) fn with(mut self, query: &str, count: usize, answer: SearchAnswer) -> Searches {
         self.0.insert((query.to_owned(), count), answer);
         self
     }
 
     /// The answer of the search for `query` with `count` results, `None` when it was not
     /// made.
-    pub fn of(&self, query: &str, count: usize) -> Option<SearchAnswer> {
+    pub(crate) fn of(&self, query: &str, count: usize) -> Option<SearchAnswer> {
         self.0.get(&(query.to_owned(), count)).cloned()
     }
 }
 
 /// The answers of one reply's page fetches, by URL as the command wrote it.
 #[derive(Debug, Default)]
-pub struct Pages(HashMap<String, PageAnswer>);
+pub(crate) struct Pages(HashMap<String, PageAnswer>);
 
 impl Pages {
     /// Fetches each of `urls` through `web`, all at once; an abort (`cancel`) drops them
     /// and answers none.
-    pub async fn fetched(web: &WebClient, urls: Vec<String>, cancel: &CancellationToken) -> Pages {
+    pub(crate) async fn fetched(
+        web: &WebClient,
+        urls: Vec<String>,
+        cancel: &CancellationToken,
+    ) -> Pages {
         let fetches = join_all(urls.iter().map(|url| web.fetch(url)));
         tokio::select! {
             answers = fetches => Pages(urls.into_iter().zip(answers).collect()),
@@ -64,19 +69,20 @@ impl Pages {
     }
 
     /// These with the fetch of `url` answered by `answer`.
-    pub fn with(mut self, url: &str, answer: PageAnswer) -> Pages {
+    #[cfg(test)]
+    pub(crate) fn with(mut self, url: &str, answer: PageAnswer) -> Pages {
         self.0.insert(url.to_owned(), answer);
         self
     }
 
     /// The answer of the fetch of `url`, `None` when it was not made.
-    pub fn of(&self, url: &str) -> Option<PageAnswer> {
+    pub(crate) fn of(&self, url: &str) -> Option<PageAnswer> {
         self.0.get(url).cloned()
     }
 }
 
 /// Each of `items` once, in order of first appearance.
-pub fn once_each<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+pub(crate) fn once_each<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
     items.into_iter().fold(Vec::new(), |mut kept, item| {
         if !kept.contains(&item) {
             kept.push(item);

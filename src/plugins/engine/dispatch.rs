@@ -27,7 +27,7 @@ use crate::db::Conn;
 use diesel::Connection;
 use serde_json::json;
 
-pub use outcome::{CallError, CallRecord, DispatchOutcome, TurnFlags};
+pub(crate) use outcome::{CallError, CallRecord, DispatchOutcome, TurnFlags};
 
 use crate::budget::WriteGate;
 use crate::db::enums::EntryStatus;
@@ -37,23 +37,23 @@ use crate::db::queries::{entries, runs};
 use crate::hedberg::SetRevision;
 use crate::parser::Command;
 use crate::plugins::bundled::tools::files::escape_reason;
-use crate::plugins::bundled::tools::write;
 use crate::plugins::engine::readonly::ReadonlyFiles;
 use crate::plugins::events::Event;
 use crate::plugins::filters::{EntryRecording, Recording};
 use crate::plugins::gather::Gathered;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, TargetKind, Tool, ToolError, ToolScope};
+use crate::plugins::writes::write;
 use crate::plugins::Plugins;
 use gate::{gated, Refusal};
 use messages::cancel;
-pub use prepared::{gather, PreparedWork};
+pub(crate) use prepared::{gather, PreparedWork};
 use record::{naked_set_as_known, Recorded};
 use settle::{flags, settle_status};
 
 /// The turn one response belongs to.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ResponseTurn {
+pub(crate) struct ResponseTurn {
     pub run_id: RunId,
     pub loop_id: Option<LoopId>,
     /// The run-wide turn number.
@@ -66,7 +66,7 @@ pub struct ResponseTurn {
 
 /// One client tool call on a run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CallInput {
+pub(crate) struct CallInput {
     pub run_id: RunId,
     /// What the client may use.
     pub policy: ToolPolicy,
@@ -81,7 +81,7 @@ pub struct CallInput {
 /// Records and runs the commands of one model response, with every command's growth of
 /// the context checked by `gate` (the budget guard): a refused command is rolled back and
 /// fails with 413.
-pub fn dispatch_gated(
+pub(crate) fn dispatch_gated(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &ResponseTurn,
@@ -116,7 +116,7 @@ pub fn dispatch_gated(
 /// growth of the context checked by `gate` as a model command's is (a refused call is
 /// rolled back and recorded as 413). Invalid params (no path, a file path outside the
 /// project, an unknown tool) are errors.
-pub fn dispatch_call(
+pub(crate) fn dispatch_call(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &CallInput,

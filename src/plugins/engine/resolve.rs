@@ -34,7 +34,7 @@ const READONLY_REFUSED: EntryStatus = EntryStatus::Forbidden;
 /// What the client decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Resolution {
+pub(crate) enum Resolution {
     /// Applied / run; `output` is the result.
     Accept,
     /// Refused by the user.
@@ -45,7 +45,7 @@ pub enum Resolution {
 
 impl Resolution {
     /// Parses the wire `action`.
-    pub fn parse(action: &str) -> Result<Resolution, ToolError> {
+    pub(crate) fn parse(action: &str) -> Result<Resolution, ToolError> {
         match action {
             "accept" => Ok(Resolution::Accept),
             "reject" => Ok(Resolution::Reject),
@@ -55,7 +55,7 @@ impl Resolution {
     }
 
     /// The entry status it leaves.
-    pub fn status(self) -> EntryStatus {
+    pub(crate) fn status(self) -> EntryStatus {
         match self {
             Resolution::Accept => EntryStatus::Ok,
             Resolution::Reject => EntryStatus::Forbidden,
@@ -66,7 +66,7 @@ impl Resolution {
 
 /// One resolution request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolveInput {
+pub(crate) struct ResolveInput {
     pub run_id: RunId,
     /// The proposal's path, as the client received it.
     pub path: String,
@@ -77,7 +77,7 @@ pub struct ResolveInput {
 
 /// What a resolution did.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ResolveOutcome {
+pub(crate) struct ResolveOutcome {
     /// The resolved entry's path.
     pub path: String,
     /// Its new status.
@@ -89,7 +89,7 @@ pub struct ResolveOutcome {
 
 /// Resolves one pending proposal of a run, the client having applied any file change;
 /// a path that is not a pending proposal is [`ToolError::NotPending`].
-pub fn resolve_proposal(
+pub(crate) fn resolve_proposal(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &ResolveInput,
@@ -101,7 +101,7 @@ pub fn resolve_proposal(
 /// [`resolve_proposal`] with the server applying an accepted file change under `root`
 /// itself (`RUMMY_APPLY_EDITS=server`). When that fails the proposal ends as 500 with the
 /// reason.
-pub fn resolve_proposal_on_disk(
+pub(crate) fn resolve_proposal_on_disk(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &ResolveInput,
@@ -114,7 +114,7 @@ pub fn resolve_proposal_on_disk(
 /// What accepting the proposal at `path` of `run` needs from outside the store, obtained by
 /// its tool's gather half before the unit of work that resolves it (nothing for a path that
 /// is no pending proposal, or whose tool needs nothing).
-pub async fn gather_acceptance(
+pub(crate) async fn gather_acceptance(
     plugins: &Plugins,
     db: &DbHandle,
     run: RunId,

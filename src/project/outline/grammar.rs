@@ -32,7 +32,7 @@ const TYPESCRIPT_EXTRA: &str = r#"
 
 /// A language rummy outlines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Grammar {
+pub(crate) enum Grammar {
     C,
     Cpp,
     Go,
@@ -61,7 +61,7 @@ const ALL: [Grammar; 10] = [
 impl Grammar {
     /// The grammar of `path`, by its extension (or, for Ruby's build files, its name).
     /// A `.h` header is read as C++, whose grammar also reads C's.
-    pub fn for_path(path: &str) -> Option<Grammar> {
+    pub(crate) fn for_path(path: &str) -> Option<Grammar> {
         let path = Path::new(path);
         let name = path.file_name()?.to_str()?;
         if matches!(name, "Rakefile" | "Gemfile") {
@@ -84,7 +84,7 @@ impl Grammar {
         Some(grammar)
     }
 
-    pub fn language(self) -> Language {
+    pub(crate) fn language(self) -> Language {
         match self {
             Grammar::C => tree_sitter_c::LANGUAGE.into(),
             Grammar::Cpp => tree_sitter_cpp::LANGUAGE.into(),
@@ -102,7 +102,7 @@ impl Grammar {
     /// The definitions query, compiled once per grammar. An error means a shipped query
     /// does not compile against its own grammar: a dependency mismatch, which a unit test
     /// catches.
-    pub fn query(self) -> Result<&'static Query, &'static QueryError> {
+    pub(crate) fn query(self) -> Result<&'static Query, &'static QueryError> {
         static QUERIES: [OnceLock<Result<Query, QueryError>>; ALL.len()] =
             [const { OnceLock::new() }; ALL.len()];
         QUERIES[self as usize]

@@ -21,7 +21,7 @@ const MAX_NAME_CHARS: usize = 80;
 
 /// One definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Symbol {
+pub(crate) struct Symbol {
     /// The tags kind: `function`, `method`, `class`, `interface`, `module`, `type`, …
     pub kind: &'static str,
     pub name: String,
@@ -41,7 +41,7 @@ struct Found {
 
 /// The symbols of `text` in source order, or [`OutlineError::TimedOut`] when parsing or
 /// tagging runs longer than `timeout` (compiling the grammar's query, once, is not counted).
-pub fn symbols(
+pub(super) fn symbols(
     grammar: Grammar,
     text: &str,
     timeout: Duration,

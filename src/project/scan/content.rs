@@ -12,7 +12,6 @@ use super::FileKind;
 /// What reading one file produced.
 pub(super) struct FileContent {
     pub(super) size: u64,
-    pub(super) modified: Option<SystemTime>,
     pub(super) kind: FileKind,
     pub(super) hash: String,
     /// The text, for [`FileKind::Text`] only.
@@ -49,7 +48,6 @@ pub(super) fn read(path: &Path, max_bytes: u64) -> io::Result<FileContent> {
     };
     Ok(FileContent {
         size,
-        modified,
         kind,
         hash,
         text,
@@ -62,7 +60,6 @@ fn too_large(size: u64, modified: Option<SystemTime>) -> FileContent {
         .map_or(0, |since| since.as_nanos());
     FileContent {
         size,
-        modified,
         kind: FileKind::TooLarge,
         hash: format!("large:{size}:{mtime_ns}"),
         text: None,

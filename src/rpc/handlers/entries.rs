@@ -22,7 +22,7 @@ use crate::rpc::params::{truthy, Required};
 
 /// `getEntries` params.
 #[derive(Debug, Deserialize)]
-pub struct GetEntriesParams {
+pub(crate) struct GetEntriesParams {
     #[serde(default)]
     pattern: Option<String>,
     #[serde(default)]
@@ -45,7 +45,10 @@ struct EntrySummary {
 }
 
 /// `getEntries`: a run's entries matching a path pattern (and a body search), by path.
-pub async fn list(context: CallContext, params: GetEntriesParams) -> Result<Reply, AppError> {
+pub(crate) async fn list(
+    context: CallContext,
+    params: GetEntriesParams,
+) -> Result<Reply, AppError> {
     let project = context.project()?.id;
     let selector = Selector::Pattern {
         path: params.pattern.unwrap_or_else(|| "*".into()),
@@ -87,7 +90,7 @@ pub async fn list(context: CallContext, params: GetEntriesParams) -> Result<Repl
 
 /// `get` params.
 #[derive(Debug, Deserialize)]
-pub struct GetParams {
+pub(crate) struct GetParams {
     path: Required,
     #[serde(default)]
     run: Option<String>,
@@ -98,7 +101,7 @@ pub struct GetParams {
 }
 
 /// `get`: optionally pin a file constraint, then dispatch the `get` tool on the run.
-pub async fn get(context: CallContext, params: GetParams) -> Result<Reply, AppError> {
+pub(crate) async fn get(context: CallContext, params: GetParams) -> Result<Reply, AppError> {
     if params.persist {
         let visibility = if params.readonly {
             Visibility::Readonly
@@ -173,7 +176,7 @@ async fn give_file(context: &CallContext, run: &RunRow, literal: &str) -> Result
 
 /// `store` params.
 #[derive(Debug, Deserialize)]
-pub struct StoreParams {
+pub(crate) struct StoreParams {
     path: Required,
     #[serde(default)]
     run: Option<String>,
@@ -186,7 +189,7 @@ pub struct StoreParams {
 }
 
 /// `store`: clear or save a file constraint; with a run, archive the matching entries.
-pub async fn store(context: CallContext, params: StoreParams) -> Result<Reply, AppError> {
+pub(crate) async fn store(context: CallContext, params: StoreParams) -> Result<Reply, AppError> {
     if params.clear {
         let project = context.project()?.clone();
         let pattern = constraint_pattern(&context, &params.path).await?;

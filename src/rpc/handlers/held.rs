@@ -15,7 +15,7 @@ use crate::rpc::held_calls::{HeldAnswer, HeldCall, HeldMethod};
 
 /// Executes `call`, which another instance's client sent, and answers as a client of this
 /// instance would have been answered.
-pub async fn execute(agent: AgentContext, call: HeldCall) -> HeldAnswer {
+pub(crate) async fn execute(agent: AgentContext, call: HeldCall) -> HeldAnswer {
     match execute_call(&agent, call).await {
         Ok(reply) => HeldAnswer::Result(reply.result),
         Err(error) => HeldAnswer::Error(error.to_rpc()),

@@ -31,7 +31,7 @@ use crate::rpc::params::{truthy, Required};
 /// `ask` / `act` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AskParams {
+pub(crate) struct AskParams {
     model: Required,
     #[serde(default)]
     prompt: Option<String>,
@@ -56,12 +56,12 @@ pub struct AskParams {
 }
 
 /// `ask`: a loop that may not change files.
-pub async fn ask(context: CallContext, params: AskParams) -> Result<Reply, AppError> {
+pub(crate) async fn ask(context: CallContext, params: AskParams) -> Result<Reply, AppError> {
     ask_or_act(context, LoopMode::Ask, params).await
 }
 
 /// `act`: a loop that may propose file changes.
-pub async fn act(context: CallContext, params: AskParams) -> Result<Reply, AppError> {
+pub(crate) async fn act(context: CallContext, params: AskParams) -> Result<Reply, AppError> {
     ask_or_act(context, LoopMode::Act, params).await
 }
 
@@ -315,7 +315,7 @@ async fn pending_proposals(agent: &AgentContext, run: RunId) -> Result<Vec<Propo
 
 /// `run/resolve` params.
 #[derive(Debug, Deserialize)]
-pub struct ResolveParams {
+pub(crate) struct ResolveParams {
     run: Required,
     #[serde(default)]
     resolution: Option<ResolutionParams>,
@@ -323,7 +323,7 @@ pub struct ResolveParams {
 
 /// One resolution: which proposal, what the client did, and its output.
 #[derive(Debug, Clone, Deserialize)]
-pub struct ResolutionParams {
+pub(crate) struct ResolutionParams {
     path: Required,
     action: Required,
     #[serde(default)]
@@ -332,7 +332,10 @@ pub struct ResolutionParams {
 
 /// `run/resolve`: its params checked and its run found here, executed by the instance
 /// holding the run's lease ([`resolve_run`]).
-pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Reply, AppError> {
+pub(crate) async fn resolve(
+    context: CallContext,
+    params: ResolveParams,
+) -> Result<Reply, AppError> {
     let resolution = params
         .resolution
         .ok_or_else(|| AppError::MissingParam("resolution".into()))?;
@@ -359,7 +362,7 @@ pub async fn resolve(context: CallContext, params: ResolveParams) -> Result<Repl
 /// Applies one resolution of `person` to `run` (of the project rooted at `root`); when none
 /// is left pending, ends or resumes the run per the seed SPEC's table (reject stops; accept
 /// after summarize completes; else resume).
-pub async fn resolve_run(
+pub(crate) async fn resolve_run(
     agent: &AgentContext,
     run: RunRow,
     call: ResolveCall,
@@ -413,14 +416,14 @@ pub async fn resolve_run(
 
 /// `run/inject` params.
 #[derive(Debug, Deserialize)]
-pub struct InjectParams {
+pub(crate) struct InjectParams {
     run: Required,
     message: Required,
 }
 
 /// `run/inject`: its run found here, executed by the instance holding the run's lease
 /// ([`inject_run`]).
-pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply, AppError> {
+pub(crate) async fn inject(context: CallContext, params: InjectParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let message = params.message.0;
     let held = HeldMethod::Inject {
@@ -435,7 +438,7 @@ pub async fn inject(context: CallContext, params: InjectParams) -> Result<Reply,
 /// `person`'s `message` for `run`: the running loop sees it as its prompt next turn; an
 /// idle run runs it as a new loop with the mode and flags of its latest loop (ask for a new
 /// run).
-pub async fn inject_run(
+pub(crate) async fn inject_run(
     agent: &AgentContext,
     run: RunRow,
     person: Option<String>,

@@ -12,7 +12,7 @@ use crate::rpc::params::NoParams;
 use crate::web::NetFilter;
 
 /// `getMcpServers`: every server of `$RUMMY_HOME/mcp.toml`, in its order.
-pub async fn list(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
+pub(crate) async fn list(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
     let project = context.project()?;
     Reply::of(context.agent.mcp.describe(&project.name))
 }
@@ -20,7 +20,7 @@ pub async fn list(context: CallContext, _: NoParams) -> Result<Reply, AppError> 
 /// `run/mcp` params.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AttachParams {
+pub(crate) struct AttachParams {
     pub run: String,
     pub servers: Vec<ClientServer>,
 }
@@ -29,7 +29,7 @@ pub struct AttachParams {
 /// it attached before (an empty list detaches them); they live until it closes. Answers
 /// each one's state once it has connected or failed (or is still connecting after
 /// [`crate::mcp::ATTACH_PATIENCE`]).
-pub async fn attach(context: CallContext, params: AttachParams) -> Result<Reply, AppError> {
+pub(crate) async fn attach(context: CallContext, params: AttachParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let settings = &context.agent.settings;
     let filter = NetFilter::new(settings.web.allow_nets.clone());

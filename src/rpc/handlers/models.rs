@@ -16,7 +16,7 @@ struct ModelView {
 }
 
 /// `getModels`: the catalogue, by alias.
-pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
+pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
     let rows = context
         .agent
         .db
@@ -38,7 +38,7 @@ pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
 /// `addModel` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AddModelParams {
+pub(crate) struct AddModelParams {
     alias: Required,
     actual: Required,
     #[serde(default)]
@@ -52,7 +52,7 @@ struct AddModelResult {
 }
 
 /// `addModel`: insert or update an alias; the context length is kept when not given.
-pub async fn add(context: CallContext, params: AddModelParams) -> Result<Reply, AppError> {
+pub(crate) async fn add(context: CallContext, params: AddModelParams) -> Result<Reply, AppError> {
     if params.alias.chars().any(char::is_whitespace) {
         return Err(AppError::InvalidParam(
             "alias must not contain whitespace".into(),
@@ -83,12 +83,15 @@ pub async fn add(context: CallContext, params: AddModelParams) -> Result<Reply, 
 
 /// `removeModel` params.
 #[derive(Debug, Deserialize)]
-pub struct RemoveModelParams {
+pub(crate) struct RemoveModelParams {
     alias: Required,
 }
 
 /// `removeModel`: ok whether or not the alias existed.
-pub async fn remove(context: CallContext, params: RemoveModelParams) -> Result<Reply, AppError> {
+pub(crate) async fn remove(
+    context: CallContext,
+    params: RemoveModelParams,
+) -> Result<Reply, AppError> {
     context
         .agent
         .db

@@ -9,7 +9,11 @@ use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::params;
 
 /// Serves a call of the plugin method `name`.
-pub async fn call(context: CallContext, name: &str, params: Value) -> Result<Reply, AppError> {
+pub(crate) async fn call(
+    context: CallContext,
+    name: &str,
+    params: Value,
+) -> Result<Reply, AppError> {
     let method = context
         .agent
         .plugins

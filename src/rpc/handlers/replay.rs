@@ -11,7 +11,7 @@ use crate::rpc::params::Required;
 
 /// `run/replay` params.
 #[derive(Debug, Deserialize)]
-pub struct ReplayParams {
+pub(crate) struct ReplayParams {
     run: Required,
     /// The latest seq of the run the client received; 0 for none.
     since: u64,
@@ -31,7 +31,7 @@ struct Replayed {
 
 /// `run/replay`: the run's notifications after `since`, in order, asked of its project's hub
 /// (so none published meanwhile falls between the answer and the live ones).
-pub async fn replay(context: CallContext, params: ReplayParams) -> Result<Reply, AppError> {
+pub(crate) async fn replay(context: CallContext, params: ReplayParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let kept = context
         .agent

@@ -27,7 +27,7 @@ const MIN_CONTEXT_LIMIT: i64 = 1024;
 /// `startRun` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StartRunParams {
+pub(crate) struct StartRunParams {
     model: Required,
     #[serde(default)]
     temperature: Option<f64>,
@@ -44,7 +44,7 @@ struct StartRunResult {
 }
 
 /// Checks the settings a client may give a run.
-pub fn validate_settings(
+pub(crate) fn validate_settings(
     temperature: Option<f64>,
     context_limit: Option<i64>,
 ) -> Result<Option<i32>, AppError> {
@@ -68,7 +68,7 @@ pub fn validate_settings(
 }
 
 /// `startRun`: an idle run (status 100) with a unique alias.
-pub async fn start(context: CallContext, params: StartRunParams) -> Result<Reply, AppError> {
+pub(crate) async fn start(context: CallContext, params: StartRunParams) -> Result<Reply, AppError> {
     let project = context.project()?.id;
     let context_limit = validate_settings(params.temperature, params.context_limit)?;
     let create = RunCreateForm {
@@ -104,7 +104,7 @@ pub async fn start(context: CallContext, params: StartRunParams) -> Result<Reply
     })
 }
 
-pub use crate::db::queries::runs::now_ms;
+pub(crate) use crate::db::queries::runs::now_ms;
 
 #[derive(Serialize)]
 struct RunListItem {
@@ -118,7 +118,7 @@ struct RunListItem {
 }
 
 /// `getRuns`: the project's runs, newest first.
-pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
+pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
     let project = context.project()?.id;
     let rows = context
         .agent
@@ -148,7 +148,7 @@ pub async fn list(context: CallContext, page: Page) -> Result<Reply, AppError> {
 
 /// Params of the methods that name only a run.
 #[derive(Debug, Deserialize)]
-pub struct RunParams {
+pub(crate) struct RunParams {
     run: Required,
 }
 
@@ -231,7 +231,7 @@ struct RunDetail {
 }
 
 /// `getRun`: settings, usage totals, reasoning, content and history of one run.
-pub async fn detail(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
+pub(crate) async fn detail(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let (run_id, delegator) = (run.id, run.delegated_by);
     let records = context
@@ -366,7 +366,7 @@ impl From<LoopRow> for LoopItem {
 /// `run/config` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RunConfigParams {
+pub(crate) struct RunConfigParams {
     run: Required,
     #[serde(default)]
     temperature: Option<f64>,
@@ -380,7 +380,10 @@ pub struct RunConfigParams {
 
 /// `run/config`: change only the settings given; a model must be in the catalogue, since
 /// later loops of the run (inject, resume) would otherwise fail on it.
-pub async fn configure(context: CallContext, params: RunConfigParams) -> Result<Reply, AppError> {
+pub(crate) async fn configure(
+    context: CallContext,
+    params: RunConfigParams,
+) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let context_limit = validate_settings(params.temperature, params.context_limit)?;
     let form = RunConfigUpdateForm {
@@ -410,14 +413,14 @@ pub async fn configure(context: CallContext, params: RunConfigParams) -> Result<
 
 /// `run/rename` params.
 #[derive(Debug, Deserialize)]
-pub struct RenameParams {
+pub(crate) struct RenameParams {
     run: Required,
     #[serde(default)]
     name: Option<String>,
 }
 
 /// `run/rename`: a new alias matching `[A-Za-z0-9_]+`, unique server-wide.
-pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply, AppError> {
+pub(crate) async fn rename(context: CallContext, params: RenameParams) -> Result<Reply, AppError> {
     let name = params.name.unwrap_or_default();
     if !runs::is_valid_alias(&name) {
         return Err(AppError::BadRunName);
@@ -438,7 +441,7 @@ pub async fn rename(context: CallContext, params: RenameParams) -> Result<Reply,
 
 /// `run/abort`: its run found here, executed by the instance holding the run's lease
 /// ([`abort_run`]).
-pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
+pub(crate) async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     if let Some(answer) = held_calls::ask(&context, run.id, HeldMethod::Abort).await {
         return answer;
@@ -450,7 +453,7 @@ pub async fn abort(context: CallContext, params: RunParams) -> Result<Reply, App
 /// run goes to 499. Loops queued behind the aborted one stay queued and run next, each
 /// replying to its own request (AGENT Part A.9). Who aborted is recorded, with the loop it
 /// stopped (none for an idle run).
-pub async fn abort_run(
+pub(crate) async fn abort_run(
     agent: &AgentContext,
     run: RunId,
     person: Option<String>,
@@ -479,12 +482,12 @@ pub async fn abort_run(
 }
 
 /// The run with this alias in the caller's project (a run of another project is not found).
-pub async fn find_run(context: &CallContext, alias: &str) -> Result<RunRow, AppError> {
+pub(crate) async fn find_run(context: &CallContext, alias: &str) -> Result<RunRow, AppError> {
     find_run_or(context, alias, AppError::RunNotFound).await
 }
 
 /// As [`find_run`], with the caller's choice of not-found wording.
-pub async fn find_run_or(
+pub(crate) async fn find_run_or(
     context: &CallContext,
     alias: &str,
     not_found: fn(String) -> AppError,

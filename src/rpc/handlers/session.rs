@@ -15,7 +15,7 @@ use crate::rpc::call::{CallContext, ProjectBinding, Reply};
 use crate::rpc::params::{NoParams, Required};
 
 /// `ping`: `{}`.
-pub async fn ping(_: CallContext, _: NoParams) -> Result<Reply, AppError> {
+pub(crate) async fn ping(_: CallContext, _: NoParams) -> Result<Reply, AppError> {
     Reply::of(serde_json::json!({}))
 }
 
@@ -23,7 +23,7 @@ pub async fn ping(_: CallContext, _: NoParams) -> Result<Reply, AppError> {
 /// not taken (like any param no method names).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InitParams {
+pub(crate) struct InitParams {
     name: Required,
     project_root: Required,
 }
@@ -39,7 +39,7 @@ struct InitResult {
 /// be given the project's name. The root is stored with its symlinks resolved; with
 /// `RUMMY_PROJECTS_DIR` set it must lie inside one of its directories. No project's root
 /// is, holds or lies inside another's, whoever asks. A refusal stores and binds nothing.
-pub async fn init(context: CallContext, params: InitParams) -> Result<Reply, AppError> {
+pub(crate) async fn init(context: CallContext, params: InitParams) -> Result<Reply, AppError> {
     let grant = context.grant()?;
     grant.open(&params.name)?;
     let create_refusal = grant.create(&params.name).err();

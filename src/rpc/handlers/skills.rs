@@ -19,7 +19,7 @@ const SKILL_SCHEME: &str = "skill://";
 
 /// `skill/add` and `skill/remove` params; checked in the reference's order.
 #[derive(Debug, Deserialize)]
-pub struct SkillParams {
+pub(crate) struct SkillParams {
     #[serde(default)]
     run: Option<String>,
     #[serde(default)]
@@ -53,7 +53,7 @@ fn home(context: &CallContext) -> RummyHome {
 /// `skill/add`: load `skills/<name>.md` into the run as `skill://<name>`, at summary
 /// fidelity: the model reads its description (and when to use it) until it loads the body
 /// with `<get path="skill://<name>"/>`.
-pub async fn add(context: CallContext, params: SkillParams) -> Result<Reply, AppError> {
+pub(crate) async fn add(context: CallContext, params: SkillParams) -> Result<Reply, AppError> {
     let (alias, name) = params.checked()?;
     let run = find_run_or(&context, &alias, AppError::RunNotFoundShort).await?;
     let home = home(&context);
@@ -80,7 +80,7 @@ pub async fn add(context: CallContext, params: SkillParams) -> Result<Reply, App
 }
 
 /// `skill/remove`: drop `skill://<name>` from the run (ok when absent).
-pub async fn remove(context: CallContext, params: SkillParams) -> Result<Reply, AppError> {
+pub(crate) async fn remove(context: CallContext, params: SkillParams) -> Result<Reply, AppError> {
     let (alias, name) = params.checked()?;
     let run = find_run_or(&context, &alias, AppError::RunNotFoundShort).await?;
     let selector = Selector::Path(format!("{SKILL_SCHEME}{name}"));
@@ -94,7 +94,7 @@ pub async fn remove(context: CallContext, params: SkillParams) -> Result<Reply, 
 
 /// `getSkills` params.
 #[derive(Debug, Deserialize)]
-pub struct RunOnlyParams {
+pub(crate) struct RunOnlyParams {
     #[serde(default)]
     run: Option<String>,
 }
@@ -115,7 +115,7 @@ struct SkillStatus {
 }
 
 /// `getSkills`: the skills loaded in a run, with their metadata.
-pub async fn of_run(context: CallContext, params: RunOnlyParams) -> Result<Reply, AppError> {
+pub(crate) async fn of_run(context: CallContext, params: RunOnlyParams) -> Result<Reply, AppError> {
     let alias = params
         .run
         .filter(|run| !run.is_empty())
@@ -178,7 +178,7 @@ async fn list_documents(context: &CallContext, kind: DocumentKind) -> Result<Rep
 }
 
 /// `listSkills`: the skill files in `$RUMMY_HOME/skills`, with their metadata.
-pub async fn list_skills(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
+pub(crate) async fn list_skills(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
     let home = home(&context);
     let views = blocking(move || {
         let mut views = Vec::new();
@@ -200,13 +200,13 @@ pub async fn list_skills(context: CallContext, _: NoParams) -> Result<Reply, App
 }
 
 /// `listPersonas`: the persona files in `$RUMMY_HOME/personas`.
-pub async fn list_personas(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
+pub(crate) async fn list_personas(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
     list_documents(&context, DocumentKind::Persona).await
 }
 
 /// `persona/set` params.
 #[derive(Debug, Deserialize)]
-pub struct PersonaParams {
+pub(crate) struct PersonaParams {
     #[serde(default)]
     run: Option<String>,
     #[serde(default)]
@@ -216,7 +216,10 @@ pub struct PersonaParams {
 }
 
 /// `persona/set`: literal text wins over a named file; neither clears the persona.
-pub async fn set_persona(context: CallContext, params: PersonaParams) -> Result<Reply, AppError> {
+pub(crate) async fn set_persona(
+    context: CallContext,
+    params: PersonaParams,
+) -> Result<Reply, AppError> {
     let alias = params
         .run
         .filter(|run| !run.is_empty())

@@ -23,7 +23,7 @@ use crate::rpc::handlers::runs::find_run;
 
 /// `{run, path, body?, to?, attributes?}`.
 #[derive(Debug, Deserialize)]
-pub struct ToolParams {
+pub(crate) struct ToolParams {
     #[serde(default)]
     run: Option<String>,
     #[serde(default)]
@@ -38,7 +38,7 @@ pub struct ToolParams {
 
 impl ToolParams {
     /// The params of a tool call that names only a path (the `get` method).
-    pub fn for_path(path: &str) -> ToolParams {
+    pub(crate) fn for_path(path: &str) -> ToolParams {
         ToolParams {
             run: None,
             path: Some(path.to_string()),
@@ -50,7 +50,7 @@ impl ToolParams {
 }
 
 /// A tool method: validate in the reference's order, then run the tool's handler chain.
-pub async fn dispatch(
+pub(crate) async fn dispatch(
     context: CallContext,
     tool: &'static str,
     params: ToolParams,
@@ -70,7 +70,10 @@ pub async fn dispatch(
 
 /// What a client's call on `run` may do: the client acts for the run's latest loop, its mode
 /// and flags (act with no flags before the run's first loop).
-pub async fn client_policy(context: &CallContext, run: &RunRow) -> Result<ToolPolicy, AppError> {
+pub(crate) async fn client_policy(
+    context: &CallContext,
+    run: &RunRow,
+) -> Result<ToolPolicy, AppError> {
     let search_available = context.agent.settings.search_available();
     let run_id = run.id;
     let latest = context
@@ -86,7 +89,7 @@ pub async fn client_policy(context: &CallContext, run: &RunRow) -> Result<ToolPo
 
 /// Runs one client-issued tool call through the same handler chain as model commands. The
 /// client acts for the run's latest loop: its mode and flags decide what is allowed.
-pub async fn dispatch_tool(
+pub(crate) async fn dispatch_tool(
     context: &CallContext,
     run: RunRow,
     tool: &'static str,

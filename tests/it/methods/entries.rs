@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::support::{Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// A run in a fresh project, with the skill `sql_style` loaded into it.
 async fn run_with_skill(app: &TestApp, project: &str) -> (Client, String) {

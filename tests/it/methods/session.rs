@@ -207,7 +207,7 @@ async fn with_projects_dirs_init_accepts_only_roots_inside_them() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::create_dir(projects.path().join("shop")).unwrap();
     std::os::unix::fs::symlink(outside.path(), projects.path().join("sneaky")).unwrap();
-    let llm = rummy::llm::fake::FakeLlm::start([]);
+    let llm = rummy::testing::fake_llm::FakeLlm::start([]);
     let dirs = projects.path().to_str().unwrap();
     let app = TestApp::with_llm(&llm, &[("RUMMY_PROJECTS_DIR", dirs)]).await;
     let parent = projects.path().parent().unwrap().display().to_string();

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{alias, fidelity_of, packet};
 use crate::support::TestApp;
-use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
 
 /// Filed, then read back with `<get>`: the read's result entry is logging.
 const FILE_AND_READ: &str = "<known path=\"known://colour\">the sky is blue</known>\

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::packet;
 use crate::support::TestApp;
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 fn notice(path: &str) -> String {
     format!("Changed on disk since you last saw it: {path}")

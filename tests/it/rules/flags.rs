@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{alias, file_entries, history_of, packet, told_about};
 use crate::support::TestApp;
-use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
 
 /// A search backend nothing listens on: a `<search>` that runs fails with 502 (the web
 /// tests in `web.rs` use a backend that answers).

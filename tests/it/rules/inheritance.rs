@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{alias, file_entries, packet, told_about, PromptTag};
 use crate::support::TestApp;
-use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
 
 #[actix_web::test]
 async fn resumed_and_injected_loops_keep_the_mode_and_flags() {

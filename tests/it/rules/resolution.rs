@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::alias;
 use crate::support::{user_message, TestApp};
-use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
 
 /// What the model said with its proposal, how the client resolves it, what follows.
 struct Case {

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::{history_of, told_about, PromptTag};
 use crate::support::TestApp;
-use rummy::llm::fake::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// Characters of the messages of the original 0.3.1's first request for the prompt "Hi."
 /// (its instructions, the docs of its twelve tools, `<progress>` and `<prompt>`).

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::{alias, history_of};
 use crate::support::{Client, TestApp};
-use rummy::llm::fake::{FakeLlm, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
 
 /// Resolves the first proposal of a loop's `outcome` with `action` (and `output`).
 async fn resolve_first(client: &mut Client, outcome: &Value, action: &str, output: Option<&str>) {
@@ -69,7 +69,7 @@ async fn repeated_update_with(commands: impl Fn(usize) -> String) {
         .map(|turn| Step::reply(format!("{}<update>still working</update>", commands(turn))))
         .collect();
     let llm = FakeLlm::builder(script)
-        .when_exhausted(WhenExhausted::Reply(rummy::llm::fake::Reply::new(
+        .when_exhausted(WhenExhausted::Reply(rummy::testing::fake_llm::Reply::new(
             "<summarize>finished</summarize>",
         )))
         .start();

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rummy::web::{WebClient, WebError, WebOptions};
+use rummy::testing::{WebClient, WebError, WebOptions};
 
 use super::servers::{WebServer, EXACT_BYTES, NOTES};
 

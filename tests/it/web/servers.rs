@@ -14,26 +14,26 @@ use serde_json::json;
 use crate::support::eventually;
 
 /// The HTML page at `/page`.
-pub const PAGE: &str = "<!DOCTYPE html><html><head><title>Welcome</title>\
+pub(super) const PAGE: &str = "<!DOCTYPE html><html><head><title>Welcome</title>\
     <style>body { color: red }</style><script>alert('tracking')</script></head>\
     <body><h1>Welcome to the docs</h1><p>The answer is <b>forty-two</b>.</p>\
     <ul><li>first point</li><li>second point</li></ul></body></html>";
 
 /// The text at `/notes.txt`.
-pub const NOTES: &str = "plain notes <not html>\nsecond line\n";
+pub(super) const NOTES: &str = "plain notes <not html>\nsecond line\n";
 
 /// Bytes of `/huge` and `/huge-stream`.
-pub const HUGE_BYTES: usize = 4 * 1024 * 1024;
+pub(super) const HUGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The running server and the requests it got (`path?query`).
-pub struct WebServer {
+pub(super) struct WebServer {
     addr: SocketAddr,
     requests: Arc<Mutex<Vec<String>>>,
 }
 
 impl WebServer {
     /// Starts it on a free loopback port.
-    pub async fn start() -> WebServer {
+    pub(super) async fn start() -> WebServer {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&requests);
         let server = HttpServer::new(move || {
@@ -71,16 +71,16 @@ impl WebServer {
     }
 
     /// `http://127.0.0.1:<port><path>`.
-    pub fn url(&self, path: &str) -> String {
+    pub(super) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
-    pub fn port(&self) -> u16 {
+    pub(super) fn port(&self) -> u16 {
         self.addr.port()
     }
 
     /// Waits (a bounded while) until the log holds `line`.
-    pub async fn wait_for(&self, line: &str) {
+    pub(super) async fn wait_for(&self, line: &str) {
         eventually(&format!("the web server to log {line}"), async || {
             self.requests()
                 .iter()
@@ -91,7 +91,7 @@ impl WebServer {
     }
 
     /// Every request so far, as `path?query`.
-    pub fn requests(&self) -> Vec<String> {
+    pub(super) fn requests(&self) -> Vec<String> {
         self.requests.lock().unwrap().clone()
     }
 }
@@ -173,7 +173,7 @@ async fn redirect_away(target: web::Path<String>, request: HttpRequest) -> HttpR
 }
 
 /// Bytes of `/exact` and `/exact-stream`: a limit the tests set.
-pub const EXACT_BYTES: usize = 64 * 1024;
+pub(super) const EXACT_BYTES: usize = 64 * 1024;
 
 /// A body of exactly [`EXACT_BYTES`], its length declared.
 async fn exact() -> HttpResponse {
@@ -218,7 +218,7 @@ impl Drop for DropNote {
 }
 
 /// What the log says once a client stopped reading `/slow`.
-pub const DROPPED_SLOW: &str = "dropped /slow";
+pub(super) const DROPPED_SLOW: &str = "dropped /slow";
 
 /// A trickle: a few bytes every 50 ms for ten minutes, so only a total time limit ends it
 /// (and a client that goes away is noticed at the next write).

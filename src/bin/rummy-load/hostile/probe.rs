@@ -19,7 +19,7 @@ const MEMORY_EVERY: Duration = Duration::from_millis(200);
 
 /// What the probes measured.
 #[derive(Debug, Default)]
-pub struct ProbeTally {
+pub(crate) struct ProbeTally {
     /// From opening the connection to `ping`'s answer.
     pub ping: Latencies,
     /// `init` then `getRuns`, both answered.
@@ -30,7 +30,7 @@ pub struct ProbeTally {
 }
 
 /// Where probes go and how long each may wait.
-pub struct ProbePlan {
+pub(super) struct ProbePlan {
     pub url: String,
     pub token: Option<String>,
     pub every: Duration,
@@ -41,7 +41,7 @@ pub struct ProbePlan {
 
 /// Starts a probe every `every` until the deadline, each a task of its own (a slow one
 /// does not delay the next), and gathers them.
-pub async fn probe_until_deadline(plan: ProbePlan) -> ProbeTally {
+pub(super) async fn probe_until_deadline(plan: ProbePlan) -> ProbeTally {
     let plan = Rc::new(plan);
     let mut probes = Vec::new();
     let mut next = Instant::now();
@@ -103,7 +103,7 @@ async fn call(
 
 /// The server's memory over the run, in KiB.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct MemoryTally {
+pub(crate) struct MemoryTally {
     /// `VmRSS` before the clients started.
     pub start_kib: u64,
     /// The largest `VmRSS` sampled.
@@ -113,7 +113,7 @@ pub struct MemoryTally {
 }
 
 /// Samples `pid`'s memory until the deadline.
-pub async fn sample_memory(pid: u32, deadline: Instant) -> MemoryTally {
+pub(super) async fn sample_memory(pid: u32, deadline: Instant) -> MemoryTally {
     let mut tally = MemoryTally {
         start_kib: proc_status::kib(pid, "VmRSS:").unwrap_or_default(),
         ..MemoryTally::default()

@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rummy::llm::fake::{Reply, Step};
+use rummy::testing::fake_llm::{Reply, Step};
 
 /// About one megabyte: the size of the largest replies.
 const MEGABYTE: usize = 1 << 20;
@@ -15,14 +15,14 @@ const MEGABYTE: usize = 1 << 20;
 /// A small seeded generator (SplitMix64): the same seed draws the same kinds in the same
 /// order of requests.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut mixed = self.0;
         mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -31,7 +31,7 @@ impl Rng {
     }
 
     /// A number in `0..bound` (0 when `bound` is 0).
-    pub fn below(&mut self, bound: usize) -> usize {
+    pub(crate) fn below(&mut self, bound: usize) -> usize {
         if bound == 0 {
             return 0;
         }
@@ -39,19 +39,19 @@ impl Rng {
     }
 
     /// True `percent` times in a hundred.
-    pub fn chance(&mut self, percent: usize) -> bool {
+    pub(crate) fn chance(&mut self, percent: usize) -> bool {
         self.below(100) < percent
     }
 
     /// One of `items`, which must not be empty.
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
 }
 
 /// The kinds of hostile reply, drawn with equal weight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A 1 MB body in a `known://` entry, a 1 MB file write, or 1 MB of prose.
     Huge,
     /// Tags nested tens of thousands deep, never closed.
@@ -75,7 +75,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub(crate) const ALL: [Kind; 9] = [
         Kind::Huge,
         Kind::Nested,
         Kind::GiantAttributes,
@@ -89,19 +89,19 @@ impl Kind {
 }
 
 /// The fuzzing model: a seeded generator behind a lock (the fake serves on its own thread).
-pub struct HostileModel {
+pub(crate) struct HostileModel {
     rng: Mutex<Rng>,
 }
 
 impl HostileModel {
-    pub fn new(seed: u64) -> HostileModel {
+    pub(crate) fn new(seed: u64) -> HostileModel {
         HostileModel {
             rng: Mutex::new(Rng::new(seed)),
         }
     }
 
     /// The next answer, whatever the request.
-    pub fn answer(&self) -> Step {
+    pub(crate) fn answer(&self) -> Step {
         let mut rng = self
             .rng
             .lock()
@@ -112,7 +112,7 @@ impl HostileModel {
 }
 
 /// One answer of `kind`.
-pub fn step_of(kind: Kind, rng: &mut Rng) -> Step {
+pub(crate) fn step_of(kind: Kind, rng: &mut Rng) -> Step {
     if kind == Kind::HttpFault {
         return http_fault(rng);
     }

@@ -13,7 +13,7 @@ use crate::stats::Latencies;
 
 /// What one client saw.
 #[derive(Debug, Default)]
-pub struct WorkerTally {
+pub(crate) struct WorkerTally {
     /// How long each loop took, from `act`/`ask` to its final status (resolutions included).
     pub loops: Latencies,
     /// Loops by final status (`200`, `413`, `error -32603`, …).
@@ -25,7 +25,7 @@ pub struct WorkerTally {
 }
 
 /// Where and until when a worker works.
-pub struct WorkerPlan<'a> {
+pub(super) struct WorkerPlan<'a> {
     pub url: &'a str,
     pub token: Option<&'a str>,
     pub model: &'a str,
@@ -35,7 +35,7 @@ pub struct WorkerPlan<'a> {
 }
 
 /// Lays out a project root the model can edit and try to escape from.
-pub fn lay_out_project(root: &Path) -> std::io::Result<()> {
+pub(super) fn lay_out_project(root: &Path) -> std::io::Result<()> {
     let source = root.join("src");
     std::fs::create_dir_all(&source)?;
     std::fs::write(
@@ -56,7 +56,7 @@ pub fn lay_out_project(root: &Path) -> std::io::Result<()> {
 }
 
 /// Client number `index`: loops until the deadline; what it saw.
-pub async fn run(plan: &WorkerPlan<'_>, index: usize, seed: u64) -> WorkerTally {
+pub(super) async fn run(plan: &WorkerPlan<'_>, index: usize, seed: u64) -> WorkerTally {
     let mut tally = WorkerTally::default();
     let mut rng = Rng::new(seed ^ (index as u64).wrapping_mul(0x9E37_79B9));
     let Ok(mut client) = RpcClient::connect(plan.url, plan.token, plan.timeout).await else {

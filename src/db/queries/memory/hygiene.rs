@@ -17,7 +17,7 @@ use super::layer_history;
 
 /// How much history a layer (a project's, the server-wide one) keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HistoryBounds {
+pub(crate) struct HistoryBounds {
     /// Most items of one topic (at least 1).
     pub per_topic: usize,
     /// Most items of the layer (at least 1).
@@ -32,7 +32,7 @@ type Folding = (MemoryHistoryId, String, i32);
 /// past `items` items of the layer, the oldest are folded into the oldest item of their own
 /// topic that stays (dropped outright when none does). A folded item's text goes; its count,
 /// and the count it carried, is added to the item it is folded into.
-pub fn fold_history(
+pub(crate) fn fold_history(
     conn: &mut Conn,
     layer: Option<ProjectId>,
     topic: &str,
@@ -112,7 +112,11 @@ pub(super) fn hand_down(
 /// sub-agents' runs) after the run that last wrote one; a fact whose run is gone (purged
 /// after `RUMMY_RETENTION_DAYS`) goes too. `runs == 0` keeps them. A person's fact is never
 /// erased here. How many went (not kept in the history: they held only for their work).
-pub fn prune_transient(conn: &mut Conn, project: ProjectId, runs: u32) -> Result<usize, DbError> {
+pub(crate) fn prune_transient(
+    conn: &mut Conn,
+    project: ProjectId,
+    runs: u32,
+) -> Result<usize, DbError> {
     if runs == 0 {
         return Ok(0);
     }

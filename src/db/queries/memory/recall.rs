@@ -26,7 +26,7 @@ pub(super) const MAX_POSTINGS: i64 = 2_000;
 
 /// The distinct words of `text` a recall looks for: each of at least
 /// `MIN_QUERY_WORD_CHARS` characters, lower case, at most `MAX_QUERY_WORDS` of them.
-pub fn query_words(text: &str) -> Vec<String> {
+pub(crate) fn query_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         if word.chars().count() < MIN_QUERY_WORD_CHARS {
@@ -244,7 +244,7 @@ fn recall(
 
 /// The facts `project` may recall that share words with `text`: its own, then the
 /// server-wide ones, each best first (a topic weighs twice a body), at most `limit`.
-pub fn recall_facts(
+pub(crate) fn recall_facts(
     conn: &mut Conn,
     project: ProjectId,
     text: &str,
@@ -265,7 +265,7 @@ pub fn recall_facts(
 
 /// The history items (replaced facts and runs' narratives) `project` may recall (its own
 /// and the server-wide ones) that share words with `text`, best first, at most `limit`.
-pub fn recall_history(
+pub(crate) fn recall_history(
     conn: &mut Conn,
     project: ProjectId,
     text: &str,

@@ -17,7 +17,7 @@ use crate::plugins::tool::{
     TypedTool,
 };
 
-pub struct AskUser;
+pub(crate) struct AskUser;
 
 impl ToolInfo for AskUser {
     fn effect(&self) -> ToolEffect {

@@ -20,7 +20,7 @@ use crate::plugins::tool::{
 
 /// The `env` or `sh` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CommandProposal {
+pub(crate) struct CommandProposal {
     name: &'static str,
     doc: &'static str,
     has_side_effects: bool,
@@ -28,14 +28,14 @@ pub struct CommandProposal {
 
 impl CommandProposal {
     /// `env`: a command without side effects.
-    pub const ENV: CommandProposal = CommandProposal {
+    pub(crate) const ENV: CommandProposal = CommandProposal {
         name: "env",
         doc: include_str!("../../text/tools/env.md"),
         has_side_effects: false,
     };
 
     /// `sh`: a command with side effects.
-    pub const SH: CommandProposal = CommandProposal {
+    pub(crate) const SH: CommandProposal = CommandProposal {
         name: "sh",
         doc: include_str!("../../text/tools/sh.md"),
         has_side_effects: true,

@@ -16,7 +16,7 @@ use crate::db::queries::selected;
 use crate::parser::{Command, GetCommand, Selection, TagSpec};
 use crate::plugins::bundled::tools::{
     attribute_or, fail, headed, is_pattern, listing, non_empty, not_found, parse_fidelity,
-    paths_of, pattern_header, preview, report, select, write_row,
+    paths_of, pattern_header, preview, report, select,
 };
 use crate::plugins::bundled::web::{failure_status, once_each, Pages};
 use crate::plugins::gather::{Gather, Gathering};
@@ -24,8 +24,9 @@ use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
 };
+use crate::plugins::writes::write_row;
 
-pub struct Get;
+pub(crate) struct Get;
 
 const NAME: &str = "get";
 

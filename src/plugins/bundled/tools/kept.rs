@@ -12,7 +12,7 @@ use crate::plugins::tool::{Availability, ClientCall, SchemeSpec, ToolInfo, ToolK
 
 /// The `think`, `thought` or `mcp` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kept {
+pub(crate) struct Kept {
     name: &'static str,
     /// The parser gives this tag a command of its own (`Command::Think`).
     typed: bool,
@@ -20,19 +20,19 @@ pub struct Kept {
 
 impl Kept {
     /// `think`: reasoning.
-    pub const THINK: Kept = Kept {
+    pub(crate) const THINK: Kept = Kept {
         name: "think",
         typed: true,
     };
 
     /// `thought`: reasoning under another name.
-    pub const THOUGHT: Kept = Kept {
+    pub(crate) const THOUGHT: Kept = Kept {
         name: "thought",
         typed: false,
     };
 
     /// `mcp`: a call of a tool server this project never had.
-    pub const MCP: Kept = Kept {
+    pub(crate) const MCP: Kept = Kept {
         name: "mcp",
         typed: false,
     };

@@ -14,12 +14,13 @@ use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
 use crate::parser::{Command, KnownCommand, TagSpec};
-use crate::plugins::bundled::tools::{extra_attrs, fail, headed, summary_attribute, upsert};
+use crate::plugins::bundled::tools::{extra_attrs, fail, headed, summary_attribute};
 use crate::plugins::tool::{
     ClientCall, Handled, SchemeSpec, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
 };
+use crate::plugins::writes::upsert;
 
-pub struct Known;
+pub(crate) struct Known;
 
 /// Longest model-given path kept; a longer one is reasoning that bled into the attribute,
 /// and the fact is filed under a slug instead.

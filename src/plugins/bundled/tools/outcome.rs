@@ -4,75 +4,12 @@
 use serde_json::{json, Value};
 
 use crate::db::enums::EntryStatus;
-use crate::db::models::entry::{EntryRow, EntryUpsertForm};
+use crate::db::models::entry::EntryRow;
 use crate::db::paths::result_path as turn_result_path;
 use crate::db::queries::entries;
 use crate::plugins::bundled::tools::{listing, non_empty, pattern_header};
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
-
-/// The upsert of `body` at `path` with `status` at the scope's run, loop and turn, keeping
-/// the stored fidelity and attributes.
-pub(crate) fn upsert(
-    scope: &ToolScope<'_>,
-    path: &str,
-    body: &str,
-    status: EntryStatus,
-) -> EntryUpsertForm {
-    EntryUpsertForm {
-        run_id: scope.run_id,
-        loop_id: scope.loop_id,
-        turn: scope.turn,
-        path: path.to_owned(),
-        body: body.to_owned(),
-        status,
-        fidelity: None,
-        hash: None,
-        attributes: None,
-    }
-}
-
-/// Writes `body` at `path` with `status`, merging `attributes` into the stored ones.
-pub(crate) fn write(
-    scope: &mut ToolScope<'_>,
-    path: &str,
-    body: &str,
-    status: EntryStatus,
-    attributes: Option<Value>,
-) -> Result<(), ToolError> {
-    let entry = EntryUpsertForm {
-        attributes,
-        ..upsert(scope, path, body, status)
-    };
-    Ok(entries::write_entry(scope.conn, &entry)?)
-}
-
-/// As [`write`], and returns the entry as stored.
-pub(crate) fn write_row(
-    scope: &mut ToolScope<'_>,
-    path: &str,
-    body: &str,
-    status: EntryStatus,
-    attributes: Option<Value>,
-) -> Result<EntryRow, ToolError> {
-    let entry = EntryUpsertForm {
-        attributes,
-        ..upsert(scope, path, body, status)
-    };
-    Ok(entries::upsert_entry(scope.conn, &entry)?)
-}
-
-/// Writes the outcome of an action at its result path (its body, status and attributes
-/// merged into the recorded ones) and reports it there.
-pub fn finish(
-    scope: &mut ToolScope<'_>,
-    result_path: &str,
-    status: EntryStatus,
-    body: &str,
-    attributes: Option<Value>,
-) -> Result<Handled, ToolError> {
-    write(scope, result_path, body, status, attributes)?;
-    Ok(Handled::at(result_path))
-}
+use crate::plugins::writes::{finish, write};
 
 /// A failed action: `status`, the message as body and `error` attribute.
 pub(crate) fn fail(

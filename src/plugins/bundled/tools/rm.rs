@@ -13,15 +13,16 @@ use crate::db::queries::selected;
 use crate::parser::{Command, Selection, TagSpec};
 use crate::plugins::bundled::tools::files;
 use crate::plugins::bundled::tools::{
-    attribute_or, fail, file_changes_forbidden, finish, headed, non_empty, not_found, preview,
+    attribute_or, fail, file_changes_forbidden, headed, non_empty, not_found, preview,
     propose_separately, report, select_settled,
 };
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
 };
+use crate::plugins::writes::finish;
 
-pub struct Rm;
+pub(crate) struct Rm;
 
 impl ToolInfo for Rm {
     fn effect(&self) -> ToolEffect {

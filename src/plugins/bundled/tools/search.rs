@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::context::view::EntryView;
 use crate::db::enums::{EntryStatus, LoopMode};
 use crate::parser::{Command, SearchCommand, TagSpec};
-use crate::plugins::bundled::tools::{echoed, fail, finish, non_empty};
+use crate::plugins::bundled::tools::{echoed, fail, non_empty};
 use crate::plugins::bundled::web::{failure_status, once_each, Searches};
 use crate::plugins::gather::{Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
@@ -19,9 +19,10 @@ use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
     TypedTool,
 };
+use crate::plugins::writes::finish;
 use crate::web::SearchHit;
 
-pub struct Search;
+pub(crate) struct Search;
 
 const NAME: &str = "search";
 

@@ -25,16 +25,17 @@ use crate::hedberg::SetRevision;
 use crate::parser::{normalize_attrs, Command, SetCommand, TagSpec};
 use crate::plugins::bundled::tools::files;
 use crate::plugins::bundled::tools::{
-    attribute_or, fail, file_changes_forbidden, finish, headed, is_pattern, listing, merge,
-    non_empty, not_found, parse_fidelity, paths_of, pattern_header, preview, report, select,
-    summary_attribute, write, write_row,
+    attribute_or, fail, file_changes_forbidden, headed, is_pattern, listing, merge, non_empty,
+    not_found, parse_fidelity, paths_of, pattern_header, preview, report, select,
+    summary_attribute,
 };
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
 };
+use crate::plugins::writes::{finish, write, write_row};
 
-pub struct Set;
+pub(crate) struct Set;
 
 impl ToolInfo for Set {
     fn effect(&self) -> ToolEffect {

@@ -8,14 +8,15 @@ use crate::context::view::EntryView;
 use crate::db::enums::EntryStatus;
 use crate::db::paths::slug_path;
 use crate::parser::Command;
-use crate::plugins::bundled::tools::{headed, write};
+use crate::plugins::bundled::tools::headed;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
 };
+use crate::plugins::writes::write;
 
 /// The `summarize` or `update` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StatusSignal {
+pub(crate) struct StatusSignal {
     name: &'static str,
     doc: &'static str,
     is_final: bool,
@@ -23,14 +24,14 @@ pub struct StatusSignal {
 
 impl StatusSignal {
     /// `summarize`: the final answer.
-    pub const SUMMARIZE: StatusSignal = StatusSignal {
+    pub(crate) const SUMMARIZE: StatusSignal = StatusSignal {
         name: "summarize",
         doc: include_str!("../../text/tools/summarize.md"),
         is_final: true,
     };
 
     /// `update`: a progress note.
-    pub const UPDATE: StatusSignal = StatusSignal {
+    pub(crate) const UPDATE: StatusSignal = StatusSignal {
         name: "update",
         doc: include_str!("../../text/tools/update.md"),
         is_final: false,

@@ -36,7 +36,7 @@ pub(crate) struct TestRun {
 }
 
 impl TestRun {
-    pub fn new() -> TestRun {
+    pub(crate) fn new() -> TestRun {
         let TestDb {
             dir,
             mut conn,
@@ -64,13 +64,13 @@ impl TestRun {
     }
 
     /// Hands what `tool`'s gather half obtained to the next reply, call or resolution.
-    pub fn gathering(&mut self, tool: &'static str, obtained: impl std::any::Any + Send) {
+    pub(crate) fn gathering(&mut self, tool: &'static str, obtained: impl std::any::Any + Send) {
         let gathered = std::mem::take(&mut self.gathered);
         self.gathered = gathered.with(tool, Box::new(obtained));
     }
 
     /// Pins a file constraint on the run's project.
-    pub fn constrain(&mut self, pattern: &str, visibility: Visibility) {
+    pub(crate) fn constrain(&mut self, pattern: &str, visibility: Visibility) {
         let project = runs::get_run(&mut self.conn, self.run_id)
             .unwrap()
             .unwrap()
@@ -78,18 +78,18 @@ impl TestRun {
         constraints::set_constraint(&mut self.conn, project, pattern, visibility).unwrap();
     }
 
-    pub fn mode(mut self, mode: LoopMode) -> TestRun {
+    pub(crate) fn mode(mut self, mode: LoopMode) -> TestRun {
         self.policy.mode = mode;
         self
     }
 
     /// Dispatches a model response at the current turn, then advances the turn.
-    pub fn respond(&mut self, text: &str) -> DispatchOutcome {
+    pub(crate) fn respond(&mut self, text: &str) -> DispatchOutcome {
         self.respond_gated(text, None)
     }
 
     /// [`TestRun::respond`] with a write gate.
-    pub fn respond_gated(
+    pub(crate) fn respond_gated(
         &mut self,
         text: &str,
         gate: Option<&mut dyn WriteGate>,
@@ -117,7 +117,11 @@ impl TestRun {
     }
 
     /// A client tool call.
-    pub fn call(&mut self, tool: &str, call: ClientCall) -> Result<DispatchOutcome, ToolError> {
+    pub(crate) fn call(
+        &mut self,
+        tool: &str,
+        call: ClientCall,
+    ) -> Result<DispatchOutcome, ToolError> {
         let input = CallInput {
             run_id: self.run_id,
             policy: self.policy,
@@ -129,7 +133,7 @@ impl TestRun {
         dispatch_call(&mut self.conn, &self.plugins, &input, &mut gathered, None)
     }
 
-    pub fn resolve(
+    pub(crate) fn resolve(
         &mut self,
         path: &str,
         resolution: Resolution,
@@ -146,7 +150,7 @@ impl TestRun {
     }
 
     /// A resolution the server applies to the project root itself.
-    pub fn resolve_on_disk(&mut self, path: &str, resolution: Resolution) -> ResolveOutcome {
+    pub(crate) fn resolve_on_disk(&mut self, path: &str, resolution: Resolution) -> ResolveOutcome {
         let input = ResolveInput {
             run_id: self.run_id,
             path: path.into(),
@@ -160,19 +164,19 @@ impl TestRun {
     }
 
     /// A project file on disk and in the store.
-    pub fn file(&mut self, path: &str, body: &str) {
+    pub(crate) fn file(&mut self, path: &str, body: &str) {
         let target = self.root.path().join(path);
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         std::fs::write(target, body).unwrap();
         self.put(path, body);
     }
 
-    pub fn on_disk(&self, path: &str) -> Option<String> {
+    pub(crate) fn on_disk(&self, path: &str) -> Option<String> {
         std::fs::read_to_string(self.root.path().join(path)).ok()
     }
 
     /// Writes an entry directly (a scanned file, an earlier fact).
-    pub fn put(&mut self, path: &str, body: &str) -> EntryRow {
+    pub(crate) fn put(&mut self, path: &str, body: &str) -> EntryRow {
         entries::upsert_entry(
             &mut self.conn,
             &EntryUpsertForm::new(self.run_id, None, 0, path, body),
@@ -180,15 +184,15 @@ impl TestRun {
         .unwrap()
     }
 
-    pub fn entry(&mut self, path: &str) -> Option<EntryRow> {
+    pub(crate) fn entry(&mut self, path: &str) -> Option<EntryRow> {
         entries::get_entry(&mut self.conn, self.run_id, path).unwrap()
     }
 
-    pub fn status(&mut self, path: &str) -> Option<EntryStatus> {
+    pub(crate) fn status(&mut self, path: &str) -> Option<EntryStatus> {
         self.entry(path).map(|row| row.status)
     }
 
-    pub fn attribute(&mut self, path: &str, name: &str) -> serde_json::Value {
+    pub(crate) fn attribute(&mut self, path: &str, name: &str) -> serde_json::Value {
         self.entry(path)
             .map(|row| row.attributes.to_value())
             .and_then(|attributes| attributes.get(name).cloned())
@@ -196,7 +200,7 @@ impl TestRun {
     }
 
     /// The text the model sees for `path` at its fidelity.
-    pub fn projected(&mut self, path: &str) -> String {
+    pub(crate) fn projected(&mut self, path: &str) -> String {
         let row = self.entry(path).unwrap();
         let attributes = row.attributes.0.clone();
         let view = crate::context::view::EntryView {

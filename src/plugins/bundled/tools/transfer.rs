@@ -17,17 +17,18 @@ use crate::db::queries::selected;
 use crate::parser::{Command, TagSpec, TransferCommand};
 use crate::plugins::bundled::tools::files::{self, escape_reason};
 use crate::plugins::bundled::tools::{
-    fail, file_changes_forbidden, finish, is_pattern, non_empty, not_found, parse_fidelity,
-    paths_of, propose_separately, select_settled, write,
+    fail, file_changes_forbidden, is_pattern, non_empty, not_found, parse_fidelity, paths_of,
+    propose_separately, select_settled,
 };
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     ClientCall, Handled, ToolEffect, ToolError, ToolInfo, ToolScope, TypedTool,
 };
+use crate::plugins::writes::{finish, write};
 
 /// The `cp` or `mv` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transfer {
+pub(crate) struct Transfer {
     name: &'static str,
     doc: &'static str,
     is_move: bool,
@@ -35,14 +36,14 @@ pub struct Transfer {
 
 impl Transfer {
     /// `cp`: the source stays.
-    pub const CP: Transfer = Transfer {
+    pub(crate) const CP: Transfer = Transfer {
         name: "cp",
         doc: include_str!("../../text/tools/cp.md"),
         is_move: false,
     };
 
     /// `mv`: the source goes away.
-    pub const MV: Transfer = Transfer {
+    pub(crate) const MV: Transfer = Transfer {
         name: "mv",
         doc: include_str!("../../text/tools/mv.md"),
         is_move: true,

@@ -9,12 +9,13 @@ use crate::db::paths::is_file;
 use crate::db::paths::slug_path;
 use crate::db::queries::entries;
 use crate::parser::{Command, TagSpec, UnknownCommand};
-use crate::plugins::bundled::tools::{headed, write};
+use crate::plugins::bundled::tools::headed;
 use crate::plugins::tool::{
     ClientCall, Handled, SchemeSpec, ToolError, ToolInfo, ToolKind, ToolScope, TypedTool,
 };
+use crate::plugins::writes::write;
 
-pub struct Unknown;
+pub(crate) struct Unknown;
 
 impl ToolInfo for Unknown {
     fn name(&self) -> &'static str {

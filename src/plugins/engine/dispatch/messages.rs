@@ -3,9 +3,9 @@
 use serde_json::json;
 
 use crate::db::enums::EntryStatus;
-use crate::plugins::bundled::tools::write;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{Availability, Tool, ToolError, ToolScope};
+use crate::plugins::writes::write;
 
 /// Longest target an action may name, in characters.
 const TARGET_MAX_CHARS: usize = 512;

@@ -8,7 +8,7 @@ use crate::parser::Command;
 
 /// The progress flags of a turn.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TurnFlags {
+pub(crate) struct TurnFlags {
     /// An action that changes something ran (set, rm, sh, mv, cp).
     pub has_act: bool,
     /// Something was read (get, env, search).
@@ -19,7 +19,7 @@ pub struct TurnFlags {
 
 /// One dispatched command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallRecord {
+pub(crate) struct CallRecord {
     /// Position of the command in the response.
     pub index: usize,
     /// Tool name as written.
@@ -37,7 +37,7 @@ pub struct CallRecord {
 
 /// A command that failed, was refused, or was cancelled.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallError {
+pub(crate) struct CallError {
     pub tool: String,
     /// The entry the model sees the failure in.
     pub path: String,
@@ -49,7 +49,7 @@ pub struct CallError {
 
 /// Everything the turn executor needs from one response's dispatch.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct DispatchOutcome {
+pub(crate) struct DispatchOutcome {
     /// The final answer, when the model finished (and nothing failed).
     pub summary_text: Option<String>,
     /// The progress note, when the model continues (or its summary was overridden).

@@ -22,7 +22,7 @@ use crate::plugins::Plugins;
 
 /// Searches, edits and what the gather halves obtained, ahead of a unit of work.
 #[derive(Debug, Default)]
-pub struct PreparedWork {
+pub(crate) struct PreparedWork {
     searches: SearchVerdicts,
     edits: PreparedEdits,
     gathered: Gathered,
@@ -30,13 +30,13 @@ pub struct PreparedWork {
 
 impl PreparedWork {
     /// Whether `command` has work to prepare.
-    pub fn needed_for(command: &Command) -> bool {
+    pub(crate) fn needed_for(command: &Command) -> bool {
         command.body_search().is_some() || edit_of(command).is_some()
     }
 
     /// Evaluates the body searches and applies the edits of `commands` to the run's entries
     /// as they are now, on `conn` (a reader) under the thread's budget.
-    pub fn compute(
+    pub(crate) fn compute(
         conn: &mut Conn,
         run_id: RunId,
         commands: &[Command],
@@ -66,13 +66,13 @@ impl PreparedWork {
     }
 
     /// This work with what the gather halves obtained (in place of any it had).
-    pub fn with_gathered(self, gathered: Gathered) -> PreparedWork {
+    pub(crate) fn with_gathered(self, gathered: Gathered) -> PreparedWork {
         PreparedWork { gathered, ..self }
     }
 
     /// Runs `work` with this work answering the searches and edits it covers; `work` hands
     /// what was gathered to the handlers' scope.
-    pub fn apply<T>(self, work: impl FnOnce(&mut Gathered) -> T) -> T {
+    pub(crate) fn apply<T>(self, work: impl FnOnce(&mut Gathered) -> T) -> T {
         let PreparedWork {
             searches,
             edits,
@@ -84,7 +84,11 @@ impl PreparedWork {
 
 /// Runs the gather halves of the tools `commands` use, all at once: each tool offered under
 /// `at.policy` is given its commands the policy allows, in reply order.
-pub async fn gather(plugins: &Plugins, at: &Gathering<'_>, commands: &[Command]) -> Gathered {
+pub(crate) async fn gather(
+    plugins: &Plugins,
+    at: &Gathering<'_>,
+    commands: &[Command],
+) -> Gathered {
     let mut by_tool: Vec<(&dyn Tool, Vec<&Command>)> = Vec::new();
     for command in commands {
         let Some(tool) = plugins.get(command.name()) else {

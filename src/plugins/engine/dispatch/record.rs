@@ -11,10 +11,10 @@ use crate::db::paths::result_path;
 use crate::hedberg::SetRevision;
 use crate::parser::{Command, KnownCommand};
 use crate::plugins::bundled::tools::files::escape_reason;
-use crate::plugins::bundled::tools::write;
 use crate::plugins::tool::{
     Availability, Handled, TargetKind, Tool, ToolEffect, ToolError, ToolKind, ToolScope,
 };
+use crate::plugins::writes::write;
 use crate::plugins::Plugins;
 
 /// Most characters of a target kept in a result path; percent-encoding may grow them

@@ -12,8 +12,9 @@ use crate::db::paths::normalize_path;
 use crate::db::queries::entries::get_entry;
 use crate::db::queries::selected;
 use crate::hedberg::{EditBlock, HedbergError};
-use crate::plugins::bundled::tools::{fail, finish, merge, select_settled, write, write_row};
+use crate::plugins::bundled::tools::{fail, merge, select_settled};
 use crate::plugins::tool::{Handled, ToolError, ToolScope};
+use crate::plugins::writes::{finish, write, write_row};
 
 use super::prepared;
 

@@ -24,7 +24,7 @@ pub(crate) struct Product {
 
 /// Edit results keyed by path, base text, edited text and blocks.
 #[derive(Debug, Default)]
-pub struct PreparedEdits {
+pub(crate) struct PreparedEdits {
     products: HashMap<u64, Result<Product, HedbergError>>,
 }
 
@@ -59,7 +59,7 @@ fn compute(
 impl PreparedEdits {
     /// Applies `blocks` to the body of the entry at `path` and keeps the result. Returns
     /// false once the budget is spent (nothing later can be computed either).
-    pub fn prepare(&mut self, path: &str, body: &str, blocks: &[EditBlock]) -> bool {
+    pub(crate) fn prepare(&mut self, path: &str, body: &str, blocks: &[EditBlock]) -> bool {
         let product = compute(path, body, body, blocks);
         let spent = matches!(product, Err(HedbergError::WorkLimit(_)));
         self.products.insert(key(path, body, body, blocks), product);
@@ -67,7 +67,7 @@ impl PreparedEdits {
     }
 
     /// Runs `work` with these results answering the edits they cover.
-    pub fn apply<T>(self, work: impl FnOnce() -> T) -> T {
+    pub(crate) fn apply<T>(self, work: impl FnOnce() -> T) -> T {
         PREPARED.with(|slot| slot.replace(Some(self)));
         let result = work();
         PREPARED.with(|slot| slot.take());

@@ -1,0 +1,103 @@
+//! What the integration tests, the benches and `rummy-load` drive the server with, behind the
+//! `testing` feature: the scripted LLM ([`fake_llm`]), PostgreSQL scratch databases
+//! ([`ScratchDatabase`]), a connection of a test's own to a server's store ([`Database`]) to
+//! read the tables an operator reads, and a few hooks into a running server for what no
+//! client can see (how many loops wait for a place, the database thread held busy). A server
+//! build has none of it.
+
+use crate::app::RunningServer;
+use crate::config::Settings;
+use crate::db::connection::has_pending_migrations;
+use crate::db::ids::{ProjectId, RunId};
+use crate::db::{open_connection, ConnectionSetup, Store};
+use crate::hub::notifications::{Notification, RunProgress};
+
+pub use crate::agent::admission::PLACE_POLL;
+pub use crate::db::testing::{ScratchDatabase, TEST_DATABASE_URL};
+pub use crate::db::{Conn, DbError, MultiBackend as Backend};
+pub use crate::hub::notifications::ProgressStatus;
+pub use crate::llm::fake as fake_llm;
+pub use crate::web::{WebClient, WebError, WebOptions};
+
+/// A server's store, for reading what the server wrote with SQL of a test's own; it outlives
+/// the server, so a test can read what a stop left behind.
+#[derive(Clone)]
+pub struct Database(Store);
+
+impl Database {
+    /// The store `settings` configure.
+    pub fn of(settings: &Settings) -> Database {
+        Database(crate::app::store(settings))
+    }
+
+    /// A new connection to it, set up as the server's are.
+    pub fn connect(&self) -> Result<Conn, DbError> {
+        open_connection(&self.0, ConnectionSetup::default())
+    }
+
+    /// Whether every migration the server embeds is applied.
+    pub fn is_migrated(&self) -> Result<bool, DbError> {
+        Ok(!has_pending_migrations(&mut self.connect()?)?)
+    }
+}
+
+impl ScratchDatabase {
+    /// It as a server's store.
+    pub fn database(&self) -> Database {
+        Database(self.store())
+    }
+}
+
+impl RunningServer {
+    /// The settings it runs with.
+    pub fn settings(&self) -> &Settings {
+        &self.state.agent.settings
+    }
+
+    /// Its store.
+    pub fn database(&self) -> Database {
+        Database::of(self.settings())
+    }
+
+    /// Publishes a `run/progress` of run `run` (alias `alias`) at `turn` with `status` on
+    /// project `project`'s hub, as a run loop would.
+    pub fn publish_progress(
+        &self,
+        project: i64,
+        run: i64,
+        alias: &str,
+        turn: i64,
+        status: ProgressStatus,
+    ) {
+        let progress = Notification::Progress(RunProgress {
+            run: alias.to_owned(),
+            turn,
+            status,
+        });
+        self.state
+            .agent
+            .hubs
+            .publish(ProjectId(project), RunId(run), progress);
+    }
+
+    /// How many loops on this instance wait for a place.
+    pub fn loops_waiting_for_place(&self) -> usize {
+        self.state.agent.admission.waiting()
+    }
+
+    /// How many client connections are open.
+    pub fn connections_open(&self) -> usize {
+        self.state.connections.count()
+    }
+
+    /// Runs `unit` as a unit of work on the database thread, with the connection of the
+    /// store's one writer: the thread does nothing else until it returns.
+    pub fn on_database_thread<T: Send + 'static>(
+        &self,
+        unit: impl FnOnce(&mut Conn) -> T + Send + 'static,
+    ) -> impl std::future::Future<Output = Result<T, DbError>> + 'static {
+        let db = self.state.agent.db.clone();
+        async move { db.call(move |conn| Ok(unit(conn))).await }
+    }
+}
+pub mod bench;
