@@ -13,8 +13,8 @@ use crate::db::models::entry::{EntryRow, EntryUpsertForm};
 use crate::db::models::run::{LoopEnqueue, RunRow};
 use crate::db::queries::{entries, runs};
 use crate::db::DbError;
-use crate::plugins::assembly::fill;
 use crate::plugins::events::Event;
+use crate::plugins::text::fill;
 
 const NO_SUMMARY: &str = include_str!("../../plugins/text/delegate/no_summary.md");
 const FAILED: &str = include_str!("../../plugins/text/delegate/failed.md");

@@ -1,10 +1,11 @@
 //! `<performed>` (user chain, priority 100): what the model's commands did for the current
 //! prompt, in order, bodies included.
 
+use super::chronological;
 use super::tag::{summary_attribute, target, Tag};
-use super::{chronological, AssemblyContext, AssemblyFilter};
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::context::ContextRow;
+use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
 
 /// Renders `<performed>`.
 pub struct Performed;
