@@ -4,7 +4,15 @@
 //! local mode it starts the server in this process first ([`local`]); in the remote mode it
 //! connects to a running team server with a person's token.
 //!
-//! stdout carries ACP frames only: logs go to stderr.
+//! stdout carries ACP frames only: logs go to stderr. The protocol is ACP v1, through the
+//! crate `agent-client-protocol`; README (Editors) is the user's side.
+//!
+//! [`local`] makes the in-process server's settings; [`link`] is the WebSocket client;
+//! `agent` holds the ACP handlers, `session` one session and its prompt turn; `updates`
+//! turns `run/state` into session updates, `plan` its open questions into the plan,
+//! `permission` a proposal into a permission request; `prompt` reads a prompt's content
+//! blocks; `mode`, `options` and `commands` are a session's mode, config options and slash
+//! commands; `mcp` attaches the editor's MCP servers; [`AcpError`] is what goes wrong.
 
 mod agent;
 mod commands;

@@ -1,5 +1,10 @@
 //! The composition root: opens the store, builds the actors, the agent core and the HTTP
 //! server, and stops them. Nothing imports it but the binary and the tests.
+//!
+//! On the SQLite store it first holds the home ([`crate::home_lock`], let go once the server
+//! has stopped). Before it listens it runs the start-up work, in order: the schemes, the
+//! retention purge with the RPC log's pruning, the model seeds, and the recovery of the runs
+//! a stopped server left running.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

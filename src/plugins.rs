@@ -6,15 +6,14 @@
 //!   (`filters`), RPC methods (`method`), writes before a turn's packet is assembled
 //!   (`preparation`), work on a run after its turns, off the writer (`reflection`), and
 //!   reaches the clients (`clients`); `policy` is what a loop may use, `error` what a tool
-//!   fails with.
+//!   fails with; `text` fills the model-facing text.
 //! - **The engine** (`engine/`): the registry, the dispatch of commands, the resolution of
 //!   proposals, the readonly files.
 //! - **The bundled plugins** (`bundled/`): every tool of the model (`bundled/tools/`), the
-//!   sections of the packet (registered from `bundled.rs`), the transcript. They register
+//!   sections of the packet (`bundled/sections/`), the transcript. They register
 //!   through the same API as a plugin from outside the crate.
 //!
-//! Model-facing text lives in `text/`, apart from code, so it can be tuned without touching
-//! logic.
+//! Model-facing text lives in `text/` (see `text.rs`).
 
 pub mod assembly;
 pub(crate) mod bundled;
@@ -29,6 +28,7 @@ pub mod plugin;
 pub mod policy;
 pub mod preparation;
 pub mod reflection;
+pub(crate) mod text;
 pub mod tool;
 pub mod writes;
 

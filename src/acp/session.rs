@@ -1,5 +1,6 @@
 //! One ACP session: a connection to rummy bound to the project at the session's directory,
-//! the run its prompts continue (made by the first prompt), its mode, and the prompt turn:
+//! the run its prompts continue (made by `session/new`, found by `session/load`; its name is
+//! the session id), its mode, and the prompt turn:
 //! `ask`/`act`, the updates streamed from rummy's notifications, each proposal asked of the
 //! person and resolved, until the loop ends.
 

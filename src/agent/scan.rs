@@ -21,7 +21,7 @@ use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunRow;
 use crate::db::queries::{constraints, context, entries};
 use crate::db::{Conn, DbError};
-use crate::plugins::assembly::CHANGED_ON_DISK;
+use crate::plugins::bundled::sections::CHANGED_ON_DISK;
 use crate::project::{FileChange, FileFidelity, FileKind, ScanOptions, ScanReport};
 use crate::project_actor::ScanFiles;
 use diesel::Connection;

@@ -124,59 +124,74 @@ pub(crate) fn open_tag_at(text: &str, tags: &TagSet, at: usize) -> Option<OpenTa
             }
             b'/' => cursor += 1,
             b'<' => return None,
-            _ => {
-                let name_start = cursor;
-                while byte_at(text, cursor).is_some_and(|byte| {
-                    !byte.is_ascii_whitespace() && !matches!(byte, b'=' | b'>' | b'/' | b'<')
-                }) {
-                    cursor += 1;
-                }
-                let name = text.get(name_start..cursor)?.to_ascii_lowercase();
-                let after_name = skip_whitespace(text, cursor);
-                if byte_at(text, after_name) != Some(b'=') {
-                    push_attr(&mut tag.attrs, name, String::new());
-                    continue;
-                }
-                let value_start = skip_whitespace(text, after_name + 1);
-                match byte_at(text, value_start)? {
-                    quote @ (b'"' | b'\'') => {
-                        match quoted_value(text, tags, value_start + 1, quote) {
-                            QuotedValue::Closed { value, end } => {
-                                push_attr(&mut tag.attrs, name, value.to_owned());
-                                cursor = end;
-                            }
-                            QuotedValue::Unterminated { value, gt } => {
-                                tag.repaired = true;
-                                let trimmed = value.trim_end();
-                                tag.self_closing = trimmed.ends_with('/');
-                                let value = trimmed.trim_end_matches('/').trim_end();
-                                push_attr(&mut tag.attrs, name, value.to_owned());
-                                tag.end = gt + 1;
-                                return Some(tag);
-                            }
-                            QuotedValue::Broken => return None,
-                        }
-                    }
-                    _ => {
-                        let mut value_end = value_start;
-                        while byte_at(text, value_end).is_some_and(|byte| {
-                            !byte.is_ascii_whitespace() && !matches!(byte, b'>' | b'<')
-                        }) {
-                            value_end += 1;
-                        }
-                        let mut value = text.get(value_start..value_end)?;
-                        if byte_at(text, value_end) == Some(b'>') && value.ends_with('/') {
-                            value = value.trim_end_matches('/');
-                            tag.self_closing = true;
-                            push_attr(&mut tag.attrs, name, value.to_owned());
-                            tag.end = value_end + 1;
-                            return Some(tag);
-                        }
-                        push_attr(&mut tag.attrs, name, value.to_owned());
-                        cursor = value_end;
-                    }
-                }
+            _ => match attribute_at(text, tags, &mut tag, cursor)? {
+                Attribute::Next(next) => cursor = next,
+                Attribute::Ended => return Some(tag),
+            },
+        }
+    }
+}
+
+/// What reading one attribute of an open tag came to.
+enum Attribute {
+    /// Read; what follows it starts at this byte.
+    Next(usize),
+    /// Its value ran to the tag's end (`tag.end` is set).
+    Ended,
+}
+
+/// Reads the attribute at `cursor` into `tag`: a bare name, a quoted value (an unterminated
+/// one ends the tag, repaired) or an unquoted one (`/>` right after it ends the tag). `None`
+/// when the input ends or the tag is broken.
+fn attribute_at(text: &str, tags: &TagSet, tag: &mut OpenTag, cursor: usize) -> Option<Attribute> {
+    let mut cursor = cursor;
+    let name_start = cursor;
+    while byte_at(text, cursor).is_some_and(|byte| {
+        !byte.is_ascii_whitespace() && !matches!(byte, b'=' | b'>' | b'/' | b'<')
+    }) {
+        cursor += 1;
+    }
+    let name = text.get(name_start..cursor)?.to_ascii_lowercase();
+    let after_name = skip_whitespace(text, cursor);
+    if byte_at(text, after_name) != Some(b'=') {
+        push_attr(&mut tag.attrs, name, String::new());
+        return Some(Attribute::Next(cursor));
+    }
+    let value_start = skip_whitespace(text, after_name + 1);
+    match byte_at(text, value_start)? {
+        quote @ (b'"' | b'\'') => match quoted_value(text, tags, value_start + 1, quote) {
+            QuotedValue::Closed { value, end } => {
+                push_attr(&mut tag.attrs, name, value.to_owned());
+                Some(Attribute::Next(end))
             }
+            QuotedValue::Unterminated { value, gt } => {
+                tag.repaired = true;
+                let trimmed = value.trim_end();
+                tag.self_closing = trimmed.ends_with('/');
+                let value = trimmed.trim_end_matches('/').trim_end();
+                push_attr(&mut tag.attrs, name, value.to_owned());
+                tag.end = gt + 1;
+                Some(Attribute::Ended)
+            }
+            QuotedValue::Broken => None,
+        },
+        _ => {
+            let mut value_end = value_start;
+            while byte_at(text, value_end)
+                .is_some_and(|byte| !byte.is_ascii_whitespace() && !matches!(byte, b'>' | b'<'))
+            {
+                value_end += 1;
+            }
+            let mut value = text.get(value_start..value_end)?;
+            if byte_at(text, value_end) == Some(b'>') && value.ends_with('/') {
+                value = value.trim_end_matches('/');
+                tag.self_closing = true;
+                push_attr(&mut tag.attrs, name, value.to_owned());
+                tag.end = value_end + 1;
+                return Some(Attribute::Ended);
+            }
+            push_attr(&mut tag.attrs, name, value.to_owned());
+            Some(Attribute::Next(value_end))
         }
     }
 }

@@ -1,48 +1,55 @@
-//! Assembly plugins: the tags of the two messages, as two ordered filter chains.
-//!
-//! The system chain starts from nothing and appends the instructions (priority 0), then
-//! `<knowns>` (100), `<previous>` (200) and `<unknowns>` (300); the user chain appends
-//! `<performed>` (100), `<progress>` (200) and `<prompt>` (300, always last). Each plugin reads
-//! the shared rows through [`AssemblyContext`], renders its own section into a
+//! Assembly: the API a plugin adds a packet section with. The two messages are two ordered
+//! filter chains ([`Chain`]); each section is an [`AssemblyFilter`] that reads the shared
+//! rows through [`AssemblyContext`], renders itself into a
 //! [`MessageBuilder`] (which accounts every character to a telemetry bucket) and returns.
-//! Each bundled section is a plugin named after its tag (the instructions are
-//! `instructions`; see `plugins::bundled`); a plugin adds its own with
-//! `Registrar::section`. Equal priorities keep registration order.
+//! A plugin adds its own with `Registrar::section`; equal priorities keep registration
+//! order. The bundled sections are `plugins::bundled::sections`.
 //!
 //! The active prompt is the newest prompt entry whatever its fidelity; the loop it starts
 //! splits logging into `<previous>` (earlier loops) and `<performed>` (this loop).
 
-mod instructions;
-mod knowns;
-mod performed;
-mod previous;
-mod progress;
-mod prompt;
-mod tag;
-mod text;
-mod unknowns;
-
-#[cfg(test)]
-pub(crate) mod testing;
-#[cfg(test)]
-mod tests;
-
 use std::sync::Arc;
 
+use crate::budget::ContextWindow;
 use crate::context::packet::{MessageBuilder, Packet};
 use crate::context::{ContextRow, TokenMath};
-use crate::db::enums::{Category, Fidelity};
+use crate::db::enums::Category;
 use crate::db::ids::RunId;
 use crate::plugins::policy::ToolPolicy;
 
-pub use instructions::{Instructions, ToolDocs};
-pub use knowns::Knowns;
-pub use performed::Performed;
-pub use previous::Previous;
-pub use progress::{BudgetFigures, Progress, CHANGED_ON_DISK};
-pub use prompt::PromptTag;
-pub(crate) use text::fill;
-pub use unknowns::Unknowns;
+/// The tool registry as the sections need it.
+pub trait ToolDocs: Send + Sync {
+    /// The tools offered under `policy`, in display order.
+    fn active_tools(&self, policy: &ToolPolicy) -> Vec<&str>;
+
+    /// `(name, doc)` of each tool offered under `policy`, in display order.
+    fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)>;
+}
+
+/// The numbers the budget line and the advisories need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetFigures {
+    /// The model's effective context window.
+    pub context_size: i64,
+    /// Tokens the context uses: the calibrated size of the packet this figure is part of.
+    pub used_tokens: i64,
+}
+
+impl BudgetFigures {
+    /// The write ceiling, `floor(context_size × 0.9) − 500`, at least 1.
+    pub fn ceiling(self) -> i64 {
+        let window = ContextWindow::new(u64::try_from(self.context_size).unwrap_or(0));
+        i64::try_from(window.guard_ceiling().get())
+            .unwrap_or(i64::MAX)
+            .max(1)
+    }
+
+    /// Used tokens as a rounded percentage of the ceiling.
+    pub fn percent(self) -> i64 {
+        let ceiling = self.ceiling();
+        (self.used_tokens.max(0).saturating_mul(100) + ceiling / 2) / ceiling
+    }
+}
 
 /// What the caller knows about the turn being assembled.
 #[derive(Clone, Copy)]
@@ -105,25 +112,6 @@ impl<'a> AssemblyContext<'a> {
                 && !row.has_scheme("unknown")
         })
     }
-}
-
-/// Orders history rows deterministically: by fidelity group (index, summary, full), then by
-/// turn, a turn's prompt before what was done for it, then context order.
-fn chronological(rows: &mut [&ContextRow]) {
-    rows.sort_by_key(|row| {
-        let fidelity_group = match row.fidelity {
-            Fidelity::Index => 0,
-            Fidelity::Summary => 1,
-            Fidelity::Full | Fidelity::Archive => 2,
-        };
-        let work_after_prompt = row.category != Category::Prompt;
-        (
-            fidelity_group,
-            row.source_turn,
-            work_after_prompt,
-            row.ordinal,
-        )
-    });
 }
 
 /// The turn a prompt was written on: N of `prompt://N` (a later touch, such as a fidelity

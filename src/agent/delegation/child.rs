@@ -13,8 +13,8 @@ use crate::db::models::entry::{EntryRow, EntryUpsertForm};
 use crate::db::models::run::{LoopEnqueue, RunRow};
 use crate::db::queries::{entries, runs};
 use crate::db::DbError;
-use crate::plugins::assembly::fill;
 use crate::plugins::events::Event;
+use crate::plugins::text::fill;
 
 const NO_SUMMARY: &str = include_str!("../../plugins/text/delegate/no_summary.md");
 const FAILED: &str = include_str!("../../plugins/text/delegate/failed.md");
@@ -52,37 +52,14 @@ enum Made {
     Missing(Vec<String>),
 }
 
+/// Makes the child, runs its loop to the end and judges what it left.
 async fn run_child(
     agent: &AgentContext,
     parent: &ParentTurn<'_>,
     task: &Task,
     cancel: &CancellationToken,
 ) -> Result<Report, DbError> {
-    let parent_run = parent.loop_row.run_id;
-    let paths = task.context.clone();
-    let made = agent
-        .db
-        .call(move |conn| {
-            let parent = runs::get_run(conn, parent_run)?
-                .ok_or_else(|| DbError::NotFound(format!("run {parent_run}")))?;
-            let mut passed = Vec::new();
-            let mut missing = Vec::new();
-            for path in paths {
-                match entries::get_entry(conn, parent_run, &path)? {
-                    Some(row) => passed.push(row),
-                    None => missing.push(path),
-                }
-            }
-            if !missing.is_empty() {
-                return Ok(Made::Missing(missing));
-            }
-            let child = runs::create_delegated_run(conn, &parent, runs::now_ms())?;
-            for row in passed {
-                entries::write_entry(conn, &passed_entry(child.id, row))?;
-            }
-            Ok(Made::Child(Box::new((parent, child))))
-        })
-        .await?;
+    let made = make_child(agent, parent.loop_row.run_id, task.context.clone()).await?;
     let (parent_row, child) = match made {
         Made::Child(made) => *made,
         Made::Missing(missing) => {
@@ -112,6 +89,53 @@ async fn run_child(
     let outcome = agent.runs.enqueue_under(agent, enqueue, cancel).await?;
     // An actor that stops before the loop ends (the server stopping) fails it.
     let outcome = outcome.await.unwrap_or(LoopOutcome::Ended(Ending::Failed));
+    let end = child_end(agent, child, turns).await?;
+    let (status, body) = end.judged(outcome);
+    Ok(Report {
+        status,
+        body,
+        child: Some(end.alias),
+    })
+}
+
+/// Makes a delegated run of `parent_run` holding the parent's entries at `paths`, unless
+/// the parent lacks one of them.
+async fn make_child(
+    agent: &AgentContext,
+    parent_run: RunId,
+    paths: Vec<String>,
+) -> Result<Made, DbError> {
+    agent
+        .db
+        .call(move |conn| {
+            let parent = runs::get_run(conn, parent_run)?
+                .ok_or_else(|| DbError::NotFound(format!("run {parent_run}")))?;
+            let mut passed = Vec::new();
+            let mut missing = Vec::new();
+            for path in paths {
+                match entries::get_entry(conn, parent_run, &path)? {
+                    Some(row) => passed.push(row),
+                    None => missing.push(path),
+                }
+            }
+            if !missing.is_empty() {
+                return Ok(Made::Missing(missing));
+            }
+            let child = runs::create_delegated_run(conn, &parent, runs::now_ms())?;
+            for row in passed {
+                entries::write_entry(conn, &passed_entry(child.id, row))?;
+            }
+            Ok(Made::Child(Box::new((parent, child))))
+        })
+        .await
+}
+
+/// What `child`, whose loop had `turn_limit` turns, left when its loop ended.
+async fn child_end(
+    agent: &AgentContext,
+    child: RunRow,
+    turn_limit: u32,
+) -> Result<ChildEnd, DbError> {
     let child_id = child.id;
     let (summary, error, taken) = agent
         .db
@@ -124,18 +148,12 @@ async fn run_child(
             ))
         })
         .await?;
-    let end = ChildEnd {
+    Ok(ChildEnd {
         alias: child.alias,
         summary: summary.map(|row| row.body),
         error: error.map(|row| row.body),
         turns_taken: taken,
-        turn_limit: turns,
-    };
-    let (status, body) = end.judged(outcome);
-    Ok(Report {
-        status,
-        body,
-        child: Some(end.alias),
+        turn_limit,
     })
 }
 

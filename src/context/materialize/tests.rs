@@ -14,8 +14,8 @@ use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::queries::context::turn_context;
 use crate::db::queries::entries::{set_fidelity, upsert_entry};
 use crate::db::testing::{project_with_run, TestDb};
-use crate::plugins::assembly::testing::{bundled_sections, FakeTools};
 use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
+use crate::plugins::bundled::sections::testing::{bundled_sections, FakeTools};
 use crate::plugins::policy::ToolPolicy;
 
 const TOKENS: TokenMath = TokenMath::new(4);

@@ -3,7 +3,7 @@
 //! notes' refresh, the recall's re-rank), and the calls of the runs it delegated sub-tasks
 //! to, theirs included (`subagent`). `model_calls` also records each answered turn call (the
 //! provider path's ledger, `llm::Ledger`); those rows are counted through `turns` instead,
-//! never twice.
+//! never twice. `run/state` and `getRun` report it.
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text};

@@ -14,7 +14,7 @@ use crate::context::Projector;
 use crate::db::enums::Fidelity;
 use crate::db::models::SchemeRow;
 use crate::parser::TagSet;
-use crate::plugins::assembly::Assembly;
+use crate::plugins::assembly::{Assembly, ToolDocs};
 use crate::plugins::clients::Clients;
 use crate::plugins::events::{Event, Events, Hook};
 use crate::plugins::filters::{FilterHook, Filters};
@@ -323,6 +323,16 @@ fn passive_summary(entry: &EntryView<'_>, has_summary: bool) -> String {
         return String::new();
     }
     entry.body.chars().take(SUMMARY_PREFIX_CHARS).collect()
+}
+
+impl ToolDocs for Plugins {
+    fn active_tools(&self, policy: &ToolPolicy) -> Vec<&str> {
+        Plugins::active_tools(self, policy)
+    }
+
+    fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)> {
+        Plugins::docs(self, policy)
+    }
 }
 
 impl Projector for Plugins {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tree_sitter::{
     Node, ParseOptions, ParseState, Parser, QueryCursor, QueryCursorOptions, QueryCursorState,
-    StreamingIterator,
+    QueryMatch, StreamingIterator,
 };
 
 use super::grammar::Grammar;
@@ -75,55 +75,68 @@ pub(super) fn symbols(
     let names = query.capture_names();
     let mut found: HashMap<usize, Found> = HashMap::new();
     while let Some(matched) = matches.next() {
-        let mut definition = None;
-        let mut name = None;
-        let mut implemented = None;
-        for capture in matched.captures {
-            let capture_name = names
-                .get(capture.index as usize)
-                .copied()
-                .unwrap_or_default();
-            if let Some(kind) = capture_name.strip_prefix("definition.") {
-                definition = Some((kind, capture.node));
-            } else if capture_name == "name" {
-                name = Some(capture.node);
-            } else if capture_name == "trait" {
-                implemented = Some(capture.node);
-            }
-        }
-        let (Some((kind, node)), Some(name)) = (definition, name) else {
+        let Some((node, candidate)) = definition(matched, names, text) else {
             continue;
         };
-        let name = match implemented {
-            Some(implemented) => {
-                format!("{} for {}", text_of(implemented, text), text_of(name, text))
-            }
-            None => text_of(name, text),
-        };
-        let extent = extent(node);
-        let candidate = Found {
-            pattern: matched.pattern_index,
-            start_byte: extent.start_byte(),
-            end_byte: extent.end_byte(),
-            symbol: Symbol {
-                kind,
-                name,
-                first_line: extent.start_position().row + 1,
-                last_line: extent.end_position().row + 1,
-                depth: 0,
-            },
-        };
         let first = found
-            .get(&node.id())
+            .get(&node)
             .is_none_or(|kept| candidate.pattern < kept.pattern);
         if first {
-            found.insert(node.id(), candidate);
+            found.insert(node, candidate);
         }
     }
     if Instant::now() >= deadline {
         return Err(OutlineError::TimedOut);
     }
     Ok(nest(found.into_values().collect()))
+}
+
+/// The definition one match tags, with the id of its node: `None` when the match lacks a
+/// definition or a name capture. An implementation's name is `trait for type`.
+fn definition(
+    matched: &QueryMatch<'_, '_>,
+    names: &[&'static str],
+    text: &str,
+) -> Option<(usize, Found)> {
+    let mut definition = None;
+    let mut name = None;
+    let mut implemented = None;
+    for capture in matched.captures {
+        let capture_name = names
+            .get(capture.index as usize)
+            .copied()
+            .unwrap_or_default();
+        if let Some(kind) = capture_name.strip_prefix("definition.") {
+            definition = Some((kind, capture.node));
+        } else if capture_name == "name" {
+            name = Some(capture.node);
+        } else if capture_name == "trait" {
+            implemented = Some(capture.node);
+        }
+    }
+    let (Some((kind, node)), Some(name)) = (definition, name) else {
+        return None;
+    };
+    let name = match implemented {
+        Some(implemented) => {
+            format!("{} for {}", text_of(implemented, text), text_of(name, text))
+        }
+        None => text_of(name, text),
+    };
+    let extent = extent(node);
+    let found = Found {
+        pattern: matched.pattern_index,
+        start_byte: extent.start_byte(),
+        end_byte: extent.end_byte(),
+        symbol: Symbol {
+            kind,
+            name,
+            first_line: extent.start_position().row + 1,
+            last_line: extent.end_position().row + 1,
+            depth: 0,
+        },
+    };
+    Some((node.id(), found))
 }
 
 /// The node whose lines a definition spans: C and C++ tag a function by its declarator, so

@@ -54,42 +54,9 @@ pub(crate) async fn init(context: CallContext, params: InitParams) -> Result<Rep
         name: &params.name,
         root: &named,
     });
-    let dirs = context.agent.settings.server.projects_dir.clone();
-    let root = web::block(move || {
-        if dirs.is_empty() {
-            confine::resolve(&named)
-        } else {
-            ProjectDirs::new(&dirs).admit(&named)
-        }
-    })
-    .await
-    .map_err(|error| AppError::Internal(format!("the root check stopped: {error}")))??;
+    let root = admitted_root(&context, named).await?;
     let shown = params.project_root.0.clone();
-    let form = ProjectInsertForm {
-        name: params.name.0.clone(),
-        project_root: Some(root.display().to_string()),
-    };
-    let may_create = create_refusal.is_none();
-    let rules = RootRules {
-        resolve: |stored: &Path| confine::resolve(stored).ok(),
-        overlap: roots::overlap,
-    };
-    let (name, stored) = (form.name.clone(), root.display().to_string());
-    let known = context
-        .agent
-        .db
-        .read(move |conn| projects::opened_at(conn, &name, &stored))
-        .await?;
-    let opening = match known {
-        Some(project) => Opening::Opened(project),
-        None => {
-            context
-                .agent
-                .db
-                .call(move |conn| projects::open_project(conn, &form, may_create, &rules))
-                .await?
-        }
-    };
+    let opening = open(&context, &params.name, &root, create_refusal.is_none()).await?;
     let project = match opening {
         Opening::Opened(project) => project,
         Opening::OtherRoot => {
@@ -121,6 +88,56 @@ pub(crate) async fn init(context: CallContext, params: InitParams) -> Result<Rep
     })?;
     reply.bind = Some(binding);
     Ok(reply)
+}
+
+/// The root `named` resolves to, refused unless it lies where projects may (inside one of
+/// the `projects_dir` directories when set); checked off the executor.
+async fn admitted_root(context: &CallContext, named: PathBuf) -> Result<PathBuf, AppError> {
+    let dirs = context.agent.settings.server.projects_dir.clone();
+    web::block(move || {
+        if dirs.is_empty() {
+            confine::resolve(&named)
+        } else {
+            ProjectDirs::new(&dirs).admit(&named)
+        }
+    })
+    .await
+    .map_err(|error| AppError::Internal(format!("the root check stopped: {error}")))?
+    .map_err(AppError::from)
+}
+
+/// Opens the project `name` at `root` ([`projects::open_project`]), found on a reader
+/// first when it is already stored at that root.
+async fn open(
+    context: &CallContext,
+    name: &str,
+    root: &Path,
+    may_create: bool,
+) -> Result<Opening, AppError> {
+    let form = ProjectInsertForm {
+        name: name.to_owned(),
+        project_root: Some(root.display().to_string()),
+    };
+    let rules = RootRules {
+        resolve: |stored: &Path| confine::resolve(stored).ok(),
+        overlap: roots::overlap,
+    };
+    let (name, stored) = (form.name.clone(), root.display().to_string());
+    let known = context
+        .agent
+        .db
+        .read(move |conn| projects::opened_at(conn, &name, &stored))
+        .await?;
+    Ok(match known {
+        Some(project) => Opening::Opened(project),
+        None => {
+            context
+                .agent
+                .db
+                .call(move |conn| projects::open_project(conn, &form, may_create, &rules))
+                .await?
+        }
+    })
 }
 
 /// Removes `.` and resolves `..` without touching the disk (the root may not exist here).

@@ -5,9 +5,10 @@
 use serde_json::json;
 
 use super::testing::{row, Fixture, RowChanges};
-use super::text::{fill, BRIDGE, COUNTS, FIDELITY, PREAMBLE};
+use super::text::{BRIDGE, COUNTS, FIDELITY, PREAMBLE};
 use crate::context::packet::{Bucket, BucketShare};
 use crate::db::enums::{Category, Fidelity};
+use crate::plugins::text::fill;
 
 fn instructions() -> String {
     let preamble = fill(PREAMBLE, &[("tools", "get, set, known, unknown, update")]);

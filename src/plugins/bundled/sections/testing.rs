@@ -3,13 +3,14 @@
 
 use serde_json::{Map, Value};
 
-use super::Assembly;
-use super::{AssemblyContext, AssemblyFilter, AssemblyInput, BudgetFigures, ToolDocs};
 use crate::context::packet::{MessageBuilder, Packet};
 use crate::context::{ContextRow, TokenMath};
 use crate::db::enums::{Category, EntryStatus, Fidelity, LoopMode};
 use crate::db::ids::EntryId;
 use crate::db::paths::scheme_of;
+use crate::plugins::assembly::{
+    Assembly, AssemblyContext, AssemblyFilter, AssemblyInput, BudgetFigures, ToolDocs,
+};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::Plugins;

@@ -2,13 +2,13 @@
 //! web pages) in context order. Skills render in the instructions instead.
 
 use super::tag::{summary_attribute, Tag};
-use super::{AssemblyContext, AssemblyFilter};
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::context::ContextRow;
 use crate::db::enums::Category;
+use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
 
 /// Renders `<knowns>`.
-pub struct Knowns;
+pub(super) struct Knowns;
 
 impl AssemblyFilter for Knowns {
     fn priority(&self) -> i32 {

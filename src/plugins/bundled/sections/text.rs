@@ -1,35 +1,26 @@
-//! The model-facing text of assembly, kept in `src/plugins/text/` so it can be tuned
-//! without touching code, and a tiny `{name}` template filler.
+//! The model-facing text of the bundled sections (in `src/plugins/text/`).
 
 /// The instructions' opening: role, reply shape, rules; `{tools}` is the active tool list.
-pub(super) const PREAMBLE: &str = include_str!("../text/preamble.md");
+pub(super) const PREAMBLE: &str = include_str!("../../text/preamble.md");
 /// Progress: how many entries of each section are loaded.
-pub(super) const COUNTS: &str = include_str!("../text/assembly/counts.md");
+pub(super) const COUNTS: &str = include_str!("../../text/assembly/counts.md");
 /// Progress: tokens used against the ceiling.
-pub(super) const BUDGET: &str = include_str!("../text/assembly/budget.md");
+pub(super) const BUDGET: &str = include_str!("../../text/assembly/budget.md");
 /// Progress: entries and tokens per fidelity.
-pub(super) const FIDELITY: &str = include_str!("../text/assembly/fidelity.md");
+pub(super) const FIDELITY: &str = include_str!("../../text/assembly/fidelity.md");
 /// Progress: one file that changed on disk since the model last saw it.
-pub(super) const CHANGED: &str = include_str!("../text/assembly/changed.md");
+pub(super) const CHANGED: &str = include_str!("../../text/assembly/changed.md");
 /// Progress: ties the performed work to the prompt that caused it.
-pub(super) const BRIDGE: &str = include_str!("../text/assembly/bridge.md");
+pub(super) const BRIDGE: &str = include_str!("../../text/assembly/bridge.md");
 /// A skill whose body the model has not loaded: its summary and how to load it.
-pub(super) const SKILL_UNLOADED: &str = include_str!("../text/assembly/skill_unloaded.md");
+pub(super) const SKILL_UNLOADED: &str = include_str!("../../text/assembly/skill_unloaded.md");
 /// The `warn` attribute of an ask-mode prompt.
-pub(super) const ASK_WARNING: &str = include_str!("../text/assembly/ask_warning.md");
-
-/// `template` (without its trailing newline) with each `{name}` replaced by its value.
-pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    values
-        .iter()
-        .fold(template.trim_end().to_owned(), |text, (name, value)| {
-            text.replace(&format!("{{{name}}}"), value)
-        })
-}
+pub(super) const ASK_WARNING: &str = include_str!("../../text/assembly/ask_warning.md");
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugins::text::fill;
 
     #[test]
     fn placeholders_are_filled_and_none_is_left() {

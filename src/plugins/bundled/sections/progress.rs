@@ -5,43 +5,19 @@
 
 use super::performed::Performed;
 use super::tag::Tag;
-use super::text::{fill, BRIDGE, BUDGET, CHANGED, COUNTS, FIDELITY};
-use super::{AssemblyContext, AssemblyFilter};
-use crate::budget::{CalibratedTokens, ContextWindow};
+use super::text::{BRIDGE, BUDGET, CHANGED, COUNTS, FIDELITY};
+use crate::budget::CalibratedTokens;
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::db::enums::{Category, Fidelity};
+use crate::plugins::assembly::{AssemblyContext, AssemblyFilter, BudgetFigures};
+use crate::plugins::text::fill;
 
 /// The attribute of a file entry naming the turn whose `<progress>` tells the model the
 /// file changed on disk since it last saw it (the project scan sets it).
-pub const CHANGED_ON_DISK: &str = "changed_on_disk";
-
-/// The numbers the budget line and the advisories need.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BudgetFigures {
-    /// The model's effective context window.
-    pub context_size: i64,
-    /// Tokens the context uses: the calibrated size of the packet this figure is part of.
-    pub used_tokens: i64,
-}
-
-impl BudgetFigures {
-    /// The write ceiling, `floor(context_size × 0.9) − 500`, at least 1.
-    pub fn ceiling(self) -> i64 {
-        let window = ContextWindow::new(u64::try_from(self.context_size).unwrap_or(0));
-        i64::try_from(window.guard_ceiling().get())
-            .unwrap_or(i64::MAX)
-            .max(1)
-    }
-
-    /// Used tokens as a rounded percentage of the ceiling.
-    pub fn percent(self) -> i64 {
-        let ceiling = self.ceiling();
-        (self.used_tokens.max(0).saturating_mul(100) + ceiling / 2) / ceiling
-    }
-}
+pub(crate) const CHANGED_ON_DISK: &str = "changed_on_disk";
 
 /// Renders `<progress>`.
-pub struct Progress;
+pub(super) struct Progress;
 
 impl AssemblyFilter for Progress {
     fn priority(&self) -> i32 {

@@ -2,33 +2,14 @@
 //! docs of the active tools, the run's persona and the run's skills: a skill's body once
 //! the model loaded it (full fidelity), else its description and how to load it.
 
-use super::text::{fill, PREAMBLE, SKILL_UNLOADED};
-use super::{AssemblyContext, AssemblyFilter};
+use super::text::{PREAMBLE, SKILL_UNLOADED};
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::db::enums::Fidelity;
-use crate::plugins::policy::ToolPolicy;
-use crate::plugins::Plugins;
+use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
+use crate::plugins::text::fill;
 
-/// The tool registry as the instructions need it.
-pub trait ToolDocs: Send + Sync {
-    /// The tools offered under `policy`, in display order.
-    fn active_tools(&self, policy: &ToolPolicy) -> Vec<&str>;
-
-    /// `(name, doc)` of each tool offered under `policy`, in display order.
-    fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)>;
-}
-
-impl ToolDocs for Plugins {
-    fn active_tools(&self, policy: &ToolPolicy) -> Vec<&str> {
-        Plugins::active_tools(self, policy)
-    }
-
-    fn docs(&self, policy: &ToolPolicy) -> Vec<(&'static str, &'static str)> {
-        Plugins::docs(self, policy)
-    }
-}
-
-pub struct Instructions;
+/// Renders the instructions.
+pub(super) struct Instructions;
 
 impl AssemblyFilter for Instructions {
     fn priority(&self) -> i32 {
@@ -84,6 +65,9 @@ mod tests {
     use super::super::testing::{row, Fixture, RowChanges};
     use super::*;
     use crate::db::enums::Category;
+    use crate::plugins::assembly::{AssemblyInput, ToolDocs};
+    use crate::plugins::policy::ToolPolicy;
+    use crate::plugins::Plugins;
 
     #[test]
     fn preamble_docs_persona_and_skills_in_order() {
@@ -130,7 +114,7 @@ mod tests {
         policy.mode = crate::db::enums::LoopMode::Ask;
         let active = ToolDocs::active_tools(&plugins, &policy);
         assert!(!active.is_empty() && !active.contains(&"sh"));
-        let input = super::super::AssemblyInput {
+        let input = AssemblyInput {
             run: crate::db::ids::RunId(1),
             rows: &[],
             turn: 1,

@@ -1,17 +1,18 @@
 //! `<performed>` (user chain, priority 100): what the model's commands did for the current
 //! prompt, in order, bodies included.
 
+use super::chronological;
 use super::tag::{summary_attribute, target, Tag};
-use super::{chronological, AssemblyContext, AssemblyFilter};
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::context::ContextRow;
+use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
 
 /// Renders `<performed>`.
-pub struct Performed;
+pub(super) struct Performed;
 
 impl Performed {
     /// The rows of the current loop's work, in order.
-    pub fn rows<'a>(context: &'a AssemblyContext<'_>) -> Vec<&'a ContextRow> {
+    pub(super) fn rows<'a>(context: &'a AssemblyContext<'_>) -> Vec<&'a ContextRow> {
         let mut rows: Vec<&ContextRow> = context
             .history_rows()
             .filter(|row| row.source_turn >= context.loop_start_turn)

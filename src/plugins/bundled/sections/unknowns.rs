@@ -1,13 +1,13 @@
 //! `<unknowns>` (system chain, priority 300): the open questions the model registered.
 
 use super::tag::Tag;
-use super::{AssemblyContext, AssemblyFilter};
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::context::ContextRow;
 use crate::db::enums::Category;
+use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
 
 /// Renders `<unknowns>`.
-pub struct Unknowns;
+pub(super) struct Unknowns;
 
 impl AssemblyFilter for Unknowns {
     fn priority(&self) -> i32 {

@@ -2,13 +2,14 @@
 //! mode, the tools offered and, in ask mode, a warning that files must not change.
 
 use super::tag::Tag;
-use super::text::{fill, ASK_WARNING};
-use super::{AssemblyContext, AssemblyFilter};
+use super::text::ASK_WARNING;
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::db::enums::LoopMode;
+use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
+use crate::plugins::text::fill;
 
 /// Renders `<prompt>`.
-pub struct PromptTag;
+pub(super) struct PromptTag;
 
 impl AssemblyFilter for PromptTag {
     fn priority(&self) -> i32 {

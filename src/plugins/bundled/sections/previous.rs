@@ -1,17 +1,18 @@
 //! `<previous>` (system chain, priority 200): what earlier loops asked and did, one
 //! self-closing line per entry with a short summary.
 
+use super::chronological;
 use super::tag::{cut, strip_result_prefixes, target, Tag, SUMMARY_LIMIT};
-use super::{chronological, AssemblyContext, AssemblyFilter};
 use crate::context::packet::{Bucket, MessageBuilder};
 use crate::context::ContextRow;
 use crate::db::enums::Category;
+use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
 
 /// Longest summary of an earlier prompt.
 const PROMPT_SUMMARY_LIMIT: usize = 512;
 
 /// Renders `<previous>`.
-pub struct Previous;
+pub(super) struct Previous;
 
 impl AssemblyFilter for Previous {
     fn priority(&self) -> i32 {
