@@ -5,7 +5,7 @@
 # back against rummy-load's fake LLM (which answers at once). Release binaries, everything
 # on loopback:
 #
-#   cargo build --release --bins
+#   cargo build --release --bins --features testing
 #   benches/cpu_per_turn.sh [SERVER_BINARY] [SECONDS] [ASKERS]
 #       # defaults: target/release/rummy, 20 s, 5 askers
 #   CALLGRIND=1 benches/cpu_per_turn.sh target/release/rummy 20 5
@@ -24,7 +24,7 @@ SECONDS_LOADED=${2:-20}
 ASKERS=${3:-5}
 LOAD=${RUMMY_LOAD:-target/release/rummy-load}
 [ -x "$SERVER" ] && [ -x "$LOAD" ] || {
-  echo "build first: cargo build --release --bins" >&2
+  echo "build first: cargo build --release --bins --features testing" >&2
   exit 1
 }
 WORK=$(mktemp -d)

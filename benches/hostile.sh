@@ -3,7 +3,7 @@
 # rummy-load's fuzzing model behind it, CLIENTS hostile clients for SECONDS, a fresh client
 # probing every second, and the server's memory sampled. Release binaries, on loopback:
 #
-#   cargo build --release --bins
+#   cargo build --release --bins --features testing
 #   benches/hostile.sh [SERVER_BINARY] [SECONDS] [CLIENTS] [SEED]
 #       # defaults: target/release/rummy, 300 s, 6 clients, seed 1
 #
@@ -18,7 +18,7 @@ CLIENTS=${3:-6}
 SEED=${4:-1}
 LOAD=target/release/rummy-load
 [ -x "$SERVER" ] && [ -x "$LOAD" ] || {
-  echo "build first: cargo build --release --bins" >&2
+  echo "build first: cargo build --release --bins --features testing" >&2
   exit 1
 }
 WORK=$(mktemp -d)

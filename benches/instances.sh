@@ -3,7 +3,7 @@
 # instance, PostgreSQL with two instances on one database (README's "Several instances"
 # figures). Release binaries, everything on loopback on this machine:
 #
-#   cargo build --release --bins
+#   cargo build --release --bins --features testing
 #   benches/instances.sh [SECONDS] [ASKERS]      # defaults: 20 s, 50 askers
 #
 # Each row starts fresh servers on a fresh store (PostgreSQL: a throwaway cluster from
@@ -21,7 +21,7 @@ SECONDS_LOADED=${1:-20}
 ASKERS=${2:-50}
 BIN=target/release
 [ -x "$BIN/rummy" ] && [ -x "$BIN/rummy-load" ] || {
-  echo "build first: cargo build --release --bins" >&2
+  echo "build first: cargo build --release --bins --features testing" >&2
   exit 1
 }
 WORK=$(mktemp -d)
