@@ -111,7 +111,7 @@ fn main() -> anyhow::Result<()> {
 /// keeping what its threads freed, and every block of 128 KiB or more mapped on its own and
 /// given back to the system when freed (by default that threshold rises to the size of each
 /// such block freed, up to 32 MiB, and later megabyte buffers then stay in the arenas). Under
-/// `rummy-load hostile` the debug server's peak RSS fell from 253–317 MiB to 162–200 MiB
+/// `rummy-load hostile` the debug server's peak RSS fell from 238–321 MiB to 162–211 MiB
 /// (tests/it/hostile.rs). With a `MALLOC_*` variable or `GLIBC_TUNABLES` set, the
 /// operator's choice stands and nothing changes. Runs before any thread starts.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
