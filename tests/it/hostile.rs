@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use rummy::db::testing::ScratchDatabase;
+use rummy::testing::ScratchDatabase;
 use serde_json::Value;
 use tokio::process::Command;
 
