@@ -1,9 +1,10 @@
 //! What the integration tests, the benches and `rummy-load` drive the server with, behind the
 //! `testing` feature: the scripted LLM ([`fake_llm`]), PostgreSQL scratch databases
 //! ([`ScratchDatabase`]), a connection of a test's own to a server's store ([`Database`]) to
-//! read the tables an operator reads, and a few hooks into a running server for what no
-//! client can see (how many loops wait for a place, the database thread held busy). A server
-//! build has none of it.
+//! read the tables an operator reads, the web client the model's tools use, and a few hooks
+//! into a running server for what no client can see (how many loops wait for a place, the
+//! database thread held busy, a notification published as a run would); the criterion
+//! benches' bodies are [`bench`]'s. A server build has none of it.
 
 use crate::app::RunningServer;
 use crate::config::Settings;
