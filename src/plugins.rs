@@ -6,7 +6,8 @@
 //!   (`filters`), RPC methods (`method`), writes before a turn's packet is assembled
 //!   (`preparation`), work on a run after its turns, off the writer (`reflection`), and
 //!   reaches the clients (`clients`); `policy` is what a loop may use, `error` what a tool
-//!   fails with; `text` fills the model-facing text.
+//!   fails with, `writes` how its handler records what it did; `text` fills the model-facing
+//!   text.
 //! - **The engine** (`engine/`): the registry, the dispatch of commands, the resolution of
 //!   proposals, the readonly files.
 //! - **The bundled plugins** (`bundled/`): every tool of the model (`bundled/tools/`), the
