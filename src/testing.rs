@@ -27,7 +27,7 @@ pub struct Database(Store);
 
 impl Database {
     /// The store `settings` configure.
-    pub fn of(settings: &Settings) -> Database {
+    fn of(settings: &Settings) -> Database {
         Database(crate::app::store(settings))
     }
 
