@@ -120,6 +120,18 @@ fn hold_home(home: &Path, store: &Store) -> Result<Option<HomeLock>, HomeLockErr
     }
 }
 
+/// Holds the home (on a SQLite store), makes its `skills/` and `personas/` where missing and
+/// reads its MCP servers: file work, done on the blocking pool.
+fn read_home(
+    home: &Path,
+    store: &Store,
+) -> anyhow::Result<(Option<HomeLock>, Vec<mcp::config::ServerConfig>)> {
+    let held = hold_home(home, store)?;
+    std::fs::create_dir_all(home.join("skills"))?;
+    std::fs::create_dir_all(home.join("personas"))?;
+    Ok((held, mcp::config::load(home)?))
+}
+
 /// Where the store is: PostgreSQL when `RUMMY_DATABASE_URL` is set, else the SQLite file.
 pub fn store(settings: &Settings) -> Store {
     Store::from_settings(
@@ -140,11 +152,9 @@ pub async fn start_with(
     settings: Settings,
     register: impl FnOnce(Plugins) -> Plugins,
 ) -> anyhow::Result<RunningServer> {
-    let (home, held) = (settings.storage.home.clone(), store(&settings));
-    let home = web::block(move || hold_home(&home, &held)).await??;
-    std::fs::create_dir_all(settings.storage.home.join("skills"))?;
-    std::fs::create_dir_all(settings.storage.home.join("personas"))?;
-    let mcp = McpServers::start(mcp::config::load(&settings.storage.home)?);
+    let (home_dir, held) = (settings.storage.home.clone(), store(&settings));
+    let (home, mcp_servers) = web::block(move || read_home(&home_dir, &held)).await??;
+    let mcp = McpServers::start(mcp_servers);
     let plugins = register(
         bundled_plugins(&settings)
             .plugin(mcp.plugin())
@@ -160,7 +170,8 @@ pub async fn start_with(
     seed_models(&agent).await?;
     recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
     let heartbeat = start_heartbeat(&agent);
-    let access = Access::load(&settings.server)?;
+    let server_settings = settings.server.clone();
+    let access = web::block(move || Access::load(&server_settings)).await??;
     if let Some(path) = access.users_file() {
         tracing::info!(users_file = %path.display(), "people read from the users file");
         actix_web::rt::spawn(crate::access::watch(access.clone()));
