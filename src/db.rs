@@ -2,8 +2,8 @@
 //! the DB actor.
 //!
 //! Layers, bottom up: [`backend`] says which database holds the store (a SQLite file or
-//! PostgreSQL) and is the connection type, [`Conn`]; [`connection`] opens connections and
-//! applies each backend's embedded migrations; [`functions`] registers on SQLite the SQL
+//! PostgreSQL) and is the connection type, [`Conn`]; [`connection`] opens connections (every
+//! PostgreSQL one, the frame bus's too) and applies each backend's embedded migrations; [`functions`] registers on SQLite the SQL
 //! functions the schema needs (the PostgreSQL migrations define their own); [`entry_changes`] logs what a
 //! unit of work did to entries; [`schema`] is diesel's view of
 //! the tables; [`models`] holds row and form structs; [`queries`] holds plain functions over
@@ -42,7 +42,7 @@ pub use backend::Conn;
 pub use backend::MultiBackend;
 pub(crate) use backend::Store;
 pub(crate) use connection::{
-    open_connection, run_migrations, ConnectionSetup, DEFAULT_TOKEN_DIVISOR,
+    connect_postgres, open_connection, run_migrations, ConnectionSetup, DEFAULT_TOKEN_DIVISOR,
 };
 #[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub use error::DbError;

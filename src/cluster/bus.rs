@@ -26,6 +26,7 @@ use std::time::Duration;
 use diesel::sql_types::Text;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 
+use crate::db::connect_postgres;
 use crate::db::ids::{ProjectId, RunId};
 
 /// The channel every instance of a store listens on.
@@ -340,7 +341,7 @@ impl Sending {
             };
             message += 1;
             if connection.is_none() {
-                connection = PgConnection::establish(&self.url)
+                connection = connect_postgres(&self.url)
                     .map_err(|error| tracing::warn!(%error, "the frame bus cannot connect"))
                     .ok();
             }
@@ -385,7 +386,7 @@ struct Listening {
 impl Listening {
     fn run(self, received: &impl Fn(BusMessage)) {
         while !self.stopped.is_set() {
-            let listening = PgConnection::establish(&self.url)
+            let listening = connect_postgres(&self.url)
                 .map_err(|error| error.to_string())
                 .and_then(|mut conn| {
                     [CHANNEL, COMMAND_CHANNEL, BROADCAST_CHANNEL]

@@ -7,12 +7,15 @@
 //! (the stored timestamps are UTC text, as SQLite writes them) and carries the token divisor
 //! as the setting `rummy.token_divisor`, which the migrations' `countTokens` reads.
 //!
+//! Every PostgreSQL connection is opened by [`connect_postgres`], which first initialises
+//! OpenSSL (libpq's TLS) without its exit handler: see there.
+//!
 //! The SQLite write-ahead log is kept small three ways: SQLite's auto-checkpoint (every unit
 //! of work commits explicitly, see [`DbActor`](super::DbActor)), a journal size limit that
 //! shrinks the file after a checkpoint, and [`truncate_wal`] at start and at a clean stop.
 
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
-use diesel::{Connection, PgConnection, SqliteConnection};
+use diesel::{Connection, ConnectionResult, PgConnection, SqliteConnection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
 use super::functions::register_functions;
@@ -54,6 +57,21 @@ impl Default for ConnectionSetup {
     }
 }
 
+/// Opens a PostgreSQL connection to `url`: the only way rummy does (clippy.toml forbids
+/// `Connection::establish` elsewhere). Before the first, OpenSSL is initialised with
+/// `OPENSSL_INIT_NO_ATEXIT` (`openssl_sys::init`, once per process), so that it registers no
+/// `atexit` clean-up. That clean-up (`OPENSSL_cleanup`) assumes that no other thread uses
+/// OpenSSL: it frees every thread's OpenSSL state without a lock, while a thread that has
+/// used TLS and ends at that moment (the frame bus's, the writer's, a reader pool's, a test's)
+/// frees its own: glibc's "double free or corruption", and the process (a test binary, or
+/// `rummy serve` stopping on SIGTERM) dies by SIGABRT or SIGSEGV after its work succeeded.
+/// Without the clean-up the memory goes back to the system with the process.
+pub(crate) fn connect_postgres(url: &str) -> ConnectionResult<PgConnection> {
+    openssl_sys::init();
+    #[allow(clippy::disallowed_methods)]
+    PgConnection::establish(url)
+}
+
 /// Opens the store (creating a missing SQLite file) with rummy's connection setup.
 pub(crate) fn open_connection(store: &Store, setup: ConnectionSetup) -> Result<Conn, DbError> {
     let ConnectionSetup {
@@ -70,6 +88,7 @@ pub(crate) fn open_connection(store: &Store, setup: ConnectionSetup) -> Result<C
             let url = path.to_str().ok_or_else(|| {
                 DbError::Invalid(format!("database path is not UTF-8: {}", path.display()))
             })?;
+            #[allow(clippy::disallowed_methods)]
             let mut conn = SqliteConnection::establish(url)?;
             conn.batch_execute(&format!(
                 "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
@@ -83,7 +102,7 @@ pub(crate) fn open_connection(store: &Store, setup: ConnectionSetup) -> Result<C
             Ok(Conn::Sqlite(conn))
         }
         Store::Postgres(url) => {
-            let mut conn = PgConnection::establish(url).map_err(|error| {
+            let mut conn = connect_postgres(url).map_err(|error| {
                 DbError::Internal(format!("cannot connect to {store}: {error}"))
             })?;
             conn.batch_execute(&format!(

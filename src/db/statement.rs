@@ -112,9 +112,9 @@ mod tests {
 
     use diesel::connection::{InstrumentationEvent, SimpleConnection};
     use diesel::sql_types::{BigInt, Text};
-    use diesel::{Connection, QueryableByName, SqliteConnection};
+    use diesel::{Connection, QueryableByName};
 
-    use crate::db::Conn;
+    use crate::db::{open_connection, Conn, ConnectionSetup, Store};
 
     use super::*;
 
@@ -126,7 +126,8 @@ mod tests {
 
     /// A connection that counts the statements diesel adds to its cache.
     fn counted() -> (Conn, Arc<Mutex<usize>>) {
-        let mut conn = Conn::Sqlite(SqliteConnection::establish(":memory:").unwrap());
+        let store = Store::Sqlite(":memory:".into());
+        let mut conn = open_connection(&store, ConnectionSetup::default()).unwrap();
         conn.batch_execute("CREATE TABLE names (id INTEGER PRIMARY KEY, name TEXT)")
             .unwrap();
         let cached = Arc::new(Mutex::new(0));

@@ -6,14 +6,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use diesel::connection::SimpleConnection;
-use diesel::{Connection, PgConnection};
 
 use crate::db::Conn;
 
 use super::models::run::{RunCreateForm, RunRow};
 use super::models::ProjectInsertForm;
 use super::queries::{projects, runs};
-use super::{open_connection, run_migrations, ConnectionSetup, DbError, Store};
+use super::{connect_postgres, open_connection, run_migrations, ConnectionSetup, DbError, Store};
 
 /// Opens (creating a missing SQLite file) the store with `setup` and applies the
 /// migrations.
@@ -50,7 +49,7 @@ impl ScratchDatabase {
         );
         let mut url = url::Url::parse(admin_url)
             .map_err(|error| DbError::Invalid(format!("{TEST_DATABASE_URL}: {error}")))?;
-        let mut admin = PgConnection::establish(admin_url)?;
+        let mut admin = connect_postgres(admin_url)?;
         // One statement per call: several would be one transaction, which these refuse.
         admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))?;
         admin.batch_execute(&format!("CREATE DATABASE {name}"))?;
@@ -99,7 +98,7 @@ impl ScratchDatabase {
 
     /// Ends every session connected to it, as a server restart would.
     pub fn end_sessions(&self) -> Result<(), DbError> {
-        let mut admin = PgConnection::establish(&self.admin_url)?;
+        let mut admin = connect_postgres(&self.admin_url)?;
         admin.batch_execute(&format!(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}'",
             self.name
@@ -115,7 +114,7 @@ impl ScratchDatabase {
 
 impl Drop for ScratchDatabase {
     fn drop(&mut self) {
-        let dropped = PgConnection::establish(&self.admin_url)
+        let dropped = connect_postgres(&self.admin_url)
             .map_err(DbError::from)
             .and_then(|mut admin| {
                 Ok(admin.batch_execute(&format!(
