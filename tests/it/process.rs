@@ -1,6 +1,7 @@
 //! The `rummy` binary as a newcomer and an operator meet it: `cargo run` picks the server,
 //! and a server killed (`kill -9`) or stopped (SIGTERM) mid-loop comes back with the run
-//! aborted and its loop pending, spending no LLM call until a client drives the run again.
+//! aborted and its loop pending, spending no LLM call until a client drives the run again;
+//! a server on PostgreSQL exits 0 on SIGTERM.
 
 use std::net::TcpListener;
 use std::path::Path;
