@@ -44,6 +44,7 @@ mod replay;
 mod replies;
 mod rules;
 mod runs;
+mod sandbox;
 mod session_notes;
 mod skills;
 mod slow_readers;
