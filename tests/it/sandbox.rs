@@ -310,3 +310,33 @@ async fn a_bad_spec_fails_set_up_and_runs_nothing() {
         outcome.stderr
     );
 }
+
+/// A Python one-liner making system call `number` with `args` and printing the error.
+fn syscall(number: i64, args: &str) -> String {
+    format!(
+        "python3 -c 'import ctypes, os; c = ctypes.CDLL(None, use_errno=True); \
+         r = c.syscall({number}, {args}); print(r, os.strerror(ctypes.get_errno()))'"
+    )
+}
+
+#[tokio::test]
+async fn calls_reaching_the_kernel_or_other_processes_are_refused() {
+    let dirs = Dirs::new();
+    let clone_new_user = syscall(libc::SYS_clone, "0x10000000 | 17, 0, 0, 0, 0");
+    let clone3 = syscall(libc::SYS_clone3, "0, 0");
+    let attach = format!("16, {}, 0, 0", std::process::id());
+    let ptrace = syscall(libc::SYS_ptrace, &attach);
+    let outcome = dirs
+        .run(&format!("{clone_new_user}; {clone3}; {ptrace}"))
+        .await;
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
+    assert_eq!(
+        outcome.stdout,
+        "-1 Operation not permitted\n-1 Function not implemented\n-1 Operation not permitted\n"
+    );
+    assert_refused(
+        &dirs.run("setarch -R true").await,
+        "Operation not permitted",
+    );
+    assert_eq!(dirs.run("setarch \"$(uname -m)\" true").await.code, Some(0));
+}
