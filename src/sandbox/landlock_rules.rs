@@ -14,10 +14,8 @@ const NEWEST: ABI = ABI::V6;
 /// The oldest ABI accepted: before it, renames and links across directories always fail.
 const FLOOR: ABI = ABI::V2;
 
-/// Restricts this process (and what it execs) to the spec's paths and ports. Fails unless
-/// Landlock is at least [`FLOOR`] (ABI 4 when ports are allowed), enforced, and
-/// `no_new_privs` is set; returns the ABI in
-/// effect.
+/// Restricts this process (and what it execs) to the spec's paths and ports; fails when
+/// [`check`] finds the result too weak. Returns the ABI in effect.
 pub(crate) fn restrict(spec: &Spec) -> Result<ABI, SandboxError> {
     let all = AccessFs::from_all(NEWEST);
     let read_exec = AccessFs::from_read(NEWEST);
@@ -42,18 +40,43 @@ pub(crate) fn restrict(spec: &Spec) -> Result<ABI, SandboxError> {
         LandlockStatus::Available { effective_abi, .. } => effective_abi,
         other => return Err(SandboxError::LandlockWeak(format!("{other:?}"))),
     };
+    let enforced = status.ruleset != RulesetStatus::NotEnforced;
+    check(abi, enforced, status.no_new_privs, !spec.ports.is_empty())?;
+    Ok(abi)
+}
+
+/// Whether what `restrict_self` reached is enough: ABI [`FLOOR`] (4 when TCP ports are
+/// allowed, since older ones cannot limit them), the ruleset enforced, `no_new_privs` set.
+fn check(abi: ABI, enforced: bool, no_new_privs: bool, ports: bool) -> Result<(), SandboxError> {
     if abi < FLOOR {
         return Err(SandboxError::LandlockWeak(format!(
             "ABI {abi} is older than {FLOOR}"
         )));
     }
-    if !spec.ports.is_empty() && abi < ABI::V4 {
+    if ports && abi < ABI::V4 {
         return Err(SandboxError::LandlockWeak(format!(
             "ABI {abi} cannot limit TCP to the allowed ports"
         )));
     }
-    if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs {
-        return Err(SandboxError::LandlockWeak(format!("{status:?}")));
+    if !enforced || !no_new_privs {
+        return Err(SandboxError::LandlockWeak(format!(
+            "enforced: {enforced}, no_new_privs: {no_new_privs}"
+        )));
     }
-    Ok(abi)
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_old_abi_or_a_ruleset_not_enforced_is_refused() {
+        assert!(check(ABI::V1, true, true, false).is_err());
+        assert!(check(ABI::V2, true, true, false).is_ok());
+        assert!(check(ABI::V3, true, true, true).is_err());
+        assert!(check(ABI::V4, true, true, true).is_ok());
+        assert!(check(ABI::V6, false, true, false).is_err());
+        assert!(check(ABI::V6, true, false, false).is_err());
+    }
 }
