@@ -17,6 +17,10 @@ use actix_web::web;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::RunCommands;
+use crate::db::queries::project_settings;
+use crate::sandbox::policy::ProjectChoice;
+use crate::sandbox::runner::ServerCommands;
 use crate::access::Access;
 use crate::agent::admission::LoopAdmission;
 use crate::agent::delegation::Subagents;
@@ -159,6 +163,7 @@ pub async fn start_with(
     purge_expired(&agent).await?;
     seed_models(&agent).await?;
     recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
+    prepare_commands(&agent).await?;
     let heartbeat = start_heartbeat(&agent);
     let access = Access::load(&settings.server)?;
     if let Some(path) = access.users_file() {
@@ -218,6 +223,7 @@ fn agent_context(
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         db,
+        commands: ServerCommands::new(settings, hubs.clone()),
         hubs,
         runs: RunRegistry::new(instance),
         lease_holder,
@@ -247,6 +253,23 @@ fn open_db(settings: &Settings, plugins: &Plugins) -> Result<DbHandle, DbError> 
             entry_changes: entry_changed(plugins),
         },
     )
+}
+
+/// Gets the server ready to run commands: when the default or any project runs them here,
+/// the start fails unless they can be confined (or `RUMMY_SANDBOX=off`).
+async fn prepare_commands(agent: &AgentContext) -> anyhow::Result<()> {
+    let stored = agent.db.read(project_settings::all).await?;
+    let server = &agent.settings.commands;
+    let needed = server.run == RunCommands::Server
+        || stored.iter().any(|json| {
+            serde_json::from_str::<ProjectChoice>(json)
+                .is_ok_and(|choice| choice.policy(server).commands == RunCommands::Server)
+        });
+    agent
+        .commands
+        .prepare(needed)
+        .await
+        .map_err(|reason| anyhow::anyhow!(reason))
 }
 
 /// Starts this instance's heartbeat; when another instance found this one expired, the

@@ -14,8 +14,12 @@
 //! stderr), so a command never runs less confined than its spec asks.
 
 mod confine;
+mod kept;
 mod landlock_rules;
 mod limits;
+pub(crate) mod outcome;
+pub(crate) mod policy;
+pub(crate) mod runner;
 mod seccomp;
 mod spec;
 mod supervisor;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use actix::Addr;
 
+use crate::sandbox::runner::ServerCommands;
 use crate::agent::admission::LoopAdmission;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::RunRegistry;
@@ -54,6 +55,8 @@ pub(crate) struct AgentContext {
     pub metrics: Arc<Metrics>,
     /// Web searches and page fetches.
     pub web: WebClient,
+    /// Accepted commands running on the server, confined.
+    pub commands: ServerCommands,
 }
 
 /// The reply (or client call) whose commands' work is prepared.

@@ -33,8 +33,10 @@ fn confine_and_exec() -> Result<std::convert::Infallible, SandboxError> {
         what: "setting no_new_privs",
         source,
     })?;
-    landlock_rules::restrict(&spec)?;
-    seccomp::apply(!spec.ports.is_empty())?;
+    if !spec.unconfined {
+        landlock_rules::restrict(&spec)?;
+        seccomp::apply(!spec.ports.is_empty())?;
+    }
     let error = Command::new("/bin/sh")
         .arg0("sh")
         .arg("-c")

@@ -82,6 +82,10 @@ pub struct Spec {
     /// Resource limits.
     #[serde(default)]
     pub limits: Limits,
+    /// Run without Landlock and seccomp (`RUMMY_SANDBOX=off`): the limits, the environment
+    /// and the kills still hold.
+    #[serde(default)]
+    pub unconfined: bool,
 }
 
 /// Per-process resource limits, each enforced by the kernel through an rlimit.
@@ -216,6 +220,7 @@ mod tests {
             read: vec![],
             ports: vec![],
             limits: Limits::default(),
+            unconfined: false,
         };
         let env = spec.environment();
         assert_eq!(

@@ -94,7 +94,7 @@ fn sweep() {
 }
 
 /// The living descendants of `pid`, read from `/proc/<pid>/task/*/children`.
-fn descendants(pid: u32) -> Vec<Pid> {
+pub(crate) fn descendants(pid: u32) -> Vec<Pid> {
     let mut found = Vec::new();
     let mut pending = vec![pid];
     while let Some(parent) = pending.pop() {
