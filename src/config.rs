@@ -92,8 +92,14 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_SANDBOX_MAX_PROCESSES", "commands.max_processes"),
     ("RUMMY_SANDBOX_MAX_FILE_MB", "commands.max_file_mb"),
     ("RUMMY_SANDBOX_MAX_OPEN_FILES", "commands.max_open_files"),
-    ("RUMMY_SANDBOX_MAX_OUTPUT_BYTES", "commands.max_output_bytes"),
-    ("RUMMY_SANDBOX_KILL_OUTPUT_BYTES", "commands.kill_output_bytes"),
+    (
+        "RUMMY_SANDBOX_MAX_OUTPUT_BYTES",
+        "commands.max_output_bytes",
+    ),
+    (
+        "RUMMY_SANDBOX_KILL_OUTPUT_BYTES",
+        "commands.kill_output_bytes",
+    ),
     ("RUMMY_SANDBOX_MAX_CONCURRENT", "commands.max_concurrent"),
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
     ("RUMMY_OUTLINE_MAX_BYTES", "scan.outline_max_bytes"),
@@ -775,7 +781,11 @@ impl CommandSettings {
                 "RUMMY_SANDBOX_PORTS may not include the server's own port {server_port}"
             )));
         }
-        if let Some((name, _)) = self.env.iter().find(|(name, _)| !may_pass_to_commands(name)) {
+        if let Some((name, _)) = self
+            .env
+            .iter()
+            .find(|(name, _)| !may_pass_to_commands(name))
+        {
             return Err(ConfigError::Invalid(format!(
                 "RUMMY_SANDBOX_ENV may not set {name}: a rummy or provider setting, a \
                  secret, PATH or a loader variable"
@@ -930,7 +940,9 @@ fn ports<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u16>, D::Erro
         .iter()
         .map(|item| match item.parse::<u16>() {
             Ok(port) if port > 0 => Ok(port),
-            _ => Err(serde::de::Error::custom(format!("{item} is not a TCP port"))),
+            _ => Err(serde::de::Error::custom(format!(
+                "{item} is not a TCP port"
+            ))),
         })
         .collect()
 }
@@ -945,7 +957,9 @@ fn assignments<'de, D: Deserializer<'de>>(
             Some((name, value)) if !name.trim().is_empty() => {
                 Ok((name.trim().to_owned(), value.to_owned()))
             }
-            _ => Err(serde::de::Error::custom(format!("{item} is not NAME=value"))),
+            _ => Err(serde::de::Error::custom(format!(
+                "{item} is not NAME=value"
+            ))),
         })
         .collect()
 }

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use actix::Addr;
 
-use crate::sandbox::runner::ServerCommands;
 use crate::agent::admission::LoopAdmission;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::RunRegistry;
@@ -26,6 +25,7 @@ use crate::plugins::gather::Gathering;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
+use crate::sandbox::runner::ServerCommands;
 use crate::web::WebClient;
 
 /// The store, the actors and the plugins a run needs. Cheap to clone.

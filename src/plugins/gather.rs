@@ -95,7 +95,9 @@ impl Gathered {
     /// A `T` some half obtained, whichever tool's (for the caller of one acceptance, which
     /// has a single half).
     pub(crate) fn any<T: Any>(&self) -> Option<&T> {
-        self.by_tool.values().find_map(|gathered| gathered.downcast_ref::<T>())
+        self.by_tool
+            .values()
+            .find_map(|gathered| gathered.downcast_ref::<T>())
     }
 }
 

@@ -57,11 +57,17 @@ impl CommandOutcome {
             ),
             Ending::Exited(code) if *code == 128 + SIGXCPU => (
                 EntryStatus::Unprocessable,
-                Some(format!("[CPU limit of {} s reached; killed]", limits.cpu_secs)),
+                Some(format!(
+                    "[CPU limit of {} s reached; killed]",
+                    limits.cpu_secs
+                )),
             ),
             Ending::Exited(code) if *code == 128 + SIGXFSZ => (
                 EntryStatus::Unprocessable,
-                Some(format!("[file size limit of {} MiB reached]", limits.file_mb)),
+                Some(format!(
+                    "[file size limit of {} MiB reached]",
+                    limits.file_mb
+                )),
             ),
             Ending::Exited(code) if limits.hit_process_limit => (
                 EntryStatus::Unprocessable,
@@ -73,7 +79,9 @@ impl CommandOutcome {
             Ending::Exited(code) => (EntryStatus::Failed, Some(format!("[exit status {code}]"))),
             Ending::TimedOut(secs) => (
                 EntryStatus::GatewayTimeout,
-                Some(format!("[timed out after {secs} s; its processes were killed]")),
+                Some(format!(
+                    "[timed out after {secs} s; its processes were killed]"
+                )),
             ),
             Ending::TooMuchOutput(bytes) => (
                 EntryStatus::TooLarge,
@@ -127,7 +135,10 @@ mod tests {
     #[test]
     fn each_ending_gives_its_status_and_footer() {
         assert_eq!(outcome(Ending::Exited(0)), (200, "out\n".into()));
-        assert_eq!(outcome(Ending::Exited(1)), (500, "out\n[exit status 1]".into()));
+        assert_eq!(
+            outcome(Ending::Exited(1)),
+            (500, "out\n[exit status 1]".into())
+        );
         assert_eq!(
             outcome(Ending::Exited(152)),
             (422, "out\n[CPU limit of 2 s reached; killed]".into())
@@ -138,7 +149,10 @@ mod tests {
         );
         assert_eq!(
             outcome(Ending::TimedOut(5)),
-            (504, "out\n[timed out after 5 s; its processes were killed]".into())
+            (
+                504,
+                "out\n[timed out after 5 s; its processes were killed]".into()
+            )
         );
         assert_eq!(
             outcome(Ending::TooMuchOutput(9)),
@@ -148,9 +162,19 @@ mod tests {
             outcome(Ending::Aborted(Some("ana".into()))),
             (500, "out\n[aborted by ana]".into())
         );
-        assert_eq!(outcome(Ending::Exited(125)).0, 500, "125 from the command itself");
-        let setup = CommandOutcome::of(&Ending::Exited(125), "rummy sandbox: Landlock".into(), LIMITS);
-        assert!(setup.body.ends_with("[the sandbox could not start the command]"));
+        assert_eq!(
+            outcome(Ending::Exited(125)).0,
+            500,
+            "125 from the command itself"
+        );
+        let setup = CommandOutcome::of(
+            &Ending::Exited(125),
+            "rummy sandbox: Landlock".into(),
+            LIMITS,
+        );
+        assert!(setup
+            .body
+            .ends_with("[the sandbox could not start the command]"));
     }
 
     #[test]

@@ -106,12 +106,42 @@ impl ProjectChoice {
     pub(crate) fn check(&self, server: &CommandSettings) -> Result<(), String> {
         let sandbox = &self.sandbox;
         let limits = [
-            ("cpuSecs", sandbox.cpu_secs, server.max_cpu_secs, "RUMMY_SANDBOX_MAX_CPU_SECS"),
-            ("wallSecs", sandbox.wall_secs, server.max_wall_secs, "RUMMY_SANDBOX_MAX_WALL_SECS"),
-            ("memoryMb", sandbox.memory_mb, server.max_memory_mb, "RUMMY_SANDBOX_MAX_MEMORY_MB"),
-            ("processes", sandbox.processes, server.max_processes, "RUMMY_SANDBOX_MAX_PROCESSES"),
-            ("fileMb", sandbox.file_mb, server.max_file_mb, "RUMMY_SANDBOX_MAX_FILE_MB"),
-            ("openFiles", sandbox.open_files, server.max_open_files, "RUMMY_SANDBOX_MAX_OPEN_FILES"),
+            (
+                "cpuSecs",
+                sandbox.cpu_secs,
+                server.max_cpu_secs,
+                "RUMMY_SANDBOX_MAX_CPU_SECS",
+            ),
+            (
+                "wallSecs",
+                sandbox.wall_secs,
+                server.max_wall_secs,
+                "RUMMY_SANDBOX_MAX_WALL_SECS",
+            ),
+            (
+                "memoryMb",
+                sandbox.memory_mb,
+                server.max_memory_mb,
+                "RUMMY_SANDBOX_MAX_MEMORY_MB",
+            ),
+            (
+                "processes",
+                sandbox.processes,
+                server.max_processes,
+                "RUMMY_SANDBOX_MAX_PROCESSES",
+            ),
+            (
+                "fileMb",
+                sandbox.file_mb,
+                server.max_file_mb,
+                "RUMMY_SANDBOX_MAX_FILE_MB",
+            ),
+            (
+                "openFiles",
+                sandbox.open_files,
+                server.max_open_files,
+                "RUMMY_SANDBOX_MAX_OPEN_FILES",
+            ),
             (
                 "outputBytes",
                 sandbox.output_bytes,
@@ -131,7 +161,11 @@ impl ProjectChoice {
                 _ => {}
             }
         }
-        if let Some(port) = sandbox.ports.iter().find(|port| !server.ports.contains(port)) {
+        if let Some(port) = sandbox
+            .ports
+            .iter()
+            .find(|port| !server.ports.contains(port))
+        {
             return Err(format!(
                 "sandbox.ports: port {port} is not among those the server allows \
                  (RUMMY_SANDBOX_PORTS)"
@@ -204,7 +238,10 @@ mod tests {
 
     #[test]
     fn a_project_without_a_choice_gets_the_servers_maxima_and_mode() {
-        let server = server(&[("RUMMY_RUN_COMMANDS", "server"), ("RUMMY_SANDBOX_ENV", "A=1")]);
+        let server = server(&[
+            ("RUMMY_RUN_COMMANDS", "server"),
+            ("RUMMY_SANDBOX_ENV", "A=1"),
+        ]);
         let policy = ProjectChoice::default().policy(&server);
         assert_eq!(policy.commands, RunCommands::Server);
         assert_eq!(
@@ -217,9 +254,15 @@ mod tests {
 
     #[test]
     fn a_choice_above_a_maximum_or_outside_the_allowed_ports_is_refused_naming_it() {
-        let server = server(&[("RUMMY_SANDBOX_PORTS", "443"), ("RUMMY_SANDBOX_MAX_CPU_SECS", "60")]);
+        let server = server(&[
+            ("RUMMY_SANDBOX_PORTS", "443"),
+            ("RUMMY_SANDBOX_MAX_CPU_SECS", "60"),
+        ]);
         let above = choice(serde_json::json!({"sandbox": {"cpuSecs": 61}}));
-        assert!(above.check(&server).unwrap_err().contains("RUMMY_SANDBOX_MAX_CPU_SECS"));
+        assert!(above
+            .check(&server)
+            .unwrap_err()
+            .contains("RUMMY_SANDBOX_MAX_CPU_SECS"));
         let zero = choice(serde_json::json!({"sandbox": {"wallSecs": 0}}));
         assert!(zero.check(&server).unwrap_err().contains("wallSecs"));
         let port = choice(serde_json::json!({"sandbox": {"ports": [443, 22]}}));
@@ -239,7 +282,10 @@ mod tests {
         let old = choice(serde_json::json!({"sandbox": {"wallSecs": 600, "ports": [8080]}}));
         let policy = old.policy(&server);
         assert_eq!(policy.wall_secs, 30);
-        assert!(policy.ports.is_empty(), "a port the server no longer allows is dropped");
+        assert!(
+            policy.ports.is_empty(),
+            "a port the server no longer allows is dropped"
+        );
     }
 
     #[test]

@@ -172,10 +172,7 @@ impl ServerCommands {
     }
 
     /// Runs `request`'s command confined, streaming its output, until it ends.
-    async fn run(
-        &self,
-        request: CommandRequest<'_>,
-    ) -> Result<CommandOutcome, CommandError> {
+    async fn run(&self, request: CommandRequest<'_>) -> Result<CommandOutcome, CommandError> {
         let stop = CancellationToken::new();
         let aborted_by = Arc::new(Mutex::new(None));
         {
@@ -238,7 +235,10 @@ impl ServerCommands {
                      or set RUMMY_SANDBOX=off to run them without Landlock and seccomp"
                 )
             })?;
-            tracing::info!(confined = self.inner.settings.sandbox == SandboxSwitch::On, "commands run on the server");
+            tracing::info!(
+                confined = self.inner.settings.sandbox == SandboxSwitch::On,
+                "commands run on the server"
+            );
         }
         Ok(())
     }
@@ -278,7 +278,11 @@ impl ServerCommands {
         let scratch = match self.scratch_for(request).await {
             Ok(scratch) => scratch,
             Err(reason) => {
-                return CommandOutcome::of(&Ending::NotStarted(reason), String::new(), reported(policy))
+                return CommandOutcome::of(
+                    &Ending::NotStarted(reason),
+                    String::new(),
+                    reported(policy),
+                )
             }
         };
         let spec = self.spec(request.command, request.root, &scratch, policy);
@@ -505,9 +509,7 @@ impl<'a> Streamer<'a> {
 fn utf8_prefix(bytes: &[u8]) -> usize {
     match std::str::from_utf8(bytes) {
         Ok(_) => bytes.len(),
-        Err(error) if error.error_len().is_none() && error.valid_up_to() > 0 => {
-            error.valid_up_to()
-        }
+        Err(error) if error.error_len().is_none() && error.valid_up_to() > 0 => error.valid_up_to(),
         Err(_) => bytes.len(),
     }
 }

@@ -45,6 +45,7 @@ mod replies;
 mod rules;
 mod runs;
 mod sandbox;
+mod server_commands;
 mod session_notes;
 mod skills;
 mod slow_readers;

@@ -19,17 +19,17 @@ use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, Ru
 use crate::db::queries::{entries, loops, models, runs};
 use crate::db::{Conn, DbError};
 use crate::error::AppError;
+use crate::plugins::bundled::tools::command_proposal::RanOnServer;
 use crate::plugins::engine::resolve::{gather_acceptance, Resolution as Decision, ResolveInput};
 use crate::plugins::events::Event;
-use crate::plugins::bundled::tools::command_proposal::RanOnServer;
 use crate::plugins::gather::Gathered;
 use crate::rpc::call::{CallContext, Reply};
-use crate::sandbox::policy::ProjectChoice;
-use crate::sandbox::runner::CommandPlace;
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
 use crate::rpc::held_calls;
 use crate::rpc::held_calls::{HeldMethod, ResolveCall};
 use crate::rpc::params::{truthy, Required};
+use crate::sandbox::policy::ProjectChoice;
+use crate::sandbox::runner::CommandPlace;
 
 /// `ask` / `act` params.
 #[derive(Debug, Deserialize)]

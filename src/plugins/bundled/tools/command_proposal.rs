@@ -142,7 +142,13 @@ impl ToolInfo for CommandProposal {
             Some(Err(error)) => (EntryStatus::Failed, error.to_string()),
             None => return Ok(()),
         };
-        entries::resolve_entry(scope.conn, scope.run_id, &proposal.path, status, Some(&body))?;
+        entries::resolve_entry(
+            scope.conn,
+            scope.run_id,
+            &proposal.path,
+            status,
+            Some(&body),
+        )?;
         Ok(())
     }
 }
