@@ -434,7 +434,7 @@ async fn project_config_is_read_by_members_set_by_admins_and_held_within_the_max
         ],
     )
     .await;
-    let (mut client, _) = app.client_in_project("config").await;
+    let (mut client, root) = app.client_in_project("config").await;
     let read = client.ok("project/config", json!({})).await;
     assert_eq!(read["effective"]["commands"], json!("client"));
     assert_eq!(read["effective"]["cpuSecs"], json!(60));
@@ -472,6 +472,10 @@ async fn project_config_is_read_by_members_set_by_admins_and_held_within_the_max
     assert_eq!(set["effective"]["commands"], json!("server"));
     let again = client.ok("project/config", json!({})).await;
     assert_eq!(again["effective"]["cpuSecs"], json!(30), "kept");
+    let bound = client
+        .ok("init", json!({"name": "config", "projectRoot": root}))
+        .await;
+    assert_eq!(bound["commands"], json!("server"), "init tells the client");
 }
 
 #[actix_web::test]
