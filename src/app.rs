@@ -29,8 +29,9 @@ use crate::config::RunCommands;
 use crate::config::Settings;
 use crate::db::entry_changes::EntryChangeSink;
 use crate::db::models::ModelInsertForm;
-use crate::db::queries::project_settings;
 use crate::db::queries::rpc_log::RpcLogBounds;
+use crate::db::queries::runs::now_ms;
+use crate::db::queries::{instances, project_settings};
 use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions, Store};
 use crate::home_lock::{HomeLock, HomeLockError};
 use crate::hub::HubRegistry;
@@ -223,7 +224,7 @@ fn agent_context(
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         db,
-        commands: ServerCommands::new(settings, hubs.clone()),
+        commands: ServerCommands::new(settings, hubs.clone(), instance.id()),
         hubs,
         runs: RunRegistry::new(instance),
         lease_holder,
@@ -265,9 +266,13 @@ async fn prepare_commands(agent: &AgentContext) -> anyhow::Result<()> {
             serde_json::from_str::<ProjectChoice>(json)
                 .is_ok_and(|choice| choice.policy(server).commands == RunCommands::Server)
         });
+    let alive = agent
+        .db
+        .read(|conn| instances::alive(conn, now_ms()))
+        .await?;
     agent
         .commands
-        .prepare(needed)
+        .prepare(needed, alive)
         .await
         .map_err(|reason| anyhow::anyhow!(reason))
 }

@@ -99,7 +99,8 @@ struct Inner {
     settings: CommandSettings,
     /// The rummy binary that confines a command.
     launcher: PathBuf,
-    /// Where each run's scratch directory is made.
+    /// Where each command's scratch directory is made: this instance's directory under
+    /// `RUMMY_SANDBOX_TMP`, as instances may share a home.
     scratch: PathBuf,
     /// What every command may read besides the system's directories.
     read: Vec<PathBuf>,
@@ -124,8 +125,8 @@ pub(crate) enum CommandError {
 }
 
 impl ServerCommands {
-    /// The runner for `settings`, streaming through `hubs`.
-    pub(crate) fn new(settings: &Settings, hubs: HubRegistry) -> ServerCommands {
+    /// The runner of the instance `instance` for `settings`, streaming through `hubs`.
+    pub(crate) fn new(settings: &Settings, hubs: HubRegistry, instance: &str) -> ServerCommands {
         let commands = settings.commands.clone();
         let launcher = commands
             .launcher
@@ -134,7 +135,8 @@ impl ServerCommands {
         let scratch = commands
             .tmp
             .clone()
-            .unwrap_or_else(|| settings.storage.home.join("sandbox"));
+            .unwrap_or_else(|| settings.storage.home.join("sandbox"))
+            .join(instance);
         let concurrent = match commands.max_concurrent {
             0 => std::thread::available_parallelism().map_or(1, usize::from),
             n => n,
@@ -213,12 +215,13 @@ impl ServerCommands {
         Ok(outcome)
     }
 
-    /// Gets the server ready to run commands at start: removes the scratch directories a
-    /// previous server left, warns when commands are not confined, and when `needed` (some
-    /// project runs its commands here) checks that they can be confined; `Err` says why not.
-    pub(crate) async fn prepare(&self, needed: bool) -> Result<(), String> {
+    /// Gets the server ready to run commands at start: removes the scratch directories of
+    /// instances no longer `alive` (a crash leaves them), warns when commands are not
+    /// confined, and when `needed` (some project runs its commands here) checks that they
+    /// can be confined; `Err` says why not.
+    pub(crate) async fn prepare(&self, needed: bool, alive: Vec<String>) -> Result<(), String> {
         let scratch = self.inner.scratch.clone();
-        tokio::task::spawn_blocking(move || remove_scratch(&scratch))
+        tokio::task::spawn_blocking(move || remove_stale_scratch(&scratch, &alive))
             .await
             .map_err(|error| error.to_string())?;
         if self.inner.settings.sandbox == SandboxSwitch::Off {
@@ -246,17 +249,13 @@ impl ServerCommands {
     /// Runs `true` the way every command runs, in a scratch root of its own: `Err` with
     /// what the launcher said when confinement cannot be set up here.
     pub(crate) async fn probe(&self) -> Result<(), String> {
-        let root = self.inner.scratch.join("probe");
-        let made = root.clone();
-        tokio::task::spawn_blocking(move || std::fs::create_dir_all(&made))
-            .await
-            .map_err(|error| error.to_string())?
-            .map_err(|error| format!("cannot make {}: {error}", root.display()))?;
+        let root = Scratch::make(self.inner.scratch.join("probe")).await?;
         let policy = crate::sandbox::policy::ProjectChoice::default().policy(&self.inner.settings);
-        let spec = self.spec("true", &root, &root, &policy);
+        let spec = self.spec("true", root.path(), root.path(), &policy);
         let (mut child, mut output) = self.spawn(&spec).await.map_err(|error| error.to_string())?;
         let mut said = Vec::new();
         let (status, _) = tokio::join!(child.wait(), output.read_to_end(&mut said));
+        root.remove().await;
         match status {
             Ok(status) if status.success() => Ok(()),
             Ok(status) => Err(format!(
@@ -267,6 +266,7 @@ impl ServerCommands {
         }
     }
 
+    /// Runs `request`'s command in a scratch directory of its own, removed after it.
     async fn launch(
         &self,
         request: CommandRequest<'_>,
@@ -274,8 +274,8 @@ impl ServerCommands {
         aborted_by: &Mutex<Option<Option<String>>>,
     ) -> CommandOutcome {
         let policy = request.policy;
-        let mut kept = KeptOutput::new(usize::try_from(policy.output_bytes).unwrap_or(usize::MAX));
-        let scratch = match self.scratch_for(request).await {
+        let dir = format!("{}-{}", request.project.0, request.run.0);
+        let scratch = match Scratch::make(self.inner.scratch.join(dir)).await {
             Ok(scratch) => scratch,
             Err(reason) => {
                 return CommandOutcome::of(
@@ -285,7 +285,24 @@ impl ServerCommands {
                 )
             }
         };
-        let spec = self.spec(request.command, request.root, &scratch, policy);
+        let outcome = self
+            .supervise(request, scratch.path(), stop, aborted_by)
+            .await;
+        scratch.remove().await;
+        outcome
+    }
+
+    /// Launches `request`'s command with `scratch` as its `HOME` and follows it to its end.
+    async fn supervise(
+        &self,
+        request: CommandRequest<'_>,
+        scratch: &Path,
+        stop: &CancellationToken,
+        aborted_by: &Mutex<Option<Option<String>>>,
+    ) -> CommandOutcome {
+        let policy = request.policy;
+        let mut kept = KeptOutput::new(usize::try_from(policy.output_bytes).unwrap_or(usize::MAX));
+        let spec = self.spec(request.command, request.root, scratch, policy);
         let (mut child, mut output) = match self.spawn(&spec).await {
             Ok(spawned) => spawned,
             Err(error) => {
@@ -351,28 +368,6 @@ impl ServerCommands {
             (None, None) => Ending::NotStarted("the launcher ended without a status".into()),
         };
         CommandOutcome::of(&ending, kept.text(), reported(policy))
-    }
-
-    /// The run's scratch directory (its commands' `HOME` and `TMPDIR`), made when missing,
-    /// readable by its owner only.
-    async fn scratch_for(&self, request: CommandRequest<'_>) -> Result<PathBuf, String> {
-        let dir = self
-            .inner
-            .scratch
-            .join(request.project.0.to_string())
-            .join(request.run.0.to_string());
-        let made = dir.clone();
-        tokio::task::spawn_blocking(move || {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&made)
-        })
-        .await
-        .map_err(|error| error.to_string())?
-        .map_err(|error| format!("cannot make {}: {error}", dir.display()))?;
-        Ok(dir)
     }
 
     fn spec(&self, command: &str, root: &Path, scratch: &Path, policy: &CommandPolicy) -> Spec {
@@ -514,17 +509,54 @@ fn utf8_prefix(bytes: &[u8]) -> usize {
     }
 }
 
-/// Removes what earlier servers made under `scratch`: the runs' directories (named by
-/// project id) and the probe's, nothing else an admin may keep there.
-fn remove_scratch(scratch: &Path) {
-    let Ok(entries) = std::fs::read_dir(scratch) else {
+/// A command's scratch directory, readable by its owner only; removed after the command.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    async fn make(path: PathBuf) -> Result<Scratch, String> {
+        let made = path.clone();
+        tokio::task::spawn_blocking(move || {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::remove_dir_all(&made);
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&made)
+        })
+        .await
+        .map_err(|error| error.to_string())?
+        .map_err(|error| format!("cannot make {}: {error}", path.display()))?;
+        Ok(Scratch(path))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Removes it and all the command left in it (symlinks are removed, not followed).
+    async fn remove(self) {
+        let path = self.0;
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Err(error) = std::fs::remove_dir_all(&path) {
+                tracing::warn!(%error, dir = %path.display(), "cannot remove a command's scratch directory");
+            }
+        })
+        .await;
+    }
+}
+
+/// Removes the scratch directories of instances not `alive` beside `scratch` (this
+/// instance's own): those named as an instance is (32 hex digits), nothing else an admin
+/// keeps under `RUMMY_SANDBOX_TMP`.
+fn remove_stale_scratch(scratch: &Path, alive: &[String]) {
+    let Some(Ok(entries)) = scratch.parent().map(std::fs::read_dir) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let ours = name == "probe" || name.bytes().all(|byte| byte.is_ascii_digit());
-        if ours {
+        let an_instance = name.len() == 32 && name.bytes().all(|byte| byte.is_ascii_hexdigit());
+        if an_instance && !alive.iter().any(|id| *id == name) {
             if let Err(error) = std::fs::remove_dir_all(entry.path()) {
                 tracing::warn!(%error, dir = %entry.path().display(), "cannot remove an old scratch directory");
             }

@@ -103,6 +103,30 @@ pub(crate) fn claim_loop(conn: &mut Conn, run_id: RunId, instance: &str) -> Resu
     })
 }
 
+/// Takes the run's lease for `instance` while it works for the run outside a loop (a
+/// command of the run running here), so that calls for the run another instance receives
+/// are sent here; false when another instance holds it.
+pub(crate) fn hold(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<bool, DbError> {
+    let leased = statement(
+        "INSERT INTO run_leases (run_id, instance_id) VALUES (?, ?)
+         ON CONFLICT (run_id) DO UPDATE SET instance_id = excluded.instance_id
+         WHERE run_leases.instance_id = excluded.instance_id",
+    )
+    .bind::<BigInt, _>(run_id)
+    .bind::<Text, _>(instance.to_owned())
+    .execute(conn)?;
+    Ok(leased == 1)
+}
+
+/// Gives back the lease [`hold`] took.
+pub(crate) fn let_go(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<(), DbError> {
+    statement("DELETE FROM run_leases WHERE run_id = ? AND instance_id = ?")
+        .bind::<BigInt, _>(run_id)
+        .bind::<Text, _>(instance.to_owned())
+        .execute(conn)?;
+    Ok(())
+}
+
 /// Releases the instances that are `gone`: their runs' running loops go back to pending
 /// and their runs left created or running (100, 102) end aborted (499), then their rows go,
 /// and with them their leases and their claims on pending loops, which any instance may
@@ -164,6 +188,19 @@ pub(crate) fn holder(conn: &mut Conn, run_id: RunId, now: i64) -> Result<Option<
     .get_result(conn)
     .optional()?;
     Ok(row.map(|row| row.instance_id))
+}
+
+/// The ids of the instances alive at `now`.
+pub(crate) fn alive(conn: &mut Conn, now: i64) -> Result<Vec<String>, DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Alive {
+        #[diesel(sql_type = Text)]
+        id: String,
+    }
+    let rows: Vec<Alive> = statement("SELECT id FROM instances WHERE expires_at >= ?")
+        .bind::<BigInt, _>(now)
+        .load(conn)?;
+    Ok(rows.into_iter().map(|row| row.id).collect())
 }
 
 /// Whether `instance`'s heartbeat row is still alive at `now`.

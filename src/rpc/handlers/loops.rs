@@ -16,7 +16,7 @@ use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
-use crate::db::queries::{entries, loops, models, runs};
+use crate::db::queries::{entries, instances, loops, models, runs};
 use crate::db::{Conn, DbError};
 use crate::error::AppError;
 use crate::plugins::bundled::tools::command_proposal::RanOnServer;
@@ -393,6 +393,23 @@ pub(crate) async fn resolve_run(
     // What accepting needs from outside the store (an MCP server's answer, a command run
     // here) is obtained before the unit of work.
     let mut gathered = match action {
+        Decision::Accept if on_server => {
+            // Calls for the run other instances receive meanwhile (an abort) come here.
+            let instance = agent.runs.instance().id().to_owned();
+            let lease = (run.id, instance.clone());
+            agent
+                .db
+                .call(move |conn| instances::hold(conn, lease.0, &lease.1))
+                .await?;
+            let gathered =
+                gather_acceptance(&agent.plugins, &agent.db, run.id, &call.path, place).await;
+            let run_id = run.id;
+            agent
+                .db
+                .call(move |conn| instances::let_go(conn, run_id, &instance))
+                .await?;
+            gathered?
+        }
         Decision::Accept => {
             gather_acceptance(&agent.plugins, &agent.db, run.id, &call.path, place).await?
         }
