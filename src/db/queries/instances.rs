@@ -81,31 +81,20 @@ pub(crate) fn wait_for(conn: &mut Conn, loop_id: LoopId, instance: &str) -> Resu
 /// work lasts, so two instances' claims for one run follow one another.
 pub(crate) fn claim_loop(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<Claim, DbError> {
     write_transaction(conn, |conn| {
-        let leased = statement(
-            "INSERT INTO run_leases (run_id, instance_id) VALUES (?, ?)
-             ON CONFLICT (run_id) DO UPDATE SET instance_id = excluded.instance_id
-             WHERE run_leases.instance_id = excluded.instance_id",
-        )
-        .bind::<BigInt, _>(run_id)
-        .bind::<Text, _>(instance.to_owned())
-        .execute(conn)?;
-        if leased == 0 {
+        if !hold(conn, run_id, instance)? {
             return Ok(Claim::Elsewhere);
         }
         if let Some(claimed) = loops::claim_next_loop(conn, run_id, instance)? {
             return Ok(Claim::Loop(Box::new(claimed)));
         }
-        statement("DELETE FROM run_leases WHERE run_id = ? AND instance_id = ?")
-            .bind::<BigInt, _>(run_id)
-            .bind::<Text, _>(instance.to_owned())
-            .execute(conn)?;
+        let_go(conn, run_id, instance)?;
         Ok(Claim::Idle)
     })
 }
 
-/// Takes the run's lease for `instance` while it works for the run outside a loop (a
-/// command of the run running here), so that calls for the run another instance receives
-/// are sent here; false when another instance holds it.
+/// Takes (or keeps) the run's lease for `instance`, so that calls for the run another
+/// instance receives are sent here: while it runs a loop of the run ([`claim_loop`]) or a
+/// command of it; false when another instance holds it.
 pub(crate) fn hold(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<bool, DbError> {
     let leased = statement(
         "INSERT INTO run_leases (run_id, instance_id) VALUES (?, ?)
