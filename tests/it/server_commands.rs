@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::{user_message, Client, TestApp};
+use crate::support::{user_message, Client, TestApp, CPU_BURNERS};
 use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// Small limits, so the escapes end quickly.
 const LIMITS: &[(&str, &str)] = &[
     ("RUMMY_RUN_COMMANDS", "server"),
     ("RUMMY_SANDBOX_LAUNCHER", env!("CARGO_BIN_EXE_rummy")),
-    ("RUMMY_SANDBOX_MAX_CPU_SECS", "2"),
+    ("RUMMY_SANDBOX_MAX_CPU_SECS", "1"),
     ("RUMMY_SANDBOX_MAX_WALL_SECS", "8"),
     ("RUMMY_SANDBOX_MAX_PROCESSES", "64"),
     ("RUMMY_SANDBOX_MAX_OUTPUT_BYTES", "65536"),
@@ -327,6 +327,7 @@ async fn rummys_port_its_process_and_the_network_are_out_of_reach() {
 
 #[actix_web::test]
 async fn limits_end_a_fork_bomb_an_endless_loop_and_a_flood_of_output() {
+    let _burning = CPU_BURNERS.read().await;
     let llm = FakeLlm::start(proposing(&[
         "while :; do :; done",
         "head -c 1000000000 /dev/zero | tr '\\0' a",
