@@ -428,7 +428,8 @@ pub struct CommandSettings {
     /// The rummy binary that confines a command (`None`: this process's own binary).
     #[serde(deserialize_with = "optional_path")]
     pub launcher: Option<PathBuf>,
-    /// Where each run's scratch directory (its commands' `HOME` and `TMPDIR`) is made
+    /// Where each command's scratch directory (its `HOME` and `TMPDIR`, removed after it) is
+    /// made, under a directory per instance
     /// (`None`: `$RUMMY_HOME/sandbox`).
     #[serde(deserialize_with = "optional_path")]
     pub tmp: Option<PathBuf>,
