@@ -429,8 +429,7 @@ pub struct CommandSettings {
     #[serde(deserialize_with = "optional_path")]
     pub launcher: Option<PathBuf>,
     /// Where each command's scratch directory (its `HOME` and `TMPDIR`, removed after it) is
-    /// made, under a directory per instance
-    /// (`None`: `$RUMMY_HOME/sandbox`).
+    /// made, under a directory per instance (`None`: `$RUMMY_HOME/sandbox`).
     #[serde(deserialize_with = "optional_path")]
     pub tmp: Option<PathBuf>,
     /// TCP ports a project may be allowed to connect to (never the server's own).
