@@ -79,6 +79,24 @@ pub struct Spec {
     /// TCP ports the command may connect to; empty (the default) allows no network socket.
     #[serde(default)]
     pub ports: Vec<u16>,
+    /// Whether the command may connect to any Unix socket by path (such as the Docker
+    /// daemon's). Off (the default), it may reach only sockets under the root and tmp where
+    /// Landlock can tell (ABI 9), and may create no Unix socket at all where it cannot
+    /// (`socketpair` works either way).
+    #[serde(default)]
+    pub unix_sockets: bool,
+    /// The server's process id: below Landlock ABI 6, which scopes signals, a seccomp filter
+    /// refuses signals to it (and to its threads when the command starts).
+    pub server_pid: u32,
+    /// The Landlock ABI to confine at (the one the server probed at start): a kernel with an
+    /// older one fails set-up, so a command is never confined less than the server checked.
+    /// Absent, the newest both the kernel and this build know.
+    #[serde(default)]
+    pub landlock_abi: Option<u8>,
+    /// Cgroup directories the supervisor joins before it starts the command, so the command
+    /// and all it starts count against their `pids.max` and can be killed at once.
+    #[serde(default)]
+    pub cgroups: Vec<PathBuf>,
     /// Resource limits.
     #[serde(default)]
     pub limits: Limits,
@@ -120,6 +138,14 @@ impl Spec {
         let spec: Spec = serde_json::from_str(json)?;
         if spec.command.trim().is_empty() {
             return Err(SandboxError::InvalidSpec("the command is empty".into()));
+        }
+        if let Some(abi) = spec.landlock_abi {
+            let newest = super::landlock_rules::NEWEST as u8;
+            if !(1..=newest).contains(&abi) {
+                return Err(SandboxError::InvalidSpec(format!(
+                    "landlock_abi {abi} is not between 1 and {newest}"
+                )));
+            }
         }
         for (name, dir) in [("root", &spec.root), ("tmp", &spec.tmp)] {
             if !dir.is_absolute() || !dir.is_dir() {
@@ -190,18 +216,32 @@ mod tests {
     fn a_spec_with_a_relative_root_or_empty_command_is_refused() {
         let tmp = std::env::temp_dir();
         let tmp = tmp.display();
-        let relative = format!(r#"{{"command":"true","root":"rel","tmp":"{tmp}"}}"#);
+        let relative = format!(r#"{{"command":"true","root":"rel","tmp":"{tmp}","server_pid":1}}"#);
         assert!(matches!(
             Spec::parse(&relative),
             Err(SandboxError::InvalidSpec(_))
         ));
-        let empty = format!(r#"{{"command":" ","root":"{tmp}","tmp":"{tmp}"}}"#);
+        let empty = format!(r#"{{"command":" ","root":"{tmp}","tmp":"{tmp}","server_pid":1}}"#);
         assert!(matches!(
             Spec::parse(&empty),
             Err(SandboxError::InvalidSpec(_))
         ));
-        let good = format!(r#"{{"command":"true","root":"{tmp}","tmp":"{tmp}"}}"#);
+        let good = format!(r#"{{"command":"true","root":"{tmp}","tmp":"{tmp}","server_pid":1}}"#);
         assert!(Spec::parse(&good).is_ok());
+        let no_server = format!(r#"{{"command":"true","root":"{tmp}","tmp":"{tmp}"}}"#);
+        assert!(matches!(
+            Spec::parse(&no_server),
+            Err(SandboxError::ParseSpec(_))
+        ));
+        for abi in [0, 10] {
+            let abi = format!(
+                r#"{{"command":"true","root":"{tmp}","tmp":"{tmp}","server_pid":1,"landlock_abi":{abi}}}"#
+            );
+            assert!(matches!(
+                Spec::parse(&abi),
+                Err(SandboxError::InvalidSpec(_))
+            ));
+        }
     }
 
     #[test]
@@ -215,6 +255,10 @@ mod tests {
             read_exec: vec![],
             read: vec![],
             ports: vec![],
+            unix_sockets: false,
+            server_pid: 1,
+            landlock_abi: None,
+            cgroups: vec![],
             limits: Limits::default(),
         };
         let env = spec.environment();
