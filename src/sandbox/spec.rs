@@ -12,35 +12,10 @@ const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
 
-/// Files and directories a command may read but not execute or write: the parts of `/etc`
-/// any local user can read that programs need (never `shadow`, `sudoers` or private keys),
-/// and the few kernel files that report the machine.
+/// Files and directories a command may read but not execute or write, besides the spec's
+/// (where the server puts the readable part of `/etc`): the devices that give bytes, and the
+/// few kernel files that report the machine.
 const READ_ONLY: &[&str] = &[
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/nsswitch.conf",
-    "/etc/hosts",
-    "/etc/host.conf",
-    "/etc/resolv.conf",
-    "/etc/gai.conf",
-    "/etc/services",
-    "/etc/protocols",
-    "/etc/localtime",
-    "/etc/timezone",
-    "/etc/alternatives",
-    "/etc/ssl/certs",
-    "/etc/ssl/openssl.cnf",
-    "/etc/ca-certificates",
-    "/etc/gitconfig",
-    "/etc/mime.types",
-    "/etc/locale.alias",
-    "/etc/python3",
-    "/etc/terminfo",
-    "/etc/os-release",
-    "/etc/debian_version",
     "/dev/zero",
     "/dev/random",
     "/dev/urandom",
@@ -73,7 +48,8 @@ pub struct Spec {
     /// Directories readable and executable besides the system's (`/usr`, `/bin`, `/lib`…).
     #[serde(default)]
     pub read_exec: Vec<PathBuf>,
-    /// Files and directories readable besides the built-in part of `/etc`.
+    /// Files and directories readable besides a few devices and kernel files: the server puts
+    /// the readable part of `/etc` here (`etc_readable`) and what admins add.
     #[serde(default)]
     pub read: Vec<PathBuf>,
     /// TCP ports the command may connect to; empty (the default) allows no network socket.

@@ -2,7 +2,8 @@
 //! Each test runs a real shell command and checks what it could and could not do; CI runs
 //! as root, so each also shows the confinement holds for root.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -40,6 +41,7 @@ impl Dirs {
             "root": self.root.path(),
             "tmp": self.tmp.path(),
             "server_pid": std::process::id(),
+            "read": etc_readable(),
         });
         for (key, value) in extra.as_object().unwrap() {
             spec[key] = value.clone();
@@ -54,6 +56,12 @@ impl Dirs {
     fn outside(&self) -> &Path {
         self.outside.path()
     }
+}
+
+/// The readable part of `/etc`, as the server gives it in each spec (computed once).
+fn etc_readable() -> &'static [PathBuf] {
+    static LIST: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    LIST.get_or_init(rummy::testing::sandbox::etc_readable)
 }
 
 /// Runs `rummy sandbox-exec` with `spec` on stdin (and a variable the command must not see).
@@ -187,9 +195,14 @@ async fn reading_another_directory_is_denied() {
 }
 
 #[tokio::test]
-async fn etc_shadow_is_unreadable_even_for_root() {
+async fn etc_secrets_are_unreadable_even_for_root() {
     let dirs = Dirs::new();
     assert_refused(&dirs.run("cat /etc/shadow").await, "Permission denied");
+    assert_refused(&dirs.run("ls /etc/ssl/private").await, "Permission denied");
+    let readable = dirs
+        .run("cat /etc/ssl/openssl.cnf /etc/ld.so.cache > /dev/null && ls /etc/ssl/certs")
+        .await;
+    assert_eq!(readable.code, Some(0), "{}", readable.stderr);
 }
 
 #[tokio::test]
@@ -459,4 +472,49 @@ async fn calls_reaching_the_kernel_or_other_processes_are_refused() {
         "Operation not permitted",
     );
     assert_eq!(dirs.run("setarch \"$(uname -m)\" true").await.code, Some(0));
+}
+
+/// A fork bomb (bounded at 511 processes, should the limit fail) in a pids cgroup allowed
+/// 32: it never has more, the limit is seen hit, and the command ends with nothing left.
+#[tokio::test]
+#[ignore = "needs a writable pids cgroup hierarchy (root): tests/run.sh runs it"]
+async fn a_fork_bomb_stays_within_the_process_limit() {
+    let name = format!("fork-bomb-{}", std::process::id());
+    let cgroup = rummy::testing::sandbox::TestCgroup::create(&name, 32)
+        .expect("this host has no writable pids cgroup hierarchy (run as root)");
+    let counted: Vec<PathBuf> = cgroup
+        .paths()
+        .into_iter()
+        .map(|dir| dir.join("pids.current"))
+        .filter(|current| current.exists())
+        .collect();
+    assert!(
+        !counted.is_empty(),
+        "no pids.current in {:?}",
+        cgroup.paths()
+    );
+    let dirs = Dirs::new();
+    let bomb = "b() { [ $1 -gt 0 ] && { b $(($1 - 1)) & b $(($1 - 1)) & wait; }; sleep 1; }; b 8";
+    let spec = dirs.spec(bomb, json!({ "cgroups": cgroup.paths() }));
+    let run = tokio::spawn(async move { launch(&spec.to_string()).await });
+    let mut most = 0;
+    while !run.is_finished() {
+        for current in &counted {
+            let now: u64 = std::fs::read_to_string(current)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            most = most.max(now);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let outcome = run.await.unwrap();
+    assert_ne!(outcome.code, Some(125), "{}", outcome.stderr);
+    assert!(cgroup.hit_process_limit(), "no fork was refused");
+    assert!(most > 16 && most <= 33, "{most} processes at most");
+    for dir in cgroup.paths() {
+        let left = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap();
+        assert!(left.is_empty(), "left in {}: {left}", dir.display());
+    }
 }
