@@ -13,7 +13,9 @@
 //! [`SETUP_FAILED`] when confinement could not be set up (with `rummy sandbox: <reason>` on
 //! stderr), so a command never runs less confined than its spec asks.
 
+mod cgroup;
 mod confine;
+mod etc_rules;
 mod kept;
 mod landlock_rules;
 mod limits;
@@ -24,7 +26,9 @@ mod seccomp;
 mod spec;
 mod supervisor;
 
+pub(crate) use cgroup::{Cgroups, CommandCgroup};
 pub use confine::confine_main;
+pub(crate) use etc_rules::etc_readable;
 pub use spec::{Limits, Spec};
 pub use supervisor::exec_main;
 

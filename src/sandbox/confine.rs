@@ -34,8 +34,14 @@ fn confine_and_exec() -> Result<std::convert::Infallible, SandboxError> {
         source,
     })?;
     if !spec.unconfined {
-        landlock_rules::restrict(&spec)?;
-        seccomp::apply(!spec.ports.is_empty())?;
+        let protected = protected_processes(spec.server_pid);
+        let abi = landlock_rules::restrict(&spec)?;
+        seccomp::apply(&seccomp::Policy {
+            abi,
+            network: !spec.ports.is_empty(),
+            unix_sockets: spec.unix_sockets,
+            protected,
+        })?;
     }
     let error = Command::new("/bin/sh")
         .arg0("sh")
@@ -48,6 +54,20 @@ fn confine_and_exec() -> Result<std::convert::Infallible, SandboxError> {
         what: "running /bin/sh",
         source: error,
     })
+}
+
+/// The processes and threads a command must not signal: the server's (read before Landlock
+/// hides `/proc`) and the supervisor, this process's parent.
+fn protected_processes(server_pid: u32) -> Vec<u32> {
+    let mut protected = vec![server_pid, nix::unistd::getppid().as_raw().unsigned_abs()];
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{server_pid}/task")) {
+        protected.extend(
+            tasks
+                .flatten()
+                .filter_map(|task| task.file_name().to_str()?.parse::<u32>().ok()),
+        );
+    }
+    protected
 }
 
 /// Clears every capability set, the bounding set first (which needs `CAP_SETPCAP`, so only

@@ -1,5 +1,6 @@
-//! The Landlock ruleset: which files a command may touch, which TCP ports it may reach, and
-//! (from ABI 6) that it may signal no process outside its own domain.
+//! The Landlock ruleset: which files a command may touch, which TCP ports it may reach, which
+//! Unix sockets it may connect to (ABI 9), and (from ABI 6) that it may signal no process
+//! outside its own domain.
 
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, NetPort, Ruleset,
@@ -8,59 +9,104 @@ use landlock::{
 
 use super::{SandboxError, Spec};
 
-/// The newest ABI whose rights are asked for; older kernels grant what they can, down to
-/// [`FLOOR`].
-const NEWEST: ABI = ABI::V6;
+/// The newest ABI whose rights are asked for when the spec names none; older kernels grant
+/// what they can, down to [`FLOOR`].
+pub(crate) const NEWEST: ABI = ABI::V9;
 /// The oldest ABI accepted: before it, renames and links across directories always fail.
 const FLOOR: ABI = ABI::V2;
 
 /// Restricts this process (and what it execs) to the spec's paths and ports; fails when
-/// [`check`] finds the result too weak. Returns the ABI in effect.
+/// [`check`] finds the result too weak. Returns the ABI in effect: the spec's, else the
+/// kernel's (at most [`NEWEST`]); the seccomp filter covers what it lacks.
 pub(crate) fn restrict(spec: &Spec) -> Result<ABI, SandboxError> {
-    let all = AccessFs::from_all(NEWEST);
-    let read_exec = AccessFs::from_read(NEWEST);
+    let wanted = spec.landlock_abi.map(|abi| ABI::from(i32::from(abi)));
+    let target = wanted.unwrap_or(NEWEST);
+    let mut all = AccessFs::from_all(target);
+    if spec.unix_sockets {
+        all.remove(AccessFs::ResolveUnix);
+    }
+    let read_exec = AccessFs::from_read(target);
     let read = AccessFs::ReadFile | AccessFs::ReadDir;
     let device: BitFlags<AccessFs> =
         AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
-    let tcp = AccessNet::BindTcp | AccessNet::ConnectTcp;
-    let status = Ruleset::default()
-        .handle_access(all)?
-        .handle_access(tcp)?
-        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
+    let mut ruleset = Ruleset::default().handle_access(all)?;
+    if target >= ABI::V4 {
+        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+    }
+    if target >= ABI::V6 {
+        ruleset = ruleset.scope(Scope::Signal | Scope::AbstractUnixSocket)?;
+    }
+    // Before ABI 4 TCP is not handled, so no port can be allowed; `check` then fails set-up.
+    let ports = if target >= ABI::V4 {
+        spec.ports.as_slice()
+    } else {
+        &[]
+    };
+    let status = ruleset
         .create()?
         .add_rules(path_beneath_rules([&spec.root, &spec.tmp], all))?
         .add_rules(path_beneath_rules(spec.read_exec_paths(), read_exec))?
         .add_rules(path_beneath_rules(spec.read_paths(), read))?
-        .add_rules(path_beneath_rules(spec.device_paths(), device))?
-        .add_rules(spec.ports.iter().map(|&port| {
+        .add_rules(path_beneath_rules(spec.device_paths(), device & all))?
+        .add_rules(ports.iter().map(|&port| {
             Ok::<_, landlock::RulesetError>(NetPort::new(port, AccessNet::ConnectTcp))
         }))?
         .restrict_self()?;
-    let abi = match status.landlock {
+    let kernel = match status.landlock {
         LandlockStatus::Available { effective_abi, .. } => effective_abi,
         other => return Err(SandboxError::LandlockWeak(format!("{other:?}"))),
     };
     let enforced = status.ruleset != RulesetStatus::NotEnforced;
-    check(abi, enforced, status.no_new_privs, !spec.ports.is_empty())?;
+    let abi = kernel.min(target);
+    check(Reached {
+        abi,
+        kernel,
+        wanted,
+        enforced,
+        no_new_privs: status.no_new_privs,
+        ports: !spec.ports.is_empty(),
+    })?;
     Ok(abi)
 }
 
+/// What `restrict_self` reached.
+struct Reached {
+    /// The ABI in effect.
+    abi: ABI,
+    /// The kernel's ABI (at most the newest this build knows).
+    kernel: ABI,
+    /// The ABI the spec asked for.
+    wanted: Option<ABI>,
+    enforced: bool,
+    no_new_privs: bool,
+    /// Whether the spec allows TCP ports.
+    ports: bool,
+}
+
 /// Whether what `restrict_self` reached is enough: ABI [`FLOOR`] (4 when TCP ports are
-/// allowed, since older ones cannot limit them), the ruleset enforced, `no_new_privs` set.
-fn check(abi: ABI, enforced: bool, no_new_privs: bool, ports: bool) -> Result<(), SandboxError> {
+/// allowed, since older ones cannot limit them), the ABI the spec asked for, the ruleset
+/// enforced, `no_new_privs` set.
+fn check(reached: Reached) -> Result<(), SandboxError> {
+    let Reached { abi, kernel, .. } = reached;
+    if let Some(wanted) = reached.wanted.filter(|&wanted| kernel < wanted) {
+        return Err(SandboxError::LandlockWeak(format!(
+            "the kernel has ABI {kernel}, older than the {wanted} asked for"
+        )));
+    }
     if abi < FLOOR {
         return Err(SandboxError::LandlockWeak(format!(
             "ABI {abi} is older than {FLOOR}"
         )));
     }
-    if ports && abi < ABI::V4 {
+    if reached.ports && abi < ABI::V4 {
         return Err(SandboxError::LandlockWeak(format!(
             "ABI {abi} cannot limit TCP to the allowed ports"
         )));
     }
-    if !enforced || !no_new_privs {
+    if !reached.enforced || !reached.no_new_privs {
         return Err(SandboxError::LandlockWeak(format!(
-            "enforced: {enforced}, no_new_privs: {no_new_privs}"
+            "enforced: {}, no_new_privs: {}",
+            reached.enforced, reached.no_new_privs
         )));
     }
     Ok(())
@@ -70,13 +116,54 @@ fn check(abi: ABI, enforced: bool, no_new_privs: bool, ports: bool) -> Result<()
 mod tests {
     use super::*;
 
+    fn reached(abi: ABI, ports: bool) -> Reached {
+        Reached {
+            abi,
+            kernel: abi,
+            wanted: None,
+            enforced: true,
+            no_new_privs: true,
+            ports,
+        }
+    }
+
     #[test]
     fn an_old_abi_or_a_ruleset_not_enforced_is_refused() {
-        assert!(check(ABI::V1, true, true, false).is_err());
-        assert!(check(ABI::V2, true, true, false).is_ok());
-        assert!(check(ABI::V3, true, true, true).is_err());
-        assert!(check(ABI::V4, true, true, true).is_ok());
-        assert!(check(ABI::V6, false, true, false).is_err());
-        assert!(check(ABI::V6, true, false, false).is_err());
+        assert!(check(reached(ABI::V1, false)).is_err());
+        assert!(check(reached(ABI::V2, false)).is_ok());
+        assert!(check(reached(ABI::V3, true)).is_err());
+        assert!(check(reached(ABI::V4, true)).is_ok());
+        let not_enforced = Reached {
+            enforced: false,
+            ..reached(ABI::V6, false)
+        };
+        assert!(check(not_enforced).is_err());
+        let no_nnp = Reached {
+            no_new_privs: false,
+            ..reached(ABI::V6, false)
+        };
+        assert!(check(no_nnp).is_err());
+    }
+
+    #[test]
+    fn a_kernel_older_than_the_abi_asked_for_is_refused() {
+        let older = Reached {
+            kernel: ABI::V5,
+            wanted: Some(ABI::V6),
+            ..reached(ABI::V5, false)
+        };
+        let error = check(older).unwrap_err().to_string();
+        assert!(error.contains("ABI 5, older than the 6"), "{error}");
+        let same = Reached {
+            wanted: Some(ABI::V5),
+            ..reached(ABI::V5, false)
+        };
+        assert!(check(same).is_ok());
+        let newer = Reached {
+            kernel: ABI::V7,
+            wanted: Some(ABI::V5),
+            ..reached(ABI::V5, false)
+        };
+        assert!(check(newer).is_ok());
     }
 }

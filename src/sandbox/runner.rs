@@ -23,6 +23,8 @@ use crate::hub::notifications::{RunOutput, UiNotification};
 use crate::hub::HubRegistry;
 use crate::llm::CancellationToken;
 
+use super::cgroup::{Cgroups, CommandCgroup};
+use super::etc_rules::etc_readable;
 use super::kept::KeptOutput;
 use super::outcome::{CommandOutcome, Ending, Reported};
 use super::policy::CommandPolicy;
@@ -102,11 +104,24 @@ struct Inner {
     /// Where each command's scratch directory is made: this instance's directory under
     /// `RUMMY_SANDBOX_TMP`, as instances may share a home.
     scratch: PathBuf,
-    /// What every command may read besides the system's directories.
+    /// What every command may read and execute besides the system's directories.
     read: Vec<PathBuf>,
+    /// What commands may not read even where it is readable to all: the home, the users
+    /// file.
+    private: Vec<PathBuf>,
+    /// What running commands needs of this machine, found on first need.
+    machine: tokio::sync::OnceCell<Machine>,
     hubs: HubRegistry,
     running: Mutex<HashMap<RunId, Running>>,
     slots: Semaphore,
+}
+
+/// What running commands needs of this machine, found once.
+struct Machine {
+    /// Where commands' pids cgroups are made (`None`: no writable one).
+    cgroups: Option<Cgroups>,
+    /// The part of `/etc` commands may read.
+    etc: Vec<PathBuf>,
 }
 
 /// A command under way: its entry, and what stops it.
@@ -144,6 +159,11 @@ impl ServerCommands {
         ServerCommands {
             inner: Arc::new(Inner {
                 read: commands.read.clone(),
+                private: [Some(settings.storage.home.clone()), settings.server.users_file.clone()]
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+                machine: tokio::sync::OnceCell::new(),
                 settings: commands,
                 launcher,
                 scratch,
@@ -200,7 +220,7 @@ impl ServerCommands {
             Err(_) => CommandOutcome::of(
                 &Ending::NotStarted("the server is stopping".into()),
                 String::new(),
-                reported(request.policy),
+                reported(request.policy, false),
             ),
         };
         self.stream(
@@ -249,9 +269,16 @@ impl ServerCommands {
     /// Runs `true` the way every command runs, in a scratch root of its own: `Err` with
     /// what the launcher said when confinement cannot be set up here.
     pub(crate) async fn probe(&self) -> Result<(), String> {
+        let confined = self.inner.settings.sandbox == SandboxSwitch::On;
+        if confined && nix::unistd::geteuid().is_root() && self.machine().await.cgroups.is_none() {
+            return Err("rummy runs as root and no writable pids cgroup was found, so the \
+                        process limit could not hold (the kernel does not apply RLIMIT_NPROC \
+                        to root): run rummy as another user, or where it may create cgroups"
+                .into());
+        }
         let root = Scratch::make(self.inner.scratch.join("probe")).await?;
         let policy = crate::sandbox::policy::ProjectChoice::default().policy(&self.inner.settings);
-        let spec = self.spec("true", root.path(), root.path(), &policy);
+        let spec = self.spec("true", root.path(), root.path(), &policy, Vec::new()).await;
         let (mut child, mut output) = self.spawn(&spec).await.map_err(|error| error.to_string())?;
         let mut said = Vec::new();
         let (status, _) = tokio::join!(child.wait(), output.read_to_end(&mut said));
@@ -266,7 +293,8 @@ impl ServerCommands {
         }
     }
 
-    /// Runs `request`'s command in a scratch directory of its own, removed after it.
+    /// Runs `request`'s command in a scratch directory and a cgroup of its own, both
+    /// removed after it.
     async fn launch(
         &self,
         request: CommandRequest<'_>,
@@ -274,22 +302,78 @@ impl ServerCommands {
         aborted_by: &Mutex<Option<Option<String>>>,
     ) -> CommandOutcome {
         let policy = request.policy;
-        let dir = format!("{}-{}", request.project.0, request.run.0);
-        let scratch = match Scratch::make(self.inner.scratch.join(dir)).await {
+        let name = format!("{}-{}", request.project.0, request.run.0);
+        let scratch = match Scratch::make(self.inner.scratch.join(&name)).await {
             Ok(scratch) => scratch,
             Err(reason) => {
                 return CommandOutcome::of(
                     &Ending::NotStarted(reason),
                     String::new(),
-                    reported(policy),
+                    reported(policy, false),
                 )
             }
         };
+        let cgroup = match self.cgroup(name, policy.processes).await {
+            Ok(cgroup) => cgroup,
+            Err(reason) => {
+                scratch.remove().await;
+                return CommandOutcome::of(
+                    &Ending::NotStarted(reason),
+                    String::new(),
+                    reported(policy, false),
+                );
+            }
+        };
         let outcome = self
-            .supervise(request, scratch.path(), stop, aborted_by)
+            .supervise(request, scratch.path(), cgroup.as_ref(), stop, aborted_by)
             .await;
+        if let Some(cgroup) = cgroup {
+            let _ = tokio::task::spawn_blocking(move || drop(cgroup)).await;
+        }
         scratch.remove().await;
         outcome
+    }
+
+    /// A cgroup of its own for a command (none where the machine has no writable one).
+    async fn cgroup(
+        &self,
+        name: String,
+        processes: u64,
+    ) -> Result<Option<Arc<CommandCgroup>>, String> {
+        let Some(cgroups) = self.machine().await.cgroups.clone() else {
+            return Ok(None);
+        };
+        tokio::task::spawn_blocking(move || cgroups.create(&name, processes))
+            .await
+            .map_err(|error| error.to_string())?
+            .map(|cgroup| Some(Arc::new(cgroup)))
+            .map_err(|error| format!("cannot make the command's cgroup: {error}"))
+    }
+
+    /// What running commands needs of this machine, found (off the executor) on first need;
+    /// cgroups a crashed server left are removed then.
+    async fn machine(&self) -> &Machine {
+        self.inner
+            .machine
+            .get_or_init(|| async {
+                let private = self.inner.private.clone();
+                tokio::task::spawn_blocking(move || {
+                    let cgroups = Cgroups::detect();
+                    if let Some(cgroups) = &cgroups {
+                        cgroups.sweep_stale();
+                    }
+                    Machine {
+                        cgroups,
+                        etc: etc_readable(&private),
+                    }
+                })
+                .await
+                .unwrap_or_else(|_| Machine {
+                    cgroups: None,
+                    etc: Vec::new(),
+                })
+            })
+            .await
     }
 
     /// Launches `request`'s command with `scratch` as its `HOME` and follows it to its end.
@@ -297,12 +381,14 @@ impl ServerCommands {
         &self,
         request: CommandRequest<'_>,
         scratch: &Path,
+        cgroup: Option<&Arc<CommandCgroup>>,
         stop: &CancellationToken,
         aborted_by: &Mutex<Option<Option<String>>>,
     ) -> CommandOutcome {
         let policy = request.policy;
         let mut kept = KeptOutput::new(usize::try_from(policy.output_bytes).unwrap_or(usize::MAX));
-        let spec = self.spec(request.command, request.root, scratch, policy);
+        let cgroups = cgroup.map(|cgroup| cgroup.paths()).unwrap_or_default();
+        let spec = self.spec(request.command, request.root, scratch, policy, cgroups).await;
         let (mut child, mut output) = match self.spawn(&spec).await {
             Ok(spawned) => spawned,
             Err(error) => {
@@ -310,7 +396,7 @@ impl ServerCommands {
                 return CommandOutcome::of(
                     &Ending::NotStarted(error.to_string()),
                     String::new(),
-                    reported(policy),
+                    reported(policy, false),
                 );
             }
         };
@@ -358,6 +444,7 @@ impl ServerCommands {
         stream.flush();
         if exited.is_none() {
             // Not reaped yet, so no other process can have its pid.
+            kill_cgroup(cgroup).await;
             kill_all(supervisor).await;
             let status = child.wait().await;
             exited = status.ok().and_then(|status| exit_code(&status));
@@ -367,10 +454,19 @@ impl ServerCommands {
             (None, Some(code)) => Ending::Exited(code),
             (None, None) => Ending::NotStarted("the launcher ended without a status".into()),
         };
-        CommandOutcome::of(&ending, kept.text(), reported(policy))
+        kill_cgroup(cgroup).await;
+        let hit_process_limit = hit_process_limit(cgroup).await;
+        CommandOutcome::of(&ending, kept.text(), reported(policy, hit_process_limit))
     }
 
-    fn spec(&self, command: &str, root: &Path, scratch: &Path, policy: &CommandPolicy) -> Spec {
+    async fn spec(
+        &self,
+        command: &str,
+        root: &Path,
+        scratch: &Path,
+        policy: &CommandPolicy,
+        cgroups: Vec<PathBuf>,
+    ) -> Spec {
         Spec {
             command: command.to_owned(),
             root: root.to_path_buf(),
@@ -378,8 +474,12 @@ impl ServerCommands {
             env: policy.env.clone(),
             path: self.inner.settings.path.clone(),
             read_exec: self.inner.read.clone(),
-            read: Vec::new(),
+            read: self.machine().await.etc.clone(),
             ports: policy.ports.clone(),
+            unix_sockets: policy.unix_sockets,
+            server_pid: std::process::id(),
+            landlock_abi: None,
+            cgroups,
             limits: policy.limits(),
             unconfined: self.inner.settings.sandbox == SandboxSwitch::Off,
         }
@@ -598,11 +698,28 @@ async fn kill_all(supervisor: Option<u32>) {
     .await;
 }
 
-fn reported(policy: &CommandPolicy) -> Reported {
+/// Kills everything in a command's cgroup, off the executor.
+async fn kill_cgroup(cgroup: Option<&Arc<CommandCgroup>>) {
+    if let Some(cgroup) = cgroup.cloned() {
+        let _ = tokio::task::spawn_blocking(move || cgroup.kill_all()).await;
+    }
+}
+
+/// Whether a command reached its process limit, read off the executor.
+async fn hit_process_limit(cgroup: Option<&Arc<CommandCgroup>>) -> bool {
+    let Some(cgroup) = cgroup.cloned() else {
+        return false;
+    };
+    tokio::task::spawn_blocking(move || cgroup.hit_process_limit())
+        .await
+        .unwrap_or(false)
+}
+
+fn reported(policy: &CommandPolicy, hit_process_limit: bool) -> Reported {
     Reported {
         cpu_secs: policy.cpu_secs,
         file_mb: policy.file_mb,
         processes: policy.processes,
-        hit_process_limit: false,
+        hit_process_limit,
     }
 }

@@ -12,35 +12,10 @@ const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
 
-/// Files and directories a command may read but not execute or write: the parts of `/etc`
-/// any local user can read that programs need (never `shadow`, `sudoers` or private keys),
-/// and the few kernel files that report the machine.
+/// Files and directories a command may read but not execute or write, besides the spec's
+/// (where the server puts the readable part of `/etc`): the devices that give bytes, and the
+/// few kernel files that report the machine.
 const READ_ONLY: &[&str] = &[
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/nsswitch.conf",
-    "/etc/hosts",
-    "/etc/host.conf",
-    "/etc/resolv.conf",
-    "/etc/gai.conf",
-    "/etc/services",
-    "/etc/protocols",
-    "/etc/localtime",
-    "/etc/timezone",
-    "/etc/alternatives",
-    "/etc/ssl/certs",
-    "/etc/ssl/openssl.cnf",
-    "/etc/ca-certificates",
-    "/etc/gitconfig",
-    "/etc/mime.types",
-    "/etc/locale.alias",
-    "/etc/python3",
-    "/etc/terminfo",
-    "/etc/os-release",
-    "/etc/debian_version",
     "/dev/zero",
     "/dev/random",
     "/dev/urandom",
@@ -73,12 +48,31 @@ pub struct Spec {
     /// Directories readable and executable besides the system's (`/usr`, `/bin`, `/lib`…).
     #[serde(default)]
     pub read_exec: Vec<PathBuf>,
-    /// Files and directories readable besides the built-in part of `/etc`.
+    /// Files and directories readable besides a few devices and kernel files: the server puts
+    /// the readable part of `/etc` here (`etc_readable`) and what admins add.
     #[serde(default)]
     pub read: Vec<PathBuf>,
     /// TCP ports the command may connect to; empty (the default) allows no network socket.
     #[serde(default)]
     pub ports: Vec<u16>,
+    /// Whether the command may connect to any Unix socket by path (such as the Docker
+    /// daemon's). Off (the default), it may reach only sockets under the root and tmp where
+    /// Landlock can tell (ABI 9), and may create no Unix socket at all where it cannot
+    /// (`socketpair` works either way).
+    #[serde(default)]
+    pub unix_sockets: bool,
+    /// The server's process id: below Landlock ABI 6, which scopes signals, a seccomp filter
+    /// refuses signals to it (and to its threads when the command starts).
+    pub server_pid: u32,
+    /// The Landlock ABI to confine at (the one the server probed at start): a kernel with an
+    /// older one fails set-up, so a command is never confined less than the server checked.
+    /// Absent, the newest both the kernel and this build know.
+    #[serde(default)]
+    pub landlock_abi: Option<u8>,
+    /// Cgroup directories the supervisor joins before it starts the command, so the command
+    /// and all it starts count against their `pids.max` and can be killed at once.
+    #[serde(default)]
+    pub cgroups: Vec<PathBuf>,
     /// Resource limits.
     #[serde(default)]
     pub limits: Limits,
@@ -124,6 +118,14 @@ impl Spec {
         let spec: Spec = serde_json::from_str(json)?;
         if spec.command.trim().is_empty() {
             return Err(SandboxError::InvalidSpec("the command is empty".into()));
+        }
+        if let Some(abi) = spec.landlock_abi {
+            let newest = super::landlock_rules::NEWEST as u8;
+            if !(1..=newest).contains(&abi) {
+                return Err(SandboxError::InvalidSpec(format!(
+                    "landlock_abi {abi} is not between 1 and {newest}"
+                )));
+            }
         }
         for (name, dir) in [("root", &spec.root), ("tmp", &spec.tmp)] {
             if !dir.is_absolute() || !dir.is_dir() {
@@ -194,18 +196,32 @@ mod tests {
     fn a_spec_with_a_relative_root_or_empty_command_is_refused() {
         let tmp = std::env::temp_dir();
         let tmp = tmp.display();
-        let relative = format!(r#"{{"command":"true","root":"rel","tmp":"{tmp}"}}"#);
+        let relative = format!(r#"{{"command":"true","root":"rel","tmp":"{tmp}","server_pid":1}}"#);
         assert!(matches!(
             Spec::parse(&relative),
             Err(SandboxError::InvalidSpec(_))
         ));
-        let empty = format!(r#"{{"command":" ","root":"{tmp}","tmp":"{tmp}"}}"#);
+        let empty = format!(r#"{{"command":" ","root":"{tmp}","tmp":"{tmp}","server_pid":1}}"#);
         assert!(matches!(
             Spec::parse(&empty),
             Err(SandboxError::InvalidSpec(_))
         ));
-        let good = format!(r#"{{"command":"true","root":"{tmp}","tmp":"{tmp}"}}"#);
+        let good = format!(r#"{{"command":"true","root":"{tmp}","tmp":"{tmp}","server_pid":1}}"#);
         assert!(Spec::parse(&good).is_ok());
+        let no_server = format!(r#"{{"command":"true","root":"{tmp}","tmp":"{tmp}"}}"#);
+        assert!(matches!(
+            Spec::parse(&no_server),
+            Err(SandboxError::ParseSpec(_))
+        ));
+        for abi in [0, 10] {
+            let abi = format!(
+                r#"{{"command":"true","root":"{tmp}","tmp":"{tmp}","server_pid":1,"landlock_abi":{abi}}}"#
+            );
+            assert!(matches!(
+                Spec::parse(&abi),
+                Err(SandboxError::InvalidSpec(_))
+            ));
+        }
     }
 
     #[test]
@@ -219,6 +235,10 @@ mod tests {
             read_exec: vec![],
             read: vec![],
             ports: vec![],
+            unix_sockets: false,
+            server_pid: 1,
+            landlock_abi: None,
+            cgroups: vec![],
             limits: Limits::default(),
             unconfined: false,
         };

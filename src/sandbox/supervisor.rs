@@ -1,5 +1,6 @@
-//! Stage 1, `rummy sandbox-exec`: reads the spec, runs stage 2 in its own process group
-//! inside a new session, relays its exit status, and kills whatever it left behind.
+//! Stage 1, `rummy sandbox-exec`: reads the spec, joins the command's cgroups, runs stage 2
+//! in its own process group inside a new session, relays its exit status, and kills
+//! whatever it left behind.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -27,7 +28,13 @@ fn supervise() -> Result<u8, SandboxError> {
     std::io::stdin()
         .read_to_string(&mut json)
         .map_err(SandboxError::ReadSpec)?;
-    Spec::parse(&json)?;
+    let spec = Spec::parse(&json)?;
+    for cgroup in &spec.cgroups {
+        std::fs::write(cgroup.join("cgroup.procs"), "0").map_err(|source| SandboxError::Io {
+            what: "joining the command's cgroup",
+            source,
+        })?;
+    }
     let sys = |what| move |source| SandboxError::Sys { what, source };
     nix::unistd::setsid().map_err(sys("starting a session"))?;
     nix::sys::prctl::set_child_subreaper(true).map_err(sys("becoming a subreaper"))?;
