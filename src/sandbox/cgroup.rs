@@ -344,8 +344,18 @@ fn kill_everything_in(dir: &Path, has_kill: bool) {
         for pid in processes {
             let _ = kill(pid, Signal::SIGKILL);
         }
-        std::thread::sleep(RETRY_PAUSE);
+        pause();
     }
+}
+
+/// Waits [`RETRY_PAUSE`] for processes to exit. Everything here is blocking code, run on
+/// the server's blocking pool (a [`CommandCgroup`] is dropped there too).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "blocking code by contract, never on the async executor"
+)]
+fn pause() {
+    std::thread::sleep(RETRY_PAUSE);
 }
 
 /// Removes an empty cgroup, retrying while its last processes are still exiting.
@@ -355,7 +365,7 @@ fn remove_dir_retrying(dir: &Path) {
         if error.kind() == ErrorKind::NotFound || start.elapsed() > REMOVAL_TIME {
             return;
         }
-        std::thread::sleep(RETRY_PAUSE);
+        pause();
     }
 }
 

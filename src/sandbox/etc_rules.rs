@@ -143,9 +143,7 @@ impl Walker {
 
     /// Whether `path` is a secret or lies in or under an excluded path.
     fn refused(&self, path: &Path) -> bool {
-        let secret = path
-            .strip_prefix(&self.top)
-            .is_ok_and(|relative| is_secret(relative));
+        let secret = path.strip_prefix(&self.top).is_ok_and(is_secret);
         secret
             || self
                 .excluded
@@ -223,8 +221,8 @@ mod tests {
     }
 
     /// A small `/etc`: secrets by name and by mode, a directory with a private part, one
-    /// wholly readable, one unreadable, symlinks in, out, dangling and looping, and an
-    /// excluded directory.
+    /// wholly readable, two unreadable, symlinks to a readable file, to secrets, into an
+    /// unsearchable directory, dangling and looping, and an excluded directory.
     fn tree() -> tempfile::TempDir {
         let etc = tempfile::tempdir().unwrap();
         let top = etc.path();
@@ -252,6 +250,7 @@ mod tests {
         symlink(top.join("pub/x"), top.join("link")).unwrap();
         symlink(top.join("machine-secret"), top.join("secret-link")).unwrap();
         symlink(top.join("shadow"), top.join("hash-link")).unwrap();
+        symlink(top.join("nosearch/w"), top.join("unreachable-link")).unwrap();
         symlink(top.join("nowhere"), top.join("dangling")).unwrap();
         symlink(top, top.join("loop")).unwrap();
         etc

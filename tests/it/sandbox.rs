@@ -91,14 +91,15 @@ async fn launch(spec: &str) -> Outcome {
 
 /// The kernel's Landlock ABI (0 without Landlock), from `landlock_create_ruleset(NULL, 0,
 /// LANDLOCK_CREATE_RULESET_VERSION)` made by Python: known apart from the code under test.
-fn kernel_landlock_abi() -> u8 {
+async fn kernel_landlock_abi() -> u8 {
     let script = format!(
         "import ctypes; print(max(ctypes.CDLL(None).syscall({}, None, 0, 1), 0))",
         libc::SYS_landlock_create_ruleset
     );
-    let output = std::process::Command::new("python3")
+    let output = tokio::process::Command::new("python3")
         .args(["-c", &script])
         .output()
+        .await
         .unwrap();
     String::from_utf8_lossy(&output.stdout)
         .trim()
@@ -109,7 +110,7 @@ fn kernel_landlock_abi() -> u8 {
 /// The ABI a spec asking for `wanted` is confined at on this kernel, or `None` when the
 /// kernel's is older, and the set-up must fail saying so (the test checks it did).
 async fn confined_at(dirs: &Dirs, wanted: Option<u8>) -> Option<u8> {
-    let kernel = kernel_landlock_abi();
+    let kernel = kernel_landlock_abi().await;
     match wanted {
         Some(wanted) if wanted > kernel => {
             let spec = dirs.spec("true", json!({ "landlock_abi": wanted }));
