@@ -313,7 +313,10 @@ impl ServerCommands {
                 )
             }
         };
-        let cgroup = match self.cgroup(name, policy.processes).await {
+        // Cgroups are per process: every server of this process makes its commands' there.
+        static COMMANDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let number = COMMANDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let cgroup = match self.cgroup(format!("{name}-{number}"), policy.processes).await {
             Ok(cgroup) => cgroup,
             Err(reason) => {
                 scratch.remove().await;

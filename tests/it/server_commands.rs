@@ -332,6 +332,7 @@ async fn limits_end_a_fork_bomb_an_endless_loop_and_a_flood_of_output() {
         "while :; do :; done",
         "head -c 1000000000 /dev/zero | tr '\\0' a",
         "sleep 1001 & (setsid sleep 1002 &); echo left-behind",
+        "bomb() { bomb | bomb & }; bomb; sleep 2; echo outlived-the-bomb",
     ]));
     let app = server(&llm).await;
     let (mut client, _) = app.client_in_project("limits").await;
