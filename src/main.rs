@@ -56,14 +56,11 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     // The sandbox's two stages are spawned by the server with a cleared environment; they
     // need no settings, telemetry or runtime, and exit with the command's status.
-    match std::env::args_os().nth(1) {
-        Some(stage) if stage == rummy::sandbox::EXEC_SUBCOMMAND => {
-            std::process::exit(rummy::sandbox::exec_main().into())
-        }
-        Some(stage) if stage == rummy::sandbox::CONFINE_SUBCOMMAND => {
-            std::process::exit(rummy::sandbox::confine_main().into())
-        }
-        _ => {}
+    if let Some(status) = std::env::args_os()
+        .nth(1)
+        .and_then(|stage| rummy::sandbox::run_stage(&stage))
+    {
+        std::process::exit(status.into());
     }
     tune_malloc();
     let cli = Cli::parse();

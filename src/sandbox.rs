@@ -27,10 +27,10 @@ mod spec;
 mod supervisor;
 
 pub(crate) use cgroup::{Cgroups, CommandCgroup};
-pub use confine::confine_main;
+use confine::confine_main;
 pub(crate) use etc_rules::etc_readable;
 pub use spec::{Limits, Spec};
-pub use supervisor::exec_main;
+use supervisor::exec_main;
 
 /// The hidden subcommand the server spawns: stage 1, the supervisor.
 pub const EXEC_SUBCOMMAND: &str = "sandbox-exec";
@@ -70,6 +70,22 @@ pub(crate) enum SandboxError {
     Seccomp(#[from] seccompiler::Error),
     #[error("seccomp: {0}")]
     SeccompFilter(#[from] seccompiler::BackendError),
+}
+
+/// The launcher binary the build makes beside `rummy`: the two stages and nothing else, so
+/// that starting it (twice per command) costs little.
+pub const LAUNCHER_BINARY: &str = "rummy-sandbox";
+
+/// Runs the stage `stage` names (the first argument of a launcher process) and returns the
+/// status to exit with; `None` when it names no stage.
+pub fn run_stage(stage: &std::ffi::OsStr) -> Option<u8> {
+    if stage == EXEC_SUBCOMMAND {
+        Some(exec_main())
+    } else if stage == CONFINE_SUBCOMMAND {
+        Some(confine_main())
+    } else {
+        None
+    }
 }
 
 /// Prints `rummy sandbox: <reason>` on stderr and returns the set-up failure status.

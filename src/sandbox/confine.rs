@@ -12,7 +12,7 @@ use super::{fail, landlock_rules, limits, seccomp, SandboxError, Spec};
 pub(crate) const SPEC_VARIABLE: &str = "RUMMY_SANDBOX_SPEC";
 
 /// Runs stage 2. Returns only when confinement or the `exec` failed.
-pub fn confine_main() -> u8 {
+pub(super) fn confine_main() -> u8 {
     match confine_and_exec() {
         Ok(never) => match never {},
         Err(error) => fail(&error),

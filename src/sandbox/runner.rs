@@ -99,8 +99,8 @@ pub(crate) struct ServerCommands {
 
 struct Inner {
     settings: CommandSettings,
-    /// The rummy binary that confines a command.
-    launcher: PathBuf,
+    /// The binary that confines a command, when an admin named one.
+    launcher: Option<PathBuf>,
     /// Where each command's scratch directory is made: this instance's directory under
     /// `RUMMY_SANDBOX_TMP`, as instances may share a home.
     scratch: PathBuf,
@@ -118,6 +118,9 @@ struct Inner {
 
 /// What running commands needs of this machine, found once.
 struct Machine {
+    /// The binary that confines a command: the one an admin named, else `rummy-sandbox`
+    /// beside this server's binary, else this server's binary itself.
+    launcher: PathBuf,
     /// Where commands' pids cgroups are made (`None`: no writable one).
     cgroups: Option<Cgroups>,
     /// The part of `/etc` commands may read.
@@ -143,10 +146,7 @@ impl ServerCommands {
     /// The runner of the instance `instance` for `settings`, streaming through `hubs`.
     pub(crate) fn new(settings: &Settings, hubs: HubRegistry, instance: &str) -> ServerCommands {
         let commands = settings.commands.clone();
-        let launcher = commands
-            .launcher
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
+        let launcher = commands.launcher.clone();
         let scratch = commands
             .tmp
             .clone()
@@ -159,10 +159,13 @@ impl ServerCommands {
         ServerCommands {
             inner: Arc::new(Inner {
                 read: commands.read.clone(),
-                private: [Some(settings.storage.home.clone()), settings.server.users_file.clone()]
-                    .into_iter()
-                    .flatten()
-                    .collect(),
+                private: [
+                    Some(settings.storage.home.clone()),
+                    settings.server.users_file.clone(),
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
                 machine: tokio::sync::OnceCell::new(),
                 settings: commands,
                 launcher,
@@ -271,14 +274,18 @@ impl ServerCommands {
     pub(crate) async fn probe(&self) -> Result<(), String> {
         let confined = self.inner.settings.sandbox == SandboxSwitch::On;
         if confined && nix::unistd::geteuid().is_root() && self.machine().await.cgroups.is_none() {
-            return Err("rummy runs as root and no writable pids cgroup was found, so the \
+            return Err(
+                "rummy runs as root and no writable pids cgroup was found, so the \
                         process limit could not hold (the kernel does not apply RLIMIT_NPROC \
                         to root): run rummy as another user, or where it may create cgroups"
-                .into());
+                    .into(),
+            );
         }
         let root = Scratch::make(self.inner.scratch.join("probe")).await?;
         let policy = crate::sandbox::policy::ProjectChoice::default().policy(&self.inner.settings);
-        let spec = self.spec("true", root.path(), root.path(), &policy, Vec::new()).await;
+        let spec = self
+            .spec("true", root.path(), root.path(), &policy, Vec::new())
+            .await;
         let (mut child, mut output) = self.spawn(&spec).await.map_err(|error| error.to_string())?;
         let mut said = Vec::new();
         let (status, _) = tokio::join!(child.wait(), output.read_to_end(&mut said));
@@ -316,7 +323,10 @@ impl ServerCommands {
         // Cgroups are per process: every server of this process makes its commands' there.
         static COMMANDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let number = COMMANDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let cgroup = match self.cgroup(format!("{name}-{number}"), policy.processes).await {
+        let cgroup = match self
+            .cgroup(format!("{name}-{number}"), policy.processes)
+            .await
+        {
             Ok(cgroup) => cgroup,
             Err(reason) => {
                 scratch.remove().await;
@@ -360,18 +370,21 @@ impl ServerCommands {
             .machine
             .get_or_init(|| async {
                 let private = self.inner.private.clone();
+                let named = self.inner.launcher.clone();
                 tokio::task::spawn_blocking(move || {
                     let cgroups = Cgroups::detect();
                     if let Some(cgroups) = &cgroups {
                         cgroups.sweep_stale();
                     }
                     Machine {
+                        launcher: named.unwrap_or_else(default_launcher),
                         cgroups,
                         etc: etc_readable(&private),
                     }
                 })
                 .await
                 .unwrap_or_else(|_| Machine {
+                    launcher: PathBuf::from(OWN_BINARY),
                     cgroups: None,
                     etc: Vec::new(),
                 })
@@ -391,11 +404,13 @@ impl ServerCommands {
         let policy = request.policy;
         let mut kept = KeptOutput::new(usize::try_from(policy.output_bytes).unwrap_or(usize::MAX));
         let cgroups = cgroup.map(|cgroup| cgroup.paths()).unwrap_or_default();
-        let spec = self.spec(request.command, request.root, scratch, policy, cgroups).await;
+        let spec = self
+            .spec(request.command, request.root, scratch, policy, cgroups)
+            .await;
         let (mut child, mut output) = match self.spawn(&spec).await {
             Ok(spawned) => spawned,
             Err(error) => {
-                tracing::error!(%error, launcher = %self.inner.launcher.display(), "cannot start the sandbox");
+                tracing::error!(%error, "cannot start the sandbox launcher");
                 return CommandOutcome::of(
                     &Ending::NotStarted(error.to_string()),
                     String::new(),
@@ -497,7 +512,8 @@ impl ServerCommands {
         let json = serde_json::to_vec(spec).map_err(std::io::Error::other)?;
         let (reader, writer) = std::io::pipe()?;
         let errors = writer.try_clone()?;
-        let mut command = tokio::process::Command::new(&self.inner.launcher);
+        let launcher = self.machine().await.launcher.clone();
+        let mut command = tokio::process::Command::new(launcher);
         command
             .arg(EXEC_SUBCOMMAND)
             .env_clear()
@@ -699,6 +715,18 @@ async fn kill_all(supervisor: Option<u32>) {
         }
     })
     .await;
+}
+
+/// This server's own binary, which has the launcher's stages too.
+const OWN_BINARY: &str = "/proc/self/exe";
+
+/// `rummy-sandbox` beside this server's binary when there is one, else this binary.
+fn default_launcher() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join(super::LAUNCHER_BINARY)))
+        .filter(|launcher| launcher.is_file())
+        .unwrap_or_else(|| PathBuf::from(OWN_BINARY))
 }
 
 /// Kills everything in a command's cgroup, off the executor.

@@ -16,7 +16,7 @@ use super::confine::SPEC_VARIABLE;
 use super::{fail, SandboxError, Spec, CONFINE_SUBCOMMAND};
 
 /// Runs stage 1 with the spec on stdin; returns the exit status to end with.
-pub fn exec_main() -> u8 {
+pub(super) fn exec_main() -> u8 {
     match supervise() {
         Ok(code) => code,
         Err(error) => fail(&error),

@@ -568,7 +568,10 @@ async fn a_persons_in_flight_bound_counts_all_their_connections() {
 async fn only_admins_choose_where_a_projects_commands_run() {
     let llm = FakeLlm::start([]);
     let dir = tempfile::tempdir().unwrap();
-    let launcher = [("RUMMY_SANDBOX_LAUNCHER", env!("CARGO_BIN_EXE_rummy"))];
+    let launcher = [(
+        "RUMMY_SANDBOX_LAUNCHER",
+        env!("CARGO_BIN_EXE_rummy-sandbox"),
+    )];
     let (app, _) = server_with(&llm, dir.path(), &team(), &launcher).await;
     let root = app.project_root("web");
     let mut ada = connect(&app, ADA).await;

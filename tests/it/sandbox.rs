@@ -64,9 +64,15 @@ fn etc_readable() -> &'static [PathBuf] {
     LIST.get_or_init(rummy::testing::sandbox::etc_readable)
 }
 
-/// Runs `rummy sandbox-exec` with `spec` on stdin (and a variable the command must not see).
+/// Runs `rummy-sandbox sandbox-exec` with `spec` on stdin (and a variable the command must
+/// not see).
 async fn launch(spec: &str) -> Outcome {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_rummy"))
+    launch_with(env!("CARGO_BIN_EXE_rummy-sandbox"), spec).await
+}
+
+/// [`launch`] with the binary `launcher`.
+async fn launch_with(launcher: &str, spec: &str) -> Outcome {
+    let mut child = tokio::process::Command::new(launcher)
         .arg("sandbox-exec")
         .env("RUMMY_TEST_SECRET_KEY", "leaked")
         .stdin(std::process::Stdio::piped())
@@ -174,6 +180,12 @@ async fn the_command_s_exit_status_is_relayed() {
     let dirs = Dirs::new();
     assert_eq!(dirs.run("exit 7").await.code, Some(7));
     assert_eq!(dirs.run("kill -9 $$").await.code, Some(128 + 9));
+    let by_rummy = launch_with(
+        env!("CARGO_BIN_EXE_rummy"),
+        &dirs.spec("exit 7", json!({})).to_string(),
+    )
+    .await;
+    assert_eq!(by_rummy.code, Some(7), "rummy itself has the stages too");
 }
 
 #[tokio::test]

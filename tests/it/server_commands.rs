@@ -15,7 +15,10 @@ use rummy::testing::fake_llm::{FakeLlm, Step};
 /// Small limits, so the escapes end quickly.
 const LIMITS: &[(&str, &str)] = &[
     ("RUMMY_RUN_COMMANDS", "server"),
-    ("RUMMY_SANDBOX_LAUNCHER", env!("CARGO_BIN_EXE_rummy")),
+    (
+        "RUMMY_SANDBOX_LAUNCHER",
+        env!("CARGO_BIN_EXE_rummy-sandbox"),
+    ),
     ("RUMMY_SANDBOX_MAX_CPU_SECS", "1"),
     ("RUMMY_SANDBOX_MAX_WALL_SECS", "8"),
     ("RUMMY_SANDBOX_MAX_PROCESSES", "64"),
@@ -431,7 +434,10 @@ async fn project_config_is_read_by_members_set_by_admins_and_held_within_the_max
     let app = TestApp::with_llm(
         &llm,
         &[
-            ("RUMMY_SANDBOX_LAUNCHER", env!("CARGO_BIN_EXE_rummy")),
+            (
+                "RUMMY_SANDBOX_LAUNCHER",
+                env!("CARGO_BIN_EXE_rummy-sandbox"),
+            ),
             ("RUMMY_SANDBOX_MAX_CPU_SECS", "60"),
         ],
     )

@@ -13,8 +13,8 @@ use criterion::Criterion;
 use crate::sandbox::{Cgroups, Limits, Spec, EXEC_SUBCOMMAND};
 
 /// Runs `spec` through `rummy sandbox-exec` and waits for it.
-fn sandboxed(rummy: &Path, spec: &str) -> std::io::Result<ExitStatus> {
-    let mut child = Command::new(rummy)
+fn sandboxed(launcher: &Path, spec: &str) -> std::io::Result<ExitStatus> {
+    let mut child = Command::new(launcher)
         .arg(EXEC_SUBCOMMAND)
         .env_clear()
         .stdin(Stdio::piped())
@@ -48,8 +48,8 @@ fn spec(root: &Path, tmp: &Path, etc: &[PathBuf], cgroups: Vec<PathBuf>) -> Stri
     serde_json::to_string(&spec).unwrap_or_default()
 }
 
-/// `plain` and `sandboxed` runs of `true`; `rummy` is the built binary.
-pub fn setup_cost(c: &mut Criterion, rummy: &Path) {
+/// `plain` and `sandboxed` runs of `true`; `launcher` is the built `rummy-sandbox` (or `rummy`).
+pub fn setup_cost(c: &mut Criterion, launcher: &Path) {
     let (Ok(root), Ok(tmp)) = (tempfile::tempdir(), tempfile::tempdir()) else {
         return;
     };
@@ -58,7 +58,7 @@ pub fn setup_cost(c: &mut Criterion, rummy: &Path) {
     if let Some(cgroups) = &cgroups {
         cgroups.sweep_stale();
     }
-    let check = sandboxed(rummy, &spec(root.path(), tmp.path(), &etc, Vec::new()));
+    let check = sandboxed(launcher, &spec(root.path(), tmp.path(), &etc, Vec::new()));
     assert!(
         check.as_ref().is_ok_and(ExitStatus::success),
         "rummy sandbox-exec cannot run here: {check:?}"
@@ -75,7 +75,7 @@ pub fn setup_cost(c: &mut Criterion, rummy: &Path) {
                 .as_ref()
                 .and_then(|cgroups| cgroups.create(&format!("bench-{count}"), 256).ok());
             let paths = cgroup.as_ref().map(|c| c.paths()).unwrap_or_default();
-            sandboxed(rummy, &spec(root.path(), tmp.path(), &etc, paths))
+            sandboxed(launcher, &spec(root.path(), tmp.path(), &etc, paths))
         });
     });
     group.finish();
