@@ -425,7 +425,8 @@ pub struct CommandSettings {
     pub run: RunCommands,
     /// Whether commands run on the server are confined.
     pub sandbox: SandboxSwitch,
-    /// The rummy binary that confines a command (`None`: this process's own binary).
+    /// The binary that confines a command (`None`: `rummy-sandbox` beside this server's
+    /// binary, else this binary).
     #[serde(deserialize_with = "optional_path")]
     pub launcher: Option<PathBuf>,
     /// Where each command's scratch directory (its `HOME` and `TMPDIR`, removed after it) is
