@@ -23,13 +23,11 @@ use crate::hub::notifications::{RunOutput, UiNotification};
 use crate::hub::HubRegistry;
 use crate::llm::CancellationToken;
 
-use super::cgroup::{Cgroups, CommandCgroup};
-use super::etc_rules::etc_readable;
 use super::kept::KeptOutput;
 use super::outcome::{CommandOutcome, Ending, Reported};
 use super::policy::CommandPolicy;
 use super::supervisor::descendants;
-use super::{Spec, EXEC_SUBCOMMAND};
+use super::{etc_readable, Cgroups, CommandCgroup, Spec, EXEC_SUBCOMMAND};
 
 /// How often streamed output is sent, at most.
 const STREAM_EVERY: Duration = Duration::from_millis(100);
