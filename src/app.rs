@@ -25,10 +25,13 @@ use crate::budget::BudgetActor;
 use crate::cluster::bus::{BusMessage, FrameBus};
 use crate::cluster::Instance;
 use crate::cluster::LeaseHolder;
+use crate::config::RunCommands;
 use crate::config::Settings;
 use crate::db::entry_changes::EntryChangeSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
+use crate::db::queries::runs::now_ms;
+use crate::db::queries::{instances, project_settings};
 use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions, Store};
 use crate::home_lock::{HomeLock, HomeLockError};
 use crate::hub::HubRegistry;
@@ -42,6 +45,8 @@ use crate::plugins::tool::ToolSettings;
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
 use crate::rpc::handlers::held;
+use crate::sandbox::policy::ProjectChoice;
+use crate::sandbox::runner::ServerCommands;
 use crate::web::{WebClient, WebOptions};
 use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
@@ -169,6 +174,7 @@ pub async fn start_with(
     purge_expired(&agent).await?;
     seed_models(&agent).await?;
     recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
+    prepare_commands(&agent).await?;
     let heartbeat = start_heartbeat(&agent);
     let server_settings = settings.server.clone();
     let access = web::block(move || Access::load(&server_settings)).await??;
@@ -229,6 +235,7 @@ fn agent_context(
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         db,
+        commands: ServerCommands::new(settings, hubs.clone(), instance.id()),
         hubs,
         runs: RunRegistry::new(instance),
         lease_holder,
@@ -258,6 +265,27 @@ fn open_db(settings: &Settings, plugins: &Plugins) -> Result<DbHandle, DbError> 
             entry_changes: entry_changed(plugins),
         },
     )
+}
+
+/// Gets the server ready to run commands: when the default or any project runs them here,
+/// the start fails unless they can be confined (or `RUMMY_SANDBOX=off`).
+async fn prepare_commands(agent: &AgentContext) -> anyhow::Result<()> {
+    let stored = agent.db.read(project_settings::all).await?;
+    let server = &agent.settings.commands;
+    let needed = server.run == RunCommands::Server
+        || stored.iter().any(|json| {
+            serde_json::from_str::<ProjectChoice>(json)
+                .is_ok_and(|choice| choice.policy(server).commands == RunCommands::Server)
+        });
+    let alive = agent
+        .db
+        .read(|conn| instances::alive(conn, now_ms()))
+        .await?;
+    agent
+        .commands
+        .prepare(needed, alive)
+        .await
+        .map_err(|reason| anyhow::anyhow!(reason))
 }
 
 /// Starts this instance's heartbeat; when another instance found this one expired, the

@@ -78,6 +78,29 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_SUBAGENT_MAX_DEPTH", "agent.subagent_max_depth"),
     ("RUMMY_SUBAGENT_MAX_TURNS", "agent.subagent_max_turns"),
     ("RUMMY_CLIENT_MCP", "agent.client_mcp"),
+    ("RUMMY_RUN_COMMANDS", "commands.run"),
+    ("RUMMY_SANDBOX", "commands.sandbox"),
+    ("RUMMY_SANDBOX_LAUNCHER", "commands.launcher"),
+    ("RUMMY_SANDBOX_TMP", "commands.tmp"),
+    ("RUMMY_SANDBOX_PORTS", "commands.ports"),
+    ("RUMMY_SANDBOX_READ", "commands.read"),
+    ("RUMMY_SANDBOX_PATH", "commands.path"),
+    ("RUMMY_SANDBOX_ENV", "commands.env"),
+    ("RUMMY_SANDBOX_MAX_CPU_SECS", "commands.max_cpu_secs"),
+    ("RUMMY_SANDBOX_MAX_WALL_SECS", "commands.max_wall_secs"),
+    ("RUMMY_SANDBOX_MAX_MEMORY_MB", "commands.max_memory_mb"),
+    ("RUMMY_SANDBOX_MAX_PROCESSES", "commands.max_processes"),
+    ("RUMMY_SANDBOX_MAX_FILE_MB", "commands.max_file_mb"),
+    ("RUMMY_SANDBOX_MAX_OPEN_FILES", "commands.max_open_files"),
+    (
+        "RUMMY_SANDBOX_MAX_OUTPUT_BYTES",
+        "commands.max_output_bytes",
+    ),
+    (
+        "RUMMY_SANDBOX_KILL_OUTPUT_BYTES",
+        "commands.kill_output_bytes",
+    ),
+    ("RUMMY_SANDBOX_MAX_CONCURRENT", "commands.max_concurrent"),
     ("RUMMY_MAX_FILE_BYTES", "scan.max_file_bytes"),
     ("RUMMY_OUTLINE_MAX_BYTES", "scan.outline_max_bytes"),
     ("RUMMY_OUTLINE_TIMEOUT_MS", "scan.outline_timeout_ms"),
@@ -187,6 +210,7 @@ pub struct Settings {
     pub audit: AuditSettings,
     pub tokens: TokenSettings,
     pub agent: AgentSettings,
+    pub commands: CommandSettings,
     pub scan: ScanSettings,
     pub work: WorkSettings,
     pub providers: ProviderSettings,
@@ -390,6 +414,94 @@ pub enum OverLimit {
     Queue,
     /// It is answered `-32006` at once.
     Refuse,
+}
+
+/// Accepted `sh`/`env` commands run on the server, and the sandbox that confines them: the
+/// server-wide defaults and the maxima a project's own settings (`project/config`) stay
+/// within.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CommandSettings {
+    /// Where projects without a choice of their own run accepted commands.
+    pub run: RunCommands,
+    /// Whether commands run on the server are confined.
+    pub sandbox: SandboxSwitch,
+    /// The binary that confines a command (`None`: `rummy-sandbox` beside this server's
+    /// binary, else this binary).
+    #[serde(deserialize_with = "optional_path")]
+    pub launcher: Option<PathBuf>,
+    /// Where each command's scratch directory (its `HOME` and `TMPDIR`, removed after it) is
+    /// made, under a directory per instance (`None`: `$RUMMY_HOME/sandbox`).
+    #[serde(deserialize_with = "optional_path")]
+    pub tmp: Option<PathBuf>,
+    /// TCP ports a project may be allowed to connect to (never the server's own).
+    #[serde(deserialize_with = "ports")]
+    pub ports: Vec<u16>,
+    /// Directories commands may read and execute besides the system's.
+    #[serde(deserialize_with = "colon_paths")]
+    pub read: Vec<PathBuf>,
+    /// Directories put first on commands' `PATH` (readable and executable).
+    #[serde(deserialize_with = "colon_paths")]
+    pub path: Vec<PathBuf>,
+    /// Variables added to every command's environment, `NAME=value` pairs.
+    #[serde(deserialize_with = "assignments")]
+    pub env: Vec<(String, String)>,
+    /// The most CPU seconds a command may take.
+    pub max_cpu_secs: u64,
+    /// The longest a command may run before it is killed.
+    pub max_wall_secs: u64,
+    /// The most memory one process of a command may use, in MiB.
+    pub max_memory_mb: u64,
+    /// The most processes a command may have at once.
+    pub max_processes: u64,
+    /// The largest file a command may write, in MiB.
+    pub max_file_mb: u64,
+    /// The most files one process of a command may have open.
+    pub max_open_files: u64,
+    /// The most output kept in a command's entry, in bytes (its start and its end).
+    pub max_output_bytes: u64,
+    /// Output past which a command is killed, in bytes.
+    pub kill_output_bytes: u64,
+    /// Commands running at once, server-wide; the rest wait (0: the number of cores).
+    pub max_concurrent: usize,
+}
+
+/// Where accepted `sh`/`env` commands run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunCommands {
+    /// In the client, which resolves the proposal with the output (the reference
+    /// behaviour).
+    Client,
+    /// On the server, in the project root, confined; the client only accepts or rejects.
+    Server,
+}
+
+/// Whether commands run on the server are confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxSwitch {
+    /// Landlock and seccomp confine them; the server does not start without them.
+    On,
+    /// Only the limits, the scrubbed environment and the kills hold (logged as a warning).
+    Off,
+}
+
+/// Names a variable given to commands may not have: the server's own settings and what
+/// looks like a secret.
+const SECRET_NAME_PARTS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD"];
+
+/// Whether a variable named `name` may be handed to a command run on the server: not one of
+/// rummy's or a provider's settings, nothing that names a secret, not the loader's or `PATH`.
+pub(crate) fn may_pass_to_commands(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    let setting = ENV_KEYS.iter().any(|(variable, _)| *variable == upper);
+    let secret = SECRET_NAME_PARTS.iter().any(|part| upper.contains(part));
+    !name.is_empty()
+        && !setting
+        && !secret
+        && !upper.starts_with("RUMMY_")
+        && !upper.starts_with("LD_")
+        && upper != "PATH"
 }
 
 /// Project file scanning.
@@ -651,10 +763,50 @@ impl Settings {
                 "RUMMY_MAX_FRAME_BYTES must be at least 1024".into(),
             ));
         }
+        self.commands.validate(self.server.port)?;
         if self.server.client_send_buffer_bytes / 2 < self.server.max_frame_bytes {
             return Err(ConfigError::Invalid(
                 "RUMMY_CLIENT_SEND_BUFFER_BYTES must be at least twice RUMMY_MAX_FRAME_BYTES: \
                  one reply may be a whole frame"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl CommandSettings {
+    fn validate(&self, server_port: u16) -> Result<(), ConfigError> {
+        if server_port != 0 && self.ports.contains(&server_port) {
+            return Err(ConfigError::Invalid(format!(
+                "RUMMY_SANDBOX_PORTS may not include the server's own port {server_port}"
+            )));
+        }
+        if let Some((name, _)) = self
+            .env
+            .iter()
+            .find(|(name, _)| !may_pass_to_commands(name))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "RUMMY_SANDBOX_ENV may not set {name}: a rummy or provider setting, a \
+                 secret, PATH or a loader variable"
+            )));
+        }
+        let maxima = [
+            ("RUMMY_SANDBOX_MAX_CPU_SECS", self.max_cpu_secs),
+            ("RUMMY_SANDBOX_MAX_WALL_SECS", self.max_wall_secs),
+            ("RUMMY_SANDBOX_MAX_MEMORY_MB", self.max_memory_mb),
+            ("RUMMY_SANDBOX_MAX_PROCESSES", self.max_processes),
+            ("RUMMY_SANDBOX_MAX_FILE_MB", self.max_file_mb),
+            ("RUMMY_SANDBOX_MAX_OPEN_FILES", self.max_open_files),
+            ("RUMMY_SANDBOX_MAX_OUTPUT_BYTES", self.max_output_bytes),
+        ];
+        if let Some((name, _)) = maxima.iter().find(|(_, value)| *value == 0) {
+            return Err(ConfigError::Invalid(format!("{name} must be at least 1")));
+        }
+        if self.kill_output_bytes < self.max_output_bytes {
+            return Err(ConfigError::Invalid(
+                "RUMMY_SANDBOX_KILL_OUTPUT_BYTES must be at least RUMMY_SANDBOX_MAX_OUTPUT_BYTES"
                     .into(),
             ));
         }
@@ -781,6 +933,36 @@ fn comma_list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>,
         .filter(|item| !item.is_empty())
         .map(str::to_string)
         .collect())
+}
+
+/// A comma-separated list of TCP ports.
+fn ports<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u16>, D::Error> {
+    comma_list(deserializer)?
+        .iter()
+        .map(|item| match item.parse::<u16>() {
+            Ok(port) if port > 0 => Ok(port),
+            _ => Err(serde::de::Error::custom(format!(
+                "{item} is not a TCP port"
+            ))),
+        })
+        .collect()
+}
+
+/// A comma-separated list of `NAME=value` pairs.
+fn assignments<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<(String, String)>, D::Error> {
+    comma_list(deserializer)?
+        .iter()
+        .map(|item| match item.split_once('=') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_owned(), value.to_owned()))
+            }
+            _ => Err(serde::de::Error::custom(format!(
+                "{item} is not NAME=value"
+            ))),
+        })
+        .collect()
 }
 
 /// A comma-separated list of addresses (one host each) and CIDR networks.

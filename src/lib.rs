@@ -26,6 +26,7 @@ pub mod plugins;
 mod project;
 mod project_actor;
 mod rpc;
+pub mod sandbox;
 mod slots;
 pub mod telemetry;
 mod web;

@@ -54,6 +54,14 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    // The sandbox's two stages are spawned by the server with a cleared environment; they
+    // need no settings, telemetry or runtime, and exit with the command's status.
+    if let Some(status) = std::env::args_os()
+        .nth(1)
+        .and_then(|stage| rummy::sandbox::run_stage(&stage))
+    {
+        std::process::exit(status.into());
+    }
     tune_malloc();
     let cli = Cli::parse();
     if let Some(Command::HashToken) = cli.command {

@@ -102,3 +102,4 @@ impl RunningServer {
     }
 }
 pub mod bench;
+pub mod sandbox;

@@ -1,7 +1,7 @@
 //! A rummy proposal as an ACP permission request, and what an allowed one does before it is
 //! resolved: an edit is written through the editor's `fs/write_text_file` when it offers
 //! it, a command runs in the editor's terminal when it offers one (else here, in the
-//! project root). An `ask_user` question is a form with a free-text answer
+//! project root) unless the project runs commands on the rummy server, which then runs it. An `ask_user` question is a form with a free-text answer
 //! (`elicitation/create`) when the editor offers forms; else its suggested answers are the
 //! options, and a question without any offers to answer in the next prompt. The result is the
 //! `run/resolve` resolution.
@@ -173,6 +173,9 @@ pub(super) struct Asking<'a> {
     pub session: &'a SessionId,
     pub root: &'a Path,
     pub offers: Offers,
+    /// The project runs accepted commands on the rummy server (`project/config`): an
+    /// allowed command is accepted, not run here.
+    pub commands_on_server: bool,
 }
 
 impl Asking<'_> {
@@ -264,6 +267,7 @@ impl Asking<'_> {
                     Err(error) => resolution(proposal, "error", Some(error.message)),
                 })
             }
+            "sh" | "env" if self.commands_on_server => Ok(resolution(proposal, "accept", None)),
             "sh" | "env" => {
                 let command = proposal.attribute("command").unwrap_or(&proposal.body);
                 let (succeeded, output) = self.run(proposal, command).await?;

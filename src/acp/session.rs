@@ -366,6 +366,7 @@ impl Session {
                         session: &self.id,
                         root: &self.root,
                         offers,
+                        commands_on_server: self.commands_on_server(&proposal).await,
                     };
                     let decided = asking.decide(&proposal).await?;
                     if decided.cancelled {
@@ -389,6 +390,20 @@ impl Session {
                 }),
             };
         }
+    }
+
+    /// Whether `proposal` is a command the rummy server runs itself once accepted (its
+    /// project runs commands there); asked each time, as an admin may change it.
+    async fn commands_on_server(&self, proposal: &Proposal) -> bool {
+        if !matches!(proposal.kind.as_str(), "sh" | "env") {
+            return false;
+        }
+        let config = self
+            .link
+            .call("project/config", json!({}))
+            .await
+            .unwrap_or_default();
+        config["effective"]["commands"] == "server"
     }
 
     /// Why the run's latest loop failed: its newest `error://` entry.

@@ -25,6 +25,7 @@ use crate::plugins::gather::Gathering;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
+use crate::sandbox::runner::ServerCommands;
 use crate::web::WebClient;
 
 /// The store, the actors and the plugins a run needs. Cheap to clone.
@@ -54,6 +55,8 @@ pub(crate) struct AgentContext {
     pub metrics: Arc<Metrics>,
     /// Web searches and page fetches.
     pub web: WebClient,
+    /// Accepted commands running on the server, confined.
+    pub commands: ServerCommands,
 }
 
 /// The reply (or client call) whose commands' work is prepared.

@@ -17,6 +17,7 @@ pub(crate) mod loop_places;
 pub(crate) mod loops;
 pub(crate) mod memory;
 pub(crate) mod models;
+pub(crate) mod project_settings;
 pub(crate) mod projects;
 pub(crate) mod retention;
 pub(crate) mod rpc_log;

@@ -273,6 +273,9 @@ pub enum UiNotification {
     Render(UiRender),
     /// `ui/notify`: a toast or status message.
     Notify(UiNotify),
+    /// `run/output`: a piece of the output of a command running on the server, or its
+    /// end; its entry keeps the output, so a client that misses a piece loses nothing.
+    Output(RunOutput),
 }
 
 impl UiNotification {
@@ -281,6 +284,7 @@ impl UiNotification {
         match self {
             UiNotification::Render(_) => "ui/render",
             UiNotification::Notify(_) => "ui/notify",
+            UiNotification::Output(_) => "run/output",
         }
     }
 
@@ -314,6 +318,25 @@ pub struct UiRender {
 pub struct UiNotify {
     pub text: String,
     pub level: NotifyLevel,
+}
+
+/// `run/output` params: `text` as it comes, `skipped` bytes not streamed (more than a client
+/// should be sent; the entry keeps what its cap allows), and last `done` with the entry's
+/// status and the exit status.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct RunOutput {
+    pub run: String,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<u64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub done: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<u8>,
 }
 
 /// How a `ui/notify` message should stand out.

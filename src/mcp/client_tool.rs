@@ -23,7 +23,7 @@ use crate::mcp::server::{parse_call, server_name, McpCall, CLIENT_TAG};
 use crate::mcp::tool::{record_accepted, record_call};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
 use crate::plugins::bundled::tools::fail;
-use crate::plugins::gather::{Gather, Gathering};
+use crate::plugins::gather::{Accepting, Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -114,7 +114,8 @@ impl ToolInfo for ClientMcpTool {
     }
 
     /// Calls the proposal's server, if it is still attached to the run.
-    fn gather_acceptance<'a>(&'a self, proposal: &'a EntryRow) -> Option<Gather<'a>> {
+    fn gather_acceptance<'a>(&'a self, accepting: &'a Accepting<'a>) -> Option<Gather<'a>> {
+        let proposal = accepting.proposal;
         let name = proposal.attributes.text("server").unwrap_or_default();
         let server = self
             .attached

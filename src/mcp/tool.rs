@@ -21,7 +21,7 @@ use crate::mcp::outcome::CallOutcome;
 use crate::mcp::performed::{accepted_call, gather_direct, CallKey, CallOutcomes};
 use crate::mcp::server::{McpCall, Origin, Plan, Server};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
-use crate::plugins::gather::{Gather, Gathering};
+use crate::plugins::gather::{Accepting, Gather, Gathering};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
@@ -124,8 +124,8 @@ impl ToolInfo for McpTool {
         TargetKind::Text
     }
 
-    fn gather_acceptance<'a>(&'a self, proposal: &'a EntryRow) -> Option<Gather<'a>> {
-        let call = accepted_call(proposal);
+    fn gather_acceptance<'a>(&'a self, accepting: &'a Accepting<'a>) -> Option<Gather<'a>> {
+        let call = accepted_call(accepting.proposal);
         Some(Gather::of(async move {
             self.server.call(&call, &CancellationToken::new()).await
         }))

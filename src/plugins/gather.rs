@@ -19,9 +19,11 @@ use std::hash::Hash;
 use futures_util::future::BoxFuture;
 
 use crate::db::ids::RunId;
+use crate::db::models::entry::EntryRow;
 use crate::db::models::run::LoopRow;
 use crate::llm::CancellationToken;
 use crate::plugins::policy::ToolPolicy;
+use crate::sandbox::runner::CommandPlace;
 use crate::web::WebClient;
 
 /// The reply (or client call) whose commands are gathered for, and what a gather half may
@@ -38,6 +40,14 @@ pub struct Gathering<'a> {
     /// The agent (`crate::agent::AgentContext`), for the tools that live beside it (a
     /// sub-agent runs its child loop through it).
     pub agent: &'a (dyn Any + Send + Sync),
+}
+
+/// The acceptance of one proposal, and what its gather half may use.
+pub struct Accepting<'a> {
+    pub proposal: &'a EntryRow,
+    /// Where an accepted command runs when its project runs commands on the server (`None`:
+    /// the client runs it and resolves with its output).
+    pub(crate) commands: Option<CommandPlace<'a>>,
 }
 
 /// One gather half under way; what it comes to is the tool's own type.
@@ -80,6 +90,14 @@ impl Gathered {
     /// What `tool`'s half obtained, `None` when it obtained nothing or not a `T`.
     pub fn of<T: Any>(&mut self, tool: &str) -> Option<&mut T> {
         self.by_tool.get_mut(tool)?.downcast_mut::<T>()
+    }
+
+    /// A `T` some half obtained, whichever tool's (for the caller of one acceptance, which
+    /// has a single half).
+    pub(crate) fn any<T: Any>(&self) -> Option<&T> {
+        self.by_tool
+            .values()
+            .find_map(|gathered| gathered.downcast_ref::<T>())
     }
 }
 

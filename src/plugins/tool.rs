@@ -19,7 +19,7 @@ use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
 use crate::parser::{Command, TagSpec};
 use crate::plugins::engine::readonly::ReadonlyFiles;
-use crate::plugins::gather::{Gather, Gathered, Gathering};
+use crate::plugins::gather::{Accepting, Gather, Gathered, Gathering};
 use crate::plugins::policy::ToolPolicy;
 
 pub use crate::plugins::error::ToolError;
@@ -296,7 +296,7 @@ pub trait ToolInfo: Send + Sync {
     /// What accepting `proposal` needs from outside the store (an MCP server's answer),
     /// obtained before the unit of work that resolves it; [`ToolInfo::accept`] finds it in
     /// its scope. `None` (the default) when accepting needs nothing.
-    fn gather_acceptance<'a>(&'a self, _proposal: &'a EntryRow) -> Option<Gather<'a>> {
+    fn gather_acceptance<'a>(&'a self, _accepting: &'a Accepting<'a>) -> Option<Gather<'a>> {
         None
     }
 

@@ -7,6 +7,7 @@ pub(crate) mod loops;
 pub(crate) mod mcp;
 pub(crate) mod models;
 pub(crate) mod plugin_methods;
+pub(crate) mod project_config;
 pub(crate) mod replay;
 pub(crate) mod runs;
 pub(crate) mod session;

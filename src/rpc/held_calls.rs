@@ -51,15 +51,15 @@ pub(crate) enum HeldAnswer {
 }
 
 /// The answer of the instance holding `run`'s lease to `method`, sent by `context`'s
-/// caller; `None` when this instance is to execute it (it runs a loop of the run, or no
-/// other instance answers for it).
+/// caller; `None` when this instance is to execute it (it runs a loop or a command of the
+/// run, or no other instance answers for it).
 pub(crate) async fn ask(
     context: &CallContext,
     run: RunId,
     method: HeldMethod,
 ) -> Option<Result<Reply, AppError>> {
     let agent = &context.agent;
-    if agent.runs.current(run).is_some() {
+    if agent.runs.current(run).is_some() || agent.commands.running(run).is_some() {
         return None;
     }
     let call = HeldCall {

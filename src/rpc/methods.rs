@@ -19,7 +19,8 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    entries, loops, mcp, models, plugin_methods, replay, runs, session, skills, tools,
+    entries, loops, mcp, models, plugin_methods, project_config, replay, runs, session, skills,
+    tools,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -187,6 +188,12 @@ method_table! {
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,
         "List the model catalogue." PAGE;
+    ProjectConfig "project/config" (project_config::ProjectConfigParams) project_config::config,
+        needs_init: true, long_running: false, role: Viewer,
+        "The project's own settings and those in effect: where accepted commands run and their sandbox's limits; with params, admins set them." &[
+            ("commands", "string? — \"client\" or \"server\": where accepted sh/env commands run (admins)"),
+            ("sandbox", "object? — {cpuSecs, wallSecs, memoryMb, processes, fileMb, openFiles, outputBytes, ports, unixSockets, env}, each within the server's maxima (admins)"),
+        ];
     GetMcpServers "getMcpServers" (NoParams) mcp::list,
         needs_init: true, long_running: false, role: Viewer,
         "List the MCP servers, whether this project uses them, and their tools." &[];
@@ -345,6 +352,12 @@ const NOTIFICATIONS: &[(&str, &str)] = &[
     ),
     ("run/progress", "A turn is thinking or processing."),
     ("run/proposal", "A new proposal awaits resolution."),
+    (
+        "run/output",
+        "Output of an accepted command running on the server, as it comes: {run, path, \
+         text | skipped}, then {run, path, done: true, status, exit?}. Not numbered nor kept \
+         for replay: the command's entry keeps it.",
+    ),
     ("ui/render", "Display text from a plugin: {text, append}."),
     (
         "ui/notify",

@@ -3,5 +3,6 @@
 
 pub mod context;
 pub mod recall;
+pub mod sandbox;
 pub mod scan;
 pub mod store;

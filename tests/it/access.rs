@@ -563,3 +563,38 @@ async fn a_persons_in_flight_bound_counts_all_their_connections() {
     assert_eq!(reply["result"]["status"], json!(499), "{reply}");
     mo_elsewhere.ok("ping", json!({})).await;
 }
+
+#[actix_web::test]
+async fn only_admins_choose_where_a_projects_commands_run() {
+    let llm = FakeLlm::start([]);
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = [(
+        "RUMMY_SANDBOX_LAUNCHER",
+        env!("CARGO_BIN_EXE_rummy-sandbox"),
+    )];
+    let (app, _) = server_with(&llm, dir.path(), &team(), &launcher).await;
+    let root = app.project_root("web");
+    let mut ada = connect(&app, ADA).await;
+    ada.init("web", &root).await;
+    for token in [VERA, MO] {
+        let mut person = connect(&app, token).await;
+        person.init("web", &root).await;
+        let read = person.ok("project/config", json!({})).await;
+        assert_eq!(read["effective"]["commands"], json!("client"));
+        let (code, message) = person
+            .err("project/config", json!({"commands": "server"}))
+            .await;
+        assert_eq!(code, -32005, "{message}");
+    }
+    let set = ada
+        .ok("project/config", json!({"commands": "server"}))
+        .await;
+    assert_eq!(set["effective"]["commands"], json!("server"));
+    let mut mo = connect(&app, MO).await;
+    mo.init("web", &root).await;
+    assert_eq!(
+        mo.ok("project/config", json!({})).await["effective"]["commands"],
+        json!("server"),
+        "what the admin chose holds for everyone"
+    );
+}

@@ -90,6 +90,7 @@ with_each_sdk!(
     malformed_frames_get_errors_and_the_agent_keeps_serving,
     ask_mode_asks_and_an_unknown_mode_is_refused,
     an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_the_model,
+    an_allowed_command_of_a_project_that_runs_commands_on_the_server_runs_there,
     resources_of_the_project_become_entries_the_model_sees_and_others_stay_text,
     remote_a_person_works_in_their_project_through_a_team_server,
     remote_a_project_outside_the_persons_is_refused_with_rummys_error,
@@ -490,6 +491,28 @@ async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_
     );
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Running it.", "It said hello."]);
+}
+
+async fn an_allowed_command_of_a_project_that_runs_commands_on_the_server_runs_there(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<sh>echo ran on the server > proof.txt; cat proof.txt</sh><update>Running it.</update>"),
+        Step::reply("<summarize>It ran.</summarize>"),
+    ]);
+    let drive = Drive::run_with(sdk, "command", &llm, &[("RUMMY_RUN_COMMANDS", "server")]).await;
+    drive.assert_clean_session();
+    assert_eq!(
+        drive.seen["permissions"].as_array().unwrap().len(),
+        1,
+        "still asked"
+    );
+    assert!(
+        drive.seen["terminals"].as_array().is_none_or(Vec::is_empty),
+        "no terminal is made: {}",
+        drive.seen["terminals"]
+    );
+    let resumed = crate::support::user_message(&llm.requests()[1]);
+    assert!(resumed.contains("ran on the server"), "{resumed}");
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
 }
 
 async fn a_finished_run_is_loaded_in_a_new_agent_replayed_and_continued(sdk: Sdk) {

@@ -352,6 +352,40 @@ async fn run_abort_sent_to_one_instance_stops_the_loop_executing_on_another() {
 
 #[actix_web::test]
 #[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn run_abort_sent_to_one_instance_kills_a_command_running_on_another() {
+    let database = ScratchDatabase::required();
+    let llm = FakeLlm::start([
+        Step::reply("<sh>echo started; sleep 1004</sh><update>waiting</update>"),
+        Step::reply("<summarize>never asked</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let commands = [("RUMMY_RUN_COMMANDS", "server")];
+    let executing = instance_with(home.path(), &llm, &database, &commands).await;
+    let other = instance_with(home.path(), &llm, &database, &commands).await;
+    let mut driver = client_in(&executing, "commands", &root).await;
+    let (run, path) = driver.act_until_proposal("wait").await;
+    let resolving = driver
+        .send(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept"}}),
+        )
+        .await;
+    driver
+        .until_notified("run/output", |params| params["text"] == json!("started\n"))
+        .await;
+    let mut aborter = client_in(&other, "commands", &root).await;
+    assert_eq!(
+        aborter.ok("run/abort", json!({"run": run})).await,
+        json!({"status": "ok"})
+    );
+    let outcome = driver.reply(&resolving).await;
+    assert_eq!(outcome["result"]["status"], json!(499), "{outcome}");
+    assert_eq!(llm.requests().len(), 1, "the aborted run did not resume");
+}
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
 async fn run_resolve_sent_to_another_instance_than_the_one_that_drove_the_run_resumes_it() {
     let database = ScratchDatabase::required();
     let llm = FakeLlm::builder([

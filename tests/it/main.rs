@@ -44,6 +44,8 @@ mod replay;
 mod replies;
 mod rules;
 mod runs;
+mod sandbox;
+mod server_commands;
 mod session_notes;
 mod skills;
 mod slow_readers;

@@ -118,3 +118,26 @@ pub(crate) fn constraints(conn: &mut Conn, project: i64) -> Vec<(String, String)
     .map(|row| (row.pattern, row.visibility))
     .collect()
 }
+
+/// The status and body of the entry at `path` of the run called `alias`.
+pub(crate) fn entry_named(conn: &mut Conn, alias: &str, path: &str) -> Option<(i64, String)> {
+    #[derive(QueryableByName)]
+    struct Entry {
+        #[diesel(sql_type = BigInt)]
+        status: i64,
+        #[diesel(sql_type = Text)]
+        body: String,
+    }
+    let run = run_named(conn, alias)?.id;
+    rows::<Entry>(
+        conn,
+        &format!(
+            "SELECT CAST(status AS BIGINT) AS status, body FROM known_entries \
+             WHERE run_id = {run} AND path = {}",
+            literal(path)
+        ),
+    )
+    .into_iter()
+    .next()
+    .map(|row| (row.status, row.body))
+}

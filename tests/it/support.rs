@@ -26,6 +26,12 @@ const EVENTUALLY_WAIT: Duration = Duration::from_secs(60);
 /// How long [`Client::until_notified`] waits for its notification.
 const NOTIFIED_WAIT: Duration = Duration::from_secs(60);
 
+/// Held for reading by the tests that burn CPU on purpose (commands run to their CPU limit)
+/// and for writing by the one that measures how promptly a server answers under load, so
+/// that its measure is of the load it makes, not theirs.
+pub(crate) static CPU_BURNERS: std::sync::LazyLock<tokio::sync::RwLock<()>> =
+    std::sync::LazyLock::new(|| tokio::sync::RwLock::new(()));
+
 /// How often [`eventually`] looks again.
 const LOOK_AGAIN: Duration = Duration::from_millis(20);
 

@@ -81,26 +81,39 @@ pub(crate) fn wait_for(conn: &mut Conn, loop_id: LoopId, instance: &str) -> Resu
 /// work lasts, so two instances' claims for one run follow one another.
 pub(crate) fn claim_loop(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<Claim, DbError> {
     write_transaction(conn, |conn| {
-        let leased = statement(
-            "INSERT INTO run_leases (run_id, instance_id) VALUES (?, ?)
-             ON CONFLICT (run_id) DO UPDATE SET instance_id = excluded.instance_id
-             WHERE run_leases.instance_id = excluded.instance_id",
-        )
-        .bind::<BigInt, _>(run_id)
-        .bind::<Text, _>(instance.to_owned())
-        .execute(conn)?;
-        if leased == 0 {
+        if !hold(conn, run_id, instance)? {
             return Ok(Claim::Elsewhere);
         }
         if let Some(claimed) = loops::claim_next_loop(conn, run_id, instance)? {
             return Ok(Claim::Loop(Box::new(claimed)));
         }
-        statement("DELETE FROM run_leases WHERE run_id = ? AND instance_id = ?")
-            .bind::<BigInt, _>(run_id)
-            .bind::<Text, _>(instance.to_owned())
-            .execute(conn)?;
+        let_go(conn, run_id, instance)?;
         Ok(Claim::Idle)
     })
+}
+
+/// Takes (or keeps) the run's lease for `instance`, so that calls for the run another
+/// instance receives are sent here: while it runs a loop of the run ([`claim_loop`]) or a
+/// command of it; false when another instance holds it.
+pub(crate) fn hold(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<bool, DbError> {
+    let leased = statement(
+        "INSERT INTO run_leases (run_id, instance_id) VALUES (?, ?)
+         ON CONFLICT (run_id) DO UPDATE SET instance_id = excluded.instance_id
+         WHERE run_leases.instance_id = excluded.instance_id",
+    )
+    .bind::<BigInt, _>(run_id)
+    .bind::<Text, _>(instance.to_owned())
+    .execute(conn)?;
+    Ok(leased == 1)
+}
+
+/// Gives back the lease [`hold`] took.
+pub(crate) fn let_go(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<(), DbError> {
+    statement("DELETE FROM run_leases WHERE run_id = ? AND instance_id = ?")
+        .bind::<BigInt, _>(run_id)
+        .bind::<Text, _>(instance.to_owned())
+        .execute(conn)?;
+    Ok(())
 }
 
 /// Releases the instances that are `gone`: their runs' running loops go back to pending
@@ -164,6 +177,19 @@ pub(crate) fn holder(conn: &mut Conn, run_id: RunId, now: i64) -> Result<Option<
     .get_result(conn)
     .optional()?;
     Ok(row.map(|row| row.instance_id))
+}
+
+/// The ids of the instances alive at `now`.
+pub(crate) fn alive(conn: &mut Conn, now: i64) -> Result<Vec<String>, DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Alive {
+        #[diesel(sql_type = Text)]
+        id: String,
+    }
+    let rows: Vec<Alive> = statement("SELECT id FROM instances WHERE expires_at >= ?")
+        .bind::<BigInt, _>(now)
+        .load(conn)?;
+    Ok(rows.into_iter().map(|row| row.id).collect())
 }
 
 /// Whether `instance`'s heartbeat row is still alive at `now`.

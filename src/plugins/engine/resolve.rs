@@ -23,9 +23,10 @@ use crate::db::models::entry::UnresolvedRow;
 use crate::db::queries::{entries, runs};
 use crate::db::{DbError, DbHandle};
 use crate::plugins::engine::readonly::ReadonlyFiles;
-use crate::plugins::gather::Gathered;
+use crate::plugins::gather::{Accepting, Gathered};
 use crate::plugins::tool::{ToolError, ToolScope};
 use crate::plugins::Plugins;
+use crate::sandbox::runner::CommandPlace;
 
 /// The status of an accepted proposal the server refused to apply because its file is
 /// readonly: like a rejection, it stops the run.
@@ -113,12 +114,14 @@ pub(crate) fn resolve_proposal_on_disk(
 
 /// What accepting the proposal at `path` of `run` needs from outside the store, obtained by
 /// its tool's gather half before the unit of work that resolves it (nothing for a path that
-/// is no pending proposal, or whose tool needs nothing).
+/// is no pending proposal, or whose tool needs nothing); `commands` is where an accepted
+/// command runs when the run's project runs them on the server.
 pub(crate) async fn gather_acceptance(
     plugins: &Plugins,
     db: &DbHandle,
     run: RunId,
     path: &str,
+    commands: Option<CommandPlace<'_>>,
 ) -> Result<Gathered, DbError> {
     let owned = path.to_owned();
     let proposal = db
@@ -131,7 +134,11 @@ pub(crate) async fn gather_acceptance(
     }) else {
         return Ok(Gathered::default());
     };
-    let gathered = match tool.gather_acceptance(&proposal) {
+    let accepting = Accepting {
+        proposal: &proposal,
+        commands,
+    };
+    let gathered = match tool.gather_acceptance(&accepting) {
         Some(half) => Gathered::default().with(tool.name(), half.run().await),
         None => Gathered::default(),
     };

@@ -8,17 +8,18 @@ use tokio::sync::oneshot;
 
 use crate::agent::admission::Asking;
 use crate::agent::loop_config::LoopConfig;
-use crate::agent::outcome::{blocked_result, LoopOutcome, ProposedRow};
+use crate::agent::outcome::{blocked_result, Ending, LoopOutcome, ProposedRow};
 use crate::agent::resume;
 use crate::agent::AgentContext;
-use crate::config::ApplyEdits;
+use crate::config::{ApplyEdits, RunCommands};
 use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
-use crate::db::queries::{entries, loops, models, runs};
+use crate::db::queries::{entries, instances, loops, models, runs};
 use crate::db::{Conn, DbError};
 use crate::error::AppError;
+use crate::plugins::bundled::tools::command_proposal::RanOnServer;
 use crate::plugins::engine::resolve::{gather_acceptance, Resolution as Decision, ResolveInput};
 use crate::plugins::events::Event;
 use crate::plugins::gather::Gathered;
@@ -27,6 +28,8 @@ use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
 use crate::rpc::held_calls;
 use crate::rpc::held_calls::{HeldMethod, ResolveCall};
 use crate::rpc::params::{truthy, Required};
+use crate::sandbox::policy::ProjectChoice;
+use crate::sandbox::runner::CommandPlace;
 
 /// `ask` / `act` params.
 #[derive(Debug, Deserialize)]
@@ -370,13 +373,53 @@ pub(crate) async fn resolve_run(
     root: &Path,
 ) -> Result<Reply, AppError> {
     let action = call.action;
-    // What accepting needs from outside the store is obtained before the unit of work.
+    let policy = ProjectChoice::load(&agent.db, run.project_id)
+        .await?
+        .policy(&agent.settings.commands);
+    let on_server = policy.commands == RunCommands::Server;
+    if let Some(running) = agent.commands.running(run.id).filter(|_| on_server) {
+        return Err(AppError::InvalidParam(format!(
+            "{running} is running on the server; abort the run to stop it"
+        )));
+    }
+    let place = on_server.then_some(CommandPlace {
+        commands: &agent.commands,
+        run: run.id,
+        alias: &run.alias,
+        project: run.project_id,
+        root,
+        policy: &policy,
+    });
+    // What accepting needs from outside the store (an MCP server's answer, a command run
+    // here) is obtained before the unit of work.
     let mut gathered = match action {
+        Decision::Accept if on_server => {
+            // Calls for the run other instances receive meanwhile (an abort) come here.
+            let instance = agent.runs.instance().id().to_owned();
+            let lease = (run.id, instance.clone());
+            agent
+                .db
+                .call(move |conn| instances::hold(conn, lease.0, &lease.1))
+                .await?;
+            let gathered =
+                gather_acceptance(&agent.plugins, &agent.db, run.id, &call.path, place).await;
+            let run_id = run.id;
+            agent
+                .db
+                .call(move |conn| instances::let_go(conn, run_id, &instance))
+                .await?;
+            gathered?
+        }
         Decision::Accept => {
-            gather_acceptance(&agent.plugins, &agent.db, run.id, &call.path).await?
+            gather_acceptance(&agent.plugins, &agent.db, run.id, &call.path, place).await?
         }
         Decision::Reject | Decision::Error => Gathered::default(),
     };
+    let ran = gathered.any::<RanOnServer>();
+    if let Some(Err(error)) = ran {
+        return Err(AppError::InvalidParam(error.to_string()));
+    }
+    let aborted = matches!(ran, Some(Ok(outcome)) if outcome.aborted);
     let input = ResolveInput {
         run_id: run.id,
         path: call.path,
@@ -385,8 +428,10 @@ pub(crate) async fn resolve_run(
     };
     let resolved_run = run.clone();
     let plugins = Arc::clone(&agent.plugins);
-    let disk_root =
-        (agent.settings.agent.apply_edits == ApplyEdits::Server).then(|| root.to_path_buf());
+    // A project whose commands run here has its edits applied here too: its clients may
+    // have no copy of its files.
+    let applies_edits = agent.settings.agent.apply_edits == ApplyEdits::Server || on_server;
+    let disk_root = applies_edits.then(|| root.to_path_buf());
     let decision = agent
         .db
         .call(move |conn| {
@@ -401,6 +446,15 @@ pub(crate) async fn resolve_run(
             )
         })
         .await?;
+    if aborted {
+        // The run was aborted while its command ran: it stops, whatever else is pending.
+        let run_id = run.id;
+        agent
+            .db
+            .call(move |conn| runs::abort_if_idle(conn, run_id))
+            .await?;
+        return Reply::of(LoopOutcome::Ended(Ending::Aborted).to_result(&run.alias));
+    }
     match decision {
         resume::Decision::StillPending(proposed) => {
             let proposed: Vec<ProposedRow> = proposed.into_iter().map(ProposedRow::from).collect();

@@ -458,6 +458,7 @@ pub(crate) async fn abort_run(
     run: RunId,
     person: Option<String>,
 ) -> Result<Reply, AppError> {
+    agent.commands.abort(run, person.clone());
     let here = agent.runs.current(run).map(|current| current.id);
     let aborted = if agent.runs.abort(run).await {
         here

@@ -6,6 +6,7 @@ use actix_web::web;
 use serde::{Deserialize, Serialize};
 
 use crate::access::AccessError;
+use crate::config::RunCommands;
 use crate::db::models::ProjectInsertForm;
 use crate::db::queries::projects::{self, Opening, RootRules};
 use crate::error::AppError;
@@ -13,6 +14,7 @@ use crate::plugins::events::Event;
 use crate::project::{confine, roots, ProjectDirs, ProjectError};
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
 use crate::rpc::params::{NoParams, Required};
+use crate::sandbox::policy::ProjectChoice;
 
 /// `ping`: `{}`.
 pub(crate) async fn ping(_: CallContext, _: NoParams) -> Result<Reply, AppError> {
@@ -32,6 +34,9 @@ pub(crate) struct InitParams {
 #[serde(rename_all = "camelCase")]
 struct InitResult {
     project_id: i64,
+    /// Where the project's accepted commands run: `client` (the client runs them and
+    /// resolves with their output) or `server` (accept only; the server runs them).
+    commands: RunCommands,
 }
 
 /// `init`: open the project by name (created at its root the first time, by a member or
@@ -83,8 +88,13 @@ pub(crate) async fn init(context: CallContext, params: InitParams) -> Result<Rep
         name: project.name,
         root,
     };
+    let commands = ProjectChoice::load(&context.agent.db, project.id)
+        .await?
+        .policy(&context.agent.settings.commands)
+        .commands;
     let mut reply = Reply::of(InitResult {
         project_id: project.id.0,
+        commands,
     })?;
     reply.bind = Some(binding);
     Ok(reply)

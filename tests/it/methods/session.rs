@@ -70,6 +70,7 @@ async fn discover_describes_every_method_and_notification() {
         "memory/switch",
         "memory/session",
         "memory/session/set",
+        "project/config",
     ];
     for name in expected {
         let method = &methods[name];
@@ -91,6 +92,7 @@ async fn discover_describes_every_method_and_notification() {
         "run/state",
         "run/progress",
         "run/proposal",
+        "run/output",
         "ui/render",
         "ui/notify",
     ] {
@@ -114,7 +116,8 @@ async fn init_upserts_the_project_by_name() {
         )
         .await;
     assert!(first["projectId"].is_i64(), "{first}");
-    assert_eq!(first.as_object().unwrap().len(), 1, "{first}");
+    assert_eq!(first["commands"], json!("client"), "where its commands run");
+    assert_eq!(first.as_object().unwrap().len(), 2, "{first}");
     let again = client
         .ok(
             "init",

@@ -1,22 +1,32 @@
-//! `env` and `sh`: a shell command the client runs after the user accepts, as a 202
-//! proposal `{command}`; the server never runs it, and the client's output replaces the
-//! body on accept. `env` is for commands without side effects (versions, git log) and is
-//! offered outside panic mode; `sh` is for commands with side effects (install, build,
-//! test) and is offered only in act mode.
+//! `env` and `sh`: a shell command run after the user accepts, as a 202 proposal
+//! `{command}`. Where the project runs commands in the client (the default), the client runs
+//! it and its output replaces the body on accept; where it runs them on the server, the
+//! accepted command runs confined in the project root (`crate::sandbox`) and its outcome
+//! — status and output — is the entry, whatever the client sent. `env` is for commands
+//! without side effects (versions, git log) and is offered outside panic mode; `sh` is for
+//! commands with side effects (install, build, test) and is offered only in act mode.
 
 use std::borrow::Cow;
 
 use serde_json::json;
 
 use crate::context::view::EntryView;
-use crate::db::enums::LoopMode;
+use crate::db::enums::{EntryStatus, LoopMode};
+use crate::db::models::entry::EntryRow;
+use crate::db::queries::entries;
 use crate::parser::{Command, TagSpec};
 use crate::plugins::bundled::tools::{echoed, propose_text};
+use crate::plugins::gather::{Accepting, Gather};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{
     Availability, ClientCall, Handled, TargetKind, ToolEffect, ToolError, ToolInfo, ToolScope,
     TypedTool,
 };
+use crate::sandbox::outcome::CommandOutcome;
+use crate::sandbox::runner::CommandError;
+
+/// What running an accepted command on the server came to.
+pub(crate) type RanOnServer = Result<CommandOutcome, CommandError>;
 
 /// The `env` or `sh` tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +114,42 @@ impl ToolInfo for CommandProposal {
 
     fn target_kind(&self) -> TargetKind {
         TargetKind::Text
+    }
+
+    /// Runs the accepted command when its project runs commands on the server.
+    fn gather_acceptance<'a>(&'a self, accepting: &'a Accepting<'a>) -> Option<Gather<'a>> {
+        let place = accepting.commands?;
+        let proposal = accepting.proposal;
+        let command = proposal
+            .attributes
+            .text("command")
+            .unwrap_or(proposal.body.as_str());
+        Some(Gather::of(async move {
+            let ran: RanOnServer = place.run(&proposal.path, command).await;
+            ran
+        }))
+    }
+
+    /// Records what the command run on the server came to, when it ran there.
+    fn accept(
+        &self,
+        scope: &mut ToolScope<'_>,
+        proposal: &EntryRow,
+        _output: Option<&str>,
+    ) -> Result<(), ToolError> {
+        let (status, body) = match scope.gathered::<RanOnServer>(self.name) {
+            Some(Ok(outcome)) => (outcome.status, std::mem::take(&mut outcome.body)),
+            Some(Err(error)) => (EntryStatus::Failed, error.to_string()),
+            None => return Ok(()),
+        };
+        entries::resolve_entry(
+            scope.conn,
+            scope.run_id,
+            &proposal.path,
+            status,
+            Some(&body),
+        )?;
+        Ok(())
     }
 }
 

@@ -1,0 +1,124 @@
+//! Stage 1, `rummy sandbox-exec`: reads the spec, joins the command's cgroups, runs stage 2
+//! in its own process group inside a new session, relays its exit status, and kills
+//! whatever it left behind.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::Pid;
+
+use super::confine::SPEC_VARIABLE;
+use super::{fail, SandboxError, Spec, CONFINE_SUBCOMMAND};
+
+/// Runs stage 1 with the spec on stdin; returns the exit status to end with.
+pub(super) fn exec_main() -> u8 {
+    match supervise() {
+        Ok(code) => code,
+        Err(error) => fail(&error),
+    }
+}
+
+fn supervise() -> Result<u8, SandboxError> {
+    let mut json = String::new();
+    std::io::stdin()
+        .read_to_string(&mut json)
+        .map_err(SandboxError::ReadSpec)?;
+    let spec = Spec::parse(&json)?;
+    for cgroup in &spec.cgroups {
+        std::fs::write(cgroup.join("cgroup.procs"), "0").map_err(|source| SandboxError::Io {
+            what: "joining the command's cgroup",
+            source,
+        })?;
+    }
+    let sys = |what| move |source| SandboxError::Sys { what, source };
+    nix::unistd::setsid().map_err(sys("starting a session"))?;
+    nix::sys::prctl::set_child_subreaper(true).map_err(sys("becoming a subreaper"))?;
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(sys("following the server"))?;
+    let exe = std::env::current_exe().map_err(|source| SandboxError::Io {
+        what: "finding the rummy binary",
+        source,
+    })?;
+    let child = confine_command(exe, json)
+        .spawn()
+        .map_err(|source| SandboxError::Io {
+            what: "starting the confined stage",
+            source,
+        })?;
+    let child = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let status = wait_for(child).map_err(sys("waiting for the command"))?;
+    let _ = killpg(child, Signal::SIGKILL);
+    sweep();
+    Ok(status)
+}
+
+/// Stage 2: this binary again, in a process group of its own (so a `kill 0` in the command
+/// cannot reach this supervisor), with no environment but the spec and no stdin.
+fn confine_command(exe: PathBuf, spec: String) -> Command {
+    let mut command = Command::new(exe);
+    command
+        .arg(CONFINE_SUBCOMMAND)
+        .env_clear()
+        .env(SPEC_VARIABLE, spec)
+        .stdin(Stdio::null())
+        .process_group(0);
+    command
+}
+
+/// Reaps children (orphans re-parent here) until `child` ends; returns its exit code, or
+/// `128 + signal` when a signal ended it.
+fn wait_for(child: Pid) -> Result<u8, nix::Error> {
+    loop {
+        match waitpid(None, None)? {
+            WaitStatus::Exited(pid, code) if pid == child => {
+                return Ok(u8::try_from(code).unwrap_or(u8::MAX));
+            }
+            WaitStatus::Signaled(pid, signal, _) if pid == child => {
+                return Ok(u8::try_from(128 + signal as i32).unwrap_or(u8::MAX));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Kills every remaining descendant and reaps them, until no child is left: what a command
+/// started in the background or in a new session does not outlive it.
+fn sweep() {
+    loop {
+        for pid in descendants(std::process::id()) {
+            let _ = kill(pid, Signal::SIGKILL);
+        }
+        match waitpid(None, None) {
+            Err(Errno::ECHILD) => return,
+            Err(Errno::EINTR) | Ok(_) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// The living descendants of `pid`, read from `/proc/<pid>/task/*/children`.
+pub(crate) fn descendants(pid: u32) -> Vec<Pid> {
+    let mut found = Vec::new();
+    let mut pending = vec![pid];
+    while let Some(parent) = pending.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                found.push(Pid::from_raw(i32::try_from(child).unwrap_or(i32::MAX)));
+                pending.push(child);
+            }
+        }
+    }
+    found
+}
