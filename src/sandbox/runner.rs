@@ -216,10 +216,18 @@ impl ServerCommands {
             commands: self,
             run: request.run,
         };
-        let outcome = match self.inner.slots.acquire().await {
-            Ok(_slot) => self.launch(request, &stop, &aborted_by).await,
-            Err(_) => CommandOutcome::of(
-                &Ending::NotStarted("the server is stopping".into()),
+        // An abort while the command waits for a place ends it before it starts.
+        let outcome = tokio::select! {
+            slot = self.inner.slots.acquire() => match slot {
+                Ok(_slot) => self.launch(request, &stop, &aborted_by).await,
+                Err(_) => CommandOutcome::of(
+                    &Ending::NotStarted("the server is stopping".into()),
+                    String::new(),
+                    reported(request.policy, false),
+                ),
+            },
+            () = stop.cancelled() => CommandOutcome::of(
+                &Ending::Aborted(taken(&aborted_by)),
                 String::new(),
                 reported(request.policy, false),
             ),
@@ -450,8 +458,7 @@ impl ServerCommands {
                     break;
                 }
                 () = stop.cancelled() => {
-                    let person = aborted_by.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-                    ending = Some(Ending::Aborted(person.flatten()));
+                    ending = Some(Ending::Aborted(taken(aborted_by)));
                     break;
                 }
                 _ = tick.tick() => stream.flush(),
@@ -713,6 +720,15 @@ async fn kill_all(supervisor: Option<u32>) {
         }
     })
     .await;
+}
+
+/// Who aborted, as [`ServerCommands::abort`] recorded it (`None`: the operator).
+fn taken(aborted_by: &Mutex<Option<Option<String>>>) -> Option<String> {
+    aborted_by
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+        .flatten()
 }
 
 /// This server's own binary, which has the launcher's stages too.

@@ -98,8 +98,8 @@ pub(crate) struct Policy {
     pub(crate) network: bool,
     /// Whether Unix sockets are allowed whatever the ABI.
     pub(crate) unix_sockets: bool,
-    /// Processes and threads no signal may reach when Landlock cannot scope signals: the
-    /// server's process and threads, the supervisor (as processes and as process groups).
+    /// Processes no signal may reach when Landlock cannot scope signals: the server and the
+    /// supervisor (as processes and as process groups).
     pub(crate) protected: Vec<u32>,
 }
 

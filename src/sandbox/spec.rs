@@ -62,7 +62,7 @@ pub struct Spec {
     #[serde(default)]
     pub unix_sockets: bool,
     /// The server's process id: below Landlock ABI 6, which scopes signals, a seccomp filter
-    /// refuses signals to it (and to its threads when the command starts).
+    /// refuses signals to it.
     pub server_pid: u32,
     /// The Landlock ABI to confine at (the one the server probed at start): a kernel with an
     /// older one fails set-up, so a command is never confined less than the server checked.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::{user_message, Client, TestApp, CPU_BURNERS};
+use crate::support::{eventually, user_message, Client, TestApp, CPU_BURNERS};
 use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// Small limits, so the escapes end quickly.
@@ -502,4 +502,56 @@ async fn server_mode_refuses_to_start_where_commands_cannot_be_confined() {
     let message = error.to_string();
     assert!(message.contains("cannot run confined"), "{message}");
     assert!(message.contains("RUMMY_SANDBOX=off"), "{message}");
+}
+
+#[actix_web::test]
+async fn a_command_aborted_while_it_waits_for_a_place_never_runs() {
+    let llm = FakeLlm::start([
+        Step::reply("<sh>echo started; sleep 1005</sh><update>holding</update>"),
+        Step::reply("<sh>touch never-ran</sh><update>waiting</update>"),
+    ]);
+    let mut env = LIMITS.to_vec();
+    env.push(("RUMMY_SANDBOX_MAX_CONCURRENT", "1"));
+    let app = TestApp::with_llm(&llm, &env).await;
+    let (mut first, root) = app.client_in_project("places").await;
+    let (busy, busy_path) = first.act_until_proposal("hold the place").await;
+    let holding = first
+        .send(
+            "run/resolve",
+            json!({"run": busy, "resolution": {"path": busy_path, "action": "accept"}}),
+        )
+        .await;
+    first
+        .until_notified("run/output", |params| params["text"] == json!("started\n"))
+        .await;
+    let mut second = app.client().await;
+    second.init("places", &root).await;
+    let (waiting, path) = second.act_until_proposal("wait for it").await;
+    let queued = second
+        .send(
+            "run/resolve",
+            json!({"run": waiting, "resolution": {"path": path, "action": "accept"}}),
+        )
+        .await;
+    let mut aborter = app.client().await;
+    aborter.init("places", &root).await;
+    // A resolution of a path the run never had changes nothing, and says whether the run
+    // has a command under way.
+    eventually("the second command to wait for its place", async || {
+        let (_, message) = aborter
+            .err(
+                "run/resolve",
+                json!({"run": waiting, "resolution": {"path": "sh://none", "action": "reject"}}),
+            )
+            .await;
+        message.contains("running on the server").then_some(())
+    })
+    .await;
+    aborter.ok("run/abort", json!({"run": waiting})).await;
+    let reply = second.reply(&queued).await;
+    assert_eq!(reply["result"]["status"], json!(499), "{reply}");
+    assert!(!root.join("never-ran").exists(), "it never started");
+    assert_eq!(entry(&app, &waiting, &path).await.0, 500);
+    aborter.ok("run/abort", json!({"run": busy})).await;
+    assert_eq!(first.reply(&holding).await["result"]["status"], json!(499));
 }
