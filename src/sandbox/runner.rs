@@ -465,17 +465,9 @@ impl ServerCommands {
             }
         }
         stream.flush();
-        if exited.is_none() {
-            // Not reaped yet, so no other process can have its pid.
-            kill_cgroup(cgroup).await;
-            kill_all(supervisor).await;
-            let status = child.wait().await;
-            exited = status.ok().and_then(|status| exit_code(&status));
-        }
-        let ending = match (ending, exited) {
-            (Some(ending), _) => ending,
-            (None, Some(code)) => Ending::Exited(code),
-            (None, None) => Ending::NotStarted("the launcher ended without a status".into()),
+        let ending = match exited {
+            Some(code) => ending.unwrap_or(Ending::Exited(code)),
+            None => stop_launcher(&mut child, supervisor, cgroup, ending).await,
         };
         kill_cgroup(cgroup).await;
         let hit_process_limit = hit_process_limit(cgroup).await;
@@ -741,6 +733,28 @@ fn default_launcher() -> PathBuf {
         .and_then(|exe| Some(exe.parent()?.join(super::LAUNCHER_BINARY)))
         .filter(|launcher| launcher.is_file())
         .unwrap_or_else(|| PathBuf::from(OWN_BINARY))
+}
+
+/// Kills a launcher `child` (not reaped yet, so no other process can have its pid) with all
+/// it started, and how the command ended: `ending` when it was stopped, else its status.
+async fn stop_launcher(
+    child: &mut tokio::process::Child,
+    supervisor: Option<u32>,
+    cgroup: Option<&Arc<CommandCgroup>>,
+    ending: Option<Ending>,
+) -> Ending {
+    kill_cgroup(cgroup).await;
+    kill_all(supervisor).await;
+    let exited = child
+        .wait()
+        .await
+        .ok()
+        .and_then(|status| exit_code(&status));
+    match (ending, exited) {
+        (Some(ending), _) => ending,
+        (None, Some(code)) => Ending::Exited(code),
+        (None, None) => Ending::NotStarted("the launcher ended without a status".into()),
+    }
 }
 
 /// Kills everything in a command's cgroup, off the executor.

@@ -393,26 +393,7 @@ pub(crate) async fn resolve_run(
     // What accepting needs from outside the store (an MCP server's answer, a command run
     // here) is obtained before the unit of work.
     let mut gathered = match action {
-        Decision::Accept if on_server => {
-            // Calls for the run other instances receive meanwhile (an abort) come here.
-            let instance = agent.runs.instance().id().to_owned();
-            let lease = (run.id, instance.clone());
-            agent
-                .db
-                .call(move |conn| instances::hold(conn, lease.0, &lease.1))
-                .await?;
-            let gathered =
-                gather_acceptance(&agent.plugins, &agent.db, run.id, &call.path, place).await;
-            let run_id = run.id;
-            agent
-                .db
-                .call(move |conn| instances::let_go(conn, run_id, &instance))
-                .await?;
-            gathered?
-        }
-        Decision::Accept => {
-            gather_acceptance(&agent.plugins, &agent.db, run.id, &call.path, place).await?
-        }
+        Decision::Accept => accepted(agent, &run, &call.path, place).await?,
         Decision::Reject | Decision::Error => Gathered::default(),
     };
     let ran = gathered.any::<RanOnServer>();
@@ -447,13 +428,7 @@ pub(crate) async fn resolve_run(
         })
         .await?;
     if aborted {
-        // The run was aborted while its command ran: it stops, whatever else is pending.
-        let run_id = run.id;
-        agent
-            .db
-            .call(move |conn| runs::abort_if_idle(conn, run_id))
-            .await?;
-        return Reply::of(LoopOutcome::Ended(Ending::Aborted).to_result(&run.alias));
+        return stopped_by_abort(agent, &run).await;
     }
     match decision {
         resume::Decision::StillPending(proposed) => {
@@ -466,6 +441,43 @@ pub(crate) async fn resolve_run(
         resume::Decision::Resume(enqueue) => run_loop(agent, run.id, *enqueue).await,
         resume::Decision::Refused(reason) => Err(AppError::InvalidParam(reason)),
     }
+}
+
+/// The reply to a resolution whose command was aborted while it ran: the run stops (499),
+/// whatever else is pending.
+async fn stopped_by_abort(agent: &AgentContext, run: &RunRow) -> Result<Reply, AppError> {
+    let run_id = run.id;
+    agent
+        .db
+        .call(move |conn| runs::abort_if_idle(conn, run_id))
+        .await?;
+    Reply::of(LoopOutcome::Ended(Ending::Aborted).to_result(&run.alias))
+}
+
+/// What accepting the proposal at `path` of `run` needs from outside the store; with a
+/// `place` (its project runs commands here) the run's lease is held meanwhile, so calls for
+/// the run other instances receive (an abort) come here.
+async fn accepted(
+    agent: &AgentContext,
+    run: &RunRow,
+    path: &str,
+    place: Option<CommandPlace<'_>>,
+) -> Result<Gathered, AppError> {
+    if place.is_none() {
+        return Ok(gather_acceptance(&agent.plugins, &agent.db, run.id, path, place).await?);
+    }
+    let (run_id, instance) = (run.id, agent.runs.instance().id().to_owned());
+    let holder = instance.clone();
+    agent
+        .db
+        .call(move |conn| instances::hold(conn, run_id, &holder))
+        .await?;
+    let gathered = gather_acceptance(&agent.plugins, &agent.db, run_id, path, place).await;
+    agent
+        .db
+        .call(move |conn| instances::let_go(conn, run_id, &instance))
+        .await?;
+    Ok(gathered?)
 }
 
 /// `run/inject` params.
