@@ -1042,6 +1042,39 @@ mod tests {
     }
 
     #[test]
+    fn bad_sandbox_settings_stop_the_start_naming_them() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let refused = |extra: &[(&str, &str)]| match load_in(home, extra) {
+            Err(ConfigError::Invalid(message)) => message,
+            Err(ConfigError::Layer(error)) => error.to_string(),
+            other => panic!("{extra:?} was not refused: {other:?}"),
+        };
+        let own_port = refused(&[("PORT", "3044"), ("RUMMY_SANDBOX_PORTS", "443,3044")]);
+        assert!(own_port.contains("own port 3044"), "{own_port}");
+        let secret = refused(&[("RUMMY_SANDBOX_ENV", "GITHUB_TOKEN=x")]);
+        assert!(secret.contains("GITHUB_TOKEN"), "{secret}");
+        let loader = refused(&[("RUMMY_SANDBOX_ENV", "LD_PRELOAD=/x.so")]);
+        assert!(loader.contains("LD_PRELOAD"), "{loader}");
+        let zero = refused(&[("RUMMY_SANDBOX_MAX_CPU_SECS", "0")]);
+        assert!(zero.contains("RUMMY_SANDBOX_MAX_CPU_SECS"), "{zero}");
+        let kill = refused(&[("RUMMY_SANDBOX_KILL_OUTPUT_BYTES", "10")]);
+        assert!(kill.contains("RUMMY_SANDBOX_KILL_OUTPUT_BYTES"), "{kill}");
+        let port = refused(&[("RUMMY_SANDBOX_PORTS", "http")]);
+        assert!(port.contains("not a TCP port"), "{port}");
+        let pair = refused(&[("RUMMY_SANDBOX_ENV", "JUSTANAME")]);
+        assert!(pair.contains("NAME=value"), "{pair}");
+        let fine = load_in(
+            home,
+            &[
+                ("RUMMY_SANDBOX_ENV", "CI=1,LANG=C"),
+                ("RUMMY_SANDBOX_PORTS", "443"),
+            ],
+        );
+        assert_eq!(fine.unwrap().commands.ports, [443]);
+    }
+
+    #[test]
     fn replay_keeps_at_least_one_run_for_a_second() {
         let home = tempfile::tempdir().unwrap();
         let settings = Settings::load(
