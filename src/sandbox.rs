@@ -1,13 +1,13 @@
 //! Commands run on the server, confined (issue 27). The server spawns its own binary as
-//! `rummy sandbox-exec` with a [`Spec`] as JSON on stdin; no `unsafe` and no `pre_exec` are
-//! needed because the work is split across two re-executions of the binary:
+//! `rummy sandbox-exec` (or the smaller `rummy-sandbox`) with a [`Spec`] as JSON on stdin,
+//! in two stages, so that nothing but that fresh single-threaded process ever forks:
 //!
-//! 1. `sandbox-exec` ([`supervisor`]): a session leader and child subreaper that spawns
+//! 1. `sandbox-exec` ([`supervisor`]): a session leader and child subreaper that forks
 //!    stage 2, relays its exit status and kills every process left behind when it ends.
-//! 2. `sandbox-confine` ([`confine`]): sets resource limits ([`limits`]), drops all
-//!    capabilities, sets `no_new_privs`, restricts itself with Landlock ([`landlock_rules`])
-//!    and a seccomp deny list ([`seccomp`]), then becomes `/bin/sh -c COMMAND` with an
-//!    environment built from nothing.
+//! 2. the forked child ([`confine`]): leaves the supervisor's process group, sets resource
+//!    limits ([`limits`]), drops all capabilities, sets `no_new_privs`, restricts itself with
+//!    Landlock ([`landlock_rules`]) and a seccomp deny list ([`seccomp`]), then becomes
+//!    `/bin/sh -c COMMAND` with an environment built from nothing.
 //!
 //! Exit status: the command's code, `128 + signal` when a signal ended it, and
 //! [`SETUP_FAILED`] when confinement could not be set up (with `rummy sandbox: <reason>` on
@@ -27,15 +27,12 @@ mod spec;
 mod supervisor;
 
 pub(crate) use cgroup::{Cgroups, CommandCgroup};
-use confine::confine_main;
 pub(crate) use etc_rules::etc_readable;
 pub use spec::{Limits, Spec};
 use supervisor::exec_main;
 
 /// The hidden subcommand the server spawns: stage 1, the supervisor.
 pub const EXEC_SUBCOMMAND: &str = "sandbox-exec";
-/// The hidden subcommand stage 1 spawns: stage 2, which confines itself and execs the command.
-pub const CONFINE_SUBCOMMAND: &str = "sandbox-confine";
 /// The exit status when the sandbox could not be set up (as `env` and `docker run` use it).
 pub const SETUP_FAILED: u8 = 125;
 
@@ -73,7 +70,7 @@ pub(crate) enum SandboxError {
 }
 
 /// The launcher binary the build makes beside `rummy`: the two stages and nothing else, so
-/// that starting it (twice per command) costs little.
+/// that starting it for each command costs little.
 pub const LAUNCHER_BINARY: &str = "rummy-sandbox";
 
 /// Runs the stage `stage` names (the first argument of a launcher process) and returns the
@@ -81,8 +78,6 @@ pub const LAUNCHER_BINARY: &str = "rummy-sandbox";
 pub fn run_stage(stage: &std::ffi::OsStr) -> Option<u8> {
     if stage == EXEC_SUBCOMMAND {
         Some(exec_main())
-    } else if stage == CONFINE_SUBCOMMAND {
-        Some(confine_main())
     } else {
         None
     }

@@ -1,5 +1,5 @@
 //! `rummy-sandbox`: the launcher the server runs each accepted command through
-//! (`rummy::sandbox`), a small binary so that starting it twice per command costs little.
+//! (`rummy::sandbox`), a small binary so that starting it for each command costs little.
 //! The same stages are in `rummy` itself, which the server falls back on without this one.
 
 fn main() -> std::process::ExitCode {
@@ -9,9 +9,8 @@ fn main() -> std::process::ExitCode {
         None => {
             eprintln!(
                 "rummy-sandbox runs commands for the rummy server; it is not run by hand \
-                 (stages: {}, {})",
-                rummy::sandbox::EXEC_SUBCOMMAND,
-                rummy::sandbox::CONFINE_SUBCOMMAND
+                 (stage: {})",
+                rummy::sandbox::EXEC_SUBCOMMAND
             );
             std::process::ExitCode::from(2)
         }

@@ -1,28 +1,44 @@
-//! Stage 2, `rummy sandbox-confine`: confines this process, then becomes the command.
+//! Stage 2, in the supervisor's forked child: leaves the supervisor's process group and
+//! stdin, confines itself, then becomes the command.
 
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use caps::CapSet;
+use nix::unistd::Pid;
 
 use super::{fail, landlock_rules, limits, seccomp, SandboxError, Spec};
 
-/// The variable through which stage 1 hands stage 2 the spec (stage 2's stdin is the
-/// command's).
-pub(crate) const SPEC_VARIABLE: &str = "RUMMY_SANDBOX_SPEC";
-
 /// Runs stage 2. Returns only when confinement or the `exec` failed.
-pub(super) fn confine_main() -> u8 {
-    match confine_and_exec() {
+pub(super) fn confine_main(spec: &Spec) -> u8 {
+    match confine_and_exec(spec) {
         Ok(never) => match never {},
         Err(error) => fail(&error),
     }
 }
 
-fn confine_and_exec() -> Result<std::convert::Infallible, SandboxError> {
-    let json = std::env::var(SPEC_VARIABLE)
-        .map_err(|error| SandboxError::InvalidSpec(format!("{SPEC_VARIABLE}: {error}")))?;
-    let spec = Spec::parse(&json)?;
+/// A process group of its own (so a `kill 0` in the command cannot reach the supervisor) and
+/// no stdin (the supervisor's was the spec).
+fn detach() -> Result<(), SandboxError> {
+    nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0)).map_err(|source| {
+        SandboxError::Sys {
+            what: "leaving the supervisor's process group",
+            source,
+        }
+    })?;
+    let null = std::fs::File::open("/dev/null").map_err(|source| SandboxError::Io {
+        what: "opening /dev/null",
+        source,
+    })?;
+    nix::unistd::dup2_stdin(null.as_fd()).map_err(|source| SandboxError::Sys {
+        what: "replacing stdin",
+        source,
+    })
+}
+
+fn confine_and_exec(spec: &Spec) -> Result<std::convert::Infallible, SandboxError> {
+    detach()?;
     std::env::set_current_dir(&spec.root).map_err(|source| SandboxError::Io {
         what: "entering the root",
         source,
@@ -35,7 +51,7 @@ fn confine_and_exec() -> Result<std::convert::Infallible, SandboxError> {
     })?;
     if !spec.unconfined {
         let protected = protected_processes(spec.server_pid);
-        let abi = landlock_rules::restrict(&spec)?;
+        let abi = landlock_rules::restrict(spec)?;
         seccomp::apply(&seccomp::Policy {
             abi,
             network: !spec.ports.is_empty(),

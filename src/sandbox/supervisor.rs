@@ -1,19 +1,16 @@
-//! Stage 1, `rummy sandbox-exec`: reads the spec, joins the command's cgroups, runs stage 2
-//! in its own process group inside a new session, relays its exit status, and kills
+//! Stage 1, `rummy sandbox-exec`: reads the spec, joins the command's cgroups, forks stage 2
+//! into its own process group inside a new session, relays its exit status, and kills
 //! whatever it left behind.
 
 use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use nix::errno::Errno;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitStatus};
-use nix::unistd::Pid;
+use nix::unistd::{ForkResult, Pid};
 
-use super::confine::SPEC_VARIABLE;
-use super::{fail, SandboxError, Spec, CONFINE_SUBCOMMAND};
+use super::confine::confine_main;
+use super::{fail, SandboxError, Spec};
 
 /// Runs stage 1 with the spec on stdin; returns the exit status to end with.
 pub(super) fn exec_main() -> u8 {
@@ -39,34 +36,40 @@ fn supervise() -> Result<u8, SandboxError> {
     nix::unistd::setsid().map_err(sys("starting a session"))?;
     nix::sys::prctl::set_child_subreaper(true).map_err(sys("becoming a subreaper"))?;
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(sys("following the server"))?;
-    let exe = std::env::current_exe().map_err(|source| SandboxError::Io {
-        what: "finding the rummy binary",
-        source,
-    })?;
-    let child = confine_command(exe, json)
-        .spawn()
-        .map_err(|source| SandboxError::Io {
-            what: "starting the confined stage",
-            source,
-        })?;
-    let child = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let child = start_confined(&spec)?;
     let status = wait_for(child).map_err(sys("waiting for the command"))?;
     let _ = killpg(child, Signal::SIGKILL);
     sweep();
     Ok(status)
 }
 
-/// Stage 2: this binary again, in a process group of its own (so a `kill 0` in the command
-/// cannot reach this supervisor), with no environment but the spec and no stdin.
-fn confine_command(exe: PathBuf, spec: String) -> Command {
-    let mut command = Command::new(exe);
-    command
-        .arg(CONFINE_SUBCOMMAND)
-        .env_clear()
-        .env(SPEC_VARIABLE, spec)
-        .stdin(Stdio::null())
-        .process_group(0);
-    command
+/// Stage 2 in a forked child, which never returns here: it confines itself and becomes the
+/// command ([`confine_main`]). A fork rather than a second launch of this binary saves what
+/// loading it again costs (about a third of the set-up, benches/sandbox.rs).
+#[allow(unsafe_code)]
+fn start_confined(spec: &Spec) -> Result<Pid, SandboxError> {
+    let threads = std::fs::read_dir("/proc/self/task")
+        .map_err(|source| SandboxError::Io {
+            what: "counting the supervisor's threads",
+            source,
+        })?
+        .count();
+    if threads != 1 {
+        return Err(SandboxError::InvalidSpec(format!(
+            "the supervisor must have one thread to fork, it has {threads}"
+        )));
+    }
+    // SAFETY: this process has a single thread (counted just above; nothing in stage 1
+    // starts one), so the child is a consistent copy of it: no lock is held by a thread
+    // that does not exist there, and it may allocate. The child leaves only by `exit`.
+    match unsafe { nix::unistd::fork() } {
+        Ok(ForkResult::Parent { child }) => Ok(child),
+        Ok(ForkResult::Child) => std::process::exit(i32::from(confine_main(spec))),
+        Err(source) => Err(SandboxError::Sys {
+            what: "starting the confined stage",
+            source,
+        }),
+    }
 }
 
 /// Reaps children (orphans re-parent here) until `child` ends; returns its exit code, or
