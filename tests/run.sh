@@ -9,7 +9,9 @@
 # --ignored`), `rummy acp` driven by the ACP TypeScript SDK (`... acp::ts:: -- --ignored`) and
 # by the ACP Python SDK (`... acp::py:: -- --ignored`) and the end-to-end tests against the
 # LLM (`... e2e:: -- --ignored`); all four are
-# #[ignore]d so that a plain `cargo test` never counts them as passed. Then it runs the
+# #[ignore]d so that a plain `cargo test` never counts them as passed. As root it also runs
+# the server as the image does, as nobody on a read-only root (`... container:: --
+# --ignored`, with util-linux's unshare and setpriv). Then it runs the
 # integration suite and the unit tests (their stores, TestDb) a second time with
 # PostgreSQL as the store: against RUMMY_TEST_DATABASE_URL when it is set, else against a
 # throwaway cluster it installs (apt-get, as root, when missing), initdb's in a temporary
@@ -51,6 +53,8 @@ node_problem=""
 NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs, acp::ts::) will NOT run."
 python_sdk_problem=""
 PYTHON_SDK_CONSEQUENCE="The tests of rummy acp with the ACP Python SDK (tests/it/acp.rs, acp::py::) will NOT run."
+container_problem=""
+CONTAINER_CONSEQUENCE="The test of the server as the image runs it, unprivileged on a read-only root (tests/it/container.rs), will NOT run."
 POSTGRES_CONSEQUENCE="The integration suite will NOT run against PostgreSQL, nor the tests of PostgreSQL alone (tests/it/instances.rs ...)."
 
 # shout PROBLEM CONSEQUENCE
@@ -134,6 +138,20 @@ ensure_nginx() {
   if ! apt_install nginx || ! nginx_installed; then
     nginx_problem="nginx could not be installed with apt-get: see the messages above."
     return 1
+  fi
+}
+
+# What the image's conditions are made with: root, and util-linux's unshare and setpriv.
+ensure_container_tools() {
+  if [ "$(id -u)" != 0 ]; then
+    container_problem="Not root: a read-only root in a mount namespace and a drop to nobody need root."
+    return 1
+  fi
+  if ! command -v unshare >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1; then
+    if ! as_root || ! apt_install util-linux || ! command -v setpriv >/dev/null 2>&1; then
+      container_problem="unshare and setpriv (util-linux) are not installed and could not be."
+      return 1
+    fi
   fi
 }
 
@@ -236,6 +254,9 @@ start_postgres() {
 if ! ensure_nginx; then
   shout "$nginx_problem" "$NGINX_CONSEQUENCE"
 fi
+if ! ensure_container_tools; then
+  shout "$container_problem" "$CONTAINER_CONSEQUENCE"
+fi
 if ! ensure_node; then
   shout "$node_problem" "$NODE_CONSEQUENCE"
 fi
@@ -252,6 +273,11 @@ if [ -z "$nginx_problem" ]; then
   cargo test --locked --test it proxy:: -- --ignored
   proxy_status=$?
   [ "$status" = 0 ] && status=$proxy_status
+fi
+if [ -z "$container_problem" ]; then
+  cargo test --locked --test it container:: -- --ignored
+  container_status=$?
+  [ "$status" = 0 ] && status=$container_status
 fi
 if [ -z "$node_problem" ]; then
   cargo test --locked --test it acp::ts:: -- --ignored
@@ -274,7 +300,7 @@ fi
 stop_llm
 if start_postgres; then
   echo "running the integration suite and the tests of PostgreSQL alone against PostgreSQL" >&2
-  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp::
+  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp:: --skip container::
   pg_status=$?
   [ "$status" = 0 ] && status=$pg_status
   cargo test --locked --lib -- --include-ignored
@@ -294,6 +320,7 @@ missing() {
   fi
 }
 missing "$nginx_problem" "$NGINX_CONSEQUENCE"
+missing "$container_problem" "$CONTAINER_CONSEQUENCE"
 missing "$node_problem" "$NODE_CONSEQUENCE"
 missing "$python_sdk_problem" "$PYTHON_SDK_CONSEQUENCE"
 missing "$llm_problem" "$LLM_CONSEQUENCE"
