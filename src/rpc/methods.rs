@@ -185,6 +185,9 @@ method_table! {
             ("name", "string — project identity"),
             ("projectRoot", "string — absolute path of the project tree"),
         ];
+    GetProjects "getProjects" (NoParams) session::projects,
+        needs_init: false, long_running: false, role: Viewer,
+        "The projects the caller may open, by name: [{name, projectRoot, created}]." &[];
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,
         "List the model catalogue." PAGE;

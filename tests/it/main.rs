@@ -16,6 +16,7 @@ mod acp;
 mod audit;
 mod budget;
 mod concurrency;
+mod console;
 mod durability;
 mod entry_changed;
 mod fairness;
