@@ -1,7 +1,7 @@
 //! The web console: pages served under `RUMMY_CONSOLE_PATH` (default `/ui`), compiled into
 //! the binary, and the sign-in that gives a browser a session cookie. The page is a client
 //! of rummy's own JSON-RPC over WebSocket, opened at `<path>/rpc` with that cookie
-//! ([`session::caller`]), where every call passes the same role and project checks as a
+//! (`ws::cookie::caller`), where every call passes the same role and project checks as a
 //! token's.
 //!
 //! Every response under the path carries [`SECURITY_HEADERS`]: a Content-Security-Policy
@@ -13,8 +13,6 @@ mod session;
 use actix_web::http::header;
 use actix_web::middleware::DefaultHeaders;
 use actix_web::{web, HttpResponse};
-
-pub(crate) use session::caller;
 
 /// The headers of every console response: scripts, styles, images and connections from the
 /// page's own origin only (`'self'` includes its `ws:`/`wss:`), no inline script or style,
@@ -29,11 +27,6 @@ pub(crate) const SECURITY_HEADERS: [(&str, &str); 4] = [
     ("referrer-policy", "no-referrer"),
     ("x-frame-options", "DENY"),
 ];
-
-/// The path of the console's WebSocket under `base`.
-pub(crate) fn socket_path(base: &str) -> String {
-    format!("{base}/rpc")
-}
 
 /// Routes the console under `base`: `base` itself redirects to `base/`, which is the page;
 /// `base/session` signs in (POST), says who is signed in (GET) and signs out (DELETE);

@@ -26,8 +26,8 @@ use futures_util::{stream, SinkExt, Stream};
 use tracing::instrument::Instrumented;
 use tracing::Instrument;
 
-use crate::console;
 use crate::ws::client_addr::client_addr;
+use crate::ws::cookie;
 use crate::ws::frames::SocketFrames;
 use crate::ws::gate;
 use crate::ws::pump::{Pump, SendLimits};
@@ -35,7 +35,7 @@ use crate::ws::session::WsSession;
 use crate::ws::state::ServerState;
 
 /// The paths that speak JSON-RPC over WebSocket to a token; the console's page speaks it at
-/// its own path, with its session cookie ([`console::caller`]).
+/// its own path, with its session cookie ([`cookie::caller`]).
 pub(crate) const SOCKET_PATHS: [&str; 2] = ["/", "/rpc"];
 
 /// Serves one request that asked for `Upgrade: websocket`, and then its session until the
@@ -70,8 +70,8 @@ async fn handshake(
     let server = &state.agent.settings.server;
     let admitted = if SOCKET_PATHS.contains(&head.uri.path()) {
         gate::admit(head, &state.access, server)
-    } else if head.uri.path() == console::socket_path(&server.console_path) {
-        console::caller(head, &state).await
+    } else if head.uri.path() == cookie::socket_path(&server.console_path) {
+        cookie::caller(head, &state).await
     } else {
         refuse(&mut framed, Response::new(StatusCode::NOT_FOUND)).await?;
         return Ok(None);

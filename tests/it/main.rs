@@ -17,6 +17,7 @@ mod audit;
 mod budget;
 mod concurrency;
 mod console;
+mod console_browser;
 mod durability;
 mod entry_changed;
 mod fairness;

@@ -1,7 +1,7 @@
 // The console: sign-in, then views chosen by the URL's fragment (#/, #/p/<project>,
 // #/p/<project>/r/<run>) over one JSON-RPC connection bound to the project shown.
 import { Rpc } from './rpc.js';
-import { el } from './dom.js';
+import { el, fill } from './dom.js';
 import { projectsView } from './projects.js';
 import { runsView, runView } from './runs.js';
 
@@ -27,7 +27,7 @@ function signInView(message) {
   leave = () => {};
   who.textContent = '';
   signOutButton.hidden = true;
-  crumbs.replaceChildren();
+  fill(crumbs);
   const token = el('input', { id: 'token', type: 'password', autocomplete: 'current-password', required: true });
   const error = el('p', { class: 'error', role: 'alert' }, message ?? '');
   const form = el('form', { class: 'form', id: 'sign-in' },
@@ -51,7 +51,7 @@ function signInView(message) {
       error.textContent = body.error ?? `Not signed in (${response.status}).`;
     }
   });
-  main.replaceChildren(form);
+  fill(main, form);
   token.focus();
 }
 
@@ -101,7 +101,7 @@ function breadcrumbs(parts) {
   const items = [el('li', {}, el('a', { href: '#/' }, 'Projects'))];
   if (parts.project) items.push(el('li', {}, el('a', { href: '#/p/' + encodeURIComponent(parts.project) }, parts.project)));
   if (parts.run) items.push(el('li', { 'aria-current': 'page' }, parts.run));
-  crumbs.replaceChildren(el('ol', {}, items));
+  fill(crumbs, el('ol', {}, items));
 }
 
 async function show() {
@@ -125,7 +125,7 @@ async function show() {
     }
     if (turn === shown) leave = stop; else stop();
   } catch (error) {
-    if (turn === shown) main.replaceChildren(el('p', { class: 'error', role: 'alert' }, error.message));
+    if (turn === shown) fill(main, el('p', { class: 'error', role: 'alert' }, error.message));
   }
   if (turn === shown) main.focus({ preventScroll: true });
 }

@@ -18,6 +18,11 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
+// Replaces `node`'s children with `children`, leaving out the absent ones (null, false).
+export function fill(node, ...children) {
+  node.replaceChildren(...children.flat().filter((child) => child !== undefined && child !== null && child !== false));
+}
+
 // A link target the console made itself (`#/...`); anything else goes to the start.
 function route(value) {
   return typeof value === 'string' && value.startsWith('#/') ? value : '#/';

@@ -1,5 +1,5 @@
 // The projects the person may open.
-import { el, link } from './dom.js';
+import { el, fill, link } from './dom.js';
 
 export async function projectsView(ctx, main) {
   const projects = await ctx.rpc.call('getProjects');
@@ -8,6 +8,6 @@ export async function projectsView(ctx, main) {
       el('a', { href: link('p', project.name) }, project.name),
       el('div', { class: 'muted' }, project.projectRoot ?? ''))))
     : el('p', {}, 'No project you may open yet. A client creates one with init.');
-  main.replaceChildren(el('h1', {}, 'Projects'), list);
+  fill(main, el('h1', {}, 'Projects'), list);
   return () => {};
 }

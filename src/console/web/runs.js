@@ -1,6 +1,6 @@
 // A project's runs, live and filterable, and one run's timeline, live. Controls that change
 // things are shown to members and admins only (the server refuses them to viewers anyway).
-import { el, link, debounce, status, active } from './dom.js';
+import { el, fill, link, debounce, status, active } from './dom.js';
 
 const FILTERS = {
   all: () => true,
@@ -26,7 +26,7 @@ export async function runsView(ctx, main, project) {
     const shown = runs.filter(FILTERS[which.value]).filter((run) => !needle
       || [run.run, run.model, run.created_by, run.summary]
         .some((field) => (field ?? '').toLowerCase().includes(needle)));
-    body.replaceChildren(...shown.map((run) => el('tr', {},
+    fill(body, ...shown.map((run) => el('tr', {},
       el('td', { 'data-label': 'Run' }, el('a', { href: link('p', project, 'r', run.run) }, run.run)),
       el('td', { 'data-label': 'Status' }, status(run.status),
         progress.has(run.run) && active(run.status) ? el('div', { class: 'progress' }, progress.get(run.run)) : null),
@@ -50,7 +50,7 @@ export async function runsView(ctx, main, project) {
     ctx.rpc.on('run/progress', (params) => { progress.set(params.run, `turn ${params.turn}: ${params.status}`); later(); }),
     ctx.rpc.on('run/state', later),
   ];
-  main.replaceChildren(
+  fill(main,
     el('h1', {}, project),
     ctx.canChange ? await askForm(ctx, project, later) : null,
     el('div', { class: 'filters', role: 'search' },
@@ -129,7 +129,7 @@ export async function runView(ctx, main, project, alias) {
           el('button', { type: 'button', class: 'primary', onclick: () => resolve(entry.path, 'accept') }, 'Approve'),
           el('button', { type: 'button', onclick: () => resolve(entry.path, 'reject') }, 'Reject')) : null);
     });
-    main.replaceChildren(
+    fill(main,
       el('h1', {}, alias), meta, progress,
       ctx.canChange && active(run.status)
         ? el('div', { class: 'actions' }, el('button', { type: 'button', class: 'danger', id: 'abort', onclick: abort }, 'Abort'))
