@@ -53,6 +53,7 @@ pub(crate) fn configure(config: &mut web::ServiceConfig, base: &str) {
     config.service(
         web::scope(base)
             .wrap(headers)
+            .app_data(session::body_config())
             .route("/session", web::post().to(session::sign_in))
             .route("/session", web::get().to(session::who))
             .route("/session", web::delete().to(session::sign_out))

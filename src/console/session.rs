@@ -53,6 +53,20 @@ fn cookie(
         .finish()
 }
 
+/// A sign-in body that is not `{"token": "…"}` gets a 400 that echoes none of it.
+pub(super) fn body_config() -> web::JsonConfig {
+    web::JsonConfig::default().error_handler(|error, _| {
+        actix_web::error::InternalError::from_response(
+            error,
+            refused(
+                actix_web::http::StatusCode::BAD_REQUEST,
+                "the body must be JSON: {\"token\": \"…\"}",
+            ),
+        )
+        .into()
+    })
+}
+
 fn refused(status: actix_web::http::StatusCode, message: &str) -> HttpResponse {
     HttpResponse::build(status).json(json!({ "error": message }))
 }

@@ -317,6 +317,18 @@ async fn a_sign_in_needs_a_token_that_opens_the_server_and_the_pages_origin() {
         assert_eq!(answer.status, 403, "origin {origin:?}");
         assert!(!answer.headers.contains_key("set-cookie"));
     }
+    for body in [
+        json!({"token": 5, "x": "secret-ish"}),
+        json!({"password": "mo-token"}),
+    ] {
+        let request = awc::Client::new()
+            .post(format!("http://{addr}/ui/session"))
+            .insert_header(("origin", origin(addr)));
+        let answer = send(request, Some(body.clone())).await;
+        assert_eq!(answer.status, 400, "{body}");
+        assert!(answer.body.contains("token"), "{}", answer.body);
+        assert!(!answer.body.contains("secret-ish") && !answer.body.contains("mo-token"));
+    }
     let stored = app
         .read(|conn| number(conn, "SELECT COUNT(*) AS n FROM console_sessions"))
         .await;
