@@ -483,7 +483,8 @@ async fn the_console_path_setting_moves_the_pages_cookie_and_socket() {
 }
 
 #[actix_web::test]
-async fn the_cookie_is_secure_when_a_trusted_proxy_says_the_browser_used_tls() {
+async fn the_cookie_is_secure_when_a_trusted_proxy_says_the_browser_used_tls_and_listed_origins_may_sign_in(
+) {
     let llm = FakeLlm::start([]);
     let (app, _dir) = server(&llm, &[("RUMMY_TRUSTED_PROXIES", "127.0.0.1")]).await;
     let addr = app.addr();
@@ -498,7 +499,11 @@ async fn the_cookie_is_secure_when_a_trusted_proxy_says_the_browser_used_tls() {
     let plain = send(behind("http"), Some(json!({ "token": MO }))).await;
     assert!(!plain.cookie_attributes().contains(&"secure".to_owned()));
 
-    let (untrusted, _dir) = server(&llm, &[]).await;
+    let (untrusted, _dir) = server(
+        &llm,
+        &[("RUMMY_ALLOWED_ORIGINS", "https://console.example")],
+    )
+    .await;
     let addr = untrusted.addr();
     let forged = send(
         awc::Client::new()
@@ -512,4 +517,19 @@ async fn the_cookie_is_secure_when_a_trusted_proxy_says_the_browser_used_tls() {
         !forged.cookie_attributes().contains(&"secure".to_owned()),
         "a client that is no trusted proxy says nothing about TLS"
     );
+    let listed = send(
+        awc::Client::new()
+            .post(format!("http://{addr}/ui/session"))
+            .insert_header(("origin", "https://console.example")),
+        Some(json!({ "token": MO })),
+    )
+    .await;
+    assert_eq!(
+        listed.status, 200,
+        "an origin of RUMMY_ALLOWED_ORIGINS is the page's too"
+    );
+    let id = listed.session();
+    assert!(console_socket(addr, "/ui", &id, "https://console.example")
+        .await
+        .is_ok());
 }
