@@ -539,8 +539,9 @@ mod tests {
         }
     }
 
+    /// The reference's, and `getProjects`, which a client calls to choose what to `init`.
     #[test]
-    fn only_the_reference_pre_init_methods_skip_init() {
+    fn only_the_reference_pre_init_methods_and_get_projects_skip_init() {
         let open: Vec<&str> = Method::NAMED
             .iter()
             .copied()
@@ -553,6 +554,7 @@ mod tests {
                 "ping",
                 "discover",
                 "init",
+                "getProjects",
                 "getModels",
                 "addModel",
                 "removeModel"
