@@ -16,10 +16,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::Deserialize;
+use sha2::Digest;
 use subtle::ConstantTimeEq;
 
 use crate::config::ServerSettings;
 
+pub(crate) use people::decode_hash;
 pub use people::hash_token;
 pub(crate) use people::{People, Person};
 pub(crate) use watch::watch;
@@ -139,6 +141,27 @@ impl Access {
         self.people()
             .holder_of(token)
             .map(|person| Caller::Person(person.name.clone()))
+    }
+
+    /// Who a console session signed in with the token whose SHA-256 is `token_hash`, as
+    /// `person` (`None`: the operator), acts for now; `None` once that token opens nothing
+    /// (changed in the users file, another shared token).
+    pub(crate) fn resume(&self, person: Option<&str>, token_hash: &[u8; 32]) -> Option<Caller> {
+        let inner = &self.inner;
+        if inner.shared_token.is_none() && inner.users_file.is_none() {
+            return Some(Caller::Operator);
+        }
+        match person {
+            None => {
+                let shared = inner.shared_token.as_ref()?;
+                let hash: [u8; 32] = sha2::Sha256::digest(shared.as_bytes()).into();
+                bool::from(hash.ct_eq(token_hash)).then_some(Caller::Operator)
+            }
+            Some(name) => self
+                .people()
+                .named_holding(name, token_hash)
+                .map(|person| Caller::Person(person.name.clone())),
+        }
     }
 
     /// What `caller` may do now, by the people as last read.

@@ -26,6 +26,11 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_METRICS_OPEN", "server.metrics_open"),
     ("RUMMY_ALLOWED_ORIGINS", "server.allowed_origins"),
     ("RUMMY_TRUSTED_PROXIES", "server.trusted_proxies"),
+    ("RUMMY_CONSOLE_PATH", "server.console_path"),
+    (
+        "RUMMY_CONSOLE_SESSION_HOURS",
+        "server.console_session_hours",
+    ),
     ("RUMMY_MAX_FRAME_BYTES", "server.max_frame_bytes"),
     ("RUMMY_RPC_TIMEOUT", "server.rpc_timeout_ms"),
     ("RUMMY_HEARTBEAT_SECS", "server.heartbeat_secs"),
@@ -249,6 +254,10 @@ pub struct ServerSettings {
     /// Reverse proxies whose `X-Forwarded-For` names the client (`ws::client_addr`).
     #[serde(deserialize_with = "networks")]
     pub trusted_proxies: Vec<IpNet>,
+    /// The path the web console is served at, without a trailing `/` (`console`).
+    pub console_path: String,
+    /// Hours a console sign-in lasts.
+    pub console_session_hours: u64,
     /// Largest inbound frame in bytes.
     pub max_frame_bytes: usize,
     /// Timeout for short methods, in ms.
@@ -763,6 +772,18 @@ impl Settings {
                 "RUMMY_MAX_FRAME_BYTES must be at least 1024".into(),
             ));
         }
+        if !console_path_is_valid(&self.server.console_path) {
+            return Err(ConfigError::Invalid(
+                "RUMMY_CONSOLE_PATH must start with '/', not end with '/', hold only letters, \
+                 digits and '/._-', and not be a path rummy already serves (/rpc, /healthz, ...)"
+                    .into(),
+            ));
+        }
+        if self.server.console_session_hours == 0 {
+            return Err(ConfigError::Invalid(
+                "RUMMY_CONSOLE_SESSION_HOURS must be at least 1".into(),
+            ));
+        }
         self.commands.validate(self.server.port)?;
         if self.server.client_send_buffer_bytes / 2 < self.server.max_frame_bytes {
             return Err(ConfigError::Invalid(
@@ -773,6 +794,24 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// A console path rummy can serve: absolute, without a trailing `/`, `//`, dot segments or
+/// characters a URL would escape, and apart from the paths rummy serves already.
+fn console_path_is_valid(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix('/') else {
+        return false;
+    };
+    let segments_ok = rest
+        .split('/')
+        .all(|segment| !segment.is_empty() && segment != "." && segment != "..");
+    let chars_ok = rest
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c));
+    let taken = ["/rpc", "/healthz", "/readyz", "/metrics"]
+        .iter()
+        .any(|taken| path == *taken || path.starts_with(&format!("{taken}/")));
+    segments_ok && chars_ok && !taken
 }
 
 impl CommandSettings {
@@ -1335,6 +1374,23 @@ mod tests {
                 .to_string()
                 .contains("RUMMY_CLIENT_SEND_BUFFER_BYTES"),
             "{too_small}"
+        );
+    }
+
+    #[test]
+    fn a_console_path_is_absolute_plain_and_apart_from_rummys_own() {
+        for good in ["/ui", "/team/console", "/a.b_c-d"] {
+            assert!(console_path_is_valid(good), "{good}");
+        }
+        for bad in [
+            "", "/", "ui", "/ui/", "//ui", "/a//b", "/a/../b", "/./a", "/rpc", "/rpc/ui",
+            "/healthz", "/metrics", "/ui?x", "/ui x", "/ü",
+        ] {
+            assert!(!console_path_is_valid(bad), "{bad}");
+        }
+        assert!(
+            console_path_is_valid("/rpcx"),
+            "only the path itself is taken"
         );
     }
 

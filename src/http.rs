@@ -16,6 +16,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, App, HttpRequest, HttpResponse};
 use futures_util::FutureExt;
 
+use crate::console;
 use crate::db::queries;
 use crate::metrics::StoreGauges;
 use crate::ws::state::ServerState;
@@ -52,6 +53,9 @@ pub(crate) fn server(state: ServerState) -> io::Result<(Server, SocketAddr)> {
                 state.agent.settings.server.max_frame_bytes,
             ))
             .configure(configure)
+            .configure(|config| {
+                console::configure(config, &state.agent.settings.server.console_path);
+            })
             .into_factory()
             .map_err(|error| error.error_response());
         HttpService::build()

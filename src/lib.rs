@@ -9,6 +9,7 @@ pub mod app;
 mod budget;
 mod cluster;
 pub mod config;
+mod console;
 mod context;
 mod db;
 mod error;

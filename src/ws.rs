@@ -1,10 +1,11 @@
-//! WebSocket transport: the upgrade and its gates, the address a connection comes from, the
-//! session actor per client and the pump that writes for it, the bounds on requests in
-//! flight, the registry used at shutdown, the state the sessions and the HTTP routes share,
-//! and the audit row each call leaves.
+//! WebSocket transport: the upgrade and its gates (a token, or the console's session
+//! cookie), the address a connection comes from, the session actor per client and the pump
+//! that writes for it, the bounds on requests in flight, the registry used at shutdown, the
+//! state the sessions and the HTTP routes share, and the audit row each call leaves.
 
 pub(crate) mod audit;
 pub(crate) mod client_addr;
+pub(crate) mod cookie;
 pub(crate) mod frames;
 pub(crate) mod gate;
 pub(crate) mod in_flight;

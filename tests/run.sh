@@ -5,10 +5,12 @@
 # (SmolLM2-135M behind an OpenAI-compatible server on loopback, installed once and cached
 # under ~/.cache/rummy-llm), exports its base URL as RUMMY_TEST_LLM_URL, runs `cargo test
 # --locked --all-targets` (extra arguments are passed on to it), then the tests that need
-# those: rummy behind the real nginx (`cargo test --locked --test it proxy:: --
+# those: the web console in Debian's chromium driven by Playwright for Python (apt-get
+# chromium; a venv in tests/console/.venv with tests/console/requirements.txt; `...
+# console_browser:: -- --ignored`), rummy behind the real nginx (`cargo test --locked --test it proxy:: --
 # --ignored`), `rummy acp` driven by the ACP TypeScript SDK (`... acp::ts:: -- --ignored`) and
 # by the ACP Python SDK (`... acp::py:: -- --ignored`) and the end-to-end tests against the
-# LLM (`... e2e:: -- --ignored`); all four are
+# LLM (`... e2e:: -- --ignored`); all of them are
 # #[ignore]d so that a plain `cargo test` never counts them as passed. As root it also runs
 # the server as the image does, as nobody on a read-only root (`... container:: --
 # --ignored`, with util-linux's unshare and setpriv). Then it runs the
@@ -23,8 +25,8 @@
 # stops the LLM and the cluster again, removes the cluster, and exits with the first
 # failing status of the runs.
 #
-# When nginx, node, the Python SDK, the LLM or PostgreSQL cannot be installed or started (no
-# network, not root, no python3), this says so loudly and runs every other test; the tests that need it do not
+# When nginx, node, the Python SDK, chromium, Playwright, the LLM or PostgreSQL cannot be
+# installed or started (no network, not root, no python3), this says so loudly and runs every other test; the tests that need it do not
 # run. Under CI=true that fails the run (after the tests ran).
 #
 # Environment:
@@ -51,6 +53,8 @@ LLM_CONSEQUENCE="The end-to-end tests against the real LLM will NOT run."
 NGINX_CONSEQUENCE="The tests of rummy behind the real nginx (tests/it/proxy.rs) will NOT run."
 node_problem=""
 NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs, acp::ts::) will NOT run."
+console_problem=""
+CONSOLE_CONSEQUENCE="The tests of the web console in a real browser (tests/it/console_browser.rs) will NOT run."
 python_sdk_problem=""
 PYTHON_SDK_CONSEQUENCE="The tests of rummy acp with the ACP Python SDK (tests/it/acp.rs, acp::py::) will NOT run."
 container_problem=""
@@ -121,6 +125,40 @@ ensure_install_prerequisites() {
     return 1
   fi
   apt_install "${missing[@]}"
+}
+
+chromium_installed() {
+  [ -x /usr/bin/chromium ] || [ -x /usr/bin/chromium-browser ]
+}
+
+# Debian's chromium (apt-get; never a browser Playwright would download) and python3 with
+# venv, then a venv in tests/console/.venv holding Playwright for Python at the versions
+# tests/console/requirements.txt pins; the test points Playwright at the system chromium.
+ensure_console_browser() {
+  local missing=()
+  chromium_installed || missing+=(chromium fonts-dejavu-core)
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    missing+=(python3 python3-venv)
+  fi
+  if [ ${#missing[@]} -gt 0 ]; then
+    if ! as_root; then
+      console_problem="${missing[*]} not installed (not root or no apt-get: install them yourself)."
+      return 1
+    fi
+    if ! apt_install "${missing[@]}" || ! chromium_installed; then
+      console_problem="${missing[*]} could not be installed with apt-get: see the messages above."
+      return 1
+    fi
+  fi
+  if ! { [ -x tests/console/.venv/bin/python ] || python3 -m venv tests/console/.venv >&2; }; then
+    console_problem="python3 -m venv tests/console/.venv failed: see the messages above."
+    return 1
+  fi
+  if ! tests/console/.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+    -r tests/console/requirements.txt >&2; then
+    console_problem="pip install -r tests/console/requirements.txt failed (no network?): see the messages above."
+    return 1
+  fi
 }
 
 nginx_installed() {
@@ -263,6 +301,9 @@ fi
 if ! ensure_python_sdk; then
   shout "$python_sdk_problem" "$PYTHON_SDK_CONSEQUENCE"
 fi
+if ! ensure_console_browser; then
+  shout "$console_problem" "$CONSOLE_CONSEQUENCE"
+fi
 if ! start_llm; then
   shout "$llm_problem" "$LLM_CONSEQUENCE"
 fi
@@ -289,6 +330,11 @@ if [ -z "$python_sdk_problem" ]; then
   acp_status=$?
   [ "$status" = 0 ] && status=$acp_status
 fi
+if [ -z "$console_problem" ]; then
+  cargo test --locked --test it console_browser:: -- --ignored
+  console_status=$?
+  [ "$status" = 0 ] && status=$console_status
+fi
 if [ -n "${RUMMY_TEST_LLM_URL:-}" ]; then
   # The editor's session on the real model needs node as the ACP tests do (shouted above).
   skip_editor=()
@@ -300,7 +346,7 @@ fi
 stop_llm
 if start_postgres; then
   echo "running the integration suite and the tests of PostgreSQL alone against PostgreSQL" >&2
-  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp:: --skip container::
+  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp:: --skip container:: --skip console_browser::
   pg_status=$?
   [ "$status" = 0 ] && status=$pg_status
   cargo test --locked --lib -- --include-ignored
@@ -323,6 +369,7 @@ missing "$nginx_problem" "$NGINX_CONSEQUENCE"
 missing "$container_problem" "$CONTAINER_CONSEQUENCE"
 missing "$node_problem" "$NODE_CONSEQUENCE"
 missing "$python_sdk_problem" "$PYTHON_SDK_CONSEQUENCE"
+missing "$console_problem" "$CONSOLE_CONSEQUENCE"
 missing "$llm_problem" "$LLM_CONSEQUENCE"
 missing "$postgres_problem" "$POSTGRES_CONSEQUENCE"
 exit "$status"

@@ -117,6 +117,12 @@ impl People {
             .cloned()
     }
 
+    /// The person called `name`, when the SHA-256 of their token is `hash`.
+    pub(crate) fn named_holding(&self, name: &str, hash: &[u8; 32]) -> Option<Arc<Person>> {
+        self.named(name)
+            .filter(|person| bool::from(person.token_hash.ct_eq(hash)))
+    }
+
     /// The person called `name`.
     pub(crate) fn named(&self, name: &str) -> Option<Arc<Person>> {
         self.people
@@ -138,7 +144,8 @@ pub fn hash_token(token: &str) -> String {
         .collect()
 }
 
-fn decode_hash(hex: &str) -> Option<[u8; 32]> {
+/// The 32 bytes a SHA-256 in hex stands for; `None` when it is not one.
+pub(crate) fn decode_hash(hex: &str) -> Option<[u8; 32]> {
     let hex = hex.trim().as_bytes();
     if hex.len() != 64 {
         return None;

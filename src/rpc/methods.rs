@@ -185,6 +185,9 @@ method_table! {
             ("name", "string — project identity"),
             ("projectRoot", "string — absolute path of the project tree"),
         ];
+    GetProjects "getProjects" (NoParams) session::projects,
+        needs_init: false, long_running: false, role: Viewer,
+        "The projects the caller may open, by name: [{name, projectRoot, created}]." &[];
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,
         "List the model catalogue." PAGE;
@@ -536,8 +539,9 @@ mod tests {
         }
     }
 
+    /// The reference's, and `getProjects`, which a client calls to choose what to `init`.
     #[test]
-    fn only_the_reference_pre_init_methods_skip_init() {
+    fn only_the_reference_pre_init_methods_and_get_projects_skip_init() {
         let open: Vec<&str> = Method::NAMED
             .iter()
             .copied()
@@ -550,6 +554,7 @@ mod tests {
                 "ping",
                 "discover",
                 "init",
+                "getProjects",
                 "getModels",
                 "addModel",
                 "removeModel"

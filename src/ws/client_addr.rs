@@ -2,7 +2,8 @@
 //! listed in `RUMMY_TRUSTED_PROXIES`; then the hops of `X-Forwarded-For` are read from the
 //! right, each one added by the proxy nearer to rummy, and the first hop that is not a
 //! trusted proxy is the client. Hops to the left of it were written by that client and are
-//! never believed.
+//! never believed. Likewise a request came over TLS when the trusted proxy that sent it says
+//! so in `X-Forwarded-Proto` (rummy itself listens in plain HTTP).
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -35,6 +36,22 @@ pub(crate) fn client_addr(peer: IpAddr, head: &RequestHead, trusted: &[IpNet]) -
         }
     }
     client
+}
+
+const X_FORWARDED_PROTO: &str = "x-forwarded-proto";
+
+/// Whether the browser's request reached the proxy in front of `peer` over TLS: `peer` is a
+/// trusted proxy and the scheme it forwards (the last `X-Forwarded-Proto` value, its own) is
+/// `https`.
+pub(crate) fn over_tls(peer: IpAddr, head: &RequestHead, trusted: &[IpNet]) -> bool {
+    is_trusted(peer.to_canonical(), trusted)
+        && head
+            .headers()
+            .get_all(X_FORWARDED_PROTO)
+            .last()
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.rsplit(',').next())
+            .is_some_and(|scheme| scheme.trim().eq_ignore_ascii_case("https"))
 }
 
 fn is_trusted(addr: IpAddr, trusted: &[IpNet]) -> bool {
@@ -81,6 +98,28 @@ mod tests {
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn only_a_trusted_proxy_says_the_request_came_over_tls() {
+        let proxies = nets(&["10.0.0.0/8"]);
+        let mut https = RequestHead::default();
+        https.headers_mut().append(
+            HeaderName::from_static(X_FORWARDED_PROTO),
+            HeaderValue::from_static("http, https"),
+        );
+        assert!(over_tls(ip("10.0.0.1"), &https, &proxies));
+        assert!(!over_tls(ip("192.0.2.7"), &https, &proxies), "not trusted");
+        let mut http = RequestHead::default();
+        http.headers_mut().append(
+            HeaderName::from_static(X_FORWARDED_PROTO),
+            HeaderValue::from_static("https, http"),
+        );
+        assert!(
+            !over_tls(ip("10.0.0.1"), &http, &proxies),
+            "its own hop said http"
+        );
+        assert!(!over_tls(ip("10.0.0.1"), &head(&[]), &proxies));
     }
 
     #[test]

@@ -27,13 +27,15 @@ use tracing::instrument::Instrumented;
 use tracing::Instrument;
 
 use crate::ws::client_addr::client_addr;
+use crate::ws::cookie;
 use crate::ws::frames::SocketFrames;
 use crate::ws::gate;
 use crate::ws::pump::{Pump, SendLimits};
 use crate::ws::session::WsSession;
 use crate::ws::state::ServerState;
 
-/// The paths that speak JSON-RPC over WebSocket.
+/// The paths that speak JSON-RPC over WebSocket to a token; the console's page speaks it at
+/// its own path, with its session cookie ([`cookie::caller`]).
 pub(crate) const SOCKET_PATHS: [&str; 2] = ["/", "/rpc"];
 
 /// Serves one request that asked for `Upgrade: websocket`, and then its session until the
@@ -65,12 +67,16 @@ async fn handshake(
     mut framed: Framed<TcpStream, h1::Codec>,
 ) -> io::Result<Option<Instrumented<Pump<impl Stream<Item = Result<Bytes, actix_web::Error>>>>>> {
     let head = request.head();
-    if !SOCKET_PATHS.contains(&head.uri.path()) {
+    let server = &state.agent.settings.server;
+    let admitted = if SOCKET_PATHS.contains(&head.uri.path()) {
+        gate::admit(head, &state.access, server)
+    } else if head.uri.path() == cookie::socket_path(&server.console_path) {
+        cookie::caller(head, &state).await
+    } else {
         refuse(&mut framed, Response::new(StatusCode::NOT_FOUND)).await?;
         return Ok(None);
-    }
-    let server = &state.agent.settings.server;
-    let caller = match gate::admit(head, &state.access, server) {
+    };
+    let caller = match admitted {
         Ok(caller) => caller,
         Err(refusal) => {
             refuse(&mut framed, refusal.response().into()).await?;

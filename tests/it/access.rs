@@ -18,7 +18,7 @@ const ADA: &str = "ada-token";
 const OLGA: &str = "olga-token";
 
 /// A users file: `(name, token, role, projects)`.
-fn users(people: &[(&str, &str, &str, &[&str])]) -> String {
+pub(crate) fn users(people: &[(&str, &str, &str, &[&str])]) -> String {
     people
         .iter()
         .map(|(name, token, role, projects)| {

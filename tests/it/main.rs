@@ -16,6 +16,8 @@ mod acp;
 mod audit;
 mod budget;
 mod concurrency;
+mod console;
+mod console_browser;
 mod container;
 mod durability;
 mod entry_changed;

@@ -288,6 +288,11 @@ impl Client {
             .connect()
             .await
             .unwrap();
+        Client::from_framed(framed)
+    }
+
+    /// A client over a socket already opened.
+    pub(crate) fn from_framed(framed: Framed<BoxedSocket, Codec>) -> Client {
         Client {
             framed,
             next_id: 0,

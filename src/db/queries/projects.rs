@@ -111,6 +111,14 @@ fn form_root(form: &ProjectInsertForm) -> &str {
     form.project_root.as_deref().unwrap_or_default()
 }
 
+/// Every project, by name.
+pub(crate) fn all_projects(conn: &mut Conn) -> Result<Vec<ProjectRow>, DbError> {
+    Ok(projects::table
+        .order(projects::name.asc())
+        .select(ProjectRow::as_select())
+        .load(conn)?)
+}
+
 /// The project with this id.
 pub(crate) fn get_project(conn: &mut Conn, id: ProjectId) -> Result<Option<ProjectRow>, DbError> {
     Ok(projects::table

@@ -115,6 +115,10 @@ struct RunListItem {
     created: String,
     /// The run whose sub-task this run carries out.
     delegated_by: Option<String>,
+    /// The model alias it runs on.
+    model: Option<String>,
+    /// Who started it (`None`: the operator, or a run started by another run).
+    created_by: Option<String>,
 }
 
 /// `getRuns`: the project's runs, newest first.
@@ -141,6 +145,8 @@ pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppE
             summary: summary.summary,
             created: summary.run.created_at,
             delegated_by: summary.delegated_by,
+            model: summary.run.model,
+            created_by: summary.run.created_by,
         })
         .collect();
     Reply::of(items)

@@ -39,6 +39,30 @@ struct InitResult {
     commands: RunCommands,
 }
 
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProjectItem {
+    name: String,
+    project_root: Option<String>,
+    created: String,
+}
+
+/// `getProjects`: the projects the caller may open, by name, with the root `init` takes.
+pub(crate) async fn projects(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
+    let grant = context.grant()?;
+    let rows = context.agent.db.read(projects::all_projects).await?;
+    let items: Vec<ProjectItem> = rows
+        .into_iter()
+        .filter(|row| grant.open(&row.name).is_ok())
+        .map(|row| ProjectItem {
+            name: row.name,
+            project_root: row.project_root,
+            created: row.created_at,
+        })
+        .collect();
+    Reply::of(items)
+}
+
 /// `init`: open the project by name (created at its root the first time, by a member or
 /// more; found at that root afterwards) and bind this connection to it. The caller must
 /// be given the project's name. The root is stored with its symlinks resolved; with

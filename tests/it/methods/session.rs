@@ -23,6 +23,7 @@ async fn discover_describes_every_method_and_notification() {
         "ping",
         "discover",
         "init",
+        "getProjects",
         "getModels",
         "getMcpServers",
         "addModel",

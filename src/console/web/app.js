@@ -1,0 +1,135 @@
+// The console: sign-in, then views chosen by the URL's fragment (#/, #/p/<project>,
+// #/p/<project>/r/<run>) over one JSON-RPC connection bound to the project shown.
+import { Rpc } from './rpc.js';
+import { el, fill } from './dom.js';
+import { projectsView } from './projects.js';
+import { runsView, runView } from './runs.js';
+
+const main = document.getElementById('main');
+const who = document.getElementById('who');
+const linkState = document.getElementById('link');
+const crumbs = document.getElementById('crumbs');
+const signOutButton = document.getElementById('sign-out');
+
+const ctx = { rpc: null, me: null, canChange: false, bound: null };
+let leave = () => {};
+let shown = 0;
+
+async function session() {
+  const response = await fetch('session', { headers: { accept: 'application/json' } });
+  if (response.status === 401) return null;
+  if (!response.ok) throw new Error(`the server answered ${response.status}`);
+  return response.json();
+}
+
+function signInView(message) {
+  leave();
+  leave = () => {};
+  who.textContent = '';
+  signOutButton.hidden = true;
+  fill(crumbs);
+  const token = el('input', { id: 'token', type: 'password', autocomplete: 'current-password', required: true });
+  const error = el('p', { class: 'error', role: 'alert' }, message ?? '');
+  const form = el('form', { class: 'form', id: 'sign-in' },
+    el('h1', {}, 'Sign in'),
+    el('label', { for: 'token' }, 'Your token'), token,
+    el('p', { class: 'muted' }, 'The token of the users file, or the server\'s shared token.'),
+    el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary' }, 'Sign in')),
+    error);
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const response = await fetch('session', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ token: token.value }),
+    });
+    token.value = '';
+    if (response.ok) {
+      start(await response.json());
+    } else {
+      const body = await response.json().catch(() => ({}));
+      error.textContent = body.error ?? `Not signed in (${response.status}).`;
+    }
+  });
+  fill(main, form);
+  token.focus();
+}
+
+function start(me) {
+  ctx.me = me;
+  ctx.canChange = me.role !== 'viewer';
+  ctx.bound = null;
+  who.textContent = `${me.person ?? 'operator'} (${me.role})`;
+  signOutButton.hidden = false;
+  ctx.rpc = new Rpc();
+  let opened = false;
+  ctx.rpc.addEventListener('open', () => {
+    linkState.textContent = '';
+    if (opened) { ctx.bound = null; show(); }
+    opened = true;
+  });
+  ctx.rpc.addEventListener('close', async () => {
+    linkState.textContent = 'reconnecting…';
+    const still = await session().catch(() => ctx.me);
+    if (!still && ctx.rpc) {
+      ctx.rpc.close();
+      ctx.rpc = null;
+      signInView('Your session ended; sign in again.');
+    }
+  });
+  show();
+}
+
+async function signOut() {
+  await fetch('session', { method: 'DELETE' });
+  ctx.rpc?.close();
+  ctx.rpc = null;
+  signInView('Signed out.');
+}
+
+// Binds the connection to `name` (at the root the server knows), once per connection.
+async function bind(name) {
+  if (ctx.bound === name) return;
+  const projects = await ctx.rpc.call('getProjects');
+  const project = projects.find((candidate) => candidate.name === name);
+  if (!project) throw new Error(`No project '${name}' you may open.`);
+  await ctx.rpc.call('init', { name, projectRoot: project.projectRoot });
+  ctx.bound = name;
+}
+
+function breadcrumbs(parts) {
+  const items = [el('li', {}, el('a', { href: '#/' }, 'Projects'))];
+  if (parts.project) items.push(el('li', {}, el('a', { href: '#/p/' + encodeURIComponent(parts.project) }, parts.project)));
+  if (parts.run) items.push(el('li', { 'aria-current': 'page' }, parts.run));
+  fill(crumbs, el('ol', {}, items));
+}
+
+async function show() {
+  if (!ctx.rpc) return;
+  const turn = ++shown;
+  leave();
+  leave = () => {};
+  const [, kind, project, sub, run] = location.hash.split('/').map((part) => decodeURIComponent(part ?? ''));
+  const parts = kind === 'p' && project ? { project, run: sub === 'r' ? run : null } : {};
+  breadcrumbs(parts);
+  try {
+    let stop;
+    if (parts.run) {
+      await bind(parts.project);
+      stop = await runView(ctx, main, parts.project, parts.run);
+    } else if (parts.project) {
+      await bind(parts.project);
+      stop = await runsView(ctx, main, parts.project);
+    } else {
+      stop = await projectsView(ctx, main);
+    }
+    if (turn === shown) leave = stop; else stop();
+  } catch (error) {
+    if (turn === shown) fill(main, el('p', { class: 'error', role: 'alert' }, error.message));
+  }
+  if (turn === shown) main.focus({ preventScroll: true });
+}
+
+signOutButton.addEventListener('click', signOut);
+window.addEventListener('hashchange', show);
+session().then((me) => (me ? start(me) : signInView()), (error) => signInView(error.message));

@@ -1,0 +1,59 @@
+// Builds the page from data as text only: no HTML string from anywhere is ever parsed.
+
+// el('a', {href: '#/p/x', class: 'c'}, 'text', childNode): strings become text nodes;
+// `on<event>` props add listeners; `href` takes only the console's own routes.
+export function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') node.className = value;
+    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else if (key === 'href') node.setAttribute('href', route(value));
+    else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+// Replaces `node`'s children with `children`, leaving out the absent ones (null, false).
+export function fill(node, ...children) {
+  node.replaceChildren(...children.flat().filter((child) => child !== undefined && child !== null && child !== false));
+}
+
+// A link target the console made itself (`#/...`); anything else goes to the start.
+function route(value) {
+  return typeof value === 'string' && value.startsWith('#/') ? value : '#/';
+}
+
+// `#/` followed by each part, escaped.
+export function link(...parts) {
+  return '#/' + parts.map(encodeURIComponent).join('/');
+}
+
+// Calls `fn` once, `ms` after the last of a burst of calls.
+export function debounce(fn, ms) {
+  let timer = null;
+  const call = () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
+  call.cancel = () => clearTimeout(timer);
+  return call;
+}
+
+const STATUS = {
+  100: 'queued', 102: 'running', 200: 'done', 202: 'waiting for approval',
+  204: 'done', 400: 'refused', 403: 'forbidden', 404: 'not found', 409: 'conflict',
+  413: 'too large', 499: 'aborted', 500: 'failed',
+};
+
+// A run's or an entry's status, as a labelled element.
+export function status(code) {
+  const bad = code >= 400 ? ' bad' : '';
+  return el('span', { class: `status s${code}${bad}` }, `${STATUS[code] ?? 'status'} (${code})`);
+}
+
+// Whether a run with this status may still change by itself.
+export function active(code) {
+  return code === 100 || code === 102;
+}

@@ -1,0 +1,100 @@
+//! The web console's session cookie on the way in: whom it opens the server for, and whether
+//! a request carrying it comes from the console's own page. The console (`console`) issues
+//! and ends sessions; the upgrade admits the console's WebSocket with [`caller`].
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use actix_http::RequestHead;
+use actix_web::cookie::Cookie;
+use actix_web::http::header;
+
+use crate::access::{decode_hash, hash_token, Caller};
+use crate::db::queries::console_sessions;
+use crate::db::DbError;
+use crate::ws::gate::Refusal;
+use crate::ws::state::ServerState;
+
+/// The session cookie's name.
+pub(crate) const COOKIE: &str = "rummy_session";
+
+/// The path of the console's WebSocket under the console's path `base`.
+pub(crate) fn socket_path(base: &str) -> String {
+    format!("{base}/rpc")
+}
+
+/// Now, in unix seconds.
+pub(crate) fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+        })
+}
+
+/// Whether `head` comes from a page of this server: its `Origin` names the host it was sent
+/// to (`Host`), or is one of `RUMMY_ALLOWED_ORIGINS`. A request without `Origin` is not.
+pub(crate) fn same_origin(head: &RequestHead, allowed: &[String]) -> bool {
+    let Some(origin) = head
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok())
+    else {
+        return false;
+    };
+    if allowed.iter().any(|allowed| allowed == origin) {
+        return true;
+    }
+    let host = head
+        .headers()
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok());
+    let authority = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"));
+    matches!((authority, host), (Some(authority), Some(host)) if authority.eq_ignore_ascii_case(host))
+}
+
+/// The session id of the cookie `head` carries.
+pub(crate) fn session_id(head: &RequestHead) -> Option<String> {
+    head.headers()
+        .get_all(header::COOKIE)
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| Cookie::parse(pair.trim()).ok())
+        .find(|cookie| cookie.name() == COOKIE)
+        .map(|cookie| cookie.value().to_owned())
+}
+
+/// Who the session `id` acts for now; `None` when it is unknown, expired, signed out, or
+/// its token no longer opens the server.
+pub(crate) async fn resume(state: &ServerState, id: &str) -> Result<Option<Caller>, DbError> {
+    let id_hash = hash_token(id);
+    let now = now();
+    let stored = state
+        .agent
+        .db
+        .read(move |conn| console_sessions::find(conn, &id_hash, now))
+        .await?;
+    Ok(stored.and_then(|session| {
+        let token_hash = decode_hash(&session.token_hash)?;
+        state.access.resume(session.person.as_deref(), &token_hash)
+    }))
+}
+
+/// Who the console WebSocket request `head` acts for: it must come from the page's origin
+/// (403 otherwise) and carry a live session (401 otherwise; a store that cannot be read
+/// opens nothing).
+pub(crate) async fn caller(head: &RequestHead, state: &ServerState) -> Result<Caller, Refusal> {
+    if !same_origin(head, &state.agent.settings.server.allowed_origins) {
+        return Err(Refusal::Origin);
+    }
+    let id = session_id(head).ok_or(Refusal::Unauthorized)?;
+    match resume(state, &id).await {
+        Ok(Some(caller)) => Ok(caller),
+        Ok(None) => Err(Refusal::Unauthorized),
+        Err(error) => {
+            tracing::warn!(%error, "console session store failed");
+            Err(Refusal::Unauthorized)
+        }
+    }
+}
