@@ -195,6 +195,12 @@ mod tests {
             Some(Micros(1_000_000_000_000_000_000))
         );
         assert_eq!(Micros::from_dollars(1e13), None);
+        let two_to_63_micros = 2f64.powi(63) / 1e6;
+        assert_eq!(
+            Micros::from_dollars(two_to_63_micros),
+            None,
+            "past i64::MAX"
+        );
     }
 
     #[test]
