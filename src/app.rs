@@ -26,7 +26,7 @@ use crate::cluster::bus::{BusMessage, FrameBus};
 use crate::cluster::Instance;
 use crate::cluster::LeaseHolder;
 use crate::config::RunCommands;
-use crate::config::Settings;
+use crate::config::{ModelPrice, Settings};
 use crate::db::entry_changes::EntryChangeSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
@@ -231,7 +231,9 @@ fn agent_context(
     } else {
         LoopAdmission::new(&settings.agent)
     };
-    let llm = LlmProviders::start(provider_settings(settings), Ledger::new(db.clone()))?;
+    let metrics = Arc::new(Metrics::default());
+    let ledger = Ledger::new(db.clone(), metrics.clone());
+    let llm = LlmProviders::start(provider_settings(settings), ledger)?;
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         db,
@@ -245,7 +247,7 @@ fn agent_context(
         mcp,
         budget: BudgetActor::default().start(),
         projects: ProjectRegistry::default(),
-        metrics: Arc::new(Metrics::default()),
+        metrics,
         web: WebClient::new(web_options(settings))?,
     };
     Ok((agent, arrived))
@@ -430,6 +432,12 @@ async fn seed_models(agent: &AgentContext) -> Result<(), DbError> {
             context_length: seed
                 .context_length
                 .map(|length| i32::try_from(length).unwrap_or(i32::MAX)),
+            price: seed
+                .price
+                .as_ref()
+                .map(ModelPrice::checked)
+                .transpose()
+                .map_err(|error| DbError::Invalid(format!("models.{alias}.price: {error}")))?,
         };
         agent
             .db

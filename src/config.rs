@@ -164,6 +164,9 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
 const MODEL_PREFIX: &str = "RUMMY_MODEL_";
 /// Prefix of the variables that give a seeded model its context: `RUMMY_CONTEXT_<alias>=<n>`.
 const CONTEXT_PREFIX: &str = "RUMMY_CONTEXT_";
+/// `RUMMY_PRICE_<alias>=<input>,<cached input>,<output>`: a model's price, US dollars per
+/// million tokens.
+const PRICE_PREFIX: &str = "RUMMY_PRICE_";
 
 /// Why the settings could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -672,13 +675,36 @@ pub enum LogFormat {
 }
 
 /// A model seeded into the catalogue at start.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ModelSeed {
     /// Provider-prefixed model id.
     pub actual: String,
     /// Context window in tokens, when known.
     #[serde(default)]
     pub context_length: Option<u64>,
+    /// Its price; none keeps the catalogue's.
+    #[serde(default)]
+    pub price: Option<ModelPrice>,
+}
+
+/// A model's price in US dollars per million tokens (`[models.<alias>.price]`, or
+/// `RUMMY_PRICE_<alias>`); checked at start.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct ModelPrice {
+    /// Per million prompt tokens not served from the provider's cache.
+    pub input: f64,
+    /// Per million cached prompt tokens; the input price when not given.
+    #[serde(default)]
+    pub cached_input: Option<f64>,
+    /// Per million completion tokens.
+    pub output: f64,
+}
+
+impl ModelPrice {
+    /// The price as the catalogue keeps it.
+    pub(crate) fn checked(&self) -> Result<crate::usage::Price, crate::usage::PriceError> {
+        crate::usage::Price::from_dollars(self.input, self.cached_input, self.output)
+    }
 }
 
 impl Settings {
@@ -714,6 +740,7 @@ impl Settings {
         settings.server.projects_dir = canonical_dirs(&settings.server.projects_dir)
             .map_err(|error| ConfigError::Invalid(format!("RUMMY_PROJECTS_DIR: {error}")))?;
         seed_models_from_env(&mut settings.models, &merged);
+        price_models_from_env(&mut settings.models, &merged)?;
         settings.validate()?;
         Ok(settings)
     }
@@ -785,6 +812,13 @@ impl Settings {
             ));
         }
         self.commands.validate(self.server.port)?;
+        for (alias, seed) in &self.models {
+            if let Some(Err(error)) = seed.price.as_ref().map(ModelPrice::checked) {
+                return Err(ConfigError::Invalid(format!(
+                    "models.{alias}.price (RUMMY_PRICE_{alias}): {error}"
+                )));
+            }
+        }
         if self.server.client_send_buffer_bytes / 2 < self.server.max_frame_bytes {
             return Err(ConfigError::Invalid(
                 "RUMMY_CLIENT_SEND_BUFFER_BYTES must be at least twice RUMMY_MAX_FRAME_BYTES: \
@@ -922,10 +956,45 @@ fn seed_models_from_env(models: &mut BTreeMap<String, ModelSeed>, env: &HashMap<
                 ModelSeed {
                     actual: actual.clone(),
                     context_length,
+                    price: None,
                 },
             );
         }
     }
+}
+
+/// Applies each `RUMMY_PRICE_<alias>` to its model; one naming no model, or not three
+/// numbers, is refused naming it.
+fn price_models_from_env(
+    models: &mut BTreeMap<String, ModelSeed>,
+    env: &HashMap<String, String>,
+) -> Result<(), ConfigError> {
+    for (key, value) in env {
+        let Some(alias) = key.strip_prefix(PRICE_PREFIX) else {
+            continue;
+        };
+        let Some(model) = models.get_mut(alias) else {
+            return Err(ConfigError::Invalid(format!(
+                "{key} prices a model that is not configured (RUMMY_MODEL_{alias})"
+            )));
+        };
+        let numbers: Vec<Option<f64>> = value
+            .split(',')
+            .map(|number| number.trim().parse().ok())
+            .collect();
+        let [Some(input), Some(cached_input), Some(output)] = numbers[..] else {
+            return Err(ConfigError::Invalid(format!(
+                "{key} must be three numbers, US dollars per million tokens: \
+                 <input>,<cached input>,<output>"
+            )));
+        };
+        model.price = Some(ModelPrice {
+            input,
+            cached_input: Some(cached_input),
+            output,
+        });
+    }
+    Ok(())
 }
 
 fn optional_secret<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Secret>, D::Error> {
@@ -1081,6 +1150,40 @@ mod tests {
     }
 
     #[test]
+    fn bad_prices_stop_the_start_naming_them() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let refused = |extra: &[(&str, &str)]| match load_in(home, extra) {
+            Err(ConfigError::Invalid(message)) => message,
+            other => panic!("{extra:?} was not refused: {other:?}"),
+        };
+        let model = ("RUMMY_MODEL_local", "openai/smol");
+        let negative = refused(&[model, ("RUMMY_PRICE_local", "-1,0,2")]);
+        assert!(
+            negative.contains("RUMMY_PRICE_local") && negative.contains("input"),
+            "{negative}"
+        );
+        let output = refused(&[model, ("RUMMY_PRICE_local", "1,0,inf")]);
+        assert!(output.contains("output"), "{output}");
+        let two = refused(&[model, ("RUMMY_PRICE_local", "1,2")]);
+        assert!(two.contains("three numbers"), "{two}");
+        let words = refused(&[model, ("RUMMY_PRICE_local", "one,two,three")]);
+        assert!(words.contains("RUMMY_PRICE_local"), "{words}");
+        let nobody = refused(&[("RUMMY_PRICE_ghost", "1,1,1")]);
+        assert!(nobody.contains("RUMMY_PRICE_ghost"), "{nobody}");
+        let priced = load_in(home, &[model, ("RUMMY_PRICE_local", "3, 0.3, 15")]).unwrap();
+        let price = priced.models["local"].price.unwrap();
+        assert_eq!(
+            price,
+            ModelPrice {
+                input: 3.0,
+                cached_input: Some(0.3),
+                output: 15.0
+            }
+        );
+    }
+
+    #[test]
     fn bad_sandbox_settings_stop_the_start_naming_them() {
         let home = tempfile::tempdir().unwrap();
         let home = home.path().to_str().unwrap();
@@ -1165,7 +1268,8 @@ mod tests {
             settings.models.get("local"),
             Some(&ModelSeed {
                 actual: "openai/smol".into(),
-                context_length: Some(8192)
+                context_length: Some(8192),
+                price: None,
             })
         );
         assert_eq!(

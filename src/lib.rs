@@ -30,6 +30,7 @@ mod rpc;
 pub mod sandbox;
 mod slots;
 pub mod telemetry;
+mod usage;
 mod web;
 mod ws;
 

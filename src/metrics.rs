@@ -1,11 +1,17 @@
 //! Process metrics, rendered in Prometheus text format at `GET /metrics`. Counters are kept
 //! where things happen: connections and requests by the sessions, turns by the turn
 //! executor, LLM calls by each provider's actor ([`ProviderMetrics`]); what the store holds
-//! (runs by status, the loop queue) is read at scrape time ([`StoreGauges`]).
+//! (runs by status, the loop queue) is read at scrape time ([`StoreGauges`]); what model
+//! calls used and cost, by model and project, is counted by the ledger as it records them
+//! ([`Metrics::record_spending`]).
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
+
+use crate::usage::{Micros, Tokens};
 
 /// The counters shared by the sessions and the agent.
 #[derive(Debug, Default)]
@@ -15,6 +21,16 @@ pub(crate) struct Metrics {
     requests_ok: AtomicU64,
     requests_failed: AtomicU64,
     turns_total: AtomicU64,
+    /// By (model, project): what the calls this instance recorded used and cost.
+    spending: Mutex<BTreeMap<(String, String), Spent>>,
+}
+
+/// What the recorded calls of one model in one project used and cost.
+#[derive(Debug, Default, Clone, Copy)]
+struct Spent {
+    calls: u64,
+    tokens: Tokens,
+    cost: Micros,
 }
 
 /// What one provider's actor counts of its calls.
@@ -82,6 +98,20 @@ impl Metrics {
         self.turns_total.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A call of `model` (its provider id) in `project` was recorded: what it used and cost.
+    pub(crate) fn record_spending(&self, model: &str, project: &str, used: &Tokens, cost: Micros) {
+        let mut spending = self
+            .spending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let spent = spending
+            .entry((model.to_owned(), project.to_owned()))
+            .or_default();
+        spent.calls = spent.calls.saturating_add(1);
+        spent.tokens = spent.tokens + *used;
+        spent.cost = [spent.cost, cost].into_iter().sum();
+    }
+
     /// The Prometheus exposition of these counters, of `store`, of the bytes kept for
     /// `run/replay` and of each provider's calls.
     pub(crate) fn render(
@@ -141,6 +171,12 @@ impl Metrics {
         );
         out.sample("rummy_replay_bytes", "", replay_bytes);
         out.providers(providers);
+        let spending = self
+            .spending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        out.spending(&spending);
         out.text
     }
 }
@@ -257,6 +293,69 @@ impl Exposition {
     }
 }
 
+impl Exposition {
+    /// The recorded calls' usage and cost: one sample per model and project.
+    fn spending(&mut self, spending: &BTreeMap<(String, String), Spent>) {
+        let each = |out: &mut Self, sample: &str, kind: &str, measure: fn(&Spent) -> i64| {
+            for ((model, project), spent) in spending {
+                let labels = format!(
+                    "model=\"{}\",project=\"{}\"{kind}",
+                    label(model),
+                    label(project)
+                );
+                out.sample(sample, &labels, measure(spent));
+            }
+        };
+        self.family(
+            "rummy_model_calls_total",
+            "counter",
+            "Answered model calls recorded, by model and project.",
+        );
+        each(self, "rummy_model_calls_total", "", |spent| {
+            i64::try_from(spent.calls).unwrap_or(i64::MAX)
+        });
+        self.family(
+            "rummy_model_tokens_total",
+            "counter",
+            "Tokens of the recorded calls, by model, project and kind (prompt, cached, completion).",
+        );
+        each(
+            self,
+            "rummy_model_tokens_total",
+            ",kind=\"prompt\"",
+            |spent| spent.tokens.prompt_tokens,
+        );
+        each(
+            self,
+            "rummy_model_tokens_total",
+            ",kind=\"cached\"",
+            |spent| spent.tokens.cached_tokens,
+        );
+        each(
+            self,
+            "rummy_model_tokens_total",
+            ",kind=\"completion\"",
+            |spent| spent.tokens.completion_tokens,
+        );
+        self.family(
+            "rummy_model_cost_micro_dollars_total",
+            "counter",
+            "Cost of the recorded calls in micro-dollars, by model and project.",
+        );
+        each(self, "rummy_model_cost_micro_dollars_total", "", |spent| {
+            spent.cost.0
+        });
+    }
+}
+
+/// A label value escaped for the exposition format.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
 fn count(counter: &AtomicU64) -> String {
     counter.load(Ordering::Relaxed).to_string()
 }
@@ -277,6 +376,14 @@ mod tests {
             loops_running: 1,
             runs_with_work: 1,
         };
+        let used = |prompt: i64, cached: i64, completion: i64| Tokens {
+            prompt_tokens: prompt,
+            cached_tokens: cached,
+            completion_tokens: completion,
+            ..Tokens::default()
+        };
+        metrics.record_spending("openai/x", "a\"b", &used(10, 4, 3), Micros(500));
+        metrics.record_spending("openai/x", "a\"b", &used(20, 0, 4), Micros(1000));
         let text = metrics.render(&store, 0, &[("openai", &openai)]);
         let mut declared = Vec::new();
         for line in text.lines() {
@@ -306,6 +413,11 @@ mod tests {
             "rummy_connections_open 1",
             "rummy_runs{status=\"200\"} 3",
             "rummy_loops{state=\"pending\"} 2",
+            "rummy_model_calls_total{model=\"openai/x\",project=\"a\\\"b\"} 2",
+            "rummy_model_tokens_total{model=\"openai/x\",project=\"a\\\"b\",kind=\"prompt\"} 30",
+            "rummy_model_tokens_total{model=\"openai/x\",project=\"a\\\"b\",kind=\"cached\"} 4",
+            "rummy_model_tokens_total{model=\"openai/x\",project=\"a\\\"b\",kind=\"completion\"} 7",
+            "rummy_model_cost_micro_dollars_total{model=\"openai/x\",project=\"a\\\"b\"} 1500",
         ] {
             assert!(
                 text.lines().any(|line| line == expected),

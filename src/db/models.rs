@@ -14,6 +14,7 @@ use diesel::prelude::*;
 use super::enums::{Category, Visibility};
 use super::ids::{ConstraintId, ModelId, ProjectId};
 use super::schema::{file_constraints, models, projects, rpc_log, schemes};
+use crate::usage::{Micros, Price};
 
 /// A registered entry scheme.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -62,6 +63,23 @@ pub(crate) struct ModelRow {
     pub context_length: Option<i32>,
     /// `YYYY-MM-DD HH:MM:SS` UTC.
     pub created_at: String,
+    /// Micro-dollars per million uncached prompt tokens (`Price::input`).
+    pub input_price: i64,
+    /// Micro-dollars per million cached prompt tokens.
+    pub cached_price: i64,
+    /// Micro-dollars per million completion tokens.
+    pub output_price: i64,
+}
+
+impl ModelRow {
+    /// Its price per million tokens.
+    pub(crate) fn price(&self) -> Price {
+        Price {
+            input: Micros(self.input_price),
+            cached_input: Micros(self.cached_price),
+            output: Micros(self.output_price),
+        }
+    }
 }
 
 /// What [`upsert_model`](super::queries::models::upsert_model) writes; `None` fields keep the stored value.
@@ -73,6 +91,8 @@ pub(crate) struct ModelInsertForm {
     pub actual: String,
     /// Context window in tokens; `None` keeps a known value on update.
     pub context_length: Option<i32>,
+    /// Its price; `None` keeps the stored one on update (a new model's is zero).
+    pub price: Option<Price>,
 }
 
 /// A project-level file constraint.

@@ -30,6 +30,9 @@ diesel::table! {
         actual -> Text,
         context_length -> Nullable<Integer>,
         created_at -> Text,
+        input_price -> BigInt,
+        cached_price -> BigInt,
+        output_price -> BigInt,
     }
 }
 

@@ -7,6 +7,7 @@ use crate::context::BucketShare;
 use crate::db::enums::CallPurpose;
 use crate::db::enums::{EntryStatus, RunStatus};
 use crate::db::models::run::PurposeUsage;
+use crate::usage::{Micros, Tokens};
 
 /// A notification about one run, before the hub numbers it.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,17 +199,30 @@ pub struct Telemetry {
 /// by purpose.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UsageTotals {
-    pub prompt_tokens: i64,
-    /// Cached prompt tokens.
-    pub cached_tokens: i64,
-    pub completion_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub total_tokens: i64,
-    /// In US dollars.
-    pub cost: f64,
+    #[serde(flatten)]
+    pub tokens: Tokens,
+    #[serde(flatten)]
+    pub cost: Cost,
     /// The calls by purpose, `turn` first; `subagent` (the runs it delegated sub-tasks to,
     /// and theirs) is in none of the totals above, as those runs report their own.
     pub calls: Vec<PurposeCalls>,
+}
+
+/// An amount of money on the wire: `cost` in US dollars, and `cost_micros`, the exact
+/// amount in micro-dollars.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Cost {
+    pub cost: f64,
+    pub cost_micros: i64,
+}
+
+impl Cost {
+    pub(crate) fn of(amount: Micros) -> Cost {
+        Cost {
+            cost: amount.dollars(),
+            cost_micros: amount.0,
+        }
+    }
 }
 
 /// The calls of one purpose and their usage.
@@ -216,12 +230,10 @@ pub struct UsageTotals {
 pub struct PurposeCalls {
     pub purpose: CallPurpose,
     pub calls: i64,
-    pub prompt_tokens: i64,
-    pub cached_tokens: i64,
-    pub completion_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub total_tokens: i64,
-    pub cost: f64,
+    #[serde(flatten)]
+    pub tokens: Tokens,
+    #[serde(flatten)]
+    pub cost: Cost,
 }
 
 impl UsageTotals {
@@ -233,23 +245,15 @@ impl UsageTotals {
                 .filter(|usage| usage.purpose != CallPurpose::Subagent)
         };
         UsageTotals {
-            prompt_tokens: own().map(|usage| usage.prompt_tokens).sum(),
-            cached_tokens: own().map(|usage| usage.cached_tokens).sum(),
-            completion_tokens: own().map(|usage| usage.completion_tokens).sum(),
-            reasoning_tokens: own().map(|usage| usage.reasoning_tokens).sum(),
-            total_tokens: own().map(|usage| usage.total_tokens).sum(),
-            cost: own().map(|usage| usage.cost).sum(),
+            tokens: own().map(|usage| usage.tokens).sum(),
+            cost: Cost::of(own().map(PurposeUsage::cost).sum()),
             calls: purposes
                 .iter()
                 .map(|usage| PurposeCalls {
                     purpose: usage.purpose,
                     calls: usage.calls,
-                    prompt_tokens: usage.prompt_tokens,
-                    cached_tokens: usage.cached_tokens,
-                    completion_tokens: usage.completion_tokens,
-                    reasoning_tokens: usage.reasoning_tokens,
-                    total_tokens: usage.total_tokens,
-                    cost: usage.cost,
+                    tokens: usage.tokens,
+                    cost: Cost::of(usage.cost()),
                 })
                 .collect(),
         }

@@ -66,6 +66,9 @@ impl Actor for LlmProvider {
 #[derive(Debug)]
 pub struct Complete {
     pub request: ChatRequest,
+    /// The catalogue's `actual` of the model asked (provider prefix included), as the
+    /// ledger records it.
+    pub actual: String,
     pub call: CallFor,
     pub cancel: CancellationToken,
 }
@@ -91,6 +94,7 @@ impl Handler<Complete> for LlmProvider {
     fn handle(&mut self, message: Complete, _: &mut Context<Self>) -> Self::Result {
         let Complete {
             request,
+            actual,
             call,
             cancel,
         } = message;
@@ -116,7 +120,7 @@ impl Handler<Complete> for LlmProvider {
             observe_completion(&metrics, started, &result);
             result
         };
-        Box::pin(metered(self.ledger.clone(), call, answered).instrument(span))
+        Box::pin(metered(self.ledger.clone(), call, actual, answered).instrument(span))
     }
 }
 
@@ -126,10 +130,11 @@ impl Handler<Complete> for LlmProvider {
 async fn metered(
     ledger: Ledger,
     call: CallFor,
+    actual: String,
     completion: impl Future<Output = Result<ChatResponse, LlmError>>,
 ) -> Result<ChatResponse, LlmError> {
     let response = completion.await?;
-    ledger.record(call, response.usage).await;
+    ledger.record(call, actual, response.usage).await;
     Ok(response)
 }
 

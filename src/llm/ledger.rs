@@ -1,10 +1,12 @@
-//! The record of every answered model call (`model_calls`): a run's turns, memory's sidecar
-//! calls and a sub-agent's turns (under the sub-agent's run) alike. A caller says whom and
-//! what a call is for ([`CallFor`]) with its request; the provider actor records the answer's
-//! usage once, here, and no caller writes a record of its own. A call that failed, timed
-//! out or was cancelled before its answer recorded nothing. A run's usage as clients see it
-//! (`queries::usage::by_purpose`) counts its turns from their own rows, and its other calls
-//! from here.
+//! The record of every answered model call (`model_calls`): a run's turns, a sub-agent's
+//! turns (`subagent`, under the sub-agent's run) and memory's sidecar calls alike. A caller
+//! says whom and what a call is for ([`CallFor`]) with its request; the provider actor
+//! records the answer once, here, and no caller writes a record of its own. A call that
+//! failed, timed out or was cancelled before its answer recorded nothing. Its cost is fixed
+//! when recorded ([`charged`]): what the provider reported, else the catalogue's price of
+//! the model then. The `/metrics` counters by model and project are counted here too.
+
+use std::sync::Arc;
 
 use crate::db::enums::CallPurpose;
 use crate::db::ids::{LoopId, RunId};
@@ -13,6 +15,9 @@ use crate::db::queries::usage;
 use crate::db::DbHandle;
 
 use super::chat::Usage;
+use crate::db::queries::models;
+use crate::metrics::Metrics;
+use crate::usage::{Micros, Price, Tokens};
 
 /// Whom and what a model call is for, as the run's usage shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +28,7 @@ pub struct CallFor {
     /// The turn it is (`Turn`), or the run's latest turn when it was made (0 before its
     /// first).
     pub turn: i32,
-    /// `Turn`, `SessionNotes` or `Rerank` (a sub-agent's calls are its own run's turns).
+    /// `Turn` (`Subagent` for a delegated run's), `SessionNotes` or `Rerank`.
     pub purpose: CallPurpose,
 }
 
@@ -31,41 +36,108 @@ pub struct CallFor {
 #[derive(Clone)]
 pub struct Ledger {
     db: DbHandle,
+    metrics: Arc<Metrics>,
 }
 
 impl Ledger {
-    /// A ledger writing to the store behind `db`.
-    pub fn new(db: DbHandle) -> Ledger {
-        Ledger { db }
+    /// A ledger writing to the store behind `db` and counting in `metrics`.
+    pub(crate) fn new(db: DbHandle, metrics: Arc<Metrics>) -> Ledger {
+        Ledger { db, metrics }
     }
 
-    /// Records one answered call and what the provider reported it used. A failure to
+    /// Records one answered call of `model` (the catalogue's `actual`) and what the
+    /// provider reported it used, at the price the catalogue has for it now. A failure to
     /// write is logged: the answer stands.
-    pub(super) async fn record(&self, call: CallFor, used: Usage) {
-        let form = form(call, used);
+    pub(super) async fn record(&self, call: CallFor, model: String, used: Usage) {
+        let tokens = tokens_of(&used);
+        let reported = used.cost;
         let recorded = self
             .db
-            .call(move |conn| usage::record_call(conn, &form))
+            .call(move |conn| {
+                let price = models::price_of(conn, &model)?;
+                let form = ModelCallForm {
+                    run_id: call.run,
+                    loop_id: call.loop_id,
+                    turn: call.turn,
+                    purpose: call.purpose,
+                    model,
+                    tokens,
+                    cost: charged(reported, &price, &tokens),
+                };
+                let project = usage::record_call(conn, &form)?;
+                Ok((form, project))
+            })
             .await;
-        if let Err(error) = recorded {
-            tracing::warn!(%error, run.id = %call.run, purpose = call.purpose.as_str(), "cannot record a model call's usage");
+        match recorded {
+            Ok((form, project)) => {
+                self.metrics
+                    .record_spending(&form.model, &project, &form.tokens, form.cost);
+            }
+            Err(error) => {
+                tracing::warn!(%error, run.id = %call.run, purpose = call.purpose.as_str(), "cannot record a model call's usage");
+            }
         }
     }
 }
 
-/// The row of one answered call.
-fn form(call: CallFor, used: Usage) -> ModelCallForm {
+/// What a call costs: the provider's reported cost (US dollars) when it reported one above
+/// zero, else what its tokens cost at `price`.
+pub(crate) fn charged(reported: f64, price: &Price, used: &Tokens) -> Micros {
+    match Micros::from_dollars(reported) {
+        Some(cost) if cost > Micros(0) => cost,
+        _ => price.cost(used),
+    }
+}
+
+/// The provider's counts as the ledger keeps them.
+fn tokens_of(used: &Usage) -> Tokens {
     let count = |tokens: u64| i64::try_from(tokens).unwrap_or(i64::MAX);
-    ModelCallForm {
-        run_id: call.run,
-        loop_id: call.loop_id,
-        turn: call.turn,
-        purpose: call.purpose,
+    Tokens {
         prompt_tokens: count(used.prompt_tokens),
         cached_tokens: count(used.cached_tokens),
         completion_tokens: count(used.completion_tokens),
         reasoning_tokens: count(used.reasoning_tokens),
         total_tokens: count(used.total_tokens),
-        cost: used.cost.max(0.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reported_cost_above_zero_wins_over_the_price() {
+        let price = Price::from_dollars(1.0, None, 2.0).unwrap();
+        let used = Tokens {
+            prompt_tokens: 1_000,
+            completion_tokens: 500,
+            ..Tokens::default()
+        };
+        assert_eq!(charged(0.25, &price, &used), Micros(250_000));
+        assert_eq!(charged(0.0, &price, &used), Micros(2_000), "none reported");
+        assert_eq!(charged(-1.0, &price, &used), Micros(2_000), "nonsense");
+        assert_eq!(charged(f64::NAN, &price, &used), Micros(2_000), "nonsense");
+    }
+
+    #[test]
+    fn the_provider_s_counts_are_kept_saturating() {
+        let used = Usage {
+            prompt_tokens: u64::MAX,
+            cached_tokens: 1,
+            completion_tokens: 2,
+            reasoning_tokens: 3,
+            total_tokens: 4,
+            cost: 0.0,
+        };
+        assert_eq!(
+            tokens_of(&used),
+            Tokens {
+                prompt_tokens: i64::MAX,
+                cached_tokens: 1,
+                completion_tokens: 2,
+                reasoning_tokens: 3,
+                total_tokens: 4,
+            }
+        );
     }
 }

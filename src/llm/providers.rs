@@ -86,12 +86,13 @@ impl LlmProviders {
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError> {
         let route = Route::from_actual(&request.model);
-        request.model = route.model;
+        let actual = std::mem::replace(&mut request.model, route.model);
         let call_cancel = cancel.child_token();
         let _cancel_on_drop = call_cancel.clone().drop_guard();
         self.provider(route.provider)
             .send(Complete {
                 request,
+                actual,
                 call,
                 cancel: call_cancel,
             })

@@ -13,3 +13,4 @@ pub(crate) mod runs;
 pub(crate) mod session;
 pub(crate) mod skills;
 pub(crate) mod tools;
+pub(crate) mod usage;

@@ -20,7 +20,7 @@ use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
     entries, loops, mcp, models, plugin_methods, project_config, replay, runs, session, skills,
-    tools,
+    tools, usage,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -197,6 +197,14 @@ method_table! {
             ("commands", "string? — \"client\" or \"server\": where accepted sh/env commands run (admins)"),
             ("sandbox", "object? — {cpuSecs, wallSecs, memoryMb, processes, fileMb, openFiles, outputBytes, ports, unixSockets, env}, each within the server's maxima (admins)"),
         ];
+    UsageReport "usage/report" (usage::ReportParams) usage::report,
+        needs_init: true, long_running: false, role: Viewer,
+        "What model calls used and cost (cost in US dollars, cost_micros exact), summed by one key over a UTC time range: a person's own runs' calls, or (admins) everyone's." &[
+            ("by", "string — \"person\", \"project\", \"model\", \"purpose\" or \"day\""),
+            ("from", "string? — from this UTC time on: YYYY-MM-DD or YYYY-MM-DD HH:MM:SS"),
+            ("to", "string? — before this UTC time"),
+            ("person", "string? — admins: one person's calls (\"\": the runs no person started)"),
+        ];
     GetMcpServers "getMcpServers" (NoParams) mcp::list,
         needs_init: true, long_running: false, role: Viewer,
         "List the MCP servers, whether this project uses them, and their tools." &[];
@@ -206,6 +214,7 @@ method_table! {
             ("alias", "string — name clients use"),
             ("actual", "string — provider-prefixed model id"),
             ("contextLength", "number? — context window in tokens"),
+            ("price", "{input, cachedInput?, output}? — US dollars per million tokens (cachedInput: input's when absent); applies to calls recorded after it"),
         ];
     RemoveModel "removeModel" (models::RemoveModelParams) models::remove,
         needs_init: false, long_running: false, role: Admin,

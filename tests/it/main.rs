@@ -58,5 +58,6 @@ mod temperature;
 mod tool_methods;
 mod transcripts;
 mod transport;
+mod usage;
 mod web;
 mod write_gate;

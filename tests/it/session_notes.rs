@@ -19,13 +19,13 @@ use serde_json::{json, Value};
 use crate::support::{eventually, system_message, user_message, Client, TestApp};
 
 /// Notes on, refreshed after every turn that wrote.
-const NOTES_ON: [(&str, &str); 2] = [
+pub(crate) const NOTES_ON: [(&str, &str); 2] = [
     ("RUMMY_MEMORY_SESSION_TOKENS", "600"),
     ("RUMMY_MEMORY_SESSION_EVERY_TURNS", "1"),
 ];
 
 /// The sidecar's answer: notes titled `title` with one decision.
-fn notes(title: &str, topic: &str, fact: &str) -> Step {
+pub(crate) fn notes(title: &str, topic: &str, fact: &str) -> Step {
     Step::reply(
         json!({
             "title": title,
@@ -40,7 +40,7 @@ fn notes(title: &str, topic: &str, fact: &str) -> Step {
 }
 
 /// A turn that writes knowledge and goes on.
-fn learning(slug: &str) -> Step {
+pub(crate) fn learning(slug: &str) -> Step {
     Step::reply(format!(
         "<known path=\"known://{slug}\">Learned {slug}.</known><update>learning</update>"
     ))

@@ -97,6 +97,18 @@ async fn a_child_works_from_the_passed_context_and_its_summary_lands_in_the_pare
         telemetry["prompt_tokens"], telemetry["calls"][0]["prompt_tokens"],
         "the child's call is in the child's totals, not the parent's"
     );
+    let report = client.ok("usage/report", json!({"by": "purpose"})).await;
+    let recorded: Vec<(Value, Value)> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| (row["key"].clone(), row["calls"].clone()))
+        .collect();
+    assert_eq!(
+        recorded,
+        [(json!("subagent"), json!(1)), (json!("turn"), json!(2))],
+        "the sub-agent's turn is recorded as such (no cost: by key)"
+    );
 
     assert_eq!(
         delegations(&mut client, &parent).await,

@@ -72,7 +72,11 @@ pub(super) async fn call_model(
         run,
         loop_id: Some(input.loop_row.id),
         turn,
-        purpose: CallPurpose::Turn,
+        purpose: if input.config.delegation_depth > 0 {
+            CallPurpose::Subagent
+        } else {
+            CallPurpose::Turn
+        },
     };
     let mut response = agent.llm.complete(request, this_turn, cancel).await?;
     if let Some(refusal) = response

@@ -6,6 +6,7 @@ use crate::db::enums::{CallPurpose, LoopMode, LoopPriority, RunAction, RunStatus
 use crate::db::ids::{LoopId, ProjectId, RunId, TurnId};
 use crate::db::json::{LoopOptions, LoopResult};
 use crate::db::schema::{loops, run_actions, runs, turns};
+use crate::usage::{Micros, Tokens};
 
 /// A run: one conversation of a project, with its settings and counters.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
@@ -101,37 +102,33 @@ pub struct PurposeUsage {
     pub purpose: CallPurpose,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub calls: i64,
+    #[diesel(embed)]
+    pub tokens: Tokens,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
-    pub prompt_tokens: i64,
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    pub cached_tokens: i64,
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    pub completion_tokens: i64,
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    pub reasoning_tokens: i64,
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    pub total_tokens: i64,
-    /// In US dollars.
-    #[diesel(sql_type = diesel::sql_types::Double)]
-    pub cost: f64,
+    pub cost_micros: i64,
 }
 
-/// One answered model call made for a run, as recorded (`llm::Ledger`).
+impl PurposeUsage {
+    /// What the calls cost.
+    pub(crate) fn cost(&self) -> Micros {
+        Micros(self.cost_micros)
+    }
+}
+
+/// One answered model call made for a run, as recorded (`llm::Ledger`); the person and
+/// project are the run's.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ModelCallForm {
     pub run_id: RunId,
     pub loop_id: Option<LoopId>,
-    /// The turn it is (`Turn`), or the run's latest turn when it was made.
+    /// The turn it is (`Turn`, `Subagent`), or the run's latest turn when it was made.
     pub turn: i32,
-    /// `Turn`, `SessionNotes` or `Rerank`: a sub-agent's calls are its own run's.
     pub purpose: CallPurpose,
-    pub prompt_tokens: i64,
-    pub cached_tokens: i64,
-    pub completion_tokens: i64,
-    pub reasoning_tokens: i64,
-    pub total_tokens: i64,
-    /// In US dollars.
-    pub cost: f64,
+    /// The provider model id that answered (the catalogue's `actual`).
+    pub model: String,
+    pub tokens: Tokens,
+    /// Fixed when recorded: the provider's reported cost, else the catalogue's price.
+    pub cost: Micros,
 }
 
 /// A loop: one `ask`/`act`/`panic` request and the turns it takes.

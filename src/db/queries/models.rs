@@ -4,7 +4,9 @@ use crate::db::backend::per_backend;
 use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
-use diesel::sql_types::{Integer, Nullable, Text};
+use diesel::sql_types::{BigInt, Bool, Integer, Nullable, Text};
+
+use crate::usage::{Micros, Price};
 
 use crate::db::models::{ModelInsertForm, ModelRow};
 use crate::db::schema::models;
@@ -33,20 +35,44 @@ pub(crate) fn find_model(conn: &mut Conn, alias: &str) -> Result<Option<ModelRow
         .optional()?)
 }
 
-/// Inserts the model or updates the one with the same alias; a `None` context length keeps
-/// the stored one.
+/// Inserts the model or updates the one with the same alias; a `None` context length or
+/// price keeps the stored one. A new price applies to the calls recorded after it: each
+/// call's cost is fixed when it is recorded.
 pub(crate) fn upsert_model(conn: &mut Conn, form: &ModelInsertForm) -> Result<ModelRow, DbError> {
+    let price = |of: fn(&Price) -> Micros| form.price.as_ref().map(|price| of(price).0);
     Ok(statement(
-        "INSERT INTO models (alias, actual, context_length) VALUES (?, ?, ?)
+        "INSERT INTO models (alias, actual, context_length, input_price, cached_price, output_price)
+         VALUES (?, ?, ?, COALESCE(?, 0), COALESCE(?, 0), COALESCE(?, 0))
          ON CONFLICT (alias) DO UPDATE SET
              actual = excluded.actual,
-             context_length = COALESCE(excluded.context_length, models.context_length)
+             context_length = COALESCE(excluded.context_length, models.context_length),
+             input_price = CASE WHEN ? THEN excluded.input_price ELSE models.input_price END,
+             cached_price = CASE WHEN ? THEN excluded.cached_price ELSE models.cached_price END,
+             output_price = CASE WHEN ? THEN excluded.output_price ELSE models.output_price END
          RETURNING *",
     )
     .bind::<Text, _>(&form.alias)
     .bind::<Text, _>(&form.actual)
     .bind::<Nullable<Integer>, _>(form.context_length)
+    .bind::<Nullable<BigInt>, _>(price(|price| price.input))
+    .bind::<Nullable<BigInt>, _>(price(|price| price.cached_input))
+    .bind::<Nullable<BigInt>, _>(price(|price| price.output))
+    .bind::<Bool, _>(form.price.is_some())
+    .bind::<Bool, _>(form.price.is_some())
+    .bind::<Bool, _>(form.price.is_some())
     .get_result(conn)?)
+}
+
+/// The price of the catalogue's model with this provider model id (`actual`); of the one
+/// added first when several aliases share it; zero when none has it.
+pub(crate) fn price_of(conn: &mut Conn, actual: &str) -> Result<Price, DbError> {
+    Ok(models::table
+        .filter(models::actual.eq(actual))
+        .order(models::id)
+        .select(ModelRow::as_select())
+        .first(conn)
+        .optional()?
+        .map_or_else(Price::default, |row| row.price()))
 }
 
 /// Removes the model; `false` when there was none.
@@ -81,7 +107,40 @@ mod tests {
             alias: alias.into(),
             actual: actual.into(),
             context_length,
+            price: None,
         }
+    }
+
+    #[test]
+    fn a_price_is_kept_until_one_is_given_and_found_by_the_provider_model() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let priced = Price::from_dollars(3.0, Some(0.3), 15.0).unwrap();
+        let with_price = ModelInsertForm {
+            price: Some(priced),
+            ..form("potato", "openai/p", None)
+        };
+        assert_eq!(upsert_model(conn, &with_price).unwrap().price(), priced);
+        upsert_model(conn, &form("potato", "openai/p", Some(8192))).unwrap();
+        assert_eq!(price_of(conn, "openai/p").unwrap(), priced, "kept");
+        upsert_model(conn, &form("second", "openai/p", None)).unwrap();
+        assert_eq!(
+            price_of(conn, "openai/p").unwrap(),
+            priced,
+            "the first alias's"
+        );
+        assert_eq!(price_of(conn, "openai/none").unwrap(), Price::default());
+        let cheaper = Price::from_dollars(1.0, None, 2.0).unwrap();
+        let changed = ModelInsertForm {
+            price: Some(cheaper),
+            ..form("potato", "openai/p", None)
+        };
+        upsert_model(conn, &changed).unwrap();
+        assert_eq!(price_of(conn, "openai/p").unwrap(), cheaper);
+        assert_eq!(
+            find_model(conn, "second").unwrap().unwrap().price(),
+            Price::default()
+        );
     }
 
     #[test]

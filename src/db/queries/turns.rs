@@ -63,17 +63,15 @@ pub(crate) fn latest_turn(conn: &mut Conn, run_id: RunId) -> Result<Option<TurnR
 mod tests {
     use super::*;
 
-    use crate::db::enums::CallPurpose;
-    use crate::db::queries::{runs, usage};
+    use crate::db::queries::runs;
     use crate::db::testing::{sample_loop, sample_run, TestDb};
 
     #[test]
-    fn usage_is_written_back_and_summed_as_the_run_s_turn_calls() {
+    fn usage_is_written_back_to_the_turn() {
         let mut db = TestDb::new();
         let conn = &mut db.conn;
         let run = sample_run(conn);
         let loop_row = sample_loop(conn, run.id, "p");
-        assert_eq!(usage::by_purpose(conn, run.id).unwrap(), []);
         for cost in [0.5, 0.25] {
             let sequence = runs::take_turn_number(conn, run.id).unwrap();
             let turn = insert_turn(
@@ -101,20 +99,6 @@ mod tests {
             assert_eq!(updated.reasoning_content.as_deref(), Some("why"));
             assert_eq!(updated.prompt_tokens, 100);
         }
-        let purposes = usage::by_purpose(conn, run.id).unwrap();
-        let [totals] = purposes.as_slice() else {
-            panic!("{purposes:?}");
-        };
-        assert_eq!(
-            (
-                totals.purpose,
-                totals.calls,
-                totals.prompt_tokens,
-                totals.total_tokens
-            ),
-            (CallPurpose::Turn, 2, 200, 240)
-        );
-        assert!((totals.cost - 0.75).abs() < 1e-9);
         assert_eq!(
             latest_turn(conn, run.id).unwrap().map(|t| t.sequence),
             Some(2)

@@ -1,65 +1,75 @@
-//! What a run's model calls cost, by purpose: its turns (`turns`, one row per turn, so the
-//! count is the run's turns), the calls made for it beside them (`model_calls`: the session
-//! notes' refresh, the recall's re-rank), and the calls of the runs it delegated sub-tasks
-//! to, theirs included (`subagent`). `model_calls` also records each answered turn call (the
-//! provider path's ledger, `llm::Ledger`); those rows are counted through `turns` instead,
-//! never twice. `run/state` and `getRun` report it.
+//! The ledger's queries (`model_calls`, one row per answered model call, written only by
+//! `llm::Ledger`): recording a call with its run's person and project, a run's calls by
+//! purpose (its own, and under `subagent` those of the runs it delegated sub-tasks to and
+//! theirs: `run/state` and `getRun` report it), and the `usage/report` sums over a time
+//! range, grouped by person, project, model, purpose or day.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text};
+use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
 use crate::db::ids::RunId;
 use crate::db::models::run::{ModelCallForm, PurposeUsage};
 use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
+use crate::usage::Tokens;
 
-/// Records one answered model call made for a run.
-pub(crate) fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<(), DbError> {
+/// Records one answered model call made for a run, under the run's person and project;
+/// the name of that project.
+pub(crate) fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<String, DbError> {
+    #[derive(QueryableByName)]
+    struct Recorded {
+        #[diesel(sql_type = Text)]
+        project: String,
+    }
+    let tokens = &form.tokens;
     statement(
-        "INSERT INTO model_calls (run_id, loop_id, turn, purpose, prompt_tokens, cached_tokens, \
-                                  completion_tokens, reasoning_tokens, total_tokens, cost) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO model_calls (run_id, loop_id, turn, purpose, model, prompt_tokens, \
+                                  cached_tokens, completion_tokens, reasoning_tokens, \
+                                  total_tokens, cost_micros, person, project_id) \
+         SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, created_by, project_id FROM runs WHERE id = ?",
     )
-    .bind::<BigInt, _>(form.run_id)
     .bind::<Nullable<BigInt>, _>(form.loop_id.map(|id| id.0))
     .bind::<Integer, _>(form.turn)
     .bind::<Text, _>(form.purpose.as_str())
-    .bind::<BigInt, _>(form.prompt_tokens)
-    .bind::<BigInt, _>(form.cached_tokens)
-    .bind::<BigInt, _>(form.completion_tokens)
-    .bind::<BigInt, _>(form.reasoning_tokens)
-    .bind::<BigInt, _>(form.total_tokens)
-    .bind::<Double, _>(form.cost)
+    .bind::<Text, _>(&form.model)
+    .bind::<BigInt, _>(tokens.prompt_tokens)
+    .bind::<BigInt, _>(tokens.cached_tokens)
+    .bind::<BigInt, _>(tokens.completion_tokens)
+    .bind::<BigInt, _>(tokens.reasoning_tokens)
+    .bind::<BigInt, _>(tokens.total_tokens)
+    .bind::<BigInt, _>(form.cost.0)
+    .bind::<BigInt, _>(form.run_id)
     .execute(conn)?;
-    Ok(())
+    let recorded: Recorded = statement(
+        "SELECT p.name AS project FROM runs AS r JOIN projects AS p ON p.id = r.project_id \
+         WHERE r.id = ?",
+    )
+    .bind::<BigInt, _>(form.run_id)
+    .get_result(conn)?;
+    Ok(recorded.project)
 }
 
 /// The run's calls summed by purpose, `turn` first, then `session_notes`, `rerank` and
-/// `subagent`; a purpose without calls is left out.
+/// `subagent`; a purpose without calls is left out. A delegated run's own turns (recorded
+/// as `subagent`) are its `turn`s.
 pub(crate) fn by_purpose(conn: &mut Conn, run: RunId) -> Result<Vec<PurposeUsage>, DbError> {
     Ok(statement(
         "WITH RECURSIVE delegated (id) AS ( \
              SELECT id FROM runs WHERE delegated_by = ? \
              UNION ALL SELECT r.id FROM runs AS r JOIN delegated AS d ON r.delegated_by = d.id), \
-         calls (run_id, purpose, prompt_tokens, cached_tokens, completion_tokens, \
-                reasoning_tokens, total_tokens, cost) AS ( \
-             SELECT run_id, 'turn', prompt_tokens, cached_tokens, completion_tokens, \
-                    reasoning_tokens, total_tokens, cost FROM turns \
-             UNION ALL SELECT run_id, purpose, prompt_tokens, cached_tokens, completion_tokens, \
-                    reasoning_tokens, total_tokens, cost FROM model_calls \
-                    WHERE purpose <> 'turn'), \
          mine AS ( \
-             SELECT CASE WHEN run_id = ? THEN purpose ELSE 'subagent' END AS purpose, \
+             SELECT CASE WHEN run_id <> ? THEN 'subagent' \
+                         WHEN purpose = 'subagent' THEN 'turn' ELSE purpose END AS purpose, \
                     prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, \
-                    total_tokens, cost \
-             FROM calls WHERE run_id = ? OR run_id IN (SELECT id FROM delegated)) \
+                    total_tokens, cost_micros \
+             FROM model_calls WHERE run_id = ? OR run_id IN (SELECT id FROM delegated)) \
          SELECT purpose, COUNT(*) AS calls, \
                 CAST(SUM(prompt_tokens) AS BIGINT) AS prompt_tokens, \
                 CAST(SUM(cached_tokens) AS BIGINT) AS cached_tokens, \
                 CAST(SUM(completion_tokens) AS BIGINT) AS completion_tokens, \
                 CAST(SUM(reasoning_tokens) AS BIGINT) AS reasoning_tokens, \
                 CAST(SUM(total_tokens) AS BIGINT) AS total_tokens, \
-                CAST(SUM(cost) AS DOUBLE PRECISION) AS cost \
+                CAST(SUM(cost_micros) AS BIGINT) AS cost_micros \
          FROM mine GROUP BY purpose \
          ORDER BY CASE purpose WHEN 'turn' THEN 0 WHEN 'session_notes' THEN 1 \
                                WHEN 'rerank' THEN 2 ELSE 3 END",
@@ -70,52 +80,118 @@ pub(crate) fn by_purpose(conn: &mut Conn, run: RunId) -> Result<Vec<PurposeUsage
     .load(conn)?)
 }
 
+/// What a usage report is grouped by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum GroupBy {
+    /// Who started the runs (none: the operator or the server).
+    Person,
+    /// The project's name.
+    Project,
+    /// The provider model id that answered.
+    Model,
+    /// `turn`, `session_notes`, `rerank` or `subagent`.
+    Purpose,
+    /// The UTC day, `YYYY-MM-DD`.
+    Day,
+}
+
+impl GroupBy {
+    fn as_str(self) -> &'static str {
+        match self {
+            GroupBy::Person => "person",
+            GroupBy::Project => "project",
+            GroupBy::Model => "model",
+            GroupBy::Purpose => "purpose",
+            GroupBy::Day => "day",
+        }
+    }
+}
+
+/// Which calls a report sums: those recorded in `[from, to)` (`YYYY-MM-DD HH:MM:SS`,
+/// UTC), of one person's runs when `person` is given (`Some(None)`: the runs no person
+/// started).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReportScope {
+    pub from: String,
+    pub to: String,
+    pub person: Option<Option<String>>,
+}
+
+/// One group of a usage report.
+#[derive(Debug, Clone, PartialEq, QueryableByName)]
+pub(crate) struct ReportRow {
+    /// The person, project, model, purpose or day; `None`: no person.
+    #[diesel(sql_type = Nullable<Text>)]
+    pub key: Option<String>,
+    #[diesel(sql_type = BigInt)]
+    pub calls: i64,
+    #[diesel(embed)]
+    pub tokens: Tokens,
+    #[diesel(sql_type = BigInt)]
+    pub cost_micros: i64,
+}
+
+/// The calls in `scope` summed by `by`, the costliest group first (then by key).
+pub(crate) fn report(
+    conn: &mut Conn,
+    by: GroupBy,
+    scope: &ReportScope,
+) -> Result<Vec<ReportRow>, DbError> {
+    let (any_person, person) = match &scope.person {
+        None => (true, None),
+        Some(person) => (false, person.as_deref()),
+    };
+    Ok(statement(
+        "WITH grouped AS ( \
+             SELECT CASE ? WHEN 'person' THEN c.person WHEN 'project' THEN p.name \
+                           WHEN 'model' THEN c.model WHEN 'purpose' THEN c.purpose \
+                           ELSE substr(c.created_at, 1, 10) END AS key, \
+                    c.prompt_tokens, c.cached_tokens, c.completion_tokens, \
+                    c.reasoning_tokens, c.total_tokens, c.cost_micros \
+             FROM model_calls AS c JOIN projects AS p ON p.id = c.project_id \
+             WHERE c.created_at >= ? AND c.created_at < ? \
+               AND (? OR c.person = ? OR (c.person IS NULL AND ? IS NULL))) \
+         SELECT key, COUNT(*) AS calls, \
+                CAST(SUM(prompt_tokens) AS BIGINT) AS prompt_tokens, \
+                CAST(SUM(cached_tokens) AS BIGINT) AS cached_tokens, \
+                CAST(SUM(completion_tokens) AS BIGINT) AS completion_tokens, \
+                CAST(SUM(reasoning_tokens) AS BIGINT) AS reasoning_tokens, \
+                CAST(SUM(total_tokens) AS BIGINT) AS total_tokens, \
+                CAST(SUM(cost_micros) AS BIGINT) AS cost_micros \
+         FROM grouped GROUP BY key ORDER BY cost_micros DESC, key",
+    )
+    .bind::<Text, _>(by.as_str())
+    .bind::<Text, _>(&scope.from)
+    .bind::<Text, _>(&scope.to)
+    .bind::<diesel::sql_types::Bool, _>(any_person)
+    .bind::<Nullable<Text>, _>(person)
+    .bind::<Nullable<Text>, _>(person)
+    .load(conn)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::db::enums::CallPurpose;
-    use crate::db::models::run::{TurnInsertForm, TurnUsageForm};
-    use crate::db::queries::{runs, turns};
-    use crate::db::testing::{sample_loop, sample_run, TestDb};
+    use crate::db::testing::{sample_run, TestDb};
+    use crate::usage::Micros;
 
-    fn call(run: RunId, purpose: CallPurpose, tokens: i64, cost: f64) -> ModelCallForm {
+    fn call(run: RunId, purpose: CallPurpose, tokens: i64, cost: i64) -> ModelCallForm {
         ModelCallForm {
             run_id: run,
             loop_id: None,
             turn: 1,
             purpose,
-            prompt_tokens: tokens,
-            cached_tokens: 0,
-            completion_tokens: 1,
-            reasoning_tokens: 0,
-            total_tokens: tokens + 1,
-            cost,
-        }
-    }
-
-    fn turn(conn: &mut Conn, run: RunId, tokens: i32) {
-        let lp = sample_loop(conn, run, "p");
-        let sequence = runs::take_turn_number(conn, run).unwrap();
-        let row = turns::insert_turn(
-            conn,
-            &TurnInsertForm {
-                run_id: run,
-                loop_id: lp.id,
-                sequence,
+            model: "openai/m".into(),
+            tokens: Tokens {
+                prompt_tokens: tokens,
+                completion_tokens: 1,
+                total_tokens: tokens + 1,
+                ..Tokens::default()
             },
-        )
-        .unwrap();
-        let usage = TurnUsageForm {
-            context_tokens: tokens,
-            reasoning_content: None,
-            prompt_tokens: tokens,
-            cached_tokens: 0,
-            completion_tokens: 1,
-            reasoning_tokens: 0,
-            total_tokens: tokens + 1,
-            cost: 0.5,
-        };
-        turns::update_turn_usage(conn, row.id, &usage).unwrap();
+            cost: Micros(cost),
+        }
     }
 
     fn delegate(conn: &mut Conn, child: RunId, parent: RunId) {
@@ -126,107 +202,33 @@ mod tests {
             .unwrap();
     }
 
-    /// The run's rows of `model_calls`: purpose, turn and prompt tokens each.
-    fn ledger(conn: &mut Conn, run: RunId) -> Vec<(String, i32, i64)> {
-        #[derive(QueryableByName)]
-        struct Recorded {
-            #[diesel(sql_type = Text)]
-            purpose: String,
-            #[diesel(sql_type = Integer)]
-            turn: i32,
-            #[diesel(sql_type = BigInt)]
-            prompt_tokens: i64,
-        }
-        statement(
-            "SELECT purpose, turn, CAST(prompt_tokens AS BIGINT) AS prompt_tokens \
-             FROM model_calls WHERE run_id = ? ORDER BY id",
-        )
-        .bind::<BigInt, _>(run)
-        .load::<Recorded>(conn)
-        .unwrap()
-        .into_iter()
-        .map(|row| (row.purpose, row.turn, row.prompt_tokens))
-        .collect()
-    }
-
-    /// Reverts the migrations down to the one that made `model_calls` the ledger of every
-    /// call, that one included.
-    fn before_the_ledger(conn: &mut Conn) {
-        use crate::db::connection::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
-        use diesel_migrations::MigrationHarness;
-        const LEDGER: &str = "20261130000000";
-        let applied = |conn: &mut Conn| -> Vec<String> {
-            let versions = match conn {
-                Conn::Sqlite(conn) => conn.applied_migrations(),
-                Conn::Postgres(conn) => conn.applied_migrations(),
-            };
-            versions.unwrap().iter().map(ToString::to_string).collect()
-        };
-        while applied(conn)
-            .iter()
-            .any(|version| version.as_str() >= LEDGER)
-        {
-            match conn {
-                Conn::Sqlite(conn) => conn.revert_last_migration(SQLITE_MIGRATIONS),
-                Conn::Postgres(conn) => conn.revert_last_migration(POSTGRES_MIGRATIONS),
-            }
+    fn started_by(conn: &mut Conn, run: RunId, person: &str) {
+        statement("UPDATE runs SET created_by = ? WHERE id = ?")
+            .bind::<Text, _>(person)
+            .bind::<BigInt, _>(run)
+            .execute(conn)
             .unwrap();
+    }
+
+    fn all_time() -> ReportScope {
+        ReportScope {
+            from: "0000-01-01 00:00:00".into(),
+            to: "9999-12-31 23:59:59".into(),
+            person: None,
         }
     }
 
-    #[test]
-    fn the_migration_records_the_turns_answered_before_it_and_reverts() {
-        let mut db = TestDb::new();
-        let conn = &mut db.conn;
-        let run = sample_run(conn).id;
-        record_call(conn, &call(run, CallPurpose::Turn, 100, 0.5)).unwrap();
-        before_the_ledger(conn);
-        assert_eq!(
-            ledger(conn, run),
-            [],
-            "the turn's record went with the revert"
-        );
-        turn(conn, run, 100);
-        let lp = sample_loop(conn, run, "unanswered");
-        let sequence = runs::take_turn_number(conn, run).unwrap();
-        let form = TurnInsertForm {
-            run_id: run,
-            loop_id: lp.id,
-            sequence,
-        };
-        turns::insert_turn(conn, &form).unwrap();
-        record_call(conn, &call(run, CallPurpose::Rerank, 7, 0.0)).unwrap();
-        crate::db::connection::run_migrations(conn).unwrap();
-        assert_eq!(
-            ledger(conn, run),
-            [("rerank".to_owned(), 1, 7), ("turn".to_owned(), 1, 100)]
-        );
-        assert_eq!(by_purpose(conn, run).unwrap()[0].calls, 2, "both turns");
-    }
-
-    #[test]
-    fn a_turn_s_own_record_of_its_call_is_not_counted_twice() {
-        let mut db = TestDb::new();
-        let conn = &mut db.conn;
-        let run = sample_run(conn).id;
-        let child = sample_run(conn).id;
-        delegate(conn, child, run);
-        turn(conn, run, 100);
-        record_call(conn, &call(run, CallPurpose::Turn, 100, 0.5)).unwrap();
-        turn(conn, child, 20);
-        record_call(conn, &call(child, CallPurpose::Turn, 20, 0.5)).unwrap();
-        let seen: Vec<_> = by_purpose(conn, run)
-            .unwrap()
-            .into_iter()
-            .map(|row| (row.purpose, row.calls, row.prompt_tokens, row.total_tokens))
-            .collect();
-        assert_eq!(
-            seen,
-            [
-                (CallPurpose::Turn, 1, 100, 101),
-                (CallPurpose::Subagent, 1, 20, 21)
-            ]
-        );
+    fn keyed(rows: Vec<ReportRow>) -> Vec<(Option<String>, i64, i64, i64)> {
+        rows.into_iter()
+            .map(|row| {
+                (
+                    row.key,
+                    row.calls,
+                    row.tokens.prompt_tokens,
+                    row.cost_micros,
+                )
+            })
+            .collect()
     }
 
     #[test]
@@ -239,31 +241,36 @@ mod tests {
         let stranger = sample_run(conn).id;
         delegate(conn, child, run);
         delegate(conn, grandchild, child);
-        turn(conn, run, 100);
-        turn(conn, run, 50);
-        record_call(conn, &call(run, CallPurpose::Rerank, 7, 0.0)).unwrap();
-        record_call(conn, &call(run, CallPurpose::SessionNotes, 30, 0.25)).unwrap();
-        record_call(conn, &call(run, CallPurpose::SessionNotes, 10, 0.25)).unwrap();
-        turn(conn, child, 20);
-        record_call(conn, &call(child, CallPurpose::SessionNotes, 5, 0.0)).unwrap();
-        turn(conn, grandchild, 3);
-        turn(conn, stranger, 1000);
+        record_call(conn, &call(run, CallPurpose::Turn, 100, 10)).unwrap();
+        record_call(conn, &call(run, CallPurpose::Turn, 50, 10)).unwrap();
+        record_call(conn, &call(run, CallPurpose::Rerank, 7, 0)).unwrap();
+        record_call(conn, &call(run, CallPurpose::SessionNotes, 30, 250)).unwrap();
+        record_call(conn, &call(run, CallPurpose::SessionNotes, 10, 250)).unwrap();
+        record_call(conn, &call(child, CallPurpose::Subagent, 20, 1)).unwrap();
+        record_call(conn, &call(child, CallPurpose::SessionNotes, 5, 0)).unwrap();
+        record_call(conn, &call(grandchild, CallPurpose::Subagent, 3, 1)).unwrap();
+        record_call(conn, &call(stranger, CallPurpose::Turn, 1000, 1)).unwrap();
         let seen: Vec<_> = by_purpose(conn, run)
             .unwrap()
             .into_iter()
-            .map(|row| (row.purpose, row.calls, row.prompt_tokens, row.total_tokens))
+            .map(|row| {
+                (
+                    row.purpose,
+                    row.calls,
+                    row.tokens.prompt_tokens,
+                    row.cost_micros,
+                )
+            })
             .collect();
         assert_eq!(
             seen,
             [
-                (CallPurpose::Turn, 2, 150, 152),
-                (CallPurpose::SessionNotes, 2, 40, 42),
-                (CallPurpose::Rerank, 1, 7, 8),
-                (CallPurpose::Subagent, 3, 28, 31),
+                (CallPurpose::Turn, 2, 150, 20),
+                (CallPurpose::SessionNotes, 2, 40, 500),
+                (CallPurpose::Rerank, 1, 7, 0),
+                (CallPurpose::Subagent, 3, 28, 2),
             ]
         );
-        let notes = &by_purpose(conn, run).unwrap()[1];
-        assert!((notes.cost - 0.5).abs() < 1e-9, "{notes:?}");
         let of_child: Vec<_> = by_purpose(conn, child)
             .unwrap()
             .into_iter()
@@ -275,7 +282,134 @@ mod tests {
                 (CallPurpose::Turn, 1),
                 (CallPurpose::SessionNotes, 1),
                 (CallPurpose::Subagent, 1)
+            ],
+            "a delegated run's own turns are its turns"
+        );
+    }
+
+    #[test]
+    fn a_call_is_recorded_under_its_run_s_person_and_project() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn).id;
+        started_by(conn, run, "ada");
+        let project = record_call(conn, &call(run, CallPurpose::Turn, 10, 5)).unwrap();
+        assert_eq!(project, "p");
+        let by_person = report(conn, GroupBy::Person, &all_time()).unwrap();
+        assert_eq!(keyed(by_person), [(Some("ada".into()), 1, 10, 5)]);
+        let by_project = report(conn, GroupBy::Project, &all_time()).unwrap();
+        assert_eq!(keyed(by_project), [(Some("p".into()), 1, 10, 5)]);
+    }
+
+    #[test]
+    fn a_report_sums_its_range_and_person_by_key_costliest_first() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let ada = sample_run(conn).id;
+        started_by(conn, ada, "ada");
+        let server = sample_run(conn).id;
+        record_call(conn, &call(ada, CallPurpose::Turn, 10, 5)).unwrap();
+        record_call(conn, &call(ada, CallPurpose::Rerank, 1, 1)).unwrap();
+        record_call(conn, &call(server, CallPurpose::Turn, 20, 7)).unwrap();
+        statement("UPDATE model_calls SET created_at = '2026-01-02 10:00:00' WHERE run_id = ?")
+            .bind::<BigInt, _>(server)
+            .execute(conn)
+            .unwrap();
+        let by_purpose = report(conn, GroupBy::Purpose, &all_time()).unwrap();
+        assert_eq!(
+            keyed(by_purpose),
+            [
+                (Some("turn".into()), 2, 30, 12),
+                (Some("rerank".into()), 1, 1, 1)
             ]
         );
+        let by_person = report(conn, GroupBy::Person, &all_time()).unwrap();
+        assert_eq!(
+            keyed(by_person),
+            [(None, 1, 20, 7), (Some("ada".into()), 2, 11, 6)]
+        );
+        let january = ReportScope {
+            from: "2026-01-02 00:00:00".into(),
+            to: "2026-01-02 10:00:00".into(),
+            ..all_time()
+        };
+        assert_eq!(
+            report(conn, GroupBy::Day, &january).unwrap(),
+            [],
+            "to is exclusive"
+        );
+        let january = ReportScope {
+            from: "2026-01-02 10:00:00".into(),
+            to: "2026-01-03 00:00:00".into(),
+            ..all_time()
+        };
+        let by_day = report(conn, GroupBy::Day, &january).unwrap();
+        assert_eq!(keyed(by_day), [(Some("2026-01-02".into()), 1, 20, 7)]);
+        let of_ada = ReportScope {
+            person: Some(Some("ada".into())),
+            ..all_time()
+        };
+        let by_model = report(conn, GroupBy::Model, &of_ada).unwrap();
+        assert_eq!(keyed(by_model), [(Some("openai/m".into()), 2, 11, 6)]);
+        let of_nobody = ReportScope {
+            person: Some(None),
+            ..all_time()
+        };
+        let by_model = report(conn, GroupBy::Model, &of_nobody).unwrap();
+        assert_eq!(keyed(by_model), [(Some("openai/m".into()), 1, 20, 7)]);
+    }
+
+    /// Reverts the migrations down to the one that priced `model_calls`, that one
+    /// included.
+    fn before_pricing(conn: &mut Conn) {
+        use crate::db::connection::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
+        use diesel_migrations::MigrationHarness;
+        const PRICED: &str = "20261202000000";
+        let applied = |conn: &mut Conn| -> Vec<String> {
+            let versions = match conn {
+                Conn::Sqlite(conn) => conn.applied_migrations(),
+                Conn::Postgres(conn) => conn.applied_migrations(),
+            };
+            versions.unwrap().iter().map(ToString::to_string).collect()
+        };
+        while applied(conn)
+            .iter()
+            .any(|version| version.as_str() >= PRICED)
+        {
+            match conn {
+                Conn::Sqlite(conn) => conn.revert_last_migration(SQLITE_MIGRATIONS),
+                Conn::Postgres(conn) => conn.revert_last_migration(POSTGRES_MIGRATIONS),
+            }
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn the_migration_prices_the_calls_before_it_and_reverts() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn).id;
+        started_by(conn, run, "ada");
+        record_call(conn, &call(run, CallPurpose::Turn, 100, 5)).unwrap();
+        before_pricing(conn);
+        statement(
+            "INSERT INTO model_calls (run_id, turn, purpose, prompt_tokens, cost) \
+             VALUES (?, 2, 'rerank', 7, 0.0025)",
+        )
+        .bind::<BigInt, _>(run)
+        .execute(conn)
+        .unwrap();
+        crate::db::connection::run_migrations(conn).unwrap();
+        let by_purpose = report(conn, GroupBy::Purpose, &all_time()).unwrap();
+        assert_eq!(
+            keyed(by_purpose),
+            [
+                (Some("rerank".into()), 1, 7, 2_500),
+                (Some("turn".into()), 1, 100, 5)
+            ],
+            "the turn's cost came back from dollars"
+        );
+        let by_person = report(conn, GroupBy::Person, &all_time()).unwrap();
+        assert_eq!(keyed(by_person), [(Some("ada".into()), 2, 107, 2_505)]);
     }
 }

@@ -41,7 +41,8 @@ impl TestProviders {
             },
         )
         .unwrap();
-        let providers = LlmProviders::start(settings, Ledger::new(db.clone())).unwrap();
+        let providers =
+            LlmProviders::start(settings, Ledger::new(db.clone(), Default::default())).unwrap();
         TestProviders {
             providers,
             call: CallFor {

@@ -497,10 +497,11 @@ async fn a_call_waiting_out_a_back_off_leaves_at_once_when_cancelled() {
     );
 }
 
-/// What the store recorded of the test run's calls: purpose, prompt tokens and cost each.
-async fn recorded_calls(providers: &TestProviders) -> Vec<(String, i64, f64)> {
+/// What the store recorded of the test run's calls: purpose, prompt tokens, cost
+/// (micro-dollars) and model each.
+async fn recorded_calls(providers: &TestProviders) -> Vec<(String, i64, i64, String)> {
     use crate::db::statement::statement;
-    use diesel::sql_types::{BigInt, Double, Text};
+    use diesel::sql_types::{BigInt, Text};
     use diesel::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Recorded {
@@ -508,15 +509,18 @@ async fn recorded_calls(providers: &TestProviders) -> Vec<(String, i64, f64)> {
         purpose: String,
         #[diesel(sql_type = BigInt)]
         prompt_tokens: i64,
-        #[diesel(sql_type = Double)]
-        cost: f64,
+        #[diesel(sql_type = BigInt)]
+        cost_micros: i64,
+        #[diesel(sql_type = Text)]
+        model: String,
     }
     let run = providers.call.run;
     let rows: Vec<Recorded> = providers
         .db
         .read(move |conn| {
             Ok(statement(
-                "SELECT purpose, CAST(prompt_tokens AS BIGINT) AS prompt_tokens, cost \
+                "SELECT purpose, CAST(prompt_tokens AS BIGINT) AS prompt_tokens, cost_micros, \
+                        model \
                  FROM model_calls WHERE run_id = ? ORDER BY id",
             )
             .bind::<BigInt, _>(run)
@@ -525,7 +529,7 @@ async fn recorded_calls(providers: &TestProviders) -> Vec<(String, i64, f64)> {
         .await
         .unwrap();
     rows.into_iter()
-        .map(|row| (row.purpose, row.prompt_tokens, row.cost))
+        .map(|row| (row.purpose, row.prompt_tokens, row.cost_micros, row.model))
         .collect()
 }
 
@@ -556,8 +560,13 @@ async fn each_answered_call_is_recorded_once_for_its_run_and_purpose() {
     assert_eq!(
         recorded_calls(&providers).await,
         [
-            ("turn".to_owned(), 40, 0.5),
-            ("session_notes".to_owned(), 40, 0.5)
+            ("turn".to_owned(), 40, 500_000, "openai/m".to_owned()),
+            (
+                "session_notes".to_owned(),
+                40,
+                500_000,
+                "openai/m".to_owned()
+            )
         ],
         "the retried call once, the refused one not at all"
     );

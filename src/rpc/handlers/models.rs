@@ -7,12 +7,43 @@ use crate::db::queries::models;
 use crate::error::AppError;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::params::{Page, Required};
+use crate::usage::Price;
 
 #[derive(Serialize)]
 struct ModelView {
     alias: String,
     actual: String,
     context_length: Option<i32>,
+    price: PriceView,
+}
+
+/// A model's price as `getModels` shows it: US dollars per million tokens.
+#[derive(Serialize)]
+struct PriceView {
+    input: f64,
+    cached_input: f64,
+    output: f64,
+}
+
+impl PriceView {
+    fn of(price: Price) -> PriceView {
+        PriceView {
+            input: price.input.dollars(),
+            cached_input: price.cached_input.dollars(),
+            output: price.output.dollars(),
+        }
+    }
+}
+
+/// `addModel`'s `price`: US dollars per million tokens.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct PriceParams {
+    input: f64,
+    /// The input price when not given.
+    #[serde(default)]
+    cached_input: Option<f64>,
+    output: f64,
 }
 
 /// `getModels`: the catalogue, by alias.
@@ -27,6 +58,7 @@ pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppE
     let views: Vec<ModelView> = rows
         .into_iter()
         .map(|row| ModelView {
+            price: PriceView::of(row.price()),
             alias: row.alias,
             actual: row.actual,
             context_length: row.context_length,
@@ -43,6 +75,9 @@ pub(crate) struct AddModelParams {
     actual: Required,
     #[serde(default)]
     context_length: Option<u32>,
+    /// None keeps the stored price (zero for a new model).
+    #[serde(default)]
+    price: Option<PriceParams>,
 }
 
 #[derive(Serialize)]
@@ -58,6 +93,11 @@ pub(crate) async fn add(context: CallContext, params: AddModelParams) -> Result<
             "alias must not contain whitespace".into(),
         ));
     }
+    let price = params
+        .price
+        .map(|price| Price::from_dollars(price.input, price.cached_input, price.output))
+        .transpose()
+        .map_err(|error| AppError::InvalidParam(format!("price: {error}")))?;
     let context_length = params
         .context_length
         .map(|length| i32::try_from(length).unwrap_or(i32::MAX));
@@ -71,6 +111,7 @@ pub(crate) async fn add(context: CallContext, params: AddModelParams) -> Result<
                     alias: params.alias.0,
                     actual: params.actual.0,
                     context_length,
+                    price,
                 },
             )
         })

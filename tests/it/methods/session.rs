@@ -72,6 +72,7 @@ async fn discover_describes_every_method_and_notification() {
         "memory/session",
         "memory/session/set",
         "project/config",
+        "usage/report",
     ];
     for name in expected {
         let method = &methods[name];
