@@ -13,6 +13,19 @@ use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
 use crate::usage::Tokens;
 
+/// The columns of a usage sum over `model_calls` rows: the calls, each token count, the cost.
+macro_rules! sums {
+    () => {
+        "COUNT(*) AS calls, \
+         CAST(SUM(prompt_tokens) AS BIGINT) AS prompt_tokens, \
+         CAST(SUM(cached_tokens) AS BIGINT) AS cached_tokens, \
+         CAST(SUM(completion_tokens) AS BIGINT) AS completion_tokens, \
+         CAST(SUM(reasoning_tokens) AS BIGINT) AS reasoning_tokens, \
+         CAST(SUM(total_tokens) AS BIGINT) AS total_tokens, \
+         CAST(SUM(cost_micros) AS BIGINT) AS cost_micros"
+    };
+}
+
 /// Records one answered model call made for a run, under the run's person and project;
 /// the name of that project.
 pub(crate) fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<String, DbError> {
@@ -53,7 +66,7 @@ pub(crate) fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<Strin
 /// `subagent`; a purpose without calls is left out. A delegated run's own turns (recorded
 /// as `subagent`) are its `turn`s.
 pub(crate) fn by_purpose(conn: &mut Conn, run: RunId) -> Result<Vec<PurposeUsage>, DbError> {
-    Ok(statement(
+    Ok(statement(concat!(
         "WITH RECURSIVE delegated (id) AS ( \
              SELECT id FROM runs WHERE delegated_by = ? \
              UNION ALL SELECT r.id FROM runs AS r JOIN delegated AS d ON r.delegated_by = d.id), \
@@ -63,17 +76,12 @@ pub(crate) fn by_purpose(conn: &mut Conn, run: RunId) -> Result<Vec<PurposeUsage
                     prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, \
                     total_tokens, cost_micros \
              FROM model_calls WHERE run_id = ? OR run_id IN (SELECT id FROM delegated)) \
-         SELECT purpose, COUNT(*) AS calls, \
-                CAST(SUM(prompt_tokens) AS BIGINT) AS prompt_tokens, \
-                CAST(SUM(cached_tokens) AS BIGINT) AS cached_tokens, \
-                CAST(SUM(completion_tokens) AS BIGINT) AS completion_tokens, \
-                CAST(SUM(reasoning_tokens) AS BIGINT) AS reasoning_tokens, \
-                CAST(SUM(total_tokens) AS BIGINT) AS total_tokens, \
-                CAST(SUM(cost_micros) AS BIGINT) AS cost_micros \
-         FROM mine GROUP BY purpose \
+         SELECT purpose, ",
+        sums!(),
+        " FROM mine GROUP BY purpose \
          ORDER BY CASE purpose WHEN 'turn' THEN 0 WHEN 'session_notes' THEN 1 \
-                               WHEN 'rerank' THEN 2 ELSE 3 END",
-    )
+                               WHEN 'rerank' THEN 2 ELSE 3 END"
+    ))
     .bind::<BigInt, _>(run)
     .bind::<BigInt, _>(run)
     .bind::<BigInt, _>(run)
@@ -142,7 +150,7 @@ pub(crate) fn report(
         None => (true, None),
         Some(person) => (false, person.as_deref()),
     };
-    Ok(statement(
+    Ok(statement(concat!(
         "WITH grouped AS ( \
              SELECT CASE ? WHEN 'person' THEN c.person WHEN 'project' THEN p.name \
                            WHEN 'model' THEN c.model WHEN 'purpose' THEN c.purpose \
@@ -152,15 +160,10 @@ pub(crate) fn report(
              FROM model_calls AS c JOIN projects AS p ON p.id = c.project_id \
              WHERE c.created_at >= ? AND c.created_at < ? \
                AND (? OR c.person = ? OR (c.person IS NULL AND ? IS NULL))) \
-         SELECT key, COUNT(*) AS calls, \
-                CAST(SUM(prompt_tokens) AS BIGINT) AS prompt_tokens, \
-                CAST(SUM(cached_tokens) AS BIGINT) AS cached_tokens, \
-                CAST(SUM(completion_tokens) AS BIGINT) AS completion_tokens, \
-                CAST(SUM(reasoning_tokens) AS BIGINT) AS reasoning_tokens, \
-                CAST(SUM(total_tokens) AS BIGINT) AS total_tokens, \
-                CAST(SUM(cost_micros) AS BIGINT) AS cost_micros \
-         FROM grouped GROUP BY key ORDER BY cost_micros DESC, key",
-    )
+         SELECT key, ",
+        sums!(),
+        " FROM grouped GROUP BY key ORDER BY cost_micros DESC, key"
+    ))
     .bind::<Text, _>(by.as_str())
     .bind::<Text, _>(&scope.from)
     .bind::<Text, _>(&scope.to)
