@@ -67,6 +67,8 @@ pub(crate) enum SandboxError {
     Seccomp(#[from] seccompiler::Error),
     #[error("seccomp: {0}")]
     SeccompFilter(#[from] seccompiler::BackendError),
+    #[error("the supervisor has {0} threads; it forks the confined stage only with one")]
+    Threads(usize),
 }
 
 /// The launcher binary the build makes beside `rummy`: the two stages and nothing else, so

@@ -45,7 +45,7 @@ fn supervise() -> Result<u8, SandboxError> {
 
 /// Stage 2 in a forked child, which never returns here: it confines itself and becomes the
 /// command ([`confine_main`]). A fork rather than a second launch of this binary saves what
-/// loading it again costs (about a third of the set-up, benches/sandbox.rs).
+/// loading it again costs (about 1 ms of the set-up, benches/sandbox.rs).
 #[allow(unsafe_code)]
 fn start_confined(spec: &Spec) -> Result<Pid, SandboxError> {
     let threads = std::fs::read_dir("/proc/self/task")
@@ -55,9 +55,7 @@ fn start_confined(spec: &Spec) -> Result<Pid, SandboxError> {
         })?
         .count();
     if threads != 1 {
-        return Err(SandboxError::InvalidSpec(format!(
-            "the supervisor must have one thread to fork, it has {threads}"
-        )));
+        return Err(SandboxError::Threads(threads));
     }
     // SAFETY: this process has a single thread (counted just above; nothing in stage 1
     // starts one), so the child is a consistent copy of it: no lock is held by a thread
