@@ -26,6 +26,7 @@ mod parser;
 pub mod plugins;
 mod project;
 mod project_actor;
+mod random;
 mod rpc;
 pub mod sandbox;
 mod slots;

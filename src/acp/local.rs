@@ -9,9 +9,7 @@ use std::collections::HashMap;
 /// Overrides in the environment the settings are loaded from (it wins over every file):
 /// loopback, port 0, a random token, edits applied by the server.
 pub fn environment(env: &mut HashMap<String, String>) -> Result<(), getrandom::Error> {
-    let mut bytes = [0u8; 32];
-    getrandom::getrandom(&mut bytes)?;
-    let token: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    let token = crate::random::random_hex(32)?;
     env.insert("RUMMY_HOST".into(), "127.0.0.1".into());
     env.insert("PORT".into(), "0".into());
     env.insert("RUMMY_AUTH_TOKEN".into(), token);

@@ -27,11 +27,8 @@ pub(crate) struct Instance {
 impl Instance {
     /// A new instance with a random id (128 bits, hex), its leases lasting `lease_ttl`.
     pub(crate) fn new(lease_ttl: Duration) -> Result<Instance, getrandom::Error> {
-        let mut bytes = [0_u8; 16];
-        getrandom::getrandom(&mut bytes)?;
-        let id: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
         Ok(Instance {
-            id: id.into(),
+            id: crate::random::random_hex(16)?.into(),
             lease_ttl: lease_ttl.max(Duration::from_secs(1)),
         })
     }

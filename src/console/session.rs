@@ -19,6 +19,7 @@ use serde_json::json;
 use crate::access::{hash_token, Caller};
 use crate::db::queries::console_sessions::{self, ConsoleSession};
 use crate::db::DbError;
+use crate::random::random_hex;
 use crate::ws::client_addr::over_tls;
 use crate::ws::cookie::{now, resume, same_origin, session_id, COOKIE};
 use crate::ws::state::ServerState;
@@ -114,14 +115,12 @@ pub(super) async fn sign_in(
             "no longer a user",
         );
     };
-    let mut random = [0u8; ID_BYTES];
-    if getrandom::getrandom(&mut random).is_err() {
+    let Ok(id) = random_hex(ID_BYTES) else {
         return refused(
             actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
             "no randomness for a session id",
         );
-    }
-    let id: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    };
     let lifetime =
         i64::try_from(server.console_session_hours.saturating_mul(3600)).unwrap_or(i64::MAX / 2);
     let now = now();
