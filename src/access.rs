@@ -15,7 +15,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sha2::Digest;
 use subtle::ConstantTimeEq;
 
@@ -27,7 +27,7 @@ pub(crate) use people::{People, Person};
 pub(crate) use watch::watch;
 
 /// What a person may do, each role including the ones before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Reads entries, runs and notifications.
@@ -198,7 +198,8 @@ impl Access {
         self.inner.users_file.as_deref()
     }
 
-    fn people(&self) -> Arc<People> {
+    /// The people as last read (none without a users file).
+    pub(crate) fn people(&self) -> Arc<People> {
         self.inner
             .people
             .read()

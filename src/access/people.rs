@@ -35,7 +35,6 @@ impl Person {
     }
 
     /// The project patterns as the file gives them.
-    #[cfg(test)]
     pub(crate) fn patterns(&self) -> &[String] {
         self.projects.written()
     }
@@ -133,6 +132,11 @@ impl People {
 
     pub(crate) fn len(&self) -> usize {
         self.people.len()
+    }
+
+    /// Everyone, in the file's order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<Person>> {
+        self.people.iter()
     }
 }
 

@@ -28,7 +28,7 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-const ASSETS: [Asset; 8] = [
+const ASSETS: [Asset; 13] = [
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
@@ -37,6 +37,11 @@ const ASSETS: [Asset; 8] = [
     asset!("dom.js", JS),
     asset!("projects.js", JS),
     asset!("runs.js", JS),
+    asset!("run.js", JS),
+    asset!("diff.js", JS),
+    asset!("memory.js", JS),
+    asset!("usage.js", JS),
+    asset!("admin.js", JS),
 ];
 
 /// Each asset's `ETag`, in the order of [`ASSETS`], computed once.

@@ -6,6 +6,7 @@ pub(crate) mod held;
 pub(crate) mod loops;
 pub(crate) mod mcp;
 pub(crate) mod models;
+pub(crate) mod people;
 pub(crate) mod plugin_methods;
 pub(crate) mod project_config;
 pub(crate) mod replay;

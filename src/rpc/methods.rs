@@ -19,8 +19,8 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    entries, loops, mcp, models, plugin_methods, project_config, replay, runs, session, skills,
-    tools, usage,
+    entries, loops, mcp, models, people, plugin_methods, project_config, replay, runs, session,
+    skills, tools, usage,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -188,6 +188,9 @@ method_table! {
     GetProjects "getProjects" (NoParams) session::projects,
         needs_init: false, long_running: false, role: Viewer,
         "The projects the caller may open, by name: [{name, projectRoot, created}]." &[];
+    GetPeople "getPeople" (NoParams) people::list,
+        needs_init: false, long_running: false, role: Admin,
+        "The people of the users file, in its order: [{name, role, projects}] (never a token or its hash)." &[];
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,
         "List the model catalogue." PAGE;
@@ -198,7 +201,7 @@ method_table! {
             ("sandbox", "object? — {cpuSecs, wallSecs, memoryMb, processes, fileMb, openFiles, outputBytes, ports, unixSockets, env}, each within the server's maxima (admins)"),
         ];
     UsageReport "usage/report" (usage::ReportParams) usage::report,
-        needs_init: true, long_running: false, role: Viewer,
+        needs_init: false, long_running: false, role: Viewer,
         "What model calls used and cost (cost in US dollars, cost_micros exact), summed by one key over a UTC time range: a person's own runs' calls, or (admins) everyone's." &[
             ("by", "string — \"person\", \"project\", \"model\", \"purpose\" or \"day\""),
             ("from", "string? — from this UTC time on: YYYY-MM-DD or YYYY-MM-DD HH:MM:SS"),
@@ -294,7 +297,7 @@ method_table! {
         ];
     GetRuns "getRuns" (Page) runs::list,
         needs_init: true, long_running: false, role: Viewer,
-        "List the project's runs, newest first." PAGE;
+        "List the project's runs, newest first, each with its cost so far (cost, cost_micros)." PAGE;
     GetRun "getRun" (runs::RunParams) runs::detail,
         needs_init: true, long_running: false, role: Viewer,
         "One run in detail." &[("run", "string")];
@@ -548,9 +551,11 @@ mod tests {
         }
     }
 
-    /// The reference's, and `getProjects`, which a client calls to choose what to `init`.
+    /// The reference's; `getProjects`, which a client calls to choose what to `init`; and
+    /// the methods about the caller or the server, not a project (`getPeople`,
+    /// `usage/report`).
     #[test]
-    fn only_the_reference_pre_init_methods_and_get_projects_skip_init() {
+    fn only_the_reference_pre_init_methods_and_those_of_no_project_skip_init() {
         let open: Vec<&str> = Method::NAMED
             .iter()
             .copied()
@@ -564,7 +569,9 @@ mod tests {
                 "discover",
                 "init",
                 "getProjects",
+                "getPeople",
                 "getModels",
+                "usage/report",
                 "addModel",
                 "removeModel"
             ]

@@ -1,16 +1,20 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), MO and VERA
-(a member's and a viewer's token), HOSTILE_RUN (a run whose model reply is hostile HTML and
-1 MB long), WAITING_RUN (a run with a proposal waiting), SHOTS (where screenshots go).
-Exits 0 when every check held; otherwise the first that did not is the error.
+Usage: browse.py team | proxy
+
+Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
+screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
+token), HOSTILE_RUN (a run whose model reply is hostile HTML and 1 MB long), WAITING_RUN (a
+run with a command waiting), EDIT_RUN (a run with an edit of greeting.txt waiting); for
+`proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
 import os
 import re
 import sys
+import time
 from urllib.parse import urlsplit
 
 from playwright.sync_api import expect, sync_playwright
@@ -18,9 +22,9 @@ from playwright.sync_api import expect, sync_playwright
 URL = os.environ["RUMMY_CONSOLE"]
 ORIGIN = "{0.scheme}://{0.netloc}".format(urlsplit(URL))
 SHOTS = os.environ["SHOTS"]
-HOSTILE = os.environ["HOSTILE_RUN"]
-WAITING = os.environ["WAITING_RUN"]
 os.makedirs(SHOTS, exist_ok=True)
+# How long a step that waits on the server (a run ending, a reconnect) may take.
+WAIT_MS = 30000
 
 
 def watch(page, seen):
@@ -45,10 +49,57 @@ def every_control_is_labelled(page):
     assert unlabelled == [], f"controls without a label: {unlabelled}"
 
 
+class Link:
+    """The page's WebSocket, routed through the test: frames pass both ways until `sleep`,
+    after which the server's frames are held back (as from a laptop asleep) and `wake`
+    closes the page's side, so that it reconnects."""
+
+    def __init__(self, page):
+        self.asleep = False
+        self.held = []
+        self.sent = []
+        self.current = None
+        page.route_web_socket(re.compile(r".*/rpc$"), self.route)
+
+    def route(self, socket):
+        server = socket.connect_to_server()
+        self.current = socket
+        self.asleep = False
+
+        def to_page(message):
+            if self.asleep and socket is self.current:
+                self.held.append(json.loads(message))
+            else:
+                socket.send(message)
+
+        def to_server(message):
+            self.sent.append(json.loads(message))
+            server.send(message)
+
+        server.on_message(to_page)
+        socket.on_message(to_server)
+
+    def sleep(self):
+        self.asleep = True
+
+    def held_a(self, method, test, page):
+        """Waits until a held-back frame of `method` passes `test`."""
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while time.monotonic() < deadline:
+            if any(frame.get("method") == method and test(frame.get("params", {})) for frame in self.held):
+                return
+            page.wait_for_timeout(100)
+        raise AssertionError(f"no {method} frame came while asleep: {self.held}")
+
+    def wake(self):
+        self.current.close()
+
+
 def member(browser, seen):
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()
     watch(page, seen)
+    link = Link(page)
 
     page.goto(URL)
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
@@ -65,31 +116,34 @@ def member(browser, seen):
     sign_in(page, os.environ["MO"])
     expect(page.locator("#who")).to_have_text("mo (member)")
     expect(page.get_by_role("link", name="web")).to_be_visible()
+    assert page.get_by_role("link", name="Admin").count() == 0, "a member sees the admin page"
     page.screenshot(path=f"{SHOTS}/projects.png")
 
     page.get_by_role("link", name="web").click()
     expect(page.get_by_role("heading", name="web")).to_be_visible()
     rows = page.locator("table.runs tbody tr")
-    expect(rows).to_have_count(2)
+    expect(rows).to_have_count(3)
     every_control_is_labelled(page)
 
     page.get_by_label("Ask a question").fill("What is 2 + 2?")
     page.get_by_role("button", name="Ask").click()
-    expect(rows).to_have_count(3)
+    expect(rows).to_have_count(4)
     newest = rows.first
     expect(newest).to_contain_text("running")
     expect(newest).to_contain_text("mo")
-    expect(newest).to_contain_text("done (200)", timeout=20000)
+    expect(newest).to_contain_text("done (200)", timeout=WAIT_MS)
     expect(newest).to_contain_text("four")
+    cost = newest.locator("td[data-label=Cost]").inner_text()
+    assert re.fullmatch(r"\$0\.\d{4}", cost) and cost != "$0.0000", f"the run's cost: {cost!r}"
 
     page.get_by_label("Status").select_option("failed")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("No run matches")
     page.get_by_label("Status").select_option("all")
-    page.get_by_label("Filter").fill(WAITING)
+    page.get_by_label("Filter").fill(os.environ["WAITING_RUN"])
     expect(rows).to_have_count(1)
     page.get_by_label("Filter").fill("")
-    expect(rows).to_have_count(3)
+    expect(rows).to_have_count(4)
     page.screenshot(path=f"{SHOTS}/runs.png", full_page=True)
 
     page.set_viewport_size({"width": 390, "height": 844})
@@ -103,38 +157,28 @@ def member(browser, seen):
     timeline = page.locator("ol.timeline")
     expect(timeline).to_contain_text("What is 2 + 2?")
     expect(timeline).to_contain_text("four")
+    expect(page.get_by_role("heading", name="Entries by fidelity")).to_be_visible()
+    expect(page.locator("details.fidelity").first).to_contain_text("full")
+    expect(page.get_by_role("heading", name="Session notes")).to_be_visible()
+    page.get_by_label("Continue the run").fill("And what is 3 + 3?")
+    page.get_by_role("button", name="Continue").click()
+    expect(timeline).to_contain_text("six", timeout=WAIT_MS)
+    expect(timeline.get_by_role("heading", name="Turn 2")).to_be_visible()
     expect(page.locator("main")).not_to_contain_text("null")
+    every_control_is_labelled(page)
     page.screenshot(path=f"{SHOTS}/run.png", full_page=True)
 
-    page.goto(f"{URL}#/p/web/r/{HOSTILE}")
-    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
-    main = page.locator("main")
-    expect(main).to_contain_text("<script>")
-    expect(main).to_contain_text("onerror")
-    planted = page.evaluate(
-        """() => ({
-             scripts: document.querySelectorAll('main script').length,
-             images: document.querySelectorAll('main img').length,
-             links: [...document.querySelectorAll('main a')]
-               .filter((a) => !a.getAttribute('href').startsWith('#/')).length,
-             pwned: window.pwned === true,
-             longest: Math.max(...[...document.querySelectorAll('main pre')]
-               .map((pre) => pre.textContent.length)),
-           })"""
-    )
-    assert planted["scripts"] == 0 and planted["images"] == 0, planted
-    assert planted["links"] == 0 and not planted["pwned"], planted
-    assert planted["longest"] >= 1_000_000, f"the 1 MB reply is shown whole: {planted}"
-    assert page.evaluate("() => 1 + 1") == 2
-    page.get_by_role("link", name="web").click()
-    expect(page.get_by_role("heading", name="web")).to_be_visible(timeout=5000)
-
-    page.goto(f"{URL}#/p/web/r/{WAITING}")
-    expect(page.get_by_role("button", name="Approve")).to_be_visible()
-    expect(page.get_by_role("button", name="Reject")).to_be_visible()
+    hostile(page)
+    approve_and_reject(page)
+    abort_and_inject(page, rows)
+    replay(page, link, rows)
+    memory(page)
+    usage(page)
 
     page.emulate_media(color_scheme="dark")
     dark = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    page.goto(f"{URL}#/p/web/r/{os.environ['EDIT_RUN']}")
+    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
     page.screenshot(path=f"{SHOTS}/run-dark.png", full_page=True)
     page.emulate_media(color_scheme="light")
     light = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
@@ -159,6 +203,136 @@ def member(browser, seen):
     context.close()
 
 
+def hostile(page):
+    page.goto(f"{URL}#/p/web/r/{os.environ['HOSTILE_RUN']}")
+    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+    main = page.locator("main")
+    expect(main).to_contain_text("<script>")
+    expect(main).to_contain_text("onerror")
+    planted = page.evaluate(
+        """() => ({
+             scripts: document.querySelectorAll('main script').length,
+             images: document.querySelectorAll('main img').length,
+             links: [...document.querySelectorAll('main a')]
+               .filter((a) => !a.getAttribute('href').startsWith('#/')).length,
+             pwned: window.pwned === true,
+             longest: Math.max(...[...document.querySelectorAll('main pre')]
+               .map((pre) => pre.textContent.length)),
+           })"""
+    )
+    assert planted["scripts"] == 0 and planted["images"] == 0, planted
+    assert planted["links"] == 0 and not planted["pwned"], planted
+    assert planted["longest"] >= 1_000_000, f"the 1 MB reply is shown whole: {planted}"
+    assert page.evaluate("() => 1 + 1") == 2
+    page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="web").click()
+    expect(page.get_by_role("heading", name="web")).to_be_visible(timeout=5000)
+
+
+def approve_and_reject(page):
+    """The command waiting is rejected; the edit waiting is shown as a diff and approved
+    (console_browser.rs then finds the file changed on disk)."""
+    page.goto(f"{URL}#/p/web/r/{os.environ['WAITING_RUN']}")
+    waiting = page.locator("ul.proposals li")
+    expect(waiting).to_have_count(1)
+    expect(waiting).to_contain_text("echo hello")
+    waiting.get_by_role("button", name="Reject").click()
+    expect(waiting).to_have_count(0, timeout=WAIT_MS)
+    expect(page.locator("ol.timeline li.command")).to_contain_text("forbidden (403)", timeout=WAIT_MS)
+
+    page.goto(f"{URL}#/p/web/r/{os.environ['EDIT_RUN']}")
+    expect(waiting).to_have_count(1)
+    expect(waiting.locator(".diff .del")).to_have_text("-Hello, wrold!\n")
+    expect(waiting.locator(".diff .add")).to_have_text("+Hello, world!\n")
+    expect(waiting.locator(".diff figcaption")).to_have_text("1 line added, 1 removed")
+    page.screenshot(path=f"{SHOTS}/run-edit.png", full_page=True)
+    waiting.get_by_role("button", name="Approve").click()
+    expect(waiting).to_have_count(0, timeout=WAIT_MS)
+    expect(page.locator("ol.timeline")).to_contain_text("greeting fixed", timeout=WAIT_MS)
+
+
+def newest_run(page, rows, prompt, count):
+    """Asks `prompt` from the runs page and opens the run it starts (the `count`th)."""
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Projects").click()
+    page.get_by_role("link", name="web").click()
+    page.get_by_label("Ask a question").fill(prompt)
+    page.get_by_role("button", name="Ask").click()
+    expect(rows).to_have_count(count)
+    rows.first.get_by_role("link").click()
+    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+
+
+def abort_and_inject(page, rows):
+    newest_run(page, rows, "take your time", 5)
+    abort = page.get_by_role("button", name="Abort")
+    expect(abort).to_be_visible(timeout=WAIT_MS)
+    page.get_by_label("Inject a message").fill("please hurry")
+    page.get_by_role("button", name="Inject").click()
+    expect(page.locator("form").filter(has_text="Inject")).to_contain_text("Injected.")
+    abort.click()
+    expect(page.locator("dl.meta")).to_contain_text("aborted (499)", timeout=WAIT_MS)
+    expect(abort).to_be_hidden()
+
+
+def replay(page, link, rows):
+    """A run goes on while the page's connection is down; back, the page asks run/replay for
+    what it missed and shows it."""
+    newest_run(page, rows, "count slowly", 6)
+    activity = page.locator("ol.activity")
+    expect(activity).to_contain_text("turn 2: thinking", timeout=WAIT_MS)
+    link.sleep()
+    link.held_a(
+        "run/progress",
+        lambda params: params.get("turn") == 2 and params.get("status") == "processing",
+        page,
+    )
+    shown = activity.inner_text()
+    assert "turn 2: processing" not in shown, f"a held-back frame reached the page: {shown!r}"
+    link.wake()
+    expect(activity).to_contain_text("turn 2: processing", timeout=WAIT_MS)
+    asked = [frame for frame in link.sent if frame.get("method") == "run/replay"]
+    assert asked and asked[0]["params"]["since"] > 0, f"no run/replay after the reconnect: {asked}"
+    expect(page.locator("dl.meta")).to_contain_text("done (200)", timeout=WAIT_MS)
+    expect(page.locator("ol.timeline")).to_contain_text("counted")
+
+
+def memory(page):
+    page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="web").click()
+    page.get_by_role("link", name="Memory of this project").click()
+    expect(page.get_by_role("heading", name="Memory of web")).to_be_visible()
+    every_control_is_labelled(page)
+    form = page.locator("form").filter(has_text="Remember a fact for this project")
+    form.get_by_label("Topic").fill("build")
+    form.get_by_label("Fact").fill("make builds it")
+    form.get_by_role("button", name="Remember").click()
+    facts = page.locator("ul.cards").first
+    expect(page.get_by_role("heading", name="Facts of web (1)")).to_be_visible()
+    expect(facts).to_contain_text("make builds it")
+    expect(facts).to_contain_text("by mo")
+    page.get_by_label("Search memory").fill("make")
+    page.get_by_role("button", name="Search").click()
+    expect(page.get_by_role("heading", name=re.compile(r"Found \([1-9]"))).to_be_visible()
+    assert page.locator("form").filter(has_text="Remember a fact for every project").count() == 0, \
+        "a member may write server-wide facts"
+    page.screenshot(path=f"{SHOTS}/memory.png", full_page=True)
+    page.get_by_role("button", name="Erase build").click()
+    expect(page.get_by_role("heading", name="Facts of web (0)")).to_be_visible()
+
+
+def usage(page):
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Usage").click()
+    expect(page.get_by_role("heading", name="Usage", exact=True)).to_be_visible()
+    expect(page.locator("main p[role=status]")).to_contain_text("The calls of the runs you started.")
+    calls = int(page.locator("dl.meta dd").first.inner_text().replace(",", ""))
+    # 2 + 2, 3 + 3 and the two turns of counting; the aborted call recorded nothing.
+    assert calls == 4, f"mo's calls: {calls}"
+    expect(page.locator("svg.chart rect.bar")).to_have_count(1)
+    per_person = page.locator("section").filter(has=page.get_by_role("heading", name="Per person"))
+    expect(per_person.locator("tbody tr")).to_have_count(1)
+    expect(per_person).to_contain_text("mo")
+    every_control_is_labelled(page)
+    page.screenshot(path=f"{SHOTS}/usage.png", full_page=True)
+
+
 def viewer(browser, seen):
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()
@@ -166,15 +340,20 @@ def viewer(browser, seen):
     sign_in(page, os.environ["VERA"])
     expect(page.locator("#who")).to_have_text("vera (viewer)")
     page.get_by_role("link", name="web").click()
-    expect(page.locator("table.runs tbody tr")).to_have_count(3)
+    expect(page.locator("table.runs tbody tr")).to_have_count(6)
     assert page.locator("#prompt").count() == 0, "a viewer gets no prompt box"
     expect(page.locator("main")).not_to_contain_text("null")
-    page.goto(f"{URL}#/p/web/r/{WAITING}")
+    page.goto(f"{URL}#/p/web/r/{os.environ['WAITING_RUN']}")
     expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
     expect(page.locator("ol.timeline")).to_contain_text("echo hello")
-    for name in ("Approve", "Reject", "Abort"):
+    for name in ("Approve", "Reject", "Abort", "Inject", "Continue"):
         assert page.get_by_role("button", name=name).count() == 0, f"a viewer sees {name}"
     page.screenshot(path=f"{SHOTS}/run-viewer.png", full_page=True)
+    page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="web").click()
+    page.get_by_role("link", name="Memory of this project").click()
+    expect(page.get_by_role("heading", name="Memory of web")).to_be_visible()
+    for name in ("Remember", "Erase"):
+        assert page.get_by_role("button", name=re.compile(name)).count() == 0, f"a viewer sees {name}"
     refused = page.evaluate(
         """(run) => new Promise((resolve) => {
              const socket = new WebSocket(new URL('rpc', location.href).href.replace(/^http/, 'ws'));
@@ -190,20 +369,67 @@ def viewer(browser, seen):
                } else if (reply.id === 3) resolve(reply.error?.code ?? null);
              };
            })""",
-        WAITING,
+        os.environ["WAITING_RUN"],
     )
     assert refused == -32005, f"a viewer's forged resolve was answered {refused}"
     context.close()
 
 
-def main():
+def admin(browser, seen):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    watch(page, seen)
+    sign_in(page, os.environ["ADA"])
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Admin").click()
+    expect(page.get_by_role("heading", name="Admin")).to_be_visible()
+    models = page.locator("table.models tbody tr")
+    expect(models.filter(has_text="fake")).to_contain_text("$3.00")
+    people = page.locator("table.people tbody tr")
+    expect(people).to_have_count(3)
+    for name, role in (("mo", "member"), ("vera", "viewer"), ("ada", "admin")):
+        expect(people.filter(has_text=name).first).to_contain_text(role)
+    text = page.locator("main").inner_text()
+    assert not re.search(r"[0-9a-f]{64}", text) and "token" not in text.split("No users file")[0], \
+        "the admin page shows a token"
+    expect(page.locator("main")).to_contain_text("No MCP server is configured.")
+    every_control_is_labelled(page)
+    page.screenshot(path=f"{SHOTS}/admin.png", full_page=True)
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Usage").click()
+    expect(page.locator("main p[role=status]")).to_contain_text("Everyone's calls.")
+    per_person = page.locator("section").filter(has=page.get_by_role("heading", name="Per person"))
+    expect(per_person.locator("tbody tr")).to_have_count(2)
+    context.close()
+
+
+def through_proxy(browser, seen):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    watch(page, seen)
+    sign_in(page, os.environ["MO"])
+    page.get_by_role("link", name="web").click()
+    expect(page.get_by_role("heading", name="web")).to_be_visible()
+    page.get_by_label("Ask a question").fill("What is 2 + 2?")
+    page.get_by_role("button", name="Ask").click()
+    rows = page.locator("table.runs tbody tr")
+    expect(rows.first).to_contain_text("done (200)", timeout=WAIT_MS)
+    expect(rows.first).to_contain_text("four")
+    context.close()
+
+
+def main(scenario):
     seen = {"requests": [], "console": [], "errors": []}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=os.environ["CHROMIUM"], headless=True, args=["--no-sandbox"]
         )
-        member(browser, seen)
-        viewer(browser, seen)
+        if scenario == "team":
+            member(browser, seen)
+            viewer(browser, seen)
+            admin(browser, seen)
+        elif scenario == "proxy":
+            through_proxy(browser, seen)
+        else:
+            raise AssertionError(f"no scenario {scenario!r}")
         browser.close()
     elsewhere = [url for url in seen["requests"] if not url.startswith(ORIGIN)]
     assert elsewhere == [], f"requests left the page's origin: {elsewhere}"
@@ -215,7 +441,7 @@ def main():
 
 if __name__ == "__main__":
     try:
-        main()
+        main(sys.argv[1] if len(sys.argv) > 1 else "team")
     except AssertionError as failure:
         print(f"console check failed: {failure}", file=sys.stderr)
         sys.exit(1)

@@ -533,3 +533,62 @@ async fn the_cookie_is_secure_when_a_trusted_proxy_says_the_browser_used_tls_and
         .await
         .is_ok());
 }
+
+/// What the console's pages read beside the runs: an admin sees the people of the users
+/// file (name, role, projects, and nothing of their tokens), a server without one lists no
+/// one; each run of `getRuns` carries its cost; `usage/report` answers before `init`.
+#[actix_web::test]
+async fn the_console_reads_the_people_each_runs_cost_and_usage_before_init() {
+    use rummy::testing::fake_llm::{Reply, Step, Usage};
+    let llm = FakeLlm::start([Step::Reply(
+        Reply::new("<summarize>four</summarize>").with_usage(Usage {
+            prompt_tokens: 1000,
+            completion_tokens: 10,
+            cached_tokens: 0,
+            cost: 0.25,
+        }),
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("users.toml");
+    std::fs::write(
+        &file,
+        users(&[
+            ("mo", MO, "member", &["web", "api-*"]),
+            ("ada", "ada-token", "admin", &["*"]),
+        ]),
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let app = TestApp::with_llm(&llm, &[("RUMMY_USERS_FILE", &file)]).await;
+
+    let mut ada = Client::connect(&format!("ws://{}/?token=ada-token", app.addr())).await;
+    let people = ada.ok("getPeople", json!({})).await;
+    assert_eq!(
+        people,
+        json!([
+            {"name": "mo", "role": "member", "projects": ["web", "api-*"]},
+            {"name": "ada", "role": "admin", "projects": ["*"]},
+        ])
+    );
+    let report = ada.ok("usage/report", json!({"by": "person"})).await;
+    assert_eq!(report["total"]["calls"], json!(0), "{report}");
+
+    let mut mo = Client::connect(&format!("ws://{}/?token={MO}", app.addr())).await;
+    mo.init("web", &app.project_root("web")).await;
+    let asked = mo
+        .ok("ask", json!({"model": "fake", "prompt": "2 + 2?"}))
+        .await;
+    let runs = mo.ok("getRuns", json!({})).await;
+    assert_eq!(runs[0]["run"], asked["run"]);
+    assert_eq!(runs[0]["cost_micros"], json!(250_000), "{runs}");
+    assert_eq!(runs[0]["cost"], json!(0.25), "{runs}");
+    let run = mo.ok("getRun", json!({"run": asked["run"]})).await;
+    assert_eq!(
+        run["context"]["telemetry"]["cost_micros"],
+        runs[0]["cost_micros"]
+    );
+
+    let nobody = TestApp::with_llm(&llm, &[]).await;
+    let mut operator = nobody.client().await;
+    assert_eq!(operator.ok("getPeople", json!({})).await, json!([]));
+}

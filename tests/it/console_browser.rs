@@ -1,22 +1,31 @@
 //! The web console in a real browser: Debian's chromium, headless, driven by Playwright for
 //! Python (`tests/console/browse.py`, pinned by `tests/console/requirements.txt`) against
-//! this server and the scripted model. A member signs in, sees the projects, asks from the
-//! page and watches the run finish live, opens a run whose model reply is hostile HTML and
-//! 1 MB long and finds it inert, sees a waiting proposal's controls and signs out, after
-//! which the old cookie is refused; a viewer sees no control that changes anything and has
-//! a forged call refused. Screenshots of the pages go to `target/console-screenshots`.
+//! this server and a scripted model that answers by the prompt it is given. A member signs
+//! in, asks from the page and watches the run finish live, continues it, approves an edit
+//! (the file changes on disk), rejects a command, injects into and aborts a slow run,
+//! survives a dropped connection whose missed notifications come back by `run/replay`,
+//! writes, finds and erases a fact of memory, reads the usage page, opens a run whose model
+//! reply is hostile HTML and 1 MB long and finds it inert, and signs out, after which the
+//! old cookie is refused; a viewer sees no control that changes anything and has a forged
+//! call refused; an admin sees the models, the people (no token) and the MCP servers. A
+//! second test signs in and asks through the real nginx configured by `docker/nginx.conf`.
+//! Screenshots of the pages go to `target/console-screenshots`.
 //!
-//! It needs chromium (apt) and the venv tests/console/.venv, which `tests/run.sh` makes: it
-//! is `#[ignore]`d, so that a plain `cargo test` lists it as ignored instead of counting it
-//! as passed, and run.sh runs it (`--ignored`). Run without them, it fails and says why.
+//! They need chromium (apt) and the venv tests/console/.venv, which `tests/run.sh` makes,
+//! and the second nginx: they are `#[ignore]`d, so that a plain `cargo test` lists them as
+//! ignored instead of counting them as passed, and run.sh runs them (`--ignored`). Run
+//! without them, they fail and say why.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rummy::testing::fake_llm::{FakeLlm, Reply, Step};
-use serde_json::json;
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
+use serde_json::{json, Value};
 
 use crate::access::users;
+use crate::proxy::Nginx;
 use crate::support::{Client, TestApp};
 
 const NEEDS: &str = "needs Debian's chromium and Playwright in tests/console/.venv \
@@ -33,25 +42,123 @@ fn hostile_reply() -> String {
     )
 }
 
-#[actix_web::test]
-#[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
-async fn a_member_and_a_viewer_use_the_console_in_chromium() {
+/// What the scripted model does for a run whose prompt has this marker: the first request
+/// of the run takes `first`, later ones (after a resolution) `then`.
+struct Answer {
+    marker: &'static str,
+    first: fn() -> Step,
+    then: fn() -> Step,
+}
+
+fn summary(text: &'static str) -> Step {
+    Step::reply(format!("<summarize>{text}</summarize>"))
+}
+
+/// The answers, newest prompt first where one run holds two (`3 + 3` continues `2 + 2`).
+const ANSWERS: &[Answer] = &[
+    Answer {
+        marker: "say something nasty",
+        first: || Step::reply(hostile_reply()),
+        then: || summary("hostile"),
+    },
+    Answer {
+        marker: "run echo hello",
+        first: || Step::reply("<sh>echo hello</sh><update>running it</update>"),
+        then: || summary("not run"),
+    },
+    Answer {
+        marker: "fix the greeting",
+        first: || {
+            Step::reply("<set path=\"greeting.txt\">s/wrold/world/</set><update>fixing it</update>")
+        },
+        then: || summary("greeting fixed"),
+    },
+    Answer {
+        marker: "take your time",
+        first: || {
+            Step::delayed(
+                Duration::from_secs(60),
+                Reply::new("<summarize>late</summarize>"),
+            )
+        },
+        then: || {
+            Step::delayed(
+                Duration::from_secs(60),
+                Reply::new("<summarize>late</summarize>"),
+            )
+        },
+    },
+    Answer {
+        marker: "count slowly",
+        // Turn 2 thinks long enough for the page to see it begin and the test to hold back
+        // what follows.
+        first: || Step::delayed(Duration::from_secs(2), Reply::new("<update>one</update>")),
+        then: || {
+            Step::delayed(
+                Duration::from_secs(5),
+                Reply::new("<summarize>counted</summarize>"),
+            )
+        },
+    },
+    Answer {
+        marker: "3 + 3",
+        first: || summary("six"),
+        then: || summary("six"),
+    },
+    Answer {
+        marker: "2 + 2",
+        first: || {
+            Step::delayed(
+                Duration::from_secs(4),
+                Reply::new("<summarize>four</summarize>"),
+            )
+        },
+        then: || summary("four"),
+    },
+];
+
+/// The scripted model: each request answered by the first marker its messages hold.
+fn scripted_model() -> FakeLlm {
+    let seen: Arc<Mutex<HashMap<&'static str, usize>>> = Arc::default();
+    FakeLlm::builder([])
+        .when_exhausted(WhenExhausted::Respond(Arc::new(move |request: &Value| {
+            let text = request["messages"].to_string();
+            let Some(answer) = ANSWERS.iter().find(|answer| text.contains(answer.marker)) else {
+                return summary("ok");
+            };
+            let mut seen = seen.lock().unwrap();
+            let times = seen.entry(answer.marker).or_default();
+            *times += 1;
+            if *times == 1 {
+                (answer.first)()
+            } else {
+                (answer.then)()
+            }
+        })))
+        .start()
+}
+
+/// Chromium and the venv's python, or the test fails saying what is missing.
+fn browser() -> (&'static str, PathBuf) {
     let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .into_iter()
         .find(|path| Path::new(path).exists())
         .expect(NEEDS);
-    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/console");
-    let python = tests.join(".venv/bin/python");
+    let python = tests_dir().join(".venv/bin/python");
     assert!(python.exists(), "{NEEDS}");
+    (chromium, python)
+}
 
-    let llm = FakeLlm::start([
-        Step::reply(hostile_reply()),
-        Step::reply("<sh>echo hello</sh><update>running it</update>"),
-        Step::delayed(
-            Duration::from_secs(4),
-            Reply::new("<summarize>four</summarize>"),
-        ),
-    ]);
+fn tests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/console")
+}
+
+fn shots() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots")
+}
+
+/// A server with a users file of a member, a viewer and an admin of project `web`.
+async fn team_server(llm: &FakeLlm) -> (TestApp, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("users.toml");
     std::fs::write(
@@ -59,43 +166,36 @@ async fn a_member_and_a_viewer_use_the_console_in_chromium() {
         users(&[
             ("mo", "mo-token", "member", &["web"]),
             ("vera", "vera-token", "viewer", &["web"]),
+            ("ada", "ada-token", "admin", &["*"]),
         ]),
     )
     .unwrap();
     let file = file.display().to_string();
     let app = TestApp::with_llm(
-        &llm,
+        llm,
         &[
             ("RUMMY_AUTH_TOKEN", "shared-token"),
             ("RUMMY_USERS_FILE", &file),
+            ("RUMMY_APPLY_EDITS", "server"),
+            ("RUMMY_PRICE_fake", "3,0.3,15"),
         ],
     )
     .await;
-    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
-    operator.init("web", &app.project_root("web")).await;
-    let hostile = operator
-        .ok(
-            "ask",
-            json!({"model": "fake", "prompt": "say something nasty"}),
-        )
-        .await;
-    assert_eq!(hostile["status"], json!(200), "{hostile}");
-    let waiting = operator
-        .ok("act", json!({"model": "fake", "prompt": "run echo hello"}))
-        .await;
-    assert_eq!(waiting["status"], json!(202), "{waiting}");
+    (app, dir)
+}
 
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots");
+/// Runs `browse.py <scenario>` with `env` against the console at `url`; fails the test
+/// with the script's output when a check did not hold.
+async fn browse(scenario: &str, url: String, env: &[(&str, String)]) {
+    let (chromium, python) = browser();
     let output = tokio::process::Command::new(python)
         .arg("browse.py")
-        .current_dir(&tests)
-        .env("RUMMY_CONSOLE", format!("http://{}/ui/", app.addr()))
+        .arg(scenario)
+        .current_dir(tests_dir())
+        .env("RUMMY_CONSOLE", url)
         .env("CHROMIUM", chromium)
-        .env("MO", "mo-token")
-        .env("VERA", "vera-token")
-        .env("HOSTILE_RUN", hostile["run"].as_str().unwrap())
-        .env("WAITING_RUN", waiting["run"].as_str().unwrap())
-        .env("SHOTS", &shots)
+        .env("SHOTS", shots())
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .kill_on_drop(true)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(300), output)
@@ -108,15 +208,93 @@ async fn a_member_and_a_viewer_use_the_console_in_chromium() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[actix_web::test]
+#[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
+async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
+    let llm = scripted_model();
+    let (app, _users) = team_server(&llm).await;
+    let root = app.project_root("web");
+    std::fs::write(root.join("greeting.txt"), "Hello, wrold!\n").unwrap();
+    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
+    operator.init("web", &root).await;
+    let mut started = Vec::new();
+    for (mode, prompt, status) in [
+        ("ask", "say something nasty", 200),
+        ("act", "run echo hello", 202),
+        ("act", "fix the greeting", 202),
+    ] {
+        let outcome = operator
+            .ok(mode, json!({"model": "fake", "prompt": prompt}))
+            .await;
+        assert_eq!(outcome["status"], json!(status), "{outcome}");
+        started.push(outcome["run"].as_str().unwrap().to_string());
+    }
+
+    browse(
+        "team",
+        format!("http://{}/ui/", app.addr()),
+        &[
+            ("MO", "mo-token".into()),
+            ("VERA", "vera-token".into()),
+            ("ADA", "ada-token".into()),
+            ("HOSTILE_RUN", started[0].clone()),
+            ("WAITING_RUN", started[1].clone()),
+            ("EDIT_RUN", started[2].clone()),
+        ],
+    )
+    .await;
+
+    assert_eq!(
+        std::fs::read_to_string(root.join("greeting.txt")).unwrap(),
+        "Hello, world!\n",
+        "the edit approved in the page is applied"
+    );
+    let waiting = operator.ok("getRun", json!({"run": started[1]})).await;
+    let command = waiting["context"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["scheme"] == json!("sh"))
+        .cloned()
+        .unwrap();
+    assert_ne!(
+        command["status"],
+        json!(202),
+        "the command was resolved: {command}"
+    );
+    assert_ne!(command["status"], json!(200), "and not run: {command}");
     for page in [
         "sign-in",
         "projects",
         "runs",
         "runs-phone",
         "run",
+        "run-edit",
         "run-dark",
         "run-viewer",
+        "memory",
+        "usage",
+        "admin",
     ] {
-        assert!(shots.join(format!("{page}.png")).exists(), "{page}.png");
+        assert!(shots().join(format!("{page}.png")).exists(), "{page}.png");
     }
+}
+
+#[actix_web::test]
+#[ignore = "needs Debian's chromium, Playwright in tests/console/.venv and nginx: tests/run.sh installs them"]
+async fn the_console_works_through_the_shipped_nginx_config() {
+    let llm = scripted_model();
+    let (app, _users) = team_server(&llm).await;
+    let root = app.project_root("web");
+    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
+    operator.init("web", &root).await;
+    let nginx = Nginx::start(app.addr().port()).await;
+    browse(
+        "proxy",
+        format!("http://127.0.0.1:{}/ui/", nginx.port),
+        &[("MO", "mo-token".into())],
+    )
+    .await;
 }

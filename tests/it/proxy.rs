@@ -129,16 +129,16 @@ fn opened_client_addr(line: &str) -> Option<String> {
 
 /// nginx in the foreground as one process (no workers to outlive it), with its files in a
 /// directory of its own.
-struct Nginx {
+pub(crate) struct Nginx {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     _dir: tempfile::TempDir,
 }
 
 impl Nginx {
     /// Checks `docker/nginx.conf` with `nginx -t`, proxying to rummy on `upstream` with a
     /// read timeout of [`READ_TIMEOUT_SECS`], then runs it on a free port.
-    async fn start(upstream: u16) -> Nginx {
+    pub(crate) async fn start(upstream: u16) -> Nginx {
         let binary = nginx_binary();
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();

@@ -1,15 +1,21 @@
-// The console: sign-in, then views chosen by the URL's fragment (#/, #/p/<project>,
-// #/p/<project>/r/<run>) over one JSON-RPC connection bound to the project shown.
+// The console: sign-in, then views chosen by the URL's fragment (#/ projects,
+// #/p/<project> its runs, #/p/<project>/r/<run> a run, #/p/<project>/memory its memory,
+// #/usage, #/admin) over one JSON-RPC connection bound to the project shown.
 import { Rpc } from './rpc.js';
-import { el, fill } from './dom.js';
+import { el, fill, link } from './dom.js';
 import { projectsView } from './projects.js';
-import { runsView, runView } from './runs.js';
+import { runsView } from './runs.js';
+import { runView } from './run.js';
+import { memoryView } from './memory.js';
+import { usageView } from './usage.js';
+import { adminView } from './admin.js';
 
 const main = document.getElementById('main');
 const who = document.getElementById('who');
 const linkState = document.getElementById('link');
 const crumbs = document.getElementById('crumbs');
 const signOutButton = document.getElementById('sign-out');
+const pages = document.getElementById('pages');
 
 const ctx = { rpc: null, me: null, canChange: false, bound: null };
 let leave = () => {};
@@ -28,6 +34,7 @@ function signInView(message) {
   who.textContent = '';
   signOutButton.hidden = true;
   fill(crumbs);
+  fill(pages);
   const token = el('input', { id: 'token', type: 'password', autocomplete: 'current-password', required: true });
   const error = el('p', { class: 'error', role: 'alert' }, message ?? '');
   const form = el('form', { class: 'form', id: 'sign-in' },
@@ -61,12 +68,20 @@ function start(me) {
   ctx.bound = null;
   who.textContent = `${me.person ?? 'operator'} (${me.role})`;
   signOutButton.hidden = false;
+  fill(pages, el('ul', {},
+    el('li', {}, el('a', { href: '#/' }, 'Projects')),
+    el('li', {}, el('a', { href: '#/usage' }, 'Usage')),
+    me.role === 'admin' ? el('li', {}, el('a', { href: '#/admin' }, 'Admin')) : null));
   ctx.rpc = new Rpc();
   let opened = false;
-  ctx.rpc.addEventListener('open', () => {
+  ctx.rpc.addEventListener('open', async () => {
     linkState.textContent = '';
-    if (opened) { ctx.bound = null; show(); }
-    opened = true;
+    if (!opened) { opened = true; return; }
+    // Back after a drop (a laptop that slept): bind again, then hand the views what they
+    // missed.
+    ctx.bound = null;
+    await show();
+    await ctx.rpc?.replay();
   });
   ctx.rpc.addEventListener('close', async () => {
     linkState.textContent = 'reconnecting…';
@@ -99,9 +114,20 @@ async function bind(name) {
 
 function breadcrumbs(parts) {
   const items = [el('li', {}, el('a', { href: '#/' }, 'Projects'))];
-  if (parts.project) items.push(el('li', {}, el('a', { href: '#/p/' + encodeURIComponent(parts.project) }, parts.project)));
+  if (parts.project) items.push(el('li', {}, el('a', { href: link('p', parts.project) }, parts.project)));
   if (parts.run) items.push(el('li', { 'aria-current': 'page' }, parts.run));
+  if (parts.memory) items.push(el('li', { 'aria-current': 'page' }, 'Memory'));
+  if (parts.page) items.push(el('li', { 'aria-current': 'page' }, parts.page));
   fill(crumbs, el('ol', {}, items));
+}
+
+// What the fragment shows: {page} (usage, admin), {project, run?, memory?} or {} (projects).
+function route() {
+  const [, kind, project, sub, run] = location.hash.split('/').map((part) => decodeURIComponent(part ?? ''));
+  if (kind === 'usage') return { page: 'Usage' };
+  if (kind === 'admin') return { page: 'Admin' };
+  if (kind !== 'p' || !project) return {};
+  return { project, run: sub === 'r' ? run : null, memory: sub === 'memory' };
 }
 
 async function show() {
@@ -109,14 +135,20 @@ async function show() {
   const turn = ++shown;
   leave();
   leave = () => {};
-  const [, kind, project, sub, run] = location.hash.split('/').map((part) => decodeURIComponent(part ?? ''));
-  const parts = kind === 'p' && project ? { project, run: sub === 'r' ? run : null } : {};
+  const parts = route();
   breadcrumbs(parts);
   try {
     let stop;
-    if (parts.run) {
+    if (parts.page === 'Usage') {
+      stop = await usageView(ctx, main);
+    } else if (parts.page === 'Admin') {
+      stop = await adminView(ctx, main, bind);
+    } else if (parts.run) {
       await bind(parts.project);
       stop = await runView(ctx, main, parts.project, parts.run);
+    } else if (parts.memory) {
+      await bind(parts.project);
+      stop = await memoryView(ctx, main, parts.project);
     } else if (parts.project) {
       await bind(parts.project);
       stop = await runsView(ctx, main, parts.project);

@@ -43,8 +43,9 @@ export function debounce(fn, ms) {
 
 const STATUS = {
   100: 'queued', 102: 'running', 200: 'done', 202: 'waiting for approval',
-  204: 'done', 400: 'refused', 403: 'forbidden', 404: 'not found', 409: 'conflict',
-  413: 'too large', 499: 'aborted', 500: 'failed',
+  204: 'done', 400: 'refused', 402: 'over a spending cap', 403: 'forbidden', 404: 'not found',
+  409: 'conflict', 413: 'too large', 422: 'limit reached', 499: 'aborted', 500: 'failed',
+  504: 'timed out',
 };
 
 // A run's or an entry's status, as a labelled element.
@@ -56,4 +57,21 @@ export function status(code) {
 // Whether a run with this status may still change by itself.
 export function active(code) {
   return code === 100 || code === 102;
+}
+
+// US dollars as people read them: cents above a dollar, four places below.
+export function dollars(amount) {
+  const value = Number(amount) || 0;
+  return '$' + value.toFixed(value >= 1 ? 2 : 4);
+}
+
+// A whole number with thousands separators.
+export function count(value) {
+  return (Number(value) || 0).toLocaleString('en-US');
+}
+
+// A labelled text field (or `textarea` when `rows` is given) and its label, as [label, field].
+export function field(id, text, props = {}) {
+  const tag = props.rows ? 'textarea' : 'input';
+  return [el('label', { for: id }, text), el(tag, { id, ...props })];
 }

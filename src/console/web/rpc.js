@@ -1,6 +1,8 @@
 // A JSON-RPC 2.0 client over the console's WebSocket (`rpc` beside the page, opened with the
 // session cookie). It reconnects after a drop, waiting longer each time, and says so with
-// `open` and `close` events; calls made while it is down wait for the next connection.
+// `open` and `close` events; calls made while it is down wait for the next connection. It
+// keeps the latest `seq` of each run's notifications, so that after a reconnect `replay`
+// hands the handlers what was missed meanwhile.
 
 export class Rpc extends EventTarget {
   constructor() {
@@ -14,6 +16,7 @@ export class Rpc extends EventTarget {
     this.retries = 0;
     this.stopped = false;
     this.waiting = [];
+    this.seqs = new Map();
     this.open();
   }
 
@@ -46,8 +49,35 @@ export class Rpc extends EventTarget {
       if (message.error) reject(Object.assign(new Error(message.error.message), { code: message.error.code }));
       else resolve(message.result);
     } else if (typeof message.method === 'string') {
-      for (const handler of this.handlers.get(message.method) ?? []) handler(message.params ?? {});
+      this.deliver(message);
     }
+  }
+
+  // Hands a notification to its handlers, once: a numbered one not above the run's latest
+  // seq was delivered already.
+  deliver(message) {
+    const params = message.params ?? {};
+    if (typeof params.run === 'string' && typeof params.seq === 'number') {
+      if (params.seq <= (this.seqs.get(params.run) ?? 0)) return;
+      this.seqs.set(params.run, params.seq);
+    }
+    for (const handler of this.handlers.get(message.method) ?? []) handler(params);
+  }
+
+  // Delivers the notifications of each run seen that came while the connection was down
+  // (`run/replay`); resolves to the runs whose missed notifications the server no longer
+  // keeps, or which it does not know on this connection.
+  async replay() {
+    const lost = [];
+    for (const [run, since] of [...this.seqs]) {
+      try {
+        const { notifications } = await this.call('run/replay', { run, since });
+        notifications.forEach((message) => this.deliver(message));
+      } catch {
+        lost.push(run);
+      }
+    }
+    return lost;
   }
 
   // The result of `method`, or its JSON-RPC error as an Error with `code`.

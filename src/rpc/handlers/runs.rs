@@ -14,7 +14,7 @@ use crate::db::models::run::{
 use crate::db::queries::{entries, models, run_actions, runs, usage};
 use crate::db::{Conn, DbError};
 use crate::error::AppError;
-use crate::hub::notifications::UsageTotals;
+use crate::hub::notifications::{Cost, UsageTotals};
 use crate::plugins::events::Event;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::held_calls;
@@ -119,6 +119,9 @@ struct RunListItem {
     model: Option<String>,
     /// Who started it (`None`: the operator, or a run started by another run).
     created_by: Option<String>,
+    /// What its own calls cost so far, as `getRun`'s telemetry counts it.
+    #[serde(flatten)]
+    cost: Cost,
 }
 
 /// `getRuns`: the project's runs, newest first.
@@ -128,17 +131,24 @@ pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppE
         .agent
         .db
         .read(move |conn| {
-            runs::list_runs(
+            let listed = runs::list_runs(
                 conn,
                 project,
                 page.limit.map(i64::from),
                 page.offset.map(i64::from),
-            )
+            )?;
+            listed
+                .into_iter()
+                .map(|summary| {
+                    let cost = UsageTotals::of(&usage::by_purpose(conn, summary.run.id)?).cost;
+                    Ok((summary, cost))
+                })
+                .collect::<Result<Vec<_>, DbError>>()
         })
         .await?;
     let items: Vec<RunListItem> = rows
         .into_iter()
-        .map(|summary| RunListItem {
+        .map(|(summary, cost)| RunListItem {
             run: summary.run.alias,
             status: summary.run.status,
             turn: summary.turns,
@@ -147,6 +157,7 @@ pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppE
             delegated_by: summary.delegated_by,
             model: summary.run.model,
             created_by: summary.run.created_by,
+            cost,
         })
         .collect();
     Reply::of(items)

@@ -25,6 +25,7 @@ async fn discover_describes_every_method_and_notification() {
         "init",
         "getProjects",
         "getModels",
+        "getPeople",
         "getMcpServers",
         "addModel",
         "removeModel",

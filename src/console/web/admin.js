@@ -1,0 +1,50 @@
+// For admins: the model catalogue with its prices, the people and their roles (never a
+// token), and the MCP servers with their state, as one project sees them.
+import { el, fill, dollars } from './dom.js';
+
+export async function adminView(ctx, main, bind) {
+  const [models, people, projects] = await Promise.all([
+    ctx.rpc.call('getModels', {}),
+    ctx.rpc.call('getPeople', {}),
+    ctx.rpc.call('getProjects', {}),
+  ]);
+  const mcp = el('div');
+  const which = el('select', { id: 'mcp-project' }, projects.map((project) => el('option', { value: project.name }, project.name)));
+  const showMcp = async () => {
+    if (!which.value) { fill(mcp, el('p', { class: 'muted' }, 'No project yet.')); return; }
+    await bind(which.value);
+    const servers = await ctx.rpc.call('getMcpServers', {});
+    fill(mcp, servers.length ? el('table', {},
+      el('thead', {}, el('tr', {}, ['Server', 'Transport', 'For this project', 'State', 'Tools']
+        .map((name) => el('th', { scope: 'col' }, name)))),
+      el('tbody', {}, servers.map((server) => el('tr', {},
+        el('td', {}, server.name), el('td', {}, server.transport ?? ''),
+        el('td', {}, server.enabled ? 'yes' : 'no'),
+        el('td', {}, server.connected ? 'connected' : (server.error ? `down: ${server.error}` : 'connecting')),
+        el('td', {}, (server.tools ?? []).map((tool) => tool.name).join(', '))))))
+      : el('p', { class: 'muted' }, 'No MCP server is configured.'));
+  };
+  which.addEventListener('change', () => showMcp().catch((error) => fill(mcp, el('p', { class: 'error' }, error.message))));
+  fill(main,
+    el('h1', {}, 'Admin'),
+    el('h2', {}, `Models (${models.length})`),
+    el('table', { class: 'models' },
+      el('thead', {}, el('tr', {}, ['Alias', 'Provider model', 'Context', 'Input $/M', 'Cached $/M', 'Output $/M']
+        .map((name) => el('th', { scope: 'col' }, name)))),
+      el('tbody', {}, models.map((model) => el('tr', {},
+        el('td', {}, model.alias), el('td', {}, model.actual),
+        el('td', {}, model.context_length ? String(model.context_length) : ''),
+        el('td', {}, dollars(model.price?.input)), el('td', {}, dollars(model.price?.cached_input)),
+        el('td', {}, dollars(model.price?.output)))))),
+    el('h2', {}, `People (${people.length})`),
+    people.length ? el('table', { class: 'people' },
+      el('thead', {}, el('tr', {}, ['Name', 'Role', 'Projects'].map((name) => el('th', { scope: 'col' }, name)))),
+      el('tbody', {}, people.map((person) => el('tr', {},
+        el('td', {}, person.name), el('td', {}, person.role), el('td', {}, person.projects.join(', '))))))
+      : el('p', { class: 'muted' }, 'No users file: everyone with the shared token acts as the operator.'),
+    el('h2', {}, 'MCP servers'),
+    el('div', { class: 'filters' }, el('div', {}, el('label', { for: 'mcp-project' }, 'As the project'), which)),
+    mcp);
+  await showMcp();
+  return () => {};
+}

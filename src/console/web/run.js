@@ -1,0 +1,238 @@
+// One run, live: what it is and costs, what waits for approval (an edit as a diff, a command
+// as text, with the output of a command running on the server as it comes), its turns as a
+// timeline, its entries by fidelity, its session notes, and what happened meanwhile. Members
+// and admins also get abort, inject and a prompt to go on with ask or act. The forms live
+// outside the parts a refresh redraws, so a refresh never takes what someone is typing.
+import { el, fill, debounce, status, active, dollars, count, field } from './dom.js';
+import { diffView } from './diff.js';
+
+// The most output of one command the page keeps: its last bytes.
+const OUTPUT_KEPT = 256 * 1024;
+// Lines of the activity list kept.
+const ACTIVITY_KEPT = 50;
+const FIDELITIES = ['full', 'summary', 'index', 'archive'];
+
+// What kind of step an entry of a run is, for the timeline.
+function kind(entry) {
+  if (entry.scheme === 'prompt') return ['prompt', 'Prompt'];
+  if (['content', 'update', 'summarize', 'known', 'unknown'].includes(entry.scheme)) return ['reply', 'Model'];
+  return ['command', entry.scheme ?? 'entry'];
+}
+
+function target(attributes) {
+  for (const key of ['command', 'file', 'path', 'question', 'url']) {
+    if (typeof attributes?.[key] === 'string') return attributes[key];
+  }
+  return '';
+}
+
+// An entry's content: its edit as a diff when it has one, else its body.
+function content(entry) {
+  if (typeof entry.attributes?.patch === 'string' && entry.attributes.patch) return diffView(entry.attributes.patch);
+  return entry.body ? el('pre', {}, entry.body) : null;
+}
+
+// The output kept for each command of each run, across redraws and reconnects.
+const outputs = new Map();
+
+function outputOf(run, path) {
+  const key = `${run}\n${path}`;
+  if (!outputs.has(key)) outputs.set(key, { text: '', end: null });
+  return outputs.get(key);
+}
+
+export async function runView(ctx, main, project, alias) {
+  const meta = el('div');
+  const progress = el('p', { class: 'progress', role: 'status', 'aria-live': 'polite' });
+  const proposals = el('section', { 'aria-labelledby': 'waiting' });
+  const timeline = el('div');
+  const fidelity = el('div');
+  const notes = el('div');
+  const activity = el('ol', { class: 'activity', 'aria-live': 'polite' });
+  const outputNodes = new Map();
+  let run = null;
+
+  const abortButton = el('button', { type: 'button', class: 'danger', id: 'abort', hidden: true }, 'Abort');
+  const said = (error) => { progress.textContent = error.message; };
+  abortButton.addEventListener('click', () => ctx.rpc.call('run/abort', { run: alias }).then(later, said));
+
+  const controls = ctx.canChange ? el('section', { class: 'controls', 'aria-label': 'Go on with the run' },
+    injectForm(ctx, alias, () => later()),
+    continueForm(ctx, alias, () => run, () => later())) : null;
+
+  const showOutput = (path, node) => {
+    const kept = outputs.get(`${alias}\n${path}`);
+    if (!kept) return;
+    fill(node, kept.text, kept.end ? `\n[${kept.end}]` : '');
+  };
+
+  const renderProposals = (pending) => {
+    outputNodes.clear();
+    if (!pending.length) { fill(proposals); return; }
+    fill(proposals,
+      el('h2', { id: 'waiting' }, `Waiting for approval (${pending.length})`),
+      el('ul', { class: 'cards proposals' }, pending.map((entry) => {
+        const output = el('pre', { class: 'output', 'aria-label': `Output of ${entry.path}` });
+        outputNodes.set(entry.path, output);
+        showOutput(entry.path, output);
+        return el('li', { class: 'proposal' },
+          el('div', { class: 'entry-head' }, el('strong', {}, entry.scheme ?? 'proposal'), el('span', {}, target(entry.attributes) || entry.path)),
+          content(entry),
+          output,
+          ctx.canChange ? el('div', { class: 'actions' },
+            el('button', { type: 'button', class: 'primary', onclick: () => resolve(entry.path, 'accept') }, 'Approve'),
+            el('button', { type: 'button', onclick: () => resolve(entry.path, 'reject') }, 'Reject')) : null);
+      })));
+  };
+
+  const renderTimeline = (entries) => {
+    const turns = new Map();
+    for (const entry of entries) {
+      if (!turns.has(entry.turn)) turns.set(entry.turn, []);
+      turns.get(entry.turn).push(entry);
+    }
+    fill(timeline, el('h2', {}, 'Timeline'), entries.length
+      ? el('ol', { class: 'timeline' }, [...turns].map(([turn, steps]) => el('li', { class: 'turn' },
+        el('h3', {}, turn === 0 ? 'Before the first turn' : `Turn ${turn}`),
+        el('ol', { class: 'steps' }, steps.map((entry) => {
+          const [cls, label] = kind(entry);
+          return el('li', { class: cls },
+            el('div', { class: 'entry-head' },
+              el('strong', {}, label), status(entry.status), el('span', {}, target(entry.attributes))),
+            entry.status === 202 ? el('p', { class: 'muted' }, 'Waiting for approval: see above.') : content(entry));
+        })))))
+      : el('p', {}, 'Nothing yet.'));
+  };
+
+  const renderFidelity = (entries) => {
+    fill(fidelity, el('h2', {}, 'Entries by fidelity'),
+      entries.length ? FIDELITIES.map((level) => {
+        const these = entries.filter((entry) => entry.fidelity === level);
+        return el('details', { class: 'fidelity', open: level === 'full' && these.length <= 30 },
+          el('summary', {}, `${level} (${these.length})`),
+          these.length ? el('table', {},
+            el('thead', {}, el('tr', {}, ['Path', 'Status', 'Tokens'].map((name) => el('th', { scope: 'col' }, name)))),
+            el('tbody', {}, these.map((entry) => el('tr', {},
+              el('td', {}, entry.path), el('td', {}, status(entry.status)), el('td', {}, count(entry.tokens))))))
+            : el('p', { class: 'muted' }, 'None.'));
+      }) : el('p', {}, 'No entries.'));
+  };
+
+  const renderNotes = (session) => {
+    fill(notes, el('h2', {}, 'Session notes'),
+      session?.rendered ? el('pre', { class: 'notes' }, session.rendered)
+        : el('p', { class: 'muted' }, 'No session notes yet.'));
+  };
+
+  const refresh = async () => {
+    run = await ctx.rpc.call('getRun', { run: alias });
+    const telemetry = run.context?.telemetry ?? {};
+    fill(meta, el('dl', { class: 'meta' },
+      [['Status', status(run.status)], ['Model', run.model ?? ''], ['Turns', String(run.turn)],
+        ['Started by', run.created_by ?? 'operator'],
+        ['Tokens', count(telemetry.total_tokens)],
+        ['Cost', dollars(telemetry.cost)]]
+        .map(([name, value]) => el('div', {}, el('dt', {}, name), el('dd', {}, value)))));
+    abortButton.hidden = !active(run.status);
+    if (!active(run.status)) progress.textContent = '';
+    const entries = [
+      ...(run.context?.history ?? []),
+      ...(run.context?.content ?? []).map((entry) => ({ ...entry, scheme: 'content', status: 200 })),
+    ].map((entry, index) => ({ entry, index }))
+      .sort((a, b) => (a.entry.turn - b.entry.turn) || (a.index - b.index))
+      .map(({ entry }) => entry);
+    renderProposals(entries.filter((entry) => entry.status === 202));
+    renderTimeline(entries);
+    const [listed, session] = await Promise.all([
+      ctx.rpc.call('getEntries', { run: alias, limit: 1000 }).catch(() => []),
+      ctx.rpc.call('memory/session', { run: alias }).catch(() => null),
+    ]);
+    renderFidelity(listed);
+    renderNotes(session);
+    // A run's end is its caller's reply, no notification: look again while it goes.
+    if (active(run.status)) later();
+  };
+  const resolve = (path, action) => {
+    ctx.rpc.call('run/resolve', { run: alias, resolution: { path, action } }).then(later, said);
+    later();
+  };
+  const later = debounce(() => refresh().catch(said), 1000);
+  const noted = (text) => {
+    activity.prepend(el('li', {}, text));
+    while (activity.children.length > ACTIVITY_KEPT) activity.lastChild.remove();
+  };
+  const stops = [
+    ctx.rpc.on('run/progress', (params) => {
+      if (params.run !== alias) return;
+      progress.textContent = `turn ${params.turn}: ${params.status}`;
+      noted(`turn ${params.turn}: ${params.status}`);
+      later();
+    }),
+    ctx.rpc.on('run/state', (params) => {
+      if (params.run !== alias) return;
+      noted(`turn ${params.turn}: ${params.status === 202 ? 'waiting for approval' : 'state'}`);
+      later();
+    }),
+    ctx.rpc.on('run/output', (params) => {
+      if (params.run !== alias) return;
+      const kept = outputOf(alias, params.path);
+      if (typeof params.text === 'string') kept.text = (kept.text + params.text).slice(-OUTPUT_KEPT);
+      if (typeof params.skipped === 'number') kept.text += `\n[${count(params.skipped)} bytes not shown]\n`;
+      if (params.done) {
+        kept.end = `ended with status ${params.status}${typeof params.exit === 'number' ? `, exit ${params.exit}` : ''}`;
+        later();
+      }
+      const node = outputNodes.get(params.path);
+      if (node) showOutput(params.path, node);
+    }),
+  ];
+  fill(main,
+    el('h1', {}, alias), meta, progress,
+    ctx.canChange ? el('div', { class: 'actions' }, abortButton) : null,
+    proposals, timeline, controls,
+    el('h2', {}, 'Activity'), activity, fidelity, notes);
+  await refresh();
+  return () => { later.cancel(); stops.forEach((stop) => stop()); };
+}
+
+// Adds a message to the run's work (run/inject): taken in by the running loop, or starting
+// one when none runs.
+function injectForm(ctx, alias, changed) {
+  const [label, message] = field('inject', 'Inject a message', { rows: 2 });
+  const said = el('p', { class: 'muted', role: 'status' });
+  const form = el('form', { class: 'form' }, label, message,
+    el('div', { class: 'actions' }, el('button', { type: 'submit' }, 'Inject')), said);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const text = message.value.trim();
+    if (!text) return;
+    message.value = '';
+    ctx.rpc.call('run/inject', { run: alias, message: text })
+      .then(() => { said.textContent = 'Injected.'; changed(); })
+      .catch((error) => { said.textContent = `Not injected: ${error.message}`; });
+  });
+  return form;
+}
+
+// Goes on with the run: a new ask or act on it, with its model.
+function continueForm(ctx, alias, current, changed) {
+  const [label, prompt] = field('continue', 'Continue the run', { rows: 2 });
+  const mode = el('select', { id: 'continue-mode' }, el('option', { value: 'ask' }, 'ask'), el('option', { value: 'act' }, 'act'));
+  const said = el('p', { class: 'muted', role: 'status' });
+  const form = el('form', { class: 'form' }, label, prompt,
+    el('label', { for: 'continue-mode' }, 'Mode'), mode,
+    el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary' }, 'Continue')), said);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const text = prompt.value.trim();
+    const run = current();
+    if (!text || !run) return;
+    prompt.value = '';
+    said.textContent = 'Sent; the run goes on.';
+    ctx.rpc.call(mode.value, { model: run.model, prompt: text, run: alias })
+      .then((outcome) => { said.textContent = `The loop ended with status ${outcome.status}.`; changed(); })
+      .catch((error) => { said.textContent = `Not sent: ${error.message}`; });
+    changed();
+  });
+  return form;
+}
