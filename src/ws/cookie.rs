@@ -68,7 +68,14 @@ pub(crate) fn session_id(head: &RequestHead) -> Option<String> {
 /// Who the session `id` acts for now; `None` when it is unknown, expired, signed out, or
 /// its token no longer opens the server.
 pub(crate) async fn resume(state: &ServerState, id: &str) -> Result<Option<Caller>, DbError> {
-    let id_hash = hash_token(id);
+    resume_hashed(state, hash_token(id)).await
+}
+
+/// [`resume`] of the session whose id's SHA-256 (hex) is `id_hash`.
+pub(crate) async fn resume_hashed(
+    state: &ServerState,
+    id_hash: String,
+) -> Result<Option<Caller>, DbError> {
     let now = now();
     let stored = state
         .agent
@@ -81,16 +88,20 @@ pub(crate) async fn resume(state: &ServerState, id: &str) -> Result<Option<Calle
     }))
 }
 
-/// Who the console WebSocket request `head` acts for: it must come from the page's origin
-/// (403 otherwise) and carry a live session (401 otherwise; a store that cannot be read
-/// opens nothing).
-pub(crate) async fn caller(head: &RequestHead, state: &ServerState) -> Result<Caller, Refusal> {
+/// Who the console WebSocket request `head` acts for, and the SHA-256 of its session id
+/// (by which the connection looks again whether its session still holds): it must come
+/// from the page's origin (403 otherwise) and carry a live session (401 otherwise; a store
+/// that cannot be read opens nothing).
+pub(crate) async fn caller(
+    head: &RequestHead,
+    state: &ServerState,
+) -> Result<(Caller, String), Refusal> {
     if !same_origin(head, &state.agent.settings.server.allowed_origins) {
         return Err(Refusal::Origin);
     }
-    let id = session_id(head).ok_or(Refusal::Unauthorized)?;
-    match resume(state, &id).await {
-        Ok(Some(caller)) => Ok(caller),
+    let id_hash = hash_token(&session_id(head).ok_or(Refusal::Unauthorized)?);
+    match resume_hashed(state, id_hash.clone()).await {
+        Ok(Some(caller)) => Ok((caller, id_hash)),
         Ok(None) => Err(Refusal::Unauthorized),
         Err(error) => {
             tracing::warn!(%error, "console session store failed");

@@ -3,8 +3,10 @@
 //! Requests are served concurrently (a slow `ask` never blocks a `ping`), within the bounds
 //! on requests in flight; replies go out in completion order. The session pings every
 //! `heartbeat_secs` and drops a peer silent for `client_timeout_secs`, even while its socket
-//! takes nothing (its pump keeps driving it). A protocol error (oversized frame, invalid
-//! UTF-8) closes only this connection.
+//! takes nothing (its pump keeps driving it). A console page's connection also looks at
+//! each heartbeat whether its session still holds, and closes once it does not (signed out
+//! on any instance, expired, its token no longer opening the server). A protocol error
+//! (oversized frame, invalid UTF-8) closes only this connection.
 //!
 //! Every request with an id is answered exactly once: a close (the client's close frame or
 //! end of stream, a protocol error, a silent peer, the server stopping) first answers each
@@ -29,6 +31,7 @@ use crate::hub::{ConnId, Outbound};
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
 use crate::rpc::dispatch;
 use crate::rpc::envelope::{self, Frame, Incoming, Request};
+use crate::ws::cookie;
 use crate::ws::registry::Shutdown;
 use crate::ws::state::ServerState;
 
@@ -37,6 +40,8 @@ pub(crate) struct WsSession {
     id: ConnId,
     /// Who it acts for, from the token it presented.
     caller: Caller,
+    /// For a console page's connection, the SHA-256 of its session id.
+    console_session: Option<String>,
     state: ServerState,
     project: Option<ProjectBinding>,
     last_heard: Instant,
@@ -56,10 +61,16 @@ struct Owed {
 
 impl WsSession {
     /// A session for a freshly upgraded connection.
-    pub(crate) fn new(id: ConnId, caller: Caller, state: ServerState) -> Self {
+    pub(crate) fn new(
+        id: ConnId,
+        caller: Caller,
+        console_session: Option<String>,
+        state: ServerState,
+    ) -> Self {
         WsSession {
             id,
             caller,
+            console_session,
             state,
             project: None,
             last_heard: Instant::now(),
@@ -79,7 +90,23 @@ impl WsSession {
                 return;
             }
             ctx.ping(b"");
+            session.check_console_session(ctx);
         });
+    }
+
+    /// Closes a console page's connection whose session no longer holds; a store that
+    /// cannot be read keeps it open until the next look.
+    fn check_console_session(&self, ctx: &mut ws::WebsocketContext<Self>) {
+        let Some(id_hash) = self.console_session.clone() else {
+            return;
+        };
+        let state = self.state.clone();
+        let looked = async move { cookie::resume_hashed(&state, id_hash).await };
+        ctx.spawn(looked.into_actor(self).map(|holds, session, ctx| {
+            if matches!(holds, Ok(None)) {
+                session.close_with(ctx, CloseCode::Policy, "console session ended");
+            }
+        }));
     }
 
     fn close_with(&mut self, ctx: &mut ws::WebsocketContext<Self>, code: CloseCode, why: &str) {

@@ -69,15 +69,17 @@ async fn handshake(
     let head = request.head();
     let server = &state.agent.settings.server;
     let admitted = if SOCKET_PATHS.contains(&head.uri.path()) {
-        gate::admit(head, &state.access, server)
+        gate::admit(head, &state.access, server).map(|caller| (caller, None))
     } else if head.uri.path() == cookie::socket_path(&server.console_path) {
-        cookie::caller(head, &state).await
+        cookie::caller(head, &state)
+            .await
+            .map(|(caller, session)| (caller, Some(session)))
     } else {
         refuse(&mut framed, Response::new(StatusCode::NOT_FOUND)).await?;
         return Ok(None);
     };
-    let caller = match admitted {
-        Ok(caller) => caller,
+    let (caller, console_session) = match admitted {
+        Ok(admitted) => admitted,
         Err(refusal) => {
             refuse(&mut framed, refusal.response().into()).await?;
             return Ok(None);
@@ -110,7 +112,7 @@ async fn handshake(
         &parts.read_buf,
         Codec::new().max_size(server.max_frame_bytes),
     );
-    let session = WsSession::new(conn, caller, state.clone());
+    let session = WsSession::new(conn, caller, console_session, state.clone());
     // The context's own reader gets a stream that never yields: the frames come from ours.
     let outbound = WebsocketContext::with_factory(
         stream::pending::<Result<Bytes, PayloadError>>(),

@@ -439,6 +439,39 @@ async fn sign_out_ends_the_session_in_the_store_which_outlives_a_restart() {
     );
 }
 
+/// A console socket whose session is signed out (from another tab) is closed at its next
+/// heartbeat with 1008; another session's socket stays open.
+#[actix_web::test]
+async fn a_console_socket_closes_at_the_heartbeat_after_its_session_ends() {
+    let llm = FakeLlm::start([]);
+    let (app, _dir) = server(&llm, &[("RUMMY_HEARTBEAT_SECS", "1")]).await;
+    let addr = app.addr();
+    let id = sign_in(addr, "/ui", MO).await.session();
+    let kept = sign_in(addr, "/ui", VERA).await.session();
+    let mut ending = console_socket(addr, "/ui", &id, &origin(addr))
+        .await
+        .unwrap();
+    let mut staying = console_socket(addr, "/ui", &kept, &origin(addr))
+        .await
+        .unwrap();
+    assert_eq!(ending.ok("ping", json!({})).await, json!({}));
+
+    let out = send(
+        awc::Client::new()
+            .delete(format!("http://{addr}/ui/session"))
+            .insert_header(("cookie", format!("rummy_session={id}")))
+            .insert_header(("origin", origin(addr))),
+        None,
+    )
+    .await;
+    assert_eq!(out.status, 204);
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(20), ending.closed())
+        .await
+        .expect("closed within a few heartbeats of 1 s");
+    assert_eq!(closed, Some(1008), "closed for its session");
+    assert_eq!(staying.ok("ping", json!({})).await, json!({}));
+}
+
 #[actix_web::test]
 async fn a_session_ends_when_its_token_no_longer_opens_the_server() {
     let llm = FakeLlm::start([]);
