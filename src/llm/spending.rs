@@ -52,7 +52,8 @@ pub(crate) type Notify = Arc<dyn Fn(ProjectId, CapNotice) + Send + Sync>;
 /// Whom a call counts for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Spender {
-    /// The run, its alias and the caps its starter gave it; `None` for a run not made yet.
+    /// The run whose caps hold the call (a sub-agent's: its delegator's), its alias and the
+    /// caps its starter gave it; `None` for a run not made yet.
     pub run: Option<(RunId, String, Limits)>,
     /// The person who started the run; `None`: the operator or the server.
     pub person: Option<String>,
@@ -203,7 +204,8 @@ impl Spending {
     }
 }
 
-/// Whom run `run`'s calls count for, as the store says.
+/// Whom run `run`'s calls count for, as the store says: a sub-agent's run counts for the
+/// run that delegated to it (its caps, its spending).
 pub(crate) fn spender(conn: &mut Conn, run: RunId) -> Result<Spender, DbError> {
     let row = usage::spender(conn, run)?;
     let limits = match row.caps.as_deref() {
@@ -214,7 +216,7 @@ pub(crate) fn spender(conn: &mut Conn, run: RunId) -> Result<Spender, DbError> {
         None => Limits::default(),
     };
     Ok(Spender {
-        run: Some((run, row.alias, limits)),
+        run: Some((row.run, row.alias, limits)),
         person: row.person,
         project: (ProjectId(row.project_id), row.project),
     })

@@ -182,7 +182,7 @@ impl Limits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
-    /// One run's own calls.
+    /// One run's calls, those of the sub-agents it delegated to included.
     Run,
     /// The calls of the runs a person started.
     Person,

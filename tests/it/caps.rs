@@ -173,6 +173,48 @@ async fn a_run_cap_stops_its_loop_before_the_call_past_it_after_one_warning() {
 }
 
 #[actix_web::test]
+async fn a_run_s_cap_holds_its_sub_agents_calls_too() {
+    let llm = FakeLlm::start([
+        costing(
+            "<delegate>Look into it.</delegate><update>delegated</update>",
+            0.0,
+        ),
+        learning("child"),
+        learning("never"),
+    ]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let reply = ask(
+        &mut client,
+        json!({"caps": {"day_tokens": 200}, "noRepo": true}),
+    )
+    .await;
+    assert_eq!(reply["result"]["status"], json!(402), "{reply}");
+    let parent = reply["result"]["run"].as_str().unwrap().to_owned();
+    assert_eq!(
+        llm.requests().len(),
+        2,
+        "the parent's turn and the child's first"
+    );
+    assert_eq!(
+        client.statuses(&parent, "delegate://*").await,
+        [("delegate://turn_1/Look%20into%20it.".to_owned(), 402)]
+    );
+    let runs = client.ok("getRuns", json!({})).await;
+    let statuses: Vec<(Value, Value)> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| (run["status"].clone(), run["delegated_by"].clone()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [(json!(402), json!(parent)), (json!(402), Value::Null)],
+        "the child stopped at its delegator's cap, then the delegator"
+    );
+}
+
+#[actix_web::test]
 async fn a_person_s_daily_cap_refuses_a_new_ask_until_the_next_utc_day() {
     let llm = FakeLlm::start([done(0.01), done(0.01), done(0.01)]);
     let dir = tempfile::tempdir().unwrap();

@@ -81,7 +81,8 @@ pub(crate) enum SpendScope {
     Server,
 }
 
-/// What `scope` spent in `[from, to)`: total tokens and money.
+/// What `scope` spent in `[from, to)`: total tokens and money; a run's calls include those
+/// of the runs it delegated sub-tasks to, and theirs.
 pub(crate) fn spent(
     conn: &mut Conn,
     scope: &SpendScope,
@@ -102,17 +103,22 @@ pub(crate) fn spent(
         SpendScope::Server => ("server", 0, None),
     };
     let sum: Sum = statement(
-        "SELECT CAST(COALESCE(SUM(total_tokens), 0) AS BIGINT) AS tokens, \
+        "WITH RECURSIVE tree (id) AS ( \
+             SELECT id FROM runs WHERE id = ? AND ? = 'run' \
+             UNION ALL SELECT r.id FROM runs AS r JOIN tree AS t ON r.delegated_by = t.id) \
+         SELECT CAST(COALESCE(SUM(total_tokens), 0) AS BIGINT) AS tokens, \
                 CAST(COALESCE(SUM(cost_micros), 0) AS BIGINT) AS cost \
          FROM model_calls \
          WHERE created_at >= ? AND created_at < ? \
-           AND CASE ? WHEN 'run' THEN run_id = ? WHEN 'person' THEN person = ? \
+           AND CASE ? WHEN 'run' THEN run_id IN (SELECT id FROM tree) \
+                      WHEN 'person' THEN person = ? \
                       WHEN 'project' THEN project_id = ? ELSE TRUE END",
     )
+    .bind::<BigInt, _>(id)
+    .bind::<Text, _>(kind)
     .bind::<Text, _>(from.stored())
     .bind::<Text, _>(to.stored())
     .bind::<Text, _>(kind)
-    .bind::<BigInt, _>(id)
     .bind::<Nullable<Text>, _>(name)
     .bind::<BigInt, _>(id)
     .get_result(conn)?;
@@ -122,10 +128,14 @@ pub(crate) fn spent(
     })
 }
 
-/// Whom a run's calls count for: its alias, its person (none: the operator or the server),
-/// its project's id and name, and the caps its starter gave it (JSON, `CapLimits`).
+/// Whom a run's calls count for: the run whose caps hold them (itself, or for a sub-agent's
+/// run the run that delegated the first sub-task), its alias, its person (none: the
+/// operator or the server), its project's id and name, and the caps its starter gave it
+/// (JSON, `CapLimits`).
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub(crate) struct Spender {
+    #[diesel(sql_type = BigInt)]
+    pub run: RunId,
     #[diesel(sql_type = Text)]
     pub alias: String,
     #[diesel(sql_type = Nullable<Text>)]
@@ -141,8 +151,13 @@ pub(crate) struct Spender {
 /// Whom run `run`'s calls count for.
 pub(crate) fn spender(conn: &mut Conn, run: RunId) -> Result<Spender, DbError> {
     Ok(statement(
-        "SELECT r.alias, r.created_by AS person, r.project_id, p.name AS project, r.caps \
-         FROM runs AS r JOIN projects AS p ON p.id = r.project_id WHERE r.id = ?",
+        "WITH RECURSIVE up (id, delegated_by) AS ( \
+             SELECT id, delegated_by FROM runs WHERE id = ? \
+             UNION ALL SELECT r.id, r.delegated_by FROM runs AS r JOIN up ON r.id = up.delegated_by) \
+         SELECT r.id AS run, r.alias, r.created_by AS person, r.project_id, p.name AS project, \
+                r.caps \
+         FROM up JOIN runs AS r ON r.id = up.id JOIN projects AS p ON p.id = r.project_id \
+         WHERE up.delegated_by IS NULL",
     )
     .bind::<BigInt, _>(run)
     .get_result(conn)?)
@@ -360,6 +375,17 @@ mod tests {
         assert_eq!(spent_on(conn, SpendScope::Server, june_first), (112, 11));
         let june = (at("2026-06-01 00:00:00"), at("2026-07-01 00:00:00"));
         assert_eq!(spent_on(conn, SpendScope::Run(run), june), (1102, 110));
+        let child = sample_run(conn).id;
+        let grandchild = sample_run(conn).id;
+        delegate(conn, child, run);
+        delegate(conn, grandchild, child);
+        record_call(conn, &call(grandchild, CallPurpose::Subagent, 4, 2)).unwrap();
+        assert_eq!(
+            spent_on(conn, SpendScope::Run(run), june),
+            (1107, 112),
+            "a sub-agent's calls count for the run that delegated"
+        );
+        assert_eq!(spent_on(conn, SpendScope::Run(child), june), (5, 2));
     }
 
     #[test]
@@ -370,10 +396,20 @@ mod tests {
         started_by(conn, run, "ada");
         assert_eq!(spender(conn, run).unwrap().caps, None);
         set_run_caps(conn, run, r#"{"day_tokens":5}"#).unwrap();
-        let spender = spender(conn, run).unwrap();
-        assert_eq!(spender.person.as_deref(), Some("ada"));
-        assert_eq!(spender.project, "p");
-        assert_eq!(spender.caps.as_deref(), Some(r#"{"day_tokens":5}"#));
+        let child = sample_run(conn).id;
+        let grandchild = sample_run(conn).id;
+        delegate(conn, child, run);
+        delegate(conn, grandchild, child);
+        for counted in [run, child, grandchild] {
+            let spender = spender(conn, counted).unwrap();
+            assert_eq!(
+                spender.run, run,
+                "a sub-agent's calls count for its delegator"
+            );
+            assert_eq!(spender.person.as_deref(), Some("ada"));
+            assert_eq!(spender.project, "p");
+            assert_eq!(spender.caps.as_deref(), Some(r#"{"day_tokens":5}"#));
+        }
     }
 
     #[test]
