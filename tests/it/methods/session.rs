@@ -73,6 +73,7 @@ async fn discover_describes_every_method_and_notification() {
         "memory/session/set",
         "project/config",
         "usage/report",
+        "usage/caps",
     ];
     for name in expected {
         let method = &methods[name];
@@ -97,6 +98,8 @@ async fn discover_describes_every_method_and_notification() {
         "run/output",
         "ui/render",
         "ui/notify",
+        "usage/capReached",
+        "usage/capWarning",
     ] {
         assert!(
             catalogue["notifications"][notification]["description"].is_string(),
