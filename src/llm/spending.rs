@@ -221,3 +221,103 @@ pub(crate) fn spender(conn: &mut Conn, run: RunId) -> Result<Spender, DbError> {
         project: (ProjectId(row.project_id), row.project),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::enums::CallPurpose;
+    use crate::db::models::run::ModelCallForm;
+    use crate::db::statement::statement;
+    use crate::db::testing::{sample_run, TestDb};
+    use crate::usage::{Micros, Tokens};
+    use diesel::sql_types::{BigInt, Text};
+    use diesel::RunQueryDsl;
+
+    fn tokens(amount: i64) -> Limits {
+        CapLimits {
+            day_tokens: Some(amount),
+            ..CapLimits::default()
+        }
+        .checked()
+        .unwrap()
+    }
+
+    fn spending(projects: &[(&str, i64)], person: i64, server: i64) -> Spending {
+        let book = CapBook {
+            server: tokens(server),
+            projects: projects
+                .iter()
+                .map(|(name, amount)| ((*name).to_owned(), tokens(*amount)))
+                .collect(),
+            people: Box::new(move |name| match name {
+                "ada" => tokens(person),
+                _ => Limits::default(),
+            }),
+        };
+        Spending::new(book, Clock::default(), Arc::new(|_, _| {}))
+    }
+
+    #[test]
+    fn a_call_counts_against_its_run_person_project_and_the_server_the_first_reached_refusing() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn).id;
+        statement("UPDATE runs SET created_by = 'ada', caps = ? WHERE id = ?")
+            .bind::<Text, _>(r#"{"day_tokens": 300}"#)
+            .bind::<BigInt, _>(run)
+            .execute(conn)
+            .unwrap();
+        let now = UtcTime::parse_stored("2026-06-01 10:00:00").unwrap();
+        usage::record_call(
+            conn,
+            &ModelCallForm {
+                run_id: run,
+                loop_id: None,
+                turn: 1,
+                purpose: CallPurpose::Turn,
+                model: "openai/m".into(),
+                tokens: Tokens {
+                    total_tokens: 200,
+                    ..Tokens::default()
+                },
+                cost: Micros(0),
+                at: now,
+            },
+        )
+        .unwrap();
+        let counted = spender(conn, run).unwrap();
+        let caps = spending(&[("p", 250), ("other", 1)], 400, 200);
+        let seen: Vec<_> = caps
+            .standings(conn, &counted, now)
+            .unwrap()
+            .into_iter()
+            .map(|standing| (standing.scope, standing.limit.amount, standing.spent))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Scope::Run, 300, 200),
+                (Scope::Person, 400, 200),
+                (Scope::Project, 250, 200),
+                (Scope::Server, 200, 200),
+            ],
+            "another project's caps do not count"
+        );
+        let reached = caps.reached(conn, &counted, now).unwrap().unwrap();
+        assert_eq!(reached.scope, Scope::Server);
+        let warned: Vec<_> = caps
+            .warnings(conn, run, now)
+            .unwrap()
+            .into_iter()
+            .map(|standing| standing.scope)
+            .collect();
+        assert_eq!(
+            warned,
+            [Scope::Project, Scope::Server],
+            "200 of 250, 200 of 200"
+        );
+        assert_eq!(caps.warnings(conn, run, now).unwrap(), [], "once");
+        let roomy = spending(&[], 1000, 1000);
+        assert_eq!(roomy.reached(conn, &counted, now).unwrap(), None);
+    }
+}

@@ -82,7 +82,9 @@ pub(crate) enum SpendScope {
 }
 
 /// What `scope` spent in `[from, to)`: total tokens and money; a run's calls include those
-/// of the runs it delegated sub-tasks to, and theirs.
+/// of the runs it delegated sub-tasks to, and theirs. One statement per scope, so each reads
+/// its own index: a run's calls, a person's or a project's in the range; the server's are
+/// every call in the range.
 pub(crate) fn spent(
     conn: &mut Conn,
     scope: &SpendScope,
@@ -96,32 +98,43 @@ pub(crate) fn spent(
         #[diesel(sql_type = BigInt)]
         cost: i64,
     }
-    let (kind, id, name) = match scope {
-        SpendScope::Run(run) => ("run", run.0, None),
-        SpendScope::Person(person) => ("person", 0, Some(person.as_str())),
-        SpendScope::Project(project) => ("project", project.0, None),
-        SpendScope::Server => ("server", 0, None),
+    macro_rules! spent_where {
+        ($condition:literal) => {
+            concat!(
+                "SELECT CAST(COALESCE(SUM(total_tokens), 0) AS BIGINT) AS tokens, \
+                        CAST(COALESCE(SUM(cost_micros), 0) AS BIGINT) AS cost \
+                 FROM model_calls WHERE created_at >= ? AND created_at < ? AND ",
+                $condition
+            )
+        };
+    }
+    let (from, to) = (from.stored(), to.stored());
+    let sum: Sum = match scope {
+        SpendScope::Run(run) => statement(concat!(
+            "WITH RECURSIVE tree (id) AS ( \
+                 SELECT id FROM runs WHERE id = ? \
+                 UNION ALL SELECT r.id FROM runs AS r JOIN tree AS t ON r.delegated_by = t.id) ",
+            spent_where!("run_id IN (SELECT id FROM tree)")
+        ))
+        .bind::<BigInt, _>(*run)
+        .bind::<Text, _>(&from)
+        .bind::<Text, _>(&to)
+        .get_result(conn)?,
+        SpendScope::Person(person) => statement(spent_where!("person = ?"))
+            .bind::<Text, _>(&from)
+            .bind::<Text, _>(&to)
+            .bind::<Text, _>(person)
+            .get_result(conn)?,
+        SpendScope::Project(project) => statement(spent_where!("project_id = ?"))
+            .bind::<Text, _>(&from)
+            .bind::<Text, _>(&to)
+            .bind::<BigInt, _>(*project)
+            .get_result(conn)?,
+        SpendScope::Server => statement(spent_where!("TRUE"))
+            .bind::<Text, _>(&from)
+            .bind::<Text, _>(&to)
+            .get_result(conn)?,
     };
-    let sum: Sum = statement(
-        "WITH RECURSIVE tree (id) AS ( \
-             SELECT id FROM runs WHERE id = ? AND ? = 'run' \
-             UNION ALL SELECT r.id FROM runs AS r JOIN tree AS t ON r.delegated_by = t.id) \
-         SELECT CAST(COALESCE(SUM(total_tokens), 0) AS BIGINT) AS tokens, \
-                CAST(COALESCE(SUM(cost_micros), 0) AS BIGINT) AS cost \
-         FROM model_calls \
-         WHERE created_at >= ? AND created_at < ? \
-           AND CASE ? WHEN 'run' THEN run_id IN (SELECT id FROM tree) \
-                      WHEN 'person' THEN person = ? \
-                      WHEN 'project' THEN project_id = ? ELSE TRUE END",
-    )
-    .bind::<BigInt, _>(id)
-    .bind::<Text, _>(kind)
-    .bind::<Text, _>(from.stored())
-    .bind::<Text, _>(to.stored())
-    .bind::<Text, _>(kind)
-    .bind::<Nullable<Text>, _>(name)
-    .bind::<BigInt, _>(id)
-    .get_result(conn)?;
     Ok(Spent {
         tokens: sum.tokens,
         cost: Micros(sum.cost),
