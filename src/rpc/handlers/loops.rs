@@ -31,7 +31,7 @@ use crate::rpc::held_calls::{HeldMethod, ResolveCall};
 use crate::rpc::params::{truthy, Required};
 use crate::sandbox::policy::ProjectChoice;
 use crate::sandbox::runner::CommandPlace;
-use crate::usage::{CapLimits, Limits};
+use crate::usage::{Amount, CapLimits, Limits};
 
 /// `ask` / `act` params.
 #[derive(Debug, Deserialize)]
@@ -98,7 +98,7 @@ async fn ask_or_act(
     };
     let caps = run_caps(&context, params.caps.as_ref())?;
     let continued = existing.as_ref().filter(|_| !params.fork).map(|run| run.id);
-    refuse_at_cap(&context, continued, caps.as_ref()).await?;
+    refuse_at_cap(&context, continued, caps).await?;
     let admitted = context
         .agent
         .admission
@@ -109,12 +109,7 @@ async fn ask_or_act(
             person: context.caller.person(),
         })
         .await?;
-    let mut choice = params.run_choice(project, existing, context_limit, context.person());
-    choice.caps = params
-        .caps
-        .as_ref()
-        .filter(|_| caps.is_some())
-        .and_then(|caps| serde_json::to_string(caps).ok());
+    let choice = params.run_choice(project, existing, context_limit, context.person());
     let start = context
         .agent
         .db
@@ -174,7 +169,7 @@ fn run_caps(context: &CallContext, given: Option<&CapLimits>) -> Result<Option<L
             "caps.{}_{}: a run's cap may not be above its starter's own ({} per {})",
             limit.period.as_str(),
             limit.unit.as_str(),
-            crate::usage::Amount::of(limit.unit, allowed),
+            Amount::of(limit.unit, allowed),
             limit.period.as_str()
         ))),
         None => Ok(Some(limits)),
@@ -187,7 +182,7 @@ fn run_caps(context: &CallContext, given: Option<&CapLimits>) -> Result<Option<L
 async fn refuse_at_cap(
     context: &CallContext,
     run: Option<RunId>,
-    caps: Option<&Limits>,
+    caps: Option<Limits>,
 ) -> Result<(), AppError> {
     let binding = context.project()?;
     let spending = context.agent.llm.spending().clone();
@@ -197,7 +192,6 @@ async fn refuse_at_cap(
         person: context.person(),
         project: (binding.id, binding.name.clone()),
     };
-    let caps = caps.cloned();
     let reached = context
         .agent
         .db
@@ -274,7 +268,10 @@ impl AskParams {
                 created_by: person.clone(),
             },
             person,
-            caps: None,
+            caps: self
+                .caps
+                .as_ref()
+                .and_then(|caps| serde_json::to_string(caps).ok()),
         }
     }
 }
@@ -289,7 +286,7 @@ struct RunChoice {
     create: RunCreateForm,
     /// Who forks.
     person: Option<String>,
-    /// The run's own caps the call gives it (JSON, `CapLimits`).
+    /// The run's own caps the call gives the run it goes to (JSON, `CapLimits`).
     caps: Option<String>,
 }
 
