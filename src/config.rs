@@ -1196,6 +1196,34 @@ mod tests {
     }
 
     #[test]
+    fn server_caps_come_from_the_environment_and_none_by_default() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let defaults = load_in(home, &[]).unwrap();
+        assert_eq!(defaults.caps.server, CapLimits::default());
+        assert!(defaults.caps.projects.is_empty());
+        let capped = load_in(
+            home,
+            &[
+                ("RUMMY_CAP_DAY_TOKENS", "5000"),
+                ("RUMMY_CAP_MONTH_DOLLARS", "12.5"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            capped.caps.server,
+            CapLimits {
+                day_tokens: Some(5000),
+                month_dollars: Some(12.5),
+                ..CapLimits::default()
+            }
+        );
+        let empty = load_in(home, &[("RUMMY_CAP_DAY_DOLLARS", "")]);
+        let error = empty.unwrap_err().to_string();
+        assert!(error.contains("caps.server.day_dollars"), "{error}");
+    }
+
+    #[test]
     fn bad_prices_stop_the_start_naming_them() {
         let home = tempfile::tempdir().unwrap();
         let home = home.path().to_str().unwrap();
