@@ -357,6 +357,41 @@ async fn twenty_concurrent_loops_pass_a_cap_by_at_most_the_calls_in_flight() {
 }
 
 #[actix_web::test]
+async fn the_calls_in_flight_when_a_cap_is_reached_are_all_that_pass_it() {
+    let held = |slug: &str| {
+        let Step::Reply(reply) = learning(slug) else {
+            unreachable!("a reply")
+        };
+        Step::Held(reply)
+    };
+    let llm = FakeLlm::start([held("a"), held("b"), held("c")]);
+    let app = TestApp::with_llm(&llm, &[("RUMMY_CAP_DAY_TOKENS", "100")]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let mut asked = Vec::new();
+    for _ in 0..3 {
+        let id = client
+            .send("ask", json!({"model": "fake", "prompt": "Learn."}))
+            .await;
+        asked.push(id);
+    }
+    llm.wait_for_requests(3).await;
+    for _ in 0..3 {
+        llm.release();
+    }
+    for id in asked {
+        let reply = client.reply(&id).await;
+        assert_eq!(reply["result"]["status"], json!(402), "{reply}");
+    }
+    let report = client.ok("usage/report", json!({"by": "day"})).await;
+    assert_eq!(
+        report["total"]["total_tokens"],
+        json!(300),
+        "the call that reached the cap and the two in flight then; none after"
+    );
+    assert_eq!(llm.requests().len(), 3);
+}
+
+#[actix_web::test]
 async fn a_price_changed_mid_day_charges_only_later_calls_against_a_cap() {
     let llm = FakeLlm::start([done(0.0), done(0.0), done(0.0), done(0.0)]);
     let app = TestApp::with_llm(&llm, &[("RUMMY_CAP_DAY_DOLLARS", "0.0005")]).await;
