@@ -245,7 +245,16 @@ async fn a_person_s_daily_cap_refuses_a_new_ask_until_the_next_utc_day() {
     assert_eq!(code, -32602);
     assert!(message.contains("admin"), "{message}");
     let mut olga = member(&app, "olga", "web").await;
-    ask_done(&mut olga).await;
+    let olga_s = ask_done(&mut olga).await;
+    let (_, message) = mo.err("usage/caps", json!({"run": olga_s})).await;
+    assert!(message.contains("another person's run"), "{message}");
+    let mut ada = member(&app, "ada", "web").await;
+    let mo_s = ada.ok("usage/caps", json!({"person": "mo"})).await;
+    assert_eq!(
+        mo_s["caps"],
+        json!([refused["data"]]),
+        "an admin sees anyone's"
+    );
 
     app.server.fix_clock("2026-06-02 00:00:00");
     let caps = mo.ok("usage/caps", json!({})).await;
