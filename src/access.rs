@@ -20,6 +20,7 @@ use sha2::Digest;
 use subtle::ConstantTimeEq;
 
 use crate::config::ServerSettings;
+use crate::usage::Limits;
 
 pub(crate) use people::decode_hash;
 pub use people::hash_token;
@@ -191,6 +192,15 @@ impl Access {
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Arc::new(people);
         Ok(count)
+    }
+
+    /// The spend caps of the person called `name`, by the users file as last read (none for
+    /// someone it no longer lists).
+    pub(crate) fn caps_of(&self, name: &str) -> Limits {
+        self.people()
+            .named(name)
+            .map(|person| person.caps.clone())
+            .unwrap_or_default()
     }
 
     /// The users file, when one is configured.

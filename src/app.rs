@@ -34,8 +34,11 @@ use crate::db::queries::runs::now_ms;
 use crate::db::queries::{instances, project_settings};
 use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions, Store};
 use crate::home_lock::{HomeLock, HomeLockError};
+use crate::hub::notifications::UiNotification;
 use crate::hub::HubRegistry;
-use crate::llm::{ConcurrencyLimits, Ledger, LlmOptions, LlmProviders, RetryPolicy};
+use crate::llm::{
+    CapBook, CapNotice, ConcurrencyLimits, Ledger, LlmOptions, LlmProviders, RetryPolicy, Spending,
+};
 use crate::mcp::{self, McpServers};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
@@ -47,6 +50,7 @@ use crate::project_actor::ProjectRegistry;
 use crate::rpc::handlers::held;
 use crate::sandbox::policy::ProjectChoice;
 use crate::sandbox::runner::ServerCommands;
+use crate::usage::Clock;
 use crate::web::{WebClient, WebOptions};
 use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
@@ -168,7 +172,9 @@ pub async fn start_with(
     for name in plugins.unknown_disabled() {
         tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
     }
-    let (agent, arrived) = agent_context(&settings, plugins, mcp)?;
+    let server_settings = settings.server.clone();
+    let access = web::block(move || Access::load(&server_settings)).await??;
+    let (agent, arrived) = agent_context(&settings, plugins, mcp, &access)?;
     actix_web::rt::spawn(take_from_the_bus(agent.clone(), arrived));
     register_schemes(&agent).await?;
     purge_expired(&agent).await?;
@@ -176,8 +182,6 @@ pub async fn start_with(
     recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
     prepare_commands(&agent).await?;
     let heartbeat = start_heartbeat(&agent);
-    let server_settings = settings.server.clone();
-    let access = web::block(move || Access::load(&server_settings)).await??;
     if let Some(path) = access.users_file() {
         tracing::info!(users_file = %path.display(), "people read from the users file");
         actix_web::rt::spawn(crate::access::watch(access.clone()));
@@ -209,6 +213,7 @@ fn agent_context(
     settings: &Settings,
     plugins: Plugins,
     mcp: McpServers,
+    access: &Access,
 ) -> anyhow::Result<(AgentContext, UnboundedReceiver<BusMessage>)> {
     let db = open_db(settings, &plugins)?;
     let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
@@ -232,7 +237,11 @@ fn agent_context(
         LoopAdmission::new(&settings.agent)
     };
     let metrics = Arc::new(Metrics::default());
-    let ledger = Ledger::new(db.clone(), metrics.clone());
+    let ledger = Ledger::new(
+        db.clone(),
+        metrics.clone(),
+        spending(settings, access, &hubs)?,
+    );
     let llm = LlmProviders::start(provider_settings(settings), ledger)?;
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
@@ -251,6 +260,27 @@ fn agent_context(
         web: WebClient::new(web_options(settings))?,
     };
     Ok((agent, arrived))
+}
+
+/// The spend caps: the server's and the projects' from `settings`, the people's as `access`
+/// reads the users file, periods cut by the server's clock, notices sent to the hubs.
+fn spending(settings: &Settings, access: &Access, hubs: &HubRegistry) -> anyhow::Result<Spending> {
+    let (server, projects) = settings.caps.checked()?;
+    let access = access.clone();
+    let book = CapBook {
+        server,
+        projects,
+        people: Box::new(move |name| access.caps_of(name)),
+    };
+    let hubs = hubs.clone();
+    let notify = Arc::new(move |project, notice| {
+        let notification = match notice {
+            CapNotice::Reached(cap) => UiNotification::CapReached(cap.view()),
+            CapNotice::Warning(cap) => UiNotification::CapWarning(cap.view()),
+        };
+        hubs.broadcast(project, notification);
+    });
+    Ok(Spending::new(book, Clock::default(), notify))
 }
 
 /// Opens the store with the limits the settings give, its entry changes handed to the

@@ -155,6 +155,10 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_MEMORY_TRANSIENT_RUNS", "memory.transient_runs"),
     ("RUMMY_MEMORY_HISTORY_PER_TOPIC", "memory.history_per_topic"),
     ("RUMMY_MEMORY_HISTORY_ITEMS", "memory.history_items"),
+    ("RUMMY_CAP_DAY_TOKENS", "caps.server.day_tokens"),
+    ("RUMMY_CAP_DAY_DOLLARS", "caps.server.day_dollars"),
+    ("RUMMY_CAP_MONTH_TOKENS", "caps.server.month_tokens"),
+    ("RUMMY_CAP_MONTH_DOLLARS", "caps.server.month_dollars"),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),
@@ -227,6 +231,9 @@ pub struct Settings {
     pub plugins: PluginSettings,
     pub memory: MemorySettings,
     pub log: LogSettings,
+    /// The server's and the projects' spend caps.
+    #[serde(default)]
+    pub caps: CapSettings,
     /// Models seeded into the catalogue at start, by alias.
     #[serde(default)]
     pub models: BTreeMap<String, ModelSeed>,
@@ -674,6 +681,44 @@ pub enum LogFormat {
     Json,
 }
 
+pub use crate::usage::CapLimits;
+
+/// The spend caps an admin configures here (`[caps.server]`, `[caps.projects.<name>]`);
+/// people's are in the users file. Checked at start.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapSettings {
+    /// Every call of the server together (`RUMMY_CAP_<PERIOD>_<UNIT>`).
+    #[serde(default)]
+    pub server: CapLimits,
+    /// Each project's, by its name.
+    #[serde(default)]
+    pub projects: BTreeMap<String, CapLimits>,
+}
+
+impl CapSettings {
+    /// The caps checked: the server's, and each project's by name.
+    pub(crate) fn checked(
+        &self,
+    ) -> Result<(crate::usage::Limits, HashMap<String, crate::usage::Limits>), ConfigError> {
+        let server = self.server.checked().map_err(|error| {
+            ConfigError::Invalid(format!(
+                "caps.server.{} (RUMMY_CAP_{}): {error}",
+                error.key,
+                error.key.to_uppercase()
+            ))
+        })?;
+        let mut projects = HashMap::new();
+        for (name, caps) in &self.projects {
+            let limits = caps.checked().map_err(|error| {
+                ConfigError::Invalid(format!("caps.projects.{name}.{}: {error}", error.key))
+            })?;
+            projects.insert(name.clone(), limits);
+        }
+        Ok((server, projects))
+    }
+}
+
 /// A model seeded into the catalogue at start.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ModelSeed {
@@ -812,6 +857,7 @@ impl Settings {
             ));
         }
         self.commands.validate(self.server.port)?;
+        self.caps.checked()?;
         for (alias, seed) in &self.models {
             if let Some(Err(error)) = seed.price.as_ref().map(ModelPrice::checked) {
                 return Err(ConfigError::Invalid(format!(
@@ -1147,6 +1193,34 @@ mod tests {
                 keep: std::time::Duration::from_secs(600),
             }
         );
+    }
+
+    #[test]
+    fn server_caps_come_from_the_environment_and_none_by_default() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let defaults = load_in(home, &[]).unwrap();
+        assert_eq!(defaults.caps.server, CapLimits::default());
+        assert!(defaults.caps.projects.is_empty());
+        let capped = load_in(
+            home,
+            &[
+                ("RUMMY_CAP_DAY_TOKENS", "5000"),
+                ("RUMMY_CAP_MONTH_DOLLARS", "12.5"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            capped.caps.server,
+            CapLimits {
+                day_tokens: Some(5000),
+                month_dollars: Some(12.5),
+                ..CapLimits::default()
+            }
+        );
+        let empty = load_in(home, &[("RUMMY_CAP_DAY_DOLLARS", "")]);
+        let error = empty.unwrap_err().to_string();
+        assert!(error.contains("caps.server.day_dollars"), "{error}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::db::DbError;
 use crate::mcp::attached::AttachError;
 use crate::plugins::method::MethodError;
 use crate::project::ProjectError;
+use crate::usage::Standing;
 
 /// JSON-RPC 2.0 and rummy application error codes.
 pub(crate) mod code {
@@ -48,6 +49,9 @@ pub(crate) mod code {
     pub(crate) const NOT_KEPT: ErrorCode = ErrorCode(-32009);
     /// A client's tool call would carry the run's context past its budget.
     pub(crate) const CONTEXT_FULL: ErrorCode = ErrorCode(-32010);
+    /// A spend cap of the run, its person, its project or the server is reached; `data`
+    /// names it (scope, subject, period, unit, limit, spent, left, resets).
+    pub(crate) const CAP_REACHED: ErrorCode = ErrorCode(-32011);
 }
 
 /// What went wrong while serving one request.
@@ -123,6 +127,9 @@ pub(crate) enum AppError {
     /// model command's would be (the message says how much would not fit).
     #[error("{0}")]
     ContextFull(String),
+    /// An `ask`/`act` refused: a spend cap it would count against is reached.
+    #[error("{}", .0.describe())]
+    CapReached(Box<Standing>),
     /// The caller may not do this (role, project), or a project's root is taken.
     #[error(transparent)]
     Access(#[from] AccessError),
@@ -198,6 +205,7 @@ impl AppError {
             AppError::ReplyTooLarge { .. } => code::TOO_LARGE,
             AppError::WorkLimit(_) => code::WORK_LIMIT,
             AppError::ContextFull(_) => code::CONTEXT_FULL,
+            AppError::CapReached(_) => code::CAP_REACHED,
             AppError::NotificationsNotKept { .. } => code::NOT_KEPT,
             AppError::Project(error) => project_code(error),
             AppError::Access(AccessError::UsersFile(_)) => code::INTERNAL,
@@ -220,10 +228,14 @@ impl AppError {
             }
             _ => self.to_string(),
         };
+        let data = match self {
+            AppError::CapReached(cap) => serde_json::to_value(cap.view()).ok(),
+            _ => None,
+        };
         RpcError {
             code,
             message,
-            data: None,
+            data,
         }
     }
 }

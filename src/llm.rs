@@ -6,7 +6,8 @@
 //! Retry-After: `gate`), retries rate limits, server errors, broken connections and timeouts
 //! with backoff honouring Retry-After (`retry`), and drops the in-flight HTTP request when a
 //! call is cancelled; it records every answered call once in the usage of the run the caller
-//! names (`ledger`: turns and sidecar calls alike). Responses are normalised into one
+//! names (`ledger`: turns and sidecar calls alike), after checking the spend caps the call
+//! counts against (`spending`). Responses are normalised into one
 //! `ChatResponse` (content, reasoning, usage).
 //! Context lengths are discovered per provider and returned for the caller to store.
 //! Only this module knows provider wire formats; API keys never reach a log. [`fake`] serves
@@ -27,6 +28,7 @@ mod responses;
 mod retry;
 mod route;
 mod settings;
+mod spending;
 
 pub(crate) use chat::{ChatMessage, ChatRequest, ChatResponse, Usage};
 pub(crate) use error::LlmError;
@@ -34,4 +36,5 @@ pub(crate) use ledger::{CallFor, Ledger};
 pub(crate) use providers::LlmProviders;
 pub(crate) use retry::RetryPolicy;
 pub(crate) use settings::{ConcurrencyLimits, LlmOptions};
+pub(crate) use spending::{spender, CapBook, CapNotice, Spender, Spending};
 pub(crate) use tokio_util::sync::CancellationToken;

@@ -3,7 +3,8 @@
 //! ([`ScratchDatabase`]), a connection of a test's own to a server's store ([`Database`]) to
 //! read the tables an operator reads, the web client the model's tools use, and a few hooks
 //! into a running server for what no client can see (how many loops wait for a place, the
-//! database thread held busy, a notification published as a run would); the criterion
+//! database thread held busy, a notification published as a run would, its spending clock
+//! fixed); the criterion
 //! benches' bodies are [`bench`]'s. A server build has none of it.
 
 use crate::app::RunningServer;
@@ -79,6 +80,17 @@ impl RunningServer {
             .agent
             .hubs
             .publish(ProjectId(project), RunId(run), progress);
+    }
+
+    /// From now on its spending clock (the time the ledger records calls at, and the caps'
+    /// periods are cut from) reads `at`, a UTC time `YYYY-MM-DD HH:MM:SS`, until fixed
+    /// again. Panics on another shape: a test's mistake.
+    #[allow(clippy::panic)]
+    pub fn fix_clock(&self, at: &str) {
+        let Some(time) = crate::usage::UtcTime::parse_stored(at) else {
+            panic!("not a UTC time YYYY-MM-DD HH:MM:SS: {at}");
+        };
+        self.state.agent.llm.spending().clock().fix(time);
     }
 
     /// How many loops on this instance wait for a place.

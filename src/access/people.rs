@@ -6,6 +6,7 @@
 //! token_sha256 = "…"            # `rummy hash-token` prints it; the token itself is never stored
 //! role = "member"               # viewer | member | admin
 //! projects = ["web", "api-*"]   # project names or globs; "*" is every project
+//! caps = { day_dollars = 5.0 }  # optional: day_tokens, day_dollars, month_tokens, month_dollars
 //! ```
 
 use std::collections::HashSet;
@@ -17,6 +18,7 @@ use subtle::ConstantTimeEq;
 
 use super::{AccessError, Role};
 use crate::project::patterns::ProjectPatterns;
+use crate::usage::{CapLimits, Limits};
 
 /// One person of the users file.
 #[derive(Debug)]
@@ -26,6 +28,8 @@ pub(crate) struct Person {
     pub role: Role,
     token_hash: [u8; 32],
     projects: ProjectPatterns,
+    /// What the runs this person starts may spend together.
+    pub caps: Limits,
 }
 
 impl Person {
@@ -61,6 +65,8 @@ struct PersonEntry {
     role: Role,
     #[serde(default)]
     projects: Vec<String>,
+    #[serde(default)]
+    caps: CapLimits,
 }
 
 impl People {
@@ -90,11 +96,16 @@ impl People {
                 return Err(invalid("has the same token as another person".into()));
             }
             let projects = ProjectPatterns::new(entry.projects).map_err(invalid)?;
+            let caps = entry
+                .caps
+                .checked()
+                .map_err(|error| invalid(format!("caps.{error}")))?;
             people.push(Arc::new(Person {
                 name: entry.name.into(),
                 role: entry.role,
                 token_hash,
                 projects,
+                caps,
             }));
         }
         if people.is_empty() {

@@ -81,6 +81,11 @@ pub(crate) enum LoopOutcome {
         /// The model also said `<summarize>` that turn: accepting completes the run.
         summarized: bool,
     },
+    /// A spend cap was reached: 402, stopped before the call that would pass it.
+    Capped {
+        /// Which cap, what was spent and when it resets, for the client.
+        error: String,
+    },
     /// The context does not fit: 413 with the reason.
     Overflow {
         /// What does not fit, for the client.
@@ -107,6 +112,7 @@ impl LoopOutcome {
         match self {
             LoopOutcome::Ended(ending) => ending.status(),
             LoopOutcome::Proposed { .. } => RunStatus::Proposed,
+            LoopOutcome::Capped { .. } => RunStatus::CapReached,
             LoopOutcome::Overflow { .. }
             | LoopOutcome::Panicked { .. }
             | LoopOutcome::RecoveryFailed { .. } => RunStatus::TooLarge,
@@ -125,12 +131,12 @@ impl LoopOutcome {
                 summarized: Some(*summarized),
                 ..LoopRecord::of(status)
             },
-            LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => {
-                LoopRecord {
-                    error: Some(error.clone()),
-                    ..LoopRecord::of(status)
-                }
-            }
+            LoopOutcome::Overflow { error }
+            | LoopOutcome::Capped { error }
+            | LoopOutcome::RecoveryFailed { error, .. } => LoopRecord {
+                error: Some(error.clone()),
+                ..LoopRecord::of(status)
+            },
             LoopOutcome::Panicked { retry } => LoopRecord {
                 retry: Some(retry.0),
                 ..LoopRecord::of(status)
@@ -152,12 +158,12 @@ impl LoopOutcome {
                 proposed: Some(proposed),
                 ..RunOutcome::of(alias, status)
             },
-            LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => {
-                RunOutcome {
-                    error: Some(error),
-                    ..RunOutcome::of(alias, status)
-                }
-            }
+            LoopOutcome::Overflow { error }
+            | LoopOutcome::Capped { error }
+            | LoopOutcome::RecoveryFailed { error, .. } => RunOutcome {
+                error: Some(error),
+                ..RunOutcome::of(alias, status)
+            },
         }
     }
 }
@@ -173,7 +179,7 @@ pub(crate) struct LoopRecord {
     /// The model also said `<summarize>` that turn (202): accepting completes the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summarized: Option<bool>,
-    /// What does not fit (413).
+    /// What does not fit (413), or which spend cap was reached (402).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The retry loop a panic loop re-enqueued (413).
@@ -195,8 +201,8 @@ impl LoopRecord {
 }
 
 /// The result of `ask`, `act`, `run/resolve` and `run/inject` (PROTOCOL §2.11): the run and
-/// its status, with why a loop ended (200, 499, 500), the proposals of a 202 and what did
-/// not fit of a 413.
+/// its status, with why a loop ended (200, 499, 500), the proposals of a 202, the spend cap
+/// of a 402 and what did not fit of a 413.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct RunOutcome<'a> {
     /// Run alias.
@@ -212,7 +218,7 @@ pub(crate) struct RunOutcome<'a> {
     /// Every pending proposal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proposed: Option<&'a [ProposedRow]>,
-    /// What does not fit.
+    /// What does not fit (413), or which spend cap was reached (402).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
     /// Why the loop ended.

@@ -1,5 +1,5 @@
 //! One loop: turns until the model finishes, stalls, cycles, refuses, proposes, overflows,
-//! fails, is aborted, or reaches the turn limit. Every run status change of a loop happens here.
+//! fails, is aborted, reaches the turn limit, or a spend cap (402). Every run status change of a loop happens here.
 
 use std::path::PathBuf;
 
@@ -28,6 +28,7 @@ use crate::db::queries::loops;
 use crate::db::queries::{demotions, entries, models, projects, runs, turns};
 use crate::db::DbError;
 use crate::llm::CancellationToken as LlmCancel;
+use crate::llm::LlmError;
 use crate::parser::healer::{HealerLimits, ProgressTracker, RepetitionTracker, Verdict};
 use crate::plugins::events::Event;
 use crate::plugins::reflection::Moment;
@@ -53,9 +54,15 @@ pub(crate) async fn execute_loop(
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(_) if cancel.is_cancelled() => LoopOutcome::Ended(Ending::Aborted),
+        Err(LoopError::Llm(LlmError::CapReached(cap))) => {
+            let error = cap.describe();
+            tracing::info!(run.id = %run_id, %error, "loop stopped by a spend cap");
+            record_error(agent, &lp, &error, EntryStatus::CapReached).await;
+            LoopOutcome::Capped { error }
+        }
         Err(error) => {
             tracing::warn!(run.id = %run_id, %error, "loop failed");
-            record_error(agent, &lp, &error.to_string()).await;
+            record_error(agent, &lp, &error.to_string(), EntryStatus::Failed).await;
             LoopOutcome::Ended(Ending::Failed)
         }
     };
@@ -493,11 +500,12 @@ async fn resolve_model(
     Ok((model.actual, context))
 }
 
-/// Stores `error://<loop sequence>` so the client can read why the loop failed.
-async fn record_error(agent: &AgentContext, lp: &LoopRow, message: &str) {
+/// Stores `error://<loop sequence>` with `status` so the client (and the model, in the
+/// run's next loop) can read why the loop failed or stopped.
+async fn record_error(agent: &AgentContext, lp: &LoopRow, message: &str, status: EntryStatus) {
     let path = format!("error://{}", lp.sequence);
     let upsert = EntryUpsertForm {
-        status: EntryStatus::Failed,
+        status,
         ..EntryUpsertForm::new(lp.run_id, Some(lp.id), 0, path, message)
     };
     let run_id: RunId = lp.run_id;

@@ -271,6 +271,8 @@ integer_enum! {
         Completed => 200,
         /// Waiting for the client to resolve proposals.
         Proposed => 202,
+        /// A spend cap was reached: the loop stopped before the call that would pass it.
+        CapReached => 402,
         /// The context overflowed and could not be recovered.
         TooLarge => 413,
         Aborted => 499,
@@ -289,6 +291,8 @@ integer_enum! {
         NoContent => 204,
         /// Invalid: a missing or escaping path, empty text.
         BadRequest => 400,
+        /// A spend cap was reached: the loop stopped (its `error://` entry says which cap).
+        CapReached => 402,
         /// Rejected by the user, or refused (a readonly file, a tool the mode may not use).
         Forbidden => 403,
         /// The path selects nothing.

@@ -7,7 +7,7 @@ use crate::context::BucketShare;
 use crate::db::enums::CallPurpose;
 use crate::db::enums::{EntryStatus, RunStatus};
 use crate::db::models::run::PurposeUsage;
-use crate::usage::{Micros, Tokens};
+use crate::usage::{Micros, StandingView, Tokens};
 
 /// A notification about one run, before the hub numbers it.
 #[derive(Debug, Clone, PartialEq)]
@@ -280,6 +280,10 @@ pub enum UiNotification {
     /// `run/output`: a piece of the output of a command running on the server, or its
     /// end; its entry keeps the output, so a client that misses a piece loses nothing.
     Output(RunOutput),
+    /// `usage/capReached`: a model call was refused, this spend cap being reached.
+    CapReached(StandingView),
+    /// `usage/capWarning`: spending passed 80 % of this cap, the first time in its period.
+    CapWarning(StandingView),
 }
 
 impl UiNotification {
@@ -289,6 +293,8 @@ impl UiNotification {
             UiNotification::Render(_) => "ui/render",
             UiNotification::Notify(_) => "ui/notify",
             UiNotification::Output(_) => "run/output",
+            UiNotification::CapReached(_) => "usage/capReached",
+            UiNotification::CapWarning(_) => "usage/capWarning",
         }
     }
 

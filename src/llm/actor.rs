@@ -1,7 +1,8 @@
 //! `LlmProvider`: one actor per provider. It bounds how many calls are in flight, holds all
 //! of them while the provider asks for a back-off (`gate`), retries transient failures,
-//! drops the in-flight HTTP request the moment a call is cancelled, records each answered
-//! call in the run's usage (`ledger`, through [`metered`]), and counts its calls for
+//! drops the in-flight HTTP request the moment a call is cancelled, checks the spend caps
+//! before each call and records each answered call in the run's usage (`ledger`, through
+//! [`metered`]), and counts its calls for
 //! `/metrics`.
 
 use std::future::Future;
@@ -124,15 +125,17 @@ impl Handler<Complete> for LlmProvider {
     }
 }
 
-/// A completion's spending, in one place: what the call is for comes in with it, and its
-/// answer's usage is recorded once, after the answer and whatever happens to the caller
-/// then. A check of the run's spending before the call belongs here too.
+/// A completion's spending, in one place: what the call is for comes in with it, the caps
+/// it counts against are checked before it is made (a refused call never reaches the
+/// provider), and its answer's usage is recorded once, after the answer and whatever
+/// happens to the caller then.
 async fn metered(
     ledger: Ledger,
     call: CallFor,
     actual: String,
     completion: impl Future<Output = Result<ChatResponse, LlmError>>,
 ) -> Result<ChatResponse, LlmError> {
+    ledger.admit(&call).await?;
     let response = completion.await?;
     ledger.record(call, actual, response.usage).await;
     Ok(response)

@@ -97,6 +97,12 @@ pub enum LlmError {
     /// The caller cancelled the call; the in-flight request was dropped.
     #[error("operation was aborted")]
     Aborted,
+    /// A spend cap the call counts against is reached; the call was not made.
+    #[error("{}", .0.describe())]
+    CapReached(Box<crate::usage::Standing>),
+    /// The spending the caps are checked against could not be read; the call was not made.
+    #[error("cannot check the spend caps: {0}")]
+    Ledger(String),
 }
 
 impl LlmError {

@@ -4,7 +4,9 @@
 //! records the answer once, here, and no caller writes a record of its own. A call that
 //! failed, timed out or was cancelled before its answer recorded nothing. Its cost is fixed
 //! when recorded ([`charged`]): what the provider reported, else the catalogue's price of
-//! the model then. The `/metrics` counters by model and project are counted here too.
+//! the model then. The `/metrics` counters by model and project are counted here too. Before
+//! a call, the caps are checked ([`Ledger::admit`], `spending`); the time each call is
+//! recorded at, and the caps' periods, come from the server's clock (`usage::Clock`).
 
 use std::sync::Arc;
 
@@ -15,6 +17,8 @@ use crate::db::queries::usage;
 use crate::db::DbHandle;
 
 use super::chat::Usage;
+use super::error::LlmError;
+use super::spending::Spending;
 use crate::db::queries::models;
 use crate::metrics::Metrics;
 use crate::usage::{Micros, Price, Tokens};
@@ -37,12 +41,33 @@ pub struct CallFor {
 pub struct Ledger {
     db: DbHandle,
     metrics: Arc<Metrics>,
+    spending: Spending,
 }
 
 impl Ledger {
-    /// A ledger writing to the store behind `db` and counting in `metrics`.
-    pub(crate) fn new(db: DbHandle, metrics: Arc<Metrics>) -> Ledger {
-        Ledger { db, metrics }
+    /// A ledger writing to the store behind `db`, counting in `metrics`, holding the caps of
+    /// `spending`.
+    pub(crate) fn new(db: DbHandle, metrics: Arc<Metrics>, spending: Spending) -> Ledger {
+        Ledger {
+            db,
+            metrics,
+            spending,
+        }
+    }
+
+    pub(crate) fn spending(&self) -> &Spending {
+        &self.spending
+    }
+
+    /// Whether `call` may be made: refused with [`LlmError::CapReached`] when a cap of
+    /// its run, person, project or the server is reached, or [`LlmError::Ledger`] when the
+    /// spending cannot be read (a cap is never passed unread).
+    pub(super) async fn admit(&self, call: &CallFor) -> Result<(), LlmError> {
+        match self.spending.admit(&self.db, call.run).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(cap)) => Err(LlmError::CapReached(Box::new(cap))),
+            Err(error) => Err(LlmError::Ledger(error.to_string())),
+        }
     }
 
     /// Records one answered call of `model` (the catalogue's `actual`) and what the
@@ -51,6 +76,8 @@ impl Ledger {
     pub(super) async fn record(&self, call: CallFor, model: String, used: Usage) {
         let tokens = tokens_of(&used);
         let reported = used.cost;
+        let spending = self.spending.clone();
+        let at = spending.clock().now();
         let recorded = self
             .db
             .call(move |conn| {
@@ -63,15 +90,18 @@ impl Ledger {
                     model,
                     tokens,
                     cost: charged(reported, &price, &tokens),
+                    at,
                 };
                 let project = usage::record_call(conn, &form)?;
-                Ok((form, project))
+                let warnings = spending.warnings(conn, call.run, at)?;
+                Ok((form, project, warnings))
             })
             .await;
         match recorded {
-            Ok((form, project)) => {
+            Ok((form, (project_id, project), warnings)) => {
                 self.metrics
                     .record_spending(&form.model, &project, &form.tokens, form.cost);
+                self.spending.warn(project_id, warnings);
             }
             Err(error) => {
                 tracing::warn!(%error, run.id = %call.run, purpose = call.purpose.as_str(), "cannot record a model call's usage");

@@ -13,6 +13,7 @@ use super::error::LlmError;
 use super::ledger::{CallFor, Ledger};
 use super::route::{ProviderKind, Route};
 use super::settings::LlmOptions;
+use super::spending::Spending;
 use crate::metrics::ProviderMetrics;
 
 /// Handles to the four provider actors, and what each counts of its calls. Cheap to clone.
@@ -23,6 +24,7 @@ pub struct LlmProviders {
     openrouter: Addr<LlmProvider>,
     xai: Addr<LlmProvider>,
     metrics: Arc<[(ProviderKind, Arc<ProviderMetrics>)]>,
+    spending: Spending,
 }
 
 impl LlmProviders {
@@ -30,6 +32,7 @@ impl LlmProviders {
     /// in `ledger`.
     pub fn start(settings: LlmOptions, ledger: Ledger) -> Result<LlmProviders, LlmError> {
         let limits = settings.concurrency;
+        let spending = ledger.spending().clone();
         let client = ProviderClient::new(Arc::new(settings))?;
         let mut metrics = Vec::new();
         let mut start = |provider: ProviderKind| {
@@ -54,7 +57,13 @@ impl LlmProviders {
             openrouter,
             xai,
             metrics: metrics.into(),
+            spending,
         })
+    }
+
+    /// The spend caps every call is checked against, and the clock of their periods.
+    pub(crate) fn spending(&self) -> &Spending {
+        &self.spending
     }
 
     /// What each provider's actor counts of its calls, by provider slug.

@@ -168,6 +168,10 @@ const RUN_FLAGS: &[(&str, &str)] = &[
     ("noInteraction", "boolean? — no ask_user"),
     ("noWeb", "boolean? — no search"),
     ("noProposals", "boolean? — no ask_user, env or sh"),
+    (
+        "caps",
+        "object? — the run's own spend caps {day_tokens, day_dollars, month_tokens, month_dollars}, never above the caller's",
+    ),
 ];
 
 const PAGE: &[(&str, &str)] = &[("limit", "number?"), ("offset", "number?")];
@@ -207,6 +211,12 @@ method_table! {
             ("from", "string? — from this UTC time on: YYYY-MM-DD or YYYY-MM-DD HH:MM:SS"),
             ("to", "string? — before this UTC time"),
             ("person", "string? — admins: one person's calls (\"\": the runs no person started)"),
+        ];
+    UsageCaps "usage/caps" (usage::CapsParams) usage::caps,
+        needs_init: true, long_running: false, role: Viewer,
+        "The spend caps a person's calls count against in this project (a run's, theirs, the project's, the server's), each with what was spent in its UTC day or month, what is left and when it resets: one's own, or (admins) anyone's." &[
+            ("run", "string? — with this run's own caps (counted for the person who started it)"),
+            ("person", "string? — admins: another person (\"\": the operator)"),
         ];
     GetMcpServers "getMcpServers" (NoParams) mcp::list,
         needs_init: true, long_running: false, role: Viewer,
@@ -372,6 +382,16 @@ const NOTIFICATIONS: &[(&str, &str)] = &[
         "Output of an accepted command running on the server, as it comes: {run, path, \
          text | skipped}, then {run, path, done: true, status, exit?}. Not numbered nor kept \
          for replay: the command's entry keeps it.",
+    ),
+    (
+        "usage/capReached",
+        "A model call was refused, a spend cap being reached: {scope, subject, period, unit, \
+         limit, spent, left, resets}. Sent to the project of the call.",
+    ),
+    (
+        "usage/capWarning",
+        "Spending passed 80 % of a spend cap, the first time in its period: {scope, subject, \
+         period, unit, limit, spent, left, resets}.",
     ),
     ("ui/render", "Display text from a plugin: {text, append}."),
     (

@@ -15,6 +15,7 @@ mod access;
 mod acp;
 mod audit;
 mod budget;
+mod caps;
 mod concurrency;
 mod console;
 mod console_browser;

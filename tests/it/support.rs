@@ -261,9 +261,16 @@ pub(crate) fn settings(env: &HashMap<String, String>) -> Settings {
     try_settings(env).unwrap()
 }
 
+/// The key of a test's environment naming the directory `$RUMMY_ENV.toml` is read from
+/// (the repository's `config/` without it); the server reads no such variable.
+pub(crate) const TEST_CONFIG_DIR: &str = "TEST_CONFIG_DIR";
+
 /// The settings for `env`, or why they are refused.
 pub(crate) fn try_settings(env: &HashMap<String, String>) -> Result<Settings, ConfigError> {
-    let config_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let config_dir = match env.get(TEST_CONFIG_DIR) {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("config"),
+    };
     Settings::load(env, &config_dir)
 }
 

@@ -199,6 +199,10 @@ impl ChildEnd {
                 EntryStatus::TooLarge,
                 fill(TOO_LARGE, &[run, ("error", &error)]),
             ),
+            LoopOutcome::Capped { error } => (
+                EntryStatus::CapReached,
+                fill(FAILED, &[run, ("error", &error)]),
+            ),
             LoopOutcome::Proposed { .. } => (EntryStatus::Failed, fill(PROPOSED, &[run])),
         }
     }

@@ -6,7 +6,7 @@ use crate::db::enums::{CallPurpose, LoopMode, LoopPriority, RunAction, RunStatus
 use crate::db::ids::{LoopId, ProjectId, RunId, TurnId};
 use crate::db::json::{LoopOptions, LoopResult};
 use crate::db::schema::{loops, run_actions, runs, turns};
-use crate::usage::{Micros, Tokens};
+use crate::usage::{Micros, Tokens, UtcTime};
 
 /// A run: one conversation of a project, with its settings and counters.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
@@ -129,6 +129,8 @@ pub(crate) struct ModelCallForm {
     pub tokens: Tokens,
     /// Fixed when recorded: the provider's reported cost, else the catalogue's price.
     pub cost: Micros,
+    /// When it was answered, by the server's clock (`usage::Clock`).
+    pub at: UtcTime,
 }
 
 /// A loop: one `ask`/`act`/`panic` request and the turns it takes.

@@ -2,16 +2,19 @@
 //! `llm::Ledger`): recording a call with its run's person and project, a run's calls by
 //! purpose (its own, and under `subagent` those of the runs it delegated sub-tasks to and
 //! theirs: `run/state` and `getRun` report it), and the `usage/report` sums over a time
-//! range, grouped by person, project, model, purpose or day.
+//! range, grouped by person, project, model, purpose or day; and for the caps, what a
+//! scope spent in a period ([`spent`]), whom a run's calls count for ([`spender`]), a run's
+//! own caps, and the 80 % warnings sent ([`first_warning`]).
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
+use crate::db::ids::ProjectId;
 use crate::db::ids::RunId;
 use crate::db::models::run::{ModelCallForm, PurposeUsage};
 use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
-use crate::usage::Tokens;
+use crate::usage::{Micros, Spent, Standing, Tokens, UtcTime};
 
 /// The columns of a usage sum over `model_calls` rows: the calls, each token count, the cost.
 macro_rules! sums {
@@ -27,10 +30,15 @@ macro_rules! sums {
 }
 
 /// Records one answered model call made for a run, under the run's person and project;
-/// the name of that project.
-pub(crate) fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<String, DbError> {
+/// that project's id and name.
+pub(crate) fn record_call(
+    conn: &mut Conn,
+    form: &ModelCallForm,
+) -> Result<(ProjectId, String), DbError> {
     #[derive(QueryableByName)]
     struct Recorded {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
         #[diesel(sql_type = Text)]
         project: String,
     }
@@ -38,8 +46,8 @@ pub(crate) fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<Strin
     statement(
         "INSERT INTO model_calls (run_id, loop_id, turn, purpose, model, prompt_tokens, \
                                   cached_tokens, completion_tokens, reasoning_tokens, \
-                                  total_tokens, cost_micros, person, project_id) \
-         SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, created_by, project_id FROM runs WHERE id = ?",
+                                  total_tokens, cost_micros, created_at, person, project_id) \
+         SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, created_by, project_id FROM runs WHERE id = ?",
     )
     .bind::<Nullable<BigInt>, _>(form.loop_id.map(|id| id.0))
     .bind::<Integer, _>(form.turn)
@@ -51,15 +59,146 @@ pub(crate) fn record_call(conn: &mut Conn, form: &ModelCallForm) -> Result<Strin
     .bind::<BigInt, _>(tokens.reasoning_tokens)
     .bind::<BigInt, _>(tokens.total_tokens)
     .bind::<BigInt, _>(form.cost.0)
+    .bind::<Text, _>(form.at.stored())
     .bind::<BigInt, _>(form.run_id)
     .execute(conn)?;
     let recorded: Recorded = statement(
-        "SELECT p.name AS project FROM runs AS r JOIN projects AS p ON p.id = r.project_id \
+        "SELECT p.id, p.name AS project FROM runs AS r JOIN projects AS p ON p.id = r.project_id \
          WHERE r.id = ?",
     )
     .bind::<BigInt, _>(form.run_id)
     .get_result(conn)?;
-    Ok(recorded.project)
+    Ok((ProjectId(recorded.id), recorded.project))
+}
+
+/// Whose calls a cap counts, as the store tells them apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SpendScope {
+    Run(RunId),
+    /// The runs this person started.
+    Person(String),
+    Project(ProjectId),
+    Server,
+}
+
+/// What `scope` spent in `[from, to)`: total tokens and money; a run's calls include those
+/// of the runs it delegated sub-tasks to, and theirs. One statement per scope, so each reads
+/// its own index: a run's calls, a person's or a project's in the range; the server's are
+/// every call in the range.
+pub(crate) fn spent(
+    conn: &mut Conn,
+    scope: &SpendScope,
+    from: UtcTime,
+    to: UtcTime,
+) -> Result<Spent, DbError> {
+    #[derive(QueryableByName)]
+    struct Sum {
+        #[diesel(sql_type = BigInt)]
+        tokens: i64,
+        #[diesel(sql_type = BigInt)]
+        cost: i64,
+    }
+    macro_rules! spent_where {
+        ($condition:literal) => {
+            concat!(
+                "SELECT CAST(COALESCE(SUM(total_tokens), 0) AS BIGINT) AS tokens, \
+                        CAST(COALESCE(SUM(cost_micros), 0) AS BIGINT) AS cost \
+                 FROM model_calls WHERE created_at >= ? AND created_at < ? AND ",
+                $condition
+            )
+        };
+    }
+    let (from, to) = (from.stored(), to.stored());
+    let sum: Sum = match scope {
+        SpendScope::Run(run) => statement(concat!(
+            "WITH RECURSIVE tree (id) AS ( \
+                 SELECT id FROM runs WHERE id = ? \
+                 UNION ALL SELECT r.id FROM runs AS r JOIN tree AS t ON r.delegated_by = t.id) ",
+            spent_where!("run_id IN (SELECT id FROM tree)")
+        ))
+        .bind::<BigInt, _>(*run)
+        .bind::<Text, _>(&from)
+        .bind::<Text, _>(&to)
+        .get_result(conn)?,
+        SpendScope::Person(person) => statement(spent_where!("person = ?"))
+            .bind::<Text, _>(&from)
+            .bind::<Text, _>(&to)
+            .bind::<Text, _>(person)
+            .get_result(conn)?,
+        SpendScope::Project(project) => statement(spent_where!("project_id = ?"))
+            .bind::<Text, _>(&from)
+            .bind::<Text, _>(&to)
+            .bind::<BigInt, _>(*project)
+            .get_result(conn)?,
+        SpendScope::Server => statement(spent_where!("TRUE"))
+            .bind::<Text, _>(&from)
+            .bind::<Text, _>(&to)
+            .get_result(conn)?,
+    };
+    Ok(Spent {
+        tokens: sum.tokens,
+        cost: Micros(sum.cost),
+    })
+}
+
+/// Whom a run's calls count for: the run whose caps hold them (itself, or for a sub-agent's
+/// run the run that delegated the first sub-task), its alias, its person (none: the
+/// operator or the server), its project's id and name, and the caps its starter gave it
+/// (JSON, `CapLimits`).
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub(crate) struct Spender {
+    #[diesel(sql_type = BigInt)]
+    pub run: RunId,
+    #[diesel(sql_type = Text)]
+    pub alias: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub person: Option<String>,
+    #[diesel(sql_type = BigInt)]
+    pub project_id: i64,
+    #[diesel(sql_type = Text)]
+    pub project: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub caps: Option<String>,
+}
+
+/// Whom run `run`'s calls count for.
+pub(crate) fn spender(conn: &mut Conn, run: RunId) -> Result<Spender, DbError> {
+    Ok(statement(
+        "WITH RECURSIVE up (id, delegated_by) AS ( \
+             SELECT id, delegated_by FROM runs WHERE id = ? \
+             UNION ALL SELECT r.id, r.delegated_by FROM runs AS r JOIN up ON r.id = up.delegated_by) \
+         SELECT r.id AS run, r.alias, r.created_by AS person, r.project_id, p.name AS project, \
+                r.caps \
+         FROM up JOIN runs AS r ON r.id = up.id JOIN projects AS p ON p.id = r.project_id \
+         WHERE up.delegated_by IS NULL",
+    )
+    .bind::<BigInt, _>(run)
+    .get_result(conn)?)
+}
+
+/// Sets the caps run `run`'s starter gave it (JSON, `CapLimits`).
+pub(crate) fn set_run_caps(conn: &mut Conn, run: RunId, caps: &str) -> Result<(), DbError> {
+    statement("UPDATE runs SET caps = ? WHERE id = ?")
+        .bind::<Text, _>(caps)
+        .bind::<BigInt, _>(run)
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Notes that `standing` passed 80 % in its period; whether it is the first to (then its
+/// warning is sent, once, whichever instance notes it first).
+pub(crate) fn first_warning(conn: &mut Conn, standing: &Standing) -> Result<bool, DbError> {
+    let inserted = statement(
+        "INSERT INTO cap_warnings (scope, subject, period, starts, unit) \
+         VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    )
+    .bind::<Text, _>(standing.scope.as_str())
+    .bind::<Text, _>(&standing.subject)
+    .bind::<Text, _>(standing.limit.period.as_str())
+    .bind::<Text, _>(standing.starts.stored())
+    .bind::<Text, _>(standing.limit.unit.as_str())
+    .execute(conn)?;
+    Ok(inserted == 1)
 }
 
 /// The run's calls summed by purpose, `turn` first, then `session_notes`, `rerank` and
@@ -194,6 +333,7 @@ mod tests {
                 ..Tokens::default()
             },
             cost: Micros(cost),
+            at: UtcTime::parse_stored("2026-06-01 10:00:00").unwrap(),
         }
     }
 
@@ -211,6 +351,105 @@ mod tests {
             .bind::<BigInt, _>(run)
             .execute(conn)
             .unwrap();
+    }
+
+    #[test]
+    fn a_scope_s_spending_is_summed_over_its_period_by_the_recorded_time() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn).id;
+        started_by(conn, run, "ada");
+        let other = sample_run(conn).id;
+        let at = |text: &str| UtcTime::parse_stored(text).unwrap();
+        let mut late = call(run, CallPurpose::Turn, 100, 10);
+        late.at = at("2026-06-01 23:59:59");
+        record_call(conn, &late).unwrap();
+        let mut next_day = call(run, CallPurpose::Rerank, 1000, 100);
+        next_day.at = at("2026-06-02 00:00:00");
+        record_call(conn, &next_day).unwrap();
+        record_call(conn, &call(other, CallPurpose::Turn, 10, 1)).unwrap();
+        let june_first = (at("2026-06-01 00:00:00"), at("2026-06-02 00:00:00"));
+        let spent_on = |conn: &mut Conn, scope: SpendScope, (from, to)| {
+            let spent = spent(conn, &scope, from, to).unwrap();
+            (spent.tokens, spent.cost.0)
+        };
+        assert_eq!(spent_on(conn, SpendScope::Run(run), june_first), (101, 10));
+        assert_eq!(
+            spent_on(conn, SpendScope::Person("ada".into()), june_first),
+            (101, 10)
+        );
+        assert_eq!(
+            spent_on(conn, SpendScope::Person("bo".into()), june_first),
+            (0, 0)
+        );
+        let project = spender(conn, run).unwrap().project_id;
+        let project = SpendScope::Project(ProjectId(project));
+        assert_eq!(spent_on(conn, project, june_first), (101 + 11, 11));
+        assert_eq!(spent_on(conn, SpendScope::Server, june_first), (112, 11));
+        let june = (at("2026-06-01 00:00:00"), at("2026-07-01 00:00:00"));
+        assert_eq!(spent_on(conn, SpendScope::Run(run), june), (1102, 110));
+        let child = sample_run(conn).id;
+        let grandchild = sample_run(conn).id;
+        delegate(conn, child, run);
+        delegate(conn, grandchild, child);
+        record_call(conn, &call(grandchild, CallPurpose::Subagent, 4, 2)).unwrap();
+        assert_eq!(
+            spent_on(conn, SpendScope::Run(run), june),
+            (1107, 112),
+            "a sub-agent's calls count for the run that delegated"
+        );
+        assert_eq!(spent_on(conn, SpendScope::Run(child), june), (5, 2));
+    }
+
+    #[test]
+    fn a_run_s_spender_and_caps_are_read_back() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn).id;
+        started_by(conn, run, "ada");
+        assert_eq!(spender(conn, run).unwrap().caps, None);
+        set_run_caps(conn, run, r#"{"day_tokens":5}"#).unwrap();
+        let child = sample_run(conn).id;
+        let grandchild = sample_run(conn).id;
+        delegate(conn, child, run);
+        delegate(conn, grandchild, child);
+        for counted in [run, child, grandchild] {
+            let spender = spender(conn, counted).unwrap();
+            assert_eq!(
+                spender.run, run,
+                "a sub-agent's calls count for its delegator"
+            );
+            assert_eq!(spender.person.as_deref(), Some("ada"));
+            assert_eq!(spender.project, "p");
+            assert_eq!(spender.caps.as_deref(), Some(r#"{"day_tokens":5}"#));
+        }
+    }
+
+    #[test]
+    fn a_cap_s_warning_is_noted_once_per_cap_and_period() {
+        use crate::usage::{Limit, Period, Scope, Unit};
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let limit = Limit {
+            period: Period::Day,
+            unit: Unit::Tokens,
+            amount: 10,
+        };
+        let at = |text: &str| UtcTime::parse_stored(text).unwrap();
+        let standing = |scope, unit, now| {
+            let limit = Limit { unit, ..limit };
+            Standing::new(scope, "ada", limit, Spent::default(), at(now))
+        };
+        let morning = standing(Scope::Person, Unit::Tokens, "2026-06-01 08:00:00");
+        assert!(first_warning(conn, &morning).unwrap());
+        let evening = standing(Scope::Person, Unit::Tokens, "2026-06-01 20:00:00");
+        assert!(!first_warning(conn, &evening).unwrap(), "the same day");
+        let dollars = standing(Scope::Person, Unit::Dollars, "2026-06-01 20:00:00");
+        assert!(first_warning(conn, &dollars).unwrap(), "another cap");
+        let project = standing(Scope::Project, Unit::Tokens, "2026-06-01 20:00:00");
+        assert!(first_warning(conn, &project).unwrap(), "another scope");
+        let tomorrow = standing(Scope::Person, Unit::Tokens, "2026-06-02 08:00:00");
+        assert!(first_warning(conn, &tomorrow).unwrap(), "the next day");
     }
 
     fn all_time() -> ReportScope {
@@ -297,7 +536,7 @@ mod tests {
         let run = sample_run(conn).id;
         started_by(conn, run, "ada");
         let project = record_call(conn, &call(run, CallPurpose::Turn, 10, 5)).unwrap();
-        assert_eq!(project, "p");
+        assert_eq!(project.1, "p");
         let by_person = report(conn, GroupBy::Person, &all_time()).unwrap();
         assert_eq!(keyed(by_person), [(Some("ada".into()), 1, 10, 5)]);
         let by_project = report(conn, GroupBy::Project, &all_time()).unwrap();

@@ -14,6 +14,11 @@ use crate::llm::ledger::{CallFor, Ledger};
 use crate::llm::settings::LlmOptions;
 
 use super::LlmProviders;
+use crate::llm::spending::Spending;
+
+fn ledger(db: &DbHandle) -> Ledger {
+    Ledger::new(db.clone(), Default::default(), Spending::without_caps())
+}
 
 /// Started providers, the call they make, and the store they record it in.
 #[derive(Clone)]
@@ -41,8 +46,7 @@ impl TestProviders {
             },
         )
         .unwrap();
-        let providers =
-            LlmProviders::start(settings, Ledger::new(db.clone(), Default::default())).unwrap();
+        let providers = LlmProviders::start(settings, ledger(&db)).unwrap();
         TestProviders {
             providers,
             call: CallFor {

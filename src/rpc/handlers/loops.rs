@@ -16,9 +16,10 @@ use crate::db::enums::{LoopMode, LoopPriority, RunStatus};
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
-use crate::db::queries::{entries, instances, loops, models, runs};
+use crate::db::queries::{entries, instances, loops, models, runs, usage};
 use crate::db::{Conn, DbError};
 use crate::error::AppError;
+use crate::llm::{spender, Spender};
 use crate::plugins::bundled::tools::command_proposal::RanOnServer;
 use crate::plugins::engine::resolve::{gather_acceptance, Resolution as Decision, ResolveInput};
 use crate::plugins::events::Event;
@@ -30,6 +31,7 @@ use crate::rpc::held_calls::{HeldMethod, ResolveCall};
 use crate::rpc::params::{truthy, Required};
 use crate::sandbox::policy::ProjectChoice;
 use crate::sandbox::runner::CommandPlace;
+use crate::usage::{Amount, CapLimits, Limits};
 
 /// `ask` / `act` params.
 #[derive(Debug, Deserialize)]
@@ -56,6 +58,9 @@ pub(crate) struct AskParams {
     no_web: bool,
     #[serde(default, deserialize_with = "truthy")]
     no_proposals: bool,
+    /// The run's own spend caps (replacing those it had), never above the caller's.
+    #[serde(default)]
+    caps: Option<CapLimits>,
 }
 
 /// `ask`: a loop that may not change files.
@@ -91,6 +96,9 @@ async fn ask_or_act(
         Some(alias) if !alias.is_empty() => Some(find_run(&context, alias).await?),
         _ => None,
     };
+    let caps = run_caps(&context, params.caps.as_ref())?;
+    let continued = existing.as_ref().filter(|_| !params.fork).map(|run| run.id);
+    refuse_at_cap(&context, continued, caps).await?;
     let admitted = context
         .agent
         .admission
@@ -141,6 +149,67 @@ async fn ask_or_act(
         status: outcome.status(),
     });
     Reply::of(outcome.to_result(&alias))
+}
+
+/// The run's own caps an `ask`/`act` gives, checked: none above the caller's own caps
+/// (refused, naming the first, rather than lowered without a word).
+fn run_caps(context: &CallContext, given: Option<&CapLimits>) -> Result<Option<Limits>, AppError> {
+    let Some(given) = given else {
+        return Ok(None);
+    };
+    let limits = given
+        .checked()
+        .map_err(|error| AppError::InvalidParam(format!("caps.{error}")))?;
+    let Some(person) = context.person() else {
+        return Ok(Some(limits));
+    };
+    let own = context.agent.llm.spending().book().person(&person);
+    match limits.above(&own) {
+        Some((limit, allowed)) => Err(AppError::InvalidParam(format!(
+            "caps.{}_{}: a run's cap may not be above its starter's own ({} per {})",
+            limit.period.as_str(),
+            limit.unit.as_str(),
+            Amount::of(limit.unit, allowed),
+            limit.period.as_str()
+        ))),
+        None => Ok(Some(limits)),
+    }
+}
+
+/// Refuses an `ask`/`act` when a cap it would count against is reached: those of the run it
+/// continues (`run`, its caps replaced by `caps` when given) and of the run's person, or
+/// of the caller for a new run or a fork, and of the project and the server.
+async fn refuse_at_cap(
+    context: &CallContext,
+    run: Option<RunId>,
+    caps: Option<Limits>,
+) -> Result<(), AppError> {
+    let binding = context.project()?;
+    let spending = context.agent.llm.spending().clone();
+    let now = spending.clock().now();
+    let caller = Spender {
+        run: None,
+        person: context.person(),
+        project: (binding.id, binding.name.clone()),
+    };
+    let reached = context
+        .agent
+        .db
+        .read(move |conn| {
+            let mut counted = match run {
+                Some(run) => spender(conn, run)?,
+                None => caller,
+            };
+            if let (Some((_, _, limits)), Some(caps)) = (counted.run.as_mut(), caps) {
+                *limits = caps;
+            }
+            spending.reached(conn, &counted, now)
+        })
+        .await?;
+    match reached {
+        Some(cap) => Err(AppError::CapReached(Box::new(cap))),
+        None => Ok(()),
+    }
 }
 
 /// An unknown model alias is refused before anything is admitted or written.
@@ -199,6 +268,10 @@ impl AskParams {
                 created_by: person.clone(),
             },
             person,
+            caps: self
+                .caps
+                .as_ref()
+                .and_then(|caps| serde_json::to_string(caps).ok()),
         }
     }
 }
@@ -213,12 +286,23 @@ struct RunChoice {
     create: RunCreateForm,
     /// Who forks.
     person: Option<String>,
+    /// The run's own caps the call gives the run it goes to (JSON, `CapLimits`).
+    caps: Option<String>,
 }
 
 impl RunChoice {
     /// In one unit of work: forks or creates the run, or finds the named one blocked by
     /// pending proposals.
     fn start(self, conn: &mut Conn) -> Result<LoopStart, DbError> {
+        let caps = self.caps.clone();
+        let started = self.start_run(conn)?;
+        if let (LoopStart::Ready { run, .. }, Some(caps)) = (&started, caps) {
+            usage::set_run_caps(conn, *run, &caps)?;
+        }
+        Ok(started)
+    }
+
+    fn start_run(self, conn: &mut Conn) -> Result<LoopStart, DbError> {
         let run = match self.existing {
             Some(parent) if self.fork => {
                 let fork = runs::fork_run(conn, parent.id, self.person, now_ms())?;

@@ -1,6 +1,7 @@
 //! `usage/report`: what model calls used and cost over a time range, grouped by person,
-//! project, model, purpose or day. A person sees the calls of the runs they started; an
-//! admin (or the operator) everyone's, or one person's.
+//! project, model, purpose or day; `usage/caps`: where the spend caps stand. A person sees
+//! the calls and caps of the runs they started; an admin (or the operator) everyone's, or
+//! one person's.
 
 use serde::{Deserialize, Serialize};
 
@@ -8,8 +9,10 @@ use crate::access::Role;
 use crate::db::queries::usage::{self, GroupBy, ReportRow, ReportScope};
 use crate::error::AppError;
 use crate::hub::notifications::Cost;
+use crate::llm::{spender, Spender};
 use crate::rpc::call::{CallContext, Reply};
-use crate::usage::{Micros, Tokens};
+use crate::rpc::handlers::runs::find_run;
+use crate::usage::{Micros, Standing, StandingView, Tokens};
 
 /// The earliest and latest times a report can name.
 const EVER: (&str, &str) = ("0000-01-01 00:00:00", "9999-12-31 23:59:59");
@@ -61,6 +64,83 @@ struct TotalView {
     cost: Cost,
 }
 
+/// `usage/caps` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct CapsParams {
+    /// A run of the project whose own caps are shown too, counted for its starter.
+    #[serde(default)]
+    run: Option<String>,
+    /// Admins only: another person (`""`: the operator).
+    #[serde(default)]
+    person: Option<String>,
+}
+
+#[derive(Serialize)]
+struct CapsResult {
+    /// Whose: the person (`None`: the operator, or the runs no person started).
+    person: Option<String>,
+    /// The time the standings are at, ISO 8601 UTC.
+    now: String,
+    caps: Vec<StandingView>,
+}
+
+/// `usage/caps`: each cap the caller's (or the person's, or the run's) calls in this
+/// project count against, with what its period spent.
+pub(crate) async fn caps(context: CallContext, params: CapsParams) -> Result<Reply, AppError> {
+    let binding = context.project()?;
+    let person = whose(&context, params.person)?.unwrap_or_else(|| context.person());
+    let run = match params.run.as_deref() {
+        Some(alias) => Some(find_run(&context, alias).await?),
+        None => None,
+    };
+    if let (Some(run), false) = (&run, context.grant()?.role() >= Role::Admin) {
+        if run.created_by != context.person() {
+            return Err(AppError::InvalidParam(
+                "run: only an admin may see the caps of another person's run".into(),
+            ));
+        }
+    }
+    let spending = context.agent.llm.spending().clone();
+    let now = spending.clock().now();
+    let caller = Spender {
+        run: None,
+        person,
+        project: (binding.id, binding.name.clone()),
+    };
+    let run = run.map(|run| run.id);
+    let (person, standings) = context
+        .agent
+        .db
+        .read(move |conn| {
+            let counted = match run {
+                Some(run) => spender(conn, run)?,
+                None => caller,
+            };
+            let standings = spending.standings(conn, &counted, now)?;
+            Ok((counted.person, standings))
+        })
+        .await?;
+    Reply::of(CapsResult {
+        person,
+        now: now.iso(),
+        caps: standings.iter().map(Standing::view).collect(),
+    })
+}
+
+/// Whose usage an admin asked for (`Some(None)`: no person's), or `None` for the caller's
+/// own; a person who is no admin may ask only for their own.
+fn whose(context: &CallContext, asked: Option<String>) -> Result<Option<Option<String>>, AppError> {
+    let admin = context.grant()?.role() >= Role::Admin;
+    match (admin, asked) {
+        (_, None) => Ok(None),
+        (true, Some(person)) => Ok(Some(Some(person).filter(|name| !name.is_empty()))),
+        (false, Some(_)) => Err(AppError::InvalidParam(
+            "person: only an admin may see another person's usage".into(),
+        )),
+    }
+}
+
 /// `usage/report`: the calls of the range summed by the grouping asked.
 pub(crate) async fn report(context: CallContext, params: ReportParams) -> Result<Reply, AppError> {
     let from = params
@@ -72,15 +152,10 @@ pub(crate) async fn report(context: CallContext, params: ReportParams) -> Result
         .as_deref()
         .map_or(Ok(EVER.1.to_owned()), |to| timestamp("to", to))?;
     let admin = context.grant()?.role() >= Role::Admin;
-    let person = match (admin, params.person) {
-        (true, None) => None,
-        (true, Some(person)) => Some(Some(person).filter(|name| !name.is_empty())),
-        (false, None) => Some(context.person()),
-        (false, Some(_)) => {
-            return Err(AppError::InvalidParam(
-                "person: only an admin may see another person's usage".into(),
-            ))
-        }
+    let person = match whose(&context, params.person)? {
+        Some(person) => Some(person),
+        None if admin => None,
+        None => Some(context.person()),
     };
     let scope = ReportScope { from, to, person };
     let asked = scope.clone();

@@ -74,6 +74,7 @@ async fn discover_describes_every_method_and_notification() {
         "memory/session/set",
         "project/config",
         "usage/report",
+        "usage/caps",
     ];
     for name in expected {
         let method = &methods[name];
@@ -98,6 +99,8 @@ async fn discover_describes_every_method_and_notification() {
         "run/output",
         "ui/render",
         "ui/notify",
+        "usage/capReached",
+        "usage/capWarning",
     ] {
         assert!(
             catalogue["notifications"][notification]["description"].is_string(),

@@ -64,13 +64,16 @@ fn concurrent_creators_on_separate_connections_all_succeed() {
 fn the_state_machine_allows_exactly_its_transitions() {
     use RunStatus::*;
     let all = [
-        Queued, Running, Completed, Proposed, TooLarge, Aborted, Failed,
+        Queued, Running, Completed, Proposed, CapReached, TooLarge, Aborted, Failed,
     ];
     let allowed = |from: RunStatus, to: RunStatus| match from {
         Queued => matches!(to, Running | Completed | Aborted),
-        Running => matches!(to, Completed | Proposed | TooLarge | Aborted | Failed),
+        Running => matches!(
+            to,
+            Completed | Proposed | CapReached | TooLarge | Aborted | Failed
+        ),
         Proposed => matches!(to, Running | Completed | Aborted),
-        Completed | TooLarge | Failed => matches!(to, Running | Aborted),
+        Completed | CapReached | TooLarge | Failed => matches!(to, Running | Aborted),
         Aborted => to == Running,
     };
     let mut db = TestDb::new();

@@ -1,0 +1,23 @@
+DROP TABLE cap_warnings;
+ALTER TABLE runs DROP COLUMN caps;
+DROP TRIGGER trg_run_state_transition ON runs;
+CREATE TRIGGER trg_run_state_transition
+BEFORE UPDATE OF status ON runs
+FOR EACH ROW
+WHEN (NEW.status <> OLD.status AND NOT (
+       (OLD.status = 100 AND NEW.status IN (102, 200, 499))
+    OR (OLD.status = 102 AND NEW.status IN (200, 202, 413, 499, 500))
+    OR (OLD.status = 202 AND NEW.status IN (102, 200, 499))
+    OR (OLD.status IN (200, 413, 500) AND NEW.status IN (102, 499))
+    OR (OLD.status = 499 AND NEW.status = 102)
+))
+EXECUTE FUNCTION raise_invalid_transition('run');
+DROP TRIGGER trg_loop_state_transition ON loops;
+CREATE TRIGGER trg_loop_state_transition
+BEFORE UPDATE OF status ON loops
+FOR EACH ROW
+WHEN (NEW.status <> OLD.status AND NOT (
+       (OLD.status = 100 AND NEW.status IN (102, 499))
+    OR (OLD.status = 102 AND NEW.status IN (100, 200, 202, 413, 499, 500))
+))
+EXECUTE FUNCTION raise_invalid_transition('loop');
