@@ -6,7 +6,8 @@ Usage: browse.py team | proxy
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
 token), HOSTILE_RUN (a run whose model reply is hostile HTML and 1 MB long), WAITING_RUN (a
-run with a command waiting), EDIT_RUN (a run with an edit of greeting.txt waiting); for
+run with a command waiting), EDIT_RUN (a run with an edit of greeting.txt waiting),
+STREAM_RUN (a run with a command waiting that prints a line a second, on the server); for
 `proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
@@ -122,12 +123,12 @@ def member(browser, seen):
     page.get_by_role("link", name="web").click()
     expect(page.get_by_role("heading", name="web")).to_be_visible()
     rows = page.locator("table.runs tbody tr")
-    expect(rows).to_have_count(3)
+    expect(rows).to_have_count(4)
     every_control_is_labelled(page)
 
     page.get_by_label("Ask a question").fill("What is 2 + 2?")
     page.get_by_role("button", name="Ask").click()
-    expect(rows).to_have_count(4)
+    expect(rows).to_have_count(5)
     newest = rows.first
     expect(newest).to_contain_text("running")
     expect(newest).to_contain_text("mo")
@@ -143,7 +144,7 @@ def member(browser, seen):
     page.get_by_label("Filter").fill(os.environ["WAITING_RUN"])
     expect(rows).to_have_count(1)
     page.get_by_label("Filter").fill("")
-    expect(rows).to_have_count(4)
+    expect(rows).to_have_count(5)
     page.screenshot(path=f"{SHOTS}/runs.png", full_page=True)
 
     page.set_viewport_size({"width": 390, "height": 844})
@@ -170,6 +171,7 @@ def member(browser, seen):
 
     hostile(page)
     approve_and_reject(page)
+    stream(page)
     abort_and_inject(page, rows)
     replay(page, link, rows)
     memory(page)
@@ -250,6 +252,23 @@ def approve_and_reject(page):
     expect(page.locator("ol.timeline")).to_contain_text("greeting fixed", timeout=WAIT_MS)
 
 
+def stream(page):
+    """A command approved in the page runs on the server; its output comes in as it goes."""
+    page.goto(f"{URL}#/p/web/r/{os.environ['STREAM_RUN']}")
+    waiting = page.locator("ul.proposals li")
+    expect(waiting).to_have_count(1)
+    waiting.get_by_role("button", name="Approve").click()
+    output = waiting.locator("pre.output")
+    expect(output).to_contain_text("line1", timeout=WAIT_MS)
+    expect(waiting).to_contain_text("Approved.")
+    assert waiting.get_by_role("button").count() == 0, "a running command can be resolved again"
+    assert "line3" not in output.inner_text(), "the output came at once, not as it went"
+    page.screenshot(path=f"{SHOTS}/run-output.png", full_page=True)
+    timeline = page.locator("ol.timeline")
+    expect(timeline).to_contain_text("streamed", timeout=WAIT_MS)
+    expect(timeline.locator("li.command")).to_contain_text("line3")
+
+
 def newest_run(page, rows, prompt, count):
     """Asks `prompt` from the runs page and opens the run it starts (the `count`th)."""
     page.get_by_role("navigation", name="Pages").get_by_role("link", name="Projects").click()
@@ -262,7 +281,7 @@ def newest_run(page, rows, prompt, count):
 
 
 def abort_and_inject(page, rows):
-    newest_run(page, rows, "take your time", 5)
+    newest_run(page, rows, "take your time", 6)
     abort = page.get_by_role("button", name="Abort")
     expect(abort).to_be_visible(timeout=WAIT_MS)
     page.get_by_label("Inject a message").fill("please hurry")
@@ -276,7 +295,7 @@ def abort_and_inject(page, rows):
 def replay(page, link, rows):
     """A run goes on while the page's connection is down; back, the page asks run/replay for
     what it missed and shows it."""
-    newest_run(page, rows, "count slowly", 6)
+    newest_run(page, rows, "count slowly", 7)
     activity = page.locator("ol.activity")
     expect(activity).to_contain_text("turn 2: thinking", timeout=WAIT_MS)
     link.sleep()
@@ -340,7 +359,7 @@ def viewer(browser, seen):
     sign_in(page, os.environ["VERA"])
     expect(page.locator("#who")).to_have_text("vera (viewer)")
     page.get_by_role("link", name="web").click()
-    expect(page.locator("table.runs tbody tr")).to_have_count(6)
+    expect(page.locator("table.runs tbody tr")).to_have_count(7)
     assert page.locator("#prompt").count() == 0, "a viewer gets no prompt box"
     expect(page.locator("main")).not_to_contain_text("null")
     page.goto(f"{URL}#/p/web/r/{os.environ['WAITING_RUN']}")

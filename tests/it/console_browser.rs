@@ -2,7 +2,8 @@
 //! Python (`tests/console/browse.py`, pinned by `tests/console/requirements.txt`) against
 //! this server and a scripted model that answers by the prompt it is given. A member signs
 //! in, asks from the page and watches the run finish live, continues it, approves an edit
-//! (the file changes on disk), rejects a command, injects into and aborts a slow run,
+//! (the file changes on disk), rejects a command, approves one that runs on the server and
+//! watches its output stream in, injects into and aborts a slow run,
 //! survives a dropped connection whose missed notifications come back by `run/replay`,
 //! writes, finds and erases a fact of memory, reads the usage page, opens a run whose model
 //! reply is hostile HTML and 1 MB long and finds it inert, and signs out, after which the
@@ -72,6 +73,15 @@ const ANSWERS: &[Answer] = &[
             Step::reply("<set path=\"greeting.txt\">s/wrold/world/</set><update>fixing it</update>")
         },
         then: || summary("greeting fixed"),
+    },
+    Answer {
+        marker: "stream some lines",
+        first: || {
+            Step::reply(
+                "<sh>for i in 1 2 3; do echo line$i; sleep 1; done</sh><update>streaming</update>",
+            )
+        },
+        then: || summary("streamed"),
     },
     Answer {
         marker: "take your time",
@@ -178,6 +188,10 @@ async fn team_server(llm: &FakeLlm) -> (TestApp, tempfile::TempDir) {
             ("RUMMY_USERS_FILE", &file),
             ("RUMMY_APPLY_EDITS", "server"),
             ("RUMMY_PRICE_fake", "3,0.3,15"),
+            (
+                "RUMMY_SANDBOX_LAUNCHER",
+                env!("CARGO_BIN_EXE_rummy-sandbox"),
+            ),
         ],
     )
     .await;
@@ -219,11 +233,15 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
     std::fs::write(root.join("greeting.txt"), "Hello, wrold!\n").unwrap();
     let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
     operator.init("web", &root).await;
+    operator
+        .ok("project/config", json!({"commands": "server"}))
+        .await;
     let mut started = Vec::new();
     for (mode, prompt, status) in [
         ("ask", "say something nasty", 200),
         ("act", "run echo hello", 202),
         ("act", "fix the greeting", 202),
+        ("act", "stream some lines", 202),
     ] {
         let outcome = operator
             .ok(mode, json!({"model": "fake", "prompt": prompt}))
@@ -242,6 +260,7 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
             ("HOSTILE_RUN", started[0].clone()),
             ("WAITING_RUN", started[1].clone()),
             ("EDIT_RUN", started[2].clone()),
+            ("STREAM_RUN", started[3].clone()),
         ],
     )
     .await;

@@ -79,9 +79,10 @@ export async function runView(ctx, main, project, alias) {
           el('div', { class: 'entry-head' }, el('strong', {}, entry.scheme ?? 'proposal'), el('span', {}, target(entry.attributes) || entry.path)),
           content(entry),
           output,
-          ctx.canChange ? el('div', { class: 'actions' },
-            el('button', { type: 'button', class: 'primary', onclick: () => resolve(entry.path, 'accept') }, 'Approve'),
-            el('button', { type: 'button', onclick: () => resolve(entry.path, 'reject') }, 'Reject')) : null);
+          resolved.has(entry.path) ? el('p', { class: 'muted' }, resolved.get(entry.path))
+            : ctx.canChange ? el('div', { class: 'actions' },
+              el('button', { type: 'button', class: 'primary', onclick: () => resolve(entry.path, 'accept') }, 'Approve'),
+              el('button', { type: 'button', onclick: () => resolve(entry.path, 'reject') }, 'Reject')) : null);
       })));
   };
 
@@ -152,9 +153,16 @@ export async function runView(ctx, main, project, alias) {
     // A run's end is its caller's reply, no notification: look again while it goes.
     if (active(run.status)) later();
   };
+  // What this page resolved, while the run still shows it waiting (a command running).
+  const resolved = new Map();
   const resolve = (path, action) => {
-    ctx.rpc.call('run/resolve', { run: alias, resolution: { path, action } }).then(later, said);
+    resolved.set(path, action === 'accept' ? 'Approved.' : 'Rejected.');
     later();
+    ctx.rpc.call('run/resolve', { run: alias, resolution: { path, action } }).then(later, (error) => {
+      resolved.delete(path);
+      said(error);
+      later();
+    });
   };
   const later = debounce(() => refresh().catch(said), 1000);
   const noted = (text) => {
