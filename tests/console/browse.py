@@ -323,17 +323,25 @@ def memory(page):
     form.get_by_label("Topic").fill("build")
     form.get_by_label("Fact").fill("make builds it")
     form.get_by_role("button", name="Remember").click()
-    facts = page.locator("ul.cards").first
+    facts = page.locator("#facts")
     expect(page.get_by_role("heading", name="Facts of web (1)")).to_be_visible()
     expect(facts).to_contain_text("make builds it")
     expect(facts).to_contain_text("by mo")
+    facts.get_by_role("button", name="Edit build").click()
+    assert form.get_by_label("Topic").input_value() == "build"
+    form.get_by_label("Fact").fill("make all builds it")
+    form.get_by_role("button", name="Remember").click()
+    expect(facts).to_contain_text("make all builds it")
+    expect(page.get_by_role("heading", name="Facts of web (1)")).to_be_visible()
+    page.get_by_text("Replaced facts (1)").click()
+    expect(page.locator("#replaced-facts")).to_contain_text("make builds it")
     page.get_by_label("Search memory").fill("make")
     page.get_by_role("button", name="Search").click()
     expect(page.get_by_role("heading", name=re.compile(r"Found \([1-9]"))).to_be_visible()
     assert page.locator("form").filter(has_text="Remember a fact for every project").count() == 0, \
         "a member may write server-wide facts"
     page.screenshot(path=f"{SHOTS}/memory.png", full_page=True)
-    page.get_by_role("button", name="Erase build").click()
+    facts.get_by_role("button", name="Erase build").click()
     expect(page.get_by_role("heading", name="Facts of web (0)")).to_be_visible()
 
 
@@ -371,7 +379,7 @@ def viewer(browser, seen):
     page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="web").click()
     page.get_by_role("link", name="Memory of this project").click()
     expect(page.get_by_role("heading", name="Memory of web")).to_be_visible()
-    for name in ("Remember", "Erase"):
+    for name in ("Remember", "Erase", "Edit"):
         assert page.get_by_role("button", name=re.compile(name)).count() == 0, f"a viewer sees {name}"
     refused = page.evaluate(
         """(run) => new Promise((resolve) => {

@@ -6,9 +6,9 @@ import { el, fill, field } from './dom.js';
 export async function memoryView(ctx, main, project) {
   const isAdmin = ctx.me.role === 'admin';
   const state = el('p', { class: 'muted', role: 'status' });
-  const facts = el('div');
-  const server = el('div');
-  const history = el('div');
+  const facts = el('section', { id: 'facts' });
+  const server = el('section', { id: 'server-facts' });
+  const history = el('section', { id: 'replaced-facts' });
   const found = el('div', { 'aria-live': 'polite' });
 
   const refresh = async () => {
@@ -19,12 +19,12 @@ export async function memoryView(ctx, main, project) {
     ]);
     state.textContent = mine.enabled ? 'Memory is on for this project.' : 'Memory is off for this project.';
     fill(facts, el('h2', {}, `Facts of ${project} (${mine.items.length})`),
-      itemList(mine.items, ctx.canChange ? (item) => erase('memory/delete', item) : null));
+      itemList(mine.items, ctx.canChange ? { erase: (item) => erase('memory/delete', item), edit: projectForm?.edit } : {}));
     fill(server, el('h2', {}, `Server-wide facts (${everyone.items.length})`),
-      itemList(everyone.items, isAdmin ? (item) => erase('memory/server/delete', item) : null));
+      itemList(everyone.items, isAdmin ? { erase: (item) => erase('memory/server/delete', item), edit: serverForm?.edit } : {}));
     fill(history, el('details', {},
       el('summary', {}, `Replaced facts (${replaced.items.length})`),
-      itemList(replaced.items, ctx.canChange ? (item) => erase('memory/delete', item, true) : null)));
+      itemList(replaced.items, ctx.canChange ? { erase: (item) => erase('memory/delete', item, true) } : {})));
   };
   const erase = (method, item, replaced = false) =>
     ctx.rpc.call(method, { id: item.id, ...(replaced ? { history: true } : {}) })
@@ -46,15 +46,16 @@ export async function memoryView(ctx, main, project) {
       : el('p', {}, 'Nothing found.'));
   });
 
+  const projectForm = ctx.canChange ? writeForm(ctx, 'memory/set', 'fact', 'Remember a fact for this project', refresh, state) : null;
+  const serverForm = isAdmin ? writeForm(ctx, 'memory/server/set', 'server-fact', 'Remember a fact for every project', refresh, state) : null;
   fill(main, el('h1', {}, `Memory of ${project}`), state, search, found,
-    ctx.canChange ? writeForm(ctx, 'memory/set', 'fact', 'Remember a fact for this project', refresh, state) : null,
-    isAdmin ? writeForm(ctx, 'memory/server/set', 'server-fact', 'Remember a fact for every project', refresh, state) : null,
-    facts, server, history);
+    projectForm?.form, serverForm?.form, facts, server, history);
   await refresh();
   return () => {};
 }
 
-function itemList(items, onErase) {
+// The items, each with Edit (fills the form that writes its layer) and Erase when given.
+function itemList(items, { erase, edit } = {}) {
   if (!items.length) return el('p', { class: 'muted' }, 'None.');
   return el('ul', { class: 'cards' }, items.map((item) => el('li', {},
     el('div', { class: 'entry-head' },
@@ -62,11 +63,13 @@ function itemList(items, onErase) {
       el('span', {}, item.writtenBy ? `by ${item.writtenBy}` : ''),
       el('span', {}, item.replacedAt ? `replaced ${item.replacedAt}` : `written ${item.writtenAt}`)),
     el('pre', {}, item.body),
-    onErase ? el('div', { class: 'actions' },
-      el('button', { type: 'button', class: 'danger', 'aria-label': `Erase ${item.topic}`, onclick: () => onErase(item) }, 'Erase')) : null)));
+    erase || edit ? el('div', { class: 'actions' },
+      edit ? el('button', { type: 'button', 'aria-label': `Edit ${item.topic}`, onclick: () => edit(item) }, 'Edit') : null,
+      erase ? el('button', { type: 'button', class: 'danger', 'aria-label': `Erase ${item.topic}`, onclick: () => erase(item) }, 'Erase') : null) : null)));
 }
 
-// Writes a fact on a topic (a fact on a remembered topic replaces it).
+// Writes a fact on a topic (a fact on a remembered topic replaces it): {form, edit(item)},
+// edit filling it with an item to change.
 function writeForm(ctx, method, id, title, changed, state) {
   const [topicLabel, topic] = field(`${id}-topic`, 'Topic', { required: true });
   const [bodyLabel, body] = field(`${id}-body`, 'Fact', { rows: 3, required: true });
@@ -78,5 +81,10 @@ function writeForm(ctx, method, id, title, changed, state) {
       .then(() => { topic.value = ''; body.value = ''; state.textContent = 'Remembered.'; return changed(); })
       .catch((error) => { state.textContent = `Not remembered: ${error.message}`; });
   });
-  return form;
+  const edit = (item) => {
+    topic.value = item.topic;
+    body.value = item.body;
+    body.focus();
+  };
+  return { form, edit };
 }
