@@ -28,7 +28,7 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-const ASSETS: [Asset; 13] = [
+const ASSETS: [Asset; 14] = [
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
@@ -42,6 +42,7 @@ const ASSETS: [Asset; 13] = [
     asset!("memory.js", JS),
     asset!("usage.js", JS),
     asset!("admin.js", JS),
+    asset!("caps.js", JS),
 ];
 
 /// Each asset's `ETag`, in the order of [`ASSETS`], computed once.

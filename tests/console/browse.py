@@ -124,6 +124,7 @@ def member(browser, seen):
     expect(page.get_by_role("heading", name="web")).to_be_visible()
     rows = page.locator("table.runs tbody tr")
     expect(rows).to_have_count(4)
+    expect(page.locator("section.caps")).to_contain_text(re.compile(r"the server: \$3\.\d\d of \$100\.00 per day"))
     every_control_is_labelled(page)
 
     page.get_by_label("Ask a question").fill("What is 2 + 2?")

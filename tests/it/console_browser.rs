@@ -9,7 +9,8 @@
 //! reply is hostile HTML and 1 MB long and finds it inert, and signs out, after which the
 //! old cookie is refused; a viewer sees no control that changes anything and has a forged
 //! call refused; an admin sees the models, the people (no token) and the MCP servers. A
-//! second test signs in and asks through the real nginx configured by `docker/nginx.conf`.
+//! second test signs in and asks through the real nginx configured by `docker/nginx.conf`,
+//! the call taking the server's token cap past 80 %, which the page says.
 //! Screenshots of the pages go to `target/console-screenshots`.
 //!
 //! They need chromium (apt) and the venv tests/console/.venv, which `tests/run.sh` makes,
@@ -22,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rummy::testing::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, Usage, WhenExhausted};
 use serde_json::{json, Value};
 
 use crate::access::users;
@@ -117,10 +118,16 @@ const ANSWERS: &[Answer] = &[
     },
     Answer {
         marker: "2 + 2",
+        // Exact usage: 1010 tokens, which the proxy test's token cap takes past 80 %.
         first: || {
             Step::delayed(
                 Duration::from_secs(4),
-                Reply::new("<summarize>four</summarize>"),
+                Reply::new("<summarize>four</summarize>").with_usage(Usage {
+                    prompt_tokens: 1000,
+                    completion_tokens: 10,
+                    cached_tokens: 0,
+                    cost: 0.0,
+                }),
             )
         },
         then: || summary("four"),
@@ -167,8 +174,9 @@ fn shots() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots")
 }
 
-/// A server with a users file of a member, a viewer and an admin of project `web`.
-async fn team_server(llm: &FakeLlm) -> (TestApp, tempfile::TempDir) {
+/// A server with a users file of a member, a viewer and an admin of project `web`, and
+/// `extra` settings.
+async fn team_server(llm: &FakeLlm, extra: &[(&str, &str)]) -> (TestApp, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("users.toml");
     std::fs::write(
@@ -181,21 +189,18 @@ async fn team_server(llm: &FakeLlm) -> (TestApp, tempfile::TempDir) {
     )
     .unwrap();
     let file = file.display().to_string();
-    let app = TestApp::with_llm(
-        llm,
-        &[
-            ("RUMMY_AUTH_TOKEN", "shared-token"),
-            ("RUMMY_USERS_FILE", &file),
-            ("RUMMY_APPLY_EDITS", "server"),
-            ("RUMMY_PRICE_fake", "3,0.3,15"),
-            (
-                "RUMMY_SANDBOX_LAUNCHER",
-                env!("CARGO_BIN_EXE_rummy-sandbox"),
-            ),
-        ],
-    )
-    .await;
-    (app, dir)
+    let mut env = vec![
+        ("RUMMY_AUTH_TOKEN", "shared-token"),
+        ("RUMMY_USERS_FILE", file.as_str()),
+        ("RUMMY_APPLY_EDITS", "server"),
+        ("RUMMY_PRICE_fake", "3,0.3,15"),
+        (
+            "RUMMY_SANDBOX_LAUNCHER",
+            env!("CARGO_BIN_EXE_rummy-sandbox"),
+        ),
+    ];
+    env.extend_from_slice(extra);
+    (TestApp::with_llm(llm, &env).await, dir)
 }
 
 /// Runs `browse.py <scenario>` with `env` against the console at `url`; fails the test
@@ -228,7 +233,7 @@ async fn browse(scenario: &str, url: String, env: &[(&str, String)]) {
 #[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
 async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
     let llm = scripted_model();
-    let (app, _users) = team_server(&llm).await;
+    let (app, _users) = team_server(&llm, &[("RUMMY_CAP_DAY_DOLLARS", "100")]).await;
     let root = app.project_root("web");
     std::fs::write(root.join("greeting.txt"), "Hello, wrold!\n").unwrap();
     let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
@@ -305,7 +310,7 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
 #[ignore = "needs Debian's chromium, Playwright in tests/console/.venv and nginx: tests/run.sh installs them"]
 async fn the_console_works_through_the_shipped_nginx_config() {
     let llm = scripted_model();
-    let (app, _users) = team_server(&llm).await;
+    let (app, _users) = team_server(&llm, &[("RUMMY_CAP_DAY_TOKENS", "1200")]).await;
     let root = app.project_root("web");
     let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
     operator.init("web", &root).await;

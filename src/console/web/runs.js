@@ -1,6 +1,7 @@
 // A project's runs, live, filterable and paged (the newest first, more on demand). The ask
 // box is shown to members and admins only (the server refuses it to viewers anyway).
 import { el, fill, link, debounce, status, active, dollars, field } from './dom.js';
+import { capsPanel } from './caps.js';
 
 const FILTERS = {
   all: () => true,
@@ -62,9 +63,12 @@ export async function runsView(ctx, main, project) {
     ctx.rpc.on('run/progress', (params) => { progress.set(params.run, `turn ${params.turn}: ${params.status}`); later(); }),
     ctx.rpc.on('run/state', later),
   ];
+  const caps = capsPanel(ctx);
+  stops.push(caps.stop);
   fill(main,
     el('h1', {}, project),
     el('p', {}, el('a', { href: link('p', project, 'memory') }, 'Memory of this project')),
+    caps.node,
     ctx.canChange ? await askForm(ctx, later) : null,
     el('div', { class: 'filters', role: 'search' },
       el('div', {}, textLabel, text),
