@@ -102,7 +102,7 @@ async fn show_first_exchange(client: &mut Client) {
 #[ignore = "needs the real LLM: tests/run.sh runs it when RUMMY_TEST_LLM_URL is set"]
 async fn an_ask_loop_on_a_real_model_finishes() {
     let url = llm_url();
-    let app = app_with_real_llm(&url).await;
+    let app = app_with_real_llm_and(&url, &[("RUMMY_PRICE_smol", "0.15,0.075,0.6")]).await;
     let mut client = small_project(&app).await;
     let outcome = client
         .ok(
@@ -124,6 +124,35 @@ async fn an_ask_loop_on_a_real_model_finishes() {
         2,
         "the project was scanned: {files}"
     );
+    usage_is_accounted(&mut client, &detail).await;
+}
+
+/// The run's calls are in `usage/report` with the model's tokens and their cost at the
+/// price set; the report is kept in `target/e2e-usage-report.json` for people to read.
+async fn usage_is_accounted(client: &mut Client, detail: &Value) {
+    let telemetry = &detail["context"]["telemetry"];
+    let calls: u64 = telemetry["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|purpose| purpose["calls"].as_u64().unwrap())
+        .sum();
+    let report = client.ok("usage/report", json!({"by": "purpose"})).await;
+    assert_eq!(report["total"]["calls"], json!(calls), "{report}");
+    assert_eq!(report["total"]["prompt_tokens"], telemetry["prompt_tokens"]);
+    assert!(
+        report["total"]["prompt_tokens"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    assert!(
+        report["total"]["cost_micros"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    let by_model = client.ok("usage/report", json!({"by": "model"})).await;
+    let kept = json!({"by_purpose": report, "by_model": by_model, "run": detail["run"]});
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e-usage-report.json");
+    std::fs::write(path, serde_json::to_string_pretty(&kept).unwrap()).unwrap();
 }
 
 #[actix_web::test]
