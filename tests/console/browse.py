@@ -35,6 +35,15 @@ def watch(page, seen):
     page.on("pageerror", lambda error: seen["errors"].append(str(error)))
 
 
+def signed_in(browser, seen, token):
+    """A new browser context, watched, with a page signed in with `token`."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    watch(page, seen)
+    sign_in(page, token)
+    return context, page
+
+
 def sign_in(page, token):
     page.goto(URL)
     page.get_by_label("Your token").fill(token)
@@ -362,10 +371,7 @@ def usage(page):
 
 
 def viewer(browser, seen):
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    watch(page, seen)
-    sign_in(page, os.environ["VERA"])
+    context, page = signed_in(browser, seen, os.environ["VERA"])
     expect(page.locator("#who")).to_have_text("vera (viewer)")
     page.get_by_role("link", name="web").click()
     expect(page.locator("table.runs tbody tr")).to_have_count(7)
@@ -404,10 +410,7 @@ def viewer(browser, seen):
 
 
 def admin(browser, seen):
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    watch(page, seen)
-    sign_in(page, os.environ["ADA"])
+    context, page = signed_in(browser, seen, os.environ["ADA"])
     page.get_by_role("navigation", name="Pages").get_by_role("link", name="Admin").click()
     expect(page.get_by_role("heading", name="Admin")).to_be_visible()
     models = page.locator("table.models tbody tr")
@@ -430,10 +433,7 @@ def admin(browser, seen):
 
 
 def through_proxy(browser, seen):
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    watch(page, seen)
-    sign_in(page, os.environ["MO"])
+    context, page = signed_in(browser, seen, os.environ["MO"])
     page.get_by_role("link", name="web").click()
     expect(page.get_by_role("heading", name="web")).to_be_visible()
     page.get_by_label("Ask a question").fill("What is 2 + 2?")
