@@ -28,6 +28,7 @@ pub mod method;
 pub mod plugin;
 pub mod policy;
 pub mod preparation;
+pub(crate) mod process;
 pub mod reflection;
 pub(crate) mod text;
 pub mod tool;

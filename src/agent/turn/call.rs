@@ -60,7 +60,10 @@ pub(super) async fn call_model(
         ChatMessage::system(packet.system.clone()),
         ChatMessage::user(packet.user.clone()),
     ];
-    agent.plugins.filter::<LlmMessages>(&mut messages, &call);
+    agent
+        .plugins
+        .filter::<LlmMessages>(&mut messages, &call)
+        .await;
     let request = ChatRequest {
         messages,
         model: input.model_actual.to_string(),
@@ -89,7 +92,8 @@ pub(super) async fn call_model(
     }
     agent
         .plugins
-        .filter::<LlmResponse>(&mut response.content, &call);
+        .filter::<LlmResponse>(&mut response.content, &call)
+        .await;
     agent.budget.do_send(RecordUsage {
         run,
         estimate: measured.estimate,
