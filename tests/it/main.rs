@@ -37,6 +37,7 @@ mod one_file_tool;
 mod one_server_per_home;
 mod outlines;
 mod persistence;
+mod plugin_processes;
 mod process;
 mod progress;
 mod projects_apart;

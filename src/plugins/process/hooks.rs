@@ -358,11 +358,10 @@ impl Reflection for SectionRefresh {
         at: &'a Reflecting,
     ) -> BoxFuture<'a, ()> {
         async move {
-            let next_turn = match at.moment {
-                Moment::LoopStarting => at.turn,
-                Moment::TurnEnded { .. } => at.turn + 1,
-                Moment::BeforePanic | Moment::LoopEnded { .. } => return,
-            };
+            if matches!(at.moment, Moment::BeforePanic | Moment::LoopEnded { .. }) {
+                return;
+            }
+            let next_turn = at.turn + 1;
             if !self.reach.run(at.run) {
                 return;
             }

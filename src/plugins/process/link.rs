@@ -1,11 +1,13 @@
 //! [`Link`]: one plugin process, kept running. It is started with its handshake
-//! (`initialize`), spoken to in JSON-RPC 2.0 lines (requests with ids, answered in any
+//! (`initialize`, given at least 10 s), spoken to in JSON-RPC 2.0 lines (requests with ids, answered in any
 //! order; notifications), and its stderr goes to the log, cut. A call waits at most the
 //! timeout. A crash, a timeout or a line on stdout that is not JSON-RPC is a failure: the
-//! process is killed, calls wait out a backoff (0.1 s, doubling, at most 30 s) during which
-//! they fail at once, and the next call after it starts the process again. After
-//! `max_failures` failures in a row the plugin is disabled until the server restarts (a
-//! log line, and its state in `plugins/status`). An error the plugin answers is no failure.
+//! process is killed, calls fail at once during a backoff (0.1 s, doubling, at most 30 s),
+//! after which the process is started again. After `max_failures` failures in a row the
+//! plugin is disabled until the server restarts (a log line, and its state in
+//! `plugins/status`). Only a call answered, not a handshake, ends a run of failures; an
+//! error the plugin answers is no failure. A plugin whose first handshake fails is
+//! disabled at once (it never registered anything).
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -32,6 +34,9 @@ const STDERR_LINES: usize = 200;
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// The longest wait before a restart.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The least time a handshake is given (an interpreter may take a while to start), even
+/// when calls have less.
+const HANDSHAKE_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Why a call to a plugin failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -144,6 +149,9 @@ impl Link {
             Ok((_, manifest)) => manifest.ok_or(CallError::Crashed),
             Err(error) => Err(error),
         };
+        if manifest.is_err() {
+            link.lock().phase = Phase::Disabled;
+        }
         (link, manifest)
     }
 
@@ -176,7 +184,11 @@ impl Link {
     /// Calls `method` with `params`, starting the process first when it is due.
     pub(crate) async fn call(&self, method: &str, params: Value) -> Result<Value, CallError> {
         let (process, _) = self.running().await?;
-        self.request(&process, method, params).await
+        let outcome = self.request(&process, method, params, self.timeout).await;
+        if matches!(outcome, Ok(_) | Err(CallError::Answered { .. })) {
+            self.lock().failures = 0;
+        }
+        outcome
     }
 
     /// Tells it `method` with `params`, answering nothing; dropped unless it is running.
@@ -219,7 +231,8 @@ impl Link {
             name: &self.declaration.name,
         };
         let params = serde_json::to_value(hello).unwrap_or(Value::Null);
-        let answer = self.request(&process, INITIALIZE, params).await;
+        let patience = self.timeout.max(HANDSHAKE_PATIENCE);
+        let answer = self.request(&process, INITIALIZE, params, patience).await;
         let manifest = match answer.map(serde_json::from_value::<Manifest>) {
             Ok(Ok(manifest)) => manifest,
             Ok(Err(error)) => {
@@ -257,12 +270,13 @@ impl Link {
         }
     }
 
-    /// Sends one request to `process` and waits for its answer, at most the timeout.
+    /// Sends one request to `process` and waits for its answer, at most `timeout`.
     async fn request(
         &self,
         process: &Arc<Process>,
         method: &str,
         params: Value,
+        timeout: Duration,
     ) -> Result<Value, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (answered, answer) = oneshot::channel();
@@ -273,17 +287,18 @@ impl Link {
             self.failed(Some(process.generation), &CallError::Crashed);
             return Err(CallError::Crashed);
         }
-        let outcome = match tokio::time::timeout(self.timeout, answer).await {
+        let outcome = match tokio::time::timeout(timeout, answer).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(CallError::Crashed),
             Err(_) => {
                 lock_pending(process).remove(&id);
-                Err(CallError::Timeout(self.timeout.as_millis()))
+                Err(CallError::Timeout(timeout.as_millis()))
             }
         };
-        match &outcome {
-            Ok(_) | Err(CallError::Answered { .. }) => self.lock().failures = 0,
-            Err(error) => self.failed(Some(process.generation), error),
+        if let Err(error) = &outcome {
+            if !matches!(error, CallError::Answered { .. }) {
+                self.failed(Some(process.generation), error);
+            }
         }
         outcome
     }
@@ -321,6 +336,13 @@ impl Link {
         state.phase = Phase::Stopped {
             retry_at: Instant::now() + backoff,
         };
+        if let Some(link) = self.this.upgrade() {
+            tokio::spawn(async move {
+                tokio::time::sleep(backoff).await;
+                // A failed start counts, and schedules the next.
+                let _ = link.running().await;
+            });
+        }
         tracing::warn!(
             plugin = name,
             failures = state.failures,
