@@ -178,7 +178,7 @@ async fn execute_numbered_turn(
         alias: &alias,
         turn,
     };
-    state::publish_turn_state(agent, facts, stored, &input, &response, &packet);
+    state::publish_turn_state(agent, facts, stored, &input, &response, &packet).await;
     agent.plugins.emit(Event::TurnCompleted {
         run: input.run_id,
         turn,

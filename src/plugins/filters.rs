@@ -14,7 +14,8 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::Value;
 
-use crate::db::enums::EntryStatus;
+use crate::db::enums::{EntryStatus, LoopMode};
+use crate::hub::notifications::ProposedEntry;
 use crate::db::ids::{ProjectId, RunId};
 use crate::llm::ChatMessage;
 use crate::parser::Command;
@@ -124,7 +125,13 @@ impl<H: FilterHook> FilterChain<H> {
     }
 }
 
-/// `llm.messages`: the messages of a turn's LLM request, before it is sent.
+/// `run.config`: the settings of an `ask` or `act`, before anything is admitted or
+/// written: a filter may clamp them (another model, a lower temperature or context limit,
+/// a flag set, an `act` made an `ask`) or refuse the call.
+pub struct RunConfig;
+
+/// `llm.request` (the seeds' `llm.messages`): the messages of a turn's LLM request, before
+/// it is sent.
 pub struct LlmMessages;
 
 /// `llm.response`: the model's raw reply, before it is parsed and recorded.
@@ -185,6 +192,62 @@ impl Refusal {
 /// `rpc.response.result`: a method's result, before it goes back to the client.
 pub struct RpcResult;
 
+/// `budget.enforce`: the window a turn's assembled packet must fit, in tokens, before the
+/// model is called; a filter may lower it (a raise is ignored). A packet over it ends the
+/// turn with 413, as one over the model's window does.
+pub struct BudgetEnforce;
+
+/// `turn.proposing`: the proposals a turn left, before they are offered to the clients
+/// (`run/proposal`); a filter may rewrite what is offered (annotate, redact), not what is
+/// stored, nor which proposals there are (a path or a proposal it drops or adds is
+/// ignored).
+pub struct TurnProposing;
+
+/// The settings of an `ask` or `act` (the value of `run.config`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRequest {
+    /// `ask` or `act`; a filter may make an `act` an `ask` (any other change is ignored).
+    pub mode: LoopMode,
+    /// The model alias (checked against the catalogue after the filters).
+    pub model: String,
+    pub temperature: Option<f64>,
+    /// The run's context limit, in tokens.
+    pub context_limit: Option<i64>,
+    pub persona: Option<String>,
+    pub no_repo: bool,
+    pub no_interaction: bool,
+    pub no_web: bool,
+    pub no_proposals: bool,
+    /// Set by a filter that refuses the call: what the client is told.
+    pub refusal: Option<String>,
+}
+
+/// Who asks for a run's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct RunAsked {
+    pub project: ProjectId,
+}
+
+/// The turn whose packet is measured (`budget.enforce`).
+#[derive(Debug, Clone, Copy)]
+pub struct Measuring {
+    pub project: ProjectId,
+    pub run: RunId,
+    /// The run-wide turn number.
+    pub turn: i32,
+    /// The calibrated size of the packet, in tokens.
+    pub measured: u64,
+}
+
+/// The turn whose proposals are offered (`turn.proposing`).
+#[derive(Debug, Clone, Copy)]
+pub struct Proposing {
+    pub project: ProjectId,
+    pub run: RunId,
+    /// The run-wide turn number.
+    pub turn: i32,
+}
+
 /// The turn an LLM call belongs to.
 #[derive(Debug, Clone, Copy)]
 pub struct LlmCall {
@@ -213,9 +276,12 @@ pub struct RpcCall {
 /// The filters of every hook.
 #[derive(Default, Clone)]
 pub struct Filters {
+    run_config: FilterChain<RunConfig>,
+    budget_enforce: FilterChain<BudgetEnforce>,
     llm_messages: FilterChain<LlmMessages>,
     llm_response: FilterChain<LlmResponse>,
     entry_recording: FilterChain<EntryRecording>,
+    turn_proposing: FilterChain<TurnProposing>,
     rpc_result: FilterChain<RpcResult>,
 }
 
@@ -253,9 +319,12 @@ macro_rules! hook {
     };
 }
 
+hook!(RunConfig, run_config, RunRequest, RunAsked);
+hook!(BudgetEnforce, budget_enforce, u64, Measuring);
 hook!(LlmMessages, llm_messages, Vec<ChatMessage>, LlmCall);
 hook!(LlmResponse, llm_response, String, LlmCall);
 hook!(EntryRecording, entry_recording, Recordable, Recording);
+hook!(TurnProposing, turn_proposing, Vec<ProposedEntry>, Proposing);
 hook!(RpcResult, rpc_result, Value, RpcCall);
 
 #[cfg(test)]

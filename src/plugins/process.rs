@@ -30,7 +30,9 @@ use crate::access::Role;
 use crate::config::PluginSettings;
 use crate::plugins::assembly::Chain;
 use crate::plugins::events::Hook;
-use crate::plugins::filters::{EntryRecording, LlmMessages, LlmResponse};
+use crate::plugins::filters::{
+    BudgetEnforce, EntryRecording, LlmMessages, LlmResponse, RunConfig, TurnProposing,
+};
 use crate::plugins::method::{MethodCall, MethodError, TypedMethod};
 use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::ConfiguredSet;
@@ -160,6 +162,13 @@ impl Plugin for ProcessPlugin {
                     .filter_async::<LlmMessages>(filter.priority, hooks::llm_request(reach)),
                 "llm.response" => registrar
                     .filter_async::<LlmResponse>(filter.priority, hooks::llm_response(reach)),
+                "run.config" => {
+                    registrar.filter_async::<RunConfig>(filter.priority, hooks::run_config(reach))
+                }
+                "budget.enforce" => registrar
+                    .filter_async::<BudgetEnforce>(filter.priority, hooks::budget_enforce(reach)),
+                "turn.proposing" => registrar
+                    .filter_async::<TurnProposing>(filter.priority, hooks::turn_proposing(reach)),
                 other => tracing::warn!(
                     plugin = name,
                     hook = other,

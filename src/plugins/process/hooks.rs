@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::link::{CallError, Link};
 use super::protocol::{
-    FilterAnswer, FilterRequest, MethodDecl, MethodRequest, SectionAnswer, SectionRequest, EVENT,
+    FilterAnswer, FilterRequest, MethodDecl, MethodRequest, RunSettings, SectionAnswer, SectionRequest, EVENT,
     FILTER_APPLY, METHOD_CALL, SECTION_RENDER,
 };
 use crate::access::Role;
@@ -24,7 +24,10 @@ use crate::db::ids::{ProjectId, RunId};
 use crate::llm::ChatMessage;
 use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
 use crate::plugins::events::{Event, Hook, Observer};
-use crate::plugins::filters::{LlmCall, Recordable, Recording, Refusal};
+use crate::hub::notifications::ProposedEntry;
+use crate::plugins::filters::{
+    LlmCall, Measuring, Proposing, Recordable, Recording, Refusal, RunAsked, RunRequest,
+};
 use crate::plugins::method::{MethodCall, MethodError, MethodFuture, ParamsError, PluginMethod};
 use crate::plugins::reflection::{Moment, Reflecting, Reflection, ReflectionServices};
 use crate::plugins::{Bucket, MessageBuilder};
@@ -221,7 +224,7 @@ fn described(
 }
 
 /// Asks the plugin's filter of `hook` for `value`; `None` when it fails or says nothing.
-async fn asked(link: &Link, hook: &str, value: Value, context: Value) -> Option<FilterAnswer> {
+async fn asked_filter(link: &Link, hook: &str, value: Value, context: Value) -> Option<FilterAnswer> {
     let request = FilterRequest {
         hook,
         value,
@@ -249,7 +252,7 @@ pub(super) fn entry_recording(
             }
             let value = recordable.command.to_json();
             let context = json!({"run": recording.run, "turn": recording.turn});
-            let answer = asked(&reach.link, "entry.recording", value, context).await;
+            let answer = asked_filter(&reach.link, "entry.recording", value, context).await;
             if let Some(refused) = answer.and_then(|answer| answer.refuse) {
                 let status = EntryStatus::from_code(i32::from(refused.status))
                     .unwrap_or(EntryStatus::Forbidden);
@@ -272,7 +275,7 @@ pub(super) fn llm_request(
                 return messages;
             }
             let value = serde_json::to_value(&messages).unwrap_or(Value::Null);
-            let answer = asked(&reach.link, "llm.request", value, llm_context(call)).await;
+            let answer = asked_filter(&reach.link, "llm.request", value, llm_context(call)).await;
             answer
                 .and_then(|answer| answer.value)
                 .and_then(|value| serde_json::from_value(value).ok())
@@ -292,11 +295,96 @@ pub(super) fn llm_response(
             if !reach.project(call.project) {
                 return reply;
             }
-            let answer = asked(&reach.link, "llm.response", json!(reply), llm_context(call)).await;
+            let answer = asked_filter(&reach.link, "llm.response", json!(reply), llm_context(call)).await;
             match answer.and_then(|answer| answer.value) {
                 Some(Value::String(filtered)) => filtered,
                 _ => reply,
             }
+        }
+        .boxed()
+    }
+}
+
+/// A `run.config` filter: it may rewrite any of the settings it is given, or refuse.
+pub(super) fn run_config(
+    reach: Arc<Reach>,
+) -> impl Fn(RunRequest, RunAsked) -> BoxFuture<'static, RunRequest> + Send + Sync {
+    move |mut request, asked| {
+        let reach = Arc::clone(&reach);
+        async move {
+            if request.refusal.is_some() || !reach.project(asked.project) {
+                return request;
+            }
+            let value = serde_json::to_value(RunSettings::of(&request)).unwrap_or(Value::Null);
+            let context = json!({"project": asked.project});
+            let Some(answer) = asked_filter(&reach.link, "run.config", value, context).await else {
+                return request;
+            };
+            if let Some(refused) = answer.refuse {
+                request.refusal = Some(refused.message);
+                return request;
+            }
+            if let Some(settings) = answer
+                .value
+                .and_then(|value| serde_json::from_value::<RunSettings>(value).ok())
+            {
+                settings.apply_to(&mut request);
+            }
+            request
+        }
+        .boxed()
+    }
+}
+
+/// A `budget.enforce` filter: the window a packet must fit (`null`: none known).
+pub(super) fn budget_enforce(
+    reach: Arc<Reach>,
+) -> impl Fn(u64, Measuring) -> BoxFuture<'static, u64> + Send + Sync {
+    move |limit, measuring| {
+        let reach = Arc::clone(&reach);
+        async move {
+            if !reach.project(measuring.project) {
+                return limit;
+            }
+            let value = (limit != u64::MAX).then_some(limit);
+            let context = json!({
+                "project": measuring.project,
+                "run": measuring.run,
+                "turn": measuring.turn,
+                "measured": measuring.measured,
+            });
+            let answer = asked_filter(&reach.link, "budget.enforce", json!(value), context).await;
+            answer
+                .and_then(|answer| answer.value)
+                .and_then(|value| value.as_u64())
+                .unwrap_or(limit)
+        }
+        .boxed()
+    }
+}
+
+/// A `turn.proposing` filter: the proposals offered to the clients.
+pub(super) fn turn_proposing(
+    reach: Arc<Reach>,
+) -> impl Fn(Vec<ProposedEntry>, Proposing) -> BoxFuture<'static, Vec<ProposedEntry>> + Send + Sync
+{
+    move |offered, proposing| {
+        let reach = Arc::clone(&reach);
+        async move {
+            if !reach.run(proposing.run) {
+                return offered;
+            }
+            let value = serde_json::to_value(&offered).unwrap_or(Value::Null);
+            let context = json!({
+                "project": proposing.project,
+                "run": proposing.run,
+                "turn": proposing.turn,
+            });
+            let answer = asked_filter(&reach.link, "turn.proposing", value, context).await;
+            answer
+                .and_then(|answer| answer.value)
+                .and_then(|value| serde_json::from_value(value).ok())
+                .unwrap_or(offered)
         }
         .boxed()
     }

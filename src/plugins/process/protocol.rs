@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::access::Role;
+use crate::db::enums::LoopMode;
+use crate::plugins::filters::RunRequest;
 
 /// The protocol version rummy speaks, sent in `initialize`.
 pub(crate) const PROTOCOL_VERSION: u32 = 1;
@@ -202,6 +204,56 @@ pub(crate) struct FilterRefusal {
 
 fn forbidden() -> u16 {
     403
+}
+
+/// A run's settings as a `run.config` filter is given them, and answers them (a setting
+/// left out of the answer stays as it was; `mode` may only become `ask`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct RunSettings {
+    pub mode: Option<String>,
+    pub model: Option<String>,
+    pub temperature: Option<f64>,
+    pub context_limit: Option<i64>,
+    pub persona: Option<String>,
+    pub no_repo: Option<bool>,
+    pub no_interaction: Option<bool>,
+    pub no_web: Option<bool>,
+    pub no_proposals: Option<bool>,
+}
+
+impl RunSettings {
+    /// What a filter is given of `request`.
+    pub(crate) fn of(request: &RunRequest) -> RunSettings {
+        RunSettings {
+            mode: Some(request.mode.as_str().to_owned()),
+            model: Some(request.model.clone()),
+            temperature: request.temperature,
+            context_limit: request.context_limit,
+            persona: request.persona.clone(),
+            no_repo: Some(request.no_repo),
+            no_interaction: Some(request.no_interaction),
+            no_web: Some(request.no_web),
+            no_proposals: Some(request.no_proposals),
+        }
+    }
+
+    /// Writes the settings the answer gives into `request`.
+    pub(crate) fn apply_to(self, request: &mut RunRequest) {
+        if self.mode.as_deref() == Some("ask") {
+            request.mode = LoopMode::Ask;
+        }
+        if let Some(model) = self.model {
+            request.model = model;
+        }
+        request.temperature = self.temperature.or(request.temperature);
+        request.context_limit = self.context_limit.or(request.context_limit);
+        request.persona = self.persona.or(request.persona.take());
+        request.no_repo = self.no_repo.unwrap_or(request.no_repo);
+        request.no_interaction = self.no_interaction.unwrap_or(request.no_interaction);
+        request.no_web = self.no_web.unwrap_or(request.no_web);
+        request.no_proposals = self.no_proposals.unwrap_or(request.no_proposals);
+    }
 }
 
 /// `method/call`'s params.
