@@ -136,11 +136,16 @@ async fn publish_proposals(
             .filter::<TurnProposing>(&mut offered, &proposing)
             .await;
         let same_paths = offered.len() == fresh.len()
-            && offered.iter().zip(&fresh).all(|(offered, recorded)| offered.path == recorded.path);
+            && offered
+                .iter()
+                .zip(&fresh)
+                .all(|(offered, recorded)| offered.path == recorded.path);
         if same_paths {
             fresh = offered;
         } else {
-            tracing::warn!("a turn.proposing filter dropped, added or moved a proposal; offered as recorded");
+            tracing::warn!(
+                "a turn.proposing filter dropped, added or moved a proposal; offered as recorded"
+            );
         }
     }
     agent.hubs.publish(

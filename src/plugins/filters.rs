@@ -15,8 +15,8 @@ use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::db::enums::{EntryStatus, LoopMode};
-use crate::hub::notifications::ProposedEntry;
 use crate::db::ids::{ProjectId, RunId};
+use crate::hub::notifications::ProposedEntry;
 use crate::llm::ChatMessage;
 use crate::parser::Command;
 

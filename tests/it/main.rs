@@ -22,6 +22,7 @@ mod container;
 mod durability;
 mod entry_changed;
 mod fairness;
+mod guardrails;
 mod hostile;
 mod instances;
 mod lifecycle;

@@ -40,7 +40,11 @@ pub(super) enum Measured {
 
 /// `window` after the `budget.enforce` filters, which may only lower it (an unknown window
 /// is no limit until a filter gives one; a window is at least 1 token).
-async fn enforced(agent: &AgentContext, window: ContextWindow, measuring: Measuring) -> ContextWindow {
+async fn enforced(
+    agent: &AgentContext,
+    window: ContextWindow,
+    measuring: Measuring,
+) -> ContextWindow {
     if !agent.plugins.has_filters::<BudgetEnforce>() {
         return window;
     }

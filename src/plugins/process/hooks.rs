@@ -15,16 +15,16 @@ use serde_json::{json, Value};
 
 use super::link::{CallError, Link};
 use super::protocol::{
-    FilterAnswer, FilterRequest, MethodDecl, MethodRequest, RunSettings, SectionAnswer, SectionRequest, EVENT,
-    FILTER_APPLY, METHOD_CALL, SECTION_RENDER,
+    FilterAnswer, FilterRequest, MethodDecl, MethodRequest, RunSettings, SectionAnswer,
+    SectionRequest, EVENT, FILTER_APPLY, METHOD_CALL, SECTION_RENDER,
 };
 use crate::access::Role;
 use crate::db::enums::EntryStatus;
 use crate::db::ids::{ProjectId, RunId};
+use crate::hub::notifications::ProposedEntry;
 use crate::llm::ChatMessage;
 use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
 use crate::plugins::events::{Event, Hook, Observer};
-use crate::hub::notifications::ProposedEntry;
 use crate::plugins::filters::{
     LlmCall, Measuring, Proposing, Recordable, Recording, Refusal, RunAsked, RunRequest,
 };
@@ -224,7 +224,12 @@ fn described(
 }
 
 /// Asks the plugin's filter of `hook` for `value`; `None` when it fails or says nothing.
-async fn asked_filter(link: &Link, hook: &str, value: Value, context: Value) -> Option<FilterAnswer> {
+async fn asked_filter(
+    link: &Link,
+    hook: &str,
+    value: Value,
+    context: Value,
+) -> Option<FilterAnswer> {
     let request = FilterRequest {
         hook,
         value,
@@ -295,7 +300,8 @@ pub(super) fn llm_response(
             if !reach.project(call.project) {
                 return reply;
             }
-            let answer = asked_filter(&reach.link, "llm.response", json!(reply), llm_context(call)).await;
+            let answer =
+                asked_filter(&reach.link, "llm.response", json!(reply), llm_context(call)).await;
             match answer.and_then(|answer| answer.value) {
                 Some(Value::String(filtered)) => filtered,
                 _ => reply,

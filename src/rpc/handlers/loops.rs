@@ -172,7 +172,9 @@ async fn configured(
     };
     plugins.filter::<RunConfig>(&mut request, &asked).await;
     if let Some(refusal) = request.refusal {
-        return Err(AppError::InvalidParam(format!("A plugin refused the run: {refusal}")));
+        return Err(AppError::InvalidParam(format!(
+            "A plugin refused the run: {refusal}"
+        )));
     }
     let mode = match request.mode {
         LoopMode::Ask => LoopMode::Ask,
