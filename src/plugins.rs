@@ -41,6 +41,6 @@ pub use plugin::{Plugin, Registrar};
 pub use crate::access::Role;
 pub use crate::context::packet::{Bucket, MessageBuilder};
 pub use crate::context::view::EntryView;
-pub use crate::db::enums::{EntryStatus, LoopMode};
+pub use crate::db::enums::{CallPurpose, EntryStatus, LoopMode};
 pub use crate::hub::notifications::NotifyLevel;
 pub use crate::parser::{Command, TagSpec, TaggedText};

@@ -14,7 +14,7 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::Value;
 
-use crate::db::enums::{EntryStatus, LoopMode};
+use crate::db::enums::{CallPurpose, EntryStatus, LoopMode};
 use crate::db::ids::{ProjectId, RunId};
 use crate::hub::notifications::ProposedEntry;
 use crate::llm::ChatMessage;
@@ -130,11 +130,12 @@ impl<H: FilterHook> FilterChain<H> {
 /// a flag set, an `act` made an `ask`) or refuse the call.
 pub struct RunConfig;
 
-/// `llm.request` (the seeds' `llm.messages`): the messages of a turn's LLM request, before
-/// it is sent.
+/// `llm.request` (the seeds' `llm.messages`): the messages of each model call (a turn's,
+/// or memory's beside the turns), before it is sent.
 pub struct LlmMessages;
 
-/// `llm.response`: the model's raw reply, before it is parsed and recorded.
+/// `llm.response`: the model's raw reply to each call, before it is parsed (a turn's) or
+/// read (memory's).
 pub struct LlmResponse;
 
 /// `entry.recording`: each command of a model's reply (or a client's tool call), before it
@@ -248,13 +249,16 @@ pub struct Proposing {
     pub turn: i32,
 }
 
-/// The turn an LLM call belongs to.
+/// The model call a request or reply belongs to: a turn's, or one beside the turns
+/// (memory's sidecar calls).
 #[derive(Debug, Clone, Copy)]
 pub struct LlmCall {
     pub project: ProjectId,
     pub run: RunId,
-    /// The run-wide turn number.
+    /// The run-wide turn number (of the latest turn, for a call beside the turns).
     pub turn: i32,
+    /// What the call is for.
+    pub purpose: CallPurpose,
 }
 
 /// The turn a reply's commands are recorded in.
@@ -335,6 +339,7 @@ mod tests {
         project: ProjectId(1),
         run: RunId(1),
         turn: 1,
+        purpose: CallPurpose::Turn,
     };
 
     fn appending(text: &'static str) -> Arc<FilterFn<LlmResponse>> {

@@ -1,18 +1,20 @@
 //! The guardrail hooks, for in-process plugins and plugin processes alike: `run.config`
 //! clamps or refuses an `ask`/`act`'s settings, `budget.enforce` lowers the window a
-//! turn's packet must fit, `turn.proposing` rewrites what clients are offered, and
-//! `entry.recording` refuses a command with a status of its own.
+//! turn's packet must fit, `turn.proposing` rewrites what clients are offered,
+//! `entry.recording` refuses a command with a status of its own, and `llm.request` sees
+//! every model call, memory's sidecar calls too.
 
 use std::path::PathBuf;
 
 use futures_util::FutureExt;
-use rummy::plugins::filters::{EntryRecording, Refusal, RunConfig};
+use rummy::plugins::filters::{EntryRecording, LlmMessages, Refusal, RunConfig};
 use rummy::plugins::{EntryStatus, LoopMode, Plugin, Registrar};
 use rummy::testing::fake_llm::{FakeLlm, Step};
 use serde_json::json;
 
+use crate::session_notes::{learning, notes, NOTES_ON};
 use crate::stored::entry_named;
-use crate::support::{system_message, TestApp};
+use crate::support::{eventually, system_message, TestApp};
 
 /// `python3 tests/plugins/clamp.py` with `args`, as a `RUMMY_PLUGIN_<NAME>` line.
 fn clamp(args: &str) -> String {
@@ -159,4 +161,59 @@ async fn an_in_process_plugin_makes_an_act_an_ask_and_refuses_a_command_with_its
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0].1, 422, "{refused:?}");
     assert_eq!(llm.requests().len(), 2, "the loop went on");
+}
+
+/// Marks each model call's system message with what the call is for.
+struct Marker;
+
+impl Plugin for Marker {
+    fn name(&self) -> &'static str {
+        "marker"
+    }
+
+    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+        registrar.filter::<LlmMessages>(100, |messages, call| {
+            if let Some(system) = messages.first_mut() {
+                let purpose = call.purpose.as_str();
+                system.content.push_str(&format!("\n<!-- {purpose} -->"));
+            }
+        });
+    }
+}
+
+#[actix_web::test]
+async fn llm_request_filters_see_every_model_call_the_sidecars_too() {
+    let llm = FakeLlm::start([
+        learning("auth"),
+        notes("Fix login", "auth tokens", "Use JWT bearer tokens."),
+        Step::reply("<summarize>Done.</summarize>"),
+        notes("Fix login, done", "auth tokens", "Use JWT bearer tokens."),
+    ]);
+    let app = TestApp::with_llm_and_tools(&llm, &NOTES_ON, |plugins| plugins.plugin(Marker)).await;
+    let (mut client, _) = app.client_in_project("marked").await;
+    let result = client
+        .ok("ask", json!({"model": "fake", "prompt": "Fix the login."}))
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    let requests = eventually("the loop end's refresh", async || {
+        let requests = llm.requests();
+        (requests.len() == 4).then_some(requests)
+    })
+    .await;
+    let marks: Vec<String> = requests
+        .iter()
+        .map(|request| {
+            let system = system_message(request);
+            system.rsplit('\n').next().unwrap_or_default().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            "<!-- turn -->",
+            "<!-- session_notes -->",
+            "<!-- turn -->",
+            "<!-- session_notes -->"
+        ]
+    );
 }

@@ -54,7 +54,17 @@ pub(super) async fn call_model(
         turn,
         iteration: input.iteration,
     });
-    let call = LlmCall { project, run, turn };
+    let purpose = if input.config.delegation_depth > 0 {
+        CallPurpose::Subagent
+    } else {
+        CallPurpose::Turn
+    };
+    let call = LlmCall {
+        project,
+        run,
+        turn,
+        purpose,
+    };
     let packet = &measured.packet;
     let mut messages = vec![
         ChatMessage::system(packet.system.clone()),
@@ -75,11 +85,7 @@ pub(super) async fn call_model(
         run,
         loop_id: Some(input.loop_row.id),
         turn,
-        purpose: if input.config.delegation_depth > 0 {
-            CallPurpose::Subagent
-        } else {
-            CallPurpose::Turn
-        },
+        purpose,
     };
     let mut response = agent.llm.complete(request, this_turn, cancel).await?;
     if let Some(refusal) = response

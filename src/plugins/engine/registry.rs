@@ -643,6 +643,7 @@ mod tests {
             project: ProjectId(1),
             run: RunId(1),
             turn: 1,
+            purpose: crate::db::enums::CallPurpose::Turn,
         };
         let reply = async |plugins: &Plugins| {
             let mut reply = String::new();

@@ -397,7 +397,12 @@ pub(super) fn turn_proposing(
 }
 
 fn llm_context(call: LlmCall) -> Value {
-    json!({"project": call.project, "run": call.run, "turn": call.turn})
+    json!({
+        "project": call.project,
+        "run": call.run,
+        "turn": call.turn,
+        "purpose": call.purpose.as_str(),
+    })
 }
 
 /// The texts of a plugin's sections, by section and run.
