@@ -368,23 +368,33 @@ async fn a_plugin_method_is_refused_to_a_role_below_its_own() {
     assert_eq!(code, -32005, "a viewer may not call a member's method");
 }
 
-#[actix_web::test]
-async fn the_node_example_plugin_adds_a_tool_and_a_method() {
-    let llm = FakeLlm::start([
-        Step::reply("<shout>hello there</shout><update>shouted</update>"),
-        Step::reply("<summarize>done</summarize>"),
-    ]);
-    let line = format!("node {}", program("shout.js"));
-    let app = TestApp::with_llm(&llm, &[("RUMMY_PLUGIN_SHOUT", line.as_str())]).await;
-    let (mut client, _) = app.client_in_project("loud").await;
-    let result = client
-        .ok("ask", json!({"model": "fake", "prompt": "shout"}))
-        .await;
-    let run = result["run"].as_str().unwrap();
-    let shouted = entries(&app, &mut client, run, "shout://*").await;
-    assert_eq!(shouted[0].1, 200);
-    assert_eq!(shouted[0].2, "HELLO THERE");
-    assert_eq!(client.ok("shout/ping", json!({})).await, json!("pong"));
+/// The example in another language: needs node, which `tests/run.sh` installs.
+mod node {
+    use rummy::testing::fake_llm::{FakeLlm, Step};
+    use serde_json::json;
+
+    use super::{entries, program};
+    use crate::support::TestApp;
+
+    #[actix_web::test]
+    #[ignore = "needs node: tests/run.sh runs it (plugin_processes::node::)"]
+    async fn the_node_example_plugin_adds_a_tool_and_a_method() {
+        let llm = FakeLlm::start([
+            Step::reply("<shout>hello there</shout><update>shouted</update>"),
+            Step::reply("<summarize>done</summarize>"),
+        ]);
+        let line = format!("node {}", program("shout.js"));
+        let app = TestApp::with_llm(&llm, &[("RUMMY_PLUGIN_SHOUT", line.as_str())]).await;
+        let (mut client, _) = app.client_in_project("loud").await;
+        let result = client
+            .ok("ask", json!({"model": "fake", "prompt": "shout"}))
+            .await;
+        let run = result["run"].as_str().unwrap();
+        let shouted = entries(&app, &mut client, run, "shout://*").await;
+        assert_eq!(shouted[0].1, 200);
+        assert_eq!(shouted[0].2, "HELLO THERE");
+        assert_eq!(client.ok("shout/ping", json!({})).await, json!("pong"));
+    }
 }
 
 #[test]
