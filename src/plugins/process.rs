@@ -2,42 +2,45 @@
 //! (`declaration`), started by rummy, which speaks JSON-RPC 2.0 with it over its stdin and
 //! stdout (`protocol`; the process kept running, restarted and disabled by `link`). At its
 //! handshake it declares what it adds, and that is registered through the same
-//! [`Registrar`] as an in-process plugin's: tools (`tool`), observers, filters, packet
-//! sections and RPC methods (`hooks`), so the engine knows no second kind of plugin.
+//! [`Registrar`] as an in-process plugin's: tools (`tool`), an observer (`reach`, which also
+//! learns which runs and projects the plugin serves), filters (`filter`), packet sections
+//! (`section`) and RPC methods (`method`), so the engine knows no second kind of plugin.
 //! `plugins/status` tells a client how each process is. A plugin whose handshake fails at
 //! start adds nothing (its state says why).
 
 mod declaration;
-mod hooks;
+mod filter;
 mod link;
+mod method;
 mod protocol;
+mod reach;
+mod section;
+mod status;
 mod tool;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use serde::Serialize;
 
 pub(crate) use declaration::{load as declarations, Declaration};
-use hooks::{ProcessMethod, ProcessObserver, ProcessSection, Reach, SectionRefresh};
-use link::Health;
 pub(crate) use link::Link;
+use method::ProcessMethod;
 use protocol::{Manifest, SectionChain};
+use reach::{ProcessObserver, Reach};
+use section::{ProcessSection, SectionRefresh};
+use status::{Status, StatusPlugin};
 use tool::ProcessTool;
 
-use crate::access::Role;
 use crate::config::PluginSettings;
 use crate::plugins::assembly::Chain;
 use crate::plugins::events::Hook;
 use crate::plugins::filters::{
     BudgetEnforce, EntryRecording, LlmMessages, LlmResponse, RunConfig, TurnProposing,
 };
-use crate::plugins::method::{MethodCall, MethodError, TypedMethod};
 use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::ConfiguredSet;
 use crate::plugins::Plugins;
-use crate::rpc::params::NoParams;
 
 /// The most plugin processes (a loop's are a 64-bit set).
 const MAX_PROCESSES: usize = 64;
@@ -156,19 +159,21 @@ impl Plugin for ProcessPlugin {
         for filter in manifest.filters {
             let reach = Arc::clone(&reach);
             match filter.hook.as_str() {
-                "entry.recording" => registrar
-                    .filter_async::<EntryRecording>(filter.priority, hooks::entry_recording(reach)),
+                "entry.recording" => registrar.filter_async::<EntryRecording>(
+                    filter.priority,
+                    filter::entry_recording(reach),
+                ),
                 "llm.request" => registrar
-                    .filter_async::<LlmMessages>(filter.priority, hooks::llm_request(reach)),
+                    .filter_async::<LlmMessages>(filter.priority, filter::llm_request(reach)),
                 "llm.response" => registrar
-                    .filter_async::<LlmResponse>(filter.priority, hooks::llm_response(reach)),
+                    .filter_async::<LlmResponse>(filter.priority, filter::llm_response(reach)),
                 "run.config" => {
-                    registrar.filter_async::<RunConfig>(filter.priority, hooks::run_config(reach))
+                    registrar.filter_async::<RunConfig>(filter.priority, filter::run_config(reach))
                 }
                 "budget.enforce" => registrar
-                    .filter_async::<BudgetEnforce>(filter.priority, hooks::budget_enforce(reach)),
+                    .filter_async::<BudgetEnforce>(filter.priority, filter::budget_enforce(reach)),
                 "turn.proposing" => registrar
-                    .filter_async::<TurnProposing>(filter.priority, hooks::turn_proposing(reach)),
+                    .filter_async::<TurnProposing>(filter.priority, filter::turn_proposing(reach)),
                 other => tracing::warn!(
                     plugin = name,
                     hook = other,
@@ -214,103 +219,6 @@ fn tool_name_fits(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-}
-
-/// What `plugins/status` reads of one plugin process.
-struct Status {
-    name: &'static str,
-    link: Option<Arc<Link>>,
-    manifest: Result<Manifest, String>,
-}
-
-/// `plugins/status`.
-struct StatusPlugin(Arc<Vec<Status>>);
-
-impl Plugin for StatusPlugin {
-    fn name(&self) -> &'static str {
-        "plugin_status"
-    }
-
-    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
-        registrar.method(StatusMethod(self.0));
-    }
-}
-
-struct StatusMethod(Arc<Vec<Status>>);
-
-/// One plugin process as `plugins/status` shows it.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StatusView {
-    name: &'static str,
-    /// `running`, `restarting`, `disabled`, or `stopped` (never started: disabled by
-    /// configuration, or its handshake failed).
-    state: &'static str,
-    /// What it calls itself and its version, from its handshake.
-    plugin: Option<String>,
-    version: Option<String>,
-    failures: u32,
-    restarts: u32,
-    error: Option<String>,
-}
-
-impl TypedMethod for StatusMethod {
-    type Params = NoParams;
-    type Output = Vec<StatusView>;
-
-    fn name(&self) -> &'static str {
-        "plugins/status"
-    }
-
-    fn description(&self) -> &'static str {
-        "The plugin processes: whether each runs, restarts after failures or is disabled."
-    }
-
-    fn role(&self) -> Role {
-        Role::Viewer
-    }
-
-    fn needs_init(&self) -> bool {
-        false
-    }
-
-    fn call(
-        &self,
-        _call: MethodCall,
-        _params: NoParams,
-    ) -> impl std::future::Future<Output = Result<Vec<StatusView>, MethodError>> + Send + 'static
-    {
-        let views = self
-            .0
-            .iter()
-            .map(|status| {
-                let (state, failures, restarts, error) = match (&status.link, &status.manifest) {
-                    (Some(link), Ok(_)) => {
-                        let (health, failures, restarts, error) = link.health();
-                        let state = match health {
-                            Health::Running => "running",
-                            Health::Restarting => "restarting",
-                            Health::Disabled => "disabled",
-                        };
-                        (state, failures, restarts, error)
-                    }
-                    (_, Err(error)) => ("stopped", 0, 0, Some(error.clone())),
-                    (None, Ok(_)) => ("stopped", 0, 0, None),
-                };
-                let manifest = status.manifest.as_ref().ok();
-                StatusView {
-                    name: status.name,
-                    state,
-                    plugin: manifest.map(|manifest| manifest.name.clone()),
-                    version: manifest.map(|manifest| manifest.version.clone()),
-                    failures,
-                    restarts,
-                    error,
-                }
-            })
-            .collect();
-        async move { Ok(views) }
-    }
 }
 
 impl Plugins {
