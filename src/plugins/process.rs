@@ -1,6 +1,7 @@
 //! Plugins as processes: a program in any language, declared by a line of configuration
 //! (`declaration`), started by rummy, which speaks JSON-RPC 2.0 with it over its stdin and
-//! stdout (`protocol`; the process kept running, restarted and disabled by `link`). At its
+//! stdout (`protocol`; the process kept running, restarted and disabled by `link`, its
+//! pipes read by `pipes`). At its
 //! handshake it declares what it adds, and that is registered through the same
 //! [`Registrar`] as an in-process plugin's: tools (`tool`), an observer (`reach`, which also
 //! learns which runs and projects the plugin serves), filters (`filter`), packet sections
@@ -12,6 +13,7 @@ mod declaration;
 mod filter;
 mod link;
 mod method;
+mod pipes;
 mod protocol;
 mod reach;
 mod section;

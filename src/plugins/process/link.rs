@@ -15,21 +15,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::declaration::Declaration;
+use super::pipes;
 use super::protocol::{Initialize, Manifest, INITIALIZE, PROTOCOL_VERSION};
 
-/// The longest line a plugin may write on stdout; a longer one is garbage.
-const MAX_LINE_BYTES: u64 = 4 << 20;
-/// The most characters of one stderr line logged.
-const STDERR_LINE_CHARS: usize = 400;
-/// The most stderr lines logged per process started; the rest are dropped (one notice).
-const STDERR_LINES: usize = 200;
 /// The first wait before a restart; it doubles with each failure in a row.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// The longest wait before a restart.
@@ -60,7 +54,8 @@ pub(crate) enum CallError {
 
 /// The process as it stands.
 enum Phase {
-    /// Not running: the next call after `retry_at` starts it.
+    /// Not running: started again once `retry_at` has passed (by the restart its failure
+    /// scheduled, or by a call).
     Stopped {
         retry_at: Instant,
     },
@@ -69,11 +64,10 @@ enum Phase {
 }
 
 /// What a client reads of a plugin's process (`plugins/status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Health {
     Running,
-    /// Failed; it starts again at its next call after the backoff.
+    /// Failed; it starts again after its backoff.
     Restarting,
     Disabled,
 }
@@ -90,10 +84,10 @@ struct State {
 }
 
 /// One running process.
-struct Process {
+pub(super) struct Process {
     /// Its place in the link's starts, so a late failure of a process already replaced is
     /// not counted twice.
-    generation: u64,
+    pub(super) generation: u64,
     lines: mpsc::UnboundedSender<String>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, CallError>>>>,
     /// Kills it.
@@ -305,7 +299,7 @@ impl Link {
 
     /// Counts a failure of the process of `generation` (`None`: one that did not start),
     /// once per process: it is killed, and the plugin waits out its backoff or is disabled.
-    fn failed(&self, generation: Option<u64>, error: &CallError) {
+    pub(super) fn failed(&self, generation: Option<u64>, error: &CallError) {
         let mut state = self.lock();
         if generation.is_some() && state.counted == generation {
             return;
@@ -403,12 +397,12 @@ impl Link {
                 }
             }
         });
-        tokio::spawn(read_answers(
+        tokio::spawn(pipes::read_answers(
             stdout,
             Arc::downgrade(&process),
             self.this.clone(),
         ));
-        tokio::spawn(log_stderr(stderr, declaration.name.clone()));
+        tokio::spawn(pipes::log_stderr(stderr, declaration.name.clone()));
         tokio::spawn(async move {
             tokio::select! {
                 () = stop.cancelled() => {
@@ -421,100 +415,11 @@ impl Link {
     }
 }
 
-fn lock_pending(
+pub(super) fn lock_pending(
     process: &Process,
 ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Result<Value, CallError>>>> {
     process
         .pending
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// One line of a plugin's stdout: an answer to a request.
-#[derive(Deserialize)]
-struct Answer {
-    id: Value,
-    #[serde(default)]
-    result: Option<Value>,
-    #[serde(default)]
-    error: Option<AnswerError>,
-}
-
-#[derive(Deserialize)]
-struct AnswerError {
-    #[serde(default)]
-    code: i64,
-    #[serde(default)]
-    message: String,
-}
-
-/// Hands each answer on stdout to its waiting call; at the end of stdout or on a line that
-/// is not an answer, fails every call waiting and counts the process's failure.
-async fn read_answers(stdout: impl AsyncRead + Unpin, process: Weak<Process>, link: Weak<Link>) {
-    let mut reader = BufReader::new(stdout);
-    let mut line = Vec::new();
-    let error = loop {
-        line.clear();
-        match (&mut reader)
-            .take(MAX_LINE_BYTES + 1)
-            .read_until(b'\n', &mut line)
-            .await
-        {
-            Ok(0) | Err(_) => break CallError::Crashed,
-            Ok(_) if line.last() != Some(&b'\n') && line.len() as u64 > MAX_LINE_BYTES => {
-                break CallError::Garbage(format!("a line over {MAX_LINE_BYTES} bytes"));
-            }
-            Ok(_) => {}
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let answer = match serde_json::from_slice::<Answer>(&line) {
-            Ok(answer) => answer,
-            Err(error) => break CallError::Garbage(error.to_string()),
-        };
-        let Some(process) = process.upgrade() else {
-            return;
-        };
-        let waiting = answer
-            .id
-            .as_u64()
-            .and_then(|id| lock_pending(&process).remove(&id));
-        let outcome = match (answer.error, answer.result) {
-            (Some(error), _) => Err(CallError::Answered {
-                code: error.code,
-                message: error.message,
-            }),
-            (None, result) => Ok(result.unwrap_or(Value::Null)),
-        };
-        if let Some(waiting) = waiting {
-            let _ = waiting.send(outcome);
-        }
-    };
-    let Some(process) = process.upgrade() else {
-        return;
-    };
-    if let Some(link) = link.upgrade() {
-        link.failed(Some(process.generation), &error);
-    }
-    for (_, waiting) in lock_pending(&process).drain() {
-        let _ = waiting.send(Err(error.clone()));
-    }
-}
-
-/// Logs each line of a plugin's stderr, cut to [`STDERR_LINE_CHARS`], at most
-/// [`STDERR_LINES`] of them.
-async fn log_stderr(stderr: impl AsyncRead + Unpin, plugin: String) {
-    let mut lines = BufReader::new(stderr).lines();
-    let mut logged = 0;
-    while let Ok(Some(line)) = lines.next_line().await {
-        if logged == STDERR_LINES {
-            tracing::info!(plugin, "plugin stderr: further lines are not logged");
-        }
-        logged += 1;
-        if logged <= STDERR_LINES {
-            let line: String = line.chars().take(STDERR_LINE_CHARS).collect();
-            tracing::info!(plugin, line, "plugin stderr");
-        }
-    }
 }
