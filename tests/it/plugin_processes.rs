@@ -2,8 +2,9 @@
 //! `tests/plugins/` (Python, standard library only; one in Node.js), declared by a variable
 //! or a file, add a tool the scripted model calls, a section it reads, an observer, a
 //! filter that refuses commands and a method a client calls. Plugins that crash, hang or
-//! write garbage are contained, restarted, then disabled; the configuration disables one
-//! and names the projects one serves. No plugin adds a model call.
+//! write garbage are contained, restarted, then disabled, and one that hangs delays no run
+//! of a project it does not serve; the configuration disables one and names the projects
+//! one serves. No plugin adds a model call.
 
 use std::path::PathBuf;
 
@@ -256,6 +257,51 @@ async fn a_plugin_that_hangs_is_contained_restarted_then_disabled() {
 #[actix_web::test]
 async fn a_plugin_that_writes_garbage_is_contained_restarted_then_disabled() {
     misbehaving_plugin_is_contained_restarted_then_disabled("garbage").await;
+}
+
+#[actix_web::test]
+async fn a_hanging_plugin_delays_no_run_of_a_project_it_does_not_serve() {
+    let llm = FakeLlm::start([
+        Step::reply("<flaky>x</flaky><update>trying</update>"),
+        Step::reply("<summarize>fast</summarize>"),
+        Step::reply("<summarize>slow</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let plugins = home.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let starts = home.path().join("starts");
+    let args = json!([
+        program("misbehaving.py"),
+        "hang",
+        starts.display().to_string()
+    ]);
+    let declaration = json!({"command": "python3", "args": args, "projects": ["slow"]});
+    std::fs::write(plugins.join("flaky.json"), declaration.to_string()).unwrap();
+    let mut env = crate::support::llm_env(&llm);
+    env.push(("RUMMY_PLUGINS_TIMEOUT_MS", "5000"));
+    let app = TestApp::start_in(home, &env, |plugins| plugins).await;
+    let (mut slow, _) = app.client_in_project("slow").await;
+    let (mut fast, _) = app.client_in_project("fast").await;
+    let waiting = slow
+        .send("ask", json!({"model": "fake", "prompt": "try it"}))
+        .await;
+    eventually("the slow run's turn reached the model", async || {
+        (llm.requests().len() == 1).then_some(())
+    })
+    .await;
+    let result = fast
+        .ok("ask", json!({"model": "fake", "prompt": "hello"}))
+        .await;
+    assert_eq!(result["status"], json!(200), "{result}");
+    let status = status_of(&mut fast, "flaky").await;
+    assert_eq!(
+        (&status["state"], &status["failures"]),
+        (&json!("running"), &json!(0)),
+        "the fast run ended while the plugin still hung: {status}"
+    );
+    let slow_result = slow.reply(&waiting).await;
+    assert_eq!(slow_result["result"]["status"], json!(200), "{slow_result}");
+    assert_eq!(status_of(&mut fast, "flaky").await["failures"], json!(1));
 }
 
 #[actix_web::test]
