@@ -107,6 +107,7 @@ async fn a_plugin_process_adds_a_tool_a_section_an_observer_and_a_method() {
         json!({"description": "The hooks observed so far.", "params": {}, "role": "member"})
     );
     let expected = [
+        "run.created",
         "loop.started",
         "turn.started",
         "entry.created",

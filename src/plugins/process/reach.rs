@@ -91,11 +91,9 @@ impl Observer for ProcessObserver {
             return;
         }
         let (run, project, mut fields) = described(event);
-        let served = match (run, project) {
-            (Some(run), _) => self.reach.run(run),
-            (None, Some(project)) => self.reach.project(project),
-            (None, None) => false,
-        };
+        // A new run (`run.created`) is known by its project before its first loop starts.
+        let served = run.is_some_and(|run| self.reach.run(run))
+            || project.is_some_and(|project| self.reach.project(project));
         if served {
             fields.insert("hook".into(), json!(hook.name()));
             self.reach.link.notify(EVENT, Value::Object(fields));
