@@ -6,6 +6,7 @@
 //! retention purge with the RPC log's pruning, the model seeds, and the recovery of the runs
 //! a stopped server left running.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,6 +45,7 @@ use crate::memory::Memory;
 use crate::metrics::Metrics;
 use crate::plugins::bundled::transcript::{self, Transcript};
 use crate::plugins::events::{Event, Hook};
+use crate::plugins::process::{self, ProcessPlugins};
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
@@ -131,15 +133,26 @@ fn hold_home(home: &Path, store: &Store) -> Result<Option<HomeLock>, HomeLockErr
 
 /// Holds the home (on a SQLite store), makes its `skills/` and `personas/` where missing and
 /// reads its MCP servers: file work, done on the blocking pool.
+/// What the home holds: its lock, the MCP servers and the plugin processes (those of
+/// `plugin_variables`, `RUMMY_PLUGIN_<NAME>`, too).
 fn read_home(
     home: &Path,
     store: &Store,
-) -> anyhow::Result<(Option<HomeLock>, Vec<mcp::config::ServerConfig>)> {
+    plugin_variables: &BTreeMap<String, String>,
+) -> anyhow::Result<HomeHolds> {
     let held = hold_home(home, store)?;
     std::fs::create_dir_all(home.join("skills"))?;
     std::fs::create_dir_all(home.join("personas"))?;
-    Ok((held, mcp::config::load(home)?))
+    let declared = process::declarations(home, plugin_variables)?;
+    Ok((held, mcp::config::load(home)?, declared))
 }
+
+/// The home's lock, its MCP servers and its plugin processes.
+type HomeHolds = (
+    Option<HomeLock>,
+    Vec<mcp::config::ServerConfig>,
+    Vec<process::Declaration>,
+);
 
 /// Where the store is: PostgreSQL when `RUMMY_DATABASE_URL` is set, else the SQLite file.
 pub fn store(settings: &Settings) -> Store {
@@ -162,13 +175,16 @@ pub async fn start_with(
     register: impl FnOnce(Plugins) -> Plugins,
 ) -> anyhow::Result<RunningServer> {
     let (home_dir, held) = (settings.storage.home.clone(), store(&settings));
-    let (home, mcp_servers) = web::block(move || read_home(&home_dir, &held)).await??;
+    let variables = settings.plugins.processes.clone();
+    let (home, mcp_servers, declared) =
+        web::block(move || read_home(&home_dir, &held, &variables)).await??;
     let mcp = McpServers::start(mcp_servers);
-    let plugins = register(
+    let processes = ProcessPlugins::start(declared, &settings.plugins).await;
+    let plugins = processes.register(register(
         bundled_plugins(&settings)
             .plugin(mcp.plugin())
             .plugin(Subagents),
-    );
+    ));
     for name in plugins.unknown_disabled() {
         tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
     }

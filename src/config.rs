@@ -136,6 +136,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_WEB_MAX_REDIRECTS", "web.max_redirects"),
     ("RUMMY_WEB_ALLOW_NETS", "web.allow_nets"),
     ("RUMMY_PLUGINS_DISABLED", "plugins.disabled"),
+    ("RUMMY_PLUGINS_TIMEOUT_MS", "plugins.timeout_ms"),
+    ("RUMMY_PLUGINS_MAX_FAILURES", "plugins.max_failures"),
     ("RUMMY_MEMORY_RECALL_TOKENS", "memory.recall_tokens"),
     ("RUMMY_MEMORY_SESSION_TOKENS", "memory.session_tokens"),
     (
@@ -166,6 +168,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
 
 /// Prefix of the variables that seed the model catalogue: `RUMMY_MODEL_<alias>=<actual>`.
 const MODEL_PREFIX: &str = "RUMMY_MODEL_";
+/// `RUMMY_PLUGIN_<NAME>=<command line>` declares a plugin process.
+const PLUGIN_PREFIX: &str = "RUMMY_PLUGIN_";
 /// Prefix of the variables that give a seeded model its context: `RUMMY_CONTEXT_<alias>=<n>`.
 const CONTEXT_PREFIX: &str = "RUMMY_CONTEXT_";
 /// `RUMMY_PRICE_<alias>=<input>,<cached input>,<output>`: a model's price, US dollars per
@@ -630,6 +634,14 @@ pub struct PluginSettings {
     /// the embedding binary adds).
     #[serde(deserialize_with = "comma_list")]
     pub disabled: Vec<String>,
+    /// How long a plugin process may take to answer one call, in milliseconds.
+    pub timeout_ms: u64,
+    /// Failures in a row after which a plugin process is disabled.
+    pub max_failures: u32,
+    /// The plugin processes `RUMMY_PLUGIN_<NAME>` declares: the name (lowercase) → its
+    /// command line.
+    #[serde(skip)]
+    pub processes: BTreeMap<String, String>,
 }
 
 /// Memory across runs.
@@ -785,6 +797,7 @@ impl Settings {
         settings.server.projects_dir = canonical_dirs(&settings.server.projects_dir)
             .map_err(|error| ConfigError::Invalid(format!("RUMMY_PROJECTS_DIR: {error}")))?;
         seed_models_from_env(&mut settings.models, &merged);
+        settings.plugins.processes = plugin_processes_from_env(&merged);
         price_models_from_env(&mut settings.models, &merged)?;
         settings.validate()?;
         Ok(settings)
@@ -984,6 +997,18 @@ fn read_dotenv(path: &Path) -> Result<HashMap<String, String>, ConfigError> {
                 path: path.to_path_buf(),
                 message: error.to_string(),
             })
+        })
+        .collect()
+}
+
+/// The plugin processes `RUMMY_PLUGIN_<NAME>=<command line>` declares, by lowercase name
+/// (an empty command line declares none).
+fn plugin_processes_from_env(env: &HashMap<String, String>) -> BTreeMap<String, String> {
+    env.iter()
+        .filter_map(|(key, command)| {
+            let name = key.strip_prefix(PLUGIN_PREFIX)?;
+            let declared = !name.is_empty() && !command.trim().is_empty();
+            declared.then(|| (name.to_ascii_lowercase(), command.trim().to_owned()))
         })
         .collect()
 }

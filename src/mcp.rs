@@ -30,7 +30,7 @@ use crate::db::ids::RunId;
 use crate::hub::ConnId;
 use crate::plugins::assembly::Chain;
 use crate::plugins::plugin::{Plugin, Registrar};
-use crate::plugins::policy::McpServerSet;
+use crate::plugins::policy::ConfiguredSet;
 use attached::{AttachError, Attached, ClientServer};
 use connection::Link;
 use server::Server;
@@ -125,11 +125,11 @@ impl McpServers {
     }
 
     /// The servers whose tools loops of `project` are offered.
-    pub(crate) fn enabled_for(&self, project: &str) -> McpServerSet {
+    pub(crate) fn enabled_for(&self, project: &str) -> ConfiguredSet {
         self.servers
             .iter()
             .filter(|server| server.config.serves(project))
-            .fold(McpServerSet::NONE, |set, server| match server.origin {
+            .fold(ConfiguredSet::NONE, |set, server| match server.origin {
                 server::Origin::Configured { index } => set.with(index),
                 server::Origin::Client => set,
             })

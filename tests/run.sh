@@ -8,7 +8,8 @@
 # those: the web console in Debian's chromium driven by Playwright for Python (apt-get
 # chromium; a venv in tests/console/.venv with tests/console/requirements.txt; `...
 # console_browser:: -- --ignored`, the part through nginx only when nginx is there), rummy behind the real nginx (`cargo test --locked --test it proxy:: --
-# --ignored`), `rummy acp` driven by the ACP TypeScript SDK (`... acp::ts:: -- --ignored`) and
+# --ignored`), `rummy acp` driven by the ACP TypeScript SDK (`... acp::ts:: -- --ignored`), the
+# Node.js example plugin (`... plugin_processes::node:: -- --ignored`) and
 # by the ACP Python SDK (`... acp::py:: -- --ignored`) and the end-to-end tests against the
 # LLM (`... e2e:: -- --ignored`); all of them are
 # #[ignore]d so that a plain `cargo test` never counts them as passed. As root it also runs
@@ -52,7 +53,7 @@ pg_cluster=""
 LLM_CONSEQUENCE="The end-to-end tests against the real LLM will NOT run."
 NGINX_CONSEQUENCE="The tests of rummy behind the real nginx (tests/it/proxy.rs) will NOT run."
 node_problem=""
-NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs, acp::ts::) will NOT run."
+NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs, acp::ts::) and of the Node.js example plugin (plugin_processes::node::) will NOT run."
 console_problem=""
 CONSOLE_CONSEQUENCE="The tests of the web console in a real browser (tests/it/console_browser.rs) will NOT run."
 python_sdk_problem=""
@@ -324,6 +325,9 @@ if [ -z "$node_problem" ]; then
   cargo test --locked --test it acp::ts:: -- --ignored
   acp_status=$?
   [ "$status" = 0 ] && status=$acp_status
+  cargo test --locked --test it plugin_processes::node:: -- --ignored
+  node_plugin_status=$?
+  [ "$status" = 0 ] && status=$node_plugin_status
 fi
 if [ -z "$python_sdk_problem" ]; then
   cargo test --locked --test it acp::py:: -- --ignored
@@ -349,7 +353,7 @@ fi
 stop_llm
 if start_postgres; then
   echo "running the integration suite and the tests of PostgreSQL alone against PostgreSQL" >&2
-  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp:: --skip container:: --skip console_browser::
+  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp:: --skip container:: --skip console_browser:: --skip plugin_processes::node::
   pg_status=$?
   [ "$status" = 0 ] && status=$pg_status
   cargo test --locked --lib -- --include-ignored

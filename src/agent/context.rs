@@ -83,6 +83,7 @@ impl AgentContext {
     ) -> ToolPolicy {
         ToolPolicy {
             mcp_servers: self.mcp.enabled_for(project),
+            plugin_processes: self.plugins.processes_serving(project),
             client_mcp: self.mcp.attached_to(run),
             subagents: config.delegation_depth < self.settings.agent.subagent_max_depth,
             ..config.policy(mode, self.settings.search_available())

@@ -9,6 +9,7 @@ use crate::db::ids::ProjectId;
 use crate::db::models::run::LoopRow;
 use crate::llm::CancellationToken;
 use crate::plugins::reflection::{Moment, Reflecting, ReflectionServices};
+use crate::plugins::Plugins;
 
 /// One loop's reflections, once its model is known.
 pub(crate) struct Reflector {
@@ -35,6 +36,7 @@ impl Reflector {
             services: ReflectionServices {
                 db: agent.db.clone(),
                 llm: agent.llm.clone(),
+                plugins: Plugins::clone(&agent.plugins),
                 cancel: cancel.clone(),
             },
             at: Reflecting {

@@ -19,6 +19,7 @@ use crate::hub::notifications::{
 };
 use crate::llm::ChatResponse;
 use crate::plugins::events::Event;
+use crate::plugins::filters::{Proposing, TurnProposing};
 
 /// What `run/state` and `run/proposal` report of the store, read at the end of a turn in
 /// the unit of work that ran the turn's commands.
@@ -68,7 +69,7 @@ pub(crate) struct TurnFacts<'a> {
 }
 
 /// Publishes `run/proposal` for the proposals this turn made, then `run/state`.
-pub(crate) fn publish_turn_state(
+pub(crate) async fn publish_turn_state(
     agent: &AgentContext,
     facts: TurnFacts<'_>,
     stored: StoredState,
@@ -76,7 +77,7 @@ pub(crate) fn publish_turn_state(
     response: &ChatResponse,
     packet: &Packet,
 ) {
-    publish_proposals(agent, &facts, &stored.unresolved);
+    publish_proposals(agent, &facts, &stored.unresolved).await;
     let telemetry = Telemetry {
         model_alias: input.model_alias.to_string(),
         model: if response.model.is_empty() {
@@ -103,9 +104,14 @@ pub(crate) fn publish_turn_state(
     );
 }
 
-/// Publishes `run/proposal` with the unresolved proposals made in this turn, if any.
-fn publish_proposals(agent: &AgentContext, facts: &TurnFacts<'_>, unresolved: &[UnresolvedRow]) {
-    let fresh: Vec<ProposedEntry> = unresolved
+/// Publishes `run/proposal` with the unresolved proposals made in this turn, if any, as
+/// the `turn.proposing` filters offer them (each path stays as recorded).
+async fn publish_proposals(
+    agent: &AgentContext,
+    facts: &TurnFacts<'_>,
+    unresolved: &[UnresolvedRow],
+) {
+    let mut fresh: Vec<ProposedEntry> = unresolved
         .iter()
         .filter(|row| row.turn == facts.turn)
         .map(|row| ProposedEntry {
@@ -117,6 +123,30 @@ fn publish_proposals(agent: &AgentContext, facts: &TurnFacts<'_>, unresolved: &[
         .collect();
     if fresh.is_empty() {
         return;
+    }
+    if agent.plugins.has_filters::<TurnProposing>() {
+        let proposing = Proposing {
+            project: facts.project,
+            run: facts.run,
+            turn: facts.turn,
+        };
+        let mut offered = fresh.clone();
+        agent
+            .plugins
+            .filter::<TurnProposing>(&mut offered, &proposing)
+            .await;
+        let same_paths = offered.len() == fresh.len()
+            && offered
+                .iter()
+                .zip(&fresh)
+                .all(|(offered, recorded)| offered.path == recorded.path);
+        if same_paths {
+            fresh = offered;
+        } else {
+            tracing::warn!(
+                "a turn.proposing filter dropped, added or moved a proposal; offered as recorded"
+            );
+        }
     }
     agent.hubs.publish(
         facts.project,

@@ -20,8 +20,9 @@ use crate::hedberg::WorkLimit;
 use crate::llm::CancellationToken;
 use crate::parser::healer::{ToolCall, TurnSignals};
 use crate::parser::Command;
-use crate::plugins::engine::dispatch::PreparedWork;
+use crate::plugins::engine::dispatch::{recordables, PreparedWork};
 use crate::plugins::events::Event;
+use crate::plugins::filters::Recording;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
 use apply::{apply, Prepared};
@@ -143,9 +144,19 @@ async fn execute_numbered_turn(
     } else {
         Box::new(BudgetGuard::in_window(window, measure))
     };
-    let work = gather(agent, &input, &policy, &parsed.commands, cancel).await?;
+    let recording = Recording {
+        run: input.run_id,
+        turn: Some(turn),
+    };
+    let commands = recordables(&agent.plugins, parsed.commands, recording).await;
+    let runnable: Vec<Command> = commands
+        .iter()
+        .filter(|recordable| recordable.refusal.is_none())
+        .map(|recordable| recordable.command.clone())
+        .collect();
+    let work = gather(agent, &input, &policy, &runnable, cancel).await?;
     let prepared = Prepared {
-        commands: parsed.commands,
+        commands,
         work,
         audit,
     };
@@ -167,7 +178,7 @@ async fn execute_numbered_turn(
         alias: &alias,
         turn,
     };
-    state::publish_turn_state(agent, facts, stored, &input, &response, &packet);
+    state::publish_turn_state(agent, facts, stored, &input, &response, &packet).await;
     agent.plugins.emit(Event::TurnCompleted {
         run: input.run_id,
         turn,

@@ -1,6 +1,6 @@
 //! Server → client notifications: typed payloads, named once, and their frames.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::BucketShare;
@@ -102,7 +102,7 @@ pub struct RunProposal {
 }
 
 /// One proposal as announced by `run/proposal`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProposedEntry {
     /// The proposal's entry path; echo it back in `run/resolve`.
     pub path: String,

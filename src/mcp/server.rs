@@ -31,7 +31,7 @@ pub(super) const CLIENT_TAG: &str = "mcp";
 /// Where a server comes from, and so which loops are offered it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Origin {
-    /// The `index`-th of `mcp.toml` (its bit in [`crate::plugins::policy::McpServerSet`]).
+    /// The `index`-th of `mcp.toml` (its bit in [`crate::plugins::policy::ConfiguredSet`]).
     Configured { index: usize },
     /// Attached to one run by a client (`run/mcp`), called by name under [`CLIENT_TAG`].
     Client,

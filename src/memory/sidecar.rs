@@ -5,12 +5,14 @@
 //! caller validates (`json_object` finds the JSON in it); its tokens are in no packet, but
 //! in the run's usage: the provider records each answered call with its purpose
 //! (`llm::CallFor`), so `run/state` and `getRun` show what it cost (a call that failed or
-//! timed out reported nothing and is not).
+//! timed out reported nothing and is not). Its request and reply pass the plugins'
+//! `llm.request` and `llm.response` filters, as a turn's do (`purpose` tells them apart).
 
 use std::time::Duration;
 
 use crate::db::enums::CallPurpose;
 use crate::llm::{CallFor, ChatMessage, ChatRequest, LlmError};
+use crate::plugins::filters::{LlmCall, LlmMessages, LlmResponse};
 use crate::plugins::reflection::{Reflecting, ReflectionServices};
 
 /// One sidecar question.
@@ -49,11 +51,22 @@ pub(super) async fn ask(
         turn: at.turn,
         purpose: call.purpose,
     };
+    let filtered = LlmCall {
+        project: at.project,
+        run: at.run,
+        turn: at.turn,
+        purpose: call.purpose,
+    };
+    let mut messages = vec![
+        ChatMessage::system(call.instructions),
+        ChatMessage::user(call.input),
+    ];
+    let plugins = &services.plugins;
+    plugins
+        .filter::<LlmMessages>(&mut messages, &filtered)
+        .await;
     let request = ChatRequest {
-        messages: vec![
-            ChatMessage::system(call.instructions),
-            ChatMessage::user(call.input),
-        ],
+        messages,
         model: call.model_actual,
         temperature: Some(0.0),
         max_tokens: Some(call.answer_tokens),
@@ -64,7 +77,9 @@ pub(super) async fn ask(
     )
     .await
     .map_err(|_| SidecarError::TimedOut(call.timeout))??;
-    Ok(answer.content)
+    let mut content = answer.content;
+    plugins.filter::<LlmResponse>(&mut content, &filtered).await;
+    Ok(content)
 }
 
 /// The outermost JSON object of an answer (a fenced block or text around it is ignored), if

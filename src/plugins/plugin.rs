@@ -10,9 +10,12 @@ use crate::plugins::assembly::{AssemblyFilter, Chain};
 use crate::plugins::clients::Clients;
 use crate::plugins::engine::registry::{Plugins, Registry};
 use crate::plugins::events::Observer;
-use crate::plugins::filters::{FilterFn, FilterHook};
-use crate::plugins::method::TypedMethod;
+use futures_util::future::BoxFuture;
+
+use crate::plugins::filters::{AsyncFilterFn, FilterFn, FilterHook};
+use crate::plugins::method::{PluginMethod, TypedMethod};
 use crate::plugins::preparation::Preparation;
+use crate::plugins::process::Link;
 use crate::plugins::reflection::Reflection;
 use crate::plugins::tool::{Tool, ToolSettings};
 
@@ -58,6 +61,23 @@ impl Registrar<'_> {
         self.registry.filters.register::<H>(priority, filter);
     }
 
+    /// A filter of hook `H` at `priority` that answers later (it is given a copy of the
+    /// value and answers the value to go on with), ordered as [`Registrar::filter`].
+    pub fn filter_async<H: FilterHook>(
+        &mut self,
+        priority: i32,
+        filter: impl Fn(H::Value, H::Context) -> BoxFuture<'static, H::Value> + Send + Sync + 'static,
+    ) {
+        let filter: Arc<AsyncFilterFn<H>> = Arc::new(filter);
+        self.registry.filters.register_async::<H>(priority, filter);
+    }
+
+    /// Whether a tool of this name is registered already (a plugin from outside the
+    /// crate may refuse to replace it).
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.registry.has_tool(name)
+    }
+
     /// Work on the store before each turn's packet is assembled.
     pub fn preparation(&mut self, preparation: impl Preparation + 'static) {
         self.registry.preparations.register(Arc::new(preparation));
@@ -71,6 +91,17 @@ impl Registrar<'_> {
     /// An RPC method, listed by `discover`.
     pub fn method(&mut self, method: impl TypedMethod) {
         self.registry.add_method(Arc::new(method));
+    }
+
+    /// An RPC method already erased (a plugin process's, whose params are its own).
+    pub(crate) fn method_erased(&mut self, method: Arc<dyn PluginMethod>) {
+        self.registry.add_method(method);
+    }
+
+    /// The plugin process at `index` among those declared: the projects it serves decide
+    /// its bit in each loop's policy.
+    pub(crate) fn process(&mut self, index: usize, link: Arc<Link>) {
+        self.registry.processes.push((index, link));
     }
 
     /// The clients of every project, to send `ui/render` and `ui/notify` (keep a clone).

@@ -16,7 +16,9 @@ pub struct ToolPolicy {
     /// A search backend is configured (otherwise `search` is not offered).
     pub search_available: bool,
     /// The MCP servers the loop's project uses (`$RUMMY_HOME/mcp.toml`).
-    pub mcp_servers: McpServerSet,
+    pub mcp_servers: ConfiguredSet,
+    /// The plugin processes that serve the loop's project (by their place among them).
+    pub plugin_processes: ConfiguredSet,
     /// A client attached MCP servers to the loop's run (`run/mcp`).
     pub client_mcp: bool,
     /// The loop may hand sub-tasks to sub-agents (its run is less deep than
@@ -27,17 +29,18 @@ pub struct ToolPolicy {
     pub optional_tools: bool,
 }
 
-/// A set of MCP servers, by their place in the configuration (at most 64).
+/// A set of MCP servers or plugin processes, by their place in the configuration (at most
+/// 64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct McpServerSet(u64);
+pub struct ConfiguredSet(u64);
 
-impl McpServerSet {
+impl ConfiguredSet {
     /// No server.
-    pub const NONE: McpServerSet = McpServerSet(0);
+    pub const NONE: ConfiguredSet = ConfiguredSet(0);
 
     /// This set and the `index`-th server (an index past 63 adds none).
-    pub fn with(self, index: usize) -> McpServerSet {
-        McpServerSet(self.0 | bit(index))
+    pub fn with(self, index: usize) -> ConfiguredSet {
+        ConfiguredSet(self.0 | bit(index))
     }
 
     /// Whether the `index`-th server is in the set.
@@ -63,7 +66,8 @@ impl ToolPolicy {
             no_web: false,
             no_proposals: false,
             search_available: false,
-            mcp_servers: McpServerSet::NONE,
+            mcp_servers: ConfiguredSet::NONE,
+            plugin_processes: ConfiguredSet::NONE,
             client_mcp: false,
             subagents: true,
             optional_tools: true,
@@ -73,11 +77,11 @@ impl ToolPolicy {
 
 #[cfg(test)]
 mod tests {
-    use super::McpServerSet;
+    use super::ConfiguredSet;
 
     #[test]
     fn a_server_set_holds_the_servers_added_and_no_others() {
-        let set = McpServerSet::NONE.with(0).with(63).with(64);
+        let set = ConfiguredSet::NONE.with(0).with(63).with(64);
         let held: Vec<usize> = (0..70).filter(|index| set.contains(*index)).collect();
         assert_eq!(held, [0, 63]);
     }

@@ -16,6 +16,7 @@ use futures_util::future::BoxFuture;
 use crate::db::ids::{LoopId, ProjectId, RunId};
 use crate::db::DbHandle;
 use crate::llm::{CancellationToken, LlmProviders};
+use crate::plugins::Plugins;
 
 /// When a reflection is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +56,8 @@ pub struct Reflecting {
 pub struct ReflectionServices {
     pub db: DbHandle,
     pub llm: LlmProviders,
+    /// The plugins, whose `llm.request` and `llm.response` filters a model call passes.
+    pub plugins: Plugins,
     /// The loop's; a reflection's model call drops when the loop is aborted.
     pub cancel: CancellationToken,
 }

@@ -32,7 +32,7 @@ pub(crate) async fn call(
                     method: method.name(),
                     project,
                 };
-                plugins.filter::<RpcResult>(&mut reply.result, &call);
+                plugins.filter::<RpcResult>(&mut reply.result, &call).await;
             }
             outcome
         }

@@ -48,7 +48,8 @@ impl UtcTime {
         format!("{}Z", self.stored().replacen(' ', "T", 1))
     }
 
-    /// A time the store wrote (`YYYY-MM-DD HH:MM:SS`), or `None`.
+    /// A time the store wrote (`YYYY-MM-DD HH:MM:SS`), or `None`: how tests fix the clock.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn parse_stored(text: &str) -> Option<UtcTime> {
         let number = |range: std::ops::Range<usize>| -> Option<i64> {
             let digits = text.get(range)?;

@@ -379,14 +379,14 @@ impl Plugin for Rewriter {
         registrar.filter::<LlmResponse>(100, |reply, _| {
             *reply = reply.replace("hello there", "filtered");
         });
-        registrar.filter::<EntryRecording>(100, |command, _| {
-            if let Command::Update(text) = command {
+        registrar.filter::<EntryRecording>(100, |recordable, _| {
+            if let Command::Update(text) = &mut recordable.command {
                 text.push_str(" loudly");
             }
         });
-        registrar.filter::<EntryRecording>(200, |command, _| {
-            if let Command::Summarize(_) = command {
-                *command = Command::Other {
+        registrar.filter::<EntryRecording>(200, |recordable, _| {
+            if let Command::Summarize(_) = recordable.command {
+                recordable.command = Command::Other {
                     name: "nosuch".into(),
                     content: TaggedText {
                         body: String::new(),

@@ -22,6 +22,7 @@ use crate::parser::Command;
 use crate::plugins::engine::dispatch::{
     dispatch_gated, DispatchOutcome, PreparedWork, ResponseTurn,
 };
+use crate::plugins::filters::Recordable;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
 use crate::plugins::Plugins;
@@ -29,7 +30,8 @@ use crate::plugins::Plugins;
 /// A reply's commands with the work prepared for them beside the writer (body searches,
 /// edits, what their tools gathered), and the turn's audit copies.
 pub(super) struct Prepared {
-    pub commands: Vec<Command>,
+    /// After the `entry.recording` filters.
+    pub commands: Vec<Recordable>,
     pub work: PreparedWork,
     pub audit: TurnAudit,
 }
@@ -59,8 +61,12 @@ pub(super) async fn apply(
         policy,
         project_root: input.project_root.to_path_buf(),
     };
-    let healed = healed_status(&plugins, content, &commands);
-    let calls: Vec<ToolCall> = commands.iter().map(tool_call).collect();
+    let written: Vec<&Command> = commands
+        .iter()
+        .map(|recordable| &recordable.command)
+        .collect();
+    let healed = healed_status(&plugins, content, &written);
+    let calls: Vec<ToolCall> = written.into_iter().map(tool_call).collect();
     let (run_id, loop_id) = (input.run_id, input.loop_row.id);
     // A dispatch that fails rolled back its own savepoint; its refusal keeps the audit
     // copies, the store's failure rolls them back too.
@@ -89,8 +95,8 @@ pub(super) async fn apply(
 }
 
 /// The status the reply stands for when it gave neither summarize nor update.
-fn healed_status(plugins: &Plugins, content: &str, commands: &[Command]) -> HealedStatus {
-    let names: Vec<&str> = commands.iter().map(Command::name).collect();
+fn healed_status(plugins: &Plugins, content: &str, commands: &[&Command]) -> HealedStatus {
+    let names: Vec<&str> = commands.iter().map(|command| command.name()).collect();
     let investigates = |name: &str| {
         plugins
             .get(name)

@@ -54,13 +54,26 @@ pub(super) async fn call_model(
         turn,
         iteration: input.iteration,
     });
-    let call = LlmCall { project, run, turn };
+    let purpose = if input.config.delegation_depth > 0 {
+        CallPurpose::Subagent
+    } else {
+        CallPurpose::Turn
+    };
+    let call = LlmCall {
+        project,
+        run,
+        turn,
+        purpose,
+    };
     let packet = &measured.packet;
     let mut messages = vec![
         ChatMessage::system(packet.system.clone()),
         ChatMessage::user(packet.user.clone()),
     ];
-    agent.plugins.filter::<LlmMessages>(&mut messages, &call);
+    agent
+        .plugins
+        .filter::<LlmMessages>(&mut messages, &call)
+        .await;
     let request = ChatRequest {
         messages,
         model: input.model_actual.to_string(),
@@ -72,11 +85,7 @@ pub(super) async fn call_model(
         run,
         loop_id: Some(input.loop_row.id),
         turn,
-        purpose: if input.config.delegation_depth > 0 {
-            CallPurpose::Subagent
-        } else {
-            CallPurpose::Turn
-        },
+        purpose,
     };
     let mut response = agent.llm.complete(request, this_turn, cancel).await?;
     if let Some(refusal) = response
@@ -89,7 +98,8 @@ pub(super) async fn call_model(
     }
     agent
         .plugins
-        .filter::<LlmResponse>(&mut response.content, &call);
+        .filter::<LlmResponse>(&mut response.content, &call)
+        .await;
     agent.budget.do_send(RecordUsage {
         run,
         estimate: measured.estimate,

@@ -11,6 +11,7 @@ use crate::budget::{
 use crate::context::{Packet, TokenMath};
 use crate::db::ids::ProjectId;
 use crate::db::models::run::TurnRow;
+use crate::plugins::filters::{BudgetEnforce, Measuring};
 use crate::plugins::policy::ToolPolicy;
 
 use super::prepare::{estimate_of, prepare_packet, PreparedPacket, PromptWrite};
@@ -37,6 +38,32 @@ pub(super) enum Measured {
     Ends(TurnEnd),
 }
 
+/// `window` after the `budget.enforce` filters, which may only lower it (an unknown window
+/// is no limit until a filter gives one; a window is at least 1 token).
+async fn enforced(
+    agent: &AgentContext,
+    window: ContextWindow,
+    measuring: Measuring,
+) -> ContextWindow {
+    if !agent.plugins.has_filters::<BudgetEnforce>() {
+        return window;
+    }
+    let given = if window.is_unknown() {
+        u64::MAX
+    } else {
+        window.limit().get()
+    };
+    let mut limit = given;
+    agent
+        .plugins
+        .filter::<BudgetEnforce>(&mut limit, &measuring)
+        .await;
+    match limit.clamp(1, given) {
+        u64::MAX => window,
+        lowered => ContextWindow::new(lowered),
+    }
+}
+
 /// Assembles the turn's packet and measures it against the window.
 pub(super) async fn measure(
     agent: &AgentContext,
@@ -60,6 +87,13 @@ pub(super) async fn measure(
     tracing::Span::current().record("turn.seq", turn);
     let mut estimate = estimate_of(&packet);
     let window = ContextWindow::new(u64::try_from(input.context_size).unwrap_or(0));
+    let measuring = Measuring {
+        project,
+        run: input.run_id,
+        turn,
+        measured: measure.calibrated.get(),
+    };
+    let window = enforced(agent, window, measuring).await;
     let tokens = TokenMath::new(agent.settings.tokens.divisor);
     let iteration = input.iteration;
     match input.panic.as_deref_mut() {

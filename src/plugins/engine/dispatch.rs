@@ -12,7 +12,9 @@
 //!
 //! Everything runs on the DB writer thread over one connection inside one transaction
 //! (a savepoint when the caller already opened one). Client tool calls (the RPC
-//! tool-dispatch methods) go through the same chain with [`dispatch_call`].
+//! tool-dispatch methods) go through the same chain with [`dispatch_call`]. The
+//! `entry.recording` filters run before, off the writer ([`recordables`]): a filter may be
+//! a plugin process, asked over a pipe; a command one refuses is recorded with its status.
 
 mod gate;
 mod messages;
@@ -39,7 +41,7 @@ use crate::parser::Command;
 use crate::plugins::bundled::tools::files::escape_reason;
 use crate::plugins::engine::readonly::ReadonlyFiles;
 use crate::plugins::events::Event;
-use crate::plugins::filters::{EntryRecording, Recording};
+use crate::plugins::filters::{EntryRecording, Recordable, Recording};
 use crate::plugins::gather::Gathered;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, TargetKind, Tool, ToolError, ToolScope};
@@ -85,7 +87,7 @@ pub(crate) fn dispatch_gated(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &ResponseTurn,
-    commands: &[Command],
+    commands: &[Recordable],
     gathered: &mut Gathered,
     gate: Option<&mut dyn WriteGate>,
 ) -> Result<DispatchOutcome, ToolError> {
@@ -112,7 +114,8 @@ pub(crate) fn dispatch_gated(
     })
 }
 
-/// Runs one client tool call through the same chain, at the run's next turn number, its
+/// Runs one client tool call, `command` (the call as the tool's command, after the
+/// `entry.recording` filters), through the same chain, at the run's next turn number, its
 /// growth of the context checked by `gate` as a model command's is (a refused call is
 /// rolled back and recorded as 413). Invalid params (no path, a file path outside the
 /// project, an unknown tool) are errors.
@@ -120,6 +123,7 @@ pub(crate) fn dispatch_call(
     conn: &mut Conn,
     plugins: &Plugins,
     input: &CallInput,
+    command: Recordable,
     gathered: &mut Gathered,
     gate: Option<&mut dyn WriteGate>,
 ) -> Result<DispatchOutcome, ToolError> {
@@ -140,7 +144,6 @@ pub(crate) fn dispatch_call(
             return Err(ToolError::InvalidParams(reason));
         }
     }
-    let command = tool.command_from_call(&input.call);
     conn.transaction(|conn| {
         let run = runs::get_run(conn, input.run_id)?
             .ok_or_else(|| ToolError::InvalidParams(format!("run {} not found", input.run_id)))?;
@@ -164,6 +167,37 @@ pub(crate) fn dispatch_call(
         }
         .run(&mut scope, std::slice::from_ref(&command))
     })
+}
+
+/// `commands` after the `entry.recording` filters, off the writer: each filter may rewrite
+/// a command or refuse it. Only the first `RUMMY_MAX_COMMANDS` are filtered (dispatch
+/// refuses the rest unrun); a rewrite into a command no tool takes is dropped (the
+/// filter's bug must not fail the reply).
+pub(crate) async fn recordables(
+    plugins: &Plugins,
+    commands: Vec<Command>,
+    recording: Recording,
+) -> Vec<Recordable> {
+    let mut recordables: Vec<Recordable> = commands.into_iter().map(Recordable::new).collect();
+    if !plugins.has_filters::<EntryRecording>() {
+        return recordables;
+    }
+    let limit = plugins.settings().max_commands.max(1);
+    for recordable in recordables.iter_mut().take(limit) {
+        let mut filtered = recordable.clone();
+        plugins
+            .filter::<EntryRecording>(&mut filtered, &recording)
+            .await;
+        if plugins.get(filtered.command.name()).is_none() {
+            tracing::warn!(
+                tool = filtered.command.name(),
+                "an entry.recording filter named no tool; the command is recorded as written"
+            );
+            filtered.command = recordable.command.clone();
+        }
+        *recordable = filtered;
+    }
+    recordables
 }
 
 /// The first action of a reply that left a proposal or failed: the actions after it are
@@ -197,28 +231,25 @@ impl<'p> Dispatcher<'p, '_> {
     fn run(
         &mut self,
         scope: &mut ToolScope<'_>,
-        commands: &[Command],
+        recordables: &[Recordable],
     ) -> Result<DispatchOutcome, ToolError> {
         let limit = scope.settings.max_commands.max(1);
-        let (commands, dropped) = commands.split_at(commands.len().min(limit));
-        let recording = Recording {
-            run: scope.run_id,
-            turn: scope.turn,
-        };
-        let commands: Vec<Command> = commands
+        let (recordables, dropped) = recordables.split_at(recordables.len().min(limit));
+        let commands: Vec<Command> = recordables
             .iter()
-            .map(|command| self.filtered(naked_set_as_known(command), &recording))
+            .map(|recordable| naked_set_as_known(&recordable.command))
             .collect();
         let mut outcome = DispatchOutcome::default();
         let mut actions = Vec::new();
-        for (index, command) in commands.iter().enumerate() {
-            if let Some(action) = self.record(scope, index, command, &mut outcome)? {
+        for (index, (command, recordable)) in commands.iter().zip(recordables).enumerate() {
+            let refusal = recordable.refusal.as_ref();
+            if let Some(action) = self.record(scope, index, command, refusal, &mut outcome)? {
                 actions.push(action);
             }
         }
         if let Some(first) = dropped.first() {
             let total = commands.len() + dropped.len();
-            self.refuse_the_rest(scope, first.name(), total, &mut outcome)?;
+            self.refuse_the_rest(scope, first.command.name(), total, &mut outcome)?;
         }
         let mut stopped_by: Option<Stopper> = None;
         for action in actions {
@@ -319,25 +350,6 @@ impl Dispatcher<'_, '_> {
             status,
         });
         Ok((handled, status))
-    }
-
-    /// `command` after the `entry.recording` filters; a rewrite into a command no tool
-    /// takes is dropped (the filter's bug must not fail the reply).
-    fn filtered(&self, command: Command, recording: &Recording) -> Command {
-        if !self.plugins.has_filters::<EntryRecording>() {
-            return command;
-        }
-        let mut filtered = command.clone();
-        self.plugins
-            .filter::<EntryRecording>(&mut filtered, recording);
-        if self.plugins.get(filtered.name()).is_some() {
-            return filtered;
-        }
-        tracing::warn!(
-            tool = filtered.name(),
-            "an entry.recording filter named no tool; the command is recorded as written"
-        );
-        command
     }
 
     /// One 429 entry, at the first command past the limit, for all those that did not run:

@@ -21,6 +21,7 @@ use crate::plugins::filters::{FilterHook, Filters};
 use crate::plugins::method::PluginMethod;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::preparation::{Preparations, PreparingTurn};
+use crate::plugins::process::Link;
 use crate::plugins::reflection::{Reflecting, ReflectionServices, Reflections};
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
 
@@ -51,6 +52,8 @@ pub(in crate::plugins) struct Registry {
     pub(in crate::plugins) preparations: Preparations,
     pub(in crate::plugins) reflections: Reflections,
     methods: Vec<Arc<dyn PluginMethod>>,
+    /// The plugin processes registered, by their place among those declared.
+    pub(in crate::plugins) processes: Vec<(usize, Arc<Link>)>,
     pub(in crate::plugins) clients: Clients,
     /// The plugins registered, in order.
     pub(in crate::plugins) registered: Vec<&'static str>,
@@ -75,6 +78,10 @@ impl Registry {
             .iter()
             .map(|tool| (tool.name(), tool.tag()))
             .collect();
+    }
+
+    pub(in crate::plugins) fn has_tool(&self, name: &str) -> bool {
+        self.tools.iter().any(|tool| tool.name() == name)
     }
 
     pub(in crate::plugins) fn add_method(&mut self, method: Arc<dyn PluginMethod>) {
@@ -107,6 +114,7 @@ impl Plugins {
                 preparations: Preparations::default(),
                 reflections: Reflections::default(),
                 methods: Vec::new(),
+                processes: Vec::new(),
                 clients: Clients::default(),
                 registered: Vec::new(),
                 skipped: Vec::new(),
@@ -153,8 +161,10 @@ impl Plugins {
     }
 
     /// Threads `value` through the filters of hook `H`.
-    pub fn filter<H: FilterHook>(&self, value: &mut H::Value, context: &H::Context) {
-        self.inner.filters.apply::<H>(value, context);
+    pub async fn filter<H: FilterHook>(&self, value: &mut H::Value, context: &H::Context) {
+        if self.has_filters::<H>() {
+            self.inner.filters.apply::<H>(value, context).await;
+        }
     }
 
     /// Whether any plugin filters hook `H` (to skip preparing its value when none does).
@@ -625,22 +635,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_registry_shared_before_a_registration_keeps_what_it_had() {
+    #[tokio::test]
+    async fn a_registry_shared_before_a_registration_keeps_what_it_had() {
         let base = Plugins::new(ToolSettings::default()).plugin(Suffix("a"));
         let more = base.clone().plugin(Suffix("b"));
         let call = LlmCall {
             project: ProjectId(1),
             run: RunId(1),
             turn: 1,
+            purpose: crate::db::enums::CallPurpose::Turn,
         };
-        let reply = |plugins: &Plugins| {
+        let reply = async |plugins: &Plugins| {
             let mut reply = String::new();
-            plugins.filter::<LlmResponse>(&mut reply, &call);
+            plugins.filter::<LlmResponse>(&mut reply, &call).await;
             reply
         };
-        assert_eq!(reply(&base), "a");
-        assert_eq!(reply(&more), "ab");
+        assert_eq!(reply(&base).await, "a");
+        assert_eq!(reply(&more).await, "ab");
         assert_eq!(more.registered(), ["a", "b"]);
     }
 

@@ -23,6 +23,7 @@ use crate::llm::{spender, Spender};
 use crate::plugins::bundled::tools::command_proposal::RanOnServer;
 use crate::plugins::engine::resolve::{gather_acceptance, Resolution as Decision, ResolveInput};
 use crate::plugins::events::Event;
+use crate::plugins::filters::{RunAsked, RunConfig, RunRequest};
 use crate::plugins::gather::Gathered;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
@@ -82,6 +83,7 @@ async fn ask_or_act(
 ) -> Result<Reply, AppError> {
     let binding = context.project()?;
     let project = binding.id;
+    let (mode, params) = configured(&context, mode, params).await?;
     let context_limit = validate_settings(params.temperature, params.context_limit)?;
     let model = params.model.0.clone();
     require_known_model(&context.agent, &model).await?;
@@ -210,6 +212,55 @@ async fn refuse_at_cap(
         Some(cap) => Err(AppError::CapReached(Box::new(cap))),
         None => Ok(()),
     }
+}
+
+/// `mode` and `params` after the `run.config` filters: clamped, or refused.
+async fn configured(
+    context: &CallContext,
+    mode: LoopMode,
+    params: AskParams,
+) -> Result<(LoopMode, AskParams), AppError> {
+    let plugins = &context.agent.plugins;
+    if !plugins.has_filters::<RunConfig>() {
+        return Ok((mode, params));
+    }
+    let mut request = RunRequest {
+        mode,
+        model: params.model.0.clone(),
+        temperature: params.temperature,
+        context_limit: params.context_limit,
+        persona: params.persona.clone(),
+        no_repo: params.no_repo,
+        no_interaction: params.no_interaction,
+        no_web: params.no_web,
+        no_proposals: params.no_proposals,
+        refusal: None,
+    };
+    let asked = RunAsked {
+        project: context.project()?.id,
+    };
+    plugins.filter::<RunConfig>(&mut request, &asked).await;
+    if let Some(refusal) = request.refusal {
+        return Err(AppError::InvalidParam(format!(
+            "A plugin refused the run: {refusal}"
+        )));
+    }
+    let mode = match request.mode {
+        LoopMode::Ask => LoopMode::Ask,
+        _ => mode,
+    };
+    let params = AskParams {
+        model: Required(request.model),
+        temperature: request.temperature,
+        context_limit: request.context_limit,
+        persona: request.persona,
+        no_repo: request.no_repo,
+        no_interaction: request.no_interaction,
+        no_web: request.no_web,
+        no_proposals: request.no_proposals,
+        ..params
+    };
+    Ok((mode, params))
 }
 
 /// An unknown model alias is refused before anything is admitted or written.

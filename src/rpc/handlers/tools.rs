@@ -15,7 +15,8 @@ use crate::db::models::run::RunRow;
 use crate::db::queries::loops;
 use crate::error::AppError;
 use crate::llm::CancellationToken;
-use crate::plugins::engine::dispatch::{dispatch_call, CallInput, PreparedWork};
+use crate::plugins::engine::dispatch::{dispatch_call, recordables, CallInput, PreparedWork};
+use crate::plugins::filters::Recording;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, ToolError};
 use crate::rpc::call::{CallContext, Reply};
@@ -106,9 +107,21 @@ pub(crate) async fn dispatch_tool(
     let run_id = run.id;
     let policy = client_policy(context, &run).await?;
     let budget = RunBudget::of(&context.agent, &run, policy).await?;
-    let work = match plugins.get(tool) {
-        Some(handler) => {
-            let command = handler.command_from_call(&call);
+    let handler = plugins.get(tool).ok_or_else(|| {
+        AppError::InvalidParam(ToolError::UnknownTool(tool.to_owned()).to_string())
+    })?;
+    let recording = Recording {
+        run: run_id,
+        turn: None,
+    };
+    let command = handler.command_from_call(&call);
+    let mut filtered = recordables(&plugins, vec![command], recording).await;
+    let command = filtered.pop().ok_or_else(|| {
+        AppError::InvalidParam("the entry.recording filters lost the call".into())
+    })?;
+    let work = match command.refusal {
+        Some(_) => PreparedWork::default(),
+        None => {
             let replying = Replying {
                 run: run_id,
                 loop_row: None,
@@ -117,10 +130,9 @@ pub(crate) async fn dispatch_tool(
             };
             context
                 .agent
-                .prepare_work(replying, std::slice::from_ref(&command))
+                .prepare_work(replying, std::slice::from_ref(&command.command))
                 .await
         }
-        None => PreparedWork::default(),
     };
     let outcome = context
         .agent
@@ -135,7 +147,7 @@ pub(crate) async fn dispatch_tool(
             };
             let mut guard = budget.guard(conn)?;
             let gate = guard.as_mut().map(|guard| guard as &mut dyn WriteGate);
-            work.apply(|gathered| dispatch_call(conn, &plugins, &input, gathered, gate))
+            work.apply(|gathered| dispatch_call(conn, &plugins, &input, command, gathered, gate))
         })
         .await;
     match outcome {

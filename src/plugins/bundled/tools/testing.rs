@@ -16,6 +16,7 @@ use crate::plugins::engine::dispatch::{
 use crate::plugins::engine::resolve::{
     resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput, ResolveOutcome,
 };
+use crate::plugins::filters::Recordable;
 use crate::plugins::gather::Gathered;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::{ClientCall, ToolError, ToolSettings};
@@ -94,7 +95,11 @@ impl TestRun {
         text: &str,
         gate: Option<&mut dyn WriteGate>,
     ) -> DispatchOutcome {
-        let commands = crate::parser::parse(text, self.plugins.tags()).commands;
+        let commands: Vec<Recordable> = crate::parser::parse(text, self.plugins.tags())
+            .commands
+            .into_iter()
+            .map(Recordable::new)
+            .collect();
         let input = ResponseTurn {
             run_id: self.run_id,
             loop_id: None,
@@ -122,6 +127,11 @@ impl TestRun {
         tool: &str,
         call: ClientCall,
     ) -> Result<DispatchOutcome, ToolError> {
+        let command = self
+            .plugins
+            .get(tool)
+            .ok_or_else(|| ToolError::UnknownTool(tool.into()))?
+            .command_from_call(&call);
         let input = CallInput {
             run_id: self.run_id,
             policy: self.policy,
@@ -130,7 +140,15 @@ impl TestRun {
             call,
         };
         let mut gathered = std::mem::take(&mut self.gathered);
-        dispatch_call(&mut self.conn, &self.plugins, &input, &mut gathered, None)
+        let command = Recordable::new(command);
+        dispatch_call(
+            &mut self.conn,
+            &self.plugins,
+            &input,
+            command,
+            &mut gathered,
+            None,
+        )
     }
 
     pub(crate) fn resolve(

@@ -11,6 +11,7 @@ use crate::db::paths::result_path;
 use crate::hedberg::SetRevision;
 use crate::parser::{Command, KnownCommand};
 use crate::plugins::bundled::tools::files::escape_reason;
+use crate::plugins::filters::Refusal as FilterRefusal;
 use crate::plugins::tool::{
     Availability, Handled, TargetKind, Tool, ToolEffect, ToolError, ToolKind, ToolScope,
 };
@@ -50,12 +51,14 @@ impl<'p> Dispatcher<'p, '_> {
     }
 
     /// Phase 1 for one command: lifecycle signals are written; actions get their result
-    /// entry (or their 403/400) and wait for phase 2.
+    /// entry (or their 403/400, or the status an `entry.recording` filter's `refusal`
+    /// gives) and wait for phase 2.
     pub(super) fn record<'a>(
         &mut self,
         scope: &mut ToolScope<'_>,
         index: usize,
         command: &'a Command,
+        refusal: Option<&FilterRefusal>,
         outcome: &mut DispatchOutcome,
     ) -> Result<Option<Recorded<'a>>, ToolError>
     where
@@ -69,10 +72,16 @@ impl<'p> Dispatcher<'p, '_> {
             .ok_or_else(|| ToolError::UnknownTool(name.clone()))?;
         let is_action = tool.kind() == ToolKind::Action;
         let refusal = match tool.availability(&scope.policy) {
-            Availability::Excluded => Some(excluded_message(tool, &scope.policy)),
-            _ => tool.forbids(command, &scope.policy),
+            Availability::Excluded => Some((
+                EntryStatus::Forbidden,
+                excluded_message(tool, &scope.policy),
+            )),
+            _ => tool
+                .forbids(command, &scope.policy)
+                .map(|message| (EntryStatus::Forbidden, message))
+                .or_else(|| refusal.map(|refusal| (refusal.status(), refusal.message.clone()))),
         };
-        if let Some(message) = refusal {
+        if let Some((status, message)) = refusal {
             let path = self.fresh_path(scope, &name, &tool.target(command))?;
             return refused(
                 scope,
@@ -80,7 +89,7 @@ impl<'p> Dispatcher<'p, '_> {
                 index,
                 command,
                 path,
-                (EntryStatus::Forbidden, &message),
+                (status, &message),
                 is_action,
             );
         }

@@ -1,0 +1,110 @@
+//! `plugins/status`: how each plugin process is (running, restarting after failures,
+//! disabled, or never started), for any client.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::link::{Health, Link};
+use super::protocol::Manifest;
+use crate::access::Role;
+use crate::plugins::method::{MethodCall, MethodError, TypedMethod};
+use crate::plugins::plugin::{Plugin, Registrar};
+use crate::rpc::params::NoParams;
+
+/// What `plugins/status` reads of one plugin process.
+pub(super) struct Status {
+    pub(super) name: &'static str,
+    pub(super) link: Option<Arc<Link>>,
+    pub(super) manifest: Result<Manifest, String>,
+}
+
+/// `plugins/status`.
+pub(super) struct StatusPlugin(pub(super) Arc<Vec<Status>>);
+
+impl Plugin for StatusPlugin {
+    fn name(&self) -> &'static str {
+        "plugin_status"
+    }
+
+    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+        registrar.method(StatusMethod(self.0));
+    }
+}
+
+struct StatusMethod(Arc<Vec<Status>>);
+
+/// One plugin process as `plugins/status` shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusView {
+    name: &'static str,
+    /// `running`, `restarting`, `disabled`, or `stopped` (never started: disabled by
+    /// configuration, or its handshake failed).
+    state: &'static str,
+    /// What it calls itself and its version, from its handshake.
+    plugin: Option<String>,
+    version: Option<String>,
+    failures: u32,
+    restarts: u32,
+    error: Option<String>,
+}
+
+impl TypedMethod for StatusMethod {
+    type Params = NoParams;
+    type Output = Vec<StatusView>;
+
+    fn name(&self) -> &'static str {
+        "plugins/status"
+    }
+
+    fn description(&self) -> &'static str {
+        "The plugin processes: whether each runs, restarts after failures or is disabled."
+    }
+
+    fn role(&self) -> Role {
+        Role::Viewer
+    }
+
+    fn needs_init(&self) -> bool {
+        false
+    }
+
+    fn call(
+        &self,
+        _call: MethodCall,
+        _params: NoParams,
+    ) -> impl std::future::Future<Output = Result<Vec<StatusView>, MethodError>> + Send + 'static
+    {
+        let views = self
+            .0
+            .iter()
+            .map(|status| {
+                let (state, failures, restarts, error) = match (&status.link, &status.manifest) {
+                    (Some(link), Ok(_)) => {
+                        let (health, failures, restarts, error) = link.health();
+                        let state = match health {
+                            Health::Running => "running",
+                            Health::Restarting => "restarting",
+                            Health::Disabled => "disabled",
+                        };
+                        (state, failures, restarts, error)
+                    }
+                    (_, Err(error)) => ("stopped", 0, 0, Some(error.clone())),
+                    (None, Ok(_)) => ("stopped", 0, 0, None),
+                };
+                let manifest = status.manifest.as_ref().ok();
+                StatusView {
+                    name: status.name,
+                    state,
+                    plugin: manifest.map(|manifest| manifest.name.clone()),
+                    version: manifest.map(|manifest| manifest.version.clone()),
+                    failures,
+                    restarts,
+                    error,
+                }
+            })
+            .collect();
+        async move { Ok(views) }
+    }
+}
