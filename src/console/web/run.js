@@ -1,4 +1,4 @@
-// One run, live: what it is and costs, what waits for approval (an edit as a diff, a command
+// One run, live: what it is and costs, its loops (who asked each), what waits for approval (an edit as a diff, a command
 // as text, with the output of a command running on the server as it comes), its turns as a
 // timeline, its entries by fidelity, its session notes, and what happened meanwhile. Members
 // and admins also get abort, inject and a prompt to go on with ask or act. The forms live
@@ -43,6 +43,7 @@ function outputOf(run, path) {
 
 export async function runView(ctx, main, project, alias) {
   const meta = el('div');
+  const loops = el('div');
   const progress = el('p', { class: 'progress', role: 'status', 'aria-live': 'polite' });
   const proposals = el('section', { 'aria-labelledby': 'waiting' });
   const timeline = el('div');
@@ -134,6 +135,13 @@ export async function runView(ctx, main, project, alias) {
         ['Tokens', count(telemetry.total_tokens)],
         ['Cost', dollars(telemetry.cost)]]
         .map(([name, value]) => el('div', {}, el('dt', {}, name), el('dd', {}, value)))));
+    fill(loops, run.loops?.length ? el('details', { class: 'loops' },
+      el('summary', {}, `Loops (${run.loops.length})`),
+      el('table', {},
+        el('thead', {}, el('tr', {}, ['Loop', 'Mode', 'Status', 'Asked by', 'At'].map((name) => el('th', { scope: 'col' }, name)))),
+        el('tbody', {}, run.loops.map((loop) => el('tr', {},
+          el('td', {}, String(loop.sequence)), el('td', {}, loop.mode), el('td', {}, status(loop.status)),
+          el('td', {}, loop.requested_by ?? 'operator'), el('td', {}, loop.created_at)))))) : null);
     abortButton.hidden = !active(run.status);
     if (!active(run.status)) progress.textContent = '';
     const entries = [
@@ -195,7 +203,7 @@ export async function runView(ctx, main, project, alias) {
     }),
   ];
   fill(main,
-    el('h1', {}, alias), meta, progress,
+    el('h1', {}, alias), meta, loops, progress,
     ctx.canChange ? el('div', { class: 'actions' }, abortButton) : null,
     proposals, timeline, controls,
     el('h2', {}, 'Activity'), activity, fidelity, notes);
