@@ -2,9 +2,11 @@
 //! Unix sockets it may connect to (ABI 9), and (from ABI 6) that it may signal no process
 //! outside its own domain.
 
+use std::path::Path;
+
 use landlock::{
-    path_beneath_rules, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, NetPort, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+    Access, AccessFs, AccessNet, BitFlags, LandlockStatus, NetPort, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope, ABI,
 };
 
 use super::{SandboxError, Spec};
@@ -44,10 +46,10 @@ pub(crate) fn restrict(spec: &Spec) -> Result<ABI, SandboxError> {
     };
     let status = ruleset
         .create()?
-        .add_rules(path_beneath_rules([&spec.root, &spec.tmp], all))?
-        .add_rules(path_beneath_rules(spec.read_exec_paths(), read_exec))?
-        .add_rules(path_beneath_rules(spec.read_paths(), read))?
-        .add_rules(path_beneath_rules(spec.device_paths(), device & all))?
+        .add_rules(beneath([&spec.root, &spec.tmp], all))?
+        .add_rules(beneath(spec.read_exec_paths(), read_exec))?
+        .add_rules(beneath(spec.read_paths(), read))?
+        .add_rules(beneath(spec.device_paths(), device & all))?
         .add_rules(ports.iter().map(|&port| {
             Ok::<_, landlock::RulesetError>(NetPort::new(port, AccessNet::ConnectTcp))
         }))?
@@ -67,6 +69,25 @@ pub(crate) fn restrict(spec: &Spec) -> Result<ABI, SandboxError> {
         ports: !spec.ports.is_empty(),
     })?;
     Ok(abi)
+}
+
+/// Rules allowing `access` beneath each of `paths` that can be opened (one that cannot is
+/// left out: nothing there to allow). Unlike the crate's `path_beneath_rules`, without an
+/// `fstat` of its own per path (166 for `/etc` on a test machine): `PathBeneath` already
+/// narrows a file's rule to the rights a file can have, and the ruleset then reports itself
+/// partly enforced, which [`check`] accepts.
+fn beneath<I, P>(
+    paths: I,
+    access: BitFlags<AccessFs>,
+) -> impl Iterator<Item = Result<PathBeneath<PathFd>, RulesetError>>
+where
+    I: IntoIterator<Item = P>,
+    P: AsRef<Path>,
+{
+    paths
+        .into_iter()
+        .filter_map(|path| PathFd::new(path).ok())
+        .map(move |fd| Ok(PathBeneath::new(fd, access)))
 }
 
 /// What `restrict_self` reached.
