@@ -15,7 +15,7 @@ use futures_util::future::BoxFuture;
 use crate::plugins::filters::{AsyncFilterFn, FilterFn, FilterHook};
 use crate::plugins::method::{PluginMethod, TypedMethod};
 use crate::plugins::preparation::Preparation;
-use crate::plugins::process::Link;
+use crate::plugins::process::link::Link;
 use crate::plugins::reflection::Reflection;
 use crate::plugins::tool::{Tool, ToolSettings};
 

@@ -11,7 +11,7 @@
 
 mod declaration;
 mod filter;
-mod link;
+pub(in crate::plugins) mod link;
 mod method;
 mod pipes;
 mod protocol;
@@ -26,7 +26,7 @@ use std::time::Duration;
 use futures_util::future::join_all;
 
 pub(crate) use declaration::{load as declarations, Declaration};
-pub(crate) use link::Link;
+use link::Link;
 use method::ProcessMethod;
 use protocol::{Manifest, SectionChain};
 use reach::{ProcessObserver, Reach};

@@ -21,7 +21,7 @@ use crate::plugins::filters::{FilterHook, Filters};
 use crate::plugins::method::PluginMethod;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::preparation::{Preparations, PreparingTurn};
-use crate::plugins::process::Link;
+use crate::plugins::process::link::Link;
 use crate::plugins::reflection::{Reflecting, ReflectionServices, Reflections};
 use crate::plugins::tool::{Availability, Tool, ToolSettings};
 

@@ -10,18 +10,19 @@
 //! disabled at once (it never registered anything).
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::declaration::Declaration;
-use super::pipes;
+use super::pipes::{self, Ended};
 use super::protocol::{Initialize, Manifest, INITIALIZE, PROTOCOL_VERSION};
 
 /// The first wait before a restart; it doubles with each failure in a row.
@@ -84,10 +85,10 @@ struct State {
 }
 
 /// One running process.
-pub(super) struct Process {
+struct Process {
     /// Its place in the link's starts, so a late failure of a process already replaced is
     /// not counted twice.
-    pub(super) generation: u64,
+    generation: u64,
     lines: mpsc::UnboundedSender<String>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, CallError>>>>,
     /// Kills it.
@@ -299,7 +300,7 @@ impl Link {
 
     /// Counts a failure of the process of `generation` (`None`: one that did not start),
     /// once per process: it is killed, and the plugin waits out its backoff or is disabled.
-    pub(super) fn failed(&self, generation: Option<u64>, error: &CallError) {
+    fn failed(&self, generation: Option<u64>, error: &CallError) {
         let mut state = self.lock();
         if generation.is_some() && state.counted == generation {
             return;
@@ -397,11 +398,7 @@ impl Link {
                 }
             }
         });
-        tokio::spawn(pipes::read_answers(
-            stdout,
-            Arc::downgrade(&process),
-            self.this.clone(),
-        ));
+        tokio::spawn(answers(stdout, Arc::downgrade(&process), self.this.clone()));
         tokio::spawn(pipes::log_stderr(stderr, declaration.name.clone()));
         tokio::spawn(async move {
             tokio::select! {
@@ -415,7 +412,40 @@ impl Link {
     }
 }
 
-pub(super) fn lock_pending(
+/// Hands each answer on the process's stdout to the call waiting for it; once stdout ends
+/// or holds garbage, fails every call still waiting and counts the process's failure.
+async fn answers(stdout: impl AsyncRead + Unpin, process: Weak<Process>, link: Weak<Link>) {
+    let ended = pipes::read_answers(stdout, |answer| {
+        let Some(process) = process.upgrade() else {
+            return ControlFlow::Break(());
+        };
+        let waiting = answer.id.and_then(|id| lock_pending(&process).remove(&id));
+        if let Some(waiting) = waiting {
+            let outcome = answer
+                .outcome
+                .map_err(|(code, message)| CallError::Answered { code, message });
+            let _ = waiting.send(outcome);
+        }
+        ControlFlow::Continue(())
+    })
+    .await;
+    let error = match ended {
+        Ended::Stopped => return,
+        Ended::Closed => CallError::Crashed,
+        Ended::Garbage(why) => CallError::Garbage(why),
+    };
+    let Some(process) = process.upgrade() else {
+        return;
+    };
+    if let Some(link) = link.upgrade() {
+        link.failed(Some(process.generation), &error);
+    }
+    for (_, waiting) in lock_pending(&process).drain() {
+        let _ = waiting.send(Err(error.clone()));
+    }
+}
+
+fn lock_pending(
     process: &Process,
 ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Result<Value, CallError>>>> {
     process

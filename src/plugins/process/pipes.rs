@@ -1,14 +1,12 @@
-//! The tasks that read a plugin process's pipes: its answers on stdout, handed to the
-//! calls waiting for them (the end of stdout, or a line that is not an answer, is the
-//! process's failure), and its stderr, logged and cut.
+//! The tasks that read a plugin process's pipes: its answers on stdout, each handed to
+//! whoever started the reading (the end of stdout, or a line that is not an answer, ends
+//! it), and its stderr, logged and cut.
 
-use std::sync::Weak;
+use std::ops::ControlFlow;
 
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
-
-use super::link::{lock_pending, CallError, Link, Process};
 
 /// The longest line a plugin may write on stdout; a longer one is garbage.
 const MAX_LINE_BYTES: u64 = 4 << 20;
@@ -35,25 +33,41 @@ struct AnswerError {
     message: String,
 }
 
-/// Hands each answer on stdout to its waiting call; at the end of stdout or on a line that
-/// is not an answer, fails every call waiting and counts the process's failure.
+/// An answer read: the id of the request it answers (when it is one rummy can have sent)
+/// and its result, or its error's code and message.
+pub(super) struct Answered {
+    pub id: Option<u64>,
+    pub outcome: Result<Value, (i64, String)>,
+}
+
+/// Why reading a plugin's stdout ended.
+pub(super) enum Ended {
+    /// Its stdout closed (or could not be read).
+    Closed,
+    /// It wrote a line that is not an answer.
+    Garbage(String),
+    /// `answered` asked to stop.
+    Stopped,
+}
+
+/// Hands each answer on stdout to `answered` until stdout ends, a line is not an answer,
+/// or `answered` breaks.
 pub(super) async fn read_answers(
     stdout: impl AsyncRead + Unpin,
-    process: Weak<Process>,
-    link: Weak<Link>,
-) {
+    mut answered: impl FnMut(Answered) -> ControlFlow<()>,
+) -> Ended {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
-    let error = loop {
+    loop {
         line.clear();
         match (&mut reader)
             .take(MAX_LINE_BYTES + 1)
             .read_until(b'\n', &mut line)
             .await
         {
-            Ok(0) | Err(_) => break CallError::Crashed,
+            Ok(0) | Err(_) => return Ended::Closed,
             Ok(_) if line.last() != Some(&b'\n') && line.len() as u64 > MAX_LINE_BYTES => {
-                break CallError::Garbage(format!("a line over {MAX_LINE_BYTES} bytes"));
+                return Ended::Garbage(format!("a line over {MAX_LINE_BYTES} bytes"));
             }
             Ok(_) => {}
         }
@@ -62,34 +76,19 @@ pub(super) async fn read_answers(
         }
         let answer = match serde_json::from_slice::<Answer>(&line) {
             Ok(answer) => answer,
-            Err(error) => break CallError::Garbage(error.to_string()),
+            Err(error) => return Ended::Garbage(error.to_string()),
         };
-        let Some(process) = process.upgrade() else {
-            return;
-        };
-        let waiting = answer
-            .id
-            .as_u64()
-            .and_then(|id| lock_pending(&process).remove(&id));
         let outcome = match (answer.error, answer.result) {
-            (Some(error), _) => Err(CallError::Answered {
-                code: error.code,
-                message: error.message,
-            }),
+            (Some(error), _) => Err((error.code, error.message)),
             (None, result) => Ok(result.unwrap_or(Value::Null)),
         };
-        if let Some(waiting) = waiting {
-            let _ = waiting.send(outcome);
+        let read = Answered {
+            id: answer.id.as_u64(),
+            outcome,
+        };
+        if answered(read).is_break() {
+            return Ended::Stopped;
         }
-    };
-    let Some(process) = process.upgrade() else {
-        return;
-    };
-    if let Some(link) = link.upgrade() {
-        link.failed(Some(process.generation), &error);
-    }
-    for (_, waiting) in lock_pending(&process).drain() {
-        let _ = waiting.send(Err(error.clone()));
     }
 }
 
