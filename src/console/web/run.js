@@ -1,13 +1,16 @@
-// One run, live: what it is and costs, its loops (who asked each), what waits for approval (an edit as a diff, a command
-// as text, with the output of a command running on the server as it comes), its turns as a
-// timeline, its entries by fidelity, its session notes, and what happened meanwhile. Members
-// and admins also get abort, inject and a prompt to go on with ask or act. The forms live
-// outside the parts a refresh redraws, so a refresh never takes what someone is typing.
+// One run, live: what it is and costs, its loops (who asked each), what waits for approval
+// (an edit as a diff, a command as text, with the output of a command running on the server
+// as it comes), its turns as a timeline, its entries by fidelity, its session notes, and
+// what happened meanwhile. Members and admins also get abort, inject and a prompt to go on
+// with ask or act. The forms live outside the parts a refresh redraws, so a refresh never
+// takes what someone is typing.
 import { el, fill, debounce, status, active, dollars, count, field } from './dom.js';
 import { diffView } from './diff.js';
 
 // The most output of one command the page keeps: its last bytes.
 const OUTPUT_KEPT = 256 * 1024;
+// Commands whose output the page keeps, the latest ones.
+const OUTPUTS_KEPT = 32;
 // Lines of the activity list kept.
 const ACTIVITY_KEPT = 50;
 const FIDELITIES = ['full', 'summary', 'index', 'archive'];
@@ -37,7 +40,10 @@ const outputs = new Map();
 
 function outputOf(run, path) {
   const key = `${run}\n${path}`;
-  if (!outputs.has(key)) outputs.set(key, { text: '', end: null });
+  if (!outputs.has(key)) {
+    outputs.set(key, { text: '', end: null });
+    if (outputs.size > OUTPUTS_KEPT) outputs.delete(outputs.keys().next().value);
+  }
   return outputs.get(key);
 }
 
