@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 use crate::context::view::EntryView;
 use crate::db::enums::EntryStatus;
 use crate::db::models::entry::EntryRow;
-use crate::db::queries::entries;
 use crate::mcp::outcome::CallOutcome;
 use crate::mcp::performed::{accepted_call, gather_direct, CallKey, CallOutcomes};
 use crate::mcp::server::{McpCall, Origin, Plan, Server};
@@ -28,6 +27,7 @@ use crate::plugins::tool::{
     TypedTool,
 };
 use crate::plugins::writes::finish;
+use crate::plugins::writes::resolve_accepted;
 
 /// The doc every server's tag is taught with (`{tag}`, `{server}` filled in).
 const DOC: &str = include_str!("../plugins/text/mcp/tool.md");
@@ -150,21 +150,10 @@ pub(super) fn record_accepted(
     proposal: &EntryRow,
     max_output_bytes: usize,
 ) -> Result<(), ToolError> {
-    let (status, body) = match scope.gathered::<CallOutcome>(tool) {
-        Some(outcome) => (outcome.status(), outcome.body(max_output_bytes)),
-        None => (
-            EntryStatus::Failed,
-            "the accepted call was not made".to_owned(),
-        ),
-    };
-    entries::resolve_entry(
-        scope.conn,
-        scope.run_id,
-        &proposal.path,
-        status,
-        Some(&body),
-    )?;
-    Ok(())
+    let made = scope
+        .gathered::<CallOutcome>(tool)
+        .map(|outcome| (outcome.status(), outcome.body(max_output_bytes)));
+    resolve_accepted(scope, proposal, made)
 }
 
 /// Records `call` of `server` at `result_path` with `attributes`: the outcome of the call

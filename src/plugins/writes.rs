@@ -71,3 +71,24 @@ pub fn finish(
     write(scope, result_path, body, status, attributes)?;
     Ok(Handled::at(result_path))
 }
+
+/// Resolves the accepted `proposal` of a tool whose call is made by its gather half, outside
+/// the writer: with the call's `(status, body)` when it was made, else as failed.
+pub(crate) fn resolve_accepted(
+    scope: &mut ToolScope<'_>,
+    proposal: &EntryRow,
+    made: Option<(EntryStatus, String)>,
+) -> Result<(), ToolError> {
+    let (status, body) = made.unwrap_or((
+        EntryStatus::Failed,
+        "the accepted call was not made".to_owned(),
+    ));
+    entries::resolve_entry(
+        scope.conn,
+        scope.run_id,
+        &proposal.path,
+        status,
+        Some(&body),
+    )?;
+    Ok(())
+}

@@ -14,7 +14,6 @@ use super::protocol::{LoopFlag, ToolAnswer, ToolCall, ToolDecl, TOOL_CALL};
 use crate::context::view::EntryView;
 use crate::db::enums::{EntryStatus, LoopMode};
 use crate::db::models::entry::EntryRow;
-use crate::db::queries::entries;
 use crate::parser::{Command, TaggedText};
 use crate::plugins::gather::{Accepting, Gather, Gathering, Keyed};
 use crate::plugins::policy::ToolPolicy;
@@ -23,6 +22,7 @@ use crate::plugins::tool::{
     TypedTool,
 };
 use crate::plugins::writes::finish;
+use crate::plugins::writes::resolve_accepted;
 
 /// The most characters of a call's body in its result path.
 const TARGET_CHARS: usize = 60;
@@ -174,18 +174,8 @@ impl ToolInfo for ProcessTool {
         proposal: &EntryRow,
         _output: Option<&str>,
     ) -> Result<(), ToolError> {
-        let (status, body) = scope.gathered::<Outcome>(self.name).cloned().unwrap_or((
-            EntryStatus::Failed,
-            "the accepted call was not made".to_owned(),
-        ));
-        entries::resolve_entry(
-            scope.conn,
-            scope.run_id,
-            &proposal.path,
-            status,
-            Some(&body),
-        )?;
-        Ok(())
+        let made = scope.gathered::<Outcome>(self.name).cloned();
+        resolve_accepted(scope, proposal, made)
     }
 }
 
