@@ -1,6 +1,7 @@
-//! The SQL functions the schema needs (generated columns, views): `schemeOf` and
-//! `countTokens`, registered on every SQLite connection from the Rust below; the PostgreSQL
-//! migrations define the same two in PL/pgSQL, with the same results, and SQLite's own
+//! The SQL functions the schema needs (generated columns, views, triggers): `schemeOf`,
+//! `countTokens` and `searchable` (memory's full-text indexes), registered on every SQLite
+//! connection from the Rust below; the PostgreSQL migrations define the same three in
+//! PL/pgSQL, with the same results, and SQLite's own
 //! `json_patch`, `json_extract` and `datetime` besides; the tables of inputs and outputs in
 //! the tests pin all of them on both backends.
 //!
@@ -16,6 +17,7 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use super::paths;
+use super::queries::memory;
 use super::DbError;
 use crate::hedberg::{self, HedbergError, WorkLimit};
 
@@ -29,6 +31,11 @@ diesel::define_sql_function! {
     /// `ceil(characters / divisor)`, 0 for NULL.
     #[sql_name = "countTokens"]
     fn count_tokens(text: Nullable<Text>) -> Integer;
+}
+
+diesel::define_sql_function! {
+    /// The text as memory's full-text indexes read it (`queries::memory::searchable`).
+    fn searchable(text: Nullable<Text>) -> Nullable<Text>;
 }
 
 /// The token estimate rummy uses everywhere: `ceil(characters / divisor)`, 0 for empty text.
@@ -125,6 +132,9 @@ pub(crate) fn register_functions(
     count_tokens_utils::register_impl(conn, move |text: Option<String>| {
         estimate_tokens(text.as_deref().unwrap_or(""), token_divisor)
     })?;
+    searchable_utils::register_impl(conn, |text: Option<String>| {
+        text.map(|text| memory::searchable(&text).into_owned())
+    })?;
     Ok(())
 }
 
@@ -158,6 +168,25 @@ mod tests {
         (Some("éééé"), 1),
         (Some("日本語のテキスト"), 2),
         (None, 0),
+    ];
+
+    /// `searchable`: runs of Chinese, Japanese and Korean letters as their pairs, their
+    /// punctuation as spaces, everything else as it was.
+    const SEARCHABLE: [(Option<&str>, Option<&str>); 8] = [
+        (Some("deploy with care"), Some("deploy with care")),
+        (
+            Some("数据库每天备份。"),
+            Some(" 数据 据库 库每 每天 天备 备份  "),
+        ),
+        (Some("用Rust写"), Some("  Rust  ")),
+        (
+            Some("東京に行く。テスト・ケース"),
+            Some(" 東京 京に に行 行く   テス スト   ケー ース "),
+        ),
+        (Some("Rust、Go—“ok”！"), Some("Rust Go  ok  ")),
+        (Some("서버를 재시작"), Some(" 서버 버를   재시 시작 ")),
+        (Some("𠮷野家々"), Some(" 𠮷野 野家 家々 ")),
+        (None, None),
     ];
 
     /// `json_patch(target, patch)`, which PostgreSQL gets from the migrations.
@@ -233,6 +262,10 @@ mod tests {
                 scheme,
                 "scheme_of({path:?})"
             );
+        }
+        for (text, rewritten) in SEARCHABLE {
+            let sql: Option<String> = diesel::select(searchable(text)).get_result(conn).unwrap();
+            assert_eq!(sql.as_deref(), rewritten, "searchable({text:?})");
         }
         for (text, tokens) in TOKENS {
             let sql: i32 = diesel::select(count_tokens(text)).get_result(conn).unwrap();

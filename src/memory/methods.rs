@@ -255,7 +255,7 @@ impl TypedMethod for Search {
             let project = project?;
             if memory::query_words(&params.query).is_empty() {
                 return Err(MethodError::InvalidParams(
-                    "query has no word of at least three letters".to_owned(),
+                    "query has no word of at least three letters, nor two Chinese, Japanese or Korean ones".to_owned(),
                 ));
             }
             let items = call

@@ -106,7 +106,7 @@ impl TypedTool for Recall {
             return fail(scope, result_path, EntryStatus::Forbidden, OFF.trim());
         }
         if memory::query_words(query).is_empty() {
-            let message = "give words of at least three letters to look for";
+            let message = "give words of at least three letters (or two Chinese, Japanese or Korean characters) to look for";
             return fail(scope, result_path, EntryStatus::BadRequest, message);
         }
         let mut items = candidates(scope.conn, run.project_id, query)?;

@@ -4,7 +4,8 @@
 //! sees another's memory; a project whose memory is off recalls and writes nothing (and
 //! stays off across a restart); the `memory/*` methods refuse bad params and callers
 //! without the role; a transient fact (the model's or a client's `remember` marks it) is
-//! pruned once the project moved on; a topic's history is folded past its bound.
+//! pruned once the project moved on; a topic's history is folded past its bound; a question
+//! in Chinese or Japanese recalls the facts that share its pairs of characters.
 
 use std::path::Path;
 
@@ -517,4 +518,49 @@ async fn a_client_s_remember_marks_a_fact_transient_with_its_attribute() {
         transience(&mut client).await,
         [(json!("plan"), Value::Null), (json!("wip"), json!(true))]
     );
+}
+
+#[actix_web::test]
+async fn a_chinese_or_japanese_question_recalls_the_facts_that_share_its_words() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>每天凌晨三点。</summarize>"),
+        Step::reply("<summarize>makeで。</summarize>"),
+    ]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    for (topic, body) in [
+        ("数据库备份", "每天凌晨三点用pg_dump备份数据库。"),
+        ("デプロイ手順", "本番へのデプロイはmakeで行う。"),
+        ("test command", "make check"),
+    ] {
+        client
+            .ok("memory/set", json!({"topic": topic, "body": body}))
+            .await;
+    }
+
+    ask(&mut client, "数据库什么时候备份？").await;
+    let user = user_of(&llm, "数据库什么时候备份？");
+    let memory = memory_section(&user).unwrap_or_else(|| panic!("no <memory> in {user}"));
+    assert!(
+        memory.contains("- [project] 数据库备份: 每天凌晨三点用pg_dump备份数据库。"),
+        "{memory}"
+    );
+    assert!(!memory.contains("デプロイ"), "{memory}");
+
+    ask(&mut client, "本番へのデプロイ方法を教えて。").await;
+    let user = user_of(&llm, "本番へのデプロイ方法を教えて。");
+    let memory = memory_section(&user).unwrap_or_else(|| panic!("no <memory> in {user}"));
+    assert!(
+        memory.contains("- [project] デプロイ手順: 本番へのデプロイはmakeで行う。"),
+        "{memory}"
+    );
+    assert!(!memory.contains("数据库"), "{memory}");
+
+    assert_eq!(
+        client.ok("memory/search", json!({"query": "手順"})).await,
+        json!([{"layer": "project", "topic": "デプロイ手順", "body": "本番へのデプロイはmakeで行う。"}]),
+        "two characters are a word"
+    );
+    let (code, _) = client.err("memory/search", json!({"query": "手"})).await;
+    assert_eq!(code, -32602, "one is not");
 }

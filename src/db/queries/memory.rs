@@ -16,9 +16,11 @@ use crate::db::{Conn, DbError, MultiBackend};
 
 mod hygiene;
 mod recall;
+mod words;
 
 pub(crate) use hygiene::{fold_history, prune_transient, HistoryBounds};
-pub(crate) use recall::{query_words, recall_facts, recall_history};
+pub(crate) use recall::{recall_facts, recall_history};
+pub(crate) use words::{query_words, searchable};
 
 /// The history's `reason` of a run's session narrative.
 const NARRATIVE: &str = "narrative";

@@ -1,5 +1,5 @@
 //! Recall: the facts and the history's items (replaced facts, runs' narratives) that share
-//! words with a text, through each backend's full-text index ([`FullText`]: the only SQL of
+//! words with a text (the words of `words.rs`, CJK text as pairs of characters), through each backend's full-text index ([`FullText`]: the only SQL of
 //! memory written per backend):
 //! SQLite's FTS5 tables `memory_*_fts` ranked by bm25, PostgreSQL's `search` tsvector
 //! columns ranked by ts_rank weighted by each word's rarity as bm25 weighs it, so on both a
@@ -16,32 +16,11 @@ use crate::db::models::memory::{MemoryLayer, RecalledItem};
 use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
 
-/// Most distinct words of a text a recall searches for.
-pub(super) const MAX_QUERY_WORDS: usize = 32;
-/// Shortest word a recall searches for, in characters.
-const MIN_QUERY_WORD_CHARS: usize = 3;
+use super::words::query_words;
+
 /// Most items of one index a recall scores: its rarest words are searched for as long as
 /// the items holding them stay within this.
 pub(super) const MAX_POSTINGS: i64 = 2_000;
-
-/// The distinct words of `text` a recall looks for: each of at least
-/// `MIN_QUERY_WORD_CHARS` characters, lower case, at most `MAX_QUERY_WORDS` of them.
-pub(crate) fn query_words(text: &str) -> Vec<String> {
-    let mut words: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if word.chars().count() < MIN_QUERY_WORD_CHARS {
-            continue;
-        }
-        let word = word.to_lowercase();
-        if !words.contains(&word) {
-            words.push(word);
-        }
-        if words.len() == MAX_QUERY_WORDS {
-            break;
-        }
-    }
-    words
-}
 
 /// One full-text index, the facts' or the history's, as each backend holds it: SQLite an
 /// FTS5 table, PostgreSQL a `search` tsvector column. Each recall statement reads the

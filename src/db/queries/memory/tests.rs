@@ -4,6 +4,8 @@ use crate::db::models::ProjectInsertForm;
 use crate::db::queries::projects;
 use crate::db::testing::TestDb;
 
+mod cjk;
+
 fn project(conn: &mut Conn, name: &str) -> ProjectId {
     projects::upsert_project(
         conn,
@@ -212,7 +214,7 @@ fn a_query_is_its_distinct_words_and_only_the_rarest_are_searched_for() {
     );
     assert!(query_words("a b c !!").is_empty());
     let many: String = (0..100).map(|n| format!("word{n} ")).collect();
-    assert_eq!(query_words(&many).len(), recall::MAX_QUERY_WORDS);
+    assert_eq!(query_words(&many).len(), words::MAX_QUERY_WORDS);
 
     let mut db = TestDb::new();
     let conn = &mut db.conn;
