@@ -7,8 +7,9 @@ Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), S
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
 token), HOSTILE_RUN (a run whose model reply is hostile HTML and 1 MB long), WAITING_RUN (a
 run with a command waiting), EDIT_RUN (a run with an edit of greeting.txt waiting),
-STREAM_RUN (a run with a command waiting that prints a line a second, on the server); for
-`proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
+STREAM_RUN (a run with a command waiting that prints a line a second, on the server),
+LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs) and MCP_ERROR_HOLDS
+(what the start error of the one MCP server holds); for `proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -57,6 +58,45 @@ def every_control_is_labelled(page):
              .filter((control) => control.labels.length === 0).map((control) => control.id)"""
     )
     assert unlabelled == [], f"controls without a label: {unlabelled}"
+
+
+def cells(page, table):
+    """Each body cell of the table `table` (a selector) as laid out: how many lines its
+    longest text takes, whether its text is cut short (wider than the cell), its overflow
+    style, and its title."""
+    return page.evaluate(
+        """(selector) => [...document.querySelectorAll(`${selector} tbody td`)].map((cell) => {
+             const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+             let lines = 0;
+             for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+               const range = document.createRange();
+               range.selectNodeContents(text);
+               const tops = new Set([...range.getClientRects()].filter((box) => box.width > 0)
+                 .map((box) => Math.round(box.top)));
+               lines = Math.max(lines, tops.size);
+             }
+             const style = getComputedStyle(cell);
+             return {
+               column: cell.dataset.label ?? cell.cellIndex, text: cell.textContent, lines,
+               cut: cell.scrollWidth > cell.clientWidth, ellipsis: style.textOverflow === 'ellipsis',
+               title: cell.getAttribute('title'),
+             };
+           })""",
+        table,
+    )
+
+
+def every_cell_on_one_line(page, table, long_texts):
+    """No text of `table` wraps (so none is broken mid-word), and each cell holding one of
+    `long_texts` is cut short with an ellipsis, the whole text in its title; the cells."""
+    laid_out = cells(page, table)
+    wrapped = [cell for cell in laid_out if cell["lines"] > 1]
+    assert wrapped == [], f"cells of {table} on more than one line: {wrapped}"
+    for text in long_texts:
+        cell = next((cell for cell in laid_out if cell["text"] == text), None)
+        assert cell, f"no cell of {table} holds {text!r}: {laid_out}"
+        assert cell["cut"] and cell["ellipsis"] and cell["title"] == text, cell
+    return laid_out
 
 
 class Link:
@@ -132,13 +172,13 @@ def member(browser, seen):
     page.get_by_role("link", name="web").click()
     expect(page.get_by_role("heading", name="web")).to_be_visible()
     rows = page.locator("table.runs tbody tr")
-    expect(rows).to_have_count(4)
+    expect(rows).to_have_count(6)
     expect(page.locator("section.caps")).to_contain_text(re.compile(r"the server: \$3\.\d\d of \$100\.00 per day"))
     every_control_is_labelled(page)
 
     page.get_by_label("Ask a question").fill("What is 2 + 2?")
     page.get_by_role("button", name="Ask").click()
-    expect(rows).to_have_count(5)
+    expect(rows).to_have_count(7)
     newest = rows.first
     expect(newest).to_contain_text("running")
     expect(newest).to_contain_text("mo")
@@ -154,8 +194,8 @@ def member(browser, seen):
     page.get_by_label("Filter").fill(os.environ["WAITING_RUN"])
     expect(rows).to_have_count(1)
     page.get_by_label("Filter").fill("")
-    expect(rows).to_have_count(5)
-    page.screenshot(path=f"{SHOTS}/runs.png", full_page=True)
+    expect(rows).to_have_count(7)
+    long_tables(page)
 
     page.set_viewport_size({"width": 390, "height": 844})
     overflow = page.evaluate("() => document.documentElement.scrollWidth")
@@ -184,7 +224,7 @@ def member(browser, seen):
 
     hostile(page)
     approve_and_reject(page)
-    stream(page)
+    stream(page, link)
     abort_and_inject(page, rows)
     replay(page, link, rows)
     memory(page)
@@ -216,6 +256,24 @@ def member(browser, seen):
     expect(old.get_by_role("heading", name="Sign in")).to_be_visible()
     stale.close()
     context.close()
+
+
+def long_tables(page):
+    """At 1,280 px, runs whose summaries are a paragraph long: every id, status and amount on
+    one line, each summary cut short with an ellipsis and whole in its title and once
+    focused."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    summaries = json.loads(os.environ["LONG_SUMMARIES"])
+    laid_out = every_cell_on_one_line(page, "table.runs", summaries)
+    columns = {cell["column"] for cell in laid_out}
+    assert {"Run", "Status", "Cost", "Created"} <= columns, columns
+    summary = page.locator("table.runs td", has_text=summaries[0])
+    summary.focus()
+    shown = page.evaluate("(cell) => cell.scrollWidth <= cell.clientWidth", summary.element_handle())
+    assert shown, "a focused summary is shown whole"
+    summary.blur()
+    page.screenshot(path=f"{SHOTS}/runs.png", full_page=True)
+    page.set_viewport_size({"width": 1200, "height": 900})
 
 
 def hostile(page):
@@ -265,21 +323,67 @@ def approve_and_reject(page):
     expect(page.locator("ol.timeline")).to_contain_text("greeting fixed", timeout=WAIT_MS)
 
 
-def stream(page):
-    """A command approved in the page runs on the server; its output comes in as it goes."""
+def watch_card(page):
+    """From the next click on the proposal's card on: whether the card ever offers Approve or
+    Reject again (`offered`), and what it said that it stopped saying while still there
+    (`unsaid`)."""
+    page.evaluate(
+        """() => {
+             const section = document.querySelector('ul.proposals').closest('section');
+             window.card = { armed: false, offered: [], said: null, unsaid: [] };
+             section.addEventListener('click', () => { window.card.armed = true; }, { capture: true, once: true });
+             new MutationObserver(() => {
+               const card = window.card;
+               const item = section.querySelector('li.proposal');
+               if (!card.armed || !item) return;
+               const buttons = [...item.querySelectorAll('button')].map((button) => button.textContent);
+               if (buttons.length) card.offered.push(buttons);
+               const said = item.querySelector('[role=status]')?.textContent || null;
+               if (card.said && !said) card.unsaid.push(card.said);
+               card.said = said;
+             }).observe(section, { childList: true, subtree: true, characterData: true });
+           }"""
+    )
+
+
+def stream(page, link):
+    """A command approved in the page with a double click runs on the server, once: the
+    card says so at once and never offers the proposal again; its output comes in as it
+    goes. Another page of the same person that approves it meanwhile is refused, and says
+    so on the card until the proposal is gone."""
     page.goto(f"{URL}#/p/web/r/{os.environ['STREAM_RUN']}")
     waiting = page.locator("ul.proposals li")
     expect(waiting).to_have_count(1)
-    waiting.get_by_role("button", name="Approve").click()
+    other = page.context.new_page()
+    other.goto(page.url)
+    elsewhere = other.locator("ul.proposals li")
+    expect(elsewhere.get_by_role("button", name="Approve")).to_be_visible()
+    watch_card(page)
+    watch_card(other)
+    waiting.get_by_role("button", name="Approve").dblclick()
+    said = waiting.inner_text()
+    assert "running…" in said and waiting.get_by_role("button").count() == 0, \
+        f"right after the double click the card says {said!r}"
     output = waiting.locator("pre.output")
     expect(output).to_contain_text("line1", timeout=WAIT_MS)
-    expect(waiting).to_contain_text("Approved.")
-    assert waiting.get_by_role("button").count() == 0, "a running command can be resolved again"
+    elsewhere.get_by_role("button", name="Approve").click()
+    expect(elsewhere).to_contain_text("Not resolved", timeout=WAIT_MS)
+    expect(elsewhere).to_contain_text("running on the server")
     assert "line3" not in output.inner_text(), "the output came at once, not as it went"
     page.screenshot(path=f"{SHOTS}/run-output.png", full_page=True)
     timeline = page.locator("ol.timeline")
     expect(timeline).to_contain_text("streamed", timeout=WAIT_MS)
     expect(timeline.locator("li.command")).to_contain_text("line3")
+    assert timeline.locator("li.command").inner_text().count("line1") == 1, "the command ran twice"
+    expect(other.locator("ol.timeline")).to_contain_text("streamed", timeout=WAIT_MS)
+    for name, watched in (("the page", page), ("the other page", other)):
+        card = watched.evaluate("() => ({ offered: window.card.offered, unsaid: window.card.unsaid })")
+        assert card["offered"] == [], f"{name} offered the proposal again: {card}"
+        assert card["unsaid"] == [], f"{name} took back what its card said: {card}"
+    resolves = [frame for frame in link.sent if frame.get("method") == "run/resolve"
+                and frame["params"]["run"] == os.environ["STREAM_RUN"]]
+    assert len(resolves) == 1, f"the double click resolved {len(resolves)} times: {resolves}"
+    other.close()
 
 
 def newest_run(page, rows, prompt, count):
@@ -294,7 +398,7 @@ def newest_run(page, rows, prompt, count):
 
 
 def abort_and_inject(page, rows):
-    newest_run(page, rows, "take your time", 6)
+    newest_run(page, rows, "take your time", 8)
     abort = page.get_by_role("button", name="Abort")
     expect(abort).to_be_visible(timeout=WAIT_MS)
     page.get_by_label("Inject a message").fill("please hurry")
@@ -308,7 +412,7 @@ def abort_and_inject(page, rows):
 def replay(page, link, rows):
     """A run goes on while the page's connection is down; back, the page asks run/replay for
     what it missed and shows it."""
-    newest_run(page, rows, "count slowly", 7)
+    newest_run(page, rows, "count slowly", 9)
     activity = page.locator("ol.activity")
     expect(activity).to_contain_text("turn 2: thinking", timeout=WAIT_MS)
     link.sleep()
@@ -377,7 +481,7 @@ def viewer(browser, seen):
     context, page = signed_in(browser, seen, os.environ["VERA"])
     expect(page.locator("#who")).to_have_text("vera (viewer)")
     page.get_by_role("link", name="web").click()
-    expect(page.locator("table.runs tbody tr")).to_have_count(7)
+    expect(page.locator("table.runs tbody tr")).to_have_count(9)
     assert page.locator("#prompt").count() == 0, "a viewer gets no prompt box"
     expect(page.locator("main")).not_to_contain_text("null")
     page.goto(f"{URL}#/p/web/r/{os.environ['WAITING_RUN']}")
@@ -425,7 +529,13 @@ def admin(browser, seen):
     text = page.locator("main").inner_text()
     assert not re.search(r"[0-9a-f]{64}", text) and "token" not in text.split("No users file")[0], \
         "the admin page shows a token"
-    expect(page.locator("main")).to_contain_text("No MCP server is configured.")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    servers = page.locator("table.mcp tbody tr")
+    expect(servers).to_have_count(1)
+    state = servers.locator("td.long").first
+    expect(state).to_contain_text(os.environ["MCP_ERROR_HOLDS"], timeout=WAIT_MS)
+    every_cell_on_one_line(page, "table.mcp", [state.text_content()])
+    every_cell_on_one_line(page, "table.models", [])
     every_control_is_labelled(page)
     page.screenshot(path=f"{SHOTS}/admin.png", full_page=True)
     page.get_by_role("navigation", name="Pages").get_by_role("link", name="Usage").click()

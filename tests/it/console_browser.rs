@@ -1,14 +1,19 @@
 //! The web console in a real browser: Debian's chromium, headless, driven by Playwright for
 //! Python (`tests/console/browse.py`, pinned by `tests/console/requirements.txt`) against
 //! this server and a scripted model that answers by the prompt it is given. A member signs
-//! in, asks from the page and watches the run finish live, continues it, approves an edit
-//! (the file changes on disk), rejects a command, approves one that runs on the server and
+//! in, asks from the page and watches the run finish live, reads at 1,280 px a runs list
+//! whose summaries are a paragraph long (no cell broken or wrapped, each summary cut short
+//! with an ellipsis and whole in its title), continues a run, approves an edit
+//! (the file changes on disk), rejects a command, approves one that runs on the server with
+//! a double click (the card says "running…" at once and never offers it again, the command
+//! runs once; another page's approval meanwhile is refused and says so on its card) and
 //! watches its output stream in, injects into and aborts a slow run,
 //! survives a dropped connection whose missed notifications come back by `run/replay`,
 //! writes, finds and erases a fact of memory, reads the usage page, opens a run whose model
 //! reply is hostile HTML and 1 MB long and finds it inert, and signs out, after which the
 //! old cookie is refused; a viewer sees no control that changes anything and has a forged
-//! call refused; an admin sees the models, the people (no token) and the MCP servers. A
+//! call refused; an admin sees the models, the people (no token) and the MCP servers, one
+//! with a long start error cut short on one line. A
 //! second test signs in and asks through the real nginx configured by `docker/nginx.conf`,
 //! the call taking the server's token cap past 80 %, which the page says.
 //! Screenshots of the pages go to `target/console-screenshots`.
@@ -28,7 +33,7 @@ use serde_json::{json, Value};
 
 use crate::access::users;
 use crate::proxy::Nginx;
-use crate::support::{Client, TestApp};
+use crate::support::{llm_env, Client, TestApp};
 
 const NEEDS: &str = "needs Debian's chromium and Playwright in tests/console/.venv \
                      (tests/console/requirements.txt): tests/run.sh installs both";
@@ -56,8 +61,39 @@ fn summary(text: &'static str) -> Step {
     Step::reply(format!("<summarize>{text}</summarize>"))
 }
 
+/// Summaries a paragraph long, with a path and an id no line could hold part of.
+const LONG_SUMMARIES: [&str; 2] = [
+    "Looked through the whole request path from the WebSocket upgrade down to the store: \
+     the session actor hands every frame to the envelope, the dispatch checks the grant, \
+     and src/db/queries/memory/recall.rs answers the search; nothing there holds a lock \
+     across an await, so the slowness reported in ticket stub_17959091093127 must come \
+     from the client's own retry loop, which waits twice as long after every failure.",
+    "Compared the two configurations line by line and found that the production one sets \
+     RUMMY_MEMORY_RECALL_TOKENS to zero, which turns recall off entirely, while staging \
+     keeps the default; the difference explains why the same question recalls facts on \
+     staging and nothing in production, and setting it back fixes it.",
+];
+
+/// A server command no machine has, whose start error (the admin page shows it) is long.
+fn missing_mcp_command() -> String {
+    format!(
+        "/nonexistent/{}mcp-server-that-is-not-installed",
+        "a-directory-with-a-long-name/".repeat(5)
+    )
+}
+
 /// The answers, newest prompt first where one run holds two (`3 + 3` continues `2 + 2`).
 const ANSWERS: &[Answer] = &[
+    Answer {
+        marker: "write a long report",
+        first: || summary(LONG_SUMMARIES[0]),
+        then: || summary(LONG_SUMMARIES[0]),
+    },
+    Answer {
+        marker: "write another long report",
+        first: || summary(LONG_SUMMARIES[1]),
+        then: || summary(LONG_SUMMARIES[1]),
+    },
     Answer {
         marker: "say something nasty",
         first: || Step::reply(hostile_reply()),
@@ -174,9 +210,18 @@ fn shots() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots")
 }
 
-/// A server with a users file of a member, a viewer and an admin of project `web`, and
-/// `extra` settings.
+/// A server with a users file of a member, a viewer and an admin of project `web`, an MCP
+/// server that cannot start ([`missing_mcp_command`]), and `extra` settings.
 async fn team_server(llm: &FakeLlm, extra: &[(&str, &str)]) -> (TestApp, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("mcp.toml"),
+        format!(
+            "[[server]]\nname = \"docs\"\ncommand = {:?}\n",
+            missing_mcp_command()
+        ),
+    )
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("users.toml");
     std::fs::write(
@@ -189,7 +234,8 @@ async fn team_server(llm: &FakeLlm, extra: &[(&str, &str)]) -> (TestApp, tempfil
     )
     .unwrap();
     let file = file.display().to_string();
-    let mut env = vec![
+    let mut env = llm_env(llm);
+    env.extend_from_slice(&[
         ("RUMMY_AUTH_TOKEN", "shared-token"),
         ("RUMMY_USERS_FILE", file.as_str()),
         ("RUMMY_APPLY_EDITS", "server"),
@@ -198,9 +244,9 @@ async fn team_server(llm: &FakeLlm, extra: &[(&str, &str)]) -> (TestApp, tempfil
             "RUMMY_SANDBOX_LAUNCHER",
             env!("CARGO_BIN_EXE_rummy-sandbox"),
         ),
-    ];
+    ]);
     env.extend_from_slice(extra);
-    (TestApp::with_llm(llm, &env).await, dir)
+    (TestApp::start_in(home, &env, |plugins| plugins).await, dir)
 }
 
 /// Runs `browse.py <scenario>` with `env` against the console at `url`; fails the test
@@ -243,6 +289,8 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
         .await;
     let mut started = Vec::new();
     for (mode, prompt, status) in [
+        ("ask", "write a long report", 200),
+        ("ask", "write another long report", 200),
         ("ask", "say something nasty", 200),
         ("act", "run echo hello", 202),
         ("act", "fix the greeting", 202),
@@ -262,10 +310,15 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
             ("MO", "mo-token".into()),
             ("VERA", "vera-token".into()),
             ("ADA", "ada-token".into()),
-            ("HOSTILE_RUN", started[0].clone()),
-            ("WAITING_RUN", started[1].clone()),
-            ("EDIT_RUN", started[2].clone()),
-            ("STREAM_RUN", started[3].clone()),
+            ("HOSTILE_RUN", started[2].clone()),
+            ("WAITING_RUN", started[3].clone()),
+            ("EDIT_RUN", started[4].clone()),
+            ("STREAM_RUN", started[5].clone()),
+            (
+                "LONG_SUMMARIES",
+                serde_json::to_string(&LONG_SUMMARIES).unwrap(),
+            ),
+            ("MCP_ERROR_HOLDS", missing_mcp_command()),
         ],
     )
     .await;
@@ -275,7 +328,7 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
         "Hello, world!\n",
         "the edit approved in the page is applied"
     );
-    let waiting = operator.ok("getRun", json!({"run": started[1]})).await;
+    let waiting = operator.ok("getRun", json!({"run": started[3]})).await;
     let command = waiting["context"]["history"]
         .as_array()
         .unwrap()
@@ -289,6 +342,15 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
         "the command was resolved: {command}"
     );
     assert_ne!(command["status"], json!(200), "and not run: {command}");
+    let streamed = operator.ok("getRun", json!({"run": started[5]})).await;
+    let commands: Vec<&Value> = streamed["context"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["scheme"] == json!("sh"))
+        .collect();
+    assert_eq!(commands.len(), 1, "one command: {commands:?}");
+    assert_eq!(commands[0]["status"], json!(200), "run: {commands:?}");
     for page in [
         "sign-in",
         "projects",
@@ -296,6 +358,7 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
         "runs-phone",
         "run",
         "run-edit",
+        "run-output",
         "run-dark",
         "run-viewer",
         "memory",

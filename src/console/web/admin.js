@@ -1,6 +1,6 @@
 // For admins: the model catalogue with its prices, the people and their roles (never a
 // token), and the MCP servers with their state, as one project sees them.
-import { el, fill, dollars } from './dom.js';
+import { el, fill, dollars, longCell } from './dom.js';
 
 export async function adminView(ctx, main, bind) {
   const [models, people, projects] = await Promise.all([
@@ -14,14 +14,14 @@ export async function adminView(ctx, main, bind) {
     if (!which.value) { fill(mcp, el('p', { class: 'muted' }, 'No project yet.')); return; }
     await bind(which.value);
     const servers = await ctx.rpc.call('getMcpServers', {});
-    fill(mcp, servers.length ? el('table', {},
+    fill(mcp, servers.length ? el('table', { class: 'mcp' },
       el('thead', {}, el('tr', {}, ['Server', 'Transport', 'For this project', 'State', 'Tools']
         .map((name) => el('th', { scope: 'col' }, name)))),
       el('tbody', {}, servers.map((server) => el('tr', {},
         el('td', {}, server.name), el('td', {}, server.transport ?? ''),
         el('td', {}, server.enabled ? 'yes' : 'no'),
-        el('td', {}, server.connected ? 'connected' : (server.error ? `down: ${server.error}` : 'connecting')),
-        el('td', {}, (server.tools ?? []).map((tool) => tool.name).join(', '))))))
+        longCell(server.connected ? 'connected' : (server.error ? `down: ${server.error}` : 'connecting')),
+        longCell((server.tools ?? []).map((tool) => tool.name).join(', '))))))
       : el('p', { class: 'muted' }, 'No MCP server is configured.'));
   };
   which.addEventListener('change', () => showMcp().catch((error) => fill(mcp, el('p', { class: 'error' }, error.message))));
@@ -40,7 +40,7 @@ export async function adminView(ctx, main, bind) {
     people.length ? el('table', { class: 'people' },
       el('thead', {}, el('tr', {}, ['Name', 'Role', 'Projects'].map((name) => el('th', { scope: 'col' }, name)))),
       el('tbody', {}, people.map((person) => el('tr', {},
-        el('td', {}, person.name), el('td', {}, person.role), el('td', {}, person.projects.join(', '))))))
+        el('td', {}, person.name), el('td', {}, person.role), longCell(person.projects.join(', '))))))
       : el('p', { class: 'muted' }, 'No users file: everyone with the shared token acts as the operator.'),
     el('h2', {}, 'MCP servers'),
     el('div', { class: 'filters' }, el('div', {}, el('label', { for: 'mcp-project' }, 'As the project'), which)),

@@ -48,6 +48,14 @@ const STATUS = {
   504: 'timed out',
 };
 
+// A table cell of free text (a summary, an error, a list): one line cut short with an
+// ellipsis, the whole text in its title (shown on hover) and in the cell while it has focus.
+// Every other cell keeps to one line at its full width (style.css).
+export function longCell(text, props = {}) {
+  const value = text ?? '';
+  return el('td', { ...props, class: 'long', title: value || null, tabindex: value ? 0 : null }, value);
+}
+
 // A run's or an entry's status, as a labelled element.
 export function status(code) {
   const bad = code >= 400 ? ' bad' : '';

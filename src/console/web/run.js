@@ -4,7 +4,7 @@
 // what happened meanwhile. Members and admins also get abort, inject and a prompt to go on
 // with ask or act. The forms live outside the parts a refresh redraws, so a refresh never
 // takes what someone is typing.
-import { el, fill, debounce, status, active, dollars, count, field } from './dom.js';
+import { el, fill, debounce, status, active, dollars, count, field, longCell } from './dom.js';
 import { diffView } from './diff.js';
 
 // The most output of one command the page keeps: its last bytes.
@@ -47,6 +47,16 @@ function outputOf(run, path) {
   return outputs.get(key);
 }
 
+// What a proposal's card says once this page resolved it, where its buttons were (so the
+// rest of a double click selects none of it).
+function saidOn({ text, refused }) {
+  return el('p', {
+    class: refused ? 'error' : 'muted',
+    role: 'status',
+    onmousedown: (event) => { if (event.detail > 1) event.preventDefault(); },
+  }, text);
+}
+
 export async function runView(ctx, main, project, alias) {
   const meta = el('div');
   const loops = el('div');
@@ -73,7 +83,14 @@ export async function runView(ctx, main, project, alias) {
     fill(node, kept.text, kept.end ? `\n[${kept.end}]` : '');
   };
 
+  // What this page did about each proposal it resolved, as its card says it while the run
+  // still shows the proposal waiting (a command running on the server, the run going on):
+  // `{ text, refused }`. A card says it at once, never offers the proposal again, and keeps
+  // a refusal said until the proposal is gone.
+  const resolved = new Map();
+  let shown = [];
   const renderProposals = (pending) => {
+    shown = pending;
     outputNodes.clear();
     if (!pending.length) { fill(proposals); return; }
     fill(proposals,
@@ -86,7 +103,7 @@ export async function runView(ctx, main, project, alias) {
           el('div', { class: 'entry-head' }, el('strong', {}, entry.scheme ?? 'proposal'), el('span', {}, target(entry.attributes) || entry.path)),
           content(entry),
           output,
-          resolved.has(entry.path) ? el('p', { class: 'muted' }, resolved.get(entry.path))
+          resolved.has(entry.path) ? saidOn(resolved.get(entry.path))
             : ctx.canChange ? el('div', { class: 'actions' },
               el('button', { type: 'button', class: 'primary', onclick: () => resolve(entry.path, 'accept') }, 'Approve'),
               el('button', { type: 'button', onclick: () => resolve(entry.path, 'reject') }, 'Reject')) : null);
@@ -121,7 +138,7 @@ export async function runView(ctx, main, project, alias) {
           these.length ? el('table', {},
             el('thead', {}, el('tr', {}, ['Path', 'Status', 'Tokens'].map((name) => el('th', { scope: 'col' }, name)))),
             el('tbody', {}, these.map((entry) => el('tr', {},
-              el('td', {}, entry.path), el('td', {}, status(entry.status)), el('td', {}, count(entry.tokens))))))
+              longCell(entry.path), el('td', {}, status(entry.status)), el('td', {}, count(entry.tokens))))))
             : el('p', { class: 'muted' }, 'None.'));
       }) : el('p', {}, 'No entries.'));
   };
@@ -167,14 +184,13 @@ export async function runView(ctx, main, project, alias) {
     // A run's end is its caller's reply, no notification: look again while it goes.
     if (active(run.status)) later();
   };
-  // What this page resolved, while the run still shows it waiting (a command running).
-  const resolved = new Map();
   const resolve = (path, action) => {
-    resolved.set(path, action === 'accept' ? 'Approved.' : 'Rejected.');
-    later();
+    if (resolved.has(path)) return;
+    resolved.set(path, { text: action === 'accept' ? 'Approved: running…' : 'Rejected.', refused: false });
+    renderProposals(shown);
     ctx.rpc.call('run/resolve', { run: alias, resolution: { path, action } }).then(later, (error) => {
-      resolved.delete(path);
-      said(error);
+      resolved.set(path, { text: `Not resolved: ${error.message}`, refused: true });
+      renderProposals(shown);
       later();
     });
   };

@@ -1,6 +1,6 @@
 // A project's runs, live, filterable and paged (the newest first, more on demand). The ask
 // box is shown to members and admins only (the server refuses it to viewers anyway).
-import { el, fill, link, debounce, status, active, dollars, field } from './dom.js';
+import { el, fill, link, debounce, status, active, dollars, field, longCell } from './dom.js';
 import { capsPanel } from './caps.js';
 
 const FILTERS = {
@@ -42,7 +42,7 @@ export async function runsView(ctx, main, project) {
       el('td', { 'data-label': 'Cost' }, dollars(run.cost)),
       el('td', { 'data-label': 'Started by' }, run.created_by ?? 'operator'),
       el('td', { 'data-label': 'Created' }, run.created),
-      el('td', { 'data-label': 'Summary' }, run.summary ?? ''))));
+      longCell(run.summary, { 'data-label': 'Summary' }))));
     if (!shown.length) body.append(el('tr', {}, el('td', { colspan: 8 }, 'No run matches.')));
     moreButton.hidden = !more;
   };
