@@ -364,6 +364,8 @@ def stream(page, link):
     said = waiting.inner_text()
     assert "running…" in said and waiting.get_by_role("button").count() == 0, \
         f"right after the double click the card says {said!r}"
+    selected = page.evaluate("() => getSelection().toString()")
+    assert selected == "", f"the double click selected {selected!r}"
     output = waiting.locator("pre.output")
     expect(output).to_contain_text("line1", timeout=WAIT_MS)
     elsewhere.get_by_role("button", name="Approve").click()

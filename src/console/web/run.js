@@ -185,7 +185,6 @@ export async function runView(ctx, main, project, alias) {
     if (active(run.status)) later();
   };
   const resolve = (path, action) => {
-    if (resolved.has(path)) return;
     resolved.set(path, { text: action === 'accept' ? 'Approved: running…' : 'Rejected.', refused: false });
     renderProposals(shown);
     ctx.rpc.call('run/resolve', { run: alias, resolution: { path, action } }).then(later, (error) => {
