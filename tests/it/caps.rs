@@ -18,7 +18,7 @@ use rummy::testing::ScratchDatabase;
 use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
-use crate::support::{project_root, try_settings, Client, TestApp, TEST_CONFIG_DIR};
+use crate::support::{eventually, project_root, try_settings, Client, TestApp, TEST_CONFIG_DIR};
 
 /// The code of an `ask`/`act` refused at a cap.
 const CAP_REACHED: i64 = -32011;
@@ -365,14 +365,40 @@ async fn twenty_concurrent_loops_pass_a_cap_by_at_most_the_calls_in_flight() {
     assert_eq!(llm.requests().len(), calls, "no refused call was made");
 }
 
+/// A turn that learns something new, 100 tokens, answered once the test releases it.
+fn held(slug: &str) -> Step {
+    let Step::Reply(reply) = learning(slug) else {
+        unreachable!("a reply")
+    };
+    Step::Held(reply)
+}
+
+/// How many calls wait for a slot of the provider of `fake` on the server at `address`, as
+/// its `/metrics` says.
+async fn waiting_for_a_slot(address: &str) -> usize {
+    let mut response = awc::Client::new()
+        .get(format!("http://{address}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    let text = String::from_utf8(response.body().await.unwrap().to_vec()).unwrap();
+    let waiting = text
+        .lines()
+        .find_map(|line| line.strip_prefix(r#"rummy_llm_waiting{provider="openai"} "#))
+        .unwrap_or_else(|| panic!("no waiting gauge in {text}"));
+    waiting.parse().unwrap()
+}
+
+/// Waits until `count` calls wait for a provider slot on the server at `address`.
+async fn until_waiting(address: &str, count: usize) {
+    eventually(&format!("{count} calls waiting for a slot"), async || {
+        (waiting_for_a_slot(address).await == count).then_some(())
+    })
+    .await;
+}
+
 #[actix_web::test]
 async fn the_calls_in_flight_when_a_cap_is_reached_are_all_that_pass_it() {
-    let held = |slug: &str| {
-        let Step::Reply(reply) = learning(slug) else {
-            unreachable!("a reply")
-        };
-        Step::Held(reply)
-    };
     let llm = FakeLlm::start([held("a"), held("b"), held("c")]);
     let app = TestApp::with_llm(&llm, &[("RUMMY_CAP_DAY_TOKENS", "100")]).await;
     let (mut client, _) = app.client_in_project("shop").await;
@@ -398,6 +424,43 @@ async fn the_calls_in_flight_when_a_cap_is_reached_are_all_that_pass_it() {
         "the call that reached the cap and the two in flight then; none after"
     );
     assert_eq!(llm.requests().len(), 3);
+}
+
+#[actix_web::test]
+async fn calls_waiting_for_a_provider_slot_when_a_cap_is_reached_are_never_made() {
+    let llm = FakeLlm::start([held("a")]);
+    let app = TestApp::with_llm(
+        &llm,
+        &[
+            ("RUMMY_CAP_DAY_TOKENS", "100"),
+            ("RUMMY_PROVIDER_CONCURRENCY", "1"),
+        ],
+    )
+    .await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let mut asked = Vec::new();
+    for _ in 0..3 {
+        let id = client
+            .send("ask", json!({"model": "fake", "prompt": "Learn."}))
+            .await;
+        asked.push(id);
+    }
+    llm.wait_for_requests(1).await;
+    let address = app.addr().to_string();
+    until_waiting(&address, 2).await;
+    llm.release();
+    for id in asked {
+        let reply = client.reply(&id).await;
+        assert_eq!(reply["result"]["status"], json!(402), "{reply}");
+    }
+    assert_eq!(
+        llm.requests().len(),
+        1,
+        "the one call in flight reached the cap; the two behind its slot were refused"
+    );
+    let report = client.ok("usage/report", json!({"by": "day"})).await;
+    assert_eq!(report["total"]["calls"], json!(1), "{report}");
+    assert_eq!(report["total"]["total_tokens"], json!(100));
 }
 
 #[actix_web::test]
@@ -518,4 +581,53 @@ async fn two_instances_on_one_database_hold_one_cap() {
     assert_eq!(refused["data"]["scope"], json!("server"), "{refused}");
     assert_eq!(refused["data"]["spent"], json!(100));
     assert_eq!(llm.requests().len(), 1);
+}
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn two_instances_make_no_call_that_waited_for_a_slot_when_their_cap_was_reached() {
+    let database = ScratchDatabase::required();
+    let llm = FakeLlm::start([held("a"), held("b")]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let env = [
+        ("RUMMY_DATABASE_URL", database.url()),
+        ("RUMMY_CAP_DAY_TOKENS", "200"),
+        ("RUMMY_PROVIDER_CONCURRENCY", "1"),
+    ];
+    let first = ServerProcess::start_with(home.path(), &llm, &env).await;
+    let second = ServerProcess::start_with(home.path(), &llm, &env).await;
+    let mut asked = Vec::new();
+    for server in [&first, &second] {
+        let mut client = server.client().await;
+        client.init("shared", &root).await;
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let id = client
+                .send("ask", json!({"model": "fake", "prompt": "Learn."}))
+                .await;
+            ids.push(id);
+        }
+        asked.push((client, ids));
+    }
+    llm.wait_for_requests(2).await;
+    for server in [&first, &second] {
+        until_waiting(&format!("127.0.0.1:{}", server.port), 1).await;
+    }
+    llm.release();
+    llm.release();
+    for (client, ids) in &mut asked {
+        for id in ids.iter() {
+            let reply = client.reply(id).await;
+            assert_eq!(reply["result"]["status"], json!(402), "{reply}");
+        }
+    }
+    assert_eq!(
+        llm.requests().len(),
+        2,
+        "one call in flight per instance; the one behind each slot was refused"
+    );
+    let (client, _) = &mut asked[0];
+    let report = client.ok("usage/report", json!({"by": "day"})).await;
+    assert_eq!(report["total"]["total_tokens"], json!(200), "{report}");
 }
