@@ -3,7 +3,8 @@
 //! it (402, an `error://` entry, `usage/capReached`) after one 80 % warning; a person's daily
 //! cap refuses a new `ask` with -32011 until the next UTC day; a project's cap counts every
 //! person's calls; 20 concurrent loops pass a cap by at most the calls in flight; a price
-//! changed mid-day charges later calls only; bad caps refuse the start naming the key; two
+//! changed mid-day charges later calls only; bad caps refuse the start naming the key (and
+//! in the users file the person and the line), and a run's with -32602 saying what is wrong; two
 //! instances on one PostgreSQL database hold one cap. No refused call reaches the model.
 
 use std::collections::HashMap;
@@ -490,7 +491,7 @@ async fn a_price_changed_mid_day_charges_only_later_calls_against_a_cap() {
 }
 
 #[actix_web::test]
-async fn bad_caps_refuse_the_start_naming_the_key() {
+async fn bad_caps_refuse_the_start_naming_the_key_and_in_the_users_file_the_person_and_line() {
     let base = |extra: &[(&str, &str)]| {
         let mut env: HashMap<String, String> = HashMap::new();
         env.insert("RUMMY_HOME".into(), "/tmp/rummy-caps-never-used".into());
@@ -539,8 +540,19 @@ async fn bad_caps_refuse_the_start_naming_the_key() {
         assert!(error.contains(named), "{toml}: {error}");
     }
     for (caps, named) in [
-        ("{ day_tokens = -5 }", "mo: caps.day_tokens must be"),
-        ("{ hour_tokens = 5 }", "hour_tokens"),
+        (
+            "{ day_tokens = -5 }",
+            "mo (line 12): caps.day_tokens must be a whole number of tokens, 0 or more (got -5)",
+        ),
+        (
+            "{ week_tokens = 5 }",
+            "mo (line 12): caps.week_tokens: unknown field `week_tokens`",
+        ),
+        (
+            "{ day_dollars = \"5\" }",
+            "mo (line 12): caps.day_dollars: invalid type: string \"5\", expected a number of \
+             US dollars",
+        ),
     ] {
         let users = team(dir.path(), caps);
         let home = tempfile::tempdir().unwrap();
@@ -556,6 +568,43 @@ async fn bad_caps_refuse_the_start_naming_the_key() {
         };
         assert!(error.contains(named), "{caps}: {error}");
     }
+}
+
+#[actix_web::test]
+async fn a_run_cap_of_the_wrong_kind_is_refused_saying_what_is_wrong() {
+    let llm = FakeLlm::start([]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    for (caps, message) in [
+        (
+            json!({"day_tokens": 1.5}),
+            "caps.day_tokens: invalid value: floating point `1.5`, expected a whole number of \
+             tokens, 0 or more",
+        ),
+        (
+            json!({"month_dollars": "5"}),
+            "caps.month_dollars: invalid type: string \"5\", expected a number of US dollars, 0 \
+             or more",
+        ),
+        (
+            json!({"week_tokens": 5}),
+            "caps.week_tokens: unknown field `week_tokens`, expected one of `day_tokens`, \
+             `day_dollars`, `month_tokens`, `month_dollars`",
+        ),
+        (
+            json!({"day_tokens": -5}),
+            "caps.day_tokens must be a whole number of tokens, 0 or more (got -5)",
+        ),
+    ] {
+        let (code, error) = client
+            .err(
+                "ask",
+                json!({"model": "fake", "prompt": "p", "caps": caps.clone()}),
+            )
+            .await;
+        assert_eq!((code, error.as_str()), (-32602, message), "{caps}");
+    }
+    assert_eq!(llm.requests().len(), 0);
 }
 
 #[actix_web::test]
