@@ -374,26 +374,27 @@ fn held(slug: &str) -> Step {
     Step::Held(reply)
 }
 
-/// How many calls wait for a slot of the provider of `fake` on the server at `address`, as
-/// its `/metrics` says.
-async fn waiting_for_a_slot(address: &str) -> usize {
+/// The sample `name` of the provider of `fake` (`rummy_llm_waiting`: the calls waiting for
+/// one of its slots) on the server at `address`, as its `/metrics` says.
+async fn provider_sample(address: &str, name: &str) -> usize {
     let mut response = awc::Client::new()
         .get(format!("http://{address}/metrics"))
         .send()
         .await
         .unwrap();
     let text = String::from_utf8(response.body().await.unwrap().to_vec()).unwrap();
-    let waiting = text
+    let prefix = format!("{name}{{provider=\"openai\"}} ");
+    let value = text
         .lines()
-        .find_map(|line| line.strip_prefix(r#"rummy_llm_waiting{provider="openai"} "#))
-        .unwrap_or_else(|| panic!("no waiting gauge in {text}"));
-    waiting.parse().unwrap()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in {text}"));
+    value.parse().unwrap()
 }
 
 /// Waits until `count` calls wait for a provider slot on the server at `address`.
 async fn until_waiting(address: &str, count: usize) {
     eventually(&format!("{count} calls waiting for a slot"), async || {
-        (waiting_for_a_slot(address).await == count).then_some(())
+        (provider_sample(address, "rummy_llm_waiting").await == count).then_some(())
     })
     .await;
 }
@@ -462,6 +463,11 @@ async fn calls_waiting_for_a_provider_slot_when_a_cap_is_reached_are_never_made(
     let report = client.ok("usage/report", json!({"by": "day"})).await;
     assert_eq!(report["total"]["calls"], json!(1), "{report}");
     assert_eq!(report["total"]["total_tokens"], json!(100));
+    assert_eq!(
+        provider_sample(&address, "rummy_llm_errors_total").await,
+        0,
+        "a call refused at a cap is no error of the provider's"
+    );
 }
 
 #[actix_web::test]

@@ -13,8 +13,9 @@ use rummy::hash_token;
 use rummy::testing::fake_llm::{FakeLlm, Step, Usage};
 use serde_json::{json, Value};
 
+use crate::process::LoggedServer;
 use crate::session_notes::{learning, notes, NOTES_ON};
-use crate::support::{eventually, Client, TestApp};
+use crate::support::{eventually, llm_env, project_root, Client, TestApp};
 
 const ADA: &str = "ada-token";
 const MO: &str = "mo-token";
@@ -392,4 +393,27 @@ async fn usage_left_out_or_unreadable_is_estimated_from_the_texts_never_free_nor
     }
     let report = client.ok("usage/report", json!({"by": "day"})).await;
     assert_eq!(report["total"]["calls"], json!(2), "{report}");
+}
+
+#[actix_web::test]
+async fn a_report_past_the_bound_is_logged_at_warn_with_what_the_provider_said() {
+    let llm = FakeLlm::start([answered_with(
+        "<summarize>Done.</summarize>",
+        json!({"prompt_tokens": 1_000_000_000_000_000_000_u64, "completion_tokens": 10}),
+    )]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let mut server = LoggedServer::start(home, &llm_env(&llm)).await;
+    let mut client = Client::connect(&server.url()).await;
+    client.init("shop", &root).await;
+    ask(&mut client, "Count.").await;
+    let line = server
+        .logged(&["WARN", "recorded at the bound", "run.id="])
+        .await;
+    for part in [
+        "reported.prompt_tokens=1000000000000000000",
+        "recorded.prompt_tokens=327680",
+    ] {
+        assert!(line.contains(part), "{part} in {line}");
+    }
 }
