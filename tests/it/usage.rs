@@ -393,6 +393,7 @@ async fn usage_left_out_or_unreadable_is_estimated_from_the_texts_never_free_nor
     }
     let report = client.ok("usage/report", json!({"by": "day"})).await;
     assert_eq!(report["total"]["calls"], json!(2), "{report}");
+    assert_eq!(llm.requests().len(), 2, "estimating calls no model");
 }
 
 #[actix_web::test]
