@@ -22,7 +22,7 @@ use crate::access::Access;
 use crate::agent::admission::LoopAdmission;
 use crate::agent::delegation::Subagents;
 use crate::agent::{AgentContext, RunRegistry};
-use crate::budget::BudgetActor;
+use crate::budget::{BudgetActor, TokenMath};
 use crate::cluster::bus::{BusMessage, FrameBus};
 use crate::cluster::Instance;
 use crate::cluster::LeaseHolder;
@@ -257,6 +257,7 @@ fn agent_context(
         db.clone(),
         metrics.clone(),
         spending(settings, access, &hubs)?,
+        TokenMath::new(settings.tokens.divisor),
     );
     let llm = LlmProviders::start(provider_settings(settings), ledger)?;
     let agent = AgentContext {
