@@ -17,13 +17,13 @@ pub(crate) mod outcome;
 pub(crate) mod outlines;
 mod reflect;
 pub(crate) mod registry;
-pub(crate) mod resume;
 pub(crate) mod run_actor;
 pub(crate) mod run_budget;
 pub(crate) mod run_loop;
 pub(crate) mod scan;
 pub(crate) mod state;
 pub(crate) mod turn;
+pub(crate) mod verbs;
 
 pub(crate) use context::{AgentContext, Replying};
 pub(crate) use registry::RunRegistry;

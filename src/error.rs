@@ -9,6 +9,7 @@
 
 use crate::access::AccessError;
 use crate::agent::admission::{LoopsFull, NotAdmitted};
+use crate::agent::verbs::VerbError;
 use crate::db::DbError;
 use crate::mcp::attached::AttachError;
 use crate::plugins::method::MethodError;
@@ -144,6 +145,9 @@ pub(crate) enum AppError {
     /// A plugin's method failed.
     #[error(transparent)]
     Plugin(#[from] MethodError),
+    /// A verb of a run refused or failed (`agent::verbs`).
+    #[error(transparent)]
+    Verb(VerbError),
     /// The error of a call the instance holding the run's lease executed
     /// (`cluster::lease_holder`), returned as it answered it.
     #[error("{}", .0.message)]
@@ -151,6 +155,17 @@ pub(crate) enum AppError {
     /// Something the server did not expect.
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<VerbError> for AppError {
+    fn from(error: VerbError) -> AppError {
+        match error {
+            VerbError::NotAdmitted(refused) => AppError::from(refused),
+            VerbError::CapReached(cap) => AppError::CapReached(cap),
+            VerbError::Db(error) => AppError::Db(error),
+            other => AppError::Verb(other),
+        }
+    }
 }
 
 impl From<NotAdmitted> for AppError {
@@ -216,6 +231,7 @@ impl AppError {
             AppError::Plugin(MethodError::RunNotFound(_)) => code::RUN_NOT_FOUND,
             AppError::Plugin(MethodError::Db(error)) => db_code(error),
             AppError::Plugin(MethodError::Failed(_)) => code::INTERNAL,
+            AppError::Verb(error) => verb_code(error),
             AppError::Timeout { .. } | AppError::Closing(_) | AppError::Internal(_) => {
                 code::INTERNAL
             }
@@ -230,6 +246,9 @@ impl AppError {
         };
         let data = match self {
             AppError::CapReached(cap) => serde_json::to_value(cap.view()).ok(),
+            AppError::Verb(error) => error
+                .proposal()
+                .and_then(|view| serde_json::to_value(view).ok()),
             _ => None,
         };
         RpcError {
@@ -237,6 +256,25 @@ impl AppError {
             message,
             data,
         }
+    }
+}
+
+/// A proposal that is not (or no longer) pending, a refusal and a move the run's state
+/// machine does not allow are the client's mistake, as the reference answers a resolution
+/// of a path that is not pending (`data` says what happened to the proposal, and who did
+/// it); the rest is the server's.
+fn verb_code(error: &VerbError) -> ErrorCode {
+    match error {
+        VerbError::NotAProposal { .. }
+        | VerbError::NoLongerPending(_)
+        | VerbError::BeingResolved(_)
+        | VerbError::CommandRunning { .. }
+        | VerbError::Refused(_)
+        | VerbError::Illegal { .. } => code::INVALID_PARAMS,
+        VerbError::NotAdmitted(NotAdmitted::Full(_)) => code::OVERLOADED,
+        VerbError::CapReached(_) => code::CAP_REACHED,
+        VerbError::NotAdmitted(NotAdmitted::Db(error)) | VerbError::Db(error) => db_code(error),
+        VerbError::LoopLost | VerbError::RunGone(_) | VerbError::Elsewhere => code::INTERNAL,
     }
 }
 

@@ -53,6 +53,15 @@ pub(crate) enum Ending {
 }
 
 impl Ending {
+    /// The loop ended on its own and completed its run (200), neither stopped by a person
+    /// nor failed.
+    pub(crate) fn completes(self) -> bool {
+        matches!(
+            self,
+            Ending::Done | Ending::TurnLimit | Ending::Stalled | Ending::Refused
+        )
+    }
+
     /// The run status a loop ending so leaves.
     pub(crate) fn status(self) -> RunStatus {
         match self {
@@ -189,13 +198,33 @@ pub(crate) struct LoopRecord {
 
 impl LoopRecord {
     /// Just the status.
-    fn of(status: RunStatus) -> LoopRecord {
+    pub(crate) fn of(status: RunStatus) -> LoopRecord {
         LoopRecord {
             status,
             turn: None,
             summarized: None,
             error: None,
             retry: None,
+        }
+    }
+
+    /// The outcome it records, `proposed` being the run's pending proposals (of a 202). A
+    /// completed loop's reason is not recorded: it reads as [`Ending::Done`].
+    pub(crate) fn outcome(self, proposed: Vec<ProposedRow>) -> LoopOutcome {
+        let error = self.error.unwrap_or_default();
+        match self.status {
+            RunStatus::Proposed => LoopOutcome::Proposed {
+                turn: self.turn.unwrap_or_default(),
+                proposed,
+                summarized: self.summarized.unwrap_or(false),
+            },
+            RunStatus::CapReached => LoopOutcome::Capped { error },
+            RunStatus::TooLarge => LoopOutcome::Overflow { error },
+            RunStatus::Aborted => LoopOutcome::Ended(Ending::Aborted),
+            RunStatus::Completed => LoopOutcome::Ended(Ending::Done),
+            RunStatus::Failed | RunStatus::Queued | RunStatus::Running => {
+                LoopOutcome::Ended(Ending::Failed)
+            }
         }
     }
 }

@@ -16,11 +16,12 @@ use actix::{Actor, Addr};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::outcome::Ending;
 use crate::agent::outcome::LoopOutcome;
-use crate::agent::run_actor::{CurrentLoop, Enqueue, RunActor};
+use crate::agent::run_actor::{Await, CurrentLoop, Enqueue, LoopEnded, RunActor};
 use crate::agent::AgentContext;
 use crate::cluster::Instance;
-use crate::db::ids::RunId;
+use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::LoopEnqueue;
 use crate::db::DbError;
 
@@ -95,19 +96,10 @@ impl RunRegistry {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Appends a loop to its run's queue through the run's actor (started if needed); the
+    /// Appends a loop to the queue of a run that has no actor yet (a sub-agent's) through
+    /// the actor it starts, whose loops are cancelled with `parent` as long as it lives:
+    /// aborting the parent's loop aborts them, their panic's recovery loops too. The
     /// receiver gets that loop's outcome, or closes if the actor stops first.
-    pub(crate) async fn enqueue(
-        &self,
-        agent: &AgentContext,
-        enqueue: LoopEnqueue,
-    ) -> Result<oneshot::Receiver<LoopOutcome>, DbError> {
-        self.enqueue_linked(agent, enqueue, None).await
-    }
-
-    /// [`enqueue`](Self::enqueue) for a run that has no actor yet (a sub-agent's), whose
-    /// loops are cancelled with `parent` as long as that actor lives: aborting the parent's
-    /// loop aborts them, their panic's recovery loops too.
     pub(crate) async fn enqueue_under(
         &self,
         agent: &AgentContext,
@@ -118,6 +110,57 @@ impl RunRegistry {
             .await
     }
 
+    /// The outcome of loop `id` of `run`, which a verb queued (and said this instance
+    /// waits for) in its own unit of work: the run's actor (started if needed) claims it.
+    /// The receiver closes if the actor stops first.
+    pub(crate) async fn await_loop(
+        &self,
+        agent: &AgentContext,
+        run: RunId,
+        id: LoopId,
+    ) -> oneshot::Receiver<LoopOutcome> {
+        let actor = self.actor(agent, run, None);
+        match actor.send(Await(id)).await {
+            Ok(outcome) => outcome,
+            Err(_) => oneshot::channel().1,
+        }
+    }
+
+    /// Loop `id` of `run` was dropped before it ran (an abort): whoever waits for it here is
+    /// answered that it was aborted.
+    pub(crate) fn dropped(&self, run: RunId, id: LoopId) {
+        let entries = self.lock();
+        if let Some(entry) = entries.get(&run) {
+            entry.actor.do_send(LoopEnded {
+                loop_id: id,
+                outcome: LoopOutcome::Ended(Ending::Aborted),
+            });
+        }
+    }
+
+    /// The run's actor, started if it has none (its loops cancelled with `parent`), counted
+    /// as sent one more message.
+    fn actor(
+        &self,
+        agent: &AgentContext,
+        run: RunId,
+        parent: Option<CancellationToken>,
+    ) -> Addr<RunActor> {
+        let mut entries = self.lock();
+        let entry = entries.entry(run).or_insert_with(|| {
+            let submitted = Arc::new(AtomicU64::new(0));
+            let current = Arc::new(Mutex::new(None));
+            let actor = RunActor::new(run, agent.clone(), Arc::clone(&current), parent).start();
+            Entry {
+                actor,
+                submitted,
+                current,
+            }
+        });
+        entry.submitted.fetch_add(1, Ordering::SeqCst);
+        entry.actor.clone()
+    }
+
     async fn enqueue_linked(
         &self,
         agent: &AgentContext,
@@ -125,21 +168,7 @@ impl RunRegistry {
         parent: Option<CancellationToken>,
     ) -> Result<oneshot::Receiver<LoopOutcome>, DbError> {
         let run = enqueue.run_id;
-        let actor = {
-            let mut entries = self.lock();
-            let entry = entries.entry(run).or_insert_with(|| {
-                let submitted = Arc::new(AtomicU64::new(0));
-                let current = Arc::new(Mutex::new(None));
-                let actor = RunActor::new(run, agent.clone(), Arc::clone(&current), parent).start();
-                Entry {
-                    actor,
-                    submitted,
-                    current,
-                }
-            });
-            entry.submitted.fetch_add(1, Ordering::SeqCst);
-            entry.actor.clone()
-        };
+        let actor = self.actor(agent, run, parent);
         // `send` puts the message in the mailbox at once (a fresh address is never parked), so
         // the count stays true even if this future is dropped before the reply.
         match actor.send(Enqueue(enqueue)).await {
@@ -215,17 +244,5 @@ impl RunRegistry {
             }
         };
         tokio::time::timeout(grace, settled).await.is_ok()
-    }
-
-    /// Cancels the run's current loop and waits until its 499 is stored; false when the run
-    /// is not executing.
-    pub(crate) async fn abort(&self, run: RunId) -> bool {
-        let Some(mut current) = self.current(run) else {
-            return false;
-        };
-        current.cancel.cancel();
-        // An error means the drain is gone, and with it the loop.
-        let _ = current.stored.wait_for(|stored| *stored).await;
-        true
     }
 }

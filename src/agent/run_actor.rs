@@ -24,20 +24,22 @@
 //! [`RunRegistry::enqueue`]: crate::agent::RunRegistry::enqueue
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::outcome::{Ending, LoopOutcome};
+use crate::agent::outcome::{Ending, LoopOutcome, LoopRecord, ProposedRow};
 use crate::agent::run_loop::execute_loop;
 use crate::agent::AgentContext;
 use crate::budget::RunIdle;
+use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::{LoopEnqueue, LoopRow};
 use crate::db::queries::instances::{self, Claim};
-use crate::db::queries::loops;
+use crate::db::queries::{entries, loops};
 use crate::db::DbError;
 
 /// The loop a run actor is executing now, how to stop it, and when it has stopped.
@@ -48,6 +50,51 @@ pub(crate) struct CurrentLoop {
     pub cancel: CancellationToken,
     /// Becomes true once the loop's outcome (the run's status included) is stored.
     pub stored: watch::Receiver<bool>,
+    /// Set on the writer, in the unit of work that stores the loop's outcome; a verb's unit
+    /// of work (also on the writer) that finds it unset finds the loop still deciding its
+    /// outcome, so that a cancel it makes there is seen by that unit.
+    settled: Arc<AtomicBool>,
+    /// The turn an injected message joined the loop for (0: none), set on the writer by
+    /// the injection's unit of work; the unit that stores the loop's outcome queues a loop
+    /// to take the message in when no turn that late ran.
+    joined_at: Arc<AtomicI32>,
+    /// The latest turn the loop completed.
+    latest_turn: Arc<AtomicI32>,
+}
+
+impl CurrentLoop {
+    fn new(id: LoopId, cancel: CancellationToken, stored: watch::Receiver<bool>) -> CurrentLoop {
+        CurrentLoop {
+            id,
+            cancel,
+            stored,
+            settled: Arc::default(),
+            joined_at: Arc::default(),
+            latest_turn: Arc::default(),
+        }
+    }
+
+    /// Whether its outcome is decided in the store (only meaningful on the writer).
+    pub(crate) fn is_settled(&self) -> bool {
+        self.settled.load(Ordering::SeqCst)
+    }
+
+    /// Marks its outcome decided; whether a message that joined it was never seen by one of
+    /// its turns (on the writer, in the unit of work that stores the outcome).
+    pub(crate) fn settle(&self) -> bool {
+        self.settled.store(true, Ordering::SeqCst);
+        self.joined_at.load(Ordering::SeqCst) > self.latest_turn.load(Ordering::SeqCst)
+    }
+
+    /// A message injected for turn `turn` joins it (on the writer, while it is not settled).
+    pub(crate) fn join(&self, turn: i32) {
+        self.joined_at.store(turn, Ordering::SeqCst);
+    }
+
+    /// The loop completed its turn `turn`.
+    pub(crate) fn completed_turn(&self, turn: i32) {
+        self.latest_turn.store(turn, Ordering::SeqCst);
+    }
 }
 
 /// Append a loop to the run's queue and wake the drain. The reply is where that loop's
@@ -57,13 +104,26 @@ pub(crate) struct CurrentLoop {
 #[rtype(result = "Result<oneshot::Receiver<LoopOutcome>, DbError>")]
 pub(crate) struct Enqueue(pub LoopEnqueue);
 
-/// A loop of this run ended (sent by the drain to its actor).
+/// Wake the drain and answer the returned receiver with the outcome of loop `0`, which a
+/// verb queued in its own unit of work (`agent::verbs`): it is claimed like any other.
+#[derive(Message)]
+#[rtype(result = "oneshot::Receiver<LoopOutcome>")]
+pub(crate) struct Await(pub LoopId);
+
+/// A loop of this run ended (sent by the drain to its actor), or was dropped unrun (by an
+/// abort of this instance).
 #[derive(Message)]
 #[rtype(result = "()")]
-struct LoopEnded {
-    loop_id: LoopId,
-    outcome: LoopOutcome,
+pub(crate) struct LoopEnded {
+    pub loop_id: LoopId,
+    pub outcome: LoopOutcome,
 }
+
+/// The outcomes, read from the store, of loops this actor's waiters wait for that ended
+/// without the drain (dropped by an abort elsewhere, or run before the waiter arrived).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Stored(Vec<(LoopId, LoopOutcome)>);
 
 /// Whoever waits for loop `from` waits for loop `to` instead (a panic's retry).
 #[derive(Message)]
@@ -181,6 +241,31 @@ impl Handler<Enqueue> for RunActor {
     }
 }
 
+impl Handler<Await> for RunActor {
+    type Result = MessageResult<Await>;
+    fn handle(&mut self, message: Await, ctx: &mut Context<Self>) -> Self::Result {
+        self.handled += 1;
+        let (waiter, outcome) = oneshot::channel();
+        self.waiters.entry(message.0).or_default().push(waiter);
+        self.wake(ctx);
+        MessageResult(outcome)
+    }
+}
+
+impl Handler<Stored> for RunActor {
+    type Result = ();
+    fn handle(&mut self, message: Stored, ctx: &mut Context<Self>) {
+        for (loop_id, outcome) in message.0 {
+            for waiter in self.waiters.remove(&loop_id).unwrap_or_default() {
+                let _ = waiter.send(outcome.clone());
+            }
+        }
+        if !self.draining {
+            self.leave_if_idle(ctx);
+        }
+    }
+}
+
 impl Handler<LoopEnded> for RunActor {
     type Result = ();
     fn handle(&mut self, message: LoopEnded, _: &mut Context<Self>) {
@@ -206,16 +291,73 @@ impl Handler<DrainEnded> for RunActor {
             self.start_drain(ctx);
             return;
         }
+        if !self.waiters.is_empty() {
+            self.answer_stored(ctx);
+        }
         if ended.elsewhere {
             let again = self.agent.runs.instance().beat_interval();
             ctx.run_later(again, |actor, ctx| actor.wake(ctx));
             return;
         }
+        self.leave_if_idle(ctx);
+    }
+}
+
+impl RunActor {
+    /// Leaves when no one waits and every loop sent here was handled.
+    fn leave_if_idle(&mut self, ctx: &mut Context<Self>) {
         if self.waiters.is_empty() && self.agent.runs.leave_if_idle(self.run, self.handled) {
             self.agent.budget.do_send(RunIdle { run: self.run });
             ctx.stop();
         }
     }
+
+    /// Answers, from the store, the waiters of loops that ended without this actor's drain
+    /// (the drain found nothing of theirs to claim).
+    fn answer_stored(&mut self, ctx: &mut Context<Self>) {
+        let ids: Vec<LoopId> = self.waiters.keys().copied().collect();
+        let db = self.agent.db.clone();
+        let me = ctx.address();
+        ctx.spawn(actix::fut::wrap_future(async move {
+            match db.read(move |conn| stored_outcomes(conn, &ids)).await {
+                Ok(stored) if !stored.is_empty() => me.do_send(Stored(stored)),
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "cannot read the outcomes of awaited loops"),
+            }
+        }));
+    }
+}
+
+/// The outcomes of those of `ids` that have ended, as their records say (a 200's reason is
+/// not kept there: it is answered `done`).
+fn stored_outcomes(
+    conn: &mut crate::db::Conn,
+    ids: &[LoopId],
+) -> Result<Vec<(LoopId, LoopOutcome)>, DbError> {
+    let mut ended = Vec::new();
+    for id in ids {
+        let Some(lp) = loops::get_loop(conn, *id)? else {
+            ended.push((*id, LoopOutcome::Ended(Ending::Failed)));
+            continue;
+        };
+        if matches!(lp.status, RunStatus::Queued | RunStatus::Running) {
+            continue;
+        }
+        let record = lp
+            .result
+            .as_ref()
+            .and_then(|result| serde::Deserialize::deserialize(&result.0).ok())
+            .unwrap_or(LoopRecord::of(lp.status));
+        let proposed = match lp.status {
+            RunStatus::Proposed => entries::unresolved(conn, lp.run_id)?
+                .into_iter()
+                .map(ProposedRow::from)
+                .collect(),
+            _ => Vec::new(),
+        };
+        ended.push((*id, record.outcome(proposed)));
+    }
+    Ok(ended)
 }
 
 /// Claims and executes pending loops until none is left for this instance, or the server
@@ -232,33 +374,37 @@ async fn drain(
             return false;
         }
         let instance = agent.runs.instance().id().to_owned();
-        let claimed = agent
-            .db
-            .call(move |conn| instances::claim_loop(conn, run, &instance))
-            .await;
-        let lp = match claimed {
-            Ok(Claim::Loop(lp)) => *lp,
-            Ok(Claim::Idle) => return false,
-            Ok(Claim::Elsewhere) => return true,
-            Err(error) => {
-                tracing::error!(run = %run, %error, "cannot claim the next loop");
-                return false;
-            }
-        };
         let cancel = parent
             .as_ref()
             .map_or_else(CancellationToken::new, CancellationToken::child_token);
         let (stored, stored_watch) = watch::channel(false);
-        set_current(
-            &current,
-            Some(CurrentLoop {
-                id: lp.id,
-                cancel: cancel.clone(),
-                stored: stored_watch,
-            }),
-        );
+        let slot = Arc::clone(&current);
+        // The loop is this run's current one from the unit of work that claims it, on the
+        // writer: a verb's unit of work after it finds it there (`agent::verbs::abort`).
+        let claimed = agent
+            .db
+            .call(move |conn| {
+                let claim = instances::claim_loop(conn, run, &instance)?;
+                if let Claim::Loop(lp) = &claim {
+                    let loop_now = CurrentLoop::new(lp.id, cancel, stored_watch);
+                    set_current(&slot, Some(loop_now));
+                }
+                Ok(claim)
+            })
+            .await;
+        let (lp, claimed) = match (claimed, current_of(&current)) {
+            (Ok(Claim::Loop(lp)), Some(claimed)) => (*lp, claimed),
+            (Ok(Claim::Idle), _) => return false,
+            (Ok(Claim::Elsewhere), _) => return true,
+            (Ok(Claim::Loop(_)), None) => return false,
+            (Err(error), _) => {
+                set_current(&current, None);
+                tracing::error!(run = %run, %error, "cannot claim the next loop");
+                return false;
+            }
+        };
         let loop_id = lp.id;
-        let (outcome, reflector) = execute_loop(&agent, lp, cancel).await;
+        let (outcome, reflector) = execute_loop(&agent, lp, &claimed).await;
         let proposed = matches!(outcome, LoopOutcome::Proposed { .. });
         let loop_end = reflector.map(|reflector| (reflector, agent.runs.hold_loop_end()));
         set_current(&current, None);
@@ -293,4 +439,10 @@ async fn drain(
 
 fn set_current(slot: &Mutex<Option<CurrentLoop>>, value: Option<CurrentLoop>) {
     *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = value;
+}
+
+fn current_of(slot: &Mutex<Option<CurrentLoop>>) -> Option<CurrentLoop> {
+    slot.lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone()
 }

@@ -3,16 +3,17 @@
 
 use std::path::PathBuf;
 
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::agent::error::LoopError;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::{Ending, LoopOutcome, ProposedRow};
 use crate::agent::reflect::Reflector;
+use crate::agent::run_actor::CurrentLoop;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
 use crate::agent::turn::{execute_turn, PanicState, TurnEnd, TurnInput, TurnReport};
+use crate::agent::verbs::machine::{self, Transition};
 use crate::agent::AgentContext;
 use crate::budget::{
     plan_overflow, ContextWindow, OverflowDecision, OverflowFacts, PanicTracker, TokenMath,
@@ -22,11 +23,11 @@ use crate::db::enums::{Fidelity, LoopPriority};
 use crate::db::ids::RunId;
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::entry::Selector;
-use crate::db::models::run::{LoopRow, RunRow};
+use crate::db::models::run::{LoopEnqueue, LoopRow, RunRow};
 use crate::db::models::ModelRow;
 use crate::db::queries::loops;
 use crate::db::queries::{demotions, entries, models, projects, runs, turns};
-use crate::db::DbError;
+use crate::db::{Conn, DbError};
 use crate::llm::CancellationToken as LlmCancel;
 use crate::llm::LlmError;
 use crate::parser::healer::{HealerLimits, ProgressTracker, RepetitionTracker, Verdict};
@@ -42,13 +43,14 @@ use crate::plugins::reflection::Moment;
 pub(crate) async fn execute_loop(
     agent: &AgentContext,
     lp: LoopRow,
-    cancel: CancellationToken,
+    current: &CurrentLoop,
 ) -> (LoopOutcome, Option<Reflector>) {
+    let cancel = current.cancel.clone();
     let span =
         tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
     let run_id = lp.run_id;
     let mut reflector = None;
-    let result = run_turns(agent, &lp, &cancel, &mut reflector)
+    let result = run_turns(agent, &lp, current, &mut reflector)
         .instrument(span)
         .await;
     let outcome = match result {
@@ -66,7 +68,7 @@ pub(crate) async fn execute_loop(
             LoopOutcome::Ended(Ending::Failed)
         }
     };
-    let outcome = store_outcome(agent, &lp, outcome, &cancel).await;
+    let outcome = store_outcome(agent, &lp, outcome, current).await;
     agent.plugins.emit(Event::LoopEnded {
         run: run_id,
         loop_id: lp.id,
@@ -80,17 +82,22 @@ pub(crate) async fn execute_loop(
 }
 
 /// Stores the run's status and the loop's record for `outcome`, deciding in the same unit of
-/// work whether an abort came first (then the run is 499 and the outcome is aborted).
+/// work (on the writer, where an abort's unit cancels it) whether an abort came first: then
+/// the run is 499 and the outcome is aborted. A message injected into a loop that ends
+/// without taking another turn is taken in by a loop queued in that unit, like the loop that
+/// continues a run after a resolution.
 async fn store_outcome(
     agent: &AgentContext,
     lp: &LoopRow,
     outcome: LoopOutcome,
-    cancel: &CancellationToken,
+    current: &CurrentLoop,
 ) -> LoopOutcome {
-    let cancel = cancel.clone();
+    let current = current.clone();
     let run_id = lp.run_id;
     let loop_id = lp.id;
     let panicked = matches!(outcome, LoopOutcome::Panicked { .. });
+    let takes_injection = matches!(outcome, LoopOutcome::Ended(ending) if ending.completes());
+    let continuation = takes_injection.then(|| continuation_of(lp));
     let status = outcome.status();
     let aborted = LoopOutcome::Ended(Ending::Aborted);
     let record = serde_json::to_value(outcome.to_record()).unwrap_or_default();
@@ -98,18 +105,26 @@ async fn store_outcome(
     let stored = agent
         .db
         .call(move |conn| {
-            if cancel.is_cancelled() {
+            let joined = current.settle();
+            let settle = |conn: &mut Conn, status| {
+                machine::take(conn, run_id, RunStatus::Running, Transition::Settle(status))
+                    .map_err(|error| DbError::Invalid(error.to_string()))
+            };
+            if current.cancel.is_cancelled() {
                 if panicked {
                     loops::drop_recovery_loops(conn, run_id)?;
                 }
-                runs::set_run_status(conn, run_id, RunStatus::Aborted)?;
+                settle(conn, RunStatus::Aborted)?;
                 loops::finish_loop(conn, loop_id, RunStatus::Aborted, Some(&aborted_record))?;
                 return Ok(true);
             }
             if !panicked {
-                runs::set_run_status(conn, run_id, status)?;
+                settle(conn, status)?;
             }
             loops::finish_loop(conn, loop_id, status, Some(&record))?;
+            if let Some(continuation) = continuation.filter(|_| joined) {
+                loops::enqueue_loop(conn, &continuation)?;
+            }
             Ok(false)
         })
         .await;
@@ -128,9 +143,10 @@ async fn store_outcome(
 async fn run_turns(
     agent: &AgentContext,
     lp: &LoopRow,
-    cancel: &LlmCancel,
+    current: &CurrentLoop,
     reflector: &mut Option<Reflector>,
 ) -> Result<LoopOutcome, LoopError> {
+    let cancel = &current.cancel;
     let opened = open_loop(agent, lp, cancel, reflector).await?;
     let limits = healer_limits(&agent.settings.agent);
     let mut progress = ProgressTracker::new(limits);
@@ -164,6 +180,7 @@ async fn run_turns(
             TurnEnd::GaveUp(failure) => return give_up_panic(agent, lp, failure.to_string()).await,
             TurnEnd::Completed(report) => report,
         };
+        current.completed_turn(report.turn);
         let wrote = report.has_writes;
         if let Some(reflector) = reflector.as_mut() {
             reflector.turn_ended(report.turn, wrote);
@@ -307,9 +324,8 @@ async fn start_loop(agent: &AgentContext, lp: &LoopRow) -> Result<LoopStart, Loo
                 .ok_or_else(|| DbError::NotFound(format!("run {run_id}")))?;
             let project = projects::get_project(conn, run.project_id)?
                 .ok_or_else(|| DbError::NotFound(format!("project {}", run.project_id)))?;
-            if run.status != RunStatus::Running {
-                runs::set_run_status(conn, run_id, RunStatus::Running)?;
-            }
+            machine::take(conn, run_id, run.status, Transition::Open)
+                .map_err(|error| DbError::Invalid(error.to_string()))?;
             if new_prompt {
                 demotions::demote_previous_loop_logging(conn, run_id, loop_id)?;
             }
@@ -498,6 +514,21 @@ async fn resolve_model(
         None => context,
     };
     Ok((model.actual, context))
+}
+
+/// The loop that takes in a message injected into `lp` as it ended: like `lp`, with no
+/// prompt of its own (the message is the run's latest prompt), queued by nobody's request
+/// but the injection's, which was answered at once.
+fn continuation_of(lp: &LoopRow) -> LoopEnqueue {
+    LoopEnqueue {
+        run_id: lp.run_id,
+        mode: lp.mode,
+        model: lp.model.clone(),
+        prompt: String::new(),
+        priority: LoopPriority::Normal,
+        config: LoopConfig::of(&lp.config).to_json(),
+        requested_by: lp.requested_by.clone(),
+    }
 }
 
 /// Stores `error://<loop sequence>` with `status` so the client (and the model, in the

@@ -310,6 +310,8 @@ integer_enum! {
         Unprocessable => 422,
         /// Commands past the per-reply limit.
         TooManyCommands => 429,
+        /// A proposal withdrawn unresolved: its run was aborted while it waited.
+        Withdrawn => 499,
         /// Failed, or a proposal whose resolution failed.
         Failed => 500,
         /// A web server, the search backend or an MCP server failed or answered something

@@ -20,6 +20,7 @@ pub(crate) mod memory;
 pub(crate) mod models;
 pub(crate) mod project_settings;
 pub(crate) mod projects;
+pub(crate) mod proposals;
 pub(crate) mod retention;
 pub(crate) mod rpc_log;
 pub(crate) mod run_actions;

@@ -7,10 +7,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent::verbs::resolve::Resolving;
 use crate::cluster::HolderGone;
 use crate::db::ids::RunId;
 use crate::error::{AppError, RpcError};
-use crate::plugins::engine::resolve::Resolution;
 use crate::rpc::call::{CallContext, Reply};
 
 /// A method a client sent for `run`, on behalf of `person`, to be executed by the holder.
@@ -29,17 +29,9 @@ pub(crate) enum HeldMethod {
     /// `run/abort`.
     Abort,
     /// `run/resolve`.
-    Resolve(ResolveCall),
+    Resolve(Resolving),
     /// `run/inject` of `message`.
     Inject { message: String },
-}
-
-/// One resolution: the proposal at `path`, what the client did and its output.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ResolveCall {
-    pub path: String,
-    pub action: Resolution,
-    pub output: Option<String>,
 }
 
 /// The holder's answer: the method's JSON-RPC result or error.
@@ -88,6 +80,7 @@ fn reply(answer: Result<HeldAnswer, HolderGone>) -> Result<Reply, AppError> {
 mod tests {
     use super::*;
     use crate::error::code;
+    use crate::plugins::engine::resolve::Resolution;
 
     #[test]
     fn a_call_and_its_answers_read_back_as_they_were_sent() {
@@ -95,7 +88,7 @@ mod tests {
             HeldCall {
                 run: RunId(9),
                 person: Some("ann".into()),
-                method: HeldMethod::Resolve(ResolveCall {
+                method: HeldMethod::Resolve(Resolving {
                     path: "sh://turn_1/echo".into(),
                     action: Resolution::Accept,
                     output: Some("hi\tthere".into()),

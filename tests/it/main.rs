@@ -44,6 +44,7 @@ mod process;
 mod progress;
 mod projects_apart;
 mod proxy;
+mod races;
 mod readonly;
 mod recall_rerank;
 mod replay;

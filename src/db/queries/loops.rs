@@ -122,7 +122,17 @@ pub(crate) fn get_loop(conn: &mut Conn, id: LoopId) -> Result<Option<LoopRow>, D
         .optional()?)
 }
 
-#[cfg(test)]
+/// The loop the run would claim next: its pending loop of highest priority, then oldest.
+pub(crate) fn next_pending(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
+    Ok(loops::table
+        .filter(loops::run_id.eq(run_id))
+        .filter(loops::status.eq(RunStatus::Queued))
+        .order((loops::priority.desc(), loops::id))
+        .select(LoopRow::as_select())
+        .first(conn)
+        .optional()?)
+}
+
 /// The run's running loop.
 pub(crate) fn active_loop(conn: &mut Conn, run_id: RunId) -> Result<Option<LoopRow>, DbError> {
     Ok(loops::table

@@ -262,23 +262,6 @@ pub(crate) fn set_run_status(conn: &mut Conn, id: RunId, status: RunStatus) -> R
     }
 }
 
-/// Sets an idle run to 499 (a run with a running loop is left alone: that loop is not the
-/// one `run/abort` stopped). Returns whether the run is now aborted.
-pub(crate) fn abort_if_idle(conn: &mut Conn, id: RunId) -> Result<bool, DbError> {
-    write_transaction(conn, |conn| {
-        let running: i64 = loops::table
-            .filter(loops::run_id.eq(id))
-            .filter(loops::status.eq(RunStatus::Running))
-            .count()
-            .get_result(conn)?;
-        if running > 0 {
-            return Ok(false);
-        }
-        set_run_status(conn, id, RunStatus::Aborted)?;
-        Ok(true)
-    })
-}
-
 /// Takes the run's next turn number (returns it and advances the counter).
 pub(crate) fn take_turn_number(conn: &mut Conn, id: RunId) -> Result<i32, DbError> {
     #[derive(QueryableByName)]

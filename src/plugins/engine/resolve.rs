@@ -9,24 +9,23 @@
 //! removes, copies or moves the file under the project root (atomically); a change it cannot
 //! apply leaves the proposal at 500 with the reason, and one that would write a readonly file
 //! at 403.
-//! What happens to the run afterwards (resume or complete) is the run actor's decision;
-//! the outcome says which action was taken and what is still pending.
+//! What happens to the run afterwards (resume or complete) is the `resolve` verb's
+//! (`agent::verbs::resolve`); the outcome says which action was taken and what is still
+//! pending.
 
 use std::path::Path;
 
 use crate::db::Conn;
 use diesel::Connection;
 
-use crate::db::enums::EntryStatus;
-use crate::db::ids::RunId;
+use crate::db::enums::{EntryStatus, RunStatus};
+use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::UnresolvedRow;
-use crate::db::queries::{entries, runs};
-use crate::db::{DbError, DbHandle};
+use crate::db::queries::{entries, proposals, runs};
 use crate::plugins::engine::readonly::ReadonlyFiles;
-use crate::plugins::gather::{Accepting, Gathered};
+use crate::plugins::gather::{Accepting, Gather, Gathered};
 use crate::plugins::tool::{ToolError, ToolScope};
 use crate::plugins::Plugins;
-use crate::sandbox::runner::CommandPlace;
 
 /// The status of an accepted proposal the server refused to apply because its file is
 /// readonly: like a rejection, it stops the run.
@@ -74,6 +73,9 @@ pub(crate) struct ResolveInput {
     pub resolution: Resolution,
     /// Command output, the user's answer, or a reason.
     pub output: Option<String>,
+    /// The resolver claimed the proposal (`db::queries::proposals::claim`) while it carried
+    /// out its acceptance; any other resolution of a claimed proposal finds it not pending.
+    pub claimed: bool,
 }
 
 /// What a resolution did.
@@ -86,10 +88,16 @@ pub(crate) struct ResolveOutcome {
     pub resolution: Resolution,
     /// The run's proposals still pending.
     pub remaining: Vec<UnresolvedRow>,
+    /// The turn that proposed it, and its loop (none for a client's proposal).
+    pub turn: i32,
+    pub loop_id: Option<LoopId>,
+    /// The run's status as the resolution found it.
+    pub run_status: RunStatus,
 }
 
 /// Resolves one pending proposal of a run, the client having applied any file change;
-/// a path that is not a pending proposal is [`ToolError::NotPending`].
+/// a path that is not a pending proposal (or one another request claimed) is
+/// [`ToolError::NotPending`].
 pub(crate) fn resolve_proposal(
     conn: &mut Conn,
     plugins: &Plugins,
@@ -112,37 +120,24 @@ pub(crate) fn resolve_proposal_on_disk(
     resolve_with(conn, plugins, input, gathered, Some(root))
 }
 
-/// What accepting the proposal at `path` of `run` needs from outside the store, obtained by
-/// its tool's gather half before the unit of work that resolves it (nothing for a path that
-/// is no pending proposal, or whose tool needs nothing); `commands` is where an accepted
-/// command runs when the run's project runs them on the server.
-pub(crate) async fn gather_acceptance(
-    plugins: &Plugins,
-    db: &DbHandle,
-    run: RunId,
-    path: &str,
-    commands: Option<CommandPlace<'_>>,
-) -> Result<Gathered, DbError> {
-    let owned = path.to_owned();
-    let proposal = db
-        .read(move |conn| entries::get_entry(conn, run, &owned))
-        .await?
-        .filter(|entry| entry.status == EntryStatus::Proposed);
-    let Some((proposal, tool)) = proposal.and_then(|proposal| {
-        let tool = plugins.get(proposal.scheme.as_deref()?)?;
-        Some((proposal, tool))
-    }) else {
-        return Ok(Gathered::default());
-    };
-    let accepting = Accepting {
-        proposal: &proposal,
-        commands,
-    };
-    let gathered = match tool.gather_acceptance(&accepting) {
-        Some(half) => Gathered::default().with(tool.name(), half.run().await),
+/// What accepting `accepting`'s proposal needs from outside the store: its tool's gather
+/// half, to run before the unit of work that resolves it, under the tool's name (`None`
+/// when its tool needs nothing, or it has none).
+pub(crate) fn acceptance<'a>(
+    plugins: &'a Plugins,
+    accepting: &'a Accepting<'a>,
+) -> Option<(&'static str, Gather<'a>)> {
+    let tool = plugins.get(accepting.proposal.scheme.as_deref()?)?;
+    let half = tool.gather_acceptance(accepting)?;
+    Some((tool.name(), half))
+}
+
+/// What `half` obtained, for the tool `tool` finds it under in the resolution's scope.
+pub(crate) async fn gathered(half: Option<(&'static str, Gather<'_>)>) -> Gathered {
+    match half {
+        Some((tool, half)) => Gathered::default().with(tool, half.run().await),
         None => Gathered::default(),
-    };
-    Ok(gathered)
+    }
 }
 
 fn resolve_with(
@@ -155,8 +150,7 @@ fn resolve_with(
     conn.transaction(|conn| {
         let run = runs::get_run(conn, input.run_id)?
             .ok_or_else(|| ToolError::InvalidParams(format!("run {} not found", input.run_id)))?;
-        let proposal = entries::get_entry(conn, input.run_id, &input.path)?
-            .filter(|entry| entry.status == EntryStatus::Proposed)
+        let proposal = proposals::pending(conn, input.run_id, &input.path, input.claimed)?
             .ok_or_else(|| ToolError::NotPending(input.path.clone()))?;
         let scheme = proposal.scheme.clone().unwrap_or_default();
         let tool = plugins.get(&scheme);
@@ -168,7 +162,9 @@ fn resolve_with(
             _ => output.unwrap_or_default().to_owned(),
         };
         let mut status = input.resolution.status();
-        entries::resolve_entry(conn, input.run_id, &proposal.path, status, Some(&body))?;
+        if !proposals::resolve(conn, input.run_id, &proposal.path, status, &body)? {
+            return Err(ToolError::NotPending(input.path.clone()));
+        }
         let runs_side_effects = match input.resolution {
             Resolution::Accept => true,
             Resolution::Error => tool.is_some_and(|tool| tool.accepts_on_error()),
@@ -206,6 +202,9 @@ fn resolve_with(
             status,
             resolution: input.resolution,
             remaining: entries::unresolved(conn, input.run_id)?,
+            turn: proposal.turn,
+            loop_id: proposal.loop_id,
+            run_status: run.status,
         })
     })
 }

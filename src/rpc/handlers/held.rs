@@ -1,16 +1,17 @@
 //! `run/abort`, `run/resolve` and `run/inject` that another instance's client sent for a run
-//! whose lease this instance holds (`rpc::held_calls` asked them): executed as this
-//! instance's own client's call, with the run and its project's root read from the store.
+//! whose lease this instance holds (`rpc::held_calls` asked them): the run's verbs executed
+//! as for this instance's own client, with the run and its project's root read from the
+//! store.
 
 use std::path::PathBuf;
 
+use crate::agent::verbs::{abort, inject, resolve};
 use crate::agent::AgentContext;
 use crate::db::ids::RunId;
 use crate::db::models::run::RunRow;
 use crate::db::queries::{projects, runs};
 use crate::error::AppError;
 use crate::rpc::call::Reply;
-use crate::rpc::handlers::{loops, runs as run_methods};
 use crate::rpc::held_calls::{HeldAnswer, HeldCall, HeldMethod};
 
 /// Executes `call`, which another instance's client sent, and answers as a client of this
@@ -28,17 +29,18 @@ async fn execute_call(agent: &AgentContext, call: HeldCall) -> Result<Reply, App
         person,
         method,
     } = call;
-    match method {
-        HeldMethod::Abort => run_methods::abort_run(agent, run, person).await,
+    let answer = match method {
+        HeldMethod::Abort => abort::abort(agent, run, person).await?,
         HeldMethod::Inject { message } => {
             let (run, _) = stored_run(agent, run).await?;
-            loops::inject_run(agent, run, person, message).await
+            inject::inject(agent, run, person, message).await?
         }
-        HeldMethod::Resolve(resolution) => {
+        HeldMethod::Resolve(resolving) => {
             let (run, root) = stored_run(agent, run).await?;
-            loops::resolve_run(agent, run, resolution, person, &root).await
+            resolve::resolve(agent, run, resolving, person, &root).await?
         }
-    }
+    };
+    Reply::of(answer)
 }
 
 /// The run as the store has it, and its project's root.

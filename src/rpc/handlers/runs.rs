@@ -4,12 +4,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::loop_config::LoopConfig;
-use crate::agent::AgentContext;
+use crate::agent::verbs::{abort, VerbError};
 use crate::db::enums::{EntryStatus, LoopMode, RunAction, RunStatus};
 use crate::db::ids::RunId;
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{
-    LoopRow, PurposeUsage, RunActionForm, RunActionRow, RunConfigUpdateForm, RunCreateForm, RunRow,
+    LoopRow, PurposeUsage, RunActionRow, RunConfigUpdateForm, RunCreateForm, RunRow,
 };
 use crate::db::queries::{entries, models, run_actions, runs, usage};
 use crate::db::{Conn, DbError};
@@ -456,48 +456,26 @@ pub(crate) async fn rename(context: CallContext, params: RenameParams) -> Result
     Reply::of(serde_json::json!({"run": renamed.alias}))
 }
 
-/// `run/abort`: its run found here, executed by the instance holding the run's lease
-/// ([`abort_run`]).
+/// `run/abort`: its run found here, executed by the instance holding the run's lease (the
+/// `abort` verb); asked of that instance once more when the run's loop turns out to run
+/// there after all (it was claimed meanwhile).
 pub(crate) async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    if let Some(answer) = held_calls::ask(&context, run.id, HeldMethod::Abort).await {
-        return answer;
+    let mut tries = 0;
+    loop {
+        if let Some(answer) = held_calls::ask(&context, run.id, HeldMethod::Abort).await {
+            return answer;
+        }
+        tries += 1;
+        match abort::abort(&context.agent, run.id, context.person()).await {
+            Err(VerbError::Elsewhere) if tries < ABORT_TRIES => continue,
+            answer => return Reply::of(answer?),
+        }
     }
-    abort_run(&context.agent, run.id, context.person()).await
 }
 
-/// `person` stops `run`'s current loop and the reply waits until its 499 is stored; an idle
-/// run goes to 499. Loops queued behind the aborted one stay queued and run next, each
-/// replying to its own request (AGENT Part A.9). Who aborted is recorded, with the loop it
-/// stopped (none for an idle run).
-pub(crate) async fn abort_run(
-    agent: &AgentContext,
-    run: RunId,
-    person: Option<String>,
-) -> Result<Reply, AppError> {
-    agent.commands.abort(run, person.clone());
-    let here = agent.runs.current(run).map(|current| current.id);
-    let aborted = if agent.runs.abort(run).await {
-        here
-    } else {
-        None
-    };
-    let action = RunActionForm {
-        run_id: run,
-        loop_id: aborted,
-        person,
-        action: RunAction::Abort,
-        path: None,
-    };
-    agent
-        .db
-        .call(move |conn| {
-            runs::abort_if_idle(conn, run)?;
-            run_actions::record(conn, &action)
-        })
-        .await?;
-    Reply::of(serde_json::json!({"status": "ok"}))
-}
+/// How many times `run/abort` looks for where the run's loop runs.
+const ABORT_TRIES: usize = 3;
 
 /// The run with this alias in the caller's project (a run of another project is not found).
 pub(crate) async fn find_run(context: &CallContext, alias: &str) -> Result<RunRow, AppError> {

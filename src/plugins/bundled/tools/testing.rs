@@ -162,6 +162,7 @@ impl TestRun {
             path: path.into(),
             resolution,
             output: output.map(str::to_owned),
+            claimed: false,
         };
         let mut gathered = std::mem::take(&mut self.gathered);
         resolve_proposal(&mut self.conn, &self.plugins, &input, &mut gathered)
@@ -174,6 +175,7 @@ impl TestRun {
             path: path.into(),
             resolution,
             output: None,
+            claimed: false,
         };
         let root = self.root.path().to_owned();
         let mut gathered = std::mem::take(&mut self.gathered);

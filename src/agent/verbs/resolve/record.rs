@@ -1,0 +1,216 @@
+//! The resolution's unit of work: the proposal resolved (and, with a disk root, an accepted
+//! file change applied under it: `RUMMY_APPLY_EDITS=server`), who resolved it, and the run's
+//! next move on the state machine once none is pending: [`Transition::Complete`], or
+//! [`Transition::Resume`] with the loop that continues it queued in the same unit (so that
+//! an abort after it finds that loop, and one before it finds the proposal withdrawn).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::agent::loop_config::LoopConfig;
+use crate::agent::outcome::{Ending, LoopRecord};
+use crate::agent::verbs::machine::{self, Transition};
+use crate::agent::verbs::resolve::{not_pending, proposal_state, Resolving};
+use crate::agent::verbs::{queue, VerbError};
+use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
+use crate::db::ids::{LoopId, RunId};
+use crate::db::models::entry::UnresolvedRow;
+use crate::db::models::run::{LoopEnqueue, LoopRow, RunActionForm, RunRow};
+use crate::db::queries::{entries, instances, loops, proposals, run_actions};
+use crate::db::{Conn, DbError, UnitError};
+use crate::plugins::engine::resolve::{
+    resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput, ResolveOutcome,
+};
+use crate::plugins::gather::Gathered;
+use crate::plugins::tool::ToolError;
+use crate::plugins::Plugins;
+
+/// What the run does after one resolution.
+#[derive(Debug)]
+pub(super) enum Decision {
+    /// Other proposals of the run are still pending.
+    StillPending(Vec<UnresolvedRow>),
+    /// The run is complete: [`Ending::Rejected`], or [`Ending::Done`] when the model had
+    /// already summarized.
+    Completed(Ending),
+    /// This loop, queued here, continues the run.
+    Resumed(LoopId),
+    /// The run was aborted while the acceptance was carried out: it is recorded, and the
+    /// run stays aborted.
+    Aborted,
+}
+
+/// One resolution, ready for its unit of work.
+pub(super) struct Recording {
+    pub run: RunRow,
+    pub resolving: Resolving,
+    /// Who resolves it, and so who requested the loop that continues the run.
+    pub person: Option<String>,
+    /// The resolver claimed the proposal (and the run's lease) while it carried it out.
+    pub claimed: bool,
+    /// This instance, which waits for the continuation.
+    pub instance: String,
+    /// Where accepted file changes are applied (`None`: the client applies them).
+    pub disk_root: Option<PathBuf>,
+    /// What the proposal's tool obtained for accepting it.
+    pub gathered: Gathered,
+    pub plugins: Arc<Plugins>,
+}
+
+impl Recording {
+    /// The unit of work: a refusal (the proposal no longer pending, its tool's refusal) is
+    /// the inner error, and commits only the claim given back; the store's failure rolls
+    /// everything back.
+    pub(super) fn record(
+        mut self,
+        conn: &mut Conn,
+    ) -> Result<Result<Decision, VerbError>, DbError> {
+        let run = self.run.id;
+        let path = self.resolving.path.clone();
+        let input = ResolveInput {
+            run_id: run,
+            path: path.clone(),
+            resolution: self.resolving.action,
+            output: self.resolving.output.clone(),
+            claimed: self.claimed,
+        };
+        let resolved = match &self.disk_root {
+            Some(root) => {
+                resolve_proposal_on_disk(conn, &self.plugins, &input, &mut self.gathered, root)
+            }
+            None => resolve_proposal(conn, &self.plugins, &input, &mut self.gathered),
+        };
+        let aborted = match self.claimed {
+            true => {
+                let aborted = proposals::release(conn, run, &path)?;
+                instances::let_go(conn, run, &self.instance)?;
+                aborted
+            }
+            false => false,
+        };
+        let outcome = match resolved {
+            Ok(outcome) => outcome,
+            Err(error) => return self.refused(conn, error),
+        };
+        run_actions::record(
+            conn,
+            &RunActionForm {
+                run_id: run,
+                loop_id: outcome.loop_id,
+                person: self.person.clone(),
+                action: match outcome.resolution {
+                    Resolution::Accept => RunAction::Accept,
+                    Resolution::Reject => RunAction::Reject,
+                    Resolution::Error => RunAction::Error,
+                },
+                path: Some(path),
+            },
+        )?;
+        if aborted {
+            return Ok(Ok(Decision::Aborted));
+        }
+        if !outcome.remaining.is_empty() {
+            return Ok(Ok(Decision::StillPending(outcome.remaining)));
+        }
+        self.next_move(conn, outcome)
+    }
+
+    /// The answer to a resolution the engine refused.
+    fn refused(
+        &self,
+        conn: &mut Conn,
+        error: ToolError,
+    ) -> Result<Result<Decision, VerbError>, DbError> {
+        Ok(Err(match error.refusal()? {
+            ToolError::NotPending(_) => {
+                let state = proposal_state(conn, self.run.id, &self.resolving.path)?;
+                not_pending(&self.run, &self.resolving.path, state)
+            }
+            refusal => VerbError::Refused(refusal.to_string()),
+        }))
+    }
+
+    /// Completes or resumes the run, none of its proposals pending any more.
+    fn next_move(
+        self,
+        conn: &mut Conn,
+        outcome: ResolveOutcome,
+    ) -> Result<Result<Decision, VerbError>, DbError> {
+        let run = &self.run;
+        let proposing = match outcome.loop_id {
+            Some(id) => loops::get_loop(conn, id)?,
+            None => None,
+        };
+        let from = outcome.run_status;
+        if let Some(ending) = ending(conn, &self.plugins, run.id, proposing.as_ref(), &outcome)? {
+            // A loop queued behind the proposing one may run now: its end is the run's.
+            let completes = from != RunStatus::Running;
+            if let Err(error) = completes
+                .then(|| machine::take(conn, run.id, from, Transition::Complete))
+                .transpose()
+            {
+                return Ok(Err(VerbError::taking(&run.alias, error)));
+            }
+            return Ok(Ok(Decision::Completed(ending)));
+        }
+        if let Err(error) = machine::take(conn, run.id, from, Transition::Resume) {
+            return Ok(Err(VerbError::taking(&run.alias, error)));
+        }
+        let continuation = continuation(conn, run, proposing, self.person)?;
+        let queued = queue::insert(conn, &continuation, &self.instance)?;
+        Ok(Ok(Decision::Resumed(queued)))
+    }
+}
+
+/// How the run ends now that no proposal is pending, if it does: [`Ending::Rejected`] when
+/// this resolution or another of the proposing turn rejected, [`Ending::Done`] when the
+/// proposing loop had summarized.
+fn ending(
+    conn: &mut Conn,
+    plugins: &Plugins,
+    run: RunId,
+    proposing: Option<&LoopRow>,
+    outcome: &ResolveOutcome,
+) -> Result<Option<Ending>, DbError> {
+    let rejected = outcome.resolution == Resolution::Reject
+        || entries::rejected_at_turn(conn, run, outcome.turn, &plugins.proposing())?;
+    if rejected {
+        return Ok(Some(Ending::Rejected));
+    }
+    let summarized = proposing
+        .and_then(|lp| lp.result.as_ref())
+        .and_then(|result| LoopRecord::deserialize(&result.0).ok())
+        .and_then(|record| record.summarized)
+        .unwrap_or(false);
+    Ok(summarized.then_some(Ending::Done))
+}
+
+/// The loop that continues the run: like the proposing loop, with no prompt. A proposal a
+/// client made through a tool method has no loop: the run resumes like the run's latest
+/// loop, or as a plain ask when it never ran one.
+fn continuation(
+    conn: &mut Conn,
+    run: &RunRow,
+    proposing: Option<LoopRow>,
+    person: Option<String>,
+) -> Result<LoopEnqueue, DbError> {
+    let like = match proposing {
+        Some(lp) => Some(lp),
+        None => loops::latest_loop(conn, run.id)?,
+    };
+    let (mode, model, config) = match like {
+        Some(lp) => (lp.mode, lp.model, LoopConfig::of(&lp.config).to_json()),
+        None => (LoopMode::Ask, None, LoopConfig::default().to_json()),
+    };
+    Ok(LoopEnqueue {
+        run_id: run.id,
+        mode,
+        model: model.or_else(|| run.model.clone()),
+        prompt: String::new(),
+        priority: LoopPriority::Normal,
+        config,
+        requested_by: person,
+    })
+}
