@@ -34,8 +34,8 @@ struct Column {
 /// every statement and every trigger those statements fired: SQLite's `total_changes()`.
 /// On PostgreSQL, the rows inserted, updated and deleted in the database's tables
 /// (`pg_stat_user_tables`, the writer being the only connection that writes), after `conn`
-/// was made to report its pending counts (`pg_stat_force_next_flush`, done as the session
-/// goes idle after that statement, before the next is read).
+/// was made to report its pending counts (`pg_stat_force_next_flush`, PostgreSQL 15 and
+/// later, done as the session goes idle after that statement, before the next is read).
 pub(crate) fn rows_written(conn: &mut Conn) -> Result<i64, DbError> {
     let sql = match conn {
         Conn::Sqlite(_) => "SELECT total_changes() AS n",

@@ -164,7 +164,10 @@ impl Figures {
             "#\n# Each phase (the sum of its segments), and that divided by its turns:"
         );
         for (phase, turns, counts) in self.phases() {
-            let name = format!("{phase}, {turns} turns");
+            let name = match turns {
+                1 => format!("{phase} (1 turn)"),
+                _ => format!("{phase} ({turns} turns)"),
+            };
             let _ = writeln!(text, "# {}", line(&name, &texts(&counts), NAME_WIDTH - 2));
             let per_turn: Vec<String> = counts
                 .iter()
@@ -282,6 +285,6 @@ mod tests {
             figures.differences(&higher),
             ["a loop: ask to call 1: bytes fell from 1 to 0"]
         );
-        assert!(text.contains("a loop, 1 turns"), "{text}");
+        assert!(text.contains("# a loop (1 turn)"), "{text}");
     }
 }
