@@ -78,10 +78,10 @@ PIDS+=($SERVER_PID)
 wait_ready "$PORT"
 loops "$WARMUP"
 before=$(served)
-callgrind_control --instr=on "$SERVER_PID" >/dev/null
+callgrind_control --instr=on "$SERVER_PID" >/dev/null 2>&1
 loops "$LOOPS"
-callgrind_control --dump "$SERVER_PID" >/dev/null
-callgrind_control --instr=off "$SERVER_PID" >/dev/null
+callgrind_control --dump "$SERVER_PID" >/dev/null 2>&1
+callgrind_control --instr=off "$SERVER_PID" >/dev/null 2>&1
 after=$(served)
 for _ in $(seq 1 100); do
   dump=$(ls -t "$WORK"/callgrind.out.* 2>/dev/null | head -n 1 || true)
