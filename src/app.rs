@@ -42,7 +42,7 @@ use crate::llm::{
 };
 use crate::mcp::{self, McpServers};
 use crate::memory::Memory;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, WorkCounters};
 use crate::plugins::bundled::transcript::{self, Transcript};
 use crate::plugins::events::{Event, Hook};
 use crate::plugins::process::{self, ProcessPlugins};
@@ -231,16 +231,17 @@ fn agent_context(
     mcp: McpServers,
     access: &Access,
 ) -> anyhow::Result<(AgentContext, UnboundedReceiver<BusMessage>)> {
-    let db = open_db(settings, &plugins)?;
+    let metrics = Arc::new(Metrics::default());
+    let db = open_db(settings, &plugins, metrics.work())?;
     let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
         .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
-    let hubs = HubRegistry::new(settings.server.replay_limits());
+    let hubs = HubRegistry::new(settings.server.replay_limits(), metrics.work());
     let lease_holder = LeaseHolder::default();
     // The listener's thread is no actor's: what arrives crosses to the runtime, which may
     // start a project's hub or execute a client's call.
     let (received, arrived) = tokio::sync::mpsc::unbounded_channel();
     if let Store::Postgres(url) = store(settings) {
-        let bus = FrameBus::start(&url, instance.id(), move |message| {
+        let bus = FrameBus::start(&url, instance.id(), metrics.work(), move |message| {
             let _ = received.send(message);
         })?;
         hubs.connect_bus(bus.clone());
@@ -252,7 +253,6 @@ fn agent_context(
     } else {
         LoopAdmission::new(&settings.agent)
     };
-    let metrics = Arc::new(Metrics::default());
     let ledger = Ledger::new(
         db.clone(),
         metrics.clone(),
@@ -301,8 +301,12 @@ fn spending(settings: &Settings, access: &Access, hubs: &HubRegistry) -> anyhow:
 }
 
 /// Opens the store with the limits the settings give, its entry changes handed to the
-/// plugins that watch them.
-fn open_db(settings: &Settings, plugins: &Plugins) -> Result<DbHandle, DbError> {
+/// plugins that watch them, its work counted in `work`.
+fn open_db(
+    settings: &Settings,
+    plugins: &Plugins,
+    work: &Arc<WorkCounters>,
+) -> Result<DbHandle, DbError> {
     DbHandle::open(
         &store(settings),
         DbOptions {
@@ -312,6 +316,7 @@ fn open_db(settings: &Settings, plugins: &Plugins) -> Result<DbHandle, DbError> 
             readers: settings.work.readers,
             rpc_log: rpc_log_bounds(settings),
             entry_changes: entry_changed(plugins),
+            work: Arc::clone(work),
         },
     )
 }

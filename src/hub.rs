@@ -12,6 +12,8 @@
 //! it and sent to the others over the [`FrameBus`]; each instance's hub of the project keeps
 //! and offers them ([`Relayed`]) with the same `seq`, in the same order. A `ui/render` or
 //! `ui/notify` crosses the bus too, so it reaches the project's clients on every instance.
+//!
+//! Each frame a hub hands to a subscriber is counted in the server's [`WorkCounters`].
 
 pub(crate) mod notifications;
 pub(crate) mod replay;
@@ -25,6 +27,7 @@ use actix::prelude::*;
 
 use crate::cluster::bus::{BusBroadcast, BusFrame, BusMessage, FrameBus};
 use crate::db::ids::{ProjectId, RunId};
+use crate::metrics::WorkCounters;
 use notifications::{Notification, UiNotification};
 use replay::{ReplayError, ReplayLimits, RunLogs, ServerFrames};
 
@@ -101,11 +104,16 @@ impl ProjectHub {
         self.handled.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Offers `text` to every subscriber without waiting; a closed one leaves.
+    /// Offers `text` to every subscriber without waiting; a closed one leaves. Each frame
+    /// handed over is counted.
     fn offer(&mut self, text: &Arc<str>) {
+        let work = &self.registry.work;
         self.subscribers.retain(|conn, recipient| {
             match recipient.try_send(Outbound(Arc::clone(text))) {
-                Ok(()) => true,
+                Ok(()) => {
+                    work.frame(text.len());
+                    true
+                }
                 Err(SendError::Full(_)) => {
                     tracing::warn!(conn, "client mailbox full; notification dropped");
                     true
@@ -152,8 +160,17 @@ impl Handler<Unsubscribe> for ProjectHub {
 
 impl Handler<Publish> for ProjectHub {
     type Result = ();
+    /// Counted handled once it is done, its frame on the bus too (a test waits for the bus
+    /// after the hubs).
     fn handle(&mut self, Publish { run, notification }: Publish, _: &mut Context<Self>) {
+        self.publish(run, &notification);
         self.handled_one();
+    }
+}
+
+impl ProjectHub {
+    /// Numbers, keeps and offers `notification` of `run`, and sends it on the bus.
+    fn publish(&mut self, run: RunId, notification: &Notification) {
         let framed = self.logs.record(run, Instant::now(), clock_us(), |seq| {
             notification.frame(seq).map(Arc::from)
         });
@@ -231,16 +248,20 @@ pub struct HubRegistry {
     frames: ServerFrames,
     /// Where the frames numbered here go to the other instances, once connected.
     bus: Arc<OnceLock<FrameBus>>,
+    /// Where the frames handed to subscribers are counted.
+    work: Arc<WorkCounters>,
 }
 
 impl HubRegistry {
-    /// Hubs that keep what `limits` allows for replay.
-    pub fn new(limits: ReplayLimits) -> HubRegistry {
+    /// Hubs that keep what `limits` allows for replay, counting the frames they hand over
+    /// in `work`.
+    pub(crate) fn new(limits: ReplayLimits, work: &Arc<WorkCounters>) -> HubRegistry {
         HubRegistry {
             hubs: Arc::default(),
             limits,
             frames: ServerFrames::default(),
             bus: Arc::default(),
+            work: Arc::clone(work),
         }
     }
 
@@ -326,6 +347,14 @@ impl HubRegistry {
         self.lock().len()
     }
 
+    /// Whether every hub has handled every message sent to it.
+    #[cfg(feature = "testing")]
+    pub(crate) fn all_handled(&self) -> bool {
+        self.lock()
+            .values()
+            .all(|listed| listed.sent == listed.handled.load(Ordering::Acquire))
+    }
+
     /// Hands `project`'s hub (started when it has none) to `send`, which must put exactly one
     /// message in its mailbox; under the lock, so the hub cannot retire meanwhile.
     fn deliver<T>(&self, project: ProjectId, send: impl FnOnce(&Addr<ProjectHub>) -> T) -> T {
@@ -397,13 +426,16 @@ mod tests {
     #[actix::test]
     async fn a_hub_keeps_what_it_published_frees_a_quiet_run_and_then_retires() {
         let keep = Duration::from_millis(20);
-        let hubs = HubRegistry::new(ReplayLimits {
-            per_run: 8,
-            runs: 4,
-            bytes: usize::MAX,
-            server_bytes: usize::MAX,
-            keep,
-        });
+        let hubs = HubRegistry::new(
+            ReplayLimits {
+                per_run: 8,
+                runs: 4,
+                bytes: usize::MAX,
+                server_bytes: usize::MAX,
+                keep,
+            },
+            &Arc::default(),
+        );
         let published_at = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()
@@ -451,13 +483,17 @@ mod tests {
     #[actix::test]
     async fn a_hub_with_a_subscriber_stays_and_one_retires_only_with_nothing_unhandled() {
         let keep = Duration::from_millis(10);
-        let hubs = HubRegistry::new(ReplayLimits {
-            per_run: 8,
-            runs: 4,
-            bytes: usize::MAX,
-            server_bytes: usize::MAX,
-            keep,
-        });
+        let work = Arc::new(WorkCounters::default());
+        let hubs = HubRegistry::new(
+            ReplayLimits {
+                per_run: 8,
+                runs: 4,
+                bytes: usize::MAX,
+                server_bytes: usize::MAX,
+                keep,
+            },
+            &work,
+        );
         let frames = Arc::new(AtomicU64::new(0));
         let counter = Counter(Arc::clone(&frames)).start();
         hubs.subscribe(ProjectId(1), 1, counter.recipient());
@@ -465,6 +501,13 @@ mod tests {
         while frames.load(Ordering::SeqCst) == 0 {
             tokio::time::sleep(keep).await;
         }
+        let kept = hubs.replay(ProjectId(1), RUN, 0).await.unwrap().unwrap();
+        let handed = (work.count().frames, work.count().frame_bytes);
+        assert_eq!(
+            handed,
+            (1, kept[0].len() as u64),
+            "the frame handed over, counted"
+        );
         tokio::time::sleep(keep * 10).await;
         assert_eq!(hubs.live(), 1, "a subscriber keeps its hub");
 

@@ -426,6 +426,7 @@ mod tests {
                 readers: 1,
                 rpc_log: crate::db::queries::rpc_log::RpcLogBounds::default(),
                 entry_changes: None,
+                work: std::sync::Arc::default(),
             },
         )
         .unwrap();

@@ -16,6 +16,10 @@ use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::RpcLogBounds;
 use super::{DbActor, DbError, DbWatch, ReadPool, Store, Transact, UnitError};
 use crate::hedberg::Limits;
+use crate::metrics::WorkCounters;
+
+#[cfg(feature = "testing")]
+mod probe;
 
 /// What opening the database needs besides where it is.
 #[derive(Debug, Clone)]
@@ -32,6 +36,8 @@ pub struct DbOptions {
     pub rpc_log: RpcLogBounds,
     /// Where the writer hands the changes each unit of work made to entries, once committed.
     pub entry_changes: Option<EntryChangeSink>,
+    /// Where the units of work, the reads and every connection's statements are counted.
+    pub(crate) work: Arc<WorkCounters>,
 }
 
 /// The writer, its watchdog and the two reader pools. Cheap to clone.
@@ -59,17 +65,19 @@ impl DbHandle {
                 limits: options.writer_limits,
                 watch: watch.clone(),
                 entry_changes: options.entry_changes,
+                work: Arc::clone(&options.work),
             },
         )?;
         Ok(DbHandle {
             rpc_logs: RpcLogBatch::new(writer.clone(), options.rpc_log),
             writer,
             watch,
-            searchers: ReadPool::new(store, options.setup, options.readers),
+            searchers: ReadPool::new(store, options.setup, options.readers, &options.work),
             readers: ReadPool::new(
                 store,
                 options.setup,
                 std::thread::available_parallelism().map_or(1, usize::from),
+                &options.work,
             ),
             request_limits: options.request_limits,
         })
@@ -268,6 +276,7 @@ mod tests {
             readers: 1,
             rpc_log: RpcLogBounds::default(),
             entry_changes: None,
+            work: Arc::default(),
         }
     }
 
