@@ -34,8 +34,9 @@ use link::Link;
 use method::ProcessMethod;
 use protocol::{Manifest, SectionChain};
 use reach::{ProcessObserver, Reach};
+use restart::RestartMethod;
 use section::{ProcessSection, SectionRefresh};
-use status::{Status, StatusPlugin};
+use status::{Status, StatusMethod};
 use tool::ProcessTool;
 
 use crate::config::PluginSettings;
@@ -117,7 +118,21 @@ impl ProcessPlugins {
             });
             plugins = plugins.plugin(ProcessPlugin { index, declared });
         }
-        plugins.plugin(StatusPlugin(Arc::new(statuses)))
+        plugins.plugin(ProcessAdmin(Arc::new(statuses)))
+    }
+}
+
+/// `plugins/status` and `plugins/restart`, over every declared plugin process.
+struct ProcessAdmin(Arc<Vec<Status>>);
+
+impl Plugin for ProcessAdmin {
+    fn name(&self) -> &'static str {
+        "plugin_status"
+    }
+
+    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+        registrar.method(RestartMethod(Arc::clone(&self.0)));
+        registrar.method(StatusMethod(self.0));
     }
 }
 

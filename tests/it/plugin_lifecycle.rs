@@ -1,7 +1,8 @@
 //! A plugin process's life (README, "Plugins at run time"): each start is a process group
 //! (and a pids cgroup where the server has them) killed as one tree, so nothing it started
 //! outlives a restart after a failure, its disabling, an admin's `plugins/restart` or the
-//! server's stop; the stop tells it `shutdown` first; and a slow plugin's own timeout (its
+//! server's stop (the tests' graceful stop, and a `rummy` process's SIGTERM); the stop tells
+//! it `shutdown` first; and a slow plugin's own timeout (its
 //! manifest's or its file's) keeps its calls from failing.
 
 use std::path::Path;
@@ -10,6 +11,7 @@ use rummy::testing::fake_llm::{FakeLlm, Step};
 use serde_json::json;
 
 use crate::plugin_processes::{entries, program, status_of};
+use crate::process::ServerProcess;
 use crate::support::{eventually, Client, TestApp};
 
 /// One start of `tests/plugins/tree.sh`: the shell and the `sleep` it left in the
@@ -149,6 +151,23 @@ async fn a_plugin_leaves_no_process_behind_when_restarted_disabled_or_stopped() 
         2,
         "told to shut down before its restart and before the stop:\n{noted}"
     );
+    assert!(noted.ends_with("shutdown\n"), "{noted}");
+}
+
+#[actix_web::test]
+async fn a_rummy_process_stopped_by_sigterm_leaves_no_plugin_process_behind() {
+    let llm = FakeLlm::start([]);
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("tree.log");
+    let line = format!("sh {} {}", program("tree.sh"), log.display());
+    let env = [("RUMMY_PLUGIN_TREE", line.as_str())];
+    let server = ServerProcess::start_with(home.path(), &llm, &env).await;
+    let tree = started(&log, 1).await[0];
+    running(tree);
+    let stopped = server.stop_with("-TERM");
+    assert!(stopped.success(), "{stopped}");
+    gone(tree, "after SIGTERM").await;
+    let noted = std::fs::read_to_string(&log).unwrap();
     assert!(noted.ends_with("shutdown\n"), "{noted}");
 }
 

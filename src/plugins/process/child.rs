@@ -17,7 +17,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::declaration::Declaration;
-use super::link::CallError;
 use crate::sandbox::tree::{kill_group, kill_tree};
 use crate::sandbox::{Cgroups, CommandCgroup};
 
@@ -58,7 +57,8 @@ pub(super) struct Started {
 /// secrets, and the declaration's own), its pipes, its own process group and cgroup, and
 /// the tasks that write its stdin and watch it. Run it on the runtime that is to outlive
 /// the process (the server's, not a worker's): its pipes and tasks belong to that one.
-pub(super) async fn start(declaration: &Declaration) -> Result<Started, CallError> {
+/// `Err`: why it could not be started.
+pub(super) async fn start(declaration: &Declaration) -> Result<Started, String> {
     let cgroup = cgroup_for(&declaration.name).await;
     let mut command = tokio::process::Command::new(&declaration.command);
     command
@@ -81,7 +81,7 @@ pub(super) async fn start(declaration: &Declaration) -> Result<Started, CallErro
         .kill_on_drop(true);
     let spawned = command
         .spawn()
-        .map_err(|error| CallError::Spawn(format!("{}: {error}", declaration.command)));
+        .map_err(|error| format!("{}: {error}", declaration.command));
     let mut child = match spawned {
         Ok(child) => child,
         Err(error) => {
@@ -103,7 +103,7 @@ pub(super) async fn start(declaration: &Declaration) -> Result<Started, CallErro
     else {
         ending.kill();
         tokio::spawn(watch(child, cgroup, ending));
-        return Err(CallError::Spawn("no pipes".into()));
+        return Err("no pipes".into());
     };
     let (lines, to_write) = mpsc::unbounded_channel();
     tokio::spawn(write_lines(stdin, to_write));

@@ -454,9 +454,11 @@ impl Link {
         let starting = self
             .runtime
             .spawn(async move { child::start(&declaration).await });
-        let started = starting
-            .await
-            .map_err(|error| CallError::Spawn(error.to_string()))??;
+        let started = match starting.await {
+            Ok(Ok(started)) => started,
+            Ok(Err(why)) => return Err(CallError::Spawn(why)),
+            Err(error) => return Err(CallError::Spawn(error.to_string())),
+        };
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         if generation > 0 {
             self.lock().restarts += 1;

@@ -1,5 +1,5 @@
 //! `plugins/status`: how each plugin process is (running, restarting after failures,
-//! disabled, or stopped), for any client; and the plugin that adds it with `plugins/restart`.
+//! disabled, or stopped), for any client.
 
 use std::sync::Arc;
 
@@ -7,10 +7,8 @@ use serde::Serialize;
 
 use super::link::{Health, Link};
 use super::protocol::Manifest;
-use super::restart::RestartMethod;
 use crate::access::Role;
 use crate::plugins::method::{MethodCall, MethodError, NoParams, TypedMethod};
-use crate::plugins::plugin::{Plugin, Registrar};
 
 /// What `plugins/status` reads of one plugin process.
 pub(super) struct Status {
@@ -20,20 +18,7 @@ pub(super) struct Status {
 }
 
 /// `plugins/status`.
-pub(super) struct StatusPlugin(pub(super) Arc<Vec<Status>>);
-
-impl Plugin for StatusPlugin {
-    fn name(&self) -> &'static str {
-        "plugin_status"
-    }
-
-    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
-        registrar.method(RestartMethod(Arc::clone(&self.0)));
-        registrar.method(StatusMethod(self.0));
-    }
-}
-
-struct StatusMethod(Arc<Vec<Status>>);
+pub(super) struct StatusMethod(pub(super) Arc<Vec<Status>>);
 
 /// One plugin process as `plugins/status` shows it.
 #[derive(Debug, Serialize)]
