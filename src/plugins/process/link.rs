@@ -38,7 +38,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const HANDSHAKE_PATIENCE: Duration = Duration::from_secs(10);
 /// How long a process told to shut down (stdin closed) has to exit before its tree is
 /// killed.
-pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// The longest timeout a plugin's manifest may ask for (its declaration file may set any).
 const MAX_MANIFEST_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -288,6 +288,8 @@ impl Link {
         if let Some(process) = previous {
             process.shut_down().await;
         }
+        // A start under way finds the link closed and kills its process.
+        drop(self.starting.lock().await);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -336,17 +338,26 @@ impl Link {
             let asked = Duration::from_millis(asked).min(MAX_MANIFEST_TIMEOUT);
             self.timeout_ms.store(millis(asked), Ordering::Relaxed);
         }
-        let mut state = self.lock();
-        match state.phase {
-            Phase::Disabled => return Err(CallError::Disabled(state.failures)),
-            Phase::Closed => return Err(CallError::Closed),
-            Phase::Running(_) | Phase::Stopped { .. } => {}
+        let refused = {
+            let mut state = self.lock();
+            match state.phase {
+                Phase::Disabled => Some(CallError::Disabled(state.failures)),
+                Phase::Closed => Some(CallError::Closed),
+                _ if state.counted == Some(process.generation) => Some(CallError::Crashed),
+                Phase::Running(_) | Phase::Stopped { .. } => {
+                    state.phase = Phase::Running(Arc::clone(&process));
+                    None
+                }
+            }
+        };
+        match refused {
+            Some(error) => {
+                process.ending.kill();
+                process.ending.gone().await;
+                Err(error)
+            }
+            None => Ok((process, Some(manifest))),
         }
-        if state.counted == Some(process.generation) {
-            return Err(CallError::Crashed);
-        }
-        state.phase = Phase::Running(Arc::clone(&process));
-        Ok((process, Some(manifest)))
     }
 
     /// The running process; `None` when one is due to start; an error while it waits out
@@ -448,33 +459,34 @@ impl Link {
 
     /// Starts the process (`child`) and the tasks that read its stdout and stderr, all on
     /// the link's runtime: a process's pipes belong to the runtime that spawned it, and a
-    /// worker's ends with the server's stop.
+    /// worker's ends with the server's stop. A process whose start nobody waits for any more
+    /// is killed as it is dropped.
     async fn spawn(&self) -> Result<Arc<Process>, CallError> {
-        let declaration = self.declaration.clone();
-        let starting = self
-            .runtime
-            .spawn(async move { child::start(&declaration).await });
-        let started = match starting.await {
-            Ok(Ok(started)) => started,
-            Ok(Err(why)) => return Err(CallError::Spawn(why)),
-            Err(error) => return Err(CallError::Spawn(error.to_string())),
-        };
-        let generation = self.generations.fetch_add(1, Ordering::Relaxed);
-        if generation > 0 {
-            self.lock().restarts += 1;
-        }
-        let process = Arc::new(Process {
-            generation,
-            lines: started.lines,
-            pending: Mutex::new(HashMap::new()),
-            ending: started.ending,
+        let (declaration, link) = (self.declaration.clone(), self.this.clone());
+        let starting = self.runtime.spawn(async move {
+            let started = child::start(&declaration).await.map_err(CallError::Spawn)?;
+            let Some(link) = link.upgrade() else {
+                started.ending.kill();
+                return Err(CallError::Closed);
+            };
+            let generation = link.generations.fetch_add(1, Ordering::Relaxed);
+            if generation > 0 {
+                link.lock().restarts += 1;
+            }
+            let process = Arc::new(Process {
+                generation,
+                lines: started.lines,
+                pending: Mutex::new(HashMap::new()),
+                ending: started.ending,
+            });
+            let answering = answers(started.stdout, Arc::downgrade(&process), link.this.clone());
+            tokio::spawn(answering);
+            tokio::spawn(pipes::log_stderr(started.stderr, declaration.name));
+            Ok(process)
         });
-        let stdout = started.stdout;
-        let answering = answers(stdout, Arc::downgrade(&process), self.this.clone());
-        self.runtime.spawn(answering);
-        let name = self.declaration.name.clone();
-        self.runtime.spawn(pipes::log_stderr(started.stderr, name));
-        Ok(process)
+        starting
+            .await
+            .map_err(|error| CallError::Spawn(error.to_string()))?
     }
 }
 
