@@ -7,7 +7,7 @@
 //! learns which runs and projects the plugin serves), filters (`filter`), packet sections
 //! (`section`) and RPC methods (`method`), so the engine knows no second kind of plugin.
 //! Each start of a process (`child`) is a process group and a cgroup of its own, killed as
-//! one tree. `plugins/status` tells a client how each process is, `plugins/restart` starts
+//! one tree; while it runs (`running`) its calls wait for their answers. `plugins/status` tells a client how each process is, `plugins/restart` starts
 //! one afresh. A plugin whose handshake fails at start adds nothing (its state says why);
 //! the server's stop shuts every process down ([`Plugins::close_processes`]).
 
@@ -20,6 +20,7 @@ mod pipes;
 mod protocol;
 mod reach;
 mod restart;
+mod running;
 mod section;
 mod status;
 mod tool;

@@ -10,24 +10,21 @@
 //! `plugins/status`). Only a call answered, not a handshake, ends a run of failures; an
 //! error the plugin answers is no failure. A plugin whose first handshake fails is
 //! disabled at once (it never registered anything). A restart and the server's stop end a
-//! process gently: a `shutdown` notification, stdin closed, [`SHUTDOWN_GRACE`] to exit,
-//! then its tree is killed.
+//! process gently (`running`: a `shutdown` notification, stdin closed, a grace to exit,
+//! then its tree is killed).
 
-use std::collections::HashMap;
-use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::io::AsyncRead;
 use tokio::runtime::Handle;
-use tokio::sync::{mpsc, oneshot};
 
-use super::child::{self, Ending, Out};
+use super::child;
 use super::declaration::Declaration;
-use super::pipes::{self, Ended};
-use super::protocol::{Initialize, Manifest, INITIALIZE, PROTOCOL_VERSION, SHUTDOWN};
+use super::pipes;
+use super::protocol::{Initialize, Manifest, INITIALIZE, PROTOCOL_VERSION};
+use super::running::{answers, CallError, Process};
 
 /// The first wait before a restart; it doubles with each failure in a row.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -36,33 +33,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The least time a handshake is given (an interpreter may take a while to start), even
 /// when calls have less.
 const HANDSHAKE_PATIENCE: Duration = Duration::from_secs(10);
-/// How long a process told to shut down (stdin closed) has to exit before its tree is
-/// killed.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// The longest timeout a plugin's manifest may ask for (its declaration file may set any).
 const MAX_MANIFEST_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Why a call to a plugin failed.
-#[derive(Debug, Clone, thiserror::Error)]
-pub(crate) enum CallError {
-    #[error("the plugin cannot be started: {0}")]
-    Spawn(String),
-    #[error("the plugin did not answer within {0} ms")]
-    Timeout(u128),
-    #[error("the plugin stopped")]
-    Crashed,
-    #[error("the plugin wrote what is not JSON-RPC: {0}")]
-    Garbage(String),
-    #[error("the plugin failed and restarts in {0} ms")]
-    Restarting(u128),
-    #[error("the plugin is disabled after {0} failures in a row")]
-    Disabled(u32),
-    #[error("the plugin is stopped: the server is stopping")]
-    Closed,
-    /// The plugin answered with an error: it is running well.
-    #[error("{message}")]
-    Answered { code: i64, message: String },
-}
 
 /// The process as it stands.
 enum Phase {
@@ -97,39 +69,6 @@ struct State {
     last_error: Option<String>,
     /// The process whose failure was counted last.
     counted: Option<u64>,
-}
-
-/// One running process.
-struct Process {
-    /// Its place in the link's starts, so a late failure of a process already replaced is
-    /// not counted twice.
-    generation: u64,
-    lines: mpsc::UnboundedSender<Out>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, CallError>>>>,
-    ending: Ending,
-}
-
-impl Process {
-    /// Tells it to shut down (`shutdown`, then stdin closed), gives it [`SHUTDOWN_GRACE`] to
-    /// exit, then kills what is left of its tree; resolves once nothing is.
-    async fn shut_down(&self) {
-        let notice = json!({"jsonrpc": "2.0", "method": SHUTDOWN});
-        let _ = self.lines.send(Out::Line(notice.to_string()));
-        let _ = self.lines.send(Out::Close);
-        if tokio::time::timeout(SHUTDOWN_GRACE, self.ending.gone())
-            .await
-            .is_err()
-        {
-            self.ending.kill();
-            self.ending.gone().await;
-        }
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        self.ending.kill();
-    }
 }
 
 /// One plugin process, started again after failures.
@@ -240,7 +179,7 @@ impl Link {
         };
         if let Some(process) = running {
             let line = json!({"jsonrpc": "2.0", "method": method, "params": params});
-            let _ = process.lines.send(Out::Line(line.to_string()));
+            process.send(line.to_string());
         }
     }
 
@@ -352,8 +291,7 @@ impl Link {
         };
         match refused {
             Some(error) => {
-                process.ending.kill();
-                process.ending.gone().await;
+                process.killed().await;
                 Err(error)
             }
             None => Ok((process, Some(manifest))),
@@ -384,11 +322,10 @@ impl Link {
         timeout: Duration,
     ) -> Result<Value, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (answered, answer) = oneshot::channel();
-        lock_pending(process).insert(id, answered);
+        let answer = process.expect(id);
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if process.lines.send(Out::Line(line.to_string())).is_err() {
-            lock_pending(process).remove(&id);
+        if !process.send(line.to_string()) {
+            process.forget(id);
             self.failed(Some(process.generation), &CallError::Crashed);
             return Err(CallError::Crashed);
         }
@@ -396,7 +333,7 @@ impl Link {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(CallError::Crashed),
             Err(_) => {
-                lock_pending(process).remove(&id);
+                process.forget(id);
                 Err(CallError::Timeout(timeout.as_millis()))
             }
         };
@@ -418,7 +355,7 @@ impl Link {
         match &state.phase {
             Phase::Disabled | Phase::Closed => return,
             Phase::Running(process) if Some(process.generation) != generation => return,
-            Phase::Running(process) => process.ending.kill(),
+            Phase::Running(process) => process.kill(),
             Phase::Stopped { .. } => {}
         }
         state.counted = generation;
@@ -473,14 +410,14 @@ impl Link {
             if generation > 0 {
                 link.lock().restarts += 1;
             }
-            let process = Arc::new(Process {
-                generation,
-                lines: started.lines,
-                pending: Mutex::new(HashMap::new()),
-                ending: started.ending,
-            });
-            let answering = answers(started.stdout, Arc::downgrade(&process), link.this.clone());
-            tokio::spawn(answering);
+            let process = Arc::new(Process::new(generation, started.lines, started.ending));
+            let weak = link.this.clone();
+            let failed = move |generation, error: &CallError| {
+                if let Some(link) = weak.upgrade() {
+                    link.failed(Some(generation), error);
+                }
+            };
+            tokio::spawn(answers(started.stdout, Arc::downgrade(&process), failed));
             tokio::spawn(pipes::log_stderr(started.stderr, declaration.name));
             Ok(process)
         });
@@ -492,46 +429,4 @@ impl Link {
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Hands each answer on the process's stdout to the call waiting for it; once stdout ends
-/// or holds garbage, fails every call still waiting and counts the process's failure.
-async fn answers(stdout: impl AsyncRead + Unpin, process: Weak<Process>, link: Weak<Link>) {
-    let ended = pipes::read_answers(stdout, |answer| {
-        let Some(process) = process.upgrade() else {
-            return ControlFlow::Break(());
-        };
-        let waiting = answer.id.and_then(|id| lock_pending(&process).remove(&id));
-        if let Some(waiting) = waiting {
-            let outcome = answer
-                .outcome
-                .map_err(|(code, message)| CallError::Answered { code, message });
-            let _ = waiting.send(outcome);
-        }
-        ControlFlow::Continue(())
-    })
-    .await;
-    let error = match ended {
-        Ended::Stopped => return,
-        Ended::Closed => CallError::Crashed,
-        Ended::Garbage(why) => CallError::Garbage(why),
-    };
-    let Some(process) = process.upgrade() else {
-        return;
-    };
-    if let Some(link) = link.upgrade() {
-        link.failed(Some(process.generation), &error);
-    }
-    for (_, waiting) in lock_pending(&process).drain() {
-        let _ = waiting.send(Err(error.clone()));
-    }
-}
-
-fn lock_pending(
-    process: &Process,
-) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Result<Value, CallError>>>> {
-    process
-        .pending
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

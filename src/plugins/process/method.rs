@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::link::CallError;
 use super::protocol::{MethodDecl, MethodRequest, METHOD_CALL};
 use super::reach::Reach;
+use super::running::CallError;
 use crate::access::Role;
 use crate::plugins::method::{MethodCall, MethodError, MethodFuture, ParamsError, PluginMethod};
 
