@@ -19,6 +19,7 @@ use super::connection::{
     ConnectionSetup,
 };
 use super::entry_changes::{self, EntryChangeSink};
+use super::events::{self, EventSink};
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::{self, RpcLogBounds};
 use super::{DbError, DbWatch, Store};
@@ -73,6 +74,7 @@ pub(crate) struct DbActor {
     limits: Limits,
     watch: DbWatch,
     entry_changes: Option<EntryChangeSink>,
+    events: Option<EventSink>,
 }
 
 /// What the writer thread is given besides the store.
@@ -86,19 +88,23 @@ pub(crate) struct WriterOptions {
     pub watch: DbWatch,
     /// Where each committed unit's changes to entries go; with none they are not logged.
     pub entry_changes: Option<EntryChangeSink>,
+    /// Where each committed unit's notifications go (`db::events`); with none they are
+    /// written and not sent.
+    pub events: Option<EventSink>,
 }
 
 impl DbActor {
     /// Runs one unit of work: in a transaction (see [`db_messages`]), under a fresh budget
     /// for its pattern and edit work, marked on the watchdog. A panic rolls the transaction
     /// back (the connection is dropped and reopened by the next unit) and is an error, so
-    /// the thread survives it. The changes it made to entries go to the sink once it has
-    /// committed.
+    /// the thread survives it. The changes it made to entries and the notifications it
+    /// numbered go to their sinks once it has committed.
     fn unit<T>(
         &mut self,
         work: impl FnOnce(&mut Conn) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
         self.watch.begin();
+        events::discard_staged();
         let budget = Rc::new(Budget::new(self.limits));
         let logged = self.entry_changes.is_some();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -123,9 +129,16 @@ impl DbActor {
                     "a unit of database work failed unexpectedly".into(),
                 ))
             })
-            .inspect_err(|_| self.drop_lost_connection())?;
+            .inspect_err(|_| {
+                events::discard_staged();
+                self.drop_lost_connection();
+            })?;
         if let Some(sink) = &self.entry_changes {
             sink.deliver(&changes);
+        }
+        let numbered = events::take_staged();
+        if let Some(sink) = &self.events {
+            sink.deliver(numbered);
         }
         Ok(value)
     }
@@ -172,6 +185,7 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
         limits,
         watch,
         entry_changes,
+        events,
     } = options;
     if actix::System::try_current().is_none() {
         return Err(DbError::Internal(
@@ -198,6 +212,7 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
         limits,
         watch: watch.clone(),
         entry_changes: entry_changes.clone(),
+        events: events.clone(),
     }))
 }
 
@@ -246,6 +261,7 @@ mod tests {
             limits: Limits::default(),
             watch: DbWatch::default(),
             entry_changes: None,
+            events: None,
         }
     }
 

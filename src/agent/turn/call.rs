@@ -37,10 +37,11 @@ pub(super) async fn call_model(
 ) -> Result<Reply, LoopError> {
     let (run, project, turn) = (input.run_id, measured.project, measured.row.sequence);
     let progress = |status| {
-        agent.hubs.publish(
+        crate::hub::publish(
+            &agent.db,
             project,
             run,
-            Notification::Progress(RunProgress {
+            &Notification::Progress(RunProgress {
                 run: measured.alias.clone(),
                 turn: i64::from(turn),
                 status,
