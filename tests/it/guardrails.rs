@@ -10,7 +10,7 @@ use futures_util::FutureExt;
 use rummy::plugins::filters::{EntryRecording, LlmMessages, Refusal, RunConfig};
 use rummy::plugins::{EntryStatus, LoopMode, Plugin, Registrar};
 use rummy::testing::fake_llm::{FakeLlm, Step};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::session_notes::{learning, notes, NOTES_ON};
 use crate::stored::entry_named;
@@ -77,6 +77,23 @@ async fn a_plugin_process_annotates_what_clients_are_offered() {
     let proposal = &offered["params"]["proposed"][0];
     assert_eq!(proposal["type"], json!("sh"));
     assert_eq!(proposal["attributes"]["note"], json!("reviewed by clamp"));
+    let state = client.notification("run/state").await;
+    let kept = client
+        .ok("run/replay", json!({"run": result["run"], "since": 0}))
+        .await;
+    let methods: Vec<&Value> = kept["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|notification| &notification["method"])
+        .collect();
+    assert_eq!(
+        methods,
+        ["run/progress", "run/progress", "run/proposal", "run/state"],
+        "offered, then written and kept, in order"
+    );
+    assert_eq!(kept["notifications"][2]["params"], offered["params"]);
+    assert_eq!(kept["notifications"][3]["params"], state["params"]);
 }
 
 #[actix_web::test]

@@ -22,6 +22,8 @@ mod console_browser;
 mod container;
 mod durability;
 mod entry_changed;
+mod event_log;
+mod event_log_crash;
 mod fairness;
 mod guardrails;
 mod hostile;

@@ -29,6 +29,9 @@ use crate::db::schema::run_events;
 use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
 
+/// Rows of one insert: five binds each, well within SQLite's bound on a statement's.
+const INSERT_ROWS: usize = 1000;
+
 /// Frames written by one writer between two prunes of every run's frames.
 pub(crate) const PRUNE_ALL_EVERY: u64 = 1024;
 
@@ -124,9 +127,11 @@ pub(crate) fn append(
             created_ms,
         })
         .collect();
-    per_backend!(conn, |conn| diesel::insert_into(run_events::table)
-        .values(&forms)
-        .execute(conn))?;
+    for rows in forms.chunks(INSERT_ROWS) {
+        per_backend!(conn, |conn| diesel::insert_into(run_events::table)
+            .values(rows)
+            .execute(conn))?;
+    }
     let every = i64::try_from(bounds.prune_every()).unwrap_or(i64::MAX);
     let given_before = seqs.last_seq - count - seqs.first_seq + 1;
     if (given_before + count) / every > given_before / every {
