@@ -22,7 +22,7 @@ use crate::access::Access;
 use crate::agent::admission::LoopAdmission;
 use crate::agent::delegation::Subagents;
 use crate::agent::{AgentContext, RunRegistry};
-use crate::budget::BudgetActor;
+use crate::budget::{BudgetActor, TokenMath};
 use crate::cluster::bus::{BusMessage, FrameBus};
 use crate::cluster::Instance;
 use crate::cluster::LeaseHolder;
@@ -43,7 +43,7 @@ use crate::llm::{
 };
 use crate::mcp::{self, McpServers};
 use crate::memory::Memory;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, WorkCounters};
 use crate::plugins::bundled::transcript::{self, Transcript};
 use crate::plugins::events::{Event, Hook};
 use crate::plugins::process::{self, ProcessPlugins};
@@ -232,8 +232,9 @@ fn agent_context(
     mcp: McpServers,
     access: &Access,
 ) -> anyhow::Result<(AgentContext, UnboundedReceiver<BusMessage>)> {
-    let hubs = HubRegistry::new();
-    let db = open_db(settings, &plugins, &hubs)?;
+    let metrics = Arc::new(Metrics::default());
+    let hubs = HubRegistry::new(metrics.work());
+    let db = open_db(settings, &plugins, &hubs, metrics.work())?;
     let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
         .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
     let lease_holder = LeaseHolder::default();
@@ -241,7 +242,7 @@ fn agent_context(
     // start a project's hub or execute a client's call.
     let (received, arrived) = tokio::sync::mpsc::unbounded_channel();
     if let Store::Postgres(url) = store(settings) {
-        let bus = FrameBus::start(&url, instance.id(), move |message| {
+        let bus = FrameBus::start(&url, instance.id(), metrics.work(), move |message| {
             let _ = received.send(message);
         })?;
         hubs.connect_bus(bus.clone());
@@ -253,11 +254,11 @@ fn agent_context(
     } else {
         LoopAdmission::new(&settings.agent)
     };
-    let metrics = Arc::new(Metrics::default());
     let ledger = Ledger::new(
         db.clone(),
         metrics.clone(),
         spending(settings, access, &hubs)?,
+        TokenMath::new(settings.tokens.divisor),
     );
     let llm = LlmProviders::start(provider_settings(settings), ledger)?;
     let agent = AgentContext {
@@ -301,11 +302,13 @@ fn spending(settings: &Settings, access: &Access, hubs: &HubRegistry) -> anyhow:
 }
 
 /// Opens the store with the limits the settings give, its entry changes handed to the
-/// plugins that watch them and its notifications, once written, to the hubs.
+/// plugins that watch them and its notifications, once written, to the hubs, its work
+/// counted in `work`.
 fn open_db(
     settings: &Settings,
     plugins: &Plugins,
     hubs: &HubRegistry,
+    work: &Arc<WorkCounters>,
 ) -> Result<DbHandle, DbError> {
     let hubs = hubs.clone();
     DbHandle::open(
@@ -319,6 +322,7 @@ fn open_db(
             entry_changes: entry_changed(plugins),
             events: settings.server.event_bounds(),
             sent: Some(EventSink::new(move |events| hubs.offer(events))),
+            work: Arc::clone(work),
         },
     )
 }

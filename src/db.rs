@@ -3,7 +3,8 @@
 //!
 //! Layers, bottom up: [`backend`] says which database holds the store (a SQLite file or
 //! PostgreSQL) and is the connection type, [`Conn`]; [`connection`] opens connections (every
-//! PostgreSQL one, the frame bus's too) and applies each backend's embedded migrations; [`functions`] registers on SQLite the SQL
+//! PostgreSQL one, the frame bus's too) and applies each backend's embedded migrations, and [`counted`] counts
+//! the statements the server's connections send; [`functions`] registers on SQLite the SQL
 //! functions the schema needs (the PostgreSQL migrations define their own); [`entry_changes`] logs what a
 //! unit of work did to entries; [`events`] makes a run's notifications durable before they
 //! are sent; [`schema`] is diesel's view of
@@ -17,6 +18,7 @@
 pub(crate) mod actor;
 pub(crate) mod backend;
 pub(crate) mod connection;
+pub(crate) mod counted;
 pub(crate) mod entry_changes;
 pub(crate) mod enums;
 mod error;

@@ -15,6 +15,8 @@
 //! another instance wrote (they came over the bus) as its own, with the same `seq`. A hub
 //! left with no subscriber retires, so a closed project leaves nothing behind; every message
 //! reaches a hub through the registry, which never lets one retire with a message unhandled.
+//!
+//! Each frame a hub hands to a subscriber is counted in the server's [`WorkCounters`].
 
 pub(crate) mod notifications;
 pub(crate) mod replay;
@@ -29,6 +31,7 @@ use crate::cluster::bus::{BusBroadcast, BusFrame, BusMessage, FrameBus};
 use crate::db::events::{NumberedEvent, Publication};
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::DbHandle;
+use crate::metrics::WorkCounters;
 use notifications::{Notification, UiNotification};
 
 /// Identity of one client connection, unique for the server's lifetime.
@@ -67,11 +70,22 @@ pub(crate) struct Offer(pub Arc<str>);
 pub(crate) struct CaughtUp;
 
 /// Numbers, writes and then sends `notification` of `run` to every client bound to
-/// `project`, on every instance, without waiting; one that cannot be serialized is logged
-/// and dropped.
+/// `project`, on every instance, without waiting.
 pub(crate) fn publish(db: &DbHandle, project: ProjectId, run: RunId, notification: &Notification) {
+    if let Some(publication) = publication(project, run, notification) {
+        db.publish(publication);
+    }
+}
+
+/// `notification` of `run`, serialized once, for a unit of work to number and write; one
+/// that cannot be serialized is logged and left out.
+pub(crate) fn publication(
+    project: ProjectId,
+    run: RunId,
+    notification: &Notification,
+) -> Option<Publication> {
     match notification.unnumbered() {
-        Ok(frame) => db.publish(Publication {
+        Ok(frame) => Some(Publication {
             project,
             run,
             frame,
@@ -79,6 +93,7 @@ pub(crate) fn publish(db: &DbHandle, project: ProjectId, run: RunId, notificatio
         Err(error) => {
             let method = notification.method();
             tracing::error!(%error, method, "cannot serialize a notification");
+            None
         }
     }
 }
@@ -103,11 +118,16 @@ impl ProjectHub {
         }
     }
 
-    /// Offers `text` to every subscriber without waiting; a closed one leaves.
+    /// Offers `text` to every subscriber without waiting; a closed one leaves. Each frame
+    /// handed over is counted.
     fn offer(&mut self, text: &Arc<str>) {
+        let work = &self.registry.work;
         self.subscribers.retain(|conn, recipient| {
             match recipient.try_send(Outbound(Arc::clone(text))) {
-                Ok(()) => true,
+                Ok(()) => {
+                    work.frame(text.len());
+                    true
+                }
                 Err(SendError::Full(_)) => {
                     tracing::warn!(conn, "client mailbox full; notification dropped");
                     true
@@ -168,15 +188,18 @@ pub struct HubRegistry {
     arbiter: ArbiterHandle,
     /// Where the frames written here go to the other instances, once connected.
     bus: Arc<OnceLock<FrameBus>>,
+    /// Where the frames handed to subscribers are counted.
+    work: Arc<WorkCounters>,
 }
 
 impl HubRegistry {
-    /// Hubs that run on the current arbiter.
-    pub fn new() -> HubRegistry {
+    /// Hubs that run on the current arbiter, counting the frames they hand over in `work`.
+    pub(crate) fn new(work: &Arc<WorkCounters>) -> HubRegistry {
         HubRegistry {
             hubs: Arc::default(),
             arbiter: Arbiter::current(),
             bus: Arc::default(),
+            work: Arc::clone(work),
         }
     }
 
@@ -263,6 +286,14 @@ impl HubRegistry {
     /// How many hubs are alive.
     pub fn live(&self) -> usize {
         self.lock().len()
+    }
+
+    /// Whether every hub has handled every message sent to it.
+    #[cfg(feature = "testing")]
+    pub(crate) fn all_handled(&self) -> bool {
+        self.lock()
+            .values()
+            .all(|listed| listed.sent == listed.handled.load(Ordering::Acquire))
     }
 
     /// Hands `project`'s hub (started when it has none) to `send`, which must put exactly one

@@ -4,7 +4,7 @@
 //! read the tables an operator reads, the web client the model's tools use, and a few hooks
 //! into a running server for what no client can see (how many loops wait for a place, the
 //! database thread held busy, a notification published as a run would, its spending clock
-//! fixed); the criterion
+//! fixed, the work it did counted: [`WorkDone`]); the criterion
 //! benches' bodies are [`bench`]'s. A server build has none of it.
 
 use crate::app::RunningServer;
@@ -123,3 +123,6 @@ impl RunningServer {
 }
 pub mod bench;
 pub mod sandbox;
+mod work;
+
+pub use work::WorkDone;

@@ -1,18 +1,21 @@
 //! What model calls use and cost, as pure values: the token counts of a call or of a sum of
 //! calls ([`Tokens`]), money ([`Micros`]: every amount rummy stores, sums or compares is an
 //! integer count of micro-dollars, so sums and caps are exact), a model's [`Price`] and the
-//! cost of one call under it ([`Price::cost`]); the caps on spending (`caps`) and the clock
-//! their periods are cut from (`clock`). The record of calls is `llm::ledger`; the reports
-//! are `db::queries::usage`.
+//! cost of one call under it ([`Price::cost`]); what one answered call is recorded as,
+//! within sane bounds whatever its provider reported (`recorded`); the caps on spending
+//! (`caps`) and the clock their periods are cut from (`clock`). The record of calls is
+//! `llm::ledger`; the reports are `db::queries::usage`.
 
 mod caps;
 mod clock;
+mod recorded;
 
 pub use caps::CapLimits;
 pub(crate) use caps::{Amount, Limits, Scope, Spent, Standing, StandingView};
 #[cfg(test)]
 pub(crate) use caps::{Limit, Period, Unit};
 pub(crate) use clock::{Clock, UtcTime};
+pub(crate) use recorded::{recorded_cost, recorded_tokens, Amended, CallBound, Estimate};
 
 use diesel::sql_types::BigInt;
 use diesel::QueryableByName;

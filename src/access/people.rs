@@ -13,8 +13,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde::Deserialize;
+use serde_path_to_error::Segment;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use toml::Spanned;
 
 use super::{AccessError, Role};
 use crate::project::patterns::ProjectPatterns;
@@ -54,7 +56,7 @@ pub(crate) struct People {
 #[serde(deny_unknown_fields)]
 struct UsersFile {
     #[serde(default)]
-    person: Vec<PersonEntry>,
+    person: Vec<Spanned<PersonEntry>>,
 }
 
 #[derive(Deserialize)]
@@ -66,40 +68,51 @@ struct PersonEntry {
     #[serde(default)]
     projects: Vec<String>,
     #[serde(default)]
-    caps: CapLimits,
+    caps: Option<Spanned<CapLimits>>,
 }
 
 impl People {
-    /// Reads a users file's text; every mistake is named with the person it is in.
+    /// Reads a users file's text; every mistake is named with the person it is in and its
+    /// line (`mo (line 12): caps.week_tokens: unknown field …`).
     pub(crate) fn parse(text: &str) -> Result<People, AccessError> {
-        let file: UsersFile =
-            toml::from_str(text).map_err(|error| AccessError::UsersFile(error.to_string()))?;
+        let file: UsersFile = serde_path_to_error::deserialize(toml::Deserializer::new(text))
+            .map_err(|error| AccessError::UsersFile(unreadable(text, error)))?;
         let mut names = HashSet::new();
         let mut hashes = HashSet::new();
         let mut people = Vec::with_capacity(file.person.len());
-        for entry in file.person {
-            let invalid = |why: String| AccessError::UsersFile(format!("{}: {why}", entry.name));
+        for spanned in file.person {
+            let line = line_of(text, spanned.span().start);
+            let entry = spanned.into_inner();
+            let invalid = |line: usize, why: String| {
+                AccessError::UsersFile(format!("{} (line {line}): {why}", entry.name))
+            };
             if !valid_name(&entry.name) {
                 return Err(AccessError::UsersFile(format!(
-                    "person name {:?} must be 1–64 letters, digits or ._@- and start with a \
-                     letter or digit",
+                    "person name {:?} (line {line}) must be 1–64 letters, digits or ._@- and \
+                     start with a letter or digit",
                     entry.name
                 )));
             }
             if !names.insert(entry.name.clone()) {
-                return Err(invalid("listed twice".into()));
+                return Err(invalid(line, "listed twice".into()));
             }
             let token_hash = decode_hash(&entry.token_sha256).ok_or_else(|| {
-                invalid("token_sha256 must be 64 hex digits (`rummy hash-token`)".into())
+                invalid(
+                    line,
+                    "token_sha256 must be 64 hex digits (`rummy hash-token`)".into(),
+                )
             })?;
             if !hashes.insert(token_hash) {
-                return Err(invalid("has the same token as another person".into()));
+                return Err(invalid(line, "has the same token as another person".into()));
             }
-            let projects = ProjectPatterns::new(entry.projects).map_err(invalid)?;
-            let caps = entry
-                .caps
-                .checked()
-                .map_err(|error| invalid(format!("caps.{error}")))?;
+            let projects =
+                ProjectPatterns::new(entry.projects).map_err(|why| invalid(line, why))?;
+            let caps = match &entry.caps {
+                None => Limits::default(),
+                Some(caps) => caps.get_ref().checked().map_err(|error| {
+                    invalid(line_of(text, caps.span().start), format!("caps.{error}"))
+                })?,
+            };
             people.push(Arc::new(Person {
                 name: entry.name.into(),
                 role: entry.role,
@@ -149,6 +162,55 @@ impl People {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<Person>> {
         self.people.iter()
     }
+}
+
+/// What is wrong with a users file that does not read: in a person's table, that person (by
+/// name when the table has one), the line and the key (`mo (line 12): caps.day_tokens:
+/// invalid type: string "5", expected a whole number of tokens, 0 or more`); elsewhere,
+/// TOML's own message, which shows the line.
+fn unreadable(text: &str, error: serde_path_to_error::Error<toml::de::Error>) -> String {
+    let mut segments = error
+        .path()
+        .iter()
+        .filter(|segment| !matches!(segment, Segment::Map { key } if key.starts_with(SPANNED)));
+    let (Some(Segment::Map { key }), Some(Segment::Seq { index })) =
+        (segments.next(), segments.next())
+    else {
+        return error.into_inner().to_string();
+    };
+    if key != "person" {
+        return error.into_inner().to_string();
+    }
+    let index = *index;
+    let key = segments
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(".");
+    let error = error.into_inner();
+    let person = name_of_person(text, index).unwrap_or_else(|| format!("person {}", index + 1));
+    let line = error.span().map_or_else(String::new, |span| {
+        format!(" (line {})", line_of(text, span.start))
+    });
+    match key.as_str() {
+        "" => format!("{person}{line}: {}", error.message()),
+        key => format!("{person}{line}: {key}: {}", error.message()),
+    }
+}
+
+/// How serde names the parts of a `Spanned` value; not keys of the file.
+const SPANNED: &str = "$__serde_spanned_private";
+
+/// The `name` of the `index`th person, when the file reads as TOML at all.
+fn name_of_person(text: &str, index: usize) -> Option<String> {
+    let file: toml::Table = toml::from_str(text).ok()?;
+    let name = file.get("person")?.get(index)?.get("name")?.as_str()?;
+    valid_name(name).then(|| name.to_owned())
+}
+
+/// The line (from 1) holding byte `offset` of `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let before = text.as_bytes().get(..offset).unwrap_or(text.as_bytes());
+    before.iter().filter(|byte| **byte == b'\n').count() + 1
 }
 
 /// The hash the users file stores for `token`: SHA-256, lowercase hex.
@@ -253,19 +315,19 @@ mod tests {
                     ("alice", "t", "member", "[]"),
                     ("alice", "u", "viewer", "[]"),
                 ]),
-                "alice: listed twice",
+                "alice (line 6): listed twice",
             ),
             (
                 users_file(&[("alice", "t", "member", "[]"), ("bob", "t", "viewer", "[]")]),
-                "bob: has the same token",
+                "bob (line 6): has the same token",
             ),
             (
                 "[[person]]\nname = \"alice\"\ntoken_sha256 = \"abc\"\nrole = \"member\"\n".into(),
-                "alice: token_sha256 must be 64 hex digits",
+                "alice (line 1): token_sha256 must be 64 hex digits",
             ),
             (
                 users_file(&[("alice", "t", "member", r#"["a[b"]"#)]),
-                "alice: project pattern \"a[b\"",
+                "alice (line 1): project pattern \"a[b\"",
             ),
             (
                 users_file(&[("al ice", "t", "member", "[]")]),
@@ -278,7 +340,7 @@ mod tests {
             ),
             (
                 "[[person]]\nname = \"a\"\ntoken = \"plain\"\n".into(),
-                "unknown field `token`",
+                "a (line 3): token: unknown field `token`",
             ),
         ];
         for (text, expected) in cases {
@@ -298,5 +360,47 @@ mod tests {
             assert!(error.starts_with("users file: lists no one"), "{error}");
         }
         assert!(People::default().holder_of("").is_none());
+    }
+
+    #[test]
+    fn a_mistake_in_a_person_s_caps_names_the_person_the_line_and_the_key() {
+        let person = |name: &str, token: &str, caps: &str| {
+            format!(
+                "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"member\"\n{caps}\n",
+                hash_token(token)
+            )
+        };
+        let file = |caps: &str| {
+            let text = [person("ada", "a", ""), person("mo", "m", caps)].concat();
+            People::parse(&text).unwrap_err().to_string()
+        };
+        assert_eq!(
+            file("caps = { week_tokens = 5 }"),
+            "users file: mo (line 10): caps.week_tokens: unknown field `week_tokens`, expected \
+             one of `day_tokens`, `day_dollars`, `month_tokens`, `month_dollars`"
+        );
+        assert_eq!(
+            file("caps = { day_tokens = \"5\" }"),
+            "users file: mo (line 10): caps.day_tokens: invalid type: string \"5\", expected a \
+             whole number of tokens, 0 or more"
+        );
+        assert_eq!(
+            file("[person.caps]\nday_dollars = 1.0\nmonth_tokens = 2.5"),
+            "users file: mo (line 12): caps.month_tokens: invalid value: floating point `2.5`, \
+             expected a whole number of tokens, 0 or more"
+        );
+        assert_eq!(
+            file("caps = { day_tokens = -5 }"),
+            "users file: mo (line 10): caps.day_tokens must be a whole number of tokens, 0 or \
+             more (got -5)"
+        );
+        let nameless = format!("{}[[person]]\nrole = 5\n", person("ada", "a", ""));
+        assert_eq!(
+            People::parse(&nameless).unwrap_err().to_string(),
+            "users file: person 2 (line 7): role: wanted string or table"
+        );
+        let broken = format!("{}caps = {{ day_tokens = }}\n", person("ada", "a", ""));
+        let error = People::parse(&broken).unwrap_err().to_string();
+        assert!(error.contains("line 6"), "TOML's own: {error}");
     }
 }

@@ -428,6 +428,7 @@ mod tests {
                 entry_changes: None,
                 events: crate::db::queries::run_events::EventBounds::default(),
                 sent: None,
+                work: std::sync::Arc::default(),
             },
         )
         .unwrap();

@@ -152,14 +152,10 @@ impl Telling {
             let frames: Vec<Unnumbered> = told
                 .notifications
                 .iter()
-                .filter_map(|notification| match notification.unnumbered() {
-                    Ok(frame) => Some(frame),
-                    Err(error) => {
-                        let method = notification.method();
-                        tracing::error!(%error, method, "cannot serialize a notification");
-                        None
-                    }
+                .filter_map(|notification| {
+                    crate::hub::publication(told.project, told.run, notification)
                 })
+                .map(|publication| publication.frame)
                 .collect();
             run_events::append(conn, &bounds, told.project, told.run, &frames)?;
         }

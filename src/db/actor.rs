@@ -8,7 +8,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::db::Conn;
 use actix::{Actor, Addr, SyncArbiter, SyncContext};
@@ -18,12 +18,14 @@ use super::connection::{
     has_pending_migrations, open_connection, run_migrations, truncate_wal, write_transaction,
     ConnectionSetup,
 };
+use super::counted::count_statements;
 use super::entry_changes::{self, EntryChangeSink};
 use super::events::{self, EventSink};
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::{self, RpcLogBounds};
 use super::{DbError, DbWatch, Store};
 use crate::hedberg::budget::{self, Budget, Limits};
+use crate::metrics::{StatementsOn, WorkCounters};
 
 /// Defines message structs and their `DbActor` handlers: each handler gets the connection
 /// and the message and evaluates one query call, in a transaction.
@@ -64,6 +66,8 @@ macro_rules! db_messages {
     )*};
 }
 
+#[cfg(feature = "testing")]
+pub(crate) mod probe;
 pub(crate) mod transact;
 
 /// The database actor. Start it with [`start_db`].
@@ -75,6 +79,7 @@ pub(crate) struct DbActor {
     watch: DbWatch,
     entry_changes: Option<EntryChangeSink>,
     events: Option<EventSink>,
+    work: Arc<WorkCounters>,
 }
 
 /// What the writer thread is given besides the store.
@@ -91,6 +96,8 @@ pub(crate) struct WriterOptions {
     /// Where each committed unit's notifications go (`db::events`); with none they are
     /// written and not sent.
     pub events: Option<EventSink>,
+    /// Where its units of work and statements are counted.
+    pub work: Arc<WorkCounters>,
 }
 
 impl DbActor {
@@ -98,11 +105,12 @@ impl DbActor {
     /// for its pattern and edit work, marked on the watchdog. A panic rolls the transaction
     /// back (the connection is dropped and reopened by the next unit) and is an error, so
     /// the thread survives it. The changes it made to entries and the notifications it
-    /// numbered go to their sinks once it has committed.
+    /// numbered go to their sinks once it has committed. Each is counted.
     fn unit<T>(
         &mut self,
         work: impl FnOnce(&mut Conn) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
+        self.work.unit();
         self.watch.begin();
         events::discard_staged();
         let budget = Rc::new(Budget::new(self.limits));
@@ -158,18 +166,30 @@ impl DbActor {
     fn connection(&mut self) -> Result<&mut Conn, DbError> {
         let connection = match self.connection.take() {
             Some(connection) => connection,
-            None => writer_connection(&self.store, self.setup, self.entry_changes.is_some())?,
+            None => writer_connection(
+                &self.store,
+                self.setup,
+                self.entry_changes.is_some(),
+                &self.work,
+            )?,
         };
         Ok(self.connection.insert(connection))
     }
 }
 
-/// A connection for the writer, logging the changes to entries when they are `logged`.
-fn writer_connection(store: &Store, setup: ConnectionSetup, logged: bool) -> Result<Conn, DbError> {
+/// A connection for the writer, logging the changes to entries when they are `logged`, its
+/// statements counted in `work`.
+fn writer_connection(
+    store: &Store,
+    setup: ConnectionSetup,
+    logged: bool,
+    work: &Arc<WorkCounters>,
+) -> Result<Conn, DbError> {
     let mut connection = open_connection(store, setup)?;
     if logged {
         entry_changes::record(&mut connection)?;
     }
+    count_statements(&mut connection, work, StatementsOn::Writer);
     Ok(connection)
 }
 
@@ -186,6 +206,7 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
         watch,
         entry_changes,
         events,
+        work,
     } = options;
     if actix::System::try_current().is_none() {
         return Err(DbError::Internal(
@@ -200,6 +221,7 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
     if entry_changes.is_some() {
         entry_changes::record(&mut connection)?;
     }
+    count_statements(&mut connection, &work, StatementsOn::Writer);
     let first_connection = Mutex::new(Some(connection));
     let store = store.clone();
     Ok(SyncArbiter::start(1, move || DbActor {
@@ -213,6 +235,7 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
         watch: watch.clone(),
         entry_changes: entry_changes.clone(),
         events: events.clone(),
+        work: Arc::clone(&work),
     }))
 }
 
@@ -262,6 +285,7 @@ mod tests {
             watch: DbWatch::default(),
             entry_changes: None,
             events: None,
+            work: Arc::default(),
         }
     }
 

@@ -18,6 +18,10 @@ use super::queries::rpc_log::RpcLogBounds;
 use super::queries::run_events::EventBounds;
 use super::{DbActor, DbError, DbWatch, ReadPool, Store, Transact, UnitError};
 use crate::hedberg::Limits;
+use crate::metrics::WorkCounters;
+
+#[cfg(feature = "testing")]
+mod probe;
 
 /// What opening the database needs besides where it is.
 #[derive(Debug, Clone)]
@@ -38,6 +42,8 @@ pub struct DbOptions {
     pub events: EventBounds,
     /// Where the writer hands the notifications each unit of work numbered, once committed.
     pub sent: Option<EventSink>,
+    /// Where the units of work, the reads and every connection's statements are counted.
+    pub(crate) work: Arc<WorkCounters>,
 }
 
 /// The writer, its watchdog and the two reader pools. Cheap to clone.
@@ -67,6 +73,7 @@ impl DbHandle {
                 watch: watch.clone(),
                 entry_changes: options.entry_changes,
                 events: options.sent,
+                work: Arc::clone(&options.work),
             },
         )?;
         Ok(DbHandle {
@@ -74,11 +81,12 @@ impl DbHandle {
             events: EventBatch::new(writer.clone(), options.events),
             writer,
             watch,
-            searchers: ReadPool::new(store, options.setup, options.readers),
+            searchers: ReadPool::new(store, options.setup, options.readers, &options.work),
             readers: ReadPool::new(
                 store,
                 options.setup,
                 std::thread::available_parallelism().map_or(1, usize::from),
+                &options.work,
             ),
             request_limits: options.request_limits,
         })
@@ -290,6 +298,7 @@ mod tests {
             entry_changes: None,
             events: EventBounds::default(),
             sent: None,
+            work: Arc::default(),
         }
     }
 

@@ -27,7 +27,8 @@ fn event(project: i64, seq: u64) -> NumberedEvent {
 
 #[actix::test]
 async fn written_frames_reach_the_subscribers_of_their_project_in_order() {
-    let hubs = HubRegistry::new();
+    let work = Arc::new(WorkCounters::default());
+    let hubs = HubRegistry::new(&work);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let elsewhere = Arc::new(Mutex::new(Vec::new()));
     hubs.subscribe(
@@ -55,11 +56,17 @@ async fn written_frames_reach_the_subscribers_of_their_project_in_order() {
     }
     assert_eq!(*seen.lock().unwrap(), ["frame 10", "frame 11", "frame 12"]);
     assert_eq!(*elsewhere.lock().unwrap(), ["frame 5"]);
+    let handed = (work.count().frames, work.count().frame_bytes);
+    assert_eq!(
+        handed,
+        (4, 8 + 8 + 8 + 7),
+        "each frame handed over, counted"
+    );
 }
 
 #[actix::test]
 async fn a_hub_left_without_subscribers_retires_and_never_with_a_message_unhandled() {
-    let hubs = HubRegistry::new();
+    let hubs = HubRegistry::new(&Arc::default());
     let seen = Arc::new(Mutex::new(Vec::new()));
     hubs.subscribe(
         ProjectId(1),

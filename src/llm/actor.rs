@@ -1,9 +1,9 @@
 //! `LlmProvider`: one actor per provider. It bounds how many calls are in flight, holds all
 //! of them while the provider asks for a back-off (`gate`), retries transient failures,
 //! drops the in-flight HTTP request the moment a call is cancelled, checks the spend caps
-//! before each call and records each answered call in the run's usage (`ledger`, through
-//! [`metered`]), and counts its calls for
-//! `/metrics`.
+//! once a call holds its slot and records each answered call in the run's usage before the
+//! slot is given back (`ledger`, through [`admitted`] and [`metered`]), and counts its calls
+//! for `/metrics`.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -17,10 +17,11 @@ use super::chat::{ChatRequest, ChatResponse};
 use super::client::ProviderClient;
 use super::discovery::discover_context;
 use super::error::LlmError;
-use super::gate::ProviderGate;
+use super::gate::{ProviderGate, Slot};
 use super::ledger::{CallFor, Ledger};
 use super::retry::RetryPolicy;
 use super::route::ProviderKind;
+use crate::db::events::Publication;
 use crate::metrics::ProviderMetrics;
 
 /// The actor serving one provider. Calls run as spawned futures, never on the actor itself,
@@ -63,7 +64,8 @@ impl Actor for LlmProvider {
 
 /// Complete a chat. `request.model` is the provider's own model name (prefix removed).
 /// Cancelling `cancel` drops the in-flight request and answers `LlmError::Aborted`; an
-/// answer is recorded once in the usage of the run `call` names.
+/// answer is recorded once in the usage of the run `call` names, with `announce` (a
+/// notification that the answer came, written to the event log in the same unit of work).
 #[derive(Debug)]
 pub struct Complete {
     pub request: ChatRequest,
@@ -71,6 +73,7 @@ pub struct Complete {
     /// ledger records it.
     pub actual: String,
     pub call: CallFor,
+    pub announce: Option<Publication>,
     pub cancel: CancellationToken,
 }
 
@@ -97,6 +100,7 @@ impl Handler<Complete> for LlmProvider {
             request,
             actual,
             call,
+            announce,
             cancel,
         } = message;
         let provider = self.provider;
@@ -110,34 +114,79 @@ impl Handler<Complete> for LlmProvider {
             llm.completion_tokens = tracing::field::Empty,
         );
         let metrics = self.metrics.clone();
+        let request = Arc::new(request);
+        let sent = Arc::clone(&request);
+        let ledger = self.ledger.clone();
+        let admitting = ledger.clone();
         let attempts = retrying(self.retry, self.gate.clone(), metrics.clone(), move || {
             let client = client.clone();
-            let request = request.clone();
-            async move { client.complete(provider, &request).await }
+            let request = Arc::clone(&sent);
+            let ledger = admitting.clone();
+            async move { admitted(&ledger, &call, &client, provider, &request).await }
         });
         let answered = async move {
             let started = Instant::now();
             let result = cancellable(&cancel, attempts).await;
-            observe_completion(&metrics, started, &result);
+            observe_completion(
+                &metrics,
+                started,
+                result.as_ref().map(|(response, _)| response),
+            );
             result
         };
-        Box::pin(metered(self.ledger.clone(), call, actual, answered).instrument(span))
+        let recorded = Recorded {
+            call,
+            actual,
+            announce,
+        };
+        Box::pin(metered(ledger, recorded, request, answered).instrument(span))
     }
 }
 
-/// A completion's spending, in one place: what the call is for comes in with it, the caps
-/// it counts against are checked before it is made (a refused call never reaches the
-/// provider), and its answer's usage is recorded once, after the answer and whatever
-/// happens to the caller then.
-async fn metered(
-    ledger: Ledger,
+/// One attempt at a completion, made holding one of the provider's slots: the spend caps
+/// are checked first, against what the calls answered before recorded (each records before
+/// it gives its slot back), so a call that waited for a slot while a cap was reached never
+/// reaches the provider, and what passes a cap is only what was in flight when it was
+/// reached. A refused call is [`LlmError::CapReached`] (or [`LlmError::Ledger`] when the
+/// spending cannot be read), which no policy retries.
+async fn admitted(
+    ledger: &Ledger,
+    call: &CallFor,
+    client: &ProviderClient,
+    provider: ProviderKind,
+    request: &ChatRequest,
+) -> Result<ChatResponse, LlmError> {
+    ledger.admit(call).await?;
+    client.complete(provider, request).await
+}
+
+/// What a completion's answer is recorded as: the call it was, the model's `actual`, and
+/// the notification to write with it.
+struct Recorded {
     call: CallFor,
     actual: String,
-    completion: impl Future<Output = Result<ChatResponse, LlmError>>,
+    announce: Option<Publication>,
+}
+
+/// A completion's spending, in one place with [`admitted`]: what the call is for comes in
+/// with it, and its answer's usage is recorded once (with its announcement), after the
+/// answer and whatever happens to the caller then, before its `slot` is given back.
+async fn metered(
+    ledger: Ledger,
+    recorded: Recorded,
+    request: Arc<ChatRequest>,
+    completion: impl Future<Output = Result<(ChatResponse, Slot), LlmError>>,
 ) -> Result<ChatResponse, LlmError> {
-    ledger.admit(&call).await?;
-    let response = completion.await?;
-    ledger.record(call, actual, response.usage).await;
+    let (response, slot) = completion.await?;
+    let Recorded {
+        call,
+        actual,
+        announce,
+    } = recorded;
+    ledger
+        .record(call, actual, &request, &response, announce)
+        .await;
+    drop(slot);
     Ok(response)
 }
 
@@ -145,7 +194,7 @@ async fn metered(
 fn observe_completion(
     metrics: &ProviderMetrics,
     started: Instant,
-    result: &Result<ChatResponse, LlmError>,
+    result: Result<&ChatResponse, &LlmError>,
 ) {
     let span = tracing::Span::current();
     span.record("duration_ms", elapsed_ms(started));
@@ -162,6 +211,9 @@ fn observe_completion(
             tracing::info!("completion finished");
         }
         Err(LlmError::Aborted) => tracing::debug!("completion cancelled"),
+        Err(error @ (LlmError::CapReached(_) | LlmError::Ledger(_))) => {
+            tracing::debug!(error = %error, "completion not made");
+        }
         Err(error) => {
             metrics.record_error();
             tracing::warn!(error = %error, "completion failed");
@@ -193,7 +245,9 @@ impl Handler<DiscoverContext> for LlmProvider {
         );
         Box::pin(
             async move {
-                let result = cancellable(&cancel, attempts).await;
+                let result = cancellable(&cancel, attempts)
+                    .await
+                    .map(|(context_length, _slot)| context_length);
                 match &result {
                     Ok(context_length) => tracing::info!(context_length, "context discovered"),
                     Err(error) => tracing::warn!(error = %error, "context discovery failed"),
@@ -217,17 +271,18 @@ async fn cancellable<T>(
     }
 }
 
-/// Runs `attempt` until it succeeds or `policy` gives up. Each attempt passes the `gate`
-/// and holds a slot; the waits in between do not. A refusal for load holds the gate for
-/// every call before this attempt's slot is given back, so no call waiting for it slips
-/// through. `metrics` counts the call while it waits at the gate, and then while its
-/// attempt holds a slot.
+/// Runs `attempt` until it succeeds or `policy` gives up; the success comes with the slot
+/// its attempt held, for the caller to give back. Each attempt passes the `gate` and holds
+/// a slot; the waits in between do not. A refusal for load holds the gate for every call
+/// before this attempt's slot is given back, so no call waiting for it slips through.
+/// `metrics` counts the call while it waits at the gate, and then while its attempt holds a
+/// slot.
 async fn retrying<T, F, Fut>(
     policy: RetryPolicy,
     gate: Arc<ProviderGate>,
     metrics: Arc<ProviderMetrics>,
     attempt: F,
-) -> Result<T, LlmError>
+) -> Result<(T, Slot), LlmError>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<T, LlmError>>,
@@ -236,11 +291,11 @@ where
     loop {
         let error = {
             let waiting = metrics.waiting();
-            let _slot = gate.admit().await?;
+            let slot = gate.admit().await?;
             drop(waiting);
             let _in_flight = metrics.in_flight();
             let error = match attempt().await {
-                Ok(value) => return Ok(value),
+                Ok(value) => return Ok((value, slot)),
                 Err(error) => error,
             };
             failed_attempts = failed_attempts.saturating_add(1);
@@ -316,8 +371,15 @@ mod tests {
             "{waiting}"
         );
         drop(held);
-        assert_eq!(call.await, Ok("done"));
+        let (done, slot) = call.await.unwrap();
+        assert_eq!(done, "done");
         assert_eq!(attempts.get(), 1);
+        assert_eq!(
+            gate.free_slots(),
+            0,
+            "the slot is the caller's to give back"
+        );
+        drop(slot);
         assert_eq!(gate.free_slots(), 1);
         let during = during_attempt.take();
         assert!(
@@ -359,7 +421,8 @@ mod tests {
         assert!(gave_up.is_err());
         assert_eq!(attempts.get(), 2);
         attempts.set(0);
-        assert_eq!(retrying(policy(3), gate, metrics, flaky).await, Ok(3));
+        let succeeded = retrying(policy(3), gate, metrics, flaky).await;
+        assert_eq!(succeeded.map(|(attempt, _)| attempt), Ok(3));
     }
 
     #[tokio::test]
@@ -391,9 +454,9 @@ mod tests {
             Ok(Instant::now())
         });
         let (retried, other_attempt) = futures_util::join!(refused, other);
-        assert_eq!(retried, Ok(()));
+        assert_eq!(retried.map(|(retried, _)| retried), Ok(()));
         let refused_at = refused_at.get().unwrap();
-        assert!(other_attempt.unwrap() >= refused_at + retry_after);
+        assert!(other_attempt.unwrap().0 >= refused_at + retry_after);
     }
 
     #[tokio::test]

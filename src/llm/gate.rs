@@ -4,19 +4,27 @@
 //! call to the provider waits out, whichever run made it: the provider asked to be left
 //! alone, not to be asked again by each call in turn. A hold only ever lengthens, and a call
 //! waiting on one holds no slot; dropping the waiting call (its cancellation) ends its wait.
+//! A slot is a value of its own ([`Slot`]), so a call can keep it past its HTTP request:
+//! until its answer is recorded.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::error::LlmError;
 
+/// One of a provider's slots, given back when dropped.
+#[derive(Debug)]
+pub(super) struct Slot {
+    _permit: OwnedSemaphorePermit,
+}
+
 /// One provider's slots and back-off, shared by its calls.
 #[derive(Debug)]
 pub(super) struct ProviderGate {
-    slots: Semaphore,
+    slots: Arc<Semaphore>,
     held_until: Mutex<Option<Instant>>,
 }
 
@@ -24,21 +32,24 @@ impl ProviderGate {
     /// A gate with `slots` attempts in flight at most (at least 1) and no hold.
     pub(super) fn new(slots: usize) -> ProviderGate {
         ProviderGate {
-            slots: Semaphore::new(slots.max(1)),
+            slots: Arc::new(Semaphore::new(slots.max(1))),
             held_until: Mutex::new(None),
         }
     }
 
     /// Waits until the provider is not held and a slot is free, and takes the slot. A hold
     /// that starts while the call waits for its slot is waited out too, the slot given back.
-    pub(super) async fn admit(&self) -> Result<SemaphorePermit<'_>, LlmError> {
+    pub(super) async fn admit(&self) -> Result<Slot, LlmError> {
         loop {
             while let Some(until) = self.held_until() {
                 tokio::time::sleep_until(until).await;
             }
-            let slot = self.slots.acquire().await.map_err(|_| LlmError::Aborted)?;
+            let slot = Arc::clone(&self.slots)
+                .acquire_owned()
+                .await
+                .map_err(|_| LlmError::Aborted)?;
             if self.held_until().is_none() {
-                return Ok(slot);
+                return Ok(Slot { _permit: slot });
             }
         }
     }

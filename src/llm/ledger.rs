@@ -1,27 +1,36 @@
 //! The record of every answered model call (`model_calls`): a run's turns, a sub-agent's
 //! turns (`subagent`, under the sub-agent's run) and memory's sidecar calls alike. A caller
 //! says whom and what a call is for ([`CallFor`]) with its request; the provider actor
-//! records the answer once, here, and no caller writes a record of its own. A call that
+//! records the answer once, here, and no caller writes a record of its own; with it, in the
+//! same unit of work, the notification its caller asked to announce the answer with (a
+//! turn's `run/progress processing`, `db::events`). A call that
 //! failed, timed out or was cancelled before its answer recorded nothing. Its cost is fixed
 //! when recorded ([`charged`]): what the provider reported, else the catalogue's price of
-//! the model then. The `/metrics` counters by model and project are counted here too. Before
-//! a call, the caps are checked ([`Ledger::admit`], `spending`); the time each call is
+//! the model then. What the provider reported is recorded within sane bounds
+//! (`usage::recorded_tokens`: a count left out is estimated from the texts with the
+//! server's token math, an absurd one is recorded at the model's bound, with a warning in
+//! the log). The `/metrics` counters by model and project are counted here too. Before a
+//! call, the caps are checked ([`Ledger::admit`], `spending`); the time each call is
 //! recorded at, and the caps' periods, come from the server's clock (`usage::Clock`).
 
 use std::sync::Arc;
 
 use crate::db::enums::CallPurpose;
+use crate::db::events::Publication;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::ModelCallForm;
-use crate::db::queries::usage;
+use crate::db::queries::{run_events, usage};
 use crate::db::DbHandle;
 
-use super::chat::Usage;
+use super::chat::{ChatRequest, ChatResponse, Usage};
 use super::error::LlmError;
 use super::spending::Spending;
+use crate::budget::TokenMath;
 use crate::db::queries::models;
 use crate::metrics::Metrics;
-use crate::usage::{Micros, Price, Tokens};
+use crate::usage::{
+    recorded_cost, recorded_tokens, Amended, CallBound, Estimate, Micros, Price, Tokens,
+};
 
 /// Whom and what a model call is for, as the run's usage shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,16 +51,24 @@ pub struct Ledger {
     db: DbHandle,
     metrics: Arc<Metrics>,
     spending: Spending,
+    /// What estimates the counts a provider left out.
+    tokens: TokenMath,
 }
 
 impl Ledger {
     /// A ledger writing to the store behind `db`, counting in `metrics`, holding the caps of
-    /// `spending`.
-    pub(crate) fn new(db: DbHandle, metrics: Arc<Metrics>, spending: Spending) -> Ledger {
+    /// `spending`, estimating what providers leave out with `tokens`.
+    pub(crate) fn new(
+        db: DbHandle,
+        metrics: Arc<Metrics>,
+        spending: Spending,
+        tokens: TokenMath,
+    ) -> Ledger {
         Ledger {
             db,
             metrics,
             spending,
+            tokens,
         }
     }
 
@@ -70,18 +87,34 @@ impl Ledger {
         }
     }
 
-    /// Records one answered call of `model` (the catalogue's `actual`) and what the
-    /// provider reported it used, at the price the catalogue has for it now. A failure to
-    /// write is logged: the answer stands.
-    pub(super) async fn record(&self, call: CallFor, model: String, used: Usage) {
-        let tokens = tokens_of(&used);
-        let reported = used.cost;
+    /// Records one answered call of `model` (the catalogue's `actual`): what the provider
+    /// reported it used, within the model's bound, its counts left out estimated from the
+    /// texts of `request` and `response`, at the price the catalogue has for it now; and, in
+    /// the same unit of work, appends `announce` to the event log. A failure to write is
+    /// logged (the announcement is then not sent): the answer stands.
+    pub(super) async fn record(
+        &self,
+        call: CallFor,
+        model: String,
+        request: &ChatRequest,
+        response: &ChatResponse,
+        announce: Option<Publication>,
+    ) {
+        let used = response.usage;
+        let estimate = self.estimate(request, response, &used);
         let spending = self.spending.clone();
         let at = spending.clock().now();
+        let bounds = self.db.event_bounds();
         let recorded = self
             .db
             .call(move |conn| {
-                let price = models::price_of(conn, &model)?;
+                let catalogued = models::by_actual(conn, &model)?;
+                let bound =
+                    CallBound::of_context(catalogued.as_ref().and_then(|row| row.context_length));
+                let price = catalogued.map_or_else(Price::default, |row| row.price());
+                let (tokens, mut amended) = recorded_tokens(tokens_of(&used), estimate, bound);
+                let (cost, cost_clamped) = recorded_cost(charged(used.cost, &price, &tokens));
+                amended.clamped |= cost_clamped;
                 let form = ModelCallForm {
                     run_id: call.run,
                     loop_id: call.loop_id,
@@ -89,16 +122,25 @@ impl Ledger {
                     purpose: call.purpose,
                     model,
                     tokens,
-                    cost: charged(reported, &price, &tokens),
+                    cost,
                     at,
                 };
                 let project = usage::record_call(conn, &form)?;
                 let warnings = spending.warnings(conn, call.run, at)?;
-                Ok((form, project, warnings))
+                if let Some(Publication {
+                    project,
+                    run,
+                    frame,
+                }) = announce
+                {
+                    run_events::append(conn, &bounds, project, run, &[frame])?;
+                }
+                Ok((form, project, warnings, amended))
             })
             .await;
         match recorded {
-            Ok((form, (project_id, project), warnings)) => {
+            Ok((form, (project_id, project), warnings, amended)) => {
+                note_amended(&call, &form, &used, amended);
                 self.metrics
                     .record_spending(&form.model, &project, &form.tokens, form.cost);
                 self.spending.warn(project_id, warnings);
@@ -107,6 +149,60 @@ impl Ledger {
                 tracing::warn!(%error, run.id = %call.run, purpose = call.purpose.as_str(), "cannot record a model call's usage");
             }
         }
+    }
+
+    /// The server's estimate of the prompt and the completion, made only when the provider
+    /// left one of them out.
+    fn estimate(&self, request: &ChatRequest, response: &ChatResponse, used: &Usage) -> Estimate {
+        let prompt = request
+            .messages
+            .iter()
+            .map(|message| message.content.as_str());
+        let completion =
+            std::iter::once(response.content.as_str()).chain(response.reasoning_content.as_deref());
+        Estimate {
+            prompt: match used.prompt_tokens {
+                0 => estimated(self.tokens, prompt),
+                _ => 0,
+            },
+            completion: match used.completion_tokens {
+                0 => estimated(self.tokens, completion),
+                _ => 0,
+            },
+        }
+    }
+}
+
+/// The server's estimate of these texts together.
+fn estimated<'a>(tokens: TokenMath, texts: impl IntoIterator<Item = &'a str>) -> i64 {
+    i64::try_from(tokens.estimate_packet(texts).get()).unwrap_or(i64::MAX)
+}
+
+/// Logs what the ledger recorded otherwise than the provider reported: an estimate at
+/// `debug`, a count or cost past its bound at `warn`.
+fn note_amended(call: &CallFor, form: &ModelCallForm, used: &Usage, amended: Amended) {
+    if amended.clamped {
+        tracing::warn!(
+            run.id = %call.run,
+            llm.model = %form.model,
+            reported.prompt_tokens = used.prompt_tokens,
+            reported.completion_tokens = used.completion_tokens,
+            reported.total_tokens = used.total_tokens,
+            reported.cost = used.cost,
+            recorded.prompt_tokens = form.tokens.prompt_tokens,
+            recorded.completion_tokens = form.tokens.completion_tokens,
+            recorded.cost_micros = form.cost.0,
+            "a provider reported more than one call can use: recorded at the bound"
+        );
+    }
+    if amended.estimated {
+        tracing::debug!(
+            run.id = %call.run,
+            llm.model = %form.model,
+            recorded.prompt_tokens = form.tokens.prompt_tokens,
+            recorded.completion_tokens = form.tokens.completion_tokens,
+            "the provider left counts out: estimated from the texts"
+        );
     }
 }
 

@@ -1,17 +1,19 @@
 //! The spend caps held: before every model call ([`Spending::admit`], from
-//! `actor::metered`, so a run's turns, a sub-agent's, the session notes and the re-rank
-//! alike) the spending of each scope the call counts for — its run, the run's person, its
-//! project, the server — in the current UTC day and month is read from `model_calls`, and
-//! the call is refused when any of their caps is reached. After a call is recorded, each cap
+//! `actor::admitted` once the call holds its provider slot, so a run's turns, a
+//! sub-agent's, the session notes and the re-rank alike) the spending of each scope the call
+//! counts for — its run, the run's person, its project, the server — in the current UTC day
+//! and month is read from `model_calls`, and the call is refused when any of their caps is reached. After a call is recorded, each cap
 //! that first passed 80 % of its limit in its period is warned about once
 //! ([`Spending::warnings`], in the ledger's unit of work).
 //!
 //! Why concurrent loops overshoot a cap by at most the calls in flight: a call is admitted
-//! only while what was recorded before it is below every limit, and recording happens when
-//! it is answered. Once the recorded spending reaches a limit no call is admitted, so what
-//! is recorded past it comes only from calls admitted before: those in flight when it was
-//! reached. The sums come from the store every instance shares, so several instances on
-//! one PostgreSQL database hold one cap with the same bound.
+//! only once it holds one of its provider's slots, and only while what was recorded before
+//! it is below every limit; a call answered is recorded before it gives its slot back.
+//! Once the recorded spending reaches a limit no call is admitted, so what is recorded past
+//! it comes only from calls admitted before: those holding a slot, in flight, when it was
+//! reached, never those queued behind the slots. The sums come from the store every
+//! instance shares, so several instances on one PostgreSQL database hold one cap with the
+//! same bound: the calls in flight on all of them.
 
 use std::collections::HashMap;
 use std::sync::Arc;

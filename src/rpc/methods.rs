@@ -197,7 +197,7 @@ method_table! {
         "The people of the users file, in its order: [{name, role, projects}] (never a token or its hash)." &[];
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,
-        "List the model catalogue." PAGE;
+        "List the model catalogue: [{alias, actual, context_length, price: {input, cached_input, output}}], prices in US dollars per million tokens, spelt as addModel takes them." PAGE;
     ProjectConfig "project/config" (project_config::ProjectConfigParams) project_config::config,
         needs_init: true, long_running: false, role: Viewer,
         "The project's own settings and those in effect: where accepted commands run and their sandbox's limits; with params, admins set them." &[
@@ -227,7 +227,7 @@ method_table! {
             ("alias", "string — name clients use"),
             ("actual", "string — provider-prefixed model id"),
             ("contextLength", "number? — context window in tokens"),
-            ("price", "{input, cachedInput?, output}? — US dollars per million tokens (cachedInput: input's when absent); applies to calls recorded after it"),
+            ("price", "{input, cached_input?, output}? — US dollars per million tokens (cached_input: input's when absent), as getModels shows it; applies to calls recorded after it"),
         ];
     RemoveModel "removeModel" (models::RemoveModelParams) models::remove,
         needs_init: false, long_running: false, role: Admin,

@@ -1,7 +1,10 @@
 //! Decoding named params into typed structs, once, at the edge.
 //!
 //! A missing or ill-typed parameter becomes `-32602 "<param> is required"`, naming the
-//! parameter; empty strings count as missing for required string parameters.
+//! parameter; empty strings count as missing for required string parameters. Inside an
+//! object parameter (`caps`, `price`) the message says what is wrong with the key it names:
+//! `"caps.day_tokens: invalid value: floating point `1.5`, expected a whole number of tokens,
+//! 0 or more"`, `"price.cachedInput: unknown field …"`, `"price.input is required"`.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -17,19 +20,24 @@ pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, AppError> 
 /// The error of params that did not decode, naming the offending parameter.
 pub(crate) fn invalid(error: serde_path_to_error::Error<serde_json::Error>) -> AppError {
     let path = error.path().to_string();
-    let name = if path == "." {
-        missing_field_name(&error.inner().to_string()).unwrap_or_else(|| "params".into())
-    } else {
-        path
-    };
-    AppError::MissingParam(name)
+    let message = error.inner().to_string();
+    let within = (path != ".").then_some(path);
+    match (missing_field_name(&message), within) {
+        (Some(field), None) => AppError::MissingParam(field),
+        (Some(field), Some(object)) => AppError::MissingParam(format!("{object}.{field}")),
+        (None, None) => AppError::MissingParam("params".into()),
+        (None, Some(key)) if key.contains(['.', '[']) => {
+            AppError::InvalidParam(format!("{key}: {message}"))
+        }
+        (None, Some(param)) => AppError::MissingParam(param),
+    }
 }
 
 /// serde says "missing field `run`"; the parameter is the text between the backticks.
 fn missing_field_name(message: &str) -> Option<String> {
-    let start = message.find('`')? + 1;
-    let end = start + message.get(start..)?.find('`')?;
-    message.get(start..end).map(str::to_string)
+    let named = message.strip_prefix("missing field `")?;
+    let end = named.find('`')?;
+    named.get(..end).map(str::to_string)
 }
 
 /// A required string parameter that must not be empty.
@@ -128,6 +136,35 @@ mod tests {
                 .to_string(),
             "contextLimit is required"
         );
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code, reason = "only its decoding is tested")]
+    struct Inner {
+        name: String,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code, reason = "only its decoding is tested")]
+    struct Outer {
+        #[serde(default)]
+        inner: Option<Inner>,
+    }
+
+    #[test]
+    fn inside_an_object_param_the_message_says_what_is_wrong_with_the_key() {
+        let message = |params: Value| decode::<Outer>(params).unwrap_err().to_string();
+        assert_eq!(
+            message(json!({"inner": {"name": true}})),
+            "inner.name: invalid type: boolean `true`, expected a string"
+        );
+        assert_eq!(
+            message(json!({"inner": {"name": "a", "extra": 2}})),
+            "inner.extra: unknown field `extra`, expected `name`"
+        );
+        assert_eq!(message(json!({"inner": {}})), "inner.name is required");
+        assert_eq!(message(json!({"inner": 5})), "inner is required");
     }
 
     #[test]

@@ -8,22 +8,42 @@ use serde::{Deserialize, Serialize};
 use super::clock::{Date, UtcTime};
 use super::Micros;
 
+mod amount;
+
 /// Caps as the configuration, the users file and `ask`/`act` give them: each absent key is
-/// no cap. Tokens count prompt and completion together (`total_tokens`).
+/// no cap. Tokens count prompt and completion together (`total_tokens`). An amount of the
+/// wrong kind (a string, `1.5` tokens) is refused as it is read, saying what it must be;
+/// [`CapLimits::checked`] refuses the rest.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapLimits {
     /// Tokens per UTC day.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "amount::tokens"
+    )]
     pub day_tokens: Option<i64>,
     /// US dollars per UTC day.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "amount::dollars"
+    )]
     pub day_dollars: Option<f64>,
     /// Tokens per UTC month.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "amount::tokens"
+    )]
     pub month_tokens: Option<i64>,
     /// US dollars per UTC month.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "amount::dollars"
+    )]
     pub month_dollars: Option<f64>,
 }
 

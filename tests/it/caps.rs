@@ -3,7 +3,8 @@
 //! it (402, an `error://` entry, `usage/capReached`) after one 80 % warning; a person's daily
 //! cap refuses a new `ask` with -32011 until the next UTC day; a project's cap counts every
 //! person's calls; 20 concurrent loops pass a cap by at most the calls in flight; a price
-//! changed mid-day charges later calls only; bad caps refuse the start naming the key; two
+//! changed mid-day charges later calls only; bad caps refuse the start naming the key (and
+//! in the users file the person and the line), and a run's with -32602 saying what is wrong; two
 //! instances on one PostgreSQL database hold one cap. No refused call reaches the model.
 
 use std::collections::HashMap;
@@ -18,7 +19,7 @@ use rummy::testing::ScratchDatabase;
 use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
-use crate::support::{project_root, try_settings, Client, TestApp, TEST_CONFIG_DIR};
+use crate::support::{eventually, project_root, try_settings, Client, TestApp, TEST_CONFIG_DIR};
 
 /// The code of an `ask`/`act` refused at a cap.
 const CAP_REACHED: i64 = -32011;
@@ -365,14 +366,41 @@ async fn twenty_concurrent_loops_pass_a_cap_by_at_most_the_calls_in_flight() {
     assert_eq!(llm.requests().len(), calls, "no refused call was made");
 }
 
+/// A turn that learns something new, 100 tokens, answered once the test releases it.
+fn held(slug: &str) -> Step {
+    let Step::Reply(reply) = learning(slug) else {
+        unreachable!("a reply")
+    };
+    Step::Held(reply)
+}
+
+/// The sample `name` of the provider of `fake` (`rummy_llm_waiting`: the calls waiting for
+/// one of its slots) on the server at `address`, as its `/metrics` says.
+async fn provider_sample(address: &str, name: &str) -> usize {
+    let mut response = awc::Client::new()
+        .get(format!("http://{address}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    let text = String::from_utf8(response.body().await.unwrap().to_vec()).unwrap();
+    let prefix = format!("{name}{{provider=\"openai\"}} ");
+    let value = text
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {name} in {text}"));
+    value.parse().unwrap()
+}
+
+/// Waits until `count` calls wait for a provider slot on the server at `address`.
+async fn until_waiting(address: &str, count: usize) {
+    eventually(&format!("{count} calls waiting for a slot"), async || {
+        (provider_sample(address, "rummy_llm_waiting").await == count).then_some(())
+    })
+    .await;
+}
+
 #[actix_web::test]
 async fn the_calls_in_flight_when_a_cap_is_reached_are_all_that_pass_it() {
-    let held = |slug: &str| {
-        let Step::Reply(reply) = learning(slug) else {
-            unreachable!("a reply")
-        };
-        Step::Held(reply)
-    };
     let llm = FakeLlm::start([held("a"), held("b"), held("c")]);
     let app = TestApp::with_llm(&llm, &[("RUMMY_CAP_DAY_TOKENS", "100")]).await;
     let (mut client, _) = app.client_in_project("shop").await;
@@ -398,6 +426,48 @@ async fn the_calls_in_flight_when_a_cap_is_reached_are_all_that_pass_it() {
         "the call that reached the cap and the two in flight then; none after"
     );
     assert_eq!(llm.requests().len(), 3);
+}
+
+#[actix_web::test]
+async fn calls_waiting_for_a_provider_slot_when_a_cap_is_reached_are_never_made() {
+    let llm = FakeLlm::start([held("a")]);
+    let app = TestApp::with_llm(
+        &llm,
+        &[
+            ("RUMMY_CAP_DAY_TOKENS", "100"),
+            ("RUMMY_PROVIDER_CONCURRENCY", "1"),
+        ],
+    )
+    .await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    let mut asked = Vec::new();
+    for _ in 0..3 {
+        let id = client
+            .send("ask", json!({"model": "fake", "prompt": "Learn."}))
+            .await;
+        asked.push(id);
+    }
+    llm.wait_for_requests(1).await;
+    let address = app.addr().to_string();
+    until_waiting(&address, 2).await;
+    llm.release();
+    for id in asked {
+        let reply = client.reply(&id).await;
+        assert_eq!(reply["result"]["status"], json!(402), "{reply}");
+    }
+    assert_eq!(
+        llm.requests().len(),
+        1,
+        "the one call in flight reached the cap; the two behind its slot were refused"
+    );
+    let report = client.ok("usage/report", json!({"by": "day"})).await;
+    assert_eq!(report["total"]["calls"], json!(1), "{report}");
+    assert_eq!(report["total"]["total_tokens"], json!(100));
+    assert_eq!(
+        provider_sample(&address, "rummy_llm_errors_total").await,
+        0,
+        "a call refused at a cap is no error of the provider's"
+    );
 }
 
 #[actix_web::test]
@@ -427,7 +497,7 @@ async fn a_price_changed_mid_day_charges_only_later_calls_against_a_cap() {
 }
 
 #[actix_web::test]
-async fn bad_caps_refuse_the_start_naming_the_key() {
+async fn bad_caps_refuse_the_start_naming_the_key_and_in_the_users_file_the_person_and_line() {
     let base = |extra: &[(&str, &str)]| {
         let mut env: HashMap<String, String> = HashMap::new();
         env.insert("RUMMY_HOME".into(), "/tmp/rummy-caps-never-used".into());
@@ -476,8 +546,19 @@ async fn bad_caps_refuse_the_start_naming_the_key() {
         assert!(error.contains(named), "{toml}: {error}");
     }
     for (caps, named) in [
-        ("{ day_tokens = -5 }", "mo: caps.day_tokens must be"),
-        ("{ hour_tokens = 5 }", "hour_tokens"),
+        (
+            "{ day_tokens = -5 }",
+            "mo (line 12): caps.day_tokens must be a whole number of tokens, 0 or more (got -5)",
+        ),
+        (
+            "{ week_tokens = 5 }",
+            "mo (line 12): caps.week_tokens: unknown field `week_tokens`",
+        ),
+        (
+            "{ day_dollars = \"5\" }",
+            "mo (line 12): caps.day_dollars: invalid type: string \"5\", expected a number of \
+             US dollars",
+        ),
     ] {
         let users = team(dir.path(), caps);
         let home = tempfile::tempdir().unwrap();
@@ -493,6 +574,43 @@ async fn bad_caps_refuse_the_start_naming_the_key() {
         };
         assert!(error.contains(named), "{caps}: {error}");
     }
+}
+
+#[actix_web::test]
+async fn a_run_cap_of_the_wrong_kind_is_refused_saying_what_is_wrong() {
+    let llm = FakeLlm::start([]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    for (caps, message) in [
+        (
+            json!({"day_tokens": 1.5}),
+            "caps.day_tokens: invalid value: floating point `1.5`, expected a whole number of \
+             tokens, 0 or more",
+        ),
+        (
+            json!({"month_dollars": "5"}),
+            "caps.month_dollars: invalid type: string \"5\", expected a number of US dollars, 0 \
+             or more",
+        ),
+        (
+            json!({"week_tokens": 5}),
+            "caps.week_tokens: unknown field `week_tokens`, expected one of `day_tokens`, \
+             `day_dollars`, `month_tokens`, `month_dollars`",
+        ),
+        (
+            json!({"day_tokens": -5}),
+            "caps.day_tokens must be a whole number of tokens, 0 or more (got -5)",
+        ),
+    ] {
+        let (code, error) = client
+            .err(
+                "ask",
+                json!({"model": "fake", "prompt": "p", "caps": caps.clone()}),
+            )
+            .await;
+        assert_eq!((code, error.as_str()), (-32602, message), "{caps}");
+    }
+    assert_eq!(llm.requests().len(), 0);
 }
 
 #[actix_web::test]
@@ -518,4 +636,53 @@ async fn two_instances_on_one_database_hold_one_cap() {
     assert_eq!(refused["data"]["scope"], json!("server"), "{refused}");
     assert_eq!(refused["data"]["spent"], json!(100));
     assert_eq!(llm.requests().len(), 1);
+}
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn two_instances_make_no_call_that_waited_for_a_slot_when_their_cap_was_reached() {
+    let database = ScratchDatabase::required();
+    let llm = FakeLlm::start([held("a"), held("b")]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let env = [
+        ("RUMMY_DATABASE_URL", database.url()),
+        ("RUMMY_CAP_DAY_TOKENS", "200"),
+        ("RUMMY_PROVIDER_CONCURRENCY", "1"),
+    ];
+    let first = ServerProcess::start_with(home.path(), &llm, &env).await;
+    let second = ServerProcess::start_with(home.path(), &llm, &env).await;
+    let mut asked = Vec::new();
+    for server in [&first, &second] {
+        let mut client = server.client().await;
+        client.init("shared", &root).await;
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let id = client
+                .send("ask", json!({"model": "fake", "prompt": "Learn."}))
+                .await;
+            ids.push(id);
+        }
+        asked.push((client, ids));
+    }
+    llm.wait_for_requests(2).await;
+    for server in [&first, &second] {
+        until_waiting(&format!("127.0.0.1:{}", server.port), 1).await;
+    }
+    llm.release();
+    llm.release();
+    for (client, ids) in &mut asked {
+        for id in ids.iter() {
+            let reply = client.reply(id).await;
+            assert_eq!(reply["result"]["status"], json!(402), "{reply}");
+        }
+    }
+    assert_eq!(
+        llm.requests().len(),
+        2,
+        "one call in flight per instance; the one behind each slot was refused"
+    );
+    let (client, _) = &mut asked[0];
+    let report = client.ok("usage/report", json!({"by": "day"})).await;
+    assert_eq!(report["total"]["total_tokens"], json!(200), "{report}");
 }

@@ -20,6 +20,7 @@ mod concurrency;
 mod console;
 mod console_browser;
 mod container;
+mod counted_work;
 mod durability;
 mod entry_changed;
 mod event_log;

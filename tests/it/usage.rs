@@ -3,7 +3,9 @@
 //! person who started the run and its project; its cost comes from the catalogue's price
 //! then (a later price changes only later calls) unless the provider reported one;
 //! `usage/report` shows a person their own calls and an admin everyone's; `getRun` and
-//! `/metrics` show the same money.
+//! `/metrics` show the same money. Whatever a provider reports (10^18 tokens, a negative
+//! count, a string, no usage at all) is recorded once, within the model's bounds, estimated
+//! from the texts where it said nothing, and no report, cap or sum breaks on it.
 
 use std::path::Path;
 
@@ -11,8 +13,9 @@ use rummy::hash_token;
 use rummy::testing::fake_llm::{FakeLlm, Step, Usage};
 use serde_json::{json, Value};
 
+use crate::process::LoggedServer;
 use crate::session_notes::{learning, notes, NOTES_ON};
-use crate::support::{eventually, Client, TestApp};
+use crate::support::{eventually, llm_env, project_root, Client, TestApp};
 
 const ADA: &str = "ada-token";
 const MO: &str = "mo-token";
@@ -253,4 +256,165 @@ async fn a_person_sees_only_their_own_usage_and_an_admin_everyone_s() {
     assert!(bad.contains("from"), "{bad}");
     let catalogue = mo.ok("discover", json!({})).await;
     assert!(catalogue["methods"].get("usage/report").is_some());
+}
+
+/// A completion answering `content` whose `usage` is exactly `usage` (left out when null).
+fn answered_with(content: &str, usage: Value) -> Step {
+    let mut body = json!({
+        "id": "chatcmpl-odd",
+        "object": "chat.completion",
+        "model": "fake",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+    });
+    if !usage.is_null() {
+        body["usage"] = usage;
+    }
+    Step::Json(body)
+}
+
+/// The tokens the server estimates for `text`: one per 4 characters, rounded up.
+fn estimated(text: &str) -> i64 {
+    i64::try_from(text.chars().count().div_ceil(4)).unwrap()
+}
+
+/// The server's estimate of the prompt the fake received as its `index`th request.
+fn estimated_prompt(llm: &FakeLlm, index: usize) -> i64 {
+    llm.requests()[index]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| estimated(message["content"].as_str().unwrap()))
+        .sum()
+}
+
+/// `(prompt, completion, total, cost_micros)` of a run, as `getRun` reports it.
+async fn run_usage(client: &mut Client, run: &str) -> (i64, i64, i64, i64) {
+    let telemetry = client.ok("getRun", json!({"run": run})).await["context"]["telemetry"].clone();
+    let count = |field: &str| {
+        telemetry[field]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no {field} in {telemetry}"))
+    };
+    (
+        count("prompt_tokens"),
+        count("completion_tokens"),
+        count("total_tokens"),
+        count("cost_micros"),
+    )
+}
+
+#[actix_web::test]
+async fn an_absurd_report_is_recorded_once_within_the_model_s_bound_and_nothing_overflows() {
+    let absurd = json!({"prompt_tokens": 1_000_000_000_000_000_000_u64, "completion_tokens": 10,
+                        "total_tokens": u64::MAX, "cost": 1e12});
+    let llm = FakeLlm::start([
+        answered_with(
+            "<known path=\"known://a\">A fact.</known><update>learning</update>",
+            absurd.clone(),
+        ),
+        answered_with("<summarize>Done.</summarize>", absurd),
+        costing(Step::reply("<summarize>Again.</summarize>"), 0.0),
+    ]);
+    let app = TestApp::with_llm(
+        &llm,
+        &[
+            ("RUMMY_CAP_MONTH_TOKENS", "1000000"),
+            ("RUMMY_CAP_MONTH_DOLLARS", "100000"),
+        ],
+    )
+    .await;
+    app.server.fix_clock("2026-06-01 10:00:00");
+    let (mut client, _) = app.client_in_project("shop").await;
+    let run = ask(&mut client, "Learn.").await;
+
+    // The fake's context is 32768 tokens: a count is at most ten times that; a call costs
+    // US$ 10 000 at most.
+    let bound = 327_680;
+    assert_eq!(
+        run_usage(&mut client, &run).await,
+        (2 * bound, 20, 2 * (bound + 10), 2 * 10_000_000_000),
+        "both calls, each within the bound"
+    );
+    let report = client.ok("usage/report", json!({"by": "day"})).await;
+    assert_eq!(report["total"]["calls"], json!(2), "{report}");
+    assert_eq!(report["total"]["prompt_tokens"], json!(2 * bound));
+    let caps = client.ok("usage/caps", json!({})).await;
+    assert_eq!(caps["caps"][0]["spent"], json!(2 * (bound + 10)), "{caps}");
+    ask(&mut client, "Again.").await;
+    assert_eq!(
+        llm.requests().len(),
+        3,
+        "the cap was not passed by a report"
+    );
+    let metrics = awc::Client::new()
+        .get(format!("http://{}/metrics", app.addr()))
+        .send()
+        .await
+        .unwrap()
+        .body()
+        .await
+        .unwrap();
+    let metrics = String::from_utf8(metrics.to_vec()).unwrap();
+    let prompt = format!(
+        "rummy_model_tokens_total{{model=\"openai/fake\",project=\"shop\",kind=\"prompt\"}} {}",
+        2 * bound + 1000
+    );
+    assert!(
+        metrics.lines().any(|line| line == prompt),
+        "{prompt} in\n{metrics}"
+    );
+}
+
+#[actix_web::test]
+async fn usage_left_out_or_unreadable_is_estimated_from_the_texts_never_free_nor_negative() {
+    let summary = "<summarize>Done without a count.</summarize>";
+    let llm = FakeLlm::start([
+        answered_with(summary, Value::Null),
+        answered_with(
+            summary,
+            json!({"prompt_tokens": -5, "completion_tokens": "12", "total_tokens": -17}),
+        ),
+    ]);
+    // $1 per million tokens of each kind: a micro-dollar a token.
+    let app = TestApp::with_llm(&llm, &[("RUMMY_PRICE_fake", "1,1,1")]).await;
+    let (mut client, _) = app.client_in_project("shop").await;
+    for (index, prompt) in ["No usage.", "Odd usage."].into_iter().enumerate() {
+        let run = ask(&mut client, prompt).await;
+        let prompt_tokens = estimated_prompt(&llm, index);
+        let completion_tokens = estimated(summary);
+        assert!(prompt_tokens > 0 && completion_tokens > 0);
+        let total = prompt_tokens + completion_tokens;
+        assert_eq!(
+            run_usage(&mut client, &run).await,
+            (prompt_tokens, completion_tokens, total, total),
+            "{prompt}"
+        );
+    }
+    let report = client.ok("usage/report", json!({"by": "day"})).await;
+    assert_eq!(report["total"]["calls"], json!(2), "{report}");
+    assert_eq!(llm.requests().len(), 2, "estimating calls no model");
+}
+
+#[actix_web::test]
+async fn a_report_past_the_bound_is_logged_at_warn_with_what_the_provider_said() {
+    let llm = FakeLlm::start([answered_with(
+        "<summarize>Done.</summarize>",
+        json!({"prompt_tokens": 1_000_000_000_000_000_000_u64, "completion_tokens": 10}),
+    )]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let mut server = LoggedServer::start(home, &llm_env(&llm)).await;
+    let mut client = Client::connect(&server.url()).await;
+    client.init("shop", &root).await;
+    ask(&mut client, "Count.").await;
+    let line = server
+        .logged(&["WARN", "recorded at the bound", "run.id="])
+        .await;
+    for part in [
+        "reported.prompt_tokens=1000000000000000000",
+        "recorded.prompt_tokens=327680",
+    ] {
+        assert!(line.contains(part), "{part} in {line}");
+    }
 }

@@ -63,16 +63,15 @@ pub(crate) fn upsert_model(conn: &mut Conn, form: &ModelInsertForm) -> Result<Mo
     .get_result(conn)?)
 }
 
-/// The price of the catalogue's model with this provider model id (`actual`); of the one
-/// added first when several aliases share it; zero when none has it.
-pub(crate) fn price_of(conn: &mut Conn, actual: &str) -> Result<Price, DbError> {
+/// The catalogue's model with this provider model id (`actual`): the one added first when
+/// several aliases share it.
+pub(crate) fn by_actual(conn: &mut Conn, actual: &str) -> Result<Option<ModelRow>, DbError> {
     Ok(models::table
         .filter(models::actual.eq(actual))
         .order(models::id)
         .select(ModelRow::as_select())
         .first(conn)
-        .optional()?
-        .map_or_else(Price::default, |row| row.price()))
+        .optional()?)
 }
 
 /// Removes the model; `false` when there was none.
@@ -122,21 +121,23 @@ mod tests {
         };
         assert_eq!(upsert_model(conn, &with_price).unwrap().price(), priced);
         upsert_model(conn, &form("potato", "openai/p", Some(8192))).unwrap();
-        assert_eq!(price_of(conn, "openai/p").unwrap(), priced, "kept");
+        let price_of =
+            |conn: &mut Conn, actual: &str| by_actual(conn, actual).unwrap().map(|row| row.price());
+        assert_eq!(price_of(conn, "openai/p"), Some(priced), "kept");
         upsert_model(conn, &form("second", "openai/p", None)).unwrap();
         assert_eq!(
-            price_of(conn, "openai/p").unwrap(),
-            priced,
+            price_of(conn, "openai/p"),
+            Some(priced),
             "the first alias's"
         );
-        assert_eq!(price_of(conn, "openai/none").unwrap(), Price::default());
+        assert_eq!(price_of(conn, "openai/none"), None);
         let cheaper = Price::from_dollars(1.0, None, 2.0).unwrap();
         let changed = ModelInsertForm {
             price: Some(cheaper),
             ..form("potato", "openai/p", None)
         };
         upsert_model(conn, &changed).unwrap();
-        assert_eq!(price_of(conn, "openai/p").unwrap(), cheaper);
+        assert_eq!(price_of(conn, "openai/p"), Some(cheaper));
         assert_eq!(
             find_model(conn, "second").unwrap().unwrap().price(),
             Price::default()

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use diesel::prelude::*;
-use diesel::sql_types::BigInt;
+use diesel::sql_types::{BigInt, Text};
 
 use crate::db::backend::per_backend;
 use crate::db::events::{self, NumberedEvent, Unnumbered};
@@ -29,7 +29,7 @@ use crate::db::schema::run_events;
 use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
 
-/// Rows of one insert: five binds each, well within SQLite's bound on a statement's.
+/// Rows of one insert on PostgreSQL: five binds each, well within its bound on a statement's.
 const INSERT_ROWS: usize = 1000;
 
 /// Frames written by one writer between two prunes of every run's frames.
@@ -117,21 +117,7 @@ pub(crate) fn append(
             text: Arc::from(frame.numbered(seq)),
         })
         .collect();
-    let forms: Vec<RunEventForm<'_>> = numbered
-        .iter()
-        .map(|event| RunEventForm {
-            run_id: run,
-            seq: i64::try_from(event.seq).unwrap_or(i64::MAX),
-            frame: &event.text,
-            bytes: i64::try_from(event.text.len()).unwrap_or(i64::MAX),
-            created_ms,
-        })
-        .collect();
-    for rows in forms.chunks(INSERT_ROWS) {
-        per_backend!(conn, |conn| diesel::insert_into(run_events::table)
-            .values(rows)
-            .execute(conn))?;
-    }
+    write(conn, run, created_ms, &numbered)?;
     let every = i64::try_from(bounds.prune_every()).unwrap_or(i64::MAX);
     let given_before = seqs.last_seq - count - seqs.first_seq + 1;
     if (given_before + count) / every > given_before / every {
@@ -141,6 +127,50 @@ pub(crate) fn append(
         prune_all(conn, bounds, created_ms)?;
     }
     Ok(numbered)
+}
+
+/// Inserts `numbered`, frames of `run`: on SQLite one fixed statement per frame (diesel
+/// inserts a batch there row by row, in a savepoint of its own), on PostgreSQL a statement
+/// per [`INSERT_ROWS`] frames.
+fn write(
+    conn: &mut Conn,
+    run: RunId,
+    created_ms: i64,
+    numbered: &[NumberedEvent],
+) -> Result<(), DbError> {
+    let seq = |event: &NumberedEvent| i64::try_from(event.seq).unwrap_or(i64::MAX);
+    let bytes = |event: &NumberedEvent| i64::try_from(event.text.len()).unwrap_or(i64::MAX);
+    if let Conn::Sqlite(_) = conn {
+        for event in numbered {
+            statement(
+                "INSERT INTO run_events (run_id, seq, bytes, created_ms, frame)
+                 VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind::<BigInt, _>(run)
+            .bind::<BigInt, _>(seq(event))
+            .bind::<BigInt, _>(bytes(event))
+            .bind::<BigInt, _>(created_ms)
+            .bind::<Text, _>(&*event.text)
+            .execute(conn)?;
+        }
+        return Ok(());
+    }
+    let forms: Vec<RunEventForm<'_>> = numbered
+        .iter()
+        .map(|event| RunEventForm {
+            run_id: run,
+            seq: seq(event),
+            frame: &event.text,
+            bytes: bytes(event),
+            created_ms,
+        })
+        .collect();
+    for rows in forms.chunks(INSERT_ROWS) {
+        per_backend!(conn, |conn| diesel::insert_into(run_events::table)
+            .values(rows)
+            .execute(conn))?;
+    }
+    Ok(())
 }
 
 /// Deletes `run`'s frames past its bounds, `last` being its latest seq; returns how many

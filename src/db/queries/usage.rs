@@ -604,9 +604,13 @@ mod tests {
     /// Reverts the migrations down to the one that priced `model_calls`, that one
     /// included.
     fn before_pricing(conn: &mut Conn) {
+        revert_from(conn, "20261202000000");
+    }
+
+    /// Reverts the migrations of version `from` and later.
+    fn revert_from(conn: &mut Conn, from: &str) {
         use crate::db::connection::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
         use diesel_migrations::MigrationHarness;
-        const PRICED: &str = "20261202000000";
         let applied = |conn: &mut Conn| -> Vec<String> {
             let versions = match conn {
                 Conn::Sqlite(conn) => conn.applied_migrations(),
@@ -614,10 +618,7 @@ mod tests {
             };
             versions.unwrap().iter().map(ToString::to_string).collect()
         };
-        while applied(conn)
-            .iter()
-            .any(|version| version.as_str() >= PRICED)
-        {
+        while applied(conn).iter().any(|version| version.as_str() >= from) {
             match conn {
                 Conn::Sqlite(conn) => conn.revert_last_migration(SQLITE_MIGRATIONS),
                 Conn::Postgres(conn) => conn.revert_last_migration(POSTGRES_MIGRATIONS),
@@ -653,5 +654,45 @@ mod tests {
         );
         let by_person = report(conn, GroupBy::Person, &all_time()).unwrap();
         assert_eq!(keyed(by_person), [(Some("ada".into()), 2, 107, 2_505)]);
+    }
+
+    #[test]
+    fn the_migration_brings_calls_recorded_past_the_bounds_within_them() {
+        let mut db = TestDb::new();
+        let conn = &mut db.conn;
+        let run = sample_run(conn).id;
+        revert_from(conn, "20261205000000");
+        // What an absurd report left: SQLite stored the 64-bit maximum; PostgreSQL's
+        // counts are 32-bit, its costs 64-bit.
+        let count = match conn {
+            Conn::Sqlite(_) => i64::MAX,
+            Conn::Postgres(_) => i64::from(i32::MAX),
+        };
+        let absurd = ModelCallForm {
+            tokens: Tokens {
+                prompt_tokens: count,
+                cached_tokens: count,
+                completion_tokens: 7,
+                reasoning_tokens: count,
+                total_tokens: count,
+            },
+            cost: Micros(i64::MAX),
+            ..call(run, CallPurpose::Turn, 0, 0)
+        };
+        record_call(conn, &absurd).unwrap();
+        record_call(conn, &absurd).unwrap();
+        crate::db::connection::run_migrations(conn).unwrap();
+        let total = report(conn, GroupBy::Purpose, &all_time()).unwrap();
+        assert_eq!(
+            total[0].tokens,
+            Tokens {
+                prompt_tokens: 2_000_000_000,
+                cached_tokens: 2_000_000_000,
+                completion_tokens: 14,
+                reasoning_tokens: 2_000_000_000,
+                total_tokens: 4_000_000_000,
+            }
+        );
+        assert_eq!(total[0].cost_micros, 2 * 10_000_000_000);
     }
 }

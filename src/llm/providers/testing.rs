@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::TokenMath;
 use crate::db::enums::CallPurpose;
 use crate::db::testing::{sample_run, TestDb};
 use crate::db::{ConnectionSetup, DbHandle, DbOptions};
@@ -17,7 +18,12 @@ use super::LlmProviders;
 use crate::llm::spending::Spending;
 
 fn ledger(db: &DbHandle) -> Ledger {
-    Ledger::new(db.clone(), Default::default(), Spending::without_caps())
+    Ledger::new(
+        db.clone(),
+        Default::default(),
+        Spending::without_caps(),
+        TokenMath::new(4),
+    )
 }
 
 /// Started providers, the call they make, and the store they record it in.
@@ -45,6 +51,7 @@ impl TestProviders {
                 entry_changes: None,
                 events: crate::db::queries::run_events::EventBounds::default(),
                 sent: None,
+                work: std::sync::Arc::default(),
             },
         )
         .unwrap();

@@ -17,7 +17,8 @@ struct ModelView {
     price: PriceView,
 }
 
-/// A model's price as `getModels` shows it: US dollars per million tokens.
+/// A model's price as `getModels` shows it: US dollars per million tokens, each field
+/// spelt as `addModel` takes it ([`PriceParams`]).
 #[derive(Serialize)]
 struct PriceView {
     input: f64,
@@ -35,9 +36,10 @@ impl PriceView {
     }
 }
 
-/// `addModel`'s `price`: US dollars per million tokens.
+/// `addModel`'s `price`: US dollars per million tokens, spelt as `getModels` shows it
+/// ([`PriceView`]), as the settings' `[models.<alias>.price]` and every key of `caps`.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct PriceParams {
     input: f64,
     /// The input price when not given.

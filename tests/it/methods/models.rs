@@ -98,6 +98,48 @@ async fn add_model_requires_alias_and_actual() {
 }
 
 #[actix_web::test]
+async fn a_price_is_given_to_add_model_as_get_models_shows_it() {
+    let app = TestApp::start().await;
+    let mut client = app.client().await;
+    let price = json!({"input": 3.0, "cached_input": 0.3, "output": 15.0});
+    client
+        .ok(
+            "addModel",
+            json!({"alias": "p", "actual": "openai/p", "price": price}),
+        )
+        .await;
+    let models = client.ok("getModels", json!({})).await;
+    assert_eq!(models[0]["price"], price);
+    client
+        .ok(
+            "addModel",
+            json!({"alias": "q", "actual": "openai/q", "price": models[0]["price"]}),
+        )
+        .await;
+    let models = client.ok("getModels", json!({})).await;
+    assert_eq!(
+        models[1]["price"], price,
+        "what getModels shows, addModel takes"
+    );
+    for (price, message) in [
+        (
+            json!({"input": 3, "cachedInput": 0.3, "output": 15}),
+            "price.cachedInput: unknown field `cachedInput`, expected one of `input`, \
+             `cached_input`, `output`",
+        ),
+        (json!({"output": 15}), "price.input is required"),
+    ] {
+        let refused = client
+            .err(
+                "addModel",
+                json!({"alias": "r", "actual": "openai/r", "price": price}),
+            )
+            .await;
+        assert_eq!(refused, (-32602, message.to_owned()));
+    }
+}
+
+#[actix_web::test]
 async fn remove_model_is_ok_whether_or_not_the_alias_exists() {
     let app = TestApp::start().await;
     let mut client = app.client().await;

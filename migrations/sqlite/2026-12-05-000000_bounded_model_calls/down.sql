@@ -1,0 +1,2 @@
+-- The rows brought within bounds stay so: what they held before was no count.
+SELECT 1;
