@@ -29,6 +29,7 @@ use crate::cluster::LeaseHolder;
 use crate::config::RunCommands;
 use crate::config::{ModelPrice, Settings};
 use crate::db::entry_changes::EntryChangeSink;
+use crate::db::events::EventSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
 use crate::db::queries::runs::now_ms;
@@ -234,10 +235,10 @@ fn agent_context(
     access: &Access,
 ) -> anyhow::Result<(AgentContext, UnboundedReceiver<BusMessage>)> {
     let metrics = Arc::new(Metrics::default());
-    let db = open_db(settings, &plugins, metrics.work())?;
+    let hubs = HubRegistry::new(metrics.work());
+    let db = open_db(settings, &plugins, &hubs, metrics.work())?;
     let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
         .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
-    let hubs = HubRegistry::new(settings.server.replay_limits(), metrics.work());
     let lease_holder = LeaseHolder::default();
     // The listener's thread is no actor's: what arrives crosses to the runtime, which may
     // start a project's hub or execute a client's call.
@@ -303,12 +304,15 @@ fn spending(settings: &Settings, access: &Access, hubs: &HubRegistry) -> anyhow:
 }
 
 /// Opens the store with the limits the settings give, its entry changes handed to the
-/// plugins that watch them, its work counted in `work`.
+/// plugins that watch them and its notifications, once written, to the hubs, its work
+/// counted in `work`.
 fn open_db(
     settings: &Settings,
     plugins: &Plugins,
+    hubs: &HubRegistry,
     work: &Arc<WorkCounters>,
 ) -> Result<DbHandle, DbError> {
+    let hubs = hubs.clone();
     DbHandle::open(
         &store(settings),
         DbOptions {
@@ -318,6 +322,8 @@ fn open_db(
             readers: settings.work.readers,
             rpc_log: rpc_log_bounds(settings),
             entry_changes: entry_changed(plugins),
+            events: settings.server.event_bounds(),
+            sent: Some(EventSink::new(move |events| hubs.offer(events))),
             work: Arc::clone(work),
         },
     )
@@ -432,11 +438,14 @@ async fn purge_expired(agent: &AgentContext) -> anyhow::Result<()> {
     let settings = &agent.settings;
     let days = u32::try_from(settings.storage.retention_days).unwrap_or(u32::MAX);
     let bounds = rpc_log_bounds(settings);
-    let (runs, rpc_log) = agent
+    let events = settings.server.event_bounds();
+    let (runs, rpc_log, notifications) = agent
         .db
         .call(move |conn| {
             let runs = queries::retention::purge_older_than(conn, days)?;
-            Ok((runs, queries::rpc_log::prune(conn, bounds)?))
+            let rpc_log = queries::rpc_log::prune(conn, bounds)?;
+            let notifications = queries::run_events::prune_all(conn, &events, now_ms())?;
+            Ok((runs, rpc_log, notifications))
         })
         .await?;
     let transcripts = match days {
@@ -449,8 +458,15 @@ async fn purge_expired(agent: &AgentContext) -> anyhow::Result<()> {
                 .map_err(|error| anyhow::anyhow!("cannot purge transcripts: {error}"))?
         }
     };
-    if runs + rpc_log + transcripts > 0 {
-        tracing::info!(runs, rpc_log, transcripts, days, "purged old data");
+    if runs + rpc_log + notifications + transcripts > 0 {
+        tracing::info!(
+            runs,
+            rpc_log,
+            notifications,
+            transcripts,
+            days,
+            "purged old data"
+        );
     }
     Ok(())
 }

@@ -178,7 +178,7 @@ impl Metrics {
         out.family(
             "rummy_replay_bytes",
             "gauge",
-            "Bytes of notifications kept for run/replay, every project together.",
+            "Bytes of notifications the event log keeps for run/replay, every run together.",
         );
         out.sample("rummy_replay_bytes", "", replay_bytes);
         self.work.render(&mut out);

@@ -20,6 +20,7 @@ use super::connection::{
 };
 use super::counted::count_statements;
 use super::entry_changes::{self, EntryChangeSink};
+use super::events::{self, EventSink};
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::{self, RpcLogBounds};
 use super::{DbError, DbWatch, Store};
@@ -77,6 +78,7 @@ pub(crate) struct DbActor {
     limits: Limits,
     watch: DbWatch,
     entry_changes: Option<EntryChangeSink>,
+    events: Option<EventSink>,
     work: Arc<WorkCounters>,
 }
 
@@ -91,6 +93,9 @@ pub(crate) struct WriterOptions {
     pub watch: DbWatch,
     /// Where each committed unit's changes to entries go; with none they are not logged.
     pub entry_changes: Option<EntryChangeSink>,
+    /// Where each committed unit's notifications go (`db::events`); with none they are
+    /// written and not sent.
+    pub events: Option<EventSink>,
     /// Where its units of work and statements are counted.
     pub work: Arc<WorkCounters>,
 }
@@ -99,14 +104,15 @@ impl DbActor {
     /// Runs one unit of work: in a transaction (see [`db_messages`]), under a fresh budget
     /// for its pattern and edit work, marked on the watchdog. A panic rolls the transaction
     /// back (the connection is dropped and reopened by the next unit) and is an error, so
-    /// the thread survives it. The changes it made to entries go to the sink once it has
-    /// committed. Each is counted.
+    /// the thread survives it. The changes it made to entries and the notifications it
+    /// numbered go to their sinks once it has committed. Each is counted.
     fn unit<T>(
         &mut self,
         work: impl FnOnce(&mut Conn) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
         self.work.unit();
         self.watch.begin();
+        events::discard_staged();
         let budget = Rc::new(Budget::new(self.limits));
         let logged = self.entry_changes.is_some();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -131,9 +137,16 @@ impl DbActor {
                     "a unit of database work failed unexpectedly".into(),
                 ))
             })
-            .inspect_err(|_| self.drop_lost_connection())?;
+            .inspect_err(|_| {
+                events::discard_staged();
+                self.drop_lost_connection();
+            })?;
         if let Some(sink) = &self.entry_changes {
             sink.deliver(&changes);
+        }
+        let numbered = events::take_staged();
+        if let Some(sink) = &self.events {
+            sink.deliver(numbered);
         }
         Ok(value)
     }
@@ -192,6 +205,7 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
         limits,
         watch,
         entry_changes,
+        events,
         work,
     } = options;
     if actix::System::try_current().is_none() {
@@ -220,6 +234,7 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
         limits,
         watch: watch.clone(),
         entry_changes: entry_changes.clone(),
+        events: events.clone(),
         work: Arc::clone(&work),
     }))
 }
@@ -269,6 +284,7 @@ mod tests {
             limits: Limits::default(),
             watch: DbWatch::default(),
             entry_changes: None,
+            events: None,
             work: Arc::default(),
         }
     }

@@ -238,13 +238,18 @@ fn is_notes(request: &Value) -> bool {
 }
 
 /// The server's work once it is quiet: nothing on its way inside it (no run with work, when
-/// `loops_ended`), and what it handed to the writer written.
+/// `loops_ended`), what it handed to the writer written, and then what those writes handed
+/// on (the notifications they numbered, to the hubs and the bus) handed on too.
 async fn quiet_work(app: &TestApp, loops_ended: bool) -> WorkDone {
     let server = &app.server;
-    eventually("the server to be quiet", async || {
-        server.is_quiet(loops_ended).then_some(())
-    })
-    .await;
+    let quiet = async || {
+        eventually("the server to be quiet", async || {
+            server.is_quiet(loops_ended).then_some(())
+        })
+        .await;
+    };
+    quiet().await;
     server.settle_writes().await.unwrap();
+    quiet().await;
     server.work_done().await.unwrap()
 }

@@ -131,6 +131,23 @@ async fn a_plugin_process_annotates_what_clients_are_offered() {
     let proposal = &offered["params"]["proposed"][0];
     assert_eq!(proposal["type"], json!("sh"));
     assert_eq!(proposal["attributes"]["note"], json!("reviewed by clamp"));
+    let state = client.notification("run/state").await;
+    let kept = client
+        .ok("run/replay", json!({"run": result["run"], "since": 0}))
+        .await;
+    let methods: Vec<&Value> = kept["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|notification| &notification["method"])
+        .collect();
+    assert_eq!(
+        methods,
+        ["run/progress", "run/progress", "run/proposal", "run/state"],
+        "offered, then written and kept, in order"
+    );
+    assert_eq!(kept["notifications"][2]["params"], offered["params"]);
+    assert_eq!(kept["notifications"][3]["params"], state["params"]);
 }
 
 #[actix_web::test]

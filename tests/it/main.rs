@@ -23,6 +23,8 @@ mod container;
 mod counted_work;
 mod durability;
 mod entry_changed;
+mod event_log;
+mod event_log_crash;
 mod fairness;
 mod guardrails;
 mod hostile;
