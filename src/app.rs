@@ -29,6 +29,7 @@ use crate::cluster::LeaseHolder;
 use crate::config::RunCommands;
 use crate::config::{ModelPrice, Settings};
 use crate::db::entry_changes::EntryChangeSink;
+use crate::db::events::EventSink;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::rpc_log::RpcLogBounds;
 use crate::db::queries::runs::now_ms;
@@ -42,7 +43,7 @@ use crate::llm::{
 };
 use crate::mcp::{self, McpServers};
 use crate::memory::Memory;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, WorkCounters};
 use crate::plugins::bundled::transcript::{self, Transcript};
 use crate::plugins::events::{Event, Hook};
 use crate::plugins::process::{self, ProcessPlugins};
@@ -82,8 +83,9 @@ impl RunningServer {
     /// shutdown grace while their clients stay connected,
     /// gives back this instance's leases (a loop cut short ends its run 499, pending, as
     /// after a crash; loops not started stay pending, for any instance), then stops
-    /// accepting, closes every connection with 1001, lets in-flight writes finish and empties
-    /// the database's write-ahead log.
+    /// accepting, closes every connection with 1001, shuts the plugin processes down (nothing
+    /// they started is left), lets in-flight writes finish and empties the database's
+    /// write-ahead log.
     pub async fn stop(self) {
         let agent = &self.state.agent;
         agent.runs.stop_claiming();
@@ -103,6 +105,7 @@ impl RunningServer {
         }
         self.handle.stop(true).await;
         let _ = self.done.await;
+        self.state.agent.plugins.close_processes().await;
         self.state.agent.db.close().await;
     }
 }
@@ -231,16 +234,17 @@ fn agent_context(
     mcp: McpServers,
     access: &Access,
 ) -> anyhow::Result<(AgentContext, UnboundedReceiver<BusMessage>)> {
-    let db = open_db(settings, &plugins)?;
+    let metrics = Arc::new(Metrics::default());
+    let hubs = HubRegistry::new(metrics.work());
+    let db = open_db(settings, &plugins, &hubs, metrics.work())?;
     let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
         .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
-    let hubs = HubRegistry::new(settings.server.replay_limits());
     let lease_holder = LeaseHolder::default();
     // The listener's thread is no actor's: what arrives crosses to the runtime, which may
     // start a project's hub or execute a client's call.
     let (received, arrived) = tokio::sync::mpsc::unbounded_channel();
     if let Store::Postgres(url) = store(settings) {
-        let bus = FrameBus::start(&url, instance.id(), move |message| {
+        let bus = FrameBus::start(&url, instance.id(), metrics.work(), move |message| {
             let _ = received.send(message);
         })?;
         hubs.connect_bus(bus.clone());
@@ -252,7 +256,6 @@ fn agent_context(
     } else {
         LoopAdmission::new(&settings.agent)
     };
-    let metrics = Arc::new(Metrics::default());
     let ledger = Ledger::new(
         db.clone(),
         metrics.clone(),
@@ -301,8 +304,15 @@ fn spending(settings: &Settings, access: &Access, hubs: &HubRegistry) -> anyhow:
 }
 
 /// Opens the store with the limits the settings give, its entry changes handed to the
-/// plugins that watch them.
-fn open_db(settings: &Settings, plugins: &Plugins) -> Result<DbHandle, DbError> {
+/// plugins that watch them and its notifications, once written, to the hubs, its work
+/// counted in `work`.
+fn open_db(
+    settings: &Settings,
+    plugins: &Plugins,
+    hubs: &HubRegistry,
+    work: &Arc<WorkCounters>,
+) -> Result<DbHandle, DbError> {
+    let hubs = hubs.clone();
     DbHandle::open(
         &store(settings),
         DbOptions {
@@ -312,6 +322,9 @@ fn open_db(settings: &Settings, plugins: &Plugins) -> Result<DbHandle, DbError> 
             readers: settings.work.readers,
             rpc_log: rpc_log_bounds(settings),
             entry_changes: entry_changed(plugins),
+            events: settings.server.event_bounds(),
+            sent: Some(EventSink::new(move |events| hubs.offer(events))),
+            work: Arc::clone(work),
         },
     )
 }
@@ -425,11 +438,14 @@ async fn purge_expired(agent: &AgentContext) -> anyhow::Result<()> {
     let settings = &agent.settings;
     let days = u32::try_from(settings.storage.retention_days).unwrap_or(u32::MAX);
     let bounds = rpc_log_bounds(settings);
-    let (runs, rpc_log) = agent
+    let events = settings.server.event_bounds();
+    let (runs, rpc_log, notifications) = agent
         .db
         .call(move |conn| {
             let runs = queries::retention::purge_older_than(conn, days)?;
-            Ok((runs, queries::rpc_log::prune(conn, bounds)?))
+            let rpc_log = queries::rpc_log::prune(conn, bounds)?;
+            let notifications = queries::run_events::prune_all(conn, &events, now_ms())?;
+            Ok((runs, rpc_log, notifications))
         })
         .await?;
     let transcripts = match days {
@@ -442,8 +458,15 @@ async fn purge_expired(agent: &AgentContext) -> anyhow::Result<()> {
                 .map_err(|error| anyhow::anyhow!("cannot purge transcripts: {error}"))?
         }
     };
-    if runs + rpc_log + transcripts > 0 {
-        tracing::info!(runs, rpc_log, transcripts, days, "purged old data");
+    if runs + rpc_log + notifications + transcripts > 0 {
+        tracing::info!(
+            runs,
+            rpc_log,
+            notifications,
+            transcripts,
+            days,
+            "purged old data"
+        );
     }
     Ok(())
 }
@@ -503,7 +526,7 @@ fn entry_changed(plugins: &Plugins) -> Option<EntryChangeSink> {
             for change in changes {
                 plugins.emit(Event::EntryChanged {
                     run: change.run_id,
-                    path: &change.path,
+                    entry: plugins.event_entry(change.entry_id, &change.path, change.turn),
                     change: change.change_type,
                 });
             }

@@ -37,8 +37,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_CLIENT_TIMEOUT_SECS", "server.client_timeout_secs"),
     ("RUMMY_CLIENT_BUFFER", "server.client_buffer"),
     ("RUMMY_REPLAY_PER_RUN", "server.replay_per_run"),
-    ("RUMMY_REPLAY_RUNS", "server.replay_runs"),
-    ("RUMMY_REPLAY_BYTES", "server.replay_bytes"),
+    ("RUMMY_REPLAY_RUN_BYTES", "server.replay_run_bytes"),
     ("RUMMY_REPLAY_SERVER_BYTES", "server.replay_server_bytes"),
     ("RUMMY_REPLAY_KEEP_SECS", "server.replay_keep_secs"),
     ("RUMMY_MAX_IN_FLIGHT", "server.max_in_flight"),
@@ -283,15 +282,14 @@ pub struct ServerSettings {
     pub client_timeout_secs: u64,
     /// Notifications buffered per client.
     pub client_buffer: usize,
-    /// Notifications kept per run for `run/replay`.
-    pub replay_per_run: usize,
-    /// Runs per project whose notifications are kept.
-    pub replay_runs: usize,
-    /// Bytes of notifications kept per project.
-    pub replay_bytes: usize,
-    /// Bytes of notifications kept by the server, every project together.
-    pub replay_server_bytes: usize,
-    /// Seconds a run's notifications are kept after its latest.
+    /// Notifications of each run the event log keeps for `run/replay`, and the most one
+    /// replay delivers (0 = no bound).
+    pub replay_per_run: u64,
+    /// Bytes of one run's notifications the event log keeps (0 = no bound).
+    pub replay_run_bytes: u64,
+    /// Bytes of every run's notifications the event log keeps together (0 = no bound).
+    pub replay_server_bytes: u64,
+    /// Seconds a notification is kept after it was sent (0 = no bound).
     pub replay_keep_secs: u64,
     /// Requests one connection may have in flight (0 = no bound).
     pub max_in_flight: usize,
@@ -303,14 +301,13 @@ pub struct ServerSettings {
 }
 
 impl ServerSettings {
-    /// What each project's hub keeps for `run/replay` (at least one run, for a second).
-    pub fn replay_limits(&self) -> crate::hub::replay::ReplayLimits {
-        crate::hub::replay::ReplayLimits {
+    /// What the event log keeps for `run/replay`.
+    pub fn event_bounds(&self) -> crate::db::queries::run_events::EventBounds {
+        crate::db::queries::run_events::EventBounds {
             per_run: self.replay_per_run,
-            runs: self.replay_runs.max(1),
-            bytes: self.replay_bytes,
-            server_bytes: self.replay_server_bytes,
-            keep: std::time::Duration::from_secs(self.replay_keep_secs.max(1)),
+            run_bytes: self.replay_run_bytes,
+            total_bytes: self.replay_server_bytes,
+            keep_ms: self.replay_keep_secs.saturating_mul(1000),
         }
     }
 }
@@ -1209,13 +1206,12 @@ mod tests {
         assert_eq!(settings.agent.apply_edits, ApplyEdits::Client);
         assert_eq!(settings.agent.client_mcp, ClientMcp::Off);
         assert_eq!(
-            settings.server.replay_limits(),
-            crate::hub::replay::ReplayLimits {
+            settings.server.event_bounds(),
+            crate::db::queries::run_events::EventBounds {
                 per_run: 256,
-                runs: 16,
-                bytes: 16 * 1024 * 1024,
-                server_bytes: 64 * 1024 * 1024,
-                keep: std::time::Duration::from_secs(600),
+                run_bytes: 16 * 1024 * 1024,
+                total_bytes: 256 * 1024 * 1024,
+                keep_ms: 86_400_000,
             }
         );
     }
@@ -1316,28 +1312,26 @@ mod tests {
     }
 
     #[test]
-    fn replay_keeps_at_least_one_run_for_a_second() {
+    fn the_event_log_bounds_come_from_the_environment() {
         let home = tempfile::tempdir().unwrap();
         let settings = Settings::load(
             &env(&[
                 ("RUMMY_HOME", home.path().to_str().unwrap()),
-                ("RUMMY_REPLAY_PER_RUN", "0"),
-                ("RUMMY_REPLAY_RUNS", "0"),
-                ("RUMMY_REPLAY_BYTES", "0"),
-                ("RUMMY_REPLAY_SERVER_BYTES", "0"),
-                ("RUMMY_REPLAY_KEEP_SECS", "0"),
+                ("RUMMY_REPLAY_PER_RUN", "10000"),
+                ("RUMMY_REPLAY_RUN_BYTES", "0"),
+                ("RUMMY_REPLAY_SERVER_BYTES", "1024"),
+                ("RUMMY_REPLAY_KEEP_SECS", "60"),
             ]),
             Path::new("config"),
         )
         .unwrap();
         assert_eq!(
-            settings.server.replay_limits(),
-            crate::hub::replay::ReplayLimits {
-                per_run: 0,
-                runs: 1,
-                bytes: 0,
-                server_bytes: 0,
-                keep: std::time::Duration::from_secs(1),
+            settings.server.event_bounds(),
+            crate::db::queries::run_events::EventBounds {
+                per_run: 10_000,
+                run_bytes: 0,
+                total_bytes: 1024,
+                keep_ms: 60_000,
             }
         );
     }

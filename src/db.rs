@@ -3,9 +3,11 @@
 //!
 //! Layers, bottom up: [`backend`] says which database holds the store (a SQLite file or
 //! PostgreSQL) and is the connection type, [`Conn`]; [`connection`] opens connections (every
-//! PostgreSQL one, the frame bus's too) and applies each backend's embedded migrations; [`functions`] registers on SQLite the SQL
+//! PostgreSQL one, the frame bus's too) and applies each backend's embedded migrations, and [`counted`] counts
+//! the statements the server's connections send; [`functions`] registers on SQLite the SQL
 //! functions the schema needs (the PostgreSQL migrations define their own); [`entry_changes`] logs what a
-//! unit of work did to entries; [`schema`] is diesel's view of
+//! unit of work did to entries; [`events`] makes a run's notifications durable before they
+//! are sent; [`schema`] is diesel's view of
 //! the tables; [`models`] holds row and form structs; [`queries`] holds plain functions over
 //! `&mut Conn`; [`actor`] runs them on the single writer thread ([`watch`] says
 //! how long its current unit has run), [`readers`] runs pattern reads beside it; [`handle`] is how the rest of the
@@ -16,9 +18,11 @@
 pub(crate) mod actor;
 pub(crate) mod backend;
 pub(crate) mod connection;
+pub(crate) mod counted;
 pub(crate) mod entry_changes;
 pub(crate) mod enums;
 mod error;
+pub(crate) mod events;
 pub(crate) mod functions;
 pub(crate) mod handle;
 pub(crate) mod ids;

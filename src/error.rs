@@ -117,9 +117,15 @@ pub(crate) enum AppError {
         /// The frame limit.
         limit: usize,
     },
-    /// `run/replay` from a seq after which some notification is no longer kept.
+    /// `run/replay` from a seq after which some notification is no longer kept (or more
+    /// than one replay delivers, or one the run's numbering never gave): the client resyncs
+    /// with `getRun`, then follows from `latest`, the run's latest seq (its `data`).
     #[error("Notifications of run '{run}' since seq {since} are no longer kept; call getRun.")]
-    NotificationsNotKept { run: String, since: u64 },
+    NotificationsNotKept {
+        run: String,
+        since: u64,
+        latest: u64,
+    },
     /// A tool call's pattern or edit work ran out of its budget (the message says which
     /// limit).
     #[error("{0}")]
@@ -249,6 +255,9 @@ impl AppError {
             AppError::Verb(error) => error
                 .proposal()
                 .and_then(|view| serde_json::to_value(view).ok()),
+            AppError::NotificationsNotKept { latest, .. } => {
+                Some(serde_json::json!({"resync": true, "latest": latest}))
+            }
             _ => None,
         };
         RpcError {

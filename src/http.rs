@@ -148,7 +148,8 @@ async fn metrics(request: HttpRequest, state: web::Data<ServerState>) -> HttpRes
         .read(|conn| {
             let runs = queries::runs::count_by_status(conn)?;
             let queue = queries::loops::queue_depth(conn)?;
-            Ok(StoreGauges {
+            let replay_bytes = queries::run_events::kept_bytes(conn)?;
+            let gauges = StoreGauges {
                 runs_by_status: runs
                     .into_iter()
                     .map(|(status, count)| (status.code(), count))
@@ -156,11 +157,12 @@ async fn metrics(request: HttpRequest, state: web::Data<ServerState>) -> HttpRes
                 loops_pending: queue.pending,
                 loops_running: queue.running,
                 runs_with_work: queue.runs,
-            })
+            };
+            Ok((gauges, replay_bytes))
         })
         .await;
-    let store = match store {
-        Ok(store) => store,
+    let (store, replay_bytes) = match store {
+        Ok(read) => read,
         Err(error) => {
             return HttpResponse::ServiceUnavailable()
                 .content_type("text/plain")
@@ -169,7 +171,7 @@ async fn metrics(request: HttpRequest, state: web::Data<ServerState>) -> HttpRes
     };
     let text = state.agent.metrics.render(
         &store,
-        state.agent.hubs.replay_bytes(),
+        usize::try_from(replay_bytes).unwrap_or(usize::MAX),
         &state.agent.llm.metrics(),
     );
     HttpResponse::Ok()

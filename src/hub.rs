@@ -1,17 +1,22 @@
 //! Per-project notification fan-out.
 //!
-//! One [`ProjectHub`] actor per project holds the connections bound to it. A notification
-//! is numbered (a per-run `seq`), serialized once, kept a while ([`replay`]) and offered to
-//! every subscriber without waiting: a client whose mailbox is full misses it, sees the gap
-//! in `seq`, and asks for what it missed ([`Replay`]). A plugin's `ui/render` and `ui/notify`
-//! ([`Broadcast`]) are about no run: offered the same way, never numbered nor kept. A hub left with no subscriber and
-//! nothing kept retires, so a closed project leaves nothing behind; every message reaches a
-//! hub through the [`HubRegistry`], which never lets one retire with a message unhandled.
+//! A run's notification is made durable before anyone sees it ([`publish`]: the store numbers
+//! it with a per-run `seq` and writes it, `db::events`); once its unit of work has committed,
+//! the writer hands it to the [`HubRegistry`] ([`HubRegistry::offer`]), which sends it to the
+//! other instances over the [`FrameBus`] and to its project's [`ProjectHub`]. A hub holds the
+//! connections bound to its project and offers each frame to every one of them without
+//! waiting: a client whose mailbox is full misses it, sees the gap in `seq`, and asks for
+//! what it missed (`run/replay`, which reads the store after the hub has handed on every
+//! frame it had when asked: [`HubRegistry::caught_up`]). A plugin's `ui/render` and
+//! `ui/notify`, and the other [`UiNotification`]s, are about no run: offered the same way,
+//! never numbered nor kept.
 //!
-//! With several instances on one store, a run's frames are numbered by the instance executing
-//! it and sent to the others over the [`FrameBus`]; each instance's hub of the project keeps
-//! and offers them ([`Relayed`]) with the same `seq`, in the same order. A `ui/render` or
-//! `ui/notify` crosses the bus too, so it reaches the project's clients on every instance.
+//! With several instances on one store, each instance's hub of the project offers the frames
+//! another instance wrote (they came over the bus) as its own, with the same `seq`. A hub
+//! left with no subscriber retires, so a closed project leaves nothing behind; every message
+//! reaches a hub through the registry, which never lets one retire with a message unhandled.
+//!
+//! Each frame a hub hands to a subscriber is counted in the server's [`WorkCounters`].
 
 pub(crate) mod notifications;
 pub(crate) mod replay;
@@ -19,14 +24,15 @@ pub(crate) mod replay;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 
 use crate::cluster::bus::{BusBroadcast, BusFrame, BusMessage, FrameBus};
+use crate::db::events::{NumberedEvent, Publication};
 use crate::db::ids::{ProjectId, RunId};
+use crate::db::DbHandle;
+use crate::metrics::WorkCounters;
 use notifications::{Notification, UiNotification};
-use replay::{ReplayError, ReplayLimits, RunLogs, ServerFrames};
 
 /// Identity of one client connection, unique for the server's lifetime.
 pub(crate) type ConnId = u64;
@@ -52,44 +58,50 @@ pub(crate) struct Unsubscribe {
     pub conn: ConnId,
 }
 
-/// Number a notification of `run` and send it to every subscriber.
+/// Offer a frame to every subscriber: a run's notification, durable already, or a
+/// project-wide one, unnumbered and not kept.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub(crate) struct Publish {
-    /// The run it is about; its notifications are numbered 1, 2, ...
-    pub run: RunId,
-    pub notification: Notification,
+pub(crate) struct Offer(pub Arc<str>);
+
+/// Answered once every message the hub had before it is handled (mailbox order).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct CaughtUp;
+
+/// Numbers, writes and then sends `notification` of `run` to every client bound to
+/// `project`, on every instance, without waiting.
+pub(crate) fn publish(db: &DbHandle, project: ProjectId, run: RunId, notification: &Notification) {
+    if let Some(publication) = publication(project, run, notification) {
+        db.publish(publication);
+    }
 }
 
-/// Keep a frame of `run` another instance numbered and send it to every subscriber.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct Relayed {
-    pub run: RunId,
-    pub seq: u64,
-    pub text: Arc<str>,
-}
-
-/// Send a project-wide frame to every subscriber, unnumbered and not kept.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct Broadcast(pub Arc<str>);
-
-/// The kept frames of `run` after seq `since`, in order. Answered in the hub's mailbox
-/// order: a connection that subscribed before asking gets, live or here, every frame after
-/// `since` (some maybe both ways, the same seq).
-#[derive(Message)]
-#[rtype(result = "Result<Vec<Arc<str>>, ReplayError>")]
-pub(crate) struct Replay {
-    pub run: RunId,
-    pub since: u64,
+/// `notification` of `run`, serialized once, for a unit of work to number and write; one
+/// that cannot be serialized is logged and left out.
+pub(crate) fn publication(
+    project: ProjectId,
+    run: RunId,
+    notification: &Notification,
+) -> Option<Publication> {
+    match notification.unnumbered() {
+        Ok(frame) => Some(Publication {
+            project,
+            run,
+            frame,
+        }),
+        Err(error) => {
+            let method = notification.method();
+            tracing::error!(%error, method, "cannot serialize a notification");
+            None
+        }
+    }
 }
 
 /// The fan-out actor of one project.
 pub(crate) struct ProjectHub {
     project: ProjectId,
     subscribers: HashMap<ConnId, Recipient<Outbound>>,
-    logs: RunLogs,
     /// Messages handled so far, which the registry compares with those it sent.
     handled: Arc<AtomicU64>,
     /// Where it is listed, to leave when it retires.
@@ -97,15 +109,25 @@ pub(crate) struct ProjectHub {
 }
 
 impl ProjectHub {
-    fn handled_one(&self) {
+    /// Counts a message handled; with no subscriber left, retires if nothing else is on its
+    /// way to it.
+    fn handled_one(&self, ctx: &mut Context<Self>) {
         self.handled.fetch_add(1, Ordering::AcqRel);
+        if self.subscribers.is_empty() && self.registry.retire(self.project, &ctx.address()) {
+            ctx.stop();
+        }
     }
 
-    /// Offers `text` to every subscriber without waiting; a closed one leaves.
+    /// Offers `text` to every subscriber without waiting; a closed one leaves. Each frame
+    /// handed over is counted.
     fn offer(&mut self, text: &Arc<str>) {
+        let work = &self.registry.work;
         self.subscribers.retain(|conn, recipient| {
             match recipient.try_send(Outbound(Arc::clone(text))) {
-                Ok(()) => true,
+                Ok(()) => {
+                    work.frame(text.len());
+                    true
+                }
                 Err(SendError::Full(_)) => {
                     tracing::warn!(conn, "client mailbox full; notification dropped");
                     true
@@ -118,102 +140,37 @@ impl ProjectHub {
 
 impl Actor for ProjectHub {
     type Context = Context<Self>;
-
-    /// Sweeps the logs every `keep`: a quiet run is freed within twice that, and a hub with
-    /// no subscriber and nothing kept retires.
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.run_interval(self.logs.keep(), |hub, ctx| {
-            hub.logs.sweep(Instant::now());
-            if hub.subscribers.is_empty()
-                && hub.logs.is_empty()
-                && hub.registry.retire(hub.project, &ctx.address())
-            {
-                ctx.stop();
-            }
-        });
-    }
 }
 
 impl Handler<Subscribe> for ProjectHub {
     type Result = ();
-    fn handle(&mut self, message: Subscribe, _: &mut Context<Self>) {
-        self.handled_one();
+    fn handle(&mut self, message: Subscribe, ctx: &mut Context<Self>) {
         self.subscribers.insert(message.conn, message.recipient);
+        self.handled_one(ctx);
     }
 }
 
 impl Handler<Unsubscribe> for ProjectHub {
     type Result = ();
-    fn handle(&mut self, message: Unsubscribe, _: &mut Context<Self>) {
-        self.handled_one();
+    fn handle(&mut self, message: Unsubscribe, ctx: &mut Context<Self>) {
         self.subscribers.remove(&message.conn);
+        self.handled_one(ctx);
     }
 }
 
-impl Handler<Publish> for ProjectHub {
+impl Handler<Offer> for ProjectHub {
     type Result = ();
-    fn handle(&mut self, Publish { run, notification }: Publish, _: &mut Context<Self>) {
-        self.handled_one();
-        let framed = self.logs.record(run, Instant::now(), clock_us(), |seq| {
-            notification.frame(seq).map(Arc::from)
-        });
-        let text = match framed {
-            Ok(text) => text,
-            Err(error) => {
-                let method = notification.method();
-                tracing::error!(%error, method, "cannot serialize a notification");
-                return;
-            }
-        };
+    fn handle(&mut self, Offer(text): Offer, ctx: &mut Context<Self>) {
         self.offer(&text);
-        if let (Some(bus), Some(seq)) = (self.registry.bus.get(), self.logs.last(run)) {
-            bus.send(BusMessage::Frame(BusFrame {
-                project: self.project,
-                run,
-                seq,
-                text,
-            }));
-        }
+        self.handled_one(ctx);
     }
 }
 
-impl Handler<Relayed> for ProjectHub {
+impl Handler<CaughtUp> for ProjectHub {
     type Result = ();
-    fn handle(&mut self, Relayed { run, seq, text }: Relayed, _: &mut Context<Self>) {
-        self.handled_one();
-        if self
-            .logs
-            .keep_numbered(run, Instant::now(), seq, Arc::clone(&text))
-        {
-            self.offer(&text);
-        }
+    fn handle(&mut self, _: CaughtUp, ctx: &mut Context<Self>) {
+        self.handled_one(ctx);
     }
-}
-
-impl Handler<Broadcast> for ProjectHub {
-    type Result = ();
-    fn handle(&mut self, Broadcast(text): Broadcast, _: &mut Context<Self>) {
-        self.handled_one();
-        self.offer(&text);
-    }
-}
-
-impl Handler<Replay> for ProjectHub {
-    type Result = Result<Vec<Arc<str>>, ReplayError>;
-    fn handle(&mut self, Replay { run, since }: Replay, _: &mut Context<Self>) -> Self::Result {
-        self.handled_one();
-        self.logs.after(run, since)
-    }
-}
-
-/// Microseconds since the epoch: where a run's numbering starts, above what it had before a
-/// restart.
-fn clock_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
-        })
 }
 
 /// A live hub and how many messages the registry sent it.
@@ -227,24 +184,26 @@ struct Listed {
 #[derive(Clone)]
 pub struct HubRegistry {
     hubs: Arc<Mutex<HashMap<ProjectId, Listed>>>,
-    limits: ReplayLimits,
-    frames: ServerFrames,
-    /// Where the frames numbered here go to the other instances, once connected.
+    /// Where hubs run: the writer's thread and the bus's hand frames on from outside actix.
+    arbiter: ArbiterHandle,
+    /// Where the frames written here go to the other instances, once connected.
     bus: Arc<OnceLock<FrameBus>>,
+    /// Where the frames handed to subscribers are counted.
+    work: Arc<WorkCounters>,
 }
 
 impl HubRegistry {
-    /// Hubs that keep what `limits` allows for replay.
-    pub fn new(limits: ReplayLimits) -> HubRegistry {
+    /// Hubs that run on the current arbiter, counting the frames they hand over in `work`.
+    pub(crate) fn new(work: &Arc<WorkCounters>) -> HubRegistry {
         HubRegistry {
             hubs: Arc::default(),
-            limits,
-            frames: ServerFrames::default(),
+            arbiter: Arbiter::current(),
             bus: Arc::default(),
+            work: Arc::clone(work),
         }
     }
 
-    /// Sends every frame numbered here on `bus` from now on (once; a second bus is ignored).
+    /// Sends every frame written here on `bus` from now on (once; a second bus is ignored).
     pub fn connect_bus(&self, bus: FrameBus) {
         let _ = self.bus.set(bus);
     }
@@ -254,15 +213,32 @@ impl HubRegistry {
         self.bus.get()
     }
 
-    /// Offers a frame another instance numbered to everyone bound to its project here.
-    pub fn relayed(&self, frame: BusFrame) {
-        let BusFrame {
+    /// Sends notifications this instance wrote, in order: to the other instances, and to
+    /// everyone bound to their projects here. Called on the writer's thread.
+    pub fn offer(&self, events: Vec<NumberedEvent>) {
+        for NumberedEvent {
             project,
             run,
             seq,
             text,
-        } = frame;
-        self.deliver(project, |hub| hub.do_send(Relayed { run, seq, text }));
+        } in events
+        {
+            if let Some(bus) = self.bus.get() {
+                bus.send(BusMessage::Frame(BusFrame {
+                    project,
+                    run,
+                    seq,
+                    text: Arc::clone(&text),
+                }));
+            }
+            self.deliver(project, |hub| hub.do_send(Offer(text)));
+        }
+    }
+
+    /// Offers a frame another instance wrote to everyone bound to its project here.
+    pub fn relayed(&self, frame: BusFrame) {
+        let BusFrame { project, text, .. } = frame;
+        self.deliver(project, |hub| hub.do_send(Offer(text)));
     }
 
     /// Delivers `project`'s notifications to connection `conn` at `recipient`.
@@ -273,11 +249,6 @@ impl HubRegistry {
     /// Stops delivering `project`'s notifications to `conn`.
     pub fn unsubscribe(&self, project: ProjectId, conn: ConnId) {
         self.deliver(project, |hub| hub.do_send(Unsubscribe { conn }));
-    }
-
-    /// Sends a notification about `run` to everyone bound to `project`.
-    pub fn publish(&self, project: ProjectId, run: RunId, notification: Notification) {
-        self.deliver(project, |hub| hub.do_send(Publish { run, notification }));
     }
 
     /// Sends `notification` to everyone bound to `project` now, on this instance and (over the
@@ -297,33 +268,32 @@ impl HubRegistry {
                 text: Arc::clone(&text),
             }));
         }
-        self.deliver(project, |hub| hub.do_send(Broadcast(text)));
+        self.deliver(project, |hub| hub.do_send(Offer(text)));
     }
 
     /// Offers a broadcast from another instance to everyone bound to its project here.
     pub fn relayed_broadcast(&self, BusBroadcast { project, text }: BusBroadcast) {
-        self.deliver(project, |hub| hub.do_send(Broadcast(text)));
+        self.deliver(project, |hub| hub.do_send(Offer(text)));
     }
 
-    /// The kept frames of `run` after seq `since`, asked of `project`'s hub.
-    pub async fn replay(
-        &self,
-        project: ProjectId,
-        run: RunId,
-        since: u64,
-    ) -> Result<Result<Vec<Arc<str>>, ReplayError>, MailboxError> {
-        self.deliver(project, |hub| hub.send(Replay { run, since }))
-            .await
-    }
-
-    /// Bytes of the frames kept for `run/replay`, every project together.
-    pub fn replay_bytes(&self) -> usize {
-        self.frames.bytes()
+    /// Waits until `project`'s hub has offered every frame it was given before this call to
+    /// the connections subscribed by then: a connection that subscribed before asking finds,
+    /// in the store read after this, every frame it did not get live.
+    pub async fn caught_up(&self, project: ProjectId) -> Result<(), MailboxError> {
+        self.deliver(project, |hub| hub.send(CaughtUp)).await
     }
 
     /// How many hubs are alive.
     pub fn live(&self) -> usize {
         self.lock().len()
+    }
+
+    /// Whether every hub has handled every message sent to it.
+    #[cfg(feature = "testing")]
+    pub(crate) fn all_handled(&self) -> bool {
+        self.lock()
+            .values()
+            .all(|listed| listed.sent == listed.handled.load(Ordering::Acquire))
     }
 
     /// Hands `project`'s hub (started when it has none) to `send`, which must put exactly one
@@ -335,13 +305,11 @@ impl HubRegistry {
             let hub = ProjectHub {
                 project,
                 subscribers: HashMap::new(),
-                logs: RunLogs::new(self.limits, self.frames.clone()),
                 handled: Arc::clone(&handled),
                 registry: self.clone(),
-            }
-            .start();
+            };
             Listed {
-                hub,
+                hub: ProjectHub::start_in_arbiter(&self.arbiter, |_| hub),
                 sent: 0,
                 handled,
             }
@@ -373,114 +341,4 @@ impl HubRegistry {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-    use notifications::{ProgressStatus, RunProgress};
-
-    const RUN: RunId = RunId(7);
-
-    fn thinking() -> Notification {
-        Notification::Progress(RunProgress {
-            run: "r".into(),
-            turn: 1,
-            status: ProgressStatus::Thinking,
-        })
-    }
-
-    fn seq_of(frame: &str) -> u64 {
-        let frame: serde_json::Value = serde_json::from_str(frame).unwrap();
-        frame["params"]["seq"].as_u64().unwrap()
-    }
-
-    #[actix::test]
-    async fn a_hub_keeps_what_it_published_frees_a_quiet_run_and_then_retires() {
-        let keep = Duration::from_millis(20);
-        let hubs = HubRegistry::new(ReplayLimits {
-            per_run: 8,
-            runs: 4,
-            bytes: usize::MAX,
-            server_bytes: usize::MAX,
-            keep,
-        });
-        let published_at = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_micros() as u64;
-        for _ in 0..2 {
-            hubs.publish(ProjectId(1), RUN, thinking());
-        }
-        let kept = hubs.replay(ProjectId(1), RUN, 0).await.unwrap().unwrap();
-        let seqs: Vec<u64> = kept.iter().map(|frame| seq_of(frame)).collect();
-        assert!(seqs[0] > published_at, "numbered from the clock: {seqs:?}");
-        assert_eq!(seqs[1], seqs[0] + 1);
-        assert_eq!(hubs.live(), 1);
-        let kept_bytes: usize = kept.iter().map(|frame| frame.len()).sum();
-        assert_eq!(hubs.replay_bytes(), kept_bytes, "counted server-wide");
-        for _ in 0..500 {
-            if hubs.live() == 0 {
-                assert_eq!(
-                    hubs.replay_bytes(),
-                    0,
-                    "a retired hub's frames count no more"
-                );
-                let after = hubs.replay(ProjectId(1), RUN, seqs[1]).await.unwrap();
-                assert_eq!(after, Err(ReplayError::NotKept { since: seqs[1] }));
-                return;
-            }
-            tokio::time::sleep(keep).await;
-        }
-        panic!("the quiet hub never retired");
-    }
-
-    /// Stands in for a session: counts the frames it gets.
-    struct Counter(Arc<AtomicU64>);
-
-    impl Actor for Counter {
-        type Context = Context<Self>;
-    }
-
-    impl Handler<Outbound> for Counter {
-        type Result = ();
-        fn handle(&mut self, _: Outbound, _: &mut Context<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    #[actix::test]
-    async fn a_hub_with_a_subscriber_stays_and_one_retires_only_with_nothing_unhandled() {
-        let keep = Duration::from_millis(10);
-        let hubs = HubRegistry::new(ReplayLimits {
-            per_run: 8,
-            runs: 4,
-            bytes: usize::MAX,
-            server_bytes: usize::MAX,
-            keep,
-        });
-        let frames = Arc::new(AtomicU64::new(0));
-        let counter = Counter(Arc::clone(&frames)).start();
-        hubs.subscribe(ProjectId(1), 1, counter.recipient());
-        hubs.publish(ProjectId(1), RUN, thinking());
-        while frames.load(Ordering::SeqCst) == 0 {
-            tokio::time::sleep(keep).await;
-        }
-        tokio::time::sleep(keep * 10).await;
-        assert_eq!(hubs.live(), 1, "a subscriber keeps its hub");
-
-        let listed = {
-            let hubs = hubs.lock();
-            let listed = &hubs[&ProjectId(1)];
-            (listed.hub.clone(), Arc::clone(&listed.handled))
-        };
-        hubs.lock().get_mut(&ProjectId(1)).unwrap().sent += 1;
-        assert!(
-            !hubs.retire(ProjectId(1), &listed.0),
-            "a message on its way keeps the hub"
-        );
-        listed.1.fetch_add(1, Ordering::SeqCst);
-        assert!(hubs.retire(ProjectId(1), &listed.0));
-        assert_eq!(hubs.live(), 0);
-        assert!(!hubs.retire(ProjectId(1), &listed.0), "already gone");
-    }
-}
+mod tests;

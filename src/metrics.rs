@@ -3,15 +3,19 @@
 //! executor, LLM calls by each provider's actor ([`ProviderMetrics`]); what the store holds
 //! (runs by status, the loop queue) is read at scrape time ([`StoreGauges`]); what model
 //! calls used and cost, by model and project, is counted by the ledger as it records them
-//! ([`Metrics::record_spending`]).
+//! ([`Metrics::record_spending`]); the work the server does (statements, units of work,
+//! frames) by the [`WorkCounters`] it holds.
+
+mod work;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::usage::{Micros, Tokens};
+pub(crate) use work::{StatementsOn, WorkCounters};
 
 /// The counters shared by the sessions and the agent.
 #[derive(Debug, Default)]
@@ -23,6 +27,7 @@ pub(crate) struct Metrics {
     turns_total: AtomicU64,
     /// By (model, project): what the calls this instance recorded used and cost.
     spending: Mutex<BTreeMap<(String, String), Spent>>,
+    work: Arc<WorkCounters>,
 }
 
 /// What the recorded calls of one model in one project used and cost.
@@ -36,6 +41,7 @@ struct Spent {
 /// What one provider's actor counts of its calls.
 #[derive(Debug, Default)]
 pub struct ProviderMetrics {
+    requests: AtomicU64,
     completions: AtomicU64,
     completion_micros: AtomicU64,
     errors: AtomicU64,
@@ -96,6 +102,11 @@ impl Metrics {
     /// A turn got its reply from the model.
     pub(crate) fn record_turn(&self) {
         self.turns_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What the server's work is counted in, shared with whatever does it.
+    pub(crate) fn work(&self) -> &Arc<WorkCounters> {
+        &self.work
     }
 
     /// A call of `model` (its provider id) in `project` was recorded: what it used and cost.
@@ -167,9 +178,10 @@ impl Metrics {
         out.family(
             "rummy_replay_bytes",
             "gauge",
-            "Bytes of notifications kept for run/replay, every project together.",
+            "Bytes of notifications the event log keeps for run/replay, every run together.",
         );
         out.sample("rummy_replay_bytes", "", replay_bytes);
+        self.work.render(&mut out);
         out.providers(providers);
         let spending = self
             .spending
@@ -208,9 +220,18 @@ impl ProviderMetrics {
         hold(&self.waiting)
     }
 
-    /// A request holding one of the provider's slots, while held.
+    /// A request holding one of the provider's slots, while held: every request made to
+    /// the provider holds one, so each is counted here as made.
     pub fn in_flight(&self) -> Held<'_> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
         hold(&self.in_flight)
+    }
+
+    /// Requests made to the provider so far (each attempt of a call, context discovery
+    /// included).
+    #[cfg(feature = "testing")]
+    pub(crate) fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 }
 
@@ -244,6 +265,12 @@ impl Exposition {
                 );
             }
         };
+        self.family(
+            "rummy_llm_requests_total",
+            "counter",
+            "Requests made to the provider: each attempt of a call, context discovery included.",
+        );
+        each(self, "rummy_llm_requests_total", |m| count(&m.requests));
         self.family(
             "rummy_llm_duration_seconds",
             "summary",
@@ -369,6 +396,7 @@ mod tests {
         let metrics = Metrics::default();
         metrics.connection_opened();
         let openai = ProviderMetrics::default();
+        drop(openai.in_flight());
         openai.record_completion(Duration::from_millis(1500), 1200, 34);
         let store = StoreGauges {
             runs_by_status: vec![(200, 3)],
@@ -407,6 +435,8 @@ mod tests {
         }
         for expected in [
             "# TYPE rummy_llm_duration_seconds summary",
+            "rummy_llm_requests_total{provider=\"openai\"} 1",
+            "# TYPE rummy_sql_statements_total counter",
             "rummy_llm_duration_seconds_sum{provider=\"openai\"} 1.500000",
             "rummy_llm_duration_seconds_count{provider=\"openai\"} 1",
             "rummy_llm_prompt_tokens_total{provider=\"openai\"} 1200",

@@ -4,13 +4,13 @@
 //! read the tables an operator reads, the web client the model's tools use, and a few hooks
 //! into a running server for what no client can see (how many loops wait for a place, the
 //! database thread held busy, a notification published as a run would, its spending clock
-//! fixed); the criterion
+//! fixed, the work it did counted: [`WorkDone`]); the criterion
 //! benches' bodies are [`bench`]'s. A server build has none of it.
 
 use crate::app::RunningServer;
 use crate::config::Settings;
 use crate::db::connection::has_pending_migrations;
-use crate::db::ids::{ProjectId, RunId};
+use crate::db::ids::ProjectId;
 use crate::db::{open_connection, ConnectionSetup, Store};
 use crate::hub::notifications::{Notification, RunProgress};
 
@@ -61,25 +61,33 @@ impl RunningServer {
         Database::of(self.settings())
     }
 
-    /// Publishes a `run/progress` of run `run` (alias `alias`) at `turn` with `status` on
-    /// project `project`'s hub, as a run loop would.
-    pub fn publish_progress(
+    /// Publishes a `run/progress` of the run `alias` of project `project` at `turn` with
+    /// `status`, as a run loop would: numbered and written, then sent. Panics when the
+    /// project has no such run: a test's mistake.
+    #[allow(clippy::panic)]
+    pub async fn publish_progress(
         &self,
         project: i64,
-        run: i64,
         alias: &str,
         turn: i64,
         status: ProgressStatus,
     ) {
+        let (project, named) = (ProjectId(project), alias.to_owned());
+        let found = self
+            .state
+            .agent
+            .db
+            .read(move |conn| crate::db::queries::runs::find_run(conn, project, &named))
+            .await;
+        let Ok(Some(run)) = found else {
+            panic!("project {project} has no run {alias}: {found:?}");
+        };
         let progress = Notification::Progress(RunProgress {
             run: alias.to_owned(),
             turn,
             status,
         });
-        self.state
-            .agent
-            .hubs
-            .publish(ProjectId(project), RunId(run), progress);
+        crate::hub::publish(&self.state.agent.db, project, run.id, &progress);
     }
 
     /// From now on its spending clock (the time the ledger records calls at, and the caps'
@@ -115,3 +123,6 @@ impl RunningServer {
 }
 pub mod bench;
 pub mod sandbox;
+mod work;
+
+pub use work::WorkDone;

@@ -426,6 +426,9 @@ mod tests {
                 readers: 1,
                 rpc_log: crate::db::queries::rpc_log::RpcLogBounds::default(),
                 entry_changes: None,
+                events: crate::db::queries::run_events::EventBounds::default(),
+                sent: None,
+                work: std::sync::Arc::default(),
             },
         )
         .unwrap();

@@ -190,6 +190,12 @@ impl RunRegistry {
         idle
     }
 
+    /// How many runs have an actor now (one with work, or still finishing it).
+    #[cfg(feature = "testing")]
+    pub(crate) fn live(&self) -> usize {
+        self.lock().len()
+    }
+
     /// The loop the run is executing, if any.
     pub(crate) fn current(&self, run: RunId) -> Option<CurrentLoop> {
         let entries = self.lock();

@@ -8,10 +8,12 @@ use crate::agent::turn::input::TurnInput;
 use crate::agent::AgentContext;
 use crate::context::Packet;
 use crate::db::enums::{EntryStatus, RunStatus};
+use crate::db::events::Unnumbered;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::entry::{EntryRow, RunLogRow, UnresolvedRow};
 use crate::db::models::run::PurposeUsage;
-use crate::db::queries::{entries, turns, usage};
+use crate::db::queries::run_events::EventBounds;
+use crate::db::queries::{entries, run_events, turns, usage};
 use crate::db::DbError;
 use crate::hub::notifications::{
     HistoryEntry, Notification, PendingProposal, ProposedEntry, RunProposal, RunState, Telemetry,
@@ -68,94 +70,180 @@ pub(crate) struct TurnFacts<'a> {
     pub turn: i32,
 }
 
-/// Publishes `run/proposal` for the proposals this turn made, then `run/state`.
-pub(crate) async fn publish_turn_state(
-    agent: &AgentContext,
-    facts: TurnFacts<'_>,
-    stored: StoredState,
-    input: &TurnInput<'_>,
-    response: &ChatResponse,
-    packet: &Packet,
-) {
-    publish_proposals(agent, &facts, &stored.unresolved).await;
-    let telemetry = Telemetry {
-        model_alias: input.model_alias.to_string(),
-        model: if response.model.is_empty() {
-            input.model_alias.to_string()
-        } else {
-            response.model.clone()
-        },
-        temperature: input.temperature,
-        context_size: input.context_size,
-        context_tokens: stored.context_tokens,
-        usage: UsageTotals::of(&stored.usage),
-        context_distribution: packet.distribution.clone(),
-    };
-    let requested_by = input.loop_row.requested_by.clone();
-    let state = stored.into_run_state(&facts, telemetry, requested_by);
-    agent.plugins.emit(Event::RunState {
-        project: facts.project,
-        state: &state,
-    });
-    agent.hubs.publish(
-        facts.project,
-        facts.run,
-        Notification::State(Box::new(state)),
-    );
+/// What a turn tells clients besides what its unit of work reads, settled before that unit.
+pub(crate) struct Telling {
+    run: RunId,
+    project: ProjectId,
+    alias: String,
+    turn: i32,
+    telemetry: Telemetry,
+    requested_by: Option<String>,
+    /// What the event log keeps, when the unit appends `run/proposal` and `run/state`
+    /// itself; `None` when `turn.proposing` filters offer the proposals after it.
+    in_unit: Option<EventBounds>,
 }
 
-/// Publishes `run/proposal` with the unresolved proposals made in this turn, if any, as
-/// the `turn.proposing` filters offer them (each path stays as recorded).
-async fn publish_proposals(
-    agent: &AgentContext,
-    facts: &TurnFacts<'_>,
-    unresolved: &[UnresolvedRow],
-) {
-    let mut fresh: Vec<ProposedEntry> = unresolved
+impl Telling {
+    /// What the turn of `facts` tells, from its input, the model's response and its packet.
+    pub(crate) fn new(
+        agent: &AgentContext,
+        facts: TurnFacts<'_>,
+        input: &TurnInput<'_>,
+        response: &ChatResponse,
+        packet: &Packet,
+    ) -> Telling {
+        let filtered = agent.plugins.has_filters::<TurnProposing>();
+        Telling {
+            run: facts.run,
+            project: facts.project,
+            alias: facts.alias.to_owned(),
+            turn: facts.turn,
+            telemetry: Telemetry {
+                model_alias: input.model_alias.to_string(),
+                model: if response.model.is_empty() {
+                    input.model_alias.to_string()
+                } else {
+                    response.model.clone()
+                },
+                temperature: input.temperature,
+                context_size: input.context_size,
+                context_tokens: 0,
+                usage: UsageTotals::of(&[]),
+                context_distribution: packet.distribution.clone(),
+            },
+            requested_by: input.loop_row.requested_by.clone(),
+            in_unit: (!filtered).then(|| agent.db.event_bounds()),
+        }
+    }
+
+    /// In the turn's unit of work, after its commands: reads the run's state and, unless
+    /// filters offer the proposals later, appends `run/proposal` (the proposals this turn
+    /// made, if any) and `run/state` to the event log, sent once the unit commits.
+    pub(crate) fn read(self, conn: &mut Conn) -> Result<Told, DbError> {
+        let stored = StoredState::read(conn, self.run)?;
+        let proposed = fresh_proposals(&stored.unresolved, self.turn);
+        let mut telemetry = self.telemetry;
+        telemetry.context_tokens = stored.context_tokens;
+        telemetry.usage = UsageTotals::of(&stored.usage);
+        let facts = TurnFacts {
+            run: self.run,
+            project: self.project,
+            alias: &self.alias,
+            turn: self.turn,
+        };
+        let state = stored.into_run_state(&facts, telemetry, self.requested_by);
+        let proposal = (!proposed.is_empty()).then(|| {
+            Notification::Proposal(RunProposal {
+                run: self.alias.clone(),
+                proposed,
+            })
+        });
+        let told = Told {
+            run: self.run,
+            project: self.project,
+            turn: self.turn,
+            notifications: proposal
+                .into_iter()
+                .chain([Notification::State(Box::new(state))])
+                .collect(),
+            sent: self.in_unit.is_some(),
+        };
+        if let Some(bounds) = self.in_unit {
+            let frames: Vec<Unnumbered> = told
+                .notifications
+                .iter()
+                .filter_map(|notification| {
+                    crate::hub::publication(told.project, told.run, notification)
+                })
+                .map(|publication| publication.frame)
+                .collect();
+            run_events::append(conn, &bounds, told.project, told.run, &frames)?;
+        }
+        Ok(told)
+    }
+}
+
+/// What a turn's unit of work read for its clients.
+pub(crate) struct Told {
+    run: RunId,
+    project: ProjectId,
+    turn: i32,
+    /// `run/proposal` (when the turn proposed), then `run/state`.
+    notifications: Vec<Notification>,
+    /// Whether the unit appended them to the event log.
+    sent: bool,
+}
+
+impl Told {
+    /// Tells the observers the run's state; unless the unit sent them, publishes the
+    /// proposals (as the `turn.proposing` filters offer them) and the state.
+    pub(crate) async fn publish(mut self, agent: &AgentContext) {
+        if let Some(Notification::State(state)) = self.notifications.last() {
+            agent.plugins.emit(Event::RunState {
+                project: self.project,
+                state,
+            });
+        }
+        if self.sent {
+            return;
+        }
+        let context = Proposing {
+            project: self.project,
+            run: self.run,
+            turn: self.turn,
+        };
+        for notification in &mut self.notifications {
+            if let Notification::Proposal(proposal) = notification {
+                let fresh = std::mem::take(&mut proposal.proposed);
+                proposal.proposed = offered(agent, &context, fresh).await;
+            }
+            crate::hub::publish(&agent.db, self.project, self.run, notification);
+        }
+    }
+}
+
+/// The unresolved proposals made in turn `turn`, as `run/proposal` announces them.
+fn fresh_proposals(unresolved: &[UnresolvedRow], turn: i32) -> Vec<ProposedEntry> {
+    unresolved
         .iter()
-        .filter(|row| row.turn == facts.turn)
+        .filter(|row| row.turn == turn)
         .map(|row| ProposedEntry {
             path: row.path.clone(),
             kind: scheme_or_unknown(&row.path),
             body: row.body.clone(),
             attributes: row.attributes.to_value(),
         })
-        .collect();
-    if fresh.is_empty() {
-        return;
+        .collect()
+}
+
+/// The proposals `fresh` as the `turn.proposing` filters offer them (each path stays as
+/// recorded: a filter that drops, adds or moves one is ignored).
+async fn offered(
+    agent: &AgentContext,
+    proposing: &Proposing,
+    fresh: Vec<ProposedEntry>,
+) -> Vec<ProposedEntry> {
+    if !agent.plugins.has_filters::<TurnProposing>() {
+        return fresh;
     }
-    if agent.plugins.has_filters::<TurnProposing>() {
-        let proposing = Proposing {
-            project: facts.project,
-            run: facts.run,
-            turn: facts.turn,
-        };
-        let mut offered = fresh.clone();
-        agent
-            .plugins
-            .filter::<TurnProposing>(&mut offered, &proposing)
-            .await;
-        let same_paths = offered.len() == fresh.len()
-            && offered
-                .iter()
-                .zip(&fresh)
-                .all(|(offered, recorded)| offered.path == recorded.path);
-        if same_paths {
-            fresh = offered;
-        } else {
-            tracing::warn!(
-                "a turn.proposing filter dropped, added or moved a proposal; offered as recorded"
-            );
-        }
+    let mut offered = fresh.clone();
+    agent
+        .plugins
+        .filter::<TurnProposing>(&mut offered, proposing)
+        .await;
+    let same_paths = offered.len() == fresh.len()
+        && offered
+            .iter()
+            .zip(&fresh)
+            .all(|(offered, recorded)| offered.path == recorded.path);
+    if same_paths {
+        offered
+    } else {
+        tracing::warn!(
+            "a turn.proposing filter dropped, added or moved a proposal; offered as recorded"
+        );
+        fresh
     }
-    agent.hubs.publish(
-        facts.project,
-        facts.run,
-        Notification::Proposal(RunProposal {
-            run: facts.alias.to_string(),
-            proposed: fresh,
-        }),
-    );
 }
 
 impl StoredState {

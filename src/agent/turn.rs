@@ -160,7 +160,19 @@ async fn execute_numbered_turn(
         work,
         audit,
     };
-    let (mut report, stored) = apply(
+    let telling = state::Telling::new(
+        agent,
+        TurnFacts {
+            run: input.run_id,
+            project,
+            alias: &alias,
+            turn,
+        },
+        &input,
+        &response,
+        &packet,
+    );
+    let (mut report, told) = apply(
         agent,
         &input,
         turn,
@@ -168,17 +180,12 @@ async fn execute_numbered_turn(
         &response.content,
         prepared,
         gate,
+        telling,
     )
     .await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
     report.refused = response.refusal.is_some();
-    let facts = TurnFacts {
-        run: input.run_id,
-        project,
-        alias: &alias,
-        turn,
-    };
-    state::publish_turn_state(agent, facts, stored, &input, &response, &packet).await;
+    told.publish(agent).await;
     agent.plugins.emit(Event::TurnCompleted {
         run: input.run_id,
         turn,

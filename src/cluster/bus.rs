@@ -16,7 +16,8 @@
 //! together, in order); the listener polls its connection every `LISTEN_POLL` (libpq
 //! reads notifications without blocking) and joins the parts again. Either reconnects after a lost
 //! connection; what is sent meanwhile is lost, and a client that sees the gap in `seq` asks
-//! for a replay as after any dropped frame.
+//! for a replay as after any dropped frame. The sender's statements are counted in the
+//! server's [`WorkCounters`] (one instance alone on PostgreSQL sends every frame too).
 
 use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -27,7 +28,9 @@ use diesel::sql_types::Text;
 use diesel::{Connection, PgConnection, RunQueryDsl};
 
 use crate::db::connect_postgres;
+use crate::db::counted::count_statements;
 use crate::db::ids::{ProjectId, RunId};
+use crate::metrics::{StatementsOn, WorkCounters};
 
 /// The channel every instance of a store listens on.
 const CHANNEL: &str = "rummy_frames";
@@ -86,6 +89,9 @@ pub enum BusMessage {
 pub struct FrameBus {
     outgoing: Sender<BusMessage>,
     stopper: Arc<Stopper>,
+    /// Messages given to the sender that it has not finished with.
+    #[cfg(feature = "testing")]
+    unsent: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Stops the threads when the last [`FrameBus`] goes.
@@ -137,18 +143,24 @@ impl Stop {
 impl FrameBus {
     /// Starts the sender and the listener on the database at `url`, as instance `instance`;
     /// `received` gets every frame another instance sends, in its order, and every command
-    /// for this instance.
-    pub fn start(
+    /// for this instance. The sender's statements are counted in `work`.
+    pub(crate) fn start(
         url: &str,
         instance: &str,
+        work: &Arc<WorkCounters>,
         received: impl Fn(BusMessage) + Send + 'static,
     ) -> std::io::Result<FrameBus> {
         let (outgoing, queued) = mpsc::channel();
         let stopped = Arc::new(Stop::default());
+        #[cfg(feature = "testing")]
+        let unsent = Arc::default();
         let sender = Sending {
             url: url.to_owned(),
             instance: instance.to_owned(),
             stopped: Arc::clone(&stopped),
+            work: Arc::clone(work),
+            #[cfg(feature = "testing")]
+            unsent: Arc::clone(&unsent),
         };
         std::thread::Builder::new()
             .name("rummy-bus-send".into())
@@ -164,12 +176,23 @@ impl FrameBus {
         Ok(FrameBus {
             outgoing,
             stopper: Arc::new(Stopper(stopped)),
+            #[cfg(feature = "testing")]
+            unsent,
         })
     }
 
     /// Queues `message` for the other instances; never waits.
     pub fn send(&self, message: BusMessage) {
+        #[cfg(feature = "testing")]
+        self.unsent
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let _ = self.outgoing.send(message);
+    }
+
+    /// Whether the sender has finished with every message it was given (sent or lost).
+    #[cfg(feature = "testing")]
+    pub(crate) fn all_sent(&self) -> bool {
+        self.unsent.load(std::sync::atomic::Ordering::SeqCst) == 0
     }
 
     /// Ends both threads (the sender after what is queued).
@@ -327,6 +350,9 @@ struct Sending {
     url: String,
     instance: String,
     stopped: Arc<Stop>,
+    work: Arc<WorkCounters>,
+    #[cfg(feature = "testing")]
+    unsent: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Sending {
@@ -340,10 +366,16 @@ impl Sending {
                 Err(_) => return,
             };
             message += 1;
+            #[cfg(feature = "testing")]
+            let _finished = Finished(&self.unsent);
             if connection.is_none() {
                 connection = connect_postgres(&self.url)
                     .map_err(|error| tracing::warn!(%error, "the frame bus cannot connect"))
-                    .ok();
+                    .ok()
+                    .map(|mut conn| {
+                        count_statements(&mut conn, &self.work, StatementsOn::Bus);
+                        conn
+                    });
             }
             let Some(conn) = connection.as_mut() else {
                 continue;
@@ -374,6 +406,17 @@ impl Sending {
                 connection = None;
             }
         }
+    }
+}
+
+/// Marks a message finished with when dropped, however its sending ended.
+#[cfg(feature = "testing")]
+struct Finished<'a>(&'a std::sync::atomic::AtomicU64);
+
+#[cfg(feature = "testing")]
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

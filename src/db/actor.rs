@@ -8,7 +8,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::db::Conn;
 use actix::{Actor, Addr, SyncArbiter, SyncContext};
@@ -18,11 +18,14 @@ use super::connection::{
     has_pending_migrations, open_connection, run_migrations, truncate_wal, write_transaction,
     ConnectionSetup,
 };
+use super::counted::count_statements;
 use super::entry_changes::{self, EntryChangeSink};
+use super::events::{self, EventSink};
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::{self, RpcLogBounds};
 use super::{DbError, DbWatch, Store};
 use crate::hedberg::budget::{self, Budget, Limits};
+use crate::metrics::{StatementsOn, WorkCounters};
 
 /// Defines message structs and their `DbActor` handlers: each handler gets the connection
 /// and the message and evaluates one query call, in a transaction.
@@ -63,6 +66,8 @@ macro_rules! db_messages {
     )*};
 }
 
+#[cfg(feature = "testing")]
+pub(crate) mod probe;
 pub(crate) mod transact;
 
 /// The database actor. Start it with [`start_db`].
@@ -73,6 +78,8 @@ pub(crate) struct DbActor {
     limits: Limits,
     watch: DbWatch,
     entry_changes: Option<EntryChangeSink>,
+    events: Option<EventSink>,
+    work: Arc<WorkCounters>,
 }
 
 /// What the writer thread is given besides the store.
@@ -86,19 +93,26 @@ pub(crate) struct WriterOptions {
     pub watch: DbWatch,
     /// Where each committed unit's changes to entries go; with none they are not logged.
     pub entry_changes: Option<EntryChangeSink>,
+    /// Where each committed unit's notifications go (`db::events`); with none they are
+    /// written and not sent.
+    pub events: Option<EventSink>,
+    /// Where its units of work and statements are counted.
+    pub work: Arc<WorkCounters>,
 }
 
 impl DbActor {
     /// Runs one unit of work: in a transaction (see [`db_messages`]), under a fresh budget
     /// for its pattern and edit work, marked on the watchdog. A panic rolls the transaction
     /// back (the connection is dropped and reopened by the next unit) and is an error, so
-    /// the thread survives it. The changes it made to entries go to the sink once it has
-    /// committed.
+    /// the thread survives it. The changes it made to entries and the notifications it
+    /// numbered go to their sinks once it has committed. Each is counted.
     fn unit<T>(
         &mut self,
         work: impl FnOnce(&mut Conn) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
+        self.work.unit();
         self.watch.begin();
+        events::discard_staged();
         let budget = Rc::new(Budget::new(self.limits));
         let logged = self.entry_changes.is_some();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -123,9 +137,16 @@ impl DbActor {
                     "a unit of database work failed unexpectedly".into(),
                 ))
             })
-            .inspect_err(|_| self.drop_lost_connection())?;
+            .inspect_err(|_| {
+                events::discard_staged();
+                self.drop_lost_connection();
+            })?;
         if let Some(sink) = &self.entry_changes {
             sink.deliver(&changes);
+        }
+        let numbered = events::take_staged();
+        if let Some(sink) = &self.events {
+            sink.deliver(numbered);
         }
         Ok(value)
     }
@@ -145,18 +166,30 @@ impl DbActor {
     fn connection(&mut self) -> Result<&mut Conn, DbError> {
         let connection = match self.connection.take() {
             Some(connection) => connection,
-            None => writer_connection(&self.store, self.setup, self.entry_changes.is_some())?,
+            None => writer_connection(
+                &self.store,
+                self.setup,
+                self.entry_changes.is_some(),
+                &self.work,
+            )?,
         };
         Ok(self.connection.insert(connection))
     }
 }
 
-/// A connection for the writer, logging the changes to entries when they are `logged`.
-fn writer_connection(store: &Store, setup: ConnectionSetup, logged: bool) -> Result<Conn, DbError> {
+/// A connection for the writer, logging the changes to entries when they are `logged`, its
+/// statements counted in `work`.
+fn writer_connection(
+    store: &Store,
+    setup: ConnectionSetup,
+    logged: bool,
+    work: &Arc<WorkCounters>,
+) -> Result<Conn, DbError> {
     let mut connection = open_connection(store, setup)?;
     if logged {
         entry_changes::record(&mut connection)?;
     }
+    count_statements(&mut connection, work, StatementsOn::Writer);
     Ok(connection)
 }
 
@@ -172,6 +205,8 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
         limits,
         watch,
         entry_changes,
+        events,
+        work,
     } = options;
     if actix::System::try_current().is_none() {
         return Err(DbError::Internal(
@@ -186,6 +221,7 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
     if entry_changes.is_some() {
         entry_changes::record(&mut connection)?;
     }
+    count_statements(&mut connection, &work, StatementsOn::Writer);
     let first_connection = Mutex::new(Some(connection));
     let store = store.clone();
     Ok(SyncArbiter::start(1, move || DbActor {
@@ -198,6 +234,8 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
         limits,
         watch: watch.clone(),
         entry_changes: entry_changes.clone(),
+        events: events.clone(),
+        work: Arc::clone(&work),
     }))
 }
 
@@ -246,6 +284,8 @@ mod tests {
             limits: Limits::default(),
             watch: DbWatch::default(),
             entry_changes: None,
+            events: None,
+            work: Arc::default(),
         }
     }
 

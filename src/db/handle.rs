@@ -12,10 +12,16 @@ use actix::Addr;
 use super::actor::{start_db, CheckReady, LogRpc, TruncateWal, WriterOptions};
 use super::connection::ConnectionSetup;
 use super::entry_changes::EntryChangeSink;
+use super::events::{EventBatch, EventSink, Publication};
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::RpcLogBounds;
+use super::queries::run_events::EventBounds;
 use super::{DbActor, DbError, DbWatch, ReadPool, Store, Transact, UnitError};
 use crate::hedberg::Limits;
+use crate::metrics::WorkCounters;
+
+#[cfg(feature = "testing")]
+mod probe;
 
 /// What opening the database needs besides where it is.
 #[derive(Debug, Clone)]
@@ -32,6 +38,12 @@ pub struct DbOptions {
     pub rpc_log: RpcLogBounds,
     /// Where the writer hands the changes each unit of work made to entries, once committed.
     pub entry_changes: Option<EntryChangeSink>,
+    /// What the event log keeps (`run/replay`).
+    pub events: EventBounds,
+    /// Where the writer hands the notifications each unit of work numbered, once committed.
+    pub sent: Option<EventSink>,
+    /// Where the units of work, the reads and every connection's statements are counted.
+    pub(crate) work: Arc<WorkCounters>,
 }
 
 /// The writer, its watchdog and the two reader pools. Cheap to clone.
@@ -39,6 +51,7 @@ pub struct DbOptions {
 pub struct DbHandle {
     writer: Addr<DbActor>,
     rpc_logs: RpcLogBatch,
+    events: EventBatch,
     watch: DbWatch,
     /// For pattern searches, which may run long: `DbOptions::readers` connections.
     searchers: ReadPool,
@@ -59,17 +72,21 @@ impl DbHandle {
                 limits: options.writer_limits,
                 watch: watch.clone(),
                 entry_changes: options.entry_changes,
+                events: options.sent,
+                work: Arc::clone(&options.work),
             },
         )?;
         Ok(DbHandle {
             rpc_logs: RpcLogBatch::new(writer.clone(), options.rpc_log),
+            events: EventBatch::new(writer.clone(), options.events),
             writer,
             watch,
-            searchers: ReadPool::new(store, options.setup, options.readers),
+            searchers: ReadPool::new(store, options.setup, options.readers, &options.work),
             readers: ReadPool::new(
                 store,
                 options.setup,
                 std::thread::available_parallelism().map_or(1, usize::from),
+                &options.work,
             ),
             request_limits: options.request_limits,
         })
@@ -143,6 +160,17 @@ impl DbHandle {
     /// prunes the log to its bounds.
     pub fn log_rpc(&self, form: RpcLogInsertForm) {
         self.rpc_logs.add(form);
+    }
+
+    /// Numbers, writes and then sends a run's notification, without waiting: those published
+    /// while the writer is busy share one unit of work (`db::events`).
+    pub fn publish(&self, publication: Publication) {
+        self.events.add(publication);
+    }
+
+    /// What the event log keeps, for a unit of work that appends notifications itself.
+    pub fn event_bounds(&self) -> EventBounds {
+        self.events.bounds()
     }
 
     /// Whether the database answers and its migrations are applied. Not while the writer
@@ -268,6 +296,9 @@ mod tests {
             readers: 1,
             rpc_log: RpcLogBounds::default(),
             entry_changes: None,
+            events: EventBounds::default(),
+            sent: None,
+            work: Arc::default(),
         }
     }
 

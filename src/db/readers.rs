@@ -5,7 +5,8 @@
 //! closed connection, which cancels the budget).
 //!
 //! The pool size bounds how many such reads compute at once; a read waits for a free
-//! connection, and gives it back only when its work has really ended.
+//! connection, and gives it back only when its work has really ended. Each read and each
+//! statement of a reader is counted in the server's [`WorkCounters`].
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,8 +19,10 @@ use diesel::Connection;
 use tokio::sync::Semaphore;
 
 use super::connection::{open_connection, read_only, ConnectionSetup};
+use super::counted::count_statements;
 use super::{DbError, Store};
 use crate::hedberg::budget::{self, Budget, Limits};
+use crate::metrics::{StatementsOn, WorkCounters};
 
 /// How long a read waits for the pool to open a connection before it fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -30,13 +33,16 @@ pub(crate) struct ReadPool {
     /// `None` once closed.
     pool: Arc<Mutex<Option<Pool<Readers>>>>,
     permits: Arc<Semaphore>,
+    work: Arc<WorkCounters>,
 }
 
-/// How the pool (r2d2) opens and checks a reader: rummy's connection setup, read-only.
+/// How the pool (r2d2) opens and checks a reader: rummy's connection setup, read-only, its
+/// statements counted.
 #[derive(Debug)]
 struct Readers {
     store: Store,
     setup: ConnectionSetup,
+    work: Arc<WorkCounters>,
 }
 
 impl ManageConnection for Readers {
@@ -46,6 +52,7 @@ impl ManageConnection for Readers {
     fn connect(&self) -> Result<Conn, DbError> {
         let mut conn = open_connection(&self.store, self.setup)?;
         read_only(&mut conn)?;
+        count_statements(&mut conn, &self.work, StatementsOn::Reader);
         Ok(conn)
     }
 
@@ -68,8 +75,14 @@ impl Drop for CancelOnDrop {
 }
 
 impl ReadPool {
-    /// A pool of at most `size` (at least 1) connections, opened when first needed.
-    pub(crate) fn new(store: &Store, setup: ConnectionSetup, size: usize) -> ReadPool {
+    /// A pool of at most `size` (at least 1) connections, opened when first needed, whose
+    /// reads and statements are counted in `work`.
+    pub(crate) fn new(
+        store: &Store,
+        setup: ConnectionSetup,
+        size: usize,
+        work: &Arc<WorkCounters>,
+    ) -> ReadPool {
         let size = size.max(1);
         let pool = Pool::builder()
             .max_size(u32::try_from(size).unwrap_or(u32::MAX))
@@ -80,10 +93,12 @@ impl ReadPool {
             .build_unchecked(Readers {
                 store: store.clone(),
                 setup,
+                work: Arc::clone(work),
             });
         ReadPool {
             pool: Arc::new(Mutex::new(Some(pool))),
             permits: Arc::new(Semaphore::new(size)),
+            work: Arc::clone(work),
         }
     }
 
@@ -100,6 +115,7 @@ impl ReadPool {
             .acquire_owned()
             .await
             .map_err(|error| DbError::Internal(format!("reader pool closed: {error}")))?;
+        self.work.read();
         let cancelled = Arc::new(AtomicBool::new(false));
         let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancelled));
         let pool = self

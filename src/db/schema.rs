@@ -161,6 +161,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    run_events (run_id, seq) {
+        run_id -> BigInt,
+        seq -> BigInt,
+        bytes -> BigInt,
+        created_ms -> BigInt,
+        frame -> Text,
+    }
+}
+
+diesel::table! {
     v_unresolved (id) {
         id -> BigInt,
         run_id -> BigInt,
@@ -270,6 +280,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     turn_context,
     rpc_log,
     run_actions,
+    run_events,
     memory_facts,
     memory_history,
     memory_disabled,

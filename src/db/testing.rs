@@ -5,6 +5,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub(crate) mod stored;
+
 use diesel::connection::SimpleConnection;
 
 use crate::db::Conn;

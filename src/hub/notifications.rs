@@ -6,12 +6,13 @@ use serde_json::Value;
 use crate::context::BucketShare;
 use crate::db::enums::CallPurpose;
 use crate::db::enums::{EntryStatus, RunStatus};
+use crate::db::events::Unnumbered;
 use crate::db::models::run::PurposeUsage;
 use crate::usage::{Micros, StandingView, Tokens};
 
-/// A notification about one run, before the hub numbers it.
+/// A notification about one run, before the event log numbers it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Notification {
+pub(crate) enum Notification {
     /// `run/progress`: a turn is thinking or processing.
     Progress(RunProgress),
     /// `run/state`: a turn finished.
@@ -21,20 +22,31 @@ pub enum Notification {
 }
 
 impl Notification {
-    /// The JSON-RPC notification frame, numbered `seq` within its run (the one piece of
-    /// JSON-RPC outside `rpc/` and `ws/`: the hub serializes each notification once for
-    /// all its subscribers).
-    pub fn frame(&self, seq: u64) -> Result<String, serde_json::Error> {
+    /// The frame with a hole for its `seq`, the last of its params, which the event log fills
+    /// in as it numbers it (the one piece of JSON-RPC outside `rpc/` and `ws/`: each
+    /// notification is serialized once, for the log and every subscriber).
+    pub(crate) fn unnumbered(&self) -> Result<Unnumbered, serde_json::Error> {
+        let params = match self {
+            Notification::Progress(params) => serde_json::to_string(params),
+            Notification::State(params) => serde_json::to_string(params),
+            Notification::Proposal(params) => serde_json::to_string(params),
+        }?;
+        let fields = params
+            .strip_prefix('{')
+            .and_then(|params| params.strip_suffix('}'))
+            .unwrap_or_default();
+        let comma = if fields.is_empty() { "" } else { "," };
         let method = self.method();
-        match self {
-            Notification::Progress(params) => frame_text(method, params, seq),
-            Notification::State(params) => frame_text(method, params, seq),
-            Notification::Proposal(params) => frame_text(method, params, seq),
-        }
+        Ok(Unnumbered {
+            before: format!(
+                r#"{{"jsonrpc":"2.0","method":"{method}","params":{{{fields}{comma}"seq":"#
+            ),
+            after: "}}",
+        })
     }
 
     /// The wire method name.
-    pub fn method(&self) -> &'static str {
+    pub(crate) fn method(&self) -> &'static str {
         match self {
             Notification::Progress(_) => "run/progress",
             Notification::State(_) => "run/state",
@@ -43,37 +55,10 @@ impl Notification {
     }
 }
 
-/// A notification frame, serialized straight from its typed params.
-#[derive(Serialize)]
-struct Frame<'a, P> {
-    jsonrpc: &'static str,
-    method: &'static str,
-    params: Numbered<'a, P>,
-}
-
-/// Params with the hub's `seq` added.
-#[derive(Serialize)]
-struct Numbered<'a, P> {
-    #[serde(flatten)]
-    params: &'a P,
-    seq: u64,
-}
-
-fn frame_text<P: Serialize>(
-    method: &'static str,
-    params: &P,
-    seq: u64,
-) -> Result<String, serde_json::Error> {
-    serde_json::to_string(&Frame {
-        jsonrpc: "2.0",
-        method,
-        params: Numbered { params, seq },
-    })
-}
-
 /// Where a turn is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub enum ProgressStatus {
     /// Context assembled; the LLM is about to be called.
     Thinking,
@@ -83,7 +68,7 @@ pub enum ProgressStatus {
 
 /// `run/progress` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RunProgress {
+pub(crate) struct RunProgress {
     /// Run alias.
     pub run: String,
     /// Run-global turn number.
@@ -94,7 +79,7 @@ pub struct RunProgress {
 
 /// `run/proposal` params.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunProposal {
+pub(crate) struct RunProposal {
     /// Run alias.
     pub run: String,
     /// The new proposals.
@@ -363,6 +348,23 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
+
+    #[test]
+    fn a_run_notification_is_numbered_as_the_last_of_its_params() {
+        let progress = Notification::Progress(RunProgress {
+            run: "r_1".into(),
+            turn: 3,
+            status: ProgressStatus::Thinking,
+        });
+        let text = progress.unnumbered().unwrap().numbered(42);
+        let frame: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            frame,
+            json!({"jsonrpc": "2.0", "method": "run/progress",
+                   "params": {"run": "r_1", "turn": 3, "status": "thinking", "seq": 42}})
+        );
+        assert!(text.ends_with(r#""seq":42}}"#), "{text}");
+    }
 
     #[test]
     fn ui_frames_carry_the_protocol_shapes_without_seq() {

@@ -21,6 +21,7 @@ use super::gate::{ProviderGate, Slot};
 use super::ledger::{CallFor, Ledger};
 use super::retry::RetryPolicy;
 use super::route::ProviderKind;
+use crate::db::events::Publication;
 use crate::metrics::ProviderMetrics;
 
 /// The actor serving one provider. Calls run as spawned futures, never on the actor itself,
@@ -63,7 +64,8 @@ impl Actor for LlmProvider {
 
 /// Complete a chat. `request.model` is the provider's own model name (prefix removed).
 /// Cancelling `cancel` drops the in-flight request and answers `LlmError::Aborted`; an
-/// answer is recorded once in the usage of the run `call` names.
+/// answer is recorded once in the usage of the run `call` names, with `announce` (a
+/// notification that the answer came, written to the event log in the same unit of work).
 #[derive(Debug)]
 pub struct Complete {
     pub request: ChatRequest,
@@ -71,6 +73,7 @@ pub struct Complete {
     /// ledger records it.
     pub actual: String,
     pub call: CallFor,
+    pub announce: Option<Publication>,
     pub cancel: CancellationToken,
 }
 
@@ -97,6 +100,7 @@ impl Handler<Complete> for LlmProvider {
             request,
             actual,
             call,
+            announce,
             cancel,
         } = message;
         let provider = self.provider;
@@ -130,7 +134,12 @@ impl Handler<Complete> for LlmProvider {
             );
             result
         };
-        Box::pin(metered(ledger, call, actual, request, answered).instrument(span))
+        let recorded = Recorded {
+            call,
+            actual,
+            announce,
+        };
+        Box::pin(metered(ledger, recorded, request, answered).instrument(span))
     }
 }
 
@@ -151,18 +160,32 @@ async fn admitted(
     client.complete(provider, request).await
 }
 
-/// A completion's spending, in one place with [`admitted`]: what the call is for comes in
-/// with it, and its answer's usage is recorded once, after the answer and whatever happens
-/// to the caller then, before its `slot` is given back.
-async fn metered(
-    ledger: Ledger,
+/// What a completion's answer is recorded as: the call it was, the model's `actual`, and
+/// the notification to write with it.
+struct Recorded {
     call: CallFor,
     actual: String,
+    announce: Option<Publication>,
+}
+
+/// A completion's spending, in one place with [`admitted`]: what the call is for comes in
+/// with it, and its answer's usage is recorded once (with its announcement), after the
+/// answer and whatever happens to the caller then, before its `slot` is given back.
+async fn metered(
+    ledger: Ledger,
+    recorded: Recorded,
     request: Arc<ChatRequest>,
     completion: impl Future<Output = Result<(ChatResponse, Slot), LlmError>>,
 ) -> Result<ChatResponse, LlmError> {
     let (response, slot) = completion.await?;
-    ledger.record(call, actual, &request, &response).await;
+    let Recorded {
+        call,
+        actual,
+        announce,
+    } = recorded;
+    ledger
+        .record(call, actual, &request, &response, announce)
+        .await;
     drop(slot);
     Ok(response)
 }

@@ -1,7 +1,9 @@
 //! The record of every answered model call (`model_calls`): a run's turns, a sub-agent's
 //! turns (`subagent`, under the sub-agent's run) and memory's sidecar calls alike. A caller
 //! says whom and what a call is for ([`CallFor`]) with its request; the provider actor
-//! records the answer once, here, and no caller writes a record of its own. A call that
+//! records the answer once, here, and no caller writes a record of its own; with it, in the
+//! same unit of work, the notification its caller asked to announce the answer with (a
+//! turn's `run/progress processing`, `db::events`). A call that
 //! failed, timed out or was cancelled before its answer recorded nothing. Its cost is fixed
 //! when recorded ([`charged`]): what the provider reported, else the catalogue's price of
 //! the model then. What the provider reported is recorded within sane bounds
@@ -14,9 +16,10 @@
 use std::sync::Arc;
 
 use crate::db::enums::CallPurpose;
+use crate::db::events::Publication;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::ModelCallForm;
-use crate::db::queries::usage;
+use crate::db::queries::{run_events, usage};
 use crate::db::DbHandle;
 
 use super::chat::{ChatRequest, ChatResponse, Usage};
@@ -86,19 +89,22 @@ impl Ledger {
 
     /// Records one answered call of `model` (the catalogue's `actual`): what the provider
     /// reported it used, within the model's bound, its counts left out estimated from the
-    /// texts of `request` and `response`, at the price the catalogue has for it now. A
-    /// failure to write is logged: the answer stands.
+    /// texts of `request` and `response`, at the price the catalogue has for it now; and, in
+    /// the same unit of work, appends `announce` to the event log. A failure to write is
+    /// logged (the announcement is then not sent): the answer stands.
     pub(super) async fn record(
         &self,
         call: CallFor,
         model: String,
         request: &ChatRequest,
         response: &ChatResponse,
+        announce: Option<Publication>,
     ) {
         let used = response.usage;
         let estimate = self.estimate(request, response, &used);
         let spending = self.spending.clone();
         let at = spending.clock().now();
+        let bounds = self.db.event_bounds();
         let recorded = self
             .db
             .call(move |conn| {
@@ -121,6 +127,14 @@ impl Ledger {
                 };
                 let project = usage::record_call(conn, &form)?;
                 let warnings = spending.warnings(conn, call.run, at)?;
+                if let Some(Publication {
+                    project,
+                    run,
+                    frame,
+                }) = announce
+                {
+                    run_events::append(conn, &bounds, project, run, &[frame])?;
+                }
                 Ok((form, project, warnings, amended))
             })
             .await;

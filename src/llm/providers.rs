@@ -14,6 +14,7 @@ use super::ledger::{CallFor, Ledger};
 use super::route::{ProviderKind, Route};
 use super::settings::LlmOptions;
 use super::spending::Spending;
+use crate::db::events::Publication;
 use crate::metrics::ProviderMetrics;
 
 /// Handles to the four provider actors, and what each counts of its calls. Cheap to clone.
@@ -90,8 +91,21 @@ impl LlmProviders {
     /// request; the former answers `LlmError::Aborted`.
     pub async fn complete(
         &self,
+        request: ChatRequest,
+        call: CallFor,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, LlmError> {
+        self.complete_announcing(request, call, None, cancel).await
+    }
+
+    /// [`complete`](Self::complete), writing `announce` to the event log in the unit of work
+    /// that records the answer (a turn's `run/progress processing`: sent once the answer is
+    /// recorded, at no unit of its own).
+    pub(crate) async fn complete_announcing(
+        &self,
         mut request: ChatRequest,
         call: CallFor,
+        announce: Option<Publication>,
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError> {
         let route = Route::from_actual(&request.model);
@@ -103,6 +117,7 @@ impl LlmProviders {
                 request,
                 actual,
                 call,
+                announce,
                 cancel: call_cancel,
             })
             .await

@@ -3,6 +3,7 @@
 
 pub mod context;
 pub mod recall;
+pub mod replay;
 pub mod sandbox;
 pub mod scan;
 pub mod store;

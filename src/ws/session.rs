@@ -215,10 +215,13 @@ impl WsSession {
         self.send_text(ctx, message.to_string());
     }
 
+    /// Sends a reply frame, counted (a notification frame is counted by the hub that
+    /// offers it).
     fn send_text(&self, ctx: &mut ws::WebsocketContext<Self>, text: String) {
         if self.state.agent.settings.log.debug {
             tracing::debug!(conn = self.id, frame = %text, "outbound");
         }
+        self.state.agent.metrics.work().frame(text.len());
         ctx.text(text);
     }
 

@@ -61,9 +61,14 @@ async fn only_progress(client: &mut Client) -> Value {
     notification["params"].clone()
 }
 
+/// A server whose model `fake` a run may be created with (never called).
+async fn app_with_a_model() -> TestApp {
+    TestApp::start_with(&[("RUMMY_MODEL_fake", "openai/fake")]).await
+}
+
 #[actix_web::test]
 async fn notifications_reach_only_the_connections_of_their_project() {
-    let app = TestApp::start().await;
+    let app = app_with_a_model().await;
     let mut watcher = app.client().await;
     let (mut alpha, root_alpha) = app.client_in_project("alpha").await;
     let mut alpha_too = app.client().await;
@@ -71,36 +76,42 @@ async fn notifications_reach_only_the_connections_of_their_project() {
     let mut beta = app.client().await;
     let beta_id = beta.init("beta", &app.project_root("beta")).await;
     assert_ne!(alpha_id, beta_id);
+    let run_a = alpha_too.start_run("fake").await;
+    let run_b = beta.start_run("fake").await;
 
     app.server
-        .publish_progress(alpha_id, 1, "run_a", 1, ProgressStatus::Thinking);
+        .publish_progress(alpha_id, &run_a, 1, ProgressStatus::Thinking)
+        .await;
     let thinking = only_progress(&mut alpha).await;
     let first = thinking["seq"].as_u64().unwrap();
     assert_eq!(
         thinking,
-        json!({"run": "run_a", "turn": 1, "status": "thinking", "seq": first})
+        json!({"run": run_a, "turn": 1, "status": "thinking", "seq": first})
     );
     assert_eq!(only_progress(&mut alpha_too).await, thinking);
     app.server
-        .publish_progress(alpha_id, 1, "run_a", 1, ProgressStatus::Processing);
-    let processing = json!({"run": "run_a", "turn": 1, "status": "processing", "seq": first + 1});
+        .publish_progress(alpha_id, &run_a, 1, ProgressStatus::Processing)
+        .await;
+    let processing = json!({"run": run_a, "turn": 1, "status": "processing", "seq": first + 1});
     assert_eq!(only_progress(&mut alpha).await, processing);
     assert_eq!(only_progress(&mut alpha_too).await, processing);
 
     app.server
-        .publish_progress(beta_id, 2, "run_b", 4, ProgressStatus::Thinking);
+        .publish_progress(beta_id, &run_b, 4, ProgressStatus::Thinking)
+        .await;
     let beta_thinking = only_progress(&mut beta).await;
     let beta_first = beta_thinking["seq"].as_u64().unwrap();
     assert_eq!(
         beta_thinking,
-        json!({"run": "run_b", "turn": 4, "status": "thinking", "seq": beta_first}),
+        json!({"run": run_b, "turn": 4, "status": "thinking", "seq": beta_first}),
         "beta saw nothing of alpha's run"
     );
 
     watcher.init("beta", &app.project_root("beta")).await;
     app.server
-        .publish_progress(beta_id, 2, "run_b", 4, ProgressStatus::Processing);
-    let next = json!({"run": "run_b", "turn": 4, "status": "processing", "seq": beta_first + 1});
+        .publish_progress(beta_id, &run_b, 4, ProgressStatus::Processing)
+        .await;
+    let next = json!({"run": run_b, "turn": 4, "status": "processing", "seq": beta_first + 1});
     assert_eq!(
         only_progress(&mut watcher).await,
         next,
@@ -111,25 +122,34 @@ async fn notifications_reach_only_the_connections_of_their_project() {
 
 #[actix_web::test]
 async fn re_init_moves_a_connection_to_the_new_project() {
-    let app = TestApp::start().await;
+    let app = app_with_a_model().await;
     let (mut alpha, root_alpha) = app.client_in_project("alpha").await;
     let mut mover = app.client().await;
     let alpha_id = mover.init("alpha", &root_alpha).await;
+    let run_a = mover.start_run("fake").await;
     let beta_id = mover.init("beta", &app.project_root("beta")).await;
+    let run_b = mover.start_run("fake").await;
 
     app.server
-        .publish_progress(alpha_id, 1, "run_a", 1, ProgressStatus::Thinking);
-    assert_eq!(only_progress(&mut alpha).await["run"], json!("run_a"));
+        .publish_progress(alpha_id, &run_a, 1, ProgressStatus::Thinking)
+        .await;
+    assert_eq!(only_progress(&mut alpha).await["run"], json!(run_a));
     app.server
-        .publish_progress(beta_id, 2, "run_b", 1, ProgressStatus::Thinking);
+        .publish_progress(beta_id, &run_b, 1, ProgressStatus::Thinking)
+        .await;
     let heard = only_progress(&mut mover).await;
     assert_eq!(
         (&heard["run"], &heard["status"]),
-        (&json!("run_b"), &json!("thinking")),
+        (&json!(run_b), &json!("thinking")),
         "the mover no longer hears alpha: {heard}"
     );
     let runs = mover.ok("getRuns", json!({})).await;
-    assert_eq!(runs, json!([]), "getRuns follows the new binding");
+    assert_eq!(
+        runs.as_array().map(Vec::len),
+        Some(1),
+        "getRuns follows the new binding"
+    );
+    assert_eq!(runs[0]["run"], json!(run_b));
 }
 
 #[actix_web::test]

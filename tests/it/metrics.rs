@@ -102,6 +102,18 @@ async fn metrics_follow_connections_turns_llm_calls_and_the_loop_queue() {
         value(&after_one, "rummy_replay_bytes") > 0.0,
         "the run's notifications are kept for run/replay"
     );
+    let moved = |sample: &str| value(&after_one, sample) - value(&before, sample);
+    assert_eq!(moved(r#"rummy_llm_requests_total{provider="openai"}"#), 1.0);
+    for sample in [
+        r#"rummy_sql_statements_total{connection="writer"}"#,
+        r#"rummy_sql_statements_total{connection="reader"}"#,
+        "rummy_store_units_total",
+        "rummy_store_reads_total",
+        "rummy_frames_sent_total",
+        "rummy_frame_bytes_sent_total",
+    ] {
+        assert!(moved(sample) > 0.0, "the ask's work counts in {sample}");
+    }
 
     let failed = client
         .ok(

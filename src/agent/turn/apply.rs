@@ -1,14 +1,14 @@
 //! The apply stage: one unit of work on the DB thread that writes the turn's audit copies,
 //! records and runs the reply's commands (with what was gathered for them), heals the status
 //! when the model gave neither summarize nor update, and reads the state the clients are
-//! told.
+//! told (appending it to the event log, `agent::state::Telling`).
 
 use std::sync::Arc;
 
 use serde_json::json;
 
 use crate::agent::error::LoopError;
-use crate::agent::state::StoredState;
+use crate::agent::state::{Telling, Told};
 use crate::agent::turn::audit::TurnAudit;
 use crate::agent::turn::{TurnInput, TurnReport};
 use crate::agent::AgentContext;
@@ -38,7 +38,8 @@ pub(super) struct Prepared {
 
 /// In one unit of work on the DB thread: writes the audit copies, records and runs the
 /// response's commands, heals the status when the model gave neither summarize nor update,
-/// and reads the state the clients are told.
+/// and reads (and appends to the event log) what `telling` tells the clients.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn apply(
     agent: &AgentContext,
     input: &TurnInput<'_>,
@@ -47,7 +48,8 @@ pub(super) async fn apply(
     content: &str,
     prepared: Prepared,
     mut gate: Box<dyn WriteGate>,
-) -> Result<(TurnReport, StoredState), LoopError> {
+    telling: Telling,
+) -> Result<(TurnReport, Told), LoopError> {
     let Prepared {
         commands,
         work,
@@ -70,7 +72,7 @@ pub(super) async fn apply(
     let (run_id, loop_id) = (input.run_id, input.loop_row.id);
     // A dispatch that fails rolled back its own savepoint; its refusal keeps the audit
     // copies, the store's failure rolls them back too.
-    let (outcome, stored) = agent
+    let (outcome, told) = agent
         .db
         .call_refusable(move |conn| {
             audit.write(conn, run_id, loop_id)?;
@@ -87,11 +89,11 @@ pub(super) async fn apply(
             if outcome.needs_healing {
                 write_healed(conn, &dispatch_input, healed, &mut outcome)?;
             }
-            let stored = StoredState::read(conn, run_id)?;
-            Ok::<_, ToolError>((outcome, stored))
+            let told = telling.read(conn)?;
+            Ok::<_, ToolError>((outcome, told))
         })
         .await?;
-    Ok((TurnReport::of(turn, outcome, calls), stored))
+    Ok((TurnReport::of(turn, outcome, calls), told))
 }
 
 /// The status the reply stands for when it gave neither summarize nor update.

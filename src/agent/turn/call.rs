@@ -1,7 +1,7 @@
 //! The second stage of a turn: the model called with the measured packet (the provider
 //! records the call in the run's usage), the clients told it is thinking and then
-//! processing, the usage passed on for calibration, and the reply parsed into commands (off
-//! the executor).
+//! processing (written with the answer's record), the usage passed on for calibration, and
+//! the reply parsed into commands (off the executor).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,17 +37,13 @@ pub(super) async fn call_model(
 ) -> Result<Reply, LoopError> {
     let (run, project, turn) = (input.run_id, measured.project, measured.row.sequence);
     let progress = |status| {
-        agent.hubs.publish(
-            project,
-            run,
-            Notification::Progress(RunProgress {
-                run: measured.alias.clone(),
-                turn: i64::from(turn),
-                status,
-            }),
-        );
+        Notification::Progress(RunProgress {
+            run: measured.alias.clone(),
+            turn: i64::from(turn),
+            status,
+        })
     };
-    progress(ProgressStatus::Thinking);
+    crate::hub::publish(&agent.db, project, run, &progress(ProgressStatus::Thinking));
     agent.plugins.emit(Event::TurnStarted {
         run,
         loop_id: input.loop_row.id,
@@ -87,7 +83,12 @@ pub(super) async fn call_model(
         turn,
         purpose,
     };
-    let mut response = agent.llm.complete(request, this_turn, cancel).await?;
+    // `processing` is written with the answer's record, and sent once that is committed.
+    let processing = crate::hub::publication(project, run, &progress(ProgressStatus::Processing));
+    let mut response = agent
+        .llm
+        .complete_announcing(request, this_turn, processing, cancel)
+        .await?;
     if let Some(refusal) = response
         .refusal
         .as_ref()
@@ -107,7 +108,6 @@ pub(super) async fn call_model(
     });
     let llm_ms = llm_started.elapsed().as_millis() as u64;
     agent.metrics.record_turn();
-    progress(ProgressStatus::Processing);
     let (content, parsed) = parse_off_the_executor(agent, response.content).await?;
     response.content = content;
     agent.plugins.emit(Event::TurnResponse {

@@ -3,7 +3,7 @@
 //! rejection stops it, an acceptance after the model summarized completes it, otherwise a
 //! loop continues it with the proposing loop's mode and flags.
 //!
-//! Stages: *place* (where an accepted command runs: on the server when the project says so,
+//! Stages: *commands* (where an accepted command runs: on the server when the project says so,
 //! and nothing of the run is resolved while one of its commands runs there), *find* (the
 //! proposal, pending: else the clear answer why not), *claim* (an acceptance whose tool
 //! works outside the store — a command on the server, an MCP or plugin call — claims the
@@ -15,7 +15,6 @@
 
 mod record;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -34,7 +33,7 @@ use crate::db::Conn;
 use crate::db::DbError;
 use crate::plugins::bundled::tools::command_proposal::RanOnServer;
 use crate::plugins::engine::resolve::{acceptance, gathered, Resolution};
-use crate::plugins::gather::Accepting;
+use crate::plugins::gather::{Accepting, RunPlace};
 use crate::sandbox::policy::{CommandPolicy, ProjectChoice};
 use crate::sandbox::runner::CommandPlace;
 
@@ -49,15 +48,16 @@ pub(crate) struct Resolving {
     pub output: Option<String>,
 }
 
-/// `person`'s `resolving` of a proposal of `run`, whose project is rooted at `root`.
+/// `person`'s `resolving` of a proposal of `run`, which is at `place`.
 pub(crate) async fn resolve(
     agent: &AgentContext,
     run: RunRow,
     resolving: Resolving,
     person: Option<String>,
-    root: &Path,
+    place: &RunPlace,
 ) -> Result<Answer, VerbError> {
-    let policy = place(agent, &run, &resolving).await?;
+    let root = place.root.as_path();
+    let policy = command_policy(agent, &run, &resolving).await?;
     let proposal = find(agent, &run, &resolving.path).await?;
     let commands = policy.as_ref().map(|policy| CommandPlace {
         commands: &agent.commands,
@@ -69,6 +69,7 @@ pub(crate) async fn resolve(
     });
     let accepting = Accepting {
         proposal: &proposal,
+        place,
         commands,
     };
     let half = match resolving.action {
@@ -110,7 +111,7 @@ pub(crate) async fn resolve(
 /// The project's command policy when its accepted commands run on the server (`None`: its
 /// clients run them); refused while a command of the run runs here and `resolving` is not
 /// for it.
-async fn place(
+async fn command_policy(
     agent: &AgentContext,
     run: &RunRow,
     resolving: &Resolving,

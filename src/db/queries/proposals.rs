@@ -49,7 +49,7 @@ pub(crate) fn resolve(
     body: &str,
 ) -> Result<bool, DbError> {
     let updated = statement(
-        "UPDATE known_entries SET status = ?, body = ?, updated_at = CURRENT_TIMESTAMP
+        "UPDATE known_entries SET status = ?, body = ?, updated_at = datetime('now')
          WHERE run_id = ? AND path = ? AND status = 202",
     )
     .bind::<Integer, _>(status)
@@ -106,7 +106,7 @@ pub(crate) fn release(conn: &mut Conn, run: RunId, path: &str) -> Result<bool, D
 /// [`WITHDRAWN`]), and marks the claimed ones aborted; how many were withdrawn.
 pub(crate) fn withdraw(conn: &mut Conn, run: RunId) -> Result<usize, DbError> {
     let withdrawn = statement(
-        "UPDATE known_entries SET status = 499, body = ?, updated_at = CURRENT_TIMESTAMP
+        "UPDATE known_entries SET status = 499, body = ?, updated_at = datetime('now')
          WHERE run_id = ? AND status = 202 AND path NOT IN (
              SELECT path FROM proposal_claims WHERE run_id = ?)",
     )

@@ -49,6 +49,9 @@ impl TestProviders {
                 readers: 1,
                 rpc_log: crate::db::queries::rpc_log::RpcLogBounds::default(),
                 entry_changes: None,
+                events: crate::db::queries::run_events::EventBounds::default(),
+                sent: None,
+                work: std::sync::Arc::default(),
             },
         )
         .unwrap();

@@ -11,6 +11,7 @@ use crate::db::ids::RunId;
 use crate::db::models::run::RunRow;
 use crate::db::queries::{projects, runs};
 use crate::error::AppError;
+use crate::plugins::gather::RunPlace;
 use crate::rpc::call::Reply;
 use crate::rpc::held_calls::{HeldAnswer, HeldCall, HeldMethod};
 
@@ -36,26 +37,30 @@ async fn execute_call(agent: &AgentContext, call: HeldCall) -> Result<Reply, App
             inject::inject(agent, run, person, message).await?
         }
         HeldMethod::Resolve(resolving) => {
-            let (run, root) = stored_run(agent, run).await?;
-            resolve::resolve(agent, run, resolving, person, &root).await?
+            let (run, place) = stored_run(agent, run).await?;
+            resolve::resolve(agent, run, resolving, person, &place).await?
         }
     };
     Reply::of(answer)
 }
 
-/// The run as the store has it, and its project's root.
-async fn stored_run(agent: &AgentContext, run: RunId) -> Result<(RunRow, PathBuf), AppError> {
+/// The run as the store has it, and where it is.
+async fn stored_run(agent: &AgentContext, run: RunId) -> Result<(RunRow, RunPlace), AppError> {
     let stored = agent
         .db
         .read(move |conn| {
             let Some(run) = runs::get_run(conn, run)? else {
                 return Ok(None);
             };
-            let root = projects::get_project(conn, run.project_id)?
-                .and_then(|project| project.project_root)
-                .map(PathBuf::from)
-                .unwrap_or_default();
-            Ok(Some((run, root)))
+            let Some(project) = projects::get_project(conn, run.project_id)? else {
+                return Ok(None);
+            };
+            let place = RunPlace {
+                alias: run.alias.clone(),
+                project: project.name,
+                root: project.project_root.map(PathBuf::from).unwrap_or_default(),
+            };
+            Ok(Some((run, place)))
         })
         .await?;
     stored.ok_or_else(|| AppError::Internal("the run disappeared".into()))

@@ -14,8 +14,10 @@ use crate::db::queries::models;
 use crate::error::AppError;
 use crate::plugins::engine::resolve::Resolution;
 use crate::plugins::events::Event;
-use crate::plugins::filters::{RunAsked, RunConfig, RunRequest};
+use crate::plugins::filters::RunRequest;
+use crate::plugins::gather::RunPlace;
 use crate::rpc::call::{CallContext, Reply};
+use crate::rpc::handlers::run_settings;
 use crate::rpc::handlers::runs::{find_run, validate_settings};
 use crate::rpc::held_calls;
 use crate::rpc::held_calls::HeldMethod;
@@ -144,12 +146,8 @@ async fn configured(
     mode: LoopMode,
     params: AskParams,
 ) -> Result<(LoopMode, AskParams), AppError> {
-    let plugins = &context.agent.plugins;
-    if !plugins.has_filters::<RunConfig>() {
-        return Ok((mode, params));
-    }
-    let mut request = RunRequest {
-        mode,
+    let request = RunRequest {
+        mode: Some(mode),
         model: params.model.0.clone(),
         temperature: params.temperature,
         context_limit: params.context_limit,
@@ -160,17 +158,9 @@ async fn configured(
         no_proposals: params.no_proposals,
         refusal: None,
     };
-    let asked = RunAsked {
-        project: context.project()?.id,
-    };
-    plugins.filter::<RunConfig>(&mut request, &asked).await;
-    if let Some(refusal) = request.refusal {
-        return Err(AppError::InvalidParam(format!(
-            "A plugin refused the run: {refusal}"
-        )));
-    }
+    let request = run_settings::filtered(context, mode.as_str(), request).await?;
     let mode = match request.mode {
-        LoopMode::Ask => LoopMode::Ask,
+        Some(LoopMode::Ask) => LoopMode::Ask,
         _ => mode,
     };
     let params = AskParams {
@@ -258,8 +248,13 @@ pub(crate) async fn resolve(
     if let Some(answer) = held_calls::ask(&context, run.id, held).await {
         return answer;
     }
-    let root = context.project()?.root.clone();
-    let answer = resolve::resolve(&context.agent, run, resolving, context.person(), &root).await?;
+    let binding = context.project()?;
+    let place = RunPlace {
+        alias: run.alias.clone(),
+        project: binding.name.clone(),
+        root: binding.root.clone(),
+    };
+    let answer = resolve::resolve(&context.agent, run, resolving, context.person(), &place).await?;
     Reply::of(answer)
 }
 

@@ -1,10 +1,10 @@
 //! `run/replay`: the notifications of a run that a reconnecting client missed.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::error::AppError;
-use crate::hub::replay::ReplayError;
+use crate::hub::replay::{self, ReplayError};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::find_run;
 use crate::rpc::params::Required;
@@ -19,30 +19,43 @@ pub(crate) struct ReplayParams {
 
 /// One notification as it was sent, without `jsonrpc`.
 #[derive(Deserialize, Serialize)]
-struct Sent {
-    method: String,
-    params: Value,
+struct Sent<'a> {
+    #[serde(borrow)]
+    method: &'a str,
+    #[serde(borrow)]
+    params: &'a RawValue,
 }
 
 #[derive(Serialize)]
-struct Replayed {
-    notifications: Vec<Sent>,
+struct Replayed<'a> {
+    notifications: Vec<Sent<'a>>,
 }
 
-/// `run/replay`: the run's notifications after `since`, in order, asked of its project's hub
-/// (so none published meanwhile falls between the answer and the live ones).
+/// `run/replay`: the run's notifications after `since`, in order, read from the event log
+/// once the project's hub has handed on what it had (so none published meanwhile falls
+/// between the answer and the live ones).
 pub(crate) async fn replay(context: CallContext, params: ReplayParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    let kept = context
-        .agent
+    let agent = &context.agent;
+    agent
         .hubs
-        .replay(run.project_id, run.id, params.since)
+        .caught_up(run.project_id)
         .await
         .map_err(|error| AppError::Internal(format!("notification hub unavailable: {error}")))?;
-    let frames = kept.map_err(|error| match error {
-        ReplayError::NotKept { since } => AppError::NotificationsNotKept {
+    let (run_id, since) = (run.id, params.since);
+    let most = match agent.settings.server.replay_per_run {
+        0 => u64::MAX,
+        most => most,
+    };
+    let missed = agent
+        .db
+        .read(move |conn| replay::missed(conn, run_id, since, most))
+        .await?;
+    let frames = missed.map_err(|error| match error {
+        ReplayError::NotKept { since, latest } => AppError::NotificationsNotKept {
             run: run.alias.clone(),
             since,
+            latest,
         },
         ReplayError::Ahead { since, latest } => AppError::InvalidParam(format!(
             "since {since} is ahead of run '{}', whose latest seq is {latest}",
@@ -52,7 +65,7 @@ pub(crate) async fn replay(context: CallContext, params: ReplayParams) -> Result
     let notifications = frames
         .iter()
         .map(|frame| serde_json::from_str(frame))
-        .collect::<Result<Vec<Sent>, _>>()
+        .collect::<Result<Vec<Sent<'_>>, _>>()
         .map_err(|error| AppError::Internal(format!("cannot read a kept notification: {error}")))?;
     Reply::of(Replayed { notifications })
 }

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Instructions per turn of a rummy server with default settings (README's "Work per turn"):
+# the server runs under `valgrind --tool=callgrind` uninstrumented, one client asks
+# WARMUP 3-turn `ask` loops against rummy-load's fake LLM (which answers at once), then
+# instrumentation is switched on for LOOPS more loops, one after the other, and the instructions
+# the server ran meanwhile are divided by the model requests the fake served (the turns, and
+# memory's session notes' refreshes) and by the loops. A fixed workload, unlike
+# benches/cpu_per_turn.sh's timed one, so two builds compare turn for turn; the figure is
+# recorded in the README, never asserted. Release binaries, everything on loopback:
+#
+#   cargo build --release --bins --features testing
+#   benches/callgrind-turn.sh [SERVER_BINARY] [LOOPS] [WARMUP]
+#       # defaults: target/release/rummy, 50 loops, 5 warm-up loops
+#
+# RUMMY_LOAD names another rummy-load binary (default target/release/rummy-load).
+# SERVER_BINARY may be another build (a checkout of an older commit): the load tool and the
+# fake LLM are always this checkout's. Instruction counts hardly depend on the machine's
+# other load (threads' timers and wake-ups move them by a fraction of a percent).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+SERVER=${1:-target/release/rummy}
+LOOPS=${2:-50}
+WARMUP=${3:-5}
+LOAD=${RUMMY_LOAD:-target/release/rummy-load}
+[ -x "$SERVER" ] && [ -x "$LOAD" ] || {
+  echo "build first: cargo build --release --bins --features testing" >&2
+  exit 1
+}
+command -v valgrind >/dev/null && command -v callgrind_control >/dev/null || {
+  echo "valgrind (with callgrind_control) is needed: apt-get install valgrind" >&2
+  exit 1
+}
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_ready() {
+  for _ in $(seq 1 1200); do
+    curl -sf "http://127.0.0.1:$1/readyz" >/dev/null && return 0
+    sleep 0.1
+  done
+  echo "rummy on port $1 did not become ready" >&2
+  return 1
+}
+
+# The model requests the fake has served so far.
+served() {
+  curl -sf "http://127.0.0.1:$LLM_PORT/stats" | python3 -c 'import json, sys; print(json.load(sys.stdin)["completions"])'
+}
+
+# LOOPS ask loops, one after the other, each in a new run.
+loops() {
+  "$LOAD" --url "ws://127.0.0.1:$PORT/" --connections 0 --asks 1 --requests "$1" \
+    --seconds 3600 --ask-timeout-secs 600 --llm-url "http://127.0.0.1:$LLM_PORT" >/dev/null
+}
+
+LLM_PORT=$(free_port)
+"$LOAD" fake-llm --port "$LLM_PORT" --turns 3 >/dev/null 2>&1 &
+PIDS+=($!)
+PORT=$(free_port)
+mkdir -p "$WORK/home"
+RUMMY_HOME="$WORK/home" PORT=$PORT RUMMY_LOG=warn OPENAI_BASE_URL="http://127.0.0.1:$LLM_PORT" \
+  RUMMY_MODEL_fake=openai/fake RUMMY_CONTEXT_fake=32768 \
+  valgrind --tool=callgrind --instr-atstart=no --dump-instr=no \
+  --callgrind-out-file="$WORK/callgrind.out" "$SERVER" >"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+PIDS+=($SERVER_PID)
+wait_ready "$PORT"
+loops "$WARMUP"
+before=$(served)
+callgrind_control --instr=on "$SERVER_PID" >/dev/null 2>&1
+loops "$LOOPS"
+callgrind_control --dump "$SERVER_PID" >/dev/null 2>&1
+callgrind_control --instr=off "$SERVER_PID" >/dev/null 2>&1
+after=$(served)
+for _ in $(seq 1 100); do
+  dump=$(ls -t "$WORK"/callgrind.out.* 2>/dev/null | head -n 1 || true)
+  [ -n "$dump" ] && grep -qE '^(summary|totals):' "$dump" && break
+  sleep 0.1
+done
+instructions=$(grep -E '^(summary|totals):' "$dump" | head -n 1 | awk '{print $2}')
+python3 - "$SERVER" "$((after - before))" "$LOOPS" "$instructions" <<'EOF'
+import sys
+server, requests, loops, instructions = sys.argv[1], *map(int, sys.argv[2:])
+print(f"server {server}: {loops} loops of 3 turns, {requests} model requests")
+print(f"  instructions {instructions / 1e6:.1f} M: {instructions / max(requests, 1) / 1e6:.2f} M per "
+      f"model request, {instructions / max(loops, 1) / 1e6:.2f} M per loop")
+EOF

@@ -1,0 +1,2 @@
+DROP TABLE run_events;
+DROP TABLE run_event_seqs;
