@@ -10,9 +10,11 @@
 
 pub(crate) mod admission;
 pub(crate) mod context;
+pub(crate) mod current;
 pub(crate) mod delegation;
 pub(crate) mod error;
 pub(crate) mod loop_config;
+pub(crate) mod machine;
 pub(crate) mod outcome;
 pub(crate) mod outlines;
 mod reflect;

@@ -16,9 +16,10 @@ use actix::{Actor, Addr};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::current::CurrentLoop;
 use crate::agent::outcome::Ending;
 use crate::agent::outcome::LoopOutcome;
-use crate::agent::run_actor::{Await, CurrentLoop, Enqueue, LoopEnded, RunActor};
+use crate::agent::run_actor::{Await, Enqueue, LoopEnded, RunActor};
 use crate::agent::AgentContext;
 use crate::cluster::Instance;
 use crate::db::ids::{LoopId, RunId};

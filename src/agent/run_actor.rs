@@ -24,13 +24,13 @@
 //! [`RunRegistry::enqueue`]: crate::agent::RunRegistry::enqueue
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::current::CurrentLoop;
 use crate::agent::outcome::{Ending, LoopOutcome, LoopRecord, ProposedRow};
 use crate::agent::run_loop::execute_loop;
 use crate::agent::AgentContext;
@@ -41,61 +41,6 @@ use crate::db::models::run::{LoopEnqueue, LoopRow};
 use crate::db::queries::instances::{self, Claim};
 use crate::db::queries::{entries, loops};
 use crate::db::DbError;
-
-/// The loop a run actor is executing now, how to stop it, and when it has stopped.
-#[derive(Debug, Clone)]
-pub(crate) struct CurrentLoop {
-    pub id: LoopId,
-    /// Cancelling it ends the loop with 499 and drops its LLM request.
-    pub cancel: CancellationToken,
-    /// Becomes true once the loop's outcome (the run's status included) is stored.
-    pub stored: watch::Receiver<bool>,
-    /// Set on the writer, in the unit of work that stores the loop's outcome; a verb's unit
-    /// of work (also on the writer) that finds it unset finds the loop still deciding its
-    /// outcome, so that a cancel it makes there is seen by that unit.
-    settled: Arc<AtomicBool>,
-    /// The turn an injected message joined the loop for (0: none), set on the writer by
-    /// the injection's unit of work; the unit that stores the loop's outcome queues a loop
-    /// to take the message in when no turn that late ran.
-    joined_at: Arc<AtomicI32>,
-    /// The latest turn the loop completed.
-    latest_turn: Arc<AtomicI32>,
-}
-
-impl CurrentLoop {
-    fn new(id: LoopId, cancel: CancellationToken, stored: watch::Receiver<bool>) -> CurrentLoop {
-        CurrentLoop {
-            id,
-            cancel,
-            stored,
-            settled: Arc::default(),
-            joined_at: Arc::default(),
-            latest_turn: Arc::default(),
-        }
-    }
-
-    /// Whether its outcome is decided in the store (only meaningful on the writer).
-    pub(crate) fn is_settled(&self) -> bool {
-        self.settled.load(Ordering::SeqCst)
-    }
-
-    /// Marks its outcome decided; whether a message that joined it was never seen by one of
-    /// its turns (on the writer, in the unit of work that stores the outcome).
-    pub(crate) fn settle(&self) -> bool {
-        self.settled.store(true, Ordering::SeqCst);
-        self.joined_at.load(Ordering::SeqCst) > self.latest_turn.load(Ordering::SeqCst)
-    }
-
-    /// A message injected for turn `turn` joins it (on the writer, while it is not settled).
-    pub(crate) fn join(&self, turn: i32) {
-        self.joined_at.store(turn, Ordering::SeqCst);
-    }
-
-    /// The loop completed its turn `turn`.
-    pub(crate) fn completed_turn(&self, turn: i32) {
-        self.latest_turn.store(turn, Ordering::SeqCst);
-    }
-}
 
 /// Append a loop to the run's queue and wake the drain. The reply is where that loop's
 /// outcome arrives; the mailbox waits while the row is written, so the loop cannot end

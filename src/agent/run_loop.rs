@@ -5,15 +5,15 @@ use std::path::PathBuf;
 
 use tracing::Instrument;
 
+use crate::agent::current::CurrentLoop;
 use crate::agent::error::LoopError;
 use crate::agent::loop_config::LoopConfig;
+use crate::agent::machine::{self, Transition};
 use crate::agent::outcome::{Ending, LoopOutcome, ProposedRow};
 use crate::agent::reflect::Reflector;
-use crate::agent::run_actor::CurrentLoop;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
 use crate::agent::turn::{execute_turn, PanicState, TurnEnd, TurnInput, TurnReport};
-use crate::agent::verbs::machine::{self, Transition};
 use crate::agent::AgentContext;
 use crate::budget::{
     plan_overflow, ContextWindow, OverflowDecision, OverflowFacts, PanicTracker, TokenMath,

@@ -2,7 +2,7 @@
 //! stages, like the turn's (`agent::turn`) — [`start`] a loop (`ask`, `act`), [`resolve`] a
 //! proposal (`run/resolve`), [`inject`] a message (`run/inject`) and [`abort`] the run
 //! (`run/abort`). Every change of a run's status they make is a named transition of one
-//! state machine ([`machine`], which the store's trigger mirrors), every refusal a
+//! state machine (`agent::machine`, which the store's trigger mirrors), every refusal a
 //! [`VerbError`]; the RPC handlers, `rummy acp`, the console and the calls held for another
 //! instance only translate to and from them.
 //!
@@ -19,7 +19,6 @@ pub(crate) mod abort;
 pub(crate) mod answer;
 mod error;
 pub(crate) mod inject;
-pub(crate) mod machine;
 mod queue;
 pub(crate) mod resolve;
 pub(crate) mod start;

@@ -13,10 +13,10 @@
 //! prompts: they stay queued and run next. A loop running on another instance is that
 //! instance's to stop ([`VerbError::Elsewhere`]).
 
+use crate::agent::current::CurrentLoop;
+use crate::agent::machine::{self, Transition};
 use crate::agent::outcome::{Ending, LoopOutcome};
 use crate::agent::registry::RunRegistry;
-use crate::agent::run_actor::CurrentLoop;
-use crate::agent::verbs::machine::{self, Transition};
 use crate::agent::verbs::{Answer, VerbError};
 use crate::agent::AgentContext;
 use crate::db::enums::RunAction;

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::agent::admission::NotAdmitted;
-use crate::agent::verbs::machine::{Illegal, ProposalState, TakeError};
+use crate::agent::machine::{Illegal, ProposalState, TakeError};
 use crate::db::enums::{EntryStatus, RunAction};
 use crate::db::DbError;
 use crate::usage::Standing;

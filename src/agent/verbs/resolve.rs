@@ -14,17 +14,16 @@
 //! awaited, or the run's answer).
 
 mod record;
+mod standing;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::agent::outcome::{Ending, LoopOutcome, ProposedRow};
-use crate::agent::verbs::machine::ProposalState;
-use crate::agent::verbs::{queue, Answer, ProposalView, VerbError};
+use crate::agent::verbs::{queue, Answer, VerbError};
 use crate::agent::AgentContext;
 use crate::config::{ApplyEdits, RunCommands};
-use crate::db::enums::EntryStatus;
 use crate::db::ids::RunId;
 use crate::db::models::entry::EntryRow;
 use crate::db::models::run::RunRow;
@@ -38,6 +37,7 @@ use crate::sandbox::policy::{CommandPolicy, ProjectChoice};
 use crate::sandbox::runner::CommandPlace;
 
 use record::{Decision, Recording};
+use standing::{not_pending, proposal_state};
 
 /// One resolution: the proposal at `path`, what the client did, and its output (the
 /// command's, the person's answer, a reason).
@@ -94,7 +94,9 @@ pub(crate) async fn resolve(
     let applies_edits = agent.settings.agent.apply_edits == ApplyEdits::Server || policy.is_some();
     let recording = Recording {
         run: run.clone(),
-        resolving,
+        path: resolving.path,
+        action: resolving.action,
+        output: resolving.output,
         person,
         claimed,
         instance: instance_of(agent),
@@ -202,37 +204,6 @@ async fn proceed(
             outcome: LoopOutcome::Ended(Ending::Aborted),
         }),
         Decision::Resumed(continuation) => queue::outcome(agent, run.id, continuation).await,
-    }
-}
-
-/// Where the run's entry at `path` stands, read in the store.
-fn proposal_state(conn: &mut Conn, run: RunId, path: &str) -> Result<ProposalState, DbError> {
-    let found = proposals::found(conn, run, path)?;
-    let (action, by) = match found.action {
-        Some((action, by)) => (Some(action), by),
-        None => (None, None),
-    };
-    Ok(match (found.status, found.claimed_by) {
-        (None, _) => ProposalState::Unknown,
-        (Some(EntryStatus::Proposed), Some(by)) => ProposalState::Claimed { by },
-        (Some(EntryStatus::Proposed), None) => ProposalState::Pending,
-        (Some(EntryStatus::Withdrawn), _) => ProposalState::Withdrawn { by },
-        // An entry no resolution was recorded for was never a proposal.
-        (Some(_), _) if action.is_none() => ProposalState::Unknown,
-        (Some(status), _) => ProposalState::Resolved { status, action, by },
-    })
-}
-
-/// The error for a proposal of `run` at `path` found in `state`.
-fn not_pending(run: &RunRow, path: &str, state: ProposalState) -> VerbError {
-    let claimed = matches!(state, ProposalState::Claimed { .. });
-    match ProposalView::of(&run.alias, path, state) {
-        Some(view) if claimed => VerbError::BeingResolved(Box::new(view)),
-        Some(view) => VerbError::NoLongerPending(Box::new(view)),
-        None => VerbError::NotAProposal {
-            run: run.alias.clone(),
-            path: path.to_owned(),
-        },
     }
 }
 

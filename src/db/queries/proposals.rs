@@ -1,4 +1,4 @@
-//! A run's proposals as the run's verbs move them (`agent::verbs::machine`): pending (202),
+//! A run's proposals as the run's verbs move them (`agent::machine`): pending (202),
 //! claimed while one request carries out its acceptance (`proposal_claims`), resolved once,
 //! or withdrawn by an abort (499); and what a second request for one is told.
 

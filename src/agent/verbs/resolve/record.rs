@@ -10,9 +10,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::agent::loop_config::LoopConfig;
+use crate::agent::machine::{self, Transition};
 use crate::agent::outcome::{Ending, LoopRecord};
-use crate::agent::verbs::machine::{self, Transition};
-use crate::agent::verbs::resolve::{not_pending, proposal_state, Resolving};
+use crate::agent::verbs::resolve::standing::{not_pending, proposal_state};
 use crate::agent::verbs::{queue, VerbError};
 use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::ids::{LoopId, RunId};
@@ -45,7 +45,10 @@ pub(super) enum Decision {
 /// One resolution, ready for its unit of work.
 pub(super) struct Recording {
     pub run: RunRow,
-    pub resolving: Resolving,
+    /// The proposal, what the client did, and its output.
+    pub path: String,
+    pub action: Resolution,
+    pub output: Option<String>,
     /// Who resolves it, and so who requested the loop that continues the run.
     pub person: Option<String>,
     /// The resolver claimed the proposal (and the run's lease) while it carried it out.
@@ -68,12 +71,12 @@ impl Recording {
         conn: &mut Conn,
     ) -> Result<Result<Decision, VerbError>, DbError> {
         let run = self.run.id;
-        let path = self.resolving.path.clone();
+        let path = self.path.clone();
         let input = ResolveInput {
             run_id: run,
             path: path.clone(),
-            resolution: self.resolving.action,
-            output: self.resolving.output.clone(),
+            resolution: self.action,
+            output: self.output.clone(),
             claimed: self.claimed,
         };
         let resolved = match &self.disk_root {
@@ -125,8 +128,8 @@ impl Recording {
     ) -> Result<Result<Decision, VerbError>, DbError> {
         Ok(Err(match error.refusal()? {
             ToolError::NotPending(_) => {
-                let state = proposal_state(conn, self.run.id, &self.resolving.path)?;
-                not_pending(&self.run, &self.resolving.path, state)
+                let state = proposal_state(conn, self.run.id, &self.path)?;
+                not_pending(&self.run, &self.path, state)
             }
             refusal => VerbError::Refused(refusal.to_string()),
         }))
