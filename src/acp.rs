@@ -8,7 +8,7 @@
 //! crate `agent-client-protocol`; README (Editors) is the user's side.
 //!
 //! [`local`] makes the in-process server's settings; [`link`] is the WebSocket client;
-//! `agent` holds the ACP handlers, `session` one session and its prompt turn; `updates`
+//! `agent` holds the ACP handlers, `session` one session, `turn` its prompt turn; `updates`
 //! turns `run/state` into session updates, `plan` its open questions into the plan,
 //! `permission` a proposal into a permission request; `prompt` reads a prompt's content
 //! blocks; `mode`, `options` and `commands` are a session's mode, config options and slash
@@ -26,6 +26,7 @@ mod permission;
 mod plan;
 mod prompt;
 mod session;
+mod turn;
 mod updates;
 
 use std::path::{Path, PathBuf};

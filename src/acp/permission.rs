@@ -12,14 +12,16 @@ use std::process::Stdio;
 use agent_client_protocol::v1::schema::{
     ContentBlock, CreateElicitationRequest, CreateTerminalRequest, Diff, ElicitationAction,
     ElicitationContentValue, ElicitationFormMode, ElicitationSchema, ElicitationSessionScope,
-    PermissionOption, PermissionOptionKind, ReleaseTerminalRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionId, SessionNotification, SessionUpdate, StringPropertySchema,
-    Terminal, TerminalOutputRequest, ToolCall, ToolCallContent, ToolCallId, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, WaitForTerminalExitRequest, WriteTextFileRequest,
+    KillTerminalRequest, PermissionOption, PermissionOptionKind, ReleaseTerminalRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionId, SessionNotification,
+    SessionUpdate, StringPropertySchema, Terminal, TerminalId, TerminalOutputRequest, ToolCall,
+    ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    WaitForTerminalExitRequest, WaitForTerminalExitResponse, WriteTextFileRequest,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, JsonRpcRequest};
 use serde_json::{json, Value};
+use tokio::sync::watch;
 
 use crate::acp::error::AcpError;
 use crate::acp::updates::{Command, Shown};
@@ -176,6 +178,8 @@ pub(super) struct Asking<'a> {
     /// The project runs accepted commands on the rummy server (`project/config`): an
     /// allowed command is accepted, not run here.
     pub commands_on_server: bool,
+    /// Becomes true when the turn is cancelled: a command running for it is killed.
+    pub cancel: watch::Receiver<bool>,
 }
 
 impl Asking<'_> {
@@ -279,10 +283,17 @@ impl Asking<'_> {
     }
 
     /// Runs `command` in the editor's terminal, or here when it offers none: whether it
-    /// exited 0, and its output.
+    /// exited 0, and its output. A cancel of the turn kills it (the editor's terminal with
+    /// `terminal/kill`, then its output is read and it is released).
     async fn run(&self, proposal: &Proposal, command: &str) -> Result<(bool, String), AcpError> {
         if !self.offers.terminal {
-            return run_here(command, self.root).await;
+            let mut cancel = self.cancel.clone();
+            return tokio::select! {
+                ran = run_here(command, self.root) => ran,
+                _ = cancel.wait_for(|cancelled| *cancelled) => {
+                    Ok((false, "cancelled".to_string()))
+                }
+            };
         }
         let mut create = CreateTerminalRequest::new(self.session.clone(), "sh");
         create.args = vec!["-c".to_string(), command.to_string()];
@@ -297,12 +308,7 @@ impl Asking<'_> {
                     terminal.clone(),
                 ))]),
         )))?;
-        let exit = self
-            .request(WaitForTerminalExitRequest::new(
-                self.session.clone(),
-                terminal.clone(),
-            ))
-            .await?;
+        let exit = self.wait_for_exit(&terminal).await?;
         let output = self
             .request(TerminalOutputRequest::new(
                 self.session.clone(),
@@ -312,6 +318,25 @@ impl Asking<'_> {
         self.request(ReleaseTerminalRequest::new(self.session.clone(), terminal))
             .await?;
         Ok((exit.exit_status.exit_code == Some(0), output.output))
+    }
+
+    /// Waits for the editor's `terminal` to exit, killing it if the turn is cancelled
+    /// meanwhile.
+    async fn wait_for_exit(
+        &self,
+        terminal: &TerminalId,
+    ) -> Result<WaitForTerminalExitResponse, AcpError> {
+        let wait = WaitForTerminalExitRequest::new(self.session.clone(), terminal.clone());
+        let exited = self.request(wait);
+        tokio::pin!(exited);
+        let mut cancel = self.cancel.clone();
+        tokio::select! {
+            exit = &mut exited => return exit,
+            _ = cancel.wait_for(|cancelled| *cancelled) => {}
+        }
+        let kill = KillTerminalRequest::new(self.session.clone(), terminal.clone());
+        self.request(kill).await?;
+        exited.await
     }
 
     async fn ask(

@@ -1,31 +1,31 @@
 //! One ACP session: a connection to rummy bound to the project at the session's directory,
 //! the run its prompts continue (made by `session/new`, found by `session/load`; its name is
-//! the session id), its mode, and the prompt turn:
-//! `ask`/`act`, the updates streamed from rummy's notifications, each proposal asked of the
-//! person and resolved, until the loop ends.
+//! the session id), its mode, model and slash commands, and whether its prompt in flight
+//! is cancelled; each prompt is a turn (`acp::turn`).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, McpServer, SessionConfigOption, SessionConfigOptionValue, SessionId, SessionInfo,
-    SessionNotification, SessionUpdate, StopReason, ToolCallUpdate, ToolCallUpdateFields,
+    SessionUpdate, StopReason,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use tokio::sync::watch;
 
 use crate::acp::commands::Commands;
 use crate::acp::error::AcpError;
-use crate::acp::link::{Connected, Link, Notice};
+use crate::acp::link::{Connected, Link};
 use crate::acp::mode::Mode;
 use crate::acp::options::{Catalogue, Choice};
-use crate::acp::permission::{Asking, Offers, Proposal};
+use crate::acp::permission::Offers;
 use crate::acp::plan::PlanTracker;
 use crate::acp::prompt::Prompt;
-use crate::acp::updates::{self, HistoryRow, LogTracker, StateParams};
+use crate::acp::turn::{Stream, Turn};
+use crate::acp::updates::{HistoryRow, LogTracker};
 
 /// rummy's code for a run alias that names no run of the project.
 const RUN_NOT_FOUND: i32 = crate::error::code::RUN_NOT_FOUND.get() as i32;
@@ -61,8 +61,8 @@ pub(super) struct Session {
     catalogue: Catalogue,
     /// The skills and personas its prompts may start with.
     commands: Commands,
-    /// Set by `session/cancel` while a prompt is in flight, cleared by the next prompt.
-    cancelled: AtomicBool,
+    /// Set when the prompt in flight is cancelled, cleared by the next prompt.
+    cancelled: watch::Sender<bool>,
     /// The prompts in flight, from their request to their answer ([`InFlight`]).
     prompts: AtomicUsize,
 }
@@ -215,7 +215,7 @@ impl Session {
             mode: Mutex::new(run.mode),
             catalogue: run.catalogue,
             commands: run.commands,
-            cancelled: AtomicBool::new(false),
+            cancelled: watch::channel(false).0,
             prompts: AtomicUsize::new(0),
         }
     }
@@ -266,7 +266,7 @@ impl Session {
         &self.id.0
     }
 
-    fn model(&self) -> String {
+    pub(super) fn model(&self) -> String {
         self.model
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -291,15 +291,16 @@ impl Session {
     /// dropped. Called as the request arrives, before the turn's task runs, so that a
     /// cancel the editor sends right after it finds it in flight.
     pub(super) fn begin(self: &Arc<Self>) -> InFlight {
-        self.cancelled.store(false, Ordering::SeqCst);
+        self.cancelled.send_replace(false);
         self.prompts.fetch_add(1, Ordering::SeqCst);
         InFlight {
             session: Arc::clone(self),
         }
     }
 
-    /// `session/cancel`: the prompt in flight ends `cancelled` and the run's loop is
-    /// aborted; without a prompt in flight, nothing happens (the run is not aborted).
+    /// `session/cancel`: the prompt in flight ends `cancelled` and the run is aborted
+    /// ([`Session::cancel_turn`]); without a prompt in flight, nothing happens (the run is
+    /// not aborted).
     pub(super) async fn cancel(&self) -> Result<(), AcpError> {
         if self.prompts.load(Ordering::SeqCst) == 0 {
             tracing::debug!(
@@ -308,11 +309,39 @@ impl Session {
             );
             return Ok(());
         }
-        self.cancelled.store(true, Ordering::SeqCst);
+        self.cancel_turn().await
+    }
+
+    /// Cancels the prompt in flight: its run is aborted, once however many times the turn
+    /// is cancelled (by `session/cancel`, by a permission request answered `cancelled`).
+    pub(super) async fn cancel_turn(&self) -> Result<(), AcpError> {
+        if self.cancelled.send_replace(true) {
+            return Ok(());
+        }
         self.link
             .call("run/abort", json!({"run": self.run()}))
             .await
             .map(drop)
+    }
+
+    /// Whether the prompt in flight is cancelled.
+    pub(super) fn is_cancelled(&self) -> bool {
+        *self.cancelled.borrow()
+    }
+
+    /// Becomes true when the prompt in flight is cancelled.
+    pub(super) fn cancelled(&self) -> watch::Receiver<bool> {
+        self.cancelled.subscribe()
+    }
+
+    /// The project root.
+    pub(super) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The connection to rummy.
+    pub(super) fn link(&self) -> &Link {
+        &self.link
     }
 
     /// One prompt turn: runs `blocks` in the session's mode, streams what happens to the
@@ -339,179 +368,9 @@ impl Session {
             cx,
             run: &run,
             stream: &mut stream,
+            offers,
         };
-        turn.drain_stale();
-        if self.cancelled.load(Ordering::SeqCst) {
-            return Ok(StopReason::Cancelled);
-        }
-        let method = self.mode().id();
-        let params = json!({"model": self.model(), "run": run, "prompt": prompt.text});
-        let mut outcome = turn.call(method, params).await?;
-        loop {
-            let status = outcome.get("status").and_then(Value::as_i64).unwrap_or(0);
-            if status == 202 {
-                let Some(proposal) = outcome
-                    .get("proposed")
-                    .and_then(Value::as_array)
-                    .and_then(|rows| rows.first())
-                    .and_then(Proposal::parse)
-                else {
-                    return Err(unexpected("a 202 outcome without a proposal", &outcome));
-                };
-                let resolution = if self.cancelled.load(Ordering::SeqCst) {
-                    crate::acp::permission::resolution(&proposal, "reject", None)
-                } else {
-                    let asking = Asking {
-                        cx,
-                        session: &self.id,
-                        root: &self.root,
-                        offers,
-                        commands_on_server: self.commands_on_server(&proposal).await,
-                    };
-                    let decided = asking.decide(&proposal).await?;
-                    if decided.cancelled {
-                        self.cancelled.store(true, Ordering::SeqCst);
-                    }
-                    decided.resolution
-                };
-                turn.resolved(&proposal, &resolution)?;
-                let params = json!({"run": run, "resolution": resolution});
-                outcome = turn.call("run/resolve", params).await?;
-                continue;
-            }
-            if self.cancelled.load(Ordering::SeqCst) {
-                return Ok(StopReason::Cancelled);
-            }
-            return match stop_reason(&outcome) {
-                Some(reason) => Ok(reason),
-                None => Err(AcpError::LoopFailed {
-                    run: run.clone(),
-                    reason: self.failure(&run).await,
-                }),
-            };
-        }
-    }
-
-    /// Whether `proposal` is a command the rummy server runs itself once accepted (its
-    /// project runs commands there); asked each time, as an admin may change it.
-    async fn commands_on_server(&self, proposal: &Proposal) -> bool {
-        if !matches!(proposal.kind.as_str(), "sh" | "env") {
-            return false;
-        }
-        let config = self
-            .link
-            .call("project/config", json!({}))
-            .await
-            .unwrap_or_default();
-        config["effective"]["commands"] == "server"
-    }
-
-    /// Why the run's latest loop failed: its newest `error://` entry.
-    async fn failure(&self, run: &str) -> String {
-        let entries = self
-            .link
-            .call("getEntries", json!({"run": run, "pattern": "error://*"}))
-            .await
-            .unwrap_or_default();
-        entries
-            .as_array()
-            .and_then(|rows| rows.last())
-            .and_then(|row| row.get("body"))
-            .and_then(Value::as_str)
-            .map(|body| body.lines().next().unwrap_or(body).to_string())
-            .unwrap_or_else(|| "the server reported no error".to_string())
-    }
-}
-
-/// A session's notifications from rummy and what the editor was shown of its run.
-struct Stream {
-    notices: mpsc::UnboundedReceiver<Notice>,
-    tracker: LogTracker,
-    plan: PlanTracker,
-}
-
-/// One prompt turn in progress.
-struct Turn<'a> {
-    session: &'a Session,
-    cx: &'a ConnectionTo<Client>,
-    run: &'a str,
-    stream: &'a mut Stream,
-}
-
-impl Turn<'_> {
-    /// Drops the notifications that arrived between turns (the run's own were shown with
-    /// the turn that caused them; other runs' are not this session's).
-    fn drain_stale(&mut self) {
-        while self.stream.notices.try_recv().is_ok() {}
-    }
-
-    /// Calls `method`, showing the run's notifications while it runs and those that came
-    /// before its reply.
-    async fn call(&mut self, method: &str, params: Value) -> Result<Value, AcpError> {
-        let link = self.session.link.clone();
-        let reply = link.call(method, params);
-        tokio::pin!(reply);
-        let result = loop {
-            tokio::select! {
-                biased;
-                notice = self.stream.notices.recv() => match notice {
-                    Some(notice) => self.show(notice)?,
-                    None => break Err(AcpError::Disconnected),
-                },
-                result = &mut reply => break result,
-            }
-        };
-        while let Ok(notice) = self.stream.notices.try_recv() {
-            self.show(notice)?;
-        }
-        result
-    }
-
-    /// Shows how the person resolved `proposal` (a rejection ends the run without another
-    /// turn, so no `run/state` would), and remembers it as shown so: the run's log updates
-    /// it only if it ends otherwise (an accepted edit that no longer applies fails).
-    fn resolved(&mut self, proposal: &Proposal, resolution: &Value) -> Result<(), AcpError> {
-        let status = match resolution.get("action").and_then(Value::as_str) {
-            Some("accept") => 200,
-            Some("reject") => 403,
-            _ => 500,
-        };
-        self.stream.tracker.announce(&proposal.path, status);
-        let update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-            proposal.path.clone(),
-            ToolCallUpdateFields::new().status(updates::status_of(status)),
-        ));
-        self.send(update)
-    }
-
-    fn send(&self, update: SessionUpdate) -> Result<(), AcpError> {
-        self.cx
-            .send_notification(SessionNotification::new(self.session.id.clone(), update))
-            .map_err(AcpError::protocol)
-    }
-
-    fn show(&mut self, notice: Notice) -> Result<(), AcpError> {
-        if notice.method != "run/state" {
-            return Ok(());
-        }
-        let Ok(state) = serde_json::from_value::<StateParams>(notice.params) else {
-            tracing::warn!("rummy sent a run/state this agent cannot read");
-            return Ok(());
-        };
-        if state.run != self.run {
-            return Ok(());
-        }
-        for update in self
-            .stream
-            .tracker
-            .updates(&state.history, &self.session.root)
-        {
-            self.send(update)?;
-        }
-        if let Some(plan) = self.stream.plan.update(&state.unknowns) {
-            self.send(plan)?;
-        }
-        Ok(())
+        turn.run(prompt.text).await
     }
 }
 
@@ -592,7 +451,7 @@ async fn bind<'a>(link: &'a Link, root: &Path) -> Result<&'a Link, AcpError> {
     Ok(link)
 }
 
-fn unexpected(what: &str, answer: &Value) -> AcpError {
+pub(super) fn unexpected(what: &str, answer: &Value) -> AcpError {
     AcpError::Unexpected {
         method: what.to_string(),
         detail: answer.to_string(),

@@ -33,6 +33,10 @@
 //   idle-cancel session/cancel before any prompt, a prompt, session/cancel after its turn
 //               ended, a second prompt (each cancel followed by a session/set_mode, a round
 //               trip behind it)
+//   cancel-asking  a prompt whose permission request the editor answers by cancelling the
+//               turn: session/cancel, then the request answered `cancelled`
+//   command-cancel a prompt whose command the editor allows and runs in its terminal; it
+//               cancels the turn while the command runs (and kills the terminal when asked)
 
 import { spawn } from "node:child_process";
 import { writeFileSync, mkdirSync } from "node:fs";
@@ -88,7 +92,9 @@ const input = Readable.toWeb(child.stdout).pipeThrough(lines);
 const output = Writable.toWeb(child.stdin);
 
 const offersFiles = scenario === "edit-allow";
-const offersTerminal = scenario === "command";
+const offersTerminal = scenario === "command" || scenario === "command-cancel";
+// The connection, for the handlers that cancel the turn.
+let connection = null;
 const running = new Map();
 const decision = { "edit-reject": "reject", "question-chat": "in-chat" }[scenario] ?? "allow";
 const offersForms = scenario === "question-form";
@@ -98,8 +104,12 @@ const app = acp
   .onNotification(acp.methods.client.session.update, ({ params }) => {
     seen.updates.push(params.update);
   })
-  .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+  .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
     seen.permissions.push(params);
+    if (scenario === "cancel-asking") {
+      await connection.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
+      return { outcome: { outcome: "cancelled" } };
+    }
     const option = params.options.find((o) => o.optionId === decision);
     return { outcome: { outcome: "selected", optionId: option.optionId } };
   })
@@ -116,8 +126,9 @@ const app = acp
   .onRequest(acp.methods.client.terminal.create, ({ params }) => {
     const terminalId = `term-${running.size + 1}`;
     seen.terminals.push({ created: params });
-    const process = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? undefined });
-    const terminal = { output: "", exit: null };
+    // In a process group of its own, which terminal/kill kills whole, as an editor's does.
+    const process = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? undefined, detached: true });
+    const terminal = { output: "", exit: null, process };
     process.stdout.on("data", (data) => (terminal.output += data));
     process.stderr.on("data", (data) => (terminal.output += data));
     terminal.exited = new Promise((resolve) =>
@@ -128,7 +139,15 @@ const app = acp
   })
   .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => {
     seen.terminals.push({ waited: params.terminalId });
+    if (scenario === "command-cancel") {
+      await connection.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
+    }
     return await running.get(params.terminalId).exited;
+  })
+  .onRequest(acp.methods.client.terminal.kill, ({ params }) => {
+    seen.terminals.push({ killed: params.terminalId });
+    globalThis.process.kill(-running.get(params.terminalId).process.pid, "SIGKILL");
+    return {};
   })
   .onRequest(acp.methods.client.terminal.output, ({ params }) => {
     const terminal = running.get(params.terminalId);
@@ -151,6 +170,7 @@ async function attempt(what, promise) {
 }
 
 async function run(ctx) {
+  connection = ctx;
   seen.initialize = await ctx.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientCapabilities: {

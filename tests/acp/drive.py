@@ -13,6 +13,7 @@
 import asyncio
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -30,12 +31,14 @@ from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
     CreateTerminalResponse,
+    DeniedOutcome,
     ElicitationCapabilities,
     ElicitationFormCapabilities,
     ElicitationFormRequestMode,
     ElicitationFormSessionMode,
     FileSystemCapabilities,
     Implementation,
+    KillTerminalResponse,
     McpServerStdio,
     ReleaseTerminalResponse,
     RequestPermissionResponse,
@@ -100,6 +103,8 @@ class Editor:
         )
         self.running: dict[str, Terminal] = {}
         self.created = 0
+        # The connection, for the handlers that cancel the turn.
+        self.conn: Any = None
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         seen["updates"].append(wire(update))
@@ -114,6 +119,9 @@ class Editor:
                 "options": [wire(option) for option in options],
             }
         )
+        if scenario == "cancel-asking":
+            await self.conn.cancel(session_id=session_id)
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         option = next(o for o in options if o.option_id == self.decision)
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=option.option_id)
@@ -159,6 +167,8 @@ class Editor:
             cwd=cwd,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            # A process group of its own, which kill_terminal kills whole, as an editor's does.
+            start_new_session=True,
         )
         self.running[terminal_id] = Terminal(process)
         return CreateTerminalResponse(terminal_id=terminal_id)
@@ -167,6 +177,8 @@ class Editor:
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> WaitForTerminalExitResponse:
         seen["terminals"].append({"waited": terminal_id})
+        if scenario == "command-cancel":
+            await self.conn.cancel(session_id=session_id)
         status = await self.running[terminal_id].finished
         return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
 
@@ -178,6 +190,13 @@ class Editor:
         return TerminalOutputResponse(
             output=terminal.output, truncated=False, exit_status=terminal.exit
         )
+
+    async def kill_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> KillTerminalResponse:
+        seen["terminals"].append({"killed": terminal_id})
+        os.killpg(self.running[terminal_id].process.pid, signal.SIGKILL)
+        return KillTerminalResponse()
 
     async def release_terminal(
         self, session_id: str, terminal_id: str, **kwargs: Any
@@ -220,7 +239,7 @@ async def run(conn: Any) -> None:
         protocol_version=PROTOCOL_VERSION,
         client_capabilities=ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=offers_files, write_text_file=offers_files),
-            terminal=scenario == "command",
+            terminal=scenario in ("command", "command-cancel"),
             elicitation=(
                 ElicitationCapabilities(form=ElicitationFormCapabilities())
                 if offers_forms
@@ -345,9 +364,9 @@ async def main() -> None:
         child.stdin.write(b'{"jsonrpc":"2.0","id":7,"method":\n')
     frames = asyncio.StreamReader(limit=64 * 1024 * 1024)
     teeing = asyncio.ensure_future(tee(child.stdout, frames))
-    conn = connect_to_agent(
-        Editor(), child.stdin, frames, use_unstable_protocol=offers_forms
-    )
+    editor = Editor()
+    conn = connect_to_agent(editor, child.stdin, frames, use_unstable_protocol=offers_forms)
+    editor.conn = conn
     try:
         await run(conn)
     finally:

@@ -106,6 +106,8 @@ with_each_sdk!(
     a_question_is_answered_in_free_text_through_the_editors_form,
     without_forms_an_open_question_is_answered_in_the_next_prompt,
     a_cancel_without_a_prompt_in_flight_leaves_the_run_alone,
+    a_cancel_while_a_proposal_is_asked_about_ends_the_turn_cancelled_and_withdraws_it,
+    a_cancel_while_the_editors_terminal_runs_a_command_kills_it_and_ends_the_turn_cancelled,
 );
 
 /// What the editor saw of one scenario, with the home and project it ran in.
@@ -410,6 +412,83 @@ async fn a_cancel_without_a_prompt_in_flight_leaves_the_run_alone(sdk: Sdk) {
     let run = client.ok("getRun", json!({"run": session})).await;
     assert_eq!(run["status"], json!(200), "{run}");
     assert_eq!(run["actions"], json!([]), "no abort recorded: {run}");
+}
+
+/// The run of `drive`'s session as a server on its home stores it, and its entries under
+/// `pattern` (`(path, status)`).
+async fn stored_run(drive: &Drive, llm: &FakeLlm, pattern: &str) -> (Value, Vec<(String, i64)>) {
+    let session = drive.seen["session"]["sessionId"].as_str().unwrap();
+    let server = ServerProcess::start_with(drive.home.path(), llm, &[]).await;
+    let mut client = server.client().await;
+    client.init("demo", &drive.project).await;
+    let run = client.ok("getRun", json!({"run": session})).await;
+    let entries = client.statuses(session, pattern).await;
+    (run, entries)
+}
+
+/// The turn ended without an error the editor saw, `cancelled`.
+fn assert_cancelled_cleanly(drive: &Drive) {
+    drive.assert_clean_session();
+    let errors = drive.seen["errors"].as_array().unwrap();
+    assert!(
+        errors.iter().all(|error| error["what"] != "prompt"),
+        "the prompt ended without an error: {errors:?}"
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["cancelled"]));
+}
+
+async fn a_cancel_while_a_proposal_is_asked_about_ends_the_turn_cancelled_and_withdraws_it(
+    sdk: Sdk,
+) {
+    let llm = FakeLlm::start([
+        Step::reply("<sh>touch never.txt</sh><update>Touching it.</update>"),
+        Step::reply("<summarize>Touched.</summarize>"),
+    ]);
+    let drive = Drive::run(sdk, "cancel-asking", &llm).await;
+    assert_cancelled_cleanly(&drive);
+    assert_eq!(drive.seen["permissions"].as_array().unwrap().len(), 1);
+    let path = drive.seen["permissions"][0]["toolCall"]["toolCallId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ended = drive
+        .updates("tool_call_update")
+        .into_iter()
+        .rfind(|update| update["toolCallId"] == json!(path))
+        .expect("the withdrawn proposal's tool call is updated");
+    assert_eq!(ended["status"], json!("failed"));
+    assert!(drive.file("never.txt").is_none(), "nothing ran");
+    assert_eq!(llm.requests().len(), 1, "the run did not resume");
+    let (run, proposals) = stored_run(&drive, &llm, "sh://**").await;
+    assert_eq!(run["status"], json!(499), "{run}");
+    assert_eq!(proposals, vec![(path, 499)], "the proposal was withdrawn");
+}
+
+async fn a_cancel_while_the_editors_terminal_runs_a_command_kills_it_and_ends_the_turn_cancelled(
+    sdk: Sdk,
+) {
+    let llm = FakeLlm::start([
+        Step::reply("<sh>sleep 60; touch slept.txt</sh><update>Sleeping.</update>"),
+        Step::reply("<summarize>Slept.</summarize>"),
+    ]);
+    let drive = Drive::run(sdk, "command-cancel", &llm).await;
+    assert_cancelled_cleanly(&drive);
+    let terminals = drive.seen["terminals"].as_array().unwrap();
+    assert!(
+        terminals.contains(&json!({"killed": "term-1"})),
+        "the terminal was killed: {terminals:?}"
+    );
+    assert!(
+        terminals.contains(&json!({"released": "term-1"})),
+        "and released: {terminals:?}"
+    );
+    assert!(
+        drive.file("slept.txt").is_none(),
+        "the command did not finish"
+    );
+    assert_eq!(llm.requests().len(), 1, "the run did not resume");
+    let (run, _) = stored_run(&drive, &llm, "sh://**").await;
+    assert_eq!(run["status"], json!(499), "{run}");
 }
 
 async fn malformed_frames_get_errors_and_the_agent_keeps_serving(sdk: Sdk) {
