@@ -30,7 +30,8 @@ use actix::prelude::*;
 use crate::cluster::bus::{BusBroadcast, BusFrame, BusMessage, FrameBus};
 use crate::db::events::{NumberedEvent, Publication};
 use crate::db::ids::{ProjectId, RunId};
-use crate::db::DbHandle;
+use crate::db::queries::run_events::{self, EventBounds};
+use crate::db::{Conn, DbError, DbHandle};
 use crate::metrics::WorkCounters;
 use notifications::{Notification, UiNotification};
 
@@ -75,6 +76,22 @@ pub(crate) fn publish(db: &DbHandle, project: ProjectId, run: RunId, notificatio
     if let Some(publication) = publication(project, run, notification) {
         db.publish(publication);
     }
+}
+
+/// Numbers and writes `notification` of `run` in the unit of work that `conn` runs, to be
+/// sent to every client of `project` once that unit commits (so it is told exactly when
+/// what it tells of is stored). Outside any savepoint that may roll back.
+pub(crate) fn append(
+    conn: &mut Conn,
+    bounds: &EventBounds,
+    project: ProjectId,
+    run: RunId,
+    notification: &Notification,
+) -> Result<(), DbError> {
+    if let Some(publication) = publication(project, run, notification) {
+        run_events::append(conn, bounds, project, run, &[publication.frame])?;
+    }
+    Ok(())
 }
 
 /// `notification` of `run`, serialized once, for a unit of work to number and write; one

@@ -13,6 +13,9 @@ pub enum AcpError {
         method: String,
         code: i32,
         message: String,
+        /// The error's `data`, when rummy sent some (what happened to a proposal that is no
+        /// longer pending: `agent::verbs::ProposalView`).
+        data: Option<serde_json::Value>,
     },
     /// The WebSocket to rummy could not be opened.
     #[error("cannot reach rummy at {url}: {reason}")]
@@ -135,6 +138,7 @@ mod tests {
             method: "init".into(),
             code: -32005,
             message: "not allowed in project x".into(),
+            data: None,
         }
         .into();
         assert_eq!(

@@ -302,6 +302,7 @@ impl Pump {
                         .and_then(Value::as_str)
                         .unwrap_or("rummy answered with an error")
                         .to_string(),
+                    data: error.get_mut("data").map(Value::take),
                     method: call.method,
                 }),
                 None => Ok(message

@@ -178,7 +178,9 @@ pub(super) struct Asking<'a> {
     /// The project runs accepted commands on the rummy server (`project/config`): an
     /// allowed command is accepted, not run here.
     pub commands_on_server: bool,
-    /// Becomes true when the turn is cancelled: a command running for it is killed.
+    /// Becomes true when the person is no longer to be asked: the turn is cancelled, or
+    /// another client settled the proposal. The request is then withdrawn, a command
+    /// running for it killed.
     pub cancel: watch::Receiver<bool>,
 }
 
@@ -195,7 +197,16 @@ impl Asking<'_> {
             ToolCallUpdate::new(proposal.path.clone(), ToolCallUpdateFields::new()),
             options,
         );
-        let answer = self.ask(request).await?;
+        let mut cancel = self.cancel.clone();
+        let answer = tokio::select! {
+            answer = self.ask(request) => answer?,
+            _ = cancel.wait_for(|cancelled| *cancelled) => {
+                return Ok(Decided {
+                    resolution: resolution(proposal, "reject", None),
+                    cancelled: true,
+                });
+            }
+        };
         let chosen = match answer.outcome {
             RequestPermissionOutcome::Selected(selected) => selected.option_id.0.to_string(),
             _ => {

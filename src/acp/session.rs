@@ -369,6 +369,7 @@ impl Session {
             run: &run,
             stream: &mut stream,
             offers,
+            own: Vec::new(),
         };
         turn.run(prompt.text).await
     }

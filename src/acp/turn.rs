@@ -1,6 +1,11 @@
 //! One prompt turn of a session: `ask`/`act` of the prompt, the run's notifications shown
 //! while it runs, each proposal asked of the person and resolved, until the loop ends.
 //!
+//! While the person is asked, another client may settle the proposal (resolve it, or
+//! abort the run: `run/action`): the request is withdrawn, its tool call shows who settled
+//! it and how, and the turn follows the run to its next `run/outcome` (an abort ends it
+//! `cancelled`). A resolution refused because another came first is followed the same way.
+//!
 //! A cancelled turn (`session/cancel`, or the person answering a permission request
 //! `cancelled`) aborts the run once, which withdraws what it proposed: the turn ends
 //! `cancelled` without resolving anything, and the tool call the editor was asked about
@@ -8,13 +13,13 @@
 //! refused because the abort came first, it ends the turn `cancelled` too.
 
 use agent_client_protocol::v1::schema::{
-    SessionNotification, SessionUpdate, StopReason, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields,
+    ContentBlock, SessionNotification, SessionUpdate, StopReason, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::acp::error::AcpError;
 use crate::acp::link::Notice;
@@ -22,6 +27,9 @@ use crate::acp::permission::{Asking, Decided, Offers, Proposal};
 use crate::acp::plan::PlanTracker;
 use crate::acp::session::{stop_reason, unexpected, Session};
 use crate::acp::updates::{self, LogTracker, StateParams};
+use crate::agent::verbs::ProposalView;
+use crate::db::enums::EntryStatus;
+use crate::hub::notifications::{Act, RunActed};
 
 /// A session's notifications from rummy and what the editor was shown of its run.
 pub(super) struct Stream {
@@ -37,6 +45,41 @@ pub(super) struct Turn<'a> {
     pub run: &'a str,
     pub stream: &'a mut Stream,
     pub offers: Offers,
+    /// This turn's own resolutions (path, action) whose `run/action` it has not seen yet.
+    pub own: Vec<(String, String)>,
+}
+
+/// How asking about a proposal ended.
+enum Asked {
+    /// The person decided.
+    Decided(Decided),
+    /// Another client settled it first.
+    Settled(Settled),
+}
+
+/// Another client's `run/action` that settled a proposal, and its `seq`.
+struct Settled {
+    acted: RunActed,
+    seq: u64,
+}
+
+/// Whether a resolution's error `data` (`agent::verbs::ProposalView`) says another request
+/// settled the proposal first.
+fn settled_by_another(data: &Value) -> bool {
+    serde_json::from_value::<ProposalView>(data.clone())
+        .is_ok_and(|view| view.status != EntryStatus::Proposed)
+}
+
+/// What the editor is told of a proposal another client settled.
+fn settled_by(acted: &RunActed) -> String {
+    let by = acted.by.as_deref().unwrap_or("the operator");
+    match acted.action {
+        Act::Accept => format!("Accepted by {by}."),
+        Act::Reject => format!("Rejected by {by}."),
+        Act::Error => format!("Reported failed by {by}."),
+        Act::Abort => format!("Withdrawn: {by} aborted the run."),
+        Act::Inject | Act::Prompt => format!("Settled by {by}."),
+    }
 }
 
 impl Turn<'_> {
@@ -62,43 +105,192 @@ impl Turn<'_> {
             else {
                 return Err(unexpected("a 202 outcome without a proposal", &outcome));
             };
-            let decided = match self.session.is_cancelled() {
+            let asked = match self.session.is_cancelled() {
                 true => None,
                 false => Some(self.ask(&proposal).await?),
             };
-            let resolution = match decided {
-                Some(Decided {
+            let next = match asked {
+                Some(Asked::Decided(Decided {
                     resolution,
                     cancelled: false,
-                }) => resolution,
+                })) => self.resolve(&proposal, resolution).await?,
+                Some(Asked::Settled(settled)) => self.follow(&proposal, settled).await?,
                 _ => {
                     self.session.cancel_turn().await?;
-                    self.withdrawn(&proposal)?;
-                    return Ok(StopReason::Cancelled);
+                    self.withdrawn(&proposal, ToolCallStatus::Failed, None)?;
+                    None
                 }
             };
-            self.resolved(&proposal, &resolution)?;
-            let params = json!({"run": self.run, "resolution": resolution});
-            outcome = match self.call("run/resolve", params).await {
-                Err(AcpError::Rpc { .. }) if self.session.is_cancelled() => {
-                    return Ok(StopReason::Cancelled)
-                }
-                outcome => outcome?,
+            outcome = match next {
+                Some(next) => next,
+                None => return Ok(StopReason::Cancelled),
             };
         }
     }
 
-    /// Asks the person about `proposal` and does what they allow.
-    async fn ask(&self, proposal: &Proposal) -> Result<Decided, AcpError> {
+    /// Resolves `proposal` as the person decided; the run's next outcome, `None` once the
+    /// turn is cancelled. When another client settled it first, the turn follows the run.
+    async fn resolve(
+        &mut self,
+        proposal: &Proposal,
+        resolution: Value,
+    ) -> Result<Option<Value>, AcpError> {
+        self.resolved(proposal, &resolution)?;
+        let action = resolution.get("action").and_then(Value::as_str);
+        let own = (
+            proposal.path.clone(),
+            action.unwrap_or_default().to_string(),
+        );
+        self.own.push(own);
+        let params = json!({"run": self.run, "resolution": resolution});
+        match self.call("run/resolve", params).await {
+            Ok(outcome) => Ok(Some(outcome)),
+            Err(AcpError::Rpc { .. }) if self.session.is_cancelled() => Ok(None),
+            Err(AcpError::Rpc {
+                data: Some(data), ..
+            }) if settled_by_another(&data) => {
+                self.own.pop();
+                let settled = self.settling(proposal).await?;
+                self.follow(proposal, settled).await
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Shows `proposal` settled by another client as `settled` tells, then follows the run
+    /// to its next outcome; `None` when the run was aborted (the turn ends cancelled).
+    async fn follow(
+        &mut self,
+        proposal: &Proposal,
+        settled: Settled,
+    ) -> Result<Option<Value>, AcpError> {
+        let Settled { acted, seq } = settled;
+        let status = match acted.status {
+            Some(status) => updates::status_of(i64::from(status.code())),
+            None => ToolCallStatus::Failed,
+        };
+        self.withdrawn(proposal, status, Some(&acted))?;
+        if acted.action == Act::Abort {
+            return Ok(None);
+        }
+        loop {
+            let notice = self.next_notice().await?;
+            if notice.method == "run/outcome" && self.is_later(&notice, seq) {
+                return Ok(Some(notice.params));
+            }
+            self.show(notice)?;
+        }
+    }
+
+    /// Waits for the `run/action` that settled `proposal` (another client's resolution, or
+    /// an abort), showing the rest.
+    async fn settling(&mut self, proposal: &Proposal) -> Result<Settled, AcpError> {
+        loop {
+            let notice = self.next_notice().await?;
+            if let Some(settled) = self.settles(&notice, &proposal.path) {
+                return Ok(settled);
+            }
+            self.show(notice)?;
+        }
+    }
+
+    /// Asks the person about `proposal` and does what they allow, unless the turn is
+    /// cancelled or another client settles it first: then the request is withdrawn
+    /// (dropped, which asks the editor to cancel it: `$/cancel_request`, and an answer to
+    /// it does nothing), a command running for it is killed, and how it was settled is
+    /// the answer.
+    async fn ask(&mut self, proposal: &Proposal) -> Result<Asked, AcpError> {
+        let (session, cx) = (self.session, self.cx);
+        let (stop, stopped) = watch::channel(false);
+        let mut cancelled = session.cancelled();
         let asking = Asking {
-            cx: self.cx,
-            session: &self.session.id,
-            root: self.session.root(),
+            cx,
+            session: &session.id,
+            root: session.root(),
             offers: self.offers,
             commands_on_server: self.commands_on_server(proposal).await,
-            cancel: self.session.cancelled(),
+            cancel: stopped,
         };
-        asking.decide(proposal).await
+        let decided = asking.decide(proposal);
+        tokio::pin!(decided);
+        let mut settled = None;
+        loop {
+            // Notices first: a settling one that came before the person's answer wins.
+            tokio::select! {
+                biased;
+                _ = cancelled.wait_for(|cancelled| *cancelled), if !*stop.borrow() => {
+                    stop.send_replace(true);
+                }
+                notice = self.stream.notices.recv(), if settled.is_none() => {
+                    let notice = notice.ok_or(AcpError::Disconnected)?;
+                    let settles = match session.is_cancelled() {
+                        true => None,
+                        false => self.settles(&notice, &proposal.path),
+                    };
+                    match settles {
+                        Some(settles) => {
+                            settled = Some(settles);
+                            stop.send_replace(true);
+                        }
+                        None => self.show(notice)?,
+                    }
+                }
+                decided = &mut decided => {
+                    return Ok(match settled {
+                        Some(settled) => Asked::Settled(settled),
+                        None => Asked::Decided(decided?),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The next notification from rummy.
+    async fn next_notice(&mut self) -> Result<Notice, AcpError> {
+        self.stream
+            .notices
+            .recv()
+            .await
+            .ok_or(AcpError::Disconnected)
+    }
+
+    /// Whether `notice` is this run's, numbered after `seq`.
+    fn is_later(&self, notice: &Notice, seq: u64) -> bool {
+        let run = notice.params.get("run").and_then(Value::as_str);
+        let numbered = notice.params.get("seq").and_then(Value::as_u64);
+        run == Some(self.run) && numbered.is_some_and(|numbered| numbered > seq)
+    }
+
+    /// The action `notice` tells, when it settles the proposal at `path` and is not this
+    /// turn's own: another client's resolution of it, or an abort of the run.
+    fn settles(&mut self, notice: &Notice, path: &str) -> Option<Settled> {
+        let acted = self.acted(notice)?;
+        let settles = acted.action == Act::Abort || acted.path.as_deref() == Some(path);
+        let seq = notice.params.get("seq").and_then(Value::as_u64)?;
+        settles.then_some(Settled { acted, seq })
+    }
+
+    /// The `run/action` of this run `notice` is, unless it tells of one of this turn's own
+    /// resolutions (which it forgets then).
+    fn acted(&mut self, notice: &Notice) -> Option<RunActed> {
+        if notice.method != "run/action" {
+            return None;
+        }
+        let acted = serde_json::from_value::<RunActed>(notice.params.clone()).ok()?;
+        if acted.run != self.run {
+            return None;
+        }
+        let action = serde_json::to_value(acted.action).ok()?;
+        let own = self.own.iter().position(|(path, own)| {
+            acted.path.as_deref() == Some(path.as_str()) && action.as_str() == Some(own.as_str())
+        });
+        match own {
+            Some(index) => {
+                self.own.remove(index);
+                None
+            }
+            None => Some(acted),
+        }
     }
 
     /// Why the turn ended, by its loop's outcome.
@@ -195,13 +387,26 @@ impl Turn<'_> {
         self.send(update)
     }
 
-    /// Shows `proposal` withdrawn by the turn's cancel: its tool call failed.
-    fn withdrawn(&mut self, proposal: &Proposal) -> Result<(), AcpError> {
-        self.stream.tracker.announce(&proposal.path, 499);
-        let update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-            proposal.path.clone(),
-            ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
-        ));
+    /// Shows `proposal` no longer asked about: its tool call ends `status`, and says who
+    /// settled it when another client did (`acted`).
+    fn withdrawn(
+        &mut self,
+        proposal: &Proposal,
+        status: ToolCallStatus,
+        acted: Option<&RunActed>,
+    ) -> Result<(), AcpError> {
+        let shown = match status {
+            ToolCallStatus::Completed => 200,
+            _ => 499,
+        };
+        self.stream.tracker.announce(&proposal.path, shown);
+        let mut fields = ToolCallUpdateFields::new().status(status);
+        if let Some(acted) = acted {
+            let said = ContentBlock::from(settled_by(acted));
+            fields = fields.content(vec![ToolCallContent::from(said)]);
+        }
+        let update =
+            SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(proposal.path.clone(), fields));
         self.send(update)
     }
 
@@ -212,6 +417,10 @@ impl Turn<'_> {
     }
 
     fn show(&mut self, notice: Notice) -> Result<(), AcpError> {
+        if notice.method == "run/action" {
+            self.acted(&notice);
+            return Ok(());
+        }
         if notice.method != "run/state" {
             return Ok(());
         }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::db::enums::RunStatus;
 use crate::db::ids::LoopId;
 use crate::db::models::entry::UnresolvedRow;
+use crate::hub::notifications::{LoopEnded, ProposedEntry};
 
 /// A pending proposal as `ask`/`act`/`run/resolve` report it (attributes as a JSON string).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -17,6 +18,22 @@ pub(crate) struct ProposedRow {
     pub attributes: String,
     /// The turn that proposed it.
     pub turn: i32,
+}
+
+impl ProposedRow {
+    /// It as `run/proposal` and `run/outcome` announce it.
+    pub(crate) fn entry(&self) -> ProposedEntry {
+        ProposedEntry {
+            path: self.path.clone(),
+            kind: self
+                .path
+                .split_once("://")
+                .map_or("unknown", |(scheme, _)| scheme)
+                .to_owned(),
+            body: self.body.clone(),
+            attributes: serde_json::from_str(&self.attributes).unwrap_or_default(),
+        }
+    }
 }
 
 impl From<UnresolvedRow> for ProposedRow {
@@ -150,6 +167,26 @@ impl LoopOutcome {
                 retry: Some(retry.0),
                 ..LoopRecord::of(status)
             },
+        }
+    }
+
+    /// What every client of run `alias` is told of it (`run/outcome`).
+    pub(crate) fn told(&self, alias: &str) -> LoopEnded {
+        let result = self.to_result(alias);
+        LoopEnded {
+            run: alias.to_owned(),
+            status: result.status,
+            reason: result
+                .reason
+                .and_then(|reason| serde_json::to_value(reason).ok())
+                .and_then(|reason| reason.as_str().map(str::to_owned)),
+            error: result.error.map(str::to_owned),
+            proposed: result
+                .proposed
+                .unwrap_or_default()
+                .iter()
+                .map(ProposedRow::entry)
+                .collect(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The process-wide registry of run actors, so abort and inject work from any connection.
 //!
-//! A run actor exists while its run has work: [`RunRegistry::enqueue`] starts one on demand,
+//! A run actor exists while its run has work: [`RunRegistry::await_loop`] (a verb's loop)
+//! and [`RunRegistry::enqueue_under`] (a sub-agent's) start one on demand,
 //! and an idle actor leaves only when every loop sent to it has been handled (counted under
 //! the registry lock), so a loop is never sent to an actor that is stopping. The registry
 //! also knows this [`Instance`] (whose lease a run's actor holds while it drives the run)

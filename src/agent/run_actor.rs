@@ -1,7 +1,8 @@
-//! `RunActor`: one per run with work; its mailbox is the run's loop queue. Every loop a
-//! client asks for (or a sub-agent's, whose actor cancels its loops with the parent's)
-//! arrives as an [`Enqueue`] (through [`RunRegistry::enqueue`]), which
-//! appends it to the `loops` table, the queue's durable backing, and wakes the drain. The
+//! `RunActor`: one per run with work; its mailbox is the run's loop queue. A loop a client
+//! asks for is inserted in the `loops` table, the queue's durable backing, by its verb
+//! (`agent::verbs`), and awaited with an [`Await`] (through [`RunRegistry::await_loop`]),
+//! which wakes the drain; a sub-agent's (whose actor cancels its loops with the parent's)
+//! arrives as an [`Enqueue`], which appends it and wakes the drain. The
 //! drain claims the pending loops one at a time (highest priority, then oldest) and executes
 //! them, so two connections never execute one run at once (a loop's end is reflected on —
 //! memory's session notes — after its outcome reaches its waiters and before the next loop
@@ -21,7 +22,7 @@
 //! or is released (stopped, or expired). Once the server stops claiming, a drain ends at its
 //! next claim and leaves the rest pending.
 //!
-//! [`RunRegistry::enqueue`]: crate::agent::RunRegistry::enqueue
+//! [`RunRegistry::await_loop`]: crate::agent::RunRegistry::await_loop
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

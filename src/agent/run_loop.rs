@@ -20,7 +20,7 @@ use crate::budget::{
 };
 use crate::db::enums::{EntryStatus, RunStatus};
 use crate::db::enums::{Fidelity, LoopPriority};
-use crate::db::ids::RunId;
+use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::entry::Selector;
 use crate::db::models::run::{LoopEnqueue, LoopRow, RunRow};
@@ -28,6 +28,8 @@ use crate::db::models::ModelRow;
 use crate::db::queries::loops;
 use crate::db::queries::{demotions, entries, models, projects, runs, turns};
 use crate::db::{Conn, DbError};
+use crate::hub;
+use crate::hub::notifications::Notification;
 use crate::llm::CancellationToken as LlmCancel;
 use crate::llm::LlmError;
 use crate::parser::healer::{HealerLimits, ProgressTracker, RepetitionTracker, Verdict};
@@ -49,10 +51,11 @@ pub(crate) async fn execute_loop(
     let span =
         tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
     let run_id = lp.run_id;
-    let mut reflector = None;
-    let result = run_turns(agent, &lp, current, &mut reflector)
+    let mut end = LoopEnd::default();
+    let result = run_turns(agent, &lp, current, &mut end)
         .instrument(span)
         .await;
+    let LoopEnd { reflector, run } = end;
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(_) if cancel.is_cancelled() => LoopOutcome::Ended(Ending::Aborted),
@@ -68,7 +71,7 @@ pub(crate) async fn execute_loop(
             LoopOutcome::Ended(Ending::Failed)
         }
     };
-    let outcome = store_outcome(agent, &lp, outcome, current).await;
+    let outcome = store_outcome(agent, &lp, outcome, current, run).await;
     agent.plugins.emit(Event::LoopEnded {
         run: run_id,
         loop_id: lp.id,
@@ -91,7 +94,9 @@ async fn store_outcome(
     lp: &LoopRow,
     outcome: LoopOutcome,
     current: &CurrentLoop,
+    run: Option<(ProjectId, String)>,
 ) -> LoopOutcome {
+    let bounds = agent.db.event_bounds();
     let current = current.clone();
     let run_id = lp.run_id;
     let loop_id = lp.id;
@@ -101,6 +106,7 @@ async fn store_outcome(
     let status = outcome.status();
     let aborted = LoopOutcome::Ended(Ending::Aborted);
     let record = serde_json::to_value(outcome.to_record()).unwrap_or_default();
+    let told_outcome = outcome.clone();
     let aborted_record = serde_json::to_value(aborted.to_record()).unwrap_or_default();
     let stored = agent
         .db
@@ -110,16 +116,25 @@ async fn store_outcome(
                 machine::take(conn, run_id, RunStatus::Running, Transition::Settle(status))
                     .map_err(|error| DbError::Invalid(error.to_string()))
             };
+            let told = |conn: &mut Conn, outcome: &LoopOutcome| match &run {
+                Some((project, alias)) => {
+                    let ended = Notification::Outcome(outcome.told(alias));
+                    hub::append(conn, &bounds, *project, run_id, &ended)
+                }
+                None => Ok(()),
+            };
             if current.cancel.is_cancelled() {
                 if panicked {
                     loops::drop_recovery_loops(conn, run_id)?;
                 }
                 settle(conn, RunStatus::Aborted)?;
                 loops::finish_loop(conn, loop_id, RunStatus::Aborted, Some(&aborted_record))?;
+                told(conn, &LoopOutcome::Ended(Ending::Aborted))?;
                 return Ok(true);
             }
             if !panicked {
                 settle(conn, status)?;
+                told(conn, &told_outcome)?;
             }
             loops::finish_loop(conn, loop_id, status, Some(&record))?;
             if let Some(continuation) = continuation.filter(|_| joined) {
@@ -138,16 +153,24 @@ async fn store_outcome(
     }
 }
 
-/// Runs the loop's turns; `reflector` is set once the loop's model is known, for the loop's
-/// end to reflect with.
+/// What a loop's end needs of its start: the reflector its end is reflected with, set once
+/// the loop's model is known, and the run's project and alias, set once it is read.
+#[derive(Default)]
+struct LoopEnd {
+    reflector: Option<Reflector>,
+    run: Option<(ProjectId, String)>,
+}
+
+/// Runs the loop's turns, setting `end` as it learns it.
 async fn run_turns(
     agent: &AgentContext,
     lp: &LoopRow,
     current: &CurrentLoop,
-    reflector: &mut Option<Reflector>,
+    end: &mut LoopEnd,
 ) -> Result<LoopOutcome, LoopError> {
     let cancel = &current.cancel;
-    let opened = open_loop(agent, lp, cancel, reflector).await?;
+    let opened = open_loop(agent, lp, cancel, end).await?;
+    let reflector = &mut end.reflector;
     let limits = healer_limits(&agent.settings.agent);
     let mut progress = ProgressTracker::new(limits);
     let mut repetition = RepetitionTracker::new(limits);
@@ -252,7 +275,7 @@ async fn open_loop(
     agent: &AgentContext,
     lp: &LoopRow,
     cancel: &LlmCancel,
-    reflector: &mut Option<Reflector>,
+    end: &mut LoopEnd,
 ) -> Result<OpenLoop, LoopError> {
     let LoopStart {
         run,
@@ -262,6 +285,8 @@ async fn open_loop(
         model,
         latest_turn,
     } = start_loop(agent, lp).await?;
+    end.run = Some((run.project_id, run.alias.clone()));
+    let reflector = &mut end.reflector;
     agent.plugins.emit(Event::LoopStarted {
         run: lp.run_id,
         alias: &run.alias,

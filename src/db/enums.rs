@@ -49,6 +49,15 @@ macro_rules! text_enum {
             }
         }
 
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+                $name::parse(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format!("unexpected {} {text:?}", stringify!($name)))
+                })
+            }
+        }
+
         impl<DB: Backend> ToSql<Text, DB> for $name
         where
             str: ToSql<Text, DB>,

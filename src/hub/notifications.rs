@@ -19,6 +19,11 @@ pub(crate) enum Notification {
     State(Box<RunState>),
     /// `run/proposal`: a new proposal awaits resolution.
     Proposal(RunProposal),
+    /// `run/action`: a person resolved a proposal, aborted the run, injected a message or
+    /// prompted it again.
+    Action(RunActed),
+    /// `run/outcome`: one of the run's loops ended.
+    Outcome(LoopEnded),
 }
 
 impl Notification {
@@ -30,6 +35,8 @@ impl Notification {
             Notification::Progress(params) => serde_json::to_string(params),
             Notification::State(params) => serde_json::to_string(params),
             Notification::Proposal(params) => serde_json::to_string(params),
+            Notification::Action(params) => serde_json::to_string(params),
+            Notification::Outcome(params) => serde_json::to_string(params),
         }?;
         let fields = params
             .strip_prefix('{')
@@ -51,6 +58,8 @@ impl Notification {
             Notification::Progress(_) => "run/progress",
             Notification::State(_) => "run/state",
             Notification::Proposal(_) => "run/proposal",
+            Notification::Action(_) => "run/action",
+            Notification::Outcome(_) => "run/outcome",
         }
     }
 }
@@ -98,6 +107,67 @@ pub struct ProposedEntry {
     pub body: String,
     /// Its attributes (patch, merge, command, ...).
     pub attributes: Value,
+}
+
+/// What a person did to a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Act {
+    /// Accepted a proposal.
+    Accept,
+    /// Rejected a proposal.
+    Reject,
+    /// Reported that a proposal failed to apply or run.
+    Error,
+    /// Aborted the run.
+    Abort,
+    /// Injected a message into it.
+    Inject,
+    /// Prompted it again (`ask`, `act` on the run).
+    Prompt,
+}
+
+/// `run/action` params: what a person did to a run, and who (`by`, `null`: the operator),
+/// told to every client of its project in the unit of work that did it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RunActed {
+    /// Run alias.
+    pub run: String,
+    pub action: Act,
+    pub by: Option<String>,
+    /// The proposal resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The resolved proposal's status now (403 also for an acceptance the server refused,
+    /// 500 for one that failed to apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<EntryStatus>,
+    /// The proposals an abort withdrew.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withdrawn: Vec<String>,
+    /// The injected message, or the new prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `run/outcome` params: where the run stands once one of its loops ended, or a resolution
+/// settled it without a loop (completed, or other proposals still pending), as the request
+/// that drove it is answered (PROTOCOL §2.11's run outcome).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LoopEnded {
+    /// Run alias.
+    pub run: String,
+    pub status: RunStatus,
+    /// Why a loop that completed, was aborted or failed ended (`done`, `turn_limit`,
+    /// `stalled`, `refused`, `rejected`, `aborted`, `failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What does not fit (413), or which spend cap was reached (402).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Every pending proposal (202).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proposed: Vec<ProposedEntry>,
 }
 
 /// `run/state` params: where the run stands after a turn.

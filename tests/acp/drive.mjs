@@ -37,9 +37,12 @@
 //               turn: session/cancel, then the request answered `cancelled`
 //   command-cancel a prompt whose command the editor allows and runs in its terminal; it
 //               cancels the turn while the command runs (and kills the terminal when asked)
+//   withdrawn   a prompt whose edit the editor (which writes files) is asked about: it makes
+//               $ACP_MARKER/asking, and allows it only once $ACP_MARKER/settled exists (the
+//               test's other client settled it meanwhile)
 
 import { spawn } from "node:child_process";
-import { writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, writeFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -91,7 +94,15 @@ const lines = new TransformStream({
 const input = Readable.toWeb(child.stdout).pipeThrough(lines);
 const output = Writable.toWeb(child.stdin);
 
-const offersFiles = scenario === "edit-allow";
+const offersFiles = scenario === "edit-allow" || scenario === "withdrawn";
+// The withdrawn scenario's person answers once the test has made $ACP_MARKER/settled (the
+// other client settled the proposal), or after 20 s: a person slower than another.
+async function settledElsewhere() {
+  for (let waited = 0; waited < 20000; waited += 20) {
+    if (existsSync(`${process.env.ACP_MARKER}/settled`)) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 const offersTerminal = scenario === "command" || scenario === "command-cancel";
 // The connection, for the handlers that cancel the turn.
 let connection = null;
@@ -106,6 +117,10 @@ const app = acp
   })
   .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
     seen.permissions.push(params);
+    if (scenario === "withdrawn") {
+      writeFileSync(`${process.env.ACP_MARKER}/asking`, "");
+      await settledElsewhere();
+    }
     if (scenario === "cancel-asking") {
       await connection.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
       return { outcome: { outcome: "cancelled" } };

@@ -119,6 +119,14 @@ class Editor:
                 "options": [wire(option) for option in options],
             }
         )
+        if scenario == "withdrawn":
+            marker = os.environ["ACP_MARKER"]
+            open(os.path.join(marker, "asking"), "w").close()
+            # The person answers once the test's other client settled it (or after 20 s).
+            for _ in range(1000):
+                if os.path.exists(os.path.join(marker, "settled")):
+                    break
+                await asyncio.sleep(0.02)
         if scenario == "cancel-asking":
             await self.conn.cancel(session_id=session_id)
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -234,7 +242,7 @@ offers_forms = scenario == "question-form"
 
 
 async def run(conn: Any) -> None:
-    offers_files = scenario == "edit-allow"
+    offers_files = scenario in ("edit-allow", "withdrawn")
     initialized = await conn.initialize(
         protocol_version=PROTOCOL_VERSION,
         client_capabilities=ClientCapabilities(

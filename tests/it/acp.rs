@@ -108,6 +108,7 @@ with_each_sdk!(
     a_cancel_without_a_prompt_in_flight_leaves_the_run_alone,
     a_cancel_while_a_proposal_is_asked_about_ends_the_turn_cancelled_and_withdraws_it,
     a_cancel_while_the_editors_terminal_runs_a_command_kills_it_and_ends_the_turn_cancelled,
+    remote_a_proposal_another_client_accepts_is_withdrawn_from_the_editor_and_never_written,
 );
 
 /// What the editor saw of one scenario, with the home and project it ran in.
@@ -952,6 +953,80 @@ async fn remote_a_person_works_in_their_project_through_a_team_server(sdk: Sdk) 
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Reading a.txt.", "a.txt counts to two."]);
     assert_eq!(llm.requests().len(), 2);
+}
+
+async fn remote_a_proposal_another_client_accepts_is_withdrawn_from_the_editor_and_never_written(
+    sdk: Sdk,
+) {
+    let llm = FakeLlm::start([
+        Step::reply(EDIT),
+        Step::reply("<summarize>Edited elsewhere.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let remote = Remote::with_token(format!("ws://127.0.0.1:{}/", server.port), "mo-token");
+    let marks = tempfile::tempdir().unwrap();
+    let asking = marks.path().join("asking");
+    let marker = marks.path().display().to_string();
+    let root = home.path().join("demo");
+    let env = [("ACP_MARKER", marker.as_str())];
+    let driving = {
+        let mut all = llm_env(&llm);
+        all.extend_from_slice(&env);
+        let all: Vec<(String, String)> = all
+            .into_iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect();
+        actix_web::rt::spawn(async move {
+            let all: Vec<(&str, &str)> =
+                all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Drive::spawn(sdk, "withdrawn", home, "demo", Some(remote), &all).await
+        })
+    };
+    crate::support::eventually("the editor to be asked", async || {
+        asking.exists().then_some(())
+    })
+    .await;
+    let mut other = crate::support::Client::connect(&format!(
+        "ws://127.0.0.1:{}/?token=shared-token",
+        server.port
+    ))
+    .await;
+    other.init("demo", &root).await;
+    let run = other.ok("getRuns", json!({})).await[0]["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(root.join("a.txt"), "one\nTWO\n").unwrap();
+    let accepted = other
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": "set://a.txt", "action": "accept"}}),
+        )
+        .await;
+    assert_eq!(accepted["status"], json!(200), "{accepted}");
+    std::fs::write(marks.path().join("settled"), "").unwrap();
+    let drive = driving.await.unwrap();
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    assert_eq!(drive.seen["permissions"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        drive.seen["writes"],
+        json!([]),
+        "the stale answer wrote nothing"
+    );
+    let settled = drive
+        .updates("tool_call_update")
+        .into_iter()
+        .find(|update| update["toolCallId"] == "set://a.txt")
+        .expect("the withdrawn request's tool call is updated");
+    assert_eq!(settled["status"], json!("completed"));
+    assert_eq!(
+        settled["content"],
+        json!([{"type": "content", "content": {"type": "text", "text": "Accepted by the operator."}}])
+    );
+    assert_eq!(drive.messages(), ["Editing a.txt.", "Edited elsewhere."]);
+    assert_eq!(llm.requests().len(), 2, "the run resumed once");
 }
 
 async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error(sdk: Sdk) {

@@ -38,13 +38,6 @@ pub(crate) async fn received_until(
     }
 }
 
-/// Whether `notification` is the `run/state` of `turn`.
-pub(crate) fn state_of(turn: i64) -> impl Fn(&Value) -> bool {
-    move |notification| {
-        notification["method"] == "run/state" && notification["params"]["turn"] == turn
-    }
-}
-
 pub(crate) fn seq(notification: &Value) -> u64 {
     notification["params"]["seq"].as_u64().unwrap()
 }
@@ -70,14 +63,14 @@ pub(crate) async fn refused(client: &mut Client, run: &str, since: Value) -> (i6
     )
 }
 
+/// Whether `notification` tells a loop's end (`run/outcome`).
+pub(crate) fn is_outcome(notification: &Value) -> bool {
+    notification["method"] == "run/outcome"
+}
+
 /// An `ask` of `prompt` on `client` (on `run`, when given) that must end 200; its run and
-/// the notifications up to the `run/state` of turn `until`.
-async fn asked(
-    client: &mut Client,
-    prompt: &str,
-    run: Option<&str>,
-    until: i64,
-) -> (String, Vec<Value>) {
+/// the notifications up to the loop's `run/outcome`.
+async fn asked(client: &mut Client, prompt: &str, run: Option<&str>) -> (String, Vec<Value>) {
     let mut params = json!({"model": "fake", "prompt": prompt});
     if let Some(run) = run {
         params["run"] = json!(run);
@@ -85,7 +78,7 @@ async fn asked(
     let outcome = client.ok("ask", params).await;
     assert_eq!(outcome["status"], json!(200), "{outcome}");
     let run = outcome["run"].as_str().unwrap().to_owned();
-    (run, received_until(client, state_of(until)).await)
+    (run, received_until(client, is_outcome).await)
 }
 
 #[actix_web::test]
@@ -97,11 +90,11 @@ async fn a_replay_after_a_restart_delivers_what_was_missed_and_numbering_goes_on
     );
     let app = TestApp::with_llm(&llm, &[]).await;
     let (mut client, root) = app.client_in_project("durable").await;
-    let (run, sent) = asked(&mut client, "go", None, 2).await;
+    let (run, sent) = asked(&mut client, "go", None).await;
     assert_eq!(
         sent.len(),
-        6,
-        "thinking, processing, state, twice: {sent:?}"
+        7,
+        "thinking, processing, state, twice, then the loop's outcome: {sent:?}"
     );
 
     let app = app.restart().await;
@@ -114,18 +107,22 @@ async fn a_replay_after_a_restart_delivers_what_was_missed_and_numbering_goes_on
     );
     assert_eq!(replayed(&mut back, &run, seq(&sent[1])).await, sent[2..]);
     assert_eq!(
-        replayed(&mut back, &run, seq(&sent[5])).await,
+        replayed(&mut back, &run, seq(&sent[6])).await,
         [] as [Value; 0]
     );
 
-    let (_, later) = asked(&mut back, "again", Some(&run), 3).await;
+    let (_, later) = asked(&mut back, "again", Some(&run)).await;
     let seqs: Vec<u64> = later.iter().map(seq).collect();
-    let expected: Vec<u64> = (1..=3).map(|n| seq(&sent[5]) + n).collect();
+    assert_eq!(
+        later[0]["method"], "run/action",
+        "the run prompted again: {later:?}"
+    );
+    let expected: Vec<u64> = (1..=5).map(|n| seq(&sent[6]) + n).collect();
     assert_eq!(
         seqs, expected,
         "one more than the latest before the restart"
     );
-    assert_eq!(replayed(&mut back, &run, seq(&sent[5])).await, later);
+    assert_eq!(replayed(&mut back, &run, seq(&sent[6])).await, later);
 }
 
 #[actix_web::test]
@@ -133,8 +130,8 @@ async fn a_since_the_run_never_gave_or_no_longer_kept_is_refused_with_its_latest
     let llm = FakeLlm::start(two_turns());
     let app = TestApp::with_llm(&llm, &[("RUMMY_REPLAY_PER_RUN", "4")]).await;
     let (mut client, _) = app.client_in_project("refused").await;
-    let (run, sent) = asked(&mut client, "go", None, 2).await;
-    let latest = seq(&sent[5]);
+    let (run, sent) = asked(&mut client, "go", None).await;
+    let latest = seq(&sent[6]);
 
     let (code, message, data) = refused(&mut client, &run, json!(latest + 1)).await;
     assert_eq!(code, -32602);
@@ -163,8 +160,8 @@ async fn a_since_the_run_never_gave_or_no_longer_kept_is_refused_with_its_latest
         );
     }
     assert_eq!(
-        replayed(&mut client, &run, seq(&sent[1])).await,
-        sent[2..],
+        replayed(&mut client, &run, seq(&sent[2])).await,
+        sent[3..],
         "the four kept"
     );
     for since in [json!(-1), json!("7"), json!(1.5)] {
@@ -183,9 +180,9 @@ async fn a_run_keeps_no_more_bytes_of_notifications_than_its_bound() {
     ];
     let app = TestApp::with_llm(&llm, &env).await;
     let (mut client, _) = app.client_in_project("bytes").await;
-    let (run, sent) = asked(&mut client, "go", None, 2).await;
-    let latest = seq(&sent[5]);
-    let (code, _, data) = refused(&mut client, &run, json!(seq(&sent[4]))).await;
+    let (run, sent) = asked(&mut client, "go", None).await;
+    let latest = seq(&sent[6]);
+    let (code, _, data) = refused(&mut client, &run, json!(seq(&sent[5]))).await;
     assert_eq!(
         (code, data),
         (-32009, json!({"resync": true, "latest": latest}))
@@ -213,7 +210,7 @@ async fn a_start_drops_the_notifications_older_than_the_keep_and_numbering_goes_
     );
     let app = TestApp::with_llm(&llm, &[("RUMMY_REPLAY_KEEP_SECS", "3600")]).await;
     let (mut client, root) = app.client_in_project("kept").await;
-    let (run, sent) = asked(&mut client, "go", None, 2).await;
+    let (run, sent) = asked(&mut client, "go", None).await;
     age_notifications(&app, 3_000_000);
     let app = app.restart().await;
     let mut back = app.client().await;
@@ -228,13 +225,13 @@ async fn a_start_drops_the_notifications_older_than_the_keep_and_numbering_goes_
     let app = app.restart().await;
     let mut back = app.client().await;
     back.init("kept", &root).await;
-    let latest = seq(&sent[5]);
+    let latest = seq(&sent[6]);
     let (code, _, data) = refused(&mut back, &run, json!(0)).await;
     assert_eq!(
         (code, data),
         (-32009, json!({"resync": true, "latest": latest}))
     );
-    let (_, later) = asked(&mut back, "again", Some(&run), 3).await;
+    let (_, later) = asked(&mut back, "again", Some(&run)).await;
     assert_eq!(seq(&later[0]), latest + 1, "numbered on, never again");
 }
 
@@ -243,7 +240,7 @@ async fn a_start_keeps_no_more_notifications_than_the_servers_bytes() {
     let llm = FakeLlm::start(two_turns());
     let app = TestApp::with_llm(&llm, &[("RUMMY_REPLAY_SERVER_BYTES", "1")]).await;
     let (mut client, root) = app.client_in_project("server-bytes").await;
-    let (run, sent) = asked(&mut client, "go", None, 2).await;
+    let (run, sent) = asked(&mut client, "go", None).await;
     assert_eq!(
         replayed(&mut client, &run, 0).await,
         sent,

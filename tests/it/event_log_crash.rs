@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::event_log::{received_until, replayed, seq};
+use crate::event_log::{is_outcome, received_until, replayed, seq};
 use crate::process::ServerProcess;
 use crate::support::{project_root, Client};
 use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
@@ -122,7 +122,8 @@ async fn each_replays_what_it_missed(
         )
         .await;
     assert_eq!(outcome["status"], json!(200), "{outcome}");
-    let live = received_until(&mut watcher, summarized("after")).await;
+    let mut live = received_until(&mut watcher, summarized("after")).await;
+    live.extend(received_until(&mut watcher, is_outcome).await);
     let seqs: Vec<u64> = live.iter().map(seq).collect();
     let expected: Vec<u64> = (1..=seqs.len() as u64).map(|n| latest + n).collect();
     assert_eq!(

@@ -143,8 +143,15 @@ async fn a_plugin_process_annotates_what_clients_are_offered() {
         .collect();
     assert_eq!(
         methods,
-        ["run/progress", "run/progress", "run/proposal", "run/state"],
-        "offered, then written and kept, in order"
+        [
+            "run/progress",
+            "run/progress",
+            "run/proposal",
+            "run/state",
+            "run/outcome"
+        ],
+        "offered, then written and kept, in order (the loop's outcome as its request was \
+         answered)"
     );
     assert_eq!(kept["notifications"][2]["params"], offered["params"]);
     assert_eq!(kept["notifications"][3]["params"], state["params"]);

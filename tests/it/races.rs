@@ -169,6 +169,128 @@ async fn two_resolutions_of_one_proposal_the_first_wins_and_the_second_is_told_b
     assert_eq!(llm.requests().len(), 2, "the rejection changed nothing");
 }
 
+/// A server whose users file has ann and bo, members of every project, and a client of each
+/// bound to project `team`.
+async fn team(llm: &FakeLlm) -> (TestApp, Client, Client) {
+    let home = tempfile::tempdir().unwrap();
+    let people: String = ["ann", "bo"]
+        .iter()
+        .map(|name| {
+            format!(
+                "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"member\"\n\
+                 projects = [\"*\"]\n",
+                rummy::hash_token(&format!("{name}-token"))
+            )
+        })
+        .collect();
+    let file = home.path().join("users.toml");
+    std::fs::write(&file, people).unwrap();
+    let file = file.display().to_string();
+    let mut env = crate::support::llm_env(llm);
+    env.extend_from_slice(&[("RUMMY_AUTH_TOKEN", "shared"), ("RUMMY_USERS_FILE", &file)]);
+    let app = TestApp::start_in(home, &env, |plugins| plugins).await;
+    let root = app.project_root("team");
+    let mut clients = Vec::new();
+    for name in ["ann", "bo"] {
+        let mut client = Client::connect(&format!("ws://{}/?token={name}-token", app.addr())).await;
+        client.init("team", &root).await;
+        clients.push(client);
+    }
+    let bo = clients.pop().unwrap();
+    let ann = clients.pop().unwrap();
+    (app, ann, bo)
+}
+
+/// The next `run/action` or `run/outcome` `client` is told of, its params without `seq`.
+async fn told(client: &mut Client) -> Value {
+    loop {
+        let notification = client.next_notification().await;
+        let method = notification["method"].as_str().unwrap().to_string();
+        if method == "run/action" || method == "run/outcome" {
+            let mut params = notification["params"].clone();
+            params.as_object_mut().unwrap().remove("seq");
+            return json!({method: params});
+        }
+    }
+}
+
+#[actix_web::test]
+async fn every_client_is_told_what_each_person_did_to_a_run_and_how_its_loops_ended() {
+    let llm = FakeLlm::start([
+        Step::reply(PROPOSING),
+        Step::reply("<summarize>deployed</summarize>"),
+        Step::reply("<sh>make docs</sh><update>documenting</update>"),
+        Step::reply("<summarize>asked again</summarize>"),
+    ]);
+    let (_app, mut ann, mut bo) = team(&llm).await;
+    let (run, path) = ann.act_until_proposal("deploy").await;
+    let deploy = json!({"run/outcome": {"run": run, "status": 202, "proposed": [
+        {"path": path, "type": "sh", "body": "make deploy", "attributes": {"command": "make deploy"}}
+    ]}});
+    assert_eq!(told(&mut bo).await, deploy);
+    let resumed = bo
+        .ok("run/resolve", resolution(&run, &path, "accept"))
+        .await;
+    assert_eq!(resumed["status"], json!(200), "{resumed}");
+    assert_eq!(
+        told(&mut ann).await,
+        deploy,
+        "ann's own loop's end, told to her too"
+    );
+    assert_eq!(
+        told(&mut ann).await,
+        json!({"run/action": {"run": run, "action": "accept", "by": "bo", "path": path, "status": 200}})
+    );
+    assert_eq!(
+        told(&mut ann).await,
+        json!({"run/outcome": {"run": run, "status": 200, "reason": "done"}})
+    );
+    let injected = ann
+        .ok("run/inject", json!({"run": run, "message": "and the docs"}))
+        .await;
+    assert_eq!(injected["status"], json!(202), "{injected}");
+    let docs = injected["proposed"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let documenting = json!({"run/outcome": {"run": run, "status": 202, "proposed": [
+        {"path": docs, "type": "sh", "body": "make docs", "attributes": {"command": "make docs"}}
+    ]}});
+    for expected in [
+        json!({"run/action": {"run": run, "action": "accept", "by": "bo", "path": path, "status": 200}}),
+        json!({"run/outcome": {"run": run, "status": 200, "reason": "done"}}),
+        json!({"run/action": {"run": run, "action": "inject", "by": "ann", "message": "and the docs"}}),
+        documenting.clone(),
+    ] {
+        assert_eq!(told(&mut bo).await, expected);
+    }
+    bo.ok("run/abort", json!({"run": run})).await;
+    assert_eq!(
+        told(&mut ann).await,
+        json!({"run/action": {"run": run, "action": "inject", "by": "ann", "message": "and the docs"}})
+    );
+    assert_eq!(told(&mut ann).await, documenting);
+    assert_eq!(
+        told(&mut ann).await,
+        json!({"run/action": {"run": run, "action": "abort", "by": "bo", "withdrawn": [docs]}})
+    );
+    let again = bo
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "once more", "run": run}),
+        )
+        .await;
+    assert_eq!(again["status"], json!(200), "{again}");
+    assert_eq!(
+        told(&mut ann).await,
+        json!({"run/action": {"run": run, "action": "prompt", "by": "bo", "message": "once more"}})
+    );
+    assert_eq!(
+        told(&mut ann).await,
+        json!({"run/outcome": {"run": run, "status": 200, "reason": "done"}})
+    );
+}
+
 /// A server whose projects run their commands on it (`server_commands.rs`'s limits).
 async fn commands_server(llm: &FakeLlm) -> TestApp {
     let env = [

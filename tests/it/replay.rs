@@ -21,13 +21,13 @@ fn two_turns() -> [Step; 2] {
 }
 
 /// The notifications `client` receives, in arrival order and as `{method, params}`, up to
-/// the `run/state` of `turn`.
-async fn received_until_state(client: &mut Client, turn: i64) -> Vec<Value> {
+/// the loop's `run/outcome`.
+async fn received_until_outcome(client: &mut Client) -> Vec<Value> {
     let mut received = Vec::new();
     loop {
         let mut notification = client.next_notification().await;
         notification.as_object_mut().unwrap().remove("jsonrpc");
-        let last = notification["method"] == "run/state" && notification["params"]["turn"] == turn;
+        let last = notification["method"] == "run/outcome";
         received.push(notification);
         if last {
             return received;
@@ -40,13 +40,13 @@ fn seq(notification: &Value) -> u64 {
 }
 
 /// Runs an `ask` loop on `client`; returns the run alias and the notifications it got.
-async fn ask(client: &mut Client, turns: i64) -> (String, Vec<Value>) {
+async fn ask(client: &mut Client) -> (String, Vec<Value>) {
     let outcome = client
         .ok("ask", json!({"model": "fake", "prompt": "go"}))
         .await;
     assert_eq!(outcome["status"], json!(200), "{outcome}");
     let run = outcome["run"].as_str().unwrap().to_string();
-    (run, received_until_state(client, turns).await)
+    (run, received_until_outcome(client).await)
 }
 
 async fn replayed(client: &mut Client, run: &str, since: u64) -> Vec<Value> {
@@ -61,11 +61,11 @@ async fn a_late_client_replays_what_it_missed_in_order_as_it_was_sent() {
     let llm = FakeLlm::start(two_turns());
     let app = TestApp::with_llm(&llm, &[]).await;
     let (mut first, root) = app.client_in_project("replay").await;
-    let (run, sent) = ask(&mut first, 2).await;
+    let (run, sent) = ask(&mut first).await;
     assert_eq!(
         sent.len(),
-        6,
-        "thinking, processing, state, twice: {sent:?}"
+        7,
+        "thinking, processing, state, twice, then the loop's outcome: {sent:?}"
     );
     let seqs: Vec<u64> = sent.iter().map(seq).collect();
     assert!(
@@ -81,9 +81,9 @@ async fn a_late_client_replays_what_it_missed_in_order_as_it_was_sent() {
         sent[3..],
         "the tail"
     );
-    assert_eq!(replayed(&mut late, &run, seqs[5]).await, [] as [Value; 0]);
+    assert_eq!(replayed(&mut late, &run, seqs[6]).await, [] as [Value; 0]);
     let (code, message) = late
-        .err("run/replay", json!({"run": run, "since": seqs[5] + 1}))
+        .err("run/replay", json!({"run": run, "since": seqs[6] + 1}))
         .await;
     assert_eq!(code, -32602, "{message}");
     assert!(message.contains("ahead"), "{message}");
@@ -98,11 +98,11 @@ async fn a_replay_from_before_what_is_kept_says_call_get_run() {
     let llm = FakeLlm::start(two_turns());
     let app = TestApp::with_llm(&llm, &[("RUMMY_REPLAY_PER_RUN", "2")]).await;
     let (mut client, _) = app.client_in_project("tiny").await;
-    let (run, sent) = ask(&mut client, 2).await;
-    let last = seq(&sent[5]);
+    let (run, sent) = ask(&mut client).await;
+    let last = seq(&sent[6]);
     assert_eq!(
         replayed(&mut client, &run, last - 2).await,
-        sent[4..],
+        sent[5..],
         "the two kept"
     );
     for since in [0, last - 3] {
@@ -124,7 +124,7 @@ async fn a_run_of_another_project_is_not_found_and_a_silent_one_has_nothing_to_r
     let llm = FakeLlm::start(two_turns());
     let app = TestApp::with_llm(&llm, &[]).await;
     let (mut alpha, _) = app.client_in_project("alpha").await;
-    let (run, sent) = ask(&mut alpha, 2).await;
+    let (run, sent) = ask(&mut alpha).await;
     let (mut beta, _) = app.client_in_project("beta").await;
     for since in [0, seq(&sent[0])] {
         let (code, message) = beta
@@ -162,14 +162,13 @@ async fn a_client_joining_mid_loop_misses_nothing_between_its_replay_and_the_liv
 
     let outcome = driver.reply(&ask).await;
     assert_eq!(outcome["result"]["status"], json!(200), "{outcome}");
-    let sent = received_until_state(&mut driver, 2).await;
-    assert_eq!(sent.len(), 6, "{sent:?}");
+    let sent = received_until_outcome(&mut driver).await;
+    assert_eq!(sent.len(), 7, "{sent:?}");
 
     let mut seen: BTreeMap<u64, Value> = BTreeMap::new();
     let finished = |seen: &BTreeMap<u64, Value>| {
-        seen.values().any(|notification| {
-            notification["method"] == "run/state" && notification["params"]["turn"] == 2
-        })
+        seen.values()
+            .any(|notification| notification["method"] == "run/outcome")
     };
     for notification in early {
         seen.insert(seq(&notification), notification);

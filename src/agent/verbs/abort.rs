@@ -17,13 +17,16 @@ use crate::agent::current::CurrentLoop;
 use crate::agent::machine::{self, Transition};
 use crate::agent::outcome::{Ending, LoopOutcome};
 use crate::agent::registry::RunRegistry;
+use crate::agent::verbs::announce::{acted, announce};
 use crate::agent::verbs::{Answer, VerbError};
 use crate::agent::AgentContext;
 use crate::db::enums::RunAction;
-use crate::db::ids::{LoopId, RunId};
-use crate::db::models::run::RunActionForm;
+use crate::db::ids::LoopId;
+use crate::db::models::run::{RunActionForm, RunRow};
+use crate::db::queries::run_events::EventBounds;
 use crate::db::queries::{loops, proposals, run_actions, runs};
 use crate::db::{Conn, DbError};
+use crate::hub::notifications::{Act, RunActed};
 
 /// What the settle unit did.
 enum Settled {
@@ -38,15 +41,18 @@ enum Settled {
 /// `person` aborts `run`; answered once its 499 is stored.
 pub(crate) async fn abort(
     agent: &AgentContext,
-    run: RunId,
+    run: &RunRow,
     person: Option<String>,
 ) -> Result<Answer, VerbError> {
-    agent.commands.abort(run, person.clone());
-    let registry = agent.runs.clone();
-    let settled = agent
-        .db
-        .call(move |conn| settle(conn, &registry, run, person))
-        .await?;
+    agent.commands.abort(run.id, person.clone());
+    let settling = Settling {
+        registry: agent.runs.clone(),
+        bounds: agent.db.event_bounds(),
+        run: run.clone(),
+        person,
+    };
+    let settled = agent.db.call(move |conn| settling.settle(conn)).await?;
+    let run = run.id;
     match settled {
         Settled::Stopping(mut current) => {
             // An error means the drain is gone, and with it the loop.
@@ -62,45 +68,67 @@ pub(crate) async fn abort(
     Ok(Answer::Aborted)
 }
 
-/// The settle stage's unit of work (see the module's doc); who aborted is recorded with the
-/// loop it stopped.
-fn settle(
-    conn: &mut Conn,
-    registry: &RunRegistry,
-    run: RunId,
+/// What the settle stage's unit of work needs.
+struct Settling {
+    registry: RunRegistry,
+    bounds: EventBounds,
+    run: RunRow,
     person: Option<String>,
-) -> Result<Settled, DbError> {
-    let action = |loop_id| RunActionForm {
-        run_id: run,
-        loop_id,
-        person: person.clone(),
-        action: RunAction::Abort,
-        path: None,
-    };
-    let running_here = registry
-        .current(run)
-        .filter(|current| !current.is_settled());
-    if let Some(current) = running_here {
-        current.cancel.cancel();
-        run_actions::record(conn, &action(Some(current.id)))?;
-        return Ok(Settled::Stopping(current));
+}
+
+impl Settling {
+    /// The settle stage's unit of work (see the module's doc); who aborted is recorded with
+    /// the loop it stopped, and told with the proposals it withdrew.
+    fn settle(self, conn: &mut Conn) -> Result<Settled, DbError> {
+        let run = self.run.id;
+        let running_here = self
+            .registry
+            .current(run)
+            .filter(|current| !current.is_settled());
+        if let Some(current) = running_here {
+            current.cancel.cancel();
+            self.record(conn, Some(current.id), Vec::new())?;
+            return Ok(Settled::Stopping(current));
+        }
+        if loops::active_loop(conn, run)?.is_some() {
+            return Ok(Settled::Elsewhere);
+        }
+        let from = runs::get_run(conn, run)?
+            .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
+            .status;
+        let dropped = loops::next_pending(conn, run)?;
+        if let Some(next) = &dropped {
+            let record = serde_json::to_value(LoopOutcome::Ended(Ending::Aborted).to_record())
+                .unwrap_or_default();
+            loops::drop_loop(conn, next.id, Some(&record))?;
+        }
+        let withdrawn = proposals::withdraw(conn, run)?;
+        machine::take(conn, run, from, Transition::Abort)
+            .map_err(|error| DbError::Invalid(error.to_string()))?;
+        let dropped = dropped.map(|next| next.id);
+        self.record(conn, dropped, withdrawn)?;
+        Ok(Settled::Stopped { dropped })
     }
-    if loops::active_loop(conn, run)?.is_some() {
-        return Ok(Settled::Elsewhere);
+
+    /// Records who aborted (and the loop stopped), and tells every client.
+    fn record(
+        &self,
+        conn: &mut Conn,
+        stopped: Option<LoopId>,
+        withdrawn: Vec<String>,
+    ) -> Result<(), DbError> {
+        let action = RunActionForm {
+            run_id: self.run.id,
+            loop_id: stopped,
+            person: self.person.clone(),
+            action: RunAction::Abort,
+            path: None,
+        };
+        run_actions::record(conn, &action)?;
+        let acted = RunActed {
+            withdrawn,
+            ..acted(&self.run, Act::Abort, self.person.clone())
+        };
+        announce(conn, &self.bounds, &self.run, acted)
     }
-    let from = runs::get_run(conn, run)?
-        .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
-        .status;
-    let dropped = loops::next_pending(conn, run)?;
-    if let Some(next) = &dropped {
-        let record = serde_json::to_value(LoopOutcome::Ended(Ending::Aborted).to_record())
-            .unwrap_or_default();
-        loops::drop_loop(conn, next.id, Some(&record))?;
-    }
-    proposals::withdraw(conn, run)?;
-    machine::take(conn, run, from, Transition::Abort)
-        .map_err(|error| DbError::Invalid(error.to_string()))?;
-    let dropped = dropped.map(|next| next.id);
-    run_actions::record(conn, &action(dropped))?;
-    Ok(Settled::Stopped { dropped })
 }

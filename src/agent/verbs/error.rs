@@ -1,6 +1,6 @@
 //! [`VerbError`]: why a verb did nothing, mapped to JSON-RPC once in `crate::error`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::agent::admission::NotAdmitted;
 use crate::agent::machine::{Illegal, ProposalState, TakeError};
@@ -74,7 +74,7 @@ impl VerbError {
 }
 
 /// A proposal a request found not pending, as its client is told (the error's `data`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ProposalView {
     pub run: String,
     pub path: String,

@@ -11,14 +11,17 @@
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::ProposedRow;
 use crate::agent::registry::RunRegistry;
+use crate::agent::verbs::announce::{acted, announce};
 use crate::agent::verbs::{queue, Answer, VerbError};
 use crate::agent::AgentContext;
 use crate::db::enums::{LoopMode, LoopPriority};
 use crate::db::ids::LoopId;
 use crate::db::models::entry::{EntryUpsertForm, UnresolvedRow};
 use crate::db::models::run::{LoopEnqueue, RunRow};
+use crate::db::queries::run_events::EventBounds;
 use crate::db::queries::{entries, loops, runs};
 use crate::db::{Conn, DbError};
+use crate::hub::notifications::{Act, RunActed};
 
 /// Where the message went.
 enum Placed {
@@ -37,13 +40,15 @@ pub(crate) async fn inject(
     person: Option<String>,
     message: String,
 ) -> Result<Answer, VerbError> {
-    let registry = agent.runs.clone();
-    let instance = agent.runs.instance().id().to_owned();
-    let target = run.clone();
-    let placed = agent
-        .db
-        .call(move |conn| place(conn, &registry, &target, person, message, &instance))
-        .await?;
+    let placing = Placing {
+        registry: agent.runs.clone(),
+        instance: agent.runs.instance().id().to_owned(),
+        bounds: agent.db.event_bounds(),
+        run: run.clone(),
+        person,
+        message,
+    };
+    let placed = agent.db.call(move |conn| placing.place(conn)).await?;
     let alias = run.alias.clone();
     match placed {
         Placed::Joined => Ok(Answer::Injected { alias }),
@@ -55,43 +60,58 @@ pub(crate) async fn inject(
     }
 }
 
-/// The place stage's unit of work.
-fn place(
-    conn: &mut Conn,
-    registry: &RunRegistry,
-    run: &RunRow,
+/// What the place stage's unit of work needs.
+struct Placing {
+    registry: RunRegistry,
+    /// This instance, which waits for a queued loop.
+    instance: String,
+    bounds: EventBounds,
+    run: RunRow,
     person: Option<String>,
     message: String,
-    instance: &str,
-) -> Result<Placed, DbError> {
-    let running = registry
-        .current(run.id)
-        .filter(|current| !current.is_settled());
-    if let Some(current) = running {
-        let turn = runs::get_run(conn, run.id)?.map_or(1, |row| row.next_turn);
-        let mode = loops::get_loop(conn, current.id)?.map_or(LoopMode::Ask, |lp| lp.mode);
-        entries::write_entry(
-            conn,
-            &EntryUpsertForm {
-                attributes: Some(serde_json::json!({"mode": mode.as_str()})),
-                ..EntryUpsertForm::new(
-                    run.id,
-                    Some(current.id),
-                    turn,
-                    format!("prompt://{turn}"),
-                    message,
-                )
-            },
-        )?;
-        current.join(turn);
-        return Ok(Placed::Joined);
+}
+
+impl Placing {
+    /// The place stage's unit of work; a message placed is told to every client.
+    fn place(self, conn: &mut Conn) -> Result<Placed, DbError> {
+        let run = &self.run;
+        let running = self
+            .registry
+            .current(run.id)
+            .filter(|current| !current.is_settled());
+        let told = RunActed {
+            message: Some(self.message.clone()),
+            ..acted(run, Act::Inject, self.person.clone())
+        };
+        if let Some(current) = running {
+            let turn = runs::get_run(conn, run.id)?.map_or(1, |row| row.next_turn);
+            let mode = loops::get_loop(conn, current.id)?.map_or(LoopMode::Ask, |lp| lp.mode);
+            entries::write_entry(
+                conn,
+                &EntryUpsertForm {
+                    attributes: Some(serde_json::json!({"mode": mode.as_str()})),
+                    ..EntryUpsertForm::new(
+                        run.id,
+                        Some(current.id),
+                        turn,
+                        format!("prompt://{turn}"),
+                        self.message.clone(),
+                    )
+                },
+            )?;
+            current.join(turn);
+            announce(conn, &self.bounds, run, told)?;
+            return Ok(Placed::Joined);
+        }
+        let proposed = entries::unresolved(conn, run.id)?;
+        if !proposed.is_empty() {
+            return Ok(Placed::Blocked(proposed));
+        }
+        let enqueue = injected_loop(conn, run, self.person.clone(), self.message.clone())?;
+        let queued = queue::insert(conn, &enqueue, &self.instance)?;
+        announce(conn, &self.bounds, run, told)?;
+        Ok(Placed::Queued(queued))
     }
-    let proposed = entries::unresolved(conn, run.id)?;
-    if !proposed.is_empty() {
-        return Ok(Placed::Blocked(proposed));
-    }
-    let enqueue = injected_loop(conn, run, person, message)?;
-    Ok(Placed::Queued(queue::insert(conn, &enqueue, instance)?))
 }
 
 /// The loop that runs `message` on an idle run: it continues the latest loop with its mode

@@ -100,6 +100,7 @@ pub(crate) async fn resolve(
         person,
         claimed,
         instance: instance_of(agent),
+        bounds: agent.db.event_bounds(),
         // A project whose commands run here has its edits applied here too: its clients
         // may have no copy of its files.
         disk_root: applies_edits.then(|| root.to_path_buf()),

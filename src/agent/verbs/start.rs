@@ -8,13 +8,16 @@
 use crate::agent::admission::Asking;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::ProposedRow;
+use crate::agent::verbs::announce::{acted, announce};
 use crate::agent::verbs::{queue, Answer, VerbError};
 use crate::agent::AgentContext;
 use crate::db::enums::{LoopMode, LoopPriority};
 use crate::db::ids::{LoopId, ProjectId, RunId};
 use crate::db::models::run::{LoopEnqueue, RunConfigUpdateForm, RunCreateForm, RunRow};
+use crate::db::queries::run_events::EventBounds;
 use crate::db::queries::{entries, runs, usage};
 use crate::db::{Conn, DbError};
+use crate::hub::notifications::{Act, RunActed};
 use crate::llm::{spender, Spender};
 use crate::plugins::events::Event;
 use crate::usage::Limits;
@@ -63,7 +66,7 @@ pub(crate) async fn start(agent: &AgentContext, start: Start) -> Result<Answer, 
         .await?;
     let instance = agent.runs.instance().id().to_owned();
     let (project, mode) = (start.project, start.mode);
-    let choice = RunChoice::of(start);
+    let choice = RunChoice::of(start, agent.db.event_bounds());
     let chosen = agent
         .db
         .call(move |conn| choice.choose(conn, &instance))
@@ -143,6 +146,8 @@ struct RunChoice {
     create: RunCreateForm,
     person: Option<String>,
     caps: Option<String>,
+    /// What the event log keeps, for the `run/action` of a run prompted again.
+    bounds: EventBounds,
     /// The loop's mode, model, flags and prompt.
     mode: LoopMode,
     model: String,
@@ -174,7 +179,7 @@ struct NewRun {
 }
 
 impl RunChoice {
-    fn of(start: Start) -> RunChoice {
+    fn of(start: Start, bounds: EventBounds) -> RunChoice {
         let create = RunCreateForm {
             project_id: start.project,
             model: start.model.clone(),
@@ -190,6 +195,7 @@ impl RunChoice {
             create,
             person: start.person,
             caps: start.stored_caps,
+            bounds,
             mode: start.mode,
             model: start.model,
             config: start.config,
@@ -207,7 +213,8 @@ impl RunChoice {
             std::mem::take(&mut self.prompt),
         );
         let (config, requested_by) = (self.config.to_json(), self.person.clone());
-        let (run, created) = match self.run(conn)? {
+        let bounds = self.bounds;
+        let (run, created, continued) = match self.run(conn)? {
             Ok(chosen) => chosen,
             Err(blocked) => return Ok(blocked),
         };
@@ -223,6 +230,13 @@ impl RunChoice {
             priority: LoopPriority::Normal,
             requested_by,
         };
+        if let Some(continued) = continued {
+            let told = RunActed {
+                message: Some(enqueue.prompt.clone()),
+                ..acted(&continued, Act::Prompt, enqueue.requested_by.clone())
+            };
+            announce(conn, &bounds, &continued, told)?;
+        }
         let loop_id = queue::insert(conn, &enqueue, instance)?;
         Ok(Chosen::Queued {
             run,
@@ -231,9 +245,12 @@ impl RunChoice {
         })
     }
 
-    /// The run the loop goes to, or the blocked answer.
+    /// The run the loop goes to — new, or the one it continues —, or the blocked answer.
     #[allow(clippy::type_complexity)]
-    fn run(self, conn: &mut Conn) -> Result<Result<(RunId, Option<NewRun>), Chosen>, DbError> {
+    fn run(
+        self,
+        conn: &mut Conn,
+    ) -> Result<Result<(RunId, Option<NewRun>, Option<RunRow>), Chosen>, DbError> {
         let now = runs::now_ms();
         let run = match self.existing {
             Some(parent) if self.fork => {
@@ -243,7 +260,7 @@ impl RunChoice {
                     alias: fork.alias,
                     forked_from: Some(parent.alias),
                 };
-                return Ok(Ok((fork.id, Some(created))));
+                return Ok(Ok((fork.id, Some(created), None)));
             }
             Some(run) => run,
             None => {
@@ -252,7 +269,7 @@ impl RunChoice {
                     alias: run.alias,
                     forked_from: None,
                 };
-                return Ok(Ok((run.id, Some(created))));
+                return Ok(Ok((run.id, Some(created), None)));
             }
         };
         let proposed = entries::unresolved(conn, run.id)?;
@@ -262,6 +279,6 @@ impl RunChoice {
                 proposed: proposed.into_iter().map(ProposedRow::from).collect(),
             }));
         }
-        Ok(Ok((run.id, None)))
+        Ok(Ok((run.id, None, Some(run))))
     }
 }

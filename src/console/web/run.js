@@ -181,7 +181,7 @@ export async function runView(ctx, main, project, alias) {
     ]);
     renderFidelity(listed);
     renderNotes(session);
-    // A run's end is its caller's reply, no notification: look again while it goes.
+    // A loop's end is told (`run/outcome`); look again while one goes, as a backstop.
     if (active(run.status)) later();
   };
   const resolve = (path, action) => {
@@ -209,6 +209,20 @@ export async function runView(ctx, main, project, alias) {
       if (params.run !== alias) return;
       noted(`turn ${params.turn}: ${params.status === 202 ? 'waiting for approval' : 'state'}`);
       later();
+    }),
+    // What a person did to the run, from anywhere, and who: the page redraws at once.
+    ctx.rpc.on('run/action', (params) => {
+      if (params.run !== alias) return;
+      const who = params.by ?? 'the operator';
+      const what = params.path ? `${params.action} ${params.path}` : params.action;
+      noted(`${who}: ${what}`);
+      if (params.path) resolved.delete(params.path);
+      refresh().catch(said);
+    }),
+    ctx.rpc.on('run/outcome', (params) => {
+      if (params.run !== alias) return;
+      noted(`ended: ${params.status}${params.reason ? ` ${params.reason}` : ''}`);
+      refresh().catch(said);
     }),
     ctx.rpc.on('run/output', (params) => {
       if (params.run !== alias) return;

@@ -62,6 +62,8 @@ export async function runsView(ctx, main, project) {
   const stops = [
     ctx.rpc.on('run/progress', (params) => { progress.set(params.run, `turn ${params.turn}: ${params.status}`); later(); }),
     ctx.rpc.on('run/state', later),
+    ctx.rpc.on('run/action', later),
+    ctx.rpc.on('run/outcome', later),
   ];
   const caps = capsPanel(ctx);
   stops.push(caps.stop);

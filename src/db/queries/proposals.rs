@@ -103,21 +103,27 @@ pub(crate) fn release(conn: &mut Conn, run: RunId, path: &str) -> Result<bool, D
 }
 
 /// Withdraws the run's pending proposals no request is carrying out (499, with
-/// [`WITHDRAWN`]), and marks the claimed ones aborted; how many were withdrawn.
-pub(crate) fn withdraw(conn: &mut Conn, run: RunId) -> Result<usize, DbError> {
-    let withdrawn = statement(
+/// [`WITHDRAWN`]), and marks the claimed ones aborted; the paths withdrawn.
+pub(crate) fn withdraw(conn: &mut Conn, run: RunId) -> Result<Vec<String>, DbError> {
+    #[derive(QueryableByName)]
+    struct Withdrawn {
+        #[diesel(sql_type = Text)]
+        path: String,
+    }
+    let withdrawn: Vec<Withdrawn> = statement(
         "UPDATE known_entries SET status = 499, body = ?, updated_at = datetime('now')
          WHERE run_id = ? AND status = 202 AND path NOT IN (
-             SELECT path FROM proposal_claims WHERE run_id = ?)",
+             SELECT path FROM proposal_claims WHERE run_id = ?)
+         RETURNING path",
     )
     .bind::<Text, _>(WITHDRAWN)
     .bind::<BigInt, _>(run)
     .bind::<BigInt, _>(run)
-    .execute(conn)?;
+    .load(conn)?;
     statement("UPDATE proposal_claims SET aborted = 1 WHERE run_id = ?")
         .bind::<BigInt, _>(run)
         .execute(conn)?;
-    Ok(withdrawn)
+    Ok(withdrawn.into_iter().map(|row| row.path).collect())
 }
 
 /// Where the run's entry at `path` stands, for a request that found it not pending: its

@@ -31,7 +31,10 @@ async fn execute_call(agent: &AgentContext, call: HeldCall) -> Result<Reply, App
         method,
     } = call;
     let answer = match method {
-        HeldMethod::Abort => abort::abort(agent, run, person).await?,
+        HeldMethod::Abort => {
+            let (run, _) = stored_run(agent, run).await?;
+            abort::abort(agent, &run, person).await?
+        }
         HeldMethod::Inject { message } => {
             let (run, _) = stored_run(agent, run).await?;
             inject::inject(agent, run, person, message).await?

@@ -485,7 +485,7 @@ pub(crate) async fn abort(context: CallContext, params: RunParams) -> Result<Rep
             return answer;
         }
         tries += 1;
-        match abort::abort(&context.agent, run.id, context.person()).await {
+        match abort::abort(&context.agent, &run, context.person()).await {
             Err(VerbError::Elsewhere) if tries < ABORT_TRIES => continue,
             answer => return Reply::of(answer?),
         }

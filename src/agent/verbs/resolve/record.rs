@@ -11,15 +11,19 @@ use serde::Deserialize;
 
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::machine::{self, Transition};
-use crate::agent::outcome::{Ending, LoopRecord};
+use crate::agent::outcome::{Ending, LoopOutcome, LoopRecord, ProposedRow};
+use crate::agent::verbs::announce::{acted, announce};
 use crate::agent::verbs::resolve::standing::{not_pending, proposal_state};
 use crate::agent::verbs::{queue, VerbError};
 use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, LoopRow, RunActionForm, RunRow};
+use crate::db::queries::run_events::EventBounds;
 use crate::db::queries::{entries, instances, loops, proposals, run_actions};
 use crate::db::{Conn, DbError, UnitError};
+use crate::hub;
+use crate::hub::notifications::{Act, Notification, RunActed};
 use crate::plugins::engine::resolve::{
     resolve_proposal, resolve_proposal_on_disk, Resolution, ResolveInput, ResolveOutcome,
 };
@@ -42,6 +46,22 @@ pub(super) enum Decision {
     Aborted,
 }
 
+impl Decision {
+    /// Where the run stands when no loop goes on (a continuation's loop tells its own end).
+    fn settled(&self) -> Option<LoopOutcome> {
+        match self {
+            Decision::StillPending(proposed) => Some(LoopOutcome::Proposed {
+                turn: proposed.last().map_or(0, |row| row.turn),
+                proposed: proposed.iter().cloned().map(ProposedRow::from).collect(),
+                summarized: false,
+            }),
+            Decision::Completed(ending) => Some(LoopOutcome::Ended(*ending)),
+            Decision::Aborted => Some(LoopOutcome::Ended(Ending::Aborted)),
+            Decision::Resumed(_) => None,
+        }
+    }
+}
+
 /// One resolution, ready for its unit of work.
 pub(super) struct Recording {
     pub run: RunRow,
@@ -55,6 +75,8 @@ pub(super) struct Recording {
     pub claimed: bool,
     /// This instance, which waits for the continuation.
     pub instance: String,
+    /// What the event log keeps, for the resolution's `run/action`.
+    pub bounds: EventBounds,
     /// Where accepted file changes are applied (`None`: the client applies them).
     pub disk_root: Option<PathBuf>,
     /// What the proposal's tool obtained for accepting it.
@@ -108,16 +130,30 @@ impl Recording {
                     Resolution::Reject => RunAction::Reject,
                     Resolution::Error => RunAction::Error,
                 },
-                path: Some(path),
+                path: Some(path.clone()),
             },
         )?;
-        if aborted {
-            return Ok(Ok(Decision::Aborted));
+        let acted = RunActed {
+            path: Some(path),
+            status: Some(outcome.status),
+            ..acted(&self.run, told(outcome.resolution), self.person.clone())
+        };
+        announce(conn, &self.bounds, &self.run, acted)?;
+        let decided = if aborted {
+            Decision::Aborted
+        } else if !outcome.remaining.is_empty() {
+            Decision::StillPending(outcome.remaining)
+        } else {
+            match self.next_move(conn, outcome)? {
+                Ok(decided) => decided,
+                Err(refused) => return Ok(Err(refused)),
+            }
+        };
+        if let Some(settled) = decided.settled() {
+            let told = Notification::Outcome(settled.told(&self.run.alias));
+            hub::append(conn, &self.bounds, self.run.project_id, run, &told)?;
         }
-        if !outcome.remaining.is_empty() {
-            return Ok(Ok(Decision::StillPending(outcome.remaining)));
-        }
-        self.next_move(conn, outcome)
+        Ok(Ok(decided))
     }
 
     /// The answer to a resolution the engine refused.
@@ -137,7 +173,7 @@ impl Recording {
 
     /// Completes or resumes the run, none of its proposals pending any more.
     fn next_move(
-        self,
+        &self,
         conn: &mut Conn,
         outcome: ResolveOutcome,
     ) -> Result<Result<Decision, VerbError>, DbError> {
@@ -161,9 +197,18 @@ impl Recording {
         if let Err(error) = machine::take(conn, run.id, from, Transition::Resume) {
             return Ok(Err(VerbError::taking(&run.alias, error)));
         }
-        let continuation = continuation(conn, run, proposing, self.person)?;
+        let continuation = continuation(conn, run, proposing, self.person.clone())?;
         let queued = queue::insert(conn, &continuation, &self.instance)?;
         Ok(Ok(Decision::Resumed(queued)))
+    }
+}
+
+/// What a resolution is told as.
+fn told(resolution: Resolution) -> Act {
+    match resolution {
+        Resolution::Accept => Act::Accept,
+        Resolution::Reject => Act::Reject,
+        Resolution::Error => Act::Error,
     }
 }
 

@@ -64,7 +64,7 @@ fn an_abort_withdraws_what_waits_and_marks_what_is_carried_out() {
     let run = proposing(&mut db);
     let conn = &mut db.conn;
     assert!(claim(conn, run, COMMAND, "i", None).unwrap());
-    assert_eq!(withdraw(conn, run).unwrap(), 1);
+    assert_eq!(withdraw(conn, run).unwrap(), vec![EDIT.to_owned()]);
     let edit = entries::get_entry(conn, run, EDIT).unwrap().unwrap();
     assert_eq!(
         (edit.status, edit.body.as_str()),
