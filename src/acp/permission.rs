@@ -54,6 +54,8 @@ pub(super) struct Offers {
 #[derive(Debug, Clone)]
 pub(super) struct Proposal {
     pub path: String,
+    /// Its tool call's id in the session (the path, unless the path was proposed before).
+    pub id: String,
     /// Its scheme: set, rm, mv, cp, sh, env, ask_user, or a plugin's.
     pub kind: String,
     pub body: String,
@@ -78,6 +80,7 @@ impl Proposal {
                 .unwrap_or("")
                 .to_string(),
             attributes,
+            id: path.clone(),
             path,
         })
     }
@@ -137,7 +140,7 @@ impl Proposal {
             Shown::Tool(kind) => kind,
             Shown::Message | Shown::Hidden => agent_client_protocol::v1::schema::ToolKind::Other,
         };
-        let mut call = ToolCall::new(self.path.clone(), command.title())
+        let mut call = ToolCall::new(self.id.clone(), command.title())
             .kind(kind)
             .status(ToolCallStatus::Pending)
             .raw_input(self.attributes.clone());
@@ -194,7 +197,7 @@ impl Asking<'_> {
         let options = options(proposal);
         let request = RequestPermissionRequest::new(
             self.session.clone(),
-            ToolCallUpdate::new(proposal.path.clone(), ToolCallUpdateFields::new()),
+            ToolCallUpdate::new(proposal.id.clone(), ToolCallUpdateFields::new()),
             options,
         );
         let mut cancel = self.cancel.clone();
@@ -245,7 +248,7 @@ impl Asking<'_> {
         );
         let schema = ElicitationSchema::new().property(ANSWER_FIELD, field, true);
         let scope = ElicitationSessionScope::new(self.session.clone())
-            .tool_call_id(ToolCallId::new(proposal.path.clone()));
+            .tool_call_id(ToolCallId::new(proposal.id.clone()));
         let form = CreateElicitationRequest::new(ElicitationFormMode::new(scope, schema), question);
         let answer = self.request(form).await?;
         let (resolution, cancelled) = match answer.action {
@@ -312,7 +315,7 @@ impl Asking<'_> {
         create.output_byte_limit = Some(COMMAND_OUTPUT_BYTES as u64);
         let terminal = self.request(create).await?.terminal_id;
         self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-            proposal.path.clone(),
+            proposal.id.clone(),
             ToolCallUpdateFields::new()
                 .status(ToolCallStatus::InProgress)
                 .content(vec![ToolCallContent::Terminal(Terminal::new(

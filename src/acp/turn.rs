@@ -97,7 +97,7 @@ impl Turn<'_> {
             if status != 202 {
                 return self.ended(&outcome).await;
             }
-            let Some(proposal) = outcome
+            let Some(mut proposal) = outcome
                 .get("proposed")
                 .and_then(Value::as_array)
                 .and_then(|rows| rows.first())
@@ -105,6 +105,7 @@ impl Turn<'_> {
             else {
                 return Err(unexpected("a 202 outcome without a proposal", &outcome));
             };
+            proposal.id = self.stream.tracker.proposal_id(&proposal.path);
             let asked = match self.session.is_cancelled() {
                 true => None,
                 false => Some(self.ask(&proposal).await?),
@@ -381,7 +382,7 @@ impl Turn<'_> {
         };
         self.stream.tracker.announce(&proposal.path, status);
         let update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-            proposal.path.clone(),
+            proposal.id.clone(),
             ToolCallUpdateFields::new().status(updates::status_of(status)),
         ));
         self.send(update)
@@ -406,7 +407,7 @@ impl Turn<'_> {
             fields = fields.content(vec![ToolCallContent::from(said)]);
         }
         let update =
-            SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(proposal.path.clone(), fields));
+            SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(proposal.id.clone(), fields));
         self.send(update)
     }
 

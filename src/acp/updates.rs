@@ -173,14 +173,63 @@ impl HistoryRow {
 /// What a session has shown of its run's log: each entry by path, with its status then.
 #[derive(Debug, Default)]
 pub(super) struct LogTracker {
-    shown: HashMap<String, i64>,
+    /// Each entry's path: its tool call now, and the status it was shown with.
+    shown: HashMap<String, ShownAs>,
 }
+
+/// What the editor was shown of one entry: its tool call's id, and the status then.
+#[derive(Debug)]
+struct ShownAs {
+    id: String,
+    status: i64,
+    /// How many tool calls its path has had (an edit of one file proposed again).
+    calls: u32,
+}
+
+/// The status of a proposal waiting for a client.
+const PROPOSED: i64 = 202;
 
 impl LogTracker {
     /// Records that the entry at `path` was shown with `status` (a proposal shown with the
     /// permission request), so that its later appearance in the log is an update.
     pub(super) fn announce(&mut self, path: &str, status: i64) {
-        self.shown.insert(path.to_string(), status);
+        self.seen(path, status);
+    }
+
+    /// The tool call id of the proposal at `path`, asked about now: its path, or for a path
+    /// proposed again after its earlier proposal ended (`set://<file>` is every edit of that
+    /// file) the path and `#2`, `#3` …, so that each is a tool call of its own (ACP asks
+    /// ids unique within a session).
+    pub(super) fn proposal_id(&mut self, path: &str) -> String {
+        self.seen(path, PROPOSED).0
+    }
+
+    /// Records `path` seen with `status`: its tool call id, and the status it was shown with
+    /// before (`None`: a new tool call).
+    fn seen(&mut self, path: &str, status: i64) -> (String, Option<i64>) {
+        match self.shown.get_mut(path) {
+            Some(shown) if status == PROPOSED && shown.status != PROPOSED => {
+                shown.calls += 1;
+                shown.id = format!("{path}#{}", shown.calls);
+                shown.status = status;
+                (shown.id.clone(), None)
+            }
+            Some(shown) => {
+                let before = std::mem::replace(&mut shown.status, status);
+                (shown.id.clone(), Some(before))
+            }
+            None => {
+                let id = path.to_string();
+                let calls = 1;
+                let shown = ShownAs {
+                    id: id.clone(),
+                    status,
+                    calls,
+                };
+                self.shown.insert(path.to_string(), shown);
+                (id, None)
+            }
+        }
     }
 
     /// The updates that replay a past run's whole log to an editor that was shown none of it:
@@ -212,7 +261,7 @@ impl LogTracker {
                 Shown::Message => None,
                 Shown::Tool(kind) => Some(kind),
             };
-            let before = self.shown.insert(entry.path.clone(), entry.status);
+            let (id, before) = self.seen(&entry.path, entry.status);
             match (kind, before) {
                 (None, None) if !entry.body.is_empty() => {
                     updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
@@ -220,11 +269,11 @@ impl LogTracker {
                     )));
                 }
                 (Some(kind), None) => {
-                    updates.push(SessionUpdate::ToolCall(tool_call(entry, kind, root)))
+                    updates.push(SessionUpdate::ToolCall(tool_call(entry, id, kind, root)))
                 }
                 (Some(_), Some(status)) if status != entry.status => {
                     updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                        entry.path.clone(),
+                        id,
                         ToolCallUpdateFields::new()
                             .status(status_of(entry.status))
                             .content(output(entry)),
@@ -237,10 +286,10 @@ impl LogTracker {
     }
 }
 
-/// The `tool_call` of a log entry.
-fn tool_call(entry: &LogEntry, kind: ToolKind, root: &Path) -> ToolCall {
+/// The `tool_call` of a log entry, `id` its tool call's id.
+fn tool_call(entry: &LogEntry, id: String, kind: ToolKind, root: &Path) -> ToolCall {
     let command = entry.command();
-    let call = ToolCall::new(entry.path.clone(), command.title())
+    let call = ToolCall::new(id, command.title())
         .kind(kind)
         .status(status_of(entry.status))
         .content(output(entry).unwrap_or_default());

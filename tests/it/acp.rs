@@ -109,6 +109,7 @@ with_each_sdk!(
     a_cancel_while_a_proposal_is_asked_about_ends_the_turn_cancelled_and_withdraws_it,
     a_cancel_while_the_editors_terminal_runs_a_command_kills_it_and_ends_the_turn_cancelled,
     remote_a_proposal_another_client_accepts_is_withdrawn_from_the_editor_and_never_written,
+    two_edits_of_one_file_are_two_tool_calls_of_the_session,
 );
 
 /// What the editor saw of one scenario, with the home and project it ran in.
@@ -369,6 +370,49 @@ async fn an_allowed_edit_is_written_through_the_editor(sdk: Sdk) {
     assert_eq!(done["status"], json!("completed"));
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Editing a.txt.", "Edited."]);
+}
+
+async fn two_edits_of_one_file_are_two_tool_calls_of_the_session(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply(EDIT),
+        Step::reply(
+            "<set path=\"a.txt\"><<<<<<< SEARCH\none\n=======\nONE\n>>>>>>> REPLACE</set>\
+             <update>Editing it again.</update>",
+        ),
+        Step::reply("<summarize>Edited twice.</summarize>"),
+    ]);
+    let drive = Drive::run(sdk, "edit-allow", &llm).await;
+    drive.assert_clean_session();
+    let asked: Vec<&Value> = drive.seen["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|asked| &asked["toolCall"]["toolCallId"])
+        .collect();
+    assert_eq!(asked, [&json!("set://a.txt"), &json!("set://a.txt#2")]);
+    let cards: Vec<&Value> = drive
+        .updates("tool_call")
+        .into_iter()
+        .filter(|call| call["kind"] == "edit")
+        .map(|call| &call["toolCallId"])
+        .collect();
+    assert!(
+        cards.contains(&&json!("set://a.txt")) && cards.contains(&&json!("set://a.txt#2")),
+        "each edit is a tool call of its own: {cards:?}"
+    );
+    let ended: Vec<(&Value, &Value)> = drive
+        .updates("tool_call_update")
+        .into_iter()
+        .filter(|update| update["status"] == "completed")
+        .map(|update| (&update["toolCallId"], &update["status"]))
+        .collect();
+    assert!(
+        ended.contains(&(&json!("set://a.txt"), &json!("completed")))
+            && ended.contains(&(&json!("set://a.txt#2"), &json!("completed"))),
+        "{ended:?}"
+    );
+    assert_eq!(drive.file("a.txt").as_deref(), Some("ONE\nTWO\n"));
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
 }
 
 async fn a_rejected_edit_changes_nothing(sdk: Sdk) {
