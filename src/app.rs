@@ -83,8 +83,9 @@ impl RunningServer {
     /// shutdown grace while their clients stay connected,
     /// gives back this instance's leases (a loop cut short ends its run 499, pending, as
     /// after a crash; loops not started stay pending, for any instance), then stops
-    /// accepting, closes every connection with 1001, lets in-flight writes finish and empties
-    /// the database's write-ahead log.
+    /// accepting, closes every connection with 1001, shuts the plugin processes down (nothing
+    /// they started is left), lets in-flight writes finish and empties the database's
+    /// write-ahead log.
     pub async fn stop(self) {
         let agent = &self.state.agent;
         agent.runs.stop_claiming();
@@ -104,6 +105,7 @@ impl RunningServer {
         }
         self.handle.stop(true).await;
         let _ = self.done.await;
+        self.state.agent.plugins.close_processes().await;
         self.state.agent.db.close().await;
     }
 }
@@ -524,7 +526,7 @@ fn entry_changed(plugins: &Plugins) -> Option<EntryChangeSink> {
             for change in changes {
                 plugins.emit(Event::EntryChanged {
                     run: change.run_id,
-                    path: &change.path,
+                    entry: plugins.event_entry(change.entry_id, &change.path, change.turn),
                     change: change.change_type,
                 });
             }

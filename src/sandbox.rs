@@ -25,6 +25,7 @@ pub(crate) mod runner;
 mod seccomp;
 mod spec;
 mod supervisor;
+pub(crate) mod tree;
 
 pub(crate) use cgroup::{Cgroups, CommandCgroup};
 pub(crate) use etc_rules::etc_readable;

@@ -250,6 +250,7 @@ async fn open_loop(
         alias: &run.alias,
         project: run.project_id,
         project_name: &project_name,
+        project_root: &project_root,
         loop_id: lp.id,
         mode: lp.mode,
         prompt: &lp.prompt,

@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use crate::db::Conn;
 use diesel::connection::SimpleConnection;
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::{BigInt, Integer, Text};
 use diesel::{QueryableByName, RunQueryDsl};
 
 use super::enums::ChangeType;
-use super::ids::RunId;
+use super::ids::{EntryId, RunId};
 use super::DbError;
 
 /// The log and its triggers, on SQLite. An update is one change, named by the first of: written again
@@ -29,28 +29,34 @@ const RECORD: &str = "
 CREATE TEMP TABLE IF NOT EXISTS entry_changes (
     id          INTEGER PRIMARY KEY,
     run_id      INTEGER NOT NULL,
+    entry_id    INTEGER NOT NULL,
+    turn        INTEGER NOT NULL,
     path        TEXT NOT NULL,
     change_type TEXT NOT NULL
 );
 CREATE TEMP TRIGGER IF NOT EXISTS entry_changes_insert AFTER INSERT ON main.known_entries
 BEGIN
-    INSERT INTO entry_changes (run_id, path, change_type) VALUES (NEW.run_id, NEW.path, 'upsert');
+    INSERT INTO entry_changes (run_id, entry_id, turn, path, change_type)
+    VALUES (NEW.run_id, NEW.id, NEW.turn, NEW.path, 'upsert');
 END;
 CREATE TEMP TRIGGER IF NOT EXISTS entry_changes_delete AFTER DELETE ON main.known_entries
 BEGIN
-    INSERT INTO entry_changes (run_id, path, change_type) VALUES (OLD.run_id, OLD.path, 'remove');
+    INSERT INTO entry_changes (run_id, entry_id, turn, path, change_type)
+    VALUES (OLD.run_id, OLD.id, OLD.turn, OLD.path, 'remove');
 END;
 CREATE TEMP TRIGGER IF NOT EXISTS entry_changes_move AFTER UPDATE ON main.known_entries
 WHEN NEW.path <> OLD.path OR NEW.run_id <> OLD.run_id
 BEGIN
-    INSERT INTO entry_changes (run_id, path, change_type) VALUES (OLD.run_id, OLD.path, 'remove');
-    INSERT INTO entry_changes (run_id, path, change_type) VALUES (NEW.run_id, NEW.path, 'upsert');
+    INSERT INTO entry_changes (run_id, entry_id, turn, path, change_type)
+    VALUES (OLD.run_id, OLD.id, OLD.turn, OLD.path, 'remove');
+    INSERT INTO entry_changes (run_id, entry_id, turn, path, change_type)
+    VALUES (NEW.run_id, NEW.id, NEW.turn, NEW.path, 'upsert');
 END;
 CREATE TEMP TRIGGER IF NOT EXISTS entry_changes_update AFTER UPDATE ON main.known_entries
 WHEN NEW.path = OLD.path AND NEW.run_id = OLD.run_id
 BEGIN
-    INSERT INTO entry_changes (run_id, path, change_type)
-    SELECT NEW.run_id, NEW.path, change_type FROM (SELECT CASE
+    INSERT INTO entry_changes (run_id, entry_id, turn, path, change_type)
+    SELECT NEW.run_id, NEW.id, NEW.turn, NEW.path, change_type FROM (SELECT CASE
         WHEN NEW.write_count <> OLD.write_count THEN 'upsert'
         WHEN NEW.status <> OLD.status THEN 'resolve'
         WHEN NEW.fidelity <> OLD.fidelity THEN
@@ -65,11 +71,13 @@ END;
 ";
 
 /// The log on PostgreSQL; the migrations' `log_entry_change` trigger (the same rules as
-/// [`RECORD`]'s) writes into it.
+/// [`RECORD`]'s, last set by `2026-12-06-000000_entry_change_identity`) writes into it.
 const RECORD_POSTGRES: &str = "
 CREATE TEMP TABLE IF NOT EXISTS entry_changes (
     id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     run_id      BIGINT NOT NULL,
+    entry_id    BIGINT NOT NULL,
+    turn        INTEGER NOT NULL,
     path        TEXT NOT NULL,
     change_type TEXT NOT NULL
 );
@@ -80,6 +88,12 @@ CREATE TEMP TABLE IF NOT EXISTS entry_changes (
 pub struct EntryChange {
     #[diesel(sql_type = BigInt)]
     pub run_id: RunId,
+    /// The entry's row (as it was, when it was removed).
+    #[diesel(sql_type = BigInt)]
+    pub entry_id: EntryId,
+    /// The run-wide turn it was written in (as it was, when it was removed).
+    #[diesel(sql_type = Integer)]
+    pub turn: i32,
     /// The entry's path (its old path when it moved away or was removed).
     #[diesel(sql_type = Text)]
     pub path: String,
@@ -129,8 +143,10 @@ pub(crate) fn record(conn: &mut Conn) -> Result<(), DbError> {
 pub(crate) fn take(conn: &mut Conn) -> Result<Vec<EntryChange>, DbError> {
     let changes: Vec<EntryChange> =
         // Unqualified: both backends look in the connection's temporary tables first.
-        diesel::sql_query("SELECT run_id, path, change_type FROM entry_changes ORDER BY id")
-            .load(conn)?;
+        diesel::sql_query(
+            "SELECT run_id, entry_id, turn, path, change_type FROM entry_changes ORDER BY id",
+        )
+        .load(conn)?;
     if !changes.is_empty() {
         diesel::sql_query("DELETE FROM entry_changes").execute(conn)?;
     }

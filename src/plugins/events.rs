@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::db::enums::{ChangeType, EntryStatus, LoopMode, RunStatus};
-use crate::db::ids::{LoopId, ProjectId, RunId};
+use crate::db::ids::{EntryId, LoopId, ProjectId, RunId};
 use crate::hub::notifications::RunState;
 
 /// Something that happened, in the order of a request, a loop and a turn.
@@ -76,6 +76,7 @@ pub enum Event<'a> {
         alias: &'a str,
         project: ProjectId,
         project_name: &'a str,
+        project_root: &'a Path,
         loop_id: LoopId,
         mode: LoopMode,
         /// Its prompt (empty when it resumes).
@@ -121,15 +122,17 @@ pub enum Event<'a> {
     /// `entry.created`: a command's result entry is written, with its status.
     EntryCreated {
         run: RunId,
+        /// The command's turn.
         turn: i32,
-        path: &'a str,
+        entry: EventEntry<'a>,
         status: EntryStatus,
     },
     /// `entry.changed`: a committed unit of work changed an entry (one event per change,
     /// in order; on the database thread).
     EntryChanged {
         run: RunId,
-        path: &'a str,
+        /// As it was, when the change removed it.
+        entry: EventEntry<'a>,
         change: ChangeType,
     },
     /// `turn.completed`: the turn's commands ran and are stored.
@@ -151,6 +154,27 @@ pub enum Event<'a> {
         /// How it ended.
         status: RunStatus,
     },
+}
+
+/// The entry an event is about.
+#[derive(Debug, Clone, Copy)]
+pub struct EventEntry<'a> {
+    /// Its row in the store.
+    pub id: EntryId,
+    pub path: &'a str,
+    /// The run-wide turn it was written in.
+    pub turn: i32,
+    /// Its path is made of the model's words (an `update` or a `summarize` is stored at a
+    /// slug of its text: `ToolInfo::paths_are_words`): a plugin process is told its scheme,
+    /// turn and id instead, never the path.
+    pub worded: bool,
+}
+
+impl EventEntry<'_> {
+    /// The scheme of its path (`None` for a file).
+    pub fn scheme(&self) -> Option<&str> {
+        crate::db::paths::scheme_of(self.path)
+    }
 }
 
 /// A hook point of AGENT §9.2 that the server honours: what an observer subscribes to, and
@@ -478,7 +502,12 @@ mod tests {
         });
         events.emit(Event::EntryChanged {
             run: RunId(1),
-            path: "known://x",
+            entry: EventEntry {
+                id: EntryId(1),
+                path: "known://x",
+                turn: 1,
+                worded: false,
+            },
             change: ChangeType::Upsert,
         });
         events.emit(ended());

@@ -125,9 +125,10 @@ impl<H: FilterHook> FilterChain<H> {
     }
 }
 
-/// `run.config`: the settings of an `ask` or `act`, before anything is admitted or
-/// written: a filter may clamp them (another model, a lower temperature or context limit,
-/// a flag set, an `act` made an `ask`) or refuse the call.
+/// `run.config`: a run's settings on their way to it, from every call that sets them (`ask`,
+/// `act`, `startRun`, `run/config`, `persona/set`), before anything is admitted or written:
+/// a filter may clamp them (another model, a lower temperature or context limit, a flag
+/// set, an `act` made an `ask`) or refuse the call.
 pub struct RunConfig;
 
 /// `llm.request` (the seeds' `llm.messages`): the messages of each model call (a turn's,
@@ -204,17 +205,21 @@ pub struct BudgetEnforce;
 /// ignored).
 pub struct TurnProposing;
 
-/// The settings of an `ask` or `act` (the value of `run.config`).
+/// A run's settings as a call gives them (the value of `run.config`): all of them for an
+/// `ask`, `act` or `startRun`; for `run/config` and `persona/set`, those the call changes
+/// (the others `None`, the run's model as it stands when the call names none).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRequest {
-    /// `ask` or `act`; a filter may make an `act` an `ask` (any other change is ignored).
-    pub mode: LoopMode,
+    /// `ask` or `act` for a call that queues a loop, `None` for one that only sets the run's
+    /// settings; a filter may make an `act` an `ask` (any other change is ignored).
+    pub mode: Option<LoopMode>,
     /// The model alias (checked against the catalogue after the filters).
     pub model: String,
     pub temperature: Option<f64>,
     /// The run's context limit, in tokens.
     pub context_limit: Option<i64>,
     pub persona: Option<String>,
+    /// The loop's flags (`false`, and not read, for a call that queues no loop).
     pub no_repo: bool,
     pub no_interaction: bool,
     pub no_web: bool,
@@ -223,10 +228,12 @@ pub struct RunRequest {
     pub refusal: Option<String>,
 }
 
-/// Who asks for a run's settings.
+/// Who sets a run's settings.
 #[derive(Debug, Clone, Copy)]
 pub struct RunAsked {
     pub project: ProjectId,
+    /// The method that sets them: `ask`, `act`, `startRun`, `run/config` or `persona/set`.
+    pub method: &'static str,
 }
 
 /// The turn whose packet is measured (`budget.enforce`).

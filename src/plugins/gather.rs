@@ -15,6 +15,7 @@ use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::hash::Hash;
+use std::path::PathBuf;
 
 use futures_util::future::BoxFuture;
 
@@ -42,9 +43,19 @@ pub struct Gathering<'a> {
     pub agent: &'a (dyn Any + Send + Sync),
 }
 
+/// Where a run is: its alias, and its project's name and root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunPlace {
+    pub alias: String,
+    pub project: String,
+    pub root: PathBuf,
+}
+
 /// The acceptance of one proposal, and what its gather half may use.
 pub struct Accepting<'a> {
     pub proposal: &'a EntryRow,
+    /// Where the proposal's run is.
+    pub place: &'a RunPlace,
     /// Where an accepted command runs when its project runs commands on the server (`None`:
     /// the client runs it and resolves with its output).
     pub(crate) commands: Option<CommandPlace<'a>>,

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::access::Role;
@@ -65,9 +65,20 @@ impl MethodCall {
     }
 }
 
+/// The params of a method that takes none: whatever was sent is ignored.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoParams;
+
+impl<'de> Deserialize<'de> for NoParams {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer)?;
+        Ok(NoParams)
+    }
+}
+
 /// An RPC method a plugin adds, with its own params type.
 pub trait TypedMethod: Send + Sync + 'static {
-    /// What its params decode into (`rpc::params::NoParams` for none).
+    /// What its params decode into ([`NoParams`] for none).
     type Params: DeserializeOwned + Send + 'static;
     /// What it answers.
     type Output: Serialize + 'static;

@@ -6,9 +6,12 @@
 //! [`Registrar`] as an in-process plugin's: tools (`tool`), an observer (`reach`, which also
 //! learns which runs and projects the plugin serves), filters (`filter`), packet sections
 //! (`section`) and RPC methods (`method`), so the engine knows no second kind of plugin.
-//! `plugins/status` tells a client how each process is. A plugin whose handshake fails at
-//! start adds nothing (its state says why).
+//! Each start of a process (`child`) is a process group and a cgroup of its own, killed as
+//! one tree; while it runs (`running`) its calls wait for their answers. `plugins/status` tells a client how each process is, `plugins/restart` starts
+//! one afresh. A plugin whose handshake fails at start adds nothing (its state says why);
+//! the server's stop shuts every process down ([`Plugins::close_processes`]).
 
+mod child;
 mod declaration;
 mod filter;
 pub(in crate::plugins) mod link;
@@ -16,6 +19,8 @@ mod method;
 mod pipes;
 mod protocol;
 mod reach;
+mod restart;
+mod running;
 mod section;
 mod status;
 mod tool;
@@ -30,8 +35,9 @@ use link::Link;
 use method::ProcessMethod;
 use protocol::{Manifest, SectionChain};
 use reach::{ProcessObserver, Reach};
+use restart::RestartMethod;
 use section::{ProcessSection, SectionRefresh};
-use status::{Status, StatusPlugin};
+use status::{Status, StatusMethod};
 use tool::ProcessTool;
 
 use crate::config::PluginSettings;
@@ -98,7 +104,8 @@ impl ProcessPlugins {
         }
     }
 
-    /// `plugins` with each process plugin, and `plugins/status` when there is one.
+    /// `plugins` with each process plugin, and `plugins/status` and `plugins/restart` when
+    /// there is one.
     pub(crate) fn register(self, mut plugins: Plugins) -> Plugins {
         if self.declared.is_empty() {
             return plugins;
@@ -112,7 +119,21 @@ impl ProcessPlugins {
             });
             plugins = plugins.plugin(ProcessPlugin { index, declared });
         }
-        plugins.plugin(StatusPlugin(Arc::new(statuses)))
+        plugins.plugin(ProcessAdmin(Arc::new(statuses)))
+    }
+}
+
+/// `plugins/status` and `plugins/restart`, over every declared plugin process.
+struct ProcessAdmin(Arc<Vec<Status>>);
+
+impl Plugin for ProcessAdmin {
+    fn name(&self) -> &'static str {
+        "plugin_status"
+    }
+
+    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
+        registrar.method(RestartMethod(Arc::clone(&self.0)));
+        registrar.method(StatusMethod(self.0));
     }
 }
 
@@ -144,7 +165,7 @@ impl Plugin for ProcessPlugin {
                 );
                 continue;
             }
-            registrar.tool(ProcessTool::new(Arc::clone(&link), index, declared));
+            registrar.tool(ProcessTool::new(Arc::clone(&reach), index, declared));
         }
         let observed: Vec<Hook> = manifest
             .observes
@@ -152,7 +173,7 @@ impl Plugin for ProcessPlugin {
             .filter_map(|wanted| Hook::ALL.into_iter().find(|hook| hook.name() == wanted))
             .collect();
         let mut hooks = observed.clone();
-        hooks.extend([Hook::ProjectInitCompleted, Hook::LoopStarted]);
+        hooks.extend(ProcessObserver::TEACHING);
         registrar.observer(ProcessObserver {
             reach: Arc::clone(&reach),
             hooks,
@@ -231,5 +252,12 @@ impl Plugins {
             .iter()
             .filter(|(_, link)| link.serves(project))
             .fold(ConfiguredSet::NONE, |set, (index, _)| set.with(*index))
+    }
+
+    /// Shuts every plugin process down for good, all at once (the server stops): each is
+    /// told `shutdown`, its stdin closed, and its tree killed after the grace; nothing of
+    /// any is left when this returns.
+    pub(crate) async fn close_processes(&self) {
+        join_all(self.inner.processes.iter().map(|(_, link)| link.close())).await;
     }
 }

@@ -251,6 +251,13 @@ pub trait ToolInfo: Send + Sync {
         ToolEffect::Notes
     }
 
+    /// Whether its entries' paths are made of the model's words (a slug of the text, as an
+    /// `update`'s): a plugin process's events then name such an entry by scheme, turn and id,
+    /// never by its path.
+    fn paths_are_words(&self) -> bool {
+        false
+    }
+
     /// Whether its commands can become proposals the client resolves.
     fn proposes(&self) -> bool {
         false

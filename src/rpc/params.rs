@@ -61,16 +61,7 @@ impl std::ops::Deref for Required {
     }
 }
 
-/// The params of a method that takes none: whatever was sent is ignored.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct NoParams;
-
-impl<'de> Deserialize<'de> for NoParams {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(deserializer)?;
-        Ok(NoParams)
-    }
-}
+pub(crate) use crate::plugins::method::NoParams;
 
 /// `limit` and `offset`, shared by the listing methods.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]

@@ -11,6 +11,7 @@
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
@@ -71,9 +72,39 @@ impl Cgroups {
         }
     }
 
+    /// This process's hierarchies, found once for every server it runs (the stale
+    /// directories of servers no longer running swept then); `None` when none can limit
+    /// processes. Blocking file I/O on the first call.
+    pub(crate) fn shared() -> Option<Cgroups> {
+        static FOUND: OnceLock<Option<Cgroups>> = OnceLock::new();
+        FOUND
+            .get_or_init(|| {
+                let found = Cgroups::detect();
+                if let Some(cgroups) = &found {
+                    cgroups.sweep_stale();
+                }
+                found
+            })
+            .clone()
+    }
+
     /// Creates `rummy/<server pid>/<name>` in each hierarchy, `pids.max` letting the command
     /// start `max_processes` processes (the supervisor, also in it, is counted apart).
     pub(crate) fn create(&self, name: &str, max_processes: u64) -> std::io::Result<CommandCgroup> {
+        self.create_bounded(name, Some(max_processes))
+    }
+
+    /// Creates `rummy/<server pid>/<name>` in each hierarchy with no limit of its own: its
+    /// processes are only held together, to be killed as one (a plugin process's).
+    pub(crate) fn create_unbounded(&self, name: &str) -> std::io::Result<CommandCgroup> {
+        self.create_bounded(name, None)
+    }
+
+    fn create_bounded(
+        &self,
+        name: &str,
+        max_processes: Option<u64>,
+    ) -> std::io::Result<CommandCgroup> {
         if name.is_empty() || name == SERVER_LEAF || name.contains('/') || name.starts_with('.') {
             return Err(std::io::Error::new(
                 ErrorKind::InvalidInput,
@@ -88,9 +119,8 @@ impl Cgroups {
                 server_dir: dir.clone(),
                 ..*hierarchy
             });
-            if hierarchy.pids {
-                let max = max_processes.saturating_add(1);
-                std::fs::write(dir.join("pids.max"), max.to_string())?;
+            if let (true, Some(max)) = (hierarchy.pids, max_processes) {
+                std::fs::write(dir.join("pids.max"), max.saturating_add(1).to_string())?;
             }
         }
         Ok(cgroup)
@@ -127,6 +157,15 @@ impl CommandCgroup {
     /// The directories the supervisor joins (goes into `Spec.cgroups`).
     pub(crate) fn paths(&self) -> Vec<PathBuf> {
         self.dirs.iter().map(|dir| dir.server_dir.clone()).collect()
+    }
+
+    /// Moves the process `pid` into it, in each hierarchy (what it starts afterwards is
+    /// born there).
+    pub(crate) fn join(&self, pid: u32) -> std::io::Result<()> {
+        for dir in &self.dirs {
+            std::fs::write(dir.server_dir.join("cgroup.procs"), pid.to_string())?;
+        }
+        Ok(())
     }
 
     /// Kills every process in it: v2's `cgroup.kill`, else SIGKILL to each process listed

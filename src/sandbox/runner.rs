@@ -12,8 +12,6 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
@@ -26,7 +24,7 @@ use crate::llm::CancellationToken;
 use super::kept::KeptOutput;
 use super::outcome::{CommandOutcome, Ending, Reported};
 use super::policy::CommandPolicy;
-use super::supervisor::descendants;
+use super::tree::kill_tree;
 use super::{etc_readable, Cgroups, CommandCgroup, Spec, EXEC_SUBCOMMAND};
 
 /// How often streamed output is sent, at most.
@@ -39,8 +37,6 @@ const STREAM_BYTES_PER_SEC: usize = 64 << 10;
 /// How long output is still read after the command exits (what it left behind was killed,
 /// so the pipe closes at once unless something escaped the kill).
 const DRAIN: Duration = Duration::from_millis(500);
-/// Rounds of killing a command's processes before the launcher itself is killed.
-const KILL_ROUNDS: usize = 20;
 
 /// One command to run: where, for whom, and under which policy.
 #[derive(Debug, Clone, Copy)]
@@ -370,23 +366,18 @@ impl ServerCommands {
     }
 
     /// What running commands needs of this machine, found (off the executor) on first need;
-    /// cgroups a crashed server left are removed then.
+    /// cgroups a crashed server left are removed when this process first looks for its own
+    /// ([`Cgroups::shared`]).
     async fn machine(&self) -> &Machine {
         self.inner
             .machine
             .get_or_init(|| async {
                 let private = self.inner.private.clone();
                 let named = self.inner.launcher.clone();
-                tokio::task::spawn_blocking(move || {
-                    let cgroups = Cgroups::detect();
-                    if let Some(cgroups) = &cgroups {
-                        cgroups.sweep_stale();
-                    }
-                    Machine {
-                        launcher: named.unwrap_or_else(default_launcher),
-                        cgroups,
-                        etc: etc_readable(&private),
-                    }
+                tokio::task::spawn_blocking(move || Machine {
+                    launcher: named.unwrap_or_else(default_launcher),
+                    cgroups: Cgroups::shared(),
+                    etc: etc_readable(&private),
                 })
                 .await
                 .unwrap_or_else(|_| Machine {
@@ -691,27 +682,13 @@ fn exit_code(status: &std::process::ExitStatus) -> Option<u8> {
 }
 
 /// Kills every process under the launcher `supervisor` (which kills what is left itself
-/// when its command ends; this is for a command stopped before it ended), round after round
-/// until none is left, then the launcher. Only for a launcher not yet reaped.
+/// when its command ends; this is for a command stopped before it ended), then the
+/// launcher. Only for a launcher not yet reaped.
 async fn kill_all(supervisor: Option<u32>) {
     let Some(supervisor) = supervisor else {
         return;
     };
-    let _ = tokio::task::spawn_blocking(move || {
-        for _ in 0..KILL_ROUNDS {
-            let left = descendants(supervisor);
-            if left.is_empty() {
-                break;
-            }
-            for pid in left {
-                let _ = kill(pid, Signal::SIGKILL);
-            }
-        }
-        if let Ok(pid) = i32::try_from(supervisor) {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-    })
-    .await;
+    let _ = tokio::task::spawn_blocking(move || kill_tree(supervisor)).await;
 }
 
 /// Who aborted, as [`ServerCommands::abort`] recorded it (`None`: the operator).

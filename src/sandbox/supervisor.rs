@@ -10,6 +10,7 @@ use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{ForkResult, Pid};
 
 use super::confine::confine_main;
+use super::tree::descendants;
 use super::{fail, SandboxError, Spec};
 
 /// Runs stage 1 with the spec on stdin; returns the exit status to end with.
@@ -99,27 +100,4 @@ fn sweep() {
             Err(_) => return,
         }
     }
-}
-
-/// The living descendants of `pid`, read from `/proc/<pid>/task/*/children`.
-pub(crate) fn descendants(pid: u32) -> Vec<Pid> {
-    let mut found = Vec::new();
-    let mut pending = vec![pid];
-    while let Some(parent) = pending.pop() {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
-            continue;
-        };
-        for task in tasks.flatten() {
-            let children =
-                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            for child in children
-                .split_whitespace()
-                .filter_map(|c| c.parse::<u32>().ok())
-            {
-                found.push(Pid::from_raw(i32::try_from(child).unwrap_or(i32::MAX)));
-                pending.push(child);
-            }
-        }
-    }
-    found
 }

@@ -32,11 +32,11 @@ impl Observer for ChangeLog {
     }
 
     fn observe(&self, event: &Event<'_>) {
-        if let Event::EntryChanged { path, change, .. } = event {
+        if let Event::EntryChanged { entry, change, .. } = event {
             self.0
                 .lock()
                 .unwrap()
-                .push(((*path).to_owned(), change.as_str()));
+                .push((entry.path.to_owned(), change.as_str()));
         }
     }
 }

@@ -51,6 +51,60 @@ async fn a_plugin_process_clamps_a_runs_settings_and_refuses_a_model() {
 }
 
 #[actix_web::test]
+async fn every_call_that_sets_a_runs_settings_passes_the_run_config_filters() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>started</summarize>"),
+        Step::reply("<summarize>configured</summarize>"),
+    ]);
+    let line = clamp("");
+    let app = TestApp::with_llm(&llm, &[("RUMMY_PLUGIN_CLAMP", line.as_str())]).await;
+    let (mut client, _) = app.client_in_project("doors").await;
+    let started = client
+        .ok("startRun", json!({"model": "fake", "temperature": 1.9}))
+        .await;
+    let run = started["run"].as_str().unwrap().to_owned();
+    let asked = client
+        .ok("ask", json!({"model": "fake", "run": run, "prompt": "hi"}))
+        .await;
+    assert_eq!(asked["status"], json!(200), "{asked}");
+    client
+        .ok("run/config", json!({"run": run, "temperature": 1.9}))
+        .await;
+    client
+        .ok(
+            "ask",
+            json!({"model": "fake", "run": run, "prompt": "again"}),
+        )
+        .await;
+    let temperatures: Vec<Value> = llm
+        .requests()
+        .iter()
+        .map(|request| request["temperature"].clone())
+        .collect();
+    assert_eq!(
+        temperatures,
+        [json!(0.5), json!(0.5)],
+        "startRun's and run/config's settings are clamped as an ask's are"
+    );
+    let refused = "A plugin refused the run: the model forbidden is not allowed here";
+    let (code, message) = client
+        .err("run/config", json!({"run": run, "model": "forbidden"}))
+        .await;
+    assert_eq!((code, message.as_str()), (-32602, refused));
+    let (code, message) = client.err("startRun", json!({"model": "forbidden"})).await;
+    assert_eq!((code, message.as_str()), (-32602, refused));
+    let (code, message) = client
+        .err("persona/set", json!({"run": run, "text": "be reckless"}))
+        .await;
+    assert_eq!(
+        (code, message.as_str()),
+        (-32602, "A plugin refused the run: no reckless persona here")
+    );
+    let stored = client.ok("getRun", json!({"run": run})).await;
+    assert_eq!(stored["persona"], Value::Null, "{stored}");
+}
+
+#[actix_web::test]
 async fn a_plugin_process_lowers_the_window_and_the_turn_ends_before_the_model_call() {
     let llm = FakeLlm::start([Step::reply("<summarize>done</summarize>")]);
     let line = clamp("--window 10");
@@ -141,7 +195,7 @@ impl Plugin for Strict {
 
     fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
         registrar.filter::<RunConfig>(100, |request, _| {
-            request.mode = LoopMode::Ask;
+            request.mode = Some(LoopMode::Ask);
             request.no_web = true;
         });
         registrar.filter_async::<EntryRecording>(100, |mut recordable, _| {

@@ -43,6 +43,8 @@ mod one_file_tool;
 mod one_server_per_home;
 mod outlines;
 mod persistence;
+mod plugin_lifecycle;
+mod plugin_messages;
 mod plugin_processes;
 mod process;
 mod progress;

@@ -16,7 +16,7 @@ use crate::stored::entry_named;
 use crate::support::{eventually, system_message, Client, TestApp};
 
 /// A plugin program of `tests/plugins/`.
-fn program(file: &str) -> String {
+pub(crate) fn program(file: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/plugins")
         .join(file)
@@ -31,7 +31,7 @@ fn guard(args: &str) -> String {
 
 /// The entries of `run` matching `pattern` as a client lists them: path, status, and the
 /// body as stored.
-async fn entries(
+pub(crate) async fn entries(
     app: &TestApp,
     client: &mut Client,
     run: &str,
@@ -52,7 +52,7 @@ async fn entries(
     entries
 }
 
-async fn status_of(client: &mut Client, name: &str) -> Value {
+pub(crate) async fn status_of(client: &mut Client, name: &str) -> Value {
     let statuses = client.ok("plugins/status", json!({})).await;
     statuses
         .as_array()

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A plugin of guardrails (README, "Plugins at run time"): run.config keeps temperatures at
-or below 0.5 and refuses the model "forbidden"; budget.enforce lowers the window a turn's
+or below 0.5 and refuses the model "forbidden" and a persona that asks to be reckless,
+whichever call sets them; budget.enforce lowers the window a turn's
 packet must fit to --window N tokens, when given; turn.proposing offers each proposal with
 a note. Its tool <deploy>version</deploy> changes things: each call is proposed, and the
 plugin is called only when a client accepts it. Standard library only."""
@@ -16,6 +17,8 @@ def filtered(hook, value):
     if hook == "run.config":
         if value["model"] == "forbidden":
             return {"refuse": {"message": "the model forbidden is not allowed here"}}
+        if "reckless" in (value.get("persona") or ""):
+            return {"refuse": {"message": "no reckless persona here"}}
         if value.get("temperature") is not None and value["temperature"] > 0.5:
             return {"value": {"temperature": 0.5}}
         return {}

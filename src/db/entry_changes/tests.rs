@@ -126,3 +126,26 @@ fn a_connection_that_does_not_record_logs_nothing() {
     record(&mut db.conn).unwrap();
     assert_eq!(take(&mut db.conn).unwrap(), [], "from when it records on");
 }
+
+#[test]
+fn a_change_names_its_entrys_row_and_turn_a_removed_one_as_it_was() {
+    let mut db = TestDb::new();
+    let run = logged(&mut db);
+    let conn = &mut db.conn;
+    let first = entries::upsert_entry(conn, &write(run, "update://a", "a", 2)).unwrap();
+    let second = entries::upsert_entry(conn, &write(run, "update://b", "b", 3)).unwrap();
+    entries::delete_entries(conn, run, &path("update://a")).unwrap();
+    let named: Vec<_> = take(conn)
+        .unwrap()
+        .into_iter()
+        .map(|change| (change.entry_id, change.turn, change.change_type.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (first.id, 2, "upsert"),
+            (second.id, 3, "upsert"),
+            (first.id, 2, "remove"),
+        ]
+    );
+}

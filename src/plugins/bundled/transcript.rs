@@ -273,6 +273,7 @@ mod tests {
             alias,
             project: ProjectId(project.0),
             project_name: project.1,
+            project_root: std::path::Path::new("/srv"),
             mode: LoopMode::Ask,
             prompt: text,
         });

@@ -40,7 +40,7 @@ use crate::hedberg::SetRevision;
 use crate::parser::Command;
 use crate::plugins::bundled::tools::files::escape_reason;
 use crate::plugins::engine::readonly::ReadonlyFiles;
-use crate::plugins::events::Event;
+use crate::plugins::events::{Event, Hook};
 use crate::plugins::filters::{EntryRecording, Recordable, Recording};
 use crate::plugins::gather::Gathered;
 use crate::plugins::policy::ToolPolicy;
@@ -289,14 +289,7 @@ impl<'p> Dispatcher<'p, '_> {
             }
         }
         complete_calls(&mut outcome, &commands);
-        for call in outcome.calls.iter().filter(|call| !call.path.is_empty()) {
-            self.plugins.emit(Event::EntryCreated {
-                run: scope.run_id,
-                turn: scope.turn,
-                path: &call.path,
-                status: call.status,
-            });
-        }
+        self.entries_created(scope, &outcome)?;
         settle_status(scope, &commands, &mut outcome)?;
         outcome.flags = flags(&outcome.calls, self.plugins);
         outcome.proposals = entries::unresolved(scope.conn, scope.run_id)?
@@ -308,6 +301,30 @@ impl<'p> Dispatcher<'p, '_> {
 }
 
 impl Dispatcher<'_, '_> {
+    /// `entry.created` for each command's result entry still there, when someone observes
+    /// it (the entries are read only then).
+    fn entries_created(
+        &self,
+        scope: &mut ToolScope<'_>,
+        outcome: &DispatchOutcome,
+    ) -> Result<(), ToolError> {
+        if !self.plugins.observes(Hook::EntryCreated) {
+            return Ok(());
+        }
+        for call in outcome.calls.iter().filter(|call| !call.path.is_empty()) {
+            let Some(row) = entries::get_entry(scope.conn, scope.run_id, &call.path)? else {
+                continue;
+            };
+            self.plugins.emit(Event::EntryCreated {
+                run: scope.run_id,
+                turn: scope.turn,
+                entry: self.plugins.event_entry(row.id, &call.path, row.turn),
+                status: call.status,
+            });
+        }
+        Ok(())
+    }
+
     /// Runs one action whose result entry is at `path`, behind the gate: a refused growth
     /// is a 413, work past its budget a 422. Returns where its outcome lives and its status.
     fn execute(

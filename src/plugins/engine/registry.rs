@@ -12,11 +12,13 @@ use crate::budget::TokenMath;
 use crate::context::view::EntryView;
 use crate::context::Projector;
 use crate::db::enums::Fidelity;
+use crate::db::ids::EntryId;
 use crate::db::models::SchemeRow;
+use crate::db::paths::scheme_of;
 use crate::parser::TagSet;
 use crate::plugins::assembly::{Assembly, ToolDocs};
 use crate::plugins::clients::Clients;
-use crate::plugins::events::{Event, Events, Hook};
+use crate::plugins::events::{Event, EventEntry, Events, Hook};
 use crate::plugins::filters::{FilterHook, Filters};
 use crate::plugins::method::PluginMethod;
 use crate::plugins::policy::ToolPolicy;
@@ -158,6 +160,20 @@ impl Plugins {
     /// Tells every observer of `event`, in order.
     pub fn emit(&self, event: Event<'_>) {
         self.inner.events.emit(event);
+    }
+
+    /// The entry `id` at `path`, written in `turn`, as an event names it: worded when its
+    /// scheme's tool stores it at a path made of the model's words.
+    pub fn event_entry<'a>(&self, id: EntryId, path: &'a str, turn: i32) -> EventEntry<'a> {
+        let worded = scheme_of(path)
+            .and_then(|scheme| self.get(scheme))
+            .is_some_and(|tool| tool.paths_are_words());
+        EventEntry {
+            id,
+            path,
+            turn,
+            worded,
+        }
     }
 
     /// Threads `value` through the filters of hook `H`.

@@ -12,7 +12,7 @@
 //! What happens to the run afterwards (resume or complete) is the run actor's decision;
 //! the outcome says which action was taken and what is still pending.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::db::Conn;
 use diesel::Connection;
@@ -20,10 +20,10 @@ use diesel::Connection;
 use crate::db::enums::EntryStatus;
 use crate::db::ids::RunId;
 use crate::db::models::entry::UnresolvedRow;
-use crate::db::queries::{entries, runs};
+use crate::db::queries::{entries, projects, runs};
 use crate::db::{DbError, DbHandle};
 use crate::plugins::engine::readonly::ReadonlyFiles;
-use crate::plugins::gather::{Accepting, Gathered};
+use crate::plugins::gather::{Accepting, Gathered, RunPlace};
 use crate::plugins::tool::{ToolError, ToolScope};
 use crate::plugins::Plugins;
 use crate::sandbox::runner::CommandPlace;
@@ -124,18 +124,25 @@ pub(crate) async fn gather_acceptance(
     commands: Option<CommandPlace<'_>>,
 ) -> Result<Gathered, DbError> {
     let owned = path.to_owned();
-    let proposal = db
-        .read(move |conn| entries::get_entry(conn, run, &owned))
-        .await?
-        .filter(|entry| entry.status == EntryStatus::Proposed);
-    let Some((proposal, tool)) = proposal.and_then(|proposal| {
+    let found = db
+        .read(move |conn| {
+            let proposal = entries::get_entry(conn, run, &owned)?
+                .filter(|entry| entry.status == EntryStatus::Proposed);
+            match proposal {
+                Some(proposal) => Ok(run_place(conn, run)?.map(|place| (proposal, place))),
+                None => Ok(None),
+            }
+        })
+        .await?;
+    let Some((proposal, place, tool)) = found.and_then(|(proposal, place)| {
         let tool = plugins.get(proposal.scheme.as_deref()?)?;
-        Some((proposal, tool))
+        Some((proposal, place, tool))
     }) else {
         return Ok(Gathered::default());
     };
     let accepting = Accepting {
         proposal: &proposal,
+        place: &place,
         commands,
     };
     let gathered = match tool.gather_acceptance(&accepting) {
@@ -143,6 +150,20 @@ pub(crate) async fn gather_acceptance(
         None => Gathered::default(),
     };
     Ok(gathered)
+}
+
+/// Where `run` is: its alias and its project's name and root.
+fn run_place(conn: &mut Conn, run: RunId) -> Result<Option<RunPlace>, DbError> {
+    let Some(row) = runs::get_run(conn, run)? else {
+        return Ok(None);
+    };
+    Ok(
+        projects::get_project(conn, row.project_id)?.map(|project| RunPlace {
+            alias: row.alias,
+            project: project.name,
+            root: project.project_root.map(PathBuf::from).unwrap_or_default(),
+        }),
+    )
 }
 
 fn resolve_with(

@@ -7,6 +7,7 @@
 //! args = ["/opt/rummy/guard.py"]
 //! env = { GUARD_PATTERN = "rm -rf" }   # values are secrets: never logged
 //! projects = ["web", "api-*"]          # project names or globs; "*" (default) is every one
+//! timeout_ms = 30000                   # how long a call may take (else the manifest's, else the setting)
 //! ```
 //!
 //! A variable wins over a file of the same name. A file that does not read stops the start
@@ -14,6 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -43,6 +45,8 @@ pub(crate) struct Declaration {
     pub env: BTreeMap<String, Secret>,
     /// The projects whose runs it serves.
     pub projects: ProjectPatterns,
+    /// How long a call may take, when its file says.
+    pub timeout: Option<Duration>,
 }
 
 /// A declaration file as written.
@@ -56,6 +60,8 @@ struct DeclarationFile {
     env: BTreeMap<String, Secret>,
     #[serde(default = "every_project")]
     projects: Vec<String>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
 }
 
 fn every_project() -> Vec<String> {
@@ -83,6 +89,7 @@ pub(crate) fn load(
             args: words.collect(),
             env: BTreeMap::new(),
             projects: patterns(name, every_project())?,
+            timeout: None,
         };
         declared.insert(declaration.name.clone(), declaration);
     }
@@ -127,6 +134,7 @@ fn read_directory(directory: &Path) -> Result<Vec<Declaration>, DeclarationError
             command: file.command,
             args: file.args,
             env: file.env,
+            timeout: file.timeout_ms.map(|ms| Duration::from_millis(ms.max(1))),
         });
     }
     Ok(declarations)
@@ -167,7 +175,7 @@ mod tests {
         std::fs::create_dir_all(&directory).unwrap();
         std::fs::write(
             directory.join("guard.toml"),
-            "command = \"python3\"\nargs = [\"g.py\"]\nprojects = [\"web\"]\n",
+            "command = \"python3\"\nargs = [\"g.py\"]\nprojects = [\"web\"]\ntimeout_ms = 30000\n",
         )
         .unwrap();
         std::fs::write(
@@ -186,6 +194,8 @@ mod tests {
         assert_eq!(declared[0].args, ["echo.sh", "-x"]);
         assert!(declared[0].projects.matches("anything"));
         assert!(declared[1].projects.matches("web") && !declared[1].projects.matches("api"));
+        assert_eq!(declared[1].timeout, Some(Duration::from_secs(30)));
+        assert_eq!(declared[0].timeout, None, "a variable sets no timeout");
     }
 
     #[test]

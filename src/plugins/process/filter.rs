@@ -1,6 +1,9 @@
 //! A plugin process's filters: each a `filter/apply` request, registered with
 //! `Registrar::filter_async`; a failure (or an answer that does not read) leaves the value
-//! as it was. A filter is asked only about the runs and projects its plugin serves.
+//! as it was. A filter is asked only about the runs and projects its plugin serves, and is
+//! told where they are (the run's alias, the project's name and root). An `entry.recording`
+//! filter may refuse a command, not rewrite it: one that answers another command refuses
+//! it (with a log line), so a rewrite meant to stop a command never lets it run.
 
 use std::sync::Arc;
 
@@ -9,7 +12,7 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 
 use super::link::Link;
-use super::protocol::{FilterAnswer, FilterRequest, RunSettings, FILTER_APPLY};
+use super::protocol::{FilterAnswer, FilterRequest, Place, RunSettings, FILTER_APPLY};
 use super::reach::Reach;
 use crate::db::enums::EntryStatus;
 use crate::hub::notifications::ProposedEntry;
@@ -40,7 +43,19 @@ async fn asked_filter(
     }
 }
 
-/// An `entry.recording` filter: it may refuse a command (a rewrite is not taken).
+/// `fields` with where the run or project is (`place`), when the reach knows it.
+fn context(place: Option<Place>, fields: Value) -> Option<Value> {
+    let Value::Object(mut context) = serde_json::to_value(place?).ok()? else {
+        return None;
+    };
+    if let Value::Object(fields) = fields {
+        context.extend(fields);
+    }
+    Some(Value::Object(context))
+}
+
+/// An `entry.recording` filter: it may refuse a command; an answer that rewrites it refuses
+/// it too (a plugin process cannot rewrite a command).
 pub(super) fn entry_recording(
     reach: Arc<Reach>,
 ) -> impl Fn(Recordable, Recording) -> BoxFuture<'static, Recordable> + Send + Sync {
@@ -51,12 +66,31 @@ pub(super) fn entry_recording(
                 return recordable;
             }
             let value = recordable.command.to_json();
-            let context = json!({"run": recording.run, "turn": recording.turn});
-            let answer = asked_filter(&reach.link, "entry.recording", value, context).await;
-            if let Some(refused) = answer.and_then(|answer| answer.refuse) {
+            let fields = json!({"turn": recording.turn});
+            let Some(context) = context(reach.run_place(recording.run), fields) else {
+                return recordable;
+            };
+            let asked = asked_filter(&reach.link, "entry.recording", value.clone(), context);
+            let Some(answer) = asked.await else {
+                return recordable;
+            };
+            if let Some(refused) = answer.refuse {
                 let status = EntryStatus::from_code(i32::from(refused.status))
                     .unwrap_or(EntryStatus::Forbidden);
                 recordable.refusal = Some(Refusal::new(status, refused.message));
+            } else if answer.value.is_some_and(|rewritten| rewritten != value) {
+                let plugin = reach.link.name();
+                tracing::warn!(
+                    plugin,
+                    tool = recordable.command.name(),
+                    "a plugin's entry.recording filter rewrote a command, which a plugin process \
+                     cannot do; the command is refused"
+                );
+                let message = format!(
+                    "The plugin {plugin} refused this command: it answered a changed command, \
+                     which a plugin cannot make."
+                );
+                recordable.refusal = Some(Refusal::new(EntryStatus::Forbidden, message));
             }
             recordable
         }
@@ -71,11 +105,11 @@ pub(super) fn llm_request(
     move |messages, call| {
         let reach = Arc::clone(&reach);
         async move {
-            if !reach.project(call.project) {
+            let Some(context) = llm_context(&reach, call) else {
                 return messages;
-            }
+            };
             let value = serde_json::to_value(&messages).unwrap_or(Value::Null);
-            let answer = asked_filter(&reach.link, "llm.request", value, llm_context(call)).await;
+            let answer = asked_filter(&reach.link, "llm.request", value, context).await;
             answer
                 .and_then(|answer| answer.value)
                 .and_then(|value| serde_json::from_value(value).ok())
@@ -92,11 +126,10 @@ pub(super) fn llm_response(
     move |reply, call| {
         let reach = Arc::clone(&reach);
         async move {
-            if !reach.project(call.project) {
+            let Some(context) = llm_context(&reach, call) else {
                 return reply;
-            }
-            let answer =
-                asked_filter(&reach.link, "llm.response", json!(reply), llm_context(call)).await;
+            };
+            let answer = asked_filter(&reach.link, "llm.response", json!(reply), context).await;
             match answer.and_then(|answer| answer.value) {
                 Some(Value::String(filtered)) => filtered,
                 _ => reply,
@@ -117,7 +150,10 @@ pub(super) fn run_config(
                 return request;
             }
             let value = serde_json::to_value(RunSettings::of(&request)).unwrap_or(Value::Null);
-            let context = json!({"project": asked.project});
+            let fields = json!({"method": asked.method});
+            let Some(context) = context(reach.project_place(asked.project), fields) else {
+                return request;
+            };
             let Some(answer) = asked_filter(&reach.link, "run.config", value, context).await else {
                 return request;
             };
@@ -148,12 +184,10 @@ pub(super) fn budget_enforce(
                 return limit;
             }
             let value = (limit != u64::MAX).then_some(limit);
-            let context = json!({
-                "project": measuring.project,
-                "run": measuring.run,
-                "turn": measuring.turn,
-                "measured": measuring.measured,
-            });
+            let fields = json!({"turn": measuring.turn, "measured": measuring.measured});
+            let Some(context) = context(reach.run_place(measuring.run), fields) else {
+                return limit;
+            };
             let answer = asked_filter(&reach.link, "budget.enforce", json!(value), context).await;
             answer
                 .and_then(|answer| answer.value)
@@ -176,11 +210,10 @@ pub(super) fn turn_proposing(
                 return offered;
             }
             let value = serde_json::to_value(&offered).unwrap_or(Value::Null);
-            let context = json!({
-                "project": proposing.project,
-                "run": proposing.run,
-                "turn": proposing.turn,
-            });
+            let fields = json!({"turn": proposing.turn});
+            let Some(context) = context(reach.run_place(proposing.run), fields) else {
+                return offered;
+            };
             let answer = asked_filter(&reach.link, "turn.proposing", value, context).await;
             answer
                 .and_then(|answer| answer.value)
@@ -191,11 +224,11 @@ pub(super) fn turn_proposing(
     }
 }
 
-fn llm_context(call: LlmCall) -> Value {
-    json!({
-        "project": call.project,
-        "run": call.run,
-        "turn": call.turn,
-        "purpose": call.purpose.as_str(),
-    })
+/// What an `llm.*` filter is told of the call, when its plugin serves the call's project.
+fn llm_context(reach: &Reach, call: LlmCall) -> Option<Value> {
+    if !reach.project(call.project) {
+        return None;
+    }
+    let fields = json!({"turn": call.turn, "purpose": call.purpose.as_str()});
+    context(reach.run_place(call.run), fields)
 }

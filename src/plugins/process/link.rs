@@ -1,29 +1,30 @@
 //! [`Link`]: one plugin process, kept running. It is started with its handshake
 //! (`initialize`, given at least 10 s), spoken to in JSON-RPC 2.0 lines (requests with ids, answered in any
 //! order; notifications), and its stderr goes to the log, cut. A call waits at most the
-//! timeout. A crash, a timeout or a line on stdout that is not JSON-RPC is a failure: the
-//! process is killed, calls fail at once during a backoff (0.1 s, doubling, at most 30 s),
-//! after which the process is started again. After `max_failures` failures in a row the
-//! plugin is disabled until the server restarts (a log line, and its state in
+//! plugin's timeout (its declaration file's, else its manifest's, else the setting). A
+//! crash, a timeout or a line on stdout that is not JSON-RPC is a failure: the process is
+//! killed with everything it started (`child`), calls fail at once during a backoff (0.1 s,
+//! doubling, at most 30 s), after which the process is started again. After
+//! `max_failures` failures in a row the plugin is disabled until an admin restarts it
+//! (`plugins/restart`) or the server restarts (a log line, and its state in
 //! `plugins/status`). Only a call answered, not a handshake, ends a run of failures; an
 //! error the plugin answers is no failure. A plugin whose first handshake fails is
-//! disabled at once (it never registered anything).
+//! disabled at once (it never registered anything). A restart and the server's stop end a
+//! process gently (`running`: a `shutdown` notification, stdin closed, a grace to exit,
+//! then its tree is killed).
 
-use std::collections::HashMap;
-use std::ops::ControlFlow;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
+use tokio::runtime::Handle;
 
+use super::child;
 use super::declaration::Declaration;
-use super::pipes::{self, Ended};
+use super::pipes;
 use super::protocol::{Initialize, Manifest, INITIALIZE, PROTOCOL_VERSION};
+use super::running::{answers, CallError, Process};
 
 /// The first wait before a restart; it doubles with each failure in a row.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -32,26 +33,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The least time a handshake is given (an interpreter may take a while to start), even
 /// when calls have less.
 const HANDSHAKE_PATIENCE: Duration = Duration::from_secs(10);
-
-/// Why a call to a plugin failed.
-#[derive(Debug, Clone, thiserror::Error)]
-pub(crate) enum CallError {
-    #[error("the plugin cannot be started: {0}")]
-    Spawn(String),
-    #[error("the plugin did not answer within {0} ms")]
-    Timeout(u128),
-    #[error("the plugin stopped")]
-    Crashed,
-    #[error("the plugin wrote what is not JSON-RPC: {0}")]
-    Garbage(String),
-    #[error("the plugin failed and restarts in {0} ms")]
-    Restarting(u128),
-    #[error("the plugin is disabled after {0} failures in a row")]
-    Disabled(u32),
-    /// The plugin answered with an error: it is running well.
-    #[error("{message}")]
-    Answered { code: i64, message: String },
-}
+/// The longest timeout a plugin's manifest may ask for (its declaration file may set any).
+const MAX_MANIFEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The process as it stands.
 enum Phase {
@@ -62,6 +45,8 @@ enum Phase {
     },
     Running(Arc<Process>),
     Disabled,
+    /// Stopped with the server: never started again.
+    Closed,
 }
 
 /// What a client reads of a plugin's process (`plugins/status`).
@@ -71,6 +56,8 @@ pub(crate) enum Health {
     /// Failed; it starts again after its backoff.
     Restarting,
     Disabled,
+    /// Stopped with the server.
+    Stopped,
 }
 
 struct State {
@@ -84,27 +71,12 @@ struct State {
     counted: Option<u64>,
 }
 
-/// One running process.
-struct Process {
-    /// Its place in the link's starts, so a late failure of a process already replaced is
-    /// not counted twice.
-    generation: u64,
-    lines: mpsc::UnboundedSender<String>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, CallError>>>>,
-    /// Kills it.
-    stop: CancellationToken,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
 /// One plugin process, started again after failures.
 pub(crate) struct Link {
     declaration: Declaration,
-    timeout: Duration,
+    /// The time a call may take, in ms: the declaration's, else the manifest's, else the
+    /// setting's.
+    timeout_ms: AtomicU64,
     max_failures: u32,
     state: Mutex<State>,
     /// One start at a time.
@@ -113,18 +85,24 @@ pub(crate) struct Link {
     generations: AtomicU64,
     /// Itself, for the tasks of its processes.
     this: Weak<Link>,
+    /// Where the tasks of its processes run: the runtime it was started on (the server's),
+    /// not that of the call that happens to start a process again.
+    runtime: Handle,
 }
 
 impl Link {
     /// Starts `declaration`'s process and makes its handshake: its manifest, or why not.
+    /// `default_timeout` is the setting's, for a plugin whose declaration and manifest give
+    /// none.
     pub(crate) async fn start(
         declaration: Declaration,
-        timeout: Duration,
+        default_timeout: Duration,
         max_failures: u32,
     ) -> (Arc<Link>, Result<Manifest, CallError>) {
+        let timeout = declaration.timeout.unwrap_or(default_timeout);
         let link = Arc::new_cyclic(|this| Link {
             declaration,
-            timeout,
+            timeout_ms: AtomicU64::new(millis(timeout)),
             max_failures: max_failures.max(1),
             state: Mutex::new(State {
                 phase: Phase::Stopped {
@@ -139,6 +117,7 @@ impl Link {
             next_id: AtomicU64::new(1),
             generations: AtomicU64::new(0),
             this: this.clone(),
+            runtime: Handle::current(),
         });
         let manifest = match link.running().await {
             Ok((_, manifest)) => manifest.ok_or(CallError::Crashed),
@@ -160,6 +139,11 @@ impl Link {
         self.declaration.projects.matches(project)
     }
 
+    /// How long a call may take.
+    pub(crate) fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.load(Ordering::Relaxed))
+    }
+
     /// How it is, its failures in a row, restarts and last error.
     pub(crate) fn health(&self) -> (Health, u32, u32, Option<String>) {
         let state = self.lock();
@@ -167,6 +151,7 @@ impl Link {
             Phase::Running(_) => Health::Running,
             Phase::Stopped { .. } => Health::Restarting,
             Phase::Disabled => Health::Disabled,
+            Phase::Closed => Health::Stopped,
         };
         (
             health,
@@ -179,7 +164,7 @@ impl Link {
     /// Calls `method` with `params`, starting the process first when it is due.
     pub(crate) async fn call(&self, method: &str, params: Value) -> Result<Value, CallError> {
         let (process, _) = self.running().await?;
-        let outcome = self.request(&process, method, params, self.timeout).await;
+        let outcome = self.request(&process, method, params, self.timeout()).await;
         if matches!(outcome, Ok(_) | Err(CallError::Answered { .. })) {
             self.lock().failures = 0;
         }
@@ -194,8 +179,56 @@ impl Link {
         };
         if let Some(process) = running {
             let line = json!({"jsonrpc": "2.0", "method": method, "params": params});
-            let _ = process.lines.send(line.to_string());
+            process.send(line.to_string());
         }
+    }
+
+    /// Starts it afresh, enabled again after failures: the process running is shut down
+    /// (its tree killed), its failures forgotten, and a new one started with its handshake
+    /// (what it registered at the server's start stays as it was).
+    pub(crate) async fn restart(&self) -> Result<(), CallError> {
+        let previous = {
+            let mut state = self.lock();
+            if matches!(state.phase, Phase::Closed) {
+                return Err(CallError::Closed);
+            }
+            let retry_at = Instant::now();
+            let previous = match std::mem::replace(&mut state.phase, Phase::Stopped { retry_at }) {
+                Phase::Running(process) => {
+                    // Its end is no failure.
+                    state.counted = Some(process.generation);
+                    Some(process)
+                }
+                _ => None,
+            };
+            state.failures = 0;
+            state.last_error = None;
+            previous
+        };
+        if let Some(process) = previous {
+            process.shut_down().await;
+        }
+        self.running().await.map(drop)
+    }
+
+    /// Stops it for good (the server stops): the process running is shut down and nothing
+    /// of its tree is left when this returns.
+    pub(crate) async fn close(&self) {
+        let previous = {
+            let mut state = self.lock();
+            match std::mem::replace(&mut state.phase, Phase::Closed) {
+                Phase::Running(process) => {
+                    state.counted = Some(process.generation);
+                    Some(process)
+                }
+                _ => None,
+            }
+        };
+        if let Some(process) = previous {
+            process.shut_down().await;
+        }
+        // A start under way finds the link closed and kills its process.
+        drop(self.starting.lock().await);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -214,7 +247,7 @@ impl Link {
         if let Some(process) = self.current()? {
             return Ok((process, None));
         }
-        let process = match self.spawn() {
+        let process = match self.spawn().await {
             Ok(process) => process,
             Err(error) => {
                 self.failed(None, &error);
@@ -226,7 +259,7 @@ impl Link {
             name: &self.declaration.name,
         };
         let params = serde_json::to_value(hello).unwrap_or(Value::Null);
-        let patience = self.timeout.max(HANDSHAKE_PATIENCE);
+        let patience = self.timeout().max(HANDSHAKE_PATIENCE);
         let answer = self.request(&process, INITIALIZE, params, patience).await;
         let manifest = match answer.map(serde_json::from_value::<Manifest>) {
             Ok(Ok(manifest)) => manifest,
@@ -240,15 +273,29 @@ impl Link {
                 return Err(error);
             }
         };
-        let mut state = self.lock();
-        if matches!(state.phase, Phase::Disabled) {
-            return Err(CallError::Disabled(state.failures));
+        if let (None, Some(asked)) = (self.declaration.timeout, manifest.timeout_ms) {
+            let asked = Duration::from_millis(asked).min(MAX_MANIFEST_TIMEOUT);
+            self.timeout_ms.store(millis(asked), Ordering::Relaxed);
         }
-        if state.counted == Some(process.generation) {
-            return Err(CallError::Crashed);
+        let refused = {
+            let mut state = self.lock();
+            match state.phase {
+                Phase::Disabled => Some(CallError::Disabled(state.failures)),
+                Phase::Closed => Some(CallError::Closed),
+                _ if state.counted == Some(process.generation) => Some(CallError::Crashed),
+                Phase::Running(_) | Phase::Stopped { .. } => {
+                    state.phase = Phase::Running(Arc::clone(&process));
+                    None
+                }
+            }
+        };
+        match refused {
+            Some(error) => {
+                process.killed().await;
+                Err(error)
+            }
+            None => Ok((process, Some(manifest))),
         }
-        state.phase = Phase::Running(Arc::clone(&process));
-        Ok((process, Some(manifest)))
     }
 
     /// The running process; `None` when one is due to start; an error while it waits out
@@ -258,6 +305,7 @@ impl Link {
         match &state.phase {
             Phase::Running(process) => Ok(Some(Arc::clone(process))),
             Phase::Disabled => Err(CallError::Disabled(state.failures)),
+            Phase::Closed => Err(CallError::Closed),
             Phase::Stopped { retry_at } => match retry_at.checked_duration_since(Instant::now()) {
                 Some(wait) if !wait.is_zero() => Err(CallError::Restarting(wait.as_millis())),
                 _ => Ok(None),
@@ -274,11 +322,10 @@ impl Link {
         timeout: Duration,
     ) -> Result<Value, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (answered, answer) = oneshot::channel();
-        lock_pending(process).insert(id, answered);
+        let answer = process.expect(id);
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if process.lines.send(line.to_string()).is_err() {
-            lock_pending(process).remove(&id);
+        if !process.send(line.to_string()) {
+            process.forget(id);
             self.failed(Some(process.generation), &CallError::Crashed);
             return Err(CallError::Crashed);
         }
@@ -286,7 +333,7 @@ impl Link {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(CallError::Crashed),
             Err(_) => {
-                lock_pending(process).remove(&id);
+                process.forget(id);
                 Err(CallError::Timeout(timeout.as_millis()))
             }
         };
@@ -306,9 +353,9 @@ impl Link {
             return;
         }
         match &state.phase {
-            Phase::Disabled => return,
+            Phase::Disabled | Phase::Closed => return,
             Phase::Running(process) if Some(process.generation) != generation => return,
-            Phase::Running(process) => process.stop.cancel(),
+            Phase::Running(process) => process.kill(),
             Phase::Stopped { .. } => {}
         }
         state.counted = generation;
@@ -332,7 +379,7 @@ impl Link {
             retry_at: Instant::now() + backoff,
         };
         if let Some(link) = self.this.upgrade() {
-            tokio::spawn(async move {
+            self.runtime.spawn(async move {
                 tokio::time::sleep(backoff).await;
                 // A failed start counts, and schedules the next.
                 let _ = link.running().await;
@@ -347,109 +394,39 @@ impl Link {
         );
     }
 
-    /// Starts the process and the tasks that write its stdin, read its stdout and stderr,
-    /// and kill it when it is dropped.
-    fn spawn(&self) -> Result<Arc<Process>, CallError> {
-        let declaration = &self.declaration;
-        let mut command = tokio::process::Command::new(&declaration.command);
-        command
-            .args(&declaration.args)
-            .env_clear()
-            .envs(
-                std::env::vars().filter(|(name, _)| {
-                    name == "PATH" || crate::config::may_pass_to_commands(name)
-                }),
-            )
-            .envs(
-                declaration
-                    .env
-                    .iter()
-                    .map(|(name, value)| (name, value.expose())),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command
-            .spawn()
-            .map_err(|error| CallError::Spawn(format!("{}: {error}", declaration.command)))?;
-        let (Some(mut stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(CallError::Spawn("no pipes".into()));
-        };
-        let generation = self.generations.fetch_add(1, Ordering::Relaxed);
-        if generation > 0 {
-            self.lock().restarts += 1;
-        }
-        let (lines, mut to_write) = mpsc::unbounded_channel::<String>();
-        let stop = CancellationToken::new();
-        let process = Arc::new(Process {
-            generation,
-            lines,
-            pending: Mutex::new(HashMap::new()),
-            stop: stop.clone(),
-        });
-        tokio::spawn(async move {
-            while let Some(mut line) = to_write.recv().await {
-                line.push('\n');
-                if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
-                    break;
-                }
+    /// Starts the process (`child`) and the tasks that read its stdout and stderr, all on
+    /// the link's runtime: a process's pipes belong to the runtime that spawned it, and a
+    /// worker's ends with the server's stop. A process whose start nobody waits for any more
+    /// is killed as it is dropped.
+    async fn spawn(&self) -> Result<Arc<Process>, CallError> {
+        let (declaration, link) = (self.declaration.clone(), self.this.clone());
+        let starting = self.runtime.spawn(async move {
+            let started = child::start(&declaration).await.map_err(CallError::Spawn)?;
+            let Some(link) = link.upgrade() else {
+                started.ending.kill();
+                return Err(CallError::Closed);
+            };
+            let generation = link.generations.fetch_add(1, Ordering::Relaxed);
+            if generation > 0 {
+                link.lock().restarts += 1;
             }
-        });
-        tokio::spawn(answers(stdout, Arc::downgrade(&process), self.this.clone()));
-        tokio::spawn(pipes::log_stderr(stderr, declaration.name.clone()));
-        tokio::spawn(async move {
-            tokio::select! {
-                () = stop.cancelled() => {
-                    let _ = child.kill().await;
+            let process = Arc::new(Process::new(generation, started.lines, started.ending));
+            let weak = link.this.clone();
+            let failed = move |generation, error: &CallError| {
+                if let Some(link) = weak.upgrade() {
+                    link.failed(Some(generation), error);
                 }
-                _ = child.wait() => {}
-            }
+            };
+            tokio::spawn(answers(started.stdout, Arc::downgrade(&process), failed));
+            tokio::spawn(pipes::log_stderr(started.stderr, declaration.name));
+            Ok(process)
         });
-        Ok(process)
+        starting
+            .await
+            .map_err(|error| CallError::Spawn(error.to_string()))?
     }
 }
 
-/// Hands each answer on the process's stdout to the call waiting for it; once stdout ends
-/// or holds garbage, fails every call still waiting and counts the process's failure.
-async fn answers(stdout: impl AsyncRead + Unpin, process: Weak<Process>, link: Weak<Link>) {
-    let ended = pipes::read_answers(stdout, |answer| {
-        let Some(process) = process.upgrade() else {
-            return ControlFlow::Break(());
-        };
-        let waiting = answer.id.and_then(|id| lock_pending(&process).remove(&id));
-        if let Some(waiting) = waiting {
-            let outcome = answer
-                .outcome
-                .map_err(|(code, message)| CallError::Answered { code, message });
-            let _ = waiting.send(outcome);
-        }
-        ControlFlow::Continue(())
-    })
-    .await;
-    let error = match ended {
-        Ended::Stopped => return,
-        Ended::Closed => CallError::Crashed,
-        Ended::Garbage(why) => CallError::Garbage(why),
-    };
-    let Some(process) = process.upgrade() else {
-        return;
-    };
-    if let Some(link) = link.upgrade() {
-        link.failed(Some(process.generation), &error);
-    }
-    for (_, waiting) in lock_pending(&process).drain() {
-        let _ = waiting.send(Err(error.clone()));
-    }
-}
-
-fn lock_pending(
-    process: &Process,
-) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Result<Value, CallError>>>> {
-    process
-        .pending
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::link::CallError;
 use super::protocol::{MethodDecl, MethodRequest, METHOD_CALL};
 use super::reach::Reach;
+use super::running::CallError;
 use crate::access::Role;
 use crate::plugins::method::{MethodCall, MethodError, MethodFuture, ParamsError, PluginMethod};
 
@@ -64,17 +64,20 @@ impl PluginMethod for ProcessMethod {
         let reach = Arc::clone(&self.reach);
         let method = self.name;
         Ok(Box::pin(async move {
-            let served = call.project.is_some_and(|project| reach.project(project));
-            if !served {
+            let place = call
+                .project
+                .filter(|project| reach.project(*project))
+                .and_then(|project| reach.project_place(project));
+            let Some(place) = place else {
                 return Err(MethodError::Failed(format!(
                     "plugin {} does not serve this project",
                     reach.link.name()
                 )));
-            }
+            };
             let request = MethodRequest {
                 method,
                 params,
-                project: call.project.map(|project| project.0),
+                place: &place,
                 person: call.person.as_deref(),
             };
             let params = serde_json::to_value(request)

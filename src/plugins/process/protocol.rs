@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::access::Role;
 use crate::db::enums::LoopMode;
 use crate::plugins::filters::RunRequest;
+use crate::plugins::gather::RunPlace;
 
 /// The protocol version rummy speaks, sent in `initialize`.
 pub(crate) const PROTOCOL_VERSION: u32 = 1;
@@ -25,8 +26,11 @@ pub(crate) const SECTION_RENDER: &str = "section/render";
 pub(crate) const FILTER_APPLY: &str = "filter/apply";
 /// `method/call`: a client called one of its RPC methods ([`MethodRequest`] → any result).
 pub(crate) const METHOD_CALL: &str = "method/call";
-/// `event` (a notification, never answered): a hook it observes was reached ([`EventNote`]).
+/// `event` (a notification, never answered): a hook it observes was reached.
 pub(crate) const EVENT: &str = "event";
+/// `shutdown` (a notification, no params): the process is about to be stopped; its stdin
+/// closes next, and it has a grace to exit.
+pub(crate) const SHUTDOWN: &str = "shutdown";
 
 /// `initialize`'s params.
 #[derive(Debug, Serialize)]
@@ -49,6 +53,8 @@ pub(crate) struct Manifest {
     pub observes: Vec<String>,
     pub filters: Vec<FilterDecl>,
     pub methods: Vec<MethodDecl>,
+    /// How long a call may take, in ms, unless its declaration file says (at most 10 min).
+    pub timeout_ms: Option<u64>,
 }
 
 /// A model tool: its tag (and scheme), the doc the model reads, whether its calls change
@@ -128,13 +134,33 @@ fn default_role() -> Role {
     Role::Member
 }
 
+/// Where a run or a project is, as a plugin is told in every message about one: the run's
+/// alias (none for a project), the project's name and its root.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Place {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    pub project: String,
+    pub root: String,
+}
+
+impl From<&RunPlace> for Place {
+    fn from(place: &RunPlace) -> Place {
+        Place {
+            run: Some(place.alias.clone()),
+            project: place.project.clone(),
+            root: place.root.display().to_string(),
+        }
+    }
+}
+
 /// `tool/call`'s params: one command of the model's.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ToolCall<'a> {
     pub tool: &'a str,
-    /// The run's alias is not known here: its id.
-    pub run: i64,
+    #[serde(flatten)]
+    pub place: &'a Place,
     pub body: &'a str,
     /// The tag's attributes, as written.
     pub attributes: &'a serde_json::Map<String, Value>,
@@ -162,7 +188,8 @@ fn ok_status() -> u16 {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SectionRequest<'a> {
     pub section: &'a str,
-    pub run: i64,
+    #[serde(flatten)]
+    pub place: &'a Place,
     /// The turn it is shown in.
     pub turn: i32,
 }
@@ -207,7 +234,8 @@ fn forbidden() -> u16 {
 }
 
 /// A run's settings as a `run.config` filter is given them, and answers them (a setting
-/// left out of the answer stays as it was; `mode` may only become `ask`).
+/// left out of the answer stays as it was; `mode`, `null` for a call that queues no loop,
+/// may only become `ask`).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct RunSettings {
@@ -226,7 +254,7 @@ impl RunSettings {
     /// What a filter is given of `request`.
     pub(crate) fn of(request: &RunRequest) -> RunSettings {
         RunSettings {
-            mode: Some(request.mode.as_str().to_owned()),
+            mode: request.mode.map(|mode| mode.as_str().to_owned()),
             model: Some(request.model.clone()),
             temperature: request.temperature,
             context_limit: request.context_limit,
@@ -240,8 +268,8 @@ impl RunSettings {
 
     /// Writes the settings the answer gives into `request`.
     pub(crate) fn apply_to(self, request: &mut RunRequest) {
-        if self.mode.as_deref() == Some("ask") {
-            request.mode = LoopMode::Ask;
+        if self.mode.as_deref() == Some("ask") && request.mode.is_some() {
+            request.mode = Some(LoopMode::Ask);
         }
         if let Some(model) = self.model {
             request.model = model;
@@ -261,8 +289,9 @@ impl RunSettings {
 pub(crate) struct MethodRequest<'a> {
     pub method: &'a str,
     pub params: Value,
-    /// The caller's project id, once bound.
-    pub project: Option<i64>,
+    /// The caller's project (bound with `init`, which such a method needs).
+    #[serde(flatten)]
+    pub place: &'a Place,
     /// Who calls (`null`: the operator).
     pub person: Option<&'a str>,
 }

@@ -1,28 +1,45 @@
-//! Which runs and projects a plugin process serves, learnt from the events that name a
-//! project (`project.init.completed`, `loop.started`), and its observer: it sends the
-//! plugin an `event` notification (never awaited) for each hook it observes, of a run or
-//! project it serves only.
+//! Which runs and projects a plugin process serves, and where they are, learnt from the
+//! events that name them (`project.init.completed`, `run.created`, `loop.started`), and its
+//! observer: it sends the plugin an `event` notification (never awaited) for each hook it
+//! observes, of a run or project it serves only. A run is named there by its alias and a
+//! project by its name and root, never by the store's ids; an entry whose path is made of
+//! the model's words by its scheme, turn and id, never by its path.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
 use super::link::Link;
-use super::protocol::EVENT;
+use super::protocol::{Place, EVENT};
 use crate::db::ids::{ProjectId, RunId};
-use crate::plugins::events::{Event, Hook, Observer};
+use crate::plugins::events::{Event, EventEntry, Hook, Observer};
 
 /// The most runs kept in a plugin's reach, and whose section texts are kept; past it they
 /// are forgotten (learnt again when a run's next loop starts; a section asked again before
 /// its next turn).
 pub(super) const KEPT_RUNS: usize = 4096;
 
+/// A project as the events taught it.
+struct ProjectSeen {
+    serves: bool,
+    name: String,
+    root: String,
+}
+
+/// A run as the events taught it.
+struct RunSeen {
+    serves: bool,
+    alias: String,
+    project: ProjectId,
+}
+
 /// The projects and runs a plugin serves, as the events taught it.
 pub(super) struct Reach {
     pub(super) link: Arc<Link>,
-    projects: Mutex<HashMap<ProjectId, bool>>,
-    runs: Mutex<HashMap<RunId, bool>>,
+    projects: Mutex<HashMap<ProjectId, ProjectSeen>>,
+    runs: Mutex<HashMap<RunId, RunSeen>>,
 }
 
 impl Reach {
@@ -35,33 +52,90 @@ impl Reach {
     }
 
     fn learn(&self, event: &Event<'_>) {
-        let (project, name, run) = match *event {
-            Event::ProjectInitCompleted { project, name, .. } => (project, name, None),
+        match *event {
+            Event::ProjectInitCompleted {
+                project,
+                name,
+                root,
+            } => self.learn_project(project, name, root),
+            Event::RunCreated {
+                run,
+                alias,
+                project,
+                ..
+            } => self.learn_run(run, alias, project),
             Event::LoopStarted {
                 run,
+                alias,
                 project,
                 project_name,
+                project_root,
                 ..
-            } => (project, project_name, Some(run)),
-            _ => return,
-        };
-        let serves = self.link.serves(name);
-        lock(&self.projects).insert(project, serves);
-        if let Some(run) = run {
-            let mut runs = lock(&self.runs);
-            if runs.len() >= KEPT_RUNS {
-                runs.clear();
+            } => {
+                self.learn_project(project, project_name, project_root);
+                self.learn_run(run, alias, project);
             }
-            runs.insert(run, serves);
+            _ => {}
         }
     }
 
+    fn learn_project(&self, project: ProjectId, name: &str, root: &Path) {
+        let seen = ProjectSeen {
+            serves: self.link.serves(name),
+            name: name.to_owned(),
+            root: root.display().to_string(),
+        };
+        lock(&self.projects).insert(project, seen);
+    }
+
+    /// Learns `run` of a project already learnt (a run of another is not served).
+    fn learn_run(&self, run: RunId, alias: &str, project: ProjectId) {
+        let Some(serves) = lock(&self.projects).get(&project).map(|seen| seen.serves) else {
+            return;
+        };
+        let mut runs = lock(&self.runs);
+        if runs.len() >= KEPT_RUNS {
+            runs.clear();
+        }
+        let seen = RunSeen {
+            serves,
+            alias: alias.to_owned(),
+            project,
+        };
+        runs.insert(run, seen);
+    }
+
     pub(super) fn project(&self, project: ProjectId) -> bool {
-        lock(&self.projects).get(&project).copied().unwrap_or(false)
+        lock(&self.projects)
+            .get(&project)
+            .is_some_and(|seen| seen.serves)
     }
 
     pub(super) fn run(&self, run: RunId) -> bool {
-        lock(&self.runs).get(&run).copied().unwrap_or(false)
+        lock(&self.runs).get(&run).is_some_and(|seen| seen.serves)
+    }
+
+    /// Where `run` is, when it was learnt.
+    pub(super) fn run_place(&self, run: RunId) -> Option<Place> {
+        let (alias, project) = {
+            let runs = lock(&self.runs);
+            let seen = runs.get(&run)?;
+            (seen.alias.clone(), seen.project)
+        };
+        let mut place = self.project_place(project)?;
+        place.run = Some(alias);
+        Some(place)
+    }
+
+    /// Where `project` is, when it was learnt.
+    pub(super) fn project_place(&self, project: ProjectId) -> Option<Place> {
+        let projects = lock(&self.projects);
+        let seen = projects.get(&project)?;
+        Some(Place {
+            run: None,
+            project: seen.name.clone(),
+            root: seen.root.clone(),
+        })
     }
 }
 
@@ -74,9 +148,18 @@ pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Learns the plugin's reach, and sends it the events of the hooks it observes.
 pub(super) struct ProcessObserver {
     pub reach: Arc<Reach>,
-    /// What it observes, and the two hooks that teach the reach.
+    /// What it observes, and the hooks that teach the reach.
     pub hooks: Vec<Hook>,
     pub observed: Vec<Hook>,
+}
+
+impl ProcessObserver {
+    /// The hooks whose events teach a reach, observed whatever the plugin names.
+    pub(super) const TEACHING: [Hook; 3] = [
+        Hook::ProjectInitCompleted,
+        Hook::RunCreated,
+        Hook::LoopStarted,
+    ];
 }
 
 impl Observer for ProcessObserver {
@@ -91,18 +174,25 @@ impl Observer for ProcessObserver {
             return;
         }
         let (run, project, mut fields) = described(event);
-        // A new run (`run.created`) is known by its project before its first loop starts.
-        let served = run.is_some_and(|run| self.reach.run(run))
-            || project.is_some_and(|project| self.reach.project(project));
-        if served {
-            fields.insert("hook".into(), json!(hook.name()));
-            self.reach.link.notify(EVENT, Value::Object(fields));
-        }
+        let place = match (run, project) {
+            (Some(run), _) if self.reach.run(run) => self.reach.run_place(run),
+            (None, Some(project)) if self.reach.project(project) => {
+                self.reach.project_place(project)
+            }
+            _ => None,
+        };
+        let Some(Value::Object(place)) = place.and_then(|place| serde_json::to_value(place).ok())
+        else {
+            return;
+        };
+        fields.extend(place);
+        fields.insert("hook".into(), json!(hook.name()));
+        self.reach.link.notify(EVENT, Value::Object(fields));
     }
 }
 
-/// The run and project an event is about, and what a plugin is told of it (ids, names,
-/// statuses; never a prompt, a packet or a reply).
+/// The run (or else the project) an event is about, and what a plugin is told of it
+/// (names, statuses, turns, entries; never a prompt, a packet or a reply).
 fn described(
     event: &Event<'_>,
 ) -> (
@@ -112,11 +202,7 @@ fn described(
 ) {
     let (run, project, fields) = match *event {
         Event::ProjectInitStarted { .. } => (None, None, json!({})),
-        Event::ProjectInitCompleted { project, name, .. } => (
-            None,
-            Some(project),
-            json!({"project": project, "name": name}),
-        ),
+        Event::ProjectInitCompleted { project, .. } => (None, Some(project), json!({})),
         Event::RpcStarted { method, project } | Event::RpcCompleted { method, project } => {
             (None, project, json!({"method": method}))
         }
@@ -126,13 +212,15 @@ fn described(
             code,
             ..
         } => (None, project, json!({"method": method, "code": code})),
-        Event::AskStarted { project, model, .. } => (None, Some(project), json!({"model": model})),
-        Event::RunCreated {
-            run,
-            alias,
+        Event::AskStarted {
             project,
+            model,
+            run,
             ..
-        } => (Some(run), Some(project), json!({"alias": alias})),
+        } => (None, Some(project), json!({"model": model, "run": run})),
+        Event::RunCreated {
+            run, forked_from, ..
+        } => (Some(run), None, json!({"forkedFrom": forked_from})),
         Event::AskCompleted {
             project,
             run,
@@ -141,15 +229,9 @@ fn described(
         } => (
             None,
             Some(project),
-            json!({"alias": run, "status": status.code()}),
+            json!({"run": run, "status": status.code()}),
         ),
-        Event::LoopStarted {
-            run, alias, mode, ..
-        } => (
-            Some(run),
-            None,
-            json!({"alias": alias, "mode": mode.as_str()}),
-        ),
+        Event::LoopStarted { run, mode, .. } => (Some(run), None, json!({"mode": mode.as_str()})),
         Event::TurnStarted { run, turn, .. } | Event::TurnResponse { run, turn, .. } => {
             (Some(run), None, json!({"turn": turn}))
         }
@@ -177,28 +259,48 @@ fn described(
         Event::EntryCreated {
             run,
             turn,
-            path,
+            entry,
             status,
-        } => (
-            Some(run),
-            None,
-            json!({"turn": turn, "path": path, "status": status.code()}),
-        ),
-        Event::EntryChanged { run, path, .. } => (Some(run), None, json!({"path": path})),
+        } => {
+            let mut fields = named(&entry);
+            fields.insert("turn".into(), json!(turn));
+            fields.insert("status".into(), json!(status.code()));
+            (Some(run), None, Value::Object(fields))
+        }
+        Event::EntryChanged { run, entry, change } => {
+            let mut fields = named(&entry);
+            fields.insert("turn".into(), json!(entry.turn));
+            fields.insert("change".into(), json!(change.as_str()));
+            (Some(run), None, Value::Object(fields))
+        }
         Event::TurnCompleted {
             run,
             turn,
             proposed,
         } => (Some(run), None, json!({"turn": turn, "proposed": proposed})),
-        Event::RunState { project, .. } => (None, Some(project), json!({})),
+        Event::RunState { project, state } => (
+            None,
+            Some(project),
+            json!({"run": state.run, "turn": state.turn, "status": state.status.code()}),
+        ),
         Event::LoopEnded { run, status, .. } => (Some(run), None, json!({"status": status.code()})),
     };
-    let mut fields = match fields {
+    let fields = match fields {
         Value::Object(fields) => fields,
         _ => serde_json::Map::new(),
     };
-    if let Some(run) = run {
-        fields.insert("run".into(), json!(run));
-    }
     (run, project, fields)
+}
+
+/// An entry as a plugin is told of it: its id, and its path, or its scheme alone when the
+/// path is made of the model's words.
+fn named(entry: &EventEntry<'_>) -> serde_json::Map<String, Value> {
+    let mut fields = serde_json::Map::new();
+    fields.insert("id".into(), json!(entry.id.0));
+    if entry.worded {
+        fields.insert("scheme".into(), json!(entry.scheme()));
+    } else {
+        fields.insert("path".into(), json!(entry.path));
+    }
+    fields
 }

@@ -72,13 +72,14 @@ impl Reflection for SectionRefresh {
                 return;
             }
             let next_turn = at.turn + 1;
-            if !self.reach.run(at.run) {
-                return;
-            }
+            let place = match self.reach.run_place(at.run) {
+                Some(place) if self.reach.run(at.run) => place,
+                _ => return,
+            };
             for (slot, name) in self.names.iter().enumerate() {
                 let request = SectionRequest {
                     section: name,
-                    run: at.run.0,
+                    place: &place,
                     turn: next_turn,
                 };
                 let params = serde_json::to_value(request).unwrap_or(Value::Null);

@@ -1,5 +1,5 @@
 //! `plugins/status`: how each plugin process is (running, restarting after failures,
-//! disabled, or never started), for any client.
+//! disabled, or stopped), for any client.
 
 use std::sync::Arc;
 
@@ -8,9 +8,7 @@ use serde::Serialize;
 use super::link::{Health, Link};
 use super::protocol::Manifest;
 use crate::access::Role;
-use crate::plugins::method::{MethodCall, MethodError, TypedMethod};
-use crate::plugins::plugin::{Plugin, Registrar};
-use crate::rpc::params::NoParams;
+use crate::plugins::method::{MethodCall, MethodError, NoParams, TypedMethod};
 
 /// What `plugins/status` reads of one plugin process.
 pub(super) struct Status {
@@ -20,27 +18,15 @@ pub(super) struct Status {
 }
 
 /// `plugins/status`.
-pub(super) struct StatusPlugin(pub(super) Arc<Vec<Status>>);
-
-impl Plugin for StatusPlugin {
-    fn name(&self) -> &'static str {
-        "plugin_status"
-    }
-
-    fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
-        registrar.method(StatusMethod(self.0));
-    }
-}
-
-struct StatusMethod(Arc<Vec<Status>>);
+pub(super) struct StatusMethod(pub(super) Arc<Vec<Status>>);
 
 /// One plugin process as `plugins/status` shows it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct StatusView {
+pub(super) struct StatusView {
     name: &'static str,
     /// `running`, `restarting`, `disabled`, or `stopped` (never started: disabled by
-    /// configuration, or its handshake failed).
+    /// configuration, or its handshake failed; or stopped with the server).
     state: &'static str,
     /// What it calls itself and its version, from its handshake.
     plugin: Option<String>,
@@ -76,35 +62,37 @@ impl TypedMethod for StatusMethod {
         _params: NoParams,
     ) -> impl std::future::Future<Output = Result<Vec<StatusView>, MethodError>> + Send + 'static
     {
-        let views = self
-            .0
-            .iter()
-            .map(|status| {
-                let (state, failures, restarts, error) = match (&status.link, &status.manifest) {
-                    (Some(link), Ok(_)) => {
-                        let (health, failures, restarts, error) = link.health();
-                        let state = match health {
-                            Health::Running => "running",
-                            Health::Restarting => "restarting",
-                            Health::Disabled => "disabled",
-                        };
-                        (state, failures, restarts, error)
-                    }
-                    (_, Err(error)) => ("stopped", 0, 0, Some(error.clone())),
-                    (None, Ok(_)) => ("stopped", 0, 0, None),
-                };
-                let manifest = status.manifest.as_ref().ok();
-                StatusView {
-                    name: status.name,
-                    state,
-                    plugin: manifest.map(|manifest| manifest.name.clone()),
-                    version: manifest.map(|manifest| manifest.version.clone()),
-                    failures,
-                    restarts,
-                    error,
-                }
-            })
-            .collect();
+        let views = self.0.iter().map(Status::view).collect();
         async move { Ok(views) }
+    }
+}
+
+impl Status {
+    /// How it is now.
+    pub(super) fn view(&self) -> StatusView {
+        let (state, failures, restarts, error) = match (&self.link, &self.manifest) {
+            (Some(link), Ok(_)) => {
+                let (health, failures, restarts, error) = link.health();
+                let state = match health {
+                    Health::Running => "running",
+                    Health::Restarting => "restarting",
+                    Health::Disabled => "disabled",
+                    Health::Stopped => "stopped",
+                };
+                (state, failures, restarts, error)
+            }
+            (_, Err(error)) => ("stopped", 0, 0, Some(error.clone())),
+            (None, Ok(_)) => ("stopped", 0, 0, None),
+        };
+        let manifest = self.manifest.as_ref().ok();
+        StatusView {
+            name: self.name,
+            state,
+            plugin: manifest.map(|manifest| manifest.name.clone()),
+            version: manifest.map(|manifest| manifest.version.clone()),
+            failures,
+            restarts,
+            error,
+        }
     }
 }

@@ -2,15 +2,17 @@
 //! `name://turn_N/<body's start>` holding what the plugin answered to `tool/call`. A tool
 //! that `changes` things is a 202 proposal instead, and the plugin is called (`accepted`)
 //! only when a client accepts it. The calls are made by the gather halves, before the unit
-//! of work; a plugin that fails (crash, timeout, garbage, disabled) makes a 502 entry.
+//! of work, and name the run where it is (its alias, its project's name and root: the
+//! plugin's reach knows them for a loop's reply, the acceptance reads them); a plugin that
+//! fails (crash, timeout, garbage, disabled) makes a 502 entry.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::link::Link;
-use super::protocol::{LoopFlag, ToolAnswer, ToolCall, ToolDecl, TOOL_CALL};
+use super::protocol::{LoopFlag, Place, ToolAnswer, ToolCall, ToolDecl, TOOL_CALL};
+use super::reach::Reach;
 use crate::context::view::EntryView;
 use crate::db::enums::{EntryStatus, LoopMode};
 use crate::db::models::entry::EntryRow;
@@ -32,7 +34,7 @@ pub(super) type Outcome = (EntryStatus, String);
 
 /// One tool of a plugin process.
 pub(super) struct ProcessTool {
-    pub link: Arc<Link>,
+    pub reach: Arc<Reach>,
     /// The plugin's place among the plugin processes (its bit in the policy's set).
     pub index: usize,
     pub name: &'static str,
@@ -42,9 +44,9 @@ pub(super) struct ProcessTool {
 }
 
 impl ProcessTool {
-    pub(super) fn new(link: Arc<Link>, index: usize, declared: ToolDecl) -> ProcessTool {
+    pub(super) fn new(reach: Arc<Reach>, index: usize, declared: ToolDecl) -> ProcessTool {
         ProcessTool {
-            link,
+            reach,
             index,
             name: declared.name.leak(),
             doc: declared.doc.leak(),
@@ -53,8 +55,9 @@ impl ProcessTool {
         }
     }
 
-    /// Calls the plugin with `content`; whatever fails is a 502 with the reason.
-    async fn call(&self, run: i64, content: &TaggedText, accepted: bool) -> Outcome {
+    /// Calls the plugin with `content` of the run at `place`; whatever fails is a 502 with
+    /// the reason.
+    async fn call(&self, place: &Place, content: &TaggedText, accepted: bool) -> Outcome {
         let attributes: Map<String, Value> = content
             .attributes
             .iter()
@@ -62,13 +65,13 @@ impl ProcessTool {
             .collect();
         let call = ToolCall {
             tool: self.name,
-            run,
+            place,
             body: &content.body,
             attributes: &attributes,
             accepted,
         };
         let params = serde_json::to_value(call).unwrap_or(Value::Null);
-        match self.link.call(TOOL_CALL, params).await {
+        match self.reach.link.call(TOOL_CALL, params).await {
             Ok(answer) => match serde_json::from_value::<ToolAnswer>(answer) {
                 Ok(answer) => (
                     EntryStatus::from_code(i32::from(answer.status)).unwrap_or(EntryStatus::Failed),
@@ -162,10 +165,10 @@ impl ToolInfo for ProcessTool {
             body: proposal.body.clone(),
             attributes: proposed_attributes(proposal),
         };
-        let run = proposal.run_id.0;
-        Some(Gather::of(
-            async move { self.call(run, &content, true).await },
-        ))
+        let place = Place::from(accepting.place);
+        Some(Gather::of(async move {
+            self.call(&place, &content, true).await
+        }))
     }
 
     fn accept(
@@ -232,11 +235,18 @@ impl TypedTool for ProcessTool {
         }
         Some(Gather::of(async move {
             let mut outcomes: Keyed<String, Outcome> = Keyed::default();
+            let place = self.reach.run_place(at.run);
             for content in inputs {
                 if at.cancel.is_cancelled() {
                     break;
                 }
-                let outcome = self.call(at.run.0, &content, false).await;
+                let outcome = match &place {
+                    Some(place) => self.call(place, &content, false).await,
+                    None => (
+                        EntryStatus::BadGateway,
+                        "the plugin has not seen this run's loop start".to_owned(),
+                    ),
+                };
                 outcomes.put(key(&content), outcome);
             }
             outcomes

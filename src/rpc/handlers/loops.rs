@@ -23,9 +23,10 @@ use crate::llm::{spender, Spender};
 use crate::plugins::bundled::tools::command_proposal::RanOnServer;
 use crate::plugins::engine::resolve::{gather_acceptance, Resolution as Decision, ResolveInput};
 use crate::plugins::events::Event;
-use crate::plugins::filters::{RunAsked, RunConfig, RunRequest};
+use crate::plugins::filters::RunRequest;
 use crate::plugins::gather::Gathered;
 use crate::rpc::call::{CallContext, Reply};
+use crate::rpc::handlers::run_settings;
 use crate::rpc::handlers::runs::{find_run, now_ms, validate_settings};
 use crate::rpc::held_calls;
 use crate::rpc::held_calls::{HeldMethod, ResolveCall};
@@ -220,12 +221,8 @@ async fn configured(
     mode: LoopMode,
     params: AskParams,
 ) -> Result<(LoopMode, AskParams), AppError> {
-    let plugins = &context.agent.plugins;
-    if !plugins.has_filters::<RunConfig>() {
-        return Ok((mode, params));
-    }
-    let mut request = RunRequest {
-        mode,
+    let request = RunRequest {
+        mode: Some(mode),
         model: params.model.0.clone(),
         temperature: params.temperature,
         context_limit: params.context_limit,
@@ -236,17 +233,9 @@ async fn configured(
         no_proposals: params.no_proposals,
         refusal: None,
     };
-    let asked = RunAsked {
-        project: context.project()?.id,
-    };
-    plugins.filter::<RunConfig>(&mut request, &asked).await;
-    if let Some(refusal) = request.refusal {
-        return Err(AppError::InvalidParam(format!(
-            "A plugin refused the run: {refusal}"
-        )));
-    }
+    let request = run_settings::filtered(context, mode.as_str(), request).await?;
     let mode = match request.mode {
-        LoopMode::Ask => LoopMode::Ask,
+        Some(LoopMode::Ask) => LoopMode::Ask,
         _ => mode,
     };
     let params = AskParams {

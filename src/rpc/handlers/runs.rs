@@ -17,6 +17,7 @@ use crate::error::AppError;
 use crate::hub::notifications::{Cost, UsageTotals};
 use crate::plugins::events::Event;
 use crate::rpc::call::{CallContext, Reply};
+use crate::rpc::handlers::run_settings::{filtered, settings_only};
 use crate::rpc::held_calls;
 use crate::rpc::held_calls::HeldMethod;
 use crate::rpc::params::{Page, Required};
@@ -67,15 +68,23 @@ pub(crate) fn validate_settings(
         .transpose()
 }
 
-/// `startRun`: an idle run (status 100) with a unique alias.
+/// `startRun`: an idle run (status 100) with a unique alias, its settings past the
+/// `run.config` filters.
 pub(crate) async fn start(context: CallContext, params: StartRunParams) -> Result<Reply, AppError> {
     let project = context.project()?.id;
-    let context_limit = validate_settings(params.temperature, params.context_limit)?;
+    let given = settings_only(
+        params.model.0,
+        params.temperature,
+        params.context_limit,
+        params.persona,
+    );
+    let settings = filtered(&context, "startRun", given).await?;
+    let context_limit = validate_settings(settings.temperature, settings.context_limit)?;
     let create = RunCreateForm {
         project_id: project,
-        model: params.model.0,
-        temperature: params.temperature,
-        persona: params.persona,
+        model: settings.model,
+        temperature: settings.temperature,
+        persona: settings.persona,
         context_limit,
         created_by: context.person(),
     };
@@ -404,19 +413,28 @@ pub(crate) struct RunConfigParams {
     model: Option<String>,
 }
 
-/// `run/config`: change only the settings given; a model must be in the catalogue, since
-/// later loops of the run (inject, resume) would otherwise fail on it.
+/// `run/config`: change only the settings given, past the `run.config` filters (a setting a
+/// filter takes away stays as it was); a model must be in the catalogue, since later loops
+/// of the run (inject, resume) would otherwise fail on it.
 pub(crate) async fn configure(
     context: CallContext,
     params: RunConfigParams,
 ) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    let context_limit = validate_settings(params.temperature, params.context_limit)?;
+    let current = run.model.clone().unwrap_or_default();
+    let given = settings_only(
+        params.model.unwrap_or_else(|| current.clone()),
+        params.temperature,
+        params.context_limit,
+        params.persona,
+    );
+    let settings = filtered(&context, "run/config", given).await?;
+    let context_limit = validate_settings(settings.temperature, settings.context_limit)?;
     let form = RunConfigUpdateForm {
-        temperature: params.temperature,
-        persona: params.persona,
+        temperature: settings.temperature,
+        persona: settings.persona,
         context_limit,
-        model: params.model,
+        model: Some(settings.model).filter(|model| *model != current),
     };
     let unknown_model = context
         .agent

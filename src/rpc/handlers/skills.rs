@@ -11,6 +11,7 @@ use crate::db::queries::{entries, runs};
 use crate::error::AppError;
 use crate::project::{DocumentKind, HomeDocument, RummyHome, Skill};
 use crate::rpc::call::{CallContext, Reply};
+use crate::rpc::handlers::run_settings::{filtered, settings_only};
 use crate::rpc::handlers::runs::find_run_or;
 use crate::rpc::params::NoParams;
 
@@ -215,7 +216,8 @@ pub(crate) struct PersonaParams {
     text: Option<String>,
 }
 
-/// `persona/set`: literal text wins over a named file; neither clears the persona.
+/// `persona/set`: literal text wins over a named file; neither clears the persona; what is
+/// set passes the `run.config` filters first.
 pub(crate) async fn set_persona(
     context: CallContext,
     params: PersonaParams,
@@ -234,6 +236,9 @@ pub(crate) async fn set_persona(
         }
         _ => None,
     };
+    let model = run.model.clone().unwrap_or_default();
+    let given = settings_only(model, None, None, persona);
+    let persona = filtered(&context, "persona/set", given).await?.persona;
     context
         .agent
         .db

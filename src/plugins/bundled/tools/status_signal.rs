@@ -51,6 +51,11 @@ impl ToolInfo for StatusSignal {
         ToolKind::Lifecycle
     }
 
+    /// Stored at a slug of their text.
+    fn paths_are_words(&self) -> bool {
+        true
+    }
+
     fn doc(&self) -> &'static str {
         self.doc
     }
