@@ -187,6 +187,7 @@ impl Session {
         let commands = Commands::fetch(link).await?;
         let mut tracker = LogTracker::default();
         let replay = tracker.replay(history, &root);
+        let seen = detail.get("seq").and_then(Value::as_u64).unwrap_or(0);
         let run = Run {
             name: run,
             root,
@@ -195,10 +196,9 @@ impl Session {
             catalogue,
             commands,
         };
-        Ok(Loaded {
-            session: Session::of(run, connected, tracker),
-            replay,
-        })
+        let session = Session::of(run, connected, tracker);
+        session.stream.lock().await.seen = seen;
+        Ok(Loaded { session, replay })
     }
 
     fn of(run: Run, connected: Connected, tracker: LogTracker) -> Session {
@@ -211,6 +211,7 @@ impl Session {
                 notices: connected.notices,
                 tracker,
                 plan: PlanTracker::default(),
+                seen: 0,
             }),
             mode: Mutex::new(run.mode),
             catalogue: run.catalogue,
@@ -428,6 +429,24 @@ struct Stream {
     notices: mpsc::UnboundedReceiver<Notice>,
     tracker: LogTracker,
     plan: PlanTracker,
+    /// The seq of the latest notification of the run shown (0: none): where a
+    /// `session/resume` catches up from.
+    seen: u64,
+}
+
+impl Stream {
+    /// The updates that bring the editor to the run's `state`: its log, its plan, its usage.
+    fn updates(&mut self, state: &StateParams, root: &Path) -> Vec<SessionUpdate> {
+        let mut updates = self.tracker.updates(&state.history, root);
+        updates.extend(self.plan.update(&state.unknowns));
+        updates.extend(state.telemetry.as_ref().map(|telemetry| telemetry.update()));
+        updates
+    }
+
+    /// Notes that the notification of the run numbered `seq` was shown.
+    fn saw(&mut self, seq: u64) {
+        self.seen = self.seen.max(seq);
+    }
 }
 
 /// One prompt turn in progress.
@@ -491,6 +510,12 @@ impl Turn<'_> {
     }
 
     fn show(&mut self, notice: Notice) -> Result<(), AcpError> {
+        if notice.params.get("run").and_then(Value::as_str) != Some(self.run) {
+            return Ok(());
+        }
+        if let Some(seq) = notice.params.get("seq").and_then(Value::as_u64) {
+            self.stream.saw(seq);
+        }
         if notice.method != "run/state" {
             return Ok(());
         }
@@ -498,22 +523,14 @@ impl Turn<'_> {
             tracing::warn!("rummy sent a run/state this agent cannot read");
             return Ok(());
         };
-        if state.run != self.run {
-            return Ok(());
-        }
-        for update in self
-            .stream
-            .tracker
-            .updates(&state.history, &self.session.root)
-        {
+        for update in self.stream.updates(&state, &self.session.root) {
             self.send(update)?;
-        }
-        if let Some(plan) = self.stream.plan.update(&state.unknowns) {
-            self.send(plan)?;
         }
         Ok(())
     }
 }
+
+mod resume;
 
 /// The project's name: its directory's.
 fn project_name(root: &Path) -> Result<String, AcpError> {
