@@ -153,19 +153,7 @@ impl Session {
     ) -> Result<Loaded, AcpError> {
         let link = bind(&connected.link, &root).await?;
         let run = id.0.to_string();
-        let detail =
-            link.call("getRun", json!({"run": run}))
-                .await
-                .map_err(|error| match error {
-                    AcpError::Rpc {
-                        code: RUN_NOT_FOUND,
-                        ..
-                    } => AcpError::NoRun {
-                        run: run.clone(),
-                        project: root.display().to_string(),
-                    },
-                    other => other,
-                })?;
+        let detail = call_on_run(link, "getRun", &run, &root).await?;
         let history: Vec<HistoryRow> = serde_json::from_value(detail["context"]["history"].clone())
             .map_err(|_| unexpected("getRun without a readable history", &detail))?;
         let mode = history
@@ -602,6 +590,23 @@ fn iso_8601(time: &str) -> String {
 }
 
 /// `init` of the project at `root` on `link`, named after its directory.
+/// `method` of the run named `run` in the project at `root`: a run the server does not know
+/// is [`AcpError::NoRun`].
+async fn call_on_run(link: &Link, method: &str, run: &str, root: &Path) -> Result<Value, AcpError> {
+    link.call(method, json!({"run": run}))
+        .await
+        .map_err(|error| match error {
+            AcpError::Rpc {
+                code: RUN_NOT_FOUND,
+                ..
+            } => AcpError::NoRun {
+                run: run.to_owned(),
+                project: root.display().to_string(),
+            },
+            other => other,
+        })
+}
+
 async fn bind<'a>(link: &'a Link, root: &Path) -> Result<&'a Link, AcpError> {
     let name = project_name(root)?;
     link.call("init", json!({"name": name, "projectRoot": root}))

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use agent_client_protocol::v1::schema::{SessionId, SessionUpdate};
 use serde_json::{json, Value};
 
-use super::{bind, unexpected, Connected, Run, Session, Stream, RUN_NOT_FOUND};
+use super::{bind, call_on_run, unexpected, Connected, Run, Session, Stream};
 use crate::acp::commands::Commands;
 use crate::acp::error::AcpError;
 use crate::acp::options::Catalogue;
@@ -117,19 +117,7 @@ impl Session {
     ) -> Result<Session, AcpError> {
         let link = bind(&connected.link, &root).await?;
         let run = id.0.to_string();
-        let forked =
-            link.call("run/fork", json!({"run": run}))
-                .await
-                .map_err(|error| match error {
-                    AcpError::Rpc {
-                        code: RUN_NOT_FOUND,
-                        ..
-                    } => AcpError::NoRun {
-                        run: run.clone(),
-                        project: root.display().to_string(),
-                    },
-                    other => other,
-                })?;
+        let forked = call_on_run(link, "run/fork", &run, &root).await?;
         let copy = forked
             .get("run")
             .and_then(Value::as_str)
