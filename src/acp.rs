@@ -8,8 +8,9 @@
 //! crate `agent-client-protocol`; README (Editors) is the user's side.
 //!
 //! [`local`] makes the in-process server's settings; [`link`] is the WebSocket client;
-//! `agent` holds the ACP handlers, `session` one session, `turn` its prompt turn; `updates`
-//! turns `run/state` into session updates, `plan` its open questions into the plan,
+//! `agent` holds the ACP handlers, `session` one session and its prompt turn (`session/resume`
+//! catches up through `run/replay`); `updates` turns `run/state` into session updates, `plan`
+//! its open questions into the plan, `usage` its telemetry into `usage_update`,
 //! `permission` a proposal into a permission request; `prompt` reads a prompt's content
 //! blocks; `mode`, `options` and `commands` are a session's mode, config options and slash
 //! commands; `mcp` attaches the editor's MCP servers; [`AcpError`] is what goes wrong.
@@ -28,6 +29,7 @@ mod prompt;
 mod session;
 mod turn;
 mod updates;
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -10,12 +10,13 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    SessionCapabilities, SessionId, SessionListCapabilities, SessionNotification,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse,
+    CancelNotification, CloseSessionRequest, ForkSessionRequest, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, SessionCapabilities,
+    SessionCloseCapabilities, SessionForkCapabilities, SessionId, SessionListCapabilities,
+    SessionNotification, SessionResumeCapabilities, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{
@@ -28,6 +29,8 @@ use crate::acp::link::{Dialer, Endpoint};
 use crate::acp::mode::Mode;
 use crate::acp::permission::Offers;
 use crate::acp::session::{self, Loaded, Session};
+
+mod lifecycle;
 
 /// The one authentication method offered: the token read from the token file.
 const TOKEN_FILE: &str = "token-file";
@@ -77,7 +80,11 @@ impl Bridge {
                     .mcp_capabilities(McpCapabilities::new().http(true))
                     .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
                     .session_capabilities(
-                        SessionCapabilities::new().list(SessionListCapabilities::new()),
+                        SessionCapabilities::new()
+                            .list(SessionListCapabilities::new())
+                            .resume(SessionResumeCapabilities::new())
+                            .close(SessionCloseCapabilities::new())
+                            .fork(SessionForkCapabilities::new()),
                     ),
             )
             .auth_methods(self.auth_methods())
@@ -304,6 +311,9 @@ pub(super) async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
     let on_new = Arc::clone(&bridge);
     let on_load = Arc::clone(&bridge);
     let on_list = Arc::clone(&bridge);
+    let on_resume = Arc::clone(&bridge);
+    let on_fork = Arc::clone(&bridge);
+    let on_close = Arc::clone(&bridge);
     let on_prompt = Arc::clone(&bridge);
     let on_mode = Arc::clone(&bridge);
     let on_option = Arc::clone(&bridge);
@@ -335,6 +345,27 @@ pub(super) async fn serve(bridge: Arc<Bridge>) -> Result<(), AcpError> {
             async move |request: LoadSessionRequest, responder, cx| {
                 let loaded = on_load.load_session(request, &cx).await;
                 answer_and_offer_commands(responder, &cx, loaded)
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ResumeSessionRequest, responder, cx| {
+                let resumed = on_resume.resume_session(request, &cx).await;
+                answer_and_offer_commands(responder, &cx, resumed)
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ForkSessionRequest, responder, cx| {
+                let forked = on_fork.fork_session(request).await;
+                answer_and_offer_commands(responder, &cx, forked)
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CloseSessionRequest, responder, _cx| {
+                let closed = on_close.close_session(&request).await;
+                responder.respond_with_result(closed.map_err(Into::into))
             },
             on_receive_request!(),
         )

@@ -153,19 +153,7 @@ impl Session {
     ) -> Result<Loaded, AcpError> {
         let link = bind(&connected.link, &root).await?;
         let run = id.0.to_string();
-        let detail =
-            link.call("getRun", json!({"run": run}))
-                .await
-                .map_err(|error| match error {
-                    AcpError::Rpc {
-                        code: RUN_NOT_FOUND,
-                        ..
-                    } => AcpError::NoRun {
-                        run: run.clone(),
-                        project: root.display().to_string(),
-                    },
-                    other => other,
-                })?;
+        let detail = call_on_run(link, "getRun", &run, &root).await?;
         let history: Vec<HistoryRow> = serde_json::from_value(detail["context"]["history"].clone())
             .map_err(|_| unexpected("getRun without a readable history", &detail))?;
         let mode = history
@@ -187,6 +175,7 @@ impl Session {
         let commands = Commands::fetch(link).await?;
         let mut tracker = LogTracker::default();
         let replay = tracker.replay(history, &root);
+        let seen = detail.get("seq").and_then(Value::as_u64).unwrap_or(0);
         let run = Run {
             name: run,
             root,
@@ -195,10 +184,9 @@ impl Session {
             catalogue,
             commands,
         };
-        Ok(Loaded {
-            session: Session::of(run, connected, tracker),
-            replay,
-        })
+        let session = Session::of(run, connected, tracker);
+        session.stream.lock().await.seen = seen;
+        Ok(Loaded { session, replay })
     }
 
     fn of(run: Run, connected: Connected, tracker: LogTracker) -> Session {
@@ -211,6 +199,7 @@ impl Session {
                 notices: connected.notices,
                 tracker,
                 plan: PlanTracker::default(),
+                seen: 0,
             }),
             mode: Mutex::new(run.mode),
             catalogue: run.catalogue,
@@ -375,6 +364,8 @@ impl Session {
     }
 }
 
+mod resume;
+
 /// The project's name: its directory's.
 fn project_name(root: &Path) -> Result<String, AcpError> {
     let bad = || AcpError::BadDirectory(root.display().to_string());
@@ -442,6 +433,23 @@ fn iso_8601(time: &str) -> String {
         Some((day, clock)) if !clock.contains(' ') => format!("{day}T{clock}Z"),
         _ => time.to_string(),
     }
+}
+
+/// `method` of the run named `run` in the project at `root`: a run the server does not know
+/// is [`AcpError::NoRun`].
+async fn call_on_run(link: &Link, method: &str, run: &str, root: &Path) -> Result<Value, AcpError> {
+    link.call(method, json!({"run": run}))
+        .await
+        .map_err(|error| match error {
+            AcpError::Rpc {
+                code: RUN_NOT_FOUND,
+                ..
+            } => AcpError::NoRun {
+                run: run.to_owned(),
+                project: root.display().to_string(),
+            },
+            other => other,
+        })
 }
 
 /// `init` of the project at `root` on `link`, named after its directory.

@@ -12,6 +12,8 @@
 //! is marked failed. A decision the person made before the cancel arrived is still sent;
 //! refused because the abort came first, it ends the turn `cancelled` too.
 
+use std::path::Path;
+
 use agent_client_protocol::v1::schema::{
     ContentBlock, SessionNotification, SessionUpdate, StopReason, ToolCallContent, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields,
@@ -36,6 +38,24 @@ pub(super) struct Stream {
     pub notices: mpsc::UnboundedReceiver<Notice>,
     pub tracker: LogTracker,
     pub plan: PlanTracker,
+    /// The seq of the latest notification of the run shown (0: none): where a
+    /// `session/resume` catches up from.
+    pub seen: u64,
+}
+
+impl Stream {
+    /// The updates that bring the editor to the run's `state`: its log, its plan, its usage.
+    pub(super) fn updates(&mut self, state: &StateParams, root: &Path) -> Vec<SessionUpdate> {
+        let mut updates = self.tracker.updates(&state.history, root);
+        updates.extend(self.plan.update(&state.unknowns));
+        updates.extend(state.telemetry.as_ref().map(|telemetry| telemetry.update()));
+        updates
+    }
+
+    /// Notes that the notification of the run numbered `seq` was shown.
+    pub(super) fn saw(&mut self, seq: u64) {
+        self.seen = self.seen.max(seq);
+    }
 }
 
 /// One prompt turn in progress.
@@ -223,7 +243,7 @@ impl Turn<'_> {
                     stop.send_replace(true);
                 }
                 notice = self.stream.notices.recv(), if settled.is_none() => {
-                    let notice = notice.ok_or(AcpError::Disconnected)?;
+                    let notice = self.noted(notice.ok_or(AcpError::Disconnected)?);
                     let settles = match session.is_cancelled() {
                         true => None,
                         false => self.settles(&notice, &proposal.path),
@@ -248,18 +268,29 @@ impl Turn<'_> {
 
     /// The next notification from rummy.
     async fn next_notice(&mut self) -> Result<Notice, AcpError> {
-        self.stream
-            .notices
-            .recv()
-            .await
+        let notice = self.stream.notices.recv().await;
+        notice
+            .map(|notice| self.noted(notice))
             .ok_or(AcpError::Disconnected)
+    }
+
+    /// `notice`, its seq noted as shown when it is this run's.
+    fn noted(&mut self, notice: Notice) -> Notice {
+        let seq = notice.params.get("seq").and_then(Value::as_u64);
+        if let (true, Some(seq)) = (self.is_ours(&notice), seq) {
+            self.stream.saw(seq);
+        }
+        notice
+    }
+
+    fn is_ours(&self, notice: &Notice) -> bool {
+        notice.params.get("run").and_then(Value::as_str) == Some(self.run)
     }
 
     /// Whether `notice` is this run's, numbered after `seq`.
     fn is_later(&self, notice: &Notice, seq: u64) -> bool {
-        let run = notice.params.get("run").and_then(Value::as_str);
         let numbered = notice.params.get("seq").and_then(Value::as_u64);
-        run == Some(self.run) && numbered.is_some_and(|numbered| numbered > seq)
+        self.is_ours(notice) && numbered.is_some_and(|numbered| numbered > seq)
     }
 
     /// The action `notice` tells, when it settles the proposal at `path` and is not this
@@ -418,6 +449,10 @@ impl Turn<'_> {
     }
 
     fn show(&mut self, notice: Notice) -> Result<(), AcpError> {
+        let notice = self.noted(notice);
+        if !self.is_ours(&notice) {
+            return Ok(());
+        }
         if notice.method == "run/action" {
             self.acted(&notice);
             return Ok(());
@@ -429,18 +464,8 @@ impl Turn<'_> {
             tracing::warn!("rummy sent a run/state this agent cannot read");
             return Ok(());
         };
-        if state.run != self.run {
-            return Ok(());
-        }
-        for update in self
-            .stream
-            .tracker
-            .updates(&state.history, self.session.root())
-        {
+        for update in self.stream.updates(&state, self.session.root()) {
             self.send(update)?;
-        }
-        if let Some(plan) = self.stream.plan.update(&state.unknowns) {
-            self.send(plan)?;
         }
         Ok(())
     }

@@ -121,12 +121,14 @@ pub(super) struct LogEntry {
 /// The part of `run/state` the editor is shown.
 #[derive(Debug, Deserialize)]
 pub(super) struct StateParams {
-    pub run: String,
     #[serde(default)]
     pub history: Vec<LogEntry>,
     /// The run's open questions: the session's plan.
     #[serde(default)]
     pub unknowns: Vec<crate::acp::plan::Unknown>,
+    /// Its context and cost: the session's `usage_update`.
+    #[serde(default)]
+    pub telemetry: Option<crate::acp::usage::Telemetry>,
 }
 
 /// One entry of `getRun`'s `context.history`: a past run's log, replayed by `session/load`.
@@ -249,6 +251,19 @@ impl LogTracker {
             updates.extend(self.updates(&[row.entry()], root));
         }
         updates
+    }
+
+    /// The updates that bring the editor from what it was shown to a run's whole log as
+    /// `getRun` reads it (a catch-up whose notifications are no longer kept): its commands
+    /// and the model's words; the person's prompts, which it may have sent itself, are not
+    /// repeated.
+    pub(super) fn catch_up(&mut self, history: Vec<HistoryRow>, root: &Path) -> Vec<SessionUpdate> {
+        let entries: Vec<LogEntry> = history
+            .into_iter()
+            .filter(|row| row.scheme != "prompt")
+            .map(HistoryRow::entry)
+            .collect();
+        self.updates(&entries, root)
     }
 
     /// The updates that bring the editor from what it was shown to `history` (`root`: the

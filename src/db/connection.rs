@@ -90,8 +90,12 @@ pub(crate) fn open_connection(store: &Store, setup: ConnectionSetup) -> Result<C
             })?;
             #[allow(clippy::disallowed_methods)]
             let mut conn = SqliteConnection::establish(url)?;
+            // SQLite's temporary files (statement journals, sorts, an index being rebuilt)
+            // stay in memory: the image's root is read-only, and without a writable temporary
+            // directory a migration that needs one failed, its transaction rolled back.
             conn.batch_execute(&format!(
                 "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
+                 PRAGMA temp_store = MEMORY;
                  PRAGMA journal_mode = WAL;
                  PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT_BYTES};
                  PRAGMA synchronous = NORMAL;

@@ -107,6 +107,49 @@ mod tests {
     }
 
     #[test]
+    fn frames_read_whole_are_delivered_and_any_hole_among_them_is_not_kept() {
+        use crate::db::events::{discard_staged, Unnumbered};
+        use crate::db::queries::run_events::{append, EventBounds};
+        use crate::db::statement::statement;
+        use diesel::RunQueryDsl;
+        let mut db = crate::db::testing::TestDb::new();
+        let conn = &mut db.conn;
+        let run = crate::db::testing::sample_run(conn);
+        let frame = Unnumbered {
+            before: r#"{"seq":"#.into(),
+            after: "}",
+        };
+        let bounds = EventBounds::default();
+        let seqs: Vec<u64> = (0..4)
+            .map(|_| {
+                append(
+                    conn,
+                    &bounds,
+                    run.project_id,
+                    run.id,
+                    std::slice::from_ref(&frame),
+                )
+                .unwrap()[0]
+                    .seq
+            })
+            .collect();
+        discard_staged();
+        let delivered = missed(conn, run.id, seqs[0], 10).unwrap().unwrap();
+        assert_eq!(delivered.len(), 3);
+        assert_eq!(delivered[0], format!(r#"{{"seq":{}}}"#, seqs[1]));
+        statement("DELETE FROM run_events WHERE seq = ?")
+            .bind::<diesel::sql_types::BigInt, _>(seqs[2] as i64)
+            .execute(conn)
+            .unwrap();
+        let not_kept = ReplayError::NotKept {
+            since: seqs[0],
+            latest: seqs[3],
+        };
+        assert_eq!(missed(conn, run.id, seqs[0], 10).unwrap(), Err(not_kept));
+        assert_eq!(missed(conn, run.id, seqs[2], 10).unwrap().unwrap().len(), 1);
+    }
+
+    #[test]
     fn a_run_that_never_published_owes_nothing_from_0_and_knows_no_other_seq() {
         assert_eq!(window(0, None, 10), Ok(None));
         assert_eq!(

@@ -2,6 +2,7 @@
 
 mod blocking;
 pub(crate) mod entries;
+pub(crate) mod fork;
 pub(crate) mod held;
 pub(crate) mod loops;
 pub(crate) mod mcp;

@@ -19,8 +19,8 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    entries, loops, mcp, models, people, plugin_methods, project_config, replay, runs, session,
-    skills, tools, usage,
+    entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, runs,
+    session, skills, tools, usage,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -311,11 +311,16 @@ method_table! {
     GetRun "getRun" (runs::RunParams) runs::detail,
         needs_init: true, long_running: false, role: Viewer,
         "One run in detail." &[("run", "string")];
+    RunFork "run/fork" (fork::ForkParams) fork::fork,
+        needs_init: true, long_running: false, role: Member,
+        "Copy a run (its settings and entries) into a new run of the project, to continue apart: {run, forkedFrom}." &[
+            ("run", "string — run alias"),
+        ];
     RunReplay "run/replay" (replay::ReplayParams) replay::replay,
         needs_init: true, long_running: false, role: Viewer,
         "A run's notifications after seq `since`, in order, as sent: {notifications: [{method, params}]}. \
          Call it after init and none is missed; one may also arrive live, so keep one per seq. \
-         -32009: some are no longer kept, call getRun." &[
+         -32009: some are no longer kept (data: {resync, latest}), call getRun and follow from its seq." &[
             ("run", "string — run alias"),
             ("since", "integer — the latest seq of the run received, 0 for none"),
         ];

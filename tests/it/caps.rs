@@ -647,7 +647,9 @@ async fn two_instances_make_no_call_that_waited_for_a_slot_when_their_cap_was_re
     let root = project_root(home.path());
     let env = [
         ("RUMMY_DATABASE_URL", database.url()),
-        ("RUMMY_CAP_DAY_TOKENS", "200"),
+        // One call's 100 tokens reach the cap, so each instance's waiting call is refused
+        // by its own instance's record, whichever instance records first.
+        ("RUMMY_CAP_DAY_TOKENS", "100"),
         ("RUMMY_PROVIDER_CONCURRENCY", "1"),
     ];
     let first = ServerProcess::start_with(home.path(), &llm, &env).await;

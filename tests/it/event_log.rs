@@ -164,6 +164,12 @@ async fn a_since_the_run_never_gave_or_no_longer_kept_is_refused_with_its_latest
         sent[3..],
         "the four kept"
     );
+    let resynced = client.ok("getRun", json!({"run": run})).await;
+    assert_eq!(
+        resynced["seq"],
+        json!(latest),
+        "getRun says where to follow from"
+    );
     for since in [json!(-1), json!("7"), json!(1.5)] {
         let (code, _, _) = refused(&mut client, &run, since.clone()).await;
         assert_eq!(code, -32602, "since {since}");

@@ -13,6 +13,7 @@ mod support;
 
 mod access;
 mod acp;
+mod acp_sessions;
 mod audit;
 mod budget;
 mod caps;

@@ -11,7 +11,7 @@ use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{
     LoopRow, PurposeUsage, RunActionRow, RunConfigUpdateForm, RunCreateForm, RunRow,
 };
-use crate::db::queries::{entries, models, run_actions, runs, usage};
+use crate::db::queries::{entries, models, run_actions, run_events, runs, usage};
 use crate::db::{Conn, DbError};
 use crate::error::AppError;
 use crate::hub::notifications::{Cost, UsageTotals};
@@ -254,6 +254,9 @@ struct RunDetail {
     delegated_by: Option<String>,
     loops: Vec<LoopItem>,
     actions: Vec<ActionItem>,
+    /// The run's latest notification seq when this was read (0: none yet): a client that
+    /// resynced after `run/replay`'s `-32009` follows from it.
+    seq: u64,
 }
 
 /// `getRun`: settings, usage totals, reasoning, content and history of one run.
@@ -297,6 +300,7 @@ pub(crate) async fn detail(context: CallContext, params: RunParams) -> Result<Re
         delegated_by: records.delegated_by,
         loops: records.loops.into_iter().map(LoopItem::from).collect(),
         actions,
+        seq: records.seq,
     })
 }
 
@@ -312,6 +316,8 @@ struct RunRecords {
     actions: Vec<RunActionRow>,
     /// The alias of the run that delegated this one.
     delegated_by: Option<String>,
+    /// The run's latest notification seq (0: none yet).
+    seq: u64,
 }
 
 impl RunRecords {
@@ -329,6 +335,9 @@ impl RunRecords {
                 Some(parent) => runs::alias_of(conn, parent)?,
                 None => None,
             },
+            seq: run_events::seqs(conn, run)?
+                .and_then(|seqs| u64::try_from(seqs.last_seq).ok())
+                .unwrap_or_default(),
         })
     }
 }
