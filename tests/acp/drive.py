@@ -105,6 +105,10 @@ class Editor:
         self.created = 0
         # The connection, for the handlers that cancel the turn.
         self.conn: Any = None
+        # Set once every permission request asked has been answered: a withdrawn request's
+        # late answer is written before the agent's stdin closes.
+        self.answered = asyncio.Event()
+        self.answered.set()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         seen["updates"].append(wire(update))
@@ -120,6 +124,7 @@ class Editor:
             }
         )
         if scenario == "withdrawn":
+            self.answered.clear()
             marker = os.environ["ACP_MARKER"]
             open(os.path.join(marker, "asking"), "w").close()
             # The person answers once the test's other client settled it (or after 20 s).
@@ -127,6 +132,7 @@ class Editor:
                 if os.path.exists(os.path.join(marker, "settled")):
                     break
                 await asyncio.sleep(0.02)
+            self.answered.set()
         if scenario == "cancel-asking":
             await self.conn.cancel(session_id=session_id)
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -377,6 +383,8 @@ async def main() -> None:
     editor.conn = conn
     try:
         await run(conn)
+        await editor.answered.wait()
+        await asyncio.sleep(0)
     finally:
         child.stdin.close()
         code = await child.wait()

@@ -201,7 +201,9 @@ impl Drive {
             .unwrap_or_else(|error| panic!("the {sdk:?} driver did not start: {error}"));
         assert!(
             output.status.success(),
-            "the {sdk:?} driver failed in {scenario}"
+            "the {sdk:?} driver failed in {scenario}: {:?} {}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout)
         );
         let seen: Value = serde_json::from_slice(&output.stdout)
             .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stdout)));
