@@ -22,6 +22,7 @@ pub(crate) mod counted;
 pub(crate) mod entry_changes;
 pub(crate) mod enums;
 mod error;
+pub(crate) mod event_batch;
 pub(crate) mod events;
 pub(crate) mod functions;
 pub(crate) mod handle;
