@@ -204,10 +204,8 @@ impl ProviderMetrics {
         let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
         self.completions.fetch_add(1, Ordering::Relaxed);
         self.completion_micros.fetch_add(micros, Ordering::Relaxed);
-        self.prompt_tokens
-            .fetch_add(prompt_tokens, Ordering::Relaxed);
-        self.completion_tokens
-            .fetch_add(completion_tokens, Ordering::Relaxed);
+        add_saturating(&self.prompt_tokens, prompt_tokens);
+        add_saturating(&self.completion_tokens, completion_tokens);
     }
 
     /// A completion failed for good (not cancelled).
@@ -383,6 +381,14 @@ fn label(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// Adds `amount` to `counter`, stopping at `u64::MAX`: a provider's absurd report never
+/// wraps a counter (Prometheus would read a wrap as a reset).
+fn add_saturating(counter: &AtomicU64, amount: u64) {
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+        Some(now.saturating_add(amount))
+    });
+}
+
 fn count(counter: &AtomicU64) -> String {
     counter.load(Ordering::Relaxed).to_string()
 }
@@ -390,6 +396,16 @@ fn count(counter: &AtomicU64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reported_tokens_past_any_bound_stop_at_the_largest_count_and_never_wrap() {
+        let openai = ProviderMetrics::default();
+        openai.record_completion(Duration::from_millis(1), 7, 3);
+        openai.record_completion(Duration::from_millis(1), u64::MAX, u64::MAX - 1);
+        openai.record_completion(Duration::from_millis(1), 5, 5);
+        assert_eq!(openai.prompt_tokens.load(Ordering::Relaxed), u64::MAX);
+        assert_eq!(openai.completion_tokens.load(Ordering::Relaxed), u64::MAX);
+    }
 
     #[test]
     fn each_family_is_declared_before_its_samples() {
