@@ -370,7 +370,7 @@ def stream(page, link):
     expect(output).to_contain_text("line1", timeout=WAIT_MS)
     elsewhere.get_by_role("button", name="Approve").click()
     expect(elsewhere).to_contain_text("Not resolved", timeout=WAIT_MS)
-    expect(elsewhere).to_contain_text("running on the server")
+    expect(elsewhere).to_contain_text("accepted by mo and is being carried out")
     assert "line3" not in output.inner_text(), "the output came at once, not as it went"
     page.screenshot(path=f"{SHOTS}/run-output.png", full_page=True)
     timeline = page.locator("ol.timeline")

@@ -151,7 +151,18 @@ impl TestApp {
             database,
         } = self;
         server.stop().await;
-        let server = start(settings(&env)).await.unwrap();
+        // A process another test forks in this one holds a copy of the home lock's file
+        // from its fork to its exec (a sandboxed command's set-up runs between them), so
+        // the lock may outlive the stop by that long.
+        let server = eventually(
+            "the stopped server's home to be let go",
+            async || match start(settings(&env)).await {
+                Ok(server) => Some(server),
+                Err(error) if error.to_string().contains("is serving the home") => None,
+                Err(error) => panic!("the server did not start again: {error:#}"),
+            },
+        )
+        .await;
         TestApp {
             server,
             home,
