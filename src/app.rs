@@ -19,8 +19,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::{Access, Caller, Role};
-use crate::agent::allow::MayAccept;
 use crate::agent::admission::LoopAdmission;
+use crate::agent::allow::MayAccept;
 use crate::agent::delegation::Subagents;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::{BudgetActor, TokenMath};

@@ -61,7 +61,7 @@ pub(crate) enum RuleError {
     NotYours { id: i64, whose: String },
     #[error("'always' allows commands only: {0} is not a command (sh, env)")]
     NotACommand(String),
-    #[error("'always' goes with an accepted command, not with '{0}'")]
+    #[error("'always' goes with an accepted command (or one that failed), not with '{0}'")]
     NotAccepted(String),
 }
 

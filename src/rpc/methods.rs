@@ -19,8 +19,8 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, rules,
-    runs, session, skills, tools, usage,
+    entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, rules, runs,
+    session, skills, tools, usage,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 

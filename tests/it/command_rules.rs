@@ -55,8 +55,8 @@ fn rules_of(listed: &Value) -> Vec<(Option<String>, String)> {
 }
 
 #[actix_web::test]
-async fn where_the_server_runs_commands_an_allowed_command_is_accepted_by_the_server_as_its_person(
-) {
+async fn where_the_server_runs_commands_an_allowed_command_is_accepted_by_the_server_as_its_person()
+{
     let mut steps = Vec::from(proposing("echo hello one"));
     steps.extend(proposing("echo hello two > two.txt"));
     steps.extend(proposing("echo   hello   three"));
@@ -184,15 +184,16 @@ async fn always_is_for_an_accepted_command_with_a_pattern_and_nothing_is_resolve
         ),
     ] {
         let (code, message) = client
-            .err(
-                "run/resolve",
-                json!({"run": run, "resolution": resolution}),
-            )
+            .err("run/resolve", json!({"run": run, "resolution": resolution}))
             .await;
         assert_eq!(code, -32602, "{message}");
         assert!(message.contains(wanted), "{message}");
     }
-    assert_eq!(client.statuses(&run, "sh://**").await[0].1, 202, "still pending");
+    assert_eq!(
+        client.statuses(&run, "sh://**").await[0].1,
+        202,
+        "still pending"
+    );
     assert_eq!(rules_of(&client.ok("rules/list", json!({})).await), []);
     accept_always(&mut client, &run, &path, json!("make *")).await;
     let edit = act(&mut client, Some(&run), "now edit").await;
@@ -251,7 +252,10 @@ async fn a_rule_is_its_persons_own_listed_to_them_and_admins_and_revoked_by_them
     let (run, path) = mo.act_until_proposal("test").await;
     accept_always(&mut mo, &run, &path, json!(true)).await;
     let mine = mo.ok("rules/list", json!({"project": "web"})).await;
-    assert_eq!(rules_of(&mine), [(Some("mo".to_owned()), "npm test *".to_owned())]);
+    assert_eq!(
+        rules_of(&mine),
+        [(Some("mo".to_owned()), "npm test *".to_owned())]
+    );
     assert_eq!(mine["rules"][0]["madeBy"], json!("mo"));
     let rule = mine["rules"][0]["id"].as_i64().unwrap();
     assert_eq!(rules_of(&bo.ok("rules/list", json!({})).await), []);
@@ -266,7 +270,10 @@ async fn a_rule_is_its_persons_own_listed_to_them_and_admins_and_revoked_by_them
     assert_eq!(code, -32005, "{message}");
     assert!(message.contains("mo's"), "{message}");
     let (code, message) = bo.err("rules/revoke", json!({"id": rule + 100})).await;
-    assert_eq!((code, message), (-32602, format!("no command rule {}", rule + 100)));
+    assert_eq!(
+        (code, message),
+        (-32602, format!("no command rule {}", rule + 100))
+    );
 
     let allowed = act(&mut mo, Some(&run), "again").await;
     assert_eq!(allowed["proposed"][0]["allowed"]["person"], json!("mo"));

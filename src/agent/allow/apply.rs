@@ -79,10 +79,7 @@ pub(crate) async fn apply(
         .filter_map(|(path, command)| Some((path.clone(), allowing(&rules, command)?)))
         .collect();
     if allowed.is_empty() {
-        return Ok(Applied {
-            proposed,
-            allowed,
-        });
+        return Ok(Applied { proposed, allowed });
     }
     let policy = ProjectChoice::load(&agent.db, place.project)
         .await?

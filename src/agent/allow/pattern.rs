@@ -124,7 +124,13 @@ mod tests {
         assert_eq!(default_pattern("ls").unwrap(), "ls *");
         assert_eq!(default_pattern(r"ls *.rs -l").unwrap(), r"ls \*.rs *");
         assert!(default_pattern("   ").is_err());
-        for command in ["cargo test --all", "cargo test", "ls", "ls *.rs -l", "git  log  -3"] {
+        for command in [
+            "cargo test --all",
+            "cargo test",
+            "ls",
+            "ls *.rs -l",
+            "git  log  -3",
+        ] {
             let pattern = default_pattern(command).unwrap();
             assert!(allows(&pattern, command), "{pattern} allows {command}");
         }
@@ -152,14 +158,20 @@ mod tests {
             assert!(allows(command, command), "{command:?}");
         }
         assert!(!allows("cargo test && make", "cargo test && make install"));
-        assert!(!allows("ls *.rs | wc -l", "ls a.rs | wc -l"), "never a glob");
+        assert!(
+            !allows("ls *.rs | wc -l", "ls a.rs | wc -l"),
+            "never a glob"
+        );
     }
 
     #[test]
     fn a_pattern_names_its_program() {
         for bad in ["", "   ", "*", "* test", "carg? test", "[a-z]* x", r"\ls *"] {
             assert!(
-                matches!(CommandPattern::parse(bad), Err(RuleError::BadPattern { .. })),
+                matches!(
+                    CommandPattern::parse(bad),
+                    Err(RuleError::BadPattern { .. })
+                ),
                 "{bad:?}"
             );
         }

@@ -162,8 +162,8 @@ async fn find(agent: &AgentContext, run: &RunRow, path: &str) -> Result<EntryRow
     }
 }
 
-/// The pattern of the rule `always` makes as `proposal` is resolved so: only an accepted
-/// command makes one.
+/// The pattern of the rule `always` makes as `proposal` is resolved so: only a command the
+/// person allowed makes one (accepted, or reported failed when it ran and failed).
 fn always_pattern(
     agent: &AgentContext,
     proposal: &EntryRow,
@@ -173,7 +173,7 @@ fn always_pattern(
     if *always == Always::Default(false) {
         return Ok(None);
     }
-    if action != Resolution::Accept {
+    if action == Resolution::Reject {
         return Err(RuleError::NotAccepted(action.as_str().to_owned()).into());
     }
     let command = proposal

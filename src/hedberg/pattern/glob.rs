@@ -100,12 +100,12 @@ impl LineGlob {
     /// Compiles `pattern`; fails only when the translated expression exceeds the size limits.
     pub fn compile(pattern: &str) -> Result<LineGlob, HedbergError> {
         let source = format!("^(?:{})$", translate(pattern, Syntax::Line));
-        let regex = RegexOptions::default()
-            .compile(&source)
-            .map_err(|error| HedbergError::InvalidPattern {
+        let regex = RegexOptions::default().compile(&source).map_err(|error| {
+            HedbergError::InvalidPattern {
                 pattern: pattern.to_owned(),
                 reason: error.to_string(),
-            })?;
+            }
+        })?;
         Ok(LineGlob { regex })
     }
 
@@ -174,9 +174,8 @@ fn translate(pattern: &str, syntax: Syntax) -> String {
                 while chars.get(index) == Some(&'*') {
                     index += 1;
                 }
-                let last_word = run_start > 0
-                    && chars.get(run_start - 1) == Some(&' ')
-                    && index == chars.len();
+                let last_word =
+                    run_start > 0 && chars.get(run_start - 1) == Some(&' ') && index == chars.len();
                 if last_word && out.ends_with(' ') {
                     out.pop();
                     out.push_str("(?: .*)?");
@@ -280,7 +279,9 @@ mod tests {
     }
 
     fn line_matches(pattern: &str, line: &str) -> bool {
-        LineGlob::compile(pattern).expect("line glob").is_match(line)
+        LineGlob::compile(pattern)
+            .expect("line glob")
+            .is_match(line)
     }
 
     #[test]

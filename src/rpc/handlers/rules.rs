@@ -81,7 +81,10 @@ pub(crate) async fn list(context: CallContext, params: ListParams) -> Result<Rep
         .db
         .read(move |conn| command_rules::of_project(conn, project, person.as_deref()))
         .await?;
-    let rules: Vec<RuleView> = rows.into_iter().map(|row| RuleView::of(row, &name)).collect();
+    let rules: Vec<RuleView> = rows
+        .into_iter()
+        .map(|row| RuleView::of(row, &name))
+        .collect();
     Reply::of(json!({ "rules": rules }))
 }
 

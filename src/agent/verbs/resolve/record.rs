@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use crate::agent::allow::person_key;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::machine::{self, Transition};
 use crate::agent::outcome::{Ending, LoopOutcome, LoopRecord, ProposedRow};
@@ -20,7 +21,6 @@ use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, LoopRow, RunActionForm, RunRow};
 use crate::db::queries::run_events::EventBounds;
-use crate::agent::allow::person_key;
 use crate::db::queries::{command_rules, entries, instances, loops, proposals, run_actions};
 use crate::db::{Conn, DbError, UnitError};
 use crate::hub;
