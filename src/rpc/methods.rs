@@ -608,7 +608,9 @@ mod tests {
                 "getModels",
                 "usage/report",
                 "addModel",
-                "removeModel"
+                "removeModel",
+                "rules/list",
+                "rules/revoke"
             ]
         );
     }
