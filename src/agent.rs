@@ -9,6 +9,7 @@
 //! ([`delegation`]).
 
 pub(crate) mod admission;
+pub(crate) mod allow;
 pub(crate) mod context;
 pub(crate) mod current;
 pub(crate) mod delegation;

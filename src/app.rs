@@ -18,8 +18,9 @@ use actix_web::web;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
-use crate::access::Access;
+use crate::access::{Access, Caller, Role};
 use crate::agent::admission::LoopAdmission;
+use crate::agent::allow::MayAccept;
 use crate::agent::delegation::Subagents;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::{BudgetActor, TokenMath};
@@ -278,8 +279,25 @@ fn agent_context(
         projects: ProjectRegistry::default(),
         metrics,
         web: WebClient::new(web_options(settings))?,
+        may_accept: may_accept(access),
     };
     Ok((agent, arrived))
+}
+
+/// Whether a person may accept a proposal in a project, by `access` as last read: the
+/// role and the projects `run/resolve` needs (the operator may).
+fn may_accept(access: &Access) -> MayAccept {
+    let access = access.clone();
+    Arc::new(move |person, project| {
+        let Some(name) = person else {
+            return true;
+        };
+        access
+            .grant(&Caller::Person(Arc::from(name)))
+            .is_ok_and(|grant| {
+                grant.require(Role::Member, "run/resolve").is_ok() && grant.open(project).is_ok()
+            })
+    })
 }
 
 /// The spend caps: the server's and the projects' from `settings`, the people's as `access`

@@ -9,6 +9,7 @@
 
 use crate::access::AccessError;
 use crate::agent::admission::{LoopsFull, NotAdmitted};
+use crate::agent::allow::RuleError;
 use crate::agent::verbs::VerbError;
 use crate::db::DbError;
 use crate::mcp::attached::AttachError;
@@ -151,6 +152,9 @@ pub(crate) enum AppError {
     /// A plugin's method failed.
     #[error(transparent)]
     Plugin(#[from] MethodError),
+    /// A command rule named or made wrong (`agent::allow`).
+    #[error(transparent)]
+    Rule(#[from] RuleError),
     /// A verb of a run refused or failed (`agent::verbs`).
     #[error(transparent)]
     Verb(VerbError),
@@ -169,6 +173,7 @@ impl From<VerbError> for AppError {
             VerbError::NotAdmitted(refused) => AppError::from(refused),
             VerbError::CapReached(cap) => AppError::CapReached(cap),
             VerbError::Db(error) => AppError::Db(error),
+            VerbError::Rule(error) => AppError::Rule(error),
             other => AppError::Verb(other),
         }
     }
@@ -238,6 +243,8 @@ impl AppError {
             AppError::Plugin(MethodError::Db(error)) => db_code(error),
             AppError::Plugin(MethodError::Failed(_)) => code::INTERNAL,
             AppError::Verb(error) => verb_code(error),
+            AppError::Rule(RuleError::NotYours { .. }) => code::UNAUTHORIZED,
+            AppError::Rule(_) => code::INVALID_PARAMS,
             AppError::Timeout { .. } | AppError::Closing(_) | AppError::Internal(_) => {
                 code::INTERNAL
             }
@@ -284,6 +291,8 @@ fn verb_code(error: &VerbError) -> ErrorCode {
         VerbError::CapReached(_) => code::CAP_REACHED,
         VerbError::NotAdmitted(NotAdmitted::Db(error)) | VerbError::Db(error) => db_code(error),
         VerbError::LoopLost | VerbError::RunGone(_) | VerbError::Elsewhere => code::INTERNAL,
+        VerbError::Rule(RuleError::NotYours { .. }) => code::UNAUTHORIZED,
+        VerbError::Rule(_) => code::INVALID_PARAMS,
     }
 }
 

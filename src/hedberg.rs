@@ -43,7 +43,8 @@ pub use edit_syntax::parse_edit_content;
 pub use error::HedbergError;
 pub use json_edit::{parse_json_edit, JsonEdit};
 pub use pattern::{
-    pattern_match, pattern_replace, pattern_search, Matched, Pattern, PatternKind, SearchHit,
+    pattern_match, pattern_replace, pattern_search, LineGlob, Matched, Pattern, PatternKind,
+    SearchHit,
 };
 pub use sed::parse_sed;
 pub use set_revision::{classify_set, Classified, SetAttributes, SetRevision};

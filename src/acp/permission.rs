@@ -3,8 +3,10 @@
 //! it, a command runs in the editor's terminal when it offers one (else here, in the
 //! project root) unless the project runs commands on the rummy server, which then runs it. An `ask_user` question is a form with a free-text answer
 //! (`elicitation/create`) when the editor offers forms; else its suggested answers are the
-//! options, and a question without any offers to answer in the next prompt. The result is the
-//! `run/resolve` resolution.
+//! options, and a question without any offers to answer in the next prompt. A command also
+//! offers to allow such commands always (`allow_always`, naming the pattern of the rule it
+//! makes: `agent::allow`), and a command one of the person's rules allows (the outcome says
+//! so: `allowed`) is not asked about. The result is the `run/resolve` resolution.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -25,12 +27,16 @@ use tokio::sync::watch;
 
 use crate::acp::error::AcpError;
 use crate::acp::updates::{Command, Shown};
+use crate::agent::allow::pattern::default_pattern;
+use crate::agent::allow::Allowed;
 use crate::plugins::bundled::tools::merge;
 
 /// The most output of a command sent back to the model, in bytes.
 const COMMAND_OUTPUT_BYTES: usize = 1 << 20;
 
 const ALLOW: &str = "allow";
+/// The option that allows a command and such commands always.
+const ALWAYS: &str = "always";
 const REJECT: &str = "reject";
 /// The option of a question without suggested answers: the person answers in the next prompt.
 const IN_CHAT: &str = "in-chat";
@@ -60,6 +66,8 @@ pub(super) struct Proposal {
     pub kind: String,
     pub body: String,
     pub attributes: Value,
+    /// The person's rule that allows this command without asking.
+    pub allowed: Option<Allowed>,
 }
 
 impl Proposal {
@@ -80,9 +88,18 @@ impl Proposal {
                 .unwrap_or("")
                 .to_string(),
             attributes,
+            allowed: row
+                .get("allowed")
+                .and_then(|allowed| serde_json::from_value(allowed.clone()).ok()),
             id: path.clone(),
             path,
         })
+    }
+
+    /// The command it runs, for a command.
+    fn command(&self) -> Option<&str> {
+        matches!(self.kind.as_str(), "sh" | "env")
+            .then(|| self.attribute("command").unwrap_or(&self.body))
     }
 
     fn attribute(&self, key: &str) -> Option<&str> {
@@ -191,6 +208,12 @@ impl Asking<'_> {
     /// Shows `proposal`, asks the person, applies what they allow and says how to resolve it.
     pub(super) async fn decide(&self, proposal: &Proposal) -> Result<Decided, AcpError> {
         self.update(SessionUpdate::ToolCall(proposal.tool_call(self.root)))?;
+        if proposal.allowed.is_some() {
+            return Ok(Decided {
+                resolution: self.apply(proposal).await?,
+                cancelled: false,
+            });
+        }
         if proposal.kind == "ask_user" && self.offers.forms {
             return self.ask_in_form(proposal).await;
         }
@@ -229,6 +252,10 @@ impl Asking<'_> {
                 .ok()
                 .and_then(|index| proposal.answers().into_iter().nth(index));
             resolution(proposal, "accept", answer)
+        } else if chosen == ALWAYS {
+            let mut resolution = self.apply(proposal).await?;
+            resolution["always"] = json!(true);
+            resolution
         } else {
             self.apply(proposal).await?
         };
@@ -408,6 +435,16 @@ fn options(proposal: &Proposal) -> Vec<PermissionOption> {
             PermissionOptionKind::AllowOnce,
         )]
     };
+    if let Some(pattern) = proposal
+        .command()
+        .and_then(|command| default_pattern(command).ok())
+    {
+        options.push(PermissionOption::new(
+            ALWAYS,
+            format!("Always allow `{pattern}`"),
+            PermissionOptionKind::AllowAlways,
+        ));
+    }
     options.push(PermissionOption::new(
         REJECT,
         "Reject",
@@ -531,6 +568,30 @@ mod tests {
             .map(|option| option.option_id.0.to_string())
             .collect();
         assert_eq!(ids, ["in-chat", "reject"]);
+        let command = proposal(json!({
+            "path": "sh://turn_1/cargo",
+            "body": "cargo test --all",
+            "attributes": {"command": "cargo test --all"},
+        }));
+        let offered: Vec<(String, String, Value)> = options(&command)
+            .into_iter()
+            .map(|option| {
+                let kind = serde_json::to_value(option.kind).unwrap();
+                (option.option_id.0.to_string(), option.name, kind)
+            })
+            .collect();
+        assert_eq!(
+            offered,
+            [
+                ("allow".into(), "Allow".into(), json!("allow_once")),
+                (
+                    "always".into(),
+                    "Always allow `cargo test *`".into(),
+                    json!("allow_always")
+                ),
+                ("reject".into(), "Reject".into(), json!("reject_once")),
+            ]
+        );
         let edit =
             proposal(json!({"path": "rm://turn_1/a", "body": "a", "attributes": {"path": "a"}}));
         let ids: Vec<String> = options(&edit)

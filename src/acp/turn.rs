@@ -112,6 +112,9 @@ impl Turn<'_> {
         let method = self.session.mode().id();
         let params = json!({"model": self.session.model(), "run": self.run, "prompt": prompt});
         let mut outcome = self.call(method, params).await?;
+        // Whether the outcome is of this turn's own request, so its loop the person's: only
+        // then is a command their rule allows not asked about.
+        let mut own = true;
         loop {
             let status = outcome.get("status").and_then(Value::as_i64).unwrap_or(0);
             if status != 202 {
@@ -126,6 +129,9 @@ impl Turn<'_> {
                 return Err(unexpected("a 202 outcome without a proposal", &outcome));
             };
             proposal.id = self.stream.tracker.proposal_id(&proposal.path);
+            if !own {
+                proposal.allowed = None;
+            }
             let asked = match self.session.is_cancelled() {
                 true => None,
                 false => Some(self.ask(&proposal).await?),
@@ -134,8 +140,14 @@ impl Turn<'_> {
                 Some(Asked::Decided(Decided {
                     resolution,
                     cancelled: false,
-                })) => self.resolve(&proposal, resolution).await?,
-                Some(Asked::Settled(settled)) => self.follow(&proposal, settled).await?,
+                })) => {
+                    own = true;
+                    self.resolve(&proposal, resolution).await?
+                }
+                Some(Asked::Settled(settled)) => {
+                    own = false;
+                    self.follow(&proposal, settled).await?
+                }
                 _ => {
                     self.session.cancel_turn().await?;
                     self.withdrawn(&proposal, ToolCallStatus::Failed, None)?;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use actix::Addr;
 
 use crate::agent::admission::LoopAdmission;
+use crate::agent::allow::MayAccept;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
@@ -57,6 +58,8 @@ pub(crate) struct AgentContext {
     pub web: WebClient,
     /// Accepted commands running on the server, confined.
     pub commands: ServerCommands,
+    /// Whether a person may accept in a project now, for applying their command rules.
+    pub may_accept: MayAccept,
 }
 
 /// The reply (or client call) whose commands' work is prepared.

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::db::enums::RunStatus;
 use crate::db::ids::LoopId;
 use crate::db::models::entry::UnresolvedRow;
-use crate::hub::notifications::{LoopEnded, ProposedEntry};
+use crate::hub::notifications::{Allowed, LoopEnded, ProposedEntry};
 
 /// A pending proposal as `ask`/`act`/`run/resolve` report it (attributes as a JSON string).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -18,6 +18,9 @@ pub(crate) struct ProposedRow {
     pub attributes: String,
     /// The turn that proposed it.
     pub turn: i32,
+    /// The rule that allows the command without asking (`agent::allow`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Allowed>,
 }
 
 impl ProposedRow {
@@ -32,6 +35,7 @@ impl ProposedRow {
                 .to_owned(),
             body: self.body.clone(),
             attributes: serde_json::from_str(&self.attributes).unwrap_or_default(),
+            allowed: self.allowed.clone(),
         }
     }
 }
@@ -43,6 +47,7 @@ impl From<UnresolvedRow> for ProposedRow {
             body: row.body,
             attributes: serde_json::Value::from(row.attributes).to_string(),
             turn: row.turn,
+            allowed: None,
         }
     }
 }

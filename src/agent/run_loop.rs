@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use tracing::Instrument;
 
+use crate::agent::allow::{self, apply::LoopPlace, Allowed};
 use crate::agent::current::CurrentLoop;
 use crate::agent::error::LoopError;
 use crate::agent::loop_config::LoopConfig;
@@ -204,12 +205,13 @@ async fn run_turns(
             TurnEnd::Completed(report) => report,
         };
         current.completed_turn(report.turn);
+        let (report, allowed) = opened.allow(agent, lp, cancel, report).await?;
         let wrote = report.has_writes;
         if let Some(reflector) = reflector.as_mut() {
             reflector.turn_ended(report.turn, wrote);
         }
         if let Some(outcome) = judge(report, panic.is_some(), &mut progress, &mut repetition) {
-            return Ok(outcome);
+            return Ok(marked(outcome, &allowed));
         }
         if panic.is_some() {
             continue;
@@ -232,6 +234,10 @@ async fn run_turns(
 /// What every turn of a loop shares, settled before its first turn.
 struct OpenLoop {
     config: LoopConfig,
+    alias: String,
+    project: ProjectId,
+    /// The project's people have command rules (`agent::allow`), as the loop opened.
+    command_rules: bool,
     project_name: String,
     project_root: PathBuf,
     model_alias: String,
@@ -246,6 +252,33 @@ struct OpenLoop {
 }
 
 impl OpenLoop {
+    /// The turn's proposals once the rules of the loop's person are applied to its
+    /// commands (none looked up in a project without rules), and the commands a rule
+    /// allows that its clients are to run.
+    async fn allow(
+        &self,
+        agent: &AgentContext,
+        lp: &LoopRow,
+        cancel: &LlmCancel,
+        mut report: TurnReport,
+    ) -> Result<(TurnReport, Vec<(String, Allowed)>), LoopError> {
+        if !self.command_rules || report.proposed.is_empty() {
+            return Ok((report, Vec::new()));
+        }
+        let place = LoopPlace {
+            lp,
+            alias: &self.alias,
+            project: self.project,
+            project_name: &self.project_name,
+            root: &self.project_root,
+            cancel,
+        };
+        let proposed = std::mem::take(&mut report.proposed);
+        let applied = allow::apply::apply(agent, &place, proposed).await?;
+        report.proposed = applied.proposed;
+        Ok((report, applied.allowed))
+    }
+
     fn turn_input<'a>(
         &'a self,
         lp: &'a LoopRow,
@@ -279,6 +312,7 @@ async fn open_loop(
 ) -> Result<OpenLoop, LoopError> {
     let LoopStart {
         run,
+        command_rules,
         project_name,
         project_root,
         model_alias,
@@ -326,6 +360,9 @@ async fn open_loop(
         .max(1);
     Ok(OpenLoop {
         config,
+        alias: run.alias.clone(),
+        project: run.project_id,
+        command_rules,
         project_name,
         project_root,
         model_alias,
@@ -361,6 +398,7 @@ async fn start_loop(agent: &AgentContext, lp: &LoopRow) -> Result<LoopStart, Loo
             let latest_turn = turns::latest_turn(conn, run_id)?.map_or(0, |turn| turn.sequence);
             Ok(LoopStart {
                 run,
+                command_rules: project.command_rules > 0,
                 project_name: project.name,
                 project_root: project.project_root.map(PathBuf::from).unwrap_or_default(),
                 model_alias,
@@ -369,6 +407,19 @@ async fn start_loop(agent: &AgentContext, lp: &LoopRow) -> Result<LoopStart, Loo
             })
         })
         .await?)
+}
+
+/// `outcome` with each proposal a rule allows saying so.
+fn marked(mut outcome: LoopOutcome, allowed: &[(String, Allowed)]) -> LoopOutcome {
+    if let LoopOutcome::Proposed { proposed, .. } = &mut outcome {
+        for row in proposed.iter_mut() {
+            row.allowed = allowed
+                .iter()
+                .find(|(path, _)| *path == row.path)
+                .map(|(_, rule)| rule.clone());
+        }
+    }
+    outcome
 }
 
 /// The loop's termination rules, as configured.
@@ -505,6 +556,8 @@ async fn archive_loop_prompts(agent: &AgentContext, lp: &LoopRow) -> Result<(), 
 /// What a loop starts from, read as it marks the run running.
 struct LoopStart {
     run: RunRow,
+    /// The project's people have command rules.
+    command_rules: bool,
     project_name: String,
     project_root: PathBuf,
     model_alias: String,

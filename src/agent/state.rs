@@ -212,6 +212,7 @@ fn fresh_proposals(unresolved: &[UnresolvedRow], turn: i32) -> Vec<ProposedEntry
             kind: scheme_or_unknown(&row.path),
             body: row.body.clone(),
             attributes: row.attributes.to_value(),
+            allowed: None,
         })
         .collect()
 }

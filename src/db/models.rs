@@ -39,6 +39,8 @@ pub(crate) struct ProjectRow {
     pub project_root: Option<String>,
     /// `YYYY-MM-DD HH:MM:SS` UTC.
     pub created_at: String,
+    /// How many command rules its people have (`queries::command_rules`).
+    pub command_rules: i32,
 }
 
 /// What [`upsert_project`](super::queries::projects::upsert_project) writes; `None` fields keep the stored value.

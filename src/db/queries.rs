@@ -6,6 +6,7 @@
 //! does not; multi-statement writes run in a transaction of their own, a savepoint inside the unit of
 //! work that calls them.
 
+pub(crate) mod command_rules;
 pub(crate) mod console_sessions;
 pub(crate) mod constraints;
 pub(crate) mod context;

@@ -20,6 +20,7 @@ diesel::table! {
         name -> Text,
         project_root -> Nullable<Text>,
         created_at -> Text,
+        command_rules -> Integer,
     }
 }
 

@@ -19,6 +19,7 @@ use super::regex_options::RegexOptions;
 use super::sed::{SedCommand, SedProgram};
 use super::HedbergError;
 
+pub use self::glob::LineGlob;
 pub use cache::{pattern_match, pattern_replace, pattern_search};
 
 /// Flag letters a `/regex/` may carry.

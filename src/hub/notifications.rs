@@ -107,6 +107,21 @@ pub struct ProposedEntry {
     pub body: String,
     /// Its attributes (patch, merge, command, ...).
     pub attributes: Value,
+    /// The rule of the person who requested the loop that allows this command without
+    /// asking (a loop's outcome only, in a project whose clients run its commands).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Allowed>,
+}
+
+/// A person's command rule ("allow always", `agent::allow`) as the wire tells it: the rule
+/// that allows a proposed command, or that accepted one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allowed {
+    /// The rule's id (`rules/revoke`).
+    pub rule: i64,
+    pub pattern: String,
+    /// Whose rule it is (`null`: the operator's).
+    pub person: Option<String>,
 }
 
 /// What a person did to a run.
@@ -148,6 +163,9 @@ pub(crate) struct RunActed {
     /// The injected message, or the new prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The person's rule by which the server accepted the command for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<Allowed>,
 }
 
 /// `run/outcome` params: where the run stands once one of its loops ended, or a resolution

@@ -263,6 +263,14 @@ pub trait ToolInfo: Send + Sync {
         false
     }
 
+    /// The command line one of its proposals runs (`body` and `attributes` the proposal's),
+    /// for a tool whose proposals are shell commands: what a person's command rules
+    /// ("allow always", `agent::allow`) are matched against. `None` (the default) for any
+    /// other tool, whose proposals no rule allows.
+    fn command_line(&self, _body: &str, _attributes: &Map<String, Value>) -> Option<String> {
+        None
+    }
+
     /// Whether an accepted proposal keeps the body it was proposed with (the file content
     /// an edit started from) instead of taking the client's output.
     fn keeps_proposed_body(&self) -> bool {

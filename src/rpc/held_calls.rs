@@ -92,6 +92,7 @@ mod tests {
                     path: "sh://turn_1/echo".into(),
                     action: Resolution::Accept,
                     output: Some("hi\tthere".into()),
+                    always: Some(crate::agent::allow::Always::Pattern("echo *".into())),
                 }),
             },
             HeldCall {

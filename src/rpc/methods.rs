@@ -19,7 +19,7 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, runs,
+    entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, rules, runs,
     session, skills, tools, usage,
 };
 use crate::rpc::params::{decode, NoParams, Page};
@@ -276,7 +276,17 @@ method_table! {
         needs_init: true, long_running: true, role: Member,
         "Accept, reject or fail a pending proposal." &[
             ("run", "string — run alias"),
-            ("resolution", "object — {path, action: accept|reject|error, output?}"),
+            ("resolution", "object — {path, action: accept|reject|error, output?, always?}: always (an accepted command) makes the resolver's rule allowing such commands always, true for the default pattern (program and first argument, then *), or a pattern"),
+        ];
+    RulesList "rules/list" (rules::ListParams) rules::list,
+        needs_init: false, long_running: false, role: Viewer,
+        "Command rules (allow always) of a project: one's own, or (admins) everyone's: {rules: [{id, project, person, pattern, madeBy, madeAt}]}." &[
+            ("project", "string? — a project by name (default: the bound one)"),
+        ];
+    RulesRevoke "rules/revoke" (rules::RevokeParams) rules::revoke,
+        needs_init: false, long_running: false, role: Member,
+        "Revoke a command rule: one's own, or (admins) anyone's: {revoked: id}." &[
+            ("id", "integer — the rule's id"),
         ];
     RunAbort "run/abort" (runs::RunParams) runs::abort,
         needs_init: true, long_running: false, role: Member,
@@ -598,7 +608,9 @@ mod tests {
                 "getModels",
                 "usage/report",
                 "addModel",
-                "removeModel"
+                "removeModel",
+                "rules/list",
+                "rules/revoke"
             ]
         );
     }

@@ -37,6 +37,8 @@
 //               turn: session/cancel, then the request answered `cancelled`
 //   command-cancel a prompt whose command the editor allows and runs in its terminal; it
 //               cancels the turn while the command runs (and kills the terminal when asked)
+//   command-always two prompts whose commands the editor runs in its terminal: it allows
+//               the first always (`allow_always`), and is not asked about the second
 //   withdrawn   a prompt whose edit the editor (which writes files) is asked about: it makes
 //               $ACP_MARKER/asking, and allows it only once $ACP_MARKER/settled exists (the
 //               test's other client settled it meanwhile)
@@ -103,11 +105,12 @@ async function settledElsewhere() {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
-const offersTerminal = scenario === "command" || scenario === "command-cancel";
+const offersTerminal = ["command", "command-cancel", "command-always"].includes(scenario);
 // The connection, for the handlers that cancel the turn.
 let connection = null;
 const running = new Map();
-const decision = { "edit-reject": "reject", "question-chat": "in-chat" }[scenario] ?? "allow";
+const decision =
+  { "edit-reject": "reject", "question-chat": "in-chat", "command-always": "always" }[scenario] ?? "allow";
 const offersForms = scenario === "question-form";
 
 const app = acp
@@ -244,6 +247,10 @@ async function run(ctx) {
     case "question-chat":
       await prompt("please do the task");
       await prompt("It is called Nimbus");
+      break;
+    case "command-always":
+      await prompt("please do the task");
+      await prompt("and once more");
       break;
     case "slash":
       await prompt("/sql_style write the query");

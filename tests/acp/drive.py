@@ -98,9 +98,11 @@ class Editor:
     """The client side: what an editor answers the agent."""
 
     def __init__(self) -> None:
-        self.decision = {"edit-reject": "reject", "question-chat": "in-chat"}.get(
-            scenario, "allow"
-        )
+        self.decision = {
+            "edit-reject": "reject",
+            "question-chat": "in-chat",
+            "command-always": "always",
+        }.get(scenario, "allow")
         self.running: dict[str, Terminal] = {}
         self.created = 0
         # The connection, for the handlers that cancel the turn.
@@ -253,7 +255,7 @@ async def run(conn: Any) -> None:
         protocol_version=PROTOCOL_VERSION,
         client_capabilities=ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=offers_files, write_text_file=offers_files),
-            terminal=scenario in ("command", "command-cancel"),
+            terminal=scenario in ("command", "command-cancel", "command-always"),
             elicitation=(
                 ElicitationCapabilities(form=ElicitationFormCapabilities())
                 if offers_forms
@@ -341,6 +343,9 @@ async def run(conn: Any) -> None:
     elif scenario == "question-chat":
         await prompt("please do the task")
         await prompt("It is called Nimbus")
+    elif scenario == "command-always":
+        await prompt("please do the task")
+        await prompt("and once more")
     elif scenario == "slash":
         await prompt("/sql_style write the query")
         await prompt("/persona:pirate")

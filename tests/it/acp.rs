@@ -91,6 +91,7 @@ with_each_sdk!(
     ask_mode_asks_and_an_unknown_mode_is_refused,
     an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_the_model,
     an_allowed_command_of_a_project_that_runs_commands_on_the_server_runs_there,
+    a_command_allowed_always_is_not_asked_about_again_in_the_session,
     resources_of_the_project_become_entries_the_model_sees_and_others_stay_text,
     remote_a_person_works_in_their_project_through_a_team_server,
     remote_a_project_outside_the_persons_is_refused_with_rummys_error,
@@ -617,6 +618,49 @@ async fn an_allowed_command_runs_in_the_editors_terminal_and_its_output_reaches_
     );
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
     assert_eq!(drive.messages(), ["Running it.", "It said hello."]);
+}
+
+async fn a_command_allowed_always_is_not_asked_about_again_in_the_session(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<sh>echo hello from the terminal</sh><update>Running it.</update>"),
+        Step::reply("<summarize>It said hello.</summarize>"),
+        Step::reply("<sh>echo hello again</sh><update>Again.</update>"),
+        Step::reply("<summarize>It said it again.</summarize>"),
+    ]);
+    let drive = Drive::run(sdk, "command-always", &llm).await;
+    drive.assert_clean_session();
+    let permissions = drive.seen["permissions"].as_array().unwrap();
+    assert_eq!(
+        permissions.len(),
+        1,
+        "the second command is not asked about"
+    );
+    let always = permissions[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|option| option["kind"] == "allow_always")
+        .expect("a command offers to allow it always");
+    assert_eq!(always["name"], json!("Always allow `echo hello *`"));
+    let ran: Vec<&Value> = drive.seen["terminals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|step| step["created"]["args"].get(1))
+        .collect();
+    assert_eq!(
+        ran,
+        [
+            &json!("echo hello from the terminal"),
+            &json!("echo hello again")
+        ]
+    );
+    let resumed = crate::support::user_message(&llm.requests()[3]);
+    assert!(
+        resumed.contains("hello again"),
+        "its output reaches the model: {resumed}"
+    );
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn", "end_turn"]));
 }
 
 async fn an_allowed_command_of_a_project_that_runs_commands_on_the_server_runs_there(sdk: Sdk) {

@@ -17,6 +17,7 @@ mod acp_sessions;
 mod audit;
 mod budget;
 mod caps;
+mod command_rules;
 mod concurrency;
 mod console;
 mod console_browser;

@@ -81,6 +81,7 @@ mod tests {
             body: "ls".into(),
             attributes: "{}".into(),
             turn: 1,
+            allowed: None,
         }];
         assert_eq!(
             wire(Answer::Blocked {

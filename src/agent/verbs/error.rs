@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::agent::admission::NotAdmitted;
+use crate::agent::allow::RuleError;
 use crate::agent::machine::{Illegal, ProposalState, TakeError};
 use crate::db::enums::{EntryStatus, RunAction};
 use crate::db::DbError;
@@ -47,6 +48,9 @@ pub(crate) enum VerbError {
     /// A spend cap the loop would count against is reached.
     #[error("{}", .0.describe())]
     CapReached(Box<Standing>),
+    /// An accepted command's `always` that makes no rule.
+    #[error(transparent)]
+    Rule(#[from] RuleError),
     #[error(transparent)]
     Db(#[from] DbError),
 }

@@ -5,7 +5,8 @@
 //!
 //! Stages: *commands* (where an accepted command runs: on the server when the project says so,
 //! and nothing of the run is resolved while one of its commands runs there), *find* (the
-//! proposal, pending: else the clear answer why not), *claim* (an acceptance whose tool
+//! proposal, pending: else the clear answer why not; an accepted command's `always` read
+//! into the pattern of the rule it makes, `agent::allow`), *claim* (an acceptance whose tool
 //! works outside the store — a command on the server, an MCP or plugin call — claims the
 //! proposal in the store first, under the run's lease, so that no other request carries it
 //! out again), *gather* (that work), *record* (one unit of work, [`record`]: the resolution,
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::agent::allow::{Always, RuleError};
 use crate::agent::outcome::{Ending, LoopOutcome, ProposedRow};
 use crate::agent::verbs::{queue, Answer, VerbError};
 use crate::agent::AgentContext;
@@ -46,6 +48,9 @@ pub(crate) struct Resolving {
     pub path: String,
     pub action: Resolution,
     pub output: Option<String>,
+    /// An accepted command allowed always from now on (`agent::allow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub always: Option<Always>,
 }
 
 /// `person`'s `resolving` of a proposal of `run`, which is at `place`.
@@ -59,6 +64,10 @@ pub(crate) async fn resolve(
     let root = place.root.as_path();
     let policy = command_policy(agent, &run, &resolving).await?;
     let proposal = find(agent, &run, &resolving.path).await?;
+    let always = match &resolving.always {
+        Some(always) => always_pattern(agent, &proposal, resolving.action, always)?,
+        None => None,
+    };
     let commands = policy.as_ref().map(|policy| CommandPlace {
         commands: &agent.commands,
         run: run.id,
@@ -97,6 +106,7 @@ pub(crate) async fn resolve(
         path: resolving.path,
         action: resolving.action,
         output: resolving.output,
+        always,
         person,
         claimed,
         instance: instance_of(agent),
@@ -149,6 +159,31 @@ async fn find(agent: &AgentContext, run: &RunRow, path: &str) -> Result<EntryRow
                 .await?;
             Err(not_pending(run, path, state))
         }
+    }
+}
+
+/// The pattern of the rule `always` makes as `proposal` is resolved so: only a command the
+/// person allowed makes one (accepted, or reported failed when it ran and failed).
+fn always_pattern(
+    agent: &AgentContext,
+    proposal: &EntryRow,
+    action: Resolution,
+    always: &Always,
+) -> Result<Option<String>, VerbError> {
+    if *always == Always::Default(false) {
+        return Ok(None);
+    }
+    if action == Resolution::Reject {
+        return Err(RuleError::NotAccepted(action.as_str().to_owned()).into());
+    }
+    let command = proposal
+        .scheme
+        .as_deref()
+        .and_then(|scheme| agent.plugins.get(scheme))
+        .and_then(|tool| tool.command_line(&proposal.body, &proposal.attributes));
+    match command {
+        Some(command) => Ok(always.pattern(&command)?),
+        None => Err(RuleError::NotACommand(proposal.path.clone()).into()),
     }
 }
 

@@ -144,7 +144,6 @@ pub(crate) fn opened_at(
         .optional()?)
 }
 
-#[cfg(test)]
 /// The project with this name.
 pub(crate) fn find_project(conn: &mut Conn, name: &str) -> Result<Option<ProjectRow>, DbError> {
     Ok(projects::table

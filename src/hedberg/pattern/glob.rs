@@ -3,10 +3,24 @@
 //! A `.`/`..` segment never matches `*`, `?` or a class, but a globstar spans every segment,
 //! those included, so `**` matches every path. In scheme paths (`known://*`) the first `://*`
 //! spans the whole rest of the path.
+//!
+//! A [`LineGlob`] is the same glob over one line of text (a command line), where nothing
+//! separates segments: `*` spans any characters but a line break.
 
 use regex::Regex;
 
 use crate::hedberg::regex_options::RegexOptions;
+use crate::hedberg::HedbergError;
+
+/// What a glob is matched against, which decides what `*` and `?` span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Syntax {
+    /// A path: `*` and `?` stay inside one `/` segment, `**` spans them.
+    Path,
+    /// One line: `*` spans any characters, `?` any one; a `*` that is the line's last word
+    /// also matches no word at all, with the space before it.
+    Line,
+}
 
 /// A compiled glob.
 #[derive(Debug, Clone)]
@@ -29,7 +43,7 @@ impl Glob {
             .filter(|segment| *segment == "." || *segment == "..")
             .map(str::to_string)
             .collect();
-        let source = format!("(?s)^(?:{})/?$", translate(&body));
+        let source = format!("(?s)^(?:{})/?$", translate(&body, Syntax::Path));
         Ok(Self {
             regex: RegexOptions::default().compile(&source)?,
             negated,
@@ -69,6 +83,35 @@ impl Glob {
                 .iter()
                 .any(|&(from, to)| from <= start && end <= to)
         })
+    }
+}
+
+/// A glob over one line of text, such as a command line: `*` matches any run of characters
+/// (`/` and spaces included, never a line break), `?` any one, `[…]` classes and `\`
+/// escapes as in a path glob; a `*` standing alone as the last word also matches nothing,
+/// with the space before it, so `cargo test *` matches `cargo test` and `cargo test --all`
+/// but not `cargo tests`. The whole line must match; nothing negates.
+#[derive(Debug, Clone)]
+pub struct LineGlob {
+    regex: Regex,
+}
+
+impl LineGlob {
+    /// Compiles `pattern`; fails only when the translated expression exceeds the size limits.
+    pub fn compile(pattern: &str) -> Result<LineGlob, HedbergError> {
+        let source = format!("^(?:{})$", translate(pattern, Syntax::Line));
+        let regex = RegexOptions::default().compile(&source).map_err(|error| {
+            HedbergError::InvalidPattern {
+                pattern: pattern.to_owned(),
+                reason: error.to_string(),
+            }
+        })?;
+        Ok(LineGlob { regex })
+    }
+
+    /// Whether the whole of `line` matches.
+    pub fn is_match(&self, line: &str) -> bool {
+        self.regex.is_match(line)
     }
 }
 
@@ -112,7 +155,7 @@ fn widen_scheme_wildcard(pattern: &str) -> String {
     format!("{}://**{after}", &pattern[..at])
 }
 
-fn translate(pattern: &str) -> String {
+fn translate(pattern: &str, syntax: Syntax) -> String {
     let chars: Vec<char> = pattern.chars().collect();
     let mut out = String::with_capacity(pattern.len() * 2);
     let mut index = 0;
@@ -126,6 +169,21 @@ fn translate(pattern: &str) -> String {
                 }
                 None => out.push_str(r"\\"),
             },
+            '*' if syntax == Syntax::Line => {
+                let run_start = index - 1;
+                while chars.get(index) == Some(&'*') {
+                    index += 1;
+                }
+                let last_word =
+                    run_start > 0 && chars.get(run_start - 1) == Some(&' ') && index == chars.len();
+                if last_word && out.ends_with(' ') {
+                    out.pop();
+                    out.push_str("(?: .*)?");
+                } else {
+                    out.push_str(".*");
+                }
+            }
+            '?' if syntax == Syntax::Line => out.push('.'),
             '*' => {
                 let run_start = index - 1;
                 while chars.get(index) == Some(&'*') {
@@ -218,6 +276,29 @@ mod tests {
 
     fn matches(pattern: &str, subject: &str) -> bool {
         Glob::compile(pattern).expect("glob").is_match(subject)
+    }
+
+    fn line_matches(pattern: &str, line: &str) -> bool {
+        LineGlob::compile(pattern)
+            .expect("line glob")
+            .is_match(line)
+    }
+
+    #[test]
+    fn a_line_glob_spans_slashes_and_its_last_lone_star_may_match_no_word() {
+        assert!(line_matches("cargo test *", "cargo test"));
+        assert!(line_matches("cargo test *", "cargo test --all"));
+        assert!(line_matches("cargo test *", "cargo test tests/it -- acp::"));
+        assert!(!line_matches("cargo test *", "cargo tests"));
+        assert!(!line_matches("cargo test *", "cargo testx --all"));
+        assert!(!line_matches("cargo test *", "sudo cargo test"));
+        assert!(line_matches("git * --help", "git log --oneline --help"));
+        assert!(line_matches("ls ?", "ls a"));
+        assert!(line_matches(r"ls \*.rs *", "ls *.rs -l"));
+        assert!(!line_matches(r"ls \*.rs *", "ls main.rs"));
+        assert!(!line_matches("cargo test *", "cargo test\nrm -rf /"));
+        assert!(line_matches("make", "make"));
+        assert!(!line_matches("make", "make all"));
     }
 
     #[test]

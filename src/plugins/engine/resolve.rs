@@ -54,6 +54,15 @@ impl Resolution {
         }
     }
 
+    /// The wire `action`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Resolution::Accept => "accept",
+            Resolution::Reject => "reject",
+            Resolution::Error => "error",
+        }
+    }
+
     /// The entry status it leaves.
     pub(crate) fn status(self) -> EntryStatus {
         match self {

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use crate::agent::allow::Always;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::verbs::inject;
 use crate::agent::verbs::resolve::{self, Resolving};
@@ -221,6 +222,9 @@ pub(crate) struct ResolutionParams {
     action: Required,
     #[serde(default)]
     output: Option<String>,
+    /// An accepted command allowed always: `true` (its default pattern) or a pattern.
+    #[serde(default)]
+    always: Option<Always>,
 }
 
 /// `run/resolve`: its params checked and its run found here, executed by the instance
@@ -243,6 +247,7 @@ pub(crate) async fn resolve(
         path: resolution.path.0,
         action,
         output: resolution.output,
+        always: resolution.always,
     };
     let held = HeldMethod::Resolve(resolving.clone());
     if let Some(answer) = held_calls::ask(&context, run.id, held).await {

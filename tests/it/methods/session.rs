@@ -45,6 +45,8 @@ async fn discover_describes_every_method_and_notification() {
         "getRun",
         "run/fork",
         "run/replay",
+        "rules/list",
+        "rules/revoke",
         "skill/add",
         "skill/remove",
         "getSkills",

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use crate::agent::allow::person_key;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::machine::{self, Transition};
 use crate::agent::outcome::{Ending, LoopOutcome, LoopRecord, ProposedRow};
@@ -20,7 +21,7 @@ use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, LoopRow, RunActionForm, RunRow};
 use crate::db::queries::run_events::EventBounds;
-use crate::db::queries::{entries, instances, loops, proposals, run_actions};
+use crate::db::queries::{command_rules, entries, instances, loops, proposals, run_actions};
 use crate::db::{Conn, DbError, UnitError};
 use crate::hub;
 use crate::hub::notifications::{Act, Notification, RunActed};
@@ -69,6 +70,8 @@ pub(super) struct Recording {
     pub path: String,
     pub action: Resolution,
     pub output: Option<String>,
+    /// The pattern of the rule an accepted command makes for its resolver (`always`).
+    pub always: Option<String>,
     /// Who resolves it, and so who requested the loop that continues the run.
     pub person: Option<String>,
     /// The resolver claimed the proposal (and the run's lease) while it carried it out.
@@ -133,6 +136,10 @@ impl Recording {
                 path: Some(path.clone()),
             },
         )?;
+        if let Some(pattern) = self.always.as_deref() {
+            let person = person_key(self.person.as_deref());
+            command_rules::add(conn, self.run.project_id, person, pattern, person)?;
+        }
         let acted = RunActed {
             path: Some(path),
             status: Some(outcome.status),

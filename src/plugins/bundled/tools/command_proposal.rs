@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 use crate::context::view::EntryView;
 use crate::db::enums::{EntryStatus, LoopMode};
@@ -114,6 +114,11 @@ impl ToolInfo for CommandProposal {
 
     fn target_kind(&self) -> TargetKind {
         TargetKind::Text
+    }
+
+    fn command_line(&self, body: &str, attributes: &Map<String, Value>) -> Option<String> {
+        let command = attributes.get("command").and_then(Value::as_str);
+        Some(command.unwrap_or(body).to_owned())
     }
 
     /// Runs the accepted command when its project runs commands on the server.
