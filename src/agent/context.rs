@@ -27,6 +27,7 @@ use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
 use crate::sandbox::runner::ServerCommands;
 use crate::web::WebClient;
+use crate::webhooks::Webhooks;
 
 /// The store, the actors and the plugins a run needs. Cheap to clone.
 #[derive(Clone)]
@@ -57,6 +58,8 @@ pub(crate) struct AgentContext {
     pub web: WebClient,
     /// Accepted commands running on the server, confined.
     pub commands: ServerCommands,
+    /// What this instance knows of the store's webhooks; wakes their worker.
+    pub webhooks: Webhooks,
 }
 
 /// The reply (or client call) whose commands' work is prepared.

@@ -30,3 +30,4 @@ pub(crate) mod schemes;
 pub(crate) mod selected;
 pub(crate) mod turns;
 pub(crate) mod usage;
+pub(crate) mod webhooks;
