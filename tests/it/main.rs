@@ -70,4 +70,5 @@ mod transcripts;
 mod transport;
 mod usage;
 mod web;
+mod webhooks;
 mod write_gate;
