@@ -55,11 +55,11 @@ use crate::sandbox::policy::ProjectChoice;
 use crate::sandbox::runner::ServerCommands;
 use crate::usage::Clock;
 use crate::web::{WebClient, WebOptions};
-use crate::ws::in_flight::InFlight;
-use crate::ws::registry::ConnectionRegistry;
 use crate::webhooks::payload::ConsoleLinks;
 use crate::webhooks::worker::Worker;
 use crate::webhooks::Webhooks;
+use crate::ws::in_flight::InFlight;
+use crate::ws::registry::ConnectionRegistry;
 use crate::ws::state::ServerState;
 
 /// Seconds in a day of `RUMMY_RETENTION_DAYS`.

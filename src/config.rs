@@ -934,7 +934,10 @@ impl Settings {
             ));
         }
         let hooks = &self.webhooks;
-        if hooks.attempts == 0 || hooks.timeout_ms == 0 || hooks.poll_ms == 0 || hooks.concurrency == 0
+        if hooks.attempts == 0
+            || hooks.timeout_ms == 0
+            || hooks.poll_ms == 0
+            || hooks.concurrency == 0
         {
             return Err(ConfigError::Invalid(
                 "RUMMY_WEBHOOK_ATTEMPTS, RUMMY_WEBHOOK_TIMEOUT_MS, RUMMY_WEBHOOK_POLL_MS and \

@@ -61,7 +61,11 @@ impl Webhooks {
     /// store has webhooks, may have made deliveries, so the worker looks now rather than at
     /// its next poll. Reads no store.
     pub(crate) fn saw(&self, events: &[NumberedEvent]) {
-        if self.known() && events.iter().any(|event| event.text.starts_with(OUTCOME_FRAME)) {
+        if self.known()
+            && events
+                .iter()
+                .any(|event| event.text.starts_with(OUTCOME_FRAME))
+        {
             self.shared.wake.notify_one();
         }
     }

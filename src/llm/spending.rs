@@ -195,7 +195,9 @@ impl Spending {
         let spender = spender(conn, run)?;
         let mut warnings = Vec::new();
         for standing in self.standings(conn, &spender, now)? {
-            if standing.past_warning(self.book.warning_percent) && usage::first_warning(conn, &standing)? {
+            if standing.past_warning(self.book.warning_percent)
+                && usage::first_warning(conn, &standing)?
+            {
                 warnings.push(standing);
             }
         }

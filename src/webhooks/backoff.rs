@@ -48,7 +48,11 @@ mod tests {
         assert_eq!(wait_ms(&settings, 1, 500), 1000);
         assert_eq!(wait_ms(&settings, 2, 0), 1000);
         assert_eq!(wait_ms(&settings, 3, 2000), 4000);
-        assert_eq!(wait_ms(&settings, 5, 0), 5000, "16 s bounded at 10 s, halved");
+        assert_eq!(
+            wait_ms(&settings, 5, 0),
+            5000,
+            "16 s bounded at 10 s, halved"
+        );
         assert_eq!(wait_ms(&settings, 60, 5000), 10_000);
         for draw in [1, 77, 12_345, u64::MAX] {
             let wait = wait_ms(&settings, 2, draw);

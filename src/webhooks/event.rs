@@ -104,7 +104,12 @@ mod tests {
 
     #[test]
     fn events_are_stored_sorted_once_between_commas_and_an_unknown_one_is_named() {
-        let names = |names: &[&str]| names.iter().map(|name| (*name).to_owned()).collect::<Vec<_>>();
+        let names = |names: &[&str]| {
+            names
+                .iter()
+                .map(|name| (*name).to_owned())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
             Event::stored(&names(&["cap.warning", "run.finished", "cap.warning"])),
             Ok(",run.finished,cap.warning,".to_owned())

@@ -102,7 +102,9 @@ impl Payload {
                     .collect()
             })
             .unwrap_or_default();
-        let url = links.zip(delivery.run.as_deref()).map(|(links, run)| links.run(&delivery.project, run));
+        let url = links
+            .zip(delivery.run.as_deref())
+            .map(|(links, run)| links.run(&delivery.project, run));
         Payload {
             id: delivery_id(delivery.id),
             event: delivery.event.clone(),
@@ -115,7 +117,10 @@ impl Payload {
             reason: text("reason"),
             error: text("error"),
             proposals,
-            cap: outcome.is_none().then_some(detail).filter(|cap| !cap.is_null()),
+            cap: outcome
+                .is_none()
+                .then_some(detail)
+                .filter(|cap| !cap.is_null()),
             who: delivery.who.clone(),
             at: UtcTime(delivery.created_ms.div_euclid(1000)).iso(),
             url,
@@ -142,9 +147,15 @@ impl Payload {
             "run.finished" => format!("run {run} finished"),
             "run.failed" => format!(
                 "run {run} failed ({})",
-                self.error.as_deref().or(self.reason.as_deref()).unwrap_or("no reason given")
+                self.error
+                    .as_deref()
+                    .or(self.reason.as_deref())
+                    .unwrap_or("no reason given")
             ),
-            "cap.warning" => format!("run {run} took spending past the warning share of {}", cap_named(self.cap.as_ref())),
+            "cap.warning" => format!(
+                "run {run} took spending past the warning share of {}",
+                cap_named(self.cap.as_ref())
+            ),
             "cap.reached" => format!(
                 "run {run} stopped at a spend cap: {}",
                 self.error.as_deref().unwrap_or("a cap is reached")
@@ -179,7 +190,11 @@ fn cap_named(cap: Option<&Value>) -> String {
         "" => field("scope"),
         subject => format!("{} {subject}", field("scope")),
     };
-    format!("the {whose} cap ({} per {})", field("unit"), field("period"))
+    format!(
+        "the {whose} cap ({} per {})",
+        field("unit"),
+        field("period")
+    )
 }
 
 /// `text` with Slack's control characters escaped.
@@ -246,7 +261,10 @@ mod tests {
     fn a_cap_warning_carries_the_caps_standing() {
         let standing = r#"{"scope":"project","subject":"web app","period":"day","unit":"tokens","limit":100,"spent":85,"left":15,"resets":"2023-11-15T00:00:00Z"}"#;
         let payload = Payload::of(&claimed("cap.warning", standing), None);
-        assert_eq!(payload.cap.as_ref().and_then(|cap| cap.get("spent")), Some(&serde_json::json!(85)));
+        assert_eq!(
+            payload.cap.as_ref().and_then(|cap| cap.get("spent")),
+            Some(&serde_json::json!(85))
+        );
         assert_eq!(payload.status, None);
         let slack: Value = serde_json::from_slice(&payload.body(Format::Slack)).unwrap();
         assert!(slack["text"]

@@ -11,8 +11,7 @@ pub(crate) fn checked(url: &str) -> Result<url::Url, String> {
     if url.chars().count() > MAX_URL_CHARS {
         return Err(format!("url must be at most {MAX_URL_CHARS} characters"));
     }
-    let parsed =
-        url::Url::parse(url).map_err(|error| format!("url is not a URL ({error})"))?;
+    let parsed = url::Url::parse(url).map_err(|error| format!("url is not a URL ({error})"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!(
             "url must be http or https, not {}",

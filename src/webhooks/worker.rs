@@ -108,7 +108,11 @@ impl Worker {
 
     /// Claims and attempts the due deliveries, a batch of `concurrency` at a time, until
     /// none is due; learns whether the store still has anything to deliver.
-    async fn round(&self, client: &reqwest::Client, stop: &CancellationToken) -> Result<(), DbError> {
+    async fn round(
+        &self,
+        client: &reqwest::Client,
+        stop: &CancellationToken,
+    ) -> Result<(), DbError> {
         let (any, due) = self
             .db
             .read(|conn| {
@@ -144,7 +148,8 @@ impl Worker {
                 attempts = futures_util::future::join_all(attempts) => attempts,
             };
             let keep_from = now_ms().saturating_sub(
-                i64::try_from(self.settings.keep_days.saturating_mul(86_400_000)).unwrap_or(i64::MAX),
+                i64::try_from(self.settings.keep_days.saturating_mul(86_400_000))
+                    .unwrap_or(i64::MAX),
             );
             self.db
                 .call(move |conn| {
@@ -162,7 +167,8 @@ impl Worker {
 
     /// One attempt of `delivery`: its result and what the delivery is after it.
     async fn attempt(&self, client: &reqwest::Client, delivery: Claimed) -> Attempt {
-        let body = Payload::of(&delivery, self.links.as_ref()).body(Format::stored(&delivery.format));
+        let body =
+            Payload::of(&delivery, self.links.as_ref()).body(Format::stored(&delivery.format));
         let at_ms = now_ms();
         let signed = signature::sign(&delivery.secret, at_ms.div_euclid(1000), &body);
         let started = Instant::now();
@@ -189,11 +195,21 @@ impl Worker {
         } else {
             let failed = u32::try_from(attempt).unwrap_or(u32::MAX);
             let wait = backoff::wait_ms(&self.settings, failed, backoff::draw());
-            (PENDING, at_ms.saturating_add(i64::try_from(wait).unwrap_or(i64::MAX)))
+            (
+                PENDING,
+                at_ms.saturating_add(i64::try_from(wait).unwrap_or(i64::MAX)),
+            )
         };
         match (&status, &error) {
-            (_, Some(error)) => tracing::info!(delivery = delivery.id, attempt, %error, "webhook delivery failed"),
-            (Some(status), None) if !delivered => tracing::info!(delivery = delivery.id, attempt, status, "webhook delivery refused"),
+            (_, Some(error)) => {
+                tracing::info!(delivery = delivery.id, attempt, %error, "webhook delivery failed")
+            }
+            (Some(status), None) if !delivered => tracing::info!(
+                delivery = delivery.id,
+                attempt,
+                status,
+                "webhook delivery refused"
+            ),
             _ => tracing::debug!(delivery = delivery.id, attempt, "webhook delivered"),
         }
         Attempt {

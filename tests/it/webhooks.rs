@@ -176,8 +176,9 @@ async fn serve(
     });
     match answer {
         Answer::Status(status) => {
-            let response =
-                format!("HTTP/1.1 {status} Scripted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let response = format!(
+                "HTTP/1.1 {status} Scripted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
             let _ = stream.write_all(response.as_bytes()).await;
         }
         Answer::Hang => {
@@ -209,9 +210,7 @@ async fn add_hook(client: &mut Client, url: &str, events: &[&str], format: &str)
 /// The delivery log of webhook `id`, once `done` holds of it.
 async fn log_when(client: &mut Client, id: &str, done: impl Fn(&Value) -> bool) -> Value {
     eventually("the delivery log", async || {
-        let log = client
-            .ok("webhooks/deliveries", json!({"id": id}))
-            .await;
+        let log = client.ok("webhooks/deliveries", json!({"id": id})).await;
         done(&log).then_some(log)
     })
     .await
@@ -220,7 +219,10 @@ async fn log_when(client: &mut Client, id: &str, done: impl Fn(&Value) -> bool) 
 /// Every delivery of `log` delivered.
 fn all_delivered(log: &Value, count: usize) -> bool {
     let deliveries = log["deliveries"].as_array().unwrap();
-    deliveries.len() == count && deliveries.iter().all(|delivery| delivery["state"] == "delivered")
+    deliveries.len() == count
+        && deliveries
+            .iter()
+            .all(|delivery| delivery["state"] == "delivered")
 }
 
 fn ask_params(prompt: &str) -> Value {
@@ -230,7 +232,7 @@ fn ask_params(prompt: &str) -> Value {
 /// A reply reporting 100 tokens (a cap of 500 then warns after four, stops after five).
 fn learning(slug: &str) -> Step {
     Step::Reply(
-        Reply::new(&format!(
+        Reply::new(format!(
             "<known path=\"known://{slug}\">Learned {slug}.</known><update>learning</update>"
         ))
         .with_usage(Usage {
@@ -271,7 +273,13 @@ async fn each_event_arrives_once_signed_with_its_payload_in_json_and_slack() {
         "cap.reached",
     ];
     let hook = add_hook(&mut client, &receiver.url("/json"), &every, "json").await;
-    add_hook(&mut client, &receiver.url("/slack"), &["run.finished"], "slack").await;
+    add_hook(
+        &mut client,
+        &receiver.url("/slack"),
+        &["run.finished"],
+        "slack",
+    )
+    .await;
 
     let finished = client.ok("ask", ask_params("Say done.")).await;
     let finished_run = finished["run"].as_str().unwrap().to_owned();
@@ -298,7 +306,10 @@ async fn each_event_arrives_once_signed_with_its_payload_in_json_and_slack() {
                 assert_eq!(request.header("x-rummy-event"), body["event"]);
                 assert_eq!(request.header("x-rummy-delivery"), body["id"]);
                 let event = body["event"].as_str().unwrap().to_owned();
-                assert!(json_bodies.insert(event, body).is_none(), "one of each event");
+                assert!(
+                    json_bodies.insert(event, body).is_none(),
+                    "one of each event"
+                );
             }
             "/slack" => slack.push(body),
             other => panic!("a request to {other}"),
@@ -317,11 +328,17 @@ async fn each_event_arrives_once_signed_with_its_payload_in_json_and_slack() {
         body.clone()
     };
     let body = expect("run.finished", &finished_run, "Say done.");
-    assert_eq!((body["status"].clone(), body["reason"].clone()), (json!(200), json!("done")));
+    assert_eq!(
+        (body["status"].clone(), body["reason"].clone()),
+        (json!(200), json!("done"))
+    );
     let body = expect("approval.pending", &proposed_run, "Deploy it.");
     assert_eq!(body["status"], json!(202));
     assert_eq!(body["proposals"].as_array().unwrap().len(), 1, "{body}");
-    assert!(body["proposals"][0].as_str().unwrap().starts_with("sh://"), "{body}");
+    assert!(
+        body["proposals"][0].as_str().unwrap().starts_with("sh://"),
+        "{body}"
+    );
     let body = expect("run.failed", &failed_run, "Fail.");
     assert_eq!(body["status"], json!(500));
     let body = expect("cap.warning", &capped_run, "Learn.");
@@ -330,7 +347,13 @@ async fn each_event_arrives_once_signed_with_its_payload_in_json_and_slack() {
     assert_eq!(body["cap"]["limit"], json!(500), "{body}");
     let body = expect("cap.reached", &capped_run, "Learn.");
     assert_eq!(body["status"], json!(402));
-    assert!(body["error"].as_str().unwrap().contains("(500 tokens per day) is reached"), "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("(500 tokens per day) is reached"),
+        "{body}"
+    );
     assert_eq!(
         slack,
         [json!({"text": format!(
@@ -358,12 +381,21 @@ async fn a_receiver_answering_500_gets_the_retry_and_the_log_shows_both_attempts
     let mut receiver = Receiver::start([Answer::Status(500)]).await;
     let app = TestApp::with_llm(&llm, FAST).await;
     let (mut client, _) = app.client_in_project("shop").await;
-    let hook = add_hook(&mut client, &receiver.url("/hook"), &["run.finished"], "json").await;
+    let hook = add_hook(
+        &mut client,
+        &receiver.url("/hook"),
+        &["run.finished"],
+        "json",
+    )
+    .await;
     client.ok("ask", ask_params("Say done.")).await;
 
     let first = receiver.next().await;
     let again = receiver.next().await;
-    assert_eq!(first.body, again.body, "the same payload, the same delivery id");
+    assert_eq!(
+        first.body, again.body,
+        "the same payload, the same delivery id"
+    );
     assert_eq!(
         first.header("x-rummy-delivery"),
         again.header("x-rummy-delivery")
@@ -371,11 +403,17 @@ async fn a_receiver_answering_500_gets_the_retry_and_the_log_shows_both_attempts
     again.verified(SECRET);
     let log = log_when(&mut client, &hook, |log| all_delivered(log, 1)).await;
     let attempts = log["deliveries"][0]["attempts"].as_array().unwrap().clone();
-    let statuses: Vec<Value> = attempts.iter().map(|attempt| attempt["status"].clone()).collect();
+    let statuses: Vec<Value> = attempts
+        .iter()
+        .map(|attempt| attempt["status"].clone())
+        .collect();
     assert_eq!(statuses, [json!(500), json!(200)], "{log}");
     assert_eq!(attempts[0]["attempt"], json!(1));
     assert_eq!(attempts[1]["attempt"], json!(2));
-    assert!(attempts[1]["atMs"].as_i64() >= attempts[0]["atMs"].as_i64(), "{log}");
+    assert!(
+        attempts[1]["atMs"].as_i64() >= attempts[0]["atMs"].as_i64(),
+        "{log}"
+    );
     assert!(attempts[0]["durationMs"].as_i64().is_some(), "{log}");
 }
 
@@ -390,7 +428,13 @@ async fn a_receiver_that_never_answers_slows_no_run() {
     env.push(("RUMMY_WEBHOOK_TIMEOUT_MS", "3600000"));
     let app = TestApp::with_llm(&llm, &env).await;
     let (mut client, _) = app.client_in_project("shop").await;
-    let hook = add_hook(&mut client, &receiver.url("/hook"), &["run.finished"], "json").await;
+    let hook = add_hook(
+        &mut client,
+        &receiver.url("/hook"),
+        &["run.finished"],
+        "json",
+    )
+    .await;
 
     let one = client.ok("ask", ask_params("First.")).await;
     assert_eq!(one["status"], json!(200));
@@ -398,11 +442,19 @@ async fn a_receiver_that_never_answers_slows_no_run() {
     assert_eq!(held.verified(SECRET)["run"], one["run"]);
     // The receiver holds the first delivery and answers nothing: the next prompt runs.
     let two = client
-        .ok("ask", json!({"model": "fake", "prompt": "Second.", "run": one["run"]}))
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "Second.", "run": one["run"]}),
+        )
         .await;
     assert_eq!(two["status"], json!(200), "{two}");
     let log = client.ok("webhooks/deliveries", json!({"id": hook})).await;
-    let first = log["deliveries"].as_array().unwrap().last().unwrap().clone();
+    let first = log["deliveries"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(first["state"], json!("pending"), "still in flight: {log}");
     assert_eq!(first["attempts"], json!([]), "{log}");
 }
@@ -415,7 +467,13 @@ async fn a_restart_delivers_what_was_pending_with_the_same_delivery_id() {
     env.push(("RUMMY_WEBHOOK_TIMEOUT_MS", "3600000"));
     let app = TestApp::with_llm(&llm, &env).await;
     let (mut client, _) = app.client_in_project("shop").await;
-    let hook = add_hook(&mut client, &receiver.url("/hook"), &["run.finished"], "json").await;
+    let hook = add_hook(
+        &mut client,
+        &receiver.url("/hook"),
+        &["run.finished"],
+        "json",
+    )
+    .await;
     client.ok("ask", ask_params("Say done.")).await;
     let held = receiver.next().await;
     drop(client);
@@ -445,7 +503,11 @@ fn team(dir: &std::path::Path) -> String {
         )
     };
     let file = dir.join("users.toml");
-    std::fs::write(&file, [person("ada", "admin"), person("mo", "member")].concat()).unwrap();
+    std::fs::write(
+        &file,
+        [person("ada", "admin"), person("mo", "member")].concat(),
+    )
+    .unwrap();
     file.display().to_string()
 }
 
@@ -463,7 +525,10 @@ async fn bad_input_gets_clear_errors_and_no_list_shows_a_secret() {
     let mut mo = connect("mo").await;
     let mut ada = connect("ada").await;
     let (code, message) = mo
-        .err("webhooks/add", json!({"url": "http://127.0.0.1:9/", "events": ["run.finished"]}))
+        .err(
+            "webhooks/add",
+            json!({"url": "http://127.0.0.1:9/", "events": ["run.finished"]}),
+        )
         .await;
     assert_eq!(code, -32005, "{message}");
     assert!(message.contains("admin"), "{message}");
@@ -472,13 +537,34 @@ async fn bad_input_gets_clear_errors_and_no_list_shows_a_secret() {
         assert_eq!(code, -32005, "{method}");
     }
     for (params, says) in [
-        (json!({"url": "ftp://example.com/", "events": ["run.finished"]}), "http or https"),
-        (json!({"url": "https://u:p@example.com/", "events": ["run.finished"]}), "no user or password"),
-        (json!({"url": "http://127.0.0.1:9/", "events": ["run.exploded"]}), "'run.exploded' is no webhook event"),
-        (json!({"url": "http://127.0.0.1:9/", "events": []}), "at least one"),
-        (json!({"url": "http://127.0.0.1:9/", "events": ["run.finished"], "format": "xml"}), "format"),
-        (json!({"url": "http://127.0.0.1:9/", "events": ["run.finished"], "secret": "short"}), "16 to 256"),
-        (json!({"url": "http://127.0.0.1:9/", "events": ["run.finished"], "colour": "red"}), "colour"),
+        (
+            json!({"url": "ftp://example.com/", "events": ["run.finished"]}),
+            "http or https",
+        ),
+        (
+            json!({"url": "https://u:p@example.com/", "events": ["run.finished"]}),
+            "no user or password",
+        ),
+        (
+            json!({"url": "http://127.0.0.1:9/", "events": ["run.exploded"]}),
+            "'run.exploded' is no webhook event",
+        ),
+        (
+            json!({"url": "http://127.0.0.1:9/", "events": []}),
+            "at least one",
+        ),
+        (
+            json!({"url": "http://127.0.0.1:9/", "events": ["run.finished"], "format": "xml"}),
+            "format",
+        ),
+        (
+            json!({"url": "http://127.0.0.1:9/", "events": ["run.finished"], "secret": "short"}),
+            "16 to 256",
+        ),
+        (
+            json!({"url": "http://127.0.0.1:9/", "events": ["run.finished"], "colour": "red"}),
+            "colour",
+        ),
     ] {
         let (code, message) = ada.err("webhooks/add", params.clone()).await;
         assert_eq!(code, -32602, "{params}: {message}");
@@ -498,19 +584,28 @@ async fn bad_input_gets_clear_errors_and_no_list_shows_a_secret() {
     assert_eq!(code, -32602, "{message}");
 
     let added = ada
-        .ok("webhooks/add", json!({"url": "http://127.0.0.1:9/hook", "events": ["run.failed", "run.finished"]}))
+        .ok(
+            "webhooks/add",
+            json!({"url": "http://127.0.0.1:9/hook", "events": ["run.failed", "run.finished"]}),
+        )
         .await;
     let secret = added["secret"].as_str().unwrap();
     assert!(secret.starts_with("whsec_") && secret.len() > 40, "{added}");
     assert_eq!(added["events"], json!(["run.finished", "run.failed"]));
-    assert_eq!((added["format"].clone(), added["createdBy"].clone()), (json!("json"), json!("ada")));
+    assert_eq!(
+        (added["format"].clone(), added["createdBy"].clone()),
+        (json!("json"), json!("ada"))
+    );
     let listed = ada.ok("webhooks/list", json!({})).await;
     assert_eq!(listed["webhooks"].as_array().unwrap().len(), 1);
     assert!(!listed.to_string().contains(secret), "{listed}");
     assert_eq!(listed["webhooks"][0]["id"], added["id"]);
     let removed = ada.ok("webhooks/remove", json!({"id": added["id"]})).await;
     assert_eq!(removed["removed"], added["id"]);
-    assert_eq!(ada.ok("webhooks/list", json!({})).await, json!({"webhooks": []}));
+    assert_eq!(
+        ada.ok("webhooks/list", json!({})).await,
+        json!({"webhooks": []})
+    );
 }
 
 #[actix_web::test]
@@ -545,7 +640,11 @@ async fn two_instances_on_one_database_deliver_each_delivery_once() {
     }
     let log = log_when(&mut other, &hook, |log| all_delivered(log, RUNS)).await;
     for delivery in log["deliveries"].as_array().unwrap() {
-        assert_eq!(delivery["attempts"].as_array().unwrap().len(), 1, "{delivery}");
+        assert_eq!(
+            delivery["attempts"].as_array().unwrap().len(),
+            1,
+            "{delivery}"
+        );
     }
     ids.sort();
     ids.dedup();

@@ -156,7 +156,10 @@ pub(crate) async fn add(context: CallContext, params: AddParams) -> Result<Reply
 }
 
 /// The bound project's webhooks, never their secrets.
-pub(crate) async fn list(context: CallContext, _: crate::rpc::params::NoParams) -> Result<Reply, AppError> {
+pub(crate) async fn list(
+    context: CallContext,
+    _: crate::rpc::params::NoParams,
+) -> Result<Reply, AppError> {
     let project = context.project()?.id;
     let rows = context
         .agent
@@ -187,7 +190,10 @@ pub(crate) async fn remove(context: CallContext, params: RemoveParams) -> Result
 
 /// The latest deliveries of a webhook of the bound project, newest first, each with its
 /// attempts.
-pub(crate) async fn deliveries(context: CallContext, params: DeliveriesParams) -> Result<Reply, AppError> {
+pub(crate) async fn deliveries(
+    context: CallContext,
+    params: DeliveriesParams,
+) -> Result<Reply, AppError> {
     let binding = context.project()?;
     let (project, name) = (binding.id, binding.name.clone());
     let limit = params.limit.unwrap_or(DELIVERIES_DEFAULT);
