@@ -650,3 +650,31 @@ async fn two_instances_on_one_database_deliver_each_delivery_once() {
     ids.dedup();
     assert_eq!(ids.len(), RUNS, "each delivery once: {ids:?}");
 }
+
+#[actix_web::test]
+async fn a_cap_warns_at_the_configured_share() {
+    let llm = FakeLlm::start([learning("a"), learning("b"), learning("c")]);
+    let mut receiver = Receiver::start([]).await;
+    let mut env = FAST.to_vec();
+    env.push(("RUMMY_CAP_WARNING_PERCENT", "40"));
+    let app = TestApp::with_llm(&llm, &env).await;
+    app.server.fix_clock("2026-06-01 10:00:00");
+    let (mut client, _) = app.client_in_project("shop").await;
+    add_hook(
+        &mut client,
+        &receiver.url("/hook"),
+        &["cap.warning"],
+        "json",
+    )
+    .await;
+    let mut capped = ask_params("Learn.");
+    capped["caps"] = json!({"day_tokens": 500});
+    client.send("ask", capped).await;
+    let warning = receiver.next().await.verified(SECRET);
+    assert_eq!(warning["event"], json!("cap.warning"));
+    assert_eq!(
+        warning["cap"]["spent"],
+        json!(200),
+        "40 % of 500: {warning}"
+    );
+}
