@@ -56,6 +56,9 @@ use crate::sandbox::policy::ProjectChoice;
 use crate::sandbox::runner::ServerCommands;
 use crate::usage::Clock;
 use crate::web::{WebClient, WebOptions};
+use crate::webhooks::payload::ConsoleLinks;
+use crate::webhooks::worker::Worker;
+use crate::webhooks::Webhooks;
 use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
 use crate::ws::state::ServerState;
@@ -74,6 +77,8 @@ pub struct RunningServer {
     done: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
     /// Stops this instance's heartbeat.
     heartbeat: CancellationToken,
+    /// Stops the webhooks' delivery worker.
+    webhooks: CancellationToken,
     /// Its home, on a SQLite store; let go when it has stopped.
     _home: Option<HomeLock>,
 }
@@ -95,6 +100,7 @@ impl RunningServer {
             tracing::warn!("loops still running at the end of the shutdown grace are cut short");
         }
         self.heartbeat.cancel();
+        self.webhooks.cancel();
         match agent.runs.instance().leave(&agent.db).await {
             Ok(0) => {}
             Ok(runs) => tracing::info!(runs, "runs cut short by the stop are aborted"),
@@ -202,6 +208,7 @@ pub async fn start_with(
     recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
     prepare_commands(&agent).await?;
     let heartbeat = start_heartbeat(&agent);
+    let webhooks = start_webhooks(&agent, store(&settings).is_shared());
     if let Some(path) = access.users_file() {
         tracing::info!(users_file = %path.display(), "people read from the users file");
         actix_web::rt::spawn(crate::access::watch(access.clone()));
@@ -222,6 +229,7 @@ pub async fn start_with(
         state,
         done,
         heartbeat,
+        webhooks,
         _home: home,
     })
 }
@@ -237,7 +245,8 @@ fn agent_context(
 ) -> anyhow::Result<(AgentContext, UnboundedReceiver<BusMessage>)> {
     let metrics = Arc::new(Metrics::default());
     let hubs = HubRegistry::new(metrics.work());
-    let db = open_db(settings, &plugins, &hubs, metrics.work())?;
+    let webhooks = Webhooks::default();
+    let db = open_db(settings, &plugins, &hubs, &webhooks, metrics.work())?;
     let instance = Instance::new(Duration::from_secs(settings.storage.lease_ttl_secs))
         .map_err(|error| anyhow::anyhow!("cannot draw this instance's id: {error}"))?;
     let lease_holder = LeaseHolder::default();
@@ -280,6 +289,7 @@ fn agent_context(
         metrics,
         web: WebClient::new(web_options(settings))?,
         may_accept: may_accept(access),
+        webhooks,
     };
     Ok((agent, arrived))
 }
@@ -308,6 +318,7 @@ fn spending(settings: &Settings, access: &Access, hubs: &HubRegistry) -> anyhow:
     let book = CapBook {
         server,
         projects,
+        warning_percent: settings.caps.warning_percent,
         people: Box::new(move |name| access.caps_of(name)),
     };
     let hubs = hubs.clone();
@@ -322,15 +333,17 @@ fn spending(settings: &Settings, access: &Access, hubs: &HubRegistry) -> anyhow:
 }
 
 /// Opens the store with the limits the settings give, its entry changes handed to the
-/// plugins that watch them and its notifications, once written, to the hubs, its work
-/// counted in `work`.
+/// plugins that watch them and its notifications, once written, to the hubs (and shown to
+/// the webhooks' worker), its work counted in `work`.
 fn open_db(
     settings: &Settings,
     plugins: &Plugins,
     hubs: &HubRegistry,
+    webhooks: &Webhooks,
     work: &Arc<WorkCounters>,
 ) -> Result<DbHandle, DbError> {
     let hubs = hubs.clone();
+    let webhooks = webhooks.clone();
     DbHandle::open(
         &store(settings),
         DbOptions {
@@ -341,7 +354,10 @@ fn open_db(
             rpc_log: rpc_log_bounds(settings),
             entry_changes: entry_changed(plugins),
             events: settings.server.event_bounds(),
-            sent: Some(EventSink::new(move |events| hubs.offer(events))),
+            sent: Some(EventSink::new(move |events| {
+                webhooks.saw(&events);
+                hubs.offer(events);
+            })),
             work: Arc::clone(work),
         },
     )
@@ -366,6 +382,33 @@ async fn prepare_commands(agent: &AgentContext) -> anyhow::Result<()> {
         .prepare(needed, alive)
         .await
         .map_err(|reason| anyhow::anyhow!(reason))
+}
+
+/// Starts the webhooks' delivery worker (`webhooks::worker`); the token returned stops it.
+fn start_webhooks(agent: &AgentContext, shared: bool) -> CancellationToken {
+    let stop = CancellationToken::new();
+    let settings = &agent.settings;
+    let public_url = settings.server.public_url.trim();
+    let worker = Worker {
+        db: agent.db.clone(),
+        hooks: agent.webhooks.clone(),
+        settings: settings.webhooks.clone(),
+        instance: agent.runs.instance().id().to_owned(),
+        shared,
+        beat: agent.runs.instance().beat_interval(),
+        links: (!public_url.is_empty()).then(|| ConsoleLinks {
+            base: format!("{public_url}{}", settings.server.console_path),
+        }),
+    };
+    actix_web::rt::spawn({
+        let stop = stop.clone();
+        async move {
+            if let Err(error) = worker.run(stop).await {
+                tracing::error!(%error, "webhooks are not delivered");
+            }
+        }
+    });
+    stop
 }
 
 /// Starts this instance's heartbeat; when another instance found this one expired, the

@@ -27,6 +27,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_ALLOWED_ORIGINS", "server.allowed_origins"),
     ("RUMMY_TRUSTED_PROXIES", "server.trusted_proxies"),
     ("RUMMY_CONSOLE_PATH", "server.console_path"),
+    ("RUMMY_PUBLIC_URL", "server.public_url"),
     (
         "RUMMY_CONSOLE_SESSION_HOURS",
         "server.console_session_hours",
@@ -160,6 +161,14 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_CAP_DAY_DOLLARS", "caps.server.day_dollars"),
     ("RUMMY_CAP_MONTH_TOKENS", "caps.server.month_tokens"),
     ("RUMMY_CAP_MONTH_DOLLARS", "caps.server.month_dollars"),
+    ("RUMMY_CAP_WARNING_PERCENT", "caps.warning_percent"),
+    ("RUMMY_WEBHOOK_ATTEMPTS", "webhooks.attempts"),
+    ("RUMMY_WEBHOOK_RETRY_MS", "webhooks.retry_base_ms"),
+    ("RUMMY_WEBHOOK_RETRY_MAX_MS", "webhooks.retry_max_ms"),
+    ("RUMMY_WEBHOOK_TIMEOUT_MS", "webhooks.timeout_ms"),
+    ("RUMMY_WEBHOOK_POLL_MS", "webhooks.poll_ms"),
+    ("RUMMY_WEBHOOK_CONCURRENCY", "webhooks.concurrency"),
+    ("RUMMY_WEBHOOK_KEEP_DAYS", "webhooks.keep_days"),
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),
@@ -234,6 +243,8 @@ pub struct Settings {
     pub plugins: PluginSettings,
     pub memory: MemorySettings,
     pub log: LogSettings,
+    /// How webhooks are delivered.
+    pub webhooks: WebhookSettings,
     /// The server's and the projects' spend caps.
     #[serde(default)]
     pub caps: CapSettings,
@@ -269,6 +280,9 @@ pub struct ServerSettings {
     pub trusted_proxies: Vec<IpNet>,
     /// The path the web console is served at, without a trailing `/` (`console`).
     pub console_path: String,
+    /// Where browsers reach this server (`https://rummy.example.com`, no trailing `/`):
+    /// webhooks then link a run's console page. Empty = unknown.
+    pub public_url: String,
     /// Hours a console sign-in lasts.
     pub console_session_hours: u64,
     /// Largest inbound frame in bytes.
@@ -694,7 +708,7 @@ pub use crate::usage::CapLimits;
 
 /// The spend caps an admin configures here (`[caps.server]`, `[caps.projects.<name>]`);
 /// people's are in the users file. Checked at start.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapSettings {
     /// Every call of the server together (`RUMMY_CAP_<PERIOD>_<UNIT>`).
@@ -703,6 +717,44 @@ pub struct CapSettings {
     /// Each project's, by its name.
     #[serde(default)]
     pub projects: BTreeMap<String, CapLimits>,
+    /// The share of a cap, in percent (1–100), whose spending is warned about once per
+    /// period (`usage/capWarning`, the `cap.warning` webhook).
+    #[serde(default = "default_warning_percent")]
+    pub warning_percent: u8,
+}
+
+impl Default for CapSettings {
+    fn default() -> CapSettings {
+        CapSettings {
+            server: CapLimits::default(),
+            projects: BTreeMap::new(),
+            warning_percent: default_warning_percent(),
+        }
+    }
+}
+
+fn default_warning_percent() -> u8 {
+    80
+}
+
+/// How webhooks are delivered (README "Webhooks").
+#[derive(Debug, Clone, Deserialize)]
+pub struct WebhookSettings {
+    /// Attempts of one delivery before it is given up (at least 1).
+    pub attempts: u32,
+    /// The wait before the second attempt, in ms; doubled before each next one, up to
+    /// `retry_max_ms`, each wait drawn between half of it and all of it (jitter).
+    pub retry_base_ms: u64,
+    /// The longest wait between two attempts, in ms.
+    pub retry_max_ms: u64,
+    /// How long one attempt may take (connecting, sending, the answer's head), in ms.
+    pub timeout_ms: u64,
+    /// How often an instance looks for due deliveries while the store has webhooks, in ms.
+    pub poll_ms: u64,
+    /// Deliveries one instance attempts at once.
+    pub concurrency: u32,
+    /// Days a delivered or given-up delivery is kept in the log.
+    pub keep_days: u64,
 }
 
 impl CapSettings {
@@ -868,6 +920,31 @@ impl Settings {
         }
         self.commands.validate(self.server.port)?;
         self.caps.checked()?;
+        if !(1..=100).contains(&self.caps.warning_percent) {
+            return Err(ConfigError::Invalid(
+                "RUMMY_CAP_WARNING_PERCENT must be from 1 to 100".into(),
+            ));
+        }
+        let public_url = self.server.public_url.trim();
+        let public = url::Url::parse(public_url)
+            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some());
+        if !public_url.is_empty() && (!public || public_url.ends_with('/')) {
+            return Err(ConfigError::Invalid(
+                "RUMMY_PUBLIC_URL must be an http or https URL without a trailing '/'".into(),
+            ));
+        }
+        let hooks = &self.webhooks;
+        if hooks.attempts == 0
+            || hooks.timeout_ms == 0
+            || hooks.poll_ms == 0
+            || hooks.concurrency == 0
+        {
+            return Err(ConfigError::Invalid(
+                "RUMMY_WEBHOOK_ATTEMPTS, RUMMY_WEBHOOK_TIMEOUT_MS, RUMMY_WEBHOOK_POLL_MS and \
+                 RUMMY_WEBHOOK_CONCURRENCY must be at least 1"
+                    .into(),
+            ));
+        }
         for (alias, seed) in &self.models {
             if let Some(Err(error)) = seed.price.as_ref().map(ModelPrice::checked) {
                 return Err(ConfigError::Invalid(format!(

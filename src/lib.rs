@@ -33,6 +33,7 @@ mod slots;
 pub mod telemetry;
 mod usage;
 mod web;
+mod webhooks;
 mod ws;
 
 #[cfg(feature = "testing")]

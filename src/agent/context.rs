@@ -28,6 +28,7 @@ use crate::plugins::Plugins;
 use crate::project_actor::ProjectRegistry;
 use crate::sandbox::runner::ServerCommands;
 use crate::web::WebClient;
+use crate::webhooks::Webhooks;
 
 /// The store, the actors and the plugins a run needs. Cheap to clone.
 #[derive(Clone)]
@@ -60,6 +61,8 @@ pub(crate) struct AgentContext {
     pub commands: ServerCommands,
     /// Whether a person may accept in a project now, for applying their command rules.
     pub may_accept: MayAccept,
+    /// What this instance knows of the store's webhooks; wakes their worker.
+    pub webhooks: Webhooks,
 }
 
 /// The reply (or client call) whose commands' work is prepared.

@@ -31,3 +31,4 @@ pub(crate) mod schemes;
 pub(crate) mod selected;
 pub(crate) mod turns;
 pub(crate) mod usage;
+pub(crate) mod webhooks;

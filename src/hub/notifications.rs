@@ -355,7 +355,7 @@ pub enum UiNotification {
     Output(RunOutput),
     /// `usage/capReached`: a model call was refused, this spend cap being reached.
     CapReached(StandingView),
-    /// `usage/capWarning`: spending passed 80 % of this cap, the first time in its period.
+    /// `usage/capWarning`: spending passed the warning share (`RUMMY_CAP_WARNING_PERCENT`) of this cap, the first time in its period.
     CapWarning(StandingView),
 }
 

@@ -10,7 +10,9 @@
 //! (`usage::recorded_tokens`: a count left out is estimated from the texts with the
 //! server's token math, an absurd one is recorded at the model's bound, with a warning in
 //! the log). The `/metrics` counters by model and project are counted here too. Before a
-//! call, the caps are checked ([`Ledger::admit`], `spending`); the time each call is
+//! call, the caps are checked ([`Ledger::admit`], `spending`); a cap's first warning in its
+//! period becomes the `cap.warning` deliveries of the project's webhooks in the same unit
+//! of work (`db::queries::webhooks`). The time each call is
 //! recorded at, and the caps' periods, come from the server's clock (`usage::Clock`).
 
 use std::sync::Arc;
@@ -19,7 +21,8 @@ use crate::db::enums::CallPurpose;
 use crate::db::events::Publication;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::ModelCallForm;
-use crate::db::queries::{run_events, usage};
+use crate::db::queries::runs::now_ms;
+use crate::db::queries::{run_events, usage, webhooks};
 use crate::db::DbHandle;
 
 use super::chat::{ChatRequest, ChatResponse, Usage};
@@ -127,6 +130,10 @@ impl Ledger {
                 };
                 let project = usage::record_call(conn, &form)?;
                 let warnings = spending.warnings(conn, call.run, at)?;
+                for warning in &warnings {
+                    let standing = serde_json::to_string(&warning.view()).unwrap_or_default();
+                    webhooks::cap_warned(conn, project.0, call.run, &standing, now_ms())?;
+                }
                 if let Some(Publication {
                     project,
                     run,

@@ -3,7 +3,8 @@
 //! sub-agent's, the session notes and the re-rank alike) the spending of each scope the call
 //! counts for — its run, the run's person, its project, the server — in the current UTC day
 //! and month is read from `model_calls`, and the call is refused when any of their caps is reached. After a call is recorded, each cap
-//! that first passed 80 % of its limit in its period is warned about once
+//! that first passed its warning share (`RUMMY_CAP_WARNING_PERCENT`) of its limit in its
+//! period is warned about once
 //! ([`Spending::warnings`], in the ledger's unit of work).
 //!
 //! Why concurrent loops overshoot a cap by at most the calls in flight: a call is admitted
@@ -28,6 +29,8 @@ use crate::usage::{CapLimits, Clock, Limits, Scope, Standing, UtcTime};
 pub(crate) struct CapBook {
     pub server: Limits,
     pub projects: HashMap<String, Limits>,
+    /// The share of a cap, in percent, past which it is warned about.
+    pub warning_percent: u8,
     /// A person's caps, looked up again on every call (the users file may be reloaded).
     pub people: Box<dyn Fn(&str) -> Limits + Send + Sync>,
 }
@@ -44,7 +47,7 @@ impl CapBook {
 pub(crate) enum CapNotice {
     /// A call was refused: this cap is reached.
     Reached(Standing),
-    /// Spending passed 80 % of this cap, the first time in its period.
+    /// Spending passed the warning share of this cap, the first time in its period.
     Warning(Standing),
 }
 
@@ -85,6 +88,7 @@ impl Spending {
         let book = CapBook {
             server: Limits::default(),
             projects: HashMap::new(),
+            warning_percent: 80,
             people: Box::new(|_| Limits::default()),
         };
         Spending::new(book, Clock::default(), Arc::new(|_, _| {}))
@@ -181,7 +185,7 @@ impl Spending {
     }
 
     /// In the unit of work that recorded a call of `run` at `now`: the caps that passed
-    /// 80 % for the first time in their period, noted so no one warns of them again.
+    /// their warning share for the first time in their period, noted so no one warns of them again.
     pub(crate) fn warnings(
         &self,
         conn: &mut Conn,
@@ -191,7 +195,9 @@ impl Spending {
         let spender = spender(conn, run)?;
         let mut warnings = Vec::new();
         for standing in self.standings(conn, &spender, now)? {
-            if standing.past_warning() && usage::first_warning(conn, &standing)? {
+            if standing.past_warning(self.book.warning_percent)
+                && usage::first_warning(conn, &standing)?
+            {
                 warnings.push(standing);
             }
         }
@@ -251,6 +257,7 @@ mod tests {
                 .iter()
                 .map(|(name, amount)| ((*name).to_owned(), tokens(*amount)))
                 .collect(),
+            warning_percent: 80,
             people: Box::new(move |name| match name {
                 "ada" => tokens(person),
                 _ => Limits::default(),

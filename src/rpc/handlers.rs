@@ -18,3 +18,4 @@ pub(crate) mod session;
 pub(crate) mod skills;
 pub(crate) mod tools;
 pub(crate) mod usage;
+pub(crate) mod webhooks;

@@ -20,7 +20,7 @@ use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
     entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, rules, runs,
-    session, skills, tools, usage,
+    session, skills, tools, usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -218,6 +218,26 @@ method_table! {
             ("run", "string? — with this run's own caps (counted for the person who started it)"),
             ("person", "string? — admins: another person (\"\": the operator)"),
         ];
+    WebhooksAdd "webhooks/add" (webhooks::AddParams) webhooks::add,
+        needs_init: true, long_running: false, role: Admin,
+        "Add a webhook to the project: the events POSTed to a URL, signed (X-Rummy-Signature); answers {id, url, events, format, createdBy, created, secret}, the secret shown this once." &[
+            ("url", "string — http or https URL, no user or password in it"),
+            ("events", "[string] — approval.pending, run.finished, run.failed, cap.warning, cap.reached"),
+            ("format", "string? — \"json\" (default) or \"slack\" ({\"text\": …})"),
+            ("secret", "string? — the signing secret, 16 to 256 characters (default: one drawn)"),
+        ];
+    WebhooksList "webhooks/list" (NoParams) webhooks::list,
+        needs_init: true, long_running: false, role: Admin,
+        "The project's webhooks: {webhooks: [{id, url, events, format, createdBy, created}]}, never a secret." &[];
+    WebhooksRemove "webhooks/remove" (webhooks::RemoveParams) webhooks::remove,
+        needs_init: true, long_running: false, role: Admin,
+        "Remove a webhook of the project, its pending deliveries and its log." &[("id", "string — the webhook's id")];
+    WebhooksDeliveries "webhooks/deliveries" (webhooks::DeliveriesParams) webhooks::deliveries,
+        needs_init: true, long_running: false, role: Admin,
+        "A webhook's latest deliveries, newest first: {deliveries: [{id, event, run, state: pending|delivered|failed, created, next?, attempts: [{attempt, at, atMs, durationMs, status?, error?}]}]}." &[
+            ("id", "string — the webhook's id"),
+            ("limit", "integer? — 1 to 200, default 20"),
+        ];
     GetMcpServers "getMcpServers" (NoParams) mcp::list,
         needs_init: true, long_running: false, role: Viewer,
         "List the MCP servers, whether this project uses them, and their tools." &[];
@@ -405,7 +425,7 @@ const NOTIFICATIONS: &[(&str, &str)] = &[
     ),
     (
         "usage/capWarning",
-        "Spending passed 80 % of a spend cap, the first time in its period: {scope, subject, \
+        "Spending passed the warning share (RUMMY_CAP_WARNING_PERCENT, 80 % by default) of a spend cap, the first time in its period: {scope, subject, \
          period, unit, limit, spent, left, resets}.",
     ),
     ("ui/render", "Display text from a plugin: {text, append}."),

@@ -1,7 +1,8 @@
 //! Spend caps as values: what a person, project, the server or a run may spend per UTC day
 //! and per UTC month, in tokens and in US dollars ([`CapLimits`] as configured, [`Limits`]
 //! checked), the periods they count over ([`Period`]), and where a scope stands against
-//! each of its limits ([`Standing`]): reached (no further call), or past the 80 % warning.
+//! each of its limits ([`Standing`]): reached (no further call), or past its warning share
+//! (80 % unless `RUMMY_CAP_WARNING_PERCENT` says otherwise).
 
 use serde::{Deserialize, Serialize};
 
@@ -315,9 +316,9 @@ impl Standing {
         self.spent >= self.limit.amount
     }
 
-    /// The spending is at 80 % of the limit or past it.
-    pub(crate) fn past_warning(&self) -> bool {
-        i128::from(self.spent) * 5 >= i128::from(self.limit.amount) * 4
+    /// The spending is at `percent` % of the limit or past it.
+    pub(crate) fn past_warning(&self, percent: u8) -> bool {
+        i128::from(self.spent) * 100 >= i128::from(self.limit.amount) * i128::from(percent)
     }
 
     pub(crate) fn view(&self) -> StandingView {
@@ -450,8 +451,10 @@ mod tests {
                 now,
             )
         };
-        assert!(!standing(799).past_warning());
-        assert!(standing(800).past_warning());
+        assert!(!standing(799).past_warning(80));
+        assert!(standing(800).past_warning(80));
+        assert!(!standing(499).past_warning(50));
+        assert!(standing(500).past_warning(50));
         assert!(!standing(999).reached());
         assert!(standing(1_000).reached());
         let reached = standing(1_200);

@@ -1,7 +1,8 @@
 //! The `rpc_log` row of one call, as `RUMMY_RPC_LOG` asks: none when the log is off; its
 //! facts (method, project, person, run, status, duration, sizes) otherwise; and in `full`
 //! mode its texts too (request id, params, result, error message), each cut to
-//! `RUMMY_RPC_LOG_MAX_CHARS`.
+//! `RUMMY_RPC_LOG_MAX_CHARS`; but never those of a call that carries a secret
+//! (`webhooks/add`).
 //!
 //! The params and result are measured as they are serialised, keeping only the start a row
 //! stores: a call of megabytes is not copied whole for its audit row.
@@ -37,11 +38,15 @@ pub(crate) struct Call<'a> {
     pub duration: Duration,
 }
 
+/// The methods whose params or result carry a secret: their rows keep no text, in any mode.
+const SECRET_METHODS: &[&str] = &["webhooks/add"];
+
 /// The row `settings` keep of `call`, if any.
 pub(crate) fn row(settings: &AuditSettings, call: Call<'_>) -> Option<RpcLogInsertForm> {
     let texts = match settings.rpc_log {
         RpcLogMode::Off => return None,
         RpcLogMode::Meta => None,
+        RpcLogMode::Full if SECRET_METHODS.contains(&call.request.method.as_str()) => None,
         RpcLogMode::Full => Some(settings.rpc_log_max_chars),
     };
     let params = Measured::of(&call.request.params, texts);
@@ -206,6 +211,21 @@ mod tests {
             full.run, None,
             "a run param that is not a string names none"
         );
+    }
+
+    #[test]
+    fn a_call_carrying_a_secret_keeps_no_text_even_in_full_mode() {
+        let request = Request {
+            method: "webhooks/add".into(),
+            ..request(json!({"url": "http://127.0.0.1/", "secret": "s3cret-s3cret-s3cret"}))
+        };
+        let outcome = Reply::of(json!({"id": "wh_1", "secret": "s3cret-s3cret-s3cret"}));
+        let full = row(&settings(RpcLogMode::Full), call(&request, &outcome)).unwrap();
+        assert_eq!(
+            (full.rpc_id, full.params, full.result, full.error),
+            (None, None, None, None)
+        );
+        assert_eq!(full.method, "webhooks/add");
     }
 
     #[test]

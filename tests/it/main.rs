@@ -71,4 +71,5 @@ mod transcripts;
 mod transport;
 mod usage;
 mod web;
+mod webhooks;
 mod write_gate;

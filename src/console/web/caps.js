@@ -30,7 +30,7 @@ export function capsPanel(ctx) {
   };
   const stops = [
     ctx.rpc.on('usage/capReached', shout('A spend cap is reached:')),
-    ctx.rpc.on('usage/capWarning', shout('Past 80 % of a spend cap:')),
+    ctx.rpc.on('usage/capWarning', shout('Past the warning share of a spend cap:')),
   ];
   refresh().catch(() => {});
   return { node, stop: () => stops.forEach((stop) => stop()) };

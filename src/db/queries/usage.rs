@@ -4,7 +4,7 @@
 //! theirs: `run/state` and `getRun` report it), and the `usage/report` sums over a time
 //! range, grouped by person, project, model, purpose or day; and for the caps, what a
 //! scope spent in a period ([`spent`]), whom a run's calls count for ([`spender`]), a run's
-//! own caps, and the 80 % warnings sent ([`first_warning`]).
+//! own caps, and the warnings sent at each cap's warning share ([`first_warning`]).
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
@@ -185,7 +185,7 @@ pub(crate) fn set_run_caps(conn: &mut Conn, run: RunId, caps: &str) -> Result<()
     Ok(())
 }
 
-/// Notes that `standing` passed 80 % in its period; whether it is the first to (then its
+/// Notes that `standing` passed its warning share in its period; whether it is the first to (then its
 /// warning is sent, once, whichever instance notes it first).
 pub(crate) fn first_warning(conn: &mut Conn, standing: &Standing) -> Result<bool, DbError> {
     let inserted = statement(

@@ -78,6 +78,10 @@ async fn discover_describes_every_method_and_notification() {
         "project/config",
         "usage/report",
         "usage/caps",
+        "webhooks/add",
+        "webhooks/list",
+        "webhooks/remove",
+        "webhooks/deliveries",
     ];
     for name in expected {
         let method = &methods[name];
