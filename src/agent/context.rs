@@ -6,6 +6,7 @@ use actix::Addr;
 
 use crate::agent::admission::LoopAdmission;
 use crate::agent::loop_config::LoopConfig;
+use crate::agent::paused::Resumer;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
 use crate::cluster::LeaseHolder;
@@ -57,6 +58,8 @@ pub(crate) struct AgentContext {
     pub web: WebClient,
     /// Accepted commands running on the server, confined.
     pub commands: ServerCommands,
+    /// Looks at the loops paused at a spend cap when poked (`agent::paused`).
+    pub paused: Resumer,
 }
 
 /// The reply (or client call) whose commands' work is prepared.

@@ -16,7 +16,7 @@
 //! the verb's own unit of work ([`queue`]), so an abort that comes after it finds it.
 
 pub(crate) mod abort;
-mod announce;
+pub(crate) mod announce;
 pub(crate) mod answer;
 mod error;
 pub(crate) mod inject;

@@ -10,7 +10,7 @@ use crate::hub;
 use crate::hub::notifications::{Act, Notification, RunActed};
 
 /// `act` of `by` on `run`, with nothing more to say yet.
-pub(super) fn acted(run: &RunRow, act: Act, by: Option<String>) -> RunActed {
+pub(crate) fn acted(run: &RunRow, act: Act, by: Option<String>) -> RunActed {
     RunActed {
         run: run.alias.clone(),
         action: act,
@@ -23,7 +23,7 @@ pub(super) fn acted(run: &RunRow, act: Act, by: Option<String>) -> RunActed {
 }
 
 /// Tells `acted` of `run` in the unit of work `conn` runs.
-pub(super) fn announce(
+pub(crate) fn announce(
     conn: &mut Conn,
     bounds: &EventBounds,
     run: &RunRow,
