@@ -40,7 +40,7 @@ impl Resumer {
 #[derive(Debug)]
 pub(crate) enum Resumed {
     /// The loop is taken up again.
-    Resumed,
+    TakenUp,
     /// This cap still stands: the loop stays paused.
     Still(Box<Standing>),
     /// The run has no paused loop.
@@ -68,7 +68,7 @@ pub(crate) async fn resume_run(
         None => Ok(Resumed::NotPaused),
         Some(Some(cap)) => Ok(Resumed::Still(Box::new(cap))),
         Some(None) => match take_up(agent, run, by).await? {
-            true => Ok(Resumed::Resumed),
+            true => Ok(Resumed::TakenUp),
             false => Ok(Resumed::NotPaused),
         },
     }

@@ -23,7 +23,7 @@ struct ResumedRun {
 pub(crate) async fn resume(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run.0).await?;
     match resume_run(&context.agent, run.id, context.person()).await? {
-        Resumed::Resumed => Reply::of(ResumedRun {
+        Resumed::TakenUp => Reply::of(ResumedRun {
             run: run.alias,
             status: RunStatus::Running,
         }),
