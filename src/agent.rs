@@ -18,6 +18,7 @@ pub(crate) mod loop_config;
 pub(crate) mod machine;
 pub(crate) mod outcome;
 pub(crate) mod outlines;
+pub(crate) mod paused;
 mod reflect;
 pub(crate) mod registry;
 pub(crate) mod run_actor;

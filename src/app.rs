@@ -22,6 +22,7 @@ use crate::access::{Access, Caller, Role};
 use crate::agent::admission::LoopAdmission;
 use crate::agent::allow::MayAccept;
 use crate::agent::delegation::Subagents;
+use crate::agent::paused::Resumer;
 use crate::agent::{AgentContext, RunRegistry};
 use crate::budget::{BudgetActor, TokenMath};
 use crate::cluster::bus::{BusMessage, FrameBus};
@@ -209,9 +210,14 @@ pub async fn start_with(
     prepare_commands(&agent).await?;
     let heartbeat = start_heartbeat(&agent);
     let webhooks = start_webhooks(&agent, store(&settings).is_shared());
+    actix_web::rt::spawn(crate::agent::paused::watch(
+        agent.clone(),
+        heartbeat.clone(),
+    ));
     if let Some(path) = access.users_file() {
         tracing::info!(users_file = %path.display(), "people read from the users file");
-        actix_web::rt::spawn(crate::access::watch(access.clone()));
+        let paused = agent.paused.clone();
+        actix_web::rt::spawn(crate::access::watch(access.clone(), move || paused.poke()));
     }
     let state = ServerState {
         in_flight: InFlight::new(&agent.settings.server),
@@ -290,6 +296,7 @@ fn agent_context(
         web: WebClient::new(web_options(settings))?,
         may_accept: may_accept(access),
         webhooks,
+        paused: Resumer::default(),
     };
     Ok((agent, arrived))
 }
@@ -412,14 +419,18 @@ fn start_webhooks(agent: &AgentContext, shared: bool) -> CancellationToken {
 }
 
 /// Starts this instance's heartbeat; when another instance found this one expired, the
-/// runs it still runs are cancelled. The token returned stops the heartbeat.
+/// runs it still runs are cancelled, and when it released a dead instance, the paused loops
+/// are looked at again (a dead instance's timer is this one's now). The token returned stops
+/// the heartbeat (and the watch of paused loops).
 fn start_heartbeat(agent: &AgentContext) -> CancellationToken {
     let heartbeat = CancellationToken::new();
     let runs = agent.runs.clone();
+    let paused = agent.paused.clone();
     actix_web::rt::spawn(agent.runs.instance().clone().beat(
         agent.db.clone(),
         heartbeat.clone(),
         move || runs.cancel_all(),
+        move || paused.poke(),
     ));
     heartbeat
 }

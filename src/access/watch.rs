@@ -11,9 +11,10 @@ use super::Access;
 pub(super) const WATCH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Reloads the users file whenever the process gets SIGHUP or the file's modification time
-/// or size changes, for as long as the server runs. A file that does not read is logged and
-/// the people stay as they were.
-pub(crate) async fn watch(access: Access) {
+/// or size changes, for as long as the server runs, and calls `reloaded` after each reload
+/// (a person's caps may have changed). A file that does not read is logged and the people
+/// stay as they were.
+pub(crate) async fn watch(access: Access, reloaded: impl Fn()) {
     let Some(path) = access.users_file().map(ToOwned::to_owned) else {
         return;
     };
@@ -33,7 +34,10 @@ pub(crate) async fn watch(access: Access) {
         seen = now;
         let reloading = access.clone();
         match web::block(move || reloading.reload()).await {
-            Ok(Ok(people)) => tracing::info!(people, hangup, "users file reloaded"),
+            Ok(Ok(people)) => {
+                tracing::info!(people, hangup, "users file reloaded");
+                reloaded();
+            }
             Ok(Err(error)) => {
                 tracing::error!(%error, "users file not reloaded; the people stay as they were")
             }

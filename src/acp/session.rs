@@ -30,7 +30,9 @@ use crate::acp::updates::{HistoryRow, LogTracker};
 /// rummy's code for a run alias that names no run of the project.
 const RUN_NOT_FOUND: i32 = crate::error::code::RUN_NOT_FOUND.get() as i32;
 
-/// How a prompt turn ends, by a loop's outcome: its status and why it ended (`reason`).
+/// How a prompt turn ends, by a loop's outcome: its status and why it ended (`reason`). A
+/// loop paused at a spend cap (402) ends the turn `end_turn`, the cap said as the agent's
+/// message: it goes on by itself once the cap no longer stands.
 pub(super) fn stop_reason(outcome: &Value) -> Option<StopReason> {
     let status = outcome.get("status").and_then(Value::as_i64);
     let reason = outcome.get("reason").and_then(Value::as_str);
@@ -40,6 +42,7 @@ pub(super) fn stop_reason(outcome: &Value) -> Option<StopReason> {
         (Some(200), _) => Some(StopReason::EndTurn),
         (Some(499), _) => Some(StopReason::Cancelled),
         (Some(413), _) => Some(StopReason::MaxTokens),
+        (Some(402), _) => Some(StopReason::EndTurn),
         _ => None,
     }
 }
@@ -478,6 +481,8 @@ mod tests {
         assert_eq!(ended(done), Some(StopReason::EndTurn));
         let stalled = json!({"status": 200, "reason": "stalled"});
         assert_eq!(ended(stalled), Some(StopReason::EndTurn));
+        let paused = json!({"status": 402, "error": "the run cap … is reached"});
+        assert_eq!(ended(paused), Some(StopReason::EndTurn));
         let rejected = json!({"status": 200, "reason": "rejected"});
         assert_eq!(ended(rejected), Some(StopReason::EndTurn));
         let limit = json!({"status": 200, "reason": "turn_limit"});

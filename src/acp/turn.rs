@@ -15,8 +15,8 @@
 use std::path::Path;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, SessionNotification, SessionUpdate, StopReason, ToolCallContent, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, ContentChunk, SessionNotification, SessionUpdate, StopReason, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
@@ -98,7 +98,7 @@ fn settled_by(acted: &RunActed) -> String {
         Act::Reject => format!("Rejected by {by}."),
         Act::Error => format!("Reported failed by {by}."),
         Act::Abort => format!("Withdrawn: {by} aborted the run."),
-        Act::Inject | Act::Prompt => format!("Settled by {by}."),
+        Act::Inject | Act::Prompt | Act::Resume => format!("Settled by {by}."),
     }
 }
 
@@ -341,6 +341,11 @@ impl Turn<'_> {
     async fn ended(&self, outcome: &Value) -> Result<StopReason, AcpError> {
         if self.session.is_cancelled() {
             return Ok(StopReason::Cancelled);
+        }
+        if let Some(paused) = outcome.get("cap").and(outcome.get("error")) {
+            let text = format!("Paused: {}", paused.as_str().unwrap_or_default());
+            let said = ContentChunk::new(ContentBlock::from(text));
+            self.send(SessionUpdate::AgentMessageChunk(said))?;
         }
         match stop_reason(outcome) {
             Some(reason) => Ok(reason),

@@ -7,6 +7,7 @@ use actix::Addr;
 use crate::agent::admission::LoopAdmission;
 use crate::agent::allow::MayAccept;
 use crate::agent::loop_config::LoopConfig;
+use crate::agent::paused::Resumer;
 use crate::agent::RunRegistry;
 use crate::budget::BudgetActor;
 use crate::cluster::LeaseHolder;
@@ -63,6 +64,8 @@ pub(crate) struct AgentContext {
     pub may_accept: MayAccept,
     /// What this instance knows of the store's webhooks; wakes their worker.
     pub webhooks: Webhooks,
+    /// Looks at the loops paused at a spend cap when poked (`agent::paused`).
+    pub paused: Resumer,
 }
 
 /// The reply (or client call) whose commands' work is prepared.

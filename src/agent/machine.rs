@@ -3,9 +3,11 @@
 //! (`trg_run_state_transition`, migration `run_verbs`) holds the same table, which a test
 //! checks move by move.
 //!
-//! A run is *idle* (100 new, 200 completed, 402 stopped at a spend cap, 413 too large, 499
-//! aborted, 500 failed), *running* (102: a loop runs, or a resolution or an injection has
-//! queued the loop that continues it), or *waiting* (202: proposals wait for a client).
+//! A run is *idle* (100 new, 200 completed, 413 too large, 499 aborted, 500 failed),
+//! *running* (102: a loop runs, or a resolution, an injection or an unpause has queued the
+//! loop that continues it), *waiting* (202: proposals wait for a client), or *paused* (402:
+//! its loop stopped at a spend cap and waits, pending, to be taken up again where it
+//! stopped; `agent::paused`).
 //! A proposal is *pending* (202), *claimed* while one request carries out its acceptance
 //! (a `proposal_claims` row; still 202), then *resolved* once (200 accepted, 403 rejected or
 //! refused, 500 failed) or *withdrawn* by an abort (499). A later state (a run paused at a
@@ -22,36 +24,39 @@ pub(crate) enum Transition {
     /// A loop is claimed and starts its turns: any state → running (already running when a
     /// verb queued it).
     Open,
-    /// The running loop ends with this status: running → 200, 202, 402, 413, 499 or 500.
+    /// The running loop ends with this status: running → 200, 202, 413, 499 or 500.
     Settle(RunStatus),
+    /// The running loop stops at a spend cap and keeps its place: running → paused (402).
+    Pause,
+    /// The paused loop goes back to the queue, taken up next where it stopped: paused →
+    /// running (its cap raised or removed, its period reset, or `run/resume`).
+    Unpause,
     /// The last pending proposal is resolved and the run goes on: → running, the loop that
     /// continues it queued in the same unit of work (behind the loop that runs, if one does:
-    /// a prompt queued behind the proposing loop).
+    /// a prompt queued behind the proposing loop); never from paused.
     Resume,
     /// The last pending proposal is resolved and the run ends (a rejection, or an acceptance
-    /// after the model summarized): not running → 200.
+    /// after the model summarized): idle → 200 (a paused run ends only by its own loop).
     Complete,
     /// A run no loop runs is aborted: any state → 499 (running only while the loop queued
     /// to continue it is not claimed yet).
     Abort,
 }
 
-/// The statuses in which no loop runs.
-const IDLE: [RunStatus; 7] = [
+/// The statuses in which no loop runs and none waits to be taken up again.
+const IDLE: [RunStatus; 6] = [
     RunStatus::Queued,
     RunStatus::Completed,
     RunStatus::Proposed,
-    RunStatus::CapReached,
     RunStatus::TooLarge,
     RunStatus::Aborted,
     RunStatus::Failed,
 ];
 
 /// How a running loop may end.
-const ENDINGS: [RunStatus; 6] = [
+const ENDINGS: [RunStatus; 5] = [
     RunStatus::Completed,
     RunStatus::Proposed,
-    RunStatus::CapReached,
     RunStatus::TooLarge,
     RunStatus::Aborted,
     RunStatus::Failed,
@@ -69,8 +74,9 @@ impl Transition {
     /// The status it leaves the run in.
     pub(crate) fn target(self) -> RunStatus {
         match self {
-            Transition::Open | Transition::Resume => RunStatus::Running,
+            Transition::Open | Transition::Resume | Transition::Unpause => RunStatus::Running,
             Transition::Settle(status) => status,
+            Transition::Pause => RunStatus::CapReached,
             Transition::Complete => RunStatus::Completed,
             Transition::Abort => RunStatus::Aborted,
         }
@@ -82,7 +88,10 @@ impl Transition {
         match self {
             Transition::Open => true,
             Transition::Settle(status) => from == RunStatus::Running && ENDINGS.contains(&status),
-            Transition::Resume | Transition::Abort => true,
+            Transition::Pause => from == RunStatus::Running,
+            Transition::Unpause => from == RunStatus::CapReached,
+            Transition::Resume => from != RunStatus::CapReached,
+            Transition::Abort => true,
             Transition::Complete => idle,
         }
     }
@@ -92,6 +101,8 @@ impl Transition {
         match self {
             Transition::Open => "start a loop".to_owned(),
             Transition::Settle(status) => format!("end a loop with {status}"),
+            Transition::Pause => "pause at a spend cap".to_owned(),
+            Transition::Unpause => "be unpaused".to_owned(),
             Transition::Resume => "resume".to_owned(),
             Transition::Complete => "complete".to_owned(),
             Transition::Abort => "be aborted".to_owned(),
@@ -163,6 +174,8 @@ mod tests {
     fn transitions() -> Vec<Transition> {
         let mut all = vec![
             Transition::Open,
+            Transition::Pause,
+            Transition::Unpause,
             Transition::Resume,
             Transition::Complete,
             Transition::Abort,
@@ -232,6 +245,22 @@ mod tests {
             .to_string(),
             "a run at 499 cannot end a loop with 200"
         );
+        let paused = run_at(&mut db.conn, RunStatus::CapReached);
+        for transition in [Transition::Complete, Transition::Resume] {
+            assert!(matches!(
+                take(&mut db.conn, paused, RunStatus::CapReached, transition),
+                Err(TakeError::Illegal(_))
+            ));
+        }
+        let unpaused = take(
+            &mut db.conn,
+            paused,
+            RunStatus::CapReached,
+            Transition::Unpause,
+        );
+        assert_eq!(unpaused.unwrap(), RunStatus::Running);
+        let paused = take(&mut db.conn, paused, RunStatus::Running, Transition::Pause);
+        assert_eq!(paused.unwrap(), RunStatus::CapReached);
         let aborted = take(&mut db.conn, run, RunStatus::Running, Transition::Abort).unwrap();
         assert_eq!(aborted, RunStatus::Aborted);
     }

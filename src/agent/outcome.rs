@@ -6,6 +6,7 @@ use crate::db::enums::RunStatus;
 use crate::db::ids::LoopId;
 use crate::db::models::entry::UnresolvedRow;
 use crate::hub::notifications::{Allowed, LoopEnded, ProposedEntry};
+use crate::usage::StandingView;
 
 /// A pending proposal as `ask`/`act`/`run/resolve` report it (attributes as a JSON string).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,6 +73,9 @@ pub(crate) enum Ending {
     Aborted,
     /// An error ended it (500); the run's `error://` entry says which.
     Failed,
+    /// A sub-agent's loop met a spend cap (500; its `error://` entry says which): it does
+    /// not pause, the loop that delegated to it pauses at its own next call.
+    CapReached,
 }
 
 impl Ending {
@@ -88,7 +92,7 @@ impl Ending {
     pub(crate) fn status(self) -> RunStatus {
         match self {
             Ending::Aborted => RunStatus::Aborted,
-            Ending::Failed => RunStatus::Failed,
+            Ending::Failed | Ending::CapReached => RunStatus::Failed,
             Ending::Done
             | Ending::TurnLimit
             | Ending::Stalled
@@ -112,11 +116,9 @@ pub(crate) enum LoopOutcome {
         /// The model also said `<summarize>` that turn: accepting completes the run.
         summarized: bool,
     },
-    /// A spend cap was reached: 402, stopped before the call that would pass it.
-    Capped {
-        /// Which cap, what was spent and when it resets, for the client.
-        error: String,
-    },
+    /// Paused at a spend cap (402), before the call that would pass it: the loop keeps its
+    /// place and is taken up again where it stopped (`agent::paused`).
+    Paused(Box<Paused>),
     /// The context does not fit: 413 with the reason.
     Overflow {
         /// What does not fit, for the client.
@@ -143,7 +145,7 @@ impl LoopOutcome {
         match self {
             LoopOutcome::Ended(ending) => ending.status(),
             LoopOutcome::Proposed { .. } => RunStatus::Proposed,
-            LoopOutcome::Capped { .. } => RunStatus::CapReached,
+            LoopOutcome::Paused(_) => RunStatus::CapReached,
             LoopOutcome::Overflow { .. }
             | LoopOutcome::Panicked { .. }
             | LoopOutcome::RecoveryFailed { .. } => RunStatus::TooLarge,
@@ -162,10 +164,14 @@ impl LoopOutcome {
                 summarized: Some(*summarized),
                 ..LoopRecord::of(status)
             },
-            LoopOutcome::Overflow { error }
-            | LoopOutcome::Capped { error }
-            | LoopOutcome::RecoveryFailed { error, .. } => LoopRecord {
-                error: Some(error.clone()),
+            LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => {
+                LoopRecord {
+                    error: Some(error.clone()),
+                    ..LoopRecord::of(status)
+                }
+            }
+            LoopOutcome::Paused(paused) => LoopRecord {
+                error: Some(paused.error.clone()),
                 ..LoopRecord::of(status)
             },
             LoopOutcome::Panicked { retry } => LoopRecord {
@@ -186,6 +192,7 @@ impl LoopOutcome {
                 .and_then(|reason| serde_json::to_value(reason).ok())
                 .and_then(|reason| reason.as_str().map(str::to_owned)),
             error: result.error.map(str::to_owned),
+            cap: result.cap.cloned(),
             proposed: result
                 .proposed
                 .unwrap_or_default()
@@ -209,10 +216,15 @@ impl LoopOutcome {
                 proposed: Some(proposed),
                 ..RunOutcome::of(alias, status)
             },
-            LoopOutcome::Overflow { error }
-            | LoopOutcome::Capped { error }
-            | LoopOutcome::RecoveryFailed { error, .. } => RunOutcome {
-                error: Some(error),
+            LoopOutcome::Overflow { error } | LoopOutcome::RecoveryFailed { error, .. } => {
+                RunOutcome {
+                    error: Some(error),
+                    ..RunOutcome::of(alias, status)
+                }
+            }
+            LoopOutcome::Paused(paused) => RunOutcome {
+                error: Some(&paused.error),
+                cap: paused.cap.as_ref(),
                 ..RunOutcome::of(alias, status)
             },
         }
@@ -233,6 +245,9 @@ pub(crate) struct LoopRecord {
     /// What does not fit (413), or which spend cap was reached (402).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The iteration of the loop a paused loop takes up again (402, while it waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u32>,
     /// The retry loop a panic loop re-enqueued (413).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<i64>,
@@ -246,6 +261,7 @@ impl LoopRecord {
             turn: None,
             summarized: None,
             error: None,
+            iteration: None,
             retry: None,
         }
     }
@@ -260,7 +276,7 @@ impl LoopRecord {
                 proposed,
                 summarized: self.summarized.unwrap_or(false),
             },
-            RunStatus::CapReached => LoopOutcome::Capped { error },
+            RunStatus::CapReached => LoopOutcome::Paused(Box::new(Paused { error, cap: None })),
             RunStatus::TooLarge => LoopOutcome::Overflow { error },
             RunStatus::Aborted => LoopOutcome::Ended(Ending::Aborted),
             RunStatus::Completed => LoopOutcome::Ended(Ending::Done),
@@ -271,9 +287,17 @@ impl LoopRecord {
     }
 }
 
+/// Where a paused loop's request is answered it stopped: the cap's message and the cap as
+/// the wire shows it (`None` in a record an earlier version kept, which has only the text).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Paused {
+    pub error: String,
+    pub cap: Option<StandingView>,
+}
+
 /// The result of `ask`, `act`, `run/resolve` and `run/inject` (PROTOCOL §2.11): the run and
 /// its status, with why a loop ended (200, 499, 500), the proposals of a 202, the spend cap
-/// of a 402 and what did not fit of a 413.
+/// of a 402 (paused) and what did not fit of a 413.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct RunOutcome<'a> {
     /// Run alias.
@@ -292,6 +316,10 @@ pub(crate) struct RunOutcome<'a> {
     /// What does not fit (413), or which spend cap was reached (402).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
+    /// The spend cap a paused loop (402) waits on: `{scope, subject, period, unit, limit,
+    /// spent, left, resets}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cap: Option<&'a StandingView>,
     /// Why the loop ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<Ending>,
@@ -307,6 +335,7 @@ impl<'a> RunOutcome<'a> {
             remaining_count: None,
             proposed: None,
             error: None,
+            cap: None,
             reason: None,
         }
     }

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::current::CurrentLoop;
 use crate::agent::outcome::Ending;
 use crate::agent::outcome::LoopOutcome;
-use crate::agent::run_actor::{Await, Enqueue, LoopEnded, RunActor};
+use crate::agent::run_actor::{Await, Enqueue, LoopEnded, RunActor, Wake};
 use crate::agent::AgentContext;
 use crate::cluster::Instance;
 use crate::db::ids::{LoopId, RunId};
@@ -126,6 +126,13 @@ impl RunRegistry {
             Ok(outcome) => outcome,
             Err(_) => oneshot::channel().1,
         }
+    }
+
+    /// Has the run's actor (started if it has none) claim the loops nobody waits for: a loop
+    /// paused at a spend cap, taken up again, and those queued behind it.
+    pub(crate) async fn wake(&self, agent: &AgentContext, run: RunId) {
+        let actor = self.actor(agent, run, None);
+        let _ = actor.send(Wake).await;
     }
 
     /// Loop `id` of `run` was dropped before it ran (an abort): whoever waits for it here is

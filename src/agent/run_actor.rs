@@ -40,7 +40,7 @@ use crate::db::enums::RunStatus;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::{LoopEnqueue, LoopRow};
 use crate::db::queries::instances::{self, Claim};
-use crate::db::queries::{entries, loops};
+use crate::db::queries::{entries, loops, paused_loops};
 use crate::db::DbError;
 
 /// Append a loop to the run's queue and wake the drain. The reply is where that loop's
@@ -55,6 +55,11 @@ pub(crate) struct Enqueue(pub LoopEnqueue);
 #[derive(Message)]
 #[rtype(result = "oneshot::Receiver<LoopOutcome>")]
 pub(crate) struct Await(pub LoopId);
+
+/// Wake the drain for a loop nobody waits for (a loop paused at a cap, taken up again).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Wake;
 
 /// A loop of this run ended (sent by the drain to its actor), or was dropped unrun (by an
 /// abort of this instance).
@@ -198,6 +203,14 @@ impl Handler<Await> for RunActor {
     }
 }
 
+impl Handler<Wake> for RunActor {
+    type Result = ();
+    fn handle(&mut self, _: Wake, ctx: &mut Context<Self>) {
+        self.handled += 1;
+        self.wake(ctx);
+    }
+}
+
 impl Handler<Stored> for RunActor {
     type Result = ();
     fn handle(&mut self, message: Stored, ctx: &mut Context<Self>) {
@@ -275,7 +288,8 @@ impl RunActor {
 }
 
 /// The outcomes of those of `ids` that have ended, as their records say (a 200's reason is
-/// not kept there: it is answered `done`).
+/// not kept there: it is answered `done`), and of those pending behind a loop paused at a
+/// spend cap: paused, as it was answered (they stay queued).
 fn stored_outcomes(
     conn: &mut crate::db::Conn,
     ids: &[LoopId],
@@ -286,7 +300,13 @@ fn stored_outcomes(
             ended.push((*id, LoopOutcome::Ended(Ending::Failed)));
             continue;
         };
-        if matches!(lp.status, RunStatus::Queued | RunStatus::Running) {
+        if lp.status == RunStatus::Queued {
+            if let Some(paused) = paused_loops::of_run(conn, lp.run_id)? {
+                ended.push((*id, crate::agent::paused::outcome_of(&paused)));
+            }
+            continue;
+        }
+        if lp.status == RunStatus::Running {
             continue;
         }
         let record = lp

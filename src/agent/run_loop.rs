@@ -1,5 +1,7 @@
 //! One loop: turns until the model finishes, stalls, cycles, refuses, proposes, overflows,
-//! fails, is aborted, reaches the turn limit, or a spend cap (402). Every run status change of a loop happens here.
+//! fails, is aborted, reaches the turn limit, or pauses at a spend cap (402, `agent::paused`;
+//! a paused loop claimed again takes up the turn the cap refused). Every run status change
+//! of a loop happens here.
 
 use std::path::PathBuf;
 
@@ -11,9 +13,11 @@ use crate::agent::error::LoopError;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::machine::{self, Transition};
 use crate::agent::outcome::{Ending, LoopOutcome, ProposedRow};
+use crate::agent::paused::{self, PausedPlace, Pausing};
 use crate::agent::reflect::Reflector;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
+use crate::agent::state;
 use crate::agent::turn::{execute_turn, PanicState, TurnEnd, TurnInput, TurnReport};
 use crate::agent::AgentContext;
 use crate::budget::{
@@ -24,13 +28,13 @@ use crate::db::enums::{Fidelity, LoopPriority};
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::entry::Selector;
-use crate::db::models::run::{LoopEnqueue, LoopRow, RunRow};
+use crate::db::models::run::{LoopEnqueue, LoopRow, RunRow, TurnRow};
 use crate::db::models::ModelRow;
 use crate::db::queries::loops;
 use crate::db::queries::{demotions, entries, models, projects, runs, turns};
 use crate::db::{Conn, DbError};
 use crate::hub;
-use crate::hub::notifications::Notification;
+use crate::hub::notifications::{Notification, Telemetry, UsageTotals};
 use crate::llm::CancellationToken as LlmCancel;
 use crate::llm::LlmError;
 use crate::parser::healer::{HealerLimits, ProgressTracker, RepetitionTracker, Verdict};
@@ -56,15 +60,35 @@ pub(crate) async fn execute_loop(
     let result = run_turns(agent, &lp, current, &mut end)
         .instrument(span)
         .await;
-    let LoopEnd { reflector, run } = end;
+    let LoopEnd {
+        reflector,
+        run,
+        iteration,
+        model,
+    } = end;
+    let mut pausing = None;
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(_) if cancel.is_cancelled() => LoopOutcome::Ended(Ending::Aborted),
         Err(LoopError::Llm(LlmError::CapReached(cap))) => {
             let error = cap.describe();
             tracing::info!(run.id = %run_id, %error, "loop stopped by a spend cap");
-            record_error(agent, &lp, &error, EntryStatus::CapReached).await;
-            LoopOutcome::Capped { error }
+            if LoopConfig::of(&lp.config).delegation_depth > 0 {
+                record_error(agent, &lp, &error, EntryStatus::CapReached).await;
+                LoopOutcome::Ended(Ending::CapReached)
+            } else {
+                let paused = Pausing {
+                    run: run_id,
+                    loop_id: lp.id,
+                    turn: 0,
+                    iteration,
+                    cap: *cap,
+                    told: None,
+                };
+                let outcome = paused.outcome();
+                pausing = Some((paused, model));
+                outcome
+            }
         }
         Err(error) => {
             tracing::warn!(run.id = %run_id, %error, "loop failed");
@@ -72,7 +96,10 @@ pub(crate) async fn execute_loop(
             LoopOutcome::Ended(Ending::Failed)
         }
     };
-    let outcome = store_outcome(agent, &lp, outcome, current, run).await;
+    let outcome = match pausing {
+        Some((paused, model)) => pause(agent, paused, model, current, run).await,
+        None => store_outcome(agent, &lp, outcome, current, run).await,
+    };
     agent.plugins.emit(Event::LoopEnded {
         run: run_id,
         loop_id: lp.id,
@@ -154,12 +181,99 @@ async fn store_outcome(
     }
 }
 
+/// Pauses the loop `pausing` at its spend cap (`agent::paused::pause`), deciding in the
+/// same unit of work whether an abort came first (then it is aborted, as in
+/// [`store_outcome`]); the run's clients told its state at 402, from the loop's `model`.
+async fn pause(
+    agent: &AgentContext,
+    mut pausing: Pausing,
+    model: Option<LoopModel>,
+    current: &CurrentLoop,
+    run: Option<(ProjectId, String)>,
+) -> LoopOutcome {
+    let bounds = agent.db.event_bounds();
+    let current = current.clone();
+    let run_id = pausing.run;
+    let loop_id = pausing.loop_id;
+    let aborted = LoopOutcome::Ended(Ending::Aborted);
+    let aborted_record = serde_json::to_value(aborted.to_record()).unwrap_or_default();
+    let outcome = pausing.outcome();
+    let stored = agent
+        .db
+        .call(move |conn| {
+            current.settle();
+            let latest = turns::latest_turn(conn, run_id)?;
+            pausing.turn = latest.as_ref().map_or(0, |turn| turn.sequence);
+            if current.cancel.is_cancelled() {
+                machine::take(
+                    conn,
+                    run_id,
+                    RunStatus::Running,
+                    Transition::Settle(RunStatus::Aborted),
+                )
+                .map_err(|error| DbError::Invalid(error.to_string()))?;
+                loops::finish_loop(conn, loop_id, RunStatus::Aborted, Some(&aborted_record))?;
+                if let Some((project, alias)) = &run {
+                    let ended =
+                        Notification::Outcome(LoopOutcome::Ended(Ending::Aborted).told(alias));
+                    hub::append(conn, &bounds, *project, run_id, &ended)?;
+                }
+                return Ok(true);
+            }
+            if let Some((project, alias)) = run {
+                let telemetry = model.unwrap_or_default().telemetry();
+                let state = state::paused_state(conn, run_id, &alias, pausing.turn, telemetry)?;
+                pausing.told = Some((project, alias, Box::new(state)));
+            }
+            paused::pause(conn, &bounds, &pausing)?;
+            Ok(false)
+        })
+        .await;
+    match stored {
+        Ok(true) => aborted,
+        Ok(false) => {
+            agent.paused.poke();
+            outcome
+        }
+        Err(error) => {
+            tracing::error!(run.id = %run_id, %error, "cannot store the loop's pause");
+            outcome
+        }
+    }
+}
+
 /// What a loop's end needs of its start: the reflector its end is reflected with, set once
-/// the loop's model is known, and the run's project and alias, set once it is read.
+/// the loop's model is known, the run's project and alias, set once it is read, the
+/// iteration under way and the model the loop calls (for a pause).
 #[derive(Default)]
 struct LoopEnd {
     reflector: Option<Reflector>,
     run: Option<(ProjectId, String)>,
+    iteration: u32,
+    model: Option<LoopModel>,
+}
+
+/// The model a loop calls, as its clients' `run/state` shows it.
+#[derive(Default)]
+struct LoopModel {
+    alias: String,
+    temperature: Option<f64>,
+    context_size: i64,
+}
+
+impl LoopModel {
+    /// The telemetry of a state told outside a turn (no packet of its own).
+    fn telemetry(self) -> Telemetry {
+        Telemetry {
+            model: self.alias.clone(),
+            model_alias: self.alias,
+            temperature: self.temperature,
+            context_size: self.context_size,
+            context_tokens: 0,
+            usage: UsageTotals::of(&[]),
+            context_distribution: Vec::new(),
+        }
+    }
 }
 
 /// Runs the loop's turns, setting `end` as it learns it.
@@ -170,19 +284,31 @@ async fn run_turns(
     end: &mut LoopEnd,
 ) -> Result<LoopOutcome, LoopError> {
     let cancel = &current.cancel;
-    let opened = open_loop(agent, lp, cancel, end).await?;
-    let reflector = &mut end.reflector;
+    let mut opened = open_loop(agent, lp, cancel, end).await?;
+    end.model = Some(LoopModel {
+        alias: opened.model_alias.clone(),
+        temperature: opened.temperature,
+        context_size: opened.context_size,
+    });
     let limits = healer_limits(&agent.settings.agent);
     let mut progress = ProgressTracker::new(limits);
     let mut repetition = RepetitionTracker::new(limits);
     let window = ContextWindow::new(u64::try_from(opened.context_size).unwrap_or(0));
     let mut panic = PanicTracker::from_loop(lp, window)
         .map(|tracker| PanicState::new(tracker, lp.prompt.clone()));
-    for iteration in 1..=opened.max_turns {
+    let first = opened
+        .paused
+        .as_ref()
+        .map_or(1, |(iteration, _)| (*iteration).max(1));
+    for iteration in first..=opened.max_turns {
         if cancel.is_cancelled() {
             return Ok(LoopOutcome::Ended(Ending::Aborted));
         }
-        let input = opened.turn_input(lp, iteration, panic.as_mut());
+        end.iteration = iteration;
+        let reflector = &mut end.reflector;
+        let paused_turn = opened.paused.take().map(|(_, turn)| turn);
+        let mut input = opened.turn_input(lp, iteration, panic.as_mut());
+        input.paused_turn = paused_turn;
         let report = match execute_turn(agent, input, cancel).await? {
             TurnEnd::Overflow {
                 overflow,
@@ -249,6 +375,9 @@ struct OpenLoop {
     temperature: Option<f64>,
     /// The loop's own limit, capped by the configured one; at least 1.
     max_turns: u32,
+    /// A loop paused at a spend cap: the iteration it takes up again, and the turn numbered
+    /// for the call the cap refused, taken up first.
+    paused: Option<(u32, TurnRow)>,
 }
 
 impl OpenLoop {
@@ -297,6 +426,7 @@ impl OpenLoop {
             project_root: &self.project_root,
             project_name: &self.project_name,
             panic,
+            paused_turn: None,
         }
     }
 }
@@ -318,6 +448,7 @@ async fn open_loop(
         model_alias,
         model,
         latest_turn,
+        paused,
     } = start_loop(agent, lp).await?;
     end.run = Some((run.project_id, run.alias.clone()));
     let reflector = &mut end.reflector;
@@ -347,7 +478,7 @@ async fn open_loop(
         let budget = RunBudget::with_window(agent, &run, policy, context_size).await;
         scan::sync_project_files(agent, &run, &project_root, lp.id, budget).await?;
     }
-    if !lp.prompt.is_empty() {
+    if !lp.prompt.is_empty() && paused.is_none() {
         if let Some(reflector) = reflector.as_mut() {
             reflector.reflect(agent, Moment::LoopStarting).await;
         }
@@ -370,15 +501,18 @@ async fn open_loop(
         context_size,
         temperature,
         max_turns,
+        paused,
     })
 }
 
 /// In one unit of work: the loop's run, project and model, and the run made ready for it
 /// (status 102, the previous loop's logging demoted when this one has a new prompt, the
-/// prompts a summary stood for restored).
+/// prompts a summary stood for restored); a loop paused at a spend cap finds the turn it
+/// takes up again.
 async fn start_loop(agent: &AgentContext, lp: &LoopRow) -> Result<LoopStart, LoopError> {
     let (run_id, loop_id) = (lp.run_id, lp.id);
-    let new_prompt = !lp.prompt.is_empty();
+    let place = PausedPlace::of(lp.result.as_ref().map(|result| &result.0));
+    let new_prompt = !lp.prompt.is_empty() && place.is_none();
     let loop_model = lp.model.clone();
     Ok(agent
         .db
@@ -395,7 +529,13 @@ async fn start_loop(agent: &AgentContext, lp: &LoopRow) -> Result<LoopStart, Loo
             demotions::restore_summarized_prompts(conn, run_id)?;
             let model_alias = loop_model.or_else(|| run.model.clone()).unwrap_or_default();
             let model = models::find_model(conn, &model_alias)?;
-            let latest_turn = turns::latest_turn(conn, run_id)?.map_or(0, |turn| turn.sequence);
+            let latest = turns::latest_turn(conn, run_id)?;
+            let latest_turn = latest.as_ref().map_or(0, |turn| turn.sequence);
+            let paused = place.and_then(|place| {
+                let turn =
+                    latest.filter(|turn| turn.loop_id == loop_id && turn.sequence == place.turn)?;
+                Some((place.iteration, turn))
+            });
             Ok(LoopStart {
                 run,
                 command_rules: project.command_rules > 0,
@@ -404,6 +544,7 @@ async fn start_loop(agent: &AgentContext, lp: &LoopRow) -> Result<LoopStart, Loo
                 model_alias,
                 model,
                 latest_turn,
+                paused,
             })
         })
         .await?)
@@ -565,6 +706,8 @@ struct LoopStart {
     model: Option<ModelRow>,
     /// The run-wide number of the run's latest turn (0 before its first).
     latest_turn: i32,
+    /// A paused loop's iteration and the turn it takes up again.
+    paused: Option<(u32, TurnRow)>,
 }
 
 /// The provider model id and the effective context size: the catalogue's length (or one

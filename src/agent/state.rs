@@ -247,6 +247,29 @@ async fn offered(
     }
 }
 
+/// The `run/state` of run `alias` paused at a spend cap (402) in its turn `turn`, told in the
+/// pause's unit of work with `telemetry` (the loop's model; its usage read here).
+pub(crate) fn paused_state(
+    conn: &mut Conn,
+    run: RunId,
+    alias: &str,
+    turn: i32,
+    mut telemetry: Telemetry,
+) -> Result<RunState, DbError> {
+    let stored = StoredState::read(conn, run)?;
+    telemetry.context_tokens = stored.context_tokens;
+    telemetry.usage = UsageTotals::of(&stored.usage);
+    let facts = TurnFacts {
+        run,
+        project: ProjectId(0),
+        alias,
+        turn,
+    };
+    let mut state = stored.into_run_state(&facts, telemetry, None);
+    state.status = RunStatus::CapReached;
+    Ok(state)
+}
+
 impl StoredState {
     /// The `run/state` of this store after the turn of `facts`; a run with unresolved
     /// proposals is reported proposed (202), any other running (102).

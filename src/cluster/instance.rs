@@ -59,7 +59,7 @@ impl Instance {
         db.call(move |conn| {
             let now = now_ms();
             let aborted = if shared && instances::any_alive(conn, now)? {
-                instances::release(conn, Gone::ExpiredBefore(now))?
+                instances::release(conn, Gone::ExpiredBefore(now))?.runs
             } else {
                 let aborted = crate::db::queries::runs::recover_after_restart(conn)?;
                 instances::forget_all(conn)?;
@@ -72,10 +72,17 @@ impl Instance {
     }
 
     /// Beats every [`beat_interval`](Self::beat_interval) until `stop` is cancelled: renews
-    /// this instance's leases and releases the instances whose leases expired. When another
+    /// this instance's leases and releases the instances whose leases expired (then
+    /// `released` is called: what they watched over is this one's now). When another
     /// instance found this one expired (a stall longer than the TTL), this one's runs are no
     /// longer its own: `lost` is called to abort the loops it still runs, and it joins again.
-    pub(crate) async fn beat(self, db: DbHandle, stop: CancellationToken, lost: impl Fn()) {
+    pub(crate) async fn beat(
+        self,
+        db: DbHandle,
+        stop: CancellationToken,
+        lost: impl Fn(),
+        released: impl Fn(),
+    ) {
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -89,12 +96,16 @@ impl Instance {
                     if !kept {
                         instances::join(conn, &id, expiry)?;
                     }
-                    let aborted = instances::release(conn, Gone::ExpiredBefore(now_ms()))?;
-                    Ok((kept, aborted))
+                    let gone = instances::release(conn, Gone::ExpiredBefore(now_ms()))?;
+                    Ok((kept, gone))
                 })
                 .await;
             match beat {
-                Ok((kept, aborted)) => {
+                Ok((kept, gone)) => {
+                    let aborted = gone.runs;
+                    if gone.instances > 0 {
+                        released();
+                    }
                     if !kept {
                         tracing::error!(
                             instance = %self.id,
@@ -120,7 +131,7 @@ impl Instance {
     /// many runs were aborted.
     pub(crate) async fn leave(&self, db: &DbHandle) -> Result<usize, DbError> {
         let id = Arc::clone(&self.id);
-        db.call(move |conn| instances::release(conn, Gone::This(&id)))
+        db.call(move |conn| Ok(instances::release(conn, Gone::This(&id))?.runs))
             .await
     }
 }

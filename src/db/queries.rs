@@ -19,6 +19,7 @@ pub(crate) mod loop_places;
 pub(crate) mod loops;
 pub(crate) mod memory;
 pub(crate) mod models;
+pub(crate) mod paused_loops;
 pub(crate) mod project_settings;
 pub(crate) mod projects;
 pub(crate) mod proposals;

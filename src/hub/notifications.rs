@@ -140,6 +140,9 @@ pub(crate) enum Act {
     Inject,
     /// Prompted it again (`ask`, `act` on the run).
     Prompt,
+    /// Took its loop paused at a spend cap up again: `run/resume` (by an admin), or the
+    /// server itself (`by` null) once the cap no longer stands.
+    Resume,
 }
 
 /// `run/action` params: what a person did to a run, and who (`by`, `null`: the operator),
@@ -177,12 +180,15 @@ pub(crate) struct LoopEnded {
     pub run: String,
     pub status: RunStatus,
     /// Why a loop that completed, was aborted or failed ended (`done`, `turn_limit`,
-    /// `stalled`, `refused`, `rejected`, `aborted`, `failed`).
+    /// `stalled`, `refused`, `rejected`, `aborted`, `failed`, `cap_reached`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// What does not fit (413), or which spend cap was reached (402).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The spend cap a paused loop (402) waits on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap: Option<StandingView>,
     /// Every pending proposal (202).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proposed: Vec<ProposedEntry>,
@@ -195,7 +201,8 @@ pub struct RunState {
     pub run: String,
     /// Run-global turn number.
     pub turn: i32,
-    /// Proposed while proposals are pending, else running.
+    /// Proposed while proposals are pending, paused (402) once its loop paused at a spend
+    /// cap, else running.
     pub status: RunStatus,
     /// The latest accepted `<summarize>` text, or empty.
     pub summary: String,

@@ -11,6 +11,7 @@ pub(crate) mod people;
 pub(crate) mod plugin_methods;
 pub(crate) mod project_config;
 pub(crate) mod replay;
+pub(crate) mod resume;
 pub(crate) mod rules;
 pub(crate) mod run_settings;
 pub(crate) mod runs;

@@ -19,8 +19,8 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, rules, runs,
-    session, skills, tools, usage, webhooks,
+    entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, resume,
+    rules, runs, session, skills, tools, usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -311,6 +311,9 @@ method_table! {
     RunAbort "run/abort" (runs::RunParams) runs::abort,
         needs_init: true, long_running: false, role: Member,
         "Abort a run's current loop." &[("run", "string")];
+    RunResume "run/resume" (runs::RunParams) resume::resume,
+        needs_init: true, long_running: false, role: Admin,
+        "Take up again a run's loop paused at a spend cap (the server does once its caps no longer stand); while a cap stands, -32011 names it and the loop stays paused." &[("run", "string")];
     RunRename "run/rename" (runs::RenameParams) runs::rename,
         needs_init: true, long_running: false, role: Member,
         "Rename a run." &[("run", "string"), ("name", "string — [A-Za-z0-9_]+")];

@@ -101,7 +101,7 @@ impl CapLimits {
 }
 
 /// The span a cap counts over: the UTC calendar day or month holding the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Period {
     Day,
@@ -144,7 +144,7 @@ impl Period {
 }
 
 /// What a cap counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
     /// Total tokens (prompt and completion).
@@ -200,7 +200,7 @@ impl Limits {
 }
 
 /// Whose spending a cap limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// One run's calls, those of the sub-agents it delegated to included.
@@ -232,7 +232,7 @@ pub(crate) struct Spent {
 }
 
 /// An amount in a cap's unit, as the wire shows it: tokens, or US dollars.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Amount {
     Tokens(i64),
@@ -274,7 +274,7 @@ pub struct Standing {
 
 /// A standing as the wire shows it (a `-32011` error's `data`, `usage/capReached`,
 /// `usage/capWarning` and `usage/caps`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StandingView {
     pub scope: Scope,
     pub subject: String,

@@ -128,12 +128,16 @@ fn civil_from_days(days: i64) -> Date {
 pub(crate) struct Clock {
     /// The fixed time, or [`Clock::SYSTEM`].
     fixed: Arc<AtomicI64>,
+    /// Told when a test fixes the time, so the one watching the periods' ends
+    /// (`agent::paused::watch`) looks again without waiting for its timer.
+    fixed_again: Arc<tokio::sync::Notify>,
 }
 
 impl Default for Clock {
     fn default() -> Clock {
         Clock {
             fixed: Arc::new(AtomicI64::new(Clock::SYSTEM)),
+            fixed_again: Arc::default(),
         }
     }
 }
@@ -159,6 +163,12 @@ impl Clock {
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn fix(&self, at: UtcTime) {
         self.fixed.store(at.0, Ordering::Release);
+        self.fixed_again.notify_one();
+    }
+
+    /// Returns once a test fixed the time again (never, on a server's system clock).
+    pub(crate) async fn changed(&self) {
+        self.fixed_again.notified().await;
     }
 }
 

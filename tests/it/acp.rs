@@ -83,6 +83,7 @@ macro_rules! with_each_sdk {
 with_each_sdk!(
     a_prompt_streams_the_models_text_and_commands_and_ends_the_turn,
     the_turn_limit_ends_the_turn_max_turn_requests,
+    a_loop_paused_at_a_spend_cap_ends_the_turn_saying_so,
     a_models_refusal_ends_the_turn_refusal_with_its_text,
     an_allowed_edit_is_written_through_the_editor,
     a_rejected_edit_changes_nothing,
@@ -313,6 +314,24 @@ async fn the_turn_limit_ends_the_turn_max_turn_requests(sdk: Sdk) {
     assert_eq!(drive.seen["stopReasons"], json!(["max_turn_requests"]));
     assert_eq!(drive.messages(), ["Step one.", "Step two."]);
     assert_eq!(llm.requests().len(), 2);
+}
+
+async fn a_loop_paused_at_a_spend_cap_ends_the_turn_saying_so(sdk: Sdk) {
+    let llm = FakeLlm::start([
+        Step::reply("<known path=\"known://one\">1</known><update>Step one.</update>"),
+        Step::reply("<summarize>never asked</summarize>"),
+    ]);
+    let drive = Drive::run_with(sdk, "stream", &llm, &[("RUMMY_CAP_DAY_TOKENS", "1")]).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let messages = drive.messages();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0], "Step one.");
+    assert!(
+        messages[1].starts_with("Paused: the server's cap (1 tokens per day) is reached"),
+        "{messages:?}"
+    );
+    assert_eq!(llm.requests().len(), 1, "the second call was refused");
 }
 
 async fn a_models_refusal_ends_the_turn_refusal_with_its_text(sdk: Sdk) {

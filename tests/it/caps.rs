@@ -1,11 +1,14 @@
 //! Spend caps through the public protocol, with the scripted LLM reporting usage and the
-//! server's spending clock fixed by the test: a run's cap stops its loop before the call past
-//! it (402, an `error://` entry, `usage/capReached`) after one 80 % warning; a person's daily
+//! server's spending clock fixed by the test: a run's cap pauses its loop before the call past
+//! it (402, `usage/capReached`; what pausing keeps and what resumes it is `paused`) after one
+//! 80 % warning; a person's daily
 //! cap refuses a new `ask` with -32011 until the next UTC day; a project's cap counts every
 //! person's calls; 20 concurrent loops pass a cap by at most the calls in flight; a price
 //! changed mid-day charges later calls only; bad caps refuse the start naming the key (and
 //! in the users file the person and the line), and a run's with -32602 saying what is wrong; two
 //! instances on one PostgreSQL database hold one cap. No refused call reaches the model.
+
+mod paused;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -152,7 +155,8 @@ async fn a_run_cap_stops_its_loop_before_the_call_past_it_after_one_warning() {
     assert_eq!(reached, with(500, 0));
     assert_eq!(
         client.statuses(&run, "error://*").await,
-        [("error://1".to_owned(), 402)]
+        [],
+        "a paused loop leaves the model no error to read when it resumes"
     );
     let state = client.ok("getRun", json!({"run": run})).await;
     assert_eq!(state["status"], json!(402));
@@ -210,8 +214,9 @@ async fn a_run_s_cap_holds_its_sub_agents_calls_too() {
         .collect();
     assert_eq!(
         statuses,
-        [(json!(402), json!(parent)), (json!(402), Value::Null)],
-        "the child stopped at its delegator's cap, then the delegator"
+        [(json!(500), json!(parent)), (json!(402), Value::Null)],
+        "the child failed at its delegator's cap (a sub-agent never pauses), then the \
+         delegator paused"
     );
 }
 

@@ -191,6 +191,13 @@ impl ChildEnd {
                 }
             }
             LoopOutcome::Ended(Ending::Aborted) => (EntryStatus::Failed, fill(ABORTED, &[run])),
+            LoopOutcome::Ended(Ending::CapReached) => {
+                let error = self.error.as_deref().unwrap_or_default();
+                (
+                    EntryStatus::CapReached,
+                    fill(FAILED, &[run, ("error", error)]),
+                )
+            }
             LoopOutcome::Ended(_) | LoopOutcome::Panicked { .. } => {
                 let error = self.error.as_deref().unwrap_or_default();
                 (EntryStatus::Failed, fill(FAILED, &[run, ("error", error)]))
@@ -199,9 +206,9 @@ impl ChildEnd {
                 EntryStatus::TooLarge,
                 fill(TOO_LARGE, &[run, ("error", &error)]),
             ),
-            LoopOutcome::Capped { error } => (
+            LoopOutcome::Paused(paused) => (
                 EntryStatus::CapReached,
-                fill(FAILED, &[run, ("error", &error)]),
+                fill(FAILED, &[run, ("error", &paused.error)]),
             ),
             LoopOutcome::Proposed { .. } => (EntryStatus::Failed, fill(PROPOSED, &[run])),
         }

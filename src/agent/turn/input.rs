@@ -3,7 +3,7 @@
 use crate::agent::loop_config::LoopConfig;
 use crate::budget::PanicTracker;
 use crate::db::ids::RunId;
-use crate::db::models::run::LoopRow;
+use crate::db::models::run::{LoopRow, TurnRow};
 
 /// What a turn needs to know about its loop.
 pub(crate) struct TurnInput<'a> {
@@ -27,6 +27,9 @@ pub(crate) struct TurnInput<'a> {
     pub project_name: &'a str,
     /// The state of a panic loop (`None` in other loops).
     pub panic: Option<&'a mut PanicState>,
+    /// The turn a loop paused at a spend cap takes up again, numbered (and its prompt
+    /// written) before the call the cap refused; `None` for every other turn.
+    pub paused_turn: Option<TurnRow>,
 }
 
 /// A panic loop's judge and the prompt text it currently shows the model.

@@ -74,7 +74,9 @@ pub(super) async fn measure(
     let policy = agent
         .plugins
         .fitted(policy, u64::try_from(input.context_size).unwrap_or(0));
-    let prompt = (input.iteration == 1 && !lp.prompt.is_empty()).then(|| lp.prompt.clone());
+    let paused_turn = input.paused_turn.take();
+    let prompt = (input.iteration == 1 && !lp.prompt.is_empty() && paused_turn.is_none())
+        .then(|| lp.prompt.clone());
     let first_prompt = prompt.clone().map(PromptWrite::New);
     let PreparedPacket {
         turn: row,
@@ -82,7 +84,7 @@ pub(super) async fn measure(
         measure,
         alias,
         project,
-    } = prepare_packet(agent, input, None, first_prompt, policy).await?;
+    } = prepare_packet(agent, input, paused_turn, first_prompt, policy).await?;
     let turn = row.sequence;
     tracing::Span::current().record("turn.seq", turn);
     let mut estimate = estimate_of(&packet);

@@ -10,7 +10,9 @@
 //! (those being carried out are marked, and their acceptance records them without resuming
 //! the run), and the loop it would run next (queued by a resolution, an injection or a
 //! prompt, not claimed yet) dropped. Loops queued behind a running loop are someone's
-//! prompts: they stay queued and run next. A loop running on another instance is that
+//! prompts: they stay queued and run next. A run paused at a spend cap (`agent::paused`)
+//! drops its paused loop and every loop queued behind it, whose requests were answered
+//! paused: nothing of it runs again. A loop running on another instance is that
 //! instance's to stop ([`VerbError::Elsewhere`]).
 
 use crate::agent::current::CurrentLoop;
@@ -20,11 +22,11 @@ use crate::agent::registry::RunRegistry;
 use crate::agent::verbs::announce::{acted, announce};
 use crate::agent::verbs::{Answer, VerbError};
 use crate::agent::AgentContext;
-use crate::db::enums::RunAction;
+use crate::db::enums::{RunAction, RunStatus};
 use crate::db::ids::LoopId;
 use crate::db::models::run::{RunActionForm, RunRow};
 use crate::db::queries::run_events::EventBounds;
-use crate::db::queries::{loops, proposals, run_actions, runs};
+use crate::db::queries::{loops, paused_loops, proposals, run_actions, runs};
 use crate::db::{Conn, DbError};
 use crate::hub::notifications::{Act, RunActed};
 
@@ -32,8 +34,9 @@ use crate::hub::notifications::{Act, RunActed};
 enum Settled {
     /// Cancelled this loop, running here; its unit of work stores 499.
     Stopping(CurrentLoop),
-    /// Stopped the idle run, dropping this loop that was to run next.
-    Stopped { dropped: Option<LoopId> },
+    /// Stopped the idle run, dropping the loop that was to run next (a paused run: its
+    /// paused loop and those queued behind it).
+    Stopped { dropped: Vec<LoopId> },
     /// A loop of the run runs on another instance.
     Elsewhere,
 }
@@ -59,7 +62,7 @@ pub(crate) async fn abort(
             let _ = current.stored.wait_for(|stored| *stored).await;
         }
         Settled::Stopped { dropped } => {
-            if let Some(dropped) = dropped {
+            for dropped in dropped {
                 agent.runs.dropped(run, dropped);
             }
         }
@@ -96,17 +99,21 @@ impl Settling {
         let from = runs::get_run(conn, run)?
             .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
             .status;
-        let dropped = loops::next_pending(conn, run)?;
-        if let Some(next) = &dropped {
-            let record = serde_json::to_value(LoopOutcome::Ended(Ending::Aborted).to_record())
-                .unwrap_or_default();
+        let paused = from == RunStatus::CapReached && paused_loops::unpause(conn, run)?.is_some();
+        let dropped = match paused {
+            true => loops::pending_loops(conn, run)?,
+            false => loops::next_pending(conn, run)?.into_iter().collect(),
+        };
+        let record = serde_json::to_value(LoopOutcome::Ended(Ending::Aborted).to_record())
+            .unwrap_or_default();
+        for next in &dropped {
             loops::drop_loop(conn, next.id, Some(&record))?;
         }
         let withdrawn = proposals::withdraw(conn, run)?;
         machine::take(conn, run, from, Transition::Abort)
             .map_err(|error| DbError::Invalid(error.to_string()))?;
-        let dropped = dropped.map(|next| next.id);
-        self.record(conn, dropped, withdrawn)?;
+        let dropped: Vec<LoopId> = dropped.into_iter().map(|next| next.id).collect();
+        self.record(conn, dropped.first().copied(), withdrawn)?;
         Ok(Settled::Stopped { dropped })
     }
 

@@ -2,12 +2,16 @@
 //! Stages: *cap* (refused when a spend cap it would count against is reached), *admit*
 //! (under the bounds on active loops: it may wait its turn), *choose* (one unit of work:
 //! the run forked, created or found — blocked by pending proposals, then nothing is queued
-//! — and the loop inserted), *announce* (`RunCreated` to the plugins) and *proceed* (the
-//! loop's outcome awaited, its place among the active loops held until it ends).
+//! — and the loop inserted), *unpause* (a run paused at a spend cap whose caps the prompt
+//! replaced: its loop taken up again first, unless a cap still stands — then this prompt is
+//! answered paused and waits queued behind it), *announce* (`RunCreated` to the plugins)
+//! and *proceed* (the loop's outcome awaited, its place among the active loops held until it
+//! ends).
 
 use crate::agent::admission::Asking;
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::ProposedRow;
+use crate::agent::paused;
 use crate::agent::verbs::announce::{acted, announce};
 use crate::agent::verbs::{queue, Answer, VerbError};
 use crate::agent::AgentContext;
@@ -55,6 +59,10 @@ pub(crate) async fn start(agent: &AgentContext, start: Start) -> Result<Answer, 
         .filter(|_| !start.fork)
         .map(|run| run.id);
     refuse_at_cap(agent, &start, continued).await?;
+    // New caps of a run paused at one may free its paused loop, which runs before this one.
+    let recapped = continued
+        .filter(|_| start.caps.is_some())
+        .map(|_| start.person.clone());
     let admitted = agent
         .admission
         .admit(Asking {
@@ -89,6 +97,9 @@ pub(crate) async fn start(agent: &AgentContext, start: Start) -> Result<Answer, 
         }
         Chosen::Blocked { alias, proposed } => return Ok(Answer::Blocked { alias, proposed }),
     };
+    if let Some(person) = recapped {
+        paused::resume_run(agent, run, person).await?;
+    }
     let outcome = agent.runs.await_loop(agent, run, queued).await;
     let answer = queue::answer(agent, run, admitted.until(outcome)).await?;
     if let Answer::Ended { alias, outcome } = &answer {

@@ -116,11 +116,20 @@ pub(crate) fn let_go(conn: &mut Conn, run_id: RunId, instance: &str) -> Result<(
     Ok(())
 }
 
+/// What [`release`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Released {
+    /// Runs aborted.
+    pub runs: usize,
+    /// Instances whose rows went.
+    pub instances: usize,
+}
+
 /// Releases the instances that are `gone`: their runs' running loops go back to pending
 /// and their runs left created or running (100, 102) end aborted (499), then their rows go,
 /// and with them their leases and their claims on pending loops, which any instance may
-/// now run. Returns how many runs were aborted.
-pub(crate) fn release(conn: &mut Conn, gone: Gone<'_>) -> Result<usize, DbError> {
+/// now run. A run paused at a spend cap (402) is no instance's: it stays paused.
+pub(crate) fn release(conn: &mut Conn, gone: Gone<'_>) -> Result<Released, DbError> {
     let (id, cutoff) = gone.binds();
     write_transaction(conn, |conn| {
         statement(
@@ -152,11 +161,14 @@ pub(crate) fn release(conn: &mut Conn, gone: Gone<'_>) -> Result<usize, DbError>
         .bind::<Text, _>(id.clone())
         .bind::<BigInt, _>(cutoff)
         .execute(conn)?;
-        statement("DELETE FROM instances WHERE id = ? OR expires_at < ?")
+        let instances = statement("DELETE FROM instances WHERE id = ? OR expires_at < ?")
             .bind::<Text, _>(id)
             .bind::<BigInt, _>(cutoff)
             .execute(conn)?;
-        Ok(aborted)
+        Ok(Released {
+            runs: aborted,
+            instances,
+        })
     })
 }
 

@@ -48,8 +48,10 @@ pub(crate) fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<Loo
 
 /// Claims the run's next pending loop (highest priority, then oldest) and marks it running,
 /// in one statement, among those `instance` may run: its own and those no instance waits
-/// for (`loop_waiters`). `None` when nothing is pending for it or a loop of the run is
-/// already running. The caller holds the run's lease (`instances::claim_loop`).
+/// for (`loop_waiters`). `None` when nothing is pending for it, a loop of the run is
+/// already running, or the run is paused at a spend cap (`paused_loops`: its loop and those
+/// queued behind it wait until it is unpaused). The caller holds the run's lease
+/// (`instances::claim_loop`).
 pub(crate) fn claim_next_loop(
     conn: &mut Conn,
     run_id: RunId,
@@ -61,6 +63,7 @@ pub(crate) fn claim_next_loop(
              SELECT pending.id FROM loops AS pending
              WHERE pending.run_id = ? AND pending.status = 100
                AND NOT EXISTS (SELECT 1 FROM loops WHERE run_id = ? AND status = 102)
+               AND NOT EXISTS (SELECT 1 FROM paused_loops WHERE run_id = ?)
                AND NOT EXISTS (
                    SELECT 1 FROM loop_waiters
                    WHERE loop_waiters.loop_id = pending.id AND loop_waiters.instance_id <> ?)
@@ -68,6 +71,7 @@ pub(crate) fn claim_next_loop(
              LIMIT 1)
          RETURNING *",
     )
+    .bind::<BigInt, _>(run_id)
     .bind::<BigInt, _>(run_id)
     .bind::<BigInt, _>(run_id)
     .bind::<Text, _>(instance.to_owned())

@@ -175,7 +175,7 @@ pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppE
 /// Params of the methods that name only a run.
 #[derive(Debug, Deserialize)]
 pub(crate) struct RunParams {
-    run: Required,
+    pub(super) run: Required,
 }
 
 #[derive(Serialize)]

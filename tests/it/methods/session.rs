@@ -39,6 +39,7 @@ async fn discover_describes_every_method_and_notification() {
         "run/abort",
         "run/rename",
         "run/inject",
+        "run/resume",
         "run/config",
         "run/mcp",
         "getRuns",

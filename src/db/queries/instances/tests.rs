@@ -62,7 +62,7 @@ fn an_expired_instance_is_released_as_a_crash_is_recovered() {
     assert!(!is_alive(conn, "dead", 5_000).unwrap(), "its row expired");
     assert!(!is_alive(conn, "live", 50_000).unwrap());
     assert!(!is_alive(conn, "unknown", 5_000).unwrap());
-    assert_eq!(release(conn, Gone::ExpiredBefore(5_000)).unwrap(), 1);
+    assert_eq!(release(conn, Gone::ExpiredBefore(5_000)).unwrap().runs, 1);
     assert_eq!(
         get_run(conn, run.id).unwrap().unwrap().status,
         RunStatus::Aborted
@@ -95,7 +95,7 @@ fn a_stopping_instance_releases_its_runs_and_nobody_elses() {
     let waiting = sample_loop(conn, theirs.id, "queued at the stopping one");
     wait_for(conn, waiting.id, "stopping").unwrap();
 
-    assert_eq!(release(conn, Gone::This("stopping")).unwrap(), 1);
+    assert_eq!(release(conn, Gone::This("stopping")).unwrap().runs, 1);
     assert_eq!(
         get_run(conn, mine.id).unwrap().unwrap().status,
         RunStatus::Aborted
