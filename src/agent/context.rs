@@ -15,11 +15,13 @@ use crate::db::ids::RunId;
 use crate::db::models::run::LoopRow;
 use crate::db::DbHandle;
 use crate::hub::HubRegistry;
+use crate::inbox::Inbox;
 use crate::llm::CancellationToken;
 use crate::llm::LlmProviders;
 use crate::mcp::McpServers;
 use crate::metrics::Metrics;
 use crate::parser::Command;
+use crate::presence::Presence;
 use crate::plugins::engine::dispatch::{gather, PreparedWork};
 use crate::plugins::gather::Gathering;
 use crate::plugins::policy::ToolPolicy;
@@ -35,6 +37,10 @@ pub(crate) struct AgentContext {
     pub db: DbHandle,
     /// Notification fan-out per project.
     pub hubs: HubRegistry,
+    /// Who is in which run.
+    pub presence: Presence,
+    /// The connections told of changes to their person's inbox.
+    pub inbox: Inbox,
     /// Runs executing now, server-wide.
     pub runs: RunRegistry,
     /// `run/abort`, `run/resolve` and `run/inject` of runs executing on other instances.

@@ -3,12 +3,14 @@
 mod blocking;
 pub(crate) mod entries;
 pub(crate) mod fork;
+pub(crate) mod inbox;
 pub(crate) mod held;
 pub(crate) mod loops;
 pub(crate) mod mcp;
 pub(crate) mod models;
 pub(crate) mod people;
 pub(crate) mod plugin_methods;
+pub(crate) mod presence;
 pub(crate) mod project_config;
 pub(crate) mod replay;
 pub(crate) mod run_settings;
