@@ -91,8 +91,10 @@ impl Presence {
         }
         let presence = self.clone();
         actix_web::rt::spawn(async move {
+            // Not a warning: at a stop the store may be closed already, and the instance's
+            // release takes its connections' presence anyway.
             if let Err(error) = presence.leave(conn, None).await {
-                tracing::warn!(%error, conn, "cannot take a closed connection out of its run");
+                tracing::debug!(%error, conn, "cannot take a closed connection out of its run");
             }
         });
     }
