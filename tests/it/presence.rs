@@ -2,12 +2,14 @@
 //! it (`run/watch`) or since it acted on it, until it leaves, watches another run or closes;
 //! the one that acted last drives it; each change is told to every client of the run's
 //! project (`run/presence`, unnumbered, never replayed) and `getRun` says the current
-//! presence. Across instances: `instances.rs`.
+//! presence. Across instances on PostgreSQL too (ignored without it; `tests/run.sh` runs it).
 
 use serde_json::{json, Value};
 
-use crate::support::{Client, TestApp};
+use crate::process::ServerProcess;
+use crate::support::{project_root, Client, TestApp};
 use rummy::testing::fake_llm::{FakeLlm, Step};
+use rummy::testing::ScratchDatabase;
 
 /// `(person, client name, client kind, driving)` of each present connection, in order.
 pub(crate) fn who(presence: &Value) -> Vec<(Value, String, String, bool)> {
@@ -195,4 +197,69 @@ async fn presence_refuses_unknown_runs_other_projects_runs_and_bad_clients() {
             .await;
         assert_eq!(code, -32602, "{client}: {message}");
     }
+}
+
+/// Two instances on one PostgreSQL database, a client of each in one run: each sees the
+/// other's client present, `inbox/changed` crosses for a loop's end and for a dismissal, and
+/// the connections of an instance killed with `kill -9` leave the run once its heartbeat
+/// row expires (the surviving instance's beat releases it and tells the run).
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn presence_crosses_instances_and_a_killed_instance_s_connections_leave() {
+    let database = ScratchDatabase::required();
+    let llm = FakeLlm::start([]);
+    let home = tempfile::tempdir().unwrap();
+    let root = project_root(home.path());
+    let env = [
+        ("RUMMY_DATABASE_URL", database.url()),
+        ("RUMMY_LEASE_TTL_SECS", "3"),
+    ];
+    let doomed = ServerProcess::start_with(home.path(), &llm, &env).await;
+    let survivor = ServerProcess::start_with(home.path(), &llm, &env).await;
+    let mut there = doomed.client().await;
+    there
+        .ok(
+            "init",
+            json!({"name": "pair", "projectRoot": root, "client": {"name": "nvim", "kind": "editor"}}),
+        )
+        .await;
+    let mut here = survivor.client().await;
+    here.init("pair", &root).await;
+    let run = here.start_run("fake").await;
+
+    there.ok("run/watch", json!({"run": run})).await;
+    told(&mut here, &run, &[editor(Value::Null, false)]).await;
+    here.ok("run/watch", json!({"run": run})).await;
+    let both = [editor(Value::Null, false), api(false)];
+    told(&mut there, &run, &both).await;
+    assert_eq!(who(&here.ok("getRun", json!({"run": run})).await), both);
+
+    there.ok("inbox", json!({})).await;
+    let mut aside = survivor.client().await;
+    aside.init("pair", &root).await;
+    let finished = aside
+        .ok("ask", json!({"model": "fake", "prompt": "elsewhere"}))
+        .await["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    there
+        .until_notified("inbox/changed", |params| params["run"] == finished)
+        .await;
+    let page = there.ok("inbox", json!({})).await;
+    let id = page["items"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(page["items"][0]["run"], json!(finished));
+    aside.ok("inbox/dismiss", json!({"id": id})).await;
+    there
+        .until_notified("inbox/changed", |params| params["dismissed"] == id)
+        .await;
+
+    let exit = doomed.stop_with("-9");
+    assert!(!exit.success());
+    told(&mut here, &run, &[api(false)]).await;
+    assert_eq!(
+        who(&here.ok("getRun", json!({"run": run})).await),
+        [api(false)],
+        "a killed instance's connection is no longer present"
+    );
 }
