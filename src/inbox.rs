@@ -97,7 +97,8 @@ impl Inbox {
             return;
         }
         let (inbox, frame) = (self.clone(), Arc::clone(frame));
-        self.arbiter.spawn(async move { inbox.changed(project, &frame).await });
+        self.arbiter
+            .spawn(async move { inbox.changed(project, &frame).await });
     }
 
     /// Tells `person`'s watchers here, and (over the bus) on the other instances, that they
@@ -151,7 +152,11 @@ impl Inbox {
         let run = serde_json::from_str::<Frame>(frame)
             .ok()
             .map(|frame| frame.params.run);
-        let name = match self.db.read(move |conn| projects::get_project(conn, project)).await {
+        let name = match self
+            .db
+            .read(move |conn| projects::get_project(conn, project))
+            .await
+        {
             Ok(Some(row)) => row.name,
             Ok(None) => return,
             Err(error) => {

@@ -136,7 +136,9 @@ impl Presence {
                 let left = presence::enter(conn, &entering)?;
                 let after = told(conn, run)?;
                 let mut changed = Vec::new();
-                if after.as_ref().map(|told| &told.presence) != before.map(|told| told.presence).as_ref() {
+                if after.as_ref().map(|told| &told.presence)
+                    != before.map(|told| told.presence).as_ref()
+                {
                     changed.extend(after);
                 }
                 if let Some(left) = left {
@@ -239,13 +241,19 @@ mod tests {
     #[test]
     fn the_connection_that_acted_last_drives_and_only_it() {
         let driving = |rows| -> Vec<bool> {
-            present(rows).into_iter().map(|present| present.driving).collect()
+            present(rows)
+                .into_iter()
+                .map(|present| present.driving)
+                .collect()
         };
         assert_eq!(driving(vec![row(1, None), row(2, None)]), [false, false]);
         assert_eq!(
             driving(vec![row(1, Some(9)), row(2, Some(5)), row(3, None)]),
             [true, false, false]
         );
-        assert_eq!(driving(vec![row(1, Some(5)), row(2, Some(9))]), [false, true]);
+        assert_eq!(
+            driving(vec![row(1, Some(5)), row(2, Some(9))]),
+            [false, true]
+        );
     }
 }

@@ -418,9 +418,10 @@ impl Sending {
                     BROADCAST_CHANNEL,
                     broadcast_payloads(&self.instance, message, broadcast),
                 ),
-                BusMessage::Inbox(inbox) => {
-                    (INBOX_CHANNEL, inbox_payloads(&self.instance, message, inbox))
-                }
+                BusMessage::Inbox(inbox) => (
+                    INBOX_CHANNEL,
+                    inbox_payloads(&self.instance, message, inbox),
+                ),
             };
             let sent = conn.transaction(|conn| {
                 for payload in payloads {

@@ -199,7 +199,10 @@ mod tests {
         let cursor: Cursor = "1700000000000-42".parse().unwrap();
         assert_eq!(cursor.to_string(), "1700000000000-42");
         for bad in ["", "42", "x.7", "42.x", "1-", "-1", "a-b"] {
-            assert!(bad.parse::<ItemId>().is_err() || bad.parse::<Cursor>().is_err(), "{bad}");
+            assert!(
+                bad.parse::<ItemId>().is_err() || bad.parse::<Cursor>().is_err(),
+                "{bad}"
+            );
         }
         assert!("oops".parse::<Cursor>().is_err());
         assert!("42.7".parse::<Cursor>().is_err());

@@ -11,8 +11,8 @@ use crate::db::ids::ProjectId;
 use crate::error::AppError;
 use crate::hub::notifications::Client;
 use crate::hub::{ConnId, Outbound};
-use actix::Recipient;
 use crate::presence::Someone;
+use actix::Recipient;
 
 /// The project a connection is bound to by `init`.
 #[derive(Debug, Clone, PartialEq, Eq)]

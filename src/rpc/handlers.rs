@@ -3,8 +3,8 @@
 mod blocking;
 pub(crate) mod entries;
 pub(crate) mod fork;
-pub(crate) mod inbox;
 pub(crate) mod held;
+pub(crate) mod inbox;
 pub(crate) mod loops;
 pub(crate) mod mcp;
 pub(crate) mod models;

@@ -145,9 +145,7 @@ async fn an_item_goes_when_resolved_elsewhere_or_dismissed_and_every_watcher_is_
     let mut mo_elsewhere = person_in(&app, "mo-token", "web").await;
     let (code, message) = olga.err("inbox/dismiss", json!({"id": id})).await;
     assert_eq!(code, -32602, "another person's item: {message}");
-    mo_elsewhere
-        .ok("inbox/dismiss", json!({"id": id}))
-        .await;
+    mo_elsewhere.ok("inbox/dismiss", json!({"id": id})).await;
     let told = mo
         .until_notified("inbox/changed", |params| params["dismissed"] == id)
         .await;
@@ -189,7 +187,10 @@ async fn the_operator_s_inbox_pages_newest_first_and_refuses_bad_input() {
     assert_eq!(rest["next"], Value::Null);
 
     client
-        .ok("ask", json!({"model": "fake", "prompt": "more", "run": runs[0]}))
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "more", "run": runs[0]}),
+        )
         .await;
     let again = client.ok("inbox", json!({})).await;
     assert_eq!(

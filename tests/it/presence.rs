@@ -100,7 +100,10 @@ async fn every_client_of_a_run_sees_who_watches_and_who_drives_it() {
 
     watcher.ok("run/watch", json!({"run": run})).await;
     driver
-        .ok("ask", json!({"model": "fake", "prompt": "again", "run": run}))
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "again", "run": run}),
+        )
         .await;
     assert_eq!(
         who(&driver.ok("getRun", json!({"run": run})).await),

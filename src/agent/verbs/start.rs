@@ -183,10 +183,7 @@ struct NewRun {
 
 impl RunChoice {
     /// The choice of `start`'s run, and what is told the run its loop is queued on.
-    fn of(
-        start: Start,
-        bounds: EventBounds,
-    ) -> (RunChoice, Box<dyn FnOnce(RunId) + Send>) {
+    fn of(start: Start, bounds: EventBounds) -> (RunChoice, Box<dyn FnOnce(RunId) + Send>) {
         let create = RunCreateForm {
             project_id: start.project,
             model: start.model.clone(),

@@ -74,7 +74,10 @@ struct Dismissed {
 /// `inbox/dismiss`: the item leaves the caller's inbox until its run has something new; an
 /// item that is not in their inbox (never was, resolved meanwhile, another project's) is
 /// refused. The caller's connections, on every instance, are told.
-pub(crate) async fn dismiss(context: CallContext, params: DismissParams) -> Result<Reply, AppError> {
+pub(crate) async fn dismiss(
+    context: CallContext,
+    params: DismissParams,
+) -> Result<Reply, AppError> {
     let grant = context.grant()?;
     let not_there = || {
         AppError::InvalidParam(format!(

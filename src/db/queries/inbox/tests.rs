@@ -40,5 +40,9 @@ fn waiting_runs_are_those_on_proposals_and_the_asker_s_ended_ones_until_dismisse
 
     dismiss(conn, None, finished.id, 0).unwrap();
     assert_eq!(listed(conn, None), vec![proposing.id]);
-    assert_eq!(listed(conn, Some("bob")), vec![proposing.id], "bob's inbox is his");
+    assert_eq!(
+        listed(conn, Some("bob")),
+        vec![proposing.id],
+        "bob's inbox is his"
+    );
 }

@@ -22,8 +22,14 @@ fn a_connection_is_in_one_run_at_a_time_since_it_entered_it() {
     join(conn, "a", 10_000).unwrap();
     let (one, two) = (sample_run(conn), sample_run(conn));
 
-    assert_eq!(enter(conn, &entering("a", 1, one.id, 100, false)).unwrap(), None);
-    assert_eq!(enter(conn, &entering("a", 1, one.id, 200, true)).unwrap(), None);
+    assert_eq!(
+        enter(conn, &entering("a", 1, one.id, 100, false)).unwrap(),
+        None
+    );
+    assert_eq!(
+        enter(conn, &entering("a", 1, one.id, 200, true)).unwrap(),
+        None
+    );
     let rows = of_run(conn, one.id, 5_000).unwrap();
     assert_eq!((rows[0].since_ms, rows[0].acted_ms), (100, Some(200)));
 
@@ -36,7 +42,11 @@ fn a_connection_is_in_one_run_at_a_time_since_it_entered_it() {
     let rows = of_run(conn, two.id, 5_000).unwrap();
     assert_eq!((rows[0].since_ms, rows[0].acted_ms), (300, None));
 
-    assert_eq!(leave(conn, "a", 1, Some(one.id)).unwrap(), None, "not in it");
+    assert_eq!(
+        leave(conn, "a", 1, Some(one.id)).unwrap(),
+        None,
+        "not in it"
+    );
     assert_eq!(leave(conn, "a", 1, None).unwrap(), Some(two.id));
     assert!(of_run(conn, two.id, 5_000).unwrap().is_empty());
 }
