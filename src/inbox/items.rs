@@ -150,8 +150,15 @@ pub(crate) fn page(
         })
         .filter(|(cursor, _)| before.is_none_or(|before| *cursor < before))
         .collect();
-    items.sort_by(|a, b| b.0.cmp(&a.0));
-    let next = (items.len() > limit).then(|| items[limit - 1].0.to_string());
+    items.sort_by_key(|(cursor, _)| std::cmp::Reverse(*cursor));
+    let next = if items.len() > limit {
+        limit
+            .checked_sub(1)
+            .and_then(|last| items.get(last))
+            .map(|(cursor, _)| cursor.to_string())
+    } else {
+        None
+    };
     items.truncate(limit);
     InboxPage {
         items: items.into_iter().map(|(_, item)| item).collect(),

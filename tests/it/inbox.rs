@@ -151,6 +151,7 @@ async fn an_item_goes_when_resolved_elsewhere_or_dismissed_and_every_watcher_is_
         .await;
     assert_eq!(told["params"], json!({"dismissed": id}));
     assert!(items(&mo.ok("inbox", json!({})).await).is_empty());
+    olga.ok("ping", json!({})).await;
     assert!(
         olga.pending_notifications()
             .iter()
