@@ -40,6 +40,7 @@ use crate::db::{self, queries, ConnectionSetup, DbError, DbHandle, DbOptions, St
 use crate::home_lock::{HomeLock, HomeLockError};
 use crate::hub::notifications::UiNotification;
 use crate::hub::HubRegistry;
+use crate::inbox::Inbox;
 use crate::llm::{
     CapBook, CapNotice, ConcurrencyLimits, Ledger, LlmOptions, LlmProviders, RetryPolicy, Spending,
 };
@@ -51,6 +52,7 @@ use crate::plugins::events::{Event, Hook};
 use crate::plugins::process::{self, ProcessPlugins};
 use crate::plugins::tool::ToolSettings;
 use crate::plugins::Plugins;
+use crate::presence::Presence;
 use crate::project_actor::ProjectRegistry;
 use crate::rpc::handlers::held;
 use crate::sandbox::policy::ProjectChoice;
@@ -103,8 +105,12 @@ impl RunningServer {
         self.heartbeat.cancel();
         self.webhooks.cancel();
         match agent.runs.instance().leave(&agent.db).await {
-            Ok(0) => {}
-            Ok(runs) => tracing::info!(runs, "runs cut short by the stop are aborted"),
+            Ok((runs, vacated)) => {
+                if runs > 0 {
+                    tracing::info!(runs, "runs cut short by the stop are aborted");
+                }
+                agent.presence.retell(vacated).await;
+            }
             Err(error) => tracing::warn!(%error, "cannot give back this instance's leases"),
         }
         self.state.connections.shutdown_all();
@@ -279,8 +285,14 @@ fn agent_context(
         TokenMath::new(settings.tokens.divisor),
     );
     let llm = LlmProviders::start(provider_settings(settings), ledger)?;
+    let presence = Presence::new(instance.id(), db.clone(), hubs.clone());
+    let inbox = Inbox::new(db.clone(), hubs.clone());
+    let watching = inbox.clone();
+    hubs.watch_frames(Box::new(move |project, frame| watching.saw(project, frame)));
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
+        presence,
+        inbox,
         db,
         commands: ServerCommands::new(settings, hubs.clone(), instance.id()),
         hubs,
@@ -426,11 +438,16 @@ fn start_heartbeat(agent: &AgentContext) -> CancellationToken {
     let heartbeat = CancellationToken::new();
     let runs = agent.runs.clone();
     let paused = agent.paused.clone();
+    let presence = agent.presence.clone();
     actix_web::rt::spawn(agent.runs.instance().clone().beat(
         agent.db.clone(),
         heartbeat.clone(),
         move || runs.cancel_all(),
         move || paused.poke(),
+        move |vacated| {
+            let presence = presence.clone();
+            actix_web::rt::spawn(async move { presence.retell(vacated).await });
+        },
     ));
     heartbeat
 }
@@ -490,6 +507,7 @@ async fn take_from_the_bus(agent: AgentContext, mut arrived: UnboundedReceiver<B
         match message {
             BusMessage::Frame(frame) => agent.hubs.relayed(frame),
             BusMessage::Broadcast(broadcast) => agent.hubs.relayed_broadcast(broadcast),
+            BusMessage::Inbox(inbox) => agent.inbox.relayed(inbox),
             BusMessage::Command(command) => {
                 let agent = agent.clone();
                 actix_web::rt::spawn(async move {

@@ -207,7 +207,13 @@ pub struct HubRegistry {
     bus: Arc<OnceLock<FrameBus>>,
     /// Where the frames handed to subscribers are counted.
     work: Arc<WorkCounters>,
+    /// Shown every run notification frame offered here, this instance's and the others'.
+    watcher: Arc<OnceLock<FrameWatcher>>,
 }
+
+/// What is shown each run notification frame with its project (the inbox's fan-out); it
+/// must not wait, being called on the writer's thread.
+pub(crate) type FrameWatcher = Box<dyn Fn(ProjectId, &Arc<str>) + Send + Sync>;
 
 impl HubRegistry {
     /// Hubs that run on the current arbiter, counting the frames they hand over in `work`.
@@ -217,7 +223,19 @@ impl HubRegistry {
             arbiter: Arbiter::current(),
             bus: Arc::default(),
             work: Arc::clone(work),
+            watcher: Arc::default(),
         }
+    }
+
+    /// Shows every run notification frame offered from now on to `watcher` (once; a second
+    /// is ignored).
+    pub(crate) fn watch_frames(&self, watcher: FrameWatcher) {
+        let _ = self.watcher.set(watcher);
+    }
+
+    /// Where the frames handed to clients are counted.
+    pub(crate) fn work(&self) -> &WorkCounters {
+        &self.work
     }
 
     /// Sends every frame written here on `bus` from now on (once; a second bus is ignored).
@@ -248,6 +266,7 @@ impl HubRegistry {
                     text: Arc::clone(&text),
                 }));
             }
+            self.watched(project, &text);
             self.deliver(project, |hub| hub.do_send(Offer(text)));
         }
     }
@@ -255,7 +274,14 @@ impl HubRegistry {
     /// Offers a frame another instance wrote to everyone bound to its project here.
     pub fn relayed(&self, frame: BusFrame) {
         let BusFrame { project, text, .. } = frame;
+        self.watched(project, &text);
         self.deliver(project, |hub| hub.do_send(Offer(text)));
+    }
+
+    fn watched(&self, project: ProjectId, text: &Arc<str>) {
+        if let Some(watcher) = self.watcher.get() {
+            watcher(project, text);
+        }
     }
 
     /// Delivers `project`'s notifications to connection `conn` at `recipient`.

@@ -458,7 +458,10 @@ async fn call_on_run(link: &Link, method: &str, run: &str, root: &Path) -> Resul
 /// `init` of the project at `root` on `link`, named after its directory.
 async fn bind<'a>(link: &'a Link, root: &Path) -> Result<&'a Link, AcpError> {
     let name = project_name(root)?;
-    link.call("init", json!({"name": name, "projectRoot": root}))
+    link.call(
+        "init",
+        json!({"name": name, "projectRoot": root, "client": {"name": "rummy acp", "kind": "editor"}}),
+    )
         .await?;
     Ok(link)
 }

@@ -17,6 +17,7 @@ use crate::db::ids::RunId;
 use crate::db::models::run::LoopRow;
 use crate::db::DbHandle;
 use crate::hub::HubRegistry;
+use crate::inbox::Inbox;
 use crate::llm::CancellationToken;
 use crate::llm::LlmProviders;
 use crate::mcp::McpServers;
@@ -26,6 +27,7 @@ use crate::plugins::engine::dispatch::{gather, PreparedWork};
 use crate::plugins::gather::Gathering;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::Plugins;
+use crate::presence::Presence;
 use crate::project_actor::ProjectRegistry;
 use crate::sandbox::runner::ServerCommands;
 use crate::web::WebClient;
@@ -38,6 +40,10 @@ pub(crate) struct AgentContext {
     pub db: DbHandle,
     /// Notification fan-out per project.
     pub hubs: HubRegistry,
+    /// Who is in which run.
+    pub presence: Presence,
+    /// The connections told of changes to their person's inbox.
+    pub inbox: Inbox,
     /// Runs executing now, server-wide.
     pub runs: RunRegistry,
     /// `run/abort`, `run/resolve` and `run/inject` of runs executing on other instances.

@@ -39,6 +39,7 @@ mod measure;
 mod prepare;
 
 pub(crate) use input::{PanicState, TurnInput};
+pub(crate) use prepare::prompt_attributes;
 
 /// What the loop needs to decide whether to go on.
 #[derive(Debug, Default)]

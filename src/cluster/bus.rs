@@ -7,8 +7,9 @@
 //! `run/abort`, `run/resolve` or `run/inject` for the instance holding the run's lease, and
 //! that instance's acknowledgement and answer, each addressed to one instance; and the
 //! channel `rummy_broadcasts` a project's unnumbered frames ([`BusBroadcast`]: a plugin's
-//! `ui/render` and `ui/notify`), which every other instance offers to its clients of the
-//! project.
+//! `ui/render` and `ui/notify`, `run/presence`), which every other instance offers to its
+//! clients of the project; and the channel `rummy_inbox` a person's `inbox/changed`
+//! ([`BusInbox`]), which every other instance offers to that person's connections there.
 //!
 //! Two threads of their own, each on a dedicated connection (never a pool's: a `LISTEN`
 //! belongs to its session): the sender sends the frames in the order it is given them, a
@@ -40,6 +41,9 @@ const COMMAND_CHANNEL: &str = "rummy_commands";
 
 /// The channel of [`BusBroadcast`]s.
 const BROADCAST_CHANNEL: &str = "rummy_broadcasts";
+
+/// The channel of [`BusInbox`]es.
+const INBOX_CHANNEL: &str = "rummy_inbox";
 
 /// How often the listener reads what arrived.
 const LISTEN_POLL: Duration = Duration::from_millis(20);
@@ -75,12 +79,21 @@ pub struct BusBroadcast {
     pub text: Arc<str>,
 }
 
+/// An `inbox/changed` frame for one person's connections (`None`: the operator's), on
+/// whichever instance.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BusInbox {
+    pub person: Option<String>,
+    pub text: Arc<str>,
+}
+
 /// What crosses the bus.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BusMessage {
     Frame(BusFrame),
     Command(BusCommand),
     Broadcast(BusBroadcast),
+    Inbox(BusInbox),
 }
 
 /// The sending end, cheap to clone; [`stop`](Self::stop), or dropping every clone, ends both
@@ -312,6 +325,20 @@ fn parse_broadcast(payload: &str) -> Option<(ProjectId, Part<'_>)> {
     Some((project, Part::read(sender, fields)?))
 }
 
+/// An inbox message's payloads; the head is the sending instance, the text the message as
+/// JSON.
+fn inbox_payloads(instance: &str, message: u64, inbox: &BusInbox) -> Vec<String> {
+    let text = serde_json::to_string(inbox).unwrap_or_default();
+    payloads(instance, message, &text)
+}
+
+/// An inbox message's payload: its part.
+fn parse_inbox(payload: &str) -> Option<Part<'_>> {
+    let mut fields = payload.splitn(5, '\t');
+    let sender = fields.next()?;
+    Part::read(sender, fields)
+}
+
 /// A command's payload: the instance it is for, and its part.
 fn parse_command(payload: &str) -> Option<(&str, Part<'_>)> {
     let mut fields = payload.splitn(6, '\t');
@@ -391,6 +418,10 @@ impl Sending {
                     BROADCAST_CHANNEL,
                     broadcast_payloads(&self.instance, message, broadcast),
                 ),
+                BusMessage::Inbox(inbox) => (
+                    INBOX_CHANNEL,
+                    inbox_payloads(&self.instance, message, inbox),
+                ),
             };
             let sent = conn.transaction(|conn| {
                 for payload in payloads {
@@ -432,7 +463,7 @@ impl Listening {
             let listening = connect_postgres(&self.url)
                 .map_err(|error| error.to_string())
                 .and_then(|mut conn| {
-                    [CHANNEL, COMMAND_CHANNEL, BROADCAST_CHANNEL]
+                    [CHANNEL, COMMAND_CHANNEL, BROADCAST_CHANNEL, INBOX_CHANNEL]
                         .into_iter()
                         .try_for_each(|channel| {
                             diesel::sql_query(format!("LISTEN {channel}"))
@@ -506,6 +537,17 @@ impl Listening {
                 project,
                 text: Arc::from(text),
             }));
+        }
+        if notification.channel == INBOX_CHANNEL {
+            let Some(part) = parse_inbox(&notification.payload) else {
+                tracing::warn!("the frame bus got an inbox message it cannot read");
+                return None;
+            };
+            if part.sender == self.instance {
+                return None;
+            }
+            let text = assembly.add(part)?;
+            return serde_json::from_str(&text).ok().map(BusMessage::Inbox);
         }
         let Some((head, part)) = parse_frame(&notification.payload) else {
             tracing::warn!("the frame bus got a payload it cannot read");
@@ -595,6 +637,31 @@ mod tests {
             assert_eq!(joined, vec![text.to_owned()]);
         }
         assert_eq!(parse_broadcast("a\tx\t0\t0\t1\t{}"), None);
+    }
+
+    #[test]
+    fn an_inbox_message_crosses_as_parts_with_its_person() {
+        let big = big();
+        for (person, text) in [(None, "{}"), (Some("ada\tlovelace"), big.as_str())] {
+            let inbox = BusInbox {
+                person: person.map(str::to_owned),
+                text: Arc::from(text),
+            };
+            let sent = inbox_payloads("a", 3, &inbox);
+            assert!(sent.iter().all(|payload| payload.len() < 8000));
+            let mut assembly = Assembly::default();
+            let mut joined = Vec::new();
+            for payload in &sent {
+                let part = parse_inbox(payload).unwrap();
+                assert_eq!(part.sender, "a");
+                joined.extend(assembly.add(part));
+            }
+            let joined: Vec<BusInbox> = joined
+                .iter()
+                .map(|text| serde_json::from_str(text).unwrap())
+                .collect();
+            assert_eq!(joined, vec![inbox]);
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::db::ids::{ProjectId, RunId};
 use crate::db::queries::instances::{self, Gone};
 use crate::db::queries::runs::now_ms;
 use crate::db::{DbError, DbHandle};
@@ -76,12 +77,14 @@ impl Instance {
     /// `released` is called: what they watched over is this one's now). When another
     /// instance found this one expired (a stall longer than the TTL), this one's runs are no
     /// longer its own: `lost` is called to abort the loops it still runs, and it joins again.
+    /// The runs that connections of a released instance were in are handed to `vacated`.
     pub(crate) async fn beat(
         self,
         db: DbHandle,
         stop: CancellationToken,
         lost: impl Fn(),
         released: impl Fn(),
+        vacated: impl Fn(Vec<(ProjectId, RunId)>),
     ) {
         loop {
             tokio::select! {
@@ -96,15 +99,20 @@ impl Instance {
                     if !kept {
                         instances::join(conn, &id, expiry)?;
                     }
-                    let gone = instances::release(conn, Gone::ExpiredBefore(now_ms()))?;
-                    Ok((kept, gone))
+                    let expired = Gone::ExpiredBefore(now_ms());
+                    let left = instances::vacated(conn, expired)?;
+                    let gone = instances::release(conn, expired)?;
+                    Ok((kept, gone, left))
                 })
                 .await;
             match beat {
-                Ok((kept, gone)) => {
+                Ok((kept, gone, left)) => {
                     let aborted = gone.runs;
                     if gone.instances > 0 {
                         released();
+                    }
+                    if !left.is_empty() {
+                        vacated(left);
                     }
                     if !kept {
                         tracing::error!(
@@ -128,11 +136,17 @@ impl Instance {
 
     /// Gives back this instance's leases at a clean stop: runs it still drives end 499 with
     /// their loops pending, its queued loops become anyone's, and its row goes. Returns how
-    /// many runs were aborted.
-    pub(crate) async fn leave(&self, db: &DbHandle) -> Result<usize, DbError> {
+    /// many runs were aborted, and the runs its connections were in.
+    pub(crate) async fn leave(
+        &self,
+        db: &DbHandle,
+    ) -> Result<(usize, Vec<(ProjectId, RunId)>), DbError> {
         let id = Arc::clone(&self.id);
-        db.call(move |conn| Ok(instances::release(conn, Gone::This(&id))?.runs))
-            .await
+        db.call(move |conn| {
+            let left = instances::vacated(conn, Gone::This(&id))?;
+            Ok((instances::release(conn, Gone::This(&id))?.runs, left))
+        })
+        .await
     }
 }
 

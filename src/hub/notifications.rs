@@ -364,6 +364,11 @@ pub enum UiNotification {
     CapReached(StandingView),
     /// `usage/capWarning`: spending passed the warning share (`RUMMY_CAP_WARNING_PERCENT`) of this cap, the first time in its period.
     CapWarning(StandingView),
+    /// `run/presence`: who is in a run now (`presence`), the whole of it after each change.
+    Presence(RunPresence),
+    /// `inbox/changed`: what waits for the person may have changed (sent to their
+    /// connections that asked for their `inbox`, never to a project's).
+    InboxChanged(InboxChanged),
 }
 
 impl UiNotification {
@@ -375,6 +380,8 @@ impl UiNotification {
             UiNotification::Output(_) => "run/output",
             UiNotification::CapReached(_) => "usage/capReached",
             UiNotification::CapWarning(_) => "usage/capWarning",
+            UiNotification::Presence(_) => "run/presence",
+            UiNotification::InboxChanged(_) => "inbox/changed",
         }
     }
 
@@ -427,6 +434,85 @@ pub struct RunOutput {
     pub status: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit: Option<u8>,
+}
+
+/// What kind of client a connection is, as it said at `init` (`api` when it said nothing).
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientKind {
+    /// An editor: `rummy acp`, a Neovim or VS Code client.
+    Editor,
+    /// The web console.
+    Console,
+    /// Anything else speaking the protocol.
+    #[default]
+    Api,
+}
+
+impl ClientKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientKind::Editor => "editor",
+            ClientKind::Console => "console",
+            ClientKind::Api => "api",
+        }
+    }
+
+    /// The kind stored as [`as_str`](Self::as_str) wrote it (`api` for anything else).
+    pub fn parse(stored: &str) -> ClientKind {
+        match stored {
+            "editor" => ClientKind::Editor,
+            "console" => ClientKind::Console,
+            _ => ClientKind::Api,
+        }
+    }
+}
+
+/// A client as it named itself at `init`.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Client {
+    pub name: String,
+    pub kind: ClientKind,
+}
+
+/// `run/presence` params: everyone in the run now, longest present first.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunPresence {
+    /// Run alias.
+    pub run: String,
+    pub present: Vec<Present>,
+}
+
+/// One connection in a run.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Present {
+    /// Who (`null`: the operator).
+    pub person: Option<String>,
+    pub client: Client,
+    /// It acted on the run last of those present (it prompted, resolved, injected or
+    /// aborted): at most one connection drives a run.
+    pub driving: bool,
+    /// Since when it is in the run (ms since the epoch).
+    pub since: i64,
+}
+
+/// `inbox/changed` params: which run's item may have changed (`inbox` says what waits now).
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InboxChanged {
+    /// The project's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Run alias.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// The item the person dismissed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dismissed: Option<String>,
 }
 
 /// How a `ui/notify` message should stand out.

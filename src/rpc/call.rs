@@ -9,7 +9,10 @@ use crate::access::{Access, Caller, Grant};
 use crate::agent::AgentContext;
 use crate::db::ids::ProjectId;
 use crate::error::AppError;
-use crate::hub::ConnId;
+use crate::hub::notifications::Client;
+use crate::hub::{ConnId, Outbound};
+use crate::presence::Someone;
+use actix::Recipient;
 
 /// The project a connection is bound to by `init`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +21,8 @@ pub(crate) struct ProjectBinding {
     pub name: String,
     /// Absolute project root.
     pub root: PathBuf,
+    /// The client the connection said it is at `init`.
+    pub client: Client,
 }
 
 /// What a handler can see of the server and of the calling connection.
@@ -32,6 +37,8 @@ pub(crate) struct CallContext {
     pub access: Access,
     /// Its project, once `init` has run.
     pub project: Option<ProjectBinding>,
+    /// Where notifications for this connection alone go (`inbox/changed`).
+    pub outbound: Recipient<Outbound>,
 }
 
 impl CallContext {
@@ -43,6 +50,15 @@ impl CallContext {
     /// What the caller may do now.
     pub(crate) fn grant(&self) -> Result<Grant, AppError> {
         Ok(self.access.grant(&self.caller)?)
+    }
+
+    /// This connection as presence names it (`init` must have run).
+    pub(crate) fn someone(&self) -> Result<Someone, AppError> {
+        Ok(Someone {
+            conn: self.conn,
+            person: self.person(),
+            client: self.project()?.client.clone(),
+        })
     }
 
     /// The caller's name, for the rows that record who did what.

@@ -19,8 +19,8 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, resume,
-    rules, runs, session, skills, tools, usage, webhooks,
+    entries, fork, inbox, loops, mcp, models, people, plugin_methods, presence, project_config,
+    replay, resume, rules, runs, session, skills, tools, usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -188,6 +188,7 @@ method_table! {
         "Bind this connection to a project: created at its root the first time, opened at that root after." &[
             ("name", "string — project identity"),
             ("projectRoot", "string — absolute path of the project tree"),
+            ("client", "object? — {name, kind: editor|console|api}: what other clients of a run this connection is in see (default {name: \"api\", kind: \"api\"})"),
         ];
     GetProjects "getProjects" (NoParams) session::projects,
         needs_init: false, long_running: false, role: Viewer,
@@ -357,6 +358,25 @@ method_table! {
             ("run", "string — run alias"),
             ("since", "integer — the latest seq of the run received, 0 for none"),
         ];
+    RunWatch "run/watch" (presence::WatchParams) presence::watch,
+        needs_init: true, long_running: false, role: Viewer,
+        "Be in a run's presence (out of any other run) until run/unwatch, another run/watch or the connection's close; every client of the run is told (run/presence): {run, present}." &[
+            ("run", "string — run alias"),
+        ];
+    RunUnwatch "run/unwatch" (presence::WatchParams) presence::unwatch,
+        needs_init: true, long_running: false, role: Viewer,
+        "Leave a run's presence: {run, left}." &[("run", "string — run alias")];
+    Inbox "inbox" (inbox::InboxParams) inbox::list,
+        needs_init: false, long_running: false, role: Viewer,
+        "What waits for the caller across their projects, newest first: {items: [{id, project, run, title, why: approval|capped|failed|finished, status, since}], next}; the connection is then told of changes (inbox/changed)." &[
+            ("limit", "integer? — 1..200, default 50"),
+            ("before", "string? — the next of the page before"),
+        ];
+    InboxDismiss "inbox/dismiss" (inbox::DismissParams) inbox::dismiss,
+        needs_init: false, long_running: false, role: Viewer,
+        "Take an item out of the caller's inbox until its run has something new: {dismissed}." &[
+            ("id", "string — an item's id"),
+        ];
     SkillAdd "skill/add" (skills::SkillParams) skills::add,
         needs_init: true, long_running: false, role: Member,
         "Load $RUMMY_HOME/skills/<name>.md into a run." &[("run", "string"), ("name", "string")];
@@ -430,6 +450,17 @@ const NOTIFICATIONS: &[(&str, &str)] = &[
         "usage/capWarning",
         "Spending passed the warning share (RUMMY_CAP_WARNING_PERCENT, 80 % by default) of a spend cap, the first time in its period: {scope, subject, \
          period, unit, limit, spent, left, resets}.",
+    ),
+    (
+        "run/presence",
+        "Who is in a run now, after each change: {run, present: [{person, client: {name, \
+         kind}, driving, since}]}. Not numbered nor kept for replay: getRun says the current \
+         presence.",
+    ),
+    (
+        "inbox/changed",
+        "What waits for the person may have changed: {project, run} or {dismissed}. Sent to \
+         the person's connections that called inbox, on every instance.",
     ),
     ("ui/render", "Display text from a plugin: {text, append}."),
     (

@@ -149,6 +149,7 @@ impl WsSession {
             caller: self.caller.clone(),
             access: self.state.access.clone(),
             project: self.project.clone(),
+            outbound: ctx.address().recipient(),
         };
         let permit = match self
             .state
@@ -381,6 +382,8 @@ impl Actor for WsSession {
             self.state.agent.hubs.unsubscribe(project.id, self.id);
         }
         self.state.connections.deregister(self.id);
+        self.state.agent.presence.closed(self.id);
+        self.state.agent.inbox.closed(self.id);
         self.state.agent.mcp.release(self.id);
         self.state.agent.metrics.connection_closed();
     }

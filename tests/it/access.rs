@@ -410,6 +410,85 @@ async fn runs_loops_resolutions_and_aborts_say_who_did_them() {
     assert_eq!(detail["created_by"], json!("mo"), "a fork is its forker's");
 }
 
+/// `(path, by)` of each prompt entry of `run`, as `getRun`'s history has them.
+async fn prompts_by(client: &mut Client, run: &str) -> Vec<(String, Value)> {
+    let detail = client.ok("getRun", json!({"run": run})).await;
+    detail["context"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["scheme"] == "prompt")
+        .map(|entry| {
+            (
+                entry["path"].as_str().unwrap().to_owned(),
+                entry["attributes"]["by"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[actix_web::test]
+async fn every_prompt_and_injected_message_says_who_wrote_it() {
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>one</summarize>"),
+        Step::reply("<summarize>two</summarize>"),
+        Step::Hang,
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let (app, _) = server(&llm, dir.path(), &team()).await;
+    let root = app.project_root("web");
+    let mut mo = connect(&app, MO).await;
+    mo.init("web", &root).await;
+    let mut ada = connect(&app, ADA).await;
+    ada.init("web", &root).await;
+    let mut operator = connect(&app, SHARED).await;
+    operator.init("web", &root).await;
+
+    let run = mo
+        .ok("ask", json!({"model": "fake", "prompt": "first"}))
+        .await["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ada.ok("run/inject", json!({"run": run, "message": "and then"}))
+        .await;
+    assert_eq!(
+        prompts_by(&mut ada, &run).await,
+        [
+            ("prompt://1".to_owned(), json!("mo")),
+            ("prompt://2".to_owned(), json!("ada"))
+        ],
+        "a prompt, and a message that ran a loop of its own, say who wrote them"
+    );
+
+    operator
+        .send("ask", json!({"model": "fake", "prompt": "hanging"}))
+        .await;
+    let progress = operator
+        .until_notified("run/progress", |params| params["run"] != run)
+        .await;
+    let hanging = progress["params"]["run"].as_str().unwrap().to_owned();
+    llm.wait_for_requests(3).await;
+    mo.ok(
+        "run/inject",
+        json!({"run": hanging, "message": "meanwhile"}),
+    )
+    .await;
+    operator.ok("run/abort", json!({"run": hanging})).await;
+    let prompts = prompts_by(&mut mo, &hanging).await;
+    assert_eq!(prompts.len(), 2, "{prompts:?}");
+    assert_eq!(
+        prompts[0].1,
+        Value::Null,
+        "the operator is nobody in particular"
+    );
+    assert_eq!(
+        prompts[1].1,
+        json!("mo"),
+        "a message joining the running loop"
+    );
+}
+
 #[actix_web::test]
 async fn metrics_are_for_admins() {
     let llm = FakeLlm::start([]);

@@ -1106,6 +1106,14 @@ async fn remote_a_proposal_another_client_accepts_is_withdrawn_from_the_editor_a
         .as_str()
         .unwrap()
         .to_string();
+    let present = other.ok("getRun", json!({"run": run})).await["present"].clone();
+    assert_eq!(
+        present[0]["client"],
+        json!({"name": "rummy acp", "kind": "editor"}),
+        "the editor is in the run it prompted, as rummy acp: {present}"
+    );
+    assert_eq!(present[0]["person"], json!("mo"));
+    assert_eq!(present[0]["driving"], json!(true));
     std::fs::write(root.join("a.txt"), "one\nTWO\n").unwrap();
     let accepted = other
         .ok(

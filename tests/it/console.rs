@@ -625,3 +625,63 @@ async fn the_console_reads_the_people_each_runs_cost_and_usage_before_init() {
     let mut operator = nobody.client().await;
     assert_eq!(operator.ok("getPeople", json!({})).await, json!([]));
 }
+
+/// The calls the console's run page and inbox make, on a console socket: `init` as the
+/// console, `run/watch` (the page's presence, seen by an editor of the run's project with the
+/// person's name), and `inbox` before any `init`; the inbox page's script is served.
+#[actix_web::test]
+async fn the_console_is_seen_in_a_run_it_shows_and_reads_its_person_s_inbox() {
+    let llm = FakeLlm::start([]);
+    let (app, _dir) = server(&llm, &[]).await;
+    let addr = app.addr();
+    let root = app.project_root("web");
+    let mut editor = Client::connect(&format!("ws://{addr}/?token={SHARED}")).await;
+    editor.init("web", &root).await;
+    editor.add_model("fake").await;
+    let run = editor
+        .ok("ask", json!({"model": "fake", "prompt": "hello"}))
+        .await["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let id = sign_in(addr, "/ui", MO).await.session();
+    let mut page = console_socket(addr, "/ui", &id, &origin(addr))
+        .await
+        .unwrap();
+    assert_eq!(
+        page.ok("inbox", json!({})).await,
+        json!({"items": [], "next": null}),
+        "mo asked for nothing and nothing waits for his approval"
+    );
+    page.ok(
+        "init",
+        json!({"name": "web", "projectRoot": root, "client": {"name": "console", "kind": "console"}}),
+    )
+    .await;
+    page.ok("run/watch", json!({"run": run})).await;
+    let told = editor
+        .until_notified("run/presence", |params| {
+            params["run"] == run && params["present"].as_array().unwrap().len() == 2
+        })
+        .await;
+    let page_present = &told["params"]["present"][1];
+    assert_eq!(page_present["person"], json!("mo"), "{told}");
+    assert_eq!(
+        page_present["client"],
+        json!({"name": "console", "kind": "console"})
+    );
+    assert_eq!(
+        page_present["driving"],
+        json!(false),
+        "the editor that asked drives"
+    );
+
+    let script = send(get(addr, "/ui/inbox.js"), None).await;
+    assert_eq!(script.status, 200);
+    assert_eq!(
+        script.header("content-type"),
+        "text/javascript; charset=utf-8"
+    );
+    assert!(script.body.contains("'inbox/dismiss'"), "{}", script.body);
+}

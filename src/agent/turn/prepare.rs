@@ -68,6 +68,7 @@ pub(super) async fn prepare_packet(
         run_id: input.run_id,
         loop_id: input.loop_row.id,
         mode: input.loop_row.mode,
+        by: input.loop_row.requested_by.clone(),
         numbered,
         prompt,
     };
@@ -92,6 +93,8 @@ struct TurnOpening {
     run_id: RunId,
     loop_id: LoopId,
     mode: LoopMode,
+    /// Who asked for the loop (`None`: the operator), whose prompt it writes.
+    by: Option<String>,
     /// The turn's row when an earlier preparation numbered it.
     numbered: Option<TurnRow>,
     prompt: Option<PromptWrite>,
@@ -180,12 +183,21 @@ impl TurnOpening {
                 conn,
                 &EntryUpsertForm {
                     fidelity: Some(Fidelity::Full),
-                    attributes: Some(json!({"mode": self.mode.as_str()})),
+                    attributes: Some(prompt_attributes(self.mode, self.by.as_deref())),
                     ..EntryUpsertForm::new(run_id, Some(loop_id), turn, path, body)
                 },
             )?;
         }
         Ok(new_prompt)
+    }
+}
+
+/// A prompt entry's attributes: its loop's mode, and who wrote it (`by`, left out for the
+/// operator).
+pub(crate) fn prompt_attributes(mode: LoopMode, by: Option<&str>) -> serde_json::Value {
+    match by {
+        Some(person) => json!({"mode": mode.as_str(), "by": person}),
+        None => json!({"mode": mode.as_str()}),
     }
 }
 

@@ -11,6 +11,7 @@
 use crate::agent::loop_config::LoopConfig;
 use crate::agent::outcome::ProposedRow;
 use crate::agent::registry::RunRegistry;
+use crate::agent::turn::prompt_attributes;
 use crate::agent::verbs::announce::{acted, announce};
 use crate::agent::verbs::{queue, Answer, VerbError};
 use crate::agent::AgentContext;
@@ -89,7 +90,7 @@ impl Placing {
             entries::write_entry(
                 conn,
                 &EntryUpsertForm {
-                    attributes: Some(serde_json::json!({"mode": mode.as_str()})),
+                    attributes: Some(prompt_attributes(mode, self.person.as_deref())),
                     ..EntryUpsertForm::new(
                         run.id,
                         Some(current.id),

@@ -49,6 +49,8 @@ pub(crate) struct Start {
     pub stored_caps: Option<String>,
     /// The loop's flags.
     pub config: LoopConfig,
+    /// Told the run once the loop is queued on it (the asker's presence in it).
+    pub queued: Box<dyn FnOnce(RunId) + Send>,
 }
 
 /// Runs `start`'s prompt.
@@ -74,7 +76,7 @@ pub(crate) async fn start(agent: &AgentContext, start: Start) -> Result<Answer, 
         .await?;
     let instance = agent.runs.instance().id().to_owned();
     let (project, mode) = (start.project, start.mode);
-    let choice = RunChoice::of(start, agent.db.event_bounds());
+    let (choice, queued_on) = RunChoice::of(start, agent.db.event_bounds());
     let chosen = agent
         .db
         .call(move |conn| choice.choose(conn, &instance))
@@ -93,6 +95,7 @@ pub(crate) async fn start(agent: &AgentContext, start: Start) -> Result<Answer, 
                     forked_from: created.forked_from.as_deref(),
                 });
             }
+            queued_on(run);
             (run, loop_id)
         }
         Chosen::Blocked { alias, proposed } => return Ok(Answer::Blocked { alias, proposed }),
@@ -190,7 +193,8 @@ struct NewRun {
 }
 
 impl RunChoice {
-    fn of(start: Start, bounds: EventBounds) -> RunChoice {
+    /// The choice of `start`'s run, and what is told the run its loop is queued on.
+    fn of(start: Start, bounds: EventBounds) -> (RunChoice, Box<dyn FnOnce(RunId) + Send>) {
         let create = RunCreateForm {
             project_id: start.project,
             model: start.model.clone(),
@@ -199,7 +203,7 @@ impl RunChoice {
             context_limit: start.settings.context_limit,
             created_by: start.person.clone(),
         };
-        RunChoice {
+        let choice = RunChoice {
             existing: start.existing,
             fork: start.fork,
             settings: start.settings,
@@ -211,7 +215,8 @@ impl RunChoice {
             model: start.model,
             config: start.config,
             prompt: start.prompt,
-        }
+        };
+        (choice, start.queued)
     }
 
     /// The choose stage's unit of work: the run forked, created or found blocked, its own

@@ -1,14 +1,16 @@
 // The console: sign-in, then views chosen by the URL's fragment (#/ projects,
 // #/p/<project> its runs, #/p/<project>/r/<run> a run, #/p/<project>/memory its memory,
-// #/usage, #/admin) over one JSON-RPC connection bound to the project shown.
+// #/usage, #/admin, #/inbox) over one JSON-RPC connection bound to the project shown. The
+// header's Inbox says how many things wait for the person, live (`inbox/changed`).
 import { Rpc } from './rpc.js';
-import { el, fill, link } from './dom.js';
+import { el, fill, link, debounce } from './dom.js';
 import { projectsView } from './projects.js';
 import { runsView } from './runs.js';
 import { runView } from './run.js';
 import { memoryView } from './memory.js';
 import { usageView } from './usage.js';
 import { adminView } from './admin.js';
+import { inboxView, inboxCount } from './inbox.js';
 
 const main = document.getElementById('main');
 const who = document.getElementById('who');
@@ -68,11 +70,16 @@ function start(me) {
   ctx.bound = null;
   who.textContent = `${me.person ?? 'operator'} (${me.role})`;
   signOutButton.hidden = false;
+  const waiting = el('span', { class: 'badge', id: 'inbox-count', 'aria-live': 'polite' });
   fill(pages, el('ul', {},
     el('li', {}, el('a', { href: '#/' }, 'Projects')),
+    el('li', {}, el('a', { href: '#/inbox' }, 'Inbox ', waiting)),
     el('li', {}, el('a', { href: '#/usage' }, 'Usage')),
     me.role === 'admin' ? el('li', {}, el('a', { href: '#/admin' }, 'Admin')) : null));
   ctx.rpc = new Rpc();
+  const counted = debounce(() => inboxCount(ctx).then((count) => { waiting.textContent = count; }, () => {}), 300);
+  ctx.rpc.on('inbox/changed', counted);
+  counted();
   let opened = false;
   ctx.rpc.addEventListener('open', async () => {
     linkState.textContent = '';
@@ -80,6 +87,7 @@ function start(me) {
     // Back after a drop (a laptop that slept): bind again, then hand the views what they
     // missed.
     ctx.bound = null;
+    counted();
     await show();
     await ctx.rpc?.replay();
   });
@@ -108,7 +116,7 @@ async function bind(name) {
   const projects = await ctx.rpc.call('getProjects');
   const project = projects.find((candidate) => candidate.name === name);
   if (!project) throw new Error(`No project '${name}' you may open.`);
-  await ctx.rpc.call('init', { name, projectRoot: project.projectRoot });
+  await ctx.rpc.call('init', { name, projectRoot: project.projectRoot, client: { name: 'console', kind: 'console' } });
   ctx.bound = name;
 }
 
@@ -126,6 +134,7 @@ function route() {
   const [, kind, project, sub, run] = location.hash.split('/').map((part) => decodeURIComponent(part ?? ''));
   if (kind === 'usage') return { page: 'Usage' };
   if (kind === 'admin') return { page: 'Admin' };
+  if (kind === 'inbox') return { page: 'Inbox' };
   if (kind !== 'p' || !project) return {};
   return { project, run: sub === 'r' ? run : null, memory: sub === 'memory' };
 }
@@ -141,6 +150,8 @@ async function show() {
     let stop;
     if (parts.page === 'Usage') {
       stop = await usageView(ctx, main);
+    } else if (parts.page === 'Inbox') {
+      stop = await inboxView(ctx, main);
     } else if (parts.page === 'Admin') {
       stop = await adminView(ctx, main, bind);
     } else if (parts.run) {

@@ -1,7 +1,8 @@
 // One run, live: what it is and costs, its loops (who asked each), what waits for approval
 // (an edit as a diff, a command as text, with the output of a command running on the server
 // as it comes), its turns as a timeline, its entries by fidelity, its session notes, and
-// what happened meanwhile. Members and admins also get abort, inject and a prompt to go on
+// what happened meanwhile, and who is in the run now (the page watches it: `run/watch`,
+// `run/presence`). Members and admins also get abort, inject and a prompt to go on
 // with ask or act. The forms live outside the parts a refresh redraws, so a refresh never
 // takes what someone is typing.
 import { el, fill, debounce, status, active, dollars, count, field, longCell } from './dom.js';
@@ -59,6 +60,13 @@ function saidOn({ text, refused }) {
 
 export async function runView(ctx, main, project, alias) {
   const meta = el('div');
+  const here = el('p', { class: 'muted', id: 'present', 'aria-live': 'polite' });
+  const renderPresent = (present) => {
+    fill(here, 'Here now: ', present.length ? present.map((someone, index) => [index ? ', ' : '',
+      el(someone.driving ? 'strong' : 'span', {},
+        `${someone.person ?? 'operator'} (${someone.client.name}${someone.client.kind === someone.client.name ? '' : `, ${someone.client.kind}`})${someone.driving ? ' driving' : ''}`)])
+      : 'nobody');
+  };
   const loops = el('div');
   const progress = el('p', { class: 'progress', role: 'status', 'aria-live': 'polite' });
   const proposals = el('section', { 'aria-labelledby': 'waiting' });
@@ -165,6 +173,7 @@ export async function runView(ctx, main, project, alias) {
         el('tbody', {}, run.loops.map((loop) => el('tr', {},
           el('td', {}, String(loop.sequence)), el('td', {}, loop.mode), el('td', {}, status(loop.status)),
           el('td', {}, loop.requested_by ?? 'operator'), el('td', {}, loop.created_at)))))) : null);
+    renderPresent(run.present ?? []);
     abortButton.hidden = !active(run.status);
     if (!active(run.status)) progress.textContent = '';
     const entries = [
@@ -224,6 +233,9 @@ export async function runView(ctx, main, project, alias) {
       noted(`ended: ${params.status}${params.reason ? ` ${params.reason}` : ''}`);
       refresh().catch(said);
     }),
+    ctx.rpc.on('run/presence', (params) => {
+      if (params.run === alias) renderPresent(params.present);
+    }),
     ctx.rpc.on('run/output', (params) => {
       if (params.run !== alias) return;
       const kept = outputOf(alias, params.path);
@@ -238,12 +250,17 @@ export async function runView(ctx, main, project, alias) {
     }),
   ];
   fill(main,
-    el('h1', {}, alias), meta, loops, progress,
+    el('h1', {}, alias), here, meta, loops, progress,
     ctx.canChange ? el('div', { class: 'actions' }, abortButton) : null,
     proposals, timeline, controls,
     el('h2', {}, 'Activity'), activity, fidelity, notes);
+  await ctx.rpc.call('run/watch', { run: alias });
   await refresh();
-  return () => { later.cancel(); stops.forEach((stop) => stop()); };
+  return () => {
+    later.cancel();
+    stops.forEach((stop) => stop());
+    ctx.rpc?.call('run/unwatch', { run: alias }).catch(() => {});
+  };
 }
 
 // Adds a message to the run's work (run/inject): taken in by the running loop, or starting

@@ -7,7 +7,7 @@
 use diesel::sql_types::{BigInt, Text};
 
 use crate::db::connection::write_transaction;
-use crate::db::ids::{LoopId, RunId};
+use crate::db::ids::{LoopId, ProjectId, RunId};
 use crate::db::models::run::LoopRow;
 use crate::db::queries::loops;
 use crate::db::statement::statement;
@@ -170,6 +170,32 @@ pub(crate) fn release(conn: &mut Conn, gone: Gone<'_>) -> Result<Released, DbErr
             instances,
         })
     })
+}
+
+/// The runs in which connections of the instances that are `gone` are present (with their
+/// projects): [`release`] takes that presence with the instances' rows, so their clients are
+/// told who is left.
+pub(crate) fn vacated(conn: &mut Conn, gone: Gone<'_>) -> Result<Vec<(ProjectId, RunId)>, DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Vacated {
+        #[diesel(sql_type = BigInt)]
+        project_id: ProjectId,
+        #[diesel(sql_type = BigInt)]
+        run_id: RunId,
+    }
+    let (id, cutoff) = gone.binds();
+    let rows: Vec<Vacated> = statement(
+        "SELECT DISTINCT runs.project_id, runs.id AS run_id
+         FROM run_presence JOIN runs ON runs.id = run_presence.run_id
+         WHERE run_presence.instance_id IN (SELECT id FROM instances WHERE id = ? OR expires_at < ?)",
+    )
+    .bind::<Text, _>(id)
+    .bind::<BigInt, _>(cutoff)
+    .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| (row.project_id, row.run_id))
+        .collect())
 }
 
 /// The instance holding `run`'s lease, if it is alive at `now`.

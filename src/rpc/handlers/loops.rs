@@ -90,6 +90,7 @@ async fn ask_or_act(
         _ => None,
     };
     let caps = run_caps(&context, params.caps.as_ref())?;
+    let (presence, someone) = (context.agent.presence.clone(), context.someone()?);
     let start = Start {
         project,
         project_name: binding.name.clone(),
@@ -112,6 +113,7 @@ async fn ask_or_act(
             .as_ref()
             .and_then(|caps| serde_json::to_string(caps).ok()),
         config: params.loop_config(),
+        queued: Box::new(move |run| presence.acted(&someone, run)),
     };
     Reply::of(start::start(&context.agent, start).await?)
 }
@@ -249,6 +251,7 @@ pub(crate) async fn resolve(
         output: resolution.output,
         always: resolution.always,
     };
+    context.agent.presence.acted(&context.someone()?, run.id);
     let held = HeldMethod::Resolve(resolving.clone());
     if let Some(answer) = held_calls::ask(&context, run.id, held).await {
         return answer;
@@ -275,6 +278,7 @@ pub(crate) struct InjectParams {
 pub(crate) async fn inject(context: CallContext, params: InjectParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let message = params.message.0;
+    context.agent.presence.acted(&context.someone()?, run.id);
     let held = HeldMethod::Inject {
         message: message.clone(),
     };

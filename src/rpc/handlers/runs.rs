@@ -14,8 +14,9 @@ use crate::db::models::run::{
 use crate::db::queries::{entries, models, run_actions, run_events, runs, usage};
 use crate::db::{Conn, DbError};
 use crate::error::AppError;
-use crate::hub::notifications::{Cost, UsageTotals};
+use crate::hub::notifications::{Cost, Present, UsageTotals};
 use crate::plugins::events::Event;
+use crate::presence::Presence;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::run_settings::{filtered, settings_only};
 use crate::rpc::held_calls;
@@ -257,6 +258,8 @@ struct RunDetail {
     /// The run's latest notification seq when this was read (0: none yet): a client that
     /// resynced after `run/replay`'s `-32009` follows from it.
     seq: u64,
+    /// Who is in the run now (`run/presence` tells each change).
+    present: Vec<Present>,
 }
 
 /// `getRun`: settings, usage totals, reasoning, content and history of one run.
@@ -301,6 +304,7 @@ pub(crate) async fn detail(context: CallContext, params: RunParams) -> Result<Re
         loops: records.loops.into_iter().map(LoopItem::from).collect(),
         actions,
         seq: records.seq,
+        present: records.present,
     })
 }
 
@@ -318,6 +322,7 @@ struct RunRecords {
     delegated_by: Option<String>,
     /// The run's latest notification seq (0: none yet).
     seq: u64,
+    present: Vec<Present>,
 }
 
 impl RunRecords {
@@ -338,6 +343,7 @@ impl RunRecords {
             seq: run_events::seqs(conn, run)?
                 .and_then(|seqs| u64::try_from(seqs.last_seq).ok())
                 .unwrap_or_default(),
+            present: Presence::read(conn, run)?,
         })
     }
 }
@@ -488,6 +494,7 @@ pub(crate) async fn rename(context: CallContext, params: RenameParams) -> Result
 /// there after all (it was claimed meanwhile).
 pub(crate) async fn abort(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
+    context.agent.presence.acted(&context.someone()?, run.id);
     let mut tries = 0;
     loop {
         if let Some(answer) = held_calls::ask(&context, run.id, HeldMethod::Abort).await {

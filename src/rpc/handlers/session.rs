@@ -10,6 +10,7 @@ use crate::config::RunCommands;
 use crate::db::models::ProjectInsertForm;
 use crate::db::queries::projects::{self, Opening, RootRules};
 use crate::error::AppError;
+use crate::hub::notifications::{Client, ClientKind};
 use crate::plugins::events::Event;
 use crate::project::{confine, roots, ProjectDirs, ProjectError};
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
@@ -28,6 +29,42 @@ pub(crate) async fn ping(_: CallContext, _: NoParams) -> Result<Reply, AppError>
 pub(crate) struct InitParams {
     name: Required,
     project_root: Required,
+    /// What the client is, as other clients of a run it is in see it; `{name: "api", kind:
+    /// "api"}` when not given.
+    #[serde(default)]
+    client: Option<ClientParams>,
+}
+
+/// `init`'s `client`: a name (`rummy acp`, `nvim`, …) and a kind.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ClientParams {
+    name: Required,
+    #[serde(default)]
+    kind: ClientKind,
+}
+
+/// The longest client name `init` takes, in characters.
+const CLIENT_NAME_MAX: usize = 100;
+
+impl ClientParams {
+    /// The client named, or the default: refused when its name is too long.
+    fn client(given: Option<ClientParams>) -> Result<Client, AppError> {
+        let Some(given) = given else {
+            return Ok(Client {
+                name: ClientKind::Api.as_str().to_owned(),
+                kind: ClientKind::Api,
+            });
+        };
+        if given.name.chars().count() > CLIENT_NAME_MAX {
+            return Err(AppError::InvalidParam(format!(
+                "client.name is longer than {CLIENT_NAME_MAX} characters"
+            )));
+        }
+        Ok(Client {
+            name: given.name.0,
+            kind: given.kind,
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -71,6 +108,7 @@ pub(crate) async fn projects(context: CallContext, _: NoParams) -> Result<Reply,
 pub(crate) async fn init(context: CallContext, params: InitParams) -> Result<Reply, AppError> {
     let grant = context.grant()?;
     grant.open(&params.name)?;
+    let client = ClientParams::client(params.client)?;
     let create_refusal = grant.create(&params.name).err();
     let named = PathBuf::from(&*params.project_root);
     if !named.is_absolute() {
@@ -111,6 +149,7 @@ pub(crate) async fn init(context: CallContext, params: InitParams) -> Result<Rep
         id: project.id,
         name: project.name,
         root,
+        client,
     };
     let commands = ProjectChoice::load(&context.agent.db, project.id)
         .await?

@@ -48,6 +48,10 @@ async fn discover_describes_every_method_and_notification() {
         "run/replay",
         "rules/list",
         "rules/revoke",
+        "run/watch",
+        "run/unwatch",
+        "inbox",
+        "inbox/dismiss",
         "skill/add",
         "skill/remove",
         "getSkills",
@@ -94,6 +98,7 @@ async fn discover_describes_every_method_and_notification() {
     assert_eq!(methods["ping"]["params"], json!({}));
     let init_params = methods["init"]["params"].as_object().unwrap();
     assert!(init_params.contains_key("name") && init_params.contains_key("projectRoot"));
+    assert!(init_params.contains_key("client"), "{init_params:?}");
     let set_params: Vec<&String> = methods["set"]["params"]
         .as_object()
         .unwrap()
@@ -109,6 +114,8 @@ async fn discover_describes_every_method_and_notification() {
         "ui/notify",
         "usage/capReached",
         "usage/capWarning",
+        "run/presence",
+        "inbox/changed",
     ] {
         assert!(
             catalogue["notifications"][notification]["description"].is_string(),

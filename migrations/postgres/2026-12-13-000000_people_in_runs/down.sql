@@ -1,0 +1,2 @@
+DROP TABLE inbox_dismissals;
+DROP TABLE run_presence;
