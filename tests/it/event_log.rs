@@ -20,6 +20,18 @@ pub(crate) fn two_turns() -> [Step; 2] {
     ]
 }
 
+/// The next numbered notification `client` gets (without its `jsonrpc`): the run's log
+/// numbers and keeps every notification of a run but `run/presence`, which these skip.
+pub(crate) async fn next_numbered(client: &mut Client) -> Value {
+    loop {
+        let mut notification = client.next_notification().await;
+        if notification["params"].get("seq").is_some() {
+            notification.as_object_mut().unwrap().remove("jsonrpc");
+            return notification;
+        }
+    }
+}
+
 /// The notifications `client` receives, as `{method, params}`, up to the first one `last`
 /// says is the last.
 pub(crate) async fn received_until(
@@ -28,8 +40,7 @@ pub(crate) async fn received_until(
 ) -> Vec<Value> {
     let mut received = Vec::new();
     loop {
-        let mut notification = client.next_notification().await;
-        notification.as_object_mut().unwrap().remove("jsonrpc");
+        let notification = next_numbered(client).await;
         let done = last(&notification);
         received.push(notification);
         if done {

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::event_log::{is_outcome, received_until, replayed, seq};
+use crate::event_log::{is_outcome, next_numbered, received_until, replayed, seq};
 use crate::process::ServerProcess;
 use crate::support::{project_root, Client};
 use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
@@ -67,8 +67,7 @@ async fn run_until_the_second_call(
     driver
         .send("ask", json!({"model": "fake", "prompt": "first prompt"}))
         .await;
-    let mut first = gone_early.next_notification().await;
-    first.as_object_mut().unwrap().remove("jsonrpc");
+    let first = next_numbered(&mut gone_early).await;
     drop(gone_early);
     let watched = received_until(watcher, second_thinking).await;
     assert_eq!(received_until(driver, second_thinking).await, watched);

@@ -25,8 +25,7 @@ fn two_turns() -> [Step; 2] {
 async fn received_until_outcome(client: &mut Client) -> Vec<Value> {
     let mut received = Vec::new();
     loop {
-        let mut notification = client.next_notification().await;
-        notification.as_object_mut().unwrap().remove("jsonrpc");
+        let notification = crate::event_log::next_numbered(client).await;
         let last = notification["method"] == "run/outcome";
         received.push(notification);
         if last {
@@ -174,8 +173,7 @@ async fn a_client_joining_mid_loop_misses_nothing_between_its_replay_and_the_liv
         seen.insert(seq(&notification), notification);
     }
     while !finished(&seen) {
-        let mut live = joiner.next_notification().await;
-        live.as_object_mut().unwrap().remove("jsonrpc");
+        let live = crate::event_log::next_numbered(&mut joiner).await;
         if let Some(twice) = seen.insert(seq(&live), live.clone()) {
             assert_eq!(twice, live, "a duplicate is the same notification");
         }
