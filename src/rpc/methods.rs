@@ -19,7 +19,7 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, runs,
+    cancel, entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, runs,
     session, skills, tools, usage,
 };
 use crate::rpc::params::{decode, NoParams, Page};
@@ -280,7 +280,13 @@ method_table! {
         ];
     RunAbort "run/abort" (runs::RunParams) runs::abort,
         needs_init: true, long_running: false, role: Member,
-        "Abort a run's current loop." &[("run", "string")];
+        "Abort a run: its running loop stopped, every loop queued on it dropped, its pending proposals withdrawn." &[("run", "string")];
+    RunCancel "run/cancel" (cancel::CancelParams) cancel::cancel,
+        needs_init: true, long_running: false, role: Viewer,
+        "Cancel your own loops of a run (running, queued, or waiting on their proposals, which are withdrawn); others' go on: {run, cancelled: [loop], withdrawn: [path]}." &[
+            ("run", "string"),
+            ("loop", "integer? — the loop's number (getRun's loops); another's needs the role run/abort needs"),
+        ];
     RunRename "run/rename" (runs::RenameParams) runs::rename,
         needs_init: true, long_running: false, role: Member,
         "Rename a run." &[("run", "string"), ("name", "string — [A-Za-z0-9_]+")];

@@ -48,12 +48,14 @@ pub(crate) struct Resolving {
     pub output: Option<String>,
 }
 
-/// `person`'s `resolving` of a proposal of `run`, which is at `place`.
+/// `person`'s `resolving` of a proposal of `run`, which is at `place`, sent on `connection`
+/// (`<instance>/<connection>`).
 pub(crate) async fn resolve(
     agent: &AgentContext,
     run: RunRow,
     resolving: Resolving,
     person: Option<String>,
+    connection: Option<String>,
     place: &RunPlace,
 ) -> Result<Answer, VerbError> {
     let root = place.root.as_path();
@@ -98,6 +100,7 @@ pub(crate) async fn resolve(
         action: resolving.action,
         output: resolving.output,
         person,
+        connection,
         claimed,
         instance: instance_of(agent),
         bounds: agent.db.event_bounds(),

@@ -31,6 +31,8 @@ pub(crate) struct Start {
     pub limit_key: String,
     /// Who asks (`None`: the operator).
     pub person: Option<String>,
+    /// The connection the prompt came on (`<instance>/<connection>`).
+    pub connection: Option<String>,
     pub mode: LoopMode,
     pub model: String,
     pub prompt: String,
@@ -145,6 +147,7 @@ struct RunChoice {
     settings: RunConfigUpdateForm,
     create: RunCreateForm,
     person: Option<String>,
+    connection: Option<String>,
     caps: Option<String>,
     /// What the event log keeps, for the `run/action` of a run prompted again.
     bounds: EventBounds,
@@ -194,6 +197,7 @@ impl RunChoice {
             settings: start.settings,
             create,
             person: start.person,
+            connection: start.connection,
             caps: start.stored_caps,
             bounds,
             mode: start.mode,
@@ -213,6 +217,7 @@ impl RunChoice {
             std::mem::take(&mut self.prompt),
         );
         let (config, requested_by) = (self.config.to_json(), self.person.clone());
+        let requested_on = self.connection.clone();
         let bounds = self.bounds;
         let (run, created, continued) = match self.run(conn)? {
             Ok(chosen) => chosen,
@@ -229,6 +234,7 @@ impl RunChoice {
             prompt,
             priority: LoopPriority::Normal,
             requested_by,
+            requested_on,
         };
         if let Some(continued) = continued {
             let told = RunActed {
