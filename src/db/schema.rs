@@ -69,7 +69,7 @@ diesel::table! {
         result -> Nullable<Text>,
         created_at -> Text,
         requested_by -> Nullable<Text>,
-        requested_on -> Nullable<Text>,
+        requested_on -> Nullable<BigInt>,
     }
 }
 

@@ -50,10 +50,10 @@ impl CallContext {
         self.caller.person().map(str::to_owned)
     }
 
-    /// The connection, named across instances (`<instance>/<connection>`): what a loop
+    /// The connection, named across instances (`Instance::connection_key`): what a loop
     /// records of the request that queued it, besides the person.
-    pub(crate) fn connection(&self) -> String {
-        format!("{}/{}", self.agent.runs.instance().id(), self.conn)
+    pub(crate) fn connection(&self) -> i64 {
+        self.agent.runs.instance().connection_key(self.conn)
     }
 
     /// The key of whom the per-person limits (requests in flight, loops running or queued)

@@ -18,9 +18,9 @@ use crate::rpc::call::{CallContext, Reply};
 pub(crate) struct HeldCall {
     pub run: RunId,
     pub person: Option<String>,
-    /// The connection it came on (`<instance>/<connection>`).
+    /// The connection it came on (`Instance::connection_key`).
     #[serde(default)]
-    pub connection: Option<String>,
+    pub connection: Option<i64>,
     pub method: HeldMethod,
 }
 
@@ -95,7 +95,7 @@ mod tests {
             HeldCall {
                 run: RunId(9),
                 person: Some("ann".into()),
-                connection: Some("a/1".into()),
+                connection: Some(1),
                 method: HeldMethod::Resolve(Resolving {
                     path: "sh://turn_1/echo".into(),
                     action: Resolution::Accept,
@@ -113,13 +113,13 @@ mod tests {
             HeldCall {
                 run: RunId(9),
                 person: None,
-                connection: Some("b/7".into()),
+                connection: Some(7),
                 method: HeldMethod::Abort,
             },
             HeldCall {
                 run: RunId(9),
                 person: None,
-                connection: Some("b/7".into()),
+                connection: Some(7),
                 method: HeldMethod::Cancel {
                     which: Some(2),
                     may_abort: false,

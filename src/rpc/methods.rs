@@ -19,8 +19,8 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    cancel, entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay, runs,
-    session, skills, tools, usage,
+    cancel, entries, fork, loops, mcp, models, people, plugin_methods, project_config, replay,
+    runs, session, skills, tools, usage,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 

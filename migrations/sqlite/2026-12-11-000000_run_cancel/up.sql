@@ -1,7 +1,8 @@
 -- `run/cancel` (agent::verbs::cancel): a person stops their own loops of a run. A loop
--- records the connection whose request queued it (`<instance>/<connection>`), besides the
--- person (`requested_by`): on a server without people, a connection's own loops are those.
-ALTER TABLE loops ADD COLUMN requested_on TEXT;
+-- records the connection whose request queued it (a number unique across instances,
+-- `Instance::connection_key`), besides the person (`requested_by`): on a server without
+-- people, a connection's own loops are those.
+ALTER TABLE loops ADD COLUMN requested_on INTEGER;
 -- `cancel` is one more action a person takes on a run (its CHECK rebuilt: SQLite cannot
 -- alter one).
 CREATE TABLE run_actions_next (

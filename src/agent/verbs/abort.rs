@@ -89,8 +89,7 @@ impl Settling {
             .registry
             .current(run)
             .filter(|current| !current.is_settled());
-        let record =
-            serde_json::to_value(LoopOutcome::Ended(Ending::Aborted).to_record()).ok();
+        let record = serde_json::to_value(LoopOutcome::Ended(Ending::Aborted).to_record()).ok();
         if let Some(current) = running_here {
             current.cancel.cancel();
             let dropped = loops::drop_pending(conn, run, record.as_ref())?;

@@ -33,8 +33,8 @@ use crate::hub::notifications::{Act, RunActed};
 pub(crate) struct Canceller {
     /// The person (`None`: the operator, whose own loops are those of `connection`).
     pub person: Option<String>,
-    /// The connection the request came on (`<instance>/<connection>`).
-    pub connection: String,
+    /// The connection the request came on (`Instance::connection_key`).
+    pub connection: i64,
     /// Whether the caller may abort the run, and so cancel a loop another started.
     pub may_abort: bool,
 }
@@ -44,7 +44,7 @@ impl Canceller {
     fn started(&self, lp: &LoopRow) -> bool {
         match &self.person {
             Some(person) => lp.requested_by.as_deref() == Some(person.as_str()),
-            None => lp.requested_on.as_deref() == Some(self.connection.as_str()),
+            None => lp.requested_on == Some(self.connection),
         }
     }
 }
@@ -113,9 +113,7 @@ impl Settling {
             .registry
             .current(run)
             .filter(|current| !current.is_settled());
-        let running = targets
-            .iter()
-            .find(|lp| lp.status == RunStatus::Running);
+        let running = targets.iter().find(|lp| lp.status == RunStatus::Running);
         let stopping = match (running, running_here) {
             (Some(lp), Some(current)) if current.id == lp.id => Some(current),
             (Some(_), _) => return Ok(Err(VerbError::Elsewhere)),

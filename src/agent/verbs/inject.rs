@@ -33,12 +33,12 @@ enum Placed {
     Queued(LoopId),
 }
 
-/// `person`'s `message` for `run`, sent on `connection` (`<instance>/<connection>`).
+/// `person`'s `message` for `run`, sent on `connection` (`Instance::connection_key`).
 pub(crate) async fn inject(
     agent: &AgentContext,
     run: RunRow,
     person: Option<String>,
-    connection: Option<String>,
+    connection: Option<i64>,
     message: String,
 ) -> Result<Answer, VerbError> {
     let placing = Placing {
@@ -70,7 +70,7 @@ struct Placing {
     bounds: EventBounds,
     run: RunRow,
     person: Option<String>,
-    connection: Option<String>,
+    connection: Option<i64>,
     message: String,
 }
 
@@ -110,7 +110,7 @@ impl Placing {
         if !proposed.is_empty() {
             return Ok(Placed::Blocked(proposed));
         }
-        let requester = (self.person.clone(), self.connection.clone());
+        let requester = (self.person.clone(), self.connection);
         let enqueue = injected_loop(conn, run, requester, self.message.clone())?;
         let queued = queue::insert(conn, &enqueue, &self.instance)?;
         announce(conn, &self.bounds, run, told)?;
@@ -124,7 +124,7 @@ impl Placing {
 fn injected_loop(
     conn: &mut Conn,
     run: &RunRow,
-    requester: (Option<String>, Option<String>),
+    requester: (Option<String>, Option<i64>),
     message: String,
 ) -> Result<LoopEnqueue, DbError> {
     let (mode, config) = match loops::latest_loop(conn, run.id)? {

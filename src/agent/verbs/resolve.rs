@@ -49,13 +49,13 @@ pub(crate) struct Resolving {
 }
 
 /// `person`'s `resolving` of a proposal of `run`, which is at `place`, sent on `connection`
-/// (`<instance>/<connection>`).
+/// (`Instance::connection_key`).
 pub(crate) async fn resolve(
     agent: &AgentContext,
     run: RunRow,
     resolving: Resolving,
     person: Option<String>,
-    connection: Option<String>,
+    connection: Option<i64>,
     place: &RunPlace,
 ) -> Result<Answer, VerbError> {
     let root = place.root.as_path();

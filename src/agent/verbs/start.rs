@@ -31,8 +31,8 @@ pub(crate) struct Start {
     pub limit_key: String,
     /// Who asks (`None`: the operator).
     pub person: Option<String>,
-    /// The connection the prompt came on (`<instance>/<connection>`).
-    pub connection: Option<String>,
+    /// The connection the prompt came on (`Instance::connection_key`).
+    pub connection: Option<i64>,
     pub mode: LoopMode,
     pub model: String,
     pub prompt: String,
@@ -147,7 +147,7 @@ struct RunChoice {
     settings: RunConfigUpdateForm,
     create: RunCreateForm,
     person: Option<String>,
-    connection: Option<String>,
+    connection: Option<i64>,
     caps: Option<String>,
     /// What the event log keeps, for the `run/action` of a run prompted again.
     bounds: EventBounds,
@@ -217,7 +217,7 @@ impl RunChoice {
             std::mem::take(&mut self.prompt),
         );
         let (config, requested_by) = (self.config.to_json(), self.person.clone());
-        let requested_on = self.connection.clone();
+        let requested_on = self.connection;
         let bounds = self.bounds;
         let (run, created, continued) = match self.run(conn)? {
             Ok(chosen) => chosen,

@@ -36,7 +36,7 @@ pub(crate) fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<Loo
             priority: enqueue.priority,
             config: enqueue.config.to_string(),
             requested_by: enqueue.requested_by.clone(),
-            requested_on: enqueue.requested_on.clone(),
+            requested_on: enqueue.requested_on,
         };
         Ok(per_backend!(conn, |conn| diesel::insert_into(
             loops::table
@@ -250,7 +250,7 @@ mod tests {
             priority,
             config: json!({"noRepo": true}),
             requested_by: Some("alice".into()),
-            requested_on: Some("here/1".into()),
+            requested_on: Some(1 << 32 | 7),
         };
         enqueue_loop(conn, &request).unwrap()
     }

@@ -100,8 +100,7 @@ async fn a_cancel_stops_the_caller_s_running_loop_and_the_run_goes_on_with_the_n
 }
 
 #[actix_web::test]
-async fn a_cancel_withdraws_what_the_caller_s_loop_proposed_and_a_resolution_after_it_is_told_so(
-) {
+async fn a_cancel_withdraws_what_the_caller_s_loop_proposed_and_a_resolution_after_it_is_told_so() {
     let llm = FakeLlm::start([Step::reply(PROPOSING)]);
     let (_app, mut ann, mut bo, run) = ann_and_bo(&llm).await;
     let proposed = ann
@@ -111,7 +110,10 @@ async fn a_cancel_withdraws_what_the_caller_s_loop_proposed_and_a_resolution_aft
         )
         .await;
     assert_eq!(proposed["status"], json!(202), "{proposed}");
-    let path = proposed["proposed"][0]["path"].as_str().unwrap().to_string();
+    let path = proposed["proposed"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(
         bo.ok("run/cancel", json!({"run": run})).await,
         json!({"run": run, "cancelled": [], "withdrawn": []}),
@@ -150,7 +152,10 @@ async fn a_cancel_after_the_caller_s_acceptance_stops_the_loop_it_queued() {
                 json!({"model": "fake", "prompt": "deploy", "run": run}),
             )
             .await;
-        let path = proposed["proposed"][0]["path"].as_str().unwrap().to_string();
+        let path = proposed["proposed"][0]["path"]
+            .as_str()
+            .unwrap()
+            .to_string();
         (proposed, path)
     };
     let accepting = ann
@@ -190,9 +195,7 @@ async fn another_s_loop_is_cancelled_only_by_someone_who_may_abort_the_run() {
     let run = ann.start_run("fake").await;
     let anns = prompted(&mut ann, &run, "ann's question").await;
     llm.wait_for_requests(1).await;
-    let (code, message) = cy
-        .err("run/cancel", json!({"run": run, "loop": 1}))
-        .await;
+    let (code, message) = cy.err("run/cancel", json!({"run": run, "loop": 1})).await;
     assert_eq!(code, -32005, "{message}");
     assert_eq!(
         message,
@@ -206,9 +209,7 @@ async fn another_s_loop_is_cancelled_only_by_someone_who_may_abort_the_run() {
         json!([]),
         "a viewer may cancel what they started, which is nothing"
     );
-    let (code, message) = bo
-        .err("run/cancel", json!({"run": run, "loop": 7}))
-        .await;
+    let (code, message) = bo.err("run/cancel", json!({"run": run, "loop": 7})).await;
     assert_eq!(
         (code, message),
         (-32602, format!("run '{run}' has no loop 7"))
@@ -254,7 +255,10 @@ async fn cancel_and_abort_race_the_first_wins_and_nothing_revives() {
     // The abort first: ann's loop is stopped by it, her cancel finds nothing of hers.
     let anns = prompted(&mut ann, &run, "first question").await;
     llm.wait_for_requests(1).await;
-    assert_eq!(bo.ok("run/abort", json!({"run": run})).await, json!({"status": "ok"}));
+    assert_eq!(
+        bo.ok("run/abort", json!({"run": run})).await,
+        json!({"status": "ok"})
+    );
     ended(&ann.reply(&anns).await, 499);
     assert_eq!(
         ann.ok("run/cancel", json!({"run": run})).await["cancelled"],
@@ -313,9 +317,7 @@ const END_RACES: usize = 6;
 
 #[actix_web::test]
 async fn a_cancel_racing_the_loop_s_end_either_stops_it_or_finds_it_ended_never_both() {
-    let llm = FakeLlm::start(
-        (0..END_RACES).map(|_| Step::held("<summarize>done</summarize>")),
-    );
+    let llm = FakeLlm::start((0..END_RACES).map(|_| Step::held("<summarize>done</summarize>")));
     let (_app, mut ann, _bo, _) = ann_and_bo(&llm).await;
     for round in 0..END_RACES {
         let run = ann.start_run("fake").await;

@@ -11,10 +11,12 @@ use rummy::testing::fake_llm::Step;
 
 #[actix_web::test]
 #[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
-async fn across_instances_a_cancel_drops_the_prompt_queued_from_one_and_the_other_s_loop_goes_on()
-{
-    let mut two = two_instances(vec![Step::held("<summarize>a's answer</summarize>")], vec![])
-        .await;
+async fn across_instances_a_cancel_drops_the_prompt_queued_from_one_and_the_other_s_loop_goes_on() {
+    let mut two = two_instances(
+        vec![Step::held("<summarize>a's answer</summarize>")],
+        vec![],
+    )
+    .await;
     let run = two.a.start_run("fake").await;
     let a_asks = prompted(&mut two.a, &run, "a's question").await;
     two.a_llm.wait_for_requests(1).await;
@@ -46,9 +48,7 @@ async fn across_instances_a_cancel_sent_to_one_stops_the_loop_running_on_the_oth
         "nothing of b's connection runs"
     );
     assert_eq!(
-        two.b
-            .ok("run/cancel", json!({"run": run, "loop": 1}))
-            .await,
+        two.b.ok("run/cancel", json!({"run": run, "loop": 1})).await,
         json!({"run": run, "cancelled": [1], "withdrawn": []})
     );
     let stopped = two.a.reply(&a_asks).await;
@@ -70,9 +70,7 @@ async fn across_instances_a_cancel_first_withdraws_the_proposal_the_other_instan
     let mut two = two_instances(vec![Step::reply(PROPOSING)], vec![]).await;
     let (run, path) = two.a.act_until_proposal("deploy").await;
     assert_eq!(
-        two.b
-            .ok("run/cancel", json!({"run": run, "loop": 1}))
-            .await,
+        two.b.ok("run/cancel", json!({"run": run, "loop": 1})).await,
         json!({"run": run, "cancelled": [1], "withdrawn": [path]})
     );
     for client in [&mut two.a, &mut two.b] {
@@ -92,8 +90,7 @@ async fn across_instances_a_cancel_first_withdraws_the_proposal_the_other_instan
 
 #[actix_web::test]
 #[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
-async fn across_instances_a_resolution_first_resumes_the_run_and_the_resolver_s_cancel_stops_it()
-{
+async fn across_instances_a_resolution_first_resumes_the_run_and_the_resolver_s_cancel_stops_it() {
     let mut two = two_instances(vec![Step::reply(PROPOSING)], vec![Step::Hang]).await;
     let (run, path) = two.a.act_until_proposal("deploy").await;
     let accepting = two
@@ -134,9 +131,7 @@ async fn across_instances_a_cancel_after_the_loop_ended_changes_nothing() {
         .await;
     assert_eq!(answered["status"], json!(200));
     assert_eq!(
-        two.b
-            .ok("run/cancel", json!({"run": run, "loop": 1}))
-            .await,
+        two.b.ok("run/cancel", json!({"run": run, "loop": 1})).await,
         json!({"run": run, "cancelled": [], "withdrawn": []})
     );
     assert_eq!(run_status(&mut two.b, &run).await, json!(200));
@@ -173,6 +168,9 @@ async fn across_instances_a_second_acceptance_is_told_the_first_won_with_its_dat
     two.a_llm.release();
     let reply = two.a.reply(&accepting).await;
     assert_eq!(reply["result"]["status"], json!(200), "{reply}");
-    assert!(two.b_llm.requests().is_empty(), "the second acceptance ran nothing");
+    assert!(
+        two.b_llm.requests().is_empty(),
+        "the second acceptance ran nothing"
+    );
     assert_eq!(two.a_llm.requests().len(), 2);
 }

@@ -103,7 +103,9 @@ async fn a_message_injected_while_the_loop_ends_is_never_lost_and_never_taken_tw
         let asking = prompted(&mut ann, &run, "question").await;
         llm.wait_for_requests(2 * round + 1).await;
         llm.release();
-        let injected = bo.call("run/inject", json!({"run": run, "message": "hint"})).await;
+        let injected = bo
+            .call("run/inject", json!({"run": run, "message": "hint"}))
+            .await;
         assert_eq!(ann.reply(&asking).await["result"]["status"], json!(200));
         if injected["result"]["injected"] == json!("next_turn") {
             // Joined: the loop queued as the joined loop ended takes it in.

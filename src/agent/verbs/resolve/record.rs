@@ -72,7 +72,7 @@ pub(super) struct Recording {
     /// Who resolves it, and so who requested the loop that continues the run.
     pub person: Option<String>,
     /// The connection the resolution came on, and so the one the continuation was asked on.
-    pub connection: Option<String>,
+    pub connection: Option<i64>,
     /// The resolver claimed the proposal (and the run's lease) while it carried it out.
     pub claimed: bool,
     /// This instance, which waits for the continuation.
@@ -246,7 +246,7 @@ fn continuation(
     conn: &mut Conn,
     run: &RunRow,
     proposing: Option<LoopRow>,
-    requester: (Option<String>, Option<String>),
+    requester: (Option<String>, Option<i64>),
 ) -> Result<LoopEnqueue, DbError> {
     let like = match proposing {
         Some(lp) => Some(lp),
