@@ -199,7 +199,7 @@ impl Recording {
         if let Err(error) = machine::take(conn, run.id, from, Transition::Resume) {
             return Ok(Err(VerbError::taking(&run.alias, error)));
         }
-        let requester = (self.person.clone(), self.connection.clone());
+        let requester = (self.person.clone(), self.connection);
         let continuation = continuation(conn, run, proposing, requester)?;
         let queued = queue::insert(conn, &continuation, &self.instance)?;
         Ok(Ok(Decision::Resumed(queued)))
