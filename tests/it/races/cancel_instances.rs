@@ -174,3 +174,22 @@ async fn across_instances_a_second_acceptance_is_told_the_first_won_with_its_dat
     );
     assert_eq!(two.a_llm.requests().len(), 2);
 }
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn across_instances_an_abort_first_leaves_a_cancel_sent_to_the_other_nothing_to_stop() {
+    let mut two = two_instances(vec![Step::Hang], vec![]).await;
+    let run = two.a.start_run("fake").await;
+    let a_asks = prompted(&mut two.a, &run, "a's question").await;
+    two.a_llm.wait_for_requests(1).await;
+    two.b.ok("run/abort", json!({"run": run})).await;
+    let stopped = two.a.reply(&a_asks).await;
+    assert_eq!(stopped["result"]["status"], json!(499), "{stopped}");
+    assert_eq!(
+        two.b.ok("run/cancel", json!({"run": run, "loop": 1})).await,
+        json!({"run": run, "cancelled": [], "withdrawn": []})
+    );
+    assert_eq!(run_status(&mut two.a, &run).await, json!(499));
+    assert_eq!(two.a_llm.requests().len(), 1, "nothing revived the run");
+    assert!(two.b_llm.requests().is_empty());
+}
