@@ -182,7 +182,8 @@ impl Turn<'_> {
     }
 
     /// Shows `proposal` settled by another client as `settled` tells, then follows the run
-    /// to its next outcome; `None` when the run was aborted (the turn ends cancelled).
+    /// to its next outcome; `None` when the run was aborted or the proposing loop cancelled
+    /// (the turn ends cancelled).
     async fn follow(
         &mut self,
         proposal: &Proposal,
@@ -206,8 +207,8 @@ impl Turn<'_> {
         }
     }
 
-    /// Waits for the `run/action` that settled `proposal` (another client's resolution, or
-    /// an abort), showing the rest.
+    /// Waits for the `run/action` that settled `proposal` (another client's resolution, an
+    /// abort, or a cancel that withdrew it), showing the rest.
     async fn settling(&mut self, proposal: &Proposal) -> Result<Settled, AcpError> {
         loop {
             let notice = self.next_notice().await?;
