@@ -308,7 +308,7 @@ async fn every_client_is_told_what_each_person_did_to_a_run_and_how_its_loops_en
 }
 
 /// A server whose projects run their commands on it (`server_commands.rs`'s limits).
-async fn commands_server(llm: &FakeLlm) -> TestApp {
+pub(super) async fn commands_server(llm: &FakeLlm) -> TestApp {
     let env = [
         ("RUMMY_RUN_COMMANDS", "server"),
         (
@@ -322,10 +322,10 @@ async fn commands_server(llm: &FakeLlm) -> TestApp {
 
 /// A command that says it started, waits until the test makes the file `go`, then appends
 /// a line to `ran.txt`: each run of it is one line.
-const WAITING_COMMAND: &str =
+pub(super) const WAITING_COMMAND: &str =
     "echo waiting; while [ ! -e go ]; do sleep 0.02; done; echo ran >> ran.txt";
 
-fn runs_of_the_command(root: &Path) -> usize {
+pub(super) fn runs_of_the_command(root: &Path) -> usize {
     std::fs::read_to_string(root.join("ran.txt"))
         .unwrap_or_default()
         .lines()

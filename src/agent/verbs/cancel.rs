@@ -7,7 +7,8 @@
 //!
 //! A loop of the caller's is in flight while it is queued (dropped: it never runs), running
 //! (cancelled there, on the writer, before it can store another outcome: its own unit of
-//! work stores 499), or waited on for its proposals (withdrawn, as an abort withdraws them).
+//! work stores 499), or waited on for its proposals (withdrawn, as an abort withdraws them;
+//! one being carried out is marked, and its acceptance is recorded without resuming the run).
 //! Loops others queued on the run go on: the next one is claimed as after any loop's end.
 //! When the cancelled loop was the one the run waited for and nothing else is queued, the run
 //! goes to 499 ([`Transition::Cancel`]). Who started a loop is its person, or for the
@@ -24,7 +25,7 @@ use crate::db::enums::{RunAction, RunStatus};
 use crate::db::ids::LoopId;
 use crate::db::models::run::{LoopRow, RunActionForm, RunRow};
 use crate::db::queries::run_events::EventBounds;
-use crate::db::queries::{entries, loops, proposals, run_actions, runs};
+use crate::db::queries::{loops, proposals, run_actions, runs};
 use crate::db::{Conn, DbError};
 use crate::hub::notifications::{Act, RunActed};
 
@@ -145,7 +146,7 @@ impl Settling {
             settled.cancelled.push(lp.sequence);
         }
         if settled.stopping.is_none() {
-            self.settle_run(conn)?;
+            self.settle_run(conn, &targets)?;
         }
         self.record(conn, &targets, &settled)?;
         Ok(Ok(settled))
@@ -180,13 +181,17 @@ impl Settling {
         Ok(Ok(in_flight))
     }
 
-    /// A run left waiting for nothing — no loop running or queued, no proposal pending —
-    /// goes to 499.
-    fn settle_run(&self, conn: &mut Conn) -> Result<(), DbError> {
+    /// A run left waiting for nothing — no loop running or queued, no proposal pending but
+    /// those of the loops cancelled (being carried out: their acceptance is recorded without
+    /// resuming the run) — goes to 499.
+    fn settle_run(&self, conn: &mut Conn, cancelled: &[LoopRow]) -> Result<(), DbError> {
         let run = self.run.id;
+        let proposing = proposals::proposing_loops(conn, run)?;
         let waits = loops::active_loop(conn, run)?.is_some()
             || loops::next_pending(conn, run)?.is_some()
-            || !entries::unresolved(conn, run)?.is_empty();
+            || proposing
+                .iter()
+                .any(|proposing| cancelled.iter().all(|lp| lp.id != *proposing));
         let from = runs::get_run(conn, run)?
             .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
             .status;

@@ -335,3 +335,36 @@ async fn a_cancel_racing_the_loop_s_end_either_stops_it_or_finds_it_ended_never_
         }
     }
 }
+
+#[actix_web::test]
+async fn a_cancel_while_the_caller_s_accepted_command_runs_on_the_server_stops_the_run_after_it() {
+    let llm = FakeLlm::start([Step::reply(format!(
+        "<sh>{}</sh><update>running</update>",
+        super::WAITING_COMMAND
+    ))]);
+    let app = super::commands_server(&llm).await;
+    let (mut ann, root) = app.client_in_project("commands").await;
+    let (run, path) = ann.act_until_proposal("run it").await;
+    let accepting = ann
+        .send("run/resolve", resolution(&run, &path, "accept"))
+        .await;
+    ann.until_notified("run/output", |params| params["text"] == json!("waiting\n"))
+        .await;
+    assert_eq!(
+        ann.ok("run/cancel", json!({"run": run})).await,
+        json!({"run": run, "cancelled": [1], "withdrawn": []}),
+        "a proposal being carried out is not withdrawn"
+    );
+    assert_eq!(
+        run_status(&mut ann, &run).await,
+        json!(499),
+        "the run waits for nothing more"
+    );
+    std::fs::write(root.join("go"), "").unwrap();
+    let accepted = ann.reply(&accepting).await;
+    ended(&accepted, 499);
+    assert_eq!(super::runs_of_the_command(&root), 1);
+    assert_eq!(ann.statuses(&run, "sh://**").await, vec![(path, 200)]);
+    assert_eq!(run_status(&mut ann, &run).await, json!(499));
+    assert_eq!(llm.requests().len(), 1, "the run did not resume");
+}
