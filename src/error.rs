@@ -286,7 +286,9 @@ fn verb_code(error: &VerbError) -> ErrorCode {
         | VerbError::BeingResolved(_)
         | VerbError::CommandRunning { .. }
         | VerbError::Refused(_)
-        | VerbError::Illegal { .. } => code::INVALID_PARAMS,
+        | VerbError::Illegal { .. }
+        | VerbError::NoSuchLoop { .. } => code::INVALID_PARAMS,
+        VerbError::NotYours { .. } => code::UNAUTHORIZED,
         VerbError::NotAdmitted(NotAdmitted::Full(_)) => code::OVERLOADED,
         VerbError::CapReached(_) => code::CAP_REACHED,
         VerbError::NotAdmitted(NotAdmitted::Db(error)) | VerbError::Db(error) => db_code(error),

@@ -249,13 +249,13 @@ impl Bridge {
         ))
     }
 
-    /// `session/cancel`: aborts the session's run; a notification has no answer, so what
-    /// goes wrong is logged.
+    /// `session/cancel`: cancels the session's prompt in flight (its own loops of the run); a
+    /// notification has no answer, so what goes wrong is logged.
     async fn cancel(&self, notification: &CancelNotification) {
         match self.session(&notification.session_id) {
             Ok(session) => {
                 if let Err(error) = session.cancel().await {
-                    tracing::warn!(%error, "cannot abort the session's run");
+                    tracing::warn!(%error, "cannot cancel the session's prompt");
                 }
             }
             Err(error) => tracing::warn!(%error, "session/cancel"),

@@ -290,9 +290,8 @@ impl Session {
         }
     }
 
-    /// `session/cancel`: the prompt in flight ends `cancelled` and the run is aborted
-    /// ([`Session::cancel_turn`]); without a prompt in flight, nothing happens (the run is
-    /// not aborted).
+    /// `session/cancel`: the prompt in flight ends `cancelled` and its loop is cancelled
+    /// ([`Session::cancel_turn`]); without a prompt in flight, nothing happens.
     pub(super) async fn cancel(&self) -> Result<(), AcpError> {
         if self.prompts.load(Ordering::SeqCst) == 0 {
             tracing::debug!(
@@ -304,14 +303,17 @@ impl Session {
         self.cancel_turn().await
     }
 
-    /// Cancels the prompt in flight: its run is aborted, once however many times the turn
-    /// is cancelled (by `session/cancel`, by a permission request answered `cancelled`).
+    /// Cancels the prompt in flight, once however many times the turn is cancelled (by
+    /// `session/cancel`, by a permission request answered `cancelled`): `run/cancel` of the
+    /// session's own loops of the run (those its connection, or its person, started: the
+    /// prompt's, running, queued or waiting on its proposals, which are withdrawn, and the
+    /// loop its own resolution queued). Loops other clients queued on the run go on.
     pub(super) async fn cancel_turn(&self) -> Result<(), AcpError> {
         if self.cancelled.send_replace(true) {
             return Ok(());
         }
         self.link
-            .call("run/abort", json!({"run": self.run()}))
+            .call("run/cancel", json!({"run": self.run()}))
             .await
             .map(drop)
     }

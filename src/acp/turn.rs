@@ -1,16 +1,18 @@
 //! One prompt turn of a session: `ask`/`act` of the prompt, the run's notifications shown
 //! while it runs, each proposal asked of the person and resolved, until the loop ends.
 //!
-//! While the person is asked, another client may settle the proposal (resolve it, or
-//! abort the run: `run/action`): the request is withdrawn, its tool call shows who settled
-//! it and how, and the turn follows the run to its next `run/outcome` (an abort ends it
-//! `cancelled`). A resolution refused because another came first is followed the same way.
+//! While the person is asked, another client may settle the proposal (resolve it, abort the
+//! run, or cancel the loop that proposed it: `run/action`): the request is withdrawn, its
+//! tool call shows who settled it and how, and the turn follows the run to its next
+//! `run/outcome` (an abort or a cancel ends it `cancelled`). A resolution refused because
+//! another came first is followed the same way.
 //!
 //! A cancelled turn (`session/cancel`, or the person answering a permission request
-//! `cancelled`) aborts the run once, which withdraws what it proposed: the turn ends
-//! `cancelled` without resolving anything, and the tool call the editor was asked about
-//! is marked failed. A decision the person made before the cancel arrived is still sent;
-//! refused because the abort came first, it ends the turn `cancelled` too.
+//! `cancelled`) cancels the session's own loops of the run once (`run/cancel`), which
+//! withdraws what they proposed: the turn ends `cancelled` without resolving anything, and
+//! the tool call the editor was asked about is marked failed; another client's prompt
+//! queued on the run goes on. A decision the person made before the cancel arrived is still
+//! sent; refused because the cancel came first, it ends the turn `cancelled` too.
 
 use std::path::Path;
 
@@ -98,6 +100,7 @@ fn settled_by(acted: &RunActed) -> String {
         Act::Reject => format!("Rejected by {by}."),
         Act::Error => format!("Reported failed by {by}."),
         Act::Abort => format!("Withdrawn: {by} aborted the run."),
+        Act::Cancel => format!("Withdrawn: {by} cancelled the prompt that proposed it."),
         Act::Inject | Act::Prompt | Act::Resume => format!("Settled by {by}."),
     }
 }
@@ -191,7 +194,8 @@ impl Turn<'_> {
     }
 
     /// Shows `proposal` settled by another client as `settled` tells, then follows the run
-    /// to its next outcome; `None` when the run was aborted (the turn ends cancelled).
+    /// to its next outcome; `None` when the run was aborted or the proposing loop cancelled
+    /// (the turn ends cancelled).
     async fn follow(
         &mut self,
         proposal: &Proposal,
@@ -203,7 +207,7 @@ impl Turn<'_> {
             None => ToolCallStatus::Failed,
         };
         self.withdrawn(proposal, status, Some(&acted))?;
-        if acted.action == Act::Abort {
+        if matches!(acted.action, Act::Abort | Act::Cancel) {
             return Ok(None);
         }
         loop {
@@ -215,8 +219,8 @@ impl Turn<'_> {
         }
     }
 
-    /// Waits for the `run/action` that settled `proposal` (another client's resolution, or
-    /// an abort), showing the rest.
+    /// Waits for the `run/action` that settled `proposal` (another client's resolution, an
+    /// abort, or a cancel that withdrew it), showing the rest.
     async fn settling(&mut self, proposal: &Proposal) -> Result<Settled, AcpError> {
         loop {
             let notice = self.next_notice().await?;
@@ -306,10 +310,13 @@ impl Turn<'_> {
     }
 
     /// The action `notice` tells, when it settles the proposal at `path` and is not this
-    /// turn's own: another client's resolution of it, or an abort of the run.
+    /// turn's own: another client's resolution of it, an abort of the run, or a cancel that
+    /// withdrew it.
     fn settles(&mut self, notice: &Notice, path: &str) -> Option<Settled> {
         let acted = self.acted(notice)?;
-        let settles = acted.action == Act::Abort || acted.path.as_deref() == Some(path);
+        let settles = acted.action == Act::Abort
+            || acted.path.as_deref() == Some(path)
+            || acted.withdrawn.iter().any(|withdrawn| withdrawn == path);
         let seq = notice.params.get("seq").and_then(Value::as_u64)?;
         settles.then_some(Settled { acted, seq })
     }

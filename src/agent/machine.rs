@@ -10,8 +10,9 @@
 //! stopped; `agent::paused`).
 //! A proposal is *pending* (202), *claimed* while one request carries out its acceptance
 //! (a `proposal_claims` row; still 202), then *resolved* once (200 accepted, 403 rejected or
-//! refused, 500 failed) or *withdrawn* by an abort (499). A later state (a run paused at a
-//! cap) is one more idle status and its transitions here.
+//! refused, 500 failed) or *withdrawn* by an abort, or by a cancel of the loop that proposed
+//! it (499). A later state (a run paused at a cap) is one more idle status and its
+//! transitions here.
 
 use crate::db::enums::{EntryStatus, RunAction, RunStatus};
 use crate::db::ids::RunId;
@@ -41,6 +42,10 @@ pub(crate) enum Transition {
     /// A run no loop runs is aborted: any state → 499 (running only while the loop queued
     /// to continue it is not claimed yet).
     Abort,
+    /// The loop a run no loop runs was waiting for is cancelled by whoever started it
+    /// (`run/cancel`), and no other loop is queued: its proposals withdrawn (waiting → 499),
+    /// or the loop queued to continue it dropped before it was claimed (running → 499).
+    Cancel,
 }
 
 /// The statuses in which no loop runs and none waits to be taken up again.
@@ -78,7 +83,7 @@ impl Transition {
             Transition::Settle(status) => status,
             Transition::Pause => RunStatus::CapReached,
             Transition::Complete => RunStatus::Completed,
-            Transition::Abort => RunStatus::Aborted,
+            Transition::Abort | Transition::Cancel => RunStatus::Aborted,
         }
     }
 
@@ -93,6 +98,7 @@ impl Transition {
             Transition::Resume => from != RunStatus::CapReached,
             Transition::Abort => true,
             Transition::Complete => idle,
+            Transition::Cancel => matches!(from, RunStatus::Running | RunStatus::Proposed),
         }
     }
 
@@ -106,6 +112,7 @@ impl Transition {
             Transition::Resume => "resume".to_owned(),
             Transition::Complete => "complete".to_owned(),
             Transition::Abort => "be aborted".to_owned(),
+            Transition::Cancel => "have its loop cancelled".to_owned(),
         }
     }
 }
@@ -149,8 +156,12 @@ pub(crate) enum ProposalState {
         action: Option<RunAction>,
         by: Option<String>,
     },
-    /// Withdrawn by an abort of the run (by `by`).
-    Withdrawn { by: Option<String> },
+    /// Withdrawn by `action` (an abort of the run, or a cancel of the loop that proposed
+    /// it) of `by`.
+    Withdrawn {
+        action: RunAction,
+        by: Option<String>,
+    },
     /// The run has no proposal at that path.
     Unknown,
 }
@@ -179,6 +190,7 @@ mod tests {
             Transition::Resume,
             Transition::Complete,
             Transition::Abort,
+            Transition::Cancel,
         ];
         all.extend(ALL.map(Transition::Settle));
         all

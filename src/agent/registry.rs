@@ -18,9 +18,8 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::current::CurrentLoop;
-use crate::agent::outcome::Ending;
 use crate::agent::outcome::LoopOutcome;
-use crate::agent::run_actor::{Await, Enqueue, LoopEnded, RunActor, Wake};
+use crate::agent::run_actor::{Await, Dropped, Enqueue, RunActor, Wake};
 use crate::agent::AgentContext;
 use crate::cluster::Instance;
 use crate::db::ids::{LoopId, RunId};
@@ -135,15 +134,12 @@ impl RunRegistry {
         let _ = actor.send(Wake).await;
     }
 
-    /// Loop `id` of `run` was dropped before it ran (an abort): whoever waits for it here is
-    /// answered that it was aborted.
+    /// Loop `id` of `run` was dropped before it ran (an abort, a cancel): whoever waits for
+    /// it here is answered that it was aborted, also one that comes to wait only now.
     pub(crate) fn dropped(&self, run: RunId, id: LoopId) {
         let entries = self.lock();
         if let Some(entry) = entries.get(&run) {
-            entry.actor.do_send(LoopEnded {
-                loop_id: id,
-                outcome: LoopOutcome::Ended(Ending::Aborted),
-            });
+            entry.actor.do_send(Dropped(id));
         }
     }
 

@@ -24,7 +24,7 @@
 //!
 //! [`RunRegistry::await_loop`]: crate::agent::RunRegistry::await_loop
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
@@ -61,14 +61,20 @@ pub(crate) struct Await(pub LoopId);
 #[rtype(result = "()")]
 pub(crate) struct Wake;
 
-/// A loop of this run ended (sent by the drain to its actor), or was dropped unrun (by an
-/// abort of this instance).
+/// A loop of this run ended (sent by the drain to its actor).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(crate) struct LoopEnded {
     pub loop_id: LoopId,
     pub outcome: LoopOutcome,
 }
+
+/// Loop `0` of this run was dropped unrun by an abort or a cancel of this instance: its
+/// waiters are answered 499, now or as they come (the request that queued it awaits it only
+/// after its own unit of work, which the drop may follow at once).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct Dropped(pub LoopId);
 
 /// The outcomes, read from the store, of loops this actor's waiters wait for that ended
 /// without the drain (dropped by an abort elsewhere, or run before the waiter arrived).
@@ -103,6 +109,8 @@ pub(crate) struct RunActor {
     draining: bool,
     wake_again: bool,
     waiters: HashMap<LoopId, Vec<oneshot::Sender<LoopOutcome>>>,
+    /// Loops dropped before anyone here waited for them ([`Dropped`]).
+    dropped: HashSet<LoopId>,
 }
 
 impl RunActor {
@@ -123,6 +131,7 @@ impl RunActor {
             draining: false,
             wake_again: false,
             waiters: HashMap::new(),
+            dropped: HashSet::new(),
         }
     }
 
@@ -197,7 +206,10 @@ impl Handler<Await> for RunActor {
     fn handle(&mut self, message: Await, ctx: &mut Context<Self>) -> Self::Result {
         self.handled += 1;
         let (waiter, outcome) = oneshot::channel();
-        self.waiters.entry(message.0).or_default().push(waiter);
+        match self.dropped.remove(&message.0) {
+            true => drop(waiter.send(LoopOutcome::Ended(Ending::Aborted))),
+            false => self.waiters.entry(message.0).or_default().push(waiter),
+        }
         self.wake(ctx);
         MessageResult(outcome)
     }
@@ -230,6 +242,18 @@ impl Handler<LoopEnded> for RunActor {
     fn handle(&mut self, message: LoopEnded, _: &mut Context<Self>) {
         for waiter in self.waiters.remove(&message.loop_id).unwrap_or_default() {
             let _ = waiter.send(message.outcome.clone());
+        }
+    }
+}
+
+impl Handler<Dropped> for RunActor {
+    type Result = ();
+    fn handle(&mut self, Dropped(loop_id): Dropped, _: &mut Context<Self>) {
+        match self.waiters.remove(&loop_id) {
+            Some(waiters) => waiters.into_iter().for_each(|waiter| {
+                let _ = waiter.send(LoopOutcome::Ended(Ending::Aborted));
+            }),
+            None => drop(self.dropped.insert(loop_id)),
         }
     }
 }

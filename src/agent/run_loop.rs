@@ -750,6 +750,7 @@ fn continuation_of(lp: &LoopRow) -> LoopEnqueue {
         priority: LoopPriority::Normal,
         config: LoopConfig::of(&lp.config).to_json(),
         requested_by: lp.requested_by.clone(),
+        requested_on: lp.requested_on,
     }
 }
 

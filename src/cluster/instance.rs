@@ -38,6 +38,21 @@ impl Instance {
         &self.id
     }
 
+    /// A number for connection `conn` of this instance, told apart from every other
+    /// instance's but by chance (31 bits of the instance's random id, then the connection's
+    /// 32): what a loop records of the connection that queued it (a number, which costs the
+    /// store no text), for `run/cancel` of an operator's own loops. A collision only lets one
+    /// operator connection cancel another's loop, which the operator may do anyway.
+    pub(crate) fn connection_key(&self, conn: u64) -> i64 {
+        let high = self
+            .id
+            .get(..8)
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+            .unwrap_or(0)
+            & 0x7fff_ffff;
+        (i64::from(high) << 32) | (conn & 0xffff_ffff) as i64
+    }
+
     /// How often the heartbeat renews the leases: three beats per lease, so one late beat
     /// loses none. Also how often a run leased by another instance is looked at again.
     pub(crate) fn beat_interval(&self) -> Duration {

@@ -242,6 +242,8 @@ text_enum! {
         Error => "error",
         /// Aborted the run's loop.
         Abort => "abort",
+        /// Cancelled their own loops of the run (`run/cancel`).
+        Cancel => "cancel",
     }
 }
 

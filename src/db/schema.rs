@@ -70,6 +70,7 @@ diesel::table! {
         result -> Nullable<Text>,
         created_at -> Text,
         requested_by -> Nullable<Text>,
+        requested_on -> Nullable<BigInt>,
     }
 }
 

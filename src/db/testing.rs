@@ -238,6 +238,7 @@ pub(crate) fn sample_loop(
         priority: LoopPriority::Normal,
         config: serde_json::json!({}),
         requested_by: None,
+        requested_on: None,
     };
     crate::db::queries::loops::enqueue_loop(conn, &enqueue).unwrap()
 }

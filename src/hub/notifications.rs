@@ -136,6 +136,8 @@ pub(crate) enum Act {
     Error,
     /// Aborted the run.
     Abort,
+    /// Cancelled loops of the run (their own, or, allowed to abort it, another's).
+    Cancel,
     /// Injected a message into it.
     Inject,
     /// Prompted it again (`ask`, `act` on the run).
@@ -160,9 +162,12 @@ pub(crate) struct RunActed {
     /// 500 for one that failed to apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<EntryStatus>,
-    /// The proposals an abort withdrew.
+    /// The proposals an abort or a cancel withdrew.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub withdrawn: Vec<String>,
+    /// The loops a cancel stopped, by their number in the run (`getRun`'s `loops`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cancelled: Vec<i32>,
     /// The injected message, or the new prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,

@@ -66,6 +66,12 @@ impl CallContext {
         self.caller.person().map(str::to_owned)
     }
 
+    /// The connection, named across instances (`Instance::connection_key`): what a loop
+    /// records of the request that queued it, besides the person.
+    pub(crate) fn connection(&self) -> i64 {
+        self.agent.runs.instance().connection_key(self.conn)
+    }
+
     /// The key of whom the per-person limits (requests in flight, loops running or queued)
     /// count this call against: the person, or for the operator, who is nobody in
     /// particular, the connection.

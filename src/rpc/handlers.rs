@@ -1,6 +1,7 @@
 //! Handlers, one file per method group; the method table (`rpc::methods`) routes to them.
 
 mod blocking;
+pub(crate) mod cancel;
 pub(crate) mod entries;
 pub(crate) mod fork;
 pub(crate) mod held;

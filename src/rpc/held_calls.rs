@@ -1,5 +1,5 @@
-//! `run/abort`, `run/resolve` and `run/inject` for a run whose lease another instance
-//! holds: asked of that instance through the cluster's lease holder
+//! `run/abort`, `run/cancel`, `run/resolve` and `run/inject` for a run whose lease another
+//! instance holds: asked of that instance through the cluster's lease holder
 //! ([`LeaseHolder`](crate::cluster::LeaseHolder)) once the instance the client sent them to
 //! has checked their params and found their run. The instance asked executes them with
 //! `handlers::held`. These types are what such a call and its answer carry.
@@ -18,6 +18,9 @@ use crate::rpc::call::{CallContext, Reply};
 pub(crate) struct HeldCall {
     pub run: RunId,
     pub person: Option<String>,
+    /// The connection it came on (`Instance::connection_key`).
+    #[serde(default)]
+    pub connection: Option<i64>,
     pub method: HeldMethod,
 }
 
@@ -32,6 +35,9 @@ pub(crate) enum HeldMethod {
     Resolve(Resolving),
     /// `run/inject` of `message`.
     Inject { message: String },
+    /// `run/cancel` of loop `which` (`None`: the caller's own); `may_abort`: the caller may
+    /// abort the run, and so cancel another's loop.
+    Cancel { which: Option<i32>, may_abort: bool },
 }
 
 /// The holder's answer: the method's JSON-RPC result or error.
@@ -57,6 +63,7 @@ pub(crate) async fn ask(
     let call = HeldCall {
         run,
         person: context.person(),
+        connection: Some(context.connection()),
         method,
     };
     let answer = agent
@@ -88,6 +95,7 @@ mod tests {
             HeldCall {
                 run: RunId(9),
                 person: Some("ann".into()),
+                connection: Some(1),
                 method: HeldMethod::Resolve(Resolving {
                     path: "sh://turn_1/echo".into(),
                     action: Resolution::Accept,
@@ -98,6 +106,7 @@ mod tests {
             HeldCall {
                 run: RunId(9),
                 person: None,
+                connection: None,
                 method: HeldMethod::Inject {
                     message: "also the tests".into(),
                 },
@@ -105,7 +114,17 @@ mod tests {
             HeldCall {
                 run: RunId(9),
                 person: None,
+                connection: Some(7),
                 method: HeldMethod::Abort,
+            },
+            HeldCall {
+                run: RunId(9),
+                person: None,
+                connection: Some(7),
+                method: HeldMethod::Cancel {
+                    which: Some(2),
+                    may_abort: false,
+                },
             },
         ];
         for call in calls {

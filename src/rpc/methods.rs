@@ -19,8 +19,8 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    entries, fork, inbox, loops, mcp, models, people, plugin_methods, presence, project_config,
-    replay, resume, rules, runs, session, skills, tools, usage, webhooks,
+    cancel, entries, fork, inbox, loops, mcp, models, people, plugin_methods, presence,
+    project_config, replay, resume, rules, runs, session, skills, tools, usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -311,10 +311,16 @@ method_table! {
         ];
     RunAbort "run/abort" (runs::RunParams) runs::abort,
         needs_init: true, long_running: false, role: Member,
-        "Abort a run's current loop." &[("run", "string")];
+        "Abort a run: its running loop stopped, every loop queued on it dropped (a loop paused at a spend cap too), its pending proposals withdrawn." &[("run", "string")];
     RunResume "run/resume" (runs::RunParams) resume::resume,
         needs_init: true, long_running: false, role: Admin,
         "Take up again a run's loop paused at a spend cap (the server does once its caps no longer stand); while a cap stands, -32011 names it and the loop stays paused." &[("run", "string")];
+    RunCancel "run/cancel" (cancel::CancelParams) cancel::cancel,
+        needs_init: true, long_running: false, role: Viewer,
+        "Cancel your own loops of a run (running, queued, or waiting on their proposals, which are withdrawn); others' go on: {run, cancelled: [loop], withdrawn: [path]}." &[
+            ("run", "string"),
+            ("loop", "integer? — the loop's number (getRun's loops); another's needs the role run/abort needs"),
+        ];
     RunRename "run/rename" (runs::RenameParams) runs::rename,
         needs_init: true, long_running: false, role: Member,
         "Rename a run." &[("run", "string"), ("name", "string — [A-Za-z0-9_]+")];

@@ -42,6 +42,8 @@
 //   withdrawn   a prompt whose edit the editor (which writes files) is asked about: it makes
 //               $ACP_MARKER/asking, and allows it only once $ACP_MARKER/settled exists (the
 //               test's other client settled it meanwhile)
+//   cancel-mine a prompt the editor cancels once $ACP_MARKER/cancel exists (the test's
+//               other client queued a prompt of its own behind it meanwhile)
 
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync, mkdirSync } from "node:fs";
@@ -227,6 +229,17 @@ async function run(ctx) {
     case "cancel": {
       const turn = prompt("take your time");
       await new Promise((resolve) => setTimeout(resolve, 1500));
+      await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
+      await turn;
+      break;
+    }
+    case "cancel-mine": {
+      // Cancels its prompt once the test has made $ACP_MARKER/cancel (another client's
+      // prompt is queued behind it then).
+      const turn = prompt("my question");
+      while (!existsSync(`${process.env.ACP_MARKER}/cancel`)) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
       await turn;
       break;

@@ -313,6 +313,14 @@ async def run(conn: Any) -> None:
         await asyncio.sleep(1.5)
         await conn.cancel(session_id=session_id)
         await turn
+    elif scenario == "cancel-mine":
+        # Cancels its prompt once the test has made $ACP_MARKER/cancel (another client's
+        # prompt is queued behind it then).
+        turn = asyncio.ensure_future(prompt("my question"))
+        while not os.path.exists(os.path.join(os.environ["ACP_MARKER"], "cancel")):
+            await asyncio.sleep(0.02)
+        await conn.cancel(session_id=session_id)
+        await turn
     elif scenario == "idle-cancel":
 
         async def idle_cancel() -> None:

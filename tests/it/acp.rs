@@ -112,6 +112,7 @@ with_each_sdk!(
     a_cancel_while_the_editors_terminal_runs_a_command_kills_it_and_ends_the_turn_cancelled,
     remote_a_proposal_another_client_accepts_is_withdrawn_from_the_editor_and_never_written,
     two_edits_of_one_file_are_two_tool_calls_of_the_session,
+    remote_an_editors_cancel_stops_its_prompt_and_a_colleagues_queued_prompt_runs_to_its_end,
 );
 
 /// What the editor saw of one scenario, with the home and project it ran in.
@@ -1144,6 +1145,73 @@ async fn remote_a_proposal_another_client_accepts_is_withdrawn_from_the_editor_a
     );
     assert_eq!(drive.messages(), ["Editing a.txt.", "Edited elsewhere."]);
     assert_eq!(llm.requests().len(), 2, "the run resumed once");
+}
+
+/// Two clients on one run: the editor's prompt runs, a colleague's is queued behind it; the
+/// editor's cancel stops its own prompt only (`run/cancel`), and the colleague's runs to its
+/// end.
+async fn remote_an_editors_cancel_stops_its_prompt_and_a_colleagues_queued_prompt_runs_to_its_end(
+    sdk: Sdk,
+) {
+    let llm = FakeLlm::start([
+        Step::Hang,
+        Step::reply("<summarize>Answered the colleague.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let remote = Remote::with_token(format!("ws://127.0.0.1:{}/", server.port), "mo-token");
+    let marks = tempfile::tempdir().unwrap();
+    let marker = marks.path().display().to_string();
+    let root = home.path().join("demo");
+    let driving = {
+        let mut all = llm_env(&llm);
+        all.push(("ACP_MARKER", marker.as_str()));
+        let all: Vec<(String, String)> = all
+            .into_iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect();
+        actix_web::rt::spawn(async move {
+            let all: Vec<(&str, &str)> =
+                all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Drive::spawn(sdk, "cancel-mine", home, "demo", Some(remote), &all).await
+        })
+    };
+    llm.wait_for_requests(1).await;
+    let mut colleague = crate::support::Client::connect(&format!(
+        "ws://127.0.0.1:{}/?token=shared-token",
+        server.port
+    ))
+    .await;
+    colleague.init("demo", &root).await;
+    let run = colleague.ok("getRuns", json!({})).await[0]["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let question = "the colleague's question";
+    let asking = colleague
+        .send(
+            "ask",
+            json!({"model": "fake", "prompt": question, "run": run}),
+        )
+        .await;
+    colleague
+        .until_notified("run/action", |params| {
+            params["action"] == json!("prompt") && params["message"] == json!(question)
+        })
+        .await;
+    std::fs::write(marks.path().join("cancel"), "").unwrap();
+    let drive = driving.await.unwrap();
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["cancelled"]));
+    let answered = colleague.reply(&asking).await;
+    assert_eq!(
+        answered["result"]["status"],
+        json!(200),
+        "the colleague's prompt ran to its end: {answered}"
+    );
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(crate::support::user_message(&requests[1]).contains(question));
 }
 
 async fn remote_a_project_outside_the_persons_is_refused_with_rummys_error(sdk: Sdk) {

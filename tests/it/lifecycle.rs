@@ -39,7 +39,7 @@ async fn ask_in_flight(
 }
 
 #[actix_web::test]
-async fn abort_stops_the_current_loop_and_the_queue_runs_on() {
+async fn abort_stops_the_whole_run_its_queued_prompts_dropped_unrun() {
     let llm = FakeLlm::start([
         Step::Hang,
         Step::reply("<summarize>second done</summarize>"),
@@ -65,12 +65,12 @@ async fn abort_stops_the_current_loop_and_the_queue_runs_on() {
         .await;
     assert_eq!(errors, json!([]), "an abort records no error");
     let queued = second.reply(&second_id).await;
-    assert_eq!(queued["result"]["status"], json!(200), "{queued}");
-    let requests = llm.requests();
-    assert_eq!(requests.len(), 2);
-    assert!(user_message(&requests[1]).contains("second prompt"));
+    assert_eq!(queued["result"]["status"], json!(499), "{queued}");
+    assert_eq!(queued["result"]["reason"], json!("aborted"));
+    llm.wait_for_dropped(1).await;
+    assert_eq!(llm.requests().len(), 1, "the queued prompt never ran");
     let stored = observer.ok("getRun", json!({"run": run})).await;
-    assert_eq!(stored["status"], json!(200));
+    assert_eq!(stored["status"], json!(499));
 }
 
 /// A fresh run with two proposals made by a client (`sh`, `env`); returns the run's alias.

@@ -6,6 +6,10 @@
 //! server-side command that waits for the test's file), on the test's store;
 //! `instances.rs` runs the ones that cross instances on PostgreSQL.
 
+mod cancel;
+mod cancel_instances;
+mod queue;
+
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -15,7 +19,7 @@ use crate::support::{project_root, Client, TestApp};
 use rummy::testing::fake_llm::{FakeLlm, Step, WhenExhausted};
 use rummy::testing::ScratchDatabase;
 
-const PROPOSING: &str = "<sh>make deploy</sh><update>deploying</update>";
+pub(super) const PROPOSING: &str = "<sh>make deploy</sh><update>deploying</update>";
 
 /// Two clients of one project, `driver` having run `act` to a 202: the run and its
 /// proposal's path.
@@ -27,12 +31,16 @@ async fn proposal(app: &TestApp) -> (Client, Client, String, String) {
     (driver, other, run, path)
 }
 
-fn resolution(run: &str, path: &str, action: &str) -> Value {
+pub(super) fn resolution(run: &str, path: &str, action: &str) -> Value {
     json!({"run": run, "resolution": {"path": path, "action": action}})
 }
 
 /// The error of a call that must fail: its code, message and data.
-async fn refused(client: &mut Client, method: &str, params: Value) -> (i64, String, Value) {
+pub(super) async fn refused(
+    client: &mut Client,
+    method: &str,
+    params: Value,
+) -> (i64, String, Value) {
     let reply = client.call(method, params).await;
     let error = reply
         .get("error")
@@ -45,7 +53,7 @@ async fn refused(client: &mut Client, method: &str, params: Value) -> (i64, Stri
     )
 }
 
-async fn run_status(client: &mut Client, run: &str) -> Value {
+pub(super) async fn run_status(client: &mut Client, run: &str) -> Value {
     client.ok("getRun", json!({"run": run})).await["status"].clone()
 }
 
@@ -172,12 +180,22 @@ async fn two_resolutions_of_one_proposal_the_first_wins_and_the_second_is_told_b
 /// A server whose users file has ann and bo, members of every project, and a client of each
 /// bound to project `team`.
 async fn team(llm: &FakeLlm) -> (TestApp, Client, Client) {
+    let (app, mut clients) = people(llm, &[("ann", "member"), ("bo", "member")]).await;
+    let bo = clients.pop().unwrap();
+    let ann = clients.pop().unwrap();
+    (app, ann, bo)
+}
+
+/// A server whose users file has these people (name, role), each with access to every
+/// project, and a client of each, in that order, bound to project `team` (the token of each
+/// is `<name>-token`).
+pub(super) async fn people(llm: &FakeLlm, who: &[(&str, &str)]) -> (TestApp, Vec<Client>) {
     let home = tempfile::tempdir().unwrap();
-    let people: String = ["ann", "bo"]
+    let people: String = who
         .iter()
-        .map(|name| {
+        .map(|(name, role)| {
             format!(
-                "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"member\"\n\
+                "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
                  projects = [\"*\"]\n",
                 rummy::hash_token(&format!("{name}-token"))
             )
@@ -191,14 +209,12 @@ async fn team(llm: &FakeLlm) -> (TestApp, Client, Client) {
     let app = TestApp::start_in(home, &env, |plugins| plugins).await;
     let root = app.project_root("team");
     let mut clients = Vec::new();
-    for name in ["ann", "bo"] {
+    for (name, _) in who {
         let mut client = Client::connect(&format!("ws://{}/?token={name}-token", app.addr())).await;
         client.init("team", &root).await;
         clients.push(client);
     }
-    let bo = clients.pop().unwrap();
-    let ann = clients.pop().unwrap();
-    (app, ann, bo)
+    (app, clients)
 }
 
 /// The next `run/action` or `run/outcome` `client` is told of, its params without `seq`.
@@ -292,7 +308,7 @@ async fn every_client_is_told_what_each_person_did_to_a_run_and_how_its_loops_en
 }
 
 /// A server whose projects run their commands on it (`server_commands.rs`'s limits).
-async fn commands_server(llm: &FakeLlm) -> TestApp {
+pub(super) async fn commands_server(llm: &FakeLlm) -> TestApp {
     let env = [
         ("RUMMY_RUN_COMMANDS", "server"),
         (
@@ -306,10 +322,10 @@ async fn commands_server(llm: &FakeLlm) -> TestApp {
 
 /// A command that says it started, waits until the test makes the file `go`, then appends
 /// a line to `ran.txt`: each run of it is one line.
-const WAITING_COMMAND: &str =
+pub(super) const WAITING_COMMAND: &str =
     "echo waiting; while [ ! -e go ]; do sleep 0.02; done; echo ran >> ran.txt";
 
-fn runs_of_the_command(root: &Path) -> usize {
+pub(super) fn runs_of_the_command(root: &Path) -> usize {
     std::fs::read_to_string(root.join("ran.txt"))
         .unwrap_or_default()
         .lines()
@@ -379,17 +395,17 @@ async fn a_second_resolution_while_a_server_command_runs_or_before_it_is_recorde
 
 /// Two instances on one PostgreSQL database (`instances.rs`'s way), each with its own
 /// scripted model, and a client of each bound to project `races` in one home.
-struct TwoInstances {
-    a: Client,
-    b: Client,
-    a_llm: FakeLlm,
-    b_llm: FakeLlm,
+pub(super) struct TwoInstances {
+    pub(super) a: Client,
+    pub(super) b: Client,
+    pub(super) a_llm: FakeLlm,
+    pub(super) b_llm: FakeLlm,
     _servers: (ServerProcess, ServerProcess),
     _home: tempfile::TempDir,
     _database: ScratchDatabase,
 }
 
-async fn two_instances(a_script: Vec<Step>, b_script: Vec<Step>) -> TwoInstances {
+pub(super) async fn two_instances(a_script: Vec<Step>, b_script: Vec<Step>) -> TwoInstances {
     let database = ScratchDatabase::required();
     let a_llm = FakeLlm::builder(a_script)
         .when_exhausted(WhenExhausted::Error(500))

@@ -206,6 +206,7 @@ async fn accept(
                 path: Some(owned),
                 status: Some(outcome.status),
                 withdrawn: Vec::new(),
+                cancelled: Vec::new(),
                 message: None,
                 rule: Some(rule),
             };

@@ -85,6 +85,7 @@ async fn run_child(
         priority: LoopPriority::Normal,
         config: child_config(parent.config, turns).to_json(),
         requested_by: parent.loop_row.requested_by.clone(),
+        requested_on: parent.loop_row.requested_on,
     };
     let outcome = agent.runs.enqueue_under(agent, enqueue, cancel).await?;
     // An actor that stops before the loop ends (the server stopping) fails it.

@@ -3,17 +3,16 @@
 //! writer, [`settle`]), *wait* (until a cancelled loop's 499 is stored, or the waiter of a
 //! dropped loop is answered) and *announce* (every client told, `hub`).
 //!
+//! An abort stops the whole run, everyone's work on it (`cancel` stops only the caller's).
 //! The settle unit decides the race with everything else that moves the run, since those
-//! moves are units of work on the same writer: a loop this instance runs whose outcome is
-//! not stored yet is cancelled there (its own unit then stores 499, whatever it was about
-//! to store); a run no loop runs is stopped whole — 499, its pending proposals withdrawn
-//! (those being carried out are marked, and their acceptance records them without resuming
-//! the run), and the loop it would run next (queued by a resolution, an injection or a
-//! prompt, not claimed yet) dropped. Loops queued behind a running loop are someone's
-//! prompts: they stay queued and run next. A run paused at a spend cap (`agent::paused`)
-//! drops its paused loop and every loop queued behind it, whose requests were answered
-//! paused: nothing of it runs again. A loop running on another instance is that
-//! instance's to stop ([`VerbError::Elsewhere`]).
+//! moves are units of work on the same writer: every loop queued on the run (prompts behind
+//! the running loop, the loop a resolution or an injection queued, a loop paused at a spend
+//! cap, `agent::paused`) is dropped, its request answered 499; a loop this instance runs
+//! whose outcome is not stored yet is cancelled there (its own unit then stores 499,
+//! whatever it was about to store); a run no loop runs goes to 499, its pending proposals
+//! withdrawn (those being carried out are marked, and their acceptance records them without
+//! resuming the run). A loop running on another instance is that instance's to stop
+//! ([`VerbError::Elsewhere`]).
 
 use crate::agent::current::CurrentLoop;
 use crate::agent::machine::{self, Transition};
@@ -32,10 +31,14 @@ use crate::hub::notifications::{Act, RunActed};
 
 /// What the settle unit did.
 enum Settled {
-    /// Cancelled this loop, running here; its unit of work stores 499.
-    Stopping(CurrentLoop),
-    /// Stopped the idle run, dropping the loop that was to run next (a paused run: its
-    /// paused loop and those queued behind it).
+    /// Cancelled this loop, running here (its unit of work stores 499), and dropped the
+    /// loops queued behind it.
+    Stopping {
+        current: CurrentLoop,
+        dropped: Vec<LoopId>,
+    },
+    /// Stopped the idle run, dropping the loops queued to run next (a paused run: its paused
+    /// loop too).
     Stopped { dropped: Vec<LoopId> },
     /// A loop of the run runs on another instance.
     Elsewhere,
@@ -56,17 +59,17 @@ pub(crate) async fn abort(
     };
     let settled = agent.db.call(move |conn| settling.settle(conn)).await?;
     let run = run.id;
-    match settled {
-        Settled::Stopping(mut current) => {
-            // An error means the drain is gone, and with it the loop.
-            let _ = current.stored.wait_for(|stored| *stored).await;
-        }
-        Settled::Stopped { dropped } => {
-            for dropped in dropped {
-                agent.runs.dropped(run, dropped);
-            }
-        }
+    let (stopping, dropped) = match settled {
+        Settled::Stopping { current, dropped } => (Some(current), dropped),
+        Settled::Stopped { dropped } => (None, dropped),
         Settled::Elsewhere => return Err(VerbError::Elsewhere),
+    };
+    for dropped in dropped {
+        agent.runs.dropped(run, dropped);
+    }
+    if let Some(mut current) = stopping {
+        // An error means the drain is gone, and with it the loop.
+        let _ = current.stored.wait_for(|stored| *stored).await;
     }
     Ok(Answer::Aborted)
 }
@@ -88,10 +91,12 @@ impl Settling {
             .registry
             .current(run)
             .filter(|current| !current.is_settled());
+        let record = serde_json::to_value(LoopOutcome::Ended(Ending::Aborted).to_record()).ok();
         if let Some(current) = running_here {
             current.cancel.cancel();
+            let dropped = loops::drop_pending(conn, run, record.as_ref())?;
             self.record(conn, Some(current.id), Vec::new())?;
-            return Ok(Settled::Stopping(current));
+            return Ok(Settled::Stopping { current, dropped });
         }
         if loops::active_loop(conn, run)?.is_some() {
             return Ok(Settled::Elsewhere);
@@ -99,20 +104,13 @@ impl Settling {
         let from = runs::get_run(conn, run)?
             .ok_or_else(|| DbError::NotFound(format!("run {run}")))?
             .status;
-        let paused = from == RunStatus::CapReached && paused_loops::unpause(conn, run)?.is_some();
-        let dropped = match paused {
-            true => loops::pending_loops(conn, run)?,
-            false => loops::next_pending(conn, run)?.into_iter().collect(),
-        };
-        let record = serde_json::to_value(LoopOutcome::Ended(Ending::Aborted).to_record())
-            .unwrap_or_default();
-        for next in &dropped {
-            loops::drop_loop(conn, next.id, Some(&record))?;
+        if from == RunStatus::CapReached {
+            paused_loops::unpause(conn, run)?;
         }
+        let dropped = loops::drop_pending(conn, run, record.as_ref())?;
         let withdrawn = proposals::withdraw(conn, run)?;
         machine::take(conn, run, from, Transition::Abort)
             .map_err(|error| DbError::Invalid(error.to_string()))?;
-        let dropped: Vec<LoopId> = dropped.into_iter().map(|next| next.id).collect();
         self.record(conn, dropped.first().copied(), withdrawn)?;
         Ok(Settled::Stopped { dropped })
     }

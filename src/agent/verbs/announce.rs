@@ -18,6 +18,7 @@ pub(crate) fn acted(run: &RunRow, act: Act, by: Option<String>) -> RunActed {
         path: None,
         status: None,
         withdrawn: Vec::new(),
+        cancelled: Vec::new(),
         message: None,
         rule: None,
     }

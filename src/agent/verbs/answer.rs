@@ -20,6 +20,13 @@ pub(crate) enum Answer {
     Injected { alias: String },
     /// The run is stopped (its 499 stored).
     Aborted,
+    /// These loops of the run (their numbers) are stopped, these proposals withdrawn; none
+    /// when nothing of the caller's was in flight.
+    Cancelled {
+        alias: String,
+        cancelled: Vec<i32>,
+        withdrawn: Vec<String>,
+    },
 }
 
 /// `run/inject`'s answer when the message joins the running loop.
@@ -28,6 +35,14 @@ struct Joined<'a> {
     run: &'a str,
     status: RunStatus,
     injected: &'static str,
+}
+
+/// `run/cancel`'s answer.
+#[derive(Serialize)]
+struct Stopped<'a> {
+    run: &'a str,
+    cancelled: &'a [i32],
+    withdrawn: &'a [String],
 }
 
 /// `run/abort`'s answer.
@@ -50,6 +65,16 @@ impl Serialize for Answer {
             }
             .serialize(serializer),
             Answer::Aborted => Done { status: "ok" }.serialize(serializer),
+            Answer::Cancelled {
+                alias,
+                cancelled,
+                withdrawn,
+            } => Stopped {
+                run: alias,
+                cancelled,
+                withdrawn,
+            }
+            .serialize(serializer),
         }
     }
 }
@@ -65,6 +90,14 @@ mod tests {
     fn each_answer_has_the_reference_s_shape() {
         let wire = |answer: Answer| serde_json::to_value(answer).unwrap();
         assert_eq!(wire(Answer::Aborted), json!({"status": "ok"}));
+        assert_eq!(
+            wire(Answer::Cancelled {
+                alias: "r".into(),
+                cancelled: vec![2],
+                withdrawn: vec!["sh://turn_1/ls".into()]
+            }),
+            json!({"run": "r", "cancelled": [2], "withdrawn": ["sh://turn_1/ls"]})
+        );
         assert_eq!(
             wire(Answer::Injected { alias: "r".into() }),
             json!({"run": "r", "status": 102, "injected": "next_turn"})

@@ -16,7 +16,7 @@ pub(crate) enum VerbError {
     #[error("{path} is not a pending proposal of run '{run}'")]
     NotAProposal { run: String, path: String },
     /// The proposal was pending once and no longer is: resolved by someone, or withdrawn
-    /// by an abort. The first resolution won; this one changed nothing.
+    /// by an abort or a cancel. The first resolution won; this one changed nothing.
     #[error("{} of run '{}' is no longer pending: {}", .0.path, .0.run, .0.what())]
     NoLongerPending(Box<ProposalView>),
     /// Another request is carrying out the proposal's acceptance (a command on the server,
@@ -42,6 +42,20 @@ pub(crate) enum VerbError {
     /// The run's loop is running on another instance, which executes the verb.
     #[error("the run's loop runs on another instance")]
     Elsewhere,
+    /// The run has no loop of that number.
+    #[error("run '{run}' has no loop {sequence}")]
+    NoSuchLoop { run: String, sequence: i32 },
+    /// The loop named is another's, and the caller may not abort the run.
+    #[error(
+        "loop {sequence} of run '{run}' was started by {}; only someone who may abort the \
+         run cancels another's loop",
+        .by.as_deref().unwrap_or("the operator")
+    )]
+    NotYours {
+        run: String,
+        sequence: i32,
+        by: Option<String>,
+    },
     /// A loop past a bound on active loops, refused.
     #[error(transparent)]
     NotAdmitted(#[from] NotAdmitted),
@@ -85,7 +99,7 @@ pub(crate) struct ProposalView {
     /// Its entry's status now: 202 while it is being resolved, 200, 403 or 500 once
     /// resolved, 499 once withdrawn.
     pub status: EntryStatus,
-    /// What settled it: `accept`, `reject`, `error`, or `abort`.
+    /// What settled it: `accept`, `reject`, `error`, `abort` or `cancel`.
     pub action: Option<RunAction>,
     /// Who did (`null`: the operator, or nobody recorded).
     pub by: Option<String>,
@@ -99,7 +113,7 @@ impl ProposalView {
             ProposalState::Pending | ProposalState::Unknown => return None,
             ProposalState::Claimed { by } => (EntryStatus::Proposed, Some(RunAction::Accept), by),
             ProposalState::Resolved { status, action, by } => (status, action, by),
-            ProposalState::Withdrawn { by } => (EntryStatus::Withdrawn, Some(RunAction::Abort), by),
+            ProposalState::Withdrawn { action, by } => (EntryStatus::Withdrawn, Some(action), by),
         };
         Some(ProposalView {
             run: run.to_owned(),
@@ -118,6 +132,9 @@ impl ProposalView {
         };
         match (self.status, self.action) {
             (EntryStatus::Proposed, _) => format!("it was accepted{by} and is being carried out"),
+            (EntryStatus::Withdrawn, Some(RunAction::Cancel)) => {
+                format!("the loop that proposed it was cancelled{by}")
+            }
             (EntryStatus::Withdrawn, _) => format!("the run was aborted{by}"),
             (_, Some(RunAction::Accept)) => format!("it was accepted{by}"),
             (_, Some(RunAction::Reject)) => format!("it was rejected{by}"),

@@ -34,11 +34,12 @@ enum Placed {
     Queued(LoopId),
 }
 
-/// `person`'s `message` for `run`.
+/// `person`'s `message` for `run`, sent on `connection` (`Instance::connection_key`).
 pub(crate) async fn inject(
     agent: &AgentContext,
     run: RunRow,
     person: Option<String>,
+    connection: Option<i64>,
     message: String,
 ) -> Result<Answer, VerbError> {
     let placing = Placing {
@@ -47,6 +48,7 @@ pub(crate) async fn inject(
         bounds: agent.db.event_bounds(),
         run: run.clone(),
         person,
+        connection,
         message,
     };
     let placed = agent.db.call(move |conn| placing.place(conn)).await?;
@@ -69,6 +71,7 @@ struct Placing {
     bounds: EventBounds,
     run: RunRow,
     person: Option<String>,
+    connection: Option<i64>,
     message: String,
 }
 
@@ -108,7 +111,8 @@ impl Placing {
         if !proposed.is_empty() {
             return Ok(Placed::Blocked(proposed));
         }
-        let enqueue = injected_loop(conn, run, self.person.clone(), self.message.clone())?;
+        let requester = (self.person.clone(), self.connection);
+        let enqueue = injected_loop(conn, run, requester, self.message.clone())?;
         let queued = queue::insert(conn, &enqueue, &self.instance)?;
         announce(conn, &self.bounds, run, told)?;
         Ok(Placed::Queued(queued))
@@ -117,11 +121,11 @@ impl Placing {
 
 /// The loop that runs `message` on an idle run: it continues the latest loop with its mode
 /// and flags; a panic loop (context recovery) is never continued as such, and a new prompt
-/// may panic again.
+/// may panic again. `requester`: the person and the connection that asked.
 fn injected_loop(
     conn: &mut Conn,
     run: &RunRow,
-    person: Option<String>,
+    requester: (Option<String>, Option<i64>),
     message: String,
 ) -> Result<LoopEnqueue, DbError> {
     let (mode, config) = match loops::latest_loop(conn, run.id)? {
@@ -141,6 +145,7 @@ fn injected_loop(
         prompt: message,
         priority: LoopPriority::Normal,
         config: config.to_json(),
-        requested_by: person,
+        requested_by: requester.0,
+        requested_on: requester.1,
     })
 }

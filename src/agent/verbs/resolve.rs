@@ -53,12 +53,14 @@ pub(crate) struct Resolving {
     pub always: Option<Always>,
 }
 
-/// `person`'s `resolving` of a proposal of `run`, which is at `place`.
+/// `person`'s `resolving` of a proposal of `run`, which is at `place`, sent on `connection`
+/// (`Instance::connection_key`).
 pub(crate) async fn resolve(
     agent: &AgentContext,
     run: RunRow,
     resolving: Resolving,
     person: Option<String>,
+    connection: Option<i64>,
     place: &RunPlace,
 ) -> Result<Answer, VerbError> {
     let root = place.root.as_path();
@@ -108,6 +110,7 @@ pub(crate) async fn resolve(
         output: resolving.output,
         always,
         person,
+        connection,
         claimed,
         instance: instance_of(agent),
         bounds: agent.db.event_bounds(),

@@ -35,6 +35,8 @@ pub(crate) struct Start {
     pub limit_key: String,
     /// Who asks (`None`: the operator).
     pub person: Option<String>,
+    /// The connection the prompt came on (`Instance::connection_key`).
+    pub connection: Option<i64>,
     pub mode: LoopMode,
     pub model: String,
     pub prompt: String,
@@ -159,6 +161,7 @@ struct RunChoice {
     settings: RunConfigUpdateForm,
     create: RunCreateForm,
     person: Option<String>,
+    connection: Option<i64>,
     caps: Option<String>,
     /// What the event log keeps, for the `run/action` of a run prompted again.
     bounds: EventBounds,
@@ -209,6 +212,7 @@ impl RunChoice {
             settings: start.settings,
             create,
             person: start.person,
+            connection: start.connection,
             caps: start.stored_caps,
             bounds,
             mode: start.mode,
@@ -229,6 +233,7 @@ impl RunChoice {
             std::mem::take(&mut self.prompt),
         );
         let (config, requested_by) = (self.config.to_json(), self.person.clone());
+        let requested_on = self.connection;
         let bounds = self.bounds;
         let (run, created, continued) = match self.run(conn)? {
             Ok(chosen) => chosen,
@@ -245,6 +250,7 @@ impl RunChoice {
             prompt,
             priority: LoopPriority::Normal,
             requested_by,
+            requested_on,
         };
         if let Some(continued) = continued {
             let told = RunActed {

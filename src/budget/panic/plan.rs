@@ -137,6 +137,7 @@ pub(crate) fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
             priority: LoopPriority::Panic,
             config: Value::Object(panic_config),
             requested_by: original.requested_by.clone(),
+            requested_on: original.requested_on,
         },
         retry_loop: LoopEnqueue {
             run_id: original.run_id,
@@ -146,6 +147,7 @@ pub(crate) fn plan_overflow(facts: &OverflowFacts<'_>) -> OverflowDecision {
             priority: LoopPriority::Retry,
             config: Value::Object(retry_config),
             requested_by: original.requested_by.clone(),
+            requested_on: original.requested_on,
         },
         #[cfg(test)]
         prompt_label: prompt,

@@ -24,6 +24,7 @@ fn loop_row(mode: LoopMode, prompt: &str, config: serde_json::Value) -> LoopRow 
         result: None,
         created_at: "2026-04-12 00:00:00".to_owned(),
         requested_by: Some("alice".to_owned()),
+        requested_on: None,
     }
 }
 

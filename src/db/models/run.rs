@@ -164,6 +164,9 @@ pub struct LoopRow {
     /// The person whose request queued it (a panic loop and its retry: the person of the
     /// loop that overflowed); `None`: the operator.
     pub requested_by: Option<String>,
+    /// The connection whose request queued it (`Instance::connection_key`; a loop
+    /// that continues another: that one's), whose own loops `run/cancel` stops for an operator.
+    pub requested_on: Option<i64>,
 }
 
 /// What a caller gives to enqueue a loop; the sequence number is assigned.
@@ -181,6 +184,8 @@ pub(crate) struct LoopEnqueue {
     pub config: serde_json::Value,
     /// The person whose request queues it.
     pub requested_by: Option<String>,
+    /// The connection that request came on (`Instance::connection_key`).
+    pub requested_on: Option<i64>,
 }
 
 /// Insert form for [`LoopRow`].
@@ -195,6 +200,7 @@ pub(crate) struct LoopInsertForm {
     pub priority: LoopPriority,
     pub config: String,
     pub requested_by: Option<String>,
+    pub requested_on: Option<i64>,
 }
 
 /// One LLM call, with its telemetry.

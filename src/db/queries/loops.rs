@@ -36,6 +36,7 @@ pub(crate) fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<Loo
             priority: enqueue.priority,
             config: enqueue.config.to_string(),
             requested_by: enqueue.requested_by.clone(),
+            requested_on: enqueue.requested_on,
         };
         Ok(per_backend!(conn, |conn| diesel::insert_into(
             loops::table
@@ -103,6 +104,40 @@ pub(crate) fn drop_loop(
     result: Option<&serde_json::Value>,
 ) -> Result<LoopRow, DbError> {
     finish_loop(conn, id, RunStatus::Aborted, result)
+}
+
+/// Drops every pending loop of the run (status 499, with `result`): an abort stops the whole
+/// run. Their ids.
+pub(crate) fn drop_pending(
+    conn: &mut Conn,
+    run_id: RunId,
+    result: Option<&serde_json::Value>,
+) -> Result<Vec<LoopId>, DbError> {
+    Ok(diesel::update(
+        loops::table
+            .filter(loops::run_id.eq(run_id))
+            .filter(loops::status.eq(RunStatus::Queued)),
+    )
+    .set((
+        loops::status.eq(RunStatus::Aborted),
+        loops::result.eq(result.map(serde_json::Value::to_string)),
+    ))
+    .returning(loops::id)
+    .get_results(conn)?)
+}
+
+/// The run's loop numbered `sequence`.
+pub(crate) fn by_sequence(
+    conn: &mut Conn,
+    run_id: RunId,
+    sequence: i32,
+) -> Result<Option<LoopRow>, DbError> {
+    Ok(loops::table
+        .filter(loops::run_id.eq(run_id))
+        .filter(loops::sequence.eq(sequence))
+        .select(LoopRow::as_select())
+        .first(conn)
+        .optional()?)
 }
 
 /// Drops the run's pending panic and retry loops (their overflowing loop was aborted).
@@ -219,6 +254,7 @@ mod tests {
             priority,
             config: json!({"noRepo": true}),
             requested_by: Some("alice".into()),
+            requested_on: Some(1 << 32 | 7),
         };
         enqueue_loop(conn, &request).unwrap()
     }
@@ -348,6 +384,7 @@ mod tests {
             priority: LoopPriority::Panic,
             config: json!([1]),
             requested_by: None,
+            requested_on: None,
         };
         assert!(matches!(
             enqueue_loop(&mut db.conn, &request),

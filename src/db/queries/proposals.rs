@@ -1,12 +1,13 @@
 //! A run's proposals as the run's verbs move them (`agent::machine`): pending (202),
 //! claimed while one request carries out its acceptance (`proposal_claims`), resolved once,
-//! or withdrawn by an abort (499); and what a second request for one is told.
+//! or withdrawn by an abort or a cancel of the loop that proposed it (499); and what a second
+//! request for one is told.
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 
 use crate::db::enums::{EntryStatus, RunAction};
-use crate::db::ids::RunId;
+use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::EntryRow;
 use crate::db::paths::normalize_path;
 use crate::db::statement::statement;
@@ -14,6 +15,9 @@ use crate::db::{Conn, DbError};
 
 /// What a withdrawn proposal's entry says.
 pub(crate) const WITHDRAWN: &str = "withdrawn: the run was aborted";
+
+/// What a proposal withdrawn by a cancel of the loop that proposed it says.
+pub(crate) const CANCELLED: &str = "withdrawn: the loop that proposed it was cancelled";
 
 /// The run's entry at `path` if it is a pending proposal that no other request is carrying
 /// out (`claimed`: the caller is the one that claimed it).
@@ -105,25 +109,69 @@ pub(crate) fn release(conn: &mut Conn, run: RunId, path: &str) -> Result<bool, D
 /// Withdraws the run's pending proposals no request is carrying out (499, with
 /// [`WITHDRAWN`]), and marks the claimed ones aborted; the paths withdrawn.
 pub(crate) fn withdraw(conn: &mut Conn, run: RunId) -> Result<Vec<String>, DbError> {
+    withdraw_where(conn, run, None, WITHDRAWN)
+}
+
+/// As [`withdraw`], only the proposals loop `proposing` made (its run's loop cancelled).
+pub(crate) fn withdraw_of(
+    conn: &mut Conn,
+    run: RunId,
+    proposing: LoopId,
+) -> Result<Vec<String>, DbError> {
+    withdraw_where(conn, run, Some(proposing), CANCELLED)
+}
+
+fn withdraw_where(
+    conn: &mut Conn,
+    run: RunId,
+    proposing: Option<LoopId>,
+    body: &str,
+) -> Result<Vec<String>, DbError> {
     #[derive(QueryableByName)]
     struct Withdrawn {
         #[diesel(sql_type = Text)]
         path: String,
     }
+    statement(
+        "UPDATE proposal_claims SET aborted = 1
+         WHERE run_id = ? AND path IN (
+             SELECT path FROM known_entries
+             WHERE run_id = ? AND status = 202 AND (? IS NULL OR loop_id = ?))",
+    )
+    .bind::<BigInt, _>(run)
+    .bind::<BigInt, _>(run)
+    .bind::<Nullable<BigInt>, _>(proposing)
+    .bind::<Nullable<BigInt>, _>(proposing)
+    .execute(conn)?;
     let withdrawn: Vec<Withdrawn> = statement(
         "UPDATE known_entries SET status = 499, body = ?, updated_at = datetime('now')
-         WHERE run_id = ? AND status = 202 AND path NOT IN (
+         WHERE run_id = ? AND status = 202 AND (? IS NULL OR loop_id = ?) AND path NOT IN (
              SELECT path FROM proposal_claims WHERE run_id = ?)
          RETURNING path",
     )
-    .bind::<Text, _>(WITHDRAWN)
+    .bind::<Text, _>(body)
     .bind::<BigInt, _>(run)
+    .bind::<Nullable<BigInt>, _>(proposing)
+    .bind::<Nullable<BigInt>, _>(proposing)
     .bind::<BigInt, _>(run)
     .load(conn)?;
-    statement("UPDATE proposal_claims SET aborted = 1 WHERE run_id = ?")
-        .bind::<BigInt, _>(run)
-        .execute(conn)?;
     Ok(withdrawn.into_iter().map(|row| row.path).collect())
+}
+
+/// The loops whose proposals the run waits on (those still pending).
+pub(crate) fn proposing_loops(conn: &mut Conn, run: RunId) -> Result<Vec<LoopId>, DbError> {
+    #[derive(QueryableByName)]
+    struct Proposing {
+        #[diesel(sql_type = BigInt)]
+        loop_id: LoopId,
+    }
+    let proposing: Vec<Proposing> = statement(
+        "SELECT DISTINCT loop_id FROM known_entries
+         WHERE run_id = ? AND status = 202 AND loop_id IS NOT NULL",
+    )
+    .bind::<BigInt, _>(run)
+    .load(conn)?;
+    Ok(proposing.into_iter().map(|row| row.loop_id).collect())
 }
 
 /// Where the run's entry at `path` stands, for a request that found it not pending: its
@@ -177,7 +225,7 @@ pub(crate) fn found(conn: &mut Conn, run: RunId, path: &str) -> Result<Found, Db
     let action: Option<Action> = if withdrawn {
         statement(
             "SELECT action, person FROM run_actions
-             WHERE run_id = ? AND action = 'abort' ORDER BY id DESC LIMIT 1",
+             WHERE run_id = ? AND action IN ('abort', 'cancel') ORDER BY id DESC LIMIT 1",
         )
         .bind::<BigInt, _>(run)
         .get_result(conn)

@@ -1,10 +1,11 @@
-//! `run/abort`, `run/resolve` and `run/inject` that another instance's client sent for a run
-//! whose lease this instance holds (`rpc::held_calls` asked them): the run's verbs executed
-//! as for this instance's own client, with the run and its project's root read from the
-//! store.
+//! `run/abort`, `run/cancel`, `run/resolve` and `run/inject` that another instance's client
+//! sent for a run whose lease this instance holds (`rpc::held_calls` asked them): the run's
+//! verbs executed as for this instance's own client, with the run and its project's root
+//! read from the store.
 
 use std::path::PathBuf;
 
+use crate::agent::verbs::cancel::{self, Canceller};
 use crate::agent::verbs::{abort, inject, resolve};
 use crate::agent::AgentContext;
 use crate::db::ids::RunId;
@@ -28,6 +29,7 @@ async fn execute_call(agent: &AgentContext, call: HeldCall) -> Result<Reply, App
     let HeldCall {
         run,
         person,
+        connection,
         method,
     } = call;
     let answer = match method {
@@ -35,13 +37,22 @@ async fn execute_call(agent: &AgentContext, call: HeldCall) -> Result<Reply, App
             let (run, _) = stored_run(agent, run).await?;
             abort::abort(agent, &run, person).await?
         }
+        HeldMethod::Cancel { which, may_abort } => {
+            let (run, _) = stored_run(agent, run).await?;
+            let canceller = Canceller {
+                person,
+                connection: connection.unwrap_or_default(),
+                may_abort,
+            };
+            cancel::cancel(agent, &run, canceller, which).await?
+        }
         HeldMethod::Inject { message } => {
             let (run, _) = stored_run(agent, run).await?;
-            inject::inject(agent, run, person, message).await?
+            inject::inject(agent, run, person, connection, message).await?
         }
         HeldMethod::Resolve(resolving) => {
             let (run, place) = stored_run(agent, run).await?;
-            resolve::resolve(agent, run, resolving, person, &place).await?
+            resolve::resolve(agent, run, resolving, person, connection, &place).await?
         }
     };
     Reply::of(answer)

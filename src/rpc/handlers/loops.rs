@@ -96,6 +96,7 @@ async fn ask_or_act(
         project_name: binding.name.clone(),
         limit_key: context.limit_key(),
         person: context.person(),
+        connection: Some(context.connection()),
         mode,
         model: model.clone(),
         prompt: params.prompt.clone().unwrap_or_default(),
@@ -262,7 +263,9 @@ pub(crate) async fn resolve(
         project: binding.name.clone(),
         root: binding.root.clone(),
     };
-    let answer = resolve::resolve(&context.agent, run, resolving, context.person(), &place).await?;
+    let (person, connection) = (context.person(), Some(context.connection()));
+    let answer =
+        resolve::resolve(&context.agent, run, resolving, person, connection, &place).await?;
     Reply::of(answer)
 }
 
@@ -285,5 +288,6 @@ pub(crate) async fn inject(context: CallContext, params: InjectParams) -> Result
     if let Some(answer) = held_calls::ask(&context, run.id, held).await {
         return answer;
     }
-    Reply::of(inject::inject(&context.agent, run, context.person(), message).await?)
+    let (person, connection) = (context.person(), Some(context.connection()));
+    Reply::of(inject::inject(&context.agent, run, person, connection, message).await?)
 }

@@ -508,8 +508,8 @@ pub(crate) async fn abort(context: CallContext, params: RunParams) -> Result<Rep
     }
 }
 
-/// How many times `run/abort` looks for where the run's loop runs.
-const ABORT_TRIES: usize = 3;
+/// How many times `run/abort` (and `run/cancel`) looks for where the run's loop runs.
+pub(crate) const ABORT_TRIES: usize = 3;
 
 /// The run with this alias in the caller's project (a run of another project is not found).
 pub(crate) async fn find_run(context: &CallContext, alias: &str) -> Result<RunRow, AppError> {

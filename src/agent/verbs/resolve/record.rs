@@ -74,6 +74,8 @@ pub(super) struct Recording {
     pub always: Option<String>,
     /// Who resolves it, and so who requested the loop that continues the run.
     pub person: Option<String>,
+    /// The connection the resolution came on, and so the one the continuation was asked on.
+    pub connection: Option<i64>,
     /// The resolver claimed the proposal (and the run's lease) while it carried it out.
     pub claimed: bool,
     /// This instance, which waits for the continuation.
@@ -204,7 +206,8 @@ impl Recording {
         if let Err(error) = machine::take(conn, run.id, from, Transition::Resume) {
             return Ok(Err(VerbError::taking(&run.alias, error)));
         }
-        let continuation = continuation(conn, run, proposing, self.person.clone())?;
+        let requester = (self.person.clone(), self.connection);
+        let continuation = continuation(conn, run, proposing, requester)?;
         let queued = queue::insert(conn, &continuation, &self.instance)?;
         Ok(Ok(Decision::Resumed(queued)))
     }
@@ -244,12 +247,13 @@ fn ending(
 
 /// The loop that continues the run: like the proposing loop, with no prompt. A proposal a
 /// client made through a tool method has no loop: the run resumes like the run's latest
-/// loop, or as a plain ask when it never ran one.
+/// loop, or as a plain ask when it never ran one. `requester`: the person and the connection
+/// that resolved.
 fn continuation(
     conn: &mut Conn,
     run: &RunRow,
     proposing: Option<LoopRow>,
-    person: Option<String>,
+    requester: (Option<String>, Option<i64>),
 ) -> Result<LoopEnqueue, DbError> {
     let like = match proposing {
         Some(lp) => Some(lp),
@@ -266,6 +270,7 @@ fn continuation(
         prompt: String::new(),
         priority: LoopPriority::Normal,
         config,
-        requested_by: person,
+        requested_by: requester.0,
+        requested_on: requester.1,
     })
 }

@@ -3,7 +3,7 @@
 
 use crate::agent::machine::ProposalState;
 use crate::agent::verbs::{ProposalView, VerbError};
-use crate::db::enums::EntryStatus;
+use crate::db::enums::{EntryStatus, RunAction};
 use crate::db::ids::RunId;
 use crate::db::models::run::RunRow;
 use crate::db::queries::proposals;
@@ -24,7 +24,10 @@ pub(super) fn proposal_state(
         (None, _) => ProposalState::Unknown,
         (Some(EntryStatus::Proposed), Some(by)) => ProposalState::Claimed { by },
         (Some(EntryStatus::Proposed), None) => ProposalState::Pending,
-        (Some(EntryStatus::Withdrawn), _) => ProposalState::Withdrawn { by },
+        (Some(EntryStatus::Withdrawn), _) => ProposalState::Withdrawn {
+            action: action.unwrap_or(RunAction::Abort),
+            by,
+        },
         // An entry no resolution was recorded for was never a proposal.
         (Some(_), _) if action.is_none() => ProposalState::Unknown,
         (Some(status), _) => ProposalState::Resolved { status, action, by },

@@ -1,0 +1,5 @@
+DELETE FROM run_actions WHERE action = 'cancel';
+ALTER TABLE run_actions DROP CONSTRAINT run_actions_action_check;
+ALTER TABLE run_actions ADD CONSTRAINT run_actions_action_check
+    CHECK (action IN ('accept', 'reject', 'error', 'abort'));
+ALTER TABLE loops DROP COLUMN requested_on;

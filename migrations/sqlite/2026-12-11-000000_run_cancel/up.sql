@@ -1,0 +1,21 @@
+-- `run/cancel` (agent::verbs::cancel): a person stops their own loops of a run. A loop
+-- records the connection whose request queued it (a number unique across instances,
+-- `Instance::connection_key`), besides the person (`requested_by`): on a server without
+-- people, a connection's own loops are those.
+ALTER TABLE loops ADD COLUMN requested_on INTEGER;
+-- `cancel` is one more action a person takes on a run (its CHECK rebuilt: SQLite cannot
+-- alter one).
+CREATE TABLE run_actions_next (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    run_id     INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    loop_id    INTEGER REFERENCES loops (id) ON DELETE SET NULL,
+    person     TEXT,
+    action     TEXT NOT NULL CHECK (action IN ('accept', 'reject', 'error', 'abort', 'cancel')),
+    path       TEXT,
+    created_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
+INSERT INTO run_actions_next (id, run_id, loop_id, person, action, path, created_at)
+SELECT id, run_id, loop_id, person, action, path, created_at FROM run_actions;
+DROP TABLE run_actions;
+ALTER TABLE run_actions_next RENAME TO run_actions;
+CREATE INDEX idx_run_actions_run ON run_actions (run_id, id);
