@@ -648,7 +648,7 @@ mod tests {
 
     /// The reference's; `getProjects`, which a client calls to choose what to `init`; and
     /// the methods about the caller or the server, not a project (`getPeople`,
-    /// `usage/report`).
+    /// `usage/report`, the catalogue, a person's command rules and inbox).
     #[test]
     fn only_the_reference_pre_init_methods_and_those_of_no_project_skip_init() {
         let open: Vec<&str> = Method::NAMED
@@ -670,7 +670,9 @@ mod tests {
                 "addModel",
                 "removeModel",
                 "rules/list",
-                "rules/revoke"
+                "rules/revoke",
+                "inbox",
+                "inbox/dismiss"
             ]
         );
     }
