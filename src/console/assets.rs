@@ -28,7 +28,7 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-const ASSETS: [Asset; 15] = [
+const ASSETS: [Asset; 17] = [
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
@@ -44,6 +44,8 @@ const ASSETS: [Asset; 15] = [
     asset!("admin.js", JS),
     asset!("caps.js", JS),
     asset!("inbox.js", JS),
+    asset!("rules.js", JS),
+    asset!("webhooks.js", JS),
 ];
 
 /// Each asset's `ETag`, in the order of [`ASSETS`], computed once.

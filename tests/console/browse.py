@@ -8,15 +8,19 @@ screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an
 token), HOSTILE_RUN (a run whose model reply is hostile HTML and 1 MB long), WAITING_RUN (a
 run with a command waiting), EDIT_RUN (a run with an edit of greeting.txt waiting),
 STREAM_RUN (a run with a command waiting that prints a line a second, on the server),
-LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs) and MCP_ERROR_HOLDS
-(what the start error of the one MCP server holds); for `proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
+LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ERROR_HOLDS
+(what the start error of the one MCP server holds), PAUSED_RUN and RESUMABLE_RUN (two runs of
+project `ops` paused at their run cap of 1,000 tokens, the first's cap standing, the
+second's not); for `proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
 import os
 import re
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from playwright.sync_api import expect, sync_playwright
@@ -97,6 +101,51 @@ def every_cell_on_one_line(page, table, long_texts):
         assert cell, f"no cell of {table} holds {text!r}: {laid_out}"
         assert cell["cut"] and cell["ellipsis"] and cell["title"] == text, cell
     return laid_out
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1: each POST's path, headers and body kept, answered 200."""
+
+    def __init__(self):
+        self.posts = []
+        posts = self.posts
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                posts.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+def until(page, check, what):
+    """Waits until `check()` holds (a condition outside the page), or fails saying `what`."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while time.monotonic() < deadline:
+        if check():
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError(f"{what} did not happen")
+
+
+def not_reloaded(page):
+    """Marks the page's window, so that `still_loaded` tells whether it was reloaded since."""
+    page.evaluate("() => { window.notReloaded = true; }")
+
+
+def still_loaded(page):
+    assert page.evaluate("() => window.notReloaded === true"), "the page was reloaded"
 
 
 class Link:
@@ -223,9 +272,12 @@ def member(browser, seen):
     page.screenshot(path=f"{SHOTS}/run.png", full_page=True)
 
     hostile(page)
-    approve_and_reject(page)
+    ada_context, ada = signed_in(browser, seen, os.environ["ADA"])
+    approve_and_reject(page, ada)
+    rules(page, ada)
     stream(page, link)
-    abort_and_inject(page, rows)
+    abort_and_inject(page, ada, rows)
+    ada_context.close()
     replay(page, link, rows)
     memory(page)
     usage(page)
@@ -301,16 +353,28 @@ def hostile(page):
     expect(page.get_by_role("heading", name="web")).to_be_visible(timeout=5000)
 
 
-def approve_and_reject(page):
-    """The command waiting is rejected; the edit waiting is shown as a diff and approved
-    (console_browser.rs then finds the file changed on disk)."""
-    page.goto(f"{URL}#/p/web/r/{os.environ['WAITING_RUN']}")
+def approve_and_reject(page, ada):
+    """The command waiting is approved always, its pattern shown first, while the admin's
+    page shows the run: that page redraws at once, without a reload, and says mo accepted
+    it; the edit waiting is shown as a diff and approved (console_browser.rs then finds the
+    file changed on disk)."""
+    run = f"{URL}#/p/web/r/{os.environ['WAITING_RUN']}"
+    ada.goto(run)
+    theirs = ada.locator("ul.proposals li")
+    expect(theirs).to_contain_text("echo hello")
+    not_reloaded(ada)
+    page.goto(run)
     waiting = page.locator("ul.proposals li")
     expect(waiting).to_have_count(1)
     expect(waiting).to_contain_text("echo hello")
-    waiting.get_by_role("button", name="Reject").click()
+    expect(waiting.locator("p.pattern code")).to_have_text("echo hello *")
+    waiting.get_by_role("button", name="Approve always").click()
+    expect(theirs).to_have_count(0, timeout=WAIT_MS)
+    expect(ada.locator("#acted")).to_contain_text("Accepted by mo")
+    expect(ada.locator("ol.timeline li.command")).to_contain_text("accepted by mo")
+    still_loaded(ada)
     expect(waiting).to_have_count(0, timeout=WAIT_MS)
-    expect(page.locator("ol.timeline li.command")).to_contain_text("forbidden (403)", timeout=WAIT_MS)
+    expect(page.locator("ol.timeline li.command")).to_contain_text("done (200)", timeout=WAIT_MS)
 
     page.goto(f"{URL}#/p/web/r/{os.environ['EDIT_RUN']}")
     expect(waiting).to_have_count(1)
@@ -321,6 +385,32 @@ def approve_and_reject(page):
     waiting.get_by_role("button", name="Approve").click()
     expect(waiting).to_have_count(0, timeout=WAIT_MS)
     expect(page.locator("ol.timeline")).to_contain_text("greeting fixed", timeout=WAIT_MS)
+
+
+def rules(page, ada):
+    """The rule mo made is his on the project page, kept when he thinks better of revoking
+    it; the admin sees it among everyone's and revokes it after confirming."""
+    page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="web").click()
+    mine = page.locator("section.rules")
+    expect(mine.get_by_role("heading")).to_have_text("Your command rules (1)")
+    row = mine.locator("tbody tr")
+    expect(row).to_contain_text("echo hello *")
+    expect(row).to_contain_text("mo")
+    row.get_by_role("button", name="Revoke echo hello *").click()
+    expect(row).to_contain_text("Revoke the rule echo hello *?")
+    row.get_by_role("button", name="Keep").click()
+    expect(row.get_by_role("button", name="Revoke echo hello *")).to_be_visible()
+    ada.goto(f"{URL}#/p/web")
+    everyone = ada.locator("section.rules")
+    expect(everyone.get_by_role("heading")).to_have_text("Command rules of web (1)")
+    theirs = everyone.locator("tbody tr")
+    expect(theirs).to_contain_text("mo")
+    theirs.get_by_role("button", name="Revoke echo hello *").click()
+    expect(theirs).to_contain_text("Revoke the rule echo hello * of mo?")
+    theirs.get_by_role("button", name="Yes, revoke").click()
+    expect(everyone.get_by_role("heading")).to_have_text("Command rules of web (0)")
+    page.reload()
+    expect(mine.get_by_role("heading")).to_have_text("Your command rules (0)")
 
 
 def watch_card(page):
@@ -399,16 +489,37 @@ def newest_run(page, rows, prompt, count):
     expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
 
 
-def abort_and_inject(page, rows):
+def abort_and_inject(page, ada, rows):
+    """mo injects into a slow run of his, which the admin aborts from her page: mo's page
+    says so at once. mo continues it and cancels that prompt of his (the admin, with no
+    prompt in it, is offered no cancel): her page says so."""
     newest_run(page, rows, "take your time", 8)
     abort = page.get_by_role("button", name="Abort")
     expect(abort).to_be_visible(timeout=WAIT_MS)
+    ada.goto(page.url)
+    expect(ada.get_by_role("button", name="Abort")).to_be_visible(timeout=WAIT_MS)
     page.get_by_label("Inject a message").fill("please hurry")
     page.get_by_role("button", name="Inject").click()
     expect(page.locator("form").filter(has_text="Inject")).to_contain_text("Injected.")
-    abort.click()
+    not_reloaded(page)
+    ada.get_by_role("button", name="Abort").click()
+    expect(page.locator("#acted")).to_contain_text("Aborted by ada", timeout=WAIT_MS)
     expect(page.locator("dl.meta")).to_contain_text("aborted (499)", timeout=WAIT_MS)
     expect(abort).to_be_hidden()
+    still_loaded(page)
+
+    cancel = page.get_by_role("button", name="Cancel my prompt")
+    expect(cancel).to_be_hidden()
+    page.get_by_label("Continue the run").fill("take your time, again")
+    page.get_by_role("button", name="Continue").click()
+    expect(cancel).to_be_visible(timeout=WAIT_MS)
+    expect(ada.get_by_role("button", name="Abort")).to_be_visible(timeout=WAIT_MS)
+    assert ada.get_by_role("button", name="Cancel my prompt").is_hidden(), "the admin may cancel mo's prompt"
+    cancel.click()
+    expect(page.locator("#action-said")).to_contain_text("Cancelled your prompt")
+    expect(page.locator("dl.meta")).to_contain_text("aborted (499)", timeout=WAIT_MS)
+    expect(cancel).to_be_hidden()
+    expect(ada.locator("#acted")).to_contain_text("Prompt cancelled by mo", timeout=WAIT_MS)
 
 
 def replay(page, link, rows):
@@ -489,9 +600,14 @@ def viewer(browser, seen):
     page.goto(f"{URL}#/p/web/r/{os.environ['WAITING_RUN']}")
     expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
     expect(page.locator("ol.timeline")).to_contain_text("echo hello")
-    for name in ("Approve", "Reject", "Abort", "Inject", "Continue"):
+    for name in ("Approve", "Reject", "Abort", "Inject", "Continue", "Cancel my prompt"):
         assert page.get_by_role("button", name=name).count() == 0, f"a viewer sees {name}"
     page.screenshot(path=f"{SHOTS}/run-viewer.png", full_page=True)
+    page.goto(f"{URL}#/p/ops/r/{os.environ['PAUSED_RUN']}")
+    expect(page.locator("#paused")).to_contain_text("Paused at a spend cap")
+    assert page.get_by_role("button", name="Resume").count() == 0, "a viewer sees Resume"
+    page.goto(f"{URL}#/p/web")
+    expect(page.locator("section.rules")).to_contain_text("You have no command rules in this project.")
     page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="web").click()
     page.get_by_role("link", name="Memory of this project").click()
     expect(page.get_by_role("heading", name="Memory of web")).to_be_visible()
@@ -544,7 +660,92 @@ def admin(browser, seen):
     expect(page.locator("main p[role=status]")).to_contain_text("Everyone's calls.")
     per_person = page.locator("section").filter(has=page.get_by_role("heading", name="Per person"))
     expect(per_person.locator("tbody tr")).to_have_count(2)
+    receiver = Receiver()
+    secret = add_webhook(page, context, receiver)
+    paused(page)
+    until(page, lambda: receiver.posts, "the webhook's delivery")
+    post = receiver.posts[0]
+    assert post["headers"]["X-Rummy-Event"] == "run.finished", post
+    assert os.environ["RESUMABLE_RUN"] in post["body"]["text"], post
+    assert secret and post["headers"]["X-Rummy-Signature"].startswith("t="), post
+    deliveries_and_removal(page, receiver)
+    receiver.close()
     context.close()
+
+
+def add_webhook(page, context, receiver):
+    """An admin adds a webhook to project ops from its page: the secret is shown once, with a
+    Copy button that copies it; the webhook is listed. Returns the secret."""
+    page.goto(f"{URL}#/p/ops")
+    page.get_by_role("link", name="Webhooks of this project").click()
+    expect(page.get_by_role("heading", name="Webhooks of ops")).to_be_visible()
+    expect(page.locator("main")).to_contain_text("No webhook")
+    every_control_is_labelled(page)
+    page.get_by_label("URL").fill(receiver.url)
+    page.get_by_label("run.finished").check()
+    page.get_by_label("Format").select_option("slack")
+    page.get_by_role("button", name="Add webhook").click()
+    shown = page.locator("#webhook-secret")
+    expect(shown).to_have_text(re.compile(r"\S{16,}"))
+    expect(page.locator(".secret")).to_contain_text("It will not be shown again")
+    secret = shown.inner_text()
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=ORIGIN)
+    page.locator(".secret").get_by_role("button", name="Copy").click()
+    expect(page.locator(".secret")).to_contain_text("Copied.")
+    copied = page.evaluate("() => navigator.clipboard.readText()")
+    assert copied == secret, f"copied {copied!r}, shown {secret!r}"
+    row = page.locator("table.webhooks tbody tr")
+    expect(row).to_have_count(1)
+    for text in (receiver.url, "run.finished", "slack", "ada"):
+        expect(row).to_contain_text(text)
+    assert secret not in page.locator("table.webhooks").inner_text(), "the list shows the secret"
+    page.screenshot(path=f"{SHOTS}/webhooks.png", full_page=True)
+    return secret
+
+
+def paused(page):
+    """Two runs paused at their run cap: the page says which cap, what was spent and when it
+    resets; Resume is refused in words while the cap stands, and takes up the run whose cap
+    no longer stands, which finishes."""
+    page.goto(f"{URL}#/p/ops/r/{os.environ['PAUSED_RUN']}")
+    note = page.locator("#paused")
+    expect(note).to_contain_text(
+        f"Paused at a spend cap: run {os.environ['PAUSED_RUN']}: 1,010 tokens of 1,000 tokens per day")
+    expect(note).to_contain_text(re.compile(r"It resets at \d{4}-\d\d-\d\dT00:00:00Z"))
+    page.screenshot(path=f"{SHOTS}/run-paused.png", full_page=True)
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator("#action-said")).to_contain_text("Not resumed: the run cap of")
+    expect(page.locator("dl.meta")).to_contain_text("(402)")
+    page.goto(f"{URL}#/p/ops/r/{os.environ['RESUMABLE_RUN']}")
+    expect(page.locator("#paused")).to_contain_text("Paused at a spend cap")
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator("dl.meta")).to_contain_text("done (200)", timeout=WAIT_MS)
+    expect(page.locator("ol.timeline")).to_contain_text("spent")
+    expect(page.locator("#paused")).to_be_hidden()
+    assert page.get_by_role("button", name="Resume").is_hidden(), "Resume on a finished run"
+
+
+def deliveries_and_removal(page, receiver):
+    """The webhook's log shows the delivery of the run's finish; the webhook is removed after
+    a confirmation."""
+    page.goto(f"{URL}#/p/ops/webhooks")
+    row = page.locator("table.webhooks tbody tr")
+    row.get_by_role("button", name=f"Deliveries to {receiver.url}").click()
+    delivery = page.locator("table.deliveries tbody tr")
+    expect(delivery).to_have_count(1)
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while "delivered" not in delivery.inner_text() and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
+        page.get_by_role("button", name="Refresh the log").click()
+        expect(delivery).to_have_count(1)
+    for text in ("run.finished", os.environ["RESUMABLE_RUN"], "delivered", "200"):
+        expect(delivery).to_contain_text(text)
+    expect(delivery.locator("td").nth(3)).to_have_text("1")
+    expect(delivery.locator("td").nth(5)).to_have_text(re.compile(r"^\d+ ms$"))
+    row.get_by_role("button", name=f"Remove the webhook to {receiver.url}").click()
+    row.get_by_role("button", name="Yes, remove").click()
+    expect(page.locator("main")).to_contain_text("No webhook")
+    expect(page.locator("table.deliveries")).to_have_count(0)
 
 
 def through_proxy(browser, seen):

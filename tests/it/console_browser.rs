@@ -4,16 +4,23 @@
 //! in, asks from the page and watches the run finish live, reads at 1,280 px a runs list
 //! whose summaries are a paragraph long (no cell broken or wrapped, each summary cut short
 //! with an ellipsis and whole in its title), continues a run, approves an edit
-//! (the file changes on disk), rejects a command, approves one that runs on the server with
+//! (the file changes on disk), approves a command always (its pattern shown; an admin's page
+//! on the run redraws at once and says who accepted it; the member keeps the rule, the admin
+//! revokes it, each after a confirmation), approves one that runs on the server with
 //! a double click (the card says "running…" at once and never offers it again, the command
 //! runs once; another page's approval meanwhile is refused and says so on its card) and
-//! watches its output stream in, injects into and aborts a slow run,
+//! watches its output stream in, injects into a slow run which the admin's page aborts (the
+//! member's page says so at once), continues it and cancels that prompt,
 //! survives a dropped connection whose missed notifications come back by `run/replay`,
 //! writes, finds and erases a fact of memory, reads the usage page, opens a run whose model
 //! reply is hostile HTML and 1 MB long and finds it inert, and signs out, after which the
 //! old cookie is refused; a viewer sees no control that changes anything and has a forged
-//! call refused; an admin sees the models, the people (no token) and the MCP servers, one
-//! with a long start error cut short on one line. A
+//! call refused and a paused run without Resume; an admin sees the models, the people (no
+//! token) and the MCP servers, one with a long start error cut short on one line, adds a
+//! webhook (its secret shown once and copied), reads two runs paused at their run cap,
+//! resumes one whose cap still stands (refused, in words) and one whose recorded calls the
+//! test erased (it goes on and finishes), reads the webhook's delivery of that finish and
+//! removes the webhook. A
 //! second test signs in and asks through the real nginx configured by `docker/nginx.conf`,
 //! the call taking the server's token cap past 80 %, which the page says.
 //! Screenshots of the pages go to `target/console-screenshots`.
@@ -82,8 +89,28 @@ fn missing_mcp_command() -> String {
     )
 }
 
+/// A turn that goes on after 1,010 tokens, past the 1,000-token run cap the paused runs have.
+fn spending() -> Step {
+    Step::Reply(Reply::new("<update>spending</update>").with_usage(Usage {
+        prompt_tokens: 1000,
+        completion_tokens: 10,
+        cached_tokens: 0,
+        cost: 0.0,
+    }))
+}
+
 /// The answers, newest prompt first where one run holds two (`3 + 3` continues `2 + 2`).
 const ANSWERS: &[Answer] = &[
+    Answer {
+        marker: "spend the budget",
+        first: spending,
+        then: || summary("spent"),
+    },
+    Answer {
+        marker: "spend it all",
+        first: spending,
+        then: || summary("spent"),
+    },
     Answer {
         marker: "write a long report",
         first: || summary(LONG_SUMMARIES[0]),
@@ -210,7 +237,8 @@ fn shots() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots")
 }
 
-/// A server with a users file of a member, a viewer and an admin of project `web`, an MCP
+/// A server with a users file of a member, a viewer and an admin of project `web` (the viewer
+/// and the admin also of `ops`), an MCP
 /// server that cannot start ([`missing_mcp_command`]), and `extra` settings.
 async fn team_server(llm: &FakeLlm, extra: &[(&str, &str)]) -> (TestApp, tempfile::TempDir) {
     let home = tempfile::tempdir().unwrap();
@@ -228,7 +256,7 @@ async fn team_server(llm: &FakeLlm, extra: &[(&str, &str)]) -> (TestApp, tempfil
         &file,
         users(&[
             ("mo", "mo-token", "member", &["web"]),
-            ("vera", "vera-token", "viewer", &["web"]),
+            ("vera", "vera-token", "viewer", &["web", "ops"]),
             ("ada", "ada-token", "admin", &["*"]),
         ]),
     )
@@ -302,6 +330,7 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
         assert_eq!(outcome["status"], json!(status), "{outcome}");
         started.push(outcome["run"].as_str().unwrap().to_string());
     }
+    let paused = paused_runs(&app).await;
 
     browse(
         "team",
@@ -319,6 +348,8 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
                 serde_json::to_string(&LONG_SUMMARIES).unwrap(),
             ),
             ("MCP_ERROR_HOLDS", missing_mcp_command()),
+            ("PAUSED_RUN", paused[0].clone()),
+            ("RESUMABLE_RUN", paused[1].clone()),
         ],
     )
     .await;
@@ -336,12 +367,17 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
         .find(|entry| entry["scheme"] == json!("sh"))
         .cloned()
         .unwrap();
-    assert_ne!(
+    assert_eq!(
         command["status"],
-        json!(202),
-        "the command was resolved: {command}"
+        json!(200),
+        "the command approved always ran: {command}"
     );
-    assert_ne!(command["status"], json!(200), "and not run: {command}");
+    let rules = operator.ok("rules/list", json!({})).await;
+    assert_eq!(
+        rules,
+        json!({"rules": []}),
+        "the rule made in the page was revoked in it"
+    );
     let streamed = operator.ok("getRun", json!({"run": started[5]})).await;
     let commands: Vec<&Value> = streamed["context"]["history"]
         .as_array()
@@ -364,9 +400,41 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
         "memory",
         "usage",
         "admin",
+        "webhooks",
+        "run-paused",
     ] {
         assert!(shots().join(format!("{page}.png")).exists(), "{page}.png");
     }
+}
+
+/// Two runs of project `ops` paused at their run cap of 1,000 tokens a day, the first with
+/// its cap standing, the second with its recorded calls erased, so that its cap no longer
+/// stands but nothing told the server (an admin's Resume takes it up); their aliases.
+async fn paused_runs(app: &TestApp) -> [String; 2] {
+    let root = app.project_root("ops");
+    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
+    operator.init("ops", &root).await;
+    let mut runs = Vec::new();
+    for prompt in ["spend the budget", "spend it all"] {
+        let outcome = operator
+            .ok(
+                "ask",
+                json!({"model": "fake", "prompt": prompt, "caps": {"day_tokens": 1000}}),
+            )
+            .await;
+        assert_eq!(outcome["status"], json!(402), "{outcome}");
+        runs.push(outcome["run"].as_str().unwrap().to_string());
+    }
+    let erase = format!(
+        "DELETE FROM model_calls WHERE run_id = (SELECT id FROM runs WHERE alias = '{}')",
+        runs[1]
+    );
+    app.read(move |conn| {
+        use diesel::RunQueryDsl;
+        diesel::sql_query(erase).execute(conn).unwrap()
+    })
+    .await;
+    [runs[0].clone(), runs[1].clone()]
 }
 
 #[actix_web::test]

@@ -11,6 +11,7 @@ import { memoryView } from './memory.js';
 import { usageView } from './usage.js';
 import { adminView } from './admin.js';
 import { inboxView, inboxCount } from './inbox.js';
+import { webhooksView } from './webhooks.js';
 
 const main = document.getElementById('main');
 const who = document.getElementById('who');
@@ -125,18 +126,20 @@ function breadcrumbs(parts) {
   if (parts.project) items.push(el('li', {}, el('a', { href: link('p', parts.project) }, parts.project)));
   if (parts.run) items.push(el('li', { 'aria-current': 'page' }, parts.run));
   if (parts.memory) items.push(el('li', { 'aria-current': 'page' }, 'Memory'));
+  if (parts.webhooks) items.push(el('li', { 'aria-current': 'page' }, 'Webhooks'));
   if (parts.page) items.push(el('li', { 'aria-current': 'page' }, parts.page));
   fill(crumbs, el('ol', {}, items));
 }
 
-// What the fragment shows: {page} (usage, admin), {project, run?, memory?} or {} (projects).
+// What the fragment shows: {page} (usage, admin, inbox), {project, run?, memory?, webhooks?}
+// or {} (projects).
 function route() {
   const [, kind, project, sub, run] = location.hash.split('/').map((part) => decodeURIComponent(part ?? ''));
   if (kind === 'usage') return { page: 'Usage' };
   if (kind === 'admin') return { page: 'Admin' };
   if (kind === 'inbox') return { page: 'Inbox' };
   if (kind !== 'p' || !project) return {};
-  return { project, run: sub === 'r' ? run : null, memory: sub === 'memory' };
+  return { project, run: sub === 'r' ? run : null, memory: sub === 'memory', webhooks: sub === 'webhooks' };
 }
 
 async function show() {
@@ -157,6 +160,9 @@ async function show() {
     } else if (parts.run) {
       await bind(parts.project);
       stop = await runView(ctx, main, parts.project, parts.run);
+    } else if (parts.webhooks) {
+      await bind(parts.project);
+      stop = await webhooksView(ctx, main, parts.project);
     } else if (parts.memory) {
       await bind(parts.project);
       stop = await memoryView(ctx, main, parts.project);

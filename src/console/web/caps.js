@@ -7,7 +7,9 @@ function amount(unit, value) {
   return unit === 'dollars' ? dollars(value) : `${count(value)} tokens`;
 }
 
-function said(cap) {
+// Which cap, what it allows and what was spent: `run fake_1: 1,010 tokens of 1,000 tokens per
+// day`.
+export function said(cap) {
   const whose = cap.scope === 'server' ? 'the server' : `${cap.scope} ${cap.subject}`;
   return `${whose}: ${amount(cap.unit, cap.spent)} of ${amount(cap.unit, cap.limit)} per ${cap.period}`;
 }

@@ -83,3 +83,25 @@ export function field(id, text, props = {}) {
   const tag = props.rows ? 'textarea' : 'input';
   return [el('label', { for: id }, text), el(tag, { id, ...props })];
 }
+
+// A button that asks before it acts: `label` turns into `question` with a button `yes` and
+// Keep; `yes` runs `act` (a promise), whose refusal is said in words where the buttons were.
+// `name` is the first button's accessible name (the thing it acts on).
+export function confirmed({ label, name, question, yes, act }) {
+  const box = el('span', { class: 'confirm' });
+  const idle = () => fill(box, el('button', { type: 'button', class: 'danger', 'aria-label': name, onclick: ask }, label));
+  function ask() {
+    fill(box, el('span', { role: 'alert' }, question), ' ',
+      el('button', { type: 'button', class: 'danger', onclick: go }, yes), ' ',
+      el('button', { type: 'button', onclick: idle }, 'Keep'));
+  }
+  function go() {
+    fill(box, el('span', { class: 'muted', role: 'status' }, 'Working…'));
+    act().catch((error) => {
+      idle();
+      box.append(' ', el('span', { class: 'error', role: 'alert' }, error.message));
+    });
+  }
+  idle();
+  return box;
+}

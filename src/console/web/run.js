@@ -2,11 +2,17 @@
 // (an edit as a diff, a command as text, with the output of a command running on the server
 // as it comes), its turns as a timeline, its entries by fidelity, its session notes, and
 // what happened meanwhile, and who is in the run now (the page watches it: `run/watch`,
-// `run/presence`). Members and admins also get abort, inject and a prompt to go on
-// with ask or act. The forms live outside the parts a refresh redraws, so a refresh never
-// takes what someone is typing.
+// `run/presence`). What anyone does to the run (`run/action`) redraws it at once and is said
+// with who did it ("Accepted by bo"); the timeline says who resolved each proposal. A run
+// paused at a spend cap says which cap, what was spent and when it resets; admins get
+// Resume. Members and admins also get abort, approve (once or always: a command rule),
+// inject and a prompt to go on with ask or act; whoever has a loop in flight gets "Cancel my
+// prompt". The forms live outside the parts a refresh redraws, so a refresh never takes what
+// someone is typing.
 import { el, fill, debounce, status, active, dollars, count, field, longCell } from './dom.js';
 import { diffView } from './diff.js';
+import { said as capSaid } from './caps.js';
+import { defaultPattern } from './rules.js';
 
 // The most output of one command the page keeps: its last bytes.
 const OUTPUT_KEPT = 256 * 1024;
@@ -15,12 +21,33 @@ const OUTPUTS_KEPT = 32;
 // Lines of the activity list kept.
 const ACTIVITY_KEPT = 50;
 const FIDELITIES = ['full', 'summary', 'index', 'archive'];
+// A `run/action`'s verb as said of whoever did it.
+const DONE = {
+  accept: 'Accepted', reject: 'Rejected', error: 'Reported failed', abort: 'Aborted',
+  cancel: 'Prompt cancelled', inject: 'Message injected', prompt: 'Continued', resume: 'Resumed',
+};
+// The loops of a person still to end: queued (or paused), running, waiting on proposals.
+const IN_FLIGHT = [100, 102, 202];
+
+// What someone did to the run, in words: "Accepted by bo: sh://turn_1/make" (`by` null is the
+// operator, or for a resume the server).
+function actedWords(params) {
+  const verb = DONE[params.action] ?? params.action;
+  const who = params.by ?? (params.action === 'resume' ? 'the server' : 'the operator');
+  const rule = params.rule ? ` (by the rule ${params.rule.pattern})` : '';
+  return `${verb} by ${who}${rule}${params.path ? `: ${params.path}` : ''}`;
+}
 
 // What kind of step an entry of a run is, for the timeline.
 function kind(entry) {
   if (entry.scheme === 'prompt') return ['prompt', 'Prompt'];
   if (['content', 'update', 'summarize', 'known', 'unknown'].includes(entry.scheme)) return ['reply', 'Model'];
   return ['command', entry.scheme ?? 'entry'];
+}
+
+// Whether a proposal is a command a rule may allow always.
+function isCommand(entry) {
+  return (entry.scheme === 'sh' || entry.scheme === 'env') && typeof entry.attributes?.command === 'string';
 }
 
 function target(attributes) {
@@ -77,9 +104,23 @@ export async function runView(ctx, main, project, alias) {
   const outputNodes = new Map();
   let run = null;
 
+  const acted = el('p', { class: 'acted', id: 'acted', role: 'status' });
+  const pausedNote = el('p', { class: 'banner', id: 'paused', role: 'alert' });
+  const actionSaid = el('p', { class: 'muted', id: 'action-said', role: 'status' });
   const abortButton = el('button', { type: 'button', class: 'danger', id: 'abort', hidden: true }, 'Abort');
+  const cancelButton = el('button', { type: 'button', id: 'cancel', hidden: true }, 'Cancel my prompt');
+  const resumeButton = el('button', { type: 'button', class: 'primary', id: 'resume', hidden: true }, 'Resume');
   const said = (error) => { progress.textContent = error.message; };
   abortButton.addEventListener('click', () => ctx.rpc.call('run/abort', { run: alias }).then(later, said));
+  cancelButton.addEventListener('click', () => ctx.rpc.call('run/cancel', { run: alias }).then((answer) => {
+    actionSaid.textContent = answer.cancelled.length ? `Cancelled your prompt (loop ${answer.cancelled.join(', ')}).` : 'Nothing of yours was in flight.';
+    later();
+  }, (error) => { actionSaid.textContent = `Not cancelled: ${error.message}`; }));
+  resumeButton.addEventListener('click', () => ctx.rpc.call('run/resume', { run: alias }).then(() => {
+    actionSaid.textContent = 'Resumed: the run goes on.';
+    later();
+  }, (error) => { actionSaid.textContent = `Not resumed: ${error.message}`; }));
+  const me = ctx.me.person ?? null;
 
   const controls = ctx.canChange ? el('section', { class: 'controls', 'aria-label': 'Go on with the run' },
     injectForm(ctx, alias, () => later()),
@@ -107,18 +148,26 @@ export async function runView(ctx, main, project, alias) {
         const output = el('pre', { class: 'output', 'aria-label': `Output of ${entry.path}` });
         outputNodes.set(entry.path, output);
         showOutput(entry.path, output);
+        const pattern = isCommand(entry) ? defaultPattern(entry.attributes.command) : null;
+        const open = !resolved.has(entry.path) && ctx.canChange;
         return el('li', { class: 'proposal' },
           el('div', { class: 'entry-head' }, el('strong', {}, entry.scheme ?? 'proposal'), el('span', {}, target(entry.attributes) || entry.path)),
           content(entry),
           output,
           resolved.has(entry.path) ? saidOn(resolved.get(entry.path))
-            : ctx.canChange ? el('div', { class: 'actions' },
+            : open ? el('div', { class: 'actions' },
               el('button', { type: 'button', class: 'primary', onclick: () => resolve(entry.path, 'accept') }, 'Approve'),
-              el('button', { type: 'button', onclick: () => resolve(entry.path, 'reject') }, 'Reject')) : null);
+              pattern ? el('button', { type: 'button', onclick: () => resolve(entry.path, 'accept', pattern) }, 'Approve always') : null,
+              el('button', { type: 'button', onclick: () => resolve(entry.path, 'reject') }, 'Reject')) : null,
+          open && pattern ? el('p', { class: 'muted pattern' }, 'Approve always also allows, in this project, the commands of your prompts that match ',
+            el('code', {}, pattern), ': they will run without asking.') : null);
       })));
   };
 
-  const renderTimeline = (entries) => {
+  // Who settled each proposal, by its path: `accepted by bo`.
+  const settledBy = (actions) => new Map((actions ?? []).filter((action) => action.path)
+    .map((action) => [action.path, `${DONE[action.action] ?? action.action} by ${action.person ?? 'the operator'}`.toLowerCase()]));
+  const renderTimeline = (entries, settled) => {
     const turns = new Map();
     for (const entry of entries) {
       if (!turns.has(entry.turn)) turns.set(entry.turn, []);
@@ -131,7 +180,8 @@ export async function runView(ctx, main, project, alias) {
           const [cls, label] = kind(entry);
           return el('li', { class: cls },
             el('div', { class: 'entry-head' },
-              el('strong', {}, label), status(entry.status), el('span', {}, target(entry.attributes))),
+              el('strong', {}, label), status(entry.status), el('span', {}, target(entry.attributes)),
+              settled.has(entry.path) ? el('span', { class: 'by' }, settled.get(entry.path)) : null),
             entry.status === 202 ? el('p', { class: 'muted' }, 'Waiting for approval: see above.') : content(entry));
         })))))
       : el('p', {}, 'Nothing yet.'));
@@ -175,6 +225,11 @@ export async function runView(ctx, main, project, alias) {
           el('td', {}, loop.requested_by ?? 'operator'), el('td', {}, loop.created_at)))))) : null);
     renderPresent(run.present ?? []);
     abortButton.hidden = !active(run.status);
+    cancelButton.hidden = !(run.loops ?? []).some((loop) => (loop.requested_by ?? null) === me && IN_FLIGHT.includes(loop.status));
+    resumeButton.hidden = !(run.status === 402 && ctx.me.role === 'admin');
+    fill(pausedNote, run.status === 402 ? (run.paused?.cap
+      ? `Paused at a spend cap: ${capSaid(run.paused.cap)}. It resets at ${run.paused.cap.resets}; the run goes on by itself once no cap of it stands.`
+      : 'Paused at a spend cap.') : null);
     if (!active(run.status)) progress.textContent = '';
     const entries = [
       ...(run.context?.history ?? []),
@@ -183,7 +238,7 @@ export async function runView(ctx, main, project, alias) {
       .sort((a, b) => (a.entry.turn - b.entry.turn) || (a.index - b.index))
       .map(({ entry }) => entry);
     renderProposals(entries.filter((entry) => entry.status === 202));
-    renderTimeline(entries);
+    renderTimeline(entries, settledBy(run.actions));
     const [listed, session] = await Promise.all([
       ctx.rpc.call('getEntries', { run: alias, limit: 1000 }).catch(() => []),
       ctx.rpc.call('memory/session', { run: alias }).catch(() => null),
@@ -193,10 +248,13 @@ export async function runView(ctx, main, project, alias) {
     // A loop's end is told (`run/outcome`); look again while one goes, as a backstop.
     if (active(run.status)) later();
   };
-  const resolve = (path, action) => {
-    resolved.set(path, { text: action === 'accept' ? 'Approved: running…' : 'Rejected.', refused: false });
+  // Resolves a proposal; `always` (an accepted command's pattern) also makes the rule.
+  const resolve = (path, action, always) => {
+    const text = action === 'accept' ? `Approved${always ? ` always (${always})` : ''}: running…` : 'Rejected.';
+    resolved.set(path, { text, refused: false });
     renderProposals(shown);
-    ctx.rpc.call('run/resolve', { run: alias, resolution: { path, action } }).then(later, (error) => {
+    const resolution = always ? { path, action, always: true } : { path, action };
+    ctx.rpc.call('run/resolve', { run: alias, resolution }).then(later, (error) => {
       resolved.set(path, { text: `Not resolved: ${error.message}`, refused: true });
       renderProposals(shown);
       later();
@@ -222,10 +280,13 @@ export async function runView(ctx, main, project, alias) {
     // What a person did to the run, from anywhere, and who: the page redraws at once.
     ctx.rpc.on('run/action', (params) => {
       if (params.run !== alias) return;
-      const who = params.by ?? 'the operator';
-      const what = params.path ? `${params.action} ${params.path}` : params.action;
-      noted(`${who}: ${what}`);
-      if (params.path) resolved.delete(params.path);
+      const words = actedWords(params);
+      noted(words);
+      acted.textContent = words;
+      if (params.path) {
+        resolved.set(params.path, { text: `${words}.`, refused: false });
+        renderProposals(shown);
+      }
       refresh().catch(said);
     }),
     ctx.rpc.on('run/outcome', (params) => {
@@ -250,8 +311,10 @@ export async function runView(ctx, main, project, alias) {
     }),
   ];
   fill(main,
-    el('h1', {}, alias), here, meta, loops, progress,
-    ctx.canChange ? el('div', { class: 'actions' }, abortButton) : null,
+    el('h1', {}, alias), here, meta, pausedNote, loops, progress, acted,
+    el('div', { class: 'actions' }, ctx.canChange ? abortButton : null, cancelButton,
+      ctx.me.role === 'admin' ? resumeButton : null),
+    actionSaid,
     proposals, timeline, controls,
     el('h2', {}, 'Activity'), activity, fidelity, notes);
   await ctx.rpc.call('run/watch', { run: alias });

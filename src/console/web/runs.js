@@ -1,7 +1,9 @@
 // A project's runs, live, filterable and paged (the newest first, more on demand). The ask
-// box is shown to members and admins only (the server refuses it to viewers anyway).
+// box is shown to members and admins only (the server refuses it to viewers anyway); below
+// the runs, the command rules the person may see there; admins get a link to its webhooks.
 import { el, fill, link, debounce, status, active, dollars, field, longCell } from './dom.js';
 import { capsPanel } from './caps.js';
+import { rulesPanel } from './rules.js';
 
 const FILTERS = {
   all: () => true,
@@ -62,21 +64,23 @@ export async function runsView(ctx, main, project) {
   const stops = [
     ctx.rpc.on('run/progress', (params) => { progress.set(params.run, `turn ${params.turn}: ${params.status}`); later(); }),
     ctx.rpc.on('run/state', later),
-    ctx.rpc.on('run/action', later),
+    ctx.rpc.on('run/action', () => { later(); rules.refresh().catch(() => {}); }),
     ctx.rpc.on('run/outcome', later),
   ];
   const caps = capsPanel(ctx);
+  const rules = rulesPanel(ctx, project);
   stops.push(caps.stop);
   fill(main,
     el('h1', {}, project),
-    el('p', {}, el('a', { href: link('p', project, 'memory') }, 'Memory of this project')),
+    el('p', { class: 'row' }, el('a', { href: link('p', project, 'memory') }, 'Memory of this project'),
+      ctx.me.role === 'admin' ? el('a', { href: link('p', project, 'webhooks') }, 'Webhooks of this project') : null),
     caps.node,
     ctx.canChange ? await askForm(ctx, later) : null,
     el('div', { class: 'filters', role: 'search' },
       el('div', {}, textLabel, text),
       el('div', {}, el('label', { for: 'status-filter' }, 'Status'), which)),
-    table, moreButton);
-  await refresh();
+    table, moreButton, rules.node);
+  await Promise.all([refresh(), rules.refresh()]);
   return () => { later.cancel(); stops.forEach((stop) => stop()); };
 }
 

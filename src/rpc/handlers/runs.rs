@@ -11,6 +11,7 @@ use crate::db::models::entry::EntryRow;
 use crate::db::models::run::{
     LoopRow, PurposeUsage, RunActionRow, RunConfigUpdateForm, RunCreateForm, RunRow,
 };
+use crate::db::queries::paused_loops::{self, PausedRow};
 use crate::db::queries::{entries, models, run_actions, run_events, runs, usage};
 use crate::db::{Conn, DbError};
 use crate::error::AppError;
@@ -260,16 +261,28 @@ struct RunDetail {
     seq: u64,
     /// Who is in the run now (`run/presence` tells each change).
     present: Vec<Present>,
+    /// Where a run paused at a spend cap (402) stopped: `null` for any other run.
+    paused: Option<PausedItem>,
+}
+
+/// The cap a paused run's loop waits on, as `run/outcome` told it.
+#[derive(Serialize)]
+struct PausedItem {
+    error: String,
+    /// The cap (`usage::StandingView`): scope, subject, period, unit, limit, spent, left,
+    /// resets.
+    cap: Value,
 }
 
 /// `getRun`: settings, usage totals, reasoning, content and history of one run.
 pub(crate) async fn detail(context: CallContext, params: RunParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let (run_id, delegator) = (run.id, run.delegated_by);
+    let paused = run.status == RunStatus::CapReached;
     let records = context
         .agent
         .db
-        .read(move |conn| RunRecords::read(conn, run_id, delegator))
+        .read(move |conn| RunRecords::read(conn, run_id, delegator, paused))
         .await?;
     let temperature = records
         .loops
@@ -305,6 +318,10 @@ pub(crate) async fn detail(context: CallContext, params: RunParams) -> Result<Re
         actions,
         seq: records.seq,
         present: records.present,
+        paused: records.paused.map(|row| PausedItem {
+            cap: serde_json::from_str(&row.cap).unwrap_or(Value::Null),
+            error: row.error,
+        }),
     })
 }
 
@@ -323,10 +340,17 @@ struct RunRecords {
     /// The run's latest notification seq (0: none yet).
     seq: u64,
     present: Vec<Present>,
+    /// The paused loop's row, read only for a paused run.
+    paused: Option<PausedRow>,
 }
 
 impl RunRecords {
-    fn read(conn: &mut Conn, run: RunId, delegator: Option<RunId>) -> Result<Self, DbError> {
+    fn read(
+        conn: &mut Conn,
+        run: RunId,
+        delegator: Option<RunId>,
+        paused: bool,
+    ) -> Result<Self, DbError> {
         Ok(RunRecords {
             usage: usage::by_purpose(conn, run)?,
             reasoning: entries::entries_of_scheme(conn, run, "reasoning")?,
@@ -344,6 +368,11 @@ impl RunRecords {
                 .and_then(|seqs| u64::try_from(seqs.last_seq).ok())
                 .unwrap_or_default(),
             present: Presence::read(conn, run)?,
+            paused: if paused {
+                paused_loops::of_run(conn, run)?
+            } else {
+                None
+            },
         })
     }
 }

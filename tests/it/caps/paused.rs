@@ -74,6 +74,11 @@ async fn a_capped_loop_pauses_keeps_its_place_and_resumes_when_its_run_s_cap_is_
     assert_eq!(state["params"]["telemetry"]["total_tokens"], json!(200));
     let stored = client.ok("getRun", json!({"run": run})).await;
     assert_eq!(stored["status"], json!(402), "paused, not ended");
+    assert_eq!(
+        stored["paused"],
+        json!({"cap": run_cap(&run, 200), "error": result["error"]}),
+        "getRun says which cap the run waits on"
+    );
 
     let refused = ask(&mut client, json!({"run": run})).await;
     assert_eq!(refused["error"]["code"], json!(-32011), "{refused}");
@@ -99,6 +104,8 @@ async fn a_capped_loop_pauses_keeps_its_place_and_resumes_when_its_run_s_cap_is_
         ["prompt://1", "prompt://4"],
         "the paused loop's prompt is written once"
     );
+    let stored = client.ok("getRun", json!({"run": run})).await;
+    assert_eq!(stored["paused"], Value::Null, "no longer paused: {stored}");
 }
 
 #[actix_web::test]
