@@ -10,13 +10,14 @@ run with a command waiting), EDIT_RUN (a run with an edit of greeting.txt waitin
 STREAM_RUN (a run with a command waiting that prints a line a second, on the server),
 LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ERROR_HOLDS
 (what the start error of the one MCP server holds), PAUSED_RUN and RESUMABLE_RUN (two runs of
-project `ops` paused at their run cap of 1,000 tokens, the first's cap standing, the
-second's not); for `proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
+project `ops` paused at their run cap of 1,000 tokens) and STORE_FILE (the server's SQLite
+file); for `proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
 import os
 import re
+import sqlite3
 import sys
 import threading
 import time
@@ -113,7 +114,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                posts.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
+                posts.append({"path": self.path, "headers": {name.lower(): value for name, value in self.headers.items()}, "body": json.loads(body)})
                 self.send_response(200)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -382,7 +383,7 @@ def approve_and_reject(page, ada):
     expect(waiting.locator(".diff .add")).to_have_text("+Hello, world!\n")
     expect(waiting.locator(".diff figcaption")).to_have_text("1 line added, 1 removed")
     page.screenshot(path=f"{SHOTS}/run-edit.png", full_page=True)
-    waiting.get_by_role("button", name="Approve").click()
+    waiting.get_by_role("button", name="Approve", exact=True).click()
     expect(waiting).to_have_count(0, timeout=WAIT_MS)
     expect(page.locator("ol.timeline")).to_contain_text("greeting fixed", timeout=WAIT_MS)
 
@@ -447,10 +448,10 @@ def stream(page, link):
     other = page.context.new_page()
     other.goto(page.url)
     elsewhere = other.locator("ul.proposals li")
-    expect(elsewhere.get_by_role("button", name="Approve")).to_be_visible()
+    expect(elsewhere.get_by_role("button", name="Approve", exact=True)).to_be_visible()
     watch_card(page)
     watch_card(other)
-    waiting.get_by_role("button", name="Approve").dblclick()
+    waiting.get_by_role("button", name="Approve", exact=True).dblclick()
     said = waiting.inner_text()
     assert "running…" in said and waiting.get_by_role("button").count() == 0, \
         f"right after the double click the card says {said!r}"
@@ -458,7 +459,7 @@ def stream(page, link):
     assert selected == "", f"the double click selected {selected!r}"
     output = waiting.locator("pre.output")
     expect(output).to_contain_text("line1", timeout=WAIT_MS)
-    elsewhere.get_by_role("button", name="Approve").click()
+    elsewhere.get_by_role("button", name="Approve", exact=True).click()
     expect(elsewhere).to_contain_text("Not resolved", timeout=WAIT_MS)
     expect(elsewhere).to_contain_text("accepted by mo and is being carried out")
     assert "line3" not in output.inner_text(), "the output came at once, not as it went"
@@ -665,9 +666,9 @@ def admin(browser, seen):
     paused(page)
     until(page, lambda: receiver.posts, "the webhook's delivery")
     post = receiver.posts[0]
-    assert post["headers"]["X-Rummy-Event"] == "run.finished", post
+    assert post["headers"]["x-rummy-event"] == "run.finished", post
     assert os.environ["RESUMABLE_RUN"] in post["body"]["text"], post
-    assert secret and post["headers"]["X-Rummy-Signature"].startswith("t="), post
+    assert secret and post["headers"]["x-rummy-signature"].startswith("t="), post
     deliveries_and_removal(page, receiver)
     receiver.close()
     context.close()
@@ -706,7 +707,7 @@ def add_webhook(page, context, receiver):
 def paused(page):
     """Two runs paused at their run cap: the page says which cap, what was spent and when it
     resets; Resume is refused in words while the cap stands, and takes up the run whose cap
-    no longer stands, which finishes."""
+    no longer stands (its calls erased), which finishes."""
     page.goto(f"{URL}#/p/ops/r/{os.environ['PAUSED_RUN']}")
     note = page.locator("#paused")
     expect(note).to_contain_text(
@@ -718,11 +719,20 @@ def paused(page):
     expect(page.locator("dl.meta")).to_contain_text("(402)")
     page.goto(f"{URL}#/p/ops/r/{os.environ['RESUMABLE_RUN']}")
     expect(page.locator("#paused")).to_contain_text("Paused at a spend cap")
+    erase_calls(os.environ["RESUMABLE_RUN"])
     page.get_by_role("button", name="Resume").click()
     expect(page.locator("dl.meta")).to_contain_text("done (200)", timeout=WAIT_MS)
     expect(page.locator("ol.timeline")).to_contain_text("spent")
     expect(page.locator("#paused")).to_be_hidden()
     assert page.get_by_role("button", name="Resume").is_hidden(), "Resume on a finished run"
+
+
+def erase_calls(run):
+    """Erases the recorded model calls of `run` from the server's store, so that its run cap
+    no longer stands while nothing tells the server (as the paused-run tests of caps do)."""
+    with sqlite3.connect(os.environ["STORE_FILE"], timeout=30) as store:
+        store.execute("DELETE FROM model_calls WHERE run_id = (SELECT id FROM runs WHERE alias = ?)", (run,))
+    store.close()
 
 
 def deliveries_and_removal(page, receiver):
