@@ -350,7 +350,7 @@ method_table! {
         "List the project's runs, newest first, each with its cost so far (cost, cost_micros)." PAGE;
     GetRun "getRun" (runs::RunParams) runs::detail,
         needs_init: true, long_running: false, role: Viewer,
-        "One run in detail." &[("run", "string")];
+        "One run in detail; a run paused at a spend cap (402) with `paused`: {error, cap}, the cap its loop waits on." &[("run", "string")];
     RunFork "run/fork" (fork::ForkParams) fork::fork,
         needs_init: true, long_running: false, role: Member,
         "Copy a run (its settings and entries) into a new run of the project, to continue apart: {run, forkedFrom}." &[
