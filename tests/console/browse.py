@@ -369,6 +369,10 @@ def approve_and_reject(page, ada):
     expect(waiting).to_have_count(1)
     expect(waiting).to_contain_text("echo hello")
     expect(waiting.locator("p.pattern code")).to_have_text("echo hello *")
+    here = ada.locator("#present")
+    expect(here).to_contain_text("mo (console)")
+    expect(here).to_contain_text("ada (console)")
+    assert "object" not in here.inner_text(), f"who is here reads {here.inner_text()!r}"
     waiting.get_by_role("button", name="Approve always").click()
     expect(theirs).to_have_count(0, timeout=WAIT_MS)
     expect(ada.locator("#acted")).to_contain_text("Accepted by mo")

@@ -89,7 +89,7 @@ export async function runView(ctx, main, project, alias) {
   const meta = el('div');
   const here = el('p', { class: 'muted', id: 'present', 'aria-live': 'polite' });
   const renderPresent = (present) => {
-    fill(here, 'Here now: ', present.length ? present.map((someone, index) => [index ? ', ' : '',
+    fill(here, 'Here now: ', present.length ? present.flatMap((someone, index) => [index ? ', ' : '',
       el(someone.driving ? 'strong' : 'span', {},
         `${someone.person ?? 'operator'} (${someone.client.name}${someone.client.kind === someone.client.name ? '' : `, ${someone.client.kind}`})${someone.driving ? ' driving' : ''}`)])
       : 'nobody');
