@@ -710,7 +710,7 @@ def add_webhook(page, context, receiver):
 
 def paused(page):
     """Two runs paused at their run cap: the page says which cap, what was spent and when it
-    resets; Resume is refused in words while the cap stands, and takes up the run whose cap
+    resets, and offers Abort; Resume is refused in words while the cap stands, and takes up the run whose cap
     no longer stands (its calls erased), which finishes."""
     page.goto(f"{URL}#/p/ops/r/{os.environ['PAUSED_RUN']}")
     note = page.locator("#paused")
@@ -718,6 +718,7 @@ def paused(page):
         f"Paused at a spend cap: run {os.environ['PAUSED_RUN']}: 1,010 tokens of 1,000 tokens per day")
     expect(note).to_contain_text(re.compile(r"It resets at \d{4}-\d\d-\d\dT00:00:00Z"))
     page.screenshot(path=f"{SHOTS}/run-paused.png", full_page=True)
+    expect(page.get_by_role("button", name="Abort", exact=True)).to_be_visible()
     page.get_by_role("button", name="Resume").click()
     expect(page.locator("#action-said")).to_contain_text("Not resumed: the run cap of")
     expect(page.locator("dl.meta")).to_contain_text("(402)")
@@ -729,6 +730,7 @@ def paused(page):
     expect(page.locator("ol.timeline")).to_contain_text("spent")
     expect(page.locator("#paused")).to_be_hidden()
     assert page.get_by_role("button", name="Resume").is_hidden(), "Resume on a finished run"
+    assert page.get_by_role("button", name="Abort", exact=True).is_hidden(), "Abort on a finished run"
 
 
 def erase_calls(run):

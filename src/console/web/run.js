@@ -224,7 +224,7 @@ export async function runView(ctx, main, project, alias) {
           el('td', {}, String(loop.sequence)), el('td', {}, loop.mode), el('td', {}, status(loop.status)),
           el('td', {}, loop.requested_by ?? 'operator'), el('td', {}, loop.created_at)))))) : null);
     renderPresent(run.present ?? []);
-    abortButton.hidden = !active(run.status);
+    abortButton.hidden = !(active(run.status) || run.status === 202 || run.status === 402);
     cancelButton.hidden = !(run.loops ?? []).some((loop) => (loop.requested_by ?? null) === me && IN_FLIGHT.includes(loop.status));
     resumeButton.hidden = !(run.status === 402 && ctx.me.role === 'admin');
     fill(pausedNote, run.status === 402 ? (run.paused?.cap

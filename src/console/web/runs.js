@@ -9,7 +9,8 @@ const FILTERS = {
   all: () => true,
   active: (run) => active(run.status) || run.status === 202,
   done: (run) => run.status === 200,
-  failed: (run) => run.status >= 400,
+  paused: (run) => run.status === 402,
+  failed: (run) => run.status >= 400 && run.status !== 402,
 };
 
 // Runs asked for at a time; `Show more` asks for the next ones.
