@@ -122,7 +122,11 @@ async fn two_editors_and_a_websocket_client_share_one_run_and_each_race_ends_one
         .until_notified("run/action", |params| params["action"] == json!("abort"))
         .await;
     assert_eq!(aborted["params"]["by"], json!("wu"), "{aborted}");
-    assert_eq!(aborted["params"]["withdrawn"], json!([command]), "{aborted}");
+    assert_eq!(
+        aborted["params"]["withdrawn"],
+        json!([command]),
+        "{aborted}"
+    );
     story.mark("b-answer");
     story.reached("b-answered").await;
     let detail = w.ok("getRun", json!({"run": run})).await;
