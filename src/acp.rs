@@ -8,8 +8,10 @@
 //! crate `agent-client-protocol`; README (Editors) is the user's side.
 //!
 //! [`local`] makes the in-process server's settings; [`link`] is the WebSocket client;
-//! `agent` holds the ACP handlers, `session` one session and its prompt turn (`session/resume`
-//! catches up through `run/replay`); `updates` turns `run/state` into session updates, `plan`
+//! `agent` holds the ACP handlers, `session` one session (`session/resume` catches up through
+//! `run/replay`), `turn` its prompt turn, `outcome` the loop outcomes a turn reads and the
+//! stop reason each ends it with; `stream` holds a session's notifications and turns each
+//! `run/state` into session updates: `updates` its log, `plan`
 //! its open questions into the plan, `usage` its telemetry into `usage_update`,
 //! `permission` a proposal into a permission request; `prompt` reads a prompt's content
 //! blocks; `mode`, `options` and `commands` are a session's mode, config options and slash
@@ -23,10 +25,12 @@ pub mod local;
 mod mcp;
 mod mode;
 mod options;
+mod outcome;
 mod permission;
 mod plan;
 mod prompt;
 mod session;
+mod stream;
 mod turn;
 mod updates;
 mod usage;

@@ -19,7 +19,7 @@ pub(crate) use recorded::{recorded_cost, recorded_tokens, Amended, CallBound, Es
 
 use diesel::sql_types::BigInt;
 use diesel::QueryableByName;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// An amount of money in micro-dollars: 1 US dollar is 1 000 000.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -105,7 +105,7 @@ impl Price {
 }
 
 /// Token counts of one call, or summed over calls; a count past `i64` saturates.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, QueryableByName)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, QueryableByName)]
 pub struct Tokens {
     /// Tokens of the prompt, cached ones included.
     #[diesel(sql_type = BigInt)]

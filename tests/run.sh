@@ -53,11 +53,11 @@ pg_cluster=""
 LLM_CONSEQUENCE="The end-to-end tests against the real LLM will NOT run."
 NGINX_CONSEQUENCE="The tests of rummy behind the real nginx (tests/it/proxy.rs) will NOT run."
 node_problem=""
-NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs, acp::ts::) and of the Node.js example plugin (plugin_processes::node::) will NOT run."
+NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs, acp::ts::), the three-client story (acp::three_clients::) and of the Node.js example plugin (plugin_processes::node::) will NOT run."
 console_problem=""
 CONSOLE_CONSEQUENCE="The tests of the web console in a real browser (tests/it/console_browser.rs) will NOT run."
 python_sdk_problem=""
-PYTHON_SDK_CONSEQUENCE="The tests of rummy acp with the ACP Python SDK (tests/it/acp.rs, acp::py::) will NOT run."
+PYTHON_SDK_CONSEQUENCE="The tests of rummy acp with the ACP Python SDK (tests/it/acp.rs, acp::py::) and the three-client story (acp::three_clients::) will NOT run."
 container_problem=""
 CONTAINER_CONSEQUENCE="The test of the server as the image runs it, unprivileged on a read-only root (tests/it/container.rs), will NOT run."
 POSTGRES_CONSEQUENCE="The integration suite will NOT run against PostgreSQL, nor the tests of PostgreSQL alone (tests/it/instances.rs ...)."
@@ -331,6 +331,12 @@ if [ -z "$node_problem" ]; then
 fi
 if [ -z "$python_sdk_problem" ]; then
   cargo test --locked --test it acp::py:: -- --ignored
+  acp_status=$?
+  [ "$status" = 0 ] && status=$acp_status
+fi
+if [ -z "$node_problem" ] && [ -z "$python_sdk_problem" ]; then
+  # The three-client story drives one editor with each SDK.
+  cargo test --locked --test it acp::three_clients:: -- --ignored
   acp_status=$?
   [ "$status" = 0 ] && status=$acp_status
 fi

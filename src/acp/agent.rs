@@ -29,6 +29,7 @@ use crate::acp::link::{Dialer, Endpoint};
 use crate::acp::mode::Mode;
 use crate::acp::permission::Offers;
 use crate::acp::session::{self, Loaded, Session};
+use crate::acp::turn;
 
 mod lifecycle;
 
@@ -278,7 +279,7 @@ fn start_prompt<P: Protocol>(
     let in_flight = session.begin();
     let turn_cx = cx.clone();
     cx.spawn(async move {
-        let ended = in_flight.prompt(&turn_cx, offers, &request.prompt).await;
+        let ended = turn::prompt(in_flight, &turn_cx, offers, &request.prompt).await;
         if let Err(error) = &ended {
             tracing::warn!(%error, "a prompt turn failed");
         }

@@ -95,6 +95,14 @@ pub enum AcpError {
 }
 
 impl AcpError {
+    /// rummy's answer `answer` to `what` is not what this agent reads.
+    pub(super) fn unexpected(what: &str, answer: &serde_json::Value) -> AcpError {
+        AcpError::Unexpected {
+            method: what.to_string(),
+            detail: answer.to_string(),
+        }
+    }
+
     /// The ACP connection failed with `error`.
     pub fn protocol(error: ProtocolError) -> AcpError {
         AcpError::Protocol(Box::new(error))

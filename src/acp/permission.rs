@@ -28,7 +28,7 @@ use tokio::sync::watch;
 use crate::acp::error::AcpError;
 use crate::acp::updates::{Command, Shown};
 use crate::agent::allow::pattern::default_pattern;
-use crate::agent::allow::Allowed;
+use crate::hub::notifications::ProposedEntry;
 use crate::plugins::bundled::tools::merge;
 
 /// The most output of a command sent back to the model, in bytes.
@@ -56,54 +56,32 @@ pub(super) struct Offers {
     pub forms: bool,
 }
 
-/// One pending proposal, as a run's outcome lists it.
+/// One pending proposal: the server's own, as a run's outcome lists it, and its tool
+/// call's id in the session.
 #[derive(Debug, Clone)]
 pub(super) struct Proposal {
-    pub path: String,
     /// Its tool call's id in the session (the path, unless the path was proposed before).
     pub id: String,
-    /// Its scheme: set, rm, mv, cp, sh, env, ask_user, or a plugin's.
-    pub kind: String,
-    pub body: String,
-    pub attributes: Value,
-    /// The person's rule that allows this command without asking.
-    pub allowed: Option<Allowed>,
+    pub entry: ProposedEntry,
 }
 
 impl Proposal {
-    /// A row of an outcome's `proposed` (`attributes` a JSON string there).
-    pub(super) fn parse(row: &Value) -> Option<Proposal> {
-        let path = row.get("path")?.as_str()?.to_string();
-        let kind = path.split_once("://")?.0.to_string();
-        let attributes = match row.get("attributes") {
-            Some(Value::String(text)) => serde_json::from_str(text).unwrap_or_default(),
-            Some(value) => value.clone(),
-            None => Value::Null,
-        };
-        Some(Proposal {
-            kind,
-            body: row
-                .get("body")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            attributes,
-            allowed: row
-                .get("allowed")
-                .and_then(|allowed| serde_json::from_value(allowed.clone()).ok()),
-            id: path.clone(),
-            path,
-        })
+    /// `entry` as a tool call whose id is its path.
+    pub(super) fn of(entry: ProposedEntry) -> Proposal {
+        Proposal {
+            id: entry.path.clone(),
+            entry,
+        }
     }
 
     /// The command it runs, for a command.
     fn command(&self) -> Option<&str> {
-        matches!(self.kind.as_str(), "sh" | "env")
-            .then(|| self.attribute("command").unwrap_or(&self.body))
+        matches!(self.entry.kind.as_str(), "sh" | "env")
+            .then(|| self.attribute("command").unwrap_or(&self.entry.body))
     }
 
     fn attribute(&self, key: &str) -> Option<&str> {
-        self.attributes.get(key).and_then(Value::as_str)
+        self.entry.attributes.get(key).and_then(Value::as_str)
     }
 
     /// What it acts on: the file, the command, the question.
@@ -122,17 +100,18 @@ impl Proposal {
     /// An edit's file and its content once accepted.
     fn edit(&self) -> Option<(&str, String)> {
         let file = self.attribute("file")?;
-        let content = merge::apply(&self.body, self.attribute("merge")?)?;
+        let content = merge::apply(&self.entry.body, self.attribute("merge")?)?;
         Some((file, content))
     }
 
     /// Whether it writes a whole file (`set://turn_N/<file>`), whose old text is unknown.
     fn is_whole_write(&self) -> bool {
-        self.path.starts_with("set://turn_")
+        self.entry.path.starts_with("set://turn_")
     }
 
     fn answers(&self) -> Vec<String> {
-        self.attributes
+        self.entry
+            .attributes
             .get("options")
             .and_then(Value::as_array)
             .map(|options| {
@@ -149,9 +128,9 @@ impl Proposal {
     fn tool_call(&self, root: &Path) -> ToolCall {
         let target = self.target();
         let command = Command {
-            tool: &self.kind,
+            tool: &self.entry.kind,
             target: &target,
-            path: &self.path,
+            path: &self.entry.path,
         };
         let kind = match command.shown() {
             Shown::Tool(kind) => kind,
@@ -160,17 +139,17 @@ impl Proposal {
         let mut call = ToolCall::new(self.id.clone(), command.title())
             .kind(kind)
             .status(ToolCallStatus::Pending)
-            .raw_input(self.attributes.clone());
+            .raw_input(self.entry.attributes.clone());
         if let Some(location) = command.location(root) {
             call = call.locations(vec![location]);
         }
-        let content = match (self.kind.as_str(), self.edit()) {
+        let content = match (self.entry.kind.as_str(), self.edit()) {
             ("set", Some((file, content))) => {
                 let diff = Diff::new(root.join(file), content);
                 let diff = if self.is_whole_write() {
                     diff
                 } else {
-                    diff.old_text(self.body.clone())
+                    diff.old_text(self.entry.body.clone())
                 };
                 vec![ToolCallContent::Diff(diff)]
             }
@@ -208,13 +187,13 @@ impl Asking<'_> {
     /// Shows `proposal`, asks the person, applies what they allow and says how to resolve it.
     pub(super) async fn decide(&self, proposal: &Proposal) -> Result<Decided, AcpError> {
         self.update(SessionUpdate::ToolCall(proposal.tool_call(self.root)))?;
-        if proposal.allowed.is_some() {
+        if proposal.entry.allowed.is_some() {
             return Ok(Decided {
                 resolution: self.apply(proposal).await?,
                 cancelled: false,
             });
         }
-        if proposal.kind == "ask_user" && self.offers.forms {
+        if proposal.entry.kind == "ask_user" && self.offers.forms {
             return self.ask_in_form(proposal).await;
         }
         let options = options(proposal);
@@ -300,7 +279,7 @@ impl Asking<'_> {
 
     /// Does what an allowed proposal asks of this side, and says how it went.
     async fn apply(&self, proposal: &Proposal) -> Result<Value, AcpError> {
-        match proposal.kind.as_str() {
+        match proposal.entry.kind.as_str() {
             "set" if self.offers.write_files => {
                 let Some((file, content)) = proposal.edit() else {
                     return Ok(resolution(proposal, "accept", None));
@@ -314,7 +293,9 @@ impl Asking<'_> {
             }
             "sh" | "env" if self.commands_on_server => Ok(resolution(proposal, "accept", None)),
             "sh" | "env" => {
-                let command = proposal.attribute("command").unwrap_or(&proposal.body);
+                let command = proposal
+                    .attribute("command")
+                    .unwrap_or(&proposal.entry.body);
                 let (succeeded, output) = self.run(proposal, command).await?;
                 let action = if succeeded { "accept" } else { "error" };
                 Ok(resolution(proposal, action, Some(output)))
@@ -410,31 +391,32 @@ impl Asking<'_> {
 /// in the next prompt for a question without, else allow once; then reject.
 fn options(proposal: &Proposal) -> Vec<PermissionOption> {
     let answers = proposal.answers();
-    let mut options: Vec<PermissionOption> = if proposal.kind == "ask_user" && !answers.is_empty() {
-        answers
-            .into_iter()
-            .enumerate()
-            .map(|(index, answer)| {
-                PermissionOption::new(
-                    format!("{ANSWER}{index}"),
-                    answer,
-                    PermissionOptionKind::AllowOnce,
-                )
-            })
-            .collect()
-    } else if proposal.kind == "ask_user" {
-        vec![PermissionOption::new(
-            IN_CHAT,
-            "Answer in my next message",
-            PermissionOptionKind::AllowOnce,
-        )]
-    } else {
-        vec![PermissionOption::new(
-            ALLOW,
-            "Allow",
-            PermissionOptionKind::AllowOnce,
-        )]
-    };
+    let mut options: Vec<PermissionOption> =
+        if proposal.entry.kind == "ask_user" && !answers.is_empty() {
+            answers
+                .into_iter()
+                .enumerate()
+                .map(|(index, answer)| {
+                    PermissionOption::new(
+                        format!("{ANSWER}{index}"),
+                        answer,
+                        PermissionOptionKind::AllowOnce,
+                    )
+                })
+                .collect()
+        } else if proposal.entry.kind == "ask_user" {
+            vec![PermissionOption::new(
+                IN_CHAT,
+                "Answer in my next message",
+                PermissionOptionKind::AllowOnce,
+            )]
+        } else {
+            vec![PermissionOption::new(
+                ALLOW,
+                "Allow",
+                PermissionOptionKind::AllowOnce,
+            )]
+        };
     if let Some(pattern) = proposal
         .command()
         .and_then(|command| default_pattern(command).ok())
@@ -456,8 +438,8 @@ fn options(proposal: &Proposal) -> Vec<PermissionOption> {
 /// `run/resolve`'s `resolution` object.
 pub(super) fn resolution(proposal: &Proposal, action: &str, output: Option<String>) -> Value {
     match output {
-        Some(output) => json!({"path": proposal.path, "action": action, "output": output}),
-        None => json!({"path": proposal.path, "action": action}),
+        Some(output) => json!({"path": proposal.entry.path, "action": action, "output": output}),
+        None => json!({"path": proposal.entry.path, "action": action}),
     }
 }
 
@@ -493,8 +475,14 @@ async fn run_here(command: &str, root: &Path) -> Result<(bool, String), AcpError
 mod tests {
     use super::*;
 
-    fn proposal(row: Value) -> Proposal {
-        Proposal::parse(&row).unwrap()
+    /// The proposal of an `ask` reply's row (its attributes a JSON string there).
+    fn proposal(mut row: Value) -> Proposal {
+        if !row["attributes"].is_string() {
+            row["attributes"] = json!(row["attributes"].to_string());
+        }
+        row["turn"] = json!(1);
+        let row: crate::agent::outcome::ProposedRow = serde_json::from_value(row).unwrap();
+        Proposal::of(row.entry())
     }
 
     #[test]
@@ -507,7 +495,7 @@ mod tests {
                 "merge": "<<<<<<< SEARCH\ntwo\n=======\nthree\n>>>>>>> REPLACE",
             }).to_string(),
         }));
-        assert_eq!(edit.kind, "set");
+        assert_eq!(edit.entry.kind, "set");
         let call = serde_json::to_value(edit.tool_call(Path::new("/p"))).unwrap();
         assert_eq!(call["kind"], json!("edit"));
         assert!(call.get("status").is_none(), "pending, the default: {call}");

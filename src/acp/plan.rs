@@ -6,26 +6,19 @@
 use agent_client_protocol::v1::schema::{
     Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
 };
-use serde::Deserialize;
 
-/// One open question of `run/state.unknowns`.
-#[derive(Debug, Clone, Deserialize)]
-pub(super) struct Unknown {
-    pub path: String,
-    /// The question.
-    pub body: String,
-}
+use crate::hub::notifications::UnknownEntry;
 
 /// The plan shown so far: each question by its path, in the order first seen, and
 /// whether it is resolved.
 #[derive(Debug, Default)]
 pub(super) struct PlanTracker {
-    questions: Vec<(Unknown, bool)>,
+    questions: Vec<(UnknownEntry, bool)>,
 }
 
 impl PlanTracker {
     /// The plan when `open` (the run's open questions now) changes it.
-    pub(super) fn update(&mut self, open: &[Unknown]) -> Option<SessionUpdate> {
+    pub(super) fn update(&mut self, open: &[UnknownEntry]) -> Option<SessionUpdate> {
         let mut changed = false;
         for (question, resolved) in &mut self.questions {
             let still_open = open.iter().any(|unknown| unknown.path == question.path);
@@ -66,8 +59,8 @@ impl PlanTracker {
 mod tests {
     use super::*;
 
-    fn unknown(path: &str, body: &str) -> Unknown {
-        Unknown {
+    fn unknown(path: &str, body: &str) -> UnknownEntry {
+        UnknownEntry {
             path: path.into(),
             body: body.into(),
         }

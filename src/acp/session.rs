@@ -1,18 +1,16 @@
 //! One ACP session: a connection to rummy bound to the project at the session's directory,
 //! the run its prompts continue (made by `session/new`, found by `session/load`; its name is
 //! the session id), its mode, model and slash commands, and whether its prompt in flight
-//! is cancelled; each prompt is a turn (`acp::turn`).
+//! is cancelled; each prompt is a turn (`acp::turn`, which holds the session, never the
+//! other way round).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, McpServer, SessionConfigOption, SessionConfigOptionValue, SessionId, SessionInfo,
-    SessionUpdate, StopReason,
+    McpServer, SessionConfigOption, SessionConfigOptionValue, SessionId, SessionInfo, SessionUpdate,
 };
-use agent_client_protocol::v1::ConnectionTo;
-use agent_client_protocol::Client;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -21,31 +19,13 @@ use crate::acp::error::AcpError;
 use crate::acp::link::{Connected, Link};
 use crate::acp::mode::Mode;
 use crate::acp::options::{Catalogue, Choice};
-use crate::acp::permission::Offers;
 use crate::acp::plan::PlanTracker;
-use crate::acp::prompt::Prompt;
-use crate::acp::turn::{Stream, Turn};
-use crate::acp::updates::{HistoryRow, LogTracker};
+use crate::acp::stream::Stream;
+use crate::acp::updates::LogTracker;
+use crate::rpc::handlers::runs::HistoryItem;
 
 /// rummy's code for a run alias that names no run of the project.
 const RUN_NOT_FOUND: i32 = crate::error::code::RUN_NOT_FOUND.get() as i32;
-
-/// How a prompt turn ends, by a loop's outcome: its status and why it ended (`reason`). A
-/// loop paused at a spend cap (402) ends the turn `end_turn`, the cap said as the agent's
-/// message: it goes on by itself once the cap no longer stands.
-pub(super) fn stop_reason(outcome: &Value) -> Option<StopReason> {
-    let status = outcome.get("status").and_then(Value::as_i64);
-    let reason = outcome.get("reason").and_then(Value::as_str);
-    match (status, reason) {
-        (Some(200), Some("turn_limit")) => Some(StopReason::MaxTurnRequests),
-        (Some(200), Some("refused")) => Some(StopReason::Refusal),
-        (Some(200), _) => Some(StopReason::EndTurn),
-        (Some(499), _) => Some(StopReason::Cancelled),
-        (Some(413), _) => Some(StopReason::MaxTokens),
-        (Some(402), _) => Some(StopReason::EndTurn),
-        _ => None,
-    }
-}
 
 /// One session: one run of the project at its directory, named after the run.
 pub(super) struct Session {
@@ -78,15 +58,9 @@ pub(super) struct InFlight {
 }
 
 impl InFlight {
-    /// The prompt's turn ([`Session::prompt`]); the prompt is no longer in flight once it
-    /// returns, before the editor is answered.
-    pub(super) async fn prompt(
-        self,
-        cx: &ConnectionTo<Client>,
-        offers: Offers,
-        blocks: &[ContentBlock],
-    ) -> Result<StopReason, AcpError> {
-        self.session.prompt(cx, offers, blocks).await
+    /// The session whose prompt it is.
+    pub(super) fn session(&self) -> &Session {
+        &self.session
     }
 }
 
@@ -131,7 +105,7 @@ impl Session {
         let run = started
             .get("run")
             .and_then(Value::as_str)
-            .ok_or_else(|| unexpected("startRun without a run", &started))?
+            .ok_or_else(|| AcpError::unexpected("startRun without a run", &started))?
             .to_string();
         let commands = Commands::fetch(link).await?;
         let run = Run {
@@ -157,12 +131,13 @@ impl Session {
         let link = bind(&connected.link, &root).await?;
         let run = id.0.to_string();
         let detail = call_on_run(link, "getRun", &run, &root).await?;
-        let history: Vec<HistoryRow> = serde_json::from_value(detail["context"]["history"].clone())
-            .map_err(|_| unexpected("getRun without a readable history", &detail))?;
+        let history: Vec<HistoryItem> =
+            serde_json::from_value(detail["context"]["history"].clone())
+                .map_err(|_| AcpError::unexpected("getRun without a readable history", &detail))?;
         let mode = history
             .iter()
             .rev()
-            .find(|row| row.scheme == "prompt")
+            .find(|row| row.scheme.as_deref() == Some("prompt"))
             .and_then(|row| row.attributes.get("mode").and_then(Value::as_str))
             .and_then(|mode| Mode::parse(mode).ok())
             .unwrap_or(Mode::Act);
@@ -254,8 +229,19 @@ impl Session {
     }
 
     /// The run's name.
-    fn run(&self) -> &str {
+    pub(super) fn run(&self) -> &str {
         &self.id.0
+    }
+
+    /// Its skills and personas, as slash commands.
+    pub(super) fn slash_commands(&self) -> &Commands {
+        &self.commands
+    }
+
+    /// Its notifications and what the editor was shown of them, held by the prompt turn
+    /// running.
+    pub(super) async fn stream(&self) -> tokio::sync::MutexGuard<'_, Stream> {
+        self.stream.lock().await
     }
 
     pub(super) fn model(&self) -> String {
@@ -337,36 +323,6 @@ impl Session {
     pub(super) fn link(&self) -> &Link {
         &self.link
     }
-
-    /// One prompt turn: runs `blocks` in the session's mode, streams what happens to the
-    /// editor, asks it about each proposal, and says why the turn ended.
-    async fn prompt(
-        &self,
-        cx: &ConnectionTo<Client>,
-        offers: Offers,
-        blocks: &[ContentBlock],
-    ) -> Result<StopReason, AcpError> {
-        let mut prompt = Prompt::of(blocks, &self.root)?;
-        let run = self.run().to_string();
-        if let Some((slash, rest)) = self.commands.parse(&prompt.text) {
-            slash.apply(&self.link, &run).await?;
-            if rest.is_empty() {
-                return Ok(StopReason::EndTurn);
-            }
-            prompt.text = rest.to_string();
-        }
-        prompt.enter(&self.link, &run).await?;
-        let mut stream = self.stream.lock().await;
-        let mut turn = Turn {
-            session: self,
-            cx,
-            run: &run,
-            stream: &mut stream,
-            offers,
-            own: Vec::new(),
-        };
-        turn.run(prompt.text).await
-    }
 }
 
 mod resume;
@@ -405,7 +361,7 @@ pub(super) async fn list(
     let runs = link.call("getRuns", page).await?;
     let rows = runs
         .as_array()
-        .ok_or_else(|| unexpected("getRuns without a list", &runs))?;
+        .ok_or_else(|| AcpError::unexpected("getRuns without a list", &runs))?;
     let next = (rows.len() > LIST_PAGE).then(|| (offset + LIST_PAGE).to_string());
     let sessions = rows
         .iter()
@@ -468,39 +424,9 @@ async fn bind<'a>(link: &'a Link, root: &Path) -> Result<&'a Link, AcpError> {
     Ok(link)
 }
 
-pub(super) fn unexpected(what: &str, answer: &Value) -> AcpError {
-    AcpError::Unexpected {
-        method: what.to_string(),
-        detail: answer.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn outcomes_end_the_turn_by_status_and_reason() {
-        let ended = |outcome: Value| stop_reason(&outcome);
-        let done = json!({"status": 200, "reason": "done"});
-        assert_eq!(ended(done), Some(StopReason::EndTurn));
-        let stalled = json!({"status": 200, "reason": "stalled"});
-        assert_eq!(ended(stalled), Some(StopReason::EndTurn));
-        let paused = json!({"status": 402, "error": "the run cap … is reached"});
-        assert_eq!(ended(paused), Some(StopReason::EndTurn));
-        let rejected = json!({"status": 200, "reason": "rejected"});
-        assert_eq!(ended(rejected), Some(StopReason::EndTurn));
-        let limit = json!({"status": 200, "reason": "turn_limit"});
-        assert_eq!(ended(limit), Some(StopReason::MaxTurnRequests));
-        let refused = json!({"status": 200, "reason": "refused"});
-        assert_eq!(ended(refused), Some(StopReason::Refusal));
-        assert_eq!(ended(json!({"status": 200})), Some(StopReason::EndTurn));
-        let aborted = json!({"status": 499, "reason": "aborted"});
-        assert_eq!(ended(aborted), Some(StopReason::Cancelled));
-        assert_eq!(ended(json!({"status": 413})), Some(StopReason::MaxTokens));
-        let failed = json!({"status": 500, "reason": "failed"});
-        assert_eq!(ended(failed), None);
-    }
 
     #[test]
     fn times_are_iso_8601() {

@@ -14,8 +14,6 @@
 //! queued on the run goes on. A decision the person made before the cancel arrived is still
 //! sent; refused because the cancel came first, it ends the turn `cancelled` too.
 
-use std::path::Path;
-
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionNotification, SessionUpdate, StopReason, ToolCallContent,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
@@ -23,41 +21,50 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::acp::error::AcpError;
 use crate::acp::link::Notice;
+use crate::acp::outcome::{self, stop_reason};
 use crate::acp::permission::{Asking, Decided, Offers, Proposal};
-use crate::acp::plan::PlanTracker;
-use crate::acp::session::{stop_reason, unexpected, Session};
-use crate::acp::updates::{self, LogTracker, StateParams};
+use crate::acp::prompt::Prompt;
+use crate::acp::session::{InFlight, Session};
+use crate::acp::stream::{state_of, Stream};
+use crate::acp::updates;
 use crate::agent::verbs::ProposalView;
-use crate::db::enums::EntryStatus;
-use crate::hub::notifications::{Act, RunActed};
+use crate::db::enums::{EntryStatus, RunStatus};
+use crate::hub::notifications::{Act, LoopEnded, RunActed};
 
-/// A session's notifications from rummy and what the editor was shown of its run.
-pub(super) struct Stream {
-    pub notices: mpsc::UnboundedReceiver<Notice>,
-    pub tracker: LogTracker,
-    pub plan: PlanTracker,
-    /// The seq of the latest notification of the run shown (0: none): where a
-    /// `session/resume` catches up from.
-    pub seen: u64,
-}
-
-impl Stream {
-    /// The updates that bring the editor to the run's `state`: its log, its plan, its usage.
-    pub(super) fn updates(&mut self, state: &StateParams, root: &Path) -> Vec<SessionUpdate> {
-        let mut updates = self.tracker.updates(&state.history, root);
-        updates.extend(self.plan.update(&state.unknowns));
-        updates.extend(state.telemetry.as_ref().map(|telemetry| telemetry.update()));
-        updates
+/// The turn of the prompt `in_flight`: runs `blocks` in its session's mode, streams what
+/// happens to the editor, asks it about each proposal, and says why the turn ended. The
+/// prompt is no longer in flight once this returns, before the editor is answered.
+pub(super) async fn prompt(
+    in_flight: InFlight,
+    cx: &ConnectionTo<Client>,
+    offers: Offers,
+    blocks: &[ContentBlock],
+) -> Result<StopReason, AcpError> {
+    let session = in_flight.session();
+    let mut prompt = Prompt::of(blocks, session.root())?;
+    let run = session.run().to_string();
+    if let Some((slash, rest)) = session.slash_commands().parse(&prompt.text) {
+        slash.apply(session.link(), &run).await?;
+        if rest.is_empty() {
+            return Ok(StopReason::EndTurn);
+        }
+        prompt.text = rest.to_string();
     }
-
-    /// Notes that the notification of the run numbered `seq` was shown.
-    pub(super) fn saw(&mut self, seq: u64) {
-        self.seen = self.seen.max(seq);
-    }
+    prompt.enter(session.link(), &run).await?;
+    let mut stream = session.stream().await;
+    let mut turn = Turn {
+        session,
+        cx,
+        run: &run,
+        stream: &mut stream,
+        offers,
+        own: Vec::new(),
+    };
+    turn.run(prompt.text).await
 }
 
 /// One prompt turn in progress.
@@ -114,26 +121,25 @@ impl Turn<'_> {
         }
         let method = self.session.mode().id();
         let params = json!({"model": self.session.model(), "run": self.run, "prompt": prompt});
-        let mut outcome = self.call(method, params).await?;
+        let mut outcome = outcome::of_reply(self.call(method, params).await?)?;
         // Whether the outcome is of this turn's own request, so its loop the person's: only
         // then is a command their rule allows not asked about.
         let mut own = true;
         loop {
-            let status = outcome.get("status").and_then(Value::as_i64).unwrap_or(0);
-            if status != 202 {
+            if outcome.status != RunStatus::Proposed {
                 return self.ended(&outcome).await;
             }
-            let Some(mut proposal) = outcome
-                .get("proposed")
-                .and_then(Value::as_array)
-                .and_then(|rows| rows.first())
-                .and_then(Proposal::parse)
-            else {
-                return Err(unexpected("a 202 outcome without a proposal", &outcome));
+            let Some(entry) = outcome.proposed.first().cloned() else {
+                let told = serde_json::to_value(&outcome).unwrap_or_default();
+                return Err(AcpError::unexpected(
+                    "a 202 outcome without a proposal",
+                    &told,
+                ));
             };
-            proposal.id = self.stream.tracker.proposal_id(&proposal.path);
+            let mut proposal = Proposal::of(entry);
+            proposal.id = self.stream.tracker.proposal_id(&proposal.entry.path);
             if !own {
-                proposal.allowed = None;
+                proposal.entry.allowed = None;
             }
             let asked = match self.session.is_cancelled() {
                 true => None,
@@ -170,17 +176,17 @@ impl Turn<'_> {
         &mut self,
         proposal: &Proposal,
         resolution: Value,
-    ) -> Result<Option<Value>, AcpError> {
+    ) -> Result<Option<LoopEnded>, AcpError> {
         self.resolved(proposal, &resolution)?;
         let action = resolution.get("action").and_then(Value::as_str);
         let own = (
-            proposal.path.clone(),
+            proposal.entry.path.clone(),
             action.unwrap_or_default().to_string(),
         );
         self.own.push(own);
         let params = json!({"run": self.run, "resolution": resolution});
         match self.call("run/resolve", params).await {
-            Ok(outcome) => Ok(Some(outcome)),
+            Ok(outcome) => Ok(Some(outcome::of_reply(outcome)?)),
             Err(AcpError::Rpc { .. }) if self.session.is_cancelled() => Ok(None),
             Err(AcpError::Rpc {
                 data: Some(data), ..
@@ -200,7 +206,7 @@ impl Turn<'_> {
         &mut self,
         proposal: &Proposal,
         settled: Settled,
-    ) -> Result<Option<Value>, AcpError> {
+    ) -> Result<Option<LoopEnded>, AcpError> {
         let Settled { acted, seq } = settled;
         let status = match acted.status {
             Some(status) => updates::status_of(i64::from(status.code())),
@@ -213,7 +219,7 @@ impl Turn<'_> {
         loop {
             let notice = self.next_notice().await?;
             if notice.method == "run/outcome" && self.is_later(&notice, seq) {
-                return Ok(Some(notice.params));
+                return outcome::of_notice(&notice.params).map(Some);
             }
             self.show(notice)?;
         }
@@ -224,7 +230,7 @@ impl Turn<'_> {
     async fn settling(&mut self, proposal: &Proposal) -> Result<Settled, AcpError> {
         loop {
             let notice = self.next_notice().await?;
-            if let Some(settled) = self.settles(&notice, &proposal.path) {
+            if let Some(settled) = self.settles(&notice, &proposal.entry.path) {
                 return Ok(settled);
             }
             self.show(notice)?;
@@ -262,7 +268,7 @@ impl Turn<'_> {
                     let notice = self.noted(notice.ok_or(AcpError::Disconnected)?);
                     let settles = match session.is_cancelled() {
                         true => None,
-                        false => self.settles(&notice, &proposal.path),
+                        false => self.settles(&notice, &proposal.entry.path),
                     };
                     match settles {
                         Some(settles) => {
@@ -345,12 +351,12 @@ impl Turn<'_> {
     }
 
     /// Why the turn ended, by its loop's outcome.
-    async fn ended(&self, outcome: &Value) -> Result<StopReason, AcpError> {
+    async fn ended(&self, outcome: &LoopEnded) -> Result<StopReason, AcpError> {
         if self.session.is_cancelled() {
             return Ok(StopReason::Cancelled);
         }
-        if let Some(paused) = outcome.get("cap").and(outcome.get("error")) {
-            let text = format!("Paused: {}", paused.as_str().unwrap_or_default());
+        if let (Some(_), Some(paused)) = (&outcome.cap, &outcome.error) {
+            let text = format!("Paused: {paused}");
             let said = ContentChunk::new(ContentBlock::from(text));
             self.send(SessionUpdate::AgentMessageChunk(said))?;
         }
@@ -366,7 +372,7 @@ impl Turn<'_> {
     /// Whether `proposal` is a command the rummy server runs itself once accepted (its
     /// project runs commands there); asked each time, as an admin may change it.
     async fn commands_on_server(&self, proposal: &Proposal) -> bool {
-        if !matches!(proposal.kind.as_str(), "sh" | "env") {
+        if !matches!(proposal.entry.kind.as_str(), "sh" | "env") {
             return false;
         }
         let config = self
@@ -435,7 +441,7 @@ impl Turn<'_> {
             Some("reject") => 403,
             _ => 500,
         };
-        self.stream.tracker.announce(&proposal.path, status);
+        self.stream.tracker.announce(&proposal.entry.path, status);
         let update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
             proposal.id.clone(),
             ToolCallUpdateFields::new().status(updates::status_of(status)),
@@ -455,7 +461,7 @@ impl Turn<'_> {
             ToolCallStatus::Completed => 200,
             _ => 499,
         };
-        self.stream.tracker.announce(&proposal.path, shown);
+        self.stream.tracker.announce(&proposal.entry.path, shown);
         let mut fields = ToolCallUpdateFields::new().status(status);
         if let Some(acted) = acted {
             let said = ContentBlock::from(settled_by(acted));
@@ -484,8 +490,7 @@ impl Turn<'_> {
         if notice.method != "run/state" {
             return Ok(());
         }
-        let Ok(state) = serde_json::from_value::<StateParams>(notice.params) else {
-            tracing::warn!("rummy sent a run/state this agent cannot read");
+        let Some(state) = state_of(&notice.params) else {
             return Ok(());
         };
         for update in self.stream.updates(&state, self.session.root()) {

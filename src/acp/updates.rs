@@ -1,18 +1,21 @@
 //! rummy's `run/state` turned into ACP `session/update`s: the model's `<update>` and
 //! `<summarize>` text as `agent_message_chunk`, every other command of the run's log as a
 //! `tool_call` the first time it is seen and a `tool_call_update` when its status changes.
+//! The log is read in the server's own types: `run/state`'s [`HistoryEntry`], `getRun`'s
+//! [`HistoryItem`].
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
+use crate::acp::prompt::BUFFERS;
+use crate::db::enums::EntryStatus;
+use crate::db::paths::percent_decode;
+use crate::hub::notifications::HistoryEntry;
+use crate::rpc::handlers::runs::HistoryItem;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use serde::Deserialize;
-
-use crate::acp::prompt::BUFFERS;
-use crate::db::paths::percent_decode;
 
 /// What the editor is shown of one log entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,69 +109,35 @@ pub(super) fn status_of(entry_status: i64) -> ToolCallStatus {
     }
 }
 
-/// One entry of `run/state.history`.
-#[derive(Debug, Clone, Deserialize)]
-pub(super) struct LogEntry {
-    pub tool: String,
-    #[serde(default)]
-    pub target: String,
-    pub status: i64,
-    pub path: String,
-    #[serde(default)]
-    pub body: String,
-}
-
-/// The part of `run/state` the editor is shown.
-#[derive(Debug, Deserialize)]
-pub(super) struct StateParams {
-    #[serde(default)]
-    pub history: Vec<LogEntry>,
-    /// The run's open questions: the session's plan.
-    #[serde(default)]
-    pub unknowns: Vec<crate::acp::plan::Unknown>,
-    /// Its context and cost: the session's `usage_update`.
-    #[serde(default)]
-    pub telemetry: Option<crate::acp::usage::Telemetry>,
-}
-
-/// One entry of `getRun`'s `context.history`: a past run's log, replayed by `session/load`.
-#[derive(Debug, Clone, Deserialize)]
-pub(super) struct HistoryRow {
-    pub scheme: String,
-    pub path: String,
-    pub status: i64,
-    #[serde(default)]
-    pub body: String,
-    #[serde(default)]
-    pub attributes: serde_json::Value,
-}
-
-impl LogEntry {
-    fn command(&self) -> Command<'_> {
+impl<'a> From<&'a HistoryEntry> for Command<'a> {
+    fn from(entry: &'a HistoryEntry) -> Command<'a> {
         Command {
-            tool: &self.tool,
-            target: &self.target,
-            path: &self.path,
+            tool: &entry.tool,
+            target: &entry.target,
+            path: &entry.path,
         }
     }
 }
 
-impl HistoryRow {
-    /// The row as `run/state` would list it: its target the first of the attributes'
-    /// command, file, path and question.
-    fn entry(self) -> LogEntry {
-        let target = ["command", "file", "path", "question"]
-            .iter()
-            .find_map(|key| self.attributes.get(key).and_then(serde_json::Value::as_str))
-            .unwrap_or_default()
-            .to_string();
-        LogEntry {
-            tool: self.scheme,
-            target,
-            status: self.status,
-            path: self.path,
-            body: self.body,
-        }
+/// An entry's status as the tracker keeps it (HTTP-like).
+fn code(status: EntryStatus) -> i64 {
+    i64::from(status.code())
+}
+
+/// `getRun`'s history item as `run/state` would list it: its target the first of the
+/// attributes' command, file, path and question.
+fn listed(item: HistoryItem) -> HistoryEntry {
+    let target = ["command", "file", "path", "question"]
+        .iter()
+        .find_map(|key| item.attributes.get(key).and_then(serde_json::Value::as_str))
+        .unwrap_or_default()
+        .to_string();
+    HistoryEntry {
+        tool: item.scheme.unwrap_or_default(),
+        target,
+        status: item.status,
+        path: item.path,
+        body: item.body,
     }
 }
 
@@ -237,10 +206,10 @@ impl LogTracker {
     /// The updates that replay a past run's whole log to an editor that was shown none of it:
     /// each prompt of the person's as a `user_message_chunk`, the rest as
     /// [`LogTracker::updates`] shows it.
-    pub(super) fn replay(&mut self, history: Vec<HistoryRow>, root: &Path) -> Vec<SessionUpdate> {
+    pub(super) fn replay(&mut self, history: Vec<HistoryItem>, root: &Path) -> Vec<SessionUpdate> {
         let mut updates = Vec::new();
         for row in history {
-            if row.scheme == "prompt" {
+            if row.scheme.as_deref() == Some("prompt") {
                 if !row.body.is_empty() {
                     updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
                         ContentBlock::from(row.body),
@@ -248,7 +217,7 @@ impl LogTracker {
                 }
                 continue;
             }
-            updates.extend(self.updates(&[row.entry()], root));
+            updates.extend(self.updates(&[listed(row)], root));
         }
         updates
     }
@@ -257,26 +226,31 @@ impl LogTracker {
     /// `getRun` reads it (a catch-up whose notifications are no longer kept): its commands
     /// and the model's words; the person's prompts, which it may have sent itself, are not
     /// repeated.
-    pub(super) fn catch_up(&mut self, history: Vec<HistoryRow>, root: &Path) -> Vec<SessionUpdate> {
-        let entries: Vec<LogEntry> = history
+    pub(super) fn catch_up(
+        &mut self,
+        history: Vec<HistoryItem>,
+        root: &Path,
+    ) -> Vec<SessionUpdate> {
+        let entries: Vec<HistoryEntry> = history
             .into_iter()
-            .filter(|row| row.scheme != "prompt")
-            .map(HistoryRow::entry)
+            .filter(|row| row.scheme.as_deref() != Some("prompt"))
+            .map(listed)
             .collect();
         self.updates(&entries, root)
     }
 
     /// The updates that bring the editor from what it was shown to `history` (`root`: the
     /// project root, for the entries' file locations).
-    pub(super) fn updates(&mut self, history: &[LogEntry], root: &Path) -> Vec<SessionUpdate> {
+    pub(super) fn updates(&mut self, history: &[HistoryEntry], root: &Path) -> Vec<SessionUpdate> {
         let mut updates = Vec::new();
         for entry in history {
-            let kind = match entry.command().shown() {
+            let kind = match Command::from(entry).shown() {
                 Shown::Hidden => continue,
                 Shown::Message => None,
                 Shown::Tool(kind) => Some(kind),
             };
-            let (id, before) = self.seen(&entry.path, entry.status);
+            let status = code(entry.status);
+            let (id, before) = self.seen(&entry.path, status);
             match (kind, before) {
                 (None, None) if !entry.body.is_empty() => {
                     updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(
@@ -286,11 +260,11 @@ impl LogTracker {
                 (Some(kind), None) => {
                     updates.push(SessionUpdate::ToolCall(tool_call(entry, id, kind, root)))
                 }
-                (Some(_), Some(status)) if status != entry.status => {
+                (Some(_), Some(before)) if before != status => {
                     updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                         id,
                         ToolCallUpdateFields::new()
-                            .status(status_of(entry.status))
+                            .status(status_of(status))
                             .content(output(entry)),
                     )));
                 }
@@ -302,11 +276,11 @@ impl LogTracker {
 }
 
 /// The `tool_call` of a log entry, `id` its tool call's id.
-fn tool_call(entry: &LogEntry, id: String, kind: ToolKind, root: &Path) -> ToolCall {
-    let command = entry.command();
+fn tool_call(entry: &HistoryEntry, id: String, kind: ToolKind, root: &Path) -> ToolCall {
+    let command = Command::from(entry);
     let call = ToolCall::new(id, command.title())
         .kind(kind)
-        .status(status_of(entry.status))
+        .status(status_of(code(entry.status)))
         .content(output(entry).unwrap_or_default());
     match command.location(root) {
         Some(location) => call.locations(vec![location]),
@@ -316,9 +290,9 @@ fn tool_call(entry: &LogEntry, id: String, kind: ToolKind, root: &Path) -> ToolC
 
 /// What a finished command produced, shown as the tool call's content: a command's output,
 /// a search's results. A read's body (a whole file, an editor's buffer) is not repeated.
-fn output(entry: &LogEntry) -> Option<Vec<ToolCallContent>> {
+fn output(entry: &HistoryEntry) -> Option<Vec<ToolCallContent>> {
     let shows_body = matches!(
-        entry.command().shown(),
+        Command::from(entry).shown(),
         Shown::Tool(ToolKind::Execute | ToolKind::Search | ToolKind::Fetch | ToolKind::Think)
     );
     (shows_body && !entry.body.is_empty()).then(|| {
@@ -333,11 +307,11 @@ mod tests {
     use super::*;
     use serde_json::{json, Value};
 
-    fn entry(tool: &str, target: &str, status: i64, path: &str, body: &str) -> LogEntry {
-        LogEntry {
+    fn entry(tool: &str, target: &str, status: i32, path: &str, body: &str) -> HistoryEntry {
+        HistoryEntry {
             tool: tool.into(),
             target: target.into(),
-            status,
+            status: EntryStatus::from_code(status).unwrap(),
             path: path.into(),
             body: body.into(),
         }
@@ -441,13 +415,14 @@ mod tests {
         assert!(again.is_empty());
     }
 
-    fn row(scheme: &str, path: &str, status: i64, body: &str, attributes: Value) -> HistoryRow {
-        HistoryRow {
-            scheme: scheme.into(),
+    fn row(scheme: &str, path: &str, status: i32, body: &str, attributes: Value) -> HistoryItem {
+        HistoryItem {
+            scheme: Some(scheme.into()),
             path: path.into(),
-            status,
+            status: EntryStatus::from_code(status).unwrap(),
             body: body.into(),
             attributes,
+            turn: 1,
         }
     }
 

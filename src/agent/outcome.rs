@@ -9,7 +9,7 @@ use crate::hub::notifications::{Allowed, LoopEnded, ProposedEntry};
 use crate::usage::StandingView;
 
 /// A pending proposal as `ask`/`act`/`run/resolve` report it (attributes as a JSON string).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ProposedRow {
     /// The proposal's entry path.
     pub path: String,
@@ -20,7 +20,7 @@ pub(crate) struct ProposedRow {
     /// The turn that proposed it.
     pub turn: i32,
     /// The rule that allows the command without asking (`agent::allow`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed: Option<Allowed>,
 }
 

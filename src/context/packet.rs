@@ -13,13 +13,13 @@
 //! [`Packet::distribution`] splits the assembled estimate over the category buckets of the
 //! text that produced it, so the buckets always add up to exactly the assembled estimate.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::TokenMath;
 use crate::db::enums::Category;
 
 /// A telemetry bucket of `context_distribution`, in the wire's (alphabetical) order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Bucket {
     /// Files, known entries, skills, web pages, memory.
@@ -67,7 +67,7 @@ impl Bucket {
 }
 
 /// One bucket of `context_distribution`: the tokens and entries of the packet it accounts for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketShare {
     pub bucket: Bucket,
     /// Its share of the assembled estimate.

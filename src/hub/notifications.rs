@@ -200,7 +200,7 @@ pub(crate) struct LoopEnded {
 }
 
 /// `run/state` params: where the run stands after a turn.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
     /// Run alias.
     pub run: String,
@@ -227,7 +227,7 @@ pub struct RunState {
 }
 
 /// One log entry of `run/state.history`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistoryEntry {
     /// The tool (the entry's scheme).
     pub tool: String,
@@ -239,7 +239,7 @@ pub struct HistoryEntry {
 }
 
 /// One open question of `run/state.unknowns`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnknownEntry {
     pub path: String,
     /// The question.
@@ -247,7 +247,7 @@ pub struct UnknownEntry {
 }
 
 /// One pending proposal of `run/state.proposed`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingProposal {
     /// The proposal's entry path.
     pub path: String,
@@ -259,7 +259,7 @@ pub struct PendingProposal {
 
 /// `run/state.telemetry`: the model and what the run has used so far (snake_case keys, as
 /// the reference sends them, except `modelAlias`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Telemetry {
     /// The alias the client asked for.
     #[serde(rename = "modelAlias")]
@@ -282,7 +282,7 @@ pub struct Telemetry {
 /// What a run's model calls cost, as `run/state` and `getRun` report it: the tokens and cost
 /// of the calls made for the run itself (its turns and its sidecar calls), then every call
 /// by purpose.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageTotals {
     #[serde(flatten)]
     pub tokens: Tokens,
@@ -295,7 +295,7 @@ pub struct UsageTotals {
 
 /// An amount of money on the wire: `cost` in US dollars, and `cost_micros`, the exact
 /// amount in micro-dollars.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
     pub cost: f64,
     pub cost_micros: i64,
@@ -311,7 +311,7 @@ impl Cost {
 }
 
 /// The calls of one purpose and their usage.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PurposeCalls {
     pub purpose: CallPurpose,
     pub calls: i64,

@@ -44,6 +44,17 @@
 //               test's other client settled it meanwhile)
 //   cancel-mine a prompt the editor cancels once $ACP_MARKER/cancel exists (the test's
 //               other client queued a prompt of its own behind it meanwhile)
+//   story-a     editor A of the three-client story (tests/it/acp/three_clients.rs), each
+//               step gated on a marker in $ACP_MARKER: a prompt whose edit it is asked
+//               about (it makes a-asking and allows only once a-settled exists); then
+//               a-done; once a-cancel exists a session/cancel (a round trip behind it),
+//               then a-cancelled; once a-second exists a second prompt, whose edit it
+//               allows at once and writes
+//   story-b     editor B of the story (drive.py only; it offers a terminal): once b-load
+//               exists, session/load of the run it names; a prompt whose command it is
+//               asked about (it makes b-asking and answers, late, once b-answer exists),
+//               then a round trip and b-answered; once b-second exists a second prompt,
+//               whose command it allows at once and runs in its terminal
 
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync, mkdirSync } from "node:fs";
@@ -98,7 +109,16 @@ const lines = new TransformStream({
 const input = Readable.toWeb(child.stdout).pipeThrough(lines);
 const output = Writable.toWeb(child.stdin);
 
-const offersFiles = scenario === "edit-allow" || scenario === "withdrawn";
+const offersFiles = ["edit-allow", "withdrawn", "story-a"].includes(scenario);
+// The marker `name` of $ACP_MARKER, made and waited for (at most a minute: a test that
+// failed meanwhile makes none).
+const marker = (name) => `${process.env.ACP_MARKER}/${name}`;
+const mark = (name) => writeFileSync(marker(name), "");
+async function until(name) {
+  for (let waited = 0; waited < 60000 && !existsSync(marker(name)); waited += 20) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 // The withdrawn scenario's person answers once the test has made $ACP_MARKER/settled (the
 // other client settled the proposal), or after 20 s: a person slower than another.
 async function settledElsewhere() {
@@ -125,6 +145,10 @@ const app = acp
     if (scenario === "withdrawn") {
       writeFileSync(`${process.env.ACP_MARKER}/asking`, "");
       await settledElsewhere();
+    }
+    if (scenario === "story-a" && seen.permissions.length === 1) {
+      mark("a-asking");
+      await until("a-settled");
     }
     if (scenario === "cancel-asking") {
       await connection.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
@@ -244,6 +268,16 @@ async function run(ctx) {
       await turn;
       break;
     }
+    case "story-a":
+      await prompt("edit a.txt");
+      mark("a-done");
+      await until("a-cancel");
+      await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
+      await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "act" });
+      mark("a-cancelled");
+      await until("a-second");
+      await prompt("edit a.txt again");
+      break;
     case "ask-mode":
       await attempt("set_mode plan", ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "plan" }));
       await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "ask" });

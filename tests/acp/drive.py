@@ -49,6 +49,23 @@ from acp.schema import (
 )
 
 binary, scenario, project = sys.argv[1:4]
+
+
+def marker(name: str) -> str:
+    """The marker `name` of $ACP_MARKER (the story scenario's synchronisation with its test)."""
+    return os.path.join(os.environ["ACP_MARKER"], name)
+
+
+def mark(name: str) -> None:
+    open(marker(name), "w").close()
+
+
+async def until(name: str) -> None:
+    """Waits for the marker `name` (at most a minute: a test that failed makes none)."""
+    for _ in range(3000):
+        if os.path.exists(marker(name)):
+            return
+        await asyncio.sleep(0.02)
 seen: dict[str, Any] = {
     "scenario": scenario,
     "initialize": None,
@@ -134,6 +151,12 @@ class Editor:
                 if os.path.exists(os.path.join(marker, "settled")):
                     break
                 await asyncio.sleep(0.02)
+            self.answered.set()
+        if scenario == "story-b" and len(seen["permissions"]) == 1:
+            # Asked while the test's other client aborts the run: the answer comes late.
+            self.answered.clear()
+            mark("b-asking")
+            await until("b-answer")
             self.answered.set()
         if scenario == "cancel-asking":
             await self.conn.cancel(session_id=session_id)
@@ -249,13 +272,13 @@ async def attempt(what: str, call: Any) -> Any:
 offers_forms = scenario == "question-form"
 
 
-async def run(conn: Any) -> None:
+async def run(conn: Any, editor: "Editor") -> None:
     offers_files = scenario in ("edit-allow", "withdrawn")
     initialized = await conn.initialize(
         protocol_version=PROTOCOL_VERSION,
         client_capabilities=ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=offers_files, write_text_file=offers_files),
-            terminal=scenario in ("command", "command-cancel", "command-always"),
+            terminal=scenario in ("command", "command-cancel", "command-always", "story-b"),
             elicitation=(
                 ElicitationCapabilities(form=ElicitationFormCapabilities())
                 if offers_forms
@@ -271,7 +294,20 @@ async def run(conn: Any) -> None:
             file.write(os.environ["ACP_SIGN_IN_TOKEN"] + "\n")
         await attempt("authenticate other", conn.authenticate(method_id="password"))
         seen["authenticate"] = wire(await conn.authenticate(method_id="token-file"))
-    if scenario == "load":
+    if scenario == "story-b":
+        # Editor B of the three-client story loads the run editor A made, once the test
+        # names it in $ACP_MARKER/b-load.
+        await until("b-load")
+        with open(marker("b-load")) as named:
+            session_id = named.read().strip()
+        loaded = await attempt(
+            "session/load",
+            conn.load_session(cwd=project, session_id=session_id, mcp_servers=[]),
+        )
+        seen["replayed"] = len(seen["updates"])
+        if loaded is not None:
+            seen["session"] = {"sessionId": session_id, **wire(loaded)}
+    elif scenario == "load":
         session_id = os.environ["ACP_LOAD"]
         loaded = await attempt(
             "session/load",
@@ -331,6 +367,18 @@ async def run(conn: Any) -> None:
         await prompt("please do the task")
         await idle_cancel()
         await prompt("and now the second part")
+    elif scenario == "story-b":
+        # A prompt whose command it is asked about while the run is aborted; its late
+        # answer, then b-answered (a round trip behind it); once b-second exists, a second
+        # prompt, whose command it allows at once and runs in its terminal.
+        await prompt("check it")
+        await until("b-answer")
+        await editor.answered.wait()
+        await asyncio.sleep(0)
+        await conn.set_session_mode(session_id=session_id, mode_id="act")
+        mark("b-answered")
+        await until("b-second")
+        await prompt("check it again")
     elif scenario == "ask-mode":
         await attempt("set_mode plan", conn.set_session_mode(session_id=session_id, mode_id="plan"))
         await conn.set_session_mode(session_id=session_id, mode_id="ask")
@@ -395,7 +443,7 @@ async def main() -> None:
     conn = connect_to_agent(editor, child.stdin, frames, use_unstable_protocol=offers_forms)
     editor.conn = conn
     try:
-        await run(conn)
+        await run(conn, editor)
         await editor.answered.wait()
         await asyncio.sleep(0)
     finally:

@@ -21,6 +21,8 @@ use crate::support::llm_env;
 use rummy::hash_token;
 use rummy::testing::fake_llm::{FakeLlm, Step};
 
+mod three_clients;
+
 /// The official ACP client SDK a scenario is driven with.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Sdk {
@@ -179,9 +181,30 @@ impl Drive {
         remote: Option<Remote>,
         env: &[(&str, &str)],
     ) -> Drive {
-        let project = home.path().join(name);
+        let seen = Drive::seen_in(sdk, scenario, home.path(), name, remote, env).await;
+        Drive {
+            seen,
+            project: home.path().join(name),
+            home,
+        }
+    }
+
+    /// What the editor saw of `scenario` of `sdk`'s driver, run against a `rummy acp` on
+    /// `home` (which another driver may share), in the project `name` (`a.txt`, "one\ntwo\n",
+    /// made unless it exists).
+    async fn seen_in(
+        sdk: Sdk,
+        scenario: &str,
+        home: &Path,
+        name: &str,
+        remote: Option<Remote>,
+        env: &[(&str, &str)],
+    ) -> Value {
+        let project = home.join(name);
         std::fs::create_dir_all(&project).unwrap();
-        std::fs::write(project.join("a.txt"), "one\ntwo\n").unwrap();
+        if !project.join("a.txt").exists() {
+            std::fs::write(project.join("a.txt"), "one\ntwo\n").unwrap();
+        }
         let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp");
         let mut driver = sdk.driver(&tests);
         driver.env_clear();
@@ -194,11 +217,12 @@ impl Drive {
             .arg(scenario)
             .arg(&project)
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("RUMMY_HOME", home.path())
+            .env("RUMMY_HOME", home)
             .env("RUMMY_LOG", "warn")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stderr(Stdio::inherit())
+            .kill_on_drop(true)
             .output()
             .await
             .unwrap_or_else(|error| panic!("the {sdk:?} driver did not start: {error}"));
@@ -208,13 +232,8 @@ impl Drive {
             output.status,
             String::from_utf8_lossy(&output.stdout)
         );
-        let seen: Value = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stdout)));
-        Drive {
-            seen,
-            project,
-            home,
-        }
+        serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stdout)))
     }
 
     /// Runs `scenario` in a new agent on the same home and project.

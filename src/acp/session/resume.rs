@@ -12,11 +12,12 @@ use std::path::PathBuf;
 use agent_client_protocol::v1::schema::{SessionId, SessionUpdate};
 use serde_json::{json, Value};
 
-use super::{bind, call_on_run, unexpected, Connected, Run, Session, Stream};
+use super::{bind, call_on_run, Connected, Run, Session, Stream};
 use crate::acp::commands::Commands;
 use crate::acp::error::AcpError;
 use crate::acp::options::Catalogue;
-use crate::acp::updates::{HistoryRow, StateParams};
+use crate::acp::stream::state_of;
+use crate::rpc::handlers::runs::HistoryItem;
 
 /// rummy's code for notifications of a run no longer kept.
 const NOT_KEPT: i32 = crate::error::code::NOT_KEPT.get() as i32;
@@ -68,7 +69,7 @@ impl Session {
         let notifications = replayed
             .get("notifications")
             .and_then(Value::as_array)
-            .ok_or_else(|| unexpected("run/replay without notifications", &replayed))?;
+            .ok_or_else(|| AcpError::unexpected("run/replay without notifications", &replayed))?;
         let mut updates = Vec::new();
         for notification in notifications {
             let params = &notification["params"];
@@ -78,9 +79,8 @@ impl Session {
             if notification["method"] != "run/state" {
                 continue;
             }
-            match serde_json::from_value::<StateParams>(params.clone()) {
-                Ok(state) => updates.extend(stream.updates(&state, &self.root)),
-                Err(_) => tracing::warn!("rummy replayed a run/state this agent cannot read"),
+            if let Some(state) = state_of(params) {
+                updates.extend(stream.updates(&state, &self.root));
             }
         }
         Ok(updates)
@@ -89,8 +89,9 @@ impl Session {
     /// What the editor missed, from the run's log as `getRun` reads it, and its latest seq.
     async fn resync(&self, stream: &mut Stream) -> Result<Vec<SessionUpdate>, AcpError> {
         let detail = self.link.call("getRun", json!({"run": self.run()})).await?;
-        let history: Vec<HistoryRow> = serde_json::from_value(detail["context"]["history"].clone())
-            .map_err(|_| unexpected("getRun without a readable history", &detail))?;
+        let history: Vec<HistoryItem> =
+            serde_json::from_value(detail["context"]["history"].clone())
+                .map_err(|_| AcpError::unexpected("getRun without a readable history", &detail))?;
         stream.saw(detail.get("seq").and_then(Value::as_u64).unwrap_or(0));
         Ok(stream.tracker.catch_up(history, &self.root))
     }
@@ -121,7 +122,7 @@ impl Session {
         let copy = forked
             .get("run")
             .and_then(Value::as_str)
-            .ok_or_else(|| unexpected("run/fork without a run", &forked))?;
+            .ok_or_else(|| AcpError::unexpected("run/fork without a run", &forked))?;
         Session::take_up(&SessionId::new(copy.to_owned()), root, connected, model).await
     }
 }

@@ -195,14 +195,16 @@ struct AuditItem {
     turn: i32,
 }
 
-#[derive(Serialize)]
-struct HistoryItem {
-    scheme: Option<String>,
-    path: String,
-    status: EntryStatus,
-    body: String,
-    attributes: Value,
-    turn: i32,
+/// One entry of `getRun`'s `context.history` (`rummy acp` replays a run's log from these).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct HistoryItem {
+    /// Its scheme (an entry without one, a bare file, is not listed).
+    pub scheme: Option<String>,
+    pub path: String,
+    pub status: EntryStatus,
+    pub body: String,
+    pub attributes: Value,
+    pub turn: i32,
 }
 
 #[derive(Serialize)]
