@@ -39,6 +39,12 @@ pub enum Role {
     Admin,
 }
 
+impl Role {
+    /// Who may abort a run (`run/abort`), and so cancel another person's loop of it
+    /// (`run/cancel` with `loop`).
+    pub(crate) const TO_ABORT: Role = Role::Member;
+}
+
 impl fmt::Display for Role {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

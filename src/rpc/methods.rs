@@ -310,7 +310,7 @@ method_table! {
             ("id", "integer — the rule's id"),
         ];
     RunAbort "run/abort" (runs::RunParams) runs::abort,
-        needs_init: true, long_running: false, role: Member,
+        needs_init: true, long_running: false, role: TO_ABORT,
         "Abort a run: its running loop stopped, every loop queued on it dropped (a loop paused at a spend cap too), its pending proposals withdrawn." &[("run", "string")];
     RunResume "run/resume" (runs::RunParams) resume::resume,
         needs_init: true, long_running: false, role: Admin,

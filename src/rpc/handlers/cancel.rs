@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use crate::access::Role;
 use crate::agent::verbs::cancel::{self, Canceller};
 use crate::agent::verbs::VerbError;
 use crate::error::AppError;
@@ -10,7 +11,6 @@ use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::{find_run, ABORT_TRIES};
 use crate::rpc::held_calls;
 use crate::rpc::held_calls::HeldMethod;
-use crate::rpc::methods::Method;
 use crate::rpc::params::Required;
 
 /// `run/cancel` params.
@@ -26,10 +26,9 @@ pub(crate) struct CancelParams {
 /// the instance where the loop runs once more when it turns out to run there after all.
 pub(crate) async fn cancel(context: CallContext, params: CancelParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
-    let abort = Method::RunAbort;
     let may_abort = context
         .grant()?
-        .require(abort.spec().role, abort.name())
+        .require(Role::TO_ABORT, "run/abort")
         .is_ok();
     let held = HeldMethod::Cancel {
         which: params.which,
