@@ -175,6 +175,11 @@ mod tests {
                 "{bad:?}"
             );
         }
-        assert!(CommandPattern::parse(&"a".repeat(4097)).is_err());
+        let longest = format!("ls {}", "a".repeat(MOST_CHARACTERS - 3));
+        assert!(CommandPattern::parse(&longest).is_ok(), "4096 characters");
+        assert!(
+            CommandPattern::parse(&format!("{longest}a")).is_err(),
+            "4097"
+        );
     }
 }
