@@ -257,23 +257,41 @@ mod tests {
             .to_string(),
             "a run at 499 cannot end a loop with 200"
         );
-        let paused = run_at(&mut db.conn, RunStatus::CapReached);
+        let paused_run = run_at(&mut db.conn, RunStatus::CapReached);
         for transition in [Transition::Complete, Transition::Resume] {
             assert!(matches!(
-                take(&mut db.conn, paused, RunStatus::CapReached, transition),
+                take(&mut db.conn, paused_run, RunStatus::CapReached, transition),
                 Err(TakeError::Illegal(_))
             ));
         }
         let unpaused = take(
             &mut db.conn,
-            paused,
+            paused_run,
             RunStatus::CapReached,
             Transition::Unpause,
         );
         assert_eq!(unpaused.unwrap(), RunStatus::Running);
-        let paused = take(&mut db.conn, paused, RunStatus::Running, Transition::Pause);
+        let paused = take(
+            &mut db.conn,
+            paused_run,
+            RunStatus::Running,
+            Transition::Pause,
+        );
         assert_eq!(paused.unwrap(), RunStatus::CapReached);
         let aborted = take(&mut db.conn, run, RunStatus::Running, Transition::Abort).unwrap();
         assert_eq!(aborted, RunStatus::Aborted);
+        for (run, now) in [
+            (paused_run, RunStatus::CapReached),
+            (run, RunStatus::Aborted),
+        ] {
+            let stored = runs::get_run(&mut db.conn, run).unwrap().unwrap().status;
+            assert_eq!(stored, now, "a move taken is stored");
+        }
+        let staying = take(&mut db.conn, run, RunStatus::Aborted, Transition::Abort);
+        assert_eq!(
+            staying.unwrap(),
+            RunStatus::Aborted,
+            "staying writes nothing"
+        );
     }
 }
