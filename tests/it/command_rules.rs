@@ -211,11 +211,12 @@ async fn always_is_for_an_accepted_command_with_a_pattern_and_nothing_is_resolve
     );
 }
 
-/// mo and bo work on `web`, ada administers everything.
+/// mo and bo work on `web`, olga on `ops`, ada administers everything.
 async fn team(llm: &FakeLlm, dir: &Path) -> (TestApp, PathBuf) {
     let people = users(&[
         ("mo", "mo-token", "member", &["web"]),
         ("bo", "bo-token", "member", &["web"]),
+        ("olga", "olga-token", "member", &["ops"]),
         ("ada", "ada-token", "admin", &["*"]),
     ]);
     let file = dir.join("users.toml");
@@ -269,6 +270,18 @@ async fn a_rule_is_its_persons_own_listed_to_them_and_admins_and_revoked_by_them
     let (code, message) = bo.err("rules/revoke", json!({"id": rule})).await;
     assert_eq!(code, -32005, "{message}");
     assert!(message.contains("mo's"), "{message}");
+    let mut olga = Client::connect(&format!("ws://{}/?token=olga-token", app.addr())).await;
+    for (method, params) in [
+        ("rules/list", json!({"project": "web"})),
+        ("rules/revoke", json!({"id": rule})),
+    ] {
+        let (code, message) = olga.err(method, params).await;
+        assert_eq!(code, -32005, "{method}: {message}");
+        assert!(
+            !message.contains("mo"),
+            "another project's rule names nobody: {message}"
+        );
+    }
     let (code, message) = bo.err("rules/revoke", json!({"id": rule + 100})).await;
     assert_eq!(
         (code, message),

@@ -107,12 +107,12 @@ pub(crate) async fn revoke(context: CallContext, params: RevokeParams) -> Result
         return Err(RuleError::Unknown(id).into());
     };
     let grant = context.grant()?;
+    grant.open(project.as_deref().unwrap_or_default())?;
     let own = rule.person == person_key(context.caller.person());
     if !own && grant.role() < Role::Admin {
         let whose = person_of(&rule.person).unwrap_or_else(|| "the operator".to_owned());
         return Err(RuleError::NotYours { id, whose }.into());
     }
-    grant.open(project.as_deref().unwrap_or_default())?;
     let revoked = context
         .agent
         .db
