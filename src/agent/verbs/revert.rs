@@ -8,7 +8,7 @@
 //! status as it was (`resolve::record`).
 //!
 //! Stages: *find* (on a reader: the run's recorded changes combined, `agent::changes`; the
-//! content to go back to and the file's content after the run's last change) · *propose*
+//! content to go back to and the file's content after the run's last change of it) · *propose*
 //! (one unit of work: the run must be idle — a run whose loop runs, waits on the model's
 //! proposals or is paused is refused, not queued, so a revert never mixes with a turn in
 //! flight —, no revert of that file pending; the proposal written, `run_actions` and both
@@ -16,7 +16,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::agent::changes::{combined, Combined};
+use crate::agent::changes::combined;
 use crate::agent::verbs::announce::{acted, announce};
 use crate::agent::verbs::VerbError;
 use crate::agent::AgentContext;
@@ -100,16 +100,23 @@ fn find(conn: &mut Conn, run: &RunRow, reverting: &Reverting) -> Result<Option<C
         None => None,
     };
     let rows = file_changes::of_run(conn, run.id)?;
-    let of_file = |files: Vec<Combined>| files.into_iter().find(|file| file.file == reverting.file);
-    let (Some(scoped), Some(overall)) = (of_file(combined(&rows, scope)), of_file(combined(&rows, None)))
+    let Some(scoped) = combined(&rows, scope)
+        .into_iter()
+        .find(|file| file.file == reverting.file)
     else {
         return Ok(None);
     };
-    Ok((scoped.before != overall.after).then(|| Change {
+    // The file as the run's last change of it left it (a revert's own change included).
+    let now = rows
+        .iter()
+        .rev()
+        .find(|row| row.file == reverting.file)
+        .and_then(|row| row.after.clone());
+    Ok((scoped.before != now).then(|| Change {
         run: run.clone(),
         file: reverting.file.clone(),
         back_to: scoped.before,
-        now: overall.after,
+        now,
     }))
 }
 
