@@ -51,7 +51,10 @@ impl Combined {
 /// left out.
 pub(crate) fn combined(rows: &[FileChangeRow], scope: Option<LoopId>) -> Vec<Combined> {
     let mut files: Vec<Combined> = Vec::new();
-    for row in rows.iter().filter(|row| scope.is_none() || row.loop_id == scope) {
+    for row in rows
+        .iter()
+        .filter(|row| scope.is_none() || row.loop_id == scope)
+    {
         match files.iter_mut().find(|file| file.file == row.file) {
             Some(file) => {
                 file.after.clone_from(&row.after);
@@ -120,7 +123,13 @@ fn counted(before: &str, after: &str) -> (usize, usize) {
 mod tests {
     use super::*;
 
-    fn row(loop_id: i64, turn: i32, file: &str, before: Option<&str>, after: Option<&str>) -> FileChangeRow {
+    fn row(
+        loop_id: i64,
+        turn: i32,
+        file: &str,
+        before: Option<&str>,
+        after: Option<&str>,
+    ) -> FileChangeRow {
         FileChangeRow {
             id: 0,
             loop_id: Some(LoopId(loop_id)),

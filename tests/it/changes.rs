@@ -103,7 +103,10 @@ async fn both_loops(bo: &mut Client) -> String {
     let done = accept_next(bo, &run, &third).await;
     assert_eq!(done["status"], json!(200), "{done}");
     let again = bo
-        .ok("act", json!({"model": "fake", "prompt": "again", "run": run}))
+        .ok(
+            "act",
+            json!({"model": "fake", "prompt": "again", "run": run}),
+        )
         .await;
     let done = accept_next(bo, &run, &again).await;
     assert_eq!(done["status"], json!(200), "{done}");
@@ -152,14 +155,18 @@ async fn a_runs_changes_are_combined_per_file_per_loop_and_overall() {
         .as_str()
         .unwrap()
         .contains("-const port = 3000;\n+const port = 8080;\n"));
-    let (code, _) = vera.err("run/changes", json!({"run": run, "loop": 7})).await;
+    let (code, _) = vera
+        .err("run/changes", json!({"run": run, "loop": 7}))
+        .await;
     assert_eq!(code, -32602);
 }
 
 #[actix_web::test]
 async fn a_revert_is_a_proposal_told_to_every_client_that_applies_only_once_accepted() {
     let mut steps = steps();
-    steps.push(Step::reply("<set path=\"app.js\">s/3000/1/</set><update>x</update>"));
+    steps.push(Step::reply(
+        "<set path=\"app.js\">s/3000/1/</set><update>x</update>",
+    ));
     let llm = FakeLlm::start(steps);
     let dir = tempfile::tempdir().unwrap();
     let (app, root) = team(&llm, dir.path()).await;
@@ -184,7 +191,9 @@ async fn a_revert_is_a_proposal_told_to_every_client_that_applies_only_once_acce
     let path = raised["path"].clone();
     assert_eq!(raised["type"], json!("set"));
     let told = mo
-        .until_notified("run/proposal", |params| params["proposed"][0]["path"] == path)
+        .until_notified("run/proposal", |params| {
+            params["proposed"][0]["path"] == path
+        })
         .await;
     let attributes = &told["params"]["proposed"][0]["attributes"];
     let attributes: Value = match attributes.as_str() {
@@ -211,36 +220,63 @@ async fn a_revert_is_a_proposal_told_to_every_client_that_applies_only_once_acce
 
     let rejected = resolve(&mut mo, &run, &path, "reject").await;
     assert_eq!(rejected["status"], json!(200), "{rejected}");
-    assert_eq!(app_js(), "const port = 9090;\n", "a rejection leaves the file");
+    assert_eq!(
+        app_js(),
+        "const port = 9090;\n",
+        "a rejection leaves the file"
+    );
 
     let raised = bo
         .ok("run/revert", json!({"run": run, "path": "app.js"}))
         .await;
     let accepted = resolve(&mut mo, &run, &raised["path"], "accept").await;
     assert_eq!(accepted["status"], json!(200), "{accepted}");
-    assert_eq!(app_js(), "const port = 3000;\n", "accepted: the file is back");
+    assert_eq!(
+        app_js(),
+        "const port = 3000;\n",
+        "accepted: the file is back"
+    );
     let removal = bo
-        .ok("run/revert", json!({"run": run, "path": "new.txt", "loop": 2}))
+        .ok(
+            "run/revert",
+            json!({"run": run, "path": "new.txt", "loop": 2}),
+        )
         .await;
     assert_eq!(removal["type"], json!("rm"));
     resolve(&mut mo, &run, &removal["path"], "accept").await;
-    assert!(!root.join("new.txt").exists(), "a file the run added is removed");
+    assert!(
+        !root.join("new.txt").exists(),
+        "a file the run added is removed"
+    );
     let restored = bo
         .ok("run/revert", json!({"run": run, "path": "old.txt"}))
         .await;
     resolve(&mut mo, &run, &restored["path"], "accept").await;
-    assert_eq!(std::fs::read_to_string(root.join("old.txt")).unwrap(), "old\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("old.txt")).unwrap(),
+        "old\n"
+    );
     let after = vera.ok("run/changes", json!({"run": run})).await;
     assert_eq!(listed(&after), [], "all put back: {after}");
 
     let run_state = bo.ok("getRun", json!({"run": run})).await;
-    assert_eq!(run_state["status"], json!(200), "a revert leaves the run as it was");
+    assert_eq!(
+        run_state["status"],
+        json!(200),
+        "a revert leaves the run as it was"
+    );
     let waiting = bo
-        .ok("act", json!({"model": "fake", "prompt": "more", "run": run}))
+        .ok(
+            "act",
+            json!({"model": "fake", "prompt": "more", "run": run}),
+        )
         .await;
     assert_eq!(waiting["status"], json!(202), "{waiting}");
     let (code, message) = bo
-        .err("run/revert", json!({"run": run, "path": "app.js", "loop": 5}))
+        .err(
+            "run/revert",
+            json!({"run": run, "path": "app.js", "loop": 5}),
+        )
         .await;
     assert_eq!(code, -32004, "{message}");
     assert!(message.contains("busy"), "{message}");

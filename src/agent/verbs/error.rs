@@ -65,7 +65,10 @@ pub(crate) enum VerbError {
     /// A revert is raised only on an idle run: not while a loop runs, waits on the model's
     /// proposals or is paused at a cap.
     #[error("run '{run}' is busy (status {status}): a file is reverted once no loop runs and none waits; abort it or wait for its end")]
-    Busy { run: String, status: crate::db::enums::RunStatus },
+    Busy {
+        run: String,
+        status: crate::db::enums::RunStatus,
+    },
     /// A revert of that file is already waiting for approval.
     #[error("{path} of run '{run}' already waits for approval")]
     RevertPending { run: String, path: String },

@@ -140,7 +140,11 @@ fn propose(
     let mark = json!({ "by": person, "loop": sequence });
     let now = change.now.clone().unwrap_or_default();
     let (kind, body, attributes) = match &change.back_to {
-        None => ("rm", change.file.clone(), json!({ "path": change.file, MARK: mark })),
+        None => (
+            "rm",
+            change.file.clone(),
+            json!({ "path": change.file, MARK: mark }),
+        ),
         Some(back_to) => {
             let merge = match change.now {
                 Some(ref now) if !now.is_empty() => merge::render(now, back_to),
@@ -159,7 +163,8 @@ fn propose(
         }
     };
     let path = normalize_path(&format!("{kind}://revert/{}", change.file));
-    if entries::get_entry(conn, run.id, &path)?.is_some_and(|row| row.status == EntryStatus::Proposed)
+    if entries::get_entry(conn, run.id, &path)?
+        .is_some_and(|row| row.status == EntryStatus::Proposed)
     {
         return Ok(Err(VerbError::RevertPending {
             run: run.alias,

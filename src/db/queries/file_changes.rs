@@ -113,11 +113,20 @@ mod tests {
         let rows = of_run(&mut db.conn, run.id).unwrap();
         let seen: Vec<_> = rows
             .iter()
-            .map(|row| (row.file.as_str(), row.before.as_deref(), row.after.as_deref()))
+            .map(|row| {
+                (
+                    row.file.as_str(),
+                    row.before.as_deref(),
+                    row.after.as_deref(),
+                )
+            })
             .collect();
         assert_eq!(
             seen,
-            [("a.txt", None, Some("a\n")), ("a.txt", Some("a\n"), Some("aa\n"))]
+            [
+                ("a.txt", None, Some("a\n")),
+                ("a.txt", Some("a\n"), Some("aa\n"))
+            ]
         );
         assert_eq!(rows[0].loop_id, Some(lp.id));
         assert_eq!(rows[0].person.as_deref(), Some("bo"));

@@ -35,7 +35,10 @@ struct Changes {
 
 /// `run/changes`: the files the run (or one loop of it) changed, each combined from its
 /// content before the first change to after the last.
-pub(crate) async fn changes(context: CallContext, params: ChangesParams) -> Result<Reply, AppError> {
+pub(crate) async fn changes(
+    context: CallContext,
+    params: ChangesParams,
+) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let (alias, which) = (run.alias.clone(), params.which);
     let answer = context

@@ -228,10 +228,12 @@ fn reverted(
     let Some(row) = entries::get_entry(conn, run, &outcome.path)? else {
         return Ok(None);
     };
-    Ok(is_revert(&row.attributes).then_some(match outcome.resolution {
-        Resolution::Accept => Ending::Done,
-        Resolution::Reject | Resolution::Error => Ending::Rejected,
-    }))
+    Ok(
+        is_revert(&row.attributes).then_some(match outcome.resolution {
+            Resolution::Accept => Ending::Done,
+            Resolution::Reject | Resolution::Error => Ending::Rejected,
+        }),
+    )
 }
 
 /// What a resolution is told as.
