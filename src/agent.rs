@@ -10,6 +10,7 @@
 
 pub(crate) mod admission;
 pub(crate) mod allow;
+pub(crate) mod changes;
 pub(crate) mod context;
 pub(crate) mod current;
 pub(crate) mod delegation;

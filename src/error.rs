@@ -287,7 +287,9 @@ fn verb_code(error: &VerbError) -> ErrorCode {
         | VerbError::CommandRunning { .. }
         | VerbError::Refused(_)
         | VerbError::Illegal { .. }
-        | VerbError::NoSuchLoop { .. } => code::INVALID_PARAMS,
+        | VerbError::NoSuchLoop { .. }
+        | VerbError::NothingToRevert { .. } => code::INVALID_PARAMS,
+        VerbError::Busy { .. } | VerbError::RevertPending { .. } => code::CONFLICT,
         VerbError::NotYours { .. } => code::UNAUTHORIZED,
         VerbError::NotAdmitted(NotAdmitted::Full(_)) => code::OVERLOADED,
         VerbError::CapReached(_) => code::CAP_REACHED,

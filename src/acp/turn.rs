@@ -108,7 +108,7 @@ fn settled_by(acted: &RunActed) -> String {
         Act::Error => format!("Reported failed by {by}."),
         Act::Abort => format!("Withdrawn: {by} aborted the run."),
         Act::Cancel => format!("Withdrawn: {by} cancelled the prompt that proposed it."),
-        Act::Inject | Act::Prompt | Act::Resume => format!("Settled by {by}."),
+        Act::Inject | Act::Prompt | Act::Resume | Act::Revert => format!("Settled by {by}."),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The run's verbs: what clients do to a run, each in one module as a short list of named
 //! stages, like the turn's (`agent::turn`) — [`start`] a loop (`ask`, `act`), [`resolve`] a
 //! proposal (`run/resolve`), [`inject`] a message (`run/inject`), [`abort`] the run
-//! (`run/abort`) and [`cancel`] one's own loops of it (`run/cancel`). Every change of a run's status they make is a named transition of one
+//! (`run/abort`) [`cancel`] one's own loops of it (`run/cancel`) and [`revert`] a file the run changed
+//! (`run/revert`, a proposal like the model's). Every change of a run's status they make is a named transition of one
 //! state machine (`agent::machine`, which the store's trigger mirrors), every refusal a
 //! [`VerbError`]; the RPC handlers, `rummy acp`, the console and the calls held for another
 //! instance only translate to and from them.
@@ -24,6 +25,7 @@ mod error;
 pub(crate) mod inject;
 mod queue;
 pub(crate) mod resolve;
+pub(crate) mod revert;
 pub(crate) mod start;
 
 pub(crate) use answer::Answer;

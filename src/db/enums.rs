@@ -244,6 +244,8 @@ text_enum! {
         Abort => "abort",
         /// Cancelled their own loops of the run (`run/cancel`).
         Cancel => "cancel",
+        /// Asked to put a file back as it was before the run changed it (`run/revert`).
+        Revert => "revert",
     }
 }
 

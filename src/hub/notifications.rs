@@ -142,6 +142,8 @@ pub(crate) enum Act {
     Inject,
     /// Prompted it again (`ask`, `act` on the run).
     Prompt,
+    /// Asked that a file the run changed be put back (`run/revert`): a proposal, `path`.
+    Revert,
     /// Took its loop paused at a spend cap up again: `run/resume` (by an admin), or the
     /// server itself (`by` null) once the cap no longer stands.
     Resume,

@@ -4,6 +4,7 @@
 //! resolution of proposals ([`resolve`]) and the readonly files no tool may change
 //! ([`readonly`]).
 
+pub(crate) mod changed_files;
 pub(crate) mod dispatch;
 pub(crate) mod readonly;
 pub(crate) mod registry;

@@ -2,6 +2,7 @@
 
 mod blocking;
 pub(crate) mod cancel;
+pub(crate) mod changes;
 pub(crate) mod entries;
 pub(crate) mod fork;
 pub(crate) mod held;

@@ -19,7 +19,7 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    cancel, entries, fork, inbox, loops, mcp, models, people, plugin_methods, presence,
+    cancel, changes, entries, fork, inbox, loops, mcp, models, people, plugin_methods, presence,
     project_config, replay, resume, rules, runs, session, skills, tools, usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
@@ -320,6 +320,19 @@ method_table! {
         "Cancel your own loops of a run (running, queued, or waiting on their proposals, which are withdrawn); others' go on: {run, cancelled: [loop], withdrawn: [path]}." &[
             ("run", "string"),
             ("loop", "integer? — the loop's number (getRun's loops); another's needs the role run/abort needs"),
+        ];
+    RunChanges "run/changes" (changes::ChangesParams) changes::changes,
+        needs_init: true, long_running: false, role: Viewer,
+        "The files a run's accepted proposals changed, each combined from its content before the first change to after the last: {run, loop, files: [{path, status: added|modified|deleted, added, removed, diff, turns, by}], loops: [the loops that changed a file]}." &[
+            ("run", "string"),
+            ("loop", "integer? — one loop's changes (its number, getRun's loops); none: the whole run's"),
+        ];
+    RunRevert "run/revert" (changes::RevertParams) changes::revert,
+        needs_init: true, long_running: false, role: Member,
+        "Propose putting a file the run changed back as it was before the run (or the loop) changed it: an edit (set), or the removal (rm) of a file it added, pending like any proposal (run/proposal, run/action revert) until run/resolve; refused (-32004) unless the run is idle: {run, path, type}." &[
+            ("run", "string"),
+            ("path", "string — the file, as run/changes names it"),
+            ("loop", "integer? — undo that loop's change (its number); none: the whole run's"),
         ];
     RunRename "run/rename" (runs::RenameParams) runs::rename,
         needs_init: true, long_running: false, role: Member,

@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | proxy
+Usage: browse.py team | proxy | changes
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -11,7 +11,8 @@ STREAM_RUN (a run with a command waiting that prints a line a second, on the ser
 LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ERROR_HOLDS
 (what the start error of the one MCP server holds), PAUSED_RUN and RESUMABLE_RUN (two runs of
 project `ops` paused at their run cap of 1,000 tokens) and STORE_FILE (the server's SQLite
-file); for `proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
+file); for `proxy` MO; for `changes` MO and CHANGES_RUN (a run whose accepted edit fixed
+greeting.txt). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -776,6 +777,40 @@ def through_proxy(browser, seen):
     context.close()
 
 
+def changes(browser, seen):
+    """The run's page shows what it changed (CHANGES_RUN: greeting.txt fixed, accepted) as one
+    diff, overall and for its loop; Revert raises a proposal that waits for approval like any
+    other, and once approved the section has nothing left (console_browser.rs then finds the
+    file back on disk)."""
+    context, page = signed_in(browser, seen, os.environ["MO"])
+    page.goto(f"{URL}#/p/web/r/{os.environ['CHANGES_RUN']}")
+    section = page.locator("#changes")
+    expect(section.get_by_role("heading", name="What changed")).to_be_visible()
+    changed = section.locator("li.changed-file")
+    expect(changed).to_have_count(1)
+    expect(changed).to_contain_text("greeting.txt")
+    expect(changed).to_contain_text("modified, +1 −1")
+    expect(changed.locator(".diff .del")).to_have_text("-Hello, wrold!\n")
+    expect(changed.locator(".diff .add")).to_have_text("+Hello, world!\n")
+    section.get_by_role("button", name="Loop 1").click()
+    expect(section.get_by_role("button", name="Loop 1")).to_have_attribute("aria-pressed", "true")
+    expect(changed).to_have_count(1)
+    section.get_by_role("button", name="Overall").click()
+    every_control_is_labelled(page)
+    page.screenshot(path=f"{SHOTS}/run-changes.png", full_page=True)
+    changed.get_by_role("button", name="Revert").click()
+    expect(section.locator("#changes-said")).to_contain_text("approve it above")
+    waiting = page.locator("ul.proposals li")
+    expect(waiting).to_have_count(1, timeout=WAIT_MS)
+    expect(waiting.locator(".diff .del")).to_have_text("-Hello, world!\n")
+    expect(waiting.locator(".diff .add")).to_have_text("+Hello, wrold!\n")
+    expect(page.locator("#acted")).to_contain_text("Revert asked by mo")
+    waiting.get_by_role("button", name="Approve", exact=True).click()
+    expect(waiting).to_have_count(0, timeout=WAIT_MS)
+    expect(section).to_contain_text("No file changed yet.", timeout=WAIT_MS)
+    context.close()
+
+
 def main(scenario):
     seen = {"requests": [], "console": [], "errors": []}
     with sync_playwright() as playwright:
@@ -788,6 +823,8 @@ def main(scenario):
             admin(browser, seen)
         elif scenario == "proxy":
             through_proxy(browser, seen)
+        elif scenario == "changes":
+            changes(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()

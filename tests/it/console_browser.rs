@@ -455,3 +455,39 @@ async fn the_console_works_through_the_shipped_nginx_config() {
     )
     .await;
 }
+
+#[actix_web::test]
+#[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
+async fn a_runs_changed_files_are_shown_and_a_revert_goes_through_approval_in_chromium() {
+    let llm = FakeLlm::start([
+        Step::reply("<set path=\"greeting.txt\">s/wrold/world/</set><update>fixing</update>"),
+        Step::reply("<summarize>greeting fixed</summarize>"),
+    ]);
+    let (app, _users) = team_server(&llm, &[]).await;
+    let root = app.project_root("web");
+    std::fs::write(root.join("greeting.txt"), "Hello, wrold!\n").unwrap();
+    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
+    operator.init("web", &root).await;
+    let (run, path) = operator.act_until_proposal("fix the greeting").await;
+    let done = operator
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept"}}),
+        )
+        .await;
+    assert_eq!(done["status"], json!(200), "{done}");
+    let greeting = || std::fs::read_to_string(root.join("greeting.txt")).unwrap();
+    assert_eq!(greeting(), "Hello, world!\n");
+    browse(
+        "changes",
+        format!("http://{}/ui/", app.addr()),
+        &[("MO", "mo-token".into()), ("CHANGES_RUN", run)],
+    )
+    .await;
+    assert_eq!(
+        greeting(),
+        "Hello, wrold!\n",
+        "the revert was approved and applied"
+    );
+    assert!(shots().join("run-changes.png").exists());
+}

@@ -17,6 +17,7 @@ mod acp_sessions;
 mod audit;
 mod budget;
 mod caps;
+mod changes;
 mod command_rules;
 mod concurrency;
 mod console;

@@ -182,6 +182,7 @@ async fn accept(
                 resolution: Resolution::Accept,
                 output: None,
                 claimed: true,
+                by: None,
             };
             let resolved = resolve_proposal(conn, &plugins, &input, &mut gathered);
             proposals::release(conn, run, &owned)?;

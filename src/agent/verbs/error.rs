@@ -59,6 +59,19 @@ pub(crate) enum VerbError {
     /// A loop past a bound on active loops, refused.
     #[error(transparent)]
     NotAdmitted(#[from] NotAdmitted),
+    /// The run changed no such file (in that loop), or the file is already as it was.
+    #[error("run '{run}' has no change of {file} to revert")]
+    NothingToRevert { run: String, file: String },
+    /// A revert is raised only on an idle run: not while a loop runs, waits on the model's
+    /// proposals or is paused at a cap.
+    #[error("run '{run}' is busy (status {status}): a file is reverted once no loop runs and none waits; abort it or wait for its end")]
+    Busy {
+        run: String,
+        status: crate::db::enums::RunStatus,
+    },
+    /// A revert of that file is already waiting for approval.
+    #[error("{path} of run '{run}' already waits for approval")]
+    RevertPending { run: String, path: String },
     /// A spend cap the loop would count against is reached.
     #[error("{}", .0.describe())]
     CapReached(Box<Standing>),

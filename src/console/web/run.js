@@ -1,7 +1,7 @@
 // One run, live: what it is and costs, its loops (who asked each), what waits for approval
 // (an edit as a diff, a command as text, with the output of a command running on the server
 // as it comes), its turns as a timeline, its entries by fidelity, its session notes, and
-// what happened meanwhile, and who is in the run now (the page watches it: `run/watch`,
+// what happened meanwhile, what it changed (changes.js), and who is in the run now (the page watches it: `run/watch`,
 // `run/presence`). What anyone does to the run (`run/action`) redraws it at once and is said
 // with who did it ("Accepted by bo"); the timeline says who resolved each proposal. A run
 // paused at a spend cap says which cap, what was spent and when it resets; admins get
@@ -13,6 +13,7 @@ import { el, fill, debounce, status, active, dollars, count, field, longCell } f
 import { diffView } from './diff.js';
 import { said as capSaid } from './caps.js';
 import { defaultPattern } from './rules.js';
+import { changesSection } from './changes.js';
 
 // The most output of one command the page keeps: its last bytes.
 const OUTPUT_KEPT = 256 * 1024;
@@ -25,6 +26,7 @@ const FIDELITIES = ['full', 'summary', 'index', 'archive'];
 const DONE = {
   accept: 'Accepted', reject: 'Rejected', error: 'Reported failed', abort: 'Aborted',
   cancel: 'Prompt cancelled', inject: 'Message injected', prompt: 'Continued', resume: 'Resumed',
+  revert: 'Revert asked',
 };
 // The loops of a person still to end: queued (or paused), running, waiting on proposals.
 const IN_FLIGHT = [100, 102, 202];
@@ -121,6 +123,7 @@ export async function runView(ctx, main, project, alias) {
     later();
   }, (error) => { actionSaid.textContent = `Not resumed: ${error.message}`; }));
   const me = ctx.me.person ?? null;
+  const changes = changesSection(ctx, alias, () => later());
 
   const controls = ctx.canChange ? el('section', { class: 'controls', 'aria-label': 'Go on with the run' },
     injectForm(ctx, alias, () => later()),
@@ -245,6 +248,7 @@ export async function runView(ctx, main, project, alias) {
     ]);
     renderFidelity(listed);
     renderNotes(session);
+    await changes.refresh().catch(said);
     // A loop's end is told (`run/outcome`); look again while one goes, as a backstop.
     if (active(run.status)) later();
   };
@@ -283,7 +287,8 @@ export async function runView(ctx, main, project, alias) {
       const words = actedWords(params);
       noted(words);
       acted.textContent = words;
-      if (params.path) {
+      // A revert raises its proposal: it waits for approval, not settled.
+      if (params.path && params.action !== 'revert') {
         resolved.set(params.path, { text: `${words}.`, refused: false });
         renderProposals(shown);
       }
@@ -315,7 +320,7 @@ export async function runView(ctx, main, project, alias) {
     el('div', { class: 'actions' }, ctx.canChange ? abortButton : null, cancelButton,
       ctx.me.role === 'admin' ? resumeButton : null),
     actionSaid,
-    proposals, timeline, controls,
+    proposals, changes.section, timeline, controls,
     el('h2', {}, 'Activity'), activity, fidelity, notes);
   await ctx.rpc.call('run/watch', { run: alias });
   await refresh();

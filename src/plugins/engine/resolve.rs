@@ -9,6 +9,8 @@
 //! removes, copies or moves the file under the project root (atomically); a change it cannot
 //! apply leaves the proposal at 500 with the reason, and one that would write a readonly file
 //! at 403.
+//! The files an acceptance changed are recorded with who accepted it
+//! (`plugins::engine::changed_files`: `run/changes`).
 //! What happens to the run afterwards (resume or complete) is the `resolve` verb's
 //! (`agent::verbs::resolve`); the outcome says which action was taken and what is still
 //! pending.
@@ -22,6 +24,7 @@ use crate::db::enums::{EntryStatus, RunStatus};
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::queries::{entries, proposals, runs};
+use crate::plugins::engine::changed_files::Before;
 use crate::plugins::engine::readonly::ReadonlyFiles;
 use crate::plugins::gather::{Accepting, Gather, Gathered};
 use crate::plugins::tool::{ToolError, ToolScope};
@@ -85,6 +88,8 @@ pub(crate) struct ResolveInput {
     /// The resolver claimed the proposal (`db::queries::proposals::claim`) while it carried
     /// out its acceptance; any other resolution of a claimed proposal finds it not pending.
     pub claimed: bool,
+    /// Who resolves it (`None`: the operator), recorded with the files an acceptance changed.
+    pub by: Option<String>,
 }
 
 /// What a resolution did.
@@ -180,6 +185,7 @@ fn resolve_with(
             Resolution::Reject => false,
         };
         if let Some(tool) = tool.filter(|_| runs_side_effects) {
+            let before = Before::read(conn, input.run_id, &proposal, disk_root)?;
             let readonly = ReadonlyFiles::of_run(conn, input.run_id)?;
             let mut scope = ToolScope {
                 conn,
@@ -201,9 +207,24 @@ fn resolve_with(
                     None
                 }
             };
-            if let Some((refused_status, reason)) = refused {
-                status = refused_status;
-                entries::resolve_entry(conn, input.run_id, &proposal.path, status, Some(&reason))?;
+            match refused {
+                Some((refused_status, reason)) => {
+                    status = refused_status;
+                    entries::resolve_entry(
+                        conn,
+                        input.run_id,
+                        &proposal.path,
+                        status,
+                        Some(&reason),
+                    )?;
+                }
+                None => before.record(
+                    conn,
+                    input.run_id,
+                    &proposal,
+                    disk_root,
+                    input.by.as_deref(),
+                )?,
             }
         }
         Ok(ResolveOutcome {

@@ -88,6 +88,8 @@ async fn discover_describes_every_method_and_notification() {
         "webhooks/list",
         "webhooks/remove",
         "webhooks/deliveries",
+        "run/changes",
+        "run/revert",
     ];
     for name in expected {
         let method = &methods[name];

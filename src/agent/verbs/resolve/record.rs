@@ -15,6 +15,7 @@ use crate::agent::machine::{self, Transition};
 use crate::agent::outcome::{Ending, LoopOutcome, LoopRecord, ProposedRow};
 use crate::agent::verbs::announce::{acted, announce};
 use crate::agent::verbs::resolve::standing::{not_pending, proposal_state};
+use crate::agent::verbs::revert::is_revert;
 use crate::agent::verbs::{queue, VerbError};
 use crate::db::enums::{LoopMode, LoopPriority, RunAction, RunStatus};
 use crate::db::ids::{LoopId, RunId};
@@ -105,6 +106,7 @@ impl Recording {
             resolution: self.action,
             output: self.output.clone(),
             claimed: self.claimed,
+            by: self.person.clone(),
         };
         let resolved = match &self.disk_root {
             Some(root) => {
@@ -192,6 +194,9 @@ impl Recording {
             None => None,
         };
         let from = outcome.run_status;
+        if let Some(ending) = reverted(conn, run.id, &outcome)? {
+            return Ok(Ok(Decision::Completed(ending)));
+        }
         if let Some(ending) = ending(conn, &self.plugins, run.id, proposing.as_ref(), &outcome)? {
             // A loop queued behind the proposing one may run now: its end is the run's.
             let completes = from != RunStatus::Running;
@@ -211,6 +216,24 @@ impl Recording {
         let queued = queue::insert(conn, &continuation, &self.instance)?;
         Ok(Ok(Decision::Resumed(queued)))
     }
+}
+
+/// How a person's revert (`verbs::revert`) ends once resolved, `None` for any other
+/// proposal: it never resumes the model, and the run's status stays as it was.
+fn reverted(
+    conn: &mut Conn,
+    run: RunId,
+    outcome: &ResolveOutcome,
+) -> Result<Option<Ending>, DbError> {
+    let Some(row) = entries::get_entry(conn, run, &outcome.path)? else {
+        return Ok(None);
+    };
+    Ok(
+        is_revert(&row.attributes).then_some(match outcome.resolution {
+            Resolution::Accept => Ending::Done,
+            Resolution::Reject | Resolution::Error => Ending::Rejected,
+        }),
+    )
 }
 
 /// What a resolution is told as.

@@ -163,6 +163,7 @@ impl TestRun {
             resolution,
             output: output.map(str::to_owned),
             claimed: false,
+            by: None,
         };
         let mut gathered = std::mem::take(&mut self.gathered);
         resolve_proposal(&mut self.conn, &self.plugins, &input, &mut gathered)
@@ -176,6 +177,7 @@ impl TestRun {
             resolution,
             output: None,
             claimed: false,
+            by: None,
         };
         let root = self.root.path().to_owned();
         let mut gathered = std::mem::take(&mut self.gathered);
