@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | proxy
+Usage: browse.py team | proxy | story
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -11,7 +11,9 @@ STREAM_RUN (a run with a command waiting that prints a line a second, on the ser
 LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ERROR_HOLDS
 (what the start error of the one MCP server holds), PAUSED_RUN and RESUMABLE_RUN (two runs of
 project `ops` paused at their run cap of 1,000 tokens) and STORE_FILE (the server's SQLite
-file); for `proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
+file); for `proxy` MO; for `story` (tests/it/acp/console_story.rs) ADA, STORY_RUN (the run
+two editors and a WebSocket client share) and STORY_MARKS (the directory of the marker files
+the test and this script synchronise on). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -776,6 +778,58 @@ def through_proxy(browser, seen):
     context.close()
 
 
+def story_mark(name):
+    """Makes the story's marker `name` (the test waits on it)."""
+    open(os.path.join(os.environ["STORY_MARKS"], name), "w").close()
+
+
+def story_until(page, name):
+    """Waits for the story's marker `name`, made by the test."""
+    marker = os.path.join(os.environ["STORY_MARKS"], name)
+    until(page, lambda: os.path.exists(marker), f"the test's marker {name}")
+
+
+def shared_run(browser, seen):
+    """The console in the shared-run story: an admin opens the run editor A (mo) started and
+    sees who is here, editors named with their client; she approves the edit A is asked
+    about; editor B (jo) loads the run and is asked about a command, which appears on the
+    page, and allows it, which the page says at once; with B's prompt running and A's
+    queued, she aborts the run. The page is never reloaded."""
+    context, page = signed_in(browser, seen, os.environ["ADA"])
+    page.goto(f"{URL}#/p/demo/r/{os.environ['STORY_RUN']}")
+    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+    not_reloaded(page)
+    here = page.locator("#present")
+    expect(here).to_contain_text("mo (rummy acp, editor)")
+    expect(here).to_contain_text("ada (console)")
+    card = page.locator("ul.proposals li")
+    expect(card).to_have_count(1)
+    expect(card).to_contain_text("a.txt")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    acted = page.locator("#acted")
+    expect(acted).to_contain_text("Accepted by ada: set://a.txt")
+    timeline = page.locator("ol.timeline")
+    expect(timeline).to_contain_text("Edited in the console.", timeout=WAIT_MS)
+
+    expect(card).to_contain_text("echo checked", timeout=WAIT_MS)
+    expect(here).to_contain_text("jo (rummy acp, editor)")
+    expect(here).to_contain_text("wu")
+    story_mark("c-saw-command")
+    expect(acted).to_contain_text("Accepted by jo: sh://", timeout=WAIT_MS)
+    expect(card).to_have_count(0, timeout=WAIT_MS)
+    expect(timeline).to_contain_text("Checked.", timeout=WAIT_MS)
+    expect(timeline.locator("li.command").filter(has_text="echo checked")).to_contain_text("accepted by jo")
+
+    story_until(page, "c-abort")
+    page.screenshot(path=f"{SHOTS}/run-shared.png", full_page=True)
+    page.get_by_role("button", name="Abort", exact=True).click()
+    expect(acted).to_contain_text("Aborted by ada", timeout=WAIT_MS)
+    expect(page.locator("dl.meta")).to_contain_text("aborted (499)", timeout=WAIT_MS)
+    expect(page.get_by_role("button", name="Abort", exact=True)).to_be_hidden()
+    still_loaded(page)
+    context.close()
+
+
 def main(scenario):
     seen = {"requests": [], "console": [], "errors": []}
     with sync_playwright() as playwright:
@@ -788,6 +842,8 @@ def main(scenario):
             admin(browser, seen)
         elif scenario == "proxy":
             through_proxy(browser, seen)
+        elif scenario == "story":
+            shared_run(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()

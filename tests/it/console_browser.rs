@@ -279,7 +279,7 @@ async fn team_server(llm: &FakeLlm, extra: &[(&str, &str)]) -> (TestApp, tempfil
 
 /// Runs `browse.py <scenario>` with `env` against the console at `url`; fails the test
 /// with the script's output when a check did not hold.
-async fn browse(scenario: &str, url: String, env: &[(&str, String)]) {
+pub(crate) async fn browse(scenario: &str, url: String, env: &[(&str, String)]) {
     let (chromium, python) = browser();
     let output = tokio::process::Command::new(python)
         .arg("browse.py")
