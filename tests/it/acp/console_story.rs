@@ -132,7 +132,11 @@ async fn two_editors_a_websocket_client_and_the_console_share_one_run() {
     editor_b_saw(&editor_b);
     let detail = w.ok("getRun", json!({"run": run})).await;
     assert_eq!(detail["status"], json!(499), "{detail}");
-    assert_eq!(llm.requests().len(), 5, "A's queued prompt never reached the model");
+    assert_eq!(
+        llm.requests().len(),
+        5,
+        "A's queued prompt never reached the model"
+    );
     llm.wait_for_dropped(1).await;
 }
 
