@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | proxy | story
+Usage: browse.py team | proxy | story | inbox
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -13,7 +13,8 @@ LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ER
 project `ops` paused at their run cap of 1,000 tokens) and STORE_FILE (the server's SQLite
 file); for `proxy` MO; for `story` (tests/it/acp/console_story.rs) ADA, STORY_RUN (the run
 two editors and a WebSocket client share) and STORY_MARKS (the directory of the marker files
-the test and this script synchronise on). Exits 0 when every check held; otherwise the first that did not is the error.
+the test and this script synchronise on); for `inbox` MO (a member of `web`, one run of which
+waits for approval). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -830,6 +831,88 @@ def shared_run(browser, seen):
     context.close()
 
 
+# Wraps the page's Notification so that each one the page makes is kept in window.notified;
+# the permission stays the browser's.
+NOTIFICATIONS_SPY = """(() => {
+  const Real = window.Notification;
+  window.notified = [];
+  function Spy(title, options) {
+    window.notified.push({ title, body: options?.body ?? null, tag: options?.tag ?? null });
+  }
+  Object.defineProperty(Spy, 'permission', { get: () => Real.permission });
+  Spy.requestPermission = () => Real.requestPermission();
+  window.Notification = Spy;
+})();"""
+
+
+def notified(page):
+    return page.evaluate("() => window.notified")
+
+
+def ask_elsewhere(other, prompt, count):
+    """Asks `prompt` on web's runs page in the page `other` and waits for its run, the
+    `count`th, to finish."""
+    other.goto(f"{URL}#/p/web")
+    other.get_by_label("Ask a question").fill(prompt)
+    other.get_by_role("button", name="Ask").click()
+    rows = other.locator("table.runs tbody tr")
+    expect(rows).to_have_count(count)
+    expect(rows.first).to_contain_text("done (200)", timeout=WAIT_MS)
+
+
+def inbox_alerts(browser, seen):
+    """The inbox's count is in the tab's title. Browser notifications are off until the
+    person turns them on from the inbox page (the browser's permission asked then, the choice
+    kept); then each item that comes is notified once, and none that was there when the page
+    loaded; turned off, nothing is."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900}, permissions=["notifications"])
+    context.add_init_script(NOTIFICATIONS_SPY)
+    page = context.new_page()
+    watch(page, seen)
+    sign_in(page, os.environ["MO"])
+    expect(page.locator("#inbox-count")).to_have_text("1")
+    expect(page).to_have_title("(1) rummy console")
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name=re.compile("^Inbox")).click()
+    expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
+    choice = page.locator("#inbox-notifications")
+    expect(choice).to_contain_text("Browser notifications are off.")
+    every_control_is_labelled(page)
+    choice.get_by_role("button", name="Notify me when something waits").click()
+    expect(choice).to_contain_text("Browser notifications are on")
+    stored = page.evaluate("() => localStorage.getItem('rummy.inboxNotifications')")
+    assert stored == "on", f"the choice kept: {stored!r}"
+    assert notified(page) == [], f"an item there at load was notified: {notified(page)}"
+
+    other = context.new_page()
+    watch(other, seen)
+    ask_elsewhere(other, "What is 3 + 3?", 1)
+    expect(page).to_have_title("(2) rummy console", timeout=WAIT_MS)
+    expect(page.locator("#inbox-count")).to_have_text("2")
+    until(page, lambda: notified(page), "the new item's notification")
+    told = notified(page)
+    assert len(told) == 1, f"notified once: {told}"
+    assert told[0]["title"] == "Finished" and told[0]["body"].startswith("web / "), told
+    assert told[0]["body"].endswith("What is 3 + 3?"), told
+    page.screenshot(path=f"{SHOTS}/inbox.png", full_page=True)
+
+    page.reload()
+    expect(page).to_have_title("(2) rummy console")
+    expect(choice).to_contain_text("Browser notifications are on")
+    choice.get_by_role("button", name="Stop notifying me").click()
+    expect(choice).to_contain_text("Browser notifications are off.")
+    ask_elsewhere(other, "What is 3 + 3, once more?", 2)
+    expect(page).to_have_title("(3) rummy console", timeout=WAIT_MS)
+    assert notified(page) == [], f"notified while off, or of what was there: {notified(page)}"
+
+    dismiss = page.locator("ul.inbox").get_by_role("button", name="Dismiss")
+    for left in (2, 1, 0):
+        dismiss.first.click()
+        expect(dismiss).to_have_count(left)
+    expect(page).to_have_title("rummy console", timeout=WAIT_MS)
+    expect(page.locator("#inbox-count")).to_have_text("0")
+    context.close()
+
+
 def main(scenario):
     seen = {"requests": [], "console": [], "errors": []}
     with sync_playwright() as playwright:
@@ -844,6 +927,8 @@ def main(scenario):
             through_proxy(browser, seen)
         elif scenario == "story":
             shared_run(browser, seen)
+        elif scenario == "inbox":
+            inbox_alerts(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()

@@ -455,3 +455,23 @@ async fn the_console_works_through_the_shipped_nginx_config() {
     )
     .await;
 }
+
+#[actix_web::test]
+#[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
+async fn the_inbox_is_counted_in_the_tab_title_and_new_items_notified_once_asked() {
+    let llm = scripted_model();
+    let (app, _users) = team_server(&llm, &[]).await;
+    let root = app.project_root("web");
+    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
+    operator.init("web", &root).await;
+    let waiting = operator
+        .ok("act", json!({"model": "fake", "prompt": "run echo hello"}))
+        .await;
+    assert_eq!(waiting["status"], json!(202), "{waiting}");
+    browse(
+        "inbox",
+        format!("http://{}/ui/", app.addr()),
+        &[("MO", "mo-token".into())],
+    )
+    .await;
+}
