@@ -10,7 +10,8 @@
 # console_browser:: -- --ignored`, the part through nginx only when nginx is there), rummy behind the real nginx (`cargo test --locked --test it proxy:: --
 # --ignored`), `rummy acp` driven by the ACP TypeScript SDK (`... acp::ts:: -- --ignored`), the
 # Node.js example plugin (`... plugin_processes::node:: -- --ignored`) and
-# by the ACP Python SDK (`... acp::py:: -- --ignored`) and the end-to-end tests against the
+# by the ACP Python SDK (`... acp::py:: -- --ignored`), the shared-run story with the console
+# (`... acp::console_story:: -- --ignored`, with both SDKs and chromium) and the end-to-end tests against the
 # LLM (`... e2e:: -- --ignored`); all of them are
 # #[ignore]d so that a plain `cargo test` never counts them as passed. As root it also runs
 # the server as the image does, as nobody on a read-only root (`... container:: --
@@ -53,11 +54,11 @@ pg_cluster=""
 LLM_CONSEQUENCE="The end-to-end tests against the real LLM will NOT run."
 NGINX_CONSEQUENCE="The tests of rummy behind the real nginx (tests/it/proxy.rs) will NOT run."
 node_problem=""
-NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs, acp::ts::), the three-client story (acp::three_clients::) and of the Node.js example plugin (plugin_processes::node::) will NOT run."
+NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/acp.rs, acp::ts::), the three-client story (acp::three_clients::, acp::console_story::) and of the Node.js example plugin (plugin_processes::node::) will NOT run."
 console_problem=""
-CONSOLE_CONSEQUENCE="The tests of the web console in a real browser (tests/it/console_browser.rs) will NOT run."
+CONSOLE_CONSEQUENCE="The tests of the web console in a real browser (tests/it/console_browser.rs, acp::console_story::) will NOT run."
 python_sdk_problem=""
-PYTHON_SDK_CONSEQUENCE="The tests of rummy acp with the ACP Python SDK (tests/it/acp.rs, acp::py::) and the three-client story (acp::three_clients::) will NOT run."
+PYTHON_SDK_CONSEQUENCE="The tests of rummy acp with the ACP Python SDK (tests/it/acp.rs, acp::py::) and the three-client story (acp::three_clients::, acp::console_story::) will NOT run."
 container_problem=""
 CONTAINER_CONSEQUENCE="The test of the server as the image runs it, unprivileged on a read-only root (tests/it/container.rs), will NOT run."
 POSTGRES_CONSEQUENCE="The integration suite will NOT run against PostgreSQL, nor the tests of PostgreSQL alone (tests/it/instances.rs ...)."
@@ -337,6 +338,12 @@ fi
 if [ -z "$node_problem" ] && [ -z "$python_sdk_problem" ]; then
   # The three-client story drives one editor with each SDK.
   cargo test --locked --test it acp::three_clients:: -- --ignored
+  acp_status=$?
+  [ "$status" = 0 ] && status=$acp_status
+fi
+if [ -z "$node_problem" ] && [ -z "$python_sdk_problem" ] && [ -z "$console_problem" ]; then
+  # The shared-run story with the console drives both SDKs and chromium.
+  cargo test --locked --test it acp::console_story:: -- --ignored
   acp_status=$?
   [ "$status" = 0 ] && status=$acp_status
 fi

@@ -55,6 +55,14 @@
 //               asked about (it makes b-asking and answers, late, once b-answer exists),
 //               then a round trip and b-answered; once b-second exists a second prompt,
 //               whose command it allows at once and runs in its terminal
+//   console-a   editor A of the story with the console (tests/it/acp/console_story.rs):
+//               a prompt whose edit it is asked about (it makes ca-asking and allows, late,
+//               once ca-settled exists: the console approved it meanwhile); then ca-done;
+//               once ca-again exists a second prompt (queued behind editor B's, and aborted)
+//   console-b   editor B of that story (drive.py only): once cb-load exists, session/load
+//               of the run it names; a prompt whose command it is asked about (it makes
+//               cb-asking and allows it once cb-answer exists, then runs it in its
+//               terminal); then cb-done; once cb-again exists a second prompt (aborted)
 
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync, mkdirSync } from "node:fs";
@@ -109,7 +117,7 @@ const lines = new TransformStream({
 const input = Readable.toWeb(child.stdout).pipeThrough(lines);
 const output = Writable.toWeb(child.stdin);
 
-const offersFiles = ["edit-allow", "withdrawn", "story-a"].includes(scenario);
+const offersFiles = ["edit-allow", "withdrawn", "story-a", "console-a"].includes(scenario);
 // The marker `name` of $ACP_MARKER, made and waited for (at most a minute: a test that
 // failed meanwhile makes none).
 const marker = (name) => `${process.env.ACP_MARKER}/${name}`;
@@ -149,6 +157,10 @@ const app = acp
     if (scenario === "story-a" && seen.permissions.length === 1) {
       mark("a-asking");
       await until("a-settled");
+    }
+    if (scenario === "console-a" && seen.permissions.length === 1) {
+      mark("ca-asking");
+      await until("ca-settled");
     }
     if (scenario === "cancel-asking") {
       await connection.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
@@ -276,6 +288,12 @@ async function run(ctx) {
       await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "act" });
       mark("a-cancelled");
       await until("a-second");
+      await prompt("edit a.txt again");
+      break;
+    case "console-a":
+      await prompt("edit a.txt");
+      mark("ca-done");
+      await until("ca-again");
       await prompt("edit a.txt again");
       break;
     case "ask-mode":

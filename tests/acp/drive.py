@@ -158,6 +158,9 @@ class Editor:
             mark("b-asking")
             await until("b-answer")
             self.answered.set()
+        if scenario == "console-b" and len(seen["permissions"]) == 1:
+            mark("cb-asking")
+            await until("cb-answer")
         if scenario == "cancel-asking":
             await self.conn.cancel(session_id=session_id)
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
@@ -278,7 +281,9 @@ async def run(conn: Any, editor: "Editor") -> None:
         protocol_version=PROTOCOL_VERSION,
         client_capabilities=ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=offers_files, write_text_file=offers_files),
-            terminal=scenario in ("command", "command-cancel", "command-always", "story-b"),
+            terminal=scenario in (
+                "command", "command-cancel", "command-always", "story-b", "console-b"
+            ),
             elicitation=(
                 ElicitationCapabilities(form=ElicitationFormCapabilities())
                 if offers_forms
@@ -294,11 +299,12 @@ async def run(conn: Any, editor: "Editor") -> None:
             file.write(os.environ["ACP_SIGN_IN_TOKEN"] + "\n")
         await attempt("authenticate other", conn.authenticate(method_id="password"))
         seen["authenticate"] = wire(await conn.authenticate(method_id="token-file"))
-    if scenario == "story-b":
-        # Editor B of the three-client story loads the run editor A made, once the test
-        # names it in $ACP_MARKER/b-load.
-        await until("b-load")
-        with open(marker("b-load")) as named:
+    if scenario in ("story-b", "console-b"):
+        # Editor B of the three-client story (and of the one with the console) loads the
+        # run editor A made, once the test names it in $ACP_MARKER/b-load (cb-load).
+        load = "b-load" if scenario == "story-b" else "cb-load"
+        await until(load)
+        with open(marker(load)) as named:
             session_id = named.read().strip()
         loaded = await attempt(
             "session/load",
@@ -378,6 +384,11 @@ async def run(conn: Any, editor: "Editor") -> None:
         await conn.set_session_mode(session_id=session_id, mode_id="act")
         mark("b-answered")
         await until("b-second")
+        await prompt("check it again")
+    elif scenario == "console-b":
+        await prompt("check it")
+        mark("cb-done")
+        await until("cb-again")
         await prompt("check it again")
     elif scenario == "ask-mode":
         await attempt("set_mode plan", conn.set_session_mode(session_id=session_id, mode_id="plan"))

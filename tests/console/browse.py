@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | proxy | changes
+Usage: browse.py team | proxy | changes | story | inbox
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -12,7 +12,10 @@ LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ER
 (what the start error of the one MCP server holds), PAUSED_RUN and RESUMABLE_RUN (two runs of
 project `ops` paused at their run cap of 1,000 tokens) and STORE_FILE (the server's SQLite
 file); for `proxy` MO; for `changes` MO and CHANGES_RUN (a run whose accepted edit fixed
-greeting.txt). Exits 0 when every check held; otherwise the first that did not is the error.
+greeting.txt); for `story` (tests/it/acp/console_story.rs) ADA, STORY_RUN (the run
+two editors and a WebSocket client share) and STORY_MARKS (the directory of the marker files
+the test and this script synchronise on); for `inbox` MO (a member of `web`, one run of which
+waits for approval). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -811,6 +814,140 @@ def changes(browser, seen):
     context.close()
 
 
+def story_mark(name):
+    """Makes the story's marker `name` (the test waits on it)."""
+    open(os.path.join(os.environ["STORY_MARKS"], name), "w").close()
+
+
+def story_until(page, name):
+    """Waits for the story's marker `name`, made by the test."""
+    marker = os.path.join(os.environ["STORY_MARKS"], name)
+    until(page, lambda: os.path.exists(marker), f"the test's marker {name}")
+
+
+def shared_run(browser, seen):
+    """The console in the shared-run story: an admin opens the run editor A (mo) started and
+    sees who is here, editors named with their client; she approves the edit A is asked
+    about; editor B (jo) loads the run and is asked about a command, which appears on the
+    page, and allows it, which the page says at once; with B's prompt running and A's
+    queued, she aborts the run. The page is never reloaded."""
+    context, page = signed_in(browser, seen, os.environ["ADA"])
+    page.goto(f"{URL}#/p/demo/r/{os.environ['STORY_RUN']}")
+    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+    not_reloaded(page)
+    here = page.locator("#present")
+    expect(here).to_contain_text("mo (rummy acp, editor)")
+    expect(here).to_contain_text("ada (console)")
+    card = page.locator("ul.proposals li")
+    expect(card).to_have_count(1)
+    expect(card).to_contain_text("a.txt")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    acted = page.locator("#acted")
+    expect(acted).to_contain_text("Accepted by ada: set://a.txt")
+    timeline = page.locator("ol.timeline")
+    expect(timeline).to_contain_text("Edited in the console.", timeout=WAIT_MS)
+
+    expect(card).to_contain_text("echo checked", timeout=WAIT_MS)
+    expect(here).to_contain_text("jo (rummy acp, editor)")
+    expect(here).to_contain_text("wu")
+    story_mark("c-saw-command")
+    expect(acted).to_contain_text("Accepted by jo: sh://", timeout=WAIT_MS)
+    expect(card).to_have_count(0, timeout=WAIT_MS)
+    expect(timeline).to_contain_text("Checked.", timeout=WAIT_MS)
+    expect(timeline.locator("li.command").filter(has_text="echo checked")).to_contain_text("accepted by jo")
+
+    story_until(page, "c-abort")
+    page.screenshot(path=f"{SHOTS}/run-shared.png", full_page=True)
+    page.get_by_role("button", name="Abort", exact=True).click()
+    expect(acted).to_contain_text("Aborted by ada", timeout=WAIT_MS)
+    expect(page.locator("dl.meta")).to_contain_text("aborted (499)", timeout=WAIT_MS)
+    expect(page.get_by_role("button", name="Abort", exact=True)).to_be_hidden()
+    still_loaded(page)
+    context.close()
+
+
+# Wraps the page's Notification so that each one the page makes is kept in window.notified;
+# the permission stays the browser's.
+NOTIFICATIONS_SPY = """(() => {
+  const Real = window.Notification;
+  window.notified = [];
+  function Spy(title, options) {
+    window.notified.push({ title, body: options?.body ?? null, tag: options?.tag ?? null });
+  }
+  Object.defineProperty(Spy, 'permission', { get: () => Real.permission });
+  Spy.requestPermission = () => Real.requestPermission();
+  window.Notification = Spy;
+})();"""
+
+
+def notified(page):
+    return page.evaluate("() => window.notified")
+
+
+def ask_elsewhere(other, prompt, count):
+    """Asks `prompt` on web's runs page in the page `other` and waits for its run, the
+    `count`th, to finish."""
+    other.goto(f"{URL}#/p/web")
+    other.get_by_label("Ask a question").fill(prompt)
+    other.get_by_role("button", name="Ask").click()
+    rows = other.locator("table.runs tbody tr")
+    expect(rows).to_have_count(count)
+    expect(rows.first).to_contain_text("done (200)", timeout=WAIT_MS)
+
+
+def inbox_alerts(browser, seen):
+    """The inbox's count is in the tab's title. Browser notifications are off until the
+    person turns them on from the inbox page (the browser's permission asked then, the choice
+    kept); then each item that comes is notified once, and none that was there when the page
+    loaded; turned off, nothing is."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900}, permissions=["notifications"])
+    context.add_init_script(NOTIFICATIONS_SPY)
+    page = context.new_page()
+    watch(page, seen)
+    sign_in(page, os.environ["MO"])
+    expect(page.locator("#inbox-count")).to_have_text("1")
+    expect(page).to_have_title("(1) rummy console")
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name=re.compile("^Inbox")).click()
+    expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
+    choice = page.locator("#inbox-notifications")
+    expect(choice).to_contain_text("Browser notifications are off.")
+    every_control_is_labelled(page)
+    choice.get_by_role("button", name="Notify me when something waits").click()
+    expect(choice).to_contain_text("Browser notifications are on")
+    stored = page.evaluate("() => localStorage.getItem('rummy.inboxNotifications')")
+    assert stored == "on", f"the choice kept: {stored!r}"
+    assert notified(page) == [], f"an item there at load was notified: {notified(page)}"
+
+    other = context.new_page()
+    watch(other, seen)
+    ask_elsewhere(other, "What is 3 + 3?", 1)
+    expect(page).to_have_title("(2) rummy console", timeout=WAIT_MS)
+    expect(page.locator("#inbox-count")).to_have_text("2")
+    until(page, lambda: notified(page), "the new item's notification")
+    told = notified(page)
+    assert len(told) == 1, f"notified once: {told}"
+    assert told[0]["title"] == "Finished" and told[0]["body"].startswith("web / "), told
+    assert told[0]["body"].endswith("What is 3 + 3?"), told
+    page.screenshot(path=f"{SHOTS}/inbox.png", full_page=True)
+
+    page.reload()
+    expect(page).to_have_title("(2) rummy console")
+    expect(choice).to_contain_text("Browser notifications are on")
+    choice.get_by_role("button", name="Stop notifying me").click()
+    expect(choice).to_contain_text("Browser notifications are off.")
+    ask_elsewhere(other, "What is 3 + 3, once more?", 2)
+    expect(page).to_have_title("(3) rummy console", timeout=WAIT_MS)
+    assert notified(page) == [], f"notified while off, or of what was there: {notified(page)}"
+
+    dismiss = page.locator("ul.inbox").get_by_role("button", name="Dismiss")
+    for left in (2, 1, 0):
+        dismiss.first.click()
+        expect(dismiss).to_have_count(left)
+    expect(page).to_have_title("rummy console", timeout=WAIT_MS)
+    expect(page.locator("#inbox-count")).to_have_text("0")
+    context.close()
+
+
 def main(scenario):
     seen = {"requests": [], "console": [], "errors": []}
     with sync_playwright() as playwright:
@@ -825,6 +962,10 @@ def main(scenario):
             through_proxy(browser, seen)
         elif scenario == "changes":
             changes(browser, seen)
+        elif scenario == "story":
+            shared_run(browser, seen)
+        elif scenario == "inbox":
+            inbox_alerts(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()

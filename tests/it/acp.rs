@@ -21,6 +21,7 @@ use crate::support::llm_env;
 use rummy::hash_token;
 use rummy::testing::fake_llm::{FakeLlm, Step};
 
+mod console_story;
 mod three_clients;
 
 /// The official ACP client SDK a scenario is driven with.

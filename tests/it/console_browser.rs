@@ -279,7 +279,7 @@ async fn team_server(llm: &FakeLlm, extra: &[(&str, &str)]) -> (TestApp, tempfil
 
 /// Runs `browse.py <scenario>` with `env` against the console at `url`; fails the test
 /// with the script's output when a check did not hold.
-async fn browse(scenario: &str, url: String, env: &[(&str, String)]) {
+pub(crate) async fn browse(scenario: &str, url: String, env: &[(&str, String)]) {
     let (chromium, python) = browser();
     let output = tokio::process::Command::new(python)
         .arg("browse.py")
@@ -490,4 +490,24 @@ async fn a_runs_changed_files_are_shown_and_a_revert_goes_through_approval_in_ch
         "the revert was approved and applied"
     );
     assert!(shots().join("run-changes.png").exists());
+}
+
+#[actix_web::test]
+#[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
+async fn the_inbox_is_counted_in_the_tab_title_and_new_items_notified_once_asked() {
+    let llm = scripted_model();
+    let (app, _users) = team_server(&llm, &[]).await;
+    let root = app.project_root("web");
+    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
+    operator.init("web", &root).await;
+    let waiting = operator
+        .ok("act", json!({"model": "fake", "prompt": "run echo hello"}))
+        .await;
+    assert_eq!(waiting["status"], json!(202), "{waiting}");
+    browse(
+        "inbox",
+        format!("http://{}/ui/", app.addr()),
+        &[("MO", "mo-token".into())],
+    )
+    .await;
 }

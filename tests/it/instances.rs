@@ -19,6 +19,8 @@ use crate::support::{eventually, project_root, user_message, Client, TestApp};
 use rummy::testing::fake_llm::{FakeLlm, Reply, Step, WhenExhausted};
 use rummy::testing::ScratchDatabase;
 
+mod story;
+
 /// Seconds a lease outlives its instance's last heartbeat in these tests.
 const LEASE_TTL_SECS: &str = "3";
 

@@ -87,6 +87,8 @@ impl Settling {
     /// the loop it stopped, and told with the proposals it withdrew.
     fn settle(self, conn: &mut Conn) -> Result<Settled, DbError> {
         let run = self.run.id;
+        runs::lock(conn, run)?;
+        loops::lock_in_flight(conn, run)?;
         let running_here = self
             .registry
             .current(run)

@@ -106,6 +106,8 @@ impl Settling {
     /// that runs on another instance ([`VerbError::Elsewhere`]), changes nothing.
     fn settle(self, conn: &mut Conn) -> Result<Result<Settled, VerbError>, DbError> {
         let run = self.run.id;
+        runs::lock(conn, run)?;
+        loops::lock_in_flight(conn, run)?;
         let targets = match self.targets(conn)? {
             Ok(targets) => targets,
             Err(refused) => return Ok(Err(refused)),

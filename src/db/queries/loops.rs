@@ -47,6 +47,20 @@ pub(crate) fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<Loo
     })
 }
 
+/// Locks the run's loops queued or running until the unit of work ends (PostgreSQL: `FOR
+/// UPDATE`; SQLite's one writer already excludes every other unit), so that a verb deciding
+/// from them (an abort, a cancel) and another instance's claim follow one another: a claim
+/// under way is committed, and seen, before the verb reads the loops; one that comes after
+/// finds the loop the verb dropped no longer pending ([`claim_next_loop`] checks it again).
+pub(crate) fn lock_in_flight(conn: &mut Conn, run_id: RunId) -> Result<(), DbError> {
+    if let Conn::Postgres(_) = conn {
+        statement("SELECT id FROM loops WHERE run_id = ? AND status IN (100, 102) FOR UPDATE")
+            .bind::<BigInt, _>(run_id)
+            .execute(conn)?;
+    }
+    Ok(())
+}
+
 /// Claims the run's next pending loop (highest priority, then oldest) and marks it running,
 /// in one statement, among those `instance` may run: its own and those no instance waits
 /// for (`loop_waiters`). `None` when nothing is pending for it, a loop of the run is
@@ -70,6 +84,7 @@ pub(crate) fn claim_next_loop(
                    WHERE loop_waiters.loop_id = pending.id AND loop_waiters.instance_id <> ?)
              ORDER BY pending.priority DESC, pending.id
              LIMIT 1)
+           AND status = 100
          RETURNING *",
     )
     .bind::<BigInt, _>(run_id)

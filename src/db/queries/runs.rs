@@ -237,6 +237,20 @@ pub(crate) fn update_run_config(
     .ok_or_else(|| DbError::NotFound(format!("run {id}")))
 }
 
+/// Locks the run's row until the unit of work ends (PostgreSQL: `FOR UPDATE`; SQLite's one
+/// writer already excludes every other unit). The verbs that decide from a run's state and
+/// move it (an abort, a cancel, a resolution's record) take it first, so that on several
+/// instances one waits for the other's unit and then reads what it wrote (a resolution's
+/// loop queued, a proposal withdrawn) instead of deciding from what it read before.
+pub(crate) fn lock(conn: &mut Conn, id: RunId) -> Result<(), DbError> {
+    if let Conn::Postgres(_) = conn {
+        statement("SELECT id FROM runs WHERE id = ? FOR UPDATE")
+            .bind::<BigInt, _>(id)
+            .execute(conn)?;
+    }
+    Ok(())
+}
+
 /// Moves a run to `status`. The migration's trigger is the state machine; an illegal move
 /// is [`DbError::Invalid`] and changes nothing. Setting the current status is a no-op.
 pub(crate) fn set_run_status(conn: &mut Conn, id: RunId, status: RunStatus) -> Result<(), DbError> {

@@ -190,17 +190,17 @@ async fn two_editors_and_a_websocket_client_share_one_run_and_each_race_ends_one
 }
 
 /// The marker files the test and the drivers synchronise on.
-struct Story {
-    marks: PathBuf,
+pub(super) struct Story {
+    pub(super) marks: PathBuf,
 }
 
 impl Story {
-    fn mark(&self, name: &str) {
+    pub(super) fn mark(&self, name: &str) {
         std::fs::write(self.marks.join(name), "").unwrap();
     }
 
     /// Waits for a driver's marker `name`.
-    async fn reached(&self, name: &str) {
+    pub(super) async fn reached(&self, name: &str) {
         let marker = self.marks.join(name);
         eventually(&format!("the editor's marker {name}"), async || {
             marker.exists().then_some(())
@@ -211,7 +211,7 @@ impl Story {
 
 /// Runs `scenario` of `sdk`'s driver as `person`, against `server`, in the project `demo`
 /// of `home` (shared by both editors), in a task of its own.
-fn drive(
+pub(super) fn drive(
     sdk: Sdk,
     scenario: &'static str,
     person: &str,
@@ -270,7 +270,7 @@ fn assert_refused_by(reply: &Value, path: &str, by: &str) {
     assert_eq!(error["data"]["by"], json!(by), "the data says who: {reply}");
 }
 
-fn updates<'a>(seen: &'a Value, kind: &str) -> Vec<&'a Value> {
+pub(super) fn updates<'a>(seen: &'a Value, kind: &str) -> Vec<&'a Value> {
     seen["updates"]
         .as_array()
         .unwrap()
@@ -299,7 +299,7 @@ fn assert_said_in_order(seen: &Value, texts: &[&str]) {
     }
 }
 
-fn said(text: &str) -> Value {
+pub(super) fn said(text: &str) -> Value {
     json!([{"type": "content", "content": {"type": "text", "text": text}}])
 }
 

@@ -193,3 +193,54 @@ async fn across_instances_an_abort_first_leaves_a_cancel_sent_to_the_other_nothi
     assert_eq!(two.a_llm.requests().len(), 1, "nothing revived the run");
     assert!(two.b_llm.requests().is_empty());
 }
+
+/// Rounds of the race sent at once, so that both orders and the interleavings between them
+/// come up (the acceptance's loop claimed on b while a's abort settles among them).
+const AT_ONCE_ROUNDS: usize = 6;
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn across_instances_an_abort_and_an_acceptance_sent_at_once_leave_one_winner_and_no_revival()
+{
+    let mut two = two_instances(
+        (0..AT_ONCE_ROUNDS)
+            .map(|_| Step::reply(PROPOSING))
+            .collect(),
+        (0..AT_ONCE_ROUNDS).map(|_| Step::Hang).collect(),
+    )
+    .await;
+    for round in 0..AT_ONCE_ROUNDS {
+        let (run, path) = two.a.act_until_proposal("deploy").await;
+        let aborting = two.a.send("run/abort", json!({"run": run})).await;
+        let accepting = two
+            .b
+            .send("run/resolve", resolution(&run, &path, "accept"))
+            .await;
+        let aborted = two.a.reply(&aborting).await;
+        assert_eq!(aborted["result"], json!({"status": "ok"}), "{aborted}");
+        let accepted = two.b.reply(&accepting).await;
+        let winner = match accepted.get("error") {
+            Some(error) => {
+                assert_eq!(error["code"], json!(-32602), "round {round}: {accepted}");
+                assert_eq!(error["data"]["action"], json!("abort"), "{accepted}");
+                "abort"
+            }
+            None => {
+                assert_eq!(
+                    accepted["result"]["status"],
+                    json!(499),
+                    "round {round}: the abort stopped the resumed loop: {accepted}"
+                );
+                "accept"
+            }
+        };
+        for client in [&mut two.a, &mut two.b] {
+            assert_eq!(run_status(client, &run).await, json!(499), "round {round}");
+            let (code, message, data) =
+                refused(client, "run/resolve", resolution(&run, &path, "reject")).await;
+            assert_eq!(code, -32602, "{message}");
+            assert_eq!(data["action"], json!(winner), "round {round}: {message}");
+        }
+    }
+    assert_eq!(two.a_llm.requests().len(), AT_ONCE_ROUNDS);
+}

@@ -22,7 +22,7 @@ use crate::db::ids::{LoopId, RunId};
 use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::{LoopEnqueue, LoopRow, RunActionForm, RunRow};
 use crate::db::queries::run_events::EventBounds;
-use crate::db::queries::{command_rules, entries, instances, loops, proposals, run_actions};
+use crate::db::queries::{command_rules, entries, instances, loops, proposals, run_actions, runs};
 use crate::db::{Conn, DbError, UnitError};
 use crate::hub;
 use crate::hub::notifications::{Act, Notification, RunActed};
@@ -99,6 +99,7 @@ impl Recording {
         conn: &mut Conn,
     ) -> Result<Result<Decision, VerbError>, DbError> {
         let run = self.run.id;
+        runs::lock(conn, run)?;
         let path = self.path.clone();
         let input = ResolveInput {
             run_id: run,
