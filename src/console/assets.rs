@@ -28,7 +28,7 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-const ASSETS: [Asset; 17] = [
+const ASSETS: [Asset; 18] = [
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
@@ -46,6 +46,7 @@ const ASSETS: [Asset; 17] = [
     asset!("inbox.js", JS),
     asset!("rules.js", JS),
     asset!("webhooks.js", JS),
+    asset!("setup.js", JS),
 ];
 
 /// Each asset's `ETag`, in the order of [`ASSETS`], computed once.

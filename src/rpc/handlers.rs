@@ -3,11 +3,13 @@
 mod blocking;
 pub(crate) mod cancel;
 pub(crate) mod entries;
+pub(crate) mod folders;
 pub(crate) mod fork;
 pub(crate) mod held;
 pub(crate) mod inbox;
 pub(crate) mod loops;
 pub(crate) mod mcp;
+pub(crate) mod model_test;
 pub(crate) mod models;
 pub(crate) mod people;
 pub(crate) mod plugin_methods;

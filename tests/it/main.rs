@@ -28,6 +28,7 @@ mod entry_changed;
 mod event_log;
 mod event_log_crash;
 mod fairness;
+mod first_run;
 mod guardrails;
 mod hostile;
 mod inbox;
