@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | proxy
+Usage: browse.py team | proxy | first-run
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -11,7 +11,9 @@ STREAM_RUN (a run with a command waiting that prints a line a second, on the ser
 LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ERROR_HOLDS
 (what the start error of the one MCP server holds), PAUSED_RUN and RESUMABLE_RUN (two runs of
 project `ops` paused at their run cap of 1,000 tokens) and STORE_FILE (the server's SQLite
-file); for `proxy` MO. Exits 0 when every check held; otherwise the first that did not is the error.
+file); for `proxy` MO; for `first-run` TOKEN (the shared token), FAKE_URL (the scripted
+model's URL), KEY (the API key to give it) and FOLDER (the one folder under the projects
+directory). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -776,6 +778,56 @@ def through_proxy(browser, seen):
     context.close()
 
 
+def first_run(browser, seen):
+    """A newcomer's first run from an empty home: a model added with its key and price and
+    tested, a project made of a folder, a first question answered; the key never shown."""
+    key = os.environ["KEY"]
+    context, page = signed_in(browser, seen, os.environ["TOKEN"])
+    expect(page.get_by_text("No project yet: create one from a folder below.")).to_be_visible()
+    page.get_by_role("link", name="Admin").click()
+    expect(page.get_by_role("heading", name="Models (0)")).to_be_visible()
+    expect(page.get_by_text("No model yet: add one below.")).to_be_visible()
+    every_control_is_labelled(page)
+    page.get_by_label("Provider", exact=True).select_option("openai")
+    page.get_by_label("Model (the provider's name for it)").fill("qwen3-8b")
+    page.get_by_label("Alias (what people pick)").fill("local")
+    page.get_by_label("Base URL").fill(os.environ["FAKE_URL"])
+    page.get_by_label("API key").fill(key)
+    page.get_by_label("Context (tokens").fill("32768")
+    page.get_by_label("Input $ per million tokens").fill("1.5")
+    page.get_by_label("Output $ per million tokens").fill("6")
+    page.screenshot(path=f"{SHOTS}/first-run-add-model.png", full_page=True)
+    page.get_by_role("button", name="Add model").click()
+    expect(page.get_by_role("heading", name="Models (1)")).to_be_visible()
+    row = page.locator("table.models tbody tr").first
+    expect(row).to_contain_text("openai/qwen3-8b")
+    expect(row).to_contain_text("key set")
+    expect(row).to_contain_text("$1.50")
+    assert page.get_by_label("API key").input_value() == "", "the key field is emptied"
+    page.get_by_role("button", name="Test local").click()
+    expect(page.locator("#model-test")).to_contain_text("Ready when you are.", timeout=WAIT_MS)
+    expect(page.locator("#model-test")).to_contain_text("local answered in")
+    page.screenshot(path=f"{SHOTS}/first-run-model.png", full_page=True)
+    assert key not in page.content(), "the key is in the page"
+
+    page.locator("#pages").get_by_role("link", name="Projects").click()
+    folder = os.environ["FOLDER"]
+    expect(page.get_by_label("Folder", exact=True)).to_have_value(folder)
+    expect(page.get_by_label("Name", exact=True)).to_have_value(os.path.basename(folder))
+    every_control_is_labelled(page)
+    page.screenshot(path=f"{SHOTS}/first-run-project.png", full_page=True)
+    page.get_by_role("button", name="Create project").click()
+    expect(page.get_by_role("heading", name=os.path.basename(folder))).to_be_visible()
+    page.get_by_label("Ask a question").fill("What does this project do?")
+    page.get_by_role("button", name="Ask").click()
+    rows = page.locator("table.runs tbody tr")
+    expect(rows.first).to_contain_text("done (200)", timeout=WAIT_MS)
+    expect(rows.first).to_contain_text("It serves a web page on port 3000.")
+    page.screenshot(path=f"{SHOTS}/first-run-answer.png", full_page=True)
+    assert key not in page.content(), "the key is in the page"
+    context.close()
+
+
 def main(scenario):
     seen = {"requests": [], "console": [], "errors": []}
     with sync_playwright() as playwright:
@@ -788,6 +840,8 @@ def main(scenario):
             admin(browser, seen)
         elif scenario == "proxy":
             through_proxy(browser, seen)
+        elif scenario == "first-run":
+            first_run(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()
