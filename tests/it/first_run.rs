@@ -135,6 +135,16 @@ async fn bad_model_input_is_refused_in_words_and_a_failing_provider_is_said() {
     let error = tested["error"].as_str().unwrap();
     assert!(error.contains("Authentication Error: 401"), "{error}");
     assert!(!error.contains(KEY), "{error}");
+
+    admin
+        .ok(
+            "addModel",
+            json!({"alias": "grok", "provider": "xai", "actual": "grok-4"}),
+        )
+        .await;
+    let models = admin.ok("getModels", json!({})).await;
+    assert_eq!(models[0]["actual"], json!("x.ai/grok-4"));
+    assert_eq!(models[0]["keySet"], json!(false), "no xAI key: {models}");
 }
 
 /// A projects directory with folders `api` and `web` (`web` holding `web/docs`), a hidden

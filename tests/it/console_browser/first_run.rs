@@ -52,7 +52,9 @@ async fn a_newcomer_adds_a_model_makes_a_project_and_asks_from_an_empty_home() {
     for call in &calls {
         assert_eq!(call.header("authorization"), Some(bearer.as_str()));
     }
-    assert!(calls[0].body["messages"].to_string().contains("connection test"));
+    assert!(calls[0].body["messages"]
+        .to_string()
+        .contains("connection test"));
     assert!(calls[1].body["messages"]
         .to_string()
         .contains("What does this project do?"));
