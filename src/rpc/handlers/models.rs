@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::Secret;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::models;
 use crate::db::queries::provider_endpoints::{self, EndpointRow};
@@ -83,7 +84,7 @@ pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppE
     Reply::of(views)
 }
 
-/// `addModel` params.
+/// `addModel` params (`Debug` shows no key).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AddModelParams {
@@ -101,9 +102,9 @@ pub(crate) struct AddModelParams {
     /// The provider's base URL (with `provider`).
     #[serde(default)]
     base_url: Option<String>,
-    /// The provider's API key (with `provider`); never answered back.
+    /// The provider's API key (with `provider`); never answered back nor shown by `Debug`.
     #[serde(default)]
-    api_key: Option<String>,
+    api_key: Option<Secret>,
 }
 
 /// The provider, base URL and key `params` name, checked; the actual string they make.
@@ -130,8 +131,8 @@ fn endpoint_of(params: &AddModelParams) -> Result<(String, Option<ProviderEndpoi
         .transpose()?;
     let api_key = params
         .api_key
-        .as_deref()
-        .map(str::trim)
+        .as_ref()
+        .map(|key| key.expose().trim())
         .filter(|key| !key.is_empty())
         .map(str::to_owned);
     if provider == ProviderKind::Ollama && api_key.is_some() {
