@@ -65,6 +65,22 @@ impl LiveOptions {
         *held = Arc::new(settings);
     }
 
+    /// `text` (a provider's error) with the key of `provider` in effect cut out: a provider
+    /// may echo the key it refused.
+    pub(crate) fn redact(&self, provider: ProviderKind, text: &str) -> String {
+        let settings = self.current();
+        let key = match provider {
+            ProviderKind::OpenAi => settings.openai_api_key.as_deref(),
+            ProviderKind::Ollama => None,
+            ProviderKind::OpenRouter => settings.openrouter_api_key.as_deref(),
+            ProviderKind::Xai => settings.xai_api_key.as_deref(),
+        };
+        match key.filter(|key| !key.is_empty()) {
+            Some(key) => text.replace(key, "<the key>"),
+            None => text.to_owned(),
+        }
+    }
+
     /// Whether calls to `provider` carry an API key.
     pub(crate) fn key_set(&self, provider: ProviderKind) -> bool {
         let settings = self.current();

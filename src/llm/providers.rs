@@ -81,6 +81,11 @@ impl LlmProviders {
         self.live.key_set(provider)
     }
 
+    /// `text` with the API key in effect for `provider` cut out.
+    pub(crate) fn redact(&self, provider: ProviderKind, text: &str) -> String {
+        self.live.redact(provider, text)
+    }
+
     /// One attempt at `request` (whose `model` is a catalogue `actual` string), straight to
     /// its provider: no retry, no cap, not recorded in any run's usage (`model/test`).
     pub(crate) async fn try_once(

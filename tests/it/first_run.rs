@@ -87,7 +87,11 @@ async fn an_admin_adds_a_model_with_its_key_and_price_tests_it_and_the_key_stays
 
 #[actix_web::test]
 async fn bad_model_input_is_refused_in_words_and_a_failing_provider_is_said() {
-    let llm = FakeLlm::start([Step::error(401)]);
+    let echo = format!("Incorrect API key provided: {KEY}.");
+    let llm = FakeLlm::start([
+        Step::error(401),
+        Step::Json(json!({"error": {"code": 400, "message": echo}})),
+    ]);
     let app = TestApp::start().await;
     let mut admin = app.client().await;
     let refusals = [
@@ -135,6 +139,13 @@ async fn bad_model_input_is_refused_in_words_and_a_failing_provider_is_said() {
     let error = tested["error"].as_str().unwrap();
     assert!(error.contains("Authentication Error: 401"), "{error}");
     assert!(!error.contains(KEY), "{error}");
+    let echoed = admin.ok("model/test", json!({"alias": "local"})).await;
+    let error = echoed["error"].as_str().unwrap();
+    assert!(
+        error.contains("Incorrect API key provided: <the key>."),
+        "{error}"
+    );
+    assert!(!error.contains(KEY), "the provider echoed the key: {error}");
 
     admin
         .ok(

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::queries::models;
 use crate::error::AppError;
-use crate::llm::{ChatMessage, ChatRequest};
+use crate::llm::{ChatMessage, ChatRequest, Route};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::params::Required;
 
@@ -37,7 +37,8 @@ struct TestResult {
 }
 
 /// `model/test`: one attempt at the alias's model (no retry, outside any run's usage and
-/// caps). A provider's refusal is an answer (`ok: false` and its words), not an error.
+/// caps). A provider's refusal is an answer (`ok: false` and its words, any echo of the key
+/// cut out), not an error.
 pub(crate) async fn test(context: CallContext, params: TestParams) -> Result<Reply, AppError> {
     let alias = params.alias.0;
     let wanted = alias.clone();
@@ -47,6 +48,7 @@ pub(crate) async fn test(context: CallContext, params: TestParams) -> Result<Rep
         .read(move |conn| models::find_model(conn, &wanted))
         .await?
         .ok_or_else(|| AppError::InvalidParam(format!("no model '{alias}' in the catalogue")))?;
+    let provider = Route::from_actual(&model.actual).provider;
     let mut request = ChatRequest::new(model.actual, vec![ChatMessage::user(TEST_PROMPT)]);
     request.max_tokens = Some(TEST_MAX_TOKENS);
     let started = Instant::now();
@@ -64,7 +66,7 @@ pub(crate) async fn test(context: CallContext, params: TestParams) -> Result<Rep
         Err(error) => TestResult {
             ok: false,
             reply: None,
-            error: Some(error.to_string()),
+            error: Some(context.agent.llm.redact(provider, &error.to_string())),
             latency_ms,
             prompt_tokens: 0,
             completion_tokens: 0,
