@@ -820,7 +820,7 @@ def first_run(browser, seen):
     every_control_is_labelled(page)
     page.screenshot(path=f"{SHOTS}/first-run-project.png", full_page=True)
     page.get_by_role("button", name="Create project").click()
-    expect(page.get_by_role("heading", name=os.path.basename(folder))).to_be_visible()
+    expect(page.get_by_role("heading", name=os.path.basename(folder), exact=True)).to_be_visible()
     page.get_by_label("Ask a question").fill("What does this project do?")
     page.get_by_role("button", name="Ask").click()
     rows = page.locator("table.runs tbody tr")
