@@ -3,8 +3,11 @@
 //!
 //! On the SQLite store it first holds the home ([`crate::home_lock`], let go once the server
 //! has stopped). Before it listens it runs the start-up work, in order: the schemes, the
-//! retention purge with the RPC log's pruning, the model seeds, and the recovery of the runs
+//! retention purge with the RPC log's pruning, the model seeds, the providers' endpoints
+//! admins set from the console ([`first_run`]), and the recovery of the runs
 //! a stopped server left running.
+
+mod first_run;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -212,6 +215,7 @@ pub async fn start_with(
     register_schemes(&agent).await?;
     purge_expired(&agent).await?;
     seed_models(&agent).await?;
+    first_run::apply_endpoints(&agent).await?;
     recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
     prepare_commands(&agent).await?;
     let heartbeat = start_heartbeat(&agent);
@@ -235,6 +239,7 @@ pub async fn start_with(
     let handle = server.handle();
     let done = actix_web::rt::spawn(server);
     tracing::info!(%addr, instance = state.agent.runs.instance().id(), "rummy listening");
+    first_run::log_console(&state.agent, addr).await;
     Ok(RunningServer {
         addr,
         handle,

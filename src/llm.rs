@@ -10,7 +10,8 @@
 //! counts against (`spending`). Responses are normalised into one
 //! `ChatResponse` (content, reasoning, usage).
 //! Context lengths are discovered per provider and returned for the caller to store.
-//! Only this module knows provider wire formats; API keys never reach a log. [`fake`] serves
+//! A provider's base URL and key may be set while the server runs (`endpoints`: an admin's
+//! `addModel`). Only this module knows provider wire formats; API keys never reach a log. [`fake`] serves
 //! those formats from a script, standing in for a model in the tests and in `rummy-load`.
 
 mod actor;
@@ -18,6 +19,7 @@ mod chat;
 mod chat_completions;
 mod client;
 mod discovery;
+mod endpoints;
 mod error;
 #[cfg(any(test, feature = "testing"))]
 pub mod fake;
@@ -31,10 +33,12 @@ mod settings;
 mod spending;
 
 pub(crate) use chat::{ChatMessage, ChatRequest, ChatResponse, Usage};
+pub(crate) use endpoints::ProviderEndpoint;
 pub(crate) use error::LlmError;
 pub(crate) use ledger::{CallFor, Ledger};
 pub(crate) use providers::LlmProviders;
 pub(crate) use retry::RetryPolicy;
+pub(crate) use route::{ProviderKind, Route};
 pub(crate) use settings::{ConcurrencyLimits, LlmOptions};
 pub(crate) use spending::{spender, CapBook, CapNotice, Spender, Spending};
 pub(crate) use tokio_util::sync::CancellationToken;

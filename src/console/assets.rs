@@ -47,6 +47,7 @@ const ASSETS: [Asset; 18] = [
     asset!("inbox.js", JS),
     asset!("rules.js", JS),
     asset!("webhooks.js", JS),
+    asset!("setup.js", JS),
 ];
 
 /// Each asset's `ETag`, in the order of [`ASSETS`], computed once.

@@ -26,6 +26,7 @@ pub(crate) mod presence;
 pub(crate) mod project_settings;
 pub(crate) mod projects;
 pub(crate) mod proposals;
+pub(crate) mod provider_endpoints;
 pub(crate) mod retention;
 pub(crate) mod rpc_log;
 pub(crate) mod run_actions;

@@ -9,6 +9,7 @@ use reqwest::RequestBuilder;
 use serde_json::Value;
 
 use super::chat::{ChatRequest, ChatResponse};
+use super::endpoints::LiveOptions;
 use super::error::LlmError;
 use super::retry::parse_retry_after;
 use super::route::ProviderKind;
@@ -18,26 +19,27 @@ use super::{chat_completions, responses};
 /// How long connecting to a provider may take, within the overall fetch timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The shared HTTP client and the settings it reads endpoints and keys from.
+/// The shared HTTP client and the settings in effect it reads endpoints and keys from.
 #[derive(Clone)]
 pub(super) struct ProviderClient {
     http: reqwest::Client,
-    settings: Arc<LlmOptions>,
+    settings: LiveOptions,
 }
 
 impl ProviderClient {
     /// Builds the HTTP client (one connection pool shared by every provider).
-    pub(super) fn new(settings: Arc<LlmOptions>) -> Result<ProviderClient, LlmError> {
+    pub(super) fn new(settings: LiveOptions) -> Result<ProviderClient, LlmError> {
+        let timeout = settings.current().fetch_timeout;
         let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT.min(settings.fetch_timeout))
+            .connect_timeout(CONNECT_TIMEOUT.min(timeout))
             .build()
             .map_err(|error| LlmError::HttpClient(error.to_string()))?;
         Ok(ProviderClient { http, settings })
     }
 
-    /// The settings this client was built with.
-    pub(super) fn settings(&self) -> &LlmOptions {
-        &self.settings
+    /// The settings in effect now.
+    pub(super) fn settings(&self) -> Arc<LlmOptions> {
+        self.settings.current()
     }
 
     /// One completion attempt; `request.model` is the provider's own model name.
@@ -46,7 +48,8 @@ impl ProviderClient {
         provider: ProviderKind,
         request: &ChatRequest,
     ) -> Result<ChatResponse, LlmError> {
-        let settings = &self.settings;
+        let current = self.settings.current();
+        let settings = &*current;
         match provider {
             ProviderKind::OpenAi => {
                 let url = format!("{}/v1/chat/completions", openai_root(settings)?);

@@ -32,7 +32,8 @@ pub(super) async fn discover_context(
 /// llama.cpp's `/props` (the runtime context), else the first matching `/v1/models` entry.
 async fn openai_context(client: &ProviderClient, model: &str) -> Result<u32, LlmError> {
     let provider = ProviderKind::OpenAi;
-    let settings = client.settings();
+    let current = client.settings();
+    let settings = &*current;
     let root = openai_root(settings)?;
     let bearer = settings.openai_api_key.as_deref();
     let timeout = settings.fetch_timeout;
@@ -66,7 +67,8 @@ async fn openai_context(client: &ProviderClient, model: &str) -> Result<u32, Llm
 /// Ollama's `/api/show`: the `model_info` key ending in `.context_length`.
 async fn ollama_context(client: &ProviderClient, model: &str) -> Result<u32, LlmError> {
     let provider = ProviderKind::Ollama;
-    let settings = client.settings();
+    let current = client.settings();
+    let settings = &*current;
     let root = ollama_root(settings)?;
     let body = json!({ "model": model });
     let show = client
@@ -92,7 +94,8 @@ async fn ollama_context(client: &ProviderClient, model: &str) -> Result<u32, Llm
 
 /// `RUMMY_CONTEXT_SIZE`, else the catalogue entry, else the fallback: never fails.
 async fn openrouter_context(client: &ProviderClient, model: &str) -> u32 {
-    let settings = client.settings();
+    let current = client.settings();
+    let settings = &*current;
     if let Some(size) = settings.openrouter_context_size {
         return size;
     }
@@ -117,7 +120,8 @@ async fn openrouter_context(client: &ProviderClient, model: &str) -> u32 {
 /// The models list beside the Responses URL, else `/language-models/<model>`.
 async fn xai_context(client: &ProviderClient, model: &str) -> Result<u32, LlmError> {
     let provider = ProviderKind::Xai;
-    let settings = client.settings();
+    let current = client.settings();
+    let settings = &*current;
     let (responses_url, key) = xai_endpoint(settings)?;
     let models_url = responses_url.replace("/responses", "/models");
     let timeout = settings.fetch_timeout;

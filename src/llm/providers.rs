@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::actor::{Complete, DiscoverContext, LlmProvider};
 use super::chat::{ChatRequest, ChatResponse};
 use super::client::ProviderClient;
+use super::endpoints::{LiveOptions, ProviderEndpoint};
 use super::error::LlmError;
 use super::ledger::{CallFor, Ledger};
 use super::route::{ProviderKind, Route};
@@ -26,6 +27,10 @@ pub struct LlmProviders {
     xai: Addr<LlmProvider>,
     metrics: Arc<[(ProviderKind, Arc<ProviderMetrics>)]>,
     spending: Spending,
+    /// The settings in effect, which `addModel` may change.
+    live: LiveOptions,
+    /// The HTTP client the actors share, for [`try_once`](Self::try_once).
+    client: ProviderClient,
 }
 
 impl LlmProviders {
@@ -34,7 +39,8 @@ impl LlmProviders {
     pub fn start(settings: LlmOptions, ledger: Ledger) -> Result<LlmProviders, LlmError> {
         let limits = settings.concurrency;
         let spending = ledger.spending().clone();
-        let client = ProviderClient::new(Arc::new(settings))?;
+        let live = LiveOptions::new(settings);
+        let client = ProviderClient::new(live.clone())?;
         let mut metrics = Vec::new();
         let mut start = |provider: ProviderKind| {
             let counted = Arc::new(ProviderMetrics::default());
@@ -59,7 +65,36 @@ impl LlmProviders {
             xai,
             metrics: metrics.into(),
             spending,
+            live,
+            client,
         })
+    }
+
+    /// Lays a provider's base URL and key, as an admin set them, over the settings the
+    /// calls started after it read.
+    pub(crate) fn set_endpoint(&self, endpoint: &ProviderEndpoint) {
+        self.live.set(endpoint);
+    }
+
+    /// Whether calls to `provider` carry an API key (never the key).
+    pub(crate) fn key_set(&self, provider: ProviderKind) -> bool {
+        self.live.key_set(provider)
+    }
+
+    /// `text` with the API key in effect for `provider` cut out.
+    pub(crate) fn redact(&self, provider: ProviderKind, text: &str) -> String {
+        self.live.redact(provider, text)
+    }
+
+    /// One attempt at `request` (whose `model` is a catalogue `actual` string), straight to
+    /// its provider: no retry, no cap, not recorded in any run's usage (`model/test`).
+    pub(crate) async fn try_once(
+        &self,
+        mut request: ChatRequest,
+    ) -> Result<ChatResponse, LlmError> {
+        let route = Route::from_actual(&request.model);
+        request.model = route.model;
+        self.client.complete(route.provider, &request).await
     }
 
     /// The spend caps every call is checked against, and the clock of their periods.

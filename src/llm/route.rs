@@ -45,6 +45,21 @@ impl ProviderKind {
         }
     }
 
+    /// The provider its [`slug`](Self::slug) names.
+    pub fn from_slug(slug: &str) -> Option<ProviderKind> {
+        ProviderKind::ALL
+            .into_iter()
+            .find(|provider| provider.slug() == slug)
+    }
+
+    /// What a catalogue `actual` string starts with to be routed here (OpenRouter: nothing).
+    pub fn prefix(self) -> &'static str {
+        PREFIXES
+            .iter()
+            .find(|(_, provider)| *provider == self)
+            .map_or("", |(prefix, _)| prefix)
+    }
+
     /// What to check when the provider refuses our credentials.
     pub fn credentials_hint(self) -> &'static str {
         match self {
@@ -127,6 +142,16 @@ mod tests {
             assert_eq!(route.provider, ProviderKind::OpenRouter, "{actual}");
             assert_eq!(route.model, actual);
         }
+    }
+
+    #[test]
+    fn a_prefix_routes_back_to_its_provider() {
+        for provider in ProviderKind::ALL {
+            assert_eq!(ProviderKind::from_slug(provider.slug()), Some(provider));
+            let actual = format!("{}m", provider.prefix());
+            assert_eq!(Route::from_actual(&actual).provider, provider, "{actual}");
+        }
+        assert_eq!(ProviderKind::from_slug("anthropic"), None);
     }
 
     #[test]

@@ -19,8 +19,9 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    cancel, changes, entries, fork, inbox, loops, mcp, models, people, plugin_methods, presence,
-    project_config, replay, resume, rules, runs, session, skills, tools, usage, webhooks,
+    cancel, changes, entries, folders, fork, inbox, loops, mcp, model_test, models, people,
+    plugin_methods, presence, project_config, replay, resume, rules, runs, session, skills, tools,
+    usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -198,7 +199,7 @@ method_table! {
         "The people of the users file, in its order: [{name, role, projects}] (never a token or its hash)." &[];
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,
-        "List the model catalogue: [{alias, actual, context_length, price: {input, cached_input, output}}], prices in US dollars per million tokens, spelt as addModel takes them." PAGE;
+        "List the model catalogue: [{alias, actual, provider, keySet, context_length, price: {input, cached_input, output}}] (keySet: its provider's calls carry an API key, never shown), prices in US dollars per million tokens, spelt as addModel takes them." PAGE;
     ProjectConfig "project/config" (project_config::ProjectConfigParams) project_config::config,
         needs_init: true, long_running: false, role: Viewer,
         "The project's own settings and those in effect: where accepted commands run and their sandbox's limits; with params, admins set them." &[
@@ -249,10 +250,25 @@ method_table! {
             ("actual", "string — provider-prefixed model id"),
             ("contextLength", "number? — context window in tokens"),
             ("price", "{input, cached_input?, output}? — US dollars per million tokens (cached_input: input's when absent), as getModels shows it; applies to calls recorded after it"),
+            ("provider", "string? — openai (OpenAI-compatible), ollama, openrouter or xai; with it, actual is the model's name in the provider's terms (its prefix is added)"),
+            ("baseUrl", "string? — with provider: its http(s) base URL, in effect at once and kept"),
+            ("apiKey", "string? — with provider: its API key, in effect at once and kept; never answered back (getModels says keySet)"),
         ];
     RemoveModel "removeModel" (models::RemoveModelParams) models::remove,
         needs_init: false, long_running: false, role: Admin,
         "Remove a model alias." &[("alias", "string")];
+    ModelTest "model/test" (model_test::TestParams) model_test::test,
+        needs_init: false, long_running: false, role: Admin,
+        "One call to a catalogue model (no retry, outside any run's usage): {ok, reply?, error?, latencyMs, promptTokens, completionTokens}; a provider's refusal is ok: false with its words." &[("alias", "string — the model's alias")];
+    ProjectsFolders "projects/folders" (NoParams) folders::folders,
+        needs_init: false, long_running: false, role: Admin,
+        "The folders a project may be created at: {anyFolder, projectsDirs, folders: [{name, path}]}, the directories directly under each RUMMY_PROJECTS_DIR directory that are not, hold or lie in a project's root; anyFolder (no projects directory, a server on loopback): any existing directory may be named." &[];
+    ProjectsCreate "projects/create" (folders::CreateParams) folders::create,
+        needs_init: false, long_running: false, role: Admin,
+        "Create a project at an existing folder, by init's rules (inside a projects directory when set, symlinks resolved, no overlapping roots): {name, projectRoot}; a client then opens it with init." &[
+            ("name", "string — the project's name"),
+            ("path", "string — absolute path of an existing directory"),
+        ];
     Get "get" (entries::GetParams) entries::get,
         needs_init: true, long_running: false, role: Member,
         "Promote matching entries to full fidelity; optionally pin a file constraint." &[
@@ -682,6 +698,9 @@ mod tests {
                 "usage/report",
                 "addModel",
                 "removeModel",
+                "model/test",
+                "projects/folders",
+                "projects/create",
                 "rules/list",
                 "rules/revoke",
                 "inbox",

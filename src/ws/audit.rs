@@ -2,7 +2,7 @@
 //! facts (method, project, person, run, status, duration, sizes) otherwise; and in `full`
 //! mode its texts too (request id, params, result, error message), each cut to
 //! `RUMMY_RPC_LOG_MAX_CHARS`; but never those of a call that carries a secret
-//! (`webhooks/add`).
+//! (`webhooks/add`, `addModel` with its API key).
 //!
 //! The params and result are measured as they are serialised, keeping only the start a row
 //! stores: a call of megabytes is not copied whole for its audit row.
@@ -39,7 +39,7 @@ pub(crate) struct Call<'a> {
 }
 
 /// The methods whose params or result carry a secret: their rows keep no text, in any mode.
-const SECRET_METHODS: &[&str] = &["webhooks/add"];
+const SECRET_METHODS: &[&str] = &["webhooks/add", "addModel"];
 
 /// The row `settings` keep of `call`, if any.
 pub(crate) fn row(settings: &AuditSettings, call: Call<'_>) -> Option<RpcLogInsertForm> {

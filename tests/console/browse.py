@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | proxy | changes | story | inbox
+Usage: browse.py team | proxy | changes | story | inbox | first-run
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -15,7 +15,9 @@ file); for `proxy` MO; for `changes` MO and CHANGES_RUN (a run whose accepted ed
 greeting.txt); for `story` (tests/it/acp/console_story.rs) ADA, STORY_RUN (the run
 two editors and a WebSocket client share) and STORY_MARKS (the directory of the marker files
 the test and this script synchronise on); for `inbox` MO (a member of `web`, one run of which
-waits for approval). Exits 0 when every check held; otherwise the first that did not is the error.
+waits for approval); for `first-run` TOKEN (the shared token), FAKE_URL (the scripted
+model's URL), KEY (the API key to give it) and FOLDER (the one folder under the projects
+directory). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -653,7 +655,10 @@ def admin(browser, seen):
     expect(people).to_have_count(3)
     for name, role in (("mo", "member"), ("vera", "viewer"), ("ada", "admin")):
         expect(people.filter(has_text=name).first).to_contain_text(role)
-    text = page.locator("main").inner_text()
+    # The models section speaks of tokens as a model counts them (its prices and test).
+    text = page.locator("main").evaluate(
+        "(main) => { const copy = main.cloneNode(true); copy.querySelector('#models')?.remove(); return copy.textContent; }"
+    )
     assert not re.search(r"[0-9a-f]{64}", text) and "token" not in text.split("No users file")[0], \
         "the admin page shows a token"
     page.set_viewport_size({"width": 1280, "height": 900})
@@ -948,6 +953,56 @@ def inbox_alerts(browser, seen):
     context.close()
 
 
+def first_run(browser, seen):
+    """A newcomer's first run from an empty home: a model added with its key and price and
+    tested, a project made of a folder, a first question answered; the key never shown."""
+    key = os.environ["KEY"]
+    context, page = signed_in(browser, seen, os.environ["TOKEN"])
+    expect(page.get_by_text("No project yet: create one from a folder below.")).to_be_visible()
+    page.get_by_role("link", name="Admin").click()
+    expect(page.get_by_role("heading", name="Models (0)")).to_be_visible()
+    expect(page.get_by_text("No model yet: add one below.")).to_be_visible()
+    every_control_is_labelled(page)
+    page.get_by_label("Provider", exact=True).select_option("openai")
+    page.get_by_label("Model (the provider's name for it)").fill("qwen3-8b")
+    page.get_by_label("Alias (what people pick)").fill("local")
+    page.get_by_label("Base URL").fill(os.environ["FAKE_URL"])
+    page.get_by_label("API key").fill(key)
+    page.get_by_label("Context (tokens").fill("32768")
+    page.get_by_label("Input $ per million tokens").fill("1.5")
+    page.get_by_label("Output $ per million tokens").fill("6")
+    page.screenshot(path=f"{SHOTS}/first-run-add-model.png", full_page=True)
+    page.get_by_role("button", name="Add model").click()
+    expect(page.get_by_role("heading", name="Models (1)")).to_be_visible()
+    row = page.locator("table.models tbody tr").first
+    expect(row).to_contain_text("openai/qwen3-8b")
+    expect(row).to_contain_text("key set")
+    expect(row).to_contain_text("$1.50")
+    assert page.get_by_label("API key").input_value() == "", "the key field is emptied"
+    page.get_by_role("button", name="Test local").click()
+    expect(page.locator("#model-test")).to_contain_text("Ready when you are.", timeout=WAIT_MS)
+    expect(page.locator("#model-test")).to_contain_text("local answered in")
+    page.screenshot(path=f"{SHOTS}/first-run-model.png", full_page=True)
+    assert key not in page.content(), "the key is in the page"
+
+    page.locator("#pages").get_by_role("link", name="Projects").click()
+    folder = os.environ["FOLDER"]
+    expect(page.get_by_label("Folder", exact=True)).to_have_value(folder)
+    expect(page.get_by_label("Name", exact=True)).to_have_value(os.path.basename(folder))
+    every_control_is_labelled(page)
+    page.screenshot(path=f"{SHOTS}/first-run-project.png", full_page=True)
+    page.get_by_role("button", name="Create project").click()
+    expect(page.get_by_role("heading", name=os.path.basename(folder), exact=True)).to_be_visible()
+    page.get_by_label("Ask a question").fill("What does this project do?")
+    page.get_by_role("button", name="Ask").click()
+    rows = page.locator("table.runs tbody tr")
+    expect(rows.first).to_contain_text("done (200)", timeout=WAIT_MS)
+    expect(rows.first).to_contain_text("It serves a web page on port 3000.")
+    page.screenshot(path=f"{SHOTS}/first-run-answer.png", full_page=True)
+    assert key not in page.content(), "the key is in the page"
+    context.close()
+
+
 def main(scenario):
     seen = {"requests": [], "console": [], "errors": []}
     with sync_playwright() as playwright:
@@ -966,6 +1021,8 @@ def main(scenario):
             shared_run(browser, seen)
         elif scenario == "inbox":
             inbox_alerts(browser, seen)
+        elif scenario == "first-run":
+            first_run(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()

@@ -30,6 +30,8 @@
 //! ignored instead of counting them as passed, and run.sh runs them (`--ignored`). Run
 //! without them, they fail and say why.
 
+mod first_run;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

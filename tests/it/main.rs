@@ -29,6 +29,7 @@ mod entry_changed;
 mod event_log;
 mod event_log_crash;
 mod fairness;
+mod first_run;
 mod guardrails;
 mod hostile;
 mod inbox;

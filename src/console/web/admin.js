@@ -1,10 +1,12 @@
-// For admins: the model catalogue with its prices, the people and their roles (never a
-// token), and the MCP servers with their state, as one project sees them.
-import { el, fill, dollars, longCell } from './dom.js';
+// For admins: the model catalogue with its prices (added, tested and removed: setup.js), the
+// people and their roles (never a token), and the MCP servers with their state, as one
+// project sees them.
+import { el, fill, longCell } from './dom.js';
+import { modelsSection } from './setup.js';
 
 export async function adminView(ctx, main, bind) {
   const [models, people, projects] = await Promise.all([
-    ctx.rpc.call('getModels', {}),
+    modelsSection(ctx),
     ctx.rpc.call('getPeople', {}),
     ctx.rpc.call('getProjects', {}),
   ]);
@@ -27,15 +29,7 @@ export async function adminView(ctx, main, bind) {
   which.addEventListener('change', () => showMcp().catch((error) => fill(mcp, el('p', { class: 'error' }, error.message))));
   fill(main,
     el('h1', {}, 'Admin'),
-    el('h2', {}, `Models (${models.length})`),
-    el('table', { class: 'models' },
-      el('thead', {}, el('tr', {}, ['Alias', 'Provider model', 'Context', 'Input $/M', 'Cached $/M', 'Output $/M']
-        .map((name) => el('th', { scope: 'col' }, name)))),
-      el('tbody', {}, models.map((model) => el('tr', {},
-        el('td', {}, model.alias), el('td', {}, model.actual),
-        el('td', {}, model.context_length ? String(model.context_length) : ''),
-        el('td', {}, dollars(model.price?.input)), el('td', {}, dollars(model.price?.cached_input)),
-        el('td', {}, dollars(model.price?.output)))))),
+    models,
     el('h2', {}, `People (${people.length})`),
     people.length ? el('table', { class: 'people' },
       el('thead', {}, el('tr', {}, ['Name', 'Role', 'Projects'].map((name) => el('th', { scope: 'col' }, name)))),

@@ -1,10 +1,15 @@
-//! `getModels`, `addModel`, `removeModel`.
+//! `getModels`, `addModel`, `removeModel`. An `addModel` naming a provider may set its base
+//! URL and API key too (stored, and in effect for the calls after it); no answer carries a
+//! key, only whether one is set.
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::Secret;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::models;
+use crate::db::queries::provider_endpoints::{self, EndpointRow};
 use crate::error::AppError;
+use crate::llm::{ProviderEndpoint, ProviderKind, Route};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::params::{Page, Required};
 use crate::usage::Price;
@@ -13,6 +18,11 @@ use crate::usage::Price;
 struct ModelView {
     alias: String,
     actual: String,
+    /// The provider's slug (`openai`, `ollama`, `openrouter`, `xai`).
+    provider: &'static str,
+    /// Whether calls to its provider carry an API key.
+    #[serde(rename = "keySet")]
+    key_set: bool,
     context_length: Option<i32>,
     price: PriceView,
 }
@@ -59,17 +69,22 @@ pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppE
         .await?;
     let views: Vec<ModelView> = rows
         .into_iter()
-        .map(|row| ModelView {
-            price: PriceView::of(row.price()),
-            alias: row.alias,
-            actual: row.actual,
-            context_length: row.context_length,
+        .map(|row| {
+            let provider = Route::from_actual(&row.actual).provider;
+            ModelView {
+                provider: provider.slug(),
+                key_set: context.agent.llm.key_set(provider),
+                price: PriceView::of(row.price()),
+                alias: row.alias,
+                actual: row.actual,
+                context_length: row.context_length,
+            }
         })
         .collect();
     Reply::of(views)
 }
 
-/// `addModel` params.
+/// `addModel` params (`Debug` shows no key).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AddModelParams {
@@ -80,6 +95,69 @@ pub(crate) struct AddModelParams {
     /// None keeps the stored price (zero for a new model).
     #[serde(default)]
     price: Option<PriceParams>,
+    /// With it, `actual` is the model's name in the provider's terms (the provider's prefix
+    /// is added).
+    #[serde(default)]
+    provider: Option<String>,
+    /// The provider's base URL (with `provider`).
+    #[serde(default)]
+    base_url: Option<String>,
+    /// The provider's API key (with `provider`); never answered back nor shown by `Debug`.
+    #[serde(default)]
+    api_key: Option<Secret>,
+}
+
+/// The provider, base URL and key `params` name, checked; the actual string they make.
+fn endpoint_of(params: &AddModelParams) -> Result<(String, Option<ProviderEndpoint>), AppError> {
+    let Some(slug) = params.provider.as_deref() else {
+        if params.base_url.is_some() || params.api_key.is_some() {
+            return Err(AppError::InvalidParam(
+                "baseUrl and apiKey are a provider's: name the provider".into(),
+            ));
+        }
+        return Ok((params.actual.0.clone(), None));
+    };
+    let provider = ProviderKind::from_slug(slug).ok_or_else(|| {
+        AppError::InvalidParam(format!(
+            "unknown provider '{slug}': openai (OpenAI-compatible), ollama, openrouter or xai"
+        ))
+    })?;
+    let base_url = params
+        .base_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .map(checked_url)
+        .transpose()?;
+    let api_key = params
+        .api_key
+        .as_ref()
+        .map(|key| key.expose().trim())
+        .filter(|key| !key.is_empty())
+        .map(str::to_owned);
+    if provider == ProviderKind::Ollama && api_key.is_some() {
+        return Err(AppError::InvalidParam("Ollama takes no API key".into()));
+    }
+    let actual = format!("{}{}", provider.prefix(), params.actual.0);
+    let endpoint = (base_url.is_some() || api_key.is_some()).then_some(ProviderEndpoint {
+        provider,
+        base_url,
+        api_key,
+    });
+    Ok((actual, endpoint))
+}
+
+/// `url` when it is an http or https URL with a host and no user or password in it.
+fn checked_url(url: &str) -> Result<String, AppError> {
+    let bad = |why: &str| AppError::InvalidParam(format!("baseUrl: {why}"));
+    let parsed = url::Url::parse(url).map_err(|error| bad(&format!("not a URL ({error})")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(bad("not an http or https URL"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(bad("no user or password in it (the key goes in apiKey)"));
+    }
+    Ok(url.to_owned())
 }
 
 #[derive(Serialize)]
@@ -95,6 +173,7 @@ pub(crate) async fn add(context: CallContext, params: AddModelParams) -> Result<
             "alias must not contain whitespace".into(),
         ));
     }
+    let (actual, endpoint) = endpoint_of(&params)?;
     let price = params
         .price
         .map(|price| Price::from_dollars(price.input, price.cached_input, price.output))
@@ -103,21 +182,32 @@ pub(crate) async fn add(context: CallContext, params: AddModelParams) -> Result<
     let context_length = params
         .context_length
         .map(|length| i32::try_from(length).unwrap_or(i32::MAX));
+    let stored = endpoint.as_ref().map(|endpoint| EndpointRow {
+        provider: endpoint.provider.slug().to_owned(),
+        base_url: endpoint.base_url.clone(),
+        api_key: endpoint.api_key.clone(),
+    });
     let row = context
         .agent
         .db
         .call(move |conn| {
+            if let Some(stored) = &stored {
+                provider_endpoints::set(conn, stored)?;
+            }
             models::upsert_model(
                 conn,
                 &ModelInsertForm {
                     alias: params.alias.0,
-                    actual: params.actual.0,
+                    actual,
                     context_length,
                     price,
                 },
             )
         })
         .await?;
+    if let Some(endpoint) = &endpoint {
+        context.agent.llm.set_endpoint(endpoint);
+    }
     Reply::of(AddModelResult {
         id: row.id.0,
         alias: row.alias,

@@ -165,7 +165,10 @@ pub(crate) async fn init(context: CallContext, params: InitParams) -> Result<Rep
 
 /// The root `named` resolves to, refused unless it lies where projects may (inside one of
 /// the `projects_dir` directories when set); checked off the executor.
-async fn admitted_root(context: &CallContext, named: PathBuf) -> Result<PathBuf, AppError> {
+pub(super) async fn admitted_root(
+    context: &CallContext,
+    named: PathBuf,
+) -> Result<PathBuf, AppError> {
     let dirs = context.agent.settings.server.projects_dir.clone();
     web::block(move || {
         if dirs.is_empty() {
@@ -181,7 +184,7 @@ async fn admitted_root(context: &CallContext, named: PathBuf) -> Result<PathBuf,
 
 /// Opens the project `name` at `root` ([`projects::open_project`]), found on a reader
 /// first when it is already stored at that root.
-async fn open(
+pub(super) async fn open(
     context: &CallContext,
     name: &str,
     root: &Path,

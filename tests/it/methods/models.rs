@@ -24,9 +24,9 @@ async fn models_are_listed_by_alias_and_paged() {
     assert_eq!(
         all,
         json!([
-            {"alias": "alpha", "actual": "openai/a", "context_length": null, "price": {"input": 0.0, "cached_input": 0.0, "output": 0.0}},
-            {"alias": "mid", "actual": "x.ai/m", "context_length": null, "price": {"input": 0.0, "cached_input": 0.0, "output": 0.0}},
-            {"alias": "zeta", "actual": "ollama/z", "context_length": null, "price": {"input": 0.0, "cached_input": 0.0, "output": 0.0}},
+            {"alias": "alpha", "actual": "openai/a", "provider": "openai", "keySet": false, "context_length": null, "price": {"input": 0.0, "cached_input": 0.0, "output": 0.0}},
+            {"alias": "mid", "actual": "x.ai/m", "provider": "xai", "keySet": false, "context_length": null, "price": {"input": 0.0, "cached_input": 0.0, "output": 0.0}},
+            {"alias": "zeta", "actual": "ollama/z", "provider": "ollama", "keySet": false, "context_length": null, "price": {"input": 0.0, "cached_input": 0.0, "output": 0.0}},
         ])
     );
     let page = client
@@ -59,7 +59,7 @@ async fn add_model_updates_in_place_and_keeps_the_context_length() {
     let models = client.ok("getModels", json!({})).await;
     assert_eq!(
         models,
-        json!([{"alias": "potato", "actual": "openai/potato-4000", "context_length": 16000, "price": {"input": 0.0, "cached_input": 0.0, "output": 0.0}}])
+        json!([{"alias": "potato", "actual": "openai/potato-4000", "provider": "openai", "keySet": false, "context_length": 16000, "price": {"input": 0.0, "cached_input": 0.0, "output": 0.0}}])
     );
     client
         .ok(

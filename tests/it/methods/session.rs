@@ -90,6 +90,9 @@ async fn discover_describes_every_method_and_notification() {
         "webhooks/deliveries",
         "run/changes",
         "run/revert",
+        "model/test",
+        "projects/folders",
+        "projects/create",
     ];
     for name in expected {
         let method = &methods[name];

@@ -1,0 +1,62 @@
+//! What a newcomer needs at start: the providers' endpoints admins set from the console laid
+//! over the environment's, and the log lines saying where the console is and, when the
+//! catalogue is empty, how to add a model.
+
+use std::net::SocketAddr;
+
+use crate::agent::AgentContext;
+use crate::db::queries::{models, provider_endpoints};
+use crate::db::DbError;
+use crate::llm::{ProviderEndpoint, ProviderKind};
+
+/// Lays the stored endpoints (`addModel` with a provider) over the environment's settings.
+pub(super) async fn apply_endpoints(agent: &AgentContext) -> Result<(), DbError> {
+    let rows = agent.db.read(provider_endpoints::all).await?;
+    for row in rows {
+        let Some(provider) = ProviderKind::from_slug(&row.provider) else {
+            tracing::warn!(
+                provider = row.provider,
+                "a stored endpoint names no provider"
+            );
+            continue;
+        };
+        agent.llm.set_endpoint(&ProviderEndpoint {
+            provider,
+            base_url: row.base_url,
+            api_key: row.api_key,
+        });
+    }
+    Ok(())
+}
+
+/// Logs the console's URL and, with no model in the catalogue, how to add one (a warning
+/// when the catalogue cannot be read: the server runs all the same).
+pub(super) async fn log_console(agent: &AgentContext, addr: SocketAddr) {
+    let server = &agent.settings.server;
+    let public = server.public_url.trim();
+    let origin = if public.is_empty() {
+        format!("http://{addr}")
+    } else {
+        public.to_owned()
+    };
+    let console = format!("{origin}{}/", server.console_path);
+    tracing::info!("console: {console}");
+    let any = agent
+        .db
+        .read(|conn| models::list_models(conn, Some(1), None))
+        .await;
+    let any = match any {
+        Ok(any) => any,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the model catalogue");
+            return;
+        }
+    };
+    if any.is_empty() {
+        tracing::info!(
+            "no model is configured: add one from the console's Admin page ({console}#/admin), \
+             or set RUMMY_MODEL_<alias> (with OPENAI_BASE_URL, OLLAMA_BASE_URL, \
+             OPENROUTER_API_KEY or XAI_API_KEY) or [models.<alias>] in the settings file"
+        );
+    }
+}
