@@ -28,7 +28,7 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-const ASSETS: [Asset; 18] = [
+const ASSETS: &[Asset] = &[
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
