@@ -28,7 +28,7 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-const ASSETS: [Asset; 17] = [
+const ASSETS: [Asset; 19] = [
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
@@ -42,6 +42,8 @@ const ASSETS: [Asset; 17] = [
     asset!("memory.js", JS),
     asset!("usage.js", JS),
     asset!("admin.js", JS),
+    asset!("people.js", JS),
+    asset!("admin_caps.js", JS),
     asset!("caps.js", JS),
     asset!("inbox.js", JS),
     asset!("rules.js", JS),
