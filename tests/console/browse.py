@@ -768,7 +768,7 @@ def people_edits(browser, seen):
     expect(nina.get_by_role("link", name="web")).to_be_visible()
     page.get_by_label("Role of nina").select_option("viewer")
     page.get_by_role("button", name="Save nina").click()
-    expect(page.locator("section.people p[role=status]")).to_contain_text("nina saved.")
+    expect(page.locator("section.people p.said")).to_contain_text("nina saved.")
     nina.reload()
     expect(nina.locator("#who")).to_have_text("nina (viewer)")
     page.reload()

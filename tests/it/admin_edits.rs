@@ -45,7 +45,11 @@ async fn connect(app: &TestApp, token: &str) -> Client {
     client
 }
 
-const PEOPLE_METHODS: [(&str, fn() -> Value); 8] = [
+/// A method's params, made when it is called.
+type Params = fn() -> Value;
+
+/// Every admin method of this page, with params it would take.
+const PEOPLE_METHODS: [(&str, Params); 8] = [
     ("people/add", || json!({"name": "zed", "role": "viewer"})),
     ("people/update", || json!({"name": "mo", "role": "admin"})),
     ("people/remove", || json!({"name": "ada"})),
@@ -366,7 +370,7 @@ async fn without_a_users_file_there_are_no_people_to_change_and_the_setting_is_n
 /// A turn of 100 tokens that learns something, so its loop goes on.
 fn learning(slug: &str) -> Step {
     Step::Reply(
-        Reply::new(&format!(
+        Reply::new(format!(
             "<known path=\"known://{slug}\">Learned {slug}.</known><update>learning</update>"
         ))
         .with_usage(Usage {
@@ -520,4 +524,52 @@ async fn a_stored_server_cap_replaces_the_configured_one_of_its_period_and_unit_
     assert_eq!(reply["result"]["status"], json!(402), "{reply}");
     assert_eq!(reply["result"]["cap"]["period"], json!("month"), "{reply}");
     assert_eq!(llm.requests().len(), 2);
+}
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn a_cap_set_on_one_instance_holds_on_another_and_raising_it_resumes_the_loop_there() {
+    let database = rummy::testing::ScratchDatabase::required();
+    let llm = FakeLlm::start([
+        learning("a"),
+        learning("b"),
+        Step::reply("<summarize>Done.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let root = crate::support::project_root(home.path());
+    let env = [
+        ("RUMMY_DATABASE_URL", database.url()),
+        ("RUMMY_LEASE_TTL_SECS", "3"),
+    ];
+    let first = crate::process::ServerProcess::start_with(home.path(), &llm, &env).await;
+    let second = crate::process::ServerProcess::start_with(home.path(), &llm, &env).await;
+    let mut on_first = first.client().await;
+    on_first.init("shared", &root).await;
+    let mut on_second = second.client().await;
+    on_second.init("shared", &root).await;
+
+    on_first
+        .ok("caps/set", json!({"scope": "server", "caps": {"day_tokens": 100}}))
+        .await;
+    crate::support::eventually("the other instance to hold the cap", async || {
+        let caps = on_second.ok("usage/caps", json!({})).await;
+        let held = caps["caps"].as_array().unwrap().iter().any(|cap| {
+            cap["scope"] == "server" && cap["period"] == "day" && cap["limit"] == 100
+        });
+        held.then_some(())
+    })
+    .await;
+    let reply = on_second
+        .call("ask", json!({"model": "fake", "prompt": "Work on it."}))
+        .await;
+    assert_eq!(reply["result"]["status"], json!(402), "{reply}");
+    assert_eq!(reply["result"]["cap"]["scope"], json!("server"), "{reply}");
+    let run = reply["result"]["run"].as_str().unwrap().to_owned();
+    assert_eq!(llm.requests().len(), 1);
+
+    on_first
+        .ok("caps/set", json!({"scope": "server", "caps": {"day_tokens": 100000}}))
+        .await;
+    outcome(&mut on_second, &run, 200).await;
+    assert_eq!(llm.requests().len(), 3);
 }

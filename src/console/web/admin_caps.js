@@ -21,7 +21,7 @@ function capsSaid(caps) {
 
 export function capsSection(ctx, changed) {
   const node = el('section', { class: 'stored-caps', 'aria-label': 'Spend caps set here' });
-  const said = el('p', { class: 'muted', role: 'status' });
+  const said = el('p', { class: 'muted said', 'aria-live': 'polite' });
   const failed = (what) => (error) => { said.textContent = `${what}: ${error.message}`; };
   const scope = el('select', { id: 'cap-scope' }, ['person', 'project', 'server'].map((name) => el('option', { value: name }, name)));
   const [subjectLabel, subject] = field('cap-subject', 'Person or project (none for the server)', { placeholder: 'olga' });
@@ -66,10 +66,10 @@ export function capsSection(ctx, changed) {
 }
 
 export function changesSection(ctx) {
-  const node = el('section', { class: 'changes', 'aria-label': 'Changes by admins' });
+  const node = el('section', { class: 'changes', 'aria-label': 'Audit of changes' });
   async function refresh() {
     const { changes } = await ctx.rpc.call('admin/changes', { limit: 50 });
-    fill(node, el('h2', {}, 'Changes by admins'),
+    fill(node, el('h2', {}, 'Audit of changes'),
       changes.length ? el('table', { class: 'changes' },
         el('thead', {}, el('tr', {}, ['When (UTC)', 'Who', 'What', 'Of', 'Details'].map((text) => el('th', { scope: 'col' }, text)))),
         el('tbody', {}, changes.map((change) => el('tr', {},

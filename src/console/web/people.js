@@ -19,7 +19,7 @@ function patterns(text) {
 export function peopleSection(ctx, changed) {
   const node = el('section', { class: 'people', 'aria-label': 'People' });
   const token = el('div', { class: 'secret' });
-  const said = el('p', { class: 'muted', role: 'status' });
+  const said = el('p', { class: 'muted said', 'aria-live': 'polite' });
   const failed = (what) => (error) => { said.textContent = `${what}: ${error.message}`; };
 
   const showToken = (name, value) => {
