@@ -549,13 +549,17 @@ async fn a_cap_set_on_one_instance_holds_on_another_and_raising_it_resumes_the_l
     on_second.init("shared", &root).await;
 
     on_first
-        .ok("caps/set", json!({"scope": "server", "caps": {"day_tokens": 100}}))
+        .ok(
+            "caps/set",
+            json!({"scope": "server", "caps": {"day_tokens": 100}}),
+        )
         .await;
     crate::support::eventually("the other instance to hold the cap", async || {
         let caps = on_second.ok("usage/caps", json!({})).await;
-        let held = caps["caps"].as_array().unwrap().iter().any(|cap| {
-            cap["scope"] == "server" && cap["period"] == "day" && cap["limit"] == 100
-        });
+        let held =
+            caps["caps"].as_array().unwrap().iter().any(|cap| {
+                cap["scope"] == "server" && cap["period"] == "day" && cap["limit"] == 100
+            });
         held.then_some(())
     })
     .await;
@@ -568,7 +572,10 @@ async fn a_cap_set_on_one_instance_holds_on_another_and_raising_it_resumes_the_l
     assert_eq!(llm.requests().len(), 1);
 
     on_first
-        .ok("caps/set", json!({"scope": "server", "caps": {"day_tokens": 100000}}))
+        .ok(
+            "caps/set",
+            json!({"scope": "server", "caps": {"day_tokens": 100000}}),
+        )
         .await;
     outcome(&mut on_second, &run, 200).await;
     assert_eq!(llm.requests().len(), 3);

@@ -88,6 +88,14 @@ async fn discover_describes_every_method_and_notification() {
         "webhooks/list",
         "webhooks/remove",
         "webhooks/deliveries",
+        "people/add",
+        "people/update",
+        "people/remove",
+        "people/token",
+        "caps/set",
+        "caps/clear",
+        "caps/list",
+        "admin/changes",
     ];
     for name in expected {
         let method = &methods[name];
