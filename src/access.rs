@@ -8,12 +8,13 @@
 //! or a change of the file, see [`watch`]) applies at once to connections already open, and a
 //! person removed from the file can do nothing more.
 
+mod edit;
 mod people;
 mod watch;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
@@ -22,8 +23,9 @@ use subtle::ConstantTimeEq;
 use crate::config::ServerSettings;
 use crate::usage::Limits;
 
-pub(crate) use people::decode_hash;
+pub(crate) use edit::PersonChange;
 pub use people::hash_token;
+pub(crate) use people::{decode_hash, valid_name};
 pub(crate) use people::{People, Person};
 pub(crate) use watch::watch;
 
@@ -99,6 +101,19 @@ pub(crate) enum AccessError {
     RootTaken { project: String },
     #[error("Project '{project}' does not exist, and {who}, a viewer, may not create it.")]
     CannotCreate { who: Arc<str>, project: String },
+    /// A change of the people asked of a server without a users file.
+    #[error(
+        "This server has no users file, so there are no people to change: set \
+         RUMMY_USERS_FILE to a users file (README, Running for a team) and restart it."
+    )]
+    NoUsersFile,
+    #[error("{name} is already a person of the users file.")]
+    PersonExists { name: String },
+    #[error("{name} is not a person of the users file.")]
+    NoSuchPerson { name: String },
+    /// A change of the people the users file could not hold; the file stays as it was.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// The shared token, the users file and the people read from it. Cheap to clone.
@@ -111,6 +126,9 @@ struct Inner {
     shared_token: Option<String>,
     users_file: Option<PathBuf>,
     people: RwLock<Arc<People>>,
+    /// Held by a change of the users file from start to finish, so changes follow one
+    /// another.
+    editing: Mutex<()>,
 }
 
 impl Access {
@@ -128,6 +146,7 @@ impl Access {
                     .map(|token| token.expose().to_owned()),
                 users_file: server.users_file.clone(),
                 people: RwLock::new(Arc::new(people)),
+                editing: Mutex::new(()),
             }),
         })
     }
@@ -200,6 +219,31 @@ impl Access {
         Ok(count)
     }
 
+    /// Makes `change` to the users file (blocking) and takes its people at once, on every
+    /// connection; the watch of every instance sharing the file reads it too.
+    pub(crate) fn change(&self, change: &PersonChange) -> Result<(), AccessError> {
+        let path = self
+            .inner
+            .users_file
+            .as_ref()
+            .ok_or(AccessError::NoUsersFile)?;
+        let _editing = self
+            .inner
+            .editing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let failed = |why: String| AccessError::UsersFile(format!("{}: {why}", path.display()));
+        let text = read_text(path)?;
+        let (text, people) = edit::changed(&text, change)?;
+        edit::write_atomically(path, &text).map_err(|error| failed(error.to_string()))?;
+        *self
+            .inner
+            .people
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(people);
+        Ok(())
+    }
+
     /// The spend caps of the person called `name`, by the users file as last read (none for
     /// someone it no longer lists).
     pub(crate) fn caps_of(&self, name: &str) -> Limits {
@@ -229,6 +273,15 @@ impl Access {
 pub(crate) const USERS_FILE_MAX_BYTES: u64 = 1024 * 1024;
 
 fn read_people(path: &Path) -> Result<People, AccessError> {
+    let text = read_text(path)?;
+    People::parse(&text).map_err(|error| match error {
+        AccessError::UsersFile(why) => AccessError::UsersFile(format!("{}: {why}", path.display())),
+        other => other,
+    })
+}
+
+/// The users file's text, refused when it is too large or not UTF-8.
+fn read_text(path: &Path) -> Result<String, AccessError> {
     use std::io::Read;
     let failed = |why: String| AccessError::UsersFile(format!("{}: {why}", path.display()));
     let file = std::fs::File::open(path).map_err(|error| failed(error.to_string()))?;
@@ -241,11 +294,7 @@ fn read_people(path: &Path) -> Result<People, AccessError> {
             "larger than {USERS_FILE_MAX_BYTES} bytes; not read (is it the users file?)"
         )));
     }
-    let text = String::from_utf8(bytes).map_err(|_| failed("not UTF-8 text".to_owned()))?;
-    People::parse(&text).map_err(|error| match error {
-        AccessError::UsersFile(why) => failed(why),
-        other => other,
-    })
+    String::from_utf8(bytes).map_err(|_| failed("not UTF-8 text".to_owned()))
 }
 
 /// What one caller may do, as of one call.

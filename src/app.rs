@@ -46,6 +46,7 @@ use crate::hub::HubRegistry;
 use crate::inbox::Inbox;
 use crate::llm::{
     CapBook, CapNotice, ConcurrencyLimits, Ledger, LlmOptions, LlmProviders, RetryPolicy, Spending,
+    StoredCaps,
 };
 use crate::mcp::{self, McpServers};
 use crate::memory::Memory;
@@ -219,6 +220,7 @@ pub async fn start_with(
     recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
     prepare_commands(&agent).await?;
     let heartbeat = start_heartbeat(&agent);
+    follow_stored_caps(&agent, store(&settings).is_shared(), &heartbeat).await?;
     let webhooks = start_webhooks(&agent, store(&settings).is_shared());
     actix_web::rt::spawn(crate::agent::paused::watch(
         agent.clone(),
@@ -344,6 +346,7 @@ fn spending(settings: &Settings, access: &Access, hubs: &HubRegistry) -> anyhow:
         projects,
         warning_percent: settings.caps.warning_percent,
         people: Box::new(move |name| access.caps_of(name)),
+        stored: StoredCaps::default(),
     };
     let hubs = hubs.clone();
     let notify = Arc::new(move |project, notice| {
@@ -455,6 +458,29 @@ fn start_heartbeat(agent: &AgentContext) -> CancellationToken {
         },
     ));
     heartbeat
+}
+
+/// Takes the spend caps admins set at run time; on a shared store, reads them again every
+/// heartbeat until `stop` (another instance may set one), looking at the paused loops again
+/// when they changed.
+async fn follow_stored_caps(
+    agent: &AgentContext,
+    shared: bool,
+    stop: &CancellationToken,
+) -> anyhow::Result<()> {
+    let stored = agent.llm.spending().book().stored.clone();
+    stored.reload(&agent.db).await?;
+    if shared {
+        let paused = agent.paused.clone();
+        actix_web::rt::spawn(crate::llm::follow_stored_caps(
+            stored,
+            agent.db.clone(),
+            agent.runs.instance().beat_interval(),
+            stop.clone(),
+            move || paused.poke(),
+        ));
+    }
+    Ok(())
 }
 
 /// Runs the server until SIGTERM or SIGINT, then stops it gracefully.

@@ -235,6 +235,12 @@ impl AppError {
             AppError::NotificationsNotKept { .. } => code::NOT_KEPT,
             AppError::Project(error) => project_code(error),
             AppError::Access(AccessError::UsersFile(_)) => code::INTERNAL,
+            AppError::Access(
+                AccessError::NoUsersFile
+                | AccessError::NoSuchPerson { .. }
+                | AccessError::Refused(_),
+            ) => code::INVALID_PARAMS,
+            AppError::Access(AccessError::PersonExists { .. }) => code::CONFLICT,
             AppError::Access(_) => code::UNAUTHORIZED,
             AppError::Db(error) => db_code(error),
             AppError::Attach(error) => attach_code(error),

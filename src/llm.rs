@@ -31,6 +31,7 @@ mod retry;
 mod route;
 mod settings;
 mod spending;
+mod stored_caps;
 
 pub(crate) use chat::{ChatMessage, ChatRequest, ChatResponse, Usage};
 pub(crate) use endpoints::ProviderEndpoint;
@@ -41,4 +42,5 @@ pub(crate) use retry::RetryPolicy;
 pub(crate) use route::{ProviderKind, Route};
 pub(crate) use settings::{ConcurrencyLimits, LlmOptions};
 pub(crate) use spending::{spender, CapBook, CapNotice, Spender, Spending};
+pub(crate) use stored_caps::{follow as follow_stored_caps, StoredCaps};
 pub(crate) use tokio_util::sync::CancellationToken;

@@ -235,7 +235,9 @@ pub(crate) fn decode_hash(hex: &str) -> Option<[u8; 32]> {
     Some(hash)
 }
 
-fn valid_name(name: &str) -> bool {
+/// Whether `name` may be a person's name: letters, digits and `._@-`, at most 64, from a
+/// letter or digit.
+pub(crate) fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

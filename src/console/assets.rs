@@ -43,6 +43,8 @@ const ASSETS: &[Asset] = &[
     asset!("memory.js", JS),
     asset!("usage.js", JS),
     asset!("admin.js", JS),
+    asset!("people.js", JS),
+    asset!("admin_caps.js", JS),
     asset!("caps.js", JS),
     asset!("inbox.js", JS),
     asset!("rules.js", JS),

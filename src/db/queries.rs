@@ -6,6 +6,7 @@
 //! does not; multi-statement writes run in a transaction of their own, a savepoint inside the unit of
 //! work that calls them.
 
+pub(crate) mod admin_changes;
 pub(crate) mod command_rules;
 pub(crate) mod console_sessions;
 pub(crate) mod constraints;
@@ -34,6 +35,7 @@ pub(crate) mod run_events;
 pub(crate) mod runs;
 pub(crate) mod schemes;
 pub(crate) mod selected;
+pub(crate) mod stored_caps;
 pub(crate) mod turns;
 pub(crate) mod usage;
 pub(crate) mod webhooks;

@@ -19,13 +19,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::StoredCaps;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::queries::usage::{self, SpendScope};
 use crate::db::{Conn, DbError, DbHandle};
 use crate::usage::{CapLimits, Clock, Limits, Scope, Standing, UtcTime};
 
 /// The caps an admin configured: the server's, each project's by name, and each person's as
-/// the users file says now.
+/// the users file says now; and those an admin set at run time, which replace them.
 pub(crate) struct CapBook {
     pub server: Limits,
     pub projects: HashMap<String, Limits>,
@@ -33,12 +34,25 @@ pub(crate) struct CapBook {
     pub warning_percent: u8,
     /// A person's caps, looked up again on every call (the users file may be reloaded).
     pub people: Box<dyn Fn(&str) -> Limits + Send + Sync>,
+    /// The caps set at run time (`caps/set`).
+    pub stored: StoredCaps,
 }
 
 impl CapBook {
     /// The caps of `person`.
     pub(crate) fn person(&self, person: &str) -> Limits {
-        (self.people)(person)
+        (self.people)(person).replaced_by(&self.stored.of(Scope::Person, person))
+    }
+
+    /// The caps of the project called `project`.
+    pub(crate) fn project(&self, project: &str) -> Limits {
+        let configured = self.projects.get(project).cloned().unwrap_or_default();
+        configured.replaced_by(&self.stored.of(Scope::Project, project))
+    }
+
+    /// The server's caps.
+    pub(crate) fn server(&self) -> Limits {
+        self.server.replaced_by(&self.stored.of(Scope::Server, ""))
     }
 }
 
@@ -90,6 +104,7 @@ impl Spending {
             projects: HashMap::new(),
             warning_percent: 80,
             people: Box::new(|_| Limits::default()),
+            stored: StoredCaps::default(),
         };
         Spending::new(book, Clock::default(), Arc::new(|_, _| {}))
     }
@@ -167,11 +182,14 @@ impl Spending {
             ));
         }
         let (project_id, project) = &spender.project;
-        if let Some(limits) = self.book.projects.get(project) {
-            let scope = SpendScope::Project(*project_id);
-            scopes.push((Scope::Project, project.clone(), scope, limits.clone()));
-        }
-        let server = self.book.server.clone();
+        let scope = SpendScope::Project(*project_id);
+        scopes.push((
+            Scope::Project,
+            project.clone(),
+            scope,
+            self.book.project(project),
+        ));
+        let server = self.book.server();
         scopes.push((Scope::Server, String::new(), SpendScope::Server, server));
         let mut standings = Vec::new();
         for (scope, subject, counted, limits) in scopes {
@@ -262,6 +280,7 @@ mod tests {
                 "ada" => tokens(person),
                 _ => Limits::default(),
             }),
+            stored: StoredCaps::default(),
         };
         Spending::new(book, Clock::default(), Arc::new(|_, _| {}))
     }

@@ -1,7 +1,9 @@
 //! Handlers, one file per method group; the method table (`rpc::methods`) routes to them.
 
+pub(crate) mod admin_changes;
 mod blocking;
 pub(crate) mod cancel;
+pub(crate) mod caps_edit;
 pub(crate) mod changes;
 pub(crate) mod entries;
 pub(crate) mod folders;
@@ -13,6 +15,7 @@ pub(crate) mod mcp;
 pub(crate) mod model_test;
 pub(crate) mod models;
 pub(crate) mod people;
+pub(crate) mod people_edit;
 pub(crate) mod plugin_methods;
 pub(crate) mod presence;
 pub(crate) mod project_config;

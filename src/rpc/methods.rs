@@ -19,9 +19,9 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    cancel, changes, entries, folders, fork, inbox, loops, mcp, model_test, models, people,
-    plugin_methods, presence, project_config, replay, resume, rules, runs, session, skills, tools,
-    usage, webhooks,
+    admin_changes, cancel, caps_edit, changes, entries, folders, fork, inbox, loops, mcp,
+    model_test, models, people, people_edit, plugin_methods, presence, project_config, replay,
+    resume, rules, runs, session, skills, tools, usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -197,6 +197,52 @@ method_table! {
     GetPeople "getPeople" (NoParams) people::list,
         needs_init: false, long_running: false, role: Admin,
         "The people of the users file, in its order: [{name, role, projects}] (never a token or its hash)." &[];
+    PeopleAdd "people/add" (people_edit::AddParams) people_edit::add,
+        needs_init: false, long_running: false, role: Admin,
+        "Add a person to the users file (its comments kept, written atomically, in effect at once): {name, role, projects, token}, the token shown this once and stored only as its SHA-256." &[
+            ("name", "string — 1–64 letters, digits or ._@-, from a letter or digit"),
+            ("role", "string — viewer, member or admin"),
+            ("projects", "[string]? — project names or globs (\"*\": every project; default none)"),
+        ];
+    PeopleUpdate "people/update" (people_edit::UpdateParams) people_edit::update,
+        needs_init: false, long_running: false, role: Admin,
+        "Change a person's role, projects or both in the users file, in effect at once on their open connections: {name, role, projects}." &[
+            ("name", "string — the person"),
+            ("role", "string? — viewer, member or admin"),
+            ("projects", "[string]? — project names or globs, replacing theirs"),
+        ];
+    PeopleRemove "people/remove" (people_edit::NameParams) people_edit::remove,
+        needs_init: false, long_running: false, role: Admin,
+        "Remove a person from the users file; their open connections can do nothing more: {removed: name}." &[
+            ("name", "string — the person"),
+        ];
+    PeopleToken "people/token" (people_edit::NameParams) people_edit::token,
+        needs_init: false, long_running: false, role: Admin,
+        "Give a person a new token, shown this once ({name, token}); the old one opens nothing more." &[
+            ("name", "string — the person"),
+        ];
+    CapsSet "caps/set" (caps_edit::SetParams) caps_edit::set,
+        needs_init: false, long_running: false, role: Admin,
+        "Set spend caps of a person, a project or the server, kept in the store; each replaces the configured cap of the same period and unit, and loops paused at a cap now raised go on: {scope, subject, caps}." &[
+            ("scope", "string — person, project or server"),
+            ("subject", "string? — the person's or project's name (none for the server)"),
+            ("caps", "object — {day_tokens?, day_dollars?, month_tokens?, month_dollars?}, at least one; replaces the scope's stored caps"),
+        ];
+    CapsClear "caps/clear" (caps_edit::ClearParams) caps_edit::clear,
+        needs_init: false, long_running: false, role: Admin,
+        "Remove the stored caps of a person, a project or the server (the configured ones hold again): {scope, subject, cleared}." &[
+            ("scope", "string — person, project or server"),
+            ("subject", "string? — the person's or project's name (none for the server)"),
+        ];
+    CapsList "caps/list" (NoParams) caps_edit::list,
+        needs_init: false, long_running: false, role: Admin,
+        "The spend caps set with caps/set: {caps: [{scope, subject, caps, setBy, setAt}]}." &[];
+    AdminChanges "admin/changes" (admin_changes::ChangesParams) admin_changes::list,
+        needs_init: false, long_running: false, role: Admin,
+        "Admins' changes to people and caps, newest first: {changes: [{id, at, by, action, subject, detail}]} (never a token)." &[
+            ("limit", "integer? — 1 to 200, default 50"),
+            ("before", "integer? — only changes before this id (the next page)"),
+        ];
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,
         "List the model catalogue: [{alias, actual, provider, keySet, context_length, price: {input, cached_input, output}}] (keySet: its provider's calls carry an API key, never shown), prices in US dollars per million tokens, spelt as addModel takes them." PAGE;
@@ -694,6 +740,14 @@ mod tests {
                 "init",
                 "getProjects",
                 "getPeople",
+                "people/add",
+                "people/update",
+                "people/remove",
+                "people/token",
+                "caps/set",
+                "caps/clear",
+                "caps/list",
+                "admin/changes",
                 "getModels",
                 "usage/report",
                 "addModel",

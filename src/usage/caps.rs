@@ -187,6 +187,19 @@ impl Limits {
             .map(|limit| limit.amount)
     }
 
+    /// These limits, each replaced by `over`'s limit of the same period and unit, with
+    /// `over`'s others added (a stored cap replaces the configured one).
+    pub(crate) fn replaced_by(&self, over: &Limits) -> Limits {
+        let mut limits: Vec<Limit> = self
+            .0
+            .iter()
+            .filter(|limit| over.get(limit.period, limit.unit).is_none())
+            .copied()
+            .collect();
+        limits.extend(over.iter().copied());
+        Limits(limits)
+    }
+
     /// The first of these limits above the same limit of `bound` (a run's caps may not
     /// exceed its starter's).
     pub(crate) fn above(&self, bound: &Limits) -> Option<(Limit, i64)> {
@@ -429,6 +442,30 @@ mod tests {
         assert_eq!(run(1.0).above(&person), None);
         let (limit, allowed) = run(1.5).above(&person).unwrap();
         assert_eq!((limit.amount, allowed), (1_500_000, 1_000_000));
+    }
+
+    #[test]
+    fn a_limit_of_the_same_period_and_unit_replaces_and_the_others_stay() {
+        let configured = CapLimits {
+            day_tokens: Some(100),
+            month_dollars: Some(5.0),
+            ..CapLimits::default()
+        }
+        .checked()
+        .unwrap();
+        let stored = CapLimits {
+            day_tokens: Some(1_000),
+            day_dollars: Some(1.0),
+            ..CapLimits::default()
+        }
+        .checked()
+        .unwrap();
+        let both = configured.replaced_by(&stored);
+        assert_eq!(both.get(Period::Day, Unit::Tokens), Some(1_000));
+        assert_eq!(both.get(Period::Day, Unit::Dollars), Some(1_000_000));
+        assert_eq!(both.get(Period::Month, Unit::Dollars), Some(5_000_000));
+        assert_eq!(both.iter().count(), 3);
+        assert_eq!(configured.replaced_by(&Limits::default()), configured);
     }
 
     #[test]

@@ -9,9 +9,9 @@ token), HOSTILE_RUN (a run whose model reply is hostile HTML and 1 MB long), WAI
 run with a command waiting), EDIT_RUN (a run with an edit of greeting.txt waiting),
 STREAM_RUN (a run with a command waiting that prints a line a second, on the server),
 LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ERROR_HOLDS
-(what the start error of the one MCP server holds), PAUSED_RUN and RESUMABLE_RUN (two runs of
-project `ops` paused at their run cap of 1,000 tokens) and STORE_FILE (the server's SQLite
-file); for `proxy` MO; for `changes` MO and CHANGES_RUN (a run whose accepted edit fixed
+(what the start error of the one MCP server holds), PAUSED_RUN (a run of project `ops` paused
+at its run cap of 1,000 tokens) and RESUMABLE_RUN (ada's run of `ops` paused at her person
+cap of 1,000 tokens, set with caps/set); for `proxy` MO; for `changes` MO and CHANGES_RUN (a run whose accepted edit fixed
 greeting.txt); for `story` (tests/it/acp/console_story.rs) ADA, STORY_RUN (the run
 two editors and a WebSocket client share) and STORY_MARKS (the directory of the marker files
 the test and this script synchronise on); for `inbox` MO (a member of `web`, one run of which
@@ -23,7 +23,6 @@ directory). Exits 0 when every check held; otherwise the first that did not is t
 import json
 import os
 import re
-import sqlite3
 import sys
 import threading
 import time
@@ -654,13 +653,9 @@ def admin(browser, seen):
     people = page.locator("table.people tbody tr")
     expect(people).to_have_count(3)
     for name, role in (("mo", "member"), ("vera", "viewer"), ("ada", "admin")):
-        expect(people.filter(has_text=name).first).to_contain_text(role)
-    # The models section speaks of tokens as a model counts them (its prices and test).
-    text = page.locator("main").evaluate(
-        "(main) => { const copy = main.cloneNode(true); copy.querySelector('#models')?.remove(); return copy.textContent; }"
-    )
-    assert not re.search(r"[0-9a-f]{64}", text) and "token" not in text.split("No users file")[0], \
-        "the admin page shows a token"
+        expect(page.get_by_label(f"Role of {name}")).to_have_value(role)
+    text = page.locator("main").inner_text()
+    assert not re.search(r"[0-9a-f]{64}", text), "the admin page shows a token or its hash"
     page.set_viewport_size({"width": 1280, "height": 900})
     servers = page.locator("table.mcp tbody tr")
     expect(servers).to_have_count(1)
@@ -673,7 +668,8 @@ def admin(browser, seen):
     page.get_by_role("navigation", name="Pages").get_by_role("link", name="Usage").click()
     expect(page.locator("main p[role=status]")).to_contain_text("Everyone's calls.")
     per_person = page.locator("section").filter(has=page.get_by_role("heading", name="Per person"))
-    expect(per_person.locator("tbody tr")).to_have_count(2)
+    # The operator's, mo's, and ada's paused run's.
+    expect(per_person.locator("tbody tr")).to_have_count(3)
     receiver = Receiver()
     secret = add_webhook(page, context, receiver)
     paused(page)
@@ -718,9 +714,9 @@ def add_webhook(page, context, receiver):
 
 
 def paused(page):
-    """Two runs paused at their run cap: the page says which cap, what was spent and when it
-    resets, and offers Abort; Resume is refused in words while the cap stands, and takes up the run whose cap
-    no longer stands (its calls erased), which finishes."""
+    """Two runs paused at a cap: the page says which cap, what was spent and when it
+    resets, and offers Abort; Resume is refused in words while the cap stands; the run paused
+    at the admin's person cap goes on once she raises it (`raise_cap`), and finishes."""
     page.goto(f"{URL}#/p/ops/r/{os.environ['PAUSED_RUN']}")
     note = page.locator("#paused")
     expect(note).to_contain_text(
@@ -733,8 +729,8 @@ def paused(page):
     expect(page.locator("dl.meta")).to_contain_text("(402)")
     page.goto(f"{URL}#/p/ops/r/{os.environ['RESUMABLE_RUN']}")
     expect(page.locator("#paused")).to_contain_text("Paused at a spend cap")
-    erase_calls(os.environ["RESUMABLE_RUN"])
-    page.get_by_role("button", name="Resume").click()
+    raise_cap(page)
+    page.goto(f"{URL}#/p/ops/r/{os.environ['RESUMABLE_RUN']}")
     expect(page.locator("dl.meta")).to_contain_text("done (200)", timeout=WAIT_MS)
     expect(page.locator("ol.timeline")).to_contain_text("spent")
     expect(page.locator("#paused")).to_be_hidden()
@@ -742,12 +738,56 @@ def paused(page):
     assert page.get_by_role("button", name="Abort", exact=True).is_hidden(), "Abort on a finished run"
 
 
-def erase_calls(run):
-    """Erases the recorded model calls of `run` from the server's store, so that its run cap
-    no longer stands while nothing tells the server (as the paused-run tests of caps do)."""
-    with sqlite3.connect(os.environ["STORE_FILE"], timeout=30) as store:
-        store.execute("DELETE FROM model_calls WHERE run_id = (SELECT id FROM runs WHERE alias = ?)", (run,))
-    store.close()
+def raise_cap(page):
+    """The admin raises her person cap from the Admin page's form: it is listed as set by her,
+    audited, and the run it paused goes on by itself."""
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Admin").click()
+    page.get_by_label("Scope").select_option("person")
+    page.get_by_label("Person or project (none for the server)").fill("ada")
+    page.get_by_label("Tokens per day").fill("100000")
+    page.get_by_role("button", name="Set caps").click()
+    stored = page.locator("table.stored-caps tbody tr")
+    expect(stored).to_have_count(1)
+    expect(stored).to_contain_text("100,000 tokens per day")
+    expect(stored.locator("td").nth(3)).to_have_text("ada")
+    change = page.locator("table.changes tbody tr").first
+    expect(change).to_contain_text("caps/set")
+    expect(change).to_contain_text('"day_tokens":100000')
+    page.screenshot(path=f"{SHOTS}/admin-caps.png", full_page=True)
+
+
+def people_edits(browser, seen):
+    """The admin adds a person from the Admin page; the token shown once signs them in; a
+    role she changes holds for them at once; the changes are audited with her name."""
+    context, page = signed_in(browser, seen, os.environ["ADA"])
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Admin").click()
+    page.get_by_label("Name", exact=True).fill("nina")
+    page.get_by_label("Role", exact=True).select_option("member")
+    page.get_by_label("Projects (names or globs, comma-separated; * is every project)").fill("web")
+    page.get_by_role("button", name="Add person").click()
+    token = page.locator("#person-token").text_content()
+    assert re.fullmatch(r"[0-9a-f]{64}", token), f"no token shown: {token!r}"
+    people = page.locator("table.people tbody tr")
+    expect(people).to_have_count(4)
+    nina_context, nina = signed_in(browser, seen, token)
+    expect(nina.locator("#who")).to_have_text("nina (member)")
+    expect(nina.get_by_role("link", name="web")).to_be_visible()
+    page.get_by_label("Role of nina").select_option("viewer")
+    page.get_by_role("button", name="Save nina").click()
+    expect(page.locator("section.people p.said")).to_contain_text("nina saved.")
+    nina.reload()
+    expect(nina.locator("#who")).to_have_text("nina (viewer)")
+    page.reload()
+    expect(page.get_by_label("Role of nina")).to_have_value("viewer")
+    assert token not in page.locator("main").inner_text(), "the token is shown again"
+    changes = page.locator("table.changes tbody tr")
+    expect(changes.first).to_contain_text("people/update")
+    expect(changes.nth(1)).to_contain_text("people/add")
+    expect(changes.first).to_contain_text("ada")
+    every_control_is_labelled(page)
+    page.screenshot(path=f"{SHOTS}/admin-people.png", full_page=True)
+    nina_context.close()
+    context.close()
 
 
 def deliveries_and_removal(page, receiver):
@@ -1013,6 +1053,7 @@ def main(scenario):
             member(browser, seen)
             viewer(browser, seen)
             admin(browser, seen)
+            people_edits(browser, seen)
         elif scenario == "proxy":
             through_proxy(browser, seen)
         elif scenario == "changes":

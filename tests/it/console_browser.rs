@@ -352,10 +352,6 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
             ("MCP_ERROR_HOLDS", missing_mcp_command()),
             ("PAUSED_RUN", paused[0].clone()),
             ("RESUMABLE_RUN", paused[1].clone()),
-            (
-                "STORE_FILE",
-                app.server.settings().storage.db_path.display().to_string(),
-            ),
         ],
     )
     .await;
@@ -418,27 +414,35 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
     }
 }
 
-/// Two runs of project `ops` paused at their run cap of 1,000 tokens a day; their aliases.
-/// (browse.py erases the second's recorded calls from the store file just before an admin
-/// resumes it, so that its cap no longer stands but nothing told the server: only Resume
-/// takes it up. Erased here, the server's own look at its paused loops after the second
-/// pause could take it up first.)
+/// Two runs of project `ops` paused at a cap of 1,000 tokens a day; their aliases. The
+/// operator's is paused at its own run cap; ada's at her person cap, set through `caps/set`,
+/// which browse.py raises from the Admin page (and so resumes it).
 async fn paused_runs(app: &TestApp) -> [String; 2] {
     let root = app.project_root("ops");
     let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
     operator.init("ops", &root).await;
-    let mut runs = Vec::new();
-    for prompt in ["spend the budget", "spend it all"] {
-        let outcome = operator
-            .ok(
-                "ask",
-                json!({"model": "fake", "prompt": prompt, "caps": {"day_tokens": 1000}}),
-            )
-            .await;
-        assert_eq!(outcome["status"], json!(402), "{outcome}");
-        runs.push(outcome["run"].as_str().unwrap().to_string());
-    }
-    [runs[0].clone(), runs[1].clone()]
+    let outcome = operator
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "spend the budget", "caps": {"day_tokens": 1000}}),
+        )
+        .await;
+    assert_eq!(outcome["status"], json!(402), "{outcome}");
+    let first = outcome["run"].as_str().unwrap().to_string();
+    operator
+        .ok(
+            "caps/set",
+            json!({"scope": "person", "subject": "ada", "caps": {"day_tokens": 1000}}),
+        )
+        .await;
+    let mut ada = Client::connect(&format!("ws://{}/?token=ada-token", app.addr())).await;
+    ada.init("ops", &root).await;
+    let outcome = ada
+        .ok("ask", json!({"model": "fake", "prompt": "spend it all"}))
+        .await;
+    assert_eq!(outcome["status"], json!(402), "{outcome}");
+    assert_eq!(outcome["cap"]["scope"], json!("person"), "{outcome}");
+    [first, outcome["run"].as_str().unwrap().to_string()]
 }
 
 #[actix_web::test]

@@ -14,6 +14,7 @@ mod support;
 mod access;
 mod acp;
 mod acp_sessions;
+mod admin_edits;
 mod audit;
 mod budget;
 mod caps;

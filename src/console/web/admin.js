@@ -1,15 +1,21 @@
 // For admins: the model catalogue with its prices (added, tested and removed: setup.js), the
-// people and their roles (never a token), and the MCP servers with their state, as one
-// project sees them.
+// people and their roles (never a token; changed in `people.js`), the spend caps set at run
+// time and the audit of admins' changes (`admin_caps.js`), and the MCP servers with their
+// state, as one project sees them.
 import { el, fill, longCell } from './dom.js';
 import { modelsSection } from './setup.js';
+import { peopleSection } from './people.js';
+import { capsSection, changesSection } from './admin_caps.js';
 
 export async function adminView(ctx, main, bind) {
-  const [models, people, projects] = await Promise.all([
+  const [models, projects] = await Promise.all([
     modelsSection(ctx),
-    ctx.rpc.call('getPeople', {}),
     ctx.rpc.call('getProjects', {}),
   ]);
+  const changes = changesSection(ctx);
+  const changed = () => { changes.refresh().catch(() => {}); };
+  const people = peopleSection(ctx, changed);
+  const caps = capsSection(ctx, changed);
   const mcp = el('div');
   const which = el('select', { id: 'mcp-project' }, projects.map((project) => el('option', { value: project.name }, project.name)));
   const showMcp = async () => {
@@ -30,15 +36,12 @@ export async function adminView(ctx, main, bind) {
   fill(main,
     el('h1', {}, 'Admin'),
     models,
-    el('h2', {}, `People (${people.length})`),
-    people.length ? el('table', { class: 'people' },
-      el('thead', {}, el('tr', {}, ['Name', 'Role', 'Projects'].map((name) => el('th', { scope: 'col' }, name)))),
-      el('tbody', {}, people.map((person) => el('tr', {},
-        el('td', {}, person.name), el('td', {}, person.role), longCell(person.projects.join(', '))))))
-      : el('p', { class: 'muted' }, 'No users file: everyone with the shared token acts as the operator.'),
+    people.node,
+    caps.node,
     el('h2', {}, 'MCP servers'),
     el('div', { class: 'filters' }, el('div', {}, el('label', { for: 'mcp-project' }, 'As the project'), which)),
-    mcp);
-  await showMcp();
+    mcp,
+    changes.node);
+  await Promise.all([people.refresh(), caps.refresh(), changes.refresh(), showMcp()]);
   return () => {};
 }

@@ -2,7 +2,8 @@
 //! `run/outcome` and `run/state` to every client), keeps its place (its turn count, its
 //! prompt written once, what was queued behind it), and resumes by itself when its caps no
 //! longer stand — the run's caps raised by a new `ask`, the users file's person cap raised,
-//! the UTC day over — or on an admin's `run/resume`; an abort ends it for good. On
+//! an admin's `caps/set` raising it (the resume then theirs), the UTC day over — or on an
+//! admin's `run/resume`; an abort ends it for good. On
 //! PostgreSQL a cap raised on one instance resumes a loop paused on another, and a paused
 //! loop of a killed instance is resumed by a live one. Every model call is counted on the
 //! scripted LLM.
@@ -150,7 +151,8 @@ async fn a_paused_loop_resumes_when_its_day_is_over_and_an_injection_waits_behin
 }
 
 #[actix_web::test]
-async fn run_resume_is_an_admin_s_and_leaves_a_loop_paused_while_its_cap_stands() {
+async fn run_resume_is_an_admin_s_and_leaves_a_loop_paused_while_its_cap_stands_which_raising_it_resumes(
+) {
     let llm = FakeLlm::start([learning("a"), learning("b"), done(0.0)]);
     let dir = tempfile::tempdir().unwrap();
     let users = team(dir.path(), "{ day_tokens = 200 }");
@@ -170,19 +172,15 @@ async fn run_resume_is_an_admin_s_and_leaves_a_loop_paused_while_its_cap_stands(
     let stored = ada.ok("getRun", json!({"run": run})).await;
     assert_eq!(stored["status"], json!(402), "still paused");
 
-    app.read(|conn| {
-        use diesel::RunQueryDsl;
-        diesel::sql_query("DELETE FROM model_calls")
-            .execute(conn)
-            .unwrap()
-    })
+    ada.ok(
+        "caps/set",
+        json!({"scope": "person", "subject": "mo", "caps": {"day_tokens": 100000}}),
+    )
     .await;
-    let resumed = ada.ok("run/resume", json!({"run": run})).await;
-    assert_eq!(resumed, json!({"run": run, "status": 102}));
     let acted = mo
         .until_notified("run/action", |acted| acted["action"] == "resume")
         .await;
-    assert_eq!(acted["params"]["by"], json!("ada"));
+    assert_eq!(acted["params"]["by"], json!("ada"), "who raised the cap");
     outcome(&mut mo, &run, 200).await;
     assert_eq!(llm.requests().len(), 3);
     let (code, message) = ada.err("run/resume", json!({"run": run})).await;

@@ -93,6 +93,14 @@ async fn discover_describes_every_method_and_notification() {
         "model/test",
         "projects/folders",
         "projects/create",
+        "people/add",
+        "people/update",
+        "people/remove",
+        "people/token",
+        "caps/set",
+        "caps/clear",
+        "caps/list",
+        "admin/changes",
     ];
     for name in expected {
         let method = &methods[name];

@@ -1,0 +1,2 @@
+DROP TABLE admin_changes;
+DROP TABLE stored_caps;
