@@ -25,7 +25,7 @@ use crate::db::enums::{CallPurpose, Fidelity};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::queries::memory::HistoryBounds;
-use crate::db::queries::{entries, memory, run_actions};
+use crate::db::queries::{entries, memory, run_actions, run_titles};
 use crate::db::{Conn, DbError};
 use crate::plugins::preparation::{Preparation, PreparingTurn};
 use crate::plugins::reflection::{Moment, Reflecting, Reflection, ReflectionServices};
@@ -220,9 +220,13 @@ impl SessionUpkeep {
             attributes: Some(json!({ "notes": notes, "turn": at.turn })),
             ..EntryUpsertForm::new(at.run, Some(at.loop_id), at.turn, SESSION_PATH, body)
         };
+        let (run, title) = (at.run, notes.title.clone());
         let written = services
             .db
-            .call(move |conn| entries::write_entry(conn, &form))
+            .call(move |conn| {
+                entries::write_entry(conn, &form)?;
+                run_titles::from_notes(conn, run, &title)
+            })
             .await;
         match written {
             Ok(_) => Some(notes),

@@ -46,6 +46,8 @@ pub(crate) fn create_run(
         next_turn: 1,
         created_by: create.created_by.clone(),
         delegated_by: None,
+        title: None,
+        title_by: None,
     };
     insert_with_unique_alias(conn, form, &create.model, now_ms)
 }
@@ -69,6 +71,8 @@ pub(crate) fn create_delegated_run(
         next_turn: 1,
         created_by: parent.created_by.clone(),
         delegated_by: Some(parent.id),
+        title: None,
+        title_by: None,
     };
     insert_with_unique_alias(conn, form, &model, now_ms)
 }
@@ -147,7 +151,11 @@ pub(crate) fn latest_run(
         .optional()?)
 }
 
-/// A project's runs, newest first, with their turn counts and latest summaries.
+/// Most characters of a run's first prompt [`list_runs`] reads.
+pub(crate) const ASKED_CHARS: usize = 300;
+
+/// A project's runs, newest first, with their turn counts, latest turn's time, first
+/// prompts (cut to [`ASKED_CHARS`]) and latest summaries.
 pub(crate) fn list_runs(
     conn: &mut Conn,
     project_id: ProjectId,
@@ -163,10 +171,18 @@ pub(crate) fn list_runs(
         .load(conn)?;
     rows.into_iter()
         .map(|run| {
-            let turns = turns::table
+            let (turns, last_turn_at) = turns::table
                 .filter(turns::run_id.eq(run.id))
-                .count()
+                .select((diesel::dsl::count_star(), diesel::dsl::max(turns::created_at)))
                 .get_result(conn)?;
+            let asked = loops::table
+                .filter(loops::run_id.eq(run.id))
+                .order(loops::sequence.asc())
+                .select(diesel::dsl::sql::<diesel::sql_types::Text>(&format!(
+                    "substr(prompt, 1, {ASKED_CHARS})"
+                )))
+                .first(conn)
+                .optional()?;
             let summary = known_entries::table
                 .filter(known_entries::run_id.eq(run.id))
                 .filter(known_entries::scheme.eq("summarize"))
@@ -181,11 +197,21 @@ pub(crate) fn list_runs(
             Ok(RunSummary {
                 run,
                 turns,
+                last_turn_at,
+                asked,
                 summary,
                 delegated_by,
             })
         })
         .collect()
+}
+
+/// When the run's latest turn was recorded (`None`: no turn yet).
+pub(crate) fn last_turn_at(conn: &mut Conn, run: RunId) -> Result<Option<String>, DbError> {
+    Ok(turns::table
+        .filter(turns::run_id.eq(run))
+        .select(diesel::dsl::max(turns::created_at))
+        .get_result(conn)?)
 }
 
 /// Whether `name` may be a run alias: `[a-zA-Z0-9_]+`.
@@ -302,6 +328,8 @@ pub(crate) fn fork_run(
             next_turn: parent.next_turn,
             created_by: person,
             delegated_by: None,
+            title: parent.title.clone(),
+            title_by: parent.title_by,
         };
         let child = insert_with_unique_alias(conn, form, &model, now_ms)?;
         super::entry_moves::copy_run_entries(conn, parent.id, child.id)?;
