@@ -28,7 +28,7 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-const ASSETS: [Asset; 17] = [
+const ASSETS: [Asset; 22] = [
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
@@ -38,6 +38,11 @@ const ASSETS: [Asset; 17] = [
     asset!("projects.js", JS),
     asset!("runs.js", JS),
     asset!("run.js", JS),
+    asset!("run-forms.js", JS),
+    asset!("run-details.js", JS),
+    asset!("conversation.js", JS),
+    asset!("markdown.js", JS),
+    asset!("time.js", JS),
     asset!("diff.js", JS),
     asset!("memory.js", JS),
     asset!("usage.js", JS),

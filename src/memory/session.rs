@@ -2,7 +2,8 @@
 //! its own (never a turn's), to update the notes from the run's recent log, and writes what
 //! it answers, validated and rendered, to the run's entry `memory://session` (the notes as
 //! JSON in its attributes, the rendered text as its body, cut to
-//! `RUMMY_MEMORY_SESSION_TOKENS`). It refreshes the notes only after work worth noting
+//! `RUMMY_MEMORY_SESSION_TOKENS`), and gives the run the notes' title unless a person named
+//! it (`db::queries::run_titles`). It refreshes the notes only after work worth noting
 //! (`SessionUpkeep::due`): after a turn that wrote files or knowledge once
 //! `RUMMY_MEMORY_SESSION_EVERY_TURNS` turns passed since the last refresh, before a panic
 //! loop compresses the context, and when a loop that wrote, had a proposal accepted or took

@@ -50,7 +50,10 @@ async fn a_run_is_titled_by_the_first_line_of_its_first_prompt() {
     assert_eq!(detail["last_turn_at"], item["last_turn_at"]);
 
     client
-        .ok("ask", json!({"model": "fake", "prompt": "And 3 + 3?", "run": run}))
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "And 3 + 3?", "run": run}),
+        )
         .await;
     assert_eq!(
         title(&mut client, &run).await,
@@ -67,10 +70,18 @@ async fn a_run_is_titled_by_the_first_line_of_its_first_prompt() {
         .unwrap()
         .to_owned();
     assert_ne!(fork, run);
-    assert_eq!(title(&mut client, &fork).await, json!("What is 2 + 2?"), "a fork keeps it");
+    assert_eq!(
+        title(&mut client, &fork).await,
+        json!("What is 2 + 2?"),
+        "a fork keeps it"
+    );
 
     let idle = client.start_run("fake").await;
-    assert_eq!(title(&mut client, &idle).await, Value::Null, "no prompt, no title");
+    assert_eq!(
+        title(&mut client, &idle).await,
+        Value::Null,
+        "no prompt, no title"
+    );
     assert_eq!(listed(&mut client, &idle).await["asked"], Value::Null);
     let long = format!("{} and more", "Summarise the report ".repeat(10));
     client
@@ -105,7 +116,10 @@ async fn the_notes_title_replaces_the_prompts_and_a_persons_title_wins_over_both
     .await;
 
     let renamed = client
-        .ok("run/rename", json!({"run": run, "title": "  The login, again  "}))
+        .ok(
+            "run/rename",
+            json!({"run": run, "title": "  The login, again  "}),
+        )
         .await;
     assert_eq!(renamed, json!({"run": run, "title": "The login, again"}));
     assert_eq!(title(&mut client, &run).await, json!("The login, again"));
@@ -121,7 +135,10 @@ async fn the_notes_title_replaces_the_prompts_and_a_persons_title_wins_over_both
         "notes no longer replace a person's title"
     );
     client
-        .ok("ask", json!({"model": "fake", "prompt": "go on", "run": run}))
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "go on", "run": run}),
+        )
         .await;
     assert_eq!(title(&mut client, &run).await, json!("The login, again"));
 

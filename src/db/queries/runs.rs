@@ -173,7 +173,10 @@ pub(crate) fn list_runs(
         .map(|run| {
             let (turns, last_turn_at) = turns::table
                 .filter(turns::run_id.eq(run.id))
-                .select((diesel::dsl::count_star(), diesel::dsl::max(turns::created_at)))
+                .select((
+                    diesel::dsl::count_star(),
+                    diesel::dsl::max(turns::created_at),
+                ))
                 .get_result(conn)?;
             let asked = loops::table
                 .filter(loops::run_id.eq(run.id))
