@@ -167,7 +167,7 @@ export async function runView(ctx, main, project, alias) {
       [['Status', status(run.status)], ['Model', run.model ?? ''], ['Turns', String(run.turn)],
         ['Started by', run.created_by ?? 'operator'],
         ['Started', when(run.created)],
-        ['Took', took(run.created, run.last_turn_at ?? run.created, active(run.status))],
+        ['Took', took(run.created, run.last_event_ms ?? run.created, active(run.status))],
         ['Tokens', count(telemetry.total_tokens)],
         ['Cost', dollars(telemetry.cost)]]
         .map(([name, value]) => el('div', {}, el('dt', {}, name), el('dd', {}, value)))));
@@ -183,7 +183,7 @@ export async function runView(ctx, main, project, alias) {
     cancelButton.hidden = !(run.loops ?? []).some((loop) => (loop.requested_by ?? null) === me && IN_FLIGHT.includes(loop.status));
     resumeButton.hidden = !(run.status === 402 && ctx.me.role === 'admin');
     fill(pausedNote, run.status === 402 ? (run.paused?.cap
-      ? `Paused at a spend cap: ${capSaid(run.paused.cap)}. It resets at ${run.paused.cap.resets}; the run goes on by itself once no cap of it stands.`
+      ? [`Paused at a spend cap: ${capSaid(run.paused.cap)}. It resets at `, when(run.paused.cap.resets), '; the run goes on by itself once no cap of it stands.']
       : 'Paused at a spend cap.') : null);
     if (!active(run.status)) { progress.textContent = ''; progressText = ''; }
     const entries = [

@@ -46,7 +46,7 @@ export async function runsView(ctx, main, project) {
       el('td', { 'data-label': 'Status' }, status(run.status),
         progress.has(run.run) && active(run.status) ? el('div', { class: 'progress' }, progress.get(run.run)) : null),
       el('td', { 'data-label': 'Started by' }, run.created_by ?? 'operator'),
-      el('td', { 'data-label': 'Took' }, took(run.created, run.last_turn_at ?? run.created, active(run.status))),
+      el('td', { 'data-label': 'Took' }, took(run.created, run.last_event_ms ?? run.created, active(run.status))),
       el('td', { 'data-label': 'Cost' }, dollars(run.cost)),
       el('td', { 'data-label': 'Created' }, when(run.created)),
       longCell(run.summary, { 'data-label': 'Summary' }))));

@@ -3,8 +3,9 @@
 // durations in words ("2 min 13 s").
 import { el } from './dom.js';
 
-// The Date of a server time, or null for anything else.
+// The Date of a server time (or of ms since the epoch), or null for anything else.
 export function parsed(text) {
+  if (typeof text === 'number') return new Date(text);
   if (typeof text !== 'string' || !text) return null;
   const iso = /^\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?$/.test(text) ? `${text.replace(' ', 'T')}Z` : text;
   const date = new Date(iso);
@@ -21,6 +22,12 @@ export function when(text) {
   return el('time', { datetime: date.toISOString(), title: utc }, date.toLocaleString(undefined, LOCAL));
 }
 
+// A server time as local text with its UTC time after it, for plain text (a banner).
+export function localText(text) {
+  const date = parsed(text);
+  return date ? `${date.toLocaleString(undefined, LOCAL)} (${date.toISOString().slice(0, 16).replace('T', ' ')} UTC)` : String(text ?? '');
+}
+
 // Milliseconds in words: "45 s", "2 min 13 s", "3 h 5 min", "2 d 4 h".
 export function duration(ms) {
   const seconds = Math.max(0, Math.round((Number(ms) || 0) / 1000));
@@ -31,7 +38,7 @@ export function duration(ms) {
   return `${s} s`;
 }
 
-// How long a run took: from `start` to `end` (server times), or to now while it goes.
+// How long a run took: from `start` to `end` (server times or ms), or to now while it goes.
 export function took(start, end, going) {
   const from = parsed(start);
   const to = going ? new Date() : parsed(end);

@@ -96,8 +96,8 @@ pub(crate) struct RunSummary {
     pub run: RunRow,
     /// Turns executed so far.
     pub turns: i64,
-    /// When its latest turn was recorded (`None`: no turn yet).
-    pub last_turn_at: Option<String>,
+    /// When its latest notification was sent, ms since the epoch (`None`: none kept).
+    pub last_event_ms: Option<i64>,
     /// Its first loop's prompt, cut short (`None`: no loop yet).
     pub asked: Option<String>,
     /// Body of the newest `summarize://` entry.

@@ -154,7 +154,7 @@ pub(crate) fn latest_run(
 /// Most characters of a run's first prompt [`list_runs`] reads.
 pub(crate) const ASKED_CHARS: usize = 300;
 
-/// A project's runs, newest first, with their turn counts, latest turn's time, first
+/// A project's runs, newest first, with their turn counts, latest notification's time, first
 /// prompts (cut to [`ASKED_CHARS`]) and latest summaries.
 pub(crate) fn list_runs(
     conn: &mut Conn,
@@ -171,13 +171,11 @@ pub(crate) fn list_runs(
         .load(conn)?;
     rows.into_iter()
         .map(|run| {
-            let (turns, last_turn_at) = turns::table
+            let turns = turns::table
                 .filter(turns::run_id.eq(run.id))
-                .select((
-                    diesel::dsl::count_star(),
-                    diesel::dsl::max(turns::created_at),
-                ))
+                .count()
                 .get_result(conn)?;
+            let last_event_ms = super::run_events::last_event_ms(conn, run.id)?;
             let asked = loops::table
                 .filter(loops::run_id.eq(run.id))
                 .order(loops::sequence.asc())
@@ -200,21 +198,13 @@ pub(crate) fn list_runs(
             Ok(RunSummary {
                 run,
                 turns,
-                last_turn_at,
+                last_event_ms,
                 asked,
                 summary,
                 delegated_by,
             })
         })
         .collect()
-}
-
-/// When the run's latest turn was recorded (`None`: no turn yet).
-pub(crate) fn last_turn_at(conn: &mut Conn, run: RunId) -> Result<Option<String>, DbError> {
-    Ok(turns::table
-        .filter(turns::run_id.eq(run))
-        .select(diesel::dsl::max(turns::created_at))
-        .get_result(conn)?)
 }
 
 /// Whether `name` may be a run alias: `[a-zA-Z0-9_]+`.

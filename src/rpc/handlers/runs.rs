@@ -128,8 +128,9 @@ struct RunListItem {
     turn: i64,
     summary: Option<String>,
     created: String,
-    /// When its latest turn was recorded, UTC like `created` (`None`: no turn yet).
-    last_turn_at: Option<String>,
+    /// When its latest notification was sent, ms since the epoch (`None`: none kept): with
+    /// `created`, how long it has taken.
+    last_event_ms: Option<i64>,
     /// The run whose sub-task this run carries out.
     delegated_by: Option<String>,
     /// The model alias it runs on.
@@ -173,7 +174,7 @@ pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppE
             turn: summary.turns,
             summary: summary.summary,
             created: summary.run.created_at,
-            last_turn_at: summary.last_turn_at,
+            last_event_ms: summary.last_event_ms,
             delegated_by: summary.delegated_by,
             model: summary.run.model,
             created_by: summary.run.created_by,
@@ -255,10 +256,10 @@ struct RunDetail {
     run: String,
     /// What people read it as (`None`: no prompt reached it yet).
     title: Option<String>,
-    /// When it was created and when its latest turn was recorded (`None`: no turn yet),
-    /// `YYYY-MM-DD HH:MM:SS` UTC.
+    /// When it was created, `YYYY-MM-DD HH:MM:SS` UTC.
     created: String,
-    last_turn_at: Option<String>,
+    /// When its latest notification was sent, ms since the epoch (`None`: none kept).
+    last_event_ms: Option<i64>,
     turn: i64,
     status: RunStatus,
     model: Option<String>,
@@ -313,7 +314,7 @@ pub(crate) async fn detail(context: CallContext, params: RunParams) -> Result<Re
         run: run.alias,
         title: run.title,
         created: run.created_at,
-        last_turn_at: records.last_turn_at,
+        last_event_ms: records.last_event_ms,
         turn: usage.turns(),
         status: run.status,
         model: run.model,
@@ -355,7 +356,7 @@ struct RunRecords {
     last_summary: Option<EntryRow>,
     loops: Vec<LoopRow>,
     actions: Vec<RunActionRow>,
-    last_turn_at: Option<String>,
+    last_event_ms: Option<i64>,
     /// The alias of the run that delegated this one.
     delegated_by: Option<String>,
     /// The run's latest notification seq (0: none yet).
@@ -381,7 +382,7 @@ impl RunRecords {
             last_summary: entries::latest_entry_of_scheme(conn, run, "summarize")?,
             loops: run_actions::loops_of_run(conn, run)?,
             actions: run_actions::of_run(conn, run)?,
-            last_turn_at: runs::last_turn_at(conn, run)?,
+            last_event_ms: run_events::last_event_ms(conn, run)?,
             delegated_by: match delegator {
                 Some(parent) => runs::alias_of(conn, parent)?,
                 None => None,
