@@ -50,6 +50,17 @@ impl ScratchDatabase {
     }
 }
 
+/// Today's date by the system's clock, UTC, at `time` (`HH:MM:SS`), as [`RunningServer::fix_clock`]
+/// takes it: a fixed time in the system's day, for a test that starts a server again,
+/// which reads the system's clock until the test fixes it once more.
+pub fn today_at(time: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let stored = crate::usage::UtcTime(i64::try_from(now).unwrap_or(i64::MAX)).stored();
+    format!("{} {time}", &stored[..10])
+}
+
 impl RunningServer {
     /// The settings it runs with.
     pub fn settings(&self) -> &Settings {

@@ -4,6 +4,7 @@
 //! on one instance holds on another within a heartbeat.
 
 use rummy::testing::fake_llm::{FakeLlm, Reply, Step, Usage};
+use rummy::testing::today_at;
 use serde_json::{json, Value};
 
 use super::{connect, server};
@@ -43,7 +44,7 @@ async fn a_stored_cap_holds_at_once_survives_a_restart_and_raising_it_resumes_th
         Step::reply("<summarize>Done.</summarize>"),
     ]);
     let (app, _, _dir) = server(&llm, &[("RUMMY_CAP_DAY_TOKENS", "100000")]).await;
-    app.server.fix_clock("2026-06-01 10:00:00");
+    app.server.fix_clock(&today_at("00:00:01"));
     let mut ada = connect(&app, "ada-token").await;
     let mut mo = connect(&app, "mo-token").await;
 
@@ -79,7 +80,7 @@ async fn a_stored_cap_holds_at_once_survives_a_restart_and_raising_it_resumes_th
     );
 
     let app = app.restart().await;
-    app.server.fix_clock("2026-06-01 10:00:00");
+    app.server.fix_clock(&today_at("00:00:01"));
     let mut ada = connect(&app, "ada-token").await;
     let mut mo = connect(&app, "mo-token").await;
     let listed = ada.ok("caps/list", json!({})).await;
@@ -140,7 +141,7 @@ async fn a_stored_cap_holds_at_once_survives_a_restart_and_raising_it_resumes_th
 async fn a_stored_server_cap_replaces_the_configured_one_of_its_period_and_unit_only() {
     let llm = FakeLlm::start([learning("a"), learning("b"), learning("c")]);
     let (app, _, _dir) = server(&llm, &[("RUMMY_CAP_DAY_TOKENS", "100")]).await;
-    app.server.fix_clock("2026-06-01 10:00:00");
+    app.server.fix_clock(&today_at("00:00:01"));
     let mut ada = connect(&app, "ada-token").await;
     ada.ok(
         "caps/set",
