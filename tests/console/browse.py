@@ -912,6 +912,7 @@ def shared_run(browser, seen):
     expect(card).to_have_count(0, timeout=WAIT_MS)
     expect(timeline).to_contain_text("Checked.", timeout=WAIT_MS)
     expect(timeline.locator("li.command").filter(has_text="echo checked")).to_contain_text("Approved by jo")
+    story_mark("c-saw-accept")
 
     story_until(page, "c-abort")
     page.screenshot(path=f"{SHOTS}/run-shared.png", full_page=True)

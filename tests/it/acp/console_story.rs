@@ -104,6 +104,8 @@ async fn two_editors_a_websocket_client_and_the_console_share_one_run() {
         .await;
     assert_eq!(allowed["params"]["by"], json!("jo"), "{allowed}");
     story.reached("cb-done").await;
+    // The page says who accepted before anyone acts again (its line says the latest action).
+    story.reached("c-saw-accept").await;
 
     // B's next prompt runs (its model call hangs), A's waits behind it; the console aborts.
     story.mark("cb-again");
