@@ -263,6 +263,19 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// Where a run's title came from: an automatic title replaces one of its own kind or an
+    /// earlier kind, never a person's.
+    TitleBy {
+        /// The first line of the run's first prompt.
+        Prompt => "prompt",
+        /// The title of the run's session notes.
+        Notes => "notes",
+        /// A person's name for the run (`run/rename`).
+        Person => "person",
+    }
+}
+
 integer_enum! {
     /// Which pending loop of a run is claimed first: higher priority, then FIFO.
     LoopPriority {

@@ -32,6 +32,7 @@ pub(crate) mod retention;
 pub(crate) mod rpc_log;
 pub(crate) mod run_actions;
 pub(crate) mod run_events;
+pub(crate) mod run_titles;
 pub(crate) mod runs;
 pub(crate) mod schemes;
 pub(crate) mod selected;

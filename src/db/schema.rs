@@ -53,6 +53,8 @@ diesel::table! {
         created_at -> Text,
         created_by -> Nullable<Text>,
         delegated_by -> Nullable<BigInt>,
+        title -> Nullable<Text>,
+        title_by -> Nullable<Text>,
     }
 }
 

@@ -2,7 +2,8 @@
 //! its own (never a turn's), to update the notes from the run's recent log, and writes what
 //! it answers, validated and rendered, to the run's entry `memory://session` (the notes as
 //! JSON in its attributes, the rendered text as its body, cut to
-//! `RUMMY_MEMORY_SESSION_TOKENS`). It refreshes the notes only after work worth noting
+//! `RUMMY_MEMORY_SESSION_TOKENS`), and gives the run the notes' title unless a person named
+//! it (`db::queries::run_titles`). It refreshes the notes only after work worth noting
 //! (`SessionUpkeep::due`): after a turn that wrote files or knowledge once
 //! `RUMMY_MEMORY_SESSION_EVERY_TURNS` turns passed since the last refresh, before a panic
 //! loop compresses the context, and when a loop that wrote, had a proposal accepted or took
@@ -25,7 +26,7 @@ use crate::db::enums::{CallPurpose, Fidelity};
 use crate::db::ids::RunId;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::queries::memory::HistoryBounds;
-use crate::db::queries::{entries, memory, run_actions};
+use crate::db::queries::{entries, memory, run_actions, run_titles};
 use crate::db::{Conn, DbError};
 use crate::plugins::preparation::{Preparation, PreparingTurn};
 use crate::plugins::reflection::{Moment, Reflecting, Reflection, ReflectionServices};
@@ -220,9 +221,13 @@ impl SessionUpkeep {
             attributes: Some(json!({ "notes": notes, "turn": at.turn })),
             ..EntryUpsertForm::new(at.run, Some(at.loop_id), at.turn, SESSION_PATH, body)
         };
+        let (run, title) = (at.run, notes.title.clone());
         let written = services
             .db
-            .call(move |conn| entries::write_entry(conn, &form))
+            .call(move |conn| {
+                entries::write_entry(conn, &form)?;
+                run_titles::from_notes(conn, run, &title)
+            })
             .await;
         match written {
             Ok(_) => Some(notes),

@@ -14,7 +14,7 @@ use crate::context::TokenMath;
 use crate::db::enums::Fidelity;
 use crate::db::models::entry::{EntryUpsertForm, Selector};
 use crate::db::models::run::RunRow;
-use crate::db::queries::{entries, memory, turns};
+use crate::db::queries::{entries, memory, run_titles, turns};
 use crate::db::{Conn, DbError};
 use crate::hub::notifications::NotifyLevel;
 use crate::plugins::method::{MethodCall, MethodError, TypedMethod};
@@ -169,6 +169,7 @@ impl TypedMethod for SessionSet {
                         Some(notes) => {
                             let turn =
                                 turns::latest_turn(conn, run.id)?.map_or(0, |turn| turn.sequence);
+                            run_titles::from_notes(conn, run.id, &notes.title)?;
                             let body = notes.render(budget, tokens);
                             let form = EntryUpsertForm {
                                 fidelity: Some(Fidelity::Full),

@@ -398,7 +398,11 @@ method_table! {
         ];
     RunRename "run/rename" (runs::RenameParams) runs::rename,
         needs_init: true, long_running: false, role: Member,
-        "Rename a run." &[("run", "string"), ("name", "string — [A-Za-z0-9_]+")];
+        "Rename a run and/or title it: a person's title, which its prompt's and its session notes' no longer replace." &[
+            ("run", "string"),
+            ("name", "string? — [A-Za-z0-9_]+ (needed without title)"),
+            ("title", "string? — one line of at most 80 characters (default: the new name)"),
+        ];
     RunInject "run/inject" (loops::InjectParams) loops::inject,
         needs_init: true, long_running: true, role: Member,
         "Add a message to a run: the running loop sees it next turn, else a new loop runs." &[

@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | proxy | changes | story | inbox | first-run
+Usage: browse.py team | readable | proxy | changes | story | inbox | first-run
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -11,7 +11,7 @@ STREAM_RUN (a run with a command waiting that prints a line a second, on the ser
 LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ERROR_HOLDS
 (what the start error of the one MCP server holds), PAUSED_RUN (a run of project `ops` paused
 at its run cap of 1,000 tokens) and RESUMABLE_RUN (ada's run of `ops` paused at her person
-cap of 1,000 tokens, set with caps/set); for `proxy` MO; for `changes` MO and CHANGES_RUN (a run whose accepted edit fixed
+cap of 1,000 tokens, set with caps/set); for `readable` MO, WAITING_RUN (as for `team`); for `proxy` MO; for `changes` MO and CHANGES_RUN (a run whose accepted edit fixed
 greeting.txt); for `story` (tests/it/acp/console_story.rs) ADA, STORY_RUN (the run
 two editors and a WebSocket client share) and STORY_MARKS (the directory of the marker files
 the test and this script synchronise on); for `inbox` MO (a member of `web`, one run of which
@@ -235,9 +235,9 @@ def member(browser, seen):
     page.get_by_role("button", name="Ask").click()
     expect(rows).to_have_count(7)
     newest = rows.first
-    expect(newest).to_contain_text("running")
+    expect(newest).to_contain_text("Running")
     expect(newest).to_contain_text("mo")
-    expect(newest).to_contain_text("done (200)", timeout=WAIT_MS)
+    expect(newest).to_contain_text("Done", timeout=WAIT_MS)
     expect(newest).to_contain_text("four")
     cost = newest.locator("td[data-label=Cost]").inner_text()
     assert re.fullmatch(r"\$0\.\d{4}", cost) and cost != "$0.0000", f"the run's cost: {cost!r}"
@@ -259,17 +259,17 @@ def member(browser, seen):
     page.set_viewport_size({"width": 1200, "height": 900})
 
     newest.get_by_role("link").click()
-    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
-    timeline = page.locator("ol.timeline")
+    expect(page.get_by_role("heading", name="Conversation")).to_be_visible()
+    timeline = page.locator("ol.conversation")
     expect(timeline).to_contain_text("What is 2 + 2?")
     expect(timeline).to_contain_text("four")
-    expect(page.get_by_role("heading", name="Entries by fidelity")).to_be_visible()
+    expect(page.get_by_role("heading", name="What the model keeps in mind")).to_be_visible()
     expect(page.locator("details.fidelity").first).to_contain_text("full")
     expect(page.get_by_role("heading", name="Session notes")).to_be_visible()
     page.get_by_label("Continue the run").fill("And what is 3 + 3?")
     page.get_by_role("button", name="Continue").click()
     expect(timeline).to_contain_text("six", timeout=WAIT_MS)
-    expect(timeline.get_by_role("heading", name="Turn 2")).to_be_visible()
+    expect(timeline.locator("li.prompt")).to_have_count(2)
     page.get_by_text("Loops (2)").click()
     expect(page.locator("details.loops tbody tr")).to_have_count(2)
     expect(page.locator("details.loops tbody tr").last).to_contain_text("mo")
@@ -291,7 +291,7 @@ def member(browser, seen):
     page.emulate_media(color_scheme="dark")
     dark = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
     page.goto(f"{URL}#/p/web/r/{os.environ['EDIT_RUN']}")
-    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+    expect(page.get_by_role("heading", name="Conversation")).to_be_visible()
     page.screenshot(path=f"{SHOTS}/run-dark.png", full_page=True)
     page.emulate_media(color_scheme="light")
     light = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
@@ -336,7 +336,7 @@ def long_tables(page):
 
 def hostile(page):
     page.goto(f"{URL}#/p/web/r/{os.environ['HOSTILE_RUN']}")
-    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+    expect(page.get_by_role("heading", name="Conversation")).to_be_visible()
     main = page.locator("main")
     expect(main).to_contain_text("<script>")
     expect(main).to_contain_text("onerror")
@@ -344,15 +344,26 @@ def hostile(page):
         """() => ({
              scripts: document.querySelectorAll('main script').length,
              images: document.querySelectorAll('main img').length,
-             links: [...document.querySelectorAll('main a')]
-               .filter((a) => !a.getAttribute('href').startsWith('#/')).length,
              pwned: window.pwned === true,
-             longest: Math.max(...[...document.querySelectorAll('main pre')]
-               .map((pre) => pre.textContent.length)),
+             longest: Math.max(...[...document.querySelectorAll('main p, main pre')]
+               .map((text) => text.textContent.length)),
+             strong: [...document.querySelectorAll('#now .markdown strong, ol.conversation .markdown strong')]
+               .map((node) => node.textContent),
+             raw: document.querySelectorAll('main .markdown b, main .markdown iframe').length,
            })"""
     )
     assert planted["scripts"] == 0 and planted["images"] == 0, planted
-    assert planted["links"] == 0 and not planted["pwned"], planted
+    assert not planted["pwned"] and planted["raw"] == 0, planted
+    assert "bold words" in planted["strong"], f"the reply's markdown is rendered: {planted}"
+    # Its only link leaving the console is the https one, opened apart.
+    outside = page.evaluate(
+        """() => [...document.querySelectorAll('main a')]
+             .filter((a) => !a.getAttribute('href').startsWith('#/'))
+             .map((a) => [a.getAttribute('href'), a.rel, a.textContent])"""
+    )
+    assert outside == [["https://example.com/", "noopener noreferrer", "a site"]], outside
+    expect(main).to_contain_text("<b>raw</b>")
+    expect(main).to_contain_text("[evil](javascript:")
     assert planted["longest"] >= 1_000_000, f"the 1 MB reply is shown whole: {planted}"
     assert page.evaluate("() => 1 + 1") == 2
     page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="web").click()
@@ -381,10 +392,10 @@ def approve_and_reject(page, ada):
     waiting.get_by_role("button", name="Approve always").click()
     expect(theirs).to_have_count(0, timeout=WAIT_MS)
     expect(ada.locator("#acted")).to_contain_text("Accepted by mo")
-    expect(ada.locator("ol.timeline li.command")).to_contain_text("accepted by mo")
+    expect(ada.locator("ol.conversation li.command")).to_contain_text("Approved by mo")
     still_loaded(ada)
     expect(waiting).to_have_count(0, timeout=WAIT_MS)
-    expect(page.locator("ol.timeline li.command")).to_contain_text("done (200)", timeout=WAIT_MS)
+    expect(page.locator("ol.conversation li.command")).to_contain_text("Approved by mo, exit 0", timeout=WAIT_MS)
 
     page.goto(f"{URL}#/p/web/r/{os.environ['EDIT_RUN']}")
     expect(waiting).to_have_count(1)
@@ -394,7 +405,7 @@ def approve_and_reject(page, ada):
     page.screenshot(path=f"{SHOTS}/run-edit.png", full_page=True)
     waiting.get_by_role("button", name="Approve", exact=True).click()
     expect(waiting).to_have_count(0, timeout=WAIT_MS)
-    expect(page.locator("ol.timeline")).to_contain_text("greeting fixed", timeout=WAIT_MS)
+    expect(page.locator("ol.conversation")).to_contain_text("greeting fixed", timeout=WAIT_MS)
 
 
 def rules(page, ada):
@@ -473,11 +484,11 @@ def stream(page, link):
     expect(elsewhere).to_contain_text("accepted by mo and is being carried out")
     assert "line3" not in output.inner_text(), "the output came at once, not as it went"
     page.screenshot(path=f"{SHOTS}/run-output.png", full_page=True)
-    timeline = page.locator("ol.timeline")
+    timeline = page.locator("ol.conversation")
     expect(timeline).to_contain_text("streamed", timeout=WAIT_MS)
     expect(timeline.locator("li.command")).to_contain_text("line3")
-    assert timeline.locator("li.command").inner_text().count("line1") == 1, "the command ran twice"
-    expect(other.locator("ol.timeline")).to_contain_text("streamed", timeout=WAIT_MS)
+    assert timeline.locator("li.command").text_content().count("line1") == 1, "the command ran twice"
+    expect(other.locator("ol.conversation")).to_contain_text("streamed", timeout=WAIT_MS)
     for name, watched in (("the page", page), ("the other page", other)):
         card = watched.evaluate("() => ({ offered: window.card.offered, unsaid: window.card.unsaid })")
         assert card["offered"] == [], f"{name} offered the proposal again: {card}"
@@ -496,7 +507,7 @@ def newest_run(page, rows, prompt, count):
     page.get_by_role("button", name="Ask").click()
     expect(rows).to_have_count(count)
     rows.first.get_by_role("link").click()
-    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+    expect(page.get_by_role("heading", name="Conversation")).to_be_visible()
 
 
 def abort_and_inject(page, ada, rows):
@@ -514,7 +525,7 @@ def abort_and_inject(page, ada, rows):
     not_reloaded(page)
     ada.get_by_role("button", name="Abort").click()
     expect(page.locator("#acted")).to_contain_text("Aborted by ada", timeout=WAIT_MS)
-    expect(page.locator("dl.meta")).to_contain_text("aborted (499)", timeout=WAIT_MS)
+    expect(page.locator("dl.meta")).to_contain_text("Aborted", timeout=WAIT_MS)
     expect(abort).to_be_hidden()
     still_loaded(page)
 
@@ -527,7 +538,7 @@ def abort_and_inject(page, ada, rows):
     assert ada.get_by_role("button", name="Cancel my prompt").is_hidden(), "the admin may cancel mo's prompt"
     cancel.click()
     expect(page.locator("#action-said")).to_contain_text("Cancelled your prompt")
-    expect(page.locator("dl.meta")).to_contain_text("aborted (499)", timeout=WAIT_MS)
+    expect(page.locator("dl.meta")).to_contain_text("Aborted", timeout=WAIT_MS)
     expect(cancel).to_be_hidden()
     expect(ada.locator("#acted")).to_contain_text("Prompt cancelled by mo", timeout=WAIT_MS)
 
@@ -550,8 +561,8 @@ def replay(page, link, rows):
     expect(activity).to_contain_text("turn 2: processing", timeout=WAIT_MS)
     asked = [frame for frame in link.sent if frame.get("method") == "run/replay"]
     assert asked and asked[0]["params"]["since"] > 0, f"no run/replay after the reconnect: {asked}"
-    expect(page.locator("dl.meta")).to_contain_text("done (200)", timeout=WAIT_MS)
-    expect(page.locator("ol.timeline")).to_contain_text("counted")
+    expect(page.locator("dl.meta")).to_contain_text("Done", timeout=WAIT_MS)
+    expect(page.locator("ol.conversation")).to_contain_text("counted")
 
 
 def memory(page):
@@ -608,8 +619,8 @@ def viewer(browser, seen):
     assert page.locator("#prompt").count() == 0, "a viewer gets no prompt box"
     expect(page.locator("main")).not_to_contain_text("null")
     page.goto(f"{URL}#/p/web/r/{os.environ['WAITING_RUN']}")
-    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
-    expect(page.locator("ol.timeline")).to_contain_text("echo hello")
+    expect(page.get_by_role("heading", name="Conversation")).to_be_visible()
+    expect(page.locator("ol.conversation")).to_contain_text("echo hello")
     for name in ("Approve", "Reject", "Abort", "Inject", "Continue", "Cancel my prompt"):
         assert page.get_by_role("button", name=name).count() == 0, f"a viewer sees {name}"
     page.screenshot(path=f"{SHOTS}/run-viewer.png", full_page=True)
@@ -721,18 +732,19 @@ def paused(page):
     note = page.locator("#paused")
     expect(note).to_contain_text(
         f"Paused at a spend cap: run {os.environ['PAUSED_RUN']}: 1,010 tokens of 1,000 tokens per day")
-    expect(note).to_contain_text(re.compile(r"It resets at \d{4}-\d\d-\d\dT00:00:00Z"))
+    expect(note).to_contain_text("It resets at")
+    expect(note.locator("time")).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d 00:00:00 UTC$"))
     page.screenshot(path=f"{SHOTS}/run-paused.png", full_page=True)
     expect(page.get_by_role("button", name="Abort", exact=True)).to_be_visible()
     page.get_by_role("button", name="Resume").click()
     expect(page.locator("#action-said")).to_contain_text("Not resumed: the run cap of")
-    expect(page.locator("dl.meta")).to_contain_text("(402)")
+    expect(page.locator("dl.meta")).to_contain_text("Paused at a cap")
     page.goto(f"{URL}#/p/ops/r/{os.environ['RESUMABLE_RUN']}")
     expect(page.locator("#paused")).to_contain_text("Paused at a spend cap")
     raise_cap(page)
     page.goto(f"{URL}#/p/ops/r/{os.environ['RESUMABLE_RUN']}")
-    expect(page.locator("dl.meta")).to_contain_text("done (200)", timeout=WAIT_MS)
-    expect(page.locator("ol.timeline")).to_contain_text("spent")
+    expect(page.locator("dl.meta")).to_contain_text("Done", timeout=WAIT_MS)
+    expect(page.locator("ol.conversation")).to_contain_text("spent")
     expect(page.locator("#paused")).to_be_hidden()
     assert page.get_by_role("button", name="Resume").is_hidden(), "Resume on a finished run"
     assert page.get_by_role("button", name="Abort", exact=True).is_hidden(), "Abort on a finished run"
@@ -820,7 +832,7 @@ def through_proxy(browser, seen):
     page.get_by_label("Ask a question").fill("What is 2 + 2?")
     page.get_by_role("button", name="Ask").click()
     rows = page.locator("table.runs tbody tr")
-    expect(rows.first).to_contain_text("done (200)", timeout=WAIT_MS)
+    expect(rows.first).to_contain_text("Done", timeout=WAIT_MS)
     expect(rows.first).to_contain_text("four")
     context.close()
 
@@ -878,7 +890,7 @@ def shared_run(browser, seen):
     queued, she aborts the run. The page is never reloaded."""
     context, page = signed_in(browser, seen, os.environ["ADA"])
     page.goto(f"{URL}#/p/demo/r/{os.environ['STORY_RUN']}")
-    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+    expect(page.get_by_role("heading", name="Conversation")).to_be_visible()
     not_reloaded(page)
     here = page.locator("#present")
     expect(here).to_contain_text("mo (rummy acp, editor)")
@@ -889,7 +901,7 @@ def shared_run(browser, seen):
     card.get_by_role("button", name="Approve", exact=True).click()
     acted = page.locator("#acted")
     expect(acted).to_contain_text("Accepted by ada: set://a.txt")
-    timeline = page.locator("ol.timeline")
+    timeline = page.locator("ol.conversation")
     expect(timeline).to_contain_text("Edited in the console.", timeout=WAIT_MS)
 
     expect(card).to_contain_text("echo checked", timeout=WAIT_MS)
@@ -899,13 +911,13 @@ def shared_run(browser, seen):
     expect(acted).to_contain_text("Accepted by jo: sh://", timeout=WAIT_MS)
     expect(card).to_have_count(0, timeout=WAIT_MS)
     expect(timeline).to_contain_text("Checked.", timeout=WAIT_MS)
-    expect(timeline.locator("li.command").filter(has_text="echo checked")).to_contain_text("accepted by jo")
+    expect(timeline.locator("li.command").filter(has_text="echo checked")).to_contain_text("Approved by jo")
 
     story_until(page, "c-abort")
     page.screenshot(path=f"{SHOTS}/run-shared.png", full_page=True)
     page.get_by_role("button", name="Abort", exact=True).click()
     expect(acted).to_contain_text("Aborted by ada", timeout=WAIT_MS)
-    expect(page.locator("dl.meta")).to_contain_text("aborted (499)", timeout=WAIT_MS)
+    expect(page.locator("dl.meta")).to_contain_text("Aborted", timeout=WAIT_MS)
     expect(page.get_by_role("button", name="Abort", exact=True)).to_be_hidden()
     still_loaded(page)
     context.close()
@@ -937,7 +949,7 @@ def ask_elsewhere(other, prompt, count):
     other.get_by_role("button", name="Ask").click()
     rows = other.locator("table.runs tbody tr")
     expect(rows).to_have_count(count)
-    expect(rows.first).to_contain_text("done (200)", timeout=WAIT_MS)
+    expect(rows.first).to_contain_text("Done", timeout=WAIT_MS)
 
 
 def inbox_alerts(browser, seen):
@@ -1036,10 +1048,102 @@ def first_run(browser, seen):
     page.get_by_label("Ask a question").fill("What does this project do?")
     page.get_by_role("button", name="Ask").click()
     rows = page.locator("table.runs tbody tr")
-    expect(rows.first).to_contain_text("done (200)", timeout=WAIT_MS)
+    expect(rows.first).to_contain_text("Done", timeout=WAIT_MS)
     expect(rows.first).to_contain_text("It serves a web page on port 3000.")
     page.screenshot(path=f"{SHOTS}/first-run-answer.png", full_page=True)
     assert key not in page.content(), "the key is in the page"
+    context.close()
+
+
+UTC_TITLE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")
+
+
+def local_with_utc_title(page, selector):
+    """Each <time> under `selector`: its title is the UTC time, its text the same moment in
+    the browser's local time (the test's browser runs in Asia/Kolkata, so they differ)."""
+    times = page.evaluate(
+        """(selector) => [...document.querySelectorAll(`${selector} time`)].map((time) =>
+             ({ text: time.textContent, title: time.title, at: time.getAttribute('datetime') }))""",
+        selector,
+    )
+    assert times, f"no time under {selector}"
+    for time_ in times:
+        assert UTC_TITLE.match(time_["title"]), time_
+        local = page.evaluate(
+            """(at) => new Date(at).toLocaleString(undefined, {year: 'numeric', month: 'short',
+                 day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit'})""",
+            time_["at"])
+        assert time_["text"] == local, f"not local time: {time_} / {local}"
+        assert time_["title"][11:19] not in time_["text"], f"shown in UTC: {time_}"
+    return times
+
+
+def readable(browser, seen):
+    """Runs as a person reads them: the list shows each run's title (its prompt's first
+    line), what was asked, who, its status and how long it took in words, and local times
+    with the UTC time on hover; the run page shows the title, the answer on top rendered as
+    markdown, then the conversation, its command a collapsed step that says in words who
+    approved it and how it ended, its status code only once opened."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, timezone_id="Asia/Kolkata")
+    page = context.new_page()
+    watch(page, seen)
+    sign_in(page, os.environ["MO"])
+    page.get_by_role("link", name="web").click()
+    rows = page.locator("table.runs tbody tr")
+    expect(rows).to_have_count(2)
+    asked = rows.filter(has_text="What is 2 + 2?")
+    expect(asked.locator("td[data-label=Run]")).to_have_text("What is 2 + 2?")
+    expect(asked.locator("td[data-label=Asked]")).to_contain_text("Show your work, in markdown.")
+    expect(asked.locator("td[data-label=Status]")).to_have_text("Done")
+    expect(asked.locator("td[data-label='Started by']")).to_have_text("operator")
+    expect(asked.locator("td[data-label=Took]")).to_have_text(re.compile(r"^(\d+ min )?\d+ s$"))
+    waiting = rows.filter(has_text="run echo hello")
+    expect(waiting.locator("td[data-label=Status]")).to_have_text("Waiting for approval")
+    assert not re.search(r"\(\d{3}\)", page.locator("table.runs").inner_text()), "a status code in the list"
+    local_with_utc_title(page, "table.runs")
+    page.screenshot(path=f"{SHOTS}/runs-readable.png", full_page=True)
+
+    asked.get_by_role("link").click()
+    expect(page.get_by_role("heading", name="What is 2 + 2?", exact=True)).to_be_visible()
+    now = page.locator("#now")
+    expect(now).to_contain_text("Done")
+    answer = now.locator(".markdown")
+    expect(answer.locator("h4")).to_have_text("Result")
+    expect(answer.locator("strong")).to_have_text("four")
+    expect(answer.locator("ul li")).to_have_count(2)
+    expect(answer.locator("pre code")).to_have_text("2 + 2 = 4")
+    expect(answer.locator("a")).to_have_attribute("rel", "noopener noreferrer")
+    first = page.evaluate(
+        "() => [...document.querySelectorAll('main > *')].findIndex((node) => node.id === 'now')")
+    conversation = page.evaluate(
+        """() => [...document.querySelectorAll('main > *')]
+             .findIndex((node) => node.querySelector?.('ol.conversation'))""")
+    meta = page.evaluate(
+        "() => [...document.querySelectorAll('main > *')].findIndex((node) => node.matches('dl, div') && node.querySelector?.('dl.meta'))")
+    assert first < conversation < meta, f"the answer, then the conversation, then the rest: {first}, {conversation}, {meta}"
+    talk = page.locator("ol.conversation")
+    expect(talk.locator("li.prompt .markdown")).to_contain_text("What is 2 + 2?")
+    expect(talk.locator("li.answer strong").first).to_have_text("four")
+    expect(page.locator("dl.meta")).to_contain_text(re.compile(r"Took\s*(\d+ min )?\d+ s"))
+    local_with_utc_title(page, "dl.meta")
+    context_section = page.locator("details.context")
+    assert context_section.evaluate("(node) => node.open") is False, "the model's context is open"
+    page.screenshot(path=f"{SHOTS}/run-conversation.png", full_page=True)
+
+    page.goto(f"{URL}#/p/web/r/{os.environ['WAITING_RUN']}")
+    expect(now).to_contain_text("Waiting for your approval: command echo hello")
+    page.locator("ul.proposals li").get_by_role("button", name="Approve", exact=True).click()
+    step = page.locator("ol.conversation li.command details")
+    expect(step.locator("summary")).to_contain_text("Approved by mo, exit 0", timeout=WAIT_MS)
+    assert step.evaluate("(node) => node.open") is False, "the step is not collapsed"
+    code = step.locator("p.code")
+    expect(code).to_be_hidden()
+    assert not re.search(r"\b200\b", page.locator("ol.conversation").inner_text()), "a status code shown"
+    step.locator("summary").click()
+    expect(code).to_be_visible()
+    expect(code).to_contain_text("status code 200")
+    expect(step).to_contain_text("hello")
+    page.screenshot(path=f"{SHOTS}/run-steps.png", full_page=True)
     context.close()
 
 
@@ -1054,6 +1158,8 @@ def main(scenario):
             viewer(browser, seen)
             admin(browser, seen)
             people_edits(browser, seen)
+        elif scenario == "readable":
+            readable(browser, seen)
         elif scenario == "proxy":
             through_proxy(browser, seen)
         elif scenario == "changes":

@@ -21,7 +21,11 @@
 //! resumes one whose cap still stands (refused, in words) and one whose recorded calls the
 //! test erased (it goes on and finishes), reads the webhook's delivery of that finish and
 //! removes the webhook. A
-//! second test signs in and asks through the real nginx configured by `docker/nginx.conf`,
+//! second test reads runs as a person does: titled by their first prompt, with what was
+//! asked, statuses and durations in words, local times with the UTC time on hover, the
+//! answer on top rendered as markdown and a command as a collapsed step that says who
+//! approved it and how it ended. A
+//! third test signs in and asks through the real nginx configured by `docker/nginx.conf`,
 //! the call taking the server's token cap past 80 %, which the page says.
 //! Screenshots of the pages go to `target/console-screenshots`.
 //!
@@ -47,12 +51,17 @@ use crate::support::{llm_env, Client, TestApp};
 const NEEDS: &str = "needs Debian's chromium and Playwright in tests/console/.venv \
                      (tests/console/requirements.txt): tests/run.sh installs both";
 
-/// A model reply that would run script, load an image, or link to script if it were HTML,
-/// then a megabyte of text.
+/// A model reply that would run script, load an image, or link to script if it were HTML
+/// or markdown rendered carelessly (raw HTML, a `javascript:` link, an image whose load
+/// fails into script), with markdown that is fine (bold words, an https link), then a
+/// megabyte of text.
 fn hostile_reply() -> String {
     format!(
         "<script>window.pwned = true</script> <img src=x onerror=\"window.pwned = true\"> \
-         <a href=\"javascript:window.pwned = true\">click me</a>\n{}\n\
+         <a href=\"javascript:window.pwned = true\">click me</a> <b>raw</b>\n\n\
+         **bold words** [evil](javascript:window.pwned=true) \
+         ![pic](x\" onerror=\"window.pwned=true) ![img](https://example.com/x.png) \
+         [a site](https://example.com/)\n\n{}\n\
          <summarize>hostile</summarize>",
         "A".repeat(1_000_000)
     )
@@ -101,8 +110,17 @@ fn spending() -> Step {
     }))
 }
 
+/// An answer in markdown: a heading, bold words, a list, a code block and a link.
+const MARKDOWN_ANSWER: &str = "# Result\nThe answer is **four**:\n\n- two\n- plus two\n\n\
+                               ```\n2 + 2 = 4\n```\n\n[Arithmetic](https://example.com/)";
+
 /// The answers, newest prompt first where one run holds two (`3 + 3` continues `2 + 2`).
 const ANSWERS: &[Answer] = &[
+    Answer {
+        marker: "Show your work, in markdown",
+        first: || summary(MARKDOWN_ANSWER),
+        then: || summary(MARKDOWN_ANSWER),
+    },
     Answer {
         marker: "spend the budget",
         first: spending,
@@ -410,6 +428,42 @@ async fn a_member_a_viewer_and_an_admin_use_the_console_in_chromium() {
         "webhooks",
         "run-paused",
     ] {
+        assert!(shots().join(format!("{page}.png")).exists(), "{page}.png");
+    }
+}
+
+#[actix_web::test]
+#[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
+async fn runs_read_as_titled_conversations_in_chromium() {
+    let llm = scripted_model();
+    let (app, _users) = team_server(&llm, &[]).await;
+    let root = app.project_root("web");
+    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
+    operator.init("web", &root).await;
+    operator
+        .ok("project/config", json!({"commands": "server"}))
+        .await;
+    let mut started = Vec::new();
+    for (mode, prompt, status) in [
+        ("ask", "What is 2 + 2?\nShow your work, in markdown.", 200),
+        ("act", "run echo hello\nand tell me.", 202),
+    ] {
+        let outcome = operator
+            .ok(mode, json!({"model": "fake", "prompt": prompt}))
+            .await;
+        assert_eq!(outcome["status"], json!(status), "{outcome}");
+        started.push(outcome["run"].as_str().unwrap().to_string());
+    }
+    browse(
+        "readable",
+        format!("http://{}/ui/", app.addr()),
+        &[
+            ("MO", "mo-token".into()),
+            ("WAITING_RUN", started[1].clone()),
+        ],
+    )
+    .await;
+    for page in ["runs-readable", "run-conversation", "run-steps"] {
         assert!(shots().join(format!("{page}.png")).exists(), "{page}.png");
     }
 }

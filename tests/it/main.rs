@@ -62,6 +62,7 @@ mod recall_rerank;
 mod replay;
 mod replies;
 mod rules;
+mod run_titles;
 mod runs;
 mod sandbox;
 mod server_commands;

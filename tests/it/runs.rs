@@ -262,7 +262,10 @@ async fn run_rename_validates_the_name_and_keeps_aliases_unique() {
     let renamed = client
         .ok("run/rename", json!({"run": run, "name": "custom_Name_2"}))
         .await;
-    assert_eq!(renamed, json!({"run": "custom_Name_2"}));
+    assert_eq!(
+        renamed,
+        json!({"run": "custom_Name_2", "title": "custom_Name_2"})
+    );
     assert_eq!(
         client.err("getRun", json!({"run": run})).await,
         (-32002, format!("Run '{run}' not found."))
@@ -317,7 +320,7 @@ async fn run_rename_validates_the_name_and_keeps_aliases_unique() {
                 json!({"run": foreign, "name": "custom_Name_2"})
             )
             .await,
-        json!({"run": "custom_Name_2"}),
+        json!({"run": "custom_Name_2", "title": "custom_Name_2"}),
         "names are unique per project: another project's taken name is no obstacle, nor told"
     );
     assert_eq!(

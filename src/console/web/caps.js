@@ -2,6 +2,7 @@
 // (`usage/caps`), and a banner when one is reached or passes 80 % (`usage/capReached`,
 // `usage/capWarning`, sent to the project's clients).
 import { el, fill, dollars, count } from './dom.js';
+import { when, localText } from './time.js';
 
 function amount(unit, value) {
   return unit === 'dollars' ? dollars(value) : `${count(value)} tokens`;
@@ -23,11 +24,11 @@ export function capsPanel(ctx) {
     fill(node, caps.length ? [
       el('h2', {}, 'Spend caps'),
       el('ul', { class: 'caps' }, caps.map((cap) => el('li', {},
-        said(cap), el('span', { class: 'muted' }, ` — ${amount(cap.unit, cap.left)} left, resets ${cap.resets}`)))),
+        said(cap), el('span', { class: 'muted' }, ` — ${amount(cap.unit, cap.left)} left, resets `, when(cap.resets))))),
     ] : [], banner.textContent ? banner : null);
   };
   const shout = (text) => (cap) => {
-    banner.textContent = `${text} ${said(cap)}; it resets at ${cap.resets}.`;
+    banner.textContent = `${text} ${said(cap)}; it resets at ${localText(cap.resets)}.`;
     refresh().catch(() => {});
   };
   const stops = [

@@ -41,12 +41,18 @@ export function debounce(fn, ms) {
   return call;
 }
 
+// A status in words, as a person reads it (the code itself only in details views).
 const STATUS = {
-  100: 'queued', 102: 'running', 200: 'done', 202: 'waiting for approval',
-  204: 'done', 400: 'refused', 402: 'over a spending cap', 403: 'forbidden', 404: 'not found',
-  409: 'conflict', 413: 'too large', 422: 'limit reached', 499: 'aborted', 500: 'failed',
-  504: 'timed out',
+  100: 'Queued', 102: 'Running', 200: 'Done', 202: 'Waiting for approval',
+  204: 'Done', 400: 'Refused', 402: 'Paused at a cap', 403: 'Rejected', 404: 'Not found',
+  409: 'Conflict', 413: 'Too large', 422: 'Limit reached', 499: 'Aborted', 500: 'Failed',
+  504: 'Timed out',
 };
+
+// A status code in words.
+export function statusWords(code) {
+  return STATUS[code] ?? (code >= 400 ? 'Failed' : 'Done');
+}
 
 // A table cell of free text (a summary, an error, a list): one line cut short with an
 // ellipsis, the whole text in its title (shown on hover) and in the cell while it has focus.
@@ -59,7 +65,7 @@ export function longCell(text, props = {}) {
 // A run's or an entry's status, as a labelled element.
 export function status(code) {
   const bad = code >= 400 ? ' bad' : '';
-  return el('span', { class: `status s${code}${bad}` }, `${STATUS[code] ?? 'status'} (${code})`);
+  return el('span', { class: `status s${code}${bad}`, 'data-code': code }, statusWords(code));
 }
 
 // Whether a run with this status may still change by itself.

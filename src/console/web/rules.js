@@ -4,6 +4,7 @@
 // by "Approve always" on a command's card (run.js), whose pattern `defaultPattern` shows
 // beforehand.
 import { el, fill, longCell, confirmed } from './dom.js';
+import { when } from './time.js';
 
 // What lets a shell run more than one command from a line (src/agent/allow/pattern.rs).
 const OPERATORS = [';', '&', '|', '`', '$(', '<', '>', '\n', '\r'];
@@ -32,7 +33,7 @@ export function rulesPanel(ctx, project) {
           .map((name) => el('th', { scope: 'col' }, name)))),
         el('tbody', {}, rules.map((rule) => el('tr', {},
           longCell(rule.pattern), el('td', {}, rule.person ?? 'operator'),
-          el('td', {}, rule.madeBy ?? 'operator'), el('td', {}, rule.madeAt),
+          el('td', {}, rule.madeBy ?? 'operator'), el('td', {}, when(rule.madeAt)),
           el('td', {}, ctx.canChange ? confirmed({
             label: 'Revoke',
             name: `Revoke ${rule.pattern}`,

@@ -1,16 +1,22 @@
-// One run, live: what it is and costs, its loops (who asked each), what waits for approval
-// (an edit as a diff, a command as text, with the output of a command running on the server
-// as it comes), its turns as a timeline, its entries by fidelity, its session notes, and
-// what happened meanwhile, what it changed (changes.js), and who is in the run now (the page watches it: `run/watch`,
-// `run/presence`). What anyone does to the run (`run/action`) redraws it at once and is said
-// with who did it ("Accepted by bo"); the timeline says who resolved each proposal. A run
-// paused at a spend cap says which cap, what was spent and when it resets; admins get
-// Resume. Members and admins also get abort, approve (once or always: a command rule),
-// inject and a prompt to go on with ask or act; whoever has a loop in flight gets "Cancel my
-// prompt". The forms live outside the parts a refresh redraws, so a refresh never takes what
-// someone is typing.
-import { el, fill, debounce, status, active, dollars, count, field, longCell } from './dom.js';
-import { diffView } from './diff.js';
+// One run, live: the conversation first — what it is doing now on top (what waits for
+// whose approval, or its answer once done), then each prompt and answer as safe markdown
+// with its commands and edits as collapsed steps (conversation.js) —, then what it is and
+// costs, its loops (who asked each), what waits for approval (an edit as a diff, a command
+// as text, with the output of a command running on the server as it comes), what happened
+// meanwhile, what it changed (changes.js), who is in the run now (the page watches it: `run/watch`, `run/presence`), and
+// collapsed, what the model keeps in mind and the session notes (run-details.js). What
+// anyone does to the run (`run/action`) redraws it at once and is said with who did it
+// ("Accepted by bo"); each step says who resolved it. A run paused at a spend cap says
+// which cap, what was spent and when it resets; admins get Resume. Members and admins also
+// get abort, approve (once or always: a command rule), inject and a prompt to go on with
+// ask or act (run-forms.js); whoever has a loop in flight gets "Cancel my prompt". The
+// forms live outside the parts a refresh redraws, so a refresh never takes what someone is
+// typing.
+import { el, fill, debounce, status, active, dollars, count } from './dom.js';
+import { conversation, content, renderNow, stepName, target } from './conversation.js';
+import { renderContext, renderNotes } from './run-details.js';
+import { injectForm, continueForm } from './run-forms.js';
+import { when, took } from './time.js';
 import { said as capSaid } from './caps.js';
 import { defaultPattern } from './rules.js';
 import { changesSection } from './changes.js';
@@ -21,13 +27,14 @@ const OUTPUT_KEPT = 256 * 1024;
 const OUTPUTS_KEPT = 32;
 // Lines of the activity list kept.
 const ACTIVITY_KEPT = 50;
-const FIDELITIES = ['full', 'summary', 'index', 'archive'];
 // A `run/action`'s verb as said of whoever did it.
 const DONE = {
   accept: 'Accepted', reject: 'Rejected', error: 'Reported failed', abort: 'Aborted',
   cancel: 'Prompt cancelled', inject: 'Message injected', prompt: 'Continued', resume: 'Resumed',
   revert: 'Revert asked',
 };
+// A resolution as a step says it.
+const SETTLED = { accept: 'Approved', reject: 'Rejected' };
 // The loops of a person still to end: queued (or paused), running, waiting on proposals.
 const IN_FLIGHT = [100, 102, 202];
 
@@ -40,29 +47,9 @@ function actedWords(params) {
   return `${verb} by ${who}${rule}${params.path ? `: ${params.path}` : ''}`;
 }
 
-// What kind of step an entry of a run is, for the timeline.
-function kind(entry) {
-  if (entry.scheme === 'prompt') return ['prompt', 'Prompt'];
-  if (['content', 'update', 'summarize', 'known', 'unknown'].includes(entry.scheme)) return ['reply', 'Model'];
-  return ['command', entry.scheme ?? 'entry'];
-}
-
 // Whether a proposal is a command a rule may allow always.
 function isCommand(entry) {
   return (entry.scheme === 'sh' || entry.scheme === 'env') && typeof entry.attributes?.command === 'string';
-}
-
-function target(attributes) {
-  for (const key of ['command', 'file', 'path', 'question', 'url']) {
-    if (typeof attributes?.[key] === 'string') return attributes[key];
-  }
-  return '';
-}
-
-// An entry's content: its edit as a diff when it has one, else its body.
-function content(entry) {
-  if (typeof entry.attributes?.patch === 'string' && entry.attributes.patch) return diffView(entry.attributes.patch);
-  return entry.body ? el('pre', {}, entry.body) : null;
 }
 
 // The output kept for each command of each run, across redraws and reconnects.
@@ -99,8 +86,12 @@ export async function runView(ctx, main, project, alias) {
   const loops = el('div');
   const progress = el('p', { class: 'progress', role: 'status', 'aria-live': 'polite' });
   const proposals = el('section', { 'aria-labelledby': 'waiting' });
+  const now = el('section', { id: 'now', class: 'now', 'aria-live': 'polite', 'aria-label': 'Now' });
   const timeline = el('div');
   const fidelity = el('div');
+  const heading = el('h1', {}, alias);
+  const subtitle = el('p', { class: 'muted alias' });
+  let progressText = '';
   const notes = el('div');
   const activity = el('ol', { class: 'activity', 'aria-live': 'polite' });
   const outputNodes = new Map();
@@ -154,7 +145,7 @@ export async function runView(ctx, main, project, alias) {
         const pattern = isCommand(entry) ? defaultPattern(entry.attributes.command) : null;
         const open = !resolved.has(entry.path) && ctx.canChange;
         return el('li', { class: 'proposal' },
-          el('div', { class: 'entry-head' }, el('strong', {}, entry.scheme ?? 'proposal'), el('span', {}, target(entry.attributes) || entry.path)),
+          el('div', { class: 'entry-head' }, el('strong', {}, stepName(entry)), el('span', {}, target(entry.attributes) || entry.path)),
           content(entry),
           output,
           resolved.has(entry.path) ? saidOn(resolved.get(entry.path))
@@ -167,55 +158,19 @@ export async function runView(ctx, main, project, alias) {
       })));
   };
 
-  // Who settled each proposal, by its path: `accepted by bo`.
+  // Who settled each proposal, by its path: `Approved by bo`.
   const settledBy = (actions) => new Map((actions ?? []).filter((action) => action.path)
-    .map((action) => [action.path, `${DONE[action.action] ?? action.action} by ${action.person ?? 'the operator'}`.toLowerCase()]));
-  const renderTimeline = (entries, settled) => {
-    const turns = new Map();
-    for (const entry of entries) {
-      if (!turns.has(entry.turn)) turns.set(entry.turn, []);
-      turns.get(entry.turn).push(entry);
-    }
-    fill(timeline, el('h2', {}, 'Timeline'), entries.length
-      ? el('ol', { class: 'timeline' }, [...turns].map(([turn, steps]) => el('li', { class: 'turn' },
-        el('h3', {}, turn === 0 ? 'Before the first turn' : `Turn ${turn}`),
-        el('ol', { class: 'steps' }, steps.map((entry) => {
-          const [cls, label] = kind(entry);
-          return el('li', { class: cls },
-            el('div', { class: 'entry-head' },
-              el('strong', {}, label), status(entry.status), el('span', {}, target(entry.attributes)),
-              settled.has(entry.path) ? el('span', { class: 'by' }, settled.get(entry.path)) : null),
-            entry.status === 202 ? el('p', { class: 'muted' }, 'Waiting for approval: see above.') : content(entry));
-        })))))
-      : el('p', {}, 'Nothing yet.'));
-  };
-
-  const renderFidelity = (entries) => {
-    fill(fidelity, el('h2', {}, 'Entries by fidelity'),
-      entries.length ? FIDELITIES.map((level) => {
-        const these = entries.filter((entry) => entry.fidelity === level);
-        return el('details', { class: 'fidelity', open: level === 'full' && these.length <= 30 },
-          el('summary', {}, `${level} (${these.length})`),
-          these.length ? el('table', {},
-            el('thead', {}, el('tr', {}, ['Path', 'Status', 'Tokens'].map((name) => el('th', { scope: 'col' }, name)))),
-            el('tbody', {}, these.map((entry) => el('tr', {},
-              longCell(entry.path), el('td', {}, status(entry.status)), el('td', {}, count(entry.tokens))))))
-            : el('p', { class: 'muted' }, 'None.'));
-      }) : el('p', {}, 'No entries.'));
-  };
-
-  const renderNotes = (session) => {
-    fill(notes, el('h2', {}, 'Session notes'),
-      session?.rendered ? el('pre', { class: 'notes' }, session.rendered)
-        : el('p', { class: 'muted' }, 'No session notes yet.'));
-  };
-
+    .map((action) => [action.path, `${SETTLED[action.action] ?? DONE[action.action] ?? action.action} by ${action.person ?? 'the operator'}`]));
   const refresh = async () => {
     run = await ctx.rpc.call('getRun', { run: alias });
     const telemetry = run.context?.telemetry ?? {};
+    fill(heading, run.title ?? alias);
+    fill(subtitle, run.title ? `Run ${alias}` : null);
     fill(meta, el('dl', { class: 'meta' },
       [['Status', status(run.status)], ['Model', run.model ?? ''], ['Turns', String(run.turn)],
         ['Started by', run.created_by ?? 'operator'],
+        ['Started', when(run.created)],
+        ['Took', took(run.created, run.last_event_ms ?? run.created, active(run.status))],
         ['Tokens', count(telemetry.total_tokens)],
         ['Cost', dollars(telemetry.cost)]]
         .map(([name, value]) => el('div', {}, el('dt', {}, name), el('dd', {}, value)))));
@@ -225,15 +180,15 @@ export async function runView(ctx, main, project, alias) {
         el('thead', {}, el('tr', {}, ['Loop', 'Mode', 'Status', 'Asked by', 'At'].map((name) => el('th', { scope: 'col' }, name)))),
         el('tbody', {}, run.loops.map((loop) => el('tr', {},
           el('td', {}, String(loop.sequence)), el('td', {}, loop.mode), el('td', {}, status(loop.status)),
-          el('td', {}, loop.requested_by ?? 'operator'), el('td', {}, loop.created_at)))))) : null);
+          el('td', {}, loop.requested_by ?? 'operator'), el('td', {}, when(loop.created_at))))))) : null);
     renderPresent(run.present ?? []);
     abortButton.hidden = !(active(run.status) || run.status === 202 || run.status === 402);
     cancelButton.hidden = !(run.loops ?? []).some((loop) => (loop.requested_by ?? null) === me && IN_FLIGHT.includes(loop.status));
     resumeButton.hidden = !(run.status === 402 && ctx.me.role === 'admin');
     fill(pausedNote, run.status === 402 ? (run.paused?.cap
-      ? `Paused at a spend cap: ${capSaid(run.paused.cap)}. It resets at ${run.paused.cap.resets}; the run goes on by itself once no cap of it stands.`
+      ? [`Paused at a spend cap: ${capSaid(run.paused.cap)}. It resets at `, when(run.paused.cap.resets), '; the run goes on by itself once no cap of it stands.']
       : 'Paused at a spend cap.') : null);
-    if (!active(run.status)) progress.textContent = '';
+    if (!active(run.status)) { progress.textContent = ''; progressText = ''; }
     const entries = [
       ...(run.context?.history ?? []),
       ...(run.context?.content ?? []).map((entry) => ({ ...entry, scheme: 'content', status: 200 })),
@@ -241,13 +196,14 @@ export async function runView(ctx, main, project, alias) {
       .sort((a, b) => (a.entry.turn - b.entry.turn) || (a.index - b.index))
       .map(({ entry }) => entry);
     renderProposals(entries.filter((entry) => entry.status === 202));
-    renderTimeline(entries, settledBy(run.actions));
+    renderNow(now, run, entries, progressText);
+    fill(timeline, el('h2', {}, 'Conversation'), conversation(entries, settledBy(run.actions)));
     const [listed, session] = await Promise.all([
       ctx.rpc.call('getEntries', { run: alias, limit: 1000 }).catch(() => []),
       ctx.rpc.call('memory/session', { run: alias }).catch(() => null),
     ]);
-    renderFidelity(listed);
-    renderNotes(session);
+    renderContext(fidelity, listed);
+    renderNotes(notes, session);
     await changes.refresh().catch(said);
     // A loop's end is told (`run/outcome`); look again while one goes, as a backstop.
     if (active(run.status)) later();
@@ -272,7 +228,8 @@ export async function runView(ctx, main, project, alias) {
   const stops = [
     ctx.rpc.on('run/progress', (params) => {
       if (params.run !== alias) return;
-      progress.textContent = `turn ${params.turn}: ${params.status}`;
+      progressText = `turn ${params.turn}: ${params.status}`;
+      progress.textContent = progressText;
       noted(`turn ${params.turn}: ${params.status}`);
       later();
     }),
@@ -316,11 +273,11 @@ export async function runView(ctx, main, project, alias) {
     }),
   ];
   fill(main,
-    el('h1', {}, alias), here, meta, pausedNote, loops, progress, acted,
+    heading, subtitle, now, pausedNote, acted,
     el('div', { class: 'actions' }, ctx.canChange ? abortButton : null, cancelButton,
       ctx.me.role === 'admin' ? resumeButton : null),
-    actionSaid,
-    proposals, changes.section, timeline, controls,
+    actionSaid, progress,
+    proposals, changes.section, timeline, controls, here, meta, loops,
     el('h2', {}, 'Activity'), activity, fidelity, notes);
   await ctx.rpc.call('run/watch', { run: alias });
   await refresh();
@@ -329,46 +286,4 @@ export async function runView(ctx, main, project, alias) {
     stops.forEach((stop) => stop());
     ctx.rpc?.call('run/unwatch', { run: alias }).catch(() => {});
   };
-}
-
-// Adds a message to the run's work (run/inject): taken in by the running loop, or starting
-// one when none runs.
-function injectForm(ctx, alias, changed) {
-  const [label, message] = field('inject', 'Inject a message', { rows: 2 });
-  const said = el('p', { class: 'muted', role: 'status' });
-  const form = el('form', { class: 'form' }, label, message,
-    el('div', { class: 'actions' }, el('button', { type: 'submit' }, 'Inject')), said);
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const text = message.value.trim();
-    if (!text) return;
-    message.value = '';
-    ctx.rpc.call('run/inject', { run: alias, message: text })
-      .then(() => { said.textContent = 'Injected.'; changed(); })
-      .catch((error) => { said.textContent = `Not injected: ${error.message}`; });
-  });
-  return form;
-}
-
-// Goes on with the run: a new ask or act on it, with its model.
-function continueForm(ctx, alias, current, changed) {
-  const [label, prompt] = field('continue', 'Continue the run', { rows: 2 });
-  const mode = el('select', { id: 'continue-mode' }, el('option', { value: 'ask' }, 'ask'), el('option', { value: 'act' }, 'act'));
-  const said = el('p', { class: 'muted', role: 'status' });
-  const form = el('form', { class: 'form' }, label, prompt,
-    el('label', { for: 'continue-mode' }, 'Mode'), mode,
-    el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary' }, 'Continue')), said);
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const text = prompt.value.trim();
-    const run = current();
-    if (!text || !run) return;
-    prompt.value = '';
-    said.textContent = 'Sent; the run goes on.';
-    ctx.rpc.call(mode.value, { model: run.model, prompt: text, run: alias })
-      .then((outcome) => { said.textContent = `The loop ended with status ${outcome.status}.`; changed(); })
-      .catch((error) => { said.textContent = `Not sent: ${error.message}`; });
-    changed();
-  });
-  return form;
 }

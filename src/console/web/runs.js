@@ -1,7 +1,10 @@
-// A project's runs, live, filterable and paged (the newest first, more on demand). The ask
-// box is shown to members and admins only (the server refuses it to viewers anyway); below
-// the runs, the command rules the person may see there; admins get a link to its webhooks.
-import { el, fill, link, debounce, status, active, dollars, field, longCell } from './dom.js';
+// A project's runs, live, filterable and paged (the newest first, more on demand). Each run
+// reads as its title (its alias and model on hover), what was asked, who, its status in
+// words, how long it took and what it cost. The ask box is shown to members and admins only
+// (the server refuses it to viewers anyway); below the runs, the command rules the person
+// may see there; admins get a link to its webhooks.
+import { el, fill, link, debounce, status, statusWords, active, dollars, field, longCell } from './dom.js';
+import { when, took } from './time.js';
 import { capsPanel } from './caps.js';
 import { rulesPanel } from './rules.js';
 
@@ -21,30 +24,31 @@ export async function runsView(ctx, main, project) {
   let wanted = PAGE;
   let more = false;
   const progress = new Map();
-  const [textLabel, text] = field('filter', 'Filter', { type: 'search', placeholder: 'run, model, person, summary' });
+  const [textLabel, text] = field('filter', 'Filter', { type: 'search', placeholder: 'title, question, run, model, person, summary' });
   const which = el('select', { id: 'status-filter' },
     Object.keys(FILTERS).map((key) => el('option', { value: key }, key)));
   const body = el('tbody');
   const moreButton = el('button', { type: 'button', id: 'more', hidden: true }, 'Show more runs');
   const table = el('table', { class: 'runs' },
     el('caption', { class: 'muted' }, 'Newest first; updates as runs go.'),
-    el('thead', {}, el('tr', {}, ['Run', 'Status', 'Model', 'Turns', 'Cost', 'Started by', 'Created', 'Summary']
+    el('thead', {}, el('tr', {}, ['Run', 'Asked', 'Status', 'Started by', 'Took', 'Cost', 'Created', 'Summary']
       .map((name) => el('th', { scope: 'col' }, name)))),
     body);
   const render = () => {
     const needle = text.value.trim().toLowerCase();
     const shown = runs.filter(FILTERS[which.value]).filter((run) => !needle
-      || [run.run, run.model, run.created_by, run.summary]
+      || [run.title, run.asked, run.run, run.model, run.created_by, run.summary]
         .some((value) => (value ?? '').toLowerCase().includes(needle)));
     fill(body, ...shown.map((run) => el('tr', {},
-      el('td', { 'data-label': 'Run' }, el('a', { href: link('p', project, 'r', run.run) }, run.run)),
+      el('td', { 'data-label': 'Run', class: 'title' },
+        el('a', { href: link('p', project, 'r', run.run), title: `${run.run} on ${run.model ?? 'no model'}` }, run.title ?? run.run)),
+      longCell(run.asked, { 'data-label': 'Asked' }),
       el('td', { 'data-label': 'Status' }, status(run.status),
         progress.has(run.run) && active(run.status) ? el('div', { class: 'progress' }, progress.get(run.run)) : null),
-      el('td', { 'data-label': 'Model' }, run.model ?? ''),
-      el('td', { 'data-label': 'Turns' }, String(run.turn)),
-      el('td', { 'data-label': 'Cost' }, dollars(run.cost)),
       el('td', { 'data-label': 'Started by' }, run.created_by ?? 'operator'),
-      el('td', { 'data-label': 'Created' }, run.created),
+      el('td', { 'data-label': 'Took' }, took(run.created, run.last_event_ms ?? run.created, active(run.status))),
+      el('td', { 'data-label': 'Cost' }, dollars(run.cost)),
+      el('td', { 'data-label': 'Created' }, when(run.created)),
       longCell(run.summary, { 'data-label': 'Summary' }))));
     if (!shown.length) body.append(el('tr', {}, el('td', { colspan: 8 }, 'No run matches.')));
     moreButton.hidden = !more;
@@ -106,7 +110,7 @@ async function askForm(ctx, changed) {
     prompt.value = '';
     said.textContent = 'Asked; the run appears below.';
     ctx.rpc.call(mode.value, { model: model.value, prompt: text })
-      .then((outcome) => { said.textContent = `Run ${outcome.run} ended with status ${outcome.status}.`; changed(); })
+      .then((outcome) => { said.textContent = `Run ${outcome.run}: ${statusWords(outcome.status)}.`; changed(); })
       .catch((error) => { said.textContent = `Not asked: ${error.message}`; });
     changed();
   });

@@ -3,6 +3,7 @@
 // adding one (its events as checkboxes, json or slack), after which its secret is shown this
 // once with a Copy button; removal after a confirmation; each one's delivery log.
 import { el, fill, link, field, longCell, confirmed } from './dom.js';
+import { when } from './time.js';
 
 const EVENTS = [
   ['approval.pending', 'a run waits for approval'],
@@ -60,7 +61,7 @@ export async function webhooksView(ctx, main, project) {
             el('td', {}, delivery.run ? el('a', { href: link('p', project, 'r', delivery.run) }, delivery.run) : ''),
             el('td', {}, delivery.state + (delivery.next ? ` (next try ${delivery.next})` : '')),
             el('td', {}, String(delivery.attempts.length)),
-            el('td', {}, last.at ?? delivery.created),
+            el('td', {}, when(last.at ?? delivery.created)),
             el('td', {}, typeof last.durationMs === 'number' ? `${last.durationMs} ms` : ''),
             el('td', {}, last.status ? String(last.status) : ''),
             longCell(last.error ?? ''));
@@ -76,7 +77,7 @@ export async function webhooksView(ctx, main, project) {
         .map((name) => el('th', { scope: 'col' }, name)))),
       el('tbody', {}, webhooks.map((hook) => el('tr', {},
         longCell(hook.url), el('td', {}, hook.events.join(', ')), el('td', {}, hook.format),
-        el('td', {}, hook.createdBy ?? 'operator'), el('td', {}, hook.created),
+        el('td', {}, hook.createdBy ?? 'operator'), el('td', {}, when(hook.created)),
         el('td', {}, el('div', { class: 'actions' },
           el('button', { type: 'button', 'aria-label': `Deliveries to ${hook.url}`, onclick: () => deliveries(hook).catch(failed) }, 'Deliveries'),
           confirmed({

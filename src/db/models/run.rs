@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 
-use crate::db::enums::{CallPurpose, LoopMode, LoopPriority, RunAction, RunStatus};
+use crate::db::enums::{CallPurpose, LoopMode, LoopPriority, RunAction, RunStatus, TitleBy};
 use crate::db::ids::{LoopId, ProjectId, RunId, TurnId};
 use crate::db::json::{LoopOptions, LoopResult};
 use crate::db::schema::{loops, run_actions, runs, turns};
@@ -37,6 +37,10 @@ pub struct RunRow {
     pub created_by: Option<String>,
     /// The run whose sub-task this run carries out (see `agent::delegation`).
     pub delegated_by: Option<RunId>,
+    /// What people read it as (`None`: no prompt reached it yet).
+    pub title: Option<String>,
+    /// Where the title came from.
+    pub title_by: Option<TitleBy>,
 }
 
 /// What a caller gives to create a run; the alias is generated.
@@ -68,6 +72,9 @@ pub(crate) struct RunInsertForm {
     pub next_turn: i32,
     pub created_by: Option<String>,
     pub delegated_by: Option<RunId>,
+    /// A fork's: its parent's.
+    pub title: Option<String>,
+    pub title_by: Option<TitleBy>,
 }
 
 /// Update form for a run's settings; `None` keeps the stored value.
@@ -89,6 +96,10 @@ pub(crate) struct RunSummary {
     pub run: RunRow,
     /// Turns executed so far.
     pub turns: i64,
+    /// When its latest notification was sent, ms since the epoch (`None`: none kept).
+    pub last_event_ms: Option<i64>,
+    /// Its first loop's prompt, cut short (`None`: no loop yet).
+    pub asked: Option<String>,
     /// Body of the newest `summarize://` entry.
     pub summary: Option<String>,
     /// The alias of the run that delegated it.

@@ -10,6 +10,7 @@ use crate::db::connection::write_transaction;
 use crate::db::enums::{LoopPriority, RunStatus};
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::{LoopEnqueue, LoopInsertForm, LoopRow};
+use crate::db::queries::run_titles;
 use crate::db::schema::{loops, runs};
 use crate::db::DbError;
 
@@ -22,7 +23,10 @@ pub(crate) fn enqueue_loop(conn: &mut Conn, enqueue: &LoopEnqueue) -> Result<Loo
     }
     write_transaction(conn, |conn| {
         let next: i32 = diesel::update(runs::table.find(enqueue.run_id))
-            .set(runs::next_loop.eq(runs::next_loop + 1))
+            .set((
+                runs::next_loop.eq(runs::next_loop + 1),
+                run_titles::first_prompt(&enqueue.prompt),
+            ))
             .returning(runs::next_loop)
             .get_result(conn)
             .optional()?

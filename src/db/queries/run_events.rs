@@ -244,6 +244,16 @@ pub(crate) fn seqs(conn: &mut Conn, run: RunId) -> Result<Option<RunSeqs>, DbErr
     )
 }
 
+/// When `run`'s latest kept notification was sent, in ms since the epoch (`None`: none).
+pub(crate) fn last_event_ms(conn: &mut Conn, run: RunId) -> Result<Option<i64>, DbError> {
+    Ok(run_events::table
+        .filter(run_events::run_id.eq(run))
+        .order(run_events::seq.desc())
+        .select(run_events::created_ms)
+        .first(conn)
+        .optional()?)
+}
+
 /// `run`'s kept frames numbered `from..=to`, oldest first.
 pub(crate) fn frames(
     conn: &mut Conn,

@@ -46,6 +46,8 @@ pub(crate) fn create_run(
         next_turn: 1,
         created_by: create.created_by.clone(),
         delegated_by: None,
+        title: None,
+        title_by: None,
     };
     insert_with_unique_alias(conn, form, &create.model, now_ms)
 }
@@ -69,6 +71,8 @@ pub(crate) fn create_delegated_run(
         next_turn: 1,
         created_by: parent.created_by.clone(),
         delegated_by: Some(parent.id),
+        title: None,
+        title_by: None,
     };
     insert_with_unique_alias(conn, form, &model, now_ms)
 }
@@ -147,7 +151,11 @@ pub(crate) fn latest_run(
         .optional()?)
 }
 
-/// A project's runs, newest first, with their turn counts and latest summaries.
+/// Most characters of a run's first prompt [`list_runs`] reads.
+pub(crate) const ASKED_CHARS: usize = 300;
+
+/// A project's runs, newest first, with their turn counts, latest notification's time, first
+/// prompts (cut to [`ASKED_CHARS`]) and latest summaries.
 pub(crate) fn list_runs(
     conn: &mut Conn,
     project_id: ProjectId,
@@ -167,6 +175,15 @@ pub(crate) fn list_runs(
                 .filter(turns::run_id.eq(run.id))
                 .count()
                 .get_result(conn)?;
+            let last_event_ms = super::run_events::last_event_ms(conn, run.id)?;
+            let asked = loops::table
+                .filter(loops::run_id.eq(run.id))
+                .order(loops::sequence.asc())
+                .select(diesel::dsl::sql::<diesel::sql_types::Text>(&format!(
+                    "substr(prompt, 1, {ASKED_CHARS})"
+                )))
+                .first(conn)
+                .optional()?;
             let summary = known_entries::table
                 .filter(known_entries::run_id.eq(run.id))
                 .filter(known_entries::scheme.eq("summarize"))
@@ -181,6 +198,8 @@ pub(crate) fn list_runs(
             Ok(RunSummary {
                 run,
                 turns,
+                last_event_ms,
+                asked,
                 summary,
                 delegated_by,
             })
@@ -316,6 +335,8 @@ pub(crate) fn fork_run(
             next_turn: parent.next_turn,
             created_by: person,
             delegated_by: None,
+            title: parent.title.clone(),
+            title_by: parent.title_by,
         };
         let child = insert_with_unique_alias(conn, form, &model, now_ms)?;
         super::entry_moves::copy_run_entries(conn, parent.id, child.id)?;

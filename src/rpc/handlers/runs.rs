@@ -12,7 +12,7 @@ use crate::db::models::run::{
     LoopRow, PurposeUsage, RunActionRow, RunConfigUpdateForm, RunCreateForm, RunRow,
 };
 use crate::db::queries::paused_loops::{self, PausedRow};
-use crate::db::queries::{entries, models, run_actions, run_events, runs, usage};
+use crate::db::queries::{entries, models, run_actions, run_events, run_titles, runs, usage};
 use crate::db::{Conn, DbError};
 use crate::error::AppError;
 use crate::hub::notifications::{Cost, Present, UsageTotals};
@@ -120,10 +120,17 @@ pub(crate) use crate::db::queries::runs::now_ms;
 #[derive(Serialize)]
 struct RunListItem {
     run: String,
+    /// What people read it as (`None`: no prompt reached it yet).
+    title: Option<String>,
+    /// Its first prompt, cut to `runs::ASKED_CHARS` characters (`None`: none yet).
+    asked: Option<String>,
     status: RunStatus,
     turn: i64,
     summary: Option<String>,
     created: String,
+    /// When its latest notification was sent, ms since the epoch (`None`: none kept): with
+    /// `created`, how long it has taken.
+    last_event_ms: Option<i64>,
     /// The run whose sub-task this run carries out.
     delegated_by: Option<String>,
     /// The model alias it runs on.
@@ -161,10 +168,13 @@ pub(crate) async fn list(context: CallContext, page: Page) -> Result<Reply, AppE
         .into_iter()
         .map(|(summary, cost)| RunListItem {
             run: summary.run.alias,
+            title: summary.run.title,
+            asked: summary.asked,
             status: summary.run.status,
             turn: summary.turns,
             summary: summary.summary,
             created: summary.run.created_at,
+            last_event_ms: summary.last_event_ms,
             delegated_by: summary.delegated_by,
             model: summary.run.model,
             created_by: summary.run.created_by,
@@ -244,6 +254,12 @@ struct ActionItem {
 #[derive(Serialize)]
 struct RunDetail {
     run: String,
+    /// What people read it as (`None`: no prompt reached it yet).
+    title: Option<String>,
+    /// When it was created, `YYYY-MM-DD HH:MM:SS` UTC.
+    created: String,
+    /// When its latest notification was sent, ms since the epoch (`None`: none kept).
+    last_event_ms: Option<i64>,
     turn: i64,
     status: RunStatus,
     model: Option<String>,
@@ -296,6 +312,9 @@ pub(crate) async fn detail(context: CallContext, params: RunParams) -> Result<Re
     let usage = UsageTotals::of(&records.usage);
     Reply::of(RunDetail {
         run: run.alias,
+        title: run.title,
+        created: run.created_at,
+        last_event_ms: records.last_event_ms,
         turn: usage.turns(),
         status: run.status,
         model: run.model,
@@ -337,6 +356,7 @@ struct RunRecords {
     last_summary: Option<EntryRow>,
     loops: Vec<LoopRow>,
     actions: Vec<RunActionRow>,
+    last_event_ms: Option<i64>,
     /// The alias of the run that delegated this one.
     delegated_by: Option<String>,
     /// The run's latest notification seq (0: none yet).
@@ -362,6 +382,7 @@ impl RunRecords {
             last_summary: entries::latest_entry_of_scheme(conn, run, "summarize")?,
             loops: run_actions::loops_of_run(conn, run)?,
             actions: run_actions::of_run(conn, run)?,
+            last_event_ms: run_events::last_event_ms(conn, run)?,
             delegated_by: match delegator {
                 Some(parent) => runs::alias_of(conn, parent)?,
                 None => None,
@@ -492,32 +513,70 @@ pub(crate) async fn configure(
     Reply::of(serde_json::json!({"status": "ok"}))
 }
 
-/// `run/rename` params.
+/// `run/rename` params: a new alias, a title, or both.
 #[derive(Debug, Deserialize)]
 pub(crate) struct RenameParams {
     run: Required,
     #[serde(default)]
     name: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
 }
 
-/// `run/rename`: a new alias matching `[A-Za-z0-9_]+`, unique server-wide.
+/// `run/rename`: a new alias matching `[A-Za-z0-9_]+`, unique server-wide, and/or a title
+/// (one line of at most `run_titles::MAX_TITLE_CHARS` characters). Either is a person's
+/// name for the run: its title becomes the title given, or else the new alias, and no
+/// automatic title (its prompt's, its session notes') replaces it.
 pub(crate) async fn rename(context: CallContext, params: RenameParams) -> Result<Reply, AppError> {
-    let name = params.name.unwrap_or_default();
-    if !runs::is_valid_alias(&name) {
-        return Err(AppError::BadRunName);
-    }
+    let title = params.title.as_deref().map(person_title).transpose()?;
+    let name = match (params.name, &title) {
+        (None, Some(_)) => None,
+        (name, _) => {
+            let name = name.unwrap_or_default();
+            if !runs::is_valid_alias(&name) {
+                return Err(AppError::BadRunName);
+            }
+            Some(name)
+        }
+    };
     let run = find_run(&context, &params.run).await?;
-    let taken = name.clone();
+    let taken = name.clone().unwrap_or_default();
     let renamed = context
         .agent
         .db
-        .call(move |conn| runs::rename_run(conn, run.id, &name))
+        .call(move |conn| {
+            let alias = match name {
+                Some(name) => runs::rename_run(conn, run.id, &name)?.alias,
+                None => run.alias,
+            };
+            let title = title.unwrap_or_else(|| alias.clone());
+            run_titles::by_person(conn, run.id, &title)?;
+            Ok((alias, title))
+        })
         .await
         .map_err(|error| match error {
             DbError::Conflict(_) => AppError::NameTaken(taken),
             other => AppError::Db(other),
         })?;
-    Reply::of(serde_json::json!({"run": renamed.alias}))
+    Reply::of(serde_json::json!({"run": renamed.0, "title": renamed.1}))
+}
+
+/// A person's title: one line with text, of at most `run_titles::MAX_TITLE_CHARS`
+/// characters, trimmed.
+fn person_title(title: &str) -> Result<String, AppError> {
+    let trimmed = title.trim();
+    if trimmed.is_empty() || trimmed.chars().any(char::is_control) {
+        return Err(AppError::InvalidParam(
+            "title must be one line with text".to_owned(),
+        ));
+    }
+    if trimmed.chars().count() > run_titles::MAX_TITLE_CHARS {
+        return Err(AppError::InvalidParam(format!(
+            "title must be at most {} characters",
+            run_titles::MAX_TITLE_CHARS
+        )));
+    }
+    Ok(trimmed.to_owned())
 }
 
 /// `run/abort`: its run found here, executed by the instance holding the run's lease (the

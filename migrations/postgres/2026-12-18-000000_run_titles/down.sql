@@ -1,0 +1,2 @@
+ALTER TABLE runs DROP COLUMN title_by;
+ALTER TABLE runs DROP COLUMN title;
