@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Instructions per turn of a rummy server with default settings (README's "Work per turn"):
+# Instructions per turn of a rummy server with default settings (docs/src/load-and-memory.md, "Work per turn"):
 # the server runs under `valgrind --tool=callgrind` uninstrumented, one client asks
 # WARMUP 3-turn `ask` loops against rummy-load's fake LLM (which answers at once), then
 # instrumentation is switched on for LOOPS more loops, one after the other, and the instructions
 # the server ran meanwhile are divided by the model requests the fake served (the turns, and
 # memory's session notes' refreshes) and by the loops. A fixed workload, unlike
 # benches/cpu_per_turn.sh's timed one, so two builds compare turn for turn; the figure is
-# recorded in the README, never asserted. Release binaries, everything on loopback:
+# recorded in docs/src/load-and-memory.md, never asserted. Release binaries, everything on loopback:
 #
 #   cargo build --release --bins --features testing
 #   benches/callgrind-turn.sh [SERVER_BINARY] [LOOPS] [WARMUP]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CPU per turn of a rummy server with default settings (README's "CPU per turn"): the
+# CPU per turn of a rummy server with default settings (docs/src/load-and-memory.md): the
 # server's user + system time, and with CALLGRIND=1 its instructions counted by valgrind,
 # divided by the model calls it made while ASKERS clients ran 3-turn `ask` loops back to
 # back against rummy-load's fake LLM (which answers at once). Release binaries, everything

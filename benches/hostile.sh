@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sustained hostile load (README's "Hostile load"): a rummy server with default settings,
+# Sustained hostile load (docs/src/load-and-memory.md): a rummy server with default settings,
 # rummy-load's fuzzing model behind it, CLIENTS hostile clients for SECONDS, a fresh client
 # probing every second, and the server's memory sampled. Release binaries, on loopback:
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Turns per second and CPU per turn of rummy on each store: SQLite, PostgreSQL with one
-# instance, PostgreSQL with two instances on one database (README's "Several instances"
+# instance, PostgreSQL with two instances on one database (docs/src/several-instances.md
 # figures). Release binaries, everything on loopback on this machine:
 #
 #   cargo build --release --bins --features testing

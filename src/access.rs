@@ -104,7 +104,7 @@ pub(crate) enum AccessError {
     /// A change of the people asked of a server without a users file.
     #[error(
         "This server has no users file, so there are no people to change: set \
-         RUMMY_USERS_FILE to a users file (README, Running for a team) and restart it."
+         RUMMY_USERS_FILE to a users file (docs/src/team.md) and restart it."
     )]
     NoUsersFile,
     #[error("{name} is already a person of the users file.")]

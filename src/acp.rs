@@ -5,7 +5,7 @@
 //! connects to a running team server with a person's token.
 //!
 //! stdout carries ACP frames only: logs go to stderr. The protocol is ACP v1, through the
-//! crate `agent-client-protocol`; README (Editors) is the user's side.
+//! crate `agent-client-protocol`; docs/src/editors.md is the user's side.
 //!
 //! [`local`] makes the in-process server's settings; [`link`] is the WebSocket client;
 //! `agent` holds the ACP handlers, `session` one session (`session/resume` catches up through

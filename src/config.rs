@@ -737,7 +737,7 @@ fn default_warning_percent() -> u8 {
     80
 }
 
-/// How webhooks are delivered (README "Webhooks").
+/// How webhooks are delivered (docs/src/webhooks.md).
 #[derive(Debug, Clone, Deserialize)]
 pub struct WebhookSettings {
     /// Attempts of one delivery before it is given up (at least 1).

@@ -5,7 +5,7 @@
 //! running loops, and both would write one database, one transcript folder). The kernel
 //! releases the lock when the process ends, however it ends, so a killed server leaves
 //! nothing stale behind. Instances that share a PostgreSQL store may share a home too
-//! (README, Several instances): they take no lock.
+//! (docs/src/several-instances.md): they take no lock.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};

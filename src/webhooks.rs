@@ -1,4 +1,4 @@
-//! Notifications outside the socket: a project's webhooks (README "Webhooks"). An admin
+//! Notifications outside the socket: a project's webhooks (docs/src/webhooks.md). An admin
 //! adds one (`webhooks/add`: a URL, the [`Event`]s it is sent, a [`Format`], a secret shown
 //! once); each event of the project becomes a delivery in the store's outbox, written in
 //! the unit of work that makes the event — a run's end by the store's trigger on the event

@@ -24,12 +24,15 @@
 # the tests of PostgreSQL alone (several instances on one database, migrations, a lost
 # session: `#[ignore = "needs PostgreSQL: ..."]`, so that a plain `cargo test` never counts
 # them as passed) with `--include-ignored`, skipping only the nginx and LLM tests above. It
-# stops the LLM and the cluster again, removes the cluster, and exits with the first
-# failing status of the runs.
+# stops the LLM and the cluster again, removes the cluster. Last it builds the book under
+# docs/ with mdbook and checks its links and anchors with lychee (tests/docs/book.sh: both
+# pinned, installed once under ~/.cache/rummy-docs), and exits with the first failing status
+# of the runs.
 #
-# When nginx, node, the Python SDK, chromium, Playwright, the LLM or PostgreSQL cannot be
-# installed or started (no network, not root, no python3), this says so loudly and runs every other test; the tests that need it do not
-# run. Under CI=true that fails the run (after the tests ran).
+# When nginx, node, the Python SDK, chromium, Playwright, the LLM, PostgreSQL or the book's
+# tools cannot be installed or started (no network, not root, no python3), this says so
+# loudly and runs every other test; the tests that need it do not run. Under CI=true that
+# fails the run (after the tests ran).
 #
 # Environment:
 #   RUMMY_TEST_LLM_URL      already set: use that server, start nothing
@@ -61,6 +64,8 @@ python_sdk_problem=""
 PYTHON_SDK_CONSEQUENCE="The tests of rummy acp with the ACP Python SDK (tests/it/acp.rs, acp::py::) and the three-client story (acp::three_clients::, acp::console_story::) will NOT run."
 container_problem=""
 CONTAINER_CONSEQUENCE="The test of the server as the image runs it, unprivileged on a read-only root (tests/it/container.rs), will NOT run."
+docs_problem=""
+DOCS_CONSEQUENCE="The book under docs/ will NOT be built, nor its links checked (tests/docs/book.sh)."
 POSTGRES_CONSEQUENCE="The integration suite will NOT run against PostgreSQL, nor the tests of PostgreSQL alone (tests/it/instances.rs ...)."
 
 # shout PROBLEM CONSEQUENCE
@@ -374,6 +379,13 @@ if start_postgres; then
   [ "$status" = 0 ] && status=$pg_status
 fi
 stop_postgres
+if bash tests/docs/book.sh install; then
+  bash tests/docs/book.sh check
+  docs_status=$?
+  [ "$status" = 0 ] && status=$docs_status
+else
+  docs_problem="mdbook or lychee could not be installed (cargo install, pip): see the messages above."
+fi
 
 # missing PROBLEM CONSEQUENCE: repeats a problem at the end, where it is seen; under CI=true
 # a run that left tests out fails.
@@ -392,4 +404,5 @@ missing "$python_sdk_problem" "$PYTHON_SDK_CONSEQUENCE"
 missing "$console_problem" "$CONSOLE_CONSEQUENCE"
 missing "$llm_problem" "$LLM_CONSEQUENCE"
 missing "$postgres_problem" "$POSTGRES_CONSEQUENCE"
+missing "$docs_problem" "$DOCS_CONSEQUENCE"
 exit "$status"

@@ -21,7 +21,7 @@ const SECONDS: &str = "25";
 const CLIENTS: &str = "4";
 /// The slowest fresh-client `ping` accepted, from opening the connection. The issue asks
 /// for 1 s (its fuzzer saw 5 s missed in 6 of 18 probes), which the release build holds
-/// with room to spare (README, "Hostile input under load": 180 ms at most over 120 s of six
+/// with room to spare (docs/src/load-and-memory.md, "Hostile input under load": 180 ms at most over 120 s of six
 /// clients); this is the unoptimized build sharing two cores with the hostile clients, the
 /// fuzzing model and other builds, measured at 742 ms at most there.
 const PING_BOUND: Duration = Duration::from_millis(2_000);
@@ -31,7 +31,7 @@ const INIT_GET_RUNS_BOUND: Duration = Duration::from_millis(2_000);
 /// The most resident memory the server may reach (the fuzzer saw 1.0–1.1 GB). This run
 /// measured 200–321 MiB with glibc's malloc as it comes (387 MiB once, beside the whole suite
 /// in CI's PostgreSQL pass), 162–211 MiB since the binary sets it (`tune_malloc` in
-/// src/main.rs; README, "Hostile input under load").
+/// src/main.rs; docs/src/load-and-memory.md, "Hostile input under load").
 const MEMORY_BOUND_KIB: u64 = 384 * 1024;
 
 #[actix_web::test]

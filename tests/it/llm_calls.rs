@@ -6,7 +6,7 @@
 //! notes and every turn with the scenario's next reply, so the count does not depend on the
 //! order the calls come in.
 //!
-//! `cargo test --test it llm_calls:: -- --nocapture` prints the table; the README's
+//! `cargo test --test it llm_calls:: -- --nocapture` prints the table; docs/src/memory.md's
 //! "Cost" paragraph gives its numbers before and after the rule that a loop refreshes the
 //! notes only after work worth noting.
 

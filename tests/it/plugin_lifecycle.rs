@@ -1,4 +1,4 @@
-//! A plugin process's life (README, "Plugins at run time"): each start is a process group
+//! A plugin process's life (docs/src/plugins-at-run-time.md): each start is a process group
 //! (and a pids cgroup where the server has them) killed as one tree, so nothing it started
 //! outlives a restart after a failure, its disabling, an admin's `plugins/restart` or the
 //! server's stop (the tests' graceful stop, and a `rummy` process's SIGTERM); the stop tells

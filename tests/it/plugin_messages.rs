@@ -1,4 +1,4 @@
-//! What a plugin process is told (README, "Plugins at run time"), by
+//! What a plugin process is told (docs/src/plugins-at-run-time.md), by
 //! `tests/plugins/record.py`, which keeps every message: runs by their alias and projects
 //! by their name and root, never the store's ids; events never carry the model's words
 //! (an `update` or a `summarize`, stored at a path made of its text, is named by scheme,

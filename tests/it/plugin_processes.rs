@@ -1,4 +1,4 @@
-//! Plugins as processes (README, "Plugins at run time"): real plugin programs of
+//! Plugins as processes (docs/src/plugins-at-run-time.md): real plugin programs of
 //! `tests/plugins/` (Python, standard library only; one in Node.js), declared by a variable
 //! or a file, add a tool the scripted model calls, a section it reads, an observer, a
 //! filter that refuses commands and a method a client calls. Plugins that crash, hang or
@@ -445,15 +445,15 @@ mod node {
 }
 
 #[test]
-fn the_readme_shows_the_example_plugins_as_they_are() {
-    let readme = include_str!("../../README.md");
+fn the_book_shows_the_example_plugins_as_they_are() {
+    let chapter = include_str!("../../docs/src/plugins-at-run-time.md");
     for example in [
         include_str!("../plugins/guard.py"),
         include_str!("../plugins/shout.js"),
     ] {
         assert!(
-            readme.contains(example.trim_end()),
-            "the README's copy differs from {}",
+            chapter.contains(example.trim_end()),
+            "the copy in docs/src/plugins-at-run-time.md differs from {}",
             example.lines().nth(1).unwrap_or_default()
         );
     }

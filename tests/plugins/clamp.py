@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A plugin of guardrails (README, "Plugins at run time"): run.config keeps temperatures at
+"""A plugin of guardrails (docs/src/plugins-at-run-time.md): run.config keeps temperatures at
 or below 0.5 and refuses the model "forbidden" and a persona that asks to be reckless,
 whichever call sets them; budget.enforce lowers the window a turn's
 packet must fit to --window N tokens, when given; turn.proposing offers each proposal with

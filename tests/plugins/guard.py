@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A rummy plugin process (README, "Plugins at run time"), Python standard library only.
+"""A rummy plugin process (docs/src/plugins-at-run-time.md), Python standard library only.
 
 It adds a tool the model calls, <word_count>text</word_count>; a section of the system
 message, <house_rules>; an observer that keeps the hooks it is told of; a filter of

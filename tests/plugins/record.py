@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A plugin that keeps what rummy tells it (README, "Plugins at run time"): the params of
+"""A plugin that keeps what rummy tells it (docs/src/plugins-at-run-time.md): the params of
 each tool/call, section/render, filter/apply, method/call and event, answered by its
 method record/seen as [method, params] pairs, oldest first. Its tool <note>text</note>
 answers "noted"; its section is empty; it observes every hook and filters

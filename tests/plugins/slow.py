@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A plugin whose tool answers after a second (README, "Plugins at run time"): its tag is
+"""A plugin whose tool answers after a second (docs/src/plugins-at-run-time.md): its tag is
 --tag NAME, it answers "slow <body>", and with --timeout-ms N its manifest asks for calls
 to wait N ms. Standard library only."""
 import json

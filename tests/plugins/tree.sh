@@ -1,5 +1,5 @@
 #!/bin/sh
-# A plugin in POSIX sh that leaves a child behind (README, "Plugins at run time"): at each
+# A plugin in POSIX sh that leaves a child behind (docs/src/plugins-at-run-time.md): at each
 # start it puts `sleep 1000` in the background and notes "started <its pid> <the sleep's
 # pid>" in the file its first argument names; a `shutdown` it hears is noted there too.
 # Its tool <hang> is never answered.

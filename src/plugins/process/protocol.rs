@@ -1,6 +1,6 @@
 //! The messages between rummy and a plugin process: JSON-RPC 2.0, one message per line on
 //! the process's stdin (rummy's requests and notifications) and stdout (its answers). The
-//! README's "Plugins at run time" is the reference; each shape here is one of its messages.
+//! docs/src/plugins-at-run-time.md is the reference; each shape here is one of its messages.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
