@@ -3,6 +3,7 @@
 // server (each replaces the configured cap of its period and unit), and Clear. Then the
 // audit of admins' changes (`admin/changes`). `changed` is called after each change.
 import { el, fill, field, count, dollars } from './dom.js';
+import { when } from './time.js';
 
 const KEYS = [
   ['day_tokens', 'Tokens per day'],
@@ -52,7 +53,7 @@ export function capsSection(ctx, changed) {
         el('thead', {}, el('tr', {}, ['Scope', 'Of', 'Caps', 'Set by', 'Set', ''].map((text) => el('th', { scope: 'col' }, text)))),
         el('tbody', {}, caps.map((cap) => el('tr', {},
           el('td', {}, cap.scope), el('td', {}, cap.subject), el('td', {}, capsSaid(cap.caps)),
-          el('td', {}, cap.setBy ?? 'operator'), el('td', {}, cap.setAt),
+          el('td', {}, cap.setBy ?? 'operator'), el('td', {}, when(cap.setAt)),
           el('td', {}, el('button', {
             type: 'button', 'aria-label': `Clear the caps of ${cap.scope} ${cap.subject}`,
             onclick: () => ctx.rpc.call('caps/clear', { scope: cap.scope, subject: cap.subject || undefined })
@@ -71,9 +72,9 @@ export function changesSection(ctx) {
     const { changes } = await ctx.rpc.call('admin/changes', { limit: 50 });
     fill(node, el('h2', {}, 'Audit of changes'),
       changes.length ? el('table', { class: 'changes' },
-        el('thead', {}, el('tr', {}, ['When (UTC)', 'Who', 'What', 'Of', 'Details'].map((text) => el('th', { scope: 'col' }, text)))),
+        el('thead', {}, el('tr', {}, ['When', 'Who', 'What', 'Of', 'Details'].map((text) => el('th', { scope: 'col' }, text)))),
         el('tbody', {}, changes.map((change) => el('tr', {},
-          el('td', {}, change.at), el('td', {}, change.by ?? 'operator'), el('td', {}, change.action),
+          el('td', {}, when(change.at)), el('td', {}, change.by ?? 'operator'), el('td', {}, change.action),
           el('td', {}, change.subject), el('td', {}, JSON.stringify(change.detail))))))
         : el('p', { class: 'muted' }, 'No change yet.'));
   }

@@ -4,6 +4,7 @@
 // count is also said in the tab's title, and, once the person turns them on from this page,
 // each item that comes while the page is open is a browser notification.
 import { el, fill, link, debounce, status } from './dom.js';
+import { when } from './time.js';
 
 const WHY = {
   approval: 'Waiting for approval',
@@ -101,7 +102,7 @@ export async function inboxView(ctx, main) {
         el('strong', {}, WHY[item.why] ?? item.why), status(item.status),
         el('a', { href: link('p', item.project, 'r', item.run) }, `${item.project} / ${item.run}`)),
       el('p', {}, item.title),
-      el('p', { class: 'muted' }, `since ${new Date(item.since).toLocaleString()}`),
+      el('p', { class: 'muted' }, 'since ', when(item.since)),
       el('div', { class: 'actions' },
         el('button', { type: 'button', onclick: () => dismiss(item.id) }, 'Dismiss')))))
       : el('p', {}, 'Nothing waits for you.'),
