@@ -13,9 +13,11 @@
 
 pub(crate) mod attached;
 mod catalogue;
+pub(crate) mod changes;
 mod client_tool;
 pub(crate) mod config;
 mod connection;
+pub(crate) mod edit;
 mod outcome;
 mod performed;
 mod server;
@@ -42,11 +44,16 @@ use tool::McpTool;
 pub(crate) struct McpServers {
     servers: Arc<[Arc<Server>]>,
     attached: Arc<Attached>,
+    changes: Arc<changes::Changes>,
 }
 
 impl McpServers {
-    /// Starts connecting to each of `configs` (on the current runtime; nothing waits).
-    pub(crate) fn start(configs: Vec<config::ServerConfig>) -> McpServers {
+    /// Starts connecting to each of `configs` (on the current runtime; nothing waits), the
+    /// servers of `home`'s `mcp.toml`, which admins' changes edit.
+    pub(crate) fn start(
+        configs: Vec<config::ServerConfig>,
+        home: Option<std::path::PathBuf>,
+    ) -> McpServers {
         let servers: Vec<Arc<Server>> = configs
             .into_iter()
             .enumerate()
@@ -55,6 +62,7 @@ impl McpServers {
         McpServers {
             servers: servers.into(),
             attached: Arc::default(),
+            changes: Arc::new(changes::Changes::new(home)),
         }
     }
 
@@ -135,12 +143,16 @@ impl McpServers {
             })
     }
 
-    /// Every server, what it serves and the tools it lists now, for clients; whether loops
-    /// of `project` are offered them.
+    /// Every running server, what it serves and the tools it lists now, for clients; whether
+    /// loops of `project` are offered them.
     pub(crate) fn describe(&self, project: &str) -> Vec<ServerView> {
-        self.servers
+        self.running()
             .iter()
             .map(|server| {
+                let pending = !matches!(
+                    server.origin,
+                    server::Origin::Configured { index } if index < config::MAX_SERVERS
+                );
                 let (connected, error) = match server.connection.link() {
                     Link::Up { .. } => (true, None),
                     Link::Connecting => (false, None),
@@ -153,6 +165,7 @@ impl McpServers {
                     trusted: server.config.trusted,
                     projects: server.config.projects.written().to_vec(),
                     enabled: server.config.serves(project),
+                    pending,
                     connected,
                     error,
                     tools: server
@@ -202,6 +215,8 @@ pub(crate) struct ServerView {
     pub projects: Vec<String>,
     /// Whether the connection's project is one of them.
     pub enabled: bool,
+    /// Added while rummy runs: connected, but offered to the model from its next start.
+    pub pending: bool,
     pub connected: bool,
     /// Why it is not connected, when it failed.
     pub error: Option<String>,
@@ -229,7 +244,9 @@ impl Plugin for McpPlugin {
     }
 
     fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
-        let McpServers { servers, attached } = self.0;
+        let McpServers {
+            servers, attached, ..
+        } = self.0;
         for server in servers.iter() {
             registrar.tool(McpTool::new(Arc::clone(server)));
         }
