@@ -98,10 +98,37 @@ pub(crate) fn removed(text: &str, name: &str) -> Result<String, EditError> {
     let index = position(servers, name).ok_or_else(|| EditError::NoSuchServer {
         name: name.to_owned(),
     })?;
+    let kept = servers
+        .get(index)
+        .and_then(|table| table.decor().prefix())
+        .and_then(|prefix| prefix.as_str())
+        .map(file_comments)
+        .unwrap_or_default();
     servers.remove(index);
+    if let Some(next) = servers.get_mut(index) {
+        let own = next
+            .decor()
+            .prefix()
+            .and_then(|prefix| prefix.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        next.decor_mut().set_prefix(format!("{kept}{own}"));
+    } else if !kept.is_empty() {
+        let trailing = document.trailing().as_str().unwrap_or_default().to_owned();
+        document.set_trailing(format!("{kept}{trailing}"));
+    }
     let text = document.to_string();
     read_back(&text)?;
     Ok(text)
+}
+
+/// What of a removed table's leading comments belongs to the file rather than to it: all
+/// up to its last blank line (the table's own comments are those right above it).
+fn file_comments(prefix: &str) -> String {
+    prefix
+        .rfind("\n\n")
+        .map(|end| prefix[..end + 2].to_owned())
+        .unwrap_or_default()
 }
 
 fn document(text: &str) -> Result<DocumentMut, EditError> {
