@@ -82,7 +82,21 @@ pub(crate) fn added(text: &str, server: &NewServer) -> Result<(String, ServerCon
         let projects: Array = projects.iter().map(String::as_str).collect();
         table.insert("projects", toml_edit::value(projects));
     }
+    let first = servers.is_empty();
     servers.push(table);
+    if first {
+        // A file of comments only keeps them in its trailing part, which would come after
+        // the new table: they head the file, above it.
+        let comments = document.trailing().as_str().unwrap_or_default().to_owned();
+        if !comments.trim().is_empty() {
+            document.set_trailing("");
+            if let Some(table) = servers_of(&mut document)?.get_mut(0) {
+                table
+                    .decor_mut()
+                    .set_prefix(format!("{}\n\n", comments.trim_end()));
+            }
+        }
+    }
     let text = document.to_string();
     let config = read_back(&text)?
         .into_iter()
@@ -115,7 +129,7 @@ pub(crate) fn removed(text: &str, name: &str) -> Result<String, EditError> {
         next.decor_mut().set_prefix(format!("{kept}{own}"));
     } else if !kept.is_empty() {
         let trailing = document.trailing().as_str().unwrap_or_default().to_owned();
-        document.set_trailing(format!("{kept}{trailing}"));
+        document.set_trailing(format!("{}\n{trailing}", kept.trim_end()));
     }
     let text = document.to_string();
     read_back(&text)?;
@@ -242,8 +256,15 @@ mod tests {
     }
 
     #[test]
-    fn the_first_server_makes_the_file() {
+    fn the_first_server_makes_the_file_or_goes_below_its_comments() {
         let (text, _) = added("", &web_server()).unwrap();
         assert!(text.starts_with("[[server]]\nname = \"web\""), "{text}");
+        let comments = "# Our servers.\n# None yet.\n";
+        let (text, _) = added(comments, &web_server()).unwrap();
+        assert!(
+            text.starts_with("# Our servers.\n# None yet.\n\n[[server]]\n"),
+            "{text}"
+        );
+        assert_eq!(removed(&text, "web").unwrap(), comments);
     }
 }
