@@ -132,9 +132,10 @@ impl McpServers {
         McpPlugin(self.clone())
     }
 
-    /// The servers whose tools loops of `project` are offered.
+    /// The servers whose tools loops of `project` are offered (those added since the start
+    /// too).
     pub(crate) fn enabled_for(&self, project: &str) -> ConfiguredSet {
-        self.servers
+        self.running()
             .iter()
             .filter(|server| server.config.serves(project))
             .fold(ConfiguredSet::NONE, |set, server| match server.origin {
@@ -149,10 +150,6 @@ impl McpServers {
         self.running()
             .iter()
             .map(|server| {
-                let pending = !matches!(
-                    server.origin,
-                    server::Origin::Configured { index } if index < config::MAX_SERVERS
-                );
                 let (connected, error) = match server.connection.link() {
                     Link::Up { .. } => (true, None),
                     Link::Connecting => (false, None),
@@ -165,7 +162,6 @@ impl McpServers {
                     trusted: server.config.trusted,
                     projects: server.config.projects.written().to_vec(),
                     enabled: server.config.serves(project),
-                    pending,
                     connected,
                     error,
                     tools: server
@@ -215,8 +211,6 @@ pub(crate) struct ServerView {
     pub projects: Vec<String>,
     /// Whether the connection's project is one of them.
     pub enabled: bool,
-    /// Added while rummy runs: connected, but offered to the model from its next start.
-    pub pending: bool,
     pub connected: bool,
     /// Why it is not connected, when it failed.
     pub error: Option<String>,
@@ -244,21 +238,14 @@ impl Plugin for McpPlugin {
     }
 
     fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
-        let McpServers {
-            servers, attached, ..
-        } = self.0;
-        for server in servers.iter() {
+        let servers = self.0;
+        for server in servers.servers.iter() {
             registrar.tool(McpTool::new(Arc::clone(server)));
         }
+        registrar.live_tools(servers.changes.live.clone());
         registrar.tool(client_tool::ClientMcpTool {
-            attached: Arc::clone(&attached),
+            attached: Arc::clone(&servers.attached),
         });
-        registrar.section(
-            Chain::System,
-            catalogue::Catalogue {
-                servers: servers.to_vec(),
-                attached,
-            },
-        );
+        registrar.section(Chain::System, catalogue::Catalogue { servers });
     }
 }

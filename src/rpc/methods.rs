@@ -239,7 +239,7 @@ method_table! {
         "The spend caps set with caps/set: {caps: [{scope, subject, caps, setBy, setAt}]}." &[];
     McpAdd "mcp/add" (mcp_edit::AddParams) mcp_edit::add,
         needs_init: false, long_running: false, role: Admin,
-        "Add an MCP server to mcp.toml (its comments kept, written atomically) and start it: {name, tag, pending: true}; getMcpServers lists it at once, and its tag is offered to the model from rummy's next start. Env values and headers are never shown or audited, only their names." &[
+        "Add an MCP server to mcp.toml (its comments kept, written atomically) and start it: {name, tag}; getMcpServers lists it at once, and its tag is offered to the loops of the projects it serves from their next turn. Env values and headers are never shown or audited, only their names." &[
             ("name", "string — 1–32 lowercase letters, digits or _ (the tag is mcp_<name>)"),
             ("command", "string? — a child process on stdio (with args, env) …"),
             ("args", "[string]? — its arguments"),

@@ -59,10 +59,8 @@ export function mcpSection(ctx, changed) {
       act: () => ctx.rpc.call('mcp/remove', { name: server.name })
         .then(() => { said.textContent = `${server.name} removed.`; changed(); return refresh(); }),
     });
-    const state = (server) => {
-      const now = server.connected ? 'connected' : (server.error ? `down: ${server.error}` : 'connecting');
-      return server.pending ? `${now} (offered to the model from the next start)` : now;
-    };
+    const state = (server) => server.connected ? 'connected'
+      : (server.error ? `down: ${server.error}` : 'connecting');
     fill(table, servers.length ? el('table', { class: 'mcp' },
       el('thead', {}, el('tr', {}, ['Server', 'Transport', 'For this project', 'State', 'Tools', '']
         .map((text) => el('th', { scope: 'col' }, text)))),

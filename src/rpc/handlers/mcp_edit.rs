@@ -12,8 +12,9 @@ use serde_json::{json, Value};
 use super::admin_changes::record;
 use super::blocking::blocking;
 use crate::config::Secret;
+use crate::db::models::SchemeRow;
 use crate::error::AppError;
-use crate::mcp::changes::ChangeError;
+use crate::db::queries::schemes::register_scheme;
 use crate::mcp::edit::NewServer;
 use crate::rpc::call::{CallContext, Reply};
 
@@ -49,33 +50,31 @@ pub(crate) struct NameParams {
     name: String,
 }
 
-fn refused(error: ChangeError) -> AppError {
-    match error {
-        ChangeError::Io(_) => AppError::Internal(error.to_string()),
-        ChangeError::Edit(_) | ChangeError::NoHome | ChangeError::NotRunning { .. } => {
-            AppError::InvalidParam(error.to_string())
-        }
-    }
-}
-
-/// Audits `action` on the server `name`.
+/// Audits `action` on the server `name`, after registering `scheme` (an added server's).
 async fn audit(
     context: &CallContext,
     action: &'static str,
     name: &str,
     detail: Value,
+    scheme: Option<SchemeRow>,
 ) -> Result<(), AppError> {
     let by = context.person();
     let name = name.to_owned();
     context
         .agent
         .db
-        .call(move |conn| record(conn, by.as_deref(), action, &name, &detail))
+        .call(move |conn| {
+            if let Some(scheme) = &scheme {
+                register_scheme(conn, scheme)?;
+            }
+            record(conn, by.as_deref(), action, &name, &detail)
+        })
         .await?;
     Ok(())
 }
 
-/// `mcp/add`: the server written to `mcp.toml` and started; `{name, tag, pending: true}`.
+/// `mcp/add`: the server written to `mcp.toml`, started and offered from the loops' next
+/// turns; `{name, tag}`.
 pub(crate) async fn add(context: CallContext, params: AddParams) -> Result<Reply, AppError> {
     let detail = json!({
         "command": params.command,
@@ -100,25 +99,25 @@ pub(crate) async fn add(context: CallContext, params: AddParams) -> Result<Reply
     };
     let name = server.name.clone();
     let mcp = context.agent.mcp.clone();
-    let config = blocking(move || mcp.add_blocking(&server).map_err(refused)).await?;
+    let config = blocking(move || mcp.add_blocking(&server).map_err(AppError::from)).await?;
     let tag = config.tag();
-    context.agent.mcp.start_added(config);
-    audit(&context, "mcp/add", &name, detail).await?;
-    Reply::of(json!({ "name": name, "tag": tag, "pending": true }))
+    let scheme = context.agent.mcp.start_added(config);
+    audit(&context, "mcp/add", &name, detail, Some(scheme)).await?;
+    Reply::of(json!({ "name": name, "tag": tag }))
 }
 
 /// `mcp/remove`: the server gone from `mcp.toml` and closed; `{removed: name}`.
 pub(crate) async fn remove(context: CallContext, params: NameParams) -> Result<Reply, AppError> {
     let mcp = context.agent.mcp.clone();
     let name = params.name.clone();
-    blocking(move || mcp.remove_blocking(&name).map_err(refused)).await?;
-    audit(&context, "mcp/remove", &params.name, json!({})).await?;
+    blocking(move || mcp.remove_blocking(&name).map_err(AppError::from)).await?;
+    audit(&context, "mcp/remove", &params.name, json!({}), None).await?;
     Reply::of(json!({ "removed": params.name }))
 }
 
 /// `mcp/restart`: the server's session ended and made again; `{restarted: name}`.
 pub(crate) async fn restart(context: CallContext, params: NameParams) -> Result<Reply, AppError> {
-    context.agent.mcp.restart(&params.name).map_err(refused)?;
-    audit(&context, "mcp/restart", &params.name, json!({})).await?;
+    context.agent.mcp.restart(&params.name)?;
+    audit(&context, "mcp/restart", &params.name, json!({}), None).await?;
     Reply::of(json!({ "restarted": params.name }))
 }

@@ -8,7 +8,7 @@ use rummy::testing::fake_llm::{FakeLlm, Step};
 use serde_json::{json, Value};
 
 use super::{connect, server};
-use crate::support::{eventually, system_message, Client};
+use crate::support::{eventually, system_message, user_message, Client};
 
 /// The `mcp/add` params of the test MCP server (`tests/data/mcp_server.py`) as `glossary`,
 /// logging to `log`.
@@ -100,6 +100,9 @@ async fn only_admins_change_mcp_servers_and_bad_input_says_why() {
 #[actix_web::test]
 async fn an_admin_adds_restarts_and_removes_a_server_and_the_model_sees_it() {
     let llm = FakeLlm::start([
+        Step::reply(
+            "<mcp_glossary tool=\"lookup\">{\"query\": \"rummy\"}</mcp_glossary><update>looking</update>",
+        ),
         Step::reply("<summarize>one</summarize>"),
         Step::reply("<summarize>two</summarize>"),
     ]);
@@ -112,18 +115,40 @@ async fn an_admin_adds_restarts_and_removes_a_server_and_the_model_sees_it() {
     let mut ada = connect(&app, "ada-token").await;
 
     let added = ada.ok("mcp/add", glossary(&log)).await;
-    assert_eq!(
-        added,
-        json!({"name": "glossary", "tag": "mcp_glossary", "pending": true})
-    );
+    assert_eq!(added, json!({"name": "glossary", "tag": "mcp_glossary"}));
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.starts_with(comments), "{text}");
     assert!(text.contains("name = \"glossary\""), "{text}");
+    let (code, message) = ada.err("mcp/add", glossary(&log)).await;
+    assert_eq!(code, -32004, "{message}");
+    assert!(message.contains("glossary is already a server"), "{message}");
     let servers = servers_when(&mut ada, connected).await;
-    assert_eq!(servers[0]["pending"], json!(true));
     assert_eq!(servers[0]["tools"].as_array().unwrap().len(), 6);
     let secret = log.display().to_string();
     assert!(!Value::from(servers.clone()).to_string().contains(&secret));
+
+    // Offered from the next turn, without a restart: the model reads its tools and calls one.
+    let asked = ada
+        .ok("ask", json!({"model": "fake", "prompt": "what is rummy?"}))
+        .await;
+    assert_eq!(asked["status"], json!(200), "{asked}");
+    let run = asked["run"].as_str().unwrap();
+    assert_eq!(
+        ada.statuses(run, "mcp_glossary://*").await,
+        [("mcp_glossary://turn_1/lookup".to_string(), 200)]
+    );
+    let requests = llm.requests();
+    let first = system_message(&requests[0]);
+    assert!(
+        first.contains("### <mcp_glossary tool=\"lookup\">\nLook a word up in the glossary."),
+        "{first}"
+    );
+    let next = format!(
+        "{}{}",
+        system_message(&requests[1]),
+        user_message(&requests[1])
+    );
+    assert!(next.contains("glossary: rummy means a card game"), "{next}");
 
     let first = starts(&log);
     assert_eq!(first.len(), 1, "{first:?}");
@@ -154,16 +179,7 @@ async fn an_admin_adds_restarts_and_removes_a_server_and_the_model_sees_it() {
     assert_eq!(changes[1]["detail"]["envKeys"], json!(["MCP_LOG"]));
     assert_eq!(changes[0]["action"], json!("mcp/restart"));
 
-    // Offered to the model from the next start; removed, from the next turn.
-    let app = app.restart().await;
-    let mut ada = connect(&app, "ada-token").await;
-    let servers = servers_when(&mut ada, connected).await;
-    assert_eq!(servers[0]["pending"], json!(false));
-    let asked = ada
-        .ok("ask", json!({"model": "fake", "prompt": "hi"}))
-        .await;
-    assert_eq!(asked["status"], json!(200), "{asked}");
-    assert!(system_message(&llm.requests()[0]).contains("mcp_glossary"));
+    // Removed: no longer offered from the next turn.
     assert_eq!(
         ada.ok("mcp/remove", json!({"name": "glossary"})).await,
         json!({"removed": "glossary"})
@@ -174,7 +190,7 @@ async fn an_admin_adds_restarts_and_removes_a_server_and_the_model_sees_it() {
         .ok("ask", json!({"model": "fake", "prompt": "hi"}))
         .await;
     assert_eq!(asked["status"], json!(200), "{asked}");
-    assert!(!system_message(&llm.requests()[1]).contains("mcp_glossary"));
+    assert!(!system_message(&llm.requests()[2]).contains("mcp_glossary"));
     let changes = ada.ok("admin/changes", json!({"limit": 1})).await;
     assert_eq!(changes["changes"][0]["action"], json!("mcp/remove"));
 }
