@@ -27,7 +27,10 @@ impl LiveTools {
 
     /// The tools added so far, in the order they were.
     pub fn now(&self) -> Vec<&'static dyn Tool> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The added tool named `name`.

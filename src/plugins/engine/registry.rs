@@ -235,7 +235,11 @@ impl Plugins {
         if added.is_empty() {
             return Cow::Borrowed(&self.inner.tags);
         }
-        let tags = self.inner.tools.iter().map(|tool| (tool.name(), tool.tag()));
+        let tags = self
+            .inner
+            .tools
+            .iter()
+            .map(|tool| (tool.name(), tool.tag()));
         Cow::Owned(
             tags.chain(added.iter().map(|tool| (tool.name(), tool.tag())))
                 .collect(),

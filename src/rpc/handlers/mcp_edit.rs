@@ -13,8 +13,8 @@ use super::admin_changes::record;
 use super::blocking::blocking;
 use crate::config::Secret;
 use crate::db::models::SchemeRow;
-use crate::error::AppError;
 use crate::db::queries::schemes::register_scheme;
+use crate::error::AppError;
 use crate::mcp::edit::NewServer;
 use crate::rpc::call::{CallContext, Reply};
 

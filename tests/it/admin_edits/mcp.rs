@@ -121,7 +121,10 @@ async fn an_admin_adds_restarts_and_removes_a_server_and_the_model_sees_it() {
     assert!(text.contains("name = \"glossary\""), "{text}");
     let (code, message) = ada.err("mcp/add", glossary(&log)).await;
     assert_eq!(code, -32004, "{message}");
-    assert!(message.contains("glossary is already a server"), "{message}");
+    assert!(
+        message.contains("glossary is already a server"),
+        "{message}"
+    );
     let servers = servers_when(&mut ada, connected).await;
     assert_eq!(servers[0]["tools"].as_array().unwrap().len(), 6);
     let secret = log.display().to_string();
