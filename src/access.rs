@@ -23,7 +23,7 @@ use subtle::ConstantTimeEq;
 use crate::config::ServerSettings;
 use crate::usage::Limits;
 
-pub(crate) use edit::PersonChange;
+pub(crate) use edit::{write_atomically, PersonChange};
 pub use people::hash_token;
 pub(crate) use people::{decode_hash, valid_name};
 pub(crate) use people::{People, Person};

@@ -199,7 +199,7 @@ pub async fn start_with(
     let variables = settings.plugins.processes.clone();
     let (home, mcp_servers, declared) =
         web::block(move || read_home(&home_dir, &held, &variables)).await??;
-    let mcp = McpServers::start(mcp_servers);
+    let mcp = McpServers::start(mcp_servers, Some(settings.storage.home.clone()));
     let processes = ProcessPlugins::start(declared, &settings.plugins).await;
     let plugins = processes.register(register(
         bundled_plugins(&settings)

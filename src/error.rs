@@ -13,6 +13,8 @@ use crate::agent::allow::RuleError;
 use crate::agent::verbs::VerbError;
 use crate::db::DbError;
 use crate::mcp::attached::AttachError;
+use crate::mcp::changes::ChangeError;
+use crate::mcp::edit::EditError;
 use crate::plugins::method::MethodError;
 use crate::project::ProjectError;
 use crate::usage::Standing;
@@ -146,6 +148,9 @@ pub(crate) enum AppError {
     /// A path or project file operation failed.
     #[error(transparent)]
     Project(#[from] ProjectError),
+    /// An admin's change to the configured MCP servers was not made (`mcp::changes`).
+    #[error(transparent)]
+    McpChange(#[from] ChangeError),
     /// A client's MCP servers were not attached.
     #[error(transparent)]
     Attach(#[from] AttachError),
@@ -244,6 +249,7 @@ impl AppError {
             AppError::Access(_) => code::UNAUTHORIZED,
             AppError::Db(error) => db_code(error),
             AppError::Attach(error) => attach_code(error),
+            AppError::McpChange(error) => change_code(error),
             AppError::Plugin(MethodError::InvalidParams(_)) => code::INVALID_PARAMS,
             AppError::Plugin(MethodError::RunNotFound(_)) => code::RUN_NOT_FOUND,
             AppError::Plugin(MethodError::Db(error)) => db_code(error),
@@ -278,6 +284,18 @@ impl AppError {
             message,
             data,
         }
+    }
+}
+
+/// A change the file or the running servers do not allow is the caller's mistake (a name
+/// taken, or too many servers, a conflict); a file that cannot be written, the server's.
+fn change_code(error: &ChangeError) -> ErrorCode {
+    match error {
+        ChangeError::Edit(EditError::Exists { .. }) | ChangeError::TooMany => code::CONFLICT,
+        ChangeError::Edit(_) | ChangeError::NoHome | ChangeError::NotRunning { .. } => {
+            code::INVALID_PARAMS
+        }
+        ChangeError::Io(_) => code::INTERNAL,
     }
 }
 

@@ -13,9 +13,11 @@
 
 pub(crate) mod attached;
 mod catalogue;
+pub(crate) mod changes;
 mod client_tool;
 pub(crate) mod config;
 mod connection;
+pub(crate) mod edit;
 mod outcome;
 mod performed;
 mod server;
@@ -42,11 +44,16 @@ use tool::McpTool;
 pub(crate) struct McpServers {
     servers: Arc<[Arc<Server>]>,
     attached: Arc<Attached>,
+    changes: Arc<changes::Changes>,
 }
 
 impl McpServers {
-    /// Starts connecting to each of `configs` (on the current runtime; nothing waits).
-    pub(crate) fn start(configs: Vec<config::ServerConfig>) -> McpServers {
+    /// Starts connecting to each of `configs` (on the current runtime; nothing waits), the
+    /// servers of `home`'s `mcp.toml`, which admins' changes edit.
+    pub(crate) fn start(
+        configs: Vec<config::ServerConfig>,
+        home: Option<std::path::PathBuf>,
+    ) -> McpServers {
         let servers: Vec<Arc<Server>> = configs
             .into_iter()
             .enumerate()
@@ -55,6 +62,7 @@ impl McpServers {
         McpServers {
             servers: servers.into(),
             attached: Arc::default(),
+            changes: Arc::new(changes::Changes::new(home)),
         }
     }
 
@@ -124,9 +132,10 @@ impl McpServers {
         McpPlugin(self.clone())
     }
 
-    /// The servers whose tools loops of `project` are offered.
+    /// The servers whose tools loops of `project` are offered (those added since the start
+    /// too).
     pub(crate) fn enabled_for(&self, project: &str) -> ConfiguredSet {
-        self.servers
+        self.running()
             .iter()
             .filter(|server| server.config.serves(project))
             .fold(ConfiguredSet::NONE, |set, server| match server.origin {
@@ -135,10 +144,10 @@ impl McpServers {
             })
     }
 
-    /// Every server, what it serves and the tools it lists now, for clients; whether loops
-    /// of `project` are offered them.
+    /// Every running server, what it serves and the tools it lists now, for clients; whether
+    /// loops of `project` are offered them.
     pub(crate) fn describe(&self, project: &str) -> Vec<ServerView> {
-        self.servers
+        self.running()
             .iter()
             .map(|server| {
                 let (connected, error) = match server.connection.link() {
@@ -229,19 +238,14 @@ impl Plugin for McpPlugin {
     }
 
     fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
-        let McpServers { servers, attached } = self.0;
-        for server in servers.iter() {
+        let servers = self.0;
+        for server in servers.servers.iter() {
             registrar.tool(McpTool::new(Arc::clone(server)));
         }
+        registrar.live_tools(servers.changes.live.clone());
         registrar.tool(client_tool::ClientMcpTool {
-            attached: Arc::clone(&attached),
+            attached: Arc::clone(&servers.attached),
         });
-        registrar.section(
-            Chain::System,
-            catalogue::Catalogue {
-                servers: servers.to_vec(),
-                attached,
-            },
-        );
+        registrar.section(Chain::System, catalogue::Catalogue { servers });
     }
 }

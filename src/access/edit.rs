@@ -145,7 +145,7 @@ fn replace(table: &mut Table, key: &str, mut value: Value) {
 
 /// Writes `text` to `path` atomically: a new file in the same directory with the old file's
 /// permissions, synced, renamed over `path`, and the directory synced.
-pub(super) fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let directory = path
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())

@@ -213,7 +213,7 @@ fn check_apply_set(input: &Value, expected: &Value) -> Result<(), String> {
     let original = field(input, "original");
     let is_file = field(input, "target") == "file";
     let plugins = crate::plugins::Plugins::bundled(crate::plugins::tool::ToolSettings::default());
-    let parsed = crate::parser::parse(field(input, "response"), plugins.tags());
+    let parsed = crate::parser::parse(field(input, "response"), &plugins.tags());
     let revision = parsed
         .commands
         .into_iter()

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use crate::context::packet::{Bucket, MessageBuilder};
-use crate::mcp::attached::Attached;
 use crate::mcp::server::Server;
+use crate::mcp::McpServers;
 use crate::plugins::assembly::{AssemblyContext, AssemblyFilter};
 
 /// The heading of the section.
@@ -21,9 +21,8 @@ const NOT_CONNECTED: &str = include_str!("../plugins/text/mcp/not_connected.md")
 
 /// Renders `<mcp_tools>`.
 pub(super) struct Catalogue {
-    /// The configured servers.
-    pub servers: Vec<Arc<Server>>,
-    pub attached: Arc<Attached>,
+    /// The configured servers (those added since the start too) and those attached.
+    pub servers: McpServers,
 }
 
 impl AssemblyFilter for Catalogue {
@@ -32,9 +31,9 @@ impl AssemblyFilter for Catalogue {
     }
 
     fn apply(&self, context: &AssemblyContext<'_>, message: &mut MessageBuilder) {
-        let attached = self.attached.of(context.input.run);
-        let offered: Vec<&Arc<Server>> = self
-            .servers
+        let running = self.servers.running();
+        let attached = self.servers.attached.of(context.input.run);
+        let offered: Vec<&Arc<Server>> = running
             .iter()
             .chain(&attached)
             .filter(|server| context.active_tools.contains(&server.tag))

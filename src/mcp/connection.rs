@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -63,13 +63,16 @@ pub(crate) enum Link {
 
 /// The handle on one server's task; dropping it stops the task (and a child process).
 pub(crate) struct Connection {
+    config: Arc<ServerConfig>,
     link: watch::Receiver<Link>,
-    stop: CancellationToken,
+    sender: Arc<watch::Sender<Link>>,
+    /// Stops the task of the moment.
+    stop: Mutex<CancellationToken>,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.stop.cancel();
+        self.stop().cancel();
     }
 }
 
@@ -77,9 +80,45 @@ impl Connection {
     /// Starts the server's task on the current runtime.
     pub(crate) fn start(config: Arc<ServerConfig>) -> Connection {
         let (sender, link) = watch::channel(Link::Connecting);
+        let sender = Arc::new(sender);
         let stop = CancellationToken::new();
-        tokio::spawn(keep_connected(config, sender, stop.clone()));
-        Connection { link, stop }
+        tokio::spawn(keep_connected(
+            Arc::clone(&config),
+            Arc::clone(&sender),
+            stop.clone(),
+        ));
+        Connection {
+            config,
+            link,
+            sender,
+            stop: Mutex::new(stop),
+        }
+    }
+
+    fn stop(&self) -> std::sync::MutexGuard<'_, CancellationToken> {
+        self.stop.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Ends the session of the moment (a child process is stopped) and connects again at
+    /// once, with a first backoff.
+    pub(crate) fn restart(&self) {
+        let mut stop = self.stop();
+        stop.cancel();
+        *stop = CancellationToken::new();
+        self.sender.send_replace(Link::Connecting);
+        tokio::spawn(keep_connected(
+            Arc::clone(&self.config),
+            Arc::clone(&self.sender),
+            stop.clone(),
+        ));
+    }
+
+    /// Ends the session for good (the server was removed): calls are 502s saying so.
+    pub(crate) fn close(&self, reason: &str) {
+        self.stop().cancel();
+        self.sender.send_replace(Link::Down {
+            reason: reason.to_owned(),
+        });
     }
 
     /// The session once the first attempt has connected or failed, or `Connecting` after
@@ -207,9 +246,15 @@ fn unshown(what: &str, mime_type: &str, data: &str) -> String {
 /// The server's task: connect, serve until the session ends, wait, again; until `stop`.
 async fn keep_connected(
     config: Arc<ServerConfig>,
-    sender: watch::Sender<Link>,
+    sender: Arc<watch::Sender<Link>>,
     stop: CancellationToken,
 ) {
+    // A task stopped (restarted, closed) says nothing more.
+    let send = |link: Link| {
+        if !stop.is_cancelled() {
+            sender.send_replace(link);
+        }
+    };
     let server = config.name.as_str();
     let mut retry = FIRST_RETRY;
     loop {
@@ -225,7 +270,7 @@ async fn keep_connected(
                     retry = FIRST_RETRY;
                     let peer = service.peer().clone();
                     let closer = service.cancellation_token();
-                    let _ = sender.send(Link::Up { peer, tools: tools.into() });
+                    send(Link::Up { peer, tools: tools.into() });
                     let ended = tokio::select! {
                         () = stop.cancelled() => {
                             closer.cancel();
@@ -248,7 +293,7 @@ async fn keep_connected(
             retry_ms = retry.as_millis() as u64,
             "MCP server not connected"
         );
-        let _ = sender.send(Link::Down {
+        send(Link::Down {
             reason: format!("server {server} is not connected: {reason}"),
         });
         tokio::select! {

@@ -1,6 +1,7 @@
 //! One server as the tools see it: where it comes from ([`Origin`]), its tag, its
 //! connection, and what becomes of a call written to it ([`Plan`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,8 @@ pub(crate) struct Server {
     /// tools); [`CLIENT_TAG`] for a client's.
     pub tag: &'static str,
     pub connection: Connection,
+    /// Removed from `mcp.toml` while rummy runs: offered to no loop, its calls 502s.
+    removed: AtomicBool,
 }
 
 /// The one tag of every server a client attached: `<mcp server="…" tool="…">`.
@@ -76,6 +79,7 @@ impl Server {
             tag: config.tag().leak(),
             connection: Connection::start(Arc::clone(&config)),
             config,
+            removed: AtomicBool::new(false),
         }
     }
 
@@ -87,6 +91,7 @@ impl Server {
             tag: CLIENT_TAG,
             connection: Connection::start(Arc::clone(&config)),
             config,
+            removed: AtomicBool::new(false),
         }
     }
 
@@ -105,7 +110,18 @@ impl Server {
             Origin::Configured { index } => policy.mcp_servers.contains(index),
             Origin::Client => policy.client_mcp,
         };
-        enabled && policy.optional_tools && policy.mode != LoopMode::Panic
+        enabled && policy.optional_tools && policy.mode != LoopMode::Panic && !self.is_removed()
+    }
+
+    /// Closes the server for good, saying `reason` to the calls still written to it.
+    pub(crate) fn remove(&self, reason: &str) {
+        self.removed.store(true, Ordering::Release);
+        self.connection.close(reason);
+    }
+
+    /// Whether it was removed while rummy runs.
+    pub(crate) fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
     }
 
     /// The call `command` makes, if it is written to this server: its own tag, or for a

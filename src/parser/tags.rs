@@ -146,7 +146,7 @@ impl TypedTag {
 pub(crate) fn bundled() -> TagSet {
     crate::plugins::Plugins::bundled(crate::plugins::tool::ToolSettings::default())
         .tags()
-        .clone()
+        .into_owned()
 }
 
 /// The bundled tag named `name`.

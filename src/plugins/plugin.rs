@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::plugins::assembly::{AssemblyFilter, Chain};
 use crate::plugins::clients::Clients;
+use crate::plugins::engine::live::LiveTools;
 use crate::plugins::engine::registry::{Plugins, Registry};
 use crate::plugins::events::Observer;
 use futures_util::future::BoxFuture;
@@ -38,6 +39,11 @@ impl Registrar<'_> {
     /// it is offered, and its commands run. A tool of a taken name replaces it in place.
     pub fn tool(&mut self, tool: impl Tool + 'static) {
         self.registry.add_tool(Arc::new(tool));
+    }
+
+    /// The list of tools the plugin adds while the server runs (see [`LiveTools`]).
+    pub fn live_tools(&mut self, tools: LiveTools) {
+        self.registry.live.push(tools);
     }
 
     /// A section of the packet: appended to `chain` after every section of lower or equal

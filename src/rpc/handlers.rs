@@ -12,6 +12,7 @@ pub(crate) mod held;
 pub(crate) mod inbox;
 pub(crate) mod loops;
 pub(crate) mod mcp;
+pub(crate) mod mcp_edit;
 pub(crate) mod model_test;
 pub(crate) mod models;
 pub(crate) mod people;

@@ -19,7 +19,7 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    admin_changes, cancel, caps_edit, changes, entries, folders, fork, inbox, loops, mcp,
+    admin_changes, cancel, caps_edit, changes, entries, folders, fork, inbox, loops, mcp, mcp_edit,
     model_test, models, people, people_edit, plugin_methods, presence, project_config, replay,
     resume, rules, runs, session, skills, tools, usage, webhooks,
 };
@@ -237,9 +237,33 @@ method_table! {
     CapsList "caps/list" (NoParams) caps_edit::list,
         needs_init: false, long_running: false, role: Admin,
         "The spend caps set with caps/set: {caps: [{scope, subject, caps, setBy, setAt}]}." &[];
+    McpAdd "mcp/add" (mcp_edit::AddParams) mcp_edit::add,
+        needs_init: false, long_running: false, role: Admin,
+        "Add an MCP server to mcp.toml (its comments kept, written atomically) and start it: {name, tag}; getMcpServers lists it at once, and its tag is offered to the loops of the projects it serves from their next turn. Env values and headers are never shown or audited, only their names." &[
+            ("name", "string — 1–32 lowercase letters, digits or _ (the tag is mcp_<name>)"),
+            ("command", "string? — a child process on stdio (with args, env) …"),
+            ("args", "[string]? — its arguments"),
+            ("env", "object? — {KEY: value} set in its environment (secrets)"),
+            ("url", "string? — … or a streamable-HTTP endpoint (with headers)"),
+            ("headers", "object? — {Name: value} sent with each request (secrets)"),
+            ("trusted", "boolean? — its changing tools run without the client's approval (default false)"),
+            ("timeout_secs", "integer? — one call's limit (default 30)"),
+            ("max_output_bytes", "integer? — the most of a result the model sees (default 16384)"),
+            ("projects", "[string]? — project names or globs it serves (default [\"*\"])"),
+        ];
+    McpRemove "mcp/remove" (mcp_edit::NameParams) mcp_edit::remove,
+        needs_init: false, long_running: false, role: Admin,
+        "Remove an MCP server from mcp.toml and stop it: its tag is offered to no loop's next turn, and a call already written to it is a 502: {removed: name}." &[
+            ("name", "string — the server"),
+        ];
+    McpRestart "mcp/restart" (mcp_edit::NameParams) mcp_edit::restart,
+        needs_init: false, long_running: false, role: Admin,
+        "End a running MCP server's session (a child process is stopped) and connect again: {restarted: name}." &[
+            ("name", "string — the server"),
+        ];
     AdminChanges "admin/changes" (admin_changes::ChangesParams) admin_changes::list,
         needs_init: false, long_running: false, role: Admin,
-        "Admins' changes to people and caps, newest first: {changes: [{id, at, by, action, subject, detail}]} (never a token)." &[
+        "Admins' changes to people, caps and MCP servers, newest first: {changes: [{id, at, by, action, subject, detail}]} (never a token)." &[
             ("limit", "integer? — 1 to 200, default 50"),
             ("before", "integer? — only changes before this id (the next page)"),
         ];
@@ -751,6 +775,9 @@ mod tests {
                 "caps/set",
                 "caps/clear",
                 "caps/list",
+                "mcp/add",
+                "mcp/remove",
+                "mcp/restart",
                 "admin/changes",
                 "getModels",
                 "usage/report",

@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | readable | proxy | changes | story | inbox | first-run
+Usage: browse.py team | readable | proxy | changes | story | inbox | first-run | mcp
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -17,7 +17,8 @@ two editors and a WebSocket client share) and STORY_MARKS (the directory of the 
 the test and this script synchronise on); for `inbox` MO (a member of `web`, one run of which
 waits for approval); for `first-run` TOKEN (the shared token), FAKE_URL (the scripted
 model's URL), KEY (the API key to give it) and FOLDER (the one folder under the projects
-directory). Exits 0 when every check held; otherwise the first that did not is the error.
+directory); for `mcp` ADA (an admin's token) and MCP_SCRIPT (the test MCP server's
+script) and MCP_LOG (the file it logs to, the env value the page must not show). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -1148,6 +1149,53 @@ def readable(browser, seen):
     context.close()
 
 
+def mcp_servers(browser, seen):
+    """An admin adds an MCP server from the Admin page (the test server, its env value never
+    shown again), sees it connected with its tools, restarts it and removes it after a
+    confirmation."""
+    context, page = signed_in(browser, seen, os.environ["ADA"])
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Admin").click()
+    expect(page.get_by_role("heading", name="Admin")).to_be_visible()
+    servers = page.locator("table.mcp tbody tr")
+    expect(servers).to_have_count(1)
+    page.get_by_label("Name (lowercase, digits, _)").fill("glossary")
+    page.get_by_label("Command (stdio)").fill("python3")
+    page.get_by_label("Arguments (space-separated)").fill(f"-u {os.environ['MCP_SCRIPT']}")
+    secret = os.environ["MCP_LOG"]
+    page.get_by_label("Env, KEY=value a line (secret)").fill(f"MCP_LOG={secret}")
+    page.get_by_role("button", name="Add server").click()
+    said = page.locator("p.said").filter(has_text="glossary")
+    expect(said).to_have_text("Server glossary added.")
+    added = page.locator("table.mcp tbody tr[data-server=glossary]")
+    expect(servers).to_have_count(2)
+    # Listed as it connects; a reload shows it connected with its tools.
+    def connected():
+        page.reload()
+        row = page.locator("table.mcp tbody tr[data-server=glossary]")
+        row.wait_for()
+        return row.locator("td").nth(3).inner_text().strip() == "connected"
+    until(page, connected, "the added server to connect")
+    expect(added).to_contain_text("lookup, create_issue")
+    assert secret not in page.content(), "the env value is shown"
+    every_control_is_labelled(page)
+    page.screenshot(path=f"{SHOTS}/admin-mcp.png", full_page=True)
+    page.get_by_role("button", name="Restart glossary").click()
+    expect(said).to_have_text("glossary restarted.")
+    until(page, connected, "the restarted server to connect again")
+    added.get_by_role("button", name="Remove glossary").click()
+    expect(added.get_by_role("alert")).to_have_text("Remove glossary from mcp.toml and stop it?")
+    added.get_by_role("button", name="Remove", exact=True).click()
+    expect(said).to_have_text("glossary removed.")
+    expect(servers).to_have_count(1)
+    expect(page.locator("table.mcp")).not_to_contain_text("glossary")
+    page.reload()
+    changes = page.locator("table.changes tbody tr")
+    expect(changes.first).to_contain_text("mcp/remove")
+    expect(changes.nth(1)).to_contain_text("mcp/restart")
+    expect(changes.nth(2)).to_contain_text("mcp/add")
+    context.close()
+
+
 def main(scenario):
     seen = {"requests": [], "console": [], "errors": []}
     with sync_playwright() as playwright:
@@ -1171,6 +1219,8 @@ def main(scenario):
             inbox_alerts(browser, seen)
         elif scenario == "first-run":
             first_run(browser, seen)
+        elif scenario == "mcp":
+            mcp_servers(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use crate::support::{Client, TestApp};
 
 mod caps;
+mod mcp;
 
 /// A users file with comments: ada administers everything, mo works on `web`.
 fn commented_team() -> String {

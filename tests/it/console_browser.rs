@@ -34,6 +34,7 @@
 //! ignored instead of counting them as passed, and run.sh runs them (`--ignored`). Run
 //! without them, they fail and say why.
 
+mod admin_mcp;
 mod first_run;
 
 use std::collections::HashMap;

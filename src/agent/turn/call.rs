@@ -133,7 +133,7 @@ async fn parse_off_the_executor(
 ) -> Result<(String, ParseOutput), LoopError> {
     let plugins = Arc::clone(&agent.plugins);
     let parsing = actix_web::rt::task::spawn_blocking(move || {
-        let parsed = crate::parser::parse(&content, plugins.tags());
+        let parsed = crate::parser::parse(&content, &plugins.tags());
         (content, parsed)
     });
     match parsing.await {

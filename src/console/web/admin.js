@@ -1,11 +1,12 @@
 // For admins: the model catalogue with its prices (added, tested and removed: setup.js), the
 // people and their roles (never a token; changed in `people.js`), the spend caps set at run
 // time and the audit of admins' changes (`admin_caps.js`), and the MCP servers with their
-// state, as one project sees them.
-import { el, fill, longCell } from './dom.js';
+// state, as one project sees them, added, restarted and removed (`admin_mcp.js`).
+import { el, fill } from './dom.js';
 import { modelsSection } from './setup.js';
 import { peopleSection } from './people.js';
 import { capsSection, changesSection } from './admin_caps.js';
+import { mcpSection } from './admin_mcp.js';
 
 export async function adminView(ctx, main, bind) {
   const [models, projects] = await Promise.all([
@@ -16,21 +17,14 @@ export async function adminView(ctx, main, bind) {
   const changed = () => { changes.refresh().catch(() => {}); };
   const people = peopleSection(ctx, changed);
   const caps = capsSection(ctx, changed);
+  const servers = mcpSection(ctx, changed);
   const mcp = el('div');
   const which = el('select', { id: 'mcp-project' }, projects.map((project) => el('option', { value: project.name }, project.name)));
   const showMcp = async () => {
     if (!which.value) { fill(mcp, el('p', { class: 'muted' }, 'No project yet.')); return; }
     await bind(which.value);
-    const servers = await ctx.rpc.call('getMcpServers', {});
-    fill(mcp, servers.length ? el('table', { class: 'mcp' },
-      el('thead', {}, el('tr', {}, ['Server', 'Transport', 'For this project', 'State', 'Tools']
-        .map((name) => el('th', { scope: 'col' }, name)))),
-      el('tbody', {}, servers.map((server) => el('tr', {},
-        el('td', {}, server.name), el('td', {}, server.transport ?? ''),
-        el('td', {}, server.enabled ? 'yes' : 'no'),
-        longCell(server.connected ? 'connected' : (server.error ? `down: ${server.error}` : 'connecting')),
-        longCell((server.tools ?? []).map((tool) => tool.name).join(', '))))))
-      : el('p', { class: 'muted' }, 'No MCP server is configured.'));
+    fill(mcp, servers.node);
+    await servers.refresh();
   };
   which.addEventListener('change', () => showMcp().catch((error) => fill(mcp, el('p', { class: 'error' }, error.message))));
   fill(main,

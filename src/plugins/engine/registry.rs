@@ -6,6 +6,7 @@
 //! which tool handles a scheme, how the packet is assembled (`assembly`), who observes
 //! (`emit`) and filters (`filter`) at the hook points, and which RPC methods plugins add.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::budget::TokenMath;
@@ -18,6 +19,7 @@ use crate::db::paths::scheme_of;
 use crate::parser::TagSet;
 use crate::plugins::assembly::{Assembly, ToolDocs};
 use crate::plugins::clients::Clients;
+use crate::plugins::engine::live::LiveTools;
 use crate::plugins::events::{Event, EventEntry, Events, Hook};
 use crate::plugins::filters::{FilterHook, Filters};
 use crate::plugins::method::PluginMethod;
@@ -47,6 +49,9 @@ pub(in crate::plugins) struct Registry {
     tools: Vec<Arc<dyn Tool>>,
     /// One tag per tool, from its declaration.
     tags: TagSet,
+    /// The tools plugins add while the server runs, after `tools`; one of them shadows a
+    /// registered tool of its name.
+    pub(in crate::plugins) live: Vec<LiveTools>,
     pub(in crate::plugins) settings: ToolSettings,
     pub(in crate::plugins) assembly: Assembly,
     pub(in crate::plugins) events: Events,
@@ -109,6 +114,7 @@ impl Plugins {
             inner: Arc::new(Registry {
                 tools: Vec::new(),
                 tags: TagSet::default(),
+                live: Vec::new(),
                 settings,
                 assembly: Assembly::empty(),
                 events: Events::default(),
@@ -222,9 +228,27 @@ impl Plugins {
         &self.inner.clients
     }
 
-    /// The tags the parser recognises: one per tool.
-    pub fn tags(&self) -> &TagSet {
-        &self.inner.tags
+    /// The tags the parser recognises: one per tool (made anew only while tools were
+    /// added since the start).
+    pub fn tags(&self) -> Cow<'_, TagSet> {
+        let added = self.added();
+        if added.is_empty() {
+            return Cow::Borrowed(&self.inner.tags);
+        }
+        let tags = self
+            .inner
+            .tools
+            .iter()
+            .map(|tool| (tool.name(), tool.tag()));
+        Cow::Owned(
+            tags.chain(added.iter().map(|tool| (tool.name(), tool.tag())))
+                .collect(),
+        )
+    }
+
+    /// The tools added since the start.
+    fn added(&self) -> Vec<&'static dyn Tool> {
+        self.inner.live.iter().flat_map(LiveTools::now).collect()
     }
 
     /// The limits the handlers enforce.
@@ -234,11 +258,14 @@ impl Plugins {
 
     /// The tool named `name` (also the scheme it owns).
     pub fn get(&self, name: &str) -> Option<&dyn Tool> {
-        self.inner
-            .tools
-            .iter()
-            .find(|tool| tool.name() == name)
-            .map(|tool| tool.as_ref())
+        let added = self.inner.live.iter().find_map(|live| live.find(name));
+        added.or_else(|| {
+            self.inner
+                .tools
+                .iter()
+                .find(|tool| tool.name() == name)
+                .map(|tool| tool.as_ref())
+        })
     }
 
     /// The tools whose commands can become proposals.
@@ -250,7 +277,8 @@ impl Plugins {
 
     /// Every tool name, in display order (`think` included).
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.inner.tools.iter().map(|tool| tool.name())
+        let added = self.added().into_iter().map(|tool| tool.name());
+        self.inner.tools.iter().map(|tool| tool.name()).chain(added)
     }
 
     /// The tools the model may use under `policy`, in display order.
@@ -301,11 +329,13 @@ impl Plugins {
     }
 
     fn offered<'a>(&'a self, policy: &'a ToolPolicy) -> impl Iterator<Item = &'a dyn Tool> + 'a {
+        let added = self.added().into_iter();
         self.inner
             .tools
             .iter()
-            .filter(move |tool| tool.availability(policy) == Availability::Offered)
             .map(|tool| tool.as_ref())
+            .chain(added)
+            .filter(move |tool| tool.availability(policy) == Availability::Offered)
     }
 
     /// The text the model sees for `entry` at its fidelity.
@@ -629,7 +659,7 @@ mod tests {
             .with_bundled();
         assert!(plugins.get("sh").is_none());
         assert!(!plugins.active_tools(&ToolPolicy::act()).contains(&"sh"));
-        assert!(crate::parser::parse("<sh>ls</sh>", plugins.tags())
+        assert!(crate::parser::parse("<sh>ls</sh>", &plugins.tags())
             .commands
             .is_empty());
         assert!(!plugins.registered().contains(&"knowns"));
@@ -674,7 +704,7 @@ mod tests {
     #[test]
     fn a_tool_of_a_taken_name_replaces_it_in_place_and_the_tags_follow() {
         let parsed = |plugins: &Plugins| {
-            crate::parser::parse("<search>rust</search>", plugins.tags())
+            crate::parser::parse("<search>rust</search>", &plugins.tags())
                 .commands
                 .len()
         };

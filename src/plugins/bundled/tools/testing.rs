@@ -95,7 +95,7 @@ impl TestRun {
         text: &str,
         gate: Option<&mut dyn WriteGate>,
     ) -> DispatchOutcome {
-        let commands: Vec<Recordable> = crate::parser::parse(text, self.plugins.tags())
+        let commands: Vec<Recordable> = crate::parser::parse(text, &self.plugins.tags())
             .commands
             .into_iter()
             .map(Recordable::new)

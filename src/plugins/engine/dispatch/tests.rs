@@ -430,7 +430,7 @@ mod hostile {
             run.put("src/a.js", "let a = 1;\n");
             for commands in turns {
                 let outcome = run.respond(&commands.concat());
-                prop_assert_eq!(outcome.calls.len(), crate::parser::parse(&commands.concat(), run.plugins.tags()).commands.len());
+                prop_assert_eq!(outcome.calls.len(), crate::parser::parse(&commands.concat(), &run.plugins.tags()).commands.len());
                 for proposal in outcome.proposals {
                     let path = proposal.path.clone();
                     let _ = run.resolve(&path, crate::plugins::engine::resolve::Resolution::Accept, Some("ok"));
