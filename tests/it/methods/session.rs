@@ -101,6 +101,9 @@ async fn discover_describes_every_method_and_notification() {
         "caps/clear",
         "caps/list",
         "admin/changes",
+        "mcp/add",
+        "mcp/remove",
+        "mcp/restart",
     ];
     for name in expected {
         let method = &methods[name];
