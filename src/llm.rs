@@ -29,6 +29,7 @@ mod retry;
 mod route;
 mod settings;
 mod spending;
+mod stream;
 
 pub(crate) use chat::{ChatMessage, ChatRequest, ChatResponse, Usage};
 pub(crate) use error::LlmError;
@@ -37,4 +38,5 @@ pub(crate) use providers::LlmProviders;
 pub(crate) use retry::RetryPolicy;
 pub(crate) use settings::{ConcurrencyLimits, LlmOptions};
 pub(crate) use spending::{spender, CapBook, CapNotice, Spender, Spending};
+pub(crate) use stream::TextListener;
 pub(crate) use tokio_util::sync::CancellationToken;
