@@ -173,7 +173,10 @@ impl TextListener for TurnText {
     fn grew(&self, text: &str, done: bool) {
         let now = Instant::now();
         {
-            let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut last = self
+                .last
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if !done && last.is_some_and(|last| now.duration_since(last) < DELTA_EVERY) {
                 return;
             }

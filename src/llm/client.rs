@@ -54,7 +54,10 @@ impl ProviderClient {
             ProviderKind::OpenAi => {
                 let url = format!("{}/v1/chat/completions", openai_root(settings)?);
                 let body = chat_completions::request_body(provider, request);
-                with_bearer(self.http.post(url).json(&body), settings.openai_api_key.as_deref())
+                with_bearer(
+                    self.http.post(url).json(&body),
+                    settings.openai_api_key.as_deref(),
+                )
             }
             ProviderKind::Ollama => {
                 let url = format!("{}/v1/chat/completions", ollama_root(settings)?);

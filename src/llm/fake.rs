@@ -169,7 +169,12 @@ impl Streamed {
             content_type: "text/event-stream".into(),
             pieces: data
                 .into_iter()
-                .map(|data| (Duration::ZERO, format!("data: {}\n\n", data.as_ref()).into_bytes()))
+                .map(|data| {
+                    (
+                        Duration::ZERO,
+                        format!("data: {}\n\n", data.as_ref()).into_bytes(),
+                    )
+                })
                 .collect(),
             end: StreamEnd::Complete,
         }

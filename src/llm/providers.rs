@@ -150,6 +150,8 @@ impl LlmProviders {
 }
 
 #[cfg(test)]
+mod streaming_tests;
+#[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]
 mod tests;

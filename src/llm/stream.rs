@@ -95,7 +95,8 @@ pub(super) async fn read(
     timeout: Duration,
 ) -> Result<ChatResponse, LlmError> {
     let framing = framing(&response);
-    let transport = |error: reqwest::Error| super::client::transport_error(provider, error, timeout);
+    let transport =
+        |error: reqwest::Error| super::client::transport_error(provider, error, timeout);
     if framing == Framing::Whole {
         let bytes = response.bytes().await.map_err(transport)?;
         let body: Value = serde_json::from_slice(&bytes).map_err(|error| LlmError::Decode {
@@ -219,7 +220,8 @@ async fn lines(
             }
         }
     }
-    let rest = std::str::from_utf8(&pending)
-        .map_err(|error| Broke::Event(format!("{provider} sent a line that is not UTF-8: {error}")))?;
+    let rest = std::str::from_utf8(&pending).map_err(|error| {
+        Broke::Event(format!("{provider} sent a line that is not UTF-8: {error}"))
+    })?;
     fold_data(rest, fold, listener)
 }

@@ -92,7 +92,13 @@ pub(super) async fn call_model(
         .turn(run, &measured.alias, loop_number, i64::from(turn));
     let mut response = agent
         .llm
-        .complete_announcing(request, this_turn, processing, Some(Arc::new(words)), cancel)
+        .complete_announcing(
+            request,
+            this_turn,
+            processing,
+            Some(Arc::new(words)),
+            cancel,
+        )
         .await?;
     if let Some(refusal) = response
         .refusal

@@ -10,11 +10,16 @@ use tokio::sync::watch;
 
 use std::time::Duration;
 
-use super::{wire, FixedPaths, Recorded, Recording, Reply, Step, StreamEnd, Streamed, WhenExhausted};
+use super::{
+    wire, FixedPaths, Recorded, Recording, Reply, Step, StreamEnd, Streamed, WhenExhausted,
+};
 
 /// Request bodies up to this size are accepted (actix's default limit is 256 KiB; a turn's
 /// packet can be far larger).
 const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
+
+/// How long a broken stream's last piece has to reach the client before the break.
+const BREAK_AFTER: Duration = Duration::from_millis(50);
 
 /// State shared by the handlers and the `FakeLlm` handle.
 pub(super) struct Shared {
@@ -128,11 +133,15 @@ async fn scripted(
     let mut guard = AbandonGuard {
         dropped: Some(shared.clone()),
     };
-    let answer = |reply: &Reply, pause: Duration| {
-        match request.body.get("stream").and_then(Value::as_bool) {
-            Some(true) => Answer::Streamed(wire::completion_events(&request.body, reply, number, pause)),
-            _ => Answer::Now(HttpResponse::Ok().json(wire::completion(&request.body, reply, number))),
+    let answer = |reply: &Reply, pause: Duration| match request
+        .body
+        .get("stream")
+        .and_then(Value::as_bool)
+    {
+        Some(true) => {
+            Answer::Streamed(wire::completion_events(&request.body, reply, number, pause))
         }
+        _ => Answer::Now(HttpResponse::Ok().json(wire::completion(&request.body, reply, number))),
     };
     let answer = match step {
         Step::Reply(reply) => answer(&reply, Duration::ZERO),
@@ -142,7 +151,11 @@ async fn scripted(
         Step::Error {
             status,
             retry_after,
-        } => Answer::Now(error_response(status, retry_after, &format!("scripted error {status}"))),
+        } => Answer::Now(error_response(
+            status,
+            retry_after,
+            &format!("scripted error {status}"),
+        )),
         Step::Delayed { delay, reply } => {
             tokio::time::sleep(delay).await;
             answer(&reply, Duration::ZERO)
@@ -190,6 +203,9 @@ fn streaming(streamed: Streamed, guard: AbandonGuard) -> HttpResponse {
                 None
             }
             StreamEnd::Broken => {
+                // actix drops what it has not written yet with the connection: give it
+                // time to write the pieces first.
+                tokio::time::sleep(BREAK_AFTER).await;
                 guard.answered();
                 let broken = std::io::Error::other("the fake LLM broke the stream");
                 Some((Err(broken), (pieces, None, guard)))
@@ -197,7 +213,9 @@ fn streaming(streamed: Streamed, guard: AbandonGuard) -> HttpResponse {
             StreamEnd::Hang => std::future::pending().await,
         }
     });
-    HttpResponse::Ok().content_type(content_type).streaming(body)
+    HttpResponse::Ok()
+        .content_type(content_type)
+        .streaming(body)
 }
 
 async fn props(shared: web::Data<Shared>) -> HttpResponse {

@@ -102,7 +102,10 @@ pub(super) fn completion_events(
         chunk.to_string()
     };
     let delta = |delta: Value| json!([{"index": 0, "delta": delta, "finish_reason": null}]);
-    let mut events = vec![chunk(delta(json!({"role": "assistant", "content": ""})), None)];
+    let mut events = vec![chunk(
+        delta(json!({"role": "assistant", "content": ""})),
+        None,
+    )];
     if let Some(reasoning) = &reply.reasoning_content {
         events.push(chunk(delta(json!({"reasoning_content": reasoning})), None));
     }
