@@ -1,0 +1,122 @@
+//! The model's words as they come (issue 42, streaming): a connection that watches a run
+//! with `deltas: true` is sent `run/delta` pieces of each turn's reply, in order, whose
+//! concatenation is the reply; a connection that did not ask gets none; one that reads
+//! nothing meanwhile does not hold the run; a stream that breaks ends the turn with an
+//! error that keeps the words that had come; a one-turn question is still one model call.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::{Client, TestApp};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, StreamEnd, Streamed};
+
+/// The `run/delta` texts `client` received for `run`, in order, up to the run's outcome.
+async fn deltas_until_outcome(client: &mut Client, run: &str) -> Vec<Value> {
+    let mut deltas = Vec::new();
+    loop {
+        let notification = client.next_notification().await;
+        match notification["method"].as_str() {
+            Some("run/delta") => deltas.push(notification["params"].clone()),
+            Some("run/outcome") if notification["params"]["run"] == run => return deltas,
+            _ => {}
+        }
+    }
+}
+
+fn joined(deltas: &[Value]) -> String {
+    deltas
+        .iter()
+        .map(|delta| delta["text"].as_str().unwrap())
+        .collect()
+}
+
+#[actix_web::test]
+async fn a_watcher_asking_for_deltas_gets_the_words_in_order_and_no_one_else_does() {
+    let reply = format!(
+        "<summarize>{}</summarize>",
+        "the words come one after the other, ".repeat(6)
+    );
+    let llm = FakeLlm::start([Step::Paced(
+        Reply::new(reply.clone()),
+        Duration::from_millis(15),
+    )]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut driver, _) = app.client_in_project("team").await;
+    let run = driver.start_run("fake").await;
+    let (mut watcher, _) = app.client_in_project("team").await;
+    let (mut idle, _) = app.client_in_project("team").await;
+    watcher
+        .ok("run/watch", json!({"run": run, "deltas": true}))
+        .await;
+    idle.ok("run/watch", json!({"run": run, "deltas": true}))
+        .await;
+
+    // `idle` reads nothing until the run has ended: it does not hold the run.
+    driver
+        .ok("ask", json!({"model": "fake", "prompt": "go", "run": run}))
+        .await;
+    let deltas = deltas_until_outcome(&mut watcher, &run).await;
+
+    assert!(deltas.len() > 1, "the words came in pieces: {deltas:?}");
+    assert_eq!(joined(&deltas), reply);
+    assert!(deltas
+        .iter()
+        .all(|delta| delta["run"] == json!(run) && delta["turn"] == deltas[0]["turn"]));
+    assert_eq!(joined(&deltas_until_outcome(&mut idle, &run).await), reply);
+    assert_eq!(llm.requests().len(), 1, "one question, one model call");
+    let driver_told: Vec<&Value> = driver
+        .pending_notifications()
+        .iter()
+        .filter(|notification| notification["method"] == "run/delta")
+        .collect();
+    assert!(
+        driver_told.is_empty(),
+        "not asked, not sent: {driver_told:?}"
+    );
+    let replayed = driver
+        .ok("run/replay", json!({"run": run, "since": 0}))
+        .await;
+    assert!(
+        !replayed.to_string().contains("run/delta"),
+        "deltas are not kept: {replayed}"
+    );
+}
+
+#[actix_web::test]
+async fn a_stream_that_breaks_ends_the_turn_with_an_error_keeping_what_came() {
+    let piece = |text: &str| json!({"choices": [{"delta": {"content": text}}]}).to_string();
+    let llm = FakeLlm::start([Step::Stream(
+        Streamed::events([piece("<summarize>half "), piece("of the answer")])
+            .ending(StreamEnd::Broken),
+    )]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut driver, _) = app.client_in_project("team").await;
+    let run = driver.start_run("fake").await;
+
+    driver
+        .ok("ask", json!({"model": "fake", "prompt": "go", "run": run}))
+        .await;
+    let outcome = driver
+        .until_notified("run/outcome", |params| params["run"] == json!(run))
+        .await;
+
+    assert_eq!(outcome["params"]["status"], json!(500), "{outcome}");
+    let detail = driver
+        .ok(
+            "getEntries",
+            json!({"run": run, "pattern": "error://*",
+                   "body": "*stream broke*half of the answer*"}),
+        )
+        .await
+        .to_string();
+    assert!(
+        detail.contains("error://1"),
+        "the error keeps the words: {detail}"
+    );
+    assert_eq!(
+        llm.requests().len(),
+        1,
+        "a broken stream is not asked again"
+    );
+}
