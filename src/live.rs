@@ -76,6 +76,17 @@ impl LiveText {
         self.lock().remove(&conn);
     }
 
+    /// Sends `conn` no more deltas of `run` (those of another run it watches go on).
+    pub(crate) fn unwatch(&self, conn: ConnId, run: RunId) {
+        let mut watchers = self.lock();
+        if watchers
+            .get(&conn)
+            .is_some_and(|watcher| watcher.run == run)
+        {
+            watchers.remove(&conn);
+        }
+    }
+
     /// What a turn's call tells of its reply's text.
     pub(crate) fn turn(&self, run: RunId, alias: &str, loop_id: i64, turn: i64) -> TurnText {
         TurnText {

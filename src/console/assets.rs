@@ -28,7 +28,7 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-const ASSETS: [Asset; 17] = [
+const ASSETS: [Asset; 18] = [
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
@@ -38,6 +38,7 @@ const ASSETS: [Asset; 17] = [
     asset!("projects.js", JS),
     asset!("runs.js", JS),
     asset!("run.js", JS),
+    asset!("live.js", JS),
     asset!("diff.js", JS),
     asset!("memory.js", JS),
     asset!("usage.js", JS),

@@ -1,7 +1,7 @@
 //! The model's words as they come (issue 42, streaming): a connection that watches a run
 //! with `deltas: true` is sent `run/delta` pieces of each turn's reply, in order, whose
 //! concatenation is the reply; a connection that did not ask gets none; one that reads
-//! nothing meanwhile does not hold the run; a stream that breaks ends the turn with an
+//! nothing meanwhile does not hold the run; leaving another run keeps them; a stream that breaks ends the turn with an
 //! error that keeps the words that had come; a one-turn question is still one model call.
 
 use std::time::Duration;
@@ -118,5 +118,32 @@ async fn a_stream_that_breaks_ends_the_turn_with_an_error_keeping_what_came() {
         llm.requests().len(),
         1,
         "a broken stream is not asked again"
+    );
+}
+
+#[actix_web::test]
+async fn unwatching_another_run_keeps_the_deltas_of_the_run_watched() {
+    let reply = format!("<summarize>{}</summarize>", "still watched, ".repeat(4));
+    let llm = FakeLlm::start([Step::Paced(
+        Reply::new(reply.clone()),
+        Duration::from_millis(10),
+    )]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut driver, _) = app.client_in_project("team").await;
+    let run = driver.start_run("fake").await;
+    let other = driver.start_run("fake").await;
+    let (mut watcher, _) = app.client_in_project("team").await;
+    watcher
+        .ok("run/watch", json!({"run": run, "deltas": true}))
+        .await;
+    watcher.ok("run/unwatch", json!({"run": other})).await;
+
+    driver
+        .ok("ask", json!({"model": "fake", "prompt": "go", "run": run}))
+        .await;
+
+    assert_eq!(
+        joined(&deltas_until_outcome(&mut watcher, &run).await),
+        reply
     );
 }

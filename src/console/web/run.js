@@ -13,6 +13,7 @@ import { el, fill, debounce, status, active, dollars, count, field, longCell } f
 import { diffView } from './diff.js';
 import { said as capSaid } from './caps.js';
 import { defaultPattern } from './rules.js';
+import { watchLive } from './live.js';
 
 // The most output of one command the page keeps: its last bytes.
 const OUTPUT_KEPT = 256 * 1024;
@@ -317,7 +318,7 @@ export async function runView(ctx, main, project, alias) {
     actionSaid,
     proposals, timeline, controls,
     el('h2', {}, 'Activity'), activity, fidelity, notes);
-  await ctx.rpc.call('run/watch', { run: alias });
+  stops.push(await watchLive(ctx, alias, progress));
   await refresh();
   return () => {
     later.cancel();

@@ -62,7 +62,7 @@ struct Unwatched {
 pub(crate) async fn unwatch(context: CallContext, params: WatchParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let left = context.agent.presence.unwatch(context.conn, run.id).await?;
-    context.agent.live.leave(context.conn);
+    context.agent.live.unwatch(context.conn, run.id);
     Reply::of(Unwatched {
         run: run.alias,
         left,
