@@ -1,7 +1,8 @@
 //! The model's words as they come (issue 42, streaming): a connection that watches a run
 //! with `deltas: true` is sent `run/delta` pieces of each turn's reply, in order, whose
 //! concatenation is the reply; a connection that did not ask gets none; one that reads
-//! nothing meanwhile does not hold the run; leaving another run keeps them; a stream that breaks ends the turn with an
+//! nothing meanwhile does not hold the run; leaving the run or watching it without deltas stops
+//! them, leaving another run does not; a stream that breaks ends the turn with an
 //! error that keeps the words that had come; a one-turn question is still one model call.
 
 use std::time::Duration;
@@ -122,7 +123,7 @@ async fn a_stream_that_breaks_ends_the_turn_with_an_error_keeping_what_came() {
 }
 
 #[actix_web::test]
-async fn unwatching_another_run_keeps_the_deltas_of_the_run_watched() {
+async fn leaving_the_run_or_watching_it_without_deltas_stops_them_and_leaving_another_does_not() {
     let reply = format!("<summarize>{}</summarize>", "still watched, ".repeat(4));
     let llm = FakeLlm::start([Step::Paced(
         Reply::new(reply.clone()),
@@ -132,18 +133,25 @@ async fn unwatching_another_run_keeps_the_deltas_of_the_run_watched() {
     let (mut driver, _) = app.client_in_project("team").await;
     let run = driver.start_run("fake").await;
     let other = driver.start_run("fake").await;
-    let (mut watcher, _) = app.client_in_project("team").await;
-    watcher
-        .ok("run/watch", json!({"run": run, "deltas": true}))
-        .await;
-    watcher.ok("run/unwatch", json!({"run": other})).await;
+    let (mut stays, _) = app.client_in_project("team").await;
+    let (mut leaves, _) = app.client_in_project("team").await;
+    let (mut declines, _) = app.client_in_project("team").await;
+    for client in [&mut stays, &mut leaves, &mut declines] {
+        client
+            .ok("run/watch", json!({"run": run, "deltas": true}))
+            .await;
+    }
+    stays.ok("run/unwatch", json!({"run": other})).await;
+    leaves.ok("run/unwatch", json!({"run": run})).await;
+    declines.ok("run/watch", json!({"run": run})).await;
 
     driver
         .ok("ask", json!({"model": "fake", "prompt": "go", "run": run}))
         .await;
 
-    assert_eq!(
-        joined(&deltas_until_outcome(&mut watcher, &run).await),
-        reply
-    );
+    assert_eq!(joined(&deltas_until_outcome(&mut stays, &run).await), reply);
+    for client in [&mut leaves, &mut declines] {
+        let deltas = deltas_until_outcome(client, &run).await;
+        assert!(deltas.is_empty(), "no longer asked, not sent: {deltas:?}");
+    }
 }
