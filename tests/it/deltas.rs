@@ -2,7 +2,7 @@
 //! with `deltas: true` is sent `run/delta` pieces of each turn's reply, in order, whose
 //! concatenation is the reply; a connection that did not ask gets none; one that reads
 //! nothing meanwhile does not hold the run; leaving the run or watching it without deltas stops
-//! them, leaving another run does not; a stream that breaks ends the turn with an
+//! them, leaving another run does not; pieces that come together are sent together; a stream that breaks ends the turn with an
 //! error that keeps the words that had come; a one-turn question is still one model call.
 
 use std::time::Duration;
@@ -154,4 +154,31 @@ async fn leaving_the_run_or_watching_it_without_deltas_stops_them_and_leaving_an
         let deltas = deltas_until_outcome(client, &run).await;
         assert!(deltas.is_empty(), "no longer asked, not sent: {deltas:?}");
     }
+}
+
+#[actix_web::test]
+async fn pieces_that_come_together_are_sent_together() {
+    // 8 characters an event: about 60 events, all at once.
+    let reply = format!("<summarize>{}</summarize>", "all at once, ".repeat(36));
+    let llm = FakeLlm::start([Step::reply(reply.clone())]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut driver, _) = app.client_in_project("team").await;
+    let run = driver.start_run("fake").await;
+    let (mut watcher, _) = app.client_in_project("team").await;
+    watcher
+        .ok("run/watch", json!({"run": run, "deltas": true}))
+        .await;
+
+    driver
+        .ok("ask", json!({"model": "fake", "prompt": "go", "run": run}))
+        .await;
+    let deltas = deltas_until_outcome(&mut watcher, &run).await;
+
+    assert_eq!(joined(&deltas), reply);
+    assert!(
+        deltas.len() < 15,
+        "{} frames for {} events: they coalesce",
+        deltas.len(),
+        reply.len() / 8
+    );
 }
