@@ -11,7 +11,8 @@
 //! `agent` holds the ACP handlers, `session` one session (`session/resume` catches up through
 //! `run/replay`), `turn` its prompt turn, `outcome` the loop outcomes a turn reads and the
 //! stop reason each ends it with; `stream` holds a session's notifications and turns each
-//! `run/state` into session updates: `updates` its log, `plan`
+//! `run/state` into session updates: `words` the model's words as they stream
+//! (`run/delta`), `updates` its log, `plan`
 //! its open questions into the plan, `usage` its telemetry into `usage_update`,
 //! `permission` a proposal into a permission request; `prompt` reads a prompt's content
 //! blocks; `mode`, `options` and `commands` are a session's mode, config options and slash
@@ -34,6 +35,7 @@ mod stream;
 mod turn;
 mod updates;
 mod usage;
+mod words;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -44,6 +44,7 @@ use crate::home_lock::{HomeLock, HomeLockError};
 use crate::hub::notifications::UiNotification;
 use crate::hub::HubRegistry;
 use crate::inbox::Inbox;
+use crate::live::LiveText;
 use crate::llm::{
     CapBook, CapNotice, ConcurrencyLimits, Ledger, LlmOptions, LlmProviders, RetryPolicy, Spending,
     StoredCaps,
@@ -300,6 +301,7 @@ fn agent_context(
         settings: Arc::new(settings.clone()),
         presence,
         inbox,
+        live: LiveText::new(Arc::clone(metrics.work())),
         db,
         commands: ServerCommands::new(settings, hubs.clone(), instance.id()),
         hubs,

@@ -19,6 +19,7 @@ mod home_lock;
 mod http;
 mod hub;
 mod inbox;
+mod live;
 mod llm;
 mod mcp;
 mod memory;

@@ -32,6 +32,7 @@ mod route;
 mod settings;
 mod spending;
 mod stored_caps;
+mod stream;
 
 pub(crate) use chat::{ChatMessage, ChatRequest, ChatResponse, Usage};
 pub(crate) use endpoints::ProviderEndpoint;
@@ -43,4 +44,5 @@ pub(crate) use route::{ProviderKind, Route};
 pub(crate) use settings::{ConcurrencyLimits, LlmOptions};
 pub(crate) use spending::{spender, CapBook, CapNotice, Spender, Spending};
 pub(crate) use stored_caps::{follow as follow_stored_caps, StoredCaps};
+pub(crate) use stream::TextListener;
 pub(crate) use tokio_util::sync::CancellationToken;

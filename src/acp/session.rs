@@ -5,7 +5,7 @@
 //! other way round).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
@@ -22,6 +22,7 @@ use crate::acp::options::{Catalogue, Choice};
 use crate::acp::plan::PlanTracker;
 use crate::acp::stream::Stream;
 use crate::acp::updates::LogTracker;
+use crate::acp::words::Words;
 use crate::rpc::handlers::runs::HistoryItem;
 
 /// rummy's code for a run alias that names no run of the project.
@@ -48,6 +49,8 @@ pub(super) struct Session {
     cancelled: watch::Sender<bool>,
     /// The prompts in flight, from their request to their answer ([`InFlight`]).
     prompts: AtomicUsize,
+    /// Whether its connection asked for the run's deltas ([`Session::watch_words`]).
+    watching: AtomicBool,
 }
 
 /// A prompt of the session in flight, from its request until its turn ends: while one is,
@@ -177,6 +180,7 @@ impl Session {
                 notices: connected.notices,
                 tracker,
                 plan: PlanTracker::default(),
+                words: Words::default(),
                 seen: 0,
             }),
             mode: Mutex::new(run.mode),
@@ -184,6 +188,7 @@ impl Session {
             commands: run.commands,
             cancelled: watch::channel(false).0,
             prompts: AtomicUsize::new(0),
+            watching: AtomicBool::new(false),
         }
     }
 
@@ -302,6 +307,19 @@ impl Session {
             .call("run/cancel", json!({"run": self.run()}))
             .await
             .map(drop)
+    }
+
+    /// Asks for the model's words of the run as they come (`run/watch` with `deltas`, which
+    /// also shows the session in the run's presence, as the editor it is), once per
+    /// connection; refused, the words are shown once recorded, and the refusal logged.
+    pub(super) async fn watch_words(&self) {
+        if self.watching.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let params = json!({"run": self.run(), "deltas": true});
+        if let Err(error) = self.link.call("run/watch", params).await {
+            tracing::warn!(%error, "the model's words are shown once recorded");
+        }
     }
 
     /// Whether the prompt in flight is cancelled.

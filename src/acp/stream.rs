@@ -1,11 +1,11 @@
 //! A session's notifications from rummy and what its editor was shown of them: each
-//! `run/state` (rummy's own [`RunState`]) brings the editor's log, plan and usage up to the
-//! run's, and the seq of the latest notification of the run shown is where a
-//! `session/resume` catches up from.
+//! `run/delta` shows the model's words as they come (`words`), each `run/state` (rummy's own
+//! [`RunState`]) brings the editor's log, plan and usage up to the run's, and the seq of the
+//! latest notification of the run shown is where a `session/resume` catches up from.
 
 use std::path::Path;
 
-use agent_client_protocol::v1::schema::SessionUpdate;
+use agent_client_protocol::v1::schema::{ContentBlock, ContentChunk, SessionUpdate};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -14,6 +14,7 @@ use crate::acp::link::Notice;
 use crate::acp::plan::PlanTracker;
 use crate::acp::updates::LogTracker;
 use crate::acp::usage::usage_update;
+use crate::acp::words::Words;
 use crate::hub::notifications::RunState;
 
 /// A session's notifications from rummy and what the editor was shown of its run.
@@ -21,24 +22,50 @@ pub(super) struct Stream {
     pub notices: mpsc::UnboundedReceiver<Notice>,
     pub tracker: LogTracker,
     pub plan: PlanTracker,
+    /// The model's words streamed and not yet recorded.
+    pub words: Words,
     /// The seq of the latest notification of the run shown (0: none): where a
     /// `session/resume` catches up from.
     pub seen: u64,
 }
 
 impl Stream {
-    /// The updates that bring the editor to the run's `state`: its log, its plan, its usage.
+    /// The updates that bring the editor to the run's `state`: its log (the model's words
+    /// less what streamed of them), its plan, its usage.
     pub(super) fn updates(&mut self, state: &RunState, root: &Path) -> Vec<SessionUpdate> {
-        let mut updates = self.tracker.updates(&state.history, root);
+        let turn = i64::from(state.turn);
+        let mut updates: Vec<SessionUpdate> = self
+            .tracker
+            .updates(&state.history, root)
+            .into_iter()
+            .filter_map(|update| match update {
+                SessionUpdate::AgentMessageChunk(ContentChunk {
+                    content: ContentBlock::Text(text),
+                    ..
+                }) => self.words.recorded(turn, &text.text).map(message),
+                update => Some(update),
+            })
+            .collect();
+        self.words.settled(turn);
         updates.extend(self.plan.update(&state.unknowns));
         updates.push(usage_update(&state.telemetry));
         updates
+    }
+
+    /// The update showing the words a `run/delta` (its params) adds, if it adds any.
+    pub(super) fn delta(&mut self, params: &Value) -> Option<SessionUpdate> {
+        self.words.delta(params).map(message)
     }
 
     /// Notes that the notification of the run numbered `seq` was shown.
     pub(super) fn saw(&mut self, seq: u64) {
         self.seen = self.seen.max(seq);
     }
+}
+
+/// The model's words `text`, as the editor is shown them.
+fn message(text: String) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(text)))
 }
 
 /// A `run/state`'s params as the server made them; `None` (logged) for one this agent
@@ -155,6 +182,7 @@ mod tests {
             notices,
             tracker: LogTracker::default(),
             plan: PlanTracker::default(),
+            words: Words::default(),
             seen: 0,
         };
         let shown: Vec<Value> = stream

@@ -115,6 +115,7 @@ fn settled_by(acted: &RunActed) -> String {
 impl Turn<'_> {
     /// Runs `prompt` in the session's mode until its loop ends, and says why it ended.
     pub(super) async fn run(&mut self, prompt: String) -> Result<StopReason, AcpError> {
+        self.session.watch_words().await;
         self.drain_stale();
         if self.session.is_cancelled() {
             return Ok(StopReason::Cancelled);
@@ -486,6 +487,12 @@ impl Turn<'_> {
         if notice.method == "run/action" {
             self.acted(&notice);
             return Ok(());
+        }
+        if notice.method == "run/delta" {
+            return match self.stream.delta(&notice.params) {
+                Some(update) => self.send(update),
+                None => Ok(()),
+            };
         }
         if notice.method != "run/state" {
             return Ok(());

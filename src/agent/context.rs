@@ -18,6 +18,7 @@ use crate::db::models::run::LoopRow;
 use crate::db::DbHandle;
 use crate::hub::HubRegistry;
 use crate::inbox::Inbox;
+use crate::live::LiveText;
 use crate::llm::CancellationToken;
 use crate::llm::LlmProviders;
 use crate::mcp::McpServers;
@@ -44,6 +45,8 @@ pub(crate) struct AgentContext {
     pub presence: Presence,
     /// The connections told of changes to their person's inbox.
     pub inbox: Inbox,
+    /// The connections sent the model's words as they come (`run/delta`).
+    pub live: LiveText,
     /// Runs executing now, server-wide.
     pub runs: RunRegistry,
     /// `run/abort`, `run/resolve` and `run/inject` of runs executing on other instances.

@@ -43,6 +43,7 @@ const ASSETS: &[Asset] = &[
     asset!("conversation.js", JS),
     asset!("markdown.js", JS),
     asset!("time.js", JS),
+    asset!("live.js", JS),
     asset!("diff.js", JS),
     asset!("changes.js", JS),
     asset!("memory.js", JS),

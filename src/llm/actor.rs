@@ -21,6 +21,7 @@ use super::gate::{ProviderGate, Slot};
 use super::ledger::{CallFor, Ledger};
 use super::retry::RetryPolicy;
 use super::route::ProviderKind;
+use super::stream::TextListener;
 use crate::db::events::Publication;
 use crate::metrics::ProviderMetrics;
 
@@ -74,7 +75,15 @@ pub struct Complete {
     pub actual: String,
     pub call: CallFor,
     pub announce: Option<Publication>,
+    /// Told the reply's text as it streams in.
+    pub listener: Option<Arc<dyn TextListener>>,
     pub cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for dyn TextListener {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("TextListener")
+    }
 }
 
 impl Message for Complete {
@@ -101,6 +110,7 @@ impl Handler<Complete> for LlmProvider {
             actual,
             call,
             announce,
+            listener,
             cancel,
         } = message;
         let provider = self.provider;
@@ -122,7 +132,11 @@ impl Handler<Complete> for LlmProvider {
             let client = client.clone();
             let request = Arc::clone(&sent);
             let ledger = admitting.clone();
-            async move { admitted(&ledger, &call, &client, provider, &request).await }
+            let listener = listener.clone();
+            async move {
+                let listener = listener.as_deref();
+                admitted(&ledger, &call, &client, provider, &request, listener).await
+            }
         });
         let answered = async move {
             let started = Instant::now();
@@ -155,9 +169,10 @@ async fn admitted(
     client: &ProviderClient,
     provider: ProviderKind,
     request: &ChatRequest,
+    listener: Option<&dyn TextListener>,
 ) -> Result<ChatResponse, LlmError> {
     ledger.admit(call).await?;
-    client.complete(provider, request).await
+    client.complete(provider, request, listener).await
 }
 
 /// What a completion's answer is recorded as: the call it was, the model's `actual`, and

@@ -7,12 +7,16 @@ use super::chat::{ChatRequest, ChatResponse, Usage};
 use super::error::LlmError;
 use super::route::ProviderKind;
 
-/// The request body. OpenAI-compatible servers and Ollama get `think: true`, OpenRouter
-/// `include_reasoning: true`, so reasoning models return their reasoning separately.
+/// The request body, asking for a stream that ends with the call's usage
+/// (`stream_options.include_usage`). OpenAI-compatible servers and Ollama get `think: true`,
+/// OpenRouter `include_reasoning: true`, so reasoning models return their reasoning
+/// separately.
 pub(super) fn request_body(provider: ProviderKind, request: &ChatRequest) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("messages".into(), json!(request.messages));
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
     match provider {
         ProviderKind::OpenRouter => body.insert("include_reasoning".into(), json!(true)),
         _ => body.insert("think".into(), json!(true)),
@@ -66,7 +70,7 @@ pub(super) fn refused_by(finish_reason: Option<&str>) -> bool {
     matches!(finish_reason, Some("content_filter" | "refusal"))
 }
 
-fn embedded_error(provider: ProviderKind, body: &Value) -> LlmError {
+pub(super) fn embedded_error(provider: ProviderKind, body: &Value) -> LlmError {
     let Some(error) = body.get("error") else {
         return LlmError::Decode {
             provider,
@@ -193,6 +197,7 @@ mod tests {
         assert_eq!(
             body,
             json!({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}],
+                   "stream": true, "stream_options": {"include_usage": true},
                    "think": true, "temperature": 0.5, "max_tokens": 64})
         );
         request.max_tokens = None;
@@ -201,6 +206,7 @@ mod tests {
         assert_eq!(
             body,
             json!({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}],
+                   "stream": true, "stream_options": {"include_usage": true},
                    "include_reasoning": true})
         );
     }

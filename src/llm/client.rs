@@ -1,5 +1,5 @@
-//! One HTTP attempt against a provider: endpoints, headers and bodies per provider, and
-//! the mapping of transport failures and HTTP statuses onto `LlmError`.
+//! One HTTP attempt against a provider: endpoints, headers and bodies per provider (a
+//! completion is streamed, `stream`), and the mapping of transport failures and HTTP statuses onto `LlmError`.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -14,6 +14,7 @@ use super::error::LlmError;
 use super::retry::parse_retry_after;
 use super::route::ProviderKind;
 use super::settings::LlmOptions;
+use super::stream::{self, TextListener};
 use super::{chat_completions, responses};
 
 /// How long connecting to a provider may take, within the overall fetch timeout.
@@ -42,29 +43,29 @@ impl ProviderClient {
         self.settings.current()
     }
 
-    /// One completion attempt; `request.model` is the provider's own model name.
+    /// One completion attempt, streamed; `request.model` is the provider's own model name.
+    /// `listener` is told the reply's text as it grows.
     pub(super) async fn complete(
         &self,
         provider: ProviderKind,
         request: &ChatRequest,
+        listener: Option<&dyn TextListener>,
     ) -> Result<ChatResponse, LlmError> {
         let current = self.settings.current();
         let settings = &*current;
-        match provider {
+        let post = match provider {
             ProviderKind::OpenAi => {
                 let url = format!("{}/v1/chat/completions", openai_root(settings)?);
                 let body = chat_completions::request_body(provider, request);
-                let post = self.http.post(url).json(&body);
-                let post = with_bearer(post, settings.openai_api_key.as_deref());
-                let reply = self.send(provider, post, settings.fetch_timeout).await?;
-                chat_completions::parse_response(provider, &request.model, &reply)
+                with_bearer(
+                    self.http.post(url).json(&body),
+                    settings.openai_api_key.as_deref(),
+                )
             }
             ProviderKind::Ollama => {
                 let url = format!("{}/v1/chat/completions", ollama_root(settings)?);
                 let body = chat_completions::request_body(provider, request);
-                let post = self.http.post(url).json(&body);
-                let reply = self.send(provider, post, settings.fetch_timeout).await?;
-                chat_completions::parse_response(provider, &request.model, &reply)
+                self.http.post(url).json(&body)
             }
             ProviderKind::OpenRouter => {
                 let key = openrouter_key(settings)?;
@@ -77,17 +78,17 @@ impl ProviderClient {
                 if let Some(title) = &settings.x_title {
                     post = post.header("X-Title", title);
                 }
-                let reply = self.send(provider, post, settings.fetch_timeout).await?;
-                chat_completions::parse_response(provider, &request.model, &reply)
+                post
             }
             ProviderKind::Xai => {
                 let (url, key) = xai_endpoint(settings)?;
                 let body = responses::request_body(request);
-                let post = self.http.post(url).bearer_auth(key).json(&body);
-                let reply = self.send(provider, post, settings.fetch_timeout).await?;
-                responses::parse_response(&request.model, &reply)
+                self.http.post(url).bearer_auth(key).json(&body)
             }
-        }
+        };
+        let timeout = settings.fetch_timeout;
+        let response = self.answered(provider, post, timeout).await?;
+        stream::read(provider, &request.model, response, listener, timeout).await
     }
 
     /// GET a JSON document.
@@ -114,12 +115,13 @@ impl ProviderClient {
         self.send(provider, post, timeout).await
     }
 
-    async fn send(
+    /// Sends `request`; a 2xx answer's response, whose body is still to be read.
+    async fn answered(
         &self,
         provider: ProviderKind,
         request: RequestBuilder,
         timeout: Duration,
-    ) -> Result<Value, LlmError> {
+    ) -> Result<reqwest::Response, LlmError> {
         let transport = |error: reqwest::Error| transport_error(provider, error, timeout);
         let response = request.timeout(timeout).send().await.map_err(transport)?;
         let status = response.status();
@@ -133,6 +135,17 @@ impl ProviderClient {
                 retry_after,
             ));
         }
+        Ok(response)
+    }
+
+    async fn send(
+        &self,
+        provider: ProviderKind,
+        request: RequestBuilder,
+        timeout: Duration,
+    ) -> Result<Value, LlmError> {
+        let transport = |error: reqwest::Error| transport_error(provider, error, timeout);
+        let response = self.answered(provider, request, timeout).await?;
         let bytes = response.bytes().await.map_err(transport)?;
         serde_json::from_slice(&bytes).map_err(|error| LlmError::Decode {
             provider,
@@ -150,7 +163,11 @@ fn with_bearer(request: RequestBuilder, bearer: Option<&str>) -> RequestBuilder 
 
 /// Maps a reqwest failure. The URL is left out of the message (a base URL may carry
 /// credentials); the causes are kept, as they say what actually went wrong.
-fn transport_error(provider: ProviderKind, error: reqwest::Error, timeout: Duration) -> LlmError {
+pub(super) fn transport_error(
+    provider: ProviderKind,
+    error: reqwest::Error,
+    timeout: Duration,
+) -> LlmError {
     if error.is_timeout() {
         return LlmError::Timeout {
             provider,

@@ -65,6 +65,18 @@ pub enum LlmError {
         /// What the HTTP client reported.
         message: String,
     },
+    /// A streamed reply broke after some of it arrived: the connection dropped, an event was
+    /// not what the API sends, or the body ended before the provider's end marker. Not
+    /// retried (the turn ends with this error, which keeps the text that had arrived).
+    #[error("{provider} stream broke: {message}; the reply so far: {partial:?}")]
+    StreamBroken {
+        /// The provider that was streaming.
+        provider: ProviderKind,
+        /// What broke it.
+        message: String,
+        /// The reply's text that had arrived.
+        partial: String,
+    },
     /// No complete response within the configured timeout.
     #[error("{provider} request timeout after {timeout_ms} ms")]
     Timeout {

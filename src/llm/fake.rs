@@ -127,6 +127,63 @@ pub enum Step {
     /// order, one per call), then answer 200 with the reply: a request kept waiting exactly
     /// as long as the test needs, with no timing to guess.
     Held(Reply),
+    /// Answer 200 with the reply streamed (to a request asking for a stream), each event
+    /// sent this long after the one before: words that come as a model's do.
+    Paced(Reply, Duration),
+    /// Answer 200 with this body, sent in pieces as they are: another provider's stream,
+    /// or a broken one.
+    Stream(Streamed),
+}
+
+/// A streamed body as it is sent: its content type, its pieces each after a pause, and
+/// how it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Streamed {
+    /// The `Content-Type` header.
+    pub content_type: String,
+    /// The pieces of the body, each sent after its pause.
+    pub pieces: Vec<(Duration, Vec<u8>)>,
+    /// What happens after the last piece.
+    pub end: StreamEnd,
+}
+
+/// How a streamed body ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StreamEnd {
+    /// The body is complete.
+    Complete,
+    /// The server breaks the connection (the body is left unfinished).
+    Broken,
+    /// Nothing more is sent until the client goes away (counted as a dropped connection).
+    Hang,
+}
+
+impl Streamed {
+    /// Server-sent events, one piece per event data, at once, complete.
+    pub fn events<I, T>(data: I) -> Streamed
+    where
+        I: IntoIterator<Item = T>,
+        T: AsRef<str>,
+    {
+        Streamed {
+            content_type: "text/event-stream".into(),
+            pieces: data
+                .into_iter()
+                .map(|data| {
+                    (
+                        Duration::ZERO,
+                        format!("data: {}\n\n", data.as_ref()).into_bytes(),
+                    )
+                })
+                .collect(),
+            end: StreamEnd::Complete,
+        }
+    }
+
+    /// The same body, ending as `end` says.
+    pub fn ending(self, end: StreamEnd) -> Streamed {
+        Streamed { end, ..self }
+    }
 }
 
 impl Step {

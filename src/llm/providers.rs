@@ -15,6 +15,7 @@ use super::ledger::{CallFor, Ledger};
 use super::route::{ProviderKind, Route};
 use super::settings::LlmOptions;
 use super::spending::Spending;
+use super::stream::TextListener;
 use crate::db::events::Publication;
 use crate::metrics::ProviderMetrics;
 
@@ -130,17 +131,20 @@ impl LlmProviders {
         call: CallFor,
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError> {
-        self.complete_announcing(request, call, None, cancel).await
+        self.complete_announcing(request, call, None, None, cancel)
+            .await
     }
 
     /// [`complete`](Self::complete), writing `announce` to the event log in the unit of work
     /// that records the answer (a turn's `run/progress processing`: sent once the answer is
-    /// recorded, at no unit of its own).
+    /// recorded, at no unit of its own), and telling `listener` the reply's text as it
+    /// streams in.
     pub(crate) async fn complete_announcing(
         &self,
         mut request: ChatRequest,
         call: CallFor,
         announce: Option<Publication>,
+        listener: Option<Arc<dyn TextListener>>,
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError> {
         let route = Route::from_actual(&request.model);
@@ -153,6 +157,7 @@ impl LlmProviders {
                 actual,
                 call,
                 announce,
+                listener,
                 cancel: call_cancel,
             })
             .await
@@ -179,6 +184,8 @@ impl LlmProviders {
     }
 }
 
+#[cfg(test)]
+mod streaming_tests;
 #[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]

@@ -11,11 +11,12 @@ use super::route::ProviderKind;
 /// xAI reports cost in ticks of 1e-10 US dollars.
 const USD_TICKS_PER_DOLLAR: f64 = 1e10;
 
-/// The request body: the messages go in `input`.
+/// The request body, streamed: the messages go in `input`.
 pub(super) fn request_body(request: &ChatRequest) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("input".into(), json!(request.messages));
+    body.insert("stream".into(), json!(true));
     if let Some(temperature) = request.temperature {
         body.insert("temperature".into(), json!(temperature));
     }
@@ -125,7 +126,7 @@ mod tests {
         assert_eq!(
             request_body(&request),
             json!({"model": "grok-4", "input": [{"role": "system", "content": "be brief"}],
-                   "temperature": 0.2, "max_output_tokens": 10})
+                   "stream": true, "temperature": 0.2, "max_output_tokens": 10})
         );
     }
 

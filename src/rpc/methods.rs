@@ -469,8 +469,9 @@ method_table! {
         ];
     RunWatch "run/watch" (presence::WatchParams) presence::watch,
         needs_init: true, long_running: false, role: Viewer,
-        "Be in a run's presence (out of any other run) until run/unwatch, another run/watch or the connection's close; every client of the run is told (run/presence): {run, present}." &[
+        "Be in a run's presence (out of any other run) until run/unwatch, another run/watch or the connection's close; every client of the run is told (run/presence): {run, present}. With deltas, the connection is sent the model's words as they come (run/delta) until then." &[
             ("run", "string — run alias"),
+            ("deltas", "boolean? — send run/delta, default false"),
         ];
     RunUnwatch "run/unwatch" (presence::WatchParams) presence::unwatch,
         needs_init: true, long_running: false, role: Viewer,
@@ -559,6 +560,13 @@ const NOTIFICATIONS: &[(&str, &str)] = &[
         "usage/capWarning",
         "Spending passed the warning share (RUMMY_CAP_WARNING_PERCENT, 80 % by default) of a spend cap, the first time in its period: {scope, subject, \
          period, unit, limit, spent, left, resets}.",
+    ),
+    (
+        "run/delta",
+        "The model's words as they come, to a connection that watches the run with deltas: \
+         {run, loop, turn, text}, text following what the connection was sent of that turn \
+         (from its start). At most every 75 ms, coalesced. Not numbered nor kept for replay: \
+         run/state brings the whole reply.",
     ),
     (
         "run/presence",

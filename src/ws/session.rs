@@ -384,6 +384,7 @@ impl Actor for WsSession {
         self.state.connections.deregister(self.id);
         self.state.agent.presence.closed(self.id);
         self.state.agent.inbox.closed(self.id);
+        self.state.agent.live.leave(self.id);
         self.state.agent.mcp.release(self.id);
         self.state.agent.metrics.connection_closed();
     }

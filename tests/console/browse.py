@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | readable | proxy | changes | story | inbox | first-run | mcp
+Usage: browse.py team | readable | live | proxy | changes | story | inbox | first-run | mcp
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -11,7 +11,8 @@ STREAM_RUN (a run with a command waiting that prints a line a second, on the ser
 LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ERROR_HOLDS
 (what the start error of the one MCP server holds), PAUSED_RUN (a run of project `ops` paused
 at its run cap of 1,000 tokens) and RESUMABLE_RUN (ada's run of `ops` paused at her person
-cap of 1,000 tokens, set with caps/set); for `readable` MO, WAITING_RUN (as for `team`); for `proxy` MO; for `changes` MO and CHANGES_RUN (a run whose accepted edit fixed
+cap of 1,000 tokens, set with caps/set); for `readable` MO, WAITING_RUN (as for `team`); for `live` MO, LIVE_RUN (a run of project `web` whose next reply comes slowly) and
+LIVE_WORDS (that reply's summary); for `proxy` MO; for `changes` MO and CHANGES_RUN (a run whose accepted edit fixed
 greeting.txt); for `story` (tests/it/acp/console_story.rs) ADA, STORY_RUN (the run
 two editors and a WebSocket client share) and STORY_MARKS (the directory of the marker files
 the test and this script synchronise on); for `inbox` MO (a member of `web`, one run of which
@@ -1196,6 +1197,38 @@ def mcp_servers(browser, seen):
     context.close()
 
 
+def live(browser, seen):
+    """A reply read in the run page as the model writes it: the page shows part of it, then
+    the whole, then the reply as recorded (the summary without its tags)."""
+    context, page = signed_in(browser, seen, os.environ["MO"])
+    words = os.environ["LIVE_WORDS"]
+    page.goto(f"{URL}#/p/web/r/{os.environ['LIVE_RUN']}")
+    expect(page.locator("#present")).to_contain_text("mo")
+    # Every text the live part shows, as it shows it.
+    page.evaluate(
+        """() => {
+            window.liveShown = [];
+            new MutationObserver(() => {
+                const shown = document.querySelector('pre.live');
+                if (shown && !shown.hidden) window.liveShown.push(shown.textContent);
+            }).observe(document.querySelector('main'),
+                { subtree: true, childList: true, characterData: true, attributes: true });
+        }"""
+    )
+    page.get_by_label("Continue the run").fill("tell me slowly")
+    page.locator("#continue-mode").select_option("ask")
+    page.get_by_role("button", name="Continue").click()
+    shown = page.locator("pre.live")
+    expect(shown).to_contain_text(words[:30], timeout=WAIT_MS)
+    expect(shown).to_have_class(re.compile(r"\brecorded\b"), timeout=WAIT_MS)
+    expect(shown).to_have_text(words)
+    texts = page.evaluate("() => window.liveShown")
+    partly = [text for text in texts if words[:30] in text and words[-20:] not in text]
+    assert partly, f"the reply was never shown in part: {texts[:5]}"
+    page.screenshot(path=f"{SHOTS}/run-live.png", full_page=True)
+    context.close()
+
+
 def main(scenario):
     seen = {"requests": [], "console": [], "errors": []}
     with sync_playwright() as playwright:
@@ -1209,6 +1242,8 @@ def main(scenario):
             people_edits(browser, seen)
         elif scenario == "readable":
             readable(browser, seen)
+        elif scenario == "live":
+            live(browser, seen)
         elif scenario == "proxy":
             through_proxy(browser, seen)
         elif scenario == "changes":

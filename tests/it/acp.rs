@@ -13,13 +13,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::process::ServerProcess;
 use crate::support::llm_env;
 use rummy::hash_token;
-use rummy::testing::fake_llm::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step};
 
 mod console_story;
 mod three_clients;
@@ -85,6 +86,7 @@ macro_rules! with_each_sdk {
 
 with_each_sdk!(
     a_prompt_streams_the_models_text_and_commands_and_ends_the_turn,
+    a_paced_reply_reaches_the_editor_in_pieces_whose_join_is_the_reply,
     the_turn_limit_ends_the_turn_max_turn_requests,
     a_loop_paused_at_a_spend_cap_ends_the_turn_saying_so,
     a_models_refusal_ends_the_turn_refusal_with_its_text,
@@ -321,6 +323,31 @@ async fn a_prompt_streams_the_models_text_and_commands_and_ends_the_turn(sdk: Sd
     assert!(system.contains("<sh>command</sh>"), "act mode, the default");
     let prompt = crate::support::user_message(&llm.requests()[0]);
     assert!(prompt.contains("please do the task"), "{prompt}");
+    assert_eq!(llm.requests().len(), 2);
+}
+
+async fn a_paced_reply_reaches_the_editor_in_pieces_whose_join_is_the_reply(sdk: Sdk) {
+    let words = "The words come one after the other, as a model writes them. ".repeat(3);
+    let llm = FakeLlm::start([
+        Step::Paced(
+            Reply::new("<update>Reading.</update><get path=\"a.txt\"/>"),
+            Duration::from_millis(20),
+        ),
+        Step::Paced(
+            Reply::new(format!("<summarize>\n{words}\n</summarize>")),
+            Duration::from_millis(20),
+        ),
+    ]);
+    let drive = Drive::run(sdk, "stream", &llm).await;
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn"]));
+    let messages = drive.messages();
+    assert!(messages.len() > 2, "the words came in pieces: {messages:?}");
+    assert_eq!(
+        messages.concat(),
+        format!("Reading.{}", words.trim()),
+        "each word once, the tags and the read left out"
+    );
     assert_eq!(llm.requests().len(), 2);
 }
 

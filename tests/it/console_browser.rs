@@ -18,14 +18,15 @@
 //! call refused and a paused run without Resume; an admin sees the models, the people (no
 //! token) and the MCP servers, one with a long start error cut short on one line, adds a
 //! webhook (its secret shown once and copied), reads two runs paused at their run cap,
-//! resumes one whose cap still stands (refused, in words) and one whose recorded calls the
-//! test erased (it goes on and finishes), reads the webhook's delivery of that finish and
+//! resumes one whose cap still stands (refused, in words), raises the person cap that
+//! paused the other from the Admin page (it goes on and finishes), reads the webhook's delivery of that finish and
 //! removes the webhook. A
 //! second test reads runs as a person does: titled by their first prompt, with what was
 //! asked, statuses and durations in words, local times with the UTC time on hover, the
 //! answer on top rendered as markdown and a command as a collapsed step that says who
-//! approved it and how it ended. A
-//! third test signs in and asks through the real nginx configured by `docker/nginx.conf`,
+//! approved it and how it ended. A third reads a reply in the run page as the model writes
+//! it (part of it shown before the whole, then the reply as recorded). A
+//! fourth signs in and asks through the real nginx configured by `docker/nginx.conf`,
 //! the call taking the server's token cap past 80 %, which the page says.
 //! Screenshots of the pages go to `target/console-screenshots`.
 //!
@@ -571,4 +572,39 @@ async fn the_inbox_is_counted_in_the_tab_title_and_new_items_notified_once_asked
         &[("MO", "mo-token".into())],
     )
     .await;
+}
+
+#[actix_web::test]
+#[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
+async fn a_reply_is_read_in_the_run_page_as_the_model_writes_it() {
+    let words = format!(
+        "{}and that is all.",
+        "The model writes this reply a few words at a time, ".repeat(5)
+    );
+    let llm = FakeLlm::start([
+        Step::reply("<summarize>Ready.</summarize>"),
+        Step::Paced(
+            Reply::new(format!("<summarize>{words}</summarize>")),
+            Duration::from_millis(40),
+        ),
+    ]);
+    let (app, _users) = team_server(&llm, &[]).await;
+    let root = app.project_root("web");
+    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
+    operator.init("web", &root).await;
+    let outcome = operator
+        .ok("ask", json!({"model": "fake", "prompt": "are you ready?"}))
+        .await;
+    let run = outcome["run"].as_str().unwrap().to_string();
+    browse(
+        "live",
+        format!("http://{}/ui/", app.addr()),
+        &[
+            ("MO", "mo-token".into()),
+            ("LIVE_RUN", run),
+            ("LIVE_WORDS", words),
+        ],
+    )
+    .await;
+    assert_eq!(llm.requests().len(), 2, "one call for the continued run");
 }

@@ -25,6 +25,7 @@ mod console;
 mod console_browser;
 mod container;
 mod counted_work;
+mod deltas;
 mod durability;
 mod entry_changed;
 mod event_log;

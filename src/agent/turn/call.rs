@@ -1,5 +1,6 @@
 //! The second stage of a turn: the model called with the measured packet (the provider
-//! records the call in the run's usage), the clients told it is thinking and then
+//! records the call in the run's usage; its words go to the run's delta watchers as they
+//! stream in, `live`), the clients told it is thinking and then
 //! processing (written with the answer's record), the usage passed on for calibration, and
 //! the reply parsed into commands (off the executor).
 
@@ -85,9 +86,19 @@ pub(super) async fn call_model(
     };
     // `processing` is written with the answer's record, and sent once that is committed.
     let processing = crate::hub::publication(project, run, &progress(ProgressStatus::Processing));
+    let loop_number = i64::from(input.loop_row.sequence);
+    let words = agent
+        .live
+        .turn(run, &measured.alias, loop_number, i64::from(turn));
     let mut response = agent
         .llm
-        .complete_announcing(request, this_turn, processing, cancel)
+        .complete_announcing(
+            request,
+            this_turn,
+            processing,
+            Some(Arc::new(words)),
+            cancel,
+        )
         .await?;
     if let Some(refusal) = response
         .refusal

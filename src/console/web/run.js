@@ -20,6 +20,7 @@ import { when, took } from './time.js';
 import { said as capSaid } from './caps.js';
 import { defaultPattern } from './rules.js';
 import { changesSection } from './changes.js';
+import { watchLive } from './live.js';
 
 // The most output of one command the page keeps: its last bytes.
 const OUTPUT_KEPT = 256 * 1024;
@@ -279,7 +280,7 @@ export async function runView(ctx, main, project, alias) {
     actionSaid, progress,
     proposals, changes.section, timeline, controls, here, meta, loops,
     el('h2', {}, 'Activity'), activity, fidelity, notes);
-  await ctx.rpc.call('run/watch', { run: alias });
+  stops.push(await watchLive(ctx, alias, progress));
   await refresh();
   return () => {
     later.cancel();

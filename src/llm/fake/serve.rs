@@ -8,11 +8,18 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::{wire, FixedPaths, Recorded, Recording, Step, WhenExhausted};
+use std::time::Duration;
+
+use super::{
+    wire, FixedPaths, Recorded, Recording, Reply, Step, StreamEnd, Streamed, WhenExhausted,
+};
 
 /// Request bodies up to this size are accepted (actix's default limit is 256 KiB; a turn's
 /// packet can be far larger).
 const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
+
+/// How long a broken stream's last piece has to reach the client before the break.
+const BREAK_AFTER: Duration = Duration::from_millis(50);
 
 /// State shared by the handlers and the `FakeLlm` handle.
 pub(super) struct Shared {
@@ -75,22 +82,22 @@ pub(super) fn routes(config: &mut web::ServiceConfig, fixed_paths: FixedPaths) {
     config.default_service(web::to(scripted));
 }
 
-/// Counts an abandoned request: actix drops the handler's future when the client goes away,
-/// and this guard with it, unless the answer was ready first.
-struct AbandonGuard<'a> {
-    dropped: Option<&'a watch::Sender<usize>>,
+/// Counts an abandoned request: actix drops the handler's future (or a streamed body) when
+/// the client goes away, and this guard with it, unless the answer was complete first.
+struct AbandonGuard {
+    dropped: Option<web::Data<Shared>>,
 }
 
-impl AbandonGuard<'_> {
-    fn answered(mut self) {
+impl AbandonGuard {
+    fn answered(&mut self) {
         self.dropped = None;
     }
 }
 
-impl Drop for AbandonGuard<'_> {
+impl Drop for AbandonGuard {
     fn drop(&mut self) {
-        if let Some(dropped) = self.dropped {
-            dropped.send_modify(|dropped| *dropped += 1);
+        if let Some(shared) = &self.dropped {
+            shared.dropped.send_modify(|dropped| *dropped += 1);
         }
     }
 }
@@ -123,30 +130,92 @@ async fn scripted(
         at: std::time::Instant::now(),
     };
     let (step, number) = shared.record(&request);
-    let guard = AbandonGuard {
-        dropped: Some(&shared.dropped),
+    let mut guard = AbandonGuard {
+        dropped: Some(shared.clone()),
     };
-    let response = match step {
-        Step::Reply(reply) => {
-            HttpResponse::Ok().json(wire::completion(&request.body, &reply, number))
+    let answer = |reply: &Reply, pause: Duration| match request
+        .body
+        .get("stream")
+        .and_then(Value::as_bool)
+    {
+        Some(true) => {
+            Answer::Streamed(wire::completion_events(&request.body, reply, number, pause))
         }
-        Step::Json(body) => HttpResponse::Ok().json(body),
+        _ => Answer::Now(HttpResponse::Ok().json(wire::completion(&request.body, reply, number))),
+    };
+    let answer = match step {
+        Step::Reply(reply) => answer(&reply, Duration::ZERO),
+        Step::Paced(reply, pause) => answer(&reply, pause),
+        Step::Stream(streamed) => Answer::Streamed(streamed),
+        Step::Json(body) => Answer::Now(HttpResponse::Ok().json(body)),
         Step::Error {
             status,
             retry_after,
-        } => error_response(status, retry_after, &format!("scripted error {status}")),
+        } => Answer::Now(error_response(
+            status,
+            retry_after,
+            &format!("scripted error {status}"),
+        )),
         Step::Delayed { delay, reply } => {
             tokio::time::sleep(delay).await;
-            HttpResponse::Ok().json(wire::completion(&request.body, &reply, number))
+            answer(&reply, Duration::ZERO)
         }
         Step::Held(reply) => {
             shared.hold().await;
-            HttpResponse::Ok().json(wire::completion(&request.body, &reply, number))
+            answer(&reply, Duration::ZERO)
         }
         Step::Hang => std::future::pending().await,
     };
-    guard.answered();
-    response
+    match answer {
+        Answer::Now(response) => {
+            guard.answered();
+            response
+        }
+        Answer::Streamed(streamed) => streaming(streamed, guard),
+    }
+}
+
+/// An answer ready now, or a body still to stream.
+enum Answer {
+    Now(HttpResponse),
+    Streamed(Streamed),
+}
+
+/// Sends `streamed`'s pieces as they are due; `guard` counts the request abandoned when the
+/// client goes away before the body's end.
+fn streaming(streamed: Streamed, guard: AbandonGuard) -> HttpResponse {
+    let Streamed {
+        content_type,
+        pieces,
+        end,
+    } = streamed;
+    let state = (VecDeque::from(pieces), Some(end), guard);
+    let body = futures_util::stream::unfold(state, |(mut pieces, end, mut guard)| async move {
+        if let Some((pause, piece)) = pieces.pop_front() {
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+            return Some((Ok(web::Bytes::from(piece)), (pieces, end, guard)));
+        }
+        match end? {
+            StreamEnd::Complete => {
+                guard.answered();
+                None
+            }
+            StreamEnd::Broken => {
+                // actix drops what it has not written yet with the connection: give it
+                // time to write the pieces first.
+                tokio::time::sleep(BREAK_AFTER).await;
+                guard.answered();
+                let broken = std::io::Error::other("the fake LLM broke the stream");
+                Some((Err(broken), (pieces, None, guard)))
+            }
+            StreamEnd::Hang => std::future::pending().await,
+        }
+    });
+    HttpResponse::Ok()
+        .content_type(content_type)
+        .streaming(body)
 }
 
 async fn props(shared: web::Data<Shared>) -> HttpResponse {

@@ -1,11 +1,11 @@
 //! The JSON bodies the fake LLM builds: OpenAI-compatible completions, model listings and
 //! errors, llama.cpp's props, and its own stats.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
 
-use super::{Reply, Usage, FAKE_MODEL_ID};
+use super::{Reply, Streamed, Usage, FAKE_MODEL_ID};
 
 /// Characters per token of the usage estimate for replies that script no usage.
 const CHARS_PER_TOKEN: usize = 4;
@@ -73,6 +73,61 @@ pub(super) fn completion(request: &Value, reply: &Reply, number: usize) -> Value
             "cost": usage.cost,
         },
     })
+}
+
+/// The characters of the reply's content per streamed event.
+const CHARS_PER_EVENT: usize = 8;
+
+/// The chat completion answering `request` streamed as server-sent events, each `pause`
+/// after the one before: the reasoning, the content in pieces, the finish reason, the usage
+/// when the request asked for it (`stream_options.include_usage`), then `[DONE]`.
+pub(super) fn completion_events(
+    request: &Value,
+    reply: &Reply,
+    number: usize,
+    pause: Duration,
+) -> Streamed {
+    let whole = completion(request, reply, number);
+    let chunk = |choices: Value, usage: Option<&Value>| {
+        let mut chunk = json!({
+            "id": whole["id"],
+            "object": "chat.completion.chunk",
+            "created": whole["created"],
+            "model": whole["model"],
+            "choices": choices,
+        });
+        if let Some(usage) = usage {
+            chunk["usage"] = usage.clone();
+        }
+        chunk.to_string()
+    };
+    let delta = |delta: Value| json!([{"index": 0, "delta": delta, "finish_reason": null}]);
+    let mut events = vec![chunk(
+        delta(json!({"role": "assistant", "content": ""})),
+        None,
+    )];
+    if let Some(reasoning) = &reply.reasoning_content {
+        events.push(chunk(delta(json!({"reasoning_content": reasoning})), None));
+    }
+    let characters: Vec<char> = reply.content.chars().collect();
+    for piece in characters.chunks(CHARS_PER_EVENT) {
+        let piece: String = piece.iter().collect();
+        events.push(chunk(delta(json!({"content": piece})), None));
+    }
+    let finished = json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]);
+    events.push(chunk(finished, None));
+    let asked_usage = request.pointer("/stream_options/include_usage") == Some(&json!(true));
+    if asked_usage {
+        events.push(chunk(json!([]), Some(&whole["usage"])));
+    }
+    events.push("[DONE]".into());
+    let mut streamed = Streamed::events(events);
+    for (index, piece) in streamed.pieces.iter_mut().enumerate() {
+        if index > 0 {
+            piece.0 = pause;
+        }
+    }
+    streamed
 }
 
 /// One token per `CHARS_PER_TOKEN` characters, rounded up, of the request's message contents

@@ -1,4 +1,5 @@
-//! `run/watch`, `run/unwatch`: a connection enters or leaves a run's presence (`presence`).
+//! `run/watch`, `run/unwatch`: a connection enters or leaves a run's presence (`presence`),
+//! and with it the run's deltas when it asks for them (`live`).
 
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +14,9 @@ use crate::rpc::params::Required;
 #[derive(Debug, Deserialize)]
 pub(crate) struct WatchParams {
     run: Required,
+    /// Send the connection the model's words as they come (`run/delta`).
+    #[serde(default)]
+    deltas: bool,
 }
 
 /// `run/watch`'s result: who is in the run now, the caller among them.
@@ -28,6 +32,13 @@ pub(crate) async fn watch(context: CallContext, params: WatchParams) -> Result<R
     let run = find_run(&context, &params.run).await?;
     let someone = context.someone()?;
     context.agent.presence.watch(&someone, run.id).await?;
+    match params.deltas {
+        true => context
+            .agent
+            .live
+            .watch(context.conn, run.id, context.outbound.clone()),
+        false => context.agent.live.leave(context.conn),
+    }
     let run_id = run.id;
     let present = context
         .agent
@@ -51,6 +62,7 @@ struct Unwatched {
 pub(crate) async fn unwatch(context: CallContext, params: WatchParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let left = context.agent.presence.unwatch(context.conn, run.id).await?;
+    context.agent.live.unwatch(context.conn, run.id);
     Reply::of(Unwatched {
         run: run.alias,
         left,
