@@ -473,7 +473,7 @@ method_table! {
             ("run", "string — run alias"),
             ("deltas", "boolean? — send run/delta, default false"),
         ];
-    RunUnwatch "run/unwatch" (presence::WatchParams) presence::unwatch,
+    RunUnwatch "run/unwatch" (presence::UnwatchParams) presence::unwatch,
         needs_init: true, long_running: false, role: Viewer,
         "Leave a run's presence: {run, left}." &[("run", "string — run alias")];
     Inbox "inbox" (inbox::InboxParams) inbox::list,

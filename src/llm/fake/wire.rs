@@ -75,8 +75,12 @@ pub(super) fn completion(request: &Value, reply: &Reply, number: usize) -> Value
     })
 }
 
-/// The characters of the reply's content per streamed event.
+/// The characters of the reply's content per streamed event, at the least.
 const CHARS_PER_EVENT: usize = 8;
+
+/// The most events a reply's content is streamed in: a longer reply (the hostile model's
+/// megabyte) comes in longer pieces.
+const MOST_CONTENT_EVENTS: usize = 256;
 
 /// The chat completion answering `request` streamed as server-sent events, each `pause`
 /// after the one before: the reasoning, the content in pieces, the finish reason, the usage
@@ -110,7 +114,11 @@ pub(super) fn completion_events(
         events.push(chunk(delta(json!({"reasoning_content": reasoning})), None));
     }
     let characters: Vec<char> = reply.content.chars().collect();
-    for piece in characters.chunks(CHARS_PER_EVENT) {
+    let per_event = characters
+        .len()
+        .div_ceil(MOST_CONTENT_EVENTS)
+        .max(CHARS_PER_EVENT);
+    for piece in characters.chunks(per_event) {
         let piece: String = piece.iter().collect();
         events.push(chunk(delta(json!({"content": piece})), None));
     }

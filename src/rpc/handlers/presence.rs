@@ -10,13 +10,19 @@ use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::runs::find_run;
 use crate::rpc::params::Required;
 
-/// `run/watch`, `run/unwatch` params.
+/// `run/watch` params.
 #[derive(Debug, Deserialize)]
 pub(crate) struct WatchParams {
     run: Required,
     /// Send the connection the model's words as they come (`run/delta`).
     #[serde(default)]
     deltas: bool,
+}
+
+/// `run/unwatch` params.
+#[derive(Debug, Deserialize)]
+pub(crate) struct UnwatchParams {
+    run: Required,
 }
 
 /// `run/watch`'s result: who is in the run now, the caller among them.
@@ -59,7 +65,7 @@ struct Unwatched {
 }
 
 /// `run/unwatch`: the connection leaves the run, if it was in it.
-pub(crate) async fn unwatch(context: CallContext, params: WatchParams) -> Result<Reply, AppError> {
+pub(crate) async fn unwatch(context: CallContext, params: UnwatchParams) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let left = context.agent.presence.unwatch(context.conn, run.id).await?;
     context.agent.live.unwatch(context.conn, run.id);
