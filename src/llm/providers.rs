@@ -154,6 +154,7 @@ impl LlmProviders {
                 call,
                 announce,
                 cancel: call_cancel,
+                parent: tracing::Span::current(),
             })
             .await
             .map_err(|_| LlmError::Stopped)?
