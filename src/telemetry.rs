@@ -185,6 +185,46 @@ mod tests {
         text
     }
 
+    /// The settings of a server that configured nothing about traces.
+    fn unconfigured() -> LogSettings {
+        LogSettings {
+            filter: "trace".into(),
+            debug: false,
+            format: LogFormat::Text,
+            otlp_endpoint: None,
+            otlp_service_name: "rummy".into(),
+        }
+    }
+
+    #[test]
+    fn with_no_endpoint_nothing_is_exported_and_trace_spans_are_off() {
+        let mut settings = unconfigured();
+        assert_eq!(otlp::traces_url(&settings), None);
+        settings.otlp_endpoint = Some("  ".into());
+        assert_eq!(
+            otlp::traces_url(&settings),
+            None,
+            "an empty endpoint is none"
+        );
+        let subscriber = subscriber(log_filter(&settings), settings.format, io::sink);
+        tracing::subscriber::with_default(subscriber, || {
+            let traced = tracing::info_span!(target: TRACE, "measure");
+            assert!(traced.is_disabled(), "a trace-only span costs nothing");
+            let logged = tracing::info_span!("turn");
+            assert!(!logged.is_disabled(), "the log's spans are as they were");
+        });
+    }
+
+    #[test]
+    fn traces_go_to_the_endpoints_traces_path() {
+        let mut settings = unconfigured();
+        settings.otlp_endpoint = Some("http://127.0.0.1:4318/".into());
+        assert_eq!(
+            otlp::traces_url(&settings).as_deref(),
+            Some("http://127.0.0.1:4318/v1/traces")
+        );
+    }
+
     const FORGING_MODEL: &str = "fake\n2026-11-24T00:00:00Z  INFO rummy: admin logged in\x1b[31m";
 
     #[test]
