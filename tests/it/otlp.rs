@@ -85,7 +85,7 @@ fn child<'a>(spans: &'a [Value], name: &str, parent: &Value) -> &'a Value {
 #[ignore = "needs python3 with opentelemetry-proto (tests/otel/.venv, made by tests/run.sh)"]
 async fn one_ask_is_one_trace_from_the_request_to_the_model_call() {
     let receiver = Receiver::start();
-    let llm = FakeLlm::start([Step::reply(&format!("{REPLY}<summarize>done</summarize>"))]);
+    let llm = FakeLlm::start([Step::reply(format!("{REPLY}<summarize>done</summarize>"))]);
     let home = tempfile::tempdir().unwrap();
     let root = project_root(home.path());
     let people = home.path().join("users.toml");
