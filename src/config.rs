@@ -172,6 +172,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_LOG", "log.filter"),
     ("RUMMY_DEBUG", "log.debug"),
     ("RUMMY_LOG_FORMAT", "log.format"),
+    ("RUMMY_OTLP_ENDPOINT", "log.otlp_endpoint"),
+    ("RUMMY_OTLP_SERVICE_NAME", "log.otlp_service_name"),
 ];
 
 /// Prefix of the variables that seed the model catalogue: `RUMMY_MODEL_<alias>=<actual>`.
@@ -692,6 +694,12 @@ pub struct LogSettings {
     pub debug: bool,
     /// How each event is written.
     pub format: LogFormat,
+    /// The OTLP/HTTP collector traces are exported to (`<endpoint>/v1/traces`); none: no
+    /// export, and no cost.
+    #[serde(default)]
+    pub otlp_endpoint: Option<String>,
+    /// The `service.name` the exported traces carry.
+    pub otlp_service_name: String,
 }
 
 /// How each log event is written to stderr.
@@ -1734,6 +1742,22 @@ mod tests {
                 "{bad}: {refused}"
             );
         }
+    }
+
+    #[test]
+    fn traces_are_exported_only_to_a_configured_endpoint() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().to_str().unwrap();
+        let load = |extra: &[(&str, &str)]| load_in(home, extra).unwrap().log;
+        let unset = load(&[]);
+        assert_eq!(unset.otlp_endpoint, None);
+        assert_eq!(unset.otlp_service_name, "rummy");
+        let set = load(&[
+            ("RUMMY_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+            ("RUMMY_OTLP_SERVICE_NAME", "rummy-eu"),
+        ]);
+        assert_eq!(set.otlp_endpoint.as_deref(), Some("http://127.0.0.1:4318"));
+        assert_eq!(set.otlp_service_name, "rummy-eu");
     }
 
     #[test]

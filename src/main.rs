@@ -73,7 +73,7 @@ fn main() -> anyhow::Result<()> {
             .map_err(|error| anyhow::anyhow!("making the local server's token: {error}"))?;
     }
     let settings = Settings::load(&env, &cli.config_dir).context("loading configuration")?;
-    rummy::telemetry::init(&settings.log);
+    let _tracing = rummy::telemetry::init(&settings.log);
     match cli.command.unwrap_or(Command::Serve) {
         Command::Acp {
             url,

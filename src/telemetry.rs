@@ -2,23 +2,115 @@
 //! `RUMMY_LOG_FORMAT=json`, one JSON object per line. Either way a client-supplied string (a
 //! model name, a path, a method) cannot forge a log line: the text format writes every field
 //! with its control characters escaped, and the JSON encoder escapes them by construction.
+//!
+//! With `RUMMY_OTLP_ENDPOINT` set, spans are also exported as OpenTelemetry traces
+//! (`otlp`): the spans of target [`TRACE`] (a request, a turn's stages, a sandboxed command)
+//! exist for that alone and never reach the log; without it no such layer is installed and
+//! those spans are disabled at their call sites, costing a turn nothing.
 
+use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::field::MakeExt;
+use tracing_subscriber::filter::{filter_fn, Directive};
 use tracing_subscriber::fmt::format::debug_fn;
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 use crate::config::{LogFormat, LogSettings};
 
-/// Installs the global subscriber once; later calls (tests) are no-ops.
-pub fn init(settings: &LogSettings) {
+pub(crate) mod links;
+mod otlp;
+
+/// The target of the spans made only for traces, never logged.
+pub const TRACE: &str = "rummy::trace";
+
+/// While held, spans are exported (when configured); dropping it sends what is left.
+#[must_use = "dropping it stops the export of traces"]
+pub struct Tracing(Option<SdkTracerProvider>);
+
+impl Tracing {
+    /// Whether spans are exported.
+    pub fn exporting(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl Drop for Tracing {
+    fn drop(&mut self) {
+        if let Some(provider) = self.0.take() {
+            let _ = provider.shutdown();
+        }
+    }
+}
+
+/// Installs the global subscriber once; later calls (tests) are no-ops. With an OTLP
+/// endpoint configured, spans are exported too while the returned [`Tracing`] is held.
+pub fn init(settings: &LogSettings) -> Tracing {
+    let filter = log_filter(settings);
+    let Some(url) = otlp::traces_url(settings) else {
+        let _ = subscriber(filter, settings.format, std::io::stderr).try_init();
+        return Tracing(None);
+    };
+    let provider = match otlp::provider(&url, &settings.otlp_service_name) {
+        Ok(provider) => provider,
+        Err(error) => {
+            let _ = subscriber(filter, settings.format, std::io::stderr).try_init();
+            tracing::error!(%error, "traces are not exported: the OTLP exporter cannot be made");
+            return Tracing(None);
+        }
+    };
+    let log = fmt_layer(settings.format, std::io::stderr).with_filter(filter);
+    let traces = otlp::layer(&provider).with_filter(filter_fn(otlp::exported));
+    let installed = tracing_subscriber::registry()
+        .with(log)
+        .with(traces)
+        .try_init();
+    if installed.is_err() {
+        let _ = provider.shutdown();
+        return Tracing(None);
+    }
+    links::exporting();
+    tracing::info!(endpoint = %url, "exporting traces over OTLP");
+    Tracing(Some(provider))
+}
+
+/// The log's filter: `RUMMY_LOG` (or `debug` with `RUMMY_DEBUG`), never the [`TRACE`] spans.
+fn log_filter(settings: &LogSettings) -> EnvFilter {
     let filter = if settings.debug {
         EnvFilter::new("debug")
     } else {
         EnvFilter::try_new(&settings.filter).unwrap_or_else(|_| EnvFilter::new("info"))
     };
-    let _ = subscriber(filter, settings.format, std::io::stderr).try_init();
+    match format!("{TRACE}=off").parse::<Directive>() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    }
+}
+
+/// The log's layer: events to `writer`, one line each, in `format`.
+fn fmt_layer<W>(format: LogFormat, writer: W) -> Box<dyn Layer<Registry> + Send + Sync>
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let layer = tracing_subscriber::fmt::layer().with_writer(writer);
+    match format {
+        LogFormat::Text => Box::new(layer.fmt_fields(text_fields())),
+        LogFormat::Json => Box::new(layer.json()),
+    }
+}
+
+/// The text format's fields: `name=value`, the message bare, control characters escaped.
+fn text_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + Send + Sync + 'static {
+    debug_fn(|out, field, value| {
+        let text = escape_controls(&format!("{value:?}"));
+        if field.name() == "message" {
+            write!(out, "{text}")
+        } else {
+            write!(out, "{field}={text}")
+        }
+    })
+    .delimited(" ")
 }
 
 /// The subscriber: `filter`ed events to `writer`, one line each, in `format`.
@@ -34,18 +126,7 @@ where
         .with_env_filter(filter)
         .with_writer(writer);
     match format {
-        LogFormat::Text => {
-            let fields = debug_fn(|out, field, value| {
-                let text = escape_controls(&format!("{value:?}"));
-                if field.name() == "message" {
-                    write!(out, "{text}")
-                } else {
-                    write!(out, "{field}={text}")
-                }
-            })
-            .delimited(" ");
-            Box::new(builder.fmt_fields(fields).finish())
-        }
+        LogFormat::Text => Box::new(builder.fmt_fields(text_fields()).finish()),
         LogFormat::Json => Box::new(builder.json().finish()),
     }
 }
@@ -102,6 +183,46 @@ mod tests {
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(!text.contains("s3cret-token"), "{text}");
         text
+    }
+
+    /// The settings of a server that configured nothing about traces.
+    fn unconfigured() -> LogSettings {
+        LogSettings {
+            filter: "trace".into(),
+            debug: false,
+            format: LogFormat::Text,
+            otlp_endpoint: None,
+            otlp_service_name: "rummy".into(),
+        }
+    }
+
+    #[test]
+    fn with_no_endpoint_nothing_is_exported_and_trace_spans_are_off() {
+        let mut settings = unconfigured();
+        assert_eq!(otlp::traces_url(&settings), None);
+        settings.otlp_endpoint = Some("  ".into());
+        assert_eq!(
+            otlp::traces_url(&settings),
+            None,
+            "an empty endpoint is none"
+        );
+        let subscriber = subscriber(log_filter(&settings), settings.format, io::sink);
+        tracing::subscriber::with_default(subscriber, || {
+            let traced = tracing::info_span!(target: TRACE, "measure");
+            assert!(traced.is_disabled(), "a trace-only span costs nothing");
+            let logged = tracing::info_span!("turn");
+            assert!(!logged.is_disabled(), "the log's spans are as they were");
+        });
+    }
+
+    #[test]
+    fn traces_go_to_the_endpoints_traces_path() {
+        let mut settings = unconfigured();
+        settings.otlp_endpoint = Some("http://127.0.0.1:4318/".into());
+        assert_eq!(
+            otlp::traces_url(&settings).as_deref(),
+            Some("http://127.0.0.1:4318/v1/traces")
+        );
     }
 
     const FORGING_MODEL: &str = "fake\n2026-11-24T00:00:00Z  INFO rummy: admin logged in\x1b[31m";

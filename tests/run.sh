@@ -10,7 +10,7 @@
 # console_browser:: -- --ignored`, the part through nginx only when nginx is there), rummy behind the real nginx (`cargo test --locked --test it proxy:: --
 # --ignored`), `rummy acp` driven by the ACP TypeScript SDK (`... acp::ts:: -- --ignored`), the
 # Node.js example plugin (`... plugin_processes::node:: -- --ignored`) and
-# by the ACP Python SDK (`... acp::py:: -- --ignored`), the shared-run story with the console
+# by the ACP Python SDK (`... acp::py:: -- --ignored`), the OpenTelemetry export to an OTLP receiver in tests/otel/.venv (`... otlp:: -- --ignored`), the shared-run story with the console
 # (`... acp::console_story:: -- --ignored`, with both SDKs and chromium) and the end-to-end tests against the
 # LLM (`... e2e:: -- --ignored`); all of them are
 # #[ignore]d so that a plain `cargo test` never counts them as passed. As root it also runs
@@ -61,6 +61,8 @@ NODE_CONSEQUENCE="The tests of rummy acp with the ACP TypeScript SDK (tests/it/a
 console_problem=""
 CONSOLE_CONSEQUENCE="The tests of the web console in a real browser (tests/it/console_browser.rs, acp::console_story::) will NOT run."
 python_sdk_problem=""
+otlp_problem=""
+OTLP_CONSEQUENCE="The test of the OpenTelemetry export against a real OTLP receiver (tests/it/otlp.rs, otlp::) will NOT run."
 PYTHON_SDK_CONSEQUENCE="The tests of rummy acp with the ACP Python SDK (tests/it/acp.rs, acp::py::) and the three-client story (acp::three_clients::, acp::console_story::) will NOT run."
 container_problem=""
 CONTAINER_CONSEQUENCE="The test of the server as the image runs it, unprivileged on a read-only root (tests/it/container.rs), will NOT run."
@@ -243,6 +245,24 @@ ensure_python_sdk() {
   fi
 }
 
+# python3 with venv, then a venv in tests/otel/.venv holding OpenTelemetry's protobuf messages
+# for the OTLP receiver of tests/otel/receiver.py, at the versions tests/otel/requirements.txt pins.
+ensure_otlp_receiver() {
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    otlp_problem="python3 with venv is not installed (the ACP Python SDK's step installs it as root)."
+    return 1
+  fi
+  if ! { [ -x tests/otel/.venv/bin/python ] || python3 -m venv tests/otel/.venv >&2; }; then
+    otlp_problem="python3 -m venv tests/otel/.venv failed: see the messages above."
+    return 1
+  fi
+  if ! tests/otel/.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+    -r tests/otel/requirements.txt >&2; then
+    otlp_problem="pip install -r tests/otel/requirements.txt failed (no network?): see the messages above."
+    return 1
+  fi
+}
+
 llm_installed() {
   "$LLM_HOME/venv/bin/python" -c 'import llama_cpp.server' >/dev/null 2>&1
 }
@@ -308,6 +328,9 @@ fi
 if ! ensure_python_sdk; then
   shout "$python_sdk_problem" "$PYTHON_SDK_CONSEQUENCE"
 fi
+if ! ensure_otlp_receiver; then
+  shout "$otlp_problem" "$OTLP_CONSEQUENCE"
+fi
 if ! ensure_console_browser; then
   shout "$console_problem" "$CONSOLE_CONSEQUENCE"
 fi
@@ -334,6 +357,11 @@ if [ -z "$node_problem" ]; then
   cargo test --locked --test it plugin_processes::node:: -- --ignored
   node_plugin_status=$?
   [ "$status" = 0 ] && status=$node_plugin_status
+fi
+if [ -z "$otlp_problem" ]; then
+  cargo test --locked --test it otlp:: -- --ignored
+  otlp_status=$?
+  [ "$status" = 0 ] && status=$otlp_status
 fi
 if [ -z "$python_sdk_problem" ]; then
   cargo test --locked --test it acp::py:: -- --ignored
@@ -401,6 +429,7 @@ missing "$nginx_problem" "$NGINX_CONSEQUENCE"
 missing "$container_problem" "$CONTAINER_CONSEQUENCE"
 missing "$node_problem" "$NODE_CONSEQUENCE"
 missing "$python_sdk_problem" "$PYTHON_SDK_CONSEQUENCE"
+missing "$otlp_problem" "$OTLP_CONSEQUENCE"
 missing "$console_problem" "$CONSOLE_CONSEQUENCE"
 missing "$llm_problem" "$LLM_CONSEQUENCE"
 missing "$postgres_problem" "$POSTGRES_CONSEQUENCE"

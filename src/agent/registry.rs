@@ -120,6 +120,7 @@ impl RunRegistry {
         run: RunId,
         id: LoopId,
     ) -> oneshot::Receiver<LoopOutcome> {
+        crate::telemetry::links::asked(id);
         let actor = self.actor(agent, run, None);
         match actor.send(Await(id)).await {
             Ok(outcome) => outcome,

@@ -53,8 +53,11 @@ pub(crate) async fn execute_loop(
     current: &CurrentLoop,
 ) -> (LoopOutcome, Option<Reflector>) {
     let cancel = current.cancel.clone();
-    let span =
-        tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
+    let new_span = || tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
+    let span = match crate::telemetry::links::asker(lp.id) {
+        Some(asker) => asker.in_scope(new_span),
+        None => new_span(),
+    };
     let run_id = lp.run_id;
     let mut end = LoopEnd::default();
     let result = run_turns(agent, &lp, current, &mut end)

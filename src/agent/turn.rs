@@ -25,6 +25,7 @@ use crate::plugins::events::Event;
 use crate::plugins::filters::Recording;
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::tool::ToolError;
+use crate::telemetry::TRACE;
 use apply::{apply, Prepared};
 use audit::TurnAudit;
 use call::{call_model, Reply};
@@ -105,7 +106,8 @@ pub(crate) async fn execute_turn(
     input: TurnInput<'_>,
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, LoopError> {
-    let span = tracing::info_span!("turn", turn.seq = tracing::field::Empty);
+    let span =
+        tracing::info_span!("turn", run.id = %input.run_id, turn.seq = tracing::field::Empty);
     execute_numbered_turn(agent, input, cancel)
         .instrument(span)
         .await
@@ -117,7 +119,10 @@ async fn execute_numbered_turn(
     cancel: &CancellationToken,
 ) -> Result<TurnEnd, LoopError> {
     let started = Instant::now();
-    let measured = match measure(agent, &mut input).await? {
+    let measured = match measure(agent, &mut input)
+        .instrument(tracing::info_span!(target: TRACE, "measure"))
+        .await?
+    {
         Measured::Fits(measured) => measured,
         Measured::Ends(end) => return Ok(end),
     };
@@ -126,7 +131,9 @@ async fn execute_numbered_turn(
         response,
         parsed,
         llm_ms,
-    } = call_model(agent, &input, &measured, cancel).await?;
+    } = call_model(agent, &input, &measured, cancel)
+        .instrument(tracing::info_span!(target: TRACE, "call"))
+        .await?;
     let MeasuredTurn {
         row,
         packet,
@@ -155,7 +162,9 @@ async fn execute_numbered_turn(
         .filter(|recordable| recordable.refusal.is_none())
         .map(|recordable| recordable.command.clone())
         .collect();
-    let work = gather(agent, &input, &policy, &runnable, cancel).await?;
+    let work = gather(agent, &input, &policy, &runnable, cancel)
+        .instrument(tracing::info_span!(target: TRACE, "gather"))
+        .await?;
     let prepared = Prepared {
         commands,
         work,
@@ -183,10 +192,13 @@ async fn execute_numbered_turn(
         gate,
         telling,
     )
+    .instrument(tracing::info_span!(target: TRACE, "apply"))
     .await?;
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
     report.refused = response.refusal.is_some();
-    told.publish(agent).await;
+    told.publish(agent)
+        .instrument(tracing::info_span!(target: TRACE, "publish"))
+        .await;
     agent.plugins.emit(Event::TurnCompleted {
         run: input.run_id,
         turn,

@@ -78,6 +78,8 @@ pub struct Complete {
     /// Told the reply's text as it streams in.
     pub listener: Option<Arc<dyn TextListener>>,
     pub cancel: CancellationToken,
+    /// The caller's span, the parent of the call's.
+    pub parent: tracing::Span,
 }
 
 impl std::fmt::Debug for dyn TextListener {
@@ -112,16 +114,21 @@ impl Handler<Complete> for LlmProvider {
             announce,
             listener,
             cancel,
+            parent,
         } = message;
         let provider = self.provider;
         let client = self.client.clone();
         let span = tracing::info_span!(
+            parent: &parent,
             "llm.complete",
             llm.provider = provider.slug(),
             llm.model = %request.model,
+            llm.purpose = call.purpose.as_str(),
+            run.id = %call.run,
             duration_ms = tracing::field::Empty,
             llm.prompt_tokens = tracing::field::Empty,
             llm.completion_tokens = tracing::field::Empty,
+            llm.cost_micros = tracing::field::Empty,
         );
         let metrics = self.metrics.clone();
         let request = Arc::new(request);
@@ -212,7 +219,7 @@ fn observe_completion(
     result: Result<&ChatResponse, &LlmError>,
 ) {
     let span = tracing::Span::current();
-    span.record("duration_ms", elapsed_ms(started));
+    span.record("duration_ms", signed(elapsed_ms(started)));
     match result {
         Ok(response) => {
             let usage = response.usage;
@@ -221,8 +228,8 @@ fn observe_completion(
                 usage.prompt_tokens,
                 usage.completion_tokens,
             );
-            span.record("llm.prompt_tokens", usage.prompt_tokens);
-            span.record("llm.completion_tokens", usage.completion_tokens);
+            span.record("llm.prompt_tokens", signed(usage.prompt_tokens));
+            span.record("llm.completion_tokens", signed(usage.completion_tokens));
             tracing::info!("completion finished");
         }
         Err(LlmError::Aborted) => tracing::debug!("completion cancelled"),
@@ -330,6 +337,12 @@ where
         );
         tokio::time::sleep(delay).await;
     }
+}
+
+/// A count as a span records it, signed: a trace's attributes have no unsigned integers
+/// (an unsigned one would be exported as text).
+fn signed(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 fn elapsed_ms(started: Instant) -> u64 {

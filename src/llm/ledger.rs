@@ -147,6 +147,7 @@ impl Ledger {
             .await;
         match recorded {
             Ok((form, (project_id, project), warnings, amended)) => {
+                tracing::Span::current().record("llm.cost_micros", form.cost.0);
                 note_amended(&call, &form, &used, amended);
                 self.metrics
                     .record_spending(&form.model, &project, &form.tokens, form.cost);

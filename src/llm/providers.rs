@@ -159,6 +159,7 @@ impl LlmProviders {
                 announce,
                 listener,
                 cancel: call_cancel,
+                parent: tracing::Span::current(),
             })
             .await
             .map_err(|_| LlmError::Stopped)?

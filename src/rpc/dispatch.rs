@@ -6,12 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::error::AppError;
 use crate::plugins::events::Event;
 use crate::plugins::filters::{RpcCall, RpcResult};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::methods::{self, Method, ToolCatalogue};
+use crate::telemetry::TRACE;
 
 /// Serves one request: method lookup, the caller's role, init gate and the caller's right to
 /// the bound project (both looked up now: a reload of the users file applies to the next
@@ -23,10 +25,18 @@ pub(crate) async fn call(
 ) -> Result<Reply, AppError> {
     let plugins = Arc::clone(&context.agent.plugins);
     let project = context.project.as_ref().map(|binding| binding.id);
-    let outcome = match Method::from_name(method_name, &ToolCatalogue::of(&context.agent)) {
+    let method = Method::from_name(method_name, &ToolCatalogue::of(&context.agent));
+    let span = tracing::info_span!(
+        target: TRACE,
+        "rpc.request",
+        rpc.method = method.map_or("(unknown)", |method| method.name()),
+        person = context.caller.person(),
+        project.id = project.map(|id| id.0),
+    );
+    let outcome = match method {
         None => Err(AppError::MethodNotFound(method_name.to_string())),
         Some(method) => {
-            let mut outcome = serve(context, method, params).await;
+            let mut outcome = serve(context, method, params).instrument(span).await;
             if let Ok(reply) = &mut outcome {
                 let call = RpcCall {
                     method: method.name(),

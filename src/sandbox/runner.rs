@@ -14,12 +14,14 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 use crate::config::{CommandSettings, SandboxSwitch, Settings};
 use crate::db::ids::{ProjectId, RunId};
 use crate::hub::notifications::{RunOutput, UiNotification};
 use crate::hub::HubRegistry;
 use crate::llm::CancellationToken;
+use crate::telemetry::TRACE;
 
 use super::kept::KeptOutput;
 use super::outcome::{CommandOutcome, Ending, Reported};
@@ -71,7 +73,16 @@ impl CommandPlace<'_> {
         path: &str,
         command: &str,
     ) -> Result<CommandOutcome, CommandError> {
-        self.commands
+        let span = tracing::info_span!(
+            target: TRACE,
+            "sandbox.command",
+            run.id = %self.run,
+            project.id = self.project.0,
+            command.exit = tracing::field::Empty,
+            command.status = tracing::field::Empty,
+        );
+        let outcome = self
+            .commands
             .run(CommandRequest {
                 run: self.run,
                 alias: self.alias,
@@ -81,7 +92,13 @@ impl CommandPlace<'_> {
                 root: self.root,
                 policy: self.policy,
             })
-            .await
+            .instrument(span.clone())
+            .await;
+        if let Ok(outcome) = &outcome {
+            span.record("command.exit", outcome.exit.map(i64::from));
+            span.record("command.status", outcome.status.code());
+        }
+        outcome
     }
 }
 

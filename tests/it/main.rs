@@ -47,6 +47,7 @@ mod one_file_gathering_tool;
 mod one_file_plugin;
 mod one_file_tool;
 mod one_server_per_home;
+mod otlp;
 mod outlines;
 mod persistence;
 mod plugin_lifecycle;

@@ -101,7 +101,7 @@ impl TestApp {
             env.insert(key.to_string(), value.to_string());
         }
         let settings = settings(&env);
-        rummy::telemetry::init(&settings.log);
+        let _ = rummy::telemetry::init(&settings.log);
         let server = start_with(settings, register).await.unwrap();
         TestApp {
             server,
