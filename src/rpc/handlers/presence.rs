@@ -65,7 +65,10 @@ struct Unwatched {
 }
 
 /// `run/unwatch`: the connection leaves the run, if it was in it.
-pub(crate) async fn unwatch(context: CallContext, params: UnwatchParams) -> Result<Reply, AppError> {
+pub(crate) async fn unwatch(
+    context: CallContext,
+    params: UnwatchParams,
+) -> Result<Reply, AppError> {
     let run = find_run(&context, &params.run).await?;
     let left = context.agent.presence.unwatch(context.conn, run.id).await?;
     context.agent.live.unwatch(context.conn, run.id);
