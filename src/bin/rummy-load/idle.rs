@@ -17,8 +17,10 @@ const WAVE: usize = 200;
 
 /// What an idle run opens and how long it holds.
 pub(crate) struct IdlePlan {
-    /// `ws://host:port/`.
-    pub url: String,
+    /// `ws://host:port/`: one server, or several addresses of it (127.0.0.1, 127.0.0.2, … of
+    /// a server bound to 0.0.0.0), taken in turn, so that more connections open than one
+    /// address has ephemeral ports for.
+    pub urls: Vec<String>,
     /// Bearer token, if the server wants one.
     pub token: Option<String>,
     /// Connections to open.
@@ -44,7 +46,8 @@ pub(crate) async fn run(plan: IdlePlan) -> String {
     while remaining > 0 {
         let wave = remaining.min(WAVE);
         remaining -= wave;
-        let opened = join_all((0..wave).map(|_| open_pinged(&plan))).await;
+        let first = plan.clients - remaining - wave;
+        let opened = join_all((first..first + wave).map(|n| open_pinged(&plan, n))).await;
         for client in opened {
             match client {
                 Some(client) => open.push(client),
@@ -66,8 +69,10 @@ pub(crate) async fn run(plan: IdlePlan) -> String {
     render(clients, failed, lost, before, after)
 }
 
-async fn open_pinged(plan: &IdlePlan) -> Option<RpcClient> {
-    let mut client = RpcClient::connect(&plan.url, plan.token.as_deref(), plan.timeout)
+/// Opens connection number `n`, to the plan's URLs in turn.
+async fn open_pinged(plan: &IdlePlan, n: usize) -> Option<RpcClient> {
+    let url = &plan.urls[n % plan.urls.len()];
+    let mut client = RpcClient::connect(url, plan.token.as_deref(), plan.timeout)
         .await
         .ok()?;
     match client
