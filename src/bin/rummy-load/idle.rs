@@ -69,9 +69,16 @@ pub(crate) async fn run(plan: IdlePlan) -> String {
     render(clients, failed, lost, before, after)
 }
 
-/// Opens connection number `n`, to the plan's URLs in turn.
+impl IdlePlan {
+    /// The URL connection number `n` opens: each of the plan's in turn.
+    fn url_for(&self, n: usize) -> &str {
+        &self.urls[n % self.urls.len()]
+    }
+}
+
+/// Opens connection number `n`.
 async fn open_pinged(plan: &IdlePlan, n: usize) -> Option<RpcClient> {
-    let url = &plan.urls[n % plan.urls.len()];
+    let url = plan.url_for(n);
     let mut client = RpcClient::connect(url, plan.token.as_deref(), plan.timeout)
         .await
         .ok()?;
@@ -107,6 +114,28 @@ fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_go_to_each_url_in_turn() {
+        let plan = IdlePlan {
+            urls: vec!["ws://127.0.0.1:1/".into(), "ws://127.0.0.2:1/".into()],
+            token: None,
+            clients: 3,
+            settle: Duration::ZERO,
+            hold: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+            server_pid: None,
+        };
+        let urls: Vec<&str> = (0..3).map(|n| plan.url_for(n)).collect();
+        assert_eq!(
+            urls,
+            [
+                "ws://127.0.0.1:1/",
+                "ws://127.0.0.2:1/",
+                "ws://127.0.0.1:1/"
+            ]
+        );
+    }
 
     #[test]
     fn the_report_divides_the_growth_by_the_clients() {
