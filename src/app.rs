@@ -67,8 +67,6 @@ use crate::web::{WebClient, WebOptions};
 use crate::webhooks::payload::ConsoleLinks;
 use crate::webhooks::worker::Worker;
 use crate::webhooks::Webhooks;
-use crate::ws::in_flight::InFlight;
-use crate::ws::registry::ConnectionRegistry;
 use crate::ws::state::ServerState;
 
 /// Seconds in a day of `RUMMY_RETENTION_DAYS`.
@@ -232,12 +230,7 @@ pub async fn start_with(
         let paused = agent.paused.clone();
         actix_web::rt::spawn(crate::access::watch(access.clone(), move || paused.poke()));
     }
-    let state = ServerState {
-        in_flight: InFlight::new(&agent.settings.server),
-        agent,
-        access,
-        connections: ConnectionRegistry::default(),
-    };
+    let state = ServerState::new(agent, access);
     let (server, addr) = crate::http::server(state.clone())?;
     let handle = server.handle();
     let done = actix_web::rt::spawn(server);

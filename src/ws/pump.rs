@@ -93,6 +93,10 @@ impl<S> Pump<S> {
                     if front.is_empty() {
                         self.pending.pop_front();
                     }
+                    if self.pending.is_empty() {
+                        // Its buffer too: a quiet connection keeps none.
+                        self.pending = VecDeque::new();
+                    }
                 }
             }
         }

@@ -1,5 +1,7 @@
 //! [`ServerState`]: what the WebSocket sessions and the HTTP routes share.
 
+use std::ops::Deref;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::access::Access;
@@ -12,9 +14,14 @@ use crate::ws::audit::{self, Call};
 use crate::ws::in_flight::InFlight;
 use crate::ws::registry::ConnectionRegistry;
 
-/// The agent core, the open connections and their requests in flight. Cheap to clone.
+/// The agent core, the open connections and their requests in flight: one for the server,
+/// behind an `Arc`, so a clone (every connection keeps one) is a pointer, not a copy of
+/// every handle (several of which allocate when cloned).
 #[derive(Clone)]
-pub(crate) struct ServerState {
+pub(crate) struct ServerState(Arc<Shared>);
+
+/// What [`ServerState`] shares.
+pub(crate) struct Shared {
     /// What the handlers work with.
     pub agent: AgentContext,
     /// Who may connect, and what each caller may do.
@@ -23,7 +30,25 @@ pub(crate) struct ServerState {
     pub in_flight: InFlight,
 }
 
+impl Deref for ServerState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
 impl ServerState {
+    /// The state of a server with no connection open yet.
+    pub(crate) fn new(agent: AgentContext, access: Access) -> Self {
+        ServerState(Arc::new(Shared {
+            in_flight: InFlight::new(&agent.settings.server),
+            agent,
+            access,
+            connections: ConnectionRegistry::default(),
+        }))
+    }
+
     /// Records one call in `rpc_log` as `RUMMY_RPC_LOG` asks, without waiting.
     pub(crate) fn audit(
         &self,

@@ -22,7 +22,8 @@ use actix_http::{h1, ws::Codec, ConnectionType, Request, Response, StatusCode};
 use actix_web::rt::net::TcpStream;
 use actix_web_actors::ws::WebsocketContext;
 use bytes::Bytes;
-use futures_util::{stream, SinkExt, Stream};
+use futures_util::future::{self, Either};
+use futures_util::{stream, FutureExt, SinkExt, Stream};
 use tracing::instrument::Instrumented;
 use tracing::Instrument;
 
@@ -42,20 +43,26 @@ pub(crate) const SOCKET_PATHS: [&str; 2] = ["/", "/rpc"];
 /// connection ends. A socket error only ends the connection (the peer is gone).
 ///
 /// Boxed: the dispatcher's task is sized for its largest state, and every connection would
-/// pay for this future's size inline. The handshake is boxed again, so that once the session
-/// runs only the `Pump` is left.
+/// pay for this future's size inline. The handshake is boxed again and chained with
+/// `then`, not awaited in an `async` block: such a block keeps what it captured (the
+/// server's state, the request, the dispatcher's codec) in its own space for as long as it
+/// lives, even once moved out, so every connection would carry them to its end. Chained,
+/// once the session runs only the `Pump` is left.
 pub(crate) fn serve(
     state: ServerState,
     request: Request,
     framed: Framed<TcpStream, h1::Codec>,
 ) -> Pin<Box<dyn Future<Output = ()>>> {
-    Box::pin(async move {
-        match Box::pin(handshake(state, request, framed)).await {
-            Ok(Some(pump)) => pump.await,
-            Ok(None) => {}
-            Err(error) => tracing::debug!(%error, "websocket handshake failed"),
-        }
-    })
+    Box::pin(
+        Box::pin(handshake(state, request, framed)).then(|handshake| match handshake {
+            Ok(Some(pump)) => Either::Left(pump),
+            Ok(None) => Either::Right(future::ready(())),
+            Err(error) => {
+                tracing::debug!(%error, "websocket handshake failed");
+                Either::Right(future::ready(()))
+            }
+        }),
+    )
 }
 
 /// Answers the request: a refusal (`None`), or `101` and the session on the bare socket,

@@ -17,8 +17,10 @@ const WAVE: usize = 200;
 
 /// What an idle run opens and how long it holds.
 pub(crate) struct IdlePlan {
-    /// `ws://host:port/`.
-    pub url: String,
+    /// `ws://host:port/`: one server, or several addresses of it (127.0.0.1, 127.0.0.2, … of
+    /// a server bound to 0.0.0.0), taken in turn, so that more connections open than one
+    /// address has ephemeral ports for.
+    pub urls: Vec<String>,
     /// Bearer token, if the server wants one.
     pub token: Option<String>,
     /// Connections to open.
@@ -44,7 +46,8 @@ pub(crate) async fn run(plan: IdlePlan) -> String {
     while remaining > 0 {
         let wave = remaining.min(WAVE);
         remaining -= wave;
-        let opened = join_all((0..wave).map(|_| open_pinged(&plan))).await;
+        let first = plan.clients - remaining - wave;
+        let opened = join_all((first..first + wave).map(|n| open_pinged(&plan, n))).await;
         for client in opened {
             match client {
                 Some(client) => open.push(client),
@@ -66,8 +69,17 @@ pub(crate) async fn run(plan: IdlePlan) -> String {
     render(clients, failed, lost, before, after)
 }
 
-async fn open_pinged(plan: &IdlePlan) -> Option<RpcClient> {
-    let mut client = RpcClient::connect(&plan.url, plan.token.as_deref(), plan.timeout)
+impl IdlePlan {
+    /// The URL connection number `n` opens: each of the plan's in turn.
+    fn url_for(&self, n: usize) -> &str {
+        &self.urls[n % self.urls.len()]
+    }
+}
+
+/// Opens connection number `n`.
+async fn open_pinged(plan: &IdlePlan, n: usize) -> Option<RpcClient> {
+    let url = plan.url_for(n);
+    let mut client = RpcClient::connect(url, plan.token.as_deref(), plan.timeout)
         .await
         .ok()?;
     match client
@@ -102,6 +114,28 @@ fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_go_to_each_url_in_turn() {
+        let plan = IdlePlan {
+            urls: vec!["ws://127.0.0.1:1/".into(), "ws://127.0.0.2:1/".into()],
+            token: None,
+            clients: 3,
+            settle: Duration::ZERO,
+            hold: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+            server_pid: None,
+        };
+        let urls: Vec<&str> = (0..3).map(|n| plan.url_for(n)).collect();
+        assert_eq!(
+            urls,
+            [
+                "ws://127.0.0.1:1/",
+                "ws://127.0.0.2:1/",
+                "ws://127.0.0.1:1/"
+            ]
+        );
+    }
 
     #[test]
     fn the_report_divides_the_growth_by_the_clients() {

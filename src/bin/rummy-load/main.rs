@@ -7,7 +7,8 @@
 //! and connection failures. `rummy-load fake-llm --port P` serves an OpenAI-compatible
 //! endpoint that answers every turn at once, so loops measure rummy's own work.
 //! `rummy-load idle --clients N --server-pid PID` holds N quiet connections and reports the
-//! server's memory per idle connection.
+//! server's memory per idle connection (spread over the `--url`s, addresses of one server,
+//! when there are several: one address has too few ephemeral ports for 50,000).
 //! `rummy-load hostile --llm-port P --clients 6 --seconds 300 --server-pid PID` runs hostile
 //! clients against a fuzzing model and probes what a fresh client gets meanwhile.
 //!
@@ -217,10 +218,8 @@ fn main() -> anyhow::Result<()> {
         }
         Some(Command::Idle(args)) => {
             args.target.check(None)?;
-            let [url] = <[String; 1]>::try_from(args.target.urls)
-                .map_err(|_| anyhow::anyhow!("idle loads one server: give one --url"))?;
             let plan = idle::IdlePlan {
-                url,
+                urls: args.target.urls,
                 token: args.target.token,
                 clients: args.clients as usize,
                 settle: Duration::from_secs(args.settle_secs),
@@ -434,5 +433,22 @@ mod tests {
             }))
         ));
         assert!(Cli::try_parse_from(["rummy-load", "idle", "--clients", "0"]).is_err());
+        let cli = Cli::try_parse_from([
+            "rummy-load",
+            "idle",
+            "--url",
+            "ws://127.0.0.1:3044/",
+            "--url",
+            "ws://127.0.0.2:3044/",
+        ])
+        .unwrap();
+        let Some(Command::Idle(idle)) = cli.command else {
+            panic!("not an idle run");
+        };
+        assert_eq!(
+            idle.target.urls,
+            ["ws://127.0.0.1:3044/", "ws://127.0.0.2:3044/"],
+            "idle takes every --url, addresses of one server"
+        );
     }
 }
