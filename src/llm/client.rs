@@ -122,7 +122,7 @@ impl ProviderClient {
         request: RequestBuilder,
         timeout: Duration,
     ) -> Result<reqwest::Response, LlmError> {
-        let transport = |error: reqwest::Error| transport_error(provider, error, timeout);
+        let transport = |error: reqwest::Error| LlmError::transport(provider, error, timeout);
         let response = request.timeout(timeout).send().await.map_err(transport)?;
         let status = response.status();
         if !status.is_success() {
@@ -144,7 +144,7 @@ impl ProviderClient {
         request: RequestBuilder,
         timeout: Duration,
     ) -> Result<Value, LlmError> {
-        let transport = |error: reqwest::Error| transport_error(provider, error, timeout);
+        let transport = |error: reqwest::Error| LlmError::transport(provider, error, timeout);
         let response = self.answered(provider, request, timeout).await?;
         let bytes = response.bytes().await.map_err(transport)?;
         serde_json::from_slice(&bytes).map_err(|error| LlmError::Decode {
@@ -159,42 +159,6 @@ fn with_bearer(request: RequestBuilder, bearer: Option<&str>) -> RequestBuilder 
         Some(token) => request.bearer_auth(token),
         None => request,
     }
-}
-
-/// Maps a reqwest failure. The URL is left out of the message (a base URL may carry
-/// credentials); the causes are kept, as they say what actually went wrong.
-pub(super) fn transport_error(
-    provider: ProviderKind,
-    error: reqwest::Error,
-    timeout: Duration,
-) -> LlmError {
-    if error.is_timeout() {
-        return LlmError::Timeout {
-            provider,
-            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-        };
-    }
-    let is_builder = error.is_builder();
-    let message = causes(&error.without_url());
-    if is_builder {
-        return LlmError::NotConfigured {
-            provider,
-            message: format!("{provider} request could not be built: {message}"),
-        };
-    }
-    LlmError::Connect { provider, message }
-}
-
-/// An error and its sources, joined by `": "`.
-fn causes(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 /// `retry-after-ms` (sent by some OpenAI-compatible servers) or `Retry-After`.

@@ -188,6 +188,44 @@ fn excerpt(body: &str) -> String {
     body.trim().chars().take(BODY_EXCERPT_CHARS).collect()
 }
 
+impl LlmError {
+    /// Maps a reqwest failure. The URL is left out of the message (a base URL may carry
+    /// credentials); the causes are kept, as they say what actually went wrong.
+    pub(super) fn transport(
+        provider: ProviderKind,
+        error: reqwest::Error,
+        timeout: Duration,
+    ) -> LlmError {
+        if error.is_timeout() {
+            return LlmError::Timeout {
+                provider,
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            };
+        }
+        let is_builder = error.is_builder();
+        let message = causes(&error.without_url());
+        if is_builder {
+            return LlmError::NotConfigured {
+                provider,
+                message: format!("{provider} request could not be built: {message}"),
+            };
+        }
+        LlmError::Connect { provider, message }
+    }
+}
+
+/// An error and its sources, joined by `": "`.
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,8 +95,7 @@ pub(super) async fn read(
     timeout: Duration,
 ) -> Result<ChatResponse, LlmError> {
     let framing = framing(&response);
-    let transport =
-        |error: reqwest::Error| super::client::transport_error(provider, error, timeout);
+    let transport = |error: reqwest::Error| LlmError::transport(provider, error, timeout);
     if framing == Framing::Whole {
         let bytes = response.bytes().await.map_err(transport)?;
         let body: Value = serde_json::from_slice(&bytes).map_err(|error| LlmError::Decode {
