@@ -17,8 +17,8 @@ greeting.txt); for `story` (tests/it/acp/console_story.rs) ADA, STORY_RUN (the r
 two editors and a WebSocket client share) and STORY_MARKS (the directory of the marker files
 the test and this script synchronise on); for `inbox` MO (a member of `web`, one run of which
 waits for approval); for `first-run` TOKEN (the shared token), FAKE_URL (the scripted
-model's URL), KEY (the API key to give it) and FOLDER (the one folder under the projects
-directory); for `mcp` ADA (an admin's token) and MCP_SCRIPT (the test MCP server's
+model's URL), KEY (the API key to give it), FOLDER (the one folder under the projects
+directory) and ANSWER (the model's answer to the first question, written slowly); for `mcp` ADA (an admin's token) and MCP_SCRIPT (the test MCP server's
 script) and MCP_LOG (the file it logs to, the env value the page must not show). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
@@ -1008,9 +1008,38 @@ def inbox_alerts(browser, seen):
     context.close()
 
 
+def record_live_text(page):
+    """Keeps every text the run page's live part shows, as it shows it, in window.liveShown."""
+    page.evaluate(
+        """() => {
+            window.liveShown = [];
+            new MutationObserver(() => {
+                const shown = document.querySelector('pre.live');
+                if (shown && !shown.hidden) window.liveShown.push(shown.textContent);
+            }).observe(document.querySelector('main'),
+                { subtree: true, childList: true, characterData: true, attributes: true });
+        }"""
+    )
+
+
+def watched_coming_in(page, words):
+    """The live part showed `words` in part, then whole as recorded, and then gave way to
+    the conversation, which shows them."""
+    shown = page.locator("pre.live")
+    expect(shown).to_contain_text(words[:30], timeout=WAIT_MS)
+    expect(shown).to_have_class(re.compile(r"\brecorded\b"), timeout=WAIT_MS)
+    expect(shown).to_have_text(words)
+    expect(shown).to_be_hidden()
+    expect(page.locator("ol.conversation")).to_contain_text(words)
+    texts = page.evaluate("() => window.liveShown")
+    partly = [text for text in texts if words[:30] in text and words[-20:] not in text]
+    assert partly, f"the reply was never shown in part: {texts[:5]}"
+
+
 def first_run(browser, seen):
     """A newcomer's first run from an empty home: a model added with its key and price and
-    tested, a project made of a folder, a first question answered; the key never shown."""
+    tested, a project made of a folder, a first question asked and its answer watched as
+    the model writes it; the key never shown."""
     key = os.environ["KEY"]
     context, page = signed_in(browser, seen, os.environ["TOKEN"])
     expect(page.get_by_text("No project yet: create one from a folder below.")).to_be_visible()
@@ -1051,8 +1080,12 @@ def first_run(browser, seen):
     page.get_by_label("Ask a question").fill("What does this project do?")
     page.get_by_role("button", name="Ask").click()
     rows = page.locator("table.runs tbody tr")
-    expect(rows.first).to_contain_text("Done", timeout=WAIT_MS)
-    expect(rows.first).to_contain_text("It serves a web page on port 3000.")
+    expect(rows).to_have_count(1, timeout=WAIT_MS)
+    record_live_text(page)
+    rows.first.get_by_role("link").first.click()
+    answer = os.environ["ANSWER"]
+    watched_coming_in(page, answer)
+    expect(page.locator("#now")).to_contain_text("Done", timeout=WAIT_MS)
     page.screenshot(path=f"{SHOTS}/first-run-answer.png", full_page=True)
     assert key not in page.content(), "the key is in the page"
     context.close()
@@ -1204,27 +1237,11 @@ def live(browser, seen):
     words = os.environ["LIVE_WORDS"]
     page.goto(f"{URL}#/p/web/r/{os.environ['LIVE_RUN']}")
     expect(page.locator("#present")).to_contain_text("mo")
-    # Every text the live part shows, as it shows it.
-    page.evaluate(
-        """() => {
-            window.liveShown = [];
-            new MutationObserver(() => {
-                const shown = document.querySelector('pre.live');
-                if (shown && !shown.hidden) window.liveShown.push(shown.textContent);
-            }).observe(document.querySelector('main'),
-                { subtree: true, childList: true, characterData: true, attributes: true });
-        }"""
-    )
+    record_live_text(page)
     page.get_by_label("Continue the run").fill("tell me slowly")
     page.locator("#continue-mode").select_option("ask")
     page.get_by_role("button", name="Continue").click()
-    shown = page.locator("pre.live")
-    expect(shown).to_contain_text(words[:30], timeout=WAIT_MS)
-    expect(shown).to_have_class(re.compile(r"\brecorded\b"), timeout=WAIT_MS)
-    expect(shown).to_have_text(words)
-    texts = page.evaluate("() => window.liveShown")
-    partly = [text for text in texts if words[:30] in text and words[-20:] not in text]
-    assert partly, f"the reply was never shown in part: {texts[:5]}"
+    watched_coming_in(page, words)
     page.screenshot(path=f"{SHOTS}/run-live.png", full_page=True)
     context.close()
 

@@ -2,7 +2,8 @@
 // (`run/watch {run, deltas: true}`, which also shows the page in the run's presence) and
 // shows each turn's words as they come (`run/delta`) under the run's progress; once the
 // turn is recorded (its `run/state`) they give way to its reply as recorded, the newest
-// `<update>` or `<summarize>` text of the run's log.
+// `<update>` or `<summarize>` text of the run's log, which the conversation shows: the
+// part hides, holding that text.
 import { el } from './dom.js';
 
 // The message entries of a run's log, whose text is the model's reply to the person.
@@ -33,6 +34,7 @@ export async function watchLive(ctx, alias, anchor) {
       const reply = (params.history ?? []).findLast((entry) => REPLIES.includes(entry.tool));
       if (reply) shown.textContent = reply.body;
       shown.classList.add('recorded');
+      shown.hidden = true;
     }),
   ];
   await ctx.rpc.call('run/watch', { run: alias, deltas: true });

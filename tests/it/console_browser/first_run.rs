@@ -1,10 +1,13 @@
 //! A newcomer's first run in chromium, from an empty home (no model, no project): the
 //! operator signs in, adds the scripted model from the Admin page with a key and a price,
 //! tests it (the model sees one call carrying the key, the page shows its reply), makes a
-//! project of the one folder under the projects directory, asks a first question and
-//! reads the answer. The key is never in `getModels` nor in the page.
+//! project of the one folder under the projects directory, asks a first question, opens
+//! its run and watches the answer come in as the model writes it (part of it shown before
+//! the whole). The key is never in `getModels` nor in the page.
 
-use rummy::testing::fake_llm::{FakeLlm, Step};
+use std::time::Duration;
+
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step};
 use serde_json::json;
 
 use super::{browse, NEEDS};
@@ -12,13 +15,21 @@ use crate::support::{Client, TestApp};
 
 const KEY: &str = "sk-newcomer-4d1c9e";
 
+/// The model's answer to the first question, written slowly enough to be watched.
+const ANSWER: &str = "It serves a web page on port 3000. The server is one file, server.js, \
+which listens on that port and answers every request with the same page; there is no \
+database and no configuration to read, so starting it is all it needs.";
+
 #[actix_web::test]
 #[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
 async fn a_newcomer_adds_a_model_makes_a_project_and_asks_from_an_empty_home() {
     let _ = NEEDS;
     let llm = FakeLlm::start([
         Step::reply("Ready when you are."),
-        Step::reply("<summarize>It serves a web page on port 3000.</summarize>"),
+        Step::Paced(
+            Reply::new(format!("<summarize>{ANSWER}</summarize>")),
+            Duration::from_millis(60),
+        ),
     ]);
     let projects = tempfile::tempdir().unwrap();
     let projects_dir = std::fs::canonicalize(projects.path()).unwrap();
@@ -42,6 +53,7 @@ async fn a_newcomer_adds_a_model_makes_a_project_and_asks_from_an_empty_home() {
             ("FAKE_URL", llm.base_url().into()),
             ("KEY", KEY.into()),
             ("FOLDER", folder.display().to_string()),
+            ("ANSWER", ANSWER.into()),
         ],
     )
     .await;
