@@ -12,7 +12,7 @@ LONG_SUMMARIES (a JSON list of the paragraph-long summaries of two runs), MCP_ER
 (what the start error of the one MCP server holds), PAUSED_RUN (a run of project `ops` paused
 at its run cap of 1,000 tokens) and RESUMABLE_RUN (ada's run of `ops` paused at her person
 cap of 1,000 tokens, set with caps/set); for `readable` MO, WAITING_RUN (as for `team`); for `live` MO, LIVE_RUN (a run of project `web` whose next reply comes slowly) and
-LIVE_WORDS (that reply's summary); for `proxy` MO; for `changes` MO and CHANGES_RUN (a run whose accepted edit fixed
+LIVE_WORDS (that reply's summary); for `proxy` MO and SLOW_WORDS (the answer to "tell me slowly", written slowly); for `changes` MO and CHANGES_RUN (a run whose accepted edit fixed
 greeting.txt); for `story` (tests/it/acp/console_story.rs) ADA, STORY_RUN (the run
 two editors and a WebSocket client share) and STORY_MARKS (the directory of the marker files
 the test and this script synchronise on); for `inbox` MO (a member of `web`, one run of which
@@ -836,6 +836,14 @@ def through_proxy(browser, seen):
     rows = page.locator("table.runs tbody tr")
     expect(rows.first).to_contain_text("Done", timeout=WAIT_MS)
     expect(rows.first).to_contain_text("four")
+    # The model's words come through the proxy as they are written.
+    rows.first.get_by_role("link").first.click()
+    expect(page.locator("#now")).to_contain_text("Done")
+    record_live_text(page)
+    page.get_by_label("Continue the run").fill("tell me slowly")
+    page.locator("#continue-mode").select_option("ask")
+    page.get_by_role("button", name="Continue").click()
+    watched_coming_in(page, os.environ["SLOW_WORDS"])
     context.close()
 
 

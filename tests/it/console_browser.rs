@@ -27,7 +27,8 @@
 //! approved it and how it ended. A third reads a reply in the run page as the model writes
 //! it (part of it shown before the whole, then the reply as recorded). A
 //! fourth signs in and asks through the real nginx configured by `docker/nginx.conf`,
-//! the call taking the server's token cap past 80 %, which the page says.
+//! the call taking the server's token cap past 80 %, which the page says, and watches a
+//! reply come in through it a few words at a time.
 //! Screenshots of the pages go to `target/console-screenshots`.
 //!
 //! They need chromium (apt) and the venv tests/console/.venv, which `tests/run.sh` makes,
@@ -117,7 +118,23 @@ const MARKDOWN_ANSWER: &str = "# Result\nThe answer is **four**:\n\n- two\n- plu
                                ```\n2 + 2 = 4\n```\n\n[Arithmetic](https://example.com/)";
 
 /// The answers, newest prompt first where one run holds two (`3 + 3` continues `2 + 2`).
+/// The answer to "tell me slowly", a few words at a time.
+const SLOW_ANSWER: &str = "Slowly, then: the reply comes in a few words at a time, through \
+whatever stands between the model and the page, and the page shows each piece as it comes.";
+
+fn slowly() -> Step {
+    Step::Paced(
+        Reply::new(format!("<summarize>{SLOW_ANSWER}</summarize>")),
+        Duration::from_millis(40),
+    )
+}
+
 const ANSWERS: &[Answer] = &[
+    Answer {
+        marker: "tell me slowly",
+        first: slowly,
+        then: slowly,
+    },
     Answer {
         marker: "Show your work, in markdown",
         first: || summary(MARKDOWN_ANSWER),
@@ -513,7 +530,7 @@ async fn the_console_works_through_the_shipped_nginx_config() {
     browse(
         "proxy",
         format!("http://127.0.0.1:{}/ui/", nginx.port),
-        &[("MO", "mo-token".into())],
+        &[("MO", "mo-token".into()), ("SLOW_WORDS", SLOW_ANSWER.into())],
     )
     .await;
 }
