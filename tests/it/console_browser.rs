@@ -530,7 +530,10 @@ async fn the_console_works_through_the_shipped_nginx_config() {
     browse(
         "proxy",
         format!("http://127.0.0.1:{}/ui/", nginx.port),
-        &[("MO", "mo-token".into()), ("SLOW_WORDS", SLOW_ANSWER.into())],
+        &[
+            ("MO", "mo-token".into()),
+            ("SLOW_WORDS", SLOW_ANSWER.into()),
+        ],
     )
     .await;
 }
