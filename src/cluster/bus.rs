@@ -54,6 +54,9 @@ const PART_BYTES: usize = 7000;
 /// How long a thread waits before connecting again.
 const RECONNECT: Duration = Duration::from_secs(1);
 
+/// How many failed attempts in a row to listen pass between two warnings about them.
+const WARN_EVERY: u32 = 60;
+
 /// A numbered frame of a run, crossing instances.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BusFrame {
@@ -459,6 +462,7 @@ struct Listening {
 
 impl Listening {
     fn run(self, received: &impl Fn(BusMessage)) {
+        let mut failures: u32 = 0;
         while !self.stopped.is_set() {
             let listening = connect_postgres(&self.url)
                 .map_err(|error| error.to_string())
@@ -474,8 +478,19 @@ impl Listening {
                         .map_err(|error| error.to_string())
                 });
             match listening {
-                Ok(mut conn) => self.receive(&mut conn, received),
-                Err(error) => tracing::warn!(%error, "the frame bus cannot listen"),
+                Ok(mut conn) => {
+                    if failures > 0 {
+                        tracing::info!(failures, "the frame bus listens again");
+                    }
+                    failures = 0;
+                    self.receive(&mut conn, received);
+                }
+                Err(error) => {
+                    if failures % WARN_EVERY == 0 {
+                        tracing::warn!(%error, failures, "the frame bus cannot listen");
+                    }
+                    failures = failures.saturating_add(1);
+                }
             }
             self.stopped.wait(RECONNECT);
         }
