@@ -253,6 +253,11 @@ impl Access {
             .unwrap_or_default()
     }
 
+    /// Whether anyone has caps in the users file as last read.
+    pub(crate) fn anyone_capped(&self) -> bool {
+        self.people().iter().any(|person| !person.caps.is_empty())
+    }
+
     /// The users file, when one is configured.
     pub(crate) fn users_file(&self) -> Option<&Path> {
         self.inner.users_file.as_deref()

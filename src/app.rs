@@ -335,12 +335,13 @@ fn may_accept(access: &Access) -> MayAccept {
 /// reads the users file, periods cut by the server's clock, notices sent to the hubs.
 fn spending(settings: &Settings, access: &Access, hubs: &HubRegistry) -> anyhow::Result<Spending> {
     let (server, projects) = settings.caps.checked()?;
-    let access = access.clone();
+    let (access, capped) = (access.clone(), access.clone());
     let book = CapBook {
         server,
         projects,
         warning_percent: settings.caps.warning_percent,
         people: Box::new(move |name| access.caps_of(name)),
+        anyone_capped: Box::new(move || capped.anyone_capped()),
         stored: StoredCaps::default(),
     };
     let hubs = hubs.clone();

@@ -42,7 +42,7 @@ pub(crate) use providers::LlmProviders;
 pub(crate) use retry::RetryPolicy;
 pub(crate) use route::{ProviderKind, Route};
 pub(crate) use settings::{ConcurrencyLimits, LlmOptions};
-pub(crate) use spending::{spender, CapBook, CapNotice, Spender, Spending};
+pub(crate) use spending::{spender, CapBook, CapNotice, RunCaps, Spender, Spending};
 pub(crate) use stored_caps::{follow as follow_stored_caps, StoredCaps};
 pub(crate) use stream::TextListener;
 pub(crate) use tokio_util::sync::CancellationToken;

@@ -18,7 +18,9 @@ use crate::agent::reflect::Reflector;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
 use crate::agent::state;
-use crate::agent::turn::{execute_turn, PanicState, TurnEnd, TurnInput, TurnReport};
+use crate::agent::turn::{
+    execute_turn, LatestSystemCopy, PanicState, TurnEnd, TurnInput, TurnReport,
+};
 use crate::agent::AgentContext;
 use crate::budget::{
     plan_overflow, ContextWindow, OverflowDecision, OverflowFacts, PanicTracker, TokenMath,
@@ -381,6 +383,8 @@ struct OpenLoop {
     /// A loop paused at a spend cap: the iteration it takes up again, and the turn numbered
     /// for the call the cap refused, taken up first.
     paused: Option<(u32, TurnRow)>,
+    /// What the loop knows of the run's latest `system://` copy.
+    system_copy: LatestSystemCopy,
 }
 
 impl OpenLoop {
@@ -430,6 +434,7 @@ impl OpenLoop {
             project_name: &self.project_name,
             panic,
             paused_turn: None,
+            system_copy: &self.system_copy,
         }
     }
 }
@@ -505,6 +510,7 @@ async fn open_loop(
         temperature,
         max_turns,
         paused,
+        system_copy: LatestSystemCopy::default(),
     })
 }
 

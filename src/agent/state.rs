@@ -35,17 +35,32 @@ pub(crate) struct StoredState {
     session: Option<Value>,
 }
 
+/// The context size of the run's latest turn, when the caller knows it (the turn that just
+/// recorded it), else read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LatestTokens {
+    Known(i32),
+    Read,
+}
+
 impl StoredState {
-    /// Reads the run's state.
-    pub(crate) fn read(conn: &mut Conn, run: RunId) -> Result<StoredState, DbError> {
+    /// Reads the run's state (`tokens`: its latest turn's context size, when known).
+    pub(crate) fn read(
+        conn: &mut Conn,
+        run: RunId,
+        tokens: LatestTokens,
+    ) -> Result<StoredState, DbError> {
         let latest_summary = entries::entries_of_scheme(conn, run, "summarize")?
             .into_iter()
             .rev()
             .find(|row| row.status == EntryStatus::Ok)
             .map(|row| row.body);
-        let context_tokens = turns::latest_turn(conn, run)?
-            .map(|row| row.context_tokens)
-            .unwrap_or(0);
+        let context_tokens = match tokens {
+            LatestTokens::Known(tokens) => tokens,
+            LatestTokens::Read => turns::latest_turn(conn, run)?
+                .map(|row| row.context_tokens)
+                .unwrap_or(0),
+        };
         Ok(StoredState {
             log: entries::run_log(conn, run)?,
             unknowns: entries::entries_of_scheme(conn, run, "unknown")?,
@@ -84,13 +99,15 @@ pub(crate) struct Telling {
 }
 
 impl Telling {
-    /// What the turn of `facts` tells, from its input, the model's response and its packet.
+    /// What the turn of `facts` tells, from its input, the model's response and its packet
+    /// (`context_tokens`: the turn's context size, as its audit records it).
     pub(crate) fn new(
         agent: &AgentContext,
         facts: TurnFacts<'_>,
         input: &TurnInput<'_>,
         response: &ChatResponse,
         packet: &Packet,
+        context_tokens: i32,
     ) -> Telling {
         let filtered = agent.plugins.has_filters::<TurnProposing>();
         Telling {
@@ -107,7 +124,7 @@ impl Telling {
                 },
                 temperature: input.temperature,
                 context_size: input.context_size,
-                context_tokens: 0,
+                context_tokens,
                 usage: UsageTotals::of(&[]),
                 context_distribution: packet.distribution.clone(),
             },
@@ -120,7 +137,8 @@ impl Telling {
     /// filters offer the proposals later, appends `run/proposal` (the proposals this turn
     /// made, if any) and `run/state` to the event log, sent once the unit commits.
     pub(crate) fn read(self, conn: &mut Conn) -> Result<Told, DbError> {
-        let stored = StoredState::read(conn, self.run)?;
+        let tokens = LatestTokens::Known(self.telemetry.context_tokens);
+        let stored = StoredState::read(conn, self.run, tokens)?;
         let proposed = fresh_proposals(&stored.unresolved, self.turn);
         let mut telemetry = self.telemetry;
         telemetry.context_tokens = stored.context_tokens;
@@ -256,7 +274,7 @@ pub(crate) fn paused_state(
     turn: i32,
     mut telemetry: Telemetry,
 ) -> Result<RunState, DbError> {
-    let stored = StoredState::read(conn, run)?;
+    let stored = StoredState::read(conn, run, LatestTokens::Read)?;
     telemetry.context_tokens = stored.context_tokens;
     telemetry.usage = UsageTotals::of(&stored.usage);
     let facts = TurnFacts {

@@ -39,6 +39,7 @@ pub(crate) mod input;
 mod measure;
 mod prepare;
 
+pub(crate) use audit::LatestSystemCopy;
 pub(crate) use input::{PanicState, TurnInput};
 pub(crate) use prepare::prompt_attributes;
 
@@ -145,7 +146,13 @@ async fn execute_numbered_turn(
         ..
     } = measured;
     let turn = row.sequence;
-    let audit = TurnAudit::of(&row, &packet, &response, &parsed.unparsed);
+    let audit = TurnAudit::of(
+        &row,
+        &packet,
+        &response,
+        &parsed.unparsed,
+        input.system_copy,
+    );
     let dispatch_started = Instant::now();
     let gate: Box<dyn WriteGate> = if input.panic.is_some() {
         Box::new(PanicGate)
@@ -165,6 +172,7 @@ async fn execute_numbered_turn(
     let work = gather(agent, &input, &policy, &runnable, cancel)
         .instrument(tracing::info_span!(target: TRACE, "gather"))
         .await?;
+    let context_tokens = audit.context_tokens();
     let prepared = Prepared {
         commands,
         work,
@@ -181,6 +189,7 @@ async fn execute_numbered_turn(
         &input,
         &response,
         &packet,
+        context_tokens,
     );
     let (mut report, told) = apply(
         agent,
@@ -194,6 +203,7 @@ async fn execute_numbered_turn(
     )
     .instrument(tracing::info_span!(target: TRACE, "apply"))
     .await?;
+    input.system_copy.note(&packet.system);
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
     report.refused = response.refusal.is_some();
     told.publish(agent)

@@ -14,7 +14,7 @@ use super::TokenMath;
 use crate::db::enums::{Category, EntryStatus, Fidelity};
 use crate::db::ids::{EntryId, LoopId, RunId};
 use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm};
-use crate::db::queries::context::{model_context, replace_turn_context};
+use crate::db::queries::context::{insert_turn_context, model_context, replace_turn_context};
 use crate::db::DbError;
 
 /// Projects one visible entry into the text the model reads (the tool registry's views).
@@ -87,8 +87,18 @@ pub(crate) fn store_context(
     turn: i32,
     rows: &[ContextRow],
 ) -> Result<usize, DbError> {
-    let forms: Vec<TurnContextInsertForm> = rows
-        .iter()
+    let forms = snapshot_forms(run_id, loop_id, turn, rows);
+    replace_turn_context(conn, run_id, turn, &forms)
+}
+
+/// The `turn_context` rows of `rows` as the snapshot of `turn`.
+fn snapshot_forms(
+    run_id: RunId,
+    loop_id: Option<LoopId>,
+    turn: i32,
+    rows: &[ContextRow],
+) -> Vec<TurnContextInsertForm> {
+    rows.iter()
         .map(|row| TurnContextInsertForm {
             run_id,
             loop_id,
@@ -103,8 +113,35 @@ pub(crate) fn store_context(
             category: row.category,
             source_turn: row.source_turn,
         })
-        .collect();
-    replace_turn_context(conn, run_id, turn, &forms)
+        .collect()
+}
+
+/// Which snapshot a materialization writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Snapshot {
+    /// The first of a turn numbered in the same unit of work: inserted, nothing replaced.
+    First,
+    /// Another of a turn prepared again (a panic loop's continuation, a paused turn taken
+    /// up): the turn's earlier snapshot replaced.
+    Again,
+}
+
+/// Reads and projects the run's context, then stores it as the snapshot of `turn`
+/// (`snapshot` says whether the turn has one to replace).
+pub(crate) fn materialize_turn(
+    conn: &mut Conn,
+    target: TurnTarget,
+    snapshot: Snapshot,
+    projector: &dyn Projector,
+    tokens: TokenMath,
+) -> Result<Vec<ContextRow>, DbError> {
+    if snapshot == Snapshot::Again {
+        return materialize(conn, target, projector, tokens);
+    }
+    let rows = read_context(conn, target.run_id, projector, tokens)?;
+    let forms = snapshot_forms(target.run_id, target.loop_id, target.turn, &rows);
+    insert_turn_context(conn, &forms)?;
+    Ok(rows)
 }
 
 /// Reads and projects the run's context, then stores it as the snapshot of `turn`.

@@ -55,6 +55,7 @@ diesel::table! {
         delegated_by -> Nullable<BigInt>,
         title -> Nullable<Text>,
         title_by -> Nullable<Text>,
+        caps -> Nullable<Text>,
     }
 }
 

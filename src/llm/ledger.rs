@@ -27,7 +27,7 @@ use crate::db::DbHandle;
 
 use super::chat::{ChatRequest, ChatResponse, Usage};
 use super::error::LlmError;
-use super::spending::Spending;
+use super::spending::{RunCaps, Spending};
 use crate::budget::TokenMath;
 use crate::db::queries::models;
 use crate::metrics::Metrics;
@@ -46,6 +46,9 @@ pub struct CallFor {
     pub turn: i32,
     /// `Turn` (`Subagent` for a delegated run's), `SessionNotes` or `Rerank`.
     pub purpose: CallPurpose,
+    /// What the caller knows of the run's own caps: with none, and no cap configured or
+    /// stored for anyone, the caps cost no read before the call nor after it.
+    pub caps: RunCaps,
 }
 
 /// Where the provider actors record answered calls. Cheap to clone.
@@ -83,7 +86,7 @@ impl Ledger {
     /// its run, person, project or the server is reached, or [`LlmError::Ledger`] when the
     /// spending cannot be read (a cap is never passed unread).
     pub(super) async fn admit(&self, call: &CallFor) -> Result<(), LlmError> {
-        match self.spending.admit(&self.db, call.run).await {
+        match self.spending.admit(&self.db, call.run, call.caps).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(cap)) => Err(LlmError::CapReached(Box::new(cap))),
             Err(error) => Err(LlmError::Ledger(error.to_string())),
@@ -129,7 +132,7 @@ impl Ledger {
                     at,
                 };
                 let project = usage::record_call(conn, &form)?;
-                let warnings = spending.warnings(conn, call.run, at)?;
+                let warnings = spending.warnings(conn, call.run, call.caps, at)?;
                 for warning in &warnings {
                     let standing = serde_json::to_string(&warning.view()).unwrap_or_default();
                     webhooks::cap_warned(conn, project.0, call.run, &standing, now_ms())?;

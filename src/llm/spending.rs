@@ -34,6 +34,8 @@ pub(crate) struct CapBook {
     pub warning_percent: u8,
     /// A person's caps, looked up again on every call (the users file may be reloaded).
     pub people: Box<dyn Fn(&str) -> Limits + Send + Sync>,
+    /// Whether anyone has caps in the users file as it says now.
+    pub anyone_capped: Box<dyn Fn() -> bool + Send + Sync>,
     /// The caps set at run time (`caps/set`).
     pub stored: StoredCaps,
 }
@@ -53,6 +55,35 @@ impl CapBook {
     /// The server's caps.
     pub(crate) fn server(&self) -> Limits {
         self.server.replaced_by(&self.stored.of(Scope::Server, ""))
+    }
+
+    /// Whether no cap of a person, a project or the server is configured or stored now:
+    /// then only a run's own caps can hold a call.
+    fn is_empty(&self) -> bool {
+        self.server.is_empty()
+            && self.projects.values().all(Limits::is_empty)
+            && self.stored.is_empty()
+            && !(self.anyone_capped)()
+    }
+}
+
+/// What the caller of a model call knows of its run's own caps, read with the run's row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunCaps {
+    /// Not known: read with the spending.
+    Unread,
+    /// The run has no caps of its own and spends for no other run (it was not delegated).
+    Uncapped,
+}
+
+impl RunCaps {
+    /// What a run's row says of its caps: its own (`caps`), and whether it spends for the
+    /// run that delegated to it (`delegated_by`).
+    pub(crate) fn of(caps: Option<&str>, delegated_by: Option<RunId>) -> RunCaps {
+        match (caps, delegated_by) {
+            (None, None) => RunCaps::Uncapped,
+            _ => RunCaps::Unread,
+        }
     }
 }
 
@@ -104,6 +135,7 @@ impl Spending {
             projects: HashMap::new(),
             warning_percent: 80,
             people: Box::new(|_| Limits::default()),
+            anyone_capped: Box::new(|| false),
             stored: StoredCaps::default(),
         };
         Spending::new(book, Clock::default(), Arc::new(|_, _| {}))
@@ -117,13 +149,23 @@ impl Spending {
         &self.book
     }
 
-    /// Whether a call for `run` may be made now: `Ok(Err(cap))` names the first cap
-    /// reached (and its notice is sent).
+    /// Whether no cap can hold a call of a run whose own caps are `caps`: then nothing is
+    /// read, before the call or after it.
+    fn uncapped(&self, caps: RunCaps) -> bool {
+        caps == RunCaps::Uncapped && self.book.is_empty()
+    }
+
+    /// Whether a call for `run` (whose own caps are `caps`) may be made now: `Ok(Err(cap))`
+    /// names the first cap reached (and its notice is sent).
     pub(crate) async fn admit(
         &self,
         db: &DbHandle,
         run: RunId,
+        caps: RunCaps,
     ) -> Result<Result<(), Standing>, DbError> {
+        if self.uncapped(caps) {
+            return Ok(Ok(()));
+        }
         let spending = self.clone();
         let now = self.clock.now();
         let (project, reached) = db
@@ -202,14 +244,19 @@ impl Spending {
         Ok(standings)
     }
 
-    /// In the unit of work that recorded a call of `run` at `now`: the caps that passed
-    /// their warning share for the first time in their period, noted so no one warns of them again.
+    /// In the unit of work that recorded a call of `run` (whose own caps are `caps`) at
+    /// `now`: the caps that passed their warning share for the first time in their period,
+    /// noted so no one warns of them again.
     pub(crate) fn warnings(
         &self,
         conn: &mut Conn,
         run: RunId,
+        caps: RunCaps,
         now: UtcTime,
     ) -> Result<Vec<Standing>, DbError> {
+        if self.uncapped(caps) {
+            return Ok(Vec::new());
+        }
         let spender = spender(conn, run)?;
         let mut warnings = Vec::new();
         for standing in self.standings(conn, &spender, now)? {
@@ -280,6 +327,7 @@ mod tests {
                 "ada" => tokens(person),
                 _ => Limits::default(),
             }),
+            anyone_capped: Box::new(|| true),
             stored: StoredCaps::default(),
         };
         Spending::new(book, Clock::default(), Arc::new(|_, _| {}))
@@ -334,7 +382,7 @@ mod tests {
         let reached = caps.reached(conn, &counted, now).unwrap().unwrap();
         assert_eq!(reached.scope, Scope::Server);
         let warned: Vec<_> = caps
-            .warnings(conn, run, now)
+            .warnings(conn, run, RunCaps::Unread, now)
             .unwrap()
             .into_iter()
             .map(|standing| standing.scope)
@@ -344,7 +392,11 @@ mod tests {
             [Scope::Project, Scope::Server],
             "200 of 250, 200 of 200"
         );
-        assert_eq!(caps.warnings(conn, run, now).unwrap(), [], "once");
+        assert_eq!(
+            caps.warnings(conn, run, RunCaps::Unread, now).unwrap(),
+            [],
+            "once"
+        );
         let roomy = spending(&[], 1000, 1000);
         assert_eq!(roomy.reached(conn, &counted, now).unwrap(), None);
     }

@@ -45,6 +45,18 @@ impl StoredCaps {
         }
     }
 
+    /// Whether no stored cap limits anything.
+    pub(crate) fn is_empty(&self) -> bool {
+        let held = self
+            .held
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        held.server.is_empty()
+            && held.projects.values().all(Limits::is_empty)
+            && held.people.values().all(Limits::is_empty)
+    }
+
     /// Reads them again from the store; whether they changed.
     pub(crate) async fn reload(&self, db: &DbHandle) -> Result<bool, DbError> {
         let rows = db.read(stored_caps::all).await?;

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use crate::db::enums::CallPurpose;
-use crate::llm::{CallFor, ChatMessage, ChatRequest, LlmError};
+use crate::llm::{CallFor, ChatMessage, ChatRequest, LlmError, RunCaps};
 use crate::plugins::filters::{LlmCall, LlmMessages, LlmResponse};
 use crate::plugins::reflection::{Reflecting, ReflectionServices};
 
@@ -50,6 +50,7 @@ pub(super) async fn ask(
         loop_id: Some(at.loop_id),
         turn: at.turn,
         purpose: call.purpose,
+        caps: RunCaps::Unread,
     };
     let filtered = LlmCall {
         project: at.project,

@@ -179,6 +179,11 @@ impl Limits {
         self.0.iter()
     }
 
+    /// Whether there is no cap.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The limit for `period` and `unit`, if there is one.
     pub(crate) fn get(&self, period: Period, unit: Unit) -> Option<i64> {
         self.0

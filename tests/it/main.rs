@@ -77,6 +77,7 @@ mod temperature;
 mod tool_methods;
 mod transcripts;
 mod transport;
+mod turn_audit;
 mod usage;
 mod web;
 mod webhooks;

@@ -1,5 +1,11 @@
 //! The turn's audit copies: what the model saw and said, kept at archive fidelity, and the
-//! turn's usage, written in the unit of work that records the reply.
+//! turn's usage, written in the unit of work that records the reply. Within a loop the
+//! system message is copied only when it differs from the one the loop's previous turn saw,
+//! so the system message turn `N` saw is the run's latest `system://M` with `M ≤ N`. (It
+//! holds the knowns and the run's earlier loops, so it changes with every fact filed and
+//! every loop: a loop's first turn copies it without comparing.)
+
+use std::sync::{Mutex, PoisonError};
 
 use serde_json::json;
 
@@ -13,24 +19,62 @@ use crate::db::Conn;
 use crate::db::DbError;
 use crate::llm::ChatResponse;
 
-/// What the model saw and said (`system://N`, `user://N`, `assistant://N`, `model://N`,
-/// `reasoning://N`, `content://N`), kept at archive fidelity, and the turn's usage.
+/// What the run's latest `system://` copy holds, as far as its loop knows: nothing before
+/// the loop's first turn recorded, then the system message of its latest turn recorded
+/// (one loop of a run runs at a time, so no one else copies one meanwhile).
+#[derive(Default)]
+pub(crate) struct LatestSystemCopy(Mutex<Option<String>>);
+
+impl LatestSystemCopy {
+    /// Whether the latest copy holds `system`; `None`: not known.
+    fn holds(&self, system: &str) -> Option<bool> {
+        let latest = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        latest.as_deref().map(|latest| latest == system)
+    }
+
+    /// Notes that a recorded turn saw `system` (copied then, or copied before).
+    pub(super) fn note(&self, system: &str) {
+        let mut latest = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if latest.as_deref() != Some(system) {
+            *latest = Some(system.to_owned());
+        }
+    }
+}
+
+/// Whether a turn copies its system message.
+enum SystemCopy {
+    /// It is the run's latest copy already.
+    Kept,
+    /// It differs from the loop's previous turn's, or is the loop's first.
+    Write(String),
+}
+
+/// What the model saw and said (`system://N` when it changed, `user://N`, `assistant://N`,
+/// `model://N`, `reasoning://N`, `content://N`), kept at archive fidelity, and the turn's
+/// usage.
 pub(super) struct TurnAudit {
     turn: TurnRow,
+    system: SystemCopy,
     copies: Vec<(String, String)>,
     usage: TurnUsageForm,
 }
 
 impl TurnAudit {
+    /// The audit of `turn`, whose packet was `packet` and answer `response` (`unparsed`: its
+    /// text outside any command); `latest`: what the loop knows of the run's system copy.
     pub(super) fn of(
         turn: &TurnRow,
         packet: &Packet,
         response: &ChatResponse,
         unparsed: &str,
+        latest: &LatestSystemCopy,
     ) -> TurnAudit {
         let n = turn.sequence;
+        let system = match latest.holds(&packet.system) {
+            Some(true) => SystemCopy::Kept,
+            Some(false) | None => SystemCopy::Write(packet.system.clone()),
+        };
         let mut copies = vec![
-            (format!("system://{n}"), packet.system.clone()),
             (format!("user://{n}"), packet.user.clone()),
             (format!("assistant://{n}"), response.content.clone()),
             (
@@ -67,14 +111,24 @@ impl TurnAudit {
         };
         TurnAudit {
             turn: turn.clone(),
+            system,
             copies,
             usage,
         }
     }
 
+    /// The turn's context size as its usage records it.
+    pub(super) fn context_tokens(&self) -> i32 {
+        self.usage.context_tokens
+    }
+
     pub(super) fn write(self, conn: &mut Conn, run: RunId, loop_id: LoopId) -> Result<(), DbError> {
         let turn = self.turn.sequence;
-        for (path, body) in self.copies {
+        let system = match self.system {
+            SystemCopy::Kept => None,
+            SystemCopy::Write(system) => Some((format!("system://{turn}"), system)),
+        };
+        for (path, body) in system.into_iter().chain(self.copies) {
             entries::write_entry(
                 conn,
                 &EntryUpsertForm {

@@ -83,6 +83,7 @@ pub(super) async fn call_model(
         loop_id: Some(input.loop_row.id),
         turn,
         purpose,
+        caps: measured.caps,
     };
     // `processing` is written with the answer's record, and sent once that is committed.
     let processing = crate::hub::publication(project, run, &progress(ProgressStatus::Processing));

@@ -11,6 +11,7 @@ use crate::budget::{
 use crate::context::{Packet, TokenMath};
 use crate::db::ids::ProjectId;
 use crate::db::models::run::TurnRow;
+use crate::llm::RunCaps;
 use crate::plugins::filters::{BudgetEnforce, Measuring};
 use crate::plugins::policy::ToolPolicy;
 
@@ -30,6 +31,8 @@ pub(super) struct MeasuredTurn {
     /// The run's name, for notifications.
     pub alias: String,
     pub project: ProjectId,
+    /// What the run's row says of its own caps, for the call's admission.
+    pub caps: RunCaps,
 }
 
 /// Whether the turn goes on to the model.
@@ -84,6 +87,7 @@ pub(super) async fn measure(
         measure,
         alias,
         project,
+        caps,
     } = prepare_packet(agent, input, paused_turn, first_prompt, policy).await?;
     let turn = row.sequence;
     tracing::Span::current().record("turn.seq", turn);
@@ -143,5 +147,6 @@ pub(super) async fn measure(
         policy,
         alias,
         project,
+        caps,
     }))
 }

@@ -14,7 +14,7 @@ use crate::agent::outlines::outline_summarized_files;
 use crate::agent::turn::input::TurnInput;
 use crate::agent::AgentContext;
 use crate::budget::{Calibrated, CalibratedMeasure, Calibration, EstimatedTokens};
-use crate::context::materialize::{materialize, TurnTarget};
+use crate::context::materialize::{materialize_turn, Snapshot, TurnTarget};
 use crate::context::ContextRow;
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::{Fidelity, LoopMode};
@@ -23,6 +23,7 @@ use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{RunRow, TurnInsertForm, TurnRow};
 use crate::db::queries::{entries, runs, turns};
 use crate::db::{Conn, DbError};
+use crate::llm::RunCaps;
 use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
 use crate::plugins::policy::ToolPolicy;
 use crate::plugins::preparation::PreparingTurn;
@@ -51,6 +52,8 @@ pub(super) struct PreparedPacket {
     pub alias: String,
     /// The run's project, for notification routing.
     pub project: ProjectId,
+    /// What the run's row says of its own caps.
+    pub caps: RunCaps,
 }
 
 /// Outlines the source files at summary fidelity that need it, numbers the turn (when
@@ -83,6 +86,7 @@ pub(super) async fn prepare_packet(
         turn: opened.row,
         packet,
         measure,
+        caps: RunCaps::of(opened.run.caps.as_deref(), opened.run.delegated_by),
         alias: opened.run.alias,
         project: opened.run.project_id,
     })
@@ -122,6 +126,10 @@ impl TurnOpening {
         let (run_id, loop_id) = (self.run_id, self.loop_id);
         let guess = turns::latest_turn(conn, run_id)?
             .map_or(0, |previous| i64::from(previous.context_tokens));
+        let snapshot = match self.numbered {
+            Some(_) => Snapshot::Again,
+            None => Snapshot::First,
+        };
         let row = match self.numbered.take() {
             Some(row) => row,
             None => {
@@ -154,7 +162,7 @@ impl TurnOpening {
             loop_id: Some(loop_id),
             turn,
         };
-        let rows = materialize(conn, target, plugins, tokens)?;
+        let rows = materialize_turn(conn, target, snapshot, plugins, tokens)?;
         Ok(OpenedTurn {
             row,
             rows,

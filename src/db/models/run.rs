@@ -41,6 +41,8 @@ pub struct RunRow {
     pub title: Option<String>,
     /// Where the title came from.
     pub title_by: Option<TitleBy>,
+    /// The caps its starter gave it (JSON, `CapLimits`); `None`: none of its own.
+    pub caps: Option<String>,
 }
 
 /// What a caller gives to create a run; the alias is generated.

@@ -44,12 +44,21 @@ pub(crate) fn replace_turn_context(
     }
     write_transaction(conn, |conn| {
         delete_turn_context(conn, run_id, turn)?;
-        Ok(per_backend!(conn, |conn| diesel::insert_into(
-            turn_context::table
-        )
-        .values(rows)
-        .execute(conn))?)
+        insert_turn_context(conn, rows)
     })
+}
+
+/// Inserts the snapshot `rows` of a turn that has none yet (numbered in the same unit of
+/// work): nothing to delete first.
+pub(crate) fn insert_turn_context(
+    conn: &mut Conn,
+    rows: &[TurnContextInsertForm],
+) -> Result<usize, DbError> {
+    Ok(per_backend!(conn, |conn| diesel::insert_into(
+        turn_context::table
+    )
+    .values(rows)
+    .execute(conn))?)
 }
 
 fn delete_turn_context(conn: &mut Conn, run_id: RunId, turn: i32) -> Result<usize, DbError> {

@@ -63,6 +63,7 @@ impl TestProviders {
                 loop_id: None,
                 turn: 1,
                 purpose: CallPurpose::Turn,
+                caps: crate::llm::RunCaps::Unread,
             },
             db,
             _store: Rc::new(store),
