@@ -1374,9 +1374,10 @@ async fn remote_a_refused_token_says_what_to_do_and_the_editor_signs_in_anew(sdk
         refused["data"],
         json!(format!(
             "the rummy server at ws://127.0.0.1:{}/ refused the token this agent gave it: put \
-             a valid one (from the server's admin) on the first line of {} and sign in again \
-             (the editor's token-file method), or start the agent with RUMMY_AUTH_TOKEN set to \
-             it (and no --token-file)",
+             a valid one (from the server's admin, or a personal access token minted in the \
+             console: a revoked or expired one is refused) on the first line of {} and sign in \
+             again (the editor's token-file method), or start the agent with RUMMY_AUTH_TOKEN \
+             set to it (and no --token-file)",
             server.port,
             token_file.display()
         ))
