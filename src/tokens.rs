@@ -88,7 +88,9 @@ impl TokenUse {
 pub(crate) enum TokenRefusal {
     #[error("{who}'s token '{token}' was revoked; it opens nothing more.")]
     Revoked { who: String, token: String },
-    #[error("{who}'s token '{token}' expired; it opens nothing more (mint another in the console).")]
+    #[error(
+        "{who}'s token '{token}' expired; it opens nothing more (mint another in the console)."
+    )]
     Expired { who: String, token: String },
     #[error("{who}'s token '{token}' is read-only; '{method}' needs the {needed} role.")]
     ReadOnly {
@@ -190,10 +192,7 @@ pub(crate) async fn admit(
         });
     }
     let token = Arc::new(TokenUse::of(&row));
-    if access
-        .grant(&Caller::Person(token.person.clone()))
-        .is_err()
-    {
+    if access.grant(&Caller::Person(token.person.clone())).is_err() {
         return Err(Unopened::Unknown);
     }
     note_use(db, &token, row.last_used_at, now);
@@ -238,7 +237,9 @@ pub(crate) async fn still_open(db: &DbHandle, caller: &Caller) -> Result<bool, D
         return Ok(true);
     };
     let id = token.id;
-    let row = db.read(move |conn| personal_tokens::by_id(conn, id)).await?;
+    let row = db
+        .read(move |conn| personal_tokens::by_id(conn, id))
+        .await?;
     Ok(row.is_some_and(|row| standing(&row, now()).is_ok()))
 }
 

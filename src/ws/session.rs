@@ -112,7 +112,11 @@ impl WsSession {
         let looked = async move { tokens::still_open(&db, &caller).await };
         ctx.spawn(looked.into_actor(self).map(|open, session, ctx| {
             if matches!(open, Ok(false)) {
-                session.close_with(ctx, CloseCode::Policy, "personal access token revoked or expired");
+                session.close_with(
+                    ctx,
+                    CloseCode::Policy,
+                    "personal access token revoked or expired",
+                );
             }
         }));
     }

@@ -120,6 +120,8 @@ with_each_sdk!(
     remote_an_editors_cancel_stops_its_prompt_and_a_colleagues_queued_prompt_runs_to_its_end,
 );
 
+mod personal_tokens;
+
 /// What the editor saw of one scenario, with the home and project it ran in.
 pub(crate) struct Drive {
     pub seen: Value,

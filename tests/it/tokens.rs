@@ -183,7 +183,11 @@ async fn a_token_minted_is_shown_once_opens_a_socket_and_once_revoked_opens_noth
     assert_eq!(mints[0]["detail"]["from"], "127.0.0.1");
     assert!(mints[0]["at"].as_str().is_some());
     let revocations = audited(&mut operator, "tokens/revoke").await;
-    assert_eq!(revocations.len(), 1, "the second revocation changed nothing");
+    assert_eq!(
+        revocations.len(),
+        1,
+        "the second revocation changed nothing"
+    );
     assert_eq!(revocations[0]["detail"]["from"], "127.0.0.1");
     let refused = audited(&mut operator, "tokens/refused").await;
     assert_eq!(refused.len(), 1, "at most one a minute: {refused:?}");
@@ -261,7 +265,9 @@ async fn a_read_only_token_reads_but_is_refused_a_write_with_a_clear_error() {
         )
     );
     assert_eq!(
-        reader.err("tokens/mint", json!({"name": "x", "expiresInDays": 1})).await,
+        reader
+            .err("tokens/mint", json!({"name": "x", "expiresInDays": 1}))
+            .await,
         (
             -32005,
             "A personal access token cannot mint or revoke tokens; sign in to the console."
@@ -269,7 +275,10 @@ async fn a_read_only_token_reads_but_is_refused_a_write_with_a_clear_error() {
         )
     );
     assert_eq!(
-        reader.err("tokens/revoke", json!({"id": minted["id"]})).await.0,
+        reader
+            .err("tokens/revoke", json!({"id": minted["id"]}))
+            .await
+            .0,
         -32005
     );
 }
@@ -288,7 +297,10 @@ async fn a_one_project_token_opens_only_its_project() {
         .await;
     assert_eq!(
         (code, message.as_str()),
-        (-32005, "ada's token 'ci' opens only project 'web', not 'ops'.")
+        (
+            -32005,
+            "ada's token 'ci' opens only project 'web', not 'ops'."
+        )
     );
     ci.init("web", &app.project_root("web")).await;
     let projects = ci.ok("getProjects", json!({})).await.to_string();
@@ -354,13 +366,17 @@ async fn an_admin_lists_and_revokes_anyones_token_and_others_may_not() {
         json!({ "tokens": [] })
     );
     assert_eq!(
-        vera.err("tokens/revoke", json!({ "id": minted["id"] })).await,
+        vera.err("tokens/revoke", json!({ "id": minted["id"] }))
+            .await,
         (
             -32005,
             "vera may not revoke mo's token: only its person or an admin may.".to_owned()
         )
     );
-    assert_eq!(vera.err("tokens/list", json!({ "all": true })).await.0, -32005);
+    assert_eq!(
+        vera.err("tokens/list", json!({ "all": true })).await.0,
+        -32005
+    );
     let mut ada = connect(&app, ADA).await;
     let all = ada.ok("tokens/list", json!({ "all": true })).await;
     assert_eq!(all["tokens"][0]["person"], "mo");
@@ -379,7 +395,9 @@ async fn an_admin_lists_and_revokes_anyones_token_and_others_may_not() {
     );
     let mut operator = connect(&app, SHARED).await;
     assert_eq!(
-        operator.err("tokens/mint", json!({"name": "x", "expiresInDays": 1})).await,
+        operator
+            .err("tokens/mint", json!({"name": "x", "expiresInDays": 1}))
+            .await,
         (
             -32005,
             "The operator (the shared token) is nobody in particular and has no tokens; sign \
@@ -394,8 +412,14 @@ async fn a_mint_is_refused_a_bad_name_or_expiry() {
     let (app, _dir) = server(&[]).await;
     let mut mo = connect(&app, MO).await;
     for (params, expected) in [
-        (json!({"name": "x", "expiresInDays": 0}), "expiresInDays must be 1 to 366 (got 0)"),
-        (json!({"name": "x", "expiresInDays": 367}), "expiresInDays must be 1 to 366 (got 367)"),
+        (
+            json!({"name": "x", "expiresInDays": 0}),
+            "expiresInDays must be 1 to 366 (got 0)",
+        ),
+        (
+            json!({"name": "x", "expiresInDays": 367}),
+            "expiresInDays must be 1 to 366 (got 367)",
+        ),
         (
             json!({"name": " ", "expiresInDays": 1}),
             "name must be 1 to 64 characters, none of them control characters",
@@ -415,7 +439,10 @@ async fn a_mint_is_refused_a_bad_name_or_expiry() {
         );
     }
     assert!(mo
-        .ok("tokens/mint", json!({"name": "é".repeat(64), "expiresInDays": 366}))
+        .ok(
+            "tokens/mint",
+            json!({"name": "é".repeat(64), "expiresInDays": 366})
+        )
         .await["token"]
         .is_string());
     assert_eq!(

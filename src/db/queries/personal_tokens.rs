@@ -202,11 +202,18 @@ mod tests {
         let other = insert(&mut conn, &token("bo", "h2")).unwrap();
         let found = by_hash(&mut conn, "h1").unwrap().unwrap();
         assert_eq!((found.id, found.person.as_str()), (id, "ana"));
-        assert_eq!((found.read_only, found.project.as_deref()), (1, Some("web")));
+        assert_eq!(
+            (found.read_only, found.project.as_deref()),
+            (1, Some("web"))
+        );
         assert_eq!(by_hash(&mut conn, "h3").unwrap(), None);
         assert_eq!(by_id(&mut conn, other).unwrap().unwrap().person, "bo");
         assert_eq!(list(&mut conn, Some("ana")).unwrap().len(), 1);
-        let all: Vec<i64> = list(&mut conn, None).unwrap().iter().map(|t| t.id).collect();
+        let all: Vec<i64> = list(&mut conn, None)
+            .unwrap()
+            .iter()
+            .map(|t| t.id)
+            .collect();
         assert_eq!(all, [other, id], "newest first");
         assert_eq!(live_count(&mut conn, "ana", 999).unwrap(), 1);
         assert_eq!(live_count(&mut conn, "ana", 1000).unwrap(), 0, "expired");
@@ -226,7 +233,10 @@ mod tests {
         assert!(touch(&mut conn, id, 1000).unwrap());
         assert!(!touch(&mut conn, id, 1059).unwrap());
         assert!(touch(&mut conn, id, 1060).unwrap());
-        assert_eq!(by_id(&mut conn, id).unwrap().unwrap().last_used_at, Some(1060));
+        assert_eq!(
+            by_id(&mut conn, id).unwrap().unwrap().last_used_at,
+            Some(1060)
+        );
         assert!(note_refused(&mut conn, id, 1000).unwrap());
         assert!(!note_refused(&mut conn, id, 1059).unwrap());
         assert!(note_refused(&mut conn, id, 1060).unwrap());

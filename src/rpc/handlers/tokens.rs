@@ -163,7 +163,13 @@ pub(crate) async fn mint(context: CallContext, params: MintParams) -> Result<Rep
                 "expiresAt": stored.expires_at, "readOnly": stored.read_only,
                 "project": stored.project, "from": from,
             });
-            record(conn, Some(&stored.person), "tokens/mint", &stored.person, &detail)?;
+            record(
+                conn,
+                Some(&stored.person),
+                "tokens/mint",
+                &stored.person,
+                &detail,
+            )?;
             Ok(Some(id))
         })
         .await?
@@ -204,7 +210,10 @@ pub(crate) async fn list(context: CallContext, params: ListParams) -> Result<Rep
         .read(move |conn| personal_tokens::list(conn, person.as_deref()))
         .await?;
     let now = now();
-    let tokens: Vec<TokenView> = rows.into_iter().map(|row| TokenView::of(row, now)).collect();
+    let tokens: Vec<TokenView> = rows
+        .into_iter()
+        .map(|row| TokenView::of(row, now))
+        .collect();
     Reply::of(json!({ "tokens": tokens }))
 }
 
