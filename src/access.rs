@@ -21,6 +21,7 @@ use sha2::Digest;
 use subtle::ConstantTimeEq;
 
 use crate::config::ServerSettings;
+use crate::tokens::{TokenRefusal, TokenUse};
 use crate::usage::Limits;
 
 pub(crate) use edit::{write_atomically, PersonChange};
@@ -64,6 +65,8 @@ pub(crate) enum Caller {
     Operator,
     /// A person of the users file, by name.
     Person(Arc<str>),
+    /// A person, through one of their personal access tokens (`tokens`), within its scope.
+    Token(Arc<TokenUse>),
 }
 
 impl Caller {
@@ -72,6 +75,7 @@ impl Caller {
         match self {
             Caller::Operator => None,
             Caller::Person(name) => Some(name),
+            Caller::Token(token) => Some(&token.person),
         }
     }
 }
@@ -114,6 +118,9 @@ pub(crate) enum AccessError {
     /// A change of the people the users file could not hold; the file stays as it was.
     #[error("{0}")]
     Refused(String),
+    /// A personal access token refused: revoked, expired, or asked beyond its scope.
+    #[error(transparent)]
+    Token(#[from] TokenRefusal),
 }
 
 /// The shared token, the users file and the people read from it. Cheap to clone.
@@ -190,17 +197,27 @@ impl Access {
         }
     }
 
-    /// What `caller` may do now, by the people as last read.
+    /// What `caller` may do now, by the people as last read (through a token, within its
+    /// scope).
     pub(crate) fn grant(&self, caller: &Caller) -> Result<Grant, AccessError> {
-        let person = match caller {
-            Caller::Operator => None,
-            Caller::Person(name) => Some(
-                self.people()
-                    .named(name)
-                    .ok_or_else(|| AccessError::Gone { who: name.clone() })?,
-            ),
+        let (name, token) = match caller {
+            Caller::Operator => {
+                return Ok(Grant {
+                    person: None,
+                    token: None,
+                })
+            }
+            Caller::Person(name) => (name, None),
+            Caller::Token(token) => (&token.person, Some(token.clone())),
         };
-        Ok(Grant { person })
+        let person = self
+            .people()
+            .named(name)
+            .ok_or_else(|| AccessError::Gone { who: name.clone() })?;
+        Ok(Grant {
+            person: Some(person),
+            token,
+        })
     }
 
     /// Reads the users file again (blocking); a file that does not read keeps the people
@@ -307,36 +324,60 @@ fn read_text(path: &Path) -> Result<String, AccessError> {
 pub(crate) struct Grant {
     /// `None`: the operator, who may do everything.
     person: Option<Arc<Person>>,
+    /// The personal access token the call came through, which narrows what it may.
+    token: Option<Arc<TokenUse>>,
 }
 
 impl Grant {
-    /// The caller's role.
+    /// The caller's role: a read-only token's is a viewer's at most.
     pub(crate) fn role(&self) -> Role {
-        self.person
+        let role = self
+            .person
             .as_ref()
-            .map_or(Role::Admin, |person| person.role)
+            .map_or(Role::Admin, |person| person.role);
+        match &self.token {
+            Some(token) if token.read_only => role.min(Role::Viewer),
+            _ => role,
+        }
     }
 
     /// Refuses a caller below `needed` for `method`.
     pub(crate) fn require(&self, needed: Role, method: &str) -> Result<(), AccessError> {
-        match &self.person {
-            Some(person) if person.role < needed => Err(AccessError::Role {
+        match (&self.person, &self.token) {
+            (Some(person), _) if person.role < needed => Err(AccessError::Role {
                 who: person.name.clone(),
                 role: person.role,
                 needed,
                 method: method.to_owned(),
             }),
+            (_, Some(token)) if self.role() < needed => Err(TokenRefusal::ReadOnly {
+                who: token.person.to_string(),
+                token: token.name.clone(),
+                method: method.to_owned(),
+                needed,
+            }
+            .into()),
             _ => Ok(()),
         }
     }
 
-    /// Refuses a caller whose projects do not include `project`.
+    /// Refuses a caller whose projects do not include `project` (a token's, its one).
     pub(crate) fn open(&self, project: &str) -> Result<(), AccessError> {
-        match &self.person {
-            Some(person) if !person.may_open(project) => Err(AccessError::Project {
+        match (&self.person, &self.token) {
+            (Some(person), _) if !person.may_open(project) => Err(AccessError::Project {
                 who: person.name.clone(),
                 project: project.to_owned(),
             }),
+            (_, Some(token)) => match &token.project {
+                Some(only) if only != project => Err(TokenRefusal::OtherProject {
+                    who: token.person.to_string(),
+                    token: token.name.clone(),
+                    only: only.clone(),
+                    project: project.to_owned(),
+                }
+                .into()),
+                _ => Ok(()),
+            },
             _ => Ok(()),
         }
     }
@@ -345,7 +386,7 @@ impl Grant {
     pub(crate) fn create(&self, project: &str) -> Result<(), AccessError> {
         self.open(project)?;
         match &self.person {
-            Some(person) if person.role < Role::Member => Err(AccessError::CannotCreate {
+            Some(person) if self.role() < Role::Member => Err(AccessError::CannotCreate {
                 who: person.name.clone(),
                 project: project.to_owned(),
             }),

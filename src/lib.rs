@@ -34,6 +34,7 @@ mod rpc;
 pub mod sandbox;
 mod slots;
 pub mod telemetry;
+mod tokens;
 mod usage;
 mod web;
 mod webhooks;

@@ -31,9 +31,10 @@ pub enum AcpError {
     /// The server refused the token it was given (never shown).
     #[error(
         "the rummy server at {url} refused the token this agent gave it: put a valid one \
-         (from the server's admin) on the first line of {file} and sign in again (the \
-         editor's token-file method), or start the agent with RUMMY_AUTH_TOKEN set to it \
-         (and no --token-file)"
+         (from the server's admin, or a personal access token minted in the console: a \
+         revoked or expired one is refused) on the first line of {file} and sign in again \
+         (the editor's token-file method), or start the agent with RUMMY_AUTH_TOKEN set to \
+         it (and no --token-file)"
     )]
     TokenRefused { url: String, file: String },
     /// `authenticate` could not read the token file.

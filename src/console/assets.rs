@@ -50,6 +50,7 @@ const ASSETS: &[Asset] = &[
     asset!("usage.js", JS),
     asset!("admin.js", JS),
     asset!("people.js", JS),
+    asset!("tokens.js", JS),
     asset!("admin_caps.js", JS),
     asset!("admin_mcp.js", JS),
     asset!("caps.js", JS),

@@ -33,6 +33,8 @@ pub(crate) struct CallContext {
     pub conn: ConnId,
     /// Who the connection acts for.
     pub caller: Caller,
+    /// The address the connection comes from (`ws::client_addr`), for the audit.
+    pub client_addr: Option<std::net::IpAddr>,
     /// Who may do what.
     pub access: Access,
     /// Its project, once `init` has run.

@@ -14,6 +14,7 @@ use crate::plugins::filters::{RpcCall, RpcResult};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::methods::{self, Method, ToolCatalogue};
 use crate::telemetry::TRACE;
+use crate::tokens;
 
 /// Serves one request: method lookup, the caller's role, init gate and the caller's right to
 /// the bound project (both looked up now: a reload of the users file applies to the next
@@ -67,6 +68,7 @@ pub(crate) async fn call(
 
 async fn serve(context: CallContext, method: Method, params: Value) -> Result<Reply, AppError> {
     let spec = method.spec();
+    tokens::check(&context.agent.db, &context.caller, context.client_addr).await?;
     let grant = context.grant()?;
     grant.require(spec.role, method.name())?;
     if spec.needs_init {

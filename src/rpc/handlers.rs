@@ -27,6 +27,7 @@ pub(crate) mod run_settings;
 pub(crate) mod runs;
 pub(crate) mod session;
 pub(crate) mod skills;
+pub(crate) mod tokens;
 pub(crate) mod tools;
 pub(crate) mod usage;
 pub(crate) mod webhooks;

@@ -21,7 +21,7 @@ use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
     admin_changes, cancel, caps_edit, changes, entries, folders, fork, inbox, loops, mcp, mcp_edit,
     model_test, models, people, people_edit, plugin_methods, presence, project_config, replay,
-    resume, rules, runs, session, skills, tools, usage, webhooks,
+    resume, rules, runs, session, skills, tokens, tools, usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -263,9 +263,27 @@ method_table! {
         ];
     AdminChanges "admin/changes" (admin_changes::ChangesParams) admin_changes::list,
         needs_init: false, long_running: false, role: Admin,
-        "Admins' changes to people, caps and MCP servers, newest first: {changes: [{id, at, by, action, subject, detail}]} (never a token)." &[
+        "Admins' changes to people, caps and MCP servers, and personal access tokens minted, revoked and refused, newest first: {changes: [{id, at, by, action, subject, detail}]} (never a token)." &[
             ("limit", "integer? — 1 to 200, default 50"),
             ("before", "integer? — only changes before this id (the next page)"),
+        ];
+    TokensMint "tokens/mint" (tokens::MintParams) tokens::mint,
+        needs_init: false, long_running: false, role: Viewer,
+        "Mint a personal access token of the caller's for an editor (a person, not through a token): {id, name, token, prefix, readOnly, project, createdAt, expiresAt}, the token shown this once and stored only as its SHA-256; it opens a WebSocket as the caller's own token does, within its scope; audited." &[
+            ("name", "string — what it is for (\"laptop\"), 1–64 characters"),
+            ("expiresInDays", "integer — 1 to 366: it opens nothing after"),
+            ("readOnly", "boolean? — it acts as a viewer at most (default false)"),
+            ("project", "string? — the one project it opens (one of the caller's; default all of theirs)"),
+        ];
+    TokensList "tokens/list" (tokens::ListParams) tokens::list,
+        needs_init: false, long_running: false, role: Viewer,
+        "The caller's personal access tokens, newest first, never a token: {tokens: [{id, person, name, prefix, readOnly, project, createdAt, expiresAt, lastUsedAt, revokedAt, revokedBy, state}]} (unix seconds; state live, expired or revoked; lastUsedAt to the minute)." &[
+            ("all", "boolean? — everyone's tokens (admins)"),
+        ];
+    TokensRevoke "tokens/revoke" (tokens::RevokeParams) tokens::revoke,
+        needs_init: false, long_running: false, role: Viewer,
+        "Revoke a personal access token: the caller's own, or an admin anyone's; it opens nothing more, and a connection it opened can do nothing more: {id, revoked} (false: it was revoked already); audited." &[
+            ("id", "integer — the token's id (tokens/list)"),
         ];
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,
@@ -787,6 +805,9 @@ mod tests {
                 "mcp/remove",
                 "mcp/restart",
                 "admin/changes",
+                "tokens/mint",
+                "tokens/list",
+                "tokens/revoke",
                 "getModels",
                 "usage/report",
                 "addModel",

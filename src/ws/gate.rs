@@ -1,12 +1,16 @@
 //! The gates a WebSocket request passes before anything else: a wrong or missing token gets
 //! 401, a browser `Origin` not on the allow-list gets 403. The token says who the
-//! connection acts for (`access`).
+//! connection acts for (`access`; a personal access token, `tokens`).
+
+use std::net::IpAddr;
 
 use actix_http::RequestHead;
 use actix_web::{http::header, web, HttpResponse};
 
 use crate::access::{Access, Caller, Role};
 use crate::config::ServerSettings;
+use crate::db::DbHandle;
+use crate::tokens::{self, Unopened};
 
 /// Why a request is turned away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +21,10 @@ pub(crate) enum Refusal {
     Origin,
     /// A valid token without the right to this route: 403.
     NotAdmin,
+    /// A personal access token that was revoked: 401.
+    TokenRevoked,
+    /// A personal access token that expired: 401.
+    TokenExpired,
 }
 
 impl Refusal {
@@ -28,6 +36,12 @@ impl Refusal {
                 .body("a valid bearer token is required"),
             Refusal::Origin => HttpResponse::Forbidden().body("origin not allowed"),
             Refusal::NotAdmin => HttpResponse::Forbidden().body("this needs an admin's token"),
+            Refusal::TokenRevoked => HttpResponse::Unauthorized()
+                .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
+                .body("this personal access token was revoked; it opens nothing more"),
+            Refusal::TokenExpired => HttpResponse::Unauthorized()
+                .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
+                .body("this personal access token expired; mint another in the console"),
         }
     }
 }
@@ -39,6 +53,36 @@ pub(crate) fn admit(
     server: &ServerSettings,
 ) -> Result<Caller, Refusal> {
     let caller = authenticate(head, access)?;
+    allowed_origin(head, server)?;
+    Ok(caller)
+}
+
+/// As [`admit`], and a personal access token (looked up in the store) opens the socket too.
+pub(crate) async fn admit_socket(
+    head: &RequestHead,
+    access: &Access,
+    db: &DbHandle,
+    server: &ServerSettings,
+    client: Option<IpAddr>,
+) -> Result<Caller, Refusal> {
+    match admit(head, access, server) {
+        Err(Refusal::Unauthorized) => {}
+        admitted => return admitted,
+    }
+    let presented = presented_token(head).ok_or(Refusal::Unauthorized)?;
+    let caller = tokens::admit(db, access, &presented, client)
+        .await
+        .map_err(|unopened| match unopened {
+            Unopened::Unknown => Refusal::Unauthorized,
+            Unopened::Revoked => Refusal::TokenRevoked,
+            Unopened::Expired => Refusal::TokenExpired,
+        })?;
+    allowed_origin(head, server)?;
+    Ok(caller)
+}
+
+/// Refuses a browser `Origin` not on the allow-list.
+fn allowed_origin(head: &RequestHead, server: &ServerSettings) -> Result<(), Refusal> {
     if let Some(origin) = head.headers().get(header::ORIGIN) {
         let allowed = origin.to_str().is_ok_and(|origin| {
             server
@@ -50,7 +94,7 @@ pub(crate) fn admit(
             return Err(Refusal::Origin);
         }
     }
-    Ok(caller)
+    Ok(())
 }
 
 /// Who the token `head` presents opens the server for.

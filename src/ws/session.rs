@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::net::IpAddr;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,7 @@ use crate::hub::{ConnId, Outbound};
 use crate::rpc::call::{CallContext, ProjectBinding, Reply};
 use crate::rpc::dispatch;
 use crate::rpc::envelope::{self, Frame, Incoming, Request};
+use crate::tokens;
 use crate::ws::cookie;
 use crate::ws::registry::Shutdown;
 use crate::ws::state::ServerState;
@@ -42,6 +44,8 @@ pub(crate) struct WsSession {
     caller: Caller,
     /// For a console page's connection, the SHA-256 of its session id.
     console_session: Option<String>,
+    /// The address it comes from (`ws::client_addr`).
+    client_addr: Option<IpAddr>,
     state: ServerState,
     project: Option<ProjectBinding>,
     last_heard: Instant,
@@ -65,12 +69,14 @@ impl WsSession {
         id: ConnId,
         caller: Caller,
         console_session: Option<String>,
+        client_addr: Option<IpAddr>,
         state: ServerState,
     ) -> Self {
         WsSession {
             id,
             caller,
             console_session,
+            client_addr,
             state,
             project: None,
             last_heard: Instant::now(),
@@ -91,7 +97,28 @@ impl WsSession {
             }
             ctx.ping(b"");
             session.check_console_session(ctx);
+            session.check_token(ctx);
         });
+    }
+
+    /// Closes a connection whose personal access token no longer opens the server (revoked
+    /// or expired on any instance); a store that cannot be read keeps it open until the
+    /// next look.
+    fn check_token(&self, ctx: &mut ws::WebsocketContext<Self>) {
+        if !matches!(self.caller, Caller::Token(_)) {
+            return;
+        }
+        let (db, caller) = (self.state.agent.db.clone(), self.caller.clone());
+        let looked = async move { tokens::still_open(&db, &caller).await };
+        ctx.spawn(looked.into_actor(self).map(|open, session, ctx| {
+            if matches!(open, Ok(false)) {
+                session.close_with(
+                    ctx,
+                    CloseCode::Policy,
+                    "personal access token revoked or expired",
+                );
+            }
+        }));
     }
 
     /// Closes a console page's connection whose session no longer holds; a store that
@@ -147,6 +174,7 @@ impl WsSession {
             agent: self.state.agent.clone(),
             conn: self.id,
             caller: self.caller.clone(),
+            client_addr: self.client_addr,
             access: self.state.access.clone(),
             project: self.project.clone(),
             outbound: ctx.address().recipient(),

@@ -75,8 +75,13 @@ async fn handshake(
 ) -> io::Result<Option<Instrumented<Pump<impl Stream<Item = Result<Bytes, actix_web::Error>>>>>> {
     let head = request.head();
     let server = &state.agent.settings.server;
+    let client = request
+        .peer_addr()
+        .map(|peer| client_addr(peer.ip(), head, &server.trusted_proxies));
     let admitted = if SOCKET_PATHS.contains(&head.uri.path()) {
-        gate::admit(head, &state.access, server).map(|caller| (caller, None))
+        gate::admit_socket(head, &state.access, &state.agent.db, server, client)
+            .await
+            .map(|caller| (caller, None))
     } else if head.uri.path() == cookie::socket_path(&server.console_path) {
         cookie::caller(head, &state)
             .await
@@ -106,8 +111,7 @@ async fn handshake(
         person = caller.person(),
         client.addr = tracing::field::Empty
     );
-    if let Some(peer) = request.peer_addr() {
-        let client = client_addr(peer.ip(), head, &server.trusted_proxies);
+    if let Some(client) = client {
         span.record("client.addr", tracing::field::display(client));
     }
     framed.send((accepted, BodySize::None).into()).await?;
@@ -119,7 +123,7 @@ async fn handshake(
         &parts.read_buf,
         Codec::new().max_size(server.max_frame_bytes),
     );
-    let session = WsSession::new(conn, caller, console_session, state.clone());
+    let session = WsSession::new(conn, caller, console_session, client, state.clone());
     // The context's own reader gets a stream that never yields: the frames come from ours.
     let outbound = WebsocketContext::with_factory(
         stream::pending::<Result<Bytes, PayloadError>>(),

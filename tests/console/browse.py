@@ -1,7 +1,8 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | readable | live | proxy | changes | story | inbox | first-run | mcp
+Usage: browse.py team | readable | live | proxy | changes | story | inbox | first-run | mcp |
+tokens
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -19,7 +20,9 @@ the test and this script synchronise on); for `inbox` MO (a member of `web`, one
 waits for approval); for `first-run` TOKEN (the shared token), FAKE_URL (the scripted
 model's URL), KEY (the API key to give it), FOLDER (the one folder under the projects
 directory) and ANSWER (the model's answer to the first question, written slowly); for `mcp` ADA (an admin's token) and MCP_SCRIPT (the test MCP server's
-script) and MCP_LOG (the file it logs to, the env value the page must not show). Exits 0 when every check held; otherwise the first that did not is the error.
+script) and MCP_LOG (the file it logs to, the env value the page must not show); for `tokens` MO
+and ADA (a member's and an admin's token) and TOKENS_OUT (a file this writes the tokens it
+minted to, as JSON, for the test to try). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -1254,6 +1257,53 @@ def live(browser, seen):
     context.close()
 
 
+def personal_tokens(browser, seen):
+    """A member mints two tokens from the Tokens page, each shown this once; revokes one after
+    confirming; the admin sees everyone's tokens and revokes the other. The tokens go to
+    TOKENS_OUT for the test, which finds both refused."""
+    context, page = signed_in(browser, seen, os.environ["MO"])
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Tokens").click()
+    minted = {}
+    for name, read_only in (("laptop", False), ("ci", True)):
+        page.get_by_label("Name", exact=True).fill(name)
+        page.get_by_label("Expires in (days, 1 to 366)").fill("7")
+        page.get_by_label("Read-only (acts as a viewer)").set_checked(read_only)
+        page.get_by_role("button", name="Mint token").click()
+        expect(page.locator("p.said")).to_contain_text(f"{name} minted.")
+        token = page.locator("#minted-token").text_content()
+        assert re.fullmatch(r"rpat_[0-9a-f]{64}", token), f"no token shown: {token!r}"
+        minted[name] = token
+        page.get_by_role("button", name="Done").click()
+        assert token not in page.locator("main").inner_text(), "the token stays shown"
+    rows = page.locator("section[aria-label='Your tokens'] table.tokens tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_contain_text("ci")
+    expect(rows.first).to_contain_text("read-only")
+    expect(rows.first).to_contain_text(minted["ci"][:13])
+    page.reload()
+    text = page.locator("main").inner_text()
+    assert all(token not in text for token in minted.values()), "a token is shown again"
+    page.get_by_role("button", name="Revoke mo's token laptop").click()
+    page.get_by_role("button", name="Yes, revoke").click()
+    expect(page.locator("p.said")).to_contain_text("laptop revoked.")
+    expect(rows.nth(1)).to_contain_text("revoked")
+    every_control_is_labelled(page)
+    page.screenshot(path=f"{SHOTS}/tokens.png", full_page=True)
+    admin_context, admin = signed_in(browser, seen, os.environ["ADA"])
+    admin.get_by_role("navigation", name="Pages").get_by_role("link", name="Tokens").click()
+    everyone = admin.locator("section[aria-label=\"Everyone's tokens\"] table.tokens tbody tr")
+    expect(everyone).to_have_count(2)
+    expect(everyone.first).to_contain_text("mo")
+    admin.get_by_role("button", name="Revoke mo's token ci").click()
+    admin.get_by_role("button", name="Yes, revoke").click()
+    expect(admin.locator("p.said")).to_contain_text("ci revoked.")
+    expect(everyone.first).to_contain_text("revoked")
+    with open(os.environ["TOKENS_OUT"], "w") as out:
+        json.dump(minted, out)
+    admin_context.close()
+    context.close()
+
+
 def main(scenario):
     seen = {"requests": [], "console": [], "errors": []}
     with sync_playwright() as playwright:
@@ -1281,6 +1331,8 @@ def main(scenario):
             first_run(browser, seen)
         elif scenario == "mcp":
             mcp_servers(browser, seen)
+        elif scenario == "tokens":
+            personal_tokens(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()

@@ -120,6 +120,8 @@ with_each_sdk!(
     remote_an_editors_cancel_stops_its_prompt_and_a_colleagues_queued_prompt_runs_to_its_end,
 );
 
+mod personal_tokens;
+
 /// What the editor saw of one scenario, with the home and project it ran in.
 pub(crate) struct Drive {
     pub seen: Value,
@@ -1374,9 +1376,10 @@ async fn remote_a_refused_token_says_what_to_do_and_the_editor_signs_in_anew(sdk
         refused["data"],
         json!(format!(
             "the rummy server at ws://127.0.0.1:{}/ refused the token this agent gave it: put \
-             a valid one (from the server's admin) on the first line of {} and sign in again \
-             (the editor's token-file method), or start the agent with RUMMY_AUTH_TOKEN set to \
-             it (and no --token-file)",
+             a valid one (from the server's admin, or a personal access token minted in the \
+             console: a revoked or expired one is refused) on the first line of {} and sign in \
+             again (the editor's token-file method), or start the agent with RUMMY_AUTH_TOKEN \
+             set to it (and no --token-file)",
             server.port,
             token_file.display()
         ))

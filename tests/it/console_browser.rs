@@ -628,3 +628,52 @@ async fn a_reply_is_read_in_the_run_page_as_the_model_writes_it() {
     .await;
     assert_eq!(llm.requests().len(), 2, "one call for the continued run");
 }
+
+/// A member mints tokens from the Tokens page, each shown once; revokes one; the admin
+/// revokes the other: both then open nothing, and the audit says who revoked each.
+#[actix_web::test]
+#[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
+async fn personal_tokens_are_minted_shown_once_and_revoked_in_chromium() {
+    let llm = scripted_model();
+    let (app, users) = team_server(&llm, &[]).await;
+    let out = users.path().join("tokens.json");
+    browse(
+        "tokens",
+        format!("http://{}/ui/", app.addr()),
+        &[
+            ("MO", "mo-token".into()),
+            ("ADA", "ada-token".into()),
+            ("TOKENS_OUT", out.display().to_string()),
+        ],
+    )
+    .await;
+    let minted: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    for name in ["laptop", "ci"] {
+        let token = minted[name].as_str().unwrap();
+        let refused = awc::Client::new()
+            .ws(format!("ws://{}/", app.addr()))
+            .bearer_auth(token)
+            .connect()
+            .await;
+        assert!(
+            matches!(&refused, Err(awc::error::WsClientError::InvalidResponseStatus(status)) if status.as_u16() == 401),
+            "{name} still opens the server"
+        );
+    }
+    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
+    let changes = operator.ok("admin/changes", json!({})).await;
+    let revokers: Vec<(&str, &str)> = changes["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|change| change["action"] == "tokens/revoke")
+        .map(|change| {
+            (
+                change["by"].as_str().unwrap(),
+                change["detail"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(revokers, [("ada", "ci"), ("mo", "laptop")]);
+}

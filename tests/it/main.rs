@@ -74,6 +74,7 @@ mod slow_readers;
 mod snapshots;
 mod subagents;
 mod temperature;
+mod tokens;
 mod tool_methods;
 mod transcripts;
 mod transport;

@@ -10,6 +10,7 @@ import { runView } from './run.js';
 import { memoryView } from './memory.js';
 import { usageView } from './usage.js';
 import { adminView } from './admin.js';
+import { tokensView } from './tokens.js';
 import { inboxView, inboxCount } from './inbox.js';
 import { webhooksView } from './webhooks.js';
 
@@ -76,6 +77,7 @@ function start(me) {
     el('li', {}, el('a', { href: '#/' }, 'Projects')),
     el('li', {}, el('a', { href: '#/inbox' }, 'Inbox ', waiting)),
     el('li', {}, el('a', { href: '#/usage' }, 'Usage')),
+    me.person ? el('li', {}, el('a', { href: '#/tokens' }, 'Tokens')) : null,
     me.role === 'admin' ? el('li', {}, el('a', { href: '#/admin' }, 'Admin')) : null));
   ctx.rpc = new Rpc();
   const counted = debounce(() => inboxCount(ctx).then((count) => { waiting.textContent = count; }, () => {}), 300);
@@ -131,12 +133,13 @@ function breadcrumbs(parts) {
   fill(crumbs, el('ol', {}, items));
 }
 
-// What the fragment shows: {page} (usage, admin, inbox), {project, run?, memory?, webhooks?}
+// What the fragment shows: {page} (usage, admin, inbox, tokens), {project, run?, memory?, webhooks?}
 // or {} (projects).
 function route() {
   const [, kind, project, sub, run] = location.hash.split('/').map((part) => decodeURIComponent(part ?? ''));
   if (kind === 'usage') return { page: 'Usage' };
   if (kind === 'admin') return { page: 'Admin' };
+  if (kind === 'tokens') return { page: 'Tokens' };
   if (kind === 'inbox') return { page: 'Inbox' };
   if (kind !== 'p' || !project) return {};
   return { project, run: sub === 'r' ? run : null, memory: sub === 'memory', webhooks: sub === 'webhooks' };
@@ -155,6 +158,8 @@ async function show() {
       stop = await usageView(ctx, main);
     } else if (parts.page === 'Inbox') {
       stop = await inboxView(ctx, main);
+    } else if (parts.page === 'Tokens') {
+      stop = await tokensView(ctx, main);
     } else if (parts.page === 'Admin') {
       stop = await adminView(ctx, main, bind);
     } else if (parts.run) {
