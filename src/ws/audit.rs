@@ -39,7 +39,13 @@ pub(crate) struct Call<'a> {
 }
 
 /// The methods whose params or result carry a secret: their rows keep no text, in any mode.
-const SECRET_METHODS: &[&str] = &["webhooks/add", "addModel", "tokens/mint"];
+const SECRET_METHODS: &[&str] = &[
+    "webhooks/add",
+    "addModel",
+    "tokens/mint",
+    "people/add",
+    "people/token",
+];
 
 /// The row `settings` keep of `call`, if any.
 pub(crate) fn row(settings: &AuditSettings, call: Call<'_>) -> Option<RpcLogInsertForm> {

@@ -96,7 +96,7 @@ async fn only_admins_change_people_and_caps_and_every_method_is_listed() {
 #[actix_web::test]
 async fn an_admin_adds_changes_and_removes_people_the_file_keeping_its_comments() {
     let llm = FakeLlm::start([]);
-    let (app, file, _dir) = server(&llm, &[]).await;
+    let (app, file, _dir) = server(&llm, &[("RUMMY_RPC_LOG", "full")]).await;
     let mut ada = connect(&app, "ada-token").await;
     let mut mo = connect(&app, "mo-token").await;
 
@@ -230,6 +230,10 @@ async fn an_admin_adds_changes_and_removes_people_the_file_keeping_its_comments(
             "no token or hash in the audit"
         );
     }
+    drop((ada, mo, olga));
+    let TestApp { server, home, .. } = app;
+    server.stop().await;
+    crate::tokens::nowhere_in(home.path(), &[&token, &new_token]);
 }
 
 #[actix_web::test]

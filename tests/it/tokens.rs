@@ -97,7 +97,7 @@ async fn audited(admin: &mut Client, action: &str) -> Vec<Value> {
 }
 
 /// Every file under `dir` (the store, its write-ahead log, any log) holds none of `secrets`.
-fn nowhere_in(dir: &Path, secrets: &[&str]) {
+pub(crate) fn nowhere_in(dir: &Path, secrets: &[&str]) {
     for entry in walk(dir) {
         let bytes = std::fs::read(&entry).unwrap_or_default();
         for secret in secrets {
