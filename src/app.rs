@@ -287,8 +287,10 @@ fn agent_context(
     } else {
         LoopAdmission::new(&settings.agent)
     };
+    let keyring = Arc::new(keyring);
     let ledger = Ledger::new(
         db.clone(),
+        Arc::clone(&keyring),
         metrics.clone(),
         spending(settings, access, &hubs)?,
         TokenMath::new(settings.tokens.divisor),
@@ -320,7 +322,7 @@ fn agent_context(
         may_accept: may_accept(access),
         webhooks,
         paused: Resumer::default(),
-        secrets: SecretStore::new(db_for_secrets, Arc::new(keyring)),
+        secrets: SecretStore::new(db_for_secrets, keyring),
     };
     Ok((agent, arrived))
 }

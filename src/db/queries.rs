@@ -18,6 +18,7 @@ pub(crate) mod file_changes;
 pub(crate) mod free_paths;
 pub(crate) mod inbox;
 pub(crate) mod instances;
+pub(crate) mod key_policy;
 pub(crate) mod loop_places;
 pub(crate) mod loops;
 pub(crate) mod memory;
