@@ -80,19 +80,25 @@ fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 }
 
 fn holds(bytes: &[u8], text: &str) -> bool {
-    bytes.windows(text.len()).any(|window| window == text.as_bytes())
+    bytes
+        .windows(text.len())
+        .any(|window| window == text.as_bytes())
 }
 
 #[actix_web::test]
-async fn each_run_carries_its_starters_key_and_no_key_is_left_in_the_store_transcripts_or_packets() {
+async fn each_run_carries_its_starters_key_and_no_key_is_left_in_the_store_transcripts_or_packets()
+{
     let llm = FakeLlm::start([done(), done(), done()]);
     let dir = tempfile::tempdir().unwrap();
     let app = start(&llm, dir.path()).await;
     let mut mo = member(&app, "mo").await;
     let mut olga = member(&app, "olga").await;
     let mut ada = member(&app, "ada").await;
-    mo.ok("keys/set", json!({"provider": "openai", "key": "sk-old-mo-key"}))
-        .await;
+    mo.ok(
+        "keys/set",
+        json!({"provider": "openai", "key": "sk-old-mo-key"}),
+    )
+    .await;
     mo.ok("keys/set", json!({"provider": "openai", "key": MO_KEY}))
         .await;
     olga.ok("keys/set", json!({"provider": "openai", "key": OLGA_KEY}))
@@ -152,7 +158,10 @@ async fn each_run_carries_its_starters_key_and_no_key_is_left_in_the_store_trans
         assert!(actions.contains(&expected), "{expected:?} in {text}");
     }
     assert_eq!(
-        actions.iter().filter(|(action, _)| action == "keys/use").count(),
+        actions
+            .iter()
+            .filter(|(action, _)| action == "keys/use")
+            .count(),
         2,
         "the server's key is not a personal use: {text}"
     );
