@@ -32,6 +32,7 @@ mod project_actor;
 mod random;
 mod rpc;
 pub mod sandbox;
+mod secrets;
 mod slots;
 pub mod telemetry;
 mod tokens;

@@ -23,6 +23,7 @@ use super::StoredCaps;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::queries::usage::{self, SpendScope};
 use crate::db::{Conn, DbError, DbHandle};
+use crate::secrets::Sealed;
 use crate::usage::{CapLimits, Clock, Limits, Scope, Standing, UtcTime};
 
 /// The caps an admin configured: the server's, each project's by name, and each person's as
@@ -110,6 +111,15 @@ pub(crate) struct Spender {
     pub project: (ProjectId, String),
 }
 
+/// What the store holds, at a call's admission, of the key that may pay for it: the run's
+/// starter, whether the project requires their own key, and their key for the call's
+/// provider, sealed.
+pub(crate) struct KeyOnFile {
+    pub person: Option<String>,
+    pub required: bool,
+    pub sealed: Option<Sealed>,
+}
+
 /// The caps, the clock their periods are cut from, and where notices go. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Spending {
@@ -155,24 +165,38 @@ impl Spending {
         caps == RunCaps::Uncapped && self.book.is_empty()
     }
 
-    /// Whether a call for `run` (whose own caps are `caps`) may be made now: `Ok(Err(cap))`
-    /// names the first cap reached (and its notice is sent).
+    /// Whether a call for `run` (whose own caps are `caps`) to `provider` (its slug) may be
+    /// made now: `Ok(Err(cap))` names the first cap reached (and its notice is sent);
+    /// admitted, whose key may pay for it, read in the same statement as whom it counts for
+    /// (with no cap that can hold it, that one statement is all that is read).
     pub(crate) async fn admit(
         &self,
         db: &DbHandle,
         run: RunId,
         caps: RunCaps,
-    ) -> Result<Result<(), Standing>, DbError> {
-        if self.uncapped(caps) {
-            return Ok(Ok(()));
-        }
+        provider: &'static str,
+    ) -> Result<Result<KeyOnFile, Standing>, DbError> {
+        let uncapped = self.uncapped(caps);
         let spending = self.clone();
         let now = self.clock.now();
-        let (project, reached) = db
+        let (project, reached, on_file) = db
             .read(move |conn| {
-                let spender = spender(conn, run)?;
-                let reached = spending.reached(conn, &spender, now)?;
-                Ok((spender.project.0, reached))
+                let paying = usage::paying(conn, run, provider)?;
+                let on_file = KeyOnFile {
+                    person: paying.spender.person.clone(),
+                    required: paying.keys_required,
+                    sealed: paying
+                        .sealed
+                        .zip(paying.key_id)
+                        .map(|(bytes, key_id)| Sealed { key_id, bytes }),
+                };
+                let spender = spender_of(paying.spender);
+                let reached = if uncapped {
+                    None
+                } else {
+                    spending.reached(conn, &spender, now)?
+                };
+                Ok((spender.project.0, reached, on_file))
             })
             .await?;
         match reached {
@@ -180,7 +204,7 @@ impl Spending {
                 (self.notify)(project, CapNotice::Reached(cap.clone()));
                 Ok(Err(cap))
             }
-            None => Ok(Ok(())),
+            None => Ok(Ok(on_file)),
         }
     }
 
@@ -280,7 +304,11 @@ impl Spending {
 /// Whom run `run`'s calls count for, as the store says: a sub-agent's run counts for the
 /// run that delegated to it (its caps, its spending).
 pub(crate) fn spender(conn: &mut Conn, run: RunId) -> Result<Spender, DbError> {
-    let row = usage::spender(conn, run)?;
+    Ok(spender_of(usage::spender(conn, run)?))
+}
+
+/// The spender a stored row names.
+fn spender_of(row: usage::Spender) -> Spender {
     let limits = match row.caps.as_deref() {
         Some(json) => serde_json::from_str::<CapLimits>(json)
             .ok()
@@ -288,11 +316,11 @@ pub(crate) fn spender(conn: &mut Conn, run: RunId) -> Result<Spender, DbError> {
             .unwrap_or_default(),
         None => Limits::default(),
     };
-    Ok(Spender {
+    Spender {
         run: Some((row.run, row.alias, limits)),
         person: row.person,
         project: (ProjectId(row.project_id), row.project),
-    })
+    }
 }
 
 #[cfg(test)]
@@ -358,6 +386,7 @@ mod tests {
                 },
                 cost: Micros(0),
                 at: now,
+                key_of: None,
             },
         )
         .unwrap();

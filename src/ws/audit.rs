@@ -45,6 +45,7 @@ const SECRET_METHODS: &[&str] = &[
     "tokens/mint",
     "people/add",
     "people/token",
+    "keys/set",
 ];
 
 /// The row `settings` keep of `call`, if any.
