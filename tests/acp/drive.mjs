@@ -44,7 +44,8 @@
 //               test's other client settled it meanwhile)
 //   revert-idle a prompt whose edit the editor allows and writes; then ri-done, and once
 //               the tool call of a revert raised on the idle run (by the test's other
-//               client) is shown, `beforePrompt` (the permission requests so far) and a
+//               client) is shown (or a minute passed), `beforePrompt` (the permission
+//               requests so far, whether it was shown) and a
 //               second prompt, at whose start it is asked about the revert: it allows it
 //               and writes the file back
 //   cancel-mine a prompt the editor cancels once $ACP_MARKER/cancel exists (the test's
@@ -303,7 +304,7 @@ async function run(ctx) {
       for (let waited = 0; waited < 60000 && !shown(); waited += 20) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      seen.beforePrompt = seen.permissions.length;
+      seen.beforePrompt = { permissions: seen.permissions.length, shown: shown() };
       await prompt("anything else?");
       break;
     }

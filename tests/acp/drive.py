@@ -400,7 +400,7 @@ async def run(conn: Any, editor: "Editor") -> None:
             if shown():
                 break
             await asyncio.sleep(0.02)
-        seen["beforePrompt"] = len(seen["permissions"])
+        seen["beforePrompt"] = {"permissions": len(seen["permissions"]), "shown": shown()}
         await prompt("anything else?")
     elif scenario == "console-b":
         await prompt("check it")

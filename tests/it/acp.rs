@@ -1255,7 +1255,7 @@ async fn remote_a_revert_raised_on_the_idle_run_is_shown_at_once_and_asked_at_th
     assert_eq!(drive.seen["stopReasons"], json!(["end_turn", "end_turn"]));
     assert_eq!(
         drive.seen["beforePrompt"],
-        json!(1),
+        json!({"permissions": 1, "shown": true}),
         "shown while idle, not asked: {:?}",
         drive.seen["permissions"]
     );
