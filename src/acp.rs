@@ -9,7 +9,8 @@
 //!
 //! [`local`] makes the in-process server's settings; [`link`] is the WebSocket client;
 //! `agent` holds the ACP handlers, `session` one session (`session/resume` catches up through
-//! `run/replay`), `turn` its prompt turn, `outcome` the loop outcomes a turn reads and the
+//! `run/replay`), `idle` what it shows between prompts (a proposal raised on the idle run,
+//! asked about at the next prompt), `turn` its prompt turn, `outcome` the loop outcomes a turn reads and the
 //! stop reason each ends it with; `stream` holds a session's notifications and turns each
 //! `run/state` into session updates: `words` the model's words as they stream
 //! (`run/delta`), `updates` its log, `plan`
@@ -21,6 +22,7 @@
 mod agent;
 mod commands;
 mod error;
+mod idle;
 mod link;
 pub mod local;
 mod mcp;

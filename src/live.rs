@@ -8,8 +8,9 @@
 //! the rest with the next frame instead of losing it (each connection's pieces of a turn,
 //! concatenated, are the turn's text from its start). Nothing waits on a connection, so a
 //! slow one never slows the run (its socket's own limits drop it, `ws::pump`). A turn no
-//! connection watches reads the clock per piece and looks at the watchers every
-//! `DELTA_EVERY`, nothing more: no frame is made.
+//! connection watches when its call starts has no `TurnText`, and its call is not streamed
+//! (`llm::client`): a connection that starts watching during that call sees the turn's
+//! reply when it is recorded, and the words of the turns after.
 //!
 //! Deltas are not run notifications: not numbered, not kept, never replayed, and sent only
 //! on the instance that runs the turn (a client of another instance sees the turn's reply
@@ -87,15 +88,25 @@ impl LiveText {
         }
     }
 
-    /// What a turn's call tells of its reply's text.
-    pub(crate) fn turn(&self, run: RunId, alias: &str, loop_id: i64, turn: i64) -> TurnText {
-        TurnText {
+    /// What a turn's call tells of its reply's text; `None` when no connection watches the
+    /// run's deltas now.
+    pub(crate) fn turn(
+        &self,
+        run: RunId,
+        alias: &str,
+        loop_id: i64,
+        turn: i64,
+    ) -> Option<TurnText> {
+        if !self.lock().values().any(|watcher| watcher.run == run) {
+            return None;
+        }
+        Some(TurnText {
             live: self.clone(),
             run,
             alias: alias.to_owned(),
             turn: (loop_id, turn),
             last: Mutex::new(None),
-        }
+        })
     }
 
     /// Hands each watcher of `run` what it was not sent of `text`, the text so far of `turn`.

@@ -1,7 +1,8 @@
 //! The ACP side: the handlers of the editor's requests on stdin/stdout. `initialize`
 //! answers at once; `session/new` opens a connection to rummy and binds it to the project;
 //! `session/prompt` runs in a task of its own (so that `session/cancel` and the answers to
-//! this agent's own requests keep arriving) and answers when its turn ends.
+//! this agent's own requests keep arriving) and answers when its turn ends; between
+//! prompts a session shows what its idle run is told (`acp::idle`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -280,6 +281,7 @@ fn start_prompt<P: Protocol>(
     let turn_cx = cx.clone();
     cx.spawn(async move {
         let ended = turn::prompt(in_flight, &turn_cx, offers, &request.prompt).await;
+        session.between_prompts(&turn_cx);
         if let Err(error) = &ended {
             tracing::warn!(%error, "a prompt turn failed");
         }
@@ -288,7 +290,8 @@ fn start_prompt<P: Protocol>(
 }
 
 /// Answers a request that made or loaded a session, then tells the editor the session's
-/// slash commands (once it knows the session).
+/// slash commands (once it knows the session), and shows what its run is told until its
+/// first prompt (`acp::idle`).
 fn answer_and_offer_commands<T: JsonRpcResponse, P: Protocol>(
     responder: Responder<T, P>,
     cx: &ConnectionTo<Client>,
@@ -302,7 +305,9 @@ fn answer_and_offer_commands<T: JsonRpcResponse, P: Protocol>(
     cx.send_notification(SessionNotification::new(
         session.id.clone(),
         session.commands(),
-    ))
+    ))?;
+    session.between_prompts(cx);
+    Ok(())
 }
 
 /// Serves the editor on stdin/stdout until it closes stdin.

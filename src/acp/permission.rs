@@ -63,6 +63,8 @@ pub(super) struct Proposal {
     /// Its tool call's id in the session (the path, unless the path was proposed before).
     pub id: String,
     pub entry: ProposedEntry,
+    /// Whether its tool call was shown already (raised between prompts, `acp::idle`).
+    pub shown: bool,
 }
 
 impl Proposal {
@@ -71,6 +73,7 @@ impl Proposal {
         Proposal {
             id: entry.path.clone(),
             entry,
+            shown: false,
         }
     }
 
@@ -125,7 +128,7 @@ impl Proposal {
     }
 
     /// The tool call the editor is shown while it asks.
-    fn tool_call(&self, root: &Path) -> ToolCall {
+    pub(super) fn tool_call(&self, root: &Path) -> ToolCall {
         let target = self.target();
         let command = Command {
             tool: &self.entry.kind,
@@ -186,7 +189,9 @@ pub(super) struct Asking<'a> {
 impl Asking<'_> {
     /// Shows `proposal`, asks the person, applies what they allow and says how to resolve it.
     pub(super) async fn decide(&self, proposal: &Proposal) -> Result<Decided, AcpError> {
-        self.update(SessionUpdate::ToolCall(proposal.tool_call(self.root)))?;
+        if !proposal.shown {
+            self.update(SessionUpdate::ToolCall(proposal.tool_call(self.root)))?;
+        }
         if proposal.entry.allowed.is_some() {
             return Ok(Decided {
                 resolution: self.apply(proposal).await?,

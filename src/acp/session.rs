@@ -5,7 +5,7 @@
 //! other way round).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
@@ -14,8 +14,12 @@ use agent_client_protocol::v1::schema::{
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::Client;
+
 use crate::acp::commands::Commands;
 use crate::acp::error::AcpError;
+use crate::acp::idle::{self, Shown};
 use crate::acp::link::{Connected, Link};
 use crate::acp::mode::Mode;
 use crate::acp::options::{Catalogue, Choice};
@@ -38,8 +42,11 @@ pub(super) struct Session {
     /// The model prompts run with.
     model: Mutex<String>,
     /// rummy's notifications and what the editor was shown of them; held by the prompt
-    /// turn running.
-    stream: tokio::sync::Mutex<Stream>,
+    /// turn running, and between prompts by the task that shows what the idle run is told
+    /// (`acp::idle`), which lets it go when anything else asks for it (`wanted`).
+    stream: Arc<tokio::sync::Mutex<Stream>>,
+    /// Bumped whenever something other than the idle task wants the stream.
+    wanted: watch::Sender<u64>,
     mode: Mutex<Mode>,
     /// rummy's models, one of which its prompts run with.
     catalogue: Catalogue,
@@ -48,7 +55,7 @@ pub(super) struct Session {
     /// Set when the prompt in flight is cancelled, cleared by the next prompt.
     cancelled: watch::Sender<bool>,
     /// The prompts in flight, from their request to their answer ([`InFlight`]).
-    prompts: AtomicUsize,
+    prompts: watch::Sender<usize>,
     /// Whether its connection asked for the run's deltas ([`Session::watch_words`]).
     watching: AtomicBool,
 }
@@ -69,7 +76,9 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.session.prompts.fetch_sub(1, Ordering::SeqCst);
+        self.session
+            .prompts
+            .send_modify(|prompts| *prompts = prompts.saturating_sub(1));
     }
 }
 
@@ -166,7 +175,7 @@ impl Session {
             commands,
         };
         let session = Session::of(run, connected, tracker);
-        session.stream.lock().await.seen = seen;
+        session.stream().await.seen = seen;
         Ok(Loaded { session, replay })
     }
 
@@ -176,18 +185,20 @@ impl Session {
             root: run.root,
             link: connected.link,
             model: Mutex::new(run.model),
-            stream: tokio::sync::Mutex::new(Stream {
+            stream: Arc::new(tokio::sync::Mutex::new(Stream {
                 notices: connected.notices,
                 tracker,
                 plan: PlanTracker::default(),
                 words: Words::default(),
                 seen: 0,
-            }),
+                waiting: Vec::new(),
+            })),
+            wanted: watch::channel(0).0,
             mode: Mutex::new(run.mode),
             catalogue: run.catalogue,
             commands: run.commands,
             cancelled: watch::channel(false).0,
-            prompts: AtomicUsize::new(0),
+            prompts: watch::channel(0).0,
             watching: AtomicBool::new(false),
         }
     }
@@ -244,9 +255,27 @@ impl Session {
     }
 
     /// Its notifications and what the editor was shown of them, held by the prompt turn
-    /// running.
+    /// running (the idle task told to let them go).
     pub(super) async fn stream(&self) -> tokio::sync::MutexGuard<'_, Stream> {
+        self.wanted
+            .send_modify(|wanted| *wanted = wanted.wrapping_add(1));
         self.stream.lock().await
+    }
+
+    /// Shows what its run is told until something else wants its stream (`acp::idle`):
+    /// started once the session is made and after each prompt's turn.
+    pub(super) fn between_prompts(&self, cx: &ConnectionTo<Client>) {
+        let stream = Arc::clone(&self.stream);
+        let wanted = self.wanted.subscribe();
+        let shown = Shown {
+            cx: cx.clone(),
+            session: self.id.clone(),
+            root: self.root.clone(),
+            run: self.run().to_string(),
+        };
+        if let Err(error) = cx.spawn(idle::watch(stream, wanted, shown)) {
+            tracing::warn!(%error, "proposals raised between prompts are shown at the next");
+        }
     }
 
     pub(super) fn model(&self) -> String {
@@ -275,7 +304,7 @@ impl Session {
     /// cancel the editor sends right after it finds it in flight.
     pub(super) fn begin(self: &Arc<Self>) -> InFlight {
         self.cancelled.send_replace(false);
-        self.prompts.fetch_add(1, Ordering::SeqCst);
+        self.prompts.send_modify(|prompts| *prompts += 1);
         InFlight {
             session: Arc::clone(self),
         }
@@ -284,7 +313,7 @@ impl Session {
     /// `session/cancel`: the prompt in flight ends `cancelled` and its loop is cancelled
     /// ([`Session::cancel_turn`]); without a prompt in flight, nothing happens.
     pub(super) async fn cancel(&self) -> Result<(), AcpError> {
-        if self.prompts.load(Ordering::SeqCst) == 0 {
+        if *self.prompts.borrow() == 0 {
             tracing::debug!(
                 run = self.run(),
                 "session/cancel without a prompt in flight"

@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::acp::link::Notice;
+use crate::acp::permission::Proposal;
 use crate::acp::plan::PlanTracker;
 use crate::acp::updates::LogTracker;
 use crate::acp::usage::usage_update;
@@ -27,6 +28,9 @@ pub(super) struct Stream {
     /// The seq of the latest notification of the run shown (0: none): where a
     /// `session/resume` catches up from.
     pub seen: u64,
+    /// The proposals raised while no prompt was in flight, shown and not yet asked about
+    /// (`acp::idle`).
+    pub waiting: Vec<Proposal>,
 }
 
 impl Stream {
@@ -185,6 +189,7 @@ mod tests {
             plan: PlanTracker::default(),
             words: Words::default(),
             seen: 0,
+            waiting: Vec::new(),
         };
         let shown: Vec<Value> = stream
             .updates(&read, Path::new("/p"))

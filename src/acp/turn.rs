@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::acp::error::AcpError;
+use crate::acp::idle::{self, settled_status};
 use crate::acp::link::Notice;
 use crate::acp::outcome::{self, stop_reason};
 use crate::acp::permission::{Asking, Decided, Offers, Proposal};
@@ -34,6 +35,8 @@ use crate::acp::updates;
 use crate::agent::verbs::ProposalView;
 use crate::db::enums::{EntryStatus, RunStatus};
 use crate::hub::notifications::{Act, LoopEnded, RunActed};
+
+mod waiting;
 
 /// The turn of the prompt `in_flight`: runs `blocks` in its session's mode, streams what
 /// happens to the editor, asks it about each proposal, and says why the turn ended. The
@@ -100,7 +103,7 @@ fn settled_by_another(data: &Value) -> bool {
 }
 
 /// What the editor is told of a proposal another client settled.
-fn settled_by(acted: &RunActed) -> String {
+pub(super) fn settled_by(acted: &RunActed) -> String {
     let by = acted.by.as_deref().unwrap_or("the operator");
     match acted.action {
         Act::Accept => format!("Accepted by {by}."),
@@ -116,9 +119,12 @@ impl Turn<'_> {
     /// Runs `prompt` in the session's mode until its loop ends, and says why it ended.
     pub(super) async fn run(&mut self, prompt: String) -> Result<StopReason, AcpError> {
         self.session.watch_words().await;
-        self.drain_stale();
+        self.catch_up()?;
         if self.session.is_cancelled() {
             return Ok(StopReason::Cancelled);
+        }
+        if let Some(stopped) = self.answer_waiting().await? {
+            return Ok(stopped);
         }
         let method = self.session.mode().id();
         let params = json!({"model": self.session.model(), "run": self.run, "prompt": prompt});
@@ -209,11 +215,7 @@ impl Turn<'_> {
         settled: Settled,
     ) -> Result<Option<LoopEnded>, AcpError> {
         let Settled { acted, seq } = settled;
-        let status = match acted.status {
-            Some(status) => updates::status_of(i64::from(status.code())),
-            None => ToolCallStatus::Failed,
-        };
-        self.withdrawn(proposal, status, Some(&acted))?;
+        self.withdrawn(proposal, settled_status(&acted), Some(&acted))?;
         if matches!(acted.action, Act::Abort | Act::Cancel) {
             return Ok(None);
         }
@@ -405,10 +407,16 @@ impl Turn<'_> {
             .unwrap_or_else(|| "the server reported no error".to_string())
     }
 
-    /// Drops the notifications that arrived between turns (the run's own were shown with
-    /// the turn that caused them; other runs' are not this session's).
-    fn drain_stale(&mut self) {
-        while self.stream.notices.try_recv().is_ok() {}
+    /// Takes the notifications that arrived since the session was last idle as the idle
+    /// session does (`acp::idle`: a proposal raised shown, to be asked about; the rest
+    /// dropped, the run's own having been shown with the turn that caused them).
+    fn catch_up(&mut self) -> Result<(), AcpError> {
+        while let Ok(notice) = self.stream.notices.try_recv() {
+            for update in idle::take(self.stream, &notice, self.run, self.session.root()) {
+                self.send(update)?;
+            }
+        }
+        Ok(())
     }
 
     /// Calls `method`, showing the run's notifications while it runs and those that came

@@ -104,12 +104,18 @@ impl FromStr for Cursor {
 }
 
 /// Why `row` is in the inbox of the caller `grant` speaks for, if it is: they may open its
-/// project, and resolve its proposals (member and up) for an approval. The query chose the
-/// ended runs by whose loop they are.
+/// project, and resolve its proposals (member and up) for an approval (a run waiting on
+/// its proposals, or an idle one on a person's revert). The query chose the ended runs by
+/// whose loop they are (`asked`: a run chosen for its proposal is not theirs otherwise).
 pub(crate) fn why(row: &Waiting, grant: &Grant) -> Option<Why> {
     grant.open(&row.project).ok()?;
+    let resolves = grant.role() >= Role::Member;
+    if row.proposing && resolves {
+        return Some(Why::Approval);
+    }
     match row.status {
-        RunStatus::Proposed => (grant.role() >= Role::Member).then_some(Why::Approval),
+        RunStatus::Proposed => resolves.then_some(Why::Approval),
+        _ if !row.asked => None,
         RunStatus::Completed => Some(Why::Finished),
         RunStatus::CapReached => Some(Why::Capped),
         RunStatus::TooLarge | RunStatus::Failed => Some(Why::Failed),

@@ -7,16 +7,18 @@ use super::chat::{ChatRequest, ChatResponse, Usage};
 use super::error::LlmError;
 use super::route::ProviderKind;
 
-/// The request body, asking for a stream that ends with the call's usage
-/// (`stream_options.include_usage`). OpenAI-compatible servers and Ollama get `think: true`,
-/// OpenRouter `include_reasoning: true`, so reasoning models return their reasoning
-/// separately.
-pub(super) fn request_body(provider: ProviderKind, request: &ChatRequest) -> Value {
+/// The request body; `streamed`, it asks for a stream that ends with the call's usage
+/// (`stream_options.include_usage`), else for the whole answer at once (which carries its
+/// usage). OpenAI-compatible servers and Ollama get `think: true`, OpenRouter
+/// `include_reasoning: true`, so reasoning models return their reasoning separately.
+pub(super) fn request_body(provider: ProviderKind, request: &ChatRequest, streamed: bool) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("messages".into(), json!(request.messages));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
+    if streamed {
+        body.insert("stream".into(), json!(true));
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
     match provider {
         ProviderKind::OpenRouter => body.insert("include_reasoning".into(), json!(true)),
         _ => body.insert("think".into(), json!(true)),
@@ -193,7 +195,7 @@ mod tests {
         let mut request = ChatRequest::new("qwen3", vec![ChatMessage::user("hi")]);
         request.max_tokens = Some(64);
         request.temperature = Some(0.5);
-        let body = request_body(ProviderKind::Ollama, &request);
+        let body = request_body(ProviderKind::Ollama, &request, true);
         assert_eq!(
             body,
             json!({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}],
@@ -202,12 +204,18 @@ mod tests {
         );
         request.max_tokens = None;
         request.temperature = None;
-        let body = request_body(ProviderKind::OpenRouter, &request);
+        let body = request_body(ProviderKind::OpenRouter, &request, true);
         assert_eq!(
             body,
             json!({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}],
                    "stream": true, "stream_options": {"include_usage": true},
                    "include_reasoning": true})
+        );
+        let whole = request_body(ProviderKind::OpenAi, &request, false);
+        assert_eq!(
+            whole,
+            json!({"model": "qwen3", "messages": [{"role": "user", "content": "hi"}],
+                   "think": true})
         );
     }
 

@@ -1,5 +1,6 @@
 //! One HTTP attempt against a provider: endpoints, headers and bodies per provider (a
-//! completion is streamed, `stream`), and the mapping of transport failures and HTTP statuses onto `LlmError`.
+//! completion someone listens to is streamed, `stream`; one no one listens to is asked for
+//! whole, which costs less to read), and the mapping of transport failures and HTTP statuses onto `LlmError`.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -44,9 +45,10 @@ impl ProviderClient {
         self.settings.current()
     }
 
-    /// One completion attempt, streamed; `request.model` is the provider's own model name.
-    /// `listener` is told the reply's text as it grows. `key`, a person's own, is sent
-    /// instead of the server's key for the provider.
+    /// One completion attempt; `request.model` is the provider's own model name. With a
+    /// `listener` the completion is streamed and the listener told the reply's text as it
+    /// grows; without one the provider is asked for the whole answer. `key`, a person's own,
+    /// is sent instead of the server's key for the provider.
     pub(super) async fn complete(
         &self,
         provider: ProviderKind,
@@ -59,10 +61,11 @@ impl ProviderClient {
             Some(key) => Arc::new(with_key(&current, provider, key)),
             None => current,
         };
+        let streamed = listener.is_some();
         let post = match provider {
             ProviderKind::OpenAi => {
                 let url = format!("{}/v1/chat/completions", openai_root(settings)?);
-                let body = chat_completions::request_body(provider, request);
+                let body = chat_completions::request_body(provider, request, streamed);
                 with_bearer(
                     self.http.post(url).json(&body),
                     settings.openai_api_key.as_deref(),
@@ -70,13 +73,13 @@ impl ProviderClient {
             }
             ProviderKind::Ollama => {
                 let url = format!("{}/v1/chat/completions", ollama_root(settings)?);
-                let body = chat_completions::request_body(provider, request);
+                let body = chat_completions::request_body(provider, request, streamed);
                 self.http.post(url).json(&body)
             }
             ProviderKind::OpenRouter => {
                 let key = openrouter_key(settings)?;
                 let url = format!("{}/chat/completions", openrouter_root(settings));
-                let body = chat_completions::request_body(provider, request);
+                let body = chat_completions::request_body(provider, request, streamed);
                 let mut post = self.http.post(url).bearer_auth(key).json(&body);
                 if let Some(referer) = &settings.http_referer {
                     post = post.header("HTTP-Referer", referer);
@@ -88,7 +91,7 @@ impl ProviderClient {
             }
             ProviderKind::Xai => {
                 let (url, key) = xai_endpoint(settings)?;
-                let body = responses::request_body(request);
+                let body = responses::request_body(request, streamed);
                 self.http.post(url).bearer_auth(key).json(&body)
             }
         };

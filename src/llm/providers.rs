@@ -140,7 +140,7 @@ impl LlmProviders {
     /// [`complete`](Self::complete), writing `announce` to the event log in the unit of work
     /// that records the answer (a turn's `run/progress processing`: sent once the answer is
     /// recorded, at no unit of its own), and telling `listener` the reply's text as it
-    /// streams in.
+    /// streams in: only a call with a listener is streamed.
     pub(crate) async fn complete_announcing(
         &self,
         mut request: ChatRequest,

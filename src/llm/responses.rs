@@ -11,12 +11,14 @@ use super::route::ProviderKind;
 /// xAI reports cost in ticks of 1e-10 US dollars.
 const USD_TICKS_PER_DOLLAR: f64 = 1e10;
 
-/// The request body, streamed: the messages go in `input`.
-pub(super) fn request_body(request: &ChatRequest) -> Value {
+/// The request body (asking for a stream when `streamed`): the messages go in `input`.
+pub(super) fn request_body(request: &ChatRequest, streamed: bool) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("input".into(), json!(request.messages));
-    body.insert("stream".into(), json!(true));
+    if streamed {
+        body.insert("stream".into(), json!(true));
+    }
     if let Some(temperature) = request.temperature {
         body.insert("temperature".into(), json!(temperature));
     }
@@ -124,9 +126,14 @@ mod tests {
         request.max_tokens = Some(10);
         request.temperature = Some(0.2);
         assert_eq!(
-            request_body(&request),
+            request_body(&request, true),
             json!({"model": "grok-4", "input": [{"role": "system", "content": "be brief"}],
                    "stream": true, "temperature": 0.2, "max_output_tokens": 10})
+        );
+        assert_eq!(
+            request_body(&request, false),
+            json!({"model": "grok-4", "input": [{"role": "system", "content": "be brief"}],
+                   "temperature": 0.2, "max_output_tokens": 10})
         );
     }
 

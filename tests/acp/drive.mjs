@@ -42,6 +42,12 @@
 //   withdrawn   a prompt whose edit the editor (which writes files) is asked about: it makes
 //               $ACP_MARKER/asking, and allows it only once $ACP_MARKER/settled exists (the
 //               test's other client settled it meanwhile)
+//   revert-idle a prompt whose edit the editor allows and writes; then ri-done, and once
+//               the tool call of a revert raised on the idle run (by the test's other
+//               client) is shown (or a minute passed), `beforePrompt` (the permission
+//               requests so far, whether it was shown) and a
+//               second prompt, at whose start it is asked about the revert: it allows it
+//               and writes the file back
 //   cancel-mine a prompt the editor cancels once $ACP_MARKER/cancel exists (the test's
 //               other client queued a prompt of its own behind it meanwhile)
 //   story-a     editor A of the three-client story (tests/it/acp/three_clients.rs), each
@@ -117,7 +123,7 @@ const lines = new TransformStream({
 const input = Readable.toWeb(child.stdout).pipeThrough(lines);
 const output = Writable.toWeb(child.stdin);
 
-const offersFiles = ["edit-allow", "withdrawn", "story-a", "console-a"].includes(scenario);
+const offersFiles = ["edit-allow", "withdrawn", "story-a", "console-a", "revert-idle"].includes(scenario);
 // The marker `name` of $ACP_MARKER, made and waited for (at most a minute: a test that
 // failed meanwhile makes none).
 const marker = (name) => `${process.env.ACP_MARKER}/${name}`;
@@ -290,6 +296,18 @@ async function run(ctx) {
       await until("a-second");
       await prompt("edit a.txt again");
       break;
+    case "revert-idle": {
+      await prompt("edit a.txt");
+      mark("ri-done");
+      const shown = () =>
+        seen.updates.some((u) => u.sessionUpdate === "tool_call" && u.toolCallId.startsWith("set://revert/"));
+      for (let waited = 0; waited < 60000 && !shown(); waited += 20) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      seen.beforePrompt = { permissions: seen.permissions.length, shown: shown() };
+      await prompt("anything else?");
+      break;
+    }
     case "console-a":
       await prompt("edit a.txt");
       mark("ca-done");

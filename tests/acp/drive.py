@@ -276,7 +276,7 @@ offers_forms = scenario == "question-form"
 
 
 async def run(conn: Any, editor: "Editor") -> None:
-    offers_files = scenario in ("edit-allow", "withdrawn")
+    offers_files = scenario in ("edit-allow", "withdrawn", "revert-idle")
     initialized = await conn.initialize(
         protocol_version=PROTOCOL_VERSION,
         client_capabilities=ClientCapabilities(
@@ -385,6 +385,23 @@ async def run(conn: Any, editor: "Editor") -> None:
         mark("b-answered")
         await until("b-second")
         await prompt("check it again")
+    elif scenario == "revert-idle":
+        await prompt("edit a.txt")
+        mark("ri-done")
+
+        def shown() -> bool:
+            return any(
+                update.get("sessionUpdate") == "tool_call"
+                and update.get("toolCallId", "").startswith("set://revert/")
+                for update in seen["updates"]
+            )
+
+        for _ in range(3000):
+            if shown():
+                break
+            await asyncio.sleep(0.02)
+        seen["beforePrompt"] = {"permissions": len(seen["permissions"]), "shown": shown()}
+        await prompt("anything else?")
     elif scenario == "console-b":
         await prompt("check it")
         mark("cb-done")

@@ -853,8 +853,9 @@ def through_proxy(browser, seen):
 def changes(browser, seen):
     """The run's page shows what it changed (CHANGES_RUN: greeting.txt fixed, accepted) as one
     diff, overall and for its loop; Revert raises a proposal that waits for approval like any
-    other, and once approved the section has nothing left (console_browser.rs then finds the
-    file back on disk)."""
+    other, counted in the inbox of MO (who asked for nothing in the run, which is idle) and
+    listed there, and once approved the section has nothing left and the inbox is empty
+    (console_browser.rs then finds the file back on disk)."""
     context, page = signed_in(browser, seen, os.environ["MO"])
     page.goto(f"{URL}#/p/web/r/{os.environ['CHANGES_RUN']}")
     section = page.locator("#changes")
@@ -871,6 +872,7 @@ def changes(browser, seen):
     section.get_by_role("button", name="Overall").click()
     every_control_is_labelled(page)
     page.screenshot(path=f"{SHOTS}/run-changes.png", full_page=True)
+    expect(page.locator("#inbox-count")).to_have_text("0", timeout=WAIT_MS)
     changed.get_by_role("button", name="Revert").click()
     expect(section.locator("#changes-said")).to_contain_text("approve it above")
     waiting = page.locator("ul.proposals li")
@@ -878,8 +880,16 @@ def changes(browser, seen):
     expect(waiting.locator(".diff .del")).to_have_text("-Hello, world!\n")
     expect(waiting.locator(".diff .add")).to_have_text("+Hello, wrold!\n")
     expect(page.locator("#acted")).to_contain_text("Revert asked by mo")
+    expect(page.locator("#inbox-count")).to_have_text("1", timeout=WAIT_MS)
+    inbox = context.new_page()
+    inbox.goto(f"{URL}#/inbox")
+    expect(inbox.locator("ul.inbox li.inbox-approval")).to_contain_text(
+        os.environ["CHANGES_RUN"], timeout=WAIT_MS
+    )
+    inbox.close()
     waiting.get_by_role("button", name="Approve", exact=True).click()
     expect(waiting).to_have_count(0, timeout=WAIT_MS)
+    expect(page.locator("#inbox-count")).to_have_text("0", timeout=WAIT_MS)
     expect(section).to_contain_text("No file changed yet.", timeout=WAIT_MS)
     context.close()
 

@@ -118,6 +118,7 @@ with_each_sdk!(
     remote_a_proposal_another_client_accepts_is_withdrawn_from_the_editor_and_never_written,
     two_edits_of_one_file_are_two_tool_calls_of_the_session,
     remote_an_editors_cancel_stops_its_prompt_and_a_colleagues_queued_prompt_runs_to_its_end,
+    remote_a_revert_raised_on_the_idle_run_is_shown_at_once_and_asked_at_the_next_prompt,
 );
 
 mod personal_tokens;
@@ -1194,6 +1195,104 @@ async fn remote_a_proposal_another_client_accepts_is_withdrawn_from_the_editor_a
     );
     assert_eq!(drive.messages(), ["Editing a.txt.", "Edited elsewhere."]);
     assert_eq!(llm.requests().len(), 2, "the run resumed once");
+}
+
+/// A revert another client raises while the editor's session is idle: shown at once as a
+/// pending tool call (no permission request outside a prompt turn), asked about at the start
+/// of the editor's next prompt, written back through the editor once allowed, and resolved
+/// without another model call.
+async fn remote_a_revert_raised_on_the_idle_run_is_shown_at_once_and_asked_at_the_next_prompt(
+    sdk: Sdk,
+) {
+    let llm = FakeLlm::start([
+        Step::reply(EDIT),
+        Step::reply("<summarize>Edited a.txt.</summarize>"),
+        Step::reply("<summarize>Nothing else.</summarize>"),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let server = team_server(home.path(), &llm).await;
+    let remote = Remote::with_token(format!("ws://127.0.0.1:{}/", server.port), "mo-token");
+    let marks = tempfile::tempdir().unwrap();
+    let done = marks.path().join("ri-done");
+    let marker = marks.path().display().to_string();
+    let root = home.path().join("demo");
+    let driving = {
+        let mut all = llm_env(&llm);
+        all.push(("ACP_MARKER", marker.as_str()));
+        let all: Vec<(String, String)> = all
+            .into_iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect();
+        actix_web::rt::spawn(async move {
+            let all: Vec<(&str, &str)> =
+                all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Drive::spawn(sdk, "revert-idle", home, "demo", Some(remote), &all).await
+        })
+    };
+    crate::support::eventually("the editor's first prompt to end", async || {
+        done.exists().then_some(())
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "one\nTWO\n"
+    );
+    let mut other = crate::support::Client::connect(&format!(
+        "ws://127.0.0.1:{}/?token=shared-token",
+        server.port
+    ))
+    .await;
+    other.init("demo", &root).await;
+    let run = other.ok("getRuns", json!({})).await[0]["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let raised = other
+        .ok("run/revert", json!({"run": run, "path": "a.txt"}))
+        .await;
+    let path = raised["path"].as_str().unwrap().to_string();
+
+    let drive = driving.await.unwrap();
+    drive.assert_clean_session();
+    assert_eq!(drive.seen["stopReasons"], json!(["end_turn", "end_turn"]));
+    assert_eq!(
+        drive.seen["beforePrompt"],
+        json!({"permissions": 1, "shown": true}),
+        "shown while idle, not asked: {:?}",
+        drive.seen["permissions"]
+    );
+    let shown: Vec<&Value> = drive
+        .updates("tool_call")
+        .into_iter()
+        .filter(|call| call["toolCallId"] == json!(path))
+        .collect();
+    assert_eq!(shown.len(), 1, "shown once: {shown:?}");
+    assert!(
+        [Value::Null, json!("pending")].contains(&shown[0]["status"]),
+        "pending (the default, left out): {}",
+        shown[0]
+    );
+    let permissions = drive.seen["permissions"].as_array().unwrap();
+    assert_eq!(permissions.len(), 2);
+    assert_eq!(permissions[1]["toolCall"]["toolCallId"], json!(path));
+    assert_eq!(drive.file("a.txt").as_deref(), Some("one\ntwo\n"));
+    assert_eq!(drive.seen["writes"].as_array().unwrap().len(), 2);
+    let settled = drive
+        .updates("tool_call_update")
+        .into_iter()
+        .filter(|update| update["toolCallId"] == json!(path))
+        .map(|update| update["status"].clone())
+        .collect::<Vec<_>>();
+    assert!(settled.contains(&json!("completed")), "{settled:?}");
+    let entry = other
+        .ok("getEntries", json!({"run": run, "pattern": path}))
+        .await;
+    assert_eq!(entry[0]["status"], json!(200), "resolved: {entry}");
+    assert_eq!(
+        llm.requests().len(),
+        3,
+        "the revert's resolution made no model call"
+    );
 }
 
 /// Two clients on one run: the editor's prompt runs, a colleague's is queued behind it; the

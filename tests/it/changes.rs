@@ -1,7 +1,8 @@
 //! What a run changed (issue 42): `run/changes` combines the files each accepted proposal
 //! changed, per loop and overall, and `run/revert` raises a proposal putting one back, which
 //! applies (here on the server: `RUMMY_APPLY_EDITS=server`) only once accepted, is told to
-//! every client, and is refused to viewers and on a busy run.
+//! every client, waits in the inbox of those who may resolve it though the run is idle, and
+//! is refused to viewers and on a busy run.
 
 use std::path::{Path, PathBuf};
 
@@ -175,6 +176,7 @@ async fn a_revert_is_a_proposal_told_to_every_client_that_applies_only_once_acce
     let mut vera = person(&app, "vera-token", &root).await;
     let run = both_loops(&mut bo).await;
     let app_js = || std::fs::read_to_string(root.join("app.js")).unwrap();
+    assert_eq!(inbox(&mut mo).await, [], "mo asked for nothing");
 
     let (code, _) = vera
         .err("run/revert", json!({"run": run, "path": "app.js"}))
@@ -213,6 +215,22 @@ async fn a_revert_is_a_proposal_told_to_every_client_that_applies_only_once_acce
     assert_eq!(acted["params"]["by"], json!("bo"));
     assert_eq!(acted["params"]["path"], path);
     assert_eq!(app_js(), "const port = 9090;\n", "nothing applied yet");
+    assert_eq!(
+        inbox(&mut mo).await,
+        [(run.clone(), "approval".to_owned(), 200)],
+        "the revert waits on the idle run for whoever may resolve it"
+    );
+    assert_eq!(
+        inbox(&mut bo).await,
+        [(run.clone(), "approval".to_owned(), 200)]
+    );
+    assert!(
+        inbox(&mut vera)
+            .await
+            .iter()
+            .all(|(_, why, _)| why != "approval"),
+        "a viewer resolves nothing"
+    );
     let (code, _) = bo
         .err("run/revert", json!({"run": run, "path": "app.js"}))
         .await;
@@ -220,6 +238,7 @@ async fn a_revert_is_a_proposal_told_to_every_client_that_applies_only_once_acce
 
     let rejected = resolve(&mut mo, &run, &path, "reject").await;
     assert_eq!(rejected["status"], json!(200), "{rejected}");
+    assert_eq!(inbox(&mut mo).await, [], "resolved, it leaves the inbox");
     assert_eq!(
         app_js(),
         "const port = 9090;\n",
@@ -280,4 +299,21 @@ async fn a_revert_is_a_proposal_told_to_every_client_that_applies_only_once_acce
         .await;
     assert_eq!(code, -32004, "{message}");
     assert!(message.contains("busy"), "{message}");
+}
+
+/// `(run, why, status)` of each item of `client`'s inbox.
+async fn inbox(client: &mut Client) -> Vec<(String, String, i64)> {
+    let page = client.ok("inbox", json!({})).await;
+    page["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no items in {page}"))
+        .iter()
+        .map(|item| {
+            (
+                item["run"].as_str().unwrap().to_owned(),
+                item["why"].as_str().unwrap().to_owned(),
+                item["status"].as_i64().unwrap(),
+            )
+        })
+        .collect()
 }

@@ -3,7 +3,8 @@
 //! concatenation is the reply; a connection that did not ask gets none; one that reads
 //! nothing meanwhile does not hold the run; leaving the run or watching it without deltas stops
 //! them, leaving another run does not; pieces that come together are sent together; a stream that breaks ends the turn with an
-//! error that keeps the words that had come; a one-turn question is still one model call.
+//! error that keeps the words that had come; a one-turn question is still one model call; a
+//! turn whose words no connection watches when its call starts is not streamed at all.
 
 use std::time::Duration;
 
@@ -181,4 +182,48 @@ async fn pieces_that_come_together_are_sent_together() {
         deltas.len(),
         reply.len() / 8
     );
+}
+
+#[actix_web::test]
+async fn a_call_is_streamed_only_when_a_connection_watches_the_words_of_its_run() {
+    let first = "<summarize>no one is watching</summarize>";
+    let second = format!(
+        "<summarize>{}</summarize>",
+        "someone is watching, ".repeat(4)
+    );
+    let llm = FakeLlm::start([Step::reply(first), Step::reply(second.clone())]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut driver, _) = app.client_in_project("team").await;
+    let run = driver.start_run("fake").await;
+
+    driver
+        .ok("ask", json!({"model": "fake", "prompt": "go", "run": run}))
+        .await;
+    driver
+        .until_notified("run/outcome", |params| params["run"] == json!(run))
+        .await;
+    let unwatched = &llm.requests()[0];
+    assert_eq!(
+        (unwatched.get("stream"), unwatched.get("stream_options")),
+        (None, None),
+        "asked whole: {unwatched}"
+    );
+
+    let (mut watcher, _) = app.client_in_project("team").await;
+    watcher
+        .ok("run/watch", json!({"run": run, "deltas": true}))
+        .await;
+    driver
+        .ok(
+            "ask",
+            json!({"model": "fake", "prompt": "again", "run": run}),
+        )
+        .await;
+    let deltas = deltas_until_outcome(&mut watcher, &run).await;
+
+    let watched = &llm.requests()[1];
+    assert_eq!(watched["stream"], json!(true), "{watched}");
+    assert_eq!(watched["stream_options"], json!({"include_usage": true}));
+    assert_eq!(joined(&deltas), second);
+    assert_eq!(llm.requests().len(), 2, "one model call a question");
 }

@@ -33,7 +33,7 @@ impl Session {
         let catalogue = Catalogue::fetch(link).await?;
         let commands = Commands::fetch(link).await?;
         let (tracker, plan, seen) = {
-            let mut stream = previous.stream.lock().await;
+            let mut stream = previous.stream().await;
             (
                 std::mem::take(&mut stream.tracker),
                 std::mem::take(&mut stream.plan),
@@ -50,7 +50,7 @@ impl Session {
         };
         let session = Session::of(run, connected, tracker);
         let missed = {
-            let mut stream = session.stream.lock().await;
+            let mut stream = session.stream().await;
             stream.plan = plan;
             stream.seen = seen;
             session.catch_up(&mut stream).await?

@@ -12,7 +12,9 @@ use crate::agent::AgentContext;
 use crate::budget::RecordUsage;
 use crate::db::enums::CallPurpose;
 use crate::hub::notifications::{Notification, ProgressStatus, RunProgress};
-use crate::llm::{CallFor, CancellationToken, ChatMessage, ChatRequest, ChatResponse};
+use crate::llm::{
+    CallFor, CancellationToken, ChatMessage, ChatRequest, ChatResponse, TextListener,
+};
 use crate::parser::ParseOutput;
 use crate::plugins::events::Event;
 use crate::plugins::filters::{LlmCall, LlmMessages, LlmResponse};
@@ -97,7 +99,7 @@ pub(super) async fn call_model(
             request,
             this_turn,
             processing,
-            Some(Arc::new(words)),
+            words.map(|words| Arc::new(words) as Arc<dyn TextListener>),
             cancel,
         )
         .await?;

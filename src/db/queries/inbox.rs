@@ -1,11 +1,12 @@
 //! What may wait for a person, read from the runs as they stand (nothing is written when a
-//! run changes): every run waiting on proposals (202), and the runs whose latest loop the
+//! run changes): every run waiting on proposals (202, or any status with a proposal
+//! pending: a person's revert raised on an idle run, `agent::verbs::revert`), and the runs whose latest loop the
 //! person asked for that ended stopped by a cap (402), failed (413, 500) or finished (200);
 //! a sub-agent's run is its parent's business and never listed. Who may see which (their
 //! projects, their role) is the caller's to judge (`inbox`); what a person dismissed
 //! (`inbox_dismissals`) stays away while the run's latest notification is the one it had.
 
-use diesel::sql_types::{BigInt, Integer, Nullable, Text};
+use diesel::sql_types::{BigInt, Bool, Integer, Nullable, Text};
 use diesel::{QueryableByName, RunQueryDsl};
 
 use crate::db::enums::RunStatus;
@@ -22,6 +23,12 @@ pub(crate) struct Waiting {
     pub alias: String,
     #[diesel(sql_type = Integer)]
     pub status: RunStatus,
+    /// Whether a proposal of the run waits (whatever the run's status).
+    #[diesel(sql_type = Bool)]
+    pub proposing: bool,
+    /// Whether the person asked for its latest loop.
+    #[diesel(sql_type = Bool)]
+    pub asked: bool,
     #[diesel(sql_type = BigInt)]
     pub project_id: ProjectId,
     #[diesel(sql_type = Text)]
@@ -53,6 +60,9 @@ pub(crate) fn waiting(
     let who = person.unwrap_or_default();
     Ok(statement(
         "SELECT r.id AS run_id, r.alias, r.status, r.project_id, p.name AS project,
+                EXISTS (SELECT 1 FROM known_entries AS k
+                        WHERE k.run_id = r.id AND k.status = 202) AS proposing,
+                COALESCE(l.requested_by, '') = ? AS asked,
                 COALESCE((SELECT f.prompt FROM loops AS f WHERE f.run_id = r.id
                           ORDER BY f.id LIMIT 1), '') AS first_prompt,
                 l.requested_by, COALESCE(s.last_seq, 0) AS seq,
@@ -66,11 +76,14 @@ pub(crate) fn waiting(
          WHERE r.delegated_by IS NULL
            AND (? IS NULL OR r.id = ?)
            AND (r.status = 202
+                OR EXISTS (SELECT 1 FROM known_entries AS k
+                           WHERE k.run_id = r.id AND k.status = 202)
                 OR (r.status IN (200, 402, 413, 500) AND COALESCE(l.requested_by, '') = ?))
            AND NOT EXISTS (SELECT 1 FROM inbox_dismissals AS d
                            WHERE d.person = ? AND d.run_id = r.id
                              AND d.seq >= COALESCE(s.last_seq, 0))",
     )
+    .bind::<Text, _>(who)
     .bind::<Nullable<BigInt>, _>(run)
     .bind::<Nullable<BigInt>, _>(run)
     .bind::<Text, _>(who)

@@ -87,7 +87,6 @@ async fn openai_compatible_completion_with_usage_and_reasoning() {
     assert_eq!(
         seen.body,
         json!({"model": "local-model", "think": true, "temperature": 0.5,
-               "stream": true, "stream_options": {"include_usage": true},
                "messages": [{"role": "system", "content": "rules"},
                             {"role": "user", "content": "task"}]})
     );
