@@ -88,8 +88,9 @@ impl ReadPool {
             .max_size(u32::try_from(size).unwrap_or(u32::MAX))
             .min_idle(Some(0))
             .connection_timeout(CONNECT_TIMEOUT)
-            // A connection a PostgreSQL restart ended is replaced, not handed out.
-            .test_on_check_out(true)
+            // A connection a PostgreSQL restart ended is replaced, not handed out; a SQLite
+            // file's connection has no server to lose, and is not pinged before each read.
+            .test_on_check_out(matches!(store, Store::Postgres(_)))
             .build_unchecked(Readers {
                 store: store.clone(),
                 setup,
