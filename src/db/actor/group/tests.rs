@@ -59,12 +59,11 @@ fn committed(store: &Store, name: &str) -> bool {
 async fn hold(db: &Writer) -> (mpsc::Sender<()>, Call) {
     let (release, held) = mpsc::channel::<()>();
     let (entered, inside) = tokio::sync::oneshot::channel();
-    let call = queue(db, move |_| {
+    let mut call = queue(db, move |_| {
         let _ = entered.send(());
         let _ = held.recv();
         Ok(())
     });
-    let mut call = call;
     tokio::select! {
         biased;
         _ = inside => {}
