@@ -9,7 +9,7 @@
 //! unit of work did to entries; [`events`] makes a run's notifications durable before they
 //! are sent; [`schema`] is diesel's view of
 //! the tables; [`models`] holds row and form structs; [`queries`] holds plain functions over
-//! `&mut Conn`; [`actor`] runs them on the single writer thread ([`watch`] says
+//! `&mut Conn`; [`actor`] runs them on the single writer thread, reached through [`writer`] ([`watch`] says
 //! how long its current unit has run), [`readers`] runs pattern reads beside it; [`handle`] is how the rest of the
 //! server reaches all of it; [`testing`] holds the fixtures the tests and benches share. Every fallible
 //! function returns [`DbError`]. Database rows are not wire types: the RPC layer builds its
@@ -37,8 +37,8 @@ pub(crate) mod statement;
 #[cfg(any(test, feature = "testing"))]
 pub(crate) mod testing;
 pub(crate) mod watch;
+pub(crate) mod writer;
 
-pub(crate) use actor::transact::Transact;
 pub(crate) use actor::DbActor;
 // A test's own connection (`rummy::testing::Database`) is one of the server's.
 #[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]

@@ -3,15 +3,16 @@
 //! and writes are serialised without lock contention.
 //!
 //! Most work arrives as a [`Transact`](transact::Transact): a closure composing
-//! [`queries`](super::queries) functions, run in one transaction. The few other messages are
-//! small structs whose handler is a one-line call into the queries.
+//! [`queries`](super::queries) functions, queued and run in one transaction with the units
+//! queued beside it (group commit, [`group`]). The few other messages are small structs whose
+//! handler is a one-line call into the queries, each in a transaction of its own.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use crate::db::Conn;
-use actix::{Actor, Addr, SyncArbiter, SyncContext};
+use actix::{Actor, SyncArbiter, SyncContext};
 use diesel::r2d2::R2D2Connection;
 
 use super::connection::{
@@ -23,9 +24,11 @@ use super::entry_changes::{self, EntryChangeSink};
 use super::events::{self, EventSink};
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::{self, RpcLogBounds};
+use super::writer::Writer;
 use super::{DbError, DbWatch, Store};
 use crate::hedberg::budget::{self, Budget, Limits};
 use crate::metrics::{StatementsOn, WorkCounters};
+use group::UnitQueue;
 
 /// Defines message structs and their `DbActor` handlers: each handler gets the connection
 /// and the message and evaluates one query call, in a transaction.
@@ -66,6 +69,7 @@ macro_rules! db_messages {
     )*};
 }
 
+pub(crate) mod group;
 #[cfg(feature = "testing")]
 pub(crate) mod probe;
 pub(crate) mod transact;
@@ -73,6 +77,7 @@ pub(crate) mod transact;
 /// The database actor. Start it with [`start_db`].
 pub(crate) struct DbActor {
     connection: Option<Conn>,
+    queue: UnitQueue,
     store: Store,
     setup: ConnectionSetup,
     limits: Limits,
@@ -111,6 +116,7 @@ impl DbActor {
         work: impl FnOnce(&mut Conn) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
         self.work.unit();
+        self.work.transaction();
         self.watch.begin();
         events::discard_staged();
         let budget = Rc::new(Budget::new(self.limits));
@@ -199,7 +205,7 @@ impl Actor for DbActor {
 
 /// Opens the store (creating a missing SQLite file), applies pending migrations and starts
 /// the actor on its own thread. Must be called inside a running actix `System`.
-pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbActor>, DbError> {
+pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Writer, DbError> {
     let WriterOptions {
         setup,
         limits,
@@ -224,11 +230,14 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
     count_statements(&mut connection, &work, StatementsOn::Writer);
     let first_connection = Mutex::new(Some(connection));
     let store = store.clone();
-    Ok(SyncArbiter::start(1, move || DbActor {
+    let queue = UnitQueue::default();
+    let units = queue.clone();
+    let actor = SyncArbiter::start(1, move || DbActor {
         connection: first_connection
             .lock()
             .ok()
             .and_then(|mut slot| slot.take()),
+        queue: units.clone(),
         store: store.clone(),
         setup,
         limits,
@@ -236,7 +245,8 @@ pub(crate) fn start_db(store: &Store, options: WriterOptions) -> Result<Addr<DbA
         entry_changes: entry_changes.clone(),
         events: events.clone(),
         work: Arc::clone(&work),
-    }))
+    });
+    Ok(Writer::new(actor, queue))
 }
 
 db_messages! {
@@ -270,7 +280,6 @@ impl actix::Handler<TruncateWal> for DbActor {
 
 #[cfg(test)]
 mod tests {
-    use super::transact::Transact;
     use super::*;
     use crate::db::enums::RunStatus;
     use crate::db::models::run::RunCreateForm;
@@ -294,22 +303,19 @@ mod tests {
         let test_db = crate::db::testing::TestDb::new();
         let db = start_db(&test_db.store(), options()).unwrap();
         let failed = db
-            .send(Transact::new(|_| -> Result<(), DbError> {
-                panic!("a bug")
-            }))
-            .await
-            .unwrap();
+            .call(|_| -> Result<(), DbError> { panic!("a bug") })
+            .await;
         assert!(matches!(failed, Err(DbError::Internal(_))));
-        assert!(db.send(CheckReady {}).await.unwrap().unwrap());
+        assert!(db.actor.send(CheckReady {}).await.unwrap().unwrap());
     }
 
     #[actix::test]
     async fn units_of_work_run_on_the_actor_thread() {
         let test_db = crate::db::testing::TestDb::new();
         let db = start_db(&test_db.store(), options()).unwrap();
-        assert!(db.send(CheckReady {}).await.unwrap().unwrap());
+        assert!(db.actor.send(CheckReady {}).await.unwrap().unwrap());
         let run = db
-            .send(Transact::new(|conn| {
+            .call(|conn| {
                 let project = projects::upsert_project(
                     conn,
                     &ProjectInsertForm {
@@ -326,19 +332,17 @@ mod tests {
                     created_by: None,
                 };
                 runs::create_run(conn, &create, 1)
-            }))
+            })
             .await
-            .unwrap()
             .unwrap();
         assert!(run.alias.starts_with("grok_"));
         let run_id = run.id;
         let context = db
-            .send(Transact::new(move |conn| {
+            .call(move |conn| {
                 entries::upsert_entry(conn, &write(run_id, "known://fact", "text", 1))?;
                 context::model_context(conn, run_id)
-            }))
+            })
             .await
-            .unwrap()
             .unwrap();
         assert_eq!(
             context
@@ -348,11 +352,8 @@ mod tests {
             ["known://fact"]
         );
         let illegal = db
-            .send(Transact::new(move |conn| {
-                runs::set_run_status(conn, run_id, RunStatus::Proposed)
-            }))
-            .await
-            .unwrap();
+            .call(move |conn| runs::set_run_status(conn, run_id, RunStatus::Proposed))
+            .await;
         assert!(matches!(illegal, Err(DbError::Invalid(_))), "{illegal:?}");
     }
 
@@ -373,41 +374,32 @@ mod tests {
         };
         let db = start_db(&test_db.store(), observed).unwrap();
         let run = db
-            .send(Transact::new(|conn| {
-                Ok(crate::db::testing::sample_run(conn).id)
-            }))
+            .call(|conn| Ok(crate::db::testing::sample_run(conn).id))
             .await
-            .unwrap()
             .unwrap();
         let failed = db
-            .send(Transact::new(move |conn| {
+            .call(move |conn| {
                 entries::upsert_entry(conn, &write(run, "known://lost", "x", 1))?;
                 Err::<(), _>(DbError::Invalid("refused".into()))
-            }))
-            .await
-            .unwrap();
+            })
+            .await;
         assert!(failed.is_err());
         let panicked = db
-            .send(Transact::new(move |conn| -> Result<(), DbError> {
+            .call(move |conn| -> Result<(), DbError> {
                 entries::upsert_entry(conn, &write(run, "known://lost", "x", 1))?;
                 panic!("a bug")
-            }))
-            .await
-            .unwrap();
+            })
+            .await;
         assert!(panicked.is_err());
-        db.send(Transact::new(move |conn| {
+        db.call(move |conn| {
             entries::upsert_entry(conn, &write(run, "known://a", "a", 1))?;
             entries::upsert_entry(conn, &write(run, "known://b", "b", 1))
-        }))
+        })
         .await
-        .unwrap()
         .unwrap();
-        db.send(Transact::new(move |conn| {
-            entries::upsert_entry(conn, &write(run, "known://c", "c", 1))
-        }))
-        .await
-        .unwrap()
-        .unwrap();
+        db.call(move |conn| entries::upsert_entry(conn, &write(run, "known://c", "c", 1)))
+            .await
+            .unwrap();
         assert_eq!(
             *seen.lock().unwrap(),
             [vec!["known://a", "known://b"], vec!["known://c"]],
@@ -421,16 +413,12 @@ mod tests {
     async fn a_lost_connection_fails_one_unit_and_the_next_reconnects() {
         let database = crate::db::testing::ScratchDatabase::required();
         let db = start_db(&database.store(), options()).unwrap();
-        assert!(db.send(CheckReady {}).await.unwrap().unwrap());
+        assert!(db.actor.send(CheckReady {}).await.unwrap().unwrap());
         database.end_sessions().unwrap();
-        let create = || {
-            Transact::new(|conn| crate::db::testing::project_with_run(conn, None).map(|run| run.id))
-        };
-        assert!(
-            db.send(create()).await.unwrap().is_err(),
-            "the lost session"
-        );
-        assert!(db.send(create()).await.unwrap().is_ok(), "a new session");
+        let create =
+            |conn: &mut Conn| crate::db::testing::project_with_run(conn, None).map(|run| run.id);
+        assert!(db.call(create).await.is_err(), "the lost session");
+        assert!(db.call(create).await.is_ok(), "a new session");
     }
 
     #[test]

@@ -179,10 +179,24 @@ pub(crate) fn truncate_wal(conn: &mut Conn) -> Result<bool, DbError> {
     Ok(row.busy == 0)
 }
 
+/// Opens a top-level write transaction: `BEGIN IMMEDIATE` on SQLite (so concurrent writers
+/// on other connections queue on the busy timeout instead of deadlocking), `BEGIN` on
+/// PostgreSQL. Its end is diesel's (`TransactionManager`'s commit or rollback).
+pub(crate) fn begin_write(conn: &mut Conn) -> diesel::QueryResult<()> {
+    match conn {
+        Conn::Sqlite(inner) => {
+            AnsiTransactionManager::begin_transaction_sql(inner, "BEGIN IMMEDIATE")
+        }
+        Conn::Postgres(inner) => {
+            <AnsiTransactionManager as TransactionManager<PgConnection>>::begin_transaction(inner)
+        }
+    }
+}
+
 /// Runs `work` in a write transaction: at the top level `BEGIN IMMEDIATE` on SQLite (so
 /// concurrent writers on other connections queue on the busy timeout instead of
 /// deadlocking) and `BEGIN` on PostgreSQL; a savepoint when a transaction (a
-/// [`Transact`](super::Transact) unit of work) is open. Any error of `work` rolls it back.
+/// unit of work, `actor::group`) is open. Any error of `work` rolls it back.
 pub(crate) fn write_transaction<T, E, F>(conn: &mut Conn, work: F) -> Result<T, E>
 where
     F: FnOnce(&mut Conn) -> Result<T, E>,
@@ -193,14 +207,7 @@ where
     if depth.is_some() {
         return conn.transaction(work);
     }
-    match conn {
-        Conn::Sqlite(inner) => {
-            AnsiTransactionManager::begin_transaction_sql(inner, "BEGIN IMMEDIATE")?
-        }
-        Conn::Postgres(inner) => {
-            <AnsiTransactionManager as TransactionManager<PgConnection>>::begin_transaction(inner)?
-        }
-    }
+    begin_write(conn)?;
     match work(conn) {
         Ok(value) => {
             <Conn as TransactionManager<Conn>>::commit_transaction(conn)?;

@@ -3,12 +3,11 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use actix::Addr;
-
 use super::events::{Publication, Unnumbered};
 use super::ids::{ProjectId, RunId};
 use super::queries::run_events::{self, EventBounds};
-use super::{DbActor, DbError, Transact};
+use super::writer::Writer;
+use super::DbError;
 
 /// The published notifications not yet taken by a unit of work, and whether one is on its
 /// way to take them.
@@ -22,13 +21,13 @@ struct Queue {
 /// one to the writer; that unit takes every notification queued by the time it runs.
 #[derive(Clone)]
 pub(crate) struct EventBatch {
-    writer: Addr<DbActor>,
+    writer: Writer,
     queue: Arc<Mutex<Queue>>,
     bounds: EventBounds,
 }
 
 impl EventBatch {
-    pub(crate) fn new(writer: Addr<DbActor>, bounds: EventBounds) -> EventBatch {
+    pub(crate) fn new(writer: Writer, bounds: EventBounds) -> EventBatch {
         EventBatch {
             writer,
             queue: Arc::default(),
@@ -50,13 +49,11 @@ impl EventBatch {
         };
         if send {
             let batch = self.clone();
-            self.writer.do_send(Transact::new(move |conn| {
-                let written = batch.write(conn);
-                if let Err(error) = &written {
-                    tracing::error!(%error, "notifications not written; not sent");
-                }
-                written
-            }));
+            self.writer.call_later(move |conn| {
+                batch.write(conn).map(|_| ()).inspect_err(
+                    |error| tracing::error!(%error, "notifications not written; not sent"),
+                )
+            });
         }
     }
 

@@ -17,7 +17,8 @@ use super::events::{EventSink, Publication};
 use super::models::RpcLogInsertForm;
 use super::queries::rpc_log::RpcLogBounds;
 use super::queries::run_events::EventBounds;
-use super::{DbActor, DbError, DbWatch, ReadPool, Store, Transact, UnitError};
+use super::writer::{unavailable, Writer};
+use super::{DbActor, DbError, DbWatch, ReadPool, Store, UnitError};
 use crate::hedberg::Limits;
 use crate::metrics::WorkCounters;
 
@@ -50,7 +51,7 @@ pub struct DbOptions {
 /// The writer, its watchdog and the two reader pools. Cheap to clone.
 #[derive(Clone)]
 pub struct DbHandle {
-    writer: Addr<DbActor>,
+    writer: Writer,
     rpc_logs: RpcLogBatch,
     events: EventBatch,
     watch: DbWatch,
@@ -78,7 +79,7 @@ impl DbHandle {
             },
         )?;
         Ok(DbHandle {
-            rpc_logs: RpcLogBatch::new(writer.clone(), options.rpc_log),
+            rpc_logs: RpcLogBatch::new(writer.actor.clone(), options.rpc_log),
             events: EventBatch::new(writer.clone(), options.events),
             writer,
             watch,
@@ -99,10 +100,7 @@ impl DbHandle {
         F: FnOnce(&mut Conn) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        self.writer
-            .send(Transact::new(work))
-            .await
-            .map_err(unavailable)?
+        self.writer.call(work).await
     }
 
     /// Runs `work` like [`call`](Self::call), for work that may refuse: the store's failure
@@ -129,10 +127,10 @@ impl DbHandle {
     where
         F: FnOnce(&mut Conn) -> Result<(), DbError> + Send + 'static,
     {
-        self.writer.do_send(Transact::new(move |conn| {
+        self.writer.call_later(move |conn| {
             work(conn)
                 .inspect_err(|error| tracing::warn!(%error, what, "a queued unit of work failed"))
-        }));
+        });
     }
 
     /// Runs `work` over a read-only connection on the blocking pool, with the request limits
@@ -184,7 +182,7 @@ impl DbHandle {
                 busy.as_millis()
             )));
         }
-        let ready = tokio::time::timeout(stall, self.writer.send(CheckReady {}))
+        let ready = tokio::time::timeout(stall, self.writer.actor.send(CheckReady {}))
             .await
             .map_err(|_| {
                 DbError::Internal(format!(
@@ -205,11 +203,16 @@ impl DbHandle {
         self.searchers.close();
         self.readers.close();
         if let Some(last) = self.rpc_logs.take() {
-            if let Err(error) = self.writer.send(last).await {
+            if let Err(error) = self.writer.actor.send(last).await {
                 tracing::warn!(%error, "the last RPC audit rows were not written");
             }
         }
-        let truncated = self.writer.send(TruncateWal).await.map_err(unavailable);
+        let truncated = self
+            .writer
+            .actor
+            .send(TruncateWal)
+            .await
+            .map_err(unavailable);
         match truncated.and_then(|truncated| truncated) {
             Ok(true) => {}
             Ok(false) => tracing::warn!("a reader kept the database log from being truncated"),
@@ -218,7 +221,6 @@ impl DbHandle {
     }
 }
 
-/// The writer's mailbox is gone: the server is stopping.
 /// How long an RPC audit row waits for others to share its transaction.
 const RPC_LOG_DELAY: Duration = Duration::from_millis(50);
 
@@ -275,10 +277,6 @@ impl RpcLogBatch {
             self.writer.do_send(batch);
         }
     }
-}
-
-fn unavailable(error: actix::MailboxError) -> DbError {
-    DbError::Internal(format!("database unavailable: {error}"))
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ pub(crate) struct WorkCounters {
     /// By [`StatementsOn::index`].
     statements: [AtomicU64; 3],
     units: AtomicU64,
+    transactions: AtomicU64,
     reads: AtomicU64,
     frames: AtomicU64,
     frame_bytes: AtomicU64,
@@ -67,8 +68,11 @@ pub(crate) struct WorkCount {
     /// SQL statements sent, by [`StatementsOn`]: transaction control (`BEGIN`, `COMMIT`)
     /// included.
     pub statements: [u64; 3],
-    /// Units of work the writer ran, each one transaction.
+    /// Units of work the writer ran.
     pub units: u64,
+    /// The writer's transactions: one per unit, or fewer when units queued together shared
+    /// one (`db::actor::group`).
+    pub transactions: u64,
     /// Reads beside the writer, each one read transaction.
     pub reads: u64,
     /// JSON-RPC text frames handed to client connections to send.
@@ -95,6 +99,11 @@ impl WorkCounters {
         self.units.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The writer begins a transaction.
+    pub(crate) fn transaction(&self) {
+        self.transactions.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A read runs beside the writer.
     pub(crate) fn read(&self) {
         self.reads.fetch_add(1, Ordering::Relaxed);
@@ -113,6 +122,7 @@ impl WorkCounters {
         WorkCount {
             statements: self.statements.each_ref().map(load),
             units: load(&self.units),
+            transactions: load(&self.transactions),
             reads: load(&self.reads),
             frames: load(&self.frames),
             frame_bytes: load(&self.frame_bytes),
@@ -138,9 +148,15 @@ impl WorkCounters {
         out.family(
             "rummy_store_units_total",
             "counter",
-            "Units of work the writer ran, one transaction each.",
+            "Units of work the writer ran.",
         );
         out.sample("rummy_store_units_total", "", count.units);
+        out.family(
+            "rummy_store_transactions_total",
+            "counter",
+            "Transactions the writer ran: units queued together share one.",
+        );
+        out.sample("rummy_store_transactions_total", "", count.transactions);
         out.family(
             "rummy_store_reads_total",
             "counter",
@@ -176,6 +192,7 @@ mod tests {
         work.statement(StatementsOn::Writer);
         work.statement(StatementsOn::Bus);
         work.unit();
+        work.transaction();
         work.read();
         work.frame(10);
         work.frame(5);
@@ -192,6 +209,7 @@ mod tests {
             "rummy_sql_statements_total{connection=\"reader\"} 0",
             "rummy_sql_statements_total{connection=\"bus\"} 1",
             "rummy_store_units_total 1",
+            "rummy_store_transactions_total 1",
             "rummy_store_reads_total 1",
             "rummy_frames_sent_total 2",
             "rummy_frame_bytes_sent_total 15",

@@ -2,8 +2,9 @@
 //! was handed to the writer is written ([`DbHandle::settle_writes`]), and work on the writer's
 //! connection that is not counted ([`DbHandle::uncounted`]).
 
-use super::{unavailable, DbHandle};
+use super::DbHandle;
 use crate::db::actor::probe::Uncounted;
+use crate::db::writer::unavailable;
 use crate::db::{Conn, DbError};
 
 impl DbHandle {
@@ -12,7 +13,7 @@ impl DbHandle {
     /// first in, first out): afterwards nothing handed to the writer is still to be written.
     pub(crate) async fn settle_writes(&self) -> Result<(), DbError> {
         if let Some(batch) = self.rpc_logs.take() {
-            self.writer.send(batch).await.map_err(unavailable)??;
+            self.writer.actor.send(batch).await.map_err(unavailable)??;
         }
         self.uncounted(|_| Ok(())).await
     }
@@ -24,6 +25,7 @@ impl DbHandle {
         T: Send + 'static,
     {
         self.writer
+            .actor
             .send(Uncounted::new(work))
             .await
             .map_err(unavailable)?
