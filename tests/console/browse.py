@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | readable | live | proxy | changes | story | inbox | first-run | mcp
+Usage: browse.py team | readable | live | proxy | changes | story | inbox | first-run | mcp | oidc
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -19,7 +19,8 @@ the test and this script synchronise on); for `inbox` MO (a member of `web`, one
 waits for approval); for `first-run` TOKEN (the shared token), FAKE_URL (the scripted
 model's URL), KEY (the API key to give it), FOLDER (the one folder under the projects
 directory) and ANSWER (the model's answer to the first question, written slowly); for `mcp` ADA (an admin's token) and MCP_SCRIPT (the test MCP server's
-script) and MCP_LOG (the file it logs to, the env value the page must not show). Exits 0 when every check held; otherwise the first that did not is the error.
+script) and MCP_LOG (the file it logs to, the env value the page must not show); for `oidc`
+see oidc_sign_in.py. Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -1281,6 +1282,10 @@ def main(scenario):
             first_run(browser, seen)
         elif scenario == "mcp":
             mcp_servers(browser, seen)
+        elif scenario == "oidc":
+            from oidc_sign_in import oidc_sign_in
+
+            oidc_sign_in(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()
