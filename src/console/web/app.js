@@ -48,8 +48,9 @@ function signInView(message) {
   const error = el('p', { class: 'error', role: 'alert' }, message ?? '');
   const form = el('form', { class: 'form', id: 'sign-in' },
     el('h1', {}, 'Sign in'),
-    provider ? el('p', { class: 'actions' },
-      el('a', { class: 'button primary', href: provider.start }, `Sign in with ${provider.name}`)) : null,
+    provider ? el('div', { class: 'actions' },
+      el('button', { type: 'button', class: 'primary', onclick: () => window.location.assign(provider.start) },
+        `Sign in with ${provider.name}`)) : null,
     el('label', { for: 'token' }, provider ? 'Or your token' : 'Your token'), token,
     el('p', { class: 'muted' }, 'The token of the users file, or the server\'s shared token.'),
     el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary' }, 'Sign in')),
