@@ -7,9 +7,14 @@
 //! looked up again on every call ([`Access::grant`]), so a reload of the users file (SIGHUP,
 //! or a change of the file, see [`watch`]) applies at once to connections already open, and a
 //! person removed from the file can do nothing more.
+//!
+//! People may also come from an OpenID Connect provider (`console::oidc`, [`signed_in`]):
+//! they act as [`Caller::Person`] too, and their grant is looked up the same way, the users
+//! file first (an admin can pin a role there), then the groups the provider last gave them.
 
 mod edit;
 mod people;
+mod signed_in;
 mod watch;
 
 use std::fmt;
@@ -20,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 use subtle::ConstantTimeEq;
 
-use crate::config::ServerSettings;
+use crate::config::{GroupGrant, ServerSettings};
 use crate::tokens::{TokenRefusal, TokenUse};
 use crate::usage::Limits;
 
@@ -133,14 +138,30 @@ struct Inner {
     shared_token: Option<String>,
     users_file: Option<PathBuf>,
     people: RwLock<Arc<People>>,
+    /// Sign-in through an identity provider is configured: the server has people even
+    /// without a token or a users file.
+    provider: bool,
+    /// The people who signed in through the provider.
+    signed_in: signed_in::SignedIn,
     /// Held by a change of the users file from start to finish, so changes follow one
     /// another.
     editing: Mutex<()>,
 }
 
 impl Access {
-    /// The server's access rules, reading the users file when one is configured (blocking).
+    /// The server's access rules, reading the users file when one is configured (blocking),
+    /// without an identity provider.
+    #[cfg(test)]
     pub(crate) fn load(server: &ServerSettings) -> Result<Access, AccessError> {
+        Access::load_with(server, None)
+    }
+
+    /// [`Access::load`], with people signing in through an identity provider when `groups`
+    /// (what its groups grant) is given.
+    pub(crate) fn load_with(
+        server: &ServerSettings,
+        groups: Option<&[GroupGrant]>,
+    ) -> Result<Access, AccessError> {
         let people = match &server.users_file {
             Some(path) => read_people(path)?,
             None => People::default(),
@@ -153,16 +174,27 @@ impl Access {
                     .map(|token| token.expose().to_owned()),
                 users_file: server.users_file.clone(),
                 people: RwLock::new(Arc::new(people)),
+                provider: groups.is_some(),
+                signed_in: signed_in::SignedIn::new(signed_in::GroupMap::new(
+                    groups.unwrap_or_default(),
+                )),
                 editing: Mutex::new(()),
             }),
         })
     }
 
+    /// Whether everyone is the operator: no shared token, no users file, no identity
+    /// provider (one person's laptop).
+    fn open(&self) -> bool {
+        let inner = &self.inner;
+        inner.shared_token.is_none() && inner.users_file.is_none() && !inner.provider
+    }
+
     /// Who presents `token`; `None` when it opens nothing. A server with neither a shared
-    /// token nor a users file lets everyone in as the operator.
+    /// token nor a users file nor an identity provider lets everyone in as the operator.
     pub(crate) fn authenticate(&self, token: Option<&str>) -> Option<Caller> {
         let inner = &self.inner;
-        if inner.shared_token.is_none() && inner.users_file.is_none() {
+        if self.open() {
             return Some(Caller::Operator);
         }
         let token = token?;
@@ -181,7 +213,7 @@ impl Access {
     /// (changed in the users file, another shared token).
     pub(crate) fn resume(&self, person: Option<&str>, token_hash: &[u8; 32]) -> Option<Caller> {
         let inner = &self.inner;
-        if inner.shared_token.is_none() && inner.users_file.is_none() {
+        if self.open() {
             return Some(Caller::Operator);
         }
         match person {
@@ -197,8 +229,25 @@ impl Access {
         }
     }
 
-    /// What `caller` may do now, by the people as last read (through a token, within its
-    /// scope).
+    /// Who the person called `name`, whom the identity provider last gave `groups`
+    /// (`None`: the store no longer knows them), acts as now: the users file's person of
+    /// that name, else the person their groups make them; `None` when neither.
+    pub(crate) fn signed_in(&self, name: &str, groups: Option<&[String]>) -> Option<Caller> {
+        if !self.inner.provider {
+            return None;
+        }
+        let person = self.people().named(name).or_else(|| match groups {
+            Some(groups) => self.inner.signed_in.refresh(name, groups),
+            None => {
+                self.inner.signed_in.forget(name);
+                None
+            }
+        })?;
+        Some(Caller::Person(person.name.clone()))
+    }
+
+    /// What `caller` may do now, by the people as last read (the users file's, then those
+    /// who signed in through the identity provider; through a token, within its scope).
     pub(crate) fn grant(&self, caller: &Caller) -> Result<Grant, AccessError> {
         let (name, token) = match caller {
             Caller::Operator => {
@@ -213,6 +262,7 @@ impl Access {
         let person = self
             .people()
             .named(name)
+            .or_else(|| self.inner.signed_in.named(name))
             .ok_or_else(|| AccessError::Gone { who: name.clone() })?;
         Ok(Grant {
             person: Some(person),
@@ -563,6 +613,54 @@ mod tests {
         text.push('#');
         std::fs::write(&big, &text).unwrap();
         assert!(Access::load(&server).is_err(), "one byte past it is not");
+    }
+
+    #[test]
+    fn people_from_the_provider_are_granted_by_their_groups_on_every_call() {
+        let text = people::users_file(&[("ada", "a", "admin", r#"["*"]"#)]);
+        let (server, _dir) = server(None, Some(&text));
+        let groups = [crate::config::GroupGrant {
+            group: "devs".into(),
+            role: Role::Member,
+            projects: vec!["web".into()],
+        }];
+        let access = Access::load_with(&server, Some(&groups)).unwrap();
+        let devs = ["devs".to_owned()];
+        let mo = access.signed_in("mo", Some(&devs)).unwrap();
+        assert_eq!(mo, Caller::Person("mo".into()));
+        let grant = access.grant(&mo).unwrap();
+        assert_eq!(grant.role(), Role::Member);
+        assert!(grant.open("web").is_ok() && grant.open("ops").is_err());
+        assert_eq!(
+            access.signed_in("ada", Some(&[])),
+            Some(Caller::Person("ada".into())),
+            "the users file's person of that name, whatever the groups"
+        );
+        assert!(access
+            .signed_in("mo", Some(&["other".to_owned()]))
+            .is_none());
+        assert_eq!(
+            access.grant(&mo).unwrap_err().to_string(),
+            "mo is no longer a user of this server.",
+            "without a mapped group, at once"
+        );
+        access.signed_in("mo", Some(&devs)).unwrap();
+        assert!(access.signed_in("mo", None).is_none());
+        assert!(access.grant(&mo).is_err(), "forgotten by the store");
+        let plain = Access::load(&server).unwrap();
+        assert_eq!(
+            plain.signed_in("mo", Some(&devs)),
+            None,
+            "no provider, no one"
+        );
+    }
+
+    #[test]
+    fn a_provider_closes_a_server_without_tokens() {
+        let (server, _dir) = server(None, None);
+        let access = Access::load_with(&server, Some(&[])).unwrap();
+        assert_eq!(access.authenticate(None), None);
+        assert_eq!(access.authenticate(Some("x")), None);
     }
 
     #[test]

@@ -211,7 +211,13 @@ pub async fn start_with(
         tracing::warn!(plugin = name, "RUMMY_PLUGINS_DISABLED names no plugin");
     }
     let server_settings = settings.server.clone();
-    let access = web::block(move || Access::load(&server_settings)).await??;
+    let groups = settings
+        .oidc
+        .client
+        .is_some()
+        .then(|| settings.oidc.groups.clone());
+    let access =
+        web::block(move || Access::load_with(&server_settings, groups.as_deref())).await??;
     let key_settings = (settings.secrets.clone(), settings.storage.home.clone());
     let keyring = web::block(move || Keyring::load(&key_settings.0, &key_settings.1))
         .await?
@@ -238,6 +244,7 @@ pub async fn start_with(
         actix_web::rt::spawn(crate::access::watch(access.clone(), move || paused.poke()));
     }
     let state = ServerState::new(agent, access);
+    crate::console::oidc::recall(&state).await?;
     let (server, addr) = crate::http::server(state.clone())?;
     let handle = server.handle();
     let done = actix_web::rt::spawn(server);

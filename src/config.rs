@@ -4,6 +4,10 @@
 //! `$RUMMY_HOME/.env` < the process environment. Environment variables keep the reference
 //! server's names (`PORT`, `RUMMY_HOME`, ...), mapped onto keys by [`ENV_KEYS`].
 
+mod oidc;
+
+pub use oidc::{GroupGrant, OidcClient, OidcSettings};
+
 use crate::project::canonical_dirs;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -176,6 +180,14 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_LOG_FORMAT", "log.format"),
     ("RUMMY_OTLP_ENDPOINT", "log.otlp_endpoint"),
     ("RUMMY_OTLP_SERVICE_NAME", "log.otlp_service_name"),
+    ("RUMMY_OIDC_ISSUER", "oidc.issuer"),
+    ("RUMMY_OIDC_CLIENT_ID", "oidc.client_id"),
+    ("RUMMY_OIDC_CLIENT_SECRET", "oidc.client_secret"),
+    ("RUMMY_OIDC_CLIENT_SECRET_FILE", "oidc.client_secret_file"),
+    ("RUMMY_OIDC_REDIRECT_URL", "oidc.redirect_url"),
+    ("RUMMY_OIDC_PROVIDER_NAME", "oidc.provider_name"),
+    ("RUMMY_OIDC_NAME_CLAIM", "oidc.name_claim"),
+    ("RUMMY_OIDC_GROUPS_CLAIM", "oidc.groups_claim"),
 ];
 
 /// Prefix of the variables that seed the model catalogue: `RUMMY_MODEL_<alias>=<actual>`.
@@ -255,6 +267,9 @@ pub struct Settings {
     /// The server key secrets at rest are sealed under.
     #[serde(default)]
     pub secrets: SecretSettings,
+    /// Console sign-in through an OpenID Connect provider (off while its issuer is empty).
+    #[serde(default)]
+    pub oidc: OidcSettings,
     /// Models seeded into the catalogue at start, by alias.
     #[serde(default)]
     pub models: BTreeMap<String, ModelSeed>,
@@ -873,6 +888,9 @@ impl Settings {
         settings.plugins.processes = plugin_processes_from_env(&merged);
         price_models_from_env(&mut settings.models, &merged)?;
         settings.validate()?;
+        settings.oidc.client = settings
+            .oidc
+            .checked_client(&settings.server, &settings.storage.home)?;
         Ok(settings)
     }
 

@@ -8,6 +8,8 @@
 //! that runs only the console's own scripts (no inline script, no other origin, no frames).
 
 mod assets;
+mod audit;
+pub(crate) mod oidc;
 mod session;
 
 use actix_web::http::header;
@@ -30,6 +32,7 @@ pub(crate) const SECURITY_HEADERS: [(&str, &str); 4] = [
 
 /// Routes the console under `base`: `base` itself redirects to `base/`, which is the page;
 /// `base/session` signs in (POST), says who is signed in (GET) and signs out (DELETE);
+/// `base/oidc/start` and `base/oidc/callback` sign in through an identity provider;
 /// anything else is one of the embedded files, or 404.
 pub(crate) fn configure(config: &mut web::ServiceConfig, base: &str) {
     let mut headers = DefaultHeaders::new();
@@ -57,6 +60,8 @@ pub(crate) fn configure(config: &mut web::ServiceConfig, base: &str) {
             .route("/session", web::post().to(session::sign_in))
             .route("/session", web::get().to(session::who))
             .route("/session", web::delete().to(session::sign_out))
+            .route("/oidc/start", web::get().to(oidc::start))
+            .route("/oidc/callback", web::get().to(oidc::callback))
             .route("/", web::get().to(assets::index))
             .route("/{file}", web::get().to(assets::file))
             .default_service(web::to(|| async { HttpResponse::NotFound().finish() })),

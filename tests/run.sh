@@ -9,7 +9,8 @@
 # chromium; a venv in tests/console/.venv with tests/console/requirements.txt; `...
 # console_browser:: -- --ignored`, the part through nginx only when nginx is there), rummy behind the real nginx (`cargo test --locked --test it proxy:: --
 # --ignored`), `rummy acp` driven by the ACP TypeScript SDK (`... acp::ts:: -- --ignored`), the
-# Node.js example plugin (`... plugin_processes::node:: -- --ignored`) and
+# Node.js example plugin (`... plugin_processes::node:: -- --ignored`), console sign-in through
+# OpenID Connect providers on loopback (`npm ci` in tests/oidc; `... oidc:: -- --ignored`) and
 # by the ACP Python SDK (`... acp::py:: -- --ignored`), the OpenTelemetry export to an OTLP receiver in tests/otel/.venv (`... otlp:: -- --ignored`), the shared-run story with the console
 # (`... acp::console_story:: -- --ignored`, with both SDKs and chromium) and the end-to-end tests against the
 # LLM (`... e2e:: -- --ignored`); all of them are
@@ -66,6 +67,8 @@ OTLP_CONSEQUENCE="The test of the OpenTelemetry export against a real OTLP recei
 PYTHON_SDK_CONSEQUENCE="The tests of rummy acp with the ACP Python SDK (tests/it/acp.rs, acp::py::) and the three-client story (acp::three_clients::, acp::console_story::) will NOT run."
 container_problem=""
 CONTAINER_CONSEQUENCE="The test of the server as the image runs it, unprivileged on a read-only root (tests/it/container.rs), will NOT run."
+oidc_problem=""
+OIDC_CONSEQUENCE="The tests of console sign-in through an OpenID Connect provider (tests/it/oidc.rs, oidc::, and console_browser::oidc::) will NOT run."
 docs_problem=""
 DOCS_CONSEQUENCE="The book under docs/ will NOT be built, nor its links checked (tests/docs/book.sh)."
 POSTGRES_CONSEQUENCE="The integration suite will NOT run against PostgreSQL, nor the tests of PostgreSQL alone (tests/it/instances.rs ...)."
@@ -245,6 +248,19 @@ ensure_python_sdk() {
   fi
 }
 
+# The OpenID Connect providers on loopback of tests/oidc (panva's oidc-provider, jose) at the
+# versions tests/oidc/package-lock.json pins, from npm's cache once fetched.
+ensure_oidc_provider() {
+  if [ -n "$node_problem" ]; then
+    oidc_problem="node and npm are missing: see above."
+    return 1
+  fi
+  if ! (cd tests/oidc && npm ci --no-audit --no-fund --prefer-offline >&2); then
+    oidc_problem="npm ci in tests/oidc failed (no network?): see the messages above."
+    return 1
+  fi
+}
+
 # python3 with venv, then a venv in tests/otel/.venv holding OpenTelemetry's protobuf messages
 # for the OTLP receiver of tests/otel/receiver.py, at the versions tests/otel/requirements.txt pins.
 ensure_otlp_receiver() {
@@ -325,6 +341,9 @@ fi
 if ! ensure_node; then
   shout "$node_problem" "$NODE_CONSEQUENCE"
 fi
+if ! ensure_oidc_provider; then
+  shout "$oidc_problem" "$OIDC_CONSEQUENCE"
+fi
 if ! ensure_python_sdk; then
   shout "$python_sdk_problem" "$PYTHON_SDK_CONSEQUENCE"
 fi
@@ -358,6 +377,11 @@ if [ -z "$node_problem" ]; then
   node_plugin_status=$?
   [ "$status" = 0 ] && status=$node_plugin_status
 fi
+if [ -z "$oidc_problem" ]; then
+  cargo test --locked --test it oidc:: -- --ignored --skip console_browser::
+  oidc_status=$?
+  [ "$status" = 0 ] && status=$oidc_status
+fi
 if [ -z "$otlp_problem" ]; then
   cargo test --locked --test it otlp:: -- --ignored
   otlp_status=$?
@@ -384,6 +408,7 @@ if [ -z "$console_problem" ]; then
   # The console through the shipped nginx config needs nginx too (shouted above).
   skip_proxy=()
   [ -n "$nginx_problem" ] && skip_proxy=(--skip console_browser::the_console_works_through_the_shipped_nginx_config)
+  [ -n "$oidc_problem" ] && skip_proxy+=(--skip console_browser::oidc::)
   cargo test --locked --test it console_browser:: -- --ignored "${skip_proxy[@]}"
   console_status=$?
   [ "$status" = 0 ] && status=$console_status
@@ -399,7 +424,9 @@ fi
 stop_llm
 if start_postgres; then
   echo "running the integration suite and the tests of PostgreSQL alone against PostgreSQL" >&2
-  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp:: --skip container:: --skip console_browser:: --skip plugin_processes::node::
+  skip_oidc=()
+  [ -n "$oidc_problem" ] && skip_oidc=(--skip oidc::)
+  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp:: --skip container:: --skip console_browser:: --skip plugin_processes::node:: "${skip_oidc[@]}"
   pg_status=$?
   [ "$status" = 0 ] && status=$pg_status
   cargo test --locked --lib -- --include-ignored
@@ -430,6 +457,7 @@ missing "$container_problem" "$CONTAINER_CONSEQUENCE"
 missing "$node_problem" "$NODE_CONSEQUENCE"
 missing "$python_sdk_problem" "$PYTHON_SDK_CONSEQUENCE"
 missing "$otlp_problem" "$OTLP_CONSEQUENCE"
+missing "$oidc_problem" "$OIDC_CONSEQUENCE"
 missing "$console_problem" "$CONSOLE_CONSEQUENCE"
 missing "$llm_problem" "$LLM_CONSEQUENCE"
 missing "$postgres_problem" "$POSTGRES_CONSEQUENCE"

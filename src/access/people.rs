@@ -28,7 +28,9 @@ pub(crate) struct Person {
     /// Shown in `getRun`, `run/state` and the logs: letters, digits and `._@-`.
     pub name: Arc<str>,
     pub role: Role,
-    token_hash: [u8; 32],
+    /// The SHA-256 of their token; `None` for someone who signed in through the identity
+    /// provider (`signed_in`), who has no token of the users file.
+    token_hash: Option<[u8; 32]>,
     projects: ProjectPatterns,
     /// What the runs this person starts may spend together.
     pub caps: Limits,
@@ -38,6 +40,17 @@ impl Person {
     /// Whether this person may open the project called `name`.
     pub(crate) fn may_open(&self, name: &str) -> bool {
         self.projects.matches(name)
+    }
+
+    /// Someone who signed in through the identity provider: no token, no caps of their own.
+    pub(crate) fn signed_in(name: Arc<str>, role: Role, projects: ProjectPatterns) -> Person {
+        Person {
+            name,
+            role,
+            token_hash: None,
+            projects,
+            caps: Limits::default(),
+        }
     }
 
     /// The project patterns as the file gives them.
@@ -116,7 +129,7 @@ impl People {
             people.push(Arc::new(Person {
                 name: entry.name.into(),
                 role: entry.role,
-                token_hash,
+                token_hash: Some(token_hash),
                 projects,
                 caps,
             }));
@@ -136,14 +149,13 @@ impl People {
         let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         self.people
             .iter()
-            .find(|person| bool::from(person.token_hash.ct_eq(&hash)))
+            .find(|person| holds(person, &hash))
             .cloned()
     }
 
     /// The person called `name`, when the SHA-256 of their token is `hash`.
     pub(crate) fn named_holding(&self, name: &str, hash: &[u8; 32]) -> Option<Arc<Person>> {
-        self.named(name)
-            .filter(|person| bool::from(person.token_hash.ct_eq(hash)))
+        self.named(name).filter(|person| holds(person, hash))
     }
 
     /// The person called `name`.
@@ -162,6 +174,13 @@ impl People {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<Person>> {
         self.people.iter()
     }
+}
+
+/// Whether `person`'s token is the one whose SHA-256 is `hash`.
+fn holds(person: &Person, hash: &[u8; 32]) -> bool {
+    person
+        .token_hash
+        .is_some_and(|token_hash| bool::from(token_hash.ct_eq(hash)))
 }
 
 /// What is wrong with a users file that does not read: in a person's table, that person (by

@@ -16,6 +16,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::audit::{self, Via};
 use crate::access::{hash_token, Caller};
 use crate::db::queries::console_sessions::{self, ConsoleSession};
 use crate::db::DbError;
@@ -35,7 +36,7 @@ pub(super) struct SignIn {
 }
 
 /// The cookie carrying `value`, living `max_age` seconds, as the request asks.
-fn cookie(
+pub(super) fn cookie(
     request: &HttpRequest,
     state: &ServerState,
     value: String,
@@ -68,7 +69,7 @@ pub(super) fn body_config() -> web::JsonConfig {
     })
 }
 
-fn refused(status: actix_web::http::StatusCode, message: &str) -> HttpResponse {
+pub(super) fn refused(status: actix_web::http::StatusCode, message: &str) -> HttpResponse {
     HttpResponse::build(status).json(json!({ "error": message }))
 }
 
@@ -79,7 +80,7 @@ fn cross_origin() -> HttpResponse {
     )
 }
 
-fn store_failed(error: &DbError) -> HttpResponse {
+pub(super) fn store_failed(error: &DbError) -> HttpResponse {
     tracing::warn!(%error, "console session store failed");
     refused(
         actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -103,11 +104,11 @@ pub(super) async fn sign_in(
     if !same_origin(request.head(), &server.allowed_origins) {
         return cross_origin();
     }
+    let from = audit::from(&request, &state);
     let Some(caller) = state.access.authenticate(Some(&body.token)) else {
-        return refused(
-            actix_web::http::StatusCode::UNAUTHORIZED,
-            "that token opens nothing on this server",
-        );
+        let reason = "that token opens nothing on this server";
+        audit::refused(&state, None, Via::Token, from, reason.to_owned()).await;
+        return refused(actix_web::http::StatusCode::UNAUTHORIZED, reason);
     };
     let Some(identity) = identity(&state, &caller) else {
         return refused(
@@ -115,34 +116,57 @@ pub(super) async fn sign_in(
             "no longer a user",
         );
     };
+    let person = caller.person().map(str::to_owned);
+    match open(&state, person, hash_token(&body.token), Via::Token, from).await {
+        Ok((id, lifetime)) => HttpResponse::Ok()
+            .cookie(cookie(&request, &state, id, lifetime))
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .json(identity),
+        Err(response) => response,
+    }
+}
+
+/// A new session acting for `person` (`None`: the operator), signed in `via` a token (its
+/// SHA-256 `token_hash`) or the identity provider (`token_hash` empty), stored with its
+/// audit in one unit of work: the cookie's value and lifetime in seconds, or the answer
+/// that says why not.
+pub(super) async fn open(
+    state: &ServerState,
+    person: Option<String>,
+    token_hash: String,
+    via: Via,
+    from: String,
+) -> Result<(String, i64), HttpResponse> {
+    let server = &state.agent.settings.server;
     let Ok(id) = random_hex(ID_BYTES) else {
-        return refused(
+        return Err(refused(
             actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
             "no randomness for a session id",
-        );
+        ));
     };
     let lifetime =
         i64::try_from(server.console_session_hours.saturating_mul(3600)).unwrap_or(i64::MAX / 2);
     let now = now();
     let session = ConsoleSession {
-        person: caller.person().map(str::to_owned),
-        token_hash: hash_token(&body.token),
+        person,
+        token_hash,
+        oidc: matches!(via, Via::Oidc),
         expires_at: now.saturating_add(lifetime),
     };
     let id_hash = hash_token(&id);
+    tracing::info!(person = session.person.as_deref(), ?via, "console sign-in");
     let stored = state
         .agent
         .db
-        .call(move |conn| console_sessions::create(conn, &id_hash, &session, now))
+        .call(move |conn| {
+            console_sessions::create(conn, &id_hash, &session, now)?;
+            audit::signed_in(conn, session.person.as_deref(), via, &from)
+        })
         .await;
     if let Err(error) = stored {
-        return store_failed(&error);
+        return Err(store_failed(&error));
     }
-    tracing::info!(person = caller.person(), "console sign-in");
-    HttpResponse::Ok()
-        .cookie(cookie(&request, &state, id, lifetime))
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .json(identity)
+    Ok((id, lifetime))
 }
 
 /// `GET <path>/session`: who the cookie signs in, or 401.
@@ -158,7 +182,10 @@ pub(super) async fn who(request: HttpRequest, state: web::Data<ServerState>) -> 
         Some(identity) => HttpResponse::Ok()
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .json(identity),
-        None => refused(actix_web::http::StatusCode::UNAUTHORIZED, "not signed in"),
+        None => HttpResponse::Unauthorized().json(json!({
+            "error": "not signed in",
+            "provider": super::oidc::offer(&state),
+        })),
     }
 }
 

@@ -23,6 +23,7 @@ pub(crate) mod loop_places;
 pub(crate) mod loops;
 pub(crate) mod memory;
 pub(crate) mod models;
+pub(crate) mod oidc;
 pub(crate) mod paused_loops;
 pub(crate) mod personal_tokens;
 pub(crate) mod presence;

@@ -9,7 +9,7 @@ use actix_web::cookie::Cookie;
 use actix_web::http::header;
 
 use crate::access::{decode_hash, hash_token, Caller};
-use crate::db::queries::console_sessions;
+use crate::db::queries::{console_sessions, oidc};
 use crate::db::DbError;
 use crate::ws::gate::Refusal;
 use crate::ws::state::ServerState;
@@ -66,7 +66,8 @@ pub(crate) fn session_id(head: &RequestHead) -> Option<String> {
 }
 
 /// Who the session `id` acts for now; `None` when it is unknown, expired, signed out, or
-/// its token no longer opens the server.
+/// its token no longer opens the server (for a sign-in through the identity provider: its
+/// person is no longer known, `console::oidc::resume`).
 pub(crate) async fn resume(state: &ServerState, id: &str) -> Result<Option<Caller>, DbError> {
     resume_hashed(state, hash_token(id)).await
 }
@@ -80,9 +81,21 @@ pub(crate) async fn resume_hashed(
     let stored = state
         .agent
         .db
-        .read(move |conn| console_sessions::find(conn, &id_hash, now))
+        .read(move |conn| {
+            let Some(session) = console_sessions::find(conn, &id_hash, now)? else {
+                return Ok(None);
+            };
+            let signed_in = match (&session.person, session.oidc) {
+                (Some(name), true) => oidc::person(conn, name)?,
+                _ => None,
+            };
+            Ok(Some((session, signed_in)))
+        })
         .await?;
-    Ok(stored.and_then(|session| {
+    Ok(stored.and_then(|(session, signed_in)| {
+        if session.oidc {
+            return crate::console::oidc::resume(&state.access, session.person?, signed_in);
+        }
         let token_hash = decode_hash(&session.token_hash)?;
         state.access.resume(session.person.as_deref(), &token_hash)
     }))

@@ -2,7 +2,7 @@
 starts rummy with the scripted model, makes the runs below and runs this).
 
 Usage: browse.py team | readable | live | proxy | changes | story | inbox | first-run | mcp |
-tokens
+tokens | oidc
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -22,7 +22,7 @@ model's URL), KEY (the API key to give it), FOLDER (the one folder under the pro
 directory) and ANSWER (the model's answer to the first question, written slowly); for `mcp` ADA (an admin's token) and MCP_SCRIPT (the test MCP server's
 script) and MCP_LOG (the file it logs to, the env value the page must not show); for `tokens` MO
 and ADA (a member's and an admin's token) and TOKENS_OUT (a file this writes the tokens it
-minted to, as JSON, for the test to try). Exits 0 when every check held; otherwise the first that did not is the error.
+minted to, as JSON, for the test to try); for `oidc` see oidc_sign_in.py. Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -1343,6 +1343,10 @@ def main(scenario):
             mcp_servers(browser, seen)
         elif scenario == "tokens":
             personal_tokens(browser, seen)
+        elif scenario == "oidc":
+            from oidc_sign_in import oidc_sign_in
+
+            oidc_sign_in(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()

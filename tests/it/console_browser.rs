@@ -38,6 +38,7 @@
 
 mod admin_mcp;
 mod first_run;
+mod oidc;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -43,6 +43,7 @@ mod mcp;
 mod memory;
 mod methods;
 mod metrics;
+mod oidc;
 mod one_file_gathering_tool;
 mod one_file_plugin;
 mod one_file_tool;

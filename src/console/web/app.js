@@ -25,9 +25,15 @@ const ctx = { rpc: null, me: null, canChange: false, bound: null };
 let leave = () => {};
 let shown = 0;
 
+// The identity provider the sign-in page offers (`{name, start}`), when the server has one.
+let provider = null;
+
 async function session() {
   const response = await fetch('session', { headers: { accept: 'application/json' } });
-  if (response.status === 401) return null;
+  if (response.status === 401) {
+    provider = (await response.json().catch(() => ({}))).provider ?? null;
+    return null;
+  }
   if (!response.ok) throw new Error(`the server answered ${response.status}`);
   return response.json();
 }
@@ -43,7 +49,10 @@ function signInView(message) {
   const error = el('p', { class: 'error', role: 'alert' }, message ?? '');
   const form = el('form', { class: 'form', id: 'sign-in' },
     el('h1', {}, 'Sign in'),
-    el('label', { for: 'token' }, 'Your token'), token,
+    provider ? el('div', { class: 'actions' },
+      el('button', { type: 'button', class: 'primary', onclick: () => window.location.assign(provider.start) },
+        `Sign in with ${provider.name}`)) : null,
+    el('label', { for: 'token' }, provider ? 'Or your token' : 'Your token'), token,
     el('p', { class: 'muted' }, 'The token of the users file, or the server\'s shared token.'),
     el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary' }, 'Sign in')),
     error);
@@ -110,6 +119,7 @@ async function signOut() {
   await fetch('session', { method: 'DELETE' });
   ctx.rpc?.close();
   ctx.rpc = null;
+  await session().catch(() => null);
   signInView('Signed out.');
 }
 

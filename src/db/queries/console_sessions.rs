@@ -1,7 +1,7 @@
 //! The web console's sign-ins (`console`): each row keyed by the SHA-256 of its session id.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable, Text};
+use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 
 use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
@@ -12,9 +12,13 @@ pub(crate) struct ConsoleSession {
     /// Whom it acts for; `None`: the operator.
     #[diesel(sql_type = Nullable<Text>)]
     pub person: Option<String>,
-    /// The SHA-256 (hex) of the token signed in with.
+    /// The SHA-256 (hex) of the token signed in with; '' for a sign-in through the identity
+    /// provider.
     #[diesel(sql_type = Text)]
     pub token_hash: String,
+    /// Signed in through the identity provider (`console::oidc`), not with a token.
+    #[diesel(sql_type = Bool)]
+    pub oidc: bool,
     /// Unix seconds after which it opens nothing.
     #[diesel(sql_type = BigInt)]
     pub expires_at: i64,
@@ -31,12 +35,13 @@ pub(crate) fn create(
         .bind::<BigInt, _>(now)
         .execute(conn)?;
     statement(
-        "INSERT INTO console_sessions (id_hash, person, token_hash, expires_at)
-         VALUES (?, ?, ?, ?)",
+        "INSERT INTO console_sessions (id_hash, person, token_hash, signed_in_with, expires_at)
+         VALUES (?, ?, ?, CASE WHEN ? THEN 'oidc' ELSE 'token' END, ?)",
     )
     .bind::<Text, _>(id_hash)
     .bind::<Nullable<Text>, _>(session.person.as_deref())
     .bind::<Text, _>(&session.token_hash)
+    .bind::<Bool, _>(session.oidc)
     .bind::<BigInt, _>(session.expires_at)
     .execute(conn)?;
     Ok(())
@@ -49,7 +54,8 @@ pub(crate) fn find(
     now: i64,
 ) -> Result<Option<ConsoleSession>, DbError> {
     Ok(statement(
-        "SELECT person, token_hash, expires_at FROM console_sessions
+        "SELECT person, token_hash, signed_in_with = 'oidc' AS oidc, expires_at
+         FROM console_sessions
          WHERE id_hash = ? AND expires_at > ?",
     )
     .bind::<Text, _>(id_hash)
@@ -78,6 +84,7 @@ mod tests {
         let session = ConsoleSession {
             person: Some("ana".into()),
             token_hash: "ab".repeat(32),
+            oidc: false,
             expires_at: 100,
         };
         create(&mut conn, "h1", &session, 10).unwrap();
