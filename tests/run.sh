@@ -370,7 +370,7 @@ if [ -z "$container_problem" ]; then
   [ "$status" = 0 ] && status=$container_status
 fi
 if [ -z "$node_problem" ]; then
-  cargo test --locked --test it acp::ts:: -- --ignored
+  cargo test --locked --test it -- --ignored acp::ts:: acp::personal_tokens::ts::
   acp_status=$?
   [ "$status" = 0 ] && status=$acp_status
   cargo test --locked --test it plugin_processes::node:: -- --ignored
@@ -388,7 +388,7 @@ if [ -z "$otlp_problem" ]; then
   [ "$status" = 0 ] && status=$otlp_status
 fi
 if [ -z "$python_sdk_problem" ]; then
-  cargo test --locked --test it acp::py:: -- --ignored
+  cargo test --locked --test it -- --ignored acp::py:: acp::personal_tokens::py::
   acp_status=$?
   [ "$status" = 0 ] && status=$acp_status
 fi
