@@ -24,7 +24,7 @@ pub struct Destination {
 /// Why a destination could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0:?} is not a destination (host, *.domain or either with :port)")]
-pub(crate) struct BadDestination(String);
+pub struct BadDestination(String);
 
 impl FromStr for Destination {
     type Err = BadDestination;
