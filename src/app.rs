@@ -18,6 +18,7 @@ use std::time::Duration;
 use actix::Actor;
 use actix_web::dev::ServerHandle;
 use actix_web::web;
+use anyhow::Context as _;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
@@ -62,6 +63,7 @@ use crate::project_actor::ProjectRegistry;
 use crate::rpc::handlers::held;
 use crate::sandbox::policy::ProjectChoice;
 use crate::sandbox::runner::ServerCommands;
+use crate::secrets::{Keyring, SecretStore};
 use crate::usage::Clock;
 use crate::web::{WebClient, WebOptions};
 use crate::webhooks::payload::ConsoleLinks;
@@ -210,11 +212,16 @@ pub async fn start_with(
     }
     let server_settings = settings.server.clone();
     let access = web::block(move || Access::load(&server_settings)).await??;
-    let (agent, arrived) = agent_context(&settings, plugins, mcp, &access)?;
+    let key_settings = (settings.secrets.clone(), settings.storage.home.clone());
+    let keyring = web::block(move || Keyring::load(&key_settings.0, &key_settings.1))
+        .await?
+        .context("loading the server key of secrets at rest")?;
+    let (agent, arrived) = agent_context(&settings, plugins, mcp, &access, keyring)?;
     actix_web::rt::spawn(take_from_the_bus(agent.clone(), arrived));
     register_schemes(&agent).await?;
     purge_expired(&agent).await?;
     seed_models(&agent).await?;
+    reseal_secrets(&agent).await?;
     first_run::apply_endpoints(&agent).await?;
     recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
     prepare_commands(&agent).await?;
@@ -255,6 +262,7 @@ fn agent_context(
     plugins: Plugins,
     mcp: McpServers,
     access: &Access,
+    keyring: Keyring,
 ) -> anyhow::Result<(AgentContext, UnboundedReceiver<BusMessage>)> {
     let metrics = Arc::new(Metrics::default());
     let hubs = HubRegistry::new(metrics.work());
@@ -279,8 +287,10 @@ fn agent_context(
     } else {
         LoopAdmission::new(&settings.agent)
     };
+    let keyring = Arc::new(keyring);
     let ledger = Ledger::new(
         db.clone(),
+        Arc::clone(&keyring),
         metrics.clone(),
         spending(settings, access, &hubs)?,
         TokenMath::new(settings.tokens.divisor),
@@ -290,6 +300,7 @@ fn agent_context(
     let inbox = Inbox::new(db.clone(), hubs.clone());
     let watching = inbox.clone();
     hubs.watch_frames(Box::new(move |project, frame| watching.saw(project, frame)));
+    let db_for_secrets = db.clone();
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         presence,
@@ -317,6 +328,7 @@ fn agent_context(
         may_accept: may_accept(access),
         webhooks,
         paused: Resumer::default(),
+        secrets: SecretStore::new(db_for_secrets, keyring),
     };
     Ok((agent, arrived))
 }
@@ -389,6 +401,24 @@ fn open_db(
             work: Arc::clone(work),
         },
     )
+}
+
+/// Seals again under the current server key every stored secret an old key sealed (the
+/// rotation's second half: docs/src/secrets.md).
+async fn reseal_secrets(agent: &AgentContext) -> anyhow::Result<()> {
+    let resealed = agent
+        .secrets
+        .reseal_all()
+        .await
+        .context("re-sealing stored secrets under the current server key")?;
+    if resealed > 0 {
+        tracing::info!(
+            secrets = resealed,
+            key.id = agent.secrets.keyring().current_id(),
+            "stored secrets re-sealed under the current server key"
+        );
+    }
+    Ok(())
 }
 
 /// Gets the server ready to run commands: when the default or any project runs them here,

@@ -51,6 +51,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
         "server.client_send_buffer_bytes",
     ),
     ("RUMMY_HOME", "storage.home"),
+    ("RUMMY_SECRETS_KEY", "secrets.key"),
+    ("RUMMY_SECRETS_KEY_FILE", "secrets.key_file"),
     ("RUMMY_DB_PATH", "storage.db_path"),
     ("RUMMY_DATABASE_URL", "storage.database_url"),
     ("RUMMY_LEASE_TTL_SECS", "storage.lease_ttl_secs"),
@@ -253,6 +255,9 @@ pub struct Settings {
     /// The server's and the projects' spend caps.
     #[serde(default)]
     pub caps: CapSettings,
+    /// The server key secrets at rest are sealed under.
+    #[serde(default)]
+    pub secrets: SecretSettings,
     /// Models seeded into the catalogue at start, by alias.
     #[serde(default)]
     pub models: BTreeMap<String, ModelSeed>,
@@ -348,6 +353,17 @@ pub struct StorageSettings {
     pub mmap_mb: u64,
     /// Days a finished run and its transcripts are kept (0 = forever).
     pub retention_days: u64,
+}
+
+/// Where the server key of secrets at rest comes from (`crate::secrets`): `key` when set,
+/// else the key file (empty: `$RUMMY_HOME/secrets.key`, made at first start). Either holds
+/// `id:hex` items, the current key first, then old keys still accepted for opening.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SecretSettings {
+    #[serde(default)]
+    pub key: Secret,
+    #[serde(default)]
+    pub key_file: String,
 }
 
 /// What the RPC audit log (`rpc_log`) keeps of each call, and for how long.

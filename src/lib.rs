@@ -33,6 +33,7 @@ mod project_actor;
 mod random;
 mod rpc;
 pub mod sandbox;
+mod secrets;
 mod slots;
 pub mod telemetry;
 mod usage;

@@ -25,6 +25,7 @@ mod error;
 pub mod fake;
 mod gate;
 mod ledger;
+mod paying;
 mod providers;
 mod responses;
 mod retry;

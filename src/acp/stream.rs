@@ -144,6 +144,7 @@ mod tests {
             tokens,
             cost: Micros(250_000),
             at: crate::usage::UtcTime::parse_stored("2026-06-01 10:00:00").unwrap(),
+            key_of: None,
         };
         usage::record_call(conn, &call).unwrap();
         let telemetry = Telemetry {

@@ -31,6 +31,7 @@ use crate::plugins::Plugins;
 use crate::presence::Presence;
 use crate::project_actor::ProjectRegistry;
 use crate::sandbox::runner::ServerCommands;
+use crate::secrets::SecretStore;
 use crate::web::WebClient;
 use crate::webhooks::Webhooks;
 
@@ -75,6 +76,8 @@ pub(crate) struct AgentContext {
     pub webhooks: Webhooks,
     /// Looks at the loops paused at a spend cap when poked (`agent::paused`).
     pub paused: Resumer,
+    /// People's and the server's secrets, sealed at rest (`crate::secrets`).
+    pub secrets: SecretStore,
 }
 
 /// The reply (or client call) whose commands' work is prepared.

@@ -5,13 +5,48 @@
 use std::net::SocketAddr;
 
 use crate::agent::AgentContext;
-use crate::db::queries::{models, provider_endpoints};
-use crate::db::DbError;
+use crate::db::queries::{models, provider_endpoints, secrets};
 use crate::llm::{ProviderEndpoint, ProviderKind};
+use crate::secrets::{Binding, ExposeSecret, SecretString, PROVIDER_KEY, SERVER};
 
-/// Lays the stored endpoints (`addModel` with a provider) over the environment's settings.
-pub(super) async fn apply_endpoints(agent: &AgentContext) -> Result<(), DbError> {
+/// Lays the stored endpoints (`addModel` with a provider) over the environment's settings,
+/// their keys opened from the sealed store; a key an older server stored in plain text is
+/// sealed first, and its plain text forgotten in the same unit of work.
+pub(super) async fn apply_endpoints(agent: &AgentContext) -> anyhow::Result<()> {
     let rows = agent.db.read(provider_endpoints::all).await?;
+    for row in &rows {
+        let Some(plain) = &row.api_key else {
+            continue;
+        };
+        let binding = Binding {
+            person: SERVER,
+            kind: PROVIDER_KEY,
+            name: &row.provider,
+        };
+        let sealed = agent
+            .secrets
+            .keyring()
+            .seal(binding, &SecretString::from(plain.clone()))?;
+        let provider = row.provider.clone();
+        agent
+            .db
+            .call(move |conn| {
+                secrets::put(
+                    conn,
+                    SERVER,
+                    PROVIDER_KEY,
+                    &provider,
+                    &sealed.bytes,
+                    &sealed.key_id,
+                )?;
+                provider_endpoints::forget_key(conn, &provider)
+            })
+            .await?;
+        tracing::info!(
+            provider = row.provider,
+            "sealed an admin-set provider key stored in plain text"
+        );
+    }
     for row in rows {
         let Some(provider) = ProviderKind::from_slug(&row.provider) else {
             tracing::warn!(
@@ -20,10 +55,14 @@ pub(super) async fn apply_endpoints(agent: &AgentContext) -> Result<(), DbError>
             );
             continue;
         };
+        let key = agent
+            .secrets
+            .open(SERVER, PROVIDER_KEY, &row.provider)
+            .await?;
         agent.llm.set_endpoint(&ProviderEndpoint {
             provider,
             base_url: row.base_url,
-            api_key: row.api_key,
+            api_key: key.map(|key| key.expose_secret().to_owned()),
         });
     }
     Ok(())

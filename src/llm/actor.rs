@@ -18,12 +18,13 @@ use super::client::ProviderClient;
 use super::discovery::discover_context;
 use super::error::LlmError;
 use super::gate::{ProviderGate, Slot};
-use super::ledger::{CallFor, Ledger};
+use super::ledger::{CallFor, Ledger, Paid};
 use super::retry::RetryPolicy;
 use super::route::ProviderKind;
 use super::stream::TextListener;
 use crate::db::events::Publication;
 use crate::metrics::ProviderMetrics;
+use crate::secrets::ExposeSecret;
 
 /// The actor serving one provider. Calls run as spawned futures, never on the actor itself,
 /// so a slow provider never blocks the mailbox.
@@ -151,7 +152,7 @@ impl Handler<Complete> for LlmProvider {
             observe_completion(
                 &metrics,
                 started,
-                result.as_ref().map(|(response, _)| response),
+                result.as_ref().map(|((response, _), _)| response),
             );
             result
         };
@@ -159,6 +160,7 @@ impl Handler<Complete> for LlmProvider {
             call,
             actual,
             announce,
+            provider,
         };
         Box::pin(metered(ledger, recorded, request, answered).instrument(span))
     }
@@ -177,9 +179,16 @@ async fn admitted(
     provider: ProviderKind,
     request: &ChatRequest,
     listener: Option<&dyn TextListener>,
-) -> Result<ChatResponse, LlmError> {
-    ledger.admit(call).await?;
-    client.complete(provider, request, listener).await
+) -> Result<(ChatResponse, Option<String>), LlmError> {
+    let payer = ledger.admit(call, provider).await?;
+    let key = payer.key();
+    match client.complete(provider, request, listener, key).await {
+        Ok(response) => Ok((response, payer.person())),
+        Err(error) => Err(match key {
+            Some(key) => error.without(key.expose_secret()),
+            None => error,
+        }),
+    }
 }
 
 /// What a completion's answer is recorded as: the call it was, the model's `actual`, and
@@ -188,6 +197,7 @@ struct Recorded {
     call: CallFor,
     actual: String,
     announce: Option<Publication>,
+    provider: ProviderKind,
 }
 
 /// A completion's spending, in one place with [`admitted`]: what the call is for comes in
@@ -197,16 +207,18 @@ async fn metered(
     ledger: Ledger,
     recorded: Recorded,
     request: Arc<ChatRequest>,
-    completion: impl Future<Output = Result<(ChatResponse, Slot), LlmError>>,
+    completion: impl Future<Output = Result<((ChatResponse, Option<String>), Slot), LlmError>>,
 ) -> Result<ChatResponse, LlmError> {
-    let (response, slot) = completion.await?;
+    let ((response, person), slot) = completion.await?;
     let Recorded {
         call,
         actual,
         announce,
+        provider,
     } = recorded;
+    let paid = Paid { provider, person };
     ledger
-        .record(call, actual, &request, &response, announce)
+        .record(call, actual, &request, &response, announce, paid)
         .await;
     drop(slot);
     Ok(response)

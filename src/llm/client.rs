@@ -16,6 +16,7 @@ use super::route::ProviderKind;
 use super::settings::LlmOptions;
 use super::stream::{self, TextListener};
 use super::{chat_completions, responses};
+use crate::secrets::{ExposeSecret, SecretString};
 
 /// How long connecting to a provider may take, within the overall fetch timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -44,15 +45,20 @@ impl ProviderClient {
     }
 
     /// One completion attempt, streamed; `request.model` is the provider's own model name.
-    /// `listener` is told the reply's text as it grows.
+    /// `listener` is told the reply's text as it grows. `key`, a person's own, is sent
+    /// instead of the server's key for the provider.
     pub(super) async fn complete(
         &self,
         provider: ProviderKind,
         request: &ChatRequest,
         listener: Option<&dyn TextListener>,
+        key: Option<&SecretString>,
     ) -> Result<ChatResponse, LlmError> {
         let current = self.settings.current();
-        let settings = &*current;
+        let settings = &*match key {
+            Some(key) => Arc::new(with_key(&current, provider, key)),
+            None => current,
+        };
         let post = match provider {
             ProviderKind::OpenAi => {
                 let url = format!("{}/v1/chat/completions", openai_root(settings)?);
@@ -152,6 +158,19 @@ impl ProviderClient {
             message: error.to_string(),
         })
     }
+}
+
+/// `settings` with `key` as `provider`'s key, for one call.
+fn with_key(settings: &LlmOptions, provider: ProviderKind, key: &SecretString) -> LlmOptions {
+    let mut settings = settings.clone();
+    let key = Some(key.expose_secret().to_owned());
+    match provider {
+        ProviderKind::OpenAi => settings.openai_api_key = key,
+        ProviderKind::OpenRouter => settings.openrouter_api_key = key,
+        ProviderKind::Xai => settings.xai_api_key = key,
+        ProviderKind::Ollama => {}
+    }
+    settings
 }
 
 fn with_bearer(request: RequestBuilder, bearer: Option<&str>) -> RequestBuilder {

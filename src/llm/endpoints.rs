@@ -1,11 +1,13 @@
 //! `LiveOptions`: the provider settings every call reads, which an admin's `addModel` may
-//! change while the server runs (a provider's base URL and API key, kept in the store's
-//! `provider_endpoints` and laid over the environment's at start).
+//! change while the server runs (a provider's base URL, kept in the store's
+//! `provider_endpoints`, and its API key, sealed in `secrets`; laid over the environment's
+//! at start).
 
 use std::sync::{Arc, PoisonError, RwLock};
 
 use super::route::ProviderKind;
 use super::settings::LlmOptions;
+use crate::secrets::{Binding, Keyring, Sealed, SecretString, SecretsError, PROVIDER_KEY, SERVER};
 
 /// A provider's base URL and key as an admin set them; `None` leaves the one in effect.
 #[derive(Clone, PartialEq, Eq)]
@@ -16,6 +18,17 @@ pub(crate) struct ProviderEndpoint {
 }
 
 impl ProviderEndpoint {
+    /// Its key sealed for the store (the server's, kind `provider`), when it names one.
+    pub(crate) fn sealed_key(&self, keyring: &Keyring) -> Option<Result<Sealed, SecretsError>> {
+        let key = self.api_key.as_ref()?;
+        let binding = Binding {
+            person: SERVER,
+            kind: PROVIDER_KEY,
+            name: self.provider.slug(),
+        };
+        Some(keyring.seal(binding, &SecretString::from(key.clone())))
+    }
+
     /// `settings` with this endpoint laid over them.
     fn lay_over(&self, settings: &mut LlmOptions) {
         let url = self.base_url.clone();

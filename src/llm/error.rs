@@ -118,6 +118,55 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// This error with `key` (a person's own, which the call carried) cut out of the
+    /// provider's words it quotes: a provider may echo the key it refused.
+    pub(crate) fn without(self, key: &str) -> LlmError {
+        if key.is_empty() {
+            return self;
+        }
+        let cut = |text: String| text.replace(key, "<the key>");
+        match self {
+            LlmError::Server {
+                provider,
+                status,
+                body,
+                retry_after,
+            } => LlmError::Server {
+                provider,
+                status,
+                body: cut(body),
+                retry_after,
+            },
+            LlmError::BadRequest {
+                provider,
+                status,
+                message,
+            } => LlmError::BadRequest {
+                provider,
+                status,
+                message: cut(message),
+            },
+            LlmError::Connect { provider, message } => LlmError::Connect {
+                provider,
+                message: cut(message),
+            },
+            LlmError::StreamBroken {
+                provider,
+                message,
+                partial,
+            } => LlmError::StreamBroken {
+                provider,
+                message: cut(message),
+                partial: cut(partial),
+            },
+            LlmError::Decode { provider, message } => LlmError::Decode {
+                provider,
+                message: cut(message),
+            },
+            other => other,
+        }
+    }
+
     /// Whether trying the same request again may succeed: rate limits, server errors,
     /// broken connections and timeouts.
     pub fn is_retryable(&self) -> bool {

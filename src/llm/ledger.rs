@@ -22,8 +22,13 @@ use crate::db::events::Publication;
 use crate::db::ids::{LoopId, RunId};
 use crate::db::models::run::ModelCallForm;
 use crate::db::queries::runs::now_ms;
+use crate::db::queries::{admin_changes, secrets};
 use crate::db::queries::{run_events, usage, webhooks};
-use crate::db::DbHandle;
+use crate::db::{Conn, DbError, DbHandle};
+use crate::secrets::{Keyring, PROVIDER_KEY};
+
+use super::paying::{payer, Payer};
+use super::route::ProviderKind;
 
 use super::chat::{ChatRequest, ChatResponse, Usage};
 use super::error::LlmError;
@@ -48,10 +53,37 @@ pub struct CallFor {
     pub purpose: CallPurpose,
 }
 
+/// Whose key paid for an answered call: `person`'s own for `provider`, or the server's.
+pub(super) struct Paid {
+    pub provider: ProviderKind,
+    pub person: Option<String>,
+}
+
+/// Notes, in the unit that records the call, that `person`'s own key for `provider` paid for
+/// `call`: the key's last use, and the audit's `keys/use` (who, when, from which run; never
+/// the key).
+fn key_used(
+    conn: &mut Conn,
+    person: &str,
+    provider: ProviderKind,
+    call: &CallFor,
+) -> Result<(), DbError> {
+    secrets::used(conn, person, PROVIDER_KEY, provider.slug())?;
+    let detail = serde_json::json!({
+        "provider": provider.slug(),
+        "run": call.run.0,
+        "turn": call.turn,
+        "purpose": call.purpose.as_str(),
+    });
+    admin_changes::record(conn, person, "keys/use", person, &detail.to_string())
+}
+
 /// Where the provider actors record answered calls. Cheap to clone.
 #[derive(Clone)]
 pub struct Ledger {
     db: DbHandle,
+    /// Opens the people's own keys a call may carry (`paying`).
+    keyring: Arc<Keyring>,
     metrics: Arc<Metrics>,
     spending: Spending,
     /// What estimates the counts a provider left out.
@@ -63,12 +95,14 @@ impl Ledger {
     /// `spending`, estimating what providers leave out with `tokens`.
     pub(crate) fn new(
         db: DbHandle,
+        keyring: Arc<Keyring>,
         metrics: Arc<Metrics>,
         spending: Spending,
         tokens: TokenMath,
     ) -> Ledger {
         Ledger {
             db,
+            keyring,
             metrics,
             spending,
             tokens,
@@ -82,9 +116,19 @@ impl Ledger {
     /// Whether `call` may be made: refused with [`LlmError::CapReached`] when a cap of
     /// its run, person, project or the server is reached, or [`LlmError::Ledger`] when the
     /// spending cannot be read (a cap is never passed unread).
-    pub(super) async fn admit(&self, call: &CallFor) -> Result<(), LlmError> {
-        match self.spending.admit(&self.db, call.run).await {
-            Ok(Ok(())) => Ok(()),
+    /// Admitted, whose key pays for it (`paying`): a project that requires people's own
+    /// keys refuses a call whose starter has none ([`LlmError::NotConfigured`]).
+    pub(super) async fn admit(
+        &self,
+        call: &CallFor,
+        provider: ProviderKind,
+    ) -> Result<Payer, LlmError> {
+        match self
+            .spending
+            .admit(&self.db, call.run, provider.slug())
+            .await
+        {
+            Ok(Ok(on_file)) => payer(&self.keyring, provider, on_file),
             Ok(Err(cap)) => Err(LlmError::CapReached(Box::new(cap))),
             Err(error) => Err(LlmError::Ledger(error.to_string())),
         }
@@ -102,6 +146,7 @@ impl Ledger {
         request: &ChatRequest,
         response: &ChatResponse,
         announce: Option<Publication>,
+        paid: Paid,
     ) {
         let used = response.usage;
         let estimate = self.estimate(request, response, &used);
@@ -127,8 +172,12 @@ impl Ledger {
                     tokens,
                     cost,
                     at,
+                    key_of: paid.person.clone(),
                 };
                 let project = usage::record_call(conn, &form)?;
+                if let Some(person) = &paid.person {
+                    key_used(conn, person, paid.provider, &call)?;
+                }
                 let warnings = spending.warnings(conn, call.run, at)?;
                 for warning in &warnings {
                     let standing = serde_json::to_string(&warning.view()).unwrap_or_default();

@@ -95,7 +95,9 @@ impl LlmProviders {
     ) -> Result<ChatResponse, LlmError> {
         let route = Route::from_actual(&request.model);
         request.model = route.model;
-        self.client.complete(route.provider, &request, None).await
+        self.client
+            .complete(route.provider, &request, None, None)
+            .await
     }
 
     /// The spend caps every call is checked against, and the clock of their periods.

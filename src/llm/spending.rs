@@ -23,6 +23,7 @@ use super::StoredCaps;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::queries::usage::{self, SpendScope};
 use crate::db::{Conn, DbError, DbHandle};
+use crate::secrets::Sealed;
 use crate::usage::{CapLimits, Clock, Limits, Scope, Standing, UtcTime};
 
 /// The caps an admin configured: the server's, each project's by name, and each person's as
@@ -79,6 +80,15 @@ pub(crate) struct Spender {
     pub project: (ProjectId, String),
 }
 
+/// What the store holds, at a call's admission, of the key that may pay for it: the run's
+/// starter, whether the project requires their own key, and their key for the call's
+/// provider, sealed.
+pub(crate) struct KeyOnFile {
+    pub person: Option<String>,
+    pub required: bool,
+    pub sealed: Option<Sealed>,
+}
+
 /// The caps, the clock their periods are cut from, and where notices go. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Spending {
@@ -117,20 +127,31 @@ impl Spending {
         &self.book
     }
 
-    /// Whether a call for `run` may be made now: `Ok(Err(cap))` names the first cap
-    /// reached (and its notice is sent).
+    /// Whether a call for `run` to `provider` (its slug) may be made now: `Ok(Err(cap))`
+    /// names the first cap reached (and its notice is sent); admitted, whose key may pay
+    /// for it, read in the same statement as whom it counts for.
     pub(crate) async fn admit(
         &self,
         db: &DbHandle,
         run: RunId,
-    ) -> Result<Result<(), Standing>, DbError> {
+        provider: &'static str,
+    ) -> Result<Result<KeyOnFile, Standing>, DbError> {
         let spending = self.clone();
         let now = self.clock.now();
-        let (project, reached) = db
+        let (project, reached, on_file) = db
             .read(move |conn| {
-                let spender = spender(conn, run)?;
+                let paying = usage::paying(conn, run, provider)?;
+                let on_file = KeyOnFile {
+                    person: paying.spender.person.clone(),
+                    required: paying.keys_required,
+                    sealed: paying
+                        .sealed
+                        .zip(paying.key_id)
+                        .map(|(bytes, key_id)| Sealed { key_id, bytes }),
+                };
+                let spender = spender_of(paying.spender);
                 let reached = spending.reached(conn, &spender, now)?;
-                Ok((spender.project.0, reached))
+                Ok((spender.project.0, reached, on_file))
             })
             .await?;
         match reached {
@@ -138,7 +159,7 @@ impl Spending {
                 (self.notify)(project, CapNotice::Reached(cap.clone()));
                 Ok(Err(cap))
             }
-            None => Ok(Ok(())),
+            None => Ok(Ok(on_file)),
         }
     }
 
@@ -233,7 +254,11 @@ impl Spending {
 /// Whom run `run`'s calls count for, as the store says: a sub-agent's run counts for the
 /// run that delegated to it (its caps, its spending).
 pub(crate) fn spender(conn: &mut Conn, run: RunId) -> Result<Spender, DbError> {
-    let row = usage::spender(conn, run)?;
+    Ok(spender_of(usage::spender(conn, run)?))
+}
+
+/// The spender a stored row names.
+fn spender_of(row: usage::Spender) -> Spender {
     let limits = match row.caps.as_deref() {
         Some(json) => serde_json::from_str::<CapLimits>(json)
             .ok()
@@ -241,11 +266,11 @@ pub(crate) fn spender(conn: &mut Conn, run: RunId) -> Result<Spender, DbError> {
             .unwrap_or_default(),
         None => Limits::default(),
     };
-    Ok(Spender {
+    Spender {
         run: Some((row.run, row.alias, limits)),
         person: row.person,
         project: (ProjectId(row.project_id), row.project),
-    })
+    }
 }
 
 #[cfg(test)]
@@ -310,6 +335,7 @@ mod tests {
                 },
                 cost: Micros(0),
                 at: now,
+                key_of: None,
             },
         )
         .unwrap();

@@ -10,6 +10,7 @@ pub(crate) mod folders;
 pub(crate) mod fork;
 pub(crate) mod held;
 pub(crate) mod inbox;
+pub(crate) mod keys;
 pub(crate) mod loops;
 pub(crate) mod mcp;
 pub(crate) mod mcp_edit;

@@ -19,9 +19,9 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    admin_changes, cancel, caps_edit, changes, entries, folders, fork, inbox, loops, mcp, mcp_edit,
-    model_test, models, people, people_edit, plugin_methods, presence, project_config, replay,
-    resume, rules, runs, session, skills, tools, usage, webhooks,
+    admin_changes, cancel, caps_edit, changes, entries, folders, fork, inbox, keys, loops, mcp,
+    mcp_edit, model_test, models, people, people_edit, plugin_methods, presence, project_config,
+    replay, resume, rules, runs, session, skills, tools, usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -266,6 +266,25 @@ method_table! {
         "Admins' changes to people, caps and MCP servers, newest first: {changes: [{id, at, by, action, subject, detail}]} (never a token)." &[
             ("limit", "integer? — 1 to 200, default 50"),
             ("before", "integer? — only changes before this id (the next page)"),
+        ];
+    KeysSet "keys/set" (keys::SetParams) keys::set,
+        needs_init: false, long_running: false, role: Viewer,
+        "Set the caller's own key for a provider, replacing theirs: the runs they start call that provider with it (sealed at rest, never returned or logged; audited as keys/set): {provider}." &[
+            ("provider", "string — openai, openrouter or xai"),
+            ("key", "string — the provider's API key (secret)"),
+        ];
+    KeysList "keys/list" (NoParams) keys::list,
+        needs_init: false, long_running: false, role: Viewer,
+        "The providers the caller has an own key for, never the key: {keys: [{provider, setAt, updatedAt, lastUsedAt}]} (UTC)." &[];
+    KeysRemove "keys/remove" (keys::RemoveParams) keys::remove,
+        needs_init: false, long_running: false, role: Viewer,
+        "Forget the caller's own key for a provider (audited as keys/remove): {provider, removed}." &[
+            ("provider", "string — openai, openrouter or xai"),
+        ];
+    KeysRequired "keys/required" (keys::RequiredParams) keys::required,
+        needs_init: true, long_running: false, role: Viewer,
+        "Whether the project's runs must call providers with their starter's own key (a run whose starter has none stops before any model call); with required, admins set it: {required}." &[
+            ("required", "boolean? — admins: require people's own keys, or not"),
         ];
     GetModels "getModels" (Page) models::list,
         needs_init: false, long_running: false, role: Viewer,

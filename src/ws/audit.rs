@@ -39,7 +39,7 @@ pub(crate) struct Call<'a> {
 }
 
 /// The methods whose params or result carry a secret: their rows keep no text, in any mode.
-const SECRET_METHODS: &[&str] = &["webhooks/add", "addModel"];
+const SECRET_METHODS: &[&str] = &["webhooks/add", "addModel", "keys/set"];
 
 /// The row `settings` keep of `call`, if any.
 pub(crate) fn row(settings: &AuditSettings, call: Call<'_>) -> Option<RpcLogInsertForm> {

@@ -51,6 +51,7 @@ mod one_server_per_home;
 mod otlp;
 mod outlines;
 mod persistence;
+mod personal_keys;
 mod plugin_lifecycle;
 mod plugin_messages;
 mod plugin_processes;

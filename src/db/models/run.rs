@@ -142,6 +142,8 @@ pub(crate) struct ModelCallForm {
     pub cost: Micros,
     /// When it was answered, by the server's clock (`usage::Clock`).
     pub at: UtcTime,
+    /// The person whose own provider key it carried; `None`: the server's key.
+    pub key_of: Option<String>,
 }
 
 /// A loop: one `ask`/`act`/`panic` request and the turns it takes.

@@ -1,5 +1,7 @@
-//! Providers' base URLs and keys as admins set them (`provider_endpoints`, `addModel` with a
-//! provider): laid over the environment's settings at start and when set.
+//! Providers' base URLs as admins set them (`provider_endpoints`, `addModel` with a
+//! provider): laid over the environment's settings at start and when set. Their keys are
+//! sealed in `secrets` (the server's, kind `provider`); `api_key` here only holds a key
+//! stored before that, until the start seals it (`app::first_run`).
 
 use diesel::sql_types::{Nullable, Text};
 use diesel::{QueryableByName, RunQueryDsl};
@@ -21,6 +23,14 @@ pub(crate) struct EndpointRow {
 /// Every stored endpoint.
 pub(crate) fn all(conn: &mut Conn) -> Result<Vec<EndpointRow>, DbError> {
     Ok(statement("SELECT provider, base_url, api_key FROM provider_endpoints").load(conn)?)
+}
+
+/// Forgets `provider`'s key as stored here in plain text (once it is sealed in `secrets`).
+pub(crate) fn forget_key(conn: &mut Conn, provider: &str) -> Result<(), DbError> {
+    statement("UPDATE provider_endpoints SET api_key = NULL WHERE provider = ?")
+        .bind::<Text, _>(provider)
+        .execute(conn)?;
+    Ok(())
 }
 
 /// Stores what `row` names for its provider; a `None` keeps the stored value.

@@ -7,7 +7,7 @@
 //! own caps, and the warnings sent at each cap's warning share ([`first_warning`]).
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Integer, Nullable, Text};
+use diesel::sql_types::{BigInt, Binary, Bool, Integer, Nullable, Text};
 
 use crate::db::ids::ProjectId;
 use crate::db::ids::RunId;
@@ -46,8 +46,10 @@ pub(crate) fn record_call(
     statement(
         "INSERT INTO model_calls (run_id, loop_id, turn, purpose, model, prompt_tokens, \
                                   cached_tokens, completion_tokens, reasoning_tokens, \
-                                  total_tokens, cost_micros, created_at, person, project_id) \
-         SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, created_by, project_id FROM runs WHERE id = ?",
+                                  total_tokens, cost_micros, created_at, key_of, person, \
+                                  project_id) \
+         SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, created_by, project_id FROM runs \
+         WHERE id = ?",
     )
     .bind::<Nullable<BigInt>, _>(form.loop_id.map(|id| id.0))
     .bind::<Integer, _>(form.turn)
@@ -60,6 +62,7 @@ pub(crate) fn record_call(
     .bind::<BigInt, _>(tokens.total_tokens)
     .bind::<BigInt, _>(form.cost.0)
     .bind::<Text, _>(form.at.stored())
+    .bind::<Nullable<Text>, _>(form.key_of.as_deref())
     .bind::<BigInt, _>(form.run_id)
     .execute(conn)?;
     let recorded: Recorded = statement(
@@ -173,6 +176,39 @@ pub(crate) fn spender(conn: &mut Conn, run: RunId) -> Result<Spender, DbError> {
          WHERE up.delegated_by IS NULL",
     )
     .bind::<BigInt, _>(run)
+    .get_result(conn)?)
+}
+
+/// Whom a call of run `run` to `provider` counts for, whether its project requires its
+/// starter's own key, and that person's key for `provider`, sealed, when they have one: one
+/// statement, [`spender`]'s with the two joined.
+#[derive(QueryableByName)]
+pub(crate) struct Paying {
+    #[diesel(embed)]
+    pub spender: Spender,
+    #[diesel(sql_type = Bool)]
+    pub keys_required: bool,
+    #[diesel(sql_type = Nullable<Binary>)]
+    pub sealed: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub key_id: Option<String>,
+}
+
+/// [`Paying`] for a call of run `run` to `provider` (its slug).
+pub(crate) fn paying(conn: &mut Conn, run: RunId, provider: &str) -> Result<Paying, DbError> {
+    Ok(statement(
+        "WITH RECURSIVE up (id, delegated_by) AS ( \
+             SELECT id, delegated_by FROM runs WHERE id = ? \
+             UNION ALL SELECT r.id, r.delegated_by FROM runs AS r JOIN up ON r.id = up.delegated_by) \
+         SELECT r.id AS run, r.alias, r.created_by AS person, r.project_id, p.name AS project, \
+                r.caps, p.personal_keys_required AS keys_required, s.sealed, s.key_id \
+         FROM up JOIN runs AS r ON r.id = up.id JOIN projects AS p ON p.id = r.project_id \
+         LEFT JOIN secrets AS s \
+             ON s.person = r.created_by AND s.kind = 'provider' AND s.name = ? \
+         WHERE up.delegated_by IS NULL",
+    )
+    .bind::<BigInt, _>(run)
+    .bind::<Text, _>(provider)
     .get_result(conn)?)
 }
 

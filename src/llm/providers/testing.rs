@@ -18,8 +18,13 @@ use super::LlmProviders;
 use crate::llm::spending::Spending;
 
 fn ledger(db: &DbHandle) -> Ledger {
+    let keyring = crate::secrets::Keyring::parse(
+        "test:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+    )
+    .unwrap();
     Ledger::new(
         db.clone(),
+        std::sync::Arc::new(keyring),
         Default::default(),
         Spending::without_caps(),
         TokenMath::new(4),

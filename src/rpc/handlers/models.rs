@@ -8,10 +8,12 @@ use crate::config::Secret;
 use crate::db::models::ModelInsertForm;
 use crate::db::queries::models;
 use crate::db::queries::provider_endpoints::{self, EndpointRow};
+use crate::db::queries::secrets;
 use crate::error::AppError;
 use crate::llm::{ProviderEndpoint, ProviderKind, Route};
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::params::{Page, Required};
+use crate::secrets::{PROVIDER_KEY, SERVER};
 use crate::usage::Price;
 
 #[derive(Serialize)]
@@ -185,14 +187,29 @@ pub(crate) async fn add(context: CallContext, params: AddModelParams) -> Result<
     let stored = endpoint.as_ref().map(|endpoint| EndpointRow {
         provider: endpoint.provider.slug().to_owned(),
         base_url: endpoint.base_url.clone(),
-        api_key: endpoint.api_key.clone(),
+        api_key: None,
     });
+    let sealed_key = endpoint
+        .as_ref()
+        .and_then(|endpoint| endpoint.sealed_key(context.agent.secrets.keyring()))
+        .transpose()
+        .map_err(|error| AppError::Internal(error.to_string()))?;
     let row = context
         .agent
         .db
         .call(move |conn| {
             if let Some(stored) = &stored {
                 provider_endpoints::set(conn, stored)?;
+                if let Some(sealed) = &sealed_key {
+                    secrets::put(
+                        conn,
+                        SERVER,
+                        PROVIDER_KEY,
+                        &stored.provider,
+                        &sealed.bytes,
+                        &sealed.key_id,
+                    )?;
+                }
             }
             models::upsert_model(
                 conn,
