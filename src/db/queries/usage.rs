@@ -370,6 +370,7 @@ mod tests {
             },
             cost: Micros(cost),
             at: UtcTime::parse_stored("2026-06-01 10:00:00").unwrap(),
+            key_of: None,
         }
     }
 
