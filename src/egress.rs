@@ -29,7 +29,7 @@ use crate::llm::CancellationToken;
 use crate::web::{FilteringResolver, NetFilter};
 
 use authority::Authority;
-pub(crate) use credentials::{HostCredential, HostCredentials};
+pub(crate) use credentials::{sealed_value, HostCredential, HostCredentials};
 pub(crate) use destination::Destination;
 
 /// The user name in the proxy URL (its password is the command's own credential).
@@ -75,9 +75,9 @@ impl EgressError {
     }
 }
 
-/// The credentials of a server that keeps none: the proxy tunnels every allowed host.
-pub(crate) fn no_credentials() -> Arc<dyn HostCredentials> {
-    Arc::new(credentials::NoCredentials)
+/// People's host credentials from the sealed store (`hostCredentials/set`).
+pub(crate) fn sealed_credentials(store: crate::secrets::SecretStore) -> Arc<dyn HostCredentials> {
+    Arc::new(credentials::SealedCredentials { store })
 }
 
 /// What one command may do through the proxy, and on whose behalf.

@@ -113,6 +113,13 @@ pub(crate) fn allowed(destinations: &[Destination], host: &str, port: u16) -> bo
         .any(|destination| destination.allows(host, port))
 }
 
+/// The one host name `text` names (no wildcard, no port), lower case without a trailing
+/// dot; `None` when it names something else.
+pub(crate) fn host_name(text: &str) -> Option<String> {
+    let destination = text.parse::<Destination>().ok()?;
+    (!destination.wildcard && !text.contains(':')).then_some(destination.host)
+}
+
 /// `host` lower-cased, its trailing dot dropped.
 fn normal(host: &str) -> String {
     host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase()
@@ -186,5 +193,23 @@ mod tests {
         assert!(!host.covers(&destination("other.com")));
         assert!(allowed(&[host, server], "a.example.com", 443));
         assert!(!allowed(&[], "example.com", 443));
+    }
+
+    #[test]
+    fn a_host_name_is_one_name_without_port_or_wildcard() {
+        assert_eq!(
+            host_name("Git.Example.com.").as_deref(),
+            Some("git.example.com")
+        );
+        assert_eq!(host_name("localhost").as_deref(), Some("localhost"));
+        for bad in [
+            "*.example.com",
+            "example.com:443",
+            "",
+            "a b",
+            "http://a.com",
+        ] {
+            assert_eq!(host_name(bad), None, "{bad}");
+        }
     }
 }

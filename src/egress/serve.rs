@@ -165,7 +165,8 @@ impl Session {
         self.egress.credentials.find(person, host).await
     }
 
-    /// Notes in the audit the first use of a credential for `host` by this command.
+    /// Notes in the audit (and as the credential's last use) the first use of a credential
+    /// for `host` by this command.
     async fn audit(&self, host: &str, port: u16, credential: Option<&HostCredential>) {
         let (Some(credential), Some(person)) = (credential, self.grant.person.clone()) else {
             return;
@@ -196,6 +197,12 @@ impl Session {
                     "egress/credential",
                     &subject,
                     &detail,
+                )?;
+                crate::db::queries::secrets::used(
+                    conn,
+                    &person,
+                    crate::secrets::HOST_CREDENTIAL,
+                    &subject,
                 )
             })
             .await;
