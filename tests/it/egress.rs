@@ -476,7 +476,8 @@ async fn a_host_credential_is_checked_before_it_is_kept() {
         assert_eq!(code, -32602, "{params}");
         assert!(message.starts_with(says), "{params}: {message}");
     }
-    let mut operator = app.client().await;
+    let operator_app = TestApp::with_llm(&llm, &[]).await;
+    let mut operator = operator_app.client().await;
     let (code, message) = operator.err("hostCredentials/list", json!({})).await;
     assert_eq!(code, -32602);
     assert!(message.contains("person"), "{message}");
