@@ -307,14 +307,20 @@ fn agent_context(
     let inbox = Inbox::new(db.clone(), hubs.clone());
     let watching = inbox.clone();
     hubs.watch_frames(Box::new(move |project, frame| watching.saw(project, frame)));
-    let db_for_secrets = db.clone();
+    let secrets = SecretStore::new(db.clone(), keyring);
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         presence,
         inbox,
         live: LiveText::new(Arc::clone(metrics.work())),
-        db,
-        commands: ServerCommands::new(settings, hubs.clone(), instance.id()),
+        db: db.clone(),
+        commands: ServerCommands::new(
+            settings,
+            hubs.clone(),
+            instance.id(),
+            db.clone(),
+            crate::egress::sealed_credentials(secrets.clone()),
+        ),
         hubs,
         runs: RunRegistry::new(instance),
         lease_holder,
@@ -329,7 +335,7 @@ fn agent_context(
         may_accept: may_accept(access),
         webhooks,
         paused: Resumer::default(),
-        secrets: SecretStore::new(db_for_secrets, keyring),
+        secrets,
     };
     Ok((agent, arrived))
 }

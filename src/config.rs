@@ -94,6 +94,9 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("RUMMY_SANDBOX_LAUNCHER", "commands.launcher"),
     ("RUMMY_SANDBOX_TMP", "commands.tmp"),
     ("RUMMY_SANDBOX_PORTS", "commands.ports"),
+    ("RUMMY_SANDBOX_HOSTS", "commands.hosts"),
+    ("RUMMY_SANDBOX_ALLOW_NETS", "commands.allow_nets"),
+    ("RUMMY_SANDBOX_UPSTREAM_CA", "commands.upstream_ca"),
     ("RUMMY_SANDBOX_READ", "commands.read"),
     ("RUMMY_SANDBOX_PATH", "commands.path"),
     ("RUMMY_SANDBOX_ENV", "commands.env"),
@@ -503,6 +506,18 @@ pub struct CommandSettings {
     /// TCP ports a project may be allowed to connect to (never the server's own).
     #[serde(deserialize_with = "ports")]
     pub ports: Vec<u16>,
+    /// Destinations (`host`, `*.domain`, either with `:port`; 443 unless named) a project
+    /// may allow its commands to reach through the egress proxy (`crate::egress`).
+    #[serde(deserialize_with = "destinations")]
+    pub hosts: Vec<crate::egress::Destination>,
+    /// Networks the egress proxy may reach although they are the server's own (private,
+    /// loopback…), as `RUMMY_WEB_ALLOW_NETS` is for fetches.
+    #[serde(deserialize_with = "networks")]
+    pub allow_nets: Vec<IpNet>,
+    /// A PEM file of CA certificates the egress proxy trusts upstream besides the public
+    /// roots (an internal registry's CA).
+    #[serde(deserialize_with = "optional_path")]
+    pub upstream_ca: Option<PathBuf>,
     /// Directories commands may read and execute besides the system's.
     #[serde(deserialize_with = "colon_paths")]
     pub read: Vec<PathBuf>,
@@ -1240,6 +1255,16 @@ fn ports<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u16>, D::Erro
                 "{item} is not a TCP port"
             ))),
         })
+        .collect()
+}
+
+/// A comma-separated list of egress destinations.
+fn destinations<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<crate::egress::Destination>, D::Error> {
+    comma_list(deserializer)?
+        .iter()
+        .map(|item| item.parse().map_err(serde::de::Error::custom))
         .collect()
 }
 

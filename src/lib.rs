@@ -12,6 +12,7 @@ pub mod config;
 mod console;
 mod context;
 mod db;
+mod egress;
 mod error;
 pub mod healthcheck;
 pub mod hedberg;

@@ -25,6 +25,9 @@ pub(crate) use secrecy::{ExposeSecret, SecretString};
 
 /// The kind of a person's provider key (its name: the provider's slug).
 pub(crate) const PROVIDER_KEY: &str = "provider";
+/// The kind of a person's credential for a host their commands reach through the egress
+/// proxy (its name: the host; its value: [`crate::egress::sealed_value`]).
+pub(crate) const HOST_CREDENTIAL: &str = "host";
 /// The person of the server's own secrets (the admin-set provider keys).
 pub(crate) const SERVER: &str = "";
 

@@ -9,6 +9,7 @@ pub(crate) mod entries;
 pub(crate) mod folders;
 pub(crate) mod fork;
 pub(crate) mod held;
+pub(crate) mod host_credentials;
 pub(crate) mod inbox;
 pub(crate) mod keys;
 pub(crate) mod loops;

@@ -19,9 +19,9 @@ use crate::plugins::tool::{Availability, ToolKind};
 use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
-    admin_changes, cancel, caps_edit, changes, entries, folders, fork, inbox, keys, loops, mcp,
-    mcp_edit, model_test, models, people, people_edit, plugin_methods, presence, project_config,
-    replay, resume, rules, runs, session, skills, tokens, tools, usage, webhooks,
+    admin_changes, cancel, caps_edit, changes, entries, folders, fork, host_credentials, inbox,
+    keys, loops, mcp, mcp_edit, model_test, models, people, people_edit, plugin_methods, presence,
+    project_config, replay, resume, rules, runs, session, skills, tokens, tools, usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -298,6 +298,21 @@ method_table! {
         needs_init: false, long_running: false, role: Viewer,
         "Forget the caller's own key for a provider (audited as keys/remove): {provider, removed}." &[
             ("provider", "string — openai, openrouter or xai"),
+        ];
+    HostCredentialsSet "hostCredentials/set" (host_credentials::SetParams) host_credentials::set,
+        needs_init: false, long_running: false, role: Viewer,
+        "Set the caller's own credential for a host, replacing theirs: the egress proxy adds it as a header to each request the sandboxed commands of the runs they start make to that host (sealed at rest, never returned or logged, never seen by the command; audited as hostCredentials/set): {host}." &[
+            ("host", "string — one host name, no port or wildcard"),
+            ("header", "string — the header's name (Authorization, PRIVATE-TOKEN, …)"),
+            ("value", "string — the header's value (secret)"),
+        ];
+    HostCredentialsList "hostCredentials/list" (NoParams) host_credentials::list,
+        needs_init: false, long_running: false, role: Viewer,
+        "The hosts the caller has a credential for, never the credential: {credentials: [{host, setAt, updatedAt, lastUsedAt}]} (UTC)." &[];
+    HostCredentialsRemove "hostCredentials/remove" (host_credentials::RemoveParams) host_credentials::remove,
+        needs_init: false, long_running: false, role: Viewer,
+        "Forget the caller's credential for a host (audited as hostCredentials/remove): {host, removed}." &[
+            ("host", "string — the host name"),
         ];
     KeysRequired "keys/required" (keys::RequiredParams) keys::required,
         needs_init: true, long_running: false, role: Viewer,

@@ -10,6 +10,7 @@ use crate::config::{may_pass_to_commands, CommandSettings, RunCommands};
 use crate::db::ids::ProjectId;
 use crate::db::queries::project_settings;
 use crate::db::{DbError, DbHandle};
+use crate::egress::Destination;
 
 /// Bytes in a MiB.
 const MIB: u64 = 1 << 20;
@@ -45,6 +46,10 @@ pub(crate) struct SandboxChoice {
     /// TCP ports commands may connect to (within `RUMMY_SANDBOX_PORTS`); none: no network.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<u16>,
+    /// Destinations commands may reach through rummy's egress proxy (within
+    /// `RUMMY_SANDBOX_HOSTS`); then the proxy's port is the only one they may connect to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<Destination>,
     /// Whether commands may open unix sockets (a kernel before Landlock ABI 9 cannot limit
     /// which ones they connect to, `/run/docker.sock` among them).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -67,6 +72,7 @@ pub(crate) struct CommandPolicy {
     pub open_files: u64,
     pub output_bytes: u64,
     pub ports: Vec<u16>,
+    pub hosts: Vec<Destination>,
     pub unix_sockets: bool,
     pub env: BTreeMap<String, String>,
 }
@@ -171,6 +177,23 @@ impl ProjectChoice {
                  (RUMMY_SANDBOX_PORTS)"
             ));
         }
+        if let Some(host) = sandbox
+            .hosts
+            .iter()
+            .find(|host| !server_covers(server, host))
+        {
+            return Err(format!(
+                "sandbox.hosts: {host} is not among the destinations the server allows \
+                 (RUMMY_SANDBOX_HOSTS)"
+            ));
+        }
+        if !sandbox.hosts.is_empty() && !sandbox.ports.is_empty() {
+            return Err(
+                "sandbox.hosts and sandbox.ports exclude each other: a project with hosts \
+                 reaches the network only through the egress proxy"
+                    .into(),
+            );
+        }
         if let Some(name) = sandbox.env.keys().find(|name| !may_pass_to_commands(name)) {
             return Err(format!(
                 "sandbox.env may not set {name}: a rummy or provider setting, a secret, PATH \
@@ -203,16 +226,31 @@ impl ProjectChoice {
             file_mb: within(sandbox.file_mb, server.max_file_mb),
             open_files: within(sandbox.open_files, server.max_open_files),
             output_bytes: within(sandbox.output_bytes, server.max_output_bytes),
-            ports: sandbox
-                .ports
+            ports: if sandbox.hosts.is_empty() {
+                sandbox
+                    .ports
+                    .iter()
+                    .copied()
+                    .filter(|port| server.ports.contains(port))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            hosts: sandbox
+                .hosts
                 .iter()
-                .copied()
-                .filter(|port| server.ports.contains(port))
+                .filter(|host| server_covers(server, host))
+                .cloned()
                 .collect(),
             unix_sockets: sandbox.unix_sockets,
             env,
         }
     }
+}
+
+/// Whether one of the server's destinations covers `host`.
+fn server_covers(server: &CommandSettings, host: &Destination) -> bool {
+    server.hosts.iter().any(|allowed| allowed.covers(host))
 }
 
 #[cfg(test)]
@@ -286,6 +324,49 @@ mod tests {
             policy.ports.is_empty(),
             "a port the server no longer allows is dropped"
         );
+    }
+
+    #[test]
+    fn hosts_are_held_within_the_servers_and_exclude_ports() {
+        let server = server(&[
+            ("RUMMY_SANDBOX_HOSTS", "*.example.com, registry.npmjs.org"),
+            ("RUMMY_SANDBOX_PORTS", "443"),
+        ]);
+        let outside = choice(serde_json::json!({"sandbox": {"hosts": ["github.com"]}}));
+        let error = outside.check(&server).unwrap_err();
+        assert!(
+            error.contains("github.com:443") && error.contains("RUMMY_SANDBOX_HOSTS"),
+            "{error}"
+        );
+        let other_port =
+            choice(serde_json::json!({"sandbox": {"hosts": ["registry.npmjs.org:80"]}}));
+        assert!(other_port.check(&server).is_err());
+        let both =
+            choice(serde_json::json!({"sandbox": {"hosts": ["git.example.com"], "ports": [443]}}));
+        assert!(both.check(&server).unwrap_err().contains("exclude"));
+        let fine = choice(
+            serde_json::json!({"sandbox": {"hosts": ["git.example.com", "registry.npmjs.org"]}}),
+        );
+        assert_eq!(fine.check(&server), Ok(()));
+        assert_eq!(fine.policy(&server).hosts.len(), 2);
+        let narrowed = server_without_hosts();
+        assert!(
+            fine.policy(&narrowed).hosts.is_empty(),
+            "a host the server no longer allows is dropped"
+        );
+        let stored_both =
+            choice(serde_json::json!({"sandbox": {"hosts": ["git.example.com"], "ports": [443]}}));
+        assert!(
+            stored_both.policy(&server).ports.is_empty(),
+            "with hosts, no port but the proxy's"
+        );
+        let bad: Result<ProjectChoice, _> =
+            serde_json::from_value(serde_json::json!({"sandbox": {"hosts": ["http://x"]}}));
+        assert!(bad.is_err());
+    }
+
+    fn server_without_hosts() -> CommandSettings {
+        server(&[])
     }
 
     #[test]

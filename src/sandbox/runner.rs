@@ -18,6 +18,8 @@ use tracing::Instrument;
 
 use crate::config::{CommandSettings, SandboxSwitch, Settings};
 use crate::db::ids::{ProjectId, RunId};
+use crate::db::DbHandle;
+use crate::egress::{HostCredentials, LazyEgress, Opened};
 use crate::hub::notifications::{RunOutput, UiNotification};
 use crate::hub::HubRegistry;
 use crate::llm::CancellationToken;
@@ -123,6 +125,8 @@ struct Inner {
     /// What running commands needs of this machine, found on first need.
     machine: tokio::sync::OnceCell<Machine>,
     hubs: HubRegistry,
+    /// The egress proxy, for commands of projects that allow destinations by host.
+    egress: LazyEgress,
     running: Mutex<HashMap<RunId, Running>>,
     slots: Semaphore,
 }
@@ -154,8 +158,16 @@ pub(crate) enum CommandError {
 }
 
 impl ServerCommands {
-    /// The runner of the instance `instance` for `settings`, streaming through `hubs`.
-    pub(crate) fn new(settings: &Settings, hubs: HubRegistry, instance: &str) -> ServerCommands {
+    /// The runner of the instance `instance` for `settings`, streaming through `hubs`; its
+    /// egress proxy finds people's host credentials in `credentials` and audits their use
+    /// in `db`.
+    pub(crate) fn new(
+        settings: &Settings,
+        hubs: HubRegistry,
+        instance: &str,
+        db: DbHandle,
+        credentials: Arc<dyn HostCredentials>,
+    ) -> ServerCommands {
         let commands = settings.commands.clone();
         let launcher = commands.launcher.clone();
         let scratch = commands
@@ -178,10 +190,16 @@ impl ServerCommands {
                 .flatten()
                 .collect(),
                 machine: tokio::sync::OnceCell::new(),
-                settings: commands,
+                settings: commands.clone(),
                 launcher,
                 scratch,
                 hubs,
+                egress: LazyEgress::new(
+                    commands.clone(),
+                    settings.storage.home.clone(),
+                    db,
+                    credentials,
+                ),
                 running: Mutex::default(),
                 slots: Semaphore::new(concurrent),
             }),
@@ -302,8 +320,12 @@ impl ServerCommands {
         }
         let root = Scratch::make(self.inner.scratch.join("probe")).await?;
         let policy = crate::sandbox::policy::ProjectChoice::default().policy(&self.inner.settings);
+        let place = Place {
+            scratch: root.path(),
+            proxy: None,
+        };
         let spec = self
-            .spec("true", root.path(), root.path(), &policy, Vec::new())
+            .spec("true", root.path(), place, &policy, Vec::new())
             .await;
         let (mut child, mut output) = self.spawn(&spec).await.map_err(|error| error.to_string())?;
         let mut said = Vec::new();
@@ -339,6 +361,32 @@ impl ServerCommands {
                 )
             }
         };
+        let proxy = if policy.hosts.is_empty() {
+            None
+        } else {
+            let opened = self
+                .inner
+                .egress
+                .open(
+                    request.project,
+                    request.run,
+                    policy.hosts.clone(),
+                    scratch.path(),
+                )
+                .await;
+            match opened {
+                Ok(opened) => Some(opened),
+                Err(reason) => {
+                    tracing::error!(%reason, "cannot open the egress proxy for a command");
+                    scratch.remove().await;
+                    return CommandOutcome::of(
+                        &Ending::NotStarted(format!("the egress proxy: {reason}")),
+                        String::new(),
+                        reported(policy, false),
+                    );
+                }
+            }
+        };
         // Cgroups are per process: every server of this process makes its commands' there.
         static COMMANDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let number = COMMANDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -356,9 +404,14 @@ impl ServerCommands {
                 );
             }
         };
+        let place = Place {
+            scratch: scratch.path(),
+            proxy: proxy.as_ref().map(|(opened, ca)| (opened, ca.as_path())),
+        };
         let outcome = self
-            .supervise(request, scratch.path(), cgroup.as_ref(), stop, aborted_by)
+            .supervise(request, place, cgroup.as_ref(), stop, aborted_by)
             .await;
+        drop(proxy);
         if let Some(cgroup) = cgroup {
             let _ = tokio::task::spawn_blocking(move || drop(cgroup)).await;
         }
@@ -406,11 +459,11 @@ impl ServerCommands {
             .await
     }
 
-    /// Launches `request`'s command with `scratch` as its `HOME` and follows it to its end.
+    /// Launches `request`'s command in `place` and follows it to its end.
     async fn supervise(
         &self,
         request: CommandRequest<'_>,
-        scratch: &Path,
+        place: Place<'_>,
         cgroup: Option<&Arc<CommandCgroup>>,
         stop: &CancellationToken,
         aborted_by: &Mutex<Option<Option<String>>>,
@@ -419,7 +472,7 @@ impl ServerCommands {
         let mut kept = KeptOutput::new(usize::try_from(policy.output_bytes).unwrap_or(usize::MAX));
         let cgroups = cgroup.map(|cgroup| cgroup.paths()).unwrap_or_default();
         let spec = self
-            .spec(request.command, request.root, scratch, policy, cgroups)
+            .spec(request.command, request.root, place, policy, cgroups)
             .await;
         let (mut child, mut output) = match self.spawn(&spec).await {
             Ok(spawned) => spawned,
@@ -486,19 +539,27 @@ impl ServerCommands {
         &self,
         command: &str,
         root: &Path,
-        scratch: &Path,
+        place: Place<'_>,
         policy: &CommandPolicy,
         cgroups: Vec<PathBuf>,
     ) -> Spec {
+        let mut env = policy.env.clone();
+        let ports = match place.proxy {
+            Some((proxy, ca_file)) => {
+                env.extend(proxy.env(ca_file));
+                vec![proxy.port]
+            }
+            None => policy.ports.clone(),
+        };
         Spec {
             command: command.to_owned(),
             root: root.to_path_buf(),
-            tmp: scratch.to_path_buf(),
-            env: policy.env.clone(),
+            tmp: place.scratch.to_path_buf(),
+            env,
             path: self.inner.settings.path.clone(),
             read_exec: self.inner.read.clone(),
             read: self.machine().await.etc.clone(),
-            ports: policy.ports.clone(),
+            ports,
             unix_sockets: policy.unix_sockets,
             server_pid: std::process::id(),
             landlock_abi: None,
@@ -552,6 +613,14 @@ impl ServerCommands {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// Where one command runs: its scratch directory (`HOME`, `TMPDIR`), and its egress proxy
+/// with the CA certificate's file, when its project allows destinations by host.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    scratch: &'a Path,
+    proxy: Option<(&'a Opened, &'a Path)>,
 }
 
 /// Takes a run's command off the running ones when its run ends, however it ends.

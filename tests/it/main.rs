@@ -27,6 +27,7 @@ mod container;
 mod counted_work;
 mod deltas;
 mod durability;
+mod egress;
 mod entry_changed;
 mod event_log;
 mod event_log_crash;

@@ -1,0 +1,201 @@
+//! `hostCredentials/set`, `hostCredentials/list`, `hostCredentials/remove`: a person's own
+//! credentials for hosts their runs' sandboxed commands reach through the egress proxy
+//! (`crate::egress`): a header the proxy adds to each request to that host, sealed in the
+//! store (`crate::secrets`, kind `host`, named by the host); never returned. Each change is
+//! in the audit (`admin/changes`: who, when, which host and header; never the value), as is
+//! each command's first use.
+
+use http::{HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::admin_changes::record;
+use crate::db::queries::secrets;
+use crate::egress::destination::host_name;
+use crate::egress::sealed_value;
+use crate::error::AppError;
+use crate::rpc::call::{CallContext, Reply};
+use crate::secrets::{Binding, ExposeSecret, SecretString, HOST_CREDENTIAL};
+
+/// The longest value taken.
+const VALUE_MAX_CHARS: usize = 4096;
+/// Headers the proxy sets or strips itself, which a credential may not name.
+const RESERVED: &[&str] = &[
+    "host",
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "trailer",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "proxy-connection",
+];
+
+/// `hostCredentials/set` params.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SetParams {
+    host: String,
+    header: String,
+    #[serde(deserialize_with = "secret")]
+    value: SecretString,
+}
+
+/// A secret param, kept as a [`SecretString`] from the moment it is read.
+fn secret<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<SecretString, D::Error> {
+    String::deserialize(deserializer).map(SecretString::from)
+}
+
+impl std::fmt::Debug for SetParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SetParams({}, {}: <the value>)", self.host, self.header)
+    }
+}
+
+/// `hostCredentials/remove` params.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RemoveParams {
+    host: String,
+}
+
+/// One credential as `hostCredentials/list` shows it: never its value.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CredentialView {
+    host: String,
+    /// `YYYY-MM-DD HH:MM:SS` UTC, as are the others.
+    set_at: String,
+    updated_at: String,
+    last_used_at: Option<String>,
+}
+
+/// The calling person: host credentials are a person's own; the operator's runs have none.
+fn person(context: &CallContext) -> Result<String, AppError> {
+    context.person().ok_or_else(|| {
+        AppError::InvalidParam(
+            "host credentials belong to a person of the users file; the operator's runs' \
+             commands reach hosts without one"
+                .into(),
+        )
+    })
+}
+
+/// The host `text` names (one name, no port or wildcard), lower case.
+fn host(text: &str) -> Result<String, AppError> {
+    host_name(text).ok_or_else(|| {
+        AppError::InvalidParam(format!(
+            "host: one host name, without port or wildcard (got {text:?})"
+        ))
+    })
+}
+
+/// `hostCredentials/set`: seals and stores the caller's credential for a host, replacing
+/// theirs.
+pub(crate) async fn set(context: CallContext, params: SetParams) -> Result<Reply, AppError> {
+    let person = person(&context)?;
+    let host = host(&params.host)?;
+    let header = HeaderName::from_bytes(params.header.as_bytes())
+        .ok()
+        .filter(|name| !RESERVED.contains(&name.as_str()))
+        .ok_or_else(|| {
+            AppError::InvalidParam(format!(
+                "header: a header name the proxy does not set itself (got {:?})",
+                params.header
+            ))
+        })?;
+    let value = params.value.expose_secret();
+    if value.is_empty()
+        || value.chars().count() > VALUE_MAX_CHARS
+        || HeaderValue::from_str(value).is_err()
+    {
+        return Err(AppError::InvalidParam(format!(
+            "value: 1 to {VALUE_MAX_CHARS} visible characters of a header value"
+        )));
+    }
+    let sealed_text = SecretString::from(sealed_value(&header, value));
+    let binding = Binding {
+        person: &person,
+        kind: HOST_CREDENTIAL,
+        name: &host,
+    };
+    let sealed = context
+        .agent
+        .secrets
+        .keyring()
+        .seal(binding, &sealed_text)
+        .map_err(|error| AppError::Internal(error.to_string()))?;
+    let (name, header) = (host.clone(), header.as_str().to_owned());
+    context
+        .agent
+        .db
+        .call(move |conn| {
+            let replaced = secrets::get(conn, &person, HOST_CREDENTIAL, &name)?.is_some();
+            secrets::put(
+                conn,
+                &person,
+                HOST_CREDENTIAL,
+                &name,
+                &sealed.bytes,
+                &sealed.key_id,
+            )?;
+            let detail = json!({"host": name, "header": header, "replaced": replaced});
+            record(conn, Some(&person), "hostCredentials/set", &person, &detail)
+        })
+        .await?;
+    Reply::of(json!({ "host": host }))
+}
+
+/// `hostCredentials/list`: which hosts the caller has a credential for, when set and last
+/// used.
+pub(crate) async fn list(
+    context: CallContext,
+    _params: crate::rpc::params::NoParams,
+) -> Result<Reply, AppError> {
+    let person = person(&context)?;
+    let rows = context
+        .agent
+        .db
+        .read(move |conn| secrets::list(conn, &person, HOST_CREDENTIAL))
+        .await?;
+    let credentials: Vec<CredentialView> = rows
+        .into_iter()
+        .map(|row| CredentialView {
+            host: row.name,
+            set_at: row.created_at,
+            updated_at: row.updated_at,
+            last_used_at: row.last_used_at,
+        })
+        .collect();
+    Reply::of(json!({ "credentials": credentials }))
+}
+
+/// `hostCredentials/remove`: forgets the caller's credential for a host; whether there was
+/// one.
+pub(crate) async fn remove(context: CallContext, params: RemoveParams) -> Result<Reply, AppError> {
+    let person = person(&context)?;
+    let host = host(&params.host)?;
+    let name = host.clone();
+    let removed = context
+        .agent
+        .db
+        .call(move |conn| {
+            let removed = secrets::remove(conn, &person, HOST_CREDENTIAL, &name)?;
+            if removed {
+                let detail = json!({ "host": name });
+                record(
+                    conn,
+                    Some(&person),
+                    "hostCredentials/remove",
+                    &person,
+                    &detail,
+                )?;
+            }
+            Ok(removed)
+        })
+        .await?;
+    Reply::of(json!({"host": host, "removed": removed}))
+}
