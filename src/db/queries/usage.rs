@@ -705,19 +705,25 @@ mod tests {
             Conn::Sqlite(_) => i64::MAX,
             Conn::Postgres(_) => i64::from(i32::MAX),
         };
-        let absurd = ModelCallForm {
-            tokens: Tokens {
-                prompt_tokens: count,
-                cached_tokens: count,
-                completion_tokens: 7,
-                reasoning_tokens: count,
-                total_tokens: count,
-            },
-            cost: Micros(i64::MAX),
-            ..call(run, CallPurpose::Turn, 0, 0)
-        };
-        record_call(conn, &absurd).unwrap();
-        record_call(conn, &absurd).unwrap();
+        // Recorded as that schema took it (no `key_of` yet).
+        for _ in 0..2 {
+            statement(
+                "INSERT INTO model_calls (run_id, turn, purpose, model, prompt_tokens, \
+                                          cached_tokens, completion_tokens, reasoning_tokens, \
+                                          total_tokens, cost_micros, created_at, person, \
+                                          project_id) \
+                 SELECT id, 1, 'turn', 'openai/m', ?, ?, 7, ?, ?, ?, '2026-06-01 10:00:00', \
+                        created_by, project_id FROM runs WHERE id = ?",
+            )
+            .bind::<BigInt, _>(count)
+            .bind::<BigInt, _>(count)
+            .bind::<BigInt, _>(count)
+            .bind::<BigInt, _>(count)
+            .bind::<BigInt, _>(i64::MAX)
+            .bind::<BigInt, _>(run)
+            .execute(conn)
+            .unwrap();
+        }
         crate::db::connection::run_migrations(conn).unwrap();
         let total = report(conn, GroupBy::Purpose, &all_time()).unwrap();
         assert_eq!(
