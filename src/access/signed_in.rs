@@ -32,7 +32,7 @@ impl GroupMap {
         let mut role: Option<Role> = None;
         let mut projects: Vec<String> = Vec::new();
         for grant in &self.grants {
-            if groups.iter().any(|group| *group == grant.group) {
+            if groups.contains(&grant.group) {
                 role = role.max(Some(grant.role));
                 for pattern in &grant.projects {
                     if !projects.contains(pattern) {

@@ -486,7 +486,7 @@ impl Listening {
                     self.receive(&mut conn, received);
                 }
                 Err(error) => {
-                    if failures % WARN_EVERY == 0 {
+                    if failures.is_multiple_of(WARN_EVERY) {
                         tracing::warn!(%error, failures, "the frame bus cannot listen");
                     }
                     failures = failures.saturating_add(1);
