@@ -370,7 +370,33 @@ mod tests {
             },
             cost: Micros(cost),
             at: UtcTime::parse_stored("2026-06-01 10:00:00").unwrap(),
+            key_of: None,
         }
+    }
+
+    /// Records `form` as the schema before `key_of` (2026-12-27) took it.
+    fn record_before_key_of(conn: &mut Conn, form: &ModelCallForm) {
+        let tokens = &form.tokens;
+        statement(
+            "INSERT INTO model_calls (run_id, turn, purpose, model, prompt_tokens, \
+                                      cached_tokens, completion_tokens, reasoning_tokens, \
+                                      total_tokens, cost_micros, created_at, person, project_id) \
+             SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, created_by, project_id FROM runs \
+             WHERE id = ?",
+        )
+        .bind::<Integer, _>(form.turn)
+        .bind::<Text, _>(form.purpose.as_str())
+        .bind::<Text, _>(&form.model)
+        .bind::<BigInt, _>(tokens.prompt_tokens)
+        .bind::<BigInt, _>(tokens.cached_tokens)
+        .bind::<BigInt, _>(tokens.completion_tokens)
+        .bind::<BigInt, _>(tokens.reasoning_tokens)
+        .bind::<BigInt, _>(tokens.total_tokens)
+        .bind::<BigInt, _>(form.cost.0)
+        .bind::<Text, _>(form.at.stored())
+        .bind::<BigInt, _>(form.run_id)
+        .execute(conn)
+        .unwrap();
     }
 
     fn delegate(conn: &mut Conn, child: RunId, parent: RunId) {
@@ -715,8 +741,9 @@ mod tests {
             cost: Micros(i64::MAX),
             ..call(run, CallPurpose::Turn, 0, 0)
         };
-        record_call(conn, &absurd).unwrap();
-        record_call(conn, &absurd).unwrap();
+        for _ in 0..2 {
+            record_before_key_of(conn, &absurd);
+        }
         crate::db::connection::run_migrations(conn).unwrap();
         let total = report(conn, GroupBy::Purpose, &all_time()).unwrap();
         assert_eq!(
