@@ -1,7 +1,7 @@
 """The web console in headless Chromium, as people would use it (tests/it/console_browser.rs
 starts rummy with the scripted model, makes the runs below and runs this).
 
-Usage: browse.py team | readable | live | proxy | changes | story | inbox | first-run | mcp
+Usage: browse.py team | readable | live | proxy | changes | story | inbox | first-run | mcp | keys
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -19,7 +19,8 @@ the test and this script synchronise on); for `inbox` MO (a member of `web`, one
 waits for approval); for `first-run` TOKEN (the shared token), FAKE_URL (the scripted
 model's URL), KEY (the API key to give it), FOLDER (the one folder under the projects
 directory) and ANSWER (the model's answer to the first question, written slowly); for `mcp` ADA (an admin's token) and MCP_SCRIPT (the test MCP server's
-script) and MCP_LOG (the file it logs to, the env value the page must not show). Exits 0 when every check held; otherwise the first that did not is the error.
+script) and MCP_LOG (the file it logs to, the env value the page must not show); for `keys`
+MO (a member of `web`), ADA (an admin's token) and KEY (the openai key mo sets). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -1238,6 +1239,50 @@ def mcp_servers(browser, seen):
     context.close()
 
 
+def personal_keys(browser, seen):
+    """A member sets a provider key on the Keys page, sees it listed as set (never its
+    value), replaces it, sets and removes another; an admin requires personal keys in `web`."""
+    key = os.environ["KEY"]
+    context, page = signed_in(browser, seen, os.environ["MO"])
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Keys").click()
+    expect(page.get_by_role("heading", name="Keys")).to_be_visible()
+    openai = page.locator("table.keys tr[data-provider=openai]")
+    expect(openai).to_contain_text("not set")
+    said = page.locator("p.said").first
+    page.get_by_label("New openai key").fill("sk-first-" + key)
+    page.get_by_role("button", name="Set openai key").click()
+    expect(said).to_have_text("Your openai key is set.")
+    expect(openai).to_contain_text("set on")
+    expect(openai).to_contain_text("not used yet")
+    page.get_by_label("New openai key").fill(key)
+    page.get_by_role("button", name="Replace openai key").click()
+    expect(said).to_have_text("Your openai key is replaced.")
+    page.get_by_label("New xai key").fill("xai-" + key)
+    page.get_by_role("button", name="Set xai key").click()
+    xai = page.locator("table.keys tr[data-provider=xai]")
+    expect(xai).to_contain_text("set on")
+    xai.get_by_role("button", name="Remove xai key").click()
+    xai.get_by_role("button", name="Yes, forget it").click()
+    expect(said).to_have_text("Your xai key is removed.")
+    expect(xai).to_contain_text("not set")
+    page.reload()
+    expect(openai).to_contain_text("set on")
+    assert key not in page.content(), "the key is shown"
+    every_control_is_labelled(page)
+    page.screenshot(path=f"{SHOTS}/keys.png", full_page=True)
+    context.close()
+    context, page = signed_in(browser, seen, os.environ["ADA"])
+    page.goto(f"{URL}#/keys")
+    required = page.get_by_label("Personal keys required in web")
+    expect(required).not_to_be_checked()
+    required.check()
+    expect(page.locator("section.keys-required p.said")).to_have_text("web: personal keys required.")
+    page.reload()
+    expect(page.get_by_label("Personal keys required in web")).to_be_checked()
+    every_control_is_labelled(page)
+    context.close()
+
+
 def live(browser, seen):
     """A reply read in the run page as the model writes it: the page shows part of it, then
     the whole, then the reply as recorded (the summary without its tags)."""
@@ -1281,6 +1326,8 @@ def main(scenario):
             first_run(browser, seen)
         elif scenario == "mcp":
             mcp_servers(browser, seen)
+        elif scenario == "keys":
+            personal_keys(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()
