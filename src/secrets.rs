@@ -19,7 +19,7 @@ mod store;
 
 pub(crate) use keyring::Keyring;
 pub(crate) use seal::{Binding, Sealed};
-pub(crate) use store::{SecretInfo, SecretStore};
+pub(crate) use store::SecretStore;
 
 pub(crate) use secrecy::{ExposeSecret, SecretString};
 

@@ -58,6 +58,7 @@ const ASSETS: &[Asset] = &[
     asset!("rules.js", JS),
     asset!("webhooks.js", JS),
     asset!("setup.js", JS),
+    asset!("keys.js", JS),
 ];
 
 /// Each asset's `ETag`, in the order of [`ASSETS`], computed once.

@@ -811,7 +811,7 @@ mod tests {
 
     /// The reference's; `getProjects`, which a client calls to choose what to `init`; and
     /// the methods about the caller or the server, not a project (`getPeople`,
-    /// `usage/report`, the catalogue, a person's command rules and inbox).
+    /// `usage/report`, the catalogue, a person's own keys, command rules and inbox).
     #[test]
     fn only_the_reference_pre_init_methods_and_those_of_no_project_skip_init() {
         let open: Vec<&str> = Method::NAMED

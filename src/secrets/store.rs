@@ -8,10 +8,7 @@ use secrecy::SecretString;
 
 use super::{Binding, Keyring, Sealed, SecretsError};
 use crate::db::queries::secrets::{self, SecretMeta, SecretRow};
-use crate::db::DbHandle;
-
-/// What may be shown of a stored secret: its name and when it was set and last used.
-pub(crate) type SecretInfo = SecretMeta;
+use crate::db::{Conn, DbError, DbHandle};
 
 /// The sealed store. Cheap to clone.
 #[derive(Clone)]
@@ -29,19 +26,26 @@ impl SecretStore {
         &self.keyring
     }
 
-    /// Seals `value` and stores it as `person`'s `kind` `name`, replacing what was.
-    pub(crate) async fn put(
+    /// Seals `value` and stores it as `person`'s `kind` `name`, replacing what was; `also`
+    /// runs in the same unit of work, told whether a value was replaced (the caller's audit).
+    pub(crate) async fn put<F>(
         &self,
         person: &str,
         kind: &str,
         name: &str,
         value: &SecretString,
-    ) -> Result<(), SecretsError> {
+        also: F,
+    ) -> Result<(), SecretsError>
+    where
+        F: FnOnce(&mut Conn, bool) -> Result<(), DbError> + Send + 'static,
+    {
         let sealed = self.keyring.seal(Binding { person, kind, name }, value)?;
         let (person, kind, name) = (person.to_owned(), kind.to_owned(), name.to_owned());
         self.db
             .call(move |conn| {
-                secrets::put(conn, &person, &kind, &name, &sealed.bytes, &sealed.key_id)
+                let replaced = secrets::get(conn, &person, &kind, &name)?.is_some();
+                secrets::put(conn, &person, &kind, &name, &sealed.bytes, &sealed.key_id)?;
+                also(conn, replaced)
             })
             .await?;
         Ok(())
@@ -68,7 +72,7 @@ impl SecretStore {
         &self,
         person: &str,
         kind: &str,
-    ) -> Result<Vec<SecretInfo>, SecretsError> {
+    ) -> Result<Vec<SecretMeta>, SecretsError> {
         let (person, kind) = (person.to_owned(), kind.to_owned());
         Ok(self
             .db
@@ -76,17 +80,28 @@ impl SecretStore {
             .await?)
     }
 
-    /// Removes `person`'s `kind` `name`; whether there was one.
-    pub(crate) async fn remove(
+    /// Removes `person`'s `kind` `name`; whether there was one. `also` runs in the same unit
+    /// of work when there was (the caller's audit).
+    pub(crate) async fn remove<F>(
         &self,
         person: &str,
         kind: &str,
         name: &str,
-    ) -> Result<bool, SecretsError> {
+        also: F,
+    ) -> Result<bool, SecretsError>
+    where
+        F: FnOnce(&mut Conn) -> Result<(), DbError> + Send + 'static,
+    {
         let (person, kind, name) = (person.to_owned(), kind.to_owned(), name.to_owned());
         Ok(self
             .db
-            .call(move |conn| secrets::remove(conn, &person, &kind, &name))
+            .call(move |conn| {
+                let removed = secrets::remove(conn, &person, &kind, &name)?;
+                if removed {
+                    also(conn)?;
+                }
+                Ok(removed)
+            })
             .await?)
     }
 
@@ -182,23 +197,29 @@ mod tests {
         let test_db = TestDb::new();
         let store = store_on(&test_db, &format!("a:{HEX_A}"));
         store
-            .put("ada", "provider", "openai", &secret("sk-1"))
+            .put("ada", "provider", "openai", &secret("sk-1"), |_, _| Ok(()))
             .await
             .unwrap();
         store
-            .put("ada", "provider", "openai", &secret("sk-2"))
+            .put("ada", "provider", "openai", &secret("sk-2"), |_, _| Ok(()))
             .await
             .unwrap();
         store
-            .put("ada", "provider", "xai", &secret("xai-1"))
+            .put("ada", "provider", "xai", &secret("xai-1"), |_, _| Ok(()))
             .await
             .unwrap();
         store
-            .put("bob", "provider", "openai", &secret("sk-bob"))
+            .put(
+                "bob",
+                "provider",
+                "openai",
+                &secret("sk-bob"),
+                |_, _| Ok(()),
+            )
             .await
             .unwrap();
         store
-            .put("ada", "host", "git.example", &secret("h"))
+            .put("ada", "host", "git.example", &secret("h"), |_, _| Ok(()))
             .await
             .unwrap();
         let opened = store
@@ -220,8 +241,14 @@ mod tests {
             .map(|info| info.name)
             .collect();
         assert_eq!(names, ["openai", "xai"]);
-        assert!(store.remove("ada", "provider", "openai").await.unwrap());
-        assert!(!store.remove("ada", "provider", "openai").await.unwrap());
+        assert!(store
+            .remove("ada", "provider", "openai", |_| Ok(()))
+            .await
+            .unwrap());
+        assert!(!store
+            .remove("ada", "provider", "openai", |_| Ok(()))
+            .await
+            .unwrap());
         assert!(store
             .open("ada", "provider", "openai")
             .await
@@ -236,16 +263,81 @@ mod tests {
     }
 
     #[actix::test]
+    async fn the_callers_work_runs_in_the_same_unit_and_its_failure_keeps_what_was() {
+        let test_db = TestDb::new();
+        let store = store_on(&test_db, &format!("a:{HEX_A}"));
+        let (told, heard) = std::sync::mpsc::channel();
+        for value in ["sk-1", "sk-2"] {
+            let told = told.clone();
+            store
+                .put(
+                    "ada",
+                    "provider",
+                    "openai",
+                    &secret(value),
+                    move |_, replaced| {
+                        told.send(replaced).unwrap();
+                        Ok(())
+                    },
+                )
+                .await
+                .unwrap();
+        }
+        assert_eq!(heard.try_iter().collect::<Vec<_>>(), [false, true]);
+        let refused = store
+            .put("ada", "provider", "openai", &secret("sk-3"), |_, _| {
+                Err(DbError::Invalid("no audit".into()))
+            })
+            .await;
+        assert!(refused.is_err());
+        let kept = store
+            .open("ada", "provider", "openai")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(kept.expose_secret(), "sk-2");
+        let refused = store
+            .remove("ada", "provider", "openai", |_| {
+                Err(DbError::Invalid("no audit".into()))
+            })
+            .await;
+        assert!(refused.is_err());
+        assert!(store
+            .open("ada", "provider", "openai")
+            .await
+            .unwrap()
+            .is_some());
+        let (told, heard) = std::sync::mpsc::channel();
+        for _ in 0..2 {
+            let told = told.clone();
+            store
+                .remove("ada", "provider", "openai", move |_| {
+                    told.send(()).unwrap();
+                    Ok(())
+                })
+                .await
+                .unwrap();
+        }
+        assert_eq!(heard.try_iter().count(), 1);
+    }
+
+    #[actix::test]
     async fn rotation_reseals_every_value_under_the_new_key_and_keeps_it_readable() {
         let test_db = TestDb::new();
         let old = store_on(&test_db, &format!("old:{HEX_A}"));
-        old.put("ada", "provider", "openai", &secret("sk-ada"))
+        old.put(
+            "ada",
+            "provider",
+            "openai",
+            &secret("sk-ada"),
+            |_, _| Ok(()),
+        )
+        .await
+        .unwrap();
+        old.put("", "provider", "xai", &secret("xai-server"), |_, _| Ok(()))
             .await
             .unwrap();
-        old.put("", "provider", "xai", &secret("xai-server"))
-            .await
-            .unwrap();
-        old.put("bob", "mcp", "github", &secret("ghp-bob"))
+        old.put("bob", "mcp", "github", &secret("ghp-bob"), |_, _| Ok(()))
             .await
             .unwrap();
         assert_eq!(old.reseal_all().await.unwrap(), 0);
@@ -271,12 +363,24 @@ mod tests {
     async fn a_value_that_does_not_open_stops_the_rotation_before_it_writes() {
         let test_db = TestDb::new();
         let old = store_on(&test_db, &format!("old:{HEX_A}"));
-        old.put("ada", "provider", "openai", &secret("sk-ada"))
-            .await
-            .unwrap();
-        old.put("bob", "provider", "openai", &secret("sk-bob"))
-            .await
-            .unwrap();
+        old.put(
+            "ada",
+            "provider",
+            "openai",
+            &secret("sk-ada"),
+            |_, _| Ok(()),
+        )
+        .await
+        .unwrap();
+        old.put(
+            "bob",
+            "provider",
+            "openai",
+            &secret("sk-bob"),
+            |_, _| Ok(()),
+        )
+        .await
+        .unwrap();
         let mut conn = test_db.connect();
         let ada = rows::get(&mut conn, "ada", "provider", "openai")
             .unwrap()

@@ -157,7 +157,8 @@ impl WsSession {
 
     fn receive_text(&mut self, text: &str, ctx: &mut ws::WebsocketContext<Self>) {
         if self.state.agent.settings.log.debug {
-            tracing::debug!(conn = self.id, frame = text, "inbound");
+            let frame = super::frame_log::inbound(text);
+            tracing::debug!(conn = self.id, frame = &*frame, "inbound");
         }
         let frame = match envelope::decode_frame(text) {
             Ok(frame) => frame,

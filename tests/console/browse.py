@@ -2,7 +2,7 @@
 starts rummy with the scripted model, makes the runs below and runs this).
 
 Usage: browse.py team | readable | live | proxy | changes | story | inbox | first-run | mcp |
-tokens | oidc
+tokens | oidc | keys
 
 Environment: RUMMY_CONSOLE (the console's URL), CHROMIUM (the browser's path), SHOTS (where
 screenshots go); for `team` also MO, VERA and ADA (a member's, a viewer's and an admin's
@@ -22,7 +22,8 @@ model's URL), KEY (the API key to give it), FOLDER (the one folder under the pro
 directory) and ANSWER (the model's answer to the first question, written slowly); for `mcp` ADA (an admin's token) and MCP_SCRIPT (the test MCP server's
 script) and MCP_LOG (the file it logs to, the env value the page must not show); for `tokens` MO
 and ADA (a member's and an admin's token) and TOKENS_OUT (a file this writes the tokens it
-minted to, as JSON, for the test to try); for `oidc` see oidc_sign_in.py. Exits 0 when every check held; otherwise the first that did not is the error.
+minted to, as JSON, for the test to try); for `oidc` see oidc_sign_in.py; for `keys`
+MO (a member of `web`), ADA (an admin's token) and KEY (the openai key mo sets). Exits 0 when every check held; otherwise the first that did not is the error.
 """
 
 import json
@@ -1251,6 +1252,50 @@ def mcp_servers(browser, seen):
     context.close()
 
 
+def personal_keys(browser, seen):
+    """A member sets a provider key on the Keys page, sees it listed as set (never its
+    value), replaces it, sets and removes another; an admin requires personal keys in `web`."""
+    key = os.environ["KEY"]
+    context, page = signed_in(browser, seen, os.environ["MO"])
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Keys").click()
+    expect(page.get_by_role("heading", name="Keys")).to_be_visible()
+    openai = page.locator("table.keys tr[data-provider=openai]")
+    expect(openai).to_contain_text("not set")
+    said = page.locator("p.said").first
+    page.get_by_label("New openai key").fill("sk-first-" + key)
+    page.get_by_role("button", name="Set openai key").click()
+    expect(said).to_have_text("Your openai key is set.")
+    expect(openai).to_contain_text("set on")
+    expect(openai).to_contain_text("not used yet")
+    page.get_by_label("New openai key").fill(key)
+    page.get_by_role("button", name="Replace openai key").click()
+    expect(said).to_have_text("Your openai key is replaced.")
+    page.get_by_label("New xai key").fill("xai-" + key)
+    page.get_by_role("button", name="Set xai key").click()
+    xai = page.locator("table.keys tr[data-provider=xai]")
+    expect(xai).to_contain_text("set on")
+    xai.get_by_role("button", name="Remove xai key").click()
+    xai.get_by_role("button", name="Yes, forget it").click()
+    expect(said).to_have_text("Your xai key is removed.")
+    expect(xai).to_contain_text("not set")
+    page.reload()
+    expect(openai).to_contain_text("set on")
+    assert key not in page.content(), "the key is shown"
+    every_control_is_labelled(page)
+    page.screenshot(path=f"{SHOTS}/keys.png", full_page=True)
+    context.close()
+    context, page = signed_in(browser, seen, os.environ["ADA"])
+    page.goto(f"{URL}#/keys")
+    required = page.get_by_label("Personal keys required in web")
+    expect(required).not_to_be_checked()
+    required.check()
+    expect(page.locator("section.keys-required p.said")).to_have_text("web: personal keys required.")
+    page.reload()
+    expect(page.get_by_label("Personal keys required in web")).to_be_checked()
+    every_control_is_labelled(page)
+    context.close()
+
+
 def live(browser, seen):
     """A reply read in the run page as the model writes it: the page shows part of it, then
     the whole, then the reply as recorded (the summary without its tags)."""
@@ -1347,6 +1392,8 @@ def main(scenario):
             from oidc_sign_in import oidc_sign_in
 
             oidc_sign_in(browser, seen)
+        elif scenario == "keys":
+            personal_keys(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()

@@ -678,3 +678,46 @@ async fn personal_tokens_are_minted_shown_once_and_revoked_in_chromium() {
         .collect();
     assert_eq!(revokers, [("ada", "ci"), ("mo", "laptop")]);
 }
+
+#[actix_web::test]
+#[ignore = "needs Debian's chromium and Playwright in tests/console/.venv: tests/run.sh installs both"]
+async fn a_person_sets_their_provider_key_in_the_keys_page_and_never_sees_it_again() {
+    const KEY: &str = "sk-console-3e9b1c7a5d";
+    let llm = FakeLlm::start([summary("Done.")]);
+    let (app, _users) = team_server(&llm, &[("OPENAI_API_KEY", "sk-the-servers")]).await;
+    let root = app.project_root("web");
+    let mut mo = Client::connect(&format!("ws://{}/?token=mo-token", app.addr())).await;
+    mo.init("web", &root).await;
+    browse(
+        "keys",
+        format!("http://{}/ui/", app.addr()),
+        &[
+            ("MO", "mo-token".into()),
+            ("ADA", "ada-token".into()),
+            ("KEY", KEY.into()),
+        ],
+    )
+    .await;
+    let listed = mo.ok("keys/list", json!({})).await;
+    let providers: Vec<&str> = listed["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|key| key["provider"].as_str())
+        .collect();
+    assert_eq!(providers, ["openai"], "{listed}");
+    assert_eq!(
+        mo.ok("keys/required", json!({})).await["required"],
+        json!(true)
+    );
+    let outcome = mo
+        .ok("ask", json!({"model": "fake", "prompt": "whose key?"}))
+        .await;
+    assert_eq!(outcome["status"], json!(200), "{outcome}");
+    let carried = llm.recorded()[0].header("authorization").map(str::to_owned);
+    assert_eq!(
+        carried,
+        Some(format!("Bearer {KEY}")),
+        "the key the page set"
+    );
+}

@@ -1,9 +1,11 @@
 //! People's own provider keys through the public protocol, against the scripted LLM that
 //! records each request's headers: each run's calls carry its starter's key (`keys/set`),
 //! a person without one falls back to the server's, a project that requires people's own
-//! keys stops a run without one before any model call (its message: `llm::paying`'s tests); `keys/list` never shows a key; the
-//! database file, the transcripts and the packets sent to the model hold none; every change
-//! and use is in the audit without the key.
+//! keys stops a run without one before any model call (its message: `llm::paying`'s
+//! tests); `keys/list` never shows a key; the database file, the transcripts and the
+//! packets sent to the model hold none; every change and use is in the audit without the
+//! key. The server's log, every frame logged, and a command run in the sandbox during a run
+//! on a person's key hold no key.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +13,7 @@ use rummy::hash_token;
 use rummy::testing::fake_llm::{FakeLlm, Reply, Step};
 use serde_json::{json, Value};
 
+use crate::process::LoggedServer;
 use crate::support::{Client, TestApp};
 
 const MO_KEY: &str = "sk-mo-7f3a9c1e5b2d4f60";
@@ -205,4 +208,72 @@ async fn a_project_requiring_own_keys_stops_a_run_without_one_before_any_model_c
     assert_eq!(reply["result"]["status"], json!(200), "{reply}");
     let carried = llm.recorded()[0].header("authorization").map(str::to_owned);
     assert_eq!(carried, Some(format!("Bearer {OLGA_KEY}")));
+}
+
+/// A server logging every frame at debug level, whose projects run commands on it.
+const LOGGED_SANDBOX: &[(&str, &str)] = &[
+    ("RUMMY_LOG", "debug"),
+    ("RUMMY_DEBUG", "true"),
+    ("RUMMY_RUN_COMMANDS", "server"),
+    (
+        "RUMMY_SANDBOX_LAUNCHER",
+        env!("CARGO_BIN_EXE_rummy-sandbox"),
+    ),
+];
+
+#[actix_web::test]
+async fn no_key_reaches_the_servers_log_or_a_sandboxed_commands_environment() {
+    let llm = FakeLlm::start([
+        Step::reply("<sh>env > seen-env.txt</sh><update>looking</update>"),
+        done(),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let users = team(home.path());
+    let root = home.path().join("project-web");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut env = crate::support::llm_env(&llm);
+    env.extend_from_slice(&[
+        ("RUMMY_USERS_FILE", users.as_str()),
+        ("OPENAI_API_KEY", SERVER_KEY),
+    ]);
+    env.extend_from_slice(LOGGED_SANDBOX);
+    let server = LoggedServer::start(home, &env).await;
+    let mut mo = Client::connect(&format!("{}?token=mo-token", server.url())).await;
+    mo.init("web", &root).await;
+    mo.ok("keys/set", json!({"provider": "openai", "key": MO_KEY}))
+        .await;
+    mo.ok("keys/list", json!({})).await;
+
+    let (run, path) = mo.act_until_proposal("Look around.").await;
+    let resolved = mo
+        .ok(
+            "run/resolve",
+            json!({"run": run, "resolution": {"path": path, "action": "accept"}}),
+        )
+        .await;
+    assert_ne!(resolved["status"], json!(202), "{resolved}");
+    mo.until_notified("run/output", |params| params["done"] == json!(true))
+        .await;
+    let carried: Vec<String> = llm
+        .recorded()
+        .iter()
+        .map(|request| request.header("authorization").unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        carried[0],
+        format!("Bearer {MO_KEY}"),
+        "the run held the key"
+    );
+
+    let seen = std::fs::read_to_string(root.join("seen-env.txt")).unwrap();
+    assert!(seen.contains("HOME="), "the command's environment: {seen}");
+    for key in [MO_KEY, SERVER_KEY] {
+        assert!(!seen.contains(key), "{key} in the command's environment");
+    }
+    let log = server.stop().await;
+    assert!(
+        log.contains("keys/set") && log.contains("inbound"),
+        "the frames were logged: {log}"
+    );
+    assert!(!log.contains(MO_KEY), "the key in the log: {log}");
 }

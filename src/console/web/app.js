@@ -1,6 +1,6 @@
 // The console: sign-in, then views chosen by the URL's fragment (#/ projects,
 // #/p/<project> its runs, #/p/<project>/r/<run> a run, #/p/<project>/memory its memory,
-// #/usage, #/admin, #/inbox) over one JSON-RPC connection bound to the project shown. The
+// #/usage, #/keys, #/admin, #/inbox) over one JSON-RPC connection bound to the project shown. The
 // header's Inbox says how many things wait for the person, live (`inbox/changed`).
 import { Rpc } from './rpc.js';
 import { el, fill, link, debounce } from './dom.js';
@@ -13,6 +13,7 @@ import { adminView } from './admin.js';
 import { tokensView } from './tokens.js';
 import { inboxView, inboxCount } from './inbox.js';
 import { webhooksView } from './webhooks.js';
+import { keysView } from './keys.js';
 
 const main = document.getElementById('main');
 const who = document.getElementById('who');
@@ -87,6 +88,7 @@ function start(me) {
     el('li', {}, el('a', { href: '#/inbox' }, 'Inbox ', waiting)),
     el('li', {}, el('a', { href: '#/usage' }, 'Usage')),
     me.person ? el('li', {}, el('a', { href: '#/tokens' }, 'Tokens')) : null,
+    me.person ? el('li', {}, el('a', { href: '#/keys' }, 'Keys')) : null,
     me.role === 'admin' ? el('li', {}, el('a', { href: '#/admin' }, 'Admin')) : null));
   ctx.rpc = new Rpc();
   const counted = debounce(() => inboxCount(ctx).then((count) => { waiting.textContent = count; }, () => {}), 300);
@@ -143,13 +145,14 @@ function breadcrumbs(parts) {
   fill(crumbs, el('ol', {}, items));
 }
 
-// What the fragment shows: {page} (usage, admin, inbox, tokens), {project, run?, memory?, webhooks?}
+// What the fragment shows: {page} (usage, keys, admin, inbox, tokens), {project, run?, memory?, webhooks?}
 // or {} (projects).
 function route() {
   const [, kind, project, sub, run] = location.hash.split('/').map((part) => decodeURIComponent(part ?? ''));
   if (kind === 'usage') return { page: 'Usage' };
   if (kind === 'admin') return { page: 'Admin' };
   if (kind === 'tokens') return { page: 'Tokens' };
+  if (kind === 'keys') return { page: 'Keys' };
   if (kind === 'inbox') return { page: 'Inbox' };
   if (kind !== 'p' || !project) return {};
   return { project, run: sub === 'r' ? run : null, memory: sub === 'memory', webhooks: sub === 'webhooks' };
@@ -170,6 +173,8 @@ async function show() {
       stop = await inboxView(ctx, main);
     } else if (parts.page === 'Tokens') {
       stop = await tokensView(ctx, main);
+    } else if (parts.page === 'Keys') {
+      stop = await keysView(ctx, main, bind);
     } else if (parts.page === 'Admin') {
       stop = await adminView(ctx, main, bind);
     } else if (parts.run) {

@@ -374,6 +374,31 @@ mod tests {
         }
     }
 
+    /// Records `form` as the schema before `key_of` (2026-12-27) took it.
+    fn record_before_key_of(conn: &mut Conn, form: &ModelCallForm) {
+        let tokens = &form.tokens;
+        statement(
+            "INSERT INTO model_calls (run_id, turn, purpose, model, prompt_tokens, \
+                                      cached_tokens, completion_tokens, reasoning_tokens, \
+                                      total_tokens, cost_micros, created_at, person, project_id) \
+             SELECT id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, created_by, project_id FROM runs \
+             WHERE id = ?",
+        )
+        .bind::<Integer, _>(form.turn)
+        .bind::<Text, _>(form.purpose.as_str())
+        .bind::<Text, _>(&form.model)
+        .bind::<BigInt, _>(tokens.prompt_tokens)
+        .bind::<BigInt, _>(tokens.cached_tokens)
+        .bind::<BigInt, _>(tokens.completion_tokens)
+        .bind::<BigInt, _>(tokens.reasoning_tokens)
+        .bind::<BigInt, _>(tokens.total_tokens)
+        .bind::<BigInt, _>(form.cost.0)
+        .bind::<Text, _>(form.at.stored())
+        .bind::<BigInt, _>(form.run_id)
+        .execute(conn)
+        .unwrap();
+    }
+
     fn delegate(conn: &mut Conn, child: RunId, parent: RunId) {
         statement("UPDATE runs SET delegated_by = ? WHERE id = ?")
             .bind::<BigInt, _>(parent)
@@ -705,24 +730,19 @@ mod tests {
             Conn::Sqlite(_) => i64::MAX,
             Conn::Postgres(_) => i64::from(i32::MAX),
         };
-        // Recorded as that schema took it (no `key_of` yet).
+        let absurd = ModelCallForm {
+            tokens: Tokens {
+                prompt_tokens: count,
+                cached_tokens: count,
+                completion_tokens: 7,
+                reasoning_tokens: count,
+                total_tokens: count,
+            },
+            cost: Micros(i64::MAX),
+            ..call(run, CallPurpose::Turn, 0, 0)
+        };
         for _ in 0..2 {
-            statement(
-                "INSERT INTO model_calls (run_id, turn, purpose, model, prompt_tokens, \
-                                          cached_tokens, completion_tokens, reasoning_tokens, \
-                                          total_tokens, cost_micros, created_at, person, \
-                                          project_id) \
-                 SELECT id, 1, 'turn', 'openai/m', ?, ?, 7, ?, ?, ?, '2026-06-01 10:00:00', \
-                        created_by, project_id FROM runs WHERE id = ?",
-            )
-            .bind::<BigInt, _>(count)
-            .bind::<BigInt, _>(count)
-            .bind::<BigInt, _>(count)
-            .bind::<BigInt, _>(count)
-            .bind::<BigInt, _>(i64::MAX)
-            .bind::<BigInt, _>(run)
-            .execute(conn)
-            .unwrap();
+            record_before_key_of(conn, &absurd);
         }
         crate::db::connection::run_migrations(conn).unwrap();
         let total = report(conn, GroupBy::Purpose, &all_time()).unwrap();

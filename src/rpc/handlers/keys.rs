@@ -9,11 +9,11 @@ use serde_json::json;
 
 use super::admin_changes::record;
 use crate::access::Role;
-use crate::db::queries::{key_policy, secrets};
+use crate::db::queries::key_policy;
 use crate::error::AppError;
 use crate::llm::ProviderKind;
 use crate::rpc::call::{CallContext, Reply};
-use crate::secrets::{Binding, SecretString, PROVIDER_KEY};
+use crate::secrets::{SecretString, SecretsError, PROVIDER_KEY};
 
 /// The longest key taken.
 const KEY_MAX_CHARS: usize = 4096;
@@ -64,6 +64,15 @@ struct KeyView {
     last_used_at: Option<String>,
 }
 
+/// The store's failure as the store's error; any other as an internal error (its message
+/// names the value, never holds it).
+fn stored(error: SecretsError) -> AppError {
+    match error {
+        SecretsError::Db(error) => error.into(),
+        other => AppError::Internal(other.to_string()),
+    }
+}
+
 /// The calling person: keys are a person's own, the operator has the server's.
 fn person(context: &CallContext) -> Result<String, AppError> {
     context.person().ok_or_else(|| {
@@ -102,35 +111,23 @@ pub(crate) async fn set(context: CallContext, params: SetParams) -> Result<Reply
             "key: 1 to {KEY_MAX_CHARS} characters, no spaces or control characters"
         )));
     }
-    let binding = Binding {
-        person: &person,
-        kind: PROVIDER_KEY,
-        name: provider.slug(),
-    };
-    let sealed = context
-        .agent
-        .secrets
-        .keyring()
-        .seal(binding, &params.key)
-        .map_err(|error| AppError::Internal(error.to_string()))?;
     let slug = provider.slug();
+    let by = person.clone();
     context
         .agent
-        .db
-        .call(move |conn| {
-            let replaced = secrets::get(conn, &person, PROVIDER_KEY, slug)?.is_some();
-            secrets::put(
-                conn,
-                &person,
-                PROVIDER_KEY,
-                slug,
-                &sealed.bytes,
-                &sealed.key_id,
-            )?;
-            let detail = json!({"provider": slug, "replaced": replaced});
-            record(conn, Some(&person), "keys/set", &person, &detail)
-        })
-        .await?;
+        .secrets
+        .put(
+            &person,
+            PROVIDER_KEY,
+            slug,
+            &params.key,
+            move |conn, replaced| {
+                let detail = json!({"provider": slug, "replaced": replaced});
+                record(conn, Some(&by), "keys/set", &by, &detail)
+            },
+        )
+        .await
+        .map_err(stored)?;
     Reply::of(json!({"provider": slug}))
 }
 
@@ -142,9 +139,10 @@ pub(crate) async fn list(
     let person = person(&context)?;
     let rows = context
         .agent
-        .db
-        .read(move |conn| secrets::list(conn, &person, PROVIDER_KEY))
-        .await?;
+        .secrets
+        .list(&person, PROVIDER_KEY)
+        .await
+        .map_err(stored)?;
     let keys: Vec<KeyView> = rows
         .into_iter()
         .map(|row| KeyView {
@@ -161,23 +159,21 @@ pub(crate) async fn list(
 pub(crate) async fn remove(context: CallContext, params: RemoveParams) -> Result<Reply, AppError> {
     let person = person(&context)?;
     let slug = keyed_provider(&params.provider)?.slug();
+    let by = person.clone();
     let removed = context
         .agent
-        .db
-        .call(move |conn| {
-            let removed = secrets::remove(conn, &person, PROVIDER_KEY, slug)?;
-            if removed {
-                record(
-                    conn,
-                    Some(&person),
-                    "keys/remove",
-                    &person,
-                    &json!({"provider": slug}),
-                )?;
-            }
-            Ok(removed)
+        .secrets
+        .remove(&person, PROVIDER_KEY, slug, move |conn| {
+            record(
+                conn,
+                Some(&by),
+                "keys/remove",
+                &by,
+                &json!({"provider": slug}),
+            )
         })
-        .await?;
+        .await
+        .map_err(stored)?;
     Reply::of(json!({"provider": slug, "removed": removed}))
 }
 
