@@ -1,14 +1,23 @@
-//! What the frame log (`RUMMY_DEBUG`) writes of an inbound frame: the frame itself, with
-//! the params that carry a secret (a person's provider key, an admin-set provider key)
-//! replaced, so that a key never reaches the log. A frame that is not JSON is logged by its
-//! length only: it cannot be told apart from a `keys/set` whose key would follow.
+//! What the frame log (`RUMMY_DEBUG`) writes of a frame: the frame itself, with the params
+//! that carry a secret (a person's provider key, an admin-set provider key, a host
+//! credential) and the tokens a reply hands out (`people/add`, `people/token`,
+//! `tokens/mint`) replaced, so that no secret reaches the log. An inbound frame that is not
+//! JSON is logged by its length only: it cannot be told apart from a `keys/set` whose key
+//! would follow.
 
 use std::borrow::Cow;
 
 use serde_json::Value;
 
 /// The methods whose params carry a secret, and which param.
-const SECRET_PARAMS: &[(&str, &str)] = &[("keys/set", "key"), ("addModel", "apiKey")];
+const SECRET_PARAMS: &[(&str, &str)] = &[
+    ("keys/set", "key"),
+    ("addModel", "apiKey"),
+    ("hostCredentials/set", "value"),
+];
+
+/// The field of a reply's result that carries a token it hands out.
+const SECRET_RESULT: &str = "token";
 
 /// What the log shows in a secret's place.
 const HIDDEN: &str = "<not logged>";
@@ -32,6 +41,41 @@ pub(crate) fn inbound(text: &str) -> Cow<'_, str> {
         Cow::Owned(frame.to_string())
     } else {
         Cow::Borrowed(text)
+    }
+}
+
+/// `text`, an outbound frame (a reply or a notification), as the frame log may write it.
+pub(crate) fn outbound(text: &str) -> Cow<'_, str> {
+    if !text.contains(SECRET_RESULT) {
+        return Cow::Borrowed(text);
+    }
+    let Ok(mut frame) = serde_json::from_str::<Value>(text) else {
+        return Cow::Owned(format!("<{} bytes, not JSON>", text.len()));
+    };
+    let hidden = match &mut frame {
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |hidden, item| hide_result(item) | hidden),
+        item => hide_result(item),
+    };
+    if hidden {
+        Cow::Owned(frame.to_string())
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Replaces the token of `item`'s result when it has one; whether it did.
+fn hide_result(item: &mut Value) -> bool {
+    match item
+        .get_mut("result")
+        .and_then(|result| result.get_mut(SECRET_RESULT))
+    {
+        Some(secret @ Value::String(_)) => {
+            *secret = Value::from(HIDDEN);
+            true
+        }
+        _ => false,
     }
 }
 
@@ -73,6 +117,22 @@ mod tests {
             !logged.contains("xai-9") && logged.contains("ping"),
             "{logged}"
         );
+    }
+
+    #[test]
+    fn a_token_a_reply_hands_out_is_hidden_and_other_replies_are_logged_as_they_are() {
+        let minted = r#"{"jsonrpc":"2.0","id":3,"result":{"name":"laptop","token":"rpat_1f2e"}}"#;
+        let logged = outbound(minted);
+        assert!(
+            !logged.contains("rpat_1f2e") && logged.contains("laptop"),
+            "{logged}"
+        );
+        let batch = r#"[{"jsonrpc":"2.0","id":4,"result":{"name":"olga","token":"9a8b"}}]"#;
+        assert!(!outbound(batch).contains("9a8b"));
+        let other = r#"{"jsonrpc":"2.0","id":5,"result":{"tokens":[]}}"#;
+        assert_eq!(outbound(other), other);
+        let plain = r#"{"jsonrpc":"2.0","method":"run/delta","params":{"text":"a token"}}"#;
+        assert_eq!(outbound(plain), plain);
     }
 
     #[test]

@@ -259,7 +259,8 @@ impl WsSession {
     /// offers it).
     fn send_text(&self, ctx: &mut ws::WebsocketContext<Self>, text: String) {
         if self.state.agent.settings.log.debug {
-            tracing::debug!(conn = self.id, frame = %text, "outbound");
+            let frame = super::frame_log::outbound(&text);
+            tracing::debug!(conn = self.id, frame = &*frame, "outbound");
         }
         self.state.agent.metrics.work().frame(text.len());
         ctx.text(text);
