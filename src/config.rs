@@ -509,7 +509,7 @@ pub struct CommandSettings {
     /// Destinations (`host`, `*.domain`, either with `:port`; 443 unless named) a project
     /// may allow its commands to reach through the egress proxy (`crate::egress`).
     #[serde(deserialize_with = "destinations")]
-    pub hosts: Vec<crate::egress::Destination>,
+    pub hosts: Vec<crate::egress::destination::Destination>,
     /// Networks the egress proxy may reach although they are the server's own (private,
     /// loopback…), as `RUMMY_WEB_ALLOW_NETS` is for fetches.
     #[serde(deserialize_with = "networks")]
@@ -1261,7 +1261,7 @@ fn ports<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u16>, D::Erro
 /// A comma-separated list of egress destinations.
 fn destinations<'de, D: Deserializer<'de>>(
     deserializer: D,
-) -> Result<Vec<crate::egress::Destination>, D::Error> {
+) -> Result<Vec<crate::egress::destination::Destination>, D::Error> {
     comma_list(deserializer)?
         .iter()
         .map(|item| item.parse().map_err(serde::de::Error::custom))

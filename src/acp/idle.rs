@@ -111,7 +111,7 @@ pub(super) fn take(
                         _ => 499,
                     };
                     stream.tracker.announce(&proposal.entry.path, shown);
-                    let said = ContentBlock::from(super::turn::settled_by(&acted));
+                    let said = ContentBlock::from(settled_by(&acted));
                     let fields = ToolCallUpdateFields::new()
                         .status(status)
                         .content(vec![ToolCallContent::from(said)]);
@@ -133,6 +133,19 @@ fn settles(acted: &RunActed, path: &str) -> bool {
                 || acted.withdrawn.iter().any(|withdrawn| withdrawn == path)
         }
         Act::Inject | Act::Prompt | Act::Resume | Act::Revert => false,
+    }
+}
+
+/// What the editor is told of a proposal another client settled.
+pub(super) fn settled_by(acted: &RunActed) -> String {
+    let by = acted.by.as_deref().unwrap_or("the operator");
+    match acted.action {
+        Act::Accept => format!("Accepted by {by}."),
+        Act::Reject => format!("Rejected by {by}."),
+        Act::Error => format!("Reported failed by {by}."),
+        Act::Abort => format!("Withdrawn: {by} aborted the run."),
+        Act::Cancel => format!("Withdrawn: {by} cancelled the prompt that proposed it."),
+        Act::Inject | Act::Prompt | Act::Resume | Act::Revert => format!("Settled by {by}."),
     }
 }
 

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::acp::error::AcpError;
-use crate::acp::idle::{self, settled_status};
+use crate::acp::idle::{self, settled_by, settled_status};
 use crate::acp::link::Notice;
 use crate::acp::outcome::{self, stop_reason};
 use crate::acp::permission::{Asking, Decided, Offers, Proposal};
@@ -100,19 +100,6 @@ struct Settled {
 fn settled_by_another(data: &Value) -> bool {
     serde_json::from_value::<ProposalView>(data.clone())
         .is_ok_and(|view| view.status != EntryStatus::Proposed)
-}
-
-/// What the editor is told of a proposal another client settled.
-pub(super) fn settled_by(acted: &RunActed) -> String {
-    let by = acted.by.as_deref().unwrap_or("the operator");
-    match acted.action {
-        Act::Accept => format!("Accepted by {by}."),
-        Act::Reject => format!("Rejected by {by}."),
-        Act::Error => format!("Reported failed by {by}."),
-        Act::Abort => format!("Withdrawn: {by} aborted the run."),
-        Act::Cancel => format!("Withdrawn: {by} cancelled the prompt that proposed it."),
-        Act::Inject | Act::Prompt | Act::Resume | Act::Revert => format!("Settled by {by}."),
-    }
 }
 
 impl Turn<'_> {

@@ -2,14 +2,33 @@
 //! for, with the hop-by-hop headers and the proxy's own credential taken out and the
 //! person's credential (if any) put in; the upstream's answer streamed back.
 
+use bytes::Bytes;
 use futures_util::TryStreamExt;
 use http::{header, HeaderMap, Request, Response, StatusCode};
-use http_body_util::{BodyStream, StreamBody};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, BodyStream, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 
-use super::serve::{text, Body};
 use super::HostCredential;
 use crate::web::RefusedAddress;
+
+/// A response body: a fixed text, or an upstream's streamed through.
+pub(super) type Body = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// A response of `status` with `body` as plain text.
+pub(super) fn text(status: StatusCode, body: String) -> Response<Body> {
+    let mut response = Response::new(
+        Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed_unsync(),
+    );
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
 
 /// Headers that belong to one connection, not to the request or response.
 const HOP_BY_HOP: &[header::HeaderName] = &[

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use base64::Engine;
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
-use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -19,13 +18,10 @@ use subtle::ConstantTimeEq;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::destination::allowed;
-use super::forward::forward;
+use super::forward::{forward, text, Body};
 use super::{Egress, Grant, HostCredential, PROXY_USER};
 use crate::llm::CancellationToken;
 use crate::web::RefusedAddress;
-
-/// A response body: a fixed text, or an upstream's streamed through.
-pub(super) type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 
 /// One command's proxy: what it may reach, on whose behalf, and how it proves it is that
 /// command.
@@ -321,21 +317,6 @@ async fn connect(egress: &Egress, host: &str, port: u16) -> Result<TcpStream, Re
 fn path_of(uri: &http::Uri) -> &str {
     uri.path_and_query()
         .map_or("/", http::uri::PathAndQuery::as_str)
-}
-
-/// A response of `status` with `body` as plain text.
-pub(super) fn text(status: StatusCode, body: String) -> Response<Body> {
-    let mut response = Response::new(
-        Full::new(Bytes::from(body))
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-    );
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
 }
 
 /// An empty response of `status`.
