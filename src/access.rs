@@ -15,6 +15,7 @@
 mod edit;
 mod people;
 mod signed_in;
+mod token;
 mod watch;
 
 use std::fmt;
@@ -26,13 +27,13 @@ use sha2::Digest;
 use subtle::ConstantTimeEq;
 
 use crate::config::{GroupGrant, ServerSettings};
-use crate::tokens::{TokenRefusal, TokenUse};
 use crate::usage::Limits;
 
 pub(crate) use edit::{write_atomically, PersonChange};
 pub use people::hash_token;
 pub(crate) use people::{decode_hash, valid_name};
 pub(crate) use people::{People, Person};
+pub(crate) use token::{TokenRefusal, TokenUse};
 pub(crate) use watch::watch;
 
 /// What a person may do, each role including the ones before it.

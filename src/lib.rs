@@ -37,6 +37,7 @@ mod secrets;
 mod slots;
 pub mod telemetry;
 mod tokens;
+mod unix_time;
 mod usage;
 mod web;
 mod webhooks;

@@ -17,17 +17,16 @@
 //! refused use (revoked, expired) reaches the admins' audit at most once a minute per token.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::access::{Access, AccessError, Caller, Role};
+use crate::access::{Access, AccessError, Caller, TokenRefusal, TokenUse};
 use crate::db::queries::personal_tokens::{self, TokenRow, NOTE_EVERY_SECS};
 use crate::db::{DbError, DbHandle};
 use crate::error::AppError;
 use crate::rpc::handlers::admin_changes;
-use crate::ws::cookie::now;
+use crate::unix_time::now;
 
 /// How every personal access token begins, so a server knows which to look up in the store.
 pub(crate) const TOKEN_PREFIX: &str = "rpat_";
@@ -35,86 +34,15 @@ pub(crate) const TOKEN_PREFIX: &str = "rpat_";
 /// How many characters of a token the store keeps to recognise it: `rpat_` and 8 hex digits.
 const SHOWN_CHARS: usize = TOKEN_PREFIX.len() + 8;
 
-/// A token a connection opened with: its person and its scope.
-#[derive(Debug)]
-pub(crate) struct TokenUse {
-    pub id: i64,
-    /// What its person called it.
-    pub name: String,
-    /// Whom it acts for.
-    pub person: Arc<str>,
-    /// It acts as a viewer at most.
-    pub read_only: bool,
-    /// The one project it opens, when minted for one.
-    pub project: Option<String>,
-    /// When this connection last asked the store to note a use (unix seconds).
-    noted_at: AtomicI64,
-}
-
-impl PartialEq for TokenUse {
-    fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
-    }
-}
-
-impl Eq for TokenUse {}
-
-impl TokenUse {
-    fn of(row: &TokenRow) -> TokenUse {
-        TokenUse {
-            id: row.id,
-            name: row.name.clone(),
-            person: row.person.as_str().into(),
-            read_only: row.read_only != 0,
-            project: row.project.clone(),
-            noted_at: AtomicI64::new(i64::MIN),
-        }
-    }
-
-    /// Whether this connection should note a use at `now`: none noted by it within the
-    /// minute before (the store's own condition keeps it to one a minute across them).
-    fn claim_note(&self, now: i64) -> bool {
-        let last = self.noted_at.load(Ordering::Relaxed);
-        now.saturating_sub(last) >= NOTE_EVERY_SECS
-            && self
-                .noted_at
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-    }
-}
-
-/// Why a token opens nothing (more), or may not do what was asked.
-#[derive(Debug, Clone, thiserror::Error)]
-pub(crate) enum TokenRefusal {
-    #[error("{who}'s token '{token}' was revoked; it opens nothing more.")]
-    Revoked { who: String, token: String },
-    #[error(
-        "{who}'s token '{token}' expired; it opens nothing more (mint another in the console)."
-    )]
-    Expired { who: String, token: String },
-    #[error("{who}'s token '{token}' is read-only; '{method}' needs the {needed} role.")]
-    ReadOnly {
-        who: String,
-        token: String,
-        method: String,
-        needed: Role,
-    },
-    #[error("{who}'s token '{token}' opens only project '{only}', not '{project}'.")]
-    OtherProject {
-        who: String,
-        token: String,
-        only: String,
-        project: String,
-    },
-    #[error("A personal access token cannot mint or revoke tokens; sign in to the console.")]
-    WithAToken,
-    #[error(
-        "The operator (the shared token) is nobody in particular and has no tokens; sign in \
-         as a person to mint one."
-    )]
-    Operator,
-    #[error("{who} may not revoke {owner}'s token: only its person or an admin may.")]
-    NotYours { who: String, owner: String },
+/// What a connection opened with `row`'s token may know of it.
+fn token_use(row: &TokenRow) -> TokenUse {
+    TokenUse::new(
+        row.id,
+        row.name.clone(),
+        row.person.as_str().into(),
+        row.read_only != 0,
+        row.project.clone(),
+    )
 }
 
 impl From<TokenRefusal> for AppError {
@@ -191,7 +119,7 @@ pub(crate) async fn admit(
             _ => Unopened::Expired,
         });
     }
-    let token = Arc::new(TokenUse::of(&row));
+    let token = Arc::new(token_use(&row));
     if access.grant(&Caller::Person(token.person.clone())).is_err() {
         return Err(Unopened::Unknown);
     }
@@ -247,7 +175,7 @@ pub(crate) async fn still_open(db: &DbHandle, caller: &Caller) -> Result<bool, D
 /// noted one within the minute before.
 fn note_use(db: &DbHandle, token: &TokenUse, last_used_at: Option<i64>, now: i64) {
     let recent = last_used_at.is_some_and(|last| now.saturating_sub(last) < NOTE_EVERY_SECS);
-    if recent || !token.claim_note(now) {
+    if recent || !token.claim_note(now, NOTE_EVERY_SECS) {
         return;
     }
     let id = token.id;
@@ -324,9 +252,9 @@ mod tests {
 
     #[test]
     fn a_connection_claims_a_note_at_most_once_a_minute() {
-        let token = TokenUse::of(&row(None, 100));
-        assert!(token.claim_note(1000));
-        assert!(!token.claim_note(1059));
-        assert!(token.claim_note(1060));
+        let token = token_use(&row(None, 100));
+        assert!(token.claim_note(1000, NOTE_EVERY_SECS));
+        assert!(!token.claim_note(1059, NOTE_EVERY_SECS));
+        assert!(token.claim_note(1060, NOTE_EVERY_SECS));
     }
 }

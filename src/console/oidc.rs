@@ -18,15 +18,14 @@ use actix_web::cookie::{time::Duration as CookieAge, Cookie, SameSite};
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::audit::{self, Via};
 use super::session;
-use crate::access::{hash_token, valid_name, Access, Caller};
+use crate::access::{hash_token, valid_name};
 use crate::db::queries::oidc::{self, PendingLogin, SignedInPerson};
 use crate::random::random_hex;
+use crate::unix_time::now;
 use crate::ws::client_addr::over_tls;
-use crate::ws::cookie::now;
 use crate::ws::state::ServerState;
 use provider::{Identity, Provider};
 
@@ -90,25 +89,6 @@ impl Refusal {
     }
 }
 
-/// What the sign-in page offers besides a token: `{name, start}` when a provider is
-/// configured.
-pub(super) fn offer(state: &ServerState) -> Option<Value> {
-    let settings = &state.agent.settings.oidc;
-    settings.client.as_ref()?;
-    Some(json!({ "name": settings.provider_name, "start": "oidc/start" }))
-}
-
-/// Who a console session signed in through the provider as `name` acts for now, the store
-/// knowing them as `known` (`None`: forgotten).
-pub(crate) fn resume(
-    access: &Access,
-    name: String,
-    known: Option<SignedInPerson>,
-) -> Option<Caller> {
-    let groups = known.map(|person| groups_of(&person.groups));
-    access.signed_in(&name, groups.as_deref())
-}
-
 /// Takes everyone the store knows signed in through the provider into `access`, at start
 /// (nothing without a provider).
 pub(crate) async fn recall(state: &ServerState) -> Result<(), crate::db::DbError> {
@@ -119,13 +99,9 @@ pub(crate) async fn recall(state: &ServerState) -> Result<(), crate::db::DbError
     for person in people {
         state
             .access
-            .signed_in(&person.name, Some(&groups_of(&person.groups)));
+            .signed_in(&person.name, Some(&person.group_list()));
     }
     Ok(())
-}
-
-fn groups_of(json: &str) -> Vec<String> {
-    serde_json::from_str(json).unwrap_or_default()
 }
 
 /// The cookie binding a sign-in to this browser: sent back on the provider's redirect

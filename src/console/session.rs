@@ -21,8 +21,9 @@ use crate::access::{hash_token, Caller};
 use crate::db::queries::console_sessions::{self, ConsoleSession};
 use crate::db::DbError;
 use crate::random::random_hex;
+use crate::unix_time::now;
 use crate::ws::client_addr::over_tls;
-use crate::ws::cookie::{now, resume, same_origin, session_id, COOKIE};
+use crate::ws::cookie::{resume, same_origin, session_id, COOKIE};
 use crate::ws::state::ServerState;
 
 /// Bytes of randomness in a session id (sent as hex).
@@ -184,7 +185,7 @@ pub(super) async fn who(request: HttpRequest, state: web::Data<ServerState>) -> 
             .json(identity),
         None => HttpResponse::Unauthorized().json(json!({
             "error": "not signed in",
-            "provider": super::oidc::offer(&state),
+            "provider": offer(&state),
         })),
     }
 }
@@ -208,4 +209,12 @@ pub(super) async fn sign_out(request: HttpRequest, state: web::Data<ServerState>
     HttpResponse::NoContent()
         .cookie(cookie(&request, &state, String::new(), 0))
         .finish()
+}
+
+/// What the sign-in page offers besides a token: `{name, start}` when a provider is
+/// configured.
+fn offer(state: &ServerState) -> Option<serde_json::Value> {
+    let settings = &state.agent.settings.oidc;
+    settings.client.as_ref()?;
+    Some(json!({ "name": settings.provider_name, "start": "oidc/start" }))
 }

@@ -2,8 +2,6 @@
 //! a request carrying it comes from the console's own page. The console (`console`) issues
 //! and ends sessions; the upgrade admits the console's WebSocket with [`caller`].
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use actix_http::RequestHead;
 use actix_web::cookie::Cookie;
 use actix_web::http::header;
@@ -11,6 +9,7 @@ use actix_web::http::header;
 use crate::access::{decode_hash, hash_token, Caller};
 use crate::db::queries::{console_sessions, oidc};
 use crate::db::DbError;
+use crate::unix_time::now;
 use crate::ws::gate::Refusal;
 use crate::ws::state::ServerState;
 
@@ -20,15 +19,6 @@ pub(crate) const COOKIE: &str = "rummy_session";
 /// The path of the console's WebSocket under the console's path `base`.
 pub(crate) fn socket_path(base: &str) -> String {
     format!("{base}/rpc")
-}
-
-/// Now, in unix seconds.
-pub(crate) fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
-        })
 }
 
 /// Whether `head` comes from a page of this server: its `Origin` names the host it was sent
@@ -67,7 +57,7 @@ pub(crate) fn session_id(head: &RequestHead) -> Option<String> {
 
 /// Who the session `id` acts for now; `None` when it is unknown, expired, signed out, or
 /// its token no longer opens the server (for a sign-in through the identity provider: its
-/// person is no longer known, `console::oidc::resume`).
+/// person is no longer known, `Access::signed_in`).
 pub(crate) async fn resume(state: &ServerState, id: &str) -> Result<Option<Caller>, DbError> {
     resume_hashed(state, hash_token(id)).await
 }
@@ -94,7 +84,8 @@ pub(crate) async fn resume_hashed(
         .await?;
     Ok(stored.and_then(|(session, signed_in)| {
         if session.oidc {
-            return crate::console::oidc::resume(&state.access, session.person?, signed_in);
+            let groups = signed_in.map(|person| person.group_list());
+            return state.access.signed_in(&session.person?, groups.as_deref());
         }
         let token_hash = decode_hash(&session.token_hash)?;
         state.access.resume(session.person.as_deref(), &token_hash)

@@ -72,6 +72,13 @@ pub(crate) struct SignedInPerson {
     pub groups: String,
 }
 
+impl SignedInPerson {
+    /// The groups the provider last gave them (none when the stored text does not read).
+    pub(crate) fn group_list(&self) -> Vec<String> {
+        serde_json::from_str(&self.groups).unwrap_or_default()
+    }
+}
+
 /// Everyone who signed in through the provider and is still known.
 pub(crate) fn people(conn: &mut Conn) -> Result<Vec<SignedInPerson>, DbError> {
     Ok(

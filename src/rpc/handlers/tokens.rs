@@ -8,13 +8,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::admin_changes::record;
+use crate::access::TokenRefusal;
 use crate::access::{hash_token, Caller, Role};
 use crate::agent::allow::person_key;
 use crate::db::queries::personal_tokens::{self, NewToken, TokenRow};
 use crate::error::AppError;
 use crate::rpc::call::{CallContext, Reply};
-use crate::tokens::{described, mint_secret, prefix_of, standing, TokenRefusal};
-use crate::ws::cookie::now;
+use crate::tokens::{described, mint_secret, prefix_of, standing};
+use crate::unix_time::now;
 
 /// The longest a token lives, in days.
 pub(crate) const MAX_DAYS: i64 = 366;
