@@ -109,7 +109,13 @@ async function askForm(ctx, changed) {
     if (!text) return;
     prompt.value = '';
     said.textContent = 'Asked; the run appears below.';
-    ctx.rpc.call(mode.value, { model: model.value, prompt: text })
+    // The run is made and watched with its deltas before the question, so that its first
+    // turn is streamed (the server streams a call only for a run watched as it starts).
+    ctx.rpc.call('startRun', { model: model.value })
+      .then(async ({ run }) => {
+        await ctx.rpc.call('run/watch', { run, deltas: true });
+        return ctx.rpc.call(mode.value, { model: model.value, prompt: text, run });
+      })
       .then((outcome) => { said.textContent = `Run ${outcome.run}: ${statusWords(outcome.status)}.`; changed(); })
       .catch((error) => { said.textContent = `Not asked: ${error.message}`; });
     changed();
