@@ -25,7 +25,6 @@ use crate::access::{hash_token, valid_name};
 use crate::db::queries::oidc::{self, PendingLogin, SignedInPerson};
 use crate::random::random_hex;
 use crate::unix_time::now;
-use crate::ws::client_addr::over_tls;
 use crate::ws::state::ServerState;
 use provider::{Identity, Provider};
 
@@ -112,15 +111,11 @@ fn browser_cookie(
     value: String,
     max_age: i64,
 ) -> Cookie<'static> {
-    let server = &state.agent.settings.server;
-    let secure = request
-        .peer_addr()
-        .is_some_and(|peer| over_tls(peer.ip(), request.head(), &server.trusted_proxies));
     Cookie::build(BROWSER_COOKIE, value)
-        .path(format!("{}/oidc", server.console_path))
+        .path(format!("{}/oidc", state.agent.settings.server.console_path))
         .http_only(true)
         .same_site(SameSite::Lax)
-        .secure(secure)
+        .secure(session::reached_over_tls(request, state))
         .max_age(CookieAge::seconds(max_age))
         .finish()
 }

@@ -43,17 +43,22 @@ pub(super) fn cookie(
     value: String,
     max_age: i64,
 ) -> Cookie<'static> {
-    let server = &state.agent.settings.server;
-    let secure = request
-        .peer_addr()
-        .is_some_and(|peer| over_tls(peer.ip(), request.head(), &server.trusted_proxies));
     Cookie::build(COOKIE, value)
-        .path(server.console_path.clone())
+        .path(state.agent.settings.server.console_path.clone())
         .http_only(true)
         .same_site(SameSite::Strict)
-        .secure(secure)
+        .secure(reached_over_tls(request, state))
         .max_age(CookieAge::seconds(max_age))
         .finish()
+}
+
+/// Whether the browser reached rummy over TLS (itself, or through a trusted proxy that says
+/// so): then a cookie is `Secure`.
+pub(super) fn reached_over_tls(request: &HttpRequest, state: &ServerState) -> bool {
+    let server = &state.agent.settings.server;
+    request
+        .peer_addr()
+        .is_some_and(|peer| over_tls(peer.ip(), request.head(), &server.trusted_proxies))
 }
 
 /// A sign-in body that is not `{"token": "…"}` gets a 400 that echoes none of it.
