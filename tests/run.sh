@@ -4,7 +4,7 @@
 # tests/acp/.venv with tests/acp/requirements.txt), and starts the real local LLM
 # (SmolLM2-135M behind an OpenAI-compatible server on loopback, installed once and cached
 # under ~/.cache/rummy-llm), exports its base URL as RUMMY_TEST_LLM_URL, runs `cargo test
-# --locked --all-targets` (extra arguments are passed on to it), then the tests that need
+# --locked --no-fail-fast --all-targets` (extra arguments are passed on to it), then the tests that need
 # those: the web console in Debian's chromium driven by Playwright for Python (apt-get
 # chromium; a venv in tests/console/.venv with tests/console/requirements.txt; `...
 # console_browser:: -- --ignored`, the part through nginx only when nginx is there), rummy behind the real nginx (`cargo test --locked --test it proxy:: --
@@ -28,7 +28,7 @@
 # stops the LLM and the cluster again, removes the cluster. Last it builds the book under
 # docs/ with mdbook and checks its links and anchors with lychee (tests/docs/book.sh: both
 # pinned, installed once under ~/.cache/rummy-docs), and exits with the first failing status
-# of the runs.
+# of the runs, naming at the end each failing run and the tests it failed.
 #
 # When nginx, node, the Python SDK, chromium, Playwright, the LLM, PostgreSQL or the book's
 # tools cannot be installed or started (no network, not root, no python3), this says so
@@ -357,87 +357,82 @@ if ! start_llm; then
   shout "$llm_problem" "$LLM_CONSEQUENCE"
 fi
 
-cargo test --locked --all-targets "$@"
-status=$?
+# The first failing status of the passes, and what each failing pass failed, for the end.
+status=0
+failed_passes=()
+
+# run_pass COMMAND...: runs one pass of the tests. A failing pass keeps the run's first
+# failing status and is named again at the end with the tests it failed, since a long run's
+# log is often read from its tail.
+run_pass() {
+  local out
+  out=$(mktemp "${TMPDIR:-/tmp}/rummy-pass.XXXXXX") || return
+  "$@" | tee "$out"
+  local pass_status=${PIPESTATUS[0]}
+  if [ "$pass_status" != 0 ]; then
+    [ "$status" = 0 ] && status=$pass_status
+    local store=SQLite
+    [ -n "${RUMMY_TEST_DATABASE_URL:-}" ] && store=PostgreSQL
+    failed_passes+=("exit $pass_status on $store: $*")
+    while read -r failed_test; do
+      failed_passes+=("    $failed_test")
+    done < <(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$out")
+  fi
+  rm -f "$out"
+}
+
+run_pass cargo test --locked --no-fail-fast --all-targets "$@"
 if [ -z "$nginx_problem" ]; then
-  cargo test --locked --test it proxy:: -- --ignored
-  proxy_status=$?
-  [ "$status" = 0 ] && status=$proxy_status
+  run_pass cargo test --locked --test it proxy:: -- --ignored
 fi
 if [ -z "$container_problem" ]; then
-  cargo test --locked --test it container:: -- --ignored
-  container_status=$?
-  [ "$status" = 0 ] && status=$container_status
+  run_pass cargo test --locked --test it container:: -- --ignored
 fi
 if [ -z "$node_problem" ]; then
-  cargo test --locked --test it -- --ignored acp::ts:: acp::personal_tokens::ts::
-  acp_status=$?
-  [ "$status" = 0 ] && status=$acp_status
-  cargo test --locked --test it plugin_processes::node:: -- --ignored
-  node_plugin_status=$?
-  [ "$status" = 0 ] && status=$node_plugin_status
+  run_pass cargo test --locked --test it -- --ignored acp::ts:: acp::personal_tokens::ts::
+  run_pass cargo test --locked --test it plugin_processes::node:: -- --ignored
 fi
 if [ -z "$oidc_problem" ]; then
-  cargo test --locked --test it oidc:: -- --ignored --skip console_browser::
-  oidc_status=$?
-  [ "$status" = 0 ] && status=$oidc_status
+  run_pass cargo test --locked --test it oidc:: -- --ignored --skip console_browser::
 fi
 if [ -z "$otlp_problem" ]; then
-  cargo test --locked --test it otlp:: -- --ignored
-  otlp_status=$?
-  [ "$status" = 0 ] && status=$otlp_status
+  run_pass cargo test --locked --test it otlp:: -- --ignored
 fi
 if [ -z "$python_sdk_problem" ]; then
-  cargo test --locked --test it -- --ignored acp::py:: acp::personal_tokens::py::
-  acp_status=$?
-  [ "$status" = 0 ] && status=$acp_status
+  run_pass cargo test --locked --test it -- --ignored acp::py:: acp::personal_tokens::py::
 fi
 if [ -z "$node_problem" ] && [ -z "$python_sdk_problem" ]; then
   # The three-client story drives one editor with each SDK.
-  cargo test --locked --test it acp::three_clients:: -- --ignored
-  acp_status=$?
-  [ "$status" = 0 ] && status=$acp_status
+  run_pass cargo test --locked --test it acp::three_clients:: -- --ignored
 fi
 if [ -z "$node_problem" ] && [ -z "$python_sdk_problem" ] && [ -z "$console_problem" ]; then
   # The shared-run story with the console drives both SDKs and chromium.
-  cargo test --locked --test it acp::console_story:: -- --ignored
-  acp_status=$?
-  [ "$status" = 0 ] && status=$acp_status
+  run_pass cargo test --locked --test it acp::console_story:: -- --ignored
 fi
 if [ -z "$console_problem" ]; then
   # The console through the shipped nginx config needs nginx too (shouted above).
   skip_proxy=()
   [ -n "$nginx_problem" ] && skip_proxy=(--skip console_browser::the_console_works_through_the_shipped_nginx_config)
   [ -n "$oidc_problem" ] && skip_proxy+=(--skip console_browser::oidc::)
-  cargo test --locked --test it console_browser:: -- --ignored "${skip_proxy[@]}"
-  console_status=$?
-  [ "$status" = 0 ] && status=$console_status
+  run_pass cargo test --locked --test it console_browser:: -- --ignored "${skip_proxy[@]}"
 fi
 if [ -n "${RUMMY_TEST_LLM_URL:-}" ]; then
   # The editor's session on the real model needs node as the ACP tests do (shouted above).
   skip_editor=()
   [ -n "$node_problem" ] && skip_editor=(--skip e2e::an_editor_session_on_a_real_model)
-  cargo test --locked --test it e2e:: -- --ignored "${skip_editor[@]}"
-  e2e_status=$?
-  [ "$status" = 0 ] && status=$e2e_status
+  run_pass cargo test --locked --test it e2e:: -- --ignored "${skip_editor[@]}"
 fi
 stop_llm
 if start_postgres; then
   echo "running the integration suite and the tests of PostgreSQL alone against PostgreSQL" >&2
   skip_oidc=()
   [ -n "$oidc_problem" ] && skip_oidc=(--skip oidc::)
-  cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp:: --skip container:: --skip console_browser:: --skip plugin_processes::node:: "${skip_oidc[@]}"
-  pg_status=$?
-  [ "$status" = 0 ] && status=$pg_status
-  cargo test --locked --lib -- --include-ignored
-  pg_status=$?
-  [ "$status" = 0 ] && status=$pg_status
+  run_pass cargo test --locked --test it -- --include-ignored --skip proxy:: --skip e2e:: --skip acp:: --skip container:: --skip console_browser:: --skip plugin_processes::node:: "${skip_oidc[@]}"
+  run_pass cargo test --locked --lib -- --include-ignored
 fi
 stop_postgres
 if bash tests/docs/book.sh install; then
-  bash tests/docs/book.sh check
-  docs_status=$?
-  [ "$status" = 0 ] && status=$docs_status
+  run_pass bash tests/docs/book.sh check
 else
   docs_problem="mdbook or lychee could not be installed (cargo install, pip): see the messages above."
 fi
@@ -462,4 +457,13 @@ missing "$console_problem" "$CONSOLE_CONSEQUENCE"
 missing "$llm_problem" "$LLM_CONSEQUENCE"
 missing "$postgres_problem" "$POSTGRES_CONSEQUENCE"
 missing "$docs_problem" "$DOCS_CONSEQUENCE"
+if [ "${#failed_passes[@]}" != 0 ]; then
+  {
+    echo
+    echo "######################################################################"
+    echo "## Failed passes and the tests they failed:"
+    printf '## %s\n' "${failed_passes[@]}"
+    echo "######################################################################"
+  } >&2
+fi
 exit "$status"
