@@ -83,12 +83,35 @@ pub struct RunningServer {
     pub(crate) state: ServerState,
     /// Resolves when the server has stopped.
     done: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
+    beside: Beside,
+    /// Its home, on a SQLite store; let go when it has stopped.
+    _home: Option<HomeLock>,
+}
+
+/// What a server runs beside its workers: ended in order by [`RunningServer::stop`], and at
+/// once when the server is dropped unstopped (an embedder's error, a test's end), so that
+/// none of it outlives the server: the frame bus would try its PostgreSQL database every
+/// second, the heartbeat renew leases, for as long as the process lives.
+struct Beside {
+    handle: ServerHandle,
     /// Stops this instance's heartbeat.
     heartbeat: CancellationToken,
     /// Stops the webhooks' delivery worker.
     webhooks: CancellationToken,
-    /// Its home, on a SQLite store; let go when it has stopped.
-    _home: Option<HomeLock>,
+    /// The frame bus to the other instances, on a PostgreSQL store.
+    bus: Option<FrameBus>,
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        self.heartbeat.cancel();
+        self.webhooks.cancel();
+        if let Some(bus) = &self.bus {
+            bus.stop();
+        }
+        // The command is sent now; whether anything waits for its completion or not.
+        drop(self.handle.stop(false));
+    }
 }
 
 impl RunningServer {
@@ -107,8 +130,8 @@ impl RunningServer {
         if !agent.runs.settle(grace).await {
             tracing::warn!("loops still running at the end of the shutdown grace are cut short");
         }
-        self.heartbeat.cancel();
-        self.webhooks.cancel();
+        self.beside.heartbeat.cancel();
+        self.beside.webhooks.cancel();
         match agent.runs.instance().leave(&agent.db).await {
             Ok((runs, vacated)) => {
                 if runs > 0 {
@@ -119,10 +142,10 @@ impl RunningServer {
             Err(error) => tracing::warn!(%error, "cannot give back this instance's leases"),
         }
         self.state.connections.shutdown_all();
-        if let Some(bus) = agent.hubs.bus() {
+        if let Some(bus) = &self.beside.bus {
             bus.stop();
         }
-        self.handle.stop(true).await;
+        self.beside.handle.stop(true).await;
         let _ = self.done.await;
         self.state.agent.plugins.close_processes().await;
         self.state.agent.db.close().await;
@@ -250,13 +273,17 @@ pub async fn start_with(
     let done = actix_web::rt::spawn(server);
     tracing::info!(%addr, instance = state.agent.runs.instance().id(), "rummy listening");
     first_run::log_console(&state.agent, addr).await;
-    Ok(RunningServer {
-        addr,
+    let beside = Beside {
         handle,
-        state,
-        done,
         heartbeat,
         webhooks,
+        bus: state.agent.hubs.bus().cloned(),
+    };
+    Ok(RunningServer {
+        addr,
+        state,
+        done,
+        beside,
         _home: home,
     })
 }
