@@ -230,6 +230,11 @@ impl Access {
         }
     }
 
+    /// Whether people sign in through an identity provider too.
+    pub(crate) fn has_provider(&self) -> bool {
+        self.inner.provider
+    }
+
     /// Who the person called `name`, whom the identity provider last gave `groups`
     /// (`None`: the store no longer knows them), acts as now: the users file's person of
     /// that name, else the person their groups make them; `None` when neither.

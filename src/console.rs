@@ -10,7 +10,10 @@
 mod assets;
 mod audit;
 pub(crate) mod oidc;
+mod refusals;
 mod session;
+
+pub(crate) use refusals::RefusalNotes;
 
 use actix_web::http::header;
 use actix_web::middleware::DefaultHeaders;

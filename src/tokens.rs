@@ -9,7 +9,9 @@
 //! is shown once, in the reply to the mint.
 //!
 //! A token opens a connection ([`admit`]) while it is neither revoked nor expired and its
-//! person is still a person of the server; a connection it opened looks again on every call
+//! person is still a person of the server (the users file's, or one who signed in through
+//! the identity provider on any instance: taken from the store when this one does not know
+//! them yet); a connection it opened looks again on every call
 //! ([`check`], one read beside the writer; nothing for other callers) and at each heartbeat
 //! ([`still_open`], which closes it), so a revocation on any instance ends it. Its person's
 //! role and projects as they are now bound it too (`Access::grant`), narrowed by its scope
@@ -120,11 +122,25 @@ pub(crate) async fn admit(
         });
     }
     let token = Arc::new(token_use(&row));
-    if access.grant(&Caller::Person(token.person.clone())).is_err() {
+    if access.grant(&Caller::Person(token.person.clone())).is_err()
+        && !recalled(db, access, &token.person).await
+    {
         return Err(Unopened::Unknown);
     }
     note_use(db, &token, row.last_used_at, now);
     Ok(Caller::Token(token))
+}
+
+/// Whether `person`, unknown here, is a person the identity provider signed in on another
+/// instance (or before this one's start took the store's people in): then known here from
+/// now on, with the role their last sign-in's groups give.
+async fn recalled(db: &DbHandle, access: &Access, person: &str) -> bool {
+    crate::console::oidc::recall_person(db, access, person)
+        .await
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "people who signed in through the provider unreadable");
+            false
+        })
 }
 
 /// Refuses a call of a connection whose token was revoked or expired since it opened (the

@@ -21,8 +21,9 @@ use serde::Deserialize;
 
 use super::audit::{self, Via};
 use super::session;
-use crate::access::{hash_token, valid_name};
+use crate::access::{hash_token, valid_name, Access};
 use crate::db::queries::oidc::{self, PendingLogin, SignedInPerson};
+use crate::db::DbHandle;
 use crate::random::random_hex;
 use crate::unix_time::now;
 use crate::ws::state::ServerState;
@@ -79,6 +80,30 @@ pub(super) enum Refusal {
 }
 
 impl Refusal {
+    /// Its fixed name, by which the audit counts refusals alike ([`super::refusals`]).
+    fn kind(&self) -> &'static str {
+        match self {
+            Refusal::Unreachable(_) => "unreachable",
+            Refusal::ProviderSaid(_) => "provider-said",
+            Refusal::UnknownState => "unknown-state",
+            Refusal::LoginExpired => "login-expired",
+            Refusal::OtherBrowser => "other-browser",
+            Refusal::CodeRefused(..) => "code-refused",
+            Refusal::NoIdToken => "no-id-token",
+            Refusal::TokenExpired => "token-expired",
+            Refusal::TokenSignature => "token-signature",
+            Refusal::TokenAudience => "token-audience",
+            Refusal::TokenIssuer => "token-issuer",
+            Refusal::TokenNonce => "token-nonce",
+            Refusal::TokenInvalid(_) => "token-invalid",
+            Refusal::NoName(_) => "no-name",
+            Refusal::BadName(_) => "bad-name",
+            Refusal::NameTaken(_) => "name-taken",
+            Refusal::NoGroup(_) => "no-group",
+            Refusal::Store => "store",
+        }
+    }
+
     fn status(&self) -> StatusCode {
         match self {
             Refusal::Unreachable(_) | Refusal::Store => StatusCode::SERVICE_UNAVAILABLE,
@@ -101,6 +126,24 @@ pub(crate) async fn recall(state: &ServerState) -> Result<(), crate::db::DbError
             .signed_in(&person.name, Some(&person.group_list()));
     }
     Ok(())
+}
+
+/// Takes `name` into `access` as the store last knew them through the provider (the groups
+/// of their last sign-in, on any instance): whether they are a person of this server now.
+/// For a token of someone who signed in on another instance since this one started.
+pub(crate) async fn recall_person(
+    db: &DbHandle,
+    access: &Access,
+    name: &str,
+) -> Result<bool, crate::db::DbError> {
+    if !access.has_provider() {
+        return Ok(false);
+    }
+    let owned = name.to_owned();
+    let Some(person) = db.read(move |conn| oidc::person(conn, &owned)).await? else {
+        return Ok(false);
+    };
+    Ok(access.signed_in(name, Some(&person.group_list())).is_some())
 }
 
 /// The cookie binding a sign-in to this browser: sent back on the provider's redirect
@@ -191,7 +234,15 @@ pub(super) async fn callback(
         }
         Err(refused) => refused,
     };
-    audit::refused(&state, person, Via::Oidc, from, refusal.to_string()).await;
+    audit::refused(
+        &state,
+        person,
+        Via::Oidc,
+        refusal.kind(),
+        from,
+        refusal.to_string(),
+    )
+    .await;
     page::refused(&path, &refusal)
 }
 

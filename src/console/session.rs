@@ -113,7 +113,15 @@ pub(super) async fn sign_in(
     let from = audit::from(&request, &state);
     let Some(caller) = state.access.authenticate(Some(&body.token)) else {
         let reason = "that token opens nothing on this server";
-        audit::refused(&state, None, Via::Token, from, reason.to_owned()).await;
+        audit::refused(
+            &state,
+            None,
+            Via::Token,
+            "unknown-token",
+            from,
+            reason.to_owned(),
+        )
+        .await;
         return refused(actix_web::http::StatusCode::UNAUTHORIZED, reason);
     };
     let Some(identity) = identity(&state, &caller) else {

@@ -23,9 +23,14 @@ impl std::fmt::Debug for HostCredential {
 
 /// A source of people's host credentials.
 pub(crate) trait HostCredentials: Send + Sync {
-    /// `person`'s credential for `host` (lower case), if they have one; a source that
-    /// fails logs why and answers `None` (the request then goes without it).
-    fn find<'a>(&'a self, person: &'a str, host: &'a str) -> BoxFuture<'a, Option<HostCredential>>;
+    /// `person`'s credential for `host` (lower case), if they have one; `Err` says why the
+    /// one they have cannot be used (sealed under a server key this server does not hold,
+    /// altered, or the store unreadable): the request is then refused, never sent without it.
+    fn find<'a>(
+        &'a self,
+        person: &'a str,
+        host: &'a str,
+    ) -> BoxFuture<'a, Result<Option<HostCredential>, String>>;
 }
 
 /// The text sealed for a credential: its header's name, a colon, its value.
@@ -48,14 +53,18 @@ pub(crate) struct SealedCredentials {
 }
 
 impl HostCredentials for SealedCredentials {
-    fn find<'a>(&'a self, person: &'a str, host: &'a str) -> BoxFuture<'a, Option<HostCredential>> {
+    fn find<'a>(
+        &'a self,
+        person: &'a str,
+        host: &'a str,
+    ) -> BoxFuture<'a, Result<Option<HostCredential>, String>> {
         Box::pin(async move {
             let host = host.strip_suffix('.').unwrap_or(host);
             match self.store.open(person, HOST_CREDENTIAL, host).await {
-                Ok(opened) => unsealed(opened?.expose_secret()),
+                Ok(opened) => Ok(opened.and_then(|text| unsealed(text.expose_secret()))),
                 Err(error) => {
                     tracing::error!(%error, host, "cannot open a host credential");
-                    None
+                    Err(error.to_string())
                 }
             }
         })

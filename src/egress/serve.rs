@@ -137,7 +137,18 @@ impl Session {
             }
             Judgement::Allowed => {}
         }
-        let credential = self.credential(&host).await;
+        let credential = match self.credential(&host).await {
+            Ok(credential) => credential,
+            Err(why) => {
+                return text(
+                    StatusCode::BAD_GATEWAY,
+                    format!(
+                        "rummy egress proxy: your credential for {host} cannot be used, so the \
+                         request was not sent: {why}\n"
+                    ),
+                )
+            }
+        };
         if !connect {
             if !plain {
                 return text(
@@ -155,9 +166,11 @@ impl Session {
         }
     }
 
-    /// The run's person's credential for `host`, if any.
-    async fn credential(&self, host: &str) -> Option<HostCredential> {
-        let person = self.grant.person.as_deref()?;
+    /// The run's person's credential for `host`, if any; why theirs cannot be used.
+    async fn credential(&self, host: &str) -> Result<Option<HostCredential>, String> {
+        let Some(person) = self.grant.person.as_deref() else {
+            return Ok(None);
+        };
         self.egress.credentials.find(person, host).await
     }
 

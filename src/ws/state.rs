@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     pub access: Access,
     pub connections: ConnectionRegistry,
     pub in_flight: InFlight,
+    /// The refused console sign-ins of the last minute, which bound their audit rows.
+    pub sign_in_refusals: crate::console::RefusalNotes,
 }
 
 impl Deref for ServerState {
@@ -46,6 +48,7 @@ impl ServerState {
             agent,
             access,
             connections: ConnectionRegistry::default(),
+            sign_in_refusals: crate::console::RefusalNotes::default(),
         }))
     }
 

@@ -16,13 +16,13 @@ use crate::support::{Client, TestApp};
 use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// A loopback HTTP server answering `ok` to every request, keeping each request's head.
-struct Upstream {
-    port: u16,
+pub(crate) struct Upstream {
+    pub port: u16,
     heads: Arc<Mutex<Vec<String>>>,
 }
 
 impl Upstream {
-    async fn start() -> Upstream {
+    pub(crate) async fn start() -> Upstream {
         Upstream::start_with(None).await
     }
 
@@ -50,7 +50,7 @@ impl Upstream {
         Upstream { port, heads }
     }
 
-    fn heads(&self) -> Vec<String> {
+    pub(crate) fn heads(&self) -> Vec<String> {
         self.heads.lock().unwrap().clone()
     }
 }
@@ -77,7 +77,7 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, kept: Arc<Mute
 }
 
 /// Replies proposing each command, then a summary once its outcome is back.
-fn proposing(commands: &[String]) -> Vec<Step> {
+pub(crate) fn proposing(commands: &[String]) -> Vec<Step> {
     commands
         .iter()
         .flat_map(|command| {
@@ -91,7 +91,11 @@ fn proposing(commands: &[String]) -> Vec<Step> {
 
 /// Each of `count` commands proposed in turn, accepted and run on the server: its entry's
 /// status and body.
-async fn run_each(app: &TestApp, client: &mut Client, count: usize) -> Vec<(i64, String)> {
+pub(crate) async fn run_each(
+    app: &TestApp,
+    client: &mut Client,
+    count: usize,
+) -> Vec<(i64, String)> {
     let mut outcomes = Vec::new();
     for index in 0..count {
         let (run, path) = client.act_until_proposal(&format!("command {index}")).await;
@@ -256,7 +260,7 @@ fn upstream_tls(dir: &Path) -> (TlsAcceptor, PathBuf) {
 }
 
 /// A users file in `dir`: ada administers everything; mo and olga are members.
-fn team(dir: &Path) -> PathBuf {
+pub(crate) fn team(dir: &Path) -> PathBuf {
     let text: String = [("ada", "admin"), ("mo", "member"), ("olga", "member")]
         .iter()
         .map(|(name, role)| {
@@ -273,7 +277,7 @@ fn team(dir: &Path) -> PathBuf {
 }
 
 /// `name`'s client in project `egress`.
-async fn person(app: &TestApp, name: &str) -> Client {
+pub(crate) async fn person(app: &TestApp, name: &str) -> Client {
     let mut client = Client::connect(&format!("ws://{}/?token={name}-token", app.addr())).await;
     client.init("egress", &app.project_root("egress")).await;
     client

@@ -37,6 +37,7 @@ mod guardrails;
 mod hostile;
 mod inbox;
 mod instances;
+mod key_rotation;
 mod lifecycle;
 mod llm_calls;
 mod loops;

@@ -23,6 +23,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use crate::access::users;
 use crate::support::{Client, TestApp};
 
+mod people;
+
 pub(crate) const NEEDS: &str =
     "needs node and tests/oidc/node_modules (npm ci in tests/oidc): tests/run.sh installs them";
 
@@ -313,7 +315,7 @@ async fn token_sign_ins_and_their_refusals_are_in_the_audit() {
             (
                 json!("console/signInRefused"),
                 json!("(unknown)"),
-                json!({ "via": "token", "from": "127.0.0.1",
+                json!({ "via": "token", "from": "127.0.0.1", "count": 1,
                         "reason": "that token opens nothing on this server" })
             ),
             (
