@@ -41,6 +41,7 @@ mod lifecycle;
 mod llm_calls;
 mod loops;
 mod mcp;
+mod mcp_credentials;
 mod memory;
 mod methods;
 mod metrics;
