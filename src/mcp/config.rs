@@ -404,6 +404,59 @@ mod tests {
     }
 
     #[test]
+    fn a_personal_server_puts_each_persons_credential_where_its_transport_takes_it() {
+        let servers = parse(
+            r#"
+            [[server]]
+            name = "web"
+            url = "http://127.0.0.1:9/mcp"
+            headers = { X-Team = "a" }
+            personal = { header = "Authorization", prefix = "Bearer " }
+
+            [[server]]
+            name = "cli"
+            command = "x"
+            env = { A = "1" }
+            personal = { env = "TOKEN" }
+            "#,
+            "mcp.toml",
+        )
+        .unwrap();
+        match servers[0].with_credential("t0k").transport {
+            Transport::Http { headers, .. } => {
+                assert_eq!(headers["Authorization"].expose(), "Bearer t0k");
+                assert_eq!(headers["X-Team"].expose(), "a");
+            }
+            Transport::Stdio { .. } => panic!("a url became a command"),
+        }
+        match servers[1].with_credential("t0k").transport {
+            Transport::Stdio { env, .. } => {
+                assert_eq!((env["TOKEN"].expose(), env["A"].expose()), ("t0k", "1"));
+            }
+            Transport::Http { .. } => panic!("a command became a url"),
+        }
+        let refused = [
+            "url = \"http://h\"\npersonal = { env = \"T\" }",
+            "command = \"x\"\npersonal = { header = \"Authorization\" }",
+            "command = \"x\"\npersonal = { env = \"T\", header = \"A\" }",
+            "command = \"x\"\npersonal = { env = \"T=1\" }",
+            "command = \"x\"\nenv = { T = \"1\" }\npersonal = { env = \"T\" }",
+            "url = \"http://h\"\nheaders = { authorization = \"x\" }\npersonal = { header = \"Authorization\" }",
+            "url = \"http://h\"\npersonal = { header = \"bad header\" }",
+            "url = \"http://h\"\npersonal = { header = \"A\", other = 1 }",
+        ];
+        for text in refused {
+            let text = format!("[[server]]\nname = \"a\"\n{text}");
+            let error = parse(&text, "mcp.toml").err();
+            assert!(
+                error.is_some_and(|error| error.to_string().contains("personal")
+                    || error.to_string().contains("unknown field")),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
     fn a_server_needs_one_transport_and_a_tag_name() {
         let errors = [
             "[[server]]\nname = \"a\"",
