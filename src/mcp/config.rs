@@ -403,10 +403,8 @@ mod tests {
         assert!(!logged.contains("s3cret"), "{logged}");
     }
 
-    #[test]
-    fn a_personal_server_puts_each_persons_credential_where_its_transport_takes_it() {
-        let servers = parse(
-            r#"
+    /// Two servers taking each person's own credential, one per transport.
+    const PERSONAL: &str = r#"
             [[server]]
             name = "web"
             url = "http://127.0.0.1:9/mcp"
@@ -418,10 +416,11 @@ mod tests {
             command = "x"
             env = { A = "1" }
             personal = { env = "TOKEN" }
-            "#,
-            "mcp.toml",
-        )
-        .unwrap();
+            "#;
+
+    #[test]
+    fn a_personal_server_puts_each_persons_credential_where_its_transport_takes_it() {
+        let servers = parse(PERSONAL, "mcp.toml").unwrap();
         match servers[0].with_credential("t0k").transport {
             Transport::Http { headers, .. } => {
                 assert_eq!(headers["Authorization"].expose(), "Bearer t0k");

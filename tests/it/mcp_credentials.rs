@@ -38,6 +38,12 @@ async fn member(url: &str, name: &str, root: &Path) -> Client {
     client
 }
 
+/// Sets the client's person's credential for `tracker`.
+async fn set(client: &mut Client, value: &str) {
+    let params = json!({"server": "tracker", "value": value});
+    client.ok("mcpCredentials/set", params).await;
+}
+
 /// Asks for a lookup; the run, once done.
 async fn ask(client: &mut Client) -> String {
     let result = client
@@ -125,16 +131,8 @@ async fn each_persons_runs_reach_a_personal_stdio_server_with_their_own_credenti
         )
         .await;
     assert_eq!(shared["error"]["code"], json!(-32602), "{shared}");
-    mo.ok(
-        "mcpCredentials/set",
-        json!({"server": "tracker", "value": MO_FIRST}),
-    )
-    .await;
-    olga.ok(
-        "mcpCredentials/set",
-        json!({"server": "tracker", "value": OLGA}),
-    )
-    .await;
+    set(&mut mo, MO_FIRST).await;
+    set(&mut olga, OLGA).await;
 
     let mo_run = ask(&mut mo).await;
     let olga_run = ask(&mut olga).await;
@@ -181,11 +179,7 @@ async fn each_persons_runs_reach_a_personal_stdio_server_with_their_own_credenti
     assert!(system_message(&packets[0]).contains("tool=\"lookup\""));
 
     let starts = lines(&log, "start pid").len();
-    mo.ok(
-        "mcpCredentials/set",
-        json!({"server": "tracker", "value": MO_SECOND}),
-    )
-    .await;
+    set(&mut mo, MO_SECOND).await;
     ask(&mut mo).await;
     let calls = lines(&log, "call lookup");
     assert_eq!(
@@ -269,16 +263,8 @@ async fn each_persons_requests_to_a_personal_http_server_carry_their_own_header(
     let url = format!("ws://{}/", app.addr());
     let mut mo = member(&url, "mo", &root).await;
     let mut olga = member(&url, "olga", &root).await;
-    mo.ok(
-        "mcpCredentials/set",
-        json!({"server": "tracker", "value": MO_FIRST}),
-    )
-    .await;
-    olga.ok(
-        "mcpCredentials/set",
-        json!({"server": "tracker", "value": OLGA}),
-    )
-    .await;
+    set(&mut mo, MO_FIRST).await;
+    set(&mut olga, OLGA).await;
     assert!(
         lines(&log, "authorization").is_empty(),
         "no connection before a run"
