@@ -335,6 +335,7 @@ fn agent_context(
     let watching = inbox.clone();
     hubs.watch_frames(Box::new(move |project, frame| watching.saw(project, frame)));
     let secrets = SecretStore::new(db.clone(), keyring);
+    mcp.connect_store(secrets.clone());
     let agent = AgentContext {
         settings: Arc::new(settings.clone()),
         presence,

@@ -1,7 +1,9 @@
 //! MCP servers as tools: the servers of `$RUMMY_HOME/mcp.toml` ([`config`]), each kept
 //! connected by a task of its own (`connection`), each a model tool with its own tag
 //! (`tool`, `server`) whose tools the packet lists (`catalogue`); and the servers clients
-//! attach to a run ([`attached`]), all under one tag (`client_tool`).
+//! attach to a run ([`attached`]), all under one tag (`client_tool`). A configured server
+//! that takes each person's own credential has no connection of its own: each person's
+//! runs reach it on that person's connection ([`personal`]).
 //!
 //! A tool handler runs on the DB writer and never waits on a server: the calls a reply
 //! makes at once (read-only tools, or any tool of a trusted server) are made by the server
@@ -20,6 +22,7 @@ mod connection;
 pub(crate) mod edit;
 mod outcome;
 mod performed;
+pub(crate) mod personal;
 mod server;
 mod tool;
 
@@ -35,6 +38,7 @@ use crate::plugins::plugin::{Plugin, Registrar};
 use crate::plugins::policy::ConfiguredSet;
 use attached::{AttachError, Attached, ClientServer};
 use connection::Link;
+use personal::PersonalSessions;
 use server::Server;
 use tool::McpTool;
 
@@ -45,6 +49,7 @@ pub(crate) struct McpServers {
     servers: Arc<[Arc<Server>]>,
     attached: Arc<Attached>,
     changes: Arc<changes::Changes>,
+    personal: Arc<PersonalSessions>,
 }
 
 impl McpServers {
@@ -63,7 +68,41 @@ impl McpServers {
             servers: servers.into(),
             attached: Arc::default(),
             changes: Arc::new(changes::Changes::new(home)),
+            personal: Arc::default(),
         }
+    }
+
+    /// Reads people's MCP credentials from `store` from now on.
+    pub(crate) fn connect_store(&self, store: crate::secrets::SecretStore) {
+        self.personal.connect_store(store);
+    }
+
+    /// Opens `run`'s connections to the servers of `project` that take each person's own
+    /// credential (its starter's, when they hold one), as a loop of the run begins; reads
+    /// nothing when no such server serves the project.
+    pub(crate) async fn open_personal(&self, run: RunId, project: &str) {
+        let servers: Vec<Arc<Server>> = self
+            .running()
+            .into_iter()
+            .filter(|server| server.config.personal.is_some() && server.config.serves(project))
+            .collect();
+        if !servers.is_empty() {
+            self.personal.open_for(run, &servers).await;
+        }
+    }
+
+    /// The names of the running servers that take each person's own credential.
+    pub(crate) fn personal_servers(&self) -> Vec<String> {
+        self.running()
+            .iter()
+            .filter(|server| server.config.personal.is_some())
+            .map(|server| server.config.name.clone())
+            .collect()
+    }
+
+    /// Closes `person`'s connection to the server `name` (their credential changed).
+    pub(crate) fn forget_credential(&self, person: &str, name: &str) {
+        self.personal.forget(person, name);
     }
 
     /// Makes `servers` the ones connection `conn` attaches to `run` (none detaches them),
@@ -145,11 +184,19 @@ impl McpServers {
     }
 
     /// Every running server, what it serves and the tools it lists now, for clients; whether
-    /// loops of `project` are offered them.
-    pub(crate) fn describe(&self, project: &str) -> Vec<ServerView> {
+    /// loops of `project` are offered them. A server that takes each person's own
+    /// credential is shown as `person`'s connection to it, when they have one.
+    pub(crate) fn describe(&self, project: &str, person: Option<&str>) -> Vec<ServerView> {
         self.running()
             .iter()
-            .map(|server| {
+            .map(|template| {
+                let own = template
+                    .config
+                    .personal
+                    .as_ref()
+                    .and(person)
+                    .and_then(|person| self.personal.of(&template.config.name, person));
+                let server = own.as_ref().unwrap_or(template);
                 let (connected, error) = match server.connection.link() {
                     Link::Up { .. } => (true, None),
                     Link::Connecting => (false, None),
@@ -161,6 +208,7 @@ impl McpServers {
                     transport: server.config.transport.kind(),
                     trusted: server.config.trusted,
                     projects: server.config.projects.written().to_vec(),
+                    personal: server.config.personal.is_some(),
                     enabled: server.config.serves(project),
                     connected,
                     error,
@@ -209,6 +257,8 @@ pub(crate) struct ServerView {
     pub trusted: bool,
     /// The project names or globs it serves.
     pub projects: Vec<String>,
+    /// Each person reaches it with their own credential (`mcpCredentials/set`).
+    pub personal: bool,
     /// Whether the connection's project is one of them.
     pub enabled: bool,
     pub connected: bool,
@@ -240,7 +290,8 @@ impl Plugin for McpPlugin {
     fn register(self: Box<Self>, registrar: &mut Registrar<'_>) {
         let servers = self.0;
         for server in servers.servers.iter() {
-            registrar.tool(McpTool::new(Arc::clone(server)));
+            let personal = Arc::clone(&servers.personal);
+            registrar.tool(McpTool::new(Arc::clone(server), personal));
         }
         registrar.live_tools(servers.changes.live.clone());
         registrar.tool(client_tool::ClientMcpTool {

@@ -28,6 +28,9 @@ pub(crate) const PROVIDER_KEY: &str = "provider";
 /// The kind of a person's credential for a host their commands reach through the egress
 /// proxy (its name: the host; its value: [`crate::egress::sealed_value`]).
 pub(crate) const HOST_CREDENTIAL: &str = "host";
+/// The kind of a person's credential for an MCP server that takes each person's own (its
+/// name: the server's, as `mcp.toml` names it).
+pub(crate) const MCP_CREDENTIAL: &str = "mcp";
 /// The person of the server's own secrets (the admin-set provider keys).
 pub(crate) const SERVER: &str = "";
 

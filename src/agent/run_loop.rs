@@ -440,6 +440,7 @@ impl OpenLoop {
 }
 
 /// Opens the loop before its first turn: the run marked running, `LoopStarted` emitted, the
+/// run's starter's connections to the personal MCP servers its project uses opened, the
 /// model resolved (and `reflector` set for it), the project's files synced unless the loop
 /// says `no_repo`, and a loop with a new prompt reflected on as it starts.
 async fn open_loop(
@@ -470,6 +471,7 @@ async fn open_loop(
         mode: lp.mode,
         prompt: &lp.prompt,
     });
+    agent.mcp.open_personal(lp.run_id, &project_name).await;
     let config = LoopConfig::of(&lp.config);
     let model = model.ok_or_else(|| LoopError::UnknownModel(model_alias.clone()))?;
     let (model_actual, context_size) = resolve_model(agent, &run, model, cancel).await?;

@@ -59,6 +59,7 @@ const ASSETS: &[Asset] = &[
     asset!("webhooks.js", JS),
     asset!("setup.js", JS),
     asset!("keys.js", JS),
+    asset!("mcp_keys.js", JS),
 ];
 
 /// Each asset's `ETag`, in the order of [`ASSETS`], computed once.

@@ -109,6 +109,7 @@ impl ClientServer {
             timeout_secs: default_timeout_secs(),
             max_output_bytes: default_max_output_bytes(),
             projects: ProjectPatterns::none(),
+            personal: None,
         })
     }
 }

@@ -1,7 +1,9 @@
 //! `<mcp_tools>` (system chain, priority 50, after the instructions): the tools of each MCP
 //! server the loop is offered (the configured ones of its project, then those a client
 //! attached to its run), as the server lists them now: name, description, whether it asks
-//! first, and the JSON schema of its arguments (a server that is down lists none).
+//! first, and the JSON schema of its arguments (a server that is down lists none). A server
+//! that takes each person's own credential lists the tools of the run's starter's
+//! connection, or says why the run has none.
 
 use std::sync::Arc;
 
@@ -18,6 +20,8 @@ const TOOL: &str = include_str!("../plugins/text/mcp/catalogue_tool.md");
 const ASKS_FIRST: &str = include_str!("../plugins/text/mcp/asks_first.md");
 /// What a server that lists no tools now shows (`{address}` filled in).
 const NOT_CONNECTED: &str = include_str!("../plugins/text/mcp/not_connected.md");
+/// What a server the run reaches on no connection of its starter's shows (`{address}`).
+const NO_CREDENTIAL: &str = include_str!("../plugins/text/mcp/no_credential.md");
 
 /// Renders `<mcp_tools>`.
 pub(super) struct Catalogue {
@@ -44,7 +48,24 @@ impl AssemblyFilter for Catalogue {
         message.open_section(Bucket::System);
         message.push(Bucket::System, "<mcp_tools>\n");
         message.push(Bucket::System, HEADING.trim_end());
-        for server in offered {
+        for offered in offered {
+            let own;
+            let server = if offered.config.personal.is_some() {
+                match self.servers.personal.session(context.input.run, offered) {
+                    Ok(session) => {
+                        own = session;
+                        &own
+                    }
+                    Err(_) => {
+                        let text = NO_CREDENTIAL.replace("{address}", &offered.address());
+                        message.push(Bucket::System, "\n\n");
+                        message.push(Bucket::System, text.trim_end());
+                        continue;
+                    }
+                }
+            } else {
+                offered
+            };
             let tools = server.connection.tools();
             if tools.is_empty() {
                 let text = NOT_CONNECTED.replace("{address}", &server.address());

@@ -97,7 +97,9 @@ impl McpServers {
         let index = self.index_for(&config.name);
         let started = Arc::new(Server::start(index, config));
         // Kept for the process's life, as the registry lends its tools (one per change).
-        let tool: &'static McpTool = Box::leak(Box::new(McpTool::new(Arc::clone(&started))));
+        let personal = Arc::clone(&self.personal);
+        let tool: &'static McpTool =
+            Box::leak(Box::new(McpTool::new(Arc::clone(&started), personal)));
         {
             let mut added = self
                 .changes
@@ -130,6 +132,7 @@ impl McpServers {
                 server.remove(&reason);
             }
         }
+        self.personal.close_server(name, &reason);
         Ok(())
     }
 
@@ -142,7 +145,11 @@ impl McpServers {
             .ok_or_else(|| ChangeError::NotRunning {
                 name: name.to_owned(),
             })?;
-        server.connection.restart();
+        if server.config.personal.is_some() {
+            self.personal.restart_server(name);
+        } else {
+            server.connection.restart();
+        }
         Ok(())
     }
 

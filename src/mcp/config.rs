@@ -16,7 +16,25 @@
 //! name = "docs"
 //! url = "https://mcp.example.com/mcp" # … or streamable HTTP
 //! headers = { Authorization = "Bearer …" }
+//!
+//! [[server]]
+//! name = "tracker"                    # each person's own credential:
+//! url = "https://tracker.example/mcp"
+//! personal = { header = "Authorization", prefix = "Bearer " }
+//!
+//! [[server]]
+//! name = "gh"
+//! command = "github-mcp-server"
+//! args = ["stdio"]
+//! personal = { env = "GITHUB_PERSONAL_ACCESS_TOKEN" }
 //! ```
+//!
+//! A server with `personal` makes no shared connection: each person whose runs use it
+//! connects with their own credential (`mcpCredentials/set`), an HTTP server's sent as the
+//! header `header` (its value `prefix` then the credential), a stdio server's set as the
+//! environment variable `env` of that person's own process (`crate::mcp::personal`). The
+//! header only for a `url`, the variable only for a `command`, neither also among its
+//! `headers` or `env`.
 //!
 //! A missing file is no servers; a file that does not read stops the start with the reason.
 
@@ -93,6 +111,77 @@ pub(crate) struct ServerConfig {
     pub max_output_bytes: usize,
     /// The projects whose loops are offered its tools.
     pub projects: ProjectPatterns,
+    /// Each person connects with their own credential, put where this says.
+    pub personal: Option<Personal>,
+}
+
+/// Where a server that takes each person's own credential puts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Personal {
+    /// An HTTP server's header, its value `prefix` then the credential.
+    Header { name: String, prefix: String },
+    /// A stdio server's environment variable.
+    Env { name: String },
+}
+
+/// `personal = { … }` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PersonalEntry {
+    #[serde(default)]
+    header: Option<String>,
+    #[serde(default)]
+    prefix: Option<String>,
+    #[serde(default)]
+    env: Option<String>,
+}
+
+impl PersonalEntry {
+    /// Where it puts the credential of a server reached by `transport`, or why it cannot.
+    fn read(self, transport: &Transport) -> Result<Personal, String> {
+        match (self, transport) {
+            (
+                PersonalEntry {
+                    header: Some(name),
+                    prefix,
+                    env: None,
+                },
+                Transport::Http { headers, .. },
+            ) => {
+                if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    return Err(format!("personal: header {name:?} is not a header name"));
+                }
+                if headers.keys().any(|held| held.eq_ignore_ascii_case(&name)) {
+                    return Err(format!("personal: header {name} is also in headers"));
+                }
+                Ok(Personal::Header {
+                    name,
+                    prefix: prefix.unwrap_or_default(),
+                })
+            }
+            (
+                PersonalEntry {
+                    header: None,
+                    prefix: None,
+                    env: Some(name),
+                },
+                Transport::Stdio { env, .. },
+            ) => {
+                let well_formed =
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !well_formed {
+                    return Err(format!(
+                        "personal: env {name:?} is not a variable name (letters, digits, _)"
+                    ));
+                }
+                if env.contains_key(&name) {
+                    return Err(format!("personal: env {name} is also in env"));
+                }
+                Ok(Personal::Env { name })
+            }
+            _ => Err("personal: { header, prefix } for a url, { env } for a command".to_owned()),
+        }
+    }
 }
 
 impl ServerConfig {
@@ -104,6 +193,22 @@ impl ServerConfig {
     /// Whether loops of `project` are offered its tools.
     pub(crate) fn serves(&self, project: &str) -> bool {
         self.projects.matches(project)
+    }
+
+    /// This server as one person reaches it: `credential` put where [`Personal`] says
+    /// (a server that takes none is left as it is).
+    pub(crate) fn with_credential(&self, credential: &str) -> ServerConfig {
+        let mut config = self.clone();
+        match (&self.personal, &mut config.transport) {
+            (Some(Personal::Header { name, prefix }), Transport::Http { headers, .. }) => {
+                headers.insert(name.clone(), Secret::new(format!("{prefix}{credential}")));
+            }
+            (Some(Personal::Env { name }), Transport::Stdio { env, .. }) => {
+                env.insert(name.clone(), Secret::new(credential.to_owned()));
+            }
+            _ => {}
+        }
+        config
     }
 }
 
@@ -132,6 +237,8 @@ struct ServerEntry {
     enabled: bool,
     #[serde(default = "every_project")]
     projects: Vec<String>,
+    #[serde(default)]
+    personal: Option<PersonalEntry>,
 }
 
 #[derive(Deserialize)]
@@ -230,6 +337,11 @@ pub(crate) fn parse(text: &str, file: &str) -> Result<Vec<ServerConfig>, McpConf
             ));
         }
         let projects = ProjectPatterns::new(entry.projects).map_err(invalid)?;
+        let personal = entry
+            .personal
+            .map(|personal| personal.read(&transport))
+            .transpose()
+            .map_err(invalid)?;
         if !entry.enabled {
             continue;
         }
@@ -240,6 +352,7 @@ pub(crate) fn parse(text: &str, file: &str) -> Result<Vec<ServerConfig>, McpConf
             timeout_secs: entry.timeout_secs,
             max_output_bytes: entry.max_output_bytes,
             projects,
+            personal,
         });
     }
     Ok(servers)
@@ -288,6 +401,58 @@ mod tests {
         assert!(matches!(servers[1].transport, Transport::Http { .. }));
         let logged = format!("{servers:?}");
         assert!(!logged.contains("s3cret"), "{logged}");
+    }
+
+    /// Two servers taking each person's own credential, one per transport.
+    const PERSONAL: &str = r#"
+            [[server]]
+            name = "web"
+            url = "http://127.0.0.1:9/mcp"
+            headers = { X-Team = "a" }
+            personal = { header = "Authorization", prefix = "Bearer " }
+
+            [[server]]
+            name = "cli"
+            command = "x"
+            env = { A = "1" }
+            personal = { env = "TOKEN" }
+            "#;
+
+    #[test]
+    fn a_personal_server_puts_each_persons_credential_where_its_transport_takes_it() {
+        let servers = parse(PERSONAL, "mcp.toml").unwrap();
+        match servers[0].with_credential("t0k").transport {
+            Transport::Http { headers, .. } => {
+                assert_eq!(headers["Authorization"].expose(), "Bearer t0k");
+                assert_eq!(headers["X-Team"].expose(), "a");
+            }
+            Transport::Stdio { .. } => panic!("a url became a command"),
+        }
+        match servers[1].with_credential("t0k").transport {
+            Transport::Stdio { env, .. } => {
+                assert_eq!((env["TOKEN"].expose(), env["A"].expose()), ("t0k", "1"));
+            }
+            Transport::Http { .. } => panic!("a command became a url"),
+        }
+        let refused = [
+            "url = \"http://h\"\npersonal = { env = \"T\" }",
+            "command = \"x\"\npersonal = { header = \"Authorization\" }",
+            "command = \"x\"\npersonal = { env = \"T\", header = \"A\" }",
+            "command = \"x\"\npersonal = { env = \"T=1\" }",
+            "command = \"x\"\nenv = { T = \"1\" }\npersonal = { env = \"T\" }",
+            "url = \"http://h\"\nheaders = { authorization = \"x\" }\npersonal = { header = \"Authorization\" }",
+            "url = \"http://h\"\npersonal = { header = \"bad header\" }",
+            "url = \"http://h\"\npersonal = { header = \"A\", other = 1 }",
+        ];
+        for text in refused {
+            let text = format!("[[server]]\nname = \"a\"\n{text}");
+            let error = parse(&text, "mcp.toml").err();
+            assert!(
+                error.is_some_and(|error| error.to_string().contains("personal")
+                    || error.to_string().contains("unknown field")),
+                "{text}"
+            );
+        }
     }
 
     #[test]

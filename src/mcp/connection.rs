@@ -95,6 +95,18 @@ impl Connection {
         }
     }
 
+    /// A connection that never connects, its calls 502s saying `reason` (a server each
+    /// person reaches with their own credential has no shared session).
+    pub(crate) fn none(config: Arc<ServerConfig>, reason: String) -> Connection {
+        let (sender, link) = watch::channel(Link::Down { reason });
+        Connection {
+            config,
+            link,
+            sender: Arc::new(sender),
+            stop: Mutex::new(CancellationToken::new()),
+        }
+    }
+
     fn stop(&self) -> std::sync::MutexGuard<'_, CancellationToken> {
         self.stop.lock().unwrap_or_else(PoisonError::into_inner)
     }

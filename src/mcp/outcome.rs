@@ -18,10 +18,14 @@ pub(crate) enum CallOutcome {
     Gone(String),
     /// The loop was aborted while it waited.
     Cancelled,
+    /// Not made: the run may not reach the server (its starter has no credential of their
+    /// own for it).
+    Refused(String),
 }
 
 impl CallOutcome {
-    /// The entry's status: 200, 500, 504 or 502 (409 for an aborted wait).
+    /// The entry's status: 200, 500, 504 or 502 (409 for an aborted wait, 403 for a call
+    /// not made).
     pub(crate) fn status(&self) -> EntryStatus {
         match self {
             CallOutcome::Done(_) => EntryStatus::Ok,
@@ -29,6 +33,7 @@ impl CallOutcome {
             CallOutcome::TimedOut(_) => EntryStatus::GatewayTimeout,
             CallOutcome::Gone(_) => EntryStatus::BadGateway,
             CallOutcome::Cancelled => EntryStatus::Conflict,
+            CallOutcome::Refused(_) => EntryStatus::Forbidden,
         }
     }
 
@@ -42,7 +47,7 @@ impl CallOutcome {
                     timeout.as_secs()
                 )
             }
-            CallOutcome::Gone(reason) => capped(reason, max_bytes),
+            CallOutcome::Gone(reason) | CallOutcome::Refused(reason) => capped(reason, max_bytes),
             CallOutcome::Cancelled => "the loop was aborted during the call".to_owned(),
         }
     }

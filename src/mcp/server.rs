@@ -71,12 +71,37 @@ pub(crate) enum Plan {
 }
 
 impl Server {
-    /// Starts connecting to the server `config` declares, the `index`-th of the file.
+    /// Starts connecting to the server `config` declares, the `index`-th of the file; one
+    /// that takes each person's own credential makes no connection of its own (each
+    /// person's is [`Server::start_personal`]).
     pub(crate) fn start(index: usize, config: ServerConfig) -> Server {
         let config = Arc::new(config);
+        let connection = if config.personal.is_some() {
+            let reason = format!(
+                "server {} takes each person's own credential: each person's runs connect \
+                 with theirs",
+                config.name
+            );
+            Connection::none(Arc::clone(&config), reason)
+        } else {
+            Connection::start(Arc::clone(&config))
+        };
         Server {
             origin: Origin::Configured { index },
             tag: config.tag().leak(),
+            connection,
+            config,
+            removed: AtomicBool::new(false),
+        }
+    }
+
+    /// Starts connecting to this server as one person reaches it (`config`: this one's with
+    /// their credential): the same place and tag, a connection of its own.
+    pub(crate) fn start_personal(&self, config: ServerConfig) -> Server {
+        let config = Arc::new(config);
+        Server {
+            origin: self.origin,
+            tag: self.tag,
             connection: Connection::start(Arc::clone(&config)),
             config,
             removed: AtomicBool::new(false),

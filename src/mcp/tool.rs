@@ -6,6 +6,8 @@
 //! server serves, in ask and act mode (ask mode: read-only tools only); while the server
 //! is down its calls are 502s. The calls themselves are made by its gather halves, before
 //! the unit of work (`performed`); the handler and the acceptance record their outcomes.
+//! A server that takes each person's own credential is reached on the connection of the
+//! run's starter (`personal`), and its calls from a run without one are refused (403).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -15,9 +17,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::view::EntryView;
 use crate::db::enums::EntryStatus;
+use crate::db::ids::RunId;
 use crate::db::models::entry::EntryRow;
 use crate::mcp::outcome::CallOutcome;
 use crate::mcp::performed::{accepted_call, gather_direct, CallKey, CallOutcomes};
+use crate::mcp::personal::PersonalSessions;
 use crate::mcp::server::{McpCall, Origin, Plan, Server};
 use crate::parser::{AttrValue, Command, TagSpec, TaggedText};
 use crate::plugins::gather::{Accepting, Gather, Gathering};
@@ -35,18 +39,38 @@ const DOC: &str = include_str!("../plugins/text/mcp/tool.md");
 /// One server's tag.
 pub(super) struct McpTool {
     server: Arc<Server>,
+    /// The people's connections, for a server that takes each person's own credential.
+    personal: Arc<PersonalSessions>,
     /// Made once per configured server, as the registry takes docs.
     doc: &'static str,
 }
 
 impl McpTool {
     /// The tag of `server`.
-    pub(super) fn new(server: Arc<Server>) -> McpTool {
+    pub(super) fn new(server: Arc<Server>, personal: Arc<PersonalSessions>) -> McpTool {
         let doc = DOC
             .replace("{tag}", server.tag)
             .replace("{server}", &server.config.name)
             .leak();
-        McpTool { server, doc }
+        McpTool {
+            server,
+            personal,
+            doc,
+        }
+    }
+
+    /// Whether each person reaches the server with their own credential.
+    fn is_personal(&self) -> bool {
+        self.server.config.personal.is_some()
+    }
+
+    /// The connection `run`'s calls reach the server on, or why they reach none.
+    fn reached(&self, run: RunId) -> Result<Arc<Server>, String> {
+        if self.is_personal() {
+            self.personal.session(run, &self.server)
+        } else {
+            Ok(Arc::clone(&self.server))
+        }
     }
 }
 
@@ -72,12 +96,13 @@ impl ToolInfo for McpTool {
     }
 
     fn effect(&self) -> ToolEffect {
-        if self
-            .server
-            .connection
-            .tools()
-            .iter()
-            .all(|spec| spec.read_only)
+        if !self.is_personal()
+            && self
+                .server
+                .connection
+                .tools()
+                .iter()
+                .all(|spec| spec.read_only)
         {
             ToolEffect::Reads
         } else {
@@ -126,8 +151,17 @@ impl ToolInfo for McpTool {
 
     fn gather_acceptance<'a>(&'a self, accepting: &'a Accepting<'a>) -> Option<Gather<'a>> {
         let call = accepted_call(accepting.proposal);
+        let run = accepting.proposal.run_id;
         Some(Gather::of(async move {
-            self.server.call(&call, &CancellationToken::new()).await
+            let reached = if self.is_personal() {
+                self.personal.reopened(run, &self.server).await
+            } else {
+                Ok(Arc::clone(&self.server))
+            };
+            match reached {
+                Ok(server) => server.call(&call, &CancellationToken::new()).await,
+                Err(reason) => CallOutcome::Refused(reason),
+            }
         }))
     }
 
@@ -200,19 +234,27 @@ impl TypedTool for McpTool {
         call.tool.clone()
     }
 
+    /// A personal server's refusals depend on the run's connection: its gather half and
+    /// handler check them.
     fn forbids(&self, call: &McpCall, policy: &ToolPolicy) -> Option<String> {
+        if self.is_personal() {
+            return None;
+        }
         self.server.forbids(call, policy)
     }
 
-    /// Makes the reply's calls that run at once, in order (a loop's replies only).
+    /// Makes the reply's calls that run at once, in order (a loop's replies only), on the
+    /// run's connection.
     fn gather<'a>(
         &'a self,
         at: &'a Gathering<'a>,
         inputs: Vec<Cow<'a, McpCall>>,
     ) -> Option<Gather<'a>> {
+        let server = self.reached(at.run).ok()?;
         let calls = inputs
             .into_iter()
-            .map(|call| (Arc::clone(&self.server), call.into_owned()));
+            .filter(|call| server.forbids(call, at.policy).is_none())
+            .map(|call| (Arc::clone(&server), call.into_owned()));
         gather_direct(at, calls)
     }
 
@@ -224,6 +266,25 @@ impl TypedTool for McpTool {
     ) -> Result<Handled, ToolError> {
         let attributes = json!({ "tool": call.tool, "arguments": call.arguments_text() });
         let tool = self.server.tag;
-        record_call(scope, tool, (&self.server, call), result_path, attributes)
+        let refused = |scope: &mut ToolScope<'_>, message: &str| {
+            let attributes = Some(attributes.clone());
+            finish(
+                scope,
+                result_path,
+                EntryStatus::Forbidden,
+                message,
+                attributes,
+            )
+        };
+        let server = match self.reached(scope.run_id) {
+            Ok(server) => server,
+            Err(message) => return refused(scope, &message),
+        };
+        if self.is_personal() {
+            if let Some(message) = server.forbids(call, &scope.policy) {
+                return refused(scope, &message);
+            }
+        }
+        record_call(scope, tool, (&server, call), result_path, attributes)
     }
 }

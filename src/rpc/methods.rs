@@ -20,8 +20,9 @@ use crate::plugins::Plugins;
 use crate::rpc::call::{CallContext, Reply};
 use crate::rpc::handlers::{
     admin_changes, cancel, caps_edit, changes, entries, folders, fork, host_credentials, inbox,
-    keys, loops, mcp, mcp_edit, model_test, models, people, people_edit, plugin_methods, presence,
-    project_config, replay, resume, rules, runs, session, skills, tokens, tools, usage, webhooks,
+    keys, loops, mcp, mcp_credentials, mcp_edit, model_test, models, people, people_edit,
+    plugin_methods, presence, project_config, replay, resume, rules, runs, session, skills, tokens,
+    tools, usage, webhooks,
 };
 use crate::rpc::params::{decode, NoParams, Page};
 
@@ -313,6 +314,20 @@ method_table! {
         needs_init: false, long_running: false, role: Viewer,
         "Forget the caller's credential for a host (audited as hostCredentials/remove): {host, removed}." &[
             ("host", "string — the host name"),
+        ];
+    McpCredentialsSet "mcpCredentials/set" (mcp_credentials::SetParams) mcp_credentials::set,
+        needs_init: false, long_running: false, role: Viewer,
+        "Set the caller's own credential for an MCP server that takes each person's own (personal in mcp.toml), replacing theirs: the runs they start reach that server on a connection of theirs made with it, a connection made with the old one closed (sealed at rest, never returned or logged; audited as mcpCredentials/set, each connection made with it as mcp/credential): {server}." &[
+            ("server", "string — the server's name in mcp.toml"),
+            ("value", "string — the credential (secret): a token the server's header or variable carries"),
+        ];
+    McpCredentialsList "mcpCredentials/list" (NoParams) mcp_credentials::list,
+        needs_init: false, long_running: false, role: Viewer,
+        "The MCP servers that take each person's own credential, and those the caller has one for, never the credential: {servers: [name], credentials: [{server, setAt, updatedAt, lastUsedAt}]} (UTC)." &[];
+    McpCredentialsRemove "mcpCredentials/remove" (mcp_credentials::RemoveParams) mcp_credentials::remove,
+        needs_init: false, long_running: false, role: Viewer,
+        "Forget the caller's credential for an MCP server, closing their connection to it (audited as mcpCredentials/remove): {server, removed}." &[
+            ("server", "string — the server's name"),
         ];
     KeysRequired "keys/required" (keys::RequiredParams) keys::required,
         needs_init: true, long_running: false, role: Viewer,
@@ -848,6 +863,9 @@ mod tests {
                 "hostCredentials/set",
                 "hostCredentials/list",
                 "hostCredentials/remove",
+                "mcpCredentials/set",
+                "mcpCredentials/list",
+                "mcpCredentials/remove",
                 "getModels",
                 "usage/report",
                 "addModel",

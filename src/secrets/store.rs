@@ -7,6 +7,7 @@ use std::sync::Arc;
 use secrecy::SecretString;
 
 use super::{Binding, Keyring, Sealed, SecretsError};
+use crate::db::ids::RunId;
 use crate::db::queries::secrets::{self, SecretMeta, SecretRow};
 use crate::db::{Conn, DbError, DbHandle};
 
@@ -103,6 +104,45 @@ impl SecretStore {
                 Ok(removed)
             })
             .await?)
+    }
+
+    /// Who started `run` (a sub-agent's: its delegating run's starter; `None`: the
+    /// operator) and their secrets of `kind`, sealed (one read).
+    pub(crate) async fn of_starter(
+        &self,
+        run: RunId,
+        kind: &str,
+    ) -> Result<(Option<String>, Vec<SecretRow>), SecretsError> {
+        let kind = kind.to_owned();
+        let rows = self
+            .db
+            .read(move |conn| secrets::of_starter(conn, run, &kind))
+            .await?;
+        let person = rows.first().and_then(|row| row.person.clone());
+        let held = rows.into_iter().filter_map(|row| row.secret()).collect();
+        Ok((person, held))
+    }
+
+    /// Notes that `person`'s `kind` `name` was used now; `also` runs in the same unit of
+    /// work (the caller's audit).
+    pub(crate) async fn used<F>(
+        &self,
+        person: &str,
+        kind: &str,
+        name: &str,
+        also: F,
+    ) -> Result<(), SecretsError>
+    where
+        F: FnOnce(&mut Conn) -> Result<(), DbError> + Send + 'static,
+    {
+        let (person, kind, name) = (person.to_owned(), kind.to_owned(), name.to_owned());
+        self.db
+            .call(move |conn| {
+                secrets::used(conn, &person, &kind, &name)?;
+                also(conn)
+            })
+            .await?;
+        Ok(())
     }
 
     /// A stored row's value, opened (checked against the row it is in).

@@ -46,6 +46,8 @@ const SECRET_METHODS: &[&str] = &[
     "people/add",
     "people/token",
     "keys/set",
+    "hostCredentials/set",
+    "mcpCredentials/set",
 ];
 
 /// The row `settings` keep of `call`, if any.

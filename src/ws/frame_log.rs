@@ -1,5 +1,5 @@
 //! What the frame log (`RUMMY_DEBUG`) writes of a frame: the frame itself, with the params
-//! that carry a secret (a person's provider key, an admin-set provider key, a host
+//! that carry a secret (a person's provider key, an admin-set provider key, a host or MCP
 //! credential) and the tokens a reply hands out (`people/add`, `people/token`,
 //! `tokens/mint`) replaced, so that no secret reaches the log. An inbound frame that is not
 //! JSON is logged by its length only: it cannot be told apart from a `keys/set` whose key
@@ -14,6 +14,7 @@ const SECRET_PARAMS: &[(&str, &str)] = &[
     ("keys/set", "key"),
     ("addModel", "apiKey"),
     ("hostCredentials/set", "value"),
+    ("mcpCredentials/set", "value"),
 ];
 
 /// The field of a reply's result that carries a token it hands out.

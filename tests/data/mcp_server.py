@@ -5,13 +5,19 @@ Tools: `lookup` (read-only), `create_issue` (changes things), `big` (read-only, 
 bytes), `hang` (read-only, never answers), `crash` (read-only, exits), `fail` (read-only,
 reports an error). Every start (with its pid), call
 and cancellation is appended to the file named by MCP_LOG, so a test sees what reached it.
+With MCP_RECORD_AS naming an environment variable (on stdio) or a request header (on HTTP),
+each call's line ends with " as " and that variable's or header's value: who called.
 """
 
 import json
 import os
 import sys
+import threading
 
 LOG = os.environ["MCP_LOG"]
+RECORD_AS = os.environ.get("MCP_RECORD_AS")
+# The header MCP_RECORD_AS names, of the HTTP request being answered on this thread.
+REQUEST = threading.local()
 
 
 def log(line):
@@ -59,7 +65,10 @@ def text(value):
 def call(params):
     name = params.get("name")
     arguments = params.get("arguments") or {}
-    log("call " + name + " " + json.dumps(arguments, sort_keys=True))
+    caller = ""
+    if RECORD_AS:
+        caller = " as " + str(getattr(REQUEST, "caller", None) or os.environ.get(RECORD_AS))
+    log("call " + name + " " + json.dumps(arguments, sort_keys=True) + caller)
     if name == "lookup":
         return text("glossary: " + str(arguments.get("query")) + " means a card game")
     if name == "create_issue":
@@ -120,6 +129,7 @@ def serve_http():
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             log("authorization " + str(self.headers.get("Authorization")))
+            REQUEST.caller = self.headers.get(RECORD_AS) if RECORD_AS else None
             length = int(self.headers.get("Content-Length") or 0)
             reply = answer(json.loads(self.rfile.read(length)))
             if reply is None:

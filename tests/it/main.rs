@@ -42,6 +42,7 @@ mod lifecycle;
 mod llm_calls;
 mod loops;
 mod mcp;
+mod mcp_credentials;
 mod memory;
 mod methods;
 mod metrics;

@@ -11,7 +11,7 @@ use crate::support::{eventually, system_message, user_message, Client, TestApp};
 use rummy::testing::fake_llm::{FakeLlm, Step};
 
 /// The test server's script.
-fn script() -> String {
+pub(crate) fn script() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/mcp_server.py")
         .display()
@@ -34,18 +34,25 @@ fn home_with_server(extra: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 /// The test server on streamable HTTP, stopped when dropped.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: std::process::Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl HttpServer {
     /// Starts it, logging to `log`.
-    fn start(log: &Path) -> HttpServer {
+    pub(crate) fn start(log: &Path) -> HttpServer {
+        HttpServer::recording(log, "")
+    }
+
+    /// Starts it, logging to `log` each call with the value of the header `header` (none
+    /// when empty).
+    pub(crate) fn recording(log: &Path, header: &str) -> HttpServer {
         use std::io::BufRead;
         let mut child = std::process::Command::new("python3")
             .args(["-u", &script(), "--http"])
             .env("MCP_LOG", log)
+            .env("MCP_RECORD_AS", header)
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -66,7 +73,7 @@ impl Drop for HttpServer {
 }
 
 /// What the server logged so far.
-fn logged(log: &Path) -> String {
+pub(crate) fn logged(log: &Path) -> String {
     std::fs::read_to_string(log).unwrap_or_default()
 }
 
@@ -98,7 +105,7 @@ async fn connected_app(home: tempfile::TempDir, llm: &FakeLlm) -> (TestApp, Clie
 }
 
 /// The body of the entry at `path` of `run`, as `getRun` shows it.
-async fn body(client: &mut Client, run: &str, path: &str) -> String {
+pub(crate) async fn body(client: &mut Client, run: &str, path: &str) -> String {
     let detail = client.ok("getRun", json!({"run": run})).await;
     let history = detail["context"]["history"].as_array().unwrap();
     let row = history.iter().find(|row| row["path"] == json!(path));

@@ -21,7 +21,7 @@ const OLGA_KEY: &str = "sk-olga-0c8e2a4b6d1f3e57";
 const SERVER_KEY: &str = "sk-server-5a5a5a5a5a";
 
 /// A users file in `dir`: ada administers everything; mo and olga work on `web`.
-fn team(dir: &Path) -> String {
+pub(crate) fn team(dir: &Path) -> String {
     let person = |name: &str, role: &str| {
         format!(
             "[[person]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
@@ -66,7 +66,7 @@ async fn ask(client: &mut Client) -> Value {
 }
 
 /// Every file under `dir`, read as bytes.
-fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+pub(crate) fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return found;
@@ -82,7 +82,7 @@ fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     found
 }
 
-fn holds(bytes: &[u8], text: &str) -> bool {
+pub(crate) fn holds(bytes: &[u8], text: &str) -> bool {
     bytes
         .windows(text.len())
         .any(|window| window == text.as_bytes())

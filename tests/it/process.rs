@@ -131,6 +131,11 @@ impl LoggedServer {
         format!("ws://127.0.0.1:{}/", self.port)
     }
 
+    /// Its home.
+    pub(crate) fn home(&self) -> &std::path::Path {
+        self._home.path()
+    }
+
     pub(crate) fn pid(&self) -> u32 {
         self.child.id().unwrap()
     }

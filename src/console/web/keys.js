@@ -5,6 +5,7 @@
 // and set with the project bound).
 import { el, fill, confirmed } from './dom.js';
 import { when } from './time.js';
+import { mcpCredentialsSection } from './mcp_keys.js';
 
 // The providers that take a key (src/llm: ollama takes none).
 const PROVIDERS = ['openai', 'openrouter', 'xai'];
@@ -59,6 +60,7 @@ export async function keysView(ctx, main, bind) {
     el('h1', {}, 'Keys'),
     el('p', { class: 'muted' }, 'Your own provider keys: the runs you start call their provider with yours. Sealed on the server, never shown again.'),
     table, said,
+    await mcpCredentialsSection(ctx),
     ctx.me.role === 'admin' ? await requiredSection(ctx, bind) : null);
   return () => {};
 }

@@ -4,6 +4,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Binary, Nullable, Text};
 
+use crate::db::ids::RunId;
 use crate::db::statement::statement;
 use crate::db::{Conn, DbError};
 
@@ -119,6 +120,60 @@ pub(crate) fn used(conn: &mut Conn, person: &str, kind: &str, name: &str) -> Res
     .bind::<Text, _>(name)
     .execute(conn)?;
     Ok(())
+}
+
+/// One of a run's starter's secrets of a kind, as [`of_starter`] reads it: the starter
+/// (none: the operator), and a secret of theirs, if they have any.
+#[derive(QueryableByName)]
+pub(crate) struct StarterSecret {
+    #[diesel(sql_type = Nullable<Text>)]
+    pub person: Option<String>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    id: Option<i64>,
+    #[diesel(sql_type = Nullable<Text>)]
+    kind: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    name: Option<String>,
+    #[diesel(sql_type = Nullable<Binary>)]
+    sealed: Option<Vec<u8>>,
+    #[diesel(sql_type = Nullable<Text>)]
+    key_id: Option<String>,
+}
+
+impl StarterSecret {
+    /// The secret of the row, if the starter has one.
+    pub(crate) fn secret(self) -> Option<SecretRow> {
+        Some(SecretRow {
+            id: self.id?,
+            person: self.person?,
+            kind: self.kind?,
+            name: self.name?,
+            sealed: self.sealed?,
+            key_id: self.key_id?,
+        })
+    }
+}
+
+/// Who started run `run` (a sub-agent's run: the run that delegated the first sub-task)
+/// and their secrets of `kind`, sealed, in one statement: one row per secret, or one with
+/// none when they have none.
+pub(crate) fn of_starter(
+    conn: &mut Conn,
+    run: RunId,
+    kind: &str,
+) -> Result<Vec<StarterSecret>, DbError> {
+    Ok(statement(
+        "WITH RECURSIVE up (id, delegated_by) AS ( \
+             SELECT id, delegated_by FROM runs WHERE id = ? \
+             UNION ALL SELECT r.id, r.delegated_by FROM runs AS r JOIN up ON r.id = up.delegated_by) \
+         SELECT r.created_by AS person, s.id, s.kind, s.name, s.sealed, s.key_id \
+         FROM up JOIN runs AS r ON r.id = up.id \
+         LEFT JOIN secrets AS s ON s.person = r.created_by AND s.kind = ? \
+         WHERE up.delegated_by IS NULL",
+    )
+    .bind::<BigInt, _>(run)
+    .bind::<Text, _>(kind)
+    .load(conn)?)
 }
 
 /// Every secret not sealed under `key_id`.

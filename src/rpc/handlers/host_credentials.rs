@@ -6,16 +6,15 @@
 //! each command's first use.
 
 use http::{HeaderName, HeaderValue};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde::Deserialize;
+use serde_json::{json, Value};
 
-use super::admin_changes::record;
-use crate::db::queries::secrets;
+use super::own_secrets::{self, detail, secret, Audit};
 use crate::egress::destination::host_name;
 use crate::egress::sealed_value;
 use crate::error::AppError;
 use crate::rpc::call::{CallContext, Reply};
-use crate::secrets::{Binding, ExposeSecret, SecretString, HOST_CREDENTIAL};
+use crate::secrets::{ExposeSecret, SecretString, HOST_CREDENTIAL};
 
 /// The longest value taken.
 const VALUE_MAX_CHARS: usize = 4096;
@@ -44,11 +43,6 @@ pub(crate) struct SetParams {
     value: SecretString,
 }
 
-/// A secret param, kept as a [`SecretString`] from the moment it is read.
-fn secret<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<SecretString, D::Error> {
-    String::deserialize(deserializer).map(SecretString::from)
-}
-
 impl std::fmt::Debug for SetParams {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "SetParams({}, {}: <the value>)", self.host, self.header)
@@ -62,26 +56,13 @@ pub(crate) struct RemoveParams {
     host: String,
 }
 
-/// One credential as `hostCredentials/list` shows it: never its value.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct CredentialView {
-    host: String,
-    /// `YYYY-MM-DD HH:MM:SS` UTC, as are the others.
-    set_at: String,
-    updated_at: String,
-    last_used_at: Option<String>,
-}
-
 /// The calling person: host credentials are a person's own; the operator's runs have none.
 fn person(context: &CallContext) -> Result<String, AppError> {
-    context.person().ok_or_else(|| {
-        AppError::InvalidParam(
-            "host credentials belong to a person of the users file; the operator's runs' \
-             commands reach hosts without one"
-                .into(),
-        )
-    })
+    own_secrets::person(
+        context,
+        "host credentials belong to a person of the users file; the operator's runs' \
+         commands reach hosts without one",
+    )
 }
 
 /// The host `text` names (one name, no port or wildcard), lower case.
@@ -117,35 +98,20 @@ pub(crate) async fn set(context: CallContext, params: SetParams) -> Result<Reply
         )));
     }
     let sealed_text = SecretString::from(sealed_value(&header, value));
-    let binding = Binding {
-        person: &person,
-        kind: HOST_CREDENTIAL,
-        name: &host,
+    let mut audited = detail("host", &host);
+    audited.insert("header".into(), Value::String(header.as_str().to_owned()));
+    let audit = Audit {
+        action: "hostCredentials/set",
+        detail: audited,
     };
-    let sealed = context
-        .agent
-        .secrets
-        .keyring()
-        .seal(binding, &sealed_text)
-        .map_err(|error| AppError::Internal(error.to_string()))?;
-    let (name, header) = (host.clone(), header.as_str().to_owned());
-    context
-        .agent
-        .db
-        .call(move |conn| {
-            let replaced = secrets::get(conn, &person, HOST_CREDENTIAL, &name)?.is_some();
-            secrets::put(
-                conn,
-                &person,
-                HOST_CREDENTIAL,
-                &name,
-                &sealed.bytes,
-                &sealed.key_id,
-            )?;
-            let detail = json!({"host": name, "header": header, "replaced": replaced});
-            record(conn, Some(&person), "hostCredentials/set", &person, &detail)
-        })
-        .await?;
+    own_secrets::store(
+        &context,
+        &person,
+        (HOST_CREDENTIAL, &host),
+        &sealed_text,
+        audit,
+    )
+    .await?;
     Reply::of(json!({ "host": host }))
 }
 
@@ -156,20 +122,7 @@ pub(crate) async fn list(
     _params: crate::rpc::params::NoParams,
 ) -> Result<Reply, AppError> {
     let person = person(&context)?;
-    let rows = context
-        .agent
-        .db
-        .read(move |conn| secrets::list(conn, &person, HOST_CREDENTIAL))
-        .await?;
-    let credentials: Vec<CredentialView> = rows
-        .into_iter()
-        .map(|row| CredentialView {
-            host: row.name,
-            set_at: row.created_at,
-            updated_at: row.updated_at,
-            last_used_at: row.last_used_at,
-        })
-        .collect();
+    let credentials = own_secrets::listed(&context, &person, HOST_CREDENTIAL, "host").await?;
     Reply::of(json!({ "credentials": credentials }))
 }
 
@@ -178,24 +131,10 @@ pub(crate) async fn list(
 pub(crate) async fn remove(context: CallContext, params: RemoveParams) -> Result<Reply, AppError> {
     let person = person(&context)?;
     let host = host(&params.host)?;
-    let name = host.clone();
-    let removed = context
-        .agent
-        .db
-        .call(move |conn| {
-            let removed = secrets::remove(conn, &person, HOST_CREDENTIAL, &name)?;
-            if removed {
-                let detail = json!({ "host": name });
-                record(
-                    conn,
-                    Some(&person),
-                    "hostCredentials/remove",
-                    &person,
-                    &detail,
-                )?;
-            }
-            Ok(removed)
-        })
-        .await?;
+    let audit = Audit {
+        action: "hostCredentials/remove",
+        detail: detail("host", &host),
+    };
+    let removed = own_secrets::forget(&context, &person, (HOST_CREDENTIAL, &host), audit).await?;
     Reply::of(json!({"host": host, "removed": removed}))
 }

@@ -4,16 +4,17 @@
 //! bound project requires them (admins set it). Each change is in the audit
 //! (`admin/changes`: who, when, which provider; never the key), as is each use.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
 use super::admin_changes::record;
+use super::own_secrets::{self, detail, secret, Audit};
 use crate::access::Role;
 use crate::db::queries::key_policy;
 use crate::error::AppError;
 use crate::llm::ProviderKind;
 use crate::rpc::call::{CallContext, Reply};
-use crate::secrets::{SecretString, SecretsError, PROVIDER_KEY};
+use crate::secrets::{SecretString, PROVIDER_KEY};
 
 /// The longest key taken.
 const KEY_MAX_CHARS: usize = 4096;
@@ -25,11 +26,6 @@ pub(crate) struct SetParams {
     provider: String,
     #[serde(deserialize_with = "secret")]
     key: SecretString,
-}
-
-/// A secret param, kept as a [`SecretString`] from the moment it is read.
-fn secret<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<SecretString, D::Error> {
-    String::deserialize(deserializer).map(SecretString::from)
 }
 
 impl std::fmt::Debug for SetParams {
@@ -53,35 +49,13 @@ pub(crate) struct RequiredParams {
     required: Option<bool>,
 }
 
-/// One key as `keys/list` shows it: never its value.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct KeyView {
-    provider: String,
-    /// `YYYY-MM-DD HH:MM:SS` UTC, as are the others.
-    set_at: String,
-    updated_at: String,
-    last_used_at: Option<String>,
-}
-
-/// The store's failure as the store's error; any other as an internal error (its message
-/// names the value, never holds it).
-fn stored(error: SecretsError) -> AppError {
-    match error {
-        SecretsError::Db(error) => error.into(),
-        other => AppError::Internal(other.to_string()),
-    }
-}
-
 /// The calling person: keys are a person's own, the operator has the server's.
 fn person(context: &CallContext) -> Result<String, AppError> {
-    context.person().ok_or_else(|| {
-        AppError::InvalidParam(
-            "personal keys belong to a person of the users file; the operator's runs use the \
-             server's keys"
-                .into(),
-        )
-    })
+    own_secrets::person(
+        context,
+        "personal keys belong to a person of the users file; the operator's runs use the \
+         server's keys",
+    )
 }
 
 /// The provider `slug` names, when it takes a key.
@@ -112,22 +86,11 @@ pub(crate) async fn set(context: CallContext, params: SetParams) -> Result<Reply
         )));
     }
     let slug = provider.slug();
-    let by = person.clone();
-    context
-        .agent
-        .secrets
-        .put(
-            &person,
-            PROVIDER_KEY,
-            slug,
-            &params.key,
-            move |conn, replaced| {
-                let detail = json!({"provider": slug, "replaced": replaced});
-                record(conn, Some(&by), "keys/set", &by, &detail)
-            },
-        )
-        .await
-        .map_err(stored)?;
+    let audit = Audit {
+        action: "keys/set",
+        detail: detail("provider", slug),
+    };
+    own_secrets::store(&context, &person, (PROVIDER_KEY, slug), &params.key, audit).await?;
     Reply::of(json!({"provider": slug}))
 }
 
@@ -137,21 +100,7 @@ pub(crate) async fn list(
     _params: crate::rpc::params::NoParams,
 ) -> Result<Reply, AppError> {
     let person = person(&context)?;
-    let rows = context
-        .agent
-        .secrets
-        .list(&person, PROVIDER_KEY)
-        .await
-        .map_err(stored)?;
-    let keys: Vec<KeyView> = rows
-        .into_iter()
-        .map(|row| KeyView {
-            provider: row.name,
-            set_at: row.created_at,
-            updated_at: row.updated_at,
-            last_used_at: row.last_used_at,
-        })
-        .collect();
+    let keys = own_secrets::listed(&context, &person, PROVIDER_KEY, "provider").await?;
     Reply::of(json!({ "keys": keys }))
 }
 
@@ -159,21 +108,11 @@ pub(crate) async fn list(
 pub(crate) async fn remove(context: CallContext, params: RemoveParams) -> Result<Reply, AppError> {
     let person = person(&context)?;
     let slug = keyed_provider(&params.provider)?.slug();
-    let by = person.clone();
-    let removed = context
-        .agent
-        .secrets
-        .remove(&person, PROVIDER_KEY, slug, move |conn| {
-            record(
-                conn,
-                Some(&by),
-                "keys/remove",
-                &by,
-                &json!({"provider": slug}),
-            )
-        })
-        .await
-        .map_err(stored)?;
+    let audit = Audit {
+        action: "keys/remove",
+        detail: detail("provider", slug),
+    };
+    let removed = own_secrets::forget(&context, &person, (PROVIDER_KEY, slug), audit).await?;
     Reply::of(json!({"provider": slug, "removed": removed}))
 }
 

@@ -1,5 +1,6 @@
 //! `getMcpServers`: the configured MCP servers, whether the bound project uses them,
-//! whether they are connected (or why not) and the tools they list now. `run/mcp`: the
+//! whether they are connected (or why not) and the tools they list now (a server taking
+//! each person's own credential: the caller's own connection to it). `run/mcp`: the
 //! servers this connection attaches to a run.
 
 use serde::Deserialize;
@@ -14,7 +15,8 @@ use crate::web::NetFilter;
 /// `getMcpServers`: every server of `$RUMMY_HOME/mcp.toml`, in its order.
 pub(crate) async fn list(context: CallContext, _: NoParams) -> Result<Reply, AppError> {
     let project = context.project()?;
-    Reply::of(context.agent.mcp.describe(&project.name))
+    let person = context.person();
+    Reply::of(context.agent.mcp.describe(&project.name, person.as_deref()))
 }
 
 /// `run/mcp` params.
