@@ -78,7 +78,6 @@ const SECONDS_PER_DAY: u64 = 86_400;
 pub struct RunningServer {
     /// The address it listens on (the real port when 0 was asked for).
     pub addr: SocketAddr,
-    handle: ServerHandle,
     /// What its sessions share.
     pub(crate) state: ServerState,
     /// Resolves when the server has stopped.
