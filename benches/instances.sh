@@ -6,6 +6,8 @@
 #   cargo build --release --bins --features testing
 #   benches/instances.sh [SECONDS] [ASKERS]      # defaults: 20 s, 50 askers
 #
+# RUMMY_BENCH_BIN=DIR takes rummy and rummy-load from DIR instead (another build to compare).
+#
 # Each row starts fresh servers on a fresh store (PostgreSQL: a throwaway cluster from
 # tests/pg/cluster.sh with PostgreSQL's default durability, one new database per row), a
 # rummy-load fake LLM whose loops last
@@ -19,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SECONDS_LOADED=${1:-20}
 ASKERS=${2:-50}
-BIN=target/release
+BIN=${RUMMY_BENCH_BIN:-target/release}
 [ -x "$BIN/rummy" ] && [ -x "$BIN/rummy-load" ] || {
   echo "build first: cargo build --release --bins --features testing" >&2
   exit 1

@@ -528,7 +528,7 @@ fn start_heartbeat(agent: &AgentContext) -> CancellationToken {
 
 /// Takes the spend caps admins set at run time; on a shared store, reads them again every
 /// heartbeat until `stop` (another instance may set one), looking at the paused loops again
-/// when they changed.
+/// when they changed. Learns whether a person's own key may pay (`llm::personal_keys`).
 async fn follow_stored_caps(
     agent: &AgentContext,
     shared: bool,
@@ -536,6 +536,12 @@ async fn follow_stored_caps(
 ) -> anyhow::Result<()> {
     let stored = agent.llm.spending().book().stored.clone();
     stored.reload(&agent.db).await?;
+    agent
+        .llm
+        .spending()
+        .personal_keys()
+        .learn(&agent.db, shared)
+        .await?;
     if shared {
         let paused = agent.paused.clone();
         actix_web::rt::spawn(crate::llm::follow_stored_caps(

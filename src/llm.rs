@@ -26,6 +26,7 @@ pub mod fake;
 mod gate;
 mod ledger;
 mod paying;
+mod personal_keys;
 mod providers;
 mod responses;
 mod retry;

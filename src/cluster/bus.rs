@@ -15,7 +15,8 @@
 //! belongs to its session): the sender sends the frames in the order it is given them, a
 //! frame past NOTIFY's 8000-byte payload limit as parts in one transaction (delivered
 //! together, in order); the listener polls its connection every `LISTEN_POLL` (libpq
-//! reads notifications without blocking) and joins the parts again. Either reconnects after a lost
+//! reads notifications without blocking) and joins the parts again. A message of one part is
+//! one statement (`pg_notify` in a transaction of its own), so a frame costs one round trip. Either reconnects after a lost
 //! connection; what is sent meanwhile is lost, and a client that sees the gap in `seq` asks
 //! for a replay as after any dropped frame. The sender's statements are counted in the
 //! server's [`WorkCounters`] (one instance alone on PostgreSQL sends every frame too).
@@ -426,20 +427,36 @@ impl Sending {
                     inbox_payloads(&self.instance, message, inbox),
                 ),
             };
-            let sent = conn.transaction(|conn| {
-                for payload in payloads {
-                    diesel::sql_query("SELECT pg_notify($1, $2)")
-                        .bind::<Text, _>(channel)
-                        .bind::<Text, _>(payload)
-                        .execute(conn)?;
-                }
-                Ok::<_, diesel::result::Error>(())
-            });
+            let sent = notify(conn, channel, payloads);
             if let Err(error) = sent {
                 tracing::warn!(%error, channel, "a message for the other instances is lost");
                 connection = None;
             }
         }
+    }
+}
+
+/// Sends `payloads` on `channel`: one alone as one statement (its own transaction), several
+/// in one transaction, so that they are delivered together.
+fn notify(
+    conn: &mut PgConnection,
+    channel: &str,
+    payloads: Vec<String>,
+) -> diesel::QueryResult<()> {
+    let send = |conn: &mut PgConnection, payload: String| {
+        diesel::sql_query("SELECT pg_notify($1, $2)")
+            .bind::<Text, _>(channel)
+            .bind::<Text, _>(payload)
+            .execute(conn)
+            .map(drop)
+    };
+    match <[String; 1]>::try_from(payloads) {
+        Ok([payload]) => send(conn, payload),
+        Err(payloads) => conn.transaction(|conn| {
+            payloads
+                .into_iter()
+                .try_for_each(|payload| send(conn, payload))
+        }),
     }
 }
 

@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::personal_keys::PersonalKeys;
 use super::StoredCaps;
 use crate::db::ids::{ProjectId, RunId};
 use crate::db::queries::usage::{self, SpendScope};
@@ -120,12 +121,26 @@ pub(crate) struct KeyOnFile {
     pub sealed: Option<Sealed>,
 }
 
-/// The caps, the clock their periods are cut from, and where notices go. Cheap to clone.
+impl KeyOnFile {
+    /// What admission knows without reading while no person's key can pay: the server's
+    /// key pays (`paying`).
+    fn none() -> KeyOnFile {
+        KeyOnFile {
+            person: None,
+            required: false,
+            sealed: None,
+        }
+    }
+}
+
+/// The caps, the clock their periods are cut from, where notices go, and whether a
+/// person's own key may pay. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Spending {
     book: Arc<CapBook>,
     clock: Clock,
     notify: Notify,
+    keys: PersonalKeys,
 }
 
 impl Spending {
@@ -134,6 +149,7 @@ impl Spending {
             book: Arc::new(book),
             clock,
             notify,
+            keys: PersonalKeys::default(),
         }
     }
 
@@ -159,6 +175,10 @@ impl Spending {
         &self.book
     }
 
+    pub(crate) fn personal_keys(&self) -> &PersonalKeys {
+        &self.keys
+    }
+
     /// Whether no cap can hold a call of a run whose own caps are `caps`: then nothing is
     /// read, before the call or after it.
     fn uncapped(&self, caps: RunCaps) -> bool {
@@ -168,7 +188,8 @@ impl Spending {
     /// Whether a call for `run` (whose own caps are `caps`) to `provider` (its slug) may be
     /// made now: `Ok(Err(cap))` names the first cap reached (and its notice is sent);
     /// admitted, whose key may pay for it, read in the same statement as whom it counts for
-    /// (with no cap that can hold it, that one statement is all that is read).
+    /// (with no cap that can hold it, that one statement is all that is read; and while no
+    /// person's key can pay either, nothing is read: the server's key pays).
     pub(crate) async fn admit(
         &self,
         db: &DbHandle,
@@ -177,6 +198,9 @@ impl Spending {
         provider: &'static str,
     ) -> Result<Result<KeyOnFile, Standing>, DbError> {
         let uncapped = self.uncapped(caps);
+        if uncapped && !self.keys.possible() {
+            return Ok(Ok(KeyOnFile::none()));
+        }
         let spending = self.clone();
         let now = self.clock.now();
         let (project, reached, on_file) = db

@@ -17,8 +17,13 @@ pub(super) struct PruneTransient {
 }
 
 impl Preparation for PruneTransient {
+    /// Only a loop's first turn, outside panic mode, prunes.
+    fn applies(&self, turn: &PreparingTurn<'_>) -> bool {
+        turn.prompt.is_some() && turn.mode != LoopMode::Panic
+    }
+
     fn prepare(&self, conn: &mut Conn, turn: &PreparingTurn<'_>) -> Result<(), DbError> {
-        if turn.prompt.is_none() || turn.mode == LoopMode::Panic {
+        if !self.applies(turn) {
             return Ok(());
         }
         if !memory::is_enabled(conn, turn.project)? {

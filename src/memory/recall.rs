@@ -31,13 +31,15 @@ pub(super) struct RecallOnPrompt {
 }
 
 impl Preparation for RecallOnPrompt {
+    /// Only a loop's first turn (the one with its prompt), outside panic mode, recalls.
+    fn applies(&self, turn: &PreparingTurn<'_>) -> bool {
+        turn.prompt.is_some() && turn.mode != LoopMode::Panic
+    }
+
     fn prepare(&self, conn: &mut Conn, turn: &PreparingTurn<'_>) -> Result<(), DbError> {
-        let Some(prompt) = turn.prompt else {
+        let Some(prompt) = turn.prompt.filter(|_| self.applies(turn)) else {
             return Ok(());
         };
-        if turn.mode == LoopMode::Panic {
-            return Ok(());
-        }
         let order = self.orders.take(turn.run, turn.loop_id);
         let lines = match memory::is_enabled(conn, turn.project)? {
             true => {

@@ -5,7 +5,9 @@
 //! tests); `keys/list` never shows a key; the database file, the transcripts and the
 //! packets sent to the model hold none; every change and use is in the audit without the
 //! key. The server's log, every frame logged, and a command run in the sandbox during a run
-//! on a person's key hold no key.
+//! on a person's key hold no key. A server with no key stored reads none at a call's
+//! admission, yet a key set while it runs (or before a restart, or on another instance of
+//! one PostgreSQL store) is carried by the next call.
 
 use std::path::{Path, PathBuf};
 
@@ -13,8 +15,10 @@ use rummy::hash_token;
 use rummy::testing::fake_llm::{FakeLlm, Reply, Step};
 use serde_json::{json, Value};
 
-use crate::process::LoggedServer;
-use crate::support::{Client, TestApp};
+use rummy::testing::ScratchDatabase;
+
+use crate::process::{LoggedServer, ServerProcess};
+use crate::support::{project_root, Client, TestApp};
 
 const MO_KEY: &str = "sk-mo-7f3a9c1e5b2d4f60";
 const OLGA_KEY: &str = "sk-olga-0c8e2a4b6d1f3e57";
@@ -208,6 +212,87 @@ async fn a_project_requiring_own_keys_stops_a_run_without_one_before_any_model_c
     assert_eq!(reply["result"]["status"], json!(200), "{reply}");
     let carried = llm.recorded()[0].header("authorization").map(str::to_owned);
     assert_eq!(carried, Some(format!("Bearer {OLGA_KEY}")));
+}
+
+/// The key each recorded request carried.
+fn carried(llm: &FakeLlm) -> Vec<String> {
+    llm.recorded()
+        .iter()
+        .map(|request| request.header("authorization").unwrap_or("").to_owned())
+        .collect()
+}
+
+#[actix_web::test]
+async fn a_key_set_while_the_server_runs_or_before_a_restart_is_carried_by_the_next_call() {
+    let llm = FakeLlm::start([done(), done(), done()]);
+    let dir = tempfile::tempdir().unwrap();
+    let app = start(&llm, dir.path()).await;
+    let mut mo = member(&app, "mo").await;
+    let reply = ask(&mut mo).await;
+    assert_eq!(reply["result"]["status"], json!(200), "{reply}");
+    mo.ok("keys/set", json!({"provider": "openai", "key": MO_KEY}))
+        .await;
+    let reply = ask(&mut mo).await;
+    assert_eq!(reply["result"]["status"], json!(200), "{reply}");
+    drop(mo);
+
+    let app = app.restart().await;
+    let mut mo = member(&app, "mo").await;
+    let reply = ask(&mut mo).await;
+    assert_eq!(reply["result"]["status"], json!(200), "{reply}");
+    assert_eq!(
+        carried(&llm),
+        [
+            format!("Bearer {SERVER_KEY}"),
+            format!("Bearer {MO_KEY}"),
+            format!("Bearer {MO_KEY}")
+        ],
+        "the server's key before mo set theirs, mo's after, and after the restart"
+    );
+}
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn a_key_or_a_requirement_set_on_one_instance_holds_for_the_next_call_on_another() {
+    let database = ScratchDatabase::required();
+    let llm = FakeLlm::start([done(), done()]);
+    let home = tempfile::tempdir().unwrap();
+    let users = team(home.path());
+    let root = project_root(home.path());
+    let env = [
+        ("RUMMY_DATABASE_URL", database.url()),
+        ("RUMMY_USERS_FILE", users.as_str()),
+        ("OPENAI_API_KEY", SERVER_KEY),
+    ];
+    let first = ServerProcess::start_with(home.path(), &llm, &env).await;
+    let second = ServerProcess::start_with(home.path(), &llm, &env).await;
+    let connect = async |server: &ServerProcess, name: &str| {
+        let url = format!("ws://127.0.0.1:{}/?token={name}-token", server.port);
+        let mut client = Client::connect(&url).await;
+        client.init("web", &root).await;
+        client
+    };
+    let mut ada = connect(&first, "ada").await;
+    let mut mo_there = connect(&first, "mo").await;
+    let mut mo_here = connect(&second, "mo").await;
+    let mut olga_here = connect(&second, "olga").await;
+
+    let reply = ask(&mut mo_here).await;
+    assert_eq!(reply["result"]["status"], json!(200), "{reply}");
+    mo_there
+        .ok("keys/set", json!({"provider": "openai", "key": MO_KEY}))
+        .await;
+    let reply = ask(&mut mo_here).await;
+    assert_eq!(reply["result"]["status"], json!(200), "{reply}");
+    assert_eq!(
+        carried(&llm),
+        [format!("Bearer {SERVER_KEY}"), format!("Bearer {MO_KEY}")]
+    );
+
+    ada.ok("keys/required", json!({"required": true})).await;
+    let reply = ask(&mut olga_here).await;
+    assert_eq!(reply["result"]["status"], json!(500), "{reply}");
+    assert_eq!(llm.recorded().len(), 2, "olga's call reached no model");
 }
 
 /// A server logging every frame at debug level, whose projects run commands on it.

@@ -10,9 +10,7 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::json;
 
 use crate::context::Packet;
-use crate::db::enums::Fidelity;
 use crate::db::ids::{LoopId, RunId};
-use crate::db::models::entry::EntryUpsertForm;
 use crate::db::models::run::{TurnRow, TurnUsageForm};
 use crate::db::queries::{entries, turns};
 use crate::db::Conn;
@@ -128,15 +126,8 @@ impl TurnAudit {
             SystemCopy::Kept => None,
             SystemCopy::Write(system) => Some((format!("system://{turn}"), system)),
         };
-        for (path, body) in system.into_iter().chain(self.copies) {
-            entries::write_entry(
-                conn,
-                &EntryUpsertForm {
-                    fidelity: Some(Fidelity::Archive),
-                    ..EntryUpsertForm::new(run, Some(loop_id), turn, path, body)
-                },
-            )?;
-        }
+        let copies: Vec<(String, String)> = system.into_iter().chain(self.copies).collect();
+        entries::write_archived(conn, run, Some(loop_id), turn, &copies)?;
         turns::update_turn_usage(conn, self.turn.id, &self.usage)?;
         Ok(())
     }

@@ -21,6 +21,10 @@ use crate::db::schema::{known_entries, schemes, v_run_log, v_unresolved};
 use crate::db::DbError;
 use crate::hedberg::{self, budget};
 
+mod archived;
+
+pub(crate) use archived::write_archived;
+
 /// Ids per `IN (...)` list, well under SQLite's bind limit.
 const IDS_PER_STATEMENT: usize = 5_000;
 

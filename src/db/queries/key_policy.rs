@@ -1,6 +1,7 @@
 //! Whether a project requires its runs to call providers with their starter's own key
 //! (`projects.personal_keys_required`, `keys/required`); read at each call's admission with
-//! whom it counts for (`usage::paying`).
+//! whom it counts for (`usage::paying`), when [`anyone_keyed`] said at start that a key or a
+//! requirement is stored (`llm::personal_keys`).
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool};
@@ -21,6 +22,21 @@ pub(crate) fn required(conn: &mut Conn, project: ProjectId) -> Result<bool, DbEr
         .bind::<BigInt, _>(project.0)
         .get_result(conn)?;
     Ok(row.personal_keys_required)
+}
+
+/// Whether any person's own provider key is stored, or any project requires them.
+pub(crate) fn anyone_keyed(conn: &mut Conn) -> Result<bool, DbError> {
+    #[derive(QueryableByName)]
+    struct Keyed {
+        #[diesel(sql_type = Bool)]
+        keyed: bool,
+    }
+    let row: Keyed = statement(
+        "SELECT (EXISTS (SELECT 1 FROM secrets WHERE kind = 'provider') \
+                 OR EXISTS (SELECT 1 FROM projects WHERE personal_keys_required = TRUE)) AS keyed",
+    )
+    .get_result(conn)?;
+    Ok(row.keyed)
 }
 
 /// Sets whether `project` requires people's own keys.

@@ -2,7 +2,9 @@
 //! (`crate::secrets`, kind `provider`, named by the provider's slug), carried by the model
 //! calls of the runs they start (`llm::paying`); never returned. `keys/required`: whether the
 //! bound project requires them (admins set it). Each change is in the audit
-//! (`admin/changes`: who, when, which provider; never the key), as is each use.
+//! (`admin/changes`: who, when, which provider; never the key), as is each use. A key set or
+//! a requirement set is noted before it is written (`llm::personal_keys`): until then a
+//! call's admission reads none.
 
 use serde::Deserialize;
 use serde_json::json;
@@ -86,6 +88,7 @@ pub(crate) async fn set(context: CallContext, params: SetParams) -> Result<Reply
         )));
     }
     let slug = provider.slug();
+    context.agent.llm.spending().personal_keys().note();
     let audit = Audit {
         action: "keys/set",
         detail: detail("provider", slug),
@@ -127,6 +130,9 @@ pub(crate) async fn required(
         Some(required) => {
             context.grant()?.require(Role::Admin, "keys/required")?;
             let by = context.person();
+            if required {
+                context.agent.llm.spending().personal_keys().note();
+            }
             context
                 .agent
                 .db

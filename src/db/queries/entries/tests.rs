@@ -2,6 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::db::enums::EntryStatus;
+use crate::db::ids::LoopId;
 use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
 use crate::db::testing::{sample_run, write, TestDb};
 
@@ -495,4 +496,53 @@ fn a_corrupt_attributes_column_is_an_error_naming_its_row() {
         let listed = list_entries(&mut db.conn, run.id, &pattern("*.md"), None, None);
         assert!(matches!(listed, Err(DbError::Corrupt(_))), "{listed:?}");
     }
+}
+
+/// What an entry holds, but for its id, run and times.
+fn held(row: &EntryRow) -> (Option<LoopId>, i32, &str, &str, EntryStatus, Fidelity) {
+    (
+        row.loop_id,
+        row.turn,
+        row.body.as_str(),
+        row.hash.as_deref().unwrap_or(""),
+        row.status,
+        row.fidelity,
+    )
+}
+
+#[test]
+fn archived_copies_in_one_statement_are_what_each_written_alone_would_be() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let (alone, together) = (sample_run(conn).id, sample_run(conn).id);
+    for run in [alone, together] {
+        let mut earlier = write(run, "user://1", "before", 1);
+        earlier.attributes = Some(json!({"kept": true}));
+        earlier.hash = Some("h".into());
+        upsert_entry(conn, &earlier).unwrap();
+    }
+    let copies: Vec<(String, String)> = (0..8)
+        .map(|n| (format!("user://{n}"), format!("copy {n}")))
+        .collect();
+    for (path, body) in &copies {
+        let form = EntryUpsertForm {
+            fidelity: Some(Fidelity::Archive),
+            ..EntryUpsertForm::new(alone, None, 3, path.clone(), body.clone())
+        };
+        write_entry(conn, &form).unwrap();
+    }
+    write_archived(conn, together, None, 3, &copies).unwrap();
+    for (path, _) in &copies {
+        let one = get_entry(conn, alone, path).unwrap().unwrap();
+        let other = get_entry(conn, together, path).unwrap().unwrap();
+        assert_eq!(held(&one), held(&other), "{path}");
+        assert_eq!(
+            (one.attributes.to_value(), one.write_count, one.tokens),
+            (other.attributes.to_value(), other.write_count, other.tokens),
+            "{path}"
+        );
+    }
+    let rewritten = get_entry(conn, together, "user://1").unwrap().unwrap();
+    assert_eq!(rewritten.write_count, 2);
+    assert_eq!(rewritten.attributes.to_value(), json!({"kept": true}));
 }
