@@ -885,3 +885,38 @@ async fn a_person_s_loop_on_another_instance_waits_for_their_place_under_the_per
     assert_eq!(after["result"]["status"], json!(200), "{after}");
     assert_requests_end_with(llm, 2, "one loop each", &["first prompt", "second prompt"]);
 }
+
+/// The sessions listening on `database`'s frame bus (their last statement a `LISTEN`).
+fn bus_listeners_on(database: &ScratchDatabase) -> i64 {
+    let mut conn = database.database().connect().unwrap();
+    crate::stored::number(
+        &mut conn,
+        "SELECT CAST(COUNT(*) AS BIGINT) AS n FROM pg_stat_activity \
+         WHERE datname = current_database() AND query LIKE 'LISTEN %'",
+    )
+    .unwrap_or(0)
+}
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn a_server_dropped_without_stopping_stops_listening_on_its_database() {
+    let app = TestApp::start().await;
+    let database = app.database.as_ref().expect("a PostgreSQL test database");
+    eventually("the frame bus to listen", async || {
+        (bus_listeners_on(database) == 1).then_some(())
+    })
+    .await;
+    let TestApp {
+        server,
+        home: _home,
+        database,
+        ..
+    } = app;
+    drop(server);
+    let database = database.unwrap();
+    eventually(
+        "the dropped server's frame bus to stop listening",
+        async || (bus_listeners_on(&database) == 0).then_some(()),
+    )
+    .await;
+}
