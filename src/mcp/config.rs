@@ -124,16 +124,16 @@ pub(crate) enum Personal {
     Env { name: String },
 }
 
-/// `personal = { … }` as written.
-#[derive(Deserialize)]
+/// `personal = { … }` as written (and as `mcp/add` takes it).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PersonalEntry {
+pub(crate) struct PersonalEntry {
     #[serde(default)]
-    header: Option<String>,
+    pub header: Option<String>,
     #[serde(default)]
-    prefix: Option<String>,
+    pub prefix: Option<String>,
     #[serde(default)]
-    env: Option<String>,
+    pub env: Option<String>,
 }
 
 impl PersonalEntry {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table};
 
-use super::config::{self, ServerConfig, FILE_NAME};
+use super::config::{self, PersonalEntry, ServerConfig, FILE_NAME};
 use crate::config::Secret;
 
 /// Why a change to `mcp.toml` is refused.
@@ -35,6 +35,7 @@ pub(crate) struct NewServer {
     pub timeout_secs: Option<u64>,
     pub max_output_bytes: Option<u64>,
     pub projects: Option<Vec<String>>,
+    pub personal: Option<PersonalEntry>,
 }
 
 /// The file's text with `server` added as a `[[server]]` table at its end, and the server
@@ -81,6 +82,20 @@ pub(crate) fn added(text: &str, server: &NewServer) -> Result<(String, ServerCon
     if let Some(projects) = &server.projects {
         let projects: Array = projects.iter().map(String::as_str).collect();
         table.insert("projects", toml_edit::value(projects));
+    }
+    if let Some(personal) = &server.personal {
+        let mut written = InlineTable::new();
+        let fields = [
+            ("header", &personal.header),
+            ("prefix", &personal.prefix),
+            ("env", &personal.env),
+        ];
+        for (key, field) in fields {
+            if let Some(field) = field {
+                written.insert(key, field.as_str().into());
+            }
+        }
+        table.insert("personal", toml_edit::value(written));
     }
     let first = servers.is_empty();
     servers.push(table);
@@ -253,6 +268,36 @@ mod tests {
             "nope is not a server of mcp.toml"
         );
         assert!(added("server = 1\n", &web_server()).is_err());
+    }
+
+    #[test]
+    fn a_personal_server_is_written_as_it_reads_and_one_its_transport_cannot_take_is_refused() {
+        let personal = |entry: PersonalEntry| NewServer {
+            personal: Some(entry),
+            ..web_server()
+        };
+        let by_env = PersonalEntry {
+            env: Some("WEB_TOKEN".into()),
+            ..PersonalEntry::default()
+        };
+        let (text, config) = added(FILE, &personal(by_env)).unwrap();
+        assert!(
+            text.contains("personal = { env = \"WEB_TOKEN\" }"),
+            "{text}"
+        );
+        assert_eq!(
+            config.personal,
+            Some(config::Personal::Env {
+                name: "WEB_TOKEN".into()
+            })
+        );
+        let by_header = PersonalEntry {
+            header: Some("Authorization".into()),
+            prefix: Some("Bearer ".into()),
+            env: None,
+        };
+        let why = added(FILE, &personal(by_header)).unwrap_err().to_string();
+        assert!(why.contains("{ env } for a command"), "{why}");
     }
 
     #[test]

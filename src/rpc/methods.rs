@@ -251,6 +251,7 @@ method_table! {
             ("timeout_secs", "integer? — one call's limit (default 30)"),
             ("max_output_bytes", "integer? — the most of a result the model sees (default 16384)"),
             ("projects", "[string]? — project names or globs it serves (default [\"*\"])"),
+            ("personal", "object? — each person reaches it with their own credential (mcpCredentials/set): {header, prefix?} for a url, {env} for a command; no shared connection"),
         ];
     McpRemove "mcp/remove" (mcp_edit::NameParams) mcp_edit::remove,
         needs_init: false, long_running: false, role: Admin,

@@ -290,3 +290,56 @@ async fn each_persons_requests_to_a_personal_http_server_carry_their_own_header(
     assert_eq!(servers[0]["personal"], json!(true), "{servers}");
     assert_eq!(servers[0]["connected"], json!(true), "mo's own: {servers}");
 }
+
+#[actix_web::test]
+async fn a_personal_server_an_admin_adds_is_reached_with_each_persons_credential() {
+    let llm = FakeLlm::start(lookup_then_done());
+    let home = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let log = outside.path().join("mcp.log");
+    let users = team(home.path());
+    let root = home.path().join("project-web");
+    std::fs::create_dir_all(&root).unwrap();
+    let file = home.path().join("mcp.toml");
+    let mut env = llm_env(&llm);
+    env.push(("RUMMY_USERS_FILE", users.as_str()));
+    let app = TestApp::start_in(home, &env, |plugins| plugins).await;
+    let url = format!("ws://{}/", app.addr());
+    let mut ada = member(&url, "ada", &root).await;
+    let mut mo = member(&url, "mo", &root).await;
+    let server = |personal: Value| {
+        json!({
+            "name": "tracker",
+            "command": "python3",
+            "args": ["-u", script()],
+            "env": {"MCP_LOG": log.display().to_string(), "MCP_RECORD_AS": "TRACKER_TOKEN"},
+            "personal": personal,
+        })
+    };
+
+    let (code, message) = ada
+        .err("mcp/add", server(json!({"header": "Authorization"})))
+        .await;
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("{ env } for a command"), "{message}");
+    ada.ok("mcp/add", server(json!({"env": "TRACKER_TOKEN"})))
+        .await;
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("personal = { env = \"TRACKER_TOKEN\" }"),
+        "{text}"
+    );
+
+    set(&mut mo, MO_FIRST).await;
+    ask(&mut mo).await;
+    assert_eq!(
+        lines(&log, "call lookup"),
+        [format!("call lookup {{\"query\": \"x\"}} as {MO_FIRST}")]
+    );
+    let (rows, _) = changes(&mut ada).await;
+    let added = rows
+        .iter()
+        .find(|(action, ..)| action == "mcp/add")
+        .unwrap();
+    assert_eq!(added.2, "tracker");
+}

@@ -15,6 +15,7 @@ use crate::config::Secret;
 use crate::db::models::SchemeRow;
 use crate::db::queries::schemes::register_scheme;
 use crate::error::AppError;
+use crate::mcp::config::PersonalEntry;
 use crate::mcp::edit::NewServer;
 use crate::rpc::call::{CallContext, Reply};
 
@@ -41,6 +42,8 @@ pub(crate) struct AddParams {
     max_output_bytes: Option<u64>,
     #[serde(default)]
     projects: Option<Vec<String>>,
+    #[serde(default)]
+    personal: Option<PersonalEntry>,
 }
 
 /// `mcp/remove` and `mcp/restart` params.
@@ -84,6 +87,10 @@ pub(crate) async fn add(context: CallContext, params: AddParams) -> Result<Reply
         "headerNames": params.headers.keys().collect::<Vec<_>>(),
         "trusted": params.trusted.unwrap_or(false),
         "projects": params.projects,
+        "personal": params.personal.as_ref().map(|personal| json!({
+            "header": personal.header,
+            "env": personal.env,
+        })),
     });
     let server = NewServer {
         name: params.name,
@@ -96,6 +103,7 @@ pub(crate) async fn add(context: CallContext, params: AddParams) -> Result<Reply
         timeout_secs: params.timeout_secs,
         max_output_bytes: params.max_output_bytes,
         projects: params.projects,
+        personal: params.personal,
     };
     let name = server.name.clone();
     let mcp = context.agent.mcp.clone();
