@@ -1296,6 +1296,41 @@ def personal_keys(browser, seen):
     context.close()
 
 
+def mcp_credentials(browser, seen):
+    """A member sets their credential for an MCP server that takes each person's own on the
+    Keys page, replaces it, sets and removes another's; the page never shows a value."""
+    first, second = os.environ["FIRST"], os.environ["SECOND"]
+    context, page = signed_in(browser, seen, os.environ["MO"])
+    page.get_by_role("navigation", name="Pages").get_by_role("link", name="Keys").click()
+    expect(page.get_by_role("heading", name="MCP servers")).to_be_visible()
+    section = page.locator("section.mcp-credentials")
+    said = section.locator("p.said")
+    tracker = section.locator("tr[data-server=tracker]")
+    expect(tracker).to_contain_text("not set")
+    section.get_by_label("New tracker credential").fill(first)
+    section.get_by_role("button", name="Set tracker credential").click()
+    expect(said).to_have_text("Your tracker credential is set.")
+    expect(tracker).to_contain_text("set on")
+    expect(tracker).to_contain_text("not used yet")
+    section.get_by_label("New tracker credential").fill(second)
+    section.get_by_role("button", name="Replace tracker credential").click()
+    expect(said).to_have_text("Your tracker credential is replaced.")
+    section.get_by_label("New wiki credential").fill("wiki-" + first)
+    section.get_by_role("button", name="Set wiki credential").click()
+    wiki = section.locator("tr[data-server=wiki]")
+    expect(wiki).to_contain_text("set on")
+    wiki.get_by_role("button", name="Remove wiki credential").click()
+    wiki.get_by_role("button", name="Yes, forget it").click()
+    expect(said).to_have_text("Your wiki credential is removed.")
+    expect(wiki).to_contain_text("not set")
+    page.reload()
+    expect(tracker).to_contain_text("set on")
+    content = page.content()
+    assert first not in content and second not in content, "a credential is shown"
+    every_control_is_labelled(page)
+    context.close()
+
+
 def live(browser, seen):
     """A reply read in the run page as the model writes it: the page shows part of it, then
     the whole, then the reply as recorded (the summary without its tags)."""
@@ -1394,6 +1429,8 @@ def main(scenario):
             oidc_sign_in(browser, seen)
         elif scenario == "keys":
             personal_keys(browser, seen)
+        elif scenario == "mcp-credentials":
+            mcp_credentials(browser, seen)
         else:
             raise AssertionError(f"no scenario {scenario!r}")
         browser.close()

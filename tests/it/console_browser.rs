@@ -38,6 +38,7 @@
 
 mod admin_mcp;
 mod first_run;
+mod mcp_credentials;
 mod oidc;
 
 use std::collections::HashMap;
