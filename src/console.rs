@@ -10,10 +10,8 @@
 mod assets;
 mod audit;
 pub(crate) mod oidc;
-mod refusals;
+pub(crate) mod refusals;
 mod session;
-
-pub(crate) use refusals::RefusalNotes;
 
 use actix_web::http::header;
 use actix_web::middleware::DefaultHeaders;

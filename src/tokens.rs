@@ -24,6 +24,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::access::{Access, AccessError, Caller, TokenRefusal, TokenUse};
+use crate::db::queries::oidc;
 use crate::db::queries::personal_tokens::{self, TokenRow, NOTE_EVERY_SECS};
 use crate::db::{DbError, DbHandle};
 use crate::error::AppError;
@@ -135,12 +136,20 @@ pub(crate) async fn admit(
 /// instance (or before this one's start took the store's people in): then known here from
 /// now on, with the role their last sign-in's groups give.
 async fn recalled(db: &DbHandle, access: &Access, person: &str) -> bool {
-    crate::console::oidc::recall_person(db, access, person)
-        .await
-        .unwrap_or_else(|error| {
+    if !access.has_provider() {
+        return false;
+    }
+    let name = person.to_owned();
+    match db.read(move |conn| oidc::person(conn, &name)).await {
+        Ok(Some(stored)) => access
+            .signed_in(person, Some(&stored.group_list()))
+            .is_some(),
+        Ok(None) => false,
+        Err(error) => {
             tracing::warn!(%error, "people who signed in through the provider unreadable");
             false
-        })
+        }
+    }
 }
 
 /// Refuses a call of a connection whose token was revoked or expired since it opened (the

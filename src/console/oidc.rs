@@ -21,9 +21,8 @@ use serde::Deserialize;
 
 use super::audit::{self, Via};
 use super::session;
-use crate::access::{hash_token, valid_name, Access};
+use crate::access::{hash_token, valid_name};
 use crate::db::queries::oidc::{self, PendingLogin, SignedInPerson};
-use crate::db::DbHandle;
 use crate::random::random_hex;
 use crate::unix_time::now;
 use crate::ws::state::ServerState;
@@ -126,24 +125,6 @@ pub(crate) async fn recall(state: &ServerState) -> Result<(), crate::db::DbError
             .signed_in(&person.name, Some(&person.group_list()));
     }
     Ok(())
-}
-
-/// Takes `name` into `access` as the store last knew them through the provider (the groups
-/// of their last sign-in, on any instance): whether they are a person of this server now.
-/// For a token of someone who signed in on another instance since this one started.
-pub(crate) async fn recall_person(
-    db: &DbHandle,
-    access: &Access,
-    name: &str,
-) -> Result<bool, crate::db::DbError> {
-    if !access.has_provider() {
-        return Ok(false);
-    }
-    let owned = name.to_owned();
-    let Some(person) = db.read(move |conn| oidc::person(conn, &owned)).await? else {
-        return Ok(false);
-    };
-    Ok(access.signed_in(name, Some(&person.group_list())).is_some())
 }
 
 /// The cookie binding a sign-in to this browser: sent back on the provider's redirect

@@ -29,7 +29,7 @@ pub(crate) struct Shared {
     pub connections: ConnectionRegistry,
     pub in_flight: InFlight,
     /// The refused console sign-ins of the last minute, which bound their audit rows.
-    pub sign_in_refusals: crate::console::RefusalNotes,
+    pub sign_in_refusals: crate::console::refusals::RefusalNotes,
 }
 
 impl Deref for ServerState {
@@ -48,7 +48,7 @@ impl ServerState {
             agent,
             access,
             connections: ConnectionRegistry::default(),
-            sign_in_refusals: crate::console::RefusalNotes::default(),
+            sign_in_refusals: crate::console::refusals::RefusalNotes::default(),
         }))
     }
 
