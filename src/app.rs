@@ -88,11 +88,13 @@ pub struct RunningServer {
 }
 
 /// What a server runs beside its workers: ended in order by [`RunningServer::stop`], and at
-/// once when the server is dropped unstopped (an embedder's error, a test's end), so that
-/// none of it outlives the server: the frame bus would try its PostgreSQL database every
-/// second, the heartbeat renew leases, for as long as the process lives.
+/// once when the server is dropped unstopped (an embedder's error, a test's end) or its start
+/// fails after they began, so that none of it outlives the server: the frame bus would try
+/// its PostgreSQL database every second (and keep the agent alive), the heartbeat renew
+/// leases, for as long as the process lives.
 struct Beside {
-    handle: ServerHandle,
+    /// The HTTP server's; `None` until it started.
+    handle: Option<ServerHandle>,
     /// Stops this instance's heartbeat.
     heartbeat: CancellationToken,
     /// Stops the webhooks' delivery worker.
@@ -108,8 +110,10 @@ impl Drop for Beside {
         if let Some(bus) = &self.bus {
             bus.stop();
         }
-        // The command is sent now; whether anything waits for its completion or not.
-        drop(self.handle.stop(false));
+        if let Some(handle) = &self.handle {
+            // The command is sent now; whether anything waits for its completion or not.
+            drop(handle.stop(false));
+        }
     }
 }
 
@@ -144,7 +148,9 @@ impl RunningServer {
         if let Some(bus) = &self.beside.bus {
             bus.stop();
         }
-        self.beside.handle.stop(true).await;
+        if let Some(handle) = &self.beside.handle {
+            handle.stop(true).await;
+        }
         let _ = self.done.await;
         self.state.agent.plugins.close_processes().await;
         self.state.agent.db.close().await;
@@ -245,6 +251,12 @@ pub async fn start_with(
         .await?
         .context("loading the server key of secrets at rest")?;
     let (agent, arrived) = agent_context(&settings, plugins, mcp, &access, keyring)?;
+    let mut beside = Beside {
+        handle: None,
+        heartbeat: CancellationToken::new(),
+        webhooks: CancellationToken::new(),
+        bus: agent.hubs.bus().cloned(),
+    };
     actix_web::rt::spawn(take_from_the_bus(agent.clone(), arrived));
     register_schemes(&agent).await?;
     purge_expired(&agent).await?;
@@ -253,12 +265,12 @@ pub async fn start_with(
     first_run::apply_endpoints(&agent).await?;
     recover_interrupted_runs(&agent, store(&settings).is_shared()).await?;
     prepare_commands(&agent).await?;
-    let heartbeat = start_heartbeat(&agent);
-    follow_stored_caps(&agent, store(&settings).is_shared(), &heartbeat).await?;
-    let webhooks = start_webhooks(&agent, store(&settings).is_shared());
+    beside.heartbeat = start_heartbeat(&agent);
+    follow_stored_caps(&agent, store(&settings).is_shared(), &beside.heartbeat).await?;
+    beside.webhooks = start_webhooks(&agent, store(&settings).is_shared());
     actix_web::rt::spawn(crate::agent::paused::watch(
         agent.clone(),
-        heartbeat.clone(),
+        beside.heartbeat.clone(),
     ));
     if let Some(path) = access.users_file() {
         tracing::info!(users_file = %path.display(), "people read from the users file");
@@ -268,16 +280,10 @@ pub async fn start_with(
     let state = ServerState::new(agent, access);
     crate::console::oidc::recall(&state).await?;
     let (server, addr) = crate::http::server(state.clone())?;
-    let handle = server.handle();
+    beside.handle = Some(server.handle());
     let done = actix_web::rt::spawn(server);
     tracing::info!(%addr, instance = state.agent.runs.instance().id(), "rummy listening");
     first_run::log_console(&state.agent, addr).await;
-    let beside = Beside {
-        handle,
-        heartbeat,
-        webhooks,
-        bus: state.agent.hubs.bus().cloned(),
-    };
     Ok(RunningServer {
         addr,
         state,

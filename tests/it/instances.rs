@@ -920,3 +920,30 @@ async fn a_server_dropped_without_stopping_stops_listening_on_its_database() {
     )
     .await;
 }
+
+#[actix_web::test]
+#[ignore = "needs PostgreSQL: RUMMY_TEST_DATABASE_URL"]
+async fn a_start_that_fails_after_its_frame_bus_began_stops_listening_on_its_database() {
+    let database = ScratchDatabase::required();
+    let home = tempfile::tempdir().unwrap();
+    let env: std::collections::HashMap<String, String> = [
+        ("RUMMY_HOME", home.path().display().to_string()),
+        ("PORT", "0".to_owned()),
+        ("RUMMY_DATABASE_URL", database.url().to_owned()),
+        ("RUMMY_RUN_COMMANDS", "server".to_owned()),
+        ("RUMMY_SANDBOX_LAUNCHER", "/bin/false".to_owned()),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value))
+    .collect();
+    let error = rummy::app::start(crate::support::settings(&env))
+        .await
+        .err()
+        .expect("the start fails");
+    assert!(error.to_string().contains("cannot run confined"), "{error}");
+    eventually(
+        "the failed start's frame bus to stop listening",
+        async || (bus_listeners_on(&database) == 0).then_some(()),
+    )
+    .await;
+}
