@@ -37,7 +37,7 @@ async fn server(extra: &[(&str, &str)]) -> (TestApp, tempfile::TempDir) {
 }
 
 /// A plain socket opened with `token` in the `Authorization` header; the status refused.
-async fn open(app: &TestApp, token: &str) -> Result<Client, u16> {
+pub(crate) async fn open(app: &TestApp, token: &str) -> Result<Client, u16> {
     let request = awc::Client::new()
         .ws(format!("ws://{}/", app.addr()))
         .bearer_auth(token);

@@ -4,24 +4,12 @@
 //! provider opens a socket with their role on an instance that did not see them sign in
 //! (after a restart, or another instance on the shared store).
 
-use awc::error::WsClientError;
 use diesel::RunQueryDsl;
 use serde_json::{json, Value};
 
 use super::{begin, callback, changes, get, provider_env, start, Idp};
 use crate::support::{Client, TestApp};
-
-/// A socket opened with the personal access token `token`, or the status refusing it.
-async fn open(app: &TestApp, token: &str) -> Result<Client, u16> {
-    let request = awc::Client::new()
-        .ws(format!("ws://{}/", app.addr()))
-        .bearer_auth(token);
-    match request.connect().await {
-        Ok((_, framed)) => Ok(Client::from_framed(framed)),
-        Err(WsClientError::InvalidResponseStatus(status)) => Err(status.as_u16()),
-        Err(error) => panic!("{error}"),
-    }
-}
+use crate::tokens::open;
 
 /// The refusal rows of the audit: `(via, reason's first words, count)`.
 async fn refusals(app: &TestApp) -> Vec<(String, Value)> {
