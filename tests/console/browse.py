@@ -760,6 +760,7 @@ def raise_cap(page):
     """The admin raises her person cap from the Admin page's form: it is listed as set by her,
     audited, and the run it paused goes on by itself."""
     page.get_by_role("navigation", name="Pages").get_by_role("link", name="Admin").click()
+    expect(page.get_by_role("heading", name="Admin", exact=True)).to_be_visible()
     page.get_by_label("Scope").select_option("person")
     page.get_by_label("Person or project (none for the server)").fill("ada")
     page.get_by_label("Tokens per day").fill("100000")
@@ -779,6 +780,8 @@ def people_edits(browser, seen):
     role she changes holds for them at once; the changes are audited with her name."""
     context, page = signed_in(browser, seen, os.environ["ADA"])
     page.get_by_role("navigation", name="Pages").get_by_role("link", name="Admin").click()
+    # The Projects page it leaves has a field named Name too (a new project's).
+    expect(page.get_by_role("heading", name="Admin", exact=True)).to_be_visible()
     page.get_by_label("Name", exact=True).fill("nina")
     page.get_by_label("Role", exact=True).select_option("member")
     page.get_by_label("Projects (names or globs, comma-separated; * is every project)").fill("web")
