@@ -9,6 +9,8 @@
 #   benches/cpu_per_turn.sh [SERVER_BINARY] [SECONDS] [ASKERS]
 #       # defaults: target/release/rummy, 20 s, 5 askers
 #   CALLGRIND=1 benches/cpu_per_turn.sh target/release/rummy 20 5
+#   PERF_OUT=perf.data benches/cpu_per_turn.sh target/release/rummy 20 5
+#       # also samples the server's stacks with `perf record -g` while it is loaded
 #
 # RUMMY_LOAD names another rummy-load binary (default target/release/rummy-load).
 # SERVER_BINARY may be another build (a checkout of an older commit): the load tool and the
@@ -77,9 +79,17 @@ HZ=$(getconf CLK_TCK)
 "$LOAD" --url "ws://127.0.0.1:$PORT/" --connections 0 --asks 1 --seconds 2 >/dev/null
 [ "${CALLGRIND:-0}" = 1 ] && callgrind_control --zero "$SERVER_PID" >/dev/null
 before=$(ticks "$SERVER_PID")
+if [ -n "${PERF_OUT:-}" ]; then
+  perf record -q -F 999 -g -p "$SERVER_PID" -o "$PERF_OUT" >/dev/null 2>&1 &
+  PERF_PID=$!
+fi
 report=$("$LOAD" --url "ws://127.0.0.1:$PORT/" --connections 0 --asks "$ASKERS" \
   --seconds "$SECONDS_LOADED" --ask-timeout-secs 600 --llm-url "http://127.0.0.1:$LLM_PORT")
 after=$(ticks "$SERVER_PID")
+if [ -n "${PERF_OUT:-}" ]; then
+  kill -INT "$PERF_PID"
+  wait "$PERF_PID" || true
+fi
 instructions=0
 if [ "${CALLGRIND:-0}" = 1 ]; then
   callgrind_control --dump "$SERVER_PID" >/dev/null
