@@ -4,13 +4,15 @@
 //! value.
 //!
 //! Read with the row's id beside it (`(table::id, table::column)` as the field's select
-//! expression), a corrupt column names its row; read by name (`RETURNING *`), its column.
+//! expression, or [`Attributes::by_name`] in a row read by name), a corrupt column names its
+//! row; read by name alone (`FromSql`), its column.
 
 use std::fmt;
 use std::ops::Deref;
 
 use diesel::backend::Backend;
 use diesel::deserialize::{self, FromSql, Queryable};
+use diesel::row::NamedRow;
 use diesel::sql_types::{BigInt, Text};
 use serde_json::{Map, Value};
 
@@ -146,6 +148,20 @@ json_column! {
 }
 
 impl Attributes {
+    /// The `attributes` column of a row read by name, whose id is its column `id_column`.
+    pub(crate) fn by_name<'a, DB: Backend>(
+        row: &impl NamedRow<'a, DB>,
+        id_column: &str,
+    ) -> deserialize::Result<Attributes>
+    where
+        String: FromSql<Text, DB>,
+        i64: FromSql<BigInt, DB>,
+    {
+        let id = NamedRow::get::<BigInt, i64>(row, id_column)?;
+        let text = NamedRow::get::<Text, String>(row, "attributes")?;
+        Attributes::read(&text, Some(id))
+    }
+
     /// The string at `key`, if it holds one.
     pub fn text(&self, key: &str) -> Option<&str> {
         self.0.get(key).and_then(Value::as_str)

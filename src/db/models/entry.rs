@@ -5,10 +5,12 @@ use diesel::prelude::*;
 use crate::db::enums::{Category, EntryStatus, Fidelity};
 use crate::db::ids::{EntryId, LoopId, RunId};
 use crate::db::json::Attributes;
-use crate::db::schema::{known_entries, turn_context, v_model_context, v_run_log, v_unresolved};
+use crate::db::schema::{known_entries, turn_context, v_run_log};
 
-/// One entry of the store.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, QueryableByName)]
+mod named;
+
+/// One entry of the store (read by name as [`named`] says).
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = known_entries, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct EntryRow {
     /// Row id: creation order.
@@ -105,27 +107,22 @@ pub(crate) enum Selector {
     Pattern { path: String, body: Option<String> },
 }
 
-/// A proposal waiting for the client (`v_unresolved`).
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = v_unresolved, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+/// A proposal waiting for the client (`v_unresolved`), read by name as [`named`] says.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct UnresolvedRow {
     pub id: EntryId,
     pub run_id: RunId,
     pub path: String,
     /// The proposed content or command.
     pub body: String,
-    #[diesel(
-        select_expression = (v_unresolved::id, v_unresolved::attributes),
-        select_expression_type = (v_unresolved::id, v_unresolved::attributes)
-    )]
     pub attributes: Attributes,
     /// The turn that proposed it.
     pub turn: i32,
 }
 
-/// A row the model can see (`v_model_context`), in context order.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
-#[diesel(table_name = v_model_context, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
+/// A row the model can see (`v_model_context`), in context order, read by name as
+/// [`named`] says.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ModelContextRow {
     pub entry_id: EntryId,
     pub run_id: RunId,
@@ -138,10 +135,6 @@ pub(crate) struct ModelContextRow {
     pub status: EntryStatus,
     /// The body, empty at index fidelity.
     pub body: String,
-    #[diesel(
-        select_expression = (v_model_context::entry_id, v_model_context::attributes),
-        select_expression_type = (v_model_context::entry_id, v_model_context::attributes)
-    )]
     pub attributes: Attributes,
     /// Context section.
     pub category: Category,
@@ -154,7 +147,7 @@ pub(crate) struct ModelContextRow {
 }
 
 /// A row of a run's client-facing history (`v_run_log`).
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[derive(Debug, Clone, PartialEq, QueryableByName)]
 #[diesel(table_name = v_run_log, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub(crate) struct RunLogRow {
     pub id: EntryId,

@@ -9,7 +9,7 @@ use crate::db::schema::{loops, run_actions, runs, turns};
 use crate::usage::{Micros, Tokens, UtcTime};
 
 /// A run: one conversation of a project, with its settings and counters.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, QueryableByName)]
 #[diesel(table_name = runs, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub struct RunRow {
     pub id: RunId,
@@ -220,7 +220,7 @@ pub(crate) struct LoopInsertForm {
 
 /// One LLM call, with its telemetry.
 /// `prompt_tokens` … `total_tokens` and `cost` (US dollars) are the provider's usage report.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, QueryableByName)]
 #[diesel(table_name = turns, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
 pub(crate) struct TurnRow {
     pub id: TurnId,

@@ -37,11 +37,11 @@ pub(crate) fn list_constraints(
     conn: &mut Conn,
     project_id: ProjectId,
 ) -> Result<Vec<ConstraintRow>, DbError> {
-    Ok(file_constraints::table
-        .filter(file_constraints::project_id.eq(project_id))
-        .order(file_constraints::id)
-        .select(ConstraintRow::as_select())
-        .load(conn)?)
+    Ok(
+        statement("SELECT * FROM file_constraints WHERE project_id = ? ORDER BY id")
+            .bind::<BigInt, _>(project_id)
+            .load(conn)?,
+    )
 }
 
 /// Drops the constraint for `pattern`; `false` when there was none.

@@ -5,13 +5,14 @@ use crate::db::backend::per_backend;
 use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable};
 
 use crate::db::connection::write_transaction;
 use crate::db::ids::RunId;
 #[cfg(test)]
 use crate::db::models::entry::TurnContextRow;
 use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm};
-use crate::db::schema::{turn_context, v_model_context};
+use crate::db::schema::turn_context;
 use crate::db::DbError;
 
 /// The rows the model can see, in context order.
@@ -19,11 +20,11 @@ pub(crate) fn model_context(
     conn: &mut Conn,
     run_id: RunId,
 ) -> Result<Vec<ModelContextRow>, DbError> {
-    Ok(v_model_context::table
-        .filter(v_model_context::run_id.eq(run_id))
-        .order(v_model_context::ordinal)
-        .select(ModelContextRow::as_select())
-        .load(conn)?)
+    Ok(
+        statement("SELECT * FROM v_model_context WHERE run_id = ? ORDER BY ordinal")
+            .bind::<BigInt, _>(run_id)
+            .load(conn)?,
+    )
 }
 
 /// Replaces the snapshot of turn `turn` with `rows` (the projected context); returns the
@@ -89,7 +90,7 @@ pub(crate) fn turn_context(
 pub(crate) fn visible_tokens(conn: &mut Conn, run_id: RunId) -> Result<i64, DbError> {
     #[derive(QueryableByName)]
     struct Total {
-        #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
+        #[diesel(sql_type = Nullable<BigInt>)]
         tokens: Option<i64>,
     }
     let total: Total = statement(
@@ -97,7 +98,7 @@ pub(crate) fn visible_tokens(conn: &mut Conn, run_id: RunId) -> Result<i64, DbEr
          JOIN schemes s ON s.name = COALESCE(k.scheme, 'file')
          WHERE k.run_id = ? AND s.model_visible AND k.status <> 202",
     )
-    .bind::<diesel::sql_types::BigInt, _>(run_id)
+    .bind::<BigInt, _>(run_id)
     .get_result(conn)?;
     Ok(total.tokens.unwrap_or(0))
 }

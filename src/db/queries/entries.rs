@@ -17,7 +17,7 @@ use crate::db::functions::body_search;
 use crate::db::ids::{EntryId, RunId};
 use crate::db::models::entry::{EntryRow, EntryUpsertForm, RunLogRow, Selector, UnresolvedRow};
 use crate::db::paths::{normalize_path, pattern_form};
-use crate::db::schema::{known_entries, schemes, v_run_log, v_unresolved};
+use crate::db::schema::{known_entries, schemes};
 use crate::db::DbError;
 use crate::hedberg::{self, budget};
 
@@ -100,12 +100,13 @@ pub(crate) fn get_entry(
     run_id: RunId,
     path: &str,
 ) -> Result<Option<EntryRow>, DbError> {
-    Ok(known_entries::table
-        .filter(known_entries::run_id.eq(run_id))
-        .filter(known_entries::path.eq(normalize_path(path)))
-        .select(EntryRow::as_select())
-        .first(conn)
-        .optional()?)
+    Ok(
+        statement("SELECT * FROM known_entries WHERE run_id = ? AND path = ?")
+            .bind::<BigInt, _>(run_id)
+            .bind::<Text, _>(normalize_path(path))
+            .get_result(conn)
+            .optional()?,
+    )
 }
 
 /// The selected entries ordered by path, paged. A pattern whose work ran past the
@@ -373,20 +374,20 @@ pub(crate) fn update_attributes(
 
 /// The run's pending proposals (status 202), oldest first.
 pub(crate) fn unresolved(conn: &mut Conn, run_id: RunId) -> Result<Vec<UnresolvedRow>, DbError> {
-    Ok(v_unresolved::table
-        .filter(v_unresolved::run_id.eq(run_id))
-        .order(v_unresolved::id)
-        .select(UnresolvedRow::as_select())
-        .load(conn)?)
+    Ok(
+        statement("SELECT * FROM v_unresolved WHERE run_id = ? ORDER BY id")
+            .bind::<BigInt, _>(run_id)
+            .load(conn)?,
+    )
 }
 
 /// The run's client-facing history (`v_run_log`), oldest first.
 pub(crate) fn run_log(conn: &mut Conn, run_id: RunId) -> Result<Vec<RunLogRow>, DbError> {
-    Ok(v_run_log::table
-        .filter(v_run_log::run_id.eq(run_id))
-        .order(v_run_log::id)
-        .select(RunLogRow::as_select())
-        .load(conn)?)
+    Ok(
+        statement("SELECT * FROM v_run_log WHERE run_id = ? ORDER BY id")
+            .bind::<BigInt, _>(run_id)
+            .load(conn)?,
+    )
 }
 
 /// The run's entries of one scheme, oldest first (`reasoning`, `content`, `skill`, ...).
@@ -395,12 +396,12 @@ pub(crate) fn entries_of_scheme(
     run_id: RunId,
     scheme: &str,
 ) -> Result<Vec<EntryRow>, DbError> {
-    Ok(known_entries::table
-        .filter(known_entries::run_id.eq(run_id))
-        .filter(known_entries::scheme.eq(scheme))
-        .order(known_entries::id)
-        .select(EntryRow::as_select())
-        .load(conn)?)
+    Ok(
+        statement("SELECT * FROM known_entries WHERE run_id = ? AND scheme = ? ORDER BY id")
+            .bind::<BigInt, _>(run_id)
+            .bind::<Text, _>(scheme)
+            .load(conn)?,
+    )
 }
 
 /// The run's newest entry of one scheme (latest `prompt`, latest `summarize`).
@@ -409,13 +410,13 @@ pub(crate) fn latest_entry_of_scheme(
     run_id: RunId,
     scheme: &str,
 ) -> Result<Option<EntryRow>, DbError> {
-    Ok(known_entries::table
-        .filter(known_entries::run_id.eq(run_id))
-        .filter(known_entries::scheme.eq(scheme))
-        .order(known_entries::id.desc())
-        .select(EntryRow::as_select())
-        .first(conn)
-        .optional()?)
+    Ok(statement(
+        "SELECT * FROM known_entries WHERE run_id = ? AND scheme = ? ORDER BY id DESC LIMIT 1",
+    )
+    .bind::<BigInt, _>(run_id)
+    .bind::<Text, _>(scheme)
+    .get_result(conn)
+    .optional()?)
 }
 
 /// The run's non-file entries whose scheme is not audit (pending proposals included), in
@@ -453,16 +454,24 @@ pub(crate) fn unoutlined_summaries(
     run_id: RunId,
     outlinable: impl Fn(&str) -> bool,
 ) -> Result<Vec<EntryRow>, DbError> {
-    let summarized: Vec<(String, String)> = known_entries::table
-        .filter(known_entries::run_id.eq(run_id))
-        .filter(known_entries::scheme.is_null())
-        .filter(known_entries::fidelity.eq(Fidelity::Summary))
-        .select((known_entries::path, known_entries::attributes))
-        .load(conn)?;
+    #[derive(QueryableByName)]
+    struct Summarized {
+        #[diesel(sql_type = Text)]
+        path: String,
+        #[diesel(sql_type = Text)]
+        attributes: String,
+    }
+    let summarized: Vec<Summarized> = statement(
+        "SELECT path, attributes FROM known_entries \
+         WHERE run_id = ? AND scheme IS NULL AND fidelity = ?",
+    )
+    .bind::<BigInt, _>(run_id)
+    .bind::<Text, _>(Fidelity::Summary)
+    .load(conn)?;
     let paths: Vec<String> = summarized
         .into_iter()
-        .filter(|(path, attributes)| outlinable(path) && !has_symbols(attributes))
-        .map(|(path, _)| path)
+        .filter(|row| outlinable(&row.path) && !has_symbols(&row.attributes))
+        .map(|row| row.path)
         .collect();
     if paths.is_empty() {
         return Ok(Vec::new());

@@ -217,11 +217,15 @@ pub(crate) fn delete_history(
 
 /// Whether memory is on for `project` (it is unless switched off).
 pub(crate) fn is_enabled(conn: &mut Conn, project: ProjectId) -> Result<bool, DbError> {
-    let off = memory_disabled::table
-        .find(project)
-        .count()
-        .get_result::<i64>(conn)?;
-    Ok(off == 0)
+    #[derive(QueryableByName)]
+    struct Off {
+        #[diesel(sql_type = BigInt)]
+        off: i64,
+    }
+    let off: Off = statement("SELECT COUNT(*) AS off FROM memory_disabled WHERE project_id = ?")
+        .bind::<BigInt, _>(project)
+        .get_result(conn)?;
+    Ok(off.off == 0)
 }
 
 /// Switches memory on or off for `project`; `person` is who switched it off.

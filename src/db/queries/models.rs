@@ -28,10 +28,9 @@ pub(crate) fn list_models(
 
 /// The model with this alias.
 pub(crate) fn find_model(conn: &mut Conn, alias: &str) -> Result<Option<ModelRow>, DbError> {
-    Ok(models::table
-        .filter(models::alias.eq(alias))
-        .select(ModelRow::as_select())
-        .first(conn)
+    Ok(statement("SELECT * FROM models WHERE alias = ?")
+        .bind::<Text, _>(alias)
+        .get_result(conn)
         .optional()?)
 }
 
@@ -66,12 +65,12 @@ pub(crate) fn upsert_model(conn: &mut Conn, form: &ModelInsertForm) -> Result<Mo
 /// The catalogue's model with this provider model id (`actual`): the one added first when
 /// several aliases share it.
 pub(crate) fn by_actual(conn: &mut Conn, actual: &str) -> Result<Option<ModelRow>, DbError> {
-    Ok(models::table
-        .filter(models::actual.eq(actual))
-        .order(models::id)
-        .select(ModelRow::as_select())
-        .first(conn)
-        .optional()?)
+    Ok(
+        statement("SELECT * FROM models WHERE actual = ? ORDER BY id LIMIT 1")
+            .bind::<Text, _>(actual)
+            .get_result(conn)
+            .optional()?,
+    )
 }
 
 /// Removes the model; `false` when there was none.

@@ -117,10 +117,9 @@ fn insert_with_unique_alias(
 
 /// The run with this id.
 pub(crate) fn get_run(conn: &mut Conn, id: RunId) -> Result<Option<RunRow>, DbError> {
-    Ok(runs::table
-        .find(id)
-        .select(RunRow::as_select())
-        .first(conn)
+    Ok(statement("SELECT * FROM runs WHERE id = ?")
+        .bind::<BigInt, _>(id)
+        .get_result(conn)
         .optional()?)
 }
 

@@ -51,12 +51,12 @@ pub(crate) fn update_turn_usage(
 
 /// The run's newest turn (the calibration for the next budget check).
 pub(crate) fn latest_turn(conn: &mut Conn, run_id: RunId) -> Result<Option<TurnRow>, DbError> {
-    Ok(turns::table
-        .filter(turns::run_id.eq(run_id))
-        .order(turns::sequence.desc())
-        .select(TurnRow::as_select())
-        .first(conn)
-        .optional()?)
+    Ok(
+        statement("SELECT * FROM turns WHERE run_id = ? ORDER BY sequence DESC LIMIT 1")
+            .bind::<BigInt, _>(run_id)
+            .get_result(conn)
+            .optional()?,
+    )
 }
 
 #[cfg(test)]
