@@ -207,3 +207,74 @@ impl TextListener for TurnText {
         self.live.send(self.run, &self.alias, self.turn, text);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use actix::{Actor, Addr, Context, Handler, Message};
+
+    use super::*;
+
+    /// A connection's mailbox of one frame, keeping the texts of the deltas it takes.
+    #[derive(Default)]
+    struct Mailbox {
+        texts: Vec<String>,
+    }
+
+    impl Actor for Mailbox {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<Outbound> for Mailbox {
+        type Result = ();
+
+        fn handle(&mut self, Outbound(frame): Outbound, _: &mut Context<Self>) {
+            let frame: serde_json::Value = serde_json::from_str(&frame).unwrap();
+            self.texts
+                .push(frame["params"]["text"].as_str().unwrap().to_owned());
+        }
+    }
+
+    /// Takes the texts the mailbox's owner has read so far.
+    #[derive(Message)]
+    #[rtype(result = "Vec<String>")]
+    struct Taken;
+
+    impl Handler<Taken> for Mailbox {
+        type Result = Vec<String>;
+
+        fn handle(&mut self, _: Taken, _: &mut Context<Self>) -> Vec<String> {
+            std::mem::take(&mut self.texts)
+        }
+    }
+
+    #[actix::test]
+    async fn a_full_mailbox_gets_what_it_missed_with_the_next_frame_and_nothing_waits() {
+        let mailbox: Addr<Mailbox> = Mailbox::create(|context| {
+            context.set_mailbox_capacity(1);
+            Mailbox::default()
+        });
+        let live = LiveText::new(Arc::default());
+        let run = RunId(7);
+        live.watch(1, run, mailbox.clone().recipient());
+
+        // The connection reads nothing until the test awaits (this thread runs it): the
+        // first frame fills its mailbox, the second finds it full and is not waited for.
+        let (sent, done) = std::sync::mpsc::channel();
+        let sender = live.clone();
+        std::thread::spawn(move || {
+            sender.send(run, "r", (1, 1), "Hello");
+            sender.send(run, "r", (1, 1), "Hello, wor");
+            sent.send(()).unwrap();
+        });
+        done.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the sender went on past a full mailbox (a blocked one never would)");
+        assert_eq!(mailbox.send(Taken).await.unwrap(), ["Hello"]);
+
+        live.send(run, "r", (1, 1), "Hello, world!");
+        assert_eq!(
+            mailbox.send(Taken).await.unwrap(),
+            [", world!"],
+            "what the full mailbox missed comes with the next frame"
+        );
+    }
+}

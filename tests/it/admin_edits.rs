@@ -12,6 +12,8 @@ use crate::support::{Client, TestApp};
 
 mod caps;
 mod mcp;
+mod people;
+mod prices;
 
 /// A users file with comments: ada administers everything, mo works on `web`.
 fn commented_team() -> String {

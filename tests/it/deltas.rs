@@ -1,10 +1,12 @@
 //! The model's words as they come (issue 42, streaming): a connection that watches a run
 //! with `deltas: true` is sent `run/delta` pieces of each turn's reply, in order, whose
 //! concatenation is the reply; a connection that did not ask gets none; one that reads
-//! nothing meanwhile does not hold the run; leaving the run or watching it without deltas stops
-//! them, leaving another run does not; pieces that come together are sent together; a stream that breaks ends the turn with an
-//! error that keeps the words that had come; a one-turn question is still one model call; a
-//! turn whose words no connection watches when its call starts is not streamed at all.
+//! nothing meanwhile, even while a long reply fills its socket and its mailbox, does not
+//! hold the run; leaving the run or watching it without deltas stops them, leaving another
+//! run does not; pieces that come together are sent together; a stream that breaks ends the
+//! turn with an error that keeps the words that had come; a one-turn question is still one
+//! model call; a turn whose words no connection watches when its call starts is not
+//! streamed at all.
 
 use std::time::Duration;
 
@@ -226,4 +228,50 @@ async fn a_call_is_streamed_only_when_a_connection_watches_the_words_of_its_run(
     assert_eq!(watched["stream_options"], json!({"include_usage": true}));
     assert_eq!(joined(&deltas), second);
     assert_eq!(llm.requests().len(), 2, "one model call a question");
+}
+
+#[actix_web::test]
+async fn a_watcher_that_stops_reading_a_long_reply_does_not_hold_the_run() {
+    // Far more than a socket's buffers take: what the deaf watcher is sent piles up for it.
+    let reply = format!(
+        "<summarize>{}</summarize>",
+        "a long answer nobody reads whole. ".repeat(270_000)
+    );
+    // 256 events 20 ms apart: more frames than the socket and a mailbox of 16 hold.
+    let llm = FakeLlm::start([Step::Paced(
+        Reply::new(reply.clone()),
+        Duration::from_millis(20),
+    )]);
+    let app = TestApp::with_llm(&llm, &[("RUMMY_CLIENT_BUFFER", "16")]).await;
+    let (mut driver, _) = app.client_in_project("team").await;
+    let run = driver.start_run("fake").await;
+    let (mut reader, _) = app.client_in_project("team").await;
+    let (mut deaf, _) = app.client_in_project("team").await;
+    deaf.ok("run/watch", json!({"run": run, "deltas": true}))
+        .await;
+    reader
+        .ok("run/watch", json!({"run": run, "deltas": true}))
+        .await;
+
+    // From here on `deaf` never reads its socket.
+    let asked = driver
+        .send("ask", json!({"model": "fake", "prompt": "go", "run": run}))
+        .await;
+    let deltas = tokio::time::timeout(
+        Duration::from_secs(60),
+        deltas_until_outcome(&mut reader, &run),
+    )
+    .await
+    .expect("the run ended though a watcher stopped reading");
+
+    assert_eq!(joined(&deltas).len(), reply.len());
+    assert!(joined(&deltas) == reply, "the whole reply, in order");
+    assert!(
+        deltas.len() > 1 && deltas.len() < 200,
+        "{} frames for 256 events: they coalesce",
+        deltas.len()
+    );
+    let answered = driver.reply(&asked).await;
+    assert_eq!(answered["result"]["status"], json!(200), "{answered}");
+    drop(deaf);
 }

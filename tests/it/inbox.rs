@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 
 use crate::access::users;
 use crate::support::{Client, TestApp};
-use rummy::testing::fake_llm::{FakeLlm, Step};
+use rummy::testing::fake_llm::{FakeLlm, Reply, Step, Usage};
+use rummy::testing::today_at;
 
 const SHARED: &str = "shared-token";
 const PROPOSING: &str = "<sh>make deploy</sh><update>deploying</update>";
@@ -34,6 +35,11 @@ fn item(project: &str, run: &str, why: &str) -> (String, String, String) {
 /// A server with the shared token and a team: mo works on `web`, vera views it, ada
 /// administers everything, olga works on `ops`.
 async fn team_server(llm: &FakeLlm) -> (TestApp, tempfile::TempDir) {
+    team_server_with(llm, &[]).await
+}
+
+/// [`team_server`] with `extra` set.
+async fn team_server_with(llm: &FakeLlm, extra: &[(&str, &str)]) -> (TestApp, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("users.toml");
     let people = users(&[
@@ -44,14 +50,12 @@ async fn team_server(llm: &FakeLlm) -> (TestApp, tempfile::TempDir) {
     ]);
     std::fs::write(&file, people).unwrap();
     let file = file.display().to_string();
-    let app = TestApp::with_llm(
-        llm,
-        &[
-            ("RUMMY_AUTH_TOKEN", SHARED),
-            ("RUMMY_USERS_FILE", file.as_str()),
-        ],
-    )
-    .await;
+    let mut env = vec![
+        ("RUMMY_AUTH_TOKEN", SHARED),
+        ("RUMMY_USERS_FILE", file.as_str()),
+    ];
+    env.extend_from_slice(extra);
+    let app = TestApp::with_llm(llm, &env).await;
     (app, dir)
 }
 
@@ -214,4 +218,70 @@ async fn the_operator_s_inbox_pages_newest_first_and_refuses_bad_input() {
         let (code, message) = client.err("inbox/dismiss", json!({"id": id})).await;
         assert_eq!(code, -32602, "{id}: {message}");
     }
+}
+
+/// A turn of 100 tokens that learns something, so its loop goes on.
+fn learning(slug: &str) -> Step {
+    Step::Reply(
+        Reply::new(format!(
+            "<known path=\"known://{slug}\">Learned {slug}.</known><update>learning</update>"
+        ))
+        .with_usage(Usage {
+            prompt_tokens: 90,
+            cached_tokens: 0,
+            completion_tokens: 10,
+            cost: 0.0,
+        }),
+    )
+}
+
+#[actix_web::test]
+async fn a_run_that_failed_and_one_a_cap_stopped_wait_in_their_starter_s_inbox_and_it_is_told() {
+    let llm = FakeLlm::start([Step::error(500), learning("a"), learning("b")]);
+    let (app, _dir) = team_server_with(&llm, &[("RUMMY_CAP_DAY_TOKENS", "200")]).await;
+    app.server.fix_clock(&today_at("00:00:01"));
+    let mut admin = person_in(&app, SHARED, "web").await;
+    admin.add_model("fake").await;
+    let mut mo = person_in(&app, "mo-token", "web").await;
+    let mut vera = person_in(&app, "vera-token", "web").await;
+    assert!(items(&mo.ok("inbox", json!({})).await).is_empty());
+
+    let failed = mo
+        .ok("ask", json!({"model": "fake", "prompt": "fail"}))
+        .await;
+    assert_eq!(failed["status"], json!(500), "{failed}");
+    let failed = failed["run"].as_str().unwrap().to_owned();
+    let told = mo
+        .until_notified("inbox/changed", |params| params["run"] == failed)
+        .await;
+    assert_eq!(told["params"]["project"], json!("web"), "{told}");
+    assert_eq!(
+        items(&mo.ok("inbox", json!({})).await),
+        vec![item("web", &failed, "failed")]
+    );
+
+    let capped = mo
+        .ok("ask", json!({"model": "fake", "prompt": "work on it"}))
+        .await;
+    assert_eq!(capped["status"], json!(402), "{capped}");
+    let capped = capped["run"].as_str().unwrap().to_owned();
+    mo.until_notified("inbox/changed", |params| params["run"] == capped)
+        .await;
+    let page = mo.ok("inbox", json!({})).await;
+    assert_eq!(
+        items(&page),
+        vec![
+            item("web", &capped, "capped"),
+            item("web", &failed, "failed")
+        ]
+    );
+    assert_eq!(
+        (&page["items"][0]["status"], &page["items"][1]["status"]),
+        (&json!(402), &json!(500))
+    );
+    assert!(
+        items(&vera.ok("inbox", json!({})).await).is_empty(),
+        "another person's stopped runs are not hers to see to"
+    );
+    assert_eq!(llm.requests().len(), 3, "the call past the cap never made");
 }

@@ -17,6 +17,8 @@ use crate::process::LoggedServer;
 use crate::session_notes::{learning, notes, NOTES_ON};
 use crate::support::{eventually, llm_env, project_root, Client, TestApp};
 
+mod streamed;
+
 const ADA: &str = "ada-token";
 const MO: &str = "mo-token";
 const OLGA: &str = "olga-token";

@@ -1,8 +1,11 @@
 //! `getModels`, `addModel`, `removeModel`. An `addModel` naming a provider may set its base
 //! URL and API key too (stored, and in effect for the calls after it); no answer carries a
-//! key, only whether one is set.
+//! key, only whether one is set. Each `addModel` (a price set or changed with it) is in the
+//! audit of admins' changes (`admin/changes`) with who made it, the key only as whether one
+//! was given.
 
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::config::Secret;
 use crate::db::models::ModelInsertForm;
@@ -12,6 +15,7 @@ use crate::db::queries::secrets;
 use crate::error::AppError;
 use crate::llm::{ProviderEndpoint, ProviderKind, Route};
 use crate::rpc::call::{CallContext, Reply};
+use crate::rpc::handlers::admin_changes::record;
 use crate::rpc::params::{Page, Required};
 use crate::secrets::{PROVIDER_KEY, SERVER};
 use crate::usage::Price;
@@ -194,6 +198,16 @@ pub(crate) async fn add(context: CallContext, params: AddModelParams) -> Result<
         .and_then(|endpoint| endpoint.sealed_key(context.agent.secrets.keyring()))
         .transpose()
         .map_err(|error| AppError::Internal(error.to_string()))?;
+    let by = context.person();
+    let mut detail = json!({
+        "actual": actual,
+        "contextLength": context_length,
+        "price": price.map(PriceView::of),
+    });
+    if let Some(endpoint) = &endpoint {
+        detail["provider"] = json!(endpoint.provider.slug());
+        detail["keySet"] = json!(endpoint.api_key.is_some());
+    }
     let row = context
         .agent
         .db
@@ -211,7 +225,7 @@ pub(crate) async fn add(context: CallContext, params: AddModelParams) -> Result<
                     )?;
                 }
             }
-            models::upsert_model(
+            let row = models::upsert_model(
                 conn,
                 &ModelInsertForm {
                     alias: params.alias.0,
@@ -219,7 +233,9 @@ pub(crate) async fn add(context: CallContext, params: AddModelParams) -> Result<
                     context_length,
                     price,
                 },
-            )
+            )?;
+            record(conn, by.as_deref(), "addModel", &row.alias, &detail)?;
+            Ok(row)
         })
         .await?;
     if let Some(endpoint) = &endpoint {
