@@ -1,6 +1,7 @@
-//! The audit of admins' changes (`people/*`, `caps/set`, `caps/clear`): [`record`] notes
-//! one in the unit of work of the change (or after the users file is written), and
-//! `admin/changes` reads them, newest first.
+//! The audit of admins' changes (people, caps, models and their prices, MCP servers, the
+//! personal-key requirement, tokens revoked) and of people's own secrets and sign-ins:
+//! [`record`] notes one in the unit of work of the change (or after the users file is
+//! written), and `admin/changes` reads them, newest first.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -253,15 +253,27 @@ pub(crate) struct RemoveModelParams {
     alias: Required,
 }
 
-/// `removeModel`: ok whether or not the alias existed.
+/// `removeModel`: ok whether or not the alias existed; a removal is audited.
 pub(crate) async fn remove(
     context: CallContext,
     params: RemoveModelParams,
 ) -> Result<Reply, AppError> {
+    let by = context.person();
     context
         .agent
         .db
-        .call(move |conn| models::remove_model(conn, &params.alias))
+        .call(move |conn| {
+            if models::remove_model(conn, &params.alias)? {
+                record(
+                    conn,
+                    by.as_deref(),
+                    "removeModel",
+                    &params.alias,
+                    &json!({}),
+                )?;
+            }
+            Ok(())
+        })
         .await?;
-    Reply::of(serde_json::json!({"status": "ok"}))
+    Reply::of(json!({"status": "ok"}))
 }

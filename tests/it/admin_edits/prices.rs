@@ -1,5 +1,6 @@
 //! A model's price set from a client (`addModel`, the console's Models page) is audited
-//! with who set it and what it became, a provider's key only as whether one was given.
+//! with who set it and what it became, a provider's key only as whether one was given; a
+//! model removed (`removeModel`) is audited with who removed it.
 
 use rummy::testing::fake_llm::FakeLlm;
 use serde_json::json;
@@ -60,4 +61,19 @@ async fn each_price_set_is_in_the_audit_with_who_set_it_and_no_key() {
         "{keyed}"
     );
     assert!(!changes.to_string().contains(key), "{changes}");
+
+    ada.ok("removeModel", json!({"alias": "cheap"})).await;
+    ada.ok("removeModel", json!({"alias": "never-added"})).await;
+    let changes = ada.ok("admin/changes", json!({})).await;
+    let newest = &changes["changes"][0];
+    assert_eq!(
+        (&newest["by"], &newest["action"], &newest["subject"]),
+        (&json!("ada"), &json!("removeModel"), &json!("cheap")),
+        "{changes}"
+    );
+    assert_eq!(
+        changes["changes"].as_array().unwrap().len(),
+        4,
+        "a removal of nothing is not a change: {changes}"
+    );
 }
