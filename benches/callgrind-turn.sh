@@ -31,27 +31,7 @@ command -v valgrind >/dev/null && command -v callgrind_control >/dev/null || {
   echo "valgrind (with callgrind_control) is needed: apt-get install valgrind" >&2
   exit 1
 }
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-wait_ready() {
-  for _ in $(seq 1 1200); do
-    curl -sf "http://127.0.0.1:$1/readyz" >/dev/null && return 0
-    sleep 0.1
-  done
-  echo "rummy on port $1 did not become ready" >&2
-  return 1
-}
+source benches/common.sh
 
 # The model requests the fake has served so far.
 served() {
@@ -75,7 +55,7 @@ RUMMY_HOME="$WORK/home" PORT=$PORT RUMMY_LOG=warn OPENAI_BASE_URL="http://127.0.
   --callgrind-out-file="$WORK/callgrind.out" "$SERVER" >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 PIDS+=($SERVER_PID)
-wait_ready "$PORT"
+wait_ready "$PORT" 1200
 loops "$WARMUP"
 before=$(served)
 callgrind_control --instr=on "$SERVER_PID" >/dev/null 2>&1

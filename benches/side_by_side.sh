@@ -30,25 +30,7 @@ LOAD=${RUMMY_LOAD:-target/release/rummy-load}
   echo "build first: cargo build --release --bins --features testing" >&2
   exit 1
 }
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# Clock ticks of user + system time of a process.
-ticks() {
-  local fields
-  read -ra fields <<<"$(sed 's/.*) //' "/proc/$1/stat")"
-  echo $((fields[11] + fields[12]))
-}
+source benches/common.sh
 
 # The model requests the fake has served so far.
 served() {
@@ -86,7 +68,7 @@ start() {
   else
     env RUMMY_HOME="$home" PORT="$port" RUMMY_LOG=warn "${MODEL_ENV[@]}" "$SERVER" >"$home/server.log" 2>&1 &
     SERVER_PID=$!
-    for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && return 0; sleep 0.1; done
+    wait_ready "$port" && return 0
   fi
   echo "$who did not start: $home/server.log" >&2
   return 1
