@@ -7,8 +7,8 @@
 use serde_json::{json, Value};
 
 use crate::access::users;
-use crate::support::{Client, TestApp};
-use rummy::testing::fake_llm::{FakeLlm, Reply, Step, Usage};
+use crate::support::{learning_100_tokens, Client, TestApp};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 use rummy::testing::today_at;
 
 const SHARED: &str = "shared-token";
@@ -220,24 +220,13 @@ async fn the_operator_s_inbox_pages_newest_first_and_refuses_bad_input() {
     }
 }
 
-/// A turn of 100 tokens that learns something, so its loop goes on.
-fn learning(slug: &str) -> Step {
-    Step::Reply(
-        Reply::new(format!(
-            "<known path=\"known://{slug}\">Learned {slug}.</known><update>learning</update>"
-        ))
-        .with_usage(Usage {
-            prompt_tokens: 90,
-            cached_tokens: 0,
-            completion_tokens: 10,
-            cost: 0.0,
-        }),
-    )
-}
-
 #[actix_web::test]
 async fn a_run_that_failed_and_one_a_cap_stopped_wait_in_their_starter_s_inbox_and_it_is_told() {
-    let llm = FakeLlm::start([Step::error(500), learning("a"), learning("b")]);
+    let llm = FakeLlm::start([
+        Step::error(500),
+        learning_100_tokens("a"),
+        learning_100_tokens("b"),
+    ]);
     let (app, _dir) = team_server_with(&llm, &[("RUMMY_CAP_DAY_TOKENS", "200")]).await;
     app.server.fix_clock(&today_at("00:00:01"));
     let mut admin = person_in(&app, SHARED, "web").await;

@@ -555,3 +555,20 @@ impl Client {
         }
     }
 }
+
+/// A scripted turn of 100 tokens (90 prompt, 10 completion) that learns something, so its
+/// loop goes on.
+pub(crate) fn learning_100_tokens(slug: &str) -> rummy::testing::fake_llm::Step {
+    use rummy::testing::fake_llm::{Reply, Step, Usage};
+    Step::Reply(
+        Reply::new(format!(
+            "<known path=\"known://{slug}\">Learned {slug}.</known><update>learning</update>"
+        ))
+        .with_usage(Usage {
+            prompt_tokens: 90,
+            cached_tokens: 0,
+            completion_tokens: 10,
+            cost: 0.0,
+        }),
+    )
+}

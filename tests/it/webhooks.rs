@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use rummy::hash_token;
-use rummy::testing::fake_llm::{FakeLlm, Reply, Step, Usage};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 use rummy::testing::ScratchDatabase;
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -21,7 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::process::ServerProcess;
-use crate::support::{eventually, project_root, Client, TestApp};
+use crate::support::{eventually, learning_100_tokens, project_root, Client, TestApp};
 
 /// How long a test waits for the receiver's next request.
 const RECEIVE_WAIT: Duration = Duration::from_secs(60);
@@ -229,20 +229,7 @@ fn ask_params(prompt: &str) -> Value {
     json!({"model": "fake", "prompt": prompt})
 }
 
-/// A reply reporting 100 tokens (a cap of 500 then warns after four, stops after five).
-fn learning(slug: &str) -> Step {
-    Step::Reply(
-        Reply::new(format!(
-            "<known path=\"known://{slug}\">Learned {slug}.</known><update>learning</update>"
-        ))
-        .with_usage(Usage {
-            prompt_tokens: 90,
-            cached_tokens: 0,
-            completion_tokens: 10,
-            cost: 0.0,
-        }),
-    )
-}
+// Each learning turn reports 100 tokens: a cap of 500 then warns after four, stops after five.
 
 #[actix_web::test]
 async fn each_event_arrives_once_signed_with_its_payload_in_json_and_slack() {
@@ -253,11 +240,11 @@ async fn each_event_arrives_once_signed_with_its_payload_in_json_and_slack() {
             status: 400,
             retry_after: None,
         },
-        learning("a"),
-        learning("b"),
-        learning("c"),
-        learning("d"),
-        learning("e"),
+        learning_100_tokens("a"),
+        learning_100_tokens("b"),
+        learning_100_tokens("c"),
+        learning_100_tokens("d"),
+        learning_100_tokens("e"),
     ]);
     let mut receiver = Receiver::start([]).await;
     let mut env = FAST.to_vec();
@@ -653,7 +640,11 @@ async fn two_instances_on_one_database_deliver_each_delivery_once() {
 
 #[actix_web::test]
 async fn a_cap_warns_at_the_configured_share() {
-    let llm = FakeLlm::start([learning("a"), learning("b"), learning("c")]);
+    let llm = FakeLlm::start([
+        learning_100_tokens("a"),
+        learning_100_tokens("b"),
+        learning_100_tokens("c"),
+    ]);
     let mut receiver = Receiver::start([]).await;
     let mut env = FAST.to_vec();
     env.push(("RUMMY_CAP_WARNING_PERCENT", "40"));

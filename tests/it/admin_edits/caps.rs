@@ -3,27 +3,12 @@
 //! or clearing it resumes the loop it paused, the resume the admin's; on PostgreSQL a cap set
 //! on one instance holds on another within a heartbeat.
 
-use rummy::testing::fake_llm::{FakeLlm, Reply, Step, Usage};
+use rummy::testing::fake_llm::{FakeLlm, Step};
 use rummy::testing::today_at;
 use serde_json::{json, Value};
 
 use super::{connect, server};
-use crate::support::Client;
-
-/// A turn of 100 tokens that learns something, so its loop goes on.
-fn learning(slug: &str) -> Step {
-    Step::Reply(
-        Reply::new(format!(
-            "<known path=\"known://{slug}\">Learned {slug}.</known><update>learning</update>"
-        ))
-        .with_usage(Usage {
-            prompt_tokens: 90,
-            cached_tokens: 0,
-            completion_tokens: 10,
-            cost: 0.0,
-        }),
-    )
-}
+use crate::support::{learning_100_tokens, Client};
 
 /// Waits for the `run/outcome` of `run` with `status`; its params.
 async fn outcome(client: &mut Client, run: &str, status: i64) -> Value {
@@ -38,9 +23,9 @@ async fn outcome(client: &mut Client, run: &str, status: i64) -> Value {
 #[actix_web::test]
 async fn a_stored_cap_holds_at_once_survives_a_restart_and_raising_it_resumes_the_paused_run() {
     let llm = FakeLlm::start([
-        learning("a"),
-        learning("b"),
-        learning("c"),
+        learning_100_tokens("a"),
+        learning_100_tokens("b"),
+        learning_100_tokens("c"),
         Step::reply("<summarize>Done.</summarize>"),
     ]);
     let (app, _, _dir) = server(&llm, &[("RUMMY_CAP_DAY_TOKENS", "100000")]).await;
@@ -139,7 +124,11 @@ async fn a_stored_cap_holds_at_once_survives_a_restart_and_raising_it_resumes_th
 
 #[actix_web::test]
 async fn a_stored_server_cap_replaces_the_configured_one_of_its_period_and_unit_only() {
-    let llm = FakeLlm::start([learning("a"), learning("b"), learning("c")]);
+    let llm = FakeLlm::start([
+        learning_100_tokens("a"),
+        learning_100_tokens("b"),
+        learning_100_tokens("c"),
+    ]);
     let (app, _, _dir) = server(&llm, &[("RUMMY_CAP_DAY_TOKENS", "100")]).await;
     app.server.fix_clock(&today_at("00:00:01"));
     let mut ada = connect(&app, "ada-token").await;
@@ -174,8 +163,8 @@ async fn a_stored_server_cap_replaces_the_configured_one_of_its_period_and_unit_
 async fn a_cap_set_on_one_instance_holds_on_another_and_raising_it_resumes_the_loop_there() {
     let database = rummy::testing::ScratchDatabase::required();
     let llm = FakeLlm::start([
-        learning("a"),
-        learning("b"),
+        learning_100_tokens("a"),
+        learning_100_tokens("b"),
         Step::reply("<summarize>Done.</summarize>"),
     ]);
     let home = tempfile::tempdir().unwrap();
