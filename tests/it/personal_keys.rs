@@ -362,3 +362,48 @@ async fn no_key_reaches_the_servers_log_or_a_sandboxed_commands_environment() {
     );
     assert!(!log.contains(MO_KEY), "the key in the log: {log}");
 }
+
+/// The operator (the shared token) has no secrets of its own: setting a provider key, a host
+/// credential or an MCP credential is refused saying whose they are, and it has no keys to
+/// list.
+#[actix_web::test]
+async fn the_operator_is_refused_secrets_of_its_own_saying_whose_they_are() {
+    let llm = FakeLlm::start([]);
+    let dir = tempfile::tempdir().unwrap();
+    let users = team(dir.path());
+    let env = [
+        ("RUMMY_USERS_FILE", users.as_str()),
+        ("RUMMY_AUTH_TOKEN", "shared-token"),
+    ];
+    let app = TestApp::with_llm(&llm, &env).await;
+    let mut operator = Client::connect(&format!("ws://{}/?token=shared-token", app.addr())).await;
+    operator.init("web", &app.project_root("web")).await;
+    for (method, params, whose) in [
+        (
+            "keys/set",
+            json!({"provider": "openai", "key": "sk-operator"}),
+            "personal keys belong to a person of the users file",
+        ),
+        (
+            "hostCredentials/set",
+            json!({"host": "git.example.com", "header": "Authorization", "value": "x"}),
+            "host credentials belong to a person of the users file",
+        ),
+        (
+            "mcpCredentials/set",
+            json!({"server": "tracker", "value": "x"}),
+            "MCP credentials belong to a person of the users file",
+        ),
+    ] {
+        let refused = operator.call(method, params).await;
+        assert_eq!(
+            refused["error"]["code"],
+            json!(-32602),
+            "{method}: {refused}"
+        );
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains(whose), "{method}: {message}");
+    }
+    let listed = operator.call("keys/list", json!({})).await;
+    assert_eq!(listed["error"]["code"], json!(-32602), "{listed}");
+}
