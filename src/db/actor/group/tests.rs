@@ -251,6 +251,32 @@ async fn a_failing_first_unit_leaves_the_rest_to_a_transaction_of_their_own() {
 }
 
 #[actix::test]
+async fn a_unit_that_loses_the_transaction_leaves_the_units_after_it_to_a_new_one() {
+    let test_db = TestDb::new();
+    let store = test_db.store();
+    let work = Arc::<WorkCounters>::default();
+    let db = start_db(&store, options(&work)).unwrap();
+    let (release, held) = hold(&db).await;
+    let lost = queue(&db, insert("lost with the transaction"));
+    // Ends the whole transaction behind the writer's back, so its savepoint cannot be
+    // rolled back to.
+    let breaking = queue(&db, |conn| {
+        conn.batch_execute("ROLLBACK")?;
+        Err(DbError::Invalid("broke the transaction".into()))
+    });
+    let after = queue(&db, insert("after"));
+    release.send(()).unwrap();
+    held.await.unwrap();
+    assert!(lost.await.is_err(), "its transaction never committed");
+    assert!(breaking.await.is_err());
+    after
+        .await
+        .expect("a unit after the one that lost the transaction runs in a new one");
+    assert!(!committed(&store, "lost with the transaction"));
+    assert!(committed(&store, "after"));
+}
+
+#[actix::test]
 async fn nobody_is_answered_before_the_transaction_commits() {
     let test_db = TestDb::new();
     let store = test_db.store();
