@@ -209,13 +209,17 @@ impl Asking<'_> {
         );
         let mut cancel = self.cancel.clone();
         let answer = tokio::select! {
-            answer = self.ask(request) => answer?,
-            _ = cancel.wait_for(|cancelled| *cancelled) => {
-                return Ok(Decided {
-                    resolution: resolution(proposal, "reject", None),
-                    cancelled: true,
-                });
-            }
+            biased;
+            _ = cancel.wait_for(|cancelled| *cancelled) => None,
+            answer = self.ask(request) => Some(answer?),
+        };
+        // An answer to a request already withdrawn (it came as the proposal was settled
+        // elsewhere, or the turn cancelled) is not acted on.
+        let Some(answer) = answer.filter(|_| !*cancel.borrow()) else {
+            return Ok(Decided {
+                resolution: resolution(proposal, "reject", None),
+                cancelled: true,
+            });
         };
         let chosen = match answer.outcome {
             RequestPermissionOutcome::Selected(selected) => selected.option_id.0.to_string(),
