@@ -38,6 +38,7 @@ pub(crate) mod run_events;
 pub(crate) mod run_titles;
 pub(crate) mod runs;
 pub(crate) mod schemes;
+pub(crate) mod snapshot;
 pub(crate) mod secrets;
 pub(crate) mod selected;
 pub(crate) mod stored_caps;
