@@ -19,9 +19,7 @@ use crate::agent::reflect::Reflector;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
 use crate::agent::state;
-use crate::agent::turn::{
-    execute_turn, LatestWritten, PanicState, TurnEnd, TurnInput, TurnReport,
-};
+use crate::agent::turn::{execute_turn, LatestWritten, PanicState, TurnEnd, TurnInput, TurnReport};
 use crate::agent::AgentContext;
 use crate::budget::{
     plan_overflow, ContextWindow, OverflowDecision, OverflowFacts, PanicTracker, TokenMath,

@@ -41,8 +41,8 @@ mod measure;
 mod prepare;
 
 pub(crate) use audit::LatestSystemCopy;
-pub(crate) use latest::LatestWritten;
 pub(crate) use input::{PanicState, TurnInput};
+pub(crate) use latest::LatestWritten;
 pub(crate) use prepare::prompt_attributes;
 
 /// What the loop needs to decide whether to go on.

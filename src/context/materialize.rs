@@ -10,11 +10,11 @@
 use crate::db::Conn;
 use serde_json::{Map, Value};
 
+use super::snapshot::{snapshot_rows, store_difference, LatestSnapshot, Previous};
 use super::view::EntryView;
 use super::TokenMath;
 use crate::db::enums::{Category, EntryStatus, Fidelity};
 use crate::db::ids::{EntryId, LoopId, RunId};
-use super::snapshot::{snapshot_rows, store_difference, LatestSnapshot, Previous};
 use crate::db::models::entry::{ModelContextRow, SnapshotRow};
 use crate::db::queries::context::model_context;
 use crate::db::queries::snapshot::delete_turn_context;

@@ -27,7 +27,10 @@ pub(crate) struct LatestSnapshot(Mutex<Option<(i32, ByPath)>>);
 impl LatestSnapshot {
     /// Notes that `turn`'s snapshot, now stored, is `rows`.
     pub(crate) fn note(&self, turn: i32, rows: Vec<SnapshotRow>) {
-        let rows = rows.into_iter().map(|row| (row.path.clone(), row)).collect();
+        let rows = rows
+            .into_iter()
+            .map(|row| (row.path.clone(), row))
+            .collect();
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some((turn, rows));
     }
 }

@@ -122,20 +122,57 @@ fn an_unchanged_turn_stores_no_row() {
     db.write("known://fact", "water is wet", 1);
     db.write("prompt://1", "Do it", 1);
     let held = LatestSnapshot::default();
-    let first = Snapshot::First { latest: None, held: &held };
-    let one = materialize_turn(&mut db.conn, target(db.run, 1), first, &HeadingViews, TOKENS).unwrap();
+    let first = Snapshot::First {
+        latest: None,
+        held: &held,
+    };
+    let one = materialize_turn(
+        &mut db.conn,
+        target(db.run, 1),
+        first,
+        &HeadingViews,
+        TOKENS,
+    )
+    .unwrap();
     let rows = snapshot_rows(&one.rows);
     held.note(1, one.snapshot);
     assert_eq!(stored_rows(&mut db.conn, db.run), 2);
-    let second = Snapshot::First { latest: Some(1), held: &held };
-    materialize_turn(&mut db.conn, target(db.run, 2), second, &HeadingViews, TOKENS).unwrap();
+    let second = Snapshot::First {
+        latest: Some(1),
+        held: &held,
+    };
+    materialize_turn(
+        &mut db.conn,
+        target(db.run, 2),
+        second,
+        &HeadingViews,
+        TOKENS,
+    )
+    .unwrap();
     assert_eq!(stored_rows(&mut db.conn, db.run), 2);
     assert_eq!(turn_context(&mut db.conn, db.run, 2).unwrap(), rows);
 
     db.write("known://other", "a second fact", 3);
     let restarted = LatestSnapshot::default();
-    let third = Snapshot::First { latest: Some(2), held: &restarted };
-    let three = materialize_turn(&mut db.conn, target(db.run, 3), third, &HeadingViews, TOKENS).unwrap();
-    assert_eq!(stored_rows(&mut db.conn, db.run), 3, "one new row, read against the store");
-    assert_eq!(turn_context(&mut db.conn, db.run, 3).unwrap(), snapshot_rows(&three.rows));
+    let third = Snapshot::First {
+        latest: Some(2),
+        held: &restarted,
+    };
+    let three = materialize_turn(
+        &mut db.conn,
+        target(db.run, 3),
+        third,
+        &HeadingViews,
+        TOKENS,
+    )
+    .unwrap();
+    assert_eq!(
+        stored_rows(&mut db.conn, db.run),
+        3,
+        "one new row, read against the store"
+    );
+    assert_eq!(
+        turn_context(&mut db.conn, db.run, 3).unwrap(),
+        snapshot_rows(&three.rows)
+    );
 }
