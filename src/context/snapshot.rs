@@ -5,7 +5,7 @@
 //! after a restart, another instance drove the run meanwhile, a turn prepared again) it is
 //! read back from the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
@@ -94,11 +94,11 @@ pub(crate) fn store_difference(
             .filter(|row| !before.get(&row.path).is_some_and(|had| had.unchanged(row)))
             .map(|row| form(row, SET))
             .collect();
-        let kept: HashMap<&str, ()> = now.iter().map(|row| (row.path.as_str(), ())).collect();
+        let kept: HashSet<&str> = now.iter().map(|row| row.path.as_str()).collect();
         forms.extend(
             before
                 .values()
-                .filter(|row| !kept.contains_key(row.path.as_str()))
+                .filter(|row| !kept.contains(row.path.as_str()))
                 .map(|row| form(row, REMOVED)),
         );
         forms
