@@ -15,6 +15,7 @@
 
 pub(crate) mod materialize;
 pub(crate) mod packet;
+pub(crate) mod snapshot;
 pub(crate) mod view;
 
 pub(crate) use materialize::{ContextRow, Projector};

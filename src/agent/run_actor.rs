@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::current::CurrentLoop;
 use crate::agent::outcome::{Ending, LoopOutcome, LoopRecord, ProposedRow};
 use crate::agent::run_loop::execute_loop;
+use crate::agent::turn::LatestWritten;
 use crate::agent::AgentContext;
 use crate::budget::RunIdle;
 use crate::db::enums::RunStatus;
@@ -111,6 +112,8 @@ pub(crate) struct RunActor {
     waiters: HashMap<LoopId, Vec<oneshot::Sender<LoopOutcome>>>,
     /// Loops dropped before anyone here waited for them ([`Dropped`]).
     dropped: HashSet<LoopId>,
+    /// The run's latest `system://` copy and snapshot, held across its loops.
+    latest: Arc<LatestWritten>,
 }
 
 impl RunActor {
@@ -132,6 +135,7 @@ impl RunActor {
             wake_again: false,
             waiters: HashMap::new(),
             dropped: HashSet::new(),
+            latest: Arc::default(),
         }
     }
 
@@ -151,9 +155,10 @@ impl RunActor {
         let agent = self.agent.clone();
         let current = Arc::clone(&self.current);
         let parent = self.parent.clone();
+        let latest = Arc::clone(&self.latest);
         let me = ctx.address();
         ctx.spawn(actix::fut::wrap_future(async move {
-            let elsewhere = drain(run, agent, current, parent, me.clone()).await;
+            let elsewhere = drain(run, agent, current, parent, latest, me.clone()).await;
             me.do_send(DrainEnded { elsewhere });
         }));
     }
@@ -357,6 +362,7 @@ async fn drain(
     agent: AgentContext,
     current: Arc<Mutex<Option<CurrentLoop>>>,
     parent: Option<CancellationToken>,
+    latest: Arc<LatestWritten>,
     me: Addr<RunActor>,
 ) -> bool {
     loop {
@@ -394,7 +400,7 @@ async fn drain(
             }
         };
         let loop_id = lp.id;
-        let (outcome, reflector) = execute_loop(&agent, lp, &claimed).await;
+        let (outcome, reflector) = execute_loop(&agent, lp, &claimed, &latest).await;
         let proposed = matches!(outcome, LoopOutcome::Proposed { .. });
         let loop_end = reflector.map(|reflector| (reflector, agent.runs.hold_loop_end()));
         set_current(&current, None);

@@ -4,6 +4,7 @@
 //! of a loop happens here.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tracing::Instrument;
 
@@ -18,9 +19,7 @@ use crate::agent::reflect::Reflector;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
 use crate::agent::state;
-use crate::agent::turn::{
-    execute_turn, LatestSystemCopy, PanicState, TurnEnd, TurnInput, TurnReport,
-};
+use crate::agent::turn::{execute_turn, LatestWritten, PanicState, TurnEnd, TurnInput, TurnReport};
 use crate::agent::AgentContext;
 use crate::budget::{
     plan_overflow, ContextWindow, OverflowDecision, OverflowFacts, PanicTracker, TokenMath,
@@ -53,6 +52,7 @@ pub(crate) async fn execute_loop(
     agent: &AgentContext,
     lp: LoopRow,
     current: &CurrentLoop,
+    latest: &Arc<LatestWritten>,
 ) -> (LoopOutcome, Option<Reflector>) {
     let cancel = current.cancel.clone();
     let new_span = || tracing::info_span!("loop", run.id = %lp.run_id, loop.id = %lp.id, mode = lp.mode.as_str());
@@ -62,7 +62,7 @@ pub(crate) async fn execute_loop(
     };
     let run_id = lp.run_id;
     let mut end = LoopEnd::default();
-    let result = run_turns(agent, &lp, current, &mut end)
+    let result = run_turns(agent, &lp, current, latest, &mut end)
         .instrument(span)
         .await;
     let LoopEnd {
@@ -286,10 +286,11 @@ async fn run_turns(
     agent: &AgentContext,
     lp: &LoopRow,
     current: &CurrentLoop,
+    latest: &Arc<LatestWritten>,
     end: &mut LoopEnd,
 ) -> Result<LoopOutcome, LoopError> {
     let cancel = &current.cancel;
-    let mut opened = open_loop(agent, lp, cancel, end).await?;
+    let mut opened = open_loop(agent, lp, cancel, latest, end).await?;
     end.model = Some(LoopModel {
         alias: opened.model_alias.clone(),
         temperature: opened.temperature,
@@ -383,8 +384,8 @@ struct OpenLoop {
     /// A loop paused at a spend cap: the iteration it takes up again, and the turn numbered
     /// for the call the cap refused, taken up first.
     paused: Option<(u32, TurnRow)>,
-    /// What the loop knows of the run's latest `system://` copy.
-    system_copy: LatestSystemCopy,
+    /// What the run's actor knows of the run's latest `system://` copy and snapshot.
+    latest: Arc<LatestWritten>,
 }
 
 impl OpenLoop {
@@ -434,7 +435,7 @@ impl OpenLoop {
             project_name: &self.project_name,
             panic,
             paused_turn: None,
-            system_copy: &self.system_copy,
+            latest: &self.latest,
         }
     }
 }
@@ -447,6 +448,7 @@ async fn open_loop(
     agent: &AgentContext,
     lp: &LoopRow,
     cancel: &LlmCancel,
+    latest: &Arc<LatestWritten>,
     end: &mut LoopEnd,
 ) -> Result<OpenLoop, LoopError> {
     let LoopStart {
@@ -512,7 +514,7 @@ async fn open_loop(
         temperature,
         max_turns,
         paused,
-        system_copy: LatestSystemCopy::default(),
+        latest: Arc::clone(latest),
     })
 }
 

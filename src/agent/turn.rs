@@ -36,11 +36,13 @@ mod apply;
 mod audit;
 mod call;
 pub(crate) mod input;
+mod latest;
 mod measure;
 mod prepare;
 
 pub(crate) use audit::LatestSystemCopy;
 pub(crate) use input::{PanicState, TurnInput};
+pub(crate) use latest::LatestWritten;
 pub(crate) use prepare::prompt_attributes;
 
 /// What the loop needs to decide whether to go on.
@@ -151,7 +153,7 @@ async fn execute_numbered_turn(
         &packet,
         &response,
         &parsed.unparsed,
-        input.system_copy,
+        &input.latest.system,
     );
     let dispatch_started = Instant::now();
     let gate: Box<dyn WriteGate> = if input.panic.is_some() {
@@ -203,7 +205,7 @@ async fn execute_numbered_turn(
     )
     .instrument(tracing::info_span!(target: TRACE, "apply"))
     .await?;
-    input.system_copy.note(&packet.system);
+    input.latest.system.note(turn, &packet.system);
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
     report.refused = response.refusal.is_some();
     told.publish(agent)

@@ -3,18 +3,21 @@
 //! `v_model_context` decides what is visible and in which order (sections, skills first,
 //! fidelity groups, then chronological by turn and insertion). Each row is projected through
 //! the registry's view for its scheme and fidelity; its tokens are counted on the projected
-//! text, never on the raw body. The projected rows are written to `turn_context` so the
-//! snapshot of a turn is exactly what its packet was built from.
+//! text, never on the raw body. The projected rows are stored in `turn_context`, as the
+//! difference from the run's previous snapshot ([`super::snapshot`]), so the snapshot of a
+//! turn rebuilt from it is exactly what its packet was built from.
 
 use crate::db::Conn;
 use serde_json::{Map, Value};
 
+use super::snapshot::{snapshot_rows, store_difference, LatestSnapshot, Previous};
 use super::view::EntryView;
 use super::TokenMath;
 use crate::db::enums::{Category, EntryStatus, Fidelity};
 use crate::db::ids::{EntryId, LoopId, RunId};
-use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm};
-use crate::db::queries::context::{insert_turn_context, model_context, replace_turn_context};
+use crate::db::models::entry::{ModelContextRow, SnapshotRow};
+use crate::db::queries::context::model_context;
+use crate::db::queries::snapshot::delete_turn_context;
 use crate::db::DbError;
 
 /// Projects one visible entry into the text the model reads (the tool registry's views).
@@ -79,81 +82,63 @@ pub(crate) fn read_context(
         .collect())
 }
 
-/// Replaces the `turn_context` snapshot of `turn` with `rows`; returns the rows stored.
-pub(crate) fn store_context(
-    conn: &mut Conn,
-    run_id: RunId,
-    loop_id: Option<LoopId>,
-    turn: i32,
-    rows: &[ContextRow],
-) -> Result<usize, DbError> {
-    let forms = snapshot_forms(run_id, loop_id, turn, rows);
-    replace_turn_context(conn, run_id, turn, &forms)
-}
-
-/// The `turn_context` rows of `rows` as the snapshot of `turn`.
-fn snapshot_forms(
-    run_id: RunId,
-    loop_id: Option<LoopId>,
-    turn: i32,
-    rows: &[ContextRow],
-) -> Vec<TurnContextInsertForm> {
-    rows.iter()
-        .map(|row| TurnContextInsertForm {
-            run_id,
-            loop_id,
-            turn,
-            ordinal: row.ordinal,
-            path: row.path.clone(),
-            status: row.status,
-            fidelity: row.fidelity,
-            body: row.body.clone(),
-            tokens: i32::try_from(row.tokens).unwrap_or(i32::MAX),
-            attributes: Value::Object(row.attributes.clone()).to_string(),
-            category: row.category,
-            source_turn: row.source_turn,
-        })
-        .collect()
-}
-
 /// Which snapshot a materialization writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Snapshot {
-    /// The first of a turn numbered in the same unit of work: inserted, nothing replaced.
-    First,
+#[derive(Clone, Copy)]
+pub(crate) enum Snapshot<'a> {
+    /// The first of a turn numbered in the same unit of work: its difference from the run's
+    /// latest turn's snapshot (`None`: there is none), taken from `held` when it holds that
+    /// one.
+    First {
+        latest: Option<i32>,
+        held: &'a LatestSnapshot,
+    },
     /// Another of a turn prepared again (a panic loop's continuation, a paused turn taken
-    /// up): the turn's earlier snapshot replaced.
+    /// up): the turn's earlier difference replaced.
     Again,
 }
 
-/// Reads and projects the run's context, then stores it as the snapshot of `turn`
-/// (`snapshot` says whether the turn has one to replace).
+/// A turn's context, projected and stored.
+pub(crate) struct Materialized {
+    /// The visible entries, in context order.
+    pub rows: Vec<ContextRow>,
+    /// The same rows as the snapshot keeps them (what the actor notes once stored).
+    pub snapshot: Vec<SnapshotRow>,
+}
+
+/// Reads and projects the run's context, then stores it as the snapshot of `turn`, as its
+/// difference from the one before (`snapshot` says where that comes from).
 pub(crate) fn materialize_turn(
     conn: &mut Conn,
     target: TurnTarget,
-    snapshot: Snapshot,
+    snapshot: Snapshot<'_>,
     projector: &dyn Projector,
     tokens: TokenMath,
-) -> Result<Vec<ContextRow>, DbError> {
-    if snapshot == Snapshot::Again {
-        return materialize(conn, target, projector, tokens);
-    }
+) -> Result<Materialized, DbError> {
+    let previous = match snapshot {
+        Snapshot::First { latest, held } => Previous::Latest(latest, held),
+        Snapshot::Again => {
+            delete_turn_context(conn, target.run_id, target.turn)?;
+            Previous::Stored
+        }
+    };
     let rows = read_context(conn, target.run_id, projector, tokens)?;
-    let forms = snapshot_forms(target.run_id, target.loop_id, target.turn, &rows);
-    insert_turn_context(conn, &forms)?;
-    Ok(rows)
+    let snapshot = snapshot_rows(&rows);
+    let place = (target.run_id, target.loop_id, target.turn);
+    store_difference(conn, place, &snapshot, previous)?;
+    Ok(Materialized { rows, snapshot })
 }
 
-/// Reads and projects the run's context, then stores it as the snapshot of `turn`.
+/// Reads and projects the run's context, then stores it as the snapshot of `turn` (the
+/// turn's earlier one replaced), taking the one before from the store (the tests' and the
+/// benchmarks' way in).
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn materialize(
     conn: &mut Conn,
     target: TurnTarget,
     projector: &dyn Projector,
     tokens: TokenMath,
 ) -> Result<Vec<ContextRow>, DbError> {
-    let rows = read_context(conn, target.run_id, projector, tokens)?;
-    store_context(conn, target.run_id, target.loop_id, target.turn, &rows)?;
-    Ok(rows)
+    Ok(materialize_turn(conn, target, Snapshot::Again, projector, tokens)?.rows)
 }
 
 /// The turn a snapshot belongs to.

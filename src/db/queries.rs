@@ -40,6 +40,7 @@ pub(crate) mod runs;
 pub(crate) mod schemes;
 pub(crate) mod secrets;
 pub(crate) mod selected;
+pub(crate) mod snapshot;
 pub(crate) mod stored_caps;
 pub(crate) mod turns;
 pub(crate) mod usage;

@@ -143,6 +143,8 @@ diesel::table! {
         attributes -> Text,
         category -> Text,
         source_turn -> Integer,
+        change -> Text,
+        entry_id -> Nullable<BigInt>,
     }
 }
 

@@ -1,9 +1,10 @@
 //! The turn's audit copies: what the model saw and said, kept at archive fidelity, and the
-//! turn's usage, written in the unit of work that records the reply. Within a loop the
-//! system message is copied only when it differs from the one the loop's previous turn saw,
-//! so the system message turn `N` saw is the run's latest `system://M` with `M ≤ N`. (It
-//! holds the knowns and the run's earlier loops, so it changes with every fact filed and
-//! every loop: a loop's first turn copies it without comparing.)
+//! turn's usage, written in the unit of work that records the reply. The system message is
+//! copied only when it differs from the run's latest copy, which the run's actor holds across
+//! its loops (`LatestWritten`), so the system message turn `N` saw is the run's latest
+//! `system://M` with `M ≤ N`. What the actor holds counts only while it is the copy of the
+//! run's latest turn: after a restart, or when another instance drove the run meanwhile, the
+//! turn copies without comparing.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -17,24 +18,34 @@ use crate::db::Conn;
 use crate::db::DbError;
 use crate::llm::ChatResponse;
 
-/// What the run's latest `system://` copy holds, as far as its loop knows: nothing before
-/// the loop's first turn recorded, then the system message of its latest turn recorded
-/// (one loop of a run runs at a time, so no one else copies one meanwhile).
+/// What the run's latest `system://` copy holds, as far as its actor knows: nothing before
+/// the actor's first turn recorded, then the turn it latest recorded and the system message
+/// that turn saw (one loop of a run runs at a time, so no one else copies one meanwhile).
 #[derive(Default)]
-pub(crate) struct LatestSystemCopy(Mutex<Option<String>>);
+pub(crate) struct LatestSystemCopy(Mutex<Option<(i32, String)>>);
 
 impl LatestSystemCopy {
     /// Whether the latest copy holds `system`; `None`: not known.
     fn holds(&self, system: &str) -> Option<bool> {
         let latest = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        latest.as_deref().map(|latest| latest == system)
+        latest.as_ref().map(|(_, latest)| latest == system)
     }
 
-    /// Notes that a recorded turn saw `system` (copied then, or copied before).
-    pub(super) fn note(&self, system: &str) {
+    /// Notes that recorded turn `turn` saw `system` (copied then, or copied before).
+    pub(super) fn note(&self, turn: i32, system: &str) {
         let mut latest = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if latest.as_deref() != Some(system) {
-            *latest = Some(system.to_owned());
+        match latest.as_mut() {
+            Some((noted, held)) if held == system => *noted = turn,
+            _ => *latest = Some((turn, system.to_owned())),
+        }
+    }
+
+    /// Forgets what it holds unless it was noted on `turn`, the run's latest before the one
+    /// being prepared (`None`: there is none, or the turn is prepared again).
+    pub(super) fn keep_if_noted_on(&self, turn: Option<i32>) {
+        let mut latest = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if latest.as_ref().map(|(noted, _)| *noted) != turn {
+            *latest = None;
         }
     }
 }
@@ -43,7 +54,7 @@ impl LatestSystemCopy {
 enum SystemCopy {
     /// It is the run's latest copy already.
     Kept,
-    /// It differs from the loop's previous turn's, or is the loop's first.
+    /// It differs from the run's latest copy, or that copy is not known.
     Write(String),
 }
 
@@ -59,7 +70,7 @@ pub(super) struct TurnAudit {
 
 impl TurnAudit {
     /// The audit of `turn`, whose packet was `packet` and answer `response` (`unparsed`: its
-    /// text outside any command); `latest`: what the loop knows of the run's system copy.
+    /// text outside any command); `latest`: what the actor knows of the run's system copy.
     pub(super) fn of(
         turn: &TurnRow,
         packet: &Packet,

@@ -1,7 +1,9 @@
 //! What one turn is given by its loop.
 
 use crate::agent::loop_config::LoopConfig;
-use crate::agent::turn::LatestSystemCopy;
+use std::sync::Arc;
+
+use crate::agent::turn::LatestWritten;
 use crate::budget::PanicTracker;
 use crate::db::ids::RunId;
 use crate::db::models::run::{LoopRow, TurnRow};
@@ -31,8 +33,8 @@ pub(crate) struct TurnInput<'a> {
     /// The turn a loop paused at a spend cap takes up again, numbered (and its prompt
     /// written) before the call the cap refused; `None` for every other turn.
     pub paused_turn: Option<TurnRow>,
-    /// What the loop knows of the run's latest `system://` copy.
-    pub system_copy: &'a LatestSystemCopy,
+    /// What the run's actor knows of the run's latest `system://` copy and snapshot.
+    pub latest: &'a Arc<LatestWritten>,
 }
 
 /// A panic loop's judge and the prompt text it currently shows the model.

@@ -12,14 +12,15 @@ use serde_json::json;
 use crate::agent::error::LoopError;
 use crate::agent::outlines::outline_summarized_files;
 use crate::agent::turn::input::TurnInput;
+use crate::agent::turn::LatestWritten;
 use crate::agent::AgentContext;
 use crate::budget::{Calibrated, CalibratedMeasure, Calibration, EstimatedTokens};
-use crate::context::materialize::{materialize_turn, Snapshot, TurnTarget};
+use crate::context::materialize::{materialize_turn, Materialized, Snapshot, TurnTarget};
 use crate::context::ContextRow;
 use crate::context::{Packet, TokenMath};
 use crate::db::enums::{Fidelity, LoopMode};
 use crate::db::ids::{LoopId, ProjectId, RunId};
-use crate::db::models::entry::EntryUpsertForm;
+use crate::db::models::entry::{EntryUpsertForm, SnapshotRow};
 use crate::db::models::run::{RunRow, TurnInsertForm, TurnRow};
 use crate::db::queries::{entries, runs, turns};
 use crate::db::{Conn, DbError};
@@ -77,10 +78,15 @@ pub(super) async fn prepare_packet(
     };
     let plugins = Arc::clone(&agent.plugins);
     let tokens = TokenMath::new(agent.settings.tokens.divisor);
-    let opened = agent
+    let latest = Arc::clone(input.latest);
+    let mut opened = agent
         .db
-        .call(move |conn| opening.open(conn, &plugins, tokens))
+        .call(move |conn| opening.open(conn, &plugins, &latest, tokens))
         .await?;
+    let turn = opened.row.sequence;
+    let snapshot = std::mem::take(&mut opened.snapshot);
+    input.latest.snapshot.note(turn, snapshot);
+    input.latest.system.keep_if_noted_on(opened.previous);
     let (packet, measure) = assemble_packet(agent, input, &opened, policy).await?;
     Ok(PreparedPacket {
         turn: opened.row,
@@ -112,6 +118,11 @@ struct OpenedTurn {
     run: RunRow,
     /// The size the previous turn's packet had: where the reported size starts.
     guess: i64,
+    /// The run's latest turn before this one, this turn's first preparation (`None`: none,
+    /// or the turn is prepared again).
+    previous: Option<i32>,
+    /// The rows as the snapshot keeps them, for the actor to note once stored.
+    snapshot: Vec<SnapshotRow>,
 }
 
 impl TurnOpening {
@@ -121,14 +132,24 @@ impl TurnOpening {
         mut self,
         conn: &mut Conn,
         plugins: &Plugins,
+        latest: &LatestWritten,
         tokens: TokenMath,
     ) -> Result<OpenedTurn, DbError> {
         let (run_id, loop_id) = (self.run_id, self.loop_id);
-        let guess = turns::latest_turn(conn, run_id)?
+        let latest_turn = turns::latest_turn(conn, run_id)?;
+        let guess = latest_turn
+            .as_ref()
             .map_or(0, |previous| i64::from(previous.context_tokens));
+        let previous = match self.numbered {
+            Some(_) => None,
+            None => latest_turn.map(|previous| previous.sequence),
+        };
         let snapshot = match self.numbered {
             Some(_) => Snapshot::Again,
-            None => Snapshot::First,
+            None => Snapshot::First {
+                latest: previous,
+                held: &latest.snapshot,
+            },
         };
         let row = match self.numbered.take() {
             Some(row) => row,
@@ -162,12 +183,15 @@ impl TurnOpening {
             loop_id: Some(loop_id),
             turn,
         };
-        let rows = materialize_turn(conn, target, snapshot, plugins, tokens)?;
+        let Materialized { rows, snapshot } =
+            materialize_turn(conn, target, snapshot, plugins, tokens)?;
         Ok(OpenedTurn {
             row,
             rows,
             run,
             guess,
+            previous,
+            snapshot,
         })
     }
 

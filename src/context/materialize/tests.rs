@@ -11,8 +11,8 @@ use super::*;
 use crate::context::Packet;
 use crate::db::enums::{EntryStatus, LoopMode};
 use crate::db::models::entry::{EntryUpsertForm, Selector};
-use crate::db::queries::context::turn_context;
 use crate::db::queries::entries::{set_fidelity, upsert_entry};
+use crate::db::queries::snapshot::turn_context;
 use crate::db::testing::{project_with_run, TestDb};
 use crate::plugins::assembly::{AssemblyInput, BudgetFigures};
 use crate::plugins::bundled::sections::testing::{bundled_sections, FakeTools};
@@ -150,7 +150,7 @@ fn stored_matches(conn: &mut Conn, run: RunId, turn: i32, rows: &[ContextRow]) {
             )
         );
         assert_eq!(
-            saved.attributes.to_value(),
+            serde_json::from_str::<Value>(&saved.attributes).unwrap(),
             Value::Object(row.attributes.clone())
         );
     }
@@ -392,3 +392,5 @@ fn the_registry_projects_rows_by_fidelity() {
         .any(|(path, body)| *path == "known://fact" && body.contains("water is wet")));
     assert!(rows.iter().all(|row| row.tokens == TOKENS.count(&row.body)));
 }
+
+mod differences;

@@ -161,16 +161,14 @@ pub(crate) struct RunLogRow {
     pub target: String,
 }
 
-/// One row of what the model saw on a turn.
+/// One row of what the model saw on a turn, as the snapshot's reader rebuilds it.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
 #[diesel(table_name = turn_context, check_for_backend(diesel::sqlite::Sqlite, diesel::pg::Pg))]
-#[cfg(test)]
-pub(crate) struct TurnContextRow {
-    pub id: i64,
-    pub run_id: RunId,
-    pub loop_id: Option<LoopId>,
-    pub turn: i32,
-    /// Position in the context.
+pub(crate) struct SnapshotRow {
+    /// The store entry it came from (`None` in snapshots written whole, before differences).
+    pub entry_id: Option<EntryId>,
+    /// Position in the context, 1-based (recomputed by the reader; as stored, the position
+    /// the row had on the turn that wrote it).
     pub ordinal: i32,
     pub path: String,
     /// The scheme, `None` for files.
@@ -181,18 +179,30 @@ pub(crate) struct TurnContextRow {
     pub body: String,
     /// countTokens(projected text).
     pub tokens: i32,
-    #[diesel(
-        select_expression = (turn_context::id, turn_context::attributes),
-        select_expression_type = (turn_context::id, turn_context::attributes)
-    )]
-    pub attributes: Attributes,
+    /// Attributes as JSON object text.
+    pub attributes: String,
     /// Context section.
     pub category: Category,
     /// The turn the entry was last touched on.
     pub source_turn: i32,
 }
 
-/// Insert form for [`TurnContextRow`]: one projected row.
+impl SnapshotRow {
+    /// Whether the model saw the same row in both (their positions aside).
+    pub(crate) fn unchanged(&self, other: &SnapshotRow) -> bool {
+        self.entry_id == other.entry_id
+            && self.path == other.path
+            && self.status == other.status
+            && self.fidelity == other.fidelity
+            && self.tokens == other.tokens
+            && self.category == other.category
+            && self.source_turn == other.source_turn
+            && self.body == other.body
+            && self.attributes == other.attributes
+    }
+}
+
+/// Insert form for a `turn_context` row: one projected row of a turn's difference.
 #[derive(Debug, Clone, PartialEq, Insertable)]
 #[diesel(table_name = turn_context)]
 pub struct TurnContextInsertForm {
@@ -215,4 +225,9 @@ pub struct TurnContextInsertForm {
     pub category: Category,
     /// The turn the entry was last touched on.
     pub source_turn: i32,
+    /// `set` (new or changed since the run's previous snapshot) or `removed` (left the
+    /// context); `whole` only in snapshots written before differences.
+    pub change: String,
+    /// The store entry it comes from.
+    pub entry_id: Option<EntryId>,
 }

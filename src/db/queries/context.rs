@@ -1,18 +1,13 @@
-//! The model's view of a run (`v_model_context`) and the per-turn snapshot of what it saw
-//! (`turn_context`).
+//! The model's view of a run (`v_model_context`); the per-turn snapshot of what it saw is
+//! [`super::snapshot`].
 
-use crate::db::backend::per_backend;
 use crate::db::statement::statement;
 use crate::db::Conn;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable};
 
-use crate::db::connection::write_transaction;
 use crate::db::ids::RunId;
-#[cfg(test)]
-use crate::db::models::entry::TurnContextRow;
-use crate::db::models::entry::{ModelContextRow, TurnContextInsertForm};
-use crate::db::schema::turn_context;
+use crate::db::models::entry::ModelContextRow;
 use crate::db::DbError;
 
 /// The rows the model can see, in context order.
@@ -25,65 +20,6 @@ pub(crate) fn model_context(
             .bind::<BigInt, _>(run_id)
             .load(conn)?,
     )
-}
-
-/// Replaces the snapshot of turn `turn` with `rows` (the projected context); returns the
-/// number of rows stored.
-pub(crate) fn replace_turn_context(
-    conn: &mut Conn,
-    run_id: RunId,
-    turn: i32,
-    rows: &[TurnContextInsertForm],
-) -> Result<usize, DbError> {
-    if rows
-        .iter()
-        .any(|row| row.run_id != run_id || row.turn != turn)
-    {
-        return Err(DbError::Invalid(
-            "turn context rows must belong to the run and turn replaced".to_owned(),
-        ));
-    }
-    write_transaction(conn, |conn| {
-        delete_turn_context(conn, run_id, turn)?;
-        insert_turn_context(conn, rows)
-    })
-}
-
-/// Inserts the snapshot `rows` of a turn that has none yet (numbered in the same unit of
-/// work): nothing to delete first.
-pub(crate) fn insert_turn_context(
-    conn: &mut Conn,
-    rows: &[TurnContextInsertForm],
-) -> Result<usize, DbError> {
-    Ok(per_backend!(conn, |conn| diesel::insert_into(
-        turn_context::table
-    )
-    .values(rows)
-    .execute(conn))?)
-}
-
-fn delete_turn_context(conn: &mut Conn, run_id: RunId, turn: i32) -> Result<usize, DbError> {
-    Ok(diesel::delete(
-        turn_context::table
-            .filter(turn_context::run_id.eq(run_id))
-            .filter(turn_context::turn.eq(turn)),
-    )
-    .execute(conn)?)
-}
-
-/// The snapshot of one turn, in context order.
-#[cfg(test)]
-pub(crate) fn turn_context(
-    conn: &mut Conn,
-    run_id: RunId,
-    turn: i32,
-) -> Result<Vec<TurnContextRow>, DbError> {
-    Ok(turn_context::table
-        .filter(turn_context::run_id.eq(run_id))
-        .filter(turn_context::turn.eq(turn))
-        .order(turn_context::ordinal)
-        .select(TurnContextRow::as_select())
-        .load(conn)?)
 }
 
 /// The display tokens of the run's entries the model can see.

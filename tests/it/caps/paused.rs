@@ -12,9 +12,9 @@ use rummy::testing::fake_llm::FakeLlm;
 use rummy::testing::ScratchDatabase;
 use serde_json::{json, Value};
 
-use super::{ask, done, learning, member, team};
+use super::{ask, costing, done, learning, member, team};
 use crate::process::ServerProcess;
-use crate::support::{eventually, Client, TestApp};
+use crate::support::{eventually, system_message, Client, TestApp};
 
 /// The run cap of `run` at 200 tokens a day, reached by two 100-token turns on 2026-06-01.
 fn run_cap(run: &str, spent: i64) -> Value {
@@ -107,6 +107,58 @@ async fn a_capped_loop_pauses_keeps_its_place_and_resumes_when_its_run_s_cap_is_
     );
     let stored = client.ok("getRun", json!({"run": run})).await;
     assert_eq!(stored["paused"], Value::Null, "no longer paused: {stored}");
+}
+
+/// The system message turn `N` saw is the run's latest `system://M` with `M ≤ N`, for a
+/// paused turn taken up too (its first preparation recorded nothing).
+#[actix_web::test]
+async fn a_paused_turn_taken_up_saw_the_run_s_latest_system_copy_at_or_before_it() {
+    let llm = FakeLlm::start([
+        costing(
+            "<known path=\"known://a\">Learned a.</known><update>learning</update>",
+            0.0,
+        ),
+        done(0.0),
+        done(0.0),
+    ]);
+    let app = TestApp::with_llm(&llm, &[]).await;
+    app.server.fix_clock("2026-06-01 10:00:00");
+    let (mut client, _) = app.client_in_project("shop").await;
+
+    let paused = ask(&mut client, json!({"caps": {"day_tokens": 100}})).await;
+    assert_eq!(paused["result"]["status"], json!(402), "{paused}");
+    let run = paused["result"]["run"].as_str().unwrap().to_owned();
+    let raised = ask(
+        &mut client,
+        json!({"run": run, "caps": {"day_tokens": 10000}}),
+    )
+    .await;
+    assert_eq!(raised["result"]["status"], json!(200), "{raised}");
+
+    let seen: Vec<String> = llm.requests().iter().map(system_message).collect();
+    assert_eq!(
+        seen.len(),
+        3,
+        "turn 1, the paused turn 2 taken up, the new prompt's turn 3"
+    );
+    assert_ne!(
+        seen[1], seen[0],
+        "turn 1 filed a fact the system message shows"
+    );
+    let copies = client
+        .ok("getEntries", json!({"run": run, "pattern": "system://*"}))
+        .await;
+    let copies: Vec<&str> = copies
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        copies,
+        ["system://1", "system://2", "system://3"],
+        "the paused turn taken up saw turn 1's fact: its own copy, not turn 1's"
+    );
 }
 
 #[actix_web::test]
