@@ -9,8 +9,12 @@
 # recorded in docs/src/load-and-memory.md, never asserted. Release binaries, everything on loopback:
 #
 #   cargo build --release --bins --features testing
-#   benches/callgrind-turn.sh [SERVER_BINARY] [LOOPS] [WARMUP]
-#       # defaults: target/release/rummy, 50 loops, 5 warm-up loops
+#   benches/callgrind-turn.sh [SERVER_BINARY] [LOOPS] [WARMUP] [LOOPS_PER_RUN]
+#       # defaults: target/release/rummy, 50 loops, 5 warm-up loops, 1 loop a run
+#
+# LOOPS_PER_RUN above 1 asks that many loops in each run before starting a new one (the
+# measured loops in runs of their own, apart from the warm-up's): a longer run's turns read,
+# tell and keep more of its log.
 #
 # RUMMY_LOAD names another rummy-load binary (default target/release/rummy-load).
 # SERVER_BINARY may be another build (a checkout of an older commit): the load tool and the
@@ -22,6 +26,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SERVER=${1:-target/release/rummy}
 LOOPS=${2:-50}
 WARMUP=${3:-5}
+LOOPS_PER_RUN=${4:-1}
 LOAD=${RUMMY_LOAD:-target/release/rummy-load}
 [ -x "$SERVER" ] && [ -x "$LOAD" ] || {
   echo "build first: cargo build --release --bins --features testing" >&2
@@ -38,9 +43,10 @@ served() {
   curl -sf "http://127.0.0.1:$LLM_PORT/stats" | python3 -c 'import json, sys; print(json.load(sys.stdin)["completions"])'
 }
 
-# LOOPS ask loops, one after the other, each in a new run.
+# $1 ask loops, one after the other, LOOPS_PER_RUN to a run.
 loops() {
   "$LOAD" --url "ws://127.0.0.1:$PORT/" --connections 0 --asks 1 --requests "$1" \
+    --loops-per-run "$LOOPS_PER_RUN" \
     --seconds 3600 --ask-timeout-secs 600 --llm-url "http://127.0.0.1:$LLM_PORT" >/dev/null
 }
 
@@ -69,10 +75,10 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 instructions=$(grep -E '^(summary|totals):' "$dump" | head -n 1 | awk '{print $2}')
-python3 - "$SERVER" "$((after - before))" "$LOOPS" "$instructions" <<'EOF'
+python3 - "$SERVER" "$((after - before))" "$LOOPS" "$instructions" "$LOOPS_PER_RUN" <<'EOF'
 import sys
-server, requests, loops, instructions = sys.argv[1], *map(int, sys.argv[2:])
-print(f"server {server}: {loops} loops of 3 turns, {requests} model requests")
+server, requests, loops, instructions, per_run = sys.argv[1], *map(int, sys.argv[2:])
+print(f"server {server}: {loops} loops of 3 turns, {per_run} a run, {requests} model requests")
 print(f"  instructions {instructions / 1e6:.1f} M: {instructions / max(requests, 1) / 1e6:.2f} M per "
       f"model request, {instructions / max(loops, 1) / 1e6:.2f} M per loop")
 EOF

@@ -111,9 +111,14 @@ struct LoadArgs {
     /// Model alias for `startRun` and `ask`.
     #[arg(long, default_value = "fake")]
     model: String,
-    /// Concurrent clients running `ask` loops (a new run each, `noRepo`).
+    /// Concurrent clients running `ask` loops (`noRepo`; a new run each unless
+    /// `--loops-per-run`).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1_000))]
     asks: u16,
+    /// `ask` loops each asker runs in one run before it starts a new one: a run's log, and
+    /// what a turn reads and tells of it, grow with its loops.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    loops_per_run: u64,
     /// Longest wait for one `ask` loop, in seconds.
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=3_600))]
     ask_timeout_secs: u64,
@@ -277,6 +282,7 @@ fn load(args: LoadArgs) -> anyhow::Result<()> {
         max_requests: args.requests,
         request_timeout: timeout,
         ask_timeout: Duration::from_secs(args.ask_timeout_secs),
+        loops_per_run: args.loops_per_run,
         projects: usize::from(args.projects),
         keys: usize::from(args.keys),
         model: args.model.clone(),

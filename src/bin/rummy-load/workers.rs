@@ -33,6 +33,8 @@ pub(crate) struct Plan {
     pub keys: usize,
     /// The model alias runs and asks use.
     pub model: String,
+    /// `ask` loops an asker runs in one run before it starts a new one (at least 1).
+    pub loops_per_run: u64,
 }
 
 impl Plan {
@@ -173,8 +175,8 @@ pub(crate) async fn load_connection(plan: Plan, index: usize) -> Tally {
     session.finish().await
 }
 
-/// Asker number `index`: `ask` loops (a new run each, no repository scan) one after the
-/// other until the plan ends.
+/// Asker number `index`: `ask` loops (no repository scan) one after the other until the
+/// plan ends, `loops_per_run` in each run.
 pub(crate) async fn asker(plan: Plan, index: usize) -> Tally {
     let project = format!("rummy-load-ask-{index}");
     let mut session = match Session::open(&plan, index, &project).await {
@@ -182,17 +184,24 @@ pub(crate) async fn asker(plan: Plan, index: usize) -> Tally {
         Err(tally) => return tally,
     };
     let mut sent = 0;
+    let mut run: Option<String> = None;
     while plan.more(sent) {
-        sent += 1;
-        let params = json!({
+        let mut params = json!({
             "model": plan.model,
             "prompt": "Say ok, then summarize.",
             "noRepo": true,
         });
+        if let Some(run) = run.take().filter(|_| sent % plan.loops_per_run.max(1) != 0) {
+            params["run"] = json!(run);
+        }
+        sent += 1;
         let status = match session.call("ask", "ask", params, plan.ask_timeout).await {
-            Ok(Answer::Result(result)) => result
-                .get("status")
-                .map_or_else(|| "-".to_string(), Value::to_string),
+            Ok(Answer::Result(result)) => {
+                run = result.get("run").and_then(Value::as_str).map(str::to_owned);
+                result
+                    .get("status")
+                    .map_or_else(|| "-".to_string(), Value::to_string)
+            }
             Ok(Answer::Error { code, .. }) => format!("error {code}"),
             Err(CallError::Timeout) => "timeout".to_string(),
             Err(CallError::Lost(_)) => break,

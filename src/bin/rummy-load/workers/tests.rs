@@ -40,6 +40,7 @@ fn plan(server: &RunningServer, requests: u64) -> Plan {
         projects: 2,
         keys: 3,
         model: "fake".into(),
+        loops_per_run: 1,
     }
 }
 
@@ -89,6 +90,7 @@ async fn askers_run_loops_on_the_fake_llm_registered_from_its_listing() {
     .await;
     let mut plan = plan(&server, 3);
     plan.model = "loadfake".into();
+    plan.loops_per_run = 2;
 
     let model = llm::served_model(&llm_url, WAIT).await.unwrap();
     assert_eq!(model.context, 32_768);
@@ -99,7 +101,7 @@ async fn askers_run_loops_on_the_fake_llm_registered_from_its_listing() {
     client.close(CLOSE_WAIT).await;
     let before = llm::completions_served(&llm_url, WAIT).await.unwrap();
 
-    let tallies = futures_util::future::join(asker(plan.clone(), 0), asker(plan, 1)).await;
+    let tallies = futures_util::future::join(asker(plan.clone(), 0), asker(plan.clone(), 1)).await;
     let mut tally = tallies.0;
     tally.merge(tallies.1);
 
@@ -113,6 +115,23 @@ async fn askers_run_loops_on_the_fake_llm_registered_from_its_listing() {
     assert!(tally.notifications > 0);
     let after = llm::completions_served(&llm_url, WAIT).await.unwrap();
     assert_eq!(after - before, 6);
+    let mut client = RpcClient::connect(plan.url(0), None, WAIT).await.unwrap();
+    for asker in 0..2 {
+        let project = format!("rummy-load-ask-{asker}");
+        let root = format!("/tmp/rummy-load/{project}");
+        let params = json!({"name": project, "projectRoot": root});
+        client.call("init", params, WAIT).await.unwrap();
+        let (Answer::Result(runs), _) = client.call("getRuns", json!({}), WAIT).await.unwrap()
+        else {
+            panic!("getRuns failed");
+        };
+        assert_eq!(
+            runs.as_array().map(Vec::len),
+            Some(2),
+            "three loops, two to a run: {runs}"
+        );
+    }
+    client.close(CLOSE_WAIT).await;
     server.stop().await;
     fake.stop().await;
 }
