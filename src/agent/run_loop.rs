@@ -17,7 +17,7 @@ use crate::agent::paused::{self, PausedPlace, Pausing};
 use crate::agent::reflect::Reflector;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
-use crate::agent::state;
+use crate::agent::state::{self, CarriedSlot};
 use crate::agent::turn::{
     execute_turn, LatestSystemCopy, PanicState, TurnEnd, TurnInput, TurnReport,
 };
@@ -385,6 +385,8 @@ struct OpenLoop {
     paused: Option<(u32, TurnRow)>,
     /// What the loop knows of the run's latest `system://` copy.
     system_copy: LatestSystemCopy,
+    /// The run's state as the loop's latest turn told it.
+    carried: CarriedSlot,
 }
 
 impl OpenLoop {
@@ -435,6 +437,7 @@ impl OpenLoop {
             panic,
             paused_turn: None,
             system_copy: &self.system_copy,
+            carried: &self.carried,
         }
     }
 }
@@ -513,6 +516,7 @@ async fn open_loop(
         max_turns,
         paused,
         system_copy: LatestSystemCopy::default(),
+        carried: CarriedSlot::default(),
     })
 }
 

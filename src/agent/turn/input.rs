@@ -1,6 +1,7 @@
 //! What one turn is given by its loop.
 
 use crate::agent::loop_config::LoopConfig;
+use crate::agent::state::CarriedSlot;
 use crate::agent::turn::LatestSystemCopy;
 use crate::budget::PanicTracker;
 use crate::db::ids::RunId;
@@ -33,6 +34,8 @@ pub(crate) struct TurnInput<'a> {
     pub paused_turn: Option<TurnRow>,
     /// What the loop knows of the run's latest `system://` copy.
     pub system_copy: &'a LatestSystemCopy,
+    /// The run's state as the loop's previous turn told it.
+    pub carried: &'a CarriedSlot,
 }
 
 /// A panic loop's judge and the prompt text it currently shows the model.

@@ -381,7 +381,8 @@ pub(crate) fn unresolved(conn: &mut Conn, run_id: RunId) -> Result<Vec<Unresolve
     )
 }
 
-/// The run's client-facing history (`v_run_log`), oldest first.
+/// The run's client-facing history (`v_run_log`), oldest first (`run/state` carries its own,
+/// `agent::state::CarriedState`, checked against this).
 pub(crate) fn run_log(conn: &mut Conn, run_id: RunId) -> Result<Vec<RunLogRow>, DbError> {
     Ok(
         statement("SELECT * FROM v_run_log WHERE run_id = ? ORDER BY id")
