@@ -18,7 +18,7 @@ use crate::db::{Conn, DbError};
 use crate::hub::notifications::{HistoryEntry, UnknownEntry};
 
 /// The schemes the run's log (`v_run_log`) leaves out: the audit copies of what the model
-/// saw and said.
+/// saw and said (`queries::entry_revisions` does not read their bodies unless proposed).
 const UNLOGGED: [&str; 4] = ["system", "reasoning", "model", "content"];
 
 /// The attributes a log row's target is the first of.

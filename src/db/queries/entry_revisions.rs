@@ -76,42 +76,59 @@ impl QueryableByName<MultiBackend> for ChangeRow {
     }
 }
 
-/// The statement, with `$entries` the join's condition on the entries read.
+/// Whether `run/state` may report an entry `e` as it is now: a pending proposal, or an
+/// entry of a scheme the log does not leave out (`agent::state::carried` decides; an entry
+/// outside this never is reported, so its body is not read).
+macro_rules! reportable {
+    () => {
+        "(e.status = 202 OR e.scheme NOT IN ('system', 'reasoning', 'model', 'content'))"
+    };
+}
+
+/// The statement, with `$entries` the joins that pick the entries read (`e`).
 macro_rules! changes_where {
-    ($entries:literal) => {
+    ($($entries:tt)+) => {
         concat!(
             "SELECT r.entries_revision AS revision_now, r.entries_removed AS removed, \
                     (SELECT COUNT(*) FROM schemes) AS schemes, \
-                    e.id, e.path, e.body, e.scheme, e.status, e.attributes, e.turn, \
+                    e.id, e.path, e.scheme, e.status, e.attributes, e.turn, \
+                    CASE WHEN ",
+            reportable!(),
+            " THEN e.body ELSE '' END AS body, \
                     CASE WHEN s.name IS NULL THEN 0 ELSE 1 END AS registered \
-             FROM runs AS r \
-             LEFT JOIN known_entries AS e ON e.run_id = r.id AND ",
-            $entries,
+             FROM runs AS r ",
+            $($entries)+,
             " LEFT JOIN schemes AS s ON s.name = e.scheme \
              WHERE r.id = ? ORDER BY e.id"
         )
     };
 }
 
-/// The run's entries written after `revision`, whatever they are now.
+/// The run's entries written after `revision`, whatever they are now (the body only of
+/// those `run/state` may report).
 pub(crate) fn changed_since(
     conn: &mut Conn,
     run: RunId,
     revision: i64,
 ) -> Result<EntryChanges, DbError> {
-    let rows = statement(changes_where!("e.revision > ?"))
-        .bind::<BigInt, _>(revision)
-        .bind::<BigInt, _>(run)
-        .load::<ChangeRow>(conn)?;
+    let rows = statement(changes_where!(
+        "LEFT JOIN entry_revisions AS v ON v.run_id = r.id AND v.revision > ? \
+         LEFT JOIN known_entries AS e ON e.id = v.entry_id"
+    ))
+    .bind::<BigInt, _>(revision)
+    .bind::<BigInt, _>(run)
+    .load::<ChangeRow>(conn)?;
     Ok(collect(rows))
 }
 
-/// Every entry of the run but the files that are not proposals (which `run/state` never
-/// reports).
+/// Every entry of the run `run/state` may report.
 pub(crate) fn all_told(conn: &mut Conn, run: RunId) -> Result<EntryChanges, DbError> {
-    let rows = statement(changes_where!("(e.scheme IS NOT NULL OR e.status = 202)"))
-        .bind::<BigInt, _>(run)
-        .load::<ChangeRow>(conn)?;
+    let rows = statement(changes_where!(
+        "LEFT JOIN known_entries AS e ON e.run_id = r.id AND ",
+        reportable!()
+    ))
+    .bind::<BigInt, _>(run)
+    .load::<ChangeRow>(conn)?;
     Ok(collect(rows))
 }
 
