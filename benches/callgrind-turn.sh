@@ -16,7 +16,8 @@
 # measured loops in runs of their own, apart from the warm-up's): a longer run's turns read,
 # tell and keep more of its log.
 #
-# RUMMY_LOAD names another rummy-load binary (default target/release/rummy-load).
+# RUMMY_LOAD names another rummy-load binary (default target/release/rummy-load);
+# CALLGRIND_OUT=FILE keeps the profile of the measured loops (callgrind_annotate FILE).
 # SERVER_BINARY may be another build (a checkout of an older commit): the load tool and the
 # fake LLM are always this checkout's. Instruction counts hardly depend on the machine's
 # other load (threads' timers and wake-ups move them by a fraction of a percent).
@@ -75,6 +76,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 instructions=$(grep -E '^(summary|totals):' "$dump" | head -n 1 | awk '{print $2}')
+[ -n "${CALLGRIND_OUT:-}" ] && cp "$dump" "$CALLGRIND_OUT"
 python3 - "$SERVER" "$((after - before))" "$LOOPS" "$instructions" "$LOOPS_PER_RUN" <<'EOF'
 import sys
 server, requests, loops, instructions, per_run = sys.argv[1], *map(int, sys.argv[2:])

@@ -18,7 +18,7 @@ use crate::agent::paused::{self, PausedPlace, Pausing};
 use crate::agent::reflect::Reflector;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
-use crate::agent::state;
+use crate::agent::state::{self, CarriedSlot};
 use crate::agent::turn::{execute_turn, LatestWritten, PanicState, TurnEnd, TurnInput, TurnReport};
 use crate::agent::AgentContext;
 use crate::budget::{
@@ -386,6 +386,8 @@ struct OpenLoop {
     paused: Option<(u32, TurnRow)>,
     /// What the run's actor knows of the run's latest `system://` copy and snapshot.
     latest: Arc<LatestWritten>,
+    /// The run's state as the loop's latest turn told it.
+    carried: CarriedSlot,
 }
 
 impl OpenLoop {
@@ -436,6 +438,7 @@ impl OpenLoop {
             panic,
             paused_turn: None,
             latest: &self.latest,
+            carried: &self.carried,
         }
     }
 }
@@ -515,6 +518,7 @@ async fn open_loop(
         max_turns,
         paused,
         latest: Arc::clone(latest),
+        carried: CarriedSlot::default(),
     })
 }
 

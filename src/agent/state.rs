@@ -1,19 +1,23 @@
 //! What clients are told at the end of a turn: `run/state`, and `run/proposal` for each new
 //! proposal.
 
+mod carried;
+
+pub(crate) use carried::{CarriedSlot, CarriedState};
+
 use crate::db::Conn;
 use serde_json::Value;
 
 use crate::agent::turn::input::TurnInput;
 use crate::agent::AgentContext;
 use crate::context::Packet;
-use crate::db::enums::{EntryStatus, RunStatus};
+use crate::db::enums::RunStatus;
 use crate::db::events::Unnumbered;
 use crate::db::ids::{ProjectId, RunId};
-use crate::db::models::entry::{EntryRow, RunLogRow, UnresolvedRow};
+use crate::db::models::entry::UnresolvedRow;
 use crate::db::models::run::PurposeUsage;
 use crate::db::queries::run_events::EventBounds;
-use crate::db::queries::{entries, run_events, turns, usage};
+use crate::db::queries::{run_events, turns, usage};
 use crate::db::DbError;
 use crate::hub::notifications::{
     HistoryEntry, Notification, PendingProposal, ProposedEntry, RunProposal, RunState, Telemetry,
@@ -26,8 +30,8 @@ use crate::plugins::filters::{Proposing, TurnProposing};
 /// What `run/state` and `run/proposal` report of the store, read at the end of a turn in
 /// the unit of work that ran the turn's commands.
 pub(crate) struct StoredState {
-    log: Vec<RunLogRow>,
-    unknowns: Vec<EntryRow>,
+    log: Vec<HistoryEntry>,
+    unknowns: Vec<UnknownEntry>,
     unresolved: Vec<UnresolvedRow>,
     usage: Vec<PurposeUsage>,
     latest_summary: Option<String>,
@@ -44,33 +48,32 @@ pub(crate) enum LatestTokens {
 }
 
 impl StoredState {
-    /// Reads the run's state (`tokens`: its latest turn's context size, when known).
+    /// Reads the run's state (`tokens`: its latest turn's context size, when known) from
+    /// `carried` and what changed since; with the state it read its entries from, to carry.
     pub(crate) fn read(
         conn: &mut Conn,
         run: RunId,
         tokens: LatestTokens,
-    ) -> Result<StoredState, DbError> {
-        let latest_summary = entries::entries_of_scheme(conn, run, "summarize")?
-            .into_iter()
-            .rev()
-            .find(|row| row.status == EntryStatus::Ok)
-            .map(|row| row.body);
+        carried: Option<CarriedState>,
+    ) -> Result<(StoredState, CarriedState), DbError> {
+        let carried = CarriedState::read(conn, run, carried)?;
         let context_tokens = match tokens {
             LatestTokens::Known(tokens) => tokens,
             LatestTokens::Read => turns::latest_turn(conn, run)?
                 .map(|row| row.context_tokens)
                 .unwrap_or(0),
         };
-        Ok(StoredState {
-            log: entries::run_log(conn, run)?,
-            unknowns: entries::entries_of_scheme(conn, run, "unknown")?,
-            unresolved: entries::unresolved(conn, run)?,
+        let stored = StoredState {
+            log: carried.history(),
+            unknowns: carried.unknowns(),
+            unresolved: carried.unresolved(),
             usage: usage::by_purpose(conn, run)?,
-            latest_summary,
+            latest_summary: carried.latest_summary(),
             context_tokens,
             session: crate::memory::stored_notes(conn, run)?
                 .and_then(|stored| serde_json::to_value(stored.notes).ok()),
-        })
+        };
+        Ok((stored, carried))
     }
 }
 
@@ -96,6 +99,8 @@ pub(crate) struct Telling {
     /// What the event log keeps, when the unit appends `run/proposal` and `run/state`
     /// itself; `None` when `turn.proposing` filters offer the proposals after it.
     in_unit: Option<EventBounds>,
+    /// The run's state as its previous turn told it, when its loop carries one.
+    carried: Option<CarriedState>,
 }
 
 impl Telling {
@@ -130,6 +135,7 @@ impl Telling {
             },
             requested_by: input.loop_row.requested_by.clone(),
             in_unit: (!filtered).then(|| agent.db.event_bounds()),
+            carried: input.carried.take(),
         }
     }
 
@@ -138,7 +144,7 @@ impl Telling {
     /// made, if any) and `run/state` to the event log, sent once the unit commits.
     pub(crate) fn read(self, conn: &mut Conn) -> Result<Told, DbError> {
         let tokens = LatestTokens::Known(self.telemetry.context_tokens);
-        let stored = StoredState::read(conn, self.run, tokens)?;
+        let (stored, carried) = StoredState::read(conn, self.run, tokens, self.carried)?;
         let proposed = fresh_proposals(&stored.unresolved, self.turn);
         let mut telemetry = self.telemetry;
         telemetry.context_tokens = stored.context_tokens;
@@ -165,6 +171,7 @@ impl Telling {
                 .chain([Notification::State(Box::new(state))])
                 .collect(),
             sent: self.in_unit.is_some(),
+            carried: Some(carried),
         };
         if let Some(bounds) = self.in_unit {
             let frames: Vec<Unnumbered> = told
@@ -190,9 +197,16 @@ pub(crate) struct Told {
     notifications: Vec<Notification>,
     /// Whether the unit appended them to the event log.
     sent: bool,
+    /// The state the unit read the run's entries into, for the next turn to carry.
+    carried: Option<CarriedState>,
 }
 
 impl Told {
+    /// The state the unit read, to carry to the run's next turn once the unit committed.
+    pub(crate) fn carried(&mut self) -> Option<CarriedState> {
+        self.carried.take()
+    }
+
     /// Tells the observers the run's state; unless the unit sent them, publishes the
     /// proposals (as the `turn.proposing` filters offer them) and the state.
     pub(crate) async fn publish(mut self, agent: &AgentContext) {
@@ -274,7 +288,7 @@ pub(crate) fn paused_state(
     turn: i32,
     mut telemetry: Telemetry,
 ) -> Result<RunState, DbError> {
-    let stored = StoredState::read(conn, run, LatestTokens::Read)?;
+    let (stored, _) = StoredState::read(conn, run, LatestTokens::Read, None)?;
     telemetry.context_tokens = stored.context_tokens;
     telemetry.usage = UsageTotals::of(&stored.usage);
     let facts = TurnFacts {
@@ -306,25 +320,8 @@ impl StoredState {
                 RunStatus::Proposed
             },
             summary: self.latest_summary.unwrap_or_default(),
-            history: self
-                .log
-                .into_iter()
-                .map(|row| HistoryEntry {
-                    tool: row.tool,
-                    target: row.target,
-                    status: row.status,
-                    path: row.path,
-                    body: row.body,
-                })
-                .collect(),
-            unknowns: self
-                .unknowns
-                .into_iter()
-                .map(|row| UnknownEntry {
-                    path: row.path,
-                    body: row.body,
-                })
-                .collect(),
+            history: self.log,
+            unknowns: self.unknowns,
             proposed: self
                 .unresolved
                 .iter()

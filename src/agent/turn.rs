@@ -193,7 +193,7 @@ async fn execute_numbered_turn(
         &packet,
         context_tokens,
     );
-    let (mut report, told) = apply(
+    let (mut report, mut told) = apply(
         agent,
         &input,
         turn,
@@ -206,6 +206,7 @@ async fn execute_numbered_turn(
     .instrument(tracing::info_span!(target: TRACE, "apply"))
     .await?;
     input.latest.system.note(turn, &packet.system);
+    input.carried.keep(told.carried());
     let dispatch_ms = dispatch_started.elapsed().as_millis() as u64;
     report.refused = response.refusal.is_some();
     told.publish(agent)

@@ -14,6 +14,7 @@ pub(crate) mod context;
 pub(crate) mod demotions;
 pub(crate) mod entries;
 pub(crate) mod entry_moves;
+pub(crate) mod entry_revisions;
 pub(crate) mod file_changes;
 pub(crate) mod free_paths;
 pub(crate) mod inbox;

@@ -50,6 +50,7 @@ const PROMPT_CHARS: usize = 2_000;
 const ANSWER_TOKENS: u32 = 2_000;
 
 /// The reflection.
+#[derive(Clone)]
 pub(super) struct SessionUpkeep {
     /// Most tokens of the rendered notes.
     pub budget: i64,
@@ -97,21 +98,19 @@ impl Preparation for NotesOffWithMemory {
     }
 }
 
-/// What the sidecar is given, read in one go.
+/// The run's notes and, when they are due for a refresh, what the sidecar reads, in one go.
 struct Reading {
     enabled: bool,
     stored: Option<StoredNotes>,
-    /// Whether a proposal made after the notes' turn was accepted.
-    accepted_since: bool,
-    prompt: String,
-    log: Vec<String>,
+    /// What the sidecar reads besides the notes; `None`: no refresh is due.
+    recent: Option<Recent>,
 }
 
-impl Reading {
-    /// The turn the notes were refreshed after (0: never).
-    fn last_turn(&self) -> i32 {
-        self.stored.as_ref().map_or(0, |stored| stored.turn)
-    }
+/// What the sidecar reads of the run besides its notes, read only for a refresh.
+struct Recent {
+    prompt: String,
+    /// The run's latest log entries, oldest first.
+    log: Vec<String>,
 }
 
 impl Reflection for SessionUpkeep {
@@ -127,9 +126,12 @@ impl Reflection for SessionUpkeep {
             ) {
                 return;
             }
-            let run = at.run;
-            let project = at.project;
-            let reading = services.db.read(move |conn| read(conn, run, project)).await;
+            let (run, project) = (at.run, at.project);
+            let (upkeep, reflecting) = (self.clone(), at.clone());
+            let reading = services
+                .db
+                .read(move |conn| read(conn, &upkeep, &reflecting))
+                .await;
             let reading = match reading {
                 Ok(reading) => reading,
                 Err(error) => {
@@ -141,8 +143,8 @@ impl Reflection for SessionUpkeep {
                 return;
             }
             let mut notes = reading.stored.as_ref().map(|stored| stored.notes.clone());
-            if self.due(at, reading.last_turn(), reading.accepted_since) {
-                if let Some(fresh) = self.refresh(services, at, &reading).await {
+            if let Some(recent) = &reading.recent {
+                if let Some(fresh) = self.refresh(services, at, &reading, recent).await {
                     notes = Some(fresh);
                 }
             }
@@ -192,12 +194,13 @@ impl SessionUpkeep {
         services: &ReflectionServices,
         at: &Reflecting,
         reading: &Reading,
+        recent: &Recent,
     ) -> Option<SessionNotes> {
         let call = SidecarCall {
             purpose: CallPurpose::SessionNotes,
             model_actual: at.model_actual.clone(),
             instructions: INSTRUCTIONS,
-            input: sidecar_input(reading),
+            input: sidecar_input(reading, recent),
             answer_tokens: ANSWER_TOKENS,
             timeout: self.timeout,
         };
@@ -239,28 +242,36 @@ impl SessionUpkeep {
     }
 }
 
-fn read(
-    conn: &mut Conn,
-    run: RunId,
-    project: crate::db::ids::ProjectId,
-) -> Result<Reading, DbError> {
-    let enabled = memory::is_enabled(conn, project)?;
+fn read(conn: &mut Conn, upkeep: &SessionUpkeep, at: &Reflecting) -> Result<Reading, DbError> {
+    let enabled = memory::is_enabled(conn, at.project)?;
     if !enabled {
         return Ok(Reading {
             enabled,
             stored: None,
-            accepted_since: false,
-            prompt: String::new(),
-            log: Vec::new(),
+            recent: None,
         });
     }
+    let stored = stored_notes(conn, at.run)?;
+    let last = stored.as_ref().map_or(0, |stored| stored.turn);
+    let accepted_since = run_actions::accepted_after(conn, at.run, last)?;
+    let recent = if upkeep.due(at, last, accepted_since) {
+        Some(recent(conn, at.run)?)
+    } else {
+        None
+    };
+    Ok(Reading {
+        enabled,
+        stored,
+        recent,
+    })
+}
+
+fn recent(conn: &mut Conn, run: RunId) -> Result<Recent, DbError> {
     let prompt = entries::latest_entry_of_scheme(conn, run, "prompt")?
         .map(|row| cut(&row.body, PROMPT_CHARS))
         .unwrap_or_default();
-    let rows = entries::run_log(conn, run)?;
-    let log = rows
+    let log = entries::latest_run_log(conn, run, LOG_ENTRIES)?
         .iter()
-        .skip(rows.len().saturating_sub(LOG_ENTRIES))
         .map(|row| {
             format!(
                 "{} {} [{}]: {}",
@@ -271,19 +282,11 @@ fn read(
             )
         })
         .collect();
-    let stored = stored_notes(conn, run)?;
-    let last = stored.as_ref().map_or(0, |stored| stored.turn);
-    Ok(Reading {
-        enabled,
-        stored,
-        accepted_since: run_actions::accepted_after(conn, run, last)?,
-        prompt,
-        log,
-    })
+    Ok(Recent { prompt, log })
 }
 
 /// The sidecar's user message: the current notes, the prompt and the log.
-fn sidecar_input(reading: &Reading) -> String {
+fn sidecar_input(reading: &Reading, recent: &Recent) -> String {
     let notes = reading
         .stored
         .as_ref()
@@ -291,8 +294,8 @@ fn sidecar_input(reading: &Reading) -> String {
         .unwrap_or_else(|| "{}".to_owned());
     format!(
         "Current notes:\n{notes}\n\nThe user's latest prompt:\n{}\n\nThe run's recent log, oldest first:\n{}",
-        reading.prompt,
-        reading.log.join("\n")
+        recent.prompt,
+        recent.log.join("\n")
     )
 }
 

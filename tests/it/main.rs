@@ -69,6 +69,7 @@ mod recall_rerank;
 mod replay;
 mod replies;
 mod rules;
+mod run_state_carried;
 mod run_titles;
 mod runs;
 mod sandbox;

@@ -3,6 +3,7 @@
 use crate::agent::loop_config::LoopConfig;
 use std::sync::Arc;
 
+use crate::agent::state::CarriedSlot;
 use crate::agent::turn::LatestWritten;
 use crate::budget::PanicTracker;
 use crate::db::ids::RunId;
@@ -35,6 +36,8 @@ pub(crate) struct TurnInput<'a> {
     pub paused_turn: Option<TurnRow>,
     /// What the run's actor knows of the run's latest `system://` copy and snapshot.
     pub latest: &'a Arc<LatestWritten>,
+    /// The run's state as the loop's previous turn told it.
+    pub carried: &'a CarriedSlot,
 }
 
 /// A panic loop's judge and the prompt text it currently shows the model.

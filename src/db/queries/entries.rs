@@ -381,13 +381,31 @@ pub(crate) fn unresolved(conn: &mut Conn, run_id: RunId) -> Result<Vec<Unresolve
     )
 }
 
-/// The run's client-facing history (`v_run_log`), oldest first.
+/// The run's client-facing history (`v_run_log`), oldest first: what `run/state` carries
+/// (`agent::state::CarriedState`) and the latest log entries are checked against.
+#[cfg(test)]
 pub(crate) fn run_log(conn: &mut Conn, run_id: RunId) -> Result<Vec<RunLogRow>, DbError> {
     Ok(
         statement("SELECT * FROM v_run_log WHERE run_id = ? ORDER BY id")
             .bind::<BigInt, _>(run_id)
             .load(conn)?,
     )
+}
+
+/// The run's latest `count` entries of its client-facing history (`v_run_log`), oldest
+/// first: found by their ids alone, then only they are read whole.
+pub(crate) fn latest_run_log(
+    conn: &mut Conn,
+    run_id: RunId,
+    count: usize,
+) -> Result<Vec<RunLogRow>, DbError> {
+    Ok(statement(
+        "SELECT * FROM v_run_log WHERE id IN \
+         (SELECT id FROM v_run_log WHERE run_id = ? ORDER BY id DESC LIMIT ?) ORDER BY id",
+    )
+    .bind::<BigInt, _>(run_id)
+    .bind::<BigInt, _>(i64::try_from(count).unwrap_or(i64::MAX))
+    .load(conn)?)
 }
 
 /// The run's entries of one scheme, oldest first (`reasoning`, `content`, `skill`, ...).

@@ -4,7 +4,7 @@ use super::*;
 use crate::db::enums::EntryStatus;
 use crate::db::ids::LoopId;
 use crate::db::queries::entry_moves::{copy_entry, EntryTransfer};
-use crate::db::testing::{sample_run, write, TestDb};
+use crate::db::testing::{project_with_run, sample_run, write, TestDb};
 
 fn pattern(path: &str) -> Selector {
     Selector::Pattern {
@@ -545,4 +545,46 @@ fn archived_copies_in_one_statement_are_what_each_written_alone_would_be() {
     let rewritten = get_entry(conn, together, "user://1").unwrap().unwrap();
     assert_eq!(rewritten.write_count, 2);
     assert_eq!(rewritten.attributes.to_value(), json!({"kept": true}));
+}
+
+#[test]
+fn the_latest_log_entries_are_the_log_s_last_oldest_first() {
+    let mut db = TestDb::new();
+    let conn = &mut db.conn;
+    let run = sample_run(conn);
+    let other = project_with_run(conn, Some("/q".into())).unwrap();
+    for turn in 1..=6 {
+        upsert_entry(
+            conn,
+            &write(run.id, &format!("known://{turn}"), "fact", turn),
+        )
+        .unwrap();
+        upsert_entry(
+            conn,
+            &write(run.id, &format!("system://{turn}"), "audit", turn),
+        )
+        .unwrap();
+        let mut proposal = write(run.id, &format!("sh://turn_{turn}/ls"), "ls", turn);
+        proposal.status = EntryStatus::Proposed;
+        upsert_entry(conn, &proposal).unwrap();
+        upsert_entry(
+            conn,
+            &write(other.id, &format!("known://{turn}"), "x", turn),
+        )
+        .unwrap();
+    }
+    resolve_entry(conn, run.id, "sh://turn_2/ls", EntryStatus::Ok, None).unwrap();
+
+    let whole = run_log(conn, run.id).unwrap();
+    assert_eq!(whole.len(), 7, "six facts and the accepted command");
+    let paths = |rows: &[RunLogRow]| rows.iter().map(|row| row.path.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        paths(&latest_run_log(conn, run.id, 3).unwrap()),
+        paths(&whole[4..]),
+        "the last three, oldest first: no audit copy, pending proposal or other run's entry"
+    );
+    assert_eq!(
+        paths(&latest_run_log(conn, run.id, 40).unwrap()),
+        paths(&whole)
+    );
 }
