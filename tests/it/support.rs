@@ -397,6 +397,15 @@ impl Client {
     }
 
     /// `(path, status)` of the run's entries under `pattern`, by path.
+    /// The paths of run `run`'s entries matching `pattern`, as `getEntries` lists them.
+    pub(crate) async fn paths(&mut self, run: &str, pattern: &str) -> Vec<String> {
+        self.statuses(run, pattern)
+            .await
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect()
+    }
+
     pub(crate) async fn statuses(&mut self, run: &str, pattern: &str) -> Vec<(String, i64)> {
         let entries = self
             .ok("getEntries", json!({"run": run, "pattern": pattern}))

@@ -3,7 +3,7 @@
 //! turn `N` saw is the run's latest `system://M` with `M ≤ N`.
 
 use rummy::testing::fake_llm::{FakeLlm, Step};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::support::{system_message, TestApp};
 
@@ -40,15 +40,7 @@ async fn a_loop_copies_its_system_message_only_when_it_changed() {
     assert_ne!(seen[2], seen[1], "the fact filed changed it");
     assert_ne!(seen[3], seen[2], "the next loop's changed it");
 
-    let copies = client
-        .ok("getEntries", json!({"run": run, "pattern": "system://*"}))
-        .await;
-    let copies: Vec<&str> = copies
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|entry: &Value| entry["path"].as_str().unwrap())
-        .collect();
+    let copies = client.paths(&run, "system://*").await;
     assert_eq!(
         copies,
         ["system://1", "system://3", "system://4"],

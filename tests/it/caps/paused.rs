@@ -32,19 +32,6 @@ async fn outcome(client: &mut Client, run: &str, status: i64) -> Value {
         .clone()
 }
 
-/// The run's prompt entries, as `getEntries` lists them.
-async fn prompts(client: &mut Client, run: &str) -> Vec<String> {
-    let entries = client
-        .ok("getEntries", json!({"run": run, "pattern": "prompt://*"}))
-        .await;
-    entries
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|entry| entry["path"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 #[actix_web::test]
 async fn a_capped_loop_pauses_keeps_its_place_and_resumes_when_its_run_s_cap_is_raised() {
     let llm = FakeLlm::start([learning("a"), learning("b"), learning("c"), done(0.0)]);
@@ -101,7 +88,7 @@ async fn a_capped_loop_pauses_keeps_its_place_and_resumes_when_its_run_s_cap_is_
         "two turns, the paused loop's third, the new prompt's one"
     );
     assert_eq!(
-        prompts(&mut client, &run).await,
+        client.paths(&run, "prompt://*").await,
         ["prompt://1", "prompt://4"],
         "the paused loop's prompt is written once"
     );
@@ -145,15 +132,7 @@ async fn a_paused_turn_taken_up_saw_the_run_s_latest_system_copy_at_or_before_it
         seen[1], seen[0],
         "turn 1 filed a fact the system message shows"
     );
-    let copies = client
-        .ok("getEntries", json!({"run": run, "pattern": "system://*"}))
-        .await;
-    let copies: Vec<&str> = copies
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|entry| entry["path"].as_str().unwrap())
-        .collect();
+    let copies = client.paths(&run, "system://*").await;
     assert_eq!(
         copies,
         ["system://1", "system://2", "system://3"],
