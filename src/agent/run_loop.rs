@@ -18,7 +18,7 @@ use crate::agent::paused::{self, PausedPlace, Pausing};
 use crate::agent::reflect::Reflector;
 use crate::agent::run_budget::RunBudget;
 use crate::agent::scan;
-use crate::agent::state::{self, CarriedSlot};
+use crate::agent::state::{self, carried::CarriedSlot};
 use crate::agent::turn::{execute_turn, LatestWritten, PanicState, TurnEnd, TurnInput, TurnReport};
 use crate::agent::AgentContext;
 use crate::budget::{

@@ -1,9 +1,9 @@
 //! What clients are told at the end of a turn: `run/state`, and `run/proposal` for each new
 //! proposal.
 
-mod carried;
+pub(crate) mod carried;
 
-pub(crate) use carried::{CarriedSlot, CarriedState};
+use carried::CarriedState;
 
 use crate::db::Conn;
 use serde_json::Value;

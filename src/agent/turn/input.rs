@@ -3,7 +3,7 @@
 use crate::agent::loop_config::LoopConfig;
 use std::sync::Arc;
 
-use crate::agent::state::CarriedSlot;
+use crate::agent::state::carried::CarriedSlot;
 use crate::agent::turn::LatestWritten;
 use crate::budget::PanicTracker;
 use crate::db::ids::RunId;
