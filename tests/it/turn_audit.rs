@@ -47,3 +47,39 @@ async fn a_loop_copies_its_system_message_only_when_it_changed() {
         "no copy for turn 2, whose system message was turn 1's"
     );
 }
+
+/// A run's actor leaves while the run waits for a person; the turn that continues it after
+/// an acceptance compares its system message with the run's latest stored copy.
+#[actix_web::test]
+async fn a_run_continued_after_it_waited_copies_an_unchanged_system_message_no_more() {
+    let llm = FakeLlm::builder([
+        Step::reply("<sh>echo hello</sh><update>asking to run it</update>"),
+        Step::reply("<summarize>it said hello</summarize>"),
+    ])
+    .start();
+    let app = TestApp::with_llm(&llm, &[]).await;
+    let (mut client, _) = app.client_in_project("audited").await;
+    let proposed = client
+        .ok("act", json!({"model": "fake", "prompt": "say hello"}))
+        .await;
+    assert_eq!(proposed["status"], json!(202), "{proposed}");
+    let run = proposed["run"].as_str().unwrap().to_string();
+    let resolution = json!({"path": proposed["proposed"][0]["path"], "action": "accept",
+                            "output": "hello\n"});
+    let resolved = client
+        .ok("run/resolve", json!({"run": run, "resolution": resolution}))
+        .await;
+    assert_eq!(resolved["status"], json!(200), "{resolved}");
+
+    let seen: Vec<String> = llm.requests().iter().map(system_message).collect();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        seen[1], seen[0],
+        "the command's output is not in the system message"
+    );
+    assert_eq!(
+        client.paths(&run, "system://*").await,
+        ["system://1"],
+        "turn 2 saw the run's latest copy, though a new actor recorded it"
+    );
+}

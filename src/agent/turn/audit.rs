@@ -3,8 +3,9 @@
 //! copied only when it differs from the run's latest copy, which the run's actor holds across
 //! its loops (`LatestWritten`), so the system message turn `N` saw is the run's latest
 //! `system://M` with `M ≤ N`. What the actor holds counts only while it is the copy of the
-//! run's latest turn: after a restart, or when another instance drove the run meanwhile, the
-//! turn copies without comparing.
+//! run's latest turn: when it holds none (a new actor, after the run was idle, a restart, or
+//! another instance's turns; a turn prepared again), the turn compares with the run's latest
+//! stored copy, read in the unit that records it (the run's first turn has none to read).
 
 use std::sync::{Mutex, PoisonError};
 
@@ -54,8 +55,11 @@ impl LatestSystemCopy {
 enum SystemCopy {
     /// It is the run's latest copy already.
     Kept,
-    /// It differs from the run's latest copy, or that copy is not known.
+    /// It differs from the run's latest copy, or the run has none (its first turn).
     Write(String),
+    /// The actor holds no copy (new, or the turn prepared again): copied unless the run's
+    /// latest stored copy holds it.
+    Unknown(String),
 }
 
 /// What the model saw and said (`system://N` when it changed, `user://N`, `assistant://N`,
@@ -81,6 +85,7 @@ impl TurnAudit {
         let n = turn.sequence;
         let system = match latest.holds(&packet.system) {
             Some(true) => SystemCopy::Kept,
+            None if n > 1 => SystemCopy::Unknown(packet.system.clone()),
             Some(false) | None => SystemCopy::Write(packet.system.clone()),
         };
         let mut copies = vec![
@@ -135,8 +140,12 @@ impl TurnAudit {
         let turn = self.turn.sequence;
         let system = match self.system {
             SystemCopy::Kept => None,
-            SystemCopy::Write(system) => Some((format!("system://{turn}"), system)),
-        };
+            SystemCopy::Write(system) => Some(system),
+            SystemCopy::Unknown(system) => entries::latest_entry_of_scheme(conn, run, "system")?
+                .is_none_or(|copy| copy.body != system)
+                .then_some(system),
+        }
+        .map(|system| (format!("system://{turn}"), system));
         let copies: Vec<(String, String)> = system.into_iter().chain(self.copies).collect();
         entries::write_archived(conn, run, Some(loop_id), turn, &copies)?;
         turns::update_turn_usage(conn, self.turn.id, &self.usage)?;
