@@ -13,13 +13,9 @@ use crate::db::enums::EntryStatus;
 use crate::db::ids::{EntryId, RunId};
 use crate::db::json::Attributes;
 use crate::db::models::entry::UnresolvedRow;
-use crate::db::queries::entry_revisions::{self, ChangedEntry, EntryChanges};
+use crate::db::queries::entry_revisions::{self, ChangedEntry, EntryChanges, UNLOGGED};
 use crate::db::{Conn, DbError};
 use crate::hub::notifications::{HistoryEntry, UnknownEntry};
-
-/// The schemes the run's log (`v_run_log`) leaves out: the audit copies of what the model
-/// saw and said (`queries::entry_revisions` does not read their bodies unless proposed).
-const UNLOGGED: [&str; 4] = ["system", "reasoning", "model", "content"];
 
 /// The attributes a log row's target is the first of.
 const TARGET_KEYS: [&str; 4] = ["command", "file", "path", "question"];

@@ -76,6 +76,10 @@ impl QueryableByName<MultiBackend> for ChangeRow {
     }
 }
 
+/// The schemes the run's log (`v_run_log`) leaves out: the audit copies of what the model
+/// saw and said. `reportable!` names the same in SQL (a test holds them together).
+pub(crate) const UNLOGGED: [&str; 4] = ["system", "reasoning", "model", "content"];
+
 /// Whether `run/state` may report an entry `e` as it is now: a pending proposal, or an
 /// entry of a scheme the log does not leave out (`agent::state::carried` decides; an entry
 /// outside this never is reported, so its body is not read).
@@ -146,4 +150,19 @@ fn collect(rows: Vec<ChangeRow>) -> EntryChanges {
         changes.entries.extend(row.entry);
     }
     changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UNLOGGED;
+
+    #[test]
+    fn the_sql_leaves_out_of_the_log_the_schemes_rust_does() {
+        let listed = UNLOGGED.map(|scheme| format!("'{scheme}'")).join(", ");
+        assert!(
+            reportable!().contains(&format!("e.scheme NOT IN ({listed})")),
+            "{}",
+            reportable!()
+        );
+    }
 }
