@@ -1,6 +1,7 @@
 //! The snapshot stored as differences: every turn's snapshot rebuilt from the store is the
 //! projection that turn computed, through rows added, rewritten, demoted and promoted,
-//! removed and added again, turns prepared again, and an actor that starts over.
+//! removed and added again, turns prepared again, an actor that starts over, and turns
+//! another instance's actor prepared meanwhile.
 
 use super::*;
 use crate::context::snapshot::{snapshot_rows, LatestSnapshot};
@@ -36,6 +37,9 @@ enum Preparing {
     Restarted,
     /// Its first preparation, then another (a paused turn taken up).
     Twice,
+    /// Its first preparation by another instance's actor: what this actor holds stays as
+    /// it was, noted on an earlier turn.
+    Elsewhere,
 }
 
 fn preparing_strategy() -> impl Strategy<Value = Preparing> {
@@ -43,6 +47,7 @@ fn preparing_strategy() -> impl Strategy<Value = Preparing> {
         6 => Just(Preparing::First),
         1 => Just(Preparing::Restarted),
         1 => Just(Preparing::Twice),
+        1 => Just(Preparing::Elsewhere),
     ]
 }
 
@@ -93,15 +98,17 @@ proptest! {
             if matches!(preparing, Preparing::Restarted) {
                 held = LatestSnapshot::default();
             }
-            let first = Snapshot::First { latest: (turn > 1).then_some(turn - 1), held: &held };
+            let elsewhere = LatestSnapshot::default();
+            let holder = if matches!(preparing, Preparing::Elsewhere) { &elsewhere } else { &held };
+            let first = Snapshot::First { latest: (turn > 1).then_some(turn - 1), held: holder };
             let mut opened = materialize_turn(&mut db.conn, target(db.run, turn), first, &HeadingViews, TOKENS).unwrap();
             if matches!(preparing, Preparing::Twice) {
-                held.note(turn, opened.snapshot);
+                holder.note(turn, opened.snapshot);
                 db.write(&path_of(0, 3), "asked again", turn);
                 opened = materialize_turn(&mut db.conn, target(db.run, turn), Snapshot::Again, &HeadingViews, TOKENS).unwrap();
             }
             prop_assert_eq!(&opened.snapshot, &snapshot_rows(&opened.rows));
-            held.note(turn, opened.snapshot);
+            holder.note(turn, opened.snapshot);
             projected.push(snapshot_rows(&opened.rows));
         }
         for (index, rows) in projected.iter().enumerate() {
