@@ -35,7 +35,8 @@ enum Preparing {
     First,
     /// Its first preparation by an actor that holds nothing (a restart).
     Restarted,
-    /// Its first preparation, then another (a paused turn taken up).
+    /// Its first preparation, then another (a paused turn taken up) after one entry was
+    /// written and another deleted.
     Twice,
     /// Its first preparation by another instance's actor: what this actor holds stays as
     /// it was, noted on an earlier turn.
@@ -105,6 +106,8 @@ proptest! {
             if matches!(preparing, Preparing::Twice) {
                 holder.note(turn, opened.snapshot);
                 db.write(&path_of(0, 3), "asked again", turn);
+                let gone = path_of(1, kinds[1]);
+                delete_entries(&mut db.conn, db.run, &Selector::Path(gone)).unwrap();
                 opened = materialize_turn(&mut db.conn, target(db.run, turn), Snapshot::Again, &HeadingViews, TOKENS).unwrap();
             }
             prop_assert_eq!(&opened.snapshot, &snapshot_rows(&opened.rows));
